@@ -1,0 +1,72 @@
+"""One error hierarchy for the whole ledger.
+
+Every error says what was wrong and, where there is one, how to fix it.  The CLI
+maps :class:`LedgerError` to exit code 1 and :class:`UsageError` to 2; nothing
+else needs to know about exit codes.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class: an operation was refused or failed and changed nothing."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
+
+
+class UsageError(LedgerError):
+    """The request itself is malformed (CLI exit code 2)."""
+
+
+class SkillError(LedgerError):
+    """A skill is invalid: bad name, frontmatter, size or path."""
+
+
+class SkillNotFoundError(SkillError):
+    """The named skill (or file within it) does not exist."""
+
+
+class SkillExistsError(SkillError):
+    """``create`` was asked for a name that already exists."""
+
+
+class PatchError(SkillError):
+    """A patch did not match exactly once, or its result is invalid."""
+
+
+class TreeError(LedgerError):
+    """A tree cannot be hashed unambiguously (symlink, special file, bad name)."""
+
+
+class ProofError(LedgerError):
+    """An inclusion proof is malformed or does not verify."""
+
+
+class StoreError(LedgerError):
+    """The brain or its git store is missing, locked or inconsistent."""
+
+
+class LockedError(StoreError):
+    """Another writer holds the brain lock."""
+
+
+class ChainError(LedgerError):
+    """The chain refused or could not be reached."""
+
+
+class RpcUnreachableError(ChainError):
+    """The RPC endpoint did not answer."""
+
+
+class KeystoreError(LedgerError):
+    """A keystore is missing, unreadable or not allowed on this chain."""
+
+
+class AuditError(LedgerError):
+    """An audit could not be run (as opposed to running and finding failures)."""

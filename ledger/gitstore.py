@@ -1,0 +1,464 @@
+"""Git snapshots: objects written directly, refs moved by compare-and-swap.
+
+Snapshots never go through a git index: GitPython's ``IndexFile`` rewrites the
+whole index per call (2.4 s for one file at 10,000 files).  Blobs, trees and
+commits are written in-process to the object database, unchanged subtrees are
+reused by id, and ``refs/heads/main`` moves with git's own lock-file protocol,
+so ``git`` itself sees an ordinary repository.
+
+No filters or line-ending conversion ever touch the bytes: what the brain holds
+is what the snapshot holds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+
+import git
+from git.objects.fun import tree_entries_from_data, tree_to_stream
+from gitdb import IStream
+
+from ledger.errors import StoreError, TreeError
+from ledger.merkle import (
+    KIND_DIR,
+    KIND_EXEC,
+    KIND_FILE,
+    Digest,
+    DirNode,
+    file_digest,
+    format_root,
+    parse_root,
+)
+
+__all__ = [
+    "BRANCH",
+    "Change",
+    "GitStore",
+    "Snapshot",
+    "TreeEntry",
+]
+
+BRANCH = "refs/heads/main"
+SKILLS_DIR = "skills"
+NULL_SHA = b"\x00" * 20
+MODE_FILE, MODE_EXEC, MODE_DIR = 0o100644, 0o100755, 0o40000
+_MODE_KIND = {MODE_FILE: KIND_FILE, MODE_EXEC: KIND_EXEC, MODE_DIR: KIND_DIR}
+_KIND_MODE = {v: k for k, v in _MODE_KIND.items()}
+_TRAILER = re.compile(r"^(Ledger-[A-Za-z-]+): (.*)$")
+_IDENTITY = "brain-ledger <ledger@localhost>"
+
+TreeEntry = tuple[bytes, int, str]  # (binsha, mode, name), as GitPython's tree functions use
+
+
+@dataclass(frozen=True)
+class Change:
+    """One skill touched by a snapshot: ``action`` is create, update or delete."""
+
+    action: str
+    skill: str
+    version: int
+
+    def trailer(self) -> str:
+        return f"{self.action} {self.skill} {self.version}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A ledger commit, as read back from its message trailers."""
+
+    commit: str
+    tree: str
+    parents: tuple[str, ...]
+    root: bytes
+    parent_root: bytes | None
+    operation: str
+    changes: tuple[Change, ...]
+    message: str
+    timestamp: int
+    trailers: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def skill(self) -> str | None:
+        return self.changes[0].skill if len(self.changes) == 1 else None
+
+    @property
+    def version(self) -> int | None:
+        return self.changes[0].version if len(self.changes) == 1 else None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "commit": self.commit,
+            "root": format_root(self.root),
+            "parent_root": format_root(self.parent_root) if self.parent_root else None,
+            "operation": self.operation,
+            "skill": self.skill,
+            "version": self.version,
+            "changes": [
+                {"action": c.action, "skill": c.skill, "version": c.version} for c in self.changes
+            ],
+            "timestamp": self.timestamp,
+        }
+
+
+def kind_of_mode(mode: int, where: str) -> int:
+    try:
+        return _MODE_KIND[mode]
+    except KeyError:
+        what = {0o120000: "a symbolic link", 0o160000: "a submodule"}.get(mode, f"mode {mode:o}")
+        raise TreeError(f"{where!r} is {what}; only files and directories can be hashed") from None
+
+
+def mode_of_kind(kind: int) -> int:
+    return _KIND_MODE[kind]
+
+
+def git_order(entries: Sequence[TreeEntry]) -> list[TreeEntry]:
+    """Sort entries as git does: bytewise, a directory compared as ``name + '/'``."""
+    return sorted(entries, key=lambda e: e[2].encode() + (b"/" if e[1] == MODE_DIR else b""))
+
+
+class GitStore:
+    """A brain's git repository: ``<brain>/.git``, configured bare (no index, no work tree).
+
+    Being bare keeps ``git status`` from reporting a stale index, while ``git log``
+    and ``git clone <brain>`` work as usual.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        try:
+            self.repo = git.Repo(self.path, odbt=git.GitDB)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise StoreError(f"{self.path} is not a git repository") from exc
+        self.git_dir = Path(self.repo.git_dir)
+        self._odb = self.repo.odb
+
+    @classmethod
+    def init(cls, path: Path) -> GitStore:
+        repo = git.Repo.init(path, initial_branch="main")
+        with repo.config_writer() as cw:
+            cw.set_value("core", "bare", "true")
+            cw.set_value("core", "autocrlf", "false")
+            cw.set_value("core", "logAllRefUpdates", "true")
+            cw.set_value("gc", "auto", "0")
+        repo.close()
+        return cls(path)
+
+    def close(self) -> None:
+        self.repo.close()
+
+    def __enter__(self) -> GitStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ objects
+
+    def _store(self, kind: bytes, data: bytes) -> bytes:
+        return self._odb.store(IStream(kind, len(data), BytesIO(data))).binsha
+
+    def write_blob(self, data: bytes) -> bytes:
+        return self._store(b"blob", data)
+
+    def write_tree(self, entries: Sequence[TreeEntry]) -> bytes:
+        buf = BytesIO()
+        tree_to_stream(git_order(entries), buf.write)
+        return self._store(b"tree", buf.getvalue())
+
+    def write_tree_sorted(self, entries: Sequence[TreeEntry]) -> bytes:
+        """Like :meth:`write_tree` for entries already in git order (hot path)."""
+        buf = BytesIO()
+        tree_to_stream(entries, buf.write)
+        return self._store(b"tree", buf.getvalue())
+
+    def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str) -> bytes:
+        stamp = f"{int(time.time())} +0000"
+        identity = os.environ.get("LEDGER_COMMITTER", _IDENTITY)
+        if "\n" in identity or "<" not in identity:
+            raise StoreError("LEDGER_COMMITTER must look like 'Name <email>'")
+        lines = [f"tree {tree.hex()}"]
+        lines += [f"parent {p.hex()}" for p in parents]
+        lines += [f"author {identity} {stamp}", f"committer {identity} {stamp}", "", message]
+        return self._store(b"commit", "\n".join(lines).encode("utf-8"))
+
+    def read(self, binsha: bytes, expect: bytes) -> bytes:
+        try:
+            stream = self._odb.stream(binsha)
+        except Exception as exc:  # gitdb raises BadObject / BadName
+            raise StoreError(f"git object {binsha.hex()} is missing from the store") from exc
+        if stream.type != expect:
+            raise StoreError(f"git object {binsha.hex()} is a {stream.type.decode()}, expected {expect.decode()}")
+        return stream.read()
+
+    def read_tree(self, binsha: bytes) -> list[TreeEntry]:
+        return tree_entries_from_data(self.read(binsha, b"tree"))
+
+    def has(self, binsha: bytes) -> bool:
+        return bool(self._odb.has_object(binsha))
+
+    # ------------------------------------------------------------------ refs
+
+    def head(self) -> bytes | None:
+        """The commit ``main`` points at, or ``None`` before the first snapshot."""
+        loose = self.git_dir / BRANCH
+        try:
+            return bytes.fromhex(loose.read_text().strip())
+        except FileNotFoundError:
+            pass
+        try:
+            for line in (self.git_dir / "packed-refs").read_text().splitlines():
+                if line.endswith(" " + BRANCH):
+                    return bytes.fromhex(line.split(" ", 1)[0])
+        except FileNotFoundError:
+            pass
+        return None
+
+    def move_head(self, new: bytes, expected: bytes | None) -> None:
+        """Point ``main`` at ``new`` if it still points at ``expected`` (git's lock protocol)."""
+        ref = self.git_dir / BRANCH
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        lock = ref.with_name(ref.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise StoreError(
+                f"{lock} exists: another git process is updating the branch",
+                hint="if no git process is running, remove the stale lock file",
+            ) from None
+        try:
+            current = self.head()
+            if current != expected:
+                raise StoreError(
+                    f"branch moved underneath this write (expected {_hex(expected)}, found {_hex(current)})"
+                )
+            os.write(fd, new.hex().encode() + b"\n")
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.replace(lock, ref)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            if lock.exists():
+                lock.unlink()
+        self._log_ref(expected, new)
+
+    def _log_ref(self, old: bytes | None, new: bytes) -> None:
+        log = self.git_dir / "logs" / BRANCH
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{_hex(old) or '0' * 40} {new.hex()} {_IDENTITY} {int(time.time())} +0000\tledger\n")
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self, commit: bytes) -> Snapshot:
+        c = git.Commit(self.repo, commit)
+        try:
+            message = c.message if isinstance(c.message, str) else c.message.decode("utf-8")
+            tree, parents, stamp = c.tree.binsha, tuple(p.hexsha for p in c.parents), c.committed_date
+        except ValueError as exc:
+            raise StoreError(f"commit {commit.hex()} is missing or corrupt: {exc}") from exc
+        trailers = parse_trailers(message)
+
+        def one(key: str) -> str:
+            values = trailers.get(key, [])
+            if len(values) != 1:
+                raise StoreError(f"commit {commit.hex()[:12]} has {len(values)} {key} trailers, expected 1")
+            return values[0]
+
+        try:
+            root = parse_root(one("Ledger-Root"))
+            pr = one("Ledger-Parent-Root")
+            parent_root = None if pr == "none" else parse_root(pr)
+            changes = tuple(_parse_change(v) for v in trailers.get("Ledger-Change", []))
+        except (ValueError, StoreError) as exc:
+            raise StoreError(f"commit {commit.hex()[:12]} is not a ledger snapshot: {exc}") from exc
+        return Snapshot(
+            commit=commit.hex(),
+            tree=tree.hex(),
+            parents=parents,
+            root=root,
+            parent_root=parent_root,
+            operation=one("Ledger-Operation"),
+            changes=changes,
+            message=message,
+            timestamp=int(stamp),
+            trailers=trailers,
+        )
+
+    def lineage(self, start: bytes | None = None) -> Iterator[Snapshot]:
+        """Snapshots from ``start`` (default: head) back to genesis, first parent only."""
+        commit = start if start is not None else self.head()
+        while commit is not None:
+            snap = self.snapshot(commit)
+            yield snap
+            commit = bytes.fromhex(snap.parents[0]) if snap.parents else None
+
+    def resolve(self, rev: str) -> bytes:
+        """Resolve a revision (hex, ``HEAD~2``, a root) to a commit id."""
+        if rev.startswith("blake3-tree-v1:"):
+            want = parse_root(rev)
+            for snap in self.lineage():
+                if snap.root == want:
+                    return bytes.fromhex(snap.commit)
+            raise StoreError(f"no snapshot has root {rev}")
+        try:
+            return self.repo.commit(rev.replace("HEAD", "main") if rev.startswith("HEAD") else rev).binsha
+        except (git.BadName, ValueError) as exc:
+            raise StoreError(f"unknown revision {rev!r}", hint="use a commit id, main~N or a root") from exc
+
+    def skills_tree(self, commit: bytes) -> bytes | None:
+        """The ``skills/`` tree id of a snapshot (``None`` for the empty brain)."""
+        tree = git.Commit(self.repo, commit).tree.binsha
+        for sha, mode, name in self.read_tree(tree):
+            if name == SKILLS_DIR:
+                if mode != MODE_DIR:
+                    raise TreeError("'skills' in the snapshot is not a directory")
+                return sha
+        return None
+
+    def root_tree(self, skills: bytes | None) -> bytes:
+        return self.write_tree([(skills, MODE_DIR, SKILLS_DIR)] if skills else [])
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """The ``Ledger-*`` trailers of the message's last paragraph."""
+    last = message.rstrip("\n").rsplit("\n\n", 1)[-1]
+    out: dict[str, list[str]] = {}
+    for line in last.splitlines():
+        m = _TRAILER.match(line)
+        if m:
+            out.setdefault(m.group(1), []).append(m.group(2))
+    return out
+
+
+def _parse_change(value: str) -> Change:
+    action, skill, version = value.split(" ")
+    if action not in ("create", "update", "delete"):
+        raise ValueError(f"unknown change action {action!r}")
+    return Change(action, skill, int(version))
+
+
+def format_message(
+    operation: str, root: bytes, parent_root: bytes | None, changes: Sequence[Change], note: str = ""
+) -> str:
+    """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers."""
+    if len(changes) == 1:
+        subject = f"{operation} {changes[0].skill} v{changes[0].version}"
+    else:
+        subject = f"{operation}: {len(changes)} skill(s)"
+    trailers = [
+        f"Ledger-Root: {format_root(root)}",
+        f"Ledger-Parent-Root: {format_root(parent_root) if parent_root else 'none'}",
+        f"Ledger-Operation: {operation}",
+    ]
+    if len(changes) == 1:
+        trailers += [f"Ledger-Skill: {changes[0].skill}", f"Ledger-Version: {changes[0].version}"]
+    trailers += [f"Ledger-Change: {c.trailer()}" for c in changes]
+    parts = [subject]
+    if note.strip():
+        parts.append(note.strip())
+    parts.append("\n".join(trailers))
+    return "\n\n".join(parts) + "\n"
+
+
+def _hex(sha: bytes | None) -> str:
+    return sha.hex() if sha else ""
+
+
+class DigestCache:
+    """git object id → bundle digest, persisted append-only in ``.ledger/cache``.
+
+    Keys are git ids, which are themselves content hashes (a blob id covers the
+    bytes, a tree id covers names, modes and children), so an entry can never go
+    stale: the same key always has the same digest.  Each record carries a short
+    BLAKE3 check, and a record that fails it is ignored rather than trusted.
+    """
+
+    _RECORD = 20 + 32 + 8
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._map: dict[bytes, bytes] = {}
+        self._pending: list[bytes] = []
+        if path is not None and path.exists():
+            data = path.read_bytes()
+            n = self._RECORD
+            for off in range(0, len(data) - n + 1, n):
+                rec = data[off : off + n]
+                if file_digest(rec[:52])[:8] == rec[52:]:
+                    self._map[rec[:20]] = rec[20:52]
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._map.get(key)
+
+    def put(self, key: bytes, digest: bytes) -> None:
+        if self._map.get(key) != digest:
+            self._map[key] = digest
+            body = key + digest
+            self._pending.append(body + file_digest(body)[:8])
+
+    def flush(self) -> None:
+        if self.path is None or not self._pending:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as fh:
+            fh.write(b"".join(self._pending))
+        self._pending.clear()
+
+
+def bundle_of_tree(store: GitStore, tree: bytes | None, cache: DigestCache, where: str = "") -> DirNode:
+    """Rebuild the bundle :class:`DirNode` of a git tree, expanding one level.
+
+    Subdirectories come back as :class:`Digest` nodes, recomputed through the
+    cache so that only trees never seen before are read and hashed.
+    """
+    if tree is None:
+        return DirNode({})
+    entries: dict[str, Digest | DirNode] = {}
+    for sha, mode, name in store.read_tree(tree):
+        kind = kind_of_mode(mode, f"{where}/{name}" if where else name)
+        if kind == KIND_DIR:
+            entries[name] = Digest(KIND_DIR, tree_digest(store, sha, cache, f"{where}/{name}" if where else name))
+        else:
+            entries[name] = Digest(kind, blob_digest(store, sha, cache))
+    if not entries and where:
+        raise TreeError(f"{where!r} is an empty directory in the snapshot")
+    return DirNode(entries, where)
+
+
+def tree_digest(store: GitStore, tree: bytes, cache: DigestCache, where: str = "") -> bytes:
+    hit = cache.get(tree)
+    if hit is None:
+        hit = bundle_of_tree(store, tree, cache, where).digest
+        cache.put(tree, hit)
+    return hit
+
+
+def blob_digest(store: GitStore, blob: bytes, cache: DigestCache) -> bytes:
+    hit = cache.get(blob)
+    if hit is None:
+        hit = file_digest(store.read(blob, b"blob"))
+        cache.put(blob, hit)
+    return hit
+
+
+def expand(store: GitStore, tree: bytes | None, cache: DigestCache, path: Sequence[str] = ()) -> DirNode:
+    """Like :func:`bundle_of_tree`, but with the directories along ``path`` expanded (for proofs)."""
+    node = bundle_of_tree(store, tree, cache)
+    if not path or tree is None:
+        return node
+    head, rest = path[0], path[1:]
+    for sha, mode, name in store.read_tree(tree):
+        if name == head and mode == MODE_DIR and rest:
+            entries = dict(node.entries)
+            entries[name] = expand(store, sha, cache, rest)
+            return DirNode(entries)
+    return node

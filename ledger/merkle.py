@@ -1,0 +1,439 @@
+"""Bundle hash v1: a deterministic BLAKE3 Merkle tree over a directory tree.
+
+``docs/bundle-hash.md`` is the source of truth; this module implements it and
+nothing else.  In short: every directory is an RFC 6962-shaped binary Merkle
+tree over its sorted entries, an entry leaf binds (kind, name, child digest),
+and domain-separation prefixes keep file contents, leaves and interior nodes
+apart.  Proofs are one RFC 6962 audit path per directory level, so they grow as
+depth × log2(fan-out).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from blake3 import blake3
+
+from ledger.errors import ProofError, TreeError
+
+__all__ = [
+    "EMPTY_ROOT",
+    "KIND_DIR",
+    "KIND_EXEC",
+    "KIND_FILE",
+    "VERSION",
+    "Digest",
+    "DirNode",
+    "InclusionProof",
+    "Node",
+    "check_name",
+    "dir_digest",
+    "file_digest",
+    "format_root",
+    "hash_path",
+    "leaf_hash",
+    "parse_root",
+    "prove",
+    "read_tree",
+    "verify_proof",
+]
+
+VERSION = "blake3-tree-v1"
+
+_LEAF = b"\x00"
+_NODE = b"\x01"
+_CONTENT = b"\x02"
+
+KIND_FILE = 1  # regular file, not executable (git 100644)
+KIND_EXEC = 2  # regular file, owner-executable (git 100755)
+KIND_DIR = 3  # directory (git 40000)
+_KIND_NAMES = {KIND_FILE: "file", KIND_EXEC: "exec", KIND_DIR: "dir"}
+
+EMPTY_ROOT = blake3(b"").digest()
+_MAX_NAME_BYTES = 255
+_PARALLEL_MIN_FILES = 256
+
+
+def file_digest(data: bytes) -> bytes:
+    """Digest of a file's exact bytes: ``BLAKE3(0x02 ‖ content)``."""
+    h = blake3(_CONTENT)
+    h.update(data)
+    return h.digest()
+
+
+def leaf_hash(kind: int, name: str, child: bytes) -> bytes:
+    """Entry leaf: ``BLAKE3(0x00 ‖ kind ‖ u16be(len(name)) ‖ name ‖ child)``."""
+    raw = name.encode("utf-8")
+    return blake3(_LEAF + bytes((kind,)) + len(raw).to_bytes(2, "big") + raw + child).digest()
+
+
+def _node(left: bytes, right: bytes) -> bytes:
+    return blake3(_NODE + left + right).digest()
+
+
+def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """All levels of the RFC 6962 tree, leaves first, root last.
+
+    Pairing left to right and promoting an odd last node unchanged yields the
+    same shape as RFC 6962's "split at the largest power of two" recursion.
+    """
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        cur = levels[-1]
+        nxt = [_node(cur[i], cur[i + 1]) for i in range(0, len(cur) - 1, 2)]
+        if len(cur) % 2:
+            nxt.append(cur[-1])
+        levels.append(nxt)
+    return levels
+
+
+def merkle_root(leaves: Sequence[bytes]) -> bytes:
+    if not leaves:
+        return EMPTY_ROOT
+    return merkle_levels(leaves)[-1][0]
+
+
+def update_levels(levels: list[list[bytes]], index: int, leaf: bytes) -> None:
+    """Replace one leaf in place and recompute only its path: O(log n)."""
+    levels[0][index] = leaf
+    for depth in range(1, len(levels)):
+        below = levels[depth - 1]
+        index //= 2
+        left = 2 * index
+        levels[depth][index] = below[left] if left + 1 >= len(below) else _node(below[left], below[left + 1])
+
+
+def audit_path(levels: Sequence[Sequence[bytes]], index: int) -> list[bytes]:
+    path = []
+    for level in levels[:-1]:
+        sibling = index ^ 1
+        if sibling < len(level):
+            path.append(level[sibling])
+        index //= 2
+    return path
+
+
+def root_from_path(leaf: bytes, index: int, count: int, path: Sequence[bytes]) -> bytes:
+    """Recompute an RFC 6962 root from one leaf and its audit path."""
+    if not 0 <= index < count:
+        raise ProofError(f"leaf index {index} is outside a directory of {count} entries")
+    node, it = leaf, iter(path)
+    try:
+        while count > 1:
+            if index % 2:
+                node = _node(next(it), node)
+            elif index + 1 < count:
+                node = _node(node, next(it))
+            index, count = index // 2, (count + 1) // 2
+    except StopIteration:
+        raise ProofError("audit path is too short for the directory size") from None
+    if next(it, None) is not None:
+        raise ProofError("audit path is longer than the directory size allows")
+    return node
+
+
+def check_name(name: str, where: str = "") -> str:
+    """Refuse names the spec cannot hash unambiguously; return the name."""
+    label = f"{where}/{name}" if where else name
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TreeError(
+            f"{label!r}: name is not valid UTF-8", hint="rename it using UTF-8"
+        ) from None
+    if name in ("", ".", "..") or "/" in name or "\x00" in name:
+        raise TreeError(f"{label!r}: invalid entry name")
+    if len(raw) > _MAX_NAME_BYTES:
+        raise TreeError(f"{label!r}: name is longer than {_MAX_NAME_BYTES} bytes")
+    if not unicodedata.is_normalized("NFC", name):
+        raise TreeError(
+            f"{label!r}: name is not in Unicode NFC",
+            hint="rename it to its NFC form (macOS filesystems may produce NFD)",
+        )
+    return name
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name.casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    kind: int
+    digest: bytes
+
+
+class DirNode:
+    """A directory: sorted entries, with its digest and Merkle levels computed once."""
+
+    __slots__ = ("_levels", "digest", "entries", "names")
+
+    def __init__(self, entries: Mapping[str, Node], where: str = "") -> None:
+        names = sorted(entries)
+        folded: dict[str, str] = {}
+        for name in names:
+            check_name(name, where)
+            key = _fold(name)
+            if key in folded:
+                raise TreeError(
+                    f"{where + '/' if where else ''}{folded[key]!r} and {name!r} collide on a "
+                    "case-insensitive filesystem",
+                    hint="rename one of them",
+                )
+            folded[key] = name
+        self.names = names
+        self.entries = {n: entries[n] for n in names}
+        leaves = [leaf_hash(_kind(self.entries[n]), n, self.entries[n].digest) for n in names]
+        self._levels = merkle_levels(leaves)
+        self.digest = self._levels[-1][0] if leaves else EMPTY_ROOT
+
+    def audit(self, name: str) -> tuple[int, int, list[bytes]]:
+        index = self.names.index(name)
+        return index, len(self.names), audit_path(self._levels, index)
+
+
+Node = Digest | DirNode
+
+
+def _kind(node: Node) -> int:
+    return KIND_DIR if isinstance(node, DirNode) else node.kind
+
+
+def dir_digest(entries: Mapping[str, Node]) -> bytes:
+    return DirNode(entries).digest
+
+
+def format_root(digest: bytes) -> str:
+    """Print a root with its algorithm and version: ``blake3-tree-v1:<64 hex>``."""
+    return f"{VERSION}:{digest.hex()}"
+
+
+def parse_root(text: str) -> bytes:
+    """Accept ``blake3-tree-v1:<hex>`` or a ``0x``-prefixed bytes32 as committed on chain."""
+    value = text.strip()
+    if value.startswith(VERSION + ":"):
+        value = value[len(VERSION) + 1:]
+    elif value.startswith(("0x", "0X")):
+        value = value[2:]
+    elif ":" in value:
+        raise ProofError(f"unsupported root format {text!r}", hint=f"expected {VERSION}:<hex>")
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise ProofError(f"root {text!r} is not 32 bytes of hex", hint=f"expected {VERSION}:<64 hex>")
+    return raw
+
+
+# --------------------------------------------------------------------------- filesystem
+
+
+def _scan(path: str, rel: str, files: list[tuple[str, str, int]], dirs: list[str]) -> None:
+    dirs.append(rel)
+    try:
+        it = os.scandir(path)
+    except OSError as exc:
+        raise TreeError(f"cannot read directory {rel or '.'!r}: {exc.strerror}") from exc
+    with it:
+        count = 0
+        for entry in it:
+            count += 1
+            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            check_name(entry.name, rel)
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise TreeError(
+                    f"{child_rel!r} is a symbolic link; links are not allowed in a brain",
+                    hint="replace it with the file it points to",
+                )
+            if stat.S_ISDIR(st.st_mode):
+                _scan(entry.path, child_rel, files, dirs)
+            elif stat.S_ISREG(st.st_mode):
+                files.append((entry.path, child_rel, KIND_EXEC if st.st_mode & stat.S_IXUSR else KIND_FILE))
+            else:
+                raise TreeError(f"{child_rel!r} is a special file (device, FIFO or socket)")
+        if count == 0 and rel:
+            raise TreeError(
+                f"{rel!r} is an empty directory; git cannot store it, so the bundle refuses it",
+                hint="remove it or add a file to it",
+            )
+
+
+def _read_digest(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return file_digest(fh.read())
+
+
+def _digests(paths: list[str]) -> Iterator[bytes]:
+    if len(paths) < _PARALLEL_MIN_FILES:
+        return map(_read_digest, paths)
+    # BLAKE3 and file reads release the GIL, so a thread per core overlaps them.
+    pool = ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) * 2))
+    try:
+        return iter(list(pool.map(_read_digest, paths, chunksize=64)))
+    finally:
+        pool.shutdown()
+
+
+def read_tree(root: str | os.PathLike[str]) -> DirNode:
+    """Hash a directory on disk into a :class:`DirNode`, refusing anything ambiguous."""
+    base = os.fspath(root)
+    if not os.path.isdir(base) or os.path.islink(base):
+        raise TreeError(f"{base!r} is not a directory")
+    files: list[tuple[str, str, int]] = []
+    dirs: list[str] = []
+    _scan(base, "", files, dirs)
+    children: dict[str, dict[str, Node]] = {d: {} for d in dirs}
+    for (_, rel, kind), digest in zip(files, _digests([f[0] for f in files]), strict=True):
+        parent, _, name = rel.rpartition("/")
+        children[parent][name] = Digest(kind, digest)
+    for d in sorted(dirs, key=lambda p: p.count("/") if p else -1, reverse=True):
+        if d:
+            parent, _, name = d.rpartition("/")
+            children[parent][name] = DirNode(children[d], d)
+    return DirNode(children[""])
+
+
+def hash_path(root: str | os.PathLike[str]) -> bytes:
+    """The bundle root of a directory on disk."""
+    return read_tree(root).digest
+
+
+def iter_files(node: DirNode, prefix: str = "") -> Iterator[tuple[str, Digest]]:
+    """Every file under ``node`` as (relative path, node), in bundle order."""
+    for name in node.names:
+        child = node.entries[name]
+        rel = f"{prefix}{name}"
+        if isinstance(child, DirNode):
+            yield from iter_files(child, rel + "/")
+        else:
+            yield rel, child
+
+
+# --------------------------------------------------------------------------- proofs
+
+
+@dataclass(frozen=True)
+class ProofStep:
+    index: int
+    count: int
+    siblings: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class InclusionProof:
+    """Proof that ``path`` with content digest ``content`` and ``kind`` is in ``root``.
+
+    ``steps[0]`` is the directory holding the file, ``steps[-1]`` the bundle root.
+    """
+
+    path: str
+    kind: int
+    content: bytes
+    steps: tuple[ProofStep, ...]
+    root: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": f"{VERSION}/inclusion",
+            "root": format_root(self.root),
+            "path": self.path,
+            "kind": _KIND_NAMES[self.kind],
+            "content": self.content.hex(),
+            "steps": [
+                {"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]}
+                for s in self.steps
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> InclusionProof:
+        try:
+            if doc["format"] != f"{VERSION}/inclusion":
+                raise ProofError(f"unsupported proof format {doc['format']!r}")
+            kinds = {v: k for k, v in _KIND_NAMES.items() if k != KIND_DIR}
+            if doc["kind"] not in kinds:
+                raise ProofError(f"proof kind must be 'file' or 'exec', got {doc['kind']!r}")
+            steps = tuple(
+                ProofStep(_int(s["index"]), _int(s["count"]), tuple(_hash32(h) for h in s["siblings"]))
+                for s in doc["steps"]
+            )
+            return cls(
+                path=str(doc["path"]),
+                kind=kinds[doc["kind"]],
+                content=_hash32(doc["content"]),
+                steps=steps,
+                root=parse_root(doc["root"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ProofError(f"malformed proof: missing or mistyped field {exc}") from None
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ProofError(f"malformed proof: {value!r} is not a non-negative integer")
+    return value
+
+
+def _hash32(value: Any) -> bytes:
+    try:
+        raw = bytes.fromhex(value)
+    except (TypeError, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise ProofError(f"malformed proof: {value!r} is not 32 bytes of hex")
+    return raw
+
+
+def prove(tree: DirNode, path: str) -> InclusionProof:
+    """Build the inclusion proof of the file at ``path`` (``/``-separated) in ``tree``."""
+    parts = path.split("/")
+    chain: list[tuple[DirNode, str]] = []
+    node: Node = tree
+    for part in parts:
+        if not isinstance(node, DirNode) or part not in node.entries:
+            raise ProofError(f"{path!r} is not a file in this tree")
+        chain.append((node, part))
+        node = node.entries[part]
+    if not isinstance(node, Digest):
+        raise ProofError(f"{path!r} is a directory; proofs are for files")
+    steps = tuple(ProofStep(*_audit(d, name)) for d, name in reversed(chain))
+    return InclusionProof(path, node.kind, node.digest, steps, tree.digest)
+
+
+def _audit(d: DirNode, name: str) -> tuple[int, int, tuple[bytes, ...]]:
+    index, count, path = d.audit(name)
+    return index, count, tuple(path)
+
+
+def verify_proof(proof: InclusionProof, root: bytes, content: bytes | None = None) -> None:
+    """Raise :class:`ProofError` unless ``proof`` places its file in ``root``.
+
+    With ``content``, also check that those bytes are the proven file.
+    """
+    if content is not None and file_digest(content) != proof.content:
+        raise ProofError(f"the given content is not the proven content of {proof.path!r}")
+    parts = proof.path.split("/")
+    for part in parts:
+        check_name(part)
+    if len(parts) != len(proof.steps):
+        raise ProofError(f"proof has {len(proof.steps)} steps but {proof.path!r} has {len(parts)} segments")
+    child, kind = proof.content, proof.kind
+    for name, step in zip(reversed(parts), proof.steps, strict=True):
+        child = root_from_path(leaf_hash(kind, name, child), step.index, step.count, step.siblings)
+        kind = KIND_DIR
+    if child != root:
+        raise ProofError(
+            f"proof does not verify: computed {format_root(child)}, expected {format_root(root)}"
+        )
+
+
+def build_dir(entries: Iterable[tuple[str, Node]], where: str = "") -> DirNode:
+    return DirNode(dict(entries), where)
