@@ -46,11 +46,13 @@ from ledger.merkle import (
     KIND_EXEC,
     Digest,
     DirNode,
+    InclusionProof,
     file_digest,
     format_root,
     iter_files,
     leaf_hash,
     merkle_levels,
+    prove,
     read_tree,
     update_levels,
 )
@@ -401,9 +403,7 @@ class Brain:
         linked: dict[str, list[str]] = {}
         for sub in SUPPORT_DIRS:
             if (sdir / sub).is_dir():
-                linked[sub] = sorted(
-                    str(p.relative_to(sdir)) for p in (sdir / sub).rglob("*") if p.is_file()
-                )
+                linked[sub] = sorted(str(p.relative_to(sdir)) for p in (sdir / sub).rglob("*") if p.is_file())
         return {
             "name": doc.name,
             "description": doc.description,
@@ -416,7 +416,9 @@ class Brain:
         if not self.skills_dir.is_dir():
             return []
         return sorted(
-            e.name for e in os.scandir(self.skills_dir) if e.is_dir(follow_symlinks=False) and (Path(e.path) / SKILL_MD).is_file()
+            e.name
+            for e in os.scandir(self.skills_dir)
+            if e.is_dir(follow_symlinks=False) and (Path(e.path) / SKILL_MD).is_file()
         )
 
     def status(self) -> Status:
@@ -441,6 +443,16 @@ class Brain:
                     elif old[path] != new[path]:
                         changes[path] = "modified"
         return Status(head.commit.hex(), format_root(head.bundle.root), format_root(disk.digest), changes)
+
+    def prove(self, rel: str, at: str | None = None) -> InclusionProof:
+        """Inclusion proof of bundle path ``rel`` (``<skill>/<file>``) in a snapshot (default: head)."""
+        commit = self.store.resolve(at) if at else self.head().commit
+        snap = self.store.snapshot(commit)
+        parts = tuple(p for p in rel.split("/"))
+        tree = gs.expand(self.store, self.store.skills_tree(commit), self.cache, parts)
+        if tree.digest != snap.root:
+            raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
+        return prove(tree, rel)
 
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:
         tree = self._expand_all(self.head().skills[name])
@@ -500,9 +512,7 @@ class Brain:
             raise SkillError(f"the new SKILL.md declares name {new.name!r}, not {name!r}")
         return self._bump("edit", name, files, old, new, {}, note=note)
 
-    def patch(
-        self, name: str, old: str, new: str, *, file: str | None = None, note: str = ""
-    ) -> Receipt:
+    def patch(self, name: str, old: str, new: str, *, file: str | None = None, note: str = "") -> Receipt:
         """Replace ``old`` with ``new`` in SKILL.md (or a supporting file); exactly one match."""
         check_name(name)
         if not old:
@@ -514,14 +524,16 @@ class Brain:
         text = self._text(files[target][1], f"{name}/{target}")
         first = text.find(old)
         if first < 0:
-            raise PatchError(f"patch text not found in {name}/{target}", hint="copy the text exactly, including whitespace")
+            raise PatchError(
+                f"patch text not found in {name}/{target}", hint="copy the text exactly, including whitespace"
+            )
         if text.find(old, first + 1) >= 0:
             count = text.count(old)
             raise PatchError(
                 f"patch text matches {max(count, 2)} times in {name}/{target}; it must match exactly once",
                 hint="include more surrounding context to make it unique",
             )
-        patched = text[:first] + new + text[first + len(old):]
+        patched = text[:first] + new + text[first + len(old) :]
         if target == SKILL_MD:
             try:
                 new_doc = parse_skill_md(patched, dir_name=name)
@@ -532,9 +544,7 @@ class Brain:
         _check_support_size(target, data)
         return self._bump("patch", name, files, doc, doc, {target: (data, files[target][0] == gs.MODE_EXEC)}, note=note)
 
-    def write_file(
-        self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = ""
-    ) -> Receipt:
+    def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:
         """Add or replace a supporting file under references/ templates/ scripts/ assets/."""
         check_name(name)
         target = "/".join(check_support_path(rel))
@@ -608,8 +618,10 @@ class Brain:
         if new.with_version(old.version) == old and not writes:
             raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
         for path, spec in writes.items():
-            if spec is not None and path in files and files[path] == (
-                gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0])
+            if (
+                spec is not None
+                and path in files
+                and files[path] == (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0]))
             ):
                 raise NoChangeError(f"{operation} leaves {name}/{path} unchanged")
         payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
@@ -892,4 +904,3 @@ def _remove_tree(path: Path) -> None:
         else:
             child.rmdir()
     path.rmdir()
-

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -144,9 +144,7 @@ def check_name(name: str, where: str = "") -> str:
     try:
         raw = name.encode("utf-8")
     except UnicodeEncodeError:
-        raise TreeError(
-            f"{label!r}: name is not valid UTF-8", hint="rename it using UTF-8"
-        ) from None
+        raise TreeError(f"{label!r}: name is not valid UTF-8", hint="rename it using UTF-8") from None
     if name in ("", ".", "..") or "/" in name or "\x00" in name:
         raise TreeError(f"{label!r}: invalid entry name")
     if len(raw) > _MAX_NAME_BYTES:
@@ -218,7 +216,7 @@ def parse_root(text: str) -> bytes:
     """Accept ``blake3-tree-v1:<hex>`` or a ``0x``-prefixed bytes32 as committed on chain."""
     value = text.strip()
     if value.startswith(VERSION + ":"):
-        value = value[len(VERSION) + 1:]
+        value = value[len(VERSION) + 1 :]
     elif value.startswith(("0x", "0X")):
         value = value[2:]
     elif ":" in value:
@@ -271,18 +269,24 @@ def _read_digest(path: str) -> bytes:
         return file_digest(fh.read())
 
 
-def _digests(paths: list[str]) -> Iterator[bytes]:
+Progress = Callable[[int, int], None]  # (files hashed so far, total)
+
+
+def _digests(paths: list[str], progress: Progress | None) -> list[bytes]:
     if len(paths) < _PARALLEL_MIN_FILES:
-        return map(_read_digest, paths)
-    # BLAKE3 and file reads release the GIL, so a thread per core overlaps them.
-    pool = ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) * 2))
-    try:
-        return iter(list(pool.map(_read_digest, paths, chunksize=64)))
-    finally:
-        pool.shutdown()
+        return [_read_digest(p) for p in paths]
+    # File reads and BLAKE3 release the GIL, so a few threads overlap I/O and hashing.
+    out: list[bytes] = []
+    step = 1024
+    with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) * 2)) as pool:
+        for start in range(0, len(paths), step):
+            out.extend(pool.map(_read_digest, paths[start : start + step]))
+            if progress is not None:
+                progress(len(out), len(paths))
+    return out
 
 
-def read_tree(root: str | os.PathLike[str]) -> DirNode:
+def read_tree(root: str | os.PathLike[str], progress: Progress | None = None) -> DirNode:
     """Hash a directory on disk into a :class:`DirNode`, refusing anything ambiguous."""
     base = os.fspath(root)
     if not os.path.isdir(base) or os.path.islink(base):
@@ -291,7 +295,7 @@ def read_tree(root: str | os.PathLike[str]) -> DirNode:
     dirs: list[str] = []
     _scan(base, "", files, dirs)
     children: dict[str, dict[str, Node]] = {d: {} for d in dirs}
-    for (_, rel, kind), digest in zip(files, _digests([f[0] for f in files]), strict=True):
+    for (_, rel, kind), digest in zip(files, _digests([f[0] for f in files], progress), strict=True):
         parent, _, name = rel.rpartition("/")
         children[parent][name] = Digest(kind, digest)
     for d in sorted(dirs, key=lambda p: p.count("/") if p else -1, reverse=True):
@@ -301,9 +305,9 @@ def read_tree(root: str | os.PathLike[str]) -> DirNode:
     return DirNode(children[""])
 
 
-def hash_path(root: str | os.PathLike[str]) -> bytes:
+def hash_path(root: str | os.PathLike[str], progress: Progress | None = None) -> bytes:
     """The bundle root of a directory on disk."""
-    return read_tree(root).digest
+    return read_tree(root, progress).digest
 
 
 def iter_files(node: DirNode, prefix: str = "") -> Iterator[tuple[str, Digest]]:
@@ -348,8 +352,7 @@ class InclusionProof:
             "kind": _KIND_NAMES[self.kind],
             "content": self.content.hex(),
             "steps": [
-                {"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]}
-                for s in self.steps
+                {"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]} for s in self.steps
             ],
         }
 
@@ -430,9 +433,7 @@ def verify_proof(proof: InclusionProof, root: bytes, content: bytes | None = Non
         child = root_from_path(leaf_hash(kind, name, child), step.index, step.count, step.siblings)
         kind = KIND_DIR
     if child != root:
-        raise ProofError(
-            f"proof does not verify: computed {format_root(child)}, expected {format_root(root)}"
-        )
+        raise ProofError(f"proof does not verify: computed {format_root(child)}, expected {format_root(root)}")
 
 
 def build_dir(entries: Iterable[tuple[str, Node]], where: str = "") -> DirNode:

@@ -105,13 +105,10 @@ def check_support_path(rel: str) -> tuple[str, ...]:
     parts = tuple(rel.split("/"))
     for part in parts:
         if part in ("", ".", ".."):
-            raise SkillError(
-                f"invalid path {rel!r}: empty, '.' and '..' segments are not allowed"
-            )
+            raise SkillError(f"invalid path {rel!r}: empty, '.' and '..' segments are not allowed")
     if len(parts) < 2 or parts[0] not in SUPPORT_DIRS:
         raise SkillError(
-            f"invalid path {rel!r}: supporting files live under one of "
-            + ", ".join(f"{d}/" for d in SUPPORT_DIRS),
+            f"invalid path {rel!r}: supporting files live under one of " + ", ".join(f"{d}/" for d in SUPPORT_DIRS),
             hint=f"for example 'references/{parts[-1]}'",
         )
     return parts
@@ -176,7 +173,10 @@ class SkillDoc:
     def render(self) -> str:
         """Canonical ``SKILL.md`` text: block-style YAML frontmatter, then the body."""
         fm = yaml.safe_dump(
-            self.frontmatter(), sort_keys=False, allow_unicode=True, width=1 << 16,
+            self.frontmatter(),
+            sort_keys=False,
+            allow_unicode=True,
+            width=1 << 16,
             default_flow_style=False,
         )
         return f"---\n{fm}---\n{self.body}"
@@ -288,7 +288,7 @@ def parse_skill_md(text: str, *, dir_name: str | None = None, set_name: str | No
     ):
         raise SkillError(
             "malformed frontmatter: 'metadata' must map strings to strings",
-            hint="quote numeric values, e.g. version: \"3\"",
+            hint='quote numeric values, e.g. version: "3"',
         )
     return SkillDoc(
         name=name,

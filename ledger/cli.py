@@ -1,0 +1,449 @@
+"""The ``ledger`` command line: thin shells over the Python API.
+
+Exit codes: 0 ok, 1 refused or failed (message on stderr, nothing changed),
+2 usage.  Chain commands import web3 lazily, so local commands start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ledger.errors import LedgerError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Turns every :class:`LedgerError` into one stderr message and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            _fail(exc, 2)
+        except LedgerError as exc:
+            _fail(exc, 1)
+        except BrokenPipeError:
+            sys.exit(1)
+
+
+def _fail(exc: LedgerError, code: int) -> None:
+    click.secho(f"error: {exc.message}", fg="red", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+    sys.exit(code)
+
+
+def _emit(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def _progress(label: str) -> Callable[[int, int], None] | None:
+    """A progress callback drawing on stderr when it is a terminal; otherwise none."""
+    if not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--brain",
+    "brain_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="LEDGER_BRAIN",
+    help="Brain directory (default: $LEDGER_BRAIN, else the current directory or its nearest brain parent).",
+)
+@click.version_option(package_name="brain-ledger", prog_name="ledger")
+@click.pass_context
+def main(ctx: click.Context, brain_dir: Path | None) -> None:
+    """A content-addressed, git-backed ledger of an agent's skills."""
+    ctx.obj = {"brain": brain_dir}
+
+
+@contextmanager
+def _open(ctx: click.Context) -> Iterator[Any]:
+    from ledger.brain import Brain
+
+    path = ctx.obj["brain"]
+    with Brain.open(path if path is not None else None, search_up=path is None) as brain:
+        yield brain
+
+
+def _receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
+    if ctx.obj.get("commit"):
+        from ledger.chain import commit_pending
+
+        with _open(ctx) as brain:
+            receipt = commit_pending(brain, attach_to=receipt)
+    if as_json:
+        _emit(receipt.to_json())
+        return
+    what = f"{receipt.skill} v{receipt.version}" if receipt.skill else "brain"
+    click.echo(f"{receipt.operation} {what}")
+    click.echo(f"root   {receipt.root}")
+    click.echo(f"commit {receipt.commit}")
+    if receipt.chain:
+        click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
+
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
+commit_flag = click.option(
+    "--commit/--no-commit", "chain_commit", default=None, help="Commit the new root on chain now (default: config)."
+)
+
+
+def _mutation(fn: F) -> F:
+    return json_flag(note_flag(commit_flag(fn)))  # type: ignore[return-value]
+
+
+def _want_commit(ctx: click.Context, flag: bool | None) -> None:
+    if flag is None:
+        with _open(ctx) as brain:
+            flag = bool(brain.config.get("auto_commit", False))
+    ctx.obj["commit"] = flag
+
+
+# --------------------------------------------------------------------------- brain
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+def init(directory: Path) -> None:
+    """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY."""
+    from ledger.brain import Brain
+
+    with Brain.init(directory) as brain:
+        head = brain.head()
+        click.echo(f"initialised brain in {brain.root}")
+        click.echo(f"root   {head.snap.to_json()['root']}")
+
+
+@main.command()
+@click.pass_context
+def index(ctx: click.Context) -> None:
+    """Print the Level-0 index: one '▸ name: description' line per skill."""
+    with _open(ctx) as brain:
+        click.echo(brain.index(), nl=False)
+
+
+@main.command()
+@json_flag
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show what differs between the working tree and the head snapshot."""
+    with _open(ctx) as brain:
+        st = brain.status()
+        pending = _pending(brain)
+        st.pending_chain = pending
+    if as_json:
+        _emit(st.to_json())
+        return
+    click.echo(f"head   {st.head_commit}")
+    click.echo(f"root   {st.head_root}")
+    if pending is not None:
+        click.echo(f"chain  {pending} snapshot(s) not yet committed on chain")
+    if st.clean:
+        click.echo("working tree clean")
+        return
+    click.echo(f"tree   {st.tree_root}")
+    click.echo("changes not in a snapshot (record them with 'ledger snapshot'):")
+    for path, what in st.changes.items():
+        click.echo(f"  {what:9} skills/{path}")
+
+
+def _pending(brain: Any) -> int | None:
+    if not brain.config.get("chain"):
+        return None
+    from ledger.chain import pending_count
+
+    return pending_count(brain)
+
+
+@main.command()
+@_mutation
+@click.pass_context
+def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None) -> None:
+    """Record hand edits in the working tree as one snapshot."""
+    _want_commit(ctx, chain_commit)
+    with _open(ctx) as brain:
+        receipt = brain.snapshot(note)
+    _receipt(ctx, receipt, as_json)
+
+
+@main.command()
+@json_flag
+@click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots.")
+@click.pass_context
+def log(ctx: click.Context, as_json: bool, max_count: int | None) -> None:
+    """Show the lineage of snapshots, newest first."""
+    with _open(ctx) as brain:
+        receipts = _receipts(brain)
+        out = []
+        for i, snap in enumerate(brain.store.lineage()):
+            if max_count is not None and i >= max_count:
+                break
+            doc = snap.to_json()
+            doc["chain"] = receipts.get(snap.commit)
+            out.append(doc)
+    if as_json:
+        _emit(out)
+        return
+    for doc in out:
+        what = f"{doc['skill']} v{doc['version']}" if doc["skill"] else f"{len(doc['changes'])} change(s)"
+        chain = f"  [chain block {doc['chain']['block']}]" if doc.get("chain") else ""
+        click.echo(f"{doc['commit'][:12]}  {doc['root'][:30]}…  {doc['operation']:11} {what}{chain}")
+
+
+def _receipts(brain: Any) -> dict[str, Any]:
+    if not brain.config.get("chain"):
+        return {}
+    from ledger.receipts import read_receipts
+
+    return read_receipts(brain.store)
+
+
+@main.command("hash")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@json_flag
+def hash_cmd(directory: Path, as_json: bool) -> None:
+    """Print the bundle root of DIRECTORY (of its skills/ when it is a brain)."""
+    from ledger.brain import CONFIG, CONTROL
+    from ledger.merkle import format_root, hash_path
+
+    target = directory / "skills" if (directory / CONTROL / CONFIG).is_file() else directory
+    root = format_root(hash_path(target, _progress("hashing")))
+    _emit({"root": root}) if as_json else click.echo(root)
+
+
+@main.command()
+@click.argument("rel")
+@click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root.")
+@click.pass_context
+def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
+    """Print the inclusion proof (JSON) of file REL, given as <skill>/<path>."""
+    with _open(ctx) as brain:
+        proof = brain.prove(rel, rev)
+    _emit(proof.to_json())
+
+
+@main.command("verify-proof")
+@click.argument("proof_file", type=click.File("r"))
+@click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
+@click.option("--file", "content", type=click.File("rb"), help="Also check that this file is the proven content.")
+@click.option("--chain", is_flag=True, help="Check against the agent's on-chain head (needs --rpc etc.).")
+@click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
+@click.option("--registry", help="Registry address for --chain.")
+@click.option("--agent", help="Agent id for --chain.")
+@click.option("--json", "as_json", is_flag=True)
+def verify_proof(
+    proof_file: Any,
+    root: str | None,
+    content: Any,
+    chain: bool,
+    rpc: str | None,
+    registry: str | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    """Check an inclusion proof against a root; needs nothing but the proof."""
+    from ledger.merkle import InclusionProof, format_root, parse_root, verify_proof
+
+    if (root is None) == (not chain):
+        raise UsageError("give exactly one of --root ROOT or --chain")
+    try:
+        doc = json.load(proof_file)
+    except json.JSONDecodeError as exc:
+        raise LedgerError(f"{proof_file.name} is not JSON: {exc}") from exc
+    proof = InclusionProof.from_json(doc)
+    if chain:
+        from ledger.chain import onchain_roots
+
+        if not (rpc and registry and agent):
+            raise UsageError("--chain needs --rpc, --registry and --agent")
+        want_roots = onchain_roots(rpc, registry, agent)
+        if proof.root not in want_roots:
+            raise LedgerError(f"FAIL: {format_root(proof.root)} was never committed on chain by agent {agent}")
+        want = proof.root
+    else:
+        want = parse_root(root or "")
+    try:
+        verify_proof(proof, want, content.read() if content else None)
+    except LedgerError as exc:
+        if as_json:
+            _emit({"ok": False, "path": proof.path, "root": format_root(want), "error": exc.message})
+            sys.exit(1)
+        raise LedgerError(f"FAIL: {exc.message}") from exc
+    if as_json:
+        _emit({"ok": True, "path": proof.path, "root": format_root(want)})
+    else:
+        click.echo(f"OK: {proof.path} is in {format_root(want)}")
+
+
+# --------------------------------------------------------------------------- skills
+
+
+@main.group()
+def skill() -> None:
+    """Create, improve and read skills; every write is one snapshot."""
+
+
+@skill.command("create")
+@click.argument("name")
+@click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
+@click.option("--body", help="Markdown body.")
+@click.option("--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' for stdin).")
+@_mutation
+@click.pass_context
+def skill_create(ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, **kw: Any) -> None:
+    """Create skill NAME at version 1 (refuses an existing name)."""
+    if body is not None and body_file is not None:
+        raise UsageError("give --body or --body-file, not both")
+    text = body_file.read() if body_file is not None else (body or "")
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.create(name, description, text, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("upsert")
+@click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
+@click.option(
+    "--file", "src", type=click.File("r", encoding="utf-8"), required=True, help="SKILL.md text ('-' = stdin)."
+)
+@_mutation
+@click.pass_context
+def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> None:
+    """Write a whole SKILL.md by slug: create it, or bump the existing skill in place."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.upsert(src.read(), name=name, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("edit")
+@click.argument("name")
+@click.option(
+    "--file", "src", type=click.File("r", encoding="utf-8"), required=True, help="New SKILL.md ('-' = stdin)."
+)
+@_mutation
+@click.pass_context
+def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
+    """Rewrite NAME's SKILL.md in full (the version is bumped by the ledger)."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.edit(name, src.read(), note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("patch")
+@click.argument("name")
+@click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
+@click.option("--new", required=True, help="Replacement text.")
+@click.option("--file", "rel", help="A supporting file (e.g. references/x.md) instead of SKILL.md.")
+@_mutation
+@click.pass_context
+def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, **kw: Any) -> None:
+    """Replace one exact occurrence of --old with --new."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.patch(name, old, new, file=rel, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("delete")
+@click.argument("name")
+@_mutation
+@click.pass_context
+def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
+    """Delete skill NAME (its history stays in the ledger)."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.delete(name, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("write-file")
+@click.argument("name")
+@click.argument("rel")
+@click.option("--from", "src", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--executable/--no-executable", default=None, help="Mode bit (default: as the source file).")
+@_mutation
+@click.pass_context
+def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executable: bool | None, **kw: Any) -> None:
+    """Add or replace supporting file REL (under references/ templates/ scripts/ assets/)."""
+    if src.is_symlink():
+        raise LedgerError(f"{src} is a symbolic link", hint="pass the file it points to")
+    if executable is None:
+        executable = bool(src.stat().st_mode & 0o100)
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.write_file(name, rel, src.read_bytes(), executable=executable, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("remove-file")
+@click.argument("name")
+@click.argument("rel")
+@_mutation
+@click.pass_context
+def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> None:
+    """Remove supporting file REL from skill NAME."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = brain.remove_file(name, rel, note=kw["note"])
+    _receipt(ctx, receipt, kw["as_json"])
+
+
+@skill.command("list")
+@json_flag
+@click.pass_context
+def skill_list(ctx: click.Context, as_json: bool) -> None:
+    """List skills (name, version, description) without reading bodies."""
+    with _open(ctx) as brain:
+        skills = brain.list()
+    if as_json:
+        _emit([s.to_json() for s in skills])
+        return
+    for s in skills:
+        click.echo(f"{s.name:32} v{s.version:<4} {s.description}")
+
+
+@skill.command("view")
+@click.argument("name")
+@click.option("--file", "rel", help="Show a supporting file instead of the body.")
+@json_flag
+@click.pass_context
+def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) -> None:
+    """Show a skill's body and linked files, or one supporting file."""
+    with _open(ctx) as brain:
+        doc = brain.view(name, rel)
+    if as_json:
+        _emit(doc)
+    elif rel is not None:
+        if doc.get("binary"):
+            raise LedgerError(f"{rel} is binary ({doc['size']} bytes)", hint="use --json, or read the file directly")
+        click.echo(doc["content"], nl=False)
+    else:
+        click.echo(f"# {doc['name']} (v{doc['version']}): {doc['description']}\n")
+        click.echo(doc["body"], nl=False)
+        for sub, files in doc["files"].items():
+            click.echo(f"\n[{sub}] " + ", ".join(files))

@@ -1,0 +1,64 @@
+"""Shared fixtures: real brains in temporary directories, and the real CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+
+LEDGER = str(Path(sys.executable).with_name("ledger"))
+
+
+@pytest.fixture
+def brain(tmp_path: Path):
+    b = Brain.init(tmp_path / "brain")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def run_ledger(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``ledger`` console script, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [LEDGER, *args], cwd=cwd, env=full_env, input=input, capture_output=True, text=True, timeout=120
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ledger {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def ledger() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_ledger
+
+
+def fingerprint(root: Path) -> dict[str, str]:
+    """Every file of a brain (working tree and git store) with its content hash and mode.
+
+    The lock file and the digest cache are excluded: they are bookkeeping that
+    may change without the brain changing.
+    """
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith((".ledger/lock", ".ledger/cache")) or path.is_dir():
+            continue
+        data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
+        out[rel] = f"{hashlib.sha256(data).hexdigest()} {path.lstat().st_mode:o}"
+    return out
