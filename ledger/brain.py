@@ -198,15 +198,36 @@ class _Bundle:
         self.levels = merkle_levels(leaves)
 
 
-class _Head:
-    """The head snapshot held in memory: git entries of ``skills/`` and the root index."""
+def _tree_entry(name: str, tree: bytes) -> bytes:
+    """One serialised git tree entry for a skill directory."""
+    return b"40000 " + name.encode() + b"\x00" + tree
 
-    def __init__(self, commit: bytes, snap: gs.Snapshot, skills: dict[str, bytes], bundle: _Bundle) -> None:
+
+class _Head:
+    """The head snapshot held in memory, so an upsert touches only what it changes.
+
+    ``entries`` holds each skill's serialised git tree entry keyed by ``name/``
+    (git's sort key for a directory) and ``keys`` their sorted order, so the new
+    ``skills/`` tree is one join rather than a re-serialisation.
+    """
+
+    def __init__(
+        self,
+        commit: bytes,
+        snap: gs.Snapshot,
+        skills: dict[str, bytes],
+        bundle: _Bundle,
+        entries: dict[str, bytes] | None = None,
+        keys: list[str] | None = None,
+        ordered: list[bytes] | None = None,
+    ) -> None:
         self.commit = commit
         self.snap = snap
         self.skills = skills  # name → tree id
         self.bundle = bundle
-        self.git_keys = sorted(n + "/" for n in skills)
+        self.entries = entries if entries is not None else {n + "/": _tree_entry(n, t) for n, t in skills.items()}
+        self.keys = keys if keys is not None else sorted(self.entries)
+        self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
 
 
 class Brain:
@@ -695,48 +716,75 @@ class Brain:
         """The one write path: objects → journal → working tree → branch → done."""
         with self.locked():
             head = self.head()
-            skills = dict(head.skills)
-            bundle = _Bundle(head.bundle.digests) if len(updates) > 1 else head.bundle
-            keys = list(head.git_keys)
-            for name, files in updates.items():
-                if files is None:
-                    skills.pop(name, None)
-                    bundle.set(name, None)
-                    keys.remove(name + "/")
+            try:
+                return self._apply_locked(head, operation, updates, changes, note)
+            except BaseException:
+                self._head = None  # the in-memory head may be half-updated; reload it from git
+                raise
+
+    def _apply_locked(
+        self, head: _Head, operation: str, updates: Mapping[str, FileMap | None], changes: list[gs.Change], note: str
+    ) -> Receipt:
+        skills = dict(head.skills)
+        entries = dict(head.entries)
+        digests: dict[str, bytes | None] = {}
+        for name, files in updates.items():
+            if files is None:
+                skills.pop(name, None)
+                entries.pop(name + "/", None)
+                digests[name] = None
+            else:
+                tree, digests[name] = self._tree(files, name)
+                skills[name] = tree
+                entries[name + "/"] = _tree_entry(name, tree)
+        if len(updates) == 1:
+            bundle = head.bundle  # incremental: one leaf-to-root path, or one insert/remove
+            ((name, digest),) = digests.items()
+            bundle.set(name, digest)
+        else:
+            merged = dict(head.bundle.digests)
+            for name, digest in digests.items():
+                if digest is None:
+                    merged.pop(name, None)
                 else:
-                    tree, digest = self._tree(files, name)
-                    if name not in skills:
-                        bisect.insort(keys, name + "/")
-                    skills[name] = tree
-                    bundle.set(name, digest)
-            entries = [(skills[k[:-1]], gs.MODE_DIR, k[:-1]) for k in keys]
-            skills_tree = self.store.write_tree_sorted(entries) if entries else None
-            if skills_tree is not None:
-                self.cache.put(skills_tree, bundle.root)
-            root = bundle.root
-            message = gs.format_message(operation, root, head.snap.root, changes, note)
-            commit = self.store.write_commit(self.store.root_tree(skills_tree), [head.commit], message)
-            _crashpoint("after-objects")
-            journal = {"commit": commit.hex(), "expected": head.commit.hex(), "skills": sorted(updates)}
-            _write_json(self.control / "journal.json", journal)
-            _crashpoint("after-journal")
-            self._head = None  # the in-memory head may be half-updated; reload after the move
-            self._materialize(commit, sorted(updates))
-            _crashpoint("after-worktree")
-            self.store.move_head(commit, head.commit)
-            _crashpoint("after-ref")
-            (self.control / "journal.json").unlink()
-            self.cache.flush()
-            new_head = _Head(commit, self.store.snapshot(commit), skills, bundle)
-            self._head = new_head
-            single = changes[0] if len(changes) == 1 else None
-            return Receipt(
-                skill=single.skill if single else None,
-                version=single.version if single else None,
-                root=format_root(root),
-                commit=commit.hex(),
-                operation=operation,
-            )
+                    merged[name] = digest
+            bundle = _Bundle(merged)
+        # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
+        same_names = all(files is not None and name in head.skills for name, files in updates.items())
+        if same_names:
+            keys, ordered = head.keys, list(head.ordered)
+            for name in updates:
+                ordered[bisect.bisect_left(keys, name + "/")] = entries[name + "/"]
+        else:
+            keys = sorted(entries)
+            ordered = [entries[k] for k in keys]
+        skills_tree = self.store.write_raw_tree(b"".join(ordered)) if keys else None
+        if skills_tree is not None:
+            self.cache.put(skills_tree, bundle.root)
+        root = bundle.root
+        message = gs.format_message(operation, root, head.snap.root, changes, note)
+        root_tree = self.store.root_tree(skills_tree)
+        commit = self.store.write_commit(root_tree, [head.commit], message)
+        _crashpoint("after-objects")
+        journal = {"commit": commit.hex(), "expected": head.commit.hex(), "skills": sorted(updates)}
+        _write_json(self.control / "journal.json", journal)
+        _crashpoint("after-journal")
+        self._head = None
+        self._materialize(sorted(updates), skills)
+        _crashpoint("after-worktree")
+        self.store.move_head(commit, head.commit)
+        _crashpoint("after-ref")
+        (self.control / "journal.json").unlink()
+        snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
+        self._head = _Head(commit, snap, skills, bundle, entries, keys, ordered)
+        single = changes[0] if len(changes) == 1 else None
+        return Receipt(
+            skill=single.skill if single else None,
+            version=single.version if single else None,
+            root=format_root(root),
+            commit=commit.hex(),
+            operation=operation,
+        )
 
     def _recover(self) -> None:
         """Roll an interrupted write forward from its journal (its objects are already stored)."""
@@ -755,16 +803,16 @@ class Brain:
         current = self.store.head()
         if current not in (commit, expected):
             raise StoreError(f"{path}: the branch moved since the interrupted write", hint="inspect and remove it")
-        self._materialize(commit, names)
+        skills_tree = self.store.skills_tree(commit)
+        trees = {n: sha for sha, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+        self._materialize(names, trees)
         if current != commit:
             self.store.move_head(commit, expected)
         path.unlink()
         self._head = None
 
-    def _materialize(self, commit: bytes, names: list[str]) -> None:
-        """Make ``skills/<name>`` for each name exactly match the commit's tree."""
-        skills_tree = self.store.skills_tree(commit)
-        trees = {n: s for s, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+    def _materialize(self, names: list[str], trees: Mapping[str, bytes]) -> None:
+        """Make ``skills/<name>`` exactly match the skill tree ``trees[name]`` (absent: delete it)."""
         for name in names:
             target = self.skills_dir / name
             if name not in trees:

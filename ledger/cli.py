@@ -226,10 +226,11 @@ def _receipts(brain: Any) -> dict[str, Any]:
 @json_flag
 def hash_cmd(directory: Path, as_json: bool) -> None:
     """Print the bundle root of DIRECTORY (of its skills/ when it is a brain)."""
-    from ledger.brain import CONFIG, CONTROL
     from ledger.merkle import format_root, hash_path
 
-    target = directory / "skills" if (directory / CONTROL / CONFIG).is_file() else directory
+    # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
+    # so that hashing does not import the git layer.
+    target = directory / "skills" if (directory / ".ledger" / "config.json").is_file() else directory
     root = format_root(hash_path(target, _progress("hashing")))
     _emit({"root": root}) if as_json else click.echo(root)
 

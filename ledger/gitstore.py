@@ -94,6 +94,32 @@ class Snapshot:
     def version(self) -> int | None:
         return self.changes[0].version if len(self.changes) == 1 else None
 
+    @classmethod
+    def made(
+        cls,
+        commit: bytes,
+        tree: bytes,
+        operation: str,
+        root: bytes,
+        parent_root: bytes | None,
+        changes: Sequence[Change],
+        message: str,
+        parent: bytes,
+    ) -> Snapshot:
+        """The snapshot just written, without reading it back from git."""
+        return cls(
+            commit=commit.hex(),
+            tree=tree.hex(),
+            parents=(parent.hex(),),
+            root=root,
+            parent_root=parent_root,
+            operation=operation,
+            changes=tuple(changes),
+            message=message,
+            timestamp=int(time.time()),
+            trailers=parse_trailers(message),
+        )
+
     def to_json(self) -> dict[str, object]:
         return {
             "commit": self.commit,
@@ -182,7 +208,9 @@ class GitStore:
         fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
-                comp = zlib.compressobj(1)
+                # Large objects here are skills/ trees: mostly SHA-1s, which do not compress;
+                # level 0 keeps the upsert O(copy). `git gc` repacks them with deltas.
+                comp = zlib.compressobj(0 if len(data) > 65536 else 1)
                 fh.write(comp.compress(header))
                 fh.write(comp.compress(data))
                 fh.write(comp.flush())
@@ -202,11 +230,9 @@ class GitStore:
         tree_to_stream(git_order(entries), buf.write)
         return self._store(b"tree", buf.getvalue())
 
-    def write_tree_sorted(self, entries: Sequence[TreeEntry]) -> bytes:
-        """Like :meth:`write_tree` for entries already in git order (hot path)."""
-        buf = BytesIO()
-        tree_to_stream(entries, buf.write)
-        return self._store(b"tree", buf.getvalue())
+    def write_raw_tree(self, data: bytes) -> bytes:
+        """Store an already serialised tree (entries in git order); the upsert hot path."""
+        return self._store(b"tree", data)
 
     def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str) -> bytes:
         stamp = f"{int(time.time())} +0000"

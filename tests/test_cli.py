@@ -1,0 +1,156 @@
+"""The real ``ledger`` command: contract names, JSON shapes, exit codes, refusals that change nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fingerprint, run_ledger
+
+
+@pytest.fixture
+def cli_brain(tmp_path: Path) -> Path:
+    root = tmp_path / "brain"
+    run_ledger("init", str(root), check=True)
+    run_ledger("--brain", str(root), "skill", "create", "pdf", "--description", "Work with PDFs",
+               "--body", "Use pdftotext twice. twice.\n", check=True)
+    run_ledger("--brain", str(root), "skill", "write-file", "pdf", "references/api.md",
+               "--from", str(_file(tmp_path / "api.md", b"API notes\n")), check=True)
+    return root
+
+
+def _file(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_receipts_and_log_json(cli_brain: Path, tmp_path: Path) -> None:
+    env = {"LEDGER_BRAIN": str(cli_brain)}
+    r = run_ledger("skill", "patch", "pdf", "--old", "Use", "--new", "Prefer", "--json", env=env, check=True)
+    receipt = json.loads(r.stdout)
+    assert set(receipt) == {"skill", "version", "root", "commit", "operation"}
+    assert (receipt["skill"], receipt["version"], receipt["operation"]) == ("pdf", 3, "patch")
+    log = json.loads(run_ledger("log", "--json", env=env, check=True).stdout)
+    assert [e["operation"] for e in log] == ["patch", "write-file", "create", "init"]
+    assert log[0]["root"] == receipt["root"] and log[0]["commit"] == receipt["commit"]
+    assert log[0]["parent_root"] == log[1]["root"]
+    for entry in log:
+        assert {"commit", "root", "parent_root", "operation", "skill", "version"} <= set(entry)
+    hashed = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)
+    assert hashed == {"root": receipt["root"]}
+
+
+def test_brain_defaults_to_cwd_and_parents(cli_brain: Path) -> None:
+    out = run_ledger("index", cwd=cli_brain / "skills" / "pdf", check=True).stdout
+    assert out == "▸ pdf: Work with PDFs\n"
+
+
+def test_list_view_status(cli_brain: Path) -> None:
+    b = ["--brain", str(cli_brain)]
+    listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)
+    assert listed == [{"name": "pdf", "description": "Work with PDFs", "version": 2,
+                       "license": None, "compatibility": None}]
+    view = json.loads(run_ledger(*b, "skill", "view", "pdf", "--json", check=True).stdout)
+    assert view["body"] == "Use pdftotext twice. twice.\n" and view["files"] == {"references": ["references/api.md"]}
+    assert run_ledger(*b, "skill", "view", "pdf", "--file", "references/api.md", check=True).stdout == "API notes\n"
+    assert json.loads(run_ledger(*b, "status", "--json", check=True).stdout)["clean"] is True
+    (cli_brain / "skills" / "pdf" / "references" / "api.md").write_text("edited\n")
+    st = json.loads(run_ledger(*b, "status", "--json", check=True).stdout)
+    assert st["changes"] == {"pdf/references/api.md": "modified"}
+    snap = json.loads(run_ledger(*b, "snapshot", "-m", "fix", "--json", check=True).stdout)
+    assert (snap["operation"], snap["skill"], snap["version"]) == ("snapshot", "pdf", 3)
+
+
+def test_prove_and_verify_proof(cli_brain: Path, tmp_path: Path) -> None:
+    b = ["--brain", str(cli_brain)]
+    old_root = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)["root"]
+    run_ledger(*b, "skill", "patch", "pdf", "--old", "API", "--new", "Api", "--file", "references/api.md", check=True)
+    proof = run_ledger(*b, "prove", "pdf/references/api.md", "--at", "main~1", check=True).stdout
+    pf = _file(tmp_path / "proof.json", proof.encode())
+    ok = run_ledger("verify-proof", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "c", b"API notes\n")))
+    assert ok.returncode == 0 and ok.stdout.startswith("OK: pdf/references/api.md")
+    new_root = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)["root"]
+    bad = run_ledger("verify-proof", str(pf), "--root", new_root)
+    assert bad.returncode == 1 and "FAIL" in bad.stderr
+    wrong_content = run_ledger("verify-proof", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "d", b"x")))
+    assert wrong_content.returncode == 1
+    assert run_ledger("verify-proof", str(pf)).returncode == 2
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
+    big = _file(tmp_path / "big.bin", b"x" * (1024 * 1024 + 1))
+    small = _file(tmp_path / "small.md", b"small\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(small)
+    malformed = _file(tmp_path / "bad.md", b"---\nname: pdf\ndescription: [unclosed\n---\nbody\n")
+    unknown = _file(tmp_path / "unknown.md", b"---\nname: pdf\ndescription: d\nauthor: me\n---\n")
+    return {
+        "traversal": ["skill", "write-file", "pdf", "references/../../../etc/x", "--from", str(small)],
+        "dotdot-first": ["skill", "write-file", "pdf", "../x.md", "--from", str(small)],
+        "absolute": ["skill", "write-file", "pdf", "/etc/passwd", "--from", str(small)],
+        "backslash": ["skill", "write-file", "pdf", "references\\x.md", "--from", str(small)],
+        "outside-subdirs": ["skill", "write-file", "pdf", "notes/x.md", "--from", str(small)],
+        "symlink-source": ["skill", "write-file", "pdf", "references/l.md", "--from", str(link)],
+        "invalid-name-upper": ["skill", "create", "PDF", "--description", "x"],
+        "invalid-name-traversal": ["skill", "create", "../pdf", "--description", "x"],
+        "invalid-name-long": ["skill", "create", "a" * 65, "--description", "x"],
+        "oversized-file": ["skill", "write-file", "pdf", "assets/big.bin", "--from", str(big)],
+        "oversized-description": ["skill", "create", "other", "--description", "d" * 1025],
+        "oversized-body": ["skill", "create", "other", "--description", "d", "--body", "b" * 100_001],
+        "malformed-frontmatter": ["skill", "edit", "pdf", "--file", str(malformed)],
+        "unknown-frontmatter-field": ["skill", "edit", "pdf", "--file", str(unknown)],
+        "patch-0-matches": ["skill", "patch", "pdf", "--old", "absent", "--new", "x"],
+        "patch-2-matches": ["skill", "patch", "pdf", "--old", "twice.", "--new", "x"],
+        "patch-breaks-frontmatter": ["skill", "patch", "pdf", "--old", "description:", "--new", "desc:"],
+        "create-collision": ["skill", "create", "pdf", "--description", "again"],
+        "missing-skill": ["skill", "delete", "nope"],
+        "remove-missing-file": ["skill", "remove-file", "pdf", "references/none.md"],
+    }
+
+
+def test_bad_input_exits_1_with_message_and_changes_nothing(cli_brain: Path, tmp_path: Path) -> None:
+    cases = _bad_inputs(tmp_path)
+    before = fingerprint(cli_brain)
+    for label, args in cases.items():
+        proc = run_ledger("--brain", str(cli_brain), *args)
+        assert proc.returncode == 1, (label, proc.stdout, proc.stderr)
+        assert proc.stderr.startswith("error: ") and len(proc.stderr.strip()) > 15, (label, proc.stderr)
+        assert "Traceback" not in proc.stderr, (label, proc.stderr)
+        assert fingerprint(cli_brain) == before, label
+
+
+def test_symlink_in_brain_is_refused(cli_brain: Path) -> None:
+    (cli_brain / "skills" / "pdf" / "assets").mkdir()
+    os.symlink("/etc/passwd", cli_brain / "skills" / "pdf" / "assets" / "pw")
+    before = fingerprint(cli_brain)
+    for args in (["snapshot"], ["status"], ["skill", "patch", "pdf", "--old", "Use", "--new", "x"]):
+        proc = run_ledger("--brain", str(cli_brain), *args)
+        assert proc.returncode == 1 and "symbolic link" in proc.stderr, (args, proc.stderr)
+    assert fingerprint(cli_brain) == before
+
+
+def test_usage_errors_exit_2(cli_brain: Path) -> None:
+    assert run_ledger("--brain", str(cli_brain), "skill", "frobnicate").returncode == 2
+    assert run_ledger("--brain", str(cli_brain), "skill", "create", "x").returncode == 2  # missing --description
+    assert run_ledger("--brain", str(cli_brain), "skill", "create", "x", "--description", "d", "--body", "b",
+                      "--body-file", "-", input="").returncode == 2
+
+
+def test_not_a_brain(tmp_path: Path) -> None:
+    proc = run_ledger("--brain", str(tmp_path), "status")
+    assert proc.returncode == 1 and "not a brain" in proc.stderr and "ledger init" in proc.stderr
+
+
+def test_local_commands_do_not_import_web3(cli_brain: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ledger.cli import main\n"
+        "try:\n    main(['--brain', sys.argv[1], 'skill', 'list'])\nexcept SystemExit:\n    pass\n"
+        "assert 'web3' not in sys.modules, 'web3 imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(cli_brain)], check=True, capture_output=True)
