@@ -235,6 +235,7 @@ class GitStore:
         return self._store(b"tree", data)
 
     def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str) -> bytes:
+        """Write a commit object; author and committer come from ``LEDGER_COMMITTER``."""
         stamp = f"{int(time.time())} +0000"
         identity = os.environ.get("LEDGER_COMMITTER", _IDENTITY)
         if "\n" in identity or "<" not in identity:
@@ -270,14 +271,17 @@ class GitStore:
 
     def head(self) -> bytes | None:
         """The commit ``main`` points at, or ``None`` before the first snapshot."""
-        loose = self.git_dir / BRANCH
+        return self.read_ref(BRANCH)
+
+    def read_ref(self, ref: str) -> bytes | None:
+        loose = self.git_dir / ref
         try:
             return bytes.fromhex(loose.read_text().strip())
         except FileNotFoundError:
             pass
         try:
             for line in (self.git_dir / "packed-refs").read_text().splitlines():
-                if line.endswith(" " + BRANCH):
+                if line.endswith(" " + ref):
                     return bytes.fromhex(line.split(" ", 1)[0])
         except FileNotFoundError:
             pass
@@ -285,7 +289,11 @@ class GitStore:
 
     def move_head(self, new: bytes, expected: bytes | None) -> None:
         """Point ``main`` at ``new`` if it still points at ``expected`` (git's lock protocol)."""
-        ref = self.git_dir / BRANCH
+        self.move_ref(BRANCH, new, expected)
+
+    def move_ref(self, name: str, new: bytes, expected: bytes | None) -> None:
+        """Compare-and-swap any ref with git's ``<ref>.lock`` protocol."""
+        ref = self.git_dir / name
         ref.parent.mkdir(parents=True, exist_ok=True)
         lock = ref.with_name(ref.name + ".lock")
         try:
@@ -296,7 +304,7 @@ class GitStore:
                 hint="if no git process is running, remove the stale lock file",
             ) from None
         try:
-            current = self.head()
+            current = self.read_ref(name)
             if current != expected:
                 raise StoreError(
                     f"branch moved underneath this write (expected {_hex(expected)}, found {_hex(current)})"
@@ -311,10 +319,10 @@ class GitStore:
                 os.close(fd)
             if lock.exists():
                 lock.unlink()
-        self._log_ref(expected, new)
+        self._log_ref(name, expected, new)
 
-    def _log_ref(self, old: bytes | None, new: bytes) -> None:
-        log = self.git_dir / "logs" / BRANCH
+    def _log_ref(self, name: str, old: bytes | None, new: bytes) -> None:
+        log = self.git_dir / "logs" / name
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(f"{_hex(old) or '0' * 40} {new.hex()} {_IDENTITY} {int(time.time())} +0000\tledger\n")

@@ -320,8 +320,6 @@ def hash_path(root: str | os.PathLike[str], progress: Progress | None = None) ->
     return _fast_dir(base, "", counter)
 
 
-
-
 def _check_folds(names: list[str], rel: str) -> None:
     folded: dict[str, str] = {}
     for name in names:

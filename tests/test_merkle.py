@@ -228,9 +228,10 @@ def test_umask_does_not_matter_only_exec_bit(tmp_path: Path) -> None:
 
 def test_locale_does_not_matter(tmp_path: Path) -> None:
     write(tmp_path / "t", {"b": (b"", False), "B2": (b"", False), "é": (b"", False), "a": (b"", False)})
+    code = f"from ledger.merkle import hash_path as h; print(h({str(tmp_path / 't')!r}).hex())"
     roots = {
         subprocess.run(
-            [sys.executable, "-c", f"from ledger.merkle import hash_path as h; print(h({str(tmp_path / 't')!r}).hex())"],
+            [sys.executable, "-c", code],
             env={**os.environ, "LC_ALL": loc},
             capture_output=True,
             text=True,

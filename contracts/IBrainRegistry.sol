@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+/// @title IBrainRegistry
+/// @notice Anchors an AI agent's brain lineage on chain: each agent has a head (the latest
+///         bundle root, `blake3-tree-v1`, 32 raw bytes) that only moves by compare-and-swap,
+///         and every move is an event, so the events alone replay the lineage.
+/// @dev The agent id doubles as the ERC-1155 token id of the agent's shares.
+interface IBrainRegistry {
+    /*//////////////////////////////////////////////////////////////
+                                 ERRORS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @dev `register` with a salt this owner already used.
+    error AgentAlreadyRegistered(uint256 agentId);
+    /// @dev The agent id was never registered.
+    error UnknownAgent(uint256 agentId);
+    /// @dev Only the agent's owner may do this.
+    error NotAgentOwner(uint256 agentId, address caller);
+    /// @dev `committer` is neither the owner nor an authorized committer of the agent.
+    error UnauthorizedCommitter(uint256 agentId, address committer);
+    /// @dev Compare-and-swap failed: the head moved on (a fork or a replay).
+    error StaleParent(uint256 agentId, bytes32 head, bytes32 parent);
+    /// @dev A root must be non-zero (zero means "no head yet") and differ from its parent.
+    error InvalidRoot(uint256 agentId, bytes32 parent, bytes32 root);
+    /// @dev A batch must hold at least one root.
+    error EmptyBatch(uint256 agentId);
+    /// @dev Registration must mint at least one share.
+    error ZeroShares();
+    /// @dev A delegated commit arrived after its deadline.
+    error SignatureExpired(uint256 deadline, uint256 timestamp);
+    /// @dev The signature is not `committer`'s over this commit and nonce.
+    error InvalidSignature(address committer);
+
+    /*//////////////////////////////////////////////////////////////
+                                 EVENTS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @notice A new agent, owned by `owner`, with `shares` minted to the owner.
+    event AgentRegistered(uint256 indexed agentId, address indexed owner, bytes32 salt, uint256 shares);
+    /// @notice The owner granted (`authorized` true) or revoked a committer key.
+    event CommitterSet(uint256 indexed agentId, address indexed committer, bool authorized);
+    /// @notice The head of `agentId` moved from `parent` to `root`; `seq` counts roots from 1.
+    event RootCommitted(
+        uint256 indexed agentId, uint64 indexed seq, bytes32 indexed root, bytes32 parent, address committer
+    );
+
+    /*//////////////////////////////////////////////////////////////
+                               FUNCTIONS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @notice Register an agent owned by the caller and mint `shares` of it to the caller.
+    /// @param salt Any value; one owner gets one agent per salt.
+    /// @param shares Supply of the agent's ERC-1155 share token, minted to the caller.
+    /// @return agentId `uint256(keccak256(abi.encode(block.chainid, address(this), msg.sender, salt)))`.
+    function register(bytes32 salt, uint256 shares) external returns (uint256 agentId);
+
+    /// @notice Authorize (or revoke) `committer` to move the agent's head. Owner only.
+    function setCommitter(uint256 agentId, address committer, bool authorized) external;
+
+    /// @notice Move the head from `parent` to `root` (compare-and-swap).
+    /// @param parent Must equal the current head (zero for the first root).
+    /// @return seq The sequence number of `root`.
+    function commit(uint256 agentId, bytes32 parent, bytes32 root) external returns (uint64 seq);
+
+    /// @notice Commit a lineage segment in one transaction: `roots[0]`'s parent is `parent`,
+    ///         each next root's parent is the one before it.
+    /// @return seq The sequence number of the last root.
+    function commitBatch(uint256 agentId, bytes32 parent, bytes32[] calldata roots) external returns (uint64 seq);
+
+    /// @notice Relay a commit signed (EIP-712 `Commit`) by an authorized `committer`.
+    /// @param signature An ECDSA signature, or an ERC-1271 one when `committer` is a contract.
+    function commitBySig(
+        uint256 agentId,
+        bytes32 parent,
+        bytes32 root,
+        address committer,
+        uint256 deadline,
+        bytes calldata signature
+    ) external returns (uint64 seq);
+
+    /// @notice The EIP-712 digest a committer signs for `commitBySig` (uses its current nonce).
+    function commitDigest(uint256 agentId, bytes32 parent, bytes32 root, address committer, uint256 deadline)
+        external
+        view
+        returns (bytes32);
+
+    /// @notice Derive the agent id an owner gets for a salt (see `register`).
+    function agentIdOf(address owner, bytes32 salt) external view returns (uint256);
+
+    /// @notice The agent's current head (zero before its first root).
+    function headOf(uint256 agentId) external view returns (bytes32);
+
+    /// @notice The number of roots committed for the agent: its lineage length.
+    function sequenceOf(uint256 agentId) external view returns (uint64);
+
+    /// @notice The agent's owner (zero address if unregistered).
+    function ownerOf(uint256 agentId) external view returns (address);
+
+    /// @notice Whether `committer` may move the agent's head now (the owner always may).
+    function isCommitter(uint256 agentId, address committer) external view returns (bool);
+}

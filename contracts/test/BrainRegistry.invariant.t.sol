@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {BrainRegistry} from "../BrainRegistry.sol";
+import {Test, Vm} from "./Vm.sol";
+
+/// @dev Drives the registry with authorized and unauthorized actors and keeps ghost state.
+contract Handler {
+    Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
+    BrainRegistry public immutable reg;
+    uint256 public immutable agent;
+    address public immutable owner;
+    uint64 public ghostCount;
+    bytes32 public ghostHead;
+    uint256 public unauthorizedChanges;
+
+    constructor(BrainRegistry reg_, uint256 agent_, address owner_) {
+        reg = reg_;
+        agent = agent_;
+        owner = owner_;
+    }
+
+    function commit(uint256 seed) external {
+        bytes32 root = keccak256(abi.encode(seed, ghostCount, "c"));
+        vm.prank(owner);
+        reg.commit(agent, ghostHead, root);
+        ghostCount += 1;
+        ghostHead = root;
+    }
+
+    function batch(uint256 seed, uint8 n) external {
+        n = uint8(1 + (n % 8));
+        bytes32[] memory roots = new bytes32[](n);
+        for (uint256 i; i < n; ++i) roots[i] = keccak256(abi.encode(seed, ghostCount, i, "b"));
+        vm.prank(owner);
+        reg.commitBatch(agent, ghostHead, roots);
+        ghostCount += n;
+        ghostHead = roots[n - 1];
+    }
+
+    function staleCommit(uint256 seed) external {
+        bytes32 wrongParent = keccak256(abi.encode(seed, "stale"));
+        vm.prank(owner);
+        try reg.commit(agent, wrongParent, keccak256(abi.encode(seed))) {
+            unauthorizedChanges += 1;
+        } catch {}
+    }
+
+    function strangerCommit(address stranger, uint256 seed) external {
+        if (stranger == owner) return;
+        (bytes32 head, uint64 seq) = (reg.headOf(agent), reg.sequenceOf(agent));
+        vm.prank(stranger);
+        try reg.commit(agent, head, keccak256(abi.encode(seed, "x"))) {
+            unauthorizedChanges += 1;
+        } catch {}
+        vm.prank(stranger);
+        try reg.setCommitter(agent, stranger, true) {
+            unauthorizedChanges += 1;
+        } catch {}
+        if (reg.headOf(agent) != head || reg.sequenceOf(agent) != seq) unauthorizedChanges += 1;
+    }
+}
+
+contract BrainRegistryInvariantTest is Test {
+    BrainRegistry internal reg;
+    Handler internal handler;
+    uint256 internal agent;
+
+    function setUp() public {
+        reg = new BrainRegistry();
+        address owner = vm.addr(0xA11CE);
+        vm.prank(owner);
+        agent = reg.register(bytes32("inv"), 100);
+        handler = new Handler(reg, agent, owner);
+    }
+
+    function targetContracts() public view returns (address[] memory out) {
+        out = new address[](1);
+        out[0] = address(handler);
+    }
+
+    function invariant_sequenceGrowsByRootsCommitted() public view {
+        assertEq(reg.sequenceOf(agent), handler.ghostCount(), "sequence");
+    }
+
+    function invariant_headIsLastCommittedRoot() public view {
+        assertEq(reg.headOf(agent), handler.ghostHead(), "head");
+    }
+
+    function invariant_unauthorizedNeverChangesState() public view {
+        assertEq(handler.unauthorizedChanges(), 0, "unauthorized change");
+    }
+}

@@ -1,0 +1,58 @@
+"""On-chain receipts, attached to snapshots as git notes (``refs/notes/ledger-chain``).
+
+Notes leave snapshot ids unchanged, travel with ``git fetch refs/notes/*``, and
+are written through the same object writer and compare-and-swap ref update as
+snapshots.  One note per snapshot commit, a JSON document::
+
+    {"chain_id", "registry", "agent", "seq", "tx", "block", "block_hash", "log_index", "committer"}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.gitstore import MODE_DIR, MODE_FILE, GitStore
+
+__all__ = ["NOTES_REF", "read_receipts", "write_receipts"]
+
+NOTES_REF = "refs/notes/ledger-chain"
+
+
+def _notes_tree(store: GitStore, tree: bytes, prefix: str = "") -> dict[str, bytes]:
+    """commit hex → note blob id, following git's fan-out directories (``ab/cdef…``)."""
+    out: dict[str, bytes] = {}
+    for sha, mode, name in store.read_tree(tree):
+        if mode == MODE_DIR:
+            out.update(_notes_tree(store, sha, prefix + name))
+        else:
+            out[prefix + name] = sha
+    return out
+
+
+def _current(store: GitStore) -> tuple[bytes | None, dict[str, bytes]]:
+    head = store.read_ref(NOTES_REF)
+    if head is None:
+        return None, {}
+    tree = store.read(head, b"commit").split(b"\n", 1)[0].split(b" ")[1]
+    return head, _notes_tree(store, bytes.fromhex(tree.decode()))
+
+
+def read_receipts(store: GitStore) -> dict[str, dict[str, Any]]:
+    """Every recorded receipt, keyed by snapshot commit id (hex)."""
+    _, notes = _current(store)
+    return {commit: json.loads(store.read(blob, b"blob")) for commit, blob in notes.items()}
+
+
+def write_receipts(store: GitStore, receipts: Mapping[str, Mapping[str, Any]]) -> None:
+    """Add or replace receipts in one notes commit."""
+    if not receipts:
+        return
+    head, notes = _current(store)
+    for commit, doc in receipts.items():
+        notes[commit] = store.write_blob(json.dumps(doc, sort_keys=True).encode() + b"\n")
+    tree = store.write_tree([(blob, MODE_FILE, commit) for commit, blob in notes.items()])
+    message = f"ledger: {len(receipts)} chain receipt(s)\n"
+    new = store.write_commit(tree, [head] if head else [], message)
+    store.move_ref(NOTES_REF, new, head)
