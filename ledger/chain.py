@@ -429,3 +429,24 @@ def authorize(
     account = _account(cfg, key, reg.chain_id, password)
     call = reg._c().functions.setCommitter(cfg.agent_id, to_checksum_address(committer), allowed)
     reg.send(account, call, what="setting a committer")
+
+
+def chain_status(brain: Brain) -> dict[str, Any]:
+    """The agent's on-chain head and sequence next to the local head."""
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    assert cfg.agent_id is not None
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    head = reg.head(cfg.agent_id)
+    local = brain.head().snap.root
+    return {
+        "rpc": cfg.rpc,
+        "chain_id": reg.chain_id,
+        "registry": reg.address,
+        "agent": f"0x{cfg.agent_id:064x}",
+        "onchain_head": format_root(head) if head != ZERO else None,
+        "onchain_seq": reg.sequence(cfg.agent_id),
+        "local_head": format_root(local),
+        "pending": pending_count(brain),
+        "in_sync": head == local,
+    }

@@ -550,6 +550,23 @@ def chain_use(ctx: click.Context, rpc: str) -> None:
 key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-dev' on chain id 31337.")
 
 
+@chain.command("status")
+@json_flag
+@click.pass_context
+def chain_status(ctx: click.Context, as_json: bool) -> None:
+    """Compare the on-chain head of this brain's agent with the local head."""
+    from ledger.chain import chain_status as status_of
+
+    with _open(ctx) as brain:
+        st = status_of(brain)
+    if as_json:
+        _emit(st)
+        return
+    for key in ("rpc", "chain_id", "registry", "agent", "onchain_head", "onchain_seq", "local_head", "pending"):
+        click.echo(f"{key:13} {st[key]}")
+    click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
+
+
 @chain.command("deploy")
 @key_flag
 @json_flag

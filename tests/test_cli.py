@@ -15,10 +15,29 @@ from tests.conftest import fingerprint, run_ledger
 def cli_brain(tmp_path: Path) -> Path:
     root = tmp_path / "brain"
     run_ledger("init", str(root), check=True)
-    run_ledger("--brain", str(root), "skill", "create", "pdf", "--description", "Work with PDFs",
-               "--body", "Use pdftotext twice. twice.\n", check=True)
-    run_ledger("--brain", str(root), "skill", "write-file", "pdf", "references/api.md",
-               "--from", str(_file(tmp_path / "api.md", b"API notes\n")), check=True)
+    run_ledger(
+        "--brain",
+        str(root),
+        "skill",
+        "create",
+        "pdf",
+        "--description",
+        "Work with PDFs",
+        "--body",
+        "Use pdftotext twice. twice.\n",
+        check=True,
+    )
+    run_ledger(
+        "--brain",
+        str(root),
+        "skill",
+        "write-file",
+        "pdf",
+        "references/api.md",
+        "--from",
+        str(_file(tmp_path / "api.md", b"API notes\n")),
+        check=True,
+    )
     return root
 
 
@@ -51,8 +70,9 @@ def test_brain_defaults_to_cwd_and_parents(cli_brain: Path) -> None:
 def test_list_view_status(cli_brain: Path) -> None:
     b = ["--brain", str(cli_brain)]
     listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)
-    assert listed == [{"name": "pdf", "description": "Work with PDFs", "version": 2,
-                       "license": None, "compatibility": None}]
+    assert listed == [
+        {"name": "pdf", "description": "Work with PDFs", "version": 2, "license": None, "compatibility": None}
+    ]
     view = json.loads(run_ledger(*b, "skill", "view", "pdf", "--json", check=True).stdout)
     assert view["body"] == "Use pdftotext twice. twice.\n" and view["files"] == {"references": ["references/api.md"]}
     assert run_ledger(*b, "skill", "view", "pdf", "--file", "references/api.md", check=True).stdout == "API notes\n"
@@ -135,8 +155,23 @@ def test_symlink_in_brain_is_refused(cli_brain: Path) -> None:
 def test_usage_errors_exit_2(cli_brain: Path) -> None:
     assert run_ledger("--brain", str(cli_brain), "skill", "frobnicate").returncode == 2
     assert run_ledger("--brain", str(cli_brain), "skill", "create", "x").returncode == 2  # missing --description
-    assert run_ledger("--brain", str(cli_brain), "skill", "create", "x", "--description", "d", "--body", "b",
-                      "--body-file", "-", input="").returncode == 2
+    assert (
+        run_ledger(
+            "--brain",
+            str(cli_brain),
+            "skill",
+            "create",
+            "x",
+            "--description",
+            "d",
+            "--body",
+            "b",
+            "--body-file",
+            "-",
+            input="",
+        ).returncode
+        == 2
+    )
 
 
 def test_not_a_brain(tmp_path: Path) -> None:

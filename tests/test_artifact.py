@@ -1,0 +1,38 @@
+"""The ABI and bytecode shipped in the package must be what a fresh `forge build` produces."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger.chain import artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.chain
+def test_shipped_artifact_matches_fresh_forge_build(tmp_path: Path) -> None:
+    subprocess.run(
+        [
+            str(ROOT / "scripts" / "forge"),
+            "build",
+            "--force",
+            "-q",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-path",
+            str(tmp_path / "cache"),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    fresh = json.loads((tmp_path / "out" / "BrainRegistry.sol" / "BrainRegistry.json").read_text())
+    shipped = artifact()
+    assert shipped["abi"] == fresh["abi"], "ABI drifted: run scripts/export-artifact"
+    assert shipped["bytecode"] == fresh["bytecode"]["object"], "bytecode drifted: run scripts/export-artifact"
+    assert shipped["deployedBytecode"] == fresh["deployedBytecode"]["object"]
