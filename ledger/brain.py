@@ -475,6 +475,62 @@ class Brain:
             raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
         return prove(tree, rel)
 
+    # ------------------------------------------------------------------ history
+
+    def diff(self, rev1: str, rev2: str) -> dict[str, Any]:
+        """Files and skills that differ between two snapshots: ``{path: added|deleted|modified}``."""
+        a, b = (self.store.skills_tree(self.store.resolve(r)) for r in (rev1, rev2))
+        old = {n: s for s, _, n in self.store.read_tree(a)} if a else {}
+        new = {n: s for s, _, n in self.store.read_tree(b)} if b else {}
+        files: dict[str, str] = {}
+        skills: dict[str, str] = {}
+        for name in sorted(set(old) | set(new)):
+            if old.get(name) == new.get(name):
+                continue
+            skills[name] = "added" if name not in old else "deleted" if name not in new else "modified"
+            fa = self._skill_files(old[name]) if name in old else {}
+            fb = self._skill_files(new[name]) if name in new else {}
+            for rel in sorted(set(fa) | set(fb)):
+                if fa.get(rel) != fb.get(rel):
+                    files[f"{name}/{rel}"] = "added" if rel not in fa else "deleted" if rel not in fb else "modified"
+        return {"from": rev1, "to": rev2, "skills": skills, "files": files}
+
+    def _version_commit(self, name: str, version: int) -> bytes:
+        """The newest snapshot that wrote ``name`` at ``version`` (a deleted and recreated name reuses numbers)."""
+        check_name(name)
+        for snap in self.store.lineage():
+            for change in snap.changes:
+                if change.skill == name and change.version == version and change.action != "delete":
+                    return bytes.fromhex(snap.commit)
+        raise SkillNotFoundError(f"no snapshot wrote {name} v{version}", hint=f"see 'ledger log' for {name}'s versions")
+
+    def show(self, name: str, version: int) -> str:
+        """``SKILL.md`` of ``name`` exactly as it was at ``version``."""
+        commit = self._version_commit(name, version)
+        tree = {n: s for s, _, n in self.store.read_tree(self.store.skills_tree(commit) or b"")}
+        return self._text(self._skill_files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")
+
+    @_writer
+    def revert(self, name: str, version: int, *, note: str = "") -> Receipt:
+        """Restore ``name`` (all its files) as it was at ``version``, as a new upsert; history is never rewritten."""
+        commit = self._version_commit(name, version)
+        skills_tree = self.store.skills_tree(commit)
+        tree = {n: s for s, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+        old_files = self._skill_files(tree[name])
+        old_doc = parse_skill_md(self._text(old_files[SKILL_MD][1], name), dir_name=name)
+        writes: dict[str, tuple[bytes, bool] | None] = {
+            rel: (self.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for rel, (mode, sha) in old_files.items()
+        }
+        note = note or f"revert {name} to v{version}"
+        if name in self.head().skills:
+            files, current = self._committed(name)
+            for rel in files:
+                writes.setdefault(rel, None)
+            writes.pop(SKILL_MD)
+            return self._bump("revert", name, files, current, old_doc, writes, note=note)
+        writes[SKILL_MD] = (old_doc.with_version(1).render().encode(), False)
+        return self._write_skill("revert", name, writes, note=note)
+
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:
         tree = self._expand_all(self.head().skills[name])
         return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(tree)}
@@ -636,15 +692,14 @@ class Brain:
         *,
         note: str,
     ) -> Receipt:
-        if new.with_version(old.version) == old and not writes:
-            raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
+        changed = new.with_version(old.version) != old
         for path, spec in writes.items():
-            if (
-                spec is not None
-                and path in files
-                and files[path] == (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0]))
-            ):
-                raise NoChangeError(f"{operation} leaves {name}/{path} unchanged")
+            if spec is None:
+                changed = changed or path in files
+            else:
+                changed = changed or files.get(path) != (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0]))
+        if not changed:
+            raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
         payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
         payload[SKILL_MD] = (new.with_version(old.version + 1).render().encode(), False)
         return self._write_skill(operation, name, payload, base=files, note=note, version=old.version + 1)

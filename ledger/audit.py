@@ -1,0 +1,523 @@
+"""Audit a brain's lineage from public material: a git clone, and optionally the chain.
+
+Checks, each reported OK or FAIL with the first divergence pinpointed:
+
+- ``snapshots``  every snapshot's root, recomputed from git objects, equals its trailer;
+- ``lineage``    every trailer parent equals the previous snapshot's root;
+- ``versions``   per-skill versions go 1, 2, 3… with deletes recorded, and every change is declared;
+- ``skills``     every skill a snapshot writes is valid;
+- ``worktree``   (brains only) the working tree equals the head snapshot;
+- ``chain.*``    the registry's events form an unbroken lineage equal to the snapshots, the head is a
+                 snapshot, receipts are still canonical, committers were authorized;
+- ``fsck``       ``git fsck`` of the store.
+
+Subtree digests are cached by git tree id (itself content-addressed), so a long
+lineage costs about one changed skill per snapshot, not snapshots × skills.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger import gitstore as gs
+from ledger.errors import AuditError, LedgerError, StoreError
+from ledger.merkle import format_root
+from ledger.receipts import read_receipts
+from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
+
+__all__ = ["Check", "Report", "audit_repo"]
+
+CHECKS = (
+    "snapshots",
+    "lineage",
+    "versions",
+    "skills",
+    "worktree",
+    "chain.events",
+    "chain.roots",
+    "chain.head",
+    "chain.receipts",
+    "chain.committers",
+    "fsck",
+)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool = True
+    summary: str = ""
+    snapshot: str | None = None
+    index: int | None = None
+    path: str | None = None
+    expected: str | None = None
+    computed: str | None = None
+    failures: int = 0
+
+    def fail(self, summary: str, **where: Any) -> None:
+        """Record a failure; the first one is kept as the pinpointed divergence."""
+        self.failures += 1
+        if self.ok:
+            self.ok = False
+            self.summary = summary
+            for key, value in where.items():
+                setattr(self, key, value)
+
+
+@dataclass
+class Report:
+    repo: str
+    checks: dict[str, Check] = field(default_factory=dict)
+    timeline: list[dict[str, Any]] = field(default_factory=list)  # oldest first
+    skills: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+    chain: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks.values())
+
+    def check(self, name: str) -> Check:
+        return self.checks.setdefault(name, Check(name))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "ok": self.ok,
+            "checks": {k: asdict(v) for k, v in self.checks.items()},
+            "pending": self.pending,
+            "chain": self.chain,
+            "timeline": self.timeline,
+            "skills": self.skills,
+        }
+
+
+def audit_repo(
+    repo: str | Path,
+    *,
+    rpc: str | None = None,
+    registry: str | None = None,
+    agent: int | None = None,
+    worktree: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Audit the git store at ``repo`` (a brain, a clone, or a bare repository)."""
+    path = Path(repo)
+    try:
+        store = gs.GitStore(path)
+    except StoreError as exc:
+        raise AuditError(f"{path} is not a git repository", hint="pass a brain or a clone of one") from exc
+    report = Report(repo=str(path.absolute()))
+    try:
+        snaps = _walk(store, report, progress)
+        if worktree:
+            _check_worktree(path, report)
+        if rpc is not None:
+            if registry is None or agent is None:
+                raise AuditError("--rpc needs --registry and --agent")
+            _check_chain(store, snaps, report, rpc, registry, agent)
+        _check_fsck(path, report)
+    finally:
+        store.close()
+    for name in CHECKS:
+        if name in report.checks and report.checks[name].ok and not report.checks[name].summary:
+            report.checks[name].summary = "ok"
+    return report
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def _head(store: gs.GitStore) -> bytes:
+    head = store.head() or store.read_ref("refs/remotes/origin/main")
+    if head is None:
+        raise AuditError("the repository has no 'main' branch of snapshots")
+    return head
+
+
+def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None] | None) -> list[gs.Snapshot]:
+    chain: list[bytes] = []
+    commit: bytes | None = _head(store)
+    while commit is not None:  # first-parent history, newest first
+        chain.append(commit)
+        raw = store.read(commit, b"commit")
+        parent = next((ln[7:] for ln in raw.split(b"\n\n", 1)[0].split(b"\n") if ln.startswith(b"parent ")), None)
+        commit = bytes.fromhex(parent.decode()) if parent else None
+    chain.reverse()
+    cache = gs.DigestCache(None)
+    snaps_chk, lineage_chk, versions_chk, skills_chk = (
+        report.check(n) for n in ("snapshots", "lineage", "versions", "skills")
+    )
+    live: dict[str, int] = {}
+    prev_entries: dict[str, bytes] = {}
+    prev_root: bytes | None = None
+    snaps: list[gs.Snapshot] = []
+    for i, commit in enumerate(chain):
+        where = {"snapshot": commit.hex(), "index": i}
+        try:
+            snap = store.snapshot(commit)
+        except StoreError as exc:
+            snaps_chk.fail(f"snapshot #{i} ({commit.hex()[:12]}) is not a ledger snapshot: {exc.message}", **where)
+            continue
+        snaps.append(snap)
+        label = f"snapshot #{i} ({commit.hex()[:12]}, {_describe(snap)})"
+        tree = store.skills_tree(commit)
+        entries = {name: sha for sha, _, name in store.read_tree(tree)} if tree else {}
+        try:
+            computed = gs.tree_digest(store, tree, cache, "") if tree else gs.bundle_of_tree(store, None, cache).digest
+        except LedgerError as exc:
+            snaps_chk.fail(f"{label}: its tree cannot be hashed: {exc.message}", **where)
+            computed = None
+        changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
+        declared = {c.skill for c in snap.changes}
+        if computed is not None and computed != snap.root:
+            path = _divergent_path(store, entries, prev_entries, changed, declared)
+            snaps_chk.fail(
+                f"{label}: the tree hashes to {format_root(computed)}, not the recorded root",
+                path=path,
+                expected=format_root(snap.root),
+                computed=format_root(computed),
+                **where,
+            )
+        if snap.parent_root != prev_root:
+            lineage_chk.fail(
+                f"{label}: parent root is not the previous snapshot's root "
+                "(a snapshot was dropped, reordered or inserted)",
+                expected=format_root(prev_root) if prev_root else "none",
+                computed=format_root(snap.parent_root) if snap.parent_root else "none",
+                **where,
+            )
+        _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report)
+        report.timeline.append(
+            {
+                "index": i,
+                "commit": snap.commit,
+                "operation": snap.operation,
+                "changes": [asdict(c) for c in snap.changes],
+                "root": format_root(snap.root),
+                "timestamp": snap.timestamp,
+                "ok": computed == snap.root and snap.parent_root == prev_root,
+                "chain": None,
+            }
+        )
+        prev_entries, prev_root = entries, snap.root
+        if progress is not None and (i % 50 == 0 or i == len(chain) - 1):
+            progress(i + 1, len(chain))
+    n = len(chain)
+    if snaps_chk.ok:
+        snaps_chk.summary = f"{n} snapshot(s) recompute to their recorded roots"
+    if lineage_chk.ok:
+        lineage_chk.summary = f"{n} parent root(s) chain back to genesis"
+    if versions_chk.ok:
+        versions_chk.summary = f"{len(report.skills)} skill(s), versions consecutive, every change declared"
+    if skills_chk.ok:
+        skills_chk.summary = "every written skill is valid"
+    return snaps
+
+
+def _describe(snap: gs.Snapshot) -> str:
+    if snap.skill is not None:
+        return f"{snap.operation} {snap.skill} v{snap.version}"
+    return f"{snap.operation}, {len(snap.changes)} change(s)"
+
+
+def _divergent_path(
+    store: gs.GitStore, entries: dict[str, bytes], prev: dict[str, bytes], changed: list[str], declared: set[str]
+) -> str | None:
+    """Name the file most likely tampered with: an undeclared change first, else a declared one."""
+    suspects = [n for n in changed if n not in declared] or [n for n in changed if n in declared]
+    first: str | None = None
+    for name in suspects:
+        new = _files(store, entries.get(name))
+        old = _files(store, prev.get(name))
+        for rel in sorted(set(new) | set(old)):
+            if new.get(rel) == old.get(rel):
+                continue
+            if rel in new and not _object_intact(store, new[rel][1]):
+                return f"{name}/{rel}"  # git serves other bytes than the id names: a replace ref or corruption
+            first = first or f"{name}/{rel}"
+        first = first or name
+    return first
+
+
+def _object_intact(store: gs.GitStore, blob: bytes) -> bool:
+    data = store.read(blob, b"blob")
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest() == blob
+
+
+def _files(store: gs.GitStore, tree: bytes | None, prefix: str = "") -> dict[str, tuple[int, bytes]]:
+    out: dict[str, tuple[int, bytes]] = {}
+    if tree is None:
+        return out
+    for sha, mode, name in store.read_tree(tree):
+        if mode == gs.MODE_DIR:
+            out.update(_files(store, sha, f"{prefix}{name}/"))
+        else:
+            out[prefix + name] = (mode, sha)
+    return out
+
+
+def _check_versions(
+    store: gs.GitStore,
+    snap: gs.Snapshot,
+    label: str,
+    entries: dict[str, bytes],
+    changed: list[str],
+    declared: set[str],
+    live: dict[str, int],
+    versions_chk: Check,
+    skills_chk: Check,
+    where: dict[str, Any],
+    report: Report,
+) -> None:
+    for name in changed:
+        if name not in declared:
+            versions_chk.fail(f"{label}: skill {name!r} changed without a declared change", path=name, **where)
+    for change in snap.changes:
+        name, version = change.skill, change.version
+        history = report.skills.setdefault(name, [])
+        history.append({"version": version, "action": change.action, "commit": snap.commit, "index": where["index"]})
+        if change.action == "delete":
+            if live.get(name) != version:
+                versions_chk.fail(
+                    f"{label}: deletes {name!r} v{version}, but the live version is {live.get(name)}",
+                    path=name,
+                    expected=str(live.get(name)),
+                    computed=str(version),
+                    **where,
+                )
+            if name in entries:
+                versions_chk.fail(f"{label}: declares {name!r} deleted but it is still in the tree", path=name, **where)
+            live.pop(name, None)
+            continue
+        want = 1 if change.action == "create" else (live.get(name, 0) + 1)
+        if change.action == "create" and name in live:
+            versions_chk.fail(f"{label}: creates {name!r}, which already exists", path=name, **where)
+        if change.action == "update" and name not in live:
+            versions_chk.fail(f"{label}: updates {name!r}, which does not exist", path=name, **where)
+        if version != want:
+            versions_chk.fail(
+                f"{label}: {name!r} goes to v{version}, expected v{want}",
+                path=name,
+                expected=str(want),
+                computed=str(version),
+                **where,
+            )
+        live[name] = version
+        _check_skill(store, entries.get(name), name, version, label, skills_chk, where)
+
+
+def _check_skill(
+    store: gs.GitStore, tree: bytes | None, name: str, version: int, label: str, chk: Check, where: dict[str, Any]
+) -> None:
+    if tree is None:
+        chk.fail(f"{label}: declares {name!r} written but it is not in the tree", path=name, **where)
+        return
+    try:
+        files = _files(store, tree)
+        if SKILL_MD not in files:
+            raise LedgerError(f"{name} has no {SKILL_MD}")
+        for rel in files:
+            if rel != SKILL_MD:
+                check_support_path(rel)
+        doc = parse_skill_md(store.read(files[SKILL_MD][1], b"blob").decode("utf-8"), dir_name=name)
+        if doc.version != version:
+            raise LedgerError(f"{name}/{SKILL_MD} says version {doc.version}, the trailer says {version}")
+    except (LedgerError, UnicodeDecodeError) as exc:
+        msg = exc.message if isinstance(exc, LedgerError) else f"{name}/{SKILL_MD} is not UTF-8"
+        chk.fail(f"{label}: invalid skill {name!r}: {msg}", path=name, **where)
+
+
+# --------------------------------------------------------------------------- worktree, fsck
+
+
+def _check_worktree(path: Path, report: Report) -> None:
+    from ledger.brain import Brain
+
+    chk = report.check("worktree")
+    try:
+        with Brain.open(path) as brain:
+            st = brain.status()
+    except LedgerError as exc:
+        chk.fail(f"the working tree cannot be compared: {exc.message}")
+        return
+    if st.clean:
+        chk.summary = "the working tree equals the head snapshot"
+        return
+    first = next(iter(st.changes))
+    listing = ", ".join(f"{what} skills/{p}" for p, what in st.changes.items())
+    chk.fail(
+        f"the working tree differs from the head snapshot: {listing}",
+        path=first,
+        expected=st.head_root,
+        computed=st.tree_root,
+        snapshot=st.head_commit,
+    )
+
+
+def _check_fsck(path: Path, report: Report) -> None:
+    chk = report.check("fsck")
+    replaced = subprocess.run(
+        ["git", "-C", str(path), "for-each-ref", "--format=%(refname)", "refs/replace/"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    if replaced:
+        chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
+    proc = subprocess.run(
+        ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"], capture_output=True, text=True, timeout=600
+    )
+    if proc.returncode != 0:
+        first = (proc.stderr or proc.stdout).strip().splitlines()
+        chk.fail("git fsck: " + (first[0] if first else f"exit {proc.returncode}"))
+    elif chk.ok:
+        chk.summary = "git fsck found no problems"
+
+
+# --------------------------------------------------------------------------- chain
+
+
+def _check_chain(
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int
+) -> None:
+    from ledger.chain import ZERO, Registry
+
+    reg = Registry(rpc, registry)  # raises RpcUnreachableError → exit 2
+    events = reg.events(agent)
+    report.chain = {
+        "rpc": rpc,
+        "registry": reg.address,
+        "agent": f"0x{agent:064x}",
+        "chain_id": reg.chain_id,
+        "onchain_seq": len(events),
+    }
+    ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
+    parent = ZERO
+    for i, ev in enumerate(events):
+        where = {"index": i, "expected": format_root(parent) if parent != ZERO else "none"}
+        if ev["seq"] != i + 1:
+            ev_chk.fail(f"event #{i}: sequence {ev['seq']}, expected {i + 1}", **where)
+        if ev["parent"] != parent:
+            ev_chk.fail(
+                f"event seq {ev['seq']}: parent is not the previous on-chain root",
+                computed=format_root(ev["parent"]),
+                **where,
+            )
+        parent = ev["root"]
+    if ev_chk.ok:
+        ev_chk.summary = f"{len(events)} RootCommitted event(s) form an unbroken chain"
+    for i, ev in enumerate(events):
+        if i >= len(snaps):
+            roots_chk.fail(
+                f"on-chain seq {ev['seq']} commits {format_root(ev['root'])}, beyond the last snapshot",
+                index=i,
+                computed=format_root(ev["root"]),
+            )
+            break
+        if ev["root"] != snaps[i].root:
+            roots_chk.fail(
+                f"on-chain seq {ev['seq']} (tx {ev['tx'][:12]}…) commits a root that is not snapshot #{i}'s",
+                snapshot=snaps[i].commit,
+                index=i,
+                expected=format_root(snaps[i].root),
+                computed=format_root(ev["root"]),
+            )
+    for i, ev in enumerate(events[: len(snaps)]):
+        if i < len(report.timeline):
+            report.timeline[i]["chain"] = {
+                "seq": ev["seq"],
+                "tx": ev["tx"],
+                "block": ev["block"],
+                "ok": ev["root"] == snaps[i].root,
+            }
+    if roots_chk.ok:
+        roots_chk.summary = f"on-chain roots 1..{len(events)} are the snapshots, in order"
+    head = reg.head(agent)
+    snap_roots = {s.root for s in snaps}
+    if events and head != events[-1]["root"]:
+        head_chk.fail(
+            "the registry's head is not its last committed root",
+            expected=format_root(events[-1]["root"]),
+            computed=format_root(head),
+        )
+    elif head != ZERO and head not in snap_roots:
+        head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
+    else:
+        head_chk.summary = (
+            f"the on-chain head {format_root(head)[:27]}… is snapshot #{len(events) - 1}"
+            if events
+            else "no root committed yet"
+        )
+    report.pending = [s.commit for s in snaps[len(events) :]]
+    _check_receipts(store, snaps, report, reg, events)
+    _check_committers(report, reg, agent, events)
+
+
+def _check_receipts(
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]]
+) -> None:
+    chk = report.check("chain.receipts")
+    receipts = read_receipts(store)
+    if not receipts:
+        chk.summary = "no receipts in this repository (fetch refs/notes/ledger-chain to check them)"
+        return
+    by_commit = {s.commit: i for i, s in enumerate(snaps)}
+    txs = {(e["tx"], e["seq"]) for e in events}
+    hashes: dict[int, str | None] = {}
+    for commit, note in sorted(receipts.items(), key=lambda kv: kv[1].get("seq", 0)):
+        i = by_commit.get(commit)
+        label = f"receipt of snapshot {commit[:12]}" + (f" (#{i})" if i is not None else " (not in the lineage)")
+        block = int(note["block"])
+        if block not in hashes:
+            hashes[block] = reg.block_hash(block)
+        if hashes[block] != note["block_hash"]:
+            chk.fail(
+                f"{label}: block {block} is no longer canonical (reorganized away)",
+                snapshot=commit,
+                index=i,
+                expected=note["block_hash"],
+                computed=hashes[block] or "no such block",
+            )
+        elif (note["tx"], note["seq"]) not in txs:
+            chk.fail(
+                f"{label}: tx {note['tx']} is not among the registry's events for this agent", snapshot=commit, index=i
+            )
+    if chk.ok:
+        chk.summary = f"{len(receipts)} receipt(s) are in canonical blocks"
+
+
+def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]]) -> None:
+    """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
+    chk = report.check("chain.committers")
+    c = reg._c()
+    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=0)
+    if not owner_logs:
+        chk.fail("the agent was never registered on this registry")
+        return
+    owner = owner_logs[0]["args"]["owner"]
+    changes = sorted(
+        (
+            (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
+            for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=0)
+        ),
+    )
+    for ev in events:
+        allowed = ev["committer"] == owner
+        for block, index, who, ok in changes:
+            if (block, index) > (ev["block"], ev["log_index"]):
+                break
+            if who == ev["committer"]:
+                allowed = ok
+        if not allowed:
+            chk.fail(
+                f"on-chain seq {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
+                index=ev["seq"] - 1,
+            )
+    if chk.ok:
+        chk.summary = f"all {len(events)} root(s) were committed by the owner or an authorized key"
