@@ -90,7 +90,7 @@ def test_working_tree_edit_is_caught(brain) -> None:
 
 
 def test_rewritten_blob_via_filter_branch_is_caught(brain, tmp_path: Path) -> None:
-    b, commits = brain
+    b, _commits = brain
     c = clone(b.root, tmp_path / "c")
     # Change "uno" (introduced by snapshot #3) to "UNO" in every snapshot, keeping the messages.
     git(
@@ -186,7 +186,7 @@ def chain_args(b: Brain) -> list[str]:
 
 
 def test_clean_clone_audit_with_chain_passes_then_fails_after_tamper(chained, tmp_path: Path) -> None:
-    b, commits = chained
+    b, _commits = chained
     commit_pending(b, key=DEV_KEY_NAME, batch=3)
     b.create("delta", "Delta", "pending\n")  # one snapshot newer than the on-chain head
     c = clone(b.root, tmp_path / "c")
@@ -212,7 +212,7 @@ def test_clean_clone_audit_with_chain_passes_then_fails_after_tamper(chained, tm
 
 
 def test_bogus_root_committed_by_authorized_key_is_caught(chained) -> None:
-    b, commits = chained
+    b, _commits = chained
     commit_pending(b, key=DEV_KEY_NAME)
     b.patch("alpha", "uno", "eins")  # snapshot #7, not yet on chain
     cfg = ChainConfig.of(b)
@@ -228,7 +228,7 @@ def test_bogus_root_committed_by_authorized_key_is_caught(chained) -> None:
 
 
 def test_receipt_reorganized_away_is_caught(chained) -> None:
-    b, commits = chained
+    b, _commits = chained
     commit_pending(b, key=DEV_KEY_NAME, batch=4)  # seq 1-4 in one block, 5-7 in the next
     cfg = ChainConfig.of(b)
     reg = Registry(cfg.rpc, cfg.registry)
@@ -311,7 +311,7 @@ def test_html_report_renders_in_headless_chromium(brain, tmp_path: Path) -> None
         if os.environ.get("LEDGER_REQUIRE_BROWSER"):
             pytest.fail("chromium is required here (scripts/test installs Debian's chromium) but is missing")
         pytest.skip("chromium not installed (scripts/test installs Debian's chromium)")
-    b, commits = brain
+    b, _commits = brain
     (b.skills_dir / "alpha" / "SKILL.md").write_text("tampered\n")
     html = tmp_path / "report.html"
     proc = run_ledger("--brain", str(b.root), "verify", "--html", str(html))
