@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger import gitstore as gs
 from ledger.errors import AuditError, LedgerError, StoreError
-from ledger.merkle import format_root
+from ledger.merkle import RootIndex, format_root
 from ledger.receipts import read_receipts
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
 
@@ -150,6 +150,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         commit = bytes.fromhex(parent.decode()) if parent else None
     chain.reverse()
     cache = gs.DigestCache(None)
+    index = RootIndex({})
     snaps_chk, lineage_chk, versions_chk, skills_chk = (
         report.check(n) for n in ("snapshots", "lineage", "versions", "skills")
     )
@@ -166,14 +167,25 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             continue
         snaps.append(snap)
         label = f"snapshot #{i} ({commit.hex()[:12]}, {_describe(snap)})"
-        tree = store.skills_tree(commit)
-        entries = {name: sha for sha, _, name in store.read_tree(tree)} if tree else {}
+        computed: bytes | None = None
         try:
-            computed = gs.tree_digest(store, tree, cache, "") if tree else gs.bundle_of_tree(store, None, cache).digest
+            tree = store.skills_tree(commit, bytes.fromhex(snap.tree))
+            entries = {}
+            for sha, mode, name in store.read_tree(tree) if tree else ():
+                if mode != gs.MODE_DIR:
+                    raise LedgerError(f"skills/{name} is not a skill directory")
+                entries[name] = sha
+            changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
+            # Only what changed since the previous snapshot is hashed: subtree digests are cached
+            # by git tree id, and the root's Merkle levels are updated along changed paths only.
+            index.update(
+                {n: gs.tree_digest(store, entries[n], cache, n) if n in entries else None for n in changed}
+            )
+            computed = index.root
         except LedgerError as exc:
             snaps_chk.fail(f"{label}: its tree cannot be hashed: {exc.message}", **where)
-            computed = None
-        changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
+            index, entries = RootIndex({}), {}
+            changed = sorted(prev_entries)
         declared = {c.skill for c in snap.changes}
         if computed is not None and computed != snap.root:
             path = _divergent_path(store, entries, prev_entries, changed, declared)

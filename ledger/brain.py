@@ -47,14 +47,12 @@ from ledger.merkle import (
     Digest,
     DirNode,
     InclusionProof,
+    RootIndex,
     file_digest,
     format_root,
     iter_files,
-    leaf_hash,
-    merkle_levels,
     prove,
     read_tree,
-    update_levels,
 )
 from ledger.skill import (
     MAX_SUPPORT_FILE,
@@ -164,40 +162,6 @@ def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool =
     )
 
 
-class _Bundle:
-    """The skills directory as the root Merkle tree, updated incrementally.
-
-    An in-place edit recomputes one leaf-to-root path (O(log n)); adding or
-    removing a skill rebuilds the levels (O(n) hashes of 65 bytes).
-    """
-
-    def __init__(self, digests: Mapping[str, bytes]) -> None:
-        self.names = sorted(digests)
-        self.digests = dict(digests)
-        self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
-
-    @property
-    def root(self) -> bytes:
-        return self.levels[-1][0] if self.names else EMPTY_ROOT
-
-    def set(self, name: str, digest: bytes | None) -> None:
-        i = bisect.bisect_left(self.names, name)
-        present = i < len(self.names) and self.names[i] == name
-        if digest is not None and present:
-            self.digests[name] = digest
-            update_levels(self.levels, i, leaf_hash(KIND_DIR, name, digest))
-            return
-        leaves = self.levels[0]
-        if digest is None:
-            if present:
-                del self.names[i], leaves[i], self.digests[name]
-        else:
-            self.names.insert(i, name)
-            leaves.insert(i, leaf_hash(KIND_DIR, name, digest))
-            self.digests[name] = digest
-        self.levels = merkle_levels(leaves)
-
-
 def _tree_entry(name: str, tree: bytes) -> bytes:
     """One serialised git tree entry for a skill directory."""
     return b"40000 " + name.encode() + b"\x00" + tree
@@ -216,7 +180,7 @@ class _Head:
         commit: bytes,
         snap: gs.Snapshot,
         skills: dict[str, bytes],
-        bundle: _Bundle,
+        bundle: RootIndex,
         entries: dict[str, bytes] | None = None,
         keys: list[str] | None = None,
         ordered: list[bytes] | None = None,
@@ -353,7 +317,7 @@ class Brain:
                     raise TreeError(f"skills/{name} in the snapshot is not a skill directory")
                 skills[name] = sha
                 digests[name] = gs.tree_digest(self.store, sha, self.cache, name)
-        bundle = _Bundle(digests)
+        bundle = RootIndex(digests)
         if bundle.root != snap.root:
             raise StoreError(
                 f"head snapshot {commit.hex()[:12]} claims root {format_root(snap.root)} but its tree "
@@ -792,18 +756,8 @@ class Brain:
                 tree, digests[name] = self._tree(files, name)
                 skills[name] = tree
                 entries[name + "/"] = _tree_entry(name, tree)
-        if len(updates) == 1:
-            bundle = head.bundle  # incremental: one leaf-to-root path, or one insert/remove
-            ((name, digest),) = digests.items()
-            bundle.set(name, digest)
-        else:
-            merged = dict(head.bundle.digests)
-            for name, digest in digests.items():
-                if digest is None:
-                    merged.pop(name, None)
-                else:
-                    merged[name] = digest
-            bundle = _Bundle(merged)
+        bundle = head.bundle  # updated in place: a failure below drops the cached head (see _apply)
+        bundle.update(digests)
         # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
         same_names = all(files is not None and name in head.skills for name, files in updates.items())
         if same_names:

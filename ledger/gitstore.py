@@ -25,7 +25,7 @@ from io import BytesIO
 from pathlib import Path
 
 import git
-from git.objects.fun import tree_entries_from_data, tree_to_stream
+from git.objects.fun import tree_to_stream
 
 from ledger.errors import StoreError, TreeError
 from ledger.merkle import (
@@ -255,7 +255,7 @@ class GitStore:
         return stream.read()
 
     def read_tree(self, binsha: bytes) -> list[TreeEntry]:
-        return tree_entries_from_data(self.read(binsha, b"tree"))
+        return parse_tree(self.read(binsha, b"tree"), binsha)
 
     def has(self, binsha: bytes) -> bool:
         hexsha = binsha.hex()
@@ -329,13 +329,27 @@ class GitStore:
 
     # ------------------------------------------------------------------ snapshots
 
-    def snapshot(self, commit: bytes) -> Snapshot:
-        c = git.Commit(self.repo, commit)
+    def commit_info(self, commit: bytes) -> tuple[bytes, tuple[str, ...], int, str]:
+        """(tree id, parent ids, committer time, message) parsed from the raw commit object."""
+        raw = self.read(commit, b"commit")
+        head, sep, body = raw.partition(b"\n\n")
+        tree, parents, stamp = b"", [], 0
+        for line in head.split(b"\n"):
+            if line.startswith(b"tree "):
+                tree = bytes.fromhex(line[5:].decode())
+            elif line.startswith(b"parent "):
+                parents.append(line[7:].decode())
+            elif line.startswith(b"committer "):
+                stamp = int(line.rsplit(b" ", 2)[-2])
+        if len(tree) != 20 or not sep:
+            raise StoreError(f"commit {commit.hex()} is malformed")
         try:
-            message = c.message if isinstance(c.message, str) else c.message.decode("utf-8")
-            tree, parents, stamp = c.tree.binsha, tuple(p.hexsha for p in c.parents), c.committed_date
-        except ValueError as exc:
-            raise StoreError(f"commit {commit.hex()} is missing or corrupt: {exc}") from exc
+            return tree, tuple(parents), stamp, body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"commit {commit.hex()} has a message that is not UTF-8") from exc
+
+    def snapshot(self, commit: bytes) -> Snapshot:
+        tree, parents, stamp, message = self.commit_info(commit)
         trailers = parse_trailers(message)
 
         def one(key: str) -> str:
@@ -385,9 +399,9 @@ class GitStore:
         except (git.BadName, ValueError) as exc:
             raise StoreError(f"unknown revision {rev!r}", hint="use a commit id, main~N or a root") from exc
 
-    def skills_tree(self, commit: bytes) -> bytes | None:
+    def skills_tree(self, commit: bytes, tree: bytes | None = None) -> bytes | None:
         """The ``skills/`` tree id of a snapshot (``None`` for the empty brain)."""
-        tree = git.Commit(self.repo, commit).tree.binsha
+        tree = tree if tree is not None else self.commit_info(commit)[0]
         for sha, mode, name in self.read_tree(tree):
             if name == SKILLS_DIR:
                 if mode != MODE_DIR:
@@ -397,6 +411,30 @@ class GitStore:
 
     def root_tree(self, skills: bytes | None) -> bytes:
         return self.write_tree([(skills, MODE_DIR, SKILLS_DIR)] if skills else [])
+
+
+def parse_tree(data: bytes, binsha: bytes = b"") -> list[TreeEntry]:
+    """Parse a git tree object: ``<octal mode> <name>\\0<20-byte id>`` repeated.
+
+    GitPython's parser re-validates every name as a repository path (about
+    10 µs per entry), which dominated audits; names are checked against the
+    bundle rules by whoever hashes them, and a malformed tree is refused here.
+    """
+    out: list[TreeEntry] = []
+    i, n = 0, len(data)
+    try:
+        while i < n:
+            sp = data.index(b" ", i)
+            nul = data.index(b"\x00", sp)
+            if nul + 21 > n:
+                raise ValueError("truncated entry")
+            out.append(
+                (data[nul + 1 : nul + 21], int(data[i:sp], 8), data[sp + 1 : nul].decode("utf-8", "surrogateescape"))
+            )
+            i = nul + 21
+    except ValueError as exc:
+        raise StoreError(f"git tree {binsha.hex()} is malformed: {exc}") from exc
+    return out
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:

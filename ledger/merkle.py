@@ -10,6 +10,7 @@ depth × log2(fan-out).
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
 import unicodedata
@@ -204,6 +205,76 @@ def _kind(node: Node) -> int:
 
 def dir_digest(entries: Mapping[str, Node]) -> bytes:
     return DirNode(entries).digest
+
+
+class RootIndex:
+    """A directory of subdirectories (the bundle root) kept as Merkle levels, updated incrementally.
+
+    Replacing a child's digest recomputes one leaf-to-root path (O(log n));
+    adding or removing a child rebuilds the levels (O(n) hashes of 65 bytes).
+    Names added here are checked against the naming rules, case folds included.
+    """
+
+    def __init__(self, digests: Mapping[str, bytes]) -> None:
+        self.names = sorted(digests)
+        self.digests = dict(digests)
+        self._folded = {}
+        for name in self.names:
+            self._admit(name)
+        self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
+
+    def _admit(self, name: str) -> None:
+        check_name(name)
+        key = name.lower() if name.isascii() else _fold(name)
+        if self._folded.get(key, name) != name:
+            raise TreeError(f"{self._folded[key]!r} and {name!r} collide on a case-insensitive filesystem")
+        self._folded[key] = name
+
+    @property
+    def root(self) -> bytes:
+        return self.levels[-1][0] if self.names else EMPTY_ROOT
+
+    def set(self, name: str, digest: bytes | None) -> None:
+        i = bisect.bisect_left(self.names, name)
+        present = i < len(self.names) and self.names[i] == name
+        if digest is not None and present:
+            self.digests[name] = digest
+            update_levels(self.levels, i, leaf_hash(KIND_DIR, name, digest))
+            return
+        leaves = self.levels[0]
+        if digest is None:
+            if present:
+                del self.names[i], leaves[i], self.digests[name]
+                self._folded.pop(name.lower() if name.isascii() else _fold(name), None)
+        else:
+            self._admit(name)
+            self.names.insert(i, name)
+            leaves.insert(i, leaf_hash(KIND_DIR, name, digest))
+            self.digests[name] = digest
+        self.levels = merkle_levels(leaves)
+
+    def update(self, changes: Mapping[str, bytes | None]) -> None:
+        """Apply many changes; adds and removals rebuild the levels once, not once each."""
+        if len(changes) <= 1 or all(d is not None and n in self.digests for n, d in changes.items()):
+            for name, digest in changes.items():
+                self.set(name, digest)
+            return
+        for name, digest in changes.items():
+            if digest is None:
+                if self.digests.pop(name, None) is not None:
+                    self._folded.pop(name.lower() if name.isascii() else _fold(name), None)
+            else:
+                if name not in self.digests:
+                    self._admit(name)
+                self.digests[name] = digest
+        self.names = sorted(self.digests)
+        self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
+
+    def copy(self) -> RootIndex:
+        other = RootIndex.__new__(RootIndex)
+        other.names, other.digests, other._folded = list(self.names), dict(self.digests), dict(self._folded)
+        other.levels = [list(level) for level in self.levels]
+        return other
 
 
 def format_root(digest: bytes) -> str:

@@ -97,8 +97,33 @@ def cli_patch(root: Path, k: int) -> float:
     return median_time(one, k)
 
 
+def audit_bench(tmp: Path, snapshots: int, skills: int) -> dict[str, float]:
+    """Time `ledger audit` on a lineage of `snapshots` snapshots over a `skills`-skill brain."""
+    brain = make_brain(tmp / "audit", skills)
+    t = time.perf_counter()
+    for i in range(snapshots - 2):  # init and the bulk import are the first two
+        name = f"skill-{(i * 7919) % skills:05d}"
+        text = (brain.skills_dir / name / "SKILL.md").read_text()
+        old = text[text.index("Step 0:"):text.index("\n", text.index("Step 0:"))]
+        brain.patch(name, old, f"Step 0: revision {i}.")
+    print(f"  {snapshots} snapshots written in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+    brain.close()
+    t = time.perf_counter()
+    proc = subprocess.run([LEDGER, "audit", str(brain.root)], capture_output=True, text=True)
+    audit_s = time.perf_counter() - t
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    t = time.perf_counter()
+    proc = subprocess.run([LEDGER, "--brain", str(brain.root), "verify"], capture_output=True, text=True)
+    verify_s = time.perf_counter() - t
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {"audit_snapshots": snapshots, "audit_skills": skills, "audit_s": audit_s, "verify_s": verify_s}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--audit-only", action="store_true", help="Only the 1,000 x 1,000 audit benchmark.")
+    ap.add_argument("--audit-snapshots", type=int, default=1000)
+    ap.add_argument("--audit-skills", type=int, default=1000)
     ap.add_argument("--skills", type=int, default=10_000)
     ap.add_argument("--small", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=15)
@@ -106,6 +131,12 @@ def main() -> None:
     args = ap.parse_args()
     k = args.repeat
     res: dict[str, float] = {}
+    if args.audit_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = audit_bench(Path(tmp), args.audit_snapshots, args.audit_skills)
+        print(f"\naudit of {res['audit_snapshots']} snapshots x {res['audit_skills']} skills: "
+              f"ledger audit {res['audit_s']:.2f}s, ledger verify {res['verify_s']:.2f}s")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp_p = Path(tmp)
         print(f"== {args.small} skills", file=sys.stderr)
