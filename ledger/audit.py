@@ -178,9 +178,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
             # Only what changed since the previous snapshot is hashed: subtree digests are cached
             # by git tree id, and the root's Merkle levels are updated along changed paths only.
-            index.update(
-                {n: gs.tree_digest(store, entries[n], cache, n) if n in entries else None for n in changed}
-            )
+            index.update({n: gs.tree_digest(store, entries[n], cache, n) if n in entries else None for n in changed})
             computed = index.root
         except LedgerError as exc:
             snaps_chk.fail(f"{label}: its tree cannot be hashed: {exc.message}", **where)

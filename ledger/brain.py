@@ -204,7 +204,7 @@ class Brain:
         if self.skills_dir.is_symlink():
             raise StoreError(f"{self.skills_dir} is a symbolic link; the brain refuses to follow it")
         self.store = gs.GitStore(root)
-        self.cache = gs.DigestCache(self.control / "cache" / "digests-v1.bin")
+        self.cache = gs.DigestCache(self.control / "cache" / "digests-v2.bin")
         self._head: _Head | None = None
         self._lock_fd: int | None = None
         if (self.control / "journal.json").exists():
@@ -246,6 +246,8 @@ class Brain:
         return cls(find_brain(path, search_up=search_up))
 
     def close(self) -> None:
+        with contextlib.suppress(OSError, LedgerError):
+            self._save_index()
         self.cache.flush()
         self.store.close()
 
@@ -308,16 +310,16 @@ class Brain:
         if self._head is not None and self._head.commit == commit:
             return self._head
         snap = self.store.snapshot(commit)
-        skills_tree = self.store.skills_tree(commit)
+        skills_tree = self.store.skills_tree(commit, bytes.fromhex(snap.tree))
         skills: dict[str, bytes] = {}
-        digests: dict[str, bytes] = {}
-        if skills_tree is not None:
-            for sha, mode, name in self.store.read_tree(skills_tree):
-                if mode != gs.MODE_DIR:
-                    raise TreeError(f"skills/{name} in the snapshot is not a skill directory")
-                skills[name] = sha
-                digests[name] = gs.tree_digest(self.store, sha, self.cache, name)
-        bundle = RootIndex(digests)
+        for sha, mode, name in self.store.read_tree(skills_tree) if skills_tree else ():
+            if mode != gs.MODE_DIR:
+                raise TreeError(f"skills/{name} in the snapshot is not a skill directory")
+            skills[name] = sha
+        bundle = self._load_index(skills_tree)
+        if bundle is None or bundle.names != sorted(skills) or bundle.root != snap.root:
+            digests = {n: gs.tree_digest(self.store, sha, self.cache, n) for n, sha in skills.items()}
+            bundle = RootIndex(digests)
         if bundle.root != snap.root:
             raise StoreError(
                 f"head snapshot {commit.hex()[:12]} claims root {format_root(snap.root)} but its tree "
@@ -326,6 +328,32 @@ class Brain:
             )
         self._head = _Head(commit, snap, skills, bundle)
         return self._head
+
+    _INDEX = "root-index-v1.bin"
+
+    def _load_index(self, skills_tree: bytes | None) -> RootIndex | None:
+        """The root index saved for this exact ``skills/`` tree id, if any (see :meth:`close`)."""
+        if skills_tree is None:
+            return None
+        try:
+            return RootIndex.load((self.control / "cache" / self._INDEX).read_bytes(), skills_tree)
+        except FileNotFoundError:
+            return None
+
+    def _save_index(self) -> None:
+        """Persist the head's root index once per process, so the next CLI call skips O(n) rehashing."""
+        head = self._head
+        if head is None or not head.skills or len(head.skills) < 256:
+            return
+        key = bytes.fromhex(head.snap.tree) if head.snap.tree else None
+        tree = self.store.skills_tree(head.commit, key)
+        if tree is None or self._load_index(tree) is not None:
+            return
+        path = self.control / "cache" / self._INDEX
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(head.bundle.dump(tree))
+        os.replace(tmp, path)
 
     def _skill_files(self, tree: bytes, prefix: str = "") -> FileMap:
         out: FileMap = {}

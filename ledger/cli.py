@@ -117,8 +117,11 @@ def _mutation(fn: F) -> F:
 
 def _want_commit(ctx: click.Context, flag: bool | None) -> None:
     if flag is None:
-        with _open(ctx) as brain:
-            flag = bool(brain.config.get("auto_commit", False))
+        from ledger.brain import CONFIG, CONTROL, find_brain
+
+        path = ctx.obj["brain"]
+        root = find_brain(path if path is not None else None, search_up=path is None)
+        flag = bool(json.loads((root / CONTROL / CONFIG).read_text()).get("auto_commit", False))
     ctx.obj["commit"] = flag
 
 
@@ -231,7 +234,7 @@ def hash_cmd(directory: Path, as_json: bool) -> None:
     # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
     # so that hashing does not import the git layer.
     target = directory / "skills" if (directory / ".ledger" / "config.json").is_file() else directory
-    root = format_root(hash_path(target, _progress("hashing")))
+    root = format_root(hash_path(target))
     _emit({"root": root}) if as_json else click.echo(root)
 
 

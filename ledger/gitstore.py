@@ -16,16 +16,15 @@ import contextlib
 import hashlib
 import os
 import re
+import subprocess
 import tempfile
 import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path
 
-import git
-from git.objects.fun import tree_to_stream
+from blake3 import blake3
 
 from ledger.errors import StoreError, TreeError
 from ledger.merkle import (
@@ -150,25 +149,82 @@ def git_order(entries: Sequence[TreeEntry]) -> list[TreeEntry]:
     return sorted(entries, key=lambda e: e[2].encode() + (b"/" if e[1] == MODE_DIR else b""))
 
 
+def _git_dir(path: Path) -> Path:
+    """Locate the git directory of a work tree, a brain (``.git``) or a bare repository."""
+    dot = path / ".git"
+    if dot.is_dir():
+        return dot
+    if dot.is_file():  # a gitfile: "gitdir: <path>"
+        text = dot.read_text().strip()
+        if text.startswith("gitdir:"):
+            return (path / text[7:].strip()).resolve()
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        return path
+    raise StoreError(f"{path} is not a git repository")
+
+
+class _CatFile:
+    """One long-lived ``git cat-file --batch``: reads cost a pipe round trip, not a process.
+
+    Reading through git itself keeps packs, alternates and replace refs meaning
+    what they mean to every other git user (an auditor must see what they see).
+    """
+
+    def __init__(self, git_dir: Path) -> None:
+        self._git_dir = git_dir
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        return self._proc
+
+    def read(self, binsha: bytes) -> tuple[bytes, bytes] | None:
+        """(type, content) of an object, or ``None`` when it is missing."""
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(binsha.hex().encode() + b"\n")
+        proc.stdin.flush()
+        header = proc.stdout.readline().split()
+        if len(header) != 3:
+            return None
+        size = int(header[2])
+        data = proc.stdout.read(size + 1)[:size]
+        return header[1], data
+
+    def close(self) -> None:
+        if self._proc is not None:
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None:
+                    stream.close()
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+
 class GitStore:
     """A brain's git repository: ``<brain>/.git``, configured bare (no index, no work tree).
 
     Being bare keeps ``git status`` from reporting a stale index, while ``git log``
-    and ``git clone <brain>`` work as usual.
+    and ``git clone <brain>`` work as usual.  Objects are read through one
+    ``git cat-file --batch`` and written in-process; GitPython (120 ms to
+    import) is loaded only to create repositories and to parse revisions.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        try:
-            self.repo = git.Repo(self.path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise StoreError(f"{self.path} is not a git repository") from exc
-        self.git_dir = Path(self.repo.git_dir)
+        self.git_dir = _git_dir(self.path)
         self._objects = self.git_dir / "objects"
-        self._odb = self.repo.odb
+        self._cat = _CatFile(self.git_dir)
 
     @classmethod
     def init(cls, path: Path) -> GitStore:
+        import git  # GitPython: repository creation and config, off the hot path
+
         repo = git.Repo.init(path, initial_branch="main")
         with repo.config_writer() as cw:
             cw.set_value("core", "bare", "true")
@@ -179,7 +235,7 @@ class GitStore:
         return cls(path)
 
     def close(self) -> None:
-        self.repo.close()
+        self._cat.close()
 
     def __enter__(self) -> GitStore:
         return self
@@ -226,9 +282,8 @@ class GitStore:
         return self._store(b"blob", data)
 
     def write_tree(self, entries: Sequence[TreeEntry]) -> bytes:
-        buf = BytesIO()
-        tree_to_stream(git_order(entries), buf.write)
-        return self._store(b"tree", buf.getvalue())
+        data = b"".join(b"%o %s\x00%s" % (mode, name.encode(), sha) for sha, mode, name in git_order(entries))
+        return self._store(b"tree", data)
 
     def write_raw_tree(self, data: bytes) -> bytes:
         """Store an already serialised tree (entries in git order); the upsert hot path."""
@@ -246,26 +301,20 @@ class GitStore:
         return self._store(b"commit", "\n".join(lines).encode("utf-8"))
 
     def read(self, binsha: bytes, expect: bytes) -> bytes:
-        try:
-            stream = self._odb.stream(binsha)
-        except Exception as exc:  # gitdb raises BadObject / BadName
-            raise StoreError(f"git object {binsha.hex()} is missing from the store") from exc
-        if stream.type != expect:
-            raise StoreError(f"git object {binsha.hex()} is a {stream.type.decode()}, expected {expect.decode()}")
-        return stream.read()
+        found = self._cat.read(binsha)
+        if found is None:
+            raise StoreError(f"git object {binsha.hex()} is missing from the store")
+        kind, data = found
+        if kind != expect:
+            raise StoreError(f"git object {binsha.hex()} is a {kind.decode()}, expected {expect.decode()}")
+        return data
 
     def read_tree(self, binsha: bytes) -> list[TreeEntry]:
         return parse_tree(self.read(binsha, b"tree"), binsha)
 
     def has(self, binsha: bytes) -> bool:
         hexsha = binsha.hex()
-        if (self._objects / hexsha[:2] / hexsha[2:]).exists():
-            return True
-        try:
-            self._odb.info(binsha)
-        except Exception:  # git reports a missing object as an error
-            return False
-        return True
+        return (self._objects / hexsha[:2] / hexsha[2:]).exists() or self._cat.read(binsha) is not None
 
     # ------------------------------------------------------------------ refs
 
@@ -394,9 +443,24 @@ class GitStore:
                 if snap.root == want:
                     return bytes.fromhex(snap.commit)
             raise StoreError(f"no snapshot has root {rev}")
+        proc = subprocess.run(
+            [
+                "git",
+                f"--git-dir={self.git_dir}",
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{rev}^{{commit}}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         try:
-            return self.repo.commit(rev.replace("HEAD", "main") if rev.startswith("HEAD") else rev).binsha
-        except (git.BadName, ValueError) as exc:
+            if proc.returncode != 0:
+                raise ValueError(proc.stderr.strip())
+            return bytes.fromhex(proc.stdout.strip())
+        except ValueError as exc:
             raise StoreError(f"unknown revision {rev!r}", hint="use a commit id, main~N or a root") from exc
 
     def skills_tree(self, commit: bytes, tree: bytes | None = None) -> bytes | None:
@@ -487,23 +551,32 @@ class DigestCache:
 
     Keys are git ids, which are themselves content hashes (a blob id covers the
     bytes, a tree id covers names, modes and children), so an entry can never go
-    stale: the same key always has the same digest.  Each record carries a short
-    BLAKE3 check, and a record that fails it is ignored rather than trusted.
+    stale: the same key always has the same digest.  Records are appended in
+    blocks, each sealed by a BLAKE3 checksum; a block that fails its checksum
+    (a torn write, a flipped bit) is ignored rather than trusted.
     """
 
-    _RECORD = 20 + 32 + 8
+    _MAGIC = b"LDC1"
+    _RECORD = 20 + 32
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._map: dict[bytes, bytes] = {}
         self._pending: list[bytes] = []
         if path is not None and path.exists():
-            data = path.read_bytes()
-            n = self._RECORD
-            for off in range(0, len(data) - n + 1, n):
-                rec = data[off : off + n]
-                if file_digest(rec[:52])[:8] == rec[52:]:
-                    self._map[rec[:20]] = rec[20:52]
+            self._load(path.read_bytes())
+
+    def _load(self, data: bytes) -> None:
+        off, n, rec = 0, len(data), self._RECORD
+        while off + 8 <= n and data[off : off + 4] == self._MAGIC:
+            count = int.from_bytes(data[off + 4 : off + 8], "big")
+            end = off + 8 + count * rec
+            if end + 32 > n:
+                break  # a torn final block
+            if blake3(data[off:end]).digest() == data[end : end + 32]:
+                body = data[off + 8 : end]
+                self._map.update((body[i : i + 20], body[i + 20 : i + rec]) for i in range(0, len(body), rec))
+            off = end + 32
 
     def get(self, key: bytes) -> bytes | None:
         return self._map.get(key)
@@ -511,15 +584,15 @@ class DigestCache:
     def put(self, key: bytes, digest: bytes) -> None:
         if self._map.get(key) != digest:
             self._map[key] = digest
-            body = key + digest
-            self._pending.append(body + file_digest(body)[:8])
+            self._pending.append(key + digest)
 
     def flush(self) -> None:
         if self.path is None or not self._pending:
             return
+        block = self._MAGIC + len(self._pending).to_bytes(4, "big") + b"".join(self._pending)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as fh:
-            fh.write(b"".join(self._pending))
+            fh.write(block + blake3(block).digest())
         self._pending.clear()
 
 

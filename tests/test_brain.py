@@ -170,10 +170,10 @@ def test_proof_of_past_snapshot(brain: Brain) -> None:
 def test_stale_or_corrupt_cache_cannot_change_a_root(brain: Brain) -> None:
     brain.create("a", "A", "x\n")
     root = brain.head().snap.root
-    cache = brain.control / "cache" / "digests-v1.bin"
+    cache = brain.control / "cache" / "digests-v2.bin"
     brain.close()
     data = bytearray(cache.read_bytes())
-    data[25] ^= 0xFF  # corrupt the digest of the first record
+    data[8 + 25] ^= 0xFF  # corrupt the digest in the first record of the first block
     cache.write_bytes(bytes(data))
     again = Brain.open(brain.root)
     assert again.head().bundle.root == root
@@ -256,3 +256,27 @@ def test_locked_error_type() -> None:
 def test_parse_root_of_receipt(brain: Brain) -> None:
     r = brain.create("a", "A", "x\n")
     assert parse_root(r.root) == brain.head().snap.root
+
+
+def test_saved_root_index_is_used_and_a_forged_one_is_ignored(brain: Brain) -> None:
+    from blake3 import blake3
+
+    for i in range(300):
+        (brain.skills_dir / f"s{i:03d}").mkdir()
+        (brain.skills_dir / f"s{i:03d}" / "SKILL.md").write_text(f"---\nname: s{i:03d}\ndescription: d\n---\n")
+    brain.snapshot()
+    root = brain.head().snap.root
+    brain.close()
+    index = brain.control / "cache" / "root-index-v1.bin"
+    assert index.exists()
+    data = bytearray(index.read_bytes())
+    data[-33 - 32 * 10] ^= 0x01  # flip a bit in the levels, then re-seal the checksum like a forger would
+    data[-32:] = blake3(bytes(data[:-32])).digest()
+    index.write_bytes(bytes(data))
+    again = Brain.open(brain.root)
+    try:
+        assert again.head().bundle.root == root
+        r = again.patch("s007", "description: d", "description: seven")
+        assert r.root == recompute_from_git(brain.root)
+    finally:
+        again.close()
