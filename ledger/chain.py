@@ -202,19 +202,7 @@ class Registry:
             logs = self._c().events.RootCommitted.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
         except Exception as exc:
             raise RpcUnreachableError(f"cannot read events from {self.rpc}: {exc}") from exc
-        out = [
-            {
-                "seq": int(log["args"]["seq"]),
-                "root": bytes(log["args"]["root"]),
-                "parent": bytes(log["args"]["parent"]),
-                "committer": str(log["args"]["committer"]),
-                "tx": "0x" + bytes(log["transactionHash"]).hex(),
-                "block": int(log["blockNumber"]),
-                "block_hash": "0x" + bytes(log["blockHash"]).hex(),
-                "log_index": int(log["logIndex"]),
-            }
-            for log in logs
-        ]
+        out = [_event(log) for log in logs]
         out.sort(key=lambda e: (e["block"], e["log_index"]))
         return out
 
@@ -224,6 +212,20 @@ class Registry:
         except Exception:  # a block past the tip after a reorg
             return None
         return "0x" + bytes(block["hash"]).hex()
+
+
+def _event(log: Any) -> dict[str, Any]:
+    """A decoded RootCommitted log as plain values (from get_logs or from a receipt)."""
+    return {
+        "seq": int(log["args"]["seq"]),
+        "root": bytes(log["args"]["root"]),
+        "parent": bytes(log["args"]["parent"]),
+        "committer": str(log["args"]["committer"]),
+        "tx": "0x" + bytes(log["transactionHash"]).hex(),
+        "block": int(log["blockNumber"]),
+        "block_hash": "0x" + bytes(log["blockHash"]).hex(),
+        "log_index": int(log["logIndex"]),
+    }
 
 
 def _hint(reason: str) -> str | None:
@@ -346,16 +348,7 @@ def commit_pending(
                 logs = reg._c().events.RootCommitted().process_receipt(receipt, errors=DISCARD)
                 notes = {}
                 for snap, log in zip(chunk, logs, strict=True):
-                    ev = {
-                        "seq": int(log["args"]["seq"]),
-                        "root": bytes(log["args"]["root"]),
-                        "committer": str(log["args"]["committer"]),
-                        "tx": "0x" + bytes(receipt["transactionHash"]).hex(),
-                        "block": int(receipt["blockNumber"]),
-                        "block_hash": "0x" + bytes(receipt["blockHash"]).hex(),
-                        "log_index": int(log["logIndex"]),
-                        "gas_used": int(receipt["gasUsed"]),
-                    }
+                    ev = {**_event(log), "gas_used": int(receipt["gasUsed"])}
                     if ev["root"] != snap.root:
                         raise ChainError(
                             f"receipt root {format_root(ev['root'])} does not match snapshot {snap.commit}"

@@ -115,6 +115,14 @@ def _mutation(fn: F) -> F:
     return json_flag(note_flag(commit_flag(fn)))  # type: ignore[return-value]
 
 
+def _mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:
+    """Run one mutation on the brain and print its receipt (anchoring it on chain if asked)."""
+    _want_commit(ctx, kw["chain_commit"])
+    with _open(ctx) as brain:
+        receipt = op(brain)
+    _receipt(ctx, receipt, kw["as_json"])
+
+
 def _want_commit(ctx: click.Context, flag: bool | None) -> None:
     if flag is None:
         from ledger.brain import CONFIG, CONTROL, find_brain
@@ -322,10 +330,7 @@ def skill_create(ctx: click.Context, name: str, description: str, body: str | No
     if body is not None and body_file is not None:
         raise UsageError("give --body or --body-file, not both")
     text = body_file.read() if body_file is not None else (body or "")
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.create(name, description, text, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"]))
 
 
 @skill.command("upsert")
@@ -337,10 +342,7 @@ def skill_create(ctx: click.Context, name: str, description: str, body: str | No
 @click.pass_context
 def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> None:
     """Write a whole SKILL.md by slug: create it, or bump the existing skill in place."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.upsert(src.read(), name=name, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.upsert(src.read(), name=name, note=kw["note"]))
 
 
 @skill.command("edit")
@@ -352,10 +354,7 @@ def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> N
 @click.pass_context
 def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
     """Rewrite NAME's SKILL.md in full (the version is bumped by the ledger)."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.edit(name, src.read(), note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.edit(name, src.read(), note=kw["note"]))
 
 
 @skill.command("patch")
@@ -367,10 +366,7 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
 @click.pass_context
 def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, **kw: Any) -> None:
     """Replace one exact occurrence of --old with --new."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.patch(name, old, new, file=rel, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, note=kw["note"]))
 
 
 @skill.command("delete")
@@ -379,10 +375,7 @@ def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | No
 @click.pass_context
 def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
     """Delete skill NAME (its history stays in the ledger)."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.delete(name, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.delete(name, note=kw["note"]))
 
 
 @skill.command("write-file")
@@ -398,10 +391,9 @@ def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executa
         raise LedgerError(f"{src} is a symbolic link", hint="pass the file it points to")
     if executable is None:
         executable = bool(src.stat().st_mode & 0o100)
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.write_file(name, rel, src.read_bytes(), executable=executable, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(
+        ctx, kw, lambda brain: brain.write_file(name, rel, src.read_bytes(), executable=executable, note=kw["note"])
+    )
 
 
 @skill.command("remove-file")
@@ -411,10 +403,7 @@ def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executa
 @click.pass_context
 def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> None:
     """Remove supporting file REL from skill NAME."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.remove_file(name, rel, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.remove_file(name, rel, note=kw["note"]))
 
 
 @skill.command("list")
@@ -763,7 +752,4 @@ def show(ctx: click.Context, ref: str) -> None:
 @click.pass_context
 def revert(ctx: click.Context, name: str, version: int, **kw: Any) -> None:
     """Restore a skill as it was at --to VERSION, as a new upsert (history is never rewritten)."""
-    _want_commit(ctx, kw["chain_commit"])
-    with _open(ctx) as brain:
-        receipt = brain.revert(name, version, note=kw["note"])
-    _receipt(ctx, receipt, kw["as_json"])
+    _mutate(ctx, kw, lambda brain: brain.revert(name, version, note=kw["note"]))

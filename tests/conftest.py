@@ -16,6 +16,19 @@ from ledger.brain import Brain
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
 
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory):
+    """A real anvil on a free loopback port, bounded in time, always stopped."""
+    from ledger import anvil
+
+    state = tmp_path_factory.mktemp("anvil")
+    n = anvil.start(state, persist=False, lifetime=900)
+    try:
+        yield n
+    finally:
+        anvil.stop(state)
+
+
 @pytest.fixture
 def brain(tmp_path: Path):
     b = Brain.init(tmp_path / "brain")

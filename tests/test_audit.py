@@ -158,16 +158,6 @@ def test_audit_refuses_what_is_not_a_store(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- chain
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[anvil.Node]:
-    state = tmp_path_factory.mktemp("anvil")
-    n = anvil.start(state, persist=False, lifetime=900)
-    try:
-        yield n
-    finally:
-        anvil.stop(state)
-
-
 @pytest.fixture
 def chained(tmp_path: Path, node: anvil.Node) -> Iterator[tuple[Brain, list[str]]]:
     b, commits = make_brain(tmp_path / "brain")

@@ -22,16 +22,6 @@ from tests.conftest import fingerprint, run_ledger
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[anvil.Node]:
-    state = tmp_path_factory.mktemp("anvil")
-    n = anvil.start(state, persist=False, lifetime=900)
-    try:
-        yield n
-    finally:
-        anvil.stop(state)
-
-
 @pytest.fixture
 def chained(tmp_path: Path, node: anvil.Node) -> Iterator[Brain]:
     """A brain with its own freshly deployed registry and registered agent."""
