@@ -641,11 +641,11 @@ class Brain:
         return self._apply("delete", {name: None}, [gs.Change("delete", name, doc.version)], note)
 
     @_writer
-    def snapshot(self, note: str = "") -> Receipt:
+    def snapshot(self, note: str = "", progress: Callable[[int, int], None] | None = None) -> Receipt:
         """Record hand edits in the working tree as one snapshot, bumping each changed skill."""
         with self.locked():
             head = self.head()
-            disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
+            disk = read_tree(self.skills_dir, progress) if self.skills_dir.exists() else DirNode({})
             if disk.digest == head.bundle.root:
                 raise NoChangeError("nothing to snapshot: the working tree equals the head snapshot")
             updates: dict[str, FileMap | None] = {}

@@ -196,7 +196,7 @@ def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | 
     """Record hand edits in the working tree as one snapshot."""
     _want_commit(ctx, chain_commit)
     with _open(ctx) as brain:
-        receipt = brain.snapshot(note)
+        receipt = brain.snapshot(note, _progress("hashing"))
     _receipt(ctx, receipt, as_json)
 
 
