@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -406,10 +406,6 @@ def onchain_roots(rpc: str, registry: str, agent: str | int) -> list[bytes]:
 
 def as_json(result: CommitResult) -> dict[str, Any]:
     return dataclasses.asdict(result)
-
-
-def roots_of(snaps: Sequence[Snapshot]) -> list[str]:
-    return [format_root(s.root) for s in snaps]
 
 
 def authorize(

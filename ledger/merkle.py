@@ -14,7 +14,7 @@ import bisect
 import os
 import stat
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,6 @@ __all__ = [
     "InclusionProof",
     "Node",
     "check_name",
-    "dir_digest",
     "file_digest",
     "format_root",
     "hash_path",
@@ -201,10 +200,6 @@ Node = Digest | DirNode
 
 def _kind(node: Node) -> int:
     return KIND_DIR if isinstance(node, DirNode) else node.kind
-
-
-def dir_digest(entries: Mapping[str, Node]) -> bytes:
-    return DirNode(entries).digest
 
 
 class RootIndex:
@@ -628,7 +623,3 @@ def verify_proof(proof: InclusionProof, root: bytes, content: bytes | None = Non
         kind = KIND_DIR
     if child != root:
         raise ProofError(f"proof does not verify: computed {format_root(child)}, expected {format_root(root)}")
-
-
-def build_dir(entries: Iterable[tuple[str, Node]], where: str = "") -> DirNode:
-    return DirNode(dict(entries), where)
