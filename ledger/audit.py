@@ -104,6 +104,7 @@ def audit_repo(
     registry: str | None = None,
     agent: int | None = None,
     worktree: bool = False,
+    from_block: int = 0,
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Audit the git store at ``repo`` (a brain, a clone, or a bare repository)."""
@@ -120,7 +121,7 @@ def audit_repo(
         if rpc is not None:
             if registry is None or agent is None:
                 raise AuditError("--rpc needs --registry and --agent")
-            _check_chain(store, snaps, report, rpc, registry, agent)
+            _check_chain(store, snaps, report, rpc, registry, agent, from_block)
         _check_fsck(path, report)
     finally:
         store.close()
@@ -394,12 +395,12 @@ def _check_fsck(path: Path, report: Report) -> None:
 
 
 def _check_chain(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int
 ) -> None:
     from ledger.chain import ZERO, Registry
 
     reg = Registry(rpc, registry)  # raises RpcUnreachableError → exit 2
-    events = reg.events(agent)
+    events = reg.events(agent, from_block)
     report.chain = {
         "rpc": rpc,
         "registry": reg.address,
@@ -466,7 +467,7 @@ def _check_chain(
         )
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events)
-    _check_committers(report, reg, agent, events)
+    _check_committers(report, reg, agent, events, from_block)
 
 
 def _check_receipts(
@@ -502,11 +503,11 @@ def _check_receipts(
         chk.summary = f"{len(receipts)} receipt(s) are in canonical blocks"
 
 
-def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]]) -> None:
+def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]], from_block: int) -> None:
     """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
     chk = report.check("chain.committers")
     c = reg._c()
-    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=0)
+    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
     if not owner_logs:
         chk.fail("the agent was never registered on this registry")
         return
@@ -514,7 +515,7 @@ def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[st
     changes = sorted(
         (
             (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
-            for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=0)
+            for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
         ),
     )
     for ev in events:

@@ -687,7 +687,12 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
     if with_chain:
         if not (cfg.get("rpc") and cfg.get("registry") and cfg.get("agent_id")):
             raise UsageError("this brain has no registered agent to check", hint="ledger chain deploy / register")
-        kwargs = {"rpc": cfg["rpc"], "registry": cfg["registry"], "agent": int(cfg["agent_id"], 16)}
+        kwargs = {
+            "rpc": cfg["rpc"],
+            "registry": cfg["registry"],
+            "agent": int(cfg["agent_id"], 16),
+            "from_block": int(cfg.get("deploy_block", 0)),
+        }
     report = _audit_errors(lambda: audit_repo(root, worktree=True, progress=_progress("verifying"), **kwargs))
     _print_report(report, as_json, html_file)
 
@@ -697,10 +702,17 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
 @click.option("--rpc", help="RPC endpoint of the chain holding the registry.")
 @click.option("--registry", help="Registry contract address.")
 @click.option("--agent", help="Agent id (0x… or decimal).")
+@click.option("--from-block", type=click.IntRange(min=0), default=0, help="Registry deployment block (faster scans).")
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 def audit(
-    repo: Path, rpc: str | None, registry: str | None, agent: str | None, as_json: bool, html_file: Path | None
+    repo: Path,
+    rpc: str | None,
+    registry: str | None,
+    agent: str | None,
+    from_block: int,
+    as_json: bool,
+    html_file: Path | None,
 ) -> None:
     """Audit any clone or path of a brain's store; needs no keys and no brain config."""
     from ledger.audit import audit_repo
@@ -710,7 +722,9 @@ def audit(
         raise UsageError("--rpc, --registry and --agent go together")
     agent_id = int(agent, 0) if agent else None
     report = _audit_errors(
-        lambda: audit_repo(repo, rpc=rpc, registry=registry, agent=agent_id, progress=_progress("auditing"))
+        lambda: audit_repo(
+            repo, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=_progress("auditing")
+        )
     )
     _print_report(report, as_json, html_file)
 
