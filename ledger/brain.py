@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger._faults import crashpoint
 from ledger.errors import (
     LedgerError,
     LockedError,
@@ -142,12 +143,6 @@ def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
             return method(self, *args, **kwargs)
 
     return wrapped
-
-
-def _crashpoint(name: str) -> None:
-    """Fault injection for the crash-consistency tests; inert unless the variable is set."""
-    if os.environ.get("LEDGER_CRASHPOINT") == name:
-        os._exit(86)
 
 
 def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool = False) -> Path:
@@ -802,15 +797,15 @@ class Brain:
         message = gs.format_message(operation, root, head.snap.root, changes, note)
         root_tree = self.store.root_tree(skills_tree)
         commit = self.store.write_commit(root_tree, [head.commit], message)
-        _crashpoint("after-objects")
+        crashpoint("after-objects")
         journal = {"commit": commit.hex(), "expected": head.commit.hex(), "skills": sorted(updates)}
         _write_json(self.control / "journal.json", journal)
-        _crashpoint("after-journal")
+        crashpoint("after-journal")
         self._head = None
         self._materialize(sorted(updates), skills)
-        _crashpoint("after-worktree")
+        crashpoint("after-worktree")
         self.store.move_head(commit, head.commit)
-        _crashpoint("after-ref")
+        crashpoint("after-ref")
         (self.control / "journal.json").unlink()
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = _Head(commit, snap, skills, bundle, entries, keys, ordered)

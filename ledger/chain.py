@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +21,7 @@ from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted, Web3RPCError
 from web3.logs import DISCARD
 
+from ledger._faults import crashpoint
 from ledger.brain import Brain, Receipt
 from ledger.errors import ChainError, RpcUnreachableError
 from ledger.gitstore import Snapshot
@@ -152,7 +152,7 @@ class Registry:
             )
             signed = account.sign_transaction(tx)
             tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
-            _crashpoint("chain-after-send")
+            crashpoint("chain-after-send")
             receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
         except ContractCustomError as exc:
             reason = self.explain(exc.data)
@@ -234,11 +234,6 @@ def _hint(reason: str) -> str | None:
     if reason.startswith("UnauthorizedCommitter"):
         return "ask the agent owner to authorize this key ('ledger chain authorize')"
     return None
-
-
-def _crashpoint(name: str) -> None:
-    if os.environ.get("LEDGER_CRASHPOINT") == name:
-        os._exit(86)
 
 
 # --------------------------------------------------------------------------- operations

@@ -157,7 +157,8 @@ def check_name(name: str, where: str = "") -> str:
 
 
 def _fold(name: str) -> str:
-    return unicodedata.normalize("NFC", name.casefold())
+    """The case-insensitive identity of a name (for ASCII, casefold is lower and NFC a no-op)."""
+    return name.lower() if name.isascii() else unicodedata.normalize("NFC", name.casefold())
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,10 +223,9 @@ class RootIndex:
         if name.isascii() and 0 < len(name) <= _MAX_NAME_BYTES and "/" not in name and "\x00" not in name:
             if name in (".", ".."):
                 check_name(name)  # raises
-            key = name.lower()
         else:
             check_name(name)
-            key = _fold(name)
+        key = _fold(name)
         if self._folded.get(key, name) != name:
             raise TreeError(f"{self._folded[key]!r} and {name!r} collide on a case-insensitive filesystem")
         self._folded[key] = name
@@ -245,7 +245,7 @@ class RootIndex:
         if digest is None:
             if present:
                 del self.names[i], leaves[i], self.digests[name]
-                self._folded.pop(name.lower() if name.isascii() else _fold(name), None)
+                self._folded.pop(_fold(name), None)
         else:
             self._admit(name)
             self.names.insert(i, name)
@@ -262,7 +262,7 @@ class RootIndex:
         for name, digest in changes.items():
             if digest is None:
                 if self.digests.pop(name, None) is not None:
-                    self._folded.pop(name.lower() if name.isascii() else _fold(name), None)
+                    self._folded.pop(_fold(name), None)
             else:
                 if name not in self.digests:
                     self._admit(name)
@@ -311,7 +311,7 @@ class RootIndex:
             return None
         index = cls.__new__(cls)
         index.names, index.digests, index.levels = names, dict(zip(names, digests, strict=True)), levels
-        index._folded = {(x.lower() if x.isascii() else _fold(x)): x for x in names}
+        index._folded = {_fold(x): x for x in names}
         return index
 
     def copy(self) -> RootIndex:
@@ -437,7 +437,7 @@ def hash_path(root: str | os.PathLike[str]) -> bytes:
 def _check_folds(names: list[str], rel: str) -> None:
     folded: dict[str, str] = {}
     for name in names:
-        key = name.lower() if name.isascii() else _fold(name)
+        key = _fold(name)
         if key in folded:
             raise TreeError(
                 f"{rel + '/' if rel else ''}{folded[key]!r} and {name!r} collide on a case-insensitive filesystem",
