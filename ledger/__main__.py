@@ -1,3 +1,3 @@
-from ledger.cli import main
+from ledger._entry import main
 
-main(prog_name="ledger")
+main()

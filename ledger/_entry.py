@@ -1,0 +1,60 @@
+"""The ``ledger`` console script.
+
+``ledger hash DIR [--json]`` is the command scripts and CI call in loops, and
+on a 10,000-skill brain the native hasher takes less time than importing click
+and ``ledger.merkle`` (~90 ms together).  So that exact form is answered here,
+importing neither; every other command line, and every failure or tree the
+native hasher hands back, goes to the click CLI (``ledger.cli``), which does
+the work again and reports as usual.  Output is byte-identical either way
+(tests/test_native.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _quick_hash(args: list[str]) -> str | None:
+    """The root for ``hash DIR [--json]`` when the native hasher can answer alone, else ``None``."""
+    if not args or args[0] != "hash" or os.environ.get("LEDGER_PURE_PYTHON"):
+        return None
+    brain = os.environ.get("LEDGER_BRAIN")
+    if brain and os.path.exists(brain) and not os.path.isdir(brain):
+        return None  # click rejects that --brain default before any command runs
+    rest = args[1:]
+    as_json = "--json" in rest
+    operands = [a for a in rest if a != "--json"]
+    if len(operands) != 1 or operands[0].startswith("-") or len(rest) - len(operands) > 1:
+        return None
+    try:
+        from ledger import _native
+    except ImportError:
+        return None
+    directory = operands[0]
+    # Same rule as ledger.cli.hash_cmd: a brain is hashed over its skills/.
+    if os.path.isfile(os.path.join(directory, ".ledger", "config.json")):
+        directory = os.path.join(directory, "skills")
+    root = _native.hash_dir(directory)
+    if root is None:
+        return None
+    text = f"{_native.VERSION}:{root.hex()}"
+    if as_json:
+        import json
+
+        return json.dumps({"root": text}, indent=2, ensure_ascii=False)
+    return text
+
+
+def main() -> None:
+    out = _quick_hash(sys.argv[1:])
+    if out is None:
+        from ledger.cli import main as cli
+
+        cli(prog_name="ledger")
+        return
+    try:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.exit(1)
