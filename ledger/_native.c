@@ -287,23 +287,41 @@ static int list_dir(int dfd, entries_t *v, int *any_upper) {
 
 static int hash_entry(int dfd, entry_t *e, uint8_t *buf);
 
-/* The digest of a subdirectory: list, hash each entry, sort, root. */
-static int hash_subdir(int dfd, const char *name, uint8_t *buf, uint8_t out[DIGEST]) {
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+/* Open and list one directory, refusing up front what the reference would
+ * refuse of its names, so a bad tree costs no hashing. */
+static int open_listed(int dfd, const char *path, int is_root, int *fd_out, entries_t *v) {
+    int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return FALLBACK;
-    entries_t v = {0};
     int any_upper = 0;
-    int rc = list_dir(fd, &v, &any_upper);
-    if (rc == OK && v.len == 0) rc = FALLBACK; /* empty directories are refused */
-    for (size_t i = 0; rc == OK && i < v.len; i++) rc = hash_entry(fd, &v.items[i], buf);
-    close(fd);
-    if (rc == OK && folds_collide(&v, any_upper)) rc = FALLBACK;
-    if (rc == OK) {
-        qsort(v.items, v.len, sizeof *v.items, by_name);
-        rc = dir_root(&v, out);
-    }
-    release(&v);
+    int rc = list_dir(fd, v, &any_upper);
+    if (rc == OK && v->len == 0 && !is_root) rc = FALLBACK; /* empty directories are refused */
+    if (rc == OK && folds_collide(v, any_upper)) rc = FALLBACK;
+    if (rc == OK)
+        *fd_out = fd;
+    else
+        close(fd);
     return rc;
+}
+
+/* The digest of a directory whose entries are hashed: sort, then root.  Releases v. */
+static int seal(entries_t *v, int rc, uint8_t out[DIGEST]) {
+    if (rc == OK) {
+        qsort(v->items, v->len, sizeof *v->items, by_name);
+        rc = dir_root(v, out);
+    }
+    release(v);
+    return rc;
+}
+
+static int hash_subdir(int dfd, const char *name, uint8_t *buf, uint8_t out[DIGEST]) {
+    entries_t v = {0};
+    int fd;
+    int rc = open_listed(dfd, name, 0, &fd, &v);
+    if (rc == OK) {
+        for (size_t i = 0; rc == OK && i < v.len; i++) rc = hash_entry(fd, &v.items[i], buf);
+        close(fd);
+    }
+    return seal(&v, rc, out);
 }
 
 static int hash_entry(int dfd, entry_t *e, uint8_t *buf) {
@@ -342,11 +360,9 @@ static void *worker(void *arg) {
 }
 
 static int hash_root(const char *path, int threads, uint8_t out[DIGEST]) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return FALLBACK;
     entries_t v = {0};
-    int any_upper = 0;
-    int rc = list_dir(fd, &v, &any_upper);
+    int fd;
+    int rc = open_listed(AT_FDCWD, path, 1, &fd, &v);
     if (rc == OK) {
         job_t job = {.dfd = fd, .v = &v};
         atomic_init(&job.next, 0);
@@ -359,15 +375,9 @@ static int hash_root(const char *path, int threads, uint8_t out[DIGEST]) {
         worker(&job); /* this thread works too */
         for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
         rc = atomic_load(&job.rc);
+        close(fd);
     }
-    close(fd);
-    if (rc == OK && folds_collide(&v, any_upper)) rc = FALLBACK;
-    if (rc == OK) {
-        qsort(v.items, v.len, sizeof *v.items, by_name);
-        rc = dir_root(&v, out);
-    }
-    release(&v);
-    return rc;
+    return seal(&v, rc, out);
 }
 
 static int default_threads(void) {
