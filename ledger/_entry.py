@@ -36,7 +36,7 @@ def _quick_hash(args: list[str]) -> str | None:
     if os.path.isfile(os.path.join(directory, ".ledger", "config.json")):
         directory = os.path.join(directory, "skills")
     # While the GIL is released Python cannot raise KeyboardInterrupt, so let Ctrl-C end
-    # the process at once, as it does b3sum's.  (_signal: the signal module's enum
+    # the process at once, as it does for b3sum.  (_signal: the signal module's enum
     # wrappers would add 4 ms to a 120 ms command.)
     import _signal
 
