@@ -46,6 +46,8 @@ def _quick_hash(args: list[str]) -> str | None:
     finally:
         _signal.signal(_signal.SIGINT, previous)
     if root is None:
+        # The native hasher declined this tree; the click path must not ask it a second time.
+        os.environ["LEDGER_PURE_PYTHON"] = "1"
         return None
     text = f"{_native.VERSION}:{root.hex()}"
     if as_json:
