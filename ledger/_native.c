@@ -39,6 +39,7 @@
 #define MAX_NAME 255
 #define READ_BUF (1u << 20)
 #define MAX_THREADS 8
+#define MAX_PATH_BYTES 4000 /* docs/bundle-hash.md: a longer bundle path is refused by the reference */
 
 /* Outcomes of a walk.  FALLBACK means "ask the reference", never "wrong". */
 enum { OK = 0, FALLBACK = 1, NOMEM = 2 };
@@ -285,7 +286,7 @@ static int list_dir(int dfd, entries_t *v, int *any_upper) {
     return rc;
 }
 
-static int hash_entry(int dfd, entry_t *e, uint8_t *buf);
+static int hash_entry(int dfd, entry_t *e, size_t plen, uint8_t *buf);
 
 /* Open and list one directory, refusing up front what the reference would
  * refuse of its names, so a bad tree costs no hashing. */
@@ -313,19 +314,21 @@ static int seal(entries_t *v, int rc, uint8_t out[DIGEST]) {
     return rc;
 }
 
-static int hash_subdir(int dfd, const char *name, uint8_t *buf, uint8_t out[DIGEST]) {
+/* plen: the byte length of this directory's bundle path ("a/b"). */
+static int hash_subdir(int dfd, const char *name, size_t plen, uint8_t *buf, uint8_t out[DIGEST]) {
     entries_t v = {0};
     int fd;
     int rc = open_listed(dfd, name, 0, &fd, &v);
     if (rc == OK) {
-        for (size_t i = 0; rc == OK && i < v.len; i++) rc = hash_entry(fd, &v.items[i], buf);
+        for (size_t i = 0; rc == OK && i < v.len; i++) rc = hash_entry(fd, &v.items[i], plen + 1 + v.items[i].len, buf);
         close(fd);
     }
     return seal(&v, rc, out);
 }
 
-static int hash_entry(int dfd, entry_t *e, uint8_t *buf) {
-    if (e->kind == KIND_DIR) return hash_subdir(dfd, e->name, buf, e->digest);
+static int hash_entry(int dfd, entry_t *e, size_t plen, uint8_t *buf) {
+    if (plen > MAX_PATH_BYTES) return FALLBACK;
+    if (e->kind == KIND_DIR) return hash_subdir(dfd, e->name, plen, buf, e->digest);
     return hash_file(dfd, e->name, buf, &e->kind, e->digest);
 }
 
@@ -349,7 +352,7 @@ static void *worker(void *arg) {
         if (atomic_load(&job->rc) != OK) break;
         size_t i = atomic_fetch_add(&job->next, 1);
         if (i >= job->v->len) break;
-        int rc = hash_entry(job->dfd, &job->v->items[i], buf);
+        int rc = hash_entry(job->dfd, &job->v->items[i], job->v->items[i].len, buf);
         if (rc != OK) {
             int expected = OK;
             atomic_compare_exchange_strong(&job->rc, &expected, rc);

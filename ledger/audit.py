@@ -244,8 +244,8 @@ def _divergent_path(
     suspects = [n for n in changed if n not in declared] or [n for n in changed if n in declared]
     first: str | None = None
     for name in suspects:
-        new = _files(store, entries.get(name))
-        old = _files(store, prev.get(name))
+        new = gs.files_of(store, entries.get(name))
+        old = gs.files_of(store, prev.get(name))
         for rel in sorted(set(new) | set(old)):
             if new.get(rel) == old.get(rel):
                 continue
@@ -259,18 +259,6 @@ def _divergent_path(
 def _object_intact(store: gs.GitStore, blob: bytes) -> bool:
     data = store.read(blob, b"blob")
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest() == blob
-
-
-def _files(store: gs.GitStore, tree: bytes | None, prefix: str = "") -> dict[str, tuple[int, bytes]]:
-    out: dict[str, tuple[int, bytes]] = {}
-    if tree is None:
-        return out
-    for sha, mode, name in store.read_tree(tree):
-        if mode == gs.MODE_DIR:
-            out.update(_files(store, sha, f"{prefix}{name}/"))
-        else:
-            out[prefix + name] = (mode, sha)
-    return out
 
 
 def _check_versions(
@@ -330,7 +318,7 @@ def _check_skill(
         chk.fail(f"{label}: declares {name!r} written but it is not in the tree", path=name, **where)
         return
     try:
-        files = _files(store, tree)
+        files = gs.files_of(store, tree)
         if SKILL_MD not in files:
             raise LedgerError(f"{name} has no {SKILL_MD}")
         for rel in files:

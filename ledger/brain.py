@@ -22,7 +22,7 @@ import functools
 import hashlib
 import json
 import os
-import stat
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import writepath as wp
 from ledger._faults import crashpoint
 from ledger.errors import (
     LedgerError,
@@ -56,10 +57,12 @@ from ledger.merkle import (
     read_tree,
 )
 from ledger.skill import (
+    MAX_SKILL_MD,
     MAX_SUPPORT_FILE,
     SKILL_MD,
     SUPPORT_DIRS,
     SkillDoc,
+    check_bundle_path,
     check_name,
     check_support_path,
     declared_name,
@@ -68,10 +71,12 @@ from ledger.skill import (
     slugify,
 )
 
-__all__ = ["Brain", "NoChangeError", "Receipt", "SkillInfo", "Status", "find_brain"]
+__all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status", "find_brain"]
 
 CONTROL = ".ledger"
 CONFIG = "config.json"
+_JOURNAL = "journal.json"
+_OWN_REFS = (gs.BRANCH, "refs/notes/ledger-chain")
 _CONFIG_FORMAT = 1
 
 FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
@@ -79,6 +84,18 @@ FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blo
 
 class NoChangeError(LedgerError):
     """The requested write would leave the brain exactly as it is."""
+
+
+class RecoveryError(StoreError):
+    """An interrupted write cannot be rolled forward without discarding something on disk."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(
+            message + "".join(f"\n  {p}" for p in problems[:20]),
+            hint="run 'ledger recover' to see it, and 'ledger recover --move-aside' to keep those files "
+            "under .ledger/rescued/ and finish the write",
+        )
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -140,7 +157,13 @@ def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
     @functools.wraps(method)
     def wrapped(self: Brain, *args: Any, **kwargs: Any) -> Receipt:
         with self.locked():
-            return method(self, *args, **kwargs)
+            if self._base is not None:  # nested (upsert → edit): the outer call's base stands
+                return method(self, *args, **kwargs)
+            self._base = self.store.head()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._base = None
 
     return wrapped
 
@@ -202,9 +225,17 @@ class Brain:
         self.cache = gs.DigestCache(self.control / "cache" / "digests-v2.bin")
         self._head: _Head | None = None
         self._lock_fd: int | None = None
-        if (self.control / "journal.json").exists():
-            with self.locked():
-                pass  # locked() rolls the journal forward
+        self._thread_lock = threading.RLock()
+        self._base: bytes | None = None  # the head a running mutation read under the lock
+        self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
+        self.pending_recovery: RecoveryError | StoreError | None = None
+        if (self.control / _JOURNAL).exists() or self._stale_ref_locks():
+            try:
+                with self.locked():
+                    pass  # locked() rolls the journal forward
+            except StoreError as exc:
+                # Reads still work (on the last snapshot); every write refuses with this error.
+                self.pending_recovery = exc
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -263,11 +294,21 @@ class Brain:
             _write_json(self.control / CONFIG, cfg)
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the brain's writer lock; waits up to ``LEDGER_LOCK_TIMEOUT`` seconds (default 30)."""
-        if self._lock_fd is not None:
-            yield
-            return
+    def locked(self, *, recover: bool = True) -> Iterator[None]:
+        """Hold the brain's writer lock; waits up to ``LEDGER_LOCK_TIMEOUT`` seconds (default 30).
+
+        Taking it first settles what a killed writer left: its stale git ref locks and temp
+        files, and its journal, which is rolled forward (``recover=False`` skips only that).
+        """
+        with self._thread_lock:
+            if self._lock_fd is not None:
+                yield
+                return
+            with self._flocked(recover):
+                yield
+
+    @contextlib.contextmanager
+    def _flocked(self, recover: bool) -> Iterator[None]:
         path = self.control / "lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + float(os.environ.get("LEDGER_LOCK_TIMEOUT", "30"))
@@ -288,7 +329,9 @@ class Brain:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
         try:
-            self._recover()
+            self._clear_leftovers()
+            if recover:
+                self._recover()
             yield
         finally:
             self._lock_fd = None
@@ -350,15 +393,11 @@ class Brain:
         tmp.write_bytes(head.bundle.dump(tree))
         os.replace(tmp, path)
 
-    def _skill_files(self, tree: bytes, prefix: str = "") -> FileMap:
-        out: FileMap = {}
-        for sha, mode, name in self.store.read_tree(tree):
-            if mode == gs.MODE_DIR:
-                out.update(self._skill_files(sha, f"{prefix}{name}/"))
-            else:
-                gs.kind_of_mode(mode, prefix + name)
-                out[prefix + name] = (mode, sha)
-        return out
+    def _skill_files(self, tree: bytes) -> FileMap:
+        files = gs.files_of(self.store, tree)
+        for rel, (mode, _) in files.items():
+            gs.kind_of_mode(mode, rel)
+        return files
 
     def _committed(self, name: str) -> tuple[FileMap, SkillDoc]:
         head = self.head()
@@ -379,11 +418,15 @@ class Brain:
     # ------------------------------------------------------------------ reads
 
     def list(self) -> list[SkillInfo]:
-        """Skills in the working tree, from frontmatter only (bodies are not read)."""
+        """Skills in the working tree, from frontmatter only (bodies are not parsed)."""
         out = []
-        for name in self._skill_names():
-            doc = parse_skill_md(_read_frontmatter(self.skills_dir / name / SKILL_MD), dir_name=name)
-            out.append(SkillInfo(doc.name, doc.description, doc.version, doc.license, doc.compatibility))
+        with wp.WorkTree(self.root, self.control) as tree:
+            for name in self._skill_names(tree):
+                data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+                if data is None:
+                    continue
+                doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), dir_name=name)
+                out.append(SkillInfo(doc.name, doc.description, doc.version, doc.license, doc.compatibility))
         return out
 
     def index(self) -> str:
@@ -392,26 +435,32 @@ class Brain:
         return "".join(line + "\n" for line in lines)
 
     def view(self, name: str, file: str | None = None) -> dict[str, Any]:
-        """A skill's body and its linked files, or one supporting file's text."""
+        """A skill's body and its linked files, or one supporting file's text.
+
+        Reads go through the same descriptor-relative path as writes: a symbolic link
+        anywhere in the skill is refused, never followed out of the brain.
+        """
         check_name(name)
-        sdir = self.skills_dir / name
-        if not (sdir / SKILL_MD).is_file():
-            raise SkillNotFoundError(f"no skill named {name!r}", hint="see 'ledger skill list'")
-        if file is not None:
-            parts = check_support_path(file)
-            path = self._inside(sdir, parts)
-            if not path.is_file():
-                raise SkillNotFoundError(f"skill {name!r} has no file {file!r}")
-            data = path.read_bytes()
-            try:
-                return {"name": name, "file": file, "content": data.decode("utf-8")}
-            except UnicodeDecodeError:
-                return {"name": name, "file": file, "binary": True, "size": len(data)}
-        doc = parse_skill_md((sdir / SKILL_MD).read_text(encoding="utf-8"), dir_name=name)
+        with wp.WorkTree(self.root, self.control) as tree:
+            text = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+            if text is None:
+                raise SkillNotFoundError(f"no skill named {name!r}", hint="see 'ledger skill list'")
+            if file is not None:
+                parts = check_support_path(file)
+                data = tree.read((name, *parts), MAX_SUPPORT_FILE)
+                if data is None:
+                    raise SkillNotFoundError(f"skill {name!r} has no file {file!r}")
+                try:
+                    return {"name": name, "file": file, "content": data.decode("utf-8")}
+                except UnicodeDecodeError:
+                    return {"name": name, "file": file, "binary": True, "size": len(data)}
+            files, _ = tree.scan(name)
+        doc = parse_skill_md(_decode(text, f"skills/{name}/{SKILL_MD}"), dir_name=name)
         linked: dict[str, list[str]] = {}
-        for sub in SUPPORT_DIRS:
-            if (sdir / sub).is_dir():
-                linked[sub] = sorted(str(p.relative_to(sdir)) for p in (sdir / sub).rglob("*") if p.is_file())
+        for rel in sorted(files):
+            top = rel.split("/", 1)[0]
+            if top in SUPPORT_DIRS and "/" in rel:
+                linked.setdefault(top, []).append(rel)
         return {
             "name": doc.name,
             "description": doc.description,
@@ -420,14 +469,13 @@ class Brain:
             "files": linked,
         }
 
-    def _skill_names(self) -> list[str]:
-        if not self.skills_dir.is_dir():
-            return []
-        return sorted(
-            e.name
-            for e in os.scandir(self.skills_dir)
-            if e.is_dir(follow_symlinks=False) and (Path(e.path) / SKILL_MD).is_file()
-        )
+    def _on_disk(self, name: str) -> bool:
+        """Whether anything, a dangling link included, sits at ``skills/<name>``."""
+        with wp.WorkTree(self.root, self.control) as tree:
+            return tree.exists(name)
+
+    def _skill_names(self, tree: wp.WorkTree) -> list[str]:
+        return sorted(name for name, is_dir in tree.listdir() if is_dir)
 
     def status(self) -> Status:
         """Compare the working tree with the head snapshot: ``{path: modified|new|deleted}``."""
@@ -519,17 +567,10 @@ class Brain:
         return self._write_skill("revert", name, writes, note=note)
 
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:
-        tree = self._expand_all(self.head().skills[name])
-        return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(tree)}
-
-    def _expand_all(self, tree: bytes) -> DirNode:
-        entries: dict[str, Digest | DirNode] = {}
-        for sha, mode, name in self.store.read_tree(tree):
-            kind = gs.kind_of_mode(mode, name)
-            entries[name] = (
-                self._expand_all(sha) if kind == KIND_DIR else Digest(kind, gs.blob_digest(self.store, sha, self.cache))
-            )
-        return DirNode(entries)
+        return {
+            f"{name}/{rel}": (gs.kind_of_mode(mode, rel), gs.blob_digest(self.store, sha, self.cache))
+            for rel, (mode, sha) in self._skill_files(self.head().skills[name]).items()
+        }
 
     # ------------------------------------------------------------------ mutations
 
@@ -538,7 +579,7 @@ class Brain:
         """Create a new skill at version 1; refuses a name that exists."""
         check_name(name)
         head = self.head()
-        if name in head.skills or (self.skills_dir / name).exists():
+        if name in head.skills or self._on_disk(name):
             raise SkillExistsError(
                 f"skill {name!r} already exists",
                 hint="use 'ledger skill edit' or 'patch' to improve it",
@@ -576,6 +617,7 @@ class Brain:
             raise SkillError(f"the new SKILL.md declares name {new.name!r}, not {name!r}")
         return self._bump("edit", name, files, old, new, {}, note=note)
 
+    @_writer
     def patch(self, name: str, old: str, new: str, *, file: str | None = None, note: str = "") -> Receipt:
         """Replace ``old`` with ``new`` in SKILL.md (or a supporting file); exactly one match."""
         check_name(name)
@@ -608,6 +650,7 @@ class Brain:
         _check_support_size(target, data)
         return self._bump("patch", name, files, doc, doc, {target: (data, files[target][0] == gs.MODE_EXEC)}, note=note)
 
+    @_writer
     def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:
         """Add or replace a supporting file under references/ templates/ scripts/ assets/."""
         check_name(name)
@@ -643,28 +686,34 @@ class Brain:
             disk = read_tree(self.skills_dir, progress) if self.skills_dir.exists() else DirNode({})
             if disk.digest == head.bundle.root:
                 raise NoChangeError("nothing to snapshot: the working tree equals the head snapshot")
-            updates: dict[str, FileMap | None] = {}
-            changes: list[gs.Change] = []
-            for name in sorted(set(disk.names) | set(head.skills)):
-                node = disk.entries.get(name)
-                if node is not None and head.bundle.digests.get(name) == node.digest:
-                    continue
-                if node is None:
-                    _, doc = self._committed(name)
-                    updates[name] = None
-                    changes.append(gs.Change("delete", name, doc.version))
-                    continue
-                raw = self._read_disk_skill(name, node)
-                doc = parse_skill_md(raw.pop(SKILL_MD)[0].decode("utf-8"), dir_name=name)
-                version = 1
-                action = "create"
-                if name in head.skills:
-                    version = self._committed(name)[1].version + 1
-                    action = "update"
-                raw[SKILL_MD] = (doc.with_version(version).render().encode(), False)
-                updates[name] = self._blobs(raw, {})
-                changes.append(gs.Change(action, name, version))
-            return self._apply("snapshot", updates, changes, note)
+            with wp.WorkTree(self.root, self.control) as tree:
+                return self._snapshot_changes(tree, head, disk, note)
+
+    def _snapshot_changes(self, tree: wp.WorkTree, head: _Head, disk: DirNode, note: str) -> Receipt:
+        updates: dict[str, FileMap | None] = {}
+        changes: list[gs.Change] = []
+        seen: dict[str, FileMap] = {}
+        for name in sorted(set(disk.names) | set(head.skills)):
+            node = disk.entries.get(name)
+            if node is not None and head.bundle.digests.get(name) == node.digest:
+                continue
+            if node is None:
+                _, doc = self._committed(name)
+                updates[name] = None
+                changes.append(gs.Change("delete", name, doc.version))
+                continue
+            raw = self._read_disk_skill(tree, name, node)
+            seen[name] = {r: (gs.MODE_EXEC if x else gs.MODE_FILE, wp.blob_id(d)) for r, (d, x) in raw.items()}
+            doc = parse_skill_md(raw.pop(SKILL_MD)[0].decode("utf-8"), dir_name=name)
+            version = 1
+            action = "create"
+            if name in head.skills:
+                version = self._committed(name)[1].version + 1
+                action = "update"
+            raw[SKILL_MD] = (doc.with_version(version).render().encode(), False)
+            updates[name] = self._blobs(raw, {})
+            changes.append(gs.Change(action, name, version))
+        return self._apply("snapshot", updates, changes, note, disk=seen)
 
     # ------------------------------------------------------------------ internals
 
@@ -708,7 +757,7 @@ class Brain:
                     raise SkillNotFoundError(f"skill {name!r} was deleted concurrently")
             elif name in self.head().skills:
                 raise SkillExistsError(f"skill {name!r} already exists")
-            elif (self.skills_dir / name).exists():
+            elif self._on_disk(name):
                 raise SkillExistsError(
                     f"skills/{name} exists in the working tree but not in a snapshot",
                     hint="run 'ledger status' and 'ledger snapshot' to record it first",
@@ -724,49 +773,96 @@ class Brain:
                 continue
             data, executable = spec
             sha = self.store.write_blob(data)
-            self.cache.put(sha, file_digest(data))
+            self._fresh[sha] = file_digest(data)
+            self.cache.put(sha, self._fresh[sha])
             files[path] = (gs.MODE_EXEC if executable else gs.MODE_FILE, sha)
         return files
 
     def _tree(self, files: FileMap, where: str) -> tuple[bytes, bytes]:
-        """Write the git tree for a skill's files; return (tree id, bundle digest)."""
-        groups: dict[str, FileMap] = {}
-        leaves: dict[str, tuple[int, bytes]] = {}
+        """Write the git trees for a skill's files; return (tree id, bundle digest).
+
+        Iterative, deepest directory first, so depth is bounded only by the path rules.
+        File digests come from the bytes (:meth:`_blob_digest`), never from the cache.
+        """
+        dirs: dict[str, dict[str, tuple[int, bytes] | None]] = {"": {}}  # None marks a subdirectory
         for path, spec in files.items():
-            head, sep, rest = path.partition("/")
-            if sep:
-                groups.setdefault(head, {})[rest] = spec
-            else:
-                leaves[path] = spec
-        entries: list[gs.TreeEntry] = []
-        nodes: dict[str, Digest | DirNode] = {}
-        for name, (mode, sha) in leaves.items():
-            entries.append((sha, mode, name))
-            nodes[name] = Digest(gs.kind_of_mode(mode, name), gs.blob_digest(self.store, sha, self.cache))
-        for name, sub in groups.items():
-            sha, digest = self._tree(sub, f"{where}/{name}")
-            entries.append((sha, gs.MODE_DIR, name))
-            nodes[name] = Digest(KIND_DIR, digest)
-        tree = self.store.write_tree(entries)
-        digest = DirNode(nodes, where).digest
-        self.cache.put(tree, digest)
-        return tree, digest
+            parent, _, leaf = path.rpartition("/")
+            dirs.setdefault(parent, {})
+            if dirs[parent].get(leaf, spec) is None or path in dirs:
+                raise SkillError(f"{where}/{path} is both a file and a directory")
+            dirs[parent][leaf] = spec
+            while parent:
+                up, _, name = parent.rpartition("/")
+                siblings = dirs.setdefault(up, {})
+                if name in siblings:
+                    if siblings[name] is not None:
+                        raise SkillError(f"{where}/{parent} is both a file and a directory")
+                    break
+                siblings[name] = None
+                parent = up
+        done: dict[str, tuple[bytes, bytes]] = {}
+        for rel in sorted(dirs, key=lambda p: -(p.count("/") + 1) if p else 0):
+            entries: list[gs.TreeEntry] = []
+            nodes: dict[str, Digest | DirNode] = {}
+            for name, spec in dirs[rel].items():
+                if spec is None:
+                    sha, digest = done[f"{rel}/{name}" if rel else name]
+                    entries.append((sha, gs.MODE_DIR, name))
+                    nodes[name] = Digest(KIND_DIR, digest)
+                else:
+                    mode, sha = spec
+                    entries.append((sha, mode, name))
+                    nodes[name] = Digest(gs.kind_of_mode(mode, name), self._blob_digest(sha))
+            tree = self.store.write_tree(entries)
+            digest = DirNode(nodes, f"{where}/{rel}" if rel else where).digest
+            self.cache.put(tree, digest)
+            done[rel] = (tree, digest)
+        return done[""]
+
+    def _blob_digest(self, sha: bytes) -> bytes:
+        """A file digest computed from its bytes in this write; the persisted cache is not trusted here."""
+        digest = self._fresh.get(sha)
+        if digest is None:
+            digest = self._fresh[sha] = file_digest(self.store.read(sha, b"blob"))
+            self.cache.put(sha, digest)
+        return digest
 
     def _apply(
-        self, operation: str, updates: Mapping[str, FileMap | None], changes: list[gs.Change], note: str
+        self,
+        operation: str,
+        updates: Mapping[str, FileMap | None],
+        changes: list[gs.Change],
+        note: str,
+        disk: Mapping[str, FileMap] | None = None,
     ) -> Receipt:
-        """The one write path: objects → journal → working tree → branch → done."""
+        """The one write path: objects → checks → journal → working tree → branch → done.
+
+        ``disk`` is what a snapshot read from the working tree, where that differs from
+        the last snapshot (it re-renders SKILL.md with the new version).
+        """
         with self.locked():
             head = self.head()
             try:
-                return self._apply_locked(head, operation, updates, changes, note)
+                return self._apply_locked(head, operation, updates, changes, note, disk or {})
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise
 
     def _apply_locked(
-        self, head: _Head, operation: str, updates: Mapping[str, FileMap | None], changes: list[gs.Change], note: str
+        self,
+        head: _Head,
+        operation: str,
+        updates: Mapping[str, FileMap | None],
+        changes: list[gs.Change],
+        note: str,
+        disk: Mapping[str, FileMap],
     ) -> Receipt:
+        if self._base is not None and head.commit != self._base:
+            raise StoreError(
+                f"the branch moved from {self._base.hex()[:12]} to {head.commit.hex()[:12]} while this write ran "
+                "(a git command outside the ledger?); nothing was written",
+                hint="run the command again",
+            )
         skills = dict(head.skills)
         entries = dict(head.entries)
         digests: dict[str, bytes | None] = {}
@@ -797,16 +893,34 @@ class Brain:
         message = gs.format_message(operation, root, head.snap.root, changes, note)
         root_tree = self.store.root_tree(skills_tree)
         commit = self.store.write_commit(root_tree, [head.commit], message)
-        crashpoint("after-objects")
-        journal = {"commit": commit.hex(), "expected": head.commit.hex(), "skills": sorted(updates)}
-        _write_json(self.control / "journal.json", journal)
-        crashpoint("after-journal")
-        self._head = None
-        self._materialize(sorted(updates), skills)
-        crashpoint("after-worktree")
-        self.store.move_head(commit, head.commit)
-        crashpoint("after-ref")
-        (self.control / "journal.json").unlink()
+        with wp.WorkTree(self.root, self.control) as tree:
+            olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
+            for name, files in updates.items():
+                for rel in files or ():
+                    check_bundle_path(name, rel)
+                problems = tree.check(name, [disk[name] if name in disk else olds[name], files])
+                if problems:
+                    raise StoreError(
+                        f"skills/{name} on disk is neither its last snapshot nor this write:"
+                        + "".join(f"\n  {p}" for p in problems[:20]),
+                        hint="run 'ledger status'; record hand edits with 'ledger snapshot' or move them away",
+                    )
+            crashpoint("after-objects")
+            journal = {
+                "commit": commit.hex(),
+                "expected": head.commit.hex(),
+                "skills": sorted(updates),
+                "disk": {n: {r: [m, sha.hex()] for r, (m, sha) in fm.items()} for n, fm in disk.items()},
+            }
+            _write_json(self.control / _JOURNAL, journal)
+            crashpoint("after-journal")
+            self._head = None
+            for name in sorted(updates):
+                tree.materialize(name, updates[name], self._read_blob)
+            crashpoint("after-worktree")
+            self.store.move_head(commit, head.commit)
+            crashpoint("after-ref")
+            (self.control / _JOURNAL).unlink()
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = _Head(commit, snap, skills, bundle, entries, keys, ordered)
         single = changes[0] if len(changes) == 1 else None
@@ -818,82 +932,118 @@ class Brain:
             operation=operation,
         )
 
-    def _recover(self) -> None:
-        """Roll an interrupted write forward from its journal (its objects are already stored)."""
-        path = self.control / "journal.json"
-        if not path.exists():
-            return
+    def _read_blob(self, sha: bytes) -> bytes:
+        return self.store.read(sha, b"blob")
+
+    def _stale_ref_locks(self) -> bool:
+        return any((self.store.git_dir / (ref + ".lock")).exists() for ref in _OWN_REFS)
+
+    def _clear_leftovers(self) -> None:
+        """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
+        wp.move_ref_lock_aside(self.store.git_dir, _OWN_REFS)
+        if (self.control / "tmp").is_dir():
+            with wp.WorkTree(self.root, self.control) as tree:
+                tree.clear_tmp()
+
+    def _journal(self) -> tuple[bytes, bytes, list[str], dict[str, FileMap]] | None:
+        path = self.control / _JOURNAL
         try:
             journal = json.loads(path.read_text())
-            commit, expected = bytes.fromhex(journal["commit"]), bytes.fromhex(journal["expected"])
-            names = [check_name(n) for n in journal["skills"]]
-        except (ValueError, KeyError, TypeError) as exc:
+            disk = {
+                check_name(n): {str(r): (int(m), bytes.fromhex(h)) for r, (m, h) in fm.items()}
+                for n, fm in journal.get("disk", {}).items()
+            }
+            return (
+                bytes.fromhex(journal["commit"]),
+                bytes.fromhex(journal["expected"]),
+                [check_name(n) for n in journal["skills"]],
+                disk,
+            )
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, LedgerError) as exc:
             raise StoreError(f"{path} is corrupt: {exc}", hint="inspect it; remove it to abandon the write") from exc
+
+    def _trees_at(self, commit: bytes) -> dict[str, bytes]:
+        skills_tree = self.store.skills_tree(commit)
+        return {n: sha for sha, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+
+    def _recover(self, *, move_aside: bool = False) -> list[str]:
+        """Roll an interrupted write forward from its journal (its objects are already stored).
+
+        Each file of a journaled skill must be in its old or its new state; anything else
+        is a hand edit made after the crash, and is never overwritten: the roll-forward
+        refuses (:class:`RecoveryError`), or with ``move_aside`` keeps the skill's files
+        under ``.ledger/rescued/`` first.  Returns the paths moved aside.
+        """
+        found = self._journal()
+        if found is None:
+            return []
+        commit, expected, names, disk = found
+        path = self.control / _JOURNAL
         if not self.store.has(commit):
             path.unlink()  # the write never reached the object store: old state stands
-            return
+            return []
         current = self.store.head()
         if current not in (commit, expected):
             raise StoreError(f"{path}: the branch moved since the interrupted write", hint="inspect and remove it")
-        skills_tree = self.store.skills_tree(commit)
-        trees = {n: sha for sha, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
-        self._materialize(names, trees)
+        old, new = self._trees_at(expected), self._trees_at(commit)
+        moved: list[str] = []
+        with wp.WorkTree(self.root, self.control) as tree:
+            plans = {
+                n: (
+                    self._skill_files(old[n]) if n in old else None,
+                    self._skill_files(new[n]) if n in new else None,
+                )
+                for n in names
+            }
+            problems = {n: tree.check(n, [*states, *([disk[n]] if n in disk else [])]) for n, states in plans.items()}
+            if any(problems.values()):
+                if not move_aside:
+                    raise RecoveryError(
+                        "an interrupted write cannot be finished without overwriting files changed since:",
+                        [p for ps in problems.values() for p in ps],
+                    )
+                dest = self.control / "rescued" / time.strftime("%Y%m%dT%H%M%S") / commit.hex()[:12]
+                for name, ps in problems.items():
+                    if ps:
+                        tree.move_aside(name, dest)
+                        moved.append(str(dest / name))
+            for name in names:
+                tree.materialize(name, plans[name][1], self._read_blob)
         if current != commit:
             self.store.move_head(commit, expected)
         path.unlink()
         self._head = None
+        return moved
 
-    def _materialize(self, names: list[str], trees: Mapping[str, bytes]) -> None:
-        """Make ``skills/<name>`` exactly match the skill tree ``trees[name]`` (absent: delete it)."""
-        for name in names:
-            target = self.skills_dir / name
-            if name not in trees:
-                _remove_tree(target)
-                continue
-            files = self._skill_files(trees[name])
-            target.mkdir(parents=True, exist_ok=True)
-            for rel, (mode, sha) in files.items():
-                path = self._inside(target, tuple(rel.split("/")), create=True)
-                data = self.store.read(sha, b"blob")
-                perm = 0o755 if mode == gs.MODE_EXEC else 0o644
-                try:
-                    st = path.lstat()
-                    if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o777) == perm and path.read_bytes() == data:
-                        continue
-                except FileNotFoundError:
-                    pass
-                _atomic_write(path, data, perm)
-            for path in sorted(target.rglob("*"), reverse=True):
-                rel = path.relative_to(target).as_posix()
-                if path.is_symlink() or path.is_file():
-                    if rel not in files:
-                        path.unlink()
-                elif path.is_dir() and not any(path.iterdir()):
-                    path.rmdir()
-
-    def _inside(self, base: Path, parts: tuple[str, ...], *, create: bool = False) -> Path:
-        """Resolve ``parts`` under ``base`` refusing any symlink on the way: never write outside."""
-        path = base
-        for i, part in enumerate(parts):
-            path = path / part
-            if path.is_symlink():
-                raise TreeError(f"{path.relative_to(self.root)} is a symbolic link; refusing to follow it")
-            if create and i < len(parts) - 1:
-                path.mkdir(exist_ok=True)
-        return path
+    def recover(self, *, move_aside: bool = False) -> dict[str, Any]:
+        """Finish (or report) an interrupted write: the one command that settles a pending journal."""
+        with self.locked(recover=False):
+            pending = self._journal()
+            if pending is None:
+                self.pending_recovery = None
+                return {"pending": False, "moved": []}
+            moved = self._recover(move_aside=move_aside)
+            self.pending_recovery = None
+            return {"pending": True, "commit": pending[0].hex(), "skills": pending[2], "moved": moved}
 
     def _require_clean(self, name: str) -> None:
-        sdir = self.skills_dir / name
         head = self.head()
-        want = head.bundle.digests.get(name)
-        have = read_tree(sdir).digest if sdir.exists() else None
+        want = self._skill_files(head.skills[name]) if name in head.skills else {}
+        with wp.WorkTree(self.root, self.control) as tree:
+            have, problems = tree.scan(name)
+        if problems:
+            raise TreeError(problems[0], hint="replace it with a regular file or directory, then 'ledger snapshot'")
         if have != want:
             raise StoreError(
                 f"skills/{name} has changes that are not in a snapshot",
                 hint="run 'ledger status' to see them and 'ledger snapshot' to record them",
             )
 
-    def _read_disk_skill(self, name: str, node: Digest | DirNode) -> dict[str, tuple[bytes, bool]]:
+    def _read_disk_skill(
+        self, tree: wp.WorkTree, name: str, node: Digest | DirNode
+    ) -> dict[str, tuple[bytes, bool]]:
         """Validate a skill directory from the working tree and return its files."""
         if not isinstance(node, DirNode):
             raise SkillError(f"skills/{name} is a file; every entry in skills/ must be a skill directory")
@@ -902,8 +1052,9 @@ class Brain:
         for rel, leaf in iter_files(node):
             if rel != SKILL_MD:
                 check_support_path(rel)
-            data = (self.skills_dir / name / rel).read_bytes()
-            if file_digest(data) != leaf.digest:
+            check_bundle_path(name, rel)
+            data = tree.read((name, *rel.split("/")), MAX_SUPPORT_FILE if rel != SKILL_MD else 4 * MAX_SKILL_MD)
+            if data is None or file_digest(data) != leaf.digest:
                 raise StoreError(f"skills/{name}/{rel} changed while it was being read; try again")
             if rel != SKILL_MD:
                 _check_support_size(rel, data)
@@ -937,20 +1088,23 @@ def _blob_id(data: bytes) -> bytes:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest()
 
 
-def _read_frontmatter(path: Path) -> str:
-    """Read SKILL.md up to the end of its frontmatter, so listing never loads bodies."""
+def _decode(data: bytes, where: str) -> str:
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = [fh.readline()]
-            if lines[0].rstrip("\r\n").rstrip() != "---":
-                return lines[0] + fh.read()  # let the parser report the malformed file
-            for line in fh:
-                lines.append(line)
-                if line.rstrip("\r\n").rstrip() == "---":
-                    break
-            return "".join(lines)
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SkillError(f"{path} is not valid UTF-8") from exc
+        raise SkillError(f"{where} is not valid UTF-8") from exc
+
+
+def _frontmatter_only(data: bytes, where: str) -> str:
+    """SKILL.md cut after its frontmatter, so listing never parses bodies."""
+    text = _decode(data, where)
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
+        return text  # let the parser report the malformed file
+    for i, line in enumerate(lines[1:], 1):
+        if line.rstrip("\r\n").rstrip() == "---":
+            return "".join(lines[: i + 1])
+    return text
 
 
 def _write_json(path: Path, doc: Any) -> None:
@@ -961,26 +1115,3 @@ def _write_json(path: Path, doc: Any) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def _atomic_write(path: Path, data: bytes, perm: int) -> None:
-    tmp = path.with_name(f".{path.name}.ledger-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, perm)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        os.fchmod(fh.fileno(), perm)  # the umask must not decide the mode that gets hashed
-    os.replace(tmp, path)
-
-
-def _remove_tree(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-        return
-    if not path.exists():
-        return
-    for child in sorted(path.rglob("*"), reverse=True):
-        if child.is_symlink() or child.is_file():
-            child.unlink()
-        else:
-            child.rmdir()
-    path.rmdir()

@@ -596,6 +596,35 @@ class DigestCache:
         self._pending.clear()
 
 
+def files_of(store: GitStore, tree: bytes | None) -> dict[str, tuple[int, bytes]]:
+    """Every file under a git tree as ``rel → (mode, blob id)`` (iterative: no depth limit)."""
+    out: dict[str, tuple[int, bytes]] = {}
+    stack = [(tree, "")] if tree is not None else []
+    while stack:
+        sha, prefix = stack.pop()
+        for child, mode, name in store.read_tree(sha):
+            if mode == MODE_DIR:
+                stack.append((child, f"{prefix}{name}/"))
+            else:
+                out[prefix + name] = (mode, child)
+    return out
+
+
+def _level(store: GitStore, listing: list[TreeEntry], cache: DigestCache, where: str) -> DirNode:
+    """One directory's :class:`DirNode`, its subdirectories as digests (already in ``cache`` or computed)."""
+    entries: dict[str, Digest | DirNode] = {}
+    for sha, mode, name in listing:
+        label = f"{where}/{name}" if where else name
+        kind = kind_of_mode(mode, label)
+        if kind == KIND_DIR:
+            entries[name] = Digest(KIND_DIR, tree_digest(store, sha, cache, label))
+        else:
+            entries[name] = Digest(kind, blob_digest(store, sha, cache))
+    if not entries and where:
+        raise TreeError(f"{where!r} is an empty directory in the snapshot")
+    return DirNode(entries, where)
+
+
 def bundle_of_tree(store: GitStore, tree: bytes | None, cache: DigestCache, where: str = "") -> DirNode:
     """Rebuild the bundle :class:`DirNode` of a git tree, expanding one level.
 
@@ -604,24 +633,34 @@ def bundle_of_tree(store: GitStore, tree: bytes | None, cache: DigestCache, wher
     """
     if tree is None:
         return DirNode({})
-    entries: dict[str, Digest | DirNode] = {}
-    for sha, mode, name in store.read_tree(tree):
-        kind = kind_of_mode(mode, f"{where}/{name}" if where else name)
-        if kind == KIND_DIR:
-            entries[name] = Digest(KIND_DIR, tree_digest(store, sha, cache, f"{where}/{name}" if where else name))
-        else:
-            entries[name] = Digest(kind, blob_digest(store, sha, cache))
-    if not entries and where:
-        raise TreeError(f"{where!r} is an empty directory in the snapshot")
-    return DirNode(entries, where)
+    return _level(store, store.read_tree(tree), cache, where)
 
 
 def tree_digest(store: GitStore, tree: bytes, cache: DigestCache, where: str = "") -> bytes:
+    """The bundle digest of a git tree, deepest subtrees first (iterative: no depth limit)."""
     hit = cache.get(tree)
-    if hit is None:
-        hit = bundle_of_tree(store, tree, cache, where).digest
-        cache.put(tree, hit)
-    return hit
+    if hit is not None:
+        return hit
+    stack: list[tuple[bytes, str, list[TreeEntry] | None]] = [(tree, where, None)]
+    while stack:
+        sha, label, listing = stack[-1]
+        if cache.get(sha) is not None:
+            stack.pop()
+            continue
+        if listing is None:
+            listing = store.read_tree(sha)
+            stack[-1] = (sha, label, listing)
+            todo = [
+                (child, f"{label}/{name}" if label else name, None)
+                for child, mode, name in listing
+                if mode == MODE_DIR and cache.get(child) is None
+            ]
+            if todo:
+                stack.extend(todo)
+                continue
+        cache.put(sha, _level(store, listing, cache, label).digest)
+        stack.pop()
+    return cache.get(tree)  # type: ignore[return-value]
 
 
 def blob_digest(store: GitStore, blob: bytes, cache: DigestCache) -> bytes:
@@ -637,10 +676,17 @@ def expand(store: GitStore, tree: bytes | None, cache: DigestCache, path: Sequen
     node = bundle_of_tree(store, tree, cache)
     if not path or tree is None:
         return node
-    head, rest = path[0], path[1:]
-    for sha, mode, name in store.read_tree(tree):
-        if name == head and mode == MODE_DIR and rest:
-            entries = dict(node.entries)
-            entries[name] = expand(store, sha, cache, rest)
-            return DirNode(entries)
-    return node
+    chain: list[tuple[DirNode, str]] = []
+    current, sha, where = node, tree, ""
+    for name in path[:-1]:
+        sub = next((s for s, mode, n in store.read_tree(sha) if n == name and mode == MODE_DIR), None)
+        if sub is None:
+            break
+        chain.append((current, name))
+        where = f"{where}/{name}" if where else name
+        current, sha = bundle_of_tree(store, sub, cache, where), sub
+    for parent, name in reversed(chain):
+        entries = dict(parent.entries)
+        entries[name] = current
+        current = DirNode(entries)
+    return current

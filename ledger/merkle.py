@@ -32,6 +32,8 @@ __all__ = [
     "KIND_DIR",
     "KIND_EXEC",
     "KIND_FILE",
+    "MAX_PATH_BYTES",
+    "UNICODE_VERSION",
     "VERSION",
     "Digest",
     "DirNode",
@@ -60,6 +62,8 @@ KIND_DIR = 3  # directory (git 40000)
 _KIND_NAMES = {KIND_FILE: "file", KIND_EXEC: "exec", KIND_DIR: "dir"}
 
 EMPTY_ROOT = blake3(b"").digest()
+MAX_PATH_BYTES = 4000  # a bundle path ("a/b/c") longer than this is refused (docs/bundle-hash.md)
+UNICODE_VERSION = "14.0.0"  # NFC and case folding are pinned to this Unicode version (docs/bundle-hash.md)
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _MAX_NAME_BYTES = 255
 
@@ -153,6 +157,16 @@ def check_name(name: str, where: str = "") -> str:
         raise TreeError(f"{label!r}: invalid entry name")
     if len(raw) > _MAX_NAME_BYTES:
         raise TreeError(f"{label!r}: name is longer than {_MAX_NAME_BYTES} bytes")
+    if name.isascii():
+        return name
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        raise TreeError(
+            f"{label!r}: this Python's Unicode {unicodedata.unidata_version} is not the pinned {UNICODE_VERSION}, "
+            "so non-ASCII names cannot be checked the same way everywhere",
+            hint="use Python 3.11, or an ASCII name",
+        )
+    if any(unicodedata.category(c) == "Cn" for c in name):
+        raise TreeError(f"{label!r}: name has a code point unassigned in Unicode {UNICODE_VERSION}")
     if not unicodedata.is_normalized("NFC", name):
         raise TreeError(
             f"{label!r}: name is not in Unicode NFC",
@@ -352,72 +366,113 @@ def parse_root(text: str) -> bytes:
 # --------------------------------------------------------------------------- filesystem
 
 
-def _scan(path: str, rel: str, files: list[tuple[str, str, int]], dirs: list[str]) -> None:
-    dirs.append(rel)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _operand(root: str | os.PathLike[str]) -> str:
+    """The directory to hash, as given; a symbolic link is refused however it is spelled (``lnk``, ``lnk/``)."""
+    given = os.fspath(root)
+    base = given.rstrip("/") or "/"
     try:
-        it = os.scandir(path)
-    except OSError as exc:
-        raise TreeError(f"cannot read directory {rel or '.'!r}: {exc.strerror}") from exc
-    with it:
-        count = 0
-        for entry in it:
-            count += 1
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            check_name(entry.name, rel)
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                raise TreeError(
-                    f"{child_rel!r} is a symbolic link; links are not allowed in a brain",
-                    hint="replace it with the file it points to",
-                )
-            if stat.S_ISDIR(st.st_mode):
-                _scan(entry.path, child_rel, files, dirs)
-            elif stat.S_ISREG(st.st_mode):
-                files.append((entry.path, child_rel, KIND_EXEC if st.st_mode & stat.S_IXUSR else KIND_FILE))
-            else:
-                raise TreeError(f"{child_rel!r} is a special file (device, FIFO or socket)")
-        if count == 0 and rel:
+        st = os.lstat(base)
+    except OSError:
+        raise TreeError(f"{given!r} is not a directory") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise TreeError(f"{given!r} is a symbolic link", hint="hash the directory it points to")
+    if not stat.S_ISDIR(st.st_mode):
+        raise TreeError(f"{given!r} is not a directory")
+    return base
+
+
+def _unreadable(rel: str, exc: OSError) -> TreeError:
+    return TreeError(f"cannot read {rel or '.'!r}: {exc.strerror}", hint="an unreadable file is refused, never skipped")
+
+
+def _walk(root_fd: int) -> tuple[list[str], list[tuple[str, int]]]:
+    """Every directory and regular file under ``root_fd``, checked against the naming and path rules.
+
+    Iterative (no recursion limit); subdirectories are opened by their path relative to
+    ``root_fd``, which the path rule keeps under ``PATH_MAX``.
+    """
+    dirs: list[str] = []
+    files: list[tuple[str, int]] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        dirs.append(rel)
+        try:
+            fd = os.open(rel, _DIR_FLAGS, dir_fd=root_fd) if rel else os.dup(root_fd)
+        except OSError as exc:
+            raise _unreadable(rel, exc) from exc
+        try:
+            with os.scandir(fd) as it:
+                listing = [(entry.name, entry.stat(follow_symlinks=False).st_mode) for entry in it]
+        except OSError as exc:
+            raise _unreadable(rel, exc) from exc
+        finally:
+            os.close(fd)
+        if not listing and rel:
             raise TreeError(
                 f"{rel!r} is an empty directory; git cannot store it, so the bundle refuses it",
                 hint="remove it or add a file to it",
             )
+        for name, mode in listing:
+            check_name(name, rel)
+            child = f"{rel}/{name}" if rel else name
+            if len(child.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+                raise TreeError(f"{child[:60]!r}… is longer than {MAX_PATH_BYTES} bytes", hint="shorten the path")
+            if stat.S_ISDIR(mode):
+                stack.append(child)
+            elif stat.S_ISREG(mode):
+                files.append((child, KIND_EXEC if mode & stat.S_IXUSR else KIND_FILE))
+            elif stat.S_ISLNK(mode):
+                raise TreeError(
+                    f"{child!r} is a symbolic link; links are not allowed in a brain",
+                    hint="replace it with the file it points to",
+                )
+            else:
+                raise TreeError(f"{child!r} is a special file (device, FIFO or socket)")
+    return dirs, files
 
 
-def _read_digest(path: str) -> bytes:
-    fd = os.open(path, _FLAGS)
+def _file_digest_at(root_fd: int, rel: str) -> bytes:
     try:
-        chunks = [_CONTENT]
+        fd = os.open(rel, _FLAGS, dir_fd=root_fd)
+    except OSError as exc:
+        raise _unreadable(rel, exc) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TreeError(f"{rel!r} changed type while it was being read")
+        h = blake3(_CONTENT)
         while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+            h.update(chunk)
+    except OSError as exc:
+        raise _unreadable(rel, exc) from exc
     finally:
         os.close(fd)
-    return blake3(b"".join(chunks)).digest()
+    return h.digest()
 
 
 Progress = Callable[[int, int], None]  # (files hashed so far, total)
 
 
-def _digests(paths: list[str], progress: Progress | None) -> list[bytes]:
-    out = []
-    for i, path in enumerate(paths, 1):
-        out.append(_read_digest(path))
-        if progress is not None and (i % 1024 == 0 or i == len(paths)):
-            progress(i, len(paths))
-    return out
-
-
 def read_tree(root: str | os.PathLike[str], progress: Progress | None = None) -> DirNode:
     """Hash a directory on disk into a :class:`DirNode`, refusing anything ambiguous."""
-    base = os.fspath(root)
-    if not os.path.isdir(base) or os.path.islink(base):
-        raise TreeError(f"{base!r} is not a directory")
-    files: list[tuple[str, str, int]] = []
-    dirs: list[str] = []
-    _scan(base, "", files, dirs)
-    children: dict[str, dict[str, Node]] = {d: {} for d in dirs}
-    for (_, rel, kind), digest in zip(files, _digests([f[0] for f in files], progress), strict=True):
-        parent, _, name = rel.rpartition("/")
-        children[parent][name] = Digest(kind, digest)
+    base = _operand(root)
+    try:
+        root_fd = os.open(base, _DIR_FLAGS)
+    except OSError as exc:
+        raise _unreadable(base, exc) from exc
+    try:
+        dirs, files = _walk(root_fd)
+        children: dict[str, dict[str, Node]] = {d: {} for d in dirs}
+        for i, (rel, kind) in enumerate(files, 1):
+            parent, _, name = rel.rpartition("/")
+            children[parent][name] = Digest(kind, _file_digest_at(root_fd, rel))
+            if progress is not None and (i % 1024 == 0 or i == len(files)):
+                progress(i, len(files))
+    finally:
+        os.close(root_fd)
     for d in sorted(dirs, key=lambda p: p.count("/") if p else -1, reverse=True):
         if d:
             parent, _, name = d.rpartition("/")
@@ -426,100 +481,35 @@ def read_tree(root: str | os.PathLike[str], progress: Progress | None = None) ->
 
 
 def hash_path(root: str | os.PathLike[str]) -> bytes:
-    """The bundle root of a directory on disk.
+    """The bundle root of a directory on disk: ``read_tree(root).digest``.
 
-    Same result as ``read_tree(root).digest`` (the tests hold them to it), but
-    computed in one pass without building nodes: this is ``ledger hash``'s hot path.
-    The native hasher answers when it is built and the tree is plain (ASCII
-    names, files and directories); for anything else, errors included, this
-    module's own code decides.  ``LEDGER_PURE_PYTHON=1`` turns the native one off.
+    The native hasher answers when it is built and the tree is plain (ASCII names,
+    files and directories, paths within the length rule); for anything else, errors
+    included, this module's own code decides.  ``LEDGER_PURE_PYTHON=1`` turns the
+    native one off.
     """
-    base = os.fspath(root)
-    if not os.path.isdir(base) or os.path.islink(base):
-        raise TreeError(f"{base!r} is not a directory")
+    base = _operand(root)
     if _native is not None and not os.environ.get("LEDGER_PURE_PYTHON"):
         digest = _native.hash_dir(base)
         if digest is not None:
             return digest
-    # Sequential on purpose: threads lose to GIL convoys on 2 KB files (measured 584 ms vs
-    # 300 ms for 10,000 files); see scripts/bench.py and the README's performance notes.
-    return _fast_dir(base, "")
-
-
-def _check_folds(names: list[str], rel: str) -> None:
-    folded: dict[str, str] = {}
-    for name in names:
-        key = _fold(name)
-        if key in folded:
-            raise TreeError(
-                f"{rel + '/' if rel else ''}{folded[key]!r} and {name!r} collide on a case-insensitive filesystem",
-                hint="rename one of them",
-            )
-        folded[key] = name
-
-
-def _fast_dir(path: str, rel: str, entries: list[os.DirEntry[str]] | None = None) -> bytes:
-    if entries is None:
-        with os.scandir(path) as it:
-            entries = list(it)
-    if not entries and rel:
-        raise TreeError(
-            f"{rel!r} is an empty directory; git cannot store it, so the bundle refuses it",
-            hint="remove it or add a file to it",
-        )
-    leaves = sorted(_fast_leaves(entries, rel))
-    _check_folds([name for name, _ in leaves], rel)
-    return merkle_root([leaf for _, leaf in leaves])
-
-
-def _fast_leaves(entries: list[os.DirEntry[str]], rel: str) -> list[tuple[str, bytes]]:
-    leaves: list[tuple[str, bytes]] = []
-    for entry in entries:
-        name = entry.name
-        child_rel = f"{rel}/{name}" if rel else name
-        if not (name.isascii() and len(name) <= _MAX_NAME_BYTES and name not in (".", "..")):
-            check_name(name, rel)
-        if entry.is_dir(follow_symlinks=False):
-            leaves.append((name, leaf_hash(KIND_DIR, name, _fast_dir(entry.path, child_rel))))
-        elif entry.is_file(follow_symlinks=False):
-            fd = os.open(entry.path, _FLAGS)
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    raise TreeError(f"{child_rel!r} changed type while it was being read")
-                chunks = [_CONTENT]
-                remaining = st.st_size
-                while remaining > 0:
-                    chunk = os.read(fd, remaining)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    remaining -= len(chunk)
-                if os.read(fd, 1):
-                    raise TreeError(f"{child_rel!r} grew while it was being read; try again")
-            finally:
-                os.close(fd)
-            kind = KIND_EXEC if st.st_mode & stat.S_IXUSR else KIND_FILE
-            leaves.append((name, leaf_hash(kind, name, blake3(b"".join(chunks)).digest())))
-        elif entry.is_symlink():
-            raise TreeError(
-                f"{child_rel!r} is a symbolic link; links are not allowed in a brain",
-                hint="replace it with the file it points to",
-            )
-        else:
-            raise TreeError(f"{child_rel!r} is a special file (device, FIFO or socket)")
-    return leaves
+    return read_tree(base).digest
 
 
 def iter_files(node: DirNode, prefix: str = "") -> Iterator[tuple[str, Digest]]:
-    """Every file under ``node`` as (relative path, node), in bundle order."""
-    for name in node.names:
-        child = node.entries[name]
-        rel = f"{prefix}{name}"
+    """Every file under ``node`` as (relative path, node), in bundle order (iterative: no depth limit)."""
+    stack: list[tuple[DirNode, str, int]] = [(node, prefix, 0)]
+    while stack:
+        current, base, i = stack.pop()
+        if i >= len(current.names):
+            continue
+        stack.append((current, base, i + 1))
+        name = current.names[i]
+        child = current.entries[name]
         if isinstance(child, DirNode):
-            yield from iter_files(child, rel + "/")
+            stack.append((child, f"{base}{name}/", 0))
         else:
-            yield rel, child
+            yield f"{base}{name}", child
 
 
 # --------------------------------------------------------------------------- proofs
@@ -606,8 +596,8 @@ def prove(tree: DirNode, path: str) -> InclusionProof:
             raise ProofError(f"{path!r} is not a file in this tree")
         chain.append((node, part))
         node = node.entries[part]
-    if not isinstance(node, Digest):
-        raise ProofError(f"{path!r} is a directory; proofs are for files")
+    if not isinstance(node, Digest) or node.kind == KIND_DIR:
+        raise ProofError(f"{path!r} is a directory; proofs are for files", hint="name a file: <skill>/<path>")
     steps = tuple(ProofStep(*_audit(d, name)) for d, name in reversed(chain))
     return InclusionProof(path, node.kind, node.digest, steps, tree.digest)
 

@@ -32,6 +32,8 @@ __all__ = [
     "SKILL_MD",
     "SUPPORT_DIRS",
     "SkillDoc",
+    "check_bundle_path",
+    "check_component",
     "check_name",
     "check_support_path",
     "declared_name",
@@ -47,6 +49,15 @@ MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 MAX_SKILL_MD = 100_000  # characters
 MAX_SUPPORT_FILE = 1024 * 1024  # bytes
+MAX_PATH_BYTES = 4000  # a bundle path <skill>/<rel>: keeps skills/<path> in any checkout under PATH_MAX (4096)
+MAX_COMPONENT_BYTES = 255  # NAME_MAX of every common filesystem
+MAX_YAML_DEPTH = 32  # frontmatter nesting; checked on the event stream, before anything recursive runs
+
+# Names Windows reserves for devices, with or without an extension (CON, con.txt, COM1.md …).
+_DEVICE_RE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?\Z", re.I)
+_FORBIDDEN = frozenset('<>:"|?*\\') | {chr(c) for c in range(0x20)} | {chr(0x7F)} | {chr(c) for c in range(0x80, 0xA0)}
+# Code points HFS+ ignores when comparing names, so ".g\u200cit" is ".git" there (git's is_hfs_dotgit).
+_HFS_IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 _FRONTMATTER_RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -75,6 +86,11 @@ def check_name(name: object) -> str:
     if not isinstance(name, str) or not name:
         raise SkillError("skill name must be a non-empty string")
     if len(name) <= MAX_NAME and _NAME_RE.match(name):
+        if _DEVICE_RE.match(name):
+            raise SkillError(
+                f"invalid skill name {name!r}: it is a device name on Windows, so no checkout there could hold it",
+                hint=f"try {name + '-skill'!r}",
+            )
         return name
     try:
         hint = f"try {slugify(name)!r}"
@@ -85,6 +101,50 @@ def check_name(name: object) -> str:
         "single hyphens, not starting or ending with a hyphen",
         hint=hint,
     )
+
+
+def check_component(part: str, where: str) -> str:
+    """Refuse a path component that some checkout could not hold faithfully, or that git itself refuses.
+
+    The rules are the union of git's ``verify_path`` (``.git`` in any case, its NTFS short
+    name ``git~1``, HFS-ignorable spellings), Windows's (device names, trailing dot or
+    space, ``<>:"|?*``, control characters) and the filesystem's 255-byte name limit.
+    ANSI escapes are control characters, so no name can repaint a terminal.
+    """
+    if part in ("", ".", ".."):
+        raise SkillError(f"invalid path {where!r}: empty, '.' and '..' segments are not allowed")
+    bad = sorted({c for c in part if c in _FORBIDDEN})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise SkillError(
+            f"invalid path {where.encode('unicode_escape').decode()!r}: it contains {shown}",
+            hint="use letters, digits, '-', '_' and '.'",
+        )
+    if part[-1] in ". ":
+        raise SkillError(f"invalid path {where!r}: a name may not end with a dot or a space (Windows drops them)")
+    if _DEVICE_RE.match(part):
+        raise SkillError(f"invalid path {where!r}: {part!r} is a device name on Windows", hint="rename it")
+    folded = part.translate(_HFS_IGNORED).casefold()
+    if folded in (".git", "git~1"):  # ".git." and ".git " fall to the trailing-dot rule above
+        raise SkillError(f"invalid path {where!r}: git refuses a {part!r} path component")
+    if len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+        raise SkillError(f"invalid path {where!r}: a name is limited to {MAX_COMPONENT_BYTES} bytes")
+    if not unicodedata.is_normalized("NFC", part):
+        raise SkillError(f"invalid path {where!r}: names must be in Unicode NFC")
+    return part
+
+
+def check_bundle_path(name: str, rel: str) -> None:
+    """Check ``<name>/<rel>`` in full before any write is journaled: every component and the total length."""
+    full = f"{name}/{rel}"
+    size = len(full.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise SkillError(
+            f"path skills/{full[:60]}… is {size} bytes; bundle paths are limited to {MAX_PATH_BYTES}",
+            hint="use a shallower or shorter path",
+        )
+    for part in rel.split("/"):
+        check_component(part, rel)
 
 
 def check_support_path(rel: str) -> tuple[str, ...]:
@@ -104,8 +164,11 @@ def check_support_path(rel: str) -> tuple[str, ...]:
         raise SkillError(f"invalid path {rel!r}: NUL byte")
     parts = tuple(rel.split("/"))
     for part in parts:
-        if part in ("", ".", ".."):
-            raise SkillError(f"invalid path {rel!r}: empty, '.' and '..' segments are not allowed")
+        check_component(part, rel)
+    if len(rel.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES - MAX_NAME - 1:
+        raise SkillError(
+            f"invalid path {rel[:60]!r}…: supporting paths are limited to {MAX_PATH_BYTES - MAX_NAME - 1} bytes"
+        )
     if len(parts) < 2 or parts[0] not in SUPPORT_DIRS:
         raise SkillError(
             f"invalid path {rel!r}: supporting files live under one of " + ", ".join(f"{d}/" for d in SUPPORT_DIRS),
@@ -121,6 +184,8 @@ class _UniqueKeyLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yam
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise SkillError("malformed frontmatter: a mapping key is a list or a mapping; keys must be plain words")
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise SkillError(f"malformed frontmatter: duplicate key {key!r}")
@@ -223,6 +288,25 @@ def _version_of(fm: Mapping[str, Any], metadata: Mapping[str, str]) -> int:
     return version
 
 
+def _bounded(source: str) -> None:
+    """Refuse hostile YAML on the parser's event stream, before any recursive composer runs.
+
+    libyaml's parser keeps explicit stacks, but PyYAML's composer and constructor recurse
+    once per nesting level (C recursion in the C loader: deep input is a SIGSEGV), and
+    aliases let a short document expand without bound.  Frontmatter is flat data.
+    """
+    depth = 0
+    for event in yaml.parse(source, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise SkillError(f"malformed frontmatter: nested deeper than {MAX_YAML_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            raise SkillError("malformed frontmatter: YAML aliases (*name) are not allowed", hint="write values out")
+
+
 def _frontmatter(text: str) -> tuple[dict[str, Any], int]:
     match = _FRONTMATTER_RE.match(text)
     if not match:
@@ -231,6 +315,7 @@ def _frontmatter(text: str) -> tuple[dict[str, Any], int]:
             hint="start the file with ---, name: ..., description: ..., ---",
         )
     try:
+        _bounded(match.group(1))
         fm = yaml.load(match.group(1), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise SkillError(f"malformed frontmatter: YAML error: {exc}".replace("\n", " ")) from exc

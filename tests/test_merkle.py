@@ -27,7 +27,7 @@ from ledger.merkle import (
 
 NAME = (
     st.text(
-        alphabet=st.characters(codec="utf-8", exclude_characters="/\x00", exclude_categories=("Cs",)),
+        alphabet=st.characters(codec="utf-8", exclude_characters="/\x00", exclude_categories=("Cs", "Cn")),
         min_size=1,
         max_size=12,
     )
