@@ -31,7 +31,9 @@ def _quick_hash(args: list[str]) -> str | None:
         from ledger import _native
     except ImportError:
         return None
-    directory = operands[0]
+    directory = operands[0].rstrip("/") or "/"
+    if os.path.islink(directory):
+        return None  # refused by the reference in every spelling ("lnk", "lnk/")
     # Same rule as ledger.cli.hash_cmd: a brain is hashed over its skills/.
     if os.path.isfile(os.path.join(directory, ".ledger", "config.json")):
         directory = os.path.join(directory, "skills")
@@ -58,6 +60,9 @@ def _quick_hash(args: list[str]) -> str | None:
 
 
 def main() -> None:
+    from ledger._env import take_secrets
+
+    take_secrets()  # before anything can start a child process
     out = _quick_hash(sys.argv[1:])
     if out is None:
         from ledger.cli import main as cli

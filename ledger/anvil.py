@@ -18,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger._env import child_env
 from ledger.errors import ChainError
 
 __all__ = ["Node", "anvil_binary", "free_port", "start", "status", "stop"]
@@ -92,7 +93,9 @@ def start(
     if timeout_bin:
         args = [timeout_bin, "--signal=TERM", "--kill-after=5", str(lifetime), *args]
     log = open(state_dir / "anvil.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    proc = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, env=child_env()
+    )
     log.close()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

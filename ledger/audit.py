@@ -4,6 +4,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
 
 - ``snapshots``  every snapshot's root, recomputed from git objects, equals its trailer;
 - ``lineage``    every trailer parent equals the previous snapshot's root;
+- ``trailers``   every message is exactly what the ledger writes for its fields (no trailer added,
+                 dropped or rewritten), and each operation records the changes it can make;
 - ``versions``   per-skill versions go 1, 2, 3… with deletes recorded, and every change is declared;
 - ``skills``     every skill a snapshot writes is valid;
 - ``worktree``   (brains only) the working tree equals the head snapshot;
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger._env import child_env
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
 from ledger.receipts import read_receipts
@@ -35,6 +38,7 @@ __all__ = ["Check", "Report", "audit_repo"]
 CHECKS = (
     "snapshots",
     "lineage",
+    "trailers",
     "versions",
     "skills",
     "worktree",
@@ -203,6 +207,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
                 computed=format_root(snap.parent_root) if snap.parent_root else "none",
                 **where,
             )
+        _check_trailers(snap, i, label, report.check("trailers"), where)
         _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report)
         report.timeline.append(
             {
@@ -229,6 +234,35 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     if skills_chk.ok:
         skills_chk.summary = "every written skill is valid"
     return snaps
+
+
+def _check_trailers(snap: gs.Snapshot, i: int, label: str, chk: Check, where: dict[str, Any]) -> None:
+    allowed = gs.OPERATIONS.get(snap.operation)
+    actions = [c.action for c in snap.changes]
+    if allowed is None:
+        chk.fail(f"{label}: unknown operation {snap.operation!r}", computed=snap.operation, **where)
+    elif (i == 0) != (snap.operation == "init"):
+        chk.fail(f"{label}: 'init' must be the first snapshot and only the first", computed=snap.operation, **where)
+    elif not _count_ok(snap.operation, len(actions)):
+        chk.fail(f"{label}: operation {snap.operation!r} records {len(actions)} change(s)", **where)
+    elif any(a not in allowed for a in actions):
+        chk.fail(f"{label}: operation {snap.operation!r} cannot {'/'.join(sorted(set(actions)))} a skill", **where)
+    elif snap.message != gs.canonical_message(snap):
+        chk.fail(
+            f"{label}: the commit message is not the one its fields produce "
+            "(a trailer was added, dropped or rewritten)",
+            expected=gs.canonical_message(snap),
+            computed=snap.message,
+            **where,
+        )
+    if chk.ok:
+        chk.summary = "every message is canonical for its fields"
+
+
+def _count_ok(operation: str, count: int) -> bool:
+    if operation == "init":
+        return count == 0
+    return count >= 1 if operation == "snapshot" else count == 1
 
 
 def _describe(snap: gs.Snapshot) -> str:
@@ -366,11 +400,16 @@ def _check_fsck(path: Path, report: Report) -> None:
         capture_output=True,
         text=True,
         timeout=60,
+        env=child_env(),
     ).stdout.split()
     if replaced:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
     proc = subprocess.run(
-        ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"], capture_output=True, text=True, timeout=600
+        ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=child_env(),
     )
     if proc.returncode != 0:
         first = (proc.stderr or proc.stdout).strip().splitlines()

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -262,7 +263,7 @@ class Brain:
         brain = cls(root)
         with brain.locked():
             tree = brain.store.root_tree(None)
-            msg = gs.format_message("init", EMPTY_ROOT, None, [])
+            msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=secrets.token_hex(16))
             commit = brain.store.write_commit(tree, [], msg)
             brain.store.move_head(commit, None)
         return brain

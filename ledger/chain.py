@@ -24,7 +24,7 @@ from web3.logs import DISCARD
 from ledger._faults import crashpoint
 from ledger.brain import Brain, Receipt
 from ledger.errors import ChainError, RpcUnreachableError
-from ledger.gitstore import Snapshot
+from ledger.gitstore import DigestCache, Snapshot, recompute_root
 from ledger.keys import PasswordSource, load_account
 from ledger.merkle import format_root
 from ledger.receipts import read_receipts, write_receipts
@@ -119,11 +119,23 @@ class Registry:
         self._bytecode = art["bytecode"]
         self.address = to_checksum_address(address) if address else None
         self.contract = self.w3.eth.contract(address=self.address, abi=self.abi) if address else None
+        if self.address is not None and not self._has_code(self.address):
+            raise ChainError(
+                f"there is no contract at {self.address} on chain {self.chain_id}: nothing would answer calls "
+                "or receive transactions",
+                hint="check the registry address; after a chain reset run 'ledger chain deploy' and 'register' again",
+            )
         self._errors = {
             keccak(text=f"{e['name']}({','.join(i['type'] for i in e['inputs'])})")[:4]: e
             for e in self.abi
             if e["type"] == "error"
         }
+
+    def _has_code(self, address: str) -> bool:
+        try:
+            return len(self.w3.eth.get_code(address)) > 0
+        except Exception as exc:  # connection errors of every kind
+            raise RpcUnreachableError(f"cannot read code at {address} from {self.rpc}: {type(exc).__name__}") from exc
 
     # ------------------------------------------------------------------ transactions
 
@@ -325,6 +337,7 @@ def commit_pending(
         }
         write_receipts(brain.store, recovered)
         pending = lineage[len(events) :]
+        _check_roots(brain, pending)
         parent = events[-1]["root"] if events else ZERO
         txs: list[str] = []
         done = 0
@@ -361,6 +374,23 @@ def commit_pending(
         note = read_receipts(brain.store).get(attach_to.commit)
         return dataclasses.replace(attach_to, chain=note)
     return CommitResult(done, txs, len(recovered), format_root(head) if head != ZERO else None, seq)
+
+
+def _check_roots(brain: Brain, pending: list[Snapshot]) -> None:
+    """Recompute every root about to be anchored from the git objects alone.
+
+    The digest cache and the saved root index speed up local writes; what goes on
+    chain must not rest on them, so a forged cache record can never be anchored.
+    """
+    cache = DigestCache(None)  # in memory: filled from objects in this call only
+    for snap in pending:
+        actual = recompute_root(brain.store, bytes.fromhex(snap.commit), cache)
+        if actual != snap.root:
+            raise ChainError(
+                f"snapshot {snap.commit[:12]} records root {format_root(snap.root)} but its objects hash to "
+                f"{format_root(actual)}; refusing to anchor it",
+                hint="run 'ledger verify' to find the divergence",
+            )
 
 
 def _note(cfg: ChainConfig, reg: Registry, ev: dict[str, Any]) -> dict[str, Any]:
@@ -422,15 +452,24 @@ def chain_status(brain: Brain) -> dict[str, Any]:
     assert cfg.agent_id is not None
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     head = reg.head(cfg.agent_id)
+    seq = reg.sequence(cfg.agent_id)
     local = brain.head().snap.root
+    lineage = _lineage(brain)
+    # Pending is counted from the chain's own sequence: local receipts can outlive a chain
+    # reset or a reorg, and would then claim everything was committed.
+    on_lineage = 0 < seq <= len(lineage) and lineage[seq - 1].root == head
+    pending = len(lineage) - seq if on_lineage or seq == 0 else None
+    stale = [c for c, r in read_receipts(brain.store).items() if r.get("seq", 0) > seq]
     return {
         "rpc": cfg.rpc,
         "chain_id": reg.chain_id,
         "registry": reg.address,
         "agent": f"0x{cfg.agent_id:064x}",
         "onchain_head": format_root(head) if head != ZERO else None,
-        "onchain_seq": reg.sequence(cfg.agent_id),
+        "onchain_seq": seq,
         "local_head": format_root(local),
-        "pending": pending_count(brain),
+        "pending": pending,
+        "diverged": pending is None,
+        "stale_receipts": len(stale),
         "in_sync": head == local,
     }

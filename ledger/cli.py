@@ -30,15 +30,57 @@ class _Group(click.Group):
             _fail(exc, 2)
         except LedgerError as exc:
             _fail(exc, 1)
+        except UnicodeError as exc:
+            _fail(LedgerError(f"input is not valid UTF-8 ({exc})", hint="pass UTF-8 text and names"), 1)
         except BrokenPipeError:
             sys.exit(1)
 
 
 def _fail(exc: LedgerError, code: int) -> None:
-    click.secho(f"error: {exc.message}", fg="red", err=True)
+    click.secho(f"error: {_printable(exc.message)}", fg="red", err=True)
     if exc.hint:
-        click.echo(f"hint: {exc.hint}", err=True)
+        click.echo(f"hint: {_printable(exc.hint)}", err=True)
     sys.exit(code)
+
+
+def _printable(text: str) -> str:
+    """Escape control characters and undecodable bytes, so no input can repaint the terminal."""
+    return "".join(c if _shown(c) else c.encode("unicode_escape").decode() for c in text)
+
+
+def _shown(c: str) -> bool:
+    return (c.isprintable() or c in "\n\t") and not 0xDC80 <= ord(c) <= 0xDCFF
+
+
+def read_input(source: str, limit: int, what: str) -> bytes:
+    """Read a file argument ('-': stdin) as bytes, refusing devices and anything over ``limit`` bytes."""
+    import os
+    import stat
+
+    from ledger.writepath import read_limited
+
+    if source == "-":
+        return read_limited(sys.stdin.fileno(), limit, f"{what} (stdin)")
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"cannot open {what} {source!r}: {exc.strerror}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise LedgerError(f"{what} {source!r} is not a regular file", hint="pass a file, or '-' for stdin")
+        os.set_blocking(fd, True)
+        return read_limited(fd, limit, f"{what} {source!r}")
+    finally:
+        os.close(fd)
+
+
+def read_text(source: str, limit: int, what: str) -> str:
+    data = read_input(source, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LedgerError(f"{what} {source!r} is not valid UTF-8 (byte {exc.start})") from exc
 
 
 def _emit(doc: Any) -> None:
@@ -84,6 +126,9 @@ def _open(ctx: click.Context) -> Iterator[Any]:
 
     path = ctx.obj["brain"]
     with Brain.open(path if path is not None else None, search_up=path is None) as brain:
+        if brain.pending_recovery is not None and ctx.command_path.split()[-1] != "recover":
+            click.secho(f"warning: {_printable(brain.pending_recovery.message)}", fg="yellow", err=True)
+            click.echo("warning: showing the last snapshot; run 'ledger recover' to settle the write", err=True)
         yield brain
 
 
@@ -103,6 +148,8 @@ def _receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
     if receipt.chain:
         click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
 
+
+_TEXT_LIMIT = 4 * 100_000  # bytes: SKILL.md is limited to 100,000 characters of at most 4 bytes each
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
@@ -171,7 +218,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"head   {st.head_commit}")
     click.echo(f"root   {st.head_root}")
     if pending is not None:
-        click.echo(f"chain  {pending} snapshot(s) not yet committed on chain")
+        click.echo(f"chain  {pending} snapshot(s) without a local receipt ('ledger chain status' asks the chain)")
     if st.clean:
         click.echo("working tree clean")
         return
@@ -179,6 +226,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo("changes not in a snapshot (record them with 'ledger snapshot'):")
     for path, what in st.changes.items():
         click.echo(f"  {what:9} skills/{path}")
+
+
+@main.command()
+@click.option("--move-aside", is_flag=True, help="Keep files changed since the crash in .ledger/rescued/, then finish.")
+@json_flag
+@click.pass_context
+def recover(ctx: click.Context, move_aside: bool, as_json: bool) -> None:
+    """Finish a write a crash interrupted; refuses (showing them) if files changed since."""
+    with _open(ctx) as brain:
+        result = brain.recover(move_aside=move_aside)
+    if as_json:
+        _emit(result)
+    elif not result["pending"]:
+        click.echo("nothing to recover")
+    else:
+        click.echo(f"finished the interrupted write {result['commit'][:12]} ({', '.join(result['skills'])})")
+        for path in result["moved"]:
+            click.echo(f"kept files changed since the crash in {path}")
 
 
 def _pending(brain: Any) -> int | None:
@@ -258,9 +323,9 @@ def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
 
 
 @main.command("verify-proof")
-@click.argument("proof_file", type=click.File("r"))
+@click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
-@click.option("--file", "content", type=click.File("rb"), help="Also check that this file is the proven content.")
+@click.option("--file", "content", help="Also check that this file is the proven content.")
 @click.option("--chain", is_flag=True, help="Check against the agent's on-chain head (needs --rpc etc.).")
 @click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
 @click.option("--registry", help="Registry address for --chain.")
@@ -282,9 +347,9 @@ def verify_proof(
     if (root is None) == (not chain):
         raise UsageError("give exactly one of --root ROOT or --chain")
     try:
-        doc = json.load(proof_file)
-    except json.JSONDecodeError as exc:
-        raise LedgerError(f"{proof_file.name} is not JSON: {exc}") from exc
+        doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
     proof = InclusionProof.from_json(doc)
     if chain:
         from ledger.chain import onchain_roots
@@ -298,7 +363,7 @@ def verify_proof(
     else:
         want = parse_root(root or "")
     try:
-        verify_proof(proof, want, content.read() if content else None)
+        verify_proof(proof, want, read_input(content, 1 << 31, "--file") if content else None)
     except LedgerError as exc:
         if as_json:
             _emit({"ok": False, "path": proof.path, "root": format_root(want), "error": exc.message})
@@ -322,39 +387,37 @@ def skill() -> None:
 @click.argument("name")
 @click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
 @click.option("--body", help="Markdown body.")
-@click.option("--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' for stdin).")
+@click.option("--body-file", help="Read the body from a file ('-' for stdin).")
 @_mutation
 @click.pass_context
 def skill_create(ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, **kw: Any) -> None:
     """Create skill NAME at version 1 (refuses an existing name)."""
     if body is not None and body_file is not None:
         raise UsageError("give --body or --body-file, not both")
-    text = body_file.read() if body_file is not None else (body or "")
+    text = read_text(body_file, _TEXT_LIMIT, "--body-file") if body_file is not None else (body or "")
     _mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"]))
 
 
 @skill.command("upsert")
 @click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
-@click.option(
-    "--file", "src", type=click.File("r", encoding="utf-8"), required=True, help="SKILL.md text ('-' = stdin)."
-)
+@click.option("--file", "src", required=True, help="SKILL.md text ('-' = stdin).")
 @_mutation
 @click.pass_context
 def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> None:
     """Write a whole SKILL.md by slug: create it, or bump the existing skill in place."""
-    _mutate(ctx, kw, lambda brain: brain.upsert(src.read(), name=name, note=kw["note"]))
+    text = read_text(src, _TEXT_LIMIT, "--file")
+    _mutate(ctx, kw, lambda brain: brain.upsert(text, name=name, note=kw["note"]))
 
 
 @skill.command("edit")
 @click.argument("name")
-@click.option(
-    "--file", "src", type=click.File("r", encoding="utf-8"), required=True, help="New SKILL.md ('-' = stdin)."
-)
+@click.option("--file", "src", required=True, help="New SKILL.md ('-' = stdin).")
 @_mutation
 @click.pass_context
 def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
     """Rewrite NAME's SKILL.md in full (the version is bumped by the ledger)."""
-    _mutate(ctx, kw, lambda brain: brain.edit(name, src.read(), note=kw["note"]))
+    text = read_text(src, _TEXT_LIMIT, "--file")
+    _mutate(ctx, kw, lambda brain: brain.edit(name, text, note=kw["note"]))
 
 
 @skill.command("patch")
@@ -387,13 +450,14 @@ def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
 @click.pass_context
 def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executable: bool | None, **kw: Any) -> None:
     """Add or replace supporting file REL (under references/ templates/ scripts/ assets/)."""
+    from ledger.skill import MAX_SUPPORT_FILE
+
     if src.is_symlink():
         raise LedgerError(f"{src} is a symbolic link", hint="pass the file it points to")
     if executable is None:
         executable = bool(src.stat().st_mode & 0o100)
-    _mutate(
-        ctx, kw, lambda brain: brain.write_file(name, rel, src.read_bytes(), executable=executable, note=kw["note"])
-    )
+    data = read_input(str(src), MAX_SUPPORT_FILE, "--from")
+    _mutate(ctx, kw, lambda brain: brain.write_file(name, rel, data, executable=executable, note=kw["note"]))
 
 
 @skill.command("remove-file")
@@ -556,7 +620,12 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         return
     for key in ("rpc", "chain_id", "registry", "agent", "onchain_head", "onchain_seq", "local_head", "pending"):
         click.echo(f"{key:13} {st[key]}")
-    click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
+    if st["stale_receipts"]:
+        click.echo(f"warning: {st['stale_receipts']} local receipt(s) are beyond the chain's sequence (reset or reorg)")
+    if st["diverged"]:
+        click.echo("the on-chain head is not this brain's snapshot at that sequence; run 'ledger verify --chain'")
+    else:
+        click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
 
 
 @chain.command("deploy")

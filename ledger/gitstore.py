@@ -26,6 +26,7 @@ from pathlib import Path
 
 from blake3 import blake3
 
+from ledger._env import child_env
 from ledger.errors import StoreError, TreeError
 from ledger.merkle import (
     KIND_DIR,
@@ -33,6 +34,7 @@ from ledger.merkle import (
     KIND_FILE,
     Digest,
     DirNode,
+    RootIndex,
     file_digest,
     format_root,
     parse_root,
@@ -181,6 +183,7 @@ class _CatFile:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
+                env=child_env(),
             )
         return self._proc
 
@@ -455,6 +458,7 @@ class GitStore:
             ],
             capture_output=True,
             text=True,
+            env=child_env(),
         )
         try:
             if proc.returncode != 0:
@@ -519,10 +523,34 @@ def _parse_change(value: str) -> Change:
     return Change(action, skill, int(version))
 
 
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    # operation → the change actions it may record (init records none; snapshot, one or more)
+    "init": (),
+    "create": ("create",),
+    "edit": ("update",),
+    "patch": ("update",),
+    "write-file": ("update",),
+    "remove-file": ("update",),
+    "delete": ("delete",),
+    "revert": ("create", "update"),
+    "snapshot": ("create", "update", "delete"),
+}
+
+
 def format_message(
-    operation: str, root: bytes, parent_root: bytes | None, changes: Sequence[Change], note: str = ""
+    operation: str,
+    root: bytes,
+    parent_root: bytes | None,
+    changes: Sequence[Change],
+    note: str = "",
+    nonce: str | None = None,
 ) -> str:
-    """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers."""
+    """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers.
+
+    The message is canonical: :func:`split_note` and this function invert each other,
+    which is how ``verify`` checks every trailer.  ``nonce`` (genesis only) makes two
+    brains created in the same second distinct, and so their registration salts.
+    """
     if len(changes) == 1:
         subject = f"{operation} {changes[0].skill} v{changes[0].version}"
     else:
@@ -535,11 +563,36 @@ def format_message(
     if len(changes) == 1:
         trailers += [f"Ledger-Skill: {changes[0].skill}", f"Ledger-Version: {changes[0].version}"]
     trailers += [f"Ledger-Change: {c.trailer()}" for c in changes]
+    if nonce is not None:
+        trailers.append(f"Ledger-Nonce: {nonce}")
     parts = [subject]
     if note.strip():
         parts.append(note.strip())
     parts.append("\n".join(trailers))
     return "\n\n".join(parts) + "\n"
+
+
+def split_note(message: str) -> str:
+    """The free-text note of a ledger message: the paragraphs between the subject and the trailers."""
+    paragraphs = message.rstrip("\n").split("\n\n")
+    return "\n\n".join(paragraphs[1:-1])
+
+
+def canonical_message(snap: Snapshot) -> str:
+    """The message the ledger writes for this snapshot's fields; any other text means a rewritten trailer."""
+    nonce = snap.trailers.get("Ledger-Nonce", [None])[0] if snap.operation == "init" else None
+    return format_message(snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce)
+
+
+def recompute_root(store: GitStore, commit: bytes, cache: DigestCache) -> bytes:
+    """A snapshot's root from its git objects alone; pass a fresh in-memory cache to trust nothing stored."""
+    skills = store.skills_tree(commit)
+    digests: dict[str, bytes] = {}
+    for sha, mode, name in store.read_tree(skills) if skills else ():
+        if mode != MODE_DIR:
+            raise TreeError(f"skills/{name} in snapshot {commit.hex()[:12]} is not a skill directory")
+        digests[name] = tree_digest(store, sha, cache, name)
+    return RootIndex(digests).root
 
 
 def _hex(sha: bytes | None) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
+from ledger._env import secret
 from ledger.errors import KeystoreError
 
 __all__ = [
@@ -65,7 +66,7 @@ def _path(name: str) -> Path:
 
 
 def _password(source: PasswordSource | None, confirm: bool) -> str:
-    env = os.environ.get("LEDGER_KEY_PASSWORD")
+    env = secret("LEDGER_KEY_PASSWORD")
     if env is not None:
         return env
     if source is None:
