@@ -763,6 +763,8 @@ class Brain:
                     f"skills/{name} exists in the working tree but not in a snapshot",
                     hint="run 'ledger status' and 'ledger snapshot' to record it first",
                 )
+            for rel in writes:
+                check_bundle_path(name, rel)  # before any object is written
             files = self._blobs(writes, dict(base or {}))
             action = "create" if base is None else "update"
             return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note)

@@ -113,6 +113,10 @@ def check_component(part: str, where: str) -> str:
     """
     if part in ("", ".", ".."):
         raise SkillError(f"invalid path {where!r}: empty, '.' and '..' segments are not allowed")
+    try:
+        part.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SkillError(f"invalid path {where.encode('utf-8', 'backslashreplace')!r}: not valid UTF-8") from None
     bad = sorted({c for c in part if c in _FORBIDDEN})
     if bad:
         shown = ", ".join(repr(c) for c in bad)

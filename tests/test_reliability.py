@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -336,7 +337,18 @@ def _make_deep(base: Path, parts: list[str], name: str, data: bytes) -> None:
     os.close(fd)
 
 
-def test_trees_deeper_than_the_recursion_limit_hash_snapshot_and_verify(brain: Brain) -> None:
+@pytest.fixture
+def deep_brain(brain: Brain) -> Iterator[Brain]:
+    """A brain whose tree will be too deep for shutil.rmtree (pytest's cleanup): removed with rm -rf."""
+    try:
+        yield brain
+    finally:
+        subprocess.run(["rm", "-rf", str(brain.skills_dir)], check=False)
+        subprocess.run(["rm", "-rf", str(brain.root / ".ledger" / "rescued")], check=False)
+
+
+def test_trees_deeper_than_the_recursion_limit_hash_snapshot_and_verify(deep_brain: Brain) -> None:
+    brain = deep_brain
     rel = "/".join(["d"] * 1500)
     _make_deep(brain.skills_dir / "s" / "references", ["d"] * 1500, "f.md", b"deep\n")
     (brain.skills_dir / "s" / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\nx\n")
@@ -360,14 +372,29 @@ def test_symlink_operand_is_refused_on_both_paths(tmp_path: Path, spelling: str,
     assert proc.returncode == 1 and "symbolic link" in proc.stderr
 
 
-def test_unreadable_file_is_refused_with_a_message_not_a_traceback(tmp_path: Path) -> None:
+def test_unreadable_file_is_refused_with_a_message_not_a_traceback() -> None:
+    """Run as an unprivileged user (root reads everything): an unreadable file is refused, never skipped."""
+    import shutil
+    import tempfile
+
+    prefix: list[str] = []
     if os.geteuid() == 0:
-        pytest.skip("root reads every file; covered by the FIFO case below")
-    (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "f").write_text("x")
-    (tmp_path / "t" / "f").chmod(0)
-    proc = run_ledger("hash", str(tmp_path / "t"), env={"LEDGER_PURE_PYTHON": "1"})
-    assert proc.returncode == 1 and "cannot read" in proc.stderr
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv to drop privileges")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        tree = Path(d) / "t"
+        tree.mkdir()
+        (tree / "ok").write_text("x")
+        (tree / "secret").write_text("x")
+        (tree / "secret").chmod(0)
+        for pure in ("", "1"):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+            env.update({"LEDGER_PURE_PYTHON": pure} if pure else {})
+            proc = subprocess.run([*prefix, run_ledger.__globals__["LEDGER"], "hash", str(tree)],
+                                  capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+            assert proc.returncode == 1 and "cannot read 'secret'" in proc.stderr, (pure, proc.stderr[-400:])
 
 
 def test_prove_refuses_a_directory(brain: Brain) -> None:

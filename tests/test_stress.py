@@ -1,0 +1,38 @@
+"""Reduced runs of the reliability harnesses (tests/stress.py); full sizes: scripts/stress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.stress import hostile_corpus, kill_run, symlink_race, writers_run
+
+
+def test_random_kills_lose_nothing_and_brick_nothing(tmp_path: Path) -> None:
+    res = kill_run(tmp_path, kills=30, seed=7, verify_every=10)
+    assert res["acked"] > 0 and res["kills"] == 30
+    assert (res["lost"], res["bricked"], res["torn"]) == (0, 0, 0), res["problems"]
+
+
+@pytest.mark.parametrize("kind", ["patch", "write-file"])
+def test_writers_on_one_skill_keep_every_acknowledged_write(tmp_path: Path, kind: str) -> None:
+    res = writers_run(tmp_path, writers=4, ops=5, kind=kind)
+    assert res["acked"] == 20, res["failed"]
+    assert res["lost"] == 0 and res["duplicate_versions"] == 0 and res["versions_contiguous"]
+    assert res["verify_ok"] and res["reader_failures"] == [] and res["reader_runs"] > 0
+
+
+def test_writers_on_their_own_skills(tmp_path: Path) -> None:
+    res = writers_run(tmp_path, writers=3, ops=4, kind="patch", same_skill=False, readers=1)
+    assert res["acked"] == 12 and res["lost"] == 0 and res["versions_contiguous"] and res["verify_ok"]
+
+
+def test_symlink_swapped_during_writes_never_lets_a_byte_out(tmp_path: Path) -> None:
+    res = symlink_race(tmp_path, attempts=150)
+    assert res["swaps"] > 0 and res["sentinel_unchanged"] and res["status_ok"], res
+
+
+def test_hostile_corpus_is_refused_cleanly_and_changes_nothing(tmp_path: Path) -> None:
+    res = hostile_corpus(tmp_path)
+    assert res["failures"] == [] and not res["brain_changed"] and res["verify_ok"], res
