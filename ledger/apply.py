@@ -1,0 +1,477 @@
+"""The one write path of a brain: objects, checks, journal, working tree, branch; and the roll-forward.
+
+A mutation builds its git objects first, then checks every path and every file it will
+touch on disk, then writes a journal, materialises the working tree through
+:mod:`ledger.writepath`, moves ``main`` by compare-and-swap and drops the journal.  A crash
+before the journal leaves the old state; after it, the next writer rolls forward, unless
+a file changed since, which it refuses to overwrite (``ledger recover``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ledger import gitstore as gs
+from ledger import writepath as wp
+from ledger._faults import crashpoint
+from ledger.errors import (
+    LedgerError,
+    SkillError,
+    SkillExistsError,
+    SkillNotFoundError,
+    StoreError,
+    TreeError,
+)
+from ledger.merkle import (
+    KIND_DIR,
+    KIND_EXEC,
+    Digest,
+    DirNode,
+    RootIndex,
+    file_digest,
+    format_root,
+    iter_files,
+)
+from ledger.records import NoChangeError, Receipt, RecoveryError
+from ledger.skill import (
+    MAX_SKILL_MD,
+    MAX_SUPPORT_FILE,
+    SKILL_MD,
+    SkillDoc,
+    check_bundle_path,
+    check_name,
+    check_support_path,
+)
+
+__all__ = ["JOURNAL", "Head", "SnapshotWriter", "check_support_size", "write_json"]
+
+JOURNAL = "journal.json"
+OWN_REFS = (gs.BRANCH, "refs/notes/ledger-chain")
+FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
+
+
+def _tree_entry(name: str, tree: bytes) -> bytes:
+    """One serialised git tree entry for a skill directory."""
+    return b"40000 " + name.encode() + b"\x00" + tree
+
+
+class Head:
+    """The head snapshot held in memory, so an upsert touches only what it changes.
+
+    ``entries`` holds each skill's serialised git tree entry keyed by ``name/``
+    (git's sort key for a directory) and ``keys`` their sorted order, so the new
+    ``skills/`` tree is one join rather than a re-serialisation.
+    """
+
+    def __init__(
+        self,
+        commit: bytes,
+        snap: gs.Snapshot,
+        skills: dict[str, bytes],
+        bundle: RootIndex,
+        entries: dict[str, bytes] | None = None,
+        keys: list[str] | None = None,
+        ordered: list[bytes] | None = None,
+    ) -> None:
+        self.commit = commit
+        self.snap = snap
+        self.skills = skills  # name → tree id
+        self.bundle = bundle
+        self.entries = entries if entries is not None else {n + "/": _tree_entry(n, t) for n, t in skills.items()}
+        self.keys = keys if keys is not None else sorted(self.entries)
+        self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
+
+
+class SnapshotWriter:
+    """The write engine of :class:`ledger.brain.Brain` (a mixin: it uses the brain's store, cache and lock)."""
+
+    root: Path
+    control: Path
+    skills_dir: Path
+    store: gs.GitStore
+    cache: gs.DigestCache
+    _head: Head | None
+    _base: bytes | None
+    _fresh: dict[bytes, bytes]
+    pending_recovery: StoreError | None
+
+    def _bump(
+        self,
+        operation: str,
+        name: str,
+        files: FileMap,
+        old: SkillDoc,
+        new: SkillDoc,
+        writes: Mapping[str, tuple[bytes, bool] | None],
+        *,
+        note: str,
+    ) -> Receipt:
+        changed = new.with_version(old.version) != old
+        for path, spec in writes.items():
+            if spec is None:
+                changed = changed or path in files
+            else:
+                changed = changed or files.get(path) != (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0]))
+        if not changed:
+            raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
+        payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
+        payload[SKILL_MD] = (new.with_version(old.version + 1).render().encode(), False)
+        return self._write_skill(operation, name, payload, base=files, note=note, version=old.version + 1)
+
+    def _write_skill(
+        self,
+        operation: str,
+        name: str,
+        writes: Mapping[str, tuple[bytes, bool] | None],
+        *,
+        base: FileMap | None = None,
+        note: str = "",
+        version: int = 1,
+    ) -> Receipt:
+        with self.locked():
+            if base is not None:
+                self._require_clean(name)
+                if self.head().skills.get(name) is None:
+                    raise SkillNotFoundError(f"skill {name!r} was deleted concurrently")
+            elif name in self.head().skills:
+                raise SkillExistsError(f"skill {name!r} already exists")
+            elif self._on_disk(name):
+                raise SkillExistsError(
+                    f"skills/{name} exists in the working tree but not in a snapshot",
+                    hint="run 'ledger status' and 'ledger snapshot' to record it first",
+                )
+            for rel in writes:
+                check_bundle_path(name, rel)  # before any object is written
+            files = self._blobs(writes, dict(base or {}))
+            action = "create" if base is None else "update"
+            return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note)
+
+    def _blobs(self, writes: Mapping[str, tuple[bytes, bool] | None], files: FileMap) -> FileMap:
+        for path, spec in writes.items():
+            if spec is None:
+                files.pop(path, None)
+                continue
+            data, executable = spec
+            sha = self.store.write_blob(data)
+            self._fresh[sha] = file_digest(data)
+            self.cache.put(sha, self._fresh[sha])
+            files[path] = (gs.MODE_EXEC if executable else gs.MODE_FILE, sha)
+        return files
+
+    def _tree(self, files: FileMap, where: str) -> tuple[bytes, bytes]:
+        """Write the git trees for a skill's files; return (tree id, bundle digest).
+
+        Iterative, deepest directory first, so depth is bounded only by the path rules.
+        File digests come from the bytes (:meth:`_blob_digest`), never from the cache.
+        """
+        dirs: dict[str, dict[str, tuple[int, bytes] | None]] = {"": {}}  # None marks a subdirectory
+        for path, spec in files.items():
+            parent, _, leaf = path.rpartition("/")
+            dirs.setdefault(parent, {})
+            if dirs[parent].get(leaf, spec) is None or path in dirs:
+                raise SkillError(f"{where}/{path} is both a file and a directory")
+            dirs[parent][leaf] = spec
+            while parent:
+                up, _, name = parent.rpartition("/")
+                siblings = dirs.setdefault(up, {})
+                if name in siblings:
+                    if siblings[name] is not None:
+                        raise SkillError(f"{where}/{parent} is both a file and a directory")
+                    break
+                siblings[name] = None
+                parent = up
+        done: dict[str, tuple[bytes, bytes]] = {}
+        for rel in sorted(dirs, key=lambda p: -(p.count("/") + 1) if p else 0):
+            entries: list[gs.TreeEntry] = []
+            nodes: dict[str, Digest | DirNode] = {}
+            for name, spec in dirs[rel].items():
+                if spec is None:
+                    sha, digest = done[f"{rel}/{name}" if rel else name]
+                    entries.append((sha, gs.MODE_DIR, name))
+                    nodes[name] = Digest(KIND_DIR, digest)
+                else:
+                    mode, sha = spec
+                    entries.append((sha, mode, name))
+                    nodes[name] = Digest(gs.kind_of_mode(mode, name), self._blob_digest(sha))
+            tree = self.store.write_tree(entries)
+            digest = DirNode(nodes, f"{where}/{rel}" if rel else where).digest
+            self.cache.put(tree, digest)
+            done[rel] = (tree, digest)
+        return done[""]
+
+    def _blob_digest(self, sha: bytes) -> bytes:
+        """A file digest computed from its bytes in this write; the persisted cache is not trusted here."""
+        digest = self._fresh.get(sha)
+        if digest is None:
+            digest = self._fresh[sha] = file_digest(self.store.read(sha, b"blob"))
+            self.cache.put(sha, digest)
+        return digest
+
+    def _apply(
+        self,
+        operation: str,
+        updates: Mapping[str, FileMap | None],
+        changes: list[gs.Change],
+        note: str,
+        disk: Mapping[str, FileMap] | None = None,
+    ) -> Receipt:
+        """The one write path: objects → checks → journal → working tree → branch → done.
+
+        ``disk`` is what a snapshot read from the working tree, where that differs from
+        the last snapshot (it re-renders SKILL.md with the new version).
+        """
+        with self.locked():
+            head = self.head()
+            try:
+                return self._apply_locked(head, operation, updates, changes, note, disk or {})
+            except BaseException:
+                self._head = None  # the in-memory head may be half-updated; reload it from git
+                raise
+
+    def _apply_locked(
+        self,
+        head: Head,
+        operation: str,
+        updates: Mapping[str, FileMap | None],
+        changes: list[gs.Change],
+        note: str,
+        disk: Mapping[str, FileMap],
+    ) -> Receipt:
+        if self._base is not None and head.commit != self._base:
+            raise StoreError(
+                f"the branch moved from {self._base.hex()[:12]} to {head.commit.hex()[:12]} while this write ran "
+                "(a git command outside the ledger?); nothing was written",
+                hint="run the command again",
+            )
+        skills = dict(head.skills)
+        entries = dict(head.entries)
+        digests: dict[str, bytes | None] = {}
+        for name, files in updates.items():
+            if files is None:
+                skills.pop(name, None)
+                entries.pop(name + "/", None)
+                digests[name] = None
+            else:
+                tree, digests[name] = self._tree(files, name)
+                skills[name] = tree
+                entries[name + "/"] = _tree_entry(name, tree)
+        bundle = head.bundle  # updated in place: a failure below drops the cached head (see _apply)
+        bundle.update(digests)
+        # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
+        same_names = all(files is not None and name in head.skills for name, files in updates.items())
+        if same_names:
+            keys, ordered = head.keys, list(head.ordered)
+            for name in updates:
+                ordered[bisect.bisect_left(keys, name + "/")] = entries[name + "/"]
+        else:
+            keys = sorted(entries)
+            ordered = [entries[k] for k in keys]
+        skills_tree = self.store.write_raw_tree(b"".join(ordered)) if keys else None
+        if skills_tree is not None:
+            self.cache.put(skills_tree, bundle.root)
+        root = bundle.root
+        message = gs.format_message(operation, root, head.snap.root, changes, note)
+        root_tree = self.store.root_tree(skills_tree)
+        commit = self.store.write_commit(root_tree, [head.commit], message)
+        with wp.WorkTree(self.root, self.control) as tree:
+            olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
+            for name, files in updates.items():
+                for rel in files or ():
+                    check_bundle_path(name, rel)
+                problems = tree.check(name, [disk[name] if name in disk else olds[name], files])
+                if problems:
+                    raise StoreError(
+                        f"skills/{name} on disk is neither its last snapshot nor this write:"
+                        + "".join(f"\n  {p}" for p in problems[:20]),
+                        hint="run 'ledger status'; record hand edits with 'ledger snapshot' or move them away",
+                    )
+            crashpoint("after-objects")
+            journal = {
+                "commit": commit.hex(),
+                "expected": head.commit.hex(),
+                "skills": sorted(updates),
+                "disk": {n: {r: [m, sha.hex()] for r, (m, sha) in fm.items()} for n, fm in disk.items()},
+            }
+            write_json(self.control / JOURNAL, journal)
+            crashpoint("after-journal")
+            self._head = None
+            for name in sorted(updates):
+                tree.materialize(name, updates[name], self._read_blob)
+            crashpoint("after-worktree")
+            self.store.move_head(commit, head.commit)
+            crashpoint("after-ref")
+            (self.control / JOURNAL).unlink()
+        snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
+        self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
+        single = changes[0] if len(changes) == 1 else None
+        return Receipt(
+            skill=single.skill if single else None,
+            version=single.version if single else None,
+            root=format_root(root),
+            commit=commit.hex(),
+            operation=operation,
+        )
+
+    def _read_blob(self, sha: bytes) -> bytes:
+        return self.store.read(sha, b"blob")
+
+    def _stale_ref_locks(self) -> bool:
+        return any((self.store.git_dir / (ref + ".lock")).exists() for ref in OWN_REFS)
+
+    def _clear_leftovers(self) -> None:
+        """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
+        wp.move_ref_lock_aside(self.store.git_dir, OWN_REFS)
+        if (self.control / "tmp").is_dir():
+            with wp.WorkTree(self.root, self.control) as tree:
+                tree.clear_tmp()
+
+    def _journal(self) -> tuple[bytes, bytes, list[str], dict[str, FileMap]] | None:
+        path = self.control / JOURNAL
+        try:
+            journal = json.loads(path.read_text())
+            disk = {
+                check_name(n): {str(r): (int(m), bytes.fromhex(h)) for r, (m, h) in fm.items()}
+                for n, fm in journal.get("disk", {}).items()
+            }
+            return (
+                bytes.fromhex(journal["commit"]),
+                bytes.fromhex(journal["expected"]),
+                [check_name(n) for n in journal["skills"]],
+                disk,
+            )
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, LedgerError) as exc:
+            raise StoreError(f"{path} is corrupt: {exc}", hint="inspect it; remove it to abandon the write") from exc
+
+    def _trees_at(self, commit: bytes) -> dict[str, bytes]:
+        skills_tree = self.store.skills_tree(commit)
+        return {n: sha for sha, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+
+    def _recover(self, *, move_aside: bool = False) -> list[str]:
+        """Roll an interrupted write forward from its journal (its objects are already stored).
+
+        Each file of a journaled skill must be in its old or its new state; anything else
+        is a hand edit made after the crash, and is never overwritten: the roll-forward
+        refuses (:class:`RecoveryError`), or with ``move_aside`` keeps the skill's files
+        under ``.ledger/rescued/`` first.  Returns the paths moved aside.
+        """
+        found = self._journal()
+        if found is None:
+            return []
+        commit, expected, names, disk = found
+        path = self.control / JOURNAL
+        if not self.store.has(commit):
+            path.unlink()  # the write never reached the object store: old state stands
+            return []
+        current = self.store.head()
+        if current not in (commit, expected):
+            raise StoreError(f"{path}: the branch moved since the interrupted write", hint="inspect and remove it")
+        old, new = self._trees_at(expected), self._trees_at(commit)
+        moved: list[str] = []
+        with wp.WorkTree(self.root, self.control) as tree:
+            plans = {
+                n: (
+                    self._skill_files(old[n]) if n in old else None,
+                    self._skill_files(new[n]) if n in new else None,
+                )
+                for n in names
+            }
+            problems = {n: tree.check(n, [*states, *([disk[n]] if n in disk else [])]) for n, states in plans.items()}
+            if any(problems.values()):
+                if not move_aside:
+                    raise RecoveryError(
+                        "an interrupted write cannot be finished without overwriting files changed since:",
+                        [p for ps in problems.values() for p in ps],
+                    )
+                dest = self.control / "rescued" / time.strftime("%Y%m%dT%H%M%S") / commit.hex()[:12]
+                for name, ps in problems.items():
+                    if ps:
+                        tree.move_aside(name, dest)
+                        moved.append(str(dest / name))
+            for name in names:
+                tree.materialize(name, plans[name][1], self._read_blob)
+        if current != commit:
+            self.store.move_head(commit, expected)
+        path.unlink()
+        self._head = None
+        return moved
+
+    def recover(self, *, move_aside: bool = False) -> dict[str, Any]:
+        """Finish (or report) an interrupted write: the one command that settles a pending journal."""
+        with self.locked(recover=False):
+            pending = self._journal()
+            if pending is None:
+                self.pending_recovery = None
+                return {"pending": False, "moved": []}
+            moved = self._recover(move_aside=move_aside)
+            self.pending_recovery = None
+            return {"pending": True, "commit": pending[0].hex(), "skills": pending[2], "moved": moved}
+
+    def _require_clean(self, name: str) -> None:
+        head = self.head()
+        want = self._skill_files(head.skills[name]) if name in head.skills else {}
+        with wp.WorkTree(self.root, self.control) as tree:
+            have, problems = tree.scan(name)
+        if problems:
+            raise TreeError(problems[0], hint="replace it with a regular file or directory, then 'ledger snapshot'")
+        if have != want:
+            raise StoreError(
+                f"skills/{name} has changes that are not in a snapshot",
+                hint="run 'ledger status' to see them and 'ledger snapshot' to record them",
+            )
+
+    def _read_disk_skill(
+        self, tree: wp.WorkTree, name: str, node: Digest | DirNode
+    ) -> dict[str, tuple[bytes, bool]]:
+        """Validate a skill directory from the working tree and return its files."""
+        if not isinstance(node, DirNode):
+            raise SkillError(f"skills/{name} is a file; every entry in skills/ must be a skill directory")
+        check_name(name)
+        out: dict[str, tuple[bytes, bool]] = {}
+        for rel, leaf in iter_files(node):
+            if rel != SKILL_MD:
+                check_support_path(rel)
+            check_bundle_path(name, rel)
+            data = tree.read((name, *rel.split("/")), MAX_SUPPORT_FILE if rel != SKILL_MD else 4 * MAX_SKILL_MD)
+            if data is None or file_digest(data) != leaf.digest:
+                raise StoreError(f"skills/{name}/{rel} changed while it was being read; try again")
+            if rel != SKILL_MD:
+                check_support_size(rel, data)
+            out[rel] = (data, leaf.kind == KIND_EXEC)
+        if SKILL_MD not in out:
+            raise SkillError(f"skills/{name} has no {SKILL_MD}")
+        try:
+            out[SKILL_MD][0].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillError(f"skills/{name}/{SKILL_MD} is not valid UTF-8") from exc
+        return out
+
+
+def check_support_size(rel: str, data: bytes) -> None:
+    if len(data) > MAX_SUPPORT_FILE:
+        raise SkillError(
+            f"{rel} is {len(data)} bytes; supporting files are limited to {MAX_SUPPORT_FILE} bytes",
+            hint="split it or link to it from references/",
+        )
+
+
+def _blob_id(data: bytes) -> bytes:
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest()
+
+
+def write_json(path: Path, doc: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

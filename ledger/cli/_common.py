@@ -1,0 +1,180 @@
+"""The ``ledger`` group and what every command shares: error mapping, input limits, output, receipts.
+
+Exit codes: 0 ok, 1 refused or failed (message on stderr, nothing changed),
+2 usage.  Chain commands import web3 lazily, so local commands start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ledger.errors import LedgerError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Turns every :class:`LedgerError` into one stderr message and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            _fail(exc, 2)
+        except LedgerError as exc:
+            _fail(exc, 1)
+        except UnicodeError as exc:
+            _fail(LedgerError(f"input is not valid UTF-8 ({exc})", hint="pass UTF-8 text and names"), 1)
+        except BrokenPipeError:
+            sys.exit(1)
+
+
+def _fail(exc: LedgerError, code: int) -> None:
+    click.secho(f"error: {printable(exc.message)}", fg="red", err=True)
+    if exc.hint:
+        click.echo(f"hint: {printable(exc.hint)}", err=True)
+    sys.exit(code)
+
+
+def printable(text: str) -> str:
+    """Escape control characters and undecodable bytes, so no input can repaint the terminal."""
+    return "".join(c if _shown(c) else c.encode("unicode_escape").decode() for c in text)
+
+
+def _shown(c: str) -> bool:
+    return (c.isprintable() or c in "\n\t") and not 0xDC80 <= ord(c) <= 0xDCFF
+
+
+def read_input(source: str, limit: int, what: str) -> bytes:
+    """Read a file argument ('-': stdin) as bytes, refusing devices and anything over ``limit`` bytes."""
+    import os
+    import stat
+
+    from ledger.writepath import read_limited
+
+    if source == "-":
+        return read_limited(sys.stdin.fileno(), limit, f"{what} (stdin)")
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"cannot open {what} {source!r}: {exc.strerror}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise LedgerError(f"{what} {source!r} is not a regular file", hint="pass a file, or '-' for stdin")
+        os.set_blocking(fd, True)
+        return read_limited(fd, limit, f"{what} {source!r}")
+    finally:
+        os.close(fd)
+
+
+def read_text(source: str, limit: int, what: str) -> str:
+    data = read_input(source, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LedgerError(f"{what} {source!r} is not valid UTF-8 (byte {exc.start})") from exc
+
+
+def emit(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def progress_bar(label: str) -> Callable[[int, int], None] | None:
+    """A progress callback drawing on stderr when it is a terminal; otherwise none."""
+    if not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--brain",
+    "brain_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="LEDGER_BRAIN",
+    help="Brain directory (default: $LEDGER_BRAIN, else the current directory or its nearest brain parent).",
+)
+@click.version_option(package_name="brain-ledger", prog_name="ledger")
+@click.pass_context
+def main(ctx: click.Context, brain_dir: Path | None) -> None:
+    """A content-addressed, git-backed ledger of an agent's skills."""
+    ctx.obj = {"brain": brain_dir}
+
+
+@contextmanager
+def open_brain(ctx: click.Context) -> Iterator[Any]:
+    from ledger.brain import Brain
+
+    path = ctx.obj["brain"]
+    with Brain.open(path if path is not None else None, search_up=path is None) as brain:
+        if brain.pending_recovery is not None and ctx.command_path.split()[-1] != "recover":
+            click.secho(f"warning: {printable(brain.pending_recovery.message)}", fg="yellow", err=True)
+            click.echo("warning: showing the last snapshot; run 'ledger recover' to settle the write", err=True)
+        yield brain
+
+
+def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
+    if ctx.obj.get("commit"):
+        from ledger.chain import commit_pending
+
+        with open_brain(ctx) as brain:
+            receipt = commit_pending(brain, attach_to=receipt)
+    if as_json:
+        emit(receipt.to_json())
+        return
+    what = f"{receipt.skill} v{receipt.version}" if receipt.skill else "brain"
+    click.echo(f"{receipt.operation} {what}")
+    click.echo(f"root   {receipt.root}")
+    click.echo(f"commit {receipt.commit}")
+    if receipt.chain:
+        click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
+
+
+TEXT_LIMIT = 4 * 100_000  # bytes: SKILL.md is limited to 100,000 characters of at most 4 bytes each
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
+commit_flag = click.option(
+    "--commit/--no-commit", "chain_commit", default=None, help="Commit the new root on chain now (default: config)."
+)
+
+
+def mutation(fn: F) -> F:
+    return json_flag(note_flag(commit_flag(fn)))  # type: ignore[return-value]
+
+
+def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:
+    """Run one mutation on the brain and print its receipt (anchoring it on chain if asked)."""
+    want_commit(ctx, kw["chain_commit"])
+    with open_brain(ctx) as brain:
+        receipt = op(brain)
+    print_receipt(ctx, receipt, kw["as_json"])
+
+
+def want_commit(ctx: click.Context, flag: bool | None) -> None:
+    if flag is None:
+        from ledger.brain import CONFIG, CONTROL, find_brain
+
+        path = ctx.obj["brain"]
+        root = find_brain(path if path is not None else None, search_up=path is None)
+        flag = bool(json.loads((root / CONTROL / CONFIG).read_text()).get("auto_commit", False))
+    ctx.obj["commit"] = flag

@@ -1,0 +1,222 @@
+"""Commands on the brain as a whole: init, status, recover, snapshot, log, hash, proofs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli._common import (
+    emit,
+    json_flag,
+    main,
+    mutation,
+    open_brain,
+    print_receipt,
+    progress_bar,
+    read_input,
+    read_text,
+    want_commit,
+)
+from ledger.errors import LedgerError, UsageError
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+def init(directory: Path) -> None:
+    """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY."""
+    from ledger.brain import Brain
+
+    with Brain.init(directory) as brain:
+        head = brain.head()
+        click.echo(f"initialised brain in {brain.root}")
+        click.echo(f"root   {head.snap.to_json()['root']}")
+
+
+@main.command()
+@click.pass_context
+def index(ctx: click.Context) -> None:
+    """Print the Level-0 index: one '▸ name: description' line per skill."""
+    with open_brain(ctx) as brain:
+        click.echo(brain.index(), nl=False)
+
+
+@main.command()
+@json_flag
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show what differs between the working tree and the head snapshot."""
+    with open_brain(ctx) as brain:
+        st = brain.status()
+        pending = _pending(brain)
+        st.pending_chain = pending
+    if as_json:
+        emit(st.to_json())
+        return
+    click.echo(f"head   {st.head_commit}")
+    click.echo(f"root   {st.head_root}")
+    if pending is not None:
+        click.echo(f"chain  {pending} snapshot(s) without a local receipt ('ledger chain status' asks the chain)")
+    if st.clean:
+        click.echo("working tree clean")
+        return
+    click.echo(f"tree   {st.tree_root}")
+    click.echo("changes not in a snapshot (record them with 'ledger snapshot'):")
+    for path, what in st.changes.items():
+        click.echo(f"  {what:9} skills/{path}")
+
+
+@main.command()
+@click.option("--move-aside", is_flag=True, help="Keep files changed since the crash in .ledger/rescued/, then finish.")
+@json_flag
+@click.pass_context
+def recover(ctx: click.Context, move_aside: bool, as_json: bool) -> None:
+    """Finish a write a crash interrupted; refuses (showing them) if files changed since."""
+    with open_brain(ctx) as brain:
+        result = brain.recover(move_aside=move_aside)
+    if as_json:
+        emit(result)
+    elif not result["pending"]:
+        click.echo("nothing to recover")
+    else:
+        click.echo(f"finished the interrupted write {result['commit'][:12]} ({', '.join(result['skills'])})")
+        for path in result["moved"]:
+            click.echo(f"kept files changed since the crash in {path}")
+
+
+def _pending(brain: Any) -> int | None:
+    if not brain.config.get("chain"):
+        return None
+    from ledger.chain import pending_count
+
+    return pending_count(brain)
+
+
+@main.command()
+@mutation
+@click.pass_context
+def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None) -> None:
+    """Record hand edits in the working tree as one snapshot."""
+    want_commit(ctx, chain_commit)
+    with open_brain(ctx) as brain:
+        receipt = brain.snapshot(note, progress_bar("hashing"))
+    print_receipt(ctx, receipt, as_json)
+
+
+@main.command()
+@json_flag
+@click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots.")
+@click.pass_context
+def log(ctx: click.Context, as_json: bool, max_count: int | None) -> None:
+    """Show the lineage of snapshots, newest first."""
+    with open_brain(ctx) as brain:
+        receipts = _receipts(brain)
+        out = []
+        for i, snap in enumerate(brain.store.lineage()):
+            if max_count is not None and i >= max_count:
+                break
+            doc = snap.to_json()
+            doc["chain"] = receipts.get(snap.commit)
+            out.append(doc)
+    if as_json:
+        emit(out)
+        return
+    for doc in out:
+        what = f"{doc['skill']} v{doc['version']}" if doc["skill"] else f"{len(doc['changes'])} change(s)"
+        chain = f"  [chain block {doc['chain']['block']}]" if doc.get("chain") else ""
+        click.echo(f"{doc['commit'][:12]}  {doc['root'][:30]}…  {doc['operation']:11} {what}{chain}")
+
+
+def _receipts(brain: Any) -> dict[str, Any]:
+    if not brain.config.get("chain"):
+        return {}
+    from ledger.receipts import read_receipts
+
+    return read_receipts(brain.store)
+
+
+@main.command("hash")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@json_flag
+def hash_cmd(directory: Path, as_json: bool) -> None:
+    """Print the bundle root of DIRECTORY (of its skills/ when it is a brain)."""
+    from ledger.merkle import format_root, hash_path
+
+    # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
+    # so that hashing does not import the git layer.
+    target = directory / "skills" if (directory / ".ledger" / "config.json").is_file() else directory
+    root = format_root(hash_path(target))
+    emit({"root": root}) if as_json else click.echo(root)
+
+
+@main.command()
+@click.argument("rel")
+@click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root.")
+@click.pass_context
+def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
+    """Print the inclusion proof (JSON) of file REL, given as <skill>/<path>."""
+    with open_brain(ctx) as brain:
+        proof = brain.prove(rel, rev)
+    emit(proof.to_json())
+
+
+@main.command("verify-proof")
+@click.argument("proof_file")
+@click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
+@click.option("--file", "content", help="Also check that this file is the proven content.")
+@click.option("--chain", is_flag=True, help="Check against the agent's on-chain head (needs --rpc etc.).")
+@click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
+@click.option("--registry", help="Registry address for --chain.")
+@click.option("--agent", help="Agent id for --chain.")
+@click.option("--json", "as_json", is_flag=True)
+def verify_proof(
+    proof_file: Any,
+    root: str | None,
+    content: Any,
+    chain: bool,
+    rpc: str | None,
+    registry: str | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    """Check an inclusion proof against a root; needs nothing but the proof."""
+    from ledger.merkle import InclusionProof, format_root, parse_root, verify_proof
+
+    if (root is None) == (not chain):
+        raise UsageError("give exactly one of --root ROOT or --chain")
+    try:
+        doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
+    proof = InclusionProof.from_json(doc)
+    if chain:
+        from ledger.chain import onchain_roots
+
+        if not (rpc and registry and agent):
+            raise UsageError("--chain needs --rpc, --registry and --agent")
+        want_roots = onchain_roots(rpc, registry, agent)
+        if proof.root not in want_roots:
+            raise LedgerError(f"FAIL: {format_root(proof.root)} was never committed on chain by agent {agent}")
+        want = proof.root
+    else:
+        want = parse_root(root or "")
+        if proof.root != want:
+            msg = f"the proof is for root {format_root(proof.root)}, not the given {format_root(want)}"
+            if as_json:
+                emit({"ok": False, "path": proof.path, "root": format_root(want), "error": msg})
+                sys.exit(1)
+            raise LedgerError(f"FAIL: {msg}", hint="prove the file at that snapshot: ledger prove REL --at ROOT")
+    try:
+        verify_proof(proof, want, read_input(content, 1 << 31, "--file") if content else None)
+    except LedgerError as exc:
+        if as_json:
+            emit({"ok": False, "path": proof.path, "root": format_root(want), "error": exc.message})
+            sys.exit(1)
+        raise LedgerError(f"FAIL: {exc.message}") from exc
+    if as_json:
+        emit({"ok": True, "path": proof.path, "root": format_root(want)})
+    else:
+        click.echo(f"OK: {proof.path} is in {format_root(want)}")

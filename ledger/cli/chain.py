@@ -1,0 +1,206 @@
+"""Keys, the local anvil, the registry, and ``ledger commit``: everything that talks to a chain."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli._common import (
+    emit,
+    json_flag,
+    main,
+    open_brain,
+    progress_bar,
+)
+
+
+def _prompt_password(confirm: bool) -> str:
+    return str(click.prompt("keystore password", hide_input=True, confirmation_prompt=confirm, err=True))
+
+
+@main.group()
+def keys() -> None:
+    """Encrypted committer keys ($LEDGER_KEYSTORE); passwords from LEDGER_KEY_PASSWORD or a prompt."""
+
+
+@keys.command("new")
+@click.argument("name")
+def keys_new(name: str) -> None:
+    """Create a new random key NAME."""
+    from ledger.keys import new_key
+
+    click.echo(new_key(name, _prompt_password))
+
+
+@keys.command("import")
+@click.argument("name")
+def keys_import(name: str) -> None:
+    """Import a private key as NAME, read from stdin or a hidden prompt (never from argv)."""
+    from ledger.keys import import_key
+
+    tty = sys.stdin.isatty()
+    secret = click.prompt("private key", hide_input=True, err=True) if tty else sys.stdin.readline()
+    click.echo(import_key(name, secret, _prompt_password))
+
+
+@keys.command("list")
+@json_flag
+def keys_list(as_json: bool) -> None:
+    """List keystores with their addresses."""
+    from ledger.keys import list_keys
+
+    found = list_keys()
+    if as_json:
+        emit(found)
+    for k in [] if as_json else found:
+        click.echo(f"{k['name']:24} {k['address']}")
+
+
+# --------------------------------------------------------------------------- chain
+
+
+@main.group()
+def chain() -> None:
+    """A local anvil testnet and the on-chain registry."""
+
+
+def _anvil_dir(brain: Any) -> Path:
+    return Path(brain.control) / "anvil"
+
+
+@chain.command("up")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--chain-id", type=int, default=31337, show_default=True)
+@click.pass_context
+def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
+    """Start a local anvil in the background; its state persists in .ledger/anvil/."""
+    from ledger import anvil
+
+    with open_brain(ctx) as brain:
+        node = anvil.start(_anvil_dir(brain), port=port, chain_id=chain_id)
+        chain_cfg = dict(brain.config.get("chain") or {})
+        if chain_cfg.get("rpc") != node.url:
+            chain_cfg["rpc"] = node.url
+            brain.update_config(chain=chain_cfg)
+    click.echo(node.url)
+
+
+@chain.command("down")
+@click.pass_context
+def chain_down(ctx: click.Context) -> None:
+    """Stop the local anvil (its state is kept for the next 'chain up')."""
+    from ledger import anvil
+
+    with open_brain(ctx) as brain:
+        node = anvil.stop(_anvil_dir(brain))
+    click.echo(f"stopped anvil (pid {node.pid})" if node else "anvil was not running")
+
+
+@chain.command("use")
+@click.argument("rpc")
+@click.pass_context
+def chain_use(ctx: click.Context, rpc: str) -> None:
+    """Point the brain at an existing RPC endpoint."""
+    with open_brain(ctx) as brain:
+        chain_cfg = dict(brain.config.get("chain") or {})
+        chain_cfg["rpc"] = rpc
+        brain.update_config(chain=chain_cfg)
+    click.echo(rpc)
+
+
+key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-dev' on chain id 31337.")
+
+
+@chain.command("status")
+@json_flag
+@click.pass_context
+def chain_status(ctx: click.Context, as_json: bool) -> None:
+    """Compare the on-chain head of this brain's agent with the local head."""
+    from ledger.chain import chain_status as status_of
+
+    with open_brain(ctx) as brain:
+        st = status_of(brain)
+    if as_json:
+        emit(st)
+        return
+    for key in ("rpc", "chain_id", "registry", "agent", "onchain_head", "onchain_seq", "local_head", "pending"):
+        click.echo(f"{key:13} {st[key]}")
+    if st["stale_receipts"]:
+        click.echo(f"warning: {st['stale_receipts']} local receipt(s) are beyond the chain's sequence (reset or reorg)")
+    if st["diverged"]:
+        click.echo("the on-chain head is not this brain's snapshot at that sequence; run 'ledger verify --chain'")
+    else:
+        click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
+
+
+@chain.command("deploy")
+@key_flag
+@json_flag
+@click.pass_context
+def chain_deploy(ctx: click.Context, key: str | None, as_json: bool) -> None:
+    """Deploy the registry (and its share token) and record the address in the brain's config."""
+    from ledger.chain import deploy
+
+    with open_brain(ctx) as brain:
+        cfg = deploy(brain, key=key, password=_prompt_password)
+    emit({"registry": cfg.registry, "chain_id": cfg.chain_id, "block": cfg.deploy_block}) if as_json else click.echo(
+        f"registry {cfg.registry} on chain {cfg.chain_id} (block {cfg.deploy_block})"
+    )
+
+
+@chain.command("register")
+@click.option("--shares", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@key_flag
+@json_flag
+@click.pass_context
+def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bool) -> None:
+    """Register this brain's agent and mint its shares to the signing key."""
+    from ledger.chain import register
+
+    with open_brain(ctx) as brain:
+        cfg = register(brain, shares=shares, key=key, password=_prompt_password)
+    agent = f"0x{cfg.agent_id:064x}"
+    emit({"agent": agent, "registry": cfg.registry, "shares": shares}) if as_json else click.echo(f"agent {agent}")
+
+
+@chain.command("authorize")
+@click.argument("address")
+@click.option("--revoke", is_flag=True, help="Revoke instead of grant.")
+@key_flag
+@click.pass_context
+def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | None) -> None:
+    """Let ADDRESS commit roots for this agent (owner only)."""
+    from ledger.chain import authorize
+
+    with open_brain(ctx) as brain:
+        authorize(brain, address, not revoke, key=key, password=_prompt_password)
+    click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
+
+
+@main.command("commit")
+@key_flag
+@click.option("--batch", type=click.IntRange(1, 500), default=32, show_default=True, help="Roots per transaction.")
+@json_flag
+@click.pass_context
+def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -> None:
+    """Commit every snapshot not yet on chain, in order and batched; record each receipt."""
+    from ledger.chain import as_json as result_json
+    from ledger.chain import commit_pending
+
+    with open_brain(ctx) as brain:
+        result = commit_pending(
+            brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing")
+        )
+    if as_json:
+        emit(result_json(result))
+        return
+    if not result.committed:
+        click.echo("nothing to commit: the on-chain head equals the local head")
+    else:
+        click.echo(f"committed {result.committed} root(s) in {len(result.transactions)} transaction(s)")
+    if result.reconciled:
+        click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
+    click.echo(f"on-chain head {result.head} (seq {result.seq})")

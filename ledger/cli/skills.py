@@ -1,0 +1,149 @@
+"""``ledger skill …``: create, improve and read skills; every write is one snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli._common import (
+    TEXT_LIMIT,
+    emit,
+    json_flag,
+    main,
+    mutate,
+    mutation,
+    open_brain,
+    read_input,
+    read_text,
+)
+from ledger.errors import LedgerError, UsageError
+
+
+@main.group()
+def skill() -> None:
+    """Create, improve and read skills; every write is one snapshot."""
+
+
+@skill.command("create")
+@click.argument("name")
+@click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
+@click.option("--body", help="Markdown body.")
+@click.option("--body-file", help="Read the body from a file ('-' for stdin).")
+@mutation
+@click.pass_context
+def skill_create(ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, **kw: Any) -> None:
+    """Create skill NAME at version 1 (refuses an existing name)."""
+    if body is not None and body_file is not None:
+        raise UsageError("give --body or --body-file, not both")
+    text = read_text(body_file, TEXT_LIMIT, "--body-file") if body_file is not None else (body or "")
+    mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"]))
+
+
+@skill.command("upsert")
+@click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
+@click.option("--file", "src", required=True, help="SKILL.md text ('-' = stdin).")
+@mutation
+@click.pass_context
+def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> None:
+    """Write a whole SKILL.md by slug: create it, or bump the existing skill in place."""
+    text = read_text(src, TEXT_LIMIT, "--file")
+    mutate(ctx, kw, lambda brain: brain.upsert(text, name=name, note=kw["note"]))
+
+
+@skill.command("edit")
+@click.argument("name")
+@click.option("--file", "src", required=True, help="New SKILL.md ('-' = stdin).")
+@mutation
+@click.pass_context
+def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
+    """Rewrite NAME's SKILL.md in full (the version is bumped by the ledger)."""
+    text = read_text(src, TEXT_LIMIT, "--file")
+    mutate(ctx, kw, lambda brain: brain.edit(name, text, note=kw["note"]))
+
+
+@skill.command("patch")
+@click.argument("name")
+@click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
+@click.option("--new", required=True, help="Replacement text.")
+@click.option("--file", "rel", help="A supporting file (e.g. references/x.md) instead of SKILL.md.")
+@mutation
+@click.pass_context
+def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, **kw: Any) -> None:
+    """Replace one exact occurrence of --old with --new."""
+    mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, note=kw["note"]))
+
+
+@skill.command("delete")
+@click.argument("name")
+@mutation
+@click.pass_context
+def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
+    """Delete skill NAME (its history stays in the ledger)."""
+    mutate(ctx, kw, lambda brain: brain.delete(name, note=kw["note"]))
+
+
+@skill.command("write-file")
+@click.argument("name")
+@click.argument("rel")
+@click.option("--from", "src", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--executable/--no-executable", default=None, help="Mode bit (default: as the source file).")
+@mutation
+@click.pass_context
+def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executable: bool | None, **kw: Any) -> None:
+    """Add or replace supporting file REL (under references/ templates/ scripts/ assets/)."""
+    from ledger.skill import MAX_SUPPORT_FILE
+
+    if src.is_symlink():
+        raise LedgerError(f"{src} is a symbolic link", hint="pass the file it points to")
+    if executable is None:
+        executable = bool(src.stat().st_mode & 0o100)
+    data = read_input(str(src), MAX_SUPPORT_FILE, "--from")
+    mutate(ctx, kw, lambda brain: brain.write_file(name, rel, data, executable=executable, note=kw["note"]))
+
+
+@skill.command("remove-file")
+@click.argument("name")
+@click.argument("rel")
+@mutation
+@click.pass_context
+def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> None:
+    """Remove supporting file REL from skill NAME."""
+    mutate(ctx, kw, lambda brain: brain.remove_file(name, rel, note=kw["note"]))
+
+
+@skill.command("list")
+@json_flag
+@click.pass_context
+def skill_list(ctx: click.Context, as_json: bool) -> None:
+    """List skills (name, version, description) without reading bodies."""
+    with open_brain(ctx) as brain:
+        skills = brain.list()
+    if as_json:
+        emit([s.to_json() for s in skills])
+        return
+    for s in skills:
+        click.echo(f"{s.name:32} v{s.version:<4} {s.description}")
+
+
+@skill.command("view")
+@click.argument("name")
+@click.option("--file", "rel", help="Show a supporting file instead of the body.")
+@json_flag
+@click.pass_context
+def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) -> None:
+    """Show a skill's body and linked files, or one supporting file."""
+    with open_brain(ctx) as brain:
+        doc = brain.view(name, rel)
+    if as_json:
+        emit(doc)
+    elif rel is not None:
+        if doc.get("binary"):
+            raise LedgerError(f"{rel} is binary ({doc['size']} bytes)", hint="use --json, or read the file directly")
+        click.echo(doc["content"], nl=False)
+    else:
+        click.echo(f"# {doc['name']} (v{doc['version']}): {doc['description']}\n")
+        click.echo(doc["body"], nl=False)
+        for sub, files in doc["files"].items():
+            click.echo(f"\n[{sub}] " + ", ".join(files))

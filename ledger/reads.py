@@ -1,0 +1,210 @@
+"""Reading a brain: the skill index, views, status against the head, proofs, and history.
+
+Every read of the working tree goes through :mod:`ledger.writepath`, so a read refuses a
+symbolic link exactly as a write does, and never prints a file from outside the brain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ledger import gitstore as gs
+from ledger import writepath as wp
+from ledger.errors import (
+    SkillError,
+    SkillNotFoundError,
+    StoreError,
+)
+from ledger.merkle import (
+    Digest,
+    DirNode,
+    InclusionProof,
+    format_root,
+    iter_files,
+    prove,
+    read_tree,
+)
+from ledger.records import SkillInfo, Status
+from ledger.skill import (
+    MAX_SKILL_MD,
+    MAX_SUPPORT_FILE,
+    SKILL_MD,
+    SUPPORT_DIRS,
+    check_name,
+    check_support_path,
+    parse_skill_md,
+)
+
+__all__ = ["BrainReads"]
+
+FileMap = dict[str, tuple[int, bytes]]
+
+
+class BrainReads:
+    """Read-only operations of :class:`ledger.brain.Brain` (a mixin: it uses the brain's store and head)."""
+
+    root: Path
+    control: Path
+    skills_dir: Path
+    store: gs.GitStore
+    cache: gs.DigestCache
+
+    def list(self) -> list[SkillInfo]:
+        """Skills in the working tree, from frontmatter only (bodies are not parsed)."""
+        out = []
+        with wp.WorkTree(self.root, self.control) as tree:
+            for name in self._skill_names(tree):
+                data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+                if data is None:
+                    continue
+                doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), dir_name=name)
+                out.append(SkillInfo(doc.name, doc.description, doc.version, doc.license, doc.compatibility))
+        return out
+
+    def index(self) -> str:
+        """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each."""
+        lines = [f"▸ {s.name}: {' '.join(s.description.split())}" for s in self.list()]
+        return "".join(line + "\n" for line in lines)
+
+    def view(self, name: str, file: str | None = None) -> dict[str, Any]:
+        """A skill's body and its linked files, or one supporting file's text.
+
+        Reads go through the same descriptor-relative path as writes: a symbolic link
+        anywhere in the skill is refused, never followed out of the brain.
+        """
+        check_name(name)
+        with wp.WorkTree(self.root, self.control) as tree:
+            text = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+            if text is None:
+                raise SkillNotFoundError(f"no skill named {name!r}", hint="see 'ledger skill list'")
+            if file is not None:
+                parts = check_support_path(file)
+                data = tree.read((name, *parts), MAX_SUPPORT_FILE)
+                if data is None:
+                    raise SkillNotFoundError(f"skill {name!r} has no file {file!r}")
+                try:
+                    return {"name": name, "file": file, "content": data.decode("utf-8")}
+                except UnicodeDecodeError:
+                    return {"name": name, "file": file, "binary": True, "size": len(data)}
+            files, _ = tree.scan(name)
+        doc = parse_skill_md(_decode(text, f"skills/{name}/{SKILL_MD}"), dir_name=name)
+        linked: dict[str, list[str]] = {}
+        for rel in sorted(files):
+            top = rel.split("/", 1)[0]
+            if top in SUPPORT_DIRS and "/" in rel:
+                linked.setdefault(top, []).append(rel)
+        return {
+            "name": doc.name,
+            "description": doc.description,
+            "version": doc.version,
+            "body": doc.body,
+            "files": linked,
+        }
+
+    def _on_disk(self, name: str) -> bool:
+        """Whether anything, a dangling link included, sits at ``skills/<name>``."""
+        with wp.WorkTree(self.root, self.control) as tree:
+            return tree.exists(name)
+
+    def _skill_names(self, tree: wp.WorkTree) -> list[str]:
+        return sorted(name for name, is_dir in tree.listdir() if is_dir)
+
+    def status(self) -> Status:
+        """Compare the working tree with the head snapshot: ``{path: modified|new|deleted}``."""
+        head = self.head()
+        disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
+        changes: dict[str, str] = {}
+        if disk.digest != head.bundle.root:
+            names = set(disk.names) | set(head.skills)
+            for name in sorted(names):
+                on_disk = disk.entries.get(name)
+                digest = head.bundle.digests.get(name)
+                if on_disk is not None and digest is not None and on_disk.digest == digest:
+                    continue
+                old = self._committed_files(name) if digest is not None else {}
+                new = _disk_files(on_disk, name)
+                for path in sorted(set(old) | set(new)):
+                    if path not in new:
+                        changes[path] = "deleted"
+                    elif path not in old:
+                        changes[path] = "new"
+                    elif old[path] != new[path]:
+                        changes[path] = "modified"
+        return Status(head.commit.hex(), format_root(head.bundle.root), format_root(disk.digest), changes)
+
+    def prove(self, rel: str, at: str | None = None) -> InclusionProof:
+        """Inclusion proof of bundle path ``rel`` (``<skill>/<file>``) in a snapshot (default: head)."""
+        commit = self.store.resolve(at) if at else self.head().commit
+        snap = self.store.snapshot(commit)
+        parts = tuple(p for p in rel.split("/"))
+        tree = gs.expand(self.store, self.store.skills_tree(commit), self.cache, parts)
+        if tree.digest != snap.root:
+            raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
+        return prove(tree, rel)
+
+    def diff(self, rev1: str, rev2: str) -> dict[str, Any]:
+        """Files and skills that differ between two snapshots: ``{path: added|deleted|modified}``."""
+        a, b = (self.store.skills_tree(self.store.resolve(r)) for r in (rev1, rev2))
+        old = {n: s for s, _, n in self.store.read_tree(a)} if a else {}
+        new = {n: s for s, _, n in self.store.read_tree(b)} if b else {}
+        files: dict[str, str] = {}
+        skills: dict[str, str] = {}
+        for name in sorted(set(old) | set(new)):
+            if old.get(name) == new.get(name):
+                continue
+            skills[name] = "added" if name not in old else "deleted" if name not in new else "modified"
+            fa = self._skill_files(old[name]) if name in old else {}
+            fb = self._skill_files(new[name]) if name in new else {}
+            for rel in sorted(set(fa) | set(fb)):
+                if fa.get(rel) != fb.get(rel):
+                    files[f"{name}/{rel}"] = "added" if rel not in fa else "deleted" if rel not in fb else "modified"
+        return {"from": rev1, "to": rev2, "skills": skills, "files": files}
+
+    def _version_commit(self, name: str, version: int) -> bytes:
+        """The newest snapshot that wrote ``name`` at ``version`` (a deleted and recreated name reuses numbers)."""
+        check_name(name)
+        for snap in self.store.lineage():
+            for change in snap.changes:
+                if change.skill == name and change.version == version and change.action != "delete":
+                    return bytes.fromhex(snap.commit)
+        raise SkillNotFoundError(f"no snapshot wrote {name} v{version}", hint=f"see 'ledger log' for {name}'s versions")
+
+    def show(self, name: str, version: int) -> str:
+        """``SKILL.md`` of ``name`` exactly as it was at ``version``."""
+        commit = self._version_commit(name, version)
+        tree = {n: s for s, _, n in self.store.read_tree(self.store.skills_tree(commit) or b"")}
+        return self._text(self._skill_files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")
+
+    def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:
+        return {
+            f"{name}/{rel}": (gs.kind_of_mode(mode, rel), gs.blob_digest(self.store, sha, self.cache))
+            for rel, (mode, sha) in self._skill_files(self.head().skills[name]).items()
+        }
+
+
+def _disk_files(node: Digest | DirNode | None, name: str) -> dict[str, tuple[int, bytes]]:
+    if node is None:
+        return {}
+    if not isinstance(node, DirNode):
+        return {name: (node.kind, node.digest)}
+    return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(node)}
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillError(f"{where} is not valid UTF-8") from exc
+
+
+def _frontmatter_only(data: bytes, where: str) -> str:
+    """SKILL.md cut after its frontmatter, so listing never parses bodies."""
+    text = _decode(data, where)
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
+        return text  # let the parser report the malformed file
+    for i, line in enumerate(lines[1:], 1):
+        if line.rstrip("\r\n").rstrip() == "---":
+            return "".join(lines[: i + 1])
+    return text
