@@ -155,7 +155,9 @@ def kill_run(workdir: Path, kills: int, seed: int = 1, verify_every: int = 25, l
         op = rng.choice(OPS)
         argv = _plan(op, n, _head_state(brain), rng, tmp, brain)
         est = statistics.median(durations[op][-15:])
-        delay = rng.uniform(0, est * 1.2)
+        # Most of a command's life is interpreter start-up; aim most kills at its last third,
+        # where objects, the journal, the working tree and the ref are written.
+        delay = est * (rng.uniform(0, 1.2) if rng.random() < 0.3 else rng.uniform(0.6, 1.1))
         start = time.monotonic()
         proc = subprocess.Popen(
             [LEDGER, "--brain", str(brain), *argv, "--json"],
@@ -331,14 +333,20 @@ libc = ctypes.CDLL(None, use_errno=True)
 a, b, stop = (os.fsencode(p) for p in sys.argv[1:4])
 rng = random.Random(int(sys.argv[4]))
 swaps = 0
+lost = 0
 while not os.path.exists(stop):
     if libc.renameat2(-100, a, -100, b, 2) == 0:
         swaps += 1
         time.sleep(rng.uniform(0, 0.002))
-        while libc.renameat2(-100, a, -100, b, 2) != 0:
+        for _ in range(10000):  # swap back; the writer may have removed the link meanwhile
+            if libc.renameat2(-100, a, -100, b, 2) == 0:
+                break
             time.sleep(0.0001)
+        else:
+            lost += 1
+            break
     time.sleep(rng.uniform(0, 0.002))
-print(swaps)
+print(swaps, lost)
 """
 
 
@@ -389,12 +397,13 @@ def symlink_race(workdir: Path, attempts: int, seed: int = 1) -> dict[str, Any]:
                     outcomes["refused: " + exc.message.split(":")[0][:60].split(" is ")[-1]] += 1
     finally:
         stop.touch()
-        swaps = int(swapper.communicate(timeout=60)[0].strip() or 0)
+        swaps, stuck = (int(x) for x in swapper.communicate(timeout=60)[0].split())
     after = _checksum(sentinel)
     status = run(brain_dir, "status", "--json")
     return {
         "attempts": attempts,
         "swaps": swaps,
+        "swap_back_failed": stuck,
         "outcomes": dict(outcomes),
         "sentinel_unchanged": after == before,
         "sentinel_entries": after[1],
