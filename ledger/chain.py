@@ -24,7 +24,7 @@ from web3.logs import DISCARD
 from ledger._faults import crashpoint
 from ledger.brain import Brain, Receipt
 from ledger.errors import ChainError, RpcUnreachableError
-from ledger.gitstore import DigestCache, Snapshot, recompute_root
+from ledger.gitstore import Snapshot, recompute_roots
 from ledger.keys import PasswordSource, load_account
 from ledger.merkle import format_root
 from ledger.receipts import read_receipts, write_receipts
@@ -382,9 +382,8 @@ def _check_roots(brain: Brain, pending: list[Snapshot]) -> None:
     The digest cache and the saved root index speed up local writes; what goes on
     chain must not rest on them, so a forged cache record can never be anchored.
     """
-    cache = DigestCache(None)  # in memory: filled from objects in this call only
-    for snap in pending:
-        actual = recompute_root(brain.store, bytes.fromhex(snap.commit), cache)
+    commits = [bytes.fromhex(s.commit) for s in pending]
+    for snap, actual in zip(pending, recompute_roots(brain.store, commits), strict=True):
         if actual != snap.root:
             raise ChainError(
                 f"snapshot {snap.commit[:12]} records root {format_root(snap.root)} but its objects hash to "

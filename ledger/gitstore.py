@@ -584,15 +584,27 @@ def canonical_message(snap: Snapshot) -> str:
     return format_message(snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce)
 
 
-def recompute_root(store: GitStore, commit: bytes, cache: DigestCache) -> bytes:
-    """A snapshot's root from its git objects alone; pass a fresh in-memory cache to trust nothing stored."""
-    skills = store.skills_tree(commit)
-    digests: dict[str, bytes] = {}
-    for sha, mode, name in store.read_tree(skills) if skills else ():
-        if mode != MODE_DIR:
-            raise TreeError(f"skills/{name} in snapshot {commit.hex()[:12]} is not a skill directory")
-        digests[name] = tree_digest(store, sha, cache, name)
-    return RootIndex(digests).root
+def recompute_roots(store: GitStore, commits: Sequence[bytes]) -> Iterator[bytes]:
+    """Each snapshot's root from its git objects alone, trusting no stored cache.
+
+    Consecutive snapshots share most skills: digests are cached in memory by tree id
+    (content-addressed, computed in this call), and the root's Merkle levels are updated
+    along changed skills only, so a batch costs one full hash plus its changes.
+    """
+    cache = DigestCache(None)
+    index = RootIndex({})
+    entries: dict[str, bytes] = {}
+    for commit in commits:
+        skills = store.skills_tree(commit)
+        now: dict[str, bytes] = {}
+        for sha, mode, name in store.read_tree(skills) if skills else ():
+            if mode != MODE_DIR:
+                raise TreeError(f"skills/{name} in snapshot {commit.hex()[:12]} is not a skill directory")
+            now[name] = sha
+        changed = {n for n in set(now) | set(entries) if now.get(n) != entries.get(n)}
+        index.update({n: tree_digest(store, now[n], cache, n) if n in now else None for n in changed})
+        entries = now
+        yield index.root
 
 
 def _hex(sha: bytes | None) -> str:
