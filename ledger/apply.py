@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import treehash as th
 from ledger import writepath as wp
 from ledger._faults import crashpoint
 from ledger.errors import (
@@ -96,7 +97,7 @@ class SnapshotWriter:
     control: Path
     skills_dir: Path
     store: gs.GitStore
-    cache: gs.DigestCache
+    cache: th.DigestCache
     _head: Head | None
     _base: bytes | None
     _fresh: dict[bytes, bytes]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import treehash as th
 from ledger._env import child_env
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
@@ -154,7 +155,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         parent = next((ln[7:] for ln in raw.split(b"\n\n", 1)[0].split(b"\n") if ln.startswith(b"parent ")), None)
         commit = bytes.fromhex(parent.decode()) if parent else None
     chain.reverse()
-    cache = gs.DigestCache(None)
+    cache = th.DigestCache(None)
     index = RootIndex({})
     snaps_chk, lineage_chk, versions_chk, skills_chk = (
         report.check(n) for n in ("snapshots", "lineage", "versions", "skills")
@@ -183,7 +184,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
             # Only what changed since the previous snapshot is hashed: subtree digests are cached
             # by git tree id, and the root's Merkle levels are updated along changed paths only.
-            index.update({n: gs.tree_digest(store, entries[n], cache, n) if n in entries else None for n in changed})
+            index.update({n: th.tree_digest(store, entries[n], cache, n) if n in entries else None for n in changed})
             computed = index.root
         except LedgerError as exc:
             snaps_chk.fail(f"{label}: its tree cannot be hashed: {exc.message}", **where)
@@ -278,8 +279,8 @@ def _divergent_path(
     suspects = [n for n in changed if n not in declared] or [n for n in changed if n in declared]
     first: str | None = None
     for name in suspects:
-        new = gs.files_of(store, entries.get(name))
-        old = gs.files_of(store, prev.get(name))
+        new = th.files_of(store, entries.get(name))
+        old = th.files_of(store, prev.get(name))
         for rel in sorted(set(new) | set(old)):
             if new.get(rel) == old.get(rel):
                 continue
@@ -352,7 +353,7 @@ def _check_skill(
         chk.fail(f"{label}: declares {name!r} written but it is not in the tree", path=name, **where)
         return
     try:
-        files = gs.files_of(store, tree)
+        files = th.files_of(store, tree)
         if SKILL_MD not in files:
             raise LedgerError(f"{name} has no {SKILL_MD}")
         for rel in files:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.apply import JOURNAL, Head, SnapshotWriter, check_support_size, write_json
 from ledger.errors import (
@@ -107,7 +108,7 @@ class Brain(BrainReads, SnapshotWriter):
         if self.skills_dir.is_symlink():
             raise StoreError(f"{self.skills_dir} is a symbolic link; the brain refuses to follow it")
         self.store = gs.GitStore(root)
-        self.cache = gs.DigestCache(self.control / "cache" / "digests-v2.bin")
+        self.cache = th.DigestCache(self.control / "cache" / "digests-v2.bin")
         self._head: Head | None = None
         self._lock_fd: int | None = None
         self._thread_lock = threading.RLock()
@@ -241,7 +242,7 @@ class Brain(BrainReads, SnapshotWriter):
             skills[name] = sha
         bundle = self._load_index(skills_tree)
         if bundle is None or bundle.names != sorted(skills) or bundle.root != snap.root:
-            digests = {n: gs.tree_digest(self.store, sha, self.cache, n) for n, sha in skills.items()}
+            digests = {n: th.tree_digest(self.store, sha, self.cache, n) for n, sha in skills.items()}
             bundle = RootIndex(digests)
         if bundle.root != snap.root:
             raise StoreError(
@@ -279,7 +280,7 @@ class Brain(BrainReads, SnapshotWriter):
         os.replace(tmp, path)
 
     def _skill_files(self, tree: bytes) -> FileMap:
-        files = gs.files_of(self.store, tree)
+        files = th.files_of(self.store, tree)
         for rel, (mode, _) in files.items():
             gs.kind_of_mode(mode, rel)
         return files

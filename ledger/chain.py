@@ -24,10 +24,11 @@ from web3.logs import DISCARD
 from ledger._faults import crashpoint
 from ledger.brain import Brain, Receipt
 from ledger.errors import ChainError, RpcUnreachableError
-from ledger.gitstore import Snapshot, recompute_roots
+from ledger.gitstore import Snapshot
 from ledger.keys import PasswordSource, load_account
 from ledger.merkle import format_root
 from ledger.receipts import read_receipts, write_receipts
+from ledger.treehash import recompute_roots
 
 __all__ = [
     "ChainConfig",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.errors import (
     SkillError,
@@ -48,7 +49,7 @@ class BrainReads:
     control: Path
     skills_dir: Path
     store: gs.GitStore
-    cache: gs.DigestCache
+    cache: th.DigestCache
 
     def list(self) -> list[SkillInfo]:
         """Skills in the working tree, from frontmatter only (bodies are not parsed)."""
@@ -138,7 +139,7 @@ class BrainReads:
         commit = self.store.resolve(at) if at else self.head().commit
         snap = self.store.snapshot(commit)
         parts = tuple(p for p in rel.split("/"))
-        tree = gs.expand(self.store, self.store.skills_tree(commit), self.cache, parts)
+        tree = th.expand(self.store, self.store.skills_tree(commit), self.cache, parts)
         if tree.digest != snap.root:
             raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
         return prove(tree, rel)
@@ -178,7 +179,7 @@ class BrainReads:
 
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:
         return {
-            f"{name}/{rel}": (gs.kind_of_mode(mode, rel), gs.blob_digest(self.store, sha, self.cache))
+            f"{name}/{rel}": (gs.kind_of_mode(mode, rel), th.blob_digest(self.store, sha, self.cache))
             for rel, (mode, sha) in self._skill_files(self.head().skills[name]).items()
         }
 

@@ -17,12 +17,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import make_brain
 
-from ledger import gitstore as gs
+from ledger import treehash as th
 
 
 def recompute(brain, commits: list[bytes]) -> float:
     t = time.perf_counter()
-    for _ in gs.recompute_roots(brain.store, commits):
+    for _ in th.recompute_roots(brain.store, commits):
         pass
     return time.perf_counter() - t
 

@@ -15,8 +15,8 @@ from skills_ref.validator import validate as skills_ref_validate
 
 from ledger.brain import Brain, NoChangeError
 from ledger.errors import LedgerError, LockedError, PatchError, SkillError, SkillExistsError, StoreError
-from ledger.gitstore import DigestCache, bundle_of_tree
 from ledger.merkle import format_root, hash_path, parse_root, verify_proof
+from ledger.treehash import DigestCache, bundle_of_tree
 
 
 def git(brain: Path, *args: str) -> str:
