@@ -31,7 +31,6 @@ from ledger import treehash as th
 from ledger._env import child_env
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
-from ledger.receipts import read_receipts
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
 
 __all__ = ["Check", "Report", "audit_repo"]
@@ -126,7 +125,9 @@ def audit_repo(
         if rpc is not None:
             if registry is None or agent is None:
                 raise AuditError("--rpc needs --registry and --agent")
-            _check_chain(store, snaps, report, rpc, registry, agent, from_block)
+            from ledger.audit_chain import check_chain
+
+            check_chain(store, snaps, report, rpc, registry, agent, from_block)
         _check_fsck(path, report)
     finally:
         store.close()
@@ -417,146 +418,3 @@ def _check_fsck(path: Path, report: Report) -> None:
         chk.fail("git fsck: " + (first[0] if first else f"exit {proc.returncode}"))
     elif chk.ok:
         chk.summary = "git fsck found no problems"
-
-
-# --------------------------------------------------------------------------- chain
-
-
-def _check_chain(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int
-) -> None:
-    from ledger.chain import ZERO, Registry
-
-    reg = Registry(rpc, registry)  # raises RpcUnreachableError → exit 2
-    events = reg.events(agent, from_block)
-    report.chain = {
-        "rpc": rpc,
-        "registry": reg.address,
-        "agent": f"0x{agent:064x}",
-        "chain_id": reg.chain_id,
-        "onchain_seq": len(events),
-    }
-    ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
-    parent = ZERO
-    for i, ev in enumerate(events):
-        where = {"index": i, "expected": format_root(parent) if parent != ZERO else "none"}
-        if ev["seq"] != i + 1:
-            ev_chk.fail(f"event #{i}: sequence {ev['seq']}, expected {i + 1}", **where)
-        if ev["parent"] != parent:
-            ev_chk.fail(
-                f"event seq {ev['seq']}: parent is not the previous on-chain root",
-                computed=format_root(ev["parent"]),
-                **where,
-            )
-        parent = ev["root"]
-    if ev_chk.ok:
-        ev_chk.summary = f"{len(events)} RootCommitted event(s) form an unbroken chain"
-    for i, ev in enumerate(events):
-        if i >= len(snaps):
-            roots_chk.fail(
-                f"on-chain seq {ev['seq']} commits {format_root(ev['root'])}, beyond the last snapshot",
-                index=i,
-                computed=format_root(ev["root"]),
-            )
-            break
-        if ev["root"] != snaps[i].root:
-            roots_chk.fail(
-                f"on-chain seq {ev['seq']} (tx {ev['tx'][:12]}…) commits a root that is not snapshot #{i}'s",
-                snapshot=snaps[i].commit,
-                index=i,
-                expected=format_root(snaps[i].root),
-                computed=format_root(ev["root"]),
-            )
-    for i, ev in enumerate(events[: len(snaps)]):
-        if i < len(report.timeline):
-            report.timeline[i]["chain"] = {
-                "seq": ev["seq"],
-                "tx": ev["tx"],
-                "block": ev["block"],
-                "ok": ev["root"] == snaps[i].root,
-            }
-    if roots_chk.ok:
-        roots_chk.summary = f"on-chain roots 1..{len(events)} are the snapshots, in order"
-    head = reg.head(agent)
-    snap_roots = {s.root for s in snaps}
-    if events and head != events[-1]["root"]:
-        head_chk.fail(
-            "the registry's head is not its last committed root",
-            expected=format_root(events[-1]["root"]),
-            computed=format_root(head),
-        )
-    elif head != ZERO and head not in snap_roots:
-        head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
-    else:
-        head_chk.summary = (
-            f"the on-chain head {format_root(head)[:27]}… is snapshot #{len(events) - 1}"
-            if events
-            else "no root committed yet"
-        )
-    report.pending = [s.commit for s in snaps[len(events) :]]
-    _check_receipts(store, snaps, report, reg, events)
-    _check_committers(report, reg, agent, events, from_block)
-
-
-def _check_receipts(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]]
-) -> None:
-    chk = report.check("chain.receipts")
-    receipts = read_receipts(store)
-    if not receipts:
-        chk.summary = "no receipts in this repository (fetch refs/notes/ledger-chain to check them)"
-        return
-    by_commit = {s.commit: i for i, s in enumerate(snaps)}
-    txs = {(e["tx"], e["seq"]) for e in events}
-    hashes: dict[int, str | None] = {}
-    for commit, note in sorted(receipts.items(), key=lambda kv: kv[1].get("seq", 0)):
-        i = by_commit.get(commit)
-        label = f"receipt of snapshot {commit[:12]}" + (f" (#{i})" if i is not None else " (not in the lineage)")
-        block = int(note["block"])
-        if block not in hashes:
-            hashes[block] = reg.block_hash(block)
-        if hashes[block] != note["block_hash"]:
-            chk.fail(
-                f"{label}: block {block} is no longer canonical (reorganized away)",
-                snapshot=commit,
-                index=i,
-                expected=note["block_hash"],
-                computed=hashes[block] or "no such block",
-            )
-        elif (note["tx"], note["seq"]) not in txs:
-            chk.fail(
-                f"{label}: tx {note['tx']} is not among the registry's events for this agent", snapshot=commit, index=i
-            )
-    if chk.ok:
-        chk.summary = f"{len(receipts)} receipt(s) are in canonical blocks"
-
-
-def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]], from_block: int) -> None:
-    """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
-    chk = report.check("chain.committers")
-    c = reg._c()
-    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    if not owner_logs:
-        chk.fail("the agent was never registered on this registry")
-        return
-    owner = owner_logs[0]["args"]["owner"]
-    changes = sorted(
-        (
-            (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
-            for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-        ),
-    )
-    for ev in events:
-        allowed = ev["committer"] == owner
-        for block, index, who, ok in changes:
-            if (block, index) > (ev["block"], ev["log_index"]):
-                break
-            if who == ev["committer"]:
-                allowed = ok
-        if not allowed:
-            chk.fail(
-                f"on-chain seq {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
-                index=ev["seq"] - 1,
-            )
-    if chk.ok:
-        chk.summary = f"all {len(events)} root(s) were committed by the owner or an authorized key"
