@@ -30,6 +30,22 @@ def node(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def chained(tmp_path: Path, node):
+    """A brain with its own freshly deployed registry and registered agent (dev key, real anvil)."""
+    from ledger.chain import deploy, register
+    from ledger.keys import DEV_KEY_NAME
+
+    brain = Brain.init(tmp_path / "brain")
+    brain.update_config(chain={"rpc": node.url})
+    deploy(brain, key=DEV_KEY_NAME)
+    register(brain, shares=1000, key=DEV_KEY_NAME)
+    try:
+        yield brain
+    finally:
+        brain.close()
+
+
+@pytest.fixture
 def brain(tmp_path: Path):
     b = Brain.init(tmp_path / "brain")
     try:

@@ -6,33 +6,19 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, Registry, commit_pending, deploy, register
+from ledger.chain import ChainConfig, Registry, commit_pending
 from ledger.errors import ChainError
 from ledger.keys import DEV_KEY_NAME
 from ledger.receipts import read_receipts
 from tests.conftest import fingerprint, run_ledger
 
 pytestmark = pytest.mark.chain
-
-
-@pytest.fixture
-def chained(tmp_path: Path, node: anvil.Node) -> Iterator[Brain]:
-    """A brain with its own freshly deployed registry and registered agent."""
-    brain = Brain.init(tmp_path / "brain")
-    brain.update_config(chain={"rpc": node.url})
-    deploy(brain, key=DEV_KEY_NAME)
-    register(brain, shares=1000, key=DEV_KEY_NAME)
-    try:
-        yield brain
-    finally:
-        brain.close()
 
 
 def _env(brain: Brain, **extra: str) -> dict[str, str]:

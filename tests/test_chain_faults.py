@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,18 +20,6 @@ from ledger.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest
 from tests.conftest import run_ledger
 
 pytestmark = pytest.mark.chain
-
-
-@pytest.fixture
-def chained(tmp_path: Path, node: anvil.Node) -> Iterator[Brain]:
-    brain = Brain.init(tmp_path / "brain")
-    brain.update_config(chain={"rpc": node.url})
-    deploy(brain, key=DEV_KEY_NAME)
-    register(brain, shares=1000, key=DEV_KEY_NAME)
-    try:
-        yield brain
-    finally:
-        brain.close()
 
 
 def _ledger(brain: Brain, *args: str) -> subprocess.CompletedProcess[str]:
