@@ -42,8 +42,6 @@ from ledger.merkle import (
 )
 from ledger.records import NoChangeError, Receipt, RecoveryError
 from ledger.skill import (
-    MAX_SKILL_MD,
-    MAX_SUPPORT_FILE,
     SKILL_MD,
     SkillDoc,
     check_bundle_path,
@@ -102,6 +100,7 @@ class SnapshotWriter:
     _base: bytes | None
     _fresh: dict[bytes, bytes]
     pending_recovery: StoreError | None
+    limits: dict[str, int]
 
     def _bump(
         self,
@@ -114,7 +113,7 @@ class SnapshotWriter:
         *,
         note: str,
     ) -> Receipt:
-        changed = new.with_version(old.version) != old
+        changed = new.with_counter(old.version) != old.text
         for path, spec in writes.items():
             if spec is None:
                 changed = changed or path in files
@@ -123,7 +122,7 @@ class SnapshotWriter:
         if not changed:
             raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
         payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
-        payload[SKILL_MD] = (new.with_version(old.version + 1).render().encode(), False)
+        payload[SKILL_MD] = (new.with_counter(old.version + 1).encode(), False)
         return self._write_skill(operation, name, payload, base=files, note=note, version=old.version + 1)
 
     def _write_skill(
@@ -441,11 +440,12 @@ class SnapshotWriter:
             if rel != SKILL_MD:
                 check_support_path(rel)
             check_bundle_path(name, rel)
-            data = tree.read((name, *rel.split("/")), MAX_SUPPORT_FILE if rel != SKILL_MD else 4 * MAX_SKILL_MD)
+            limit = self.limits["file"] if rel != SKILL_MD else 4 * self.limits["skill_md"]
+            data = tree.read((name, *rel.split("/")), limit)
             if data is None or file_digest(data) != leaf.digest:
                 raise StoreError(f"skills/{name}/{rel} changed while it was being read; try again")
             if rel != SKILL_MD:
-                check_support_size(rel, data)
+                check_support_size(rel, data, self.limits["file"])
             out[rel] = (data, leaf.kind == KIND_EXEC)
         if SKILL_MD not in out:
             raise SkillError(f"skills/{name} has no {SKILL_MD}")
@@ -456,11 +456,11 @@ class SnapshotWriter:
         return out
 
 
-def check_support_size(rel: str, data: bytes) -> None:
-    if len(data) > MAX_SUPPORT_FILE:
+def check_support_size(rel: str, data: bytes, limit: int) -> None:
+    if len(data) > limit:
         raise SkillError(
-            f"{rel} is {len(data)} bytes; supporting files are limited to {MAX_SUPPORT_FILE} bytes",
-            hint="split it or link to it from references/",
+            f"{rel} is {len(data)} bytes; this brain's limit for a file is {limit} bytes",
+            hint="raise limits.file in .ledger/config.json",
         )
 
 

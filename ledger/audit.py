@@ -330,7 +330,8 @@ def _check_versions(
                 versions_chk.fail(f"{label}: declares {name!r} deleted but it is still in the tree", path=name, **where)
             live.pop(name, None)
             continue
-        want = 1 if change.action == "create" else (live.get(name, 0) + 1)
+        # A create starts at 1, or at the whole-number version the imported file brought.
+        want = max(version, 1) if change.action == "create" else (live.get(name, 0) + 1)
         if change.action == "create" and name in live:
             versions_chk.fail(f"{label}: creates {name!r}, which already exists", path=name, **where)
         if change.action == "update" and name not in live:
@@ -360,7 +361,7 @@ def _check_skill(
         for rel in files:
             if rel != SKILL_MD:
                 check_support_path(rel)
-        doc = parse_skill_md(store.read(files[SKILL_MD][1], b"blob").decode("utf-8"), dir_name=name)
+        doc = parse_skill_md(store.read(files[SKILL_MD][1], b"blob").decode("utf-8"), limit=1 << 31)
         if doc.version != version:
             raise LedgerError(f"{name}/{SKILL_MD} says version {doc.version}, the trailer says {version}")
     except (LedgerError, UnicodeDecodeError) as exc:

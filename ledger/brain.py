@@ -50,8 +50,11 @@ from ledger.merkle import (
 from ledger.reads import BrainReads
 from ledger.records import NoChangeError, Receipt, RecoveryError, SkillInfo, Status
 from ledger.skill import (
+    MAX_SKILL_MD,
+    MAX_SUPPORT_FILE,
     SKILL_MD,
     SkillDoc,
+    belongs_to,
     check_name,
     check_support_path,
     declared_name,
@@ -86,6 +89,16 @@ def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
     return wrapped
 
 
+def _limits(given: dict[str, Any]) -> dict[str, int]:
+    """Size limits from ``.ledger/config.json`` ``{"limits": {"skill_md": chars, "file": bytes}}``."""
+    limits = {"skill_md": MAX_SKILL_MD, "file": MAX_SUPPORT_FILE}
+    for key, value in given.items():
+        if key not in limits or not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise StoreError(f"config limits.{key} = {value!r} is not a known positive limit", hint="skill_md, file")
+        limits[key] = value
+    return limits
+
+
 def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool = False) -> Path:
     """Locate a brain: ``start`` itself, or (``search_up``) its nearest ancestor, like git."""
     here = Path(start if start is not None else os.getcwd()).absolute()
@@ -115,6 +128,7 @@ class Brain(BrainReads, SnapshotWriter):
         self._base: bytes | None = None  # the head a running mutation read under the lock
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self.pending_recovery: RecoveryError | StoreError | None = None
+        self.limits = _limits(json.loads((self.control / CONFIG).read_text()).get("limits") or {})
         if (self.control / JOURNAL).exists() or self._stale_ref_locks():
             try:
                 with self.locked():
@@ -292,7 +306,7 @@ class Brain(BrainReads, SnapshotWriter):
         files = self._skill_files(head.skills[name])
         if SKILL_MD not in files:
             raise StoreError(f"skill {name!r} in the head snapshot has no {SKILL_MD}")
-        doc = parse_skill_md(self._text(files[SKILL_MD][1], name), dir_name=name)
+        doc = parse_skill_md(self._text(files[SKILL_MD][1], name), limit=self.limits["skill_md"])
         return files, doc
 
     def _text(self, blob: bytes, where: str) -> str:
@@ -310,7 +324,7 @@ class Brain(BrainReads, SnapshotWriter):
         skills_tree = self.store.skills_tree(commit)
         tree = {n: s for s, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
         old_files = self._skill_files(tree[name])
-        old_doc = parse_skill_md(self._text(old_files[SKILL_MD][1], name), dir_name=name)
+        old_doc = parse_skill_md(self._text(old_files[SKILL_MD][1], name), limit=self.limits["skill_md"])
         writes: dict[str, tuple[bytes, bool] | None] = {
             rel: (self.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for rel, (mode, sha) in old_files.items()
         }
@@ -321,7 +335,7 @@ class Brain(BrainReads, SnapshotWriter):
                 writes.setdefault(rel, None)
             writes.pop(SKILL_MD)
             return self._bump("revert", name, files, current, old_doc, writes, note=note)
-        writes[SKILL_MD] = (old_doc.with_version(1).render().encode(), False)
+        writes[SKILL_MD] = (old_doc.with_counter(1).encode(), False)
         return self._write_skill("revert", name, writes, note=note)
 
     @_writer
@@ -334,9 +348,10 @@ class Brain(BrainReads, SnapshotWriter):
                 f"skill {name!r} already exists",
                 hint="use 'ledger skill edit' or 'patch' to improve it",
             )
-        doc = SkillDoc(name=name, description=description, version=1, body=body)
-        text = doc.render()
-        parse_skill_md(text, dir_name=name)  # validates description length etc.
+        if not description.strip():
+            raise SkillError("a new skill needs a description", hint="pass --description TEXT")
+        text = SkillDoc(name=name, description=description, version=1, body=body).render()
+        parse_skill_md(text, limit=self.limits["skill_md"])
         return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note)
 
     @_writer
@@ -353,8 +368,11 @@ class Brain(BrainReads, SnapshotWriter):
         text = ensure_frontmatter(text, name=slug)
         if slug in self.head().skills:
             return self.edit(slug, text, note=note)
-        doc = parse_skill_md(text, dir_name=slug, set_name=slug)
-        return self._write_skill("create", slug, {SKILL_MD: (doc.with_version(1).render().encode(), False)}, note=note)
+        doc = parse_skill_md(text, limit=self.limits["skill_md"])
+        version = max(doc.version, 1)  # an integer version the file brings is kept
+        return self._write_skill(
+            "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version
+        )
 
     @_writer
     def edit(self, name: str, text: str, *, note: str = "") -> Receipt:
@@ -362,9 +380,12 @@ class Brain(BrainReads, SnapshotWriter):
         check_name(name)
         files, old = self._committed(name)
         text = ensure_frontmatter(text, name=name, description=old.description)
-        new = parse_skill_md(text, dir_name=name, set_name=name)
-        if new.name != name:
-            raise SkillError(f"the new SKILL.md declares name {new.name!r}, not {name!r}")
+        new = parse_skill_md(text, limit=self.limits["skill_md"])
+        if not belongs_to(new, name):
+            raise SkillError(
+                f"the new SKILL.md declares name {new.name!r}, which is not skill {name!r}",
+                hint=f"use 'ledger skill upsert' to write skill {new.name!r}",
+            )
         return self._bump("edit", name, files, old, new, {}, note=note)
 
     @_writer
@@ -392,12 +413,14 @@ class Brain(BrainReads, SnapshotWriter):
         patched = text[:first] + new + text[first + len(old) :]
         if target == SKILL_MD:
             try:
-                new_doc = parse_skill_md(patched, dir_name=name)
+                new_doc = parse_skill_md(patched, limit=self.limits["skill_md"])
             except SkillError as exc:
                 raise PatchError(f"the patched SKILL.md is invalid: {exc.message}", hint=exc.hint) from exc
+            if not belongs_to(new_doc, name):
+                raise PatchError(f"the patched SKILL.md declares name {new_doc.name!r}, not {name!r}")
             return self._bump("patch", name, files, doc, new_doc, {}, note=note)
         data = patched.encode("utf-8")
-        check_support_size(target, data)
+        check_support_size(target, data, self.limits["file"])
         return self._bump("patch", name, files, doc, doc, {target: (data, files[target][0] == gs.MODE_EXEC)}, note=note)
 
     @_writer
@@ -405,7 +428,7 @@ class Brain(BrainReads, SnapshotWriter):
         """Add or replace a supporting file under references/ templates/ scripts/ assets/."""
         check_name(name)
         target = "/".join(check_support_path(rel))
-        check_support_size(target, data)
+        check_support_size(target, data, self.limits["file"])
         files, doc = self._committed(name)
         for existing in files:
             if existing.startswith(target + "/") or target.startswith(existing + "/"):
@@ -443,6 +466,7 @@ class Brain(BrainReads, SnapshotWriter):
         updates: dict[str, FileMap | None] = {}
         changes: list[gs.Change] = []
         seen: dict[str, FileMap] = {}
+        problems: list[str] = []
         for name in sorted(set(disk.names) | set(head.skills)):
             node = disk.entries.get(name)
             if node is not None and head.bundle.digests.get(name) == node.digest:
@@ -452,17 +476,25 @@ class Brain(BrainReads, SnapshotWriter):
                 updates[name] = None
                 changes.append(gs.Change("delete", name, doc.version))
                 continue
-            raw = self._read_disk_skill(tree, name, node)
-            seen[name] = {r: (gs.MODE_EXEC if x else gs.MODE_FILE, wp.blob_id(d)) for r, (d, x) in raw.items()}
-            doc = parse_skill_md(raw.pop(SKILL_MD)[0].decode("utf-8"), dir_name=name)
-            version = 1
-            action = "create"
-            if name in head.skills:
-                version = self._committed(name)[1].version + 1
-                action = "update"
-            raw[SKILL_MD] = (doc.with_version(version).render().encode(), False)
+            try:
+                raw = self._read_disk_skill(tree, name, node)
+                seen[name] = {r: (gs.MODE_EXEC if x else gs.MODE_FILE, wp.blob_id(d)) for r, (d, x) in raw.items()}
+                doc = parse_skill_md(raw.pop(SKILL_MD)[0].decode("utf-8"), limit=self.limits["skill_md"])
+                if name in head.skills:
+                    action, version = "update", self._committed(name)[1].version + 1
+                else:
+                    action, version = "create", max(doc.version, 1)
+                raw[SKILL_MD] = (doc.with_counter(version).encode(), False)
+            except LedgerError as exc:
+                problems.append(f"skills/{name}: {exc.message}")
+                continue
             updates[name] = self._blobs(raw, {})
             changes.append(gs.Change(action, name, version))
+        if problems:
+            raise SkillError(
+                f"{len(problems)} skill(s) cannot be recorded:" + "".join(f"\n  {p}" for p in problems),
+                hint="fix each, then run 'ledger snapshot' again; nothing was recorded",
+            )
         return self._apply("snapshot", updates, changes, note, disk=seen)
 
     # ------------------------------------------------------------------ internals

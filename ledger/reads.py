@@ -29,7 +29,6 @@ from ledger.merkle import (
 from ledger.records import SkillInfo, Status
 from ledger.skill import (
     MAX_SKILL_MD,
-    MAX_SUPPORT_FILE,
     SKILL_MD,
     SUPPORT_DIRS,
     check_name,
@@ -50,6 +49,7 @@ class BrainReads:
     skills_dir: Path
     store: gs.GitStore
     cache: th.DigestCache
+    limits: dict[str, int]
 
     def list(self) -> list[SkillInfo]:
         """Skills in the working tree, from frontmatter only (bodies are not parsed)."""
@@ -59,8 +59,8 @@ class BrainReads:
                 data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
                 if data is None:
                     continue
-                doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), dir_name=name)
-                out.append(SkillInfo(doc.name, doc.description, doc.version, doc.license, doc.compatibility))
+                doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), limit=4 * MAX_SKILL_MD)
+                out.append(SkillInfo(name, doc.description, doc.version, doc.license, doc.compatibility))
         return out
 
     def index(self) -> str:
@@ -76,12 +76,12 @@ class BrainReads:
         """
         check_name(name)
         with wp.WorkTree(self.root, self.control) as tree:
-            text = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+            text = tree.read((name, SKILL_MD), 4 * self.limits["skill_md"])
             if text is None:
                 raise SkillNotFoundError(f"no skill named {name!r}", hint="see 'ledger skill list'")
             if file is not None:
                 parts = check_support_path(file)
-                data = tree.read((name, *parts), MAX_SUPPORT_FILE)
+                data = tree.read((name, *parts), self.limits["file"])
                 if data is None:
                     raise SkillNotFoundError(f"skill {name!r} has no file {file!r}")
                 try:
@@ -89,14 +89,14 @@ class BrainReads:
                 except UnicodeDecodeError:
                     return {"name": name, "file": file, "binary": True, "size": len(data)}
             files, _ = tree.scan(name)
-        doc = parse_skill_md(_decode(text, f"skills/{name}/{SKILL_MD}"), dir_name=name)
+        doc = parse_skill_md(_decode(text, f"skills/{name}/{SKILL_MD}"), limit=4 * MAX_SKILL_MD)
         linked: dict[str, list[str]] = {}
         for rel in sorted(files):
             top = rel.split("/", 1)[0]
             if top in SUPPORT_DIRS and "/" in rel:
                 linked.setdefault(top, []).append(rel)
         return {
-            "name": doc.name,
+            "name": name,
             "description": doc.description,
             "version": doc.version,
             "body": doc.body,

@@ -5,15 +5,15 @@ followed by a Markdown body.  This module is pure: it parses, validates and
 renders text, and never touches the filesystem, so the store and the auditor
 apply exactly the same rules.
 
-The ledger owns the per-skill version.  To stay valid for the reference
-validator (``skills-ref``), which rejects unknown top-level keys, it lives in
-``metadata.version`` as a decimal string; a legacy top-level ``version`` is read
-and migrated on the next write.
+The ledger owns one value, the per-skill version counter, and keeps every other
+byte as written (:mod:`ledger.frontmatter` edits the counter in place). It lives
+in ``metadata.version``, or in ``metadata.ledger-version`` when the author's own
+``metadata.version`` is not a whole number; a top-level ``version`` is the
+author's and is never touched.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from ledger import frontmatter
 from ledger.errors import SkillError
 
 __all__ = [
@@ -47,11 +48,10 @@ SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
-MAX_SKILL_MD = 100_000  # characters
-MAX_SUPPORT_FILE = 1024 * 1024  # bytes
+MAX_SKILL_MD = 1_000_000  # characters (default of limits.skill_md; Hermes's own skills exceed 100,000)
+MAX_SUPPORT_FILE = 64 * 1024 * 1024  # bytes (default of limits.file; real skills ship fonts, PDFs, archives)
 MAX_PATH_BYTES = 4000  # a bundle path <skill>/<rel>: keeps skills/<path> in any checkout under PATH_MAX (4096)
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of every common filesystem
-MAX_YAML_DEPTH = 32  # frontmatter nesting; checked on the event stream, before anything recursive runs
 
 # Names Windows reserves for devices, with or without an extension (CON, con.txt, COM1.md …).
 _DEVICE_RE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?\Z", re.I)
@@ -60,9 +60,6 @@ _FORBIDDEN = frozenset('<>:"|?*\\') | {chr(c) for c in range(0x20)} | {chr(0x7F)
 _HFS_IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
-_FRONTMATTER_RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
-_FIELD_ORDER = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
-_ALLOWED = frozenset(_FIELD_ORDER)
 
 
 def slugify(name: str) -> str:
@@ -152,11 +149,14 @@ def check_bundle_path(name: str, rel: str) -> None:
 
 
 def check_support_path(rel: str) -> tuple[str, ...]:
-    """Validate a supporting-file path relative to its skill and return its segments.
+    """Validate a file path relative to its skill and return its segments.
 
-    The rules are syntactic, so they hold before anything is resolved on disk:
-    relative, forward slashes only, no empty, ``.`` or ``..`` segments, and the
-    first segment one of :data:`SUPPORT_DIRS`.
+    A skill may hold any files and folders (the agentskills spec: "any additional
+    files or directories"). The rules are syntactic, so they hold before anything
+    is resolved on disk: relative, forward slashes only, every component portable
+    (:func:`check_component`), and not ``SKILL.md`` itself, which ``edit`` and
+    ``patch`` own. Which folders an *agent* may write is a policy of the agent
+    tools, not of the ledger.
     """
     if not isinstance(rel, str) or not rel:
         raise SkillError("file path must be a non-empty string")
@@ -171,63 +171,40 @@ def check_support_path(rel: str) -> tuple[str, ...]:
         check_component(part, rel)
     if len(rel.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES - MAX_NAME - 1:
         raise SkillError(
-            f"invalid path {rel[:60]!r}…: supporting paths are limited to {MAX_PATH_BYTES - MAX_NAME - 1} bytes"
+            f"invalid path {rel[:60]!r}…: file paths are limited to {MAX_PATH_BYTES - MAX_NAME - 1} bytes"
         )
-    if len(parts) < 2 or parts[0] not in SUPPORT_DIRS:
-        raise SkillError(
-            f"invalid path {rel!r}: supporting files live under one of " + ", ".join(f"{d}/" for d in SUPPORT_DIRS),
-            hint=f"for example 'references/{parts[-1]}'",
-        )
+    if parts == (SKILL_MD,):
+        raise SkillError(f"{SKILL_MD} is the skill itself", hint="use 'ledger skill edit' or 'patch' to change it")
     return parts
-
-
-class _UniqueKeyLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """SafeLoader that refuses duplicate mapping keys instead of keeping the last."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if not isinstance(key_node, yaml.ScalarNode):
-            raise SkillError("malformed frontmatter: a mapping key is a list or a mapping; keys must be plain words")
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise SkillError(f"malformed frontmatter: duplicate key {key!r}")
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 @dataclass(frozen=True)
 class SkillDoc:
-    """A parsed and validated ``SKILL.md``.
+    """A parsed ``SKILL.md``, kept as its exact text.
 
-    ``body`` is kept byte-exact; the frontmatter is re-rendered canonically by
-    :meth:`render`, so every ledger write produces the same bytes for the same
-    fields.
+    The ledger records a skill as it is: any frontmatter keys, any values. Only its
+    version counter is maintained (:meth:`with_counter`, a surgical edit of
+    :attr:`text`). Conformance to the agentskills spec is a verdict (``ledger lint``),
+    not a gate. :meth:`render` is used only for skills the ledger writes from scratch.
     """
 
-    name: str
+    name: str  # as declared ('' if none): the skill's key is its folder
     description: str
-    version: int
+    version: int  # the ledger's counter; 0 when the file has none yet
     body: str
     license: str | None = None
     compatibility: str | None = None
     allowed_tools: str | None = None
-    metadata: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""
+    declared_version: Any = None  # an author's own version (top level or metadata), kept as is
 
-    def with_version(self, version: int) -> SkillDoc:
-        return _replace(self, version=version)
+    def with_counter(self, version: int) -> str:
+        """The exact text with only the ledger's counter changed to ``version``."""
+        return frontmatter.set_counter(self.text, version)
 
-    def with_name(self, name: str) -> SkillDoc:
-        return _replace(self, name=name)
-
-    def frontmatter(self) -> dict[str, Any]:
-        """The spec-valid frontmatter mapping, version under ``metadata``."""
-        meta = {k: v for k, v in self.metadata.items() if k != "version"}
-        meta["version"] = str(self.version)
+    def render(self) -> str:
+        """Canonical ``SKILL.md`` text for a new skill: block-style YAML frontmatter, then the body."""
         out: dict[str, Any] = {"name": self.name, "description": self.description}
         for key, value in (
             ("license", self.license),
@@ -236,159 +213,75 @@ class SkillDoc:
         ):
             if value is not None:
                 out[key] = value
-        out["metadata"] = meta
-        return out
-
-    def render(self) -> str:
-        """Canonical ``SKILL.md`` text: block-style YAML frontmatter, then the body."""
-        fm = yaml.safe_dump(
-            self.frontmatter(),
-            sort_keys=False,
-            allow_unicode=True,
-            width=1 << 16,
-            default_flow_style=False,
-        )
+        out["metadata"] = {**{k: v for k, v in self.metadata.items() if k != "version"}, "version": str(self.version)}
+        fm = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, width=1 << 16, default_flow_style=False)
         return f"---\n{fm}---\n{self.body}"
 
 
-def _replace(doc: SkillDoc, **changes: Any) -> SkillDoc:
-    return dataclasses.replace(doc, **changes)
-
-
-def _string_field(fm: Mapping[str, Any], key: str, limit: int, *, required: bool) -> str | None:
+def _text_field(fm: Mapping[str, Any], key: str) -> str | None:
     value = fm.get(key)
-    if value is None:
-        if required:
-            raise SkillError(f"malformed frontmatter: missing required field '{key}'")
-        return None
-    if not isinstance(value, str):
-        raise SkillError(
-            f"malformed frontmatter: '{key}' must be a string, got {type(value).__name__}",
-            hint=f"quote the value of '{key}'",
-        )
-    if required and not value.strip():
-        raise SkillError(f"malformed frontmatter: '{key}' must not be empty")
-    if len(value) > limit:
-        raise SkillError(
-            f"'{key}' is {len(value)} characters; the limit is {limit}",
-            hint=f"shorten '{key}'",
-        )
-    return value
-
-
-def _version_of(fm: Mapping[str, Any], metadata: Mapping[str, str]) -> int:
-    raw: Any = metadata.get("version", fm.get("version", 0))
-    if isinstance(raw, bool):
-        raw = None
-    try:
-        version = int(str(raw), 10)
-    except ValueError:
-        version = -1
-    if version < 0:
-        raise SkillError(
-            f"malformed frontmatter: version {raw!r} is not a non-negative integer",
-            hint="the ledger maintains metadata.version; remove it or set a whole number",
-        )
-    return version
-
-
-def _bounded(source: str) -> None:
-    """Refuse hostile YAML on the parser's event stream, before any recursive composer runs.
-
-    libyaml's parser keeps explicit stacks, but PyYAML's composer and constructor recurse
-    once per nesting level (C recursion in the C loader: deep input is a SIGSEGV), and
-    aliases let a short document expand without bound.  Frontmatter is flat data.
-    """
-    depth = 0
-    for event in yaml.parse(source, Loader=_UniqueKeyLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise SkillError(f"malformed frontmatter: nested deeper than {MAX_YAML_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-        elif isinstance(event, yaml.AliasEvent):
-            raise SkillError("malformed frontmatter: YAML aliases (*name) are not allowed", hint="write values out")
-
-
-def _frontmatter(text: str) -> tuple[dict[str, Any], int]:
-    match = _FRONTMATTER_RE.match(text)
-    if not match:
-        raise SkillError(
-            "malformed frontmatter: SKILL.md must start with a '---' line and close it with '---'",
-            hint="start the file with ---, name: ..., description: ..., ---",
-        )
-    try:
-        _bounded(match.group(1))
-        fm = yaml.load(match.group(1), Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        raise SkillError(f"malformed frontmatter: YAML error: {exc}".replace("\n", " ")) from exc
-    if not isinstance(fm, dict):
-        raise SkillError("malformed frontmatter: it must be a YAML mapping of fields")
-    return fm, match.end()
+    return value if isinstance(value, str) else None
 
 
 def declared_name(text: str) -> str | None:
     """The name a SKILL.md declares, valid or not (``None`` without frontmatter)."""
     try:
-        name = _frontmatter(text)[0].get("name")
+        name = frontmatter.load(text)[0].get("name")
     except SkillError:
         return None
     return name if isinstance(name, str) else None
 
 
-def parse_skill_md(text: str, *, dir_name: str | None = None, set_name: str | None = None) -> SkillDoc:
-    """Parse and validate ``SKILL.md`` text against the agentskills.io rules.
+def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
+    """Parse ``SKILL.md`` text as it is; refuse only what the ledger cannot keep a version in.
 
-    ``dir_name`` (the skill's directory) must equal the declared name when given.
-    ``set_name`` replaces the declared name first: upserts key a skill by the
-    slug of whatever name it declared.  Raises :class:`SkillError` naming the
-    first problem found.
+    Refused: over ``limit`` characters, a byte-order mark, no frontmatter, YAML that is
+    not a mapping or is hostile (too deep, aliases, complex or duplicate keys), and a
+    ``metadata`` that is not a mapping. Everything else, unknown keys, long
+    descriptions, nested metadata, a name that differs from the folder, is kept and
+    reported by ``ledger lint``.
     """
-    if len(text) > MAX_SKILL_MD:
+    if len(text) > limit:
         raise SkillError(
-            f"SKILL.md is {len(text)} characters; the limit is {MAX_SKILL_MD}",
-            hint="move detail into references/ files",
+            f"SKILL.md is {len(text)} characters; this brain's limit is {limit}",
+            hint="raise limits.skill_md in .ledger/config.json, or move detail into other files",
         )
     if text.startswith("\ufeff"):
         raise SkillError("SKILL.md starts with a byte-order mark", hint="save it as UTF-8 without BOM")
-    fm, end = _frontmatter(text)
-    if set_name is not None:
-        fm["name"] = set_name
-    unknown = sorted(str(k) for k in fm if k not in _ALLOWED and k != "version")
-    if unknown:
-        raise SkillError(
-            f"malformed frontmatter: unknown field(s) {', '.join(unknown)}",
-            hint="the spec allows " + ", ".join(_FIELD_ORDER) + "; put other keys under metadata",
-        )
-    name = fm.get("name")
-    if name is None:
-        raise SkillError("malformed frontmatter: missing required field 'name'")
-    name = check_name(name)
-    if dir_name is not None and name != dir_name:
-        raise SkillError(
-            f"frontmatter name {name!r} does not match its directory {dir_name!r}",
-            hint=f"set 'name: {dir_name}' or rename the directory",
-        )
-    description = _string_field(fm, "description", MAX_DESCRIPTION, required=True)
-    metadata = fm.get("metadata") or {}
-    if not isinstance(metadata, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
-    ):
-        raise SkillError(
-            "malformed frontmatter: 'metadata' must map strings to strings",
-            hint='quote numeric values, e.g. version: "3"',
-        )
+    fm, end = frontmatter.load(text)
+    _, version = frontmatter.counter_key(fm)
+    meta = fm.get("metadata") if isinstance(fm.get("metadata"), dict) else {}
+    declared = fm.get("version", meta.get("version") if _whole_str(meta.get("version")) is None else None)
     return SkillDoc(
-        name=name,
-        description=description or "",
-        version=_version_of(fm, metadata),
+        name=_text_field(fm, "name") or "",
+        description=_text_field(fm, "description") or "",
+        version=version,
         body=text[end:],
-        license=_string_field(fm, "license", 1 << 16, required=False),
-        compatibility=_string_field(fm, "compatibility", MAX_COMPATIBILITY, required=False),
-        allowed_tools=_string_field(fm, "allowed-tools", 1 << 16, required=False),
-        metadata={k: v for k, v in metadata.items() if k != "version"},
+        license=_text_field(fm, "license"),
+        compatibility=_text_field(fm, "compatibility"),
+        allowed_tools=_text_field(fm, "allowed-tools"),
+        metadata=meta,
+        text=text,
+        declared_version=declared,
     )
+
+
+def _whole_str(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit() and value.isascii():
+        return int(value)
+    return None
+
+
+def belongs_to(doc: SkillDoc, key: str) -> bool:
+    """Whether a SKILL.md may be written under ``key``: it declares no name, or one that slugs to it."""
+    if not doc.name:
+        return True
+    try:
+        return slugify(doc.name) == key
+    except SkillError:
+        return False
 
 
 def ensure_frontmatter(text: str, *, name: str, description: str | None = None) -> str:
@@ -397,7 +290,7 @@ def ensure_frontmatter(text: str, *, name: str, description: str | None = None) 
     The default description is the body's first non-empty line (without ``#``
     marks), because it is the one line an agent sees in the index.
     """
-    if _FRONTMATTER_RE.match(text):
+    if frontmatter.split(text) is not None:
         return text
     if description is None:
         first = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")

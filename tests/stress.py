@@ -447,17 +447,17 @@ def hostile_corpus(workdir: Path) -> dict[str, Any]:
         "tag": "---\nname: !!python/object:os.system x\ndescription: d\n---\n",
         "unterminated": "---\nname: x\ndescription: 'd\n---\n",
         "binary": b"---\nname: x\ndescription: \x00\xff\n---\n",
-        "huge": "---\nname: x\ndescription: d\n---\n" + "a" * 500_000,
+        "huge": "---\nname: x\ndescription: d\n---\n" + "a" * 5_000_000,
     }
     cases: list[tuple[str, list[str | bytes]]] = []
     for label, text in yaml_cases.items():
         cases.append((f"yaml {label}", ["skill", "upsert", "--file", f(f"{label}.md", text), "--name", "x"]))
         cases.append((f"yaml {label} (edit)", ["skill", "edit", "s", "--file", f(f"{label}-e.md", text)]))
     payload = f("payload.bin", b"data")
-    for rel in ["../escape", "/etc/passwd", "references/../../x", "references//x", "references/./x", "references",
+    for rel in ["../escape", "/etc/passwd", "references/../../x", "references//x", "references/./x", ".git/x",
                 "references/con", "references/aux.md", "references/x.", "references/x ", "references/.git/config",
                 "references/.GiT/hooks/x", "references/git~1", "references/\x1b]0;pwn\x07", "references/a\nb",
-                "references/" + "d/" * 2000 + "f", "references/" + "n" * 256, "other/x.md", "references/a\\b",
+                "references/" + "d/" * 2000 + "f", "references/" + "n" * 256, "SKILL.md", "references/a\\b",
                 "references/C:x", "references/a\udcff"]:  # fmt: skip
         cases.append((f"path {rel[:40]!r}", ["skill", "write-file", "s", rel, "--from", payload]))
     for name in ["con", "NUL", "Com1", "x" * 65, "-x", "x--y", "café", "a/b", "..", "", "\x1b[31m", "a b"]:

@@ -81,7 +81,7 @@ def test_patch_must_match_exactly_once(brain: Brain) -> None:
         brain.patch("a", "three", "x")
     with pytest.raises(PatchError, match="matches 2 times"):
         brain.patch("a", "two", "x")
-    with pytest.raises(PatchError, match="invalid"):
+    with pytest.raises(PatchError, match="declares name 'b'"):
         brain.patch("a", "name: a", "name: b")
     assert brain.head().snap.operation == "create"
 

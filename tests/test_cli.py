@@ -106,25 +106,25 @@ def _bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
     link = tmp_path / "link.md"
     link.symlink_to(small)
     malformed = _file(tmp_path / "bad.md", b"---\nname: pdf\ndescription: [unclosed\n---\nbody\n")
-    unknown = _file(tmp_path / "unknown.md", b"---\nname: pdf\ndescription: d\nauthor: me\n---\n")
+    other = _file(tmp_path / "other.md", b"---\nname: docx\ndescription: d\n---\n")
     return {
         "traversal": ["skill", "write-file", "pdf", "references/../../../etc/x", "--from", str(small)],
         "dotdot-first": ["skill", "write-file", "pdf", "../x.md", "--from", str(small)],
         "absolute": ["skill", "write-file", "pdf", "/etc/passwd", "--from", str(small)],
         "backslash": ["skill", "write-file", "pdf", "references\\x.md", "--from", str(small)],
-        "outside-subdirs": ["skill", "write-file", "pdf", "notes/x.md", "--from", str(small)],
+        "dot-git": ["skill", "write-file", "pdf", "notes/.git/config", "--from", str(small)],
+        "skill-md-as-file": ["skill", "write-file", "pdf", "SKILL.md", "--from", str(small)],
         "symlink-source": ["skill", "write-file", "pdf", "references/l.md", "--from", str(link)],
         "invalid-name-upper": ["skill", "create", "PDF", "--description", "x"],
         "invalid-name-traversal": ["skill", "create", "../pdf", "--description", "x"],
         "invalid-name-long": ["skill", "create", "a" * 65, "--description", "x"],
         "oversized-file": ["skill", "write-file", "pdf", "assets/big.bin", "--from", str(big)],
-        "oversized-description": ["skill", "create", "other", "--description", "d" * 1025],
         "oversized-body": ["skill", "create", "other", "--description", "d", "--body", "b" * 100_001],
         "malformed-frontmatter": ["skill", "edit", "pdf", "--file", str(malformed)],
-        "unknown-frontmatter-field": ["skill", "edit", "pdf", "--file", str(unknown)],
+        "other-skills-name": ["skill", "edit", "pdf", "--file", str(other)],
         "patch-0-matches": ["skill", "patch", "pdf", "--old", "absent", "--new", "x"],
         "patch-2-matches": ["skill", "patch", "pdf", "--old", "twice.", "--new", "x"],
-        "patch-breaks-frontmatter": ["skill", "patch", "pdf", "--old", "description:", "--new", "desc:"],
+        "patch-breaks-frontmatter": ["skill", "patch", "pdf", "--old", "description:", "--new", "description: ["],
         "create-collision": ["skill", "create", "pdf", "--description", "again"],
         "missing-skill": ["skill", "delete", "nope"],
         "remove-missing-file": ["skill", "remove-file", "pdf", "references/none.md"],
@@ -132,6 +132,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
 
 
 def test_bad_input_exits_1_with_message_and_changes_nothing(cli_brain: Path, tmp_path: Path) -> None:
+    config = cli_brain / ".ledger" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "limits": {"file": 1 << 20, "skill_md": 100_000}}))
     cases = _bad_inputs(tmp_path)
     before = fingerprint(cli_brain)
     for label, args in cases.items():

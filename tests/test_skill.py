@@ -8,6 +8,7 @@ import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
 from ledger.errors import SkillError
+from ledger.frontmatter import set_counter
 from ledger.skill import (
     SkillDoc,
     check_name,
@@ -41,72 +42,122 @@ def test_invalid_names(bad: str) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [
-        "../x",
-        "references/../../x",
-        "/etc/passwd",
-        "references\\x",
-        "C:x",
-        "SKILL.md",
-        "other/x",
-        "references",
-        "references//x",
-        "references/./x",
-        "references/",
-    ],
-)
+    ["../x", "references/../../x", "/etc/passwd", "references\\x", "C:x", "references//x", "references/./x",
+     "references/", "assets/.git/config", "a/GIT~1/x", "con.txt"],
+)  # fmt: skip
 def test_invalid_support_paths(bad: str) -> None:
     with pytest.raises(SkillError, match="invalid path"):
         check_support_path(bad)
 
 
-def test_valid_support_path() -> None:
-    assert check_support_path("scripts/sub/run.sh") == ("scripts", "sub", "run.sh")
+@pytest.mark.parametrize("good", ["scripts/sub/run.sh", "LICENSE.txt", "forms.md", "reference/api.md",
+                                  "themes/dark/font.ttf", "examples/a/b/c.pdf"])  # fmt: skip
+def test_any_file_or_folder_is_a_valid_support_path(good: str) -> None:
+    assert check_support_path(good) == tuple(good.split("/"))
 
 
-MALFORMED = {
+def test_skill_md_is_not_a_support_path() -> None:
+    with pytest.raises(SkillError, match="the skill itself"):
+        check_support_path("SKILL.md")
+
+
+REFUSED = {
     "no frontmatter": "just text\n",
     "unclosed": "---\nname: a\ndescription: b\n",
     "not a mapping": "---\n- a\n- b\n---\n",
     "yaml error": "---\nname: [a\n---\n",
-    "missing description": "---\nname: a\n---\n",
-    "empty description": "---\nname: a\ndescription: '  '\n---\n",
-    "bool description": "---\nname: a\ndescription: yes\n---\n",
-    "long description": "---\nname: a\ndescription: " + "d" * 1025 + "\n---\n",
-    "long compatibility": "---\nname: a\ndescription: b\ncompatibility: " + "c" * 501 + "\n---\n",
-    "unknown field": "---\nname: a\ndescription: b\nauthor: me\n---\n",
-    "metadata not strings": "---\nname: a\ndescription: b\nmetadata:\n  n: 3\n---\n",
     "duplicate key": "---\nname: a\ndescription: b\ndescription: c\n---\n",
-    "bad version": "---\nname: a\ndescription: b\nmetadata:\n  version: 'x'\n---\n",
-    "wrong dir": "---\nname: b\ndescription: b\n---\n",
+    "metadata a list": "---\nname: a\ndescription: b\nmetadata: [1, 2]\n---\n",
+    "bad ledger-version": "---\nname: a\nmetadata:\n  version: '1.0'\n  ledger-version: x\n---\n",
     "bom": "\ufeff---\nname: a\ndescription: b\n---\n",
     "oversized": "---\nname: a\ndescription: b\n---\n" + "x" * 100_001,
 }
 
 
-@pytest.mark.parametrize("text", MALFORMED.values(), ids=MALFORMED.keys())
-def test_malformed_frontmatter_refused(text: str) -> None:
+@pytest.mark.parametrize("text", REFUSED.values(), ids=REFUSED.keys())
+def test_what_the_ledger_cannot_keep_a_version_in_is_refused(text: str) -> None:
     with pytest.raises(SkillError):
-        parse_skill_md(text, dir_name="a")
+        parse_skill_md(text, limit=100_000)
 
 
-def test_legacy_top_level_version_is_read_and_migrated() -> None:
-    doc = parse_skill_md("---\nname: a\ndescription: b\nversion: 7\n---\nbody\n", dir_name="a")
-    assert doc.version == 7
-    assert "version: '7'" in doc.render() and "\nversion:" not in doc.render()
+KEPT = {
+    "missing description": "---\nname: a\n---\n",
+    "bool description": "---\nname: a\ndescription: yes\n---\n",
+    "long description": "---\nname: a\ndescription: " + "d" * 1025 + "\n---\n",
+    "unknown fields": "---\nname: a\ndescription: b\nauthor: me\nplatforms: [linux, macos]\n---\n",
+    "nested metadata": "---\nname: a\ndescription: b\nmetadata:\n  hermes:\n    tags: [x]\n  n: 3\n---\n",
+    "semver metadata.version": "---\nname: a\ndescription: b\nmetadata:\n  version: '1.0'\n---\n",
+    "name differs from folder": "---\nname: b\ndescription: b\n---\n",
+}
 
 
-def test_render_round_trips_and_keeps_body_bytes() -> None:
+@pytest.mark.parametrize("text", KEPT.values(), ids=KEPT.keys())
+def test_spec_violations_are_kept_as_they_are(text: str) -> None:
+    doc = parse_skill_md(text)
+    assert doc.text == text and doc.version == 0
+    again = parse_skill_md(doc.with_counter(4))
+    assert again.version == 4
+
+
+def test_top_level_version_is_the_authors_and_never_touched() -> None:
+    text = "---\nname: a\ndescription: b\nversion: 2.3.1\n---\nbody\n"
+    doc = parse_skill_md(text)
+    assert doc.version == 0 and doc.declared_version == "2.3.1"
+    out = doc.with_counter(7)
+    assert "version: 2.3.1\n" in out and parse_skill_md(out).version == 7
+
+
+_CRLF_BEFORE = (
+    "---\r\nname: a  # the key\r\ndescription: 'd'\r\nmetadata:\r\n"
+    "  version: '3'   # ledger\r\n  x: y\r\n---\r\nb\r\n"
+)
+EDITS = {
+    # name: (before, after) — the counter is the only change
+    "quoted, CRLF, comments": (_CRLF_BEFORE, _CRLF_BEFORE.replace("'3'", "'4'")),
+    "plain int": (
+        "---\nname: a\nmetadata: {x: 1, version: 9}\n---\n",
+        "---\nname: a\nmetadata: {x: 1, version: 4}\n---\n",
+    ),
+    "double quoted": ('---\nmetadata:\n  version: "3"\n---\n', '---\nmetadata:\n  version: "4"\n---\n'),
+    "no metadata": (
+        "---\nname: a\ntags: [x, y]\n---\nbody",
+        "---\nname: a\ntags: [x, y]\nmetadata:\n  version: '4'\n---\nbody",
+    ),
+    "block metadata without version": (
+        "---\nname: a\nmetadata:\n    author: me\n    hermes:\n      k: v\n---\n",
+        "---\nname: a\nmetadata:\n    version: '4'\n    author: me\n    hermes:\n      k: v\n---\n",
+    ),
+    "flow metadata without version": ("---\nmetadata: {a: b}\n---\n", "---\nmetadata: {version: '4', a: b}\n---\n"),
+    "empty flow metadata": ("---\nmetadata: {}\n---\n", "---\nmetadata: {version: '4'}\n---\n"),
+    "null metadata": (
+        "---\nname: a\nmetadata:\ndescription: d\n---\n",
+        "---\nname: a\nmetadata:\n  version: '4'\ndescription: d\n---\n",
+    ),
+    "semver in metadata.version": (
+        "---\nmetadata:\n  version: 1.2.0\n---\n",
+        "---\nmetadata:\n  ledger-version: '4'\n  version: 1.2.0\n---\n",
+    ),
+    "empty frontmatter": ("---\n---\nbody\n", "---\nmetadata:\n  version: '4'\n---\nbody\n"),
+}
+
+
+@pytest.mark.parametrize(("before", "after"), EDITS.values(), ids=EDITS.keys())
+def test_counter_is_edited_in_place_and_nothing_else_changes(before: str, after: str) -> None:
+    assert set_counter(before, 4) == after
+    assert set_counter(after, 4) == after
+
+
+def test_render_writes_what_parse_reads() -> None:
     body = "line\r\nwith: colon\n---\nnot frontmatter\n"
     doc = SkillDoc(name="a", description="d: with colon", version=3, body=body, license="MIT", metadata={"author": "x"})
-    again = parse_skill_md(doc.render(), dir_name="a")
-    assert again == doc
-    assert again.body == body
+    again = parse_skill_md(doc.render())
+    got = (again.name, again.description, again.version, again.license, again.body)
+    assert got == ("a", doc.description, 3, "MIT", body)
 
 
 def test_bare_body_gets_default_frontmatter() -> None:
     text = ensure_frontmatter("# Fetch prices\n\nUse TWAP.\n", name="prices")
-    doc = parse_skill_md(text, dir_name="prices")
+    doc = parse_skill_md(text)
     assert doc.description == "Fetch prices"
     assert doc.body == "# Fetch prices\n\nUse TWAP.\n"
 

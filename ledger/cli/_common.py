@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from ledger.errors import LedgerError, UsageError
+from ledger.skill import MAX_SKILL_MD
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,7 +150,7 @@ def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
         click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
 
 
-TEXT_LIMIT = 4 * 100_000  # bytes: SKILL.md is limited to 100,000 characters of at most 4 bytes each
+TEXT_LIMIT = 4 * MAX_SKILL_MD  # bytes: the default SKILL.md limit, in characters of at most 4 bytes
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")

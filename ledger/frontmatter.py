@@ -1,0 +1,171 @@
+"""SKILL.md frontmatter: found, parsed within bounds, and edited surgically.
+
+The ledger maintains one value in a skill's frontmatter, its version counter,
+and must keep every other byte as the author wrote it: key order, quoting,
+comments, flow lists, nested maps, CRLF, trailing whitespace.  So the counter is
+changed in place, at the character offsets the YAML parser reports for it, and
+nothing is ever parsed and re-rendered.
+
+Where the counter lives (docs/layouts.md): ``metadata.version`` when that is
+absent or a whole number; when the author uses ``metadata.version`` for their own
+version (``"1.0"``, semver), the ledger's counter is ``metadata.ledger-version``.
+A top-level ``version:`` is always the author's and is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ledger.errors import SkillError
+
+__all__ = ["MAX_YAML_DEPTH", "counter_key", "load", "set_counter", "split"]
+
+MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
+_RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_BASE = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
+
+
+class _UniqueKeyLoader(_BASE):  # type: ignore[misc,valid-type]
+    """SafeLoader that refuses duplicate and non-scalar mapping keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise SkillError("malformed frontmatter: a mapping key is a list or a mapping; keys must be plain words")
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise SkillError(f"malformed frontmatter: duplicate key {key!r}")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def split(text: str) -> tuple[int, int, int] | None:
+    """``(start, end, body)`` offsets of the frontmatter's YAML and of the body, or ``None``."""
+    match = _RE.match(text)
+    return (match.start(1), match.end(1), match.end()) if match else None
+
+
+def _bounded(source: str) -> None:
+    """Refuse hostile YAML on the parser's event stream, before any recursive composer runs.
+
+    libyaml's parser keeps explicit stacks, but PyYAML's composer and constructor recurse
+    once per nesting level (C recursion in the C loader: deep input is a SIGSEGV), and
+    aliases let a short document expand without bound.  Frontmatter is data.
+    """
+    depth = 0
+    for event in yaml.parse(source, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise SkillError(f"malformed frontmatter: nested deeper than {MAX_YAML_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            raise SkillError("malformed frontmatter: YAML aliases (*name) are not allowed", hint="write values out")
+
+
+def load(text: str) -> tuple[dict[str, Any], int]:
+    """The frontmatter mapping and the offset where the body starts; refuses what is not one."""
+    found = split(text)
+    if found is None:
+        raise SkillError(
+            "malformed frontmatter: SKILL.md must start with a '---' line and close it with '---'",
+            hint="start the file with ---, name: ..., description: ..., ---",
+        )
+    start, end, body = found
+    source = text[start:end]
+    try:
+        _bounded(source)
+        fm = yaml.load(source, Loader=_UniqueKeyLoader) if source.strip() else {}
+    except yaml.YAMLError as exc:
+        raise SkillError(f"malformed frontmatter: YAML error: {exc}".replace("\n", " ")) from exc
+    if not isinstance(fm, dict):
+        raise SkillError("malformed frontmatter: it must be a YAML mapping of fields")
+    return fm, body
+
+
+def _whole(value: Any) -> int | None:
+    """A version counter's value: a non-negative whole number, given as an integer or a decimal string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        return int(value.strip())
+    return None
+
+
+def counter_key(fm: dict[str, Any]) -> tuple[str, int]:
+    """Which ``metadata`` key holds the ledger's counter, and its value (0 when absent)."""
+    meta = fm.get("metadata")
+    if meta is None:
+        return "version", 0
+    if not isinstance(meta, dict):
+        raise SkillError(
+            "malformed frontmatter: 'metadata' must be a mapping, so the ledger can keep its version there",
+            hint="make metadata a mapping, or remove it",
+        )
+    for key in ("version", "ledger-version"):
+        if key in meta:
+            value = _whole(meta[key])
+            if value is not None:
+                return key, value
+            if key == "ledger-version":
+                raise SkillError(f"malformed frontmatter: metadata.ledger-version {meta[key]!r} is not a whole number")
+    return ("ledger-version" if "version" in meta else "version"), 0
+
+
+def set_counter(text: str, value: int) -> str:
+    """``text`` with the ledger's counter set to ``value``, every other byte unchanged.
+
+    Replaces the counter's scalar in place (keeping its quoting), or inserts one key
+    where there was none: as the first key of a block ``metadata``, as the first
+    entry of a flow one, or as a new ``metadata`` block at the end of the frontmatter.
+    """
+    fm, _ = load(text)
+    key, _ = counter_key(fm)
+    start, end, _ = split(text)  # type: ignore[misc]
+    source = text[start:end]
+    nl = "\r\n" if "\r\n" in text else "\n"
+    root = yaml.compose(source, Loader=yaml.SafeLoader) if source.strip() else None
+    meta_key = meta = None
+    for k, v in root.value if isinstance(root, yaml.MappingNode) else ():
+        if isinstance(k, yaml.ScalarNode) and k.value == "metadata":
+            meta_key, meta = k, v
+    quoted = f"'{value}'"
+    if meta is None:
+        block = f"metadata:{nl}  {key}: {quoted}"
+        edited = source + nl + block if source else block + nl
+    elif isinstance(meta, yaml.MappingNode):
+        node = next((v for k, v in meta.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        if node is not None:
+            style = {"'": f"'{value}'", '"': f'"{value}"', None: str(value)}.get(node.style, quoted)
+            edited = source[: node.start_mark.index] + style + source[node.end_mark.index :]
+        elif meta.flow_style:
+            at = meta.start_mark.index + 1
+            edited = source[:at] + f"{key}: {quoted}" + (", " if meta.value else "") + source[at:]
+        else:
+            first = meta.value[0][0].start_mark.index
+            line = source.rfind("\n", 0, first) + 1
+            edited = source[:line] + source[line:first] + f"{key}: {quoted}{nl}" + source[line:]
+    else:  # metadata: (null) — give it one key
+        if meta.end_mark.index > meta.start_mark.index:  # an explicit ~ or null
+            edited = source[: meta.start_mark.index] + f"{{{key}: {quoted}}}" + source[meta.end_mark.index :]
+        else:
+            at = meta_key.end_mark.index + 1  # after "metadata:"
+            edited = source[:at] + f"{nl}  {key}: {quoted}" + source[at:]
+    out = text[:start] + edited + text[end:]
+    if counter_key(load(out)[0]) != (key, value):
+        raise SkillError(
+            "cannot set the ledger's version in this frontmatter without rewriting it",
+            hint="add 'metadata:' with 'version: \"1\"' by hand, then retry",
+        )
+    return out
