@@ -247,8 +247,8 @@ static int reader_next(reader_t *r, const char **name, unsigned char *type) {
 static void reader_close(reader_t *r) { closedir(r->d); }
 #endif
 
-/* List the directory open at dfd into v.  Non-ASCII or over-long names,
- * symlinks and special files are FALLBACK. */
+/* List the directory open at dfd into v.  Non-ASCII or over-long names, ".git"
+ * in any case, symlinks and special files are FALLBACK. */
 static int list_dir(int dfd, entries_t *v, int *any_upper) {
     reader_t *r = malloc(sizeof *r);
     if (!r) return NOMEM;
@@ -273,6 +273,7 @@ static int list_dir(int dfd, entries_t *v, int *any_upper) {
             if (c >= 'A' && c <= 'Z') *any_upper = 1;
         }
         if (len > MAX_NAME) rc = FALLBACK;
+        if (len == 4 && strncasecmp(name, ".git", 4) == 0) rc = FALLBACK; /* refused by the reference */
         if (type == DT_UNKNOWN) {
             struct stat st;
             if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)

@@ -54,6 +54,7 @@ __all__ = ["JOURNAL", "Head", "SnapshotWriter", "check_support_size", "write_jso
 JOURNAL = "journal.json"
 OWN_REFS = (gs.BRANCH, "refs/notes/ledger-chain")
 FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
+_KEEP = object()  # _apply(categories=…): carry the head's categories/ tree forward
 
 
 def _tree_entry(name: str, tree: bytes) -> bytes:
@@ -221,6 +222,7 @@ class SnapshotWriter:
         changes: list[gs.Change],
         note: str,
         disk: Mapping[str, FileMap] | None = None,
+        categories: bytes | object | None = _KEEP,
     ) -> Receipt:
         """The one write path: objects → checks → journal → working tree → branch → done.
 
@@ -230,7 +232,8 @@ class SnapshotWriter:
         with self.locked():
             head = self.head()
             try:
-                return self._apply_locked(head, operation, updates, changes, note, disk or {})
+                cats = self._categories_tree(head) if categories is _KEEP else categories
+                return self._apply_locked(head, operation, updates, changes, note, disk or {}, cats)
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise
@@ -243,6 +246,7 @@ class SnapshotWriter:
         changes: list[gs.Change],
         note: str,
         disk: Mapping[str, FileMap],
+        categories: bytes | None,
     ) -> Receipt:
         if self._base is not None and head.commit != self._base:
             raise StoreError(
@@ -278,7 +282,7 @@ class SnapshotWriter:
             self.cache.put(skills_tree, bundle.root)
         root = bundle.root
         message = gs.format_message(operation, root, head.snap.root, changes, note)
-        root_tree = self.store.root_tree(skills_tree)
+        root_tree = self.store.root_tree(skills_tree, categories)
         commit = self.store.write_commit(root_tree, [head.commit], message)
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
@@ -318,6 +322,9 @@ class SnapshotWriter:
             commit=commit.hex(),
             operation=operation,
         )
+
+    def _categories_tree(self, head: Head) -> bytes | None:
+        return self.store.categories_tree(bytes.fromhex(head.snap.tree))
 
     def _read_blob(self, sha: bytes) -> bytes:
         return self.store.read(sha, b"blob")

@@ -264,6 +264,8 @@ def _check_trailers(snap: gs.Snapshot, i: int, label: str, chk: Check, where: di
 def _count_ok(operation: str, count: int) -> bool:
     if operation == "init":
         return count == 0
+    if operation == "import":
+        return count >= 0  # an import may change only category files
     return count >= 1 if operation == "snapshot" else count == 1
 
 
@@ -360,7 +362,10 @@ def _check_skill(
             raise LedgerError(f"{name} has no {SKILL_MD}")
         for rel in files:
             if rel != SKILL_MD:
-                check_support_path(rel)
+                try:
+                    check_support_path(rel)
+                except LedgerError as exc:  # name the very path, e.g. a .git component
+                    chk.fail(f"{label}: skills/{name}/{rel}: {exc.message}", path=f"{name}/{rel}", **where)
         doc = parse_skill_md(store.read(files[SKILL_MD][1], b"blob").decode("utf-8"), limit=1 << 31)
         if doc.version != version:
             raise LedgerError(f"{name}/{SKILL_MD} says version {doc.version}, the trailer says {version}")
@@ -414,8 +419,10 @@ def _check_fsck(path: Path, report: Report) -> None:
         timeout=600,
         env=child_env(),
     )
-    if proc.returncode != 0:
-        first = (proc.stderr or proc.stdout).strip().splitlines()
+    # fsck exits 0 on warnings such as hasDotgit ("contains '.git'"); for a ledger they are failures.
+    warnings = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith(("warning", "error"))]
+    if proc.returncode != 0 or warnings:
+        first = warnings or (proc.stderr or proc.stdout).strip().splitlines()
         chk.fail("git fsck: " + (first[0] if first else f"exit {proc.returncode}"))
     elif chk.ok:
         chk.summary = "git fsck found no problems"

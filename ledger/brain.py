@@ -40,6 +40,7 @@ from ledger.errors import (
     StoreError,
     TreeError,
 )
+from ledger.importer import Importer
 from ledger.merkle import (
     EMPTY_ROOT,
     DirNode,
@@ -111,7 +112,7 @@ def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool =
     )
 
 
-class Brain(BrainReads, SnapshotWriter):
+class Brain(BrainReads, SnapshotWriter, Importer):
     """An open brain.  Use :meth:`init` or :meth:`open`; close it (or use ``with``)."""
 
     def __init__(self, root: Path) -> None:

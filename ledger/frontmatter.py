@@ -21,7 +21,7 @@ import yaml
 
 from ledger.errors import SkillError
 
-__all__ = ["MAX_YAML_DEPTH", "counter_key", "load", "set_counter", "split"]
+__all__ = ["MAX_YAML_DEPTH", "bounded", "counter_key", "load", "set_counter", "split"]
 
 MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
 _RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -53,7 +53,7 @@ def split(text: str) -> tuple[int, int, int] | None:
     return (match.start(1), match.end(1), match.end()) if match else None
 
 
-def _bounded(source: str) -> None:
+def bounded(source: str) -> None:
     """Refuse hostile YAML on the parser's event stream, before any recursive composer runs.
 
     libyaml's parser keeps explicit stacks, but PyYAML's composer and constructor recurse
@@ -83,7 +83,7 @@ def load(text: str) -> tuple[dict[str, Any], int]:
     start, end, body = found
     source = text[start:end]
     try:
-        _bounded(source)
+        bounded(source)
         fm = yaml.load(source, Loader=_UniqueKeyLoader) if source.strip() else {}
     except yaml.YAMLError as exc:
         raise SkillError(f"malformed frontmatter: YAML error: {exc}".replace("\n", " ")) from exc

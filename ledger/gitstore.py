@@ -471,8 +471,17 @@ class GitStore:
                 return sha
         return None
 
-    def root_tree(self, skills: bytes | None) -> bytes:
-        return self.write_tree([(skills, MODE_DIR, SKILLS_DIR)] if skills else [])
+    def root_tree(self, skills: bytes | None, categories: bytes | None = None) -> bytes:
+        """A snapshot's top tree: ``skills/`` (the bundle), and ``categories/`` beside it when there are any."""
+        entries = [(skills, MODE_DIR, SKILLS_DIR)] if skills else []
+        if categories:
+            entries.append((categories, MODE_DIR, "categories"))
+        return self.write_tree(entries)
+
+    def categories_tree(self, tree: bytes) -> bytes | None:
+        """The ``categories/`` tree of a snapshot's top tree, if any (docs/layouts.md)."""
+        found = (sha for sha, mode, name in self.read_tree(tree) if name == "categories" and mode == MODE_DIR)
+        return next(found, None)
 
 
 def parse_tree(data: bytes, binsha: bytes = b"") -> list[TreeEntry]:
@@ -528,6 +537,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "delete": ("delete",),
     "revert": ("create", "update"),
     "snapshot": ("create", "update", "delete"),
+    "import": ("create", "update"),
 }
 
 

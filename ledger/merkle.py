@@ -157,6 +157,8 @@ def check_name(name: str, where: str = "") -> str:
         raise TreeError(f"{label!r}: invalid entry name")
     if len(raw) > _MAX_NAME_BYTES:
         raise TreeError(f"{label!r}: name is longer than {_MAX_NAME_BYTES} bytes")
+    if len(name) == 4 and name.lower() == ".git":
+        raise TreeError(f"{label!r}: a '.git' component (in any case) is refused", hint="git itself refuses it")
     if name.isascii():
         return name
     if unicodedata.unidata_version != UNICODE_VERSION:

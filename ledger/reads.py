@@ -103,6 +103,22 @@ class BrainReads:
             "files": linked,
         }
 
+    def lint(self, names: list[str] | None = None) -> list[Any]:
+        """Each skill's :class:`ledger.lint.Verdict` (the working tree): spec rules and Hermes's limits."""
+        from ledger.lint import lint_skill
+
+        out = []
+        with wp.WorkTree(self.root, self.control) as tree:
+            present = self._skill_names(tree)
+            for name in names or present:
+                if name not in present:
+                    raise SkillNotFoundError(f"no skill named {name!r}", hint="see 'ledger skill list'")
+                data = tree.read((name, SKILL_MD), 4 * self.limits["skill_md"])
+                sizes: dict[str, int] = {}
+                tree.scan(name, sizes)
+                out.append(lint_skill(name, data.decode("utf-8", "replace") if data is not None else None, sizes))
+        return out
+
     def _on_disk(self, name: str) -> bool:
         """Whether anything, a dangling link included, sits at ``skills/<name>``."""
         with wp.WorkTree(self.root, self.control) as tree:

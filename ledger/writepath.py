@@ -173,8 +173,13 @@ class WorkTree:
         finally:
             os.close(fd)
 
-    def scan(self, name: str) -> tuple[dict[str, tuple[int, bytes]], list[str]]:
-        """Every regular file of ``skills/<name>`` as ``rel → (mode, blob id)``, plus what is not one."""
+    def scan(
+        self, name: str, sizes: dict[str, int] | None = None
+    ) -> tuple[dict[str, tuple[int, bytes]], list[str]]:
+        """Every regular file of ``skills/<name>`` as ``rel → (mode, blob id)``, plus what is not one.
+
+        ``sizes``, when given, is filled with each file's size in bytes.
+        """
         files: dict[str, tuple[int, bytes]] = {}
         problems: list[str] = []
         if not self.exists(name):
@@ -209,6 +214,8 @@ class WorkTree:
                             os.close(ffd)
                         mode = MODE_EXEC if fst.st_mode & stat.S_IXUSR else MODE_FILE
                         files[path] = (mode, blob_id(data))
+                        if sizes is not None:
+                            sizes[path] = len(data)
                     elif stat.S_ISLNK(st.st_mode):
                         problems.append(f"skills/{name}/{path} is a symbolic link")
                     else:

@@ -1,0 +1,102 @@
+"""Collections in and out: ``ledger import``, ``ledger export``, and ``ledger lint`` (verdicts, not gates)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli._common import emit, json_flag, main, open_brain, progress_bar
+
+_STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused": "red"}
+
+
+@main.command("import")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--layout", type=click.Choice(["auto", "agentskills", "claude", "hermes", "slopstock"]), default="auto",
+              show_default=True, help="How SOURCES are laid out (auto: detect).")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@click.option("--all-or-nothing", is_flag=True, help="Import nothing if any skill is refused.")
+@click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
+@json_flag
+@click.pass_context
+def import_cmd(
+    ctx: click.Context, sources: tuple[Path, ...], layout: str, dry_run: bool, all_or_nothing: bool, note: str,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
+    from ledger.layouts import Collection, read
+
+    with open_brain(ctx) as brain:
+        parts = [read(src, layout, brain.limits["file"]) for src in sources]
+        coll = Collection(parts[0].layout, [f for p in parts for f in p.skills],
+                          {k: v for p in parts for k, v in p.categories.items()})  # fmt: skip
+        report = brain.import_collection(
+            coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing, progress=progress_bar("importing")
+        )
+    if as_json:
+        emit(report)
+        return
+    for row in report["skills"]:
+        what = row["status"] + (f" v{row['version']}" if "version" in row else "")
+        click.echo(click.style(f"{what:14}", fg=_STATUS[row["status"]]) + f" {row['skill']:32} {row['source']}")
+        for note_text in row["notes"]:
+            click.echo(f"{'':15} note: {note_text}")
+        if row["status"] == "refused":
+            click.echo(f"{'':15} why:  {row['reason']}" + (f"\n{'':15} hint: {row['hint']}" if row["hint"] else ""))
+        elif not row["lint"]["valid"]:
+            click.echo(f"{'':15} lint: {row['lint']['errors'][0]} (kept as is; see 'ledger lint')")
+    counts: dict[str, int] = {}
+    for row in report["skills"]:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no skills found"
+    snap = report["snapshot"]
+    if dry_run:
+        click.echo(f"dry run: {summary}; nothing written")
+    elif snap:
+        click.echo(f"{summary}\nroot   {snap['root']}\ncommit {snap['commit']}")
+    else:
+        click.echo(f"{summary}; nothing changed, no snapshot")
+
+
+@main.command("export")
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--layout", type=click.Choice(["agentskills", "claude", "hermes", "slopstock"]), default="agentskills",
+              show_default=True)  # fmt: skip
+@click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root (default: head).")
+@json_flag
+@click.pass_context
+def export_cmd(ctx: click.Context, dest: Path, layout: str, rev: str | None, as_json: bool) -> None:
+    """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
+    from ledger.layouts.export import export
+
+    with open_brain(ctx) as brain:
+        commit = brain.store.resolve(rev) if rev else brain.head().commit
+        result = export(brain.store, commit, dest, layout)
+    if as_json:
+        emit(result)
+    else:
+        click.echo(f"exported {result['skills']} skill(s), {result['files']} file(s) to {dest} ({layout})")
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@json_flag
+@click.pass_context
+def lint(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
+    """Each skill's verdict against the agentskills spec (skills-ref's rules) and Hermes's limits."""
+    with open_brain(ctx) as brain:
+        verdicts = brain.lint(list(names) or None)
+    if as_json:
+        emit([v.to_json() for v in verdicts])
+    else:
+        for v in verdicts:
+            tag = click.style("valid  " if v.valid else "INVALID", fg="green" if v.valid else "red")
+            click.echo(f"{tag} {v.skill}")
+            for err in v.errors:
+                click.echo(f"        spec:   {err}")
+            for note in v.hermes:
+                click.echo(f"        hermes: {note}")
+    if any(not v.valid for v in verdicts):
+        sys.exit(1)

@@ -1,0 +1,143 @@
+"""``ledger import``: a whole collection as one snapshot, with a report for every skill.
+
+Each skill is imported (created), updated (one version bump), unchanged, or
+refused with the reason and a hint; the rest go ahead unless ``all_or_nothing``.
+Files are kept byte for byte; SKILL.md changes only in the ledger's version value,
+and an integer version the file already carries is kept.  Importing the same
+content again makes no snapshot.  Hermes category files and membership are kept
+beside the bundle, in the snapshot's ``categories/`` tree (docs/layouts.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ledger import gitstore as gs
+from ledger import treehash as th
+from ledger.errors import LedgerError, SkillError
+from ledger.layouts import Collection, Found
+from ledger.lint import lint_skill
+from ledger.records import Receipt
+from ledger.skill import SKILL_MD, check_bundle_path, check_support_path, parse_skill_md
+from ledger.writepath import blob_id
+
+__all__ = ["CATEGORY_INDEX", "Importer"]
+
+CATEGORY_INDEX = ".ledger-categories.json"  # in categories/: {"format": 1, "skills": {key: "cat/sub"}}
+FileMap = dict[str, tuple[int, bytes]]
+
+
+class Importer:
+    """The import half of :class:`ledger.brain.Brain` (a mixin over its write path)."""
+
+    def import_collection(
+        self,
+        coll: Collection,
+        *,
+        note: str = "",
+        dry_run: bool = False,
+        all_or_nothing: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        with self.locked():  # type: ignore[attr-defined]
+            head = self.head()  # type: ignore[attr-defined]
+            rows: list[dict[str, Any]] = []
+            updates: dict[str, FileMap | None] = {}
+            changes: list[gs.Change] = []
+            seen: set[str] = set()
+            for i, found in enumerate(coll.skills, 1):
+                row: dict[str, Any] = {"skill": found.key, "source": found.source, "notes": found.notes}
+                try:
+                    if found.refused:
+                        raise SkillError(found.refused, hint="fix it in the source and import again")
+                    if found.key in seen:
+                        raise SkillError(f"another source in this import is also skill {found.key!r}")
+                    seen.add(found.key)
+                    row.update(self._plan(head, found, updates, changes))
+                except LedgerError as exc:
+                    row.update(status="refused", reason=exc.message, hint=exc.hint)
+                rows.append(row)
+                if progress is not None:
+                    progress(i, len(coll.skills))
+            refused = [r for r in rows if r["status"] == "refused"]
+            if refused and all_or_nothing:
+                raise SkillError(
+                    f"{len(refused)} skill(s) refused; with --all-or-nothing nothing was imported:"
+                    + "".join(f"\n  {r['skill']}: {r['reason']}" for r in refused[:20]),
+                    hint="fix them, or import without --all-or-nothing to take the rest",
+                )
+            old_cats = self._categories_tree(head)  # type: ignore[attr-defined]
+            cats = self._merge_categories(old_cats, coll, {f.key: f.category for f in coll.skills if f.key in seen})
+            report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
+            if dry_run or (not updates and cats == old_cats):
+                return report
+            receipt: Receipt = self._apply("import", updates, changes, note, categories=cats)  # type: ignore[attr-defined]
+            report["snapshot"] = receipt.to_json()
+            return report
+
+    def _plan(self, head: Any, found: Found, updates: dict[str, FileMap | None], changes: list[gs.Change]) -> dict:
+        key, files = found.key, found.files
+        limits = self.limits  # type: ignore[attr-defined]
+        for rel, (data, _) in files.items():
+            if rel != SKILL_MD:
+                check_support_path(rel)
+                if len(data) > limits["file"]:
+                    raise SkillError(f"{rel} is {len(data)} bytes; this brain's limit is {limits['file']}",
+                                     hint="raise limits.file in .ledger/config.json")  # fmt: skip
+            check_bundle_path(key, rel)
+        if SKILL_MD not in files:
+            raise SkillError(f"no {SKILL_MD}")
+        try:
+            text = files[SKILL_MD][0].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillError(f"{SKILL_MD} is not valid UTF-8 (byte {exc.start})") from exc
+        doc = parse_skill_md(text, limit=limits["skill_md"])
+        verdict = lint_skill(found.folder, text, {r: len(d) for r, (d, _) in files.items()})
+        out: dict[str, Any] = {"lint": {"valid": verdict.valid, "errors": verdict.errors}}
+        if doc.name and doc.name != key:
+            found.notes.append(f"frontmatter name {doc.name!r} differs from the folder: stored as {key!r}, name kept")
+        if key in head.skills:
+            current_files, current = self._committed(key)  # type: ignore[attr-defined]
+            same_md = doc.with_counter(current.version) == current.text
+            others = {r: (gs.MODE_EXEC if x else gs.MODE_FILE, blob_id(d)) for r, (d, x) in files.items()}
+            others.pop(SKILL_MD)
+            if same_md and others == {r: v for r, v in current_files.items() if r != SKILL_MD}:
+                return {**out, "status": "unchanged", "version": current.version}
+            action, version = "update", current.version + 1
+        else:
+            if self._on_disk(key):  # type: ignore[attr-defined]
+                raise SkillError(f"skills/{key} exists in the working tree but not in a snapshot",
+                                 hint="record it with 'ledger snapshot', or move it away")  # fmt: skip
+            action, version = "create", max(doc.version, 1)
+            if doc.version:
+                found.notes.append(f"kept the file's version {doc.version}")
+        if doc.version == 0 and action == "create":
+            where = "metadata.ledger-version" if "version" in doc.metadata else "metadata.version"
+            found.notes.append(f"added the ledger's version counter as {where}")
+        writes = dict(files)
+        writes[SKILL_MD] = (doc.with_counter(version).encode(), files[SKILL_MD][1])
+        updates[key] = self._blobs(writes, {})  # type: ignore[attr-defined]
+        changes.append(gs.Change(action, key, version))
+        return {**out, "status": "imported" if action == "create" else "updated", "version": version}
+
+    def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None]) -> bytes | None:
+        """The new ``categories/`` tree: the old one, plus this import's category files and memberships."""
+        if coll.layout != "hermes" and old is None:
+            return None
+        files = th.files_of(self.store, old) if old else {}  # type: ignore[attr-defined]
+        index: dict[str, str] = {}
+        if CATEGORY_INDEX in files:
+            index = json.loads(self.store.read(files[CATEGORY_INDEX][1], b"blob"))["skills"]  # type: ignore[attr-defined]
+        if coll.layout == "hermes":
+            for key, category in membership.items():
+                if category:
+                    index[key] = category
+                else:
+                    index.pop(key, None)
+            for rel, data in coll.categories.items():
+                files[rel] = (gs.MODE_FILE, self.store.write_blob(data))  # type: ignore[attr-defined]
+        doc = json.dumps({"format": 1, "skills": dict(sorted(index.items()))}, indent=2) + "\n"
+        files[CATEGORY_INDEX] = (gs.MODE_FILE, self.store.write_blob(doc.encode()))  # type: ignore[attr-defined]
+        return self._tree(files, "categories")[0]  # type: ignore[attr-defined]

@@ -1,0 +1,164 @@
+"""Import adapters: where skills live in each runtime's layout, read without following links.
+
+- ``agentskills``: a folder of skill folders (``<name>/SKILL.md``), or one skill folder;
+- ``claude``: the same shape (``.claude/skills/<name>/``);
+- ``hermes``: a category tree ``<category>/[<sub>/]<name>/SKILL.md``, with a
+  ``DESCRIPTION.md`` (and any other files) in category folders;
+- ``slopstock``: flat ``<stem>.md`` files, each a SKILL.md with top-level ``name``,
+  ``description`` and ``version``.
+
+A skill's key in the brain is its folder name (its stem for Slopstock), slugged
+only if it is not already a valid key, and the report says so. Category files
+are kept beside the bundle (docs/layouts.md).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ledger.errors import LedgerError, UsageError
+from ledger.skill import SKILL_MD, check_name, slugify
+from ledger.writepath import read_limited
+
+__all__ = ["LAYOUTS", "Collection", "Found", "detect", "read"]
+
+LAYOUTS = ("auto", "agentskills", "claude", "hermes", "slopstock")
+_SKIP = frozenset({".git", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__"})  # as Hermes scans
+
+
+@dataclass
+class Found:
+    """One skill in a source tree, read whole (or the reason it cannot be)."""
+
+    key: str
+    folder: str  # its folder (or file stem) as found, for lint's name check
+    source: str
+    files: dict[str, tuple[bytes, bool]] = field(default_factory=dict)  # rel → (bytes, executable)
+    category: str | None = None  # hermes: "category/sub"
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+@dataclass
+class Collection:
+    layout: str
+    skills: list[Found]
+    categories: dict[str, bytes] = field(default_factory=dict)  # category files: "cat/sub/DESCRIPTION.md" → bytes
+
+
+def _entries(path: Path) -> list[tuple[str, int]]:
+    with os.scandir(path) as it:
+        return sorted((e.name, e.stat(follow_symlinks=False).st_mode) for e in it)
+
+
+def _read(path: Path, limit: int) -> tuple[bytes, bool]:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LedgerError(f"{path} is not a regular file")
+        return read_limited(fd, limit, str(path)), bool(mode & stat.S_IXUSR)
+    finally:
+        os.close(fd)
+
+
+def _key(folder: str, notes: list[str]) -> str:
+    try:
+        return check_name(folder)
+    except LedgerError:
+        key = slugify(folder)
+        notes.append(f"folder {folder!r} is not a valid skill key; stored as {key!r}")
+        return key
+
+
+def _skill_folder(path: Path, limit: int, category: str | None = None) -> Found:
+    notes: list[str] = []
+    found = Found(_key(path.name, notes), path.name, str(path), category=category, notes=notes)
+    stack = [(path, "")]
+    try:
+        while stack:
+            here, rel = stack.pop()
+            for name, mode in _entries(here):
+                child = f"{rel}{name}"
+                if stat.S_ISDIR(mode):
+                    stack.append((here / name, child + "/"))
+                elif stat.S_ISREG(mode):
+                    found.files[child] = _read(here / name, limit)
+                else:
+                    kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
+                    raise LedgerError(f"{child} is {kind}; a brain holds only files and folders")
+    except (LedgerError, OSError) as exc:
+        found.refused = exc.message if isinstance(exc, LedgerError) else f"cannot read it: {exc}"
+    return found
+
+
+def detect(src: Path) -> str:
+    """The layout of ``src``: a skill folder or folder of them, a Hermes tree, or Slopstock files."""
+    if (src / SKILL_MD).is_file():
+        return "agentskills"
+    subdirs = [src / n for n, m in _entries(src) if stat.S_ISDIR(m) and n not in _SKIP]
+    if any((d / SKILL_MD).is_file() for d in subdirs):
+        deeper = any(not (d / SKILL_MD).is_file() and any((d / n / SKILL_MD).is_file() for n, _ in _entries(d))
+                     for d in subdirs)  # fmt: skip
+        return "hermes" if deeper or any((d / "DESCRIPTION.md").is_file() for d in subdirs) else "agentskills"
+    if any((d / "DESCRIPTION.md").is_file() for d in subdirs):
+        return "hermes"
+    if any(n.endswith(".md") and stat.S_ISREG(m) for n, m in _entries(src)):
+        return "slopstock"
+    raise UsageError(f"{src}: no skills found (no SKILL.md, category tree or .md files)", hint="pass --layout")
+
+
+def read(src: Path, layout: str, limit: int) -> Collection:
+    """Every skill under ``src`` in ``layout`` (``auto``: :func:`detect`), each read whole or refused."""
+    if not src.is_dir() or src.is_symlink():
+        raise UsageError(f"{src} is not a directory")
+    if layout == "auto":
+        layout = detect(src)
+    if layout in ("agentskills", "claude"):
+        if (src / SKILL_MD).is_file():
+            return Collection(layout, [_skill_folder(src, limit)])
+        skills = [_skill_folder(src / n, limit) for n, m in _entries(src)
+                  if stat.S_ISDIR(m) and n not in _SKIP and (src / n / SKILL_MD).is_file()]  # fmt: skip
+        return Collection(layout, skills)
+    if layout == "hermes":
+        return _hermes(src, limit)
+    if layout == "slopstock":
+        return _slopstock(src, limit)
+    raise UsageError(f"unknown layout {layout!r}", hint="one of " + ", ".join(LAYOUTS))
+
+
+def _hermes(src: Path, limit: int) -> Collection:
+    out = Collection("hermes", [])
+    stack = [(src, "")]
+    while stack:
+        here, rel = stack.pop()
+        for name, mode in _entries(here):
+            path, child = here / name, f"{rel}{name}"
+            if stat.S_ISDIR(mode) and name not in _SKIP:
+                if (path / SKILL_MD).is_file():
+                    out.skills.append(_skill_folder(path, limit, rel.rstrip("/") or None))
+                else:
+                    stack.append((path, child + "/"))
+            elif stat.S_ISREG(mode):
+                out.categories[child] = _read(path, limit)[0]
+    out.skills.sort(key=lambda f: f.source)
+    return out
+
+
+def _slopstock(src: Path, limit: int) -> Collection:
+    skills = []
+    for name, mode in _entries(src):
+        if not (name.endswith(".md") and stat.S_ISREG(mode)):
+            continue
+        stem = name[: -len(".md")]
+        notes: list[str] = []
+        found = Found(_key(stem, notes), stem, str(src / name), notes=notes)
+        try:
+            found.files[SKILL_MD] = _read(src / name, limit)
+        except (LedgerError, OSError) as exc:
+            found.refused = exc.message if isinstance(exc, LedgerError) else str(exc)
+        skills.append(found)
+    return Collection("slopstock", skills)
