@@ -51,7 +51,7 @@ class Importer:
                 row: dict[str, Any] = {"skill": found.key, "source": found.source, "notes": found.notes}
                 try:
                     if found.refused:
-                        raise SkillError(found.refused, hint="fix it in the source and import again")
+                        raise SkillError(found.refused, hint=found.hint or "fix it in the source and import again")
                     if found.key in seen:
                         raise SkillError(f"another source in this import is also skill {found.key!r}")
                     seen.add(found.key)

@@ -40,6 +40,7 @@ class Found:
     category: str | None = None  # hermes: "category/sub"
     notes: list[str] = field(default_factory=list)
     refused: str | None = None
+    hint: str | None = None
 
 
 @dataclass
@@ -60,7 +61,10 @@ def _read(path: Path, limit: int) -> tuple[bytes, bool]:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise LedgerError(f"{path} is not a regular file")
-        return read_limited(fd, limit, str(path)), bool(mode & stat.S_IXUSR)
+        try:
+            return read_limited(fd, limit, str(path)), bool(mode & stat.S_IXUSR)
+        except LedgerError as exc:
+            raise LedgerError(exc.message, hint="raise limits.file in .ledger/config.json") from None
     finally:
         os.close(fd)
 
@@ -92,6 +96,7 @@ def _skill_folder(path: Path, limit: int, category: str | None = None) -> Found:
                     raise LedgerError(f"{child} is {kind}; a brain holds only files and folders")
     except (LedgerError, OSError) as exc:
         found.refused = exc.message if isinstance(exc, LedgerError) else f"cannot read it: {exc}"
+        found.hint = exc.hint if isinstance(exc, LedgerError) else None
     return found
 
 

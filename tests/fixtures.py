@@ -1,0 +1,86 @@
+"""Skill collections built on the fly, shaped like the public ones (none of their text is copied).
+
+What real collections contain and the ledger must keep: a LICENSE.txt that ``license:``
+points to, extra top-level .md files the body links to, folders outside the four
+standard ones with binaries, Hermes categories with DESCRIPTION.md, Hermes
+frontmatter (flow lists, author, dependencies, nested metadata.hermes, a semver
+version), an over-long description, a name that differs from its folder, a very
+large SKILL.md and reference, CRLF and YAML comments, and Slopstock flat files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TTF = b"\x00\x01\x00\x00\x00\x0c\x00\x80\x00\x03\x00\x40OS/2" + bytes(range(256)) * 8
+PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n" + bytes(range(256)) * 4 + b"%%EOF\n"
+
+
+def _put(path: Path, data: bytes | str, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    if executable:
+        path.chmod(0o755)
+
+
+def agentskills(root: Path, fillers: int = 0) -> Path:
+    """A folder of agentskills skill folders; ``fillers`` adds plain skills (for throughput runs)."""
+    _put(root / "pdf" / "SKILL.md", (
+        "---\nname: pdf\ndescription: Fill, merge and extract PDF forms. Use when a task involves PDF files.\n"
+        "license: Proprietary. LICENSE.txt has complete terms\n---\n\n# PDF\n\nSee [forms](forms.md) and "
+        "[the API](reference/api.md). Run `scripts/fill.py`.\n"
+    ))  # fmt: skip
+    _put(root / "pdf" / "LICENSE.txt", "All rights reserved.\n")
+    _put(root / "pdf" / "forms.md", "# Forms\n\nFields are named.\n")
+    _put(root / "pdf" / "reference" / "api.md", "# API\n\nmerge(a, b)\n")
+    _put(root / "pdf" / "scripts" / "fill.py", "#!/usr/bin/env python3\nprint('fill')\n", executable=True)
+    _put(root / "pdf" / "themes" / "fonts" / "Inter.ttf", TTF)
+    _put(root / "pdf" / "examples" / "sample.pdf", PDF)
+    _put(root / "docx" / "SKILL.md", "---\nname: docx-tools\ndescription: Edit Word documents.\n---\nUse editing.md.\n")
+    _put(root / "docx" / "editing.md", "# Editing\n")
+    _put(root / "brand" / "SKILL.md", "---\nname: brand\ndescription: " + "Brand rules. " * 90 + "\n---\nBody.\n")
+    _put(root / "huge" / "SKILL.md", "---\nname: huge\ndescription: A very large skill.\n---\n" + "x" * 149_950 + "\n")
+    _put(root / "huge" / "reference" / "big.md", (b"line of reference text\n" * 95_000)[: 2 * 1024 * 1024])
+    _put(root / "crlf" / "SKILL.md", (
+        "---\r\n# a comment the ledger keeps\r\nname: crlf  # trailing comment\r\n"
+        "description: 'Windows line ends'  \r\n"
+        "metadata:\r\n  version: '7'   # imported as 7\r\n  author: someone\r\n---\r\nBody line\r\n"
+    ))  # fmt: skip
+    for i in range(fillers):
+        name = f"filler-{i:04d}"
+        _put(root / name / "SKILL.md", f"---\nname: {name}\ndescription: Filler skill {i}\n---\n" + "step\n" * 300)
+        _put(root / name / "references" / "notes.md", f"notes {i}\n" * 50)
+    return root
+
+
+def hermes(root: Path) -> Path:
+    """A Hermes skills tree: categories (with DESCRIPTION.md), a sub-category, a top-level skill."""
+    _put(root / "software-development" / "DESCRIPTION.md", "Skills for writing and reviewing code.\n")
+    _put(root / "software-development" / "code-review" / "SKILL.md", (
+        "---\nname: code-review\ndescription: Review a diff for bugs, style and tests.\nversion: 1.2.0\n"
+        "author: Hermes Agent\nlicense: MIT\nplatforms: [linux, macos]\ndependencies: [git]\n"
+        "prerequisites:\n  commands: [git, rg]\n  env: []\nmetadata:\n  hermes:\n    tags: [review, quality]\n"
+        "    related_skills: [testing]\n---\n\n# Code review\n\n1. Read the diff.\n"
+    ))  # fmt: skip
+    _put(root / "software-development" / "code-review" / "templates" / "checklist.md", "- [ ] tests\n")
+    _put(root / "research" / "DESCRIPTION.md", "Research skills.\n")
+    _put(root / "research" / "arxiv" / "DESCRIPTION.md", "Papers from arXiv.\n")
+    _put(root / "research" / "arxiv" / "paper-search" / "SKILL.md", (
+        "---\nname: paper-search\ndescription: Find papers.\nversion: 0.3.1\nmetadata:\n  hermes:\n"
+        "    tags: [arxiv]\n---\nSearch.\n"
+    ))  # fmt: skip
+    _put(root / "plan" / "SKILL.md", "---\nname: plan\ndescription: Plan a task.\ntags: [planning]\n---\nPlan.\n")
+    return root
+
+
+def slopstock(root: Path) -> Path:
+    """Slopstock flat files: top-level name, description and version."""
+    _put(root / "oracle-check.md", "---\nname: oracle-check\ndescription: Check an oracle.\nversion: 3\n---\nCheck.\n")
+    _put(root / "twap.md", '---\nname: twap\ndescription: Use a TWAP.\nversion: "1.0"\n---\nAverage.\n')
+    return root
+
+
+def skill_folders(root: Path) -> list[Path]:
+    """Every folder under ``root`` that holds a SKILL.md."""
+    return sorted(Path(d) for d, _, files in os.walk(root) if "SKILL.md" in files)
