@@ -175,9 +175,9 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         snaps.append(snap)
         label = f"snapshot #{i} ({commit.hex()[:12]}, {_describe(snap)})"
         computed: bytes | None = None
+        entries: dict[str, bytes] = {}
         try:
             tree = store.skills_tree(commit, bytes.fromhex(snap.tree))
-            entries = {}
             for sha, mode, name in store.read_tree(tree) if tree else ():
                 if mode != gs.MODE_DIR:
                     raise LedgerError(f"skills/{name} is not a skill directory")
@@ -189,8 +189,13 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             computed = index.root
         except LedgerError as exc:
             snaps_chk.fail(f"{label}: its tree cannot be hashed: {exc.message}", **where)
-            index, entries = RootIndex({}), {}
-            changed = sorted(prev_entries)
+            # The listing (if it was read) still serves the version and skill checks; the next
+            # snapshot is hashed from scratch.
+            index = RootIndex({})
+            changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
+            prev_for_next: dict[str, bytes] = {}
+        else:
+            prev_for_next = entries
         declared = {c.skill for c in snap.changes}
         if computed is not None and computed != snap.root:
             path = _divergent_path(store, entries, prev_entries, changed, declared)
@@ -223,7 +228,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
                 "chain": None,
             }
         )
-        prev_entries, prev_root = entries, snap.root
+        prev_entries, prev_root = prev_for_next, snap.root
         if progress is not None and (i % 50 == 0 or i == len(chain) - 1):
             progress(i + 1, len(chain))
     n = len(chain)

@@ -135,7 +135,9 @@ def set_counter(text: str, value: int) -> str:
     start, end, _ = split(text)  # type: ignore[misc]
     source = text[start:end]
     nl = "\r\n" if "\r\n" in text else "\n"
-    root = yaml.compose(source, Loader=yaml.SafeLoader) if source.strip() else None
+    # Marks are offsets into ``source``: libyaml counts them the same way for ASCII text only.
+    loader = _BASE if source.isascii() else yaml.SafeLoader
+    root = yaml.compose(source, Loader=loader) if source.strip() else None
     meta_key = meta = None
     for k, v in root.value if isinstance(root, yaml.MappingNode) else ():
         if isinstance(k, yaml.ScalarNode) and k.value == "metadata":
@@ -147,7 +149,7 @@ def set_counter(text: str, value: int) -> str:
     elif isinstance(meta, yaml.MappingNode):
         node = next((v for k, v in meta.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
         if node is not None:
-            style = {"'": f"'{value}'", '"': f'"{value}"', None: str(value)}.get(node.style, quoted)
+            style = {"'": f"'{value}'", '"': f'"{value}"', None: str(value), "": str(value)}.get(node.style, quoted)
             edited = source[: node.start_mark.index] + style + source[node.end_mark.index :]
         elif meta.flow_style:
             at = meta.start_mark.index + 1

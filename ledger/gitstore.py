@@ -216,6 +216,7 @@ class GitStore:
         self.path = Path(path)
         self.git_dir = _git_dir(self.path)
         self._objects = self.git_dir / "objects"
+        self._fanout: set[str] = set()
         self._cat = _CatFile(self.git_dir)
 
     @classmethod
@@ -257,7 +258,9 @@ class GitStore:
         path = self._objects / hexsha[:2] / hexsha[2:]
         if path.exists():
             return sha
-        path.parent.mkdir(exist_ok=True)
+        if hexsha[:2] not in self._fanout:  # one mkdir per fan-out directory and process, not per object
+            path.parent.mkdir(exist_ok=True)
+            self._fanout.add(hexsha[:2])
         fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

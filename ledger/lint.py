@@ -22,6 +22,7 @@ from ledger.frontmatter import bounded
 
 __all__ = ["Verdict", "lint_skill"]
 
+_BASE = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar a string, as strictyaml reads them
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
 HERMES_DIRS = ("references", "templates", "scripts", "assets")
 HERMES_SKILL_MD = 100_000  # characters
@@ -48,10 +49,10 @@ def _frontmatter(content: str) -> tuple[dict[str, Any] | None, str | None]:
         return None, "SKILL.md frontmatter not properly closed with ---"
     try:
         bounded(parts[1])  # before anything recursive: depth, aliases
-        events = list(yaml.parse(parts[1], Loader=yaml.BaseLoader))
+        events = list(yaml.parse(parts[1], Loader=_BASE))
         if any(isinstance(e, yaml.CollectionStartEvent) and e.flow_style for e in events):
             return None, "Invalid YAML in frontmatter: flow style ([…] or {…}) is not allowed"
-        data = yaml.load(parts[1], Loader=yaml.BaseLoader)
+        data = yaml.load(parts[1], Loader=_BASE)
     except (yaml.YAMLError, SkillError) as exc:
         text = exc.message if isinstance(exc, SkillError) else str(exc).splitlines()[0]
         return None, f"Invalid YAML in frontmatter: {text}"
