@@ -32,7 +32,7 @@ NAME = (
         max_size=12,
     )
     .map(lambda s: unicodedata.normalize("NFC", s))
-    .filter(lambda s: s not in (".", "..") and len(s.encode()) <= 255)
+    .filter(lambda s: s not in (".", "..") and len(s.encode()) <= 255 and s.lower() != ".git")
 )
 
 

@@ -56,7 +56,7 @@ def test_vectors(path: Path, threads: int, tmp_path: Path) -> None:
 
 ASCII_NAME = st.text(
     alphabet=st.characters(min_codepoint=1, max_codepoint=127, exclude_characters="/"), min_size=1, max_size=8
-).filter(lambda s: s not in (".", ".."))
+).filter(lambda s: s not in (".", "..") and s.lower() != ".git")
 
 
 def _clash(a: list[str], b: list[str]) -> bool:
@@ -229,3 +229,12 @@ def test_brain_directory_hashes_its_skills(tmp_path: Path) -> None:
         receipt = brain.create("alpha", "First skill.", "Body.")
     fast = subprocess.run([LEDGER, "hash", str(tmp_path / "b")], capture_output=True, text=True)
     assert fast.returncode == 0 and fast.stdout.strip() == receipt.root
+
+
+@pytest.mark.parametrize("name", [".git", ".GIT", ".Git"])
+def test_dot_git_is_handed_back_and_refused_by_the_reference(tmp_path: Path, name: str) -> None:
+    (tmp_path / "t" / "s" / name).mkdir(parents=True)
+    (tmp_path / "t" / "s" / name / "config").write_text("x")
+    assert _native.hash_dir(tmp_path / "t") is None
+    with pytest.raises(TreeError, match="'.git' component"):
+        merkle.hash_path(tmp_path / "t")
