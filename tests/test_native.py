@@ -236,5 +236,5 @@ def test_dot_git_is_handed_back_and_refused_by_the_reference(tmp_path: Path, nam
     (tmp_path / "t" / "s" / name).mkdir(parents=True)
     (tmp_path / "t" / "s" / name / "config").write_text("x")
     assert _native.hash_dir(tmp_path / "t") is None
-    with pytest.raises(TreeError, match="'.git' component"):
+    with pytest.raises(TreeError, match=r"'\.git' component"):
         merkle.hash_path(tmp_path / "t")
