@@ -457,7 +457,10 @@ class Brain(BrainReads, SnapshotWriter, Importer):
         """Record hand edits in the working tree as one snapshot, bumping each changed skill."""
         with self.locked():
             head = self.head()
-            disk = read_tree(self.skills_dir, progress) if self.skills_dir.exists() else DirNode({})
+            try:
+                disk = read_tree(self.skills_dir, progress) if self.skills_dir.exists() else DirNode({})
+            except TreeError:
+                raise self._every_problem() from None
             if disk.digest == head.bundle.root:
                 raise NoChangeError("nothing to snapshot: the working tree equals the head snapshot")
             with wp.WorkTree(self.root, self.control) as tree:

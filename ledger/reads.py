@@ -6,6 +6,7 @@ symbolic link exactly as a write does, and never prints a file from outside the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ledger.errors import (
     SkillError,
     SkillNotFoundError,
     StoreError,
+    TreeError,
 )
 from ledger.merkle import (
     Digest,
@@ -130,7 +132,10 @@ class BrainReads:
     def status(self) -> Status:
         """Compare the working tree with the head snapshot: ``{path: modified|new|deleted}``."""
         head = self.head()
-        disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
+        try:
+            disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
+        except TreeError:
+            raise self._every_problem() from None
         changes: dict[str, str] = {}
         if disk.digest != head.bundle.root:
             names = set(disk.names) | set(head.skills)
@@ -149,6 +154,21 @@ class BrainReads:
                     elif old[path] != new[path]:
                         changes[path] = "modified"
         return Status(head.commit.hex(), format_root(head.bundle.root), format_root(disk.digest), changes)
+
+    def _every_problem(self) -> TreeError:
+        """One error naming every skill (and file) that cannot be hashed, not just the first."""
+        problems = []
+        for entry in sorted(os.scandir(self.skills_dir), key=lambda e: e.name):
+            try:
+                if entry.is_symlink() or not entry.is_dir():
+                    raise TreeError(f"{'a symbolic link' if entry.is_symlink() else 'a file'}, not a skill directory")
+                read_tree(entry.path)
+            except TreeError as exc:
+                problems.append(f"skills/{entry.name}: {exc.message}")
+        return TreeError(
+            f"{len(problems)} skill(s) cannot be hashed:" + "".join(f"\n  {p}" for p in problems),
+            hint="fix each (links and special files are not allowed in a brain), then run 'ledger status' again",
+        )
 
     def prove(self, rel: str, at: str | None = None) -> InclusionProof:
         """Inclusion proof of bundle path ``rel`` (``<skill>/<file>``) in a snapshot (default: head)."""

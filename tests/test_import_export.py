@@ -167,12 +167,10 @@ def test_dot_git_is_refused_on_every_write_path_and_fails_verify_and_audit(tmp_p
     snap = run_ledger(*b, "snapshot")
     assert snap.returncode == 1 and ".Git" in snap.stderr
     subprocess.run(["rm", "-rf", str(brain / "skills" / "h")], check=True)
-    # A snapshot made by hand with git plumbing, holding skills/x/.git/config, in a clone.
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", "--bare", str(brain), str(clone)], check=True)
-
+    # A snapshot made by hand with git plumbing, holding skills/x/.git/config, in the brain itself.
     def git(*args: str, data: str | None = None) -> str:
-        out = subprocess.run(["git", "--git-dir", str(clone), *args], input=data, capture_output=True, text=True)
+        out = subprocess.run(["git", "--git-dir", str(brain / ".git"), *args], input=data, capture_output=True,
+                             text=True)  # fmt: skip
         return out.stdout.strip()
 
     md = "---\nname: x\ndescription: d\nmetadata:\n  version: '1'\n---\n"
@@ -188,9 +186,12 @@ def test_dot_git_is_refused_on_every_write_path_and_fails_verify_and_audit(tmp_p
     msg = gs.format_message("create", b"\x11" * 32, parent_root, [gs.Change("create", "x", 1)])
     commit = git("commit-tree", top, "-p", "main", "-m", msg.rstrip("\n"))
     git("update-ref", "refs/heads/main", commit)
-    audit = run_ledger("audit", str(clone))
-    assert audit.returncode == 1 and "x/.git" in audit.stdout, audit.stdout
-    assert "hasDotgit" in audit.stdout, audit.stdout
+    for proc in (run_ledger("audit", str(brain)), run_ledger(*b, "verify")):
+        assert proc.returncode == 1 and "x/.git/config" in proc.stdout, proc.stdout
+        assert "hasDotgit" in proc.stdout, proc.stdout
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--bare", str(brain), str(clone)], capture_output=True)
+    assert run_ledger("audit", str(clone)).returncode == 1
 
 
 def test_snapshot_reports_every_problem_at_once(tmp_path: Path) -> None:
@@ -212,3 +213,16 @@ def test_size_limits_are_configurable(tmp_path: Path) -> None:
     rows = {r["skill"]: r for r in report["skills"]}
     assert rows["huge"]["status"] == "refused" and "limits.file" in rows["huge"]["hint"]
     assert rows["docx"]["status"] == "imported"
+
+
+def test_status_and_snapshot_name_every_unhashable_skill(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    (brain / "skills" / "a" / "references").mkdir(parents=True)
+    os.symlink("/etc/passwd", brain / "skills" / "a" / "references" / "pw")
+    (brain / "skills" / "b").mkdir()
+    os.mkfifo(brain / "skills" / "b" / "fifo")
+    os.symlink("/tmp", brain / "skills" / "c")
+    for cmd in ("status", "snapshot"):
+        proc = run_ledger("--brain", str(brain), cmd)
+        assert proc.returncode == 1 and "3 skill(s)" in proc.stderr, proc.stderr
+        assert all(f"skills/{n}" in proc.stderr for n in "abc"), proc.stderr
