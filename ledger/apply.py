@@ -102,6 +102,7 @@ class SnapshotWriter:
     _fresh: dict[bytes, bytes]
     pending_recovery: StoreError | None
     limits: dict[str, int]
+    attribution: dict[str, str]
 
     def _bump(
         self,
@@ -281,7 +282,7 @@ class SnapshotWriter:
         if skills_tree is not None:
             self.cache.put(skills_tree, bundle.root)
         root = bundle.root
-        message = gs.format_message(operation, root, head.snap.root, changes, note)
+        message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution)
         root_tree = self.store.root_tree(skills_tree, categories)
         commit = self.store.write_commit(root_tree, [head.commit], message)
         with wp.WorkTree(self.root, self.control) as tree:

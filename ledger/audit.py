@@ -164,6 +164,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     live: dict[str, int] = {}
     prev_entries: dict[str, bytes] = {}
     prev_root: bytes | None = None
+    attributed = False  # once snapshots record their actor, every later one must
     snaps: list[gs.Snapshot] = []
     for i, commit in enumerate(chain):
         where = {"snapshot": commit.hex(), "index": i}
@@ -215,6 +216,10 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
                 **where,
             )
         _check_trailers(snap, i, label, report.check("trailers"), where)
+        if "actor" in snap.attribution:
+            attributed = True
+        elif attributed:
+            report.check("trailers").fail(f"{label}: no Ledger-Actor trailer after snapshots that record one", **where)
         _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report)
         report.timeline.append(
             {
@@ -254,16 +259,23 @@ def _check_trailers(snap: gs.Snapshot, i: int, label: str, chk: Check, where: di
         chk.fail(f"{label}: operation {snap.operation!r} records {len(actions)} change(s)", **where)
     elif any(a not in allowed for a in actions):
         chk.fail(f"{label}: operation {snap.operation!r} cannot {'/'.join(sorted(set(actions)))} a skill", **where)
-    elif snap.message != gs.canonical_message(snap):
+    elif (canonical := _canonical(snap)) != snap.message:
         chk.fail(
             f"{label}: the commit message is not the one its fields produce "
             "(a trailer was added, dropped or rewritten)",
-            expected=gs.canonical_message(snap),
+            expected=canonical,
             computed=snap.message,
             **where,
         )
     if chk.ok:
         chk.summary = "every message is canonical for its fields"
+
+
+def _canonical(snap: gs.Snapshot) -> str:
+    try:
+        return gs.canonical_message(snap)
+    except LedgerError as exc:
+        return f"(no canonical form: {exc.message})"
 
 
 def _count_ok(operation: str, count: int) -> bool:

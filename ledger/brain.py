@@ -128,6 +128,7 @@ class Brain(BrainReads, SnapshotWriter, Importer):
         self._thread_lock = threading.RLock()
         self._base: bytes | None = None  # the head a running mutation read under the lock
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
+        self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         self.pending_recovery: RecoveryError | StoreError | None = None
         self.limits = _limits(json.loads((self.control / CONFIG).read_text()).get("limits") or {})
         if (self.control / JOURNAL).exists() or self._stale_ref_locks():
@@ -163,7 +164,9 @@ class Brain(BrainReads, SnapshotWriter, Importer):
         brain = cls(root)
         with brain.locked():
             tree = brain.store.root_tree(None)
-            msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=secrets.token_hex(16))
+            msg = gs.format_message(
+                "init", EMPTY_ROOT, None, [], nonce=secrets.token_hex(16), attribution=brain.attribution
+            )
             commit = brain.store.write_commit(tree, [], msg)
             brain.store.move_head(commit, None)
         return brain
@@ -193,6 +196,17 @@ class Brain(BrainReads, SnapshotWriter, Importer):
             cfg = self.config
             cfg.update(values)
             write_json(self.control / CONFIG, cfg)
+
+    @contextlib.contextmanager
+    def acting(self, actor: str = "user", **evidence: object) -> Iterator[None]:
+        """Attribute the snapshots written inside the block: ``actor`` (agent, curator or user) and evidence
+        (``task``, ``session``, ``tool_calls``, ``reason``), recorded as trailers that ``verify`` checks."""
+        previous = self.attribution
+        self.attribution = gs.attribution(actor, **evidence)
+        try:
+            yield
+        finally:
+            self.attribution = previous
 
     @contextlib.contextmanager
     def locked(self, *, recover: bool = True) -> Iterator[None]:

@@ -86,6 +86,16 @@ class Snapshot:
         return self.changes[0].skill if len(self.changes) == 1 else None
 
     @property
+    def attribution(self) -> dict[str, str]:
+        """Actor and evidence from the trailers (empty for snapshots made before attribution)."""
+        out = {}
+        for key in ("actor", *EVIDENCE):
+            values = self.trailers.get(_trailer_name(key), [])
+            if values:
+                out[key] = values[0]
+        return out
+
+    @property
     def version(self) -> int | None:
         return self.changes[0].version if len(self.changes) == 1 else None
 
@@ -125,6 +135,7 @@ class Snapshot:
             "version": self.version,
             "changes": [{"action": c.action, "skill": c.skill, "version": c.version} for c in self.changes],
             "timestamp": self.timestamp,
+            "attribution": self.attribution,
         }
 
 
@@ -544,6 +555,34 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+ACTORS = ("agent", "curator", "user")
+EVIDENCE = ("task", "session", "tool-calls", "reason")  # trailers Ledger-Task, Ledger-Session, …
+
+
+def attribution(actor: str = "user", **evidence: object) -> dict[str, str]:
+    """Who made a snapshot and on what evidence, checked: an actor, and one-line evidence values."""
+    if actor not in ACTORS:
+        raise StoreError(f"actor {actor!r} is not one of {', '.join(ACTORS)}", hint="use agent, curator or user")
+    out = {"actor": actor}
+    for key, value in evidence.items():
+        key = key.replace("_", "-")
+        if value is None:
+            continue
+        text = str(value)
+        if key not in EVIDENCE:
+            raise StoreError(f"unknown evidence {key!r}", hint="evidence is " + ", ".join(EVIDENCE))
+        if key == "tool-calls" and not text.isdigit():
+            raise StoreError(f"tool-calls must be a whole number, got {text!r}")
+        if not text or len(text) > 200 or any(not c.isprintable() for c in text):
+            raise StoreError(f"evidence {key} must be one printable line of at most 200 characters")
+        out[key] = text
+    return out
+
+
+def _trailer_name(key: str) -> str:
+    return "Ledger-" + "-".join(part.capitalize() for part in key.split("-"))
+
+
 def format_message(
     operation: str,
     root: bytes,
@@ -551,6 +590,7 @@ def format_message(
     changes: Sequence[Change],
     note: str = "",
     nonce: str | None = None,
+    attribution: dict[str, str] | None = None,
 ) -> str:
     """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers.
 
@@ -572,6 +612,9 @@ def format_message(
     trailers += [f"Ledger-Change: {c.trailer()}" for c in changes]
     if nonce is not None:
         trailers.append(f"Ledger-Nonce: {nonce}")
+    for key in ("actor", *EVIDENCE) if attribution else ():
+        if key in attribution:  # type: ignore[operator]
+            trailers.append(f"{_trailer_name(key)}: {attribution[key]}")  # type: ignore[index]
     parts = [subject]
     if note.strip():
         parts.append(note.strip())
@@ -588,7 +631,11 @@ def split_note(message: str) -> str:
 def canonical_message(snap: Snapshot) -> str:
     """The message the ledger writes for this snapshot's fields; any other text means a rewritten trailer."""
     nonce = snap.trailers.get("Ledger-Nonce", [None])[0] if snap.operation == "init" else None
-    return format_message(snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce)
+    attr = snap.attribution
+    checked = attribution(attr.pop("actor"), **attr) if "actor" in snap.attribution else None
+    return format_message(
+        snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked
+    )
 
 
 def _hex(sha: bytes | None) -> str:

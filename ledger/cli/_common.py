@@ -159,14 +159,35 @@ commit_flag = click.option(
 )
 
 
+actor_flag = click.option(
+    "--actor", type=click.Choice(["user", "agent", "curator"]), default="user", show_default=True,
+    help="Who makes this change (recorded in the snapshot's trailers).",
+)  # fmt: skip
+evidence_flag = click.option(
+    "--evidence", multiple=True, metavar="KEY=VALUE",
+    help="Evidence for the change: task=…, session=…, tool-calls=N, reason=… (repeatable).",
+)  # fmt: skip
+
+
 def mutation(fn: F) -> F:
-    return json_flag(note_flag(commit_flag(fn)))  # type: ignore[return-value]
+    return json_flag(note_flag(commit_flag(actor_flag(evidence_flag(fn)))))  # type: ignore[return-value]
+
+
+def acting(brain: Any, kw: dict[str, Any]) -> Any:
+    """``brain.acting(...)`` for the --actor and --evidence flags of a mutating command."""
+    evidence = {}
+    for item in kw.get("evidence") or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--evidence {item!r} is not KEY=VALUE")
+        evidence[key.replace("-", "_")] = value
+    return brain.acting(kw.get("actor") or "user", **evidence)
 
 
 def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:
     """Run one mutation on the brain and print its receipt (anchoring it on chain if asked)."""
     want_commit(ctx, kw["chain_commit"])
-    with open_brain(ctx) as brain:
+    with open_brain(ctx) as brain, acting(brain, kw):
         receipt = op(brain)
     print_receipt(ctx, receipt, kw["as_json"])
 

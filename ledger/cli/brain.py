@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ledger.cli._common import (
+    acting,
     emit,
     json_flag,
     main,
@@ -98,10 +99,10 @@ def _pending(brain: Any) -> int | None:
 @main.command()
 @mutation
 @click.pass_context
-def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None) -> None:
+def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None, **kw: Any) -> None:
     """Record hand edits in the working tree as one snapshot."""
     want_commit(ctx, chain_commit)
-    with open_brain(ctx) as brain:
+    with open_brain(ctx) as brain, acting(brain, kw):
         receipt = brain.snapshot(note, progress_bar("hashing"))
     print_receipt(ctx, receipt, as_json)
 
@@ -109,15 +110,18 @@ def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | 
 @main.command()
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots.")
+@click.option("--actor", type=click.Choice(["user", "agent", "curator"]), help="Only snapshots by this actor.")
 @click.pass_context
-def log(ctx: click.Context, as_json: bool, max_count: int | None) -> None:
-    """Show the lineage of snapshots, newest first."""
+def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None) -> None:
+    """Show the lineage of snapshots, newest first, with who made each and why."""
     with open_brain(ctx) as brain:
         receipts = _receipts(brain)
         out = []
-        for i, snap in enumerate(brain.store.lineage()):
-            if max_count is not None and i >= max_count:
+        for snap in brain.store.lineage():
+            if max_count is not None and len(out) >= max_count:
                 break
+            if actor is not None and snap.attribution.get("actor") != actor:
+                continue
             doc = snap.to_json()
             doc["chain"] = receipts.get(snap.commit)
             out.append(doc)
@@ -127,7 +131,9 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None) -> None:
     for doc in out:
         what = f"{doc['skill']} v{doc['version']}" if doc["skill"] else f"{len(doc['changes'])} change(s)"
         chain = f"  [chain block {doc['chain']['block']}]" if doc.get("chain") else ""
-        click.echo(f"{doc['commit'][:12]}  {doc['root'][:30]}…  {doc['operation']:11} {what}{chain}")
+        attr = doc["attribution"]
+        who = attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor")
+        click.echo(f"{doc['commit'][:12]}  {doc['root'][:30]}…  {doc['operation']:11} {what:24} {who}{chain}")
 
 
 def _receipts(brain: Any) -> dict[str, Any]:
