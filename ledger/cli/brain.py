@@ -226,3 +226,14 @@ def verify_proof(
         emit({"ok": True, "path": proof.path, "root": format_root(want)})
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
+
+
+@main.command()
+@click.pass_context
+def mcp(ctx: click.Context) -> None:
+    """Serve the skill tools over MCP on stdio (skills_list, skill_view, skill_manage, history, diff)."""
+    from ledger.agent.mcp_server import serve
+    from ledger.brain import find_brain
+
+    path = ctx.obj["brain"]
+    serve(find_brain(path if path is not None else None, search_up=path is None))

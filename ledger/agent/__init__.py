@@ -1,0 +1,1 @@
+"""The agent surface: skill tools for function-calling runtimes, and the MCP server."""
