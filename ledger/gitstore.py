@@ -552,11 +552,12 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "revert": ("create", "update"),
     "snapshot": ("create", "update", "delete"),
     "import": ("create", "update"),
+    "apply": ("create", "update"),
 }
 
 
 ACTORS = ("agent", "curator", "user")
-EVIDENCE = ("task", "session", "tool-calls", "reason")  # trailers Ledger-Task, Ledger-Session, …
+EVIDENCE = ("task", "session", "tool-calls", "reason", "evolution", "summary")  # trailers Ledger-Task, …
 
 
 def attribution(actor: str = "user", **evidence: object) -> dict[str, str]:

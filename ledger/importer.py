@@ -40,6 +40,7 @@ class Importer:
         dry_run: bool = False,
         all_or_nothing: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        operation: str = "import",
     ) -> dict[str, Any]:
         with self.locked():  # type: ignore[attr-defined]
             head = self.head()  # type: ignore[attr-defined]
@@ -73,7 +74,7 @@ class Importer:
             report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
             if dry_run or (not updates and cats == old_cats):
                 return report
-            receipt: Receipt = self._apply("import", updates, changes, note, categories=cats)  # type: ignore[attr-defined]
+            receipt: Receipt = self._apply(operation, updates, changes, note, categories=cats)  # type: ignore[attr-defined]
             report["snapshot"] = receipt.to_json()
             return report
 

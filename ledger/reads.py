@@ -103,7 +103,42 @@ class BrainReads:
             "version": doc.version,
             "body": doc.body,
             "files": linked,
+            "receipt": self._usage_receipt(name, text),
         }
+
+    def _usage_receipt(self, name: str, shown: bytes) -> dict[str, Any] | None:
+        """What a runtime stores beside its output: the version, head root, commit and a proof of SKILL.md.
+
+        ``None`` when the skill is not in the head snapshot; ``matches`` says whether the
+        text shown is the proven one (a hand edit not yet snapshotted is not).
+        """
+        head = self.head()  # type: ignore[attr-defined]
+        if name not in head.skills:
+            return None
+        files = self._skill_files(head.skills[name])  # type: ignore[attr-defined]
+        proof = self.prove(f"{name}/{SKILL_MD}")
+        return {
+            "skill": name,
+            "version": parse_skill_md(self.store.read(files[SKILL_MD][1], b"blob").decode("utf-8")).version,
+            "root": format_root(head.snap.root),
+            "commit": head.commit.hex(),
+            "proof": proof.to_json(),
+            "matches": files[SKILL_MD][1] == wp.blob_id(shown),
+        }
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        """Every version ``name`` ever had, newest first: version, action, root, commit, time, actor, note."""
+        check_name(name)
+        out = []
+        for snap in self.store.lineage():
+            for change in snap.changes:
+                if change.skill == name:
+                    out.append({"version": change.version, "action": change.action, "operation": snap.operation,
+                                "root": format_root(snap.root), "commit": snap.commit, "time": snap.timestamp,
+                                "attribution": snap.attribution, "note": gs.split_note(snap.message)})  # fmt: skip
+        if not out:
+            raise SkillNotFoundError(f"no history for skill {name!r}", hint="see 'ledger log'")
+        return out
 
     def lint(self, names: list[str] | None = None) -> list[Any]:
         """Each skill's :class:`ledger.lint.Verdict` (the working tree): spec rules and Hermes's limits."""

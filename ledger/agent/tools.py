@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import gitstore as gs
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
 from ledger.merkle import format_root
 from ledger.skill import SKILL_MD, check_name, declared_name, parse_skill_md
@@ -158,17 +157,7 @@ class SkillTools:
         return out
 
     def skill_history(self, name: str) -> dict[str, Any]:
-        check_name(name)
-        versions = []
-        for snap in self.brain.store.lineage():
-            for change in snap.changes:
-                if change.skill == name:
-                    versions.append({"version": change.version, "action": change.action, "operation": snap.operation,
-                                     "root": format_root(snap.root), "commit": snap.commit, "time": snap.timestamp,
-                                     "attribution": snap.attribution, "note": gs.split_note(snap.message)})  # fmt: skip
-        if not versions:
-            raise SkillNotFoundError(f"no history for skill {name!r}", hint="see skills_list")
-        return {"name": name, "versions": versions}
+        return {"name": name, "versions": self.brain.history(name)}
 
     def skill_diff(self, name: str, **bounds: int) -> dict[str, Any]:
         a, b = int(bounds["from"]), int(bounds["to"])

@@ -100,3 +100,30 @@ def lint(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
                 click.echo(f"        hermes: {note}")
     if any(not v.valid for v in verdicts):
         sys.exit(1)
+
+
+@main.command("apply")
+@click.argument("payload")
+@json_flag
+@click.pass_context
+def apply_cmd(ctx: click.Context, payload: str, as_json: bool) -> None:
+    """Apply a skill-evolution update payload (SkillEvolBench JSON; '-' = stdin) as one snapshot."""
+    import json
+
+    from ledger.agent.evolution import apply_payload
+    from ledger.cli._common import read_text
+    from ledger.errors import LedgerError
+
+    try:
+        doc = json.loads(read_text(payload, 64 << 20, "payload"))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise LedgerError(f"{payload} is not a JSON payload: {type(exc).__name__}") from exc
+    with open_brain(ctx) as brain:
+        result = apply_payload(brain, doc)
+    if as_json:
+        emit(result)
+    elif result["snapshot"] is None:
+        click.echo("nothing to apply: the payload matches the brain (no snapshot)")
+    else:
+        skills = ", ".join(f"{r['skill']} v{r['version']}" for r in result["skills"] if r["status"] != "unchanged")
+        click.echo(f"{result['operation_type']}: {skills}\nroot   {result['snapshot']['root']}")
