@@ -62,6 +62,15 @@ class Check:
     expected: str | None = None
     computed: str | None = None
     failures: int = 0
+    skipped: bool = False  # could not run (no data to check): never reported as OK
+
+    def skip(self, reason: str) -> None:
+        self.skipped = True
+        self.summary = reason
+
+    @property
+    def status(self) -> str:
+        return "FAIL" if not self.ok else "SKIP" if self.skipped else "OK"
 
     def fail(self, summary: str, **where: Any) -> None:
         """Record a failure; the first one is kept as the pinpointed divergence."""

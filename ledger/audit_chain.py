@@ -68,7 +68,9 @@ def check_chain(
                 "block": ev["block"],
                 "ok": ev["root"] == snaps[i].root,
             }
-    if roots_chk.ok:
+    if roots_chk.ok and not events:
+        roots_chk.skip(f"agent 0x{agent:064x} has committed no roots on this registry, so none were compared")
+    elif roots_chk.ok:
         roots_chk.summary = f"on-chain roots 1..{len(events)} are the snapshots, in order"
     head = reg.head(agent)
     snap_roots = {s.root for s in snaps}
@@ -80,12 +82,10 @@ def check_chain(
         )
     elif head != ZERO and head not in snap_roots:
         head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
+    elif events:
+        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is snapshot #{len(events) - 1}"
     else:
-        head_chk.summary = (
-            f"the on-chain head {format_root(head)[:27]}… is snapshot #{len(events) - 1}"
-            if events
-            else "no root committed yet"
-        )
+        head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events)
     _check_committers(report, reg, agent, events, from_block)
@@ -97,7 +97,7 @@ def _check_receipts(
     chk = report.check("chain.receipts")
     receipts = read_receipts(store)
     if not receipts:
-        chk.summary = "no receipts in this repository (fetch refs/notes/ledger-chain to check them)"
+        chk.skip("no receipts in this repository, so none were checked (fetch refs/notes/ledger-chain)")
         return
     by_commit = {s.commit: i for i, s in enumerate(snaps)}
     txs = {(e["tx"], e["seq"]) for e in events}

@@ -253,18 +253,37 @@ def _hint(reason: str) -> str | None:
 
 
 def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> LocalAccount:
-    name = key or brain_cfg.key
+    # On a local anvil (31337) the dev key is the default, as Foundry users expect.
+    from ledger.keys import DEV_KEY_NAME
+
+    name = key or brain_cfg.key or (DEV_KEY_NAME if chain_id == 31337 else None)
     if not name:
-        raise ChainError("no signing key chosen", hint="pass --key NAME (see 'ledger keys list')")
+        raise ChainError(
+            "no signing key chosen", hint="pass --key NAME (see 'ledger keys list'; anvil-dev works on chain 31337)"
+        )
     return load_account(name, chain_id, password)
 
 
 def deploy(
-    brain: Brain, *, key: str | None = None, rpc: str | None = None, password: PasswordSource | None = None
+    brain: Brain,
+    *,
+    key: str | None = None,
+    rpc: str | None = None,
+    password: PasswordSource | None = None,
+    force: bool = False,
 ) -> ChainConfig:
-    """Deploy a BrainRegistry and record its address (and chain id) in the brain's config."""
+    """Deploy a BrainRegistry and record its address (and chain id) in the brain's config.
+
+    Refuses to replace a registry that still answers on this chain unless ``force``:
+    replacing it silently would orphan the agent and its committed lineage.
+    """
     base = ChainConfig.of(brain) if rpc is None else ChainConfig(rpc=rpc)
     reg = Registry(base.rpc)
+    if base.registry and not force and base.chain_id == reg.chain_id and reg._has_code(base.registry):
+        raise ChainError(
+            f"this brain already uses the registry {base.registry} on chain {reg.chain_id}",
+            hint="pass --force to deploy a new one (the agent must then register again)",
+        )
     account = _account(base, key, reg.chain_id, password)
     factory = reg.w3.eth.contract(abi=reg.abi, bytecode=reg._bytecode)
     receipt = reg.send(account, factory.constructor(), what="deploying the registry")

@@ -14,7 +14,7 @@ _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1d2330;background:#fbfbfd}
 h1{font-size:1.5rem;margin:0 0 .25rem} h2{font-size:1.1rem;margin:2rem 0 .5rem}
 .verdict{display:inline-block;padding:.3rem .8rem;border-radius:6px;font-weight:600;color:#fff}
-.ok{background:#1f883d} .fail{background:#cf222e} .pending{background:#9a6700}
+.ok{background:#1f883d} .fail{background:#cf222e} .pending{background:#9a6700} .skip{background:#6e7781}
 table{border-collapse:collapse;width:100%;background:#fff;box-shadow:0 1px 2px #0001}
 th,td{padding:.35rem .6rem;border-bottom:1px solid #e6e8ee;text-align:left;vertical-align:top}
 th{background:#f3f4f8;font-weight:600} tr.bad td{background:#ffebe9} tr.pend td{background:#fff8c5}
@@ -74,7 +74,7 @@ def render_html(report: Report) -> str:
             detail = "<br>".join(p for p in parts if p)
         checks.append(
             f"<tr class='{'' if chk.ok else 'bad'}' data-check='{_e(chk.name)}'>"
-            f"<td><span class='tag {'ok' if chk.ok else 'fail'}'>{'OK' if chk.ok else 'FAIL'}</span></td>"
+            f"<td><span class='tag {chk.status.lower()}'>{chk.status}</span></td>"
             f"<td>{_e(chk.name)}</td><td>{_e(chk.summary)}<br><span class='muted'>{detail}</span></td></tr>"
         )
     skills = []

@@ -180,8 +180,12 @@ def kill_run(workdir: Path, kills: int, seed: int = 1, verify_every: int = 25, l
             left["temp files"] += any((brain / ".ledger" / "tmp").glob("*"))
         elif proc.returncode == 0:
             durations[op].append(time.monotonic() - start)
-            stats["acked"] += 1
-            acked.append(json.loads(out)["commit"])
+            receipt = json.loads(out)
+            if "commit" in receipt:  # else a no-op ({"changed": false}): nothing was written
+                stats["acked"] += 1
+                acked.append(receipt["commit"])
+            else:
+                stats["refused"] += 1
         else:
             stats["refused"] += 1
             text = err.decode(errors="replace")

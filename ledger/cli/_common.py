@@ -185,11 +185,28 @@ def acting(brain: Any, kw: dict[str, Any]) -> Any:
 
 
 def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:
-    """Run one mutation on the brain and print its receipt (anchoring it on chain if asked)."""
+    """Run one mutation on the brain and print its receipt (anchoring it on chain if asked).
+
+    A write that would change nothing is not a failure: it says so and exits 0, so a sync
+    script re-applying the same content sees success.
+    """
+    from ledger.records import NoChangeError
+
     want_commit(ctx, kw["chain_commit"])
-    with open_brain(ctx) as brain, acting(brain, kw):
-        receipt = op(brain)
+    try:
+        with open_brain(ctx) as brain, acting(brain, kw):
+            receipt = op(brain)
+    except NoChangeError as exc:
+        nothing_to_do(exc.message, kw["as_json"])
+        return
     print_receipt(ctx, receipt, kw["as_json"])
+
+
+def nothing_to_do(message: str, as_json: bool) -> None:
+    if as_json:
+        emit({"changed": False, "reason": message})
+    else:
+        click.echo(f"nothing to do: {message}", err=True)
 
 
 def want_commit(ctx: click.Context, flag: bool | None) -> None:

@@ -15,6 +15,7 @@ from ledger.cli._common import (
     json_flag,
     main,
     mutation,
+    nothing_to_do,
     open_brain,
     print_receipt,
     progress_bar,
@@ -101,9 +102,15 @@ def _pending(brain: Any) -> int | None:
 @click.pass_context
 def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None, **kw: Any) -> None:
     """Record hand edits in the working tree as one snapshot."""
+    from ledger.records import NoChangeError
+
     want_commit(ctx, chain_commit)
-    with open_brain(ctx) as brain, acting(brain, kw):
-        receipt = brain.snapshot(note, progress_bar("hashing"))
+    try:
+        with open_brain(ctx) as brain, acting(brain, kw):
+            receipt = brain.snapshot(note, progress_bar("hashing"))
+    except NoChangeError as exc:
+        nothing_to_do(exc.message, as_json)
+        return
     print_receipt(ctx, receipt, as_json)
 
 
@@ -111,9 +118,15 @@ def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | 
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots.")
 @click.option("--actor", type=click.Choice(["user", "agent", "curator"]), help="Only snapshots by this actor.")
+@click.option("--skill", "skill_name", help="Only snapshots that change this skill.")
+@click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")
 @click.pass_context
-def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None) -> None:
-    """Show the lineage of snapshots, newest first, with who made each and why."""
+def log(
+    ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None, oneline: bool
+) -> None:
+    """Show the lineage of snapshots, newest first: when, what, who, and the full root."""
+    import time
+
     with open_brain(ctx) as brain:
         receipts = _receipts(brain)
         out = []
@@ -122,18 +135,39 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
                 break
             if actor is not None and snap.attribution.get("actor") != actor:
                 continue
+            if skill_name is not None and all(c.skill != skill_name for c in snap.changes):
+                continue
             doc = snap.to_json()
             doc["chain"] = receipts.get(snap.commit)
+            doc["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.timestamp))
+            doc["note"] = _note_of(snap)
             out.append(doc)
     if as_json:
         emit(out)
         return
     for doc in out:
-        what = f"{doc['skill']} v{doc['version']}" if doc["skill"] else f"{len(doc['changes'])} change(s)"
-        chain = f"  [chain block {doc['chain']['block']}]" if doc.get("chain") else ""
+        changes = ", ".join(f"{c['action']} {c['skill']} v{c['version']}" for c in doc["changes"]) or "no change"
         attr = doc["attribution"]
         who = attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor")
-        click.echo(f"{doc['commit'][:12]}  {doc['root'][:30]}…  {doc['operation']:11} {what:24} {who}{chain}")
+        if oneline:
+            click.echo(f"{doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  [{who}]  {doc['root']}")
+            continue
+        click.echo(click.style(f"snapshot {doc['commit']}", fg="yellow"))
+        click.echo(f"date     {doc['date']}")
+        click.echo(f"root     {doc['root']}")
+        click.echo(f"actor    {who}")
+        click.echo(f"{doc['operation']:8} {changes}")
+        if doc.get("chain"):
+            click.echo(f"chain    seq {doc['chain']['seq']}, block {doc['chain']['block']}, tx {doc['chain']['tx']}")
+        if doc["note"]:
+            click.echo("\n" + "".join(f"    {line}\n" for line in doc["note"].splitlines()), nl=False)
+        click.echo()
+
+
+def _note_of(snap: Any) -> str:
+    from ledger.gitstore import split_note
+
+    return split_note(snap.message)
 
 
 def _receipts(brain: Any) -> dict[str, Any]:

@@ -50,13 +50,13 @@ def keys_import(name: str) -> None:
 @json_flag
 def keys_list(as_json: bool) -> None:
     """List keystores with their addresses."""
-    from ledger.keys import list_keys
+    from ledger.keys import DEV_KEY_NAME, dev_account, list_keys
 
-    found = list_keys()
+    found = [*list_keys(), {"name": DEV_KEY_NAME, "address": dev_account(0).address, "note": "chain 31337 only"}]
     if as_json:
         emit(found)
     for k in [] if as_json else found:
-        click.echo(f"{k['name']:24} {k['address']}")
+        click.echo(f"{k['name']:24} {k['address']}" + (f"  ({k['note']})" if k.get("note") else ""))
 
 
 # --------------------------------------------------------------------------- chain
@@ -103,7 +103,18 @@ def chain_down(ctx: click.Context) -> None:
 @click.argument("rpc")
 @click.pass_context
 def chain_use(ctx: click.Context, rpc: str) -> None:
-    """Point the brain at an existing RPC endpoint."""
+    """Point the brain at an existing RPC endpoint (http, https, ws or wss URL)."""
+    from urllib.parse import urlsplit
+
+    from ledger.errors import UsageError
+
+    parts = urlsplit(rpc)
+    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+        raise UsageError(f"{rpc!r} is not an RPC URL", hint="for example http://127.0.0.1:8545")
+    try:
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        raise UsageError(f"{rpc!r} has a malformed port") from exc
     with open_brain(ctx) as brain:
         chain_cfg = dict(brain.config.get("chain") or {})
         chain_cfg["rpc"] = rpc
@@ -138,14 +149,15 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
 
 @chain.command("deploy")
 @key_flag
+@click.option("--force", is_flag=True, help="Replace a registry this brain already uses.")
 @json_flag
 @click.pass_context
-def chain_deploy(ctx: click.Context, key: str | None, as_json: bool) -> None:
+def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool) -> None:
     """Deploy the registry (and its share token) and record the address in the brain's config."""
     from ledger.chain import deploy
 
     with open_brain(ctx) as brain:
-        cfg = deploy(brain, key=key, password=_prompt_password)
+        cfg = deploy(brain, key=key, password=_prompt_password, force=force)
     emit({"registry": cfg.registry, "chain_id": cfg.chain_id, "block": cfg.deploy_block}) if as_json else click.echo(
         f"registry {cfg.registry} on chain {cfg.chain_id} (block {cfg.deploy_block})"
     )

@@ -30,7 +30,11 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
         emit(report.to_json())
     else:
         for chk in report.checks.values():
-            tag = click.style("OK  ", fg="green") if chk.ok else click.style("FAIL", fg="red", bold=True)
+            tag = {
+                "OK": click.style("OK  ", fg="green"),
+                "SKIP": click.style("SKIP", fg="yellow"),
+                "FAIL": click.style("FAIL", fg="red", bold=True),
+            }[chk.status]
             click.echo(f"{tag} {chk.name:17} {chk.summary}")
             if not chk.ok:
                 for label, value in (
