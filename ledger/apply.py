@@ -335,7 +335,7 @@ class SnapshotWriter:
 
     def _clear_leftovers(self) -> None:
         """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
-        wp.move_ref_lock_aside(self.store.git_dir, OWN_REFS)
+        wp.clear_ref_locks(self.store.git_dir, OWN_REFS)
         if (self.control / "tmp").is_dir():
             with wp.WorkTree(self.root, self.control) as tree:
                 tree.clear_tmp()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ledger.errors import LedgerError, StoreError, TreeError
 
-__all__ = ["FileMap", "WorkTree", "blob_id", "read_limited"]
+__all__ = ["FileMap", "WorkTree", "blob_id", "clear_ref_locks", "read_limited"]
 
 MODE_FILE, MODE_EXEC = 0o100644, 0o100755
 FileMap = Mapping[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
@@ -374,7 +374,7 @@ class WorkTree:
             for _, _, fd, _ in stack:
                 os.close(fd)
 
-def move_ref_lock_aside(git_dir: Path, refs: tuple[str, ...]) -> list[str]:
+def clear_ref_locks(git_dir: Path, refs: tuple[str, ...]) -> list[str]:
     """Remove ``<ref>.lock`` files of the ledger's own refs; call only under the brain's writer lock."""
     cleared = []
     for ref in refs:

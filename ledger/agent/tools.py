@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
+from ledger.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.merkle import format_root
 from ledger.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 
@@ -92,9 +93,9 @@ _ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "r
 class Policy:
     """What an agent may write (Hermes's defaults); the ledger itself holds any files."""
 
-    dirs: tuple[str, ...] = ("references", "templates", "scripts", "assets")
-    max_skill_md: int = 100_000  # characters
-    max_file: int = 1024 * 1024  # bytes
+    dirs: tuple[str, ...] = HERMES_DIRS
+    max_skill_md: int = HERMES_SKILL_MD  # characters
+    max_file: int = HERMES_FILE  # bytes
     max_description: int = 1024
     duplicate_ratio: float = 0.85  # name or description similarity that makes a create a near-duplicate
 
