@@ -44,6 +44,10 @@ def test_every_hermes_action_with_hermes_argument_names(brain: Brain) -> None:
     assert [s.name for s in brain.list()] == []
     refused = tools.call("skill_manage", {"action": "write_file", "name": "x", "file_path": "../x", "file_content": ""})
     assert not refused["success"]
+    nulls = {"content": None, "old_string": None, "new_string": None, "replace_all": None, "file_path": None,
+             "file_content": None}  # fmt: skip
+    ok(tools.call("skill_manage", {"action": "create", "name": "nully", **nulls, "content": SKILL.format(
+        n="nully", d="Accepts null arguments", b="x")}))  # fmt: skip
 
 
 def test_api_view_returns_a_receipt_that_verifies(brain: Brain) -> None:

@@ -174,6 +174,7 @@ class SkillTools:
         handler = getattr(self, "_" + action, None) if action in _ACTIONS else None
         if handler is None:
             raise ToolFailure(f"unknown action {action!r}", hint=", ".join(_ACTIONS))
+        args = {k: v for k, v in args.items() if v is not None}  # Hermes-style callers send every key, null or not
         with self.brain.acting(self.actor, **self.evidence):
             receipt = handler(name, **args)
         return {"action": action, "receipt": receipt.to_json()}
