@@ -10,7 +10,6 @@ a file changed since, which it refuses to overwrite (``ledger recover``).
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import os
 import time
@@ -120,7 +119,7 @@ class SnapshotWriter:
             if spec is None:
                 changed = changed or path in files
             else:
-                changed = changed or files.get(path) != (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, _blob_id(spec[0]))
+                changed = changed or files.get(path) != (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, wp.blob_id(spec[0]))
         if not changed:
             raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
         payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
@@ -470,10 +469,6 @@ def check_support_size(rel: str, data: bytes, limit: int) -> None:
             f"{rel} is {len(data)} bytes; this brain's limit for a file is {limit} bytes",
             hint="raise limits.file in .ledger/config.json",
         )
-
-
-def _blob_id(data: bytes) -> bytes:
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest()
 
 
 def write_json(path: Path, doc: Any) -> None:

@@ -19,7 +19,6 @@ lineage costs about one changed skill per snapshot, not snapshots × skills.
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,7 @@ from ledger._env import child_env
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
+from ledger.writepath import blob_id
 
 __all__ = ["Check", "Report", "audit_repo"]
 
@@ -324,7 +324,7 @@ def _divergent_path(
 
 def _object_intact(store: gs.GitStore, blob: bytes) -> bool:
     data = store.read(blob, b"blob")
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest() == blob
+    return blob_id(data) == blob
 
 
 def _check_versions(

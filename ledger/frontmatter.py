@@ -21,7 +21,7 @@ import yaml
 
 from ledger.errors import SkillError
 
-__all__ = ["MAX_YAML_DEPTH", "bounded", "counter_key", "load", "set_counter", "split"]
+__all__ = ["MAX_YAML_DEPTH", "bounded", "counter_key", "load", "set_counter", "split", "whole_number"]
 
 MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
 _RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -92,7 +92,7 @@ def load(text: str) -> tuple[dict[str, Any], int]:
     return fm, body
 
 
-def _whole(value: Any) -> int | None:
+def whole_number(value: Any) -> int | None:
     """A version counter's value: a non-negative whole number, given as an integer or a decimal string."""
     if isinstance(value, bool):
         return None
@@ -115,7 +115,7 @@ def counter_key(fm: dict[str, Any]) -> tuple[str, int]:
         )
     for key in ("version", "ledger-version"):
         if key in meta:
-            value = _whole(meta[key])
+            value = whole_number(meta[key])
             if value is not None:
                 return key, value
             if key == "ledger-version":

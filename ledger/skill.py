@@ -251,7 +251,7 @@ def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
     fm, end = frontmatter.load(text)
     _, version = frontmatter.counter_key(fm)
     meta = fm.get("metadata") if isinstance(fm.get("metadata"), dict) else {}
-    declared = fm.get("version", meta.get("version") if _whole_str(meta.get("version")) is None else None)
+    declared = fm.get("version", meta.get("version") if frontmatter.whole_number(meta.get("version")) is None else None)
     return SkillDoc(
         name=_text_field(fm, "name") or "",
         description=_text_field(fm, "description") or "",
@@ -264,14 +264,6 @@ def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
         text=text,
         declared_version=declared,
     )
-
-
-def _whole_str(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit() and value.isascii():
-        return int(value)
-    return None
 
 
 def belongs_to(doc: SkillDoc, key: str) -> bool:
