@@ -86,6 +86,7 @@ class Head:
         self.entries = entries if entries is not None else {n + "/": _tree_entry(n, t) for n, t in skills.items()}
         self.keys = keys if keys is not None else sorted(self.entries)
         self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
+        self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
 
 
 class SnapshotWriter:
@@ -282,7 +283,8 @@ class SnapshotWriter:
             self.cache.put(skills_tree, bundle.root)
         root = bundle.root
         message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution)
-        root_tree = self.store.root_tree(skills_tree, categories)
+        retired = self._next_retired(head, changes)
+        root_tree = self.store.root_tree(skills_tree, categories, retired[0])
         commit = self.store.write_commit(root_tree, [head.commit], message)
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
@@ -314,6 +316,7 @@ class SnapshotWriter:
             (self.control / JOURNAL).unlink()
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
+        self._head.retired = retired
         single = changes[0] if len(changes) == 1 else None
         return Receipt(
             skill=single.skill if single else None,
@@ -322,6 +325,31 @@ class SnapshotWriter:
             commit=commit.hex(),
             operation=operation,
         )
+
+    def _retired(self, head: Head) -> dict[str, int]:
+        """Each deleted name's last version (the snapshot's ``retired`` record)."""
+        if head.retired is None:
+            head.retired = self.store.retired(bytes.fromhex(head.snap.tree)) if head.snap.tree else (None, {})
+        return head.retired[1]
+
+    def _first_version(self, name: str) -> int:
+        """The lowest version a new skill ``name`` may take: one past any it ever had, so versions never repeat."""
+        return self._retired(self.head()).get(name, 0) + 1
+
+    def _next_retired(self, head: Head, changes: list[gs.Change]) -> tuple[bytes | None, dict[str, int]]:
+        retired = dict(self._retired(head))
+        for change in changes:
+            if change.action == "delete":
+                retired[change.skill] = max(retired.get(change.skill, 0), change.version)
+            elif change.action == "create" and change.version <= retired.get(change.skill, 0):
+                raise SkillError(
+                    f"{change.skill} v{change.version} would repeat a version the deleted skill had",
+                    hint=f"a new {change.skill!r} starts at v{retired[change.skill] + 1}",
+                )
+        if retired == self._retired(head):
+            assert head.retired is not None
+            return head.retired
+        return self.store.write_blob(gs.format_retired(retired)), retired
 
     def _categories_tree(self, head: Head) -> bytes | None:
         return self.store.categories_tree(bytes.fromhex(head.snap.tree))

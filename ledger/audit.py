@@ -171,6 +171,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         report.check(n) for n in ("snapshots", "lineage", "versions", "skills")
     )
     live: dict[str, int] = {}
+    retired: dict[str, int] = {}  # each deleted name's last version: a new one must start above it
     prev_entries: dict[str, bytes] = {}
     prev_root: bytes | None = None
     attributed = False  # once snapshots record their actor, every later one must
@@ -230,6 +231,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         elif attributed:
             report.check("trailers").fail(f"{label}: no Ledger-Actor trailer after snapshots that record one", **where)
         _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report)
+        _check_retired(store, snap, label, live, retired, versions_chk, where)
         report.timeline.append(
             {
                 "index": i,
@@ -360,7 +362,8 @@ def _check_versions(
                 versions_chk.fail(f"{label}: declares {name!r} deleted but it is still in the tree", path=name, **where)
             live.pop(name, None)
             continue
-        # A create starts at 1, or at the whole-number version the imported file brought.
+        # A create starts at 1, or at the whole-number version the imported file brought
+        # (_check_retired holds it above any version a deleted skill of that name had).
         want = max(version, 1) if change.action == "create" else (live.get(name, 0) + 1)
         if change.action == "create" and name in live:
             versions_chk.fail(f"{label}: creates {name!r}, which already exists", path=name, **where)
@@ -376,6 +379,36 @@ def _check_versions(
             )
         live[name] = version
         _check_skill(store, entries.get(name), name, version, label, skills_chk, where)
+
+
+def _check_retired(
+    store: gs.GitStore,
+    snap: gs.Snapshot,
+    label: str,
+    live: dict[str, int],
+    retired: dict[str, int],
+    chk: Check,
+    where: dict[str, Any],
+) -> None:
+    """Versions never repeat: a recreated name starts above its last version, and the record says so."""
+    for change in snap.changes:
+        if change.action == "delete":
+            retired[change.skill] = max(retired.get(change.skill, 0), change.version)
+        elif change.action == "create" and change.version <= retired.get(change.skill, 0):
+            chk.fail(
+                f"{label}: recreates {change.skill!r} at v{change.version}, a version it had before its deletion",
+                path=change.skill,
+                expected=f">{retired[change.skill]}",
+                computed=str(change.version),
+                **where,
+            )
+    try:
+        recorded = store.retired(bytes.fromhex(snap.tree))[1]
+    except LedgerError as exc:
+        chk.fail(f"{label}: {exc.message}", **where)
+        return
+    if recorded != retired:
+        chk.fail(f"{label}: its 'retired' record does not list the last version of every deleted skill", **where)
 
 
 def _check_skill(

@@ -58,8 +58,6 @@ from ledger.skill import (
     belongs_to,
     check_name,
     check_support_path,
-    declared_name,
-    ensure_frontmatter,
     parse_skill_md,
     slugify,
 )
@@ -350,8 +348,9 @@ class Brain(BrainReads, SnapshotWriter, Importer):
                 writes.setdefault(rel, None)
             writes.pop(SKILL_MD)
             return self._bump("revert", name, files, current, old_doc, writes, note=note)
-        writes[SKILL_MD] = (old_doc.with_counter(1).encode(), False)
-        return self._write_skill("revert", name, writes, note=note)
+        version = self._first_version(name)
+        writes[SKILL_MD] = (old_doc.with_counter(version).encode(), False)
+        return self._write_skill("revert", name, writes, note=note, version=version)
 
     @_writer
     def create(self, name: str, description: str, body: str = "", *, note: str = "") -> Receipt:
@@ -365,26 +364,32 @@ class Brain(BrainReads, SnapshotWriter, Importer):
             )
         if not description.strip():
             raise SkillError("a new skill needs a description", hint="pass --description TEXT")
-        text = SkillDoc(name=name, description=description, version=1, body=body).render()
+        version = self._first_version(name)
+        text = SkillDoc(name=name, description=description, version=version, body=body).render()
         parse_skill_md(text, limit=self.limits["skill_md"])
-        return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note)
+        return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version)
 
     @_writer
     def upsert(self, text: str, *, name: str | None = None, note: str = "") -> Receipt:
-        """Slug-keyed write of a whole ``SKILL.md``: create at v1, or bump an existing skill in place.
+        """Slug-keyed write of a whole ``SKILL.md``: create it, or bump the existing skill in place.
 
-        The key is ``slugify(name)``, or of the name the frontmatter declares; a
-        bare body gets default frontmatter.
+        The key is ``slugify(name)``, or of the name the frontmatter declares.  The text
+        is parsed strictly first, so a YAML error is reported as itself, and a file
+        declaring another skill's name is refused, never renamed.
         """
-        declared = name if name is not None else declared_name(text)
+        doc = parse_skill_md(text, limit=self.limits["skill_md"])
+        declared = name if name is not None else (doc.name or None)
         if declared is None:
-            raise SkillError("cannot tell which skill this is", hint="pass a name or declare 'name:' in frontmatter")
+            raise SkillError("the frontmatter declares no name", hint="add 'name: …' to it, or pass --name")
         slug = slugify(declared)
-        text = ensure_frontmatter(text, name=slug)
+        if not belongs_to(doc, slug):
+            raise SkillError(
+                f"the file declares name {doc.name!r}, which is not skill {slug!r}",
+                hint=f"drop --name to write skill {doc.name!r}, or fix the frontmatter's name",
+            )
         if slug in self.head().skills:
             return self.edit(slug, text, note=note)
-        doc = parse_skill_md(text, limit=self.limits["skill_md"])
-        version = max(doc.version, 1)  # an integer version the file brings is kept
+        version = max(doc.version, self._first_version(slug))  # a whole-number version the file brings is kept
         return self._write_skill(
             "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version
         )
@@ -393,9 +398,8 @@ class Brain(BrainReads, SnapshotWriter, Importer):
     def edit(self, name: str, text: str, *, note: str = "") -> Receipt:
         """Rewrite ``SKILL.md`` in full; the ledger sets the next version."""
         check_name(name)
+        new = parse_skill_md(text, limit=self.limits["skill_md"])  # strict: nothing is filled in from the old file
         files, old = self._committed(name)
-        text = ensure_frontmatter(text, name=name, description=old.description)
-        new = parse_skill_md(text, limit=self.limits["skill_md"])
         if not belongs_to(new, name):
             raise SkillError(
                 f"the new SKILL.md declares name {new.name!r}, which is not skill {name!r}",
@@ -501,7 +505,7 @@ class Brain(BrainReads, SnapshotWriter, Importer):
                 if name in head.skills:
                     action, version = "update", self._committed(name)[1].version + 1
                 else:
-                    action, version = "create", max(doc.version, 1)
+                    action, version = "create", max(doc.version, self._first_version(name))
                 raw[SKILL_MD] = (doc.with_counter(version).encode(), False)
             except LedgerError as exc:
                 problems.append(f"skills/{name}: {exc.message}")

@@ -76,6 +76,11 @@ def load(text: str) -> tuple[dict[str, Any], int]:
     """The frontmatter mapping and the offset where the body starts; refuses what is not one."""
     found = split(text)
     if found is None:
+        if re.match(r"---[ \t]*\r?\n", text):
+            raise SkillError(
+                "malformed frontmatter: the '---' on line 1 is never closed by a '---' line",
+                hint="end the frontmatter with a line holding only ---, before the body",
+            )
         raise SkillError(
             "malformed frontmatter: SKILL.md must start with a '---' line and close it with '---'",
             hint="start the file with ---, name: ..., description: ..., ---",

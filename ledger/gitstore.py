@@ -44,6 +44,7 @@ __all__ = [
 
 BRANCH = "refs/heads/main"
 SKILLS_DIR = "skills"
+RETIRED = "retired"  # beside skills/: the last version of every deleted name, so versions never repeat
 NULL_SHA = b"\x00" * 20
 MODE_FILE, MODE_EXEC, MODE_DIR = 0o100644, 0o100755, 0o40000
 _MODE_KIND = {MODE_FILE: KIND_FILE, MODE_EXEC: KIND_EXEC, MODE_DIR: KIND_DIR}
@@ -485,17 +486,45 @@ class GitStore:
                 return sha
         return None
 
-    def root_tree(self, skills: bytes | None, categories: bytes | None = None) -> bytes:
-        """A snapshot's top tree: ``skills/`` (the bundle), and ``categories/`` beside it when there are any."""
+    def root_tree(self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None) -> bytes:
+        """A snapshot's top tree: ``skills/`` (the bundle); ``categories/`` and ``retired`` beside it when needed."""
         entries = [(skills, MODE_DIR, SKILLS_DIR)] if skills else []
         if categories:
             entries.append((categories, MODE_DIR, "categories"))
+        if retired:
+            entries.append((retired, MODE_FILE, RETIRED))
         return self.write_tree(entries)
+
+    def retired(self, tree: bytes) -> tuple[bytes | None, dict[str, int]]:
+        """The ``retired`` record of a snapshot's top tree: its blob id and each deleted name's last version."""
+        for sha, mode, name in self.read_tree(tree):
+            if name == RETIRED and mode == MODE_FILE:
+                return sha, parse_retired(self.read(sha, b"blob"))
+        return None, {}
 
     def categories_tree(self, tree: bytes) -> bytes | None:
         """The ``categories/`` tree of a snapshot's top tree, if any (docs/layouts.md)."""
         found = (sha for sha, mode, name in self.read_tree(tree) if name == "categories" and mode == MODE_DIR)
         return next(found, None)
+
+
+def format_retired(retired: dict[str, int]) -> bytes:
+    """The ``retired`` record: ``<name> <version>\\n`` per deleted name, in byte order of the name."""
+    return b"".join(f"{n} {v}\n".encode() for n, v in sorted(retired.items(), key=lambda kv: kv[0].encode()))
+
+
+def parse_retired(data: bytes) -> dict[str, int]:
+    """Read a ``retired`` record; refuse anything :func:`format_retired` would not have written."""
+    out: dict[str, int] = {}
+    try:
+        for line in data.decode("utf-8").splitlines():
+            name, version = line.split(" ")
+            out[name] = int(version)
+    except ValueError as exc:
+        raise StoreError("the snapshot's 'retired' record is malformed", hint="run 'ledger audit'") from exc
+    if format_retired(out) != data:
+        raise StoreError("the snapshot's 'retired' record is not in canonical form", hint="run 'ledger audit'")
+    return out
 
 
 def parse_tree(data: bytes, binsha: bytes = b"") -> list[TreeEntry]:

@@ -111,9 +111,11 @@ class Importer:
             if self._on_disk(key):  # type: ignore[attr-defined]
                 raise SkillError(f"skills/{key} exists in the working tree but not in a snapshot",
                                  hint="record it with 'ledger snapshot', or move it away")  # fmt: skip
-            action, version = "create", max(doc.version, 1)
-            if doc.version:
+            action, version = "create", max(doc.version, self._first_version(key))  # type: ignore[attr-defined]
+            if doc.version and version == doc.version:
                 found.notes.append(f"kept the file's version {doc.version}")
+            elif version > 1:
+                found.notes.append(f"{key!r} was deleted at v{version - 1}; it starts again at v{version}")
         if doc.version == 0 and action == "create":
             where = "metadata.ledger-version" if "version" in doc.metadata else "metadata.version"
             found.notes.append(f"added the ledger's version counter as {where}")

@@ -38,7 +38,6 @@ __all__ = [
     "check_name",
     "check_support_path",
     "declared_name",
-    "ensure_frontmatter",
     "parse_skill_md",
     "slugify",
 ]
@@ -274,17 +273,3 @@ def belongs_to(doc: SkillDoc, key: str) -> bool:
         return slugify(doc.name) == key
     except SkillError:
         return False
-
-
-def ensure_frontmatter(text: str, *, name: str, description: str | None = None) -> str:
-    """Give a bare Markdown body default frontmatter; return text with frontmatter unchanged.
-
-    The default description is the body's first non-empty line (without ``#``
-    marks), because it is the one line an agent sees in the index.
-    """
-    if frontmatter.split(text) is not None:
-        return text
-    if description is None:
-        first = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
-        description = first[:MAX_DESCRIPTION] or f"Skill {name}"
-    return SkillDoc(name=name, description=description, version=0, body=text).render()

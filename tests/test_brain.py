@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
+from ledger import gitstore as gs
+from ledger.audit import audit_repo
 from ledger.brain import Brain, NoChangeError
 from ledger.errors import LedgerError, LockedError, PatchError, SkillError, SkillExistsError, StoreError
-from ledger.merkle import format_root, hash_path, parse_root, verify_proof
-from ledger.treehash import DigestCache, bundle_of_tree
+from ledger.merkle import RootIndex, format_root, hash_path, parse_root, verify_proof
+from ledger.treehash import DigestCache, bundle_of_tree, tree_digest
 
 
 def git(brain: Path, *args: str) -> str:
@@ -154,7 +156,39 @@ def test_delete_then_recreate(brain: Brain) -> None:
     r = brain.delete("a")
     assert (r.operation, r.version) == ("delete", 2)
     assert not (brain.skills_dir / "a").exists()
-    assert brain.create("a", "A again", "z\n").version == 1
+    # Versions never repeat: the recreated skill continues above the deleted one's last version.
+    assert brain.create("a", "A again", "z\n").version == 3
+    assert "A again" in brain.show("a", 3) and "y" in brain.show("a", 2)
+    brain.delete("a")
+    assert brain.revert("a", 1).version == 4  # a revert of a deleted skill, too
+    brain.delete("a")
+    doc = "---\nname: a\ndescription: d\nmetadata:\n  version: 2\n---\nbrought v2\n"
+    assert brain.upsert(doc).version == 5  # an upsert bringing an old number
+    (brain.skills_dir / "a").rename(brain.root / "gone")  # a hand delete, then a hand recreate
+    brain.snapshot()
+    (brain.root / "gone").rename(brain.skills_dir / "a")
+    assert brain.snapshot().version == 6
+    seen = [c.version for s in brain.store.lineage() for c in s.changes if c.action != "delete"]
+    assert sorted(seen) == sorted(set(seen))
+    assert audit_repo(brain.root).ok
+
+
+def test_audit_refuses_a_recreate_that_repeats_a_version(brain: Brain) -> None:
+    brain.create("a", "A", "x\n")
+    brain.delete("a")
+    head = brain.head()
+    text = "---\nname: a\ndescription: A\nmetadata:\n  version: 1\n---\nx\n"
+    blob = brain.store.write_blob(text.encode())
+    skill = brain.store.write_tree([(blob, gs.MODE_FILE, "SKILL.md")])
+    skills = brain.store.write_tree([(skill, gs.MODE_DIR, "a")])
+    retired = brain.store.retired(bytes.fromhex(head.snap.tree))[0]
+    root = RootIndex({"a": tree_digest(brain.store, skill, brain.cache, "a")}).root
+    msg = gs.format_message("create", root, head.snap.root, [gs.Change("create", "a", 1)], "", attribution={})
+    commit = brain.store.write_commit(brain.store.root_tree(skills, None, retired), [head.commit], msg)
+    brain.store.move_head(commit, head.commit)
+    report = audit_repo(brain.root)
+    assert not report.checks["versions"].ok
+    assert "a version it had before its deletion" in report.checks["versions"].summary
 
 
 def test_proof_of_past_snapshot(brain: Brain) -> None:

@@ -84,3 +84,34 @@ def test_audit_says_skip_for_checks_it_could_not_make(cli: Path, node: anvil.Nod
     assert checks["chain.receipts"]["skipped"]
     text = run_ledger("audit", str(cli), "--rpc", node.url, "--registry", registry, "--agent", "0x1234").stdout
     assert re.search(r"^SKIP chain\.roots", text, re.M) and not re.search(r"^OK   chain\.roots", text, re.M)
+
+
+STRICT_CASES = {
+    # what a user fed in → (command, words the error must hold)
+    "unterminated": ("---\nname: s\ndescription: d\nno closing line\n", "never closed"),
+    "no frontmatter": ("just a body\n", "must start with a '---' line"),
+    "yaml error": ("---\nname: s\ndescription: [unclosed\n---\nbody\n", "YAML error"),
+    "another skill's name": ("---\nname: other\ndescription: d\n---\nbody\n", "'other'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRICT_CASES))
+@pytest.mark.parametrize("command", ["edit", "upsert"])
+def test_edit_and_upsert_parse_strictly(cli: Path, tmp_path: Path, case: str, command: str) -> None:
+    text, words = STRICT_CASES[case]
+    src = tmp_path / "in.md"
+    src.write_text(text)
+    args = ["skill", "edit", "s", "--file", str(src)] if command == "edit" else ["skill", "upsert", "--file", str(src)]
+    if command == "upsert":
+        args += ["--name", "s"]  # the key is given: a file declaring another name is refused, never renamed
+    before = fingerprint(cli)
+    proc = run_ledger("--brain", str(cli), *args)
+    assert proc.returncode == 1 and words in proc.stderr, (case, command, proc.stderr)
+    assert fingerprint(cli) == before
+
+
+def test_upsert_without_a_name_reports_the_yaml_error(cli: Path, tmp_path: Path) -> None:
+    src = tmp_path / "in.md"
+    src.write_text("---\nname: s\ndescription: [unclosed\n---\nbody\n")
+    proc = run_ledger("--brain", str(cli), "skill", "upsert", "--file", str(src))
+    assert proc.returncode == 1 and "YAML error" in proc.stderr and "cannot tell" not in proc.stderr

@@ -13,7 +13,6 @@ from ledger.skill import (
     SkillDoc,
     check_name,
     check_support_path,
-    ensure_frontmatter,
     parse_skill_md,
     slugify,
 )
@@ -155,11 +154,9 @@ def test_render_writes_what_parse_reads() -> None:
     assert got == ("a", doc.description, 3, "MIT", body)
 
 
-def test_bare_body_gets_default_frontmatter() -> None:
-    text = ensure_frontmatter("# Fetch prices\n\nUse TWAP.\n", name="prices")
-    doc = parse_skill_md(text)
-    assert doc.description == "Fetch prices"
-    assert doc.body == "# Fetch prices\n\nUse TWAP.\n"
+def test_unterminated_frontmatter_is_named_as_such() -> None:
+    with pytest.raises(SkillError, match="never closed"):
+        parse_skill_md("---\nname: a\ndescription: d\nbody without a closing line\n")
 
 
 def test_written_skills_pass_skills_ref(tmp_path: Path) -> None:
