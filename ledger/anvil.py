@@ -47,6 +47,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def rpc_ready(url: str, timeout: float = 0.5) -> bool:
     req = urllib.request.Request(
         url,
@@ -68,12 +77,25 @@ def start(
     lifetime: int = 24 * 3600,
     persist: bool = True,
 ) -> Node:
-    """Start anvil in the background and wait until it answers; returns its pid, port and URL."""
+    """Start anvil in the background and wait until it answers; returns its pid, port and URL.
+
+    The port is kept in ``state_dir/port``: a node started again comes back at the same
+    URL, so an RPC URL handed to an auditor stays valid across restarts.
+    """
     state_dir.mkdir(parents=True, exist_ok=True)
     running = status(state_dir)
     if running is not None:
         raise ChainError(f"anvil is already running at {running.url} (pid {running.pid})", hint="ledger chain down")
+    kept = state_dir / "port"
+    if port is None and kept.exists():
+        port = int(kept.read_text())
+        if not _port_free(port):
+            raise ChainError(
+                f"port {port}, kept for this brain's anvil, is in use by another program",
+                hint="stop that program, or pass --port to move this brain's node (its RPC URL changes)",
+            )
     port = port or free_port()
+    kept.write_text(f"{port}\n")
     url = f"http://127.0.0.1:{port}"
     args = [
         anvil_binary(),

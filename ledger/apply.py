@@ -61,6 +61,16 @@ def _tree_entry(name: str, tree: bytes) -> bytes:
     return b"40000 " + name.encode() + b"\x00" + tree
 
 
+def _file_changes(old: FileMap | None, new: FileMap | None) -> dict[str, str]:
+    """``rel → added|deleted|modified`` between two versions of a skill's files."""
+    a, b = old or {}, new or {}
+    return {
+        rel: "added" if rel not in a else "deleted" if rel not in b else "modified"
+        for rel in sorted(set(a) | set(b))
+        if a.get(rel) != b.get(rel)
+    }
+
+
 class Head:
     """The head snapshot held in memory, so an upsert touches only what it changes.
 
@@ -318,12 +328,18 @@ class SnapshotWriter:
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
         self._head.retired = retired
         single = changes[0] if len(changes) == 1 else None
+        touched = [
+            {"skill": c.skill, "action": c.action, "version": c.version,
+             "files": _file_changes(olds.get(c.skill), updates.get(c.skill))}
+            for c in changes
+        ]  # fmt: skip
         return Receipt(
             skill=single.skill if single else None,
             version=single.version if single else None,
             root=format_root(root),
             commit=commit.hex(),
             operation=operation,
+            changes=touched,
         )
 
     def _retired(self, head: Head) -> dict[str, int]:

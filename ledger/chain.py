@@ -36,7 +36,7 @@ __all__ = [
     "Registry",
     "commit_pending",
     "deploy",
-    "onchain_roots",
+    "onchain_events",
     "pending_count",
     "register",
 ]
@@ -147,10 +147,7 @@ class Registry:
         if err is None:
             return f"reverted with unknown data 0x{raw.hex()}"
         values = abi_decode([i["type"] for i in err["inputs"]], raw[4:])
-        args = ", ".join(
-            f"{i['name']}={('0x' + v.hex()) if isinstance(v, bytes) else v}"
-            for i, v in zip(err["inputs"], values, strict=True)
-        )
+        args = ", ".join(f"{i['name']}={_shown(i['name'], v)}" for i, v in zip(err["inputs"], values, strict=True))
         return f"{err['name']}({args})"
 
     def send(self, account: LocalAccount, call: Any, *, what: str) -> dict[str, Any]:
@@ -241,7 +238,18 @@ def _event(log: Any) -> dict[str, Any]:
     }
 
 
+def _shown(name: str, value: Any) -> str:
+    """An error argument as a user will paste it: ids and hashes in hex (as the CLI prints them)."""
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    if isinstance(value, int) and name.endswith("Id"):
+        return hex(value)
+    return str(value)
+
+
 def _hint(reason: str) -> str | None:
+    if reason.startswith("AgentAlreadyRegistered"):
+        return "this brain's agent is registered already ('ledger chain status'); a new agent needs a new brain"
     if reason.startswith("StaleParent"):
         return "the on-chain head moved (another writer, or a fork); run 'ledger commit' again to reconcile"
     if reason.startswith("UnauthorizedCommitter"):
@@ -441,11 +449,11 @@ def pending_count(brain: Brain) -> int:
     return count
 
 
-def onchain_roots(rpc: str, registry: str, agent: str | int) -> list[bytes]:
-    """Every root the agent ever committed, in order (for proofs checked against the chain)."""
-    agent_id = int(agent, 16) if isinstance(agent, str) else agent
+def onchain_events(rpc: str, registry: str, agent: str | int) -> list[dict[str, Any]]:
+    """Every root the agent ever committed, oldest first, with its sequence, block and tx."""
+    agent_id = int(agent, 0) if isinstance(agent, str) else agent
     reg = Registry(rpc, registry)
-    return [e["root"] for e in reg.events(agent_id)]
+    return reg.events(agent_id)
 
 
 def as_json(result: CommitResult) -> dict[str, Any]:

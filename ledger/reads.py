@@ -13,6 +13,7 @@ from typing import Any
 from ledger import gitstore as gs
 from ledger import treehash as th
 from ledger import writepath as wp
+from ledger.diffs import Diff, Side, compare
 from ledger.errors import (
     SkillError,
     SkillNotFoundError,
@@ -215,23 +216,54 @@ class BrainReads:
             raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
         return prove(tree, rel)
 
-    def diff(self, rev1: str, rev2: str) -> dict[str, Any]:
-        """Files and skills that differ between two snapshots: ``{path: added|deleted|modified}``."""
-        a, b = (self.store.skills_tree(self.store.resolve(r)) for r in (rev1, rev2))
-        old = {n: s for s, _, n in self.store.read_tree(a)} if a else {}
-        new = {n: s for s, _, n in self.store.read_tree(b)} if b else {}
-        files: dict[str, str] = {}
-        skills: dict[str, str] = {}
-        for name in sorted(set(old) | set(new)):
-            if old.get(name) == new.get(name):
-                continue
-            skills[name] = "added" if name not in old else "deleted" if name not in new else "modified"
-            fa = self._skill_files(old[name]) if name in old else {}
-            fb = self._skill_files(new[name]) if name in new else {}
-            for rel in sorted(set(fa) | set(fb)):
-                if fa.get(rel) != fb.get(rel):
-                    files[f"{name}/{rel}"] = "added" if rel not in fa else "deleted" if rel not in fb else "modified"
-        return {"from": rev1, "to": rev2, "skills": skills, "files": files}
+    def diff(self, old: str | None = None, new: str | None = None, name: str | None = None) -> Diff:
+        """What changed from snapshot ``old`` (default: the head) to ``new`` (default: the working tree).
+
+        As ``git diff``: no revision compares the head with the working tree (hand edits
+        not yet recorded), one compares that snapshot with the working tree, two compare
+        two snapshots.  ``name`` limits it to one skill.
+        """
+        if name is not None:
+            check_name(name)
+        a = self.store.resolve(old) if old is not None else self.head().commit
+        old_side, old_skills = self._snapshot_side(a)
+        if new is not None:
+            b = self.store.resolve(new)
+            new_side, new_skills = self._snapshot_side(b)
+            changed = {n for n in set(old_skills) | set(new_skills) if old_skills.get(n) != new_skills.get(n)}
+            return Diff(a.hex(), b.hex(), compare(old_side, new_side, _only(changed, name)))
+        try:
+            disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
+        except TreeError:
+            raise self._every_problem() from None
+        digests = {n: th.tree_digest(self.store, t, self.cache, n) for n, t in old_skills.items()}
+        changed = {n for n in set(digests) | set(disk.names) if digests.get(n) != _digest(disk.entries.get(n))}
+        with wp.WorkTree(self.root, self.control) as tree:
+            return Diff(a.hex(), "working tree", compare(old_side, self._disk_side(tree), _only(changed, name)))
+
+    def _snapshot_side(self, commit: bytes) -> tuple[Side, dict[str, bytes]]:
+        tree = self.store.skills_tree(commit)
+        skills = {n: s for s, _, n in self.store.read_tree(tree)} if tree else {}
+        side = Side(
+            lambda n: self._skill_files(skills[n]) if n in skills else {},
+            lambda _n, _rel, sha: self.store.read(sha, b"blob"),
+        )
+        return side, skills
+
+    def _disk_side(self, tree: wp.WorkTree) -> Side:
+        def files(name: str) -> FileMap:
+            found, problems = tree.scan(name)
+            if problems:
+                raise TreeError(f"skills/{name} cannot be read: {problems[0]}")
+            return found
+
+        def read(name: str, rel: str, _sha: bytes) -> bytes:
+            data = tree.read((name, *rel.split("/")), 1 << 31)
+            if data is None:
+                raise StoreError(f"skills/{name}/{rel} vanished while it was being read; try again")
+            return data
+
+        return Side(files, read)
 
     def _version_commit(self, name: str, version: int) -> bytes:
         """The newest snapshot that wrote ``name`` at ``version`` (a deleted and recreated name reuses numbers)."""
@@ -253,6 +285,14 @@ class BrainReads:
             f"{name}/{rel}": (gs.kind_of_mode(mode, rel), th.blob_digest(self.store, sha, self.cache))
             for rel, (mode, sha) in self._skill_files(self.head().skills[name]).items()
         }
+
+
+def _only(changed: set[str], name: str | None) -> set[str]:
+    return changed if name is None else changed & {name}
+
+
+def _digest(node: Digest | DirNode | None) -> bytes | None:
+    return None if node is None else node.digest
 
 
 def _disk_files(node: Digest | DirNode | None, name: str) -> dict[str, tuple[int, bytes]]:

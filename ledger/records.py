@@ -36,6 +36,8 @@ class Receipt:
     commit: str
     operation: str
     chain: dict[str, Any] | None = None
+    # Every skill the snapshot touched: {"skill", "action", "version", "files": {rel: added|deleted|modified}}.
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

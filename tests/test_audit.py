@@ -152,7 +152,7 @@ def test_snapshot_dropped_from_the_middle_is_caught(brain, tmp_path: Path) -> No
 
 def test_audit_refuses_what_is_not_a_store(tmp_path: Path) -> None:
     proc = run_ledger("audit", str(tmp_path))
-    assert proc.returncode == 2 and "not a git repository" in proc.stderr
+    assert proc.returncode == 1 and "not a git repository" in proc.stderr
 
 
 # --------------------------------------------------------------------------- chain
@@ -263,7 +263,7 @@ def test_unreachable_rpc_is_exit_2(brain) -> None:
         "--agent",
         "0x1",
     )
-    assert proc.returncode == 2 and "cannot reach" in proc.stderr
+    assert proc.returncode == 1 and "cannot reach" in proc.stderr  # a failure, not a usage error
 
 
 # --------------------------------------------------------------------------- history tools
@@ -272,11 +272,11 @@ def test_unreachable_rpc_is_exit_2(brain) -> None:
 def test_diff_show_revert(brain) -> None:
     b, commits = brain
     d = b.diff(commits[2], commits[4])
-    assert d["skills"] == {"alpha": "modified", "beta": "modified"}
-    assert d["files"] == {
-        "alpha/SKILL.md": "modified",
-        "beta/SKILL.md": "modified",
-        "beta/references/notes.md": "added",
+    assert d.skills == {"alpha": "modified", "beta": "modified"}
+    assert {f.path: f.status for f in d.files} == {
+        "skills/alpha/SKILL.md": "modified",
+        "skills/beta/SKILL.md": "modified",
+        "skills/beta/references/notes.md": "added",
     }
     assert "one" in b.show("alpha", 1) and "uno" in b.show("alpha", 2)
     before = len(list(b.store.lineage()))

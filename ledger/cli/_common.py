@@ -1,7 +1,8 @@
 """The ``ledger`` group and what every command shares: error mapping, input limits, output, receipts.
 
-Exit codes: 0 ok, 1 refused or failed (message on stderr, nothing changed),
-2 usage.  Chain commands import web3 lazily, so local commands start fast.
+Exit codes: 0 ok or nothing to do, 1 refused or failed (message on stderr, nothing
+changed), 2 usage, 3 recorded locally but the chain step failed (run ``ledger commit``).
+Chain commands import web3 lazily, so local commands start fast.
 """
 
 from __future__ import annotations
@@ -133,17 +134,50 @@ def open_brain(ctx: click.Context) -> Iterator[Any]:
         yield brain
 
 
+EXIT_CHAIN_PENDING = 3  # the snapshot is recorded and acknowledged; only its on-chain commit failed
+
+
 def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
+    """Print a mutation's receipt; with --commit, anchor it first.
+
+    A failed chain step does not undo the local snapshot, so it is not exit 1 ("nothing
+    changed"): the receipt is printed, then what failed, and the exit code is 3.
+    """
+    failed: LedgerError | None = None
     if ctx.obj.get("commit"):
         from ledger.chain import commit_pending
 
-        with open_brain(ctx) as brain:
-            receipt = commit_pending(brain, attach_to=receipt)
+        try:
+            with open_brain(ctx) as brain:
+                receipt = commit_pending(brain, attach_to=receipt)
+        except LedgerError as exc:
+            failed = exc
     if as_json:
-        emit(receipt.to_json())
-        return
-    what = f"{receipt.skill} v{receipt.version}" if receipt.skill else "brain"
+        doc = receipt.to_json()
+        if failed is not None:
+            doc["chain"] = {"committed": False, "error": failed.message}
+        emit(doc)
+    else:
+        _print_receipt_text(receipt)
+    if failed is not None:
+        message = f"error: recorded locally, but the chain step failed: {printable(failed.message)}"
+        click.secho(message, fg="red", err=True)
+        click.echo(
+            f"hint: snapshot {receipt.commit[:12]} stands (root {receipt.root}); it is pending on chain. "
+            "Fix the chain (ledger chain status), then run 'ledger commit'. Do not repeat the write.",
+            err=True,
+        )
+        sys.exit(EXIT_CHAIN_PENDING)
+
+
+def _print_receipt_text(receipt: Any) -> None:
+    what = f"{receipt.skill} v{receipt.version}" if receipt.skill else f"{len(receipt.changes)} skill(s)"
     click.echo(f"{receipt.operation} {what}")
+    for change in receipt.changes:
+        if not receipt.skill:
+            click.echo(f"  {change['action']:7} {change['skill']} v{change['version']}")
+        for rel, status in change["files"].items():
+            click.echo(f"  {'  ' if not receipt.skill else ''}{status:8} {rel}")
     click.echo(f"root   {receipt.root}")
     click.echo(f"commit {receipt.commit}")
     if receipt.chain:

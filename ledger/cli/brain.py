@@ -207,7 +207,8 @@ def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
 @click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
 @click.option("--file", "content", help="Also check that this file is the proven content.")
-@click.option("--chain", is_flag=True, help="Check against the agent's on-chain head (needs --rpc etc.).")
+@click.option("--chain", is_flag=True, help="Check the root was committed on chain by the agent (needs --rpc etc.).")
+@click.option("--head", "at_head", is_flag=True, help="With --chain: the root must be the agent's current head.")
 @click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
 @click.option("--registry", help="Registry address for --chain.")
 @click.option("--agent", help="Agent id for --chain.")
@@ -217,6 +218,7 @@ def verify_proof(
     root: str | None,
     content: Any,
     chain: bool,
+    at_head: bool,
     rpc: str | None,
     registry: str | None,
     agent: str | None,
@@ -227,19 +229,18 @@ def verify_proof(
 
     if (root is None) == (not chain):
         raise UsageError("give exactly one of --root ROOT or --chain")
+    if at_head and not chain:
+        raise UsageError("--head goes with --chain")
     try:
         doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
     except (json.JSONDecodeError, RecursionError) as exc:
         raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
     proof = InclusionProof.from_json(doc)
+    matched: dict[str, Any] | None = None
     if chain:
-        from ledger.chain import onchain_roots
-
         if not (rpc and registry and agent):
             raise UsageError("--chain needs --rpc, --registry and --agent")
-        want_roots = onchain_roots(rpc, registry, agent)
-        if proof.root not in want_roots:
-            raise LedgerError(f"FAIL: {format_root(proof.root)} was never committed on chain by agent {agent}")
+        matched = _onchain_match(proof.root, rpc, registry, agent, at_head)
         want = proof.root
     else:
         want = parse_root(root or "")
@@ -257,9 +258,36 @@ def verify_proof(
             sys.exit(1)
         raise LedgerError(f"FAIL: {exc.message}") from exc
     if as_json:
-        emit({"ok": True, "path": proof.path, "root": format_root(want)})
+        emit({"ok": True, "path": proof.path, "root": format_root(want), "chain": matched})
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
+        if matched is not None:
+            head = "the current on-chain head" if matched["is_head"] else f"the on-chain head is seq {matched['head']}"
+            at = f"seq {matched['seq']}, block {matched['block']}, tx {matched['tx']}"
+            click.echo(f"    committed on chain at {at} ({head})")
+
+
+def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bool) -> dict[str, Any]:
+    """Which on-chain sequence committed ``root``: any of them, or with ``at_head`` the last."""
+    from ledger.chain import onchain_events
+    from ledger.merkle import format_root
+
+    try:
+        agent_id = int(agent, 0)
+    except ValueError as exc:
+        raise UsageError(f"--agent {agent!r} is not a number", hint="pass the id as 0x… or decimal") from exc
+    events = onchain_events(rpc, registry, agent_id)
+    hits = [e for e in events if e["root"] == root]
+    if not hits:
+        raise LedgerError(f"FAIL: {format_root(root)} was never committed on chain by agent {hex(agent_id)}")
+    ev, head = hits[-1], events[-1]
+    if at_head and ev is not head:
+        raise LedgerError(
+            f"FAIL: {format_root(root)} was committed at seq {ev['seq']} (block {ev['block']}), but the on-chain "
+            f"head is seq {head['seq']} ({format_root(head['root'])})",
+            hint="prove the file at the head snapshot, or drop --head to accept any committed root",
+        )
+    return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}
 
 
 @main.command()

@@ -15,6 +15,7 @@ from ledger.cli._common import (
     open_brain,
     progress_bar,
 )
+from ledger.errors import ChainError
 
 
 def _prompt_password(confirm: bool) -> str:
@@ -76,11 +77,20 @@ def _anvil_dir(brain: Any) -> Path:
 @click.option("--chain-id", type=int, default=31337, show_default=True)
 @click.pass_context
 def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
-    """Start a local anvil in the background; its state persists in .ledger/anvil/."""
+    """Start a local anvil in the background; its state and port persist in .ledger/anvil/.
+
+    Idempotent: when this brain's node is already running, it prints its URL and exits 0.
+    """
     from ledger import anvil
 
     with open_brain(ctx) as brain:
-        node = anvil.start(_anvil_dir(brain), port=port, chain_id=chain_id)
+        node = anvil.status(_anvil_dir(brain))
+        if node is not None:
+            if port is not None and port != node.port:
+                raise ChainError(f"this brain's anvil is running on port {node.port}", hint="ledger chain down first")
+            click.echo(f"anvil is already running (pid {node.pid})", err=True)
+        else:
+            node = anvil.start(_anvil_dir(brain), port=port, chain_id=chain_id)
         chain_cfg = dict(brain.config.get("chain") or {})
         if chain_cfg.get("rpc") != node.url:
             chain_cfg["rpc"] = node.url

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ledger.cli._common import (
     open_brain,
     progress_bar,
 )
-from ledger.errors import UsageError
+from ledger.errors import ChainError, UsageError
 
 
 def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
@@ -56,15 +55,6 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
         sys.exit(1)
 
 
-def _audit_errors(fn: Callable[[], Any]) -> Any:
-    from ledger.errors import AuditError, RpcUnreachableError
-
-    try:
-        return fn()
-    except (RpcUnreachableError, AuditError) as exc:
-        raise UsageError(exc.message, hint=exc.hint) from exc
-
-
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
 @json_flag
@@ -79,14 +69,14 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
     kwargs: dict[str, Any] = {}
     if with_chain:
         if not (cfg.get("rpc") and cfg.get("registry") and cfg.get("agent_id")):
-            raise UsageError("this brain has no registered agent to check", hint="ledger chain deploy / register")
+            raise ChainError("this brain has no registered agent to check", hint="ledger chain deploy / register")
         kwargs = {
             "rpc": cfg["rpc"],
             "registry": cfg["registry"],
             "agent": int(cfg["agent_id"], 16),
             "from_block": int(cfg.get("deploy_block", 0)),
         }
-    report = _audit_errors(lambda: audit_repo(root, worktree=True, progress=progress_bar("verifying"), **kwargs))
+    report = audit_repo(root, worktree=True, progress=progress_bar("verifying"), **kwargs)
     _print_report(report, as_json, html_file)
 
 
@@ -114,30 +104,65 @@ def audit(
     if any(given) and not all(given):
         raise UsageError("--rpc, --registry and --agent go together")
     agent_id = int(agent, 0) if agent else None
-    report = _audit_errors(
-        lambda: audit_repo(
-            repo, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=progress_bar("auditing")
-        )
+    report = audit_repo(
+        repo, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=progress_bar("auditing")
     )
     _print_report(report, as_json, html_file)
 
 
 @main.command()
-@click.argument("rev1")
-@click.argument("rev2")
+@click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME]")
+@click.option("--stat", "as_stat", is_flag=True, help="Files changed and lines added and removed, not the content.")
+@click.option("--name-status", "name_status", is_flag=True, help="Each changed file with its status only.")
 @json_flag
 @click.pass_context
-def diff(ctx: click.Context, rev1: str, rev2: str, as_json: bool) -> None:
-    """List the skills and files changed between two snapshots."""
+def diff(ctx: click.Context, args: tuple[str, ...], as_stat: bool, name_status: bool, as_json: bool) -> None:
+    """Show changes as git does: head → working tree, REV → working tree, or REV → REV.
+
+    A last argument that is a skill name limits the diff to that skill; put -- before it
+    if the name could also be read as a revision.
+    """
+    from ledger.diffs import render_patch, render_stat
+
     with open_brain(ctx) as brain:
-        d = brain.diff(rev1, rev2)
+        revs, name = _revs_and_name(brain, list(args))
+        d = brain.diff(*revs, name=name)
     if as_json:
-        emit(d)
-        return
-    for name, what in d["skills"].items():
-        click.echo(f"skill {what:9} {name}")
-    for path, what in d["files"].items():
-        click.echo(f"  {what:9} skills/{path}")
+        emit(d.to_json())
+    elif as_stat:
+        click.echo(render_stat(d.files), nl=False)
+    elif name_status:
+        for f in d.files:
+            click.echo(f"{f.status[0].upper() if f.status != 'mode' else 'M'}\t{f.path}")
+    else:
+        click.echo(render_patch(d.files), nl=False)
+
+
+def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str | None]:
+    """Split ``[REV [REV]] [--] [NAME]``: git's rule, with ``--`` to settle an ambiguous word."""
+    from ledger.errors import StoreError
+
+    name = None
+    if "--" in args:
+        at = args.index("--")
+        if len(args) - at != 2:
+            raise UsageError("give exactly one skill name after --")
+        args, name = args[:at], args[at + 1]
+    elif args:
+        last = args[-1]
+        try:
+            brain.store.resolve(last)
+            is_rev = True
+        except StoreError:
+            is_rev = False
+        known = last in brain.head().skills or brain.skills_dir.joinpath(last).is_dir()
+        if is_rev and known:
+            raise UsageError(f"{last!r} is both a revision and a skill", hint=f"write 'ledger diff … -- {last}'")
+        if not is_rev:
+            args, name = args[:-1], last
+    if len(args) > 2:
+        raise UsageError("give at most two revisions", hint="ledger diff [REV [REV]] [NAME]")
+    return [*args, None, None][:2], name
 
 
 @main.command()
