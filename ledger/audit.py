@@ -20,6 +20,7 @@ lineage costs about one changed skill per snapshot, not snapshots × skills.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -90,6 +91,8 @@ class Report:
     skills: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     chain: dict[str, Any] | None = None
+    # When and with what the audit ran, so that it can be reproduced.
+    context: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +108,7 @@ class Report:
             "checks": {k: asdict(v) for k, v in self.checks.items()},
             "pending": self.pending,
             "chain": self.chain,
+            "context": self.context,
             "timeline": self.timeline,
             "skills": self.skills,
         }
@@ -127,6 +131,7 @@ def audit_repo(
     except StoreError as exc:
         raise AuditError(f"{path} is not a git repository", hint="pass a brain or a clone of one") from exc
     report = Report(repo=str(path.absolute()))
+    report.context = _context()
     try:
         snaps = _walk(store, report, progress)
         if worktree:
@@ -297,6 +302,16 @@ def _count_ok(operation: str, count: int) -> bool:
     if operation == "apply":
         return count >= 1
     return count >= 1 if operation == "snapshot" else count == 1
+
+
+def _context() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        tool = version("brain-ledger")
+    except PackageNotFoundError:
+        tool = "unknown"
+    return {"audited_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "ledger_version": tool}
 
 
 def _describe(snap: gs.Snapshot) -> str:

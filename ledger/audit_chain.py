@@ -15,15 +15,30 @@ from ledger.receipts import read_receipts
 __all__ = ["check_chain"]
 
 
+def _redacted(rpc: str) -> str:
+    """The endpoint without credentials: reports are shared, and providers put API keys in the
+    user part, the path or the query of a URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(rpc)
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    path = parts.path if parts.path in ("", "/") else "/<redacted>"
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
 def check_chain(
     store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int
 ) -> None:
     from ledger.chain import ZERO, Registry
 
-    reg = Registry(rpc, registry)  # raises RpcUnreachableError → exit 2
+    reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
+    tip = reg.w3.eth.get_block("latest")  # read first: every event below is at or under this height
     events = reg.events(agent, from_block)
     report.chain = {
-        "rpc": rpc,
+        "rpc": _redacted(rpc),
+        "block_height": int(tip["number"]),
+        "block_hash": "0x" + bytes(tip["hash"]).hex(),
+        "block_time": int(tip["timestamp"]),
         "registry": reg.address,
         "agent": f"0x{agent:064x}",
         "chain_id": reg.chain_id,

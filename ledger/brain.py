@@ -50,6 +50,7 @@ from ledger.merkle import (
 )
 from ledger.reads import BrainReads
 from ledger.records import NoChangeError, Receipt, RecoveryError, SkillInfo, Status
+from ledger.sharing import Sharing
 from ledger.skill import (
     MAX_SKILL_MD,
     MAX_SUPPORT_FILE,
@@ -110,7 +111,7 @@ def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool =
     )
 
 
-class Brain(BrainReads, SnapshotWriter, Importer):
+class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     """An open brain.  Use :meth:`init` or :meth:`open`; close it (or use ``with``)."""
 
     def __init__(self, root: Path) -> None:
@@ -154,11 +155,7 @@ class Brain(BrainReads, SnapshotWriter, Importer):
                 f"{root}/skills already has content",
                 hint="init an empty directory, then import skills and run 'ledger snapshot'",
             )
-        (root / "skills").mkdir(parents=True, exist_ok=True)
-        (root / CONTROL).mkdir(exist_ok=True)
-        gs.GitStore.init(root).close()
-        (root / CONTROL / ".gitignore").write_text("*\n")
-        write_json(root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT})
+        cls.create_empty(root)
         brain = cls(root)
         with brain.locked():
             tree = brain.store.root_tree(None)
@@ -168,6 +165,23 @@ class Brain(BrainReads, SnapshotWriter, Importer):
             commit = brain.store.write_commit(tree, [], msg)
             brain.store.move_head(commit, None)
         return brain
+
+    @staticmethod
+    def create_empty(root: Path) -> None:
+        """The layout of a brain with no snapshot yet: ``init`` adds the first, ``clone`` fetches them."""
+        (root / "skills").mkdir(parents=True, exist_ok=True)
+        (root / CONTROL).mkdir(exist_ok=True)
+        gs.GitStore.init(root).close()
+        (root / CONTROL / ".gitignore").write_text("*\n")
+        write_json(root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT})
+
+    def checkout_all(self) -> None:
+        """Write every skill of the head into an empty working tree (a fresh clone)."""
+        with self.locked(), wp.WorkTree(self.root, self.control) as tree:
+            if self._skill_names(tree):
+                raise StoreError(f"{self.skills_dir} is not empty", hint="clone into a new directory")
+            for name, sha in self.head().skills.items():
+                tree.materialize(name, self._skill_files(sha), self._read_blob)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, search_up: bool = False) -> Brain:

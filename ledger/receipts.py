@@ -15,7 +15,7 @@ from typing import Any
 
 from ledger.gitstore import MODE_DIR, MODE_FILE, GitStore
 
-__all__ = ["NOTES_REF", "read_receipts", "write_receipts"]
+__all__ = ["NOTES_REF", "merge_receipts", "read_receipts", "write_receipts"]
 
 NOTES_REF = "refs/notes/ledger-chain"
 
@@ -56,3 +56,41 @@ def write_receipts(store: GitStore, receipts: Mapping[str, Mapping[str, Any]]) -
     message = f"ledger: {len(receipts)} chain receipt(s)\n"
     new = store.write_commit(tree, [head] if head else [], message)
     store.move_ref(NOTES_REF, new, head)
+
+
+def merge_receipts(store: GitStore, theirs: bytes) -> None:
+    """Join another copy's receipts notes (commit ``theirs``, already in ``store``) into ours.
+
+    Receipts are facts about the chain, so copies are joined, never replaced: the merge
+    commit holds every receipt of both, ours where both hold one for the same snapshot
+    (either can be checked against the chain).  It has both heads as parents, so a later
+    push of ours is a fast-forward for the remote.
+    """
+    head, ours = _current(store)
+    if head == theirs:
+        return
+    tree = store.read(theirs, b"commit").split(b"\n", 1)[0].split(b" ")[1]
+    joined = {**_notes_tree(store, bytes.fromhex(tree.decode())), **ours}
+    if head is None:
+        store.move_ref(NOTES_REF, theirs, None)
+        return
+    if joined == ours and _reaches(store, head, theirs):
+        return
+    new_tree = store.write_tree([(blob, MODE_FILE, commit) for commit, blob in joined.items()])
+    new = store.write_commit(new_tree, [head, theirs], "ledger: join chain receipts\n")
+    store.move_ref(NOTES_REF, new, head)
+
+
+def _reaches(store: GitStore, head: bytes, target: bytes) -> bool:
+    """Whether ``target`` is ``head`` or one of its ancestors in the notes history."""
+    seen, stack = set(), [head]
+    while stack:
+        commit = stack.pop()
+        if commit == target:
+            return True
+        if commit in seen:
+            continue
+        seen.add(commit)
+        header = store.read(commit, b"commit").split(b"\n\n", 1)[0]
+        stack.extend(bytes.fromhex(ln[7:].decode()) for ln in header.split(b"\n") if ln.startswith(b"parent "))
+    return False

@@ -35,6 +35,11 @@ def _short(root: str | None, n: int = 16) -> str:
     return f"<code title='{_e(root)}'>{_e(head)}:{_e(digest[:n])}…</code>"
 
 
+def _when(stamp: Any) -> str:
+    """A Unix time as ISO 8601 UTC, or a dash."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stamp))) if stamp is not None else "—"
+
+
 def render_html(report: Report) -> str:
     """Render an audit report for people: verdict, checks, timeline, chain, skill histories."""
     verdict = "ok" if report.ok else "fail"
@@ -57,7 +62,8 @@ def render_html(report: Report) -> str:
         cls = "bad" if bad else ("pend" if snap["commit"] in pending else "")
         rows.append(
             f"<tr class='{cls}' data-index='{snap['index']}'><td>{snap['index']}</td>"
-            f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(snap['operation'])}</td>"
+            f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(_when(snap.get('timestamp')))}</td>"
+            f"<td>{_e(snap['operation'])}</td>"
             f"<td>{_e(changes)}</td><td>{_short(snap['root'])}</td><td>{onchain}</td>"
             f"<td>{'✔' if snap['ok'] else '✘'}</td></tr>"
         )
@@ -88,21 +94,28 @@ def render_html(report: Report) -> str:
         f"<p>Registry <code>{_e(chain['registry'])}</code> on chain {_e(chain['chain_id'])}, agent "
         f"<code>{_e(chain['agent'][:18])}…</code>: {_e(chain['onchain_seq'])} root(s) on chain, "
         f"{len(report.pending)} snapshot(s) pending.</p>"
+        f"<table id='context-chain'><tr><th>RPC endpoint</th><td><code>{_e(chain.get('rpc'))}</code></td></tr>"
+        f"<tr><th>chain id</th><td>{_e(chain['chain_id'])}</td></tr>"
+        f"<tr><th>block height</th><td>{_e(chain.get('block_height'))} "
+        f"<code>{_e(str(chain.get('block_hash'))[:18])}…</code> at {_e(_when(chain.get('block_time')))}</td></tr>"
+        "</table>"
         if chain
         else "<p class='muted'>No chain was checked (pass --rpc, --registry and --agent).</p>"
     )
-    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    ctx = report.context
+    when = ctx.get("audited_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>brain-ledger audit: {_e(report.repo)}</title>
 <style>{_CSS}</style></head><body>
 <h1>Brain lineage audit</h1>
-<p class="muted"><code>{_e(report.repo)}</code> · {len(report.timeline)} snapshot(s) · generated {when}</p>
+<p class="muted" id="context"><code>{_e(report.repo)}</code> · {len(report.timeline)} snapshot(s) ·
+audited <time>{_e(when)}</time> by brain-ledger {_e(ctx.get("ledger_version", "?"))}</p>
 <p><span id="verdict" class="verdict {verdict}">{"VERIFIED" if report.ok else "FAILED"}</span></p>
 <h2>Checks</h2>
 <table id="checks"><tr><th></th><th>check</th><th>result</th></tr>{"".join(checks)}</table>
 <h2>On chain</h2>{chain_html}
 <h2>Timeline (newest first)</h2>
-<table id="timeline"><tr><th>#</th><th>commit</th><th>operation</th><th>changes</th><th>root</th>
+<table id="timeline"><tr><th>#</th><th>commit</th><th>recorded (UTC)</th><th>operation</th><th>changes</th><th>root</th>
 <th>on chain</th><th>root ok</th></tr>{"".join(rows)}</table>
 <h2>Skill versions</h2><ul class="skills" id="skills">{"".join(skills)}</ul>
 </body></html>

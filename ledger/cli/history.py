@@ -81,7 +81,7 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
 
 
 @main.command()
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("repo")
 @click.option("--rpc", help="RPC endpoint of the chain holding the registry.")
 @click.option("--registry", help="Registry contract address.")
 @click.option("--agent", help="Agent id (0x… or decimal).")
@@ -89,7 +89,7 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 def audit(
-    repo: Path,
+    repo: str,
     rpc: str | None,
     registry: str | None,
     agent: str | None,
@@ -97,16 +97,19 @@ def audit(
     as_json: bool,
     html_file: Path | None,
 ) -> None:
-    """Audit any clone or path of a brain's store; needs no keys and no brain config."""
+    """Audit a brain, a clone of one, or its URL (fetched with its receipts); needs no keys and no config."""
     from ledger.audit import audit_repo
+    from ledger.sharing import audit_target
 
     given = [v is not None for v in (rpc, registry, agent)]
     if any(given) and not all(given):
         raise UsageError("--rpc, --registry and --agent go together")
     agent_id = int(agent, 0) if agent else None
-    report = audit_repo(
-        repo, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=progress_bar("auditing")
-    )
+    with audit_target(repo) as path:
+        report = audit_repo(
+            path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=progress_bar("auditing")
+        )
+    report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
 
 

@@ -1,0 +1,59 @@
+"""Sharing a brain: push, pull and clone, each carrying the snapshots and the chain receipts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ledger.cli._common import emit, json_flag, main, open_brain
+
+
+@main.command()
+@click.argument("remote")
+@json_flag
+@click.pass_context
+def push(ctx: click.Context, remote: str, as_json: bool) -> None:
+    """Publish the snapshots and chain receipts to REMOTE (a path or git URL).
+
+    A path that does not exist becomes a bare repository an auditor can clone.  Refused
+    when REMOTE holds snapshots this brain lacks: a push never rewrites a lineage.
+    """
+    with open_brain(ctx) as brain:
+        out = brain.push(remote)
+    if as_json:
+        emit(out)
+    elif out["was"] == out["head"]:
+        click.echo(f"{remote} is up to date at {out['head'][:12]}")
+    else:
+        was = out["was"][:12] if out["was"] else "(nothing)"
+        click.echo(f"pushed {was} → {out['head'][:12]} to {remote}" + (" with receipts" if out["receipts"] else ""))
+
+
+@main.command()
+@click.argument("remote")
+@json_flag
+@click.pass_context
+def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
+    """Take REMOTE's snapshots and receipts, once they pass the audit and extend this lineage."""
+    with open_brain(ctx) as brain:
+        out = brain.pull(remote)
+    if as_json:
+        emit(out)
+    elif out["moved"]:
+        click.echo(f"pulled {out['from'][:12]} → {out['to'][:12]} from {remote} (audited)")
+    else:
+        click.echo(f"already up to date with {remote} (receipts joined)")
+
+
+@main.command("clone")
+@click.argument("remote")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+def clone_cmd(remote: str, directory: Path) -> None:
+    """Make a new brain in DIRECTORY from REMOTE: snapshots and receipts, audited before use."""
+    from ledger.sharing import clone
+
+    with clone(remote, directory) as brain:
+        head = brain.head()
+        click.echo(f"cloned {remote} into {brain.root} ({len(head.skills)} skill(s), audited)")
+        click.echo(f"root   {head.snap.to_json()['root']}")

@@ -1,0 +1,260 @@
+"""Sharing a brain: push to a remote, pull from one, clone one, and fetch one for an audit.
+
+What travels is what an auditor needs: the ``main`` lineage of snapshots and the chain
+receipts (``refs/notes/ledger-chain``), which ``git clone`` leaves behind.
+
+Nothing fetched is trusted before it is checked.  A pull or clone fetches into a
+quarantine repository (borrowing this brain's objects through git's alternates, so
+only what is new travels), audits it exactly as ``ledger audit`` would, and checks that
+it extends this brain's lineage; only then are its objects brought in and ``main``
+moved, through the same journal and roll-forward as every other write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ledger import gitstore as gs
+from ledger import writepath as wp
+from ledger._env import child_env
+from ledger.errors import LedgerError, StoreError, UsageError
+from ledger.receipts import NOTES_REF, merge_receipts
+
+__all__ = ["Sharing", "clone", "fetched"]
+
+_FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}"]
+
+
+def _git(git_dir: Path, *args: str, what: str) -> str:
+    proc = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env(), timeout=600
+    )
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+        raise StoreError(f"{what}: {detail}")
+    return proc.stdout
+
+
+def _init_bare(path: Path) -> None:
+    args = ["git", "init", "-q", "--bare", "--initial-branch=main", str(path)]
+    subprocess.run(args, check=True, env=child_env(), capture_output=True)
+
+
+def _remote_refs(remote: str) -> dict[str, str]:
+    proc = subprocess.run(
+        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF],
+        capture_output=True, text=True, env=child_env(), timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise StoreError(f"cannot read the remote {remote!r}: {detail}", hint="check the path or URL")
+    return {ref: sha for sha, ref in (ln.split("\t") for ln in proc.stdout.splitlines())}
+
+
+def _fetch_into(git_dir: Path, remote: str) -> None:
+    refs = _remote_refs(remote)
+    if "refs/heads/main" not in refs:
+        raise StoreError(f"{remote!r} holds no brain (it has no 'main' branch of snapshots)")
+    specs = [s for s in _FETCH if s.split(":")[1] in refs]
+    _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", remote, *specs, what=f"fetching {remote}")
+
+
+@contextlib.contextmanager
+def fetched(remote: str, borrow: Path | None = None, parent: Path | None = None) -> Iterator[Path]:
+    """A temporary bare repository holding ``remote``'s snapshots and receipts; removed on exit.
+
+    With ``borrow`` (a git directory), objects it already has are not fetched again.  A
+    brain passes its ``.ledger/tmp`` as ``parent``, which the next writer clears should
+    this process be killed.
+    """
+    if parent is not None:
+        parent.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="incoming-", dir=parent))
+    try:
+        _init_bare(tmp)
+        if borrow is not None:
+            (tmp / "objects" / "info" / "alternates").write_text(str((borrow / "objects").absolute()) + "\n")
+        _fetch_into(tmp, remote)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _audited(repo: Path, remote: str) -> None:
+    from ledger.audit import audit_repo
+
+    report = audit_repo(repo)
+    failed = [c for c in report.checks.values() if not c.ok]
+    if failed:
+        raise StoreError(
+            f"what {remote!r} holds fails the audit, so nothing was taken from it:"
+            + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
+            hint=f"run 'ledger audit {remote}' for the full report",
+        )
+
+
+def _is_ancestor(git_dir: Path, a: str, b: str) -> bool:
+    proc = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "merge-base", "--is-ancestor", a, b], capture_output=True, env=child_env()
+    )
+    return proc.returncode == 0
+
+
+class Sharing:
+    """Push and pull for :class:`ledger.brain.Brain` (a mixin: it uses the brain's store, lock and write path)."""
+
+    root: Path
+    control: Path
+    store: gs.GitStore
+
+    def push(self, remote: str) -> dict[str, Any]:
+        """Publish ``main`` and the receipts to ``remote``; a local path that does not exist becomes a bare repo.
+
+        Refused when the remote holds snapshots this brain lacks (pull first): a push never
+        rewrites a published lineage.  Receipts are merged, never replaced.
+        """
+        target = Path(remote)
+        if "://" not in remote and ":" not in remote.split("/")[0] and not target.exists():
+            _init_bare(target)
+        with self.locked():  # type: ignore[attr-defined]
+            head = self.head().commit.hex()  # type: ignore[attr-defined]
+            refs = _remote_refs(remote)
+            theirs = refs.get("refs/heads/main")
+            if theirs is not None:
+                with fetched(remote, self.store.git_dir, self.control / "tmp") as q:
+                    if not _is_ancestor(q, theirs, head):
+                        raise StoreError(
+                            f"{remote!r} holds snapshots this brain does not have; nothing was pushed",
+                            hint=f"run 'ledger pull {remote}' first (a push never rewrites a published lineage)",
+                        )
+                    self._take_receipts(q)
+            specs = ["refs/heads/main:refs/heads/main"]
+            if self.store.read_ref(NOTES_REF) is not None:
+                specs.append(f"{NOTES_REF}:{NOTES_REF}")
+            _git(self.store.git_dir, "push", "-q", "--", remote, *specs, what=f"pushing to {remote}")
+        return {"remote": remote, "head": head, "was": theirs, "receipts": NOTES_REF in specs[-1]}
+
+    def pull(self, remote: str) -> dict[str, Any]:
+        """Take ``remote``'s snapshots and receipts, when they pass the audit and extend this lineage.
+
+        The working tree is brought to the new head by the journaled roll-forward; a skill
+        with changes not in a snapshot refuses the pull and nothing changes.
+        """
+        with self.locked():  # type: ignore[attr-defined]
+            local = self.head().commit.hex()  # type: ignore[attr-defined]
+            with fetched(remote, self.store.git_dir, self.control / "tmp") as q:
+                _audited(q, remote)
+                theirs = (q / "refs" / "heads" / "main").read_text().strip()
+                if theirs == local or _is_ancestor(q, theirs, local):
+                    moved = False
+                elif _is_ancestor(q, local, theirs):
+                    moved = True
+                else:
+                    raise StoreError(
+                        f"{remote!r} and this brain have diverged: neither lineage extends the other",
+                        hint="a ledger never merges lineages; audit both and keep one ('ledger audit REMOTE')",
+                    )
+                names = _changed_skills(q, local, theirs) if moved else []
+                self._require_unchanged(names)  # before anything is taken: a refusal changes nothing
+                _git(self.store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
+                     "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
+                try:
+                    self._take_receipts(q)
+                    if moved:
+                        self._fast_forward(bytes.fromhex(theirs), names)
+                finally:
+                    _git(self.store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
+        return {"remote": remote, "from": local, "to": theirs if moved else local, "moved": moved}
+
+    def _take_receipts(self, q: Path) -> None:
+        notes = (q / NOTES_REF).read_text().strip() if (q / NOTES_REF).exists() else None
+        if notes is None:
+            return
+        _git(self.store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
+             f"+{NOTES_REF}:refs/ledger/incoming-notes", what="taking the fetched receipts")  # fmt: skip
+        try:
+            merge_receipts(self.store, bytes.fromhex(notes))
+        finally:
+            _git(self.store.git_dir, "update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
+
+    def _require_unchanged(self, names: list[str]) -> None:
+        head = self.head()  # type: ignore[attr-defined]
+        with wp.WorkTree(self.root, self.control) as tree:
+            for name in names:
+                sha = head.skills.get(name)
+                problems = tree.check(name, [self._skill_files(sha) if sha else None])  # type: ignore[attr-defined]
+                if problems:
+                    raise StoreError(
+                        f"skills/{name} has changes that are not in a snapshot; nothing was pulled:"
+                        + "".join(f"\n  {p}" for p in problems[:10]),
+                        hint="move them away (or record them, and keep this lineage instead), then pull again",
+                    )
+
+    def _fast_forward(self, new: bytes, names: list[str]) -> None:
+        """Move ``main`` and the working tree to ``new`` by the journaled roll-forward of every write."""
+        from ledger.apply import JOURNAL, write_json
+
+        head = self.head()  # type: ignore[attr-defined]
+        write_json(self.control / JOURNAL, {"commit": new.hex(), "expected": head.commit.hex(), "skills": names})
+        self._recover()  # type: ignore[attr-defined]
+
+
+def _changed_skills(git_dir: Path, old: str, new: str) -> list[str]:
+    """Skills whose tree differs between two snapshots (``skills/`` entries by tree id)."""
+
+    def trees(commit: str) -> dict[str, str]:
+        out = _git(git_dir, "ls-tree", "-z", f"{commit}:skills", what="reading the fetched snapshot")
+        return {e.split("\t", 1)[1]: e.split()[2] for e in out.split("\0") if e}
+
+    try:
+        a = trees(old)
+    except StoreError:
+        a = {}  # the empty brain has no skills/ tree
+    try:
+        b = trees(new)
+    except StoreError:
+        b = {}
+    return sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
+
+
+def clone(remote: str, dest: str | Path) -> Any:
+    """A new brain at ``dest`` holding ``remote``'s snapshots and receipts, audited before it is used."""
+    from ledger.brain import Brain
+
+    root = Path(dest).absolute()
+    if root.exists() and any(root.iterdir()):
+        raise UsageError(f"{root} is not an empty directory", hint="clone into a new directory")
+    created = not root.exists()
+    try:
+        Brain.create_empty(root)
+        with fetched(remote) as q:
+            _audited(q, remote)
+            git_dir = gs.GitStore(root).git_dir
+            _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1],
+                 *([_FETCH[1]] if (q / NOTES_REF).exists() else []), what="taking the fetched snapshots")  # fmt: skip
+        brain = Brain(root)
+        brain.checkout_all()
+        return brain
+    except BaseException:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            for child in root.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        raise
+
+
+def audit_target(repo: str) -> contextlib.AbstractContextManager[Path]:
+    """``ledger audit``'s argument as a local repository: a path as it is, a URL fetched with its receipts."""
+    path = Path(repo)
+    if path.is_dir():
+        return contextlib.nullcontext(path)
+    if "://" in repo or repo.startswith("git@") or path.suffix == ".git":
+        return fetched(repo)
+    raise LedgerError(f"{repo!r} is neither a directory nor a URL", hint="pass a brain, a clone of one, or its URL")
