@@ -13,6 +13,7 @@ moved, through the same journal and roll-forward as every other write.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -227,7 +228,7 @@ def clone(remote: str, dest: str | Path) -> Any:
     """A new brain at ``dest`` holding ``remote``'s snapshots and receipts, audited before it is used."""
     from ledger.brain import Brain
 
-    root = Path(dest).absolute()
+    root = Path(os.path.abspath(dest))
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} is not an empty directory", hint="clone into a new directory")
     created = not root.exists()
