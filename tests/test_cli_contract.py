@@ -115,3 +115,110 @@ def test_upsert_without_a_name_reports_the_yaml_error(cli: Path, tmp_path: Path)
     src.write_text("---\nname: s\ndescription: [unclosed\n---\nbody\n")
     proc = run_ledger("--brain", str(cli), "skill", "upsert", "--file", str(src))
     assert proc.returncode == 1 and "YAML error" in proc.stderr and "cannot tell" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- receipts and diffs
+
+
+def test_receipts_list_every_skill_file_and_version_touched(cli: Path, tmp_path: Path) -> None:
+    b = ["--brain", str(cli)]
+    (tmp_path / "r.md").write_text("ref\n")
+    run_ledger(*b, "skill", "write-file", "s", "references/r.md", "--from", str(tmp_path / "r.md"), check=True)
+    revert = run_ledger(*b, "revert", "s", "--to", "1")
+    assert re.search(r"^  deleted  references/r\.md$", revert.stdout, re.M), revert.stdout  # said, not silent
+    js = json.loads(run_ledger(*b, "revert", "s", "--to", "2", "--json", check=True).stdout)
+    assert js["changes"] == [{"skill": "s", "action": "update", "version": 4,
+                              "files": {"SKILL.md": "modified", "references/r.md": "added"}}]  # fmt: skip
+    run_ledger(*b, "skill", "create", "t", "--description", "d", check=True)
+    for name in ("s", "t"):
+        with open(cli / "skills" / name / "SKILL.md", "a") as fh:
+            fh.write("hand edit\n")
+    snap = json.loads(run_ledger(*b, "snapshot", "--json", check=True).stdout)
+    assert [(c["skill"], c["version"], c["files"]) for c in snap["changes"]] == [
+        ("s", 5, {"SKILL.md": "modified"}), ("t", 2, {"SKILL.md": "modified"})]  # fmt: skip
+
+
+def test_diff_shows_content_like_git(cli: Path) -> None:
+    b = ["--brain", str(cli)]
+    run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "better", check=True)
+    patch = run_ledger(*b, "diff", "main~1", "main", check=True).stdout
+    assert "diff --git a/skills/s/SKILL.md b/skills/s/SKILL.md" in patch
+    assert re.search(r"^-b$", patch, re.M) and re.search(r"^\+better$", patch, re.M)
+    stat = run_ledger(*b, "diff", "main~1", "main", "--stat", check=True).stdout
+    assert "1 file changed, 2 insertions(+), 2 deletions(-)" in stat  # the body line and the version line
+    (cli / "skills" / "s" / "SKILL.md").write_text((cli / "skills" / "s" / "SKILL.md").read_text() + "\nhand\n")
+    work = run_ledger(*b, "diff", check=True).stdout  # head → working tree, as git diff
+    assert re.search(r"^\+hand$", work, re.M)
+    assert run_ledger(*b, "diff", "main~1", "s", "--name-status", check=True).stdout == "M\tskills/s/SKILL.md\n"
+    assert run_ledger(*b, "diff", "main~2", "--skill", "t", check=True).stdout == ""
+    assert run_ledger(*b, "diff", "main", "main", "main", "s").returncode == 2
+    assert run_ledger(*b, "diff", "nosuchrev", "main").returncode == 1
+
+
+# --------------------------------------------------------------------------- chain contract
+
+
+def _dead_chain(brain: Path) -> None:
+    cfg_path = brain / ".ledger" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["chain"] = {"rpc": f"http://127.0.0.1:{anvil.free_port()}", "registry": "0x" + "11" * 20, "agent_id": "0x1"}
+    cfg_path.write_text(json.dumps(cfg))
+
+
+def test_a_failed_chain_step_exits_3_and_says_what_stands(cli: Path) -> None:
+    _dead_chain(cli)
+    b = ["--brain", str(cli)]
+    proc = run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "second-body", "--commit")
+    assert proc.returncode == 3, proc.stderr
+    assert "recorded locally" in proc.stderr and "ledger commit" in proc.stderr and "patch s v2" in proc.stdout
+    assert "update s v2" in run_ledger(*b, "log", "--oneline", check=True).stdout  # the snapshot stands
+    js = run_ledger(*b, "skill", "patch", "s", "--old", "second-body", "--new", "third-body", "--commit", "--json")
+    assert js.returncode == 3 and json.loads(js.stdout)["chain"]["committed"] is False
+
+
+def test_an_unreachable_rpc_exits_1_everywhere(cli: Path) -> None:
+    _dead_chain(cli)
+    url = json.loads((cli / ".ledger" / "config.json").read_text())["chain"]["rpc"]
+    for args in (["verify", "--chain"], ["chain", "status"], ["commit"]):
+        proc = run_ledger("--brain", str(cli), *args)
+        assert proc.returncode == 1, (args, proc.returncode, proc.stderr)
+    proc = run_ledger("audit", str(cli), "--rpc", url, "--registry", "0x" + "11" * 20, "--agent", "1")
+    assert proc.returncode == 1, proc.stderr
+
+
+@pytest.mark.chain
+def test_chain_up_keeps_its_port_and_is_idempotent(cli: Path) -> None:
+    b = ["--brain", str(cli)]
+    try:
+        first = run_ledger(*b, "chain", "up", check=True).stdout.strip()
+        again = run_ledger(*b, "chain", "up")
+        assert again.returncode == 0 and again.stdout.strip() == first and "already running" in again.stderr
+        run_ledger(*b, "chain", "down", check=True)
+        assert run_ledger(*b, "chain", "up", check=True).stdout.strip() == first  # the URL handed out stays valid
+    finally:
+        run_ledger(*b, "chain", "down")
+
+
+@pytest.mark.chain
+def test_chain_errors_are_decoded_and_proofs_name_their_sequence(cli: Path, node: anvil.Node, tmp_path: Path) -> None:
+    b = ["--brain", str(cli)]
+    run_ledger(*b, "chain", "use", node.url, check=True)
+    run_ledger(*b, "chain", "deploy", check=True)
+    run_ledger(*b, "chain", "register", check=True)
+    again = run_ledger(*b, "chain", "register")
+    assert again.returncode == 1 and re.search(r"AgentAlreadyRegistered\(agentId=0x[0-9a-f]+\)", again.stderr)
+    run_ledger(*b, "commit", check=True)
+    proof = tmp_path / "old.json"
+    proof.write_text(run_ledger(*b, "prove", "s/SKILL.md", check=True).stdout)
+    run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "c", "--commit", check=True)
+    st = json.loads(run_ledger(*b, "chain", "status", "--json", check=True).stdout)
+    args = ["--chain", "--rpc", st["rpc"], "--registry", st["registry"], "--agent", st["agent"]]
+    ok = run_ledger("verify-proof", str(proof), *args)
+    assert ok.returncode == 0 and "committed on chain at seq 2" in ok.stdout and "head is seq 3" in ok.stdout
+    head = run_ledger("verify-proof", str(proof), *args, "--head")
+    assert head.returncode == 1 and "seq 2" in head.stderr and "head is seq 3" in head.stderr
+    html = tmp_path / "r.html"
+    run_ledger(*b, "verify", "--chain", "--html", str(html), check=True)
+    page = html.read_text()
+    assert node.url in page and "block height" in page and "audited <time>" in page
+    assert re.search(r"<td>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</td>", page)  # a time per snapshot

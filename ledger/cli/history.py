@@ -115,20 +115,23 @@ def audit(
 
 @main.command()
 @click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME]")
+@click.option("--skill", "skill_name", metavar="NAME", help="Limit the diff to one skill (never read as a revision).")
 @click.option("--stat", "as_stat", is_flag=True, help="Files changed and lines added and removed, not the content.")
 @click.option("--name-status", "name_status", is_flag=True, help="Each changed file with its status only.")
 @json_flag
 @click.pass_context
-def diff(ctx: click.Context, args: tuple[str, ...], as_stat: bool, name_status: bool, as_json: bool) -> None:
+def diff(
+    ctx: click.Context, args: tuple[str, ...], skill_name: str | None, as_stat: bool, name_status: bool, as_json: bool
+) -> None:
     """Show changes as git does: head → working tree, REV → working tree, or REV → REV.
 
-    A last argument that is a skill name limits the diff to that skill; put -- before it
-    if the name could also be read as a revision.
+    A last argument that is not a revision is a skill name, and limits the diff to that
+    skill; --skill NAME says so explicitly.
     """
     from ledger.diffs import render_patch, render_stat
 
     with open_brain(ctx) as brain:
-        revs, name = _revs_and_name(brain, list(args))
+        revs, name = _revs_and_name(brain, list(args)) if skill_name is None else (_revs(list(args)), skill_name)
         d = brain.diff(*revs, name=name)
     if as_json:
         emit(d.to_json())
@@ -142,16 +145,11 @@ def diff(ctx: click.Context, args: tuple[str, ...], as_stat: bool, name_status: 
 
 
 def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str | None]:
-    """Split ``[REV [REV]] [--] [NAME]``: git's rule, with ``--`` to settle an ambiguous word."""
+    """Split ``[REV [REV]] [NAME]``: a last word that is not a revision is a skill name."""
     from ledger.errors import StoreError
 
     name = None
-    if "--" in args:
-        at = args.index("--")
-        if len(args) - at != 2:
-            raise UsageError("give exactly one skill name after --")
-        args, name = args[:at], args[at + 1]
-    elif args:
+    if args:
         last = args[-1]
         try:
             brain.store.resolve(last)
@@ -160,12 +158,16 @@ def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str |
             is_rev = False
         known = last in brain.head().skills or brain.skills_dir.joinpath(last).is_dir()
         if is_rev and known:
-            raise UsageError(f"{last!r} is both a revision and a skill", hint=f"write 'ledger diff … -- {last}'")
+            raise UsageError(f"{last!r} is both a revision and a skill", hint=f"write 'ledger diff … --skill {last}'")
         if not is_rev:
             args, name = args[:-1], last
+    return _revs(args), name
+
+
+def _revs(args: list[str]) -> list[str | None]:
     if len(args) > 2:
         raise UsageError("give at most two revisions", hint="ledger diff [REV [REV]] [NAME]")
-    return [*args, None, None][:2], name
+    return [*args, None, None][:2]
 
 
 @main.command()
