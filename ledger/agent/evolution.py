@@ -57,11 +57,16 @@ def apply_payload(brain: Any, payload: Any, *, actor: str = "agent") -> dict[str
     found = []
     for slug, files in sorted(grouped.items()):
         if op == "create" and slug in head.skills:
-            raise _refuse(f"create of {slug!r}, which exists", hint="use operation_type revise")
+            if _resubmitted(brain, slug, files):
+                op_note = "revise"  # the same create again: every file is as committed, so nothing changes
+            else:
+                raise _refuse(f"create of {slug!r}, which exists", hint="use operation_type revise")
+        else:
+            op_note = op
         if op != "create" and slug not in head.skills:
             raise _refuse(f"{op} of {slug!r}, which does not exist", hint="use operation_type create")
         current: dict[str, tuple[bytes, bool]] = {}
-        if slug in head.skills and op != "replace":
+        if slug in head.skills and op_note != "replace":
             committed, _ = brain._committed(slug)
             current = {
                 r: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for r, (mode, sha) in committed.items()
@@ -84,6 +89,21 @@ def apply_payload(brain: Any, payload: Any, *, actor: str = "agent") -> dict[str
             Collection("payload", found), note=summary, all_or_nothing=True, operation="apply"
         )
     return {"operation_type": op, "summary": summary, "snapshot": report["snapshot"], "skills": report["skills"]}
+
+
+def _resubmitted(brain: Any, slug: str, files: dict[str, str]) -> bool:
+    """Whether ``files`` are exactly skill ``slug`` as committed (SKILL.md up to the version counter)."""
+    committed, doc = brain._committed(slug)
+    for rel, text in files.items():
+        if rel not in committed:
+            return False
+        data = brain.store.read(committed[rel][1], b"blob")
+        if rel == SKILL_MD:
+            if parse_skill_md(text).with_counter(doc.version) != doc.text:
+                return False
+        elif data != text.encode("utf-8"):
+            return False
+    return True
 
 
 def synthesis_advice(brain: Any, *, tool_calls: int, recovered_from_error: bool = False, task: str = "",

@@ -1,0 +1,289 @@
+"""Every command of the CLI, in its success, no-op, refused and usage cases, against one contract.
+
+0: done, or nothing to do.  1: refused or failed, and nothing changed.  2: usage, and
+nothing changed.  (3, "recorded locally, chain step failed", is in test_cli_contract.)
+
+Each case runs on its own copy of one template brain (a skill with a supporting file,
+a registry on a real anvil, its lineage committed), so no case sees another's effects.
+A command added to the CLI without rows here fails ``test_the_table_covers_every_command``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ledger import anvil
+from ledger.cli import main
+from tests.conftest import fingerprint, run_ledger
+
+pytestmark = pytest.mark.chain
+
+SKILL = "---\nname: s\ndescription: The s skill\n---\n{body}\n"
+GOOD = SKILL.format(body="a better body")
+BAD_YAML = "---\nname: s\ndescription: [unclosed\n---\nbody\n"
+KEY = "0x" + "ab" * 32
+
+
+@dataclass(frozen=True)
+class Case:
+    command: str  # the command path, as ``main`` names it ("skill patch")
+    kind: str  # ok | noop | refused | usage
+    args: tuple[str, ...]
+    code: int
+    setup: tuple[tuple[str, ...], ...] = ()  # commands run first, each must exit 0
+    shows: str = ""  # a word that stdout or stderr must hold
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: str | None = None
+    teardown: tuple[tuple[str, ...], ...] = ()  # commands run afterwards, whatever happened
+
+
+def c(command: str, kind: str, *args: str, setup: tuple[tuple[str, ...], ...] = (), shows: str = "",
+      env: dict[str, str] | None = None, stdin: str | None = None,
+      teardown: tuple[tuple[str, ...], ...] = ()) -> Case:  # fmt: skip
+    code = {"ok": 0, "noop": 0, "refused": 1, "usage": 2}[kind]
+    return Case(command, kind, args, code, setup, shows, env or {}, stdin, teardown)
+
+
+B = ("--brain", "{b}")
+PATCH = (*B, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
+# Another copy pushes a snapshot this one lacks.
+O = ("--brain", "{t}/o")
+AHEAD = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
+         (*O, "skill", "create", "x", "--description", "X"), (*O, "push", "{t}/pub.git"))  # fmt: skip
+INIT = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", ' \
+       '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n'  # fmt: skip
+CASES = [
+    c("init", "ok", "init", "{t}/new"),
+    c("init", "refused", "init", "{b}", shows="already a brain"),
+    c("init", "usage", "init", "a", "b"),
+    c("clone", "ok", "clone", "{t}/pub.git", "{t}/copy", setup=((*B, "push", "{t}/pub.git"),)),
+    c("clone", "refused", "clone", "{t}/nothing-here", "{t}/copy", shows="cannot read the remote"),
+    c("clone", "usage", "clone", "{t}/pub.git"),
+    c("skill create", "ok", *B, "skill", "create", "t", "--description", "T"),
+    c("skill create", "refused", *B, "skill", "create", "s", "--description", "S", shows="already exists"),
+    c("skill create", "usage", *B, "skill", "create", "t"),
+    c("skill upsert", "ok", *B, "skill", "upsert", "--file", "{t}/good.md"),
+    c("skill upsert", "noop", *B, "skill", "upsert", "--file", "{t}/same.md", shows="nothing to do"),
+    c("skill upsert", "refused", *B, "skill", "upsert", "--file", "{t}/bad.md", shows="YAML error"),
+    c("skill upsert", "usage", *B, "skill", "upsert"),
+    c("skill edit", "ok", *B, "skill", "edit", "s", "--file", "{t}/good.md"),
+    c("skill edit", "noop", *B, "skill", "edit", "s", "--file", "{t}/same.md", shows="nothing to do"),
+    c("skill edit", "refused", *B, "skill", "edit", "s", "--file", "{t}/bad.md", shows="YAML error"),
+    c("skill edit", "usage", *B, "skill", "edit", "s"),
+    c("skill patch", "ok", *PATCH),
+    c("skill patch", "noop", *B, "skill", "patch", "s", "--old", "body-one", "--new", "body-one",
+      shows="nothing to do"),
+    c("skill patch", "refused", *B, "skill", "patch", "s", "--old", "absent", "--new", "x", shows="not found"),
+    c("skill patch", "usage", *B, "skill", "patch", "s", "--old", "x"),
+    c("skill delete", "ok", *B, "skill", "delete", "s"),
+    c("skill delete", "refused", *B, "skill", "delete", "nosuch", shows="nosuch"),
+    c("skill delete", "usage", *B, "skill", "delete"),
+    c("skill write-file", "ok", *B, "skill", "write-file", "s", "references/new.md", "--from", "{t}/ref.md"),
+    c("skill write-file", "noop", *B, "skill", "write-file", "s", "references/r.md", "--from", "{t}/r.md",
+      shows="nothing to do"),
+    c("skill write-file", "refused", *B, "skill", "write-file", "s", "SKILL.md", "--from", "{t}/ref.md"),
+    c("skill write-file", "usage", *B, "skill", "write-file", "s", "references/x.md", "--from", "{t}/missing"),
+    c("skill remove-file", "ok", *B, "skill", "remove-file", "s", "references/r.md"),
+    c("skill remove-file", "refused", *B, "skill", "remove-file", "s", "references/none.md", shows="no file"),
+    c("skill remove-file", "usage", *B, "skill", "remove-file", "s"),
+    c("skill list", "ok", *B, "skill", "list", shows="s"),
+    c("skill list", "refused", "--brain", "{t}/not-a-brain", "skill", "list"),
+    c("skill list", "usage", *B, "skill", "list", "extra"),
+    c("skill view", "ok", *B, "skill", "view", "s", shows="body-one"),
+    c("skill view", "refused", *B, "skill", "view", "nosuch"),
+    c("skill view", "usage", *B, "skill", "view"),
+    c("index", "ok", *B, "index", shows="▸ s"),
+    c("index", "refused", "--brain", "{t}/not-a-brain", "index"),
+    c("index", "usage", *B, "index", "extra"),
+    c("status", "ok", *B, "status", shows="clean"),
+    c("status", "refused", "--brain", "{t}/not-a-brain", "status"),
+    c("status", "usage", *B, "status", "--bogus"),
+    c("snapshot", "ok", *B, "snapshot", setup=(("append", "{b}/skills/s/SKILL.md", "hand edit\n"),)),
+    c("snapshot", "noop", *B, "snapshot", shows="nothing to do"),
+    c("snapshot", "refused", *B, "snapshot", setup=(("write", "{b}/skills/s/SKILL.md", "no frontmatter\n"),)),
+    c("snapshot", "usage", *B, "snapshot", "extra"),
+    c("log", "ok", *B, "log", "--oneline", shows="create s v1"),
+    c("log", "refused", "--brain", "{t}/not-a-brain", "log"),
+    c("log", "usage", *B, "log", "-n", "many"),
+    c("diff", "ok", *B, "diff", "main~2", "main", shows="diff --git"),
+    c("diff", "noop", *B, "diff"),  # a clean tree: no output
+    c("diff", "refused", *B, "diff", "nosuchrev", "main", shows="unknown revision"),
+    c("diff", "usage", *B, "diff", "main", "main", "main", "s"),
+    c("show", "ok", *B, "show", "s@1", shows="body-one"),
+    c("show", "refused", *B, "show", "s@99", shows="no snapshot wrote"),
+    c("show", "usage", *B, "show", "s"),
+    c("revert", "ok", *B, "revert", "s", "--to", "1", setup=(PATCH,)),
+    c("revert", "noop", *B, "revert", "s", "--to", "2", shows="nothing to do"),
+    c("revert", "refused", *B, "revert", "s", "--to", "99"),
+    c("revert", "usage", *B, "revert", "s", "--to", "zero"),
+    c("recover", "noop", *B, "recover"),
+    c("recover", "refused", "--brain", "{t}/not-a-brain", "recover"),
+    c("recover", "usage", *B, "recover", "--bogus"),
+    c("verify", "ok", *B, "verify", "--chain", shows="Verified OK"),
+    c("verify", "refused", *B, "verify", setup=(("append", "{b}/skills/s/SKILL.md", "hand edit\n"),)),
+    c("verify", "usage", *B, "verify", "--bogus"),
+    c("audit", "ok", "audit", "{b}", shows="Verified OK"),
+    c("audit", "refused", "audit", "{t}", shows="not a git repository"),
+    c("audit", "usage", "audit", "{b}", "--rpc", "http://127.0.0.1:1"),
+    c("push", "ok", *B, "push", "{t}/pub.git", shows="pushed"),
+    c("push", "noop", *B, "push", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
+    c("push", "refused", *B, "push", "{t}/pub.git", setup=AHEAD, shows="pull"),
+    c("push", "usage", *B, "push"),
+    c("pull", "ok", *B, "pull", "{t}/pub.git", setup=AHEAD, shows="pulled"),
+    c("pull", "noop", *B, "pull", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
+    c("pull", "refused", *B, "pull", "{t}/nothing-here", shows="cannot read the remote"),
+    c("pull", "usage", *B, "pull"),
+    c("import", "ok", *B, "import", "{t}/collection"),
+    c("import", "noop", *B, "import", "{t}/collection", setup=((*B, "import", "{t}/collection"),)),
+    c("import", "refused", *B, "import", "{t}/bad-collection", "--all-or-nothing"),
+    c("import", "usage", *B, "import"),
+    c("export", "ok", *B, "export", "{t}/out"),
+    c("export", "refused", *B, "export", "{t}/out", "--at", "nosuchrev"),
+    c("export", "usage", *B, "export"),
+    c("lint", "ok", *B, "lint"),
+    c("lint", "refused", *B, "lint", "nosuch"),
+    c("lint", "usage", *B, "lint", "--bogus"),
+    c("apply", "ok", *B, "apply", "{t}/payload.json"),
+    c("apply", "noop", *B, "apply", "{t}/payload.json", setup=((*B, "apply", "{t}/payload.json"),)),
+    c("apply", "refused", *B, "apply", "{t}/bad-payload.json"),
+    c("apply", "usage", *B, "apply"),
+    c("mcp", "ok", *B, "mcp", shows='"protocolVersion"', stdin=INIT),
+    c("mcp", "usage", *B, "mcp", "extra"),  # the tools themselves are tested over stdio in test_mcp.py
+    c("hash", "ok", "hash", "{b}/skills", shows="blake3-tree-v1:"),
+    c("hash", "refused", "hash", "{b}/skills", setup=(("symlink", "/etc/hostname", "{b}/skills/s/link"),)),
+    c("hash", "usage", "hash"),
+    c("prove", "ok", *B, "prove", "s/SKILL.md", shows='"path"'),
+    c("prove", "refused", *B, "prove", "s/none.md"),
+    c("prove", "usage", *B, "prove"),
+    c("verify-proof", "ok", "verify-proof", "{t}/proof.json", "--root", "{root}", shows="OK"),
+    c("verify-proof", "refused", "verify-proof", "{t}/proof.json", "--root", "blake3-tree-v1:" + "0" * 64),
+    c("verify-proof", "usage", "verify-proof", "{t}/proof.json"),
+    c("keys new", "ok", "keys", "new", "k1", env={"LEDGER_KEY_PASSWORD": "pw"}, shows="0x"),
+    c("keys new", "refused", "keys", "new", "k1", env={"LEDGER_KEY_PASSWORD": "pw"},
+      setup=(("keys", "new", "k1"),)),
+    c("keys new", "usage", "keys", "new"),
+    c("keys import", "ok", "keys", "import", "k2", env={"LEDGER_KEY_PASSWORD": "pw"}, stdin=KEY + "\n"),
+    c("keys import", "refused", "keys", "import", "k2", env={"LEDGER_KEY_PASSWORD": "pw"}, stdin="not a key\n"),
+    c("keys import", "usage", "keys", "import"),
+    c("keys list", "ok", "keys", "list", shows="anvil-dev"),
+    c("keys list", "usage", "keys", "list", "extra"),
+    c("chain up", "ok", *B, "chain", "up", shows="http://127.0.0.1:", teardown=((*B, "chain", "down"),)),
+    c("chain up", "usage", *B, "chain", "up", "--port", "0"),
+    c("chain down", "noop", *B, "chain", "down", shows="not running"),
+    c("chain down", "usage", *B, "chain", "down", "extra"),
+    c("chain use", "ok", *B, "chain", "use", "http://127.0.0.1:8545"),
+    c("chain use", "usage", *B, "chain", "use", "notaurl"),
+    c("chain status", "ok", *B, "chain", "status", shows="in sync"),
+    c("chain status", "refused", "--brain", "{t}/plain", "chain", "status"),
+    c("chain status", "usage", *B, "chain", "status", "extra"),
+    c("chain deploy", "ok", *B, "chain", "deploy", "--force"),
+    c("chain deploy", "refused", *B, "chain", "deploy", shows="--force"),
+    c("chain deploy", "usage", *B, "chain", "deploy", "--key"),
+    c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", setup=(
+        ("--brain", "{t}/plain", "chain", "use", "{rpc}"), ("--brain", "{t}/plain", "chain", "deploy"))),
+    c("chain register", "refused", *B, "chain", "register", shows="AgentAlreadyRegistered(agentId=0x"),
+    c("chain register", "usage", *B, "chain", "register", "--shares", "-1"),
+    c("chain authorize", "ok", *B, "chain", "authorize", "0x" + "22" * 20),
+    c("chain authorize", "refused", "--brain", "{t}/plain", "chain", "authorize", "0x" + "22" * 20),
+    c("chain authorize", "usage", *B, "chain", "authorize"),
+    # its own registry, so that the template's stays as every other case expects it
+    c("commit", "ok", *B, "commit", shows="committed 4 root", setup=(
+        (*B, "chain", "deploy", "--force"), (*B, "chain", "register"), PATCH)),
+    c("commit", "noop", *B, "commit", shows="nothing to commit"),
+    c("commit", "refused", "--brain", "{t}/plain", "commit", shows="no chain configured"),
+    c("commit", "usage", *B, "commit", "--batch", "0"),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory, node: anvil.Node) -> Path:
+    """A brain with skill s (and references/r.md), a registry, an agent, and its lineage committed."""
+    t = tmp_path_factory.mktemp("template")
+    b = ["--brain", str(t / "brain")]
+    run_ledger("init", str(t / "brain"), check=True)
+    run_ledger(*b, "skill", "create", "s", "--description", "The s skill", "--body", "body-one", check=True)
+    (t / "r.md").write_text("ref\n")
+    run_ledger(*b, "skill", "write-file", "s", "references/r.md", "--from", str(t / "r.md"), check=True)
+    run_ledger(*b, "chain", "use", node.url, check=True)
+    run_ledger(*b, "chain", "deploy", check=True)
+    run_ledger(*b, "chain", "register", check=True)
+    run_ledger(*b, "commit", check=True)
+    return t / "brain"
+
+
+def _inputs(t: Path, brain: Path) -> None:
+    (t / "good.md").write_text(GOOD)
+    (t / "same.md").write_bytes((brain / "skills" / "s" / "SKILL.md").read_bytes())
+    (t / "bad.md").write_text(BAD_YAML)
+    (t / "ref.md").write_text("new reference\n")
+    (t / "r.md").write_text("ref\n")
+    (t / "collection" / "imported").mkdir(parents=True)
+    (t / "collection" / "imported" / "SKILL.md").write_text("---\nname: imported\ndescription: I\n---\nx\n")
+    (t / "bad-collection" / "broken").mkdir(parents=True)
+    (t / "bad-collection" / "broken" / "SKILL.md").write_text(BAD_YAML)
+    files = {"evolved/SKILL.md": "---\nname: evolved\ndescription: Evolved\n---\nlearned\n"}
+    payload = {"summary": "learned", "operation_type": "create", "upsert_files": files}
+    (t / "payload.json").write_text(json.dumps(payload))
+    (t / "bad-payload.json").write_text(json.dumps({**payload, "upsert_files": {"../escape/SKILL.md": "x"}}))
+    (t / "not-a-brain").mkdir()
+    run_ledger("init", str(t / "plain"), check=True)  # a brain with no chain configured
+
+
+def _fill(arg: str, t: Path, brain: Path, extra: dict[str, str]) -> str:
+    return arg.format(b=brain, t=t, **extra)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{x.command}-{x.kind}" for x in CASES])
+def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvil.Node) -> None:
+    brain = tmp_path / "brain"
+    shutil.copytree(template, brain, symlinks=True)
+    _inputs(tmp_path, brain)
+    env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"), **case.env}
+    proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
+    (tmp_path / "proof.json").write_text(proof)
+    extra = {"root": json.loads(proof)["root"], "rpc": node.url}
+    for step in case.setup:
+        if step[0] == "symlink":
+            Path(_fill(step[2], tmp_path, brain, extra)).symlink_to(step[1])
+            continue
+        if step[0] in ("append", "write"):
+            path = Path(_fill(step[1], tmp_path, brain, extra))
+            path.write_text((path.read_text() if step[0] == "append" else "") + step[2])
+            continue
+        run_ledger(*(_fill(a, tmp_path, brain, extra) for a in step), env=env, check=True)
+    watched = [brain, tmp_path / "plain", tmp_path / "pub.git"]
+    before = {str(p): fingerprint(p) for p in watched if p.exists()}
+    args = [_fill(a, tmp_path, brain, extra) for a in case.args]
+    try:
+        proc = run_ledger(*args, env=env, input=case.stdin)
+    finally:
+        for step in case.teardown:
+            run_ledger(*(_fill(a, tmp_path, brain, extra) for a in step), env=env)
+    why = f"{args} exited {proc.returncode}, not {case.code}:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == case.code, why
+    if case.shows:
+        assert case.shows in proc.stdout + proc.stderr, (case.shows, proc.stdout, proc.stderr)
+    if case.kind != "ok":
+        after = {str(p): fingerprint(p) for p in watched if p.exists()}
+        assert after == before, f"{case.kind} changed something"
+    if case.code == 1:
+        assert proc.stderr.startswith("error:") or "FAIL" in proc.stdout + proc.stderr, proc.stderr
+    if case.code == 2:
+        assert "error:" in proc.stderr.lower()
+
+
+def test_the_table_covers_every_command() -> None:
+    commands: set[str] = set()
+    for name, cmd in main.commands.items():
+        subs = getattr(cmd, "commands", None)
+        commands |= {f"{name} {sub}" for sub in subs} if subs else {name}
+    covered = {case.command for case in CASES}
+    assert commands == covered, f"rows missing for {sorted(commands - covered)}, unknown {sorted(covered - commands)}"
+    for command in commands:
+        kinds = {case.kind for case in CASES if case.command == command}
+        assert "usage" in kinds and ({"ok", "noop"} & kinds), (command, kinds)
