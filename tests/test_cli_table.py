@@ -52,9 +52,9 @@ def c(command: str, kind: str, *args: str, setup: tuple[tuple[str, ...], ...] = 
 B = ("--brain", "{b}")
 PATCH = (*B, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
 # Another copy pushes a snapshot this one lacks.
-O = ("--brain", "{t}/o")
+OTHER = ("--brain", "{t}/o")
 AHEAD = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
-         (*O, "skill", "create", "x", "--description", "X"), (*O, "push", "{t}/pub.git"))  # fmt: skip
+         (*OTHER, "skill", "create", "x", "--description", "X"), (*OTHER, "push", "{t}/pub.git"))  # fmt: skip
 INIT = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", ' \
        '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n'  # fmt: skip
 CASES = [
