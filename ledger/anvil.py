@@ -47,13 +47,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+def _port_free(port: int, wait: float = 5.0) -> bool:
+    """Whether anvil could listen on ``port``; a node stopped a moment ago may hold it briefly."""
+    deadline = time.monotonic() + wait
+    while True:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as anvil binds: TIME_WAIT is no obstacle
+            try:
+                sock.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+        time.sleep(0.1)
 
 
 def rpc_ready(url: str, timeout: float = 0.5) -> bool:

@@ -95,7 +95,7 @@ def test_stale_parent_reverts_and_the_client_says_why(chained: Brain, tmp_path: 
     from ledger.keys import dev_account
 
     stale = list(chained.store.lineage())[1].root
-    with pytest.raises(ChainError, match=r"StaleParent\(agentId=\d+, head=0x[0-9a-f]{64}, parent=0x") as info:
+    with pytest.raises(ChainError, match=r"StaleParent\(agentId=0x[0-9a-f]+, head=0x[0-9a-f]{64}, parent=0x") as info:
         reg.send(dev_account(0), reg._c().functions.commit(cfg.agent_id, stale, b"\x11" * 32), what="a stale commit")
     assert "head moved" in (info.value.hint or "")
     # Another brain pointed at this agent is refused, naming where the lineages part
