@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import packing
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger._faults import crashpoint
@@ -113,6 +114,7 @@ class SnapshotWriter:
     pending_recovery: StoreError | None
     limits: dict[str, int]
     attribution: dict[str, str]
+    gc_every: int
 
     def _bump(
         self,
@@ -244,10 +246,12 @@ class SnapshotWriter:
             head = self.head()
             try:
                 cats = self._categories_tree(head) if categories is _KEEP else categories
-                return self._apply_locked(head, operation, updates, changes, note, disk or {}, cats)
+                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats)
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise
+            packing.note_write(self.store.git_dir, self.control, self.gc_every)  # a detached packer, now and then
+            return receipt
 
     def _apply_locked(
         self,

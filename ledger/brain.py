@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import packing
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.apply import JOURNAL, Head, SnapshotWriter, check_support_size, write_json
@@ -129,7 +130,9 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         self.pending_recovery: RecoveryError | StoreError | None = None
-        self.limits = _limits(json.loads((self.control / CONFIG).read_text()).get("limits") or {})
+        config = json.loads((self.control / CONFIG).read_text())
+        self.limits = _limits(config.get("limits") or {})
+        self.gc_every = int((config.get("gc") or {}).get("every", packing.DEFAULT_EVERY))
         if (self.control / JOURNAL).exists() or self._stale_ref_locks():
             try:
                 with self.locked():

@@ -23,6 +23,7 @@ from web3.logs import DISCARD
 
 from ledger._faults import crashpoint
 from ledger.brain import Brain, Receipt
+from ledger.chain_config import ChainConfig
 from ledger.errors import ChainError, RpcUnreachableError
 from ledger.gitstore import Snapshot
 from ledger.keys import PasswordSource, load_account
@@ -37,7 +38,6 @@ __all__ = [
     "commit_pending",
     "deploy",
     "onchain_events",
-    "pending_count",
     "register",
 ]
 
@@ -48,43 +48,6 @@ DEFAULT_BATCH = 32
 def artifact() -> dict[str, Any]:
     """The registry's ABI and bytecode, shipped inside the package (no compiler at runtime)."""
     return json.loads(resources.files("ledger").joinpath("artifacts/BrainRegistry.json").read_text())
-
-
-@dataclass(frozen=True)
-class ChainConfig:
-    """The ``chain`` section of a brain's ``.ledger/config.json``."""
-
-    rpc: str
-    chain_id: int | None = None
-    registry: str | None = None
-    deploy_block: int = 0
-    agent_id: int | None = None
-    key: str | None = None
-
-    @classmethod
-    def of(cls, brain: Brain) -> ChainConfig:
-        doc = brain.config.get("chain")
-        if not doc or not doc.get("rpc"):
-            raise ChainError(
-                "this brain has no chain configured", hint="run 'ledger chain up' or 'ledger chain use RPC'"
-            )
-        fields = {f.name for f in dataclasses.fields(cls)}
-        doc = {k: v for k, v in doc.items() if k in fields}
-        if isinstance(doc.get("agent_id"), str):
-            doc["agent_id"] = int(doc["agent_id"], 16)
-        return cls(**doc)
-
-    def save(self, brain: Brain) -> None:
-        doc = dataclasses.asdict(self)
-        if self.agent_id is not None:
-            doc["agent_id"] = f"0x{self.agent_id:064x}"
-        brain.update_config(chain=doc)
-
-    def require(self, *names: str) -> None:
-        for name in names:
-            if getattr(self, name) is None:
-                step = {"registry": "ledger chain deploy", "agent_id": "ledger chain register"}.get(name, "")
-                raise ChainError(f"the chain config has no {name}", hint=f"run '{step}'" if step else None)
 
 
 @dataclass(frozen=True)
@@ -436,17 +399,6 @@ def _note(cfg: ChainConfig, reg: Registry, ev: dict[str, Any]) -> dict[str, Any]
     if "gas_used" in ev:
         note["gas_used"] = ev["gas_used"]
     return note
-
-
-def pending_count(brain: Brain) -> int:
-    """Snapshots newer than the newest one with a chain receipt (local: no RPC needed)."""
-    receipts = read_receipts(brain.store)
-    count = 0
-    for snap in brain.store.lineage():
-        if snap.commit in receipts:
-            break
-        count += 1
-    return count
 
 
 def onchain_events(rpc: str, registry: str, agent: str | int) -> list[dict[str, Any]]:

@@ -273,7 +273,11 @@ class GitStore:
         if hexsha[:2] not in self._fanout:  # one mkdir per fan-out directory and process, not per object
             path.parent.mkdir(exist_ok=True)
             self._fanout.add(hexsha[:2])
-        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
+        except FileNotFoundError:  # a packer's prune-packed removed the emptied fan-out directory
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 # Large objects here are skills/ trees: mostly SHA-1s, which do not compress;

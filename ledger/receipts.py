@@ -94,3 +94,22 @@ def _reaches(store: GitStore, head: bytes, target: bytes) -> bool:
         header = store.read(commit, b"commit").split(b"\n\n", 1)[0]
         stack.extend(bytes.fromhex(ln[7:].decode()) for ln in header.split(b"\n") if ln.startswith(b"parent "))
     return False
+
+
+def local_pending(store: GitStore, registry: str | None = None, agent: int | None = None) -> int:
+    """Snapshots newer than the newest one with a chain receipt: what ``ledger commit`` would send,
+    as far as this copy knows (``ledger chain status`` asks the chain).
+
+    With ``registry`` and ``agent``, only receipts from that registry and agent count, so
+    receipts of a registry replaced by ``chain deploy --force`` are not taken for this one's.
+    """
+    receipts = read_receipts(store)
+    if registry is not None:
+        want = (registry.lower(), f"0x{agent or 0:064x}")
+        receipts = {c: r for c, r in receipts.items() if (str(r.get("registry", "")).lower(), r.get("agent")) == want}
+    count = 0
+    for snap in store.lineage():
+        if snap.commit in receipts:
+            break
+        count += 1
+    return count

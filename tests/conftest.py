@@ -80,13 +80,13 @@ def ledger() -> Callable[..., subprocess.CompletedProcess[str]]:
 def fingerprint(root: Path) -> dict[str, str]:
     """Every file of a brain (working tree and git store) with its content hash and mode.
 
-    The lock file and the digest cache are excluded: they are bookkeeping that
-    may change without the brain changing.
+    The lock file, the digest cache and the packer's files are excluded: they are
+    bookkeeping that may change without the brain changing.
     """
     out: dict[str, str] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith((".ledger/lock", ".ledger/cache")) or path.is_dir():
+        if rel.startswith((".ledger/lock", ".ledger/cache", ".ledger/gc")) or path.is_dir():
             continue
         data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
         out[rel] = f"{hashlib.sha256(data).hexdigest()} {path.lstat().st_mode:o}"

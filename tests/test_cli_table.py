@@ -152,6 +152,8 @@ CASES = [
     c("apply", "noop", *B, "apply", "{t}/payload.json", setup=((*B, "apply", "{t}/payload.json"),)),
     c("apply", "refused", *B, "apply", "{t}/bad-payload.json"),
     c("apply", "usage", *B, "apply"),
+    c("gc", "ok", *B, "gc", shows="connectivity ok"),
+    c("gc", "usage", *B, "gc", "extra"),
     c("mcp", "ok", *B, "mcp", shows='"protocolVersion"', stdin=INIT),
     c("mcp", "usage", *B, "mcp", "extra"),  # the tools themselves are tested over stdio in test_mcp.py
     c("hash", "ok", "hash", "{b}/skills", shows="blake3-tree-v1:"),

@@ -90,11 +90,14 @@ def recover(ctx: click.Context, move_aside: bool, as_json: bool) -> None:
 
 
 def _pending(brain: Any) -> int | None:
-    if not brain.config.get("chain"):
+    """Snapshots without a local receipt, from the notes alone: no web3, no RPC."""
+    cfg = brain.config.get("chain")
+    if not cfg:
         return None
-    from ledger.chain import pending_count
+    from ledger.receipts import local_pending
 
-    return pending_count(brain)
+    agent = cfg.get("agent_id")
+    return local_pending(brain.store, cfg.get("registry"), int(agent, 16) if agent else None)
 
 
 @main.command()
@@ -288,6 +291,28 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
             hint="prove the file at the head snapshot, or drop --head to accept any committed root",
         )
     return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Repack everything into one pack (keeping unreachable objects).")
+@json_flag
+@click.pass_context
+def gc(ctx: click.Context, full: bool, as_json: bool) -> None:
+    """Pack the snapshot store now (writes do it in the background every gc.every writes)."""
+    from ledger.packing import pack
+
+    with open_brain(ctx) as brain:
+        out = pack(brain.store.git_dir, brain.control, full=full, wait=True, check=True)
+    if as_json:
+        emit(out)
+        return
+    b, a = out["before"], out["after"]
+    sizes = f"{_mb(b['bytes'])} → {_mb(a['bytes'])} ({a['packs']} pack(s))"
+    click.echo(f"packed {b['loose']} loose object(s) in {out['seconds']} s: {sizes}; connectivity ok")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 @main.command()

@@ -1,0 +1,148 @@
+"""Packing the snapshot store: loose objects into delta-compressed packs, off the write path.
+
+Every upsert writes its objects loose (level-0 zlib, so a write costs a copy), and on a
+large brain most of that is the new ``skills/`` tree: about 40 bytes a skill, every
+time.  Left alone the store grows by the size of the brain per upsert.  Packed with
+deltas, successive trees cost almost nothing.
+
+- **Bounded and detached.** Every ``every`` writes (config ``gc.every``, default 64)
+  the writer starts ``python -m ledger.packing`` in its own session and returns; no
+  upsert waits for a pack.  The packer runs ``git repack --geometric=2 -d``: loose
+  objects go into one new pack, and packs are rolled together only as needed to keep a
+  geometric progression, so the work per run stays proportional to what is new.
+- **Never drops an object.** ``repack -d`` removes loose objects only once they are in
+  a pack, and packs only once another pack holds all they held; nothing is pruned, so
+  an object a concurrent writer has just written (reachable or not yet) survives.
+  ``ledger gc --full`` repacks everything into one pack keeping unreachable objects
+  (``-a -k``), then checks connectivity.
+- **Safe beside readers and writers.** Git writes a pack under a temporary name and
+  renames it into place with its index, so no reader sees a half-written pack; a
+  reader that misses an object re-scans the packs.  One packer runs at a time
+  (``.ledger/gc.lock``); it needs no writer lock.  A killed packer's temporary files
+  are removed by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ledger._env import child_env
+from ledger.errors import StoreError
+
+__all__ = ["DEFAULT_EVERY", "note_write", "pack", "store_size"]
+
+DEFAULT_EVERY = 64  # writes between automatic packs
+_COUNTER = "gc-writes"
+_LOCK = "gc.lock"
+
+
+def store_size(git_dir: Path) -> dict[str, int]:
+    """Bytes and counts of loose objects and packs (as ``git count-objects -v`` reports them)."""
+    loose = loose_bytes = packs = pack_bytes = 0
+    objects = git_dir / "objects"
+    with contextlib.suppress(FileNotFoundError):
+        for d in os.scandir(objects):
+            if len(d.name) == 2 and d.is_dir():
+                for f in os.scandir(d.path):
+                    loose += 1
+                    loose_bytes += f.stat().st_size
+    with contextlib.suppress(FileNotFoundError):
+        for f in os.scandir(objects / "pack"):
+            if f.name.endswith((".pack", ".idx")):
+                packs += f.name.endswith(".pack")
+                pack_bytes += f.stat().st_size
+    return {"loose": loose, "loose_bytes": loose_bytes, "packs": packs, "pack_bytes": pack_bytes,
+            "bytes": loose_bytes + pack_bytes}  # fmt: skip
+
+
+def note_write(git_dir: Path, control: Path, every: int) -> bool:
+    """Count one write (the caller holds the writer lock); every ``every`` writes, start a packer.
+
+    Returns whether one was started.  ``every`` ≤ 0 disables automatic packing.
+    """
+    if every <= 0:
+        return False
+    counter = control / _COUNTER
+    try:
+        done = int(counter.read_text() or 0) + 1
+    except (FileNotFoundError, ValueError):
+        done = 1
+    if done < every:
+        counter.write_text(str(done))
+        return False
+    counter.write_text("0")
+    log = open(control / "gc.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "ledger.packing", str(git_dir), str(control)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            env=child_env(),
+        )  # fmt: skip
+    finally:
+        log.close()
+    return True
+
+
+@contextlib.contextmanager
+def _packer_lock(control: Path, wait: bool) -> Iterator[bool]:
+    fd = os.open(control / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env())
+
+
+def pack(
+    git_dir: Path, control: Path, *, full: bool = False, wait: bool = False, check: bool = False
+) -> dict[str, Any]:
+    """Pack loose objects (geometric roll-up), or with ``full`` everything into one pack.
+
+    Without ``wait``, returns at once when another packer holds the lock.  ``check``
+    (implied by ``full``) runs ``git fsck --connectivity-only`` afterwards.
+    """
+    with _packer_lock(control, wait) as held:
+        if not held:
+            return {"skipped": "another pack is running"}
+        for leftover in (git_dir / "objects" / "pack").glob("tmp_*"):
+            leftover.unlink(missing_ok=True)  # a killed packer's; we hold the only packer lock
+        before = store_size(git_dir)
+        started = time.monotonic()
+        args = ["repack", "-d", "-q", "-a", "-k", "--window=250", "--depth=50"] if full else \
+            ["repack", "-d", "-q", "--geometric=2"]  # fmt: skip
+        proc = _git(git_dir, *args)
+        if proc.returncode != 0:
+            raise StoreError(f"git repack failed: {proc.stderr.strip()}")
+        seconds = time.monotonic() - started
+        result = {"full": full, "seconds": round(seconds, 3), "before": before, "after": store_size(git_dir)}
+        if full or check:
+            fsck = _git(git_dir, "fsck", "--connectivity-only", "--no-dangling")
+            if fsck.returncode != 0:
+                raise StoreError(f"after packing, git fsck finds the store incomplete: {fsck.stderr.strip()}")
+            result["connectivity"] = "ok"
+        return result
+
+
+if __name__ == "__main__":  # the detached packer started by note_write
+    out = pack(Path(sys.argv[1]), Path(sys.argv[2]))
+    print(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **out}), flush=True)

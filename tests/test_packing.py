@@ -1,0 +1,88 @@
+"""Packing: automatic and explicit, beside writers, and never losing what a snapshot, note or proof needs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from ledger.audit import audit_repo
+from ledger.brain import Brain
+from ledger.merkle import InclusionProof, parse_root, verify_proof
+from ledger.packing import pack, store_size
+from tests.conftest import run_ledger
+
+
+def _settle(brain: Brain, timeout: float = 60) -> None:
+    """Wait until no detached packer holds the packer lock."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = pack(brain.store.git_dir, brain.control, wait=False)
+        if "skipped" not in result:
+            return
+        time.sleep(0.1)
+    raise AssertionError("a packer kept the lock for a minute")
+
+
+def test_writes_pack_in_the_background_and_gc_loses_nothing(tmp_path: Path) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    brain.update_config(gc={"every": 8})
+    brain.close()
+    brain = Brain.open(tmp_path / "brain")
+    proofs = []
+    for i in range(40):
+        name = f"skill-{i % 5}"
+        if i < 5:
+            brain.create(name, f"Skill {i}", f"revision {i}\n")
+        else:
+            brain.upsert(f"---\nname: {name}\ndescription: Skill\n---\nrevision {i}\n")
+        if i % 7 == 0:
+            proofs.append((brain.prove(f"{name}/SKILL.md"), brain.head().snap.root))
+    _settle(brain)
+    packed = store_size(brain.store.git_dir)
+    assert packed["packs"] >= 1, packed  # the writer started packers on its own
+    assert '"after"' in (brain.control / "gc.log").read_text()  # the packer logs what it did
+    gc = json.loads(run_ledger("--brain", str(brain.root), "gc", "--full", "--json", check=True).stdout)
+    assert gc["after"]["loose"] == 0 and gc["after"]["packs"] == 1 and gc["connectivity"] == "ok"
+    # Every proof, every version of every skill, the receipts notes and the audit survive.
+    for proof, root in proofs:
+        verify_proof(InclusionProof.from_json(json.loads(json.dumps(proof.to_json()))), root)
+    for i in range(5):
+        versions = [h["version"] for h in brain.history(f"skill-{i}")]
+        for v in versions:
+            assert brain.show(f"skill-{i}", v).startswith("---")
+    old = list(brain.store.lineage())[-2]
+    proof = brain.prove("skill-0/SKILL.md", at=old.commit)
+    verify_proof(proof, parse_root(proof.to_json()["root"]))
+    report = audit_repo(brain.root, worktree=True)
+    assert report.ok, {k: v.summary for k, v in report.checks.items() if not v.ok}
+    brain.close()
+
+
+def test_packing_beside_a_writer_loses_no_write(tmp_path: Path) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    brain.create("s", "S", "r0\n")
+    acknowledged: list[int] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 1
+        while not stop.is_set():
+            brain.patch("s", f"r{i - 1}\n", f"r{i}\n")
+            acknowledged.append(i)
+            i += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for full in (False, True, False, True):
+            out = pack(brain.store.git_dir, brain.control, full=full, wait=True, check=True)
+            assert out.get("connectivity", "ok") == "ok"
+    finally:
+        stop.set()
+        thread.join()
+    assert len(acknowledged) > 0
+    assert brain.show("s", acknowledged[-1] + 1) == (brain.skills_dir / "s" / "SKILL.md").read_text()
+    assert audit_repo(brain.root, worktree=True).ok
+    brain.close()
