@@ -115,6 +115,8 @@ class SnapshotWriter:
     limits: dict[str, int]
     attribution: dict[str, str]
     gc_every: int
+    gc_bytes: int
+    _gc_mark: int
 
     def _bump(
         self,
@@ -250,7 +252,8 @@ class SnapshotWriter:
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise
-            packing.note_write(self.store.git_dir, self.control, self.gc_every)  # a detached packer, now and then
+            written, self._gc_mark = self.store.loose_written - self._gc_mark, self.store.loose_written
+            packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes)
             return receipt
 
     def _apply_locked(

@@ -132,7 +132,10 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self.pending_recovery: RecoveryError | StoreError | None = None
         config = json.loads((self.control / CONFIG).read_text())
         self.limits = _limits(config.get("limits") or {})
-        self.gc_every = int((config.get("gc") or {}).get("every", packing.DEFAULT_EVERY))
+        gc = config.get("gc") or {}
+        self.gc_every = int(gc.get("every", packing.DEFAULT_EVERY))
+        self.gc_bytes = int(gc.get("bytes", packing.DEFAULT_BYTES))
+        self._gc_mark = 0
         if (self.control / JOURNAL).exists() or self._stale_ref_locks():
             try:
                 with self.locked():

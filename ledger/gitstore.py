@@ -229,6 +229,7 @@ class GitStore:
         self.git_dir = _git_dir(self.path)
         self._objects = self.git_dir / "objects"
         self._fanout: set[str] = set()
+        self.loose_written = 0  # bytes of loose objects this process wrote (the packer trigger counts them)
         self._cat = _CatFile(self.git_dir)
 
     @classmethod
@@ -283,9 +284,9 @@ class GitStore:
                 # Large objects here are skills/ trees: mostly SHA-1s, which do not compress;
                 # level 0 keeps the upsert O(copy). `git gc` repacks them with deltas.
                 comp = zlib.compressobj(0 if len(data) > 65536 else 1)
-                fh.write(comp.compress(header))
-                fh.write(comp.compress(data))
-                fh.write(comp.flush())
+                out = comp.compress(header) + comp.compress(data) + comp.flush()
+                fh.write(out)
+                self.loose_written += len(out)
             os.chmod(tmp, 0o444)
             os.replace(tmp, path)
         except BaseException:

@@ -5,11 +5,12 @@ large brain most of that is the new ``skills/`` tree: about 40 bytes a skill, ev
 time.  Left alone the store grows by the size of the brain per upsert.  Packed with
 deltas, successive trees cost almost nothing.
 
-- **Bounded and detached.** Every ``every`` writes (config ``gc.every``, default 64)
-  the writer starts ``python -m ledger.packing`` in its own session and returns; no
-  upsert waits for a pack.  The packer runs ``git repack --geometric=2 -d``: loose
-  objects go into one new pack, and packs are rolled together only as needed to keep a
-  geometric progression, so the work per run stays proportional to what is new.
+- **Bounded and detached.** Every ``gc.every`` writes (default 64), or every
+  ``gc.bytes`` of loose objects (default 4 MB), whichever comes first, the writer
+  starts ``python -m ledger.packing`` in its own session and returns; no upsert waits
+  for a pack.  The packer runs ``git repack --geometric=2 -d``: loose objects go into
+  one new pack, and packs are rolled together only as needed to keep a geometric
+  progression, so the work per run stays proportional to what is new.
 - **Never drops an object.** ``repack -d`` removes loose objects only once they are in
   a pack, and packs only once another pack holds all they held; nothing is pruned, so
   an object a concurrent writer has just written (reachable or not yet) survives.
@@ -41,6 +42,7 @@ from ledger.errors import StoreError
 __all__ = ["DEFAULT_EVERY", "note_write", "pack", "store_size"]
 
 DEFAULT_EVERY = 64  # writes between automatic packs
+DEFAULT_BYTES = 4 << 20  # or loose bytes written since the last pack, whichever comes first
 _COUNTER = "gc-writes"
 _LOCK = "gc.lock"
 
@@ -64,22 +66,25 @@ def store_size(git_dir: Path) -> dict[str, int]:
             "bytes": loose_bytes + pack_bytes}  # fmt: skip
 
 
-def note_write(git_dir: Path, control: Path, every: int) -> bool:
-    """Count one write (the caller holds the writer lock); every ``every`` writes, start a packer.
+def note_write(git_dir: Path, control: Path, every: int, written: int, limit: int = DEFAULT_BYTES) -> bool:
+    """Count one write of ``written`` loose bytes (the caller holds the writer lock).
 
-    Returns whether one was started.  ``every`` ≤ 0 disables automatic packing.
+    Every ``every`` writes, or once ``limit`` loose bytes have piled up since the last
+    pack, start a packer.  Returns whether one was started.  ``every`` ≤ 0 disables
+    automatic packing.
     """
     if every <= 0:
         return False
     counter = control / _COUNTER
     try:
-        done = int(counter.read_text() or 0) + 1
+        writes, size = (int(x) for x in counter.read_text().split())
     except (FileNotFoundError, ValueError):
-        done = 1
-    if done < every:
-        counter.write_text(str(done))
+        writes = size = 0
+    writes, size = writes + 1, size + written
+    if writes < every and size < limit:
+        counter.write_text(f"{writes} {size}")
         return False
-    counter.write_text("0")
+    counter.write_text("0 0")
     log = open(control / "gc.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         subprocess.Popen(
