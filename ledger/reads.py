@@ -7,6 +7,7 @@ symbolic link exactly as a write does, and never prints a file from outside the 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ from ledger.errors import (
     TreeError,
 )
 from ledger.merkle import (
+    MAX_PATH_BYTES,
     Digest,
     DirNode,
     InclusionProof,
+    RootIndex,
     format_root,
     iter_files,
     prove,
@@ -38,6 +41,7 @@ from ledger.skill import (
     check_support_path,
     parse_skill_md,
 )
+from ledger.statcache import StatCache, signature
 
 __all__ = ["BrainReads"]
 
@@ -55,15 +59,60 @@ class BrainReads:
     limits: dict[str, int]
 
     def list(self) -> list[SkillInfo]:
-        """Skills in the working tree, from frontmatter only (bodies are not parsed)."""
+        """Skills in the working tree, from frontmatter only (bodies are not parsed).
+
+        A skill whose files are unchanged since the last call (by lstat, see
+        :mod:`ledger.statcache`) is answered from the stat cache.
+        """
         out = []
+        cache = self._stat_cache()
         with wp.WorkTree(self.root, self.control) as tree:
-            for name in self._skill_names(tree):
-                data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
-                if data is None:
-                    continue
-                doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), limit=4 * MAX_SKILL_MD)
-                out.append(SkillInfo(name, doc.description, doc.version, doc.license, doc.compatibility))
+            names = self._skill_names(tree)
+            for name in names:
+                info = cache.get(self.skills_dir, name, "info")
+                if info is None:
+                    started, sig = time.time_ns(), signature(self.skills_dir / name)
+                    data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
+                    if data is None:
+                        continue
+                    doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), limit=4 * MAX_SKILL_MD)
+                    info = [doc.description, doc.version, doc.license, doc.compatibility]
+                    cache.put(name, sig, started, info=info)
+                out.append(SkillInfo(name, *info))
+        cache.keep_only(set(names))
+        cache.save()
+        return out
+
+    def _stat_cache(self) -> StatCache:
+        return StatCache(self.control / "cache" / "stat-v1.json")
+
+    def _cached_digests(self) -> dict[str, bytes] | None:
+        """Each skill's bundle digest, from the stat cache where its tree is unchanged; ``None``
+        when skills/ holds anything but plain skill directories (the full walk explains it)."""
+        cache = self._stat_cache()
+        out: dict[str, bytes] = {}
+        try:
+            entries = list(os.scandir(self.skills_dir))
+        except OSError:
+            return None
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                return None
+            hit = cache.get(self.skills_dir, entry.name, "digest")
+            if hit is not None:
+                out[entry.name] = bytes.fromhex(hit)
+                continue
+            started, sig = time.time_ns(), signature(Path(entry.path))
+            if sig is None or any(len(f"{entry.name}/{row[0]}".encode()) > MAX_PATH_BYTES for row in sig[0]):
+                return None
+            try:
+                node = read_tree(entry.path)
+            except TreeError:
+                return None
+            out[entry.name] = node.digest
+            cache.put(entry.name, sig, started, digest=node.digest.hex())
+        cache.keep_only(set(out))
+        cache.save()
         return out
 
     def index(self) -> str:
@@ -166,8 +215,29 @@ class BrainReads:
         return sorted(name for name, is_dir in tree.listdir() if is_dir)
 
     def status(self) -> Status:
-        """Compare the working tree with the head snapshot: ``{path: modified|new|deleted}``."""
+        """Compare the working tree with the head snapshot: ``{path: modified|new|deleted}``.
+
+        Unchanged skills are recognised by the stat cache (:mod:`ledger.statcache`); only
+        skills whose files changed since the last call are read and hashed.
+        """
         head = self.head()
+        digests = self._cached_digests() if self.skills_dir.exists() else None
+        if digests is not None:
+            try:
+                disk_root = RootIndex(digests).root
+            except TreeError:
+                digests = None  # a name the bundle refuses: the full walk names it
+        if digests is not None:
+            changes: dict[str, str] = {}
+            for name in sorted(set(digests) | set(head.skills)):
+                if digests.get(name) == head.bundle.digests.get(name):
+                    continue
+                old = self._committed_files(name) if name in head.skills else {}
+                new = _disk_files(read_tree(self.skills_dir / name), name) if name in digests else {}
+                for path in sorted(set(old) | set(new)):
+                    if old.get(path) != new.get(path):
+                        changes[path] = "deleted" if path not in new else "new" if path not in old else "modified"
+            return Status(head.commit.hex(), format_root(head.bundle.root), format_root(disk_root), changes)
         try:
             disk = read_tree(self.skills_dir) if self.skills_dir.exists() else DirNode({})
         except TreeError:

@@ -1,0 +1,94 @@
+"""The stat cache behind status, list and index: hits when nothing changed, misses on any change, never used to record."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+from ledger.errors import TreeError
+
+HOUR = 3600 * 10**9
+
+
+def _age(root: Path) -> None:
+    """Back-date every mtime an hour, so entries are not racily clean and get cached."""
+    old = time.time_ns() - HOUR
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, ns=(old, old), follow_symlinks=False)
+
+
+@pytest.fixture
+def aged(tmp_path: Path):
+    brain = Brain.init(tmp_path / "brain")
+    for name in ("a", "b"):
+        brain.create(name, f"Skill {name}", "body\n")
+    brain.write_file("b", "references/r.md", b"ref\n")
+    _age(brain.skills_dir)
+    assert brain.status().clean and [s.name for s in brain.list()] == ["a", "b"]  # fills the cache
+    cached = json.loads((brain.control / "cache" / "stat-v1.json").read_text())["skills"]
+    assert set(cached) == {"a", "b"} and all("digest" in e and "info" in e for e in cached.values())
+    yield brain
+    brain.close()
+
+
+def _same_size_edit(path: Path, old: bytes, new: bytes) -> None:
+    """Change bytes in place keeping size and mtime: only the ctime (and content) tell."""
+    st = path.stat()
+    data = path.read_bytes()
+    assert len(old) == len(new) and old in data
+    path.write_bytes(data.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(aged: Brain) -> None:
+    _same_size_edit(aged.skills_dir / "a" / "SKILL.md", b"body", b"BODY")
+    assert aged.status().changes == {"a/SKILL.md": "modified"}
+    _same_size_edit(aged.skills_dir / "b" / "SKILL.md", b"Skill b", b"Skill B")
+    assert [s.description for s in aged.list()] == ["Skill a", "Skill B"]
+
+
+def test_added_removed_and_swapped_entries_miss_the_cache(aged: Brain, tmp_path: Path) -> None:
+    (aged.skills_dir / "b" / "references" / "new.md").write_text("x\n")
+    (aged.skills_dir / "a" / "SKILL.md").rename(tmp_path / "moved.md")
+    assert aged.status().changes == {"a/SKILL.md": "deleted", "b/references/new.md": "new"}
+    (tmp_path / "moved.md").rename(aged.skills_dir / "a" / "SKILL.md")
+    (aged.skills_dir / "b" / "references" / "new.md").unlink()
+    (aged.skills_dir / "b" / "references" / "r.md").unlink()
+    (aged.skills_dir / "b" / "references" / "r.md").symlink_to("/etc/hostname")
+    with pytest.raises(TreeError, match="symbolic link"):
+        aged.status()
+
+
+def test_a_forged_cache_never_reaches_a_snapshot(aged: Brain) -> None:
+    path = aged.control / "cache" / "stat-v1.json"
+    doc = json.loads(path.read_text())
+    a_digest = doc["skills"]["a"]["digest"]
+    _same_size_edit(aged.skills_dir / "b" / "SKILL.md", b"body", b"BODY")
+    # Forge the entry for b: the new stat fields, but a's digest (so status would say "clean").
+    st = (aged.skills_dir / "b" / "SKILL.md").lstat()
+    for row in doc["skills"]["b"]["sig"]:
+        if row[0] == "SKILL.md":
+            row[2:] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    doc["skills"]["b"]["digest"] = a_digest
+    path.write_text(json.dumps(doc))
+    receipt = aged.snapshot()  # reads the bytes: the edit is recorded whatever the cache says
+    assert receipt.skill == "b" and "BODY" in aged.show("b", receipt.version)
+
+
+def test_a_corrupt_cache_is_ignored(aged: Brain) -> None:
+    (aged.control / "cache" / "stat-v1.json").write_text("{not json")
+    assert aged.status().clean and len(aged.list()) == 2
+
+
+def test_racily_clean_entries_are_not_cached(tmp_path: Path) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    brain.create("fresh", "F", "now\n")
+    assert brain.status().clean
+    cache = brain.control / "cache" / "stat-v1.json"
+    assert not cache.exists() or "fresh" not in json.loads(cache.read_text())["skills"]
+    brain.close()
