@@ -103,7 +103,7 @@ class BrainReads:
                 out[entry.name] = bytes.fromhex(hit)
                 continue
             started, sig = time.time_ns(), signature(Path(entry.path))
-            if sig is None or any(len(f"{entry.name}/{row[0]}".encode()) > MAX_PATH_BYTES for row in sig[0]):
+            if sig is None or any(len(f"{entry.name}/{rel}".encode()) > MAX_PATH_BYTES for rel in sig[0]):
                 return None
             try:
                 node = read_tree(entry.path)
@@ -222,6 +222,10 @@ class BrainReads:
         """
         head = self.head()
         digests = self._cached_digests() if self.skills_dir.exists() else None
+        if digests is not None and digests.keys() == head.bundle.digests.keys() and all(
+            d == head.bundle.digests[n] for n, d in digests.items()
+        ):
+            return Status(head.commit.hex(), format_root(head.bundle.root), format_root(head.bundle.root), {})
         if digests is not None:
             try:
                 disk_root = RootIndex(digests).root

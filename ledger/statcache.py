@@ -28,32 +28,37 @@ import contextlib
 import json
 import os
 import stat
-import time
+from array import array
 from pathlib import Path
 from typing import Any
+
+from blake3 import blake3
 
 __all__ = ["StatCache", "signature"]
 
 _RACY_NS = 2_000_000_000
-Sig = list[list[Any]]  # [rel, mode, ino, size, mtime_ns, ctime_ns] per directory and file, in walk order
 
 
-def signature(skill_dir: Path) -> tuple[Sig, int] | None:
-    """The lstat fields of a skill directory's whole tree, and its newest mtime; ``None`` if not a plain tree."""
-    sig: Sig = []
+def signature(skill_dir: Path) -> tuple[list[str], str, int] | None:
+    """The paths of a skill directory's whole tree (directories and files), a digest of their
+    lstat fields, and the newest mtime; ``None`` if it holds a link or special file."""
+    paths: list[str] = []
+    fields: list[int] = []
     newest = 0
     stack = [""]
+    base = os.fspath(skill_dir)
     while stack:
         rel = stack.pop()
-        path = skill_dir / rel if rel else skill_dir
+        path = f"{base}/{rel}" if rel else base
         try:
             st = os.lstat(path)
-            entries = sorted(os.scandir(path), key=lambda e: e.name) if stat.S_ISDIR(st.st_mode) else None
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError:
             return None
-        if entries is None:
-            return None
-        sig.append([rel, st.st_mode, st.st_ino, 0, st.st_mtime_ns, st.st_ctime_ns])
+        paths.append(rel)
+        fields += _fields(st)
         newest = max(newest, st.st_mtime_ns)
         for entry in entries:
             sub = f"{rel}/{entry.name}" if rel else entry.name
@@ -64,25 +69,32 @@ def signature(skill_dir: Path) -> tuple[Sig, int] | None:
             if stat.S_ISDIR(est.st_mode):
                 stack.append(sub)
             elif stat.S_ISREG(est.st_mode):
-                sig.append([sub, est.st_mode, est.st_ino, est.st_size, est.st_mtime_ns, est.st_ctime_ns])
+                paths.append(sub)
+                fields += _fields(est)
                 newest = max(newest, est.st_mtime_ns)
             else:
                 return None  # a link or special file: the slow path explains what is wrong
-    return sig, newest
+    return paths, _key(fields), newest
 
 
-def _still(skill_dir: Path, sig: Sig) -> bool:
-    """Whether every path of ``sig`` still has the same lstat fields (no directory listing needed)."""
-    for rel, mode, ino, size, mtime, ctime in sig:
+def _fields(st: os.stat_result) -> tuple[int, ...]:
+    size = 0 if stat.S_ISDIR(st.st_mode) else st.st_size
+    return st.st_mode, st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _key(fields: list[int]) -> str:
+    return blake3(array("q", fields).tobytes()).hexdigest()[:32]
+
+
+def _current_key(skill_dir: str, paths: list[str]) -> str | None:
+    """The lstat digest of ``paths`` now (no directory listing: a directory's mtime covers its entries)."""
+    fields: list[int] = []
+    for rel in paths:
         try:
-            st = os.lstat(skill_dir / rel if rel else skill_dir)
+            fields += _fields(os.lstat(f"{skill_dir}/{rel}" if rel else skill_dir))
         except OSError:
-            return False
-        if (st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) != (mode, ino, mtime, ctime):
-            return False
-        if not stat.S_ISDIR(mode) and st.st_size != size:
-            return False
-    return True
+            return None
+    return _key(fields)
 
 
 class StatCache:
@@ -93,7 +105,7 @@ class StatCache:
         self._changed = False
         try:
             doc = json.loads(path.read_text())
-            self._entries: dict[str, dict[str, Any]] = doc["skills"] if doc.get("format") == 1 else {}
+            self._entries: dict[str, dict[str, Any]] = doc["skills"] if doc.get("format") == 2 else {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self._entries = {}
 
@@ -102,19 +114,19 @@ class StatCache:
         entry = self._entries.get(name)
         if entry is None or key not in entry:
             return None
-        if not _still(skills_dir / name, entry["sig"]):
+        if _current_key(f"{os.fspath(skills_dir)}/{name}", entry["paths"]) != entry["stat"]:
             del self._entries[name]
             self._changed = True
             return None
         return entry[key]
 
-    def put(self, name: str, sig: tuple[Sig, int] | None, started_ns: int, **values: Any) -> None:
+    def put(self, name: str, sig: tuple[list[str], str, int] | None, started_ns: int, **values: Any) -> None:
         """Remember ``values`` for a tree whose ``sig`` was taken before its bytes were read at ``started_ns``."""
-        if sig is None or sig[1] >= started_ns - _RACY_NS:
+        if sig is None or sig[2] >= started_ns - _RACY_NS:
             return  # not a plain tree, or racily clean: compute again next time
         entry = self._entries.get(name)
-        if entry is None or entry["sig"] != sig[0]:
-            entry = self._entries[name] = {"sig": sig[0]}
+        if entry is None or entry["stat"] != sig[1] or entry["paths"] != sig[0]:
+            entry = self._entries[name] = {"paths": sig[0], "stat": sig[1]}
         entry.update(values)
         self._changed = True
 
@@ -129,10 +141,8 @@ class StatCache:
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"format": 1, "skills": self._entries}, separators=(",", ":")))
+            tmp.write_text(json.dumps({"format": 2, "skills": self._entries}, separators=(",", ":")))
             os.replace(tmp, self.path)
         self._changed = False
 
 
-def now_ns() -> int:
-    return time.time_ns()

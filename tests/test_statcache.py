@@ -1,4 +1,5 @@
-"""The stat cache behind status, list and index: hits when nothing changed, misses on any change, never used to record."""
+"""The stat cache behind status, list and index: it hits when nothing changed, misses on any change,
+and is never used to record."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.errors import TreeError
+from ledger.statcache import signature
 
 HOUR = 3600 * 10**9
 
@@ -69,14 +71,12 @@ def test_a_forged_cache_never_reaches_a_snapshot(aged: Brain) -> None:
     doc = json.loads(path.read_text())
     a_digest = doc["skills"]["a"]["digest"]
     _same_size_edit(aged.skills_dir / "b" / "SKILL.md", b"body", b"BODY")
-    # Forge the entry for b: the new stat fields, but a's digest (so status would say "clean").
-    st = (aged.skills_dir / "b" / "SKILL.md").lstat()
-    for row in doc["skills"]["b"]["sig"]:
-        if row[0] == "SKILL.md":
-            row[2:] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    # Forge the entry for b: the new stat fields, but a's digest, so status believes b is a.
+    doc["skills"]["b"]["stat"] = signature(aged.skills_dir / "b")[1]
     doc["skills"]["b"]["digest"] = a_digest
     path.write_text(json.dumps(doc))
-    receipt = aged.snapshot()  # reads the bytes: the edit is recorded whatever the cache says
+    assert aged.status().changes != {}  # the forgery is what status sees (b's digest now equals a's) ...
+    receipt = aged.snapshot()  # ... but a snapshot reads the bytes
     assert receipt.skill == "b" and "BODY" in aged.show("b", receipt.version)
 
 

@@ -1,0 +1,128 @@
+"""Write docs/BENCHMARKS.md and docs/benchmarks.png from the JSON that scripts/bench measured.
+
+Nothing here is hand-written: every number comes from ``bench-out/core.json`` and
+``bench-out/lifetime.json`` of one run, and every target is a ratio against an anchor
+measured in that same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1000:,.0f} ms" if s >= 0.1 else f"{s * 1000:,.1f} ms"
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1e6:,.1f} MB"
+
+
+def rows(core: dict, life: dict) -> list[tuple[str, str, str, float, float]]:
+    """(figure, measured, anchor, ratio, target) for every target of issues 2 and 12."""
+    c, L = core.get("results", {}), life
+    out = []
+
+    def add(figure: str, value: float, anchor: float, target: float, fmt=_ms, anchor_name: str = "") -> None:
+        out.append((figure, fmt(value), f"{anchor_name} {fmt(anchor)}".strip(), value / anchor, target))
+
+    if c:
+        add("full `ledger hash`, 10k skills", c["ledger_hash_s"], c["b3sum_s"], 1.0, anchor_name="b3sum")
+        add("in-process upsert, 10k skills", c["upsert_big_s"], c["git_add_commit_s"], 0.25,
+            anchor_name="git add -A && commit")
+        add("CLI `skill patch`, 10k skills", c["cli_patch_s"], c["git_add_commit_s"], 1.5,
+            anchor_name="git add -A && commit")
+    add(f"`.git` after {L['upserts']:,} upserts on {L['skills']:,} skills", L["git_bytes"], L["aggressive_bytes"],
+        2.0, _mb, "git gc --aggressive")
+    add(f"p99 upsert latency during those {L['upserts']:,}", L["p99_s"], L["p50_s"], 3.0, anchor_name="p50")
+    add("`ledger status`, chain configured, RPC down", L["status_rpc_down_s"], L["status_no_chain_s"], 1.2,
+        anchor_name="no chain")
+    add("`ledger commit`, nothing to commit", L["commit_nothing_s"], L["git_status_s"], 5.0, anchor_name="git status")
+    add(f"`ledger status`, {L['skills']:,} skills, clean", L["status_s"], L["git_status_s"], 1.5,
+        anchor_name="git status")
+    add(f"`ledger skill list`, {L['skills']:,} skills", L["list_s"], L["git_status_s"], 1.5, anchor_name="git status")
+    add(f"`ledger index`, {L['skills']:,} skills", L["index_s"], L["git_status_s"], 1.5, anchor_name="git status")
+    add(f"first snapshot of {L['bulk_skills']:,} skills", L["first_snapshot_s"], L["git_add_commit_bulk_s"], 1.0,
+        anchor_name="git add -A && commit")
+    add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["git_add_commit_bulk_s"], 1.0,
+        anchor_name="git add -A && commit")
+    add(f"in-process upsert at {L['scale_big']:,} skills", L["upsert_big_s"], L["upsert_small_s"], 3.0,
+        anchor_name=f"at {L['scale_small']}")
+    out.append((f"peak RSS, CLI upsert at {L['scale_big']:,} skills", f"{L['cli_upsert_rss_mb']:.0f} MB", "300 MB",
+                L["cli_upsert_rss_mb"] / 300, 1.0))
+    add(f"`ledger verify`, {L['verify_snapshots']:,} snapshots × {L['verify_skills']:,} skills, after gc",
+        L["verify_after_gc_s"], L["verify_before_gc_s"], 1.2, anchor_name="before gc")
+    return out
+
+
+def plot(life: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    sizes, lat = zip(*life["curve"], strict=True)
+    left.plot(sizes, [t * 1000 for t in lat], marker="o")
+    left.set_xscale("log")
+    left.set_xlabel("brain size (skills)")
+    left.set_ylabel("in-process upsert, median (ms)")
+    left.set_title("Upsert latency against brain size")
+    left.grid(True, alpha=0.3)
+    snaps, git = zip(*life["size_series"], strict=True)
+    right.plot(snaps, [b / 1e6 for b in git], label="`.git` (automatic packing)")
+    right.axhline(life["aggressive_bytes"] / 1e6, color="grey", linestyle="--", label="git gc --aggressive")
+    right.set_xlabel(f"upserts on a {life['skills']:,}-skill brain")
+    right.set_ylabel("MB")
+    right.set_title("Store size against snapshot count")
+    right.legend()
+    right.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--core", default="bench-out/core.json")
+    ap.add_argument("--lifetime", default="bench-out/lifetime.json")
+    ap.add_argument("--out", default="docs/BENCHMARKS.md")
+    ap.add_argument("--plot", default="docs/benchmarks.png")
+    args = ap.parse_args()
+    core = json.loads(Path(args.core).read_text()) if Path(args.core).exists() else {}
+    life = json.loads(Path(args.lifetime).read_text())
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())  # fmt: skip
+    mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Generated by `./scripts/bench` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at commit "
+        f"`{commit}`. Do not edit: run `./scripts/bench` again.",
+        "",
+        f"Machine: {life['machine']['cpus']} cores ({cpu}), {int(mem) / 1024 / 1024:.0f} GiB, "
+        f"Python {life['machine']['python']}, {life['machine']['git']}, {platform.system()} {platform.release()}.",
+        "",
+        "Every ratio divides the figure by an anchor measured in the same run on the same files; "
+        "times are medians.",
+        "",
+        "| figure | measured | anchor | ratio | target | |",
+        "|---|---|---|---|---|---|",
+    ]
+    for figure, measured, anchor, ratio, target in rows(core, life):
+        verdict = "PASS" if ratio <= target else "**MISS**"
+        lines.append(f"| {figure} | {measured} | {anchor} | {ratio:.2f}× | ≤ {target}× | {verdict} |")
+    lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
+    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json` (not committed).", ""]
+    Path(args.out).write_text("\n".join(lines))
+    plot(life, Path(args.plot))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
