@@ -8,7 +8,9 @@ from typing import Any
 
 from ledger.errors import ChainError
 
-__all__ = ["ChainConfig"]
+__all__ = ["HEAD_OF_SELECTOR", "ChainConfig", "onchain_head"]
+
+HEAD_OF_SELECTOR = "5ad8a111"  # keccak256("headOf(uint256)")[:4]; tests/test_chain.py recomputes it
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,26 @@ class ChainConfig:
             if getattr(self, name) is None:
                 step = {"registry": "ledger chain deploy", "agent_id": "ledger chain register"}.get(name, "")
                 raise ChainError(f"the chain config has no {name}", hint=f"run '{step}'" if step else None)
+
+
+def onchain_head(rpc: str, registry: str, agent: int, timeout: float = 5.0) -> bytes:
+    """The agent's on-chain head root, by one raw ``eth_call`` (no web3: ``ledger commit`` asks this
+    before loading it, to say "nothing to commit" from the chain itself, reorgs included)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from ledger.errors import RpcUnreachableError
+
+    data = "0x" + HEAD_OF_SELECTOR + f"{agent:064x}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [{"to": registry, "data": data}, "latest"]}
+    request = urllib.request.Request(rpc, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            reply = json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        raise RpcUnreachableError(f"cannot reach {rpc}: {exc}", hint="check 'ledger chain status'") from exc
+    result = reply.get("result") if isinstance(reply, dict) else None
+    if not isinstance(result, str) or len(result) != 66:
+        raise ChainError(f"the registry at {registry} did not answer headOf: {reply.get('error') or result!r}")
+    return bytes.fromhex(result[2:])

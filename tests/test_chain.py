@@ -225,3 +225,26 @@ def test_web3_only_loads_for_chain_commands() -> None:
     code = "import sys, ledger.cli, ledger.brain; assert 'web3' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert os.environ.get("LEDGER_CRASHPOINT") is None
+
+
+def test_the_head_of_selector_is_keccak_of_its_signature() -> None:
+    from eth_utils import keccak
+
+    from ledger.chain_config import HEAD_OF_SELECTOR
+
+    assert keccak(text="headOf(uint256)")[:4].hex() == HEAD_OF_SELECTOR
+
+
+def test_status_and_an_idle_commit_never_load_web3(chained: Brain) -> None:
+    chained.create("a", "A", "x\n")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    for args in (["status"], ["commit"], ["log", "-n", "1"], ["verify"]):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "from ledger._entry import main; main()",
+             "--brain", str(chained.root), *args], capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, (args, proc.stderr[-2000:])
+        imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+        assert not {m for m in imported if m == "web3" or m.startswith("web3.")}, args
+    assert "nothing to commit" in run_ledger("--brain", str(chained.root), "commit").stdout

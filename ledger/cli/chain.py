@@ -223,22 +223,26 @@ def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | N
 def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -> None:
     """Commit every snapshot not yet on chain, in order and batched; record each receipt.
 
-    When this copy's receipts already cover the head, it says so without connecting
-    ('ledger chain status' asks the chain itself).
+    It first asks the registry for the agent's head with one raw call; when that is the
+    local head there is nothing to commit, and web3 is never loaded.
     """
+    from ledger.chain_config import onchain_head
     from ledger.receipts import local_pending, read_receipts
 
     with open_brain(ctx) as brain:
         cfg = _configured(brain, "registry", "agent_id")
-        if local_pending(brain.store, cfg.registry, cfg.agent_id) == 0:
-            seq = read_receipts(brain.store)[brain.head().snap.commit].get("seq")
-            doc = {"committed": 0, "transactions": [], "reconciled": 0, "head": brain.head().snap.to_json()["root"],
-                   "seq": seq, "checked": "local receipts"}  # fmt: skip
+        head = brain.head().snap
+        if (
+            cfg.rpc.startswith(("http://", "https://"))
+            and local_pending(brain.store, cfg.registry, cfg.agent_id) == 0  # receipts to keep: none missing
+            and onchain_head(cfg.rpc, cfg.registry, cfg.agent_id) == head.root  # the chain agrees (reorgs too)
+        ):
+            root = head.to_json()["root"]
+            seq = read_receipts(brain.store)[head.commit].get("seq")
             if as_json:
-                emit(doc)
+                emit({"committed": 0, "transactions": [], "reconciled": 0, "head": root, "seq": seq})
             else:
-                click.echo("nothing to commit: every snapshot has a chain receipt (local; 'ledger chain status' asks "
-                           "the chain)")  # fmt: skip
+                click.echo(f"nothing to commit: the on-chain head is the local head ({root})")
             return
         from ledger.chain import as_json as result_json
         from ledger.chain import commit_pending
