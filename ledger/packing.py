@@ -149,5 +149,6 @@ def pack(
 
 
 if __name__ == "__main__":  # the detached packer started by note_write
+    os.nice(10)  # yield the CPU to writers: a pack may take longer, an upsert may not
     out = pack(Path(sys.argv[1]), Path(sys.argv[2]))
     print(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **out}), flush=True)

@@ -227,18 +227,18 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     local head there is nothing to commit, and web3 is never loaded.
     """
     from ledger.chain_config import onchain_head
-    from ledger.receipts import local_pending, read_receipts
+    from ledger.receipts import local_pending, receipt_of
 
     with open_brain(ctx) as brain:
         cfg = _configured(brain, "registry", "agent_id")
-        head = brain.head().snap
+        head = brain.store.snapshot(brain.store.head())  # the commit alone: no skills tree, no index
         if (
             cfg.rpc.startswith(("http://", "https://"))
             and local_pending(brain.store, cfg.registry, cfg.agent_id) == 0  # receipts to keep: none missing
             and onchain_head(cfg.rpc, cfg.registry, cfg.agent_id) == head.root  # the chain agrees (reorgs too)
         ):
             root = head.to_json()["root"]
-            seq = read_receipts(brain.store)[head.commit].get("seq")
+            seq = (receipt_of(brain.store, head.commit) or {}).get("seq")
             if as_json:
                 emit({"committed": 0, "transactions": [], "reconciled": 0, "head": root, "seq": seq})
             else:
