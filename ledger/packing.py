@@ -81,8 +81,8 @@ def note_write(git_dir: Path, control: Path, every: int, written: int, limit: in
     except (FileNotFoundError, ValueError):
         writes = size = 0
     writes, size = writes + 1, size + written
-    if writes < every and size < limit:
-        counter.write_text(f"{writes} {size}")
+    if (writes < every and size < limit) or _packer_running(control):
+        counter.write_text(f"{writes} {size}")  # a running packer: the next write asks again
         return False
     counter.write_text("0 0")
     log = open(control / "gc.log", "ab")  # noqa: SIM115 - handed to the child
@@ -95,6 +95,11 @@ def note_write(git_dir: Path, control: Path, every: int, written: int, limit: in
     finally:
         log.close()
     return True
+
+
+def _packer_running(control: Path) -> bool:
+    with _packer_lock(control, wait=False) as free:
+        return not free
 
 
 @contextlib.contextmanager
