@@ -386,6 +386,8 @@ class SnapshotWriter:
     def _clear_leftovers(self) -> None:
         """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
         wp.clear_ref_locks(self.store.git_dir, OWN_REFS)
+        for leftover in (self.store.git_dir / "objects").glob("tmp_obj_*"):
+            leftover.unlink(missing_ok=True)  # only writers, who hold this lock, make these
         if (self.control / "tmp").is_dir():
             with wp.WorkTree(self.root, self.control) as tree:
                 tree.clear_tmp()

@@ -271,24 +271,30 @@ class GitStore:
         path = self._objects / hexsha[:2] / hexsha[2:]
         if path.exists():
             return sha
-        if hexsha[:2] not in self._fanout:  # one mkdir per fan-out directory and process, not per object
-            path.parent.mkdir(exist_ok=True)
-            self._fanout.add(hexsha[:2])
-        try:
-            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
-        except FileNotFoundError:  # a packer's prune-packed removed the emptied fan-out directory
-            path.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=path.parent)
+        # The temporary file is made in objects/ itself, which no packer removes; only the
+        # rename needs the fan-out directory, and `git prune-packed` may remove an emptied
+        # one at any moment, so it is made again until the rename lands.
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=self._objects)
         try:
             with os.fdopen(fd, "wb") as fh:
                 # Large objects here are skills/ trees: mostly SHA-1s, which do not compress;
-                # level 0 keeps the upsert O(copy). `git gc` repacks them with deltas.
+                # level 0 keeps the upsert O(copy). The packer repacks them with deltas.
                 comp = zlib.compressobj(0 if len(data) > 65536 else 1)
                 out = comp.compress(header) + comp.compress(data) + comp.flush()
                 fh.write(out)
                 self.loose_written += len(out)
             os.chmod(tmp, 0o444)
-            os.replace(tmp, path)
+            for attempt in range(100):
+                if attempt or hexsha[:2] not in self._fanout:
+                    path.parent.mkdir(exist_ok=True)
+                    self._fanout.add(hexsha[:2])
+                try:
+                    os.replace(tmp, path)
+                    break
+                except FileNotFoundError:
+                    continue  # the fan-out directory was pruned between mkdir and rename
+            else:
+                raise StoreError(f"cannot store object {hexsha}: {path.parent} keeps disappearing")
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
