@@ -251,7 +251,7 @@ def test_verify_proof_against_the_chain(chained, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "never committed on chain" in bad.stderr
 
 
-def test_unreachable_rpc_is_exit_2(brain) -> None:
+def test_unreachable_rpc_is_exit_1(brain) -> None:
     b, _ = brain
     proc = run_ledger(
         "audit",
