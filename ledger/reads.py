@@ -86,7 +86,7 @@ class BrainReads:
     def _stat_cache(self) -> StatCache:
         return StatCache(self.control / "cache" / "stat-v1.json")
 
-    def _cached_digests(self) -> dict[str, bytes] | None:
+    def _cached_digests(self, read: dict[str, DirNode] | None = None) -> dict[str, bytes] | None:
         """Each skill's bundle digest, from the stat cache where its tree is unchanged; ``None``
         when skills/ holds anything but plain skill directories (the full walk explains it)."""
         cache = self._stat_cache()
@@ -110,6 +110,8 @@ class BrainReads:
             except TreeError:
                 return None
             out[entry.name] = node.digest
+            if read is not None:
+                read[entry.name] = node  # status lists a changed skill's files from this, not a second read
             cache.put(entry.name, sig, started, digest=node.digest.hex())
         cache.keep_only(set(out))
         cache.save()
@@ -221,7 +223,8 @@ class BrainReads:
         skills whose files changed since the last call are read and hashed.
         """
         head = self.head()
-        digests = self._cached_digests() if self.skills_dir.exists() else None
+        read: dict[str, DirNode] = {}
+        digests = self._cached_digests(read) if self.skills_dir.exists() else None
         if digests is not None and digests.keys() == head.bundle.digests.keys() and all(
             d == head.bundle.digests[n] for n, d in digests.items()
         ):
@@ -237,7 +240,8 @@ class BrainReads:
                 if digests.get(name) == head.bundle.digests.get(name):
                     continue
                 old = self._committed_files(name) if name in head.skills else {}
-                new = _disk_files(read_tree(self.skills_dir / name), name) if name in digests else {}
+                node = (read.get(name) or read_tree(self.skills_dir / name)) if name in digests else None
+                new = _disk_files(node, name) if node is not None else {}
                 for path in sorted(set(old) | set(new)):
                     if old.get(path) != new.get(path):
                         changes[path] = "deleted" if path not in new else "new" if path not in old else "modified"
