@@ -19,6 +19,7 @@
 #include <Python.h>
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -418,8 +419,151 @@ static PyObject *hash_dir(PyObject *self, PyObject *args, PyObject *kwargs) {
     return PyBytes_FromStringAndSize((const char *)out, DIGEST);
 }
 
+PyDoc_STRVAR(stat_keys_doc,
+             "stat_keys(base, names, groups) -> list[str | None]\n\n"
+             "For each skill names[i], the stat-cache key of the paths groups[i] under\n"
+             "base/names[i] (\"\" is the skill directory itself): the first 16 bytes, in hex,\n"
+             "of BLAKE3 over each path's lstat (mode, ino, size, mtime_ns, ctime_ns) as\n"
+             "native int64s, exactly as ledger.statcache computes it; None where an lstat\n"
+             "fails.  The lstats run with the GIL released on several threads, as git's\n"
+             "preloaded index does: on a cold or networked file system they dominate.");
+
+typedef struct {
+    char **paths;      /* every path, group after group */
+    Py_ssize_t *start; /* group g is paths[start[g] .. start[g + 1]) */
+    Py_ssize_t groups;
+    uint8_t *keys;     /* 16 bytes a group */
+    uint8_t *ok;
+    int dirfd;         /* base, opened once: each fstatat resolves two or three names, not the whole path */
+    atomic_long next;
+} stat_job;
+
+static void *stat_worker(void *arg) {
+    stat_job *job = arg;
+    for (;;) {
+        long g0 = atomic_fetch_add(&job->next, 256);
+        if (g0 >= job->groups) return NULL;
+        long g1 = g0 + 256 < job->groups ? g0 + 256 : job->groups;
+        for (long g = g0; g < g1; g++) {
+            blake3_hasher h;
+            blake3_hasher_init(&h);
+            job->ok[g] = 1;
+            for (Py_ssize_t i = job->start[g]; i < job->start[g + 1]; i++) {
+                struct stat st;
+                if (fstatat(job->dirfd, job->paths[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    job->ok[g] = 0;
+                    break;
+                }
+                int64_t f[5] = {
+                    (int64_t)st.st_mode,
+                    (int64_t)st.st_ino,
+                    S_ISDIR(st.st_mode) ? 0 : (int64_t)st.st_size,
+                    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                    (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec,
+                };
+                blake3_hasher_update(&h, f, sizeof f);
+            }
+            blake3_hasher_finalize(&h, job->keys + 16 * g, 16);
+        }
+    }
+}
+
+static void free_paths(char **paths, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+static PyObject *stat_keys(PyObject *self, PyObject *args) {
+    PyObject *basebytes = NULL, *names, *groups, *out = NULL;
+    if (!PyArg_ParseTuple(args, "O&O!O!", PyUnicode_FSConverter, &basebytes, &PyList_Type, &names, &PyList_Type,
+                          &groups))
+        return NULL;
+    const char *base = PyBytes_AS_STRING(basebytes);
+    Py_ssize_t n = PyList_GET_SIZE(names), total = 0, filled = 0;
+    stat_job job = {.groups = n};
+    if (PyList_GET_SIZE(groups) != n) {
+        PyErr_SetString(PyExc_ValueError, "names and groups differ in length");
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n; g++) {
+        PyObject *group = PyList_GET_ITEM(groups, g);
+        if (!PyUnicode_Check(PyList_GET_ITEM(names, g)) || !PyList_Check(group)) {
+            PyErr_SetString(PyExc_TypeError, "names must be str and groups lists of str");
+            goto done;
+        }
+        total += PyList_GET_SIZE(group);
+    }
+    job.paths = calloc(total ? total : 1, sizeof(char *));
+    job.start = malloc((n + 1) * sizeof(Py_ssize_t));
+    job.keys = malloc(n ? 16 * n : 1);
+    job.ok = malloc(n ? n : 1);
+    if (!job.paths || !job.start || !job.keys || !job.ok) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n; g++) {
+        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(names, g));
+        PyObject *group = PyList_GET_ITEM(groups, g);
+        if (!name) goto done;
+        job.start[g] = filled;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(group); i++) {
+            PyObject *item = PyList_GET_ITEM(group, i);
+            const char *rel = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+            if (!rel) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "groups must hold str");
+                goto done;
+            }
+            size_t len = strlen(name) + strlen(rel) + 2;
+            char *path = malloc(len);
+            if (!path) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            snprintf(path, len, rel[0] ? "%s/%s" : "%s%s", name, rel);
+            job.paths[filled++] = path;
+        }
+    }
+    job.start[n] = filled;
+    atomic_init(&job.next, 0);
+    job.dirfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (job.dirfd < 0) {
+        memset(job.ok, 0, n ? n : 1);  /* no base: every key is None */
+        job.groups = 0;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    int threads = n < 512 ? 1 : default_threads();
+    pthread_t tids[MAX_THREADS];
+    int started = 0;
+    while (started < threads - 1 && pthread_create(&tids[started], NULL, stat_worker, &job) == 0) started++;
+    stat_worker(&job);
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    Py_END_ALLOW_THREADS
+    if (job.dirfd >= 0) close(job.dirfd);
+    out = PyList_New(n);
+    for (Py_ssize_t g = 0; out && g < n; g++) {
+        PyObject *key;
+        if (job.ok[g]) {
+            char hex[33];
+            for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", job.keys[16 * g + i]);
+            key = PyUnicode_FromStringAndSize(hex, 32);
+            if (!key) Py_CLEAR(out);
+        } else {
+            key = Py_NewRef(Py_None);
+        }
+        if (out) PyList_SET_ITEM(out, g, key);
+    }
+done:
+    if (job.paths) free_paths(job.paths, filled);
+    free(job.start);
+    free(job.keys);
+    free(job.ok);
+    Py_DECREF(basebytes);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"hash_dir", (PyCFunction)(void (*)(void))hash_dir, METH_VARARGS | METH_KEYWORDS, hash_dir_doc},
+    {"stat_keys", stat_keys, METH_VARARGS, stat_keys_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -68,8 +68,9 @@ class BrainReads:
         cache = self._stat_cache()
         with wp.WorkTree(self.root, self.control) as tree:
             names = self._skill_names(tree)
+            cache.validate(self.skills_dir, names)
             for name in names:
-                info = cache.get(self.skills_dir, name, "info")
+                info = cache.get(name, "info")
                 if info is None:
                     started, sig = time.time_ns(), signature(self.skills_dir / name)
                     data = tree.read((name, SKILL_MD), 4 * MAX_SKILL_MD)
@@ -79,29 +80,30 @@ class BrainReads:
                     info = [doc.description, doc.version, doc.license, doc.compatibility]
                     cache.put(name, sig, started, info=info)
                 out.append(SkillInfo(name, *info))
-        cache.keep_only(set(names))
         cache.save()
         return out
 
     def _stat_cache(self) -> StatCache:
         return StatCache(self.control / "cache" / "stat-v1.json")
 
-    def _cached_digests(self, read: dict[str, DirNode] | None = None) -> dict[str, bytes] | None:
-        """Each skill's bundle digest, from the stat cache where its tree is unchanged; ``None``
-        when skills/ holds anything but plain skill directories (the full walk explains it)."""
-        cache = self._stat_cache()
-        out: dict[str, bytes] = {}
+    def _cached_digests(self, cache: StatCache, read: dict[str, DirNode]) -> tuple[dict[str, bytes], bool] | None:
+        """Each skill's bundle digest, from the stat cache where its tree is unchanged, and whether
+        every one came from it; ``None`` when skills/ holds anything but plain skill directories
+        (the full walk explains it).  Skills read afresh are kept in ``read``."""
         try:
             entries = list(os.scandir(self.skills_dir))
         except OSError:
             return None
+        if not all(entry.is_dir(follow_symlinks=False) for entry in entries):
+            return None
+        all_cached = cache.validate(self.skills_dir, [entry.name for entry in entries])
+        out: dict[str, bytes] = {}
         for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                return None
-            hit = cache.get(self.skills_dir, entry.name, "digest")
+            hit = cache.get(entry.name, "digest")
             if hit is not None:
                 out[entry.name] = bytes.fromhex(hit)
                 continue
+            all_cached = False
             started, sig = time.time_ns(), signature(Path(entry.path))
             if sig is None or any(len(f"{entry.name}/{rel}".encode()) > MAX_PATH_BYTES for rel in sig[0]):
                 return None
@@ -110,12 +112,9 @@ class BrainReads:
             except TreeError:
                 return None
             out[entry.name] = node.digest
-            if read is not None:
-                read[entry.name] = node  # status lists a changed skill's files from this, not a second read
+            read[entry.name] = node  # status lists a changed skill's files from this, not a second read
             cache.put(entry.name, sig, started, digest=node.digest.hex())
-        cache.keep_only(set(out))
-        cache.save()
-        return out
+        return out, all_cached
 
     def index(self) -> str:
         """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each."""
@@ -222,13 +221,28 @@ class BrainReads:
         Unchanged skills are recognised by the stat cache (:mod:`ledger.statcache`); only
         skills whose files changed since the last call are read and hashed.
         """
-        head = self.head()
+        cache = self._stat_cache()
+        try:
+            return self._status(cache)
+        finally:
+            cache.save()
+
+    def _status(self, cache: StatCache) -> Status:
         read: dict[str, DirNode] = {}
-        digests = self._cached_digests(read) if self.skills_dir.exists() else None
+        found = self._cached_digests(cache, read) if self.skills_dir.exists() else None
+        commit = self.store.head()
+        if found is not None and found[1] and commit is not None:
+            root = cache.is_clean(commit.hex())  # every skill unchanged since it equalled this head
+            if root is not None:
+                return Status(commit.hex(), root, root, {})
+        head = self.head()
+        digests = found[0] if found is not None else None
         if digests is not None and digests.keys() == head.bundle.digests.keys() and all(
             d == head.bundle.digests[n] for n, d in digests.items()
         ):
-            return Status(head.commit.hex(), format_root(head.bundle.root), format_root(head.bundle.root), {})
+            root = format_root(head.bundle.root)
+            cache.mark_clean(head.commit.hex(), root)
+            return Status(head.commit.hex(), root, root, {})
         if digests is not None:
             try:
                 disk_root = RootIndex(digests).root

@@ -7,6 +7,7 @@ anchored on chain is recomputed without it (:func:`recompute_roots`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -42,10 +43,16 @@ class DigestCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._map: dict[bytes, bytes] = {}
+        self._loaded: dict[bytes, bytes] | None = None  # read on first use: most reads never need it
         self._pending: list[bytes] = []
-        if path is not None and path.exists():
-            self._load(path.read_bytes())
+
+    @property
+    def _map(self) -> dict[bytes, bytes]:
+        if self._loaded is None:
+            self._loaded = {}
+            with contextlib.suppress(FileNotFoundError):
+                self._load(self.path.read_bytes() if self.path is not None else b"")
+        return self._loaded
 
     def _load(self, data: bytes) -> None:
         off, n, rec = 0, len(data), self._RECORD

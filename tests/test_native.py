@@ -238,3 +238,20 @@ def test_dot_git_is_handed_back_and_refused_by_the_reference(tmp_path: Path, nam
     assert _native.hash_dir(tmp_path / "t") is None
     with pytest.raises(TreeError, match=r"'\.git' component"):
         merkle.hash_path(tmp_path / "t")
+
+
+def test_stat_keys_match_the_python_keys(tmp_path: Path) -> None:
+    """The batch lstat the stat cache validates with gives the keys ledger.statcache computes."""
+    from ledger.statcache import _current_key, signature
+
+    for name in ("a", "b"):
+        (tmp_path / name / "references").mkdir(parents=True)
+        (tmp_path / name / "SKILL.md").write_text(f"skill {name}\n")
+        (tmp_path / name / "references" / "r.md").write_text("r\n")
+    names, groups = ["a", "b", "gone"], [signature(tmp_path / "a")[0], signature(tmp_path / "b")[0], [""]]
+    keys = _native.stat_keys(str(tmp_path), names, groups)
+    assert keys[:2] == [_current_key(str(tmp_path / n), g) for n, g in zip(names[:2], groups[:2], strict=True)]
+    assert keys[2] is None and keys[0] != keys[1]
+    (tmp_path / "b" / "references" / "r.md").write_text("R\n")
+    assert _native.stat_keys(str(tmp_path), names[:2], groups[:2])[1] != keys[1]
+    assert _native.stat_keys(str(tmp_path / "missing"), names[:1], groups[:1]) == [None]

@@ -12,9 +12,14 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.errors import TreeError
-from ledger.statcache import signature
+from ledger.statcache import _from_columns, _to_columns, signature
 
 HOUR = 3600 * 10**9
+
+
+def _cached(brain: Brain) -> dict:
+    """The cache file as ``name → entry`` (it is stored in columns)."""
+    return _from_columns(json.loads((brain.control / "cache" / "stat-v1.json").read_text()))
 
 
 def _age(root: Path) -> None:
@@ -32,7 +37,7 @@ def aged(tmp_path: Path):
     brain.write_file("b", "references/r.md", b"ref\n")
     _age(brain.skills_dir)
     assert brain.status().clean and [s.name for s in brain.list()] == ["a", "b"]  # fills the cache
-    cached = json.loads((brain.control / "cache" / "stat-v1.json").read_text())["skills"]
+    cached = _cached(brain)
     assert set(cached) == {"a", "b"} and all("digest" in e and "info" in e for e in cached.values())
     yield brain
     brain.close()
@@ -68,13 +73,12 @@ def test_added_removed_and_swapped_entries_miss_the_cache(aged: Brain, tmp_path:
 
 def test_a_forged_cache_never_reaches_a_snapshot(aged: Brain) -> None:
     path = aged.control / "cache" / "stat-v1.json"
-    doc = json.loads(path.read_text())
-    a_digest = doc["skills"]["a"]["digest"]
+    entries = _cached(aged)
     _same_size_edit(aged.skills_dir / "b" / "SKILL.md", b"body", b"BODY")
     # Forge the entry for b: the new stat fields, but a's digest, so status believes b is a.
-    doc["skills"]["b"]["stat"] = signature(aged.skills_dir / "b")[1]
-    doc["skills"]["b"]["digest"] = a_digest
-    path.write_text(json.dumps(doc))
+    entries["b"]["stat"] = signature(aged.skills_dir / "b")[1]
+    entries["b"]["digest"] = entries["a"]["digest"]
+    path.write_text(json.dumps(_to_columns(entries)))
     assert aged.status().changes != {}  # the forgery is what status sees (b's digest now equals a's) ...
     receipt = aged.snapshot()  # ... but a snapshot reads the bytes
     assert receipt.skill == "b" and "BODY" in aged.show("b", receipt.version)
@@ -90,5 +94,29 @@ def test_racily_clean_entries_are_not_cached(tmp_path: Path) -> None:
     brain.create("fresh", "F", "now\n")
     assert brain.status().clean
     cache = brain.control / "cache" / "stat-v1.json"
-    assert not cache.exists() or "fresh" not in json.loads(cache.read_text())["skills"]
+    assert not cache.exists() or "fresh" not in _cached(brain)
     brain.close()
+
+
+def test_a_clean_status_is_remembered_for_its_head_only(aged: Brain) -> None:
+    """The clean record answers the next status without loading the head, but only for that
+    head commit, and any change to any skill forgets it."""
+    doc = json.loads((aged.control / "cache" / "stat-v1.json").read_text())
+    head = aged.status().head_commit
+    assert doc["clean"] == {"commit": head, "root": aged.status().head_root}
+    receipt = aged.patch("a", "body", "new body")  # the head moves: the record no longer applies
+    _age(aged.skills_dir)
+    st = aged.status()
+    assert st.clean and st.head_commit == receipt.commit and st.head_commit != head and st.head_root == receipt.root
+    _same_size_edit(aged.skills_dir / "b" / "SKILL.md", b"body", b"BODY")
+    assert aged.status().changes == {"b/SKILL.md": "modified"}
+    assert "clean" not in json.loads((aged.control / "cache" / "stat-v1.json").read_text())
+
+
+def test_a_clean_record_for_another_head_is_not_believed(aged: Brain) -> None:
+    path = aged.control / "cache" / "stat-v1.json"
+    doc = json.loads(path.read_text())
+    doc["clean"] = {"commit": "00" * 20, "root": "blake3-tree-v1:" + "11" * 32}
+    path.write_text(json.dumps(doc))
+    st = aged.status()
+    assert st.clean and st.head_root != doc["clean"]["root"] and st.head_commit != doc["clean"]["commit"]

@@ -123,8 +123,7 @@ def skill_list(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit([s.to_json() for s in skills])
         return
-    for s in skills:
-        click.echo(f"{s.name:32} v{s.version:<4} {s.description}")
+    click.echo("".join(f"{s.name:32} v{s.version:<4} {s.description}\n" for s in skills), nl=False)
 
 
 @skill.command("view")
