@@ -19,7 +19,6 @@ import fcntl
 import functools
 import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -128,6 +127,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._thread_lock = threading.RLock()
         self._base: bytes | None = None  # the head a running mutation read under the lock
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
+        self._held: dict[bytes, bytes] = {}  # blob id → bytes, while an import writes them out
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         self.pending_recovery: RecoveryError | StoreError | None = None
         config = json.loads((self.control / CONFIG).read_text())
@@ -166,7 +166,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         with brain.locked():
             tree = brain.store.root_tree(None)
             msg = gs.format_message(
-                "init", EMPTY_ROOT, None, [], nonce=secrets.token_hex(16), attribution=brain.attribution
+                "init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(), attribution=brain.attribution
             )
             commit = brain.store.write_commit(tree, [], msg)
             brain.store.move_head(commit, None)
@@ -501,7 +501,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
                 raise self._every_problem() from None
             if disk.digest == head.bundle.root:
                 raise NoChangeError("nothing to snapshot: the working tree equals the head snapshot")
-            with wp.WorkTree(self.root, self.control) as tree:
+            with wp.WorkTree(self.root, self.control) as tree, self.store.bulk():
                 return self._snapshot_changes(tree, head, disk, note)
 
     def _snapshot_changes(self, tree: wp.WorkTree, head: Head, disk: DirNode, note: str) -> Receipt:
@@ -525,7 +525,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
                 if name in head.skills:
                     action, version = "update", self._committed(name)[1].version + 1
                 else:
-                    action, version = "create", max(doc.version, self._first_version(name))
+                    action, version = "create", max(doc.version, self._first_version(name, head))
                 raw[SKILL_MD] = (doc.with_counter(version).encode(), False)
             except LedgerError as exc:
                 problems.append(f"skills/{name}: {exc.message}")

@@ -15,14 +15,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import yaml
-
 from ledger.errors import SkillError
 from ledger.frontmatter import bounded
 
 __all__ = ["Verdict", "lint_skill"]
 
-_BASE = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar a string, as strictyaml reads them
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
 HERMES_DIRS = ("references", "templates", "scripts", "assets")
 HERMES_SKILL_MD = 100_000  # characters
@@ -47,12 +44,15 @@ def _frontmatter(content: str) -> tuple[dict[str, Any] | None, str | None]:
     parts = content.split("---", 2)
     if len(parts) < 3:
         return None, "SKILL.md frontmatter not properly closed with ---"
+    import yaml  # on first use, as in ledger.frontmatter
+
+    base = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar a string, as strictyaml reads them
     try:
         bounded(parts[1])  # before anything recursive: depth, aliases
-        events = list(yaml.parse(parts[1], Loader=_BASE))
+        events = list(yaml.parse(parts[1], Loader=base))
         if any(isinstance(e, yaml.CollectionStartEvent) and e.flow_style for e in events):
             return None, "Invalid YAML in frontmatter: flow style ([…] or {…}) is not allowed"
-        data = yaml.load(parts[1], Loader=_BASE)
+        data = yaml.load(parts[1], Loader=base)
     except (yaml.YAMLError, SkillError) as exc:
         text = exc.message if isinstance(exc, SkillError) else str(exc).splitlines()[0]
         return None, f"Invalid YAML in frontmatter: {text}"

@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ledger import frontmatter
 from ledger.errors import SkillError
 
@@ -199,7 +197,13 @@ class SkillDoc:
     declared_version: Any = None  # an author's own version (top level or metadata), kept as is
 
     def with_counter(self, version: int) -> str:
-        """The exact text with only the ledger's counter changed to ``version``."""
+        """The exact text with only the ledger's counter changed to ``version``.
+
+        A counter that already holds ``version`` is left as written (``'1'``, ``1``, ``"1"``):
+        nothing changes, and a bulk snapshot of new skills parses each file once, not four times.
+        """
+        if version == self.version and version > 0 and self.text:
+            return self.text
         return frontmatter.set_counter(self.text, version)
 
     def render(self) -> str:
@@ -213,6 +217,8 @@ class SkillDoc:
             if value is not None:
                 out[key] = value
         out["metadata"] = {**{k: v for k, v in self.metadata.items() if k != "version"}, "version": str(self.version)}
+        import yaml  # only when a skill is created: read commands never need it
+
         fm = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, width=1 << 16, default_flow_style=False)
         return f"---\n{fm}---\n{self.body}"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skills_ref.validator import validate as skills_ref_validate
 
 from ledger.errors import SkillError
@@ -172,3 +174,42 @@ def test_written_skills_pass_skills_ref(tmp_path: Path) -> None:
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "SKILL.md").write_text(doc.render())
     assert skills_ref_validate(tmp_path / "demo") == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    depth=st.integers(min_value=1, max_value=40),
+    styles=st.lists(st.sampled_from(["block-map", "block-seq", "flow-map", "flow-seq"]), min_size=40, max_size=40),
+)
+def test_the_depth_guard_fast_path_never_admits_what_the_event_scan_refuses(depth: int, styles: list[str]) -> None:
+    """``bounded`` skips the event scan when the text has too few collection indicators to nest
+    past the limit; nested collections of every style, as deep as 40, are judged as the scan would."""
+    from ledger.frontmatter import MAX_YAML_DEPTH, bounded
+
+    value, flowable = "leaf", True
+    for level in range(depth - 1):  # the mapping at the top is one level
+        style = styles[level]
+        if style.startswith("flow") and not flowable:
+            style = "block-map"  # a flow collection holds only flow content
+        flowable = style.startswith("flow")
+        if style == "flow-map":
+            value = f"{{k: {value}}}"
+        elif style == "flow-seq":
+            value = f"[{value}]"
+        elif style == "block-seq":
+            value = "\n".join(("- " if i == 0 else "  ") + line for i, line in enumerate(value.splitlines()))
+        else:
+            value = "k:\n" + "\n".join("  " + line for line in value.splitlines())
+    source = "top:\n" + "\n".join("  " + line for line in value.splitlines())
+    import yaml
+
+    events = list(yaml.parse(source))
+    deepest = level = 0
+    for event in events:
+        level += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
+        deepest = max(deepest, level)
+    if deepest > MAX_YAML_DEPTH:
+        with pytest.raises(SkillError, match="nested deeper"):
+            bounded(source)
+    else:
+        bounded(source)
