@@ -40,6 +40,7 @@ from ledger.merkle import (
     format_root,
     iter_files,
 )
+from ledger.packwrite import STAGING_PREFIX
 from ledger.records import NoChangeError, Receipt, RecoveryError
 from ledger.skill import (
     SKILL_MD,
@@ -111,6 +112,7 @@ class SnapshotWriter:
     _head: Head | None
     _base: bytes | None
     _fresh: dict[bytes, bytes]
+    _held: dict[bytes, bytes]
     pending_recovery: StoreError | None
     limits: dict[str, int]
     attribution: dict[str, str]
@@ -169,13 +171,18 @@ class SnapshotWriter:
             action = "create" if base is None else "update"
             return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note)
 
-    def _blobs(self, writes: Mapping[str, tuple[bytes, bool] | None], files: FileMap) -> FileMap:
+    def _blobs(
+        self, writes: Mapping[str, tuple[bytes, bool] | None], files: FileMap, keep: dict[bytes, bytes] | None = None
+    ) -> FileMap:
+        """Write the blobs of ``writes`` over ``files``; ``keep`` collects their bytes for :meth:`_read_blob`."""
         for path, spec in writes.items():
             if spec is None:
                 files.pop(path, None)
                 continue
             data, executable = spec
             sha = self.store.write_blob(data)
+            if keep is not None:
+                keep[sha] = data
             self._fresh[sha] = file_digest(data)
             self.cache.put(sha, self._fresh[sha])
             files[path] = (gs.MODE_EXEC if executable else gs.MODE_FILE, sha)
@@ -303,6 +310,7 @@ class SnapshotWriter:
         retired = self._next_retired(head, changes)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0])
         commit = self.store.write_commit(root_tree, [head.commit], message)
+        self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
             for name, files in updates.items():
@@ -355,9 +363,12 @@ class SnapshotWriter:
             head.retired = self.store.retired(bytes.fromhex(head.snap.tree)) if head.snap.tree else (None, {})
         return head.retired[1]
 
-    def _first_version(self, name: str) -> int:
-        """The lowest version a new skill ``name`` may take: one past any it ever had, so versions never repeat."""
-        return self._retired(self.head()).get(name, 0) + 1
+    def _first_version(self, name: str, head: Head | None = None) -> int:
+        """The lowest version a new skill ``name`` may take: one past any it ever had, so versions never repeat.
+
+        Bulk paths pass the ``head`` they hold under the lock (each :meth:`head` call reads the ref).
+        """
+        return self._retired(head or self.head()).get(name, 0) + 1
 
     def _next_retired(self, head: Head, changes: list[gs.Change]) -> tuple[bytes | None, dict[str, int]]:
         retired = dict(self._retired(head))
@@ -378,7 +389,8 @@ class SnapshotWriter:
         return self.store.categories_tree(bytes.fromhex(head.snap.tree))
 
     def _read_blob(self, sha: bytes) -> bytes:
-        return self.store.read(sha, b"blob")
+        data = self._held.get(sha)  # an import holds its bytes already: no round trip through git
+        return data if data is not None else self.store.read(sha, b"blob")
 
     def _stale_ref_locks(self) -> bool:
         return any((self.store.git_dir / (ref + ".lock")).exists() for ref in OWN_REFS)
@@ -386,7 +398,8 @@ class SnapshotWriter:
     def _clear_leftovers(self) -> None:
         """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
         wp.clear_ref_locks(self.store.git_dir, OWN_REFS)
-        for leftover in (self.store.git_dir / "objects").glob("tmp_obj_*"):
+        objects = self.store.git_dir / "objects"
+        for leftover in [*objects.glob("tmp_obj_*"), *objects.glob(f"pack/{STAGING_PREFIX}*")]:
             leftover.unlink(missing_ok=True)  # only writers, who hold this lock, make these
         if (self.control / "tmp").is_dir():
             with wp.WorkTree(self.root, self.control) as tree:

@@ -10,12 +10,14 @@ beside the bundle, in the snapshot's ``categories/`` tree (docs/layouts.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 from ledger import gitstore as gs
 from ledger import treehash as th
+from ledger import writepath as wp
 from ledger.errors import LedgerError, SkillError
 from ledger.layouts import Collection, Found
 from ledger.lint import lint_skill
@@ -42,43 +44,62 @@ class Importer:
         progress: Callable[[int, int], None] | None = None,
         operation: str = "import",
     ) -> dict[str, Any]:
-        with self.locked():  # type: ignore[attr-defined]
-            head = self.head()  # type: ignore[attr-defined]
-            rows: list[dict[str, Any]] = []
-            updates: dict[str, FileMap | None] = {}
-            changes: list[gs.Change] = []
-            seen: set[str] = set()
-            for i, found in enumerate(coll.skills, 1):
-                row: dict[str, Any] = {"skill": found.key, "source": found.source, "notes": found.notes}
-                try:
-                    if found.refused:
-                        raise SkillError(found.refused, hint=found.hint or "fix it in the source and import again")
-                    if found.key in seen:
-                        raise SkillError(f"another source in this import is also skill {found.key!r}")
-                    seen.add(found.key)
-                    row.update(self._plan(head, found, updates, changes))
-                except LedgerError as exc:
-                    row.update(status="refused", reason=exc.message, hint=exc.hint)
-                rows.append(row)
-                if progress is not None:
-                    progress(i, len(coll.skills))
-            refused = [r for r in rows if r["status"] == "refused"]
-            if refused and all_or_nothing:
-                raise SkillError(
-                    f"{len(refused)} skill(s) refused; with --all-or-nothing nothing was imported:"
-                    + "".join(f"\n  {r['skill']}: {r['reason']}" for r in refused[:20]),
-                    hint="fix them, or import without --all-or-nothing to take the rest",
-                )
-            old_cats = self._categories_tree(head)  # type: ignore[attr-defined]
-            cats = self._merge_categories(old_cats, coll, {f.key: f.category for f in coll.skills if f.key in seen})
-            report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
-            if dry_run or (not updates and cats == old_cats):
-                return report
-            receipt: Receipt = self._apply(operation, updates, changes, note, categories=cats)  # type: ignore[attr-defined]
-            report["snapshot"] = receipt.to_json()
-            return report
+        bulk = self.store.bulk() if not dry_run else contextlib.nullcontext()  # type: ignore[attr-defined]
+        with self.locked(), bulk:  # type: ignore[attr-defined]
+            try:
+                return self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation)
+            finally:
+                self._held.clear()  # type: ignore[attr-defined]
 
-    def _plan(self, head: Any, found: Found, updates: dict[str, FileMap | None], changes: list[gs.Change]) -> dict:
+    def _import_locked(
+        self,
+        coll: Collection,
+        note: str,
+        dry_run: bool,
+        all_or_nothing: bool,
+        progress: Callable[[int, int], None] | None,
+        operation: str,
+    ) -> dict[str, Any]:
+        head = self.head()  # type: ignore[attr-defined]
+        with wp.WorkTree(self.root, self.control) as tree:  # type: ignore[attr-defined]
+            on_disk = {name for name, _ in tree.listdir()}  # listed once: the write re-checks each
+        rows: list[dict[str, Any]] = []
+        updates: dict[str, FileMap | None] = {}
+        changes: list[gs.Change] = []
+        seen: set[str] = set()
+        for i, found in enumerate(coll.skills, 1):
+            row: dict[str, Any] = {"skill": found.key, "source": found.source, "notes": found.notes}
+            try:
+                if found.refused:
+                    raise SkillError(found.refused, hint=found.hint or "fix it in the source and import again")
+                if found.key in seen:
+                    raise SkillError(f"another source in this import is also skill {found.key!r}")
+                seen.add(found.key)
+                row.update(self._plan(head, found, updates, changes, on_disk))
+            except LedgerError as exc:
+                row.update(status="refused", reason=exc.message, hint=exc.hint)
+            rows.append(row)
+            if progress is not None:
+                progress(i, len(coll.skills))
+        refused = [r for r in rows if r["status"] == "refused"]
+        if refused and all_or_nothing:
+            raise SkillError(
+                f"{len(refused)} skill(s) refused; with --all-or-nothing nothing was imported:"
+                + "".join(f"\n  {r['skill']}: {r['reason']}" for r in refused[:20]),
+                hint="fix them, or import without --all-or-nothing to take the rest",
+            )
+        old_cats = self._categories_tree(head)  # type: ignore[attr-defined]
+        cats = self._merge_categories(old_cats, coll, {f.key: f.category for f in coll.skills if f.key in seen})
+        report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
+        if dry_run or (not updates and cats == old_cats):
+            return report
+        receipt: Receipt = self._apply(operation, updates, changes, note, categories=cats)  # type: ignore[attr-defined]
+        report["snapshot"] = receipt.to_json()
+        return report
+
+    def _plan(
+        self, head: Any, found: Found, updates: dict[str, FileMap | None], changes: list[gs.Change], on_disk: set[str]
+    ) -> dict:
         key, files = found.key, found.files
         limits = self.limits  # type: ignore[attr-defined]
         for rel, (data, _) in files.items():
@@ -108,10 +129,10 @@ class Importer:
                 return {**out, "status": "unchanged", "version": current.version}
             action, version = "update", current.version + 1
         else:
-            if self._on_disk(key):  # type: ignore[attr-defined]
+            if key in on_disk:
                 raise SkillError(f"skills/{key} exists in the working tree but not in a snapshot",
                                  hint="record it with 'ledger snapshot', or move it away")  # fmt: skip
-            action, version = "create", max(doc.version, self._first_version(key))  # type: ignore[attr-defined]
+            action, version = "create", max(doc.version, self._first_version(key, head))  # type: ignore[attr-defined]
             if doc.version and version == doc.version:
                 found.notes.append(f"kept the file's version {doc.version}")
             elif version > 1:
@@ -121,7 +142,7 @@ class Importer:
             found.notes.append(f"added the ledger's version counter as {where}")
         writes = dict(files)
         writes[SKILL_MD] = (doc.with_counter(version).encode(), files[SKILL_MD][1])
-        updates[key] = self._blobs(writes, {})  # type: ignore[attr-defined]
+        updates[key] = self._blobs(writes, {}, self._held)  # type: ignore[attr-defined]
         changes.append(gs.Change(action, key, version))
         return {**out, "status": "imported" if action == "create" else "updated", "version": version}
 

@@ -92,7 +92,7 @@ def _skill_versions(brain: Path, skill: str) -> list[int]:
 
 # --------------------------------------------------------------------------- random kills
 
-OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot")
+OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot", "import")
 
 
 def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Random, tmp: Path, brain: Path) -> list[str]:
@@ -124,6 +124,13 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
         return ["skill", "delete", rng.choice(victims)] if victims else _plan("create", n, state, rng, tmp, brain)
     if op == "revert":
         return ["revert", pick, "--to", "1"]
+    if op == "import":  # the bulk path: every object in one pack (ledger.packwrite)
+        src = tmp / f"import-{n}"
+        for name in {pick, f"i{n}", f"i{n}b"}:
+            (src / name / "references").mkdir(parents=True)
+            (src / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: import {n}\n---\nm{n}\n{END}\n")
+            (src / name / "references" / "r.md").write_bytes(os.urandom(rng.choice([10, 3000])).hex().encode())
+        return ["import", str(src)]
     # snapshot: a hand edit first, then record it
     ref = brain / "skills" / pick / "references"
     ref.mkdir(exist_ok=True)

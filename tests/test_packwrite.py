@@ -1,0 +1,114 @@
+"""Bulk writes go into one git pack (ledger.packwrite): git reads it as its own, and a failed or
+killed bulk write leaves nothing anyone refers to."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger import gitstore as gs
+from ledger.audit import audit_repo
+from ledger.brain import Brain
+from ledger.errors import SkillError
+from ledger.packwrite import STAGING_PREFIX, PackWriter
+
+
+def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=True)
+
+
+def _hand_made(brain: Brain, n: int, prefix: str = "s") -> None:
+    for i in range(n):
+        d = brain.skills_dir / f"{prefix}{i:03d}"
+        (d / "scripts").mkdir(parents=True)
+        text = f"---\nname: {prefix}{i:03d}\ndescription: skill {i}\n---\n" + f"body {i}\n" * (1 + i % 3)
+        (d / "SKILL.md").write_text(text)
+        (d / "scripts" / "run.sh").write_bytes(os.urandom(64 * (i % 5)))
+        (d / "scripts" / "run.sh").chmod(0o755 if i % 2 else 0o644)
+
+
+def _packs(git_dir: Path) -> set[str]:
+    return {p.name for p in (git_dir / "objects" / "pack").glob("pack-*.pack")}
+
+
+def test_a_bulk_snapshot_writes_one_pack_git_indexes_identically(tmp_path: Path) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    brain.update_config(gc={"every": 0})
+    _hand_made(brain, 40)
+    loose_before = sum(1 for _ in (brain.store.git_dir / "objects").glob("??/*"))
+    receipt = brain.snapshot()
+    git_dir = brain.store.git_dir
+    (pack,) = _packs(git_dir)
+    assert sum(1 for _ in (git_dir / "objects").glob("??/*")) == loose_before  # nothing went loose
+    # git's own indexer, run on our pack, writes the very index we wrote.
+    idx = git_dir / "objects" / "pack" / pack.replace(".pack", ".idx")
+    again = tmp_path / "again.idx"
+    subprocess.run(["git", "index-pack", "-o", str(again), str(idx.with_suffix(".pack"))], check=True,
+                   capture_output=True)  # fmt: skip
+    assert again.read_bytes() == idx.read_bytes()
+    assert "ok" in _git(git_dir, "verify-pack", "-v", str(idx)).stdout.splitlines()[-1]
+    _git(git_dir, "fsck", "--strict", "--no-dangling")
+    assert audit_repo(brain.root).ok and receipt.root == brain.status().head_root
+    brain.close()
+    assert not list((git_dir / "objects" / "pack").glob(f"{STAGING_PREFIX}*"))
+
+
+def test_an_import_that_fails_publishes_no_pack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    src = tmp_path / "src"
+    for i in range(5):
+        (src / f"x{i}").mkdir(parents=True)
+        (src / f"x{i}" / "SKILL.md").write_text(f"---\nname: x{i}\ndescription: d\n---\nb\n")
+    head = brain.store.head()
+
+    def fail(*_a: object, **_k: object) -> None:
+        raise SkillError("injected after the objects were written")
+
+    monkeypatch.setattr(type(brain.store), "write_commit", fail)
+    from ledger.layouts import read
+
+    with pytest.raises(SkillError, match="injected"):
+        brain.import_collection(read(src, "auto", 1 << 20))
+    pack_dir = brain.store.git_dir / "objects" / "pack"
+    assert brain.store.head() == head and not _packs(brain.store.git_dir)
+    assert not list(pack_dir.glob(f"{STAGING_PREFIX}*")) and not (brain.skills_dir / "x0").exists()
+    brain.close()
+
+
+def test_a_killed_writers_staging_pack_is_cleared_and_git_never_sees_it(tmp_path: Path) -> None:
+    brain = Brain.init(tmp_path / "brain")
+    objects = brain.store.git_dir / "objects"
+    staged = PackWriter(objects)
+    staged.add(b"\x01" * 20, b"blob", b"never published", 1)
+    staged._fh.flush()  # a writer killed here leaves the file; nothing refers to its objects
+    leftover = list((objects / "pack").glob(f"{STAGING_PREFIX}*"))
+    assert leftover and _git(brain.store.git_dir, "fsck", "--no-dangling").returncode == 0
+    brain.create("after", "the next writer clears it", "b\n")
+    assert not any(p.exists() for p in leftover)
+    brain.close()
+
+
+def test_objects_read_during_a_bulk_write_are_published_first(tmp_path: Path) -> None:
+    store = gs.GitStore.init(tmp_path / "repo")
+    with store.bulk():
+        sha = store.write_blob(b"read me back\n")
+        assert store.read(sha, b"blob") == b"read me back\n"  # the pack was published to serve this
+        later = store.write_blob(b"after the publish\n")
+    assert store.read(later, b"blob") == b"after the publish\n"
+    assert len(_packs(store.git_dir)) == 1
+    store.close()
+
+
+def test_large_objects_and_sizes_across_header_bytes_round_trip(tmp_path: Path) -> None:
+    store = gs.GitStore.init(tmp_path / "repo")
+    blobs = [b"", b"x" * 15, b"y" * 16, b"z" * 2047, os.urandom(2048), os.urandom(300_000), b"q" * (1 << 21)]
+    with store.bulk():
+        shas = [store.write_blob(b) for b in blobs]
+    for sha, data in zip(shas, blobs, strict=True):
+        assert store.read(sha, b"blob") == data
+        assert _git(store.git_dir, "cat-file", "-s", sha.hex()).stdout.strip() == str(len(data))
+    _git(store.git_dir, "fsck", "--strict", "--no-dangling")
+    store.close()
