@@ -467,7 +467,10 @@ def _check_worktree(path: Path, report: Report) -> None:
         chk.summary = "the working tree equals the head snapshot"
         return
     first = next(iter(st.changes))
-    listing = ", ".join(f"{what} skills/{p}" for p, what in st.changes.items())
+    shown = list(st.changes.items())[:10]  # a whole import left unrecorded is 10,000 paths: 'ledger status' lists them
+    listing = ", ".join(f"{what} skills/{p}" for p, what in shown)
+    if len(st.changes) > len(shown):
+        listing += f", and {len(st.changes) - len(shown)} more (see 'ledger status')"
     chk.fail(
         f"the working tree differs from the head snapshot: {listing}",
         path=first,
