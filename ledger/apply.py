@@ -10,6 +10,7 @@ a file changed since, which it refuses to overwrite (``ledger recover``).
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import time
@@ -99,6 +100,20 @@ class Head:
         self.keys = keys if keys is not None else sorted(self.entries)
         self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
         self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
+        self.raw: bytearray | None = None  # the skills/ tree serialised, and where each entry starts
+        self.offsets: list[int] | None = None
+
+    def serialised(self) -> tuple[bytearray, list[int]]:
+        """The ``skills/`` tree's bytes and entry offsets, built once per head in this process.
+
+        An upsert of skills that already exist rewrites their entries in place (a name's
+        entry has a fixed length), so at 100,000 skills it neither joins 100,000 entries
+        nor copies three maps of them.
+        """
+        if self.raw is None or self.offsets is None:
+            self.raw = bytearray(b"".join(self.ordered))
+            self.offsets = list(itertools.accumulate(map(len, self.ordered), initial=0))
+        return self.raw, self.offsets
 
 
 class SnapshotWriter:
@@ -279,8 +294,13 @@ class SnapshotWriter:
                 "(a git command outside the ledger?); nothing was written",
                 hint="run the command again",
             )
-        skills = dict(head.skills)
-        entries = dict(head.entries)
+        # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
+        same_names = all(files is not None and name in head.skills for name, files in updates.items())
+        old_trees = {name: head.skills.get(name) for name in updates}
+        if same_names:  # the upsert hot path: O(changes), not O(skills); see Head
+            skills, entries = head.skills, head.entries  # updated in place, like the bundle below
+        else:
+            skills, entries = dict(head.skills), dict(head.entries)
         digests: dict[str, bytes | None] = {}
         for name, files in updates.items():
             if files is None:
@@ -293,16 +313,20 @@ class SnapshotWriter:
                 entries[name + "/"] = _tree_entry(name, tree)
         bundle = head.bundle  # updated in place: a failure below drops the cached head (see _apply)
         bundle.update(digests)
-        # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
-        same_names = all(files is not None and name in head.skills for name, files in updates.items())
         if same_names:
-            keys, ordered = head.keys, list(head.ordered)
+            keys, ordered = head.keys, head.ordered
+            raw, offsets = head.serialised()
             for name in updates:
-                ordered[bisect.bisect_left(keys, name + "/")] = entries[name + "/"]
+                i = bisect.bisect_left(keys, name + "/")
+                entry = ordered[i] = entries[name + "/"]
+                if len(entry) != offsets[i + 1] - offsets[i]:
+                    raise StoreError(f"internal: the skills/ tree entry of {name} changed length")
+                raw[offsets[i] : offsets[i + 1]] = entry
         else:
             keys = sorted(entries)
             ordered = [entries[k] for k in keys]
-        skills_tree = self.store.write_raw_tree(b"".join(ordered)) if keys else None
+            raw = bytearray(b"".join(ordered))
+        skills_tree = self.store.write_raw_tree(raw) if keys else None
         if skills_tree is not None:
             self.cache.put(skills_tree, bundle.root)
         root = bundle.root
@@ -312,7 +336,7 @@ class SnapshotWriter:
         commit = self.store.write_commit(root_tree, [head.commit], message)
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
-            olds = {n: self._skill_files(head.skills[n]) if n in head.skills else None for n in updates}
+            olds = {n: self._skill_files(t) if t is not None else None for n, t in old_trees.items()}
             for name, files in updates.items():
                 for rel in files or ():
                     check_bundle_path(name, rel)
@@ -342,6 +366,8 @@ class SnapshotWriter:
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
         self._head.retired = retired
+        if same_names:
+            self._head.raw, self._head.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None
         touched = [
             {"skill": c.skill, "action": c.action, "version": c.version,
