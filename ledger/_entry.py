@@ -64,6 +64,10 @@ def main() -> None:
 
     take_secrets()  # before anything can start a child process
     out = _quick_hash(sys.argv[1:])
+    if out is None and not os.environ.get("LEDGER_FULL_PATH"):
+        from ledger._quick import answer  # status, index, skill list from the stat cache
+
+        out = answer(sys.argv[1:])
     if out is None:
         from ledger.cli import main as cli
 

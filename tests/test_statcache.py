@@ -120,3 +120,60 @@ def test_a_clean_record_for_another_head_is_not_believed(aged: Brain) -> None:
     path.write_text(json.dumps(doc))
     st = aged.status()
     assert st.clean and st.head_root != doc["clean"]["root"] and st.head_commit != doc["clean"]["commit"]
+
+
+# --------------------------------------------------------------------------- the CLI's quick path
+
+PROBE = (  # which path answered: click exits through SystemExit, so report from atexit
+    "import atexit, sys; from ledger._entry import main; sys.argv = ['ledger'] + sys.argv[1:]; "
+    "atexit.register(lambda: print('QUICK' if 'click' not in sys.modules else 'FULL', file=sys.stderr)); main()"
+)
+READS = (["status"], ["status", "--json"], ["index"], ["skill", "list"])
+
+
+def _both(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """(quick-or-full path taken, its stdout, the full path's stdout)."""
+    import subprocess
+    import sys
+
+    base = {**os.environ, **(env or {})}
+    base.pop("LEDGER_FULL_PATH", None)
+    got = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd, env=base)
+    full = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**base, "LEDGER_FULL_PATH": "1"})  # fmt: skip
+    assert got.returncode == full.returncode and full.stderr.split()[-1] == "FULL"
+    return got.stderr.split()[-1], got.stdout, full.stdout
+
+
+@pytest.mark.parametrize("args", READS, ids=" ".join)
+def test_the_quick_path_prints_what_the_full_path_prints(aged: Brain, tmp_path: Path, args: list[str]) -> None:
+    root = str(aged.root)
+    for argv, cwd, env in (
+        (["--brain", root, *args], tmp_path, None),
+        ([f"--brain={root}", *args], tmp_path, None),
+        (args, aged.skills_dir / "a", None),  # found by searching up, as git does
+        (args, tmp_path, {"LEDGER_BRAIN": root}),
+    ):
+        path, quick, full = _both(argv, cwd, env)
+        assert path == "QUICK" and quick == full and "a" in quick
+
+
+def test_the_quick_path_steps_aside_whenever_the_cache_cannot_answer(aged: Brain, tmp_path: Path) -> None:
+    root = ["--brain", str(aged.root)]
+    _same_size_edit(aged.skills_dir / "a" / "SKILL.md", b"body", b"BODY")  # a change: status must read it
+    path, quick, full = _both([*root, "status"], tmp_path)
+    assert path == "FULL" and "modified  skills/a/SKILL.md" in quick
+    aged.snapshot()
+    _age(aged.skills_dir)
+    assert _both([*root, "status"], tmp_path)[0] == "FULL"  # fills the cache for the new head
+    assert _both([*root, "status"], tmp_path)[0] == "QUICK"
+    aged.update_config(chain={"rpc": "http://127.0.0.1:9", "chain_id": 31337})  # pending counts need git notes
+    assert _both([*root, "status"], tmp_path)[0] == "FULL"
+    _both([*root, "index"], tmp_path)  # the snapshot changed a: its index line is read once more
+    assert _both([*root, "index"], tmp_path)[0] == "QUICK"
+    (aged.control / "journal.json").write_text("{}")  # opening the brain would roll it forward
+    assert _both([*root, "index"], tmp_path)[0] == "FULL"
+    (aged.control / "journal.json").unlink()
+    (aged.skills_dir / "stray.txt").write_text("not a skill")
+    path, quick, full = _both([*root, "index"], tmp_path)
+    assert path == "FULL" and quick == full
