@@ -128,6 +128,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._base: bytes | None = None  # the head a running mutation read under the lock
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self._held: dict[bytes, bytes] = {}  # blob id → bytes, while an import writes them out
+        self._index_saved: bytes | None = None  # the skills/ tree the saved root index is for
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         self.pending_recovery: RecoveryError | StoreError | None = None
         config = json.loads((self.control / CONFIG).read_text())
@@ -307,9 +308,12 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         if skills_tree is None:
             return None
         try:
-            return RootIndex.load((self.control / "cache" / self._INDEX).read_bytes(), skills_tree)
+            index = RootIndex.load((self.control / "cache" / self._INDEX).read_bytes(), skills_tree)
         except FileNotFoundError:
             return None
+        if index is not None:
+            self._index_saved = skills_tree
+        return index
 
     def _save_index(self) -> None:
         """Persist the head's root index once per process, so the next CLI call skips O(n) rehashing."""
@@ -318,13 +322,14 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             return
         key = bytes.fromhex(head.snap.tree) if head.snap.tree else None
         tree = self.store.skills_tree(head.commit, key)
-        if tree is None or self._load_index(tree) is not None:
+        if tree is None or tree == self._index_saved:
             return
         path = self.control / "cache" / self._INDEX
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(head.bundle.dump(tree))
         os.replace(tmp, path)
+        self._index_saved = tree
 
     def _skill_files(self, tree: bytes) -> FileMap:
         files = th.files_of(self.store, tree)

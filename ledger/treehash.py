@@ -45,6 +45,7 @@ class DigestCache:
         self.path = path
         self._loaded: dict[bytes, bytes] | None = None  # read on first use: most reads never need it
         self._pending: list[bytes] = []
+        self._new: dict[bytes, bytes] = {}  # put in this process (the file may repeat a record: harmless)
 
     @property
     def _map(self) -> dict[bytes, bytes]:
@@ -67,11 +68,13 @@ class DigestCache:
             off = end + 32
 
     def get(self, key: bytes) -> bytes | None:
-        return self._map.get(key)
+        return self._new.get(key) or self._map.get(key)
 
     def put(self, key: bytes, digest: bytes) -> None:
-        if self._map.get(key) != digest:
-            self._map[key] = digest
+        """Remember a digest; a write puts a few without reading the whole file (records are appended)."""
+        known = self._new.get(key) or (self._loaded.get(key) if self._loaded is not None else None)
+        if known != digest:
+            self._new[key] = digest
             self._pending.append(key + digest)
 
     def flush(self) -> None:
