@@ -9,8 +9,10 @@ cache (:mod:`ledger.statcache`) can answer them alone:
 - the brain is found as the CLI finds it, and has no journal and no ref lock (opening
   it would roll a write forward);
 - every skill directory on disk has a cache entry whose ``lstat`` still matches;
-- ``status``: no chain is configured, and the cache's clean record names the head
-  commit; ``index`` and ``skill list``: every entry holds its index line.
+- ``status``: the cache's clean record names the head commit and, with a chain
+  configured, the pending count remembered by the full path is for this head and these
+  receipts (:func:`ledger.receipts.remembered_pending`); ``index`` and ``skill list``:
+  every entry holds its index line.
 
 Anything else returns ``None`` and the click CLI does the whole job, so the output is
 byte-identical either way (tests/test_statcache.py runs both).
@@ -43,6 +45,21 @@ def _head(git_dir: Path) -> str | None:
     except FileNotFoundError:
         return None  # packed, or no snapshot yet: the full path reads it
     return text if len(text) == 40 else None
+
+
+def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None:
+    """The count :func:`ledger.receipts.remembered_pending` kept, if it is still for this head,
+    these receipts and these chain settings."""
+    try:
+        notes = (git_dir / "refs" / "notes" / "ledger-chain").read_text().strip()
+    except FileNotFoundError:
+        packed = git_dir / "packed-refs"
+        if packed.exists() and "refs/notes/ledger-chain" in packed.read_text():
+            return None
+        notes = ""
+    doc = json.loads((control / "cache" / "pending-v1.json").read_text())
+    key = [head, notes, chain.get("registry"), chain.get("agent_id")]  # ledger.receipts.pending_key
+    return doc["pending"] if doc.get("key") == key and isinstance(doc.get("pending"), int) else None
 
 
 def answer(args: list[str]) -> str | None:
@@ -85,17 +102,21 @@ def _answer(args: list[str]) -> str | None:
     if not cache.validate(skills_dir, [n for n, _ in entries]):
         return None
     if command.startswith("status"):
-        if json.loads((control / "config.json").read_text()).get("chain"):
-            return None  # the pending count reads git notes: the full path
         commit = _head(git_dir)
         root_text = cache.is_clean(commit) if commit else None
-        if root_text is None:
+        if commit is None or root_text is None:
             return None
+        chain = json.loads((control / "config.json").read_text()).get("chain")
+        pending = _pending(control, git_dir, commit, chain) if chain else None
+        if chain and pending is None:
+            return None  # not counted for this head and these notes yet: the full path counts
         if command == "status-json":
             doc = {"head": commit, "root": root_text, "tree_root": root_text, "clean": True, "changes": {},
-                   "pending_chain": None}  # fmt: skip  (ledger.records.Status.to_json)
+                   "pending_chain": pending}  # fmt: skip  (ledger.records.Status.to_json)
             return json.dumps(doc, indent=2, ensure_ascii=False)
-        return f"head   {commit}\nroot   {root_text}\nworking tree clean"
+        line = "" if pending is None else \
+            f"chain  {pending} snapshot(s) without a local receipt ('ledger chain status' asks the chain)\n"
+        return f"head   {commit}\nroot   {root_text}\n{line}working tree clean"
     infos = [(name, cache.get(name, "info")) for name in sorted(n for n, _ in entries)]
     if any(info is None for _, info in infos):
         return None

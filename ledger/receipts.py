@@ -9,15 +9,19 @@ snapshots.  One note per snapshot commit, a JSON document::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
 from ledger.gitstore import MODE_DIR, MODE_FILE, GitStore
 
-__all__ = ["NOTES_REF", "local_pending", "merge_receipts", "read_receipts", "receipt_of", "write_receipts"]
+__all__ = ["NOTES_REF", "local_pending", "merge_receipts", "pending_key", "read_receipts", "receipt_of",
+           "remembered_pending", "write_receipts"]
 
 NOTES_REF = "refs/notes/ledger-chain"
 
@@ -103,6 +107,36 @@ def receipt_of(store: GitStore, commit: str) -> dict[str, Any] | None:
     _, notes = _current(store)
     blob = notes.get(commit)
     return json.loads(store.read(blob, b"blob")) if blob is not None else None
+
+
+PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last count and what it was counted from
+
+
+def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
+    """What a pending count depends on: the head, the receipts' notes ref, the registry and agent."""
+    return [head, notes, chain.get("registry"), chain.get("agent_id")]
+
+
+def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any]) -> int:
+    """:func:`local_pending` for the brain's chain settings, remembered until the head, the notes
+    or the settings change, so ``ledger status`` on a committed brain spawns no git process."""
+    head, notes = store.head(), store.read_ref(NOTES_REF)
+    key = pending_key(head.hex() if head else "", notes.hex() if notes else "", chain)
+    path = control / "cache" / PENDING_CACHE
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("key") == key and isinstance(doc.get("pending"), int):
+            return doc["pending"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    agent = chain.get("agent_id")
+    count = local_pending(store, chain.get("registry"), int(agent, 16) if agent else None)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "pending": count}))
+        os.replace(tmp, path)
+    return count
 
 
 def local_pending(store: GitStore, registry: str | None = None, agent: int | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -133,7 +134,6 @@ READS = (["status"], ["status", "--json"], ["index"], ["skill", "list"])
 
 def _both(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[str, str, str]:
     """(quick-or-full path taken, its stdout, the full path's stdout)."""
-    import subprocess
     import sys
 
     base = {**os.environ, **(env or {})}
@@ -168,7 +168,15 @@ def test_the_quick_path_steps_aside_whenever_the_cache_cannot_answer(aged: Brain
     assert _both([*root, "status"], tmp_path)[0] == "FULL"  # fills the cache for the new head
     assert _both([*root, "status"], tmp_path)[0] == "QUICK"
     aged.update_config(chain={"rpc": "http://127.0.0.1:9", "chain_id": 31337})  # pending counts need git notes
-    assert _both([*root, "status"], tmp_path)[0] == "FULL"
+    path, quick, full = _both([*root, "status"], tmp_path)
+    assert path == "FULL" and "chain  " in full  # counted from the notes, and remembered
+    path, quick, full = _both([*root, "status", "--json"], tmp_path)
+    assert path == "QUICK" and quick == full and json.loads(quick)["pending_chain"] == len(list(aged.store.lineage()))
+    subprocess.run(["git", f"--git-dir={aged.store.git_dir}", "notes", "--ref", "ledger-chain", "add", "-m", "{}",
+                    aged.store.head().hex()], check=True, capture_output=True)  # fmt: skip
+    path, quick, full = _both([*root, "status"], tmp_path)  # a receipt arrived: counted again
+    assert path == "FULL" and quick == full
+    assert _both([*root, "status"], tmp_path)[0] == "QUICK"
     _both([*root, "index"], tmp_path)  # the snapshot changed a: its index line is read once more
     assert _both([*root, "index"], tmp_path)[0] == "QUICK"
     (aged.control / "journal.json").write_text("{}")  # opening the brain would roll it forward

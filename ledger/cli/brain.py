@@ -94,10 +94,9 @@ def _pending(brain: Any) -> int | None:
     cfg = brain.config.get("chain")
     if not cfg:
         return None
-    from ledger.receipts import local_pending
+    from ledger.receipts import remembered_pending
 
-    agent = cfg.get("agent_id")
-    return local_pending(brain.store, cfg.get("registry"), int(agent, 16) if agent else None)
+    return remembered_pending(brain.store, brain.control, cfg)
 
 
 @main.command()
