@@ -24,6 +24,8 @@ import json
 import os
 from pathlib import Path
 
+from ledger import render
+
 __all__ = ["answer"]
 
 _COMMANDS = {("status",): "status", ("status", "--json"): "status-json", ("index",): "index",
@@ -111,15 +113,12 @@ def _answer(args: list[str]) -> str | None:
         if chain and pending is None:
             return None  # not counted for this head and these notes yet: the full path counts
         if command == "status-json":
-            doc = {"head": commit, "root": root_text, "tree_root": root_text, "clean": True, "changes": {},
-                   "pending_chain": pending}  # fmt: skip  (ledger.records.Status.to_json)
+            doc = render.status_doc(commit, root_text, root_text, {}, pending)
             return json.dumps(doc, indent=2, ensure_ascii=False)
-        line = "" if pending is None else \
-            f"chain  {pending} snapshot(s) without a local receipt ('ledger chain status' asks the chain)\n"
-        return f"head   {commit}\nroot   {root_text}\n{line}working tree clean"
+        return "\n".join(render.status_lines(commit, root_text, root_text, {}, pending))
     infos = [(name, cache.get(name, "info")) for name in sorted(n for n, _ in entries)]
     if any(info is None for _, info in infos):
         return None
-    if command == "index":  # ledger.reads.BrainReads.index
-        return "".join(f"▸ {name}: {' '.join(info[0].split())}\n" for name, info in infos).removesuffix("\n")
-    return "".join(f"{name:32} v{info[1]:<4} {info[0]}\n" for name, info in infos).removesuffix("\n")
+    if command == "index":
+        return "".join(render.index_line(name, info[0]) for name, info in infos).removesuffix("\n")
+    return "".join(render.list_line(name, info[1], info[0]) for name, info in infos).removesuffix("\n")

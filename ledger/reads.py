@@ -33,6 +33,7 @@ from ledger.merkle import (
     read_tree,
 )
 from ledger.records import SkillInfo, Status
+from ledger.render import index_line
 from ledger.skill import (
     MAX_SKILL_MD,
     SKILL_MD,
@@ -118,8 +119,7 @@ class BrainReads:
 
     def index(self) -> str:
         """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each."""
-        lines = [f"▸ {s.name}: {' '.join(s.description.split())}" for s in self.list()]
-        return "".join(line + "\n" for line in lines)
+        return "".join(index_line(s.name, s.description) for s in self.list())
 
     def view(self, name: str, file: str | None = None) -> dict[str, Any]:
         """A skill's body and its linked files, or one supporting file's text.

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ledger.errors import LedgerError, StoreError
+from ledger.render import status_doc, status_lines
 
 __all__ = ["NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status"]
 
@@ -71,11 +72,7 @@ class Status:
         return not self.changes
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "head": self.head_commit,
-            "root": self.head_root,
-            "tree_root": self.tree_root,
-            "clean": self.clean,
-            "changes": self.changes,
-            "pending_chain": self.pending_chain,
-        }
+        return status_doc(self.head_commit, self.head_root, self.tree_root, self.changes, self.pending_chain)
+
+    def lines(self) -> list[str]:
+        return status_lines(self.head_commit, self.head_root, self.tree_root, self.changes, self.pending_chain)

@@ -58,17 +58,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit(st.to_json())
         return
-    click.echo(f"head   {st.head_commit}")
-    click.echo(f"root   {st.head_root}")
-    if pending is not None:
-        click.echo(f"chain  {pending} snapshot(s) without a local receipt ('ledger chain status' asks the chain)")
-    if st.clean:
-        click.echo("working tree clean")
-        return
-    click.echo(f"tree   {st.tree_root}")
-    click.echo("changes not in a snapshot (record them with 'ledger snapshot'):")
-    for path, what in st.changes.items():
-        click.echo(f"  {what:9} skills/{path}")
+    click.echo("".join(line + "\n" for line in st.lines()), nl=False)
 
 
 @main.command()

@@ -19,6 +19,7 @@ from ledger.cli._common import (
     read_text,
 )
 from ledger.errors import LedgerError, UsageError
+from ledger.render import list_line
 
 
 @main.group()
@@ -123,7 +124,7 @@ def skill_list(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit([s.to_json() for s in skills])
         return
-    click.echo("".join(f"{s.name:32} v{s.version:<4} {s.description}\n" for s in skills), nl=False)
+    click.echo("".join(list_line(s.name, s.version, s.description) for s in skills), nl=False)
 
 
 @skill.command("view")
