@@ -10,6 +10,7 @@ a file changed since, which it refuses to overwrite (``ledger recover``).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import json
 import os
@@ -41,7 +42,6 @@ from ledger.merkle import (
     format_root,
     iter_files,
 )
-from ledger.packwrite import STAGING_PREFIX
 from ledger.records import NoChangeError, Receipt, RecoveryError
 from ledger.skill import (
     SKILL_MD,
@@ -100,6 +100,7 @@ class Head:
         self.keys = keys if keys is not None else sorted(self.entries)
         self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
         self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
+        self.categories: bytes | object | None = _KEEP  # the categories/ tree id, read on first use
         self.raw: bytearray | None = None  # the skills/ tree serialised, and where each entry starts
         self.offsets: list[int] | None = None
 
@@ -128,6 +129,7 @@ class SnapshotWriter:
     _base: bytes | None
     _fresh: dict[bytes, bytes]
     _held: dict[bytes, bytes]
+    _text_memo: dict[bytes, bytes]
     pending_recovery: StoreError | None
     limits: dict[str, int]
     attribution: dict[str, str]
@@ -182,7 +184,7 @@ class SnapshotWriter:
                 )
             for rel in writes:
                 check_bundle_path(name, rel)  # before any object is written
-            files = self._blobs(writes, dict(base or {}))
+            files = self._blobs(writes, dict(base or {}), self._held)  # materialize() needs no read back
             action = "create" if base is None else "update"
             return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note)
 
@@ -274,6 +276,8 @@ class SnapshotWriter:
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise
+            finally:
+                self._held.clear()
             written, self._gc_mark = self.store.loose_written - self._gc_mark, self.store.loose_written
             packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes)
             return receipt
@@ -366,6 +370,7 @@ class SnapshotWriter:
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
         self._head.retired = retired
+        self._head.categories = categories
         if same_names:
             self._head.raw, self._head.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None
@@ -412,11 +417,20 @@ class SnapshotWriter:
         return self.store.write_blob(gs.format_retired(retired)), retired
 
     def _categories_tree(self, head: Head) -> bytes | None:
-        return self.store.categories_tree(bytes.fromhex(head.snap.tree))
+        if head.categories is _KEEP:
+            head.categories = self.store.categories_tree(bytes.fromhex(head.snap.tree))
+        return head.categories  # type: ignore[return-value]
 
     def _read_blob(self, sha: bytes) -> bytes:
-        data = self._held.get(sha)  # an import holds its bytes already: no round trip through git
-        return data if data is not None else self.store.read(sha, b"blob")
+        """A blob's bytes: those a write holds already, a recent small one, else from git."""
+        data = self._held.get(sha) or self._text_memo.get(sha)
+        if data is None:
+            data = self.store.read(sha, b"blob")
+            if len(data) <= 65536:  # SKILL.md files, read by every write of their skill
+                if len(self._text_memo) >= 64:
+                    self._text_memo.pop(next(iter(self._text_memo)))
+                self._text_memo[sha] = data
+        return data
 
     def _stale_ref_locks(self) -> bool:
         return any((self.store.git_dir / (ref + ".lock")).exists() for ref in OWN_REFS)
@@ -424,9 +438,10 @@ class SnapshotWriter:
     def _clear_leftovers(self) -> None:
         """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
         wp.clear_ref_locks(self.store.git_dir, OWN_REFS)
-        objects = self.store.git_dir / "objects"
-        for leftover in [*objects.glob("tmp_obj_*"), *objects.glob(f"pack/{STAGING_PREFIX}*")]:
-            leftover.unlink(missing_ok=True)  # only writers, who hold this lock, make these
+        with contextlib.suppress(FileNotFoundError), os.scandir(self.store.staging_dir) as it:
+            for entry in it:  # only writers, who hold this lock, make these (loose objects, bulk packs)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
         if (self.control / "tmp").is_dir():
             with wp.WorkTree(self.root, self.control) as tree:
                 tree.clear_tmp()

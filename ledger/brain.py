@@ -129,6 +129,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self._held: dict[bytes, bytes] = {}  # blob id → bytes, while an import writes them out
         self._index_saved: bytes | None = None  # the skills/ tree the saved root index is for
+        self._files_memo: dict[bytes, FileMap] = {}  # skill tree id → its files (see _skill_files)
+        self._text_memo: dict[bytes, bytes] = {}  # SKILL.md blob id → bytes, the last few read
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         self.pending_recovery: RecoveryError | StoreError | None = None
         config = json.loads((self.control / CONFIG).read_text())
@@ -332,10 +334,18 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._index_saved = tree
 
     def _skill_files(self, tree: bytes) -> FileMap:
-        files = th.files_of(self.store, tree)
-        for rel, (mode, _) in files.items():
-            gs.kind_of_mode(mode, rel)
-        return files
+        """A skill tree's files; remembered by tree id (content-addressed), as one upsert asks
+        for the same skill's files three times, and each ``git cat-file`` round trip slows
+        while a packer changes the packs under it."""
+        files = self._files_memo.get(tree)
+        if files is None:
+            files = th.files_of(self.store, tree)
+            for rel, (mode, _) in files.items():
+                gs.kind_of_mode(mode, rel)
+            if len(self._files_memo) >= 64:
+                self._files_memo.pop(next(iter(self._files_memo)))
+            self._files_memo[tree] = files
+        return dict(files)
 
     def _committed(self, name: str) -> tuple[FileMap, SkillDoc]:
         head = self.head()
@@ -349,7 +359,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
 
     def _text(self, blob: bytes, where: str) -> str:
         try:
-            return self.store.read(blob, b"blob").decode("utf-8")
+            return self._read_blob(blob).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SkillError(f"{where}: file is not valid UTF-8") from exc
 

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _STAGED = count()  # staging-file counter (see GitStore._staging)
+STAGING_DIR = "ledger-staging"  # under objects/: git ignores a directory whose name is not two hex digits
 
 BRANCH = "refs/heads/main"
 SKILLS_DIR = "skills"
@@ -232,6 +233,7 @@ class GitStore:
         self.path = Path(path)
         self.git_dir = _git_dir(self.path)
         self._objects = self.git_dir / "objects"
+        self.staging_dir = self._objects / STAGING_DIR  # writers' temporary files (see _staging)
         self._fanout: set[str] = set()
         self._pack: PackWriter | None = None  # set inside bulk()
         self.loose_written = 0  # bytes of loose objects this process wrote (the packer trigger counts them)
@@ -282,9 +284,9 @@ class GitStore:
         if self._pack is not None:
             self._pack.add(sha, kind, data, level)
             return sha
-        # The temporary file is made in objects/ itself, which no packer removes; only the
-        # rename needs the fan-out directory, and `git prune-packed` may remove an emptied
-        # one at any moment, so it is made again until the rename lands.
+        # The temporary file is made in objects/ledger-staging/, which no packer removes and
+        # git ignores; only the rename needs the fan-out directory, and `git prune-packed` may
+        # remove an emptied one at any moment, so it is made again until the rename lands.
         fd, tmp = self._staging()
         try:
             try:
@@ -312,19 +314,23 @@ class GitStore:
         return sha
 
     def _staging(self) -> tuple[int, str]:
-        """A new ``objects/tmp_obj_*`` file, opened exclusively.
+        """A new ``objects/ledger-staging/tmp_obj_*`` file, opened exclusively.
 
-        Named by pid and a counter rather than by :func:`tempfile.mkstemp`, whose random
-        names cost ~60 us an object: a bulk snapshot of 10,000 skills writes 20,000.
-        ``O_EXCL`` still refuses a name a killed process left behind; the next is tried.
+        A directory of its own, not ``objects/``: a packer's ``prune-packed`` holds
+        ``objects/`` while it removes emptied fan-out directories, and a writer creating
+        files there waited on it (the slowest upserts of a write burst).  Named by pid and
+        a counter rather than by :func:`tempfile.mkstemp`, whose random names cost ~60 us an
+        object.  ``O_EXCL`` still refuses a name a killed process left behind.
         """
         while True:
-            tmp = f"{self._objects}/tmp_obj_{os.getpid()}_{next(_STAGED)}"
+            tmp = f"{self.staging_dir}/tmp_obj_{os.getpid()}_{next(_STAGED)}"
             try:
                 # Created read-only, as git's objects are: this descriptor may still write it.
                 return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444), tmp
             except FileExistsError:
                 continue
+            except FileNotFoundError:
+                os.makedirs(self.staging_dir, exist_ok=True)
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
@@ -337,7 +343,7 @@ class GitStore:
         if self._pack is not None:
             yield
             return
-        pack = self._pack = PackWriter(self._objects)
+        pack = self._pack = PackWriter(self._objects, self.staging_dir)
         try:
             yield
         except BaseException:

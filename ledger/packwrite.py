@@ -13,10 +13,11 @@ The format is git's own (``Documentation/gitformat-pack.txt``), undeltified:
   object's CRC-32, its 32-bit offset (or an index into 64-bit offsets), the pack's
   checksum and the index's own.
 
-Both are written under temporary names in ``objects/pack`` and fsynced, then the
-pack and its index are renamed into place in that order (git's order: an object is
-visible once its ``.idx`` is).  A crash before the renames leaves ``ledger-bulk-*``
-files, which the next writer clears under its lock; nothing refers to their objects.
+Both are written under temporary names in ``objects/ledger-staging`` and fsynced, then
+the pack and its index are renamed into ``objects/pack`` in that order (git's order: an
+object is visible once its ``.idx`` is).  A crash before the renames leaves
+``ledger-bulk-*`` files, which the next writer clears under its lock; nothing refers to
+their objects.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["STAGING_PREFIX", "PackWriter"]
 
-STAGING_PREFIX = "ledger-bulk-"  # not git's tmp_pack_: the packer and a writer each clear only their own
+STAGING_PREFIX = "ledger-bulk-"
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _NAMES = count()
 
@@ -39,10 +40,11 @@ _NAMES = count()
 class PackWriter:
     """Objects appended to a temporary pack; :meth:`finish` makes them visible, :meth:`abort` drops them."""
 
-    def __init__(self, objects: Path) -> None:
+    def __init__(self, objects: Path, staging: Path) -> None:
         self._dir = objects / "pack"
         self._dir.mkdir(exist_ok=True)
-        self._tmp = self._dir / f"{STAGING_PREFIX}{os.getpid()}-{next(_NAMES)}"
+        staging.mkdir(exist_ok=True)
+        self._tmp = staging / f"{STAGING_PREFIX}{os.getpid()}-{next(_NAMES)}"
         self._fh = open(self._tmp, "x+b")  # noqa: SIM115 - closed by finish() or abort()
         self._sha = hashlib.sha1()
         self._offset = 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ledger.audit import audit_repo
 from ledger.brain import Brain
+from ledger.layouts import read
 from ledger.merkle import InclusionProof, parse_root, verify_proof
 from ledger.packing import pack, store_size
 from tests.conftest import run_ledger
@@ -39,6 +40,13 @@ def test_writes_pack_in_the_background_and_gc_loses_nothing(tmp_path: Path) -> N
             brain.upsert(f"---\nname: {name}\ndescription: Skill\n---\nrevision {i}\n")
         if i % 7 == 0:
             proofs.append((brain.prove(f"{name}/SKILL.md"), brain.head().snap.root))
+        if i == 20:  # a bulk write: its objects arrive as a pack of their own (ledger.packwrite)
+            src = tmp_path / "collection"
+            for j in range(6):
+                (src / f"bulk-{j}").mkdir(parents=True)
+                (src / f"bulk-{j}" / "SKILL.md").write_text(f"---\nname: bulk-{j}\ndescription: B\n---\nb{j}\n")
+            brain.import_collection(read(src, "auto", 1 << 20))
+            proofs.append((brain.prove("bulk-3/SKILL.md"), brain.head().snap.root))
     _settle(brain)
     packed = store_size(brain.store.git_dir)
     assert packed["packs"] >= 1, packed  # the writer started packers on its own
@@ -48,10 +56,10 @@ def test_writes_pack_in_the_background_and_gc_loses_nothing(tmp_path: Path) -> N
     # Every proof, every version of every skill, the receipts notes and the audit survive.
     for proof, root in proofs:
         verify_proof(InclusionProof.from_json(json.loads(json.dumps(proof.to_json()))), root)
-    for i in range(5):
-        versions = [h["version"] for h in brain.history(f"skill-{i}")]
+    for name in [f"skill-{i}" for i in range(5)] + [f"bulk-{j}" for j in range(6)]:
+        versions = [h["version"] for h in brain.history(name)]
         for v in versions:
-            assert brain.show(f"skill-{i}", v).startswith("---")
+            assert brain.show(name, v).startswith("---")
     old = list(brain.store.lineage())[-2]
     proof = brain.prove("skill-0/SKILL.md", at=old.commit)
     verify_proof(proof, parse_root(proof.to_json()["root"]))

@@ -53,7 +53,7 @@ def test_a_bulk_snapshot_writes_one_pack_git_indexes_identically(tmp_path: Path)
     _git(git_dir, "fsck", "--strict", "--no-dangling")
     assert audit_repo(brain.root).ok and receipt.root == brain.status().head_root
     brain.close()
-    assert not list((git_dir / "objects" / "pack").glob(f"{STAGING_PREFIX}*"))
+    assert not list(brain.store.staging_dir.glob("*"))
 
 
 def test_an_import_that_fails_publishes_no_pack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,20 +72,22 @@ def test_an_import_that_fails_publishes_no_pack(tmp_path: Path, monkeypatch: pyt
 
     with pytest.raises(SkillError, match="injected"):
         brain.import_collection(read(src, "auto", 1 << 20))
-    pack_dir = brain.store.git_dir / "objects" / "pack"
     assert brain.store.head() == head and not _packs(brain.store.git_dir)
-    assert not list(pack_dir.glob(f"{STAGING_PREFIX}*")) and not (brain.skills_dir / "x0").exists()
+    assert not list(brain.store.staging_dir.glob("*")) and not (brain.skills_dir / "x0").exists()
     brain.close()
 
 
 def test_a_killed_writers_staging_pack_is_cleared_and_git_never_sees_it(tmp_path: Path) -> None:
     brain = Brain.init(tmp_path / "brain")
     objects = brain.store.git_dir / "objects"
-    staged = PackWriter(objects)
+    staged = PackWriter(objects, brain.store.staging_dir)
     staged.add(b"\x01" * 20, b"blob", b"never published", 1)
     staged._fh.flush()  # a writer killed here leaves the file; nothing refers to its objects
-    leftover = list((objects / "pack").glob(f"{STAGING_PREFIX}*"))
-    assert leftover and _git(brain.store.git_dir, "fsck", "--no-dangling").returncode == 0
+    (brain.store.staging_dir / "tmp_obj_99999_0").write_bytes(b"a loose object half written")
+    leftover = list(brain.store.staging_dir.glob("*"))
+    assert sorted(p.name[:8] for p in leftover) == [STAGING_PREFIX[:8], "tmp_obj_"]
+    fsck = _git(brain.store.git_dir, "fsck", "--strict", "--no-dangling")
+    assert fsck.returncode == 0 and "garbage" not in fsck.stderr  # git does not look in ledger-staging/
     brain.create("after", "the next writer clears it", "b\n")
     assert not any(p.exists() for p in leftover)
     brain.close()
