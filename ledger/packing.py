@@ -8,7 +8,9 @@ deltas, successive trees cost almost nothing.
 - **Bounded and detached.** Every ``gc.every`` writes (default 64), or every
   ``gc.bytes`` of loose objects (default 4 MB), whichever comes first, the writer
   starts ``python -m ledger.packing`` in its own session and returns; no upsert waits
-  for a pack.  The packer runs ``git repack --geometric=2 -d``: loose objects go into
+  for a pack.  The packer waits for a pause in the writes (at most 30 s, or until
+  8 × ``gc.bytes`` are loose), so a burst of upserts does not share the disk with a
+  pack, then runs ``git repack --geometric=2 -d``: loose objects go into
   one new pack, and packs are rolled together only as needed to keep a geometric
   progression, so the work per run stays proportional to what is new.
 - **Never drops an object.** ``repack -d`` removes loose objects only once they are in
@@ -88,7 +90,7 @@ def note_write(git_dir: Path, control: Path, every: int, written: int, limit: in
     log = open(control / "gc.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "ledger.packing", str(git_dir), str(control)],
+            [sys.executable, "-m", "ledger.packing", str(git_dir), str(control), str(8 * limit)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             env=child_env(),
         )  # fmt: skip
@@ -123,17 +125,47 @@ def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env())
 
 
+QUIET_S = 0.5  # an automatic pack starts once writes pause this long ...
+MAX_DEFER_S = 30.0  # ... or after this long at most ...
+DEFER_BYTES = 8 * DEFAULT_BYTES  # ... or once this many loose bytes wait, whichever comes first
+
+
+def _await_quiet(control: Path, limit: int) -> float:
+    """Hold off while writes keep coming: how long this waited.
+
+    A pack written beside a burst of upserts slows the ones it meets (they share the
+    disk), so the detached packer, holding its lock, waits for a pause in the writes
+    (the counter file is touched by every write).  The wait is bounded by time and by
+    the loose bytes piling up, so a brain written without pause is still packed.
+    """
+    started = time.monotonic()
+    counter = control / _COUNTER
+    while time.monotonic() - started < MAX_DEFER_S:
+        try:
+            st = counter.stat()
+            waiting = int(counter.read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if time.time() - st.st_mtime >= QUIET_S or waiting >= limit:
+            break
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
 def pack(
-    git_dir: Path, control: Path, *, full: bool = False, wait: bool = False, check: bool = False
+    git_dir: Path, control: Path, *, full: bool = False, wait: bool = False, check: bool = False,
+    defer_bytes: int = 0,
 ) -> dict[str, Any]:
     """Pack loose objects (geometric roll-up), or with ``full`` everything into one pack.
 
     Without ``wait``, returns at once when another packer holds the lock.  ``check``
-    (implied by ``full``) runs ``git fsck --connectivity-only`` afterwards.
+    (implied by ``full``) runs ``git fsck --connectivity-only`` afterwards.  With
+    ``defer_bytes`` (the automatic packer), first wait for a pause in the writes.
     """
     with _packer_lock(control, wait) as held:
         if not held:
             return {"skipped": "another pack is running"}
+        deferred = _await_quiet(control, defer_bytes) if defer_bytes else 0.0
         for leftover in (git_dir / "objects" / "pack").glob("tmp_*"):
             leftover.unlink(missing_ok=True)  # a killed packer's; we hold the only packer lock
         for leftover in (git_dir / "objects").glob("tmp_obj_*"):
@@ -146,7 +178,8 @@ def pack(
         if proc.returncode != 0:
             raise StoreError(f"git repack failed: {proc.stderr.strip()}")
         seconds = time.monotonic() - started
-        result = {"full": full, "seconds": round(seconds, 3), "before": before, "after": store_size(git_dir)}
+        result = {"full": full, "seconds": round(seconds, 3), "deferred": round(deferred, 3), "before": before,
+                  "after": store_size(git_dir)}  # fmt: skip
         if full or check:
             fsck = _git(git_dir, "fsck", "--connectivity-only", "--no-dangling")
             if fsck.returncode != 0:
@@ -171,5 +204,5 @@ def _yield_to_writers() -> None:
 
 if __name__ == "__main__":  # the detached packer started by note_write
     _yield_to_writers()  # a pack may take longer, an upsert may not
-    out = pack(Path(sys.argv[1]), Path(sys.argv[2]))
+    out = pack(Path(sys.argv[1]), Path(sys.argv[2]), defer_bytes=int(sys.argv[3]) if len(sys.argv) > 3 else DEFER_BYTES)
     print(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **out}), flush=True)

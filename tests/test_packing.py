@@ -94,3 +94,28 @@ def test_packing_beside_a_writer_loses_no_write(tmp_path: Path) -> None:
     assert brain.show("s", acknowledged[-1] + 1) == (brain.skills_dir / "s" / "SKILL.md").read_text()
     assert audit_repo(brain.root, worktree=True).ok
     brain.close()
+
+
+def test_the_automatic_packer_waits_for_a_pause_in_the_writes(tmp_path: Path) -> None:
+    """A pack does not share the disk with a burst of upserts: the detached packer holds off
+    while the write counter keeps changing, and no longer than the loose bytes allow."""
+    from ledger.packing import QUIET_S, _await_quiet
+
+    counter = tmp_path / "gc-writes"
+    counter.write_text("1 100")
+    burst_ends = time.monotonic() + 1.0
+
+    def writer() -> None:
+        n = 1
+        while time.monotonic() < burst_ends:
+            n += 1
+            counter.write_text(f"{n} {n * 100}")
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    waited = _await_quiet(tmp_path, 10**9)
+    thread.join()
+    assert waited >= 1.0 + QUIET_S * 0.5  # through the burst, and a pause after it
+    counter.write_text("90 5000")  # writes still coming, but 5,000 loose bytes waiting: pack now
+    assert _await_quiet(tmp_path, 4000) < QUIET_S
