@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
-from ledger import packing
+from ledger import packing, skilltree
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger._faults import crashpoint
@@ -77,9 +77,10 @@ def _file_changes(old: FileMap | None, new: FileMap | None) -> dict[str, str]:
 class Head:
     """The head snapshot held in memory, so an upsert touches only what it changes.
 
-    ``entries`` holds each skill's serialised git tree entry keyed by ``name/``
-    (git's sort key for a directory) and ``keys`` their sorted order, so the new
-    ``skills/`` tree is one join rather than a re-serialisation.
+    ``entries`` holds each skill's serialised git tree entry keyed by ``name/`` (git's
+    sort key for a directory).  A flat ``skills/`` tree is kept serialised with each
+    entry's offset (:meth:`serialised`); a fanned-out one as its buckets (``fanout``,
+    :mod:`ledger.skilltree`).  Either way a write touches O(changes) entries.
     """
 
     def __init__(
@@ -91,21 +92,34 @@ class Head:
         entries: dict[str, bytes] | None = None,
         keys: list[str] | None = None,
         ordered: list[bytes] | None = None,
+        fanout: skilltree.Fanout | None = None,
     ) -> None:
         self.commit = commit
         self.snap = snap
         self.skills = skills  # name → tree id
         self.bundle = bundle
         self.entries = entries if entries is not None else {n + "/": _tree_entry(n, t) for n, t in skills.items()}
-        self.keys = keys if keys is not None else sorted(self.entries)
-        self.ordered = ordered if ordered is not None else [self.entries[k] for k in self.keys]
+        self._keys, self._ordered = keys, ordered
+        self.fanout = fanout  # set when skills/ is fanned out
         self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
         self.categories: bytes | object | None = _KEEP  # the categories/ tree id, read on first use
-        self.raw: bytearray | None = None  # the skills/ tree serialised, and where each entry starts
+        self.raw: bytearray | None = None  # the flat skills/ tree serialised, and where each entry starts
         self.offsets: list[int] | None = None
 
+    @property
+    def keys(self) -> list[str]:
+        if self._keys is None:
+            self._keys = sorted(self.entries, key=str.encode)
+        return self._keys
+
+    @property
+    def ordered(self) -> list[bytes]:
+        if self._ordered is None:
+            self._ordered = [self.entries[k] for k in self.keys]
+        return self._ordered
+
     def serialised(self) -> tuple[bytearray, list[int]]:
-        """The ``skills/`` tree's bytes and entry offsets, built once per head in this process.
+        """The flat ``skills/`` tree's bytes and entry offsets, built once per head in this process.
 
         An upsert of skills that already exist rewrites their entries in place (a name's
         entry has a fixed length), so at 100,000 skills it neither joins 100,000 entries
@@ -299,12 +313,12 @@ class SnapshotWriter:
                 hint="run the command again",
             )
         # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
-        same_names = all(files is not None and name in head.skills for name, files in updates.items())
+        same_names = head.fanout is None and all(
+            files is not None and name in head.skills for name, files in updates.items()
+        )
         old_trees = {name: head.skills.get(name) for name in updates}
-        if same_names:  # the upsert hot path: O(changes), not O(skills); see Head
-            skills, entries = head.skills, head.entries  # updated in place, like the bundle below
-        else:
-            skills, entries = dict(head.skills), dict(head.entries)
+        # Updated in place, like the bundle below: O(changes), not O(skills) (see Head).
+        skills, entries = head.skills, head.entries
         digests: dict[str, bytes | None] = {}
         for name, files in updates.items():
             if files is None:
@@ -317,26 +331,34 @@ class SnapshotWriter:
                 entries[name + "/"] = _tree_entry(name, tree)
         bundle = head.bundle  # updated in place: a failure below drops the cached head (see _apply)
         bundle.update(digests)
-        if same_names:
-            keys, ordered = head.keys, head.ordered
-            raw, offsets = head.serialised()
-            for name in updates:
-                i = bisect.bisect_left(keys, name + "/")
-                entry = ordered[i] = entries[name + "/"]
-                if len(entry) != offsets[i + 1] - offsets[i]:
-                    raise StoreError(f"internal: the skills/ tree entry of {name} changed length")
-                raw[offsets[i] : offsets[i + 1]] = entry
+        keys: list[str] | None = None
+        ordered: list[bytes] | None = None
+        fanout, layout = None, None
+        if len(skills) > skilltree.FANOUT_AT:  # fanned out: rewrite the touched buckets and the top
+            fanout = head.fanout or skilltree.Fanout(entries)  # crossing the threshold: every bucket, once
+            skills_tree = fanout.write(self.store, entries, updates if head.fanout else ())
+            layout = self.store.write_blob(skilltree.FANOUT)
         else:
-            keys = sorted(entries)
-            ordered = [entries[k] for k in keys]
-            raw = bytearray(b"".join(ordered))
-        skills_tree = self.store.write_raw_tree(raw) if keys else None
-        if skills_tree is not None:
-            self.cache.put(skills_tree, bundle.root)
+            if same_names:
+                keys, ordered = head.keys, head.ordered
+                raw, offsets = head.serialised()
+                for name in updates:
+                    i = bisect.bisect_left(keys, (name + "/").encode(), key=str.encode)
+                    entry = ordered[i] = entries[name + "/"]
+                    if len(entry) != offsets[i + 1] - offsets[i]:
+                        raise StoreError(f"internal: the skills/ tree entry of {name} changed length")
+                    raw[offsets[i] : offsets[i + 1]] = entry
+            else:
+                keys = sorted(entries, key=str.encode)
+                ordered = [entries[k] for k in keys]
+                raw = bytearray(b"".join(ordered))
+            skills_tree = self.store.write_raw_tree(raw) if keys else None
+            if skills_tree is not None:
+                self.cache.put(skills_tree, bundle.root)  # flat: the git tree mirrors the bundle
         root = bundle.root
         message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution)
         retired = self._next_retired(head, changes)
-        root_tree = self.store.root_tree(skills_tree, categories, retired[0])
+        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout)
         commit = self.store.write_commit(root_tree, [head.commit], message)
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
@@ -368,7 +390,7 @@ class SnapshotWriter:
             crashpoint("after-ref")
             (self.control / JOURNAL).unlink()
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
-        self._head = Head(commit, snap, skills, bundle, entries, keys, ordered)
+        self._head = Head(commit, snap, skills, bundle, entries, keys, ordered, fanout)
         self._head.retired = retired
         self._head.categories = categories
         if same_names:
@@ -466,8 +488,7 @@ class SnapshotWriter:
             raise StoreError(f"{path} is corrupt: {exc}", hint="inspect it; remove it to abandon the write") from exc
 
     def _trees_at(self, commit: bytes) -> dict[str, bytes]:
-        skills_tree = self.store.skills_tree(commit)
-        return {n: sha for sha, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+        return skilltree.skills_of(self.store, self.store.commit_info(commit)[0])[1]
 
     def _recover(self, *, move_aside: bool = False) -> list[str]:
         """Roll an interrupted write forward from its journal (its objects are already stored).

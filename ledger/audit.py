@@ -32,6 +32,7 @@ from ledger._env import child_env
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
+from ledger.skilltree import skills_of
 from ledger.writepath import blob_id
 
 __all__ = ["Check", "Report", "audit_repo"]
@@ -178,6 +179,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     live: dict[str, int] = {}
     retired: dict[str, int] = {}  # each deleted name's last version: a new one must start above it
     prev_entries: dict[str, bytes] = {}
+    memo: dict[bytes, dict[str, bytes]] = {}  # fan-out bucket listings by tree id (ledger.skilltree)
     prev_root: bytes | None = None
     attributed = False  # once snapshots record their actor, every later one must
     snaps: list[gs.Snapshot] = []
@@ -193,11 +195,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
         computed: bytes | None = None
         entries: dict[str, bytes] = {}
         try:
-            tree = store.skills_tree(commit, bytes.fromhex(snap.tree))
-            for sha, mode, name in store.read_tree(tree) if tree else ():
-                if mode != gs.MODE_DIR:
-                    raise LedgerError(f"skills/{name} is not a skill directory")
-                entries[name] = sha
+            entries = skills_of(store, bytes.fromhex(snap.tree), memo)[1]
             changed = sorted(n for n in set(entries) | set(prev_entries) if entries.get(n) != prev_entries.get(n))
             # Only what changed since the previous snapshot is hashed: subtree digests are cached
             # by git tree id, and the root's Merkle levels are updated along changed paths only.

@@ -62,6 +62,7 @@ from ledger.skill import (
     parse_skill_md,
     slugify,
 )
+from ledger.skilltree import Fanout, skills_of
 
 __all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status", "find_brain"]
 
@@ -284,12 +285,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         if self._head is not None and self._head.commit == commit:
             return self._head
         snap = self.store.snapshot(commit)
-        skills_tree = self.store.skills_tree(commit, bytes.fromhex(snap.tree))
-        skills: dict[str, bytes] = {}
-        for sha, mode, name in self.store.read_tree(skills_tree) if skills_tree else ():
-            if mode != gs.MODE_DIR:
-                raise TreeError(f"skills/{name} in the snapshot is not a skill directory")
-            skills[name] = sha
+        skills_tree, skills, buckets = skills_of(self.store, bytes.fromhex(snap.tree))
         bundle = self._load_index(skills_tree)
         if bundle is None or bundle.names != sorted(skills) or bundle.root != snap.root:
             digests = {n: th.tree_digest(self.store, sha, self.cache, n) for n, sha in skills.items()}
@@ -300,7 +296,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
                 f"hashes to {format_root(bundle.root)}",
                 hint="the store was tampered with; run 'ledger verify'",
             )
-        self._head = Head(commit, snap, skills, bundle)
+        self._head = Head(commit, snap, skills, bundle, fanout=Fanout(read=buckets) if buckets is not None else None)
         return self._head
 
     _INDEX = "root-index-v1.bin"
@@ -369,8 +365,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     def revert(self, name: str, version: int, *, note: str = "") -> Receipt:
         """Restore ``name`` (all its files) as it was at ``version``, as a new upsert; history is never rewritten."""
         commit = self._version_commit(name, version)
-        skills_tree = self.store.skills_tree(commit)
-        tree = {n: s for s, _, n in self.store.read_tree(skills_tree)} if skills_tree else {}
+        tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         old_files = self._skill_files(tree[name])
         old_doc = parse_skill_md(self._text(old_files[SKILL_MD][1], name), limit=self.limits["skill_md"])
         writes: dict[str, tuple[bytes, bool] | None] = {

@@ -557,13 +557,19 @@ class GitStore:
                 return sha
         return None
 
-    def root_tree(self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None) -> bytes:
-        """A snapshot's top tree: ``skills/`` (the bundle); ``categories/`` and ``retired`` beside it when needed."""
+    def root_tree(
+        self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
+        layout: bytes | None = None,
+    ) -> bytes:
+        """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
+        ``layout`` record (:mod:`ledger.skilltree`) beside it when needed."""
         entries = [(skills, MODE_DIR, SKILLS_DIR)] if skills else []
         if categories:
             entries.append((categories, MODE_DIR, "categories"))
         if retired:
             entries.append((retired, MODE_FILE, RETIRED))
+        if layout:
+            entries.append((layout, MODE_FILE, "layout"))
         return self.write_tree(entries)
 
     def retired(self, tree: bytes) -> tuple[bytes | None, dict[str, int]]:

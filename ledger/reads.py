@@ -42,6 +42,7 @@ from ledger.skill import (
     check_support_path,
     parse_skill_md,
 )
+from ledger.skilltree import skills_of
 from ledger.statcache import StatCache, signature
 
 __all__ = ["BrainReads"]
@@ -303,7 +304,7 @@ class BrainReads:
         commit = self.store.resolve(at) if at else self.head().commit
         snap = self.store.snapshot(commit)
         parts = tuple(p for p in rel.split("/"))
-        tree = th.expand(self.store, self.store.skills_tree(commit), self.cache, parts)
+        tree = th.expand_skills(self.store, skills_of(self.store, bytes.fromhex(snap.tree))[1], self.cache, parts)
         if tree.digest != snap.root:
             raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
         return prove(tree, rel)
@@ -334,8 +335,7 @@ class BrainReads:
             return Diff(a.hex(), "working tree", compare(old_side, self._disk_side(tree), _only(changed, name)))
 
     def _snapshot_side(self, commit: bytes) -> tuple[Side, dict[str, bytes]]:
-        tree = self.store.skills_tree(commit)
-        skills = {n: s for s, _, n in self.store.read_tree(tree)} if tree else {}
+        skills = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         side = Side(
             lambda n: self._skill_files(skills[n]) if n in skills else {},
             lambda _n, _rel, sha: self.store.read(sha, b"blob"),
@@ -369,7 +369,7 @@ class BrainReads:
     def show(self, name: str, version: int) -> str:
         """``SKILL.md`` of ``name`` exactly as it was at ``version``."""
         commit = self._version_commit(name, version)
-        tree = {n: s for s, _, n in self.store.read_tree(self.store.skills_tree(commit) or b"")}
+        tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         return self._text(self._skill_files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")
 
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:

@@ -8,7 +8,7 @@ anchored on chain is recomputed without it (:func:`recompute_roots`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from blake3 import blake3
@@ -16,6 +16,7 @@ from blake3 import blake3
 from ledger.errors import TreeError
 from ledger.gitstore import MODE_DIR, GitStore, TreeEntry, kind_of_mode
 from ledger.merkle import KIND_DIR, Digest, DirNode, RootIndex, file_digest
+from ledger.skilltree import skills_of
 
 __all__ = [
     "DigestCache",
@@ -183,6 +184,17 @@ def expand(store: GitStore, tree: bytes | None, cache: DigestCache, path: Sequen
     return current
 
 
+def expand_skills(store: GitStore, skills: Mapping[str, bytes], cache: DigestCache, path: Sequence[str]) -> DirNode:
+    """The bundle :class:`DirNode` of a snapshot's skills (``{name: tree id}``, either layout of
+    :mod:`ledger.skilltree`) with the directories along ``path`` expanded, for proofs."""
+    node = DirNode({n: Digest(KIND_DIR, tree_digest(store, t, cache, n)) for n, t in skills.items()})
+    if len(path) < 2 or path[0] not in skills:
+        return node
+    entries = dict(node.entries)
+    entries[path[0]] = expand(store, skills[path[0]], cache, path[1:])
+    return DirNode(entries)
+
+
 def recompute_roots(store: GitStore, commits: Sequence[bytes]) -> Iterator[bytes]:
     """Each snapshot's root from its git objects alone, trusting no stored cache.
 
@@ -193,13 +205,12 @@ def recompute_roots(store: GitStore, commits: Sequence[bytes]) -> Iterator[bytes
     cache = DigestCache(None)
     index = RootIndex({})
     entries: dict[str, bytes] = {}
+    memo: dict[bytes, dict[str, bytes]] = {}  # bucket listings of fanned-out snapshots, by tree id
     for commit in commits:
-        skills = store.skills_tree(commit)
-        now: dict[str, bytes] = {}
-        for sha, mode, name in store.read_tree(skills) if skills else ():
-            if mode != MODE_DIR:
-                raise TreeError(f"skills/{name} in snapshot {commit.hex()[:12]} is not a skill directory")
-            now[name] = sha
+        try:
+            now = skills_of(store, store.commit_info(commit)[0], memo)[1]
+        except TreeError as exc:
+            raise TreeError(f"snapshot {commit.hex()[:12]}: {exc.message}") from None
         changed = {n for n in set(now) | set(entries) if now.get(n) != entries.get(n)}
         index.update({n: tree_digest(store, now[n], cache, n) if n in now else None for n in changed})
         entries = now

@@ -60,12 +60,26 @@ def _head_state(brain: Path) -> dict[str, dict[str, bytes]]:
         ["git", "-C", str(brain), "ls-tree", "-r", "--full-tree", "main", "skills/"],
         capture_output=True, text=True, check=True,
     ).stdout
+    top = subprocess.run(["git", "-C", str(brain), "ls-tree", "--name-only", "main"], capture_output=True,
+                         text=True, check=True).stdout.split()  # fmt: skip
+    fanned = "layout" in top  # skills/<xx>/<name>/… (ledger.skilltree)
     state: dict[str, dict[str, bytes]] = {}
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
-        _, skill, rel = path.split("/", 2)
+        parts = path.split("/", 3 if fanned else 2)
+        skill, rel = parts[-2], parts[-1]
         state.setdefault(skill, {})[rel] = bytes.fromhex(meta.split()[2])
     return state
+
+
+def _fill(brain: Path, tmp: Path, count: int) -> None:
+    """``count`` more skills in one import: past ledger.skilltree.FANOUT_AT, skills/ is fanned out."""
+    src = tmp / "filler"
+    for i in range(count):
+        (src / f"f{i:05d}").mkdir(parents=True)
+        (src / f"f{i:05d}" / "SKILL.md").write_text(f"---\nname: f{i:05d}\ndescription: filler {i}\n---\n{END}\n")
+    proc = run(brain, "import", str(src))
+    assert proc.returncode == 0, proc.stderr
 
 
 def _lineage(brain: Path) -> list[str]:
@@ -138,7 +152,9 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
     return ["snapshot"]
 
 
-def kill_run(workdir: Path, kills: int, seed: int = 1, verify_every: int = 25, log: Any = None) -> dict[str, Any]:
+def kill_run(
+    workdir: Path, kills: int, seed: int = 1, verify_every: int = 25, log: Any = None, fill: int = 0
+) -> dict[str, Any]:
     """Run random mutating commands, SIGKILL most of them at a random delay, and check after each.
 
     Counted: ``acked`` (exit 0 before the kill), ``lost`` (an acked snapshot missing from main's
@@ -150,6 +166,8 @@ def kill_run(workdir: Path, kills: int, seed: int = 1, verify_every: int = 25, l
     tmp = workdir / "inputs"
     tmp.mkdir(parents=True, exist_ok=True)
     _init(brain, ["k0", "k1", "k2"])
+    if fill:
+        _fill(brain, tmp, fill)
     stats: dict[str, Any] = {"kills": 0, "runs": 0, "acked": 0, "refused": 0, "lost": 0, "bricked": 0, "torn": 0}
     left: Counter[str] = Counter()  # what kills left behind for the next command to settle
     killed_by_op: Counter[str] = Counter()
@@ -528,6 +546,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--ops", type=int, default=25)
     ap.add_argument("--attempts", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fill", type=int, default=0, help="kills: import this many more skills first (1100: fanned out)")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {}
     todo = ["hostile", "symlinks", "writers", "kills"] if args.harness == "all" else [args.harness]
@@ -536,7 +555,8 @@ def main(argv: list[str]) -> int:
             work = Path(d)
             t0 = time.monotonic()
             if name == "kills":
-                res: Any = kill_run(work, args.kills, args.seed, log=lambda m: print(m, file=sys.stderr))
+                res: Any = kill_run(work, args.kills, args.seed, log=lambda m: print(m, file=sys.stderr),
+                                    fill=args.fill)
             elif name == "writers":
                 res = {}
                 for kind in ("patch", "write-file"):

@@ -15,6 +15,13 @@ def test_random_kills_lose_nothing_and_brick_nothing(tmp_path: Path) -> None:
     assert (res["lost"], res["bricked"], res["torn"]) == (0, 0, 0), res["problems"]
 
 
+def test_random_kills_on_a_fanned_out_brain(tmp_path: Path) -> None:
+    """The same, on a brain past ledger.skilltree.FANOUT_AT, whose skills/ tree is fanned out."""
+    res = kill_run(tmp_path, kills=20, seed=8, verify_every=10, fill=1100)
+    assert res["acked"] > 0 and res["kills"] == 20
+    assert (res["lost"], res["bricked"], res["torn"]) == (0, 0, 0), res["problems"]
+
+
 @pytest.mark.parametrize("kind", ["patch", "write-file"])
 def test_writers_on_one_skill_keep_every_acknowledged_write(tmp_path: Path, kind: str) -> None:
     res = writers_run(tmp_path, writers=4, ops=5, kind=kind)

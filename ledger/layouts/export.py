@@ -18,6 +18,7 @@ from ledger import treehash as th
 from ledger.errors import LedgerError, UsageError
 from ledger.importer import CATEGORY_INDEX
 from ledger.skill import SKILL_MD
+from ledger.skilltree import skills_of
 
 __all__ = ["EXPORT_LAYOUTS", "export"]
 
@@ -44,8 +45,7 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise UsageError(f"{dest} exists and is not an empty directory", hint="export into a new directory")
     top = store.commit_info(commit)[0]
-    skills_tree = store.skills_tree(commit, top)
-    skills = {name: sha for sha, _, name in store.read_tree(skills_tree)} if skills_tree else {}
+    skills = skills_of(store, top)[1]
     cats = store.categories_tree(top)
     cat_files = th.files_of(store, cats) if cats else {}
     index: dict[str, str] = {}
