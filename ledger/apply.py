@@ -293,7 +293,8 @@ class SnapshotWriter:
             finally:
                 self._held.clear()
             written, self._gc_mark = self.store.loose_written - self._gc_mark, self.store.loose_written
-            packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes)
+            bulk, self.store.bulk_written = self.store.bulk_written, 0
+            packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes, bulk)
             return receipt
 
     def _apply_locked(

@@ -237,6 +237,7 @@ class GitStore:
         self._fanout: set[str] = set()
         self._pack: PackWriter | None = None  # set inside bulk()
         self.loose_written = 0  # bytes of loose objects this process wrote (the packer trigger counts them)
+        self.bulk_written = 0  # bytes of undeltified packs it published (ledger.packwrite)
         self._cat = _CatFile(self.git_dir)
 
     @classmethod
@@ -351,13 +352,13 @@ class GitStore:
             raise
         finally:
             self._pack = None
-        pack.finish()  # a no-op when publish() already ran
+        self.bulk_written += pack.finish()  # 0 when publish() already ran
 
     def publish(self) -> None:
         """Make the objects of a running :meth:`bulk` visible now; later writes go loose."""
         if self._pack is not None:
             pack, self._pack = self._pack, None
-            pack.finish()
+            self.bulk_written += pack.finish()
 
     def write_blob(self, data: bytes) -> bytes:
         return self._store(b"blob", data)

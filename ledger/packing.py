@@ -47,6 +47,7 @@ DEFAULT_EVERY = 64  # writes between automatic packs
 DEFAULT_BYTES = 4 << 20  # or loose bytes written since the last pack, whichever comes first
 _COUNTER = "gc-writes"
 _LOCK = "gc.lock"
+_FULL = "gc-full"  # a bulk write asked for one repack of everything (its pack has no deltas)
 
 
 def store_size(git_dir: Path) -> dict[str, int]:
@@ -68,22 +69,28 @@ def store_size(git_dir: Path) -> dict[str, int]:
             "bytes": loose_bytes + pack_bytes}  # fmt: skip
 
 
-def note_write(git_dir: Path, control: Path, every: int, written: int, limit: int = DEFAULT_BYTES) -> bool:
+def note_write(
+    git_dir: Path, control: Path, every: int, written: int, limit: int = DEFAULT_BYTES, bulk: int = 0
+) -> bool:
     """Count one write of ``written`` loose bytes (the caller holds the writer lock).
 
     Every ``every`` writes, or once ``limit`` loose bytes have piled up since the last
     pack, start a packer.  Returns whether one was started.  ``every`` ≤ 0 disables
-    automatic packing.
+    automatic packing.  ``bulk`` bytes went into an undeltified pack (ledger.packwrite):
+    the next packer repacks everything once, so they get their deltas.
     """
     if every <= 0:
         return False
+    if bulk:
+        (control / _FULL).touch()
+        written += bulk
     counter = control / _COUNTER
     try:
         writes, size = (int(x) for x in counter.read_text().split())
     except (FileNotFoundError, ValueError):
         writes = size = 0
     writes, size = writes + 1, size + written
-    if (writes < every and size < limit) or _packer_running(control):
+    if (writes < every and size < limit and not bulk) or _packer_running(control):
         counter.write_text(f"{writes} {size}")  # a running packer: the next write asks again
         return False
     counter.write_text("0 0")
@@ -172,14 +179,27 @@ def pack(
             leftover.unlink(missing_ok=True)  # staged by a killed writer of an older version (ADR 12)
         before = store_size(git_dir)
         started = time.monotonic()
-        args = ["repack", "-d", "-q", "-a", "-k", "--window=250", "--depth=50"] if full else \
-            ["repack", "-d", "-q", "--geometric=2"]  # fmt: skip
+        flag = control / _FULL
+        try:
+            asked = flag.stat().st_mtime_ns  # a bulk write during this repack asks again
+        except FileNotFoundError:
+            asked = None
+        after_bulk = not full and asked is not None
+        if full:
+            args = ["repack", "-d", "-q", "-a", "-k", "--window=250", "--depth=50"]
+        elif after_bulk:  # everything once, keeping unreachable objects, as `ledger gc --full` does
+            args = ["repack", "-d", "-q", "-a", "-k", "-f"]  # -f: search deltas for what the bulk pack stored whole
+        else:
+            args = ["repack", "-d", "-q", "--geometric=2"]
         proc = _git(git_dir, *args)
         if proc.returncode != 0:
             raise StoreError(f"git repack failed: {proc.stderr.strip()}")
+        with contextlib.suppress(FileNotFoundError):
+            if asked is not None and flag.stat().st_mtime_ns == asked:
+                flag.unlink()
         seconds = time.monotonic() - started
-        result = {"full": full, "seconds": round(seconds, 3), "deferred": round(deferred, 3), "before": before,
-                  "after": store_size(git_dir)}  # fmt: skip
+        result = {"full": full or after_bulk, "seconds": round(seconds, 3), "deferred": round(deferred, 3),
+                  "before": before, "after": store_size(git_dir)}  # fmt: skip
         if full or check:
             fsck = _git(git_dir, "fsck", "--connectivity-only", "--no-dangling")
             if fsck.returncode != 0:

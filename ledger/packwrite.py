@@ -77,13 +77,13 @@ class PackWriter:
         self._entries[sha] = (self._offset, zlib.crc32(record))
         self._put(record)
 
-    def finish(self) -> str | None:
-        """Seal, fsync and publish the pack; its name, or ``None`` if it holds nothing (or was published)."""
+    def finish(self) -> int:
+        """Seal, fsync and publish the pack; its size in bytes (0 if it holds nothing, or was published)."""
         if self._fh.closed:
-            return None
+            return 0
         if not self._entries:
             self.abort()
-            return None
+            return 0
         # The header's count was written as 0: rewrite it, then checksum the whole file.
         self._fh.seek(8)
         self._fh.write(struct.pack(">I", len(self._entries)))
@@ -109,7 +109,7 @@ class PackWriter:
         os.replace(self._tmp, self._dir / f"{name}.pack")
         os.replace(idx_tmp, self._dir / f"{name}.idx")
         _fsync_dir(self._dir)
-        return name
+        return self._offset + len(checksum)
 
     def abort(self) -> None:
         """Drop an unpublished pack (a published one stays: a snapshot may refer to it)."""

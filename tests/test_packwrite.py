@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,32 @@ def test_large_objects_and_sizes_across_header_bytes_round_trip(tmp_path: Path) 
         assert _git(store.git_dir, "cat-file", "-s", sha.hex()).stdout.strip() == str(len(data))
     _git(store.git_dir, "fsck", "--strict", "--no-dangling")
     store.close()
+
+
+def test_a_bulk_pack_gets_its_deltas_from_the_next_packer(tmp_path: Path) -> None:
+    """A bulk pack is written without deltas; the write starts a packer that repacks everything
+    once, so similar skills end up stored as deltas, and nothing is lost."""
+    import fcntl
+    import json
+
+    brain = Brain.init(tmp_path / "brain")
+    body = "".join(f"Step {i}: do the thing number {i} carefully and check it twice.\n" for i in range(40))
+    for i in range(200):
+        d = brain.skills_dir / f"s{i:03d}"
+        d.mkdir()
+        (d / "SKILL.md").write_text(f"---\nname: s{i:03d}\ndescription: skill {i}\n---\n{body}")
+    brain.snapshot()
+    (bulk,) = [p.stat().st_size for p in (brain.store.git_dir / "objects" / "pack").glob("pack-*.pack")]
+    log = brain.control / "gc.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().strip()):
+        time.sleep(0.1)  # the snapshot started a detached packer; it logs when done
+    fd = os.open(brain.control / "gc.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.close(fd)
+    packs = [p.stat().st_size for p in (brain.store.git_dir / "objects" / "pack").glob("pack-*.pack")]
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert runs and runs[-1]["full"] and not (brain.control / "gc-full").exists()
+    assert len(packs) == 1 and packs[0] < bulk / 2  # 200 near-identical files, as deltas
+    assert audit_repo(brain.root, worktree=True).ok
+    brain.close()
