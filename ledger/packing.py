@@ -150,9 +150,12 @@ def _await_quiet(control: Path, limit: int) -> float:
     while time.monotonic() - started < MAX_DEFER_S:
         try:
             st = counter.stat()
+        except OSError:
+            break
+        try:
             waiting = int(counter.read_text().split()[1])
         except (OSError, ValueError, IndexError):
-            break
+            waiting = 0  # read while a writer rewrote it: a write, so not quiet
         if time.time() - st.st_mtime >= QUIET_S or waiting >= limit:
             break
         time.sleep(0.1)
