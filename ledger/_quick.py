@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ledger import render
 
@@ -30,7 +32,14 @@ __all__ = ["answer"]
 
 _COMMANDS = {("status",): "status", ("status", "--json"): "status-json", ("index",): "index",
              ("skill", "list"): "list"}  # fmt: skip
-_OWN_REF_LOCKS = ("refs/heads/main.lock", "refs/notes/ledger-chain.lock")
+NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.receipts); defined here, where no import is cheap
+PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last pending count and what it was counted from
+_OWN_REF_LOCKS = ("refs/heads/main.lock", f"{NOTES_REF}.lock")
+
+
+def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
+    """What a pending count depends on: the head, the receipts' notes ref, the registry and agent."""
+    return [head, notes, chain.get("registry"), chain.get("agent_id")]
 
 
 def _brain(given: str | None) -> Path | None:
@@ -53,14 +62,14 @@ def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None
     """The count :func:`ledger.receipts.remembered_pending` kept, if it is still for this head,
     these receipts and these chain settings."""
     try:
-        notes = (git_dir / "refs" / "notes" / "ledger-chain").read_text().strip()
+        notes = (git_dir / NOTES_REF).read_text().strip()
     except FileNotFoundError:
         packed = git_dir / "packed-refs"
-        if packed.exists() and "refs/notes/ledger-chain" in packed.read_text():
+        if packed.exists() and NOTES_REF in packed.read_text():
             return None
         notes = ""
-    doc = json.loads((control / "cache" / "pending-v1.json").read_text())
-    key = [head, notes, chain.get("registry"), chain.get("agent_id")]  # ledger.receipts.pending_key
+    doc = json.loads((control / "cache" / PENDING_CACHE).read_text())
+    key = pending_key(head, notes, chain)
     return doc["pending"] if doc.get("key") == key and isinstance(doc.get("pending"), int) else None
 
 

@@ -24,6 +24,7 @@ from ledger import packing, skilltree
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger._faults import crashpoint
+from ledger._quick import NOTES_REF
 from ledger.errors import (
     LedgerError,
     SkillError,
@@ -54,7 +55,7 @@ from ledger.skill import (
 __all__ = ["JOURNAL", "Head", "SnapshotWriter", "check_support_size", "write_json"]
 
 JOURNAL = "journal.json"
-OWN_REFS = (gs.BRANCH, "refs/notes/ledger-chain")
+OWN_REFS = (gs.BRANCH, NOTES_REF)
 FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 _KEEP = object()  # _apply(categories=…): carry the head's categories/ tree forward
 

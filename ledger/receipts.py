@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger._quick import NOTES_REF, PENDING_CACHE, pending_key
 from ledger.gitstore import MODE_DIR, MODE_FILE, GitStore
 
 __all__ = ["NOTES_REF", "local_pending", "merge_receipts", "pending_key", "read_receipts", "receipt_of",
            "remembered_pending", "write_receipts"]
 
-NOTES_REF = "refs/notes/ledger-chain"
 
 
 def _notes_tree(store: GitStore, tree: bytes, prefix: str = "") -> dict[str, bytes]:
@@ -107,14 +107,6 @@ def receipt_of(store: GitStore, commit: str) -> dict[str, Any] | None:
     _, notes = _current(store)
     blob = notes.get(commit)
     return json.loads(store.read(blob, b"blob")) if blob is not None else None
-
-
-PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last count and what it was counted from
-
-
-def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
-    """What a pending count depends on: the head, the receipts' notes ref, the registry and agent."""
-    return [head, notes, chain.get("registry"), chain.get("agent_id")]
 
 
 def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any]) -> int:
