@@ -21,12 +21,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
-from ledger import packing
+from ledger import packing, textpatch
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.apply import JOURNAL, Head, SnapshotWriter, check_support_size, write_json
@@ -39,6 +39,7 @@ from ledger.errors import (
     SkillNotFoundError,
     StoreError,
     TreeError,
+    UsageError,
 )
 from ledger.importer import Importer
 from ledger.merkle import (
@@ -88,6 +89,27 @@ def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
                 self._base = None
 
     return wrapped
+
+
+class _CommittedFiles(Mapping[str, bytes]):
+    """A skill's committed files by path, each read from the store when first asked for."""
+
+    def __init__(self, files: FileMap, read: Callable[[bytes], bytes]) -> None:
+        self._files, self._read, self._got = files, read, {}  # type: dict[str, bytes]
+
+    def __getitem__(self, rel: str) -> bytes:
+        if rel not in self._got:
+            self._got[rel] = self._read(self._files[rel][1])
+        return self._got[rel]
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 def _limits(given: dict[str, Any]) -> dict[str, int]:
@@ -438,39 +460,77 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         return self._bump("edit", name, files, old, new, {}, note=note)
 
     @_writer
-    def patch(self, name: str, old: str, new: str, *, file: str | None = None, note: str = "") -> Receipt:
-        """Replace ``old`` with ``new`` in SKILL.md (or a supporting file); exactly one match."""
+    def patch(
+        self, name: str, old: str, new: str, *, file: str | None = None, replace_all: bool = False, note: str = ""
+    ) -> Receipt:
+        """Replace ``old`` with ``new`` in SKILL.md (or a supporting file): exactly one match, or every
+        match with ``replace_all``. The file is read under the writer lock, in the write's critical section."""
         check_name(name)
-        if not old:
-            raise PatchError("the text to replace is empty")
-        files, doc = self._committed(name)
         target = SKILL_MD if file is None else "/".join(check_support_path(file))
-        if target not in files:
+        return self.rewrite(
+            name,
+            lambda current: {target: self._patched(name, target, current, old, new, replace_all)},
+            operation="patch",
+            note=note,
+        )
+
+    def _patched(self, name: str, target: str, current: Mapping[str, bytes], old: str, new: str, every: bool) -> bytes:
+        if target not in current:
             raise SkillNotFoundError(f"skill {name!r} has no file {target!r}")
-        text = self._text(files[target][1], f"{name}/{target}")
-        first = text.find(old)
-        if first < 0:
-            raise PatchError(
-                f"patch text not found in {name}/{target}", hint="copy the text exactly, including whitespace"
-            )
-        if text.find(old, first + 1) >= 0:
-            count = text.count(old)
-            raise PatchError(
-                f"patch text matches {max(count, 2)} times in {name}/{target}; it must match exactly once",
-                hint="include more surrounding context to make it unique",
-            )
-        patched = text[:first] + new + text[first + len(old) :]
-        if target == SKILL_MD:
+        try:
+            text = current[target].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillError(f"{name}/{target}: file is not valid UTF-8") from exc
+        return textpatch.replace(text, old, new, where=f"{name}/{target}", replace_all=every).encode("utf-8")
+
+    @_writer
+    def rewrite(
+        self,
+        name: str,
+        change: Callable[[Mapping[str, bytes]], Mapping[str, bytes | None]],
+        *,
+        operation: str = "edit",
+        note: str = "",
+    ) -> Receipt:
+        """The read-modify-write primitive: ``change`` gets the skill's committed files, read under the writer
+        lock, and returns the files to write (``None`` removes one). Nothing can land between the read and the
+        write, so no acknowledged write is lost to a stale read. ``change`` may raise to refuse; nothing is
+        written then. SKILL.md's version counter is the ledger's: whatever ``change`` puts there is replaced."""
+        check_name(name)
+        if operation not in ("edit", "patch", "write-file", "remove-file"):
+            raise UsageError(f"rewrite records an edit, patch, write-file or remove-file, not {operation!r}")
+        files, doc = self._committed(name)
+        writes = dict(change(_CommittedFiles(files, self._read_blob)))
+        new_doc = doc
+        if SKILL_MD in writes:
+            data = writes.pop(SKILL_MD)
+            if data is None:
+                raise SkillError(f"{SKILL_MD} cannot be removed", hint="delete the skill instead")
             try:
-                new_doc = parse_skill_md(patched, limit=self.limits["skill_md"])
+                new_doc = parse_skill_md(data.decode("utf-8"), limit=self.limits["skill_md"])
+            except UnicodeDecodeError as exc:
+                raise SkillError(f"{name}/{SKILL_MD}: the new text is not valid UTF-8") from exc
             except SkillError as exc:
-                raise PatchError(f"the patched SKILL.md is invalid: {exc.message}", hint=exc.hint) from exc
+                raise PatchError(f"the new SKILL.md is invalid: {exc.message}", hint=exc.hint) from exc
             if not belongs_to(new_doc, name):
-                raise PatchError(f"the patched SKILL.md declares name {new_doc.name!r}, not {name!r}")
-            return self._bump("patch", name, files, doc, new_doc, {}, note=note)
-        data = patched.encode("utf-8")
-        check_support_size(target, data, self.limits["file"])
-        return self._bump("patch", name, files, doc, doc, {target: (data, files[target][0] == gs.MODE_EXEC)}, note=note)
+                raise PatchError(
+                    f"the new SKILL.md declares name {new_doc.name!r}, which is not skill {name!r}",
+                    hint=f"use 'ledger skill upsert' to write skill {new_doc.name!r}",
+                )
+        specs: dict[str, tuple[bytes, bool] | None] = {}
+        for rel, data in writes.items():
+            target = "/".join(check_support_path(rel))
+            if data is None:
+                if target not in files:
+                    raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}")
+                specs[target] = None
+                continue
+            check_support_size(target, data, self.limits["file"])
+            for existing in files:
+                if existing.startswith(target + "/") or target.startswith(existing + "/"):
+                    raise SkillError(f"{rel!r} conflicts with existing path {existing!r}")
+            specs[target] = (data, files[target][0] == gs.MODE_EXEC if target in files else False)
+        return self._bump(operation, name, files, doc, new_doc, specs, note=note)
 
     @_writer
     def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:

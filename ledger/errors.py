@@ -11,10 +11,11 @@ from __future__ import annotations
 class LedgerError(Exception):
     """Base class: an operation was refused or failed and changed nothing."""
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, **detail: object) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.detail = detail  # machine-readable context for agents (a failed patch's closest lines, …)
 
     def __str__(self) -> str:
         return f"{self.message}\nhint: {self.hint}" if self.hint else self.message

@@ -53,6 +53,13 @@ def apply_payload(brain: Any, payload: Any, *, actor: str = "agent") -> dict[str
         except SkillError as exc:
             raise _refuse(f"{path!r}: {exc.message}", hint="paths are <slug>/<file> inside the skill") from None
         grouped.setdefault(slug, {})[rel] = text
+    # The merge reads the committed skill: under the writer lock, in the import's critical section,
+    # so a write acknowledged meanwhile is the base we merge onto, never overwritten by a stale copy.
+    with brain.locked():
+        return _apply_locked(brain, op, summary, grouped, actor)
+
+
+def _apply_locked(brain: Any, op: str, summary: str, grouped: dict[str, dict[str, str]], actor: str) -> dict[str, Any]:
     head = brain.head()
     found = []
     for slug, files in sorted(grouped.items()):
