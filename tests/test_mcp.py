@@ -61,8 +61,8 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
             assert [v["version"] for v in history["versions"]] == [2, 1]
             reverted = await s.call_tool("skill_manage", {"action": "revert", "name": "review", "version": 1})
             assert not reverted.is_error, _text(reverted)
-            diff = json.loads(_text(await s.call_tool("skill_diff", {"name": "review", "from_version": 1,
-                                                                     "to_version": 2})))
+            diff = json.loads(_text(await s.call_tool("skill_diff", {"name": "review", "from": 1,
+                                                                     "to": 2})))
             assert "+Step two: run all tests." in diff["diff"]
             view = json.loads(_text(await s.call_tool("skill_view", {"name": "review"})))
             seen["view"] = view
@@ -90,4 +90,93 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
     content.write_text(view["content"])
     ok = run_ledger("verify-proof", str(proof), "--root", receipt["root"], "--file", str(content))
     assert ok.returncode == 0, ok.stderr
+    assert run_ledger("--brain", str(brain), "verify").returncode == 0
+
+
+def test_tools_list_publishes_exactly_the_library_schemas(tmp_path: Path) -> None:
+    """One tool surface: what a client sees is TOOLS and ANNOTATIONS as they are, and the server has a version."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from ledger.agent.tools import ANNOTATIONS, TOOLS
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+    got: dict[str, object] = {}
+
+    async def session() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            init = await s.initialize()
+            got["version"] = init.server_info.version
+            got["tools"] = [t.model_dump(by_alias=True, exclude_none=True) for t in (await s.list_tools()).tools]
+            missing = await s.call_tool("skill_view", {"name": "nosuch"})
+            got["missing"] = (missing.is_error, missing.structured_content)
+            extra = await s.call_tool("skills_list", {"evil": 1})
+            got["extra"] = (extra.is_error, extra.structured_content)
+
+    asyncio.run(asyncio.wait_for(session(), timeout=120))
+    published = [{k: t[k] for k in ("name", "description", "inputSchema", "annotations")} for t in got["tools"]]
+    library = [{"name": t["name"], "description": t["description"], "inputSchema": t["parameters"],
+                "annotations": ANNOTATIONS[t["name"]]} for t in TOOLS]  # fmt: skip
+    assert published == library
+    assert got["version"] and got["version"] != "0+unknown"
+    is_error, content = got["missing"]
+    assert is_error and content["success"] is False and "nosuch" in content["error"]
+    assert "ledger " not in content["hint"] and "skills_list" in content["hint"]  # a hint an agent can act on
+    is_error, content = got["extra"]
+    assert is_error and "evil" in content["error"]
+
+
+def test_every_request_gets_an_answer_and_nothing_unchecked_runs(tmp_path: Path) -> None:
+    """Requests the SDK alone left unanswered, arguments outside the schema, and missing resources."""
+    from tests.mcpwire import RawMcp
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    src = tmp_path / "foo.md"
+    src.write_text("---\nname: foo\ndescription: A skill to keep\n---\nbody\n")
+    run_ledger("--brain", str(brain), "skill", "upsert", "--file", str(src), check=True)
+    with RawMcp(brain) as server:
+        server.initialize()
+        server.send_raw(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "skill_view", '
+                        b'"arguments": {"name": "\\ud800"}}}')  # fmt: skip
+        surrogate = server.reply_to(7)
+        assert surrogate is not None and surrogate["error"]["code"] == -32602, surrogate
+        deep = b"[" * 1000 + b"]" * 1000
+        server.send_raw(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "skill_view", '
+                        b'"arguments": {"name": ' + deep + b"}}}")  # fmt: skip
+        nested = server.reply_to(8)
+        assert nested is not None and nested["error"]["code"] == -32600, nested
+        server.send_raw(b"{not json")
+        parse = server.reply()
+        assert parse is not None and parse["id"] is None and parse["error"]["code"] == -32700
+        evil = server.request("tools/call", {"name": "skill_manage",
+                                             "arguments": {"action": "delete", "name": "foo", "evil": 1}})  # fmt: skip
+        assert evil is not None and evil["result"]["isError"], evil
+        assert "evil" in evil["result"]["structuredContent"]["error"]
+        missing = server.request("resources/read", {"uri": "ledger://skill/nosuch"})
+        assert missing is not None and missing["error"]["code"] == -32002, missing
+        assert "nosuch" in missing["error"]["message"]
+        found = server.request("resources/read", {"uri": "ledger://skill/foo"})
+        assert found is not None and "A skill to keep" in found["result"]["contents"][0]["text"]
+        assert server.request("ping") is not None  # still serving
+        stderr = server.close()
+    assert "Traceback" not in stderr, stderr
+    # the extra property deleted nothing
+    assert run_ledger("--brain", str(brain), "skill", "view", "foo").returncode == 0
+
+
+def test_fuzzed_server_answers_every_request(tmp_path: Path) -> None:
+    """Reduced: scripts/fuzz-mcp runs 10,000 and more (docs/RELIABILITY.md)."""
+    from tests.mcpwire import fuzz
+
+    (tmp_path / "sentinel").write_text("outside the brain\n")
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    report = fuzz(brain, 600, seed=11, restart_every=300)
+    assert report["unanswered"] == 0 and report["crashes"] == 0, report
+    assert report["tracebacks"] == 0 and report["internal_errors"] == 0, report
+    assert report["writes_outside"] == [], report
     assert run_ledger("--brain", str(brain), "verify").returncode == 0

@@ -1,84 +1,122 @@
-"""``ledger mcp``: the skill tools over MCP (stdio), on the official ``mcp`` SDK.
+"""``ledger mcp``: the skill tools over MCP (stdio), on the official ``mcp`` SDK's low-level server.
 
-The server holds the brain open, so a call pays no start-up cost. Writes take
-the brain's writer lock per call, so CLI writers can run beside it, and since
-the head is re-read on each call the server sees their snapshots. A refusal
-comes back as a tool error whose text is the JSON result, with the closest
-lines or both matches of a failed patch.
+One tool surface: ``tools/list`` publishes :data:`ledger.agent.tools.TOOLS` exactly (the
+same input schemas, enums, descriptions and ``additionalProperties: false``) with
+:data:`~ledger.agent.tools.ANNOTATIONS`, and every call goes through the same
+dispatcher, which checks the arguments against that schema before anything runs.
+A result carries its JSON both as text and as ``structuredContent``; a refusal is a
+tool error (``isError``) with the same structure, whose hints name MCP tools.
+
+The server holds the brain open, so a call pays no start-up cost. Calls run one at a
+time in a worker thread, so the wire keeps answering (see :mod:`ledger.agent.wire`)
+while a write waits for the brain's writer lock; each write takes that lock, so CLI
+writers can run beside the server, and it sees their snapshots.
 """
 
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ledger.agent.tools import TOOLS, SkillTools
+from ledger.agent.tools import ANNOTATIONS, TOOLS, SkillTools
 from ledger.brain import Brain
+from ledger.errors import LedgerError
 
 __all__ = ["serve"]
 
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
+_INDEX_URI, _SKILL_PREFIX = "ledger://index", "ledger://skill/"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("brain-ledger")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
 
 def serve(root: Path) -> None:
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
+
+    from ledger.agent.wire import Wire
 
     brain = Brain.open(root)
     tools = SkillTools(brain)
-    server = MCPServer(
+    one_at_a_time = anyio.CapacityLimiter(1)
+
+    async def in_worker(fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=one_at_a_time)
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t["name"], description=t["description"], input_schema=t["parameters"],
+                       annotations=types.ToolAnnotations.model_validate(ANNOTATIONS[t["name"]]))
+            for t in TOOLS
+        ])  # fmt: skip
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        result = await in_worker(tools.call, params.name, dict(params.arguments or {}))
+        text = json.dumps(result, indent=2, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=result,
+            is_error=not result["success"],
+        )
+
+    async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=_INDEX_URI, name="index", mime_type="text/plain",
+                           description="The Level-0 index: '▸ name: description' lines."),
+        ])  # fmt: skip
+
+    async def list_templates(_ctx: Any, _params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=_SKILL_PREFIX + "{name}", name="skill", mime_type="text/markdown",
+                                   description="A skill's SKILL.md at the head snapshot."),
+        ])  # fmt: skip
+
+    def read(uri: str) -> tuple[str, str]:
+        if uri == _INDEX_URI:
+            return brain.index(), "text/plain"
+        if uri.startswith(_SKILL_PREFIX):
+            result = tools.call("skill_view", {"name": uri[len(_SKILL_PREFIX) :]})
+            if result["success"] and "content" in result:
+                return result["content"], "text/markdown"
+            raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri}: {result.get('error', 'not text')}",
+                           {"uri": uri, "hint": "list the skills with skills_list"})  # fmt: skip
+        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri}", {"uri": uri, "hint": f"read {_INDEX_URI}"})
+
+    async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            text, mime = await in_worker(read, uri)
+        except LedgerError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, f"{uri}: {exc.message}", {"uri": uri}) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime)])
+
+    server: Server[Any] = Server(
         "brain-ledger",
+        version=_version(),
         instructions="The agent's skills, as a verifiable ledger. Prefer improving a skill (patch) to creating one.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
     )
 
-    def run(tool: str, args: dict[str, Any]) -> str:
-        result = tools.call(tool, {k: v for k, v in args.items() if v is not None})
-        text = json.dumps(result, indent=2, ensure_ascii=False)
-        if not result["success"]:
-            raise ToolError(text)
-        return text
-
-    @server.tool(name="skills_list", description="List every skill: name, description and version.")
-    def skills_list() -> str:
-        return run("skills_list", {})
-
-    @server.tool(name="skill_view", description="Read a skill (or one file) with a receipt proving the version.")
-    def skill_view(name: str, file_path: str | None = None) -> str:
-        return run("skill_view", {"name": name, "file_path": file_path})
-
-    @server.tool(name="skill_manage", description=TOOLS[2]["description"])
-    def skill_manage(
-        action: str,
-        name: str,
-        content: str | None = None,
-        old_string: str | None = None,
-        new_string: str | None = None,
-        replace_all: bool | None = None,
-        file_path: str | None = None,
-        file_content: str | None = None,
-        version: int | None = None,
-        force: bool | None = None,
-    ) -> str:
-        return run("skill_manage", {"action": action, "name": name, "content": content, "old_string": old_string,
-                                    "new_string": new_string, "replace_all": replace_all, "file_path": file_path,
-                                    "file_content": file_content, "version": version, "force": force})  # fmt: skip
-
-    @server.tool(name="skill_history", description="A skill's versions with roots, commits, actors and notes.")
-    def skill_history(name: str) -> str:
-        return run("skill_history", {"name": name})
-
-    @server.tool(name="skill_diff", description="Unified diff of a skill's SKILL.md between two versions.")
-    def skill_diff(name: str, from_version: int, to_version: int) -> str:
-        return run("skill_diff", {"name": name, "from": from_version, "to": to_version})
-
-    @server.resource("ledger://index", name="index", description="The Level-0 index: '▸ name: description' lines.")
-    def index() -> str:
-        return brain.index()
-
-    @server.resource("ledger://skill/{name}", name="skill", description="A skill's SKILL.md at the head snapshot.")
-    def skill(name: str) -> str:
-        return tools.skill_view(name)["content"]
+    async def main() -> None:
+        wire = Wire()
+        async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:
-        server.run("stdio")
+        anyio.run(main)
     finally:
         brain.close()

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from ledger import textpatch
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
 from ledger.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.merkle import format_root
 from ledger.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 
-__all__ = ["TOOLS", "Policy", "SkillTools"]
+__all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 
 _MANAGE_DESCRIPTION = (
     "Create or improve a skill in the agent's skill ledger. Prefer improving an existing skill (patch) over "
@@ -32,6 +34,7 @@ _MANAGE_DESCRIPTION = (
     "file_path), delete (name), write_file (name, file_path, file_content), remove_file (name, file_path), "
     "revert (name, version). Every change is a versioned, verifiable snapshot."
 )
+_NAME = {"type": "string", "description": "The skill's name (its folder under skills/), e.g. git-bisect."}
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_list",
@@ -43,7 +46,11 @@ TOOLS: list[dict[str, Any]] = [
         "description": "Read a skill's SKILL.md (or one of its files) with a receipt proving which version you got.",
         "parameters": {
             "type": "object",
-            "properties": {"name": {"type": "string"}, "file_path": {"type": "string"}},
+            "properties": {
+                "name": _NAME,
+                "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md; "
+                              "omit it for SKILL.md."},
+            },
             "required": ["name"],
             "additionalProperties": False,
         },
@@ -54,14 +61,19 @@ TOOLS: list[dict[str, Any]] = [
         "parameters": {
             "type": "object",
             "properties": {
-                "action": {"enum": ["create", "edit", "patch", "delete", "write_file", "remove_file", "revert"]},
-                "name": {"type": "string"},
+                "action": {
+                    "type": "string",
+                    "enum": ["create", "edit", "patch", "delete", "write_file", "remove_file", "revert"],
+                    "description": "What to do; the other arguments each action takes are listed above.",
+                },
+                "name": _NAME,
                 "content": {"type": "string", "description": "The full SKILL.md (create, edit)."},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "default": False},
+                "old_string": {"type": "string", "description": "patch: the exact text to replace."},
+                "new_string": {"type": "string", "description": "patch: the text to put in its place."},
+                "replace_all": {"type": "boolean", "default": False,
+                                "description": "patch: replace every match, not exactly one."},
                 "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md."},
-                "file_content": {"type": "string"},
+                "file_content": {"type": "string", "description": "write_file: the file's full text."},
                 "version": {"type": "integer", "minimum": 1, "description": "revert: the version to restore."},
                 "force": {"type": "boolean", "default": False, "description": "create despite a near-duplicate."},
             },
@@ -72,21 +84,46 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "skill_history",
         "description": "A skill's versions, newest first, each with its root, commit, actor and note.",
-        "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        "parameters": {
+            "type": "object", "properties": {"name": _NAME}, "required": ["name"], "additionalProperties": False,
+        },
     },
     {
         "name": "skill_diff",
         "description": "The unified diff of a skill's SKILL.md between two versions.",
         "parameters": {
             "type": "object",
-            "properties": {"name": {"type": "string"}, "from": {"type": "integer"}, "to": {"type": "integer"}},
+            "properties": {
+                "name": _NAME,
+                "from": {"type": "integer", "minimum": 1, "description": "The older version."},
+                "to": {"type": "integer", "minimum": 1, "description": "The newer version."},
+            },
             "required": ["name", "from", "to"],
+            "additionalProperties": False,
         },
     },
 ]
+# MCP tool annotations (hints to a client about each tool's effects); ``ledger mcp`` publishes them as they are.
+ANNOTATIONS: dict[str, dict[str, bool]] = {
+    "skills_list": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "skill_view": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "skill_manage": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False},
+    "skill_history": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "skill_diff": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+}
 
 
 _ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "revert")
+# What each action needs beyond ``name``, and what else it may take.
+_ACTION_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "create": (("content",), ("force",)),
+    "edit": (("content",), ()),
+    "patch": (("old_string", "new_string"), ("replace_all", "file_path")),
+    "delete": ((), ()),
+    "write_file": (("file_path", "file_content"), ()),
+    "remove_file": (("file_path",), ()),
+    "revert": (("version",), ()),
+}
 
 
 @dataclass(frozen=True)
@@ -103,9 +140,35 @@ class Policy:
 class ToolFailure(LedgerError):
     """A refusal an agent can act on; ``detail`` goes into the result."""
 
-    def __init__(self, message: str, *, hint: str | None = None, **detail: Any) -> None:
-        super().__init__(message, hint=hint)
-        self.detail = detail
+
+def check_arguments(tool: str, args: dict[str, Any]) -> None:
+    """Refuse arguments that do not match ``tool``'s published schema, naming what is wrong."""
+    import jsonschema  # loaded on the first call: start-up stays free of it
+
+    schema = next(t["parameters"] for t in TOOLS if t["name"] == tool)
+    problems = sorted(jsonschema.Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path))
+    if problems:
+        where = [f"{'.'.join(map(str, p.path)) or 'arguments'}: {p.message}" for p in problems[:5]]
+        raise ToolFailure(f"bad arguments for {tool}: " + "; ".join(where),
+                          hint="see the tool's input schema (tools/list)", problems=where)  # fmt: skip
+
+
+# Hints written for a person at the CLI, as an agent can act on them: the tool that does the same.
+_HINTS = (
+    (re.compile(r"'ledger skill list'"), "skills_list"),
+    (re.compile(r"'ledger skill (?:edit|upsert)'(?: or 'patch')?"), "skill_manage (action=edit or patch)"),
+    (re.compile(r"'ledger skill patch'"), "skill_manage (action=patch)"),
+    (re.compile(r"'ledger skill create'"), "skill_manage (action=create)"),
+    (re.compile(r"'ledger (?:skill )?(?:log|history)[^']*'"), "skill_history"),
+    (re.compile(r"'ledger (?:skill )?(?:view|show)[^']*'"), "skill_view"),
+    (re.compile(r"'(ledger [^']*)'"), r"the operator's '\1'"),
+)
+
+
+def _tool_hint(hint: str | None) -> str | None:
+    for pattern, tool in _HINTS if hint else ():
+        hint = pattern.sub(tool, hint)  # type: ignore[arg-type]
+    return hint
 
 
 class SkillTools:
@@ -118,16 +181,23 @@ class SkillTools:
         self.evidence = evidence
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        args = dict(arguments or {})
+        """Run one tool call. Arguments are checked against the published schema first (a ``null``
+        value counts as absent, as Hermes-style callers send every key); nothing runs on a mismatch."""
+        args = {k: v for k, v in (arguments or {}).items() if v is not None}
         method = {t["name"]: getattr(self, t["name"]) for t in TOOLS}.get(tool)
         try:
             if method is None:
                 raise ToolFailure(f"unknown tool {tool!r}", hint="tools: " + ", ".join(t["name"] for t in TOOLS))
+            check_arguments(tool, args)
+            if tool == "skill_diff":
+                args = {"name": args["name"], "old": args["from"], "new": args["to"]}
             return {"success": True, **method(**args)}
-        except TypeError as exc:
-            return {"success": False, "error": f"bad arguments for {tool}: {exc}"}
         except LedgerError as exc:
-            return {"success": False, "error": exc.message, "hint": exc.hint, **getattr(exc, "detail", {})}
+            out = {"success": False, "error": exc.message, "hint": _tool_hint(exc.hint)}
+            return {**out, **getattr(exc, "detail", {})}
+        except Exception as exc:  # the contract is a result, never an exception; this is a bug in the ledger
+            return {"success": False, "error": f"internal error: {type(exc).__name__}: {exc}", "internal": True,
+                    "hint": "this is a bug in brain-ledger; the call changed nothing it did not acknowledge"}
 
     # ------------------------------------------------------------------ reads
 
@@ -160,8 +230,8 @@ class SkillTools:
     def skill_history(self, name: str) -> dict[str, Any]:
         return {"name": name, "versions": self.brain.history(name)}
 
-    def skill_diff(self, name: str, **bounds: int) -> dict[str, Any]:
-        a, b = int(bounds["from"]), int(bounds["to"])
+    def skill_diff(self, name: str, old: int, new: int) -> dict[str, Any]:
+        a, b = int(old), int(new)
         old, new = self.brain.show(name, a), self.brain.show(name, b)
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     f"{name}@{a}/SKILL.md", f"{name}@{b}/SKILL.md")  # fmt: skip
@@ -174,8 +244,15 @@ class SkillTools:
         handler = getattr(self, "_" + action, None) if action in _ACTIONS else None
         if handler is None:
             raise ToolFailure(f"unknown action {action!r}", hint=", ".join(_ACTIONS))
-        args = {k: v for k, v in args.items() if v is not None}  # Hermes-style callers send every key, null or not
-        with self.brain.acting(self.actor, **self.evidence):
+        needs, takes = _ACTION_ARGS[action]
+        missing = [k for k in needs if k not in args]
+        if missing:  # arguments another action takes are ignored, as Hermes does: its callers send every key
+            raise ToolFailure(f"action={action} needs {', '.join(missing)}",
+                              hint=f"action={action} takes name" + "".join(f", {k}" for k in needs + takes))
+        args = {k: v for k, v in args.items() if k in needs or k in takes}
+        # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
+        # critical section: the lock is held from the first read to the acknowledgement.
+        with self.brain.acting(self.actor, **self.evidence), self.brain.locked():
             receipt = handler(name, **args)
         return {"action": action, "receipt": receipt.to_json()}
 
@@ -194,33 +271,27 @@ class SkillTools:
 
     def _patch(self, name: str, old_string: str, new_string: str, replace_all: bool = False,
                file_path: str | None = None) -> Any:  # fmt: skip
-        files, _ = self.brain._committed(name)
+        """Read, replace and write in one critical section (``Brain.rewrite``): a write acknowledged
+        between our read and our write cannot be overwritten."""
         rel = file_path or SKILL_MD
         if rel != SKILL_MD:
             self._check_path(rel)
-        if rel not in files:
-            raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}")
-        text = self.brain.store.read(files[rel][1], b"blob").decode("utf-8")
-        count = text.count(old_string) if old_string else 0
-        if count == 0:
-            raise ToolFailure(
-                f"old_string not found in {name}/{rel}",
-                hint="copy the text exactly, including whitespace; the closest lines are listed",
-                closest=_closest(text, old_string),
-            )
-        if count > 1 and not replace_all:
-            raise ToolFailure(
-                f"old_string matches {count} places in {name}/{rel}; it must match exactly one",
-                hint="add surrounding context, or set replace_all",
-                matches=_places(text, old_string),
-            )
-        if count == 1:
-            return self.brain.patch(name, old_string, new_string, file=file_path)
-        patched = text.replace(old_string, new_string)
-        if rel == SKILL_MD:
-            self._check_skill_md(name, patched)
-            return self.brain.edit(name, patched)
-        return self._write_file(name, rel, patched)
+
+        def change(current: Any) -> dict[str, bytes]:
+            if rel not in current:
+                raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}", hint="see the files skill_view lists")
+            try:
+                text = current[rel].decode("utf-8")
+            except UnicodeDecodeError:
+                raise ToolFailure(f"{name}/{rel} is not UTF-8 text", hint="replace it whole with write_file") from None
+            patched = textpatch.replace(text, old_string, new_string, where=f"{name}/{rel}", replace_all=replace_all)
+            if rel == SKILL_MD:
+                self._check_skill_md(name, patched)
+            else:
+                self._check_size(rel, patched.encode("utf-8"))
+            return {rel: patched.encode("utf-8")}
+
+        return self.brain.rewrite(name, change, operation="patch")
 
     def _delete(self, name: str) -> Any:
         return self.brain.delete(name)
@@ -228,8 +299,7 @@ class SkillTools:
     def _write_file(self, name: str, file_path: str, file_content: str) -> Any:
         self._check_path(file_path)
         data = file_content.encode("utf-8")
-        if len(data) > self.policy.max_file:
-            raise ToolFailure(f"{file_path} is {len(data)} bytes; the agent policy allows {self.policy.max_file}")
+        self._check_size(file_path, data)
         return self.brain.write_file(name, file_path, data)
 
     def _remove_file(self, name: str, file_path: str) -> Any:
@@ -246,6 +316,10 @@ class SkillTools:
         if top not in self.policy.dirs or "/" not in rel or ".." in rel.split("/"):
             raise ToolFailure(f"{rel!r} is outside the folders an agent may write",
                               hint="use " + ", ".join(f"{d}/" for d in self.policy.dirs))  # fmt: skip
+
+    def _check_size(self, rel: str, data: bytes) -> None:
+        if len(data) > self.policy.max_file:
+            raise ToolFailure(f"{rel} is {len(data)} bytes; the agent policy allows {self.policy.max_file}")
 
     def _check_skill_md(self, name: str, content: str) -> None:
         if len(content) > self.policy.max_skill_md:
@@ -272,24 +346,6 @@ class SkillTools:
                     f" {max(by_name, by_desc):.0%} alike)",
                     hint=f"improve {other.name!r} with action=patch, or pass force=true", similar=other.name,
                 )
-
-
-def _closest(text: str, needle: str) -> list[dict[str, Any]]:
-    """The lines most like the first line of what was not found, with their line numbers."""
-    lines = text.splitlines()
-    probe = next((ln for ln in needle.splitlines() if ln.strip()), needle)
-    scored = sorted(((difflib.SequenceMatcher(None, probe, ln).ratio(), i) for i, ln in enumerate(lines)),
-                    reverse=True)  # fmt: skip
-    return [{"line": i + 1, "text": lines[i], "similarity": round(r, 2)} for r, i in scored[:3] if r > 0.3]
-
-
-def _places(text: str, needle: str) -> list[dict[str, Any]]:
-    out, start = [], 0
-    while (at := text.find(needle, start)) >= 0:
-        line = text.count("\n", 0, at) + 1
-        out.append({"line": line, "context": text.splitlines()[line - 1]})
-        start = at + 1
-    return out
 
 
 def as_json(result: dict[str, Any]) -> str:
