@@ -8,6 +8,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
                  dropped or rewritten), and each operation records the changes it can make;
 - ``versions``   per-skill versions go 1, 2, 3… with deletes recorded, and every change is declared;
 - ``skills``     every skill a snapshot writes is valid;
+- ``receipts``   every chain receipt note is well formed, sits on a snapshot, and records that
+                 snapshot's root and position (seq); what needs the chain is ``chain.receipts``;
 - ``worktree``   (brains only) the working tree equals the head snapshot;
 - ``chain.*``    the registry's events form an unbroken lineage equal to the snapshots, the head is a
                  snapshot, receipts are still canonical, committers were authorized;
@@ -43,6 +45,7 @@ CHECKS = (
     "trailers",
     "versions",
     "skills",
+    "receipts",
     "worktree",
     "chain.events",
     "chain.roots",
@@ -135,6 +138,7 @@ def audit_repo(
     report.context = _context()
     try:
         snaps = _walk(store, report, progress)
+        _check_receipts(store, snaps, report)
         if worktree:
             _check_worktree(path, report)
         if rpc is not None:
@@ -150,6 +154,37 @@ def audit_repo(
         if name in report.checks and report.checks[name].ok and not report.checks[name].summary:
             report.checks[name].summary = "ok"
     return report
+
+
+# --------------------------------------------------------------------------- receipts
+
+
+def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report) -> None:
+    """What can be checked of the receipts without a chain: each note, against its snapshot."""
+    from ledger.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, read_notes
+
+    chk = report.check("receipts")
+    position = {s.commit: (i, s.root) for i, s in enumerate(snaps)}
+    count = 0
+    for ref, kind in ((NOTES_REF, "receipt"), (UNVERIFIED_REF, "unverified receipt")):
+        try:
+            notes = read_notes(store, ref)
+        except (StoreError, ValueError, IndexError) as exc:
+            chk.fail(f"the notes ref {ref} cannot be read: {exc}")
+            continue
+        for commit, data in sorted(notes.items()):
+            count += 1
+            note, why = parse_note(data)
+            problems = [f"note {why}"] if note is None else note_problems(note, commit, position)
+            if problems:
+                index = position.get(commit, (None, b""))[0]
+                label = f"{kind} of snapshot {commit[:12]}" + (f" (#{index})" if index is not None else "")
+                chk.fail(f"{label}: {'; '.join(problems)}", snapshot=commit, index=index)
+    if not count:
+        chk.skip("no receipts in this repository (fetch refs/notes/ledger-chain to check them)")
+    elif chk.ok:
+        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and seq; "
+                       "their blocks, transactions and committers need --rpc (chain.receipts)")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- snapshots

@@ -109,34 +109,46 @@ def check_chain(
 def _check_receipts(
     store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]]
 ) -> None:
+    """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
+    claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
+    from ledger.receipts import UNVERIFIED_REF
+
     chk = report.check("chain.receipts")
-    receipts = read_receipts(store)
+    receipts = {**read_receipts(store, UNVERIFIED_REF), **read_receipts(store)}
+    mine = (reg.address.lower(), report.chain["agent"] if report.chain else "")
+    receipts = {c: n for c, n in receipts.items() if (n["registry"].lower(), n["agent"]) == mine}
     if not receipts:
-        chk.skip("no receipts in this repository, so none were checked (fetch refs/notes/ledger-chain)")
+        chk.skip("no receipts for this registry and agent in this repository, so none were checked "
+                 "(fetch refs/notes/ledger-chain)")  # fmt: skip
         return
     by_commit = {s.commit: i for i, s in enumerate(snaps)}
-    txs = {(e["tx"], e["seq"]) for e in events}
+    by_seq = {e["seq"]: e for e in events}
     hashes: dict[int, str | None] = {}
-    for commit, note in sorted(receipts.items(), key=lambda kv: kv[1].get("seq", 0)):
+    for commit, note in sorted(receipts.items(), key=lambda kv: kv[1]["seq"]):
         i = by_commit.get(commit)
         label = f"receipt of snapshot {commit[:12]}" + (f" (#{i})" if i is not None else " (not in the lineage)")
-        block = int(note["block"])
+        where = {"snapshot": commit, "index": i}
+        block = note["block"]
         if block not in hashes:
             hashes[block] = reg.block_hash(block)
+        ev = by_seq.get(note["seq"])
         if hashes[block] != note["block_hash"]:
-            chk.fail(
-                f"{label}: block {block} is no longer canonical (reorganized away)",
-                snapshot=commit,
-                index=i,
-                expected=note["block_hash"],
-                computed=hashes[block] or "no such block",
-            )
-        elif (note["tx"], note["seq"]) not in txs:
-            chk.fail(
-                f"{label}: tx {note['tx']} is not among the registry's events for this agent", snapshot=commit, index=i
-            )
+            chk.fail(f"{label}: block {block} is no longer canonical (reorganized away)",
+                     expected=note["block_hash"], computed=hashes[block] or "no such block", **where)  # fmt: skip
+            continue
+        if ev is None:
+            chk.fail(f"{label}: seq {note['seq']} is not among the registry's events for this agent", **where)
+            continue
+        for key, theirs in (("tx", ev["tx"]), ("block", ev["block"]), ("block_hash", ev["block_hash"]),
+                            ("log_index", ev["log_index"]), ("root", format_root(ev["root"])),
+                            ("committer", ev["committer"]), ("chain_id", reg.chain_id)):  # fmt: skip
+            ours = note[key].lower() if isinstance(note[key], str) else note[key]
+            if ours != (theirs.lower() if isinstance(theirs, str) else theirs):
+                chk.fail(f"{label}: its {key} is not event seq {note['seq']}'s", expected=str(theirs),
+                         computed=str(note[key]), **where)  # fmt: skip
+                break
     if chk.ok:
-        chk.summary = f"{len(receipts)} receipt(s) are in canonical blocks"
+        chk.summary = f"{len(receipts)} receipt(s) match the registry's events, in canonical blocks"
 
 
 def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]], from_block: int) -> None:

@@ -25,11 +25,21 @@ from ledger import gitstore as gs
 from ledger import writepath as wp
 from ledger._env import child_env
 from ledger.errors import LedgerError, StoreError, UsageError
-from ledger.receipts import NOTES_REF, merge_receipts
+from ledger.receipts import (
+    NOTES_REF,
+    UNVERIFIED_REF,
+    join_receipts,
+    note_problems,
+    notes_of,
+    parse_note,
+    read_notes,
+    write_receipts,
+)
 
 __all__ = ["Sharing", "clone", "fetched"]
 
 _FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}"]
+_CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
 
 
 def _git(git_dir: Path, *args: str, what: str) -> str:
@@ -127,6 +137,7 @@ class Sharing:
             head = self.head().commit.hex()  # type: ignore[attr-defined]
             refs = _remote_refs(remote)
             theirs = refs.get("refs/heads/main")
+            receipts: dict[str, Any] = {}
             if theirs is not None:
                 with fetched(remote, self.store.git_dir, self.control / "tmp") as q:
                     if not _is_ancestor(q, theirs, head):
@@ -134,12 +145,13 @@ class Sharing:
                             f"{remote!r} holds snapshots this brain does not have; nothing was pushed",
                             hint=f"run 'ledger pull {remote}' first (a push never rewrites a published lineage)",
                         )
-                    self._take_receipts(q)
+                    receipts = self._take_receipts(q)
             specs = ["refs/heads/main:refs/heads/main"]
             if self.store.read_ref(NOTES_REF) is not None:
                 specs.append(f"{NOTES_REF}:{NOTES_REF}")
             _git(self.store.git_dir, "push", "-q", "--", remote, *specs, what=f"pushing to {remote}")
-        return {"remote": remote, "head": head, "was": theirs, "receipts": NOTES_REF in specs[-1]}
+        return {"remote": remote, "head": head, "was": theirs, "receipts": NOTES_REF in specs[-1],
+                "incoming_receipts": receipts}  # fmt: skip
 
     def pull(self, remote: str) -> dict[str, Any]:
         """Take ``remote``'s snapshots and receipts, when they pass the audit and extend this lineage.
@@ -166,23 +178,52 @@ class Sharing:
                 _git(self.store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
                      "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
                 try:
-                    self._take_receipts(q)
+                    receipts = self._take_receipts(q)
                     if moved:
                         self._fast_forward(bytes.fromhex(theirs), names)
                 finally:
                     _git(self.store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
-        return {"remote": remote, "from": local, "to": theirs if moved else local, "moved": moved}
+        return {"remote": remote, "from": local, "to": theirs if moved else local, "moved": moved,
+                "incoming_receipts": receipts}  # fmt: skip
 
-    def _take_receipts(self, q: Path) -> None:
+    def _take_receipts(self, q: Path) -> dict[str, Any]:
+        """Take the receipts of the fetched copy ``q`` that hold up; never believe one unchecked.
+
+        Each new receipt is checked against its snapshot (fields, root, seq, position);
+        one that fails is refused. With a chain configured and reachable, the rest are
+        checked against the registry's events and taken; otherwise they are kept apart
+        under ``UNVERIFIED_REF``, where nothing counts them as anchored.
+        """
         notes = (q / NOTES_REF).read_text().strip() if (q / NOTES_REF).exists() else None
+        counts: dict[str, Any] = {"taken": 0, "unverified": 0, "refused": []}
         if notes is None:
-            return
+            return counts
         _git(self.store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
              f"+{NOTES_REF}:refs/ledger/incoming-notes", what="taking the fetched receipts")  # fmt: skip
         try:
-            merge_receipts(self.store, bytes.fromhex(notes))
+            theirs = bytes.fromhex(notes)
+            ours = read_notes(self.store)
+            incoming = {c: blob for c, blob in notes_of(self.store, theirs).items() if c not in ours}
+            position = _positions(self.store, q)
+            checked: dict[str, dict[str, Any]] = {}
+            refused: list[str] = []
+            for commit, blob in incoming.items():
+                note, why = parse_note(self.store.read(blob, b"blob"))
+                problems = [f"note {why}"] if note is None else note_problems(note, commit, position)
+                if problems:
+                    refused.append(f"{commit[:12]}: {'; '.join(problems)}")
+                else:
+                    checked[commit] = note  # type: ignore[assignment]
+            verdicts = _on_chain(self, checked)
+            refused += [f"{c[:12]}: {why}" for c, why in verdicts.items() if why not in ("ok", "unknown")]
+            unverified = {c: n for c, n in checked.items() if verdicts.get(c, "unknown") == "unknown"}
+            write_receipts(self.store, unverified, UNVERIFIED_REF)
+            taken = {c: incoming[c] for c, why in verdicts.items() if why == "ok"}
+            join_receipts(self.store, theirs, taken)
+            counts.update(taken=len(taken), unverified=len(unverified), refused=refused)
         finally:
             _git(self.store.git_dir, "update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
+        return counts
 
     def _require_unchanged(self, names: list[str]) -> None:
         head = self.head()  # type: ignore[attr-defined]
@@ -204,6 +245,54 @@ class Sharing:
         head = self.head()  # type: ignore[attr-defined]
         write_json(self.control / JOURNAL, {"commit": new.hex(), "expected": head.commit.hex(), "skills": names})
         self._recover()  # type: ignore[attr-defined]
+
+
+def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
+    """Each snapshot commit of the fetched lineage (hex) → its index and root, for checking receipts."""
+    head = (q / "refs" / "heads" / "main").read_text().strip()
+    commits = _git(q, "rev-list", "--first-parent", "--reverse", head, what="reading the fetched lineage").split()
+    out = {}
+    for i, commit in enumerate(commits):
+        try:
+            out[commit] = (i, store.snapshot(bytes.fromhex(commit)).root)
+        except (StoreError, ValueError):
+            continue  # not a snapshot: the audit names it; no receipt can sit on it
+    return out
+
+
+def _on_chain(brain: Any, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each note → "ok" when the brain's chain holds exactly that event, "unknown" when it cannot
+    be asked (no chain configured, another registry's receipt, the RPC down), else why not."""
+    cfg_doc = brain.config.get("chain") or {}
+    if not notes or not cfg_doc.get("registry") or not cfg_doc.get("agent_id"):
+        return dict.fromkeys(notes, "unknown")
+    from ledger.chain_config import ChainConfig
+    from ledger.errors import ChainError
+    from ledger.merkle import format_root
+
+    cfg = ChainConfig.of(brain)
+    mine = ((cfg.registry or "").lower(), f"0x{cfg.agent_id:064x}")
+    try:
+        from ledger.chain import Registry
+
+        reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+        events = {ev["seq"]: ev for ev in reg.events(cfg.agent_id or 0, cfg.deploy_block)}
+    except ChainError:
+        return dict.fromkeys(notes, "unknown")  # checked later, when the chain answers
+    out = {}
+    for commit, note in notes.items():
+        ev = events.get(note["seq"])
+        if (note["registry"].lower(), note["agent"]) != mine or note["chain_id"] != reg.chain_id:
+            out[commit] = "unknown"  # another registry's receipt: kept apart, never counted
+        elif ev is None:
+            out[commit] = f"seq {note['seq']} is not among the registry's events for this agent"
+        else:
+            claimed = (note["root"], note["tx"], note["block"], note["block_hash"], note["log_index"],
+                       note["committer"].lower())  # fmt: skip
+            actual = (format_root(ev["root"]), ev["tx"], ev["block"], ev["block_hash"], ev["log_index"],
+                      ev["committer"].lower())  # fmt: skip
+            out[commit] = "ok" if claimed == actual else f"does not match the registry's event seq {note['seq']}"
+    return out
 
 
 def _changed_skills(git_dir: Path, old: str, new: str) -> list[str]:
@@ -237,8 +326,9 @@ def clone(remote: str, dest: str | Path) -> Any:
         with fetched(remote) as q:
             _audited(q, remote)
             git_dir = gs.GitStore(root).git_dir
-            _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1],
-                 *([_FETCH[1]] if (q / NOTES_REF).exists() else []), what="taking the fetched snapshots")  # fmt: skip
+            notes = [_CLONE_NOTES] if (q / NOTES_REF).exists() else []
+            _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1], *notes,
+                 what="taking the fetched snapshots")  # fmt: skip
         brain = Brain(root)
         brain.checkout_all()
         return brain

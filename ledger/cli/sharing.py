@@ -9,6 +9,18 @@ import click
 from ledger.cli._common import emit, json_flag, main, open_brain
 
 
+def _say_receipts(counts: dict) -> None:
+    """What became of the other copy's receipts: none is believed unchecked."""
+    if counts.get("unverified"):
+        click.echo(
+            f"kept {counts['unverified']} receipt(s) apart as unverified: no chain to check them against "
+            "(they do not count as anchored; 'ledger commit' rebuilds receipts from the chain)",
+            err=True,
+        )
+    for why in counts.get("refused", []):
+        click.echo(f"warning: refused a receipt that does not hold up: {why}", err=True)
+
+
 @main.command()
 @click.argument("remote")
 @json_flag
@@ -21,6 +33,7 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     """
     with open_brain(ctx) as brain:
         out = brain.push(remote)
+    _say_receipts(out["incoming_receipts"])
     if as_json:
         emit(out)
     elif out["was"] == out["head"]:
@@ -38,6 +51,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     """Take REMOTE's snapshots and receipts, once they pass the audit and extend this lineage."""
     with open_brain(ctx) as brain:
         out = brain.pull(remote)
+    _say_receipts(out["incoming_receipts"])
     if as_json:
         emit(out)
     elif out["moved"]:
