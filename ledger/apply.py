@@ -288,6 +288,15 @@ class SnapshotWriter:
             try:
                 cats = self._categories_tree(head) if categories is _KEEP else categories
                 receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats)
+            except OSError as exc:  # a file changed or vanished beside the write: a refusal, not a traceback
+                self._head = None
+                journaled = (self.control / JOURNAL).exists()
+                raise StoreError(
+                    f"{exc.strerror or exc} ({exc.filename or 'skills/'}): "
+                    "the working tree changed while this write ran",
+                    hint="the next ledger command completes it from the journal; run 'ledger status'" if journaled
+                    else "nothing was written; run 'ledger status', then the command again",
+                ) from exc
             except BaseException:
                 self._head = None  # the in-memory head may be half-updated; reload it from git
                 raise

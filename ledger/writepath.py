@@ -193,12 +193,19 @@ class WorkTree:
             except LedgerError as exc:
                 problems.append(exc.message)
                 continue
+            except FileNotFoundError:  # renamed or removed beside us, after its parent was listed
+                problems.append(f"skills/{name}/{rel or ''} changed while it was read")
+                continue
             try:
                 with os.scandir(fd) as it:
                     entries = list(it)
                 for entry in entries:
                     path = f"{rel}{entry.name}"
-                    st = entry.stat(follow_symlinks=False)
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        problems.append(f"skills/{name}/{path} changed while it was read")
+                        continue
                     if stat.S_ISDIR(st.st_mode):
                         stack.append((*parts, entry.name))
                     elif stat.S_ISREG(st.st_mode):

@@ -81,12 +81,20 @@ def fingerprint(root: Path) -> dict[str, str]:
     """Every file of a brain (working tree and git store) with its content hash and mode.
 
     The lock file, the digest cache and the packer's files are excluded: they are
-    bookkeeping that may change without the brain changing.
+    bookkeeping that may change without the brain changing. The git object store is
+    taken as the set of object ids it holds, not as files: a detached packer may move
+    objects from loose files into packs at any moment, and that changes no object.
     """
     out: dict[str, str] = {}
+    objects = subprocess.run(
+        ["git", "--git-dir", str(root / ".git"), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    out[".git/objects"] = hashlib.sha256("\n".join(sorted(set(objects))).encode()).hexdigest()
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith((".ledger/lock", ".ledger/cache", ".ledger/gc")) or path.is_dir():
+        skip = (".ledger/lock", ".ledger/cache", ".ledger/gc", ".git/objects/", ".git/info/refs")  # info/refs: gc
+        if rel.startswith(skip) or path.is_dir():
             continue
         data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
         out[rel] = f"{hashlib.sha256(data).hexdigest()} {path.lstat().st_mode:o}"

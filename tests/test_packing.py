@@ -119,3 +119,19 @@ def test_the_automatic_packer_waits_for_a_pause_in_the_writes(tmp_path: Path) ->
     assert waited >= 1.0 + QUIET_S * 0.5  # through the burst, and a pause after it
     counter.write_text("90 5000")  # writes still coming, but 5,000 loose bytes waiting: pack now
     assert _await_quiet(tmp_path, 4000) < QUIET_S
+
+
+def test_a_fingerprint_does_not_change_when_the_packer_moves_objects(tmp_path: Path) -> None:
+    """Tests that compare a brain before and after a refusal must not flake on a packer running beside
+    them (issue 17, item 6): packing moves objects from loose files into packs and changes no object."""
+    from tests.conftest import fingerprint, run_ledger
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    for i in range(5):
+        run_ledger("--brain", str(brain), "skill", "create", f"s{i}", "--description", f"skill {i}", check=True)
+    loose = list((brain / ".git" / "objects").glob("[0-9a-f][0-9a-f]/*"))
+    before = fingerprint(brain)
+    run_ledger("--brain", str(brain), "gc", "--full", check=True)
+    assert loose and not any(p.exists() for p in loose)  # the objects did move into a pack
+    assert fingerprint(brain) == before

@@ -36,6 +36,10 @@ class _Group(click.Group):
             _fail(LedgerError(f"input is not valid UTF-8 ({exc})", hint="pass UTF-8 text and names"), 1)
         except BrokenPipeError:
             sys.exit(1)
+        except OSError as exc:  # a file changed or vanished beside us: a refusal, never a traceback
+            where = f" ({exc.filename})" if exc.filename else ""
+            _fail(LedgerError(f"{exc.strerror or exc}{where}: the brain's files changed while this command ran",
+                              hint="run 'ledger status', then the command again"), 1)  # fmt: skip
 
 
 def _fail(exc: LedgerError, code: int) -> None:
