@@ -37,6 +37,8 @@ def _quick_hash(args: list[str]) -> str | None:
     # Same rule as ledger.cli.hash_cmd: a brain is hashed over its skills/.
     if os.path.isfile(os.path.join(directory, ".ledger", "config.json")):
         directory = os.path.join(directory, "skills")
+        if not os.path.lexists(directory):
+            return None  # a brain with no skills/ holds the empty bundle: the click path says so
     # While the GIL is released Python cannot raise KeyboardInterrupt, so let Ctrl-C end
     # the process at once, as it does for b3sum.  (_signal: the signal module's enum
     # wrappers would add 4 ms to a 120 ms command.)

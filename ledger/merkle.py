@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -356,13 +357,9 @@ def parse_root(text: str) -> bytes:
         value = value[2:]
     elif ":" in value:
         raise ProofError(f"unsupported root format {text!r}", hint=f"expected {VERSION}:<hex>")
-    try:
-        raw = bytes.fromhex(value)
-    except ValueError:
-        raw = b""
-    if len(raw) != 32:
-        raise ProofError(f"root {text!r} is not 32 bytes of hex", hint=f"expected {VERSION}:<64 hex>")
-    return raw
+    if not _HEX64.fullmatch(value):
+        raise ProofError(f"root {text!r} is not 64 lower-case hex digits", hint=f"expected {VERSION}:<64 hex>")
+    return bytes.fromhex(value)
 
 
 # --------------------------------------------------------------------------- filesystem
@@ -578,14 +575,14 @@ def _int(value: Any) -> int:
     return value
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 def _hash32(value: Any) -> bytes:
-    try:
-        raw = bytes.fromhex(value)
-    except (TypeError, ValueError):
-        raw = b""
-    if len(raw) != 32:
-        raise ProofError(f"malformed proof: {value!r} is not 32 bytes of hex")
-    return raw
+    """A digest in a proof: exactly 64 lower-case hex digits, the one form ``to_json`` writes."""
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        raise ProofError(f"malformed proof: {value!r} is not 64 lower-case hex digits")
+    return bytes.fromhex(value)
 
 
 def prove(tree: DirNode, path: str) -> InclusionProof:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -253,3 +254,48 @@ def test_parse_root_rejects_garbage() -> None:
         with pytest.raises(ProofError):
             parse_root(bad)
     assert parse_root("0x" + "ab" * 32) == bytes.fromhex("ab" * 32)
+
+
+def test_proofs_and_roots_take_only_the_canonical_hex(tmp_path: Path) -> None:
+    """64 lower-case hex digits, as written: upper-case, spaced or broken hex is refused, not read."""
+    from ledger.errors import ProofError
+    from ledger.merkle import InclusionProof, parse_root
+
+    good = "ab" * 32
+    assert parse_root(f"blake3-tree-v1:{good}") == bytes.fromhex(good) == parse_root(f"0x{good}")
+    for bad in (good.upper(), good[:32] + " " + good[32:], good[:32] + "\n" + good[32:], good[:-1]):
+        with pytest.raises(ProofError):
+            parse_root(f"blake3-tree-v1:{bad}")
+    skills = tmp_path / "skills"
+    (skills / "a").mkdir(parents=True)
+    (skills / "a" / "SKILL.md").write_text("---\nname: a\ndescription: A\n---\n")
+    doc = prove(read_tree(skills), "a/SKILL.md").to_json()
+    InclusionProof.from_json(doc)  # as written: accepted
+    text = json.dumps(doc)
+    digest = next(v for v in _hex_values(doc) if len(v) == 64)
+    for bad in (digest.upper(), digest[:10] + " " + digest[10:], digest[:10] + "\n" + digest[10:]):
+        with pytest.raises(ProofError):
+            InclusionProof.from_json(json.loads(text.replace(digest, bad.replace("\n", "\\n"))))
+
+
+def _hex_values(doc: object) -> list[str]:
+    if isinstance(doc, dict):
+        return [v for x in doc.values() for v in _hex_values(x)]
+    if isinstance(doc, list):
+        return [v for x in doc for v in _hex_values(x)]
+    return [doc] if isinstance(doc, str) and all(c in "0123456789abcdef" for c in doc) else []
+
+
+def test_a_brain_with_no_skills_folder_hashes_to_the_empty_root(tmp_path: Path) -> None:
+    """docs/bundle-hash.md §1: status, snapshot and hash agree on a brain whose skills/ is gone."""
+    from tests.conftest import run_ledger
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    (brain / "skills").rmdir()
+    empty = json.loads((Path(__file__).parent / "vectors" / "empty.json").read_text())["root"]
+    for env in ({}, {"LEDGER_PURE_PYTHON": "1"}):
+        got = run_ledger("hash", str(brain), env=env)
+        assert got.returncode == 0 and got.stdout.strip() == empty, got.stderr
+    (brain / "skills").write_text("not a folder\n")
+    assert run_ledger("hash", str(brain)).returncode == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,12 @@ def hash_cmd(directory: Path, as_json: bool) -> None:
     # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
     # so that hashing does not import the git layer.
     target = directory / "skills" if (directory / ".ledger" / "config.json").is_file() else directory
-    root = format_root(hash_path(target))
+    if target != directory and not os.path.lexists(target):
+        from ledger.merkle import EMPTY_ROOT
+
+        root = format_root(EMPTY_ROOT)  # a brain with no skills/ holds the empty bundle (docs/bundle-hash.md §1)
+    else:
+        root = format_root(hash_path(target))
     emit({"root": root}) if as_json else click.echo(root)
 
 
