@@ -260,3 +260,32 @@ def fuzz(brain: Path, count: int, seed: int = 1, restart_every: int = 2000) -> d
     return {"writes_outside": [p for p, _ in outside][:10],
             "messages": sent, "answered": answered, "unanswered": unanswered, "crashes": crashes,
             "tracebacks": stderr.count("Traceback"), "internal_errors": internal, "examples": examples}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description="Fuzz a running 'ledger mcp' with random JSON-RPC (docs/RELIABILITY.md)")
+    ap.add_argument("--messages", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ledger-fuzz-mcp-") as d:
+        work = Path(d)
+        (work / "sentinel").write_text("outside the brain\n")
+        brain = work / "brain"
+        subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
+        started = time.monotonic()
+        report = fuzz(brain, args.messages, args.seed)
+        verify = subprocess.run([LEDGER, "--brain", str(brain), "verify"], capture_output=True, text=True)
+        commits = subprocess.run(["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True,
+                                 text=True).stdout.strip()  # fmt: skip
+        report.update(verify_ok=verify.returncode == 0, snapshots=int(commits or 0),
+                      seconds=round(time.monotonic() - started, 1))  # fmt: skip
+    print(json.dumps(report, indent=2))
+    bad = report["unanswered"] or report["crashes"] or report["tracebacks"] or report["internal_errors"]
+    return 1 if bad or report["writes_outside"] or not report["verify_ok"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -540,7 +540,7 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     ap = argparse.ArgumentParser(description="Full-size reliability harnesses (see docs/RELIABILITY.md)")
-    ap.add_argument("harness", choices=["kills", "writers", "symlinks", "hostile", "all"])
+    ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "all"])
     ap.add_argument("--kills", type=int, default=1000)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--ops", type=int, default=25)
@@ -549,7 +549,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fill", type=int, default=0, help="kills: import this many more skills first (1100: fanned out)")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {}
-    todo = ["hostile", "symlinks", "writers", "kills"] if args.harness == "all" else [args.harness]
+    todo = ["hostile", "symlinks", "writers", "mixed", "kills"] if args.harness == "all" else [args.harness]
     for name in todo:
         with tempfile.TemporaryDirectory(prefix=f"ledger-stress-{name}-") as d:
             work = Path(d)
@@ -566,6 +566,11 @@ def main(argv: list[str]) -> int:
                         res[f"{kind} {'same skill' if same else 'own skills'}"] = writers_run(
                             sub, args.writers, args.ops, kind, same_skill=same
                         )
+            elif name == "mixed":
+                from tests.mixed import mixed_run
+
+                ops = args.ops if args.ops != 25 else 50  # the mixed harness's full size is 8 x 50
+                res = mixed_run(work, args.writers, ops, args.seed)
             elif name == "symlinks":
                 res = symlink_race(work, args.attempts, args.seed)
             else:

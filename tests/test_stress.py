@@ -43,3 +43,16 @@ def test_symlink_swapped_during_writes_never_lets_a_byte_out(tmp_path: Path) -> 
 def test_hostile_corpus_is_refused_cleanly_and_changes_nothing(tmp_path: Path) -> None:
     res = hostile_corpus(tmp_path)
     assert res["failures"] == [] and not res["brain_changed"] and res["verify_ok"], res
+
+
+def test_every_write_surface_at_once_on_one_skill(tmp_path: Path) -> None:
+    """Reduced mixed-surface harness (tests/mixed.py; full size: scripts/stress mixed): each acknowledged
+    write is a version, applied to its true base, with no traceback anywhere."""
+    from tests.mixed import KINDS, mixed_run
+
+    res = mixed_run(tmp_path, writers=4, ops=12, seed=5)
+    assert res["acked"] >= 40 and set(res["by_surface"]) >= set(KINDS) - {"revert"}, res["by_surface"]
+    assert res["lost_count"] == 0 and res["stale_count"] == 0, (res["lost"], res["stale_base"])
+    assert res["duplicate_versions"] == 0 and res["versions_contiguous"], res
+    assert res["tracebacks"] == 0 and res["server_tracebacks"] == 0, res["traceback_examples"]
+    assert res["verify_ok"] and res["reader_failures"] == [] and res["reader_runs"] > 0, res
