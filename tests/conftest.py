@@ -86,15 +86,19 @@ def fingerprint(root: Path) -> dict[str, str]:
     objects from loose files into packs at any moment, and that changes no object.
     """
     out: dict[str, str] = {}
-    objects = subprocess.run(
-        ["git", "--git-dir", str(root / ".git"), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    out[".git/objects"] = hashlib.sha256("\n".join(sorted(set(objects))).encode()).hexdigest()
+    git_dir = root / ".git" if (root / ".git").is_dir() else root  # a brain, or a bare repository
+    store = git_dir.relative_to(root).as_posix() + "/" if git_dir != root else ""
+    packed: tuple[str, ...] = ()  # what a packer or gc may rewrite without changing an object
+    if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
+        packed = (store + "objects/", store + "info/refs")  # info/refs: written by gc for dumb transports
+        objects = subprocess.run(
+            ["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        out[store + "objects"] = hashlib.sha256("\n".join(sorted(set(objects))).encode()).hexdigest()
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        skip = (".ledger/lock", ".ledger/cache", ".ledger/gc", ".git/objects/", ".git/info/refs")  # info/refs: gc
-        if rel.startswith(skip) or path.is_dir():
+        if rel.startswith((".ledger/lock", ".ledger/cache", ".ledger/gc", *packed)) or path.is_dir():
             continue
         data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
         out[rel] = f"{hashlib.sha256(data).hexdigest()} {path.lstat().st_mode:o}"
