@@ -161,10 +161,11 @@ def audit_repo(
 
 def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report) -> None:
     """What can be checked of the receipts without a chain: each note, against its snapshot."""
-    from ledger.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, read_notes
+    from ledger.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, positions, read_notes
 
     chk = report.check("receipts")
-    position = {s.commit: (i, s.root) for i, s in enumerate(snaps)}
+    position = positions(snaps)
+    at = {s.commit: i for i, s in enumerate(snaps)}
     count = 0
     for ref, kind in ((NOTES_REF, "receipt"), (UNVERIFIED_REF, "unverified receipt")):
         try:
@@ -177,7 +178,7 @@ def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report
             note, why = parse_note(data)
             problems = [f"note {why}"] if note is None else note_problems(note, commit, position)
             if problems:
-                index = position.get(commit, (None, b""))[0]
+                index = at.get(commit)
                 label = f"{kind} of snapshot {commit[:12]}" + (f" (#{index})" if index is not None else "")
                 chk.fail(f"{label}: {'; '.join(problems)}", snapshot=commit, index=index)
     if not count:

@@ -30,7 +30,10 @@ def check_chain(
     store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int
 ) -> None:
     from ledger.chain import ZERO, Registry
+    from ledger.receipts import anchored
 
+    timeline_at = {s.commit: i for i, s in enumerate(snaps)}
+    snaps = anchored(snaps)  # what the chain records: each event seq k is snaps[k - 1] (docs/lineage.md)
     reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
     tip = reg.w3.eth.get_block("latest")  # read first: every event below is at or under this height
     events = reg.events(agent, from_block)
@@ -76,8 +79,9 @@ def check_chain(
                 computed=format_root(ev["root"]),
             )
     for i, ev in enumerate(events[: len(snaps)]):
-        if i < len(report.timeline):
-            report.timeline[i]["chain"] = {
+        t = timeline_at.get(snaps[i].commit, len(report.timeline))
+        if t < len(report.timeline):
+            report.timeline[t]["chain"] = {
                 "seq": ev["seq"],
                 "tx": ev["tx"],
                 "block": ev["block"],
@@ -98,7 +102,8 @@ def check_chain(
     elif head != ZERO and head not in snap_roots:
         head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
     elif events:
-        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is snapshot #{len(events) - 1}"
+        at = timeline_at.get(snaps[len(events) - 1].commit) if len(events) <= len(snaps) else None
+        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is snapshot #{at}"
     else:
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]

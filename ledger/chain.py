@@ -28,7 +28,7 @@ from ledger.errors import ChainError, RpcUnreachableError
 from ledger.gitstore import Snapshot
 from ledger.keys import PasswordSource, load_account
 from ledger.merkle import format_root
-from ledger.receipts import read_receipts, write_receipts
+from ledger.receipts import anchored, read_receipts, write_receipts
 from ledger.treehash import recompute_roots
 
 __all__ = [
@@ -287,7 +287,9 @@ def register(
 
 
 def _lineage(brain: Brain) -> list[Snapshot]:
-    return list(reversed(list(brain.store.lineage())))
+    """The snapshots the chain records, oldest first: every one but those whose root equals the one
+    before (the anchoring rule, :func:`ledger.receipts.anchored`)."""
+    return anchored(list(reversed(list(brain.store.lineage()))))
 
 
 def commit_pending(

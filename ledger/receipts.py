@@ -21,7 +21,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,23 @@ from ledger._env import child_env
 from ledger._quick import NOTES_REF, PENDING_CACHE, pending_key
 from ledger.gitstore import MODE_DIR, MODE_FILE, GitStore
 
-__all__ = ["NOTES_REF", "UNVERIFIED_REF", "join_receipts", "local_pending", "note_problems", "notes_of", "parse_note",
-           "pending_key", "read_notes", "read_receipts", "receipt_of", "remembered_pending", "write_receipts"]
+__all__ = [
+    "NOTES_REF",
+    "UNVERIFIED_REF",
+    "anchored",
+    "join_receipts",
+    "local_pending",
+    "note_problems",
+    "notes_of",
+    "parse_note",
+    "pending_key",
+    "positions",
+    "read_notes",
+    "read_receipts",
+    "receipt_of",
+    "remembered_pending",
+    "write_receipts",
+]
 
 UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere not yet checked against a chain
 
@@ -72,21 +87,42 @@ def parse_note(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return doc, None
 
 
+def anchored(snaps: Sequence[Any]) -> list[Any]:
+    """The snapshots the chain records, oldest first (docs/lineage.md, "The anchoring rule").
+
+    Every snapshot is anchored, in order, except one whose root equals the root of the
+    snapshot before it (a change outside the bundle, such as a skill moved to another
+    Hermes category): the registry refuses a root equal to its head, and the snapshot
+    before it already anchors that root. Event seq *k* records ``anchored(...)[k - 1]``.
+    """
+    out = []
+    for i, snap in enumerate(snaps):
+        if i == 0 or snap.root != snaps[i - 1].root:
+            out.append(snap)
+    return out
+
+
+def positions(snaps: Sequence[Any]) -> dict[str, tuple[int, bytes]]:
+    """Each anchored snapshot's commit (hex) → its position among the anchored ones, and its root."""
+    return {s.commit: (i, s.root) for i, s in enumerate(anchored(snaps))}
+
+
 def note_problems(note: Mapping[str, Any], commit: str, position: Mapping[str, tuple[int, bytes]]) -> list[str]:
     """What is wrong with a well-formed receipt on snapshot ``commit``, checked without a chain.
 
-    ``position`` maps each snapshot commit of the lineage (hex) to its index and root.
+    ``position`` is :func:`positions` of the lineage.
     """
     from ledger.merkle import format_root
 
     if commit not in position:
-        return ["sits on a commit that is not a snapshot of the lineage"]
+        return ["sits on a commit that is not an anchored snapshot of the lineage (not a snapshot, or one "
+                "whose root equals its parent's, which is never anchored separately)"]  # fmt: skip
     index, root = position[commit]
     problems = []
     if note["root"] != format_root(root):
         problems.append(f"records root {note['root']}, but the snapshot's root is {format_root(root)}")
     if note["seq"] != index + 1:
-        problems.append(f"records seq {note['seq']}, but snapshot #{index} is anchored as seq {index + 1}")
+        problems.append(f"records seq {note['seq']}, but that snapshot is anchored as seq {index + 1}")
     return problems
 
 
@@ -237,12 +273,19 @@ def local_pending(store: GitStore, registry: str | None = None, agent: int | Non
 
     if counts(head.hex()):
         return 0
-    # First-parent commit ids from git itself: parsing every snapshot in Python costs ~0.2 ms each.
-    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "rev-list", "--first-parent", head.hex()],
-                          capture_output=True, text=True, env=child_env())  # fmt: skip
+    # First-parent commits with their root trailers from git itself: parsing every snapshot in
+    # Python costs ~0.2 ms each. A snapshot whose root equals its parent's is never anchored.
+    trailers = ("Ledger-Root", "Ledger-Parent-Root")
+    fmt = "%H " + " ".join(f"%(trailers:key={k},valueonly,separator=%x20)" for k in trailers)
+    proc = subprocess.run(
+        ["git", f"--git-dir={store.git_dir}", "log", "--first-parent", f"--format={fmt}", head.hex()],
+        capture_output=True, text=True, env=child_env(),
+    )  # fmt: skip
     count = 0
-    for commit in proc.stdout.split():
+    for line in proc.stdout.splitlines():
+        commit, _, roots = line.partition(" ")
         if counts(commit):
             break
-        count += 1
+        root, _, parent = roots.partition(" ")
+        count += root.strip() != parent.strip()
     return count

@@ -32,6 +32,7 @@ from ledger.receipts import (
     note_problems,
     notes_of,
     parse_note,
+    positions,
     read_notes,
     write_receipts,
 )
@@ -248,16 +249,16 @@ class Sharing:
 
 
 def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
-    """Each snapshot commit of the fetched lineage (hex) → its index and root, for checking receipts."""
+    """Each anchored snapshot commit of the fetched lineage (hex) → its position and root, for receipts."""
     head = (q / "refs" / "heads" / "main").read_text().strip()
     commits = _git(q, "rev-list", "--first-parent", "--reverse", head, what="reading the fetched lineage").split()
-    out = {}
-    for i, commit in enumerate(commits):
+    snaps = []
+    for commit in commits:
         try:
-            out[commit] = (i, store.snapshot(bytes.fromhex(commit)).root)
+            snaps.append(store.snapshot(bytes.fromhex(commit)))
         except (StoreError, ValueError):
             continue  # not a snapshot: the audit names it; no receipt can sit on it
-    return out
+    return positions(snaps)
 
 
 def _on_chain(brain: Any, notes: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -1,0 +1,55 @@
+"""The anchoring rule: a snapshot whose root equals its parent's is never anchored separately,
+so `ledger commit` can never get stuck on one (issue 18, item 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ledger import anvil
+from ledger.brain import Brain
+from ledger.chain import ChainConfig, commit_pending, deploy, register
+from ledger.keys import DEV_KEY_NAME
+from tests.conftest import run_ledger
+
+
+def _hermes(root: Path, category: str) -> Path:
+    """A Hermes tree holding one skill, in ``category``."""
+    skill = root / category / "arxiv"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: arxiv\ndescription: Search arXiv\n---\nsearch\n")
+    return root
+
+
+@pytest.mark.chain
+def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, node: anvil.Node) -> None:
+    b = Brain.init(tmp_path / "b")
+    b.update_config(chain={"rpc": node.url})
+    deploy(b, key=DEV_KEY_NAME)
+    register(b, shares=10, key=DEV_KEY_NAME)
+    run_ledger("--brain", str(b.root), "import", str(_hermes(tmp_path / "one", "research")), "--layout", "hermes",
+               check=True)  # fmt: skip
+    commit_pending(b, key=DEV_KEY_NAME)
+    # The same skill, moved to another category: categories are outside the bundle, so the root stays.
+    moved = run_ledger("--brain", str(b.root), "import", str(_hermes(tmp_path / "two", "papers")), "--layout",
+                       "hermes", "--json", check=True)  # fmt: skip
+    assert json.loads(moved.stdout)["snapshot"] is not None
+    head = b.head().snap
+    assert head.root == head.parent_root  # a snapshot whose root equals its parent's
+    idle = run_ledger("--brain", str(b.root), "commit", "--key", DEV_KEY_NAME)
+    assert idle.returncode == 0, idle.stderr  # nothing to anchor: the root is on chain already
+    status = json.loads(run_ledger("--brain", str(b.root), "status", "--json", check=True).stdout)
+    assert status["pending_chain"] == 0
+    b.create("t", "T", "a real change\n")
+    assert json.loads(run_ledger("--brain", str(b.root), "status", "--json", check=True).stdout)["pending_chain"] == 1
+    done = run_ledger("--brain", str(b.root), "commit", "--key", DEV_KEY_NAME)
+    assert done.returncode == 0, done.stderr
+    cfg = ChainConfig.of(b)
+    args = ["--rpc", cfg.rpc, "--registry", cfg.registry, "--agent", hex(cfg.agent_id), "--json"]
+    audit = run_ledger("audit", str(b.root), *args)
+    report = json.loads(audit.stdout)
+    assert audit.returncode == 0 and report["pending"] == [], (audit.stderr, report["checks"])
+    assert all(c["ok"] for c in report["checks"].values())
+    b.close()
