@@ -256,6 +256,13 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
                 computed=format_root(computed),
                 **where,
             )
+        if len(snap.parents) > 1 or (i == 0) != (not snap.parents):
+            lineage_chk.fail(
+                f"{label}: has {len(snap.parents)} parent commit(s); a lineage is one parent per snapshot "
+                "back to a parentless genesis (merges are not part of protocol v1, docs/lineage.md)",
+                computed=" ".join(snap.parents) or "none",
+                **where,
+            )
         if snap.parent_root != prev_root:
             lineage_chk.fail(
                 f"{label}: parent root is not the previous snapshot's root "

@@ -330,3 +330,25 @@ def test_html_report_renders_in_headless_chromium(brain, tmp_path: Path) -> None
         timeout=120,
     )
     assert png.exists() and png.stat().st_size > 10_000
+
+
+def test_a_merge_anywhere_in_the_lineage_fails_the_audit(tmp_path: Path) -> None:
+    """Issue 18, item 4: a tip replaced by a merge whose second parent is a forged, never-hashed commit."""
+    b = Brain.init(tmp_path / "b")
+    b.create("s", "S", "one\n")
+    b.close()
+    git = ["git", "--git-dir", str(tmp_path / "b" / ".git")]
+    head = subprocess.run([*git, "rev-parse", "main"], capture_output=True, text=True, check=True).stdout.strip()
+    tree = subprocess.run([*git, "rev-parse", f"{head}^{{tree}}"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    forged = subprocess.run([*git, "commit-tree", tree, "-m", "never hashed"], capture_output=True, text=True,
+                            check=True).stdout.strip()  # fmt: skip
+    message = subprocess.run([*git, "log", "-1", "--format=%B", head], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+    parent = subprocess.run([*git, "rev-parse", f"{head}^"], capture_output=True, text=True, check=True).stdout.strip()
+    merge = subprocess.run([*git, "commit-tree", tree, "-p", parent, "-p", forged], input=message,
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    subprocess.run([*git, "update-ref", "refs/heads/main", merge, head], check=True)
+    code, rep = audit(tmp_path / "b")
+    lineage = rep["checks"]["lineage"]
+    assert code == 1 and not lineage["ok"] and lineage["snapshot"] == merge and "2 parent" in lineage["summary"]
