@@ -228,6 +228,10 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             continue
         snaps.append(snap)
         label = f"snapshot #{i} ({commit.hex()[:12]}, {_describe(snap)})"
+        stray = _stray_entries(store, snap)
+        if stray:
+            snaps_chk.fail(f"{label}: its tree holds {stray}, which a snapshot may not (docs/lineage.md §1.2)",
+                           path=stray, **where)  # fmt: skip
         computed: bytes | None = None
         entries: dict[str, bytes] = {}
         try:
@@ -303,6 +307,19 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     if skills_chk.ok:
         skills_chk.summary = "every written skill is valid"
     return snaps
+
+
+_TOP = {"skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE}
+
+
+def _stray_entries(store: gs.GitStore, snap: gs.Snapshot) -> str | None:
+    """The first entry of a snapshot's top tree that lineage.md §1.2 does not allow, with its mode."""
+    if not snap.tree:
+        return None
+    for _sha, mode, name in store.read_tree(bytes.fromhex(snap.tree)):
+        if _TOP.get(name) != mode:
+            return f"'{name}' (mode {mode:o})"
+    return None
 
 
 def _check_trailers(snap: gs.Snapshot, i: int, label: str, chk: Check, where: dict[str, Any]) -> None:
@@ -532,6 +549,10 @@ def _check_fsck(path: Path, report: Report) -> None:
     ).stdout.split()
     if replaced:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
+    grafts = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-path", "info/grafts"], capture_output=True,
+                            text=True, timeout=60, env=child_env()).stdout.strip()  # fmt: skip
+    if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
+        chk.fail("info/grafts rewrites parents for git's own history commands (docs/lineage.md §1)", path=grafts)
     proc = subprocess.run(
         ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"],
         capture_output=True,

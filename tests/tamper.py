@@ -1,0 +1,224 @@
+"""The tamper corpus: one altered brain per class of docs/lineage.md §11, made with plain git.
+
+Each case copies an honest brain's store (a bare mirror), rewrites history as an attacker
+with write access to the store would (every later snapshot re-parented, dates kept),
+and says which audit check must fail and on which snapshot. ``tests/test_tamper.py``
+runs every case through ``ledger audit``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import run_ledger
+
+Tree = str  # a git tree id
+Message = str
+
+
+def git(repo: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {proc.stderr}")
+    return proc.stdout
+
+
+def lineage(repo: Path) -> list[str]:
+    return git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
+
+
+def edit_tree(repo: Path, tree: Tree, path: str, data: bytes | None, mode: str = "100644") -> Tree:
+    """``tree`` with the blob at ``path`` replaced by ``data`` (or removed when None)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
+        git(repo, "read-tree", tree, env=env)
+        if data is None:
+            git(repo, "update-index", "--force-remove", path, env=env)
+        else:
+            blob = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"], input=data,
+                                  capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+            git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+        return git(repo, "write-tree", env=env).strip()
+
+
+def blob_at(repo: Path, commit: str, path: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob", f"{commit}:{path}"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+
+
+def rewrite(repo: Path, index: int, *, tree: Callable[[Tree], Tree] | None = None,
+            message: Callable[[Message], Message] | None = None, extra_parent: str | None = None) -> str:  # fmt: skip
+    """Rewrite snapshot ``index`` (and re-parent every later one); return its new commit id."""
+    commits = lineage(repo)
+    parent = commits[index - 1] if index else None
+    rewritten = ""
+    for i in range(index, len(commits)):
+        old = commits[i]
+        fields = git(repo, "show", "-s", "--format=%T%n%an%n%ae%n%ad%n%cn%n%ce%n%cd", "--date=raw", old).split("\n")
+        t, an, ae, ad, cn, ce, cd = fields[:7]
+        msg = git(repo, "cat-file", "commit", old).split("\n\n", 1)[1]
+        if i == index:
+            t = tree(t) if tree else t
+            msg = message(msg) if message else msg
+        parents = ([parent] if parent else []) + ([extra_parent] if extra_parent and i == index else [])
+        env = {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad, "GIT_COMMITTER_NAME": cn,
+               "GIT_COMMITTER_EMAIL": ce, "GIT_COMMITTER_DATE": cd}  # fmt: skip
+        args = ["commit-tree", t] + [x for p in parents for x in ("-p", p)]
+        parent = git(repo, *args, input=msg, env=env).strip()
+        if i == index:
+            rewritten = parent
+    git(repo, "update-ref", "refs/heads/main", parent)
+    return rewritten
+
+
+def sub(pattern: str, repl: str) -> Callable[[Message], Message]:
+    def f(msg: Message) -> Message:
+        out, n = re.subn(pattern, repl, msg, count=1, flags=re.M)
+        assert n == 1, (pattern, msg)
+        return out
+
+    return f
+
+
+@dataclass
+class Case:
+    name: str
+    section: str  # of docs/lineage.md
+    check: str  # the audit check that must fail
+    apply: Callable[[Path, dict[str, int]], str]  # (bare copy, snapshot index by label) → the commit to be named
+
+
+def _counter_bump(repo: Path, commit: str, skill: str, to: int) -> Callable[[Tree], Tree]:
+    text = blob_at(repo, commit, f"skills/{skill}/SKILL.md").decode()
+    new = re.sub(r"(\n\s*version: )'?\d+'?", rf"\g<1>'{to}'", text, count=1)
+    return lambda t: edit_tree(repo, t, f"skills/{skill}/SKILL.md", new.encode())
+
+
+def cases() -> list[Case]:
+    """One case per class (docs/lineage.md §11). Labels name the honest brain's snapshots (see build_honest)."""
+
+    def at(label: str, **kw: object) -> Callable[[Path, dict[str, int]], str]:
+        return lambda repo, idx: rewrite(repo, idx[label], **kw)  # type: ignore[arg-type]
+
+    def versions(label: str, skill: str, old: int, new: int) -> Callable[[Path, dict[str, int]], str]:
+        def f(repo: Path, idx: dict[str, int]) -> str:
+            commit = lineage(repo)[idx[label]]
+
+            def msg(m: Message) -> Message:
+                m = m.replace(f"{skill} v{old}\n", f"{skill} v{new}\n", 1)
+                return m.replace(f"Ledger-Version: {old}\n", f"Ledger-Version: {new}\n").replace(
+                    f" {skill} {old}\n", f" {skill} {new}\n")
+
+            return rewrite(repo, idx[label], message=msg, tree=_counter_bump(repo, commit, skill, new))
+
+        return f
+
+    def tree_edit(label: str, path: str, data: bytes | None, mode: str = "100644") -> Callable[..., str]:
+        return lambda repo, idx: rewrite(repo, idx[label], tree=lambda t: edit_tree(repo, t, path, data, mode))
+
+    def byte(repo: Path, idx: dict[str, int]) -> str:
+        commit = lineage(repo)[idx["patch-a"]]
+        data = blob_at(repo, commit, "skills/a/SKILL.md") + b"x"
+        return rewrite(repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "skills/a/SKILL.md", data))
+
+    def merge(label: str) -> Callable[[Path, dict[str, int]], str]:
+        def f(repo: Path, idx: dict[str, int]) -> str:
+            stray = git(repo, "commit-tree", git(repo, "rev-parse", "main^{tree}").strip(), input="never hashed\n")
+            return rewrite(repo, idx[label], extra_parent=stray.strip())
+
+        return f
+
+    def replace_ref(repo: Path, idx: dict[str, int]) -> str:
+        commits = lineage(repo)
+        git(repo, "update-ref", f"refs/replace/{commits[idx['patch-a']]}", commits[idx['create-a']])
+        return ""  # fsck names no snapshot
+
+    def graft(repo: Path, idx: dict[str, int]) -> str:
+        commits = lineage(repo)
+        (repo / "info").mkdir(exist_ok=True)
+        (repo / "info" / "grafts").write_text(f"{commits[idx['tip']]} {commits[idx['create-a']]}\n")
+        return ""
+
+    def retired(repo: Path, idx: dict[str, int]) -> str:
+        return rewrite(repo, idx["delete-b"], tree=lambda t: edit_tree(repo, t, "retired", b"b 7\n"))
+
+    return [
+        Case("tree-byte", "1.4, bundle-hash.md", "snapshots", byte),
+        Case("tree-file-added", "1.4", "snapshots", tree_edit("patch-a", "skills/a/references/x.md", b"x\n")),
+        Case("tree-exec-bit", "1.4, bundle-hash.md", "snapshots",
+             lambda repo, idx: rewrite(repo, idx["patch-a"], tree=lambda t: edit_tree(
+                 repo, t, "skills/a/SKILL.md", blob_at(repo, lineage(repo)[idx["patch-a"]], "skills/a/SKILL.md"),
+                 "100755"))),
+        Case("top-level-entry", "1.2", "snapshots", tree_edit("patch-a", "evil", b"x\n")),
+        Case("layout-record-on-a-flat-tree", "1.2, 1.3", "snapshots",
+             tree_edit("patch-a", "layout", b"skills/<first byte of BLAKE3(name), in hex>/<name>/\n")),
+        Case("layout-record-altered", "1.2", "snapshots", tree_edit("patch-a", "layout", b"skills/*/\n")),
+        Case("root-trailer", "2.1", "snapshots", at("patch-a", message=sub(
+            r"^Ledger-Root: blake3-tree-v1:\w+$", "Ledger-Root: blake3-tree-v1:" + "ab" * 32))),
+        Case("parent-root-trailer", "1.1, 2.1", "lineage", at("patch-a", message=sub(
+            r"^Ledger-Parent-Root: blake3-tree-v1:\w+$", "Ledger-Parent-Root: blake3-tree-v1:" + "cd" * 32))),
+        Case("operation-trailer", "2.2, 3", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Operation: patch$", "Ledger-Operation: edit"))),
+        Case("skill-trailer", "2.2", "trailers", at("patch-a", message=sub(r"^Ledger-Skill: a$", "Ledger-Skill: b"))),
+        Case("version-trailer", "2.2", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Version: 2$", "Ledger-Version: 3"))),
+        Case("change-trailer", "2.2, 3", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Change: update a 2$", "Ledger-Change: create a 2"))),
+        Case("actor-trailer-invalid", "2.1", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Actor: user$", "Ledger-Actor: root"))),
+        Case("actor-trailer-dropped", "2.2", "trailers", at("patch-a", message=sub(r"^Ledger-Actor: user\n", ""))),
+        Case("evidence-trailer-out-of-order", "2.1", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Actor: user$", "Ledger-Task: T-1\nLedger-Actor: user"))),
+        Case("nonce-outside-init", "2.1", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Actor: user$", "Ledger-Nonce: " + "0" * 32 + "\nLedger-Actor: user"))),
+        Case("subject", "2.1", "trailers", at("patch-a", message=sub(r"^patch a v2$", "patch a v2 (fixed)"))),
+        Case("extra-trailer", "2.1", "trailers", at("patch-a", message=sub(
+            r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Evil: 1"))),
+        Case("missing-trailer", "2.1", "trailers", at("patch-a", message=sub(r"^Ledger-Skill: a\n", ""))),
+        Case("second-trailer-paragraph", "2.1", "snapshots", at("patch-a", message=sub(
+            r"^Ledger-Actor: user$", "Ledger-Actor: user\n\nLedger-Actor: agent"))),
+        Case("init-not-first", "3", "trailers", at("patch-a", message=lambda m: m.replace(
+            "patch a v2", "init: 0 skill(s)", 1).replace("Ledger-Operation: patch", "Ledger-Operation: init"))),
+        Case("version-skipped", "5.1", "versions", versions("patch-a", "a", 2, 3)),
+        Case("version-repeated", "5.1, 5.2", "versions", versions("revert-a", "a", 3, 2)),
+        Case("version-reset-after-recreate", "5.1, 5.4", "versions", versions("recreate-b", "b", 2, 1)),
+        Case("counter-in-skill-md", "4.2", "skills", lambda repo, idx: rewrite(
+            repo, idx["patch-a"], tree=_counter_bump(repo, lineage(repo)[idx["patch-a"]], "a", 9))),
+        Case("retired-record", "5.4", "versions", retired),
+        Case("merge-at-the-tip", "9", "lineage", merge("tip")),
+        Case("merge-inside-the-lineage", "9", "lineage", merge("patch-a")),
+        Case("replace-ref", "1", "fsck", replace_ref),
+        Case("graft", "1", "fsck", graft),
+    ]
+
+
+def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
+    """A small honest brain whose lineage has every operation the corpus tampers with."""
+    brain = root / "honest"
+    run_ledger("init", str(brain), check=True)
+
+    def do(*args: str) -> None:
+        run_ledger("--brain", str(brain), *args, check=True)
+
+    do("skill", "create", "a", "--description", "A", "--body", "step one\n")
+    do("skill", "create", "b", "--description", "B", "--body", "b\n")
+    do("skill", "patch", "a", "--old", "step one", "--new", "step two")
+    do("skill", "delete", "b")
+    do("skill", "create", "b", "--description", "B again", "--body", "b\n")
+    do("revert", "a", "--to", "1")
+    hermes = root / "hermes" / "research" / "c"
+    hermes.mkdir(parents=True)
+    (hermes / "SKILL.md").write_text("---\nname: c\ndescription: C\n---\nc\n")
+    (root / "hermes" / "research" / "DESCRIPTION.md").write_text("research\n")
+    do("import", str(root / "hermes"), "--layout", "hermes")
+    labels = ["init", "create-a", "create-b", "patch-a", "delete-b", "recreate-b", "revert-a", "import-c"]
+    idx = {label: i for i, label in enumerate(labels)}
+    idx["tip"] = len(labels) - 1
+    return brain, idx
