@@ -1,0 +1,33 @@
+"""The committed lineage vectors (tests/vectors/lineage/, docs/lineage.md): small brains as git bundles,
+each audited to the verdict recorded beside it. Regenerate with scripts/gen-lineage-vectors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_ledger
+
+HERE = Path(__file__).parent / "vectors" / "lineage"
+VERDICTS = json.loads((HERE / "verdicts.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(VERDICTS))
+def test_each_lineage_vector_gets_its_verdict(name: str, tmp_path: Path) -> None:
+    want = VERDICTS[name]
+    repo = tmp_path / f"{name}.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    subprocess.run(["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"],
+                   check=True)  # fmt: skip
+    proc = run_ledger("audit", str(repo), "--json")
+    report = json.loads(proc.stdout)
+    failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
+    assert proc.returncode == (0 if want["ok"] else 1), proc.stderr
+    assert set(want["fails"]) <= set(failed), failed
+    for check in want["fails"]:
+        assert report["checks"][check]["snapshot"] == want["snapshot"]
+    if want["ok"]:
+        assert failed == []
