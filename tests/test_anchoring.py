@@ -53,3 +53,41 @@ def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, node: anvil.N
     assert audit.returncode == 0 and report["pending"] == [], (audit.stderr, report["checks"])
     assert all(c["ok"] for c in report["checks"].values())
     b.close()
+
+
+@pytest.mark.chain
+def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvil.Node) -> None:
+    """Issue 18, item 1: after a commit from another copy (the chain moved under us), and with a key the
+    agent never authorized, the message names the way back, and following it makes the brain committable."""
+    from ledger.sharing import clone
+
+    a = Brain.init(tmp_path / "a")
+    a.update_config(chain={"rpc": node.url})
+    deploy(a, key=DEV_KEY_NAME)
+    register(a, shares=10, key=DEV_KEY_NAME)
+    a.create("s", "S", "one\n")
+    remote = tmp_path / "remote.git"
+    a.push(str(remote))
+    # Another copy of the same lineage commits it first.
+    b = clone(str(remote), tmp_path / "b")
+    b.update_config(chain=dict(a.config["chain"]))
+    assert commit_pending(b, key=DEV_KEY_NAME).committed == 2
+    b.close()
+    env = {"LEDGER_BRAIN": str(a.root)}
+    caught_up = run_ledger("commit", "--key", DEV_KEY_NAME, env=env)
+    assert caught_up.returncode == 0, caught_up.stderr  # the chain already holds a's lineage: receipts recovered
+    assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
+    # A key the agent never authorized: refused, and the message says how to authorize it.
+    keys = {**env, "LEDGER_KEYSTORE": str(tmp_path / "ks"), "LEDGER_KEY_PASSWORD": "pw"}
+    address = run_ledger("keys", "new", "stranger", env=keys, check=True).stdout.strip()
+    from ledger.chain import Registry
+
+    Registry(node.url).w3.provider.make_request("anvil_setBalance", [address, hex(10**18)])  # funded, not authorized
+    a.create("t", "T", "two\n")
+    refused = run_ledger("commit", "--key", "stranger", env=keys)
+    assert refused.returncode == 1 and "ledger chain authorize" in refused.stderr, refused.stderr
+    run_ledger("chain", "authorize", address, "--key", DEV_KEY_NAME, env=keys, check=True)
+    retried = run_ledger("commit", "--key", DEV_KEY_NAME, env=keys)
+    assert retried.returncode == 0, retried.stderr
+    assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
+    a.close()
