@@ -29,7 +29,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -228,18 +227,10 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                     reader_failures.append(f"{cmds[i % len(cmds)]}: {stderr.strip()[-200:]}")
             i += 1
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
-    watchers = [threading.Thread(target=reader, args=(r,)) for r in range(readers)]
-    for t in threads + watchers:
-        t.start()
-    for t in threads:
-        t.join()
-    done.set()
-    for t in watchers:
-        t.join()
+    from tests.stress import run_together
+
+    elapsed = run_together(writer, writers, reader, readers, done)
     api.close()
-    elapsed = time.monotonic() - started
     server_tracebacks = sum(p.read_text(errors="replace").count("Traceback") for p in workdir.glob("mcp-*.err"))
     return {**_judge(brain, log), "writers": writers, "ops": ops, "reader_runs": reader_runs,
             "reader_failures": reader_failures[:10], "server_tracebacks": server_tracebacks,

@@ -252,6 +252,22 @@ def kill_run(
 # --------------------------------------------------------------------------- concurrent writers
 
 
+def run_together(writer: Any, writers: int, reader: Any, readers: int, done: threading.Event) -> float:
+    """``writers`` writer threads and ``readers`` reader threads; readers stop once every writer is done.
+    Returns the seconds it took."""
+    started = time.monotonic()
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    watchers = [threading.Thread(target=reader, args=(r,)) for r in range(readers)]
+    for t in threads + watchers:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    for t in watchers:
+        t.join()
+    return time.monotonic() - started
+
+
 def writers_run(
     workdir: Path, writers: int, ops: int, kind: str, *, same_skill: bool = True, readers: int = 2
 ) -> dict[str, Any]:
@@ -293,17 +309,7 @@ def writers_run(
                     reader_failures.append(f"{' '.join(cmd)}: {proc.stderr.strip()[-200:]}")
             i += 1
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
-    watchers = [threading.Thread(target=reader, args=(r,)) for r in range(readers)]
-    for t in threads + watchers:
-        t.start()
-    for t in threads:
-        t.join()
-    done.set()
-    for t in watchers:
-        t.join()
-    elapsed = time.monotonic() - started
+    elapsed = run_together(writer, writers, reader, readers, done)
     state = _head_state(brain)
     lost = []
     for skill, marker, rc, _, _ in results:

@@ -10,7 +10,7 @@ import pytest
 
 from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, commit_pending, deploy, register
+from ledger.chain import ChainConfig, commit_pending
 from ledger.keys import DEV_KEY_NAME
 from tests.conftest import run_ledger
 
@@ -24,11 +24,8 @@ def _hermes(root: Path, category: str) -> Path:
 
 
 @pytest.mark.chain
-def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, node: anvil.Node) -> None:
-    b = Brain.init(tmp_path / "b")
-    b.update_config(chain={"rpc": node.url})
-    deploy(b, key=DEV_KEY_NAME)
-    register(b, shares=10, key=DEV_KEY_NAME)
+def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, chained: Brain) -> None:
+    b = chained
     run_ledger("--brain", str(b.root), "import", str(_hermes(tmp_path / "one", "research")), "--layout", "hermes",
                check=True)  # fmt: skip
     commit_pending(b, key=DEV_KEY_NAME)
@@ -52,19 +49,15 @@ def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, node: anvil.N
     report = json.loads(audit.stdout)
     assert audit.returncode == 0 and report["pending"] == [], (audit.stderr, report["checks"])
     assert all(c["ok"] for c in report["checks"].values())
-    b.close()
 
 
 @pytest.mark.chain
-def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvil.Node) -> None:
+def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvil.Node, chained: Brain) -> None:
     """Issue 18, item 1: after a commit from another copy (the chain moved under us), and with a key the
     agent never authorized, the message names the way back, and following it makes the brain committable."""
     from ledger.sharing import clone
 
-    a = Brain.init(tmp_path / "a")
-    a.update_config(chain={"rpc": node.url})
-    deploy(a, key=DEV_KEY_NAME)
-    register(a, shares=10, key=DEV_KEY_NAME)
+    a = chained
     a.create("s", "S", "one\n")
     remote = tmp_path / "remote.git"
     a.push(str(remote))
@@ -90,4 +83,3 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
     retried = run_ledger("commit", "--key", DEV_KEY_NAME, env=keys)
     assert retried.returncode == 0, retried.stderr
     assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
-    a.close()

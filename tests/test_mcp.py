@@ -22,14 +22,21 @@ def _json(result) -> dict:
     return json.loads(text[text.index("{") :])
 
 
-def test_mcp_server_end_to_end(tmp_path: Path) -> None:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+def _new_server(tmp_path: Path):
+    """A new brain, and the parameters that start `ledger mcp` on it for the official client."""
+    from mcp import StdioServerParameters
 
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+    return brain, StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+
+
+def test_mcp_server_end_to_end(tmp_path: Path) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    brain, params = _new_server(tmp_path)
     seen: dict[str, object] = {}
 
     async def session() -> None:
@@ -95,15 +102,12 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
 
 def test_tools_list_publishes_exactly_the_library_schemas(tmp_path: Path) -> None:
     """One tool surface: what a client sees is TOOLS and ANNOTATIONS as they are, and the server has a version."""
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     from ledger.agent.tools import ANNOTATIONS, TOOLS
 
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+    _, params = _new_server(tmp_path)
     got: dict[str, object] = {}
 
     async def session() -> None:

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
 from ledger import gitstore as gs
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, commit_pending, deploy, register
+from ledger.chain import ChainConfig, commit_pending
 from ledger.errors import StoreError
 from ledger.keys import DEV_KEY_NAME
 from ledger.merkle import format_root
@@ -77,21 +76,15 @@ def test_offline_audit_checks_each_receipt_against_its_snapshot(tmp_path: Path) 
 
 
 @pytest.fixture
-def anchored(tmp_path: Path, node: anvil.Node):
+def anchored(tmp_path: Path, chained: Brain):
     """A brain with its chain, two snapshots anchored and a third not, pushed to a bare remote."""
-    a = Brain.init(tmp_path / "a")
-    a.update_config(chain={"rpc": node.url})
-    deploy(a, key=DEV_KEY_NAME)
-    register(a, shares=10, key=DEV_KEY_NAME)
+    a = chained
     a.create("s", "S", "one\n")
     commit_pending(a, key=DEV_KEY_NAME)
     a.create("t", "T", "two\n")  # #2: not anchored
     remote = tmp_path / "remote.git"
     a.push(str(remote))
-    try:
-        yield a, remote
-    finally:
-        a.close()
+    return a, remote
 
 
 def _forge_on_remote(a: Brain, remote: Path) -> str:
