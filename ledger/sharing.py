@@ -24,7 +24,7 @@ from typing import Any
 from ledger import gitstore as gs
 from ledger import writepath as wp
 from ledger._env import child_env
-from ledger.errors import LedgerError, StoreError, UsageError
+from ledger.errors import LedgerError, StoreError
 from ledger.receipts import (
     NOTES_REF,
     UNVERIFIED_REF,
@@ -320,7 +320,7 @@ def clone(remote: str, dest: str | Path) -> Any:
 
     root = Path(os.path.abspath(dest))
     if root.exists() and any(root.iterdir()):
-        raise UsageError(f"{root} is not an empty directory", hint="clone into a new directory")
+        raise LedgerError(f"{root} is not an empty directory", hint="clone into a new directory")
     created = not root.exists()
     try:
         Brain.create_empty(root)

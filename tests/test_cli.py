@@ -192,3 +192,30 @@ def test_local_commands_do_not_import_web3(cli_brain: Path) -> None:
         "assert 'web3' not in sys.modules, 'web3 imported'\n"
     )
     subprocess.run([sys.executable, "-c", code, str(cli_brain)], check=True, capture_output=True)
+
+
+def test_small_things_a_new_user_trips_on(tmp_path: Path) -> None:
+    """Issue 19, item 9 (part): a typo in diff is an error, refusals exit 1 not 2, verify-proof takes a receipt."""
+    import json
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", check=True)
+    for args in (["diff", "mian"], ["diff", "--skill", "nosuch"], ["diff", "main~1", "main", "nosuch"]):
+        proc = run_ledger("--brain", str(brain), *args)
+        assert proc.returncode == 1 and proc.stderr.startswith("error: "), (args, proc.returncode, proc.stderr)
+    assert "a/SKILL.md" in run_ledger("--brain", str(brain), "diff", "main~1", "a", check=True).stdout
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine\n")
+    (tmp_path / "nothing").mkdir()
+    for args in (["export", str(full)], ["import", str(tmp_path / "nothing")]):
+        proc = run_ledger("--brain", str(brain), *args)
+        assert proc.returncode == 1, (args, proc.returncode, proc.stderr)
+    assert run_ledger("clone", str(brain), str(full)).returncode == 1
+    assert (full / "keep.txt").read_text() == "mine\n"
+    view = tmp_path / "view.json"
+    view.write_text(run_ledger("--brain", str(brain), "skill", "view", "a", "--json", check=True).stdout)
+    root = json.loads(view.read_text())["receipt"]["root"]
+    ok = run_ledger("verify-proof", str(view), "--root", root)
+    assert ok.returncode == 0, ok.stderr

@@ -150,7 +150,8 @@ def test_diff_shows_content_like_git(cli: Path) -> None:
     work = run_ledger(*b, "diff", check=True).stdout  # head → working tree, as git diff
     assert re.search(r"^\+hand$", work, re.M)
     assert run_ledger(*b, "diff", "main~1", "s", "--name-status", check=True).stdout == "M\tskills/s/SKILL.md\n"
-    assert run_ledger(*b, "diff", "main~2", "--skill", "t", check=True).stdout == ""
+    unknown = run_ledger(*b, "diff", "main~2", "--skill", "t")  # no skill t on either side: a typo, said so
+    assert unknown.returncode == 1 and "no skill named 't'" in unknown.stderr
     assert run_ledger(*b, "diff", "main", "main", "main", "s").returncode == 2
     assert run_ledger(*b, "diff", "nosuchrev", "main").returncode == 1
 

@@ -222,7 +222,7 @@ def verify_proof(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    """Check an inclusion proof against a root; needs nothing but the proof."""
+    """Check an inclusion proof (or a usage receipt holding one) against a root; needs nothing but the proof."""
     from ledger.merkle import InclusionProof, format_root, parse_root, verify_proof
 
     if (root is None) == (not chain):
@@ -233,6 +233,10 @@ def verify_proof(
         doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
     except (json.JSONDecodeError, RecursionError) as exc:
         raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
+    if isinstance(doc, dict) and isinstance(doc.get("receipt"), dict):
+        doc = doc["receipt"]  # the whole output of 'skill view --json' or MCP skill_view
+    if isinstance(doc, dict) and isinstance(doc.get("proof"), dict):
+        doc = doc["proof"]  # a usage receipt carries its proof
     proof = InclusionProof.from_json(doc)
     matched: dict[str, Any] | None = None
     if chain:

@@ -17,7 +17,7 @@ from ledger.cli._common import (
     open_brain,
     progress_bar,
 )
-from ledger.errors import ChainError, UsageError
+from ledger.errors import ChainError, LedgerError, UsageError
 
 
 def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
@@ -133,6 +133,8 @@ def diff(
     with open_brain(ctx) as brain:
         revs, name = _revs_and_name(brain, list(args)) if skill_name is None else (_revs(list(args)), skill_name)
         d = brain.diff(*revs, name=name)
+        if name is not None and not d.files:
+            _require_skill(brain, revs, name)  # a typo is an error, not an empty diff
     if as_json:
         emit(d.to_json())
     elif as_stat:
@@ -159,9 +161,44 @@ def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str |
         known = last in brain.head().skills or brain.skills_dir.joinpath(last).is_dir()
         if is_rev and known:
             raise UsageError(f"{last!r} is both a revision and a skill", hint=f"write 'ledger diff … --skill {last}'")
+        if not is_rev and not known and len(args) > 1 and not _resolves(brain, args[-2]):
+            raise LedgerError(f"{args[-2]!r} is not a revision", hint="a commit id, main~N, or a root")
+        if not is_rev and not known and not any(_has_skill(brain, r, last) for r in args[:-1]):
+            raise LedgerError(
+                f"{last!r} is neither a revision nor a skill",
+                hint="revisions: a commit id, main~N or a root (see 'ledger log'); skills: 'ledger skill list'",
+            )
         if not is_rev:
             args, name = args[:-1], last
     return _revs(args), name
+
+
+def _resolves(brain: Any, rev: str) -> bool:
+    from ledger.errors import StoreError
+
+    try:
+        brain.store.resolve(rev)
+    except StoreError:
+        return False
+    return True
+
+
+def _has_skill(brain: Any, rev: str | None, name: str) -> bool:
+    """Whether snapshot ``rev`` (None: the head and the working tree) holds skill ``name``."""
+    from ledger.errors import StoreError
+    from ledger.skilltree import skills_of
+
+    if rev is None:
+        return name in brain.head().skills or brain.skills_dir.joinpath(name).is_dir()
+    try:
+        return name in skills_of(brain.store, brain.store.commit_info(brain.store.resolve(rev))[0])[1]
+    except StoreError:
+        return False
+
+
+def _require_skill(brain: Any, revs: list[str | None], name: str) -> None:
+    if not any(_has_skill(brain, r, name) for r in {*revs, None}):
+        raise LedgerError(f"no skill named {name!r} on either side of the diff", hint="see 'ledger skill list'")
 
 
 def _revs(args: list[str]) -> list[str | None]:

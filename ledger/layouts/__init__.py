@@ -128,7 +128,8 @@ def detect(src: Path) -> str:
         return "hermes"
     if any(n.endswith(".md") and stat.S_ISREG(m) for n, m in _entries(src)):
         return "slopstock"
-    raise UsageError(f"{src}: no skills found (no SKILL.md, category tree or .md files)", hint="pass --layout")
+    raise LedgerError(f"{src}: no skills found (no SKILL.md, category tree or .md files)",
+                      hint="point at the folder that holds the skills, or pass --layout")  # fmt: skip
 
 
 def read(src: Path, layout: str, limit: int) -> Collection:

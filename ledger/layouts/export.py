@@ -43,7 +43,7 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
     if layout not in EXPORT_LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint="one of " + ", ".join(EXPORT_LAYOUTS))
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
-        raise UsageError(f"{dest} exists and is not an empty directory", hint="export into a new directory")
+        raise LedgerError(f"{dest} exists and is not an empty directory", hint="export into a new directory")
     top = store.commit_info(commit)[0]
     skills = skills_of(store, top)[1]
     cats = store.categories_tree(top)
