@@ -77,6 +77,18 @@ def ledger() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_ledger
 
 
+def _walk(root: Path, prune: set[Path]) -> list[Path]:
+    """Every file and link under ``root``, sorted, never descending into ``prune``: the packer empties
+    and removes object directories while a test walks, and a walk must not trip over that."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda _exc: None):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if here / d not in prune and not (here / d).is_symlink()]
+        found += [here / f for f in filenames]
+        found += [here / d for d in os.listdir(here) if (here / d).is_symlink()] if os.path.isdir(here) else []
+    return sorted(set(found))
+
+
 def fingerprint(root: Path) -> dict[str, str]:
     """Every file of a brain (working tree and git store) with its content hash and mode.
 
@@ -96,10 +108,14 @@ def fingerprint(root: Path) -> dict[str, str]:
             capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
         out[store + "objects"] = hashlib.sha256("\n".join(sorted(set(objects))).encode()).hexdigest()
-    for path in sorted(root.rglob("*")):
+    for path in _walk(root, prune={git_dir / "objects"} if packed else set()):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith((".ledger/lock", ".ledger/cache", ".ledger/gc", *packed)) or path.is_dir():
+        if rel.startswith((".ledger/lock", ".ledger/cache", ".ledger/gc", *packed)):
             continue
-        data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
-        out[rel] = f"{hashlib.sha256(data).hexdigest()} {path.lstat().st_mode:o}"
+        try:
+            data = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
+            mode = path.lstat().st_mode
+        except FileNotFoundError:  # the packer's own files come and go; a brain's never do unasked
+            continue
+        out[rel] = f"{hashlib.sha256(data).hexdigest()} {mode:o}"
     return out
