@@ -11,7 +11,7 @@ import os
 
 __all__ = ["SECRET_VARS", "child_env", "secret", "take_secrets"]
 
-SECRET_VARS = ("LEDGER_KEY_PASSWORD",)
+SECRET_VARS = ("LEDGER_KEY_PASSWORD", "LEDGER_KEY_PASSPHRASE")
 _taken: dict[str, str] = {}
 
 

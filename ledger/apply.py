@@ -15,7 +15,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from ledger.merkle import (
     iter_files,
 )
 from ledger.records import NoChangeError, Receipt, RecoveryError
+from ledger.sealing import Sealer
 from ledger.skill import (
     SKILL_MD,
     SkillDoc,
@@ -51,6 +52,7 @@ from ledger.skill import (
     check_name,
     check_support_path,
 )
+from ledger.trust import KeyChange, Trust
 
 __all__ = ["JOURNAL", "Head", "SnapshotWriter", "check_support_size", "write_json"]
 
@@ -104,6 +106,7 @@ class Head:
         self.fanout = fanout  # set when skills/ is fanned out
         self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
         self.categories: bytes | object | None = _KEEP  # the categories/ tree id, read on first use
+        self.trust: tuple[bytes | None, Trust] | None = None  # the keys record, read on first use
         self.raw: bytearray | None = None  # the flat skills/ tree serialised, and where each entry starts
         self.offsets: list[int] | None = None
 
@@ -148,6 +151,7 @@ class SnapshotWriter:
     pending_recovery: StoreError | None
     limits: dict[str, int]
     attribution: dict[str, str]
+    sealer: Sealer
     gc_every: int
     gc_bytes: int
     _gc_mark: int
@@ -277,6 +281,7 @@ class SnapshotWriter:
         note: str,
         disk: Mapping[str, FileMap] | None = None,
         categories: bytes | object | None = _KEEP,
+        key_changes: Sequence[KeyChange] = (),
     ) -> Receipt:
         """The one write path: objects → checks → journal → working tree → branch → done.
 
@@ -287,7 +292,7 @@ class SnapshotWriter:
             head = self.head()
             try:
                 cats = self._categories_tree(head) if categories is _KEEP else categories
-                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats)
+                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats, key_changes)
             except OSError as exc:  # a file changed or vanished beside the write: a refusal, not a traceback
                 self._head = None
                 journaled = (self.control / JOURNAL).exists()
@@ -316,6 +321,7 @@ class SnapshotWriter:
         note: str,
         disk: Mapping[str, FileMap],
         categories: bytes | None,
+        key_changes: Sequence[KeyChange] = (),
     ) -> Receipt:
         if self._base is not None and head.commit != self._base:
             raise StoreError(
@@ -367,9 +373,19 @@ class SnapshotWriter:
             if skills_tree is not None:
                 self.cache.put(skills_tree, bundle.root)  # flat: the git tree mirrors the bundle
         root = bundle.root
-        message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution)
+        message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution,
+                                    keys=[k.trailer() for k in key_changes])  # fmt: skip
         retired = self._next_retired(head, changes)
-        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout)
+        trust = self._trust(head)
+        new_trust = (trust[0], trust[1]) if not key_changes else (None, trust[1].apply(key_changes))
+        if key_changes:
+            new_trust = (self.sealer.record(self.store, new_trust[1]), new_trust[1])
+        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0])
+        sealed = self.sealer.seal(
+            message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
+            parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
+        )  # fmt: skip
+        message = sealed.message
         commit = self.store.write_commit(root_tree, [head.commit], message)
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
@@ -404,6 +420,7 @@ class SnapshotWriter:
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered, fanout)
         self._head.retired = retired
         self._head.categories = categories
+        self._head.trust = new_trust
         if same_names:
             self._head.raw, self._head.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None
@@ -419,6 +436,7 @@ class SnapshotWriter:
             commit=commit.hex(),
             operation=operation,
             changes=touched,
+            signer=sealed.signer,
         )
 
     def _retired(self, head: Head) -> dict[str, int]:
@@ -448,6 +466,12 @@ class SnapshotWriter:
             assert head.retired is not None
             return head.retired
         return self.store.write_blob(gs.format_retired(retired)), retired
+
+    def _trust(self, head: Head) -> tuple[bytes | None, Trust]:
+        """The head's trust set (its ``keys`` record), read once per head."""
+        if head.trust is None:
+            head.trust = self.sealer.trust_of(self.store, head.snap.tree)
+        return head.trust
 
     def _categories_tree(self, head: Head) -> bytes | None:
         if head.categories is _KEEP:

@@ -8,6 +8,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
                  dropped or rewritten), and each operation records the changes it can make;
 - ``versions``   per-skill versions go 1, 2, 3… with deletes recorded, and every change is declared;
 - ``skills``     every skill a snapshot writes is valid;
+- ``signatures`` every signature recovers to a key the brain trusted, in the role its actor claims,
+                 and key changes follow the trust rules (``ledger.audit_signatures``);
 - ``receipts``   every chain receipt note is well formed, sits on a snapshot, and records that
                  snapshot's root and position (seq); what needs the chain is ``chain.receipts``;
 - ``worktree``   (brains only) the working tree equals the head snapshot;
@@ -24,17 +26,19 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
 from ledger import treehash as th
 from ledger._env import child_env
+from ledger.audit_signatures import check_signatures
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
 from ledger.skilltree import skills_of
+from ledger.verdicts import Check, Report
 from ledger.writepath import blob_id
 
 __all__ = ["Check", "Report", "audit_repo"]
@@ -43,6 +47,7 @@ CHECKS = (
     "snapshots",
     "lineage",
     "trailers",
+    "signatures",
     "versions",
     "skills",
     "receipts",
@@ -52,70 +57,9 @@ CHECKS = (
     "chain.head",
     "chain.receipts",
     "chain.committers",
+    "chain.signers",
     "fsck",
 )
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool = True
-    summary: str = ""
-    snapshot: str | None = None
-    index: int | None = None
-    path: str | None = None
-    expected: str | None = None
-    computed: str | None = None
-    failures: int = 0
-    skipped: bool = False  # could not run (no data to check): never reported as OK
-
-    def skip(self, reason: str) -> None:
-        self.skipped = True
-        self.summary = reason
-
-    @property
-    def status(self) -> str:
-        return "FAIL" if not self.ok else "SKIP" if self.skipped else "OK"
-
-    def fail(self, summary: str, **where: Any) -> None:
-        """Record a failure; the first one is kept as the pinpointed divergence."""
-        self.failures += 1
-        if self.ok:
-            self.ok = False
-            self.summary = summary
-            for key, value in where.items():
-                setattr(self, key, value)
-
-
-@dataclass
-class Report:
-    repo: str
-    checks: dict[str, Check] = field(default_factory=dict)
-    timeline: list[dict[str, Any]] = field(default_factory=list)  # oldest first
-    skills: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    pending: list[str] = field(default_factory=list)
-    chain: dict[str, Any] | None = None
-    # When and with what the audit ran, so that it can be reproduced.
-    context: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok for c in self.checks.values())
-
-    def check(self, name: str) -> Check:
-        return self.checks.setdefault(name, Check(name))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "ok": self.ok,
-            "checks": {k: asdict(v) for k, v in self.checks.items()},
-            "pending": self.pending,
-            "chain": self.chain,
-            "context": self.context,
-            "timeline": self.timeline,
-            "skills": self.skills,
-        }
 
 
 def audit_repo(
@@ -127,8 +71,12 @@ def audit_repo(
     worktree: bool = False,
     from_block: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    require_signatures: bool = False,
 ) -> Report:
-    """Audit the git store at ``repo`` (a brain, a clone, or a bare repository)."""
+    """Audit the git store at ``repo`` (a brain, a clone, or a bare repository).
+
+    ``require_signatures`` fails unsigned snapshots, which are otherwise a warning.
+    """
     path = Path(repo)
     try:
         store = gs.GitStore(path)
@@ -138,6 +86,7 @@ def audit_repo(
     report.context = _context()
     try:
         snaps = _walk(store, report, progress)
+        signed = check_signatures(store, snaps, report, require_signatures)
         _check_receipts(store, snaps, report)
         if worktree:
             _check_worktree(path, report)
@@ -146,7 +95,7 @@ def audit_repo(
                 raise AuditError("--rpc needs --registry and --agent")
             from ledger.audit_chain import check_chain
 
-            check_chain(store, snaps, report, rpc, registry, agent, from_block)
+            check_chain(store, snaps, report, rpc, registry, agent, from_block, signed)
         _check_fsck(path, report)
     finally:
         store.close()
@@ -309,7 +258,10 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     return snaps
 
 
-_TOP = {"skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE}
+_TOP = {
+    "skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE,
+    "keys": gs.MODE_FILE,
+}  # fmt: skip
 
 
 def _stray_entries(store: gs.GitStore, snap: gs.Snapshot) -> str | None:
@@ -353,7 +305,7 @@ def _canonical(snap: gs.Snapshot) -> str:
 
 
 def _count_ok(operation: str, count: int) -> bool:
-    if operation == "init":
+    if operation in ("init", "adopt", "keys"):
         return count == 0
     if operation == "import":
         return count >= 0  # an import may change only category files

@@ -5,12 +5,16 @@ Loaded only when an audit is given an RPC endpoint (it imports web3).
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
+from math import inf
 from typing import Any
 
 from ledger import gitstore as gs
-from ledger.audit import Report
+from ledger.audit_signatures import Signed
 from ledger.merkle import format_root
 from ledger.receipts import read_receipts
+from ledger.verdicts import Report
 
 __all__ = ["check_chain"]
 
@@ -27,7 +31,8 @@ def _redacted(rpc: str) -> str:
 
 
 def check_chain(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int,
+    signed: Sequence[Signed] = (),
 ) -> None:
     from ledger.chain import ZERO, Registry
     from ledger.receipts import anchored
@@ -108,7 +113,9 @@ def check_chain(
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events)
-    _check_committers(report, reg, agent, events, from_block)
+    history = _committer_history(reg, agent, from_block)
+    _check_committers(report, history, events)
+    _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
 
 
 def _check_receipts(
@@ -156,32 +163,72 @@ def _check_receipts(
         chk.summary = f"{len(receipts)} receipt(s) match the registry's events, in canonical blocks"
 
 
-def _check_committers(report: Report, reg: Any, agent: int, events: list[dict[str, Any]], from_block: int) -> None:
-    """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
-    chk = report.check("chain.committers")
+def _committer_history(reg: Any, agent: int, from_block: int) -> tuple[str | None, list[tuple[int, int, str, bool]]]:
+    """The agent's owner (``AgentRegistered``) and every ``CommitterSet`` change, by (block, log index)."""
     c = reg._c()
     owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    if not owner_logs:
+    owner = owner_logs[0]["args"]["owner"] if owner_logs else None
+    changes = sorted(
+        (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
+        for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
+    )
+    return owner, changes
+
+
+def _allowed(history: tuple[str | None, list[tuple[int, int, str, bool]]], who: str, at: tuple[float, float]) -> bool:
+    owner, changes = history
+    allowed = owner is not None and who.lower() == owner.lower()
+    for block, index, committer, ok in changes:
+        if (block, index) > at:
+            break
+        if committer.lower() == who.lower():
+            allowed = ok
+    return allowed
+
+
+def _check_committers(
+    report: Report, history: tuple[str | None, list[tuple[int, int, str, bool]]], events: list[dict[str, Any]]
+) -> None:
+    """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
+    chk = report.check("chain.committers")
+    if history[0] is None:
         chk.fail("the agent was never registered on this registry")
         return
-    owner = owner_logs[0]["args"]["owner"]
-    changes = sorted(
-        (
-            (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
-            for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-        ),
-    )
     for ev in events:
-        allowed = ev["committer"] == owner
-        for block, index, who, ok in changes:
-            if (block, index) > (ev["block"], ev["log_index"]):
-                break
-            if who == ev["committer"]:
-                allowed = ok
-        if not allowed:
+        if not _allowed(history, ev["committer"], (ev["block"], ev["log_index"])):
             chk.fail(
                 f"on-chain seq {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
                 index=ev["seq"] - 1,
             )
     if chk.ok:
         chk.summary = f"all {len(events)} root(s) were committed by the owner or an authorized key"
+
+
+def _check_signers(
+    report: Report,
+    history: tuple[str | None, list[tuple[int, int, str, bool]]],
+    events: list[dict[str, Any]],
+    anchored_at: list[int],
+    signed: Sequence[Signed],
+) -> None:
+    """docs/lineage.md §8.5: each agent key that signed a snapshot could commit for the agent when the
+    chain first recorded it (the event anchoring it or, for a root equal to its parent's, the next
+    one), or at the chain's head for a snapshot not yet anchored."""
+    chk = report.check("chain.signers")
+    agents = [s for s in signed if s.role == "agent"]
+    if not agents:
+        chk.skip("no snapshot is signed by an agent key, so no signer was compared with the committers")
+        return
+    for s in agents:
+        k = bisect.bisect_left(anchored_at, s.index)  # the first anchored snapshot at or after this one
+        at: tuple[float, float] = (events[k]["block"], events[k]["log_index"]) if k < len(events) else (inf, inf)
+        if not _allowed(history, s.address, at):
+            where = f"block {events[k]['block']} (on-chain seq {events[k]['seq']})" if k < len(events) else "the head"
+            chk.fail(
+                f"snapshot #{s.index} ({s.commit[:12]}) is signed by agent key {s.address}, which was not a "
+                f"committer of the agent at {where} (the owner runs 'ledger chain authorize {s.address}')",
+                snapshot=s.commit,
+                index=s.index,
+            )
+    if chk.ok:
+        chk.summary = f"{len(agents)} agent-signed snapshot(s), each by a key that could commit for the agent"

@@ -41,7 +41,9 @@ from ledger.errors import (
     TreeError,
     UsageError,
 )
+from ledger.identity import Passphrase
 from ledger.importer import Importer
+from ledger.keyring import Keyring
 from ledger.merkle import (
     EMPTY_ROOT,
     DirNode,
@@ -51,6 +53,7 @@ from ledger.merkle import (
 )
 from ledger.reads import BrainReads
 from ledger.records import NoChangeError, Receipt, RecoveryError, SkillInfo, Status
+from ledger.sealing import Sealer, founding_keys
 from ledger.sharing import Sharing
 from ledger.skill import (
     MAX_SKILL_MD,
@@ -64,6 +67,7 @@ from ledger.skill import (
     slugify,
 )
 from ledger.skilltree import Fanout, skills_of
+from ledger.trust import Trust
 
 __all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status", "find_brain"]
 
@@ -155,8 +159,10 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._files_memo: dict[bytes, FileMap] = {}  # skill tree id → its files (see _skill_files)
         self._text_memo: dict[bytes, bytes] = {}  # SKILL.md blob id → bytes, the last few read
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
-        self.pending_recovery: RecoveryError | StoreError | None = None
         config = json.loads((self.control / CONFIG).read_text())
+        self.sealer = Sealer(enabled=config.get("signing", True) is not False)  # signs each snapshot
+        self.keyring = Keyring(self)  # the trust set's changes: trust, revoke, rotate, adopt
+        self.pending_recovery: RecoveryError | StoreError | None = None
         self.limits = _limits(config.get("limits") or {})
         gc = config.get("gc") or {}
         self.gc_every = int(gc.get("every", packing.DEFAULT_EVERY))
@@ -173,7 +179,12 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str]) -> Brain:
+    def init(
+        cls, path: str | os.PathLike[str], *, sign: bool = True, passphrase: Passphrase | None = None,
+        encrypt: bool = False,
+    ) -> Brain:
+        """A new brain whose first snapshot trusts this machine's keys (made if missing) and is signed
+        by its user key; ``sign=False`` makes an unsigned brain (``ledger sign --adopt`` signs it later)."""
         root = Path(path).absolute()
         if (root / CONTROL / CONFIG).exists():
             raise StoreError(f"{root} is already a brain")
@@ -187,25 +198,29 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
                 f"{root}/skills already has content",
                 hint="init an empty directory, then import skills and run 'ledger snapshot'",
             )
-        cls.create_empty(root)
+        founding = founding_keys(passphrase, encrypt=encrypt) if sign else []
+        cls.create_empty(root, signing=sign)
         brain = cls(root)
+        brain.sealer.passphrase = passphrase
         with brain.locked():
-            tree = brain.store.root_tree(None)
-            msg = gs.format_message(
-                "init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(), attribution=brain.attribution
-            )
+            trust = Trust().apply(founding) if founding else Trust()
+            tree = brain.store.root_tree(None, trust=Sealer.record(brain.store, trust))
+            msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(),
+                                    attribution=brain.attribution, keys=[k.trailer() for k in founding])  # fmt: skip
+            msg = brain.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
+                                    parent_root=None, parent=None, tree=tree, actor="user").message  # fmt: skip
             commit = brain.store.write_commit(tree, [], msg)
             brain.store.move_head(commit, None)
         return brain
 
     @staticmethod
-    def create_empty(root: Path) -> None:
+    def create_empty(root: Path, *, signing: bool = True) -> None:
         """The layout of a brain with no snapshot yet: ``init`` adds the first, ``clone`` fetches them."""
         (root / "skills").mkdir(parents=True, exist_ok=True)
         (root / CONTROL).mkdir(exist_ok=True)
         gs.GitStore.init(root).close()
         (root / CONTROL / ".gitignore").write_text("*\n")
-        write_json(root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT})
+        write_json(root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT, **({} if signing else {"signing": False})})
 
     def checkout_all(self) -> None:
         """Write every skill of the head into an empty working tree (a fresh clone)."""

@@ -105,6 +105,12 @@ class Snapshot:
     def version(self) -> int | None:
         return self.changes[0].version if len(self.changes) == 1 else None
 
+    @property
+    def signature(self) -> str | None:
+        """The ``Ledger-Signature`` trailer (docs/lineage.md §8), if the snapshot was signed."""
+        values = self.trailers.get("Ledger-Signature", [])
+        return values[-1] if values else None
+
     @classmethod
     def made(
         cls,
@@ -560,10 +566,11 @@ class GitStore:
 
     def root_tree(
         self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
-        layout: bytes | None = None,
+        layout: bytes | None = None, trust: bytes | None = None,
     ) -> bytes:
         """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
-        ``layout`` record (:mod:`ledger.skilltree`) beside it when needed."""
+        ``layout`` record (:mod:`ledger.skilltree`) and the ``keys`` record (:mod:`ledger.trust`) beside it
+        when needed."""
         entries = [(skills, MODE_DIR, SKILLS_DIR)] if skills else []
         if categories:
             entries.append((categories, MODE_DIR, "categories"))
@@ -571,7 +578,16 @@ class GitStore:
             entries.append((retired, MODE_FILE, RETIRED))
         if layout:
             entries.append((layout, MODE_FILE, "layout"))
+        if trust:
+            entries.append((trust, MODE_FILE, "keys"))
         return self.write_tree(entries)
+
+    def trust_record(self, tree: bytes) -> tuple[bytes | None, bytes]:
+        """The ``keys`` record of a snapshot's top tree (:mod:`ledger.trust`): its blob id and bytes."""
+        for sha, mode, name in self.read_tree(tree):
+            if name == "keys" and mode == MODE_FILE:
+                return sha, self.read(sha, b"blob")
+        return None, b""
 
     def retired(self, tree: bytes) -> tuple[bytes | None, dict[str, int]]:
         """The ``retired`` record of a snapshot's top tree: its blob id and each deleted name's last version."""
@@ -660,6 +676,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "snapshot": ("create", "update", "delete"),
     "import": ("create", "update"),
     "apply": ("create", "update"),
+    "adopt": (),  # signs an unsigned brain's head and founds its trust set (docs/lineage.md §8)
+    "keys": (),  # adds or revokes signing keys
 }
 
 
@@ -699,12 +717,16 @@ def format_message(
     note: str = "",
     nonce: str | None = None,
     attribution: dict[str, str] | None = None,
+    keys: Sequence[str] = (),
+    signature: str | None = None,
 ) -> str:
     """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers.
 
     The message is canonical: :func:`split_note` and this function invert each other,
     which is how ``verify`` checks every trailer.  ``nonce`` (genesis only) makes two
     brains created in the same second distinct, and so their registration salts.
+    ``keys`` are ``Ledger-Key`` trailer values (:mod:`ledger.trust`); ``signature`` is
+    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.signing`).
     """
     if len(changes) == 1:
         subject = f"{operation} {changes[0].skill} v{changes[0].version}"
@@ -720,9 +742,12 @@ def format_message(
     trailers += [f"Ledger-Change: {c.trailer()}" for c in changes]
     if nonce is not None:
         trailers.append(f"Ledger-Nonce: {nonce}")
+    trailers += [f"Ledger-Key: {k}" for k in keys]
     for key in ("actor", *EVIDENCE) if attribution else ():
         if key in attribution:  # type: ignore[operator]
             trailers.append(f"{_trailer_name(key)}: {attribution[key]}")  # type: ignore[index]
+    if signature is not None:
+        trailers.append(f"Ledger-Signature: {signature}")
     parts = [subject]
     if note.strip():
         parts.append(note.strip())
@@ -742,7 +767,8 @@ def canonical_message(snap: Snapshot) -> str:
     attr = snap.attribution
     checked = attribution(attr.pop("actor"), **attr) if "actor" in snap.attribution else None
     return format_message(
-        snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked
+        snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked,
+        snap.trailers.get("Ledger-Key", []), snap.signature,
     )
 
 

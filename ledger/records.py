@@ -39,6 +39,7 @@ class Receipt:
     chain: dict[str, Any] | None = None
     # Every skill the snapshot touched: {"skill", "action", "version", "files": {rel: added|deleted|modified}}.
     changes: list[dict[str, Any]] = field(default_factory=list)
+    signer: str | None = None  # the address that signed the snapshot (docs/lineage.md §8); None: unsigned
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

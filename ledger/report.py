@@ -6,7 +6,7 @@ import html
 import time
 from typing import Any
 
-from ledger.audit import Report
+from ledger.verdicts import Report
 
 __all__ = ["render_html"]
 
@@ -15,6 +15,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;colo
 h1{font-size:1.5rem;margin:0 0 .25rem} h2{font-size:1.1rem;margin:2rem 0 .5rem}
 .verdict{display:inline-block;padding:.3rem .8rem;border-radius:6px;font-weight:600;color:#fff}
 .ok{background:#1f883d} .fail{background:#cf222e} .pending{background:#9a6700} .skip{background:#6e7781}
+.warn{background:#9a6700}
 table{border-collapse:collapse;width:100%;background:#fff;box-shadow:0 1px 2px #0001}
 th,td{padding:.35rem .6rem;border-bottom:1px solid #e6e8ee;text-align:left;vertical-align:top}
 th{background:#f3f4f8;font-weight:600} tr.bad td{background:#ffebe9} tr.pend td{background:#fff8c5}

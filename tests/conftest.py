@@ -16,6 +16,22 @@ from ledger.brain import Brain
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def signing_keys(tmp_path_factory: pytest.TempPathFactory):
+    """This test session's signing keys ($LEDGER_KEYS): made by the first ``init``, as on a new machine,
+    and never the real ~/.config of whoever runs the suite."""
+    home = tmp_path_factory.mktemp("keys")
+    old = os.environ.get("LEDGER_KEYS")
+    os.environ["LEDGER_KEYS"] = str(home / "keys")
+    try:
+        yield home / "keys"
+    finally:
+        if old is None:
+            os.environ.pop("LEDGER_KEYS", None)
+        else:
+            os.environ["LEDGER_KEYS"] = old
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory):
     """A real anvil on a free loopback port, bounded in time, always stopped."""
@@ -62,7 +78,7 @@ def run_ledger(
     check: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``ledger`` console script, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     full_env.update(env or {})
     proc = subprocess.run(
         [LEDGER, *args], cwd=cwd, env=full_env, input=input, capture_output=True, text=True, timeout=120

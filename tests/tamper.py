@@ -8,6 +8,7 @@ runs every case through ``ledger audit``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -53,9 +54,29 @@ def blob_at(repo: Path, commit: str, path: str) -> bytes:
                           capture_output=True, check=True).stdout  # fmt: skip
 
 
+def resign(msg: Message, key: bytes, parent: str | None, tree: Tree) -> Message:
+    """``msg`` signed anew by ``key`` over its fields (docs/lineage.md §8.1), with eth-account's own
+    EIP-712 encoder: what an attacker holding ``key`` would write."""
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+
+    from ledger.signing import typed_data
+
+    text = re.sub(r"^Ledger-Signature: .*\n", "", msg, flags=re.M)
+    root = bytes.fromhex(re.search(r"^Ledger-Root: blake3-tree-v1:([0-9a-f]{64})$", text, re.M).group(1))
+    pr = re.search(r"^Ledger-Parent-Root: (?:blake3-tree-v1:)?(\S+)$", text, re.M).group(1)
+    actor = re.search(r"^Ledger-Actor: (.*)$", text, re.M).group(1)
+    doc = typed_data(root, None if pr == "none" else bytes.fromhex(pr), bytes.fromhex(parent) if parent else None,
+                     bytes.fromhex(tree), actor, text)  # fmt: skip
+    sig = Account.sign_message(encode_typed_data(full_message=doc), key).signature
+    return text + f"Ledger-Signature: 0x{bytes(sig).hex()}\n"
+
+
 def rewrite(repo: Path, index: int, *, tree: Callable[[Tree], Tree] | None = None,
-            message: Callable[[Message], Message] | None = None, extra_parent: str | None = None) -> str:  # fmt: skip
-    """Rewrite snapshot ``index`` (and re-parent every later one); return its new commit id."""
+            message: Callable[[Message], Message] | None = None, extra_parent: str | None = None,
+            sign_with: bytes | None = None) -> str:  # fmt: skip
+    """Rewrite snapshot ``index`` (and re-parent every later one); return its new commit id.
+    ``sign_with`` re-signs the rewritten snapshot with that private key."""
     commits = lineage(repo)
     parent = commits[index - 1] if index else None
     rewritten = ""
@@ -67,6 +88,8 @@ def rewrite(repo: Path, index: int, *, tree: Callable[[Tree], Tree] | None = Non
         if i == index:
             t = tree(t) if tree else t
             msg = message(msg) if message else msg
+            if sign_with is not None:
+                msg = resign(msg, sign_with, parent, t)
         parents = ([parent] if parent else []) + ([extra_parent] if extra_parent and i == index else [])
         env = {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad, "GIT_COMMITTER_NAME": cn,
                "GIT_COMMITTER_EMAIL": ce, "GIT_COMMITTER_DATE": cd}  # fmt: skip
@@ -93,6 +116,10 @@ class Case:
     section: str  # of docs/lineage.md
     check: str  # the audit check that must fail
     apply: Callable[[Path, dict[str, int]], str]  # (bare copy, snapshot index by label) → the commit to be named
+    audit_args: tuple[str, ...] = ()
+
+
+KEYS: dict[str, bytes] = {}  # the honest brain's private keys by name (build_honest): what an attacker may hold
 
 
 def _counter_bump(repo: Path, commit: str, skill: str, to: int) -> Callable[[Tree], Tree]:
@@ -196,16 +223,104 @@ def cases() -> list[Case]:
         Case("merge-inside-the-lineage", "9", "lineage", merge("patch-a")),
         Case("replace-ref", "1", "fsck", replace_ref),
         Case("graft", "1", "fsck", graft),
+        *signature_cases(at),
+    ]
+
+
+REASONS = {  # a phrase each signature class's failure must hold: the cause, not just any failure
+    "actor-rewritten-in-signed-snapshot": "does not trust",
+    "evidence-added-to-signed-snapshot": "does not trust",
+    "note-added-to-signed-snapshot": "does not trust",
+    "operation-relabelled-with-subject": "does not trust",
+    "categories-rewritten": "does not trust",
+    "signature-byte": "does not trust",
+    "signature-malleated-high-s": "lower half",
+    "signature-stripped": "does not trust",
+    "signature-stripped-at-the-tip": "unsigned",
+    "signed-by-an-untrusted-key": "does not trust",
+    "signed-by-a-revoked-key": "revoked before",
+    "agent-key-signs-as-user": "Ledger-Actor is user",
+    "key-change-unsigned": "must be signed",
+    "key-change-signed-by-an-agent-key": "must be signed by a user key",
+    "key-added-outside-a-keys-snapshot": "cannot change keys",
+    "keys-record-altered": "'keys' record",
+}
+
+
+def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) -> list[Case]:
+    """docs/lineage.md §8: rewrites a signature must catch, and key misuse by someone holding a key."""
+
+    def next_of(label: str, **kw: object) -> Callable[[Path, dict[str, int]], str]:
+        def f(repo: Path, idx: dict[str, int]) -> str:
+            rewrite(repo, idx[label], **kw)  # type: ignore[arg-type]
+            return lineage(repo)[idx[label] + 1]  # the altered one is unsigned; the next no longer binds it
+
+        return f
+
+    def categories(repo: Path, idx: dict[str, int]) -> str:
+        return rewrite(repo, idx["import-c"], tree=lambda t: edit_tree(
+            repo, t, "categories/research/DESCRIPTION.md", b"rewritten\n"))  # fmt: skip
+
+    def high_s(msg: Message) -> Message:
+        n = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+        sig = bytes.fromhex(re.search(r"^Ledger-Signature: 0x([0-9a-f]{130})$", msg, re.M).group(1))
+        s_ = (n - int.from_bytes(sig[32:64], "big")).to_bytes(32, "big")
+        malleated = sig[:32] + s_ + bytes([55 - sig[64]])  # the same key's other valid signature
+        return re.sub(r"^Ledger-Signature: .*$", "Ledger-Signature: 0x" + malleated.hex(), msg, count=1, flags=re.M)
+
+    def keys_record(repo: Path, idx: dict[str, int]) -> str:
+        commit = lineage(repo)[idx["patch-a"]]
+        record = blob_at(repo, commit, "keys") + b"0x" + b"f" * 40 + b" agent\n"
+        return rewrite(repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "keys", record),
+                       sign_with=KEYS["user-old"])  # fmt: skip
+
+    user_old, agent = "user-old", "agent"
+    return [
+        Case("actor-rewritten-in-signed-snapshot", "8.1, 8.3", "signatures",
+             at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent"))),
+        Case("evidence-added-to-signed-snapshot", "8.1", "signatures",
+             at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Task: T-9"))),
+        Case("note-added-to-signed-snapshot", "8.1", "signatures",
+             at("patch-a", message=sub(r"^patch a v2\n\n", "patch a v2\n\nwritten by someone else\n\n"))),
+        Case("operation-relabelled-with-subject", "8.1", "signatures", at("patch-a", message=lambda m: m.replace(
+            "patch a v2", "edit a v2", 1).replace("Ledger-Operation: patch", "Ledger-Operation: edit"))),
+        Case("categories-rewritten", "8.1, 1.5", "signatures", categories),
+        Case("signature-byte", "8.1", "signatures", at("patch-a", message=lambda m: re.sub(
+            r"^(Ledger-Signature: 0x)(.)", lambda mo: mo.group(1) + ("1" if mo.group(2) != "1" else "2"), m,
+            count=1, flags=re.M))),
+        Case("signature-malleated-high-s", "8.1", "signatures", at("patch-a", message=high_s)),
+        Case("signature-stripped", "8.1, 8.4", "signatures",
+             next_of("patch-a", message=sub(r"^Ledger-Signature: .*\n", ""))),
+        Case("signature-stripped-at-the-tip", "8.4", "signatures",
+             at("tip", message=sub(r"^Ledger-Signature: .*\n", "")), ("--require-signatures",)),
+        Case("signed-by-an-untrusted-key", "8.3", "signatures",
+             lambda repo, idx: rewrite(repo, idx["patch-a"], sign_with=b"\x01" * 32)),
+        Case("signed-by-a-revoked-key", "8.3", "signatures",
+             lambda repo, idx: rewrite(repo, idx["agent-patch-c"], sign_with=KEYS["agent-old"])),
+        Case("agent-key-signs-as-user", "8.3", "signatures", lambda repo, idx: rewrite(
+            repo, idx["agent-patch-c"], message=sub(r"^Ledger-Actor: agent$", "Ledger-Actor: user"),
+            sign_with=KEYS[agent])),
+        Case("key-change-unsigned", "8.3", "signatures",
+             at("rotate-agent", message=sub(r"^Ledger-Signature: .*\n", ""))),
+        Case("key-change-signed-by-an-agent-key", "8.3", "signatures", lambda repo, idx: rewrite(
+            repo, idx["rotate-agent"], message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent"),
+            sign_with=KEYS["agent-old"])),
+        Case("key-added-outside-a-keys-snapshot", "8.3", "signatures", lambda repo, idx: rewrite(
+            repo, idx["patch-a"], message=sub(r"^Ledger-Actor: user$",
+                                              "Ledger-Key: add 0x" + "e" * 40 + " user\nLedger-Actor: user"),
+            sign_with=KEYS[user_old])),
+        Case("keys-record-altered", "8.3", "signatures", keys_record),
     ]
 
 
 def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
     """A small honest brain whose lineage has every operation the corpus tampers with."""
     brain = root / "honest"
-    run_ledger("init", str(brain), check=True)
+    env = {"LEDGER_KEYS": str(root / "keys")}  # its own keys: the rotations below must not touch the session's
+    run_ledger("init", str(brain), check=True, env=env)
 
     def do(*args: str) -> None:
-        run_ledger("--brain", str(brain), *args, check=True)
+        run_ledger("--brain", str(brain), *args, check=True, env=env)
 
     do("skill", "create", "a", "--description", "A", "--body", "step one\n")
     do("skill", "create", "b", "--description", "B", "--body", "b\n")
@@ -218,7 +333,16 @@ def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
     (hermes / "SKILL.md").write_text("---\nname: c\ndescription: C\n---\nc\n")
     (root / "hermes" / "research" / "DESCRIPTION.md").write_text("research\n")
     do("import", str(root / "hermes"), "--layout", "hermes")
-    labels = ["init", "create-a", "create-b", "patch-a", "delete-b", "recreate-b", "revert-a", "import-c"]
+    keys = root / "keys"
+    secret = {name: json.loads((keys / f"{name}.key").read_text())["private_key"] for name in ("user", "agent")}
+    do("keys", "rotate", "agent")
+    do("skill", "patch", "c", "--old", "\nc\n", "--new", "\ncc\n", "--actor", "agent")
+    do("keys", "rotate", "user")
+    do("skill", "patch", "b", "--old", "\nb\n", "--new", "\nbb\n")
+    KEYS.update({"user-old": bytes.fromhex(secret["user"][2:]), "agent-old": bytes.fromhex(secret["agent"][2:]),
+                 "agent": bytes.fromhex(json.loads((keys / "agent.key").read_text())["private_key"][2:])})  # fmt: skip
+    labels = ["init", "create-a", "create-b", "patch-a", "delete-b", "recreate-b", "revert-a", "import-c",
+              "rotate-agent", "agent-patch-c", "rotate-user", "patch-b"]  # fmt: skip
     idx = {label: i for i, label in enumerate(labels)}
     idx["tip"] = len(labels) - 1
     return brain, idx

@@ -135,7 +135,16 @@ def open_brain(ctx: click.Context) -> Iterator[Any]:
         if brain.pending_recovery is not None and ctx.command_path.split()[-1] != "recover":
             click.secho(f"warning: {printable(brain.pending_recovery.message)}", fg="yellow", err=True)
             click.echo("warning: showing the last snapshot; run 'ledger recover' to settle the write", err=True)
+        if sys.stdin.isatty():
+            brain.sealer.passphrase = prompt_passphrase
         yield brain
+        if brain.sealer.enabled and brain.sealer.unsigned:
+            click.secho(f"warning: the snapshot is unsigned: {brain.sealer.unsigned}", fg="yellow", err=True)
+
+
+def prompt_passphrase(confirm: bool) -> str:
+    """A hidden prompt on the terminal: a passphrase never comes from argv."""
+    return str(click.prompt("key passphrase", hide_input=True, confirmation_prompt=confirm, err=True))
 
 
 EXIT_CHAIN_PENDING = 3  # the snapshot is recorded and acknowledged; only its on-chain commit failed
@@ -184,6 +193,8 @@ def _print_receipt_text(receipt: Any) -> None:
             click.echo(f"  {'  ' if not receipt.skill else ''}{status:8} {rel}")
     click.echo(f"root   {receipt.root}")
     click.echo(f"commit {receipt.commit}")
+    if receipt.signer:
+        click.echo(f"signed {receipt.signer}")
     if receipt.chain:
         click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
 

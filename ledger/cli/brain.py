@@ -29,14 +29,28 @@ from ledger.errors import LedgerError, UsageError
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
-def init(directory: Path) -> None:
-    """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY."""
-    from ledger.brain import Brain
+@click.option("--unsigned", is_flag=True, help="Make a brain whose snapshots carry no signature.")
+@click.option("--passphrase", "encrypt", is_flag=True, help="Protect a new user key with a passphrase (prompted).")
+def init(directory: Path, unsigned: bool, encrypt: bool) -> None:
+    """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY.
 
-    with Brain.init(directory) as brain:
+    Its first snapshot trusts this machine's user and agent keys ($LEDGER_KEYS), made here
+    if there are none, as ssh-keygen would, and is signed by the user key.
+    """
+    from ledger import identity
+    from ledger.brain import Brain
+    from ledger.cli._common import prompt_passphrase
+
+    made = [r for r in ("user", "agent") if identity.peek(r) is None] if not unsigned else []
+    with Brain.init(directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt) as brain:
         head = brain.head()
         click.echo(f"initialised brain in {brain.root}")
         click.echo(f"root   {head.snap.to_json()['root']}")
+        for k in brain.keyring.show()["trusted"]:
+            new = " (new key, " + str(identity.key_path(k["role"])) + ")" if k["role"] in made else ""
+            click.echo(f"trusts {k['role']:7} {k['address']}{new}")
+        if unsigned:
+            click.echo("unsigned: snapshots carry no signature ('ledger sign --adopt' signs the brain later)")
 
 
 @main.command()

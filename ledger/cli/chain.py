@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,44 +28,6 @@ def _configured(brain: Any, *fields: str) -> Any:
     cfg = ChainConfig.of(brain)
     cfg.require(*fields)
     return cfg
-
-
-@main.group()
-def keys() -> None:
-    """Encrypted committer keys ($LEDGER_KEYSTORE); passwords from LEDGER_KEY_PASSWORD or a prompt."""
-
-
-@keys.command("new")
-@click.argument("name")
-def keys_new(name: str) -> None:
-    """Create a new random key NAME."""
-    from ledger.keys import new_key
-
-    click.echo(new_key(name, _prompt_password))
-
-
-@keys.command("import")
-@click.argument("name")
-def keys_import(name: str) -> None:
-    """Import a private key as NAME, read from stdin or a hidden prompt (never from argv)."""
-    from ledger.keys import import_key
-
-    tty = sys.stdin.isatty()
-    secret = click.prompt("private key", hide_input=True, err=True) if tty else sys.stdin.readline()
-    click.echo(import_key(name, secret, _prompt_password))
-
-
-@keys.command("list")
-@json_flag
-def keys_list(as_json: bool) -> None:
-    """List keystores with their addresses."""
-    from ledger.keys import DEV_KEY_NAME, dev_account, list_keys
-
-    found = [*list_keys(), {"name": DEV_KEY_NAME, "address": dev_account(0).address, "note": "chain 31337 only"}]
-    if as_json:
-        emit(found)
-    for k in [] if as_json else found:
-        click.echo(f"{k['name']:24} {k['address']}" + (f"  ({k['note']})" if k.get("note") else ""))
 
 
 # --------------------------------------------------------------------------- chain

@@ -32,6 +32,7 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
             tag = {
                 "OK": click.style("OK  ", fg="green"),
                 "SKIP": click.style("SKIP", fg="yellow"),
+                "WARN": click.style("WARN", fg="yellow", bold=True),
                 "FAIL": click.style("FAIL", fg="red", bold=True),
             }[chk.status]
             click.echo(f"{tag} {chk.name:17} {chk.summary}")
@@ -55,12 +56,19 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
         sys.exit(1)
 
 
+require_flag = click.option(
+    "--require-signatures", "require", is_flag=True,
+    help="Fail unsigned snapshots (by default a warning); snapshots attested by 'sign --adopt' pass.",
+)  # fmt: skip
+
+
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
+@require_flag
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 @click.pass_context
-def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path | None) -> None:
+def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None) -> None:
     """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain)."""
     from ledger.audit import audit_repo
 
@@ -76,7 +84,9 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
             "agent": int(cfg["agent_id"], 16),
             "from_block": int(cfg.get("deploy_block", 0)),
         }
-    report = audit_repo(root, worktree=True, progress=progress_bar("verifying"), **kwargs)
+    report = audit_repo(
+        root, worktree=True, progress=progress_bar("verifying"), require_signatures=require, **kwargs
+    )
     _print_report(report, as_json, html_file)
 
 
@@ -86,6 +96,7 @@ def verify(ctx: click.Context, with_chain: bool, as_json: bool, html_file: Path 
 @click.option("--registry", help="Registry contract address.")
 @click.option("--agent", help="Agent id (0x… or decimal).")
 @click.option("--from-block", type=click.IntRange(min=0), default=0, help="Registry deployment block (faster scans).")
+@require_flag
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 def audit(
@@ -94,6 +105,7 @@ def audit(
     registry: str | None,
     agent: str | None,
     from_block: int,
+    require: bool,
     as_json: bool,
     html_file: Path | None,
 ) -> None:
@@ -107,8 +119,9 @@ def audit(
     agent_id = int(agent, 0) if agent else None
     with audit_target(repo) as path:
         report = audit_repo(
-            path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block, progress=progress_bar("auditing")
-        )
+            path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block,
+            progress=progress_bar("auditing"), require_signatures=require,
+        )  # fmt: skip
     report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
 

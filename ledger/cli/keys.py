@@ -1,0 +1,158 @@
+"""``ledger keys`` and ``ledger sign``: signing keys and the trust set (docs/lineage.md §8), and the
+encrypted committer keystores that pay for chain transactions."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ledger.cli._common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase
+
+_ROLE = click.Choice(["user", "agent", "curator"])
+
+
+def _prompt_password(confirm: bool) -> str:
+    return str(click.prompt("keystore password", hide_input=True, confirmation_prompt=confirm, err=True))
+
+
+@main.group()
+def keys() -> None:
+    """Signing keys (user, agent, curator; $LEDGER_KEYS) and the brain's trust set; committer keystores.
+
+    Each snapshot is signed by the key of its actor: the user's for commands, the agent
+    runtime's for 'ledger mcp' and the API's acting("agent"), the curator's for curation.
+    Passphrases come from LEDGER_KEY_PASSPHRASE or a prompt, never from argv.
+    """
+
+
+@keys.command("show")
+@json_flag
+@click.pass_context
+def keys_show(ctx: click.Context, as_json: bool) -> None:
+    """This machine's signing keys and the keys this brain trusts."""
+    with open_brain(ctx) as brain:
+        doc = brain.keyring.show()
+    if as_json:
+        emit(doc)
+        return
+    click.echo("this machine:")
+    for k in doc["local"]:
+        state = "none" if k["address"] is None else "trusted" if k["trusted"] else "NOT trusted by this brain"
+        click.echo(f"  {k['role']:8} {k['address'] or '-':42}  {state}  ({k['path']})")
+    click.echo("this brain trusts:" if doc["trusted"] else "this brain has no trust set (ledger sign --adopt)")
+    for k in doc["trusted"]:
+        click.echo(f"  {k['role']:8} {k['address']}")
+    for address in doc["revoked"]:
+        click.echo(f"  revoked  {address}")
+
+
+@keys.command("generate")
+@click.argument("role", type=_ROLE)
+@click.option("--passphrase", "encrypt", is_flag=True, help="Protect the key with a passphrase (prompted).")
+@json_flag
+def keys_generate(role: str, encrypt: bool, as_json: bool) -> None:
+    """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600); refuses to overwrite one."""
+    from ledger import identity
+
+    key = identity.generate(role, prompt_passphrase, encrypt=encrypt)
+    emit({"role": role, "address": key.address, "path": str(identity.key_path(role))}) if as_json else click.echo(
+        f"{role} key {key.address} written to {identity.key_path(role)}"
+    )
+
+
+@keys.command("trust")
+@click.argument("role", type=_ROLE)
+@click.argument("address", required=False)
+@note_flag
+@json_flag
+@click.pass_context
+def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as_json: bool) -> None:
+    """Trust ADDRESS (default: this machine's ROLE key) to sign as ROLE; a snapshot signed by the user key."""
+    from ledger import identity
+    from ledger.errors import KeystoreError
+
+    if address is None:
+        address = identity.peek(role)
+        if address is None:
+            raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
+    with open_brain(ctx) as brain:
+        receipt = brain.keyring.trust(address, role, note=note)
+    print_receipt(ctx, receipt, as_json)
+
+
+@keys.command("revoke")
+@click.argument("address")
+@note_flag
+@json_flag
+@click.pass_context
+def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> None:
+    """Stop trusting ADDRESS: snapshots it signs from now on fail the audit; earlier ones stand."""
+    with open_brain(ctx) as brain:
+        receipt = brain.keyring.revoke(address, note=note)
+    print_receipt(ctx, receipt, as_json)
+
+
+@keys.command("rotate")
+@click.argument("role", type=_ROLE)
+@click.option("--passphrase", "encrypt", is_flag=True, help="Protect the new key with a passphrase (prompted).")
+@note_flag
+@json_flag
+@click.pass_context
+def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json: bool) -> None:
+    """Replace this machine's ROLE key: the new one is trusted and the old revoked, in one signed snapshot."""
+    with open_brain(ctx) as brain:
+        receipt = brain.keyring.rotate(role, note=note, encrypt=encrypt)
+    print_receipt(ctx, receipt, as_json)
+
+
+@main.command("sign")
+@click.option("--adopt", is_flag=True, required=True, help="Sign an unsigned brain's head and found its trust set.")
+@note_flag
+@json_flag
+@click.pass_context
+def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
+    """Adopt signing for a brain made without it: one 'adopt' snapshot, signed by this machine's user key,
+    trusts its user and agent keys and attests the head (and so all history) as it is.  Nothing is rewritten."""
+    with open_brain(ctx) as brain:
+        receipt = brain.keyring.adopt(note=note)
+    print_receipt(ctx, receipt, as_json)
+
+
+# --------------------------------------------------------------------------- committer keystores
+
+
+@keys.command("new")
+@click.argument("name")
+def keys_new(name: str) -> None:
+    """Create a new random committer keystore NAME ($LEDGER_KEYSTORE)."""
+    from ledger.keys import new_key
+
+    click.echo(new_key(name, _prompt_password))
+
+
+@keys.command("import")
+@click.argument("name")
+def keys_import(name: str) -> None:
+    """Import a private key as committer keystore NAME, read from stdin or a hidden prompt (never argv)."""
+    from ledger.keys import import_key
+
+    tty = sys.stdin.isatty()
+    secret = click.prompt("private key", hide_input=True, err=True) if tty else sys.stdin.readline()
+    click.echo(import_key(name, secret, _prompt_password))
+
+
+@keys.command("list")
+@json_flag
+def keys_list(as_json: bool) -> None:
+    """List committer keystores with their addresses."""
+    from ledger.keys import DEV_KEY_NAME, dev_account, list_keys
+
+    found: list[dict[str, Any]] = [
+        *list_keys(), {"name": DEV_KEY_NAME, "address": dev_account(0).address, "note": "chain 31337 only"}
+    ]
+    if as_json:
+        emit(found)
+    for k in [] if as_json else found:
+        click.echo(f"{k['name']:24} {k['address']}" + (f"  ({k['note']})" if k.get("note") else ""))
