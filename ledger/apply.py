@@ -437,6 +437,7 @@ class SnapshotWriter:
             operation=operation,
             changes=touched,
             signer=sealed.signer,
+            keys=[k.trailer() for k in key_changes],
         )
 
     def _retired(self, head: Head) -> dict[str, int]:

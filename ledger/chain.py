@@ -29,6 +29,7 @@ from ledger.gitstore import Snapshot
 from ledger.keys import PasswordSource, load_account
 from ledger.merkle import format_root
 from ledger.receipts import anchored, read_receipts, write_receipts
+from ledger.sealing import Sealer
 from ledger.treehash import recompute_roots
 
 __all__ = [
@@ -283,6 +284,12 @@ def register(
     (event,) = reg._c().events.AgentRegistered().process_receipt(receipt, errors=DISCARD)
     cfg = dataclasses.replace(cfg, agent_id=int(event["args"]["agentId"]), key=key or cfg.key)
     cfg.save(brain)
+    # The brain's agent keys sign the agent's snapshots; the audit checks that they may also commit
+    # for the agent (docs/lineage.md §8.5), so registering authorizes them.
+    trust = Sealer.trust_of(brain.store, brain.head().snap.tree)[1]
+    for address in sorted(a for a, role in trust.active.items() if role == "agent"):
+        call = reg._c().functions.setCommitter(cfg.agent_id, to_checksum_address(address), True)
+        reg.send(account, call, what=f"authorizing the brain's agent key {address}")
     return cfg
 
 

@@ -85,17 +85,18 @@ def peek(role: str) -> str | None:
     return address if address.startswith("0x") else "0x" + address
 
 
-_CACHE: dict[tuple[str, int, int], LocalKey] = {}
+_CACHE: dict[tuple[str, int, int, int], LocalKey] = {}
 
 
 def load(role: str, passphrase: Passphrase | None = None) -> LocalKey | None:
     """Unlock this machine's ``role`` key (cached per file version in this process); ``None`` if absent."""
     path = key_path(role)
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return None
-    cached = _CACHE.get((str(path), st.st_mtime_ns, st.st_ino))
+    version = (str(path), st.st_mtime_ns, st.st_ino, st.st_mode)  # a chmod or a swap is another file
+    cached = _CACHE.get(version)
     if cached is not None:
         return cached
     try:
@@ -114,7 +115,7 @@ def load(role: str, passphrase: Passphrase | None = None) -> LocalKey | None:
     found = LocalKey(role, address_of(key), key)
     if str(doc.get("address", "")).lower().removeprefix("0x") != found.address[2:]:
         raise KeystoreError(f"{path} names another address than its key's")
-    _CACHE[(str(path), st.st_mtime_ns, st.st_ino)] = found
+    _CACHE[version] = found
     return found
 
 

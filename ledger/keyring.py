@@ -14,7 +14,7 @@ from ledger import identity
 from ledger.errors import KeystoreError
 from ledger.records import Receipt
 from ledger.sealing import Sealer, founding_keys
-from ledger.trust import ROLES, KeyChange, TrustError, check_address
+from ledger.trust import ROLES, KeyChange, Trust, TrustError, check_address
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -29,7 +29,7 @@ class Keyring:
     def show(self) -> dict[str, Any]:
         """The head's trust set, and this machine's keys with whether the brain trusts each."""
         brain = self._brain
-        trust = Sealer.trust_of(brain.store, brain.store.snapshot(brain.store.head() or b"").tree)[1]
+        trust = self._trust()
         local = []
         for role in ("user", "agent", "curator"):
             address = identity.peek(role)
@@ -62,10 +62,13 @@ class Keyring:
         signer = identity.load("user", brain.sealer.passphrase)  # unlocked before anything is made
         if signer is None:
             raise KeystoreError("rotating a key needs this machine's user key, which it does not have")
+        trust = self._trust()
         fresh = identity.generate(role, brain.sealer.passphrase, encrypt=encrypt, suffix=".next")
+        changes = [KeyChange("add", fresh.address, role)]
+        if old in trust.active:  # a key already revoked is only replaced
+            changes.append(KeyChange("revoke", old))
         try:
-            receipt = self._change([KeyChange("add", fresh.address, role), KeyChange("revoke", old)], note,
-                                   key=signer)  # fmt: skip
+            receipt = self._change(changes, note, key=signer)
         except BaseException:
             identity.discard(role, ".next")
             raise
@@ -75,10 +78,20 @@ class Keyring:
     def adopt(self, *, note: str = "") -> Receipt:
         """Found the trust set of a brain that has none, signing its head as an attestation."""
         brain = self._brain
+        trust = self._trust()
+        if trust.established or trust.revoked:
+            raise TrustError("'adopt' founds the trust set, which this brain already has",
+                             hint="see 'ledger keys show'; 'ledger keys trust' adds a key")  # fmt: skip
         brain.update_config(signing=True)
         brain.sealer.enabled = True
         with brain.acting("user"):
             return brain._apply("adopt", {}, [], note, key_changes=founding_keys(brain.sealer.passphrase))
+
+    def _trust(self) -> Trust:
+        """The head's trust set (read from its commit alone, without loading the skills)."""
+        store = self._brain.store
+        head = store.head()
+        return Sealer.trust_of(store, store.snapshot(head).tree)[1] if head else Trust()
 
     def _change(self, changes: list[KeyChange], note: str, key: identity.LocalKey | None = None) -> Receipt:
         brain = self._brain

@@ -40,11 +40,14 @@ class Receipt:
     # Every skill the snapshot touched: {"skill", "action", "version", "files": {rel: added|deleted|modified}}.
     changes: list[dict[str, Any]] = field(default_factory=list)
     signer: str | None = None  # the address that signed the snapshot (docs/lineage.md §8); None: unsigned
+    keys: list[str] = field(default_factory=list)  # trust-set changes (``add ADDRESS ROLE``, ``revoke ADDRESS``)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         if self.chain is None:
             del out["chain"]
+        if not self.keys:
+            del out["keys"]
         return out
 
 

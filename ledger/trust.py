@@ -122,10 +122,12 @@ class Trust:
     def _role(self, operation: str, changes: list[KeyChange], signer: str | None) -> str:
         if changes and operation not in KEY_OPERATIONS:
             raise TrustError(f"a {operation!r} snapshot cannot change keys; only init, adopt and keys can")
+        if operation == "init" and not changes and signer is None:
+            return ""  # an unsigned brain's first snapshot
         if operation in ("init", "adopt"):
             if self.established or self.revoked:
                 raise TrustError(f"'{operation}' founds the trust set, which this brain already has")
-            if signer is None:
+            if signer is None or not changes:
                 raise TrustError(f"an '{operation}' snapshot that adds keys must be signed")
             added = {c.address: c.role for c in changes if c.action == "add"}
             if added.get(signer) != "user":

@@ -233,7 +233,7 @@ REASONS = {  # a phrase each signature class's failure must hold: the cause, not
     "note-added-to-signed-snapshot": "does not trust",
     "operation-relabelled-with-subject": "does not trust",
     "categories-rewritten": "does not trust",
-    "signature-byte": "does not trust",
+    "signature-byte": "does not trust|recovers no key",  # another (r, s) recovers another key, or none
     "signature-malleated-high-s": "lower half",
     "signature-stripped": "does not trust",
     "signature-stripped-at-the-tip": "unsigned",
@@ -313,11 +313,12 @@ def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) ->
     ]
 
 
-def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
-    """A small honest brain whose lineage has every operation the corpus tampers with."""
-    brain = root / "honest"
+def build_honest(root: Path, *, signed: bool = True) -> tuple[Path, dict[str, int]]:
+    """A small honest brain whose lineage has every operation the corpus tampers with; signed, it
+    also rotates its agent and its user key (``signed=False``: an older, unsigned brain, no rotations)."""
+    brain = root / ("honest" if signed else "honest-unsigned")
     env = {"LEDGER_KEYS": str(root / "keys")}  # its own keys: the rotations below must not touch the session's
-    run_ledger("init", str(brain), check=True, env=env)
+    run_ledger("init", str(brain), *(() if signed else ("--unsigned",)), check=True, env=env)
 
     def do(*args: str) -> None:
         run_ledger("--brain", str(brain), *args, check=True, env=env)
@@ -333,6 +334,9 @@ def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
     (hermes / "SKILL.md").write_text("---\nname: c\ndescription: C\n---\nc\n")
     (root / "hermes" / "research" / "DESCRIPTION.md").write_text("research\n")
     do("import", str(root / "hermes"), "--layout", "hermes")
+    labels = ["init", "create-a", "create-b", "patch-a", "delete-b", "recreate-b", "revert-a", "import-c"]
+    if not signed:
+        return brain, {**{label: i for i, label in enumerate(labels)}, "tip": len(labels) - 1}
     keys = root / "keys"
     secret = {name: json.loads((keys / f"{name}.key").read_text())["private_key"] for name in ("user", "agent")}
     do("keys", "rotate", "agent")
@@ -341,8 +345,7 @@ def build_honest(root: Path) -> tuple[Path, dict[str, int]]:
     do("skill", "patch", "b", "--old", "\nb\n", "--new", "\nbb\n")
     KEYS.update({"user-old": bytes.fromhex(secret["user"][2:]), "agent-old": bytes.fromhex(secret["agent"][2:]),
                  "agent": bytes.fromhex(json.loads((keys / "agent.key").read_text())["private_key"][2:])})  # fmt: skip
-    labels = ["init", "create-a", "create-b", "patch-a", "delete-b", "recreate-b", "revert-a", "import-c",
-              "rotate-agent", "agent-patch-c", "rotate-user", "patch-b"]  # fmt: skip
+    labels += ["rotate-agent", "agent-patch-c", "rotate-user", "patch-b"]
     idx = {label: i for i, label in enumerate(labels)}
     idx["tip"] = len(labels) - 1
     return brain, idx

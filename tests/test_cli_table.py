@@ -11,6 +11,7 @@ A command added to the CLI without rows here fails ``test_the_table_covers_every
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +166,28 @@ CASES = [
     c("verify-proof", "ok", "verify-proof", "{t}/proof.json", "--root", "{root}", shows="OK"),
     c("verify-proof", "refused", "verify-proof", "{t}/proof.json", "--root", "blake3-tree-v1:" + "0" * 64),
     c("verify-proof", "usage", "verify-proof", "{t}/proof.json"),
+    c("keys show", "ok", *B, "keys", "show", shows="this brain trusts"),
+    c("keys show", "refused", "--brain", "{t}/not-a-brain", "keys", "show"),
+    c("keys show", "usage", *B, "keys", "show", "extra"),
+    c("keys generate", "ok", "keys", "generate", "curator", env={"LEDGER_KEYS": "{t}/k"}, shows="curator key"),
+    c("keys generate", "refused", "keys", "generate", "user", shows="already exists"),
+    c("keys generate", "usage", "keys", "generate", "wizard"),
+    c("keys trust", "ok", *B, "keys", "trust", "agent", "0x" + "ab" * 20, shows="add 0xabab"),
+    c("keys trust", "refused", *B, "keys", "trust", "agent", "0x12", shows="not an Ethereum address"),
+    c("keys trust", "usage", *B, "keys", "trust"),
+    c("keys revoke", "ok", *B, "keys", "revoke", "0x" + "ab" * 20, setup=((*B, "keys", "trust", "agent",
+                                                                           "0x" + "ab" * 20),)),
+    c("keys revoke", "refused", *B, "keys", "revoke", "0x" + "cd" * 20, shows="not a trusted key"),
+    c("keys revoke", "usage", *B, "keys", "revoke"),
+    c("keys rotate", "ok", *B, "keys", "rotate", "agent", env={"LEDGER_KEYS": "{t}/k"},
+      setup=(("copytree", "{keys}", "{t}/k"),), shows="signed"),
+    c("keys rotate", "refused", *B, "keys", "rotate", "curator", env={"LEDGER_KEYS": "{t}/empty"},
+      shows="no curator key"),
+    c("keys rotate", "usage", *B, "keys", "rotate", "wizard"),
+    c("sign", "ok", "--brain", "{t}/u", "sign", "--adopt", setup=(("init", "--unsigned", "{t}/u"),),
+      env={"LEDGER_KEYS": "{t}/k"}, shows="adopt"),
+    c("sign", "refused", *B, "sign", "--adopt", shows="already has"),
+    c("sign", "usage", *B, "sign"),
     c("keys new", "ok", "keys", "new", "k1", env={"LEDGER_KEY_PASSWORD": "pw"}, shows="0x"),
     c("keys new", "refused", "keys", "new", "k1", env={"LEDGER_KEY_PASSWORD": "pw"},
       setup=(("keys", "new", "k1"),)),
@@ -245,11 +268,15 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
     brain = tmp_path / "brain"
     shutil.copytree(template, brain, symlinks=True)
     _inputs(tmp_path, brain)
-    env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"), **case.env}
     proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
     (tmp_path / "proof.json").write_text(proof)
-    extra = {"root": json.loads(proof)["root"], "rpc": node.url}
+    extra = {"root": json.loads(proof)["root"], "rpc": node.url, "keys": os.environ["LEDGER_KEYS"]}
+    env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"),
+           **{k: _fill(v, tmp_path, brain, extra) for k, v in case.env.items()}}  # fmt: skip
     for step in case.setup:
+        if step[0] == "copytree":
+            shutil.copytree(_fill(step[1], tmp_path, brain, extra), _fill(step[2], tmp_path, brain, extra))
+            continue
         if step[0] == "symlink":
             Path(_fill(step[2], tmp_path, brain, extra)).symlink_to(step[1])
             continue

@@ -31,3 +31,16 @@ def test_each_lineage_vector_gets_its_verdict(name: str, tmp_path: Path) -> None
         assert report["checks"][check]["snapshot"] == want["snapshot"]
     if want["ok"]:
         assert failed == []
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(VERDICTS) if VERDICTS[n]["ok"]])
+def test_honest_vectors_under_require_signatures(name: str, tmp_path: Path) -> None:
+    """The signed honest brain (keys rotated) passes --require-signatures; the unsigned one fails it."""
+    repo = tmp_path / f"{name}.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    subprocess.run(["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"],
+                   check=True)  # fmt: skip
+    proc = run_ledger("audit", str(repo), "--json", "--require-signatures")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == (0 if VERDICTS[name]["signed"] else 1)
+    assert report["checks"]["signatures"]["ok"] == VERDICTS[name]["signed"]

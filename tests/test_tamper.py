@@ -4,6 +4,7 @@ naming the snapshot; the honest brain passes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -42,6 +43,6 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     if named:
         assert chk["snapshot"] == named, (case.name, chk)
-    assert tamper.REASONS.get(case.name, "") in chk["summary"], (case.name, chk["summary"])
+    assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
     cited = (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"

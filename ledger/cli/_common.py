@@ -185,7 +185,9 @@ def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
 
 def _print_receipt_text(receipt: Any) -> None:
     what = f"{receipt.skill} v{receipt.version}" if receipt.skill else f"{len(receipt.changes)} skill(s)"
-    click.echo(f"{receipt.operation} {what}")
+    click.echo(f"{receipt.operation} {what}" if not receipt.keys else f"{receipt.operation}: trust set changed")
+    for change in receipt.keys:
+        click.echo(f"  {change}")
     for change in receipt.changes:
         if not receipt.skill:
             click.echo(f"  {change['action']:7} {change['skill']} v{change['version']}")

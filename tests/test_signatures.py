@@ -1,0 +1,273 @@
+"""Signed lineage (docs/lineage.md §8): what a default brain signs, what a standard EIP-712
+library verifies, unsigned and adopted brains, key files, and the trust rules the writer keeps.
+
+The tamper classes for signatures (a rewritten actor, a revoked key, …) are in tests/tamper.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger import identity
+from ledger.brain import Brain
+from ledger.errors import KeystoreError, LedgerError
+from tests.conftest import run_ledger
+
+
+def _commits(brain: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(brain), "rev-list", "--first-parent", "--reverse", "main"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return out.split()
+
+
+def _audit(repo: Path, *args: str) -> tuple[int, dict]:
+    proc = run_ledger("audit", str(repo), "--json", *args)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _keys_env(tmp_path: Path) -> dict[str, str]:
+    return {"LEDGER_KEYS": str(tmp_path / "keys")}
+
+
+def test_a_snapshot_verifies_with_eth_account_alone(tmp_path: Path) -> None:
+    """What an auditor does with git and eth-account, and no code of ours: rebuild the typed data
+    from the commit (§8.1), recover the signer, find it in the `keys` record."""
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), env=env, check=True)
+    run_ledger("--brain", str(brain), "skill", "create", "pdf", "--description", "PDFs", "--body", "x\n",
+               env=env, check=True)  # fmt: skip
+    for commit in _commits(brain):
+        raw = subprocess.run(["git", "-C", str(brain), "cat-file", "commit", commit], capture_output=True,
+                             text=True, check=True).stdout  # fmt: skip
+        header, message = raw.split("\n\n", 1)
+        tree = re.search(r"^tree (\w+)$", header, re.M).group(1)
+        parent = re.search(r"^parent (\w+)$", header, re.M)
+        signed, sig = message.rsplit("Ledger-Signature: ", 1)
+        root = re.search(r"^Ledger-Root: blake3-tree-v1:(\w+)$", signed, re.M).group(1)
+        pr = re.search(r"^Ledger-Parent-Root: (?:blake3-tree-v1:)?(\w+)$", signed, re.M).group(1)
+        actor = re.search(r"^Ledger-Actor: (\w+)$", signed, re.M).group(1)
+        from Crypto.Hash import keccak
+
+        doc = {
+            "types": {
+                "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"}],
+                "Snapshot": [{"name": n, "type": t} for n, t in (
+                    ("root", "bytes32"), ("parentRoot", "bytes32"), ("parentCommit", "bytes20"),
+                    ("tree", "bytes20"), ("actor", "string"), ("message", "bytes32"))],
+            },
+            "primaryType": "Snapshot",
+            "domain": {"name": "brain-ledger", "version": "1"},
+            "message": {
+                "root": "0x" + root,
+                "parentRoot": "0x" + ("00" * 32 if pr == "none" else pr),
+                "parentCommit": "0x" + (parent.group(1) if parent else "00" * 20),
+                "tree": "0x" + tree,
+                "actor": actor,
+                "message": "0x" + keccak.new(data=signed.encode(), digest_bits=256).hexdigest(),
+            },
+        }  # fmt: skip
+        signer = Account.recover_message(encode_typed_data(full_message=doc), signature=sig.strip()).lower()
+        record = subprocess.run(["git", "-C", str(brain), "cat-file", "blob", f"{commit}:keys"],
+                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert f"{signer} {actor}\n" in record
+    user = json.loads((tmp_path / "keys" / "user.key").read_text())
+    assert signer == Account.from_key(user["private_key"]).address.lower()
+
+
+def test_a_default_brain_audits_clean_with_require_signatures(tmp_path: Path) -> None:
+    """User commands, the agent through the API, and a curator key trusted later: every snapshot is
+    signed by its actor's key, and the audit requires it."""
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    made = run_ledger("init", str(brain), env=env, check=True)
+    assert "new key" in made.stdout and (tmp_path / "keys" / "user.key").exists()
+    assert stat.S_IMODE((tmp_path / "keys" / "user.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env,
+               check=True)  # fmt: skip
+    run_ledger("keys", "generate", "curator", env=env, check=True)
+    run_ledger("--brain", str(brain), "keys", "trust", "curator", env=env, check=True)
+    run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "\na\n", "--new", "\nb\n", "--actor",
+               "curator", env=env, check=True)  # fmt: skip
+    os.environ["LEDGER_KEYS"], old = env["LEDGER_KEYS"], os.environ["LEDGER_KEYS"]
+    try:
+        with Brain.open(brain) as b, b.acting("agent", task="T-1"):
+            receipt = b.patch("a", "\nb\n", "\nc\n")
+        assert receipt.signer == identity.peek("agent")
+    finally:
+        os.environ["LEDGER_KEYS"] = old
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0, {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    assert report["checks"]["signatures"]["summary"].startswith("5 snapshot(s) signed")
+    shown = json.loads(run_ledger("--brain", str(brain), "keys", "show", "--json", env=env, check=True).stdout)
+    assert sorted(k["role"] for k in shown["trusted"]) == ["agent", "curator", "user"]
+
+
+def test_an_unsigned_brain_warns_fails_when_required_and_adopts(tmp_path: Path) -> None:
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", "--unsigned", str(brain), env=env, check=True)
+    assert not (tmp_path / "keys").exists()  # an unsigned brain makes no key
+    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env,
+               check=True)  # fmt: skip
+    code, report = _audit(brain)
+    assert code == 0 and report["checks"]["signatures"]["warned"], report["checks"]["signatures"]
+    text = run_ledger("audit", str(brain), env=env)
+    assert text.returncode == 0 and "WARN signatures" in text.stdout
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 1 and report["checks"]["signatures"]["snapshot"] == _commits(brain)[0]
+    before = _commits(brain)
+    adopted = run_ledger("--brain", str(brain), "sign", "--adopt", "--json", env=env, check=True)
+    assert json.loads(adopted.stdout)["operation"] == "adopt"
+    assert _commits(brain)[: len(before)] == before  # history is never rewritten
+    run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "\na\n", "--new", "\nb\n", env=env, check=True)
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0, report["checks"]["signatures"]
+    assert "attested by the adoption at #2" in report["checks"]["signatures"]["summary"]
+    again = run_ledger("--brain", str(brain), "sign", "--adopt", env=env)
+    assert again.returncode == 1 and "already has" in again.stderr
+
+
+def test_a_write_without_a_trusted_key_is_unsigned_and_says_so(tmp_path: Path) -> None:
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), env=env, check=True)
+    other = {"LEDGER_KEYS": str(tmp_path / "elsewhere")}  # another machine's keys: none the brain trusts
+    run_ledger("keys", "generate", "user", env=other, check=True)
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
+                      env=other)  # fmt: skip
+    assert proc.returncode == 0 and "the snapshot is unsigned" in proc.stderr
+    assert "not in the brain's trust set" in proc.stderr
+    code, report = _audit(brain)
+    assert code == 0 and report["checks"]["signatures"]["warned"]
+    assert _audit(brain, "--require-signatures")[0] == 1
+
+
+def test_key_files_follow_ssh_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    key = identity.generate("agent")
+    path = identity.key_path("agent")
+    with pytest.raises(KeystoreError, match="already exists"):
+        identity.generate("agent")
+    path.chmod(0o644)
+    with pytest.raises(KeystoreError, match="readable by others") as exc:
+        identity.load("agent")
+    assert exc.value.hint == f"chmod 600 {path}"
+    path.chmod(0o600)
+    assert identity.load("agent") == key and "secret" not in repr(identity.load("agent"))
+    os.replace(path, tmp_path / "real.key")
+    path.symlink_to(tmp_path / "real.key")
+    with pytest.raises(KeystoreError, match="cannot open"):
+        identity.load("agent")
+
+
+def test_a_passphrase_key_unlocks_from_the_environment_only_for_this_process(tmp_path: Path) -> None:
+    env = {**_keys_env(tmp_path), "LEDGER_KEY_PASSPHRASE": "correct horse"}
+    brain = tmp_path / "b"
+    run_ledger("init", "--passphrase", str(brain), env=env, check=True)
+    doc = json.loads((tmp_path / "keys" / "user.key").read_text())
+    assert "crypto" in doc and "private_key" not in doc  # an eth-account keystore, not the key
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
+                      "--json", env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["signer"] == "0x" + doc["address"].lower().removeprefix("0x")
+    locked = run_ledger("--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n",
+                        env=_keys_env(tmp_path))  # fmt: skip
+    assert locked.returncode == 1 and "LEDGER_KEY_PASSPHRASE" in locked.stderr  # refused, nothing written
+    assert len(_commits(brain)) == 2
+    # A child the ledger starts (anvil, here) never inherits the passphrase.
+    up = run_ledger("--brain", str(brain), "chain", "up", env=env, check=True)
+    try:
+        pid = json.loads((brain / ".ledger" / "anvil" / "node.json").read_text())["pid"]
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"LEDGER_KEYS=" in environ and b"correct horse" not in environ, up.stdout
+    finally:
+        run_ledger("--brain", str(brain), "chain", "down", env=env, check=True)
+
+
+def test_the_writer_keeps_the_trust_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    with Brain.init(tmp_path / "b") as brain:
+        head = brain.store.head()
+        user = identity.peek("user")
+        with pytest.raises(LedgerError, match="no trusted user key"):
+            brain.keyring.revoke(user)
+        agent = identity.peek("agent")
+        brain.keyring.revoke(agent)
+        with pytest.raises(LedgerError, match="never trusted again"):
+            brain.keyring.trust(agent, "agent")
+        with pytest.raises(LedgerError, match="not an Ethereum address"):
+            brain.keyring.trust("0x12", "agent")
+        with pytest.raises(LedgerError, match="founds the trust set"):
+            brain.keyring.adopt()
+        assert len(_commits(brain.root)) == 2 and brain.store.head() != head  # one good change, nothing else
+        with brain.acting("agent"):
+            receipt = brain.create("a", "A", "a\n")  # the agent key was revoked: unsigned, not refused
+        assert receipt.signer is None and "not in the brain's trust set" in (brain.sealer.unsigned or "")
+        receipt = brain.keyring.rotate("agent")
+        assert receipt.signer == user and identity.peek("agent") != agent
+        with brain.acting("agent"):
+            assert brain.patch("a", "\na\n", "\nb\n").signer == identity.peek("agent")
+        rotated = brain.keyring.rotate("user")
+        assert rotated.signer == user  # the old user key signs its own replacement
+        assert brain.patch("a", "\nb\n", "\nc\n").signer == identity.peek("user") != user
+    code, report = _audit(tmp_path / "b")
+    assert code == 0 and report["checks"]["signatures"]["warned"]  # the one unsigned agent write
+
+
+@pytest.mark.chain
+def test_agent_keys_must_be_committers_of_the_agent_on_chain(tmp_path: Path, node) -> None:
+    """§8.5: registering authorizes the brain's agent keys, so an honest chained brain, committed in
+    batches, audits clean with --rpc; an agent key not authorized at its snapshot's block fails."""
+    from ledger.chain import authorize, commit_pending, deploy, register
+    from ledger.keys import DEV_KEY_NAME
+
+    def chained(name: str) -> Brain:
+        brain = Brain.init(tmp_path / name)
+        brain.update_config(chain={"rpc": node.url})
+        deploy(brain, key=DEV_KEY_NAME)
+        register(brain, shares=1000, key=DEV_KEY_NAME)
+        return brain
+
+    def audit(brain: Brain) -> dict:
+        cfg = brain.config["chain"]
+        _, report = _audit(brain.root, "--rpc", node.url, "--registry", cfg["registry"], "--agent",
+                              cfg["agent_id"], "--require-signatures")  # fmt: skip
+        return report
+
+    with chained("honest") as brain:
+        brain.create("a", "A", "a\n")
+        with brain.acting("agent", task="T-1"):
+            for i in range(4):
+                brain.patch("a", f"\n{'a' if i == 0 else i - 1}\n", f"\n{i}\n")
+        commit_pending(brain, key=DEV_KEY_NAME, batch=2)
+        report = audit(brain)
+        assert report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+        assert report["checks"]["chain.signers"]["summary"].startswith("4 agent-signed snapshot(s)")
+
+    with chained("revoked") as brain:
+        agent = identity.peek("agent")
+        authorize(brain, agent, False, key=DEV_KEY_NAME)
+        with brain.acting("agent"):
+            bad = brain.create("a", "A", "a\n")
+        commit_pending(brain, key=DEV_KEY_NAME)
+        authorize(brain, agent, True, key=DEV_KEY_NAME)
+        with brain.acting("agent"):
+            brain.patch("a", "\na\n", "\nb\n")
+        commit_pending(brain, key=DEV_KEY_NAME)
+        report = audit(brain)
+        chk = report["checks"]["chain.signers"]
+        assert not chk["ok"] and chk["snapshot"] == bad.commit and chk["failures"] == 1, chk
+        assert f"ledger chain authorize {agent}" in chk["summary"]
