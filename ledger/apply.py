@@ -152,6 +152,7 @@ class SnapshotWriter:
     limits: dict[str, int]
     attribution: dict[str, str]
     sealer: Sealer
+    allow_invalid: bool
     gc_every: int
     gc_bytes: int
     _gc_mark: int
@@ -175,9 +176,26 @@ class SnapshotWriter:
                 changed = changed or files.get(path) != (gs.MODE_EXEC if spec[1] else gs.MODE_FILE, wp.blob_id(spec[0]))
         if not changed:
             raise NoChangeError(f"{operation} leaves skill {name!r} unchanged")
+        if operation != "revert":  # a revert restores what was recorded; it authors nothing
+            self._check_authored(name, old.text, new.with_counter(old.version + 1))
         payload: dict[str, tuple[bytes, bool] | None] = dict(writes)
         payload[SKILL_MD] = (new.with_counter(old.version + 1).encode(), False)
         return self._write_skill(operation, name, payload, base=files, note=note, version=old.version + 1)
+
+    def _check_authored(self, name: str, old: str | None, new: str) -> None:
+        """What the ledger writes from a command passes the agentskills spec, or breaks no rule the
+        skill kept before (ADR 19); ``allow_invalid`` records it anyway.  Import and snapshot record
+        as they are and never come here."""
+        if self.allow_invalid or (old is not None and new == old):
+            return
+        from ledger.lint import introduced_errors
+
+        errors = introduced_errors(name, old, new)
+        if errors:
+            raise SkillError(
+                f"the result is not a valid skill ({name}/SKILL.md): " + "; ".join(errors),
+                hint="fix it, or pass --allow-invalid to record it anyway (see 'ledger lint')",
+            )
 
     def _write_skill(
         self,

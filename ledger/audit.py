@@ -177,7 +177,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             continue
         snaps.append(snap)
         label = f"snapshot #{i} ({commit.hex()[:12]}, {_describe(snap)})"
-        stray = _stray_entries(store, snap)
+        stray = _stray_entries(store, snap, report.tops)
         if stray:
             snaps_chk.fail(f"{label}: its tree holds {stray}, which a snapshot may not (docs/lineage.md §1.2)",
                            path=stray, **where)  # fmt: skip
@@ -264,11 +264,14 @@ _TOP = {
 }  # fmt: skip
 
 
-def _stray_entries(store: gs.GitStore, snap: gs.Snapshot) -> str | None:
-    """The first entry of a snapshot's top tree that lineage.md §1.2 does not allow, with its mode."""
+def _stray_entries(store: gs.GitStore, snap: gs.Snapshot, tops: dict[str, dict[str, bytes]]) -> str | None:
+    """The first entry of a snapshot's top tree that lineage.md §1.2 does not allow, with its mode.
+    Each snapshot's record blobs are kept in ``tops`` for the checks that read them next."""
     if not snap.tree:
         return None
-    for _sha, mode, name in store.read_tree(bytes.fromhex(snap.tree)):
+    entries = store.read_tree(bytes.fromhex(snap.tree))
+    tops[snap.commit] = {name: sha for sha, mode, name in entries if mode == gs.MODE_FILE}
+    for _sha, mode, name in entries:
         if _TOP.get(name) != mode:
             return f"'{name}' (mode {mode:o})"
     return None

@@ -15,7 +15,7 @@ from ledger import gitstore as gs
 from ledger import signing
 from ledger.errors import LedgerError
 from ledger.sealing import Sealer
-from ledger.trust import KEY_TRAILER, Trust, TrustError, format_record, parse_key_change
+from ledger.trust import KEY_TRAILER, Trust, TrustError, format_record, parse_key_change, parse_record
 from ledger.verdicts import Check, Report
 
 __all__ = ["Signed", "check_signatures"]
@@ -36,6 +36,7 @@ def check_signatures(store: gs.GitStore, snaps: list[gs.Snapshot], report: Repor
     signed: list[Signed] = []
     unsigned: list[int] = []
     adopted_at: int | None = None
+    seen: dict[bytes, bytes] = {}  # keys record blob id → its bytes: a record changes only with the set
     for i, snap in enumerate(snaps):
         label = f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})"
         where = {"snapshot": snap.commit, "index": i}
@@ -54,7 +55,7 @@ def check_signatures(store: gs.GitStore, snaps: list[gs.Snapshot], report: Repor
             signed.append(Signed(i, snap.commit, signer, after.active.get(signer) or trust.active[signer]))
         if snap.operation == "adopt":
             adopted_at = i
-        _check_record(store, snap, after, label, chk, where)
+        _check_record(store, snap, after, label, chk, where, report.tops.get(snap.commit), seen)
         trust = after
     if not chk.ok:
         return signed
@@ -87,13 +88,24 @@ def _signer(snap: gs.Snapshot) -> str | None:
     return signing.recover(digest, last)
 
 
-def _check_record(store: gs.GitStore, snap: gs.Snapshot, trust: Trust, label: str, chk: Check, where: dict) -> None:
+def _check_record(
+    store: gs.GitStore, snap: gs.Snapshot, trust: Trust, label: str, chk: Check, where: dict,
+    top: dict[str, bytes] | None, seen: dict[bytes, bytes],
+) -> None:  # fmt: skip
     try:
-        recorded = Sealer.trust_of(store, snap.tree)[1]
+        if top is None:
+            record = format_record(Sealer.trust_of(store, snap.tree)[1])
+        elif "keys" not in top:
+            record = b""
+        else:
+            sha = top["keys"]
+            if sha not in seen:
+                seen[sha] = format_record(parse_record(store.read(sha, b"blob")))
+            record = seen[sha]
     except LedgerError as exc:
         chk.fail(f"{label}: {exc.message}", **where)
         return
-    if format_record(recorded) != format_record(trust):
+    if record != format_record(trust):
         chk.fail(f"{label}: its 'keys' record is not the trust set its lineage gives", path="keys",
                  expected=format_record(trust).decode() or "(none)",
-                 computed=format_record(recorded).decode() or "(none)", **where)  # fmt: skip
+                 computed=record.decode() or "(none)", **where)  # fmt: skip

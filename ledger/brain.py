@@ -160,6 +160,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self._text_memo: dict[bytes, bytes] = {}  # SKILL.md blob id → bytes, the last few read
         self.attribution = gs.attribution("user")  # recorded in every snapshot's trailers (see acting())
         config = json.loads((self.control / CONFIG).read_text())
+        self.allow_invalid = False  # record what a command authors even if lint calls it invalid (--allow-invalid)
         self.sealer = Sealer(enabled=config.get("signing", True) is not False)  # signs each snapshot
         self.keyring = Keyring(self)  # the trust set's changes: trust, revoke, rotate, adopt
         self.pending_recovery: RecoveryError | StoreError | None = None
@@ -434,6 +435,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         version = self._first_version(name)
         text = SkillDoc(name=name, description=description, version=version, body=body).render()
         parse_skill_md(text, limit=self.limits["skill_md"])
+        self._check_authored(name, None, text)
         return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version)
 
     @_writer
@@ -457,6 +459,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         if slug in self.head().skills:
             return self.edit(slug, text, note=note)
         version = max(doc.version, self._first_version(slug))  # a whole-number version the file brings is kept
+        self._check_authored(slug, None, doc.with_counter(version))
         return self._write_skill(
             "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version
         )

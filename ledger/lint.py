@@ -1,11 +1,16 @@
 """Verdicts, not gates: each skill against the agentskills spec and against Hermes's limits.
 
 The spec verdict applies the rules of the reference validator, ``skills-ref``,
-exactly, including its reading of YAML. It uses strictyaml, so every scalar is a
-string, flow style (``[a, b]``, ``{k: v}``) is an error, and the frontmatter is what
-lies between the first two ``---``. So ``ledger lint`` and ``skills-ref validate``
-agree on every skill. Hermes's limits are what its agent-facing tools enforce; they
-are reported beside the verdict and never change it.
+including its reading of YAML: every scalar is a string, and the frontmatter is what
+lies between the first two ``---``. One thing ``skills-ref`` refuses is a limit of its
+parser, not a rule of the spec: strictyaml rejects flow style (``tags: [a, b]``), which
+the spec does not forbid and Hermes's own skills use. That is reported as a warning,
+with the reason, and does not make a skill invalid. Hermes's limits are what its
+agent-facing tools enforce; they are reported beside the verdict and never change it.
+
+:func:`introduced_errors` is the authoring gate: what the ledger writes from a command
+must not break a rule the skill kept before (a skill recorded as it is keeps its own
+departures from the spec, and can still be improved).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 from ledger.errors import SkillError
 from ledger.frontmatter import bounded
 
-__all__ = ["Verdict", "lint_skill"]
+__all__ = ["Verdict", "introduced_errors", "lint_skill"]
 
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
 HERMES_DIRS = ("references", "templates", "scripts", "assets")
@@ -32,13 +37,25 @@ class Verdict:
     valid: bool
     errors: list[str] = field(default_factory=list)  # the agentskills spec (skills-ref's rules)
     hermes: list[str] = field(default_factory=list)  # Hermes's tool limits (advisory)
+    warnings: list[str] = field(default_factory=list)  # skills-ref's parser limits that are no rule of the spec
+    rules: list[str] = field(default_factory=list, repr=False)  # each error's rule, for introduced_errors
+
+    def error(self, rule: str, message: str) -> None:
+        self.errors.append(message)
+        self.rules.append(rule)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["rules"]
+        return out
 
 
-def _frontmatter(content: str) -> tuple[dict[str, Any] | None, str | None]:
-    """skills-ref's reading: starts with ``---``, split on the next ``---``, strict YAML."""
+FLOW_WARNING = ("flow style ([…] or {…}) in the frontmatter: skills-ref's strictyaml parser refuses it, "
+                "but the agentskills spec does not forbid it")
+
+
+def _frontmatter(content: str, warnings: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """skills-ref's reading: starts with ``---``, split on the next ``---``, YAML scalars as strings."""
     if not content.startswith("---"):
         return None, "SKILL.md must start with YAML frontmatter (---)"
     parts = content.split("---", 2)
@@ -51,7 +68,7 @@ def _frontmatter(content: str) -> tuple[dict[str, Any] | None, str | None]:
         bounded(parts[1])  # before anything recursive: depth, aliases
         events = list(yaml.parse(parts[1], Loader=base))
         if any(isinstance(e, yaml.CollectionStartEvent) and e.flow_style for e in events):
-            return None, "Invalid YAML in frontmatter: flow style ([…] or {…}) is not allowed"
+            warnings.append(FLOW_WARNING)
         data = yaml.load(parts[1], Loader=base)
     except (yaml.YAMLError, SkillError) as exc:
         text = exc.message if isinstance(exc, SkillError) else str(exc).splitlines()[0]
@@ -61,55 +78,54 @@ def _frontmatter(content: str) -> tuple[dict[str, Any] | None, str | None]:
     return data, None
 
 
-def _name_errors(name: Any, folder: str) -> list[str]:
+def _name_errors(verdict: Verdict, name: Any, folder: str) -> None:
     if not isinstance(name, str) or not name.strip():
-        return ["Field 'name' must be a non-empty string"]
+        verdict.error("name-empty", "Field 'name' must be a non-empty string")
+        return
     name = unicodedata.normalize("NFKC", name.strip())
-    errors = []
     if len(name) > 64:
-        errors.append(f"Skill name '{name}' exceeds 64 character limit ({len(name)} chars)")
+        verdict.error("name-length", f"Skill name '{name}' exceeds 64 character limit ({len(name)} chars)")
     if name != name.lower():
-        errors.append(f"Skill name '{name}' must be lowercase")
+        verdict.error("name-case", f"Skill name '{name}' must be lowercase")
     if name.startswith("-") or name.endswith("-"):
-        errors.append("Skill name cannot start or end with a hyphen")
+        verdict.error("name-hyphen-edge", "Skill name cannot start or end with a hyphen")
     if "--" in name:
-        errors.append("Skill name cannot contain consecutive hyphens")
+        verdict.error("name-double-hyphen", "Skill name cannot contain consecutive hyphens")
     if not all(c.isalnum() or c == "-" for c in name):
-        errors.append(f"Skill name '{name}' contains invalid characters")
+        verdict.error("name-characters", f"Skill name '{name}' contains invalid characters")
     if unicodedata.normalize("NFKC", folder) != name:
-        errors.append(f"Directory name '{folder}' must match skill name '{name}'")
-    return errors
+        verdict.error("name-folder", f"Directory name '{folder}' must match skill name '{name}'")
 
 
 def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> Verdict:
     """The verdict for one skill: its folder name, its SKILL.md text, and ``{path: size}`` of every file."""
     verdict = Verdict(folder, True)
-    errors = verdict.errors
+    err = verdict.error
     if skill_md is None:
-        errors.append("Missing required file: SKILL.md")
+        err("skill-md", "Missing required file: SKILL.md")
     else:
-        fm, problem = _frontmatter(skill_md)
+        fm, problem = _frontmatter(skill_md, verdict.warnings)
         if problem:
-            errors.append(problem)
+            err("frontmatter", problem)
         else:
             assert fm is not None
             extra = sorted(set(fm) - SPEC_FIELDS)
             if extra:
-                errors.append(f"Unexpected fields in frontmatter: {', '.join(extra)}")
+                err("fields:" + ",".join(extra), f"Unexpected fields in frontmatter: {', '.join(extra)}")
             if "name" not in fm:
-                errors.append("Missing required field in frontmatter: name")
+                err("name-missing", "Missing required field in frontmatter: name")
             else:
-                errors.extend(_name_errors(fm["name"], folder))
+                _name_errors(verdict, fm["name"], folder)
             desc = fm.get("description")
             if "description" not in fm:
-                errors.append("Missing required field in frontmatter: description")
+                err("description-missing", "Missing required field in frontmatter: description")
             elif not isinstance(desc, str) or not desc.strip():
-                errors.append("Field 'description' must be a non-empty string")
+                err("description-empty", "Field 'description' must be a non-empty string")
             elif len(desc) > 1024:
-                errors.append(f"Description exceeds 1024 character limit ({len(desc)} chars)")
+                err("description-length", f"Description exceeds 1024 character limit ({len(desc)} chars)")
             compat = fm.get("compatibility")
             if "compatibility" in fm and (not isinstance(compat, str) or len(compat) > 500):
-                errors.append("Field 'compatibility' must be a string of at most 500 characters")
+                err("compatibility", "Field 'compatibility' must be a string of at most 500 characters")
         if len(skill_md) > HERMES_SKILL_MD:
             verdict.hermes.append(f"SKILL.md is {len(skill_md)} characters; Hermes's tools cap it at {HERMES_SKILL_MD}")
     for rel, size in sorted(files.items()):
@@ -119,5 +135,22 @@ def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> V
             verdict.hermes.append(f"{rel}: Hermes's write_file only writes under {', '.join(HERMES_DIRS)}")
         if size > HERMES_FILE:
             verdict.hermes.append(f"{rel} is {size} bytes; Hermes's tools cap a file at {HERMES_FILE}")
-    verdict.valid = not errors
+    verdict.valid = not verdict.errors
     return verdict
+
+
+def introduced_errors(folder: str, old_md: str | None, new_md: str) -> list[str]:
+    """The spec errors of ``new_md`` that ``old_md`` (the skill as committed; ``None`` for a new one) did
+    not have: what a command would break.  An unexpected field counts once per set of fields."""
+    new = lint_skill(folder, new_md, {})
+    old = set(lint_skill(folder, old_md, {}).rules) if old_md is not None else set()
+    kept = {f for rule in old if rule.startswith("fields:") for f in rule[7:].split(",")}
+    out = []
+    for rule, msg in zip(new.rules, new.errors, strict=True):
+        if rule.startswith("fields:"):
+            added = sorted(set(rule[7:].split(",")) - kept)
+            if added:
+                out.append(f"Unexpected fields in frontmatter: {', '.join(added)}")
+        elif rule not in old:
+            out.append(msg)
+    return out

@@ -58,6 +58,7 @@ class Report:
     chain: dict[str, Any] | None = None
     # When and with what the audit ran, so that it can be reproduced.
     context: dict[str, Any] = field(default_factory=dict)
+    tops: dict[str, dict[str, bytes]] = field(default_factory=dict, repr=False)  # commit → its top-level blob ids
 
     @property
     def ok(self) -> bool:
@@ -67,7 +68,7 @@ class Report:
         return self.checks.setdefault(name, Check(name))
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        return {  # tops is working state, not a verdict
             "repo": self.repo,
             "ok": self.ok,
             "checks": {k: asdict(v) for k, v in self.checks.items()},

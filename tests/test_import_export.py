@@ -108,13 +108,20 @@ def test_lint_agrees_with_skills_ref_on_every_fixture_skill(tmp_path: Path) -> N
             sizes = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
             mine = lint_skill(folder.name, text, sizes)
             theirs = skills_ref_validate(folder)
-            assert mine.valid == (theirs == []), (folder, mine.errors, theirs)
+            # strictyaml's refusal of flow style is skills-ref's parser limit, not a rule of the spec: ours
+            # is a warning (issue 19). Every other verdict agrees.
+            limit = [e for e in theirs if "JSONesque flow" in e]
+            assert bool(limit) == bool(mine.warnings), (folder, mine.warnings, theirs)
             verdicts[folder.name] = mine.valid
+            if limit:
+                continue  # strictyaml stops at the flow list, so it says nothing of the spec's rules
+            assert mine.valid == (theirs == []), (folder, mine.errors, theirs)
         brain = _brain(tmp_path / f"b-{layout}")
         _import(brain, str(src))
         listed = json.loads(run_ledger("--brain", str(brain), "lint", "--json").stdout)
         for v in listed:
-            assert v["valid"] == (skills_ref_validate(brain / "skills" / v["skill"]) == []), v
+            theirs = [e for e in skills_ref_validate(brain / "skills" / v["skill"]) if "JSONesque flow" not in e]
+            assert v["valid"] == (theirs == []) or v["warnings"], v
     assert verdicts["pdf"] and not verdicts["brand"] and not verdicts["docx"] and not verdicts["code-review"]
 
 

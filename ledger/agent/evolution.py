@@ -21,6 +21,7 @@ from typing import Any
 from ledger import gitstore as gs
 from ledger.errors import SkillError
 from ledger.layouts import Collection, Found
+from ledger.lint import introduced_errors
 from ledger.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
 
 __all__ = ["apply_payload", "render_index", "render_skill_turn", "synthesis_advice"]
@@ -89,6 +90,12 @@ def _apply_locked(brain: Any, op: str, summary: str, grouped: dict[str, dict[str
         for rel in files:
             if rel.split("/", 1)[0] in TIER3 and rel not in skill_md:
                 raise _refuse(f"{slug}/{rel} is not cited from SKILL.md", hint=f"reference '{rel}' in SKILL.md")
+        if SKILL_MD in files and not getattr(brain, "allow_invalid", False):
+            old_md = current[SKILL_MD][0].decode("utf-8", "replace") if SKILL_MD in current else None
+            broken = introduced_errors(slug, old_md, files[SKILL_MD])
+            if broken:
+                raise _refuse(f"{slug}/SKILL.md is not a valid skill: {'; '.join(broken)}",
+                              hint="fix it ('ledger lint' says why), or apply with --allow-invalid")  # fmt: skip
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
     with brain.acting(actor, evolution=op, summary=summary):

@@ -220,6 +220,12 @@ evidence_flag = click.option(
 )  # fmt: skip
 
 
+allow_invalid_flag = click.option(
+    "--allow-invalid", is_flag=True,
+    help="Record the result even if 'ledger lint' calls it invalid (by default a command may not break the spec).",
+)  # fmt: skip
+
+
 def mutation(fn: F) -> F:
     return json_flag(note_flag(commit_flag(actor_flag(evidence_flag(fn)))))  # type: ignore[return-value]
 
@@ -246,6 +252,7 @@ def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> 
     want_commit(ctx, kw["chain_commit"])
     try:
         with open_brain(ctx) as brain, acting(brain, kw):
+            brain.allow_invalid = bool(kw.get("allow_invalid"))
             receipt = op(brain)
     except NoChangeError as exc:
         nothing_to_do(exc.message, kw["as_json"])

@@ -104,9 +104,10 @@ def lint(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 
 @main.command("apply")
 @click.argument("payload")
+@click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger lint' calls them invalid.")
 @json_flag
 @click.pass_context
-def apply_cmd(ctx: click.Context, payload: str, as_json: bool) -> None:
+def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, as_json: bool) -> None:
     """Apply a skill-evolution update payload (SkillEvolBench JSON; '-' = stdin) as one snapshot."""
     import json
 
@@ -119,6 +120,7 @@ def apply_cmd(ctx: click.Context, payload: str, as_json: bool) -> None:
     except (json.JSONDecodeError, RecursionError) as exc:
         raise LedgerError(f"{payload} is not a JSON payload: {type(exc).__name__}") from exc
     with open_brain(ctx) as brain:
+        brain.allow_invalid = allow_invalid
         result = apply_payload(brain, doc)
     if as_json:
         emit(result)

@@ -9,6 +9,7 @@ import click
 
 from ledger.cli._common import (
     TEXT_LIMIT,
+    allow_invalid_flag,
     emit,
     json_flag,
     main,
@@ -32,6 +33,7 @@ def skill() -> None:
 @click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
 @click.option("--body", help="Markdown body.")
 @click.option("--body-file", help="Read the body from a file ('-' for stdin).")
+@allow_invalid_flag
 @mutation
 @click.pass_context
 def skill_create(ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, **kw: Any) -> None:
@@ -45,6 +47,7 @@ def skill_create(ctx: click.Context, name: str, description: str, body: str | No
 @skill.command("upsert")
 @click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
 @click.option("--file", "src", required=True, help="SKILL.md text ('-' = stdin).")
+@allow_invalid_flag
 @mutation
 @click.pass_context
 def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> None:
@@ -56,6 +59,7 @@ def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> N
 @skill.command("edit")
 @click.argument("name")
 @click.option("--file", "src", required=True, help="New SKILL.md ('-' = stdin).")
+@allow_invalid_flag
 @mutation
 @click.pass_context
 def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
@@ -69,6 +73,7 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
 @click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
 @click.option("--new", required=True, help="Replacement text.")
 @click.option("--file", "rel", help="A supporting file (e.g. references/x.md) instead of SKILL.md.")
+@allow_invalid_flag
 @mutation
 @click.pass_context
 def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, **kw: Any) -> None:
