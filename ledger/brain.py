@@ -402,6 +402,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     @_writer
     def revert(self, name: str, version: int, *, note: str = "") -> Receipt:
         """Restore ``name`` (all its files) as it was at ``version``, as a new upsert; history is never rewritten."""
+        name = self.resolve(name)
         commit = self._version_commit(name, version)
         tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         old_files = self._skill_files(tree[name])
@@ -458,6 +459,13 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             )
         if slug in self.head().skills:
             return self.edit(slug, text, note=note)
+        if name is None and doc.name:  # a folder whose SKILL.md declares this name (vllm/: serving-llms-vllm)
+            owners = sorted(k for k, v in self._declared_names(self.head()).items() if v == doc.name)
+            if len(owners) > 1:
+                raise SkillError(f"skills {', '.join(owners)} all declare name {doc.name!r}",
+                                 hint="edit one of them by its folder: ledger skill edit FOLDER --file …")  # fmt: skip
+            if owners:
+                return self.edit(owners[0], text, note=note)
         version = max(doc.version, self._first_version(slug))  # a whole-number version the file brings is kept
         self._check_authored(slug, None, doc.with_counter(version))
         return self._write_skill(
@@ -467,10 +475,10 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     @_writer
     def edit(self, name: str, text: str, *, note: str = "") -> Receipt:
         """Rewrite ``SKILL.md`` in full; the ledger sets the next version."""
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         new = parse_skill_md(text, limit=self.limits["skill_md"])  # strict: nothing is filled in from the old file
         files, old = self._committed(name)
-        if not belongs_to(new, name):
+        if not belongs_to(new, name) and new.name != old.name:  # a declared name kept as it was is the skill's
             raise SkillError(
                 f"the new SKILL.md declares name {new.name!r}, which is not skill {name!r}",
                 hint=f"use 'ledger skill upsert' to write skill {new.name!r}",
@@ -483,7 +491,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     ) -> Receipt:
         """Replace ``old`` with ``new`` in SKILL.md (or a supporting file): exactly one match, or every
         match with ``replace_all``. The file is read under the writer lock, in the write's critical section."""
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         target = SKILL_MD if file is None else "/".join(check_support_path(file))
         return self.rewrite(
             name,
@@ -514,7 +522,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         lock, and returns the files to write (``None`` removes one). Nothing can land between the read and the
         write, so no acknowledged write is lost to a stale read. ``change`` may raise to refuse; nothing is
         written then. SKILL.md's version counter is the ledger's: whatever ``change`` puts there is replaced."""
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         if operation not in ("edit", "patch", "write-file", "remove-file"):
             raise UsageError(f"rewrite records an edit, patch, write-file or remove-file, not {operation!r}")
         files, doc = self._committed(name)
@@ -530,7 +538,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
                 raise SkillError(f"{name}/{SKILL_MD}: the new text is not valid UTF-8") from exc
             except SkillError as exc:
                 raise PatchError(f"the new SKILL.md is invalid: {exc.message}", hint=exc.hint) from exc
-            if not belongs_to(new_doc, name):
+            if not belongs_to(new_doc, name) and new_doc.name != doc.name:
                 raise PatchError(
                     f"the new SKILL.md declares name {new_doc.name!r}, which is not skill {name!r}",
                     hint=f"use 'ledger skill upsert' to write skill {new_doc.name!r}",
@@ -553,7 +561,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     @_writer
     def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:
         """Add or replace a supporting file under references/ templates/ scripts/ assets/."""
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         target = "/".join(check_support_path(rel))
         check_support_size(target, data, self.limits["file"])
         files, doc = self._committed(name)
@@ -564,7 +572,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
 
     @_writer
     def remove_file(self, name: str, rel: str, *, note: str = "") -> Receipt:
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         target = "/".join(check_support_path(rel))
         files, doc = self._committed(name)
         if target not in files:
@@ -573,7 +581,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
 
     @_writer
     def delete(self, name: str, *, note: str = "") -> Receipt:
-        check_name(name)
+        name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         _, doc = self._committed(name)
         self._require_clean(name)
         return self._apply("delete", {name: None}, [gs.Change("delete", name, doc.version)], note)

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ledger import gitstore as gs
+from ledger import naming
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.diffs import Diff, Side, compare
 from ledger.errors import (
+    LedgerError,
     SkillError,
     SkillNotFoundError,
     StoreError,
@@ -118,6 +120,37 @@ class BrainReads:
             cache.put(entry.name, sig, started, digest=node.digest.hex())
         return out, all_cached
 
+    def resolve(self, ref: str) -> str:
+        """The folder (the key) of the skill a runtime names by its folder, its ``category/…/folder``
+        path, or the name its SKILL.md declares; an ambiguous name is refused with the candidates."""
+        head = self.head()  # type: ignore[attr-defined]
+        return naming.resolve(ref, head.skills, lambda: self._declared_names(head), lambda: self._categories(head))
+
+    def _declared_names(self, head: Any) -> dict[str, str]:
+        """Each skill's declared ``name`` in the head snapshot (read once per head)."""
+        memo = getattr(self, "_declared_memo", None)
+        if memo is not None and memo[0] == head.commit:
+            return memo[1]
+        out = {}
+        for folder, tree in head.skills.items():
+            files = self._skill_files(tree)  # type: ignore[attr-defined]
+            if SKILL_MD in files:
+                text = self._text(files[SKILL_MD][1], folder)  # type: ignore[attr-defined]
+                try:
+                    out[folder] = parse_skill_md(_frontmatter_only(text.encode(), folder), limit=1 << 31).name
+                except LedgerError:
+                    continue
+        self._declared_memo = (head.commit, out)
+        return out
+
+    def _categories(self, head: Any) -> dict[str, str]:
+        tree = self._categories_tree(head)  # type: ignore[attr-defined]
+        if tree is None:
+            return {}
+        files = th.files_of(self.store, tree)
+        entry = files.get(naming.CATEGORY_INDEX)
+        return naming.categories_of(lambda: self.store.read(entry[1], b"blob") if entry else None)
+
     def index(self) -> str:
         """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each."""
         return "".join(index_line(s.name, s.description) for s in self.list())
@@ -128,7 +161,7 @@ class BrainReads:
         Reads go through the same descriptor-relative path as writes: a symbolic link
         anywhere in the skill is refused, never followed out of the brain.
         """
-        check_name(name)
+        name = self.resolve(name)
         with wp.WorkTree(self.root, self.control) as tree:
             text = tree.read((name, SKILL_MD), 4 * self.limits["skill_md"])
             if text is None:
@@ -180,7 +213,7 @@ class BrainReads:
 
     def history(self, name: str) -> list[dict[str, Any]]:
         """Every version ``name`` ever had, newest first: version, action, root, commit, time, actor, note."""
-        check_name(name)
+        name = self.resolve(name)
         out = []
         for snap in self.store.lineage():
             for change in snap.changes:
@@ -317,7 +350,7 @@ class BrainReads:
         two snapshots.  ``name`` limits it to one skill.
         """
         if name is not None:
-            check_name(name)
+            name = self.resolve(name)
         a = self.store.resolve(old) if old is not None else self.head().commit
         old_side, old_skills = self._snapshot_side(a)
         if new is not None:
@@ -368,6 +401,7 @@ class BrainReads:
 
     def show(self, name: str, version: int) -> str:
         """``SKILL.md`` of ``name`` exactly as it was at ``version``."""
+        name = self.resolve(name)
         commit = self._version_commit(name, version)
         tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         return self._text(self._skill_files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")

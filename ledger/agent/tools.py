@@ -206,8 +206,9 @@ class SkillTools:
         return {"skills": skills, "index": self.brain.index()}
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
-        """From the head snapshot, with the receipt a runtime keeps beside its output."""
-        check_name(name)
+        """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
+        folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them."""
+        name = self.brain.resolve(name)
         files, doc = self.brain._committed(name)
         rel = file_path or SKILL_MD
         if rel not in files:
@@ -240,7 +241,8 @@ class SkillTools:
     # ------------------------------------------------------------------ writes
 
     def skill_manage(self, action: str, name: str, **args: Any) -> dict[str, Any]:
-        check_name(name)
+        if action == "create":
+            check_name(name)
         handler = getattr(self, "_" + action, None) if action in _ACTIONS else None
         if handler is None:
             raise ToolFailure(f"unknown action {action!r}", hint=", ".join(_ACTIONS))
@@ -253,6 +255,8 @@ class SkillTools:
         # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
         # critical section: the lock is held from the first read to the acknowledgement.
         with self.brain.acting(self.actor, **self.evidence), self.brain.locked():
+            if action != "create":  # the folder, a category path or the declared name, as Hermes takes them
+                name = self.brain.resolve(name)
             receipt = handler(name, **args)
         return {"action": action, "receipt": receipt.to_json()}
 
@@ -266,7 +270,7 @@ class SkillTools:
         return self.brain.upsert(content, name=name)
 
     def _edit(self, name: str, content: str) -> Any:
-        self._check_skill_md(name, content)
+        self._check_skill_md(name, content, keep=self.brain._declared_names(self.brain.head()).get(name))
         return self.brain.edit(name, content)
 
     def _patch(self, name: str, old_string: str, new_string: str, replace_all: bool = False,
@@ -286,7 +290,7 @@ class SkillTools:
                 raise ToolFailure(f"{name}/{rel} is not UTF-8 text", hint="replace it whole with write_file") from None
             patched = textpatch.replace(text, old_string, new_string, where=f"{name}/{rel}", replace_all=replace_all)
             if rel == SKILL_MD:
-                self._check_skill_md(name, patched)
+                self._check_skill_md(name, patched, keep=declared_name(text))
             else:
                 self._check_size(rel, patched.encode("utf-8"))
             return {rel: patched.encode("utf-8")}
@@ -321,14 +325,16 @@ class SkillTools:
         if len(data) > self.policy.max_file:
             raise ToolFailure(f"{rel} is {len(data)} bytes; the agent policy allows {self.policy.max_file}")
 
-    def _check_skill_md(self, name: str, content: str) -> None:
+    def _check_skill_md(self, name: str, content: str, keep: str | None = None) -> None:
+        """``keep``: the name the committed SKILL.md declares, which an edit may keep (vllm/ declaring
+        serving-llms-vllm stays so; it is never renamed, nor made a second skill)."""
         if len(content) > self.policy.max_skill_md:
             raise ToolFailure(
                 f"SKILL.md is {len(content)} characters; the agent policy allows {self.policy.max_skill_md}",
                 hint="move detail into references/ files",
             )
         declared = declared_name(content)
-        if declared is not None and declared != name:
+        if declared is not None and declared != name and declared != keep:
             raise ToolFailure(f"the frontmatter name {declared!r} must equal the skill name {name!r}")
         doc = parse_skill_md(content)
         if len(doc.description) > self.policy.max_description:
