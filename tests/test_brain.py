@@ -35,6 +35,10 @@ def recompute_from_git(repo: Path, rev: str = "main") -> str:
 
 
 def test_upsert_is_slug_keyed_and_bumps_in_place(brain: Brain) -> None:
+    # A display name is no valid skill name: a command may not author it (ADR 19) unless told to.
+    with pytest.raises(SkillError, match="must be lowercase"):
+        brain.upsert("---\nname: Oracle Manipulation\ndescription: Check oracles\n---\nv1\n")
+    brain.allow_invalid = True
     r1 = brain.upsert("---\nname: Oracle Manipulation\ndescription: Check oracles\n---\nv1\n")
     r2 = brain.upsert("---\nname: oracle manipulation!\ndescription: Check oracles\n---\nv2\n")
     assert (r1.skill, r1.version, r1.operation) == ("oracle-manipulation", 1, "create")
