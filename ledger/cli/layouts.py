@@ -30,14 +30,20 @@ def import_cmd(
 
     with open_brain(ctx) as brain:
         parts = [read(src, layout, brain.limits["file"]) for src in sources]
-        coll = Collection(parts[0].layout, [f for p in parts for f in p.skills],
-                          {k: v for p in parts for k, v in p.categories.items()})  # fmt: skip
+        coll = Collection(parts[0].layout, [])
+        for src, part in zip(sources, parts, strict=True):
+            coll.add(part, str(src))  # a category file two roots disagree on is refused, not overwritten
         report = brain.import_collection(
             coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing, progress=progress_bar("importing")
         )
+    report["found"], report["skipped"] = coll.notes, coll.skipped
     if as_json:
         emit(report)
         return
+    for line in report["found"]:
+        click.echo(f"{'':15} {line}")
+    for line in report["skipped"]:
+        click.echo(f"{'skipped':14} {line}")
     for row in report["skills"]:
         what = row["status"] + (f" v{row['version']}" if "version" in row else "")
         click.echo(click.style(f"{what:14}", fg=_STATUS[row["status"]]) + f" {row['skill']:32} {row['source']}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,27 @@ class Collection:
     layout: str
     skills: list[Found]
     categories: dict[str, bytes] = field(default_factory=dict)  # category files: "cat/sub/DESCRIPTION.md" → bytes
+    notes: list[str] = field(default_factory=list)  # where skills were looked for, beyond the source itself
+    skipped: list[str] = field(default_factory=list)  # folders that hold no skill, so a user sees what was passed
+
+    def add(self, other: Collection, where: str) -> None:
+        """Merge ``other`` in; a category file two sources hold with different bytes is refused, never
+        one silently kept (issue 19)."""
+        for rel, data in other.categories.items():
+            if rel in self.categories and self.categories[rel] != data:
+                raise LedgerError(
+                    f"two sources hold category file {rel} with different content ({where} and an earlier source)",
+                    hint="make them agree, or import the sources one at a time (the later import replaces the file)",
+                )
+            self.categories[rel] = data
+        self.skills.extend(other.skills)
+        self.notes.extend(other.notes)
+        self.skipped.extend(other.skipped)
+
+
+# Where runtimes keep skills inside a project or a home: `ledger import proj/` and `ledger import ~/.hermes`
+# look there too (Claude Code's .claude/skills/, the shared .agents/skills/, Codex, and Hermes's skills/).
+HOMES = (".claude/skills", ".agents/skills", ".codex/skills", "skills")
 
 
 def _entries(path: Path) -> list[tuple[str, int]]:
@@ -132,18 +154,55 @@ def detect(src: Path) -> str:
                       hint="point at the folder that holds the skills, or pass --layout")  # fmt: skip
 
 
+def _homes(src: Path) -> list[Path]:
+    """The skills folders a project or runtime home holds (never through a symbolic link)."""
+    return [src / h for h in HOMES
+            if (src / h).is_dir() and not (src / h).is_symlink() and not (src / Path(h).parts[0]).is_symlink()]
+
+
 def read(src: Path, layout: str, limit: int) -> Collection:
-    """Every skill under ``src`` in ``layout`` (``auto``: :func:`detect`), each read whole or refused."""
+    """Every skill under ``src`` in ``layout`` (``auto``: :func:`detect`), each read whole or refused.
+
+    A project or runtime home (``proj/``, ``~/.hermes``, a repository root) is searched in its
+    skills folders (:data:`HOMES`) as well as itself; the collection's notes say where.
+    """
     if not src.is_dir() or src.is_symlink():
         raise UsageError(f"{src} is not a directory")
+    homes = _homes(src) if not (src / SKILL_MD).is_file() else []
+    if homes:
+        own_skills = any(_is_file(src, n, SKILL_MD) for n, m in _entries(src) if stat.S_ISDIR(m))
+        out = Collection(layout, [])
+        for home in homes:
+            part = read(home, layout, limit)
+            out.layout = part.layout if out.layout == "auto" else out.layout
+            out.add(part, str(home))
+            out.notes.append(f"found {len(part.skills)} skill(s) in {home}")
+        if own_skills:
+            out.add(_read_here(src, "agentskills" if layout == "auto" else layout, limit, exclude=homes), str(src))
+        else:
+            tops = {h.relative_to(src).parts[0] for h in homes}
+            out.skipped += [f"{src / n}: not a skills folder" for n, m in _entries(src)
+                            if stat.S_ISDIR(m) and n not in _SKIP and n not in tops]  # fmt: skip
+        return out
+    return _read_here(src, layout, limit)
+
+
+def _read_here(src: Path, layout: str, limit: int, exclude: Sequence[Path] = ()) -> Collection:
     if layout == "auto":
         layout = detect(src)
     if layout in ("agentskills", "claude"):
         if (src / SKILL_MD).is_file():
             return Collection(layout, [_skill_folder(src, limit)])
-        skills = [_skill_folder(src / n, limit) for n, m in _entries(src)
-                  if stat.S_ISDIR(m) and n not in _SKIP and _is_file(src, n, SKILL_MD)]  # fmt: skip
-        return Collection(layout, skills)
+        skipped = {h.relative_to(src).parts[0] for h in exclude}
+        out = Collection(layout, [])
+        for n, m in _entries(src):
+            if not stat.S_ISDIR(m) or n in _SKIP or n in skipped:
+                continue
+            if _is_file(src, n, SKILL_MD):
+                out.skills.append(_skill_folder(src / n, limit))
+            else:
+                out.skipped.append(f"{src / n}: no {SKILL_MD}")
+        return out
     if layout == "hermes":
         return _hermes(src, limit)
     if layout == "slopstock":
