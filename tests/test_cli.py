@@ -222,3 +222,21 @@ def test_small_things_a_new_user_trips_on(tmp_path: Path) -> None:
     root = json.loads(view.read_text())["receipt"]["root"]
     ok = run_ledger("verify-proof", str(view), "--root", root)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_diff_compares_two_versions_of_a_skill(tmp_path: Path) -> None:
+    """Issue 19, item 9: `diff NAME@A NAME@B`, as `show NAME@V` and MCP skill_diff take versions."""
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    b = ("--brain", str(brain))
+    run_ledger(*b, "skill", "create", "code-review", "--description", "Review", "--body", "one\n", check=True)
+    run_ledger(*b, "skill", "patch", "code-review", "--old", "one", "--new", "two", check=True)
+    run_ledger(*b, "skill", "create", "other", "--description", "Other", "--body", "x\n", check=True)
+    run_ledger(*b, "skill", "patch", "code-review", "--old", "two", "--new", "three", check=True)
+    out = run_ledger(*b, "diff", "code-review@1", "code-review@3", check=True).stdout
+    assert "-one\n+three\n" in out and "other" not in out
+    assert run_ledger(*b, "diff", "code-review@3", check=True).stdout == ""  # v3 is the working tree
+    missing = run_ledger(*b, "diff", "code-review@1", "code-review@9")
+    assert missing.returncode == 1 and "no snapshot wrote code-review v9" in missing.stderr
+    mixed = run_ledger(*b, "diff", "code-review@1", "other@1")
+    assert mixed.returncode == 2 and "different skills" in mixed.stderr

@@ -127,7 +127,7 @@ def audit(
 
 
 @main.command()
-@click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME]")
+@click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME] | NAME@A [NAME@B]")
 @click.option("--skill", "skill_name", metavar="NAME", help="Limit the diff to one skill (never read as a revision).")
 @click.option("--stat", "as_stat", is_flag=True, help="Files changed and lines added and removed, not the content.")
 @click.option("--name-status", "name_status", is_flag=True, help="Each changed file with its status only.")
@@ -139,11 +139,17 @@ def diff(
     """Show changes as git does: head → working tree, REV → working tree, or REV → REV.
 
     A last argument that is not a revision is a skill name, and limits the diff to that
-    skill; --skill NAME says so explicitly.
+    skill; --skill NAME says so explicitly. NAME@A NAME@B compares two versions of a skill
+    (NAME@A alone: that version → the working tree).
     """
     from ledger.diffs import render_patch, render_stat
 
     with open_brain(ctx) as brain:
+        args, versioned = _versions(brain, list(args))
+        if versioned is not None:  # NAME@A [NAME@B]: those versions' snapshots, that skill only
+            if skill_name not in (None, versioned):
+                raise UsageError(f"--skill {skill_name} and {versioned}@… name different skills")
+            skill_name = versioned
         revs, name = _revs_and_name(brain, list(args)) if skill_name is None else (_revs(list(args)), skill_name)
         d = brain.diff(*revs, name=name)
         if name is not None and not d.files:
@@ -157,6 +163,25 @@ def diff(
             click.echo(f"{f.status[0].upper() if f.status != 'mode' else 'M'}\t{f.path}")
     else:
         click.echo(render_patch(d.files), nl=False)
+
+
+def _versions(brain: Any, args: list[str]) -> tuple[list[str], str | None]:
+    """``NAME@V`` arguments as the commits that wrote those versions, and the one skill they name."""
+    import re
+
+    names, out = set(), []
+    for arg in args:
+        m = re.fullmatch(r"(.+)@(\d+)", arg)
+        if m is None or _resolves(brain, arg):
+            out.append(arg)
+            continue
+        name = brain.resolve(m.group(1))
+        names.add(name)
+        out.append(brain._version_commit(name, int(m.group(2))).hex())
+    if len(names) > 1:
+        raise UsageError(f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
+                         hint="compare versions of one skill, or two revisions with --skill")  # fmt: skip
+    return out, names.pop() if names else None
 
 
 def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str | None]:
