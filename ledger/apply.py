@@ -206,6 +206,7 @@ class SnapshotWriter:
         base: FileMap | None = None,
         note: str = "",
         version: int = 1,
+        category: str | None = None,
     ) -> Receipt:
         with self.locked():
             if base is not None:
@@ -223,7 +224,10 @@ class SnapshotWriter:
                 check_bundle_path(name, rel)  # before any object is written
             files = self._blobs(writes, dict(base or {}), self._held)  # materialize() needs no read back
             action = "create" if base is None else "update"
-            return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note)
+            cats: Any = _KEEP
+            if category is not None:
+                cats = self.categories.tree_with(self.head(), {name: category})  # type: ignore[attr-defined]
+            return self._apply(operation, {name: files}, [gs.Change(action, name, version)], note, categories=cats)
 
     def _blobs(
         self, writes: Mapping[str, tuple[bytes, bool] | None], files: FileMap, keep: dict[bytes, bytes] | None = None

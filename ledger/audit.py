@@ -308,7 +308,7 @@ def _canonical(snap: gs.Snapshot) -> str:
 
 
 def _count_ok(operation: str, count: int) -> bool:
-    if operation in ("init", "adopt", "keys"):
+    if operation in ("init", "adopt", "keys", "move"):
         return count == 0
     if operation == "import":
         return count >= 0  # an import may change only category files

@@ -30,6 +30,7 @@ from ledger import packing, textpatch
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.apply import JOURNAL, Head, SnapshotWriter, check_support_size, write_json
+from ledger.categories import Categories, check_category
 from ledger.errors import (
     LedgerError,
     LockedError,
@@ -163,6 +164,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self.allow_invalid = False  # record what a command authors even if lint calls it invalid (--allow-invalid)
         self.sealer = Sealer(enabled=config.get("signing", True) is not False)  # signs each snapshot
         self.keyring = Keyring(self)  # the trust set's changes: trust, revoke, rotate, adopt
+        self.categories = Categories(self)  # Hermes categories: members, move, create into one
         self.pending_recovery: RecoveryError | StoreError | None = None
         self.limits = _limits(config.get("limits") or {})
         gc = config.get("gc") or {}
@@ -422,9 +424,12 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         return self._write_skill("revert", name, writes, note=note, version=version)
 
     @_writer
-    def create(self, name: str, description: str, body: str = "", *, note: str = "") -> Receipt:
-        """Create a new skill at version 1; refuses a name that exists."""
+    def create(
+        self, name: str, description: str, body: str = "", *, note: str = "", category: str | None = None
+    ) -> Receipt:
+        """Create a new skill at version 1, in ``category`` if given; refuses a name that exists."""
         check_name(name)
+        category = check_category(category) if category else None
         head = self.head()
         if name in head.skills or self._on_disk(name):
             raise SkillExistsError(
@@ -437,10 +442,11 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         text = SkillDoc(name=name, description=description, version=version, body=body).render()
         parse_skill_md(text, limit=self.limits["skill_md"])
         self._check_authored(name, None, text)
-        return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version)
+        return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version,
+                                 category=category)  # fmt: skip
 
     @_writer
-    def upsert(self, text: str, *, name: str | None = None, note: str = "") -> Receipt:
+    def upsert(self, text: str, *, name: str | None = None, note: str = "", category: str | None = None) -> Receipt:
         """Slug-keyed write of a whole ``SKILL.md``: create it, or bump the existing skill in place.
 
         The key is ``slugify(name)``, or of the name the frontmatter declares.  The text
@@ -469,7 +475,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         version = max(doc.version, self._first_version(slug))  # a whole-number version the file brings is kept
         self._check_authored(slug, None, doc.with_counter(version))
         return self._write_skill(
-            "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version
+            "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version,
+            category=check_category(category) if category else None,
         )
 
     @_writer
@@ -584,7 +591,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         _, doc = self._committed(name)
         self._require_clean(name)
-        return self._apply("delete", {name: None}, [gs.Change("delete", name, doc.version)], note)
+        cats = self.categories.tree_with(self.head(), {name: None})  # a deleted skill leaves its category
+        return self._apply("delete", {name: None}, [gs.Change("delete", name, doc.version)], note, categories=cats)
 
     @_writer
     def snapshot(self, note: str = "", progress: Callable[[int, int], None] | None = None) -> Receipt:

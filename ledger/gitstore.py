@@ -678,6 +678,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "apply": ("create", "update"),
     "adopt": (),  # signs an unsigned brain's head and founds its trust set (docs/lineage.md §8)
     "keys": (),  # adds or revokes signing keys
+    "move": (),  # moves a skill between Hermes categories (categories/ only; the root is the parent's)
 }
 
 

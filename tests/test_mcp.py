@@ -28,7 +28,7 @@ def _new_server(tmp_path: Path):
 
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     return brain, StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
 
 
@@ -184,3 +184,47 @@ def test_fuzzed_server_answers_every_request(tmp_path: Path) -> None:
     assert report["tracebacks"] == 0 and report["internal_errors"] == 0, report
     assert report["writes_outside"] == [], report
     assert run_ledger("--brain", str(brain), "verify").returncode == 0
+
+
+def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
+    """Issue 19, item 3: Hermes's category argument lists, creates into and moves; absorbed_into is taken;
+    the export places the skill by category; every write is signed by the agent runtime's key."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from ledger import identity
+
+    brain, params = _new_server(tmp_path)
+    arxiv = "---\nname: arxiv\ndescription: Find papers on arXiv\n---\nSearch.\n"
+    other = "---\nname: deploy\ndescription: Ship a release to production\n---\nShip.\n"
+
+    async def session() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            made = _json(await s.call_tool("skill_manage", {"action": "create", "name": "arxiv", "content": arxiv,
+                                                            "category": "research"}))  # fmt: skip
+            assert made["receipt"]["signer"] == identity.peek("agent")
+            await s.call_tool("skill_manage", {"action": "create", "name": "deploy", "content": other})
+            listed = _json(await s.call_tool("skills_list", {"category": "research"}))
+            assert [(x["name"], x["category"]) for x in listed["skills"]] == [("arxiv", "research")]
+            moved = _json(await s.call_tool("skill_manage", {"action": "move", "name": "arxiv",
+                                                             "category": "research/papers"}))  # fmt: skip
+            assert moved["receipt"]["operation"] == "move"
+            assert [x["name"] for x in _json(await s.call_tool("skills_list", {"category": "research"}))["skills"]] \
+                == ["arxiv"]  # research holds research/papers
+            view = _json(await s.call_tool("skill_view", {"name": "research/papers/arxiv"}))
+            assert view["name"] == "arxiv"
+            bad = await s.call_tool("skill_manage", {"action": "move", "name": "arxiv", "category": "../x"})
+            assert bad.is_error and "invalid category" in _text(bad)
+            gone = _json(await s.call_tool("skill_manage", {"action": "delete", "name": "deploy",
+                                                            "absorbed_into": "arxiv"}))  # fmt: skip
+            assert gone["receipt"]["operation"] == "delete"
+
+    asyncio.run(session())
+    out = tmp_path / "out"
+    run_ledger("--brain", str(brain), "export", str(out), "--layout", "hermes", check=True)
+    assert (out / "research" / "papers" / "arxiv" / "SKILL.md").is_file() and not (out / "deploy").exists()
+    log = run_ledger("--brain", str(brain), "log", "-n", "1", check=True).stdout
+    assert "absorbed into arxiv" in log
+    audit = run_ledger("audit", str(brain), "--require-signatures")
+    assert audit.returncode == 0, audit.stdout

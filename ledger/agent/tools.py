@@ -30,16 +30,22 @@ __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 _MANAGE_DESCRIPTION = (
     "Create or improve a skill in the agent's skill ledger. Prefer improving an existing skill (patch) over "
     "creating a near-duplicate: create is refused when a skill with a very similar name or description exists. "
-    "Actions: create (name, content), edit (name, content), patch (name, old_string, new_string, replace_all, "
-    "file_path), delete (name), write_file (name, file_path, file_content), remove_file (name, file_path), "
-    "revert (name, version). Every change is a versioned, verifiable snapshot."
+    "Actions: create (name, content, category), edit (name, content), patch (name, old_string, new_string, "
+    "replace_all, file_path), delete (name, absorbed_into), write_file (name, file_path, file_content), "
+    "remove_file (name, file_path), revert (name, version), move (name, category; empty: the top level). "
+    "Every change is a versioned, verifiable snapshot."
 )
 _NAME = {"type": "string", "description": "The skill's name (its folder under skills/), e.g. git-bisect."}
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_list",
-        "description": "List every skill: name, description and version (the Level-0 index).",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        "description": "List every skill: name, description, version and category (the Level-0 index).",
+        "parameters": {
+            "type": "object",
+            "properties": {"category": {"type": "string", "description": "Only skills in this category "
+                                        "(or under it), e.g. research."}},
+            "additionalProperties": False,
+        },
     },
     {
         "name": "skill_view",
@@ -63,7 +69,7 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "action": {
                     "type": "string",
-                    "enum": ["create", "edit", "patch", "delete", "write_file", "remove_file", "revert"],
+                    "enum": ["create", "edit", "patch", "delete", "write_file", "remove_file", "revert", "move"],
                     "description": "What to do; the other arguments each action takes are listed above.",
                 },
                 "name": _NAME,
@@ -76,6 +82,10 @@ TOOLS: list[dict[str, Any]] = [
                 "file_content": {"type": "string", "description": "write_file: the file's full text."},
                 "version": {"type": "integer", "minimum": 1, "description": "revert: the version to restore."},
                 "force": {"type": "boolean", "default": False, "description": "create despite a near-duplicate."},
+                "category": {"type": "string", "description": "create, move: the Hermes category, e.g. research "
+                             "or mlops/inference (move: empty for the top level)."},
+                "absorbed_into": {"type": "string", "description": "delete: the skill this one was merged into "
+                                  "(recorded in the snapshot's note)."},
             },
             "required": ["action", "name"],
             "additionalProperties": False,
@@ -113,16 +123,17 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
 }
 
 
-_ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "revert")
+_ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "revert", "move")
 # What each action needs beyond ``name``, and what else it may take.
 _ACTION_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "create": (("content",), ("force",)),
+    "create": (("content",), ("force", "category")),
     "edit": (("content",), ()),
     "patch": (("old_string", "new_string"), ("replace_all", "file_path")),
-    "delete": ((), ()),
+    "delete": ((), ("absorbed_into",)),
     "write_file": (("file_path", "file_content"), ()),
     "remove_file": (("file_path",), ()),
     "revert": (("version",), ()),
+    "move": (("category",), ()),
 }
 
 
@@ -201,9 +212,12 @@ class SkillTools:
 
     # ------------------------------------------------------------------ reads
 
-    def skills_list(self) -> dict[str, Any]:
-        skills = [{"name": s.name, "description": s.description, "version": s.version} for s in self.brain.list()]
-        return {"skills": skills, "index": self.brain.index()}
+    def skills_list(self, category: str | None = None) -> dict[str, Any]:
+        cats = self.brain.categories.of()
+        members = set(self.brain.categories.members(category)) if category else None
+        skills = [{"name": s.name, "description": s.description, "version": s.version, "category": cats.get(s.name)}
+                  for s in self.brain.list() if members is None or s.name in members]  # fmt: skip
+        return {"skills": skills, "index": self.brain.index(), **({"category": category} if category else {})}
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
@@ -260,14 +274,14 @@ class SkillTools:
             receipt = handler(name, **args)
         return {"action": action, "receipt": receipt.to_json()}
 
-    def _create(self, name: str, content: str, force: bool = False) -> Any:
+    def _create(self, name: str, content: str, force: bool = False, category: str | None = None) -> Any:
         self._check_skill_md(name, content)
         head = self.brain.head()
         if name in head.skills:
             raise ToolFailure(f"skill {name!r} already exists", hint=f"patch or edit {name!r} instead")
         if not force:
             self._refuse_near_duplicate(name, content)
-        return self.brain.upsert(content, name=name)
+        return self.brain.upsert(content, name=name, category=category)  # Hermes's create(category=…)
 
     def _edit(self, name: str, content: str) -> Any:
         self._check_skill_md(name, content, keep=self.brain._declared_names(self.brain.head()).get(name))
@@ -297,8 +311,16 @@ class SkillTools:
 
         return self.brain.rewrite(name, change, operation="patch")
 
-    def _delete(self, name: str) -> Any:
-        return self.brain.delete(name)
+    def _delete(self, name: str, absorbed_into: str | None = None) -> Any:
+        note = ""
+        if absorbed_into:  # Hermes's argument: this skill was merged into another, which must exist
+            note = f"absorbed into {self.brain.resolve(absorbed_into)}"
+            if note.removeprefix("absorbed into ") not in self.brain.head().skills:
+                raise SkillNotFoundError(f"absorbed_into names no skill: {absorbed_into!r}")
+        return self.brain.delete(name, note=note)
+
+    def _move(self, name: str, category: str) -> Any:
+        return self.brain.categories.move(name, category or None)
 
     def _write_file(self, name: str, file_path: str, file_content: str) -> Any:
         self._check_path(file_path)

@@ -185,7 +185,11 @@ def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
 
 def _print_receipt_text(receipt: Any) -> None:
     what = f"{receipt.skill} v{receipt.version}" if receipt.skill else f"{len(receipt.changes)} skill(s)"
-    click.echo(f"{receipt.operation} {what}" if not receipt.keys else f"{receipt.operation}: trust set changed")
+    if receipt.keys:
+        what = ": trust set changed"
+    elif receipt.operation == "move":
+        what = ": categories changed (the bundle and its root are as they were)"
+    click.echo(f"{receipt.operation}{what if what.startswith(':') else ' ' + what}")
     for change in receipt.keys:
         click.echo(f"  {change}")
     for change in receipt.changes:

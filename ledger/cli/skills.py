@@ -33,15 +33,18 @@ def skill() -> None:
 @click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
 @click.option("--body", help="Markdown body.")
 @click.option("--body-file", help="Read the body from a file ('-' for stdin).")
+@click.option("--category", help="A Hermes category to create it in, e.g. research or mlops/inference.")
 @allow_invalid_flag
 @mutation
 @click.pass_context
-def skill_create(ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, **kw: Any) -> None:
+def skill_create(
+    ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, category: str | None, **kw: Any
+) -> None:
     """Create skill NAME at version 1 (refuses an existing name)."""
     if body is not None and body_file is not None:
         raise UsageError("give --body or --body-file, not both")
     text = read_text(body_file, TEXT_LIMIT, "--body-file") if body_file is not None else (body or "")
-    mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"]))
+    mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"], category=category))
 
 
 @skill.command("upsert")
@@ -120,16 +123,31 @@ def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> Non
 
 
 @skill.command("list")
+@click.option("--category", help="Only skills in this Hermes category (or under it).")
 @json_flag
 @click.pass_context
-def skill_list(ctx: click.Context, as_json: bool) -> None:
+def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
     """List skills (name, version, description) without reading bodies."""
     with open_brain(ctx) as brain:
         skills = brain.list()
+        cats = brain.categories.of() if as_json or category else {}
+        if category:
+            members = set(brain.categories.members(category))
+            skills = [s for s in skills if s.name in members]
     if as_json:
-        emit([s.to_json() for s in skills])
+        emit([{**s.to_json(), "category": cats.get(s.name)} for s in skills])
         return
     click.echo("".join(list_line(s.name, s.version, s.description) for s in skills), nl=False)
+
+
+@skill.command("move")
+@click.argument("name")
+@click.argument("category", required=False)
+@mutation
+@click.pass_context
+def skill_move(ctx: click.Context, name: str, category: str | None, **kw: Any) -> None:
+    """Move NAME into Hermes CATEGORY (omit it for the top level); the bundle and its root are unchanged."""
+    mutate(ctx, kw, lambda brain: brain.categories.move(name, category, note=kw["note"]))
 
 
 @skill.command("view")
