@@ -75,7 +75,8 @@ def test_list_view_status(cli_brain: Path) -> None:
     b = ["--brain", str(cli_brain)]
     listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)
     assert listed == [
-        {"name": "pdf", "description": "Work with PDFs", "version": 2, "license": None, "compatibility": None}
+        {"name": "pdf", "description": "Work with PDFs", "version": 2, "license": None, "compatibility": None,
+         "category": None}
     ]
     view = json.loads(run_ledger(*b, "skill", "view", "pdf", "--json", check=True).stdout)
     assert view["body"] == "Use pdftotext twice. twice.\n" and view["files"] == {"references": ["references/api.md"]}

@@ -271,3 +271,21 @@ def test_agent_keys_must_be_committers_of_the_agent_on_chain(tmp_path: Path, nod
         chk = report["checks"]["chain.signers"]
         assert not chk["ok"] and chk["snapshot"] == bad.commit and chk["failures"] == 1, chk
         assert f"ledger chain authorize {agent}" in chk["summary"]
+
+
+def test_a_fanned_out_signed_brain_audits_clean(tmp_path: Path) -> None:
+    """An honest brain of the corpus (docs/lineage.md §11): past the fan-out threshold (1,024 skills), signed."""
+    src = tmp_path / "src"
+    for i in range(1030):
+        (src / f"s{i:04d}").mkdir(parents=True)
+        (src / f"s{i:04d}" / "SKILL.md").write_text(f"---\nname: s{i:04d}\ndescription: Skill {i}.\n---\nbody\n")
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), env=env, check=True)
+    run_ledger("--brain", str(brain), "import", str(src), env=env, check=True)
+    run_ledger("--brain", str(brain), "skill", "patch", "s0001", "--old", "body", "--new", "better", env=env,
+               check=True)  # fmt: skip
+    assert subprocess.run(["git", "-C", str(brain), "cat-file", "-e", "main:layout"]).returncode == 0  # fanned out
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0, {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    assert report["checks"]["signatures"]["summary"].startswith("3 snapshot(s) signed")

@@ -13,10 +13,24 @@ import pytest
 from tests import tamper
 from tests.conftest import run_ledger
 
+CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
+
 
 @pytest.fixture(scope="module")
-def honest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
-    return tamper.build_honest(tmp_path_factory.mktemp("tamper"))
+def honest(tmp_path_factory: pytest.TempPathFactory, node) -> tuple[Path, dict[str, int]]:
+    """The honest brain, its lineage committed on a real anvil in batches of three, so that every class is
+    audited from a clone alone and from a clone plus the chain."""
+    root = tmp_path_factory.mktemp("tamper")
+    brain, idx = tamper.build_honest(root)
+    env = {"LEDGER_KEYS": str(root / "keys")}
+    b = ("--brain", str(brain))
+    run_ledger(*b, "chain", "use", node.url, env=env, check=True)
+    run_ledger(*b, "chain", "deploy", env=env, check=True)
+    run_ledger(*b, "chain", "register", env=env, check=True)  # authorizes the (rotated) agent key
+    run_ledger(*b, "commit", "--batch", "3", env=env, check=True)
+    cfg = json.loads((brain / ".ledger" / "config.json").read_text())["chain"]
+    CHAIN[:] = ["--rpc", node.url, "--registry", cfg["registry"], "--agent", cfg["agent_id"]]
+    return brain, idx
 
 
 def _audit(repo: Path, *args: str) -> tuple[int, dict]:
@@ -25,11 +39,15 @@ def _audit(repo: Path, *args: str) -> tuple[int, dict]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def test_the_honest_brain_passes(honest) -> None:
+@pytest.mark.parametrize("with_chain", [False, True], ids=["clone", "clone+chain"])
+def test_the_honest_brain_passes(honest, with_chain: bool) -> None:
     brain, _ = honest
-    code, report = _audit(brain, "--require-signatures")
+    code, report = _audit(brain, "--require-signatures", *(CHAIN if with_chain else ()))
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert "signed by keys the brain trusted" in report["checks"]["signatures"]["summary"]
+    if with_chain:
+        assert report["checks"]["chain.signers"]["summary"].startswith("1 agent-signed snapshot(s)")
+        assert report["checks"]["chain.roots"]["ok"] and not report["pending"]
 
 
 @pytest.mark.parametrize("case", tamper.cases(), ids=lambda c: c.name)
@@ -38,11 +56,12 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
     copy = tmp_path / "copy.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
     named = case.apply(copy, idx)
-    code, report = _audit(copy, *case.audit_args)
-    chk = report["checks"][case.check]
-    assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
-    if named:
-        assert chk["snapshot"] == named, (case.name, chk)
-    assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
+    for chain in ((), tuple(CHAIN)):  # a clone alone, then a clone and the chain
+        code, report = _audit(copy, *case.audit_args, *chain)
+        chk = report["checks"][case.check]
+        assert code == 1 and not chk["ok"], (case.name, chain, {k: v["summary"] for k, v in report["checks"].items()})
+        if named:
+            assert chk["snapshot"] == named, (case.name, chk)
+        assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
     cited = (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"
