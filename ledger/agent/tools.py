@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger import textpatch
+from ledger.agent import hermes_shapes
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
 from ledger.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.merkle import format_root
@@ -42,8 +43,12 @@ TOOLS: list[dict[str, Any]] = [
         "description": "List every skill: name, description, version and category (the Level-0 index).",
         "parameters": {
             "type": "object",
-            "properties": {"category": {"type": "string", "description": "Only skills in this category "
-                                        "(or under it), e.g. research."}},
+            "properties": {
+                "category": {"type": "string", "description": "Only skills in this category (or under it), "
+                             "e.g. research."},
+                "all_platforms": {"type": "boolean", "default": False, "description": "Also list skills whose "
+                                  "platforms: exclude this host (hidden by default, as Hermes does)."},
+            },
             "additionalProperties": False,
         },
     },
@@ -86,6 +91,8 @@ TOOLS: list[dict[str, Any]] = [
                              "or mlops/inference (move: empty for the top level)."},
                 "absorbed_into": {"type": "string", "description": "delete: the skill this one was merged into "
                                   "(recorded in the snapshot's note)."},
+                "task": {"type": "string", "description": "Any action: the task this change serves, recorded as "
+                         "the snapshot's Ledger-Task (one line, at most 200 characters)."},
             },
             "required": ["action", "name"],
             "additionalProperties": False,
@@ -212,34 +219,61 @@ class SkillTools:
 
     # ------------------------------------------------------------------ reads
 
-    def skills_list(self, category: str | None = None) -> dict[str, Any]:
+    def skills_list(self, category: str | None = None, all_platforms: bool = False) -> dict[str, Any]:
+        """Hermes's ``skills_list``: each skill with its category, hiding skills whose ``platforms:``
+        exclude this host (as Hermes does) unless ``all_platforms``."""
         cats = self.brain.categories.of()
         members = set(self.brain.categories.members(category)) if category else None
-        skills = [{"name": s.name, "description": s.description, "version": s.version, "category": cats.get(s.name)}
-                  for s in self.brain.list() if members is None or s.name in members]  # fmt: skip
-        return {"skills": skills, "index": self.brain.index(), **({"category": category} if category else {})}
+        head = self.brain.head()
+        skills = []
+        for s in self.brain.list():
+            if members is not None and s.name not in members:
+                continue
+            if not all_platforms and s.name in head.skills and not self._on_this_platform(s.name):
+                continue
+            skills.append({"name": s.name, "description": s.description, "category": cats.get(s.name),
+                           "version": s.version})  # fmt: skip
+        return {"success": True, "skills": skills, "categories": sorted({x["category"] for x in skills
+                if x["category"]}), "count": len(skills),
+                "hint": "Use skill_view(name) to see full content, tags, and linked files",
+                "index": self.brain.index(), **({"category": category} if category else {})}  # fmt: skip
+
+    def _on_this_platform(self, name: str) -> bool:
+        files, _ = self.brain._committed(name)
+        text = self.brain.store.read(files[SKILL_MD][1], b"blob").decode("utf-8", "replace")
+        return hermes_shapes.matches_platform(hermes_shapes.frontmatter(text))
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
-        folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them."""
+        folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them;
+        the result has Hermes's fields (docs/layouts.md) and ours (version, receipt, proof)."""
         name = self.brain.resolve(name)
         files, doc = self.brain._committed(name)
         rel = file_path or SKILL_MD
         if rel not in files:
-            raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}", hint="see the files listed by skill_view")
+            raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}", hint="see the files skill_view lists")
         data = self.brain.store.read(files[rel][1], b"blob")
         head = self.brain.head()
         proof = self.brain.prove(f"{name}/{rel}")
         receipt = {"skill": name, "version": doc.version, "root": format_root(head.snap.root),
                    "commit": head.commit.hex(), "path": f"{name}/{rel}", "proof": proof.to_json()}  # fmt: skip
-        out: dict[str, Any] = {"name": name, "version": doc.version, "receipt": receipt}
+        out: dict[str, Any] = {"success": True, "name": name, "version": doc.version, "receipt": receipt}
         try:
             out["content"] = data.decode("utf-8")
         except UnicodeDecodeError:
-            out.update(binary=True, size=len(data))
-        if file_path is None:
-            out["description"] = doc.description
-            out["files"] = sorted(r for r in files if r != SKILL_MD)
+            out.update(binary=True, size=len(data), is_binary=True,
+                       content=f"[Binary file: {rel.rsplit('/', 1)[-1]}, size: {len(data)} bytes]")  # fmt: skip
+        if file_path is not None:
+            out["file"] = file_path
+            if not out.get("is_binary"):
+                out["file_type"] = "." + rel.rsplit(".", 1)[-1] if "." in rel.rsplit("/", 1)[-1] else ""
+            return out
+        out["description"] = doc.description
+        out["files"] = sorted(r for r in files if r != SKILL_MD)
+        category = self.brain.categories.of().get(name)
+        where = f"{category}/{name}" if category else name
+        out.update(hermes_shapes.view_fields(out.get("content", ""), out["files"], f"{where}/{SKILL_MD}",
+                                             str(self.brain.skills_dir / name)))  # fmt: skip
         return out
 
     def skill_history(self, name: str) -> dict[str, Any]:
@@ -254,7 +288,7 @@ class SkillTools:
 
     # ------------------------------------------------------------------ writes
 
-    def skill_manage(self, action: str, name: str, **args: Any) -> dict[str, Any]:
+    def skill_manage(self, action: str, name: str, task: str | None = None, **args: Any) -> dict[str, Any]:
         if action == "create":
             check_name(name)
         handler = getattr(self, "_" + action, None) if action in _ACTIONS else None
@@ -268,7 +302,8 @@ class SkillTools:
         args = {k: v for k, v in args.items() if k in needs or k in takes}
         # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
         # critical section: the lock is held from the first read to the acknowledgement.
-        with self.brain.acting(self.actor, **self.evidence), self.brain.locked():
+        evidence = {**self.evidence, **({"task": task} if task else {})}  # what the caller says it works on
+        with self.brain.acting(self.actor, **evidence), self.brain.locked():
             if action != "create":  # the folder, a category path or the declared name, as Hermes takes them
                 name = self.brain.resolve(name)
             receipt = handler(name, **args)
