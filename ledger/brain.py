@@ -567,7 +567,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
 
     @_writer
     def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:
-        """Add or replace a supporting file under references/ templates/ scripts/ assets/."""
+        """Add or replace a supporting file at any portable path in the skill (the agent tools keep to
+        references/ templates/ scripts/ assets/, as Hermes does)."""
         name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
         target = "/".join(check_support_path(rel))
         check_support_size(target, data, self.limits["file"])

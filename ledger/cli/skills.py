@@ -101,7 +101,8 @@ def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
 @mutation
 @click.pass_context
 def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executable: bool | None, **kw: Any) -> None:
-    """Add or replace supporting file REL (under references/ templates/ scripts/ assets/)."""
+    """Add or replace supporting file REL, any portable path in the skill (the agent tools, like
+    Hermes, keep to references/ templates/ scripts/ assets/)."""
     from ledger.skill import MAX_SUPPORT_FILE
 
     if src.is_symlink():
