@@ -73,5 +73,6 @@ def test_a_tool_call_names_its_task(tmp_path: Path) -> None:
         tools = SkillTools(b)
         done = tools.skill_manage("patch", "code-review", old_string="Read the diff.", new_string="Read it all.",
                                   task="T-42")  # fmt: skip
+        assert done["success"] is True and done["message"] == "Patched skill 'code-review' (v2)."
         snap = b.store.snapshot(bytes.fromhex(done["receipt"]["commit"]))
         assert snap.attribution == {"actor": "agent", "task": "T-42"}

@@ -130,6 +130,12 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
 }
 
 
+_MESSAGES = {  # the messages Hermes's skill_manage returns, with the version the ledger gave
+    "create": "Skill '{name}' created (v{v}).", "edit": "Skill '{name}' updated (full rewrite, v{v}).",
+    "patch": "Patched skill '{name}' (v{v}).", "delete": "Skill '{name}' deleted.",
+    "write_file": "File written to skill '{name}' (v{v}).", "remove_file": "File removed from skill '{name}' (v{v}).",
+    "revert": "Skill '{name}' reverted (v{v}).", "move": "Skill '{name}' moved.",
+}
 _ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "revert", "move")
 # What each action needs beyond ``name``, and what else it may take.
 _ACTION_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -307,7 +313,9 @@ class SkillTools:
             if action != "create":  # the folder, a category path or the declared name, as Hermes takes them
                 name = self.brain.resolve(name)
             receipt = handler(name, **args)
-        return {"action": action, "receipt": receipt.to_json()}
+        doc = receipt.to_json()
+        return {"success": True, "message": _MESSAGES[action].format(name=name, v=doc.get("version")),
+                "action": action, "receipt": doc}  # Hermes's success and message, then ours
 
     def _create(self, name: str, content: str, force: bool = False, category: str | None = None) -> Any:
         self._check_skill_md(name, content)
