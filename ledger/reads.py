@@ -127,21 +127,26 @@ class BrainReads:
         return naming.resolve(ref, head.skills, lambda: self._declared_names(head), lambda: self._categories(head))
 
     def _declared_names(self, head: Any) -> dict[str, str]:
-        """Each skill's declared ``name`` in the head snapshot (read once per head)."""
-        memo = getattr(self, "_declared_memo", None)
-        if memo is not None and memo[0] == head.commit:
-            return memo[1]
+        """Each skill's declared ``name`` in the head snapshot. Parsed once per skill tree id (trees are
+        content-addressed), so after a write only the skills it changed are read again."""
+        memo: dict[bytes, str | None] = self.__dict__.setdefault("_declared_memo", {})
         out = {}
         for folder, tree in head.skills.items():
-            files = self._skill_files(tree)  # type: ignore[attr-defined]
-            if SKILL_MD in files:
-                text = self._text(files[SKILL_MD][1], folder)  # type: ignore[attr-defined]
-                try:
-                    out[folder] = parse_skill_md(_frontmatter_only(text.encode(), folder), limit=1 << 31).name
-                except LedgerError:
-                    continue
-        self._declared_memo = (head.commit, out)
+            if tree not in memo:
+                memo[tree] = self._declared_name(folder, tree)
+            if memo[tree] is not None:
+                out[folder] = memo[tree]
         return out
+
+    def _declared_name(self, folder: str, tree: bytes) -> str | None:
+        files = self._skill_files(tree)  # type: ignore[attr-defined]
+        if SKILL_MD not in files:
+            return None
+        try:
+            text = self._text(files[SKILL_MD][1], folder)  # type: ignore[attr-defined]
+            return parse_skill_md(_frontmatter_only(text.encode(), folder), limit=1 << 31).name
+        except LedgerError:
+            return None
 
     def _categories(self, head: Any) -> dict[str, str]:
         tree = self._categories_tree(head)  # type: ignore[attr-defined]
