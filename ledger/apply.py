@@ -398,10 +398,10 @@ class SnapshotWriter:
         message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution,
                                     keys=[k.trailer() for k in key_changes])  # fmt: skip
         retired = self._next_retired(head, changes)
-        trust = self._trust(head)
-        new_trust = (trust[0], trust[1]) if not key_changes else (None, trust[1].apply(key_changes))
-        if key_changes:
-            new_trust = (self.sealer.record(self.store, new_trust[1]), new_trust[1])
+        trust = new_trust = self._trust(head)
+        if key_changes:  # the set after them, and its record (refused here if a change breaks a rule)
+            after = trust[1].apply(key_changes)
+            new_trust = (self.sealer.record(self.store, after), after)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0])
         sealed = self.sealer.seal(
             message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
