@@ -72,21 +72,27 @@ def audit_repo(
     from_block: int = 0,
     progress: Callable[[int, int], None] | None = None,
     require_signatures: bool = False,
+    founder: str | None = None,
 ) -> Report:
     """Audit the git store at ``repo`` (a brain, a clone, or a bare repository).
 
-    ``require_signatures`` fails unsigned snapshots, which are otherwise a warning.
+    ``require_signatures`` fails unsigned snapshots, which are otherwise a warning; ``founder`` pins
+    the user key that founded the trust set (lineage.md §8.6: otherwise trusted on first use).
     """
     path = Path(repo)
     try:
         store = gs.GitStore(path)
     except StoreError as exc:
         raise AuditError(f"{path} is not a git repository", hint="pass a brain or a clone of one") from exc
+    if founder is not None:
+        from ledger.trust import check_address
+
+        founder = check_address(founder)
     report = Report(repo=str(path.absolute()))
     report.context = _context()
     try:
         snaps = _walk(store, report, progress)
-        signed = check_signatures(store, snaps, report, require_signatures)
+        signed = check_signatures(store, snaps, report, require_signatures, founder)
         _check_receipts(store, snaps, report)
         if worktree:
             _check_worktree(path, report)

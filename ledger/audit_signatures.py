@@ -29,8 +29,11 @@ class Signed:
     role: str
 
 
-def check_signatures(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, require: bool) -> list[Signed]:
-    """Verify every signature and key change; return who signed what, for ``chain.signers``."""
+def check_signatures(
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, require: bool, founder: str | None = None
+) -> list[Signed]:
+    """Verify every signature and key change; return who signed what, for ``chain.signers``.
+    ``founder``: the address that must have signed the snapshot founding the trust set."""
     chk = report.check("signatures")
     trust = Trust()
     signed: list[Signed] = []
@@ -55,8 +58,14 @@ def check_signatures(store: gs.GitStore, snaps: list[gs.Snapshot], report: Repor
             signed.append(Signed(i, snap.commit, signer, after.active.get(signer) or trust.active[signer]))
         if snap.operation == "adopt":
             adopted_at = i
+        if founder is not None and signer is not None and not trust.established and after.established \
+                and signer != founder.lower():
+            chk.fail(f"{label}: the trust set was founded by {signer}, not by the expected {founder.lower()}",
+                     expected=founder.lower(), computed=signer, **where)  # fmt: skip
         _check_record(store, snap, after, label, chk, where, report.tops.get(snap.commit), seen)
         trust = after
+    if founder is not None and chk.ok and not trust.established:
+        chk.fail(f"--founder {founder} was given, but no snapshot founds a trust set (the brain is unsigned)")
     if not chk.ok:
         return signed
     loose = [i for i in unsigned if adopted_at is None or i > adopted_at]

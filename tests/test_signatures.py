@@ -289,3 +289,21 @@ def test_a_fanned_out_signed_brain_audits_clean(tmp_path: Path) -> None:
     code, report = _audit(brain, "--require-signatures")
     assert code == 0, {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert report["checks"]["signatures"]["summary"].startswith("3 snapshot(s) signed")
+
+
+def test_an_auditor_can_pin_the_founding_key(tmp_path: Path) -> None:
+    """lineage.md §8.6: the founding key is trusted on first use unless the auditor pins it."""
+    env = _keys_env(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), env=env, check=True)
+    user = json.loads(run_ledger("--brain", str(brain), "keys", "show", "--json", env=env, check=True).stdout)
+    address = next(k["address"] for k in user["local"] if k["role"] == "user")
+    assert _audit(brain, "--founder", address.upper().replace("0X", "0x"))[0] == 0
+    code, report = _audit(brain, "--founder", "0x" + "12" * 20)
+    chk = report["checks"]["signatures"]
+    assert code == 1 and chk["index"] == 0 and chk["computed"] == address, chk
+    unsigned = tmp_path / "u"
+    run_ledger("init", "--unsigned", str(unsigned), env=env, check=True)
+    assert _audit(unsigned, "--founder", address)[0] == 1
+    bad = run_ledger("audit", str(brain), "--founder", "nobody")
+    assert bad.returncode == 1 and "not an Ethereum address" in bad.stderr

@@ -97,6 +97,8 @@ def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, h
 @click.option("--agent", help="Agent id (0x… or decimal).")
 @click.option("--from-block", type=click.IntRange(min=0), default=0, help="Registry deployment block (faster scans).")
 @require_flag
+@click.option("--founder", metavar="ADDRESS",
+              help="The user key that must have founded the trust set (otherwise trusted on first use).")
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 def audit(
@@ -106,6 +108,7 @@ def audit(
     agent: str | None,
     from_block: int,
     require: bool,
+    founder: str | None,
     as_json: bool,
     html_file: Path | None,
 ) -> None:
@@ -120,7 +123,7 @@ def audit(
     with audit_target(repo) as path:
         report = audit_repo(
             path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block,
-            progress=progress_bar("auditing"), require_signatures=require,
+            progress=progress_bar("auditing"), require_signatures=require, founder=founder,
         )  # fmt: skip
     report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
