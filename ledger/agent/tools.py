@@ -327,7 +327,7 @@ class SkillTools:
         return self.brain.upsert(content, name=name, category=category)  # Hermes's create(category=…)
 
     def _edit(self, name: str, content: str) -> Any:
-        self._check_skill_md(name, content, keep=self.brain._declared_names(self.brain.head()).get(name))
+        self._check_skill_md(name, content, keep=self.brain._committed(name)[1].name)  # the name it declares now
         return self.brain.edit(name, content)
 
     def _patch(self, name: str, old_string: str, new_string: str, replace_all: bool = False,
