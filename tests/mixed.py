@@ -139,6 +139,8 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                 if rc == 0:
                     doc = json.loads(stdout)
                     out = doc.get("snapshot", doc) if kind in ("apply", "import") else doc
+                    if doc.get("changed") is False:  # "nothing to do" (a revert to the content it has): no version
+                        out = None
             elif kind.startswith("mcp-"):
                 if kind == "mcp-patch":
                     entry["args"] = {"old": END, "new": f"{m}\n{END}"}
