@@ -130,4 +130,6 @@ def _answer(args: list[str]) -> str | None:
         return None
     if command == "index":
         return "".join(render.index_line(name, info[0]) for name, info in infos).removesuffix("\n")
+    if any(info[1] is None for _, info in infos):
+        return None  # versions kept in the store (ledger.versioning): the full path reads the head's record
     return "".join(render.list_line(name, info[1], info[0]) for name, info in infos).removesuffix("\n")

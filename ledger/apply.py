@@ -53,6 +53,7 @@ from ledger.skill import (
     check_support_path,
 )
 from ledger.trust import KeyChange, Trust
+from ledger.versioning import Versions
 
 __all__ = ["JOURNAL", "Head", "SnapshotWriter", "check_support_size", "write_json"]
 
@@ -105,6 +106,7 @@ class Head:
         self._keys, self._ordered = keys, ordered
         self.fanout = fanout  # set when skills/ is fanned out
         self.retired: tuple[bytes | None, dict[str, int]] | None = None  # read on first use
+        self.versions: tuple[bytes | None, dict[str, int]] | None = None  # ledger.versioning, read on first use
         self.categories: bytes | object | None = _KEEP  # the categories/ tree id, read on first use
         self.trust: tuple[bytes | None, Trust] | None = None  # the keys record, read on first use
         self.raw: bytearray | None = None  # the flat skills/ tree serialised, and where each entry starts
@@ -152,6 +154,7 @@ class SnapshotWriter:
     limits: dict[str, int]
     attribution: dict[str, str]
     sealer: Sealer
+    versions: Versions
     allow_invalid: bool
     gc_every: int
     gc_bytes: int
@@ -398,11 +401,13 @@ class SnapshotWriter:
         message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution,
                                     keys=[k.trailer() for k in key_changes])  # fmt: skip
         retired = self._next_retired(head, changes)
+        versions = self.versions.next_record(head, changes)  # None: versions live in SKILL.md
         trust = new_trust = self._trust(head)
         if key_changes:  # the set after them, and its record (refused here if a change breaks a rule)
             after = trust[1].apply(key_changes)
             new_trust = (self.sealer.record(self.store, after), after)
-        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0])
+        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
+                                         versions[0] if versions else None)  # fmt: skip
         sealed = self.sealer.seal(
             message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
             parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
@@ -441,6 +446,7 @@ class SnapshotWriter:
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self._head = Head(commit, snap, skills, bundle, entries, keys, ordered, fanout)
         self._head.retired = retired
+        self._head.versions = versions or (None, {})
         self._head.categories = categories
         self._head.trust = new_trust
         if same_names:
@@ -488,7 +494,7 @@ class SnapshotWriter:
         if retired == self._retired(head):
             assert head.retired is not None
             return head.retired
-        return self.store.write_blob(gs.format_retired(retired)), retired
+        return self.store.write_blob(gs.format_record(retired)), retired
 
     def _trust(self, head: Head) -> tuple[bytes | None, Trust]:
         """The head's trust set (its ``keys`` record), read once per head."""

@@ -172,6 +172,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
     prev_entries: dict[str, bytes] = {}
     memo: dict[bytes, dict[str, bytes]] = {}  # fan-out bucket listings by tree id (ledger.skilltree)
     prev_root: bytes | None = None
+    counted_in_store: bool | None = None  # lineage.md §4.2: a versions record from snapshot 0, or an empty brain, on
     attributed = False  # once snapshots record their actor, every later one must
     snaps: list[gs.Snapshot] = []
     for i, commit in enumerate(chain):
@@ -235,8 +236,21 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
             attributed = True
         elif attributed:
             report.check("trailers").fail(f"{label}: no Ledger-Actor trailer after snapshots that record one", **where)
-        _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report)
+        in_store = "versions" in report.tops.get(snap.commit, {})
+        if counted_in_store is not None and in_store != counted_in_store and (
+            not in_store or live or retired
+        ):  # the record appears only in snapshot 0 or on an empty brain, and never goes away
+            versions_chk.fail(
+                f"{label}: its tree {'adds' if in_store else 'drops'} the 'versions' record "
+                "(where versions live is fixed once a brain holds skills, docs/lineage.md §4.2)",
+                path="versions", **where,
+            )  # fmt: skip
+        counted_in_store = in_store
+        _check_versions(store, snap, label, entries, changed, declared, live, versions_chk, skills_chk, where, report,
+                        in_store)  # fmt: skip
         _check_retired(store, snap, label, live, retired, versions_chk, where)
+        if in_store:
+            _check_versions_record(store, report.tops[snap.commit]["versions"], label, live, versions_chk, where)
         report.timeline.append(
             {
                 "index": i,
@@ -266,7 +280,7 @@ def _walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], Non
 
 _TOP = {
     "skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE,
-    "keys": gs.MODE_FILE,
+    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE,
 }  # fmt: skip
 
 
@@ -375,6 +389,7 @@ def _check_versions(
     skills_chk: Check,
     where: dict[str, Any],
     report: Report,
+    in_store: bool = False,
 ) -> None:
     for name in changed:
         if name not in declared:
@@ -412,7 +427,7 @@ def _check_versions(
                 **where,
             )
         live[name] = version
-        _check_skill(store, entries.get(name), name, version, label, skills_chk, where)
+        _check_skill(store, entries.get(name), name, None if in_store else version, label, skills_chk, where)
 
 
 def _check_retired(
@@ -445,9 +460,28 @@ def _check_retired(
         chk.fail(f"{label}: its 'retired' record does not list the last version of every deleted skill", **where)
 
 
-def _check_skill(
-    store: gs.GitStore, tree: bytes | None, name: str, version: int, label: str, chk: Check, where: dict[str, Any]
+def _check_versions_record(
+    store: gs.GitStore, blob: bytes, label: str, live: dict[str, int], chk: Check, where: dict[str, Any]
 ) -> None:
+    """A brain that keeps versions in the store: its ``versions`` record is exactly the live skills' versions."""
+    try:
+        recorded = gs.parse_record(store.read(blob, b"blob"), "versions")
+    except LedgerError as exc:
+        chk.fail(f"{label}: {exc.message}", path="versions", **where)
+        return
+    if recorded != live:
+        wrong = sorted(n for n in set(recorded) | set(live) if recorded.get(n) != live.get(n))
+        chk.fail(
+            f"{label}: its 'versions' record does not give every live skill's version (first: {wrong[0]!r})",
+            path="versions", expected=str(live.get(wrong[0])), computed=str(recorded.get(wrong[0])), **where,
+        )  # fmt: skip
+
+
+def _check_skill(
+    store: gs.GitStore, tree: bytes | None, name: str, version: int | None, label: str, chk: Check,
+    where: dict[str, Any],
+) -> None:
+    """A written skill is valid; where versions live in SKILL.md (``version`` given), it carries this one."""
     if tree is None:
         chk.fail(f"{label}: declares {name!r} written but it is not in the tree", path=name, **where)
         return
@@ -462,7 +496,7 @@ def _check_skill(
                 except LedgerError as exc:  # name the very path, e.g. a .git component
                     chk.fail(f"{label}: skills/{name}/{rel}: {exc.message}", path=f"{name}/{rel}", **where)
         doc = parse_skill_md(store.read(files[SKILL_MD][1], b"blob").decode("utf-8"), limit=1 << 31)
-        if doc.version != version:
+        if version is not None and doc.version != version:
             raise LedgerError(f"{name}/{SKILL_MD} says version {doc.version}, the trailer says {version}")
     except (LedgerError, UnicodeDecodeError) as exc:
         msg = exc.message if isinstance(exc, LedgerError) else f"{name}/{SKILL_MD} is not UTF-8"

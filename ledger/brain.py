@@ -69,6 +69,7 @@ from ledger.skill import (
 )
 from ledger.skilltree import Fanout, skills_of
 from ledger.trust import Trust
+from ledger.versioning import FRONTMATTER, Versions, check_mode
 
 __all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status", "find_brain"]
 
@@ -163,6 +164,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         config = json.loads((self.control / CONFIG).read_text())
         self.allow_invalid = False  # record what a command authors even if lint calls it invalid (--allow-invalid)
         self.sealer = Sealer(enabled=config.get("signing", True) is not False)  # signs each snapshot
+        self.versions = Versions(self.store)  # where skill versions live: SKILL.md or the store (ADR 20)
         self.keyring = Keyring(self)  # the trust set's changes: trust, revoke, rotate, adopt
         self.categories = Categories(self)  # Hermes categories: members, move, create into one
         self.pending_recovery: RecoveryError | StoreError | None = None
@@ -184,10 +186,12 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     @classmethod
     def init(
         cls, path: str | os.PathLike[str], *, sign: bool = True, passphrase: Passphrase | None = None,
-        encrypt: bool = False,
+        encrypt: bool = False, versions: str = FRONTMATTER,
     ) -> Brain:
         """A new brain whose first snapshot trusts this machine's keys (made if missing) and is signed
-        by its user key; ``sign=False`` makes an unsigned brain (``ledger sign --adopt`` signs it later)."""
+        by its user key; ``sign=False`` makes an unsigned brain (``ledger sign --adopt`` signs it later).
+        ``versions="store"`` keeps skill versions out of SKILL.md, so every file stays as written."""
+        check_mode(versions)
         root = Path(path).absolute()
         if (root / CONTROL / CONFIG).exists():
             raise StoreError(f"{root} is already a brain")
@@ -207,7 +211,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         brain.sealer.passphrase = passphrase
         with brain.locked():
             trust = Trust().apply(founding) if founding else Trust()
-            tree = brain.store.root_tree(None, trust=Sealer.record(brain.store, trust))
+            tree = brain.store.root_tree(None, trust=Sealer.record(brain.store, trust),
+                                         versions=brain.versions.genesis(versions))  # fmt: skip
             msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(),
                                     attribution=brain.attribution, keys=[k.trailer() for k in founding])  # fmt: skip
             msg = brain.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
@@ -390,7 +395,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         files = self._skill_files(head.skills[name])
         if SKILL_MD not in files:
             raise StoreError(f"skill {name!r} in the head snapshot has no {SKILL_MD}")
-        doc = parse_skill_md(self._text(files[SKILL_MD][1], name), limit=self.limits["skill_md"])
+        doc = self.versions.doc(head, self._text(files[SKILL_MD][1], name), name=name, limit=self.limits["skill_md"])
         return files, doc
 
     def _text(self, blob: bytes, where: str) -> str:
@@ -408,7 +413,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         commit = self._version_commit(name, version)
         tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
         old_files = self._skill_files(tree[name])
-        old_doc = parse_skill_md(self._text(old_files[SKILL_MD][1], name), limit=self.limits["skill_md"])
+        old_text = self._text(old_files[SKILL_MD][1], name)
+        old_doc = self.versions.doc(self.head(), old_text, limit=self.limits["skill_md"])
         writes: dict[str, tuple[bytes, bool] | None] = {
             rel: (self.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for rel, (mode, sha) in old_files.items()
         }
@@ -439,7 +445,8 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         if not description.strip():
             raise SkillError("a new skill needs a description", hint="pass --description TEXT")
         version = self._first_version(name)
-        text = SkillDoc(name=name, description=description, version=version, body=body).render()
+        counted = self.versions.record(head) is None
+        text = SkillDoc(name=name, description=description, version=version, body=body, counted=counted).render()
         parse_skill_md(text, limit=self.limits["skill_md"])
         self._check_authored(name, None, text)
         return self._write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version,
@@ -453,7 +460,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         is parsed strictly first, so a YAML error is reported as itself, and a file
         declaring another skill's name is refused, never renamed.
         """
-        doc = parse_skill_md(text, limit=self.limits["skill_md"])
+        doc = self.versions.doc(self.head(), text, limit=self.limits["skill_md"])
         declared = name if name is not None else (doc.name or None)
         if declared is None:
             raise SkillError("the frontmatter declares no name", hint="add 'name: …' to it, or pass --name")
@@ -483,7 +490,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
     def edit(self, name: str, text: str, *, note: str = "") -> Receipt:
         """Rewrite ``SKILL.md`` in full; the ledger sets the next version."""
         name = self.resolve(name)  # the folder, a category path or a declared name (ledger.naming)
-        new = parse_skill_md(text, limit=self.limits["skill_md"])  # strict: nothing is filled in from the old file
+        new = self.versions.doc(self.head(), text, limit=self.limits["skill_md"])  # strict: nothing is filled in
         files, old = self._committed(name)
         if not belongs_to(new, name) and new.name != old.name:  # a declared name kept as it was is the skill's
             raise SkillError(
@@ -540,7 +547,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             if data is None:
                 raise SkillError(f"{SKILL_MD} cannot be removed", hint="delete the skill instead")
             try:
-                new_doc = parse_skill_md(data.decode("utf-8"), limit=self.limits["skill_md"])
+                new_doc = self.versions.doc(self.head(), data.decode("utf-8"), limit=self.limits["skill_md"])
             except UnicodeDecodeError as exc:
                 raise SkillError(f"{name}/{SKILL_MD}: the new text is not valid UTF-8") from exc
             except SkillError as exc:
@@ -626,7 +633,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             try:
                 raw = self._read_disk_skill(tree, name, node)
                 seen[name] = {r: (gs.MODE_EXEC if x else gs.MODE_FILE, wp.blob_id(d)) for r, (d, x) in raw.items()}
-                doc = parse_skill_md(raw.pop(SKILL_MD)[0].decode("utf-8"), limit=self.limits["skill_md"])
+                doc = self.versions.doc(head, raw.pop(SKILL_MD)[0].decode("utf-8"), limit=self.limits["skill_md"])
                 if name in head.skills:
                     action, version = "update", self._committed(name)[1].version + 1
                 else:

@@ -50,6 +50,7 @@ STAGING_DIR = "ledger-staging"  # under objects/: git ignores a directory whose 
 BRANCH = "refs/heads/main"
 SKILLS_DIR = "skills"
 RETIRED = "retired"  # beside skills/: the last version of every deleted name, so versions never repeat
+VERSIONS = "versions"  # beside skills/ when versions live in the store, not SKILL.md: each live skill's version
 NULL_SHA = b"\x00" * 20
 MODE_FILE, MODE_EXEC, MODE_DIR = 0o100644, 0o100755, 0o40000
 _MODE_KIND = {MODE_FILE: KIND_FILE, MODE_EXEC: KIND_EXEC, MODE_DIR: KIND_DIR}
@@ -566,7 +567,7 @@ class GitStore:
 
     def root_tree(
         self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
-        layout: bytes | None = None, trust: bytes | None = None,
+        layout: bytes | None = None, trust: bytes | None = None, versions: bytes | None = None,
     ) -> bytes:
         """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
         ``layout`` record (:mod:`ledger.skilltree`) and the ``keys`` record (:mod:`ledger.trust`) beside it
@@ -580,6 +581,8 @@ class GitStore:
             entries.append((layout, MODE_FILE, "layout"))
         if trust:
             entries.append((trust, MODE_FILE, "keys"))
+        if versions:
+            entries.append((versions, MODE_FILE, VERSIONS))
         return self.write_tree(entries)
 
     def trust_record(self, tree: bytes) -> tuple[bytes | None, bytes]:
@@ -591,9 +594,19 @@ class GitStore:
 
     def retired(self, tree: bytes) -> tuple[bytes | None, dict[str, int]]:
         """The ``retired`` record of a snapshot's top tree: its blob id and each deleted name's last version."""
+        return self.record(tree, RETIRED)
+
+    def versions(self, tree: bytes) -> tuple[bytes | None, dict[str, int]]:
+        """The ``versions`` record of a snapshot's top tree (a brain that keeps its version counter
+        out of SKILL.md, lineage.md §4.2): its blob id, ``None`` in a brain that counts in SKILL.md,
+        and each live skill's version."""
+        return self.record(tree, VERSIONS)
+
+    def record(self, tree: bytes, entry: str) -> tuple[bytes | None, dict[str, int]]:
+        """A ``NAME VERSION`` record of a snapshot's top tree (``retired`` or ``versions``)."""
         for sha, mode, name in self.read_tree(tree):
-            if name == RETIRED and mode == MODE_FILE:
-                return sha, parse_retired(self.read(sha, b"blob"))
+            if name == entry and mode == MODE_FILE:
+                return sha, parse_record(self.read(sha, b"blob"), entry)
         return None, {}
 
     def categories_tree(self, tree: bytes) -> bytes | None:
@@ -602,22 +615,22 @@ class GitStore:
         return next(found, None)
 
 
-def format_retired(retired: dict[str, int]) -> bytes:
-    """The ``retired`` record: ``<name> <version>\\n`` per deleted name, in byte order of the name."""
-    return b"".join(f"{n} {v}\n".encode() for n, v in sorted(retired.items(), key=lambda kv: kv[0].encode()))
+def format_record(versions: dict[str, int]) -> bytes:
+    """A ``retired`` or ``versions`` record: ``<name> <version>\\n`` per name, in byte order of the name."""
+    return b"".join(f"{n} {v}\n".encode() for n, v in sorted(versions.items(), key=lambda kv: kv[0].encode()))
 
 
-def parse_retired(data: bytes) -> dict[str, int]:
-    """Read a ``retired`` record; refuse anything :func:`format_retired` would not have written."""
+def parse_record(data: bytes, entry: str = RETIRED) -> dict[str, int]:
+    """Read a ``retired`` or ``versions`` record; refuse anything :func:`format_record` would not have written."""
     out: dict[str, int] = {}
     try:
         for line in data.decode("utf-8").splitlines():
             name, version = line.split(" ")
             out[name] = int(version)
     except ValueError as exc:
-        raise StoreError("the snapshot's 'retired' record is malformed", hint="run 'ledger audit'") from exc
-    if format_retired(out) != data:
-        raise StoreError("the snapshot's 'retired' record is not in canonical form", hint="run 'ledger audit'")
+        raise StoreError(f"the snapshot's {entry!r} record is malformed", hint="run 'ledger audit'") from exc
+    if format_record(out) != data:
+        raise StoreError(f"the snapshot's {entry!r} record is not in canonical form", hint="run 'ledger audit'")
     return out
 
 

@@ -22,7 +22,7 @@ from ledger.errors import LedgerError, SkillError
 from ledger.layouts import Collection, Found
 from ledger.lint import lint_skill
 from ledger.records import Receipt
-from ledger.skill import SKILL_MD, check_bundle_path, check_support_path, parse_skill_md
+from ledger.skill import SKILL_MD, check_bundle_path, check_support_path
 from ledger.writepath import blob_id
 
 __all__ = ["CATEGORY_INDEX", "Importer"]
@@ -43,13 +43,22 @@ class Importer:
         all_or_nothing: bool = False,
         progress: Callable[[int, int], None] | None = None,
         operation: str = "import",
+        versions: str | None = None,
     ) -> dict[str, Any]:
+        """Import ``coll`` as one snapshot; ``versions="store"`` first moves an empty brain's version
+        counter out of SKILL.md (ledger.versioning), so every file is recorded byte for byte."""
         bulk = self.store.bulk() if not dry_run else contextlib.nullcontext()  # type: ignore[attr-defined]
         with self.locked(), bulk:  # type: ignore[attr-defined]
+            head = self.head()  # type: ignore[attr-defined]
+            switched = self.versions.choose(head, versions) if versions else False  # type: ignore[attr-defined]
+            report: dict[str, Any] | None = None
             try:
-                return self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation)
+                report = self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation, switched)
+                return report
             finally:
                 self._held.clear()  # type: ignore[attr-defined]
+                if switched and (report is None or report["snapshot"] is None):
+                    head.versions = None  # nothing recorded: the head read from git again says where versions live
 
     def _import_locked(
         self,
@@ -59,6 +68,7 @@ class Importer:
         all_or_nothing: bool,
         progress: Callable[[int, int], None] | None,
         operation: str,
+        switched: bool = False,
     ) -> dict[str, Any]:
         head = self.head()  # type: ignore[attr-defined]
         with wp.WorkTree(self.root, self.control) as tree:  # type: ignore[attr-defined]
@@ -91,7 +101,7 @@ class Importer:
         old_cats = self._categories_tree(head)  # type: ignore[attr-defined]
         cats = self._merge_categories(old_cats, coll, {f.key: f.category for f in coll.skills if f.key in seen})
         report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
-        if dry_run or (not updates and cats == old_cats):
+        if dry_run or (not updates and cats == old_cats and not switched):
             return report
         receipt: Receipt = self._apply(operation, updates, changes, note, categories=cats)  # type: ignore[attr-defined]
         report["snapshot"] = receipt.to_json()
@@ -115,7 +125,7 @@ class Importer:
             text = files[SKILL_MD][0].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SkillError(f"{SKILL_MD} is not valid UTF-8 (byte {exc.start})") from exc
-        doc = parse_skill_md(text, limit=limits["skill_md"])
+        doc = self.versions.doc(head, text, limit=limits["skill_md"])  # type: ignore[attr-defined]
         verdict = lint_skill(found.folder, text, {r: len(d) for r, (d, _) in files.items()})
         out: dict[str, Any] = {"lint": {"valid": verdict.valid, "errors": verdict.errors}}
         if doc.name and doc.name != key:
@@ -137,7 +147,7 @@ class Importer:
                 found.notes.append(f"kept the file's version {doc.version}")
             elif version > 1:
                 found.notes.append(f"{key!r} was deleted at v{version - 1}; it starts again at v{version}")
-        if doc.version == 0 and action == "create":
+        if doc.version == 0 and action == "create" and doc.counted:
             where = "metadata.ledger-version" if "version" in doc.metadata else "metadata.version"
             found.notes.append(f"added the ledger's version counter as {where}")
         writes = dict(files)

@@ -40,6 +40,7 @@ from ledger.skill import (
     MAX_SKILL_MD,
     SKILL_MD,
     SUPPORT_DIRS,
+    SkillDoc,
     check_name,
     check_support_path,
     parse_skill_md,
@@ -70,6 +71,7 @@ class BrainReads:
         """
         out = []
         cache = self._stat_cache()
+        record = self.versions.record(self.head())  # type: ignore[attr-defined]  # None: counted in SKILL.md
         with wp.WorkTree(self.root, self.control) as tree:
             names = self._skill_names(tree)
             cache.validate(self.skills_dir, names)
@@ -81,8 +83,10 @@ class BrainReads:
                     if data is None:
                         continue
                     doc = parse_skill_md(_frontmatter_only(data, f"skills/{name}/{SKILL_MD}"), limit=4 * MAX_SKILL_MD)
-                    info = [doc.description, doc.version, doc.license, doc.compatibility]
-                    cache.put(name, sig, started, info=info)
+                    info = [doc.description, doc.version if record is None else None, doc.license, doc.compatibility]
+                    cache.put(name, sig, started, info=info)  # a stored version is the head's, not the file's
+                if record is not None:
+                    info = [info[0], record.get(name, 0), *info[2:]]
                 out.append(SkillInfo(name, *info))
         cache.save()
         return out
@@ -190,7 +194,7 @@ class BrainReads:
         return {
             "name": name,
             "description": doc.description,
-            "version": doc.version,
+            "version": self._head_version(name, doc),
             "body": doc.body,
             "files": linked,
             "receipt": self._usage_receipt(name, text),
@@ -209,12 +213,16 @@ class BrainReads:
         proof = self.prove(f"{name}/{SKILL_MD}")
         return {
             "skill": name,
-            "version": parse_skill_md(self.store.read(files[SKILL_MD][1], b"blob").decode("utf-8")).version,
+            "version": self._head_version(name, parse_skill_md(self.store.read(files[SKILL_MD][1], b"blob").decode())),
             "root": format_root(head.snap.root),
             "commit": head.commit.hex(),
             "proof": proof.to_json(),
             "matches": files[SKILL_MD][1] == wp.blob_id(shown),
         }
+
+    def _head_version(self, name: str, doc: SkillDoc) -> int:
+        """Skill ``name``'s version in the head: its SKILL.md's counter, or the store's record (ledger.versioning)."""
+        return self.versions.version(self.head(), name, doc)  # type: ignore[attr-defined]
 
     def history(self, name: str) -> list[dict[str, Any]]:
         """Every version ``name`` ever had, newest first: version, action, root, commit, time, actor, note."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ledger import frontmatter
@@ -195,13 +195,22 @@ class SkillDoc:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     text: str = ""
     declared_version: Any = None  # an author's own version (top level or metadata), kept as is
+    counted: bool = True  # False in a brain whose versions live in the store: the text is never touched
+
+    def uncounted(self, version: int = 0) -> SkillDoc:
+        """This file in a brain that keeps versions in the store (lineage.md §4.2): ``version`` is the
+        store's, whatever the frontmatter says, and :meth:`with_counter` leaves every byte alone."""
+        return replace(self, version=version, counted=False)
 
     def with_counter(self, version: int) -> str:
         """The exact text with only the ledger's counter changed to ``version``.
 
         A counter that already holds ``version`` is left as written (``'1'``, ``1``, ``"1"``):
         nothing changes, and a bulk snapshot of new skills parses each file once, not four times.
+        An uncounted file (:meth:`uncounted`) is returned as it is.
         """
+        if not self.counted:
+            return self.text
         if version == self.version and version > 0 and self.text:
             return self.text
         return frontmatter.set_counter(self.text, version)
@@ -216,7 +225,11 @@ class SkillDoc:
         ):
             if value is not None:
                 out[key] = value
-        out["metadata"] = {**{k: v for k, v in self.metadata.items() if k != "version"}, "version": str(self.version)}
+        meta = {k: v for k, v in self.metadata.items() if k != "version" or not self.counted}
+        if self.counted:
+            meta["version"] = str(self.version)
+        if meta:
+            out["metadata"] = meta
         import yaml  # only when a skill is created: read commands never need it
 
         fm = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, width=1 << 16, default_flow_style=False)

@@ -41,7 +41,7 @@ def edit_tree(repo: Path, tree: Tree, path: str, data: bytes | None, mode: str =
         env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
         git(repo, "read-tree", tree, env=env)
         if data is None:
-            git(repo, "update-index", "--force-remove", path, env=env)
+            git(repo, "update-index", "--index-info", input=f"0 {'0' * 40}\t{path}\n", env=env)  # mode 0: remove
         else:
             blob = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"], input=data,
                                   capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
@@ -219,6 +219,7 @@ def cases() -> list[Case]:
         Case("counter-in-skill-md", "4.2", "skills", lambda repo, idx: rewrite(
             repo, idx["patch-a"], tree=_counter_bump(repo, lineage(repo)[idx["patch-a"]], "a", 9))),
         Case("retired-record", "5.4", "versions", retired),
+        Case("versions-record-added", "4.2", "versions", tree_edit("patch-a", "versions", b"a 2\nb 1\n")),
         Case("merge-at-the-tip", "9", "lineage", merge("tip")),
         Case("merge-inside-the-lineage", "9", "lineage", merge("patch-a")),
         Case("replace-ref", "1", "fsck", replace_ref),
@@ -228,6 +229,10 @@ def cases() -> list[Case]:
 
 
 REASONS = {  # a phrase each signature class's failure must hold: the cause, not just any failure
+    "versions-record-added": "adds the 'versions' record",
+    "versions-record-altered": "'versions' record does not give",
+    "versions-record-dropped": "drops the 'versions' record",
+    "version-skipped-in-store": "goes to v3, expected v2",
     "actor-rewritten-in-signed-snapshot": "does not trust",
     "evidence-added-to-signed-snapshot": "does not trust",
     "note-added-to-signed-snapshot": "does not trust",
@@ -349,3 +354,49 @@ def build_honest(root: Path, *, signed: bool = True) -> tuple[Path, dict[str, in
     idx = {label: i for i, label in enumerate(labels)}
     idx["tip"] = len(labels) - 1
     return brain, idx
+
+
+def store_cases() -> list[Case]:
+    """docs/lineage.md §4.2: a brain that keeps its versions in the store (``build_honest_store``)."""
+
+    def tree_edit(label: str, path: str, data: bytes | None) -> Callable[[Path, dict[str, int]], str]:
+        return lambda repo, idx: rewrite(repo, idx[label], tree=lambda t: edit_tree(repo, t, path, data))
+
+    def skipped(repo: Path, idx: dict[str, int]) -> str:
+        def msg(m: Message) -> Message:
+            return m.replace("patch a v2\n", "patch a v3\n").replace("Ledger-Version: 2\n", "Ledger-Version: 3\n") \
+                .replace("Ledger-Change: update a 2\n", "Ledger-Change: update a 3\n")
+
+        return rewrite(repo, idx["patch-a"], message=msg, tree=lambda t: edit_tree(repo, t, "versions", b"a 3\nb 1\n"))
+
+    return [
+        Case("versions-record-altered", "4.2", "versions", tree_edit("patch-a", "versions", b"a 3\nb 1\n")),
+        Case("versions-record-dropped", "4.2", "versions", tree_edit("write-a", "versions", None)),
+        Case("version-skipped-in-store", "4.2, 5.1", "versions", skipped),
+    ]
+
+
+def build_honest_store(root: Path) -> tuple[Path, dict[str, int]]:
+    """An honest brain made with ``init --versions store``: no SKILL.md carries the ledger's counter,
+    and an imported file's own ``metadata.version`` is the author's, not a version."""
+    brain = root / "honest-store"
+    env = {"LEDGER_KEYS": str(root / "keys")}
+    run_ledger("init", str(brain), "--versions", "store", check=True, env=env)
+
+    def do(*args: str) -> None:
+        run_ledger("--brain", str(brain), *args, check=True, env=env)
+
+    do("skill", "create", "a", "--description", "A", "--body", "step one\n")
+    do("skill", "create", "b", "--description", "B", "--body", "b\n")
+    do("skill", "patch", "a", "--old", "step one", "--new", "step two")
+    note = root / "note.md"
+    note.write_text("a note\n")
+    do("skill", "write-file", "a", "references/note.md", "--from", str(note))
+    do("skill", "delete", "b")
+    src = root / "src" / "c"
+    src.mkdir(parents=True)
+    (src / "SKILL.md").write_bytes(b"---\r\nname: c\r\ndescription: C  # kept\r\n"
+                                   b"metadata:\r\n  version: '7'\r\n---\r\nc\r\n")
+    do("import", str(root / "src"))
+    labels = ["init", "create-a", "create-b", "patch-a", "write-a", "delete-b", "import-c"]
+    return brain, {**{label: i for i, label in enumerate(labels)}, "tip": len(labels) - 1}

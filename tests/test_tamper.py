@@ -65,3 +65,32 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
         assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
     cited = (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"
+
+
+@pytest.fixture(scope="module")
+def honest_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return tamper.build_honest_store(tmp_path_factory.mktemp("tamper-store"))
+
+
+def test_the_honest_store_counted_brain_passes(honest_store) -> None:
+    """Versions in the store (lineage.md §4.2): no SKILL.md carries a counter, yet the lineage audits."""
+    brain, _ = honest_store
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    assert report["skills"]["c"][0]["version"] == 1  # the file's own metadata.version '7' is the author's
+    show = subprocess.run(["git", "-C", str(brain), "show", "HEAD:skills/a/SKILL.md"], capture_output=True, text=True)
+    assert "version" not in show.stdout
+
+
+@pytest.mark.parametrize("case", tamper.store_cases(), ids=lambda c: c.name)
+def test_every_store_tamper_class_fails_the_audit(honest_store, case: tamper.Case, tmp_path: Path) -> None:
+    brain, idx = honest_store
+    copy = tmp_path / "copy.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
+    named = case.apply(copy, idx)
+    code, report = _audit(copy)
+    chk = report["checks"][case.check]
+    assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
+    assert chk["snapshot"] == named, (case.name, chk)
+    assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
+    assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()

@@ -31,7 +31,10 @@ from ledger.errors import LedgerError, UsageError
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--unsigned", is_flag=True, help="Make a brain whose snapshots carry no signature.")
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect a new user key with a passphrase (prompted).")
-def init(directory: Path, unsigned: bool, encrypt: bool) -> None:
+@click.option("--versions", type=click.Choice(["frontmatter", "store"]), default="frontmatter", show_default=True,
+              help="Where skill versions live: each SKILL.md's metadata.version, or only the store "
+                   "(every SKILL.md kept byte for byte; fixed for the brain's life).")  # fmt: skip
+def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
     """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY.
 
     Its first snapshot trusts this machine's user and agent keys ($LEDGER_KEYS), made here
@@ -42,7 +45,9 @@ def init(directory: Path, unsigned: bool, encrypt: bool) -> None:
     from ledger.cli._common import prompt_passphrase
 
     made = [r for r in ("user", "agent") if identity.peek(r) is None] if not unsigned else []
-    with Brain.init(directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt) as brain:
+    with Brain.init(
+        directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt, versions=versions
+    ) as brain:
         head = brain.head()
         click.echo(f"initialised brain in {brain.root}")
         click.echo(f"root   {head.snap.to_json()['root']}")
@@ -51,6 +56,8 @@ def init(directory: Path, unsigned: bool, encrypt: bool) -> None:
             click.echo(f"trusts {k['role']:7} {k['address']}{new}")
         if unsigned:
             click.echo("unsigned: snapshots carry no signature ('ledger sign --adopt' signs the brain later)")
+        if versions == "store":
+            click.echo("versions are kept in the store: no SKILL.md is ever rewritten")
 
 
 @main.command()

@@ -19,11 +19,14 @@ _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused"
 @click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
 @click.option("--all-or-nothing", is_flag=True, help="Import nothing if any skill is refused.")
 @click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
+@click.option("--versions", type=click.Choice(["frontmatter", "store"]),
+              help="Where versions live, chosen on an empty brain: 'store' keeps every SKILL.md byte for byte "
+                   "(default: the brain's setting, see 'ledger init --versions').")  # fmt: skip
 @json_flag
 @click.pass_context
 def import_cmd(
     ctx: click.Context, sources: tuple[Path, ...], layout: str, dry_run: bool, all_or_nothing: bool, note: str,
-    as_json: bool,
+    versions: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
     from ledger.layouts import Collection, read
@@ -34,7 +37,8 @@ def import_cmd(
         for src, part in zip(sources, parts, strict=True):
             coll.add(part, str(src))  # a category file two roots disagree on is refused, not overwritten
         report = brain.import_collection(
-            coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing, progress=progress_bar("importing")
+            coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing, progress=progress_bar("importing"),
+            versions=versions,
         )
     report["found"], report["skipped"] = coll.notes, coll.skipped
     if as_json:
