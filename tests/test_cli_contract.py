@@ -223,3 +223,33 @@ def test_chain_errors_are_decoded_and_proofs_name_their_sequence(cli: Path, node
     page = html.read_text()
     assert node.url in page and "block height" in page and "audited <time>" in page
     assert re.search(r"<td>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</td>", page)  # a time per snapshot
+
+
+def test_every_command_that_records_skills_takes_actor_and_evidence(cli: Path, tmp_path: Path) -> None:
+    """Help matches behaviour (issue 19, item 9): the README says every command that writes skills
+    takes --actor and --evidence; import and apply did not. Each lands in the snapshot's trailers."""
+    from ledger.cli import main
+
+    def commands(group, path=()):  # type: ignore[no-untyped-def]
+        for name, cmd in getattr(group, "commands", {}).items():
+            yield from commands(cmd, (*path, name)) if hasattr(cmd, "commands") else [((*path, name), cmd)]
+
+    writers = {("snapshot",), ("revert",), ("import",), ("apply",), *[("skill", c) for c in (
+        "create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "move")]}  # fmt: skip
+    for path, cmd in commands(main):
+        if path in writers:
+            opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+            assert {"--actor", "--evidence"} <= opts, path
+    src = tmp_path / "src" / "imp"
+    src.mkdir(parents=True)
+    (src / "SKILL.md").write_text("---\nname: imp\ndescription: Imported.\n---\nx\n")
+    b = ("--brain", str(cli))
+    run_ledger(*b, "import", str(src.parent), "--actor", "curator", "--evidence", "task=T-7", check=True)
+    msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
+    assert '"actor": "curator"' in msg and "T-7" in msg, msg
+    payload = tmp_path / "p.json"
+    payload.write_text(json.dumps({"operation_type": "revise", "summary": "tighten", "upsert_files": {
+        "imp/SKILL.md": "---\nname: imp\ndescription: Imported, revised.\n---\nx\n"}}))  # fmt: skip
+    run_ledger(*b, "apply", str(payload), "--evidence", "session=S-1", check=True)
+    msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
+    assert '"actor": "agent"' in msg and "S-1" in msg and "tighten" in msg, msg

@@ -34,8 +34,11 @@ def _refuse(message: str, hint: str | None = None) -> SkillError:
     return SkillError(f"payload refused: {message}", hint=hint)
 
 
-def apply_payload(brain: Any, payload: Any, *, actor: str = "agent") -> dict[str, Any]:
-    """Apply an update payload as one snapshot; return ``{"snapshot": receipt | None, "skills": [...]}``."""
+def apply_payload(
+    brain: Any, payload: Any, *, actor: str = "agent", evidence: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Apply an update payload as one snapshot; return ``{"snapshot": receipt | None, "skills": [...]}``.
+    ``evidence`` (task, session, …) lands in the snapshot's attribution beside the payload's own."""
     if not isinstance(payload, dict) or not isinstance(payload.get("upsert_files"), dict):
         raise _refuse("it must be a JSON object with 'upsert_files'", hint="see SkillEvolBench's update format")
     op = payload.get("operation_type")
@@ -57,10 +60,12 @@ def apply_payload(brain: Any, payload: Any, *, actor: str = "agent") -> dict[str
     # The merge reads the committed skill: under the writer lock, in the import's critical section,
     # so a write acknowledged meanwhile is the base we merge onto, never overwritten by a stale copy.
     with brain.locked():
-        return _apply_locked(brain, op, summary, grouped, actor)
+        return _apply_locked(brain, op, summary, grouped, actor, evidence or {})
 
 
-def _apply_locked(brain: Any, op: str, summary: str, grouped: dict[str, dict[str, str]], actor: str) -> dict[str, Any]:
+def _apply_locked(
+    brain: Any, op: str, summary: str, grouped: dict[str, dict[str, str]], actor: str, evidence: dict[str, str]
+) -> dict[str, Any]:
     head = brain.head()
     found = []
     for slug, files in sorted(grouped.items()):
@@ -98,7 +103,7 @@ def _apply_locked(brain: Any, op: str, summary: str, grouped: dict[str, dict[str
                               hint="fix it ('ledger lint' says why), or apply with --allow-invalid")  # fmt: skip
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
-    with brain.acting(actor, evolution=op, summary=summary):
+    with brain.acting(actor, **{**evidence, "evolution": op, "summary": summary}):
         report = brain.import_collection(
             Collection("payload", found), note=summary, all_or_nothing=True, operation="apply"
         )

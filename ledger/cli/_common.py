@@ -234,15 +234,20 @@ def mutation(fn: F) -> F:
     return json_flag(note_flag(commit_flag(actor_flag(evidence_flag(fn)))))  # type: ignore[return-value]
 
 
-def acting(brain: Any, kw: dict[str, Any]) -> Any:
-    """``brain.acting(...)`` for the --actor and --evidence flags of a mutating command."""
+def evidence_of(kw: dict[str, Any]) -> dict[str, str]:
+    """The ``--evidence KEY=VALUE`` flags as keyword arguments for ``brain.acting``."""
     evidence = {}
     for item in kw.get("evidence") or ():
         key, sep, value = item.partition("=")
         if not sep:
             raise UsageError(f"--evidence {item!r} is not KEY=VALUE")
         evidence[key.replace("-", "_")] = value
-    return brain.acting(kw.get("actor") or "user", **evidence)
+    return evidence
+
+
+def acting(brain: Any, kw: dict[str, Any]) -> Any:
+    """``brain.acting(...)`` for the --actor and --evidence flags of a mutating command."""
+    return brain.acting(kw.get("actor") or "user", **evidence_of(kw))
 
 
 def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ledger.cli._common import emit, json_flag, main, open_brain, progress_bar
+from ledger.cli._common import acting, actor_flag, emit, evidence_flag, json_flag, main, open_brain, progress_bar
 
 _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused": "red"}
 
@@ -22,16 +23,18 @@ _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused"
 @click.option("--versions", type=click.Choice(["frontmatter", "store"]),
               help="Where versions live, chosen on an empty brain: 'store' keeps every SKILL.md byte for byte "
                    "(default: the brain's setting, see 'ledger init --versions').")  # fmt: skip
+@actor_flag
+@evidence_flag
 @json_flag
 @click.pass_context
 def import_cmd(
     ctx: click.Context, sources: tuple[Path, ...], layout: str, dry_run: bool, all_or_nothing: bool, note: str,
-    versions: str | None, as_json: bool,
+    versions: str | None, as_json: bool, **kw: Any,
 ) -> None:  # fmt: skip
     """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
     from ledger.layouts import Collection, read
 
-    with open_brain(ctx) as brain:
+    with open_brain(ctx) as brain, acting(brain, kw):
         parts = [read(src, layout, brain.limits["file"]) for src in sources]
         coll = Collection(parts[0].layout, [])
         for src, part in zip(sources, parts, strict=True):
@@ -115,14 +118,17 @@ def lint(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @main.command("apply")
 @click.argument("payload")
 @click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger lint' calls them invalid.")
+@click.option("--actor", type=click.Choice(["user", "agent", "curator"]), default="agent", show_default=True,
+              help="Who makes this change (recorded in the snapshot's trailers).")  # fmt: skip
+@evidence_flag
 @json_flag
 @click.pass_context
-def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, as_json: bool) -> None:
+def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, actor: str, as_json: bool, **kw: Any) -> None:
     """Apply a skill-evolution update payload (SkillEvolBench JSON; '-' = stdin) as one snapshot."""
     import json
 
     from ledger.agent.evolution import apply_payload
-    from ledger.cli._common import read_text
+    from ledger.cli._common import evidence_of, read_text
     from ledger.errors import LedgerError
 
     try:
@@ -131,7 +137,7 @@ def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, as_json: bo
         raise LedgerError(f"{payload} is not a JSON payload: {type(exc).__name__}") from exc
     with open_brain(ctx) as brain:
         brain.allow_invalid = allow_invalid
-        result = apply_payload(brain, doc)
+        result = apply_payload(brain, doc, actor=actor, evidence=evidence_of(kw))
     if as_json:
         emit(result)
     elif result["snapshot"] is None:

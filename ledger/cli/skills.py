@@ -40,7 +40,7 @@ def skill() -> None:
 def skill_create(
     ctx: click.Context, name: str, description: str, body: str | None, body_file: Any, category: str | None, **kw: Any
 ) -> None:
-    """Create skill NAME at version 1 (refuses an existing name)."""
+    """Create skill NAME at version 1, or one above a deleted NAME's last (refuses an existing name)."""
     if body is not None and body_file is not None:
         raise UsageError("give --body or --body-file, not both")
     text = read_text(body_file, TEXT_LIMIT, "--body-file") if body_file is not None else (body or "")
