@@ -37,12 +37,11 @@ CALLS = [  # (tool, kwargs): reads first, then writes, in the same order on both
     ("skill_manage", {"action": "patch", "name": "arxiv", "old_string": "Search.", "new_string": "Search well."}),
     ("skill_manage", {"action": "write_file", "name": "arxiv", "file_path": "references/api.md",
                       "file_content": "# API\n"}),
+    ("skill_manage", {"action": "edit", "name": "arxiv", "content": ARXIV.replace("Search.", "Search twice.")}),
     ("skill_manage", {"action": "delete", "name": "arxiv"}),
 ]
 # Fields of Hermes's results that ours lack, and why. Anything else missing fails the test.
-GAPS = {
-    "skill_manage": {"path", "skill_md", "_change", "hint", "category"},  # ours carries the receipt instead
-}
+GAPS: dict[str, set[str]] = {}  # none: skill_manage's path, skill_md, _change, hint, category came in issue 19
 DRIVER = """
 import json, sys
 from tools.skills_tool import skill_view, skills_list
@@ -119,3 +118,9 @@ def test_our_tools_return_every_field_hermes_returns(tmp_path: Path) -> None:
     assert {k: ours[3][k] for k in ("file", "content", "file_type")} == {k: theirs[3][k] for k in
                                                                          ("file", "content", "file_type")}
     assert (ours[4]["is_binary"], ours[4]["content"]) == (theirs[4]["is_binary"], theirs[4]["content"])
+    create_h, create_o, patch_h, patch_o = theirs[5], ours[5], theirs[6], ours[6]
+    for key in ("path", "category", "hint", "_change"):  # the same values, not only the same types
+        assert create_o[key] == create_h[key], (key, create_o[key], create_h[key])
+    assert patch_o["_change"] == patch_h["_change"]
+    assert ours[8]["_change"] == theirs[8]["_change"]  # edit
+    assert Path(create_o["skill_md"]).name == "SKILL.md" and Path(ours[7]["path"]).name == "api.md"

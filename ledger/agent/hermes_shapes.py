@@ -10,9 +10,10 @@ variables or credential files on a skill's behalf.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["frontmatter", "linked_files", "matches_platform", "view_fields"]
+__all__ = ["frontmatter", "linked_files", "manage_fields", "matches_platform", "view_fields"]
 
 _PLATFORMS = {"macos": "darwin", "linux": "linux", "windows": "win32"}  # Hermes's PLATFORM_MAP
 _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".ts", ".rb")  # what Hermes lists under scripts/
@@ -98,3 +99,37 @@ def view_fields(text: str, rels: list[str], path: str, skill_dir: str) -> dict[s
     if meta is not None:
         out["metadata"] = meta
     return out
+
+
+def _clip(text: str, limit: int) -> str:
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def manage_fields(action: str, args: dict[str, Any], skill_dir: Path, category: str | None) -> dict[str, Any]:
+    """The fields Hermes's ``skill_manage`` returns beside ``success`` and ``message`` for ``action``
+    (hermes-agent 0.19, tools/skill_manager_tool.py): where the skill or file is, and ``_change``,
+    the preview its notifications show."""
+    if action == "create":
+        out: dict[str, Any] = {
+            "path": f"{category}/{skill_dir.name}" if category else skill_dir.name,  # relative, as Hermes's
+            "skill_md": str(skill_dir / "SKILL.md"),
+            "_change": {"description": _clip_description(args.get("content", ""))},
+        }
+        if category:
+            out["category"] = category
+        out["hint"] = ("To add reference files, templates, or scripts, use skill_manage(action='write_file', "
+                       f"name='{skill_dir.name}', file_path='references/example.md', file_content='...')")  # fmt: skip
+        return out
+    if action == "edit":
+        return {"path": str(skill_dir), "_change": {"description": _clip_description(args.get("content", ""))}}
+    if action == "patch":
+        return {"_change": {"old": _clip(args.get("old_string", ""), 200),
+                            "new": _clip(args.get("new_string", ""), 200)}}  # fmt: skip
+    if action == "write_file":
+        return {"path": str(skill_dir / args["file_path"])}
+    return {}
+
+
+def _clip_description(content: str) -> str:
+    description = frontmatter(content).get("description", "")
+    return str(description)[:120] if description is not None else ""

@@ -314,8 +314,9 @@ class SkillTools:
                 name = self.brain.resolve(name)
             receipt = handler(name, **args)
         doc = receipt.to_json()
+        hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))
         return {"success": True, "message": _MESSAGES[action].format(name=name, v=doc.get("version")),
-                "action": action, "receipt": doc}  # Hermes's success and message, then ours
+                **hermes, "action": action, "receipt": doc}  # Hermes's fields, then ours
 
     def _create(self, name: str, content: str, force: bool = False, category: str | None = None) -> Any:
         self._check_skill_md(name, content)
