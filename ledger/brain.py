@@ -30,6 +30,7 @@ from ledger import packing, textpatch
 from ledger import treehash as th
 from ledger import writepath as wp
 from ledger.apply import JOURNAL, Head, SnapshotWriter, check_support_size, write_json
+from ledger.catalog import Catalog
 from ledger.categories import Categories, check_category
 from ledger.errors import (
     LedgerError,
@@ -167,6 +168,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
         self.versions = Versions(self.store)  # where skill versions live: SKILL.md or the store (ADR 20)
         self.keyring = Keyring(self)  # the trust set's changes: trust, revoke, rotate, adopt
         self.categories = Categories(self)  # Hermes categories: members, move, create into one
+        self.catalog = Catalog(self)  # the head's listing and index, for agents (kept per head and skill tree)
         self.pending_recovery: RecoveryError | StoreError | None = None
         self.limits = _limits(config.get("limits") or {})
         gc = config.get("gc") or {}

@@ -34,6 +34,7 @@ from ledger.merkle import (
     prove,
     read_tree,
 )
+from ledger.proofs import prove_at
 from ledger.records import SkillInfo, Status
 from ledger.render import index_line
 from ledger.skill import (
@@ -347,13 +348,25 @@ class BrainReads:
 
     def prove(self, rel: str, at: str | None = None) -> InclusionProof:
         """Inclusion proof of bundle path ``rel`` (``<skill>/<file>``) in a snapshot (default: head)."""
-        commit = self.store.resolve(at) if at else self.head().commit
+        if at is None:  # the head: its root index's levels, checked by verifying the proof (ledger.proofs)
+            head = self.head()  # type: ignore[attr-defined]
+            return prove_at(self.store, self.cache, head.skills, head.bundle, head.snap.root, rel,
+                            lambda: self._rebuilt_index(head))  # fmt: skip
+        commit = self.store.resolve(at)
         snap = self.store.snapshot(commit)
         parts = tuple(p for p in rel.split("/"))
         tree = th.expand_skills(self.store, skills_of(self.store, bytes.fromhex(snap.tree))[1], self.cache, parts)
         if tree.digest != snap.root:
             raise StoreError(f"snapshot {commit.hex()[:12]} does not hash to its recorded root; run 'ledger verify'")
         return prove(tree, rel)
+
+    def _rebuilt_index(self, head: Any) -> RootIndex:
+        """The head's root index made again from git objects alone, replacing a cached one that
+        gave a proof that does not verify."""
+        fresh = th.DigestCache(None)
+        head.bundle = RootIndex({n: th.tree_digest(self.store, t, fresh, n) for n, t in head.skills.items()})
+        self._index_saved = None  # the next close saves the rebuilt one over the bad file
+        return head.bundle
 
     def diff(self, old: str | None = None, new: str | None = None, name: str | None = None) -> Diff:
         """What changed from snapshot ``old`` (default: the head) to ``new`` (default: the working tree).

@@ -83,7 +83,7 @@ def serve(root: Path) -> None:
 
     def read(uri: str) -> tuple[str, str]:
         if uri == _INDEX_URI:
-            return brain.index(), "text/plain"
+            return brain.catalog.index(), "text/plain"  # the head's, as every agent read
         if uri.startswith(_SKILL_PREFIX):
             result = tools.call("skill_view", {"name": uri[len(_SKILL_PREFIX) :]})
             if result["success"] and "content" in result:

@@ -226,28 +226,21 @@ class SkillTools:
     # ------------------------------------------------------------------ reads
 
     def skills_list(self, category: str | None = None, all_platforms: bool = False) -> dict[str, Any]:
-        """Hermes's ``skills_list``: each skill with its category, hiding skills whose ``platforms:``
-        exclude this host (as Hermes does) unless ``all_platforms``."""
-        cats = self.brain.categories.of()
+        """Hermes's ``skills_list``, from the head snapshot (``Brain.catalog``): each skill with its
+        category, hiding skills whose ``platforms:`` exclude this host (as Hermes does) unless
+        ``all_platforms``; ``index`` is the Level-0 index of every skill."""
+        entries = self.brain.catalog.entries()
         members = set(self.brain.categories.members(category)) if category else None
-        head = self.brain.head()
-        skills = []
-        for s in self.brain.list():
-            if members is not None and s.name not in members:
-                continue
-            if not all_platforms and s.name in head.skills and not self._on_this_platform(s.name):
-                continue
-            skills.append({"name": s.name, "description": s.description, "category": cats.get(s.name),
-                           "version": s.version})  # fmt: skip
+        skills = [
+            {"name": e.name, "description": e.description, "category": e.category, "version": e.version}
+            for e in entries
+            if (members is None or e.name in members)
+            and (all_platforms or e.platforms is None or hermes_shapes.matches_platform({"platforms": e.platforms}))
+        ]
         return {"success": True, "skills": skills, "categories": sorted({x["category"] for x in skills
                 if x["category"]}), "count": len(skills),
                 "hint": "Use skill_view(name) to see full content, tags, and linked files",
-                "index": self.brain.index(), **({"category": category} if category else {})}  # fmt: skip
-
-    def _on_this_platform(self, name: str) -> bool:
-        files, _ = self.brain._committed(name)
-        text = self.brain.store.read(files[SKILL_MD][1], b"blob").decode("utf-8", "replace")
-        return hermes_shapes.matches_platform(hermes_shapes.frontmatter(text))
+                "index": self.brain.catalog.index(), **({"category": category} if category else {})}  # fmt: skip
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
@@ -409,7 +402,7 @@ class SkillTools:
 
     def _refuse_near_duplicate(self, name: str, content: str) -> None:
         description = parse_skill_md(content).description.lower()
-        for other in self.brain.list():
+        for other in self.brain.catalog.entries():
             by_name = difflib.SequenceMatcher(None, name, other.name).ratio()
             by_desc = difflib.SequenceMatcher(None, description, other.description.lower()).ratio()
             if max(by_name, by_desc) >= self.policy.duplicate_ratio:
