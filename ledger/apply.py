@@ -417,10 +417,11 @@ class SnapshotWriter:
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self._skill_files(t) if t is not None else None for n, t in old_trees.items()}
+            seen: dict[str, FileMap] = {}  # what each check found, so each skill is scanned once
             for name, files in updates.items():
                 for rel in files or ():
                     check_bundle_path(name, rel)
-                problems = tree.check(name, [disk[name] if name in disk else olds[name], files])
+                problems = tree.check(name, [disk[name] if name in disk else olds[name], files], seen)
                 if problems:
                     raise StoreError(
                         f"skills/{name} on disk is neither its last snapshot nor this write:"
@@ -438,7 +439,7 @@ class SnapshotWriter:
             crashpoint("after-journal")
             self._head = None
             for name in sorted(updates):
-                tree.materialize(name, updates[name], self._read_blob)
+                tree.materialize(name, updates[name], self._read_blob, seen.get(name))
             crashpoint("after-worktree")
             self.store.move_head(commit, head.commit)
             crashpoint("after-ref")

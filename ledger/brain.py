@@ -616,7 +616,10 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             if disk.digest == head.bundle.root:
                 raise NoChangeError("nothing to snapshot: the working tree equals the head snapshot")
             with wp.WorkTree(self.root, self.control) as tree, self.store.bulk():
-                return self._snapshot_changes(tree, head, disk, note)
+                try:
+                    return self._snapshot_changes(tree, head, disk, note)
+                finally:
+                    self._held.clear()
 
     def _snapshot_changes(self, tree: wp.WorkTree, head: Head, disk: DirNode, note: str) -> Receipt:
         updates: dict[str, FileMap | None] = {}
@@ -644,7 +647,7 @@ class Brain(BrainReads, SnapshotWriter, Importer, Sharing):
             except LedgerError as exc:
                 problems.append(f"skills/{name}: {exc.message}")
                 continue
-            updates[name] = self._blobs(raw, {})
+            updates[name] = self._blobs(raw, {}, self._held)  # the working tree is written from these bytes
             changes.append(gs.Change(action, name, version))
         if problems:
             raise SkillError(

@@ -157,6 +157,9 @@ def set_counter(text: str, value: int) -> str:
     start, end, _ = split(text)  # type: ignore[misc]
     source = text[start:end]
     nl = "\r\n" if "\r\n" in text else "\n"
+    if "metadata" not in fm:  # the common case (most collections carry no counter): append, no parse for marks
+        block = f"metadata:{nl}  {key}: '{value}'"
+        return _checked(text[:start] + (source + nl + block if source else block + nl) + text[end:], key, value)
     # Marks are offsets into ``source``: libyaml counts them the same way for ASCII text only.
     yaml, base, _ = _yaml()
     loader = base if source.isascii() else yaml.SafeLoader
@@ -187,7 +190,11 @@ def set_counter(text: str, value: int) -> str:
         else:
             at = meta_key.end_mark.index + 1  # after "metadata:"
             edited = source[:at] + f"{nl}  {key}: {quoted}" + source[at:]
-    out = text[:start] + edited + text[end:]
+    return _checked(text[:start] + edited + text[end:], key, value)
+
+
+def _checked(out: str, key: str, value: int) -> str:
+    """``out``, once a parse confirms the edit set exactly the counter (a frontmatter shape not foreseen)."""
     if counter_key(load(out)[0]) != (key, value):
         raise SkillError(
             "cannot set the ledger's version in this frontmatter without rewriting it",

@@ -233,13 +233,16 @@ class WorkTree:
 
     # ------------------------------------------------------------------ checks
 
-    def check(self, name: str, states: list[FileMap | None]) -> list[str]:
+    def check(self, name: str, states: list[FileMap | None], seen: dict[str, FileMap] | None = None) -> list[str]:
         """What on disk is neither of ``states`` (``None``: the skill absent), file by file.
 
         A normal write passes ``[old]``; a roll-forward passes ``[old, new]``, since
         an interrupted materialisation leaves each file in one state or the other.
+        ``seen`` keeps what was found, for :meth:`materialize` (one scan a skill, not two).
         """
         files, problems = self.scan(name)
+        if seen is not None and not problems:
+            seen[name] = files
         wanted = [s for s in states if s is not None]
         for rel, spec in sorted(files.items()):
             if not any(s.get(rel) == spec for s in wanted):
@@ -254,15 +257,19 @@ class WorkTree:
 
     # ------------------------------------------------------------------ writes
 
-    def materialize(self, name: str, new: FileMap | None, read_blob: Callable[[bytes], bytes]) -> None:
-        """Make ``skills/<name>`` hold exactly ``new`` (``None``: remove it).  Call :meth:`check` first."""
+    def materialize(
+        self, name: str, new: FileMap | None, read_blob: Callable[[bytes], bytes], have: FileMap | None = None
+    ) -> None:
+        """Make ``skills/<name>`` hold exactly ``new`` (``None``: remove it).  Call :meth:`check` first;
+        ``have`` is what it found there, under the same lock."""
         if new is None:
             if self.exists(name):
                 self._remove(self._skills, name)
             return
-        have, problems = self.scan(name)
-        if problems:
-            raise TreeError(problems[0], hint="run 'ledger recover' to see and settle it")
+        if have is None:
+            have, problems = self.scan(name)
+            if problems:
+                raise TreeError(problems[0], hint="run 'ledger recover' to see and settle it")
         # Remove first, so a path that turns from a directory into a file (or back) has room.
         for rel in sorted(set(have) - set(new), reverse=True):
             parts = (name, *rel.split("/"))

@@ -106,7 +106,9 @@ def _skill_versions(brain: Path, skill: str) -> list[int]:
 
 # --------------------------------------------------------------------------- random kills
 
-OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot", "import")
+OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot", "import",
+       "bulk-snapshot")  # fmt: skip
+BULK = 40  # hand-copied skills with no version counter per bulk-snapshot: the snapshot writes each SKILL.md back
 
 
 def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Random, tmp: Path, brain: Path) -> list[str]:
@@ -145,6 +147,12 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
             (src / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: import {n}\n---\nm{n}\n{END}\n")
             (src / name / "references" / "r.md").write_bytes(os.urandom(rng.choice([10, 3000])).hex().encode())
         return ["import", str(src)]
+    if op == "bulk-snapshot":  # skills copied in by hand, no counter: one snapshot inserts one into each
+        for k in range(BULK):
+            d = brain / "skills" / f"hb{n}-{k}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "SKILL.md").write_text(f"---\nname: hb{n}-{k}\ndescription: copied {n}\n---\nm{n}\n{END}\n")
+        return ["snapshot"]
     # snapshot: a hand edit first, then record it
     ref = brain / "skills" / pick / "references"
     ref.mkdir(exist_ok=True)
@@ -224,7 +232,7 @@ def kill_run(
             run(brain, "recover", "--move-aside")
             continue
         if not json.loads(status.stdout)["clean"]:
-            if op != "snapshot":
+            if op not in ("snapshot", "bulk-snapshot"):  # a killed snapshot leaves the hand edits it was recording
                 stats["torn"] += 1
                 problems.append(f"after op {n} {op}: working tree neither old nor new: {status.stdout[-300:]}")
             settle = run(brain, "snapshot")

@@ -62,7 +62,7 @@ def serve(root: Path) -> None:
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         result = await in_worker(tools.call, params.name, dict(params.arguments or {}))
-        text = json.dumps(result, indent=2, ensure_ascii=False)
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))  # compact: a listing can be megabytes
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=result,

@@ -228,7 +228,7 @@ class SkillTools:
     def skills_list(self, category: str | None = None, all_platforms: bool = False) -> dict[str, Any]:
         """Hermes's ``skills_list``, from the head snapshot (``Brain.catalog``): each skill with its
         category, hiding skills whose ``platforms:`` exclude this host (as Hermes does) unless
-        ``all_platforms``; ``index`` is the Level-0 index of every skill."""
+        ``all_platforms``. The Level-0 index is the ``ledger://index`` resource (``Brain.catalog.index``)."""
         entries = self.brain.catalog.entries()
         members = set(self.brain.categories.members(category)) if category else None
         skills = [
@@ -240,7 +240,7 @@ class SkillTools:
         return {"success": True, "skills": skills, "categories": sorted({x["category"] for x in skills
                 if x["category"]}), "count": len(skills),
                 "hint": "Use skill_view(name) to see full content, tags, and linked files",
-                "index": self.brain.catalog.index(), **({"category": category} if category else {})}  # fmt: skip
+                **({"category": category} if category else {})}  # fmt: skip
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the

@@ -1,0 +1,155 @@
+"""The agent's reads (issue 20): skill_view with its receipt and proof, skills_list and the index,
+through a warm `ledger mcp` (the official MCP SDK client over stdio) and in process, at several
+brain sizes; then the first snapshot of hand-copied skills, with and without a version counter
+in their SKILL.md, each with and without a `sync` first, against `git add -A && git commit`.
+
+Writes bench-out/reads.json for scripts/bench_report.py.
+Usage: .venv/bin/python scripts/bench_reads.py [--sizes 100,10000,100000] [--calls 200] [--bulk 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import BODY, make_brain
+
+LEDGER = str(Path(sys.executable).with_name("ledger"))
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b"}  # fmt: skip
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    return {"p50_s": pct(xs, 50), "p99_s": pct(xs, 99), "n": len(xs)}
+
+
+async def mcp_reads(brain: Path, n: int, calls: int) -> dict[str, dict[str, float]]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+    out: dict[str, list[float]] = {"view": [], "list": [], "index": []}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        await s.call_tool("skills_list", {})  # warm: the brain open, the head, its index and listing read
+        await s.call_tool("skill_view", {"name": "skill-00000"})
+        for i in range(calls):
+            t = time.perf_counter()
+            r = await s.call_tool("skill_view", {"name": f"skill-{i * 7919 % n:05d}"})
+            out["view"].append(time.perf_counter() - t)
+            assert not r.is_error and '"proof"' in r.content[0].text, r
+        for _ in range(max(10, calls // 10)):
+            t = time.perf_counter()
+            r = await s.call_tool("skills_list", {})
+            out["list"].append(time.perf_counter() - t)
+            assert not r.is_error, r
+            t = time.perf_counter()
+            await s.read_resource("ledger://index")
+            out["index"].append(time.perf_counter() - t)
+    return {k: summary(v) for k, v in out.items()}
+
+
+def in_process(brain, n: int, calls: int) -> dict[str, dict[str, float]]:
+    from ledger.agent.tools import SkillTools
+
+    tools = SkillTools(brain)
+    tools.skills_list()
+    out: dict[str, list[float]] = {"view": [], "list": [], "index": []}
+    for i in range(calls):
+        t = time.perf_counter()
+        tools.skill_view(f"skill-{i * 7919 % n:05d}")
+        out["view"].append(time.perf_counter() - t)
+    for _ in range(max(10, calls // 10)):
+        t = time.perf_counter()
+        tools.skills_list()
+        out["list"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        brain.catalog.index()
+        out["index"].append(time.perf_counter() - t)
+    return {k: summary(v) for k, v in out.items()}
+
+
+def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
+    """Median first `ledger snapshot` against `git add -A && git commit` of the same copied tree."""
+    out: dict[str, float] = {"bulk_skills": skills}
+    for counter in (True, False):
+        src = tmp / f"src-{counter}"
+        for i in range(skills):
+            d = src / f"skill-{i:05d}"
+            d.mkdir(parents=True)
+            meta = "metadata:\n  version: '1'\n" if counter else ""
+            (d / "SKILL.md").write_text(f"---\nname: skill-{i:05d}\ndescription: Benchmark skill {i}\n{meta}---\n"
+                                        + BODY)  # fmt: skip
+        for synced in (True, False):
+            times: dict[str, list[float]] = {"git": [], "snapshot": []}
+            for r in range(rounds):
+                work, brain = tmp / f"git-{r}", tmp / f"brain-{r}"
+                subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
+                for key, cmd, cwd, dest in (
+                    ("git", ["sh", "-c", "git init -q && git add -A && git commit -qm bulk"], work, work / "skills"),
+                    ("snapshot", [LEDGER, "--brain", str(brain), "snapshot"], None, brain / "skills"),
+                ):
+                    shutil.copytree(src, dest, dirs_exist_ok=True)  # just written: dirty pages, as a user's copy
+                    if synced:
+                        subprocess.run(["sync"], check=True)
+                    t = time.perf_counter()
+                    proc = subprocess.run(cmd, cwd=cwd, env=GIT_ENV, capture_output=True, text=True)
+                    times[key].append(time.perf_counter() - t)
+                    assert proc.returncode == 0, proc.stderr
+                shutil.rmtree(work)
+                shutil.rmtree(brain)
+            tag = f"{'counters' if counter else 'no_counters'}_{'sync' if synced else 'nosync'}"
+            out[f"snapshot_{tag}_s"] = statistics.median(times["snapshot"])
+            out[f"git_{tag}_s"] = statistics.median(times["git"])
+            print(f"  first snapshot, {tag}: {out[f'snapshot_{tag}_s']:.2f}s vs git {out[f'git_{tag}_s']:.2f}s",
+                  file=sys.stderr)
+        shutil.rmtree(src)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100,10000,100000")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--bulk", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="bench-out/reads.json")
+    args = ap.parse_args()
+    result: dict = {"sizes": {}}
+    with tempfile.TemporaryDirectory() as d:
+        for n in (int(x) for x in args.sizes.split(",")):
+            brain = make_brain(Path(d) / f"b{n}", n)
+            local = in_process(brain, n, args.calls)
+            root = brain.root
+            brain.close()
+            warm = asyncio.run(mcp_reads(root, n, args.calls))
+            result["sizes"][str(n)] = {"mcp": warm, "in_process": local}
+            for where, figs in (("warm MCP", warm), ("in process", local)):
+                line = "  ".join(f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"
+                                 for k, v in figs.items())  # fmt: skip
+                print(f"{n:>7} skills, {where:10}: {line}", file=sys.stderr)
+            shutil.rmtree(root)
+        result.update(bulk(Path(d), args.bulk, args.rounds))
+    Path(args.out).parent.mkdir(exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
