@@ -124,6 +124,41 @@ def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
     return out
 
 
+def gas(tmp: Path) -> dict[str, int]:
+    """Gas of a steady-state single-root `commit` and of a batch of ten, from the receipts (transaction
+    level: the 21,000 intrinsic gas and calldata included)."""
+    from ledger import anvil
+
+    brain = tmp / "gas-brain"
+    subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
+    node = anvil.start(tmp / "anvil", persist=False, lifetime=600)
+    try:
+        def ledger(*args: str) -> str:
+            proc = subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, text=True)
+            assert proc.returncode == 0, (args, proc.stderr)
+            return proc.stdout
+
+        for step in (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"]):
+            ledger(*step)
+        for i in range(4):
+            ledger("skill", "create", f"g{i}", "--description", "G.", "--body", "x\n")
+        ledger("commit", "--batch", "1")
+        for i in range(4):
+            ledger("skill", "patch", f"g{i}", "--old", "x", "--new", f"y{i}")
+        for i in range(10):
+            ledger("skill", "create", f"h{i}", "--description", "H.", "--body", "x\n")
+        ledger("commit", "--batch", "100")
+    finally:
+        anvil.stop(tmp / "anvil")
+    from ledger.brain import Brain
+    from ledger.receipts import read_receipts
+
+    with Brain.open(brain) as b:
+        receipts = sorted(read_receipts(b.store).values(), key=lambda r: r["seq"])
+    singles = [r["gas_used"] for r in receipts if 1 < r["seq"] <= 5]
+    return {"commit_gas": max(singles), "batch_gas": receipts[-1]["gas_used"], "batch_roots": len(receipts) - 5}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100,10000,100000")
@@ -147,6 +182,8 @@ def main() -> None:
                 print(f"{n:>7} skills, {where:10}: {line}", file=sys.stderr)
             shutil.rmtree(root)
         result.update(bulk(Path(d), args.bulk, args.rounds))
+        result.update(gas(Path(d)))
+        print(f"  gas: steady-state commit {result['commit_gas']:,}", file=sys.stderr)
     Path(args.out).parent.mkdir(exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
 

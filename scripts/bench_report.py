@@ -1,8 +1,8 @@
 """Write docs/BENCHMARKS.md and docs/benchmarks.png from the JSON that scripts/bench measured.
 
-Nothing here is hand-written: every number comes from ``bench-out/core.json`` and
-``bench-out/lifetime.json`` of one run, and every target is a ratio against an anchor
-measured in that same run.
+Nothing here is hand-written: every number comes from ``bench-out/core.json``,
+``bench-out/lifetime.json`` and ``bench-out/reads.json`` of one run; every target is a ratio
+against an anchor measured in that same run, or (issue 20's agent reads) a p50/p99 on this machine.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:,.1f} MB"
 
 
-def rows(core: dict, life: dict) -> list[tuple[str, str, str, float, float]]:
-    """(figure, measured, anchor, ratio, target) for every target of issues 2 and 12."""
+def rows(core: dict, life: dict, reads: dict | None = None) -> list[tuple[str, str, str, float, float]]:
+    """(figure, measured, anchor, ratio, target) for every target of issues 2, 12 and 20."""
     c, L = core.get("results", {}), life
     out = []
 
@@ -35,7 +35,7 @@ def rows(core: dict, life: dict) -> list[tuple[str, str, str, float, float]]:
         add("full `ledger hash`, 10k skills", c["ledger_hash_s"], c["b3sum_s"], 1.0, anchor_name="b3sum")
         add("in-process upsert, 10k skills", c["upsert_big_s"], c["git_add_commit_s"], 0.25,
             anchor_name="git add -A && commit")
-        add("CLI `skill patch`, 10k skills", c["cli_patch_s"], c["git_add_commit_s"], 1.5,
+        add("CLI `skill patch`, 10k skills", c["cli_patch_s"], c["git_add_commit_s"], 0.6,
             anchor_name="git add -A && commit")
     add(f"`.git` after {L['upserts']:,} upserts on {L['skills']:,} skills", L["git_bytes"], L["aggressive_bytes"],
         2.0, _mb, "git gc --aggressive")
@@ -57,6 +57,42 @@ def rows(core: dict, life: dict) -> list[tuple[str, str, str, float, float]]:
                 L["cli_upsert_rss_mb"] / 300, 1.0))
     add(f"`ledger verify`, {L['verify_snapshots']:,} snapshots × {L['verify_skills']:,} skills, after gc",
         L["verify_after_gc_s"], L["verify_before_gc_s"], 1.2, anchor_name="before gc")
+    if reads:
+        out += read_rows(reads)
+    return out
+
+
+def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
+    """Issue 20: the agent's reads (absolute p50/p99 targets), bulk snapshots, gas."""
+    out = []
+    sizes = r["sizes"]
+
+    def absolute(figure: str, seconds: float, limit_ms: float) -> None:
+        out.append((figure, _ms(seconds), f"target {limit_ms:g} ms", seconds * 1000 / limit_ms, 1.0))
+
+    if "10000" in sizes:
+        m = sizes["10000"]["mcp"]
+        absolute("warm MCP `skill_view` p50, receipt and proof, 10k skills", m["view"]["p50_s"], 5)
+        absolute("warm MCP `skill_view` p99, receipt and proof, 10k skills", m["view"]["p99_s"], 15)
+        absolute("warm MCP `skills_list` p50, 10k skills", m["list"]["p50_s"], 25)
+        absolute("warm MCP index (`ledger://index`) p50, 10k skills", m["index"]["p50_s"], 25)
+        if "100000" in sizes:
+            big = sizes["100000"]["mcp"]["view"]["p50_s"]
+            out.append(("warm MCP `skill_view` p50, 100k skills", _ms(big), f"10k skills {_ms(m['view']['p50_s'])}",
+                        big / m["view"]["p50_s"], 2.0))
+    n = r.get("bulk_skills")
+    for counters in ("no_counters", "counters"):
+        for synced in ("sync", "nosync"):
+            tag = f"{counters}_{synced}"
+            if f"snapshot_{tag}_s" in r:
+                what = "without counters" if counters == "no_counters" else "with counters"
+                when = "after a `sync`" if synced == "sync" else "no `sync`"
+                out.append((f"first snapshot of {n:,} skills {what}, {when}", _ms(r[f"snapshot_{tag}_s"]),
+                            f"git add -A && commit {_ms(r[f'git_{tag}_s'])}",
+                            r[f"snapshot_{tag}_s"] / r[f"git_{tag}_s"], 1.0))
+    if "commit_gas" in r:
+        out.append(("steady-state `commit` on chain, transaction gas", f"{r['commit_gas']:,} gas", "target 35,000 gas",
+                    r["commit_gas"] / 35_000, 1.0))
     return out
 
 
@@ -94,11 +130,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--core", default="bench-out/core.json")
     ap.add_argument("--lifetime", default="bench-out/lifetime.json")
+    ap.add_argument("--reads", default="bench-out/reads.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png")
     args = ap.parse_args()
     core = json.loads(Path(args.core).read_text()) if Path(args.core).exists() else {}
     life = json.loads(Path(args.lifetime).read_text())
+    reads = json.loads(Path(args.reads).read_text()) if Path(args.reads).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -118,11 +156,12 @@ def main() -> None:
         "| figure | measured | anchor | ratio | target | |",
         "|---|---|---|---|---|---|",
     ]
-    for figure, measured, anchor, ratio, target in rows(core, life):
+    for figure, measured, anchor, ratio, target in rows(core, life, reads):
         verdict = "PASS" if ratio <= target else "**MISS**"
         lines.append(f"| {figure} | {measured} | {anchor} | {ratio:.2f}× | ≤ {target}× | {verdict} |")
     lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
-    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json` (not committed).", ""]
+    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json`, `bench-out/reads.json` (not committed).",
+              ""]
     Path(args.out).write_text("\n".join(lines))
     plot(life, Path(args.plot))
     print("\n".join(lines))
