@@ -23,6 +23,7 @@ lineage costs about one changed skill per snapshot, not snapshots × skills.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from ledger._env import child_env
 from ledger.audit_signatures import check_signatures
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.merkle import RootIndex, format_root
+from ledger.packing import no_repack
 from ledger.skill import SKILL_MD, check_support_path, parse_skill_md
 from ledger.skilltree import skills_of
 from ledger.verdicts import Check, Report
@@ -548,13 +550,15 @@ def _check_fsck(path: Path, report: Report) -> None:
                             text=True, timeout=60, env=child_env()).stdout.strip()  # fmt: skip
     if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
         chk.fail("info/grafts rewrites parents for git's own history commands (docs/lineage.md §1)", path=grafts)
-    proc = subprocess.run(
-        ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=child_env(),
-    )
+    control = path / ".ledger"  # a brain (not a clone): its background packer must not repack under fsck
+    with no_repack(control) if (control / "config.json").is_file() else contextlib.nullcontext():
+        proc = subprocess.run(
+            ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=child_env(),
+        )
     # fsck exits 0 on warnings such as hasDotgit ("contains '.git'"); for a ledger they are failures.
     warnings = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith(("warning", "error"))]
     if proc.returncode != 0 or warnings:

@@ -42,7 +42,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.errors import StoreError
 
-__all__ = ["DEFAULT_EVERY", "note_write", "pack", "store_size"]
+__all__ = ["DEFAULT_EVERY", "no_repack", "note_write", "pack", "store_size"]
 
 DEFAULT_EVERY = 64  # writes between automatic packs
 DEFAULT_BYTES = 4 << 20  # or loose bytes written since the last pack, whichever comes first
@@ -127,6 +127,14 @@ def _packer_lock(control: Path, wait: bool) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def no_repack(control: Path) -> Iterator[None]:
+    """Hold off the packer while a reader lists and opens packs (``git fsck``): a repack deletes
+    the packs it replaced, and a pack listed before that and opened after is an error."""
+    with _packer_lock(control, wait=True):
+        yield
 
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
