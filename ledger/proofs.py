@@ -33,8 +33,10 @@ def prove_at(
     """The proof of bundle path ``rel`` in ``root``, from ``bundle``'s levels; ``rebuilt`` makes
     the index again from git objects when a proof from the cached one does not verify."""
     name, _, inner = rel.partition("/")
-    if not inner or name not in skills:
+    if name not in skills:
         raise ProofError(f"{rel!r} is not a file in this tree")
+    if not inner:
+        raise ProofError(f"{rel!r} is a directory; proofs are for files", hint="name a file: <skill>/<path>")
     proof = _prove(store, cache, skills[name], bundle, root, name, rel)  # a path that names no file raises here
     try:
         verify_proof(proof, root)
