@@ -535,30 +535,22 @@ def _check_worktree(path: Path, report: Report) -> None:
     )
 
 
+def _git(path: Path, *args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=timeout,
+                          env=child_env())  # fmt: skip
+
+
 def _check_fsck(path: Path, report: Report) -> None:
     chk = report.check("fsck")
-    replaced = subprocess.run(
-        ["git", "-C", str(path), "for-each-ref", "--format=%(refname)", "refs/replace/"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=child_env(),
-    ).stdout.split()
+    replaced = _git(path, "for-each-ref", "--format=%(refname)", "refs/replace/").stdout.split()
     if replaced:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
-    grafts = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-path", "info/grafts"], capture_output=True,
-                            text=True, timeout=60, env=child_env()).stdout.strip()  # fmt: skip
+    grafts = _git(path, "rev-parse", "--git-path", "info/grafts").stdout.strip()
     if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
         chk.fail("info/grafts rewrites parents for git's own history commands (docs/lineage.md §1)", path=grafts)
     control = path / ".ledger"  # a brain (not a clone): its background packer must not repack under fsck
     with no_repack(control) if (control / "config.json").is_file() else contextlib.nullcontext():
-        proc = subprocess.run(
-            ["git", "-C", str(path), "fsck", "--no-dangling", "--no-progress"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=child_env(),
-        )
+        proc = _git(path, "fsck", "--no-dangling", "--no-progress", timeout=600)
     # fsck exits 0 on warnings such as hasDotgit ("contains '.git'"); for a ledger they are failures.
     warnings = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith(("warning", "error"))]
     if proc.returncode != 0 or warnings:

@@ -33,6 +33,14 @@ def honest(tmp_path_factory: pytest.TempPathFactory, node) -> tuple[Path, dict[s
     return brain, idx
 
 
+def _tampered(honest: tuple[Path, dict[str, int]], case: tamper.Case, tmp_path: Path) -> tuple[Path, str]:
+    """A bare copy of the honest brain's store with ``case`` applied, and the snapshot it names."""
+    brain, idx = honest
+    copy = tmp_path / "copy.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
+    return copy, case.apply(copy, idx)
+
+
 def _audit(repo: Path, *args: str) -> tuple[int, dict]:
     proc = run_ledger("audit", str(repo), "--json", *args)
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
@@ -52,10 +60,7 @@ def test_the_honest_brain_passes(honest, with_chain: bool) -> None:
 
 @pytest.mark.parametrize("case", tamper.cases(), ids=lambda c: c.name)
 def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: tamper.Case, tmp_path: Path) -> None:
-    brain, idx = honest
-    copy = tmp_path / "copy.git"
-    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
-    named = case.apply(copy, idx)
+    copy, named = _tampered(honest, case, tmp_path)
     for chain in ((), tuple(CHAIN)):  # a clone alone, then a clone and the chain
         code, report = _audit(copy, *case.audit_args, *chain)
         chk = report["checks"][case.check]
@@ -84,10 +89,7 @@ def test_the_honest_store_counted_brain_passes(honest_store) -> None:
 
 @pytest.mark.parametrize("case", tamper.store_cases(), ids=lambda c: c.name)
 def test_every_store_tamper_class_fails_the_audit(honest_store, case: tamper.Case, tmp_path: Path) -> None:
-    brain, idx = honest_store
-    copy = tmp_path / "copy.git"
-    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
-    named = case.apply(copy, idx)
+    copy, named = _tampered(honest_store, case, tmp_path)
     code, report = _audit(copy)
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
