@@ -216,6 +216,9 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
             assert view["name"] == "arxiv"
             bad = await s.call_tool("skill_manage", {"action": "move", "name": "arxiv", "category": "../x"})
             assert bad.is_error and "invalid category" in _text(bad)
+            nowhere = await s.call_tool("skill_manage", {"action": "delete", "name": "deploy",
+                                                         "absorbed_into": "nosuch"})  # fmt: skip
+            assert nowhere.is_error and "absorbed_into names no other skill" in _text(nowhere)
             gone = _json(await s.call_tool("skill_manage", {"action": "delete", "name": "deploy",
                                                             "absorbed_into": "arxiv"}))  # fmt: skip
             assert gone["receipt"]["operation"] == "delete"

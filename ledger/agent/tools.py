@@ -351,9 +351,11 @@ class SkillTools:
     def _delete(self, name: str, absorbed_into: str | None = None) -> Any:
         note = ""
         if absorbed_into:  # Hermes's argument: this skill was merged into another, which must exist
-            note = f"absorbed into {self.brain.resolve(absorbed_into)}"
-            if note.removeprefix("absorbed into ") not in self.brain.head().skills:
-                raise SkillNotFoundError(f"absorbed_into names no skill: {absorbed_into!r}")
+            target = self.brain.resolve(absorbed_into)  # a name that matches nothing comes back as it is
+            if target not in self.brain.head().skills or target == name:
+                raise SkillNotFoundError(f"absorbed_into names no other skill: {absorbed_into!r}",
+                                         hint="name the skill this one was merged into (see skills_list)")
+            note = f"absorbed into {target}"
         return self.brain.delete(name, note=note)
 
     def _move(self, name: str, category: str) -> Any:
