@@ -4,7 +4,7 @@ It compiles ``ledger/_native.c`` against BLAKE3's official C implementation,
 which is not vendored here: ``scripts/bootstrap`` unpacks it from Debian's
 ``librust-blake3-dev`` into ``.build/blake3-c`` (or point ``LEDGER_BLAKE3_C``
 at any copy of BLAKE3's ``c/`` directory).  Without it, or if the compiler
-fails, the package installs without the extension and ``ledger.merkle`` hashes
+fails, the package installs without the extension and ``ledger.bundle.merkle`` hashes
 in pure Python: same roots, slower.
 """
 

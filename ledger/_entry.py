@@ -2,7 +2,7 @@
 
 ``ledger hash DIR [--json]`` is the command scripts and CI call in loops, and
 on a 10,000-skill brain the native hasher takes less time than importing click
-and ``ledger.merkle`` (~90 ms together).  So that exact form is answered here,
+and ``ledger.bundle.merkle`` (~90 ms together).  So that exact form is answered here,
 importing neither; every other command line, and every failure or tree the
 native hasher hands back, goes to the click CLI (``ledger.cli``), which does
 the work again and reports as usual.  Output is byte-identical either way

@@ -4,14 +4,14 @@ An agent reads the index at the start of every task, and a clean ``status`` is w
 scripts poll.  On a 10,000-skill brain the work is 25 ms of ``lstat`` calls; importing
 click and the brain's write engine took longer than that.  So, as for ``ledger hash``
 (:mod:`ledger._entry`), these exact command lines are answered here when the stat
-cache (:mod:`ledger.statcache`) can answer them alone:
+cache (:mod:`ledger.store.statcache`) can answer them alone:
 
 - the brain is found as the CLI finds it, and has no journal and no ref lock (opening
   it would roll a write forward);
 - every skill directory on disk has a cache entry whose ``lstat`` still matches;
 - ``status``: the cache's clean record names the head commit and, with a chain
   configured, the pending count remembered by the full path is for this head and these
-  receipts (:func:`ledger.receipts.remembered_pending`); ``index`` and ``skill list``:
+  receipts (:func:`ledger.chain.receipts.remembered_pending`); ``index`` and ``skill list``:
   every entry holds its index line.
 
 Anything else returns ``None`` and the click CLI does the whole job, so the output is
@@ -22,24 +22,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ledger import render
+from ledger.bundle import render
+from ledger.store.refs import BRANCH, NOTES_REF, PENDING_CACHE, pending_key
 
 __all__ = ["answer"]
 
 _COMMANDS = {("status",): "status", ("status", "--json"): "status-json", ("index",): "index",
              ("skill", "list"): "list"}  # fmt: skip
-NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.receipts); defined here, where no import is cheap
-PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last pending count and what it was counted from
-_OWN_REF_LOCKS = ("refs/heads/main.lock", f"{NOTES_REF}.lock")
-
-
-def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
-    """What a pending count depends on: the head, the receipts' notes ref, the registry and agent."""
-    return [head, notes, chain.get("registry"), chain.get("agent_id")]
+_OWN_REF_LOCKS = (f"{BRANCH}.lock", f"{NOTES_REF}.lock")
 
 
 def _brain(given: str | None) -> Path | None:
@@ -59,7 +51,7 @@ def _head(git_dir: Path) -> str | None:
 
 
 def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None:
-    """The count :func:`ledger.receipts.remembered_pending` kept, if it is still for this head,
+    """The count :func:`ledger.chain.receipts.remembered_pending` kept, if it is still for this head,
     these receipts and these chain settings."""
     try:
         notes = (git_dir / NOTES_REF).read_text().strip()
@@ -100,7 +92,7 @@ def _answer(args: list[str]) -> str | None:
         return None
     if any((git_dir / lock).exists() for lock in _OWN_REF_LOCKS):
         return None
-    from ledger.statcache import StatCache
+    from ledger.store.statcache import StatCache
 
     cache = StatCache(control / "cache" / "stat-v1.json")
     try:
@@ -131,5 +123,5 @@ def _answer(args: list[str]) -> str | None:
     if command == "index":
         return "".join(render.index_line(name, info[0]) for name, info in infos).removesuffix("\n")
     if any(info[1] is None for _, info in infos):
-        return None  # versions kept in the store (ledger.versioning): the full path reads the head's record
+        return None  # versions kept in the store (ledger.write.versioning): the full path reads the head's record
     return "".join(render.list_line(name, info[1], info[0]) for name, info in infos).removesuffix("\n")

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import make_brain
 
-from ledger import treehash as th
+from ledger.store import treehash as th
 
 
 def recompute(brain, commits: list[bytes]) -> float:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from bench import make_brain, median_time, skill_text  # scripts/ is on sys.path when run as a script
 
-from ledger import anvil
 from ledger.brain import Brain
-from ledger.packing import store_size
+from ledger.chain import anvil
+from ledger.store.packing import store_size
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",

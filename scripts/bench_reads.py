@@ -127,7 +127,7 @@ def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
 def gas(tmp: Path) -> dict[str, int]:
     """Gas of a steady-state single-root `commit` and of a batch of ten, from the receipts (transaction
     level: the 21,000 intrinsic gas and calldata included)."""
-    from ledger import anvil
+    from ledger.chain import anvil
 
     brain = tmp / "gas-brain"
     subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
@@ -151,7 +151,7 @@ def gas(tmp: Path) -> dict[str, int]:
     finally:
         anvil.stop(tmp / "anvil")
     from ledger.brain import Brain
-    from ledger.receipts import read_receipts
+    from ledger.chain.receipts import read_receipts
 
     with Brain.open(brain) as b:
         receipts = sorted(read_receipts(b.store).values(), key=lambda r: r["seq"])

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger import signing
-from ledger.audit import audit_repo
+from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
+from ledger.signatures import signing
 
 
 def _brain(root: Path, signed: bool, snapshots: int) -> tuple[Path, list[float]]:

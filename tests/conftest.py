@@ -35,7 +35,7 @@ def signing_keys(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory):
     """A real anvil on a free loopback port, bounded in time, always stopped."""
-    from ledger import anvil
+    from ledger.chain import anvil
 
     state = tmp_path_factory.mktemp("anvil")
     n = anvil.start(state, persist=False, lifetime=900)
@@ -48,8 +48,8 @@ def node(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def chained(tmp_path: Path, node):
     """A brain with its own freshly deployed registry and registered agent (dev key, real anvil)."""
-    from ledger.chain import deploy, register
-    from ledger.keys import DEV_KEY_NAME
+    from ledger.chain.keys import DEV_KEY_NAME
+    from ledger.exchange.anchoring import deploy, register
 
     brain = Brain.init(tmp_path / "brain")
     brain.update_config(chain={"rpc": node.url})

@@ -62,7 +62,7 @@ def _head_state(brain: Path) -> dict[str, dict[str, bytes]]:
     ).stdout
     top = subprocess.run(["git", "-C", str(brain), "ls-tree", "--name-only", "main"], capture_output=True,
                          text=True, check=True).stdout.split()  # fmt: skip
-    fanned = "layout" in top  # skills/<xx>/<name>/… (ledger.skilltree)
+    fanned = "layout" in top  # skills/<xx>/<name>/… (ledger.store.skilltree)
     state: dict[str, dict[str, bytes]] = {}
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
@@ -73,7 +73,7 @@ def _head_state(brain: Path) -> dict[str, dict[str, bytes]]:
 
 
 def _fill(brain: Path, tmp: Path, count: int) -> None:
-    """``count`` more skills in one import: past ledger.skilltree.FANOUT_AT, skills/ is fanned out."""
+    """``count`` more skills in one import: past ledger.store.skilltree.FANOUT_AT, skills/ is fanned out."""
     src = tmp / "filler"
     for i in range(count):
         (src / f"f{i:05d}").mkdir(parents=True)
@@ -140,7 +140,7 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
         return ["skill", "delete", rng.choice(victims)] if victims else _plan("create", n, state, rng, tmp, brain)
     if op == "revert":
         return ["revert", pick, "--to", "1"]
-    if op == "import":  # the bulk path: every object in one pack (ledger.packwrite)
+    if op == "import":  # the bulk path: every object in one pack (ledger.store.packwrite)
         src = tmp / f"import-{n}"
         for name in {pick, f"i{n}", f"i{n}b"}:
             (src / name / "references").mkdir(parents=True)

@@ -12,8 +12,8 @@ import pytest
 from ledger.agent.evolution import apply_payload, render_index, render_skill_turn, synthesis_advice
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
+from ledger.bundle.merkle import InclusionProof, parse_root, verify_proof
 from ledger.errors import SkillError
-from ledger.merkle import InclusionProof, parse_root, verify_proof
 from tests.conftest import fingerprint, run_ledger
 
 SKILL = "---\nname: {n}\ndescription: {d}\n---\n{b}\n"

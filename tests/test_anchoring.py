@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, commit_pending
-from ledger.keys import DEV_KEY_NAME
+from ledger.chain import anvil
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending
 from tests.conftest import run_ledger
 
 
@@ -55,12 +57,12 @@ def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, chained: Brai
 def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvil.Node, chained: Brain) -> None:
     """Issue 18, item 1: after a commit from another copy (the chain moved under us), and with a key the
     agent never authorized, the message names the way back, and following it makes the brain committable."""
-    from ledger.sharing import clone
+    from ledger.exchange.sharing import clone
 
     a = chained
     a.create("s", "S", "one\n")
     remote = tmp_path / "remote.git"
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     # Another copy of the same lineage commits it first.
     b = clone(str(remote), tmp_path / "b")
     b.update_config(chain=dict(a.config["chain"]))
@@ -73,7 +75,7 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
     # A key the agent never authorized: refused, and the message says how to authorize it.
     keys = {**env, "LEDGER_KEYSTORE": str(tmp_path / "ks"), "LEDGER_KEY_PASSWORD": "pw"}
     address = run_ledger("keys", "new", "stranger", env=keys, check=True).stdout.strip()
-    from ledger.chain import Registry
+    from ledger.chain.registry import Registry
 
     Registry(node.url).w3.provider.make_request("anvil_setBalance", [address, hex(10**18)])  # funded, not authorized
     a.create("t", "T", "two\n")

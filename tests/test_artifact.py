@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.chain import artifact
+from ledger.chain.registry import artifact
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, Registry, commit_pending, deploy, register
-from ledger.keys import DEV_KEY_NAME, dev_account
+from ledger.chain import anvil
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME, dev_account
+from ledger.chain.registry import Registry
+from ledger.exchange.anchoring import commit_pending, deploy, register
 from tests.conftest import run_ledger
 
 GIT_ENV = {
@@ -208,7 +210,7 @@ def test_bogus_root_committed_by_authorized_key_is_caught(chained) -> None:
     cfg = ChainConfig.of(b)
     reg = Registry(cfg.rpc, cfg.registry)
     bogus = b"\x42" * 32
-    reg.send(dev_account(0), reg._c().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), bogus), what="bogus")
+    reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), bogus), what="bogus")
     code, rep = audit(b.root, *chain_args(b))
     roots = rep["checks"]["chain.roots"]
     assert code == 1 and roots["index"] == 7 and roots["snapshot"] == b.head().snap.commit

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from skills_ref.validator import validate as skills_ref_validate
 
-from ledger.lint import FLOW_WARNING, introduced_errors, lint_skill
+from ledger.bundle.lint import FLOW_WARNING, introduced_errors, lint_skill
 from tests.conftest import run_ledger
 
 

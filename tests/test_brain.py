@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
-from ledger import gitstore as gs
-from ledger.audit import audit_repo
+from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain, NoChangeError
+from ledger.bundle.merkle import RootIndex, format_root, hash_path, parse_root, verify_proof
 from ledger.errors import LedgerError, LockedError, PatchError, SkillError, SkillExistsError, StoreError
-from ledger.merkle import RootIndex, format_root, hash_path, parse_root, verify_proof
-from ledger.treehash import DigestCache, bundle_of_tree, tree_digest
+from ledger.store import gitstore as gs
+from ledger.store.treehash import DigestCache, bundle_of_tree, tree_digest
 
 
 def git(brain: Path, *args: str) -> str:
@@ -27,7 +27,7 @@ def git(brain: Path, *args: str) -> str:
 
 def recompute_from_git(repo: Path, rev: str = "main") -> str:
     """Root of a snapshot recomputed from git objects alone, with an empty cache."""
-    from ledger.gitstore import GitStore
+    from ledger.store.gitstore import GitStore
 
     with GitStore(repo) as store:
         commit = store.resolve(rev)

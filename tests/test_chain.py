@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, Registry, commit_pending
+from ledger.chain import anvil
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.receipts import read_receipts
+from ledger.chain.registry import Registry
 from ledger.errors import ChainError
-from ledger.keys import DEV_KEY_NAME
-from ledger.receipts import read_receipts
+from ledger.exchange.anchoring import commit_pending
 from tests.conftest import fingerprint, run_ledger
 
 pytestmark = pytest.mark.chain
@@ -31,7 +33,7 @@ def _nonce(brain: Brain, address: str) -> int:
 
 
 def _dev_address() -> str:
-    from ledger.keys import dev_account
+    from ledger.chain.keys import dev_account
 
     return dev_account(0).address
 
@@ -92,11 +94,11 @@ def test_stale_parent_reverts_and_the_client_says_why(chained: Brain, tmp_path: 
     commit_pending(chained, key=DEV_KEY_NAME)
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
-    from ledger.keys import dev_account
+    from ledger.chain.keys import dev_account
 
     stale = list(chained.store.lineage())[1].root
     with pytest.raises(ChainError, match=r"StaleParent\(agentId=0x[0-9a-f]+, head=0x[0-9a-f]{64}, parent=0x") as info:
-        reg.send(dev_account(0), reg._c().functions.commit(cfg.agent_id, stale, b"\x11" * 32), what="a stale commit")
+        reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, stale, b"\x11" * 32), what="a stale commit")
     assert "head moved" in (info.value.hint or "")
     # Another brain pointed at this agent is refused, naming where the lineages part
     # (seq 1 is the empty genesis root, which every brain shares).
@@ -230,7 +232,7 @@ def test_web3_only_loads_for_chain_commands() -> None:
 def test_the_head_of_selector_is_keccak_of_its_signature() -> None:
     from eth_utils import keccak
 
-    from ledger.chain_config import HEAD_OF_SELECTOR
+    from ledger.chain.config import HEAD_OF_SELECTOR
 
     assert keccak(text="headOf(uint256)")[:4].hex() == HEAD_OF_SELECTOR
 

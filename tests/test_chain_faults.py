@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
-from ledger import gitstore as gs
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, Registry, deploy, register
-from ledger.keys import DEV_KEY_NAME
-from ledger.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest
+from ledger.bundle.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest
+from ledger.chain import anvil
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.registry import Registry
+from ledger.exchange.anchoring import deploy, register
+from ledger.store import gitstore as gs
 from tests.conftest import run_ledger
 
 pytestmark = pytest.mark.chain
@@ -39,13 +41,13 @@ def _rpc(url: str, method: str, *params: object) -> object:
 
 
 def _nonce(brain: Brain) -> int:
-    from ledger.keys import dev_account
+    from ledger.chain.keys import dev_account
 
     return Registry(ChainConfig.of(brain).rpc).w3.eth.get_transaction_count(dev_account(0).address)
 
 
 def test_codeless_registry_is_refused_before_anything_is_sent(chained: Brain) -> None:
-    from ledger.keys import dev_account
+    from ledger.chain.keys import dev_account
 
     chained.create("s", "d", "x\n")
     cfg = chained.config["chain"]

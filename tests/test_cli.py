@@ -51,7 +51,7 @@ def test_receipts_and_log_json(cli_brain: Path, tmp_path: Path) -> None:
     r = run_ledger("skill", "patch", "pdf", "--old", "Use", "--new", "Prefer", "--json", env=env, check=True)
     receipt = json.loads(r.stdout)
     assert set(receipt) == {"skill", "version", "root", "commit", "operation", "changes", "signer"}
-    from ledger import identity
+    from ledger.signatures import identity
 
     assert receipt["signer"] == identity.peek("user")  # signed by this machine's user key
     assert receipt["changes"] == [{"skill": "pdf", "action": "update", "version": 3, "files": {"SKILL.md": "modified"}}]

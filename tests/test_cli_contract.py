@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
+from ledger.chain import anvil
 from tests.conftest import fingerprint, run_ledger
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
+from ledger.chain import anvil
 from ledger.cli import main
 from tests.conftest import fingerprint, run_ledger
 

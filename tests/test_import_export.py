@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
-from ledger.lint import lint_skill
+from ledger.bundle.lint import lint_skill
 from tests import fixtures
 from tests.conftest import fingerprint, run_ledger
 
@@ -186,8 +186,8 @@ def test_dot_git_is_refused_on_every_write_path_and_fails_verify_and_audit(tmp_p
     skill = git("mktree", data=f"100644 blob {skill_md}\tSKILL.md\n040000 tree {dotgit}\t.git\n")
     skills = git("mktree", data=f"040000 tree {skill}\tx\n")
     top = git("mktree", data=f"040000 tree {skills}\tskills\n")
-    from ledger import gitstore as gs
-    from ledger.merkle import parse_root
+    from ledger.bundle.merkle import parse_root
+    from ledger.store import gitstore as gs
 
     parent_root = parse_root(re.search(r"Ledger-Root: (\S+)", git("log", "-1", "--format=%B", "main")).group(1))
     msg = gs.format_message("create", b"\x11" * 32, parent_root, [gs.Change("create", "x", 1)])

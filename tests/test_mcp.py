@@ -192,7 +192,7 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
-    from ledger import identity
+    from ledger.signatures import identity
 
     brain, params = _new_server(tmp_path)
     arxiv = "---\nname: arxiv\ndescription: Find papers on arXiv\n---\nSearch.\n"

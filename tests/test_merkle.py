@@ -16,8 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import ProofError, TreeError
-from ledger.merkle import (
+from ledger.bundle.merkle import (
     InclusionProof,
     hash_path,
     parse_root,
@@ -25,6 +24,7 @@ from ledger.merkle import (
     read_tree,
     verify_proof,
 )
+from ledger.errors import ProofError, TreeError
 
 NAME = (
     st.text(
@@ -229,7 +229,7 @@ def test_umask_does_not_matter_only_exec_bit(tmp_path: Path) -> None:
 
 def test_locale_does_not_matter(tmp_path: Path) -> None:
     write(tmp_path / "t", {"b": (b"", False), "B2": (b"", False), "é": (b"", False), "a": (b"", False)})
-    code = f"from ledger.merkle import hash_path as h; print(h({str(tmp_path / 't')!r}).hex())"
+    code = f"from ledger.bundle.merkle import hash_path as h; print(h({str(tmp_path / 't')!r}).hex())"
     roots = {
         subprocess.run(
             [sys.executable, "-c", code],
@@ -258,8 +258,8 @@ def test_parse_root_rejects_garbage() -> None:
 
 def test_proofs_and_roots_take_only_the_canonical_hex(tmp_path: Path) -> None:
     """64 lower-case hex digits, as written: upper-case, spaced or broken hex is refused, not read."""
+    from ledger.bundle.merkle import InclusionProof, parse_root
     from ledger.errors import ProofError
-    from ledger.merkle import InclusionProof, parse_root
 
     good = "ab" * 32
     assert parse_root(f"blake3-tree-v1:{good}") == bytes.fromhex(good) == parse_root(f"0x{good}")

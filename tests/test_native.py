@@ -1,4 +1,4 @@
-"""The native hasher (ledger/_native.c) against the reference (ledger.merkle), on real files.
+"""The native hasher (ledger/_native.c) against the reference (ledger.bundle.merkle), on real files.
 
 It may only ever answer the reference's root or hand the tree back (None);
 these tests hunt for a third outcome.  ``scripts/test`` sets
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle
+from ledger.bundle import merkle
+from ledger.bundle.merkle import format_root, read_tree
 from ledger.errors import TreeError
-from ledger.merkle import format_root, read_tree
 
 from .test_vectors import VECTORS, load, materialize
 
@@ -200,7 +200,8 @@ def test_cli_fast_path_skips_click_and_falls_back_for_everything_else(tmp_path: 
     skills = _brain_like(tmp_path / "b", 3)
     probe = (  # click exits through SystemExit, so report from atexit
         "import atexit, sys; from ledger._entry import main; sys.argv = ['ledger'] + sys.argv[1:]; "
-        "atexit.register(lambda: print('click' in sys.modules, 'ledger.merkle' in sys.modules, file=sys.stderr)); "
+        "atexit.register(lambda: print('click' in sys.modules, 'ledger.bundle.merkle' in sys.modules, "
+        "file=sys.stderr)); "
         "main()"
     )
     quick = subprocess.run([sys.executable, "-c", probe, "hash", str(skills)], capture_output=True, text=True)
@@ -241,8 +242,8 @@ def test_dot_git_is_handed_back_and_refused_by_the_reference(tmp_path: Path, nam
 
 
 def test_stat_keys_match_the_python_keys(tmp_path: Path) -> None:
-    """The batch lstat the stat cache validates with gives the keys ledger.statcache computes."""
-    from ledger.statcache import _current_key, signature
+    """The batch lstat the stat cache validates with gives the keys ledger.store.statcache computes."""
+    from ledger.store.statcache import _current_key, signature
 
     for name in ("a", "b"):
         (tmp_path / name / "references").mkdir(parents=True)

@@ -7,11 +7,11 @@ import threading
 import time
 from pathlib import Path
 
-from ledger.audit import audit_repo
+from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
-from ledger.layouts import read
-from ledger.merkle import InclusionProof, parse_root, verify_proof
-from ledger.packing import pack, store_size
+from ledger.bundle.merkle import InclusionProof, parse_root, verify_proof
+from ledger.exchange.layouts import read
+from ledger.store.packing import pack, store_size
 from tests.conftest import run_ledger
 
 
@@ -40,7 +40,7 @@ def test_writes_pack_in_the_background_and_gc_loses_nothing(tmp_path: Path) -> N
             brain.upsert(f"---\nname: {name}\ndescription: Skill\n---\nrevision {i}\n")
         if i % 7 == 0:
             proofs.append((brain.prove(f"{name}/SKILL.md"), brain.head().snap.root))
-        if i == 20:  # a bulk write: its objects arrive as a pack of their own (ledger.packwrite)
+        if i == 20:  # a bulk write: its objects arrive as a pack of their own (ledger.store.packwrite)
             src = tmp_path / "collection"
             for j in range(6):
                 (src / f"bulk-{j}").mkdir(parents=True)
@@ -99,7 +99,7 @@ def test_packing_beside_a_writer_loses_no_write(tmp_path: Path) -> None:
 def test_the_automatic_packer_waits_for_a_pause_in_the_writes(tmp_path: Path) -> None:
     """A pack does not share the disk with a burst of upserts: the detached packer holds off
     while the write counter keeps changing, and no longer than the loose bytes allow."""
-    from ledger.packing import QUIET_S, _await_quiet
+    from ledger.store.packing import QUIET_S, _await_quiet
 
     counter = tmp_path / "gc-writes"
     counter.write_text("1 100")

@@ -1,4 +1,4 @@
-"""Bulk writes go into one git pack (ledger.packwrite): git reads it as its own, and a failed or
+"""Bulk writes go into one git pack (ledger.store.packwrite): git reads it as its own, and a failed or
 killed bulk write leaves nothing anyone refers to."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import gitstore as gs
-from ledger.audit import audit_repo
+from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.errors import SkillError
-from ledger.packwrite import STAGING_PREFIX, PackWriter
+from ledger.store import gitstore as gs
+from ledger.store.packwrite import STAGING_PREFIX, PackWriter
 
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -69,7 +69,7 @@ def test_an_import_that_fails_publishes_no_pack(tmp_path: Path, monkeypatch: pyt
         raise SkillError("injected after the objects were written")
 
     monkeypatch.setattr(type(brain.store), "write_commit", fail)
-    from ledger.layouts import read
+    from ledger.exchange.layouts import read
 
     with pytest.raises(SkillError, match="injected"):
         brain.import_collection(read(src, "auto", 1 << 20))

@@ -12,7 +12,7 @@ from blake3 import blake3
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
-from ledger.merkle import InclusionProof, verify_proof
+from ledger.bundle.merkle import InclusionProof, verify_proof
 from tests.conftest import run_ledger
 
 N = 300  # above the 256 skills from which the root index is saved in .ledger/cache

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from ledger import gitstore as gs
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, commit_pending
+from ledger.bundle.merkle import format_root
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.receipts import NOTES_REF, read_receipts, write_receipts
 from ledger.errors import StoreError
-from ledger.keys import DEV_KEY_NAME
-from ledger.merkle import format_root
-from ledger.receipts import NOTES_REF, read_receipts, write_receipts
-from ledger.sharing import clone
+from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending
+from ledger.exchange.sharing import clone
+from ledger.store import gitstore as gs
 from tests.conftest import run_ledger
 
 
@@ -83,7 +85,7 @@ def anchored(tmp_path: Path, chained: Brain):
     commit_pending(a, key=DEV_KEY_NAME)
     a.create("t", "T", "two\n")  # #2: not anchored
     remote = tmp_path / "remote.git"
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     return a, remote
 
 

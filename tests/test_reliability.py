@@ -17,7 +17,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.errors import LedgerError, SkillError, TreeError
-from ledger.gitstore import GitStore
+from ledger.store.gitstore import GitStore
 from tests.conftest import fingerprint, run_ledger
 
 
@@ -231,7 +231,7 @@ def _hostile_clone(brain: Path, tmp_path: Path, name: str, skill_md: bytes, mess
     skill = git("mktree", data=f"100644 blob {blob}\tSKILL.md\n".encode())
     skills = git("mktree", data=f"040000 tree {skill}\t{name}\n".encode())
     top = git("mktree", data=f"040000 tree {skills}\tskills\n".encode())
-    from ledger.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest, format_root
+    from ledger.bundle.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest, format_root
 
     root = DirNode({name: Digest(KIND_DIR, DirNode({"SKILL.md": Digest(KIND_FILE, file_digest(skill_md))}).digest)})
     with GitStore(clone) as store:
@@ -379,7 +379,7 @@ def test_unreadable_file_is_refused_with_a_message_not_a_traceback() -> None:
     """
     import tempfile
 
-    from ledger.merkle import hash_path
+    from ledger.bundle.merkle import hash_path
 
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o755)

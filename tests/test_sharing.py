@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from ledger import anvil
 from ledger.brain import Brain
-from ledger.chain import ChainConfig, commit_pending, deploy, register
+from ledger.chain import anvil
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.receipts import UNVERIFIED_REF, read_receipts
 from ledger.errors import StoreError
-from ledger.keys import DEV_KEY_NAME
-from ledger.receipts import UNVERIFIED_REF, read_receipts
-from ledger.sharing import clone
+from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending, deploy, register
+from ledger.exchange.sharing import clone
 from tests.conftest import fingerprint, run_ledger
 
 
@@ -28,7 +30,7 @@ def pair(tmp_path: Path):
     a = Brain.init(tmp_path / "a")
     a.create("s", "S", "one\n")
     remote = tmp_path / "remote.git"
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     b = clone(str(remote), tmp_path / "b")
     try:
         yield a, remote, b
@@ -43,31 +45,31 @@ def test_clone_then_pull_brings_the_same_lineage_and_files(pair) -> None:
     assert (b.skills_dir / "s" / "SKILL.md").read_bytes() == (a.skills_dir / "s" / "SKILL.md").read_bytes()
     a.patch("s", "one", "two")
     a.write_file("s", "references/r.md", b"ref\n")
-    a.push(str(remote))
-    out = b.pull(str(remote))
+    sharing.push(a, str(remote))
+    out = sharing.pull(b, str(remote))
     assert out["moved"] and b.head().commit == a.head().commit
     assert (b.skills_dir / "s" / "references" / "r.md").read_bytes() == b"ref\n"
     assert b.status().clean
-    assert b.pull(str(remote))["moved"] is False  # again: nothing to do
+    assert sharing.pull(b, str(remote))["moved"] is False  # again: nothing to do
 
 
 def test_pull_refuses_a_diverged_lineage_and_changes_nothing(pair) -> None:
     a, remote, b = pair
     a.patch("s", "one", "two")
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     b.patch("s", "one", "uno")
     before = fingerprint(b.root)
     with pytest.raises(StoreError, match="diverged"):
-        b.pull(str(remote))
+        sharing.pull(b, str(remote))
     with pytest.raises(StoreError, match="pull"):
-        b.push(str(remote))  # and a push never rewrites the published lineage
+        sharing.push(b, str(remote))  # and a push never rewrites the published lineage
     assert fingerprint(b.root) == before
 
 
 def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
     a, remote, b = pair
     a.patch("s", "one", "two")
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     work = tmp_path / "forger"
     _git(tmp_path, "clone", "-q", str(remote), str(work))
     _git(work, "-c", "user.name=x", "-c", "user.email=x@x", "filter-branch", "-f", "--tree-filter",
@@ -75,7 +77,7 @@ def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
     _git(work, "push", "-q", "-f", str(remote), "main:main")
     before = fingerprint(b.root)
     with pytest.raises(StoreError, match="fails the audit"):
-        b.pull(str(remote))
+        sharing.pull(b, str(remote))
     assert fingerprint(b.root) == before
     assert not (b.root / ".ledger" / "tmp").exists() or not any((b.root / ".ledger" / "tmp").iterdir())
 
@@ -83,11 +85,11 @@ def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
 def test_pull_refuses_over_unrecorded_hand_edits(pair) -> None:
     a, remote, b = pair
     a.patch("s", "one", "two")
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     (b.skills_dir / "s" / "SKILL.md").write_text("hand edit\n")
     before = fingerprint(b.root)
     with pytest.raises(StoreError, match="not in a snapshot"):
-        b.pull(str(remote))
+        sharing.pull(b, str(remote))
     assert fingerprint(b.root) == before and not (b.root / ".ledger" / "journal.json").exists()
 
 
@@ -95,7 +97,7 @@ def test_clone_refuses_a_forged_remote_and_leaves_nothing(tmp_path: Path) -> Non
     a = Brain.init(tmp_path / "a")
     a.create("s", "S", "one\n")
     remote = tmp_path / "r.git"
-    a.push(str(remote))
+    sharing.push(a, str(remote))
     a.close()
     head = _git(remote, "rev-parse", "main").strip()
     tree = _git(remote, "rev-parse", f"{head}^{{tree}}").strip()
@@ -134,8 +136,8 @@ def test_receipts_travel_with_push_and_clone_and_audit_fetches_them_by_url(tmp_p
     b.update_config(chain=dict(a.config["chain"]))
     b.create("t", "T", "b's\n")
     commit_pending(b, key=DEV_KEY_NAME)
-    b.push(str(remote))
-    a.pull(str(remote))
+    sharing.push(b, str(remote))
+    sharing.pull(a, str(remote))
     assert set(read_receipts(a.store)) == set(read_receipts(b.store)) and len(read_receipts(a.store)) == 3
     a.close()
     b.close()

@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skills_ref.validator import validate as skills_ref_validate
 
-from ledger.errors import SkillError
-from ledger.frontmatter import set_counter
-from ledger.skill import (
+from ledger.bundle.frontmatter import set_counter
+from ledger.bundle.skill import (
     SkillDoc,
     check_name,
     check_support_path,
     parse_skill_md,
     slugify,
 )
+from ledger.errors import SkillError
 
 
 @pytest.mark.parametrize(
@@ -184,7 +184,7 @@ def test_written_skills_pass_skills_ref(tmp_path: Path) -> None:
 def test_the_depth_guard_fast_path_never_admits_what_the_event_scan_refuses(depth: int, styles: list[str]) -> None:
     """``bounded`` skips the event scan when the text has too few collection indicators to nest
     past the limit; nested collections of every style, as deep as 40, are judged as the scan would."""
-    from ledger.frontmatter import MAX_YAML_DEPTH, bounded
+    from ledger.bundle.frontmatter import MAX_YAML_DEPTH, bounded
 
     value, flowable = "leaf", True
     for level in range(depth - 1):  # the mapping at the top is one level

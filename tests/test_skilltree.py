@@ -1,4 +1,4 @@
-"""The fanned-out skills/ layout (ledger.skilltree): same roots, same history, every reader, and
+"""The fanned-out skills/ layout (ledger.store.skilltree): same roots, same history, every reader, and
 refusal of anything not canonical.  The threshold is lowered so small brains cross it."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import skilltree
-from ledger.audit import audit_repo
+from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
+from ledger.bundle.merkle import InclusionProof, format_root, hash_path, verify_proof
 from ledger.errors import LedgerError
-from ledger.merkle import InclusionProof, format_root, hash_path, verify_proof
+from ledger.store import skilltree
 from tests.conftest import run_ledger
 
 
@@ -101,7 +101,7 @@ def test_a_skill_in_the_wrong_bucket_or_an_unknown_layout_is_refused(tmp_path: P
     forged = _git(git_dir, "commit-tree", _git(git_dir, "mktree", stdin=top.encode()).strip(), "-p", "main",
                   "-m", "forged").strip()  # fmt: skip
     _git(git_dir, "update-ref", "refs/heads/forged", forged)
-    from ledger.skilltree import skills_of
+    from ledger.store.skilltree import skills_of
 
     with pytest.raises(LedgerError, match="wrong fan-out directory"):
         skills_of(brain.store, bytes.fromhex(_git(git_dir, "rev-parse", "forged^{tree}").strip()))

@@ -13,7 +13,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.errors import TreeError
-from ledger.statcache import _from_columns, _to_columns, signature
+from ledger.store.statcache import _from_columns, _to_columns, signature
 
 HOUR = 3600 * 10**9
 

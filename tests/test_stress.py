@@ -16,7 +16,7 @@ def test_random_kills_lose_nothing_and_brick_nothing(tmp_path: Path) -> None:
 
 
 def test_random_kills_on_a_fanned_out_brain(tmp_path: Path) -> None:
-    """The same, on a brain past ledger.skilltree.FANOUT_AT, whose skills/ tree is fanned out."""
+    """The same, on a brain past ledger.store.skilltree.FANOUT_AT, whose skills/ tree is fanned out."""
     res = kill_run(tmp_path, kills=20, seed=8, verify_every=10, fill=1100)
     assert res["acked"] > 0 and res["kills"] == 20
     assert (res["lost"], res["bricked"], res["torn"]) == (0, 0, 0), res["problems"]

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
-from ledger.merkle import InclusionProof, format_root, hash_path, parse_root, prove, read_tree, verify_proof
+from ledger.bundle.merkle import InclusionProof, format_root, hash_path, parse_root, prove, read_tree, verify_proof
 
 VECTORS = sorted((Path(__file__).parent / "vectors").glob("*.json"))
 
 
 def reference_root(files: list[tuple[str, int, bytes]]) -> bytes:
-    """docs/bundle-hash.md written out again from scratch, sharing no code with ledger.merkle."""
+    """docs/bundle-hash.md written out again from scratch, sharing no code with ledger.bundle.merkle."""
 
     def H(b: bytes) -> bytes:
         return blake3(b).digest()

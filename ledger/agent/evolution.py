@@ -18,11 +18,11 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ledger import gitstore as gs
+from ledger.bundle.lint import introduced_errors
+from ledger.bundle.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
 from ledger.errors import SkillError
-from ledger.layouts import Collection, Found
-from ledger.lint import introduced_errors
-from ledger.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
+from ledger.exchange.layouts import Collection, Found
+from ledger.store import gitstore as gs
 
 __all__ = ["apply_payload", "render_index", "render_skill_turn", "synthesis_advice"]
 
@@ -80,7 +80,7 @@ def _apply_locked(
             raise _refuse(f"{op} of {slug!r}, which does not exist", hint="use operation_type create")
         current: dict[str, tuple[bytes, bool]] = {}
         if slug in head.skills and op_note != "replace":
-            committed, _ = brain._committed(slug)
+            committed, _ = brain.snapshots.committed(slug)
             current = {
                 r: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for r, (mode, sha) in committed.items()
             }
@@ -112,7 +112,7 @@ def _apply_locked(
 
 def _resubmitted(brain: Any, slug: str, files: dict[str, str]) -> bool:
     """Whether ``files`` are exactly skill ``slug`` as committed (SKILL.md up to the version counter)."""
-    committed, doc = brain._committed(slug)
+    committed, doc = brain.snapshots.committed(slug)
     for rel, text in files.items():
         if rel not in committed:
             return False

@@ -23,8 +23,8 @@ def frontmatter(text: str) -> dict[str, Any]:
     """The frontmatter as Hermes reads it (YAML, flow lists included); empty when there is none."""
     import yaml
 
+    from ledger.bundle.frontmatter import bounded
     from ledger.errors import SkillError
-    from ledger.frontmatter import bounded
 
     if not text.startswith("---"):
         return {}

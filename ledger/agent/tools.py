@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import textpatch
 from ledger.agent import hermes_shapes
+from ledger.bundle import textpatch
+from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
+from ledger.bundle.merkle import format_root
+from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
-from ledger.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
-from ledger.merkle import format_root
-from ledger.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 
 __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 
@@ -247,7 +247,7 @@ class SkillTools:
         folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them;
         the result has Hermes's fields (docs/layouts.md) and ours (version, receipt, proof)."""
         name = self.brain.resolve(name)
-        files, doc = self.brain._committed(name)
+        files, doc = self.brain.snapshots.committed(name)
         rel = file_path or SKILL_MD
         if rel not in files:
             raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}", hint="see the files skill_view lists")
@@ -321,7 +321,8 @@ class SkillTools:
         return self.brain.upsert(content, name=name, category=category)  # Hermes's create(category=…)
 
     def _edit(self, name: str, content: str) -> Any:
-        self._check_skill_md(name, content, keep=self.brain._committed(name)[1].name)  # the name it declares now
+        declared = self.brain.snapshots.committed(name)[1].name  # the name its committed SKILL.md declares now
+        self._check_skill_md(name, content, keep=declared)
         return self.brain.edit(name, content)
 
     def _patch(self, name: str, old_string: str, new_string: str, replace_all: bool = False,

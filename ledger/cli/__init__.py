@@ -5,6 +5,6 @@ Exit codes: 0 ok or nothing to do, 1 refused or failed (nothing changed), 2 usag
 """
 
 from ledger.cli import brain, chain, history, keys, layouts, sharing, skills  # noqa: F401  (each registers its commands on main)
-from ledger.cli._common import main
+from ledger.cli.common import main
 
 __all__ = ["main"]

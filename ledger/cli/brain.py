@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import (
+from ledger.cli.common import (
     acting,
     emit,
     json_flag,
@@ -40,9 +40,9 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
     Its first snapshot trusts this machine's user and agent keys ($LEDGER_KEYS), made here
     if there are none, as ssh-keygen would, and is signed by the user key.
     """
-    from ledger import identity
     from ledger.brain import Brain
-    from ledger.cli._common import prompt_passphrase
+    from ledger.cli.common import prompt_passphrase
+    from ledger.signatures import identity
 
     made = [r for r in ("user", "agent") if identity.peek(r) is None] if not unsigned else []
     with Brain.init(
@@ -106,7 +106,7 @@ def _pending(brain: Any) -> int | None:
     cfg = brain.config.get("chain")
     if not cfg:
         return None
-    from ledger.receipts import remembered_pending
+    from ledger.chain.receipts import remembered_pending
 
     return remembered_pending(brain.store, brain.control, cfg)
 
@@ -116,7 +116,7 @@ def _pending(brain: Any) -> int | None:
 @click.pass_context
 def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None, **kw: Any) -> None:
     """Record hand edits in the working tree as one snapshot."""
-    from ledger.records import NoChangeError
+    from ledger.write.records import NoChangeError
 
     want_commit(ctx, chain_commit)
     try:
@@ -179,7 +179,7 @@ def log(
 
 
 def _note_of(snap: Any) -> str:
-    from ledger.gitstore import split_note
+    from ledger.store.gitstore import split_note
 
     return split_note(snap.message)
 
@@ -187,7 +187,7 @@ def _note_of(snap: Any) -> str:
 def _receipts(brain: Any) -> dict[str, Any]:
     if not brain.config.get("chain"):
         return {}
-    from ledger.receipts import read_receipts
+    from ledger.chain.receipts import read_receipts
 
     return read_receipts(brain.store)
 
@@ -197,13 +197,13 @@ def _receipts(brain: Any) -> dict[str, Any]:
 @json_flag
 def hash_cmd(directory: Path, as_json: bool) -> None:
     """Print the bundle root of DIRECTORY (of its skills/ when it is a brain)."""
-    from ledger.merkle import format_root, hash_path
+    from ledger.bundle.merkle import format_root, hash_path
 
     # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
     # so that hashing does not import the git layer.
     target = directory / "skills" if (directory / ".ledger" / "config.json").is_file() else directory
     if target != directory and not os.path.lexists(target):
-        from ledger.merkle import EMPTY_ROOT
+        from ledger.bundle.merkle import EMPTY_ROOT
 
         root = format_root(EMPTY_ROOT)  # a brain with no skills/ holds the empty bundle (docs/bundle-hash.md §1)
     else:
@@ -244,7 +244,7 @@ def verify_proof(
     as_json: bool,
 ) -> None:
     """Check an inclusion proof (or a usage receipt holding one) against a root; needs nothing but the proof."""
-    from ledger.merkle import InclusionProof, format_root, parse_root, verify_proof
+    from ledger.bundle.merkle import InclusionProof, format_root, parse_root, verify_proof
 
     if (root is None) == (not chain):
         raise UsageError("give exactly one of --root ROOT or --chain")
@@ -292,8 +292,8 @@ def verify_proof(
 
 def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bool) -> dict[str, Any]:
     """Which on-chain sequence committed ``root``: any of them, or with ``at_head`` the last."""
-    from ledger.chain import onchain_events
-    from ledger.merkle import format_root
+    from ledger.bundle.merkle import format_root
+    from ledger.chain.registry import onchain_events
 
     try:
         agent_id = int(agent, 0)
@@ -319,7 +319,7 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
 @click.pass_context
 def gc(ctx: click.Context, full: bool, as_json: bool) -> None:
     """Pack the snapshot store now (writes do it in the background every gc.every writes)."""
-    from ledger.packing import pack
+    from ledger.store.packing import pack
 
     with open_brain(ctx) as brain:
         out = pack(brain.store.git_dir, brain.control, full=full, wait=True, check=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import (
+from ledger.cli.common import (
     emit,
     json_flag,
     main,
@@ -23,7 +23,7 @@ def _prompt_password(confirm: bool) -> str:
 
 def _configured(brain: Any, *fields: str) -> Any:
     """Refuse, before web3 is imported, a chain command this brain's config cannot serve."""
-    from ledger.chain_config import ChainConfig
+    from ledger.chain.config import ChainConfig
 
     cfg = ChainConfig.of(brain)
     cfg.require(*fields)
@@ -47,11 +47,11 @@ def _anvil_dir(brain: Any) -> Path:
 @click.option("--chain-id", type=int, default=31337, show_default=True)
 @click.pass_context
 def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
-    """Start a local anvil in the background; its state and port persist in .ledger/anvil/.
+    """Start a local anvil in the background; its state and port persist in .ledger/chain/anvil/.
 
     Idempotent: when this brain's node is already running, it prints its URL and exits 0.
     """
-    from ledger import anvil
+    from ledger.chain import anvil
 
     with open_brain(ctx) as brain:
         node = anvil.status(_anvil_dir(brain))
@@ -72,7 +72,7 @@ def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
 @click.pass_context
 def chain_down(ctx: click.Context) -> None:
     """Stop the local anvil (its state is kept for the next 'chain up')."""
-    from ledger import anvil
+    from ledger.chain import anvil
 
     with open_brain(ctx) as brain:
         node = anvil.stop(_anvil_dir(brain))
@@ -112,7 +112,7 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
     """Compare the on-chain head of this brain's agent with the local head."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry", "agent_id")  # before web3 is loaded
-        from ledger.chain import chain_status as status_of
+        from ledger.exchange.anchoring import chain_status as status_of
 
         st = status_of(brain)
     if as_json:
@@ -137,7 +137,7 @@ def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool
     """Deploy the registry (and its share token) and record the address in the brain's config."""
     with open_brain(ctx) as brain:
         _configured(brain)
-        from ledger.chain import deploy
+        from ledger.exchange.anchoring import deploy
 
         cfg = deploy(brain, key=key, password=_prompt_password, force=force)
     emit({"registry": cfg.registry, "chain_id": cfg.chain_id, "block": cfg.deploy_block}) if as_json else click.echo(
@@ -154,7 +154,7 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
     """Register this brain's agent and mint its shares to the signing key."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry")
-        from ledger.chain import register
+        from ledger.exchange.anchoring import register
 
         cfg = register(brain, shares=shares, key=key, password=_prompt_password)
     agent = f"0x{cfg.agent_id:064x}"
@@ -170,7 +170,7 @@ def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | N
     """Let ADDRESS commit roots for this agent (owner only)."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry", "agent_id")
-        from ledger.chain import authorize
+        from ledger.exchange.anchoring import authorize
 
         authorize(brain, address, not revoke, key=key, password=_prompt_password)
     click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
@@ -187,8 +187,8 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     It first asks the registry for the agent's head with one raw call; when that is the
     local head there is nothing to commit, and web3 is never loaded.
     """
-    from ledger.chain_config import onchain_head
-    from ledger.receipts import local_pending, receipt_of
+    from ledger.chain.config import onchain_head
+    from ledger.chain.receipts import local_pending, receipt_of
 
     with open_brain(ctx) as brain:
         cfg = _configured(brain, "registry", "agent_id")
@@ -205,8 +205,8 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
             else:
                 click.echo(f"nothing to commit: the on-chain head is the local head ({root})")
             return
-        from ledger.chain import as_json as result_json
-        from ledger.chain import commit_pending
+        from ledger.exchange.anchoring import as_json as result_json
+        from ledger.exchange.anchoring import commit_pending
 
         result = commit_pending(
             brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import (
+from ledger.cli.common import (
     emit,
     json_flag,
     main,
@@ -22,7 +22,7 @@ from ledger.errors import ChainError, LedgerError, UsageError
 
 def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
     if html_file is not None:
-        from ledger.report import render_html
+        from ledger.audit.report import render_html
 
         html_file.write_text(render_html(report), encoding="utf-8")
     if as_json:
@@ -70,7 +70,7 @@ require_flag = click.option(
 @click.pass_context
 def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None) -> None:
     """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain)."""
-    from ledger.audit import audit_repo
+    from ledger.audit.lineage import audit_repo
 
     with open_brain(ctx) as brain:
         root, cfg = brain.root, brain.config.get("chain") or {}
@@ -113,8 +113,8 @@ def audit(
     html_file: Path | None,
 ) -> None:
     """Audit a brain, a clone of one, or its URL (fetched with its receipts); needs no keys and no config."""
-    from ledger.audit import audit_repo
-    from ledger.sharing import audit_target
+    from ledger.audit.lineage import audit_repo
+    from ledger.exchange.sharing import audit_target
 
     given = [v is not None for v in (rpc, registry, agent)]
     if any(given) and not all(given):
@@ -145,7 +145,7 @@ def diff(
     skill; --skill NAME says so explicitly. NAME@A NAME@B compares two versions of a skill
     (NAME@A alone: that version → the working tree).
     """
-    from ledger.diffs import render_patch, render_stat
+    from ledger.store.diffs import render_patch, render_stat
 
     with open_brain(ctx) as brain:
         args, versioned = _versions(brain, list(args))
@@ -180,7 +180,7 @@ def _versions(brain: Any, args: list[str]) -> tuple[list[str], str | None]:
             continue
         name = brain.resolve(m.group(1))
         names.add(name)
-        out.append(brain._version_commit(name, int(m.group(2))).hex())
+        out.append(brain.reads.version_commit(name, int(m.group(2))).hex())
     if len(names) > 1:
         raise UsageError(f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
                          hint="compare versions of one skill, or two revisions with --skill")  # fmt: skip
@@ -227,7 +227,7 @@ def _resolves(brain: Any, rev: str) -> bool:
 def _has_skill(brain: Any, rev: str | None, name: str) -> bool:
     """Whether snapshot ``rev`` (None: the head and the working tree) holds skill ``name``."""
     from ledger.errors import StoreError
-    from ledger.skilltree import skills_of
+    from ledger.store.skilltree import skills_of
 
     if rev is None:
         return name in brain.head().skills or brain.skills_dir.joinpath(name).is_dir()

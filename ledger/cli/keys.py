@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase
+from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase
 
 _ROLE = click.Choice(["user", "agent", "curator"])
 
@@ -54,7 +54,7 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
 @json_flag
 def keys_generate(role: str, encrypt: bool, as_json: bool) -> None:
     """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600); refuses to overwrite one."""
-    from ledger import identity
+    from ledger.signatures import identity
 
     key = identity.generate(role, prompt_passphrase, encrypt=encrypt)
     emit({"role": role, "address": key.address, "path": str(identity.key_path(role))}) if as_json else click.echo(
@@ -70,8 +70,8 @@ def keys_generate(role: str, encrypt: bool, as_json: bool) -> None:
 @click.pass_context
 def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as_json: bool) -> None:
     """Trust ADDRESS (default: this machine's ROLE key) to sign as ROLE; a snapshot signed by the user key."""
-    from ledger import identity
     from ledger.errors import KeystoreError
+    from ledger.signatures import identity
 
     if address is None:
         address = identity.peek(role)
@@ -127,7 +127,7 @@ def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
 @click.argument("name")
 def keys_new(name: str) -> None:
     """Create a new random committer keystore NAME ($LEDGER_KEYSTORE)."""
-    from ledger.keys import new_key
+    from ledger.chain.keys import new_key
 
     click.echo(new_key(name, _prompt_password))
 
@@ -136,7 +136,7 @@ def keys_new(name: str) -> None:
 @click.argument("name")
 def keys_import(name: str) -> None:
     """Import a private key as committer keystore NAME, read from stdin or a hidden prompt (never argv)."""
-    from ledger.keys import import_key
+    from ledger.chain.keys import import_key
 
     tty = sys.stdin.isatty()
     secret = click.prompt("private key", hide_input=True, err=True) if tty else sys.stdin.readline()
@@ -147,7 +147,7 @@ def keys_import(name: str) -> None:
 @json_flag
 def keys_list(as_json: bool) -> None:
     """List committer keystores with their addresses."""
-    from ledger.keys import DEV_KEY_NAME, dev_account, list_keys
+    from ledger.chain.keys import DEV_KEY_NAME, dev_account, list_keys
 
     found: list[dict[str, Any]] = [
         *list_keys(), {"name": DEV_KEY_NAME, "address": dev_account(0).address, "note": "chain 31337 only"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import acting, actor_flag, emit, evidence_flag, json_flag, main, open_brain, progress_bar
+from ledger.cli.common import acting, actor_flag, emit, evidence_flag, json_flag, main, open_brain, progress_bar
 
 _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused": "red"}
 
@@ -32,7 +32,7 @@ def import_cmd(
     versions: str | None, as_json: bool, **kw: Any,
 ) -> None:  # fmt: skip
     """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
-    from ledger.layouts import Collection, read
+    from ledger.exchange.layouts import Collection, read
 
     with open_brain(ctx) as brain, acting(brain, kw):
         parts = [read(src, layout, brain.limits["file"]) for src in sources]
@@ -82,7 +82,7 @@ def import_cmd(
 @click.pass_context
 def export_cmd(ctx: click.Context, dest: Path, layout: str, rev: str | None, as_json: bool) -> None:
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
-    from ledger.layouts.export import export
+    from ledger.exchange.export import export
 
     with open_brain(ctx) as brain:
         commit = brain.store.resolve(rev) if rev else brain.head().commit
@@ -128,7 +128,7 @@ def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, actor: str,
     import json
 
     from ledger.agent.evolution import apply_payload
-    from ledger.cli._common import evidence_of, read_text
+    from ledger.cli.common import evidence_of, read_text
     from ledger.errors import LedgerError
 
     try:

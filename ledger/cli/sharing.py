@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli._common import emit, json_flag, main, open_brain
+from ledger.cli.common import emit, json_flag, main, open_brain
 
 
 def _say_receipts(counts: dict) -> None:
@@ -31,8 +31,10 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     A path that does not exist becomes a bare repository an auditor can clone.  Refused
     when REMOTE holds snapshots this brain lacks: a push never rewrites a lineage.
     """
+    from ledger.exchange import sharing
+
     with open_brain(ctx) as brain:
-        out = brain.push(remote)
+        out = sharing.push(brain, remote)
     _say_receipts(out["incoming_receipts"])
     if as_json:
         emit(out)
@@ -49,8 +51,10 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
 @click.pass_context
 def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     """Take REMOTE's snapshots and receipts, once they pass the audit and extend this lineage."""
+    from ledger.exchange import sharing
+
     with open_brain(ctx) as brain:
-        out = brain.pull(remote)
+        out = sharing.pull(brain, remote)
     _say_receipts(out["incoming_receipts"])
     if as_json:
         emit(out)
@@ -65,7 +69,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def clone_cmd(remote: str, directory: Path) -> None:
     """Make a new brain in DIRECTORY from REMOTE: snapshots and receipts, audited before use."""
-    from ledger.sharing import clone
+    from ledger.exchange.sharing import clone
 
     with clone(remote, directory) as brain:
         head = brain.head()

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from ledger.cli._common import (
+from ledger.bundle.render import list_line
+from ledger.cli.common import (
     TEXT_LIMIT,
     allow_invalid_flag,
     emit,
@@ -20,7 +21,6 @@ from ledger.cli._common import (
     read_text,
 )
 from ledger.errors import LedgerError, UsageError
-from ledger.render import list_line
 
 
 @main.group()
@@ -103,7 +103,7 @@ def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
 def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executable: bool | None, **kw: Any) -> None:
     """Add or replace supporting file REL, any portable path in the skill (the agent tools, like
     Hermes, keep to references/ templates/ scripts/ assets/)."""
-    from ledger.skill import MAX_SUPPORT_FILE
+    from ledger.bundle.skill import MAX_SUPPORT_FILE
 
     if src.is_symlink():
         raise LedgerError(f"{src} is a symbolic link", hint="pass the file it points to")

@@ -1,0 +1,234 @@
+"""The chain half of an audit: the registry's events against the git lineage, receipts, committers.
+
+Loaded only when an audit is given an RPC endpoint (it imports web3).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from math import inf
+from typing import Any
+
+from ledger.audit.signatures import Signed
+from ledger.audit.verdicts import Report
+from ledger.bundle.merkle import format_root
+from ledger.chain.receipts import read_receipts
+from ledger.store import gitstore as gs
+
+__all__ = ["check_chain"]
+
+
+def _redacted(rpc: str) -> str:
+    """The endpoint without credentials: reports are shared, and providers put API keys in the
+    user part, the path or the query of a URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(rpc)
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    path = parts.path if parts.path in ("", "/") else "/<redacted>"
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+def check_chain(
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int,
+    signed: Sequence[Signed] = (),
+) -> None:
+    from ledger.chain.receipts import anchored
+    from ledger.chain.registry import ZERO, Registry
+
+    timeline_at = {s.commit: i for i, s in enumerate(snaps)}
+    snaps = anchored(snaps)  # what the chain records: each event seq k is snaps[k - 1] (docs/lineage.md)
+    reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
+    tip = reg.w3.eth.get_block("latest")  # read first: every event below is at or under this height
+    events = reg.events(agent, from_block)
+    report.chain = {
+        "rpc": _redacted(rpc),
+        "block_height": int(tip["number"]),
+        "block_hash": "0x" + bytes(tip["hash"]).hex(),
+        "block_time": int(tip["timestamp"]),
+        "registry": reg.address,
+        "agent": f"0x{agent:064x}",
+        "chain_id": reg.chain_id,
+        "onchain_seq": len(events),
+    }
+    ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
+    parent = ZERO
+    for i, ev in enumerate(events):
+        where = {"index": i, "expected": format_root(parent) if parent != ZERO else "none"}
+        if ev["seq"] != i + 1:
+            ev_chk.fail(f"event #{i}: sequence {ev['seq']}, expected {i + 1}", **where)
+        if ev["parent"] != parent:
+            ev_chk.fail(
+                f"event seq {ev['seq']}: parent is not the previous on-chain root",
+                computed=format_root(ev["parent"]),
+                **where,
+            )
+        parent = ev["root"]
+    if ev_chk.ok:
+        ev_chk.summary = f"{len(events)} RootCommitted event(s) form an unbroken chain"
+    for i, ev in enumerate(events):
+        if i >= len(snaps):
+            roots_chk.fail(
+                f"on-chain seq {ev['seq']} commits {format_root(ev['root'])}, beyond the last snapshot",
+                index=i,
+                computed=format_root(ev["root"]),
+            )
+            break
+        if ev["root"] != snaps[i].root:
+            roots_chk.fail(
+                f"on-chain seq {ev['seq']} (tx {ev['tx'][:12]}…) commits a root that is not snapshot #{i}'s",
+                snapshot=snaps[i].commit,
+                index=i,
+                expected=format_root(snaps[i].root),
+                computed=format_root(ev["root"]),
+            )
+    for i, ev in enumerate(events[: len(snaps)]):
+        t = timeline_at.get(snaps[i].commit, len(report.timeline))
+        if t < len(report.timeline):
+            report.timeline[t]["chain"] = {
+                "seq": ev["seq"],
+                "tx": ev["tx"],
+                "block": ev["block"],
+                "ok": ev["root"] == snaps[i].root,
+            }
+    if roots_chk.ok and not events:
+        roots_chk.skip(f"agent 0x{agent:064x} has committed no roots on this registry, so none were compared")
+    elif roots_chk.ok:
+        roots_chk.summary = f"on-chain roots 1..{len(events)} are the snapshots, in order"
+    head = reg.head(agent)
+    snap_roots = {s.root for s in snaps}
+    if events and head != events[-1]["root"]:
+        head_chk.fail(
+            "the registry's head is not its last committed root",
+            expected=format_root(events[-1]["root"]),
+            computed=format_root(head),
+        )
+    elif head != ZERO and head not in snap_roots:
+        head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
+    elif events:
+        at = timeline_at.get(snaps[len(events) - 1].commit) if len(events) <= len(snaps) else None
+        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is snapshot #{at}"
+    else:
+        head_chk.skip("no root committed yet, so there is no on-chain head to compare")
+    report.pending = [s.commit for s in snaps[len(events) :]]
+    _check_receipts(store, snaps, report, reg, events)
+    history = _committer_history(reg, agent, from_block)
+    _check_committers(report, history, events)
+    _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
+
+
+def _check_receipts(
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]]
+) -> None:
+    """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
+    claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
+    from ledger.chain.receipts import UNVERIFIED_REF
+
+    chk = report.check("chain.receipts")
+    receipts = {**read_receipts(store, UNVERIFIED_REF), **read_receipts(store)}
+    mine = (reg.address.lower(), report.chain["agent"] if report.chain else "")
+    receipts = {c: n for c, n in receipts.items() if (n["registry"].lower(), n["agent"]) == mine}
+    if not receipts:
+        chk.skip("no receipts for this registry and agent in this repository, so none were checked "
+                 "(fetch refs/notes/ledger-chain)")  # fmt: skip
+        return
+    by_commit = {s.commit: i for i, s in enumerate(snaps)}
+    by_seq = {e["seq"]: e for e in events}
+    hashes: dict[int, str | None] = {}
+    for commit, note in sorted(receipts.items(), key=lambda kv: kv[1]["seq"]):
+        i = by_commit.get(commit)
+        label = f"receipt of snapshot {commit[:12]}" + (f" (#{i})" if i is not None else " (not in the lineage)")
+        where = {"snapshot": commit, "index": i}
+        block = note["block"]
+        if block not in hashes:
+            hashes[block] = reg.block_hash(block)
+        ev = by_seq.get(note["seq"])
+        if hashes[block] != note["block_hash"]:
+            chk.fail(f"{label}: block {block} is no longer canonical (reorganized away)",
+                     expected=note["block_hash"], computed=hashes[block] or "no such block", **where)  # fmt: skip
+            continue
+        if ev is None:
+            chk.fail(f"{label}: seq {note['seq']} is not among the registry's events for this agent", **where)
+            continue
+        for key, theirs in (("tx", ev["tx"]), ("block", ev["block"]), ("block_hash", ev["block_hash"]),
+                            ("log_index", ev["log_index"]), ("root", format_root(ev["root"])),
+                            ("committer", ev["committer"]), ("chain_id", reg.chain_id)):  # fmt: skip
+            ours = note[key].lower() if isinstance(note[key], str) else note[key]
+            if ours != (theirs.lower() if isinstance(theirs, str) else theirs):
+                chk.fail(f"{label}: its {key} is not event seq {note['seq']}'s", expected=str(theirs),
+                         computed=str(note[key]), **where)  # fmt: skip
+                break
+    if chk.ok:
+        chk.summary = f"{len(receipts)} receipt(s) match the registry's events, in canonical blocks"
+
+
+def _committer_history(reg: Any, agent: int, from_block: int) -> tuple[str | None, list[tuple[int, int, str, bool]]]:
+    """The agent's owner (``AgentRegistered``) and every ``CommitterSet`` change, by (block, log index)."""
+    c = reg._c()
+    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
+    owner = owner_logs[0]["args"]["owner"] if owner_logs else None
+    changes = sorted(
+        (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
+        for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
+    )
+    return owner, changes
+
+
+def _allowed(history: tuple[str | None, list[tuple[int, int, str, bool]]], who: str, at: tuple[float, float]) -> bool:
+    owner, changes = history
+    allowed = owner is not None and who.lower() == owner.lower()
+    for block, index, committer, ok in changes:
+        if (block, index) > at:
+            break
+        if committer.lower() == who.lower():
+            allowed = ok
+    return allowed
+
+
+def _check_committers(
+    report: Report, history: tuple[str | None, list[tuple[int, int, str, bool]]], events: list[dict[str, Any]]
+) -> None:
+    """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
+    chk = report.check("chain.committers")
+    if history[0] is None:
+        chk.fail("the agent was never registered on this registry")
+        return
+    for ev in events:
+        if not _allowed(history, ev["committer"], (ev["block"], ev["log_index"])):
+            chk.fail(
+                f"on-chain seq {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
+                index=ev["seq"] - 1,
+            )
+    if chk.ok:
+        chk.summary = f"all {len(events)} root(s) were committed by the owner or an authorized key"
+
+
+def _check_signers(
+    report: Report,
+    history: tuple[str | None, list[tuple[int, int, str, bool]]],
+    events: list[dict[str, Any]],
+    anchored_at: list[int],
+    signed: Sequence[Signed],
+) -> None:
+    """docs/lineage.md §8.5: each agent key that signed a snapshot could commit for the agent when the
+    chain first recorded it (the event anchoring it or, for a root equal to its parent's, the next
+    one), or at the chain's head for a snapshot not yet anchored."""
+    chk = report.check("chain.signers")
+    agents = [s for s in signed if s.role == "agent"]
+    if not agents:
+        chk.skip("no snapshot is signed by an agent key, so no signer was compared with the committers")
+        return
+    for s in agents:
+        k = bisect.bisect_left(anchored_at, s.index)  # the first anchored snapshot at or after this one
+        at: tuple[float, float] = (events[k]["block"], events[k]["log_index"]) if k < len(events) else (inf, inf)
+        if not _allowed(history, s.address, at):
+            where = f"block {events[k]['block']} (on-chain seq {events[k]['seq']})" if k < len(events) else "the head"
+            chk.fail(
+                f"snapshot #{s.index} ({s.commit[:12]}) is signed by agent key {s.address}, which was not a "
+                f"committer of the agent at {where} (the owner runs 'ledger chain authorize {s.address}')",
+                snapshot=s.commit,
+                index=s.index,
+            )
+    if chk.ok:
+        chk.summary = f"{len(agents)} agent-signed snapshot(s), each by a key that could commit for the agent"

@@ -1,0 +1,291 @@
+"""On-chain receipts, attached to snapshots as git notes (``refs/notes/ledger-chain``).
+
+Notes leave snapshot ids unchanged, travel with ``git fetch refs/notes/*``, and
+are written through the same object writer and compare-and-swap ref update as
+snapshots.  One note per snapshot commit, a JSON document::
+
+    {"chain_id", "registry", "agent", "seq", "root", "tx", "block", "block_hash", "log_index", "committer"}
+
+A receipt is a claim about the chain, so none is believed on arrival (docs/lineage.md,
+"Receipts"). :func:`note_problems` checks what needs no chain: the fields, that the note
+sits on a snapshot of the lineage, that its root is that snapshot's root, and that its
+seq is the snapshot's position. Receipts that arrive from another copy and cannot be
+checked against the chain are kept apart under :data:`UNVERIFIED_REF`, and never count
+as anchored; ``ledger commit`` rebuilds receipts from the chain's own events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger._env import child_env
+from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
+from ledger.store.refs import NOTES_REF, PENDING_CACHE, pending_key
+
+__all__ = [
+    "NOTES_REF",
+    "UNVERIFIED_REF",
+    "anchored",
+    "join_receipts",
+    "local_pending",
+    "note_problems",
+    "notes_of",
+    "parse_note",
+    "pending_key",
+    "positions",
+    "read_notes",
+    "read_receipts",
+    "receipt_of",
+    "remembered_pending",
+    "write_receipts",
+]
+
+UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere not yet checked against a chain
+
+_HEX = re.compile(r"0x[0-9a-f]+")
+_FIELDS: dict[str, Any] = {  # field → (type, hex length without 0x, or None)
+    "chain_id": (int, None),
+    "registry": (str, 40),
+    "agent": (str, 64),
+    "seq": (int, None),
+    "root": (str, None),
+    "committer": (str, 40),
+    "tx": (str, 64),
+    "block": (int, None),
+    "block_hash": (str, 64),
+    "log_index": (int, None),
+}
+
+
+def parse_note(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """``(note, None)``, or ``(None, why)`` for a note that is not one well-formed receipt."""
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        return None, f"is not JSON ({exc})"
+    if not isinstance(doc, dict):
+        return None, "is not a JSON object"
+    for key, (kind, hex_len) in _FIELDS.items():
+        value = doc.get(key)
+        if key not in doc:
+            return None, f"has no {key!r}"
+        if kind is int and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            return None, f"{key!r} is {value!r}, not a whole number"
+        if kind is str and not isinstance(value, str):
+            return None, f"{key!r} is {value!r}, not text"
+        if hex_len and (not _HEX.fullmatch(value.lower()) or len(value) != hex_len + 2):
+            return None, f"{key!r} is {value!r}, not 0x and {hex_len} hex digits"
+    if doc["seq"] < 1:
+        return None, "'seq' is 0; on-chain sequences start at 1"
+    return doc, None
+
+
+def anchored(snaps: Sequence[Any]) -> list[Any]:
+    """The snapshots the chain records, oldest first (docs/lineage.md, "The anchoring rule").
+
+    Every snapshot is anchored, in order, except one whose root equals the root of the
+    snapshot before it (a change outside the bundle, such as a skill moved to another
+    Hermes category): the registry refuses a root equal to its head, and the snapshot
+    before it already anchors that root. Event seq *k* records ``anchored(...)[k - 1]``.
+    """
+    out = []
+    for i, snap in enumerate(snaps):
+        if i == 0 or snap.root != snaps[i - 1].root:
+            out.append(snap)
+    return out
+
+
+def positions(snaps: Sequence[Any]) -> dict[str, tuple[int, bytes]]:
+    """Each anchored snapshot's commit (hex) → its position among the anchored ones, and its root."""
+    return {s.commit: (i, s.root) for i, s in enumerate(anchored(snaps))}
+
+
+def note_problems(note: Mapping[str, Any], commit: str, position: Mapping[str, tuple[int, bytes]]) -> list[str]:
+    """What is wrong with a well-formed receipt on snapshot ``commit``, checked without a chain.
+
+    ``position`` is :func:`positions` of the lineage.
+    """
+    from ledger.bundle.merkle import format_root
+
+    if commit not in position:
+        return ["sits on a commit that is not an anchored snapshot of the lineage (not a snapshot, or one "
+                "whose root equals its parent's, which is never anchored separately)"]  # fmt: skip
+    index, root = position[commit]
+    problems = []
+    if note["root"] != format_root(root):
+        problems.append(f"records root {note['root']}, but the snapshot's root is {format_root(root)}")
+    if note["seq"] != index + 1:
+        problems.append(f"records seq {note['seq']}, but that snapshot is anchored as seq {index + 1}")
+    return problems
+
+
+
+def _notes_tree(store: GitStore, tree: bytes, prefix: str = "") -> dict[str, bytes]:
+    """commit hex → note blob id, following git's fan-out directories (``ab/cdef…``)."""
+    out: dict[str, bytes] = {}
+    for sha, mode, name in store.read_tree(tree):
+        if mode == MODE_DIR:
+            out.update(_notes_tree(store, sha, prefix + name))
+        else:
+            out[prefix + name] = sha
+    return out
+
+
+def _current(store: GitStore, ref: str = NOTES_REF) -> tuple[bytes | None, dict[str, bytes]]:
+    head = store.read_ref(ref)
+    if head is None:
+        return None, {}
+    tree = store.read(head, b"commit").split(b"\n", 1)[0].split(b" ")[1]
+    return head, _notes_tree(store, bytes.fromhex(tree.decode()))
+
+
+def read_notes(store: GitStore, ref: str = NOTES_REF) -> dict[str, bytes]:
+    """Every note under ``ref`` as raw bytes, keyed by snapshot commit id (hex): for checking."""
+    _, notes = _current(store, ref)
+    return {commit: store.read(blob, b"blob") for commit, blob in notes.items()}
+
+
+def read_receipts(store: GitStore, ref: str = NOTES_REF) -> dict[str, dict[str, Any]]:
+    """Every well-formed receipt, keyed by snapshot commit id (hex); a malformed note is left out
+    (``ledger audit`` names it)."""
+    out = {}
+    for commit, data in read_notes(store, ref).items():
+        doc, _ = parse_note(data)
+        if doc is not None:
+            out[commit] = doc
+    return out
+
+
+def write_receipts(store: GitStore, receipts: Mapping[str, Mapping[str, Any]], ref: str = NOTES_REF) -> None:
+    """Add or replace receipts in one notes commit."""
+    if not receipts:
+        return
+    head, notes = _current(store, ref)
+    for commit, doc in receipts.items():
+        notes[commit] = store.write_blob(json.dumps(doc, sort_keys=True).encode() + b"\n")
+    tree = store.write_tree([(blob, MODE_FILE, commit) for commit, blob in notes.items()])
+    message = f"ledger: {len(receipts)} chain receipt(s)\n"
+    new = store.write_commit(tree, [head] if head else [], message)
+    store.move_ref(ref, new, head)
+
+
+def join_receipts(store: GitStore, theirs: bytes, taken: Mapping[str, bytes]) -> None:
+    """Record ``taken`` (commit hex → note blob id, checked by the caller) from another copy's notes
+    commit ``theirs`` (already in ``store``).
+
+    Ours are kept where both hold one. The new notes commit has both heads as parents, so
+    a later push of ours is a fast-forward for the remote; its tree holds only what was
+    checked, so a receipt that was not is never passed on as ours.
+    """
+    head, ours = _current(store)
+    if head == theirs:
+        return
+    joined = {**taken, **ours}
+    if head is None and set(joined) == set(notes_of(store, theirs)):
+        store.move_ref(NOTES_REF, theirs, None)
+        return
+    if joined == ours and head is not None and _reaches(store, head, theirs):
+        return
+    new_tree = store.write_tree([(blob, MODE_FILE, commit) for commit, blob in joined.items()])
+    new = store.write_commit(new_tree, [p for p in (head, theirs) if p], "ledger: join chain receipts\n")
+    store.move_ref(NOTES_REF, new, head)
+
+
+def notes_of(store: GitStore, notes_commit: bytes) -> dict[str, bytes]:
+    """The notes of one notes commit: snapshot commit hex → note blob id."""
+    tree = store.read(notes_commit, b"commit").split(b"\n", 1)[0].split(b" ")[1]
+    return _notes_tree(store, bytes.fromhex(tree.decode()))
+
+
+def _reaches(store: GitStore, head: bytes, target: bytes) -> bool:
+    """Whether ``target`` is ``head`` or one of its ancestors in the notes history."""
+    seen, stack = set(), [head]
+    while stack:
+        commit = stack.pop()
+        if commit == target:
+            return True
+        if commit in seen:
+            continue
+        seen.add(commit)
+        header = store.read(commit, b"commit").split(b"\n\n", 1)[0]
+        stack.extend(bytes.fromhex(ln[7:].decode()) for ln in header.split(b"\n") if ln.startswith(b"parent "))
+    return False
+
+
+def receipt_of(store: GitStore, commit: str) -> dict[str, Any] | None:
+    """One snapshot's receipt (``commit`` in hex), reading only its note."""
+    _, notes = _current(store)
+    blob = notes.get(commit)
+    return parse_note(store.read(blob, b"blob"))[0] if blob is not None else None
+
+
+def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any]) -> int:
+    """:func:`local_pending` for the brain's chain settings, remembered until the head, the notes
+    or the settings change, so ``ledger status`` on a committed brain spawns no git process."""
+    head, notes = store.head(), store.read_ref(NOTES_REF)
+    key = pending_key(head.hex() if head else "", notes.hex() if notes else "", chain)
+    path = control / "cache" / PENDING_CACHE
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("key") == key and isinstance(doc.get("pending"), int):
+            return doc["pending"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    agent = chain.get("agent_id")
+    count = local_pending(store, chain.get("registry"), int(agent, 16) if agent else None)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "pending": count}))
+        os.replace(tmp, path)
+    return count
+
+
+def local_pending(store: GitStore, registry: str | None = None, agent: int | None = None) -> int:
+    """Snapshots newer than the newest one with a chain receipt: what ``ledger commit`` would send,
+    as far as this copy knows (``ledger chain status`` asks the chain).
+
+    With ``registry`` and ``agent``, only receipts from that registry and agent count, so
+    receipts of a registry replaced by ``chain deploy --force`` are not taken for this one's.
+    Notes are read lazily, newest snapshot first: a brain whose head has its receipt
+    reads one.
+    """
+    head = store.head()
+    if head is None:
+        return 0
+    _, notes = _current(store)
+    want = (registry.lower(), f"0x{agent or 0:064x}") if registry is not None else None
+
+    def counts(commit: str) -> bool:
+        if commit not in notes:
+            return False
+        if want is None:
+            return parse_note(store.read(notes[commit], b"blob"))[0] is not None
+        doc, _ = parse_note(store.read(notes[commit], b"blob"))
+        return doc is not None and (doc["registry"].lower(), doc["agent"]) == want
+
+    if counts(head.hex()):
+        return 0
+    # First-parent commits with their root trailers from git itself: parsing every snapshot in
+    # Python costs ~0.2 ms each. A snapshot whose root equals its parent's is never anchored.
+    trailers = ("Ledger-Root", "Ledger-Parent-Root")
+    fmt = "%H " + " ".join(f"%(trailers:key={k},valueonly,separator=%x20)" for k in trailers)
+    proc = subprocess.run(
+        ["git", f"--git-dir={store.git_dir}", "log", "--first-parent", f"--format={fmt}", head.hex()],
+        capture_output=True, text=True, env=child_env(),
+    )  # fmt: skip
+    count = 0
+    for line in proc.stdout.splitlines():
+        commit, _, roots = line.partition(" ")
+        if counts(commit):
+            break
+        root, _, parent = roots.partition(" ")
+        count += root.strip() != parent.strip()
+    return count

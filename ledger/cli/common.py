@@ -1,0 +1,286 @@
+"""The ``ledger`` group and what every command shares: error mapping, input limits, output, receipts.
+
+Exit codes: 0 ok or nothing to do, 1 refused or failed (message on stderr, nothing
+changed), 2 usage, 3 recorded locally but the chain step failed (run ``ledger commit``).
+Chain commands import web3 lazily, so local commands start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ledger.bundle.skill import MAX_SKILL_MD
+from ledger.errors import LedgerError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Turns every :class:`LedgerError` into one stderr message and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            _fail(exc, 2)
+        except LedgerError as exc:
+            _fail(exc, 1)
+        except UnicodeError as exc:
+            _fail(LedgerError(f"input is not valid UTF-8 ({exc})", hint="pass UTF-8 text and names"), 1)
+        except BrokenPipeError:
+            sys.exit(1)
+        except OSError as exc:  # a file changed or vanished beside us: a refusal, never a traceback
+            where = f" ({exc.filename})" if exc.filename else ""
+            _fail(LedgerError(f"{exc.strerror or exc}{where}: the brain's files changed while this command ran",
+                              hint="run 'ledger status', then the command again"), 1)  # fmt: skip
+
+
+def _fail(exc: LedgerError, code: int) -> None:
+    click.secho(f"error: {printable(exc.message)}", fg="red", err=True)
+    if exc.hint:
+        click.echo(f"hint: {printable(exc.hint)}", err=True)
+    sys.exit(code)
+
+
+def printable(text: str) -> str:
+    """Escape control characters and undecodable bytes, so no input can repaint the terminal."""
+    return "".join(c if _shown(c) else c.encode("unicode_escape").decode() for c in text)
+
+
+def _shown(c: str) -> bool:
+    return (c.isprintable() or c in "\n\t") and not 0xDC80 <= ord(c) <= 0xDCFF
+
+
+def read_input(source: str, limit: int, what: str) -> bytes:
+    """Read a file argument ('-': stdin) as bytes, refusing devices and anything over ``limit`` bytes."""
+    import os
+    import stat
+
+    from ledger.write.writepath import read_limited
+
+    if source == "-":
+        return read_limited(sys.stdin.fileno(), limit, f"{what} (stdin)")
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"cannot open {what} {source!r}: {exc.strerror}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise LedgerError(f"{what} {source!r} is not a regular file", hint="pass a file, or '-' for stdin")
+        os.set_blocking(fd, True)
+        return read_limited(fd, limit, f"{what} {source!r}")
+    finally:
+        os.close(fd)
+
+
+def read_text(source: str, limit: int, what: str) -> str:
+    data = read_input(source, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LedgerError(f"{what} {source!r} is not valid UTF-8 (byte {exc.start})") from exc
+
+
+def emit(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def progress_bar(label: str) -> Callable[[int, int], None] | None:
+    """A progress callback drawing on stderr when it is a terminal; otherwise none."""
+    if not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--brain",
+    "brain_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="LEDGER_BRAIN",
+    help="Brain directory (default: $LEDGER_BRAIN, else the current directory or its nearest brain parent).",
+)
+@click.version_option(package_name="brain-ledger", prog_name="ledger")
+@click.pass_context
+def main(ctx: click.Context, brain_dir: Path | None) -> None:
+    """A content-addressed, git-backed ledger of an agent's skills."""
+    ctx.obj = {"brain": brain_dir}
+
+
+@contextmanager
+def open_brain(ctx: click.Context) -> Iterator[Any]:
+    from ledger.brain import Brain
+
+    path = ctx.obj["brain"]
+    with Brain.open(path if path is not None else None, search_up=path is None) as brain:
+        if brain.pending_recovery is not None and ctx.command_path.split()[-1] != "recover":
+            click.secho(f"warning: {printable(brain.pending_recovery.message)}", fg="yellow", err=True)
+            click.echo("warning: showing the last snapshot; run 'ledger recover' to settle the write", err=True)
+        if sys.stdin.isatty():
+            brain.sealer.passphrase = prompt_passphrase
+        yield brain
+        if brain.sealer.enabled and brain.sealer.unsigned:
+            click.secho(f"warning: the snapshot is unsigned: {brain.sealer.unsigned}", fg="yellow", err=True)
+
+
+def prompt_passphrase(confirm: bool) -> str:
+    """A hidden prompt on the terminal: a passphrase never comes from argv."""
+    return str(click.prompt("key passphrase", hide_input=True, confirmation_prompt=confirm, err=True))
+
+
+EXIT_CHAIN_PENDING = 3  # the snapshot is recorded and acknowledged; only its on-chain commit failed
+
+
+def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
+    """Print a mutation's receipt; with --commit, anchor it first.
+
+    A failed chain step does not undo the local snapshot, so it is not exit 1 ("nothing
+    changed"): the receipt is printed, then what failed, and the exit code is 3.
+    """
+    failed: LedgerError | None = None
+    if ctx.obj.get("commit"):
+        from ledger.exchange.anchoring import commit_pending
+
+        try:
+            with open_brain(ctx) as brain:
+                receipt = commit_pending(brain, attach_to=receipt)
+        except LedgerError as exc:
+            failed = exc
+    if as_json:
+        doc = receipt.to_json()
+        if failed is not None:
+            doc["chain"] = {"committed": False, "error": failed.message}
+        emit(doc)
+    else:
+        _print_receipt_text(receipt)
+    if failed is not None:
+        message = f"error: recorded locally, but the chain step failed: {printable(failed.message)}"
+        click.secho(message, fg="red", err=True)
+        click.echo(
+            f"hint: snapshot {receipt.commit[:12]} stands (root {receipt.root}); it is pending on chain. "
+            "Fix the chain (ledger chain status), then run 'ledger commit'. Do not repeat the write.",
+            err=True,
+        )
+        sys.exit(EXIT_CHAIN_PENDING)
+
+
+def _print_receipt_text(receipt: Any) -> None:
+    what = f"{receipt.skill} v{receipt.version}" if receipt.skill else f"{len(receipt.changes)} skill(s)"
+    if receipt.keys:
+        what = ": trust set changed"
+    elif receipt.operation == "move":
+        what = ": categories changed (the bundle and its root are as they were)"
+    click.echo(f"{receipt.operation}{what if what.startswith(':') else ' ' + what}")
+    for change in receipt.keys:
+        click.echo(f"  {change}")
+    for change in receipt.changes:
+        if not receipt.skill:
+            click.echo(f"  {change['action']:7} {change['skill']} v{change['version']}")
+        for rel, status in change["files"].items():
+            click.echo(f"  {'  ' if not receipt.skill else ''}{status:8} {rel}")
+    click.echo(f"root   {receipt.root}")
+    click.echo(f"commit {receipt.commit}")
+    if receipt.signer:
+        click.echo(f"signed {receipt.signer}")
+    if receipt.chain:
+        click.echo(f"chain  tx {receipt.chain.get('tx')} block {receipt.chain.get('block')}")
+
+
+TEXT_LIMIT = 4 * MAX_SKILL_MD  # bytes: the default SKILL.md limit, in characters of at most 4 bytes
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
+commit_flag = click.option(
+    "--commit/--no-commit", "chain_commit", default=None, help="Commit the new root on chain now (default: config)."
+)
+
+
+actor_flag = click.option(
+    "--actor", type=click.Choice(["user", "agent", "curator"]), default="user", show_default=True,
+    help="Who makes this change (recorded in the snapshot's trailers).",
+)  # fmt: skip
+evidence_flag = click.option(
+    "--evidence", multiple=True, metavar="KEY=VALUE",
+    help="Evidence for the change: task=…, session=…, tool-calls=N, reason=… (repeatable).",
+)  # fmt: skip
+
+
+allow_invalid_flag = click.option(
+    "--allow-invalid", is_flag=True,
+    help="Record the result even if 'ledger lint' calls it invalid (by default a command may not break the spec).",
+)  # fmt: skip
+
+
+def mutation(fn: F) -> F:
+    return json_flag(note_flag(commit_flag(actor_flag(evidence_flag(fn)))))  # type: ignore[return-value]
+
+
+def evidence_of(kw: dict[str, Any]) -> dict[str, str]:
+    """The ``--evidence KEY=VALUE`` flags as keyword arguments for ``brain.acting``."""
+    evidence = {}
+    for item in kw.get("evidence") or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--evidence {item!r} is not KEY=VALUE")
+        evidence[key.replace("-", "_")] = value
+    return evidence
+
+
+def acting(brain: Any, kw: dict[str, Any]) -> Any:
+    """``brain.acting(...)`` for the --actor and --evidence flags of a mutating command."""
+    return brain.acting(kw.get("actor") or "user", **evidence_of(kw))
+
+
+def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> None:
+    """Run one mutation on the brain and print its receipt (anchoring it on chain if asked).
+
+    A write that would change nothing is not a failure: it says so and exits 0, so a sync
+    script re-applying the same content sees success.
+    """
+    from ledger.write.records import NoChangeError
+
+    want_commit(ctx, kw["chain_commit"])
+    try:
+        with open_brain(ctx) as brain, acting(brain, kw):
+            brain.allow_invalid = bool(kw.get("allow_invalid"))
+            receipt = op(brain)
+    except NoChangeError as exc:
+        nothing_to_do(exc.message, kw["as_json"])
+        return
+    print_receipt(ctx, receipt, kw["as_json"])
+
+
+def nothing_to_do(message: str, as_json: bool) -> None:
+    if as_json:
+        emit({"changed": False, "reason": message})
+    else:
+        click.echo(f"nothing to do: {message}", err=True)
+
+
+def want_commit(ctx: click.Context, flag: bool | None) -> None:
+    if flag is None:
+        from ledger.brain import CONFIG, CONTROL, find_brain
+
+        path = ctx.obj["brain"]
+        root = find_brain(path if path is not None else None, search_up=path is None)
+        flag = bool(json.loads((root / CONTROL / CONFIG).read_text()).get("auto_commit", False))
+    ctx.obj["commit"] = flag

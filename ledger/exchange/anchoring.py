@@ -1,0 +1,276 @@
+"""Anchoring a brain on chain: deploy the registry, register the agent, commit snapshot roots.
+
+A service that takes a brain (it reads the lineage and records receipts under the
+writer lock); the chain client underneath, :mod:`ledger.chain.registry`, knows no brain.
+Imported only by chain commands (web3 takes ~1 s to import).  ``commit_pending`` is
+idempotent: it first replays the registry's events for the agent and records any
+receipt a crashed run did not, so a root is never sent twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import to_checksum_address
+from web3.logs import DISCARD
+
+from ledger.brain import Brain, Receipt
+from ledger.bundle.merkle import format_root
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import PasswordSource, load_account
+from ledger.chain.receipts import anchored, read_receipts, write_receipts
+from ledger.chain.registry import ZERO, Registry, decode_event
+from ledger.errors import ChainError
+from ledger.store.gitstore import Snapshot
+from ledger.store.treehash import recompute_roots
+
+__all__ = ["CommitResult", "as_json", "authorize", "chain_status", "commit_pending", "deploy", "register"]
+
+DEFAULT_BATCH = 32
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    committed: int  # roots sent in this run
+    transactions: list[str]
+    reconciled: int  # receipts recovered from chain events
+    head: str | None
+    seq: int
+
+
+
+def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> LocalAccount:
+    # On a local anvil (31337) the dev key is the default, as Foundry users expect.
+    from ledger.chain.keys import DEV_KEY_NAME
+
+    name = key or brain_cfg.key or (DEV_KEY_NAME if chain_id == 31337 else None)
+    if not name:
+        raise ChainError(
+            "no signing key chosen", hint="pass --key NAME (see 'ledger keys list'; anvil-dev works on chain 31337)"
+        )
+    return load_account(name, chain_id, password)
+
+
+def deploy(
+    brain: Brain,
+    *,
+    key: str | None = None,
+    rpc: str | None = None,
+    password: PasswordSource | None = None,
+    force: bool = False,
+) -> ChainConfig:
+    """Deploy a BrainRegistry and record its address (and chain id) in the brain's config.
+
+    Refuses to replace a registry that still answers on this chain unless ``force``:
+    replacing it silently would orphan the agent and its committed lineage.
+    """
+    base = ChainConfig.of(brain) if rpc is None else ChainConfig(rpc=rpc)
+    reg = Registry(base.rpc)
+    if base.registry and not force and base.chain_id == reg.chain_id and reg.has_code(base.registry):
+        raise ChainError(
+            f"this brain already uses the registry {base.registry} on chain {reg.chain_id}",
+            hint="pass --force to deploy a new one (the agent must then register again)",
+        )
+    account = _account(base, key, reg.chain_id, password)
+    factory = reg.w3.eth.contract(abi=reg.abi, bytecode=reg.bytecode)
+    receipt = reg.send(account, factory.constructor(), what="deploying the registry")
+    cfg = ChainConfig(
+        rpc=base.rpc,
+        chain_id=reg.chain_id,
+        registry=receipt["contractAddress"],
+        deploy_block=int(receipt["blockNumber"]),
+        key=key or base.key,
+    )
+    cfg.save(brain)
+    return cfg
+
+
+def register(
+    brain: Brain, *, shares: int = 1_000_000, key: str | None = None, password: PasswordSource | None = None
+) -> ChainConfig:
+    """Register this brain's agent; the salt is the brain's genesis commit, so it is unique per brain."""
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry")
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    account = _account(cfg, key, reg.chain_id, password)
+    genesis = list(brain.store.lineage())[-1].commit
+    salt = bytes.fromhex(genesis).rjust(32, b"\x00")
+    receipt = reg.send(account, reg.bound().functions.register(salt, shares), what="registering the agent")
+    (event,) = reg.bound().events.AgentRegistered().process_receipt(receipt, errors=DISCARD)
+    cfg = dataclasses.replace(cfg, agent_id=int(event["args"]["agentId"]), key=key or cfg.key)
+    cfg.save(brain)
+    # The brain's agent keys sign the agent's snapshots; the audit checks that they may also commit
+    # for the agent (docs/lineage.md §8.5), so registering authorizes them.
+    trust = brain.store.trust_at(brain.head().snap.tree)[1]
+    for address in sorted(a for a, role in trust.active.items() if role == "agent"):
+        call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(address), True)
+        reg.send(account, call, what=f"authorizing the brain's agent key {address}")
+    return cfg
+
+
+def _lineage(brain: Brain) -> list[Snapshot]:
+    """The snapshots the chain records, oldest first: every one but those whose root equals the one
+    before (the anchoring rule, :func:`ledger.chain.receipts.anchored`)."""
+    return anchored(list(reversed(list(brain.store.lineage()))))
+
+
+def commit_pending(
+    brain: Brain,
+    *,
+    key: str | None = None,
+    batch: int = DEFAULT_BATCH,
+    password: PasswordSource | None = None,
+    attach_to: Receipt | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Any:
+    """Commit every snapshot not yet on chain, oldest first, in batches; record receipts as notes.
+
+    Returns a :class:`CommitResult`, or ``attach_to`` with its chain receipt filled in.
+    """
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    assert cfg.agent_id is not None
+    with brain.locked():
+        reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+        lineage = _lineage(brain)
+        events = reg.events(cfg.agent_id, cfg.deploy_block)
+        for i, ev in enumerate(events):
+            if ev["seq"] != i + 1:
+                raise ChainError(f"the registry's events for agent skip from seq {i} to {ev['seq']}")
+            if i >= len(lineage) or lineage[i].root != ev["root"]:
+                local = format_root(lineage[i].root) if i < len(lineage) else "nothing"
+                raise ChainError(
+                    f"the on-chain lineage diverges from this brain at seq {i + 1}: chain has "
+                    f"{format_root(ev['root'])}, the brain has {local}",
+                    hint="this brain was forked or rewritten after it was committed; run 'ledger verify --chain'",
+                )
+        known = read_receipts(brain.store)
+        recovered = {
+            lineage[i].commit: _note(cfg, reg, ev)
+            for i, ev in enumerate(events)
+            if known.get(lineage[i].commit, {}).get("tx") != ev["tx"]
+        }
+        write_receipts(brain.store, recovered)
+        pending = lineage[len(events) :]
+        _check_roots(brain, pending)
+        parent = events[-1]["root"] if events else ZERO
+        txs: list[str] = []
+        done = 0
+        if pending:
+            account = _account(cfg, key, reg.chain_id, password)
+            for start in range(0, len(pending), max(1, batch)):
+                chunk = pending[start : start + max(1, batch)]
+                roots = [s.root for s in chunk]
+                fns = reg.bound().functions
+                call = (
+                    fns.commit(cfg.agent_id, parent, roots[0])
+                    if len(roots) == 1
+                    else fns.commitBatch(cfg.agent_id, parent, roots)
+                )
+                receipt = reg.send(account, call, what=f"committing {len(roots)} root(s)")
+                logs = reg.bound().events.RootCommitted().process_receipt(receipt, errors=DISCARD)
+                notes = {}
+                for snap, log in zip(chunk, logs, strict=True):
+                    ev = {**decode_event(log), "gas_used": int(receipt["gasUsed"])}
+                    if ev["root"] != snap.root:
+                        raise ChainError(
+                            f"receipt root {format_root(ev['root'])} does not match snapshot {snap.commit}"
+                        )
+                    notes[snap.commit] = _note(cfg, reg, ev)
+                write_receipts(brain.store, notes)
+                txs.append(notes[chunk[0].commit]["tx"])
+                done += len(chunk)
+                parent = roots[-1]
+                if progress is not None:
+                    progress(done, len(pending))
+        head = reg.head(cfg.agent_id)
+        seq = reg.sequence(cfg.agent_id)
+    if attach_to is not None:
+        note = read_receipts(brain.store).get(attach_to.commit)
+        return dataclasses.replace(attach_to, chain=note)
+    return CommitResult(done, txs, len(recovered), format_root(head) if head != ZERO else None, seq)
+
+
+def _check_roots(brain: Brain, pending: list[Snapshot]) -> None:
+    """Recompute every root about to be anchored from the git objects alone.
+
+    The digest cache and the saved root index speed up local writes; what goes on
+    chain must not rest on them, so a forged cache record can never be anchored.
+    """
+    commits = [bytes.fromhex(s.commit) for s in pending]
+    for snap, actual in zip(pending, recompute_roots(brain.store, commits), strict=True):
+        if actual != snap.root:
+            raise ChainError(
+                f"snapshot {snap.commit[:12]} records root {format_root(snap.root)} but its objects hash to "
+                f"{format_root(actual)}; refusing to anchor it",
+                hint="run 'ledger verify' to find the divergence",
+            )
+
+
+def _note(cfg: ChainConfig, reg: Registry, ev: dict[str, Any]) -> dict[str, Any]:
+    note = {
+        "chain_id": reg.chain_id,
+        "registry": reg.address,
+        "agent": f"0x{cfg.agent_id:064x}",
+        "seq": ev["seq"],
+        "root": format_root(ev["root"]),
+        "committer": ev["committer"],
+        "tx": ev["tx"],
+        "block": ev["block"],
+        "block_hash": ev["block_hash"],
+        "log_index": ev["log_index"],
+    }
+    if "gas_used" in ev:
+        note["gas_used"] = ev["gas_used"]
+    return note
+
+
+
+def as_json(result: CommitResult) -> dict[str, Any]:
+    return dataclasses.asdict(result)
+
+
+def authorize(
+    brain: Brain, committer: str, allowed: bool, *, key: str | None = None, password: PasswordSource | None = None
+) -> None:
+    """Grant or revoke a committer key for this brain's agent (sent by the owner)."""
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    account = _account(cfg, key, reg.chain_id, password)
+    call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(committer), allowed)
+    reg.send(account, call, what="setting a committer")
+
+
+def chain_status(brain: Brain) -> dict[str, Any]:
+    """The agent's on-chain head and sequence next to the local head."""
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    assert cfg.agent_id is not None
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    head = reg.head(cfg.agent_id)
+    seq = reg.sequence(cfg.agent_id)
+    local = brain.head().snap.root
+    lineage = _lineage(brain)
+    # Pending is counted from the chain's own sequence: local receipts can outlive a chain
+    # reset or a reorg, and would then claim everything was committed.
+    on_lineage = 0 < seq <= len(lineage) and lineage[seq - 1].root == head
+    pending = len(lineage) - seq if on_lineage or seq == 0 else None
+    stale = [c for c, r in read_receipts(brain.store).items() if r.get("seq", 0) > seq]
+    return {
+        "rpc": cfg.rpc,
+        "chain_id": reg.chain_id,
+        "registry": reg.address,
+        "agent": f"0x{cfg.agent_id:064x}",
+        "onchain_head": format_root(head) if head != ZERO else None,
+        "onchain_seq": seq,
+        "local_head": format_root(local),
+        "pending": pending,
+        "diverged": pending is None,
+        "stale_receipts": len(stale),
+        "in_sync": head == local,
+    }

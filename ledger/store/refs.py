@@ -1,0 +1,18 @@
+"""The store's own ref names, and the pending-count cache key: plain constants, so the CLI's
+stat-cache fast path (:mod:`ledger._quick`) can read them without importing git or the chain."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["BRANCH", "NOTES_REF", "PENDING_CACHE", "pending_key"]
+
+BRANCH = "refs/heads/main"  # the lineage
+NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.chain.receipts), as git notes
+PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last pending count and what it was counted from
+
+
+def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
+    """What a pending count depends on: the head, the receipts' notes ref, the registry and agent."""
+    return [head, notes, chain.get("registry"), chain.get("agent_id")]

@@ -1,0 +1,82 @@
+"""What the brain API returns: receipts, skill summaries, status, and two outcomes that are not bad input."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ledger.bundle.render import status_doc, status_lines
+from ledger.errors import LedgerError, StoreError
+
+__all__ = ["NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status"]
+
+
+class NoChangeError(LedgerError):
+    """The requested write would leave the brain exactly as it is."""
+
+
+class RecoveryError(StoreError):
+    """An interrupted write cannot be rolled forward without discarding something on disk."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(
+            message + "".join(f"\n  {p}" for p in problems[:20]),
+            hint="run 'ledger recover' to see it, and 'ledger recover --move-aside' to keep those files "
+            "under .ledger/rescued/ and finish the write",
+        )
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a mutation returns: enough to find and verify the snapshot it made."""
+
+    skill: str | None
+    version: int | None
+    root: str
+    commit: str
+    operation: str
+    chain: dict[str, Any] | None = None
+    # Every skill the snapshot touched: {"skill", "action", "version", "files": {rel: added|deleted|modified}}.
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    signer: str | None = None  # the address that signed the snapshot (docs/lineage.md §8); None: unsigned
+    keys: list[str] = field(default_factory=list)  # trust-set changes (``add ADDRESS ROLE``, ``revoke ADDRESS``)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.chain is None:
+            del out["chain"]
+        if not self.keys:
+            del out["keys"]
+        return out
+
+
+@dataclass(frozen=True)
+class SkillInfo:
+    name: str
+    description: str
+    version: int
+    license: str | None = None
+    compatibility: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Status:
+    head_commit: str
+    head_root: str
+    tree_root: str
+    changes: dict[str, str] = field(default_factory=dict)  # bundle path → modified|new|deleted
+    pending_chain: int | None = None
+
+    @property
+    def clean(self) -> bool:
+        return not self.changes
+
+    def to_json(self) -> dict[str, Any]:
+        return status_doc(self.head_commit, self.head_root, self.tree_root, self.changes, self.pending_chain)
+
+    def lines(self) -> list[str]:
+        return status_lines(self.head_commit, self.head_root, self.tree_root, self.changes, self.pending_chain)

@@ -1,0 +1,250 @@
+"""The package's layers, read from the source: no import cycles, no import from a lower layer to a higher one.
+
+The order is ADR 22's, bottom-up.  Every import counts: top-level, deferred (inside a
+function) and ``TYPE_CHECKING`` ones, since each is a dependency a reader must follow.
+A deferred import is also a smell unless it buys start-up time, so each one that stays
+is listed in :data:`DEFERRED` with its reason; a new one fails until it is listed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ledger"
+
+# Bottom-up.  A module may import its own package and any package below it.
+LAYERS: list[tuple[str, ...]] = [
+    ("ledger.errors", "ledger._env", "ledger._faults", "ledger._native"),  # the one error hierarchy, utilities
+    ("ledger.bundle",),  # the format and its hash
+    ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
+    ("ledger.store",),  # git snapshots, packs, digests of stored trees, proofs
+    ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
+    ("ledger.audit",),  # reads the store and the chain; never the writer
+    ("ledger.write",),  # the one write path, the lock, the head in memory
+    ("ledger.brain",),  # the facade and its reading parts
+    ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
+    ("ledger.agent",),  # the agent tools and MCP
+    ("ledger.cli",),  # the ledger command
+    ("ledger", "ledger.__main__", "ledger._entry", "ledger._quick"),  # entry points
+]
+
+# Deferred imports that stay, each with its reason.  Keys are (importer, imported); an
+# importer ending in ".*" covers its package.
+DEFERRED: dict[tuple[str, str], str] = {
+    ("ledger", "ledger.brain"): "the package's names load lazily, so 'ledger hash' imports nothing it does not use",
+    ("ledger", "ledger.errors"): "the same lazy names",
+    ("ledger._entry", "*"): "the console script answers 'ledger hash' and the stat-cache reads before click loads",
+    ("ledger.cli.*", "*"): "each command imports what it runs when it runs: 'ledger --help' loads no web3 or git",
+    ("ledger.audit.chain", "ledger.chain.registry"): "web3 (~1 s) loads only for an audit with --chain",
+    ("ledger.audit.lineage", "ledger.audit.chain"): "the same: the chain half of an audit loads web3",
+    ("ledger.write.apply", "ledger.bundle.lint"): "the spec lint (PyYAML's loader) loads on a first authored write",
+    ("ledger._quick", "ledger.store.statcache"): "the stat cache loads only for a command line it can answer",
+    ("ledger.brain.reads", "ledger.bundle.lint"): "the same, for 'ledger lint' and views that report a verdict",
+    ("ledger.exchange.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
+    ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
+    ("ledger.agent.hermes_shapes", "*"): "Hermes's field shapes parse frontmatter only for a platform-gated skill",
+    ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    out["ledger._native"] = PACKAGE / "_native.c"
+    return out
+
+
+def _owner(name: str, modules: Iterable[str]) -> str | None:
+    known = set(modules)
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def import_graph() -> dict[str, dict[str, str]]:
+    """``{importer: {imported: kind}}``, kind ``top``, ``deferred`` or ``typing``, for imports within ledger."""
+    modules = _modules()
+    graph: dict[str, dict[str, str]] = defaultdict(dict)
+
+    def visit(module: str, path: Path, body: list[ast.stmt], kind: str) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and _is_type_checking(node):
+                visit(module, path, node.body, "typing")
+                visit(module, path, node.orelse, kind)
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(module, path, node.body, "deferred")
+                continue
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: resolve against this module's package
+                    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                    for _ in range(node.level - 1):
+                        package = package.rpartition(".")[0]
+                    base = f"{package}.{node.module}" if node.module else package
+                else:
+                    base = node.module or ""
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        visit(module, path, [n for n in inner if isinstance(n, ast.stmt)], kind)
+                        for handler in inner:
+                            if isinstance(handler, ast.ExceptHandler):
+                                visit(module, path, handler.body, kind)
+                if isinstance(node, ast.ClassDef):
+                    visit(module, path, node.body, kind)
+                continue
+            for name in names:
+                if not name.startswith("ledger"):
+                    continue
+                target = _owner(name, modules)
+                if target and target != module and not module.startswith(target + "."):
+                    previous = graph[module].get(target)
+                    if previous is None or previous == "deferred" or kind == "top":
+                        graph[module][target] = kind
+        return None
+
+    for module, path in modules.items():
+        if path.suffix == ".py":
+            visit(module, path, ast.parse(path.read_text(), str(path)).body, "top")
+    return graph
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, -1
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, {}))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, {})))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def upward(graph: dict[str, dict[str, str]]) -> list[str]:
+    return [
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]}), a higher layer [{kind}]"
+        for a, targets in sorted(graph.items())
+        for b, kind in sorted(targets.items())
+        if layer_of(b) > layer_of(a)
+    ]
+
+
+def _listed(importer: str, imported: str) -> bool:
+    for (who, what), _reason in DEFERRED.items():
+        who_ok = who == importer or (who.endswith(".*") and importer.startswith(who[:-1]))
+        if who_ok and what in ("*", imported):
+            return True
+    return False
+
+
+def unlisted_deferred(graph: dict[str, dict[str, str]]) -> list[str]:
+    return [
+        f"{a} defers its import of {b}"
+        for a, targets in sorted(graph.items())
+        for b, kind in sorted(targets.items())
+        if kind == "deferred" and not _listed(a, b)
+    ]
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_upward_imports() -> None:
+    assert upward(import_graph()) == []
+
+
+def test_every_deferred_import_has_a_reason() -> None:
+    assert unlisted_deferred(import_graph()) == []
+
+
+def test_every_listed_deferral_is_still_there() -> None:
+    graph = import_graph()
+    stale = [
+        pair
+        for pair in DEFERRED
+        if not any(_listed_by(pair, a, b) for a, out in graph.items() for b, k in out.items() if k == "deferred")
+    ]
+    assert stale == [], "these deferrals are gone: drop them from DEFERRED"
+
+
+def _listed_by(pair: tuple[str, str], importer: str, imported: str) -> bool:
+    who, what = pair
+    return (who == importer or (who.endswith(".*") and importer.startswith(who[:-1]))) and what in ("*", imported)
+
+
+def test_the_checks_catch_what_they_claim_to(tmp_path: Path) -> None:
+    """The checks themselves: a cycle, an upward import and an unlisted deferral are each reported."""
+    graph = {
+        "ledger.store.gitstore": {"ledger.brain.facade": "top"},
+        "ledger.brain.facade": {"ledger.store.gitstore": "top"},
+        "ledger.bundle.skill": {"ledger.write.writer": "deferred"},
+    }
+    assert cycles(graph) == [["ledger.brain.facade", "ledger.store.gitstore"]]
+    assert len(upward(graph)) == 2
+    assert unlisted_deferred(graph) == ["ledger.bundle.skill defers its import of ledger.write.writer"]
