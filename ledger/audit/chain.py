@@ -165,7 +165,7 @@ def _check_receipts(
 
 def _committer_history(reg: Any, agent: int, from_block: int) -> tuple[str | None, list[tuple[int, int, str, bool]]]:
     """The agent's owner (``AgentRegistered``) and every ``CommitterSet`` change, by (block, log index)."""
-    c = reg._c()
+    c = reg.bound()
     owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
     owner = owner_logs[0]["args"]["owner"] if owner_logs else None
     changes = sorted(

@@ -19,6 +19,9 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
 
 Subtree digests are cached by git tree id (itself content-addressed), so a long
 lineage costs about one changed skill per snapshot, not snapshots × skills.
+
+Over 400 lines: every store-side check of docs/lineage.md §10, in the order the
+document gives them, so each check reads beside its rule.
 """
 
 from __future__ import annotations

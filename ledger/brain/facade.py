@@ -20,6 +20,9 @@ A brain is a directory::
 This module holds the brain's lifecycle and the public mutations; each reads its base
 under the lock and ends in the writer.  Sharing, import from folders and the chain are
 services in :mod:`ledger.exchange` that take a brain; the audit never sees one.
+
+Over 400 lines: the public mutations (create … snapshot, ~300 lines) live here over the
+parts; moving them into a part of their own is the next cut (ADR 22).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ tree over its sorted entries, an entry leaf binds (kind, name, child digest),
 and domain-separation prefixes keep file contents, leaves and interior nodes
 apart.  Proofs are one RFC 6962 audit path per directory level, so they grow as
 depth × log2(fan-out).
+
+Over 400 lines on purpose: it is the reference implementation of docs/bundle-hash.md, kept
+in one file so an auditor reads the protocol's code in one sitting, beside the document.
 """
 
 from __future__ import annotations

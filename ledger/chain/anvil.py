@@ -23,7 +23,7 @@ from ledger.errors import ChainError
 
 __all__ = ["Node", "anvil_binary", "free_port", "start", "status", "stop"]
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]  # the checkout: ledger/chain/anvil.py
 HARDFORK = "prague"
 
 

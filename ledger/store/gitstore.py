@@ -8,6 +8,9 @@ so ``git`` itself sees an ordinary repository.
 
 No filters or line-ending conversion ever touch the bytes: what the brain holds
 is what the snapshot holds.
+
+Over 400 lines: git's object, tree, commit-message and ref formats are one concern here
+(the store's byte-level contract); splitting the trailer grammar out is the obvious next cut.
 """
 
 from __future__ import annotations

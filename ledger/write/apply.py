@@ -5,6 +5,9 @@ touch on disk, then writes a journal, materialises the working tree through
 :mod:`ledger.write.writepath`, moves ``main`` by compare-and-swap and drops the journal.  A crash
 before the journal leaves the old state; after it, the next writer rolls forward, unless
 a file changed since, which it refuses to overwrite (``ledger recover``).
+
+Over 400 lines: the write path and its roll-forward stay together because the journal is
+written and read here, and a crash between them is what the kill harness tests.
 """
 
 from __future__ import annotations
@@ -345,7 +348,7 @@ class Writer:
         trust = new_trust = self._trust(head)
         if key_changes:  # the set after them, and its record (refused here if a change breaks a rule)
             after = trust[1].apply(key_changes)
-            new_trust = (self.sealer.record(self.store, after), after)
+            new_trust = (self.store.write_trust(after), after)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
                                          versions[0] if versions else None)  # fmt: skip
         sealed = self.sealer.seal(
