@@ -195,11 +195,7 @@ def upward(graph: dict[str, dict[str, str]]) -> list[str]:
 
 
 def _listed(importer: str, imported: str) -> bool:
-    for (who, what), _reason in DEFERRED.items():
-        who_ok = who == importer or (who.endswith(".*") and importer.startswith(who[:-1]))
-        if who_ok and what in ("*", imported):
-            return True
-    return False
+    return any(_listed_by(pair, importer, imported) for pair in DEFERRED)
 
 
 def unlisted_deferred(graph: dict[str, dict[str, str]]) -> list[str]:

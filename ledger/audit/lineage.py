@@ -37,7 +37,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.audit.signatures import check_signatures
 from ledger.audit.verdicts import Check, Report
-from ledger.bundle.merkle import Digest, DirNode, RootIndex, format_root, iter_files, read_tree
+from ledger.bundle.merkle import DirNode, RootIndex, file_entries, format_root, read_tree
 from ledger.bundle.skill import SKILL_MD, check_support_path, parse_skill_md
 from ledger.chain.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, positions, read_notes
 from ledger.errors import AuditError, LedgerError, StoreError
@@ -535,7 +535,7 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
             continue
         old = {f"{name}/{rel}": (gs.kind_of_mode(mode, rel), th.blob_digest(store, sha, cache))
                for rel, (mode, sha) in th.files_of(store, skills.get(name)).items()}  # fmt: skip
-        new = _files_on_disk(node, name)
+        new = file_entries(node, name)
         for p in sorted(set(old) | set(new)):
             if old.get(p) != new.get(p):
                 changes[p] = "deleted" if p not in new else "new" if p not in old else "modified"
@@ -551,14 +551,6 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
         computed=format_root(disk.digest),
         snapshot=head.commit,
     )
-
-
-def _files_on_disk(node: Digest | DirNode | None, name: str) -> dict[str, tuple[int, bytes]]:
-    if node is None:
-        return {}
-    if not isinstance(node, DirNode):
-        return {name: (node.kind, node.digest)}
-    return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(node)}
 
 
 def _git(path: Path, *args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:

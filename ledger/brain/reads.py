@@ -21,8 +21,8 @@ from ledger.bundle.merkle import (
     DirNode,
     InclusionProof,
     RootIndex,
+    file_entries,
     format_root,
-    iter_files,
     prove,
     read_tree,
 )
@@ -303,7 +303,7 @@ class Reads:
                     continue
                 old = self._committed_files(name) if name in head.skills else {}
                 node = (read.get(name) or read_tree(self.skills_dir / name)) if name in digests else None
-                new = _disk_files(node, name) if node is not None else {}
+                new = file_entries(node, name) if node is not None else {}
                 for path in sorted(set(old) | set(new)):
                     if old.get(path) != new.get(path):
                         changes[path] = "deleted" if path not in new else "new" if path not in old else "modified"
@@ -321,7 +321,7 @@ class Reads:
                 if on_disk is not None and digest is not None and on_disk.digest == digest:
                     continue
                 old = self._committed_files(name) if digest is not None else {}
-                new = _disk_files(on_disk, name)
+                new = file_entries(on_disk, name)
                 for path in sorted(set(old) | set(new)):
                     if path not in new:
                         changes[path] = "deleted"
@@ -445,14 +445,6 @@ def _only(changed: set[str], name: str | None) -> set[str]:
 
 def _digest(node: Digest | DirNode | None) -> bytes | None:
     return None if node is None else node.digest
-
-
-def _disk_files(node: Digest | DirNode | None, name: str) -> dict[str, tuple[int, bytes]]:
-    if node is None:
-        return {}
-    if not isinstance(node, DirNode):
-        return {name: (node.kind, node.digest)}
-    return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(node)}
 
 
 def _decode(data: bytes, where: str) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "Node",
     "check_name",
     "file_digest",
+    "file_entries",
     "format_root",
     "hash_path",
     "leaf_hash",
@@ -496,6 +497,16 @@ def hash_path(root: str | os.PathLike[str]) -> bytes:
         if digest is not None:
             return digest
     return read_tree(base).digest
+
+
+def file_entries(node: Digest | DirNode | None, name: str) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``node`` (skill ``name``) as ``name/rel → (kind, digest)``: what status and the
+    audit compare, path by path, between a snapshot and a working tree."""
+    if node is None:
+        return {}
+    if not isinstance(node, DirNode):
+        return {name: (node.kind, node.digest)}
+    return {f"{name}/{rel}": (d.kind, d.digest) for rel, d in iter_files(node)}
 
 
 def iter_files(node: DirNode, prefix: str = "") -> Iterator[tuple[str, Digest]]:
