@@ -57,9 +57,10 @@ from ledger.store import packing
 from ledger.store import treehash as th
 from ledger.store.diffs import Diff
 from ledger.write import writepath as wp
-from ledger.write.apply import JOURNAL, Writer, write_json
+from ledger.write.apply import Writer
 from ledger.write.head import Head
 from ledger.write.importer import Importer
+from ledger.write.journal import JOURNAL, write_json
 from ledger.write.lock import WriterLock
 from ledger.write.records import NoChangeError, Receipt, RecoveryError, SkillInfo, Status
 from ledger.write.sealing import Sealer, founding_keys
@@ -124,7 +125,7 @@ class Brain:
         self.catalog = Catalog(self.snapshots, self.versions, self.categories)  # the head's listing, for agents
         self.mutations = Mutations(self.writer, self.reads, self.categories)  # create … snapshot
         self.keyring = Keyring(self.writer, lambda: self.update_config(signing=True))  # trust, revoke, rotate, adopt
-        if (self.control / JOURNAL).exists() or self.writer.stale_ref_locks():
+        if (self.control / JOURNAL).exists() or self.writer.journal.stale_ref_locks():
             try:
                 with self.locked():
                     pass  # locked() rolls the journal forward

@@ -177,7 +177,7 @@ def pull(brain: Brain, remote: str) -> dict[str, Any]:
             try:
                 receipts = _take_receipts(brain, q)
                 if moved:
-                    brain.writer.fast_forward(bytes.fromhex(theirs), names)
+                    brain.writer.journal.fast_forward(bytes.fromhex(theirs), names)
             finally:
                 _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
     return {"remote": remote, "from": local, "to": theirs if moved else local, "moved": moved,

@@ -1,22 +1,21 @@
-"""The one write path of a brain: objects, checks, journal, working tree, branch; and the roll-forward.
+"""The one write path of a brain: objects, checks, journal, working tree, branch.
 
 A mutation builds its git objects first, then checks every path and every file it will
 touch on disk, then writes a journal, materialises the working tree through
 :mod:`ledger.write.writepath`, moves ``main`` by compare-and-swap and drops the journal.  A crash
 before the journal leaves the old state; after it, the next writer rolls forward, unless
-a file changed since, which it refuses to overwrite (``ledger recover``).
+a file changed since, which it refuses to overwrite (``ledger recover``); that roll-forward
+is :mod:`ledger.write.journal`.
 
-Over 400 lines: the write path and its roll-forward stay together because the journal is
-written and read here, and a crash between them is what the kill harness tests.
+Over 400 lines: the pipeline of :meth:`Writer.apply` (trees, records, the signed commit,
+the journal, the working tree, the branch) reads as one sequence, and the crash points the
+kill harness aims at sit along it.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import json
-import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,6 @@ from ledger.bundle.skill import (
     check_support_path,
 )
 from ledger.errors import (
-    LedgerError,
     SkillError,
     SkillExistsError,
     SkillNotFoundError,
@@ -49,19 +47,17 @@ from ledger.errors import (
 from ledger.signatures.trust import KeyChange, Trust
 from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
-from ledger.store.refs import NOTES_REF
 from ledger.write import writepath as wp
 from ledger.write.head import KEEP, Head, tree_entry
+from ledger.write.journal import JOURNAL, Journal, write_json
 from ledger.write.lock import WriterLock
-from ledger.write.records import NoChangeError, Receipt, RecoveryError
+from ledger.write.records import NoChangeError, Receipt
 from ledger.write.sealing import Sealer
 from ledger.write.snapshots import Snapshots
 from ledger.write.versioning import Versions
 
-__all__ = ["JOURNAL", "Writer", "check_support_size", "write_json"]
+__all__ = ["Writer", "check_support_size"]
 
-JOURNAL = "journal.json"
-OWN_REFS = (gs.BRANCH, NOTES_REF)
 FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 
 
@@ -103,6 +99,7 @@ class Writer:
         self.allow_invalid = False  # record what a command authors even if lint calls it invalid
         self.pending_recovery: StoreError | None = None  # a journal that could not be rolled forward
         self.base: bytes | None = None  # the head a running mutation read under the lock
+        self.journal = Journal(root, control, store, snapshots)  # the roll-forward of an interrupted write
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self._gc_mark = 0
 
@@ -446,91 +443,6 @@ class Writer:
             head.trust = self.store.trust_at(head.snap.tree)
         return head.trust
 
-    def stale_ref_locks(self) -> bool:
-        return any((self.store.git_dir / (ref + ".lock")).exists() for ref in OWN_REFS)
-
-    def clear_leftovers(self) -> None:
-        """Under the writer lock, a ref lock or temp file of ours can only be a killed writer's: clear it."""
-        wp.clear_ref_locks(self.store.git_dir, OWN_REFS)
-        with contextlib.suppress(FileNotFoundError), os.scandir(self.store.staging_dir) as it:
-            for entry in it:  # only writers, who hold this lock, make these (loose objects, bulk packs)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
-        if (self.control / "tmp").is_dir():
-            with wp.WorkTree(self.root, self.control) as tree:
-                tree.clear_tmp()
-
-    def _journal(self) -> tuple[bytes, bytes, list[str], dict[str, FileMap]] | None:
-        path = self.control / JOURNAL
-        try:
-            journal = json.loads(path.read_text())
-            disk = {
-                check_name(n): {str(r): (int(m), bytes.fromhex(h)) for r, (m, h) in fm.items()}
-                for n, fm in journal.get("disk", {}).items()
-            }
-            return (
-                bytes.fromhex(journal["commit"]),
-                bytes.fromhex(journal["expected"]),
-                [check_name(n) for n in journal["skills"]],
-                disk,
-            )
-        except FileNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError, LedgerError) as exc:
-            raise StoreError(f"{path} is corrupt: {exc}", hint="inspect it; remove it to abandon the write") from exc
-
-    def _trees_at(self, commit: bytes) -> dict[str, bytes]:
-        return skilltree.skills_of(self.store, self.store.commit_info(commit)[0])[1]
-
-    def roll_forward(self, *, move_aside: bool = False) -> list[str]:
-        """Roll an interrupted write forward from its journal (its objects are already stored).
-
-        Each file of a journaled skill must be in its old or its new state; anything else
-        is a hand edit made after the crash, and is never overwritten: the roll-forward
-        refuses (:class:`RecoveryError`), or with ``move_aside`` keeps the skill's files
-        under ``.ledger/rescued/`` first.  Returns the paths moved aside.
-        """
-        found = self._journal()
-        if found is None:
-            return []
-        commit, expected, names, disk = found
-        path = self.control / JOURNAL
-        if not self.store.has(commit):
-            path.unlink()  # the write never reached the object store: old state stands
-            return []
-        current = self.store.head()
-        if current not in (commit, expected):
-            raise StoreError(f"{path}: the branch moved since the interrupted write", hint="inspect and remove it")
-        old, new = self._trees_at(expected), self._trees_at(commit)
-        moved: list[str] = []
-        with wp.WorkTree(self.root, self.control) as tree:
-            plans = {
-                n: (
-                    self.snapshots.files(old[n]) if n in old else None,
-                    self.snapshots.files(new[n]) if n in new else None,
-                )
-                for n in names
-            }
-            problems = {n: tree.check(n, [*states, *([disk[n]] if n in disk else [])]) for n, states in plans.items()}
-            if any(problems.values()):
-                if not move_aside:
-                    raise RecoveryError(
-                        "an interrupted write cannot be finished without overwriting files changed since:",
-                        [p for ps in problems.values() for p in ps],
-                    )
-                dest = self.control / "rescued" / time.strftime("%Y%m%dT%H%M%S") / commit.hex()[:12]
-                for name, ps in problems.items():
-                    if ps:
-                        tree.move_aside(name, dest)
-                        moved.append(str(dest / name))
-            for name in names:
-                tree.materialize(name, plans[name][1], self.snapshots.read_blob)
-        if current != commit:
-            self.store.move_head(commit, expected)
-        path.unlink()
-        self.snapshots.current = None
-        return moved
-
     @contextlib.contextmanager
     def acting(self, actor: str = "user", **evidence: object) -> Iterator[None]:
         """Attribute the snapshots written inside the block (see :meth:`ledger.brain.Brain.acting`)."""
@@ -543,16 +455,9 @@ class Writer:
 
     def settle(self, recover: bool) -> None:
         """Run when the writer lock is taken: clear a killed writer's leftovers, roll its journal forward."""
-        self.clear_leftovers()
+        self.journal.clear_leftovers()
         if recover:
-            self.roll_forward()
-
-    def fast_forward(self, new: bytes, names: list[str]) -> None:
-        """Move ``main`` and the working tree to ``new`` (a descendant, its objects stored) by the
-        journaled roll-forward every write uses; ``names`` are the skills that differ."""
-        head = self.snapshots.head()
-        write_json(self.control / JOURNAL, {"commit": new.hex(), "expected": head.commit.hex(), "skills": names})
-        self.roll_forward()
+            self.journal.roll_forward()
 
     def on_disk(self, name: str) -> bool:
         """Whether anything, a dangling link included, sits at ``skills/<name>``."""
@@ -577,11 +482,11 @@ class Writer:
     def recover(self, *, move_aside: bool = False) -> dict[str, Any]:
         """Finish (or report) an interrupted write: the one command that settles a pending journal."""
         with self.lock.locked(recover=False):
-            pending = self._journal()
+            pending = self.journal.read()
             if pending is None:
                 self.pending_recovery = None
                 return {"pending": False, "moved": []}
-            moved = self.roll_forward(move_aside=move_aside)
+            moved = self.journal.roll_forward(move_aside=move_aside)
             self.pending_recovery = None
             return {"pending": True, "commit": pending[0].hex(), "skills": pending[2], "moved": moved}
 
@@ -632,13 +537,3 @@ def check_support_size(rel: str, data: bytes, limit: int) -> None:
             f"{rel} is {len(data)} bytes; this brain's limit for a file is {limit} bytes",
             hint="raise limits.file in .ledger/config.json",
         )
-
-
-def write_json(path: Path, doc: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
