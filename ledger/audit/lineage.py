@@ -539,7 +539,7 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
         for p in sorted(set(old) | set(new)):
             if old.get(p) != new.get(p):
                 changes[p] = "deleted" if p not in new else "new" if p not in old else "modified"
-    first = next(iter(changes), name)
+    first = next(iter(changes), "skills")
     shown = list(changes.items())[:10]  # a whole import left unrecorded is 10,000 paths: 'ledger status' lists them
     listing = ", ".join(f"{what} skills/{p}" for p, what in shown)
     if len(changes) > len(shown):

@@ -73,7 +73,6 @@ CONTROL = ".ledger"
 CONFIG = "config.json"
 _CONFIG_FORMAT = 1
 
-FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 
 
 def _limits(given: dict[str, Any]) -> dict[str, int]:

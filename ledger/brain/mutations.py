@@ -47,7 +47,6 @@ from ledger.write.records import NoChangeError, Receipt
 
 __all__ = ["Mutations"]
 
-FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 
 
 def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
@@ -71,7 +70,7 @@ def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
 class _CommittedFiles(Mapping[str, bytes]):
     """A skill's committed files by path, each read from the store when first asked for."""
 
-    def __init__(self, files: FileMap, read: Callable[[bytes], bytes]) -> None:
+    def __init__(self, files: gs.FileMap, read: Callable[[bytes], bytes]) -> None:
         self._files, self._read, self._got = files, read, {}  # type: dict[str, bytes]
 
     def __getitem__(self, rel: str) -> bytes:
@@ -317,9 +316,9 @@ class Mutations:
                     self.snapshots.held.clear()
 
     def _snapshot_changes(self, tree: wp.WorkTree, head: Head, disk: DirNode, note: str) -> Receipt:
-        updates: dict[str, FileMap | None] = {}
+        updates: dict[str, gs.FileMap | None] = {}
         changes: list[gs.Change] = []
-        seen: dict[str, FileMap] = {}
+        seen: dict[str, gs.FileMap] = {}
         problems: list[str] = []
         for name in sorted(set(disk.names) | set(head.skills)):
             node = disk.entries.get(name)

@@ -56,7 +56,6 @@ from ledger.write.versioning import Versions
 
 __all__ = ["Reads"]
 
-FileMap = dict[str, tuple[int, bytes]]
 
 
 class Reads:
@@ -402,7 +401,7 @@ class Reads:
         return side, skills
 
     def _disk_side(self, tree: wp.WorkTree) -> Side:
-        def files(name: str) -> FileMap:
+        def files(name: str) -> gs.FileMap:
             found, problems = tree.scan(name)
             if problems:
                 raise TreeError(f"skills/{name} cannot be read: {problems[0]}")

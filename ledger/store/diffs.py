@@ -12,9 +12,10 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ledger.store.gitstore import FileMap
+
 __all__ = ["Diff", "FileDiff", "Side", "compare", "render_patch", "render_stat"]
 
-FileMap = dict[str, tuple[int, bytes]]
 
 
 @dataclass(frozen=True)

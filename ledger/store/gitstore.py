@@ -58,6 +58,7 @@ __all__ = [
     "EVIDENCE",
     "OPERATIONS",
     "Change",
+    "FileMap",
     "GitStore",
     "Snapshot",
     "TreeEntry",
@@ -86,6 +87,7 @@ _KIND_MODE = {v: k for k, v in _MODE_KIND.items()}
 _IDENTITY = "brain-ledger <ledger@localhost>"
 
 TreeEntry = tuple[bytes, int, str]  # (binsha, mode, name), as GitPython's tree functions use
+FileMap = dict[str, tuple[int, bytes]]  # a skill's files: skill-relative path → (git mode, blob id)
 
 
 def kind_of_mode(mode: int, where: str) -> int:

@@ -58,10 +58,9 @@ from ledger.write.versioning import Versions
 
 __all__ = ["Writer", "check_support_size"]
 
-FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 
 
-def _file_changes(old: FileMap | None, new: FileMap | None) -> dict[str, str]:
+def _file_changes(old: gs.FileMap | None, new: gs.FileMap | None) -> dict[str, str]:
     """``rel → added|deleted|modified`` between two versions of a skill's files."""
     a, b = old or {}, new or {}
     return {
@@ -107,7 +106,7 @@ class Writer:
         self,
         operation: str,
         name: str,
-        files: FileMap,
+        files: gs.FileMap,
         old: SkillDoc,
         new: SkillDoc,
         writes: Mapping[str, tuple[bytes, bool] | None],
@@ -149,7 +148,7 @@ class Writer:
         name: str,
         writes: Mapping[str, tuple[bytes, bool] | None],
         *,
-        base: FileMap | None = None,
+        base: gs.FileMap | None = None,
         note: str = "",
         version: int = 1,
         categories: bytes | object | None = KEEP,
@@ -173,8 +172,8 @@ class Writer:
             return self.apply(operation, {name: files}, [gs.Change(action, name, version)], note, categories=categories)
 
     def blobs(
-        self, writes: Mapping[str, tuple[bytes, bool] | None], files: FileMap, keep: dict[bytes, bytes] | None = None
-    ) -> FileMap:
+        self, writes: Mapping[str, tuple[bytes, bool] | None], files: gs.FileMap, keep: dict[bytes, bytes] | None = None
+    ) -> gs.FileMap:
         """Write the blobs of ``writes`` over ``files``; ``keep`` collects their bytes for :meth:`_read_blob`."""
         for path, spec in writes.items():
             if spec is None:
@@ -189,7 +188,7 @@ class Writer:
             files[path] = (gs.MODE_EXEC if executable else gs.MODE_FILE, sha)
         return files
 
-    def write_tree(self, files: FileMap, where: str) -> tuple[bytes, bytes]:
+    def write_tree(self, files: gs.FileMap, where: str) -> tuple[bytes, bytes]:
         """Write the git trees for a skill's files; return (tree id, bundle digest).
 
         Iterative, deepest directory first, so depth is bounded only by the path rules.
@@ -241,10 +240,10 @@ class Writer:
     def apply(
         self,
         operation: str,
-        updates: Mapping[str, FileMap | None],
+        updates: Mapping[str, gs.FileMap | None],
         changes: list[gs.Change],
         note: str,
-        disk: Mapping[str, FileMap] | None = None,
+        disk: Mapping[str, gs.FileMap] | None = None,
         categories: bytes | object | None = KEEP,
         key_changes: Sequence[KeyChange] = (),
     ) -> Receipt:
@@ -281,10 +280,10 @@ class Writer:
         self,
         head: Head,
         operation: str,
-        updates: Mapping[str, FileMap | None],
+        updates: Mapping[str, gs.FileMap | None],
         changes: list[gs.Change],
         note: str,
-        disk: Mapping[str, FileMap],
+        disk: Mapping[str, gs.FileMap],
         categories: bytes | None,
         key_changes: Sequence[KeyChange] = (),
     ) -> Receipt:
@@ -357,7 +356,7 @@ class Writer:
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self.snapshots.files(t) if t is not None else None for n, t in old_trees.items()}
-            seen: dict[str, FileMap] = {}  # what each check found, so each skill is scanned once
+            seen: dict[str, gs.FileMap] = {}  # what each check found, so each skill is scanned once
             for name, files in updates.items():
                 for rel in files or ():
                     check_bundle_path(name, rel)

@@ -29,7 +29,6 @@ from ledger.write.records import Receipt
 __all__ = ["CATEGORY_INDEX", "Importer"]
 
 CATEGORY_INDEX = ".ledger-categories.json"  # in categories/: {"format": 1, "skills": {key: "cat/sub"}}
-FileMap = dict[str, tuple[int, bytes]]
 
 
 class Importer:
@@ -78,7 +77,7 @@ class Importer:
         with wp.WorkTree(self.writer.root, self.writer.control) as tree:
             on_disk = {name for name, _ in tree.listdir()}  # listed once: the write re-checks each
         rows: list[dict[str, Any]] = []
-        updates: dict[str, FileMap | None] = {}
+        updates: dict[str, gs.FileMap | None] = {}
         changes: list[gs.Change] = []
         seen: set[str] = set()
         for i, found in enumerate(coll.skills, 1):
@@ -112,7 +111,12 @@ class Importer:
         return report
 
     def _plan(
-        self, head: Any, found: Found, updates: dict[str, FileMap | None], changes: list[gs.Change], on_disk: set[str]
+        self,
+        head: Any,
+        found: Found,
+        updates: dict[str, gs.FileMap | None],
+        changes: list[gs.Change],
+        on_disk: set[str],
     ) -> dict:
         key, files = found.key, found.files
         limits = self.writer.limits

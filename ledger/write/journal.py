@@ -24,7 +24,7 @@ from ledger.store import skilltree
 from ledger.store.refs import NOTES_REF
 from ledger.write import writepath as wp
 from ledger.write.records import RecoveryError
-from ledger.write.snapshots import FileMap, Snapshots
+from ledger.write.snapshots import Snapshots
 
 __all__ = ["JOURNAL", "Journal", "write_json"]
 
@@ -52,7 +52,7 @@ class Journal:
             with wp.WorkTree(self.root, self.control) as tree:
                 tree.clear_tmp()
 
-    def read(self) -> tuple[bytes, bytes, list[str], dict[str, FileMap]] | None:
+    def read(self) -> tuple[bytes, bytes, list[str], dict[str, gs.FileMap]] | None:
         path = self.control / JOURNAL
         try:
             journal = json.loads(path.read_text())

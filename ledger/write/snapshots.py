@@ -21,9 +21,8 @@ from ledger.store.skilltree import Fanout, skills_of
 from ledger.write.head import KEEP, Head
 from ledger.write.versioning import Versions
 
-__all__ = ["FileMap", "Snapshots"]
+__all__ = ["Snapshots"]
 
-FileMap = dict[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
 INDEX_FILE = "root-index-v1.bin"  # in .ledger/cache/
 
 
@@ -37,7 +36,7 @@ class Snapshots:
         self.current: Head | None = None  # the head in memory; the writer replaces it after each write
         self.held: dict[bytes, bytes] = {}  # blob id → bytes, while a bulk write writes them out
         self.index_saved: bytes | None = None  # the skills/ tree the saved root index is for
-        self._files_memo: dict[bytes, FileMap] = {}  # skill tree id → its files (see files())
+        self._files_memo: dict[bytes, gs.FileMap] = {}  # skill tree id → its files (see files())
         self._text_memo: dict[bytes, bytes] = {}  # SKILL.md blob id → bytes, the last few read
 
     def head(self) -> Head:
@@ -97,7 +96,7 @@ class Snapshots:
             head.categories = self.store.categories_tree(bytes.fromhex(head.snap.tree))
         return head.categories  # type: ignore[return-value]
 
-    def files(self, tree: bytes) -> FileMap:
+    def files(self, tree: bytes) -> gs.FileMap:
         """A skill tree's files; remembered by tree id (content-addressed), as one upsert asks
         for the same skill's files three times, and each ``git cat-file`` round trip slows
         while a packer changes the packs under it."""
@@ -111,7 +110,7 @@ class Snapshots:
             self._files_memo[tree] = files
         return dict(files)
 
-    def committed(self, name: str) -> tuple[FileMap, SkillDoc]:
+    def committed(self, name: str) -> tuple[gs.FileMap, SkillDoc]:
         """Skill ``name``'s files and parsed SKILL.md at the head."""
         head = self.head()
         if name not in head.skills:
