@@ -28,6 +28,7 @@ from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
 from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
+from ledger.exchange.targets import Targets
 
 __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 
@@ -122,6 +123,12 @@ TOOLS: list[dict[str, Any]] = [
             "additionalProperties": False,
         },
     },
+    {
+        "name": "skills_sync_status",
+        "description": "The runtime folders this brain is synced with, and each skill changed on both sides "
+                       "since the last sync (a conflict: nothing was overwritten; settle it by editing one side).",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
 ]
 # MCP tool annotations (hints to a client about each tool's effects); ``ledger mcp`` publishes them as they are.
 ANNOTATIONS: dict[str, dict[str, bool]] = {
@@ -130,6 +137,7 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
     "skill_manage": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False},
     "skill_history": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
     "skill_diff": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "skills_sync_status": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
 }
 
 
@@ -287,6 +295,12 @@ class SkillTools:
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     f"{name}@{a}/SKILL.md", f"{name}@{b}/SKILL.md")  # fmt: skip
         return {"name": name, "from": a, "to": b, "diff": "".join(diff)}
+
+    def skills_sync_status(self) -> dict[str, Any]:
+        """The targets (``ledger link``) and their unsettled conflicts, from ``.ledger/`` alone."""
+        targets = Targets(self.brain.control)
+        return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
+                "conflicts": targets.conflicts()}  # fmt: skip
 
     # ------------------------------------------------------------------ writes
 

@@ -77,10 +77,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
         st = brain.status()
         pending = _pending(brain)
         st.pending_chain = pending
+        conflicts = None
+        if (brain.control / "targets.json").exists():
+            from ledger.exchange.targets import Targets
+
+            conflicts = Targets(brain.control).conflicts()
     if as_json:
-        emit(st.to_json())
+        emit({**st.to_json(), **({"sync_conflicts": conflicts} if conflicts is not None else {})})
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
+    for c in conflicts or ():
+        click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
 
 
 @main.command()

@@ -24,7 +24,7 @@ from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry, decode_event
-from ledger.errors import ChainError
+from ledger.errors import ChainError, LedgerError
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
 
@@ -274,3 +274,22 @@ def chain_status(brain: Brain) -> dict[str, Any]:
         "stale_receipts": len(stale),
         "in_sync": head == local,
     }
+
+
+def committed_snapshot(brain: Brain) -> bytes:
+    """The commit of the root last committed on chain: what ``--committed`` targets show.
+
+    The chain's head and sequence name a snapshot of this lineage (its ``seq``-th anchored
+    one); a head that is not on the local lineage is refused, never guessed at."""
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    assert cfg.agent_id is not None
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    head, seq = reg.head(cfg.agent_id), reg.sequence(cfg.agent_id)
+    lineage = _lineage(brain)
+    if seq == 0 or head == ZERO:
+        raise LedgerError("nothing is committed on chain yet", hint="run 'ledger commit' first")
+    if not (seq <= len(lineage) and lineage[seq - 1].root == head):
+        raise LedgerError(f"the chain's head {format_root(head)} is not on this brain's lineage",
+                          hint="pull the snapshots it was committed from ('ledger pull')")  # fmt: skip
+    return bytes.fromhex(lineage[seq - 1].commit)

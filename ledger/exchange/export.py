@@ -1,9 +1,10 @@
-"""Export adapters: write a snapshot's skills in a runtime's layout, byte for byte.
+"""Export: a snapshot's skills written once into a new folder in a runtime's layout, byte for byte.
 
-Files come from the git objects of the chosen snapshot (default: head), so any
-past state can be exported. Output files are created with ``O_EXCL|O_NOFOLLOW``
-in a directory that must be new or empty, so nothing in it is followed or
-overwritten.
+The one-shot form of ``ledger sync`` (:mod:`ledger.exchange.projection`): each skill is
+written whole by the same :class:`~ledger.exchange.targetfs.TargetFS` (staged, then
+renamed into place without replacing anything), into a directory that must be new or
+empty.  Files come from the git objects of the chosen snapshot (default: head), so any
+past state can be exported.  Slopstock's flat ``<name>.md`` files are written here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, UsageError
+from ledger.exchange.targetfs import TargetFS
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -61,18 +63,22 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
             )
     dest.mkdir(parents=True, exist_ok=True)
     count = 0
-    for name, sha in sorted(skills.items()):
-        files = th.files_of(store, sha)
-        if layout == "slopstock":
-            _write(dest / f"{name}.md", store.read(files[SKILL_MD][1], b"blob"), False)
-            count += 1
-            continue
-        base = dest / index[name] / name if layout == "hermes" and name in index else dest / name
-        for rel, (mode, blob) in files.items():
-            _write(base / rel, store.read(blob, b"blob"), mode == gs.MODE_EXEC)
-            count += 1
-    if layout == "hermes":
-        for rel, (mode, blob) in cat_files.items():
-            _write(dest / rel, store.read(blob, b"blob"), mode == gs.MODE_EXEC)
-            count += 1
+    with TargetFS(os.path.realpath(dest), "hermes" if layout == "hermes" else "agentskills", 1 << 62) as fs:
+        for name, sha in sorted(skills.items()):
+            files = th.files_of(store, sha)
+            if layout == "slopstock":
+                _write(dest / f"{name}.md", store.read(files[SKILL_MD][1], b"blob"), False)
+                count += 1
+                continue
+            rel = f"{index[name]}/{name}" if layout == "hermes" and name in index else name
+            data = {p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in files.items()}
+            staged, _ = fs.stage(data)
+            if not fs.place_new(staged, rel):
+                raise LedgerError(f"{dest}/{rel} appeared while exporting", hint="export into a new directory")
+            count += len(files)
+        if layout == "hermes":
+            for rel, (_, blob) in cat_files.items():
+                fs.write_missing(rel, store.read(blob, b"blob"))
+                count += 1
+        fs.tidy()
     return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest)}

@@ -22,6 +22,7 @@ from pathlib import Path
 from ledger.bundle.collection import Collection, Found
 from ledger.bundle.skill import SKILL_MD, check_name, slugify
 from ledger.errors import LedgerError, UsageError
+from ledger.exchange.targetfs import TargetFS
 from ledger.write.writepath import read_limited
 
 __all__ = ["LAYOUTS", "Collection", "Found", "detect", "read"]
@@ -77,21 +78,13 @@ def _key(folder: str, notes: list[str]) -> str:
 
 
 def _skill_folder(path: Path, limit: int, category: str | None = None) -> Found:
+    """One skill read whole by the projection's reader (:class:`TargetFS`): through descriptors,
+    never following a link, so import and ``ledger sync`` read a folder the same way."""
     notes: list[str] = []
     found = Found(_key(path.name, notes), path.name, str(path), category=category, notes=notes)
-    stack = [(path, "")]
     try:
-        while stack:
-            here, rel = stack.pop()
-            for name, mode in _entries(here):
-                child = f"{rel}{name}"
-                if stat.S_ISDIR(mode):
-                    stack.append((here / name, child + "/"))
-                elif stat.S_ISREG(mode):
-                    found.files[child] = _read(here / name, limit)
-                else:
-                    kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
-                    raise LedgerError(f"{child} is {kind}; a brain holds only files and folders")
+        with TargetFS(os.path.realpath(path.parent), "agentskills", limit) as fs:
+            found.files = fs.read(path.name)
     except (LedgerError, OSError) as exc:
         found.refused = exc.message if isinstance(exc, LedgerError) else f"cannot read it: {exc}"
         found.hint = exc.hint if isinstance(exc, LedgerError) else None

@@ -154,11 +154,12 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "adopt": (),  # signs an unsigned brain's head and founds its trust set (docs/lineage.md §8)
     "keys": (),  # adds or revokes signing keys
     "move": (),  # moves a skill between Hermes categories (categories/ only; the root is the parent's)
+    "sync": ("create", "update", "delete"),  # what a runtime changed in its folder, recorded back (ledger sync)
 }
 
 
 ACTORS = ("agent", "curator", "user")
-EVIDENCE = ("task", "session", "tool-calls", "reason", "evolution", "summary")  # trailers Ledger-Task, …
+EVIDENCE = ("task", "session", "tool-calls", "reason", "evolution", "summary", "runtime", "target")  # Ledger-Task, …
 
 
 def attribution(actor: str = "user", **evidence: object) -> dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ledger.bundle.collection import Collection, Found
@@ -47,16 +47,19 @@ class Importer:
         progress: Callable[[int, int], None] | None = None,
         operation: str = "import",
         versions: str | None = None,
+        deletions: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Import ``coll`` as one snapshot; ``versions="store"`` first moves an empty brain's version
-        counter out of SKILL.md (ledger.write.versioning), so every file is recorded byte for byte."""
+        counter out of SKILL.md (ledger.write.versioning), so every file is recorded byte for byte.
+        ``deletions`` are skills deleted in the same snapshot (``ledger sync`` records a runtime's)."""
         bulk = self.writer.store.bulk() if not dry_run else contextlib.nullcontext()
         with self.writer.lock.locked(), bulk:
             head = self.writer.snapshots.head()
             switched = self.writer.versions.choose(head, versions) if versions else False
             report: dict[str, Any] | None = None
             try:
-                report = self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation, switched)
+                report = self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation, switched,
+                                             deletions)
                 return report
             finally:
                 self.writer.snapshots.held.clear()
@@ -72,6 +75,7 @@ class Importer:
         progress: Callable[[int, int], None] | None,
         operation: str,
         switched: bool = False,
+        deletions: Sequence[str] = (),
     ) -> dict[str, Any]:
         head = self.writer.snapshots.head()
         with wp.WorkTree(self.writer.root, self.writer.control) as tree:
@@ -101,8 +105,15 @@ class Importer:
                 + "".join(f"\n  {r['skill']}: {r['reason']}" for r in refused[:20]),
                 hint="fix them, or import without --all-or-nothing to take the rest",
             )
+        gone = [key for key in deletions if key in head.skills and key not in seen]
+        for key in gone:
+            updates[key] = None
+            changes.append(gs.Change("delete", key, self.writer.snapshots.committed(key)[1].version))
+            rows.append({"skill": key, "source": "", "notes": [], "status": "deleted",
+                         "version": changes[-1].version})  # fmt: skip
         old_cats = self.writer.snapshots.categories_tree(head)
-        cats = self._merge_categories(old_cats, coll, {f.key: f.category for f in coll.skills if f.key in seen})
+        membership = {f.key: f.category for f in coll.skills if f.key in seen}
+        cats = self._merge_categories(old_cats, coll, membership, gone)
         report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
         if dry_run or (not updates and cats == old_cats and not switched):
             return report
@@ -164,7 +175,8 @@ class Importer:
         changes.append(gs.Change(action, key, version))
         return {**out, "status": "imported" if action == "create" else "updated", "version": version}
 
-    def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None]) -> bytes | None:
+    def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None],
+                          gone: Sequence[str] = ()) -> bytes | None:  # fmt: skip
         """The new ``categories/`` tree: the old one, plus this import's category files and memberships."""
         if coll.layout != "hermes" and old is None:
             return None
@@ -180,6 +192,8 @@ class Importer:
                     index.pop(key, None)
             for rel, data in coll.categories.items():
                 files[rel] = (gs.MODE_FILE, self.writer.store.write_blob(data))
+        for key in gone:
+            index.pop(key, None)  # a deleted skill leaves its category
         doc = json.dumps({"format": 1, "skills": dict(sorted(index.items()))}, indent=2) + "\n"
         files[CATEGORY_INDEX] = (gs.MODE_FILE, self.writer.store.write_blob(doc.encode()))
         return self.writer.write_tree(files, "categories")[0]

@@ -1,0 +1,372 @@
+"""A runtime's skills folder, reached and changed only through directory descriptors.
+
+A target is somebody else's folder (``~/.claude/skills``, ``~/.hermes/skills``) that a
+runtime and people write while the ledger reads and writes it.  So every operation here
+is relative to a descriptor opened without following links, from ``/`` down:
+
+- a symbolic link anywhere (the target's path, a skill folder, a file in a skill) is
+  never followed; a skill holding one is refused, and left as it is;
+- a skill is written whole into ``.ledger-staging/`` in the target, then renamed into
+  place: ``RENAME_NOREPLACE`` for a new skill, ``RENAME_EXCHANGE`` to replace one, so a
+  runtime sees the old skill or the new one, never half of either (ADR 23);
+- what an exchange displaces is compared with what the ledger expected to displace.
+  An edit that landed in between is put back, never deleted (:meth:`TargetFS.settle`).
+
+Reads are cached by ``stat`` like git's index: an entry is trusted only if the file's
+mtime is older than the moment it was hashed by more than :data:`RACY_NS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from ledger.bundle.skill import SKILL_MD
+from ledger.errors import LedgerError
+from ledger.store.gitstore import MODE_EXEC, MODE_FILE, FileMap, blob_id
+from ledger.write.writepath import read_limited
+
+__all__ = ["RACY_NS", "STAGING", "Scan", "TargetError", "TargetFS"]
+
+STAGING = ".ledger-staging"  # whole skills are written here, then renamed into place
+RESCUED = ".ledger-rescued"  # what an interrupted exchange displaced that nobody recorded yet
+RACY_NS = 1_000_000_000  # a stat entry is trusted once the file is this much older than its hashing
+_SKIP = frozenset({".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__",
+                   STAGING, RESCUED})  # fmt: skip
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NOREPLACE, _EXCHANGE = 1, 2  # renameat2(2) flags
+
+
+class TargetError(LedgerError):
+    """A target cannot be read or written safely."""
+
+
+def _renameat2(src_fd: int, src: str, dst_fd: int, dst: str, flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    if fn(src_fd, src.encode(), dst_fd, dst.encode(), flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), dst)
+
+
+def open_path(path: str) -> int:
+    """A descriptor of directory ``path`` (absolute), reached from ``/`` with no link followed."""
+    if not os.path.isabs(path):
+        raise TargetError(f"{path} is not an absolute path")
+    fd = os.open("/", _DIR)
+    try:
+        for part in [p for p in path.split("/") if p]:
+            try:
+                nfd = os.open(part, _DIR, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise TargetError(f"{path}: {part!r} is not a directory or is a symbolic link",
+                                      hint="link the target by its real path (a link is never followed)") from None
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@dataclass
+class Scan:
+    """What a target holds: each skill folder (``key → relative dir``), and what was left alone, and why."""
+
+    skills: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # relative dir → why
+    categories: dict[str, bytes] = field(default_factory=dict)  # hermes: category files by relative path
+
+
+class TargetFS:
+    """One open target: a descriptor of its folder, and the operations the projection needs."""
+
+    def __init__(self, path: str, layout: str, limit: int) -> None:
+        self.path, self.layout, self.limit = path, layout, limit
+        self.fd = open_path(path)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> TargetFS:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ descriptors
+
+    @contextlib.contextmanager
+    def _dir(self, rel: str, create: bool = False) -> Iterator[int]:
+        """A descriptor of ``rel`` inside the target, each part opened without following links."""
+        fd = os.dup(self.fd)
+        try:
+            for part in [p for p in rel.split("/") if p]:
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                try:
+                    nfd = os.open(part, _DIR, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise TargetError(f"{self.path}/{rel}: {part!r} is a symbolic link or not a folder",
+                                          hint="a target's links are never followed; remove it") from None
+                    raise
+                os.close(fd)
+                fd = nfd
+            yield fd
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _split(rel: str) -> tuple[str, str]:
+        parent, _, name = rel.rpartition("/")
+        return parent, name
+
+    # ------------------------------------------------------------------ reading
+
+    def scan(self) -> Scan:
+        """Every skill folder in the target's layout; folders that are links are refused, not followed."""
+        out = Scan()
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            with self._dir(rel) as fd:
+                entries = sorted(os.scandir(fd), key=lambda e: e.name)
+                for e in entries:
+                    child = f"{rel}/{e.name}" if rel else e.name
+                    if e.name in _SKIP or e.name.startswith(".ledger-"):
+                        continue
+                    if e.is_symlink():
+                        if rel == "" or self.layout == "hermes":
+                            out.refused[child] = "a symbolic link (never followed)"
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        if self._has_skill_md(fd, e.name):
+                            out.skills.setdefault(e.name, child)
+                        elif self.layout == "hermes":
+                            stack.append(child)
+                    elif rel and self.layout == "hermes" and e.is_file(follow_symlinks=False):
+                        with contextlib.suppress(OSError, LedgerError):
+                            out.categories[child] = self._read_file(fd, e.name)[0]
+        return out
+
+    @staticmethod
+    def _has_skill_md(fd: int, name: str) -> bool:
+        try:
+            st = os.stat(f"{name}/{SKILL_MD}", dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode)
+
+    def _read_file(self, dir_fd: int, name: str) -> tuple[bytes, os.stat_result]:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise TargetError(f"{name} is not a regular file")
+            try:
+                return read_limited(fd, self.limit, name), st
+            except LedgerError as exc:
+                raise TargetError(exc.message, hint="raise limits.file in .ledger/config.json") from None
+        finally:
+            os.close(fd)
+
+    def state(self, rel: str, cache: Mapping[str, list] | None = None) -> tuple[FileMap, dict[str, list]]:
+        """The skill at ``rel`` as a file map, and its stat entries; files whose stat entry in
+        ``cache`` still holds are not read again.  Raises :class:`TargetError` for a link or special
+        file inside the skill (it is refused as a whole, never partly recorded)."""
+        files: FileMap = {}
+        stats: dict[str, list] = {}
+        for path, dir_fd, name, st in self._walk(rel):
+            mode = MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
+            old = (cache or {}).get(path)
+            key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+            if old is not None and old[2:6] == key and old[6] - st.st_mtime_ns > RACY_NS and old[0] == mode:
+                files[path], stats[path] = (mode, bytes.fromhex(old[1])), old
+                continue
+            seen = _now()
+            data, st2 = self._read_file(dir_fd, name)
+            mode = MODE_EXEC if st2.st_mode & stat.S_IXUSR else MODE_FILE
+            files[path] = (mode, blob_id(data))
+            stats[path] = [mode, files[path][1].hex(), st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns, st2.st_ino, seen]
+        return files, stats
+
+    def read(self, rel: str) -> dict[str, tuple[bytes, bool]]:
+        """Every file of the skill at ``rel``: ``path → (bytes, executable)``."""
+        out = {}
+        for path, dir_fd, name, _ in self._walk(rel):
+            data, st = self._read_file(dir_fd, name)
+            out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
+        return out
+
+    def _walk(self, rel: str) -> Iterator[tuple[str, int, str, os.stat_result]]:
+        with self._dir(rel) as top:
+            stack: list[tuple[int, str]] = [(os.dup(top), "")]
+            try:
+                while stack:
+                    fd, prefix = stack.pop()
+                    try:
+                        for e in sorted(os.scandir(fd), key=lambda e: e.name):
+                            st = e.stat(follow_symlinks=False)
+                            if stat.S_ISDIR(st.st_mode):
+                                try:
+                                    stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/"))
+                                except OSError as exc:
+                                    raise TargetError(f"{self.path}/{rel}/{prefix}{e.name}: {exc.strerror}") from None
+                            elif stat.S_ISREG(st.st_mode):
+                                yield f"{prefix}{e.name}", fd, e.name, st
+                            else:
+                                kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
+                                raise TargetError(f"{rel}/{prefix}{e.name} is {kind}; a skill holds only files "
+                                                  "and folders, so it is left as it is",
+                                                  hint="replace the link with the file it points to")  # fmt: skip
+                    finally:
+                        os.close(fd)
+            finally:
+                for fd, _ in stack:
+                    os.close(fd)
+
+    # ------------------------------------------------------------------ writing
+
+    def stage(self, files: Mapping[str, tuple[bytes, bool]]) -> tuple[str, dict[str, list]]:
+        """Write a whole skill into a new folder under :data:`STAGING`; return its name and stat entries."""
+        with self._dir(STAGING, create=True) as sfd:
+            name = secrets.token_hex(8)
+            os.mkdir(name, 0o755, dir_fd=sfd)
+            stats: dict[str, list] = {}
+            with self._dir(f"{STAGING}/{name}") as top:
+                for path in sorted(files):
+                    data, executable = files[path]
+                    parent, base = self._split(path)
+                    with self._subdir(top, parent) as pfd:
+                        mode = 0o755 if executable else 0o644
+                        fd = os.open(base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                     mode, dir_fd=pfd)  # fmt: skip
+                        try:
+                            view = memoryview(data)
+                            while view:
+                                view = view[os.write(fd, view) :]
+                            os.fchmod(fd, mode)
+                            st = os.fstat(fd)
+                        finally:
+                            os.close(fd)
+                    gmode = MODE_EXEC if executable else MODE_FILE
+                    stats[path] = [gmode, blob_id(data).hex(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                   st.st_ino, _now()]  # fmt: skip
+        return name, stats
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _subdir(top: int, rel: str) -> Iterator[int]:
+        fd = os.dup(top)
+        try:
+            for part in [p for p in rel.split("/") if p]:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                nfd = os.open(part, _DIR, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            yield fd
+        finally:
+            os.close(fd)
+
+    def place_new(self, staged: str, rel: str) -> bool:
+        """Rename a staged skill to ``rel`` unless something is there now (then False, and it stays staged)."""
+        parent, name = self._split(rel)
+        with self._dir(STAGING) as sfd, self._dir(parent, create=True) as pfd:
+            try:
+                _renameat2(sfd, staged, pfd, name, _NOREPLACE)
+            except OSError as exc:
+                if exc.errno == errno.EEXIST:
+                    return False
+                if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                    raise
+                try:  # no renameat2 here: look, then rename (a narrow window, said in ADR 23)
+                    os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                    return False
+                except FileNotFoundError:
+                    os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=pfd)
+        return True
+
+    def exchange(self, staged: str, rel: str) -> None:
+        """Swap the staged folder with the skill at ``rel`` in one step: the old one is then staged."""
+        parent, name = self._split(rel)
+        with self._dir(STAGING) as sfd, self._dir(parent) as pfd:
+            try:
+                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                    raise
+                aside = staged + ".old"  # no exchange here: the skill is briefly absent, never half there
+                os.rename(name, aside, src_dir_fd=pfd, dst_dir_fd=sfd)
+                os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=pfd)
+                os.rename(aside, staged, src_dir_fd=sfd, dst_dir_fd=sfd)
+
+    def take_out(self, rel: str) -> str:
+        """Move the skill at ``rel`` into staging (a removal that can still be undone); return its name."""
+        parent, name = self._split(rel)
+        staged = secrets.token_hex(8)
+        with self._dir(STAGING, create=True) as sfd, self._dir(parent) as pfd:
+            os.rename(name, staged, src_dir_fd=pfd, dst_dir_fd=sfd)
+        return staged
+
+    def put_back(self, staged: str, rel: str) -> bool:
+        return self.place_new(staged, rel)
+
+    def staged_state(self, staged: str) -> FileMap | None:
+        try:
+            return self.state(f"{STAGING}/{staged}")[0]
+        except (OSError, LedgerError):
+            return None
+
+    def discard(self, staged: str) -> None:
+        with self._dir(STAGING) as sfd, contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(staged, dir_fd=sfd)
+
+    def rescue(self, staged: str, key: str) -> str:
+        """Keep what nobody can explain, out of the runtime's sight: ``.ledger-rescued/<key>-<n>``."""
+        name = f"{key}-{secrets.token_hex(4)}"
+        with self._dir(STAGING) as sfd, self._dir(RESCUED, create=True) as rfd:
+            os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=rfd)
+        return f"{RESCUED}/{name}"
+
+    def tidy(self) -> None:
+        """Remove the staging folder once empty, so a runtime's folder holds only skills."""
+        with contextlib.suppress(OSError):
+            os.rmdir(STAGING, dir_fd=self.fd)
+
+    def staged(self) -> list[str]:
+        try:
+            with self._dir(STAGING) as sfd:
+                return sorted(e.name for e in os.scandir(sfd))
+        except FileNotFoundError:
+            return []
+
+    def write_missing(self, rel: str, data: bytes) -> None:
+        """A Hermes category file the target lacks (``DESCRIPTION.md``); an existing one is never replaced."""
+        parent, name = self._split(rel)
+        with self._dir(parent, create=True) as pfd, contextlib.suppress(FileExistsError):
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=pfd)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+
+
+def _now() -> int:
+    return time.time_ns()

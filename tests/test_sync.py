@@ -1,0 +1,269 @@
+"""``ledger sync``: the brain projected into runtimes' folders, and their edits recorded back (issue 22).
+
+Every test drives the installed ``ledger`` on real folders; HOME points at a temporary
+home, so ``claude`` and ``agents`` resolve to ``HOME/.claude/skills`` and ``HOME/.agents/skills``
+as those runtimes document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+from tests.conftest import LEDGER, run_ledger
+
+
+def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home)}
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True, env=env)
+    for name in skills:
+        run_ledger("--brain", str(brain), "skill", "create", name, "--description", f"Do {name}.", "--body",
+                   f"# {name}\n\nStep one.\n\nStep two.\n", check=True, env=env)  # fmt: skip
+    return brain, env
+
+
+def _ledger(brain: Path, env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run_ledger("--brain", str(brain), *args, env=env, check=check)
+
+
+def _sync(brain: Path, env: dict[str, str], *args: str, code: int = 0) -> dict:
+    proc = _ledger(brain, env, "sync", "--json", *args, check=False)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _body(brain: Path, name: str) -> str:
+    with Brain.open(brain) as b:
+        return b.snapshots.committed(name)[1].text
+
+
+def test_claude_and_agents_layouts_are_projected_and_edits_recorded_back(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path, "alpha", "beta")
+    home = Path(env["HOME"])
+    (home / ".claude").mkdir()  # Claude Code is "installed" here
+    listed = json.loads(_ledger(brain, env, "runtimes", "--json").stdout)
+    paths = {r["name"]: r["path"] for r in listed}
+    assert paths["claude"] == str(home / ".claude/skills") and paths["agents"] == str(home / ".agents/skills")
+    assert next(r for r in listed if r["name"] == "claude")["installed"] is True
+    _ledger(brain, env, "link", "claude")
+    _ledger(brain, env, "link", "agents")
+    report = _sync(brain, env)
+    assert {t["name"]: sorted(t["projected"]) for t in report["targets"]} == {"claude": ["alpha", "beta"],
+                                                                            "agents": ["alpha", "beta"]}
+    claude, agents = home / ".claude/skills", home / ".agents/skills"
+    assert (claude / "alpha/SKILL.md").read_bytes() == (agents / "alpha/SKILL.md").read_bytes()
+    assert not (claude / "alpha").is_symlink() and not (claude / ".ledger-staging").exists()
+    # A person edits alpha in Claude Code's folder and adds a skill in .agents/skills.
+    md = claude / "alpha/SKILL.md"
+    md.write_text(md.read_text().replace("Step two.", "Step two, carefully."))
+    (agents / "gamma/scripts").mkdir(parents=True)
+    (agents / "gamma/SKILL.md").write_text("---\nname: gamma\ndescription: Do gamma.\n---\nGamma.\n")
+    (agents / "gamma/scripts/run.sh").write_text("#!/bin/sh\necho gamma\n")
+    (agents / "gamma/scripts/run.sh").chmod(0o755)
+    report = _sync(brain, env)
+    by = {t["name"]: t for t in report["targets"]}
+    assert by["claude"]["recorded"] == [{"skill": "alpha", "version": 2, "action": "updated"}]
+    assert by["agents"]["recorded"] == [{"skill": "gamma", "version": 1, "action": "imported"}]
+    assert "Step two, carefully." in _body(brain, "alpha")
+    # Each side received the other's change, byte for byte, executable bit included.
+    assert (agents / "alpha/SKILL.md").read_bytes() == (claude / "alpha/SKILL.md").read_bytes()
+    assert (claude / "gamma/scripts/run.sh").read_text() == "#!/bin/sh\necho gamma\n"
+    assert os.access(claude / "gamma/scripts/run.sh", os.X_OK)
+    log = _ledger(brain, env, "log", "--json").stdout
+    newest = json.loads(log)[0]
+    assert newest["operation"] == "sync" and newest["attribution"]["runtime"] == "agents"
+    assert newest["attribution"]["target"] == str(agents)
+    assert _sync(brain, env)["targets"][0]["projected"] == []  # in step: a no-op
+    _ledger(brain, env, "verify")
+    # Deleting a skill in a target deletes it in the ledger, and in the other targets.
+    import shutil
+
+    shutil.rmtree(agents / "beta")
+    _sync(brain, env)
+    with Brain.open(brain) as b:
+        assert "beta" not in b.head().skills
+    assert not (claude / "beta").exists()
+    # Unlinking leaves the files alone.
+    _ledger(brain, env, "unlink", "claude")
+    assert (claude / "alpha/SKILL.md").exists()
+
+
+def test_a_conflict_overwrites_neither_side_and_is_settled(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path, "alpha")
+    target = tmp_path / "rt"
+    _ledger(brain, env, "link", str(target))
+    _sync(brain, env)
+    # A clean merge first: the ledger changes step one, the target step two.
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
+    md = target / "alpha/SKILL.md"
+    md.write_text(md.read_text().replace("Step two.", "Step two, target."))
+    report = _sync(brain, env)
+    assert report["conflicts"] == 0 and report["targets"][0]["recorded"][0]["version"] == 3
+    assert "Step one, ledger." in md.read_text() and "Step two, target." in md.read_text()
+    # Now both change the same line.
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, target.", "--new", "Step two, L.")
+    md.write_text(md.read_text().replace("Step two, target.", "Step two, T."))
+    target_bytes, ledger_body = md.read_bytes(), _body(brain, "alpha")
+    report = _sync(brain, env, code=1)
+    assert report["conflicts"] == 1 and report["targets"][0]["conflicts"][0]["files"] == ["SKILL.md"]
+    assert md.read_bytes() == target_bytes and _body(brain, "alpha") == ledger_body  # neither side touched
+    status = _ledger(brain, env, "status", check=False).stdout
+    assert "conflict  alpha in target rt" in status
+    st = json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert st["sync_conflicts"][0]["skill"] == "alpha"
+    from ledger.agent.tools import SkillTools
+
+    with Brain.open(brain) as b:
+        tool = SkillTools(b).call("skills_sync_status")
+    assert tool["success"] and tool["conflicts"][0]["skill"] == "alpha"
+    _sync(brain, env, code=1)  # a second sync keeps it, still touching nothing
+    assert md.read_bytes() == target_bytes
+    # Settle with the target's copy.
+    report = _sync(brain, env, "--take", "rt", "alpha")
+    assert report["conflicts"] == 0 and "Step two, T." in _body(brain, "alpha")
+    # Another conflict, settled the other way, then one settled by editing the target.
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, T.", "--new", "Step two, L2.")
+    md.write_text(md.read_text().replace("Step two, T.", "Step two, T2."))
+    _sync(brain, env, code=1)
+    _sync(brain, env, "--take", "ledger", "alpha")
+    assert "Step two, L2." in md.read_text() and "T2" not in md.read_text()
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, L2.", "--new", "Step two, L3.")
+    md.write_text(md.read_text().replace("Step two, L2.", "Step two, T3."))
+    _sync(brain, env, code=1)
+    md.write_text(md.read_text().replace("Step two, T3.", "Step two, L3 and T3."))  # merged by hand
+    report = _sync(brain, env)
+    assert report["conflicts"] == 0 and "Step two, L3 and T3." in _body(brain, "alpha")
+
+
+def test_a_wiped_target_is_not_read_as_deletions(tmp_path: Path) -> None:
+    import shutil
+
+    names = [f"s{i}" for i in range(6)]
+    brain, env = _setup(tmp_path, *names)
+    target = tmp_path / "rt"
+    _ledger(brain, env, "link", str(target))
+    _sync(brain, env)
+    for name in names[:4]:
+        shutil.rmtree(target / name)
+    report = _sync(brain, env, code=1)
+    assert report["targets"][0]["status"] == "refused" and "4 of the 6" in report["targets"][0]["reason"]
+    with Brain.open(brain) as b:
+        assert sorted(b.head().skills) == names  # nothing deleted
+    assert not (target / "s0").exists()  # and nothing written into the wiped folder either
+    shutil.rmtree(target)  # an unmounted disk: the folder itself is gone
+    report = _sync(brain, env, code=1)
+    assert report["targets"][0]["status"] == "refused"
+    target.mkdir()
+    (target / "s5").mkdir()  # one skill came back
+    report = _sync(brain, env, "--confirm-deletions", "rt")
+    with Brain.open(brain) as b:
+        assert sorted(b.head().skills) == []  # confirmed: the deletions are recorded (s5 had no SKILL.md)
+
+
+def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path, "alpha", "beta")
+    target = tmp_path / "rt"
+    _ledger(brain, env, "link", str(target))
+    _sync(brain, env)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "SKILL.md").write_text("---\nname: stolen\ndescription: x\n---\nTOP SECRET\n")
+    (target / "stolen").symlink_to(secret)  # a skill folder that is a link
+    (target / "beta/references").mkdir()
+    (target / "beta/references/key.md").symlink_to(secret / "SKILL.md")  # a link inside a skill
+    report = _sync(brain, env)
+    alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
+    assert "symbolic link" in alone["stolen"] and "symbolic link" in alone["beta"]
+    with Brain.open(brain) as b:
+        assert "stolen" not in b.head().skills
+        assert "references/key.md" not in b.snapshots.files(b.head().skills["beta"])
+    assert (target / "beta/references/key.md").is_symlink()  # left as it is, not replaced
+    # The ledger changes beta: its folder holds a link, so it is not replaced (nor written through).
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one!")
+    _sync(brain, env)
+    assert "TOP SECRET" in (secret / "SKILL.md").read_text() and "Step one!" not in (secret / "SKILL.md").read_text()
+    # The target folder itself swapped for a link: refused, nothing written through it.
+    import shutil
+
+    shutil.rmtree(target)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target.symlink_to(elsewhere)
+    report = _sync(brain, env, code=1)
+    assert report["targets"][0]["status"] == "refused" and "symbolic link" in report["targets"][0]["reason"]
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_edit_made_during_a_sync_is_never_lost(tmp_path: Path) -> None:
+    """The sync is held just before it replaces a skill; the runtime edits that skill then."""
+    brain, env = _setup(tmp_path, "alpha")
+    target = tmp_path / "rt"
+    _ledger(brain, env, "link", str(target))
+    _sync(brain, env)
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
+    gate = tmp_path / "gate"
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env,
+            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
+    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(str(gate) + ".ready").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        md = target / "alpha/SKILL.md"
+        md.write_text(md.read_text().replace("Step two.", "Step two, edited mid-sync."))  # as Hermes does: in place
+        gate.unlink()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out + err
+    body = _body(brain, "alpha")
+    assert "Step two, edited mid-sync." in body and "Step one, ledger." in body
+    text = (target / "alpha/SKILL.md").read_text()
+    assert "Step two, edited mid-sync." in text and "Step one, ledger." in text
+    assert not (target / ".ledger-rescued").exists()
+
+
+def test_hermes_layout_places_skills_in_their_categories(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path)
+    _ledger(brain, env, "skill", "create", "arxiv", "--description", "Find papers.", "--category", "research")
+    hermes = tmp_path / "hermes-home"
+    env["HERMES_HOME"] = str(hermes)
+    _ledger(brain, env, "link", "hermes")
+    _sync(brain, env)
+    assert (hermes / "skills/research/arxiv/SKILL.md").is_file()
+    (hermes / "skills/mlops/serve").mkdir(parents=True)
+    (hermes / "skills/mlops/serve/SKILL.md").write_text("---\nname: serve\ndescription: Serve a model.\n---\nGo.\n")
+    report = _sync(brain, env)
+    assert report["targets"][0]["recorded"] == [{"skill": "serve", "version": 1, "action": "imported"}]
+    with Brain.open(brain) as b:
+        assert b.categories.of()["serve"] == "mlops"
+
+
+@pytest.mark.chain
+def test_committed_targets_show_the_root_on_chain(chained) -> None:
+    """``--committed`` projects the root last committed on chain, not the head (a draft)."""
+    b = chained
+    brain = b.root
+    env: dict[str, str] = {"HOME": str(brain.parent / "home")}
+    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--commit")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-commit")
+    published, draft = brain.parent / "published", brain.parent / "draft"
+    _ledger(brain, env, "link", str(published), "--committed")
+    _ledger(brain, env, "link", str(draft))
+    _sync(brain, env)
+    assert "v1 body" in (published / "alpha/SKILL.md").read_text()
+    assert "draft body" in (draft / "alpha/SKILL.md").read_text()
+    _ledger(brain, env, "commit")
+    _sync(brain, env)
+    assert "draft body" in (published / "alpha/SKILL.md").read_text()
