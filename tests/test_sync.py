@@ -267,3 +267,33 @@ def test_committed_targets_show_the_root_on_chain(chained) -> None:
     _ledger(brain, env, "commit")
     _sync(brain, env)
     assert "draft body" in (published / "alpha/SKILL.md").read_text()
+
+
+def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
+    """``--watch`` is event-driven: an edit in a target becomes a version, a snapshot reaches the targets."""
+    brain, env = _setup(tmp_path, "alpha")
+    a, b = tmp_path / "a", tmp_path / "b"
+    _ledger(brain, env, "link", str(a))
+    _ledger(brain, env, "link", str(b))
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env}
+    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--watch", "--debounce", "0.1"], env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    def wait_for(check, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not check():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"--watch did not {what} within 30 s"
+            time.sleep(0.05)
+
+    try:
+        wait_for(lambda: (b / "alpha/SKILL.md").exists(), "project the brain")
+        md = a / "alpha/SKILL.md"
+        md.write_text(md.read_text().replace("Step two.", "Step two, watched."))
+        wait_for(lambda: "watched" in (b / "alpha/SKILL.md").read_text(), "carry an edit to the other target")
+        assert "Step two, watched." in _body(brain, "alpha")
+        _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, from the ledger.")
+        wait_for(lambda: "from the ledger" in (a / "alpha/SKILL.md").read_text(), "project a new snapshot")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,37 +1,28 @@
 """``ledger sync --watch``: a sync whenever a target or the brain changes, debounced.
 
-File events come from watchdog (inotify on Linux, FSEvents on macOS), not a polling loop
-of ours.  Each target is watched recursively; the brain is watched at its branch ref, so
-a snapshot made by any other command is projected too.  Events are coalesced: a sync
-runs once nothing has changed for ``debounce`` seconds, so an editor's burst of writes is
-recorded as one version.  The engine's own writes cause one more (no-op) pass at most.
+File events come from watchfiles (the Rust ``notify`` crate: inotify on Linux, FSEvents
+on macOS), not a polling loop of ours.  watchdog was tried first and rejected: its
+inotify thread dies on the directory exchanges a sync makes (ADR 23).  Each target is
+watched recursively, and the brain at its refs, so a snapshot made by any other command
+is projected too.  Events are coalesced: a sync runs once nothing has changed for
+``debounce`` seconds, so an editor's burst of writes is recorded as one version.  The
+engine's own writes cause at most one more pass, which finds nothing to do.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+import watchfiles
 
 from ledger.exchange.projection import Projection
 from ledger.exchange.targetfs import STAGING
 from ledger.exchange.targets import Target
 
 __all__ = ["watch"]
-
-
-class _Wake(FileSystemEventHandler):
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        path = str(event.src_path)
-        if f"/{STAGING}" in path or path.endswith((".lock", ".tmp")):
-            return  # the engine's own staging, and git's lock files
-        self.event.set()
 
 
 def watch(
@@ -44,24 +35,21 @@ def watch(
     stop: threading.Event | None = None,
 ) -> None:
     """Sync ``targets`` whenever they or the brain change, until ``stop`` is set (or Ctrl-C)."""
-    wake, stop = threading.Event(), stop or threading.Event()
-    observer = Observer()
-    handler = _Wake(wake)
-    for t in targets:
-        observer.schedule(handler, t.path, recursive=True)
     git = engine.brain.root / ".git"
-    for where in (git, git / "refs" / "heads"):  # a loose ref, or packed-refs
-        if where.is_dir():
-            observer.schedule(handler, str(where), recursive=False)
-    observer.start()
+    refs = (str(git / "refs" / "heads"), str(git / "packed-refs"), str(git / "HEAD"))
+    paths = [t.path for t in targets if os.path.isdir(t.path)]  # a missing one is refused by each sync
+    quiet = max(1, int(debounce * 1000))
+
+    def relevant(_change: watchfiles.Change, path: str) -> bool:
+        if path.startswith(str(git)):
+            return path.startswith(refs) and not path.endswith(".lock")
+        return f"/{STAGING}" not in path and not path.endswith(".tmp")
+
     names = [t.name for t in targets]
     try:
-        while not stop.is_set():
-            if not wake.wait(0.5):
-                continue
-            while wake.is_set() and not stop.is_set():  # debounce: wait for a quiet spell
-                wake.clear()
-                stop.wait(debounce)
+        changes = watchfiles.watch(*paths, str(git), watch_filter=relevant, step=quiet, debounce=max(2000, 10 * quiet),
+                                   stop_event=stop, rust_timeout=500, yield_on_timeout=False)  # fmt: skip
+        for _ in changes:
             report = engine.sync(names, committed=committed() if committed else None)
             busy = any(t["recorded"] or t["projected"] or t["removed"] or t["conflicts"] or t["status"] != "ok"
                        for t in report["targets"])  # fmt: skip
@@ -69,6 +57,3 @@ def watch(
                 on_report(report)
     except KeyboardInterrupt:
         pass
-    finally:
-        observer.stop()
-        observer.join(timeout=5)
