@@ -554,7 +554,8 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     ap = argparse.ArgumentParser(description="Full-size reliability harnesses (see docs/RELIABILITY.md)")
-    ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "all"])
+    ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "sync", "sync-watch",
+                                        "all"])  # fmt: skip
     ap.add_argument("--kills", type=int, default=1000)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--ops", type=int, default=25)
@@ -563,7 +564,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fill", type=int, default=0, help="kills: import this many more skills first (1100: fanned out)")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {}
-    todo = ["hostile", "symlinks", "writers", "mixed", "kills"] if args.harness == "all" else [args.harness]
+    todo = ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch"] if args.harness == "all" \
+        else [args.harness]  # fmt: skip
     for name in todo:
         with tempfile.TemporaryDirectory(prefix=f"ledger-stress-{name}-") as d:
             work = Path(d)
@@ -585,6 +587,11 @@ def main(argv: list[str]) -> int:
 
                 ops = args.ops if args.ops != 25 else 50  # the mixed harness's full size is 8 x 50
                 res = mixed_run(work, args.writers, ops, args.seed)
+            elif name in ("sync", "sync-watch"):
+                from tests.synckills import sync_kill_run
+
+                res = sync_kill_run(work, args.kills if args.kills != 1000 else 200, args.seed,
+                                    watch=name == "sync-watch", log=lambda m: print(m, file=sys.stderr))
             elif name == "symlinks":
                 res = symlink_race(work, args.attempts, args.seed)
             else:

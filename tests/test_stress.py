@@ -56,3 +56,15 @@ def test_every_write_surface_at_once_on_one_skill(tmp_path: Path) -> None:
     assert res["duplicate_versions"] == 0 and res["versions_contiguous"], res
     assert res["tracebacks"] == 0 and res["server_tracebacks"] == 0, res["traceback_examples"]
     assert res["verify_ok"] and res["reader_failures"] == [] and res["reader_runs"] > 0, res
+
+
+@pytest.mark.parametrize("watch", [False, True], ids=["sync", "sync-watch"])
+def test_random_kills_of_sync_lose_nothing_and_tear_nothing(tmp_path: Path, watch: bool) -> None:
+    """Reduced tests/synckills.py (full size: scripts/stress sync, sync-watch): ``ledger sync`` (or a
+    watcher) SIGKILLed while the ledger and a runtime both write."""
+    from tests.synckills import sync_kill_run
+
+    res = sync_kill_run(tmp_path, kills=12 if watch else 20, seed=11, watch=watch)
+    assert res["kills"] > 0 and res["runtime_acked"] > 0 and res["ledger_acked"] > 0, res
+    assert (res["lost"], res["torn"], res["bricked"], res["conflicts"]) == (0, 0, 0, 0), res["problems"]
+    assert res["verify_ok"] and res["final_noop"] and res["staging_left"] == 0, res

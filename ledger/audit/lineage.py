@@ -335,7 +335,7 @@ def _count_ok(operation: str, count: int) -> bool:
         return count == 0
     if operation == "import":
         return count >= 0  # an import may change only category files
-    if operation == "apply":
+    if operation in ("apply", "sync"):
         return count >= 1
     return count >= 1 if operation == "snapshot" else count == 1
 

@@ -140,15 +140,16 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
             raise UsageError("no targets are linked", hint="'ledger link claude' (see 'ledger runtimes')")
         committed = _committed(brain) if any(t.committed for t in chosen) else None
         engine = Projection(brain, targets)
-        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed)
-        _say(report, as_json)
         if watch:
             from ledger.exchange.watching import watch as run_watch
 
-            run_watch(engine, chosen, debounce=debounce,
-                      on_report=lambda r: _say(r, as_json, quiet=True),
+            if take or confirm:
+                raise UsageError("--watch does not take --take or --confirm-deletions", hint="run them once first")
+            run_watch(engine, chosen, debounce=debounce, on_report=lambda r: _say(r, as_json, quiet=True),
                       committed=(lambda: _committed(brain)) if committed is not None else None)  # fmt: skip
             return
+        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed)
+        _say(report, as_json)
     if report["conflicts"] or report["refused"]:
         sys.exit(1)
 

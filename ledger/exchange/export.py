@@ -72,7 +72,8 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
                 continue
             rel = f"{index[name]}/{name}" if layout == "hermes" and name in index else name
             data = {p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in files.items()}
-            staged, _ = fs.stage(data)
+            staged = fs.new_name()
+            fs.stage(data, staged)
             if not fs.place_new(staged, rel):
                 raise LedgerError(f"{dest}/{rel} appeared while exporting", hint="export into a new directory")
             count += len(files)

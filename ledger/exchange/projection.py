@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,8 @@ class _Pass:
     dirs: dict[str, str] = field(default_factory=dict)  # key → its folder in the target
     state: dict[str, tuple[gs.FileMap, dict[str, list]]] = field(default_factory=dict)
     may_replace: set[str] = field(default_factory=set)  # target states the ledger may overwrite
+    recorded: set[str] = field(default_factory=set)  # recorded from this target in this pass
+    recording: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → the target state being recorded
     report: dict[str, Any] = field(default_factory=dict)
     changed: bool = False  # something moved under the pass: run another
 
@@ -122,6 +124,7 @@ class Projection:
                         self._project(p, committed)
                         p.fs.tidy()
                         self.targets.save_manifest(p.target.name, p.manifest)
+                        self._journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
                         reports[p.target.name]["conflicts"] = [{"skill": k, **v}
                                                                for k, v in sorted(p.manifest.conflicts.items())]
                         again |= p.changed
@@ -244,12 +247,16 @@ class Projection:
                 if t is None:
                     deletions.append(key)
                 else:
-                    found.append(self._found(p, key, p.fs.read(p.dirs[key])))
+                    data = p.fs.read(p.dirs[key])
+                    found.append(self._found(p, key, data, state=_state_of(data)))
                 continue
             l_files = self._ledger_files(lt)
             if t == l_files:
                 continue  # both sides made the same change: phase 2 notes it in the manifest
-            self._merge(p, key, base, l_files, t, found, deletions)
+            # The merge base is the ledger tree the target was last in step with: always in the store.
+            base_tree = entry.get("tree") if entry is not None else None
+            self._merge(p, key, self._ledger_files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
+                        found, deletions)  # fmt: skip
         if found or deletions:
             self._commit(p, found, deletions)
 
@@ -263,8 +270,7 @@ class Projection:
                            sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
             return
         t_data = p.fs.read(p.dirs[key])
-        if digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(d)) for r, (d, x) in t_data.items()}) \
-                != digest(theirs):  # fmt: skip
+        if _state_of(t_data) != theirs:
             p.changed = True  # changed again while read: the next pass looks again
             return
         version = self.brain.snapshots.committed(key)[1].version
@@ -283,7 +289,7 @@ class Projection:
         if result.files == {r: (counter(r, d), x) for r, (d, x) in self._data(ours).items()}:
             p.may_replace.add(key)  # the merge is the ledger's copy: phase 2 writes it over the target's
             return
-        found.append(self._found(p, key, result.files, note="merged with the ledger's changes"))
+        found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
 
     def _conflict(self, p: _Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.conflicts[key] = {
@@ -292,7 +298,10 @@ class Projection:
             "hint": f"ledger sync --take ledger {key}, or --take {p.target.name} {key}, or edit one side",
         }  # fmt: skip
 
-    def _found(self, p: _Pass, key: str, files: dict[str, tuple[bytes, bool]], note: str = "") -> Found:
+    def _found(self, p: _Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
+               note: str = "") -> Found:  # fmt: skip
+        """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
+        p.recording[key] = {"state": _hexmap(state), "norm": self._norm(files)}
         rel = p.dirs[key]
         category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
         found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
@@ -301,7 +310,20 @@ class Projection:
         p.may_replace.add(key)
         return found
 
+    def _norm(self, files: Mapping[str, tuple[bytes, bool]]) -> str | None:
+        """A digest of a skill's content with the ledger's version value set aside."""
+        def one(rel: str, data: bytes) -> bytes:
+            if rel == SKILL_MD:
+                with contextlib.suppress(LedgerError, UnicodeDecodeError):
+                    return self.brain.versions.doc(self.brain.head(), data.decode()).with_counter(1).encode()
+            return data
+
+        return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
+
     def _commit(self, p: _Pass, found: list[Found], deletions: list[str]) -> None:
+        # Durable first: if this process is killed after the snapshot lands and before the manifest
+        # is saved, the next pass still knows which target state the ledger is now in step with.
+        self._journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
@@ -313,6 +335,7 @@ class Projection:
                 p.report["left_alone"].append({"dir": p.dirs.get(row["skill"], row["skill"]),
                                                "reason": row["reason"]})  # fmt: skip
             elif row["status"] != "unchanged":
+                p.recorded.add(row["skill"])
                 p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
                                              "action": row["status"]})  # fmt: skip
         for key in deletions:
@@ -323,14 +346,12 @@ class Projection:
     def _project(self, p: _Pass, committed: bytes | None) -> None:
         m, source = p.manifest, self._source(committed, p)
         index = self._category_index() if p.target.layout == "hermes" else {}
+        steps: dict[str, dict[str, Any]] = {}
         for key in sorted({k for k in source if p.target.includes(k)} | set(m.skills)):
-            if key in m.conflicts:
-                continue
+            if key in m.conflicts or (key in p.dirs and key not in p.state):
+                continue  # in conflict, or unreadable (a link inside): never replaced
             lt, entry = source.get(key), m.skills.get(key)
             t = p.state[key][0] if key in p.state else None
-            unreadable = key in p.dirs and key not in p.state
-            if unreadable:
-                continue
             may = key in p.may_replace or (entry is not None and t == m.files(key))
             if entry is not None and lt is not None and entry.get("tree") == lt.hex() and t == m.files(key):
                 if key in p.state and p.state[key][1] != entry.get("stats"):
@@ -338,7 +359,8 @@ class Projection:
                 continue
             if lt is None:
                 if entry is not None and t is not None and may:
-                    self._remove(p, key, t)
+                    steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": _hexmap(t), "new": None,
+                                              "tree": None}  # fmt: skip
                 elif entry is not None and t is None:
                     m.skills.pop(key)
                 continue
@@ -346,10 +368,14 @@ class Projection:
             rel = p.dirs.get(key) or (f"{index[key]}/{key}" if key in index else key)
             if t == l_files:
                 m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(t), "stats": p.state[key][1]}
-                continue
-            if t is not None and not may:
-                continue  # an edit the ledger has not recorded (refused, or unmanaged): left as it is
-            self._place(p, key, rel, lt, l_files, t)
+            elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
+                steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": _hexmap(t) if t is not None else None,
+                                          "new": _hexmap(l_files), "tree": lt.hex()}  # fmt: skip
+        if not steps:
+            return
+        self._journal(p, steps)  # one durable write names every step before any is taken
+        for staged, info in steps.items():
+            self._step(p, staged, info)
 
     def _category_index(self) -> dict[str, str]:
         cats = self.brain.snapshots.categories_tree(self.brain.head())
@@ -360,45 +386,44 @@ class Projection:
             return {}
         return json.loads(self.brain.store.read(files[CATEGORY_INDEX][1], b"blob"))["skills"]
 
-    def _place(self, p: _Pass, key: str, rel: str, lt: bytes, new: gs.FileMap, old: gs.FileMap | None) -> None:
-        staged, stats = p.fs.stage(self._data(new))
-        if old is None:
-            if not p.fs.place_new(staged, rel):
-                p.fs.discard(staged)
-                p.changed = True  # a skill appeared there meanwhile: the next pass reads it
-                return
+    def _step(self, p: _Pass, staged: str, info: dict[str, Any]) -> None:
+        """Write one skill whole and rename it into place, or take one out; then settle what moved."""
+        key, rel = info["key"], info["dir"]
+        stats: dict[str, list] = {}
+        if info["new"] is None:
+            p.fs.take_out(rel, staged)
         else:
-            info = {"key": key, "dir": rel, "old": _hexmap(old), "new": _hexmap(new)}
-            self._pending(p, staged, info)
-            pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
-            p.fs.exchange(staged, rel)
-            crashpoint("sync.exchanged")
-            if self._settle(p, staged, info) != "done":
-                return
-        p.manifest.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(new), "stats": stats}
-        p.report["projected"].append(key)
-
-    def _remove(self, p: _Pass, key: str, old: gs.FileMap) -> None:
-        rel = p.dirs[key]
-        staged = p.fs.take_out(rel)  # already moved: record it, then look at what was moved
-        info = {"key": key, "dir": rel, "old": _hexmap(old), "new": None}
-        self._pending(p, staged, info)
-        if self._settle(p, staged, info) == "done":
-            p.manifest.skills.pop(key, None)
+            stats = p.fs.stage(self._data(_binmap(info["new"])), staged)
+            if info["old"] is None:
+                if not p.fs.place_new(staged, rel):
+                    p.changed = True  # a skill appeared there meanwhile: the next pass reads it
+            else:
+                pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
+                p.fs.exchange(staged, rel)
+                crashpoint("sync.exchanged")
+        outcome = self._settle(p, staged, info)
+        if outcome == "done" and info["new"] is not None:
+            p.manifest.skills[key]["stats"] = stats
+            p.report["projected"].append(key)
+        elif outcome == "done":
             p.report["removed"].append(key)
+        elif key in p.recorded and info["old"] is not None and info["new"] is not None:
+            # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
+            p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"], "stats": {}}
 
-    # ------------------------------------------------------------------ interrupted exchanges
+    # ------------------------------------------------------------------ the journal of a pass
 
-    def _pending_file(self, p: _Pass) -> Path:
+    def _journal_file(self, p: _Pass) -> Path:
         return self.targets.dir / f"{p.target.name}.pending.json"
 
-    def _pending(self, p: _Pass, staged: str, info: dict[str, Any] | None) -> None:
-        """The exchanges under way in a target, durable before each one starts (a kill mid-way is settled)."""
-        if info is None:
-            p.manifest.pending.pop(staged, None)
-        else:
-            p.manifest.pending[staged] = info
-        path = self._pending_file(p)
+    def _journal(self, p: _Pass, entries: dict[str, dict[str, Any] | None]) -> None:
+        """Steps and records under way in a target, durable before they start (a kill is settled next pass)."""
+        for name, info in entries.items():
+            if info is None:
+                p.manifest.pending.pop(name, None)
+            else:
+                p.manifest.pending[name] = info
+        path = self._journal_file(p)
         if not p.manifest.pending:
             path.unlink(missing_ok=True)
             return
@@ -411,47 +436,74 @@ class Projection:
         os.replace(tmp, path)
 
     def _settle(self, p: _Pass, staged: str, info: dict[str, Any]) -> str:
-        """Look at what an exchange left staged; delete it only if it is what was expected there.
+        """Look at what a step left staged and in place; delete only what is known to be the ledger's
+        or what the manifest's base holds, and bring the manifest up to what the target now holds.
 
-        ``done``: the new skill is in place (or the old one removed) and nothing was lost;
-        ``undone``: an edit made meanwhile was put back in place, and the next pass records it;
-        ``rescued``: it could not be put back, and is kept in ``.ledger-rescued/``."""
-        old, new = _binmap(info["old"]), _binmap(info["new"]) if info["new"] is not None else None
+        ``done``: the step took effect (whole) and nothing was lost; ``undone``: it did not, or an
+        edit made meanwhile was put back where it was made (the next pass records it); ``rescued``:
+        an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
+        old = _binmap(info["old"]) if info["old"] is not None else None
+        new = _binmap(info["new"]) if info["new"] is not None else None
         held = p.fs.staged_state(staged)
-        outcome = "done"
-        if held is None:
-            outcome = "done" if new is None else "undone"
-        elif held in (new, old):
+        try:
+            here: gs.FileMap | None = p.fs.state(info["dir"])[0]
+        except (OSError, LedgerError):
+            here = None
+        outcome = "undone"
+        if held is None:  # never staged, placed as a new skill, or already discarded
+            outcome = "done" if here == new else "undone"
+        elif held == new or (old is None and new is not None):
+            p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
+        elif held == old:
+            p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
+            outcome = "done"
+        elif new is not None and here == new:
+            p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
             p.fs.discard(staged)
-            outcome = "done" if held == old else "undone"
-        else:
             p.changed = True
-            try:
-                here = p.fs.state(info["dir"])[0]
-            except (OSError, LedgerError):
-                here = None
-            if here is not None and here == new:
-                p.fs.exchange(staged, info["dir"])  # the edit goes back where it was made
-                p.fs.discard(staged)
-                outcome = "undone"
-            elif here is None and new is None and p.fs.put_back(staged, info["dir"]):
-                outcome = "undone"
-            else:
-                p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
-                outcome = "rescued"
-        self._pending(p, staged, None)
+        elif new is not None and here == old:
+            p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
+        elif new is None and here is None and p.fs.put_back(staged, info["dir"]):
+            p.changed = True  # taken out just after an edit: put back, recorded next pass
+        else:
+            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+            p.changed, outcome = True, "rescued"
+        if outcome == "done" and new is not None:
+            p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"],
+                                              "stats": {}}  # fmt: skip
+        elif outcome == "done":
+            p.manifest.skills.pop(info["key"], None)
         return outcome
 
+    def _settle_record(self, p: _Pass, key: str, rec: dict[str, Any]) -> None:
+        """A record a kill interrupted: if the ledger holds what was being recorded, the target's
+        state then is the base from now on (else the record never landed, and nothing changes)."""
+        lt = self.brain.head().skills.get(key)
+        if lt is not None and self._norm(self._data(self.brain.snapshots.files(lt))) == rec["norm"]:
+            entry = p.manifest.skills.get(key, {})
+            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"],
+                                      "stats": {}}  # fmt: skip
+
     def _settle_all(self, p: _Pass) -> None:
-        """Finish what a killed sync left in this target: its pending exchanges, then stray staging."""
-        path = self._pending_file(p)
+        """Finish what a killed sync left in this target: its journal, then stray staging."""
+        path = self._journal_file(p)
         if path.exists():
             with contextlib.suppress(ValueError, OSError):
                 p.manifest.pending = json.loads(path.read_text())
-        for staged, info in list(p.manifest.pending.items()):
-            self._settle(p, staged, info)
+        for name, info in list(p.manifest.pending.items()):
+            if name.startswith("@record/"):
+                self._settle_record(p, name.removeprefix("@record/"), info)
+            else:
+                self._settle(p, name, info)
         for staged in p.fs.staged():
-            p.fs.discard(staged)  # never exchanged (each exchange is pending first): the ledger's own copy
+            p.fs.discard(staged)  # not in the journal: never placed, the ledger's own copy
+        if p.manifest.pending:
+            self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
+            self._journal(p, dict.fromkeys(list(p.manifest.pending)))
+
+
+def _state_of(data: Mapping[str, tuple[bytes, bool]]) -> gs.FileMap:
+    return {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(d)) for rel, (d, x) in data.items()}
 
 
 def _hexmap(files: gs.FileMap) -> dict[str, list]:

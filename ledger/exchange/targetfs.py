@@ -243,10 +243,14 @@ class TargetFS:
 
     # ------------------------------------------------------------------ writing
 
-    def stage(self, files: Mapping[str, tuple[bytes, bool]]) -> tuple[str, dict[str, list]]:
-        """Write a whole skill into a new folder under :data:`STAGING`; return its name and stat entries."""
+    @staticmethod
+    def new_name() -> str:
+        """A fresh name in :data:`STAGING`, chosen before anything is written under it."""
+        return secrets.token_hex(8)
+
+    def stage(self, files: Mapping[str, tuple[bytes, bool]], name: str) -> dict[str, list]:
+        """Write a whole skill into folder ``name`` under :data:`STAGING`; return its stat entries."""
         with self._dir(STAGING, create=True) as sfd:
-            name = secrets.token_hex(8)
             os.mkdir(name, 0o755, dir_fd=sfd)
             stats: dict[str, list] = {}
             with self._dir(f"{STAGING}/{name}") as top:
@@ -268,7 +272,7 @@ class TargetFS:
                     gmode = MODE_EXEC if executable else MODE_FILE
                     stats[path] = [gmode, blob_id(data).hex(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                    st.st_ino, _now()]  # fmt: skip
-        return name, stats
+        return stats
 
     @staticmethod
     @contextlib.contextmanager
@@ -317,13 +321,11 @@ class TargetFS:
                 os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=pfd)
                 os.rename(aside, staged, src_dir_fd=sfd, dst_dir_fd=sfd)
 
-    def take_out(self, rel: str) -> str:
-        """Move the skill at ``rel`` into staging (a removal that can still be undone); return its name."""
+    def take_out(self, rel: str, staged: str) -> None:
+        """Move the skill at ``rel`` to ``staged`` in :data:`STAGING` (a removal that can still be undone)."""
         parent, name = self._split(rel)
-        staged = secrets.token_hex(8)
         with self._dir(STAGING, create=True) as sfd, self._dir(parent) as pfd:
             os.rename(name, staged, src_dir_fd=pfd, dst_dir_fd=sfd)
-        return staged
 
     def put_back(self, staged: str, rel: str) -> bool:
         return self.place_new(staged, rel)

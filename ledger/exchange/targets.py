@@ -101,7 +101,7 @@ class Manifest:
 
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"dir", "tree", "files", "stats"}
     conflicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"ledger_tree", "files", …}
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # staged name → an exchange under way
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # the pass's journal (its own file)
 
     def files(self, key: str) -> dict[str, tuple[int, bytes]] | None:
         entry = self.skills.get(key)
@@ -165,7 +165,7 @@ class Targets:
             return Manifest()
         try:
             doc = json.loads(path.read_text())
-            return Manifest(doc["skills"], doc.get("conflicts", {}), doc.get("pending", {}))
+            return Manifest(doc["skills"], doc.get("conflicts", {}))
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerError(f"manifest {path} is unreadable: {exc}",
                               hint="unlink and link the target again (its files are left alone)") from None  # fmt: skip
@@ -181,7 +181,8 @@ class Targets:
         path = self.dir / f"{name}.json"
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"format": _FORMAT, **asdict(manifest)}, fh, separators=(",", ":"), sort_keys=True)
+            doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts}
+            json.dump(doc, fh, separators=(",", ":"), sort_keys=True)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

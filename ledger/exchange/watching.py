@@ -46,14 +46,19 @@ def watch(
         return f"/{STAGING}" not in path and not path.endswith(".tmp")
 
     names = [t.name for t in targets]
+    first = True
     try:
         changes = watchfiles.watch(*paths, str(git), watch_filter=relevant, step=quiet, debounce=max(2000, 10 * quiet),
-                                   stop_event=stop, rust_timeout=500, yield_on_timeout=False)  # fmt: skip
-        for _ in changes:
+                                   stop_event=stop, rust_timeout=200, yield_on_timeout=True)  # fmt: skip
+        for batch in changes:
+            if not batch and not first:
+                continue  # a timeout: nothing changed
+            # The first sync runs once the watch is set up, so no edit falls between the two.
             report = engine.sync(names, committed=committed() if committed else None)
             busy = any(t["recorded"] or t["projected"] or t["removed"] or t["conflicts"] or t["status"] != "ok"
                        for t in report["targets"])  # fmt: skip
-            if busy and on_report is not None:
+            if (busy or first) and on_report is not None:
                 on_report(report)
+            first = False
     except KeyboardInterrupt:
         pass
