@@ -337,8 +337,13 @@ class TargetFS:
             return None
 
     def discard(self, staged: str) -> None:
-        with self._dir(STAGING) as sfd, contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(staged, dir_fd=sfd)
+        """Delete a staged folder: renamed to ``<name>.gone`` first, so a kill halfway through the
+        delete never leaves a half-deleted skill under a name a pass might put back."""
+        with self._dir(STAGING) as sfd:
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(staged, staged + ".gone", src_dir_fd=sfd, dst_dir_fd=sfd)
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(staged + ".gone", dir_fd=sfd)
 
     def rescue(self, staged: str, key: str) -> str:
         """Keep what nobody can explain, out of the runtime's sight: ``.ledger-rescued/<key>-<n>``."""
