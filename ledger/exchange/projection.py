@@ -123,8 +123,10 @@ class Projection:
                     for p in passes:
                         self._project(p, committed)
                         p.fs.tidy()
-                        self.targets.save_manifest(p.target.name, p.manifest)
-                        self._journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
+                        if p.manifest.dirty:
+                            self.targets.save_manifest(p.target.name, p.manifest)
+                        if p.manifest.pending:
+                            self._journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
                         reports[p.target.name]["conflicts"] = [{"skill": k, **v}
                                                                for k, v in sorted(p.manifest.conflicts.items())]
                         again |= p.changed
@@ -223,6 +225,7 @@ class Projection:
                 continue  # the target did not change: phase 2 projects whatever the ledger did
             conflict = m.conflicts.get(key)
             if take and take[1] == key and conflict is not None:
+                p.manifest.dirty = True
                 m.conflicts.pop(key)
                 if take[0] == "ledger":
                     p.may_replace.add(key)
@@ -235,6 +238,7 @@ class Projection:
                 l_moved = (lt.hex() if lt else None) != conflict["ledger_tree"]
                 if not t_moved and not l_moved:
                     continue  # still in conflict: nothing is written on either side
+                p.manifest.dirty = True
                 m.conflicts.pop(key)
                 if not l_moved:
                     ledger_same = True  # the target's copy was edited to settle it
@@ -292,6 +296,7 @@ class Projection:
         found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
 
     def _conflict(self, p: _Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
+        p.manifest.dirty = True
         p.manifest.conflicts[key] = {
             "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -339,6 +344,7 @@ class Projection:
                 p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
                                              "action": row["status"]})  # fmt: skip
         for key in deletions:
+            p.manifest.dirty = True
             p.manifest.skills.pop(key, None)
 
     # ------------------------------------------------------------------ phase 2: project
@@ -355,6 +361,7 @@ class Projection:
             may = key in p.may_replace or (entry is not None and t == m.files(key))
             if entry is not None and lt is not None and entry.get("tree") == lt.hex() and t == m.files(key):
                 if key in p.state and p.state[key][1] != entry.get("stats"):
+                    p.manifest.dirty = True
                     entry["stats"] = p.state[key][1]  # re-hashed this pass: keep the fresher stat entries
                 continue
             if lt is None:
@@ -362,11 +369,13 @@ class Projection:
                     steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": _hexmap(t), "new": None,
                                               "tree": None}  # fmt: skip
                 elif entry is not None and t is None:
+                    p.manifest.dirty = True
                     m.skills.pop(key)
                 continue
             l_files = self.brain.snapshots.files(lt)
             rel = p.dirs.get(key) or (f"{index[key]}/{key}" if key in index else key)
             if t == l_files:
+                p.manifest.dirty = True
                 m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(t), "stats": p.state[key][1]}
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
                 steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": _hexmap(t) if t is not None else None,
@@ -403,12 +412,14 @@ class Projection:
                 crashpoint("sync.exchanged")
         outcome = self._settle(p, staged, info)
         if outcome == "done" and info["new"] is not None:
+            p.manifest.dirty = True
             p.manifest.skills[key]["stats"] = stats
             p.report["projected"].append(key)
         elif outcome == "done":
             p.report["removed"].append(key)
         elif key in p.recorded and info["old"] is not None and info["new"] is not None:
             # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
+            p.manifest.dirty = True
             p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"], "stats": {}}
 
     # ------------------------------------------------------------------ the journal of a pass
@@ -469,9 +480,11 @@ class Projection:
             p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
             p.changed, outcome = True, "rescued"
         if outcome == "done" and new is not None:
+            p.manifest.dirty = True
             p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"],
                                               "stats": {}}  # fmt: skip
         elif outcome == "done":
+            p.manifest.dirty = True
             p.manifest.skills.pop(info["key"], None)
         return outcome
 
@@ -481,6 +494,7 @@ class Projection:
         lt = self.brain.head().skills.get(key)
         if lt is not None and self._norm(self._data(self.brain.snapshots.files(lt))) == rec["norm"]:
             entry = p.manifest.skills.get(key, {})
+            p.manifest.dirty = True
             p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"],
                                       "stats": {}}  # fmt: skip
 

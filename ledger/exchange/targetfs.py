@@ -221,7 +221,7 @@ class TargetFS:
                 while stack:
                     fd, prefix = stack.pop()
                     try:
-                        for e in sorted(os.scandir(fd), key=lambda e: e.name):
+                        for e in os.scandir(fd):  # unsorted: the caller keys what it finds by path
                             st = e.stat(follow_symlinks=False)
                             if stat.S_ISDIR(st.st_mode):
                                 try:

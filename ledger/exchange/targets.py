@@ -102,6 +102,7 @@ class Manifest:
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"dir", "tree", "files", "stats"}
     conflicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"ledger_tree", "files", …}
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # the pass's journal (its own file)
+    dirty: bool = False  # changed since read: a no-op sync writes nothing
 
     def files(self, key: str) -> dict[str, tuple[int, bytes]] | None:
         entry = self.skills.get(key)
@@ -182,7 +183,8 @@ class Targets:
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts}
-            json.dump(doc, fh, separators=(",", ":"), sort_keys=True)
+            fh.write(json.dumps(doc, separators=(",", ":"), sort_keys=True))  # the C encoder: dump() is Python
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        manifest.dirty = False
