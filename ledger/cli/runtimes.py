@@ -85,7 +85,7 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
     with open_brain(ctx) as brain:
         real = Path(os.path.realpath(path))
         if real == brain.root or brain.root in real.parents or real in brain.root.parents:
-            raise UsageError(f"{real} overlaps the brain at {brain.root}", hint="a target is another folder")
+            raise LedgerError(f"{real} overlaps the brain at {brain.root}", hint="a target is another folder")
         real.mkdir(parents=True, exist_ok=True)
         target = Target(name, str(real), "hermes" if layout == "hermes" else layout, runtime_name or name, actor,
                         pattern, committed)  # fmt: skip
@@ -137,7 +137,7 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         targets = Targets(brain.control)
         chosen = [targets.get(n) for n in names] if names else targets.all()
         if not chosen:
-            raise UsageError("no targets are linked", hint="'ledger link claude' (see 'ledger runtimes')")
+            raise LedgerError("no targets are linked", hint="'ledger link claude' (see 'ledger runtimes')")
         committed = _committed(brain) if any(t.committed for t in chosen) else None
         engine = Projection(brain, targets)
         if watch:
@@ -151,6 +151,8 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed)
         _say(report, as_json)
     if report["conflicts"] or report["refused"]:
+        click.echo(f"error: {report['conflicts']} conflict(s) and {report['refused']} refused target(s) remain "
+                   "(see above); nothing was overwritten", err=True)  # fmt: skip
         sys.exit(1)
 
 

@@ -123,8 +123,7 @@ class Projection:
                     for p in passes:
                         self._project(p, committed)
                         p.fs.tidy()
-                        if p.manifest.dirty:
-                            self.targets.save_manifest(p.target.name, p.manifest)
+                        self.targets.save_manifest(p.target.name, p.manifest)
                         if p.manifest.pending:
                             self._journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
                         reports[p.target.name]["conflicts"] = [{"skill": k, **v}
@@ -176,8 +175,7 @@ class Projection:
                 continue
             if not p.target.includes(key):
                 continue
-            cache = p.manifest.skills.get(key, {}).get("stats") if p.manifest.skills.get(key, {}).get("dir") == rel \
-                else None  # fmt: skip
+            cache = p.manifest.stats.get(key) if p.manifest.skills.get(key, {}).get("dir") == rel else None
             try:
                 p.state[key] = p.fs.state(rel, cache)
                 p.dirs[key] = rel
@@ -360,9 +358,9 @@ class Projection:
             t = p.state[key][0] if key in p.state else None
             may = key in p.may_replace or (entry is not None and t == m.files(key))
             if entry is not None and lt is not None and entry.get("tree") == lt.hex() and t == m.files(key):
-                if key in p.state and p.state[key][1] != entry.get("stats"):
-                    p.manifest.dirty = True
-                    entry["stats"] = p.state[key][1]  # re-hashed this pass: keep the fresher stat entries
+                if key in p.state and p.state[key][1] != m.stats.get(key):
+                    m.stats_dirty = True
+                    m.stats[key] = p.state[key][1]  # re-hashed this pass: keep the fresher stat entries
                 continue
             if lt is None:
                 if entry is not None and t is not None and may:
@@ -376,7 +374,8 @@ class Projection:
             rel = p.dirs.get(key) or (f"{index[key]}/{key}" if key in index else key)
             if t == l_files:
                 p.manifest.dirty = True
-                m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(t), "stats": p.state[key][1]}
+                m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(t)}
+                m.stats[key], m.stats_dirty = p.state[key][1], True
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
                 steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": _hexmap(t) if t is not None else None,
                                           "new": _hexmap(l_files), "tree": lt.hex()}  # fmt: skip
@@ -413,14 +412,14 @@ class Projection:
         outcome = self._settle(p, staged, info)
         if outcome == "done" and info["new"] is not None:
             p.manifest.dirty = True
-            p.manifest.skills[key]["stats"] = stats
+            p.manifest.stats[key], p.manifest.stats_dirty = stats, True
             p.report["projected"].append(key)
         elif outcome == "done":
             p.report["removed"].append(key)
         elif key in p.recorded and info["old"] is not None and info["new"] is not None:
             # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
             p.manifest.dirty = True
-            p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"], "stats": {}}
+            p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"]}
 
     # ------------------------------------------------------------------ the journal of a pass
 
@@ -481,8 +480,7 @@ class Projection:
             p.changed, outcome = True, "rescued"
         if outcome == "done" and new is not None:
             p.manifest.dirty = True
-            p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"],
-                                              "stats": {}}  # fmt: skip
+            p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"]}
         elif outcome == "done":
             p.manifest.dirty = True
             p.manifest.skills.pop(info["key"], None)
@@ -495,8 +493,7 @@ class Projection:
         if lt is not None and self._norm(self._data(self.brain.snapshots.files(lt))) == rec["norm"]:
             entry = p.manifest.skills.get(key, {})
             p.manifest.dirty = True
-            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"],
-                                      "stats": {}}  # fmt: skip
+            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"]}
 
     def _settle_all(self, p: _Pass) -> None:
         """Finish what a killed sync left in this target: its journal, then stray staging."""

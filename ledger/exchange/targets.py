@@ -101,8 +101,10 @@ class Manifest:
 
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"dir", "tree", "files", "stats"}
     conflicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"ledger_tree", "files", …}
+    stats: dict[str, dict[str, list]] = field(default_factory=dict)  # key → stat entries (a cache, .ledger/cache/)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # the pass's journal (its own file)
     dirty: bool = False  # changed since read: a no-op sync writes nothing
+    stats_dirty: bool = False
 
     def files(self, key: str) -> dict[str, tuple[int, bytes]] | None:
         entry = self.skills.get(key)
@@ -132,7 +134,7 @@ class Targets:
         for t in self.all():
             if t.name == name:
                 return t
-        raise UsageError(f"no target named {name!r}", hint="'ledger link' adds one; 'ledger runtimes' lists them")
+        raise LedgerError(f"no target named {name!r}", hint="'ledger link' adds one; 'ledger runtimes' lists them")
 
     def add(self, target: Target) -> None:
         if not _NAME.match(target.name):
@@ -140,11 +142,11 @@ class Targets:
         current = self.all()
         for t in current:
             if t.name == target.name:
-                raise UsageError(f"a target named {t.name!r} exists ({t.path})", hint="unlink it first, or --name")
+                raise LedgerError(f"a target named {t.name!r} exists ({t.path})", hint="unlink it first, or --name")
             a, b = target.path.rstrip("/") + "/", t.path.rstrip("/") + "/"
             inside = a.startswith(b) or b.startswith(a)
             if t.path == target.path or inside:
-                raise UsageError(f"{target.path} overlaps target {t.name!r} ({t.path})",
+                raise LedgerError(f"{target.path} overlaps target {t.name!r} ({t.path})",
                                  hint="two targets never share files")  # fmt: skip
         self._save([*current, target])
 
@@ -152,13 +154,16 @@ class Targets:
         current = self.all()
         gone = self.get(name)
         self._save([t for t in current if t.name != name])
-        for suffix in (".json",):
-            (self.dir / f"{name}{suffix}").unlink(missing_ok=True)
+        (self.dir / f"{name}.json").unlink(missing_ok=True)
+        self._stats_file(name).unlink(missing_ok=True)
         return gone
 
     def _save(self, targets: list[Target]) -> None:
         self.control.mkdir(exist_ok=True)
         write_json(self.file, {"format": _FORMAT, "targets": [asdict(t) for t in targets]})
+
+    def _stats_file(self, name: str) -> Path:
+        return self.control / "cache" / f"sync-{name}.json"
 
     def manifest(self, name: str) -> Manifest:
         path = self.dir / f"{name}.json"
@@ -166,10 +171,16 @@ class Targets:
             return Manifest()
         try:
             doc = json.loads(path.read_text())
-            return Manifest(doc["skills"], doc.get("conflicts", {}))
+            manifest = Manifest(doc["skills"], doc.get("conflicts", {}))
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerError(f"manifest {path} is unreadable: {exc}",
                               hint="unlink and link the target again (its files are left alone)") from None  # fmt: skip
+        try:  # stat entries are a cache: lost or damaged, every file is read again
+            stats = json.loads(self._stats_file(name).read_text())
+            manifest.stats = stats if isinstance(stats, dict) else {}
+        except (OSError, ValueError):
+            pass
+        return manifest
 
     def conflicts(self) -> list[dict[str, Any]]:
         """Every unsettled conflict, in every target: what ``ledger status`` and the agent tool show."""
@@ -177,14 +188,24 @@ class Targets:
                 for t in self.all() for key, c in sorted(self.manifest(t.name).conflicts.items())]  # fmt: skip
 
     def save_manifest(self, name: str, manifest: Manifest) -> None:
-        """Written whole and durable before it is renamed into place (a kill leaves the old one or this)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path = self.dir / f"{name}.json"
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
+        """Written whole and durable before it is renamed into place (a kill leaves the old one or this);
+        nothing is written when nothing changed.  The stat cache needs no fsync: it is checked on use."""
+        if manifest.dirty:
             doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts}
-            fh.write(json.dumps(doc, separators=(",", ":"), sort_keys=True))  # the C encoder: dump() is Python
+            _write(self.dir / f"{name}.json", doc, durable=True)
+            manifest.dirty = False
+        if manifest.stats_dirty:
+            live = {k: v for k, v in manifest.stats.items() if k in manifest.skills}
+            _write(self._stats_file(name), live, durable=False)
+            manifest.stats_dirty = False
+
+
+def _write(path: Path, doc: Any, *, durable: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(doc, separators=(",", ":"), sort_keys=True))  # the C encoder: dump() is Python
+        if durable:
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        manifest.dirty = False
+    os.replace(tmp, path)
