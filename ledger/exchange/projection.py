@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
@@ -33,8 +30,9 @@ from ledger.bundle.collection import Collection, Found
 from ledger.bundle.skill import SKILL_MD, check_name
 from ledger.errors import LedgerError
 from ledger.exchange.merging import merge
+from ledger.exchange.settling import Pass, Settler, binmap, digest, hexmap, state_of
 from ledger.exchange.targetfs import TargetError, TargetFS
-from ledger.exchange.targets import Manifest, Target, Targets
+from ledger.exchange.targets import Target, Targets
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -49,39 +47,14 @@ WIPED_MIN = 4  # a target managing fewer skills than this is never judged wiped
 _ROUNDS = 3  # passes per sync while a target keeps changing under it
 
 
-def digest(files: gs.FileMap | None) -> str | None:
-    """One value for a skill's file map, to notice that a side changed since a conflict."""
-    if files is None:
-        return None
-    h = hashlib.sha256()
-    for rel in sorted(files):
-        mode, blob = files[rel]
-        h.update(f"{rel}\0{mode:o}\0".encode() + blob)
-    return h.hexdigest()
-
-
-@dataclass
-class _Pass:
-    """One target during one pass."""
-
-    target: Target
-    fs: TargetFS
-    manifest: Manifest
-    dirs: dict[str, str] = field(default_factory=dict)  # key → its folder in the target
-    state: dict[str, tuple[gs.FileMap, dict[str, list]]] = field(default_factory=dict)
-    may_replace: set[str] = field(default_factory=set)  # target states the ledger may overwrite
-    recorded: set[str] = field(default_factory=set)  # recorded from this target in this pass
-    recording: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → the target state being recorded
-    report: dict[str, Any] = field(default_factory=dict)
-    changed: bool = False  # something moved under the pass: run another
-
-
 class Projection:
     """Keeps one brain and its targets in step; a brain's ``ledger sync``, ``import`` and ``export``."""
 
     def __init__(self, brain: Brain, targets: Targets | None = None) -> None:
         self.brain = brain
         self.targets = targets or Targets(brain.control)
+        self.settler = Settler(self.targets, lambda key: self.brain.head().skills.get(key),
+                               lambda tree: self._norm(self._data(self.brain.snapshots.files(tree))))
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
@@ -112,10 +85,10 @@ class Projection:
                 try:
                     for target in targets:  # every target's changes are recorded before any is projected
                         p = self._open(target, target.name in confirm_deletions)
-                        if isinstance(p, _Pass):
+                        if isinstance(p, Pass):
                             passes.append(p)
                             self._record(p, take)
-                        result = p.report if isinstance(p, _Pass) else p
+                        result = p.report if isinstance(p, Pass) else p
                         if target.name in reports:
                             _merge_reports(reports[target.name], result)
                         else:
@@ -125,7 +98,7 @@ class Projection:
                         p.fs.tidy()
                         self.targets.save_manifest(p.target.name, p.manifest)
                         if p.manifest.pending:
-                            self._journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
+                            self.settler.journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
                         reports[p.target.name]["conflicts"] = [{"skill": k, **v}
                                                                for k, v in sorted(p.manifest.conflicts.items())]
                         again |= p.changed
@@ -141,7 +114,7 @@ class Projection:
 
     # ------------------------------------------------------------------ one target
 
-    def _open(self, target: Target, confirmed: bool) -> _Pass | dict[str, Any]:
+    def _open(self, target: Target, confirmed: bool) -> Pass | dict[str, Any]:
         """The target opened and read, its killed exchanges settled; or a report of why it is refused."""
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
         report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
@@ -152,9 +125,9 @@ class Projection:
             report.update(status="refused", reason=why,
                           hint="mount or recreate the folder; a missing target is never read as deletions")  # fmt: skip
             return report
-        p = _Pass(target, fs, self.targets.manifest(target.name), report=report)
+        p = Pass(target, fs, self.targets.manifest(target.name), report=report)
         try:
-            self._settle_all(p)
+            self.settler.settle_all(p)
             if self._read(p, confirmed):
                 return p
         except BaseException:
@@ -163,7 +136,7 @@ class Projection:
         fs.close()
         return report
 
-    def _read(self, p: _Pass, confirmed: bool) -> bool:
+    def _read(self, p: Pass, confirmed: bool) -> bool:
         scan = p.fs.scan()
         for rel, why in scan.refused.items():
             p.report["left_alone"].append({"dir": rel, "reason": why})
@@ -194,7 +167,7 @@ class Projection:
             return False
         return True
 
-    def _source(self, committed: bytes | None, p: _Pass) -> dict[str, bytes]:
+    def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         if p.target.committed and committed is not None:
             return dict(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
         return dict(self.brain.head().skills)
@@ -208,7 +181,7 @@ class Projection:
 
     # ------------------------------------------------------------------ phase 1: record
 
-    def _record(self, p: _Pass, take: tuple[str, str] | None) -> None:
+    def _record(self, p: Pass, take: tuple[str, str] | None) -> None:
         m, head = p.manifest, self.brain.head().skills
         found: list[Found] = []
         deletions: list[str] = []
@@ -250,7 +223,7 @@ class Projection:
                     deletions.append(key)
                 else:
                     data = p.fs.read(p.dirs[key])
-                    found.append(self._found(p, key, data, state=_state_of(data)))
+                    found.append(self._found(p, key, data, state=state_of(data)))
                 continue
             l_files = self._ledger_files(lt)
             if t == l_files:
@@ -262,7 +235,7 @@ class Projection:
         if found or deletions:
             self._commit(p, found, deletions)
 
-    def _merge(self, p: _Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
+    def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
                found: list[Found], deletions: list[str]) -> None:  # fmt: skip
         """Both sides changed ``key`` since the last sync: merge them, or keep both as a conflict."""
         head = self.brain.head()
@@ -272,7 +245,7 @@ class Projection:
                            sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
             return
         t_data = p.fs.read(p.dirs[key])
-        if _state_of(t_data) != theirs:
+        if state_of(t_data) != theirs:
             p.changed = True  # changed again while read: the next pass looks again
             return
         version = self.brain.snapshots.committed(key)[1].version
@@ -293,7 +266,7 @@ class Projection:
             return
         found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
 
-    def _conflict(self, p: _Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
+    def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.dirty = True
         p.manifest.conflicts[key] = {
             "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
@@ -301,10 +274,10 @@ class Projection:
             "hint": f"ledger sync --take ledger {key}, or --take {p.target.name} {key}, or edit one side",
         }  # fmt: skip
 
-    def _found(self, p: _Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
+    def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
                note: str = "") -> Found:  # fmt: skip
         """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
-        p.recording[key] = {"state": _hexmap(state), "norm": self._norm(files)}
+        p.recording[key] = {"state": hexmap(state), "norm": self._norm(files)}
         rel = p.dirs[key]
         category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
         found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
@@ -323,10 +296,10 @@ class Projection:
 
         return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
 
-    def _commit(self, p: _Pass, found: list[Found], deletions: list[str]) -> None:
+    def _commit(self, p: Pass, found: list[Found], deletions: list[str]) -> None:
         # Durable first: if this process is killed after the snapshot lands and before the manifest
         # is saved, the next pass still knows which target state the ledger is now in step with.
-        self._journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
+        self.settler.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
@@ -347,7 +320,7 @@ class Projection:
 
     # ------------------------------------------------------------------ phase 2: project
 
-    def _project(self, p: _Pass, committed: bytes | None) -> None:
+    def _project(self, p: Pass, committed: bytes | None) -> None:
         m, source = p.manifest, self._source(committed, p)
         index = self._category_index() if p.target.layout == "hermes" else {}
         steps: dict[str, dict[str, Any]] = {}
@@ -364,7 +337,7 @@ class Projection:
                 continue
             if lt is None:
                 if entry is not None and t is not None and may:
-                    steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": _hexmap(t), "new": None,
+                    steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": hexmap(t), "new": None,
                                               "tree": None}  # fmt: skip
                 elif entry is not None and t is None:
                     p.manifest.dirty = True
@@ -374,14 +347,14 @@ class Projection:
             rel = p.dirs.get(key) or (f"{index[key]}/{key}" if key in index else key)
             if t == l_files:
                 p.manifest.dirty = True
-                m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": _hexmap(t)}
+                m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": hexmap(t)}
                 m.stats[key], m.stats_dirty = p.state[key][1], True
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
-                steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": _hexmap(t) if t is not None else None,
-                                          "new": _hexmap(l_files), "tree": lt.hex()}  # fmt: skip
+                steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": hexmap(t) if t is not None else None,
+                                          "new": hexmap(l_files), "tree": lt.hex()}  # fmt: skip
         if not steps:
             return
-        self._journal(p, steps)  # one durable write names every step before any is taken
+        self.settler.journal(p, steps)  # one durable write names every step before any is taken
         for staged, info in steps.items():
             self._step(p, staged, info)
 
@@ -394,14 +367,14 @@ class Projection:
             return {}
         return json.loads(self.brain.store.read(files[CATEGORY_INDEX][1], b"blob"))["skills"]
 
-    def _step(self, p: _Pass, staged: str, info: dict[str, Any]) -> None:
+    def _step(self, p: Pass, staged: str, info: dict[str, Any]) -> None:
         """Write one skill whole and rename it into place, or take one out; then settle what moved."""
         key, rel = info["key"], info["dir"]
         stats: dict[str, list] = {}
         if info["new"] is None:
             p.fs.take_out(rel, staged)
         else:
-            stats = p.fs.stage(self._data(_binmap(info["new"])), staged)
+            stats = p.fs.stage(self._data(binmap(info["new"])), staged)
             if info["old"] is None:
                 if not p.fs.place_new(staged, rel):
                     p.changed = True  # a skill appeared there meanwhile: the next pass reads it
@@ -409,7 +382,7 @@ class Projection:
                 pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
                 p.fs.exchange(staged, rel)
                 crashpoint("sync.exchanged")
-        outcome = self._settle(p, staged, info)
+        outcome = self.settler.settle(p, staged, info)
         if outcome == "done" and info["new"] is not None:
             p.manifest.dirty = True
             p.manifest.stats[key], p.manifest.stats_dirty = stats, True
@@ -420,110 +393,6 @@ class Projection:
             # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
             p.manifest.dirty = True
             p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"]}
-
-    # ------------------------------------------------------------------ the journal of a pass
-
-    def _journal_file(self, p: _Pass) -> Path:
-        return self.targets.dir / f"{p.target.name}.pending.json"
-
-    def _journal(self, p: _Pass, entries: dict[str, dict[str, Any] | None]) -> None:
-        """Steps and records under way in a target, durable before they start (a kill is settled next pass)."""
-        for name, info in entries.items():
-            if info is None:
-                p.manifest.pending.pop(name, None)
-            else:
-                p.manifest.pending[name] = info
-        path = self._journal_file(p)
-        if not p.manifest.pending:
-            path.unlink(missing_ok=True)
-            return
-        self.targets.dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(p.manifest.pending, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-
-    def _settle(self, p: _Pass, staged: str, info: dict[str, Any]) -> str:
-        """Look at what a step left staged and in place; delete only what is known to be the ledger's
-        or what the manifest's base holds, and bring the manifest up to what the target now holds.
-
-        ``done``: the step took effect (whole) and nothing was lost; ``undone``: it did not, or an
-        edit made meanwhile was put back where it was made (the next pass records it); ``rescued``:
-        an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
-        old = _binmap(info["old"]) if info["old"] is not None else None
-        new = _binmap(info["new"]) if info["new"] is not None else None
-        held = p.fs.staged_state(staged)
-        try:
-            here: gs.FileMap | None = p.fs.state(info["dir"])[0]
-        except (OSError, LedgerError):
-            here = None
-        outcome = "undone"
-        if held is None:  # never staged, placed as a new skill, or already discarded
-            outcome = "done" if here == new else "undone"
-        elif held == new or (old is None and new is not None):
-            p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
-        elif held == old:
-            p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
-            outcome = "done"
-        elif new is not None and here == new:
-            p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
-            p.fs.discard(staged)
-            p.changed = True
-        elif new is not None and here == old:
-            p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
-        elif new is None and here is None and p.fs.put_back(staged, info["dir"]):
-            p.changed = True  # taken out just after an edit: put back, recorded next pass
-        else:
-            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
-            p.changed, outcome = True, "rescued"
-        if outcome == "done" and new is not None:
-            p.manifest.dirty = True
-            p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"]}
-        elif outcome == "done":
-            p.manifest.dirty = True
-            p.manifest.skills.pop(info["key"], None)
-        return outcome
-
-    def _settle_record(self, p: _Pass, key: str, rec: dict[str, Any]) -> None:
-        """A record a kill interrupted: if the ledger holds what was being recorded, the target's
-        state then is the base from now on (else the record never landed, and nothing changes)."""
-        lt = self.brain.head().skills.get(key)
-        if lt is not None and self._norm(self._data(self.brain.snapshots.files(lt))) == rec["norm"]:
-            entry = p.manifest.skills.get(key, {})
-            p.manifest.dirty = True
-            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"]}
-
-    def _settle_all(self, p: _Pass) -> None:
-        """Finish what a killed sync left in this target: its journal, then stray staging."""
-        path = self._journal_file(p)
-        if path.exists():
-            with contextlib.suppress(ValueError, OSError):
-                p.manifest.pending = json.loads(path.read_text())
-        for name, info in list(p.manifest.pending.items()):
-            if name.startswith("@record/"):
-                self._settle_record(p, name.removeprefix("@record/"), info)
-            else:
-                self._settle(p, name, info)
-        for staged in p.fs.staged():
-            p.fs.discard(staged)  # not in the journal: never placed, the ledger's own copy
-        if p.manifest.pending:
-            self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
-            self._journal(p, dict.fromkeys(list(p.manifest.pending)))
-
-
-def _state_of(data: Mapping[str, tuple[bytes, bool]]) -> gs.FileMap:
-    return {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(d)) for rel, (d, x) in data.items()}
-
-
-def _hexmap(files: gs.FileMap) -> dict[str, list]:
-    return {rel: [mode, blob.hex()] for rel, (mode, blob) in files.items()}
-
-
-def _binmap(files: dict[str, list]) -> gs.FileMap:
-    return {rel: (int(mode), bytes.fromhex(blob)) for rel, (mode, blob) in files.items()}
-
 
 def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:
     """A later round's report of a target into the first round's (``more`` may still be filled in)."""

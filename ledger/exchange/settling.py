@@ -1,0 +1,167 @@
+"""The state of one pass of ``ledger sync`` over a target, its journal, and the settling of what a
+killed pass, or a runtime racing one, left behind (docs/layouts.md, "Kills"; ADR 23).
+
+Before a pass writes, one fsync'd journal (``.ledger/sync/<target>.pending.json``) names every
+step (its staged folder, what it replaces, what it writes) and every target state being
+recorded.  :meth:`Settler.settle` looks at a step's staged folder and at what is in place,
+deletes only the ledger's own copy or what the base holds, puts an edit made meanwhile back
+where it was made, keeps anything unexplained in ``.ledger-rescued/``, and brings the
+manifest up to what the target holds.  The same function settles a step just taken and one a
+kill interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import LedgerError
+from ledger.exchange.targetfs import TargetFS
+from ledger.exchange.targets import Manifest, Target, Targets
+from ledger.store import gitstore as gs
+
+__all__ = ["Pass", "Settler", "binmap", "digest", "hexmap", "state_of"]
+
+
+def digest(files: gs.FileMap | None) -> str | None:
+    """One value for a skill's file map, to notice that a side changed since a conflict."""
+    if files is None:
+        return None
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        mode, blob = files[rel]
+        h.update(f"{rel}\0{mode:o}\0".encode() + blob)
+    return h.hexdigest()
+
+
+@dataclass
+class Pass:
+    """One target during one pass."""
+
+    target: Target
+    fs: TargetFS
+    manifest: Manifest
+    dirs: dict[str, str] = field(default_factory=dict)  # key → its folder in the target
+    state: dict[str, tuple[gs.FileMap, dict[str, list]]] = field(default_factory=dict)
+    may_replace: set[str] = field(default_factory=set)  # target states the ledger may overwrite
+    recorded: set[str] = field(default_factory=set)  # recorded from this target in this pass
+    recording: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → the target state being recorded
+    report: dict[str, Any] = field(default_factory=dict)
+    changed: bool = False  # something moved under the pass: run another
+
+
+class Settler:
+    """The journal of each pass and the settling of its steps, for one brain's targets."""
+
+    def __init__(self, targets: Targets, ledger_tree: Callable[[str], bytes | None],
+                 norm_tree: Callable[[bytes], str | None]) -> None:  # fmt: skip
+        self.targets = targets
+        self.ledger_tree = ledger_tree  # a skill's tree at the head, or None
+        self.norm_tree = norm_tree  # a digest of a ledger tree's content, its version value set aside
+
+    def journal_file(self, p: Pass) -> Path:
+        return self.targets.dir / f"{p.target.name}.pending.json"
+
+    def journal(self, p: Pass, entries: dict[str, dict[str, Any] | None]) -> None:
+        """Steps and records under way in a target, durable before they start (a kill is settled next pass)."""
+        for name, info in entries.items():
+            if info is None:
+                p.manifest.pending.pop(name, None)
+            else:
+                p.manifest.pending[name] = info
+        path = self.journal_file(p)
+        if not p.manifest.pending:
+            path.unlink(missing_ok=True)
+            return
+        self.targets.dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(p.manifest.pending, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def settle(self, p: Pass, staged: str, info: dict[str, Any]) -> str:
+        """Look at what a step left staged and in place; delete only what is known to be the ledger's
+        or what the manifest's base holds, and bring the manifest up to what the target now holds.
+
+        ``done``: the step took effect (whole) and nothing was lost; ``undone``: it did not, or an
+        edit made meanwhile was put back where it was made (the next pass records it); ``rescued``:
+        an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
+        old = binmap(info["old"]) if info["old"] is not None else None
+        new = binmap(info["new"]) if info["new"] is not None else None
+        held = p.fs.staged_state(staged)
+        try:
+            here: gs.FileMap | None = p.fs.state(info["dir"])[0]
+        except (OSError, LedgerError):
+            here = None
+        outcome = "undone"
+        if held is None:  # never staged, placed as a new skill, or already discarded
+            outcome = "done" if here == new else "undone"
+        elif held == new or (old is None and new is not None):
+            p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
+        elif held == old:
+            p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
+            outcome = "done"
+        elif new is not None and here == new:
+            p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
+            p.fs.discard(staged)
+            p.changed = True
+        elif new is not None and here == old:
+            p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
+        elif new is None and here is None and p.fs.put_back(staged, info["dir"]):
+            p.changed = True  # taken out just after an edit: put back, recorded next pass
+        else:
+            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+            p.changed, outcome = True, "rescued"
+        if outcome == "done" and new is not None:
+            p.manifest.dirty = True
+            p.manifest.skills[info["key"]] = {"dir": info["dir"], "tree": info["tree"], "files": info["new"]}
+        elif outcome == "done":
+            p.manifest.dirty = True
+            p.manifest.skills.pop(info["key"], None)
+        return outcome
+
+    def settle_record(self, p: Pass, key: str, rec: dict[str, Any]) -> None:
+        """A record a kill interrupted: if the ledger holds what was being recorded, the target's
+        state then is the base from now on (else the record never landed, and nothing changes)."""
+        lt = self.ledger_tree(key)
+        if lt is not None and self.norm_tree(lt) == rec["norm"]:
+            entry = p.manifest.skills.get(key, {})
+            p.manifest.dirty = True
+            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"]}
+
+    def settle_all(self, p: Pass) -> None:
+        """Finish what a killed sync left in this target: its journal, then stray staging."""
+        path = self.journal_file(p)
+        if path.exists():
+            with contextlib.suppress(ValueError, OSError):
+                p.manifest.pending = json.loads(path.read_text())
+        for name, info in list(p.manifest.pending.items()):
+            if name.startswith("@record/"):
+                self.settle_record(p, name.removeprefix("@record/"), info)
+            else:
+                self.settle(p, name, info)
+        for staged in p.fs.staged():
+            p.fs.discard(staged)  # not in the journal: never placed, the ledger's own copy
+        if p.manifest.pending:
+            self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
+            self.journal(p, dict.fromkeys(list(p.manifest.pending)))
+
+
+def state_of(data: Mapping[str, tuple[bytes, bool]]) -> gs.FileMap:
+    return {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(d)) for rel, (d, x) in data.items()}
+
+
+def hexmap(files: gs.FileMap) -> dict[str, list]:
+    return {rel: [mode, blob.hex()] for rel, (mode, blob) in files.items()}
+
+
+def binmap(files: dict[str, list]) -> gs.FileMap:
+    return {rel: (int(mode), bytes.fromhex(blob)) for rel, (mode, blob) in files.items()}
