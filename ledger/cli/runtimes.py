@@ -32,12 +32,18 @@ def runtimes(ctx: click.Context, as_json: bool) -> None:
         linked = {t.path: t.name for t in Targets(root / ".ledger").all()}
     except LedgerError:
         pass  # outside a brain: the runtimes alone
+    from ledger.exchange.targetfs import TargetFS
+
     rows = []
     for rt in known():
         path = Path(rt.path)
-        count = sum(1 for _ in path.glob("*/SKILL.md") if not _.parent.is_symlink()) if path.is_dir() else None
-        if rt.layout == "hermes" and path.is_dir():
-            count = sum(1 for _ in path.rglob("SKILL.md"))
+        count = None
+        if path.is_dir():
+            try:  # counted as sync reads it: through descriptors, no link followed
+                with TargetFS(os.path.realpath(path), rt.layout, 1) as fs:
+                    count = len(fs.scan().skills)
+            except (LedgerError, OSError):
+                count = None
         rows.append({**asdict(rt), "exists": path.is_dir(), "skills": count,
                      "linked": linked.get(os.path.realpath(path))})  # fmt: skip
     if as_json:

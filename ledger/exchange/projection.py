@@ -376,8 +376,13 @@ class Projection:
         else:
             stats = p.fs.stage(self._data(binmap(info["new"])), staged)
             if info["old"] is None:
-                if not p.fs.place_new(staged, rel):
-                    p.changed = True  # a skill appeared there meanwhile: the next pass reads it
+                if p.fs.place_new(staged, rel):  # renamed whole, replacing nothing: done, nothing to settle
+                    p.manifest.skills[key], p.manifest.dirty = {"dir": rel, "tree": info["tree"],
+                                                                "files": info["new"]}, True  # fmt: skip
+                    p.manifest.stats[key], p.manifest.stats_dirty = stats, True
+                    p.report["projected"].append(key)
+                    return
+                p.changed = True  # a skill appeared there meanwhile: the next pass reads it
             else:
                 pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
                 p.fs.exchange(staged, rel)
@@ -393,6 +398,7 @@ class Projection:
             # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
             p.manifest.dirty = True
             p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"]}
+
 
 def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:
     """A later round's report of a target into the first round's (``more`` may still be filled in)."""

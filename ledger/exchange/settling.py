@@ -82,7 +82,7 @@ class Settler:
         self.targets.dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(p.manifest.pending, fh)
+            fh.write(json.dumps(p.manifest.pending, separators=(",", ":")))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -97,25 +97,22 @@ class Settler:
         old = binmap(info["old"]) if info["old"] is not None else None
         new = binmap(info["new"]) if info["new"] is not None else None
         held = p.fs.staged_state(staged)
-        try:
-            here: gs.FileMap | None = p.fs.state(info["dir"])[0]
-        except (OSError, LedgerError):
-            here = None
+        here = _Lazy(lambda: p.fs.state(info["dir"])[0])  # read only where the answer depends on it
         outcome = "undone"
         if held is None:  # never staged, placed as a new skill, or already discarded
-            outcome = "done" if here == new else "undone"
+            outcome = "done" if here() == new else "undone"
         elif held == new or (old is None and new is not None):
             p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
         elif held == old:
             p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
             outcome = "done"
-        elif new is not None and here == new:
+        elif new is not None and here() == new:
             p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
             p.fs.discard(staged)
             p.changed = True
-        elif new is not None and here == old:
+        elif new is not None and here() == old:
             p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
-        elif new is None and here is None and p.fs.put_back(staged, info["dir"]):
+        elif new is None and here() is None and p.fs.put_back(staged, info["dir"]):
             p.changed = True  # taken out just after an edit: put back, recorded next pass
         else:
             p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
@@ -153,6 +150,22 @@ class Settler:
         if p.manifest.pending:
             self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
             self.journal(p, dict.fromkeys(list(p.manifest.pending)))
+
+
+class _Lazy:
+    """A skill's state in place, read on first use (``None`` if absent or unreadable)."""
+
+    def __init__(self, read: Callable[[], gs.FileMap]) -> None:
+        self._read, self._done, self._value = read, False, None
+
+    def __call__(self) -> gs.FileMap | None:
+        if not self._done:
+            try:
+                self._value = self._read()
+            except (OSError, LedgerError):
+                self._value = None
+            self._done = True
+        return self._value
 
 
 def state_of(data: Mapping[str, tuple[bytes, bool]]) -> gs.FileMap:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import shutil
@@ -28,6 +29,7 @@ import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
@@ -49,9 +51,13 @@ class TargetError(LedgerError):
     """A target cannot be read or written safely."""
 
 
+@functools.cache
+def _libc_renameat2() -> Any:
+    return getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)  # glibc 2.28+, musl 1.2.5+
+
+
 def _renameat2(src_fd: int, src: str, dst_fd: int, dst: str, flags: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
+    fn = _libc_renameat2()
     if fn is None:
         raise OSError(errno.ENOSYS, "renameat2 is not available")
     if fn(src_fd, src.encode(), dst_fd, dst.encode(), flags) != 0:
