@@ -23,8 +23,9 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:,.1f} MB"
 
 
-def rows(core: dict, life: dict, reads: dict | None = None) -> list[tuple[str, str, str, float, float]]:
-    """(figure, measured, anchor, ratio, target) for every target of issues 2, 12 and 20."""
+def rows(core: dict, life: dict, reads: dict | None = None,
+         sync: dict | None = None) -> list[tuple[str, str, str, float, float]]:  # fmt: skip
+    """(figure, measured, anchor, ratio, target) for every target of issues 2, 12, 20 and 22."""
     c, L = core.get("results", {}), life
     out = []
 
@@ -59,7 +60,22 @@ def rows(core: dict, life: dict, reads: dict | None = None) -> list[tuple[str, s
         L["verify_after_gc_s"], L["verify_before_gc_s"], 1.2, anchor_name="before gc")
     if reads:
         out += read_rows(reads)
+    if sync:
+        out += sync_rows(sync)
     return out
+
+
+def sync_rows(s: dict) -> list[tuple[str, str, str, float, float]]:
+    """Issue 22: ``ledger sync`` against git status and cp -r, and the watcher's latency."""
+    n, w, f = s["noop"], s["watch"], s["first"]
+    return [
+        (f"no-op `ledger sync`, {n['targets']} targets × {n['skills']:,} skills", _ms(n["sync_s"]),
+         f"git status {_ms(n['git_status_s'])}", n["ratio"], n["target_ratio"]),
+        (f"`sync --watch`: an edit in a target to its version, p50 ({w['edits']} edits)", _ms(w["p50_s"]),
+         "target 1 s", w["p50_s"] / w["target_p50_s"], 1.0),
+        (f"first projection of {f['skills']:,} skills ({f['files']:,} files)", _ms(f["sync_s"]),
+         f"cp -r {_ms(f['cp_r_s'])}", f["ratio"], f["target_ratio"]),
+    ]  # fmt: skip
 
 
 def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
@@ -131,12 +147,14 @@ def main() -> None:
     ap.add_argument("--core", default="bench-out/core.json")
     ap.add_argument("--lifetime", default="bench-out/lifetime.json")
     ap.add_argument("--reads", default="bench-out/reads.json")
+    ap.add_argument("--sync", default="bench-out/sync.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png")
     args = ap.parse_args()
     core = json.loads(Path(args.core).read_text()) if Path(args.core).exists() else {}
     life = json.loads(Path(args.lifetime).read_text())
     reads = json.loads(Path(args.reads).read_text()) if Path(args.reads).exists() else None
+    sync = json.loads(Path(args.sync).read_text()) if Path(args.sync).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -156,11 +174,12 @@ def main() -> None:
         "| figure | measured | anchor | ratio | target | |",
         "|---|---|---|---|---|---|",
     ]
-    for figure, measured, anchor, ratio, target in rows(core, life, reads):
+    for figure, measured, anchor, ratio, target in rows(core, life, reads, sync):
         verdict = "PASS" if ratio <= target else "**MISS**"
         lines.append(f"| {figure} | {measured} | {anchor} | {ratio:.2f}× | ≤ {target}× | {verdict} |")
     lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
-    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json`, `bench-out/reads.json` (not committed).",
+    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json`, `bench-out/reads.json`, "
+              "`bench-out/sync.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     plot(life, Path(args.plot))

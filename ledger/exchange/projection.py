@@ -355,8 +355,13 @@ class Projection:
         if not steps:
             return
         self.settler.journal(p, steps)  # one durable write names every step before any is taken
-        for staged, info in steps.items():
-            self._step(p, staged, info)
+        order = list(steps.items())
+        for i in range(0, len(order), 128):  # blobs read 128 skills at a time, in one pipelined request
+            chunk = order[i : i + 128]
+            shas = sorted({bytes.fromhex(b) for _, info in chunk for _, b in (info["new"] or {}).values()})
+            blobs = dict(zip(shas, self.brain.store.read_blobs(shas), strict=True))
+            for staged, info in chunk:
+                self._step(p, staged, info, blobs)
 
     def _category_index(self) -> dict[str, str]:
         cats = self.brain.snapshots.categories_tree(self.brain.head())
@@ -367,14 +372,15 @@ class Projection:
             return {}
         return json.loads(self.brain.store.read(files[CATEGORY_INDEX][1], b"blob"))["skills"]
 
-    def _step(self, p: Pass, staged: str, info: dict[str, Any]) -> None:
+    def _step(self, p: Pass, staged: str, info: dict[str, Any], blobs: Mapping[bytes, bytes]) -> None:
         """Write one skill whole and rename it into place, or take one out; then settle what moved."""
         key, rel = info["key"], info["dir"]
         stats: dict[str, list] = {}
         if info["new"] is None:
             p.fs.take_out(rel, staged)
         else:
-            stats = p.fs.stage(self._data(binmap(info["new"])), staged)
+            data = {path: (blobs[blob], mode == gs.MODE_EXEC) for path, (mode, blob) in binmap(info["new"]).items()}
+            stats = p.fs.stage(data, staged)
             if info["old"] is None:
                 if p.fs.place_new(staged, rel):  # renamed whole, replacing nothing: done, nothing to settle
                     p.manifest.skills[key], p.manifest.dirty = {"dir": rel, "tree": info["tree"],

@@ -156,6 +156,25 @@ class _CatFile:
         data = proc.stdout.read(size + 1)[:size]
         return header[1], data
 
+    def read_many(self, binshas: Sequence[bytes]) -> list[tuple[bytes, bytes] | None]:
+        """:meth:`read` of each, pipelined: one write and one flush for them all, so reading many
+        small objects (a projection of 10,000 skills reads 30,000) costs no round trip each."""
+        if not binshas:
+            return []
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in binshas))
+        proc.stdin.flush()  # a few KB of requests: written whole before any answer is read
+        out: list[tuple[bytes, bytes] | None] = []
+        for _ in binshas:
+            header = proc.stdout.readline().split()
+            if len(header) != 3:
+                out.append(None)
+                continue
+            size = int(header[2])
+            out.append((header[1], proc.stdout.read(size + 1)[:size]))
+        return out
+
     def close(self) -> None:
         if self._proc is not None:
             for stream in (self._proc.stdin, self._proc.stdout):
@@ -337,6 +356,17 @@ class GitStore:
         if kind != expect:
             raise StoreError(f"git object {binsha.hex()} is a {kind.decode()}, expected {expect.decode()}")
         return data
+
+    def read_blobs(self, binshas: Sequence[bytes]) -> list[bytes]:
+        """The bytes of each blob, read in one pipelined request (:meth:`_CatFile.read_many`)."""
+        if self._pack is not None and any(sha in self._pack for sha in binshas):
+            self.publish()
+        out = []
+        for sha, found in zip(binshas, self._cat.read_many(binshas), strict=True):
+            if found is None or found[0] != b"blob":
+                raise StoreError(f"git object {sha.hex()} is missing from the store or not a blob")
+            out.append(found[1])
+        return out
 
     def read_tree(self, binsha: bytes) -> list[TreeEntry]:
         return parse_tree(self.read(binsha, b"tree"), binsha)
