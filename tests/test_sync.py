@@ -31,6 +31,15 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     return brain, env
 
 
+def _linked(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str], Path]:
+    """A brain with ``skills``, linked to the folder ``rt`` and synced once."""
+    brain, env = _setup(tmp_path, *skills)
+    target = tmp_path / "rt"
+    _ledger(brain, env, "link", str(target))
+    _sync(brain, env)
+    return brain, env, target
+
+
 def _ledger(brain: Path, env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run_ledger("--brain", str(brain), *args, env=env, check=check)
 
@@ -98,10 +107,7 @@ def test_claude_and_agents_layouts_are_projected_and_edits_recorded_back(tmp_pat
 
 
 def test_a_conflict_overwrites_neither_side_and_is_settled(tmp_path: Path) -> None:
-    brain, env = _setup(tmp_path, "alpha")
-    target = tmp_path / "rt"
-    _ledger(brain, env, "link", str(target))
-    _sync(brain, env)
+    brain, env, target = _linked(tmp_path, "alpha")
     # A clean merge first: the ledger changes step one, the target step two.
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     md = target / "alpha/SKILL.md"
@@ -148,10 +154,7 @@ def test_a_wiped_target_is_not_read_as_deletions(tmp_path: Path) -> None:
     import shutil
 
     names = [f"s{i}" for i in range(6)]
-    brain, env = _setup(tmp_path, *names)
-    target = tmp_path / "rt"
-    _ledger(brain, env, "link", str(target))
-    _sync(brain, env)
+    brain, env, target = _linked(tmp_path, *names)
     for name in names[:4]:
         shutil.rmtree(target / name)
     report = _sync(brain, env, code=1)
@@ -170,10 +173,7 @@ def test_a_wiped_target_is_not_read_as_deletions(tmp_path: Path) -> None:
 
 
 def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
-    brain, env = _setup(tmp_path, "alpha", "beta")
-    target = tmp_path / "rt"
-    _ledger(brain, env, "link", str(target))
-    _sync(brain, env)
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
     secret = tmp_path / "secret"
     secret.mkdir()
     (secret / "SKILL.md").write_text("---\nname: stolen\ndescription: x\n---\nTOP SECRET\n")
@@ -205,10 +205,7 @@ def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
 
 def test_an_edit_made_during_a_sync_is_never_lost(tmp_path: Path) -> None:
     """The sync is held just before it replaces a skill; the runtime edits that skill then."""
-    brain, env = _setup(tmp_path, "alpha")
-    target = tmp_path / "rt"
-    _ledger(brain, env, "link", str(target))
-    _sync(brain, env)
+    brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     gate = tmp_path / "gate"
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env,

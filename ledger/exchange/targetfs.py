@@ -69,15 +69,29 @@ def open_path(path: str) -> int:
     """A descriptor of directory ``path`` (absolute), reached from ``/`` with no link followed."""
     if not os.path.isabs(path):
         raise TargetError(f"{path} is not an absolute path")
-    fd = os.open("/", _DIR)
+    root = os.open("/", _DIR)
     try:
-        for part in [p for p in path.split("/") if p]:
+        return _descend(root, path.split("/"), path, create=False)
+    finally:
+        os.close(root)
+
+
+def _descend(fd: int, parts: list[str], where: str, *, create: bool) -> int:
+    """A new descriptor of ``fd``/``parts``, each part opened without following a link (made first
+    when ``create``); the caller still owns ``fd``."""
+    fd = os.dup(fd)
+    try:
+        for part in [p for p in parts if p]:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
             try:
                 nfd = os.open(part, _DIR, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise TargetError(f"{path}: {part!r} is not a directory or is a symbolic link",
-                                      hint="link the target by its real path (a link is never followed)") from None
+                    raise TargetError(f"{where}: {part!r} is a symbolic link or not a folder",
+                                      hint="a link is never followed: link the target by its real path, "
+                                           "or remove the link") from None  # fmt: skip
                 raise
             os.close(fd)
             fd = nfd
@@ -119,21 +133,8 @@ class TargetFS:
     @contextlib.contextmanager
     def _dir(self, rel: str, create: bool = False) -> Iterator[int]:
         """A descriptor of ``rel`` inside the target, each part opened without following links."""
-        fd = os.dup(self.fd)
+        fd = _descend(self.fd, rel.split("/"), f"{self.path}/{rel}", create=create)
         try:
-            for part in [p for p in rel.split("/") if p]:
-                if create:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o755, dir_fd=fd)
-                try:
-                    nfd = os.open(part, _DIR, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise TargetError(f"{self.path}/{rel}: {part!r} is a symbolic link or not a folder",
-                                          hint="a target's links are never followed; remove it") from None
-                    raise
-                os.close(fd)
-                fd = nfd
             yield fd
         finally:
             os.close(fd)
