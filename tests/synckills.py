@@ -93,18 +93,31 @@ def _check_targets(targets: dict[str, Path], acked_lines: dict[str, list[str]], 
             if f"Token {token};" not in md:
                 stats["torn"] += 1
                 problems.append(f"{tname}/{name}: SKILL.md and references/token.md from different versions")
-        rescued = "".join(p.read_text() for p in (root / ".ledger-rescued").glob("*/SKILL.md"))
+        rescued = _texts(root / ".ledger-rescued")
+        pending = _texts(root / ".ledger-staging")  # displaced by a killed exchange: the next sync settles it
         for name, where in T_SKILLS.items():
             if where != tname:
                 continue
             text = (root / name / "SKILL.md").read_text()
             for line in acked_lines[name]:
-                if line + "\n" not in text:
-                    if line + "\n" in rescued:
-                        stats["rescued_lines"].add(line)
-                    else:
-                        stats["lost"] += 1
-                        problems.append(f"{tname}/{name}: acknowledged line {line!r} is gone")
+                if line + "\n" in text or line + "\n" in pending:
+                    continue
+                if line + "\n" in rescued:
+                    stats["rescued_lines"].add(line)
+                elif line not in stats["lost_lines"]:
+                    stats["lost_lines"].add(line)
+                    problems.append(f"{tname}/{name}: acknowledged line {line!r} is gone")
+
+
+def _texts(folder: Path) -> str:
+    """Every SKILL.md kept under ``folder`` (staged or rescued copies), as one text to search."""
+    out = []
+    for path in folder.glob("*/SKILL.md"):
+        try:
+            out.append(path.read_text())
+        except OSError:
+            continue
+    return "".join(out)
 
 
 def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, log: Any = None) -> dict[str, Any]:
@@ -112,7 +125,8 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     rng = random.Random(seed)
     brain, targets = _setup(work)
     stats: dict[str, Any] = {"kills": 0, "runs": 0, "completed": 0, "ledger_acked": 0, "runtime_acked": 0,
-                             "lost": 0, "torn": 0, "bricked": 0, "conflicts": 0, "rescued_lines": set()}  # fmt: skip
+                             "lost": 0, "torn": 0, "bricked": 0, "conflicts": 0, "rescued_lines": set(),
+                             "lost_lines": set()}  # fmt: skip
     problems: list[str] = []
     acked_tokens: dict[str, str] = dict.fromkeys(L_SKILLS, "0")
     acked_lines: dict[str, list[str]] = {name: [] for name in T_SKILLS}
@@ -179,7 +193,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
             stats["bricked"] += 1
             problems.append(f"round {n}: status: {status.stderr.strip()[-300:]}")
         if log and n % 10 == 0:
-            log(f"sync{' --watch' if watch else ''} kills {stats['kills']}/{kills}  lost {stats['lost']}  "
+            log(f"sync{' --watch' if watch else ''} kills {stats['kills']}/{kills}  lost {len(stats['lost_lines'])}  "
                 f"torn {stats['torn']}  bricked {stats['bricked']}")
     for _ in range(2):  # a clean sync settles everything: the second must find nothing to do
         final = run(brain, "sync", "--json")
@@ -196,8 +210,10 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                     problems.append(f"{tname}/{name}: the last acknowledged token {token} never arrived")
         for name, lines in acked_lines.items():
             text = b.snapshots.committed(name)[1].text
-            missing = [x for x in lines if x + "\n" not in text]
-            stats["lost"] += len(missing)
+            rescued = _texts(targets[T_SKILLS[name]] / ".ledger-rescued")
+            missing = [x for x in lines if x + "\n" not in text and x + "\n" not in rescued]
+            stats["rescued_lines"] |= {x for x in lines if x + "\n" not in text and x + "\n" in rescued}
+            stats["lost_lines"] |= set(missing)
             if missing:
                 problems.append(f"ledger {name}: {len(missing)} acknowledged line(s) never recorded: {missing[:3]}")
     report = json.loads(final.stdout) if final.returncode == 0 else {"targets": []}
@@ -207,6 +223,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     if not stats["verify_ok"]:
         problems.append("verify: " + " | ".join(x for x in verify.stdout.splitlines() if not x.startswith("OK"))[-600:])
     stats["staging_left"] = sum((root / ".ledger-staging").exists() for root in targets.values())
-    stats["rescued"] = len(stats.pop("rescued_lines"))
+    stats["rescued"] = len(stats.pop("rescued_lines"))  # kept in .ledger-rescued/ and reported, not recorded
+    stats["lost"] += len(stats.pop("lost_lines"))
     stats["problems"] = problems[:20]
     return stats

@@ -294,3 +294,50 @@ def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _killed_mid_exchange(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A sync held before it replaces alpha (the runtime edits alpha then), and killed just after the
+    exchange, before it looks at what it displaced."""
+    brain, env, target = _linked(tmp_path, "alpha")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
+    gate = tmp_path / "gate"
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env,
+            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate),
+            "LEDGER_CRASHPOINT": "sync.exchanged"}  # fmt: skip
+    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync"], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not Path(str(gate) + ".ready").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    md = target / "alpha/SKILL.md"
+    md.write_text(md.read_text().replace("Step two.", "Step two, edit one."))
+    gate.unlink()
+    proc.communicate(timeout=60)
+    assert proc.returncode == 86  # the crash point: killed after the exchange
+    assert "edit one" not in md.read_text()  # the displaced copy holds the edit, out of the runtime's sight
+    return brain, env, target
+
+
+def test_an_edit_displaced_by_a_killed_exchange_is_put_back_and_recorded(tmp_path: Path) -> None:
+    brain, env, target = _killed_mid_exchange(tmp_path)
+    _sync(brain, env)
+    assert "Step two, edit one." in (target / "alpha/SKILL.md").read_text()
+    assert "Step two, edit one." in _body(brain, "alpha") and "Step one, ledger." in _body(brain, "alpha")
+
+
+def test_an_edit_that_cannot_be_put_back_is_kept_and_shown(tmp_path: Path) -> None:
+    """The runtime wrote over the ledger's copy before the next sync: both edits exist, neither is deleted."""
+    brain, env, target = _killed_mid_exchange(tmp_path)
+    md = target / "alpha/SKILL.md"
+    md.write_text(md.read_text() + "Edit two.\n")
+    report = _sync(brain, env)
+    rescued = report["targets"][0]["rescued"]
+    assert [r["skill"] for r in rescued] == ["alpha"]
+    kept = target / rescued[0]["kept"] / "SKILL.md"
+    assert "Step two, edit one." in kept.read_text()
+    assert "Edit two." in _body(brain, "alpha")  # the live copy's edit is recorded
+    st = json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert st["sync_rescued"][0]["path"] == str(kept.parent)
+    assert "rescued" in _ledger(brain, env, "status").stdout

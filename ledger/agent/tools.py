@@ -300,7 +300,7 @@ class SkillTools:
         """The targets (``ledger link``) and their unsettled conflicts, from ``.ledger/`` alone."""
         targets = Targets(self.brain.control)
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
-                "conflicts": targets.conflicts()}  # fmt: skip
+                "conflicts": targets.conflicts(), "rescued": targets.rescued()}  # fmt: skip
 
     # ------------------------------------------------------------------ writes
 

@@ -77,17 +77,21 @@ def status(ctx: click.Context, as_json: bool) -> None:
         st = brain.status()
         pending = _pending(brain)
         st.pending_chain = pending
-        conflicts = None
+        conflicts, rescued = None, []
         if (brain.control / "targets.json").exists():
             from ledger.exchange.targets import Targets
 
-            conflicts = Targets(brain.control).conflicts()
+            targets = Targets(brain.control)
+            conflicts, rescued = targets.conflicts(), targets.rescued()
     if as_json:
-        emit({**st.to_json(), **({"sync_conflicts": conflicts} if conflicts is not None else {})})
+        extra = {"sync_conflicts": conflicts, "sync_rescued": rescued} if conflicts is not None else {}
+        emit({**st.to_json(), **extra})
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
     for c in conflicts or ():
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
+    for r in rescued:
+        click.echo(f"rescued   {r['path']}: an edit a killed sync kept aside; merge it by hand, then remove it")
 
 
 @main.command()

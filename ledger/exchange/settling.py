@@ -108,7 +108,10 @@ class Settler:
             outcome = "done"
         elif new is not None and here() == new:
             p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
-            p.fs.discard(staged)
+            if p.fs.staged_state(staged) == new:
+                p.fs.discard(staged)
+            else:  # the ledger's copy was edited in the instant before it went back: keep that too
+                p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
             p.changed = True
         elif new is not None and here() == old:
             p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written

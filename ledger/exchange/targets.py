@@ -187,6 +187,16 @@ class Targets:
         return [{"target": t.name, "path": t.path, "skill": key, **c}
                 for t in self.all() for key, c in sorted(self.manifest(t.name).conflicts.items())]  # fmt: skip
 
+    def rescued(self) -> list[dict[str, str]]:
+        """Copies a sync kept aside in a target's ``.ledger-rescued/`` (an edit it could neither put back
+        nor record, docs/layouts.md "Kills"): shown by ``ledger status`` until someone deals with them."""
+        out = []
+        for t in self.all():
+            folder = Path(t.path) / ".ledger-rescued"
+            if folder.is_dir() and not folder.is_symlink():
+                out += [{"target": t.name, "path": str(folder / n)} for n in sorted(os.listdir(folder))]
+        return out
+
     def save_manifest(self, name: str, manifest: Manifest) -> None:
         """Written whole and durable before it is renamed into place (a kill leaves the old one or this);
         nothing is written when nothing changed.  The stat cache needs no fsync: it is checked on use."""
