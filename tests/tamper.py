@@ -206,6 +206,10 @@ def cases() -> list[Case]:
         Case("nonce-outside-init", "2.1", "trailers", at("patch-a", message=sub(
             r"^Ledger-Actor: user$", "Ledger-Nonce: " + "0" * 32 + "\nLedger-Actor: user"))),
         Case("subject", "2.1", "trailers", at("patch-a", message=sub(r"^patch a v2$", "patch a v2 (fixed)"))),
+        Case("runtime-trailer-out-of-order", "2.1", "trailers", at("sync-a", message=sub(
+            r"^(Ledger-Runtime: .*)\n(Ledger-Target: .*)$", r"\2\n\1"))),
+        Case("sync-operation-dropped-change", "3", "trailers", at("sync-a", message=sub(
+            r"^Ledger-Operation: sync$", "Ledger-Operation: keys"))),
         Case("extra-trailer", "2.1", "trailers", at("patch-a", message=sub(
             r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Evil: 1"))),
         Case("missing-trailer", "2.1", "trailers", at("patch-a", message=sub(r"^Ledger-Skill: a\n", ""))),
@@ -348,9 +352,15 @@ def build_honest(root: Path, *, signed: bool = True) -> tuple[Path, dict[str, in
     do("skill", "patch", "c", "--old", "\nc\n", "--new", "\ncc\n", "--actor", "agent")
     do("keys", "rotate", "user")
     do("skill", "patch", "b", "--old", "\nb\n", "--new", "\nbb\n")
+    runtime = root / "runtime"  # a runtime's folder: its edit comes back as a sync snapshot (lineage.md §2.1, §3)
+    do("link", str(runtime), "--name", "rt")
+    do("sync")
+    md = runtime / "a" / "SKILL.md"
+    md.write_text(md.read_text() + "edited in the runtime\n")
+    do("sync")
     KEYS.update({"user-old": bytes.fromhex(secret["user"][2:]), "agent-old": bytes.fromhex(secret["agent"][2:]),
                  "agent": bytes.fromhex(json.loads((keys / "agent.key").read_text())["private_key"][2:])})  # fmt: skip
-    labels += ["rotate-agent", "agent-patch-c", "rotate-user", "patch-b"]
+    labels += ["rotate-agent", "agent-patch-c", "rotate-user", "patch-b", "sync-a"]
     idx = {label: i for i, label in enumerate(labels)}
     idx["tip"] = len(labels) - 1
     return brain, idx

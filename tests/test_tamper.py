@@ -54,7 +54,8 @@ def test_the_honest_brain_passes(honest, with_chain: bool) -> None:
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert "signed by keys the brain trusted" in report["checks"]["signatures"]["summary"]
     if with_chain:
-        assert report["checks"]["chain.signers"]["summary"].startswith("1 agent-signed snapshot(s)")
+        signers = report["checks"]["chain.signers"]["summary"]
+        assert signers.startswith("2 agent-signed snapshot(s)")  # agent-patch-c, and sync-a (a runtime's edit)
         assert report["checks"]["chain.roots"]["ok"] and not report["pending"]
 
 
