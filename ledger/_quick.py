@@ -105,8 +105,8 @@ def _answer(args: list[str]) -> str | None:
     if not cache.validate(skills_dir, [n for n, _ in entries]):
         return None
     if command.startswith("status"):
-        if (control / "targets.json").exists():
-            return None  # the full path shows the targets' sync conflicts too
+        if (control / "targets.json").exists() or (control / "fleet").is_dir():
+            return None  # the full path shows sync and merge conflicts too
         commit = _head(git_dir)
         root_text = cache.is_clean(commit) if commit else None
         if commit is None or root_text is None:

@@ -53,19 +53,6 @@ def test_clone_then_pull_brings_the_same_lineage_and_files(pair) -> None:
     assert sharing.pull(b, str(remote))["moved"] is False  # again: nothing to do
 
 
-def test_pull_refuses_a_diverged_lineage_and_changes_nothing(pair) -> None:
-    a, remote, b = pair
-    a.patch("s", "one", "two")
-    sharing.push(a, str(remote))
-    b.patch("s", "one", "uno")
-    before = fingerprint(b.root)
-    with pytest.raises(StoreError, match="diverged"):
-        sharing.pull(b, str(remote))
-    with pytest.raises(StoreError, match="pull"):
-        sharing.push(b, str(remote))  # and a push never rewrites the published lineage
-    assert fingerprint(b.root) == before
-
-
 def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
     a, remote, b = pair
     a.patch("s", "one", "two")

@@ -126,7 +126,8 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_sync_status",
         "description": "The runtime folders this brain is synced with, and each skill changed on both sides "
-                       "since the last sync (a conflict: nothing was overwritten; settle it by editing one side).",
+                       "since the last sync (a conflict: nothing was overwritten; settle it by editing one side), "
+                       "and each skill two machines changed in ways that did not merge (merge_conflicts).",
         "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
     },
 ]
@@ -297,10 +298,14 @@ class SkillTools:
         return {"name": name, "from": a, "to": b, "diff": "".join(diff)}
 
     def skills_sync_status(self) -> dict[str, Any]:
-        """The targets (``ledger link``) and their unsettled conflicts, from ``.ledger/`` alone."""
+        """The targets (``ledger link``), their unsettled conflicts, and the merge conflicts of lineages
+        joined from other machines (``ledger sync`` with a remote), from ``.ledger/`` alone."""
+        from ledger.exchange.merges import conflicts, describe
+
         targets = Targets(self.brain.control)
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
-                "conflicts": targets.conflicts(), "rescued": targets.rescued()}  # fmt: skip
+                "conflicts": targets.conflicts(), "rescued": targets.rescued(),
+                "merge_conflicts": describe(conflicts(self.brain))}  # fmt: skip
 
     # ------------------------------------------------------------------ writes
 

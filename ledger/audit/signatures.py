@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger.audit.verdicts import Check, Report
+from ledger.audit.walk import Walked
 from ledger.errors import LedgerError
 from ledger.signatures import signing
 from ledger.signatures.trust import KEY_TRAILER, Trust, TrustError, format_record, parse_key_change, parse_record
@@ -29,21 +30,34 @@ class Signed:
 
 
 def check_signatures(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, require: bool, founder: str | None = None
+    store: gs.GitStore, walked: Walked, report: Report, require: bool, founder: str | None = None
 ) -> list[Signed]:
-    """Verify every signature and key change; return who signed what, for ``chain.signers``.
-    ``founder``: the address that must have signed the snapshot founding the trust set."""
+    """Verify every signature and key change, merged branches included; return who signed what, for
+    ``chain.signers``.  ``founder``: the address that must have signed the snapshot founding the trust set.
+
+    Each snapshot is checked against the trust set its first parent leaves.  A merge keeps its first
+    parent's set, and a merged branch may not change it (docs/lineage.md §9.2): key changes travel on
+    the mainline, so the set at any snapshot is a line's, not a join's."""
     chk = report.check("signatures")
-    trust = Trust()
+    trusts: dict[str, Trust] = {}
     signed: list[Signed] = []
-    unsigned: list[int] = []
+    unsigned: list[tuple[int, str]] = []
     adopted_at: int | None = None
     seen: dict[bytes, bytes] = {}  # keys record blob id → its bytes: a record changes only with the set
-    for i, snap in enumerate(snaps):
-        label = f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})"
+    final = Trust()
+    for snap in walked.order:
+        i = walked.index[snap.commit]
+        side = snap.commit in walked.side
+        trust = trusts.get(snap.parents[0], Trust()) if snap.parents else Trust()
+        label = (f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})" if side
+                 else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})")  # fmt: skip
         where = {"snapshot": snap.commit, "index": i}
+        trusts[snap.commit] = trust
         try:
             changes = [parse_key_change(v) for v in snap.trailers.get(KEY_TRAILER, [])]
+            if changes and side:
+                raise TrustError("a merged branch changes the trust set; key changes travel on the mainline "
+                                 "(docs/lineage.md §9.2)")  # fmt: skip
             signer = _signer(snap)
             actor = snap.attribution.get("actor")
             trust.authorize(snap.operation, changes, signer, actor)
@@ -51,8 +65,9 @@ def check_signatures(
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
             continue
+        trusts[snap.commit] = after
         if signer is None:
-            unsigned.append(i)
+            unsigned.append((i, snap.commit))
         else:
             signed.append(Signed(i, snap.commit, signer, after.active.get(signer) or trust.active[signer]))
         if snap.operation == "adopt":
@@ -62,20 +77,23 @@ def check_signatures(
             chk.fail(f"{label}: the trust set was founded by {signer}, not by the expected {founder.lower()}",
                      expected=founder.lower(), computed=signer, **where)  # fmt: skip
         _check_record(store, snap, after, label, chk, where, report.tops.get(snap.commit), seen)
-        trust = after
+        if not side:
+            final = after
+    trust = final
+    snaps = walked.order
     if founder is not None and chk.ok and not trust.established:
         chk.fail(f"--founder {founder} was given, but no snapshot founds a trust set (the brain is unsigned)")
     if not chk.ok:
         return signed
-    loose = [i for i in unsigned if adopted_at is None or i > adopted_at]
+    loose = [(i, c) for i, c in unsigned if adopted_at is None or i > adopted_at]
     attested = f"; #0–#{adopted_at - 1} attested by the adoption at #{adopted_at}" if adopted_at else ""
     if loose:
-        first = snaps[loose[0]]
+        first_i, first = loose[0]
         what = "the brain is unsigned: no snapshot carries a signature"
         if trust.established or signed:
-            what = f"{len(loose)} of {len(snaps)} snapshot(s) are unsigned (first: #{loose[0]}, {first.commit[:12]})"
+            what = f"{len(loose)} of {len(snaps)} snapshot(s) are unsigned (first: #{first_i}, {first[:12]})"
         if require:
-            chk.fail(what + " and --require-signatures is set", snapshot=first.commit, index=loose[0])
+            chk.fail(what + " and --require-signatures is set", snapshot=first, index=first_i)
         else:
             chk.warn(what + " (ledger sign --adopt signs an older brain; --require-signatures fails this)")
         return signed

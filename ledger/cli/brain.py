@@ -83,8 +83,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
             targets = Targets(brain.control)
             conflicts, rescued = targets.conflicts(), targets.rescued()
+        merged: list[dict] | None = None
+        if (brain.control / "fleet").is_dir():
+            from ledger.exchange.merges import conflicts as merge_conflicts
+            from ledger.exchange.merges import describe
+
+            merged = describe(merge_conflicts(brain))
     if as_json:
         extra = {"sync_conflicts": conflicts, "sync_rescued": rescued} if conflicts is not None else {}
+        if merged is not None:
+            extra["merge_conflicts"] = merged
         emit({**st.to_json(), **extra})
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
@@ -92,6 +100,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
         click.echo(f"rescued   {r['path']}: an edit a killed sync kept aside; merge it by hand, then remove it")
+    for c in merged or ():
+        click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
+                   f"v{c['other_version']} is in the lineage; settle with 'ledger resolve {c['skill']} --take "
+                   "kept|other'")  # fmt: skip
 
 
 @main.command()

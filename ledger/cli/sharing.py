@@ -28,8 +28,10 @@ def _say_receipts(counts: dict) -> None:
 def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     """Publish the snapshots and chain receipts to REMOTE (a path or git URL).
 
-    A path that does not exist becomes a bare repository an auditor can clone.  Refused
-    when REMOTE holds snapshots this brain lacks: a push never rewrites a lineage.
+    A path that does not exist becomes a bare repository an auditor can clone.  The
+    remote's branch moves only by compare-and-swap, never by force: when REMOTE holds
+    snapshots this brain lacks, they are fetched, audited and merged, and the push tried
+    again (docs/lineage.md §9).
     """
     from ledger.exchange import sharing
 
@@ -38,11 +40,27 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     _say_receipts(out["incoming_receipts"])
     if as_json:
         emit(out)
-    elif out["was"] == out["head"]:
+        return
+    for merged in out["merges"]:
+        _say_merge(merged)
+    if not out["pushed"]:
         click.echo(f"{remote} is up to date at {out['head'][:12]}")
     else:
         was = out["was"][:12] if out["was"] else "(nothing)"
-        click.echo(f"pushed {was} → {out['head'][:12]} to {remote}" + (" with receipts" if out["receipts"] else ""))
+        click.echo(f"pushed {was} → {out['head'][:12]} to {remote}")
+
+
+def _say_merge(merged: dict) -> None:
+    if merged["action"] == "fast-forward":
+        click.echo(f"took {len(merged['skills'])} changed skill(s) from the remote (fast-forward)")
+    elif merged["action"] == "merge":
+        click.echo(f"merged the remote's lineage: {merged['head'][:12]} "
+                   f"({len(merged['changes'])} change(s), {len(merged['merged'])} skill(s) merged file by file)")
+        for note in merged["notes"]:
+            click.echo(f"  {note}")
+        for name in merged["conflicts"]:
+            click.echo(f"conflict: {name}: both sides changed it; the remote's version was kept and yours stays in "
+                       f"the lineage (settle with 'ledger resolve {name} --take kept|other')", err=True)
 
 
 @main.command()
@@ -50,7 +68,7 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
 @json_flag
 @click.pass_context
 def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
-    """Take REMOTE's snapshots and receipts, once they pass the audit and extend this lineage."""
+    """Take REMOTE's snapshots and receipts once they pass the audit; merge where the lineages diverged."""
     from ledger.exchange import sharing
 
     with open_brain(ctx) as brain:
@@ -59,6 +77,8 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     if as_json:
         emit(out)
     elif out["moved"]:
+        if out["merge"]:
+            _say_merge(out["merge"])
         click.echo(f"pulled {out['from'][:12]} → {out['to'][:12]} from {remote} (audited)")
     else:
         click.echo(f"already up to date with {remote} (receipts joined)")
@@ -75,3 +95,23 @@ def clone_cmd(remote: str, directory: Path) -> None:
         head = brain.head()
         click.echo(f"cloned {remote} into {brain.root} ({len(head.skills)} skill(s), audited)")
         click.echo(f"root   {head.snap.to_json()['root']}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--take", type=click.Choice(["kept", "other"]), required=True,
+              help="kept: leave the head as the merge left it; other: record the other side's skill as a new version.")
+@json_flag
+@click.pass_context
+def resolve(ctx: click.Context, name: str, take: str, as_json: bool) -> None:
+    """Settle the merge conflict on skill NAME (see 'ledger status')."""
+    from ledger.exchange.merges import resolve as settle
+
+    with open_brain(ctx) as brain:
+        out = settle(brain, name, take)
+    if as_json:
+        emit(out)
+    elif out["snapshot"]:
+        click.echo(f"took the other side of {name}: v{out['snapshot']['version']}, root {out['snapshot']['root']}")
+    else:
+        click.echo(f"kept {name} as the merge left it; the conflict is settled")

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,9 @@ def _git(git_dir: Path, *args: str, what: str) -> str:
 def _init_bare(path: Path) -> None:
     args = ["git", "init", "-q", "--bare", "--initial-branch=main", str(path)]
     subprocess.run(args, check=True, env=child_env(), capture_output=True)
+    # The branch moves only forward, even for a client that forces (docs/lineage.md §9).
+    subprocess.run(["git", f"--git-dir={path}", "config", "receive.denyNonFastForwards", "true"], check=True,
+                   env=child_env(), capture_output=True)  # fmt: skip
 
 
 def _remote_refs(remote: str) -> dict[str, str]:
@@ -111,77 +115,103 @@ def _audited(repo: Path, remote: str) -> None:
         )
 
 
-def _is_ancestor(git_dir: Path, a: str, b: str) -> bool:
-    proc = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "merge-base", "--is-ancestor", a, b], capture_output=True, env=child_env()
-    )
-    return proc.returncode == 0
+PUSH_ATTEMPTS = 8  # fetch-merge-push rounds before a push gives up on a busy remote
 
 
-def push(brain: Brain, remote: str) -> dict[str, Any]:
+def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS) -> dict[str, Any]:
     """Publish ``main`` and the receipts to ``remote``; a local path that does not exist becomes a bare repo.
 
-    Refused when the remote holds snapshots this brain lacks (pull first): a push never
-    rewrites a published lineage.  Receipts are merged, never replaced.
+    The remote's branch moves only by compare-and-swap: git's push sends the old value it
+    was shown and the remote refuses the update if its branch moved since, and a push is
+    never forced.  When the remote holds snapshots this brain lacks, they are fetched,
+    audited and merged (:mod:`ledger.exchange.merges`), and the push tried again.  Receipts
+    are merged, never replaced.
     """
     store = brain.store
     target = Path(remote)
     if "://" not in remote and ":" not in remote.split("/")[0] and not target.exists():
         _init_bare(target)
-    with brain.locked():
-        head = brain.head().commit.hex()
-        refs = _remote_refs(remote)
+    merges: list[dict[str, Any]] = []
+    receipts: dict[str, Any] = {}
+    for _attempt in range(max(1, attempts)):
+        refs = _remote_refs(remote)  # no lock held while the network is used: writers go on
         theirs = refs.get("refs/heads/main")
-        receipts: dict[str, Any] = {}
-        if theirs is not None:
-            with fetched(remote, store.git_dir, brain.control / "tmp") as q:
-                if not _is_ancestor(q, theirs, head):
-                    raise StoreError(
-                        f"{remote!r} holds snapshots this brain does not have; nothing was pushed",
-                        hint=f"run 'ledger pull {remote}' first (a push never rewrites a published lineage)",
-                    )
-                receipts = _take_receipts(brain, q)
-        specs = ["refs/heads/main:refs/heads/main"]
-        if store.read_ref(NOTES_REF) is not None:
-            specs.append(f"{NOTES_REF}:{NOTES_REF}")
-        _git(store.git_dir, "push", "-q", "--", remote, *specs, what=f"pushing to {remote}")
-    return {"remote": remote, "head": head, "was": theirs, "receipts": NOTES_REF in specs[-1],
-            "incoming_receipts": receipts}  # fmt: skip
+        if theirs is not None and theirs != brain.store.head().hex():  # type: ignore[union-attr]
+            merged, receipts = _take(brain, remote)
+            if merged["action"] != "nothing":
+                merges.append(merged)
+        head = brain.store.head().hex()  # type: ignore[union-attr]
+        notes = store.read_ref(NOTES_REF)
+        specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
+        if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()):
+            return _pushed(remote, head, theirs, False, receipts, merges)
+        proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "push", "--atomic", "--porcelain", "-q",
+                               "--", remote, *specs], capture_output=True, text=True, env=child_env(),
+                              timeout=600)  # fmt: skip
+        if proc.returncode == 0:
+            return _pushed(remote, head, theirs, True, receipts, merges)
+        if not _raced(proc.stdout + proc.stderr):
+            detail = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise StoreError(f"pushing to {remote}: {detail}")
+    raise StoreError(f"{remote!r} kept moving: {attempts} fetch-merge-push rounds all lost the race",
+                     hint="run 'ledger push' again (nothing is lost: this brain holds its snapshots)")  # fmt: skip
+
+
+def _raced(output: str) -> bool:
+    """Whether a refused push lost a compare-and-swap (the remote moved), as git reports it."""
+    return any(w in output for w in ("[rejected]", "fetch first", "non-fast-forward", "stale info",
+                                     "failed to update ref", "cannot lock ref", "atomic push failed"))  # fmt: skip
+
+
+def _pushed(remote: str, head: str, was: str | None, moved: bool, receipts: dict[str, Any],
+            merges: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    return {"remote": remote, "head": head, "was": was, "pushed": moved, "incoming_receipts": receipts,
+            "merges": merges}  # fmt: skip
 
 
 def pull(brain: Brain, remote: str) -> dict[str, Any]:
-    """Take ``remote``'s snapshots and receipts, when they pass the audit and extend this lineage.
+    """Take ``remote``'s snapshots and receipts once they pass the audit; merge where the lineages diverged.
 
     The working tree is brought to the new head by the writer's journaled roll-forward; a
     skill with changes not in a snapshot refuses the pull and nothing changes.
     """
-    store = brain.store
     with brain.locked():
         local = brain.head().commit.hex()
-        with fetched(remote, store.git_dir, brain.control / "tmp") as q:
-            _audited(q, remote)
-            theirs = (q / "refs" / "heads" / "main").read_text().strip()
-            if theirs == local or _is_ancestor(q, theirs, local):
-                moved = False
-            elif _is_ancestor(q, local, theirs):
-                moved = True
-            else:
-                raise StoreError(
-                    f"{remote!r} and this brain have diverged: neither lineage extends the other",
-                    hint="a ledger never merges lineages; audit both and keep one ('ledger audit REMOTE')",
-                )
-            names = _changed_skills(q, local, theirs) if moved else []
-            brain.writer.require_unchanged(names, "nothing was pulled", "pull again")  # a refusal changes nothing
+        merged, receipts = _take(brain, remote)
+        to = brain.head().commit.hex()
+    return {"remote": remote, "from": local, "to": to, "moved": to != local, "action": merged["action"],
+            "merge": merged if merged["action"] == "merge" else None, "incoming_receipts": receipts}  # fmt: skip
+
+
+def _clear_stale(parent: Path, age: float = 3600.0) -> None:
+    """Quarantines a killed fetch left behind: any older than ``age`` seconds (a live one is minutes old)."""
+    with contextlib.suppress(FileNotFoundError), os.scandir(parent) as it:
+        for entry in it:
+            with contextlib.suppress(OSError):
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime > age:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fetch ``remote`` into quarantine, audit it, take its objects and receipts, and bring its head in:
+    nothing, a fast-forward or a merge (:func:`ledger.exchange.merges.merge_into`). Under the lock."""
+    from ledger.exchange.merges import merge_into
+
+    store = brain.store
+    incoming = brain.control / "incoming"  # not tmp/: a writer clears that under the lock we do not hold here
+    _clear_stale(incoming)
+    with fetched(remote, store.git_dir, incoming) as q:
+        _audited(q, remote)  # outside the lock: writers go on while the remote is read and checked
+        theirs = (q / "refs" / "heads" / "main").read_text().strip()
+        with brain.locked():
             _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
                  "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
             try:
+                merged = merge_into(brain, bytes.fromhex(theirs))
                 receipts = _take_receipts(brain, q)
-                if moved:
-                    brain.writer.journal.fast_forward(bytes.fromhex(theirs), names)
             finally:
                 _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
-    return {"remote": remote, "from": local, "to": theirs if moved else local, "moved": moved,
-            "incoming_receipts": receipts}  # fmt: skip
+    return merged, receipts
 
 
 def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
@@ -271,24 +301,6 @@ def _on_chain(brain: Brain, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
                       ev["committer"].lower())  # fmt: skip
             out[commit] = "ok" if claimed == actual else f"does not match the registry's event seq {note['seq']}"
     return out
-
-
-def _changed_skills(git_dir: Path, old: str, new: str) -> list[str]:
-    """Skills whose tree differs between two snapshots (``skills/`` entries by tree id)."""
-
-    def trees(commit: str) -> dict[str, str]:
-        out = _git(git_dir, "ls-tree", "-z", f"{commit}:skills", what="reading the fetched snapshot")
-        return {e.split("\t", 1)[1]: e.split()[2] for e in out.split("\0") if e}
-
-    try:
-        a = trees(old)
-    except StoreError:
-        a = {}  # the empty brain has no skills/ tree
-    try:
-        b = trees(new)
-    except StoreError:
-        b = {}
-    return sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
 
 
 def clone(remote: str, dest: str | Path) -> Brain:

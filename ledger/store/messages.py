@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ledger.bundle.merkle import format_root
-from ledger.errors import StoreError
+from ledger.bundle.merkle import format_root, parse_root
+from ledger.errors import LedgerError, StoreError
 
 __all__ = [
     "ACTORS",
@@ -79,6 +79,16 @@ class Snapshot:
         """The ``Ledger-Signature`` trailer (docs/lineage.md §8), if the snapshot was signed."""
         values = self.trailers.get("Ledger-Signature", [])
         return values[-1] if values else None
+
+    def merged(self) -> tuple[str, bytes] | None:
+        """A merge's second parent as its trailers name it: (commit hex, root); None for other snapshots."""
+        commits, roots = self.trailers.get("Ledger-Merge-Parent", []), self.trailers.get("Ledger-Merge-Root", [])
+        if len(commits) != 1 or len(roots) != 1:
+            return None
+        try:
+            return commits[0], parse_root(roots[0])
+        except (ValueError, LedgerError):
+            return None  # not canonical: the audit's trailers check names it
 
     @classmethod
     def made(
@@ -155,6 +165,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "keys": (),  # adds or revokes signing keys
     "move": (),  # moves a skill between Hermes categories (categories/ only; the root is the parent's)
     "sync": ("create", "update", "delete"),  # what a runtime changed in its folder, recorded back (ledger sync)
+    "merge": ("create", "update", "delete"),  # two lineages joined, skill by skill (docs/lineage.md §9)
+    "resolve": ("update",),  # a merge conflict settled by taking the other side's skill
 }
 
 
@@ -196,6 +208,7 @@ def format_message(
     attribution: dict[str, str] | None = None,
     keys: Sequence[str] = (),
     signature: str | None = None,
+    merged: tuple[str, bytes] | None = None,
 ) -> str:
     """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers.
 
@@ -212,8 +225,10 @@ def format_message(
     trailers = [
         f"Ledger-Root: {format_root(root)}",
         f"Ledger-Parent-Root: {format_root(parent_root) if parent_root else 'none'}",
-        f"Ledger-Operation: {operation}",
     ]
+    if merged is not None:  # a merge names its second parent, commit and root (docs/lineage.md §9)
+        trailers += [f"Ledger-Merge-Parent: {merged[0]}", f"Ledger-Merge-Root: {format_root(merged[1])}"]
+    trailers.append(f"Ledger-Operation: {operation}")
     if len(changes) == 1:
         trailers += [f"Ledger-Skill: {changes[0].skill}", f"Ledger-Version: {changes[0].version}"]
     trailers += [f"Ledger-Change: {c.trailer()}" for c in changes]
@@ -245,5 +260,5 @@ def canonical_message(snap: Snapshot) -> str:
     checked = attribution(attr.pop("actor"), **attr) if "actor" in snap.attribution else None
     return format_message(
         snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked,
-        snap.trailers.get("Ledger-Key", []), snap.signature,
+        snap.trailers.get("Ledger-Key", []), snap.signature, snap.merged(),
     )

@@ -1,0 +1,251 @@
+"""Divergent lineages merge skill by skill (docs/lineage.md §9): every merge case, the audit through
+both parents, and merges an attacker forged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger.agent.tools import SkillTools
+from ledger.audit.lineage import audit_repo
+from ledger.brain import Brain
+from ledger.exchange import sharing
+from ledger.exchange.merges import conflicts, resolve
+from ledger.exchange.sharing import clone
+from tests.conftest import run_ledger
+from tests.fixtures import hermes
+
+
+def _git(repo: Path, *args: str, input: str | None = None) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          input=input).stdout  # fmt: skip
+
+
+@pytest.fixture
+def trio(tmp_path: Path):
+    """Brain a, pushed to a bare remote, and b cloned from it: two machines on one brain."""
+    a = Brain.init(tmp_path / "a")
+    a.create("s", "S", "one\ntwo\nthree\n")
+    a.create("t", "T", "tee\n")
+    remote = tmp_path / "remote.git"
+    sharing.push(a, str(remote))
+    b = clone(str(remote), tmp_path / "b")
+    try:
+        yield a, remote, b
+    finally:
+        a.close()
+        b.close()
+
+
+def _version(brain: Brain, name: str) -> int:
+    return {s.name: s.version for s in brain.list()}[name]
+
+
+def _body(brain: Brain, name: str) -> str:
+    return (brain.skills_dir / name / "SKILL.md").read_text().split("---\n", 2)[2]
+
+
+def _audit_ok(repo: Path, **kw: object) -> None:
+    report = audit_repo(repo, **kw)  # type: ignore[arg-type]
+    failed = {n: c.summary for n, c in report.checks.items() if not c.ok}
+    assert not failed, failed
+
+
+def test_one_side_each_takes_both_at_their_versions(trio) -> None:
+    a, remote, b = trio
+    a.patch("s", "one", "ONE")
+    sharing.push(a, str(remote))
+    b.patch("t", "tee", "TEE")
+    b.create("u", "U", "new\n")
+    out = sharing.push(b, str(remote))  # refused by the remote's CAS, merged, pushed again
+    assert out["pushed"] and [m["action"] for m in out["merges"]] == ["merge"]
+    merge = b.store.snapshot(b.head().commit)
+    assert merge.operation == "merge" and len(merge.parents) == 2
+    assert merge.parents[0] == a.head().commit.hex()  # the remote's line stays the first parent
+    assert sorted(c.trailer() for c in merge.changes) == ["create u 1", "update t 2"]
+    assert (_version(b, "s"), _version(b, "t"), _version(b, "u")) == (2, 2, 1)
+    assert "ONE" in _body(b, "s") and "TEE" in _body(b, "t")
+    assert b.status().clean
+    sharing.pull(a, str(remote))
+    assert a.head().commit == b.head().commit  # a fast-forwards to the merge
+    _audit_ok(remote, require_signatures=True)
+
+
+def test_both_sides_clean_merge_gets_the_version_after_both(trio) -> None:
+    a, remote, b = trio
+    a.patch("s", "one", "ONE")
+    a.patch("s", "ONE", "ONE!")  # v3 on a
+    sharing.push(a, str(remote))
+    b.patch("s", "three", "THREE")  # v2 on b
+    out = sharing.pull(b, str(remote))
+    assert out["action"] == "merge" and out["merge"]["merged"] == ["s"]
+    assert _version(b, "s") == 4  # after both sides' versions: never a version either used
+    assert _body(b, "s") == "ONE!\ntwo\nTHREE\n"
+    sharing.push(b, str(remote))
+    _audit_ok(remote, require_signatures=True)
+
+
+def test_conflict_keeps_both_sides_and_is_settled(trio) -> None:
+    a, remote, b = trio
+    a.patch("s", "two", "TWO-A")
+    sharing.push(a, str(remote))
+    b.patch("s", "two", "TWO-B")
+    mine = b.head().commit.hex()
+    out = sharing.pull(b, str(remote))
+    assert out["merge"]["conflicts"] == ["s"]
+    assert "TWO-A" in _body(b, "s")  # the remote's version is kept in the tree…
+    merge = b.store.snapshot(b.head().commit)
+    assert merge.parents[1] == mine and "conflict: s:" in merge.message  # …b's is its second parent, and said so
+    found = conflicts(b)
+    assert found["s"]["other_version"] == 2 and found["s"]["files"] == ["SKILL.md"]
+    status = json.loads(run_ledger("--brain", str(b.root), "status", "--json", check=True).stdout)
+    assert [c["skill"] for c in status["merge_conflicts"]] == ["s"]
+    tool = SkillTools(b).call("skills_sync_status")  # what an agent sees
+    assert [c["skill"] for c in tool["merge_conflicts"]] == ["s"]
+    sharing.push(b, str(remote))
+    _audit_ok(remote)
+    settled = resolve(b, "s", "other")
+    assert settled["snapshot"]["version"] == 3 and "TWO-B" in _body(b, "s")  # after v2 on both sides
+    assert conflicts(b) == {}
+    proc = run_ledger("--brain", str(b.root), "resolve", "s", "--take", "kept")
+    assert proc.returncode == 1 and "no merge conflict" in proc.stderr
+    sharing.push(b, str(remote))
+    _audit_ok(remote, require_signatures=True)
+
+
+def test_delete_against_edit_keeps_the_edit_both_ways(trio, tmp_path: Path) -> None:
+    a, remote, b = trio
+    a.delete("s")
+    a.patch("t", "tee", "TEE-A")
+    sharing.push(a, str(remote))
+    b.patch("s", "one", "ONE-B")  # edited here, deleted there: the edit stays
+    b.delete("t")  # deleted here, edited there: the edit stays
+    out = sharing.push(b, str(remote))["merges"][0]
+    assert len(out["notes"]) == 2
+    assert "ONE-B" in _body(b, "s") and "TEE-A" in _body(b, "t")
+    assert _version(b, "s") == 2  # s was retired at v1 on a; b's v2 is above it
+    _audit_ok(remote, require_signatures=True)
+
+
+def test_a_version_used_on_the_other_side_is_renumbered(trio) -> None:
+    a, remote, b = trio
+    a.create("y", "Y", "a's y\n")
+    a.delete("y")  # y v1 retired on a
+    sharing.push(a, str(remote))
+    b.create("y", "Y", "b's y\n")  # y v1 on b: a different v1
+    sharing.push(b, str(remote))
+    assert _version(b, "y") == 2 and "b's y" in _body(b, "y")
+    assert b.store.snapshot(b.head().commit).changes[0].trailer() == "create y 2"
+    _audit_ok(remote, require_signatures=True)
+
+
+def test_categories_merge_per_file_and_membership(tmp_path: Path) -> None:
+    src = hermes(tmp_path / "h")
+    a = Brain.init(tmp_path / "a")
+    run_ledger("--brain", str(a.root), "import", str(src), check=True)
+    remote = tmp_path / "r.git"
+    sharing.push(a, str(remote))
+    b = clone(str(remote), tmp_path / "b")
+    cat = next(p for p in src.rglob("DESCRIPTION.md"))
+    rel = cat.relative_to(src).as_posix()
+    cat.write_text(cat.read_text() + "edited on a\n")
+    run_ledger("--brain", str(a.root), "import", str(src), check=True)
+    sharing.push(a, str(remote))
+    name = sorted(s.name for s in b.list())[0]
+    run_ledger("--brain", str(b.root), "skill", "move", name, "merged-cat", check=True)
+    sharing.push(b, str(remote))
+    top = b.store.commit_info(b.head().commit)[0]
+    cats = b.store.categories_tree(top)
+    from ledger.store.treehash import files_of
+
+    files = files_of(b.store, cats)
+    assert b.store.read(files[rel][1], b"blob").endswith(b"edited on a\n")
+    members = json.loads(b.store.read(files[".ledger-categories.json"][1], b"blob"))["skills"]
+    assert members[name] == "merged-cat"
+    _audit_ok(remote, require_signatures=True)
+    a.close()
+    b.close()
+
+
+def test_a_push_never_forces_and_the_remote_refuses_non_fast_forwards(trio, tmp_path: Path) -> None:
+    a, remote, b = trio
+    assert _git(remote, "config", "receive.denyNonFastForwards").strip() == "true"
+    a.patch("s", "one", "ONE")
+    sharing.push(a, str(remote))
+    b.patch("t", "tee", "TEE")
+    proc = subprocess.run(["git", "-C", str(b.root), "push", "-f", str(remote), "main:main"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode != 0  # even a forced push cannot rewrite the shared branch
+    assert _git(remote, "rev-parse", "main").strip() == a.head().commit.hex()
+
+
+# --------------------------------------------------------------------------- forged merges
+
+
+def _merged_remote(trio) -> tuple[Path, str]:
+    a, remote, b = trio
+    a.patch("s", "one", "ONE")
+    sharing.push(a, str(remote))
+    b.patch("t", "tee", "TEE")
+    sharing.push(b, str(remote))
+    return remote, b.head().commit.hex()
+
+
+def _retip(repo: Path, commit: str, message: str, parents: list[str]) -> None:
+    tree = _git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
+    args = [a for p in parents for a in ("-p", p)]
+    new = _git(repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, *args, input=message).strip()
+    _git(repo, "update-ref", "refs/heads/main", new)
+
+
+def _failed(repo: Path, **kw: object) -> set[str]:
+    return {n for n, c in audit_repo(repo, **kw).checks.items() if not c.ok}  # type: ignore[arg-type]
+
+
+def _message(repo: Path, commit: str) -> str:
+    return _git(repo, "cat-file", "commit", commit).split("\n\n", 1)[1]
+
+
+def _parents(repo: Path, commit: str) -> list[str]:
+    return _git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
+
+
+def test_forged_second_parent_root_fails_lineage(trio) -> None:
+    remote, tip = _merged_remote(trio)
+    msg = _message(remote, tip)
+    first_root = next(ln for ln in msg.splitlines() if ln.startswith("Ledger-Parent-Root: ")).split(": ")[1]
+    forged = "\n".join(f"Ledger-Merge-Root: {first_root}" if ln.startswith("Ledger-Merge-Root: ") else ln
+                       for ln in msg.split("\n"))  # fmt: skip
+    _retip(remote, tip, forged, _parents(remote, tip))
+    assert "lineage" in _failed(remote)
+
+
+def test_unhashed_second_parent_fails(trio) -> None:
+    remote, tip = _merged_remote(trio)
+    p1, p2 = _parents(remote, tip)
+    tree = _git(remote, "rev-parse", f"{p2}^{{tree}}").strip()
+    plain = _git(remote, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-p", p1,
+                 input="not a snapshot\n").strip()  # fmt: skip
+    msg = _message(remote, tip).replace(p2, plain)
+    _retip(remote, tip, msg, [p1, plain])
+    failed = _failed(remote)
+    assert {"snapshots", "lineage"} <= failed
+
+
+def test_unsigned_merge_fails_with_require_signatures(trio) -> None:
+    remote, tip = _merged_remote(trio)
+    msg = "".join(ln + "\n" for ln in _message(remote, tip).splitlines() if not ln.startswith("Ledger-Signature"))
+    _retip(remote, tip, msg, _parents(remote, tip))
+    assert _failed(remote) == set()  # a warning without the policy
+    assert _failed(remote, require_signatures=True) == {"signatures"}
+
+
+def test_merge_relabelled_as_patch_fails(trio) -> None:
+    remote, tip = _merged_remote(trio)
+    msg = _message(remote, tip).replace("Ledger-Operation: merge", "Ledger-Operation: snapshot")
+    msg = msg.replace("merge: ", "snapshot: ", 1)
+    _retip(remote, tip, msg, _parents(remote, tip))
+    assert {"lineage", "trailers"} <= _failed(remote)
