@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,22 +129,30 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
               help="Record the skills gone from TARGET as deletions, however many.")  # fmt: skip
 @click.option("--watch", is_flag=True, help="Keep syncing as files change (Ctrl-C stops).")
 @click.option("--debounce", type=float, default=0.2, show_default=True, help="Seconds of quiet before a watch sync.")
+@click.option("--poll", type=float, default=2.0, show_default=True,
+              help="With --watch and a remote: seconds between looks at the remote.")  # fmt: skip
+@click.option("--no-remote", is_flag=True, help="Leave the shared remote ('ledger remote set') out of this sync.")
 @json_flag
 @click.pass_context
 def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | None, confirm: tuple[str, ...],
-         watch: bool, debounce: float, as_json: bool) -> None:  # fmt: skip
-    """Project the brain into every linked target and record what changed there.
+         watch: bool, debounce: float, poll: float, no_remote: bool, as_json: bool) -> None:  # fmt: skip
+    """Project the brain into every linked target and record what changed there; then publish it to
+    the shared remote (merging what other machines published) and anchor it, when one is set.
 
-    Exit 1 while a conflict or a refused target remains (with --json, after printing the report).
+    Exit 1 while a conflict or a refused target remains, or the remote cannot be reached (with
+    --json, after printing the report).
     """
+    from ledger.exchange.fleet import remote_of
     from ledger.exchange.projection import Projection
     from ledger.exchange.targets import Targets
 
     with open_brain(ctx) as brain:
         targets = Targets(brain.control)
         chosen = [targets.get(n) for n in names] if names else targets.all()
-        if not chosen:
-            raise LedgerError("no targets are linked", hint="'ledger link claude' (see 'ledger runtimes')")
+        remote = None if no_remote or names else remote_of(brain)
+        if not chosen and remote is None:
+            raise LedgerError("no targets are linked and no remote is set",
+                              hint="'ledger link claude' (see 'ledger runtimes') or 'ledger remote set URL'")
         committed = _committed(brain) if any(t.committed for t in chosen) else None
         engine = Projection(brain, targets)
         if watch:
@@ -151,15 +160,110 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
 
             if take or confirm:
                 raise UsageError("--watch does not take --take or --confirm-deletions", hint="run them once first")
+            tick = _remote_tick(brain, remote, poll, as_json) if remote else None
             run_watch(engine, chosen, debounce=debounce, on_report=lambda r: _say(r, as_json, quiet=True),
-                      committed=(lambda: _committed(brain)) if committed is not None else None)  # fmt: skip
+                      committed=(lambda: _committed(brain)) if committed is not None else None,
+                      on_tick=tick)  # fmt: skip
             return
-        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed)
-        _say(report, as_json)
+        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed) if chosen else \
+            {"targets": [], "conflicts": 0, "refused": 0}  # fmt: skip
+        if remote is not None:
+            report["remote"] = _sync_remote(brain, remote)
+    _say(report, as_json)
+    fleet = report.get("remote") or {"status": "ok"}
     if report["conflicts"] or report["refused"]:
         click.echo(f"error: {report['conflicts']} conflict(s) and {report['refused']} refused target(s) remain "
                    "(see above); nothing was overwritten", err=True)  # fmt: skip
+    if fleet["status"] != "ok":
+        click.echo(f"error: the remote is {fleet['status']}; this brain keeps every write and the next sync "
+                   "publishes it", err=True)  # fmt: skip
+    if report["conflicts"] or report["refused"] or fleet["status"] != "ok":
         sys.exit(1)
+
+
+def _sync_remote(brain: Any, remote: dict[str, Any]) -> dict[str, Any]:
+    from ledger.exchange.fleet import sync_remote
+
+    return sync_remote(brain, remote["url"], commit=bool(remote.get("commit")), key=remote.get("key"))
+
+
+def _remote_tick(brain: Any, remote: dict[str, Any], poll: float, as_json: bool) -> Any:
+    """The watch's remote half: after the brain changed, or every ``poll`` seconds (others may have pushed)."""
+    last = [0.0]
+
+    def tick(changed: bool) -> None:
+        if not changed and time.monotonic() - last[0] < poll:
+            return
+        last[0] = time.monotonic()
+        out = _sync_remote(brain, remote)
+        if as_json:
+            emit({"remote": out})
+        elif out["status"] != "ok":
+            click.echo(f"remote {out['status']}: {out.get('reason', '')} (retrying every {poll:g} s)", err=True)
+        elif out["merges"] or out["committed"]:
+            _say_remote(out)
+
+    return tick
+
+
+def _say_remote(out: dict[str, Any]) -> None:
+    for m in out["merges"]:
+        if m["action"] == "merge":
+            also = f"; conflict(s): {', '.join(m['conflicts'])} (see 'ledger status')" if m["conflicts"] else ""
+            click.echo(f"merged    {len(m['changes'])} change(s) from {out['remote']}{also}")
+        elif m["action"] == "fast-forward":
+            click.echo(f"took      {len(m['skills'])} skill(s) from {out['remote']}")
+    if out["status"] != "ok":
+        click.echo(click.style("remote   ", fg="red") + f" {out['status']}: {out.get('reason', '')}")
+    elif out["pushed"]:
+        click.echo(f"pushed    {out['head'][:12]} to {out['remote']}")
+    if out["committed"]:
+        click.echo(f"anchored  {out['committed']} root(s) in {len(out['transactions'])} transaction(s)")
+
+
+@main.group(invoke_without_command=True)
+@json_flag
+@click.pass_context
+def remote(ctx: click.Context, as_json: bool) -> None:
+    """The shared git remote this brain syncs with (one per brain); shows it."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ledger.exchange.fleet import remote_of
+
+    with open_brain(ctx) as brain:
+        doc = remote_of(brain)
+    if as_json:
+        emit(doc)
+    else:
+        click.echo(f"{doc['url']}" + (" (anchors on chain)" if doc.get("commit") else "") if doc else "no remote set")
+
+
+@remote.command("set")
+@click.argument("url")
+@click.option("--commit", is_flag=True, help="Anchor on chain after each push (any authorized machine may).")
+@click.option("--key", help="The keystore key that commits (see 'ledger keys list').")
+@click.pass_context
+def remote_set(ctx: click.Context, url: str, commit: bool, key: str | None) -> None:
+    """Sync with URL (a bare git repository over ssh, a git host, or a path) on every 'ledger sync'.
+
+    A local path that does not exist is made a bare repository now; later a missing remote is
+    an unreachable one, never made again."""
+    from ledger.exchange.sharing import init_remote
+
+    with open_brain(ctx) as brain:
+        made = init_remote(url)  # a new local path becomes a bare repository, as 'ledger push' makes one
+        brain.update_config(remote={"url": url, "commit": commit, **({"key": key} if key else {})})
+    click.echo(f"remote set: {url}" + (" (a new bare repository)" if made else "")
+               + (" (anchors on chain)" if commit else ""))  # fmt: skip
+
+
+@remote.command("unset")
+@click.pass_context
+def remote_unset(ctx: click.Context) -> None:
+    """Stop syncing with the remote; nothing on it changes."""
+    with open_brain(ctx) as brain:
+        brain.update_config(remote=None)
+    click.echo("remote unset")
 
 
 def _committed(brain: Any) -> bytes:
@@ -193,3 +297,7 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
         busy = t["recorded"] or t["projected"] or t["removed"] or t["conflicts"]
         if not busy and not quiet:
             click.echo(f"{t['name']}: in step")
+    if report.get("remote"):
+        _say_remote(report["remote"])
+        if report["remote"]["status"] == "ok" and not (report["remote"]["pushed"] or report["remote"]["merges"]):
+            click.echo(f"{report['remote']['remote']}: in step")

@@ -126,10 +126,13 @@ def commit_pending(
     password: PasswordSource | None = None,
     attach_to: Receipt | None = None,
     progress: Callable[[int, int], None] | None = None,
+    upto: bytes | None = None,
 ) -> Any:
     """Commit every snapshot not yet on chain, oldest first, in batches; record receipts as notes.
 
-    Returns a :class:`CommitResult`, or ``attach_to`` with its chain receipt filled in.
+    ``upto`` (a snapshot of the lineage) stops there: a machine of a fleet commits only what it
+    has published to the shared remote, so every anchored root is a snapshot an auditor can
+    fetch.  Returns a :class:`CommitResult`, or ``attach_to`` with its chain receipt filled in.
     """
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
@@ -156,6 +159,9 @@ def commit_pending(
         }
         write_receipts(brain.store, recovered)
         pending = lineage[len(events) :]
+        if upto is not None:  # those at or before it on its first-parent line
+            published = {snap.commit for snap in brain.store.lineage(upto)}
+            pending = [snap for snap in pending if snap.commit in published]
         _check_roots(brain, pending)
         parent = events[-1]["root"] if events else ZERO
         txs: list[str] = []

@@ -38,7 +38,7 @@ from ledger.chain.receipts import (
 from ledger.errors import LedgerError, StoreError
 from ledger.store import gitstore as gs
 
-__all__ = ["audit_target", "clone", "fetched", "pull", "push"]
+__all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
 _FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}"]
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
@@ -52,6 +52,14 @@ def _git(git_dir: Path, *args: str, what: str) -> str:
         detail = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
         raise StoreError(f"{what}: {detail}")
     return proc.stdout
+
+
+def init_remote(remote: str) -> bool:
+    """Make ``remote`` a bare repository when it is a local path that does not exist; whether it did."""
+    if "://" in remote or ":" in remote.split("/")[0] or Path(remote).exists():
+        return False
+    _init_bare(Path(remote))
+    return True
 
 
 def _init_bare(path: Path) -> None:
@@ -68,7 +76,7 @@ def _remote_refs(remote: str) -> dict[str, str]:
         capture_output=True, text=True, env=child_env(), timeout=120,
     )  # fmt: skip
     if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["no answer"])[-1]
+        detail = (proc.stderr.strip().splitlines() or ["no answer"])[0].removeprefix("fatal: ")
         raise StoreError(f"cannot read the remote {remote!r}: {detail}", hint="check the path or URL")
     return {ref: sha for sha, ref in (ln.split("\t") for ln in proc.stdout.splitlines())}
 
@@ -118,25 +126,28 @@ def _audited(repo: Path, remote: str) -> None:
 PUSH_ATTEMPTS = 8  # fetch-merge-push rounds before a push gives up on a busy remote
 
 
-def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS) -> dict[str, Any]:
+def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bool = True) -> dict[str, Any]:
     """Publish ``main`` and the receipts to ``remote``; a local path that does not exist becomes a bare repo.
 
     The remote's branch moves only by compare-and-swap: git's push sends the old value it
     was shown and the remote refuses the update if its branch moved since, and a push is
     never forced.  When the remote holds snapshots this brain lacks, they are fetched,
     audited and merged (:mod:`ledger.exchange.merges`), and the push tried again.  Receipts
-    are merged, never replaced.
+    are merged, never replaced.  ``create=False`` (a fleet's sync) never makes a missing remote:
+    a path that is gone is a remote that cannot be reached.
     """
     store = brain.store
     target = Path(remote)
-    if "://" not in remote and ":" not in remote.split("/")[0] and not target.exists():
+    if create and "://" not in remote and ":" not in remote.split("/")[0] and not target.exists():
         _init_bare(target)
     merges: list[dict[str, Any]] = []
     receipts: dict[str, Any] = {}
     for _attempt in range(max(1, attempts)):
         refs = _remote_refs(remote)  # no lock held while the network is used: writers go on
         theirs = refs.get("refs/heads/main")
-        if theirs is not None and theirs != brain.store.head().hex():  # type: ignore[union-attr]
+        ours_notes = store.read_ref(NOTES_REF)
+        notes_moved = NOTES_REF in refs and refs[NOTES_REF] != (ours_notes.hex() if ours_notes else None)
+        if theirs is not None and (theirs != brain.store.head().hex() or notes_moved):  # type: ignore[union-attr]
             merged, receipts = _take(brain, remote)
             if merged["action"] != "nothing":
                 merges.append(merged)

@@ -33,8 +33,12 @@ def watch(
     on_report: Callable[[dict[str, Any]], None] | None = None,
     committed: Callable[[], bytes] | None = None,
     stop: threading.Event | None = None,
+    on_tick: Callable[[bool], None] | None = None,
 ) -> None:
-    """Sync ``targets`` whenever they or the brain change, until ``stop`` is set (or Ctrl-C)."""
+    """Sync ``targets`` whenever they or the brain change, until ``stop`` is set (or Ctrl-C).
+
+    ``on_tick(changed)`` runs after each look (about every ``debounce``), ``changed`` when a sync
+    ran: the shared remote's half (:mod:`ledger.exchange.fleet`) decides there when to publish."""
     git = engine.brain.root / ".git"
     refs = (str(git / "refs" / "heads"), str(git / "packed-refs"), str(git / "HEAD"))
     paths = [t.path for t in targets if os.path.isdir(t.path)]  # a missing one is refused by each sync
@@ -52,6 +56,8 @@ def watch(
                                    stop_event=stop, rust_timeout=200, yield_on_timeout=True)  # fmt: skip
         for batch in changes:
             if not batch and not first:
+                if on_tick is not None:
+                    on_tick(False)
                 continue  # a timeout: nothing changed
             # The first sync runs once the watch is set up, so no edit falls between the two.
             report = engine.sync(names, committed=committed() if committed else None)
@@ -59,6 +65,8 @@ def watch(
                        for t in report["targets"])  # fmt: skip
             if (busy or first) and on_report is not None:
                 on_report(report)
+            if on_tick is not None:
+                on_tick(True)
             first = False
     except KeyboardInterrupt:
         pass

@@ -1,0 +1,88 @@
+"""One brain on many machines: the remote half of ``ledger sync`` (docs/scaling.md, ADR 24).
+
+Each machine keeps its own brain and writes to it at once, online or not.  A sync
+publishes to the shared git remote and, when asked, anchors on chain:
+
+1. **push** by compare-and-swap (:func:`ledger.exchange.sharing.push`): when the remote
+   moved, fetch, audit, merge (:mod:`ledger.exchange.merges`) and try again;
+2. **commit** what is now on the remote, and only that (``commit_pending(upto=…)``), in
+   batches: one transaction carries every machine's snapshots published since the last.
+   When another machine committed first (``StaleParent``, or the chain ahead of this
+   copy), fetch and merge again, then commit on top of the chain's head.
+
+A remote that cannot be reached is not an error of the brain: the sync reports
+``offline`` and the next one catches up with everything written meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ledger.brain import Brain
+from ledger.errors import ChainError, LedgerError, StoreError
+
+__all__ = ["COMMIT_ATTEMPTS", "remote_of", "sync_remote"]
+
+COMMIT_ATTEMPTS = 6  # StaleParent → fetch, merge, push, commit again; each round another machine won
+
+
+def remote_of(brain: Brain) -> dict[str, Any] | None:
+    """The brain's shared remote (``ledger remote set``): ``{"url": …, "commit": bool}``, or None."""
+    doc = brain.config.get("remote")
+    return dict(doc) if isinstance(doc, dict) and doc.get("url") else None
+
+
+def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None = None,
+                password: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Publish this brain to ``url`` (merging what others published) and, with ``commit``, anchor it."""
+    from ledger.exchange import sharing
+
+    report: dict[str, Any] = {"remote": url, "status": "ok", "merges": [], "pushed": False, "committed": 0,
+                              "transactions": [], "conflicts": [], "stale_parent": 0}  # fmt: skip
+    start = time.monotonic()
+    try:
+        out = sharing.push(brain, url, create=False)
+    except StoreError as exc:
+        offline = "cannot read the remote" in exc.message or "does not appear to be a git repository" in exc.message
+        report.update(status="offline" if offline else "refused", reason=exc.message, hint=exc.hint)
+        return report
+    report.update(pushed=out["pushed"], head=out["head"], merges=out["merges"])
+    report["conflicts"] = sorted({c for m in out["merges"] for c in m.get("conflicts", [])})
+    if commit:
+        _commit(brain, url, report, key, password)
+    report["seconds"] = round(time.monotonic() - start, 3)
+    return report
+
+
+def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, password: Any) -> None:
+    from ledger.exchange import sharing
+    from ledger.exchange.anchoring import commit_pending
+
+    published = bytes.fromhex(report["head"])
+    for _attempt in range(COMMIT_ATTEMPTS):
+        try:
+            result = commit_pending(brain, key=key, password=password, upto=published, batch=256)
+        except ChainError as exc:
+            if "StaleParent" not in exc.message and "moved" not in str(exc.hint) and "diverges" not in exc.message:
+                report.update(status="refused", reason=exc.message, hint=exc.hint)
+                return
+            report["stale_parent"] += 1  # another machine committed first: take its work, then ours on top
+            try:
+                out = sharing.push(brain, url, create=False)
+            except LedgerError as again:
+                report.update(status="offline", reason=again.message)
+                return
+            report["merges"] += out["merges"]
+            published = bytes.fromhex(out["head"])
+            continue
+        report["committed"] += result.committed
+        report["transactions"] += result.transactions
+        if result.committed:
+            try:
+                sharing.push(brain, url, create=False)  # the receipts just recorded travel too
+            except LedgerError as exc:
+                report.update(status="offline", reason=exc.message)
+        return
+    report.update(status="refused", reason=f"the chain moved {COMMIT_ATTEMPTS} times while committing",
+                  hint="sync again")  # fmt: skip
