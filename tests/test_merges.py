@@ -12,6 +12,7 @@ import pytest
 from ledger.agent.tools import SkillTools
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
+from ledger.errors import StoreError
 from ledger.exchange import sharing
 from ledger.exchange.merges import conflicts, resolve
 from ledger.exchange.sharing import clone
@@ -221,6 +222,8 @@ def test_forged_second_parent_root_fails_lineage(trio) -> None:
                        for ln in msg.split("\n"))  # fmt: skip
     _retip(remote, tip, forged, _parents(remote, tip))
     assert "lineage" in _failed(remote)
+    with pytest.raises(StoreError, match="fails the audit"):  # a pull audits what is new to it, and refuses
+        sharing.pull(trio[0], str(remote))
 
 
 def test_unhashed_second_parent_fails(trio) -> None:
@@ -233,6 +236,8 @@ def test_unhashed_second_parent_fails(trio) -> None:
     _retip(remote, tip, msg, [p1, plain])
     failed = _failed(remote)
     assert {"snapshots", "lineage"} <= failed
+    with pytest.raises(StoreError, match="fails the audit"):
+        sharing.pull(trio[0], str(remote))
 
 
 def test_unsigned_merge_fails_with_require_signatures(trio) -> None:

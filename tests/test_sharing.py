@@ -61,6 +61,7 @@ def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
     _git(tmp_path, "clone", "-q", str(remote), str(work))
     _git(work, "-c", "user.name=x", "-c", "user.email=x@x", "filter-branch", "-f", "--tree-filter",
          "if [ -f skills/s/SKILL.md ]; then sed -i s/two/FORGED/ skills/s/SKILL.md; fi", "--", "main")  # fmt: skip
+    _git(remote, "config", "receive.denyNonFastForwards", "false")  # an attacker with the server's files
     _git(work, "push", "-q", "-f", str(remote), "main:main")
     before = fingerprint(b.root)
     with pytest.raises(StoreError, match="fails the audit"):

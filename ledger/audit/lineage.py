@@ -78,11 +78,14 @@ def audit_repo(
     progress: Callable[[int, int], None] | None = None,
     require_signatures: bool = False,
     founder: str | None = None,
+    since: tuple[bytes, ...] = (),
 ) -> Report:
     """Audit the git store at ``repo`` (a brain, a clone, or a bare repository).
 
     ``require_signatures`` fails unsigned snapshots, which are otherwise a warning; ``founder`` pins
     the user key that founded the trust set (lineage.md §8.6: otherwise trusted on first use).
+    ``since`` (commits this copy already holds and trusts) audits only what is new beyond them, as a
+    pull or sync does: the store-side rules, signatures included; not receipts, the worktree or fsck.
     """
     path = Path(repo)
     try:
@@ -94,9 +97,11 @@ def audit_repo(
     report = Report(repo=str(path.absolute()))
     report.context = _context()
     try:
-        walked = walk(store, report, progress)
+        walked = walk(store, report, progress, since)
         snaps = walked.mainline
         signed = check_signatures(store, walked, report, require_signatures, founder)
+        if since:
+            return report  # what is new since a trusted head: its receipts are checked as they are taken
         _check_receipts(store, snaps, report)
         if worktree:
             _check_worktree(path, store, snaps, report)

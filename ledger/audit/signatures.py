@@ -48,7 +48,7 @@ def check_signatures(
     for snap in walked.order:
         i = walked.index[snap.commit]
         side = snap.commit in walked.side
-        trust = trusts.get(snap.parents[0], Trust()) if snap.parents else Trust()
+        trust = _trust_of(store, trusts, snap.parents[0]) if snap.parents else Trust()
         label = (f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})" if side
                  else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})")  # fmt: skip
         where = {"snapshot": snap.commit, "index": i}
@@ -99,6 +99,14 @@ def check_signatures(
         return signed
     chk.summary = f"{len(signed)} snapshot(s) signed by keys the brain trusted when each was made{attested}"
     return signed
+
+
+def _trust_of(store: gs.GitStore, trusts: dict[str, Trust], commit: str) -> Trust:
+    """The set after ``commit``: replayed, or read from its ``keys`` record when an incremental audit
+    starts there (a snapshot this copy already trusts)."""
+    if commit not in trusts:
+        trusts[commit] = store.trust_at(store.commit_info(bytes.fromhex(commit))[0].hex())[1]
+    return trusts[commit]
 
 
 def _signer(snap: gs.Snapshot) -> str | None:

@@ -40,6 +40,27 @@ class _State:
     in_store: bool | None = None
     attributed: bool = False
 
+    @classmethod
+    def known(cls, store: gs.GitStore, commit: str, cache: th.DigestCache) -> _State:
+        """The state a snapshot already trusted leaves (an incremental audit starts from it): read from
+        its tree and trailers, not replayed from genesis."""
+        snap = store.snapshot(bytes.fromhex(commit))
+        top = bytes.fromhex(snap.tree)
+        entries = skills_of(store, top)[1]
+        vsha, record = store.versions(top)
+        if vsha is not None:
+            live = dict(record)
+        else:
+            from ledger.bundle.skill import SKILL_MD, parse_skill_md
+
+            live = {}
+            for name, tree in entries.items():
+                blob = th.files_of(store, tree)[SKILL_MD][1]
+                live[name] = parse_skill_md(store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version
+        index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in entries.items()})
+        return cls(live, store.retired(top)[1], entries, index, snap.root, vsha is not None,
+                   "actor" in snap.attribution)  # fmt: skip
+
     def copy(self, store: gs.GitStore, cache: th.DigestCache) -> _State:
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in self.entries.items()})
         return _State(dict(self.live), dict(self.retired), dict(self.entries), index, self.root, self.in_store,
@@ -63,9 +84,11 @@ def _head(store: gs.GitStore) -> bytes:
     return head
 
 
-def _graph(store: gs.GitStore, head: bytes) -> tuple[list[str], dict[str, list[str]]]:
+def _graph(store: gs.GitStore, head: bytes, since: tuple[bytes, ...] = ()) -> tuple[list[str], dict[str, list[str]]]:
+    exclude = [f"^{c.hex()}" for c in since]
     proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "rev-list", "--topo-order", "--reverse", "--parents",
-                           head.hex()], capture_output=True, text=True, env=child_env(), timeout=600)  # fmt: skip
+                           head.hex(), *exclude], capture_output=True, text=True, env=child_env(),
+                          timeout=600)  # fmt: skip
     if proc.returncode != 0:
         raise AuditError(f"git rev-list cannot walk the history: {proc.stderr.strip()}")
     parents = {}
@@ -81,7 +104,7 @@ def _placed(head: str, parents: dict[str, list[str]]) -> tuple[list[str], dict[s
     """The mainline, oldest first, and each commit's index: its own, or its merge's on the mainline."""
     mainline = []
     commit: str | None = head
-    while commit is not None:
+    while commit is not None and commit in parents:  # an incremental walk stops at what is known
         mainline.append(commit)
         commit = parents[commit][0] if parents[commit] else None
     mainline.reverse()
@@ -90,15 +113,18 @@ def _placed(head: str, parents: dict[str, list[str]]) -> tuple[list[str], dict[s
         stack = list(parents[c][1:])
         while stack:
             p = stack.pop()
-            if p not in index:
+            if p not in index and p in parents:
                 index[p] = i
                 stack.extend(parents[p])
     return mainline, index
 
 
-def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None] | None) -> Walked:
+def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None] | None,
+         since: tuple[bytes, ...] = ()) -> Walked:  # fmt: skip
+    """Every snapshot from ``main`` back; with ``since`` (commits already trusted, such as this brain's
+    head before a pull), only those not reachable from them, each parent outside read as it stands."""
     top = _head(store)
-    order, parents = _graph(store, top)
+    order, parents = _graph(store, top, since)
     head = top.hex()
     mainline, index = _placed(head, parents)
     on_main = set(mainline)
@@ -111,9 +137,11 @@ def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None
     states: dict[str, _State] = {}
     checks = {n: report.check(n) for n in ("snapshots", "lineage", "versions", "skills", "trailers")}
     out = Walked([], [], index, {c for c in order if c not in on_main})
-    genesis_seen = False
+    genesis_seen = bool(since)
 
     def state_of(parent: str) -> _State:
+        if parent not in parents:  # known already: its state is read, not replayed
+            return _State.known(store, parent, cache)
         children[parent] -= 1
         st = states[parent]
         if children[parent] == 0:
@@ -125,10 +153,12 @@ def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None
         i = index[commit]
         ps = parents[commit]
         where = {"snapshot": commit, "index": i}
-        second = states.get(ps[1]) if len(ps) > 1 else None
+        second = (states.get(ps[1]) if ps[1] in parents else _State.known(store, ps[1], cache)) if len(ps) > 1 \
+            else None  # fmt: skip
         st = state_of(ps[0]) if ps else _State()
         for p in ps[1:]:
-            children[p] -= 1
+            if p in parents:
+                children[p] -= 1
         try:
             snap = store.snapshot(bytes.fromhex(commit))
         except StoreError as exc:

@@ -86,7 +86,8 @@ def _fetch_into(git_dir: Path, remote: str) -> None:
     if "refs/heads/main" not in refs:
         raise StoreError(f"{remote!r} holds no brain (it has no 'main' branch of snapshots)")
     specs = [s for s in _FETCH if s.split(":")[1] in refs]
-    _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", remote, *specs, what=f"fetching {remote}")
+    _git(git_dir, "-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", remote,
+         *specs, what=f"fetching {remote}")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -110,10 +111,11 @@ def fetched(remote: str, borrow: Path | None = None, parent: Path | None = None)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _audited(repo: Path, remote: str) -> None:
+def _audited(repo: Path, remote: str, since: tuple[bytes, ...] = ()) -> None:
+    """Refuse what fails the audit; with ``since`` (this brain's head), only what is new beyond it."""
     from ledger.audit.lineage import audit_repo
 
-    report = audit_repo(repo)
+    report = audit_repo(repo, since=since)
     failed = [c for c in report.checks.values() if not c.ok]
     if failed:
         raise StoreError(
@@ -194,6 +196,16 @@ def pull(brain: Brain, remote: str) -> dict[str, Any]:
             "merge": merged if merged["action"] == "merge" else None, "incoming_receipts": receipts}  # fmt: skip
 
 
+def _differing(q: Path, a: bytes, b: bytes) -> list[str]:
+    """Skills whose trees differ between two snapshots of the quarantine ``q`` (which borrows this brain's
+    objects): a merge or fast-forward changes no other skill in the working tree."""
+    from ledger.store.skilltree import skills_of
+
+    with gs.GitStore(q) as qs:
+        sa, sb = (skills_of(qs, qs.commit_info(c)[0])[1] for c in (a, b))
+    return sorted(n for n in set(sa) | set(sb) if sa.get(n) != sb.get(n))
+
+
 def _clear_stale(parent: Path, age: float = 3600.0) -> None:
     """Quarantines a killed fetch left behind: any older than ``age`` seconds (a live one is minutes old)."""
     with contextlib.suppress(FileNotFoundError), os.scandir(parent) as it:
@@ -212,9 +224,14 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
     incoming = brain.control / "incoming"  # not tmp/: a writer clears that under the lock we do not hold here
     _clear_stale(incoming)
     with fetched(remote, store.git_dir, incoming) as q:
-        _audited(q, remote)  # outside the lock: writers go on while the remote is read and checked
+        head = store.head()
+        # Outside the lock: writers go on while the remote is read and checked.
+        _audited(q, remote, (head,) if head is not None else ())
         theirs = (q / "refs" / "heads" / "main").read_text().strip()
         with brain.locked():
+            if head is not None:  # a refusal changes nothing, not even the object store
+                brain.writer.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
+                                               "pull again")  # fmt: skip
             _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
                  "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
             try:
