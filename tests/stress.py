@@ -555,14 +555,22 @@ def main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(description="Full-size reliability harnesses (see docs/RELIABILITY.md)")
     ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "sync", "sync-watch",
-                                        "all"])  # fmt: skip
+                                        "fleet", "all"])  # fmt: skip
     ap.add_argument("--kills", type=int, default=1000)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--ops", type=int, default=25)
     ap.add_argument("--attempts", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fill", type=int, default=0, help="kills: import this many more skills first (1100: fanned out)")
+    ap.add_argument("--machines", type=int, default=8, help="fleet: machines (each with --writers writers x --ops)")
     args = ap.parse_args(argv)
+    if args.harness == "fleet":  # its own anvil and temporary tree; not part of 'all' (about a quarter hour)
+        from tests.fleet import main as fleet_main
+
+        ops = args.ops if args.ops != 25 else 100
+        writers = args.writers if args.writers != 8 else 4
+        return fleet_main(["--machines", str(args.machines), "--writers", str(writers), "--writes", str(ops),
+                           "--seed", str(args.seed)])  # fmt: skip
     out: dict[str, Any] = {}
     todo = ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch"] if args.harness == "all" \
         else [args.harness]  # fmt: skip

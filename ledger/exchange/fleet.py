@@ -34,8 +34,15 @@ def remote_of(brain: Brain) -> dict[str, Any] | None:
 
 
 def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None = None,
-                password: Any = None) -> dict[str, Any]:  # fmt: skip
-    """Publish this brain to ``url`` (merging what others published) and, with ``commit``, anchor it."""
+                password: Any = None, actor: str = "agent") -> dict[str, Any]:  # fmt: skip
+    """Publish this brain to ``url`` (merging what others published) and, with ``commit``, anchor it.
+
+    Merges are made as ``actor`` (default ``agent``: the loop runs beside the agents, with their key)."""
+    with brain.acting(actor):
+        return _sync(brain, url, commit, key, password)
+
+
+def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) -> dict[str, Any]:
     from ledger.exchange import sharing
 
     report: dict[str, Any] = {"remote": url, "status": "ok", "merges": [], "pushed": False, "committed": 0,

@@ -1,0 +1,405 @@
+"""The fleet harness (issue 23): M machines on one host share one brain through a bare git remote and one anvil.
+
+Each machine is its own brain, in its own directory, with its own signing keys
+(``LEDGER_KEYS``) and its own committer keystore (``LEDGER_KEYSTORE``, an anvil account
+the owner authorized).  Each runs:
+
+- **writers**: half through the CLI (``ledger skill write-file``), half through the
+  official MCP client against ``ledger mcp`` (``skill_manage``).  Most writes append a
+  line to the writer's own file in one of the shared skills (they merge cleanly); every
+  tenth rewrites the one shared line of a **hot** skill (they conflict when two machines
+  write it at once).  A write is acknowledged when the call returns success.
+- a **sync loop**: ``ledger sync --watch`` with the shared remote set (``--commit``: it
+  anchors too).
+
+Faults, at random: the remote is unreachable for a while (its directory renamed away);
+a sync loop is SIGKILLed (in a push, a merge or a commit: wherever it is) and restarted
+later; two machines run a one-shot ``ledger sync`` at once; one machine's loop stays down
+for a long stretch while its writers go on, then it rejoins.
+
+Once the writers are done the fleet goes quiet (no faults, every loop up), and the
+harness waits until every machine's head is the remote's and the chain's head is the
+remote mainline's last root.  Then it checks: every acknowledged write is in the remote's
+lineage (an appended line in the remote's head; a hot value in some snapshot reachable
+from it, or in a recorded conflict); no (skill, version) names two contents on the
+mainline; ``ledger audit URL`` with the chain passes with ``--require-signatures``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.stress import LEDGER, _env
+
+SHARED = ("s0", "s1", "s2", "s3")
+HOT = "hot"
+PASSWORD = "fleet-harness"  # the committer keystores' password, given to children in their environment
+
+
+@dataclass
+class Machine:
+    k: int
+    root: Path
+    url: str
+    env: dict[str, str] = field(default_factory=dict)
+    loop: subprocess.Popen[bytes] | None = None
+    down_until: float = 0.0
+    acks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def brain(self) -> Path:
+        return self.root / "brain"
+
+    def ledger(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([LEDGER, "--brain", str(self.brain), *args], capture_output=True, text=True,
+                              env=self.env, timeout=timeout)  # fmt: skip
+        if check and proc.returncode != 0:
+            raise AssertionError(f"machine {self.k}: ledger {' '.join(args)}: {proc.stderr}")
+        return proc
+
+    def start_loop(self) -> None:
+        if self.loop is None or self.loop.poll() is not None:
+            log = open(self.root / "loop.log", "ab")  # noqa: SIM115 - the child keeps it
+            self.loop = subprocess.Popen([LEDGER, "--brain", str(self.brain), "sync", "--watch", "--poll", "1"],
+                                         stdout=log, stderr=log, env=self.env, start_new_session=True)  # fmt: skip
+
+    def kill_loop(self) -> None:
+        if self.loop is not None and self.loop.poll() is None:
+            os.killpg(self.loop.pid, signal.SIGKILL)
+            self.loop.wait()
+
+
+def _md(body: str, name: str) -> str:
+    return f"---\nname: {name}\ndescription: Shared skill {name}.\n---\n# {name}\n\n{body}\n"
+
+
+def setup(work: Path, machines: int, node_url: str) -> tuple[list[Machine], dict[str, Any]]:
+    """Machine 0 founds the brain, deploys and registers; every other machine clones it, and its keys are
+    trusted (signing) and authorized (committing) by the founder."""
+    from ledger.brain import Brain
+    from ledger.chain.keys import dev_account
+
+    remote = work / "remote.git"
+    ms = []
+    for k in range(machines):
+        root = work / f"m{k}"
+        root.mkdir(parents=True)
+        env = _env(LEDGER_KEYS=str(root / "keys"), LEDGER_KEYSTORE=str(root / "keystore"),
+                   LEDGER_KEY_PASSWORD=PASSWORD, HOME=str(root))  # fmt: skip
+        ms.append(Machine(k, root, str(remote), env))
+    m0 = ms[0]
+    subprocess.run([LEDGER, "init", str(m0.brain)], check=True, capture_output=True, env=m0.env)
+    for name in (*SHARED, HOT):
+        src = m0.root / f"{name}.md"
+        src.write_text(_md("hot: founder" if name == HOT else "Shared notes.", name))
+        m0.ledger("skill", "upsert", "--file", str(src), check=True)
+    m0.ledger("chain", "use", node_url, check=True)
+    m0.ledger("chain", "deploy", "--key", "anvil-dev", check=True)
+    m0.ledger("chain", "register", "--key", "anvil-dev", check=True)
+    for m in ms[1:]:
+        agent = json.loads(subprocess.run([LEDGER, "keys", "generate", "agent", "--json"], check=True,
+                                          capture_output=True, text=True, env=m.env).stdout)["address"]  # fmt: skip
+        m0.ledger("keys", "trust", "agent", agent, check=True)
+        # An agent key that signs snapshots must be able to commit for the agent too (lineage.md §8.5).
+        m0.ledger("chain", "authorize", agent, "--key", "anvil-dev", check=True)
+        subprocess.run([LEDGER, "keys", "import", f"m{m.k}"], input=dev_account(m.k).key.hex() + "\n", check=True,
+                       capture_output=True, text=True, env=m.env)  # fmt: skip
+        m0.ledger("chain", "authorize", dev_account(m.k).address, "--key", "anvil-dev", check=True)
+    m0.ledger("remote", "set", str(remote), "--commit", "--key", "anvil-dev", check=True)
+    first = m0.ledger("sync")
+    assert first.returncode == 0, first.stderr
+    chain = dict(Brain.open(m0.brain).config["chain"])
+    chain.pop("key", None)
+    for m in ms[1:]:
+        subprocess.run([LEDGER, "clone", str(remote), str(m.brain)], check=True, capture_output=True, env=m.env)
+        with Brain.open(m.brain) as b:
+            b.update_config(chain=chain)
+        m.ledger("remote", "set", str(remote), "--commit", "--key", f"m{m.k}", check=True)
+    return ms, chain
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def _cli_writer(m: Machine, w: int, writes: int, rng: random.Random, stop: threading.Event) -> None:
+    lines: dict[str, list[str]] = {}
+    for i in range(writes):
+        if stop.is_set():
+            return
+        tag = f"m{m.k}-w{w}-{i}"
+        if i % 10 == 9:
+            src = m.root / f"hot-{w}.md"
+            src.write_text(_md(f"hot: {tag}", HOT))
+            ok = m.ledger("skill", "upsert", "--file", str(src), "--actor", "agent", "--name", HOT).returncode == 0
+            kind, skill, rel = "hot", HOT, "SKILL.md"
+        else:
+            skill = rng.choice(SHARED)
+            rel = f"references/m{m.k}-w{w}.md"
+            new = [*lines.get(skill, []), tag]
+            src = m.root / f"w{w}.txt"
+            src.write_text("".join(x + "\n" for x in new))
+            ok = m.ledger("skill", "write-file", skill, rel, "--from", str(src), "--actor", "agent").returncode == 0
+            if ok:
+                lines[skill] = new
+            kind = "append"
+        if ok:
+            m.acks.append({"kind": kind, "skill": skill, "file": rel, "tag": tag})
+
+
+def _mcp_writer(m: Machine, w: int, writes: int, rng: random.Random, stop: threading.Event) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(m.brain), "mcp"], env=m.env)
+
+    async def body() -> None:
+        lines: dict[str, list[str]] = {}
+        with open(m.root / f"mcp-{w}.err", "w") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                for i in range(writes):
+                    if stop.is_set():
+                        return
+                    tag = f"m{m.k}-w{w}-{i}"
+                    if i % 10 == 9:
+                        args = {"action": "edit", "name": HOT, "content": _md(f"hot: {tag}", HOT)}
+                        kind, skill, rel = "hot", HOT, "SKILL.md"
+                    else:
+                        skill = rng.choice(SHARED)
+                        rel = f"references/m{m.k}-w{w}.md"
+                        new = [*lines.get(skill, []), tag]
+                        args = {"action": "write_file", "name": skill, "file_path": rel,
+                                "file_content": "".join(x + "\n" for x in new)}  # fmt: skip
+                        kind = "append"
+                    result = await s.call_tool("skill_manage", args)
+                    out = result.structured_content or {}
+                    if out.get("success"):
+                        if kind == "append":
+                            lines[skill] = new
+                        m.acks.append({"kind": kind, "skill": skill, "file": rel, "tag": tag})
+
+    asyncio.run(body())
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4, writes: int = 100, seed: int = 1,
+              faults: bool = True, log: Any = None, quiet_timeout: float = 900) -> dict[str, Any]:  # fmt: skip
+    say = log or (lambda _m: None)
+    rng = random.Random(seed)
+    t0 = time.monotonic()
+    ms, chain = setup(work, machines, node_url)
+    say(f"fleet: {machines} machines set up in {time.monotonic() - t0:.1f} s")
+    remote = work / "remote.git"
+    stop = threading.Event()
+    threads = []
+    for m in ms:
+        m.start_loop()
+        for w in range(writers):
+            fn = _mcp_writer if w % 2 else _cli_writer
+            t = threading.Thread(target=fn, args=(m, w, writes, random.Random(rng.random()), stop), daemon=True)
+            threads.append(t)
+            t.start()
+    counts = {"remote_outages": 0, "loop_kills": 0, "simultaneous_syncs": 0, "long_offline": 0}
+    offline_machine = ms[-1] if faults and machines > 1 else None
+    t_write = time.monotonic()
+    if offline_machine is not None:  # one machine's loop is down for the first half of the run
+        offline_machine.kill_loop()
+        offline_machine.down_until = float("inf")
+        counts["long_offline"] = 1
+    while any(t.is_alive() for t in threads):
+        time.sleep(rng.uniform(0.5, 2.0))
+        if not faults:
+            continue
+        done = sum(len(m.acks) for m in ms) / (machines * writers * writes)
+        if offline_machine is not None and offline_machine.down_until == float("inf") and done > 0.5:
+            offline_machine.down_until = 0.0  # rejoins with everything its writers did meanwhile
+            offline_machine.start_loop()
+        roll = rng.random()
+        if roll < 0.15:
+            away = work / "remote.away"
+            remote.rename(away)
+            counts["remote_outages"] += 1
+            time.sleep(rng.uniform(1.0, 4.0))
+            away.rename(remote)
+        elif roll < 0.45:
+            m = rng.choice([m for m in ms if m is not offline_machine or m.down_until == 0.0])
+            m.kill_loop()
+            counts["loop_kills"] += 1
+            m.down_until = time.monotonic() + rng.uniform(0.5, 3.0)
+        elif roll < 0.55:
+            a, b = rng.sample(ms, 2)
+            procs = [subprocess.Popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, env=x.env) for x in (a, b)]  # fmt: skip
+            for p in procs:
+                p.wait(timeout=300)
+            counts["simultaneous_syncs"] += 1
+        now = time.monotonic()
+        for m in ms:
+            if m.down_until and m.down_until != float("inf") and now >= m.down_until:
+                m.down_until = 0.0
+                m.start_loop()
+    write_seconds = time.monotonic() - t_write
+    # Quiet: no faults, every loop up; wait until the whole fleet and the chain agree.
+    if remote.with_name("remote.away").exists():
+        remote.with_name("remote.away").rename(remote)
+    for m in ms:
+        m.start_loop()
+    t_quiet = time.monotonic()
+    converged = _converge(ms, remote, chain, quiet_timeout)
+    converge_seconds = time.monotonic() - t_quiet
+    for m in ms:
+        m.kill_loop()
+    say(f"fleet: writes done in {write_seconds:.1f} s; converged={converged} in {converge_seconds:.1f} s")
+    result = check(ms, remote, chain)
+    result.update(counts, machines=machines, writers=writers, writes_per_writer=writes, seed=seed,
+                  write_seconds=round(write_seconds, 1), converged=converged,
+                  converge_seconds=round(converge_seconds, 1))  # fmt: skip
+    return result
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={repo}", *args], check=True, capture_output=True, text=True,
+                          timeout=600).stdout  # fmt: skip
+
+
+def _converge(ms: list[Machine], remote: Path, chain: dict[str, Any], timeout: float) -> bool:
+    from ledger.chain.registry import Registry
+    from ledger.store.gitstore import GitStore
+
+    reg = Registry(chain["rpc"], chain["registry"])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        head = _git(remote, "rev-parse", "main").strip()
+        heads = set()
+        for m in ms:
+            with GitStore(m.brain) as s:
+                heads.add(s.head().hex())  # type: ignore[union-attr]
+        if heads != {head}:
+            continue
+        with GitStore(remote) as s:
+            root = s.snapshot(bytes.fromhex(head)).root
+        if reg.head(int(str(chain["agent_id"]), 0)) == root:
+            return True
+    return False
+
+
+def check(ms: list[Machine], remote: Path, chain: dict[str, Any]) -> dict[str, Any]:
+    """Every acknowledged write against the remote's lineage, versions on the mainline, and the audit."""
+    from ledger.store.gitstore import GitStore
+    from ledger.store.skilltree import skills_of
+    from ledger.store.treehash import files_of
+
+    acks = [a for m in ms for a in m.acks]
+    head = _git(remote, "rev-parse", "main").strip()
+    lost: list[str] = []
+    in_conflict = 0
+    with GitStore(remote) as s:
+        skills = skills_of(s, s.commit_info(bytes.fromhex(head))[0])[1]
+        text: dict[tuple[str, str], str] = {}
+        for name, tree in skills.items():
+            for rel, (_mode, blob) in files_of(s, tree).items():
+                text[(name, rel)] = s.read(blob, b"blob").decode()
+        history = _git(remote, "log", "-p", "--full-history", "--format=%B", "main", "--", f"skills/{HOT}/SKILL.md")
+        conflicts = _git(remote, "log", "--format=%B", "main").count("\nconflict: ")
+        for a in acks:
+            if a["kind"] == "append":
+                if a["tag"] + "\n" not in text.get((a["skill"], a["file"]), ""):
+                    lost.append(a["tag"])
+            elif f"hot: {a['tag']}" not in history:
+                lost.append(a["tag"])
+        repeats = _mainline_repeats(s, bytes.fromhex(head))
+    audit = subprocess.run([LEDGER, "audit", f"file://{remote}", "--rpc", chain["rpc"], "--registry",
+                            chain["registry"], "--agent", str(chain["agent_id"]), "--require-signatures",
+                            "--json"], capture_output=True, text=True, env=_env(), timeout=1800)  # fmt: skip
+    report = json.loads(audit.stdout) if audit.stdout.strip().startswith("{") else {"checks": {}}
+    failed = {n: c.get("summary") for n, c in report.get("checks", {}).items() if not c.get("ok", True)}
+    txs, gas, events = _chain_costs(chain)
+    n = len(acks)
+    return {
+        "acknowledged": n, "lost": len(lost), "lost_sample": lost[:10], "in_conflict": in_conflict,
+        "conflicts": conflicts, "conflicts_per_1000": round(1000 * conflicts / max(1, n), 1),
+        "version_repeats_on_mainline": repeats, "audit_ok": audit.returncode == 0, "audit_failed": failed,
+        "transactions": txs, "transactions_per_1000": round(1000 * txs / max(1, n), 1), "roots_anchored": events,
+        "gas": gas, "mainline": int(_git(remote, "rev-list", "--first-parent", "--count", "main")),
+        "snapshots": int(_git(remote, "rev-list", "--count", "main")),
+        "merges": int(_git(remote, "rev-list", "--merges", "--count", "main")),
+    }  # fmt: skip
+
+
+def _mainline_repeats(s: Any, head: bytes) -> int:
+    """(skill, version) pairs that name two different trees along the first-parent line."""
+    seen: dict[tuple[str, int], str] = {}
+    repeats = 0
+    for snap in s.lineage(head):
+        for c in snap.changes:
+            if c.action == "delete":
+                continue
+            key = (c.skill, c.version)
+            from ledger.store.skilltree import skills_of
+
+            tree = skills_of(s, bytes.fromhex(snap.tree))[1].get(c.skill)
+            tree_hex = tree.hex() if tree else ""
+            if key in seen and seen[key] != tree_hex:
+                repeats += 1
+            seen.setdefault(key, tree_hex)
+    return repeats
+
+
+def _chain_costs(chain: dict[str, Any]) -> tuple[int, int, int]:
+    from ledger.chain.registry import Registry
+
+    reg = Registry(chain["rpc"], chain["registry"])
+    events = reg.events(int(str(chain["agent_id"]), 0), int(chain.get("deploy_block") or 0))
+    txs = sorted({ev["tx"] for ev in events})
+    gas = sum(int(reg.w3.eth.get_transaction_receipt(tx)["gasUsed"]) for tx in txs)
+    return len(txs), gas, len(events)
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import sys
+    import tempfile
+
+    from ledger.chain import anvil
+
+    ap = argparse.ArgumentParser(description="The fleet harness: M machines x W writers x N writes (issue 23)")
+    ap.add_argument("--machines", type=int, default=8)
+    ap.add_argument("--writers", type=int, default=4)
+    ap.add_argument("--writes", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-faults", action="store_true")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ledger-fleet-") as d:
+        work = Path(d)
+        node = anvil.start(work / "anvil", persist=False, lifetime=7200)
+        try:
+            t0 = time.monotonic()
+            res = fleet_run(work / "fleet", node.url, machines=args.machines, writers=args.writers,
+                            writes=args.writes, seed=args.seed, faults=not args.no_faults,
+                            log=lambda msg: print(msg, file=sys.stderr, flush=True))  # fmt: skip
+            res["seconds"] = round(time.monotonic() - t0, 1)
+            print(json.dumps({"fleet": res}, indent=2), flush=True)
+        finally:
+            anvil.stop(work / "anvil")
+            shutil.rmtree(work, ignore_errors=True)
+    return 0 if res["lost"] == 0 and res["audit_ok"] and res["converged"] else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
