@@ -14,8 +14,9 @@ the owner authorized).  Each runs:
 
 Faults, at random: the remote is unreachable for a while (its directory renamed away);
 a sync loop is SIGKILLed (in a push, a merge or a commit: wherever it is) and restarted
-later; two machines run a one-shot ``ledger sync`` at once; one machine's loop stays down
-for a long stretch while its writers go on, then it rejoins.
+later; two machines run a one-shot ``ledger sync`` at once, and half of those are
+SIGKILLed at a random moment; one machine's loop stays down for the first half of the
+run while its writers go on, then it rejoins with everything they wrote.
 
 Once the writers are done the fleet goes quiet (no faults, every loop up), and the
 harness waits until every machine's head is the remote's and the chain's head is the
@@ -212,15 +213,31 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
             t = threading.Thread(target=fn, args=(m, w, writes, random.Random(rng.random()), stop), daemon=True)
             threads.append(t)
             t.start()
-    counts = {"remote_outages": 0, "loop_kills": 0, "simultaneous_syncs": 0, "long_offline": 0}
+    counts = {"remote_outages": 0, "loop_kills": 0, "simultaneous_syncs": 0, "oneshot_kills": 0, "long_offline": 0}
     offline_machine = ms[-1] if faults and machines > 1 else None
     t_write = time.monotonic()
     if offline_machine is not None:  # one machine's loop is down for the first half of the run
         offline_machine.kill_loop()
         offline_machine.down_until = float("inf")
         counts["long_offline"] = 1
+    away = work / "remote.away"
+    outage_until = 0.0
+    oneshots: list[tuple[subprocess.Popen[bytes], float]] = []  # one-shot syncs, and when to kill each (inf: never)
     while any(t.is_alive() for t in threads):
-        time.sleep(rng.uniform(0.5, 2.0))
+        time.sleep(rng.uniform(0.3, 1.0))
+        now = time.monotonic()
+        if outage_until and now >= outage_until:
+            away.rename(remote)
+            outage_until = 0.0
+        for p, kill_at in oneshots:
+            if p.poll() is None and now >= kill_at:
+                p.kill()
+                counts["oneshot_kills"] += 1
+        oneshots = [(p, k) for p, k in oneshots if p.poll() is None]
+        for m in ms:
+            if m.down_until and m.down_until != float("inf") and now >= m.down_until:
+                m.down_until = 0.0
+                m.start_loop()
         if not faults:
             continue
         done = sum(len(m.acks) for m in ms) / (machines * writers * writes)
@@ -228,33 +245,28 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
             offline_machine.down_until = 0.0  # rejoins with everything its writers did meanwhile
             offline_machine.start_loop()
         roll = rng.random()
-        if roll < 0.15:
-            away = work / "remote.away"
-            remote.rename(away)
+        if roll < 0.1 and not outage_until:
+            remote.rename(away)  # unreachable: every fetch and push fails until it is back
+            outage_until = now + rng.uniform(1.0, 4.0)
             counts["remote_outages"] += 1
-            time.sleep(rng.uniform(1.0, 4.0))
-            away.rename(remote)
-        elif roll < 0.45:
+        elif roll < 0.4:
             m = rng.choice([m for m in ms if m is not offline_machine or m.down_until == 0.0])
-            m.kill_loop()
-            counts["loop_kills"] += 1
-            m.down_until = time.monotonic() + rng.uniform(0.5, 3.0)
-        elif roll < 0.55:
-            a, b = rng.sample(ms, 2)
-            procs = [subprocess.Popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, env=x.env) for x in (a, b)]  # fmt: skip
-            for p in procs:
-                p.wait(timeout=300)
+            if m.loop is not None and m.loop.poll() is None:
+                m.kill_loop()  # wherever it is: a fetch, a merge, a push, a commit
+                counts["loop_kills"] += 1
+                m.down_until = now + rng.uniform(0.5, 3.0)
+        elif roll < 0.5 and len(oneshots) < 4:
+            for x in rng.sample(ms, 2):  # two machines sync, push and commit at once
+                p = subprocess.Popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, env=x.env)  # fmt: skip
+                oneshots.append((p, now + rng.uniform(0.2, 3.0) if rng.random() < 0.5 else float("inf")))
             counts["simultaneous_syncs"] += 1
-        now = time.monotonic()
-        for m in ms:
-            if m.down_until and m.down_until != float("inf") and now >= m.down_until:
-                m.down_until = 0.0
-                m.start_loop()
+    for p, _ in oneshots:
+        p.wait(timeout=600)
+    if outage_until:
+        away.rename(remote)
     write_seconds = time.monotonic() - t_write
     # Quiet: no faults, every loop up; wait until the whole fleet and the chain agree.
-    if remote.with_name("remote.away").exists():
-        remote.with_name("remote.away").rename(remote)
     for m in ms:
         m.start_loop()
     t_quiet = time.monotonic()

@@ -56,6 +56,11 @@ PATCH = (*B, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
 OTHER = ("--brain", "{t}/o")
 AHEAD = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
          (*OTHER, "skill", "create", "x", "--description", "X"), (*OTHER, "push", "{t}/pub.git"))  # fmt: skip
+# Both copies change the same line: the pull merges, keeps the remote's side and records a conflict.
+CONFLICT = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
+            (*OTHER, "skill", "patch", "s", "--old", "body-one", "--new", "other-side"),
+            (*OTHER, "push", "{t}/pub.git"),
+            (*B, "skill", "patch", "s", "--old", "body-one", "--new", "this-side"), (*B, "pull", "{t}/pub.git"))
 INIT = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", ' \
        '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n'  # fmt: skip
 CASES = [
@@ -137,12 +142,24 @@ CASES = [
     c("audit", "usage", "audit", "{b}", "--rpc", "http://127.0.0.1:1"),
     c("push", "ok", *B, "push", "{t}/pub.git", shows="pushed"),
     c("push", "noop", *B, "push", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
-    c("push", "refused", *B, "push", "{t}/pub.git", setup=AHEAD, shows="pull"),
+    c("push", "ok", *B, "push", "{t}/pub.git", setup=AHEAD, shows="merged the remote's lineage"),
+    c("push", "refused", *B, "push", "{t}/good.md", shows="cannot read the remote"),
     c("push", "usage", *B, "push"),
     c("pull", "ok", *B, "pull", "{t}/pub.git", setup=AHEAD, shows="pulled"),
     c("pull", "noop", *B, "pull", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
     c("pull", "refused", *B, "pull", "{t}/nothing-here", shows="cannot read the remote"),
     c("pull", "usage", *B, "pull"),
+    c("remote set", "ok", *B, "remote", "set", "{t}/shared.git", shows="a new bare repository"),
+    c("remote set", "usage", *B, "remote", "set"),
+    c("remote unset", "ok", *B, "remote", "unset", setup=((*B, "remote", "set", "{t}/shared.git"),),
+      shows="remote unset"),
+    c("remote unset", "usage", *B, "remote", "unset", "extra"),
+    c("resolve", "ok", *B, "resolve", "s", "--take", "other", setup=CONFLICT, shows="took the other side"),
+    c("resolve", "refused", *B, "resolve", "s", "--take", "kept", shows="no merge conflict"),
+    c("resolve", "usage", *B, "resolve", "s"),
+    c("sync", "ok", *B, "sync", setup=((*B, "remote", "set", "{t}/shared.git"),), shows="pushed"),
+    c("sync", "refused", *B, "sync", setup=((*B, "remote", "set", "{t}/shared.git"), ("rmtree", "{t}/shared.git")),
+      shows="the remote is offline"),
     c("import", "ok", *B, "import", "{t}/collection"),
     c("import", "noop", *B, "import", "{t}/collection", setup=((*B, "import", "{t}/collection"),)),
     c("import", "refused", *B, "import", "{t}/bad-collection", "--all-or-nothing"),
@@ -295,6 +312,9 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
             continue
         if step[0] == "symlink":
             Path(_fill(step[2], tmp_path, brain, extra)).symlink_to(step[1])
+            continue
+        if step[0] == "rmtree":
+            shutil.rmtree(_fill(step[1], tmp_path, brain, extra))
             continue
         if step[0] in ("append", "write"):
             path = Path(_fill(step[1], tmp_path, brain, extra))

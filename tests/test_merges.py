@@ -16,6 +16,7 @@ from ledger.errors import StoreError
 from ledger.exchange import sharing
 from ledger.exchange.merges import conflicts, resolve
 from ledger.exchange.sharing import clone
+from ledger.store.gitstore import GitStore
 from tests.conftest import run_ledger
 from tests.fixtures import hermes
 
@@ -254,3 +255,42 @@ def test_merge_relabelled_as_patch_fails(trio) -> None:
     msg = msg.replace("merge: ", "snapshot: ", 1)
     _retip(remote, tip, msg, _parents(remote, tip))
     assert {"lineage", "trailers"} <= _failed(remote)
+
+
+@pytest.mark.chain
+def test_receipts_from_both_machines_merge_and_the_chain_orders_commits(tmp_path: Path, node) -> None:
+    """Two machines anchor: the second gets StaleParent, merges, and commits the merge on top; the
+    receipt notes of both are joined on the remote, none replaced."""
+    from ledger.chain.keys import DEV_KEY_NAME
+    from ledger.chain.receipts import read_receipts
+    from ledger.exchange.anchoring import deploy, register
+    from ledger.exchange.fleet import sync_remote
+
+    a = Brain.init(tmp_path / "a")
+    a.create("s", "S", "one\n")
+    a.update_config(chain={"rpc": node.url})
+    deploy(a, key=DEV_KEY_NAME)
+    register(a, shares=10, key=DEV_KEY_NAME)
+    remote = tmp_path / "r.git"
+    sharing.push(a, str(remote))
+    b = clone(str(remote), tmp_path / "b")
+    b.update_config(chain=dict(a.config["chain"]))
+    a.create("t", "T", "a's\n")
+    first = sync_remote(a, str(remote), commit=True, key=DEV_KEY_NAME)
+    assert first["status"] == "ok" and first["committed"] == 3  # genesis, s, t: one batch
+    b.create("u", "U", "b's\n")
+    second = sync_remote(b, str(remote), commit=True, key=DEV_KEY_NAME)
+    assert second["status"] == "ok" and [m["action"] for m in second["merges"]] == ["merge"]
+    assert second["committed"] == 1  # the merge's root, on top of a's: b's own snapshot is its second parent
+    with GitStore(remote) as store:
+        notes = read_receipts(store)
+    assert {a.head().commit.hex(), b.head().commit.hex()} <= set(notes)  # both machines' receipts
+    assert [n["seq"] for n in sorted(notes.values(), key=lambda n: n["seq"])] == [1, 2, 3, 4]
+    cfg = b.config["chain"]
+    _audit_ok(remote, rpc=node.url, registry=cfg["registry"], agent=int(str(cfg["agent_id"]), 0),
+              require_signatures=True)  # fmt: skip
+    sync_remote(a, str(remote), commit=True, key=DEV_KEY_NAME)
+    assert read_receipts(a.store) == notes  # a takes b's receipt: checked against the chain
+    a.close()
+    b.close()
+

@@ -51,8 +51,7 @@ def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) 
     try:
         out = sharing.push(brain, url, create=False)
     except StoreError as exc:
-        offline = "cannot read the remote" in exc.message or "does not appear to be a git repository" in exc.message
-        report.update(status="offline" if offline else "refused", reason=exc.message, hint=exc.hint)
+        report.update(status=_status(exc), reason=exc.message, hint=exc.hint)
         return report
     report.update(pushed=out["pushed"], head=out["head"], merges=out["merges"])
     report["conflicts"] = sorted({c for m in out["merges"] for c in m.get("conflicts", [])})
@@ -60,6 +59,13 @@ def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) 
         _commit(brain, url, report, key, password)
     report["seconds"] = round(time.monotonic() - start, 3)
     return report
+
+
+def _status(exc: LedgerError) -> str:
+    """``offline`` (the remote cannot be reached), ``busy`` (every compare-and-swap lost), else ``refused``."""
+    if "cannot read the remote" in exc.message or "does not appear to be a git repository" in exc.message:
+        return "offline"
+    return "busy" if "kept moving" in exc.message else "refused"
 
 
 def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, password: Any) -> None:
@@ -78,7 +84,7 @@ def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, pas
             try:
                 out = sharing.push(brain, url, create=False)
             except LedgerError as again:
-                report.update(status="offline", reason=again.message)
+                report.update(status=_status(again), reason=again.message)
                 return
             report["merges"] += out["merges"]
             published = bytes.fromhex(out["head"])
@@ -89,7 +95,7 @@ def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, pas
             try:
                 sharing.push(brain, url, create=False)  # the receipts just recorded travel too
             except LedgerError as exc:
-                report.update(status="offline", reason=exc.message)
+                report.update(status=_status(exc), reason=exc.message)
         return
     report.update(status="refused", reason=f"the chain moved {COMMIT_ATTEMPTS} times while committing",
                   hint="sync again")  # fmt: skip
