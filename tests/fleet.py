@@ -276,6 +276,10 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
         m.kill_loop()
     say(f"fleet: writes done in {write_seconds:.1f} s; converged={converged} in {converge_seconds:.1f} s")
     result = check(ms, remote, chain)
+    logs = "".join((m.root / "loop.log").read_text(errors="replace") for m in ms if (m.root / "loop.log").exists())
+    result["busy_syncs"] = logs.count("kept moving")  # a sync whose every compare-and-swap lost (8 rounds)
+    result["offline_syncs"] = logs.count("remote offline")
+    result["mainline_per_second"] = round(result["mainline"] / max(write_seconds, 1e-9), 2)
     result.update(counts, machines=machines, writers=writers, writes_per_writer=writes, seed=seed,
                   write_seconds=round(write_seconds, 1), converged=converged,
                   converge_seconds=round(converge_seconds, 1))  # fmt: skip

@@ -142,7 +142,7 @@ CASES = [
     c("audit", "usage", "audit", "{b}", "--rpc", "http://127.0.0.1:1"),
     c("push", "ok", *B, "push", "{t}/pub.git", shows="pushed"),
     c("push", "noop", *B, "push", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
-    c("push", "ok", *B, "push", "{t}/pub.git", setup=AHEAD, shows="merged the remote's lineage"),
+    c("push", "ok", *B, "push", "{t}/pub.git", setup=(*AHEAD, PATCH), shows="merged the remote's lineage"),
     c("push", "refused", *B, "push", "{t}/good.md", shows="cannot read the remote"),
     c("push", "usage", *B, "push"),
     c("pull", "ok", *B, "pull", "{t}/pub.git", setup=AHEAD, shows="pulled"),

@@ -45,6 +45,8 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
         _say_merge(merged)
     if not out["pushed"]:
         click.echo(f"{remote} is up to date at {out['head'][:12]}")
+    elif out["was"] == out["head"]:
+        click.echo(f"pushed receipts to {remote} (its snapshots were up to date at {out['head'][:12]})")
     else:
         was = out["was"][:12] if out["was"] else "(nothing)"
         click.echo(f"pushed {was} → {out['head'][:12]} to {remote}")
