@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +137,21 @@ def fingerprint(root: Path) -> dict[str, str]:
             continue
         out[rel] = f"{hashlib.sha256(data).hexdigest()} {mode:o}"
     return out
+
+
+@contextlib.contextmanager
+def two_copies(tmp_path: Path, skills: dict[str, str]) -> Iterator[tuple[Any, Path, Any]]:
+    """Brain ``a`` with ``skills`` (name → body), pushed to a bare remote, and ``b`` cloned from it."""
+    from ledger.exchange import sharing
+
+    a = Brain.init(tmp_path / "a")
+    for name, body in skills.items():
+        a.create(name, name.upper(), body)
+    remote = tmp_path / "remote.git"
+    sharing.push(a, str(remote))
+    b = sharing.clone(str(remote), tmp_path / "b")
+    try:
+        yield a, remote, b
+    finally:
+        a.close()
+        b.close()

@@ -17,7 +17,7 @@ from ledger.exchange import sharing
 from ledger.exchange.merges import conflicts, resolve
 from ledger.exchange.sharing import clone
 from ledger.store.gitstore import GitStore
-from tests.conftest import run_ledger
+from tests.conftest import run_ledger, two_copies
 from tests.fixtures import hermes
 
 
@@ -29,17 +29,8 @@ def _git(repo: Path, *args: str, input: str | None = None) -> str:
 @pytest.fixture
 def trio(tmp_path: Path):
     """Brain a, pushed to a bare remote, and b cloned from it: two machines on one brain."""
-    a = Brain.init(tmp_path / "a")
-    a.create("s", "S", "one\ntwo\nthree\n")
-    a.create("t", "T", "tee\n")
-    remote = tmp_path / "remote.git"
-    sharing.push(a, str(remote))
-    b = clone(str(remote), tmp_path / "b")
-    try:
-        yield a, remote, b
-    finally:
-        a.close()
-        b.close()
+    with two_copies(tmp_path, {"s": "one\ntwo\nthree\n", "t": "tee\n"}) as copies:
+        yield copies
 
 
 def _version(brain: Brain, name: str) -> int:

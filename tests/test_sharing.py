@@ -17,7 +17,7 @@ from ledger.errors import StoreError
 from ledger.exchange import sharing
 from ledger.exchange.anchoring import commit_pending, deploy, register
 from ledger.exchange.sharing import clone
-from tests.conftest import fingerprint, run_ledger
+from tests.conftest import fingerprint, run_ledger, two_copies
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -27,16 +27,8 @@ def _git(repo: Path, *args: str) -> str:
 @pytest.fixture
 def pair(tmp_path: Path):
     """A brain with two snapshots pushed to a bare remote, and a clone of that remote."""
-    a = Brain.init(tmp_path / "a")
-    a.create("s", "S", "one\n")
-    remote = tmp_path / "remote.git"
-    sharing.push(a, str(remote))
-    b = clone(str(remote), tmp_path / "b")
-    try:
-        yield a, remote, b
-    finally:
-        a.close()
-        b.close()
+    with two_copies(tmp_path, {"s": "one\n"}) as copies:
+        yield copies
 
 
 def test_clone_then_pull_brings_the_same_lineage_and_files(pair) -> None:
