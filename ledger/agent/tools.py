@@ -28,6 +28,7 @@ from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
 from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
+from ledger.exchange import merges
 from ledger.exchange.targets import Targets
 
 __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
@@ -300,12 +301,10 @@ class SkillTools:
     def skills_sync_status(self) -> dict[str, Any]:
         """The targets (``ledger link``), their unsettled conflicts, and the merge conflicts of lineages
         joined from other machines (``ledger sync`` with a remote), from ``.ledger/`` alone."""
-        from ledger.exchange.merges import conflicts, describe
-
         targets = Targets(self.brain.control)
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
-                "merge_conflicts": describe(conflicts(self.brain))}  # fmt: skip
+                "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
 
     # ------------------------------------------------------------------ writes
 

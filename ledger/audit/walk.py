@@ -20,6 +20,7 @@ from ledger._env import child_env
 from ledger.audit import rules
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import RootIndex, format_root
+from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
@@ -51,8 +52,6 @@ class _State:
         if vsha is not None:
             live = dict(record)
         else:
-            from ledger.bundle.skill import SKILL_MD, parse_skill_md
-
             live = {}
             for name, tree in entries.items():
                 blob = th.files_of(store, tree)[SKILL_MD][1]

@@ -21,6 +21,7 @@ from typing import Any
 
 from ledger.brain import Brain
 from ledger.errors import ChainError, LedgerError, StoreError
+from ledger.exchange import sharing
 
 __all__ = ["COMMIT_ATTEMPTS", "remote_of", "sync_remote"]
 
@@ -43,8 +44,6 @@ def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None
 
 
 def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) -> dict[str, Any]:
-    from ledger.exchange import sharing
-
     report: dict[str, Any] = {"remote": url, "status": "ok", "merges": [], "pushed": False, "committed": 0,
                               "transactions": [], "conflicts": [], "stale_parent": 0}  # fmt: skip
     start = time.monotonic()
@@ -69,7 +68,6 @@ def _status(exc: LedgerError) -> str:
 
 
 def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, password: Any) -> None:
-    from ledger.exchange import sharing
     from ledger.exchange.anchoring import commit_pending
 
     published = bytes.fromhex(report["head"])
