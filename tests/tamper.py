@@ -410,3 +410,70 @@ def build_honest_store(root: Path) -> tuple[Path, dict[str, int]]:
     do("import", str(root / "src"))
     labels = ["init", "create-a", "create-b", "patch-a", "write-a", "delete-b", "import-c"]
     return brain, {**{label: i for i, label in enumerate(labels)}, "tip": len(labels) - 1}
+
+
+def merge_cases() -> list[Case]:
+    """docs/lineage.md §9: the tip of ``build_honest_merged`` is a merge; each case forges it."""
+
+    def parents(repo: Path, commit: str) -> list[str]:
+        return git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
+
+    def forged_root(repo: Path, idx: dict[str, int]) -> str:
+        tip = lineage(repo)[idx["merge"]]
+        first_root = re.search(r"^Ledger-Parent-Root: (.*)$", git(repo, "cat-file", "commit", tip), re.M).group(1)
+        forged = sub(r"^Ledger-Merge-Root: .*$", f"Ledger-Merge-Root: {first_root}")
+        return rewrite(repo, idx["merge"], message=forged, extra_parent=parents(repo, tip)[1])
+
+    def unhashed(repo: Path, idx: dict[str, int]) -> str:
+        tip = lineage(repo)[idx["merge"]]
+        p1, p2 = parents(repo, tip)
+        tree = git(repo, "rev-parse", f"{p2}^{{tree}}").strip()
+        env = {"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+               "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+        plain = git(repo, "commit-tree", tree, "-p", p1, input="not a snapshot\n", env=env).strip()
+        return rewrite(repo, idx["merge"], message=lambda m: m.replace(p2, plain), extra_parent=plain)
+
+    def unsigned(repo: Path, idx: dict[str, int]) -> str:
+        tip = lineage(repo)[idx["merge"]]
+        stripped = sub(r"^Ledger-Signature: .*\n", "")
+        return rewrite(repo, idx["merge"], message=stripped, extra_parent=parents(repo, tip)[1])
+
+    def relabelled(repo: Path, idx: dict[str, int]) -> str:
+        tip = lineage(repo)[idx["merge"]]
+
+        def msg(m: Message) -> Message:
+            relabel = sub(r"^Ledger-Operation: merge$", "Ledger-Operation: snapshot")
+            return relabel(m.replace("merge: ", "snapshot: ", 1))
+
+        return rewrite(repo, idx["merge"], message=msg, extra_parent=parents(repo, tip)[1])
+
+    return [
+        Case("merge-root-forged", "9.1", "lineage", forged_root),
+        Case("merge-parent-unhashed", "1.1, 9.1", "lineage", unhashed),
+        Case("merge-unsigned", "8.4", "signatures", unsigned, ("--require-signatures",)),
+        Case("merge-relabelled", "9.1", "lineage", relabelled),
+    ]
+
+
+def build_honest_merged(root: Path) -> tuple[Path, dict[str, int]]:
+    """Two copies of one signed brain publish to one remote: the second's push is merged (a skill taken,
+    a skill created, and a conflict kept with the other side as second parent). Returns the second copy."""
+    env = {"LEDGER_KEYS": str(root / "keys")}
+    a, b, remote = root / "a", root / "b", root / "remote.git"
+    run_ledger("init", str(a), check=True, env=env)
+
+    def do(brain: Path, *args: str) -> None:
+        run_ledger("--brain", str(brain), *args, check=True, env=env)
+
+    do(a, "skill", "create", "s", "--description", "S", "--body", "one\ntwo\nthree\n")
+    do(a, "skill", "create", "t", "--description", "T", "--body", "tee\n")
+    do(a, "push", str(remote))
+    run_ledger("clone", str(remote), str(b), check=True, env=env)
+    do(a, "skill", "patch", "s", "--old", "two", "--new", "TWO-A")
+    do(a, "push", str(remote))
+    do(b, "skill", "patch", "s", "--old", "two", "--new", "TWO-B", "--actor", "agent")
+    do(b, "skill", "patch", "t", "--old", "tee", "--new", "TEE", "--actor", "agent")
+    do(b, "skill", "create", "u", "--description", "U", "--body", "u\n", "--actor", "agent")
+    do(b, "push", str(remote))
+    n = len(lineage(b / ".git"))
+    return b, {"merge": n - 1, "tip": n - 1}

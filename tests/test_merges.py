@@ -17,6 +17,7 @@ from ledger.exchange import sharing
 from ledger.exchange.merges import conflicts, resolve
 from ledger.exchange.sharing import clone
 from ledger.store.gitstore import GitStore
+from tests import tamper
 from tests.conftest import run_ledger, two_copies
 from tests.fixtures import hermes
 
@@ -178,54 +179,31 @@ def test_a_push_never_forces_and_the_remote_refuses_non_fast_forwards(trio, tmp_
 # --------------------------------------------------------------------------- forged merges
 
 
-def _merged_remote(trio) -> tuple[Path, str]:
+def _forged(trio, name: str) -> Path:
+    """The remote after a merge, its tip forged as the tamper corpus's class ``name`` (tests/tamper.py)."""
     a, remote, b = trio
     a.patch("s", "one", "ONE")
     sharing.push(a, str(remote))
     b.patch("t", "tee", "TEE")
     sharing.push(b, str(remote))
-    return remote, b.head().commit.hex()
-
-
-def _retip(repo: Path, commit: str, message: str, parents: list[str]) -> None:
-    tree = _git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
-    args = [a for p in parents for a in ("-p", p)]
-    new = _git(repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, *args, input=message).strip()
-    _git(repo, "update-ref", "refs/heads/main", new)
+    case = next(c for c in tamper.merge_cases() if c.name == name)
+    case.apply(remote, {"merge": len(tamper.lineage(remote)) - 1})
+    return remote
 
 
 def _failed(repo: Path, **kw: object) -> set[str]:
     return {n for n, c in audit_repo(repo, **kw).checks.items() if not c.ok}  # type: ignore[arg-type]
 
 
-def _message(repo: Path, commit: str) -> str:
-    return _git(repo, "cat-file", "commit", commit).split("\n\n", 1)[1]
-
-
-def _parents(repo: Path, commit: str) -> list[str]:
-    return _git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
-
-
 def test_forged_second_parent_root_fails_lineage(trio) -> None:
-    remote, tip = _merged_remote(trio)
-    msg = _message(remote, tip)
-    first_root = next(ln for ln in msg.splitlines() if ln.startswith("Ledger-Parent-Root: ")).split(": ")[1]
-    forged = "\n".join(f"Ledger-Merge-Root: {first_root}" if ln.startswith("Ledger-Merge-Root: ") else ln
-                       for ln in msg.split("\n"))  # fmt: skip
-    _retip(remote, tip, forged, _parents(remote, tip))
+    remote = _forged(trio, "merge-root-forged")
     assert "lineage" in _failed(remote)
     with pytest.raises(StoreError, match="fails the audit"):  # a pull audits what is new to it, and refuses
         sharing.pull(trio[0], str(remote))
 
 
 def test_unhashed_second_parent_fails(trio) -> None:
-    remote, tip = _merged_remote(trio)
-    p1, p2 = _parents(remote, tip)
-    tree = _git(remote, "rev-parse", f"{p2}^{{tree}}").strip()
-    plain = _git(remote, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-p", p1,
-                 input="not a snapshot\n").strip()  # fmt: skip
-    msg = _message(remote, tip).replace(p2, plain)
-    _retip(remote, tip, msg, [p1, plain])
+    remote = _forged(trio, "merge-parent-unhashed")
     failed = _failed(remote)
     assert {"snapshots", "lineage"} <= failed
     with pytest.raises(StoreError, match="fails the audit"):
@@ -233,18 +211,13 @@ def test_unhashed_second_parent_fails(trio) -> None:
 
 
 def test_unsigned_merge_fails_with_require_signatures(trio) -> None:
-    remote, tip = _merged_remote(trio)
-    msg = "".join(ln + "\n" for ln in _message(remote, tip).splitlines() if not ln.startswith("Ledger-Signature"))
-    _retip(remote, tip, msg, _parents(remote, tip))
+    remote = _forged(trio, "merge-unsigned")
     assert _failed(remote) == set()  # a warning without the policy
     assert _failed(remote, require_signatures=True) == {"signatures"}
 
 
 def test_merge_relabelled_as_patch_fails(trio) -> None:
-    remote, tip = _merged_remote(trio)
-    msg = _message(remote, tip).replace("Ledger-Operation: merge", "Ledger-Operation: snapshot")
-    msg = msg.replace("merge: ", "snapshot: ", 1)
-    _retip(remote, tip, msg, _parents(remote, tip))
+    remote = _forged(trio, "merge-relabelled")
     assert {"lineage", "trailers"} <= _failed(remote)
 
 

@@ -97,3 +97,27 @@ def test_every_store_tamper_class_fails_the_audit(honest_store, case: tamper.Cas
     assert chk["snapshot"] == named, (case.name, chk)
     assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def honest_merged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return tamper.build_honest_merged(tmp_path_factory.mktemp("tamper-merged"))
+
+
+def test_the_honest_merged_brain_passes(honest_merged) -> None:
+    """Two signed copies published to one remote: a merge with a skill taken, one created and a conflict."""
+    brain, _ = honest_merged
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    tip = subprocess.run(["git", "-C", str(brain), "cat-file", "-p", "HEAD"], capture_output=True, text=True).stdout
+    assert tip.count("\nparent ") == 2 and "Ledger-Operation: merge" in tip and "conflict: s:" in tip
+
+
+@pytest.mark.parametrize("case", tamper.merge_cases(), ids=lambda c: c.name)
+def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Case, tmp_path: Path) -> None:
+    copy, named = _tampered(honest_merged, case, tmp_path)
+    code, report = _audit(copy, *case.audit_args)
+    chk = report["checks"][case.check]
+    assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
+    assert chk["snapshot"] == named, (case.name, chk)
+    assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()

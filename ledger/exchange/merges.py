@@ -43,7 +43,7 @@ from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
 from ledger.write.journal import write_json
 
-__all__ = ["CONFLICTS", "Side", "conflicts", "merge_base", "merge_into", "resolve"]
+__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_base", "merge_into", "resolve"]
 
 CONFLICTS = "fleet/conflicts.json"  # under .ledger/: merge conflicts this brain has to settle
 
@@ -398,10 +398,3 @@ def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
 
 def describe(found: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"skill": k, **v} for k, v in sorted(found.items())]
-
-
-def format_conflict(name: str, c: Mapping[str, Any]) -> str:
-    where = ", ".join(c.get("files") or ["whole skill"])
-    return (f"{name}: kept v{c['kept_version']}; the other side's v{c['other_version']} ({where}) "
-            f"is merge {c['merge'][:12]}'s second parent")  # fmt: skip
-
