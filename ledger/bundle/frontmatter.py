@@ -76,8 +76,20 @@ def bounded(source: str) -> None:
     if "*" not in source and sum(map(source.count, "-:?[{")) < MAX_YAML_DEPTH:
         return  # every collection needs its own indicator (- : ? [ {), so fewer cannot nest too deep
     yaml, _, unique = _yaml()
+    try:
+        _walk_events(yaml, yaml.parse(source, Loader=unique))
+    except yaml.YAMLError:
+        # libyaml scans flow collections ahead of its events and refuses deep ones with a
+        # limit and wording of its own (PyYAML 6.0.4: depth 1,000).  Our verdict must not
+        # depend on that: the pure-Python parser, whose scanner keeps no such limit, says
+        # whether our own bound is the reason; any other error is the caller's YAML error.
+        _walk_events(yaml, yaml.parse(source, Loader=yaml.SafeLoader))
+        raise
+
+
+def _walk_events(yaml: Any, events: Any) -> None:
     depth = 0
-    for event in yaml.parse(source, Loader=unique):
+    for event in events:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_YAML_DEPTH:
