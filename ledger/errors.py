@@ -57,6 +57,10 @@ class LockedError(StoreError):
     """Another writer holds the brain lock."""
 
 
+class StaleError(StoreError):
+    """A write was decided on a head that has moved since (a compare-and-swap lost): nothing was written."""
+
+
 class ChainError(LedgerError):
     """The chain refused or could not be reached."""
 

@@ -146,8 +146,11 @@ def test_a_conflict_overwrites_neither_side_and_is_settled(tmp_path: Path) -> No
     md.write_text(md.read_text().replace("Step two, L2.", "Step two, T3."))
     _sync(brain, env, code=1)
     md.write_text(md.read_text().replace("Step two, T3.", "Step two, L3 and T3."))  # merged by hand
-    report = _sync(brain, env)
-    assert report["conflicts"] == 0 and "Step two, L3 and T3." in _body(brain, "alpha")
+    report = _sync(brain, env, code=1)  # an edit on one side never settles it: both copies stay
+    assert report["conflicts"] == 1 and "Step two, L3." in _body(brain, "alpha")
+    _ledger(brain, env, "resolve", "alpha", "--take", "rt")
+    assert "Step two, L3 and T3." in _body(brain, "alpha") and _ledger(brain, env, "status").returncode == 0
+    assert _sync(brain, env)["conflicts"] == 0
 
 
 def test_a_wiped_target_is_not_read_as_deletions(tmp_path: Path) -> None:
@@ -180,7 +183,7 @@ def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
     (target / "stolen").symlink_to(secret)  # a skill folder that is a link
     (target / "beta/references").mkdir()
     (target / "beta/references/key.md").symlink_to(secret / "SKILL.md")  # a link inside a skill
-    report = _sync(brain, env)
+    report = _sync(brain, env, code=1)  # something was left alone: the exit status says so
     alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
     assert "symbolic link" in alone["stolen"] and "symbolic link" in alone["beta"]
     with Brain.open(brain) as b:
@@ -189,7 +192,7 @@ def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
     assert (target / "beta/references/key.md").is_symlink()  # left as it is, not replaced
     # The ledger changes beta: its folder holds a link, so it is not replaced (nor written through).
     _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one!")
-    _sync(brain, env)
+    _sync(brain, env, code=1)
     assert "TOP SECRET" in (secret / "SKILL.md").read_text() and "Step one!" not in (secret / "SKILL.md").read_text()
     # The target folder itself swapped for a link: refused, nothing written through it.
     import shutil

@@ -168,16 +168,65 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed) if chosen else \
             {"targets": [], "conflicts": 0, "refused": 0}  # fmt: skip
         if remote is not None:
+            before = brain.head().commit
             report["remote"] = _sync_remote(brain, remote)
+            if chosen and brain.head().commit != before:  # the targets show the merged result, not one behind
+                _fold(report, engine.sync(names, committed=_committed(brain) if committed is not None else None))
+        from ledger.exchange.merges import conflicts as merge_conflicts
+
+        report["merge_conflicts"] = sorted(merge_conflicts(brain))
     _say(report, as_json)
     fleet = report.get("remote") or {"status": "ok"}
-    if report["conflicts"] or report["refused"]:
-        click.echo(f"error: {report['conflicts']} conflict(s) and {report['refused']} refused target(s) remain "
-                   "(see above); nothing was overwritten", err=True)  # fmt: skip
+    merged = len(report["merge_conflicts"])
+    alone = sum(len(t.get("left_alone", [])) for t in report["targets"])
+    if report["conflicts"] or report["refused"] or merged:
+        click.echo(f"error: {report['conflicts'] + merged} conflict(s) and {report['refused']} refused target(s) "
+                   "remain (see above and 'ledger status'); nothing was overwritten", err=True)  # fmt: skip
+    if alone:
+        click.echo(f"error: {alone} entr{'y was' if alone == 1 else 'ies were'} left alone (see above): "
+                   "everything else is in step", err=True)  # fmt: skip
     if fleet["status"] != "ok":
         click.echo(f"error: the remote is {fleet['status']}; this brain keeps every write and the next sync "
                    "publishes it", err=True)  # fmt: skip
-    if report["conflicts"] or report["refused"] or fleet["status"] != "ok":
+    if report["conflicts"] or report["refused"] or merged or alone or fleet["status"] != "ok":
+        sys.exit(1)
+
+
+def _fold(report: dict[str, Any], again: dict[str, Any]) -> None:
+    """A second pass's report (after a merge from the remote) into the first: its lists added, its state kept."""
+    first = {t["name"]: t for t in report["targets"]}
+    for t in again["targets"]:
+        into = first.get(t["name"])
+        if into is None:
+            report["targets"].append(t)
+            continue
+        for key in ("recorded", "projected", "removed", "rescued"):
+            into[key] = into[key] + t[key]
+        for key in ("status", "conflicts", "left_alone", "reason", "hint"):
+            if key in t:
+                into[key] = t[key]
+    report["conflicts"], report["refused"] = again["conflicts"], again["refused"]
+
+
+def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: bool) -> None:
+    """``ledger resolve NAME --take ledger|TARGET``: one sync of the targets in conflict on NAME."""
+    from ledger.exchange.projection import Projection
+    from ledger.exchange.targets import Targets
+
+    with open_brain(ctx) as brain:
+        targets = Targets(brain.control)
+        where = sorted({c["target"] for c in targets.conflicts() if c["skill"] == name})
+        if not where:
+            raise LedgerError(f"no conflict on {name!r}", hint="see 'ledger status'")
+        if side != "ledger" and side not in where:
+            raise UsageError(f"--take must be kept, other, ledger or a target in conflict on {name!r} "
+                             f"({', '.join(where)}), not {side!r}")  # fmt: skip
+        chosen = where if side == "ledger" else [side]
+        report = Projection(brain, targets).sync(chosen, take=(side, name))
+    _say(report, as_json)
+    left = [c for t in report["targets"] for c in t["conflicts"] if c["skill"] == name]
+    if left or report["refused"]:
+        click.echo(f"error: {name} is still in conflict or a target was refused (see above)", err=True)
         sys.exit(1)
 
 

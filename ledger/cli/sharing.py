@@ -101,19 +101,28 @@ def clone_cmd(remote: str, directory: Path) -> None:
 
 @main.command()
 @click.argument("name")
-@click.option("--take", type=click.Choice(["kept", "other"]), required=True,
-              help="kept: leave the head as the merge left it; other: record the other side's skill as a new version.")
+@click.option("--take", required=True, metavar="SIDE",
+              help="A merge conflict: 'kept' (the head as the merge left it) or 'other' (the other side's skill as a "
+                   "new version).  A runtime conflict: 'ledger' or the target whose copy wins.")  # fmt: skip
 @json_flag
 @click.pass_context
 def resolve(ctx: click.Context, name: str, take: str, as_json: bool) -> None:
-    """Settle the merge conflict on skill NAME (see 'ledger status')."""
+    """Settle the conflict on skill NAME, a fleet merge's or a runtime target's (see 'ledger status').
+
+    Nothing is lost either way: the side not taken stays in the lineage (a merge's second
+    parent), or is kept aside and named (a target's copy taken away by 'ledger')."""
     from ledger.exchange.merges import resolve as settle
 
-    with open_brain(ctx) as brain:
-        out = settle(brain, name, take)
-    if as_json:
-        emit(out)
-    elif out["snapshot"]:
-        click.echo(f"took the other side of {name}: v{out['snapshot']['version']}, root {out['snapshot']['root']}")
-    else:
-        click.echo(f"kept {name} as the merge left it; the conflict is settled")
+    if take in ("kept", "other"):
+        with open_brain(ctx) as brain:
+            out = settle(brain, name, take)
+        if as_json:
+            emit(out)
+        elif out["snapshot"]:
+            click.echo(f"took the other side of {name}: v{out['snapshot']['version']}, root {out['snapshot']['root']}")
+        else:
+            click.echo(f"kept {name} as the merge left it; the conflict is settled")
+        return
+    from ledger.cli.runtimes import settle_runtime_conflict
+
+    settle_runtime_conflict(ctx, name, take, as_json)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
 from ledger.bundle.collection import Collection, Found
+from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.skill import SKILL_MD, check_name
 from ledger.errors import LedgerError
 from ledger.exchange.merging import merge
@@ -152,7 +153,9 @@ class Projection:
             try:
                 p.state[key] = p.fs.state(rel, cache)
                 p.dirs[key] = rel
+                self._within_caps(p, key, rel)
             except (TargetError, OSError) as exc:
+                p.state.pop(key, None)
                 why = exc.message if isinstance(exc, LedgerError) else str(exc)
                 p.report["left_alone"].append({"dir": rel, "reason": why})
                 p.dirs[key] = rel  # present, but not recordable: never replaced or deleted
@@ -166,6 +169,27 @@ class Projection:
                                  f"{p.target.name}")  # fmt: skip
             return False
         return True
+
+    @staticmethod
+    def _within_caps(p: Pass, key: str, rel: str) -> None:
+        """A runtime's file is held to what an agent may write (Hermes's caps, :class:`Policy`); what
+        the ledger itself put there (the base) may be larger, since the brain records skills as they are."""
+        files, stats = p.state[key]
+        base = p.manifest.files(key) or {}
+        for path, (_, blob) in files.items():
+            if path in base and base[path][1] == blob:
+                continue
+            size = stats[path][2]
+            if path == SKILL_MD and size > HERMES_SKILL_MD:  # characters: only a file this large can be over
+                chars = len(p.fs.read(rel)[SKILL_MD][0].decode("utf-8", "replace"))
+                if chars > HERMES_SKILL_MD:
+                    raise TargetError(f"{rel}/{SKILL_MD} is {chars} characters, over the {HERMES_SKILL_MD} an "
+                                      "agent may write; the skill is left as it is",
+                                      hint="move detail into references/ files")  # fmt: skip
+            elif path != SKILL_MD and size > HERMES_FILE:
+                raise TargetError(f"{rel}/{path} is {size} bytes, over the {HERMES_FILE} an agent may write; "
+                                  "the skill is left as it is", hint="keep large files out of skills, or import "
+                                  "the skill with 'ledger import' (the brain's own limits)")  # fmt: skip
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         if p.target.committed and committed is not None:
@@ -182,6 +206,13 @@ class Projection:
     # ------------------------------------------------------------------ phase 1: record
 
     def _record(self, p: Pass, take: tuple[str, str] | None) -> None:
+        """Everything the recording decides on (the head, the base, the last projection) is read
+        under the writer lock, and written in the same hold: a brain write can land only before
+        (then this pass merges with it three ways) or after (then it builds on what was recorded)."""
+        with self.brain.lock.locked():
+            self._record_locked(p, take)
+
+    def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
         m, head = p.manifest, self.brain.head().skills
         found: list[Found] = []
         deletions: list[str] = []
@@ -200,6 +231,7 @@ class Projection:
                 m.conflicts.pop(key)
                 if take[0] == "ledger":
                     p.may_replace.add(key)
+                    p.keep_displaced.add(key)  # the target's side is chosen away, never deleted: kept aside
                     continue
                 if take[0] != p.target.name:
                     continue
@@ -209,13 +241,13 @@ class Projection:
                 l_moved = (lt.hex() if lt else None) != conflict["ledger_tree"]
                 if not t_moved and not l_moved:
                     continue  # still in conflict: nothing is written on either side
+                # A side moved: merge again from the same base.  A clean merge settles the conflict;
+                # otherwise it stays, whatever either side wrote since.  Only --take or 'ledger
+                # resolve' chooses a side: a later write on one side never silently discards the other.
                 p.manifest.dirty = True
-                m.conflicts.pop(key)
-                if not l_moved:
-                    ledger_same = True  # the target's copy was edited to settle it
-                elif not t_moved:
-                    p.may_replace.add(key)  # the ledger's copy was edited to settle it
-                    continue
+                since = m.conflicts.pop(key).get("since")
+                p.conflict_since[key] = since
+                ledger_same = False
             if entry is None and t is None:
                 continue
             if (entry is None and lt is None) or ledger_same:
@@ -233,7 +265,9 @@ class Projection:
             self._merge(p, key, self._ledger_files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
                         found, deletions)  # fmt: skip
         if found or deletions:
-            self._commit(p, found, deletions)
+            pausepoint("sync.record")  # tests race a brain write here: it must wait for the lock, then survive
+            self._commit(p, found, deletions, expect={f.key: head.get(f.key) for f in found}
+                         | {k: head.get(k) for k in deletions})  # fmt: skip
 
     def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
                found: list[Found], deletions: list[str]) -> None:  # fmt: skip
@@ -270,8 +304,9 @@ class Projection:
         p.manifest.dirty = True
         p.manifest.conflicts[key] = {
             "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
-            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "hint": f"ledger sync --take ledger {key}, or --take {p.target.name} {key}, or edit one side",
+            "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
+                    "both copies stay until then",
         }  # fmt: skip
 
     def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
@@ -296,14 +331,14 @@ class Projection:
 
         return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
 
-    def _commit(self, p: Pass, found: list[Found], deletions: list[str]) -> None:
+    def _commit(self, p: Pass, found: list[Found], deletions: list[str], expect: Mapping[str, bytes | None]) -> None:
         # Durable first: if this process is killed after the snapshot lands and before the manifest
         # is saved, the next pass still knows which target state the ledger is now in step with.
         self.settler.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
-            result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions,
+            result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
                                                            note=f"recorded from target {p.target.name}")  # fmt: skip
         for row in result["skills"]:
             if row["status"] == "refused":
@@ -351,7 +386,8 @@ class Projection:
                 m.stats[key], m.stats_dirty = p.state[key][1], True
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
                 steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": hexmap(t) if t is not None else None,
-                                          "new": hexmap(l_files), "tree": lt.hex()}  # fmt: skip
+                                          "new": hexmap(l_files), "tree": lt.hex(),
+                                          **({"keep": True} if key in p.keep_displaced else {})}  # fmt: skip
         if not steps:
             return
         self.settler.journal(p, steps)  # one durable write names every step before any is taken

@@ -54,6 +54,8 @@ class Pass:
     recording: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → the target state being recorded
     report: dict[str, Any] = field(default_factory=dict)
     changed: bool = False  # something moved under the pass: run another
+    conflict_since: dict[str, str | None] = field(default_factory=dict)  # a conflict merged again keeps its date
+    keep_displaced: set[str] = field(default_factory=set)  # a side chosen away (--take): kept aside, not deleted
 
 
 class Settler:
@@ -103,6 +105,10 @@ class Settler:
             outcome = "done" if here() == new else "undone"
         elif held == new or (old is None and new is not None):
             p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
+        elif held == old and info.get("keep"):
+            # a side chosen away with --take: kept aside and named, since no version holds it
+            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+            outcome = "done"
         elif held == old:
             p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
             outcome = "done"

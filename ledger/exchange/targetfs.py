@@ -158,6 +158,11 @@ class TargetFS:
                     child = f"{rel}/{e.name}" if rel else e.name
                     if e.name in _SKIP or e.name.startswith(".ledger-"):
                         continue
+                    try:
+                        _utf8(e.name, rel)
+                    except TargetError as exc:
+                        out.refused[_printable(child)] = exc.message
+                        continue
                     if e.is_symlink():
                         if rel == "" or self.layout == "hermes":
                             out.refused[child] = "a symbolic link (never followed)"
@@ -229,6 +234,7 @@ class TargetFS:
                     fd, prefix = stack.pop()
                     try:
                         for e in os.scandir(fd):  # unsorted: the caller keys what it finds by path
+                            _utf8(e.name, f"{rel}/{prefix}")
                             st = e.stat(follow_symlinks=False)
                             if stat.S_ISDIR(st.st_mode):
                                 try:
@@ -380,6 +386,22 @@ class TargetFS:
                 os.write(fd, data)
             finally:
                 os.close(fd)
+
+
+def _utf8(name: str, where: str) -> None:
+    """Refuse a name that is not UTF-8 (``os.scandir`` hands it over with surrogate escapes): git
+    and the ledger's paths are UTF-8, so such a file is left where it is, and named."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TargetError(f"{_printable(where.rstrip('/') + '/' + name if where else name)}: the name is not "
+                          "valid UTF-8, so it cannot be recorded; the skill is left as it is",
+                          hint="rename the file to a UTF-8 name") from None  # fmt: skip
+
+
+def _printable(path: str) -> str:
+    """A path as it can be shown: undecodable bytes as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _now() -> int:

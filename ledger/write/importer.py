@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.bundle.collection import Collection, Found
 from ledger.bundle.lint import lint_skill
 from ledger.bundle.skill import SKILL_MD, check_bundle_path, check_support_path
-from ledger.errors import LedgerError, SkillError
+from ledger.errors import LedgerError, SkillError, StaleError
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.gitstore import blob_id
@@ -48,13 +48,20 @@ class Importer:
         operation: str = "import",
         versions: str | None = None,
         deletions: Sequence[str] = (),
+        expect: Mapping[str, bytes | None] | None = None,
     ) -> dict[str, Any]:
         """Import ``coll`` as one snapshot; ``versions="store"`` first moves an empty brain's version
         counter out of SKILL.md (ledger.write.versioning), so every file is recorded byte for byte.
-        ``deletions`` are skills deleted in the same snapshot (``ledger sync`` records a runtime's)."""
+        ``deletions`` are skills deleted in the same snapshot (``ledger sync`` records a runtime's).
+        ``expect`` (skill → its tree at the head the caller decided on, or None) is compared under
+        the lock: if any moved, :class:`StaleError` is raised and nothing is written."""
         bulk = self.writer.store.bulk() if not dry_run else contextlib.nullcontext()
         with self.writer.lock.locked(), bulk:
             head = self.writer.snapshots.head()
+            moved = sorted(k for k, tree in (expect or {}).items() if head.skills.get(k) != tree)
+            if moved:
+                raise StaleError(f"skill(s) {', '.join(moved)} changed since this recording read them",
+                                 hint="read the head again and merge; nothing was written")  # fmt: skip
             switched = self.writer.versions.choose(head, versions) if versions else False
             report: dict[str, Any] | None = None
             try:
@@ -112,11 +119,14 @@ class Importer:
             rows.append({"skill": key, "source": "", "notes": [], "status": "deleted",
                          "version": changes[-1].version})  # fmt: skip
         old_cats = self.writer.snapshots.categories_tree(head)
-        membership = {f.key: f.category for f in coll.skills if f.key in seen}
+        accepted = {r["skill"] for r in rows if r["status"] != "refused"}
+        membership = {f.key: f.category for f in coll.skills if f.key in accepted}  # a refused skill moves nowhere
         cats = self._merge_categories(old_cats, coll, membership, gone)
         report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
         if dry_run or (not updates and cats == old_cats and not switched):
             return report
+        if operation == "sync" and not changes:
+            return report  # a sync records a runtime's skill changes (lineage.md §3): nothing else moves alone
         receipt: Receipt = self.writer.apply(operation, updates, changes, note, categories=cats)
         report["snapshot"] = receipt.to_json()
         return report
@@ -178,8 +188,8 @@ class Importer:
     def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None],
                           gone: Sequence[str] = ()) -> bytes | None:  # fmt: skip
         """The new ``categories/`` tree: the old one, plus this import's category files and memberships."""
-        if coll.layout != "hermes" and old is None:
-            return None
+        if old is None and (coll.layout != "hermes" or not (coll.categories or any(membership.values()))):
+            return None  # nothing to say about categories: no categories/ tree is made out of nothing
         files = th.files_of(self.writer.store, old) if old else {}
         index: dict[str, str] = {}
         if CATEGORY_INDEX in files:
