@@ -96,10 +96,13 @@ def _setup(work: Path) -> tuple[Path, Path]:
     return brain, target
 
 
-def _runtime_write(skill_dir: Path, kind: str, marker: str) -> bool:
-    """One Hermes-style write into the target: a temporary file in the skill's folder, then ``os.replace``."""
+def _runtime_write(skill_dir: Path, kind: str, marker: str) -> tuple[bool, bool]:
+    """One Hermes-style write into the target: a temporary file in the skill's folder, then ``os.replace``.
+    Returns (acknowledged, crossed): ``crossed`` when the folder was another one (an exchange) by the end, so
+    the write may rest on what the runtime read from the folder it replaced (a stale base, as Hermes would)."""
     tmp = skill_dir / f".{marker}.tmp"
     try:
+        before = skill_dir.stat().st_ino
         if kind == "line":
             text = (skill_dir / "SKILL.md").read_text()
             tmp.write_text(text + ("" if text.endswith("\n") else "\n") + marker + "\n")
@@ -111,8 +114,11 @@ def _runtime_write(skill_dir: Path, kind: str, marker: str) -> bool:
     except OSError:  # the folder was exchanged under us: not acknowledged
         with suppress(OSError):
             tmp.unlink()
-        return False
-    return True
+        return False, False
+    try:
+        return True, skill_dir.stat().st_ino != before
+    except OSError:
+        return True, True
 
 
 class _Log:
@@ -124,6 +130,7 @@ class _Log:
         self.tried: Counter[str] = Counter()
         self.refusals: list[str] = []
         self.tracebacks = 0
+        self.crossed = 0
 
     def tried_one(self, who: str, kind: str, marker: str, ok: bool, commit: str | None = None,
                   why: str = "") -> None:  # fmt: skip
@@ -190,7 +197,7 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
     log = _Log()
     done = threading.Event()
     syncs: dict[str, Any] = {"runs": 0, "exit": Counter(), "recorded": 0, "projected": 0, "conflicts": 0,
-                             "rescued": 0, "unreadable": []}  # fmt: skip
+                             "rescued": 0, "tracebacks": 0, "unreadable": []}  # fmt: skip
 
     def editor() -> None:
         rng = random.Random(seed * 1000 + 999)
@@ -198,7 +205,9 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
         while not done.is_set():
             kind, m = rng.choice(("line", "file")), f"rt-{i}"
             i += 1
-            log.tried_one("runtime", kind, m, _runtime_write(target / SKILL, kind, m))
+            ok, crossed = _runtime_write(target / SKILL, kind, m)
+            log.tried_one("runtime", kind, m, ok)
+            log.crossed += crossed
             time.sleep(rng.uniform(0, 0.05))
 
     def syncer() -> None:
@@ -244,6 +253,7 @@ def _sync_once(brain: Path, syncs: dict[str, Any]) -> dict[str, Any]:
     proc = run(brain, "sync", "--json")
     syncs["runs"] += 1
     syncs["exit"][proc.returncode] += 1
+    syncs["tracebacks"] += "Traceback" in proc.stderr
     try:
         doc = json.loads(proc.stdout)
         ts = doc["targets"]
@@ -352,7 +362,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         + rt["rescued"] + rt["lost"],
         "runtime_in_head": rt["in_head"], "runtime_in_conflict": rt["in_conflict"], "runtime_rescued": rt["rescued"],
         "runtime_lost": rt["lost"], "runtime_lost_still_in_target": rt["lost_in_target"],
-        "runtime_lost_examples": rt_lost[:10],
+        "runtime_lost_examples": rt_lost[:10], "runtime_crossed_exchange": log.crossed,
         "conflict_left": conflicted, "sync_conflicts": (st.get("sync_conflicts") or [])[:3],
         "stray_tmp_in_head": sorted(r for r in files if r.endswith(".tmp"))[:5],
         "staging_left": (target / ".ledger-staging").exists(),

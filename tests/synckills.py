@@ -39,6 +39,11 @@ def _md(name: str, token: str) -> str:
             "references/token.md.\n")  # fmt: skip
 
 
+def _work(brain: Path, target: str) -> Path:
+    """A target's work folder: staged and rescued copies, out of the runtime's sight."""
+    return brain / ".ledger/sync/work" / target
+
+
 def _setup(work: Path) -> tuple[Path, dict[str, Path]]:
     from ledger.brain import Brain
 
@@ -79,7 +84,7 @@ def _runtime_edit(skill_dir: Path, line: str) -> bool:
     return True
 
 
-def _check_targets(targets: dict[str, Path], acked_lines: dict[str, list[str]], stats: dict[str, Any],
+def _check_targets(brain: Path, targets: dict[str, Path], acked_lines: dict[str, list[str]], stats: dict[str, Any],
                    problems: list[str]) -> None:  # fmt: skip
     for tname, root in targets.items():
         for name in L_SKILLS:
@@ -93,8 +98,8 @@ def _check_targets(targets: dict[str, Path], acked_lines: dict[str, list[str]], 
             if f"Token {token};" not in md:
                 stats["torn"] += 1
                 problems.append(f"{tname}/{name}: SKILL.md and references/token.md from different versions")
-        rescued = _texts(root / ".ledger-rescued")
-        pending = _texts(root / ".ledger-staging")  # displaced by a killed exchange: the next sync settles it
+        rescued = _texts(_work(brain, tname) / ".ledger-rescued")
+        pending = _texts(_work(brain, tname) / ".ledger-staging")  # displaced by a killed exchange: settled next
         for name, where in T_SKILLS.items():
             if where != tname:
                 continue
@@ -187,7 +192,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                     stats["bricked"] += 1
                 problems.append(f"round {n}: sync exited {proc.returncode}: {why}")
             stats["completed"] += 1
-        _check_targets(targets, acked_lines, stats, problems)
+        _check_targets(brain, targets, acked_lines, stats, problems)
         status = run(brain, "status", "--json")
         if status.returncode not in (0,) and "conflict" not in status.stdout:
             stats["bricked"] += 1
@@ -210,7 +215,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                     problems.append(f"{tname}/{name}: the last acknowledged token {token} never arrived")
         for name, lines in acked_lines.items():
             text = b.snapshots.committed(name)[1].text
-            rescued = _texts(targets[T_SKILLS[name]] / ".ledger-rescued")
+            rescued = _texts(_work(brain, T_SKILLS[name]) / ".ledger-rescued")
             missing = [x for x in lines if x + "\n" not in text and x + "\n" not in rescued]
             stats["rescued_lines"] |= {x for x in lines if x + "\n" not in text and x + "\n" in rescued}
             stats["lost_lines"] |= set(missing)
@@ -222,7 +227,9 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     stats["verify_ok"] = verify.returncode == 0
     if not stats["verify_ok"]:
         problems.append("verify: " + " | ".join(x for x in verify.stdout.splitlines() if not x.startswith("OK"))[-600:])
-    stats["staging_left"] = sum((root / ".ledger-staging").exists() for root in targets.values())
+    stats["staging_left"] = sum((_work(brain, t) / ".ledger-staging").exists() for t in targets)
+    stats["in_target"] = sum((root / n).exists() for root in targets.values()
+                             for n in (".ledger-staging", ".ledger-rescued"))  # never where a runtime scans
     stats["rescued"] = len(stats.pop("rescued_lines"))  # kept in .ledger-rescued/ and reported, not recorded
     stats["lost"] += len(stats.pop("lost_lines"))
     stats["problems"] = problems[:20]

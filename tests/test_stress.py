@@ -67,4 +67,4 @@ def test_random_kills_of_sync_lose_nothing_and_tear_nothing(tmp_path: Path, watc
     res = sync_kill_run(tmp_path, kills=12 if watch else 20, seed=11, watch=watch)
     assert res["kills"] > 0 and res["runtime_acked"] > 0 and res["ledger_acked"] > 0, res
     assert (res["lost"], res["torn"], res["bricked"], res["conflicts"]) == (0, 0, 0, 0), res["problems"]
-    assert res["verify_ok"] and res["final_noop"] and res["staging_left"] == 0, res
+    assert res["verify_ok"] and res["final_noop"] and res["staging_left"] == 0 and res["in_target"] == 0, res

@@ -336,7 +336,7 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
         for key in t["removed"]:
             click.echo(f"removed   {key} from {t['name']}")
         for r in t["rescued"]:
-            click.echo(click.style("rescued  ", fg="yellow") + f" {r['skill']}: kept in {t['path']}/{r['kept']}")
+            click.echo(click.style("rescued  ", fg="yellow") + f" {r['skill']}: kept in {r['kept']}")
         for c in t["conflicts"]:
             click.echo(click.style("CONFLICT ", fg="red") + f" {c['skill']} in {t['name']} ({', '.join(c['files'])})"
                        f"\n          settle: {c['hint']}")  # fmt: skip

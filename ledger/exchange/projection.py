@@ -120,7 +120,8 @@ class Projection:
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
         report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
         try:
-            fs = TargetFS(target.path, target.layout, self.brain.limits["file"])
+            work = str(self.targets.work(target.name))
+            fs = TargetFS(target.path, target.layout, self.brain.limits["file"], work=work)
         except (TargetError, OSError) as exc:
             why = exc.message if isinstance(exc, LedgerError) else f"cannot open it: {exc.strerror}"
             report.update(status="refused", reason=why,

@@ -111,16 +111,48 @@ class Scan:
 
 
 class TargetFS:
-    """One open target: a descriptor of its folder, and the operations the projection needs."""
+    """One open target: a descriptor of its folder, and the operations the projection needs.
 
-    def __init__(self, path: str, layout: str, limit: int) -> None:
+    ``work`` is where whole skills are staged and what nobody can explain is kept: a folder no
+    runtime scans (Hermes lists every ``SKILL.md`` under its home, dot-folders included), on the
+    target's filesystem so that a rename can move a skill in one step.  ``None`` stages inside
+    the folder itself (``ledger export`` into a new folder)."""
+
+    def __init__(self, path: str, layout: str, limit: int, work: str | None = None) -> None:
         self.path, self.layout, self.limit = path, layout, limit
         self.fd = open_path(path)
+        self.work_fd, self.work = -1, path
+        try:
+            if work is None:
+                self.work_fd = os.dup(self.fd)
+            else:
+                self.work_fd, self.work = _work_dir(self.fd, path, work)
+                self._adopt_legacy()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        for name in ("fd", "work_fd"):
+            if getattr(self, name) >= 0:
+                os.close(getattr(self, name))
+                setattr(self, name, -1)
+
+    def _adopt_legacy(self) -> None:
+        """Staged and rescued copies an older ledger kept inside the target move to the work folder."""
+        for folder in (STAGING, RESCUED):
+            try:
+                src = os.open(folder, _DIR, dir_fd=self.fd)
+            except OSError:
+                continue
+            try:
+                with self._wdir(folder, create=True) as dst:
+                    for e in os.scandir(src):
+                        os.rename(e.name, e.name, src_dir_fd=src, dst_dir_fd=dst)
+            finally:
+                os.close(src)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder, dir_fd=self.fd)
 
     def __enter__(self) -> TargetFS:
         return self
@@ -134,6 +166,15 @@ class TargetFS:
     def _dir(self, rel: str, create: bool = False) -> Iterator[int]:
         """A descriptor of ``rel`` inside the target, each part opened without following links."""
         fd = _descend(self.fd, rel.split("/"), f"{self.path}/{rel}", create=create)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def _wdir(self, rel: str, create: bool = False) -> Iterator[int]:
+        """A descriptor of ``rel`` inside the work folder."""
+        fd = _descend(self.work_fd, rel.split("/"), f"{self.work}/{rel}", create=create)
         try:
             yield fd
         finally:
@@ -198,13 +239,14 @@ class TargetFS:
         finally:
             os.close(fd)
 
-    def state(self, rel: str, cache: Mapping[str, list] | None = None) -> tuple[FileMap, dict[str, list]]:
+    def state(self, rel: str, cache: Mapping[str, list] | None = None, *,
+              work: bool = False) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
         """The skill at ``rel`` as a file map, and its stat entries; files whose stat entry in
         ``cache`` still holds are not read again.  Raises :class:`TargetError` for a link or special
         file inside the skill (it is refused as a whole, never partly recorded)."""
         files: FileMap = {}
         stats: dict[str, list] = {}
-        for path, dir_fd, name, st in self._walk(rel):
+        for path, dir_fd, name, st in self._walk(rel, work):
             mode = MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
             old = (cache or {}).get(path)
             key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
@@ -226,8 +268,8 @@ class TargetFS:
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
 
-    def _walk(self, rel: str) -> Iterator[tuple[str, int, str, os.stat_result]]:
-        with self._dir(rel) as top:
+    def _walk(self, rel: str, work: bool = False) -> Iterator[tuple[str, int, str, os.stat_result]]:
+        with (self._wdir(rel) if work else self._dir(rel)) as top:
             stack: list[tuple[int, str]] = [(os.dup(top), "")]
             try:
                 while stack:
@@ -263,10 +305,10 @@ class TargetFS:
 
     def stage(self, files: Mapping[str, tuple[bytes, bool]], name: str) -> dict[str, list]:
         """Write a whole skill into folder ``name`` under :data:`STAGING`; return its stat entries."""
-        with self._dir(STAGING, create=True) as sfd:
+        with self._wdir(STAGING, create=True) as sfd:
             os.mkdir(name, 0o755, dir_fd=sfd)
             stats: dict[str, list] = {}
-            with self._dir(f"{STAGING}/{name}") as top:
+            with self._wdir(f"{STAGING}/{name}") as top:
                 for path in sorted(files):
                     data, executable = files[path]
                     parent, base = self._split(path)
@@ -305,7 +347,7 @@ class TargetFS:
     def place_new(self, staged: str, rel: str) -> bool:
         """Rename a staged skill to ``rel`` unless something is there now (then False, and it stays staged)."""
         parent, name = self._split(rel)
-        with self._dir(STAGING) as sfd, self._dir(parent, create=True) as pfd:
+        with self._wdir(STAGING) as sfd, self._dir(parent, create=True) as pfd:
             try:
                 _renameat2(sfd, staged, pfd, name, _NOREPLACE)
             except OSError as exc:
@@ -323,7 +365,7 @@ class TargetFS:
     def exchange(self, staged: str, rel: str) -> None:
         """Swap the staged folder with the skill at ``rel`` in one step: the old one is then staged."""
         parent, name = self._split(rel)
-        with self._dir(STAGING) as sfd, self._dir(parent) as pfd:
+        with self._wdir(STAGING) as sfd, self._dir(parent) as pfd:
             try:
                 _renameat2(sfd, staged, pfd, name, _EXCHANGE)
             except OSError as exc:
@@ -337,7 +379,7 @@ class TargetFS:
     def take_out(self, rel: str, staged: str) -> None:
         """Move the skill at ``rel`` to ``staged`` in :data:`STAGING` (a removal that can still be undone)."""
         parent, name = self._split(rel)
-        with self._dir(STAGING, create=True) as sfd, self._dir(parent) as pfd:
+        with self._wdir(STAGING, create=True) as sfd, self._dir(parent) as pfd:
             os.rename(name, staged, src_dir_fd=pfd, dst_dir_fd=sfd)
 
     def put_back(self, staged: str, rel: str) -> bool:
@@ -345,34 +387,36 @@ class TargetFS:
 
     def staged_state(self, staged: str) -> FileMap | None:
         try:
-            return self.state(f"{STAGING}/{staged}")[0]
+            return self.state(f"{STAGING}/{staged}", work=True)[0]
         except (OSError, LedgerError):
             return None
+
 
     def discard(self, staged: str) -> None:
         """Delete a staged folder: renamed to ``<name>.gone`` first, so a kill halfway through the
         delete never leaves a half-deleted skill under a name a pass might put back."""
-        with self._dir(STAGING) as sfd:
+        with self._wdir(STAGING) as sfd:
             with contextlib.suppress(FileNotFoundError):
                 os.rename(staged, staged + ".gone", src_dir_fd=sfd, dst_dir_fd=sfd)
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(staged + ".gone", dir_fd=sfd)
 
     def rescue(self, staged: str, key: str) -> str:
-        """Keep what nobody can explain, out of the runtime's sight: ``.ledger-rescued/<key>-<n>``."""
+        """Keep what nobody can explain, out of the runtime's sight, in the work folder's
+        ``.ledger-rescued/<key>-<n>``; its absolute path."""
         name = f"{key}-{secrets.token_hex(4)}"
-        with self._dir(STAGING) as sfd, self._dir(RESCUED, create=True) as rfd:
+        with self._wdir(STAGING) as sfd, self._wdir(RESCUED, create=True) as rfd:
             os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=rfd)
-        return f"{RESCUED}/{name}"
+        return f"{self.work}/{RESCUED}/{name}"
 
     def tidy(self) -> None:
         """Remove the staging folder once empty, so a runtime's folder holds only skills."""
         with contextlib.suppress(OSError):
-            os.rmdir(STAGING, dir_fd=self.fd)
+            os.rmdir(STAGING, dir_fd=self.work_fd)
 
     def staged(self) -> list[str]:
         try:
-            with self._dir(STAGING) as sfd:
+            with self._wdir(STAGING) as sfd:
                 return sorted(e.name for e in os.scandir(sfd))
         except FileNotFoundError:
             return []
@@ -386,6 +430,29 @@ class TargetFS:
                 os.write(fd, data)
             finally:
                 os.close(fd)
+
+
+def _work_dir(target_fd: int, path: str, work: str) -> tuple[int, str]:
+    """The work folder's descriptor and path: ``work`` (in the brain's ``.ledger/``) when it is on the
+    target's filesystem, else ``.<name>.ledger-sync`` beside the target; never inside it."""
+    dev = os.fstat(target_fd).st_dev
+    os.makedirs(work, mode=0o700, exist_ok=True)
+    fd = open_path(os.path.realpath(work))
+    if os.fstat(fd).st_dev == dev:
+        return fd, work
+    os.close(fd)
+    parent, base = os.path.split(path.rstrip("/"))
+    if parent:
+        pfd = open_path(parent)
+        try:
+            if os.fstat(pfd).st_dev == dev:
+                sibling = f".{base}.ledger-sync"
+                return _descend(pfd, [sibling], f"{parent}/{sibling}", create=True), f"{parent}/{sibling}"
+        finally:
+            os.close(pfd)
+    raise TargetError(f"{path} is a filesystem of its own, apart from the brain: a skill cannot be renamed into "
+                      "it in one step from anywhere a runtime does not scan",
+                      hint="link a folder inside it, or keep the brain on the same filesystem")  # fmt: skip
 
 
 def _utf8(name: str, where: str) -> None:

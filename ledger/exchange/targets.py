@@ -187,14 +187,20 @@ class Targets:
         return [{"target": t.name, "path": t.path, "skill": key, **c}
                 for t in self.all() for key, c in sorted(self.manifest(t.name).conflicts.items())]  # fmt: skip
 
+    def work(self, name: str) -> Path:
+        """Where a target's skills are staged and unexplained copies kept: never where a runtime scans."""
+        return self.dir / "work" / name
+
     def rescued(self) -> list[dict[str, str]]:
-        """Copies a sync kept aside in a target's ``.ledger-rescued/`` (an edit it could neither put back
-        nor record, docs/layouts.md "Kills"): shown by ``ledger status`` until someone deals with them."""
+        """Copies a sync kept aside (an edit it could neither put back nor record, or a side chosen away
+        with --take, docs/layouts.md "Kills"): shown by ``ledger status`` until someone deals with them."""
         out = []
         for t in self.all():
-            folder = Path(t.path) / ".ledger-rescued"
-            if folder.is_dir() and not folder.is_symlink():
-                out += [{"target": t.name, "path": str(folder / n)} for n in sorted(os.listdir(folder))]
+            base = Path(t.path)
+            for folder in (self.work(t.name) / ".ledger-rescued", base.parent / f".{base.name}.ledger-sync" /
+                           ".ledger-rescued", base / ".ledger-rescued"):  # fmt: skip
+                if folder.is_dir() and not folder.is_symlink():
+                    out += [{"target": t.name, "path": str(folder / n)} for n in sorted(os.listdir(folder))]
         return out
 
     def save_manifest(self, name: str, manifest: Manifest) -> None:

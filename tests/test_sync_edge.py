@@ -1,0 +1,166 @@
+"""No acknowledged write is lost at the edge (issue 33): ``ledger sync`` racing brain writers, conflicts
+that outlive later writes, and hostile entries in a target that are left alone while the rest syncs.
+
+Every test drives the installed ``ledger`` on real folders and real git.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from ledger.brain import Brain
+from tests.conftest import LEDGER
+from tests.test_sync import _body, _ledger, _linked, _setup, _sync
+
+
+def _head(brain: Path) -> str:
+    return subprocess.run(["git", "-C", str(brain), "rev-parse", "main"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def _files(brain: Path, name: str) -> dict[str, bytes]:
+    with Brain.open(brain) as b:
+        return {rel: b.snapshots.read_blob(blob) for rel, (_, blob) in b.snapshots.files(b.head().skills[name]).items()}
+
+
+def _verify(brain: Path, env: dict[str, str]) -> None:
+    proc = _ledger(brain, env, "verify", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _append(path: Path, line: str) -> None:
+    """As Hermes writes: a temporary file in the same folder, then ``os.replace``."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(path.read_text() + line)
+    os.replace(tmp, path)
+
+
+def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> None:
+    """The recording holds the writer lock from the head it reads to the snapshot it writes: a brain
+    write arriving meanwhile waits, then lands on top; the next sync merges, losing neither."""
+    brain, env, target = _linked(tmp_path, "alpha")
+    _append(target / "alpha/SKILL.md", "\nA line from the runtime.\n")
+    gate = tmp_path / "gate"
+    sync_env = {**os.environ, **env, "LEDGER_PAUSEPOINT": "sync.record", "LEDGER_PAUSE_FILE": str(gate)}
+    sync = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=sync_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "gate.ready").exists():
+            assert sync.poll() is None and time.monotonic() < deadline, sync.communicate()
+            time.sleep(0.02)
+        src = tmp_path / "new.md"
+        src.write_text("written while the recording was under way\n")
+        write = subprocess.Popen([LEDGER, "--brain", str(brain), "skill", "write-file", "alpha", "references/new.md",
+                                  "--from", str(src)], env={**os.environ, **env, "LEDGER_LOCK_TIMEOUT": "60"},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(1.0)
+        assert write.poll() is None, "the write went ahead while the recording held what it decided on"
+    finally:
+        gate.unlink(missing_ok=True)
+    out, err = sync.communicate(timeout=60)
+    assert sync.returncode == 0, out + err
+    assert write.wait(timeout=60) == 0, write.communicate()
+    files = _files(brain, "alpha")
+    assert files["references/new.md"] == b"written while the recording was under way\n"
+    assert b"A line from the runtime." in files["SKILL.md"]
+    _sync(brain, env)
+    assert (target / "alpha/references/new.md").read_text() == "written while the recording was under way\n"
+    _verify(brain, env)
+
+
+def test_a_conflict_outlives_later_writes_on_either_side(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha")
+    md = target / "alpha/SKILL.md"
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two.", "--new", "Step two, L.")
+    md.write_text(md.read_text().replace("Step two.", "Step two, T."))
+    assert _sync(brain, env, code=1)["conflicts"] == 1
+    # One more brain write: the runtime's edit must neither be overwritten nor dropped.
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, L2.")
+    report = _sync(brain, env, code=1)
+    assert report["conflicts"] == 1 and "Step two, T." in md.read_text()
+    assert "Step one, L2." in _body(brain, "alpha") and "Step two, L." in _body(brain, "alpha")
+    # One more runtime write: the brain's writes stay in the head.
+    _append(md, "More from the runtime.\n")
+    report = _sync(brain, env, code=1)
+    assert report["conflicts"] == 1 and "Step one, L2." in _body(brain, "alpha")
+    assert "More from the runtime." in md.read_text() and "Step two, T." in md.read_text()
+    status = _ledger(brain, env, "status", "--json", check=False)
+    assert json.loads(status.stdout)["sync_conflicts"][0]["skill"] == "alpha"
+    # Settled on purpose: the target's copy wins, recorded as one version.
+    done = _ledger(brain, env, "resolve", "alpha", "--take", "rt", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "More from the runtime." in _body(brain, "alpha")
+    assert _sync(brain, env)["conflicts"] == 0
+    _verify(brain, env)
+
+
+def test_take_ledger_keeps_the_runtime_copy_aside(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha")
+    md = target / "alpha/SKILL.md"
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two.", "--new", "Step two, L.")
+    md.write_text(md.read_text().replace("Step two.", "Step two, T."))
+    _sync(brain, env, code=1)
+    done = _ledger(brain, env, "resolve", "alpha", "--take", "ledger", "--json", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = json.loads(done.stdout)["targets"][0]["rescued"]
+    assert len(kept) == 1 and kept[0]["skill"] == "alpha"
+    assert "Step two, L." in md.read_text()
+    rescued = list(Path(kept[0]["kept"]).rglob("SKILL.md"))
+    assert len(rescued) == 1 and "Step two, T." in rescued[0].read_text()
+    assert not (target / ".ledger-rescued").exists()  # never where a runtime scans
+
+
+def test_a_hostile_hermes_home_is_left_alone_and_the_rest_syncs(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path, "alpha", "beta")
+    home = tmp_path / "hermes"
+    _ledger(brain, env, "link", str(home), "--layout", "hermes", "--name", "hermes")
+    _sync(brain, env)
+    before = _head(brain)
+    # A YAML alias bomb, a non-UTF-8 file name, a fifo and a symlink, each in its own skill.
+    bomb = home / "tools/bomb"
+    bomb.mkdir(parents=True)
+    (bomb / "SKILL.md").write_text("---\nname: bomb\ndescription: &a [x]\nmetadata: {k: *a}\n---\nbody\n")
+    odd = home / "tools/odd"
+    odd.mkdir()
+    (odd / "SKILL.md").write_text("---\nname: odd\ndescription: Odd names.\n---\nbody\n")
+    (odd / os.fsdecode(b"ref-\xff.md")).write_bytes(b"x\n")
+    fifo = home / "tools/fifo"
+    fifo.mkdir()
+    (fifo / "SKILL.md").write_text("---\nname: fifo\ndescription: A fifo.\n---\nbody\n")
+    os.mkfifo(fifo / "pipe")
+    (home / "tools/linked").symlink_to(home / "alpha")
+    # Nothing recordable: no snapshot at all, and verify still passes.
+    report = _sync(brain, env, code=1)
+    alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
+    assert "alias" in alone["tools/bomb"], alone
+    assert "UTF-8" in alone["tools/odd"] and "\\xff" in alone["tools/odd"], alone
+    assert "special file" in alone["tools/fifo"], alone
+    assert "symbolic link" in alone["tools/linked"], alone
+    assert _head(brain) == before
+    _verify(brain, env)
+    # A good edit beside them is recorded in the same pass.
+    _append(home / "alpha/SKILL.md", "A Hermes edit.\n")
+    report = _sync(brain, env, code=1)
+    assert [r["skill"] for r in report["targets"][0]["recorded"]] == ["alpha"]
+    assert "A Hermes edit." in _body(brain, "alpha")
+    _verify(brain, env)
+    audit = _ledger(brain, env, "audit", str(brain), check=False)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def test_a_runtime_file_over_the_agent_caps_is_left_alone(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    (target / "alpha/references").mkdir()
+    (target / "alpha/references/huge.bin").write_bytes(b"\0" * (1024 * 1024 + 1))
+    _append(target / "beta/SKILL.md", "Beta grows.\n")
+    report = _sync(brain, env, code=1)
+    alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
+    assert "1048577 bytes" in alone["alpha"], alone
+    assert "references/huge.bin" not in _files(brain, "alpha")
+    assert "Beta grows." in _body(brain, "beta")
+    assert (target / "alpha/references/huge.bin").stat().st_size == 1024 * 1024 + 1  # never removed
