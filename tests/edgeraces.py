@@ -250,7 +250,11 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
 
 
 def _sync_once(brain: Path, syncs: dict[str, Any]) -> dict[str, Any]:
+    head = _git(brain, "rev-parse", "--short", "main").strip()
     proc = run(brain, "sync", "--json")
+    with open(brain.parent / "syncs.jsonl", "a") as fh:  # every report, with the head it started from
+        fh.write(json.dumps({"head_before": head, "rc": proc.returncode, "stdout": proc.stdout[-4000:],
+                             "stderr": proc.stderr[-1000:]}) + "\n")  # fmt: skip
     syncs["runs"] += 1
     syncs["exit"][proc.returncode] += 1
     syncs["tracebacks"] += "Traceback" in proc.stderr

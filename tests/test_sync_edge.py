@@ -164,3 +164,35 @@ def test_a_runtime_file_over_the_agent_caps_is_left_alone(tmp_path: Path) -> Non
     assert "references/huge.bin" not in _files(brain, "alpha")
     assert "Beta grows." in _body(brain, "beta")
     assert (target / "alpha/references/huge.bin").stat().st_size == 1024 * 1024 + 1  # never removed
+
+
+def test_editor_debris_is_never_recorded_nor_deleted(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha")
+    debris = {"SKILL.md.swp": b"vim", "references/.api.md.swo": b"vim", "notes~": b"backup", "4913": b"",
+              ".DS_Store": b"mac", ".#SKILL.md": None, ".SKILL.md.tmp.abc123": b"hermes in flight"}  # fmt: skip
+    (target / "alpha/references").mkdir()
+    for rel, data in debris.items():
+        if data is None:
+            (target / "alpha" / rel).symlink_to("user@host.1234")  # emacs's lock: a dangling link
+        else:
+            (target / "alpha" / rel).write_bytes(data)
+    (target / "alpha/scratch.log").write_text("mine\n")
+    (target / ".ledgerignore").write_text("*.log\n")
+    head = _head(brain)
+    report = _sync(brain, env)
+    assert report["targets"][0]["recorded"] == [] and _head(brain) == head
+    # The ledger changes alpha: the folder is replaced whole, and the debris goes across.
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, L.")
+    _sync(brain, env)
+    assert "Step one, L." in (target / "alpha/SKILL.md").read_text()
+    for rel, data in debris.items():
+        if data is not None:
+            assert (target / "alpha" / rel).read_bytes() == data, rel
+    assert (target / "alpha/scratch.log").read_text() == "mine\n"
+    assert set(_files(brain, "alpha")) == {"SKILL.md"}
+    # A rule of the brain's own un-ignores a default: the file is then recorded.
+    (brain / ".ledger/syncignore").write_text("!notes~\n")
+    report = _sync(brain, env)
+    assert [r["skill"] for r in report["targets"][0]["recorded"]] == ["alpha"]
+    assert _files(brain, "alpha")["notes~"] == b"backup"
+    _verify(brain, env)

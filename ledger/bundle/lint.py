@@ -8,9 +8,17 @@ the spec does not forbid and Hermes's own skills use. That is reported as a warn
 with the reason, and does not make a skill invalid. Hermes's limits are what its
 agent-facing tools enforce; they are reported beside the verdict and never change it.
 
+A top-level key outside the spec's six (Hermes's ``version``, ``author``, ``platforms``…)
+is an error to ``skills-ref`` but breaks nothing a runtime reads: the skill is still
+well formed. So the verdict keeps it apart: ``errors`` are the spec's rules and decide
+``valid``; ``extra`` lists each extra field and decides, with ``errors``,
+``strict_valid`` — what ``skills-ref`` would say, bar flow style. A brain recorded as it
+is then reads "valid (extra fields)", not "INVALID", and nothing is hidden.
+
 :func:`introduced_errors` is the authoring gate: what the ledger writes from a command
 must not break a rule the skill kept before (a skill recorded as it is keeps its own
-departures from the spec, and can still be improved).
+departures from the spec, and can still be improved). It is strict: an extra field a
+write adds counts as an error, since what the ledger itself authors must be spec-valid.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from ledger.errors import SkillError
 __all__ = ["Verdict", "introduced_errors", "lint_skill"]
 
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
+# top-level keys Hermes's bundled skills carry beyond the spec (its metadata.hermes sits inside the spec's metadata)
+HERMES_FIELDS = frozenset({"version", "author", "platforms", "prerequisites", "dependencies", "tags", "triggers",
+                           "category", "environments"})  # fmt: skip
 HERMES_DIRS = ("references", "templates", "scripts", "assets")
 HERMES_SKILL_MD = 100_000  # characters
 HERMES_FILE = 1024 * 1024  # bytes
@@ -33,20 +44,30 @@ HERMES_FILE = 1024 * 1024  # bytes
 
 @dataclass
 class Verdict:
+    """One skill's verdict. ``valid``: no spec error; ``strict_valid``: no extra field either."""
+
     skill: str
     valid: bool
-    errors: list[str] = field(default_factory=list)  # the agentskills spec (skills-ref's rules)
+    strict_valid: bool = True
+    errors: list[str] = field(default_factory=list)  # the agentskills spec (skills-ref's rules, bar extra fields)
+    extra: list[str] = field(default_factory=list)  # top-level keys outside the spec: skills-ref errors, ours warnings
     hermes: list[str] = field(default_factory=list)  # Hermes's tool limits (advisory)
     warnings: list[str] = field(default_factory=list)  # skills-ref's parser limits that are no rule of the spec
     rules: list[str] = field(default_factory=list, repr=False)  # each error's rule, for introduced_errors
+    extra_fields: list[str] = field(default_factory=list, repr=False)  # the keys behind ``extra``, likewise
 
     def error(self, rule: str, message: str) -> None:
         self.errors.append(message)
         self.rules.append(rule)
 
+    def extra_field(self, key: str) -> None:
+        why = "; Hermes reads it" if key in HERMES_FIELDS else ""
+        self.extra.append(f"extra field '{key}' (not in the agentskills spec{why})")
+        self.extra_fields.append(key)
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        del out["rules"]
+        del out["rules"], out["extra_fields"]
         return out
 
 
@@ -109,9 +130,8 @@ def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> V
             err("frontmatter", problem)
         else:
             assert fm is not None
-            extra = sorted(set(fm) - SPEC_FIELDS)
-            if extra:
-                err("fields:" + ",".join(extra), f"Unexpected fields in frontmatter: {', '.join(extra)}")
+            for key in sorted(set(fm) - SPEC_FIELDS):
+                verdict.extra_field(key)
             if "name" not in fm:
                 err("name-missing", "Missing required field in frontmatter: name")
             else:
@@ -136,21 +156,19 @@ def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> V
         if size > HERMES_FILE:
             verdict.hermes.append(f"{rel} is {size} bytes; Hermes's tools cap a file at {HERMES_FILE}")
     verdict.valid = not verdict.errors
+    verdict.strict_valid = verdict.valid and not verdict.extra_fields
     return verdict
 
 
 def introduced_errors(folder: str, old_md: str | None, new_md: str) -> list[str]:
     """The spec errors of ``new_md`` that ``old_md`` (the skill as committed; ``None`` for a new one) did
-    not have: what a command would break.  An unexpected field counts once per set of fields."""
+    not have: what a command would break.  Strict, as ``skills-ref`` is: an extra top-level field is an
+    error here, counted per field, so a write may keep the fields a skill came with but add none."""
     new = lint_skill(folder, new_md, {})
-    old = set(lint_skill(folder, old_md, {}).rules) if old_md is not None else set()
-    kept = {f for rule in old if rule.startswith("fields:") for f in rule[7:].split(",")}
+    before = lint_skill(folder, old_md, {}) if old_md is not None else Verdict(folder, True)
     out = []
-    for rule, msg in zip(new.rules, new.errors, strict=True):
-        if rule.startswith("fields:"):
-            added = sorted(set(rule[7:].split(",")) - kept)
-            if added:
-                out.append(f"Unexpected fields in frontmatter: {', '.join(added)}")
-        elif rule not in old:
-            out.append(msg)
+    added = sorted(set(new.extra_fields) - set(before.extra_fields))
+    if added:
+        out.append(f"Unexpected fields in frontmatter: {', '.join(added)}")
+    out += [msg for rule, msg in zip(new.rules, new.errors, strict=True) if rule not in before.rules]
     return out

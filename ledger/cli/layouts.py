@@ -95,23 +95,36 @@ def export_cmd(ctx: click.Context, dest: Path, layout: str, rev: str | None, as_
 
 @main.command()
 @click.argument("names", nargs=-1)
+@click.option("--strict", is_flag=True, help="Extra frontmatter fields are errors too, as skills-ref has them.")
 @json_flag
 @click.pass_context
-def lint(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
-    """Each skill's verdict against the agentskills spec (skills-ref's rules) and Hermes's limits."""
+def lint(ctx: click.Context, names: tuple[str, ...], strict: bool, as_json: bool) -> None:
+    """Each skill's verdict against the agentskills spec (skills-ref's rules) and Hermes's limits.
+
+    Fields outside the spec (Hermes's author, platforms, version…) are warnings: the skill is
+    "valid (extra fields)". Exits 1 only when a skill is INVALID; --strict counts extra fields too.
+    """
     with open_brain(ctx) as brain:
         verdicts = brain.lint(list(names) or None)
+    failed = [not (v.strict_valid if strict else v.valid) for v in verdicts]
     if as_json:
         emit([v.to_json() for v in verdicts])
     else:
-        for v in verdicts:
-            tag = click.style("valid  " if v.valid else "INVALID", fg="green" if v.valid else "red")
+        for v, bad in zip(verdicts, failed, strict=True):
+            if bad:
+                tag = click.style("INVALID", fg="red")
+            elif v.extra:
+                tag = click.style("valid (extra fields)", fg="yellow")
+            else:
+                tag = click.style("valid", fg="green")
             click.echo(f"{tag} {v.skill}")
-            for err in v.errors:
-                click.echo(f"        spec:   {err}")
+            for err in v.errors + (v.extra if strict else []):
+                click.echo(f"        spec:    {err}")
+            for note in ([] if strict else v.extra) + v.warnings:
+                click.echo(f"        warning: {note}")
             for note in v.hermes:
-                click.echo(f"        hermes: {note}")
-    if any(not v.valid for v in verdicts):
+                click.echo(f"        hermes:  {note}")
+    if any(failed):
         sys.exit(1)
 
 

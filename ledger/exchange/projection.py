@@ -30,6 +30,7 @@ from ledger.bundle.collection import Collection, Found
 from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.skill import SKILL_MD, check_name
 from ledger.errors import LedgerError
+from ledger.exchange.ignoring import IGNORE_FILE, Ignore
 from ledger.exchange.merging import merge
 from ledger.exchange.settling import Pass, Settler, binmap, digest, hexmap, state_of
 from ledger.exchange.targetfs import TargetError, TargetFS
@@ -127,6 +128,7 @@ class Projection:
             report.update(status="refused", reason=why,
                           hint="mount or recreate the folder; a missing target is never read as deletions")  # fmt: skip
             return report
+        fs.ignore = self._ignore().then((fs.read_top(IGNORE_FILE) or b"").decode("utf-8", "replace"))
         p = Pass(target, fs, self.targets.manifest(target.name), report=report)
         try:
             self.settler.settle_all(p)
@@ -137,6 +139,13 @@ class Projection:
             raise
         fs.close()
         return report
+
+    def _ignore(self) -> Ignore:
+        """The default rules, then the brain's own (``.ledger/syncignore``)."""
+        try:
+            return Ignore([(self.brain.control / "syncignore").read_text(encoding="utf-8", errors="replace")])
+        except FileNotFoundError:
+            return Ignore()
 
     def _read(self, p: Pass, confirmed: bool) -> bool:
         scan = p.fs.scan()
@@ -417,6 +426,9 @@ class Projection:
             p.fs.take_out(rel, staged)
         else:
             data = {path: (blobs[blob], mode == gs.MODE_EXEC) for path, (mode, blob) in binmap(info["new"]).items()}
+            if info["old"] is not None:
+                with contextlib.suppress(OSError, LedgerError):  # an editor's swap file goes across, never deleted
+                    data = {**p.fs.read(rel, ignored=True), **data}
             stats = p.fs.stage(data, staged)
             if info["old"] is None:
                 if p.fs.place_new(staged, rel):  # renamed whole, replacing nothing: done, nothing to settle

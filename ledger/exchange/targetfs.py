@@ -33,6 +33,7 @@ from typing import Any
 
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
+from ledger.exchange.ignoring import Matcher, nothing
 from ledger.store.gitstore import MODE_EXEC, MODE_FILE, FileMap, blob_id
 from ledger.write.writepath import read_limited
 
@@ -120,6 +121,7 @@ class TargetFS:
 
     def __init__(self, path: str, layout: str, limit: int, work: str | None = None) -> None:
         self.path, self.layout, self.limit = path, layout, limit
+        self.ignore: Matcher = nothing  # debris never read nor replaced (ledger.exchange.ignoring)
         self.fd = open_path(path)
         self.work_fd, self.work = -1, path
         try:
@@ -204,6 +206,8 @@ class TargetFS:
                     except TargetError as exc:
                         out.refused[_printable(child)] = exc.message
                         continue
+                    if self.ignore(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name):
+                        continue
                     if e.is_symlink():
                         if rel == "" or self.layout == "hermes":
                             out.refused[child] = "a symbolic link (never followed)"
@@ -217,6 +221,13 @@ class TargetFS:
                         with contextlib.suppress(OSError, LedgerError):
                             out.categories[child] = self._read_file(fd, e.name)[0]
         return out
+
+    def read_top(self, name: str) -> bytes | None:
+        """A file at the top of the target (its ``.ledgerignore``), or None; a link is never followed."""
+        try:
+            return self._read_file(self.fd, name)[0]
+        except (OSError, LedgerError):
+            return None
 
     @staticmethod
     def _has_skill_md(fd: int, name: str) -> bool:
@@ -260,32 +271,42 @@ class TargetFS:
             stats[path] = [mode, files[path][1].hex(), st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns, st2.st_ino, seen]
         return files, stats
 
-    def read(self, rel: str) -> dict[str, tuple[bytes, bool]]:
-        """Every file of the skill at ``rel``: ``path → (bytes, executable)``."""
+    def read(self, rel: str, *, ignored: bool = False) -> dict[str, tuple[bytes, bool]]:
+        """Every file of the skill at ``rel``: ``path → (bytes, executable)``; with ``ignored``, only
+        the debris the ignore rules keep out of it (carried across when the ledger replaces the folder)."""
         out = {}
-        for path, dir_fd, name, _ in self._walk(rel):
+        for path, dir_fd, name, _ in self._walk(rel, ignored=ignored):
             data, st = self._read_file(dir_fd, name)
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
 
-    def _walk(self, rel: str, work: bool = False) -> Iterator[tuple[str, int, str, os.stat_result]]:
+    def _walk(self, rel: str, work: bool = False, *,
+              ignored: bool = False) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
+        """Each regular file of the skill at ``rel`` that the ignore rules keep (or, with ``ignored``,
+        each one they leave out); a link or special file that is kept refuses the whole skill."""
         with (self._wdir(rel) if work else self._dir(rel)) as top:
-            stack: list[tuple[int, str]] = [(os.dup(top), "")]
+            stack: list[tuple[int, str, bool]] = [(os.dup(top), "", False)]
             try:
                 while stack:
-                    fd, prefix = stack.pop()
+                    fd, prefix, skipped = stack.pop()
                     try:
                         for e in os.scandir(fd):  # unsorted: the caller keys what it finds by path
                             _utf8(e.name, f"{rel}/{prefix}")
                             st = e.stat(follow_symlinks=False)
-                            if stat.S_ISDIR(st.st_mode):
+                            is_dir = stat.S_ISDIR(st.st_mode)
+                            out = skipped or self.ignore(f"{prefix}{e.name}/" if is_dir else f"{prefix}{e.name}")
+                            if is_dir:
+                                if out and not ignored:
+                                    continue  # an ignored folder is never read
                                 try:
-                                    stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/"))
+                                    stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/", out))
                                 except OSError as exc:
                                     raise TargetError(f"{self.path}/{rel}/{prefix}{e.name}: {exc.strerror}") from None
+                            elif out != ignored:
+                                continue  # a kept file in a walk for debris, or debris in a walk for the skill
                             elif stat.S_ISREG(st.st_mode):
                                 yield f"{prefix}{e.name}", fd, e.name, st
-                            else:
+                            elif not ignored:
                                 kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
                                 raise TargetError(f"{rel}/{prefix}{e.name} is {kind}; a skill holds only files "
                                                   "and folders, so it is left as it is",
@@ -293,7 +314,7 @@ class TargetFS:
                     finally:
                         os.close(fd)
             finally:
-                for fd, _ in stack:
+                for fd, *_ in stack:
                     os.close(fd)
 
     # ------------------------------------------------------------------ writing
