@@ -196,3 +196,45 @@ def test_editor_debris_is_never_recorded_nor_deleted(tmp_path: Path) -> None:
     assert [r["skill"] for r in report["targets"][0]["recorded"]] == ["alpha"]
     assert _files(brain, "alpha")["notes~"] == b"backup"
     _verify(brain, env)
+
+
+def test_a_wiped_target_is_refused_whatever_its_size_and_restore_puts_it_back(tmp_path: Path) -> None:
+    import shutil
+
+    brain, env, target = _linked(tmp_path, "alpha")
+    shutil.rmtree(target / "alpha")
+    head = _head(brain)
+    report = _sync(brain, env, code=1)
+    t = report["targets"][0]
+    assert t["status"] == "refused" and "ledger sync --restore rt" in t["hint"], t
+    assert _head(brain) == head  # nothing read as a deletion
+    report = _sync(brain, env, "--restore", "rt")
+    assert report["targets"][0]["projected"] == ["alpha"] and (target / "alpha/SKILL.md").exists()
+    assert _head(brain) == head
+    # The whole folder gone: the same one command makes it again.
+    shutil.rmtree(target)
+    assert _sync(brain, env, code=1)["targets"][0]["status"] == "refused"
+    _sync(brain, env, "--restore", "rt")
+    assert (target / "alpha/SKILL.md").exists()
+    # Deleted on purpose: recorded only when confirmed.
+    shutil.rmtree(target / "alpha")
+    _sync(brain, env, code=1)
+    report = _sync(brain, env, "--confirm-deletions", "rt")
+    assert report["targets"][0]["recorded"][0]["action"] == "deleted"
+    with Brain.open(brain) as b:
+        assert "alpha" not in b.head().skills
+    _verify(brain, env)
+
+
+def test_one_failing_target_fails_only_itself(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha")
+    onchain = tmp_path / "onchain"
+    _ledger(brain, env, "link", str(onchain), "--committed", "--name", "onchain")  # no chain here: unreadable
+    _append(target / "alpha/SKILL.md", "Still recorded.\n")
+    proc = _ledger(brain, env, "sync", "--json", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = {t["name"]: t for t in json.loads(proc.stdout)["targets"]}
+    assert report["onchain"]["status"] == "refused" and "chain" in report["onchain"]["reason"]
+    assert report["rt"]["status"] == "ok" and report["rt"]["recorded"][0]["skill"] == "alpha"
+    assert "Still recorded." in _body(brain, "alpha")
+    assert list(onchain.iterdir()) == []  # the head is never shown where the committed root was asked for

@@ -127,6 +127,8 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
               help="Settle a conflict: SIDE is 'ledger' or the target whose copy wins.")  # fmt: skip
 @click.option("--confirm-deletions", "confirm", multiple=True, metavar="TARGET",
               help="Record the skills gone from TARGET as deletions, however many.")  # fmt: skip
+@click.option("--restore", multiple=True, metavar="TARGET",
+              help="TARGET lost its files (wiped, or a new disk): put the brain's skills back, recording no deletion.")
 @click.option("--watch", is_flag=True, help="Keep syncing as files change (Ctrl-C stops).")
 @click.option("--debounce", type=float, default=0.2, show_default=True, help="Seconds of quiet before a watch sync.")
 @click.option("--poll", type=float, default=2.0, show_default=True,
@@ -135,7 +137,8 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
 @json_flag
 @click.pass_context
 def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | None, confirm: tuple[str, ...],
-         watch: bool, debounce: float, poll: float, no_remote: bool, as_json: bool) -> None:  # fmt: skip
+         restore: tuple[str, ...], watch: bool, debounce: float, poll: float, no_remote: bool,
+         as_json: bool) -> None:  # fmt: skip
     """Project the brain into every linked target and record what changed there; then publish it to
     the shared remote (merging what other machines published) and anchor it, when one is set.
 
@@ -153,25 +156,30 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         if not chosen and remote is None:
             raise LedgerError("no targets are linked and no remote is set",
                               hint="'ledger link claude' (see 'ledger runtimes') or 'ledger remote set URL'")
-        committed = _committed(brain) if any(t.committed for t in chosen) else None
+        committed = _committed_or_none(brain) if any(t.committed for t in chosen) else None
         engine = Projection(brain, targets)
         if watch:
             from ledger.exchange.watching import watch as run_watch
 
-            if take or confirm:
-                raise UsageError("--watch does not take --take or --confirm-deletions", hint="run them once first")
+            if take or confirm or restore:
+                raise UsageError("--watch does not take --take, --confirm-deletions or --restore",
+                                 hint="run them once first")  # fmt: skip
             tick = _remote_tick(brain, remote, poll, as_json) if remote else None
             run_watch(engine, chosen, debounce=debounce, on_report=lambda r: _say(r, as_json, quiet=True),
-                      committed=(lambda: _committed(brain)) if committed is not None else None,
+                      committed=(lambda: _committed_or_none(brain)) if any(t.committed for t in chosen) else None,
                       on_tick=tick)  # fmt: skip
             return
-        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed) if chosen else \
+        for name in (*confirm, *restore):
+            targets.get(name)  # an unknown target is a mistake, said before anything moves
+        report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed,
+                             restore=restore) if chosen else \
             {"targets": [], "conflicts": 0, "refused": 0}  # fmt: skip
         if remote is not None:
             before = brain.head().commit
             report["remote"] = _sync_remote(brain, remote)
             if chosen and brain.head().commit != before:  # the targets show the merged result, not one behind
-                _fold(report, engine.sync(names, committed=_committed(brain) if committed is not None else None))
+                again = _committed_or_none(brain) if any(t.committed for t in chosen) else None
+                _fold(report, engine.sync(names, committed=again))
         from ledger.exchange.merges import conflicts as merge_conflicts
 
         report["merge_conflicts"] = sorted(merge_conflicts(brain))
@@ -313,6 +321,15 @@ def remote_unset(ctx: click.Context) -> None:
     with open_brain(ctx) as brain:
         brain.update_config(remote=None)
     click.echo("remote unset")
+
+
+def _committed_or_none(brain: Any) -> bytes | None:
+    """The committed root's snapshot, or None when the chain can't say: only the targets that show
+    it are refused (one failing target fails only itself)."""
+    try:
+        return _committed(brain)
+    except LedgerError:
+        return None
 
 
 def _committed(brain: Any) -> bytes:

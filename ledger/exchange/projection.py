@@ -76,9 +76,11 @@ class Projection:
         take: tuple[str, str] | None = None,
         confirm_deletions: Sequence[str] = (),
         committed: bytes | None = None,
+        restore: Sequence[str] = (),
     ) -> dict[str, Any]:
         """One sync of ``names`` (default: every target); ``take=(side, skill)`` settles a conflict with
-        ``side`` = ``ledger`` or a target's name; ``committed`` is the commit that committed targets show."""
+        ``side`` = ``ledger`` or a target's name; ``committed`` is the commit that committed targets show;
+        a target in ``restore`` lost its files: the brain's skills are put back, no deletion recorded."""
         targets = [self.targets.get(n) for n in names] if names else self.targets.all()
         with self._sync_lock():
             reports: dict[str, dict[str, Any]] = {}
@@ -86,23 +88,28 @@ class Projection:
                 passes, again = [], False
                 try:
                     for target in targets:  # every target's changes are recorded before any is projected
-                        p = self._open(target, target.name in confirm_deletions)
-                        if isinstance(p, Pass):
-                            passes.append(p)
-                            self._record(p, take)
-                        result = p.report if isinstance(p, Pass) else p
+                        wiped = "confirm" if target.name in confirm_deletions else \
+                            "restore" if target.name in restore else None  # fmt: skip
+                        result = self._guarded(target, lambda t=target, w=wiped: self._open(t, w, committed))
+                        if isinstance(result, Pass):
+                            passes.append(result)
+                            failed = self._guarded(target, lambda p=result, k=take: self._record(p, k))
+                            if failed is not None:
+                                passes.remove(result)
+                                result.fs.close()
+                                result = failed
+                        report = result.report if isinstance(result, Pass) else result
                         if target.name in reports:
-                            _merge_reports(reports[target.name], result)
+                            _merge_reports(reports[target.name], report)
                         else:
-                            reports[target.name] = result
+                            reports[target.name] = report
                     for p in passes:
-                        self._project(p, committed)
-                        p.fs.tidy()
-                        self.targets.save_manifest(p.target.name, p.manifest)
-                        if p.manifest.pending:
-                            self.settler.journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
-                        reports[p.target.name]["conflicts"] = [{"skill": k, **v}
-                                                               for k, v in sorted(p.manifest.conflicts.items())]
+                        failed = self._guarded(p.target, lambda p=p: self._finish(p, committed))
+                        if failed is not None:  # its journal stays: the next pass settles what was under way
+                            reports[p.target.name].update(status="refused", reason=failed["reason"],
+                                                          hint=failed["hint"])  # fmt: skip
+                        else:
+                            reports[p.target.name]["conflicts"] = p.report["conflicts"]
                         again |= p.changed
                 finally:
                     for p in passes:
@@ -116,23 +123,52 @@ class Projection:
 
     # ------------------------------------------------------------------ one target
 
-    def _open(self, target: Target, confirmed: bool) -> Pass | dict[str, Any]:
+    @staticmethod
+    def _guarded(target: Target, step: Any) -> Any:
+        """Run one target's step; a failure fails that target alone, reported with its reason."""
+        try:
+            return step()
+        except (LedgerError, OSError) as exc:
+            why = exc.message if isinstance(exc, LedgerError) else f"{exc.strerror}: {exc.filename}"
+            hint = (exc.hint if isinstance(exc, LedgerError) else None) or "run 'ledger sync' again once it is fixed"
+            report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "refused", "reason": why,
+                                      "hint": hint}  # fmt: skip
+            report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
+            return report
+
+    def _finish(self, p: Pass, committed: bytes | None) -> None:
+        """Phase 2 for one target, then its manifest saved and its journal cleared."""
+        self._project(p, committed)
+        p.fs.tidy()
+        self.targets.save_manifest(p.target.name, p.manifest)
+        if p.manifest.pending:
+            self.settler.journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
+        p.report["conflicts"] = [{"skill": k, **v} for k, v in sorted(p.manifest.conflicts.items())]
+
+    def _open(self, target: Target, wiped: str | None, committed: bytes | None) -> Pass | dict[str, Any]:
         """The target opened and read, its killed exchanges settled; or a report of why it is refused."""
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
         report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
+        if target.committed and committed is None:
+            report.update(status="refused", reason="it shows the root committed on chain, and the chain could not "
+                          "be read", hint="start the chain (or check --rpc), then run 'ledger sync' again")  # fmt: skip
+            return report
         try:
+            if wiped == "restore":
+                os.makedirs(target.path, exist_ok=True)  # a folder that went away entirely is made again
             work = str(self.targets.work(target.name))
             fs = TargetFS(target.path, target.layout, self.brain.limits["file"], work=work)
         except (TargetError, OSError) as exc:
             why = exc.message if isinstance(exc, LedgerError) else f"cannot open it: {exc.strerror}"
             report.update(status="refused", reason=why,
-                          hint="mount or recreate the folder; a missing target is never read as deletions")  # fmt: skip
+                          hint=f"mount it, or put the brain's skills back: ledger sync --restore {target.name} "
+                               "(a missing target is never read as deletions)")  # fmt: skip
             return report
         fs.ignore = self._ignore().then((fs.read_top(IGNORE_FILE) or b"").decode("utf-8", "replace"))
         p = Pass(target, fs, self.targets.manifest(target.name), report=report)
         try:
             self.settler.settle_all(p)
-            if self._read(p, confirmed):
+            if self._read(p, wiped):
                 return p
         except BaseException:
             fs.close()
@@ -147,7 +183,7 @@ class Projection:
         except FileNotFoundError:
             return Ignore()
 
-    def _read(self, p: Pass, confirmed: bool) -> bool:
+    def _read(self, p: Pass, wiped: str | None) -> bool:
         scan = p.fs.scan()
         for rel, why in scan.refused.items():
             p.report["left_alone"].append({"dir": rel, "reason": why})
@@ -171,14 +207,21 @@ class Projection:
                 p.dirs[key] = rel  # present, but not recordable: never replaced or deleted
         managed = set(p.manifest.skills)
         missing = sorted(k for k in managed if k not in p.dirs)
-        if len(managed) >= WIPED_MIN and 2 * len(missing) > len(managed) and not confirmed:
-            p.report.update(status="refused",
-                            reason=f"{len(missing)} of the {len(managed)} skills the ledger manages there are gone "
-                                   "(an unmounted disk or a wiped folder is not read as deletions)",
-                            hint=f"restore the folder, or record the deletions: ledger sync --confirm-deletions "
-                                 f"{p.target.name}")  # fmt: skip
-            return False
-        return True
+        if not missing or wiped == "confirm":
+            return True
+        if wiped == "restore":
+            for key in missing:  # projected again as new skills; nothing is recorded as deleted
+                p.manifest.skills.pop(key)
+            p.manifest.dirty = True
+            return True
+        if len(missing) < len(managed) and (len(managed) < WIPED_MIN or 2 * len(missing) <= len(managed)):
+            return True  # some skills deleted there, most still in place: read as deletions
+        p.report.update(status="refused",
+                        reason=f"{len(missing)} of the {len(managed)} skill(s) the ledger manages there are gone "
+                               "(an unmounted disk or a wiped folder is not read as deletions)",
+                        hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
+                             f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
+        return False
 
     @staticmethod
     def _within_caps(p: Pass, key: str, rel: str) -> None:

@@ -31,7 +31,7 @@ def watch(
     *,
     debounce: float = 0.2,
     on_report: Callable[[dict[str, Any]], None] | None = None,
-    committed: Callable[[], bytes] | None = None,
+    committed: Callable[[], bytes | None] | None = None,
     stop: threading.Event | None = None,
     on_tick: Callable[[bool], None] | None = None,
 ) -> None:
