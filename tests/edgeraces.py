@@ -24,8 +24,13 @@ finds nothing to do.  Judged from plain git (nothing of ours is trusted to check
   or anything named ``rescued*`` under ``<brain>/.ledger``); ``runtime_lost`` otherwise;
 - ``ledger verify`` must pass.
 
+For each lost write the report names the first-parent commit that dropped it (``lost_examples``,
+``lost_dropped_by``); every sync's report is kept in ``<workdir>/syncs.jsonl`` with the head it
+started from.  ``runtime_crossed_exchange`` counts runtime writes during which the skill's folder
+was exchanged, so they may rest on a stale read, as a Hermes write would.
+
 ``tests/test_edge_races.py`` runs it reduced; ``python -m tests.edgeraces --cli 6 --mcp 2
---ops 10`` at any size (JSON on stdout).
+--ops 10 [--mcp-ops 30] [--keep DIR]`` at any size (JSON on stdout; exit 1 on a loss).
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ def _head_files(brain: Path) -> dict[str, bytes]:
         return {}
     out = subprocess.run(["git", "-C", str(brain), "cat-file", "--batch"], input=b"".join(ids[r].hex().encode()
                          + b"\n" for r in rels), capture_output=True, check=True).stdout  # fmt: skip
-    files, pos = {}, 0
+    files: dict[str, bytes] = {}
+    pos = 0
     for rel in rels:
         nl = out.index(b"\n", pos)
         size = int(out[pos:nl].split()[2])

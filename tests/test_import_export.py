@@ -115,14 +115,14 @@ def test_lint_agrees_with_skills_ref_on_every_fixture_skill(tmp_path: Path) -> N
             verdicts[folder.name] = mine.valid
             if limit:
                 continue  # strictyaml stops at the flow list, so it says nothing of the spec's rules
-            assert mine.valid == (theirs == []), (folder, mine.errors, theirs)
+            assert mine.strict_valid == (theirs == []), (folder, mine.errors, mine.extra, theirs)
         brain = _brain(tmp_path / f"b-{layout}")
         _import(brain, str(src))
         listed = json.loads(run_ledger("--brain", str(brain), "lint", "--json").stdout)
         for v in listed:
             theirs = [e for e in skills_ref_validate(brain / "skills" / v["skill"]) if "JSONesque flow" not in e]
-            assert v["valid"] == (theirs == []) or v["warnings"], v
-    assert verdicts["pdf"] and not verdicts["brand"] and not verdicts["docx"] and not verdicts["code-review"]
+            assert v["strict_valid"] == (theirs == []) or v["warnings"], v
+    assert verdicts["pdf"] and verdicts["code-review"] and not verdicts["brand"] and not verdicts["docx"]
 
 
 def test_versions_are_kept_and_edits_touch_only_the_counter(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -87,8 +88,14 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
     else:
         if os.sep not in where and not os.path.exists(where):
             raise UsageError(f"{where!r} is neither a runtime nor a folder", hint="see 'ledger runtimes'")
-        path, layout = where, layout or "agentskills"
-        name = name or Path(os.path.abspath(where)).name.lstrip(".").lower() or "target"
+        real = os.path.realpath(where)
+        rt = next((r for r in by_name.values() if os.path.realpath(r.path) == real), None)
+        if rt is not None:  # a runtime's own folder, given by path: named and laid out as that runtime
+            path, layout, runtime_name, name = where, layout or rt.layout, runtime_name or rt.runtime, name or rt.name
+        else:
+            path, layout = where, layout or "agentskills"
+            name = name or _folder_name(Path(os.path.abspath(where)))
+
     with open_brain(ctx) as brain:
         real = Path(os.path.realpath(path))
         if real == brain.root or brain.root in real.parents or real in brain.root.parents:
@@ -367,3 +374,9 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
         _say_remote(report["remote"])
         if report["remote"]["status"] == "ok" and not (report["remote"]["pushed"] or report["remote"]["merges"]):
             click.echo(f"{report['remote']['remote']}: in step")
+
+
+def _folder_name(path: Path) -> str:
+    """A target's default name: its folder's, or for a ``…/.tool/skills`` folder, the tool's."""
+    base = path.name if path.name != "skills" or not path.parent.name else path.parent.name
+    return re.sub(r"[^a-z0-9._-]+", "-", base.lstrip(".").lower()).strip("-.") or "target"

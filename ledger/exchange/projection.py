@@ -1,18 +1,17 @@
 """``ledger sync``: the brain projected into every target, and what changed there recorded back.
 
-A pass over a target has two phases (docs/layouts.md, "Projection"):
+A pass over a target reads it (:mod:`ledger.exchange.reading`), then has two phases
+(docs/layouts.md, "Projection"):
 
-1. **Record.** Each skill is compared three ways: the target (``t``), the manifest of the
-   last sync (``base``) and the ledger (``l``).  A skill only the target changed, or
-   one created there, is recorded as a new version through the importer, attributed to
-   the target (actor, ``Ledger-Runtime``, ``Ledger-Target``).  A skill both sides changed
-   is merged (:mod:`ledger.exchange.merging`); a conflict writes nothing on either side.
-2. **Project.** Each skill the ledger changed is written whole and renamed into place
+1. **Record** (:mod:`ledger.exchange.recording`): what the target changed becomes versions,
+   merged three ways with what the brain changed; a conflict writes nothing on either side.
+2. **Project** (here): each skill the ledger changed is written whole and renamed into place
    (:mod:`ledger.exchange.targetfs`); a skill the ledger deleted is taken out.  Nothing is
    replaced unless it is what the manifest says the ledger last wrote, or what was just
    recorded, so an edit is never overwritten unread.
 
-A target that lacks most of its managed skills is refused, not read as deletions.
+Every target's changes are recorded before any is projected; one failing target fails only
+itself.  A target that lost its skills is refused, not read as deletions.
 """
 
 from __future__ import annotations
@@ -21,18 +20,15 @@ import contextlib
 import fcntl
 import json
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
-from ledger.bundle.collection import Collection, Found
-from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
-from ledger.bundle.skill import SKILL_MD, check_name
 from ledger.errors import LedgerError
+from ledger.exchange import reading
 from ledger.exchange.ignoring import IGNORE_FILE, Ignore
-from ledger.exchange.merging import merge
-from ledger.exchange.settling import Pass, Settler, binmap, digest, hexmap, state_of
+from ledger.exchange.recording import Recorder
+from ledger.exchange.settling import Pass, Settler, binmap, hexmap
 from ledger.exchange.targetfs import TargetError, TargetFS
 from ledger.exchange.targets import Target, Targets
 from ledger.store import gitstore as gs
@@ -43,9 +39,8 @@ from ledger.write.importer import CATEGORY_INDEX
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
-__all__ = ["WIPED_MIN", "Projection"]
+__all__ = ["Projection"]
 
-WIPED_MIN = 4  # a target managing fewer skills than this is never judged wiped
 _ROUNDS = 3  # passes per sync while a target keeps changing under it
 
 
@@ -55,8 +50,9 @@ class Projection:
     def __init__(self, brain: Brain, targets: Targets | None = None) -> None:
         self.brain = brain
         self.targets = targets or Targets(brain.control)
+        self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
         self.settler = Settler(self.targets, lambda key: self.brain.head().skills.get(key),
-                               lambda tree: self._norm(self._data(self.brain.snapshots.files(tree))))
+                               lambda tree: self.recorder.norm(self.recorder.data(self.brain.snapshots.files(tree))))
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
@@ -93,7 +89,7 @@ class Projection:
                         result = self._guarded(target, lambda t=target, w=wiped: self._open(t, w, committed))
                         if isinstance(result, Pass):
                             passes.append(result)
-                            failed = self._guarded(target, lambda p=result, k=take: self._record(p, k))
+                            failed = self._guarded(target, lambda p=result, k=take: self.recorder.record(p, k))
                             if failed is not None:
                                 passes.remove(result)
                                 result.fs.close()
@@ -168,7 +164,7 @@ class Projection:
         p = Pass(target, fs, self.targets.manifest(target.name), report=report)
         try:
             self.settler.settle_all(p)
-            if self._read(p, wiped):
+            if reading.read(p, wiped):
                 return p
         except BaseException:
             fs.close()
@@ -183,228 +179,10 @@ class Projection:
         except FileNotFoundError:
             return Ignore()
 
-    def _read(self, p: Pass, wiped: str | None) -> bool:
-        scan = p.fs.scan()
-        for rel, why in scan.refused.items():
-            p.report["left_alone"].append({"dir": rel, "reason": why})
-        for key, rel in scan.skills.items():
-            try:
-                check_name(key)
-            except LedgerError:
-                p.report["left_alone"].append({"dir": rel, "reason": "its folder name is not a skill key"})
-                continue
-            if not p.target.includes(key):
-                continue
-            cache = p.manifest.stats.get(key) if p.manifest.skills.get(key, {}).get("dir") == rel else None
-            try:
-                p.state[key] = p.fs.state(rel, cache)
-                p.dirs[key] = rel
-                self._within_caps(p, key, rel)
-            except (TargetError, OSError) as exc:
-                p.state.pop(key, None)
-                why = exc.message if isinstance(exc, LedgerError) else str(exc)
-                p.report["left_alone"].append({"dir": rel, "reason": why})
-                p.dirs[key] = rel  # present, but not recordable: never replaced or deleted
-        managed = set(p.manifest.skills)
-        missing = sorted(k for k in managed if k not in p.dirs)
-        if not missing or wiped == "confirm":
-            return True
-        if wiped == "restore":
-            for key in missing:  # projected again as new skills; nothing is recorded as deleted
-                p.manifest.skills.pop(key)
-            p.manifest.dirty = True
-            return True
-        if len(missing) < len(managed) and (len(managed) < WIPED_MIN or 2 * len(missing) <= len(managed)):
-            return True  # some skills deleted there, most still in place: read as deletions
-        p.report.update(status="refused",
-                        reason=f"{len(missing)} of the {len(managed)} skill(s) the ledger manages there are gone "
-                               "(an unmounted disk or a wiped folder is not read as deletions)",
-                        hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
-                             f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
-        return False
-
-    @staticmethod
-    def _within_caps(p: Pass, key: str, rel: str) -> None:
-        """A runtime's file is held to what an agent may write (Hermes's caps, :class:`Policy`); what
-        the ledger itself put there (the base) may be larger, since the brain records skills as they are."""
-        files, stats = p.state[key]
-        base = p.manifest.files(key) or {}
-        for path, (_, blob) in files.items():
-            if path in base and base[path][1] == blob:
-                continue
-            size = stats[path][2]
-            if path == SKILL_MD and size > HERMES_SKILL_MD:  # characters: only a file this large can be over
-                chars = len(p.fs.read(rel)[SKILL_MD][0].decode("utf-8", "replace"))
-                if chars > HERMES_SKILL_MD:
-                    raise TargetError(f"{rel}/{SKILL_MD} is {chars} characters, over the {HERMES_SKILL_MD} an "
-                                      "agent may write; the skill is left as it is",
-                                      hint="move detail into references/ files")  # fmt: skip
-            elif path != SKILL_MD and size > HERMES_FILE:
-                raise TargetError(f"{rel}/{path} is {size} bytes, over the {HERMES_FILE} an agent may write; "
-                                  "the skill is left as it is", hint="keep large files out of skills, or import "
-                                  "the skill with 'ledger import' (the brain's own limits)")  # fmt: skip
-
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         if p.target.committed and committed is not None:
             return dict(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
         return dict(self.brain.head().skills)
-
-    def _ledger_files(self, sha: bytes | None) -> gs.FileMap | None:
-        return self.brain.snapshots.files(sha) if sha is not None else None
-
-    def _data(self, files: gs.FileMap) -> dict[str, tuple[bytes, bool]]:
-        read = self.brain.snapshots.read_blob
-        return {rel: (read(blob), mode == gs.MODE_EXEC) for rel, (mode, blob) in files.items()}
-
-    # ------------------------------------------------------------------ phase 1: record
-
-    def _record(self, p: Pass, take: tuple[str, str] | None) -> None:
-        """Everything the recording decides on (the head, the base, the last projection) is read
-        under the writer lock, and written in the same hold: a brain write can land only before
-        (then this pass merges with it three ways) or after (then it builds on what was recorded)."""
-        with self.brain.lock.locked():
-            self._record_locked(p, take)
-
-    def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
-        m, head = p.manifest, self.brain.head().skills
-        found: list[Found] = []
-        deletions: list[str] = []
-        for key in sorted(set(p.state) | set(m.skills)):
-            if not p.target.includes(key) or (key in p.dirs and key not in p.state):
-                continue
-            t = p.state[key][0] if key in p.state else None
-            base, entry = m.files(key), m.skills.get(key)
-            lt = head.get(key)
-            ledger_same = entry is not None and entry.get("tree") == (lt.hex() if lt else None)
-            if t == base and entry is not None and key not in m.conflicts:
-                continue  # the target did not change: phase 2 projects whatever the ledger did
-            conflict = m.conflicts.get(key)
-            if take and take[1] == key and conflict is not None:
-                p.manifest.dirty = True
-                m.conflicts.pop(key)
-                if take[0] == "ledger":
-                    p.may_replace.add(key)
-                    p.keep_displaced.add(key)  # the target's side is chosen away, never deleted: kept aside
-                    continue
-                if take[0] != p.target.name:
-                    continue
-                ledger_same, conflict = True, None
-            if conflict is not None:
-                t_moved = digest(t) != conflict["target_state"]
-                l_moved = (lt.hex() if lt else None) != conflict["ledger_tree"]
-                if not t_moved and not l_moved:
-                    continue  # still in conflict: nothing is written on either side
-                # A side moved: merge again from the same base.  A clean merge settles the conflict;
-                # otherwise it stays, whatever either side wrote since.  Only --take or 'ledger
-                # resolve' chooses a side: a later write on one side never silently discards the other.
-                p.manifest.dirty = True
-                since = m.conflicts.pop(key).get("since")
-                p.conflict_since[key] = since
-                ledger_same = False
-            if entry is None and t is None:
-                continue
-            if (entry is None and lt is None) or ledger_same:
-                if t is None:
-                    deletions.append(key)
-                else:
-                    data = p.fs.read(p.dirs[key])
-                    found.append(self._found(p, key, data, state=state_of(data)))
-                continue
-            l_files = self._ledger_files(lt)
-            if t == l_files:
-                continue  # both sides made the same change: phase 2 notes it in the manifest
-            # The merge base is the ledger tree the target was last in step with: always in the store.
-            base_tree = entry.get("tree") if entry is not None else None
-            self._merge(p, key, self._ledger_files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
-                        found, deletions)  # fmt: skip
-        if found or deletions:
-            pausepoint("sync.record")  # tests race a brain write here: it must wait for the lock, then survive
-            self._commit(p, found, deletions, expect={f.key: head.get(f.key) for f in found}
-                         | {k: head.get(k) for k in deletions})  # fmt: skip
-
-    def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
-               found: list[Found], deletions: list[str]) -> None:  # fmt: skip
-        """Both sides changed ``key`` since the last sync: merge them, or keep both as a conflict."""
-        head = self.brain.head()
-        lt = head.skills.get(key)
-        if base is None or ours is None or theirs is None:
-            self._conflict(p, key, theirs, lt, ["(whole skill)"] if base is not None or theirs is None else
-                           sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
-            return
-        t_data = p.fs.read(p.dirs[key])
-        if state_of(t_data) != theirs:
-            p.changed = True  # changed again while read: the next pass looks again
-            return
-        version = self.brain.snapshots.committed(key)[1].version
-
-        def counter(rel: str, data: bytes) -> bytes:
-            if rel != SKILL_MD:
-                return data
-            with contextlib.suppress(LedgerError, UnicodeDecodeError):
-                return self.brain.versions.doc(head, data.decode()).with_counter(version).encode()
-            return data
-
-        result = merge(self._data(base), self._data(ours), t_data, normalize=counter)
-        if not result.clean:
-            self._conflict(p, key, theirs, lt, result.conflicts)
-            return
-        if result.files == {r: (counter(r, d), x) for r, (d, x) in self._data(ours).items()}:
-            p.may_replace.add(key)  # the merge is the ledger's copy: phase 2 writes it over the target's
-            return
-        found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
-
-    def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
-        p.manifest.dirty = True
-        p.manifest.conflicts[key] = {
-            "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
-            "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
-                    "both copies stay until then",
-        }  # fmt: skip
-
-    def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
-               note: str = "") -> Found:  # fmt: skip
-        """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
-        p.recording[key] = {"state": hexmap(state), "norm": self._norm(files)}
-        rel = p.dirs[key]
-        category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
-        found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
-        if note:
-            found.notes.append(note)
-        p.may_replace.add(key)
-        return found
-
-    def _norm(self, files: Mapping[str, tuple[bytes, bool]]) -> str | None:
-        """A digest of a skill's content with the ledger's version value set aside."""
-        def one(rel: str, data: bytes) -> bytes:
-            if rel == SKILL_MD:
-                with contextlib.suppress(LedgerError, UnicodeDecodeError):
-                    return self.brain.versions.doc(self.brain.head(), data.decode()).with_counter(1).encode()
-            return data
-
-        return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
-
-    def _commit(self, p: Pass, found: list[Found], deletions: list[str], expect: Mapping[str, bytes | None]) -> None:
-        # Durable first: if this process is killed after the snapshot lands and before the manifest
-        # is saved, the next pass still knows which target state the ledger is now in step with.
-        self.settler.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
-        coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
-        evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
-        with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
-            result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
-                                                           note=f"recorded from target {p.target.name}")  # fmt: skip
-        for row in result["skills"]:
-            if row["status"] == "refused":
-                p.may_replace.discard(row["skill"])
-                p.report["left_alone"].append({"dir": p.dirs.get(row["skill"], row["skill"]),
-                                               "reason": row["reason"]})  # fmt: skip
-            elif row["status"] != "unchanged":
-                p.recorded.add(row["skill"])
-                p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
-                                             "action": row["status"]})  # fmt: skip
-        for key in deletions:
-            p.manifest.dirty = True
-            p.manifest.skills.pop(key, None)
 
     # ------------------------------------------------------------------ phase 2: project
 

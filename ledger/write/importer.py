@@ -156,7 +156,8 @@ class Importer:
             raise SkillError(f"{SKILL_MD} is not valid UTF-8 (byte {exc.start})") from exc
         doc = self.writer.versions.doc(head, text, limit=limits["skill_md"])
         verdict = lint_skill(found.folder, text, {r: len(d) for r, (d, _) in files.items()})
-        out: dict[str, Any] = {"lint": {"valid": verdict.valid, "errors": verdict.errors}}
+        out: dict[str, Any] = {"lint": {"valid": verdict.valid, "strict_valid": verdict.strict_valid,
+                                        "errors": verdict.errors, "extra": verdict.extra}}
         if doc.name and doc.name != key:
             found.notes.append(f"frontmatter name {doc.name!r} differs from the folder: stored as {key!r}, name kept")
         if key in head.skills:

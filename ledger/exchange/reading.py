@@ -1,0 +1,81 @@
+"""What a target holds, read for one ``ledger sync`` pass: each skill's files, keyed as the ledger
+keys skills, and every entry left alone with its path and the reason (docs/layouts.md).
+
+A runtime's folder is somebody else's: one bad entry (a name that is not UTF-8, a link, a fifo,
+a file over the agent caps, two folders claiming one skill) is left as it is and reported, and
+every other skill still syncs.  A folder that lost its skills is never read as deletions.
+"""
+
+from __future__ import annotations
+
+from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
+from ledger.bundle.skill import SKILL_MD, check_name
+from ledger.errors import LedgerError
+from ledger.exchange.settling import Pass
+from ledger.exchange.targetfs import TargetError
+
+__all__ = ["WIPED_MIN", "read", "within_caps"]
+
+WIPED_MIN = 4  # from this many managed skills, losing most of them (not only all) is a wiped target
+
+
+def read(p: Pass, wiped: str | None) -> bool:
+    """The target's skills read into the pass; False (and the report says why) if it looks wiped."""
+    scan = p.fs.scan()
+    for rel, why in scan.refused.items():
+        p.report["left_alone"].append({"dir": rel, "reason": why})
+    for key, rel in scan.skills.items():
+        try:
+            check_name(key)
+        except LedgerError:
+            p.report["left_alone"].append({"dir": rel, "reason": "its folder name is not a skill key"})
+            continue
+        if not p.target.includes(key):
+            continue
+        cache = p.manifest.stats.get(key) if p.manifest.skills.get(key, {}).get("dir") == rel else None
+        try:
+            p.state[key] = p.fs.state(rel, cache)
+            p.dirs[key] = rel
+            within_caps(p, key, rel)
+        except (TargetError, OSError) as exc:
+            p.state.pop(key, None)
+            why = exc.message if isinstance(exc, LedgerError) else str(exc)
+            p.report["left_alone"].append({"dir": rel, "reason": why})
+            p.dirs[key] = rel  # present, but not recordable: never replaced or deleted
+    managed = set(p.manifest.skills)
+    missing = sorted(k for k in managed if k not in p.dirs)
+    if not missing or wiped == "confirm":
+        return True
+    if wiped == "restore":
+        for key in missing:  # projected again as new skills; nothing is recorded as deleted
+            p.manifest.skills.pop(key)
+        p.manifest.dirty = True
+        return True
+    if len(missing) < len(managed) and (len(managed) < WIPED_MIN or 2 * len(missing) <= len(managed)):
+        return True  # some skills deleted there, most still in place: read as deletions
+    p.report.update(status="refused",
+                    reason=f"{len(missing)} of the {len(managed)} skill(s) the ledger manages there are gone "
+                           "(an unmounted disk or a wiped folder is not read as deletions)",
+                    hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
+                         f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
+    return False
+
+def within_caps(p: Pass, key: str, rel: str) -> None:
+    """A runtime's file is held to what an agent may write (Hermes's caps, :class:`Policy`); what
+    the ledger itself put there (the base) may be larger, since the brain records skills as they are."""
+    files, stats = p.state[key]
+    base = p.manifest.files(key) or {}
+    for path, (_, blob) in files.items():
+        if path in base and base[path][1] == blob:
+            continue
+        size = stats[path][2]
+        if path == SKILL_MD and size > HERMES_SKILL_MD:  # characters: only a file this large can be over
+            chars = len(p.fs.read(rel)[SKILL_MD][0].decode("utf-8", "replace"))
+            if chars > HERMES_SKILL_MD:
+                raise TargetError(f"{rel}/{SKILL_MD} is {chars} characters, over the {HERMES_SKILL_MD} an "
+                                  "agent may write; the skill is left as it is",
+                                  hint="move detail into references/ files")  # fmt: skip
+        elif path != SKILL_MD and size > HERMES_FILE:
+            raise TargetError(f"{rel}/{path} is {size} bytes, over the {HERMES_FILE} an agent may write; "
+                              "the skill is left as it is", hint="keep large files out of skills, or import "
+                              "the skill with 'ledger import' (the brain's own limits)")  # fmt: skip

@@ -1,0 +1,194 @@
+"""Phase 1 of a ``ledger sync`` pass: what changed in a target, recorded back into the brain.
+
+Each skill is compared three ways: the target (``t``), the manifest of the last sync
+(``base``) and the ledger (``l``).  A skill only the target changed, or one created there, is
+recorded as a new version through the importer, attributed to the target (actor,
+``Ledger-Runtime``, ``Ledger-Target``).  A skill both sides changed is merged
+(:mod:`ledger.exchange.merging`); a conflict writes nothing on either side and stays until
+someone chooses a side (``ledger resolve``, ``ledger sync --take``).
+
+Everything a recording decides on is read under the writer lock, and the snapshot is written
+in the same hold, with a compare-and-swap on the head it read (docs/layouts.md, "Projection").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ledger._faults import pausepoint
+from ledger.bundle.collection import Collection, Found
+from ledger.bundle.skill import SKILL_MD
+from ledger.errors import LedgerError
+from ledger.exchange.merging import merge
+from ledger.exchange.settling import Pass, digest, hexmap, state_of
+from ledger.store import gitstore as gs
+
+if TYPE_CHECKING:
+    from ledger.brain import Brain
+
+__all__ = ["Recorder"]
+
+
+class Recorder:
+    """Records a target's changes into one brain; ``journal`` makes a record durable before it lands."""
+
+    def __init__(self, brain: Brain, journal: Callable[[Pass, dict[str, Any]], None]) -> None:
+        self.brain, self.journal = brain, journal
+
+    def files(self, sha: bytes | None) -> gs.FileMap | None:
+        return self.brain.snapshots.files(sha) if sha is not None else None
+
+    def data(self, files: gs.FileMap) -> dict[str, tuple[bytes, bool]]:
+        read = self.brain.snapshots.read_blob
+        return {rel: (read(blob), mode == gs.MODE_EXEC) for rel, (mode, blob) in files.items()}
+
+    def record(self, p: Pass, take: tuple[str, str] | None) -> None:
+        """Everything the recording decides on (the head, the base, the last projection) is read
+        under the writer lock, and written in the same hold: a brain write can land only before
+        (then this pass merges with it three ways) or after (then it builds on what was recorded)."""
+        with self.brain.lock.locked():
+            self._record_locked(p, take)
+
+    def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
+        m, head = p.manifest, self.brain.head().skills
+        found: list[Found] = []
+        deletions: list[str] = []
+        for key in sorted(set(p.state) | set(m.skills)):
+            if not p.target.includes(key) or (key in p.dirs and key not in p.state):
+                continue
+            t = p.state[key][0] if key in p.state else None
+            base, entry = m.files(key), m.skills.get(key)
+            lt = head.get(key)
+            ledger_same = entry is not None and entry.get("tree") == (lt.hex() if lt else None)
+            if t == base and entry is not None and key not in m.conflicts:
+                continue  # the target did not change: phase 2 projects whatever the ledger did
+            conflict = m.conflicts.get(key)
+            if take and take[1] == key and conflict is not None:
+                p.manifest.dirty = True
+                m.conflicts.pop(key)
+                if take[0] == "ledger":
+                    p.may_replace.add(key)
+                    p.keep_displaced.add(key)  # the target's side is chosen away, never deleted: kept aside
+                    continue
+                if take[0] != p.target.name:
+                    continue
+                ledger_same, conflict = True, None
+            if conflict is not None:
+                t_moved = digest(t) != conflict["target_state"]
+                l_moved = (lt.hex() if lt else None) != conflict["ledger_tree"]
+                if not t_moved and not l_moved:
+                    continue  # still in conflict: nothing is written on either side
+                # A side moved: merge again from the same base.  A clean merge settles the conflict;
+                # otherwise it stays, whatever either side wrote since.  Only --take or 'ledger
+                # resolve' chooses a side: a later write on one side never silently discards the other.
+                p.manifest.dirty = True
+                since = m.conflicts.pop(key).get("since")
+                p.conflict_since[key] = since
+                ledger_same = False
+            if entry is None and t is None:
+                continue
+            if (entry is None and lt is None) or ledger_same:
+                if t is None:
+                    deletions.append(key)
+                else:
+                    data = p.fs.read(p.dirs[key])
+                    found.append(self._found(p, key, data, state=state_of(data)))
+                continue
+            l_files = self.files(lt)
+            if t == l_files:
+                continue  # both sides made the same change: phase 2 notes it in the manifest
+            # The merge base is the ledger tree the target was last in step with: always in the store.
+            base_tree = entry.get("tree") if entry is not None else None
+            self._merge(p, key, self.files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
+                        found, deletions)  # fmt: skip
+        if found or deletions:
+            pausepoint("sync.record")  # tests race a brain write here: it must wait for the lock, then survive
+            self._commit(p, found, deletions, expect={f.key: head.get(f.key) for f in found}
+                         | {k: head.get(k) for k in deletions})  # fmt: skip
+
+    def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
+               found: list[Found], deletions: list[str]) -> None:  # fmt: skip
+        """Both sides changed ``key`` since the last sync: merge them, or keep both as a conflict."""
+        head = self.brain.head()
+        lt = head.skills.get(key)
+        if base is None or ours is None or theirs is None:
+            self._conflict(p, key, theirs, lt, ["(whole skill)"] if base is not None or theirs is None else
+                           sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
+            return
+        t_data = p.fs.read(p.dirs[key])
+        if state_of(t_data) != theirs:
+            p.changed = True  # changed again while read: the next pass looks again
+            return
+        version = self.brain.snapshots.committed(key)[1].version
+
+        def counter(rel: str, data: bytes) -> bytes:
+            if rel != SKILL_MD:
+                return data
+            with contextlib.suppress(LedgerError, UnicodeDecodeError):
+                return self.brain.versions.doc(head, data.decode()).with_counter(version).encode()
+            return data
+
+        result = merge(self.data(base), self.data(ours), t_data, normalize=counter)
+        if not result.clean:
+            self._conflict(p, key, theirs, lt, result.conflicts)
+            return
+        if result.files == {r: (counter(r, d), x) for r, (d, x) in self.data(ours).items()}:
+            p.may_replace.add(key)  # the merge is the ledger's copy: phase 2 writes it over the target's
+            return
+        found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
+
+    def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
+        p.manifest.dirty = True
+        p.manifest.conflicts[key] = {
+            "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
+            "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
+                    "both copies stay until then",
+        }  # fmt: skip
+
+    def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
+               note: str = "") -> Found:  # fmt: skip
+        """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
+        p.recording[key] = {"state": hexmap(state), "norm": self.norm(files)}
+        rel = p.dirs[key]
+        category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
+        found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
+        if note:
+            found.notes.append(note)
+        p.may_replace.add(key)
+        return found
+
+    def norm(self, files: Mapping[str, tuple[bytes, bool]]) -> str | None:
+        """A digest of a skill's content with the ledger's version value set aside."""
+        def one(rel: str, data: bytes) -> bytes:
+            if rel == SKILL_MD:
+                with contextlib.suppress(LedgerError, UnicodeDecodeError):
+                    return self.brain.versions.doc(self.brain.head(), data.decode()).with_counter(1).encode()
+            return data
+
+        return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
+
+    def _commit(self, p: Pass, found: list[Found], deletions: list[str], expect: Mapping[str, bytes | None]) -> None:
+        # Durable first: if this process is killed after the snapshot lands and before the manifest
+        # is saved, the next pass still knows which target state the ledger is now in step with.
+        self.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
+        coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
+        evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
+        with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
+            result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
+                                                           note=f"recorded from target {p.target.name}")  # fmt: skip
+        for row in result["skills"]:
+            if row["status"] == "refused":
+                p.may_replace.discard(row["skill"])
+                p.report["left_alone"].append({"dir": p.dirs.get(row["skill"], row["skill"]),
+                                               "reason": row["reason"]})  # fmt: skip
+            elif row["status"] != "unchanged":
+                p.recorded.add(row["skill"])
+                p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
+                                             "action": row["status"]})  # fmt: skip
+        for key in deletions:
+            p.manifest.dirty = True
+            p.manifest.skills.pop(key, None)
