@@ -376,7 +376,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         "conflict_left": conflicted, "sync_conflicts": (st.get("sync_conflicts") or [])[:3],
         "stray_tmp_in_head": sorted(r for r in files if r.endswith(".tmp"))[:5],
         "staging_left": (target / ".ledger-staging").exists(),
-        "head_version": _git(brain, "log", "-1", "--format=%H", "main").strip()[:12],
+        "head_commit": _git(brain, "rev-parse", "--short=12", "main").strip(),
     }  # fmt: skip
 
 

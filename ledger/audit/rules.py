@@ -70,9 +70,9 @@ def _canonical(snap: gs.Snapshot) -> str:
 def _count_ok(operation: str, count: int) -> bool:
     if operation in ("init", "adopt", "keys", "move"):
         return count == 0
-    if operation in ("import", "merge"):
-        return count >= 0  # an import may change only category files; a merge may take nothing
-    if operation in ("apply", "sync"):
+    if operation in ("import", "merge", "sync"):
+        return count >= 0  # an import or a sync may change only categories/; a merge may take nothing
+    if operation == "apply":
         return count >= 1
     return count >= 1 if operation == "snapshot" else count == 1
 

@@ -354,7 +354,8 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
             click.echo(click.style("refused ", fg="red") + f"{t['name']}: {t['reason']}\n        hint: {t['hint']}")
             continue
         for r in t["recorded"]:
-            click.echo(f"recorded  {r['skill']} v{r['version']} ({r['action']}) from {t['name']}")
+            version = f" v{r['version']}" if r["version"] is not None else ""
+            click.echo(f"recorded  {r['skill']}{version} ({r['action']}) from {t['name']}")
         for key in t["projected"]:
             click.echo(f"projected {key} → {t['name']}")
         for key in t["removed"]:

@@ -33,6 +33,7 @@ from ledger.exchange.targetfs import TargetError, TargetFS
 from ledger.exchange.targets import Target, Targets
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.store.gitstore import blob_id
 from ledger.store.skilltree import skills_of
 from ledger.write.importer import CATEGORY_INDEX
 
@@ -135,6 +136,14 @@ class Projection:
     def _finish(self, p: Pass, committed: bytes | None) -> None:
         """Phase 2 for one target, then its manifest saved and its journal cleared."""
         self._project(p, committed)
+        plan = p.category_plan
+        for rel, data in sorted(plan.project.items()) if plan is not None else ():
+            t = p.categories.get(rel)
+            if p.fs.put_file(rel, data, blob_id(t).hex() if t is not None else None):
+                p.manifest.categories[rel], p.manifest.dirty = plan.in_step[rel], True
+                p.report["projected"].append(f"{rel} (category file)")
+            else:
+                p.changed = True  # edited meanwhile: left as it is, and read again next pass
         p.fs.tidy()
         self.targets.save_manifest(p.target.name, p.manifest)
         if p.manifest.pending:
@@ -271,9 +280,14 @@ class Projection:
         elif outcome == "done":
             p.report["removed"].append(key)
         elif key in p.recorded and info["old"] is not None and info["new"] is not None:
-            # Edited again meanwhile: the base is the state just recorded, which the ledger now holds.
-            p.manifest.dirty = True
-            p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["old"]}
+            # Edited again meanwhile.  A state recorded as it was is what the ledger's tree for that record
+            # holds, so it is the base from now on (with that tree, never a later one: a brain write landed
+            # since must not look like the target's to undo).  A merged record holds more than the target
+            # did: the old base stays, and the next pass merges again.
+            rec = p.recording.get(key, {})
+            if not rec.get("merged") and "tree" in rec and binmap(rec["state"]) == binmap(info["old"]):
+                p.manifest.dirty = True
+                p.manifest.skills[key] = {"dir": rel, "tree": rec["tree"], "files": info["old"]}
 
 
 def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:

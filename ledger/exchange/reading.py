@@ -9,12 +9,12 @@ every other skill still syncs.  A folder that lost its skills is never read as d
 from __future__ import annotations
 
 from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
-from ledger.bundle.skill import SKILL_MD, check_name
+from ledger.bundle.skill import SKILL_MD, check_name, slugify
 from ledger.errors import LedgerError
 from ledger.exchange.settling import Pass
 from ledger.exchange.targetfs import TargetError
 
-__all__ = ["WIPED_MIN", "read", "within_caps"]
+__all__ = ["WIPED_MIN", "read", "skill_key", "within_caps"]
 
 WIPED_MIN = 4  # from this many managed skills, losing most of them (not only all) is a wiped target
 
@@ -22,17 +22,26 @@ WIPED_MIN = 4  # from this many managed skills, losing most of them (not only al
 def read(p: Pass, wiped: str | None) -> bool:
     """The target's skills read into the pass; False (and the report says why) if it looks wiped."""
     scan = p.fs.scan()
+    p.categories = scan.categories
     for rel, why in scan.refused.items():
         p.report["left_alone"].append({"dir": rel, "reason": why})
-    for key, rel in scan.skills.items():
+    claims: dict[str, list[str]] = {}
+    for folder, rel in [*scan.skills.items(), *scan.more]:
         try:
-            check_name(key)
-        except LedgerError:
-            p.report["left_alone"].append({"dir": rel, "reason": "its folder name is not a skill key"})
+            key = skill_key(folder)
+        except LedgerError as exc:
+            p.report["left_alone"].append({"dir": rel, "reason": exc.message})
             continue
-        if not p.target.includes(key):
+        if p.target.includes(key):
+            claims.setdefault(key, []).append(rel)
+    for key, rels in sorted(claims.items()):
+        managed = p.manifest.skills.get(key, {}).get("dir")
+        if len(rels) > 1:  # two folders, one skill: Hermes would show one and hide the other
+            p.dupes[key] = sorted(rels)
+            p.dirs[key] = managed if managed in rels else sorted(rels)[0]  # present: never replaced nor deleted
             continue
-        cache = p.manifest.stats.get(key) if p.manifest.skills.get(key, {}).get("dir") == rel else None
+        rel = rels[0]
+        cache = p.manifest.stats.get(key) if managed == rel else None
         try:
             p.state[key] = p.fs.state(rel, cache)
             p.dirs[key] = rel
@@ -59,6 +68,20 @@ def read(p: Pass, wiped: str | None) -> bool:
                     hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
                          f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
     return False
+
+def skill_key(folder: str) -> str:
+    """The key a folder is recorded under: its own name, or its slug when the runtime's rules allow
+    more than the ledger's (Hermes: ``^[a-z0-9][a-z0-9._-]*$``, so ``my_tool.v2`` → ``my-tool-v2``,
+    as ``ledger import`` keys it).  A name with no slug is refused with the rule it breaks."""
+    try:
+        return check_name(folder)
+    except LedgerError:
+        try:
+            return check_name(slugify(folder))
+        except LedgerError as exc:
+            raise LedgerError(f"its folder name {folder!r} cannot be a skill key: {exc.message}",
+                              hint="rename it with letters a-z, digits and '-' (see docs/lineage.md §4.1)") from None
+
 
 def within_caps(p: Pass, key: str, rel: str) -> None:
     """A runtime's file is held to what an agent may write (Hermes's caps, :class:`Policy`); what

@@ -22,9 +22,12 @@ from ledger._faults import pausepoint
 from ledger.bundle.collection import Collection, Found
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
+from ledger.exchange import categoryfiles
 from ledger.exchange.merging import merge
 from ledger.exchange.settling import Pass, digest, hexmap, state_of
 from ledger.store import gitstore as gs
+from ledger.store import treehash as th
+from ledger.write.importer import CATEGORY_INDEX
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -56,6 +59,9 @@ class Recorder:
         m, head = p.manifest, self.brain.head().skills
         found: list[Found] = []
         deletions: list[str] = []
+        self._duplicates(p)
+        moves = self._moves(p)
+        p.category_plan = categoryfiles.plan(p, self._category_files(), take)
         for key in sorted(set(p.state) | set(m.skills)):
             if not p.target.includes(key) or (key in p.dirs and key not in p.state):
                 continue
@@ -104,10 +110,62 @@ class Recorder:
             base_tree = entry.get("tree") if entry is not None else None
             self._merge(p, key, self.files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
                         found, deletions)  # fmt: skip
-        if found or deletions:
+        recorded = p.category_plan.record
+        if found or deletions or moves or recorded:
             pausepoint("sync.record")  # tests race a brain write here: it must wait for the lock, then survive
-            self._commit(p, found, deletions, expect={f.key: head.get(f.key) for f in found}
-                         | {k: head.get(k) for k in deletions})  # fmt: skip
+            coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found,
+                              categories={r: d for r, d in recorded.items() if d is not None})  # fmt: skip
+            self._commit(p, coll, deletions, expect={f.key: head.get(f.key) for f in found}
+                         | {k: head.get(k) for k in deletions}, moves=moves,
+                         removals=[r for r, d in recorded.items() if d is None])  # fmt: skip
+        for key, category in moves.items():  # the folder's new place is where the ledger now finds and writes it
+            m.skills[key]["dir"], m.dirty = p.dirs[key], True
+            if key not in {f.key for f in found}:
+                p.report["recorded"].append({"skill": key, "version": None,
+                                             "action": f"moved to {category or 'the top level'}"})  # fmt: skip
+        for rel, data in recorded.items():
+            m.categories[rel], m.dirty = p.category_plan.in_step[rel], True
+            p.report["recorded"].append({"skill": rel, "version": None,
+                                         "action": "category file " + ("removed" if data is None else "recorded")})
+
+    def _duplicates(self, p: Pass) -> None:
+        """Two folders claiming one skill (the same name in two Hermes categories, or two names with
+        one slug): a conflict, until all but one are gone; nothing is recorded or projected for it."""
+        m = p.manifest
+        for key, c in list(m.conflicts.items()):
+            if c.get("kind") == "duplicate" and key not in p.dupes:
+                m.conflicts.pop(key)
+                m.dirty = True
+        for key, dirs in p.dupes.items():
+            if m.conflicts.get(key, {}).get("dirs") == dirs:
+                continue
+            m.dirty = True
+            m.conflicts[key] = {
+                "kind": "duplicate", "dirs": dirs, "files": dirs, "target_state": None, "ledger_tree": None,
+                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "hint": f"Hermes shows one of them and hides the rest: rename or remove all but one of "
+                        f"{', '.join(dirs)} in {p.target.path}",
+            }  # fmt: skip
+
+    def _moves(self, p: Pass) -> dict[str, str | None]:
+        """Skills a Hermes home moved to another category folder (``mv skills/a/x skills/b/x``): each
+        is recorded as a change of membership, never as a deletion and a creation."""
+        if p.target.layout != "hermes":
+            return {}
+        out: dict[str, str | None] = {}
+        for key, rel in p.dirs.items():
+            entry = p.manifest.skills.get(key)
+            if key in p.state and entry is not None and entry.get("dir") != rel and key not in p.manifest.conflicts:
+                out[key] = rel.rpartition("/")[0] or None
+        return out
+
+    def _category_files(self) -> dict[str, bytes]:
+        """The brain's Hermes category files (``categories/`` without its membership index)."""
+        tree = self.brain.snapshots.categories_tree(self.brain.head())
+        if tree is None:
+            return {}
+        files = th.files_of(self.brain.store, tree)
+        return {rel: self.brain.snapshots.read_blob(blob) for rel, (_, blob) in files.items() if rel != CATEGORY_INDEX}
 
     def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
                found: list[Found], deletions: list[str]) -> None:  # fmt: skip
@@ -152,7 +210,7 @@ class Recorder:
     def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
                note: str = "") -> Found:  # fmt: skip
         """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
-        p.recording[key] = {"state": hexmap(state), "norm": self.norm(files)}
+        p.recording[key] = {"state": hexmap(state), "norm": self.norm(files), **({"merged": True} if note else {})}
         rel = p.dirs[key]
         category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
         found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
@@ -171,14 +229,15 @@ class Recorder:
 
         return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
 
-    def _commit(self, p: Pass, found: list[Found], deletions: list[str], expect: Mapping[str, bytes | None]) -> None:
+    def _commit(self, p: Pass, coll: Collection, deletions: list[str], expect: Mapping[str, bytes | None],
+                moves: Mapping[str, str | None], removals: list[str]) -> None:  # fmt: skip
         # Durable first: if this process is killed after the snapshot lands and before the manifest
         # is saved, the next pass still knows which target state the ledger is now in step with.
         self.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
-        coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found)
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
             result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
+                                                           moves=moves, category_removals=removals,
                                                            note=f"recorded from target {p.target.name}")  # fmt: skip
         for row in result["skills"]:
             if row["status"] == "refused":
@@ -187,6 +246,9 @@ class Recorder:
                                                "reason": row["reason"]})  # fmt: skip
             elif row["status"] != "unchanged":
                 p.recorded.add(row["skill"])
+                tree = self.brain.head().skills.get(row["skill"])  # still under the lock: this record's own tree
+                if tree is not None and row["skill"] in p.recording:
+                    p.recording[row["skill"]]["tree"] = tree.hex()
                 p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
                                              "action": row["status"]})  # fmt: skip
         for key in deletions:

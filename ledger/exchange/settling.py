@@ -48,6 +48,9 @@ class Pass:
     fs: TargetFS
     manifest: Manifest
     dirs: dict[str, str] = field(default_factory=dict)  # key → its folder in the target
+    dupes: dict[str, list[str]] = field(default_factory=dict)  # key → every folder claiming it (hermes)
+    categories: dict[str, bytes] = field(default_factory=dict)  # hermes: category files found there
+    category_plan: Any = None  # what phase 2 projects of them (ledger.exchange.categoryfiles.CategoryPlan)
     state: dict[str, tuple[gs.FileMap, dict[str, list]]] = field(default_factory=dict)
     may_replace: set[str] = field(default_factory=set)  # target states the ledger may overwrite
     recorded: set[str] = field(default_factory=set)  # recorded from this target in this pass
@@ -137,6 +140,8 @@ class Settler:
     def settle_record(self, p: Pass, key: str, rec: dict[str, Any]) -> None:
         """A record a kill interrupted: if the ledger holds what was being recorded, the target's
         state then is the base from now on (else the record never landed, and nothing changes)."""
+        if rec.get("merged"):
+            return  # the ledger holds more than the target did: the old base stays, and the next pass merges again
         lt = self.ledger_tree(key)
         if lt is not None and self.norm_tree(lt) == rec["norm"]:
             entry = p.manifest.skills.get(key, {})

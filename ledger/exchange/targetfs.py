@@ -107,6 +107,7 @@ class Scan:
     """What a target holds: each skill folder (``key → relative dir``), and what was left alone, and why."""
 
     skills: dict[str, str] = field(default_factory=dict)
+    more: list[tuple[str, str]] = field(default_factory=list)  # (folder, dir): a folder name seen again (hermes)
     refused: dict[str, str] = field(default_factory=dict)  # relative dir → why
     categories: dict[str, bytes] = field(default_factory=dict)  # hermes: category files by relative path
 
@@ -214,7 +215,10 @@ class TargetFS:
                         continue
                     if e.is_dir(follow_symlinks=False):
                         if self._has_skill_md(fd, e.name):
-                            out.skills.setdefault(e.name, child)
+                            if e.name in out.skills:
+                                out.more.append((e.name, child))  # the same name in another category
+                            else:
+                                out.skills[e.name] = child
                         elif self.layout == "hermes":
                             stack.append(child)
                     elif rel and self.layout == "hermes" and e.is_file(follow_symlinks=False):
@@ -441,6 +445,44 @@ class TargetFS:
                 return sorted(e.name for e in os.scandir(sfd))
         except FileNotFoundError:
             return []
+
+    def put_file(self, rel: str, data: bytes | None, expect: str | None) -> bool:
+        """Put one file (a category's ``DESCRIPTION.md``) at ``rel`` in one rename, or take it out
+        (``data`` None), if what is there is still ``expect`` (a blob id in hex, None: nothing).
+        What a rename displaced that is not ``expect`` goes back at once; False then."""
+        parent, name = self._split(rel)
+        staged = self.new_name()
+        with self._wdir(STAGING, create=True) as sfd, self._dir(parent, create=data is not None) as pfd:
+            if data is not None:
+                fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                             dir_fd=sfd)  # fmt: skip
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+                if expect is None:
+                    try:
+                        _renameat2(sfd, staged, pfd, name, _NOREPLACE)
+                        return True
+                    except FileExistsError:
+                        os.unlink(staged, dir_fd=sfd)
+                        return False
+                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+            else:
+                os.rename(name, staged, src_dir_fd=pfd, dst_dir_fd=sfd)
+            try:
+                displaced = blob_id(self._read_file(sfd, staged)[0]).hex()
+            except (OSError, LedgerError):
+                displaced = None
+            if displaced == expect:
+                os.unlink(staged, dir_fd=sfd)
+                return True
+            if data is None:
+                _renameat2(sfd, staged, pfd, name, _NOREPLACE)  # an edit made meanwhile goes back
+            else:
+                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+                os.unlink(staged, dir_fd=sfd)  # our own copy, never seen by anyone as the file
+            return False
 
     def write_missing(self, rel: str, data: bytes) -> None:
         """A Hermes category file the target lacks (``DESCRIPTION.md``); an existing one is never replaced."""

@@ -103,6 +103,7 @@ class Manifest:
     conflicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"ledger_tree", "files", …}
     stats: dict[str, dict[str, list]] = field(default_factory=dict)  # key → stat entries (a cache, .ledger/cache/)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # the pass's journal (its own file)
+    categories: dict[str, str | None] = field(default_factory=dict)  # hermes category file → blob last in step
     dirty: bool = False  # changed since read: a no-op sync writes nothing
     stats_dirty: bool = False
 
@@ -171,7 +172,7 @@ class Targets:
             return Manifest()
         try:
             doc = json.loads(path.read_text())
-            manifest = Manifest(doc["skills"], doc.get("conflicts", {}))
+            manifest = Manifest(doc["skills"], doc.get("conflicts", {}), categories=doc.get("categories", {}))
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerError(f"manifest {path} is unreadable: {exc}",
                               hint="unlink and link the target again (its files are left alone)") from None  # fmt: skip
@@ -207,7 +208,8 @@ class Targets:
         """Written whole and durable before it is renamed into place (a kill leaves the old one or this);
         nothing is written when nothing changed.  The stat cache needs no fsync: it is checked on use."""
         if manifest.dirty:
-            doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts}
+            doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts,
+                   **({"categories": manifest.categories} if manifest.categories else {})}
             _write(self.dir / f"{name}.json", doc, durable=True)
             manifest.dirty = False
         if manifest.stats_dirty:

@@ -49,12 +49,15 @@ class Importer:
         versions: str | None = None,
         deletions: Sequence[str] = (),
         expect: Mapping[str, bytes | None] | None = None,
+        moves: Mapping[str, str | None] | None = None,
+        category_removals: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Import ``coll`` as one snapshot; ``versions="store"`` first moves an empty brain's version
         counter out of SKILL.md (ledger.write.versioning), so every file is recorded byte for byte.
         ``deletions`` are skills deleted in the same snapshot (``ledger sync`` records a runtime's).
         ``expect`` (skill → its tree at the head the caller decided on, or None) is compared under
-        the lock: if any moved, :class:`StaleError` is raised and nothing is written."""
+        the lock: if any moved, :class:`StaleError` is raised and nothing is written.  ``moves`` (skill →
+        Hermes category) and ``category_removals`` (category files) change only ``categories/``."""
         bulk = self.writer.store.bulk() if not dry_run else contextlib.nullcontext()
         with self.writer.lock.locked(), bulk:
             head = self.writer.snapshots.head()
@@ -66,7 +69,7 @@ class Importer:
             report: dict[str, Any] | None = None
             try:
                 report = self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation, switched,
-                                             deletions)
+                                             deletions, moves or {}, category_removals)
                 return report
             finally:
                 self.writer.snapshots.held.clear()
@@ -83,6 +86,8 @@ class Importer:
         operation: str,
         switched: bool = False,
         deletions: Sequence[str] = (),
+        moves: Mapping[str, str | None] | None = None,
+        category_removals: Sequence[str] = (),
     ) -> dict[str, Any]:
         head = self.writer.snapshots.head()
         with wp.WorkTree(self.writer.root, self.writer.control) as tree:
@@ -120,13 +125,12 @@ class Importer:
                          "version": changes[-1].version})  # fmt: skip
         old_cats = self.writer.snapshots.categories_tree(head)
         accepted = {r["skill"] for r in rows if r["status"] != "refused"}
-        membership = {f.key: f.category for f in coll.skills if f.key in accepted}  # a refused skill moves nowhere
-        cats = self._merge_categories(old_cats, coll, membership, gone)
+        membership = {k: c for k, c in (moves or {}).items() if k in head.skills and k not in gone}
+        membership |= {f.key: f.category for f in coll.skills if f.key in accepted}  # a refused skill moves nowhere
+        cats = self._merge_categories(old_cats, coll, membership, gone, category_removals)
         report: dict[str, Any] = {"layout": coll.layout, "dry_run": dry_run, "skills": rows, "snapshot": None}
         if dry_run or (not updates and cats == old_cats and not switched):
             return report
-        if operation == "sync" and not changes:
-            return report  # a sync records a runtime's skill changes (lineage.md §3): nothing else moves alone
         receipt: Receipt = self.writer.apply(operation, updates, changes, note, categories=cats)
         report["snapshot"] = receipt.to_json()
         return report
@@ -187,7 +191,7 @@ class Importer:
         return {**out, "status": "imported" if action == "create" else "updated", "version": version}
 
     def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None],
-                          gone: Sequence[str] = ()) -> bytes | None:  # fmt: skip
+                          gone: Sequence[str] = (), removals: Sequence[str] = ()) -> bytes | None:  # fmt: skip
         """The new ``categories/`` tree: the old one, plus this import's category files and memberships."""
         if old is None and (coll.layout != "hermes" or not (coll.categories or any(membership.values()))):
             return None  # nothing to say about categories: no categories/ tree is made out of nothing
@@ -203,6 +207,8 @@ class Importer:
                     index.pop(key, None)
             for rel, data in coll.categories.items():
                 files[rel] = (gs.MODE_FILE, self.writer.store.write_blob(data))
+            for rel in removals:
+                files.pop(rel, None)
         for key in gone:
             index.pop(key, None)  # a deleted skill leaves its category
         doc = json.dumps({"format": 1, "skills": dict(sorted(index.items()))}, indent=2) + "\n"
