@@ -277,10 +277,11 @@ def _sync_once(brain: Path, syncs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rescued_lines(brain: Path, target: Path) -> set[str]:
-    """Every line of every file kept aside: ``<target>/.ledger-rescued`` and ``rescued*`` under ``.ledger``."""
+    """Every line of every file kept aside: in the target's work folder (``.ledger/sync/work/<target>/
+    .ledger-rescued``), or anything named ``*rescued*`` under ``.ledger`` or in the target."""
     roots = [target / ".ledger-rescued"]
     with suppress(OSError):
-        roots += [p for p in (brain / ".ledger").rglob("rescued*")]
+        roots += [p for p in (brain / ".ledger").rglob("*rescued*") if p.is_dir()]
     out: set[str] = set()
     for root in roots:
         for path in [root] if root.is_file() else root.rglob("*"):

@@ -5,15 +5,32 @@ written whole by the same :class:`~ledger.exchange.targetfs.TargetFS` (staged, t
 renamed into place without replacing anything), into a directory that must be new or
 empty.  Files come from the git objects of the chosen snapshot (default: head), so any
 past state can be exported.  Slopstock's flat ``<name>.md`` files are written here.
+
+Every destination path is planned before anything is written, and a plan that cannot be
+written, or would not read back as the brain, is refused while ``DEST`` is untouched.  In
+Hermes's layout a skill folder may hold a category (``dogfood/SKILL.md`` beside
+``dogfood/wrap-up/``), as Hermes's own ``skills/`` does and Hermes lists; what the brain
+cannot be laid out as is named (:func:`~ledger.bundle.collection.hermes_conflicts`).  The
+tree is built in a fresh folder beside ``DEST`` and renamed to it at the end, so ``DEST`` is
+either absent (or as empty as it was) or whole: a failure removes what was built, and no
+``.ledger-staging/`` is ever left in it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import secrets
+import shutil
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ledger._faults import crashpoint, pausepoint
+from ledger.bundle.collection import hermes_conflicts
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, UsageError
 from ledger.exchange.targetfs import TargetFS
@@ -25,6 +42,7 @@ from ledger.write.importer import CATEGORY_INDEX
 __all__ = ["EXPORT_LAYOUTS", "export"]
 
 EXPORT_LAYOUTS = ("agentskills", "claude", "hermes", "slopstock")
+_ASIDE = ".ledger-export-"  # the folder an export is built in, beside DEST: .DEST.ledger-export-PID-RANDOM
 
 
 def _write(path: Path, data: bytes, executable: bool) -> None:
@@ -53,33 +71,157 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
     index: dict[str, str] = {}
     if CATEGORY_INDEX in cat_files:
         index = json.loads(store.read(cat_files.pop(CATEGORY_INDEX)[1], b"blob"))["skills"]
+    files = {name: th.files_of(store, sha) for name, sha in skills.items()}
     if layout == "slopstock":
-        extra = sorted(n for n, sha in skills.items() if set(th.files_of(store, sha)) != {SKILL_MD})
+        extra = sorted(n for n, f in files.items() if set(f) != {SKILL_MD})
         if extra:
             raise LedgerError(
                 f"{len(extra)} skill(s) hold more than SKILL.md, which flat Slopstock files cannot: "
                 + ", ".join(extra[:10]),
                 hint="export them with --layout agentskills",
             )
-    dest.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with TargetFS(os.path.realpath(dest), "hermes" if layout == "hermes" else "agentskills", 1 << 62) as fs:
-        for name, sha in sorted(skills.items()):
-            files = th.files_of(store, sha)
-            if layout == "slopstock":
-                _write(dest / f"{name}.md", store.read(files[SKILL_MD][1], b"blob"), False)
-                count += 1
-                continue
-            rel = f"{index[name]}/{name}" if layout == "hermes" and name in index else name
-            data = {p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in files.items()}
-            staged = fs.new_name()
-            fs.stage(data, staged)
-            if not fs.place_new(staged, rel):
-                raise LedgerError(f"{dest}/{rel} appeared while exporting", hint="export into a new directory")
-            count += len(files)
-        if layout == "hermes":
-            for rel, (_, blob) in cat_files.items():
-                fs.write_missing(rel, store.read(blob, b"blob"))
-                count += 1
-        fs.tidy()
+    if layout != "hermes":
+        index, cat_files = {}, {}
+    placed = {name: f"{index[name]}/{name}" if name in index else name for name in files}
+    if layout == "hermes":
+        _refuse_unwritable(files, index, cat_files, dest)
+
+    def write(root: Path) -> int:
+        count = 0
+        with TargetFS(os.path.realpath(root), "hermes" if layout == "hermes" else "agentskills", 1 << 62) as fs:
+            try:
+                for name in sorted(files, key=placed.__getitem__):  # a skill folder before the skills inside it
+                    if layout == "slopstock":
+                        _write(root / f"{name}.md", store.read(files[name][SKILL_MD][1], b"blob"), False)
+                        count += 1
+                        continue
+                    data = {p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in
+                            files[name].items()}  # fmt: skip
+                    staged = fs.new_name()
+                    fs.stage(data, staged)
+                    if not fs.place_new(staged, placed[name]):
+                        raise LedgerError(f"{dest}/{placed[name]} appeared while exporting",
+                                          hint="export into a new directory")  # fmt: skip
+                    count += len(data)
+                    crashpoint("export-placed")
+                    pausepoint("export-placed")
+                for rel, (_, blob) in sorted(cat_files.items()):
+                    fs.write_missing(rel, store.read(blob, b"blob"))
+                    count += 1
+            finally:
+                fs.tidy()
+        return count
+
+    count = _build(dest, write)
     return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest)}
+
+
+def _refuse_unwritable(files: dict[str, gs.FileMap], index: dict[str, str], cat_files: dict[str, Any],
+                       dest: Path) -> None:  # fmt: skip
+    """Refuse, before ``dest`` is touched, a brain Hermes's layout cannot hold so that it reads back the same."""
+    problems = hermes_conflicts({n: (index.get(n), list(f)) for n, f in files.items()}, list(cat_files))
+    if problems:
+        raise LedgerError(
+            f"cannot export to {dest} in Hermes's layout; nothing was written: {len(problems)} conflict(s):"
+            + "".join(f"\n  {p}" for p in problems[:20]),
+            hint="move one of each pair with 'ledger skill move NAME [CATEGORY]' (a skill folder may hold a "
+            "category, but not where a file of the skill is), or export with --layout agentskills",
+        )
+
+
+def _build(dest: Path, write: Callable[[Path], int]) -> int:
+    """Run ``write`` on a fresh folder beside ``dest`` and rename it to ``dest``, which is then absent or
+    still empty; on any failure the folder is removed, so ``dest`` is never half written and never holds
+    staging.  A ``dest`` that is a mount point, or in a folder the user cannot write, is written in
+    place instead, and what was made in it is removed on failure."""
+    dest = Path(os.path.abspath(dest))
+    made = _make_parents(dest.parent)
+    try:
+        existed = dest.is_dir()
+        if existed and (os.stat(dest).st_dev != os.stat(dest.parent).st_dev
+                        or not os.access(dest.parent, os.W_OK | os.X_OK)):  # fmt: skip
+            return _in_place(dest, write)
+        _sweep(dest)
+        root = dest.parent / f".{dest.name}{_ASIDE}{os.getpid()}-{secrets.token_hex(4)}"
+        os.mkdir(root, 0o777)
+        try:
+            count = write(root)
+            if existed:
+                os.chmod(root, stat.S_IMODE(os.stat(dest).st_mode))
+            try:
+                os.rename(root, dest)  # replaces dest only while it is an empty folder
+            except OSError as exc:
+                if existed and exc.errno in (errno.EXDEV, errno.EBUSY):  # a mount point os.stat did not show
+                    shutil.rmtree(root, ignore_errors=True)
+                    return _in_place(dest, write)
+                if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                    raise LedgerError(f"{dest} appeared while exporting; nothing was written",
+                                      hint="export into a new directory") from None  # fmt: skip
+                raise
+            return count
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+    except OSError as exc:
+        _remove(made)
+        raise LedgerError(f"cannot export to {dest}: {exc.strerror or exc}; nothing was written") from None
+    except BaseException:
+        _remove(made)
+        raise
+
+
+def _sweep(dest: Path) -> None:
+    """Remove what an export to ``dest`` that was killed left beside it: a folder named for a process
+    that is gone (a live one is another export under way, and is left alone)."""
+    prefix = f".{dest.name}{_ASIDE}"
+    try:
+        with os.scandir(dest.parent) as it:
+            names = [e.name for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) :].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(dest.parent / name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _in_place(dest: Path, write: Callable[[Path], int]) -> int:
+    """Write into ``dest`` itself (empty when the export began); on failure remove whatever is in it now."""
+    try:
+        return write(dest)
+    except BaseException:
+        for entry in os.scandir(dest):
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        raise
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; the ones made, outermost first, to remove on failure."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for part in reversed(missing):
+        os.makedirs(part, exist_ok=True)
+    return list(reversed(missing))
+
+
+def _remove(made: list[Path]) -> None:
+    """The parent folders an export made, innermost first, each only if still empty."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)

@@ -3,7 +3,9 @@
 - ``agentskills``: a folder of skill folders (``<name>/SKILL.md``), or one skill folder;
 - ``claude``: the same shape (``.claude/skills/<name>/``);
 - ``hermes``: a category tree ``<category>/[<sub>/]<name>/SKILL.md``, with a
-  ``DESCRIPTION.md`` (and any other files) in category folders;
+  ``DESCRIPTION.md`` (and any other files) in category folders; found as Hermes finds
+  skills, so a skill folder may also be a category (``dogfood/SKILL.md`` beside
+  ``dogfood/wrap-up/SKILL.md`` is two skills, as Hermes's own ``skills/`` ships them);
 - ``slopstock``: flat ``<stem>.md`` files, each a SKILL.md with top-level ``name``,
   ``description`` and ``version``.
 
@@ -19,7 +21,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from ledger.bundle.collection import Collection, Found
+from ledger.bundle.collection import Collection, Found, HermesShape, hermes_shape
 from ledger.bundle.skill import SKILL_MD, check_name, slugify
 from ledger.errors import LedgerError, UsageError
 from ledger.exchange.targetfs import TargetFS
@@ -77,17 +79,23 @@ def _key(folder: str, notes: list[str]) -> str:
         return key
 
 
-def _skill_folder(path: Path, limit: int, category: str | None = None) -> Found:
+def _skill_folder(path: Path, limit: int, category: str | None = None, foreign: frozenset[str] = frozenset()) -> Found:
     """One skill read whole by the projection's reader (:class:`TargetFS`): through descriptors,
-    never following a link, so import and ``ledger sync`` read a folder the same way."""
+    never following a link, so import and ``ledger sync`` read a folder the same way.  ``foreign``
+    are its top-level entries that are not its own (a folder of skills inside it, ``x/``, and the
+    category's DESCRIPTION.md): they are never read into it."""
     notes: list[str] = []
     found = Found(_key(path.name, notes), path.name, str(path), category=category, notes=notes)
     try:
         with TargetFS(os.path.realpath(path.parent), "agentskills", limit) as fs:
+            fs.ignore = foreign.__contains__
             found.files = fs.read(path.name)
     except (LedgerError, OSError) as exc:
         found.refused = exc.message if isinstance(exc, LedgerError) else f"cannot read it: {exc}"
         found.hint = exc.hint if isinstance(exc, LedgerError) else None
+    if foreign:
+        found.notes.append("its folder is also a category: " + ", ".join(sorted(foreign))
+                           + " kept out of this skill, as Hermes lists the skills inside on their own")  # fmt: skip
     return found
 
 
@@ -96,12 +104,12 @@ def detect(src: Path) -> str:
     if (src / SKILL_MD).is_file():
         return "agentskills"
     subdirs = [src / n for n, m in _entries(src) if stat.S_ISDIR(m) and n not in _SKIP]
+    deeper = any(not _is_file(d, SKILL_MD) and any(_is_file(d, n, SKILL_MD) for n, _ in _entries(d))
+                 for d in subdirs)  # fmt: skip
+    if deeper or any(_is_file(d, "DESCRIPTION.md") for d in subdirs):
+        return "hermes"  # a skill below a folder that is not one, as in optional-skills/<category>/<name>/
     if any(_is_file(d, SKILL_MD) for d in subdirs):
-        deeper = any(not _is_file(d, SKILL_MD) and any(_is_file(d, n, SKILL_MD) for n, _ in _entries(d))
-                     for d in subdirs)  # fmt: skip
-        return "hermes" if deeper or any(_is_file(d, "DESCRIPTION.md") for d in subdirs) else "agentskills"
-    if any(_is_file(d, "DESCRIPTION.md") for d in subdirs):
-        return "hermes"
+        return "agentskills"
     if any(n.endswith(".md") and stat.S_ISREG(m) for n, m in _entries(src)):
         return "slopstock"
     raise LedgerError(f"{src}: no skills found (no SKILL.md, category tree or .md files)",
@@ -135,10 +143,23 @@ def read(src: Path, layout: str, limit: int) -> Collection:
             out.add(_read_here(src, "agentskills" if layout == "auto" else layout, limit, exclude=homes), str(src))
         else:
             tops = {h.relative_to(src).parts[0] for h in homes}
-            out.skipped += [f"{src / n}: not a skills folder" for n, m in _entries(src)
+            out.skipped += [_passed_over(src / n) for n, m in _entries(src)
                             if stat.S_ISDIR(m) and n not in _SKIP and n not in tops]  # fmt: skip
         return out
     return _read_here(src, layout, limit)
+
+
+def _passed_over(path: Path) -> str:
+    """Why a folder of a home was not read: it holds no skills, or (Hermes's ``optional-skills/``, which
+    Hermes installs from but never lists) it holds skills no runtime reads there."""
+    try:
+        kids = [path / n for n, m in _entries(path) if stat.S_ISDIR(m) and n not in _SKIP]
+        held = any(_is_file(k, SKILL_MD) or any(_is_file(k, n, SKILL_MD) for n, _ in _entries(k)) for k in kids)
+    except OSError:
+        held = False
+    if held:
+        return f"{path}: holds skills, but no runtime reads them there; import it by name to take them"
+    return f"{path}: not a skills folder"
 
 
 def _read_here(src: Path, layout: str, limit: int, exclude: Sequence[Path] = ()) -> Collection:
@@ -164,20 +185,30 @@ def _read_here(src: Path, layout: str, limit: int, exclude: Sequence[Path] = ())
     raise UsageError(f"unknown layout {layout!r}", hint="one of " + ", ".join(LAYOUTS))
 
 
+class _Disk:
+    """A folder on disk as :func:`hermes_shape` reads it; entries are never followed through a link."""
+
+    def __init__(self, src: Path) -> None:
+        self.src = src
+
+    def entries(self, rel: str) -> list[tuple[str, str]]:
+        kinds = {stat.S_IFDIR: "dir", stat.S_IFREG: "file"}
+        return [(n, kinds.get(m, "other")) for n, m in _entries(self.src / rel)]
+
+    def is_skill(self, rel: str) -> bool:
+        return _is_file(self.src, rel, SKILL_MD)
+
+
 def _hermes(src: Path, limit: int) -> Collection:
+    """A Hermes tree read as Hermes reads it (:func:`hermes_shape`): every folder holding SKILL.md is a
+    skill, at any depth, in the category of its parent path, even inside another skill's folder."""
     out = Collection("hermes", [])
-    stack = [(src, "")]
-    while stack:
-        here, rel = stack.pop()
-        for name, mode in _entries(here):
-            path, child = here / name, f"{rel}{name}"
-            if stat.S_ISDIR(mode) and name not in _SKIP:
-                if (path / SKILL_MD).is_file():
-                    out.skills.append(_skill_folder(path, limit, rel.rstrip("/") or None))
-                else:
-                    stack.append((path, child + "/"))
-            elif stat.S_ISREG(mode):
-                out.categories[child] = _read(path, limit)[0]
+    shape: HermesShape = hermes_shape(_Disk(src))
+    for folder, category in shape.skills.items():
+        out.skills.append(_skill_folder(src / folder, limit, category, frozenset(shape.foreign[folder])))
+    for rel in shape.categories:
+        out.categories[rel] = _read(src / rel, limit)[0]
+    out.skipped += [f"{src / rel}: a symbolic link (never followed)" for rel in shape.links]
     out.skills.sort(key=lambda f: f.source)
     return out
 

@@ -280,14 +280,14 @@ class Projection:
         elif outcome == "done":
             p.report["removed"].append(key)
         elif key in p.recorded and info["old"] is not None and info["new"] is not None:
-            # Edited again meanwhile.  A state recorded as it was is what the ledger's tree for that record
-            # holds, so it is the base from now on (with that tree, never a later one: a brain write landed
-            # since must not look like the target's to undo).  A merged record holds more than the target
-            # did: the old base stays, and the next pass merges again.
+            # Edited again meanwhile.  The state just recorded is the base from now on, with the tree that
+            # holds exactly it: that record's own (never a later head: a brain write landed since must not
+            # look like the target's to undo), or for a merged record, the target's state kept as a tree.
             rec = p.recording.get(key, {})
-            if not rec.get("merged") and "tree" in rec and binmap(rec["state"]) == binmap(info["old"]):
+            tree = rec.get("base_tree") if rec.get("merged") else rec.get("tree")
+            if tree is not None and binmap(rec["state"]) == binmap(info["old"]):
                 p.manifest.dirty = True
-                p.manifest.skills[key] = {"dir": rel, "tree": rec["tree"], "files": info["old"]}
+                p.manifest.skills[key] = {"dir": rel, "tree": tree, "files": info["old"]}
 
 
 def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:

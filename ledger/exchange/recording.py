@@ -197,6 +197,11 @@ class Recorder:
             p.may_replace.add(key)  # the merge is the ledger's copy: phase 2 writes it over the target's
             return
         found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
+        # The record holds more than the target did.  The base from now on is what both hold: the
+        # target's state as recorded, kept as a tree of its own (the store never prunes, so it stays).
+        blobs = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.brain.store.write_blob(d)) for rel, (d, x)
+                 in t_data.items()}  # fmt: skip
+        p.recording[key]["base_tree"] = self.brain.writer.write_tree(blobs, key)[0].hex()
 
     def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.dirty = True

@@ -140,13 +140,13 @@ class Settler:
     def settle_record(self, p: Pass, key: str, rec: dict[str, Any]) -> None:
         """A record a kill interrupted: if the ledger holds what was being recorded, the target's
         state then is the base from now on (else the record never landed, and nothing changes)."""
-        if rec.get("merged"):
-            return  # the ledger holds more than the target did: the old base stays, and the next pass merges again
         lt = self.ledger_tree(key)
         if lt is not None and self.norm_tree(lt) == rec["norm"]:
             entry = p.manifest.skills.get(key, {})
             p.manifest.dirty = True
-            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": lt.hex(), "files": rec["state"]}
+            # A merged record holds more than the target did: the base is the target's state, kept as a tree.
+            tree = rec["base_tree"] if rec.get("merged") else lt.hex()
+            p.manifest.skills[key] = {"dir": entry.get("dir", key), "tree": tree, "files": rec["state"]}
 
     def settle_all(self, p: Pass) -> None:
         """Finish what a killed sync left in this target: its journal, then stray staging."""
