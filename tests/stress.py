@@ -555,7 +555,8 @@ def main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(description="Full-size reliability harnesses (see docs/RELIABILITY.md)")
     ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "sync", "sync-watch",
-                                        "fleet", "all"])  # fmt: skip
+                                        "edge", "fleet", "all"])  # fmt: skip
+    ap.add_argument("--mcp", type=int, default=2, help="edge: MCP writers beside --writers CLI writers")
     ap.add_argument("--kills", type=int, default=1000)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--ops", type=int, default=25)
@@ -572,7 +573,7 @@ def main(argv: list[str]) -> int:
         return fleet_main(["--machines", str(args.machines), "--writers", str(writers), "--writes", str(ops),
                            "--seed", str(args.seed)])  # fmt: skip
     out: dict[str, Any] = {}
-    todo = ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch"] if args.harness == "all" \
+    todo = ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch", "edge"] if args.harness == "all" \
         else [args.harness]  # fmt: skip
     for name in todo:
         with tempfile.TemporaryDirectory(prefix=f"ledger-stress-{name}-") as d:
@@ -600,6 +601,11 @@ def main(argv: list[str]) -> int:
 
                 res = sync_kill_run(work, args.kills if args.kills != 1000 else 200, args.seed,
                                     watch=name == "sync-watch", log=lambda m: print(m, file=sys.stderr))
+            elif name == "edge":  # N CLI + M MCP writers on one linked skill, a sync loop, a runtime editor
+                from tests.edgeraces import edge_run
+
+                writers = args.writers if args.writers != 8 else 6
+                res = edge_run(work, writers, args.mcp, args.ops, args.seed)
             elif name == "symlinks":
                 res = symlink_race(work, args.attempts, args.seed)
             else:

@@ -45,7 +45,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.brain.reads", "ledger.bundle.lint"): "the same, for 'ledger lint' and views that report a verdict",
     ("ledger.exchange.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
     ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
-    ("ledger.agent.hermes_shapes", "*"): "Hermes's field shapes parse frontmatter only for a platform-gated skill",
     ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",
     ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "web3 loads only for a remote set to --commit",
 }

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.agent import hermes_shapes
+from ledger.agent import hermes_listing, hermes_shapes
+from ledger.brain.categories import check_category
 from ledger.bundle import textpatch
 from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
@@ -45,12 +46,14 @@ _NAME = {"type": "string", "description": "The skill's name (its folder under sk
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_list",
-        "description": "List every skill: name, description, version and category (the Level-0 index).",
+        "description": "List the skills as Hermes lists them: name (as SKILL.md declares it), description, "
+                       "category (the top folder), version and path (which skill_view takes); hidden: each skill "
+                       "Hermes would not show (another platform, a duplicate name, ...) and why.",
         "parameters": {
             "type": "object",
             "properties": {
                 "category": {"type": "string", "description": "Only skills in this category (or under it), "
-                             "e.g. research."},
+                             "e.g. research or research/papers."},
                 "all_platforms": {"type": "boolean", "default": False, "description": "Also list skills whose "
                                   "platforms: exclude this host (hidden by default, as Hermes does)."},
             },
@@ -216,6 +219,7 @@ class SkillTools:
         self.policy = policy or Policy()
         self.actor = actor
         self.evidence = evidence
+        self._hermes_listing = hermes_listing.Listing(brain)  # skills_list's, kept per head
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run one tool call. Arguments are checked against the published schema first (a ``null``
@@ -239,21 +243,26 @@ class SkillTools:
     # ------------------------------------------------------------------ reads
 
     def skills_list(self, category: str | None = None, all_platforms: bool = False) -> dict[str, Any]:
-        """Hermes's ``skills_list``, from the head snapshot (``Brain.catalog``): each skill with its
-        category, hiding skills whose ``platforms:`` exclude this host (as Hermes does) unless
-        ``all_platforms``. The Level-0 index is the ``ledger://index`` resource (``Brain.catalog.index``)."""
-        entries = self.brain.catalog.entries()
-        members = set(self.brain.categories.members(category)) if category else None
-        skills = [
-            {"name": e.name, "description": e.description, "category": e.category, "version": e.version}
-            for e in entries
-            if (members is None or e.name in members)
-            and (all_platforms or e.platforms is None or hermes_shapes.matches_platform({"platforms": e.platforms}))
-        ]
+        """Hermes's ``skills_list`` of the home this brain projects to (``ledger export --layout hermes``),
+        from the head snapshot: the names SKILL.md declares, the top category folder, the same
+        descriptions, the skills it shows in its order (hermes_shapes.list_home). Ours add each
+        skill's ``version`` and folder ``path`` (what skill_view takes), and ``hidden``: every skill
+        Hermes leaves out, with the reason, so nothing vanishes unexplained. ``category``: Hermes's
+        top category, or a deeper ``a/b`` (ours). ``all_platforms``: as if every ``platforms:`` held
+        this host. Names a linked Hermes home's config.yaml disables are left out, as there."""
+        shown, hidden = self._hermes_listing(all_platforms)
+        empty = not shown  # Hermes's message when it lists nothing at all
+        if category:
+            prefix = check_category(category) + "/"
+            shown = [e for e in shown if e["category"] and e["path"].startswith(prefix)]
+            hidden = [e for e in hidden if e["category"] and e["path"].startswith(prefix)]
+        skills = [dict(e) for e in shown]
         return {"success": True, "skills": skills, "categories": sorted({x["category"] for x in skills
                 if x["category"]}), "count": len(skills),
                 "hint": "Use skill_view(name) to see full content, tags, and linked files",
-                **({"category": category} if category else {})}  # fmt: skip
+                "hidden": [dict(e) for e in hidden],
+                **({"category": category} if category else {}),
+                **({"message": "No skills found in skills/ directory."} if empty else {})}  # fmt: skip
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
