@@ -157,6 +157,7 @@ CASES = [
     c("resolve", "ok", *B, "resolve", "s", "--take", "other", setup=CONFLICT, shows="took the other side"),
     c("resolve", "refused", *B, "resolve", "s", "--take", "kept", shows="no merge conflict"),
     c("resolve", "usage", *B, "resolve", "s"),
+    c("resolve", "refused", *B, "resolve", "s", "--take", "ledger", shows="no conflict on 's'"),
     c("sync", "ok", *B, "sync", setup=((*B, "remote", "set", "{t}/shared.git"),), shows="pushed"),
     c("sync", "refused", *B, "sync", setup=((*B, "remote", "set", "{t}/shared.git"), ("rmtree", "{t}/shared.git")),
       shows="the remote is offline"),
@@ -179,6 +180,10 @@ CASES = [
     c("sync", "noop", *B, "sync", setup=((*B, "link", "{t}/rt"), (*B, "sync")), shows="in step"),
     c("sync", "refused", *B, "sync", shows="no targets are linked"),
     c("sync", "usage", *B, "sync", "--take", "ledger"),
+    c("sync", "refused", *B, "sync", setup=((*B, "link", "{t}/rt"), (*B, "sync"), ("rmtree", "{t}/rt/s")),
+      shows="ledger sync --restore rt"),
+    c("sync", "ok", *B, "sync", "--restore", "rt", setup=((*B, "link", "{t}/rt"), (*B, "sync"),
+                                                          ("rmtree", "{t}/rt")), shows="projected"),  # fmt: skip
     c("lint", "ok", *B, "lint"),
     c("lint", "refused", *B, "lint", "nosuch"),
     c("lint", "usage", *B, "lint", "--bogus"),
