@@ -238,3 +238,26 @@ def test_one_failing_target_fails_only_itself(tmp_path: Path) -> None:
     assert report["rt"]["status"] == "ok" and report["rt"]["recorded"][0]["skill"] == "alpha"
     assert "Still recorded." in _body(brain, "alpha")
     assert list(onchain.iterdir()) == []  # the head is never shown where the committed root was asked for
+
+
+def test_a_fleet_sync_projects_the_merged_result_and_exits_1_on_a_merge_conflict(tmp_path: Path) -> None:
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    shared = tmp_path / "shared.git"
+    _ledger(brain, env, "remote", "set", str(shared))
+    _sync(brain, env)
+    other = tmp_path / "other"
+    _ledger(brain, env, "clone", str(shared), str(other))  # another machine's copy
+    _ledger(other, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, elsewhere.")
+    _ledger(other, env, "push", str(shared))
+    report = _sync(brain, env)
+    assert "Step one, elsewhere." in (target / "alpha/SKILL.md").read_text()  # this run, not the next
+    assert "alpha" in report["targets"][0]["projected"]
+    # Both machines change one line: the merge keeps this side, and sync says so until resolved.
+    _ledger(other, env, "skill", "patch", "beta", "--old", "Step two.", "--new", "Step two, there.")
+    _ledger(other, env, "push", str(shared))
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step two.", "--new", "Step two, here.")
+    report = _sync(brain, env, code=1)
+    assert report["merge_conflicts"] == ["beta"] and report["conflicts"] == 0
+    _sync(brain, env, code=1)  # still there on the next run
+    _ledger(brain, env, "resolve", "beta", "--take", "kept")
+    assert _sync(brain, env)["merge_conflicts"] == []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledger.brain import Brain
 from tests.test_sync import _ledger, _setup, _sync
-from tests.test_sync_edge import _head, _verify
+from tests.test_sync_edge import _append, _head, _verify
 
 
 def _home(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
@@ -123,3 +123,113 @@ def test_category_files_are_projected_recorded_and_kept_in_conflict(tmp_path: Pa
     _sync(brain, env)
     assert desc.read_text() == "---\ndescription: Two.\n---\n"
     _verify(brain, env)
+
+
+def test_hermes_lists_exactly_the_brains_skills_in_a_projected_home(tmp_path: Path) -> None:
+    """Hermes's own skills_list, run on a home `ledger sync` keeps, shows the brain's skills and no
+    working folder of the ledger's, even while a copy is kept aside and a conflict is open."""
+    from tests.test_hermes_compare import _hermes_python
+    from tests.test_hermes_listing import _hermes
+
+    python = _hermes_python()
+    brain, env, home = _home(tmp_path)
+    _ledger(brain, env, "skill", "create", "beta", "--description", "Do beta.", "--body", "# beta\n\nStep.\n")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "# alpha", "--new", "# alpha, L")
+    md = home / "tools/alpha/SKILL.md"
+    md.write_text(md.read_text().replace("# alpha", "# alpha, T"))
+    _sync(brain, env, code=1)  # alpha in conflict, beta projected
+    _ledger(brain, env, "resolve", "alpha", "--take", "ledger")  # the home's copy kept aside, in the brain
+    listing = _hermes(python, _as_home(home))["listing"]
+    with Brain.open(brain) as b:
+        mine = sorted(b.head().skills)
+    assert sorted(s["name"] for s in listing["skills"]) == mine == ["alpha", "beta"], listing
+    assert listing["categories"] == ["tools"], listing
+
+
+def _as_home(skills: Path) -> Path:
+    """A HERMES_HOME whose ``skills`` is the linked folder (Hermes reads ``$HERMES_HOME/skills``)."""
+    home = skills.parent / "hermes-home"
+    home.mkdir(exist_ok=True)
+    link = home / "skills"
+    if not link.exists():
+        link.symlink_to(skills)
+    return home
+
+
+def test_link_names_a_runtime_folder_after_the_runtime(tmp_path: Path) -> None:
+    brain, env = _setup(tmp_path)
+    home = Path(env["HOME"])
+    (home / ".hermes/skills").mkdir(parents=True)
+    (home / ".claude/skills").mkdir(parents=True)
+    (tmp_path / "proj/.codex/skills").mkdir(parents=True)
+    for where in (home / ".claude/skills", home / ".hermes/skills", tmp_path / "proj/.codex/skills"):
+        _ledger(brain, env, "link", str(where))
+    import json
+
+    targets = {t["name"]: t for t in json.loads((brain / ".ledger/targets.json").read_text())["targets"]}
+    assert set(targets) == {"claude", "hermes", "codex"}, targets
+    assert targets["hermes"]["layout"] == "hermes" and targets["hermes"]["runtime"] == "hermes"
+    assert targets["claude"]["runtime"] == "claude-code"
+
+
+def test_every_recording_path_writes_what_verify_accepts(tmp_path: Path) -> None:
+    """Each way a sync records (or declines to), followed by `ledger verify` and `ledger audit`: no
+    snapshot the ledger writes can fail its own checks, and a pass that records nothing writes none."""
+    import subprocess
+
+    brain, env, home = _home(tmp_path)
+    for name in ("b1", "b2", "b3", "b4"):
+        _ledger(brain, env, "skill", "create", name, "--description", f"Do {name}.", "--body",
+                "Step one.\n\nStep two.\n\nStep three.\n")  # fmt: skip
+    _sync(brain, env)
+
+    def count() -> int:
+        return int(subprocess.run(["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True,
+                                  text=True, check=True).stdout)  # fmt: skip
+
+    def step(what: str, expect: int, *args: str, code: int = 0) -> None:
+        before = count()
+        _sync(brain, env, *args, code=code)
+        assert count() - before == expect, what
+        _verify(brain, env)
+        audit = _ledger(brain, env, "audit", str(brain), check=False)
+        assert audit.returncode == 0, (what, audit.stdout + audit.stderr)
+
+    (home / "tools/new").mkdir()
+    (home / "tools/new/SKILL.md").write_text("---\nname: new\ndescription: Adopted.\n---\nx\n")
+    step("a skill made in the home is adopted", 1)
+    _append(home / "b1/SKILL.md", "Verbatim.\n")
+    step("an edit recorded as it is", 1)
+    _ledger(brain, env, "skill", "patch", "b2", "--old", "Step one.", "--new", "Step one, L.")
+    _append(home / "b2/SKILL.md", "Merged.\n")
+    step("both sides, merged", 1)
+    shutil.rmtree(home / "b3")
+    step("a deletion", 1)
+    (home / "b4/SKILL.md").write_text("---\nname: b4\ndescription: &x y\nmetadata: {a: *x}\n---\n")
+    step("a malformed edit: left alone, nothing written", 0, code=1)
+    (home / "b4/SKILL.md").write_text("---\nname: b4\ndescription: Fixed.\n---\nStep one.\n")
+    (home / "b4/.SKILL.md.swp").write_bytes(b"debris")
+    step("fixed, and the debris beside it ignored", 1)
+    (home / "b4/notes~").write_bytes(b"more debris")
+    step("debris alone: no snapshot", 0)
+    (home / "misc").mkdir()
+    (home / "b1").rename(home / "misc/b1")
+    step("a category move", 1)
+    (home / "tools/DESCRIPTION.md").write_text("---\ndescription: Edited.\n---\n")
+    step("a category file", 1)
+    (home / "tools/DESCRIPTION.md").unlink()
+    step("a category file removed", 1)
+    _ledger(brain, env, "skill", "patch", "b2", "--old", "Step one, L.", "--new", "Step one, L2.")
+    md = home / "b2/SKILL.md"
+    md.write_text(md.read_text().replace("Step one, L.", "Step one, T2."))
+    step("a conflict: nothing written", 0, code=1)
+    step("the target's side taken", 1, "--take", "hermes", "b2")
+    shutil.rmtree(home / "b2")
+    shutil.rmtree(home / "b4")
+    shutil.rmtree(home / "misc")
+    shutil.rmtree(home / "tools")
+    step("a wiped home: refused, nothing read as deletions", 0, code=1)
+    step("put back", 0, "--restore", "hermes")
+    shutil.rmtree(home / "b2")
+    shutil.rmtree(home / "misc")
+    step("deletions confirmed", 1, "--confirm-deletions", "hermes")
