@@ -183,7 +183,7 @@ CASES = [
     c("sync", "refused", *B, "sync", setup=((*B, "link", "{t}/rt"), (*B, "sync"), ("rmtree", "{t}/rt/s")),
       shows="ledger sync --restore rt"),
     c("sync", "ok", *B, "sync", "--restore", "rt", setup=((*B, "link", "{t}/rt"), (*B, "sync"),
-                                                          ("rmtree", "{t}/rt")), shows="projected"),  # fmt: skip
+                                                          ("rmtree", "{t}/rt")), shows="projected"),
     c("lint", "ok", *B, "lint"),
     c("lint", "refused", *B, "lint", "nosuch"),
     c("lint", "usage", *B, "lint", "--bogus"),
