@@ -273,7 +273,14 @@ class Projection:
                 p.fs.exchange(staged, rel)
                 crashpoint("sync.exchanged")
         outcome = self.settler.settle(p, staged, info)
-        if outcome == "done" and info["new"] is not None:
+        if outcome == "rescued" and info["new"] is not None and info["old"] is not None:
+            # Exchanged in this step, and edited on both sides of the exchange: what it displaced is kept
+            # aside (named), and what is in place grew from the ledger's copy, which is the base from now on.
+            p.manifest.dirty = True
+            p.manifest.skills[key] = {"dir": rel, "tree": info["tree"], "files": info["new"]}
+            p.manifest.stats[key], p.manifest.stats_dirty = stats, True
+            p.report["projected"].append(key)
+        elif outcome == "done" and info["new"] is not None:
             p.manifest.dirty = True
             p.manifest.stats[key], p.manifest.stats_dirty = stats, True
             p.report["projected"].append(key)
