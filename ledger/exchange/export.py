@@ -33,7 +33,7 @@ from ledger._faults import crashpoint, pausepoint
 from ledger.bundle.collection import hermes_conflicts
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, UsageError
-from ledger.exchange.targetfs import TargetFS
+from ledger.exchange.targetfs import STAGING, TargetFS
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -112,7 +112,9 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
                 fs.tidy()
         return count
 
-    count = _build(dest, write)
+    tops = {STAGING, *(f"{n}.md" if layout == "slopstock" else placed[n].split("/")[0] for n in files),
+            *(rel.split("/")[0] for rel in cat_files)}  # fmt: skip
+    count = _build(dest, write, tops)
     return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest)}
 
 
@@ -129,18 +131,18 @@ def _refuse_unwritable(files: dict[str, gs.FileMap], index: dict[str, str], cat_
         )
 
 
-def _build(dest: Path, write: Callable[[Path], int]) -> int:
+def _build(dest: Path, write: Callable[[Path], int], tops: set[str]) -> int:
     """Run ``write`` on a fresh folder beside ``dest`` and rename it to ``dest``, which is then absent or
     still empty; on any failure the folder is removed, so ``dest`` is never half written and never holds
     staging.  A ``dest`` that is a mount point, or in a folder the user cannot write, is written in
-    place instead, and what was made in it is removed on failure."""
+    place instead, and what was made in it (the entries named ``tops``) is removed on failure."""
     dest = Path(os.path.abspath(dest))
     made = _make_parents(dest.parent)
     try:
         existed = dest.is_dir()
         if existed and (os.stat(dest).st_dev != os.stat(dest.parent).st_dev
                         or not os.access(dest.parent, os.W_OK | os.X_OK)):  # fmt: skip
-            return _in_place(dest, write)
+            return _in_place(dest, write, tops)
         _sweep(dest)
         root = dest.parent / f".{dest.name}{_ASIDE}{os.getpid()}-{secrets.token_hex(4)}"
         os.mkdir(root, 0o777)
@@ -153,7 +155,7 @@ def _build(dest: Path, write: Callable[[Path], int]) -> int:
             except OSError as exc:
                 if existed and exc.errno in (errno.EXDEV, errno.EBUSY):  # a mount point os.stat did not show
                     shutil.rmtree(root, ignore_errors=True)
-                    return _in_place(dest, write)
+                    return _in_place(dest, write, tops)
                 if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                     raise LedgerError(f"{dest} appeared while exporting; nothing was written",
                                       hint="export into a new directory") from None  # fmt: skip
@@ -195,17 +197,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _in_place(dest: Path, write: Callable[[Path], int]) -> int:
-    """Write into ``dest`` itself (empty when the export began); on failure remove whatever is in it now."""
+def _in_place(dest: Path, write: Callable[[Path], int], tops: set[str]) -> int:
+    """Write into ``dest`` itself (empty when the export began); on failure remove what the export makes
+    at its top (``tops``), and nothing that someone else put there meanwhile under another name."""
     try:
         return write(dest)
     except BaseException:
-        for entry in os.scandir(dest):
+        for name in sorted(tops):
             with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
+                if (dest / name).is_dir() and not (dest / name).is_symlink():
+                    shutil.rmtree(dest / name)
                 else:
-                    os.unlink(entry.path)
+                    os.unlink(dest / name)
         raise
 
 
