@@ -216,6 +216,8 @@ class Recorder:
                note: str = "") -> Found:  # fmt: skip
         """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
         p.recording[key] = {"state": hexmap(state), "norm": self.norm(files), **({"merged": True} if note else {})}
+        if key in p.state and p.state[key][0] != state:
+            p.state[key] = (state, {})  # read again since the scan: what phase 2 replaces is what was recorded
         rel = p.dirs[key]
         category = rel.rpartition("/")[0] or None if p.target.layout == "hermes" else None
         found = Found(key, key, f"{p.target.path}/{rel}", dict(files), category=category)
