@@ -110,3 +110,28 @@ def test_listing_and_index_follow_the_head(tmp_path: Path) -> None:
         # A hand edit not yet snapshotted is not what the head records: the agent's listing is the head's.
         (b.skills_dir / "s-009" / "SKILL.md").write_text("---\nname: s-009\ndescription: Hand.\n---\nx\n")
         assert {s["name"]: s for s in tools.skills_list()["skills"]}["s-009"]["description"] == "Skill 9."
+
+
+def test_reading_thousands_of_blobs_in_one_request_never_deadlocks(tmp_path: Path) -> None:
+    """``GitStore.read_blobs`` pipelines requests to one ``git cat-file --batch``: 6,000 requests (246 KB)
+    and their answers both overflow a pipe's buffer, which deadlocked both processes when every request
+    was written before any answer was read (a synced skill with thousands of files hit it)."""
+    import threading
+
+    from ledger.store.gitstore import GitStore
+
+    brain = Brain.init(tmp_path / "b")
+    try:
+        shas = [brain.store.write_blob(f"blob {i}\n".encode() * 20) for i in range(6000)]
+        got: list[list[bytes]] = []
+        with GitStore(brain.root) as store:
+            reader = threading.Thread(target=lambda: got.append(store.read_blobs(shas)), daemon=True)
+            reader.start()
+            reader.join(timeout=60)
+            stuck = reader.is_alive()
+            if stuck and store._cat._proc is not None:
+                store._cat._proc.kill()  # unblocks both ends, so the failure is reported, not hung
+            assert not stuck, "read_blobs deadlocked on the cat-file pipes"
+        assert got[0][5999] == b"blob 5999\n" * 20 and len(got[0]) == 6000
+    finally:
+        brain.close()

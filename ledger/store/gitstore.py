@@ -121,6 +121,9 @@ def _git_dir(path: Path) -> Path:
     raise StoreError(f"{path} is not a git repository")
 
 
+_PIPELINE = 512  # requests per write to `git cat-file --batch`: 512 x 41 bytes stays well inside a 64 KB pipe
+
+
 class _CatFile:
     """One long-lived ``git cat-file --batch``: reads cost a pipe round trip, not a process.
 
@@ -163,16 +166,21 @@ class _CatFile:
             return []
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in binshas))
-        proc.stdin.flush()  # a few KB of requests: written whole before any answer is read
         out: list[tuple[bytes, bytes] | None] = []
-        for _ in binshas:
-            header = proc.stdout.readline().split()
-            if len(header) != 3:
-                out.append(None)
-                continue
-            size = int(header[2])
-            out.append((header[1], proc.stdout.read(size + 1)[:size]))
+        # Requests go in chunks small enough (~21 KB) to fit a pipe's buffer whole, and every answer of a
+        # chunk is read before the next is written: otherwise git blocks writing answers nobody reads
+        # while we block writing requests it no longer reads (a skill with thousands of files did that).
+        for i in range(0, len(binshas), _PIPELINE):
+            chunk = binshas[i : i + _PIPELINE]
+            proc.stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in chunk))
+            proc.stdin.flush()
+            for _ in chunk:
+                header = proc.stdout.readline().split()
+                if len(header) != 3:
+                    out.append(None)
+                    continue
+                size = int(header[2])
+                out.append((header[1], proc.stdout.read(size + 1)[:size]))
         return out
 
     def close(self) -> None:
