@@ -6,9 +6,10 @@ is relative to a descriptor opened without following links, from ``/`` down:
 
 - a symbolic link anywhere (the target's path, a skill folder, a file in a skill) is
   never followed; a skill holding one is refused, and left as it is;
-- a skill is written whole into ``.ledger-staging/`` in the target, then renamed into
-  place: ``RENAME_NOREPLACE`` for a new skill, ``RENAME_EXCHANGE`` to replace one, so a
-  runtime sees the old skill or the new one, never half of either (ADR 23);
+- a skill is written whole into ``.ledger-staging/`` in the target's work folder (in the
+  brain, never where a runtime scans: ADR 25), then renamed into place:
+  ``RENAME_NOREPLACE`` for a new skill, ``RENAME_EXCHANGE`` to replace one, so a runtime
+  sees the old skill or the new one, never half of either (ADR 23);
 - what an exchange displaces is compared with what the ledger expected to displace.
   An edit that landed in between is put back, never deleted (:meth:`TargetFS.settle`).
 
@@ -19,9 +20,7 @@ mtime is older than the moment it was hashed by more than :data:`RACY_NS`.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
-import functools
 import os
 import secrets
 import shutil
@@ -29,10 +28,21 @@ import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
+from ledger.exchange.descriptors import DIR_FLAGS as _DIR
+from ledger.exchange.descriptors import (
+    EXCHANGE,
+    NOREPLACE,
+    TargetError,
+    descend,
+    open_path,
+    printable,
+    renameat2,
+    utf8,
+    work_dir,
+)
 from ledger.exchange.ignoring import Matcher, nothing
 from ledger.store.gitstore import MODE_EXEC, MODE_FILE, FileMap, blob_id
 from ledger.write.writepath import read_limited
@@ -44,62 +54,6 @@ RESCUED = ".ledger-rescued"  # what an interrupted exchange displaced that nobod
 RACY_NS = 1_000_000_000  # a stat entry is trusted once the file is this much older than its hashing
 _SKIP = frozenset({".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__",
                    STAGING, RESCUED})  # fmt: skip
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NOREPLACE, _EXCHANGE = 1, 2  # renameat2(2) flags
-
-
-class TargetError(LedgerError):
-    """A target cannot be read or written safely."""
-
-
-@functools.cache
-def _libc_renameat2() -> Any:
-    return getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)  # glibc 2.28+, musl 1.2.5+
-
-
-def _renameat2(src_fd: int, src: str, dst_fd: int, dst: str, flags: int) -> None:
-    fn = _libc_renameat2()
-    if fn is None:
-        raise OSError(errno.ENOSYS, "renameat2 is not available")
-    if fn(src_fd, src.encode(), dst_fd, dst.encode(), flags) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), dst)
-
-
-def open_path(path: str) -> int:
-    """A descriptor of directory ``path`` (absolute), reached from ``/`` with no link followed."""
-    if not os.path.isabs(path):
-        raise TargetError(f"{path} is not an absolute path")
-    root = os.open("/", _DIR)
-    try:
-        return _descend(root, path.split("/"), path, create=False)
-    finally:
-        os.close(root)
-
-
-def _descend(fd: int, parts: list[str], where: str, *, create: bool) -> int:
-    """A new descriptor of ``fd``/``parts``, each part opened without following a link (made first
-    when ``create``); the caller still owns ``fd``."""
-    fd = os.dup(fd)
-    try:
-        for part in [p for p in parts if p]:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-            try:
-                nfd = os.open(part, _DIR, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise TargetError(f"{where}: {part!r} is a symbolic link or not a folder",
-                                      hint="a link is never followed: link the target by its real path, "
-                                           "or remove the link") from None  # fmt: skip
-                raise
-            os.close(fd)
-            fd = nfd
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 @dataclass
@@ -129,7 +83,7 @@ class TargetFS:
             if work is None:
                 self.work_fd = os.dup(self.fd)
             else:
-                self.work_fd, self.work = _work_dir(self.fd, path, work)
+                self.work_fd, self.work = work_dir(self.fd, path, work)
                 self._adopt_legacy()
         except BaseException:
             self.close()
@@ -168,7 +122,7 @@ class TargetFS:
     @contextlib.contextmanager
     def _dir(self, rel: str, create: bool = False) -> Iterator[int]:
         """A descriptor of ``rel`` inside the target, each part opened without following links."""
-        fd = _descend(self.fd, rel.split("/"), f"{self.path}/{rel}", create=create)
+        fd = descend(self.fd, rel.split("/"), f"{self.path}/{rel}", create=create)
         try:
             yield fd
         finally:
@@ -177,7 +131,7 @@ class TargetFS:
     @contextlib.contextmanager
     def _wdir(self, rel: str, create: bool = False) -> Iterator[int]:
         """A descriptor of ``rel`` inside the work folder."""
-        fd = _descend(self.work_fd, rel.split("/"), f"{self.work}/{rel}", create=create)
+        fd = descend(self.work_fd, rel.split("/"), f"{self.work}/{rel}", create=create)
         try:
             yield fd
         finally:
@@ -203,9 +157,9 @@ class TargetFS:
                     if e.name in _SKIP or e.name.startswith(".ledger-"):
                         continue
                     try:
-                        _utf8(e.name, rel)
+                        utf8(e.name, rel)
                     except TargetError as exc:
-                        out.refused[_printable(child)] = exc.message
+                        out.refused[printable(child)] = exc.message
                         continue
                     if self.ignore(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name):
                         continue
@@ -295,7 +249,7 @@ class TargetFS:
                     fd, prefix, skipped = stack.pop()
                     try:
                         for e in os.scandir(fd):  # unsorted: the caller keys what it finds by path
-                            _utf8(e.name, f"{rel}/{prefix}")
+                            utf8(e.name, f"{rel}/{prefix}")
                             st = e.stat(follow_symlinks=False)
                             is_dir = stat.S_ISDIR(st.st_mode)
                             out = skipped or self.ignore(f"{prefix}{e.name}/" if is_dir else f"{prefix}{e.name}")
@@ -374,7 +328,7 @@ class TargetFS:
         parent, name = self._split(rel)
         with self._wdir(STAGING) as sfd, self._dir(parent, create=True) as pfd:
             try:
-                _renameat2(sfd, staged, pfd, name, _NOREPLACE)
+                renameat2(sfd, staged, pfd, name, NOREPLACE)
             except OSError as exc:
                 if exc.errno == errno.EEXIST:
                     return False
@@ -392,7 +346,7 @@ class TargetFS:
         parent, name = self._split(rel)
         with self._wdir(STAGING) as sfd, self._dir(parent) as pfd:
             try:
-                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+                renameat2(sfd, staged, pfd, name, EXCHANGE)
             except OSError as exc:
                 if exc.errno not in (errno.ENOSYS, errno.EINVAL):
                     raise
@@ -462,12 +416,12 @@ class TargetFS:
                     os.close(fd)
                 if expect is None:
                     try:
-                        _renameat2(sfd, staged, pfd, name, _NOREPLACE)
+                        renameat2(sfd, staged, pfd, name, NOREPLACE)
                         return True
                     except FileExistsError:
                         os.unlink(staged, dir_fd=sfd)
                         return False
-                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+                renameat2(sfd, staged, pfd, name, EXCHANGE)
             else:
                 os.rename(name, staged, src_dir_fd=pfd, dst_dir_fd=sfd)
             try:
@@ -478,9 +432,9 @@ class TargetFS:
                 os.unlink(staged, dir_fd=sfd)
                 return True
             if data is None:
-                _renameat2(sfd, staged, pfd, name, _NOREPLACE)  # an edit made meanwhile goes back
+                renameat2(sfd, staged, pfd, name, NOREPLACE)  # an edit made meanwhile goes back
             else:
-                _renameat2(sfd, staged, pfd, name, _EXCHANGE)
+                renameat2(sfd, staged, pfd, name, EXCHANGE)
                 os.unlink(staged, dir_fd=sfd)  # our own copy, never seen by anyone as the file
             return False
 
@@ -493,45 +447,6 @@ class TargetFS:
                 os.write(fd, data)
             finally:
                 os.close(fd)
-
-
-def _work_dir(target_fd: int, path: str, work: str) -> tuple[int, str]:
-    """The work folder's descriptor and path: ``work`` (in the brain's ``.ledger/``) when it is on the
-    target's filesystem, else ``.<name>.ledger-sync`` beside the target; never inside it."""
-    dev = os.fstat(target_fd).st_dev
-    os.makedirs(work, mode=0o700, exist_ok=True)
-    fd = open_path(os.path.realpath(work))
-    if os.fstat(fd).st_dev == dev:
-        return fd, work
-    os.close(fd)
-    parent, base = os.path.split(path.rstrip("/"))
-    if parent:
-        pfd = open_path(parent)
-        try:
-            if os.fstat(pfd).st_dev == dev:
-                sibling = f".{base}.ledger-sync"
-                return _descend(pfd, [sibling], f"{parent}/{sibling}", create=True), f"{parent}/{sibling}"
-        finally:
-            os.close(pfd)
-    raise TargetError(f"{path} is a filesystem of its own, apart from the brain: a skill cannot be renamed into "
-                      "it in one step from anywhere a runtime does not scan",
-                      hint="link a folder inside it, or keep the brain on the same filesystem")  # fmt: skip
-
-
-def _utf8(name: str, where: str) -> None:
-    """Refuse a name that is not UTF-8 (``os.scandir`` hands it over with surrogate escapes): git
-    and the ledger's paths are UTF-8, so such a file is left where it is, and named."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise TargetError(f"{_printable(where.rstrip('/') + '/' + name if where else name)}: the name is not "
-                          "valid UTF-8, so it cannot be recorded; the skill is left as it is",
-                          hint="rename the file to a UTF-8 name") from None  # fmt: skip
-
-
-def _printable(path: str) -> str:
-    """A path as it can be shown: undecodable bytes as ``\\xNN``."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _now() -> int:
