@@ -186,8 +186,10 @@ def test_editor_debris_is_never_recorded_nor_deleted(tmp_path: Path) -> None:
     _sync(brain, env)
     assert "Step one, L." in (target / "alpha/SKILL.md").read_text()
     for rel, data in debris.items():
-        if data is not None:
+        if data is not None and rel != ".SKILL.md.tmp.abc123":
             assert (target / "alpha" / rel).read_bytes() == data, rel
+    # A write in flight is not carried: its writer's rename fails rather than put stale bytes in place.
+    assert not (target / "alpha/.SKILL.md.tmp.abc123").exists()
     assert (target / "alpha/scratch.log").read_text() == "mine\n"
     assert set(_files(brain, "alpha")) == {"SKILL.md"}
     # A rule of the brain's own un-ignores a default: the file is then recorded.

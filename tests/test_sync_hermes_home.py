@@ -233,3 +233,35 @@ def test_every_recording_path_writes_what_verify_accepts(tmp_path: Path) -> None
     shutil.rmtree(home / "b2")
     shutil.rmtree(home / "misc")
     step("deletions confirmed", 1, "--confirm-deletions", "hermes")
+
+
+def test_a_skill_and_a_category_of_one_name_are_projected_or_said(tmp_path: Path) -> None:
+    """`dogfood` is a skill and a category (Hermes's bundled and optional skills): the skill folder is
+    placed before the skills inside it; where a category folder is already in the way, it is said."""
+    src = tmp_path / "src"
+    (src / "dogfood/inner").mkdir(parents=True)
+    (src / "dogfood/SKILL.md").write_text("---\nname: dogfood\ndescription: Eat it.\n---\nx\n")
+    (src / "dogfood/inner/SKILL.md").write_text("---\nname: inner\ndescription: Inside.\n---\ny\n")
+    brain, env = _setup(tmp_path)
+    _ledger(brain, env, "import", str(src), "--layout", "hermes")
+    home = tmp_path / "hermes"
+    _ledger(brain, env, "link", str(home), "--layout", "hermes", "--name", "hermes")
+    report = _sync(brain, env)
+    assert sorted(report["targets"][0]["projected"]) == ["dogfood", "inner"], report
+    assert (home / "dogfood/SKILL.md").exists() and (home / "dogfood/inner/SKILL.md").exists()
+    report = _sync(brain, env)
+    assert report["targets"][0]["recorded"] == [], report  # the nested skill is never read as dogfood's files
+    _append(home / "dogfood/inner/SKILL.md", "An edit inside.\n")
+    report = _sync(brain, env)
+    assert [r["skill"] for r in report["targets"][0]["recorded"]] == ["inner"], report
+    # The brain changes dogfood: its folder holds inner, so it is said and left, never carried away.
+    _ledger(brain, env, "skill", "patch", "dogfood", "--old", "x", "--new", "x, edited")
+    report = _sync(brain, env, code=1)
+    alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
+    assert "holds other skills" in alone["dogfood"] and (home / "dogfood/inner/SKILL.md").exists(), report
+    other = tmp_path / "hermes2"
+    (other / "dogfood").mkdir(parents=True)  # the category is already there, the skill is not
+    _ledger(brain, env, "link", str(other), "--layout", "hermes", "--name", "hermes2")
+    report = _sync(brain, env, "hermes2", code=1)
+    alone = {a["dir"]: a["reason"] for a in report["targets"][0]["left_alone"]}
+    assert "holds no SKILL.md" in alone["dogfood"], report

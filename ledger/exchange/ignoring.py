@@ -10,15 +10,18 @@ read in order, a later rule overriding an earlier one as in git:
 3. ``.ledgerignore`` at the top of the target (that target only).
 
 An ignored file is neither recorded nor compared; when the ledger replaces a skill folder it
-carries the ignored files across, so an editor's swap file is never deleted under it.
+carries the ignored files across, so an editor's swap file is never deleted under it, except
+a write in flight (:data:`IN_FLIGHT`): its writer's rename must fail, or land in the folder it
+was written in, never put a copy's stale bytes over the new file.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["DEFAULTS", "IGNORE_FILE", "Ignore"]
+__all__ = ["DEFAULTS", "IGNORE_FILE", "IN_FLIGHT", "Ignore"]
 
 IGNORE_FILE = ".ledgerignore"
 DEFAULTS = (
@@ -27,6 +30,8 @@ DEFAULTS = (
     ".DS_Store", "._*", "Thumbs.db", "desktop.ini",  # macOS and Windows
     ".*.tmp.*",  # Hermes's skill_manage writes: a temporary file beside the target, then os.replace
 )  # fmt: skip
+IN_FLIGHT = re.compile(r"\.[^/]*\.tmp\.[^/]*\Z")  # a write in flight is ignored but never carried: a copy of
+# it renamed into place by its writer would put stale (or half-written) bytes over the new file
 
 
 class Ignore:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ledger._faults import crashpoint, pausepoint
 from ledger.errors import LedgerError
 from ledger.exchange import reading
-from ledger.exchange.ignoring import IGNORE_FILE, Ignore
+from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Ignore
 from ledger.exchange.recording import Recorder
 from ledger.exchange.settling import Pass, Settler, binmap, hexmap
 from ledger.exchange.targetfs import TargetError, TargetFS
@@ -171,6 +171,9 @@ class Projection:
             return report
         fs.ignore = self._ignore().then((fs.read_top(IGNORE_FILE) or b"").decode("utf-8", "replace"))
         p = Pass(target, fs, self.targets.manifest(target.name), report=report)
+        if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
+            held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
+            fs.owns = lambda outer, inner: any(f.startswith(inner[len(outer) + 1 :] + "/") for f in held.get(outer, ()))
         try:
             self.settler.settle_all(p)
             if reading.read(p, wiped):
@@ -224,6 +227,12 @@ class Projection:
                 p.manifest.dirty = True
                 m.skills[key] = {"dir": rel, "tree": lt.hex(), "files": hexmap(t)}
                 m.stats[key], m.stats_dirty = p.state[key][1], True
+            elif t is not None and any(d.startswith(rel + "/") for d in p.dirs.values()):
+                # A skill whose folder holds other skills (a Hermes category inside it): replacing the folder
+                # whole would carry them away, so it is not replaced, and that is said.
+                p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: its folder "
+                                               "holds other skills, which a whole-folder exchange would take "
+                                               "away; move them to a category folder of their own"})  # fmt: skip
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
                 steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": hexmap(t) if t is not None else None,
                                           "new": hexmap(l_files), "tree": lt.hex(),
@@ -231,7 +240,7 @@ class Projection:
         if not steps:
             return
         self.settler.journal(p, steps)  # one durable write names every step before any is taken
-        order = list(steps.items())
+        order = sorted(steps.items(), key=lambda kv: kv[1]["dir"])  # a skill folder before any folder inside it
         for i in range(0, len(order), 128):  # blobs read 128 skills at a time, in one pipelined request
             chunk = order[i : i + 128]
             shas = sorted({bytes.fromhex(b) for _, info in chunk for _, b in (info["new"] or {}).values()})
@@ -258,7 +267,8 @@ class Projection:
             data = {path: (blobs[blob], mode == gs.MODE_EXEC) for path, (mode, blob) in binmap(info["new"]).items()}
             if info["old"] is not None:
                 with contextlib.suppress(OSError, LedgerError):  # an editor's swap file goes across, never deleted
-                    data = {**p.fs.read(rel, ignored=True), **data}
+                    data = {**{r: d for r, d in p.fs.read(rel, ignored=True).items()
+                               if not IN_FLIGHT.search(r)}, **data}  # fmt: skip
             stats = p.fs.stage(data, staged)
             if info["old"] is None:
                 if p.fs.place_new(staged, rel):  # renamed whole, replacing nothing: done, nothing to settle
@@ -267,7 +277,11 @@ class Projection:
                     p.manifest.stats[key], p.manifest.stats_dirty = stats, True
                     p.report["projected"].append(key)
                     return
-                p.changed = True  # a skill appeared there meanwhile: the next pass reads it
+                if p.fs.holds_skill(rel):
+                    p.changed = True  # a skill appeared there meanwhile: the next pass reads it
+                else:  # a folder that is no skill (a Hermes category of the same name): said, never merged into
+                    p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: {rel}/ "
+                                                   "is already a folder that holds no SKILL.md (a category?)"})
             else:
                 pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
                 p.fs.exchange(staged, rel)

@@ -26,10 +26,10 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from ledger.bundle.skill import SKILL_MD
+from ledger.bundle.skill import SKILL_MD, SUPPORT_DIRS
 from ledger.errors import LedgerError
 from ledger.exchange.descriptors import DIR_FLAGS as _DIR
 from ledger.exchange.descriptors import (
@@ -77,6 +77,7 @@ class TargetFS:
     def __init__(self, path: str, layout: str, limit: int, work: str | None = None) -> None:
         self.path, self.layout, self.limit = path, layout, limit
         self.ignore: Matcher = nothing  # debris never read nor replaced (ledger.exchange.ignoring)
+        self.owns: Callable[[str, str], bool] = lambda outer, inner: layout != "hermes"  # see scan()
         self.fd = open_path(path)
         self.work_fd, self.work = -1, path
         try:
@@ -145,17 +146,25 @@ class TargetFS:
     # ------------------------------------------------------------------ reading
 
     def scan(self) -> Scan:
-        """Every skill folder in the target's layout; folders that are links are refused, not followed."""
+        """Every skill folder in the target's layout; folders that are links are refused, not followed.
+
+        In a Hermes home a skill folder is searched further, as Hermes searches it
+        (``agent/skill_utils.py``): a folder inside it that holds a ``SKILL.md`` is a skill of its
+        own, in the category of the outer folder, unless it sits in one of the skill's own support
+        folders, or :attr:`owns` says the outer skill holds it as its files (a brain recorded so)."""
         out = Scan()
-        stack = [""]
+        stack: list[tuple[str, str | None]] = [("", None)]  # (folder, the skill it is inside)
         while stack:
-            rel = stack.pop()
+            rel, inside = stack.pop()
             with self._dir(rel) as fd:
                 entries = sorted(os.scandir(fd), key=lambda e: e.name)
                 for e in entries:
                     child = f"{rel}/{e.name}" if rel else e.name
                     if e.name in _SKIP or e.name.startswith(".ledger-"):
                         continue
+                    if inside is not None and (not e.is_dir(follow_symlinks=False) or
+                                               (inside == rel and e.name in SUPPORT_DIRS)):  # fmt: skip
+                        continue  # a skill's own files and support folders: read by state(), not here
                     try:
                         utf8(e.name, rel)
                     except TargetError as exc:
@@ -168,17 +177,27 @@ class TargetFS:
                             out.refused[child] = "a symbolic link (never followed)"
                         continue
                     if e.is_dir(follow_symlinks=False):
-                        if self._has_skill_md(fd, e.name):
+                        skill = self._has_skill_md(fd, e.name) and (inside is None or not self.owns(inside, child))
+                        if skill:
                             if e.name in out.skills:
                                 out.more.append((e.name, child))  # the same name in another category
                             else:
                                 out.skills[e.name] = child
-                        elif self.layout == "hermes":
-                            stack.append(child)
+                        if self.layout == "hermes":
+                            stack.append((child, child if skill else inside))
                     elif rel and self.layout == "hermes" and e.is_file(follow_symlinks=False):
                         with contextlib.suppress(OSError, LedgerError):
                             out.categories[child] = self._read_file(fd, e.name)[0]
         return out
+
+    def holds_skill(self, rel: str) -> bool:
+        """Whether the folder at ``rel`` holds a ``SKILL.md`` (False if it is gone or no folder)."""
+        parent, name = self._split(rel)
+        try:
+            with self._dir(parent) as fd:
+                return self._has_skill_md(fd, name)
+        except (OSError, LedgerError):
+            return False
 
     def read_top(self, name: str) -> bytes | None:
         """A file at the top of the target (its ``.ledgerignore``), or None; a link is never followed."""
@@ -253,6 +272,8 @@ class TargetFS:
                             st = e.stat(follow_symlinks=False)
                             is_dir = stat.S_ISDIR(st.st_mode)
                             out = skipped or self.ignore(f"{prefix}{e.name}/" if is_dir else f"{prefix}{e.name}")
+                            if is_dir and not work and self._nested(rel, prefix, e.name, fd):
+                                continue  # a skill of its own inside this one (Hermes): never its files
                             if is_dir:
                                 if out and not ignored:
                                     continue  # an ignored folder is never read
@@ -274,6 +295,14 @@ class TargetFS:
             finally:
                 for fd, *_ in stack:
                     os.close(fd)
+
+    def _nested(self, rel: str, prefix: str, name: str, fd: int) -> bool:
+        """Whether folder ``prefix + name`` of the skill at ``rel`` is a skill of its own (see :meth:`scan`)."""
+        if self.layout != "hermes" or (prefix or name + "/").split("/", 1)[0] in SUPPORT_DIRS:
+            return False  # inside the skill's own support folders Hermes looks for no skill
+        if not self._has_skill_md(fd, name):
+            return False
+        return not self.owns(rel, f"{rel}/{prefix}{name}")
 
     # ------------------------------------------------------------------ writing
 
