@@ -370,7 +370,9 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
                 click.echo(f"left alone {t['name']}/{a['dir']}: {a['reason']}")
         busy = t["recorded"] or t["projected"] or t["removed"] or t["conflicts"]
         if not busy and not quiet:
-            click.echo(f"{t['name']}: in step")
+            alone = len(t["left_alone"])
+            click.echo(f"{t['name']}: in step" if not alone else
+                       f"{t['name']}: in step but for {alone} entr{'y' if alone == 1 else 'ies'} left alone")
     if report.get("remote"):
         _say_remote(report["remote"])
         if report["remote"]["status"] == "ok" and not (report["remote"]["pushed"] or report["remote"]["merges"]):
