@@ -263,3 +263,21 @@ def test_a_fleet_sync_projects_the_merged_result_and_exits_1_on_a_merge_conflict
     _sync(brain, env, code=1)  # still there on the next run
     _ledger(brain, env, "resolve", "beta", "--take", "kept")
     assert _sync(brain, env)["merge_conflicts"] == []
+
+
+def test_taking_the_ledgers_delete_keeps_the_runtimes_edit_aside(tmp_path: Path) -> None:
+    """Found by the model (tests/edgemodel.py): a modify/delete conflict settled with --take ledger took the
+    target's copy out and deleted it; it is kept aside and named, as for any side chosen away."""
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    _ledger(brain, env, "skill", "delete", "alpha")
+    (target / "alpha/references").mkdir()
+    (target / "alpha/references/note.md").write_text("my note\n")
+    assert _sync(brain, env, code=1)["conflicts"] == 1
+    done = _ledger(brain, env, "resolve", "alpha", "--take", "ledger", "--json", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    t = json.loads(done.stdout)["targets"][0]
+    assert t["removed"] == ["alpha"] and len(t["rescued"]) == 1, t
+    assert (Path(t["rescued"][0]["kept"]) / "references/note.md").read_text() == "my note\n"
+    assert not (target / "alpha").exists()
+    status = json.loads(_ledger(brain, env, "status", "--json", check=False).stdout)
+    assert len(status["sync_rescued"]) == 1

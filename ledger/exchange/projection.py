@@ -216,7 +216,7 @@ class Projection:
             if lt is None:
                 if entry is not None and t is not None and may:
                     steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": hexmap(t), "new": None,
-                                              "tree": None}  # fmt: skip
+                                              "tree": None, **({"keep": True} if key in p.keep_displaced else {})}
                 elif entry is not None and t is None:
                     p.manifest.dirty = True
                     m.skills.pop(key)
