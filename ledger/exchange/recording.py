@@ -27,6 +27,7 @@ from ledger.exchange.merging import merge
 from ledger.exchange.settling import Pass, digest, hexmap, state_of
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.store.gitstore import blob_id
 from ledger.write.importer import CATEGORY_INDEX
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class Recorder:
 
     def __init__(self, brain: Brain, journal: Callable[[Pass, dict[str, Any]], None]) -> None:
         self.brain, self.journal = brain, journal
+        self._cats: tuple[bytes, dict[str, bytes]] | None = None  # the last categories/ tree read, and its files
 
     def files(self, sha: bytes | None) -> gs.FileMap | None:
         return self.brain.snapshots.files(sha) if sha is not None else None
@@ -52,8 +54,31 @@ class Recorder:
         """Everything the recording decides on (the head, the base, the last projection) is read
         under the writer lock, and written in the same hold: a brain write can land only before
         (then this pass merges with it three ways) or after (then it builds on what was recorded)."""
+        if take is None and self._quiet(p):  # nothing to record: a no-op sync never waits on writers
+            p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {},
+                                                 None)  # fmt: skip
+            return
         with self.brain.lock.locked():
             self._record_locked(p, take)
+
+    @staticmethod
+    def _quiet(p: Pass) -> bool:
+        """Whether the target holds exactly what the manifest says it was last in step with (every skill,
+        folder and category file) and nothing is in conflict: then no decision depends on the head."""
+        m = p.manifest
+        if p.dupes or m.conflicts:
+            return False
+        for key in set(p.state) | set(m.skills):
+            if not p.target.includes(key) or (key in p.dirs and key not in p.state):
+                continue
+            entry = m.skills.get(key)
+            if entry is None or key not in p.state or p.state[key][0] != m.files(key) or entry["dir"] != p.dirs[key]:
+                return False
+        if p.target.layout == "hermes":
+            found = {rel: blob_id(data).hex() for rel, data in p.categories.items()}
+            if found != {rel: b for rel, b in m.categories.items() if b is not None}:
+                return False
+        return True
 
     def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
         m, head = p.manifest, self.brain.head().skills
@@ -61,7 +86,7 @@ class Recorder:
         deletions: list[str] = []
         self._duplicates(p)
         moves = self._moves(p)
-        p.category_plan = categoryfiles.plan(p, self._category_files(), take)
+        p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {}, take)
         for key in sorted(set(p.state) | set(m.skills)):
             if not p.target.includes(key) or (key in p.dirs and key not in p.state):
                 continue
@@ -160,12 +185,15 @@ class Recorder:
         return out
 
     def _category_files(self) -> dict[str, bytes]:
-        """The brain's Hermes category files (``categories/`` without its membership index)."""
+        """The brain's Hermes category files (``categories/`` without its membership index), kept per tree id."""
         tree = self.brain.snapshots.categories_tree(self.brain.head())
         if tree is None:
             return {}
-        files = th.files_of(self.brain.store, tree)
-        return {rel: self.brain.snapshots.read_blob(blob) for rel, (_, blob) in files.items() if rel != CATEGORY_INDEX}
+        if self._cats is None or self._cats[0] != tree:
+            files = th.files_of(self.brain.store, tree)
+            self._cats = (tree, {rel: self.brain.snapshots.read_blob(blob) for rel, (_, blob) in files.items()
+                                 if rel != CATEGORY_INDEX})  # fmt: skip
+        return self._cats[1]
 
     def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
                found: list[Found], deletions: list[str]) -> None:  # fmt: skip
