@@ -455,6 +455,36 @@ def merge_cases() -> list[Case]:
     ]
 
 
+def build_honest_hermes_sync(root: Path) -> tuple[Path, dict[str, int]]:
+    """A signed brain linked to a Hermes home, where the home moved a skill to another category and
+    edited a category's DESCRIPTION.md: two ``sync`` snapshots that change only ``categories/``
+    (lineage v1.2, §3), then a runtime's skill edit recorded as an ordinary ``sync``."""
+    env = {"LEDGER_KEYS": str(root / "keys"), "HOME": str(root)}
+    brain, src, home = root / "hermes-sync", root / "src", root / "home"
+    (src / "tools/a").mkdir(parents=True)
+    (src / "tools/DESCRIPTION.md").write_text("---\ndescription: Tools.\n---\n")
+    (src / "tools/a/SKILL.md").write_text("---\nname: a\ndescription: A\n---\nstep one\n")
+    run_ledger("init", str(brain), check=True, env=env)
+
+    def do(*args: str, ok: int = 0) -> None:
+        proc = run_ledger("--brain", str(brain), *args, env=env)
+        assert proc.returncode == ok, proc.stdout + proc.stderr
+
+    do("import", str(src), "--layout", "hermes")
+    do("link", str(home), "--layout", "hermes", "--name", "hermes")
+    do("sync")
+    (home / "research").mkdir()
+    (home / "tools/a").rename(home / "research/a")  # a category move: membership only
+    do("sync")
+    (home / "tools/DESCRIPTION.md").write_text("---\ndescription: Tools, sharpened.\n---\n")  # a category file
+    do("sync")
+    md = home / "research/a/SKILL.md"
+    md.write_text(md.read_text() + "step two\n")
+    do("sync")
+    n = len(lineage(brain / ".git"))
+    return brain, {"move": n - 3, "category-file": n - 2, "tip": n - 1}
+
+
 def build_honest_merged(root: Path) -> tuple[Path, dict[str, int]]:
     """Two copies of one signed brain publish to one remote: the second's push is merged (a skill taken,
     a skill created, and a conflict kept with the other side as second parent). Returns the second copy."""
