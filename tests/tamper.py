@@ -455,6 +455,16 @@ def merge_cases() -> list[Case]:
     ]
 
 
+def sync_cases() -> list[Case]:
+    """docs/lineage.md §3 (v1.2): a sync of no change must change categories/ (``build_honest_hermes_sync``)."""
+
+    def nothing(repo: Path, idx: dict[str, int]) -> str:
+        parent = lineage(repo)[idx["move"] - 1]
+        return rewrite(repo, idx["move"], tree=lambda _: git(repo, "rev-parse", f"{parent}^{{tree}}").strip())
+
+    return [Case("sync-changes-nothing", "3", "trailers", nothing)]
+
+
 def build_honest_hermes_sync(root: Path) -> tuple[Path, dict[str, int]]:
     """A signed brain linked to a Hermes home, where the home moved a skill to another category and
     edited a category's DESCRIPTION.md: two ``sync`` snapshots that change only ``categories/``

@@ -121,3 +121,28 @@ def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Ca
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def honest_hermes_sync(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return tamper.build_honest_hermes_sync(tmp_path_factory.mktemp("tamper-hermes-sync"))
+
+
+def test_the_honest_hermes_sync_brain_passes(honest_hermes_sync) -> None:
+    """A Hermes home's category move and category-file edit: two signed syncs of no change (lineage v1.2)."""
+    brain, _ = honest_hermes_sync
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    ops = subprocess.run(["git", "-C", str(brain), "log", "--format=%s", "main"], capture_output=True,
+                         text=True, check=True).stdout.split("\n")  # fmt: skip
+    assert ops[:3] == ["sync a v2", "sync: 0 skill(s)", "sync: 0 skill(s)"], ops
+
+
+@pytest.mark.parametrize("case", tamper.sync_cases(), ids=lambda c: c.name)
+def test_every_sync_tamper_class_fails_the_audit(honest_hermes_sync, case: tamper.Case, tmp_path: Path) -> None:
+    copy, named = _tampered(honest_hermes_sync, case, tmp_path)
+    code, report = _audit(copy, *case.audit_args)
+    chk = report["checks"][case.check]
+    assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
+    assert chk["snapshot"] == named and "changes nothing" in chk["summary"], (case.name, chk)
+    assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()

@@ -40,6 +40,7 @@ class _State:
     root: bytes | None = None
     in_store: bool | None = None
     attributed: bool = False
+    categories: bytes | None = None  # the categories/ tree id (a sync of no change must change it, §3)
 
     @classmethod
     def known(cls, store: gs.GitStore, commit: str, cache: th.DigestCache) -> _State:
@@ -58,12 +59,12 @@ class _State:
                 live[name] = parse_skill_md(store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in entries.items()})
         return cls(live, store.retired(top)[1], entries, index, snap.root, vsha is not None,
-                   "actor" in snap.attribution)  # fmt: skip
+                   "actor" in snap.attribution, store.categories_tree(top))  # fmt: skip
 
     def copy(self, store: gs.GitStore, cache: th.DigestCache) -> _State:
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in self.entries.items()})
         return _State(dict(self.live), dict(self.retired), dict(self.entries), index, self.root, self.in_store,
-                      self.attributed)  # fmt: skip
+                      self.attributed, self.categories)  # fmt: skip
 
 
 @dataclass
@@ -224,6 +225,11 @@ def _step(
                        expected=format_root(snap.root), computed=format_root(computed), **where)  # fmt: skip
     _check_parents(snap, st, second, genesis, label, lineage_chk, where)
     rules.check_trailers(snap, genesis, label, checks["trailers"], where)
+    categories = store.categories_tree(bytes.fromhex(snap.tree))
+    if snap.operation == "sync" and not snap.changes and categories == st.categories and not genesis:
+        checks["trailers"].fail(f"{label}: a sync that records no change must change categories/ "
+                                "(docs/lineage.md §3); this one changes nothing", path="categories", **where)
+    st.categories = categories
     if "actor" in snap.attribution:
         st.attributed = True
     elif st.attributed:
