@@ -73,12 +73,19 @@ def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> 
     _verify(brain, env)
 
 
-def test_a_conflict_outlives_later_writes_on_either_side(tmp_path: Path) -> None:
+def _conflicted(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """``alpha`` linked into ``rt``, then one line changed on both sides: a conflict."""
     brain, env, target = _linked(tmp_path, "alpha")
     md = target / "alpha/SKILL.md"
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two.", "--new", "Step two, L.")
     md.write_text(md.read_text().replace("Step two.", "Step two, T."))
     assert _sync(brain, env, code=1)["conflicts"] == 1
+    return brain, env, target
+
+
+def test_a_conflict_outlives_later_writes_on_either_side(tmp_path: Path) -> None:
+    brain, env, target = _conflicted(tmp_path)
+    md = target / "alpha/SKILL.md"
     # One more brain write: the runtime's edit must neither be overwritten nor dropped.
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, L2.")
     report = _sync(brain, env, code=1)
@@ -100,11 +107,8 @@ def test_a_conflict_outlives_later_writes_on_either_side(tmp_path: Path) -> None
 
 
 def test_take_ledger_keeps_the_runtime_copy_aside(tmp_path: Path) -> None:
-    brain, env, target = _linked(tmp_path, "alpha")
+    brain, env, target = _conflicted(tmp_path)
     md = target / "alpha/SKILL.md"
-    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two.", "--new", "Step two, L.")
-    md.write_text(md.read_text().replace("Step two.", "Step two, T."))
-    _sync(brain, env, code=1)
     done = _ledger(brain, env, "resolve", "alpha", "--take", "ledger", "--json", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     kept = json.loads(done.stdout)["targets"][0]["rescued"]

@@ -13,18 +13,23 @@ from ledger.brain import Brain
 from tests.test_sync import _ledger, _setup, _sync
 from tests.test_sync_edge import _append, _head, _verify
 
+ALPHA = {"tools/DESCRIPTION.md": "---\ndescription: Tools of the trade.\n---\n",
+         "tools/alpha/SKILL.md": "---\nname: alpha\ndescription: Do alpha.\n---\n# alpha\n"}
 
-def _home(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
-    """A brain with ``alpha`` in category ``tools`` (and its DESCRIPTION.md), linked to a Hermes home."""
+
+def _home(tmp_path: Path, files: dict[str, str] = ALPHA, *, sync: bool = True) -> tuple[Path, dict[str, str], Path]:
+    """A brain imported from ``files`` in Hermes's layout (default: ``alpha`` in category ``tools``, with
+    its DESCRIPTION.md), linked to a Hermes home and, with ``sync``, synced once."""
     src = tmp_path / "src"
-    (src / "tools/alpha").mkdir(parents=True)
-    (src / "tools/DESCRIPTION.md").write_text("---\ndescription: Tools of the trade.\n---\n")
-    (src / "tools/alpha/SKILL.md").write_text("---\nname: alpha\ndescription: Do alpha.\n---\n# alpha\n")
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
     brain, env = _setup(tmp_path)
     _ledger(brain, env, "import", str(src), "--layout", "hermes")
     home = tmp_path / "hermes"
     _ledger(brain, env, "link", str(home), "--layout", "hermes", "--name", "hermes")
-    _sync(brain, env)
+    if sync:
+        _sync(brain, env)
     return brain, env, home
 
 
@@ -238,14 +243,9 @@ def test_every_recording_path_writes_what_verify_accepts(tmp_path: Path) -> None
 def test_a_skill_and_a_category_of_one_name_are_projected_or_said(tmp_path: Path) -> None:
     """`dogfood` is a skill and a category (Hermes's bundled and optional skills): the skill folder is
     placed before the skills inside it; where a category folder is already in the way, it is said."""
-    src = tmp_path / "src"
-    (src / "dogfood/inner").mkdir(parents=True)
-    (src / "dogfood/SKILL.md").write_text("---\nname: dogfood\ndescription: Eat it.\n---\nx\n")
-    (src / "dogfood/inner/SKILL.md").write_text("---\nname: inner\ndescription: Inside.\n---\ny\n")
-    brain, env = _setup(tmp_path)
-    _ledger(brain, env, "import", str(src), "--layout", "hermes")
-    home = tmp_path / "hermes"
-    _ledger(brain, env, "link", str(home), "--layout", "hermes", "--name", "hermes")
+    brain, env, home = _home(tmp_path, {"dogfood/SKILL.md": "---\nname: dogfood\ndescription: Eat it.\n---\nx\n",
+                                        "dogfood/inner/SKILL.md": "---\nname: inner\ndescription: Inside.\n---\ny\n"},
+                             sync=False)  # fmt: skip
     report = _sync(brain, env)
     assert sorted(report["targets"][0]["projected"]) == ["dogfood", "inner"], report
     assert (home / "dogfood/SKILL.md").exists() and (home / "dogfood/inner/SKILL.md").exists()
