@@ -137,6 +137,7 @@ class _Log:
         self.refusals: list[str] = []
         self.tracebacks = 0
         self.crossed = 0
+        self.crossed_markers: set[str] = set()  # runtime writes made across an exchange (a stale read)
 
     def tried_one(self, who: str, kind: str, marker: str, ok: bool, commit: str | None = None,
                   why: str = "") -> None:  # fmt: skip
@@ -214,6 +215,8 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
             ok, crossed = _runtime_write(target / SKILL, kind, m)
             log.tried_one("runtime", kind, m, ok)
             log.crossed += crossed
+            if ok and crossed:
+                log.crossed_markers.add(m)
             time.sleep(rng.uniform(0, 0.05))
 
     def syncer() -> None:
@@ -363,6 +366,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         else:
             rt["lost"] += 1
             rt["lost_in_target"] += in_files(a, t_files, t_md)  # still in the target, yet never recorded
+            rt["lost_crossed"] += a["marker"] in log.crossed_markers  # written across an exchange
             rt_lost.append(f"{a['marker']} (runtime {a['kind']})")
     acked = out["cli"]["acknowledged"] + out["mcp"]["acknowledged"]
     lost_total = out["cli"]["lost"] + out["mcp"]["lost"]
@@ -374,6 +378,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         "runtime_in_head": rt["in_head"], "runtime_in_conflict": rt["in_conflict"], "runtime_rescued": rt["rescued"],
         "runtime_lost": rt["lost"], "runtime_lost_still_in_target": rt["lost_in_target"],
         "runtime_lost_examples": rt_lost[:10], "runtime_crossed_exchange": log.crossed,
+        "runtime_lost_crossed": rt["lost_crossed"],
         "conflict_left": conflicted, "sync_conflicts": (st.get("sync_conflicts") or [])[:3],
         "stray_tmp_in_head": sorted(r for r in files if r.endswith(".tmp"))[:5],
         "staging_left": (target / ".ledger-staging").exists(),
