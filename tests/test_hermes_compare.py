@@ -1,7 +1,8 @@
 """Our agent tools against Hermes's own, on the same tree (issue 19, item 7).
 
 The PyPI `hermes-agent` package runs in a virtual environment of its own (`.venv-hermes/`,
-made on first use), with `HERMES_HOME` pointing at a Hermes home; our tools run on a brain
+made on first use from the hashed lock requirements/hermes.txt, and brought to it again when the lock
+changes), with `HERMES_HOME` pointing at a Hermes home; our tools run on a brain
 that imported the same skills. Every field a Hermes result has must be in ours with the same
 JSON type, except the gaps listed below, each with its reason. Outside CI the test skips, saying
 why, when the package cannot be installed; in CI (LEDGER_CI=1) it must run.
@@ -9,6 +10,7 @@ why, when the package cannot be installed; in CI (LEDGER_CI=1) it must run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -22,8 +24,9 @@ from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
 from tests.conftest import run_ledger
 
-HERMES = "hermes-agent==0.19.0"
+HERMES = "hermes-agent==0.19.0"  # requirements/hermes.in; scripts/lock pins its dependencies in LOCK
 VENV = Path(__file__).resolve().parent.parent / ".venv-hermes"
+LOCK = VENV.parent / "requirements" / "hermes.txt"
 REVIEW = ("---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
           "    tags: [review, quality]\n    related_skills: [testing]\n---\nRead the diff.\n")  # fmt: skip
 ARXIV = "---\nname: arxiv\ndescription: Find papers.\n---\nSearch.\n"
@@ -53,12 +56,14 @@ print(json.dumps([json.loads(tools[t](**kw)) for t, kw in json.load(sys.stdin)])
 
 def _hermes_python() -> Path:
     python = VENV / "bin" / "python"
-    if python.exists():
+    stamp = VENV / f".lock-{hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]}"
+    if python.exists() and stamp.exists():
         return python
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", HERMES], check=True, capture_output=True,
-                       timeout=900)  # fmt: skip
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=120)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
+                        "-r", str(LOCK)], check=True, capture_output=True, timeout=900)  # fmt: skip
     except (subprocess.SubprocessError, OSError) as exc:
         shutil.rmtree(VENV, ignore_errors=True)
         detail = getattr(exc, "stderr", b"") or b""
@@ -66,6 +71,9 @@ def _hermes_python() -> Path:
         if os.environ.get("LEDGER_CI"):
             pytest.fail(why)
         pytest.skip(why)
+    for old in VENV.glob(".lock-*"):
+        old.unlink()
+    stamp.touch()
     return python
 
 
