@@ -244,7 +244,7 @@ REASONS = {  # a phrase each signature class's failure must hold: the cause, not
     "categories-rewritten": "does not trust",
     "signature-byte": "does not trust|recovers no key",  # another (r, s) recovers another key, or none
     "signature-malleated-high-s": "lower half",
-    "signature-stripped": "does not trust",
+    "signature-stripped": "policy requires every snapshot to be signed",
     "signature-stripped-at-the-tip": "unsigned",
     "signed-by-an-untrusted-key": "does not trust",
     "signed-by-a-revoked-key": "revoked before",
@@ -253,6 +253,10 @@ REASONS = {  # a phrase each signature class's failure must hold: the cause, not
     "key-change-signed-by-an-agent-key": "must be signed by a user key",
     "key-added-outside-a-keys-snapshot": "cannot change keys",
     "keys-record-altered": "'keys' record",
+    "unsigned-under-the-signed-policy": "policy requires every snapshot to be signed",
+    "policy-dropped-from-the-keys-record": "'keys' record is not the trust set",
+    "policy-opened-outside-a-keys-snapshot": "cannot change keys",
+    "policy-opened-by-an-agent-key": "must be signed by a user key",
 }
 
 
@@ -298,8 +302,8 @@ def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) ->
             r"^(Ledger-Signature: 0x)(.)", lambda mo: mo.group(1) + ("1" if mo.group(2) != "1" else "2"), m,
             count=1, flags=re.M))),
         Case("signature-malleated-high-s", "8.1", "signatures", at("patch-a", message=high_s)),
-        Case("signature-stripped", "8.1, 8.4", "signatures",
-             next_of("patch-a", message=sub(r"^Ledger-Signature: .*\n", ""))),
+        Case("signature-stripped", "8.1, 8.4", "signatures",  # the policy 'signed' names the stripped one itself
+             at("patch-a", message=sub(r"^Ledger-Signature: .*\n", ""))),
         Case("signature-stripped-at-the-tip", "8.4", "signatures",
              at("tip", message=sub(r"^Ledger-Signature: .*\n", "")), ("--require-signatures",)),
         Case("signed-by-an-untrusted-key", "8.3", "signatures",
@@ -319,6 +323,20 @@ def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) ->
                                               "Ledger-Key: add 0x" + "e" * 40 + " user\nLedger-Actor: user"),
             sign_with=KEYS[user_old])),
         Case("keys-record-altered", "8.3", "signatures", keys_record),
+        # The policy 'signed' (lineage v1.3): a peer can neither write unsigned snapshots nor drop it.
+        Case("unsigned-under-the-signed-policy", "8.4", "signatures",
+             at("tip", message=sub(r"^Ledger-Signature: .*\n", ""))),
+        Case("policy-dropped-from-the-keys-record", "8.3, 8.4", "signatures", lambda repo, idx: rewrite(
+            repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "keys", blob_at(
+                repo, lineage(repo)[idx["patch-a"]], "keys").replace(b"policy signed\n", b"")),
+            sign_with=KEYS[user_old])),
+        Case("policy-opened-outside-a-keys-snapshot", "8.3", "signatures", lambda repo, idx: rewrite(
+            repo, idx["patch-a"], message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: user"),
+            sign_with=KEYS[user_old])),
+        Case("policy-opened-by-an-agent-key", "8.3", "signatures", lambda repo, idx: rewrite(
+            repo, idx["rotate-agent"],
+            message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: agent"),
+            sign_with=KEYS["agent-old"])),
     ]
 
 

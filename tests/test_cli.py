@@ -50,10 +50,11 @@ def test_receipts_and_log_json(cli_brain: Path, tmp_path: Path) -> None:
     env = {"LEDGER_BRAIN": str(cli_brain)}
     r = run_ledger("skill", "patch", "pdf", "--old", "Use", "--new", "Prefer", "--json", env=env, check=True)
     receipt = json.loads(r.stdout)
-    assert set(receipt) == {"skill", "version", "root", "commit", "operation", "changes", "signer"}
+    assert set(receipt) == {"skill", "version", "root", "commit", "operation", "changes", "signer", "signed"}
+    assert receipt["signed"] is True
     from ledger.signatures import identity
 
-    assert receipt["signer"] == identity.peek("user")  # signed by this machine's user key
+    assert receipt["signer"] == identity.KeyDir(identity.keys_home()).peek("user")  # signed by this machine's user key
     assert receipt["changes"] == [{"skill": "pdf", "action": "update", "version": 3, "files": {"SKILL.md": "modified"}}]
     assert (receipt["skill"], receipt["version"], receipt["operation"]) == ("pdf", 3, "patch")
     log = json.loads(run_ledger("log", "--json", env=env, check=True).stdout)

@@ -203,7 +203,7 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
             await s.initialize()
             made = _json(await s.call_tool("skill_manage", {"action": "create", "name": "arxiv", "content": arxiv,
                                                             "category": "research"}))  # fmt: skip
-            assert made["receipt"]["signer"] == identity.peek("agent")
+            assert made["receipt"]["signer"] == identity.KeyDir(identity.keys_home()).peek("agent")
             await s.call_tool("skill_manage", {"action": "create", "name": "deploy", "content": other})
             listed = _json(await s.call_tool("skills_list", {"category": "research"}))
             assert [(x["name"], x["category"]) for x in listed["skills"]] == [("arxiv", "research")]

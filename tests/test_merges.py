@@ -210,10 +210,11 @@ def test_unhashed_second_parent_fails(trio) -> None:
         sharing.pull(trio[0], str(remote))
 
 
-def test_unsigned_merge_fails_with_require_signatures(trio) -> None:
+def test_unsigned_merge_fails_under_the_signed_policy(trio) -> None:
     remote = _forged(trio, "merge-unsigned")
-    assert _failed(remote) == set()  # a warning without the policy
-    assert _failed(remote, require_signatures=True) == {"signatures"}
+    assert _failed(remote) == {"signatures"}  # the brain's policy 'signed' (lineage.md §8.4), with no flag
+    with pytest.raises(StoreError, match="policy requires every snapshot to be signed"):
+        sharing.pull(trio[0], str(remote))
 
 
 def test_merge_relabelled_as_patch_fails(trio) -> None:

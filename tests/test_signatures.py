@@ -37,6 +37,10 @@ def _keys_env(tmp_path: Path) -> dict[str, str]:
     return {"LEDGER_KEYS": str(tmp_path / "keys")}
 
 
+def _peek(role: str, home: Path | None = None) -> str | None:
+    return identity.KeyDir(home or identity.keys_home()).peek(role)
+
+
 def test_a_snapshot_verifies_with_eth_account_alone(tmp_path: Path) -> None:
     """What an auditor does with git and eth-account, and no code of ours: rebuild the typed data
     from the commit (§8.1), recover the signer, find it in the `keys` record."""
@@ -105,7 +109,7 @@ def test_a_default_brain_audits_clean_with_require_signatures(tmp_path: Path) ->
     try:
         with Brain.open(brain) as b, b.acting("agent", task="T-1"):
             receipt = b.patch("a", "\nb\n", "\nc\n")
-        assert receipt.signer == identity.peek("agent")
+        assert receipt.signer == _peek("agent", tmp_path / "keys")
     finally:
         os.environ["LEDGER_KEYS"] = old
     code, report = _audit(brain, "--require-signatures")
@@ -140,37 +144,62 @@ def test_an_unsigned_brain_warns_fails_when_required_and_adopts(tmp_path: Path) 
     assert again.returncode == 1 and "already has" in again.stderr
 
 
-def test_a_write_without_a_trusted_key_is_unsigned_and_says_so(tmp_path: Path) -> None:
+def test_a_write_without_a_trusted_key_is_refused_and_names_the_key(tmp_path: Path) -> None:
+    """Policy ``signed`` (a new brain's): a write no trusted key can sign is refused and changes nothing;
+    the error names the key and the command that provides one.  Policy ``open``: unsigned, with a warning."""
     env = _keys_env(tmp_path)
     brain = tmp_path / "b"
     run_ledger("init", str(brain), env=env, check=True)
     other = {"LEDGER_KEYS": str(tmp_path / "elsewhere")}  # another machine's keys: none the brain trusts
     run_ledger("keys", "generate", "user", env=other, check=True)
+    before = _commits(brain)
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
+                      env=other)  # fmt: skip
+    assert proc.returncode == 1 and "requires every snapshot to be signed" in proc.stderr, proc.stderr
+    assert "is not one the brain trusts" in proc.stderr and "ledger keys trust user" in proc.stderr
+    assert _commits(brain) == before and not (brain / "skills" / "a").exists()
+    empty = {"LEDGER_KEYS": str(tmp_path / "none")}
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
+                      env=empty)  # fmt: skip
+    assert proc.returncode == 1 and "there is no user key in" in proc.stderr and "ledger keys generate" in proc.stderr
+    run_ledger("--brain", str(brain), "keys", "policy", "open", env=env, check=True)  # a signed user operation
     proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
                       env=other)  # fmt: skip
     assert proc.returncode == 0 and "the snapshot is unsigned" in proc.stderr
-    assert "not in the brain's trust set" in proc.stderr
+    assert "is not one the brain trusts" in proc.stderr
     code, report = _audit(brain)
     assert code == 0 and report["checks"]["signatures"]["warned"]
     assert _audit(brain, "--require-signatures")[0] == 1
+    log = run_ledger("--brain", str(brain), "log", "--json", env=env, check=True)
+    newest = json.loads(log.stdout)[0]
+    assert newest["actor"] == "unsigned" and newest.get("claimed_actor") == "user", newest
+    again = run_ledger("--brain", str(brain), "keys", "policy", "signed", env=other)
+    assert again.returncode == 1 and "must be signed" in again.stderr  # only the user key changes the policy
 
 
 def test_key_files_follow_ssh_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
-    key = identity.generate("agent")
-    path = identity.key_path("agent")
+    keys = identity.KeyDir(identity.keys_home())
+    key = keys.generate("agent")
+    path = keys.path("agent")
     with pytest.raises(KeystoreError, match="already exists"):
-        identity.generate("agent")
+        keys.generate("agent")
     path.chmod(0o644)
     with pytest.raises(KeystoreError, match="readable by others") as exc:
-        identity.load("agent")
+        keys.load("agent")
     assert exc.value.hint == f"chmod 600 {path}"
     path.chmod(0o600)
-    assert identity.load("agent") == key and "secret" not in repr(identity.load("agent"))
+    assert keys.load("agent") == key and "secret" not in repr(keys.load("agent"))
     os.replace(path, tmp_path / "real.key")
     path.symlink_to(tmp_path / "real.key")
     with pytest.raises(KeystoreError, match="cannot open"):
-        identity.load("agent")
+        keys.load("agent")
+    again = run_ledger("keys", "generate", "user", "--json", env={"LEDGER_KEYS": str(tmp_path / "k2")}, check=True)
+    made = json.loads(again.stdout)
+    rerun = run_ledger("keys", "generate", "user", "--json", env={"LEDGER_KEYS": str(tmp_path / "k2")})
+    assert rerun.returncode == 0 and json.loads(rerun.stdout) == {**made, "created": False}, rerun.stderr
+    text = run_ledger("keys", "generate", "user", env={"LEDGER_KEYS": str(tmp_path / "k2")}, check=True)
+    assert f"user key {made['address']} exists" in text.stdout
 
 
 def test_a_passphrase_key_unlocks_from_the_environment_only_for_this_process(tmp_path: Path) -> None:
@@ -186,6 +215,10 @@ def test_a_passphrase_key_unlocks_from_the_environment_only_for_this_process(tmp
     locked = run_ledger("--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n",
                         env=_keys_env(tmp_path))  # fmt: skip
     assert locked.returncode == 1 and "LEDGER_KEY_PASSPHRASE" in locked.stderr  # refused, nothing written
+    assert "never argv" in locked.stderr  # the hint says how to give it
+    wrong = run_ledger("--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n",
+                       env={**_keys_env(tmp_path), "LEDGER_KEY_PASSWORD": "correct horse"})  # fmt: skip
+    assert wrong.returncode == 1 and "LEDGER_KEY_PASSWORD is set, but it unlocks committer keystores" in wrong.stderr
     assert len(_commits(brain)) == 2
     # A child the ledger starts (anvil, here) never inherits the passphrase.
     up = run_ledger("--brain", str(brain), "chain", "up", env=env, check=True)
@@ -201,10 +234,10 @@ def test_the_writer_keeps_the_trust_rules(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
     with Brain.init(tmp_path / "b") as brain:
         head = brain.store.head()
-        user = identity.peek("user")
+        user = _peek("user")
         with pytest.raises(LedgerError, match="no trusted user key"):
             brain.keyring.revoke(user)
-        agent = identity.peek("agent")
+        agent = _peek("agent")
         brain.keyring.revoke(agent)
         with pytest.raises(LedgerError, match="never trusted again"):
             brain.keyring.trust(agent, "agent")
@@ -213,16 +246,20 @@ def test_the_writer_keeps_the_trust_rules(tmp_path: Path, monkeypatch: pytest.Mo
         with pytest.raises(LedgerError, match="founds the trust set"):
             brain.keyring.adopt()
         assert len(_commits(brain.root)) == 2 and brain.store.head() != head  # one good change, nothing else
+        with brain.acting("agent"), pytest.raises(LedgerError, match="requires every snapshot to be signed"):
+            brain.create("a", "A", "a\n")  # the agent key was revoked: refused under the policy 'signed'
+        assert "a" not in brain.head().skills
+        brain.keyring.set_policy("open")
         with brain.acting("agent"):
-            receipt = brain.create("a", "A", "a\n")  # the agent key was revoked: unsigned, not refused
-        assert receipt.signer is None and "not in the brain's trust set" in (brain.sealer.unsigned or "")
+            receipt = brain.create("a", "A", "a\n")  # policy open: unsigned, and the reason kept
+        assert receipt.signer is None and "is not one the brain trusts" in (brain.sealer.unsigned or "")
         receipt = brain.keyring.rotate("agent")
-        assert receipt.signer == user and identity.peek("agent") != agent
+        assert receipt.signer == user and _peek("agent") != agent
         with brain.acting("agent"):
-            assert brain.patch("a", "\na\n", "\nb\n").signer == identity.peek("agent")
+            assert brain.patch("a", "\na\n", "\nb\n").signer == _peek("agent")
         rotated = brain.keyring.rotate("user")
         assert rotated.signer == user  # the old user key signs its own replacement
-        assert brain.patch("a", "\nb\n", "\nc\n").signer == identity.peek("user") != user
+        assert brain.patch("a", "\nb\n", "\nc\n").signer == _peek("user") != user
     code, report = _audit(tmp_path / "b")
     assert code == 0 and report["checks"]["signatures"]["warned"]  # the one unsigned agent write
 
@@ -258,7 +295,7 @@ def test_agent_keys_must_be_committers_of_the_agent_on_chain(tmp_path: Path, nod
         assert report["checks"]["chain.signers"]["summary"].startswith("4 agent-signed snapshot(s)")
 
     with chained("revoked") as brain:
-        agent = identity.peek("agent")
+        agent = _peek("agent")
         authorize(brain, agent, False, key=DEV_KEY_NAME)
         with brain.acting("agent"):
             bad = brain.create("a", "A", "a\n")

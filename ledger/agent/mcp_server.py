@@ -37,6 +37,21 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _report_signer(brain: Brain) -> None:
+    """Say on stderr, once at start-up, which key signs this server's writes, or why none can and
+    whether writes are then refused (the policy ``signed``) or written unsigned (``open``)."""
+    import sys
+
+    who = brain.keyring.signer("agent")
+    if who["address"] is not None:
+        line = f"signing as agent {who['address']} (keys: {brain.keys.home}; policy {who['policy']})"
+    elif who["policy"] == "signed":
+        line = f"writes will be REFUSED: {who['why']} (policy signed). Fix: {who['hint']}"
+    else:
+        line = f"writes will be UNSIGNED: {who['why']} (policy open). Fix: {who['hint']}"
+    print(f"ledger mcp: {brain.root}: {line}", file=sys.stderr, flush=True)
+
+
 def serve(root: Path) -> None:
     import anyio
     import mcp_types as types
@@ -48,6 +63,7 @@ def serve(root: Path) -> None:
 
     brain = Brain.open(root)
     tools = SkillTools(brain)
+    _report_signer(brain)
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_worker(fn: Any, *args: Any) -> Any:

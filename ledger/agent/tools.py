@@ -339,7 +339,8 @@ class SkillTools:
         doc = receipt.to_json()
         hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))
         return {"success": True, "message": _MESSAGES[action].format(name=name, v=doc.get("version")),
-                **hermes, "action": action, "receipt": doc}  # Hermes's fields, then ours
+                **hermes, "action": action, "signed": receipt.signer is not None, "signer": receipt.signer,
+                "receipt": doc}  # Hermes's fields, then ours: whether the snapshot is signed, and by whom
 
     def _create(self, name: str, content: str, force: bool = False, category: str | None = None) -> Any:
         self._check_skill_md(name, content)

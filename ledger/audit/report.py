@@ -64,7 +64,7 @@ def render_html(report: Report) -> str:
         rows.append(
             f"<tr class='{cls}' data-index='{snap['index']}'><td>{snap['index']}</td>"
             f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(_when(snap.get('timestamp')))}</td>"
-            f"<td>{_e(snap['operation'])}</td>"
+            f"<td>{_e(snap['operation'])}</td><td class='actor'>{_e(snap.get('actor', '—'))}</td>"
             f"<td>{_e(changes)}</td><td>{_short(snap['root'])}</td><td>{onchain}</td>"
             f"<td>{'✔' if snap['ok'] else '✘'}</td></tr>"
         )
@@ -111,12 +111,14 @@ def render_html(report: Report) -> str:
 <h1>Brain lineage audit</h1>
 <p class="muted" id="context"><code>{_e(report.repo)}</code> · {len(report.timeline)} snapshot(s) ·
 audited <time>{_e(when)}</time> by brain-ledger {_e(ctx.get("ledger_version", "?"))}</p>
-<p><span id="verdict" class="verdict {verdict}">{"VERIFIED" if report.ok else "FAILED"}</span></p>
+<p><span id="verdict" class="verdict {verdict}">{"VERIFIED" if report.ok else "FAILED"}</span>
+<span class="muted" id="verdict-line">{_e(report.verdict()) if report.ok else ""}</span></p>
 <h2>Checks</h2>
 <table id="checks"><tr><th></th><th>check</th><th>result</th></tr>{"".join(checks)}</table>
 <h2>On chain</h2>{chain_html}
 <h2>Timeline (newest first)</h2>
-<table id="timeline"><tr><th>#</th><th>commit</th><th>recorded (UTC)</th><th>operation</th><th>changes</th><th>root</th>
+<table id="timeline"><tr><th>#</th><th>commit</th><th>recorded (UTC)</th><th>operation</th><th>signed by</th>
+<th>changes</th><th>root</th>
 <th>on chain</th><th>root ok</th></tr>{"".join(rows)}</table>
 <h2>Skill versions</h2><ul class="skills" id="skills">{"".join(skills)}</ul>
 </body></html>

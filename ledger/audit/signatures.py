@@ -45,6 +45,7 @@ def check_signatures(
     adopted_at: int | None = None
     seen: dict[bytes, bytes] = {}  # keys record blob id → its bytes: a record changes only with the set
     final = Trust()
+    shown = {t["commit"]: t for t in report.timeline}
     for snap in walked.order:
         i = walked.index[snap.commit]
         side = snap.commit in walked.side
@@ -64,12 +65,16 @@ def check_signatures(
             after = trust.apply(changes)
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
+            if snap.commit in shown:
+                shown[snap.commit]["actor"] = "refused" if snap.signature is None else "bad signature"
             continue
         trusts[snap.commit] = after
         if signer is None:
             unsigned.append((i, snap.commit))
         else:
             signed.append(Signed(i, snap.commit, signer, after.active.get(signer) or trust.active[signer]))
+            if snap.commit in shown:
+                shown[snap.commit]["actor"] = signed[-1].role
         if snap.operation == "adopt":
             adopted_at = i
         if founder is not None and signer is not None and not trust.established and after.established \

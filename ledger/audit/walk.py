@@ -120,10 +120,11 @@ def _placed(head: str, parents: dict[str, list[str]]) -> tuple[list[str], dict[s
 
 
 def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None] | None,
-         since: tuple[bytes, ...] = ()) -> Walked:  # fmt: skip
-    """Every snapshot from ``main`` back; with ``since`` (commits already trusted, such as this brain's
-    head before a pull), only those not reachable from them, each parent outside read as it stands."""
-    top = _head(store)
+         since: tuple[bytes, ...] = (), tip: bytes | None = None) -> Walked:  # fmt: skip
+    """Every snapshot from ``main`` (or ``tip``: a push not yet taken) back; with ``since`` (commits
+    already trusted, such as this brain's head before a pull), only those not reachable from them,
+    each parent outside read as it stands."""
+    top = tip or _head(store)
     order, parents = _graph(store, top, since)
     head = top.hex()
     mainline, index = _placed(head, parents)
@@ -258,6 +259,7 @@ def _step(
             "index": i, "commit": snap.commit, "operation": snap.operation,
             "changes": [asdict(c) for c in snap.changes], "root": format_root(snap.root),
             "timestamp": snap.timestamp, "ok": computed == snap.root and snap.parent_root == st.root, "chain": None,
+            "actor": snap.shown_actor,  # the signatures check puts the verified role, or "bad signature"
         })  # fmt: skip
     st.root = snap.root
 

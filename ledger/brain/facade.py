@@ -50,7 +50,7 @@ from ledger.errors import (
     LedgerError,
     StoreError,
 )
-from ledger.signatures.identity import Passphrase
+from ledger.signatures.identity import KeyDir, Passphrase, keys_home
 from ledger.signatures.trust import Trust
 from ledger.store import gitstore as gs
 from ledger.store import packing
@@ -112,7 +112,8 @@ class Brain:
         self.store = gs.GitStore(root)
         self.cache = th.DigestCache(self.control / "cache" / "digests-v2.bin")
         self.versions = Versions(self.store)  # where skill versions live: SKILL.md or the store (ADR 20)
-        self.sealer = Sealer(enabled=config.get("signing", True) is not False)  # signs each snapshot
+        self.keys = KeyDir(keys_home(config.get("keys")))  # this brain's signing keys (ADR 26)
+        self.sealer = Sealer(self.keys, enabled=config.get("signing", True) is not False)  # signs each snapshot
         self.snapshots = Snapshots(self.store, self.control, self.cache, self.versions, self.limits)
         self.lock = WriterLock(self.control, self.cache, settle=lambda recover: self.writer.settle(recover))
         every, size = int(gc.get("every", packing.DEFAULT_EVERY)), int(gc.get("bytes", packing.DEFAULT_BYTES))
@@ -177,7 +178,7 @@ class Brain:
                 f"{root}/skills already has content",
                 hint="init an empty directory, then import skills and run 'ledger snapshot'",
             )
-        founding = founding_keys(passphrase, encrypt=encrypt) if sign else []
+        founding = founding_keys(KeyDir(keys_home()), passphrase, encrypt=encrypt) if sign else []
         cls.create_empty(root, signing=sign)
         brain = cls(root)
         brain.sealer.passphrase = passphrase
@@ -200,7 +201,11 @@ class Brain:
         (root / CONTROL).mkdir(exist_ok=True)
         gs.GitStore.init(root).close()
         (root / CONTROL / ".gitignore").write_text("*\n")
-        write_json(root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT, **({} if signing else {"signing": False})})
+        # The keys directory is recorded, so a runtime started with a minimal environment (an MCP
+        # client's) signs with the same keys as the shell that made the brain (ADR 26).
+        keys = str(keys_home().absolute())
+        write_json(root / CONTROL / CONFIG,
+                   {"format": _CONFIG_FORMAT, "keys": keys, **({} if signing else {"signing": False})})  # fmt: skip
 
     def checkout_all(self) -> None:
         """Write every skill of the head into an empty working tree (a fresh clone)."""

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import KeystoreError
-from ledger.signatures import identity
-from ledger.signatures.trust import ROLES, KeyChange, Trust, TrustError, check_address
+from ledger.signatures.identity import LocalKey
+from ledger.signatures.trust import ROLES, KeyChange, Trust, TrustError, check_address, policy_change
 from ledger.write.records import Receipt
 from ledger.write.sealing import founding_keys
 
@@ -30,21 +30,39 @@ class Keyring:
 
     def __init__(self, writer: Writer, enable_signing: Callable[[], None]) -> None:
         self.writer, self.sealer, self.enable_signing = writer, writer.sealer, enable_signing
+        self.keys = writer.sealer.keys
 
     def show(self) -> dict[str, Any]:
-        """The head's trust set, and this machine's keys with whether the brain trusts each."""
+        """The head's trust set and policy, and, per role, the local key this brain signs with."""
         trust = self._trust()
         local = []
         for role in ("user", "agent", "curator"):
-            address = identity.peek(role)
-            local.append({"role": role, "address": address, "path": str(identity.key_path(role)),
-                          "trusted": address is not None and trust.active.get(address) == role})  # fmt: skip
+            found = self.keys.find(role, [a for a, r in trust.active.items() if r == role])
+            address, path = found if found else (self.keys.peek(role), self.keys.path(role))
+            local.append({"role": role, "address": address, "path": str(path),
+                          "trusted": found is not None})  # fmt: skip
         return {
-            "signing": self.sealer.enabled,
+            "signing": self.sealer.enabled or trust.signed,
+            "policy": trust.policy,
+            "keys_dir": str(self.keys.home),
             "trusted": [{"address": a, "role": r} for a, r in sorted(trust.active.items())],
             "revoked": sorted(trust.revoked),
             "local": local,
         }
+
+    def signer(self, role: str) -> dict[str, Any]:
+        """Who signs this brain's ``role`` snapshots here: the address and key file, or why nobody can
+        (and what provides a key), with the policy that decides whether such a write is refused."""
+        trust = self._trust()
+        key = self.sealer.key_for(trust, role)
+        if isinstance(key, tuple):
+            return {"role": role, "address": None, "policy": trust.policy, "why": key[0], "hint": key[1]}
+        return {"role": role, "address": key.address, "policy": trust.policy}
+
+    def set_policy(self, policy: str, *, note: str = "") -> Receipt:
+        """Require signatures from now on (``signed``), or allow unsigned snapshots again (``open``):
+        a ``keys`` snapshot signed by the user key, so no peer can drop the policy."""
+        return self._change([policy_change(policy)], note)
 
     def trust(self, address: str, role: str, *, note: str = "") -> Receipt:
         """Trust ``address`` to sign as ``role`` (another machine's agent key, say)."""
@@ -59,23 +77,28 @@ class Keyring:
     def rotate(self, role: str, *, note: str = "", encrypt: bool = False) -> Receipt:
         """Replace this machine's ``role`` key: a new key is trusted and the old one revoked in one
         snapshot signed by the user key (the old one, when rotating the user key itself)."""
-        old = identity.peek(role)
+        trust = self._trust()
+        found = self.keys.find(role, [a for a, r in trust.active.items() if r == role])
+        old = found[0] if found else self.keys.peek(role)
         if old is None:
             raise KeystoreError(f"this machine has no {role} key to rotate", hint=f"ledger keys generate {role}")
-        signer = identity.load("user", self.sealer.passphrase)  # unlocked before anything is made
+        users = self.keys.find("user", [a for a, r in trust.active.items() if r == "user"])
+        signer = self.keys.load("user", self.sealer.passphrase, users[1]) if users else None  # unlocked first
         if signer is None:
-            raise KeystoreError("rotating a key needs this machine's user key, which it does not have")
-        trust = self._trust()
-        fresh = identity.generate(role, self.sealer.passphrase, encrypt=encrypt, suffix=".next")
+            raise KeystoreError("rotating a key needs a user key this brain trusts, which this machine does not have",
+                                hint="run it where the brain's user key is (ledger keys show)")  # fmt: skip
+        fresh = self.keys.generate(role, self.sealer.passphrase, encrypt=encrypt, suffix=".next")
         changes = [KeyChange("add", fresh.address, role)]
         if old in trust.active:  # a key already revoked is only replaced
             changes.append(KeyChange("revoke", old))
         try:
             receipt = self._change(changes, note, key=signer)
         except BaseException:
-            identity.discard(role, ".next")
+            self.keys.discard(role, ".next")
             raise
-        identity.promote(role, ".next")  # the old file is kept as <role>.key.<address>.old
+        # The new key becomes the machine's current one; the old file stays as <role>.<address>.key,
+        # so every other brain that trusts it goes on signing with it (ADR 26).
+        self.keys.promote(role, ".next")
         return receipt
 
     def adopt(self, *, note: str = "") -> Receipt:
@@ -87,7 +110,8 @@ class Keyring:
         self.enable_signing()
         self.sealer.enabled = True
         with self.writer.acting("user"):
-            return self.writer.apply("adopt", {}, [], note, key_changes=founding_keys(self.sealer.passphrase))
+            return self.writer.apply("adopt", {}, [], note,
+                                     key_changes=founding_keys(self.keys, self.sealer.passphrase))  # fmt: skip
 
     def _trust(self) -> Trust:
         """The head's trust set (read from its commit alone, without loading the skills)."""
@@ -95,7 +119,7 @@ class Keyring:
         head = store.head()
         return store.trust_at(store.snapshot(head).tree)[1] if head else Trust()
 
-    def _change(self, changes: list[KeyChange], note: str, key: identity.LocalKey | None = None) -> Receipt:
+    def _change(self, changes: list[KeyChange], note: str, key: LocalKey | None = None) -> Receipt:
         if not self.sealer.enabled:
             raise TrustError("this brain is unsigned, so it has no trust set to change", hint="ledger sign --adopt")
         self.sealer.override = key

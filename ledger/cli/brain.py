@@ -18,6 +18,7 @@ from ledger.cli.common import (
     mutation,
     nothing_to_do,
     open_brain,
+    page,
     print_receipt,
     progress_bar,
     read_input,
@@ -42,9 +43,10 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
     """
     from ledger.brain import Brain
     from ledger.cli.common import prompt_passphrase
-    from ledger.signatures import identity
+    from ledger.signatures.identity import KeyDir, keys_home
 
-    made = [r for r in ("user", "agent") if identity.peek(r) is None] if not unsigned else []
+    keys = KeyDir(keys_home())
+    made = [r for r in ("user", "agent") if keys.peek(r) is None] if not unsigned else []
     with Brain.init(
         directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt, versions=versions
     ) as brain:
@@ -52,8 +54,10 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
         click.echo(f"initialised brain in {brain.root}")
         click.echo(f"root   {head.snap.to_json()['root']}")
         for k in brain.keyring.show()["trusted"]:
-            new = " (new key, " + str(identity.key_path(k["role"])) + ")" if k["role"] in made else ""
+            new = " (new key, " + str(keys.path(k["role"])) + ")" if k["role"] in made else ""
             click.echo(f"trusts {k['role']:7} {k['address']}{new}")
+        if not unsigned:
+            click.echo("policy signed: every snapshot must be signed by a key it trusts ('ledger keys policy')")
         if unsigned:
             click.echo("unsigned: snapshots carry no signature ('ledger sign --adopt' signs the brain later)")
         if versions == "store":
@@ -151,17 +155,34 @@ def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | 
     print_receipt(ctx, receipt, as_json)
 
 
-@main.command()
+class _LogCommand(click.Command):
+    """``log`` takes git's ``-N`` for ``-n N`` (``ledger log -3``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                out += args[i:]
+                break
+            out += ["-n", arg[1:]] if len(arg) > 1 and arg[0] == "-" and arg[1:].isdigit() else [arg]
+        return super().parse_args(ctx, out)
+
+
+@main.command(cls=_LogCommand)
 @json_flag
-@click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots.")
-@click.option("--actor", type=click.Choice(["user", "agent", "curator"]), help="Only snapshots by this actor.")
+@click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots (also -N, as git).")
+@click.option("--actor", type=click.Choice(["user", "agent", "curator", "unsigned"]),
+              help="Only snapshots by this actor ('unsigned': those no key signed, whatever they claim).")
 @click.option("--skill", "skill_name", help="Only snapshots that change this skill.")
 @click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")
+@click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
+              "$GIT_PAGER, $PAGER or less).")  # fmt: skip
 @click.pass_context
-def log(
-    ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None, oneline: bool
-) -> None:
-    """Show the lineage of snapshots, newest first: when, what, who, and the full root."""
+def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
+        oneline: bool, no_pager: bool) -> None:  # fmt: skip
+    """Show the lineage of snapshots, newest first: when, what, who, and the full root.
+
+    On a terminal the text goes through a pager, as git's does; piped or redirected, never."""
     import time
 
     with open_brain(ctx) as brain:
@@ -170,7 +191,7 @@ def log(
         for snap in brain.store.lineage():
             if max_count is not None and len(out) >= max_count:
                 break
-            if actor is not None and snap.attribution.get("actor") != actor:
+            if actor is not None and snap.shown_actor != actor:
                 continue
             if skill_name is not None and all(c.skill != skill_name for c in snap.changes):
                 continue
@@ -182,23 +203,25 @@ def log(
     if as_json:
         emit(out)
         return
+    lines = []
     for doc in out:
         changes = ", ".join(f"{c['action']} {c['skill']} v{c['version']}" for c in doc["changes"]) or "no change"
         attr = doc["attribution"]
         who = attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor")
         if oneline:
-            click.echo(f"{doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  [{who}]  {doc['root']}")
+            lines.append(f"{doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  [{who}]  {doc['root']}")
             continue
-        click.echo(click.style(f"snapshot {doc['commit']}", fg="yellow"))
-        click.echo(f"date     {doc['date']}")
-        click.echo(f"root     {doc['root']}")
-        click.echo(f"actor    {who}")
-        click.echo(f"{doc['operation']:8} {changes}")
+        lines.append(click.style(f"snapshot {doc['commit']}", fg="yellow"))
+        lines.append(f"date     {doc['date']}")
+        lines.append(f"root     {doc['root']}")
+        lines.append(f"actor    {who}")
+        lines.append(f"{doc['operation']:8} {changes}")
         if doc.get("chain"):
-            click.echo(f"chain    seq {doc['chain']['seq']}, block {doc['chain']['block']}, tx {doc['chain']['tx']}")
+            lines.append(f"chain    seq {doc['chain']['seq']}, block {doc['chain']['block']}, tx {doc['chain']['tx']}")
         if doc["note"]:
-            click.echo("\n" + "".join(f"    {line}\n" for line in doc["note"].splitlines()), nl=False)
-        click.echo()
+            lines += ["", *(f"    {line}" for line in doc["note"].splitlines())]
+        lines.append("")
+    page("".join(f"{line}\n" for line in lines), enabled=not no_pager)
 
 
 def _note_of(snap: Any) -> str:

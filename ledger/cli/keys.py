@@ -23,7 +23,10 @@ def keys() -> None:
 
     Each snapshot is signed by the key of its actor: the user's for commands, the agent
     runtime's for 'ledger mcp' and the API's acting("agent"), the curator's for curation.
-    Passphrases come from LEDGER_KEY_PASSPHRASE or a prompt, never from argv.
+    A brain signs with the keys its trust set names, from its own key directory
+    ($LEDGER_KEYS, else the one recorded when it was made).  Under the policy 'signed'
+    (the default) a write that cannot be signed is refused.  Passphrases come from
+    LEDGER_KEY_PASSPHRASE or a prompt, never from argv.
     """
 
 
@@ -37,29 +40,59 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit(doc)
         return
-    click.echo("this machine:")
+    click.echo(f"this machine ({doc['keys_dir']}):")
     for k in doc["local"]:
-        state = "none" if k["address"] is None else "trusted" if k["trusted"] else "NOT trusted by this brain"
+        state = "none" if k["address"] is None else "signs" if k["trusted"] else "NOT trusted by this brain"
         click.echo(f"  {k['role']:8} {k['address'] or '-':42}  {state}  ({k['path']})")
     click.echo("this brain trusts:" if doc["trusted"] else "this brain has no trust set (ledger sign --adopt)")
     for k in doc["trusted"]:
         click.echo(f"  {k['role']:8} {k['address']}")
     for address in doc["revoked"]:
         click.echo(f"  revoked  {address}")
+    if doc["trusted"]:
+        rule = ("every snapshot must be signed" if doc["policy"] == "signed"
+                else "unsigned snapshots are allowed ('ledger keys policy signed' requires signatures)")  # fmt: skip
+        click.echo(f"policy: {doc['policy']} ({rule})")
 
 
 @keys.command("generate")
 @click.argument("role", type=_ROLE)
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect the key with a passphrase (prompted).")
 @json_flag
-def keys_generate(role: str, encrypt: bool, as_json: bool) -> None:
-    """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600); refuses to overwrite one."""
-    from ledger.signatures import identity
+@click.pass_context
+def keys_generate(ctx: click.Context, role: str, encrypt: bool, as_json: bool) -> None:
+    """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600).  Re-runnable: when the key
+    exists it is left as it is, named, and the command succeeds ('ledger keys rotate' replaces one)."""
+    from ledger.signatures.identity import KeyExistsError
 
-    key = identity.generate(role, prompt_passphrase, encrypt=encrypt)
-    emit({"role": role, "address": key.address, "path": str(identity.key_path(role))}) if as_json else click.echo(
-        f"{role} key {key.address} written to {identity.key_path(role)}"
-    )
+    keys = _key_dir(ctx)
+    try:
+        prompt = prompt_passphrase if sys.stdin.isatty() else None  # no terminal: LEDGER_KEY_PASSPHRASE or refused
+        address, made = keys.generate(role, prompt, encrypt=encrypt).address, True
+    except KeyExistsError:
+        address, made = keys.peek(role), False
+    path = str(keys.path(role))
+    if as_json:
+        emit({"role": role, "address": address, "path": path, "created": made})
+    elif made:
+        click.echo(f"{role} key {address} written to {path}")
+    else:
+        click.echo(f"{role} key {address} exists at {path}; left as it is ('ledger keys rotate {role}' replaces it)")
+
+
+def _key_dir(ctx: click.Context) -> Any:
+    """The key directory of the brain in scope (--brain, or found upward), else $LEDGER_KEYS or the default."""
+    from ledger.brain.facade import find_brain
+    from ledger.errors import StoreError
+    from ledger.signatures.identity import KeyDir, keys_home
+
+    try:
+        import json
+
+        root = find_brain(ctx.obj["brain"], search_up=ctx.obj["brain"] is None)
+        return KeyDir(keys_home(json.loads((root / ".ledger" / "config.json").read_text()).get("keys")))
+    except StoreError:
+        return KeyDir(keys_home())
 
 
 @keys.command("trust")
@@ -71,10 +104,9 @@ def keys_generate(role: str, encrypt: bool, as_json: bool) -> None:
 def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as_json: bool) -> None:
     """Trust ADDRESS (default: this machine's ROLE key) to sign as ROLE; a snapshot signed by the user key."""
     from ledger.errors import KeystoreError
-    from ledger.signatures import identity
 
     if address is None:
-        address = identity.peek(role)
+        address = _key_dir(ctx).peek(role)
         if address is None:
             raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
     with open_brain(ctx) as brain:
@@ -104,6 +136,19 @@ def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json
     """Replace this machine's ROLE key: the new one is trusted and the old revoked, in one signed snapshot."""
     with open_brain(ctx) as brain:
         receipt = brain.keyring.rotate(role, note=note, encrypt=encrypt)
+    print_receipt(ctx, receipt, as_json)
+
+
+@keys.command("policy")
+@click.argument("policy", type=click.Choice(["signed", "open"]))
+@note_flag
+@json_flag
+@click.pass_context
+def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> None:
+    """Set the brain's signature policy, in a snapshot signed by the user key: 'signed' refuses every
+    unsigned snapshot from now on (writes here, and pulls, syncs and clones of peers'); 'open' allows them."""
+    with open_brain(ctx) as brain:
+        receipt = brain.keyring.set_policy(policy, note=note)
     print_receipt(ctx, receipt, as_json)
 
 

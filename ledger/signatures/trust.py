@@ -17,6 +17,7 @@ from ledger.errors import LedgerError
 
 __all__ = [
     "KEY_TRAILER",
+    "POLICIES",
     "RECORD",
     "ROLES",
     "KeyChange",
@@ -31,6 +32,8 @@ ROLES = ("agent", "curator", "user")
 RECORD = "keys"  # beside skills/ in a snapshot's tree
 KEY_TRAILER = "Ledger-Key"
 KEY_OPERATIONS = ("init", "adopt", "keys")  # the only operations that may change the set
+POLICIES = ("signed", "open")  # signed: every later snapshot must be signed (lineage v1.3, §8.4)
+_POLICY_LINE = "policy signed"
 _ADDRESS = re.compile(r"0x[0-9a-f]{40}\Z")
 
 
@@ -48,14 +51,23 @@ def check_address(address: str) -> str:
 
 @dataclass(frozen=True)
 class KeyChange:
-    """``add ADDRESS ROLE`` or ``revoke ADDRESS``, one ``Ledger-Key`` trailer."""
+    """``add ADDRESS ROLE``, ``revoke ADDRESS`` or ``policy POLICY`` (``address`` empty, ``role`` the
+    policy): one ``Ledger-Key`` trailer."""
 
     action: str
     address: str
     role: str | None = None
 
     def trailer(self) -> str:
+        if self.action == "policy":
+            return f"policy {self.role}"
         return f"add {self.address} {self.role}" if self.action == "add" else f"revoke {self.address}"
+
+
+def policy_change(policy: str) -> KeyChange:
+    if policy not in POLICIES:
+        raise TrustError(f"unknown signature policy {policy!r}", hint="'signed' or 'open'")
+    return KeyChange("policy", "", policy)
 
 
 def parse_key_change(value: str) -> KeyChange:
@@ -64,14 +76,18 @@ def parse_key_change(value: str) -> KeyChange:
         return KeyChange("add", parts[1], parts[2])
     if len(parts) == 2 and parts[0] == "revoke" and _ADDRESS.match(parts[1]):
         return KeyChange("revoke", parts[1])
-    raise TrustError(f"malformed Ledger-Key trailer {value!r}", hint="'add 0x<40 hex> ROLE' or 'revoke 0x<40 hex>'")
+    if len(parts) == 2 and parts[0] == "policy" and parts[1] in POLICIES:
+        return KeyChange("policy", "", parts[1])
+    raise TrustError(f"malformed Ledger-Key trailer {value!r}",
+                     hint="'add 0x<40 hex> ROLE', 'revoke 0x<40 hex>' or 'policy signed|open'")  # fmt: skip
 
 
 def format_record(trust: Trust) -> bytes:
     """The ``keys`` record: ``ADDRESS SP ROLE LF`` per trusted key and ``ADDRESS SP "revoked" LF`` per
-    revoked one, in byte order of the address."""
+    revoked one, in byte order of the address, then ``policy signed LF`` when signatures are required."""
     rows = {**{a: "revoked" for a in trust.revoked}, **trust.active}
-    return b"".join(f"{a} {r}\n".encode() for a, r in sorted(rows.items()))
+    lines = [f"{a} {r}\n" for a, r in sorted(rows.items())]
+    return "".join(lines + [_POLICY_LINE + "\n"] * trust.signed).encode()
 
 
 def parse_record(data: bytes) -> Trust:
@@ -79,6 +95,9 @@ def parse_record(data: bytes) -> Trust:
     out = Trust()
     try:
         for line in data.decode("ascii").split("\n")[:-1]:
+            if line == _POLICY_LINE:
+                out.signed = True
+                continue
             address, role = line.split(" ")
             if not _ADDRESS.match(address) or role not in (*ROLES, "revoked"):
                 raise ValueError(line)
@@ -99,13 +118,18 @@ class Trust:
 
     active: dict[str, str] = field(default_factory=dict)  # address → role
     revoked: set[str] = field(default_factory=set)
+    signed: bool = False  # the policy: every snapshot after this one must be signed
 
     @property
     def established(self) -> bool:
         return bool(self.active)
 
+    @property
+    def policy(self) -> str:
+        return "signed" if self.signed else "open"
+
     def copy(self) -> Trust:
-        return Trust(dict(self.active), set(self.revoked))
+        return Trust(dict(self.active), set(self.revoked), self.signed)
 
     def authorize(self, operation: str, changes: Iterable[KeyChange], signer: str | None, actor: str | None) -> None:
         """Check that ``signer`` may sign a snapshot of ``operation`` by ``actor`` making ``changes``.
@@ -113,9 +137,13 @@ class Trust:
         ``init`` and ``adopt`` found the set: they are signed by a ``user`` key they add.
         ``keys`` is signed by a ``user`` key already trusted; every other snapshot by a
         trusted key whose role is the snapshot's ``Ledger-Actor``, and changes no key.
-        ``signer`` is ``None`` for an unsigned snapshot, which may change no key.
+        ``signer`` is ``None`` for an unsigned snapshot, which may change no key, and which a
+        brain whose policy is ``signed`` refuses.
         """
         role = self._role(operation, list(changes), signer)
+        if signer is None and self.signed:
+            raise TrustError("the snapshot is unsigned, and the brain's policy requires every snapshot to be "
+                             "signed by a key it trusts (docs/lineage.md §8.4)")  # fmt: skip
         if signer is not None and actor != role:
             raise TrustError(f"signed by {signer}, {_a(role)} key, but its Ledger-Actor is {actor or 'missing'}")
 
@@ -152,6 +180,14 @@ class Trust:
         out = self.copy()
         seen: set[str] = set()
         for c in changes:
+            if c.action == "policy":
+                if "policy" in seen:
+                    raise TrustError("the policy is changed twice in one snapshot")
+                if c.role == out.policy:
+                    raise TrustError(f"the signature policy is already {c.role!r}")
+                seen.add("policy")
+                out.signed = c.role == "signed"
+                continue
             if c.address in seen:
                 raise TrustError(f"{c.address} is changed twice in one snapshot")
             seen.add(c.address)

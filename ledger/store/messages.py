@@ -75,6 +75,12 @@ class Snapshot:
         return self.changes[0].version if len(self.changes) == 1 else None
 
     @property
+    def shown_actor(self) -> str:
+        """The actor as shown to people: ``unsigned`` for a snapshot without a signature, whatever
+        role its ``Ledger-Actor`` claims (nobody vouches for it, docs/lineage.md §8.4)."""
+        return self.attribution.get("actor", "-") if self.signature else "unsigned"
+
+    @property
     def signature(self) -> str | None:
         """The ``Ledger-Signature`` trailer (docs/lineage.md §8), if the snapshot was signed."""
         values = self.trailers.get("Ledger-Signature", [])
@@ -126,7 +132,11 @@ class Snapshot:
             "version": self.version,
             "changes": [{"action": c.action, "skill": c.skill, "version": c.version} for c in self.changes],
             "timestamp": self.timestamp,
-            "attribution": self.attribution,
+            "signed": self.signature is not None,
+            "actor": self.shown_actor,
+            **({} if self.signature or "actor" not in self.attribution
+               else {"claimed_actor": self.attribution["actor"]}),
+            "attribution": {**self.attribution, "actor": self.shown_actor},
         }
 
 

@@ -44,6 +44,7 @@ class Receipt:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        out["signed"] = self.signer is not None
         if self.chain is None:
             del out["chain"]
         if not self.keys:

@@ -1,12 +1,16 @@
 """The writer's signing part: which local key signs a snapshot, and the signature trailer it adds.
 
 A brain *has* a :class:`Sealer`.  The write path hands it a snapshot's message, root,
-parent and tree just before the commit is written; the sealer picks this machine's key
-for the acting role, checks that the brain's trust set allows it (the same
-:meth:`ledger.signatures.trust.Trust.authorize` the audit replays), and appends ``Ledger-Signature``.
-When this machine holds no trusted key for the role, the snapshot is written unsigned and
-the reason kept in :attr:`Sealer.unsigned`, for the caller to show: a write is never
-refused for want of a key, and ``ledger audit`` reports every unsigned snapshot.
+parent and tree just before the commit is written; the sealer picks the local key that
+the brain's trust set names for the acting role (the brain's own key directory may hold
+several, see :class:`~ledger.signatures.identity.KeyDir`), checks that the trust set allows
+it (the same :meth:`ledger.signatures.trust.Trust.authorize` the audit replays), and
+appends ``Ledger-Signature``.
+
+When no such key is here, a brain whose policy is ``signed`` (every brain made or adopted
+since lineage v1.3) **refuses** the write, naming the key and the command that provides
+it; only a brain whose policy is ``open`` writes the snapshot unsigned, with the reason
+kept in :attr:`Sealer.unsigned` for the caller to show.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ from dataclasses import dataclass
 
 from ledger.errors import KeystoreError
 from ledger.signatures import identity, signing
-from ledger.signatures.trust import KeyChange, Trust, TrustError
+from ledger.signatures.trust import KeyChange, Trust, TrustError, policy_change
 
-__all__ = ["Sealed", "Sealer", "founding_keys"]
+__all__ = ["Sealed", "Sealer", "SignatureRequiredError", "founding_keys"]
+
+
+class SignatureRequiredError(KeystoreError):
+    """The brain requires signed snapshots, and this write cannot be signed: nothing is written."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,9 @@ class Sealed:
 
 
 class Sealer:
-    def __init__(self, *, enabled: bool = True, passphrase: identity.Passphrase | None = None) -> None:
+    def __init__(self, keys: identity.KeyDir, *, enabled: bool = True,
+                 passphrase: identity.Passphrase | None = None) -> None:  # fmt: skip
+        self.keys = keys  # where this brain's keys are
         self.enabled = enabled  # False: write unsigned snapshots (a brain made with --unsigned)
         self.passphrase = passphrase  # a prompt, set by an interactive CLI
         self.unsigned: str | None = None  # why the last snapshot was not signed (None: it was)
@@ -48,59 +58,74 @@ class Sealer:
         tree: bytes,
         actor: str,
     ) -> Sealed:
-        """``message`` with its signature, or as it is with the reason it could not be signed."""
-        key = self._key(trust, operation, key_changes, actor)
-        if isinstance(key, str):
+        """``message`` with its signature, or (policy ``open`` only) as it is with the reason it
+        could not be signed."""
+        key = self.key_for(trust, actor, key_changes)
+        if isinstance(key, tuple):
+            why, fix = key
             if key_changes:
-                raise TrustError(f"a key change must be signed, and {key}",
-                                 hint="run it where the brain's user key is (ledger keys show)")  # fmt: skip
-            self.unsigned = key
-            return Sealed(message, None, key)
+                raise TrustError(f"a key change must be signed, and {why}", hint=fix)
+            if trust.signed:
+                raise SignatureRequiredError(f"this brain requires every snapshot to be signed, and {why}; "
+                                             "nothing was written", hint=fix)  # fmt: skip
+            self.unsigned = why
+            return Sealed(message, None, why)
         trust.authorize(operation, key_changes, key.address, actor)  # the audit's own rule, before anything is written
         digest = signing.digest(root, parent_root, parent, tree, actor, message)
         self.unsigned = None
         signed = message + f"{signing.SIGNATURE_TRAILER}: {signing.sign(key.secret, digest)}\n"
         return Sealed(signed, key.address)
 
-    def _key(
-        self, trust: Trust, operation: str, key_changes: Sequence[KeyChange], actor: str
-    ) -> identity.LocalKey | str:
-        if not self.enabled:
-            return "signing is off for this brain"
+    def key_for(
+        self, trust: Trust, actor: str, key_changes: Sequence[KeyChange] = ()
+    ) -> identity.LocalKey | tuple[str, str]:
+        """The key that signs for ``actor``, or why there is none and the command that provides one."""
+        role = "user" if key_changes else actor
+        if not self.enabled and not trust.signed and not key_changes:
+            return "signing is off for this brain", "ledger sign --adopt"
         if self.override is not None:
             return self.override
-        role = "user" if key_changes else actor
-        address = identity.peek(role)
-        if address is None:
-            return f"this machine has no {role} key ({identity.key_path(role)})"
         if key_changes and not trust.established:
-            trusted = any(c.address == address and c.role == role for c in key_changes)
+            allowed = [c.address for c in key_changes if c.action == "add" and c.role == role]
         else:
-            trusted = trust.active.get(address) == role
-        if not trusted:
-            if not trust.established:
-                return "this brain has no trust set (see 'ledger sign --adopt')"
-            return f"this machine's {role} key {address} is not in the brain's trust set (see 'ledger keys trust')"
-        key = identity.load(role, self.passphrase)
+            allowed = [a for a, r in trust.active.items() if r == role]
+        if not trust.established and not key_changes:
+            return "this brain has no trust set", "ledger sign --adopt"
+        found = self.keys.find(role, allowed)
+        if found is None:
+            here = self.keys.peek(role)
+            where = f"{self.keys.home} (LEDGER_KEYS, or the brain's 'keys' setting)"
+            if here is None:
+                return (f"there is no {role} key in {where}",
+                        f"copy this brain's {role} key into {self.keys.home}, or make one with "
+                        f"'ledger keys generate {role}' and have the user trust it: 'ledger keys trust {role} "
+                        "ADDRESS' where the brain's user key is")  # fmt: skip
+            return (f"this machine's {role} key {here} ({self.keys.path(role)}) is not one the brain trusts "
+                    f"as {role} ({', '.join(allowed) or 'none'})",
+                    f"'ledger keys trust {role} {here}' where the brain's user key is, or point LEDGER_KEYS at "
+                    "the directory that holds a trusted key")  # fmt: skip
+        path = found[1]
+        key = self.keys.load(role, self.passphrase, path)
         if key is None:
-            return f"this machine's {role} key vanished while the write ran"
+            return f"the {role} key {path} vanished while the write ran", "run the write again"
         return key
 
 
-def founding_keys(passphrase: identity.Passphrase | None = None, *, encrypt: bool = False) -> list[KeyChange]:
+def founding_keys(keys: identity.KeyDir, passphrase: identity.Passphrase | None = None, *,
+                  encrypt: bool = False) -> list[KeyChange]:  # fmt: skip
     """The keys a new brain trusts: this machine's user and agent keys (made when missing, as
     ssh-keygen would; ``encrypt`` protects a new user key with a passphrase), and its curator key
-    if it has one."""
+    if it has one; and the policy ``signed``."""
     out = []
     for role in ("user", "agent", "curator"):
-        address = identity.peek(role)
+        address = keys.peek(role)
         if address is None and role != "curator":
             try:
-                address = identity.generate(role, passphrase, encrypt=encrypt and role == "user").address
+                address = keys.generate(role, passphrase, encrypt=encrypt and role == "user").address
             except KeystoreError:
-                address = identity.peek(role)  # another init made it first: use that one
+                address = keys.peek(role)  # another init made it first: use that one
                 if address is None:
                     raise
         if address is not None:
             out.append(KeyChange("add", address, role))
-    return out
+    return [*out, policy_change("signed")]
