@@ -66,6 +66,17 @@ CHECKS = (
     "fsck",
 )
 
+# What each chain check verifies, said on its SKIP line when an audit is given no chain.
+CHAIN_CHECKS = {
+    "chain.events": "registry events unbroken (§7 rules 1, 2)",
+    "chain.roots": "on-chain roots = snapshots (§7 rule 3)",
+    "chain.head": "registry head = last root (§7 rule 4)",
+    "chain.receipts": "receipts vs the chain's events (§6.3)",
+    "chain.committers": "committers vs CommitterSet (§7 rule 5)",
+    "chain.signers": "agent keys vs CommitterSet (§8.5)",
+}
+NO_RPC = ("no --rpc", "pass --rpc URL --registry ADDR --agent ID")
+
 
 def audit_repo(
     repo: str | Path,
@@ -79,6 +90,8 @@ def audit_repo(
     require_signatures: bool = False,
     founder: str | None = None,
     since: tuple[bytes, ...] = (),
+    without_chain: tuple[str, str] = NO_RPC,
+    tip: bytes | None = None,
 ) -> Report:
     """Audit the git store at ``repo`` (a brain, a clone, or a bare repository).
 
@@ -86,6 +99,9 @@ def audit_repo(
     the user key that founded the trust set (lineage.md §8.6: otherwise trusted on first use).
     ``since`` (commits this copy already holds and trusts) audits only what is new beyond them, as a
     pull or sync does: the store-side rules, signatures included; not receipts, the worktree or fsck.
+    Without ``rpc``, each ``chain.*`` check is a SKIP saying why and how to run it: ``without_chain``
+    (the reason, what to pass), so that OK never stands for a check not made.  ``tip`` audits from
+    that commit instead of ``main`` (a push a guarded remote has not taken yet; with ``since`` only).
     """
     path = Path(repo)
     try:
@@ -97,7 +113,7 @@ def audit_repo(
     report = Report(repo=str(path.absolute()))
     report.context = _context()
     try:
-        walked = walk(store, report, progress, since)
+        walked = walk(store, report, progress, since, tip)
         snaps = walked.mainline
         signed = check_signatures(store, walked, report, require_signatures, founder)
         if since:
@@ -111,6 +127,8 @@ def audit_repo(
             from ledger.audit.chain import check_chain
 
             check_chain(store, snaps, report, rpc, registry, agent, from_block, signed)
+        else:
+            _skip_chain(report, *without_chain)
         _check_fsck(path, report)
     finally:
         store.close()
@@ -118,6 +136,12 @@ def audit_repo(
         if name in report.checks and report.checks[name].ok and not report.checks[name].summary:
             report.checks[name].summary = "ok"
     return report
+
+
+def _skip_chain(report: Report, reason: str, how: str) -> None:
+    report.chain_skipped = reason
+    for name, what in CHAIN_CHECKS.items():
+        report.check(name).skip(f"not checked, {reason}: {what}; {how}")
 
 
 # --------------------------------------------------------------------------- receipts

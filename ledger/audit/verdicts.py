@@ -59,10 +59,27 @@ class Report:
     # When and with what the audit ran, so that it can be reproduced.
     context: dict[str, Any] = field(default_factory=dict)
     tops: dict[str, dict[str, bytes]] = field(default_factory=dict, repr=False)  # commit → its top-level blob ids
+    chain_skipped: str | None = None  # why the chain.* checks did not run ("no --rpc"), when they did not
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks.values())
+
+    @property
+    def skipped(self) -> list[str]:
+        """The checks that did not run (SKIP): passing them says nothing."""
+        return [name for name, c in self.checks.items() if c.ok and c.skipped]
+
+    def verdict(self) -> str:
+        """The last line of a report: OK never hides a check that was not made."""
+        if not self.ok:
+            return "Verification FAILED"
+        chain = [n for n in self.skipped if n.startswith("chain.")] if self.chain_skipped else []
+        other = [n for n in self.skipped if n not in chain]
+        said = [f"chain checks skipped: {self.chain_skipped}"] if chain else []
+        if other:
+            said.append(f"{'also ' if said else ''}skipped: {', '.join(other)}")
+        return "Verified OK" + (f" ({'; '.join(said)})" if said else "")
 
     def check(self, name: str) -> Check:
         return self.checks.setdefault(name, Check(name))
@@ -71,6 +88,8 @@ class Report:
         return {  # tops is working state, not a verdict
             "repo": self.repo,
             "ok": self.ok,
+            "verdict": self.verdict(),
+            "skipped": self.skipped,
             "checks": {k: asdict(v) for k, v in self.checks.items()},
             "pending": self.pending,
             "chain": self.chain,

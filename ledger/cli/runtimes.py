@@ -304,20 +304,23 @@ def remote(ctx: click.Context, as_json: bool) -> None:
 
 @remote.command("set")
 @click.argument("url")
+@click.option("--create", is_flag=True, help="Make URL a new bare repository when it is a path that does not exist.")
 @click.option("--commit", is_flag=True, help="Anchor on chain after each push (any authorized machine may).")
 @click.option("--key", help="The keystore key that commits (see 'ledger keys list').")
 @click.pass_context
-def remote_set(ctx: click.Context, url: str, commit: bool, key: str | None) -> None:
+def remote_set(ctx: click.Context, url: str, create: bool, commit: bool, key: str | None) -> None:
     """Sync with URL (a bare git repository over ssh, a git host, or a path) on every 'ledger sync'.
 
-    A local path that does not exist is made a bare repository now; later a missing remote is
-    an unreachable one, never made again."""
-    from ledger.exchange.sharing import init_remote
+    A relative path is the brain directory's (as git reads one against its repository) and is
+    recorded absolute, so a sync from anywhere finds it; URLs (ssh://, https://, host:path,
+    file://) are kept as given.  A path that does not exist is refused: --create makes it a new
+    bare repository.  Later a missing remote is an unreachable one, never made again."""
+    from ledger.exchange.fleet import remote_location
 
     with open_brain(ctx) as brain:
-        made = init_remote(url)  # a new local path becomes a bare repository, as 'ledger push' makes one
-        brain.update_config(remote={"url": url, "commit": commit, **({"key": key} if key else {})})
-    click.echo(f"remote set: {url}" + (" (a new bare repository)" if made else "")
+        stored, made = remote_location(url, brain.root, create=create)
+        brain.update_config(remote={"url": stored, "commit": commit, **({"key": key} if key else {})})
+    click.echo(f"remote set: {stored}" + (" (a new bare repository)" if made else "")
                + (" (anchors on chain)" if commit else ""))  # fmt: skip
 
 
@@ -328,6 +331,19 @@ def remote_unset(ctx: click.Context) -> None:
     with open_brain(ctx) as brain:
         brain.update_config(remote=None)
     click.echo("remote unset")
+
+
+@remote.command("guard")
+@click.argument("path", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def remote_guard(path: Path) -> None:
+    """Guard the bare repository PATH: git's pre-receive hook audits every update of main before
+    git takes it, so a plain 'git push' of snapshots the brain would refuse is refused there (ADR 27).
+    A remote the ledger creates is guarded already."""
+    from ledger.exchange.guard import install
+    from ledger.store.gitstore import GitStore
+
+    GitStore(path).close()  # refuses what is not a git repository
+    click.echo(f"guarded: {install(path.absolute())}")
 
 
 def _committed_or_none(brain: Any) -> bytes | None:

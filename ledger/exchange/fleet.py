@@ -16,22 +16,74 @@ A remote that cannot be reached is not an error of the brain: the sync reports
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ledger.brain import Brain
-from ledger.errors import ChainError, LedgerError, StoreError
+from ledger.errors import ChainError, LedgerError, StoreError, UsageError
 from ledger.exchange import sharing
 
-__all__ = ["COMMIT_ATTEMPTS", "remote_of", "sync_remote"]
+__all__ = ["COMMIT_ATTEMPTS", "is_url", "remote_location", "remote_of", "sync_remote"]
 
 COMMIT_ATTEMPTS = 6  # StaleParent → fetch, merge, push, commit again; each round another machine won
 
 
 def remote_of(brain: Brain) -> dict[str, Any] | None:
-    """The brain's shared remote (``ledger remote set``): ``{"url": …, "commit": bool}``, or None."""
+    """The brain's shared remote (``ledger remote set``): ``{"url": …, "commit": bool}``, or None.
+
+    A relative path (recorded before paths were made absolute) is the brain directory's, wherever
+    the command runs."""
     doc = brain.config.get("remote")
-    return dict(doc) if isinstance(doc, dict) and doc.get("url") else None
+    if not (isinstance(doc, dict) and doc.get("url")):
+        return None
+    doc = dict(doc)
+    if not is_url(doc["url"]) and not os.path.isabs(doc["url"]):
+        doc["url"] = os.path.normpath(brain.root / doc["url"])
+    return doc
+
+
+def is_url(remote: str) -> bool:
+    """Whether git reads ``remote`` as a URL (``scheme://…``, or scp-like ``host:path``), not a path."""
+    return "://" in remote or ":" in remote.split("/")[0]
+
+
+def remote_location(remote: str, base: Path, *, create: bool = False) -> tuple[str, bool]:
+    """``remote`` as a brain records it, and whether a bare repository was made for it now.
+
+    A path is made absolute against ``base`` (the brain's directory, as git reads a relative
+    remote against its repository), so a sync run from anywhere finds it; a URL is kept as
+    given.  A repository is never made unless asked: a missing path (or ``file://`` URL) is
+    refused, and with ``create`` it becomes a new bare repository.  Nothing is made over a network.
+    """
+    if is_url(remote):
+        parts = urlsplit(remote)
+        if parts.scheme != "file":
+            if create:
+                raise UsageError(f"--create makes a local repository; {remote!r} is on another host",
+                                 hint="make it there ('git init --bare'), then 'ledger remote set URL'")  # fmt: skip
+            return remote, False
+        stored, local = remote, Path(unquote(parts.path))
+    else:
+        local = Path(os.path.normpath(base / remote))
+        stored = str(local)
+    if os.path.lexists(local):
+        return stored, False
+    if not create:
+        raise StoreError(f"no repository at {local}",
+                         hint=f"check the path, or make a new bare repository there: "
+                              f"'ledger remote set --create {remote}'")  # fmt: skip
+    try:
+        sharing.init_remote(str(local))
+    except subprocess.CalledProcessError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip() or "git init failed"
+        raise StoreError(f"cannot make a bare repository at {local}: {detail}") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot make a bare repository at {local}: {exc}") from exc
+    return stored, True
 
 
 def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None = None,

@@ -68,6 +68,9 @@ def _init_bare(path: Path) -> None:
     # The branch moves only forward, even for a client that forces (docs/lineage.md §9).
     subprocess.run(["git", f"--git-dir={path}", "config", "receive.denyNonFastForwards", "true"], check=True,
                    env=child_env(), capture_output=True)  # fmt: skip
+    from ledger.exchange.guard import install
+
+    install(path)  # and only audited snapshots land, however they are pushed (ADR 27)
 
 
 def _remote_refs(remote: str) -> dict[str, str]:
@@ -112,16 +115,44 @@ def fetched(remote: str, borrow: Path | None = None, parent: Path | None = None)
 
 
 def _audited(repo: Path, remote: str, since: tuple[bytes, ...] = ()) -> None:
-    """Refuse what fails the audit; with ``since`` (this brain's head), only what is new beyond it."""
+    """Refuse what fails the audit; with ``since`` (this brain's head), only what is new beyond it.
+
+    The audit applies the policy the lineage records (docs/lineage.md §8.4): under ``signed``, a
+    snapshot that is unsigned, or signed by a key the trust set does not hold, is refused here,
+    before any object is taken or any ref moves."""
     from ledger.audit.lineage import audit_repo
 
     report = audit_repo(repo, since=since)
     failed = [c for c in report.checks.values() if not c.ok]
     if failed:
+        named = next((c.snapshot for c in failed if c.snapshot), None)
         raise StoreError(
             f"what {remote!r} holds fails the audit, so nothing was taken from it:"
             + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
-            hint=f"run 'ledger audit {remote}' for the full report",
+            hint=f"run 'ledger audit {remote}' for the full report"
+            + (f"; the remote's owner drops the refused snapshot {named[:12]} and those after it by moving "
+               "the remote's main back to the last one that passes (on the remote's host: git update-ref "
+               "refs/heads/main GOOD BAD), and 'ledger remote guard' keeps it from happening again"
+               if named and since else ""),
+        )
+
+
+def _publishable(brain: Brain, remote: str, theirs: str | None) -> None:
+    """Refuse to publish snapshots a peer would refuse: what ``main`` holds beyond the remote's head,
+    audited as a pull would (the lineage's policy included).  The remote is left as it is."""
+    from ledger.audit.lineage import audit_repo
+
+    head = brain.store.head()
+    if head is None or (theirs is not None and head.hex() == theirs):
+        return
+    report = audit_repo(brain.root, since=(bytes.fromhex(theirs),) if theirs else ())
+    failed = [c for c in report.checks.values() if not c.ok and c.name not in ("worktree", "receipts")]
+    if failed:
+        raise StoreError(
+            f"refusing to publish to {remote!r}: this brain holds snapshots its own audit refuses, so no peer "
+            "would take them; the remote is unchanged:" + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
+            hint="'ledger audit .' names them; under the policy 'signed', each must be made by a key the brain "
+                 "trusts ('ledger keys show')",
         )
 
 
@@ -158,14 +189,17 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
         if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()):
             return _pushed(remote, head, theirs, False, receipts, merges)
+        _publishable(brain, remote, theirs)
         proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "push", "--atomic", "--porcelain", "-q",
                                "--", remote, *specs], capture_output=True, text=True, env=child_env(),
                               timeout=600)  # fmt: skip
         if proc.returncode == 0:
             return _pushed(remote, head, theirs, True, receipts, merges)
-        if not _raced(proc.stdout + proc.stderr):
-            detail = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
-            raise StoreError(f"pushing to {remote}: {detail}")
+        if not _raced(proc.stdout + proc.stderr) or "brain-ledger guard" in proc.stderr:
+            guard = [ln.removeprefix("remote: ") for ln in proc.stderr.splitlines() if ln.startswith("remote: ")]
+            detail = "\n".join(guard) if guard else (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise StoreError(f"pushing to {remote}: {detail}",
+                             hint="the remote is unchanged; nothing of this brain was lost")  # fmt: skip
     raise StoreError(f"{remote!r} kept moving: {attempts} fetch-merge-push rounds all lost the race",
                      hint="run 'ledger push' again (nothing is lost: this brain holds its snapshots)")  # fmt: skip
 
