@@ -117,7 +117,7 @@ def setup(work: Path, machines: int, node_url: str) -> tuple[list[Machine], dict
         subprocess.run([LEDGER, "keys", "import", f"m{m.k}"], input=dev_account(m.k).key.hex() + "\n", check=True,
                        capture_output=True, text=True, env=m.env)  # fmt: skip
         m0.ledger("chain", "authorize", dev_account(m.k).address, "--key", "anvil-dev", check=True)
-    m0.ledger("remote", "set", str(remote), "--commit", "--key", "anvil-dev", check=True)
+    m0.ledger("remote", "set", "--create", str(remote), "--commit", "--key", "anvil-dev", check=True)
     first = m0.ledger("sync")
     assert first.returncode == 0, first.stderr
     chain = dict(Brain.open(m0.brain).config["chain"])

@@ -71,7 +71,7 @@ def clone(src: Path, dst: Path) -> Path:
 def test_clean_brain_verifies_and_clone_audits(brain, tmp_path: Path) -> None:
     b, commits = brain
     proc = run_ledger("--brain", str(b.root), "verify")
-    assert proc.returncode == 0 and "Verified OK" in proc.stderr
+    assert proc.returncode == 0 and "Verified OK" in proc.stdout and "Verified" not in proc.stderr
     code, rep = audit(clone(b.root, tmp_path / "c"))
     assert code == 0 and rep["ok"] and len(rep["timeline"]) == len(commits) == 7
     assert rep["skills"]["alpha"] == [

@@ -249,7 +249,7 @@ def test_one_failing_target_fails_only_itself(tmp_path: Path) -> None:
 def test_a_fleet_sync_projects_the_merged_result_and_exits_1_on_a_merge_conflict(tmp_path: Path) -> None:
     brain, env, target = _linked(tmp_path, "alpha", "beta")
     shared = tmp_path / "shared.git"
-    _ledger(brain, env, "remote", "set", str(shared))
+    _ledger(brain, env, "remote", "set", "--create", str(shared))
     _sync(brain, env)
     other = tmp_path / "other"
     _ledger(brain, env, "clone", str(shared), str(other))  # another machine's copy

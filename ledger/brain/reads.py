@@ -424,11 +424,17 @@ class Reads:
                     return bytes.fromhex(snap.commit)
         raise SkillNotFoundError(f"no snapshot wrote {name} v{version}", hint=f"see 'ledger log' for {name}'s versions")
 
-    def show(self, name: str, version: int) -> str:
-        """``SKILL.md`` of ``name`` exactly as it was at ``version``."""
+    def show(self, name: str, version: int | None = None) -> str:
+        """``SKILL.md`` of ``name`` exactly as it was at ``version`` (None: as the head snapshot holds it)."""
         name = self.resolve(name)
-        commit = self.version_commit(name, version)
-        tree = skills_of(self.store, self.store.commit_info(commit)[0])[1]
+        if version is None:
+            tree = self.snapshots.head().skills
+            if name not in tree:
+                raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
+                                         hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
+                                              f"then 'ledger show {name}@N'")  # fmt: skip
+        else:
+            tree = skills_of(self.store, self.store.commit_info(self.version_commit(name, version))[0])[1]
         return self.snapshots.text(self.snapshots.files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")
 
     def _committed_files(self, name: str) -> dict[str, tuple[int, bytes]]:

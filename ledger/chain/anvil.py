@@ -1,6 +1,6 @@
 """A local Anvil node from ``node_modules``, on 127.0.0.1, started and stopped cleanly.
 
-State persists in ``<brain>/.ledger/chain/anvil/`` (``--state``), so ``ledger chain down``
+State persists in ``<brain>/.ledger/anvil/`` (``--state``), so ``ledger chain down``
 and ``up`` resume the same chain.  Every node runs under ``timeout`` so that it
 ends even if whatever started it is killed.
 """

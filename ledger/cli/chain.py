@@ -47,7 +47,7 @@ def _anvil_dir(brain: Any) -> Path:
 @click.option("--chain-id", type=int, default=31337, show_default=True)
 @click.pass_context
 def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
-    """Start a local anvil in the background; its state and port persist in .ledger/chain/anvil/.
+    """Start a local anvil in the background; its state and port persist in .ledger/anvil/.
 
     Idempotent: when this brain's node is already running, it prints its URL and exits 0.
     """

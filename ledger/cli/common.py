@@ -93,6 +93,49 @@ def emit(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
+PAGERS = ("LEDGER_PAGER", "GIT_PAGER", "PAGER")  # the first one set is the pager, as git reads GIT_PAGER then PAGER
+
+
+def page(text: str, enabled: bool = True) -> None:
+    """Print ``text`` through a pager when stdout is a terminal, as git does; never when it is not.
+
+    The pager is ``$LEDGER_PAGER``, else ``$GIT_PAGER``, else ``$PAGER``, else ``less`` (with
+    ``LESS=FRX`` unless set, as git: output that fits one screen is printed and the pager quits).
+    An empty pager or ``cat`` means none.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    from ledger._env import child_env
+
+    pager = next((os.environ[k] for k in PAGERS if k in os.environ), "less").strip()
+    if not enabled or not sys.stdout.isatty() or pager in ("", "cat") or (pager == "less" and not shutil.which("less")):
+        click.echo(text, nl=False)
+        return
+    env = child_env()
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    sys.stdout.flush()
+    try:  # the pager is a command line, run by the shell as git runs it
+        proc = subprocess.Popen(pager, shell=True, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        click.echo(text, nl=False)
+        return
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text.encode(sys.stdout.encoding or "utf-8", "replace"))
+        proc.stdin.close()
+    except BrokenPipeError:  # the reader quit the pager before the end: not an error
+        pass
+    while True:
+        try:
+            proc.wait()
+            return
+        except KeyboardInterrupt:  # Ctrl-C belongs to the pager, which decides when to end
+            continue
+
+
 def progress_bar(label: str) -> Callable[[int, int], None] | None:
     """A progress callback drawing on stderr when it is a terminal; otherwise none."""
     if not sys.stderr.isatty():

@@ -51,7 +51,9 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
             click.echo(f"PEND {'chain':17} {len(report.pending)} snapshot(s) newer than the on-chain head")
         if html_file is not None:
             click.echo(f"report written to {html_file}")
-        click.echo("Verified OK" if report.ok else "Verification FAILED", err=True)
+        verdict = report.verdict()  # a result, on stdout as git prints its own; OK never hides a SKIP
+        click.secho(verdict, fg="red" if not report.ok else "yellow" if report.skipped else "green",
+                    bold=not report.ok)  # fmt: skip
     if not report.ok:
         sys.exit(1)
 
@@ -85,8 +87,9 @@ def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, h
             "from_block": int(cfg.get("deploy_block", 0)),
         }
     report = audit_repo(
-        root, worktree=True, progress=progress_bar("verifying"), require_signatures=require, **kwargs
-    )
+        root, worktree=True, progress=progress_bar("verifying"), require_signatures=require,
+        without_chain=("no --chain", "run 'ledger verify --chain'"), **kwargs,
+    )  # fmt: skip
     _print_report(report, as_json, html_file)
 
 
@@ -249,13 +252,17 @@ def _revs(args: list[str]) -> list[str | None]:
 
 
 @main.command()
-@click.argument("ref", metavar="NAME@VERSION")
+@click.argument("ref", metavar="NAME[@VERSION]")
 @click.pass_context
 def show(ctx: click.Context, ref: str) -> None:
-    """Print a skill's SKILL.md as it was at a version."""
+    """Print a skill's SKILL.md as it was at a version (NAME alone: as the head snapshot holds it)."""
     name, sep, version = ref.rpartition("@")
-    if not sep or not version.isdigit():
-        raise UsageError(f"expected NAME@VERSION, got {ref!r}")
+    if not sep:
+        with open_brain(ctx) as brain:
+            click.echo(brain.reads.show(ref), nl=False)
+        return
+    if not name or not version.isdigit():
+        raise UsageError(f"expected NAME or NAME@VERSION, got {ref!r}")
     with open_brain(ctx) as brain:
         click.echo(brain.show(name, int(version)), nl=False)
 
