@@ -13,6 +13,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,8 @@ class RawMcp:
     def send(self, doc: dict[str, Any]) -> None:
         self.send_raw(json.dumps(doc).encode())
 
-    def reply(self, timeout: float = 20) -> dict[str, Any] | None:
-        """The next message from the server, or None if none came in ``timeout`` seconds."""
+    def reply(self, timeout: float = 20, loads: Callable[[bytes], Any] = json.loads) -> dict[str, Any] | None:
+        """The next message from the server (read by ``loads``), or None if none came in ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
@@ -65,7 +66,7 @@ class RawMcp:
                 return None
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        return loads(line)
 
     def reply_to(self, ident: Any, timeout: float = 20) -> dict[str, Any] | None:
         """The reply with this id (notifications and other replies in between are skipped)."""

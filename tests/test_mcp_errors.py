@@ -10,10 +10,7 @@ and the server still reads.
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
-import time
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +58,7 @@ class Peer(RawMcp):
     """RawMcp whose replies keep numbers as written (``1e400`` is not ``inf``, a 5,000-digit id is read)."""
 
     def frame(self, timeout: float = 20) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
-                return None
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)  # type: ignore[union-attr]
-            if not chunk:
-                return None
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line, parse_float=Raw, parse_int=_int)
+        return self.reply(timeout, loads=lambda line: json.loads(line, parse_float=Raw, parse_int=_int))
 
     def answer(self, line: bytes) -> list[dict[str, Any]]:
         """Send ``line``, then a ping: every frame that came before the ping's reply (which must come)."""
