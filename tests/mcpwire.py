@@ -22,7 +22,7 @@ LEDGER = str(Path(sys.executable).with_name("ledger"))
 
 class RawMcp:
     def __init__(self, brain: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
         self.proc = subprocess.Popen(
             [LEDGER, "--brain", str(brain), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env,

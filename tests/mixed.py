@@ -46,7 +46,7 @@ def _skill_md(body: str) -> str:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     env["LEDGER_LOCK_TIMEOUT"] = "300"
     return env
 

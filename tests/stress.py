@@ -32,7 +32,7 @@ END = "<!-- end -->"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     env["LEDGER_LOCK_TIMEOUT"] = "300"
     env.update(extra)
     return env

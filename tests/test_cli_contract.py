@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -244,9 +246,11 @@ def test_every_command_that_records_skills_takes_actor_and_evidence(cli: Path, t
     src.mkdir(parents=True)
     (src / "SKILL.md").write_text("---\nname: imp\ndescription: Imported.\n---\nx\n")
     b = ("--brain", str(cli))
-    run_ledger("keys", "generate", "curator", check=True)  # a curator key the brain trusts: it signs as curator
-    run_ledger(*b, "keys", "trust", "curator", check=True)
-    run_ledger(*b, "import", str(src.parent), "--actor", "curator", "--evidence", "task=T-7", check=True)
+    keys = {"LEDGER_KEYS": str(tmp_path / "keys")}  # the session's keys and a curator key the brain trusts
+    shutil.copytree(os.environ["LEDGER_KEYS"], keys["LEDGER_KEYS"])
+    run_ledger("keys", "generate", "curator", env=keys, check=True)
+    run_ledger(*b, "keys", "trust", "curator", env=keys, check=True)
+    run_ledger(*b, "import", str(src.parent), "--actor", "curator", "--evidence", "task=T-7", env=keys, check=True)
     msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
     assert '"actor": "curator"' in msg and "T-7" in msg, msg
     payload = tmp_path / "p.json"

@@ -444,7 +444,7 @@ def test_non_utf8_input_and_argv_and_devices_get_an_error_not_a_traceback(brain:
     ]
     before = fingerprint(brain.root)
     ledger = str(Path(run_ledger.__globals__["LEDGER"]))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     for args in cases:
         proc = subprocess.run([ledger, "--brain", root, *args], capture_output=True, timeout=60, env=env)
         err = proc.stderr.decode(errors="replace")

@@ -211,7 +211,7 @@ def test_an_edit_made_during_a_sync_is_never_lost(tmp_path: Path) -> None:
     brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env,
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
             "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
     proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -275,7 +275,7 @@ def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     _ledger(brain, env, "link", str(a))
     _ledger(brain, env, "link", str(b))
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env}
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env}
     proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--watch", "--debounce", "0.1"], env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
@@ -305,7 +305,7 @@ def _killed_mid_exchange(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, **env,
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
             "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate),
             "LEDGER_CRASHPOINT": "sync.exchanged"}  # fmt: skip
     proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync"], env=full, stdout=subprocess.PIPE,

@@ -22,6 +22,9 @@ import shlex
 import sys
 from pathlib import Path
 
+from ledger.audit.lineage import audit_repo
+from ledger.errors import LedgerError, StoreError
+
 __all__ = ["install", "installed", "main"]
 
 HOOK = "pre-receive"
@@ -46,8 +49,6 @@ exit 1
 
 def install(git_dir: Path) -> Path:
     """Put the guard in the bare repository ``git_dir``; refuses to replace a hook of someone else's."""
-    from ledger.errors import StoreError
-
     hook = git_dir / "hooks" / HOOK
     if hook.exists() and MARK not in hook.read_text(errors="replace"):
         raise StoreError(f"{hook} is a hook the ledger did not write; it is left as it is",
@@ -67,9 +68,6 @@ def installed(git_dir: Path) -> bool:
 
 def check(git_dir: Path, old: str, new: str) -> list[str]:
     """Why the update of ``main`` from ``old`` to ``new`` is refused; empty when it passes."""
-    from ledger.audit.lineage import audit_repo
-    from ledger.errors import LedgerError
-
     if new == _ZERO:
         return ["deleting main: a shared brain's lineage is never removed"]
     try:
