@@ -244,3 +244,31 @@ def test_the_checks_catch_what_they_claim_to(tmp_path: Path) -> None:
     assert cycles(graph) == [["ledger.brain.facade", "ledger.store.gitstore"]]
     assert len(upward(graph)) == 2
     assert unlisted_deferred(graph) == ["ledger.bundle.skill defers its import of ledger.write.writer"]
+
+
+# The one write path (ADR 22): only the write layer commits to main and publishes packs. The store
+# defines them; chain.receipts writes notes commits, on refs/notes/ledger-chain and never on main.
+COMMITTERS = {"write_commit": ("ledger.write", "ledger.store", "ledger.chain.receipts"),
+              "publish": ("ledger.write", "ledger.store"), "move_head": ("ledger.write", "ledger.store")}  # fmt: skip
+
+
+def commit_calls(modules: dict[str, Path] | None = None) -> list[str]:
+    """Each call of ``write_commit``, ``publish`` or ``move_head`` outside the modules allowed to make it."""
+    out = []
+    for module, path in sorted((modules or _modules()).items()):
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in COMMITTERS:
+                allowed = COMMITTERS[node.func.attr]
+                if not any(module == a or module.startswith(a + ".") for a in allowed):
+                    out.append(f"{module}:{node.lineno} calls {node.func.attr}")
+    return out
+
+
+def test_only_the_write_layer_commits_and_publishes(tmp_path: Path) -> None:
+    assert commit_calls() == []
+    stray = tmp_path / "merges.py"
+    stray.write_text("def f(store):\n    store.write_commit(b'', [], '')\n    store.publish()\n")
+    assert commit_calls({"ledger.exchange.merges": stray}) == [
+        "ledger.exchange.merges:2 calls write_commit", "ledger.exchange.merges:3 calls publish"]

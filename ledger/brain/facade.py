@@ -39,7 +39,6 @@ from ledger.brain.mutations import Mutations
 from ledger.brain.reads import Reads
 from ledger.bundle.collection import Collection
 from ledger.bundle.merkle import (
-    EMPTY_ROOT,
     InclusionProof,
 )
 from ledger.bundle.skill import (
@@ -186,12 +185,7 @@ class Brain:
             trust = Trust().apply(founding) if founding else Trust()
             tree = brain.store.root_tree(None, trust=brain.store.write_trust(trust),
                                          versions=brain.versions.genesis(versions))  # fmt: skip
-            msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(),
-                                    attribution=brain.attribution, keys=[k.trailer() for k in founding])  # fmt: skip
-            msg = brain.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
-                                    parent_root=None, parent=None, tree=tree, actor="user").message  # fmt: skip
-            commit = brain.store.write_commit(tree, [], msg)
-            brain.store.move_head(commit, None)
+            brain.writer.joins.found(tree, founding)
         return brain
 
     @staticmethod

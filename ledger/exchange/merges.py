@@ -260,9 +260,7 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
         if ours_c == theirs or is_ancestor(store.git_dir, theirs, ours_c):
             return {"action": "nothing", "head": ours_c.hex()}
         if is_ancestor(store.git_dir, ours_c, theirs):
-            names = _differing(store, ours_c, theirs)
-            brain.writer.require_unchanged(names, "nothing was taken", "sync again")
-            brain.writer.journal.fast_forward(theirs, names)
+            names = brain.writer.joins.fast_forward(theirs)
             return {"action": "fast-forward", "head": theirs.hex(), "skills": names}
         base_c = merge_base(store.git_dir, ours_c, theirs)
         if base_c is None:
@@ -278,17 +276,14 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
         if (ours.record is None) != (other.record is None):
             raise StoreError("the two lineages keep their versions in different places (docs/lineage.md §4.2)")
         plan = _Planner(brain, base, ours, other).run()
-        commit = _write_merge(brain, base, ours, other, plan)
-        names = _differing(store, ours_c, commit)
-        brain.writer.require_unchanged(names, "nothing was merged", "sync again")
-        brain.writer.journal.fast_forward(commit, names)
+        commit, names = _write_merge(brain, base, ours, other, plan)
         _record_conflicts(brain, plan.conflicts, commit)
         return {"action": "merge", "head": commit.hex(), "skills": names, "merged": plan.merged,
                 "changes": [c.trailer() for c in plan.changes], "conflicts": sorted(plan.conflicts),
                 "notes": plan.notes}  # fmt: skip
 
 
-def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan) -> bytes:
+def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan) -> tuple[bytes, list[str]]:
     store = brain.store
     trees = dict(theirs.skills)
     for name, tree in plan.trees.items():
@@ -322,22 +317,8 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
         + [f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "
            f"parent (tree {c['other_tree']}) stays in its history" for n, c in sorted(plan.conflicts.items())]
     )  # fmt: skip
-    attribution = brain.writer.attribution
-    message = gs.format_message("merge", root, theirs.snap.root, plan.changes, note, attribution=attribution,
-                                merged=(ours.commit.hex(), ours.snap.root))  # fmt: skip
-    trust = store.trust_at(theirs.snap.tree)[1]
-    sealed = brain.sealer.seal(message, trust=trust, operation="merge", key_changes=(), root=root,
-                               parent_root=theirs.snap.root, parent=theirs.commit, tree=top,
-                               actor=attribution["actor"])  # fmt: skip
-    commit = store.write_commit(top, [theirs.commit, ours.commit], sealed.message)
-    store.publish()
-    return commit
-
-
-def _differing(store: gs.GitStore, a: bytes, b: bytes) -> list[str]:
-    sa = skilltree.skills_of(store, store.commit_info(a)[0])[1]
-    sb = skilltree.skills_of(store, store.commit_info(b)[0])[1]
-    return sorted(n for n in set(sa) | set(sb) if sa.get(n) != sb.get(n))
+    return brain.writer.joins.merge(top, root, (theirs.commit, theirs.snap), (ours.commit, ours.snap.root),
+                                    plan.changes, note)  # sealed, published and moved by the write layer
 
 
 # --------------------------------------------------------------------------- conflicts

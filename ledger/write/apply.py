@@ -49,6 +49,7 @@ from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
 from ledger.write import writepath as wp
 from ledger.write.head import KEEP, Head, tree_entry
+from ledger.write.joins import Joins
 from ledger.write.journal import JOURNAL, Journal, write_json
 from ledger.write.lock import WriterLock
 from ledger.write.records import NoChangeError, Receipt
@@ -99,6 +100,7 @@ class Writer:
         self.pending_recovery: StoreError | None = None  # a journal that could not be rolled forward
         self.base: bytes | None = None  # the head a running mutation read under the lock
         self.journal = Journal(root, control, store, snapshots)  # the roll-forward of an interrupted write
+        self.joins = Joins(self)  # the commits with other parents than the head: a merge's, snapshot 0
         self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
         self._gc_mark = 0
 
