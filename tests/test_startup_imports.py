@@ -1,0 +1,154 @@
+"""Issue 35 (start-up): no heavy module on the start-up path of a light command.
+
+Each light command runs as a user runs it (the installed console script, in a subprocess,
+through :func:`tests.conftest.run_ledger`) with ``PYTHONPROFILEIMPORTTIME=1``, so the
+interpreter itself reports every module the process imports, on stderr.  A module of
+:data:`HEAVY` in that report fails the test, with the chain of imports that pulled it in.
+Nothing here is timed: which modules load is deterministic, how long they take is not.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_ledger
+
+# Top-level packages a light (local, read-only) command must never import, and why.
+# (Costs: `python -c 'import X'` less `python -c pass`, medians of 5, measured for issue 35.)
+HEAVY: dict[str, str] = {
+    "web3": "the chain client, ~0.7 s to import; only chain commands (commit, chain ...) need it",
+    "eth_abi": "web3's ABI codec, imported with it; nothing local encodes ABI",
+    "eth_account": "~0.5 s; snapshot signing uses coincurve + pycryptodome instead (ledger/signatures/signing.py)",
+    "mcp": "the MCP SDK, ~0.6 s (its __init__ loads the client too); only `ledger mcp` serving needs it",
+    "mcp_types": "the MCP SDK's protocol models, ~0.2 s; imported by ledger.agent.mcp_server.serve only",
+    "anyio": "the MCP server's async runtime; no CLI command is async",
+    "pydantic": "~40 ms; comes with mcp and eth_account, nothing local validates with it",
+    "pydantic_core": "pydantic's compiled core; same reason as pydantic",
+    "jsonschema": "~70 ms; tool-argument validation for the agent surface only",
+    "watchfiles": "the file watcher of long-running sync; a one-shot command never watches",
+    "matplotlib": "bench plots only (scripts/bench, extra 'bench')",
+    "hypothesis": "~0.1 s; a test-only dependency that must never be reachable from the package",
+}
+
+SKILL = "alpha"
+
+# (id, argv after --brain BRAIN or as given, extra environment).  LEDGER_FULL_PATH sends
+# status / skill list / index through click instead of the stat-cache answer (ledger/_quick.py);
+# LEDGER_PURE_PYTHON sends hash through click instead of the native hasher (ledger/_entry.py).
+FULL, PURE = {"LEDGER_FULL_PATH": "1"}, {"LEDGER_PURE_PYTHON": "1"}
+LIGHT: list[tuple[str, list[str], dict[str, str]]] = [
+    ("help", ["--help"], {}),
+    ("version", ["--version"], {}),
+    ("mcp-help", ["mcp", "--help"], {}),
+    ("chain-help", ["chain", "--help"], {}),
+    ("status", ["status"], {}),
+    ("status-full", ["status"], FULL),
+    ("status-json-full", ["status", "--json"], FULL),
+    ("log-oneline", ["log", "--oneline"], {}),
+    ("skill-list", ["skill", "list"], {}),
+    ("skill-list-full", ["skill", "list"], FULL),
+    ("index-full", ["index"], FULL),
+    ("hash-brain", ["hash", "{brain}"], {}),
+    ("hash-skills-json", ["hash", "{brain}/skills", "--json"], {}),
+    ("hash-pure", ["hash", "{brain}"], PURE),
+    ("show", ["show", SKILL], {}),
+    ("show-version", ["show", f"{SKILL}@1"], {}),
+    ("keys-show", ["keys", "show"], {}),
+    ("diff", ["diff"], {}),
+]
+
+
+def imports_of(stderr: str) -> list[tuple[int, str]]:
+    """(depth, module) for every ``-X importtime`` line, in the order Python printed them
+    (a module's line comes after the lines of everything it imported, one level deeper)."""
+    out = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        name = line.split("|", 2)[2]
+        module = name.strip()
+        if module == "imported package":  # the header line
+            continue
+        out.append(((len(name) - len(name.lstrip()) - 1) // 2, module))
+    return out
+
+
+def chain_to(imports: list[tuple[int, str]], index: int) -> list[str]:
+    """``[top, ..., imports[index]]``: who imported the module at ``index``, outermost first."""
+    depth, module = imports[index]
+    path = [module]
+    for d, m in imports[index + 1 :]:
+        if d < depth:
+            path.append(m)
+            depth = d
+    return path[::-1]
+
+
+def heavy_imports(stderr: str) -> tuple[list[str], set[str]]:
+    """(each distinct way a heavy module got in, cut at the first heavy module; the heavy packages loaded)."""
+    imports = imports_of(stderr)
+    ways, packages = set(), set()
+    for i, (_, module) in enumerate(imports):
+        if module.split(".")[0] not in HEAVY:
+            continue
+        packages.add(module.split(".")[0])
+        path = chain_to(imports, i)
+        first = next(n for n, m in enumerate(path) if m.split(".")[0] in HEAVY)
+        ways.add(" -> ".join(path[: first + 1]))
+    return sorted(ways), packages
+
+
+@pytest.fixture(scope="module")
+def small_brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A signed brain with one skill, whose stat cache can answer status, index and skill list."""
+    root = tmp_path_factory.mktemp("startup") / "brain"
+    run_ledger("init", str(root), check=True)
+    run_ledger("--brain", str(root), "skill", "create", SKILL, "--description", "Alpha skill", check=True)
+    # The stat cache does not trust files modified within two seconds of caching them
+    # (ledger/store/statcache.py, "racily clean"): age them instead of sleeping.
+    old = time.time() - 3600
+    for path in sorted((root / "skills").rglob("*"), reverse=True):
+        os.utime(path, (old, old), follow_symlinks=False)
+    for args in (["status"], ["skill", "list"], ["index"]):  # the full path fills the cache
+        run_ledger("--brain", str(root), *args, env={"LEDGER_FULL_PATH": "1"}, check=True)
+    return root
+
+
+@pytest.mark.parametrize(("args", "env"), [pytest.param(a, e, id=i) for i, a, e in LIGHT])
+def test_light_commands_import_nothing_heavy(small_brain: Path, args: list[str], env: dict[str, str]) -> None:
+    argv = [a.replace("{brain}", str(small_brain)) for a in args]
+    if argv[0] != "hash" and not argv[0].startswith("-"):
+        argv = ["--brain", str(small_brain), *argv]
+    proc = run_ledger(*argv, env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, (argv, proc.stdout, proc.stderr[-3000:])
+    seen = {m for _, m in imports_of(proc.stderr)}
+    assert "ledger._entry" in seen, "no import report: is PYTHONPROFILEIMPORTTIME honoured?"
+    if "LEDGER_FULL_PATH" in env or "LEDGER_PURE_PYTHON" in env:
+        assert "ledger.cli" in seen, f"{env} did not force the click path"
+    elif args in (["status"], ["skill", "list"]) or args[0] == "hash":
+        assert "click" not in seen, "the quick path (ledger/_quick.py, ledger/_entry.py) did not answer"
+    ways, packages = heavy_imports(proc.stderr)
+    assert not packages, (
+        f"`ledger {' '.join(argv)}` imports heavy modules on its start-up path:\n  "
+        + "\n  ".join(ways)
+        + "\nheavy packages loaded, and why each is heavy:\n  "
+        + "\n  ".join(f"{m}: {HEAVY[m]}" for m in sorted(packages))
+    )
+
+
+def test_the_detector_sees_a_heavy_import() -> None:
+    """The parser finds a heavy module nested under ledger code, and names who pulled it in."""
+    report = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:        10 |         10 |       eth_abi.codec\n"
+        "import time:        20 |         30 |     eth_abi\n"
+        "import time:        40 |         70 |   web3\n"
+        "import time:         5 |         75 | ledger.cli.brain\n"
+        "import time:         5 |          5 | click\n"
+    )
+    assert heavy_imports(report) == (["ledger.cli.brain -> web3"], {"web3", "eth_abi"})
+    assert heavy_imports("import time:         5 |          5 | click\n") == ([], set())
