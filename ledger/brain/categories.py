@@ -86,4 +86,4 @@ class Categories:
             return old
         doc = json.dumps({"format": 1, "skills": dict(sorted(index.items()))}, indent=2) + "\n"
         files[CATEGORY_INDEX] = (gs.MODE_FILE, store.write_blob(doc.encode()))
-        return self.writer.write_tree(files, "categories")[0]
+        return self.writer.trees.write(files, "categories")[0]

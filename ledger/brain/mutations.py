@@ -341,7 +341,7 @@ class Mutations:
             except LedgerError as exc:
                 problems.append(f"skills/{name}: {exc.message}")
                 continue
-            updates[name] = self.writer.blobs(raw, {}, self.snapshots.held)  # the working tree is written from these
+            updates[name] = self.writer.trees.blobs(raw, {}, self.snapshots.held)  # the working tree reads these
             changes.append(gs.Change(action, name, version))
         if problems:
             raise SkillError(

@@ -187,7 +187,7 @@ class _Planner:
             text = out[SKILL_MD][0].decode("utf-8")
             out[SKILL_MD] = (parse_skill_md(text, limit=1 << 31).with_counter(version).encode(), out[SKILL_MD][1])
         fm = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.store.write_blob(d)) for rel, (d, x) in out.items()}
-        return self.brain.writer.write_tree(fm, name)[0]
+        return self.brain.writer.trees.write(fm, name)[0]
 
 
 def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str],
@@ -310,7 +310,7 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
             else:
                 live[change.skill] = change.version
         versions_blob = store.write_blob(gs.format_record(live))
-    cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.write_tree)
+    cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.trees.write)
     top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob)
     note = "\n".join(
         plan.notes

@@ -229,7 +229,7 @@ class Recorder:
         # target's state as recorded, kept as a tree of its own (the store never prunes, so it stays).
         blobs = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.brain.store.write_blob(d)) for rel, (d, x)
                  in t_data.items()}  # fmt: skip
-        p.recording[key]["base_tree"] = self.brain.writer.write_tree(blobs, key)[0].hex()
+        p.recording[key]["base_tree"] = self.brain.writer.trees.write(blobs, key)[0].hex()
 
     def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.dirty = True

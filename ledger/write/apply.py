@@ -22,7 +22,6 @@ from typing import Any
 
 from ledger._faults import crashpoint
 from ledger.bundle.merkle import (
-    KIND_DIR,
     KIND_EXEC,
     Digest,
     DirNode,
@@ -55,6 +54,7 @@ from ledger.write.lock import WriterLock
 from ledger.write.records import NoChangeError, Receipt
 from ledger.write.sealing import Sealer
 from ledger.write.snapshots import Snapshots
+from ledger.write.trees import SkillTrees
 from ledger.write.versioning import Versions
 
 __all__ = ["Writer", "check_support_size"]
@@ -101,7 +101,7 @@ class Writer:
         self.base: bytes | None = None  # the head a running mutation read under the lock
         self.journal = Journal(root, control, store, snapshots)  # the roll-forward of an interrupted write
         self.joins = Joins(self)  # the commits with other parents than the head: a merge's, snapshot 0
-        self._fresh: dict[bytes, bytes] = {}  # blob id → digest computed from bytes in this process
+        self.trees = SkillTrees(store, self.cache)  # a skill's blobs and trees, each digest from its bytes
         self._gc_mark = 0
 
     def bump(
@@ -169,75 +169,9 @@ class Writer:
                 )
             for rel in writes:
                 check_bundle_path(name, rel)  # before any object is written
-            files = self.blobs(writes, dict(base or {}), self.snapshots.held)  # materialize() needs no read back
+            files = self.trees.blobs(writes, dict(base or {}), self.snapshots.held)  # materialize() needs no read back
             action = "create" if base is None else "update"
             return self.apply(operation, {name: files}, [gs.Change(action, name, version)], note, categories=categories)
-
-    def blobs(
-        self, writes: Mapping[str, tuple[bytes, bool] | None], files: gs.FileMap, keep: dict[bytes, bytes] | None = None
-    ) -> gs.FileMap:
-        """Write the blobs of ``writes`` over ``files``; ``keep`` collects their bytes for :meth:`_read_blob`."""
-        for path, spec in writes.items():
-            if spec is None:
-                files.pop(path, None)
-                continue
-            data, executable = spec
-            sha = self.store.write_blob(data)
-            if keep is not None:
-                keep[sha] = data
-            self._fresh[sha] = file_digest(data)
-            self.cache.put(sha, self._fresh[sha])
-            files[path] = (gs.MODE_EXEC if executable else gs.MODE_FILE, sha)
-        return files
-
-    def write_tree(self, files: gs.FileMap, where: str) -> tuple[bytes, bytes]:
-        """Write the git trees for a skill's files; return (tree id, bundle digest).
-
-        Iterative, deepest directory first, so depth is bounded only by the path rules.
-        File digests come from the bytes (:meth:`_blob_digest`), never from the cache.
-        """
-        dirs: dict[str, dict[str, tuple[int, bytes] | None]] = {"": {}}  # None marks a subdirectory
-        for path, spec in files.items():
-            parent, _, leaf = path.rpartition("/")
-            dirs.setdefault(parent, {})
-            if dirs[parent].get(leaf, spec) is None or path in dirs:
-                raise SkillError(f"{where}/{path} is both a file and a directory")
-            dirs[parent][leaf] = spec
-            while parent:
-                up, _, name = parent.rpartition("/")
-                siblings = dirs.setdefault(up, {})
-                if name in siblings:
-                    if siblings[name] is not None:
-                        raise SkillError(f"{where}/{parent} is both a file and a directory")
-                    break
-                siblings[name] = None
-                parent = up
-        done: dict[str, tuple[bytes, bytes]] = {}
-        for rel in sorted(dirs, key=lambda p: -(p.count("/") + 1) if p else 0):
-            entries: list[gs.TreeEntry] = []
-            nodes: dict[str, Digest | DirNode] = {}
-            for name, spec in dirs[rel].items():
-                if spec is None:
-                    sha, digest = done[f"{rel}/{name}" if rel else name]
-                    entries.append((sha, gs.MODE_DIR, name))
-                    nodes[name] = Digest(KIND_DIR, digest)
-                else:
-                    mode, sha = spec
-                    entries.append((sha, mode, name))
-                    nodes[name] = Digest(gs.kind_of_mode(mode, name), self._blob_digest(sha))
-            tree = self.store.write_tree(entries)
-            digest = DirNode(nodes, f"{where}/{rel}" if rel else where).digest
-            self.cache.put(tree, digest)
-            done[rel] = (tree, digest)
-        return done[""]
-
-    def _blob_digest(self, sha: bytes) -> bytes:
-        """A file digest computed from its bytes in this write; the persisted cache is not trusted here."""
-        digest = self._fresh.get(sha)
-        if digest is None:
-            digest = self._fresh[sha] = file_digest(self.store.read(sha, b"blob"))
-            self.cache.put(sha, digest)
-        return digest
 
     def apply(
         self,
@@ -309,7 +243,7 @@ class Writer:
                 entries.pop(name + "/", None)
                 digests[name] = None
             else:
-                tree, digests[name] = self.write_tree(files, name)
+                tree, digests[name] = self.trees.write(files, name)
                 skills[name] = tree
                 entries[name + "/"] = tree_entry(name, tree)
         bundle = head.bundle  # updated in place: a failure below drops the cached head (see _apply)

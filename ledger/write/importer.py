@@ -186,7 +186,7 @@ class Importer:
             found.notes.append(f"added the ledger's version counter as {where}")
         writes = dict(files)
         writes[SKILL_MD] = (doc.with_counter(version).encode(), files[SKILL_MD][1])
-        updates[key] = self.writer.blobs(writes, {}, self.writer.snapshots.held)
+        updates[key] = self.writer.trees.blobs(writes, {}, self.writer.snapshots.held)
         changes.append(gs.Change(action, key, version))
         return {**out, "status": "imported" if action == "create" else "updated", "version": version}
 
@@ -213,4 +213,4 @@ class Importer:
             index.pop(key, None)  # a deleted skill leaves its category
         doc = json.dumps({"format": 1, "skills": dict(sorted(index.items()))}, indent=2) + "\n"
         files[CATEGORY_INDEX] = (gs.MODE_FILE, self.writer.store.write_blob(doc.encode()))
-        return self.writer.write_tree(files, "categories")[0]
+        return self.writer.trees.write(files, "categories")[0]
