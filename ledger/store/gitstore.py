@@ -146,24 +146,6 @@ class GitStore:
 
     # ------------------------------------------------------------------ objects (ledger.store.objectdb)
 
-    @property
-    def loose_written(self) -> int:
-        """Bytes of loose objects this process wrote (the packer trigger counts them)."""
-        return self.objects.loose_written
-
-    @loose_written.setter
-    def loose_written(self, value: int) -> None:
-        self.objects.loose_written = value
-
-    @property
-    def bulk_written(self) -> int:
-        """Bytes of undeltified packs this process published (ledger.store.packwrite)."""
-        return self.objects.bulk_written
-
-    @bulk_written.setter
-    def bulk_written(self, value: int) -> None:
-        self.objects.bulk_written = value
-
     def bulk(self) -> contextlib.AbstractContextManager[None]:
         """Objects written inside go into one new pack, not loose files (:meth:`ObjectDB.bulk`)."""
         return self.objects.bulk()

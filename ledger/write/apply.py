@@ -207,8 +207,9 @@ class Writer:
                 raise
             finally:
                 self.snapshots.held.clear()
-            written, self._gc_mark = self.store.loose_written - self._gc_mark, self.store.loose_written
-            bulk, self.store.bulk_written = self.store.bulk_written, 0
+            objects = self.store.objects  # what this process wrote: loose bytes, and packs not yet deltified
+            written, self._gc_mark = objects.loose_written - self._gc_mark, objects.loose_written
+            bulk, objects.bulk_written = objects.bulk_written, 0
             packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes, bulk)
             return receipt
 
