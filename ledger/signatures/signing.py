@@ -1,7 +1,7 @@
 """Snapshot signatures: EIP-712 typed data over a snapshot's root, parent, tree and message.
 
 docs/lineage.md §8 is the protocol; this module is its arithmetic.  The typed data is
-encoded here by hand, with keccak from pycryptodome and secp256k1 from coincurve, because
+encoded here by hand, with keccak from safe-pysha3 and secp256k1 from coincurve, because
 ``eth_account`` takes about a second to import and a signature must cost an upsert well
 under two milliseconds (ADR 18).  The tests check every digest against eth-account's own
 ``encode_typed_data``, so any standard EIP-712 library verifies what this one signs.
@@ -40,9 +40,11 @@ class SignatureError(LedgerError):
 
 
 def _keccak(data: bytes) -> bytes:
-    from Crypto.Hash import keccak
+    # safe-pysha3 (eth-hash's own fast backend) imports in ~2 ms; pycryptodome's keccak costs
+    # ~30 ms of every signing CLI start, parsing its C declarations with cffi (issue 35).
+    from sha3 import keccak_256
 
-    return keccak.new(data=data, digest_bits=256).digest()
+    return keccak_256(data).digest()
 
 
 _DOMAIN_SEPARATOR: bytes | None = None
