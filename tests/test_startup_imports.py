@@ -9,6 +9,7 @@ Nothing here is timed: which modules load is deterministic, how long they take i
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from tests.conftest import run_ledger
 HEAVY: dict[str, str] = {
     "web3": "the chain client, ~0.7 s to import; only chain commands (commit, chain ...) need it",
     "eth_abi": "web3's ABI codec, imported with it; nothing local encodes ABI",
-    "eth_account": "~0.5 s; snapshot signing uses coincurve + pycryptodome instead (ledger/signatures/signing.py)",
+    "eth_account": "~0.5 s; snapshot signing uses coincurve + safe-pysha3 instead (ledger/signatures/signing.py)",
     "mcp": "the MCP SDK, ~0.6 s (its __init__ loads the client too); only `ledger mcp` serving needs it",
     "mcp_types": "the MCP SDK's protocol models, ~0.2 s; imported by ledger.agent.mcp_server.serve only",
     "anyio": "the MCP server's async runtime; no CLI command is async",
@@ -138,6 +139,24 @@ def test_light_commands_import_nothing_heavy(small_brain: Path, args: list[str],
         + "\nheavy packages loaded, and why each is heavy:\n  "
         + "\n  ".join(f"{m}: {HEAVY[m]}" for m in sorted(packages))
     )
+
+
+# What `ledger mcp` must not load: the SDK's client half and its high-level server (the package
+# __init__ modules import them; ledger.agent.mcp_server loads the server's submodules only).
+MCP_UNUSED = ("mcp.client", "mcp.server.mcpserver", "pycryptodome", "Crypto")
+
+
+def test_mcp_server_loads_only_the_server_half_of_the_sdk(small_brain: Path) -> None:
+    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+            '"capabilities":{},"clientInfo":{"name":"startup-test","version":"0"}}}\n')  # fmt: skip
+    proc = run_ledger("--brain", str(small_brain), "mcp", input=init, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reply = json.loads(proc.stdout.splitlines()[0])
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "brain-ledger", reply
+    seen = {m for _, m in imports_of(proc.stderr)}
+    assert "mcp.server.lowlevel.server" in seen, "no import report, or the SDK's server was not loaded"
+    loaded = sorted(m for m in seen if any(m == u or m.startswith(u + ".") for u in MCP_UNUSED))
+    assert not loaded, f"`ledger mcp` loads parts of the SDK it never uses: {loaded[:10]}"
 
 
 def test_the_detector_sees_a_heavy_import() -> None:

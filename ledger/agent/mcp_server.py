@@ -52,7 +52,35 @@ def _report_signer(brain: Brain) -> None:
     print(f"ledger mcp: {brain.root}: {line}", file=sys.stderr, flush=True)
 
 
+def _server_half_of_the_sdk() -> None:
+    """Let ``mcp.server.*`` import without running the ``mcp`` and ``mcp.server`` package
+    ``__init__`` modules, which load the SDK's client and its high-level ``MCPServer``
+    (about 70 ms of the 430 ms the SDK takes to import, on every agent session's start).
+
+    Each package is registered as a bare module with the installed package's search path,
+    so its submodules are the SDK's own, unmodified.  A process that imported ``mcp``
+    already keeps it.  ADR 16 (addendum) says why; the MCP tests drive this server
+    with the official SDK client, so a release that breaks it fails them.
+    """
+    import importlib.util
+    import sys
+    import types as pytypes
+
+    for name in ("mcp", "mcp.server"):
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.submodule_search_locations is None:
+            raise LedgerError(f"the MCP SDK is not installed ({name} not found)",
+                              hint="reinstall brain-ledger with its dependencies (scripts/bootstrap)")  # fmt: skip
+        shell = pytypes.ModuleType(name)
+        shell.__path__ = list(spec.submodule_search_locations)
+        shell.__spec__, shell.__file__ = spec, spec.origin
+        sys.modules[name] = shell
+
+
 def serve(root: Path) -> None:
+    _server_half_of_the_sdk()
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
