@@ -163,12 +163,12 @@ class KeyDir:
         found = LocalKey(role, address_of(key), key)
         doc: dict[str, object]
         if encrypt:
-            from eth_account import Account
+            from ledger.signatures.keystore import encrypt as lock
 
             words = _passphrase(passphrase, True, f"a new {role} key")
             if not words:
                 raise KeystoreError("an empty passphrase: leave out --passphrase for a key without one")
-            doc = {**Account.encrypt(key, words), "role": role}
+            doc = {**lock(key, words), "role": role}
         else:
             doc = {"format": _FORMAT, "role": role, "address": found.address, "private_key": "0x" + key.hex()}
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
