@@ -146,6 +146,9 @@ EDITS = {
 def test_counter_is_edited_in_place_and_nothing_else_changes(before: str, after: str) -> None:
     assert set_counter(before, 4) == after
     assert set_counter(after, 4) == after
+    # The same edit from a parsed SkillDoc, which hands set_counter what its parse found.
+    doc = parse_skill_md(before)
+    assert doc.counter is not None and doc.with_counter(4) == after
 
 
 def test_render_writes_what_parse_reads() -> None:

@@ -157,19 +157,23 @@ def counter_key(fm: dict[str, Any]) -> tuple[str, int]:
     return ("ledger-version" if "version" in meta else "version"), 0
 
 
-def set_counter(text: str, value: int) -> str:
+def set_counter(text: str, value: int, parsed: tuple[str, bool] | None = None) -> str:
     """``text`` with the ledger's counter set to ``value``, every other byte unchanged.
 
     Replaces the counter's scalar in place (keeping its quoting), or inserts one key
     where there was none: as the first key of a block ``metadata``, as the first
     entry of a flow one, or as a new ``metadata`` block at the end of the frontmatter.
+    ``parsed`` is ``(counter key, whether 'metadata' is there)`` from a parse of this same ``text``
+    (``SkillDoc.counter``), which spares parsing it again; the edit is checked by a parse either way.
     """
-    fm, _ = load(text)
-    key, _ = counter_key(fm)
+    if parsed is None:
+        fm, _ = load(text)
+        parsed = counter_key(fm)[0], "metadata" in fm
+    key, has_metadata = parsed
     start, end, _ = split(text)  # type: ignore[misc]
     source = text[start:end]
     nl = "\r\n" if "\r\n" in text else "\n"
-    if "metadata" not in fm:  # the common case (most collections carry no counter): append, no parse for marks
+    if not has_metadata:  # the common case (most collections carry no counter): append, no parse for marks
         block = f"metadata:{nl}  {key}: '{value}'"
         return _checked(text[:start] + (source + nl + block if source else block + nl) + text[end:], key, value)
     # Marks are offsets into ``source``: libyaml counts them the same way for ASCII text only.

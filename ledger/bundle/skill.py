@@ -196,6 +196,9 @@ class SkillDoc:
     text: str = ""
     declared_version: Any = None  # an author's own version (top level or metadata), kept as is
     counted: bool = True  # False in a brain whose versions live in the store: the text is never touched
+    # What the parse of ``text`` found for the counter: (its metadata key, whether 'metadata' is there).
+    # with_counter hands it to set_counter, which would otherwise parse the same text again (issue 35).
+    counter: tuple[str, bool] | None = field(default=None, compare=False, repr=False)
 
     def uncounted(self, version: int = 0) -> SkillDoc:
         """This file in a brain that keeps versions in the store (lineage.md §4.2): ``version`` is the
@@ -213,7 +216,7 @@ class SkillDoc:
             return self.text
         if version == self.version and version > 0 and self.text:
             return self.text
-        return frontmatter.set_counter(self.text, version)
+        return frontmatter.set_counter(self.text, version, parsed=self.counter)
 
     def render(self) -> str:
         """Canonical ``SKILL.md`` text for a new skill: block-style YAML frontmatter, then the body."""
@@ -267,7 +270,7 @@ def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
     if text.startswith("\ufeff"):
         raise SkillError("SKILL.md starts with a byte-order mark", hint="save it as UTF-8 without BOM")
     fm, end = frontmatter.load(text)
-    _, version = frontmatter.counter_key(fm)
+    key, version = frontmatter.counter_key(fm)
     meta = fm.get("metadata") if isinstance(fm.get("metadata"), dict) else {}
     declared = fm.get("version", meta.get("version") if frontmatter.whole_number(meta.get("version")) is None else None)
     return SkillDoc(
@@ -281,6 +284,7 @@ def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
         metadata=meta,
         text=text,
         declared_version=declared,
+        counter=(key, "metadata" in fm),
     )
 
 

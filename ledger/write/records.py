@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ledger.bundle.render import status_doc, status_lines
@@ -27,6 +28,10 @@ class RecoveryError(StoreError):
         self.problems = problems
 
 
+def _one_level(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class Receipt:
     """What a mutation returns: enough to find and verify the snapshot it made."""
@@ -43,7 +48,12 @@ class Receipt:
     keys: list[str] = field(default_factory=list)  # trust-set changes (``add ADDRESS ROLE``, ``revoke ADDRESS``)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        # Not asdict(): it deep-copies every change, 0.3 s of a 10,000-skill import (issue 35).
+        # Each change dict is copied one level, so no caller can alter the receipt through it.
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["chain"] = copy.deepcopy(self.chain)
+        out["changes"] = [{k: _one_level(v) for k, v in c.items()} for c in self.changes]
+        out["keys"] = list(self.keys)
         out["signed"] = self.signer is not None
         if self.chain is None:
             del out["chain"]
