@@ -47,6 +47,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
     ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",
     ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "web3 loads only for a remote set to --commit",
+    ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",
+    ("ledger.exchange.instant", "ledger._native"): "the C stat batch loads only when a record is checked",
 }
 
 

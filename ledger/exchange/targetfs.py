@@ -14,7 +14,8 @@ is relative to a descriptor opened without following links, from ``/`` down:
   An edit that landed in between is put back, never deleted (:meth:`TargetFS.settle`).
 
 Reads are cached by ``stat`` like git's index: an entry is trusted only if the file's
-mtime is older than the moment it was hashed by more than :data:`RACY_NS`.
+mtime and ctime are older than the moment it was hashed by more than :data:`RACY_NS`; and
+what a pass listed and read is keyed for the next one (:mod:`ledger.exchange.instant`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ledger.exchange.descriptors import (
     work_dir,
 )
 from ledger.exchange.ignoring import Matcher, nothing
+from ledger.exchange.instant import RACY_NS, Group
 from ledger.store.gitstore import MODE_EXEC, MODE_FILE, FileMap, blob_id
 from ledger.write.writepath import read_limited
 
@@ -51,7 +53,6 @@ __all__ = ["RACY_NS", "STAGING", "Scan", "TargetError", "TargetFS"]
 
 STAGING = ".ledger-staging"  # whole skills are written here, then renamed into place
 RESCUED = ".ledger-rescued"  # what an interrupted exchange displaced that nobody recorded yet
-RACY_NS = 1_000_000_000  # a stat entry is trusted once the file is this much older than its hashing
 _SKIP = frozenset({".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__",
                    STAGING, RESCUED})  # fmt: skip
 
@@ -64,6 +65,7 @@ class Scan:
     more: list[tuple[str, str]] = field(default_factory=list)  # (folder, dir): a folder name seen again (hermes)
     refused: dict[str, str] = field(default_factory=dict)  # relative dir → why
     categories: dict[str, bytes] = field(default_factory=dict)  # hermes: category files by relative path
+    group: Group | None = None  # the folders listed (and files read), for the next pass to lstat instead
 
 
 class TargetFS:
