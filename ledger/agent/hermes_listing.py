@@ -2,12 +2,16 @@
 
 :func:`ledger.agent.hermes_shapes.list_home` holds Hermes's listing rules, statement for
 statement; this keeps its answer per head, so the listing an agent calls constantly reads only
-what the last write changed.
+what the last write changed. What it reads of each git object (a skill tree's SKILL.md files,
+what Hermes reads of each SKILL.md) is also kept on disk by object id
+(:class:`ledger.brain.memo.ObjectMemo`, ``.ledger/cache/hermes-listing-v1.json``), so the first
+listing of a fresh ``ledger mcp`` reads from the store only the skills it has never seen.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -22,11 +26,18 @@ from ledger.agent.hermes_shapes import (
     matches_environment,
     read_card,
 )
+from ledger.brain.memo import ObjectMemo, files_of_trees, plain
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
 from ledger.exchange.targets import Targets
+from ledger.store import gitstore as gs
 
 __all__ = ["Listing"]
+
+MEMO_FILE = "hermes-listing-v1.json"  # in .ledger/cache/
+_ABSENT = Card().name  # a card's name when the frontmatter has none
+_CARD_KEYS = {"n": "name", "d": "description", "p": "platforms", "e": "environments", "u": "unreadable",
+              "b": "bad_description"}  # fmt: skip
 
 
 class Listing:
@@ -43,6 +54,9 @@ class Listing:
         self._trees: dict[bytes, list[tuple[str, bytes]]] = {}  # skill tree id → its SKILL.md files
         self._homes: tuple[Any, list[Path]] | None = None  # (targets.json's stat, the homes' config.yaml)
         self._configs: dict[Any, tuple[set[str], bool]] = {}  # (config, stat, platform) → what it says
+        # skill tree id → its SKILL.md files, and SKILL.md blob id → its card, for the next process too
+        sources = ("ledger.agent.hermes_listing", "ledger.agent.hermes_shapes", "ledger.bundle.frontmatter")
+        self.memo = ObjectMemo(brain.control / "cache" / MEMO_FILE, sources)
 
     def __call__(self, all_platforms: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(shown, hidden) for the head; ``all_platforms``: as if every ``platforms:`` held this host."""
@@ -54,6 +68,7 @@ class Listing:
             return self._listing[1], self._listing[2]
         categories = self.brain.categories.of()
         versions = {e.name: e.version for e in self.brain.catalog.entries()}
+        self._fill(head.skills)
         found = []
         for name, tree in head.skills.items():
             where = f"{categories[name]}/{name}" if name in categories else name
@@ -82,7 +97,51 @@ class Listing:
             self._trees = {t: v for t, v in self._trees.items() if t in trees}
             live = {blob for mds in self._trees.values() for _, blob in mds} | {f.blob for f in found}
             self._cards = {b: c for b, c in self._cards.items() if b in live}
+        self.memo.save(itertools.chain(head.skills.values(), (f.blob for f in found)))
         return self._listing[1], self._listing[2]
+
+    def _fill(self, skills: dict[str, bytes]) -> None:
+        """Learn the SKILL.md files of the skill trees not yet known, and the cards of those files:
+        from the memo, else from the store in one pipelined request per tree level and one for
+        the files. Anything unusual (a link's mode, a missing object) is left to the one-by-one
+        reads, which report it as they always have."""
+        rest = []
+        for tree in dict.fromkeys(t for t in skills.values() if t not in self._trees):
+            mds = _tree_entry(self.memo.get(tree))
+            if mds is None:
+                rest.append(tree)
+            else:
+                self._trees[tree] = mds
+        store = self.brain.store
+        if rest:
+            try:
+                read = files_of_trees(store, rest)
+                for files in read.values():
+                    for rel, (mode, _) in files.items():
+                        gs.kind_of_mode(mode, rel)
+            except LedgerError:
+                read = {}
+            for tree, files in read.items():
+                mds = self._trees[tree] = sorted(
+                    (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD)
+                self.memo.put(tree, [[rel, blob.hex()] for rel, blob in mds])
+        wanted = []
+        for tree in dict.fromkeys(skills.values()):
+            for _, blob in self._trees.get(tree, ()):
+                if blob not in self._cards:
+                    card = _card_entry(self.memo.get(blob))
+                    if card is None:
+                        wanted.append(blob)
+                    else:
+                        self._cards[blob] = card
+        wanted = list(dict.fromkeys(wanted))
+        try:
+            blobs = store.read_blobs(wanted)
+        except LedgerError:
+            return
+        for blob, data in zip(wanted, blobs, strict=True):
+            card = self._cards[blob] = read_card(data)
+            self.memo.put(blob, _card_json(card))
 
     def _skill_mds(self, tree: bytes) -> list[tuple[str, bytes]]:
         """The SKILL.md files of a skill tree, as (path in the skill, blob id)."""
@@ -96,7 +155,11 @@ class Listing:
     def _card(self, blob: bytes) -> Card:
         card = self._cards.get(blob)
         if card is None:
-            card = self._cards[blob] = read_card(self.brain.store.read(blob, b"blob"))
+            card = _card_entry(self.memo.get(blob))
+        if card is None:
+            card = read_card(self.brain.store.read(blob, b"blob"))
+            self.memo.put(blob, _card_json(card))
+        self._cards[blob] = card
         return card
 
     def _homes_config(self) -> tuple[dict[str, str], bool, tuple[Any, ...]]:
@@ -136,3 +199,43 @@ class Listing:
             for n in sorted(names):
                 disabled.setdefault(n, str(path))
         return disabled, kanban, tuple(sig)
+
+
+def _tree_entry(kept: Any) -> list[tuple[str, bytes]] | None:
+    """A skill tree's SKILL.md files as the memo keeps them (``[[path, blob id hex], ...]``), or
+    ``None`` for a miss or anything else."""
+    if type(kept) is not list:
+        return None
+    out = []
+    for item in kept:
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not str or type(item[1]) is not str:
+            return None
+        try:
+            blob = bytes.fromhex(item[1])
+        except ValueError:
+            return None
+        if len(blob) != 20 or item[1] != blob.hex():
+            return None
+        out.append((item[0], blob))
+    return out if out == sorted(out) else None
+
+
+def _card_json(card: Card) -> dict[str, Any] | None:
+    """A card as the memo keeps it: its fields under short keys, the absent name and default
+    fields left out; ``None`` when a field is not :func:`plain` (the card is not kept)."""
+    out = {key: getattr(card, field) for key, field in _CARD_KEYS.items()}
+    if card.name is _ABSENT:
+        del out["n"]
+    for key in ("p", "e", "u", "b"):
+        if out[key] is None:
+            del out[key]
+    return out if plain(out) else None
+
+
+def _card_entry(kept: Any) -> Card | None:
+    """:func:`_card_json` read back, or ``None`` for a miss or anything else."""
+    if type(kept) is not dict or "d" not in kept or not kept.keys() <= _CARD_KEYS.keys():
+        return None
+    if any(key in kept and type(kept[key]) is not str for key in ("u", "b")):
+        return None
+    return Card(**{_CARD_KEYS[key]: value for key, value in kept.items()})
