@@ -149,7 +149,7 @@ def main() -> None:
         files = [str(p) for p in sorted((big.skills_dir).rglob("*")) if p.is_file()]
         listing = tmp_p / "files.txt"
         listing.write_text("\0".join(files))
-        res["files"] = len(files)
+        res["files"], res["skills"] = len(files), args.skills
         res["bytes"] = sum(os.path.getsize(f) for f in files)
         b3 = lambda: subprocess.run(f"xargs -0 b3sum < {listing} > /dev/null", shell=True, check=True)  # noqa: E731
         lh = lambda: subprocess.run([LEDGER, "hash", str(big.root)], check=True, capture_output=True)  # noqa: E731

@@ -52,11 +52,29 @@ def dir_size(path: Path) -> int:
 
 def settle(brain: Brain) -> None:
     """Wait for a detached packer to finish (it holds .ledger/gc.lock)."""
+    _wait_for_packer(brain.control)
+
+
+def _wait_for_packer(control: Path) -> None:
     import fcntl
 
-    fd = os.open(brain.control / "gc.lock", os.O_RDWR | os.O_CREAT)
+    fd = os.open(control / "gc.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.close(fd)
+
+
+def remove(path: Path) -> None:
+    """Delete a directory that may hold a brain whose detached packer is still starting or running:
+    it takes .ledger/gc.lock only once it runs, so wait for the lock and retry until the tree is gone."""
+    for _ in range(100):
+        if (path / ".ledger").is_dir():
+            _wait_for_packer(path / ".ledger")
+        try:
+            shutil.rmtree(path)
+            return
+        except OSError:
+            time.sleep(0.1)
+    shutil.rmtree(path)
 
 
 def storage_and_latency(tmp: Path, skills: int, upserts: int) -> dict:
@@ -129,16 +147,20 @@ def bulk(tmp: Path, skills: int, rounds: int = 3) -> dict:
         d = src / f"skill-{i:05d}"
         d.mkdir(parents=True)
         (d / "SKILL.md").write_text(skill_text(i))
-    times: dict[str, list[float]] = {"git": [], "snapshot": [], "import": []}
+    times: dict[str, list[float]] = {"git": [], "cp_git": [], "snapshot": [], "import": []}
     for r in range(rounds):
         gitwork, snap, imp = tmp / f"bulk-git-{r}", tmp / f"bulk-brain-{r}", tmp / f"import-brain-{r}"
+        cpwork = tmp / f"bulk-cp-git-{r}"
         shutil.copytree(src, gitwork / "skills")
         subprocess.run(["git", "init", "-q", str(gitwork)], check=True)
+        subprocess.run(["git", "init", "-q", str(cpwork)], check=True)
         run(LEDGER, "init", str(snap))
         shutil.copytree(src, snap / "skills", dirs_exist_ok=True)
         run(LEDGER, "init", str(imp))
         for key, cmd, cwd in (
             ("git", ["sh", "-c", "git add -A && git commit -qm bulk"], gitwork),
+            # an import copies the files in as well: its anchor copies them, then adds and commits (issue 35)
+            ("cp_git", ["sh", "-c", f"cp -r '{src}' skills && git add -A && git commit -qm bulk"], cpwork),
             ("snapshot", [LEDGER, "--brain", str(snap), "snapshot"], None),
             ("import", [LEDGER, "--brain", str(imp), "import", str(src)], None),
         ):
@@ -147,10 +169,11 @@ def bulk(tmp: Path, skills: int, rounds: int = 3) -> dict:
             proc = run(*cmd, env=GIT_ENV, cwd=cwd)
             times[key].append(time.perf_counter() - t)
             assert proc.returncode == 0, proc.stderr
-        for path in (gitwork, snap, imp):
-            shutil.rmtree(path)
+        for path in (gitwork, cpwork, snap, imp):
+            remove(path)
     med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
     return {"bulk_skills": skills, "bulk_rounds": rounds, "git_add_commit_bulk_s": med["git"],
+            "cp_git_add_commit_bulk_s": med["cp_git"],
             "first_snapshot_s": med["snapshot"], "import_s": med["import"], "bulk_times": times}  # fmt: skip
 
 
@@ -173,7 +196,7 @@ def scale(tmp: Path, big: int, small: int, k: int) -> dict:
             assert proc.returncode == 0, proc.stderr
             out["cli_upsert_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
         settle(brain)
-        shutil.rmtree(tmp / f"scale-{n}")
+        remove(tmp / f"scale-{n}")
     out["upsert_small_s"] = out["curve"][0][1]
     out["upsert_big_s"] = out["curve"][-1][1]
     return out
@@ -236,7 +259,7 @@ def main() -> None:
         res.update(chain_free(tmp, brain_root, args.repeat))
         with Brain.open(brain_root) as done:
             settle(done)
-        shutil.rmtree(brain_root)
+        remove(brain_root)
         print(f"== bulk: {args.skills} skills", file=sys.stderr)
         res.update(bulk(tmp, args.skills))
         print(f"== scale: up to {args.big} skills", file=sys.stderr)

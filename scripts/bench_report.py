@@ -33,11 +33,12 @@ def rows(core: dict, life: dict, reads: dict | None = None,
         out.append((figure, fmt(value), f"{anchor_name} {fmt(anchor)}".strip(), value / anchor, target))
 
     if c:
-        add("full `ledger hash`, 10k skills", c["ledger_hash_s"], c["b3sum_s"], 1.0, anchor_name="b3sum")
-        add("in-process upsert, 10k skills", c["upsert_big_s"], c["git_add_commit_s"], 0.25,
+        n = c.get("skills", 10_000)
+        add(f"full `ledger hash`, {n:,} skills", c["ledger_hash_s"], c["b3sum_s"], 1.0, anchor_name="b3sum")
+        add(f"in-process upsert, {n:,} skills", c["upsert_big_s"], c["git_add_commit_s"], 0.25,
             anchor_name="git add -A && commit")
-        add("CLI `skill patch`, 10k skills", c["cli_patch_s"], c["git_add_commit_s"], 0.6,
-            anchor_name="git add -A && commit")
+        add(f"CLI `skill patch`, {n:,} skills, signing on", c["cli_patch_s"],
+            c["git_add_commit_s"], 0.8, anchor_name="git add -A && commit")
     add(f"`.git` after {L['upserts']:,} upserts on {L['skills']:,} skills", L["git_bytes"], L["aggressive_bytes"],
         2.0, _mb, "git gc --aggressive")
     add(f"p99 upsert latency during those {L['upserts']:,}", L["p99_s"], L["p50_s"], 3.0, anchor_name="p50")
@@ -50,8 +51,12 @@ def rows(core: dict, life: dict, reads: dict | None = None,
     add(f"`ledger index`, {L['skills']:,} skills", L["index_s"], L["git_status_s"], 1.5, anchor_name="git status")
     add(f"first snapshot of {L['bulk_skills']:,} skills", L["first_snapshot_s"], L["git_add_commit_bulk_s"], 1.0,
         anchor_name="git add -A && commit")
-    add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["git_add_commit_bulk_s"], 1.0,
-        anchor_name="git add -A && commit")
+    if "cp_git_add_commit_bulk_s" in L:  # the issue-35 anchor: an import copies the files in, too
+        add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["cp_git_add_commit_bulk_s"], 1.0,
+            anchor_name="cp -r && git add -A && commit")
+    else:
+        add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["git_add_commit_bulk_s"], 1.0,
+            anchor_name="git add -A && commit")
     add(f"in-process upsert at {L['scale_big']:,} skills", L["upsert_big_s"], L["upsert_small_s"], 3.0,
         anchor_name=f"at {L['scale_small']}")
     out.append((f"peak RSS, CLI upsert at {L['scale_big']:,} skills", f"{L['cli_upsert_rss_mb']:.0f} MB", "300 MB",
@@ -112,6 +117,50 @@ def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
     return out
 
 
+def edge_rows(chain: dict | None, edges: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 35: the edges a user waits on: chain commands, `keys new`, MCP start-up."""
+    out = []
+    if chain:
+        web3_ms = chain["chain_status_web3_ms"] if chain["chain_status_imports_web3"] else 0.0
+        out.append(("`import web3` on a light chain command (`chain status`)", f"{web3_ms:,.0f} ms",
+                    f"`import web3` {_ms(chain['import_web3_s'])}", web3_ms / 1000 / chain["import_web3_s"], 0.0))
+        out.append(("`ledger chain status` against a running Anvil", _ms(chain["chain_status_s"]), "target 400 ms",
+                    chain["chain_status_s"] / 0.4, 1.0))
+    if edges:
+        out.append((f"`ledger keys new` (scrypt n=2^{edges['kdf_n'].bit_length() - 1} alone: {_ms(edges['kdf_s'])})",
+                    _ms(edges["keys_new_s"]), "target 1 s", edges["keys_new_s"], 1.0))
+        for key, size in (("mcp_1", "1 skill"), ("mcp_big", f"{edges['skills']:,} skills")):
+            m = edges[key]
+            out.append((f"MCP spawn → `initialize` answer, {size}, warm (`tools/list` {_ms(m['tools_s'])})",
+                        _ms(m["init_s"]), "target 500 ms", m["init_s"] / 0.5, 1.0))
+            if m.get("first_init_s"):
+                out.append((f"MCP spawn → `initialize` answer, {size}, first start (page cache dropped)",
+                            _ms(m["first_init_s"]), "target 500 ms", m["first_init_s"] / 0.5, 1.0))
+    return out
+
+
+# The figures before issue 35, beside the rows it targets: BENCHMARKS.md at 56f4480, and the
+# issue's own measurements on main 0b7d61d where that file had no row.
+BEFORE = {
+    "CLI `skill patch`": "1.18× (0.94–1.18×)",
+    "import of": "1.16×",
+    "first snapshot of 10,000 skills without counters, after a `sync`": "1.31×",
+    "warm MCP `skills_list` p50, 10k": "63.9 ms (2.56×)",
+    "steady-state `commit`": "36,448 gas",
+    "no-op `ledger sync`": "12.72× (12.7–16.4×)",
+    "`import web3`": "1.06 s on every chain command",
+    "`ledger chain status`": "0.90 s (1.3–1.5 s for a new user)",
+    "`ledger keys new`": "1.36 s (3.3 s for a new user)",
+    "MCP spawn → `initialize` answer, 1 skill, warm": "531 ms (0.63 s in the issue)",
+    "MCP spawn → `initialize` answer, 10,000 skills, warm": "584 ms",
+    "MCP spawn → `initialize` answer, 1 skill, first": "2.2–2.4 s for a new user",
+}
+
+
+def before(figure: str) -> str:
+    return next((v for k, v in BEFORE.items() if figure.startswith(k)), "")
+
+
 def plot(life: dict, path: Path) -> None:
     import matplotlib
 
@@ -148,13 +197,17 @@ def main() -> None:
     ap.add_argument("--lifetime", default="bench-out/lifetime.json")
     ap.add_argument("--reads", default="bench-out/reads.json")
     ap.add_argument("--sync", default="bench-out/sync.json")
+    ap.add_argument("--chain", default="bench-out/chain.json")
+    ap.add_argument("--edges", default="bench-out/edges.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
-    ap.add_argument("--plot", default="docs/benchmarks.png")
+    ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
     args = ap.parse_args()
     core = json.loads(Path(args.core).read_text()) if Path(args.core).exists() else {}
     life = json.loads(Path(args.lifetime).read_text())
     reads = json.loads(Path(args.reads).read_text()) if Path(args.reads).exists() else None
     sync = json.loads(Path(args.sync).read_text()) if Path(args.sync).exists() else None
+    chain = json.loads(Path(args.chain).read_text()) if Path(args.chain).exists() else None
+    edges = json.loads(Path(args.edges).read_text()) if Path(args.edges).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -171,18 +224,23 @@ def main() -> None:
         "Every ratio divides the figure by an anchor measured in the same run on the same files; "
         "times are medians.",
         "",
-        "| figure | measured | anchor | ratio | target | |",
-        "|---|---|---|---|---|---|",
+        "The *before* column holds the figure before issue 35 (see `BEFORE` in scripts/bench_report.py).",
+        "",
+        "| figure | measured | anchor | ratio | target | | before |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for figure, measured, anchor, ratio, target in rows(core, life, reads, sync):
+    for figure, measured, anchor, ratio, target in rows(core, life, reads, sync) + edge_rows(chain, edges):
         verdict = "PASS" if ratio <= target else "**MISS**"
-        lines.append(f"| {figure} | {measured} | {anchor} | {ratio:.2f}× | ≤ {target}× | {verdict} |")
-    lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
-    lines += ["Raw figures: `bench-out/core.json`, `bench-out/lifetime.json`, `bench-out/reads.json`, "
-              "`bench-out/sync.json` (not committed).",
+        cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
+        lines.append("| " + " | ".join(cells) + " |")
+    if args.plot:
+        lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
+    lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
+              "`edges.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
-    plot(life, Path(args.plot))
+    if args.plot:
+        plot(life, Path(args.plot))
     print("\n".join(lines))
 
 
