@@ -7,6 +7,7 @@ eth-account is the reference here: it decrypts every document this module makes,
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from eth_account import Account
@@ -55,3 +56,32 @@ def test_checksum_addresses_match_eip55() -> None:
 def test_a_key_outside_the_curve_is_refused(key: bytes) -> None:
     with pytest.raises(ValueError, match="secp256k1"):
         keystore.encrypt(key, "pw", n=FAST_N)
+
+
+def test_keys_new_writes_a_keystore_eth_account_unlocks_without_importing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ledger keys new` (a committer key) costs its KDF and little else: no eth-account on its path
+    (~0.7 s to import), and the key it prints is the one eth-account and `load_account` unlock."""
+    import json
+
+    from ledger.chain.keys import load_account
+    from tests.conftest import run_ledger
+    from tests.test_startup_imports import heavy_imports
+
+    env = {"LEDGER_KEYSTORE": str(tmp_path), "LEDGER_KEY_PASSWORD": "pw", "PYTHONPROFILEIMPORTTIME": "1"}
+    proc = run_ledger("keys", "new", "k1", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    address = proc.stdout.strip()
+    assert address == to_checksum_address(address), "the address is printed in its EIP-55 form"
+    ways, packages = heavy_imports(proc.stderr)
+    assert not packages, ways
+    doc = json.loads((tmp_path / "k1.json").read_text())
+    assert doc["crypto"]["kdfparams"]["n"] == keystore.SCRYPT_N, "the standard work factor, on purpose"
+    assert Account.from_key(Account.decrypt(doc, "pw")).address == address
+    monkeypatch.setenv("LEDGER_KEYSTORE", str(tmp_path))
+    monkeypatch.setenv("LEDGER_KEY_PASSWORD", "pw")
+    assert load_account("k1", 1).address == address
+    listed = run_ledger("keys", "list", "--json", env=env, check=True)
+    assert {"name": "k1", "address": address} in [{k: e[k] for k in ("name", "address")}
+                                                 for e in json.loads(listed.stdout)]  # fmt: skip

@@ -4,6 +4,10 @@ Keystores live in ``$LEDGER_KEYSTORE`` (default ``~/.config/brain-ledger/keystor
 one ``<name>.json`` each.  Passwords come from ``LEDGER_KEY_PASSWORD`` or an
 interactive prompt supplied by the caller.  Anvil's well-known development
 accounts are usable only on chain id 31337.
+
+A new key is made and locked by :mod:`ledger.signatures.keystore` (the same document
+``Account.encrypt`` writes, without eth-account's ~0.7 s import: ``keys new`` then costs its
+deliberate KDF and little else); eth-account unlocks keys and derives the development accounts.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from eth_account import Account
-from eth_account.signers.local import LocalAccount
+from typing import TYPE_CHECKING, Any
 
 from ledger._env import secret
 from ledger.errors import KeystoreError
+from ledger.signatures import keystore
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
 
 __all__ = [
     "ANVIL_CHAIN_ID",
@@ -47,6 +52,8 @@ def keystore_dir() -> Path:
 @cache
 def _dev_accounts() -> tuple[LocalAccount, ...]:
     """Anvil's ten default accounts, derived from its published mnemonic (nothing secret is stored)."""
+    from eth_account import Account
+
     Account.enable_unaudited_hdwallet_features()
     return tuple(Account.from_mnemonic(_ANVIL_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}") for i in range(10))
 
@@ -74,33 +81,38 @@ def _password(source: PasswordSource | None, confirm: bool) -> str:
     return source(confirm)
 
 
-def _write(name: str, account: LocalAccount, source: PasswordSource | None) -> str:
+def _write(name: str, key: bytes, source: PasswordSource | None) -> str:
     path = _path(name)
     if path.exists():
         raise KeystoreError(f"key {name!r} already exists at {path}", hint="choose another name")
     password = _password(source, True)
     if not password:
         raise KeystoreError("refusing an empty keystore password")
-    doc = Account.encrypt(account.key, password)
+    doc = keystore.encrypt(key, password)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump(doc, fh)
-    return account.address
+    return "0x" + doc["address"]
 
 
 def new_key(name: str, password: PasswordSource | None = None) -> str:
-    """Create a random key, store it encrypted, and return its address."""
-    return _write(name, Account.create(), password)
+    """Create a random key (from the OS's CSPRNG), store it encrypted, and return its address."""
+    while True:
+        key = os.urandom(32)
+        if 0 < int.from_bytes(key, "big") < keystore.SECP256K1_ORDER:  # fails once in ~2**128 draws
+            return _write(name, key, password)
 
 
 def import_key(name: str, private_key: str, password: PasswordSource | None = None) -> str:
     """Encrypt an existing private key (read by the caller from stdin or a prompt)."""
+    from eth_account import Account
+
     try:
         account = Account.from_key(private_key.strip())
     except (ValueError, TypeError) as exc:
         raise KeystoreError("that is not a valid private key (expected 32 bytes of hex)") from exc
-    return _write(name, account, password)
+    return _write(name, bytes(account.key), password)
 
 
 def list_keys() -> list[dict[str, Any]]:
@@ -117,6 +129,8 @@ def list_keys() -> list[dict[str, Any]]:
 
 def load_account(name: str, chain_id: int, password: PasswordSource | None = None) -> LocalAccount:
     """Unlock a key for signing on ``chain_id``; development keys only on 31337."""
+    from eth_account import Account
+
     if name == DEV_KEY_NAME:
         account = dev_account(0)
     else:

@@ -20,10 +20,10 @@ from typing import Any
 
 from ledger.signatures.signing import address_of
 
-__all__ = ["SCRYPT_N", "checksum_address", "encrypt"]
+__all__ = ["SCRYPT_N", "SECP256K1_ORDER", "checksum_address", "encrypt"]
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P, DKLEN = 2**18, 8, 1, 32
-_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141  # secp256k1's group order
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141  # secp256k1's group order
 
 
 def _keccak(data: bytes) -> bytes:
@@ -45,7 +45,7 @@ def encrypt(private_key: bytes, password: str, *, n: int = SCRYPT_N) -> dict[str
     from Crypto.Protocol.KDF import scrypt
     from Crypto.Util import Counter
 
-    if len(private_key) != 32 or not 0 < int.from_bytes(private_key, "big") < _ORDER:
+    if len(private_key) != 32 or not 0 < int.from_bytes(private_key, "big") < SECP256K1_ORDER:
         raise ValueError("a secp256k1 private key is 32 bytes in [1, n)")
     salt, iv = os.urandom(16), os.urandom(16)
     derived = scrypt(password.encode("utf-8"), salt, key_len=DKLEN, N=n, r=SCRYPT_R, p=SCRYPT_P)  # type: ignore[arg-type]
