@@ -19,12 +19,10 @@ from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted, Web3RPCError
 
 from ledger._faults import crashpoint
+from ledger.chain.abi import ROOT_COMMITTED, ZERO, decode_root_committed, sequenced, word
 from ledger.errors import ChainError, RpcUnreachableError
 
-__all__ = ["ZERO", "Registry", "artifact", "decode_event", "onchain_events"]
-
-ZERO = b"\x00" * 32
-
+__all__ = ["ZERO", "Registry", "artifact", "onchain_events"]
 
 def artifact() -> dict[str, Any]:
     """The registry's ABI and bytecode, shipped inside the package (no compiler at runtime)."""
@@ -142,16 +140,51 @@ class Registry:
     def is_committer(self, agent: int, committer: str, block: Any = "latest") -> bool:
         return bool(self.bound().functions.isCommitter(agent, committer).call(block_identifier=block))
 
-    def events(self, agent: int, from_block: int = 0) -> list[dict[str, Any]]:
-        """The agent's RootCommitted events in order: the on-chain lineage."""
+    def events(self, agent: int, from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
+        """The agent's RootCommitted events in (block, log index) order, numbered: the on-chain lineage.
+
+        The log holds neither ``seq`` nor ``parent`` (ADR 29): the k-th event from the registry's
+        deploy block is sequence k and its parent is the (k-1)-th's root, so ``from_block`` must be
+        at or before the agent's first commit.  Callers that rely on the numbering compare the count
+        with :meth:`sequence` at ``to_block`` (:meth:`lineage` does)."""
+        query = {
+            "address": self.bound().address,
+            "topics": ["0x" + ROOT_COMMITTED.hex(), "0x" + word(agent, "uint256").hex()],
+            "fromBlock": from_block,
+            "toBlock": to_block,
+        }
         try:
-            event = self.bound().events.RootCommitted
-            logs = event.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
+            logs = self.w3.eth.get_logs(query)
         except Exception as exc:
             raise RpcUnreachableError(f"cannot read events from {self.rpc}: {exc}") from exc
-        out = [decode_event(log) for log in logs]
-        out.sort(key=lambda e: (e["block"], e["log_index"]))
-        return out
+        out = [decode_root_committed(log) for log in logs]
+        for ev in out:
+            if ev["agent"] != agent or ev["registry"] != self.address:
+                raise ChainError(f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
+                                 f"for agent {agent:#x} at {self.address}")  # fmt: skip
+        return sequenced(out)
+
+    def lineage(self, agent: int, from_block: int = 0) -> list[dict[str, Any]]:
+        """:meth:`events` read at one block whose ``sequenceOf`` must equal their count: a node that
+        lost logs, or a ``from_block`` after the agent's first commit, would otherwise shift every
+        sequence number (ADR 29)."""
+        tip = self.block_number()
+        events = self.events(agent, from_block, tip)
+        seq = self.sequence(agent, tip)
+        if len(events) != seq:
+            raise ChainError(
+                f"the registry's sequence for agent {agent:#x} is {seq} at block {tip}, but the node returned "
+                f"{len(events)} RootCommitted event(s) from block {from_block}",
+                hint="the node may prune old logs (use an archive RPC), or the deploy block is after the first commit",
+            )
+        return events
+
+    def block_number(self) -> int:
+        """The tip's height: reads pinned to it see one state of the chain."""
+        try:
+            return int(self.w3.eth.block_number)
+        except Exception as exc:
+            raise RpcUnreachableError(f"cannot read the block height from {self.rpc}: {exc}") from exc
 
     def block_hash(self, number: int) -> str | None:
         try:
@@ -159,20 +192,6 @@ class Registry:
         except Exception:  # a block past the tip after a reorg
             return None
         return "0x" + bytes(block["hash"]).hex()
-
-
-def decode_event(log: Any) -> dict[str, Any]:
-    """A decoded RootCommitted log as plain values (from get_logs or from a receipt)."""
-    return {
-        "seq": int(log["args"]["seq"]),
-        "root": bytes(log["args"]["root"]),
-        "parent": bytes(log["args"]["parent"]),
-        "committer": str(log["args"]["committer"]),
-        "tx": "0x" + bytes(log["transactionHash"]).hex(),
-        "block": int(log["blockNumber"]),
-        "block_hash": "0x" + bytes(log["blockHash"]).hex(),
-        "log_index": int(log["logIndex"]),
-    }
 
 
 def _shown(name: str, value: Any) -> str:
@@ -197,4 +216,4 @@ def onchain_events(rpc: str, registry: str, agent: str | int) -> list[dict[str, 
     """Every root the agent ever committed, oldest first, with its sequence, block and tx."""
     agent_id = int(agent, 0) if isinstance(agent, str) else agent
     reg = Registry(rpc, registry)
-    return reg.events(agent_id)
+    return reg.lineage(agent_id)
