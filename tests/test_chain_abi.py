@@ -130,3 +130,29 @@ def test_sequenced_numbers_events_by_their_order_and_chains_parents() -> None:
     assert [e["seq"] for e in out] == [11, 12, 13, 14]
     assert [e["root"] for e in out] == [roots[3], roots[1], roots[0], roots[2]]
     assert [e["parent"] for e in out] == [b"\x01" * 32, roots[3], roots[1], roots[0]]
+
+
+def test_committer_logs_decode_as_web3_decodes_them() -> None:
+    events = {e["name"]: e for e in ABI if e["type"] == "event"}
+    agent = RNG.getrandbits(256)
+    cases = [("AgentRegistered", ["bytes32", "uint256"], [RNG.randbytes(32), 10**6]),
+             ("CommitterSet", ["bool"], [True]), ("CommitterSet", ["bool"], [False])]  # fmt: skip
+    for name, data_types, data in cases:
+        address = to_checksum_address(RNG.randbytes(20))
+        raw = {
+            "address": CONTRACT.address,
+            "topics": [event_abi_to_log_topic(events[name]), agent.to_bytes(32, "big"), abi.word(address, "address")],
+            "data": abi_encode(data_types, data),
+            "transactionHash": RNG.randbytes(32),
+            "blockHash": RNG.randbytes(32),
+            "blockNumber": 7,
+            "logIndex": 2,
+            "transactionIndex": 0,
+        }
+        args = get_event_data(Web3().codec, events[name], raw)["args"]
+        who = args["owner"] if name == "AgentRegistered" else args["committer"]
+        allowed = True if name == "AgentRegistered" else args["authorized"]
+        assert abi.decode_committer_log(raw) == (7, 2, who, allowed)
+        assert args["agentId"] == agent
+    assert event_abi_to_log_topic(events["AgentRegistered"]) == abi.AGENT_REGISTERED
+    assert event_abi_to_log_topic(events["CommitterSet"]) == abi.COMMITTER_SET

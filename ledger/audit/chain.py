@@ -1,6 +1,7 @@
 """The chain half of an audit: the registry's events against the git lineage, receipts, committers.
 
-Loaded only when an audit is given an RPC endpoint (it imports web3).
+Loaded only when an audit is given an RPC endpoint; it reads over the light JSON-RPC client
+(:mod:`ledger.chain.registry`), so an audit imports no web3.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
+from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_log, word
 from ledger.chain.receipts import read_receipts
 from ledger.store import gitstore as gs
 
@@ -40,15 +42,16 @@ def check_chain(
     timeline_at = {s.commit: i for i, s in enumerate(snaps)}
     snaps = anchored(snaps)  # what the chain records: each event seq k is snaps[k - 1] (docs/lineage.md)
     reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
-    tip = reg.w3.eth.get_block("latest")  # read first: every read below is pinned to this height
-    height = int(tip["number"])
+    tip = reg.block("latest")  # read first: every read below is pinned to this height
+    assert tip is not None
+    height = tip["number"]
     events = reg.events(agent, from_block, height)  # seq and parent from their order (ADR 29)
     onchain_seq = reg.sequence(agent, height)
     report.chain = {
         "rpc": _redacted(rpc),
         "block_height": height,
-        "block_hash": "0x" + bytes(tip["hash"]).hex(),
-        "block_time": int(tip["timestamp"]),
+        "block_hash": "0x" + tip["hash"].hex(),
+        "block_time": tip["timestamp"],
         "registry": reg.address,
         "agent": f"0x{agent:064x}",
         "chain_id": reg.chain_id,
@@ -172,13 +175,10 @@ def _check_receipts(
 
 def _committer_history(reg: Any, agent: int, from_block: int) -> tuple[str | None, list[tuple[int, int, str, bool]]]:
     """The agent's owner (``AgentRegistered``) and every ``CommitterSet`` change, by (block, log index)."""
-    c = reg.bound()
-    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    owner = owner_logs[0]["args"]["owner"] if owner_logs else None
-    changes = sorted(
-        (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
-        for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    )
+    topic = word(agent, "uint256")
+    registered = [decode_committer_log(lg) for lg in reg.logs([AGENT_REGISTERED, topic], from_block)]
+    owner = min(registered)[2] if registered else None
+    changes = sorted(decode_committer_log(lg) for lg in reg.logs([COMMITTER_SET, topic], from_block))
     return owner, changes
 
 

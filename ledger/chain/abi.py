@@ -17,10 +17,13 @@ from typing import Any
 from ledger.errors import ChainError
 
 __all__ = [
+    "AGENT_REGISTERED",
+    "COMMITTER_SET",
     "ROOT_COMMITTED",
     "ZERO",
     "call_data",
     "checksum",
+    "decode_committer_log",
     "decode_root_committed",
     "hexbytes",
     "keccak",
@@ -46,6 +49,10 @@ def selector(signature: str) -> bytes:
 
 # topic 0 of `RootCommitted(uint256 indexed agentId, bytes32 indexed root, address committer)`
 ROOT_COMMITTED = keccak(b"RootCommitted(uint256,bytes32,address)")
+# `AgentRegistered(uint256 indexed agentId, address indexed owner, bytes32 salt, uint256 shares)`
+AGENT_REGISTERED = keccak(b"AgentRegistered(uint256,address,bytes32,uint256)")
+# `CommitterSet(uint256 indexed agentId, address indexed committer, bool authorized)`
+COMMITTER_SET = keccak(b"CommitterSet(uint256,address,bool)")
 
 
 def hexbytes(value: Any) -> bytes:
@@ -151,6 +158,23 @@ def decode_root_committed(log: Any) -> dict[str, Any]:
         "block_hash": "0x" + hexbytes(log["blockHash"]).hex(),
         "log_index": _int(log["logIndex"]),
     }
+
+
+def decode_committer_log(log: Any) -> tuple[int, int, str, bool]:
+    """An ``AgentRegistered`` (the owner, allowed) or ``CommitterSet`` log as (block, log index,
+    address, allowed): what the audit replays to know who could commit when."""
+    topics = [hexbytes(t) for t in log["topics"]]
+    data = hexbytes(log["data"])
+    if len(topics) != 3 or topics[0] not in (AGENT_REGISTERED, COMMITTER_SET) or topics[2][:12] != b"\x00" * 12:
+        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is neither "
+                         "AgentRegistered nor CommitterSet of this registry's ABI")  # fmt: skip
+    if topics[0] == AGENT_REGISTERED:
+        if len(data) != 64:
+            raise ChainError("an AgentRegistered log holds two words of data (salt, shares)")
+        allowed = True
+    else:
+        allowed = decode_word(data, "bool")
+    return _int(log["blockNumber"]), _int(log["logIndex"]), checksum(topics[2][12:]), allowed
 
 
 def sequenced(events: list[dict[str, Any]], seq: int = 0, parent: bytes = ZERO) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Committer keys: encrypted eth-account keystores (JSON v3), never a secret in argv.
+"""Committer keys: encrypted keystores (JSON v3), never a secret in argv.
 
 Keystores live in ``$LEDGER_KEYSTORE`` (default ``~/.config/brain-ledger/keystore``),
 one ``<name>.json`` each.  Passwords come from ``LEDGER_KEY_PASSWORD`` or an
@@ -16,15 +16,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from eth_account import Account
-from eth_account.signers.local import LocalAccount
-
 from ledger._env import secret
+from ledger.chain.signer import Signer, decrypt_keystore, derive_hd_key
 from ledger.errors import KeystoreError
 
 __all__ = [
     "ANVIL_CHAIN_ID",
     "DEV_KEY_NAME",
+    "Signer",
     "dev_addresses",
     "import_key",
     "keystore_dir",
@@ -45,17 +44,16 @@ def keystore_dir() -> Path:
 
 
 @cache
-def _dev_accounts() -> tuple[LocalAccount, ...]:
+def _dev_accounts() -> tuple[Signer, ...]:
     """Anvil's ten default accounts, derived from its published mnemonic (nothing secret is stored)."""
-    Account.enable_unaudited_hdwallet_features()
-    return tuple(Account.from_mnemonic(_ANVIL_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}") for i in range(10))
+    return tuple(Signer(derive_hd_key(_ANVIL_MNEMONIC, f"m/44'/60'/0'/0/{i}")) for i in range(10))
 
 
 def dev_addresses() -> frozenset[str]:
     return frozenset(a.address for a in _dev_accounts())
 
 
-def dev_account(index: int = 0) -> LocalAccount:
+def dev_account(index: int = 0) -> Signer:
     return _dev_accounts()[index]
 
 
@@ -74,7 +72,9 @@ def _password(source: PasswordSource | None, confirm: bool) -> str:
     return source(confirm)
 
 
-def _write(name: str, account: LocalAccount, source: PasswordSource | None) -> str:
+def _write(name: str, account: Any, source: PasswordSource | None) -> str:
+    from eth_account import Account
+
     path = _path(name)
     if path.exists():
         raise KeystoreError(f"key {name!r} already exists at {path}", hint="choose another name")
@@ -91,11 +91,15 @@ def _write(name: str, account: LocalAccount, source: PasswordSource | None) -> s
 
 def new_key(name: str, password: PasswordSource | None = None) -> str:
     """Create a random key, store it encrypted, and return its address."""
+    from eth_account import Account
+
     return _write(name, Account.create(), password)
 
 
 def import_key(name: str, private_key: str, password: PasswordSource | None = None) -> str:
     """Encrypt an existing private key (read by the caller from stdin or a prompt)."""
+    from eth_account import Account
+
     try:
         account = Account.from_key(private_key.strip())
     except (ValueError, TypeError) as exc:
@@ -115,7 +119,7 @@ def list_keys() -> list[dict[str, Any]]:
     return out
 
 
-def load_account(name: str, chain_id: int, password: PasswordSource | None = None) -> LocalAccount:
+def load_account(name: str, chain_id: int, password: PasswordSource | None = None) -> Signer:
     """Unlock a key for signing on ``chain_id``; development keys only on 31337."""
     if name == DEV_KEY_NAME:
         account = dev_account(0)
@@ -124,10 +128,10 @@ def load_account(name: str, chain_id: int, password: PasswordSource | None = Non
         if not path.exists():
             raise KeystoreError(f"no key named {name!r} in {keystore_dir()}", hint="see 'ledger keys list'")
         try:
-            key = Account.decrypt(json.loads(path.read_text()), _password(password, False))
-        except ValueError as exc:
+            key = decrypt_keystore(json.loads(path.read_text()), _password(password, False))
+        except (ValueError, KeyError, TypeError) as exc:
             raise KeystoreError(f"cannot unlock key {name!r}: wrong password or corrupt keystore") from exc
-        account = Account.from_key(key)
+        account = Signer(key)
     if account.address in dev_addresses() and chain_id != ANVIL_CHAIN_ID:
         raise KeystoreError(
             f"key {name!r} is a well-known anvil development key; refusing it on chain id {chain_id}",

@@ -12,14 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from eth_account.signers.local import LocalAccount
-from eth_utils import to_checksum_address
+from typing import TYPE_CHECKING, Any
 
 from ledger.brain import Brain, Receipt
 from ledger.bundle.merkle import format_root
-from ledger.chain.abi import ROOT_COMMITTED, decode_root_committed, hexbytes, sequenced
+from ledger.chain.abi import ROOT_COMMITTED, call_data, checksum, decode_root_committed, hexbytes, sequenced
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
@@ -27,6 +24,9 @@ from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
+
+if TYPE_CHECKING:
+    from ledger.chain.keys import Signer
 
 __all__ = ["CommitResult", "as_json", "authorize", "chain_status", "commit_pending", "deploy", "register"]
 
@@ -43,7 +43,7 @@ class CommitResult:
 
 
 
-def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> LocalAccount:
+def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> Signer:
     # On a local anvil (31337) the dev key is the default, as Foundry users expect.
     from ledger.chain.keys import DEV_KEY_NAME
 
@@ -109,7 +109,7 @@ def register(
     # for the agent (docs/lineage.md §8.5), so registering authorizes them.
     trust = brain.store.trust_at(brain.head().snap.tree)[1]
     for address in sorted(a for a, role in trust.active.items() if role == "agent"):
-        call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(address), True)
+        call = reg.bound().functions.setCommitter(cfg.agent_id, checksum(address), True)
         reg.send(account, call, what=f"authorizing the brain's agent key {address}")
     return cfg
 
@@ -171,13 +171,12 @@ def commit_pending(
             for start in range(0, len(pending), max(1, batch)):
                 chunk = pending[start : start + max(1, batch)]
                 roots = [s.root for s in chunk]
-                fns = reg.bound().functions
-                call = (
-                    fns.commit(cfg.agent_id, parent, roots[0])
+                data = (
+                    call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, roots[0])
                     if len(roots) == 1
-                    else fns.commitBatch(cfg.agent_id, parent, roots)
+                    else call_data("commitBatch(uint256,bytes32,bytes32[])", cfg.agent_id, parent, roots)
                 )
-                receipt = reg.send(account, call, what=f"committing {len(roots)} root(s)")
+                receipt = reg.transact(account, data, what=f"committing {len(roots)} root(s)")
                 logs = _receipt_events(reg, cfg.agent_id, receipt, len(events) + done, parent)
                 if len(logs) != len(chunk):
                     raise ChainError(f"the receipt of tx {logs[0]['tx'] if logs else '?'} holds {len(logs)} "
@@ -266,7 +265,7 @@ def authorize(
     cfg.require("registry", "agent_id")
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     account = _account(cfg, key, reg.chain_id, password)
-    call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(committer), allowed)
+    call = reg.bound().functions.setCommitter(cfg.agent_id, checksum(committer), allowed)
     reg.send(account, call, what="setting a committer")
 
 
