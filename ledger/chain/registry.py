@@ -158,7 +158,11 @@ class Registry:
             nonce = _quantity(self.node.call("eth_getTransactionCount", sender, "pending"))
             gas = _quantity(self.node.call("eth_estimateGas", message))
             tip = _quantity(self.node.call("eth_maxPriorityFeePerGas"))
-            base = _quantity(self.node.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"])
+            latest = self.node.call("eth_getBlockByNumber", "latest", False) or {}
+            if "baseFeePerGas" not in latest:
+                raise ChainError(f"{what}: chain {self.chain_id} has no EIP-1559 base fee; the registry's commits "
+                                 "are signed as EIP-1559 transactions only")  # fmt: skip
+            base = _quantity(latest["baseFeePerGas"])
             tx = {"type": 2, "chainId": self.chain_id, "nonce": nonce, "to": self.address, "value": 0, "data": data,
                   "gas": gas, "maxPriorityFeePerGas": tip, "maxFeePerGas": tip + 2 * base}  # fmt: skip
             tx_hash = self.node.call("eth_sendRawTransaction", "0x" + account.sign_transaction(tx).hex())

@@ -4,7 +4,7 @@ One keep-alive connection per client (``http.client``), a timeout on every reque
 failures told apart: the endpoint did not answer (:class:`~ledger.errors.RpcUnreachableError`),
 or it answered with a JSON-RPC error (:class:`~ledger.errors.RpcError`: its code, message and
 revert data, for :mod:`ledger.chain.registry` to explain).  web3 takes about a second to import
-(issue 35); the registry keeps it only for deploying and the users' API (ADR 29).
+(issue 35); the registry keeps it only for deploying and the users' API (ADR 33).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A service that takes a brain (it reads the lineage and records receipts under the
 writer lock); the chain client underneath, :mod:`ledger.chain.registry`, knows no brain.
-Imported only by chain commands (web3 takes ~1 s to import).  ``commit_pending`` is
+Imported only by chain commands; deploy and register load web3, a commit never does.  ``commit_pending`` is
 idempotent: it first replays the registry's events for the agent and records any
 receipt a crashed run did not, so a root is never sent twice.
 """
