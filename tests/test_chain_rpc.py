@@ -76,3 +76,29 @@ def test_a_node_answers_keeps_the_connection_and_reports_its_errors(node) -> Non
     rpc._conn.sock.shutdown(socket.SHUT_RDWR)  # as a server closing an idle connection: a read is resent once
     assert int(rpc.call("eth_chainId"), 16) == 31337
     rpc.close()
+
+
+@pytest.mark.chain
+def test_a_commit_is_built_as_web3_builds_it_and_refused_in_the_same_words(chained) -> None:
+    from ledger.chain.abi import call_data
+    from ledger.chain.config import ChainConfig
+    from ledger.chain.keys import dev_account
+    from ledger.chain.registry import Registry
+
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    owner, parent, root = dev_account(0), reg.head(cfg.agent_id), b"\x42" * 32
+    ours = reg.build(owner.address, call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, root))
+    theirs = reg.bound().functions.commit(cfg.agent_id, parent, root).build_transaction(
+        {"from": owner.address, "nonce": reg.w3.eth.get_transaction_count(owner.address, "pending"),
+         "chainId": reg.chain_id})  # fmt: skip
+    for field in ("chainId", "nonce", "to", "value", "gas", "maxPriorityFeePerGas", "maxFeePerGas"):
+        assert ours[field] == theirs[field], field
+    assert "0x" + ours["data"].hex() == theirs["data"]
+    stale = b"\x13" * 32  # not the head: the registry refuses, and both paths say so alike
+    with pytest.raises(ChainError) as light:
+        reg.transact(owner, call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, stale, root), what="a commit")
+    with pytest.raises(ChainError) as web3:
+        reg.send(owner, reg.bound().functions.commit(cfg.agent_id, stale, root), what="a commit")
+    assert light.value.message == web3.value.message and light.value.hint == web3.value.hint
+    assert light.value.message.startswith("the registry refused a commit: StaleParent(")
