@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 /// @title IBrainRegistry
 /// @notice Anchors an AI agent's brain lineage on chain: each agent has a head (the latest
 ///         bundle root, `blake3-tree-v1`, 32 raw bytes) that only moves by compare-and-swap,
-///         and every move is an event, so the events alone replay the lineage.
+///         and every move is an event, so the events alone replay the lineage, in log order.
 /// @dev The agent id doubles as the ERC-1155 token id of the agent's shares.
 interface IBrainRegistry {
     /*//////////////////////////////////////////////////////////////
@@ -40,10 +40,12 @@ interface IBrainRegistry {
     event AgentRegistered(uint256 indexed agentId, address indexed owner, bytes32 salt, uint256 shares);
     /// @notice The owner granted (`authorized` true) or revoked a committer key.
     event CommitterSet(uint256 indexed agentId, address indexed committer, bool authorized);
-    /// @notice The head of `agentId` moved from `parent` to `root`; `seq` counts roots from 1.
-    event RootCommitted(
-        uint256 indexed agentId, uint64 indexed seq, bytes32 indexed root, bytes32 parent, address committer
-    );
+    /// @notice The head of `agentId` moved to `root`, by `committer` (the owner or an authorized key).
+    /// @dev The event carries only what the log order cannot: the agent's events, ordered by (block,
+    ///      log index), are its lineage. The k-th is sequence k (`sequenceOf` counts them) and its
+    ///      parent is the (k-1)-th's root (zero for the first): `commit` enforces both, so neither is
+    ///      repeated here (each 32-byte word of log data costs 256 gas, each topic 375).
+    event RootCommitted(uint256 indexed agentId, bytes32 indexed root, address committer);
 
     /*//////////////////////////////////////////////////////////////
                                FUNCTIONS

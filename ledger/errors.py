@@ -69,6 +69,11 @@ class RpcUnreachableError(ChainError):
     """The RPC endpoint did not answer."""
 
 
+class RpcError(ChainError):
+    """The node answered a JSON-RPC error; ``detail`` holds its ``code``, ``data`` (revert data,
+    when a call reverted) and ``node_message``, for the registry to explain."""
+
+
 class KeystoreError(LedgerError):
     """A keystore is missing, unreadable or not allowed on this chain."""
 

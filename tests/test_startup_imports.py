@@ -171,3 +171,37 @@ def test_the_detector_sees_a_heavy_import() -> None:
     )
     assert heavy_imports(report) == (["ledger.cli.brain -> web3"], {"web3", "eth_abi"})
     assert heavy_imports("import time:         5 |          5 | click\n") == ([], set())
+
+
+# The chain's libraries, none of which a chain command's hot path may load (issue 35): reads and
+# commits go over ledger/chain/rpc.py, abi.py and signer.py.  Deploy and register keep web3.
+CHAIN_HEAVY = ("web3", "eth_abi", "eth_account", "eth_utils", "eth_keys", "eth_keyfile", "rlp", "hexbytes")
+
+CHAIN_LIGHT: list[tuple[str, list[str]]] = [
+    ("chain-status", ["chain", "status"]),
+    ("chain-status-json", ["chain", "status", "--json"]),
+    ("commit", ["commit"]),  # a pending snapshot: reads the events, signs and sends one transaction
+    ("commit-nothing", ["commit"]),
+    ("patch-commit", ["skill", "patch", SKILL, "--old", "Alpha", "--new", "Beta", "--commit"]),
+    ("verify-chain", ["verify", "--chain"]),
+]
+
+
+@pytest.mark.chain
+def test_chain_commands_load_no_chain_library(tmp_path: Path, node) -> None:
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    for step in (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"]):
+        run_ledger("--brain", str(brain), *step, check=True)
+    run_ledger("--brain", str(brain), "skill", "create", SKILL, "--description", "Alpha skill", check=True)
+    for name, args in CHAIN_LIGHT:
+        proc = run_ledger("--brain", str(brain), *args, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert proc.returncode == 0, (name, proc.stdout, proc.stderr[-3000:])
+        imports = imports_of(proc.stderr)
+        assert any(m == "ledger.chain.rpc" for _, m in imports), f"{name}: no import report, or no chain read"
+        loaded = sorted({m.split(".")[0] for _, m in imports} & {*CHAIN_HEAVY, *HEAVY})
+        ways = sorted({" -> ".join(chain_to(imports, i)) for i, (_, m) in enumerate(imports)
+                       if m.split(".")[0] in loaded and "." not in m})  # fmt: skip
+        assert not loaded, f"`ledger {' '.join(args)}` ({name}) loads {loaded}:\n  " + "\n  ".join(ways)
+    status = json.loads(run_ledger("--brain", str(brain), "chain", "status", "--json", check=True).stdout)
+    assert status["in_sync"] and status["onchain_seq"] == 3, status  # init, create, patch: all anchored

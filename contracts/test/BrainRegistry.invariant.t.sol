@@ -10,14 +10,16 @@ contract Handler {
     BrainRegistry public immutable reg;
     uint256 public immutable agent;
     address public immutable owner;
+    address public immutable delegate;
     uint64 public ghostCount;
     bytes32 public ghostHead;
     uint256 public unauthorizedChanges;
 
-    constructor(BrainRegistry reg_, uint256 agent_, address owner_) {
+    constructor(BrainRegistry reg_, uint256 agent_, address owner_, address delegate_) {
         reg = reg_;
         agent = agent_;
         owner = owner_;
+        delegate = delegate_;
     }
 
     function commit(uint256 seed) external {
@@ -26,6 +28,26 @@ contract Handler {
         reg.commit(agent, ghostHead, root);
         ghostCount += 1;
         ghostHead = root;
+    }
+
+    /// @dev An authorized committer, not the owner: `commit`'s general path, not its fast one.
+    function delegateCommit(uint256 seed) external {
+        bytes32 root = keccak256(abi.encode(seed, ghostCount, "d"));
+        vm.prank(delegate);
+        uint64 seq = reg.commit(agent, ghostHead, root);
+        ghostCount += 1;
+        ghostHead = root;
+        if (seq != ghostCount || reg.ownerOf(agent) != owner) unauthorizedChanges += 1;
+    }
+
+    /// @dev The owner replays its head, or commits zero: refused, nothing changes.
+    function invalidCommit(bool replay) external {
+        (bytes32 head, uint64 seq) = (reg.headOf(agent), reg.sequenceOf(agent));
+        vm.prank(owner);
+        try reg.commit(agent, head, replay ? head : bytes32(0)) {
+            unauthorizedChanges += 1;
+        } catch {}
+        if (reg.headOf(agent) != head || reg.sequenceOf(agent) != seq) unauthorizedChanges += 1;
     }
 
     function batch(uint256 seed, uint8 n) external {
@@ -47,7 +69,7 @@ contract Handler {
     }
 
     function strangerCommit(address stranger, uint256 seed) external {
-        if (stranger == owner) return;
+        if (stranger == owner || stranger == delegate) return;
         (bytes32 head, uint64 seq) = (reg.headOf(agent), reg.sequenceOf(agent));
         vm.prank(stranger);
         try reg.commit(agent, head, keccak256(abi.encode(seed, "x"))) {
@@ -71,7 +93,10 @@ contract BrainRegistryInvariantTest is Test {
         address owner = vm.addr(0xA11CE);
         vm.prank(owner);
         agent = reg.register(bytes32("inv"), 100);
-        handler = new Handler(reg, agent, owner);
+        address delegate = vm.addr(0xB0B);
+        vm.prank(owner);
+        reg.setCommitter(agent, delegate, true);
+        handler = new Handler(reg, agent, owner, delegate);
     }
 
     function targetContracts() public view returns (address[] memory out) {

@@ -3,6 +3,12 @@ pragma solidity ^0.8.24;
 
 /// @dev The few Foundry cheatcodes these tests use (npm's forge-std is an old unofficial copy).
 interface Vm {
+    struct Log {
+        bytes32[] topics;
+        bytes data;
+        address emitter;
+    }
+
     function prank(address) external;
     function startPrank(address) external;
     function stopPrank() external;
@@ -13,6 +19,12 @@ interface Vm {
     function warp(uint256) external;
     function assume(bool) external;
     function snapshotGasLastCall(string calldata) external returns (uint256);
+    function store(address, bytes32, bytes32) external;
+    function load(address, bytes32) external view returns (bytes32);
+    function snapshotState() external returns (uint256);
+    function revertToState(uint256) external returns (bool);
+    function recordLogs() external;
+    function getRecordedLogs() external returns (Log[] memory);
 }
 
 abstract contract Test {

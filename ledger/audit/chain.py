@@ -1,6 +1,7 @@
 """The chain half of an audit: the registry's events against the git lineage, receipts, committers.
 
-Loaded only when an audit is given an RPC endpoint (it imports web3).
+Loaded only when an audit is given an RPC endpoint; it reads over the light JSON-RPC client
+(:mod:`ledger.chain.registry`), so an audit imports no web3.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
+from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_log, word
 from ledger.chain.receipts import read_receipts
 from ledger.store import gitstore as gs
 
@@ -40,33 +42,41 @@ def check_chain(
     timeline_at = {s.commit: i for i, s in enumerate(snaps)}
     snaps = anchored(snaps)  # what the chain records: each event seq k is snaps[k - 1] (docs/lineage.md)
     reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
-    tip = reg.w3.eth.get_block("latest")  # read first: every event below is at or under this height
-    events = reg.events(agent, from_block)
+    tip = reg.block("latest")  # read first: every read below is pinned to this height
+    assert tip is not None
+    height = tip["number"]
+    events = reg.events(agent, from_block, height)  # seq and parent from their order (ADR 29)
+    onchain_seq = reg.sequence(agent, height)
     report.chain = {
         "rpc": _redacted(rpc),
-        "block_height": int(tip["number"]),
-        "block_hash": "0x" + bytes(tip["hash"]).hex(),
-        "block_time": int(tip["timestamp"]),
+        "block_height": height,
+        "block_hash": "0x" + tip["hash"].hex(),
+        "block_time": tip["timestamp"],
         "registry": reg.address,
         "agent": f"0x{agent:064x}",
         "chain_id": reg.chain_id,
-        "onchain_seq": len(events),
+        "onchain_seq": onchain_seq,
     }
     ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
-    parent = ZERO
-    for i, ev in enumerate(events):
-        where = {"index": i, "expected": format_root(parent) if parent != ZERO else "none"}
-        if ev["seq"] != i + 1:
-            ev_chk.fail(f"event #{i}: sequence {ev['seq']}, expected {i + 1}", **where)
-        if ev["parent"] != parent:
+    # The k-th event is sequence k only if none is missing: the registry's own count says so.
+    if len(events) != onchain_seq:
+        ev_chk.fail(
+            f"the registry counts {onchain_seq} root(s) for the agent at block {height}, but the node returned "
+            f"{len(events)} RootCommitted event(s) from block {from_block} (pruned logs, or a deploy block after "
+            "the first commit): no event can be given its sequence",
+            expected=str(onchain_seq),
+            computed=str(len(events)),
+        )
+    for i, ev in enumerate(events):  # what commit refuses: a zero root, or the head committed again
+        if ev["root"] == ZERO or ev["root"] == ev["parent"]:
             ev_chk.fail(
-                f"event seq {ev['seq']}: parent is not the previous on-chain root",
-                computed=format_root(ev["parent"]),
-                **where,
+                f"event seq {ev['seq']}: its root {format_root(ev['root'])} is zero or repeats its parent",
+                index=i,
+                computed=format_root(ev["root"]),
             )
-        parent = ev["root"]
     if ev_chk.ok:
-        ev_chk.summary = f"{len(events)} RootCommitted event(s) form an unbroken chain"
+        ev_chk.summary = (f"{len(events)} RootCommitted event(s), as many as the registry's sequence at block "
+                          f"{height}, form an unbroken chain")  # fmt: skip
     for i, ev in enumerate(events):
         if i >= len(snaps):
             roots_chk.fail(
@@ -96,7 +106,7 @@ def check_chain(
         roots_chk.skip(f"agent 0x{agent:064x} has committed no roots on this registry, so none were compared")
     elif roots_chk.ok:
         roots_chk.summary = f"on-chain roots 1..{len(events)} are the snapshots, in order"
-    head = reg.head(agent)
+    head = reg.head(agent, height)
     snap_roots = {s.root for s in snaps}
     if events and head != events[-1]["root"]:
         head_chk.fail(
@@ -165,13 +175,10 @@ def _check_receipts(
 
 def _committer_history(reg: Any, agent: int, from_block: int) -> tuple[str | None, list[tuple[int, int, str, bool]]]:
     """The agent's owner (``AgentRegistered``) and every ``CommitterSet`` change, by (block, log index)."""
-    c = reg.bound()
-    owner_logs = c.events.AgentRegistered.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    owner = owner_logs[0]["args"]["owner"] if owner_logs else None
-    changes = sorted(
-        (int(lg["blockNumber"]), int(lg["logIndex"]), lg["args"]["committer"], bool(lg["args"]["authorized"]))
-        for lg in c.events.CommitterSet.get_logs(argument_filters={"agentId": agent}, from_block=from_block)
-    )
+    topic = word(agent, "uint256")
+    registered = [decode_committer_log(lg) for lg in reg.logs([AGENT_REGISTERED, topic], from_block)]
+    owner = min(registered)[2] if registered else None
+    changes = sorted(decode_committer_log(lg) for lg in reg.logs([COMMITTER_SET, topic], from_block))
     return owner, changes
 
 

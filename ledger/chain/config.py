@@ -1,4 +1,4 @@
-"""The ``chain`` section of a brain's config: light, so commands can check it before loading web3."""
+"""The ``chain`` section of a brain's config: light, so commands can check it before loading the chain client."""
 
 from __future__ import annotations
 
@@ -51,23 +51,21 @@ class ChainConfig:
 
 
 def onchain_head(rpc: str, registry: str, agent: int, timeout: float = 5.0) -> bytes:
-    """The agent's on-chain head root, by one raw ``eth_call`` (no web3: ``ledger commit`` asks this
-    before loading it, to say "nothing to commit" from the chain itself, reorgs included)."""
-    import json
-    import urllib.error
-    import urllib.request
-
+    """The agent's on-chain head root, by one ``eth_call`` over the light client (``ledger commit``
+    asks this first, to say "nothing to commit" from the chain itself, reorgs included)."""
+    from ledger.chain.rpc import Rpc
     from ledger.errors import RpcUnreachableError
 
     data = "0x" + HEAD_OF_SELECTOR + f"{agent:064x}"
-    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [{"to": registry, "data": data}, "latest"]}
-    request = urllib.request.Request(rpc, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    node = Rpc(rpc, timeout=timeout)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            reply = json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError) as exc:
-        raise RpcUnreachableError(f"cannot reach {rpc}: {exc}", hint="check 'ledger chain status'") from exc
-    result = reply.get("result") if isinstance(reply, dict) else None
+        result = node.call("eth_call", {"to": registry, "data": data}, "latest")
+    except RpcUnreachableError as exc:
+        raise RpcUnreachableError(f"cannot reach {rpc}: {exc.message}", hint="check 'ledger chain status'") from exc
+    except ChainError as exc:
+        raise ChainError(f"the registry at {registry} did not answer headOf: {exc.message}") from exc
+    finally:
+        node.close()
     if not isinstance(result, str) or len(result) != 66:
-        raise ChainError(f"the registry at {registry} did not answer headOf: {reply.get('error') or result!r}")
+        raise ChainError(f"the registry at {registry} did not answer headOf: {result!r}")
     return bytes.fromhex(result[2:])

@@ -1,13 +1,13 @@
-"""Committer keys: encrypted eth-account keystores (JSON v3), never a secret in argv.
+"""Committer keys: encrypted keystores (JSON v3), never a secret in argv.
 
 Keystores live in ``$LEDGER_KEYSTORE`` (default ``~/.config/brain-ledger/keystore``),
 one ``<name>.json`` each.  Passwords come from ``LEDGER_KEY_PASSWORD`` or an
 interactive prompt supplied by the caller.  Anvil's well-known development
 accounts are usable only on chain id 31337.
 
-A new key is made and locked by :mod:`ledger.signatures.keystore` (the same document
-``Account.encrypt`` writes, without eth-account's ~0.7 s import: ``keys new`` then costs its
-deliberate KDF and little else); eth-account unlocks keys and derives the development accounts.
+A new key is locked by :mod:`ledger.signatures.keystore` (the document ``Account.encrypt``
+writes, without eth-account's ~0.7 s import), so ``keys new`` costs its deliberate KDF and
+little else.
 """
 
 from __future__ import annotations
@@ -18,18 +18,17 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger._env import secret
+from ledger.chain.signer import Signer, decrypt_keystore, derive_hd_key
 from ledger.errors import KeystoreError
 from ledger.signatures import keystore
-
-if TYPE_CHECKING:
-    from eth_account.signers.local import LocalAccount
 
 __all__ = [
     "ANVIL_CHAIN_ID",
     "DEV_KEY_NAME",
+    "Signer",
     "dev_addresses",
     "import_key",
     "keystore_dir",
@@ -50,19 +49,16 @@ def keystore_dir() -> Path:
 
 
 @cache
-def _dev_accounts() -> tuple[LocalAccount, ...]:
+def _dev_accounts() -> tuple[Signer, ...]:
     """Anvil's ten default accounts, derived from its published mnemonic (nothing secret is stored)."""
-    from eth_account import Account
-
-    Account.enable_unaudited_hdwallet_features()
-    return tuple(Account.from_mnemonic(_ANVIL_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}") for i in range(10))
+    return tuple(Signer(derive_hd_key(_ANVIL_MNEMONIC, f"m/44'/60'/0'/0/{i}")) for i in range(10))
 
 
 def dev_addresses() -> frozenset[str]:
     return frozenset(a.address for a in _dev_accounts())
 
 
-def dev_account(index: int = 0) -> LocalAccount:
+def dev_account(index: int = 0) -> Signer:
     return _dev_accounts()[index]
 
 
@@ -106,7 +102,7 @@ def new_key(name: str, password: PasswordSource | None = None) -> str:
 
 def import_key(name: str, private_key: str, password: PasswordSource | None = None) -> str:
     """Encrypt an existing private key (read by the caller from stdin or a prompt)."""
-    from eth_account import Account
+    from eth_account import Account  # parses every spelling of a key users paste; not a hot path
 
     try:
         account = Account.from_key(private_key.strip())
@@ -127,10 +123,8 @@ def list_keys() -> list[dict[str, Any]]:
     return out
 
 
-def load_account(name: str, chain_id: int, password: PasswordSource | None = None) -> LocalAccount:
+def load_account(name: str, chain_id: int, password: PasswordSource | None = None) -> Signer:
     """Unlock a key for signing on ``chain_id``; development keys only on 31337."""
-    from eth_account import Account
-
     if name == DEV_KEY_NAME:
         account = dev_account(0)
     else:
@@ -138,10 +132,10 @@ def load_account(name: str, chain_id: int, password: PasswordSource | None = Non
         if not path.exists():
             raise KeystoreError(f"no key named {name!r} in {keystore_dir()}", hint="see 'ledger keys list'")
         try:
-            key = Account.decrypt(json.loads(path.read_text()), _password(password, False))
-        except ValueError as exc:
+            key = decrypt_keystore(json.loads(path.read_text()), _password(password, False))
+        except (ValueError, KeyError, TypeError) as exc:
             raise KeystoreError(f"cannot unlock key {name!r}: wrong password or corrupt keystore") from exc
-        account = Account.from_key(key)
+        account = Signer(key)
     if account.address in dev_addresses() and chain_id != ANVIL_CHAIN_ID:
         raise KeystoreError(
             f"key {name!r} is a well-known anvil development key; refusing it on chain id {chain_id}",

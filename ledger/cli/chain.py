@@ -22,7 +22,7 @@ def _prompt_password(confirm: bool) -> str:
 
 
 def _configured(brain: Any, *fields: str) -> Any:
-    """Refuse, before web3 is imported, a chain command this brain's config cannot serve."""
+    """Refuse, before the chain client is imported, a chain command this brain's config cannot serve."""
     from ledger.chain.config import ChainConfig
 
     cfg = ChainConfig.of(brain)
@@ -111,7 +111,7 @@ key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-d
 def chain_status(ctx: click.Context, as_json: bool) -> None:
     """Compare the on-chain head of this brain's agent with the local head."""
     with open_brain(ctx) as brain:
-        _configured(brain, "registry", "agent_id")  # before web3 is loaded
+        _configured(brain, "registry", "agent_id")  # before the chain client is loaded
         from ledger.exchange.anchoring import chain_status as status_of
 
         st = status_of(brain)
@@ -185,7 +185,7 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     """Commit every snapshot not yet on chain, in order and batched; record each receipt.
 
     It first asks the registry for the agent's head with one raw call; when that is the
-    local head there is nothing to commit, and web3 is never loaded.
+    local head there is nothing to commit, and the registry client is never loaded.
     """
     from ledger.chain.config import onchain_head
     from ledger.chain.receipts import local_pending, receipt_of

@@ -2,7 +2,7 @@
 
 A service that takes a brain (it reads the lineage and records receipts under the
 writer lock); the chain client underneath, :mod:`ledger.chain.registry`, knows no brain.
-Imported only by chain commands (web3 takes ~1 s to import).  ``commit_pending`` is
+Imported only by chain commands; deploy and register load web3, a commit never does.  ``commit_pending`` is
 idempotent: it first replays the registry's events for the agent and records any
 receipt a crashed run did not, so a root is never sent twice.
 """
@@ -12,21 +12,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from eth_account.signers.local import LocalAccount
-from eth_utils import to_checksum_address
-from web3.logs import DISCARD
+from typing import TYPE_CHECKING, Any
 
 from ledger.brain import Brain, Receipt
 from ledger.bundle.merkle import format_root
+from ledger.chain.abi import ROOT_COMMITTED, call_data, checksum, decode_root_committed, hexbytes, sequenced
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
-from ledger.chain.registry import ZERO, Registry, decode_event
+from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
+
+if TYPE_CHECKING:
+    from ledger.chain.keys import Signer
 
 __all__ = ["CommitResult", "as_json", "authorize", "chain_status", "commit_pending", "deploy", "register"]
 
@@ -43,7 +43,7 @@ class CommitResult:
 
 
 
-def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> LocalAccount:
+def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> Signer:
     # On a local anvil (31337) the dev key is the default, as Foundry users expect.
     from ledger.chain.keys import DEV_KEY_NAME
 
@@ -100,6 +100,8 @@ def register(
     genesis = list(brain.store.lineage())[-1].commit
     salt = bytes.fromhex(genesis).rjust(32, b"\x00")
     receipt = reg.send(account, reg.bound().functions.register(salt, shares), what="registering the agent")
+    from web3.logs import DISCARD
+
     (event,) = reg.bound().events.AgentRegistered().process_receipt(receipt, errors=DISCARD)
     cfg = dataclasses.replace(cfg, agent_id=int(event["args"]["agentId"]), key=key or cfg.key)
     cfg.save(brain)
@@ -107,7 +109,7 @@ def register(
     # for the agent (docs/lineage.md §8.5), so registering authorizes them.
     trust = brain.store.trust_at(brain.head().snap.tree)[1]
     for address in sorted(a for a, role in trust.active.items() if role == "agent"):
-        call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(address), True)
+        call = reg.bound().functions.setCommitter(cfg.agent_id, checksum(address), True)
         reg.send(account, call, what=f"authorizing the brain's agent key {address}")
     return cfg
 
@@ -140,10 +142,8 @@ def commit_pending(
     with brain.locked():
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
         lineage = _lineage(brain)
-        events = reg.events(cfg.agent_id, cfg.deploy_block)
+        events = reg.lineage(cfg.agent_id, cfg.deploy_block)
         for i, ev in enumerate(events):
-            if ev["seq"] != i + 1:
-                raise ChainError(f"the registry's events for agent skip from seq {i} to {ev['seq']}")
             if i >= len(lineage) or lineage[i].root != ev["root"]:
                 local = format_root(lineage[i].root) if i < len(lineage) else "nothing"
                 raise ChainError(
@@ -171,17 +171,19 @@ def commit_pending(
             for start in range(0, len(pending), max(1, batch)):
                 chunk = pending[start : start + max(1, batch)]
                 roots = [s.root for s in chunk]
-                fns = reg.bound().functions
-                call = (
-                    fns.commit(cfg.agent_id, parent, roots[0])
+                data = (
+                    call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, roots[0])
                     if len(roots) == 1
-                    else fns.commitBatch(cfg.agent_id, parent, roots)
+                    else call_data("commitBatch(uint256,bytes32,bytes32[])", cfg.agent_id, parent, roots)
                 )
-                receipt = reg.send(account, call, what=f"committing {len(roots)} root(s)")
-                logs = reg.bound().events.RootCommitted().process_receipt(receipt, errors=DISCARD)
+                receipt = reg.transact(account, data, what=f"committing {len(roots)} root(s)")
+                logs = _receipt_events(reg, cfg.agent_id, receipt, len(events) + done, parent)
+                if len(logs) != len(chunk):
+                    raise ChainError(f"the receipt of tx {logs[0]['tx'] if logs else '?'} holds {len(logs)} "
+                                     f"RootCommitted event(s) of this agent for {len(chunk)} root(s) sent")  # fmt: skip
                 notes = {}
                 for snap, log in zip(chunk, logs, strict=True):
-                    ev = {**decode_event(log), "gas_used": int(receipt["gasUsed"])}
+                    ev = {**log, "gas_used": int(receipt["gasUsed"])}
                     if ev["root"] != snap.root:
                         raise ChainError(
                             f"receipt root {format_root(ev['root'])} does not match snapshot {snap.commit}"
@@ -199,6 +201,21 @@ def commit_pending(
         note = read_receipts(brain.store).get(attach_to.commit)
         return dataclasses.replace(attach_to, chain=note)
     return CommitResult(done, txs, len(recovered), format_root(head) if head != ZERO else None, seq)
+
+
+def _receipt_events(reg: Registry, agent: int, receipt: Any, seq: int, parent: bytes) -> list[dict[str, Any]]:
+    """A commit's RootCommitted logs from its receipt, numbered after ``seq``: every one is this
+    registry's, of this agent, and they are consecutive (one transaction, nothing between)."""
+    events = [decode_root_committed(log) for log in receipt["logs"]
+              if log["topics"] and hexbytes(log["topics"][0]) == ROOT_COMMITTED]  # fmt: skip
+    for ev in events:
+        if ev["registry"] != reg.address or ev["agent"] != agent:
+            raise ChainError(f"the receipt of tx {ev['tx']} holds a RootCommitted event of agent {ev['agent']:#x} "
+                             f"at {ev['registry']}, not this agent's")  # fmt: skip
+    indexes = [ev["log_index"] for ev in events]
+    if indexes and indexes != list(range(indexes[0], indexes[0] + len(indexes))):
+        raise ChainError(f"the receipt of tx {events[0]['tx']} holds RootCommitted events out of order: {indexes}")
+    return sequenced(events, seq, parent)
 
 
 def _check_roots(brain: Brain, pending: list[Snapshot]) -> None:
@@ -248,7 +265,7 @@ def authorize(
     cfg.require("registry", "agent_id")
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     account = _account(cfg, key, reg.chain_id, password)
-    call = reg.bound().functions.setCommitter(cfg.agent_id, to_checksum_address(committer), allowed)
+    call = reg.bound().functions.setCommitter(cfg.agent_id, checksum(committer), allowed)
     reg.send(account, call, what="setting a committer")
 
 

@@ -346,7 +346,7 @@ def _on_chain(brain: Brain, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
         from ledger.chain.registry import Registry
 
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
-        events = {ev["seq"]: ev for ev in reg.events(cfg.agent_id or 0, cfg.deploy_block)}
+        events = {ev["seq"]: ev for ev in reg.lineage(cfg.agent_id or 0, cfg.deploy_block)}
     except ChainError:
         return dict.fromkeys(notes, "unknown")  # checked later, when the chain answers
     out = {}

@@ -1,0 +1,158 @@
+"""The light ABI codec (ledger/chain/abi.py) against eth-abi's and web3's own, as ADR 18 does for
+EIP-712: every encoding the chain's hot paths send and every decoding they trust, byte for byte."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from eth_abi import decode as abi_decode
+from eth_abi import encode as abi_encode
+from eth_utils import event_abi_to_log_topic, function_abi_to_4byte_selector, to_checksum_address
+from web3 import Web3
+from web3._utils.events import get_event_data
+
+from ledger.chain import abi
+from ledger.chain.registry import artifact
+from ledger.errors import ChainError
+
+RNG = random.Random(35)
+ABI = artifact()["abi"]
+FUNCTIONS = {e["name"]: e for e in ABI if e["type"] == "function"}
+CONTRACT = Web3().eth.contract(address="0x" + "11" * 20, abi=ABI)
+
+
+def _signature(name: str) -> str:
+    return f"{name}({','.join(i['type'] for i in FUNCTIONS[name]['inputs'])})"
+
+
+def _words(n: int) -> list[bytes]:
+    return [RNG.randbytes(32) for _ in range(n)]
+
+
+def test_selectors_and_the_event_topic_are_the_abis() -> None:
+    for name in ("commit", "commitBatch", "headOf", "sequenceOf", "ownerOf", "isCommitter"):
+        assert abi.selector(_signature(name)) == function_abi_to_4byte_selector(FUNCTIONS[name]), name
+    (event,) = (e for e in ABI if e.get("name") == "RootCommitted")
+    assert event_abi_to_log_topic(event) == abi.ROOT_COMMITTED
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_call_data_is_web3s(trial: int) -> None:
+    agent = RNG.getrandbits(256) if trial else 0
+    parent, root = _words(2)
+    address = to_checksum_address(RNG.randbytes(20))
+    cases = [
+        ("commit", (agent, parent, root)),
+        ("commitBatch", (agent, parent, _words(trial))),  # 0 … 7 roots: an empty batch too
+        ("headOf", (agent,)),
+        ("sequenceOf", (agent,)),
+        ("ownerOf", (agent,)),
+        ("isCommitter", (agent, address)),
+    ]
+    for name, args in cases:
+        expected = bytes.fromhex(CONTRACT.encode_abi(name, args)[2:])
+        assert abi.call_data(_signature(name), *args) == expected, name
+
+
+@pytest.mark.parametrize("kind", ["uint256", "uint64", "bytes32", "address", "bool"])
+def test_words_and_results_are_eth_abis(kind: str) -> None:
+    values = {
+        "uint256": [0, 1, 2**256 - 1, *(RNG.getrandbits(256) for _ in range(20))],
+        "uint64": [0, 1, 2**64 - 1, *(RNG.getrandbits(64) for _ in range(20))],
+        "bytes32": [b"\x00" * 32, *_words(20)],
+        "address": [to_checksum_address(RNG.randbytes(20)) for _ in range(20)] + ["0x" + "00" * 20],
+        "bool": [True, False],
+    }[kind]
+    for value in values:
+        encoded = abi_encode([kind], [value])
+        assert abi.word(value, kind) == encoded
+        theirs = abi_decode([kind], encoded)[0]  # web3 checksums the addresses eth-abi returns
+        assert abi.decode_word(encoded, kind) == (to_checksum_address(theirs) if kind == "address" else theirs)
+
+
+def test_malformed_words_are_refused_not_truncated() -> None:
+    for value, kind in ((2**64, "uint64"), (-1, "uint256"), (b"\x01" * 31, "bytes32"), ("0x" + "11" * 19, "address")):
+        with pytest.raises(ChainError):
+            abi.word(value, kind)
+    for data, kind in ((b"\x00" * 31, "uint256"), ((2**64).to_bytes(32, "big"), "uint64"),
+                       ((2**160).to_bytes(32, "big"), "address"), ((2).to_bytes(32, "big"), "bool")):  # fmt: skip
+        with pytest.raises(ChainError):
+            abi.decode_word(data, kind)
+
+
+def test_checksums_are_eth_utils() -> None:
+    for _ in range(200):
+        raw = RNG.randbytes(20)
+        assert abi.checksum(raw) == to_checksum_address(raw) == abi.checksum("0x" + raw.hex())
+
+
+def test_a_root_committed_log_decodes_as_web3_decodes_it() -> None:
+    (event,) = (e for e in ABI if e.get("name") == "RootCommitted")
+    for hexed in (False, True):  # web3's HexBytes and a raw JSON-RPC answer
+        agent, root, committer = RNG.getrandbits(256), RNG.randbytes(32), to_checksum_address(RNG.randbytes(20))
+        raw = {
+            "address": CONTRACT.address,
+            "topics": [abi.ROOT_COMMITTED, agent.to_bytes(32, "big"), root],
+            "data": abi_encode(["address"], [committer]),
+            "transactionHash": RNG.randbytes(32),
+            "blockHash": RNG.randbytes(32),
+            "blockNumber": 12,
+            "logIndex": 3,
+            "transactionIndex": 0,
+        }
+        theirs = get_event_data(Web3().codec, event, raw)
+        if hexed:
+            raw = {k: ("0x" + v.hex() if isinstance(v, bytes) else hex(v) if isinstance(v, int) else v)
+                   for k, v in raw.items()}  # fmt: skip
+            raw["topics"] = ["0x" + t.hex() for t in (abi.ROOT_COMMITTED, agent.to_bytes(32, "big"), root)]
+        ours = abi.decode_root_committed(raw)
+        assert ours["agent"] == theirs["args"]["agentId"] and ours["root"] == theirs["args"]["root"]
+        assert ours["committer"] == theirs["args"]["committer"] and ours["registry"] == theirs["address"]
+        assert (ours["block"], ours["log_index"]) == (12, 3)
+        assert ours["tx"] == "0x" + bytes(theirs["transactionHash"]).hex()
+        assert ours["block_hash"] == "0x" + bytes(theirs["blockHash"]).hex()
+
+
+def test_another_events_log_is_refused() -> None:
+    log = {"address": "0x" + "11" * 20, "topics": [abi.keccak(b"Other(uint256)"), b"\x00" * 32, b"\x00" * 32],
+           "data": b"\x00" * 32, "transactionHash": b"\x00" * 32, "blockHash": b"\x00" * 32, "blockNumber": 1,
+           "logIndex": 0}  # fmt: skip
+    with pytest.raises(ChainError, match="not a RootCommitted event"):
+        abi.decode_root_committed(log)
+
+
+def test_sequenced_numbers_events_by_their_order_and_chains_parents() -> None:
+    roots = _words(4)
+    places = ((5, 1), (5, 0), (9, 0), (2, 7))
+    events = [{"root": r, "block": b, "log_index": i} for r, (b, i) in zip(roots, places, strict=True)]
+    out = abi.sequenced(events, 10, b"\x01" * 32)
+    assert [e["seq"] for e in out] == [11, 12, 13, 14]
+    assert [e["root"] for e in out] == [roots[3], roots[1], roots[0], roots[2]]
+    assert [e["parent"] for e in out] == [b"\x01" * 32, roots[3], roots[1], roots[0]]
+
+
+def test_committer_logs_decode_as_web3_decodes_them() -> None:
+    events = {e["name"]: e for e in ABI if e["type"] == "event"}
+    agent = RNG.getrandbits(256)
+    cases = [("AgentRegistered", ["bytes32", "uint256"], [RNG.randbytes(32), 10**6]),
+             ("CommitterSet", ["bool"], [True]), ("CommitterSet", ["bool"], [False])]  # fmt: skip
+    for name, data_types, data in cases:
+        address = to_checksum_address(RNG.randbytes(20))
+        raw = {
+            "address": CONTRACT.address,
+            "topics": [event_abi_to_log_topic(events[name]), agent.to_bytes(32, "big"), abi.word(address, "address")],
+            "data": abi_encode(data_types, data),
+            "transactionHash": RNG.randbytes(32),
+            "blockHash": RNG.randbytes(32),
+            "blockNumber": 7,
+            "logIndex": 2,
+            "transactionIndex": 0,
+        }
+        args = get_event_data(Web3().codec, events[name], raw)["args"]
+        who = args["owner"] if name == "AgentRegistered" else args["committer"]
+        allowed = True if name == "AgentRegistered" else args["authorized"]
+        assert abi.decode_committer_log(raw) == (7, 2, who, allowed)
+        assert args["agentId"] == agent
+    assert event_abi_to_log_topic(events["AgentRegistered"]) == abi.AGENT_REGISTERED
+    assert event_abi_to_log_topic(events["CommitterSet"]) == abi.COMMITTER_SET
