@@ -77,8 +77,10 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
             src = tmp_path / "cli.md"
             src.write_text("---\nname: cli-skill\ndescription: Written by a person at the CLI\n---\nbody\n")
             run_ledger("--brain", str(brain), "skill", "upsert", "--file", str(src), check=True)
-            listed = json.loads(_text(await s.call_tool("skills_list", {})))
+            result = await s.call_tool("skills_list", {})
+            listed = json.loads(_text(result))
             assert {x["name"] for x in listed["skills"]} == {"review", "cli-skill"}
+            assert result.structured_content is None and not result.is_error  # a listing is sent once (ADR 28)
             index = await s.read_resource("ledger://index")
             assert "▸ cli-skill: Written by a person" in index.contents[0].text
 

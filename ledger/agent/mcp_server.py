@@ -4,8 +4,9 @@ One tool surface: ``tools/list`` publishes :data:`ledger.agent.tools.TOOLS` exac
 same input schemas, enums, descriptions and ``additionalProperties: false``) with
 :data:`~ledger.agent.tools.ANNOTATIONS`, and every call goes through the same
 dispatcher, which checks the arguments against that schema before anything runs.
-A result carries its JSON both as text and as ``structuredContent``; a refusal is a
-tool error (``isError``) with the same structure, whose hints name MCP tools.
+A result carries its JSON both as text and as ``structuredContent`` (``skills_list``'s,
+megabytes at 10,000 skills, as text only: ADR 28); a refusal is a tool error
+(``isError``) with the same structure, whose hints name MCP tools.
 
 The server holds the brain open, so a call pays no start-up cost. Calls run one at a
 time in a worker thread, so the wire keeps answering (see :mod:`ledger.agent.wire`)
@@ -15,7 +16,6 @@ writers can run beside the server, and it sees their snapshots.
 
 from __future__ import annotations
 
-import json
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -105,12 +105,11 @@ def serve(root: Path) -> None:
         ])  # fmt: skip
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await in_worker(tools.call, params.name, dict(params.arguments or {}))
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))  # compact: a listing can be megabytes
+        result, text = await in_worker(tools.call_json, params.name, dict(params.arguments or {}))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
-            structured_content=result,
-            is_error=not result["success"],
+            structured_content=result,  # None (left out) for a listing, sent once as text (ADR 28)
+            is_error=result is not None and not result["success"],
         )
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
