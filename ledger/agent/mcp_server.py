@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.agent.tools import ANNOTATIONS, TOOLS, SkillTools
-from ledger.brain import Brain
+from ledger.brain import Brain, find_brain
 from ledger.errors import LedgerError
 
 __all__ = ["serve"]
@@ -37,12 +37,17 @@ def _version() -> str:
         return "0+unknown"
 
 
-def _report_signer(brain: Brain) -> None:
+def _report_signer(brain: Brain, failed: list[BaseException]) -> None:
     """Say on stderr, once at start-up, which key signs this server's writes, or why none can and
-    whether writes are then refused (the policy ``signed``) or written unsigned (``open``)."""
+    whether writes are then refused (the policy ``signed``) or written unsigned (``open``).
+    Run in a thread: what it raises is put in ``failed``, for the server to raise before it serves."""
     import sys
 
-    who = brain.keyring.signer("agent")
+    try:
+        who = brain.keyring.signer("agent")
+    except BaseException as exc:  # raised again by the server before it serves
+        failed.append(exc)
+        return
     if who["address"] is not None:
         line = f"signing as agent {who['address']} (keys: {brain.keys.home}; policy {who['policy']})"
     elif who["policy"] == "signed":
@@ -79,7 +84,54 @@ def _server_half_of_the_sdk() -> None:
         sys.modules[name] = shell
 
 
-def serve(root: Path) -> None:
+def quick_serve(args: list[str]) -> bool:
+    """``ledger [--brain DIR] mcp`` (``args``: what precedes ``mcp``) without click, whose import is
+    about 30 ms of every agent session's start (ADR 32). The brain is found as the click command
+    finds it (``--brain``, else ``$LEDGER_BRAIN``, else the current directory or its nearest brain
+    parent). ``False``, with nothing read from stdin and nothing started, for any other command
+    line or a brain that does not open: click then does it again and reports as usual."""
+    import os
+    import sys
+
+    if args[:1] == ["--brain"] and len(args) == 2:
+        path: str | None = args[1]
+    elif len(args) == 1 and args[0].startswith("--brain="):
+        path = args[0][len("--brain=") :]
+    elif not args:
+        path = os.environ.get("LEDGER_BRAIN")
+    else:
+        return False
+    if path == "":
+        return False  # click's reading of an empty --brain or $LEDGER_BRAIN decides
+    try:
+        brain = Brain.open(find_brain(path, search_up=path is None))
+    except (LedgerError, OSError, ValueError):
+        return False
+    try:
+        serve(brain.root, brain)
+    except LedgerError as exc:  # as the click group reports one
+        print(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+        sys.exit(1)
+    return True
+
+
+def serve(root: Path, brain: Brain | None = None) -> None:
+    """Serve ``root`` (or ``brain``, already open) until stdin ends; the brain is closed after."""
+    import threading
+
+    brain = brain or Brain.open(root)
+    # The signer report reads the head and the keys: in a thread, while the SDK imports (ADR 32).
+    failed: list[BaseException] = []
+    signer = threading.Thread(target=_report_signer, args=(brain, failed), daemon=True)
+    signer.start()
+    try:
+        _serve(brain, signer, failed)
+    finally:
+        signer.join()
+        brain.close()
+
+
+def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
     _server_half_of_the_sdk()
     import anyio
     import mcp_types as types
@@ -89,9 +141,7 @@ def serve(root: Path) -> None:
 
     from ledger.agent.wire import Wire
 
-    brain = Brain.open(root)
     tools = SkillTools(brain)
-    _report_signer(brain)
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_worker(fn: Any, *args: Any) -> Any:
@@ -159,7 +209,7 @@ def serve(root: Path) -> None:
         async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    try:
-        anyio.run(main)
-    finally:
-        brain.close()
+    signer.join()  # before the first frame is read: a call may write, and its report came first
+    if failed:
+        raise failed[0]
+    anyio.run(main)
