@@ -70,6 +70,11 @@ def main() -> None:
         from ledger._quick import answer  # status, index, skill list from the stat cache
 
         out = answer(sys.argv[1:])
+    if out is None and sys.argv[-1:] == ["mcp"] and not os.environ.get("LEDGER_FULL_PATH"):
+        from ledger.agent.mcp_server import quick_serve  # every agent session starts one: no click
+
+        if quick_serve(sys.argv[1:-1]):
+            return
     if out is None:
         from ledger.cli import main as cli
 

@@ -77,8 +77,10 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
             src = tmp_path / "cli.md"
             src.write_text("---\nname: cli-skill\ndescription: Written by a person at the CLI\n---\nbody\n")
             run_ledger("--brain", str(brain), "skill", "upsert", "--file", str(src), check=True)
-            listed = json.loads(_text(await s.call_tool("skills_list", {})))
+            result = await s.call_tool("skills_list", {})
+            listed = json.loads(_text(result))
             assert {x["name"] for x in listed["skills"]} == {"review", "cli-skill"}
+            assert result.structured_content is None and not result.is_error  # a listing is sent once (ADR 28)
             index = await s.read_resource("ledger://index")
             assert "▸ cli-skill: Written by a person" in index.contents[0].text
 
@@ -231,3 +233,30 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
     assert "absorbed into arxiv" in log
     audit = run_ledger("audit", str(brain), "--require-signatures")
     assert audit.returncode == 0, audit.stdout
+
+
+INIT = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')  # fmt: skip
+
+
+def test_ledger_mcp_starts_without_click_as_the_cli_would(tmp_path: Path) -> None:
+    """`ledger [--brain DIR] mcp` is served before click loads (ADR 32): every spelling of the brain
+    serves it, and a brain that does not open is reported exactly as the click command reports it."""
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    (brain / "skills" / "sub").mkdir()
+    spellings = [(("--brain", str(brain), "mcp"), None, {}), ((f"--brain={brain}", "mcp"), None, {}),
+                 (("mcp",), brain / "skills" / "sub", {}), (("mcp",), tmp_path, {"LEDGER_BRAIN": str(brain)})]
+    for args, cwd, env in spellings:
+        proc = run_ledger(*args, cwd=cwd, env=env, input=INIT)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert json.loads(proc.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "brain-ledger", args
+        assert f"ledger mcp: {brain}: " in proc.stderr  # the signer report
+    (tmp_path / "a-file").write_text("x")
+    refused = [(("--brain", str(tmp_path / "nope"), "mcp"), None, {}), (("--brain", str(tmp_path / "a-file"), "mcp"),
+               None, {}), (("mcp",), tmp_path, {}), (("mcp",), tmp_path, {"LEDGER_BRAIN": ""}),
+               (("--brain", str(brain), "--brain", str(brain), "mcp"), None, {})]  # fmt: skip
+    for args, cwd, env in refused:
+        quick = run_ledger(*args, cwd=cwd, env=env, input=INIT)
+        full = run_ledger(*args, cwd=cwd, env={**env, "LEDGER_FULL_PATH": "1"}, input=INIT)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), args

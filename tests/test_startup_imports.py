@@ -142,8 +142,9 @@ def test_light_commands_import_nothing_heavy(small_brain: Path, args: list[str],
 
 
 # What `ledger mcp` must not load: the SDK's client half and its high-level server (the package
-# __init__ modules import them; ledger.agent.mcp_server loads the server's submodules only).
-MCP_UNUSED = ("mcp.client", "mcp.server.mcpserver", "pycryptodome", "Crypto")
+# __init__ modules import them; ledger.agent.mcp_server loads the server's submodules only), and
+# the CLI (ledger._entry starts the server without it: ADR 32; click itself comes with the SDK's uvicorn).
+MCP_UNUSED = ("mcp.client", "mcp.server.mcpserver", "pycryptodome", "Crypto", "ledger.cli")
 
 
 def test_mcp_server_loads_only_the_server_half_of_the_sdk(small_brain: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.agent.hermes_shapes import (
+    MAX_DESCRIPTION,
     Card,
     Found,
     environment_active,
@@ -28,7 +29,7 @@ from ledger.agent.hermes_shapes import (
 )
 from ledger.brain.memo import ObjectMemo, files_of_trees, plain
 from ledger.bundle.skill import SKILL_MD
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, StoreError
 from ledger.exchange.targets import Targets
 from ledger.store import gitstore as gs
 
@@ -66,18 +67,15 @@ class Listing:
         key = (head.commit, all_platforms, sys.platform, configs, env)
         if self._listing is not None and self._listing[0] == key:
             return self._listing[1], self._listing[2]
-        categories = self.brain.categories.of()
         versions = {e.name: e.version for e in self.brain.catalog.entries()}
-        self._fill(head.skills)
-        found = []
-        for name, tree in head.skills.items():
-            where = f"{categories[name]}/{name}" if name in categories else name
-            for rel, blob in self._skill_mds(tree):
-                found.append(Found(f"{where}/{rel}", name, rel, self._card(blob), blob))
-        cats = self.brain.snapshots.categories_tree(head)
-        for rel, (_, blob) in (self.brain.snapshots.files(cats) if cats else {}).items():
-            if rel.rpartition("/")[2] == SKILL_MD:  # Hermes would read one there as a skill too
-                found.append(Found(rel, None, rel, self._card(blob), blob))
+        try:
+            found = self._found(head)
+        except StoreError:  # an object the memo names is missing (a damaged file): read all from the store
+            if not self.memo.forget():
+                raise
+            self._trees.clear()
+            self._cards.clear()
+            found = self._found(head)
         gate = (lambda _p: True) if all_platforms else None
         active = functools.partial(environment_active, kanban_toolset=kanban)
         shown, hidden = list_home(
@@ -99,6 +97,21 @@ class Listing:
             self._cards = {b: c for b, c in self._cards.items() if b in live}
         self.memo.save(itertools.chain(head.skills.values(), (f.blob for f in found)))
         return self._listing[1], self._listing[2]
+
+    def _found(self, head: Any) -> list[Found]:
+        """Every SKILL.md Hermes would find in the home: each skill's, and any in the categories tree."""
+        categories = self.brain.categories.of()
+        self._fill(head.skills)
+        found = []
+        for name, tree in head.skills.items():
+            where = f"{categories[name]}/{name}" if name in categories else name
+            for rel, blob in self._skill_mds(tree):
+                found.append(Found(f"{where}/{rel}", name, rel, self._card(blob), blob))
+        cats = self.brain.snapshots.categories_tree(head)
+        for rel, (_, blob) in (self.brain.snapshots.files(cats) if cats else {}).items():
+            if rel.rpartition("/")[2] == SKILL_MD:  # Hermes would read one there as a skill too
+                found.append(Found(rel, None, rel, self._card(blob), blob))
+        return found
 
     def _fill(self, skills: dict[str, bytes]) -> None:
         """Learn the SKILL.md files of the skill trees not yet known, and the cards of those files:
@@ -233,9 +246,20 @@ def _card_json(card: Card) -> dict[str, Any] | None:
 
 
 def _card_entry(kept: Any) -> Card | None:
-    """:func:`_card_json` read back, or ``None`` for a miss or anything else."""
+    """:func:`_card_json` read back, or ``None`` for a miss or anything :func:`read_card` cannot
+    return: an unreadable card holds nothing else; a bad description is ``None``; a good one is
+    text, a list or a map (what has a length) of at most Hermes's 1,024 characters or items."""
     if type(kept) is not dict or "d" not in kept or not kept.keys() <= _CARD_KEYS.keys():
         return None
     if any(key in kept and type(kept[key]) is not str for key in ("u", "b")):
+        return None
+    description = kept["d"]
+    if "u" in kept:
+        shaped = kept.keys() == {"d", "u"} and description == ""
+    elif "b" in kept:
+        shaped = description is None
+    else:
+        shaped = type(description) in (str, list, dict) and len(description) <= MAX_DESCRIPTION
+    if not shaped:
         return None
     return Card(**{_CARD_KEYS[key]: value for key, value in kept.items()})

@@ -4,8 +4,9 @@ One tool surface: ``tools/list`` publishes :data:`ledger.agent.tools.TOOLS` exac
 same input schemas, enums, descriptions and ``additionalProperties: false``) with
 :data:`~ledger.agent.tools.ANNOTATIONS`, and every call goes through the same
 dispatcher, which checks the arguments against that schema before anything runs.
-A result carries its JSON both as text and as ``structuredContent``; a refusal is a
-tool error (``isError``) with the same structure, whose hints name MCP tools.
+A result carries its JSON both as text and as ``structuredContent`` (``skills_list``'s,
+megabytes at 10,000 skills, as text only: ADR 28); a refusal is a tool error
+(``isError``) with the same structure, whose hints name MCP tools.
 
 The server holds the brain open, so a call pays no start-up cost. Calls run one at a
 time in a worker thread, so the wire keeps answering (see :mod:`ledger.agent.wire`)
@@ -15,13 +16,12 @@ writers can run beside the server, and it sees their snapshots.
 
 from __future__ import annotations
 
-import json
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ledger.agent.tools import ANNOTATIONS, TOOLS, SkillTools
-from ledger.brain import Brain
+from ledger.brain import Brain, find_brain
 from ledger.errors import LedgerError
 
 __all__ = ["serve"]
@@ -37,12 +37,17 @@ def _version() -> str:
         return "0+unknown"
 
 
-def _report_signer(brain: Brain) -> None:
+def _report_signer(brain: Brain, failed: list[BaseException]) -> None:
     """Say on stderr, once at start-up, which key signs this server's writes, or why none can and
-    whether writes are then refused (the policy ``signed``) or written unsigned (``open``)."""
+    whether writes are then refused (the policy ``signed``) or written unsigned (``open``).
+    Run in a thread: what it raises is put in ``failed``, for the server to raise before it serves."""
     import sys
 
-    who = brain.keyring.signer("agent")
+    try:
+        who = brain.keyring.signer("agent")
+    except BaseException as exc:  # raised again by the server before it serves
+        failed.append(exc)
+        return
     if who["address"] is not None:
         line = f"signing as agent {who['address']} (keys: {brain.keys.home}; policy {who['policy']})"
     elif who["policy"] == "signed":
@@ -79,7 +84,54 @@ def _server_half_of_the_sdk() -> None:
         sys.modules[name] = shell
 
 
-def serve(root: Path) -> None:
+def quick_serve(args: list[str]) -> bool:
+    """``ledger [--brain DIR] mcp`` (``args``: what precedes ``mcp``) without click, whose import is
+    about 30 ms of every agent session's start (ADR 32). The brain is found as the click command
+    finds it (``--brain``, else ``$LEDGER_BRAIN``, else the current directory or its nearest brain
+    parent). ``False``, with nothing read from stdin and nothing started, for any other command
+    line or a brain that does not open: click then does it again and reports as usual."""
+    import os
+    import sys
+
+    if args[:1] == ["--brain"] and len(args) == 2:
+        path: str | None = args[1]
+    elif len(args) == 1 and args[0].startswith("--brain="):
+        path = args[0][len("--brain=") :]
+    elif not args:
+        path = os.environ.get("LEDGER_BRAIN")
+    else:
+        return False
+    if path == "":
+        return False  # click's reading of an empty --brain or $LEDGER_BRAIN decides
+    try:
+        brain = Brain.open(find_brain(path, search_up=path is None))
+    except (LedgerError, OSError, ValueError):
+        return False
+    try:
+        serve(brain.root, brain)
+    except LedgerError as exc:  # as the click group reports one
+        print(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+        sys.exit(1)
+    return True
+
+
+def serve(root: Path, brain: Brain | None = None) -> None:
+    """Serve ``root`` (or ``brain``, already open) until stdin ends; the brain is closed after."""
+    import threading
+
+    brain = brain or Brain.open(root)
+    # The signer report reads the head and the keys: in a thread, while the SDK imports (ADR 32).
+    failed: list[BaseException] = []
+    signer = threading.Thread(target=_report_signer, args=(brain, failed), daemon=True)
+    signer.start()
+    try:
+        _serve(brain, signer, failed)
+    finally:
+        signer.join()
+        brain.close()
+
+
+def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
     _server_half_of_the_sdk()
     import anyio
     import mcp_types as types
@@ -89,9 +141,7 @@ def serve(root: Path) -> None:
 
     from ledger.agent.wire import Wire
 
-    brain = Brain.open(root)
     tools = SkillTools(brain)
-    _report_signer(brain)
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_worker(fn: Any, *args: Any) -> Any:
@@ -105,12 +155,11 @@ def serve(root: Path) -> None:
         ])  # fmt: skip
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await in_worker(tools.call, params.name, dict(params.arguments or {}))
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))  # compact: a listing can be megabytes
+        result, text = await in_worker(tools.call_json, params.name, dict(params.arguments or {}))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
-            structured_content=result,
-            is_error=not result["success"],
+            structured_content=result,  # None (left out) for a listing, sent once as text (ADR 28)
+            is_error=result is not None and not result["success"],
         )
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
@@ -160,7 +209,7 @@ def serve(root: Path) -> None:
         async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    try:
-        anyio.run(main)
-    finally:
-        brain.close()
+    signer.join()  # before the first frame is read: a call may write, and its report came first
+    if failed:
+        raise failed[0]
+    anyio.run(main)

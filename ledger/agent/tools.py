@@ -10,7 +10,7 @@ receipt with an inclusion proof of what it returned.
 The write policy (which folders, which sizes) is the agent's, not the ledger's:
 :class:`Policy` defaults to Hermes's limits and is configurable.
 
-Just over 400 lines: the schemas (``TOOLS``) and the dispatcher that checks calls
+Just under 500 lines: the schemas (``TOOLS``) and the dispatcher that checks calls
 against them are one contract, kept in one file.
 """
 
@@ -220,6 +220,8 @@ class SkillTools:
         self.actor = actor
         self.evidence = evidence
         self._hermes_listing = hermes_listing.Listing(brain)  # skills_list's, kept per head
+        # skills_list's JSON per (category, all_platforms), with the listing it was made from (ADR 28)
+        self._sent: dict[tuple[Any, Any], tuple[Any, Any, str]] = {}
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run one tool call. Arguments are checked against the published schema first (a ``null``
@@ -239,6 +241,34 @@ class SkillTools:
         except Exception as exc:  # the contract is a result, never an exception; this is a bug in the ledger
             return {"success": False, "error": f"internal error: {type(exc).__name__}: {exc}", "internal": True,
                     "hint": "this is a bug in brain-ledger; the call changed nothing it did not acknowledge"}
+
+    def call_json(self, tool: str, arguments: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
+        """:meth:`call` as ``ledger mcp`` sends it: ``(result, its compact JSON)``. A successful
+        ``skills_list`` is ``(None, its JSON)``: sent once, as text (ADR 28), and kept for the listing it
+        was made from, which :class:`~ledger.agent.hermes_listing.Listing` keeps per head, so a warm
+        listing is a lookup. The JSON is always :meth:`call`'s, byte for byte."""
+        args = {k: v for k, v in (arguments or {}).items() if v is not None}
+        slot = (args.get("category"), args.get("all_platforms", False))
+        try:
+            if tool != "skills_list":
+                raise LookupError
+            check_arguments(tool, args)
+            shown, hidden = self._hermes_listing(bool(slot[1]))
+        except Exception:  # not a listing, or one that fails: call() answers, as it always has
+            shown = hidden = None
+        kept = self._sent.get(slot)
+        if shown is not None and kept is not None and kept[0] is shown and kept[1] is hidden:
+            return None, kept[2]  # the same list objects: the same head, config and environment
+        result = self.call(tool, arguments)
+        text = compact_json(result)
+        if shown is None or not result["success"]:
+            return result, text
+        if len(self._sent) >= 16:
+            self._sent.clear()
+        # Made from this listing or a newer one (a write in between): a newer one is never served under
+        # the older lists' identity, since the Listing never hands those lists out again.
+        self._sent[slot] = (shown, hidden, text)
+        return None, text
 
     # ------------------------------------------------------------------ reads
 
@@ -449,4 +479,9 @@ class SkillTools:
 
 def as_json(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
+
+
+def compact_json(result: dict[str, Any]) -> str:
+    """A result as ``ledger mcp`` sends it: compact (a listing can be megabytes)."""
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 

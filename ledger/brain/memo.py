@@ -140,6 +140,13 @@ class ObjectMemo:
             self._load()[key.hex()] = value
             self.unsaved += 1
 
+    def forget(self) -> bool:
+        """Drop every entry, in memory and (at the next :meth:`save`) on disk: for an owner whose
+        entries led it to an object the store does not hold. Whether any entry had come from disk."""
+        had = self._on_disk and bool(self._entries)
+        self._entries, self._on_disk = {}, False
+        return had
+
     def __len__(self) -> int:
         return len(self._load())
 
