@@ -20,6 +20,19 @@ class LedgerError(Exception):
     def __str__(self) -> str:
         return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
 
+    def report(self) -> str:
+        """The ``error:`` line and any ``hint:`` line a command prints, made :func:`printable`."""
+        return f"error: {printable(self.message)}" + (f"\nhint: {printable(self.hint)}" if self.hint else "")
+
+
+def printable(text: str) -> str:
+    """Escape control characters and undecodable bytes, so no input can repaint the terminal."""
+    return "".join(c if _shown(c) else c.encode("unicode_escape").decode() for c in text)
+
+
+def _shown(c: str) -> bool:
+    return (c.isprintable() or c in "\n\t") and not 0xDC80 <= ord(c) <= 0xDCFF
+
 
 class UsageError(LedgerError):
     """The request itself is malformed (CLI exit code 2)."""

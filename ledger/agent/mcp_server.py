@@ -110,7 +110,7 @@ def quick_serve(args: list[str]) -> bool:
     try:
         serve(brain.root, brain)
     except LedgerError as exc:  # as the click group reports one
-        print(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+        print(exc.report(), file=sys.stderr)
         sys.exit(1)
     return True
 

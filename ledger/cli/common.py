@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from ledger.bundle.skill import MAX_SKILL_MD
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import LedgerError, UsageError, printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,15 +47,6 @@ def _fail(exc: LedgerError, code: int) -> None:
     if exc.hint:
         click.echo(f"hint: {printable(exc.hint)}", err=True)
     sys.exit(code)
-
-
-def printable(text: str) -> str:
-    """Escape control characters and undecodable bytes, so no input can repaint the terminal."""
-    return "".join(c if _shown(c) else c.encode("unicode_escape").decode() for c in text)
-
-
-def _shown(c: str) -> bool:
-    return (c.isprintable() or c in "\n\t") and not 0xDC80 <= ord(c) <= 0xDCFF
 
 
 def read_input(source: str, limit: int, what: str) -> bytes:
