@@ -6,7 +6,9 @@ and ``ledger.bundle.merkle`` (~90 ms together).  So that exact form is answered 
 importing neither; every other command line, and every failure or tree the
 native hasher hands back, goes to the click CLI (``ledger.cli``), which does
 the work again and reports as usual.  Output is byte-identical either way
-(tests/test_native.py).
+(tests/test_native.py).  So are ``status``, ``index`` and ``skill list`` from the stat cache
+(:mod:`ledger._quick`), and a no-op ``sync`` from its instant records
+(:mod:`ledger.exchange.instant`; tests/test_statcache.py, tests/test_sync_instant.py).
 """
 
 from __future__ import annotations
@@ -67,9 +69,14 @@ def main() -> None:
     take_secrets()  # before anything can start a child process
     out = _quick_hash(sys.argv[1:])
     if out is None and not os.environ.get("LEDGER_FULL_PATH"):
-        from ledger._quick import answer  # status, index, skill list from the stat cache
+        if "sync" in sys.argv[1:4]:
+            from ledger.exchange.instant import answer as in_step  # a no-op sync from its instant records
 
-        out = answer(sys.argv[1:])
+            out = in_step(sys.argv[1:])
+        if out is None:
+            from ledger._quick import answer  # status, index, skill list from the stat cache
+
+            out = answer(sys.argv[1:])
     if out is None and sys.argv[-1:] == ["mcp"] and not os.environ.get("LEDGER_FULL_PATH"):
         from ledger.agent.mcp_server import quick_serve  # every agent session starts one: no click
 

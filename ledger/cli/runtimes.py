@@ -141,16 +141,19 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.option("--poll", type=float, default=2.0, show_default=True,
               help="With --watch and a remote: seconds between looks at the remote.")  # fmt: skip
 @click.option("--no-remote", is_flag=True, help="Leave the shared remote ('ledger remote set') out of this sync.")
+@click.option("--full", is_flag=True,
+              help="Read every file of every target: trust no record or stat entry (docs/layouts.md, No-op syncs).")
 @json_flag
 @click.pass_context
 def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | None, confirm: tuple[str, ...],
-         restore: tuple[str, ...], watch: bool, debounce: float, poll: float, no_remote: bool,
+         restore: tuple[str, ...], watch: bool, debounce: float, poll: float, no_remote: bool, full: bool,
          as_json: bool) -> None:  # fmt: skip
     """Project the brain into every linked target and record what changed there; then publish it to
     the shared remote (merging what other machines published) and anchor it, when one is set.
 
     Exit 1 while a conflict or a refused target remains, or the remote cannot be reached (with
-    --json, after printing the report).
+    --json, after printing the report).  A target found in step by its last pass is checked by
+    its files' metadata alone (lstat); --full reads every file.
     """
     from ledger.exchange.fleet import remote_of
     from ledger.exchange.projection import Projection
@@ -168,8 +171,8 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         if watch:
             from ledger.exchange.watching import watch as run_watch
 
-            if take or confirm or restore:
-                raise UsageError("--watch does not take --take, --confirm-deletions or --restore",
+            if take or confirm or restore or full:
+                raise UsageError("--watch does not take --take, --confirm-deletions, --restore or --full",
                                  hint="run them once first")  # fmt: skip
             tick = _remote_tick(brain, remote, poll, as_json) if remote else None
             run_watch(engine, chosen, debounce=debounce, on_report=lambda r: _say(r, as_json, quiet=True),
@@ -179,14 +182,14 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         for name in (*confirm, *restore):
             targets.get(name)  # an unknown target is a mistake, said before anything moves
         report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed,
-                             restore=restore) if chosen else \
+                             restore=restore, full=full) if chosen else \
             {"targets": [], "conflicts": 0, "refused": 0}  # fmt: skip
         if remote is not None:
             before = brain.head().commit
             report["remote"] = _sync_remote(brain, remote)
             if chosen and brain.head().commit != before:  # the targets show the merged result, not one behind
                 again = _committed_or_none(brain) if any(t.committed for t in chosen) else None
-                _fold(report, engine.sync(names, committed=again))
+                _fold(report, engine.sync(names, committed=again, full=full))
         from ledger.exchange.merges import conflicts as merge_conflicts
 
         report["merge_conflicts"] = sorted(merge_conflicts(brain))

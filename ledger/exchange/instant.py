@@ -2,23 +2,26 @@
 pass leaves for each target, so that the next pass ``lstat``s what it names instead of reading
 the target (docs/layouts.md, "No-op syncs").
 
-``.ledger/cache/sync-<target>.instant.json`` holds:
+``.ledger/cache/instant-<target>.json`` is saved only by a pass that found the whole target in
+step with the head (every skill projected there in place and unchanged; nothing recorded,
+projected, removed, in conflict, left alone or under way), after its manifest; every pass
+deletes the old one before it does anything else.  It holds:
 
-- the folders the pass listed to find the skills (and a Hermes home's category files), and, for
-  each skill whose files were what the manifest says, the paths of its folders and files: each
-  group with a key of their ``lstat`` fields (mode, inode, size, mtime, ctime; git's index
+- the folders the pass listed to find the skills, the folders it looked into for a ``SKILL.md``
+  (and a Hermes home's category files), and, for each skill, the paths of its folders and files:
+  each group with a key of their ``lstat`` fields (mode, inode, size, mtime, ctime; git's index
   compares the same), computed as :func:`ledger._native.stat_keys` computes it;
 - digests of all else the pass depended on: ``targets.json``, ``config.json``, the brain's
   ``syncignore``, the target's ``.ledgerignore``, and the manifest as the pass saved it;
-- ``commit``: the head commit the whole target was found in step with (every skill projected
-  there in place and unchanged, nothing in conflict, left alone or under way), else none.
+- ``commit``: the head commit the target was found in step with.
 
 A folder's mtime and ctime change when an entry is added, removed or renamed in it; a file's
 when it is written, replaced or chmod'ed; a link swapped in changes the mode.  A group is keyed
 only when every path in it is older, by :data:`RACY_NS`, than the moment it was listed or read
 (git's "racily clean": an edit in the same clock tick would leave the fields as they were); it is
-read again next time.  What no ``lstat`` field shows (same size, mtime restored *and* ctime
-unchanged: a clock set back, a raw device write) is read by ``ledger sync --full``.
+read again next time, and the pass saves no record.  What no ``lstat`` field shows (same size,
+mtime restored *and* ctime unchanged: a clock set back, a raw device write) is read by
+``ledger sync --full``, which reads every file (ADR 30).
 
 The record is bookkeeping: lost or corrupt, the next pass reads the target as it always did.
 This module imports nothing heavy: :func:`answer` runs before click and the write engine load.
@@ -27,14 +30,16 @@ This module imports nothing heavy: :func:`answer` runs before click and the writ
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from blake3 import blake3
 
 __all__ = ["RACY_NS", "SCAN", "Group", "Record", "answer", "controls", "current_keys", "digest_of", "in_step",
-           "read_ignore", "record_file"]  # fmt: skip
+           "read_file", "read_ignore", "record_file"]  # fmt: skip
 
 RACY_NS = 2_000_000_000  # a path is trusted once it is this much older than its reading (FAT keeps 2 s mtimes)
 SCAN = "."  # the group of the folders a pass listed to find skills: the target's own folder
@@ -53,27 +58,36 @@ def key(rows: Iterable[tuple[int, ...]]) -> str:
     """The key of a group's fields, path by path: BLAKE3 over them as native int64s, first 16 bytes."""
     from array import array
 
-    from blake3 import blake3
-
     flat = array("q", [v if v < 1 << 63 else v - (1 << 64) for row in rows for v in row])
     return blake3(flat.tobytes()).hexdigest()[:32]
 
 
 class Group:
     """Paths under one folder of a target with their ``lstat`` fields, as one pass saw them;
-    ``since`` is when it began to list or read them (every field must be older than that)."""
+    ``since`` is when it began to list or read them (now, unless given: every field must be
+    older than that by :data:`RACY_NS`)."""
 
     __slots__ = ("rows", "since")
 
-    def __init__(self, since: int) -> None:
+    def __init__(self, since: int | None = None) -> None:
         self.rows: dict[str, tuple[int, ...]] = {}
-        self.since = since
+        self.since = time.time_ns() if since is None else since
 
     def add(self, rel: str, st: os.stat_result) -> None:
-        self.rows[rel] = fields(st)
+        """``rel``'s fields, unless it has some already: the first look is the one a reading relied on."""
+        self.rows.setdefault(rel, fields(st))
+
+    def without(self, paths: Iterable[str]) -> Group:
+        """The same group less ``paths`` (keyed in another group already)."""
+        out = Group(self.since)
+        out.rows = dict(self.rows)
+        for rel in paths:
+            out.rows.pop(rel, None)
+        return out
 
     def sealed(self) -> tuple[list[str], str] | None:
-        """``(paths, key)``, or None while any path is racily clean (written within :data:`RACY_NS`)."""
+        """``(paths, key)``, or None while any path is racily clean (written within :data:`RACY_NS`
+        of its reading, or dated in the future)."""
         limit = self.since - RACY_NS
         if not self.rows or any(max(r[3], r[4]) >= limit for r in self.rows.values()):
             return None
@@ -81,10 +95,12 @@ class Group:
         return paths, key(self.rows[p] for p in paths)
 
 
-def current_keys(base: str, names: Sequence[str], groups: Sequence[Sequence[str]]) -> list[str | None]:
+def current_keys(base: str, names: Sequence[str], groups: Sequence[Sequence[str]], *,
+                 native: bool = True) -> list[str | None]:  # fmt: skip
     """The key of each group ``groups[i]`` of paths under ``base/names[i]`` now (None: a path is gone):
-    in C on several threads when the native module is built, as git's preloaded index does."""
-    if not os.environ.get("LEDGER_PURE_PYTHON"):
+    in C on several threads when the native module is built (and ``native``), as git's preloaded
+    index does."""
+    if native:
         try:
             from ledger import _native
         except ImportError:  # pragma: no cover - the pure-Python build
@@ -101,15 +117,18 @@ def current_keys(base: str, names: Sequence[str], groups: Sequence[Sequence[str]
 
 
 def record_file(control: str, name: str) -> str:
-    return f"{control}/cache/sync-{name}.instant.json"
+    """Where target ``name``'s record is kept (``sync-<name>.json`` beside it is the manifest's stat
+    entries: a target may be named ``x.instant``, so the record's name starts differently)."""
+    return f"{control}/cache/instant-{name}.json"
 
 
 def digest_of(data: bytes | None) -> str:
-    """A file's digest as a record names it (``-``: no such file)."""
-    return "-" if data is None else hashlib.sha256(data).hexdigest()
+    """A file's digest as a record names it: BLAKE3 (``-``: no such file)."""
+    return "-" if data is None else blake3(data).hexdigest()
 
 
-def _read(path: str) -> bytes | None:
+def read_file(path: str) -> bytes | None:
+    """A file's bytes, or None if there is none."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -118,10 +137,11 @@ def _read(path: str) -> bytes | None:
 
 
 def controls(control: str, ignore: bytes | None) -> str:
-    """One digest of what a pass over a target depends on besides the target and its manifest."""
-    h = hashlib.sha256()
-    for data in (_read(f"{control}/targets.json"), _read(f"{control}/config.json"), _read(f"{control}/syncignore"),
-                 ignore):  # fmt: skip
+    """One digest (BLAKE3: hashlib's OpenSSL takes longer to load than this whole check) of what a
+    pass over a target depends on besides the target and its manifest."""
+    h = blake3()
+    for data in (read_file(f"{control}/targets.json"), read_file(f"{control}/config.json"),
+                 read_file(f"{control}/syncignore"), ignore):  # fmt: skip
         h.update(b"-" if data is None else b"%d:" % len(data) + data)
     return h.hexdigest()
 
@@ -167,68 +187,59 @@ def real_folder(path: str) -> bool:
 
 
 class Record:
-    """One target's instant record: see the module's doc."""
+    """One target's instant record (see the module's doc), in columns: skill ``names[i]`` is in folder
+    ``dirs[i]``, the paths keyed under it are ``shapes[shape[i]]`` (shared by skills alike), and their
+    key is ``keys[i]``; ``scan`` is ``(paths under the target, key)``."""
 
-    def __init__(self, controls: str, manifest: str, commit: str | None, scan: tuple[list[str], str] | None,
-                 found: dict[str, object] | None, skills: dict[str, tuple[str, list[str], str]]) -> None:  # fmt: skip
-        self.controls, self.manifest, self.commit = controls, manifest, commit
-        self.scan = scan  # (paths under the target, key)
-        self.found = found  # what the scan found, when it can stand for it: {"skills": {…}, "more": […]}
-        self.skills = skills  # key → (its folder, paths under it, key)
+    def __init__(self, controls: str, manifest: str, commit: str, scan: tuple[list[str], str],
+                 skills: Mapping[str, tuple[str, list[str], str]]) -> None:  # fmt: skip
+        self.controls, self.manifest, self.commit, self.scan = controls, manifest, commit, scan
+        self.names = sorted(skills)
+        self.dirs = [skills[k][0] for k in self.names]
+        index: dict[tuple[str, ...], int] = {}
+        self.shape = [index.setdefault(tuple(skills[k][1]), len(index)) for k in self.names]
+        self.shapes = [list(s) for s in index]
+        self.keys = [skills[k][2] for k in self.names]
 
     @classmethod
     def load(cls, path: str) -> Record | None:
+        """The record at ``path``; None if there is none, or it is damaged in any way."""
         try:
             with open(path, "rb") as fh:
                 doc = json.loads(fh.read())
-            if doc.get("format") != _FORMAT:
+            if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
                 return None
-            shapes = doc["shapes"]
-            skills = {k: (d, shapes[s], key) for k, d, s, key in zip(doc["names"], doc["dirs"], doc["shape"],
-                                                                       doc["keys"], strict=True)}  # fmt: skip
-            scan = (doc["scan"], doc["scan_key"]) if doc.get("scan_key") else None
-            rec = cls(doc["controls"], doc["manifest"], doc.get("commit"), scan, doc.get("found"), skills)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            rec = cls.__new__(cls)
+            rec.controls, rec.manifest, rec.commit = doc["controls"], doc["manifest"], doc["commit"]
+            rec.scan = (doc["scan"], doc["scan_key"])
+            rec.names, rec.dirs, rec.shape, rec.shapes, rec.keys = (doc[k] for k in ("names", "dirs", "shape",
+                                                                                      "shapes", "keys"))  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
             return None  # a corrupt record is no record
-        if not all(isinstance(v, str) for v in (rec.controls, rec.manifest)) or (
-                rec.scan is not None and not all(isinstance(p, str) for p in rec.scan[0])):  # fmt: skip
+        strings = (rec.controls, rec.manifest, rec.commit, rec.scan[1])
+        columns = (rec.names, rec.dirs, rec.keys, rec.scan[0], *rec.shapes)
+        if not (all(type(v) is str for v in strings) and all(type(c) is list for c in (*columns, rec.shapes, rec.shape))
+                and len(rec.names) == len(rec.dirs) == len(rec.keys) == len(rec.shape)
+                and all(type(v) is str for c in columns for v in c)
+                and all(type(i) is int and 0 <= i < len(rec.shapes) for i in rec.shape)):  # fmt: skip
             return None
-        for d, paths, k in skills.values():
-            if not (isinstance(d, str) and isinstance(k, str) and isinstance(paths, list)
-                    and all(isinstance(p, str) for p in paths)):  # fmt: skip
-                return None
         return rec
 
     def save(self, path: str) -> None:
         """Written whole and renamed into place; no fsync: it is checked on every use."""
-        shapes: dict[tuple[str, ...], int] = {}
-        names = sorted(self.skills)
         doc = {"format": _FORMAT, "controls": self.controls, "manifest": self.manifest, "commit": self.commit,
-               "scan": self.scan[0] if self.scan else [], "scan_key": self.scan[1] if self.scan else None,
-               "found": self.found, "names": names, "dirs": [self.skills[k][0] for k in names],
-               "shape": [shapes.setdefault(tuple(self.skills[k][1]), len(shapes)) for k in names],
-               "shapes": [list(s) for s in shapes], "keys": [self.skills[k][2] for k in names]}  # fmt: skip
+               "scan": self.scan[0], "scan_key": self.scan[1], "names": self.names, "dirs": self.dirs,
+               "shape": self.shape, "shapes": self.shapes, "keys": self.keys}  # fmt: skip
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             fh.write(json.dumps(doc, separators=(",", ":")).encode())
         os.replace(tmp, path)
 
-    def matching(self, base: str) -> set[str]:
-        """The groups whose paths are as recorded: :data:`SCAN`, and the key of each such skill."""
-        names, dirs, groups = [], [], []
-        if self.scan is not None:
-            names.append(SCAN)
-            dirs.append(SCAN)
-            groups.append(self.scan[0])
-        for k, (d, paths, _) in self.skills.items():
-            names.append(k)
-            dirs.append(d)
-            groups.append(paths)
-        want = [self.scan[1]] if self.scan is not None else []
-        want += [k for _, _, k in self.skills.values()]
-        got = current_keys(base, dirs, groups)
-        return {n for n, w, g in zip(names, want, got, strict=True) if g is not None and g == w}
+    def unchanged(self, base: str) -> bool:
+        """Whether every path it keys under ``base`` still has the ``lstat`` fields it recorded."""
+        got = current_keys(base, [SCAN, *self.dirs], [self.scan[0], *(self.shapes[i] for i in self.shape)])
+        return got == [self.scan[1], *self.keys]
 
 
 def in_step(control: str, name: str, path: str, commit: str, *, rec: Record | None = None) -> bool:
@@ -236,7 +247,7 @@ def in_step(control: str, name: str, path: str, commit: str, *, rec: Record | No
     ``commit``: its record says the whole target was in step with ``commit``, nothing it depends
     on has changed since, and no pass is under way or was killed in it."""
     rec = rec or Record.load(record_file(control, name))
-    if rec is None or rec.commit is None or rec.commit != commit or rec.scan is None:
+    if rec is None or rec.commit != commit:
         return False
     if os.path.lexists(f"{control}/sync/{name}.pending.json") or os.path.lexists(
             f"{control}/sync/work/{name}/{_STAGING}"):  # fmt: skip
@@ -247,9 +258,9 @@ def in_step(control: str, name: str, path: str, commit: str, *, rec: Record | No
     ignore = read_ignore(path)
     if ignore is _DECLINE or rec.controls != controls(control, ignore):  # type: ignore[arg-type]
         return False
-    if rec.manifest != digest_of(_read(f"{control}/sync/{name}.json")):
+    if rec.manifest != digest_of(read_file(f"{control}/sync/{name}.json")):
         return False
-    return len(rec.matching(path)) == len(rec.skills) + 1
+    return rec.unchanged(path)
 
 
 # ---------------------------------------------------------------------------------------------- the quick path
@@ -273,8 +284,8 @@ def _answer(args: list[str]) -> str | None:
         given, args = args[0].split("=", 1)[1], args[1:]
     else:
         given = os.environ.get("LEDGER_BRAIN") or None
-    if args[:1] != ["sync"] or (given is not None and not given):
-        return None
+    if args[:1] != ["sync"] or (given is not None and not given) or os.environ.get("LEDGER_PURE_PYTHON"):
+        return None  # (LEDGER_FULL_PATH is honoured by the caller, ledger._entry)
     rest = args[1:]
     as_json = "--json" in rest
     names = [a for a in rest if a != "--json"]
@@ -335,9 +346,9 @@ def _brain(given: str | None) -> str | None:
 
 def _head(git_dir: str) -> str | None:
     """``refs/heads/main``, loose or packed."""
-    data = _read(f"{git_dir}/refs/heads/main")
+    data = read_file(f"{git_dir}/refs/heads/main")
     if data is None:
-        for line in (_read(f"{git_dir}/packed-refs") or b"").decode().splitlines():
+        for line in (read_file(f"{git_dir}/packed-refs") or b"").decode().splitlines():
             if line.endswith(" refs/heads/main"):
                 data = line.split(" ", 1)[0].encode()
                 break

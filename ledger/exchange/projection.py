@@ -11,7 +11,9 @@ A pass over a target reads it (:mod:`ledger.exchange.reading`), then has two pha
    recorded, so an edit is never overwritten unread.
 
 Every target's changes are recorded before any is projected; one failing target fails only
-itself.  A target that lost its skills is refused, not read as deletions.
+itself.  A target that lost its skills is refused, not read as deletions.  A pass that found its
+target wholly in step leaves an instant record (:mod:`ledger.exchange.instant`), so that the next
+``ledger sync`` can answer from metadata alone; every pass deletes the old record first.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
 from ledger.errors import LedgerError
-from ledger.exchange import reading
+from ledger.exchange import instant, reading
 from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Ignore
 from ledger.exchange.recording import Recorder
 from ledger.exchange.settling import Pass, Settler, binmap, hexmap
@@ -51,6 +54,7 @@ class Projection:
     def __init__(self, brain: Brain, targets: Targets | None = None) -> None:
         self.brain = brain
         self.targets = targets or Targets(brain.control)
+        self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
         self.settler = Settler(self.targets, lambda key: self.brain.head().skills.get(key),
                                lambda tree: self.recorder.norm(self.recorder.data(self.brain.snapshots.files(tree))))
@@ -74,10 +78,12 @@ class Projection:
         confirm_deletions: Sequence[str] = (),
         committed: bytes | None = None,
         restore: Sequence[str] = (),
+        full: bool = False,
     ) -> dict[str, Any]:
         """One sync of ``names`` (default: every target); ``take=(side, skill)`` settles a conflict with
         ``side`` = ``ledger`` or a target's name; ``committed`` is the commit that committed targets show;
-        a target in ``restore`` lost its files: the brain's skills are put back, no deletion recorded."""
+        a target in ``restore`` lost its files: the brain's skills are put back, no deletion recorded;
+        ``full`` reads every file, trusting no stat entry (``ledger sync --full``)."""
         targets = [self.targets.get(n) for n in names] if names else self.targets.all()
         with self._sync_lock():
             reports: dict[str, dict[str, Any]] = {}
@@ -87,7 +93,7 @@ class Projection:
                     for target in targets:  # every target's changes are recorded before any is projected
                         wiped = "confirm" if target.name in confirm_deletions else \
                             "restore" if target.name in restore else None  # fmt: skip
-                        result = self._guarded(target, lambda t=target, w=wiped: self._open(t, w, committed))
+                        result = self._guarded(target, lambda t=target, w=wiped: self._open(t, w, committed, full))
                         if isinstance(result, Pass):
                             passes.append(result)
                             failed = self._guarded(target, lambda p=result, k=take: self.recorder.record(p, k))
@@ -149,9 +155,13 @@ class Projection:
         if p.manifest.pending:
             self.settler.journal(p, dict.fromkeys(list(p.manifest.pending)))  # all settled and saved
         p.report["conflicts"] = [{"skill": k, **v} for k, v in sorted(p.manifest.conflicts.items())]
+        with contextlib.suppress(OSError, LedgerError):  # bookkeeping: without it, the next sync reads the target
+            self._remember(p)
 
-    def _open(self, target: Target, wiped: str | None, committed: bytes | None) -> Pass | dict[str, Any]:
+    def _open(self, target: Target, wiped: str | None, committed: bytes | None,
+              full: bool = False) -> Pass | dict[str, Any]:  # fmt: skip
         """The target opened and read, its killed exchanges settled; or a report of why it is refused."""
+        Path(self._record_file(target)).unlink(missing_ok=True)  # first: no record outlives what it claims
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
         report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
         if target.committed and committed is None:
@@ -169,8 +179,11 @@ class Projection:
                           hint=f"mount it, or put the brain's skills back: ledger sync --restore {target.name} "
                                "(a missing target is never read as deletions)")  # fmt: skip
             return report
-        fs.ignore = self._ignore().then((fs.read_top(IGNORE_FILE) or b"").decode("utf-8", "replace"))
-        p = Pass(target, fs, self.targets.manifest(target.name), report=report)
+        ignore = fs.read_top(IGNORE_FILE)
+        controls = instant.controls(str(self.brain.control), ignore)  # before the files it digests are read
+        fs.ignore = self._ignore().then((ignore or b"").decode("utf-8", "replace"))
+        p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
+                 commit=self.brain.head().commit)  # fmt: skip
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
             fs.owns = lambda outer, inner: any(f.startswith(inner[len(outer) + 1 :] + "/") for f in held.get(outer, ()))
@@ -183,6 +196,53 @@ class Projection:
             raise
         fs.close()
         return report
+
+    def _record_file(self, target: Target) -> str:
+        return instant.record_file(str(self.brain.control), target.name)
+
+    def _remember(self, p: Pass) -> None:
+        """The instant record of a pass that found its target wholly in step, with nothing it depends
+        on changed since it began, and every folder and file it read older than its reading."""
+        if p.commit is None or p.scan is None or self.brain.head().commit != p.commit or not self._in_step(p):
+            return
+        control = str(self.brain.control)
+        if instant.read_file(f"{control}/config.json") != self.config or p.controls != instant.controls(
+                control, p.fs.read_top(IGNORE_FILE)) or self.targets.get(p.target.name) != p.target:  # fmt: skip
+            return  # changed since the pass (or the brain) read it: this pass may not have seen it
+        scan, skills = p.scan.sealed(), {}
+        for key, group in p.groups.items():  # a skill's own folder is keyed as the scan saw it, first
+            sealed = (group.without([""]) if p.dirs[key] in p.scan.rows else group).sealed()
+            if sealed is None or scan is None:
+                return  # racily clean: read again next time
+            skills[key] = (p.dirs[key], *sealed)
+        if scan is None:
+            return
+        manifest = instant.digest_of(instant.read_file(str(self.targets.dir / f"{p.target.name}.json")))
+        instant.Record(p.controls, manifest, p.commit.hex(), scan, skills).save(self._record_file(p.target))
+
+    def _in_step(self, p: Pass) -> bool:
+        """Whether the pass found (and left) the target exactly as the manifest says, the manifest in
+        step with the head, and nothing done, refused, left alone, in conflict or under way."""
+        r, m = p.report, p.manifest
+        if r["status"] != "ok" or any(r[k] for k in ("recorded", "projected", "removed", "conflicts", "left_alone",
+                                                     "rescued")):  # fmt: skip
+            return False
+        if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.scan is None:
+            return False
+        head = self.brain.head().skills
+        for key in {k for k in head if p.target.includes(k)} | set(m.skills) | set(p.state) | set(p.dirs):
+            entry, lt = m.skills.get(key), head.get(key)
+            if entry is None or lt is None or key not in p.state or key not in p.groups or \
+                    entry.get("tree") != lt.hex() or entry["dir"] != p.dirs.get(key) or p.state[key][0] != m.files(key):
+                return False  # fmt: skip
+        if p.target.layout == "hermes":
+            plan = p.category_plan
+            if plan is None or plan.project or plan.record:
+                return False
+            found = {rel: blob_id(data).hex() for rel, data in p.categories.items()}
+            if found != {rel: b for rel, b in m.categories.items() if b is not None}:
+                return False
+        return True
 
     def _ignore(self) -> Ignore:
         """The default rules, then the brain's own (``.ledger/syncignore``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.skill import SKILL_MD, check_name, slugify
 from ledger.errors import LedgerError
+from ledger.exchange.instant import Group
 from ledger.exchange.settling import Pass
 from ledger.exchange.targetfs import TargetError
 
@@ -22,7 +23,7 @@ WIPED_MIN = 4  # from this many managed skills, losing most of them (not only al
 def read(p: Pass, wiped: str | None) -> bool:
     """The target's skills read into the pass; False (and the report says why) if it looks wiped."""
     scan = p.fs.scan()
-    p.categories = scan.categories
+    p.categories, p.scan = scan.categories, scan.group
     for rel, why in scan.refused.items():
         p.report["left_alone"].append({"dir": rel, "reason": why})
     claims: dict[str, list[str]] = {}
@@ -41,13 +42,16 @@ def read(p: Pass, wiped: str | None) -> bool:
             p.dirs[key] = managed if managed in rels else sorted(rels)[0]  # present: never replaced nor deleted
             continue
         rel = rels[0]
-        cache = p.manifest.stats.get(key) if managed == rel else None
+        cache = p.manifest.stats.get(key) if managed == rel and not p.full else None
+        group = Group()  # its clock starts before the skill is read
         try:
-            p.state[key] = p.fs.state(rel, cache)
+            p.state[key] = p.fs.state(rel, cache, group=group)
+            p.groups[key] = group
             p.dirs[key] = rel
             within_caps(p, key, rel)
         except (TargetError, OSError) as exc:
             p.state.pop(key, None)
+            p.groups.pop(key, None)
             why = exc.message if isinstance(exc, LedgerError) else str(exc)
             p.report["left_alone"].append({"dir": rel, "reason": why})
             p.dirs[key] = rel  # present, but not recordable: never replaced or deleted

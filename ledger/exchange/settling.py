@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.exchange.instant import Group
 from ledger.exchange.targetfs import TargetFS
 from ledger.exchange.targets import Manifest, Target, Targets
 from ledger.store import gitstore as gs
@@ -59,6 +60,11 @@ class Pass:
     changed: bool = False  # something moved under the pass: run another
     conflict_since: dict[str, str | None] = field(default_factory=dict)  # a conflict merged again keeps its date
     keep_displaced: set[str] = field(default_factory=set)  # a side chosen away (--take): kept aside, not deleted
+    full: bool = False  # read every file (ledger sync --full): no stat entry is trusted
+    scan: Group | None = None  # what the scan listed and looked into, for the instant record
+    groups: dict[str, Group] = field(default_factory=dict)  # key → its folders and files as read
+    controls: str | None = None  # what the pass depends on besides the target (instant.controls), at its start
+    commit: bytes | None = None  # the head when the pass began
 
 
 class Settler:

@@ -14,8 +14,9 @@ is relative to a descriptor opened without following links, from ``/`` down:
   An edit that landed in between is put back, never deleted (:meth:`TargetFS.settle`).
 
 Reads are cached by ``stat`` like git's index: an entry is trusted only if the file's
-mtime and ctime are older than the moment it was hashed by more than :data:`RACY_NS`; and
-what a pass listed and read is keyed for the next one (:mod:`ledger.exchange.instant`).
+mtime is older than the moment it was hashed by more than :data:`RACY_NS`; and what a pass
+listed and read is keyed by its ``lstat`` fields for the next one (:class:`Group`,
+:mod:`ledger.exchange.instant`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from ledger.exchange.descriptors import (
     work_dir,
 )
 from ledger.exchange.ignoring import Matcher, nothing
-from ledger.exchange.instant import RACY_NS, Group
+from ledger.exchange.instant import Group
 from ledger.store.gitstore import MODE_EXEC, MODE_FILE, FileMap, blob_id
 from ledger.write.writepath import read_limited
 
@@ -53,6 +54,7 @@ __all__ = ["RACY_NS", "STAGING", "Scan", "TargetError", "TargetFS"]
 
 STAGING = ".ledger-staging"  # whole skills are written here, then renamed into place
 RESCUED = ".ledger-rescued"  # what an interrupted exchange displaced that nobody recorded yet
+RACY_NS = 1_000_000_000  # a stat entry is trusted once the file is this much older than its hashing
 _SKIP = frozenset({".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__",
                    STAGING, RESCUED})  # fmt: skip
 
@@ -65,7 +67,7 @@ class Scan:
     more: list[tuple[str, str]] = field(default_factory=list)  # (folder, dir): a folder name seen again (hermes)
     refused: dict[str, str] = field(default_factory=dict)  # relative dir → why
     categories: dict[str, bytes] = field(default_factory=dict)  # hermes: category files by relative path
-    group: Group | None = None  # the folders listed (and files read), for the next pass to lstat instead
+    group: Group = field(default_factory=Group)  # what was listed and looked into (instant.SCAN)
 
 
 class TargetFS:
@@ -154,11 +156,12 @@ class TargetFS:
         (``agent/skill_utils.py``): a folder inside it that holds a ``SKILL.md`` is a skill of its
         own, in the category of the outer folder, unless it sits in one of the skill's own support
         folders, or :attr:`owns` says the outer skill holds it as its files (a brain recorded so)."""
-        out = Scan()
+        out = Scan()  # its group's clock starts before the first listing
         stack: list[tuple[str, str | None]] = [("", None)]  # (folder, the skill it is inside)
         while stack:
             rel, inside = stack.pop()
             with self._dir(rel) as fd:
+                out.group.add(rel, os.fstat(fd))  # an entry added, removed or renamed in it changes this
                 entries = sorted(os.scandir(fd), key=lambda e: e.name)
                 for e in entries:
                     child = f"{rel}/{e.name}" if rel else e.name
@@ -179,6 +182,7 @@ class TargetFS:
                             out.refused[child] = "a symbolic link (never followed)"
                         continue
                     if e.is_dir(follow_symlinks=False):
+                        out.group.add(child, e.stat(follow_symlinks=False))  # a SKILL.md added or removed
                         skill = self._has_skill_md(fd, e.name) and (inside is None or not self.owns(inside, child))
                         if skill:
                             if e.name in out.skills:
@@ -189,6 +193,7 @@ class TargetFS:
                             stack.append((child, child if skill else inside))
                     elif rel and self.layout == "hermes" and e.is_file(follow_symlinks=False):
                         with contextlib.suppress(OSError, LedgerError):
+                            out.group.add(child, e.stat(follow_symlinks=False))  # keyed before it is read
                             out.categories[child] = self._read_file(fd, e.name)[0]
         return out
 
@@ -229,14 +234,17 @@ class TargetFS:
         finally:
             os.close(fd)
 
-    def state(self, rel: str, cache: Mapping[str, list] | None = None, *,
-              work: bool = False) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
+    def state(self, rel: str, cache: Mapping[str, list] | None = None, *, work: bool = False,
+              group: Group | None = None) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
         """The skill at ``rel`` as a file map, and its stat entries; files whose stat entry in
-        ``cache`` still holds are not read again.  Raises :class:`TargetError` for a link or special
+        ``cache`` still holds are not read again; ``group`` gets the ``lstat`` fields of its folders
+        and files, each taken before it is read.  Raises :class:`TargetError` for a link or special
         file inside the skill (it is refused as a whole, never partly recorded)."""
         files: FileMap = {}
         stats: dict[str, list] = {}
-        for path, dir_fd, name, st in self._walk(rel, work):
+        for path, dir_fd, name, st in self._walk(rel, work, group=group):
+            if group is not None:
+                group.add(path, st)
             mode = MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
             old = (cache or {}).get(path)
             key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
@@ -259,11 +267,14 @@ class TargetFS:
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
 
-    def _walk(self, rel: str, work: bool = False, *,
-              ignored: bool = False) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
+    def _walk(self, rel: str, work: bool = False, *, ignored: bool = False,
+              group: Group | None = None) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
         """Each regular file of the skill at ``rel`` that the ignore rules keep (or, with ``ignored``,
-        each one they leave out); a link or special file that is kept refuses the whole skill."""
+        each one they leave out); a link or special file that is kept refuses the whole skill.
+        ``group`` gets the ``lstat`` fields of each folder walked (``""``: the skill's own)."""
         with (self._wdir(rel) if work else self._dir(rel)) as top:
+            if group is not None:
+                group.add("", os.fstat(top))
             stack: list[tuple[int, str, bool]] = [(os.dup(top), "", False)]
             try:
                 while stack:
@@ -279,6 +290,8 @@ class TargetFS:
                             if is_dir:
                                 if out and not ignored:
                                     continue  # an ignored folder is never read
+                                if group is not None:
+                                    group.add(f"{prefix}{e.name}", st)
                                 try:
                                     stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/", out))
                                 except OSError as exc:
@@ -400,7 +413,6 @@ class TargetFS:
             return self.state(f"{STAGING}/{staged}", work=True)[0]
         except (OSError, LedgerError):
             return None
-
 
     def discard(self, staged: str) -> None:
         """Delete a staged folder: renamed to ``<name>.gone`` first, so a kill halfway through the

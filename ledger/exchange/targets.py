@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError, UsageError
+from ledger.exchange.instant import record_file
 from ledger.write.journal import write_json
 
 __all__ = ["Manifest", "Runtime", "Target", "Targets", "runtimes"]
@@ -157,6 +158,7 @@ class Targets:
         self._save([t for t in current if t.name != name])
         (self.dir / f"{name}.json").unlink(missing_ok=True)
         self._stats_file(name).unlink(missing_ok=True)
+        Path(record_file(str(self.control), name)).unlink(missing_ok=True)
         return gone
 
     def _save(self, targets: list[Target]) -> None:
