@@ -52,8 +52,9 @@ def _time(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> flo
     return statistics.median(runs)
 
 
-def _brain(work: Path, n: int) -> Path:
-    src, brain = work / f"src-{n}", work / f"brain-{n}"
+def _brain(work: Path, n: int, tag: str = "") -> Path:
+    """A brain of ``n`` imported skills; ``tag`` keeps two brains of one size apart (noop and first)."""
+    src, brain = work / f"src-{n}{tag}", work / f"brain-{n}{tag}"
     _skills(src, n)
     _ledger(brain.parent, "init", str(brain))
     _ledger(brain, "import", str(src))
@@ -108,7 +109,7 @@ def watch(work: Path, n: int, edits: int) -> dict:
 
 
 def first(work: Path, m: int, repeat: int) -> dict:
-    brain = _brain(work, m)
+    brain = _brain(work, m, "-first")
     cps, syncs = [], []
     for r in range(repeat):
         dest = work / f"cp-{r}"
