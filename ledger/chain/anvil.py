@@ -144,12 +144,27 @@ def status(state_dir: Path) -> Node | None:
     except (FileNotFoundError, ValueError):
         return None
     node = Node(int(doc["pid"]), int(doc["port"]), str(doc["url"]))
-    try:
-        os.kill(node.pid, 0)
-    except ProcessLookupError:
+    if not _alive(node.pid):
         (state_dir / "node.json").unlink(missing_ok=True)
         return None
     return node
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A killed node whose starter has exited is a zombie until init reaps
+    it, which some inits (a container's) do seconds later: ``kill(pid, 0)`` still succeeds then,
+    so the process state is read too (Linux ``/proc``; elsewhere the signal alone decides)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process holds the pid: running, and not ours to judge
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
 
 
 def stop(state_dir: Path) -> Node | None:
