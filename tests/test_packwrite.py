@@ -144,3 +144,49 @@ def test_a_bulk_pack_gets_its_deltas_from_the_next_packer(tmp_path: Path) -> Non
     assert len(packs) == 1 and packs[0] < bulk / 2  # 200 near-identical files, as deltas
     assert audit_repo(brain.root, worktree=True).ok
     brain.close()
+
+
+def _wait_for_packer(brain: Brain) -> list[dict]:
+    import fcntl
+    import json
+
+    log = brain.control / "gc.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().strip()):
+        time.sleep(0.1)  # the write started a detached packer; it logs when done
+    fd = os.open(brain.control / "gc.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.close(fd)
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_files_a_bulk_snapshot_replaces_are_freed_by_its_packer(tmp_path: Path) -> None:
+    """ADR 31: a bulk write keeps each working-tree file it replaces (here every SKILL.md, given
+    its counter) as an extra link in .ledger/trash/; the packer it starts unlinks them."""
+    brain = Brain.init(tmp_path / "brain")
+    _hand_made(brain, 20)
+    before = {p.parent.name: p.read_text() for p in brain.skills_dir.glob("*/SKILL.md")}
+    brain.snapshot()
+    runs = _wait_for_packer(brain)
+    assert runs[-1]["swept"] == 20 and not list((brain.control / "trash").iterdir())
+    for name, text in before.items():
+        now = (brain.skills_dir / name / "SKILL.md").read_text()
+        assert now.startswith(text[: text.index("\n---\n")]) and "version: '1'" in now
+        assert (brain.skills_dir / name / "SKILL.md").stat().st_nlink == 1
+    assert audit_repo(brain.root, worktree=True).ok
+    brain.close()
+
+
+def test_without_a_packer_a_bulk_write_frees_what_it_replaced_itself(tmp_path: Path) -> None:
+    with Brain.init(tmp_path / "brain") as made:
+        made.update_config(gc={"every": 0})
+    brain = Brain.open(tmp_path / "brain")  # its writer reads gc.every when the brain opens
+    _hand_made(brain, 10)
+    brain.snapshot()
+    assert not list((brain.control / "trash").iterdir())
+    for i in range(10):  # a second bulk write replacing files again: an import of edited copies
+        (brain.skills_dir / f"s{i:03d}" / "scripts" / "run.sh").write_bytes(b"edited\n")
+    brain.snapshot()
+    assert not list((brain.control / "trash").iterdir())
+    assert audit_repo(brain.root, worktree=True).ok and brain.status().clean
+    brain.close()
