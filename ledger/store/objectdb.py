@@ -287,11 +287,6 @@ class ObjectDB:
             self._pack = None
         self.bulk_written += pack.finish()  # 0 when publish() already ran
 
-    @property
-    def in_bulk(self) -> bool:
-        """Whether a :meth:`bulk` block is running (and not yet published)."""
-        return self._pack is not None
-
     def publish(self) -> None:
         """Make the objects of a running :meth:`bulk` visible now; later writes go loose."""
         if self._pack is not None:

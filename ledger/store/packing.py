@@ -23,9 +23,6 @@ deltas, successive trees cost almost nothing.
   reader that misses an object re-scans the packs.  One packer runs at a time
   (``.ledger/gc.lock``); it needs no writer lock.  A killed packer's temporary files
   are removed by the next one.
-- **Frees what bulk writes replaced.** A bulk write keeps each working-tree file it
-  replaces as an extra link in ``.ledger/trash/`` (ADR 31); the packer it starts unlinks
-  them after its repack, so the blocks are freed off the write's clock.
 """
 
 from __future__ import annotations
@@ -45,14 +42,13 @@ from typing import Any
 from ledger._env import child_env
 from ledger.errors import StoreError
 
-__all__ = ["DEFAULT_EVERY", "TRASH", "no_repack", "note_write", "pack", "running", "store_size", "sweep"]
+__all__ = ["DEFAULT_EVERY", "no_repack", "note_write", "pack", "store_size"]
 
 DEFAULT_EVERY = 64  # writes between automatic packs
 DEFAULT_BYTES = 4 << 20  # or loose bytes written since the last pack, whichever comes first
 _COUNTER = "gc-writes"
 _LOCK = "gc.lock"
 _FULL = "gc-full"  # a bulk write asked for one repack of everything (its pack has no deltas)
-TRASH = "trash"  # in .ledger/: extra links to working-tree files a bulk write replaced (ADR 31)
 
 
 def store_size(git_dir: Path) -> dict[str, int]:
@@ -114,35 +110,6 @@ def note_write(
 def _packer_running(control: Path) -> bool:
     with _packer_lock(control, wait=False) as free:
         return not free
-
-
-def running(control: Path) -> bool:
-    """Whether a packer holds ``.ledger/gc.lock`` now (it sweeps the trash when its repack ends)."""
-    return _packer_running(control)
-
-
-def sweep(control: Path) -> int:
-    """Unlink every entry of ``.ledger/trash/``; how many.
-
-    Each is an extra link a bulk write kept to a working-tree file it replaced (ADR 31),
-    so that the rename did not free the file's blocks on the write's clock (on a file
-    system mounted with ``discard`` that costs 0.1-1 ms a file).  Nothing else links
-    there, and the working tree keeps its own link, so any entry may go at any time: a
-    writer killed between its link and its rename left a second name of a live file.
-    """
-    try:
-        fd = os.open(control / TRASH, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
-    swept = 0
-    try:
-        for name in os.listdir(fd):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                os.unlink(name, dir_fd=fd)
-                swept += 1
-    finally:
-        os.close(fd)
-    return swept
 
 
 @contextlib.contextmanager
@@ -244,7 +211,7 @@ def pack(
                 flag.unlink()
         seconds = time.monotonic() - started
         result = {"full": full or after_bulk, "seconds": round(seconds, 3), "deferred": round(deferred, 3),
-                  "before": before, "after": store_size(git_dir), "swept": sweep(control)}  # fmt: skip
+                  "before": before, "after": store_size(git_dir)}  # fmt: skip
         if full or check:
             _connected(git_dir)
             result["connectivity"] = "ok"

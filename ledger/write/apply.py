@@ -103,7 +103,6 @@ class Writer:
         self.joins = Joins(self)  # the commits with other parents than the head: a merge's, snapshot 0
         self.trees = SkillTrees(store, self.cache)  # a skill's blobs and trees, each digest from its bytes
         self._gc_mark = 0
-        self.trashed = 0  # files the last bulk write kept in .ledger/trash/ for its packer to free
 
     def bump(
         self,
@@ -211,10 +210,7 @@ class Writer:
             objects = self.store.objects  # what this process wrote: loose bytes, and packs not yet deltified
             written, self._gc_mark = objects.loose_written - self._gc_mark, objects.loose_written
             bulk, objects.bulk_written = objects.bulk_written, 0
-            started = packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes, bulk)
-            if self.trashed and not started and not packing.running(self.control):
-                packing.sweep(self.control)  # no packer will: free them now, as a rename would have
-            self.trashed = 0
+            packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes, bulk)
             return receipt
 
     def _apply_locked(
@@ -294,9 +290,8 @@ class Writer:
         )  # fmt: skip
         message = sealed.message
         commit = self.store.write_commit(root_tree, [head.commit], message)
-        bulk = self.store.objects.in_bulk  # its packer frees the files it replaces (ADR 31)
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
-        with wp.WorkTree(self.root, self.control, trash=bulk) as tree:
+        with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self.snapshots.files(t) if t is not None else None for n, t in old_trees.items()}
             seen: dict[str, gs.FileMap] = {}  # what each check found, so each skill is scanned once
             for name, files in updates.items():
@@ -325,7 +320,6 @@ class Writer:
             self.store.move_head(commit, head.commit)
             crashpoint("after-ref")
             (self.control / JOURNAL).unlink()
-            self.trashed += tree.trashed
         snap = gs.Snapshot.made(commit, root_tree, operation, root, head.snap.root, changes, message, head.commit)
         self.snapshots.current = Head(commit, snap, skills, bundle, entries, keys, ordered, fanout)
         self.snapshots.current.retired = retired

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from ledger.errors import LedgerError, StoreError, TreeError
 from ledger.store.gitstore import blob_id
-from ledger.store.packing import TRASH
 
 __all__ = ["FileMap", "WorkTree", "blob_id", "clear_ref_locks", "read_limited"]
 
@@ -74,7 +73,7 @@ class WorkTree:
     Use as a context manager; descriptors are closed on exit.
     """
 
-    def __init__(self, brain_root: Path, control: Path, *, trash: bool = False) -> None:
+    def __init__(self, brain_root: Path, control: Path) -> None:
         _raise_fd_limit()
         self._root = brain_root
         try:
@@ -83,15 +82,12 @@ class WorkTree:
             raise _refuse(exc, "skills/") from exc
         self._control = control
         self._tmp: int | None = None
-        self._trash: int | None = None
-        self.keep_replaced = trash  # a bulk write: replaced files go to .ledger/trash/ (see write())
-        self.trashed = 0  # how many did
 
     def close(self) -> None:
-        for fd in (self._skills, self._tmp, self._trash):
+        for fd in (self._skills, self._tmp):
             if fd is not None:
                 os.close(fd)
-        self._tmp = self._trash = None
+        self._tmp = None
 
     def __enter__(self) -> WorkTree:
         return self
@@ -128,24 +124,6 @@ class WorkTree:
             tmp.mkdir(exist_ok=True)
             self._tmp = os.open(tmp, _DIR)
         return self._tmp
-
-    def _keep_aside(self, parent: int, name: str) -> None:
-        """Link the file a rename is about to replace into ``.ledger/trash/`` (ADR 31).
-
-        The rename then drops a name, not the file, so freeing its blocks is left to the
-        packer the bulk write starts (:func:`ledger.store.packing.sweep`).  Best effort:
-        where no link can be made (a link limit, a file system without hard links, the
-        file gone), the rename frees the file as it always did.
-        """
-        try:
-            if self._trash is None:
-                trash = self._control / TRASH
-                trash.mkdir(exist_ok=True)
-                self._trash = os.open(trash, _DIR)
-            os.link(name, secrets.token_hex(12), src_dir_fd=parent, dst_dir_fd=self._trash, follow_symlinks=False)
-        except OSError:
-            return
-        self.trashed += 1
 
     # ------------------------------------------------------------------ reads
 
@@ -300,12 +278,10 @@ class WorkTree:
         for rel, (mode, sha) in sorted(new.items()):
             if have.get(rel) == (mode, sha):
                 continue
-            self.write((name, *rel.split("/")), read_blob(sha), 0o755 if mode == MODE_EXEC else 0o644, rel in have)
+            self.write((name, *rel.split("/")), read_blob(sha), 0o755 if mode == MODE_EXEC else 0o644)
 
-    def write(self, parts: tuple[str, ...], data: bytes, perm: int, replacing: bool = False) -> None:
-        """Atomically replace ``skills/<parts…>``: temp file (``O_EXCL``) then a descriptor-relative rename.
-
-        ``replacing``: a file is there (as :meth:`check` found it); a bulk write keeps it aside first."""
+    def write(self, parts: tuple[str, ...], data: bytes, perm: int) -> None:
+        """Atomically replace ``skills/<parts…>``: temp file (``O_EXCL``) then a descriptor-relative rename."""
         parent = self._open_dir(parts[:-1], create=True)
         try:
             tmp = self._tmp_fd()
@@ -318,8 +294,6 @@ class WorkTree:
                 os.fchmod(fd, perm)  # the umask must not decide the mode that gets hashed
             finally:
                 os.close(fd)
-            if replacing and self.keep_replaced:
-                self._keep_aside(parent, parts[-1])
             try:
                 os.rename(name, parts[-1], src_dir_fd=tmp, dst_dir_fd=parent)
             except OSError as exc:
