@@ -109,3 +109,47 @@ def test_a_skill_in_the_wrong_bucket_or_an_unknown_layout_is_refused(tmp_path: P
     top2 = _git(git_dir, "ls-tree", "main").replace(_git(git_dir, "rev-parse", "main:layout").strip(), layout)
     with pytest.raises(LedgerError, match="layout record"):
         skills_of(brain.store, bytes.fromhex(_git(git_dir, "mktree", stdin=top2.encode()).strip()))
+
+
+def _parse_by_loop(data: bytes) -> list | str:
+    """parse_tree's entry loop alone: the reference its one-regex split must agree with."""
+    out, i, n = [], 0, len(data)
+    try:
+        while i < n:
+            sp = data.index(b" ", i)
+            nul = data.index(b"\x00", sp)
+            if nul + 21 > n:
+                raise ValueError("truncated entry")
+            name = data[sp + 1 : nul].decode("utf-8", "surrogateescape")
+            out.append((data[nul + 1 : nul + 21], int(data[i:sp], 8), name))
+            i = nul + 21
+    except ValueError as exc:
+        return f"git tree  is malformed: {exc}"
+    return out
+
+
+def test_tree_parsing_agrees_with_the_entry_loop_on_any_bytes() -> None:
+    """The fast split (issue 35) returns what the loop returns, and a malformed tree fails with the loop's error."""
+    import random
+
+    from ledger.errors import StoreError
+    from ledger.store.objectdb import parse_tree
+
+    rnd = random.Random(35)
+    alphabet = [b" ", b"\x00", b"1", b"0", b"4", b"7", b"8", b"a", b"\t", b"_", b"+", b"\xff"]
+    for _ in range(20_000):
+        entries = []
+        for _ in range(rnd.randint(0, 4)):
+            mode = rnd.choice([b"40000", b"100644", b"100755", b"", b"9", b"0_4", b"+7", b"\t10"])
+            name = b"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 5)))
+            entries.append(mode + b" " + name + b"\x00" + bytes(rnd.choice([0, 32, 48, 255]) for _ in range(20)))
+        data = b"".join(entries)
+        if data and rnd.random() < 0.5:  # damage it: bytes inserted, dropped or replaced
+            at = rnd.randint(0, len(data))
+            junk = b"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
+            data = data[:at] + junk + data[at + rnd.randint(0, 3) :]
+        try:
+            got: list | str = parse_tree(data)
+        except StoreError as exc:
+            got = exc.message
+        assert got == _parse_by_loop(data), data

@@ -85,12 +85,21 @@ def _frontmatter(content: str, warnings: list[str]) -> tuple[dict[str, Any] | No
     import yaml  # on first use, as in ledger.bundle.frontmatter
 
     base = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar a string, as strictyaml reads them
+    # A flow collection starts at a '[' or '{': without one, the event pass is needed only to name
+    # the error it would have met before the load's (the load parses the whole stream too).
+    flow = "[" in parts[1] or "{" in parts[1]
     try:
         bounded(parts[1])  # before anything recursive: depth, aliases
-        events = list(yaml.parse(parts[1], Loader=base))
-        if any(isinstance(e, yaml.CollectionStartEvent) and e.flow_style for e in events):
-            warnings.append(FLOW_WARNING)
-        data = yaml.load(parts[1], Loader=base)
+        if flow:
+            events = list(yaml.parse(parts[1], Loader=base))
+            if any(isinstance(e, yaml.CollectionStartEvent) and e.flow_style for e in events):
+                warnings.append(FLOW_WARNING)
+        try:
+            data = yaml.load(parts[1], Loader=base)
+        except yaml.YAMLError:
+            if not flow:
+                list(yaml.parse(parts[1], Loader=base))  # its error first, as when it ran before the load
+            raise
     except (yaml.YAMLError, SkillError) as exc:
         text = exc.message if isinstance(exc, SkillError) else str(exc).splitlines()[0]
         return None, f"Invalid YAML in frontmatter: {text}"

@@ -42,7 +42,7 @@ class RootIndex:
     def __init__(self, digests: Mapping[str, bytes]) -> None:
         self.names = sorted(digests)
         self.digests = dict(digests)
-        self._folded = {}
+        self._fold_map: dict[str, str] | None = {}
         for name in self.names:
             self._admit(name)
         self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
@@ -57,6 +57,14 @@ class RootIndex:
         if self._folded.get(key, name) != name:
             raise TreeError(f"{self._folded[key]!r} and {name!r} collide on a case-insensitive filesystem")
         self._folded[key] = name
+
+    @property
+    def _folded(self) -> dict[str, str]:
+        """Each name's case fold → the name; built on first use, as only adding or removing a name
+        needs it (an index loaded for a write that changes one skill never does)."""
+        if self._fold_map is None:
+            self._fold_map = {_fold(x): x for x in self.names}
+        return self._fold_map
 
     @property
     def root(self) -> bytes:
@@ -139,11 +147,12 @@ class RootIndex:
             return None
         index = cls.__new__(cls)
         index.names, index.digests, index.levels = names, dict(zip(names, digests, strict=True)), levels
-        index._folded = {_fold(x): x for x in names}
+        index._fold_map = None  # names loaded were admitted when the index was built
         return index
 
     def copy(self) -> RootIndex:
         other = RootIndex.__new__(RootIndex)
-        other.names, other.digests, other._folded = list(self.names), dict(self.digests), dict(self._folded)
+        other.names, other.digests = list(self.names), dict(self.digests)
+        other._fold_map = dict(self._fold_map) if self._fold_map is not None else None
         other.levels = [list(level) for level in self.levels]
         return other

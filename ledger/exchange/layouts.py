@@ -16,6 +16,7 @@ are kept beside the bundle (docs/layouts.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Sequence
@@ -79,15 +80,18 @@ def _key(folder: str, notes: list[str]) -> str:
         return key
 
 
-def _skill_folder(path: Path, limit: int, category: str | None = None, foreign: frozenset[str] = frozenset()) -> Found:
+def _skill_folder(path: Path, limit: int, category: str | None = None, foreign: frozenset[str] = frozenset(),
+                  parent: TargetFS | None = None) -> Found:  # fmt: skip
     """One skill read whole by the projection's reader (:class:`TargetFS`): through descriptors,
     never following a link, so import and ``ledger sync`` read a folder the same way.  ``foreign``
     are its top-level entries that are not its own (a folder of skills inside it, ``x/``, and the
-    category's DESCRIPTION.md): they are never read into it."""
+    category's DESCRIPTION.md): they are never read into it.  ``parent``: its folder, opened once
+    for all the skills in it (else opened here, from ``/`` down)."""
     notes: list[str] = []
     found = Found(_key(path.name, notes), path.name, str(path), category=category, notes=notes)
     try:
-        with TargetFS(os.path.realpath(path.parent), "agentskills", limit) as fs:
+        with contextlib.nullcontext(parent) if parent else TargetFS(os.path.realpath(path.parent), "agentskills",
+                                                                    limit) as fs:  # fmt: skip
             fs.ignore = foreign.__contains__
             found.files = fs.read(path.name)
     except (LedgerError, OSError) as exc:
@@ -170,13 +174,21 @@ def _read_here(src: Path, layout: str, limit: int, exclude: Sequence[Path] = ())
             return Collection(layout, [_skill_folder(src, limit)])
         skipped = {h.relative_to(src).parts[0] for h in exclude}
         out = Collection(layout, [])
-        for n, m in _entries(src):
-            if not stat.S_ISDIR(m) or n in _SKIP or n in skipped:
-                continue
-            if _is_file(src, n, SKILL_MD):
-                out.skills.append(_skill_folder(src / n, limit))
-            else:
-                out.skipped.append(f"{src / n}: no {SKILL_MD}")
+        try:  # one descriptor walk from / for the folder, not one per skill (10,000 realpaths in an import)
+            parent: TargetFS | None = TargetFS(os.path.realpath(src), "agentskills", limit)
+        except (LedgerError, OSError):
+            parent = None  # each skill says why, as when read alone
+        try:
+            for n, m in _entries(src):
+                if not stat.S_ISDIR(m) or n in _SKIP or n in skipped:
+                    continue
+                if _is_file(src, n, SKILL_MD):
+                    out.skills.append(_skill_folder(src / n, limit, parent=parent))
+                else:
+                    out.skipped.append(f"{src / n}: no {SKILL_MD}")
+        finally:
+            if parent is not None:
+                parent.close()
         return out
     if layout == "hermes":
         return _hermes(src, limit)

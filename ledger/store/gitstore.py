@@ -185,6 +185,10 @@ class GitStore:
     def read_tree(self, binsha: bytes) -> list[TreeEntry]:
         return self.objects.read_tree(binsha)
 
+    def read_trees(self, binshas: Sequence[bytes]) -> list[list[TreeEntry]]:
+        """Each tree's entries, read in one pipelined request (:meth:`ObjectDB.read_trees`)."""
+        return self.objects.read_trees(binshas)
+
     def has(self, binsha: bytes) -> bool:
         return self.objects.has(binsha)
 

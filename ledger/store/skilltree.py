@@ -74,12 +74,14 @@ def skills_of(
             raise TreeError(f"skills/{name} in a fanned-out snapshot is not a fan-out directory")
         buckets[name] = sha
     memo = memo if memo is not None else {}
+    unread = [sha for sha in buckets.values() if sha not in memo]
+    read = dict(zip(unread, store.read_trees(unread), strict=True))  # one pipelined request, not 256 round trips
     found: Buckets = {}
     for key, sha in buckets.items():
         listing = memo.get(sha)
         if listing is None:
             listing = {}
-            for child, mode, name in store.read_tree(sha):
+            for child, mode, name in read[sha]:
                 if mode != MODE_DIR:
                     raise TreeError(f"skills/{key}/{name} in the snapshot is not a skill directory")
                 if bucket(name) != key:
@@ -103,10 +105,13 @@ class Fanout:
         self.trees: dict[str, bytes] = {}  # bucket → its tree id, where written
         for b, (sha, listing) in (read or {}).items():  # as read: in git order already
             self.keys[b], self.trees[b] = [name + "/" for name in listing], sha
+        added = set()
         for key in keys:
-            self.keys.setdefault(bucket(key[:-1]), []).append(key)
-        for listing in self.keys.values():
-            listing.sort(key=str.encode)
+            b = bucket(key[:-1])
+            self.keys.setdefault(b, []).append(key)
+            added.add(b)
+        for b in added:
+            self.keys[b].sort(key=str.encode)
 
     def write(self, store: GitStore, entries: Mapping[str, bytes], changed: Iterable[str]) -> bytes:
         """Write the buckets of the ``changed`` names and the top; the ``skills/`` tree id."""
