@@ -93,3 +93,12 @@ class KeystoreError(LedgerError):
 
 class AuditError(LedgerError):
     """An audit could not be run (as opposed to running and finding failures)."""
+
+
+class SupplyError(LedgerError):
+    """A skill from elsewhere was refused: its source, pin, proof, scan verdict or revocation
+    does not allow it (docs/supply-chain.md)."""
+
+
+class SourceError(SupplyError):
+    """A source could not be read, or no longer serves the pin recorded for a skill."""
