@@ -1,0 +1,229 @@
+"""Skills from a plain git repository, read from git objects at one commit.
+
+A repository is fetched (``git fetch`` of every branch and tag, objects checked with
+``fetch.fsckObjects``) into a temporary bare repository that is removed afterwards;
+nothing is checked out, so no file of the source ever lands on disk as a file and a
+symlink in it is never followed.  Its skills are found, in this order:
+
+1. a ``SKILL.md`` at the root: the repository is one skill, named by its frontmatter
+   ``name`` (else the repository's own name);
+2. ``<home>/<name>/SKILL.md`` for each runtime home of :data:`ledger.exchange.layouts.HOMES`
+   (``.claude/skills``, ``.agents/skills``, ``.codex/skills``, ``skills``); the first home
+   that has a name wins.
+
+Blobs of mode 100644/100755 become files (the second with the executable bit), mode
+120000 (a symlink) is reported in ``symlinks`` and not read, and a submodule (160000) is
+refused: its content is another repository's, at a commit this one cannot vouch for.
+A pin is the commit id; a commit that no branch or tag of the source reaches any more
+(a force-push, then ``gc``) is one the source "no longer serves".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.bundle.skill import SKILL_MD, declared_name
+from ledger.errors import SourceError
+from ledger.exchange.layouts import HOMES
+from ledger.supply.candidates import Candidate, candidate, git, pick, source_doc
+
+__all__ = [
+    "Listing",
+    "commit_of",
+    "git_candidates",
+    "listing",
+    "mirrored",
+    "pinned",
+    "read_candidate",
+    "read_dir",
+    "skill_dirs",
+    "split_ref",
+]
+
+Listing = list[tuple[str, str, str]]  # (mode, blob id, path) of every entry of a commit's tree
+_HEX40 = re.compile(r"[0-9a-f]{40}\Z")
+
+
+def split_ref(source: str) -> tuple[str, str | None]:
+    """``url#ref`` → (url, ref); the ref is None when none is given."""
+    url, sep, ref = source.rpartition("#") if "#" in source else (source, "", "")
+    return (url, ref or None) if sep else (source, None)
+
+
+def _url(source: str) -> str:
+    """A local path made absolute (git resolves relative ones against the temp repo's own cwd otherwise)."""
+    if "://" in source or source.startswith("git@") or re.match(r"[\w.-]+@[\w.-]+:", source):
+        return source
+    return str(Path(source).absolute())
+
+
+@contextlib.contextmanager
+def mirrored(source: str) -> Iterator[Path]:
+    """A temporary bare copy of ``source``'s branches and tags (and its default branch as HEAD)."""
+    url = _url(source)
+    tmp = Path(tempfile.mkdtemp(prefix="ledger-source-"))
+    try:
+        git("init", "-q", "--bare", str(tmp), what="making a temporary repository")
+        heads = git("ls-remote", "--symref", "--", url, "HEAD", what=f"reading {source}").decode()
+        git("-c", "fetch.fsckObjects=true", "fetch", "-q", "--no-write-fetch-head", "--", url,
+            "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
+            what=f"fetching {source}", git_dir=str(tmp))  # fmt: skip
+        default = next((ln.split()[1] for ln in heads.splitlines() if ln.startswith("ref: ")), None)
+        if default:
+            git("symbolic-ref", "HEAD", default, what="recording the default branch", git_dir=str(tmp))
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def commit_of(repo: Path, ref: str | None, where: str) -> str:
+    """The commit id ``ref`` names in ``repo`` (None: the default branch's head)."""
+    rev = ref or "HEAD"
+    for candidate_rev in [rev] if ref is None else [f"refs/heads/{ref}", f"refs/tags/{ref}", ref]:
+        try:
+            out = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate_rev}^{{commit}}",
+                      what="resolving", git_dir=str(repo))  # fmt: skip
+        except SourceError:
+            continue
+        return out.decode().strip()
+    if ref is not None and _HEX40.match(ref):
+        raise SourceError(f"{where} no longer serves commit {ref}: no branch or tag of it reaches that commit",
+                          hint="the source was rewritten (force-pushed); pick a new pin with 'latest'")  # fmt: skip
+    raise SourceError(f"{where} has no branch, tag or commit {rev!r}", hint="name a branch, tag or commit id it has")
+
+
+def reachable(repo: Path, commit: str) -> bool:
+    """Whether a branch or tag of the fetched copy reaches ``commit`` (it was fetched at all)."""
+    try:
+        git("cat-file", "-e", f"{commit}^{{commit}}", what="looking up", git_dir=str(repo))
+    except SourceError:
+        return False
+    return True
+
+
+def listing(repo: Path, commit: str) -> Listing:
+    out = git("ls-tree", "-r", "-z", "--full-tree", commit, what="listing the commit", git_dir=str(repo))
+    rows = []
+    for row in out.split(b"\0"):
+        if row:
+            meta, _, path = row.partition(b"\t")
+            mode, _kind, sha = meta.decode().split()
+            rows.append((mode, sha, path.decode("utf-8", "surrogateescape")))
+    return rows
+
+
+def _blobs(repo: Path, shas: Sequence[str]) -> dict[str, bytes]:
+    """Blob contents by id, in one ``git cat-file --batch``."""
+    if not shas:
+        return {}
+    asked = "".join(f"{s}\n" for s in shas).encode()
+    out = git("cat-file", "--batch", what="reading blobs", git_dir=str(repo), data=asked)
+    found, pos = {}, 0
+    for sha in shas:
+        end = out.index(b"\n", pos)
+        head = out[pos:end].split()
+        if len(head) != 3 or head[1] != b"blob":
+            raise SourceError(f"blob {sha} is missing from the fetched source")
+        size = int(head[2])
+        found[sha] = out[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1
+    return found
+
+
+def skill_dirs(rows: Listing) -> dict[str, str]:
+    """{skill name: its folder in the tree} by the rules of this module's docstring; a root skill is
+    returned under the name ``""`` (:func:`root_name` names it)."""
+    paths = {path: sha for mode, sha, path in rows}
+    if SKILL_MD in paths:
+        return {"": ""}
+    found: dict[str, str] = {}
+    for home in HOMES:
+        for path in paths:
+            parts = path.split("/")
+            if path.startswith(home + "/") and len(parts) == home.count("/") + 3 and parts[-1] == SKILL_MD:
+                found.setdefault(parts[-2], "/".join(parts[:-1]))
+    return found
+
+
+def read_dir(repo: Path, rows: Listing, folder: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
+    """(files, symlinks) under ``folder`` of a listing, read from git objects."""
+    prefix = f"{folder}/" if folder else ""
+    files: dict[str, str] = {}
+    modes: dict[str, bool] = {}
+    links: list[str] = []
+    for mode, sha, path in rows:
+        if not path.startswith(prefix):
+            continue
+        rel = path[len(prefix) :]
+        if mode == "160000":
+            raise SourceError(f"{where}: {path} is a submodule, whose content this source does not hold",
+                              hint="a skill must hold its files itself; submodules are refused")  # fmt: skip
+        if mode == "120000":
+            links.append(rel)
+        elif mode in ("100644", "100755"):
+            files[rel], modes[rel] = sha, mode == "100755"
+        else:
+            raise SourceError(f"{where}: {path} has git mode {mode}, which no skill file has")
+    data = _blobs(repo, sorted(set(files.values())))
+    return {rel: (data[sha], modes[rel]) for rel, sha in files.items()}, links
+
+
+def signer_of(repo: Path, commit: str) -> str | None:
+    """The key id of the commit's signature when it is signed (as git reports it), else None."""
+    raw = git("cat-file", "commit", commit, what="reading the commit", git_dir=str(repo))
+    if b"\ngpgsig " not in raw.partition(b"\n\n")[0] and b"\ngpgsig-sha256 " not in raw.partition(b"\n\n")[0]:
+        return None
+    key = git("log", "-1", "--format=%GK", commit, what="reading the signature", git_dir=str(repo)).decode().strip()
+    return key or None
+
+
+def root_name(repo: Path, rows: Listing, url: str) -> str:
+    """A root skill's name: its frontmatter's, else the repository's own name."""
+    sha = next(sha for mode, sha, path in rows if path == SKILL_MD)
+    declared = declared_name(_blobs(repo, [sha])[sha].decode("utf-8", "replace"))
+    if declared:
+        return declared
+    return Path(url.rstrip("/")).name.removesuffix(".git")
+
+
+def read_candidate(repo: Path, rows: Listing, commit: str, folder: str, name: str, doc: dict[str, Any]) -> Candidate:
+    """The candidate ``name`` whose files are ``folder`` of ``commit``, with the source record ``doc``."""
+    files, links = read_dir(repo, rows, folder, f"{doc['url']}@{commit[:12]}")
+    return candidate(name, files, doc, {"commit": commit}, symlinks=links, signer=signer_of(repo, commit))
+
+
+def git_candidates(source: str, names: Sequence[str] = (), pin: str | None = None) -> list[Candidate]:
+    """The skills of the git repository ``source`` (``url#ref``) at ``pin`` (default: the ref's head)."""
+    url, ref = split_ref(source)
+    with mirrored(url) as repo:
+        commit = commit_of(repo, pin or ref, url)
+        rows = listing(repo, commit)
+        dirs = skill_dirs(rows)
+        if "" in dirs:
+            dirs = {root_name(repo, rows, url): ""}
+        return [
+            read_candidate(repo, rows, commit, dirs[name], name, source_doc("git", url, dirs[name], ref))
+            for name in pick(dirs, names, f"{url}@{commit[:12]}")
+        ]
+
+
+def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None = None) -> Candidate:
+    """Exactly ``commit`` of a recorded git source (read from ``repo_url`` when the skill's repository
+    is not the source's own, as for a marketplace's plugin), or :class:`SourceError` when it is gone."""
+    url = repo_url or source["url"]
+    with mirrored(url) as repo:
+        if not reachable(repo, commit):
+            raise SourceError(f"{url} no longer serves commit {commit}: no branch or tag reaches it",
+                              hint="the source was rewritten (force-pushed); 'ledger outdated' shows its current "
+                                   "version")  # fmt: skip
+        rows = listing(repo, commit)
+        prefix = f"{source['path']}/" if source["path"] else ""
+        if not any(p.startswith(prefix) for _, _, p in rows):
+            raise SourceError(f"{url}@{commit[:12]} no longer serves {source['path']}")
+        return read_candidate(repo, rows, commit, source["path"], name, dict(source))

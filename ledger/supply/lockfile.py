@@ -1,0 +1,147 @@
+"""The ``skills`` CLI's project lock, ``skills-lock.json``, and its folder hash, bit for bit.
+
+So that a brain and ``npx skills`` (vercel-labs/skills) can share one lock, both are
+written exactly as that tool writes them, read from its ``src/local-lock.ts``
+(vercel-labs/skills at d050d784, ``writeLocalLock`` and ``computeSkillFolderHash``):
+
+- the file is ``JSON.stringify({version, skills}, null, 2) + "\\n"``: two-space indent,
+  ``version`` first (1), ``skills`` sorted by name in UTF-16 code-unit order (JavaScript's
+  default ``sort()``), each entry's keys in the order they were given
+  (``source, sourceType, computedHash`` from ``add``; newer releases add ``ref`` and
+  ``skillPath``, which are kept, in order, when read);
+- ``computedHash`` is SHA-256 over, for every regular file of the folder in the order of
+  ``relativePath.localeCompare``, the UTF-8 relative path (``/``-separated) then the raw
+  bytes, with no separator; directories named ``.git`` or ``node_modules`` are skipped,
+  as are symlinks (a ``Dirent`` of a link is neither a file nor a directory); the result
+  is lowercase hex, no prefix.
+
+``localeCompare`` is ICU's root collation (Node's default ``en-US`` sorts ASCII the same):
+whitespace, then punctuation in :data:`_PUNCT` order, digits, then letters with case
+second (``a`` < ``A`` < ``b``).  :func:`_collation_key` reproduces it for ASCII exactly
+(checked against Node 20 in the tests' comment); beyond ASCII it approximates ICU by
+NFD base letters then accents then case, which agrees for Latin scripts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import SourceError
+
+__all__ = ["LOCK_NAME", "LOCK_VERSION", "LockEntry", "folder_sha256", "read_lock", "render_lock", "write_lock"]
+
+LOCK_NAME = "skills-lock.json"
+LOCK_VERSION = 1
+_SKIPPED_DIRS = frozenset({".git", "node_modules"})
+# ICU root collation of printable ASCII punctuation and symbols (alternate=non-ignorable), after
+# whitespace and before digits; Node 20: [...ascii].sort((a, b) => a.localeCompare(b)).
+_PUNCT = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+_PRIMARY = {" ": 1, "\t": 1, "\n": 1, "\r": 1, "\v": 1, "\f": 1} | {c: 10 + i for i, c in enumerate(_PUNCT)}
+
+
+def _collation_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """ICU root collation key of ``text``: primary weights, then accents, then case (lower first)."""
+    primary: list[int] = []
+    accents: list[int] = []
+    case: list[int] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(ch):
+            accents.append(ord(ch))
+            continue
+        if ch in _PRIMARY:
+            weight = _PRIMARY[ch]
+        elif ch.isdigit() and ch.isascii():
+            weight = 100 + int(ch)
+        elif unicodedata.category(ch).startswith("C"):
+            continue  # control and format characters are ignorable in ICU
+        else:
+            weight = 1000 + ord(ch.lower())
+        primary.append(weight)
+        accents.append(0)
+        case.append(1 if ch != ch.lower() else 0)
+    return tuple(primary), tuple(accents), tuple(case)
+
+
+def folder_sha256(files: Mapping[str, tuple[bytes, bool]]) -> str:
+    """``computedHash`` of a skill folder given as {relative path: (bytes, executable)}: what
+    ``npx skills`` records, so a lock written here verifies there and the reverse.
+
+    The executable bit is not hashed (the skills CLI reads content only)."""
+    kept = [p for p in files if not _SKIPPED_DIRS.intersection(p.split("/")[:-1])]
+    digest = hashlib.sha256()
+    for path in sorted(kept, key=_collation_key):
+        digest.update(path.encode("utf-8"))
+        digest.update(files[path][0])
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    """One skill of ``skills-lock.json``; ``extra`` keeps any other keys (``ref``, ``skillPath``,
+    …) in the order the file had them, so a round trip changes nothing."""
+
+    name: str
+    source: str
+    source_type: str
+    computed_hash: str
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"source": self.source, "sourceType": self.source_type}
+        doc.update(self.extra)
+        doc["computedHash"] = self.computed_hash  # last, as 'add' writes it
+        return doc
+
+    def get(self, key: str) -> Any:
+        return dict(self.extra).get(key)
+
+
+def _entry(name: str, doc: Any, path: Path) -> LockEntry:
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) for k in ("source", "sourceType")):
+        raise SourceError(f"{path}: entry {name!r} has no 'source' and 'sourceType' strings",
+                          hint="repair it, or run 'npx skills add' again for that skill")  # fmt: skip
+    digest = doc.get("computedHash")
+    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise SourceError(f"{path}: entry {name!r} has no computedHash of 64 lowercase hex digits",
+                          hint="a lock without the hash cannot say which content it locked")  # fmt: skip
+    extra = tuple((k, v) for k, v in doc.items() if k not in ("source", "sourceType", "computedHash"))
+    return LockEntry(name, doc["source"], doc["sourceType"], digest, extra)
+
+
+def read_lock(path: Path) -> list[LockEntry]:
+    """The entries of a ``skills-lock.json``, sorted by name; a file this tool would not read is refused."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"cannot read {path} as JSON: {exc}", hint="pass the skills CLI's skills-lock.json") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("skills"), dict) or not isinstance(doc.get("version"), int):
+        raise SourceError(f"{path} is not a skills-lock.json: it needs a numeric 'version' and a 'skills' object")
+    if doc["version"] != LOCK_VERSION:
+        raise SourceError(f"{path} is skills-lock version {doc['version']}; this ledger reads {LOCK_VERSION}",
+                          hint="upgrade brain-ledger, or re-create the lock with the skills CLI")  # fmt: skip
+    return sorted((_entry(n, e, path) for n, e in doc["skills"].items()), key=lambda e: _utf16(e.name))
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")  # code-unit order, as Array.prototype.sort compares
+
+
+def render_lock(entries: Iterable[LockEntry]) -> str:
+    """The file's exact text: what ``writeLocalLock`` would write for these entries."""
+    skills = {e.name: e.to_json() for e in sorted(entries, key=lambda e: _utf16(e.name))}
+    # JSON.stringify escapes only what JSON requires and leaves other characters as they are.
+    return json.dumps({"version": LOCK_VERSION, "skills": skills}, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_lock(entries: Iterable[LockEntry], path: Path) -> None:
+    """Write ``skills-lock.json`` as the skills CLI does, replacing the file atomically."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(render_lock(entries), encoding="utf-8")
+    tmp.replace(target)

@@ -1,0 +1,140 @@
+"""Resolve a SOURCE into pinned :class:`Candidate` skills, and read a recorded pin back.
+
+A SOURCE is one string; its form is decided in this order:
+
+1. **another brain** (:mod:`~ledger.supply.brainsource`): a path or git URL whose
+   ``refs/heads/main`` holds ledger snapshots.  Audited, every file proven against the
+   signed root, and with ``rpc`` checked on chain.  Pin ``{"commit", "root", "seq"}``.
+2. **a git repository of skills** (:mod:`~ledger.supply.gitsource`): a path, ``file://``,
+   ``https://`` or ``git@`` URL, with an optional ``#ref``.  A repository that holds
+   ``.claude-plugin/marketplace.json`` is read as form 3.  Pin ``{"commit"}``.
+3. **a Claude Code plugin marketplace** (:mod:`~ledger.supply.marketplace`): such a
+   repository, or a path to a ``marketplace.json`` inside a git work tree.  Pin ``{"commit"}``.
+4. **a skills CLI lock** (:mod:`~ledger.supply.locksource`): a path to ``skills-lock.json``;
+   each entry at the commit whose folder has the locked hash.  Pin ``{"commit", "sha256"}``.
+5. **an HTTPS index** (:mod:`~ledger.supply.indexsource`): an ``https://`` URL that is not a
+   git repository, or that names ``index.json`` or a ``/.well-known/`` path.  Pin ``{"sha256", …}``.
+
+Files (4 and the marketplace file of 3) are told apart by name or, failing that, content.
+Nothing is written anywhere but temporary directories, removed before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import SourceError, StoreError
+from ledger.exchange.sharing import fetched
+from ledger.supply import brainsource, gitsource, indexsource, locksource, marketplace
+from ledger.supply.candidates import Candidate
+from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, read_lock, write_lock
+
+__all__ = ["Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "read_lock", "resolve", "write_lock"]
+
+
+def _file_kind(path: Path) -> str:
+    if path.name == LOCK_NAME:
+        return "skills-lock"
+    if path.name == "marketplace.json":
+        return "marketplace"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"{path} is a file, but not JSON: {exc}") from exc
+    if isinstance(doc, dict) and isinstance(doc.get("plugins"), list):
+        return "marketplace"
+    if isinstance(doc, dict) and isinstance(doc.get("skills"), dict):
+        return "skills-lock"
+    raise SourceError(f"{path} is neither a skills-lock.json nor a marketplace.json",
+                      hint="pass a brain, a git repository, a marketplace, a skills-lock.json or an index")  # fmt: skip
+
+
+def _has_marketplace(url: str, ref: str | None, pin: str | None) -> bool:
+    with gitsource.mirrored(url) as repo:
+        commit = gitsource.commit_of(repo, pin or ref, url)
+        return any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit))
+
+
+def resolve(
+    source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None
+) -> list[Candidate]:
+    """The skills ``source`` serves (those in ``names``, or all), each read at one pinned state.
+
+    ``pin`` is a commit id (or a ref) to read at; None means the source's current head.  A
+    named skill the source lacks is a :class:`SourceError` listing what it has."""
+    url, ref = gitsource.split_ref(source)
+    path = Path(url)
+    if path.is_file():
+        if _file_kind(path) == "skills-lock":
+            return locksource.lock_candidates(path, names, pin)
+        repo, rel = marketplace.local_repo(path)
+        return marketplace.marketplace_candidates(repo, ref, rel, names, pin)
+    if indexsource.is_index_url(url):
+        return indexsource.index_candidates(url, names)
+    brain = _brain(url, names, pin, rpc)
+    if brain is not None:
+        return brain
+    try:
+        if _has_marketplace(url, ref, pin):
+            return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, pin)
+        return gitsource.git_candidates(source, names, pin)
+    except SourceError:
+        if url.startswith(("https://", "http://")):  # not a git repository: an index's base URL
+            return indexsource.index_candidates(url, names)
+        raise
+
+
+def _brain(url: str, names: Sequence[str], pin: str | None, rpc: str | None) -> list[Candidate] | None:
+    """The brain's candidates when ``url`` is a brain, else None (not even fetchable as one)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            repo = stack.enter_context(fetched(url))
+        except StoreError:
+            return None  # no 'main' branch, or not a repository at all: the other forms decide
+        if not brainsource.is_brain(repo):
+            return None
+        return brainsource.read_brain(repo, url, names, pin, rpc)
+    return None  # unreachable: the stack never swallows an exception
+
+
+def fetch_pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
+    """Exactly the recorded ``pin`` of ``name`` from ``source`` (a :attr:`Candidate.source`), or
+    :class:`SourceError` saying the source no longer serves it."""
+    kind = source.get("type")
+    if kind == "brain":
+        return brainsource.pinned(source, pin, name)
+    if kind == "git":
+        return gitsource.pinned(source, pin["commit"], name)
+    if kind == "marketplace":
+        return gitsource.pinned(source, pin["commit"], name, repo_url=source.get("repo"))
+    if kind == "skills-lock":
+        return locksource.pinned(source, pin, name)
+    if kind == "index":
+        return indexsource.pinned(source, pin, name)
+    raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
+
+
+def latest(source: dict[str, Any], name: str) -> Candidate:
+    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``)."""
+    kind, url, ref = source.get("type"), source["url"], source.get("ref")
+    at = f"{url}#{ref}" if ref else url
+    if kind == "brain":
+        found = brainsource.brain_candidates(url, [name])
+    elif kind == "git":
+        found = gitsource.git_candidates(at, [name])
+    elif kind == "marketplace":
+        plugin = source.get("plugin")
+        found = marketplace.marketplace_candidates(
+            url, ref, source.get("file", marketplace.MARKETPLACE), [f"{plugin}:{name}" if plugin else name]
+        )
+    elif kind == "skills-lock":
+        return locksource.latest(source, name)
+    elif kind == "index":
+        found = indexsource.index_candidates(url, [name])
+    else:
+        raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
+    return found[0]

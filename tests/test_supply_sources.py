@@ -1,0 +1,332 @@
+"""ledger.supply.sources: every SOURCE form resolved to pinned candidates, from local fixtures only
+(git repositories made with plain git, a brain made with the project's API, an HTTP server on loopback)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+from ledger.errors import SourceError
+from ledger.exchange import sharing
+from ledger.supply import brainsource
+from ledger.supply.lockfile import LockEntry, render_lock
+from ledger.supply.sources import fetch_pinned, folder_sha256, latest, read_lock, resolve, write_lock
+from tests import tamper
+
+_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+
+
+def sh(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, **_ENV})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def skill_md(name: str, body: str = "body\n") -> bytes:
+    return f"---\nname: {name}\ndescription: {name.upper()}\n---\n{body}".encode()
+
+
+def commit(work: Path, files: dict[str, bytes], message: str = "c", *, links: dict[str, str] | None = None,
+           execs: tuple[str, ...] = ()) -> str:  # fmt: skip
+    """Write ``files`` (and symlinks) into the work tree ``work`` (made if new) and commit them all."""
+    if not (work / ".git").exists():
+        work.mkdir(parents=True, exist_ok=True)
+        sh(work, "init", "-q")
+    for rel, data in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_bytes(data)
+        os.chmod(work / rel, 0o755 if rel in execs else 0o644)
+    for rel, target in (links or {}).items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, work / rel)
+    sh(work, "add", "-A")
+    sh(work, "commit", "-q", "-m", message)
+    return sh(work, "rev-parse", "HEAD")
+
+
+# ------------------------------------------------------------------ the skills CLI's hash and lock
+
+
+def test_folder_sha256_is_the_skills_cli_computed_hash():
+    # vercel-labs/skills src/local-lock.ts (d050d784) computeSkillFolderHash, lines 96-115: files sorted by
+    # relativePath.localeCompare, then sha256.update(relativePath); sha256.update(content); node_modules skipped.
+    # The order below is ICU's (checked with Node 20): '_' < '-', then r < s, 'scripts' < 'SKILL' (c < k), z last.
+    files = {"SKILL.md": (skill_md("s", "# Hi\n"), False), "references/a.md": (b"A", False),
+             "scripts/run.sh": (b"#!/bin/sh\n", True), "node_modules/x/i.js": (b"x", False),
+             "Zeta.md": (b"b", False), "a_b.md": (b"c", False), "a-b.md": (b"d", False)}  # fmt: skip
+    by_hand = hashlib.sha256(b"a_b.md" b"c" b"a-b.md" b"d" b"references/a.md" b"A" b"scripts/run.sh" b"#!/bin/sh\n"
+                             b"SKILL.md" + skill_md("s", "# Hi\n") + b"Zeta.md" b"b").hexdigest()  # fmt: skip
+    assert folder_sha256(files) == by_hand
+    # the same folder hashed by that function itself under Node 20 (the file bytes above, on disk):
+    assert by_hand == "e5a37e41628aa07b3cbc2eee8143ee2a17b769a88a550ee26bef1061ef4096c1"
+
+
+def test_lock_is_written_exactly_as_the_skills_cli_writes_it(tmp_path: Path):
+    entries = [LockEntry("zeta", "o/r", "github", "b" * 64),
+               LockEntry("alpha", "./x", "local", "a" * 64, (("ref", "v1"), ("skillPath", "skills/alpha/SKILL.md")))]  # fmt: skip
+    path = tmp_path / "skills-lock.json"
+    write_lock(entries, path)
+    assert path.read_text() == (
+        '{\n  "version": 1,\n  "skills": {\n    "alpha": {\n      "source": "./x",\n      "sourceType": "local",\n'
+        '      "ref": "v1",\n      "skillPath": "skills/alpha/SKILL.md",\n      "computedHash": "' + "a" * 64 + '"\n'
+        '    },\n    "zeta": {\n      "source": "o/r",\n      "sourceType": "github",\n      "computedHash": "'
+        + "b" * 64 + '"\n    }\n  }\n}\n'
+    )
+    assert render_lock(read_lock(path)) == path.read_text()
+
+
+# ------------------------------------------------------------------ git repositories
+
+
+@pytest.fixture
+def skills_repo(tmp_path: Path) -> Path:
+    work = tmp_path / "skills-src"
+    commit(work, {"skills/alpha/SKILL.md": skill_md("alpha"), "skills/alpha/scripts/run.sh": b"#!/bin/sh\necho\n",
+                  "skills/beta/SKILL.md": skill_md("beta"), "README.md": b"not a skill\n"},
+           links={"skills/alpha/references/passwd": "/etc/passwd"}, execs=("skills/alpha/scripts/run.sh",))  # fmt: skip
+    sh(work, "tag", "v1")
+    commit(work, {"skills/alpha/SKILL.md": skill_md("alpha", "two\n")})
+    return work
+
+
+def test_git_source_pins_reads_objects_and_reports_symlinks(skills_repo: Path):
+    head = sh(skills_repo, "rev-parse", "HEAD")
+    alpha, beta = resolve(str(skills_repo))
+    assert (alpha.name, beta.name) == ("alpha", "beta")
+    assert alpha.pin == {"commit": head} and alpha.signer is None and alpha.derived_from is None
+    assert alpha.source == {"type": "git", "url": str(skills_repo), "path": "skills/alpha", "ref": None}
+    assert alpha.files["SKILL.md"] == (skill_md("alpha", "two\n"), False)
+    assert alpha.files["scripts/run.sh"] == (b"#!/bin/sh\necho\n", True)
+    assert alpha.symlinks == ("references/passwd",) and "references/passwd" not in alpha.files
+    (old,) = resolve(f"{skills_repo}#v1", ["alpha"])
+    assert old.files["SKILL.md"][0] == skill_md("alpha") and old.source["ref"] == "v1"
+    assert old.pin == {"commit": sh(skills_repo, "rev-parse", "v1^{commit}")}
+    assert fetch_pinned(old.source, old.pin, "alpha") == old
+    assert latest(old.source, "alpha").pin == old.pin  # the tag has not moved
+
+
+def test_a_named_skill_the_source_lacks_is_refused_with_what_it_has(skills_repo: Path):
+    with pytest.raises(SourceError, match=r"no skill named 'gamma'; it has: alpha, beta"):
+        resolve(str(skills_repo), ["gamma"])
+
+
+def test_root_skill_and_runtime_layouts(tmp_path: Path):
+    root = tmp_path / "one"
+    commit(root, {"SKILL.md": skill_md("solo"), "references/r.md": b"r\n"})
+    (solo,) = resolve(str(root))
+    assert solo.name == "solo" and solo.source["path"] == "" and set(solo.files) == {"SKILL.md", "references/r.md"}
+    claude = tmp_path / "claude"
+    commit(claude, {".claude/skills/c1/SKILL.md": skill_md("c1"), ".agents/skills/c2/SKILL.md": skill_md("c2")})
+    assert [(c.name, c.source["path"]) for c in resolve(str(claude))] == [
+        ("c1", ".claude/skills/c1"), ("c2", ".agents/skills/c2")]  # fmt: skip
+
+
+def test_submodules_and_invalid_names_are_refused(tmp_path: Path):
+    work = tmp_path / "sub"
+    commit(work, {"skills/ok/SKILL.md": skill_md("ok")})
+    sh(work, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},skills/ok/vendor")
+    sh(work, "commit", "-q", "-m", "submodule")
+    with pytest.raises(SourceError, match="submodule"):
+        resolve(str(work))
+    bad = tmp_path / "bad"
+    commit(bad, {"skills/Bad_Name/SKILL.md": skill_md("x")})
+    with pytest.raises(SourceError, match="not a valid skill name"):
+        resolve(str(bad))
+
+
+def test_a_force_pushed_source_no_longer_serves_its_old_pin(tmp_path: Path):
+    work = tmp_path / "w"
+    commit(work, {"skills/alpha/SKILL.md": skill_md("alpha")})
+    remote = tmp_path / "remote.git"
+    sh(tmp_path, "clone", "-q", "--bare", str(work), str(remote))
+    (alpha,) = resolve(f"file://{remote}")
+    assert fetch_pinned(alpha.source, alpha.pin, "alpha").files == alpha.files
+    sh(work, "commit", "-q", "--amend", "-m", "rewritten")
+    sh(work, "push", "-q", "--force", str(remote), "main")
+    sh(remote, "reflog", "expire", "--expire=now", "--all")
+    sh(remote, "gc", "-q", "--prune=now")
+    with pytest.raises(SourceError, match="no longer serves commit"):
+        fetch_pinned(alpha.source, alpha.pin, "alpha")
+    with pytest.raises(SourceError, match="no longer serves commit"):
+        resolve(f"file://{remote}", pin=alpha.pin["commit"])
+    assert latest(alpha.source, "alpha").pin != alpha.pin
+
+
+# ------------------------------------------------------------------ marketplaces and skills-lock.json
+
+
+def test_marketplace_plugins_and_their_skills(tmp_path: Path):
+    market = tmp_path / "market"
+    doc = {"name": "m", "owner": {"name": "o"},
+           "plugins": [{"name": "tools", "source": "./plugins/tools"}, {"name": "npm-one", "source": {"source": "npm"}}]}  # fmt: skip
+    head = commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(),
+                           "plugins/tools/skills/lint/SKILL.md": skill_md("lint"),
+                           "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools"}'})  # fmt: skip
+    (lint,) = resolve(str(market))
+    assert lint.name == "lint" and lint.pin == {"commit": head}
+    assert lint.source["type"] == "marketplace" and lint.source["plugin"] == "tools"
+    assert lint.source["path"] == "plugins/tools/skills/lint"
+    assert resolve(str(market / ".claude-plugin" / "marketplace.json"), ["tools:lint"])[0].files == lint.files
+    assert fetch_pinned(lint.source, lint.pin, "lint") == lint
+    doc["plugins"].append({"name": "evil", "source": "./../../outside"})
+    commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode()})
+    with pytest.raises(SourceError, match="leaves the repository"):
+        resolve(str(market))
+
+
+def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Path):
+    up = tmp_path / "upstream"
+    first = commit(up, {"skills/alpha/SKILL.md": skill_md("alpha")})
+    locked = folder_sha256({"SKILL.md": (skill_md("alpha"), False)})
+    commit(up, {"skills/alpha/SKILL.md": skill_md("alpha", "changed upstream\n")})
+    lock = tmp_path / "proj" / "skills-lock.json"
+    lock.parent.mkdir()
+    write_lock([LockEntry("alpha", "../upstream", "local", locked)], lock)
+    (alpha,) = resolve(str(lock))
+    assert alpha.pin == {"commit": first, "sha256": locked}  # found in history by its hash
+    assert alpha.files == {"SKILL.md": (skill_md("alpha"), False)}
+    assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
+    assert latest(alpha.source, "alpha").pin["sha256"] != locked
+    write_lock([LockEntry("alpha", "../upstream", "local", "0" * 64)], lock)
+    with pytest.raises(SourceError, match="locked at computedHash 0{64}"):
+        resolve(str(lock))
+    write_lock([LockEntry("../alpha", "../upstream", "local", locked)], lock)
+    with pytest.raises(SourceError):
+        resolve(str(lock))
+
+
+# ------------------------------------------------------------------ an HTTPS index (plain http on loopback)
+
+
+@contextlib.contextmanager
+def served(root: Path) -> Iterator[str]:
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _publish(site: Path, name: str, files: dict[str, bytes], index_name: str | None = None) -> None:
+    base = site / ".well-known" / "agent-skills"
+    digests = {}
+    for rel, data in files.items():
+        (base / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / name / rel).write_bytes(data)
+        digests[rel] = hashlib.sha256(data).hexdigest()
+    manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
+    entry = {"name": index_name or name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
+    (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))
+
+
+def test_index_source_checks_every_digest(tmp_path: Path):
+    site = tmp_path / "site"
+    _publish(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"ref\n"})
+    with served(site) as url:
+        (web,) = resolve(url)
+        assert web.files["references/r.md"] == (b"ref\n", False)
+        assert web.pin["sha256"] == folder_sha256(web.files) and web.pin["digest"].startswith("sha256:")
+        assert web.source == {"type": "index", "url": f"{url}/.well-known/agent-skills/index.json", "path": "web",
+                              "ref": None}  # fmt: skip
+        assert fetch_pinned(web.source, web.pin, "web") == web
+        (site / ".well-known/agent-skills/web/references/r.md").write_bytes(b"altered\n")
+        with pytest.raises(SourceError, match="does not match its digest"):
+            resolve(url)
+        _publish(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"new\n"})
+        with pytest.raises(SourceError, match="no longer serves 'web' as pinned"):
+            fetch_pinned(web.source, web.pin, "web")
+        _publish(site, "evil", {"SKILL.md": skill_md("evil")}, index_name="../evil")
+        with pytest.raises(SourceError, match="not a valid skill name"):
+            resolve(url)
+    with pytest.raises(SourceError, match="https only"):
+        resolve("http://example.com/.well-known/agent-skills/index.json")
+
+
+def test_index_paths_that_leave_the_skill_are_refused(tmp_path: Path):
+    site = tmp_path / "site"
+    _publish(site, "web", {"SKILL.md": skill_md("web")})
+    index = site / ".well-known/agent-skills/index.json"
+    doc = json.loads(index.read_text())
+    doc["skills"][0]["files"].append({"path": "../../etc/passwd", "digest": "sha256:" + "0" * 64})
+    index.write_text(json.dumps(doc))
+    with served(site) as url, pytest.raises(SourceError, match="no brain may hold"):
+        resolve(f"{url}/.well-known/agent-skills/index.json")
+
+
+# ------------------------------------------------------------------ another brain
+
+
+@pytest.fixture(scope="module")
+def brain_remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("brainsrc")
+    brain = Brain.init(root / "a")
+    try:
+        brain.create("alpha", "Alpha", "alpha body\n")
+        brain.create("beta", "Beta", "beta body\n")
+        sharing.push(brain, str(root / "remote.git"))
+    finally:
+        brain.close()
+    return root / "remote.git"
+
+
+def _copy(remote: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy.git"
+    shutil.copytree(remote, copy)
+    return copy
+
+
+def test_brain_source_is_audited_proven_and_pinned(brain_remote: Path):
+    alpha, beta = resolve(str(brain_remote))
+    head = tamper.lineage(brain_remote)[-1]
+    assert alpha.pin["commit"] == head and alpha.pin["seq"] is None
+    assert re.fullmatch(r"blake3-tree-v1:[0-9a-f]{64}", alpha.pin["root"])
+    assert alpha.derived_from == {"root": alpha.pin["root"]}
+    assert alpha.signer is not None and re.fullmatch(r"0x[0-9a-f]{40}", alpha.signer)
+    assert alpha.source == {"type": "brain", "url": str(brain_remote), "path": "skills/alpha", "ref": None}
+    assert b"alpha body" in alpha.files["SKILL.md"][0] and beta.name == "beta"
+    assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
+    assert latest(alpha.source, "alpha") == alpha
+    with pytest.raises(SourceError, match="no skill named 'gamma'; it has: alpha, beta"):
+        resolve(str(brain_remote), ["gamma"])
+
+
+def test_a_brain_that_fails_its_audit_is_refused(brain_remote: Path, tmp_path: Path):
+    copy = _copy(brain_remote, tmp_path)
+    index = len(tamper.lineage(copy)) - 1
+    tamper.rewrite(copy, index, tree=lambda t: tamper.edit_tree(copy, t, "skills/alpha/SKILL.md", b"swapped\n"))
+    with pytest.raises(SourceError, match="fails the audit"):
+        resolve(str(copy))
+
+
+def test_a_file_that_does_not_prove_into_the_signed_root_is_refused(brain_remote: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+    copy = _copy(brain_remote, tmp_path)
+    index = len(tamper.lineage(copy)) - 1
+    tamper.rewrite(copy, index, tree=lambda t: tamper.edit_tree(copy, t, "skills/alpha/SKILL.md", b"swapped\n"))
+    monkeypatch.setattr(brainsource, "_audited", lambda repo, url: None)  # the proofs are the second line
+    with pytest.raises(SourceError, match="does not prove into its signed root"):
+        resolve(str(copy), ["alpha"])
