@@ -77,15 +77,16 @@ def test_folder_sha256_is_the_skills_cli_computed_hash():
 
 
 def test_lock_is_written_exactly_as_the_skills_cli_writes_it(tmp_path: Path):
-    entries = [LockEntry("zeta", "o/r", "github", "b" * 64),
-               LockEntry("alpha", "./x", "local", "a" * 64, (("ref", "v1"), ("skillPath", "skills/alpha/SKILL.md")))]  # fmt: skip
+    extra = (("ref", "v1"), ("skillPath", "skills/alpha/SKILL.md"))
+    entries = [LockEntry("zeta", "o/r", "github", "b" * 64), LockEntry("alpha", "./x", "local", "a" * 64, extra)]
     path = tmp_path / "skills-lock.json"
     write_lock(entries, path)
     assert path.read_text() == (
         '{\n  "version": 1,\n  "skills": {\n    "alpha": {\n      "source": "./x",\n      "sourceType": "local",\n'
         '      "ref": "v1",\n      "skillPath": "skills/alpha/SKILL.md",\n      "computedHash": "' + "a" * 64 + '"\n'
         '    },\n    "zeta": {\n      "source": "o/r",\n      "sourceType": "github",\n      "computedHash": "'
-        + "b" * 64 + '"\n    }\n  }\n}\n'
+        + "b" * 64
+        + '"\n    }\n  }\n}\n'
     )
     assert render_lock(read_lock(path)) == path.read_text()
 
@@ -172,8 +173,8 @@ def test_a_force_pushed_source_no_longer_serves_its_old_pin(tmp_path: Path):
 
 def test_marketplace_plugins_and_their_skills(tmp_path: Path):
     market = tmp_path / "market"
-    doc = {"name": "m", "owner": {"name": "o"},
-           "plugins": [{"name": "tools", "source": "./plugins/tools"}, {"name": "npm-one", "source": {"source": "npm"}}]}  # fmt: skip
+    plugins = [{"name": "tools", "source": "./plugins/tools"}, {"name": "npm-one", "source": {"source": "npm"}}]
+    doc = {"name": "m", "owner": {"name": "o"}, "plugins": plugins}
     head = commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(),
                            "plugins/tools/skills/lint/SKILL.md": skill_md("lint"),
                            "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools"}'})  # fmt: skip
@@ -203,7 +204,7 @@ def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Pat
     assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
     assert latest(alpha.source, "alpha").pin["sha256"] != locked
     write_lock([LockEntry("alpha", "../upstream", "local", "0" * 64)], lock)
-    with pytest.raises(SourceError, match="locked at computedHash 0{64}"):
+    with pytest.raises(SourceError, match=r"locked at computedHash 0{64}"):
         resolve(str(lock))
     write_lock([LockEntry("../alpha", "../upstream", "local", locked)], lock)
     with pytest.raises(SourceError):
