@@ -202,15 +202,26 @@ def git_candidates(source: str, names: Sequence[str] = (), pin: str | None = Non
     """The skills of the git repository ``source`` (``url#ref``) at ``pin`` (default: the ref's head)."""
     url, ref = split_ref(source)
     with mirrored(url) as repo:
-        commit = commit_of(repo, pin or ref, url)
-        rows = listing(repo, commit)
-        dirs = skill_dirs(rows)
-        if "" in dirs:
-            dirs = {root_name(repo, rows, url): ""}
-        return [
-            read_candidate(repo, rows, commit, dirs[name], name, source_doc("git", url, dirs[name], ref))
-            for name in pick(dirs, names, f"{url}@{commit[:12]}")
-        ]
+        return candidates_at(repo, url, ref, commit_of(repo, pin or ref, url), names)
+
+
+def candidates_at(repo: Path, url: str, ref: str | None, commit: str, names: Sequence[str]) -> list[Candidate]:
+    """The skills of the fetched ``repo`` at ``commit`` (by the rules of this module's docstring)."""
+    rows = listing(repo, commit)
+    dirs = skill_dirs(rows)
+    if "" in dirs:
+        dirs = {root_name(repo, rows, url): ""}
+    return [read_candidate(repo, rows, commit, dirs[name], name, source_doc("git", url, dirs[name], ref))
+            for name in pick(dirs, names, f"{url}@{commit[:12]}")]  # fmt: skip
+
+
+def is_repo(source: str) -> bool:
+    """Whether git can read ``source`` as a repository (one ``ls-remote``, nothing fetched)."""
+    try:
+        git("ls-remote", "--", _url(source), "HEAD", what=f"reading {source}", timeout=60)
+    except SourceError:
+        return False
+    return True
 
 
 def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None = None) -> Candidate:

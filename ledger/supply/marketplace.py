@@ -90,12 +90,13 @@ def _skill_folders(rows: gsrc.Listing, folder: str, listed: Sequence[str], where
 
 
 def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, names: Sequence[str] = (),
-                           pin: str | None = None) -> list[Candidate]:  # fmt: skip
+                           pin: str | None = None, repo: Path | None = None) -> list[Candidate]:  # fmt: skip
     """The skills of the marketplace ``file`` in the repository ``url`` at ``pin`` (default: ``ref``'s head).
 
-    Every plugin's repository is fetched to list its skills (a skill's plugin is known only then)."""
+    Every plugin's repository is fetched to list its skills (a skill's plugin is known only then);
+    ``repo`` is the marketplace's repository when the caller has fetched it already."""
     with contextlib.ExitStack() as stack:
-        repos = {url: stack.enter_context(gsrc.mirrored(url))}
+        repos = {url: repo if repo is not None else stack.enter_context(gsrc.mirrored(url))}
         commit = gsrc.commit_of(repos[url], pin or ref, url)
         where = f"{url}@{commit[:12]}:{file}"
         plugins = _plugins(repos[url], commit, file, url, where)

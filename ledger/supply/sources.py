@@ -53,12 +53,6 @@ def _file_kind(path: Path) -> str:
                       hint="pass a brain, a git repository, a marketplace, a skills-lock.json or an index")  # fmt: skip
 
 
-def _has_marketplace(url: str, ref: str | None, pin: str | None) -> bool:
-    with gitsource.mirrored(url) as repo:
-        commit = gitsource.commit_of(repo, pin or ref, url)
-        return any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit))
-
-
 def resolve(
     source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None
 ) -> list[Candidate]:
@@ -78,14 +72,13 @@ def resolve(
     brain = _brain(url, names, pin, rpc)
     if brain is not None:
         return brain
-    try:
-        if _has_marketplace(url, ref, pin):
-            return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, pin)
-        return gitsource.git_candidates(source, names, pin)
-    except SourceError:
-        if url.startswith(("https://", "http://")):  # not a git repository: an index's base URL
-            return indexsource.index_candidates(url, names)
-        raise
+    if url.startswith(("https://", "http://")) and not gitsource.is_repo(url):
+        return indexsource.index_candidates(url, names)  # not a git repository: an index's base URL
+    with gitsource.mirrored(url) as repo:
+        commit = gitsource.commit_of(repo, pin or ref, url)
+        if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
+            return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, commit, repo)
+        return gitsource.candidates_at(repo, url, ref, commit, names)
 
 
 def _brain(url: str, names: Sequence[str], pin: str | None, rpc: str | None) -> list[Candidate] | None:
