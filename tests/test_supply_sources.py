@@ -19,8 +19,12 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.registry import Registry
 from ledger.errors import SourceError
 from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending
 from ledger.supply import brainsource
 from ledger.supply.lockfile import LockEntry, render_lock
 from ledger.supply.sources import fetch_pinned, folder_sha256, latest, read_lock, resolve, write_lock
@@ -331,3 +335,25 @@ def test_a_file_that_does_not_prove_into_the_signed_root_is_refused(brain_remote
     monkeypatch.setattr(brainsource, "_audited", lambda repo, url: None)  # the proofs are the second line
     with pytest.raises(SourceError, match="does not prove into its signed root"):
         resolve(str(copy), ["alpha"])
+
+
+@pytest.mark.chain
+def test_a_brain_source_root_is_checked_on_chain(chained: Brain, node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    chained.create("alpha", "Alpha", "alpha\n")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    remote = tmp_path / "remote.git"
+    sharing.push(chained, str(remote))
+    cfg = ChainConfig.of(chained)
+    (alpha,) = resolve(str(remote), rpc=node.url)
+    events = Registry(node.url, cfg.registry).lineage(cfg.agent_id)
+    assert alpha.pin["seq"] == len(events) and alpha.pin["root"] == chained.head().snap.to_json()["root"]
+    assert alpha.derived_from == {"agent": cfg.agent_id, "chain": cfg.chain_id, "registry": cfg.registry.lower(),
+                                  "root": alpha.pin["root"]}  # fmt: skip
+    real = Registry.lineage
+
+    def other_root(self: Registry, agent: int, from_block: int = 0) -> list[dict]:
+        return [{**ev, "root": b"\x07" * 32} for ev in real(self, agent, from_block)]  # a registry that disagrees
+
+    monkeypatch.setattr(Registry, "lineage", other_root)
+    with pytest.raises(SourceError, match="the chain has root"):
+        resolve(str(remote), rpc=node.url)
