@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -357,3 +359,52 @@ def test_a_brain_source_root_is_checked_on_chain(chained: Brain, node, tmp_path:
     monkeypatch.setattr(Registry, "lineage", other_root)
     with pytest.raises(SourceError, match="the chain has root"):
         resolve(str(remote), rpc=node.url)
+
+
+def _tar(members: list[tuple[str, bytes | None, str | None]]) -> bytes:
+    """A .tar.gz of (name, bytes, link target): a file when bytes are given, else a symlink."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data, target in members:
+            info = tarfile.TarInfo(name)
+            if data is not None:
+                info.size, info.mode = len(data), 0o755 if name.endswith(".sh") else 0o644
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.type, info.linkname = tarfile.SYMTYPE, target or ""
+                tar.addfile(info)
+    return buf.getvalue()
+
+
+def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
+    site = tmp_path / "site"
+    base = site / ".well-known" / "agent-skills"
+    (base / "one").mkdir(parents=True)
+    (base / "one" / "SKILL.md").write_bytes(skill_md("one"))
+    archive = _tar([("two/SKILL.md", skill_md("two"), None), ("two/scripts/go.sh", b"#!/bin/sh\n", None),
+                    ("two/references/link", None, "/etc/passwd")])  # fmt: skip
+    (base / "two.tar.gz").write_bytes(archive)
+    evil = _tar([("SKILL.md", skill_md("evil"), None), ("../../escape", b"x", None)])
+    (base / "evil.tar.gz").write_bytes(evil)
+
+    def entry(name: str, kind: str, url: str, data: bytes) -> dict:
+        return {"name": name, "type": kind, "description": name, "url": url,
+                "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+
+    skills = [
+        entry("one", "skill-md", "/.well-known/agent-skills/one/SKILL.md", skill_md("one")),
+        entry("two", "archive", "two.tar.gz", archive),
+        entry("evil", "archive", "evil.tar.gz", evil),
+    ]
+    doc = {"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": skills}
+    (base / "index.json").write_text(json.dumps(doc))
+    with served(site) as url:
+        one, two = resolve(url, ["one", "two"])
+        assert one.files == {"SKILL.md": (skill_md("one"), False)} and one.pin["version"] == "0.2.0"
+        assert two.files["scripts/go.sh"] == (b"#!/bin/sh\n", True) and two.symlinks == ("references/link",)
+        assert two.pin["digest"] == doc["skills"][1]["digest"]
+        with pytest.raises(SourceError, match="no brain may hold"):
+            resolve(url, ["evil"])
+        (base / "two.tar.gz").write_bytes(archive + b"\0")
+        with pytest.raises(SourceError, match="does not match its digest"):
+            resolve(url, ["two"])

@@ -1,28 +1,35 @@
 """Skills from an HTTPS discovery index: the Agent Skills well-known URIs.
 
-Two versions of one format are read (cloudflare/agent-skills-discovery-rfc, README at
-366ad374, which the ``skills`` CLI's ``providers/wellknown.ts`` follows for v0.1):
+Three shapes of one format are read (the Agent Skills Discovery RFC, cloudflare/agent-skills-discovery-rfc):
 
-- v0.2 at ``<base>/.well-known/agent-skills/index.json``: ``{"version": "0.2.0", "skills":
-  [{"name", "description", "digest": "sha256:<hex>", "files": [{"path", "digest"}], "package"?}]}``.
-  Every file is checked against its digest, and the skill against its digest: SHA-256 over
-  ``path \\0 hex \\n`` lines sorted by path bytes.  A mismatch refuses the skill.
-- v0.1 at ``<base>/.well-known/skills/index.json``: ``files`` is a list of paths, with no
-  digests; the content is taken as served (nothing to check it against) and pinned by hash.
+- v0.2.0 as published (``"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json"``,
+  at ``<base>/.well-known/agent-skills/index.json``): ``{"skills": [{"name", "type", "description",
+  "url", "digest": "sha256:<hex>"}]}``; ``type`` ``skill-md`` is one ``SKILL.md`` at ``url``,
+  ``archive`` a ``.tar.gz`` of the skill's folder (its root, or one top folder named as the skill).
+  ``url`` is resolved against the index's URL; the artifact must match ``digest``.
+- the RFC draft's v0.2.0 (README at 366ad374: ``"version": "0.2.0"``): ``files`` is a list of
+  ``{"path", "digest"}`` and the skill's ``digest`` is SHA-256 over ``path \0 hex \n`` lines sorted
+  by path bytes; every file and the skill digest are checked.
+- v0.1 at ``<base>/.well-known/skills/index.json`` (the ``skills`` CLI's ``providers/wellknown.ts``):
+  ``files`` is a list of paths, with no digests; the content is taken as served and pinned by hash.
 
-Files are at ``<index folder>/<name>/<path>``.  A URL ending in ``index.json`` is read as
-it is; otherwise the v0.2 location is tried, then v0.1.  Only ``https`` is fetched, except
-plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what the tests serve).
-Redirects are followed only within the same scheme and host, at most :data:`MAX_REDIRECTS`;
-every response is capped (:data:`MAX_INDEX`, and the project's per-file limit) and timed out.
-The pin is ``{"sha256": folder_sha256, "digest": the index's skill digest (v0.2), "version"}``.
+Files listed by path are at ``<index folder>/<name>/<path>``.  A URL ending in ``index.json`` is
+read as it is; otherwise the ``agent-skills`` location is tried, then ``skills``.  Only ``https``
+is fetched, except plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what
+the tests serve).  Redirects are followed only within the same scheme and host, at most
+:data:`MAX_REDIRECTS`; every response is capped (:data:`MAX_INDEX`, the project's per-file limit,
+:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive's
+members are read in memory; links in it are reported as ``symlinks``, never written anywhere.
+The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import posixpath
+import tarfile
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -31,7 +38,7 @@ import requests
 
 from ledger.bundle.skill import MAX_SUPPORT_FILE
 from ledger.errors import SourceError
-from ledger.supply.candidates import Candidate, candidate, pick, source_doc
+from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, pick, source_doc
 from ledger.supply.lockfile import folder_sha256
 
 __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pinned", "skill_digest"]
@@ -95,12 +102,18 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
             raise SourceError(f"{where} is not JSON: {exc}") from exc
         if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list):
             raise SourceError(f"{where} is not a skills index: it has no 'skills' list")
-        version = doc.get("version", "0.1.0")
+        version = doc.get("version", _schema_version(doc.get("$schema")))
         if not isinstance(version, str) or not version.startswith("0."):
             raise SourceError(f"{where} is index version {version!r}; this ledger reads 0.1 and 0.2",
                               hint="upgrade brain-ledger")  # fmt: skip
         return where, doc
     raise SourceError(f"{url} serves no skills index at {' or '.join(tries)}", hint="pass the index's URL")
+
+
+def _schema_version(schema: Any) -> str:
+    """The version a ``$schema`` URL names (``…/discovery/0.2.0/schema.json``), else 0.1.0."""
+    parts = schema.split("/") if isinstance(schema, str) else []
+    return parts[-2] if len(parts) >= 2 and parts[-1] == "schema.json" else "0.1.0"
 
 
 def _hex(digest: Any, where: str) -> str:
@@ -120,6 +133,8 @@ def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
     """One index entry's files, fetched and checked against every digest the index gives."""
     name = entry["name"]
     where = f"{index_url} ({name})"
+    if "url" in entry and "files" not in entry:
+        return _artifact(index_url, version, entry, where)
     listed = entry.get("files")
     if not isinstance(listed, list) or not listed:
         raise SourceError(f"{where}: the entry lists no files")
@@ -150,11 +165,61 @@ def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
     return candidate(name, files, source_doc("index", index_url, name, None), pin)
 
 
+def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -> Candidate:
+    """A published v0.2.0 entry: one ``SKILL.md`` or one archive at ``url``, checked against ``digest``."""
+    name, kind = entry["name"], entry.get("type")
+    candidate(name, {"SKILL.md": (b"", False)}, source_doc("index", index_url, name, None), {})  # the name first
+    if kind not in ("skill-md", "archive") or not isinstance(entry.get("url"), str):
+        raise SourceError(f"{where}: entry type {kind!r} is not one this ledger reads (skill-md, archive)")
+    want = _hex(entry.get("digest"), where)
+    url = urljoin(index_url, entry["url"])
+    body = _get(url, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES)
+    if body is None:
+        raise SourceError(f"{where}: {url} is listed but not served")
+    if hashlib.sha256(body).hexdigest() != want:
+        raise SourceError(f"{where}: {url} does not match its digest in the index",
+                          hint="the file or the index was altered; nothing was taken")  # fmt: skip
+    files, links = ({"SKILL.md": (body, False)}, []) if kind == "skill-md" else _unpacked(body, name, where)
+    pin = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
+    return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=links)
+
+
+def _unpacked(data: bytes, name: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
+    """The regular files (and the links, unread) of a ``.tar.gz``, in memory; its one top folder
+    named ``name`` is taken as the skill's root."""
+    files: dict[str, tuple[bytes, bool]] = {}
+    links: list[str] = []
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            members = tar.getmembers()
+            if len(members) > 10_000:
+                raise SourceError(f"{where}: the archive holds {len(members)} entries; refused")
+            for m in members:
+                rel = m.name.removeprefix("./")
+                if m.isfile():
+                    handle = tar.extractfile(m)
+                    files[rel] = (handle.read() if handle else b"", bool(m.mode & 0o100))
+                elif m.issym() or m.islnk():
+                    links.append(rel)
+                elif not m.isdir():
+                    raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
+    if "SKILL.md" not in files and f"{name}/SKILL.md" in files:
+        outside = [p for p in [*files, *links] if not p.startswith(f"{name}/")]
+        if outside:
+            raise SourceError(f"{where}: the archive holds {outside[0]!r} beside its folder {name!r}")
+        cut = len(name) + 1
+        files = {p[cut:]: v for p, v in files.items() if p.startswith(f"{name}/")}
+        links = [p[cut:] for p in links if p.startswith(f"{name}/")]
+    return files, links
+
+
 def index_candidates(url: str, names: Sequence[str] = ()) -> list[Candidate]:
     """The skills an index at (or under) ``url`` lists, each fetched and checked."""
     index_url, doc = _index(url)
     entries = {e["name"]: e for e in doc["skills"] if isinstance(e, dict) and isinstance(e.get("name"), str)}
-    version = doc.get("version", "0.1.0")
+    version = doc.get("version", _schema_version(doc.get("$schema")))
     return [_skill(index_url, version, entries[n]) for n in pick(entries, names, index_url)]
 
 
