@@ -26,7 +26,7 @@ from ledger.errors import StoreError
 
 __all__ = [
     "APPROVED", "QUARANTINED", "RECORD", "REVOKED", "STATES", "Entry", "Supply",
-    "file_sha256", "format_record", "parse_record", "skill_blake3",
+    "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
 ]  # fmt: skip
 
 RECORD = "supply"  # the top-tree entry's name
@@ -201,6 +201,11 @@ def _int(v: Any) -> bool:
 def _check(ok: bool, what: str) -> None:
     if not ok:
         raise StoreError(f"the supply record's {what} is not valid (docs/supply-chain.md §3)")
+
+
+def is_digest(text: str) -> bool:
+    """Whether ``text`` names a digest a revocation can hold: ``blake3-tree-v1:<hex>`` or ``sha256:<hex>``."""
+    return _DIGEST.fullmatch(text) is not None
 
 
 def file_sha256(data: bytes) -> str:
