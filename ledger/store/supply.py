@@ -147,11 +147,12 @@ def _entry(name: str, raw: Any) -> Entry:
     _keys(raw, {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from", "state",
                 "verdict", "approval"}, where)  # fmt: skip
     source = _dict(raw["source"], f"{where}: source")
-    _keys(source, {"type", "url", "path", "ref"}, f"{where}: source")
-    _check(source["type"] in SOURCE_TYPES and _text(source["url"]) and _text(source["path"])
-           and (source["ref"] is None or _text(source["ref"])), f"{where}: source")  # fmt: skip
+    _check({"type", "url", "path", "ref"} <= set(source) and source["type"] in SOURCE_TYPES
+           and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
+           and _text(source["path"]), f"{where}: source")  # fmt: skip
     pin = _dict(raw["pin"], f"{where}: pin")
-    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256"}, f"{where}: pin")
+    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version"}, f"{where}: pin")
+    _check("version" not in pin or _text(pin["version"]), f"{where}: pin version")
     _check("commit" not in pin or _HEX40.fullmatch(str(pin["commit"])) is not None, f"{where}: pin commit")
     _check("root" not in pin or _ROOT.fullmatch(str(pin["root"])) is not None, f"{where}: pin root")
     _check("seq" not in pin or pin["seq"] is None or _int(pin["seq"]), f"{where}: pin seq")
