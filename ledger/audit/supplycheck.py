@@ -51,9 +51,17 @@ def check_supply(store: gs.GitStore, walked: Walked, report: Report, signed: Seq
             chk.fail(f"{label}: {problem} (docs/lineage.md §1.6)", path=sp.RECORD, **where)
         if now is not None and snap.commit == walked.order[-1].commit:
             installed = len(now.skills)
+            report.supply = [_credit(n, e) for n, e in sorted(now.skills.items())]
     if chk.ok:
         chk.summary = (f"{installed} skill(s) installed from elsewhere: pins, verdicts, approvals and revocations "
                        "follow the rules" if any(records.values()) else "no skill was installed from elsewhere")
+
+
+def _credit(name: str, entry: sp.Entry) -> dict[str, Any]:
+    """What a report shows of an installed skill: whose it is, from where, and its standing."""
+    return {"skill": name, "state": entry.state, "source": entry.source["url"], "type": entry.source["type"],
+            "pin": entry.pin, "signer": entry.signer, "derived_from": entry.derived_from,
+            "verdict": entry.verdict.get("worst"), "approved_by": (entry.approval or {}).get("by")}  # fmt: skip
 
 
 def _parse(store: gs.GitStore, blob: bytes, blobs: dict[bytes, sp.Supply]) -> sp.Supply:
