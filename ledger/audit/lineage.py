@@ -35,6 +35,7 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.audit.signatures import check_signatures
+from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
 from ledger.audit.walk import walk
 from ledger.bundle.merkle import DirNode, file_entries, format_root, read_tree
@@ -55,6 +56,7 @@ CHECKS = (
     "signatures",
     "versions",
     "skills",
+    "supply",
     "receipts",
     "worktree",
     "chain.events",
@@ -116,6 +118,7 @@ def audit_repo(
         walked = walk(store, report, progress, since, tip)
         snaps = walked.mainline
         signed = check_signatures(store, walked, report, require_signatures, founder)
+        check_supply(store, walked, report, signed)
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken
         _check_receipts(store, snaps, report)

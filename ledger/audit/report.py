@@ -41,6 +41,24 @@ def _when(stamp: Any) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stamp))) if stamp is not None else "—"
 
 
+def _supply_html(report: Report) -> str:
+    """Whose skills this brain uses (docs/supply-chain.md §7): source, pin, upstream agent, standing."""
+    if not report.supply:
+        return "<p class='muted' id='supply'>None: every skill is this brain's own.</p>"
+    rows = []
+    for s in report.supply:
+        pin = s["pin"].get("commit") or s["pin"].get("sha256") or ""
+        credit = s["derived_from"] or {}
+        upstream = f"agent {credit['agent']:#x} on chain {credit.get('chain')}" if "agent" in credit else \
+            _short(credit.get("root"))  # fmt: skip
+        rows.append(f"<tr><td>{_e(s['skill'])}</td><td>{_e(s['state'])}</td><td>{_e(s['verdict'])}</td>"
+                    f"<td>{_e(s['type'])} <code>{_e(s['source'])}</code></td><td><code>{_e(pin[:12])}</code></td>"
+                    f"<td>{_e(upstream)}</td><td><code>{_e(s['signer'] or '')}</code></td>"
+                    f"<td><code>{_e(s['approved_by'] or '')}</code></td></tr>")  # fmt: skip
+    return ("<table id='supply'><tr><th>skill</th><th>state</th><th>scan</th><th>source</th><th>pin</th>"
+            "<th>derived from</th><th>upstream signer</th><th>approved by</th></tr>" + "".join(rows) + "</table>")
+
+
 def render_html(report: Report) -> str:
     """Render an audit report for people: verdict, checks, timeline, chain, skill histories."""
     verdict = "ok" if report.ok else "fail"
@@ -121,5 +139,6 @@ audited <time>{_e(when)}</time> by brain-ledger {_e(ctx.get("ledger_version", "?
 <th>changes</th><th>root</th>
 <th>on chain</th><th>root ok</th></tr>{"".join(rows)}</table>
 <h2>Skill versions</h2><ul class="skills" id="skills">{"".join(skills)}</ul>
+<h2>Skills from elsewhere</h2>{_supply_html(report)}
 </body></html>
 """

@@ -17,7 +17,7 @@ from ledger.store.gitstore import blob_id
 
 _TOP = {
     "skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE,
-    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE,
+    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE, "supply": gs.MODE_FILE,
 }  # fmt: skip
 
 
@@ -68,11 +68,11 @@ def _canonical(snap: gs.Snapshot) -> str:
 
 
 def _count_ok(operation: str, count: int) -> bool:
-    if operation in ("init", "adopt", "keys", "move"):
+    if operation in ("init", "adopt", "keys", "move", "approve", "revoke"):
         return count == 0
     if operation in ("import", "merge", "sync"):
         return count >= 0  # an import or a sync may change only categories/; a merge may take nothing
-    if operation == "apply":
+    if operation in ("apply", "install"):
         return count >= 1
     return count >= 1 if operation == "snapshot" else count == 1
 

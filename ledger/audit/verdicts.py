@@ -60,6 +60,7 @@ class Report:
     context: dict[str, Any] = field(default_factory=dict)
     tops: dict[str, dict[str, bytes]] = field(default_factory=dict, repr=False)  # commit → its top-level blob ids
     chain_skipped: str | None = None  # why the chain.* checks did not run ("no --rpc"), when they did not
+    supply: list[dict[str, Any]] = field(default_factory=list)  # the head's skills from elsewhere, with credit
 
     @property
     def ok(self) -> bool:
@@ -96,4 +97,5 @@ class Report:
             "context": self.context,
             "timeline": self.timeline,
             "skills": self.skills,
+            "supply": self.supply,
         }

@@ -17,7 +17,7 @@ from ledger.cli.common import (
     open_brain,
     progress_bar,
 )
-from ledger.errors import ChainError, LedgerError, UsageError
+from ledger.errors import ChainError, LedgerError, UsageError, printable
 
 
 def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
@@ -58,6 +58,33 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
         sys.exit(1)
 
 
+def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
+    """``verify --frozen``: each installed skill against its pin; exit 1 naming what drifted."""
+    from ledger.supply.installer import Installer
+
+    with open_brain(ctx) as brain:
+        out = Installer(brain).verify_frozen()
+    if as_json and not out["ok"]:
+        emit({"frozen": out})
+        sys.exit(1)
+    for row in out["skills"]:
+        if row["ok"]:
+            if not as_json:
+                click.echo(f"frozen  {row['skill']}: as pinned, and its source serves the pin")
+            continue
+        for rel in row["drift"]:
+            click.secho(f"drift   {row['skill']}/{printable(rel)}: differs from the pinned version here",
+                        fg="red", err=True)  # fmt: skip
+        if row["source"] != "serves the pin":
+            what = printable(row.get("source_error") or ", ".join(row.get("source_drift", [])))
+            click.secho(f"source  {row['skill']}: {row['source']} ({what})", fg="red", err=True)
+        if row.get("problem"):
+            click.secho(f"revoked {row['skill']}", fg="red", err=True)
+    if not out["ok"]:
+        click.secho("FROZEN FAILED: installed skills differ from their pins", fg="red", bold=True, err=True)
+        sys.exit(1)
+
+
 require_flag = click.option(
     "--require-signatures", "require", is_flag=True,
     help="Fail unsigned snapshots (by default a warning); snapshots attested by 'sign --adopt' pass.",
@@ -69,11 +96,16 @@ require_flag = click.option(
 @require_flag
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
+@click.option("--frozen", is_flag=True,
+              help="Also hold every installed skill to its pin: no local drift, and its source still serves it.")
 @click.pass_context
-def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None) -> None:
-    """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain)."""
+def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None,
+           frozen: bool) -> None:  # fmt: skip
+    """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen)."""
     from ledger.audit.lineage import audit_repo
 
+    if frozen:
+        _verify_frozen(ctx, as_json)
     with open_brain(ctx) as brain:
         root, cfg = brain.root, brain.config.get("chain") or {}
     kwargs: dict[str, Any] = {}

@@ -74,15 +74,30 @@ def import_cmd(
 
 
 @main.command("export")
-@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path), required=False)
 @click.option("--layout", type=click.Choice(["agentskills", "claude", "hermes", "slopstock"]), default="agentskills",
               show_default=True)  # fmt: skip
 @click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root (default: head).")
+@click.option("--lock", "lock", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the installed skills' pins as the skills CLI's skills-lock.json instead.")
 @json_flag
 @click.pass_context
-def export_cmd(ctx: click.Context, dest: Path, layout: str, rev: str | None, as_json: bool) -> None:
+def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | None, lock: Path | None,
+               as_json: bool) -> None:  # fmt: skip
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
     from ledger.exchange.export import export
+
+    if (dest is None) == (lock is None):
+        from ledger.errors import UsageError
+
+        raise UsageError("give DEST, or --lock FILE")
+    if lock is not None:
+        from ledger.supply.installer import Installer
+
+        with open_brain(ctx) as brain:
+            out = Installer(brain).export_lock(lock)
+        emit(out) if as_json else click.echo(f"wrote {len(out['skills'])} pin(s) to {lock}")
+        return
 
     with open_brain(ctx) as brain:
         commit = brain.store.resolve(rev) if rev else brain.head().commit

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from ledger.errors import LedgerError, StoreError
 from ledger.exchange.merging import merge as merge_files
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
+from ledger.store import supply as sp
 from ledger.store import treehash as th
 from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
@@ -60,6 +61,7 @@ class Side:
     keys: bytes | None
     categories: bytes | None
     store: gs.GitStore
+    supply: bytes | None = None  # the supply record's blob id
     _versions: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -69,7 +71,7 @@ class Side:
         vsha, record = store.versions(top)
         return cls(commit, snap, skilltree.skills_of(store, top)[1], store.retired(top)[1],
                    record if vsha is not None else None, store.trust_record(top)[0], store.categories_tree(top),
-                   store)  # fmt: skip
+                   store, store.supply_record(top)[0])  # fmt: skip
 
     def version(self, name: str) -> int:
         """The live version of ``name`` here (0 when it is not live)."""
@@ -213,6 +215,24 @@ def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, 
     return write_tree(files, "categories")[0]
 
 
+def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str]) -> bytes | None:
+    """The supply record three ways (docs/supply-chain.md §6): entries as categories are merged (the first
+    parent wins where both changed one), every revocation of either side kept, and an entry whose
+    digest either side revoked left revoked."""
+    if ours.supply is None and theirs.supply is None:
+        return None
+    b, o, t = (sp.parse_record(store.read(x.supply, b"blob")) if x.supply else sp.Supply()
+               for x in (base, ours, theirs))  # fmt: skip
+    skills = dict(t.skills)
+    _take_changed(skills, b.skills, o.skills, t.skills)
+    revoked = {**o.revoked, **t.revoked}
+    skills = {
+        n: replace(e, state=sp.REVOKED) if any(d in revoked for d in e.digests()) else e
+        for n, e in skills.items() if n in live
+    }  # fmt: skip
+    return store.write_blob(sp.format_record(sp.Supply(skills, revoked)))
+
+
 def _take_changed(out: dict[str, Any], base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any],
                   skip: str | None = None) -> None:  # fmt: skip
     """Into ``out`` (the first parent's), each key only the second parent changed since the base."""
@@ -311,7 +331,8 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
                 live[change.skill] = change.version
         versions_blob = store.write_blob(gs.format_record(live))
     cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.trees.write)
-    top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob)
+    supply = _merge_supply(store, base, ours, theirs, set(trees))
+    top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply)
     note = "\n".join(
         plan.notes
         + [f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "

@@ -353,6 +353,7 @@ class GitStore:
     def root_tree(
         self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
         layout: bytes | None = None, trust: bytes | None = None, versions: bytes | None = None,
+        supply: bytes | None = None,
     ) -> bytes:
         """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
         ``layout`` record (:mod:`ledger.store.skilltree`) and the ``keys`` record
@@ -368,6 +369,8 @@ class GitStore:
             entries.append((trust, MODE_FILE, "keys"))
         if versions:
             entries.append((versions, MODE_FILE, VERSIONS))
+        if supply:
+            entries.append((supply, MODE_FILE, "supply"))
         return self.write_tree(entries)
 
     def trust_record(self, tree: bytes) -> tuple[bytes | None, bytes]:
@@ -404,6 +407,13 @@ class GitStore:
             if name == entry and mode == MODE_FILE:
                 return sha, parse_record(self.read(sha, b"blob"), entry)
         return None, {}
+
+    def supply_record(self, tree: bytes) -> tuple[bytes | None, bytes]:
+        """The ``supply`` record of a snapshot's top tree (:mod:`ledger.store.supply`): its blob id and bytes."""
+        for sha, mode, name in self.read_tree(tree):
+            if name == "supply" and mode == MODE_FILE:
+                return sha, self.read(sha, b"blob")
+        return None, b""
 
     def categories_tree(self, tree: bytes) -> bytes | None:
         """The ``categories/`` tree of a snapshot's top tree, if any (docs/layouts.md)."""

@@ -174,6 +174,9 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "adopt": (),  # signs an unsigned brain's head and founds its trust set (docs/lineage.md §8)
     "keys": (),  # adds or revokes signing keys
     "move": (),  # moves a skill between Hermes categories (categories/ only; the root is the parent's)
+    "install": ("create", "update"),  # skills from elsewhere, pinned and scanned, into quarantine (supply-chain.md)
+    "approve": (),  # a curator's approval of installed skills (the supply record only)
+    "revoke": (),  # digests revoked, and the installed skills they name (the supply record only)
     "sync": ("create", "update", "delete"),  # what a runtime changed in its folder, recorded back (ledger sync)
     "merge": ("create", "update", "delete"),  # two lineages joined, skill by skill (docs/lineage.md §9)
     "resolve": ("update",),  # a merge conflict settled by taking the other side's skill

@@ -46,8 +46,9 @@ from ledger.errors import (
 from ledger.signatures.trust import KeyChange, Trust
 from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
+from ledger.store.supply import Supply
 from ledger.write import writepath as wp
-from ledger.write.head import KEEP, Head, tree_entry
+from ledger.write.head import KEEP, Head, head_supply, next_supply, tree_entry
 from ledger.write.joins import Joins
 from ledger.write.journal import JOURNAL, Journal, write_json
 from ledger.write.lock import WriterLock
@@ -182,17 +183,21 @@ class Writer:
         disk: Mapping[str, gs.FileMap] | None = None,
         categories: bytes | object | None = KEEP,
         key_changes: Sequence[KeyChange] = (),
+        supply: Supply | None = None,
     ) -> Receipt:
         """The one write path: objects → checks → journal → working tree → branch → done.
 
         ``disk`` is what a snapshot read from the working tree, where that differs from
-        the last snapshot (it re-renders SKILL.md with the new version).
+        the last snapshot (it re-renders SKILL.md with the new version).  ``supply`` is the
+        supply record after this write (:mod:`ledger.supply`); by default the head's is kept,
+        less the entries of the skills this write deletes.
         """
         with self.lock.locked():
             head = self.snapshots.head()
             try:
                 cats = self.snapshots.categories_tree(head) if categories is KEEP else categories
-                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats, key_changes)
+                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats, key_changes,
+                                             supply)  # fmt: skip
             except OSError as exc:  # a file changed or vanished beside the write: a refusal, not a traceback
                 self.snapshots.current = None
                 journaled = (self.control / JOURNAL).exists()
@@ -223,6 +228,7 @@ class Writer:
         disk: Mapping[str, gs.FileMap],
         categories: bytes | None,
         key_changes: Sequence[KeyChange] = (),
+        supply: Supply | None = None,
     ) -> Receipt:
         if self.base is not None and head.commit != self.base:
             raise StoreError(
@@ -282,8 +288,9 @@ class Writer:
         if key_changes:  # the set after them, and its record (refused here if a change breaks a rule)
             after = trust[1].apply(key_changes)
             new_trust = (self.store.write_trust(after), after)
+        new_supply = next_supply(self.store, head, [c.skill for c in changes if c.action == "delete"], supply)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
-                                         versions[0] if versions else None)  # fmt: skip
+                                         versions[0] if versions else None, new_supply[0])  # fmt: skip
         sealed = self.sealer.seal(
             message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
             parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
@@ -326,6 +333,7 @@ class Writer:
         self.snapshots.current.versions = versions or (None, {})
         self.snapshots.current.categories = categories
         self.snapshots.current.trust = new_trust
+        self.snapshots.current.supply = new_supply
         if same_names:
             self.snapshots.current.raw, self.snapshots.current.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None
@@ -372,6 +380,10 @@ class Writer:
             assert head.retired is not None
             return head.retired
         return self.store.write_blob(gs.format_record(retired)), retired
+
+    def supply(self, head: Head | None = None) -> Supply:
+        """The head's supply record (:mod:`ledger.store.supply`), read once per head."""
+        return head_supply(self.store, head or self.snapshots.head())[1]
 
     def _trust(self, head: Head) -> tuple[bytes | None, Trust]:
         """The head's trust set (its ``keys`` record), read once per head."""

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 from ledger.bundle.merkle import RootIndex
 from ledger.signatures.trust import Trust
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
+from ledger.store.supply import Supply
+from ledger.store.supply import format_record as format_supply
+from ledger.store.supply import parse_record as parse_supply
 
-__all__ = ["KEEP", "Head", "tree_entry"]
+__all__ = ["KEEP", "Head", "head_supply", "next_supply", "tree_entry"]
 
 KEEP = object()  # a record not read yet; as the writer's ``categories=``: carry the head's tree forward
 
@@ -53,6 +57,7 @@ class Head:
         self.versions: tuple[bytes | None, dict[str, int]] | None = None  # ledger.write.versioning, read on first use
         self.categories: bytes | object | None = KEEP  # the categories/ tree id, read on first use
         self.trust: tuple[bytes | None, Trust] | None = None  # the keys record, read on first use
+        self.supply: tuple[bytes | None, Supply] | None = None  # the supply record, read on first use
         self.raw: bytearray | None = None  # the flat skills/ tree serialised, and where each entry starts
         self.offsets: list[int] | None = None
 
@@ -79,3 +84,24 @@ class Head:
             self.raw = bytearray(b"".join(self.ordered))
             self.offsets = list(itertools.accumulate(map(len, self.ordered), initial=0))
         return self.raw, self.offsets
+
+
+def head_supply(store: gs.GitStore, head: Head) -> tuple[bytes | None, Supply]:
+    """The head's ``supply`` record (blob id, parsed), read once per head."""
+    if head.supply is None:
+        sha, data = store.supply_record(bytes.fromhex(head.snap.tree)) if head.snap.tree else (None, b"")
+        head.supply = (sha, parse_supply(data) if sha is not None else Supply())
+    return head.supply
+
+
+def next_supply(
+    store: gs.GitStore, head: Head, deleted: Iterable[str], supply: Supply | None
+) -> tuple[bytes | None, Supply]:
+    """The record after a write: ``supply`` when given, else the head's; a deleted skill's entry goes with it."""
+    current = head_supply(store, head)
+    after = (supply if supply is not None else current[1]).without(deleted)
+    if supply is None and after is current[1]:
+        return current
+    if after.empty and current[0] is None:
+        return None, after
+    return store.write_blob(format_supply(after)), after

@@ -1,0 +1,225 @@
+"""Skills from elsewhere: install, approve, revoke, outdated, update and the supply record (docs/supply-chain.md)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt
+from ledger.errors import UsageError, printable
+
+actor_option = click.option(
+    "--actor", type=click.Choice(["user", "curator", "agent"]), default="user", show_default=True,
+    help="Who acts (recorded and signed in the snapshot).",
+)  # fmt: skip
+
+
+def _installer(brain: Any) -> Any:
+    from ledger.supply.installer import Installer
+
+    return Installer(brain)
+
+
+@main.command()
+@click.argument("source", required=False)
+@click.argument("names", nargs=-1)
+@click.option("--pin", metavar="REF", help="Install at this commit (or ref, resolved to its commit) of the source.")
+@click.option("--rpc", help="Check a brain source's root against its registry on this chain too.")
+@click.option("--frozen", "frozen", metavar="LOCK", default=None,
+              help="Install exactly what LOCK pins (a skills-lock.json or another brain), digests checked, or fail.")
+@actor_option
+@note_flag
+@json_flag
+@click.pass_context
+def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin: str | None, rpc: str | None,
+            frozen: str | None, actor: str, note: str, as_json: bool) -> None:  # fmt: skip
+    """Install skills from SOURCE (all of them, or NAMES): pinned, scanned, and held in quarantine.
+
+    SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
+    marketplace.json, a skills-lock.json, or an https index.  Nothing is projected to a
+    runtime, listed by 'ledger index' or served to an agent until 'ledger approve NAME'.
+    """
+    if (source is None) == (frozen is None):
+        raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
+    with open_brain(ctx) as brain, brain.acting(actor):
+        inst = _installer(brain)
+        out = inst.install_frozen(frozen, rpc=rpc) if frozen else inst.install(source or "", names, pin=pin, rpc=rpc,
+                                                                                note=note)  # fmt: skip
+    if as_json:
+        emit(out)
+        return
+    for row in out["skills"]:
+        if row["status"] == "unchanged":
+            click.echo(f"unchanged  {row['skill']} ({row['state']})")
+            continue
+        pin_text = row["pin"].get("commit") or row["pin"].get("sha256") or ""
+        click.echo(f"installed  {row['skill']} v{row['version']} @ {pin_text[:12]}  {row['state']}  "
+                   f"scan: {row['verdict']} ({row['findings']} finding(s))")  # fmt: skip
+    if out.get("commit"):
+        click.echo(f"commit {out['commit']}" + (f"\nsigned {out['signer']}" if out.get("signer") else ""))
+    if any(r.get("state") == "quarantined" for r in out["skills"]):
+        click.echo("quarantined skills reach no runtime until approved: 'ledger supply show NAME', then "
+                   "'ledger approve NAME'", err=True)  # fmt: skip
+
+
+@main.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--override", metavar="REASON", help="Approve despite critical findings; the reason is signed.")
+@actor_option
+@note_flag
+@json_flag
+@click.pass_context
+def approve(ctx: click.Context, names: tuple[str, ...], override: str | None, actor: str, note: str,
+            as_json: bool) -> None:  # fmt: skip
+    """Approve installed skills out of quarantine: a signed curator decision."""
+    ctx.obj["commit"] = False
+    with open_brain(ctx) as brain, brain.acting(actor):
+        receipt = _installer(brain).approve(list(names), override=override, note=note)
+    print_receipt(ctx, receipt, as_json)
+
+
+@main.command()
+@click.argument("target")
+@click.option("--reason", required=True, help="Why (signed into the lineage, shown to every installer).")
+@actor_option
+@note_flag
+@json_flag
+@click.pass_context
+def revoke(ctx: click.Context, target: str, reason: str, actor: str, note: str, as_json: bool) -> None:
+    """Revoke SOURCE@PIN or a DIGEST: its skills leave every runtime on the next sync and never come back."""
+    with open_brain(ctx) as brain, brain.acting(actor):
+        out = _installer(brain).revoke(target, reason, note=note)
+    if as_json:
+        emit(out)
+        return
+    click.echo(f"revoked {', '.join(out['revoked'])}")
+    for name in out["skills"]:
+        click.echo(f"  {name}: revoked; 'ledger sync' removes it from every runtime")
+    click.echo(f"commit {out['commit']}")
+
+
+@main.command()
+@json_flag
+@click.pass_context
+def outdated(ctx: click.Context, as_json: bool) -> None:
+    """Installed skills whose source now serves a newer version."""
+    with open_brain(ctx) as brain:
+        rows = _installer(brain).outdated()
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        click.echo("every installed skill is at its source's version")
+    for row in rows:
+        have = row["pin"].get("commit") or row["pin"].get("sha256") or ""
+        if "error" in row:
+            click.echo(f"{row['skill']:30} {have[:12]}  cannot read its source: {printable(row['error'])}")
+        else:
+            new = row["latest"].get("commit") or row["latest"].get("sha256") or ""
+            click.echo(f"{row['skill']:30} {have[:12]} → {new[:12]}  ({row['state']})")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--pin", metavar="REF", help="Update to this commit of the source, not its newest.")
+@click.option("--yes", is_flag=True, help="Install the update into quarantine without asking.")
+@actor_option
+@json_flag
+@click.pass_context
+def update(ctx: click.Context, name: str, pin: str | None, yes: bool, actor: str, as_json: bool) -> None:
+    """Review NAME's newer upstream version against the vetted one, then install it into quarantine."""
+    with open_brain(ctx) as brain, brain.acting(actor):
+        inst = _installer(brain)
+        review = inst.update(name, pin=pin, apply=False)
+        if review.get("unchanged"):
+            emit(review) if as_json else click.echo(f"{name} is at its source's version")
+            return
+        if not as_json:
+            _say_review(review)
+        go = yes or (sys.stdin.isatty() and not as_json and click.confirm("install this update into quarantine?"))
+        if not go:
+            if as_json:
+                emit(review)
+            click.echo("nothing changed; run again with --yes to install it into quarantine", err=True)
+            sys.exit(1)
+        out = inst.update(name, pin=pin, apply=True)
+    if as_json:
+        emit(out)
+    else:
+        click.echo(f"updated {name} to v{out['version']}: quarantined until 'ledger approve {name}'")
+        click.echo(f"commit {out['commit']}")
+
+
+def _say_review(review: dict[str, Any]) -> None:
+    diff = review["diff"]
+    click.echo(f"{review['skill']}: {_pin(review['from'])} → {_pin(review['to'])}")
+    for item in diff["safety"]:
+        click.secho(f"  ! {item['kind']:13} {printable(item['file'])}: {printable(item['what'])}", fg="yellow")
+    for key in ("added", "removed", "changed"):
+        for rel in diff[key]:
+            click.echo(f"  {key:8} {printable(rel)}")
+    verdict = review["verdict"]
+    click.echo(f"  scan: {verdict['worst']} ({len(verdict['findings'])} finding(s))")
+    for f in verdict["findings"]:
+        click.echo("  " + _finding(f))
+    if review["forked"]:
+        click.echo(f"  local edits kept (a fork): {', '.join(diff['fork']['edited_here'])}; merged three ways")
+    for rel, text in diff["text"].items():
+        click.echo(printable(text) if text else f"  ({rel})")
+
+
+def _finding(f: dict[str, Any]) -> str:
+    return f"  {f['severity']:8} {f['rule']} {printable(f['file'])}:{f['line'] or '-'} {printable(f['detail'])}"
+
+
+def _pin(pin: dict[str, Any]) -> str:
+    return str(pin.get("commit") or pin.get("sha256") or "")[:12]
+
+
+@main.group()
+def supply() -> None:
+    """The supply record: where each installed skill came from and who vetted it."""
+
+
+@supply.command("list")
+@json_flag
+@click.pass_context
+def supply_list(ctx: click.Context, as_json: bool) -> None:
+    """Every installed skill with its source, pin, state and verdict; every revoked digest."""
+    with open_brain(ctx) as brain:
+        record = _installer(brain).record()
+    if as_json:
+        emit(record.to_json())
+        return
+    for name, e in sorted(record.skills.items()):
+        click.echo(f"{name:30} {e.state:11} {e.verdict.get('worst'):8} {e.source['type']:11} "
+                   f"{printable(e.source['url'])} @ {_pin(e.pin)}")  # fmt: skip
+    for digest, why in sorted(record.revoked.items()):
+        click.echo(f"revoked {digest}: {printable(why['reason'])}")
+
+
+@supply.command("show")
+@click.argument("name")
+@json_flag
+@click.pass_context
+def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """One installed skill's pin, digests, upstream signer, credit, verdict and approval."""
+    with open_brain(ctx) as brain:
+        entry = _installer(brain).entry(name)
+    doc = entry.to_json()
+    if as_json:
+        emit(doc)
+        return
+    for key in ("state", "version", "blake3", "sha256", "signer"):
+        click.echo(f"{key:12} {doc[key]}")
+    click.echo(f"{'source':12} {doc['source']['type']} {printable(doc['source']['url'])} {doc['source']['path']}")
+    click.echo(f"{'pin':12} {doc['pin']}")
+    if doc["derived_from"]:
+        click.echo(f"{'derived from':12} {doc['derived_from']}")
+    if doc["approval"]:
+        click.echo(f"{'approval':12} {doc['approval']}")
+    click.echo(f"{'scan':12} {doc['verdict']['worst']}")
+    for f in doc["verdict"].get("findings", []):
+        click.echo(_finding(f))

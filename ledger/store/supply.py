@@ -1,0 +1,229 @@
+"""The ``supply`` record: where each installed skill came from, who vetted it, and what is revoked.
+
+A snapshot's top tree holds ``supply`` (mode ``100644``) from the first ``install`` on
+(docs/lineage.md §1.2, docs/supply-chain.md).  The snapshot's signature binds its tree, so
+the record is signed with the snapshot that changes it: an install's pin and scan verdict,
+a curator's approval (and an override's reason), a revocation.  Everything in it is plain
+data; this module only reads, checks and writes the bytes, and the rules of who may change
+what live in :mod:`ledger.audit.supplycheck` and the supply services.
+
+The bytes are canonical: JSON with keys sorted, two-space indent, ASCII only (``\\uXXXX``
+escapes), a final newline.  A record of any other bytes is refused, so two writers that
+mean the same record write the same blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
+from ledger.errors import StoreError
+
+__all__ = [
+    "APPROVED", "QUARANTINED", "RECORD", "REVOKED", "STATES", "Entry", "Supply",
+    "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
+]  # fmt: skip
+
+RECORD = "supply"  # the top-tree entry's name
+FORMAT = 1
+QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
+STATES = (QUARANTINED, APPROVED, REVOKED)
+SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")
+
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ROOT = re.compile(r"blake3-tree-v1:[0-9a-f]{64}")
+_ADDRESS = re.compile(r"0x[0-9a-f]{40}")
+_DIGEST = re.compile(r"(blake3-tree-v1|sha256):[0-9a-f]{64}")  # what a revocation names
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One installed skill: its source and pin, its digests when vetted, and its standing."""
+
+    source: dict[str, Any]  # {"type", "url", "path", "ref"}
+    pin: dict[str, Any]  # {"commit"} | {"commit", "root", "seq"} | {"sha256"}
+    version: int  # the brain's version of the skill these digests are of
+    blake3: str  # blake3-tree-v1:… of the skill's directory (bundle-hash.md §4), as installed
+    sha256: str  # the `skills` CLI's folder hash of the same files (docs/supply-chain.md §3)
+    files: dict[str, str]  # path → sha256 of its bytes, for naming what drifted
+    signer: str | None  # the upstream signer's key id, when the source signs
+    derived_from: dict[str, Any] | None  # the upstream agent and root (credit; ERC-8239 vocabulary)
+    state: str  # quarantined | approved | revoked
+    verdict: dict[str, Any]  # the scanner's verdict (docs/scanner.md), every scanner merged
+    approval: dict[str, Any] | None = None  # {"by", "auto", "override"} once approved
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "pin": self.pin, "version": self.version, "blake3": self.blake3,
+            "sha256": self.sha256, "files": self.files, "signer": self.signer, "derived_from": self.derived_from,
+            "state": self.state, "verdict": self.verdict, "approval": self.approval,
+        }  # fmt: skip
+
+    @property
+    def blocking(self) -> bool:
+        """A critical finding: approval needs an override with a reason."""
+        return self.verdict.get("worst") == "critical"
+
+    def digests(self) -> tuple[str, str]:
+        return self.blake3, "sha256:" + self.sha256
+
+
+@dataclass(frozen=True)
+class Supply:
+    """A brain's supply record: installed skills by name, and revoked digests with their reasons."""
+
+    skills: dict[str, Entry] = field(default_factory=dict)
+    revoked: dict[str, dict[str, Any]] = field(default_factory=dict)  # digest → {"reason", "source", "pin"}
+
+    @property
+    def empty(self) -> bool:
+        return not self.skills and not self.revoked
+
+    def withheld(self) -> frozenset[str]:
+        """Names no runtime, index or listing may see: quarantined or revoked."""
+        return frozenset(n for n, e in self.skills.items() if e.state != APPROVED)
+
+    def is_revoked(self, *digests: str) -> str | None:
+        """The first of ``digests`` revoked here, or None."""
+        return next((d for d in digests if d in self.revoked), None)
+
+    def with_entry(self, name: str, entry: Entry | None) -> Supply:
+        skills = dict(self.skills)
+        if entry is None:
+            skills.pop(name, None)
+        else:
+            skills[name] = entry
+        return replace(self, skills=skills)
+
+    def without(self, names: Iterable[str]) -> Supply:
+        drop = set(names) & set(self.skills)
+        return replace(self, skills={n: e for n, e in self.skills.items() if n not in drop}) if drop else self
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "revoked": self.revoked,
+            "skills": {n: e.to_json() for n, e in self.skills.items()},
+        }
+
+
+def format_record(supply: Supply) -> bytes:
+    """The canonical bytes of a record (module docstring)."""
+    return (json.dumps(supply.to_json(), sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
+
+
+def parse_record(data: bytes) -> Supply:
+    """A record from its bytes, refusing anything but the canonical form of a valid record."""
+    try:
+        doc = json.loads(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StoreError(f"the supply record is not ASCII JSON: {exc}") from exc
+    _keys(doc, {"format", "revoked", "skills"}, "the supply record")
+    if doc["format"] != FORMAT:
+        raise StoreError(f"the supply record's format {doc['format']!r} is not {FORMAT}",
+                         hint="a newer ledger wrote it; upgrade")  # fmt: skip
+    revoked = _dict(doc["revoked"], "revoked")
+    for digest, why in revoked.items():
+        _check(_DIGEST.fullmatch(digest) is not None, f"revoked digest {digest!r}")
+        _keys(why, {"reason", "source", "pin"}, f"revocation of {digest}")
+        _check(_text(why["reason"]) and why["reason"].strip() != "", f"revocation of {digest}: reason")
+        _check(why["source"] is None or _text(why["source"]), f"revocation of {digest}: source")
+        _check(why["pin"] is None or _text(why["pin"]), f"revocation of {digest}: pin")
+    skills = {name: _entry(name, raw) for name, raw in _dict(doc["skills"], "skills").items()}
+    supply = Supply(skills, revoked)
+    if format_record(supply) != data:
+        raise StoreError("the supply record is not in canonical form (docs/lineage.md §1.6)")
+    return supply
+
+
+def _entry(name: str, raw: Any) -> Entry:
+    where = f"supply entry {name!r}"
+    _keys(raw, {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from", "state",
+                "verdict", "approval"}, where)  # fmt: skip
+    source = _dict(raw["source"], f"{where}: source")
+    _check({"type", "url", "path", "ref"} <= set(source) and source["type"] in SOURCE_TYPES
+           and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
+           and _text(source["path"]), f"{where}: source")  # fmt: skip
+    pin = _dict(raw["pin"], f"{where}: pin")
+    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version"}, f"{where}: pin")
+    _check("version" not in pin or _text(pin["version"]), f"{where}: pin version")
+    _check("commit" not in pin or _HEX40.fullmatch(str(pin["commit"])) is not None, f"{where}: pin commit")
+    _check("root" not in pin or _ROOT.fullmatch(str(pin["root"])) is not None, f"{where}: pin root")
+    _check("seq" not in pin or pin["seq"] is None or _int(pin["seq"]), f"{where}: pin seq")
+    _check("sha256" not in pin or _HEX64.fullmatch(str(pin["sha256"])) is not None, f"{where}: pin sha256")
+    _check(_int(raw["version"]) and raw["version"] >= 1, f"{where}: version")
+    _check(_ROOT.fullmatch(str(raw["blake3"])) is not None, f"{where}: blake3")
+    _check(_HEX64.fullmatch(str(raw["sha256"])) is not None, f"{where}: sha256")
+    files = _dict(raw["files"], f"{where}: files")
+    _check(bool(files) and all(_HEX64.fullmatch(str(v)) for v in files.values()), f"{where}: files")
+    _check(raw["signer"] is None or (_text(raw["signer"]) and raw["signer"] != ""), f"{where}: signer")
+    _check(raw["derived_from"] is None or isinstance(raw["derived_from"], dict), f"{where}: derived_from")
+    _check(raw["state"] in STATES, f"{where}: state")
+    verdict = _dict(raw["verdict"], f"{where}: verdict")
+    _check(verdict.get("worst") in ("critical", "high", "medium", "low", "clean"), f"{where}: verdict")
+    approval = raw["approval"]
+    if approval is not None:
+        _keys(approval, {"by", "auto", "override"}, f"{where}: approval")
+        _check(approval["by"] is None or _ADDRESS.fullmatch(str(approval["by"])) is not None, f"{where}: approval")
+        _check(isinstance(approval["auto"], bool), f"{where}: approval auto")
+        _check(approval["override"] is None or (_text(approval["override"]) and approval["override"].strip() != ""),
+               f"{where}: approval override")  # fmt: skip
+    _check((approval is not None) == (raw["state"] == APPROVED) or raw["state"] == REVOKED, f"{where}: approval")
+    return Entry(source, pin, raw["version"], raw["blake3"], raw["sha256"], files, raw["signer"],
+                 raw["derived_from"], raw["state"], verdict, approval)  # fmt: skip
+
+
+def _keys(obj: Any, keys: set[str], where: str) -> None:
+    if not isinstance(obj, dict) or set(obj) != keys:
+        have = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+        raise StoreError(f"{where} must have exactly the keys {sorted(keys)}, not {have}")
+
+
+def _dict(obj: Any, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise StoreError(f"{where} must be a JSON object")
+    return obj
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise StoreError(f"the supply record's {what} is not valid (docs/supply-chain.md §3)")
+
+
+def is_digest(text: str) -> bool:
+    """Whether ``text`` names a digest a revocation can hold: ``blake3-tree-v1:<hex>`` or ``sha256:<hex>``."""
+    return _DIGEST.fullmatch(text) is not None
+
+
+def file_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def skill_blake3(files: Mapping[str, tuple[bytes, bool]]) -> str:
+    """The bundle-hash digest of a skill's directory (bundle-hash.md §4) from its files in memory."""
+    tree: dict[str, Any] = {}
+    for rel, (data, exe) in files.items():
+        *dirs, leaf = rel.split("/")
+        level = tree
+        for d in dirs:
+            level = level.setdefault(d, {})
+        level[leaf] = Digest(KIND_EXEC if exe else KIND_FILE, file_digest(data))
+
+    def node(level: dict[str, Any], where: str) -> DirNode:
+        return DirNode({k: node(v, f"{where}/{k}") if isinstance(v, dict) else v for k, v in level.items()}, where)
+
+    return format_root(node(tree, "").digest)

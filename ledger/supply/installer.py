@@ -1,0 +1,332 @@
+"""Install, approve, revoke and update skills from elsewhere, each one signed snapshot (docs/supply-chain.md).
+
+Every step reads the source first, outside the writer lock, then takes the lock, checks the
+head's ``supply`` record again (an approval or a revocation may have landed meanwhile) and
+hands one write to the writer: an ``install`` snapshot (skills and their pins, in quarantine
+unless the brain's policy approves them), an ``approve`` or a ``revoke`` snapshot (the record
+alone).  Nothing is written when any skill of a request is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ledger.bundle.skill import SKILL_MD
+from ledger.errors import LedgerError, SkillError, SupplyError
+from ledger.store import gitstore as gs
+from ledger.store import supply as sp
+from ledger.supply import pins, sources
+from ledger.supply import scan as scanner
+from ledger.supply.review import Files, installed_files, review, upstream_digests
+
+if TYPE_CHECKING:
+    from ledger.brain import Brain
+    from ledger.write.records import Receipt
+
+__all__ = ["Installer"]
+
+CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
+
+
+class Installer:
+    """The supply services of one brain: what ``ledger install``, ``approve``, ``revoke``, ``outdated``,
+    ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
+    (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator."""
+
+    def __init__(self, brain: Brain, *, scanners: Sequence[Sequence[str]] | None = None,
+                 auto_approve: Iterable[str] | None = None) -> None:  # fmt: skip
+        self.brain = brain
+        policy = brain.config.get("supply") or {}
+        self.scanners = [list(c) for c in (scanners if scanners is not None else policy.get("scanners") or [])]
+        self.auto_approve = {a.lower() for a in (auto_approve if auto_approve is not None
+                                                 else policy.get("auto_approve") or [])}  # fmt: skip
+
+    # ------------------------------------------------------------------ reading
+
+    def record(self) -> sp.Supply:
+        """The head's supply record."""
+        return self.brain.writer.supply()
+
+    def entry(self, name: str) -> sp.Entry:
+        entry = self.record().skills.get(name)
+        if entry is None:
+            raise SupplyError(f"{name!r} was not installed from elsewhere (it has no pin)",
+                              hint="'ledger install SOURCE NAME' installs it; 'ledger skill list' shows what is here")
+        return entry
+
+    # ------------------------------------------------------------------ install
+
+    def install(self, source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
+                note: str = "") -> dict[str, Any]:  # fmt: skip
+        """Install the named skills (every skill when none is named) from ``source``, pinned and scanned."""
+        found = sources.resolve(source, names, pin=pin, rpc=rpc)
+        if not found:
+            raise SupplyError(f"{source} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
+                              "a marketplace.json, a skills-lock.json or an index")  # fmt: skip
+        return self._write(found, note or f"installed from {source}")
+
+    def install_frozen(self, lock: str, *, rpc: str | None = None) -> dict[str, Any]:
+        """Install exactly the pins of ``lock`` (a skills-lock.json, or another brain's supply record),
+        each checked byte for byte against its recorded digests, or nothing at all."""
+        wanted = pins.locked(lock, rpc=rpc)
+        found = []
+        for want in wanted:
+            cand = sources.fetch_pinned(want.source, want.pin, want.name)
+            blake3, sha256, _ = upstream_digests(cand.files)
+            if (want.sha256 and want.sha256 != sha256) or (want.blake3 and want.blake3 != blake3):
+                raise SupplyError(f"{want.name}: the source serves other bytes at the locked pin "
+                                  f"({sha256[:12]}…, locked {(want.sha256 or want.blake3 or '')[:12]}…); nothing "
+                                  "was installed", hint="the source was rewritten: find out why before trusting it")
+            found.append(cand)
+        head = self.brain.head()
+        for cand in found:
+            entry = self.record().skills.get(cand.name)
+            if cand.name in head.skills and (entry is None or entry.sha256 != upstream_digests(cand.files)[1]):
+                raise SupplyError(f"{cand.name}: this brain holds another version than the lock; nothing was installed",
+                                  hint="install --frozen reproduces a set into a brain that does not hold it yet")
+        return self._write(found, f"installed exactly {lock}", frozen=True)
+
+    def _write(self, found: Sequence[sources.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
+        brain = self.brain
+        verdicts = {c.name: self._scan(c.files, c.symlinks, None) for c in found}
+        report: list[dict[str, Any]] = []
+        with brain.locked():
+            head = brain.head()
+            record = self.record()
+            updates: dict[str, gs.FileMap] = {}
+            changes: list[gs.Change] = []
+            for cand in found:
+                blake3, sha256, per_file = upstream_digests(cand.files)
+                self._refuse_revoked(record, cand, blake3, sha256)
+                old = record.skills.get(cand.name)
+                if old is not None and old.sha256 == sha256 and old.source == cand.source:
+                    report.append({"skill": cand.name, "status": "unchanged", "state": old.state})
+                    continue
+                if cand.name in head.skills:
+                    why = ("it was installed from " + old.source["url"]) if old else "it is this brain's own skill"
+                    raise SupplyError(f"{cand.name!r} is already in this brain ({why}); nothing was installed",
+                                      hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
+                                      else "rename or delete the brain's own skill first")  # fmt: skip
+                version = brain.writer.first_version(cand.name, head)
+                updates[cand.name] = self._blobs(head, cand.name, cand.files, version)
+                changes.append(gs.Change("create", cand.name, version))
+                verdict = verdicts[cand.name]
+                auto = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+                entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
+                                 cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED, verdict.to_json(),
+                                 {"by": self._address(), "auto": True, "override": None} if auto else None)
+                record = record.with_entry(cand.name, entry)
+                report.append({"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
+                               "verdict": verdict.worst, "findings": len(verdict.findings), "pin": cand.pin,
+                               "blake3": blake3, "sha256": sha256})  # fmt: skip
+            if not changes:
+                return {"installed": [], "skills": report, "frozen": frozen}
+            receipt = brain.writer.apply("install", updates, changes, note, supply=record)
+        return {"installed": [c.skill for c in changes], "skills": report, "commit": receipt.commit,
+                "root": receipt.root, "signer": receipt.signer, "frozen": frozen}  # fmt: skip
+
+    def _refuse_revoked(self, record: sp.Supply, cand: sources.Candidate, blake3: str, sha256: str) -> None:
+        digests = (blake3, "sha256:" + sha256)
+        hit = record.is_revoked(*digests) or next((d for d in digests if d in cand.revoked), None)
+        if hit is not None:
+            why = record.revoked.get(hit, {}).get("reason") or "revoked by its source"
+            raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); nothing was installed",
+                              hint="a revoked digest is never installed again: ask its author for a fixed version")
+
+    def _blobs(self, head: Any, name: str, files: Files, version: int) -> gs.FileMap:
+        """The skill's blobs as this brain stores them: byte for byte, with the ledger's counter where
+        the brain keeps versions in SKILL.md (docs/lineage.md §4.2)."""
+        writer = self.brain.writer
+        writes = dict(files)
+        if SKILL_MD not in writes:
+            raise SkillError(f"{name} has no {SKILL_MD}")
+        try:
+            text = writes[SKILL_MD][0].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillError(f"{name}/{SKILL_MD} is not valid UTF-8") from exc
+        doc = writer.versions.doc(head, text, limit=writer.limits["skill_md"])
+        writes[SKILL_MD] = (doc.with_counter(version).encode(), writes[SKILL_MD][1])
+        return writer.trees.blobs(writes, {}, writer.snapshots.held)
+
+    def _scan(self, files: Files, symlinks: Sequence[str], vetted: Files | None) -> scanner.Verdict:
+        verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
+        if not self.scanners:
+            return verdict
+        with tempfile.TemporaryDirectory(prefix="ledger-scan-") as tmp:
+            root = Path(tmp) / "skill"
+            for rel, (data, exe) in files.items():
+                path = root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+                path.chmod(0o755 if exe else 0o644)
+            return scanner.merge(verdict, *(scanner.run_external(cmd, root) for cmd in self.scanners))
+
+    def _address(self) -> str | None:
+        """The address that will sign the next snapshot, or None when it will be unsigned."""
+        writer = self.brain.writer
+        key = writer.sealer.key_for(writer.store.trust_at(self.brain.head().snap.tree)[1],
+                                    writer.attribution["actor"])  # fmt: skip
+        return None if isinstance(key, tuple) else key.address
+
+    # ------------------------------------------------------------------ approve and revoke
+
+    def approve(self, names: Sequence[str], *, override: str | None = None, note: str = "") -> Receipt:
+        """A curator's signed approval: the skills leave quarantine.  A critical verdict needs ``override``."""
+        if self.brain.attribution["actor"] == "agent":
+            raise SupplyError("an agent cannot approve skills from elsewhere",
+                              hint="a user or curator approves: run 'ledger approve' as the user")
+        if override is not None and not override.strip():
+            raise SupplyError("--override needs a reason", hint='--override "why this finding is acceptable"')
+        with self.brain.locked():
+            record = self.record()
+            for name in names:
+                entry = self.entry(name)
+                if entry.state != sp.QUARANTINED:
+                    raise SupplyError(f"{name} is {entry.state}, not quarantined; nothing was approved",
+                                      hint="a revoked skill is never approved" if entry.state == sp.REVOKED else "")
+                if entry.blocking and override is None:
+                    rules = sorted({f["rule"] for f in entry.verdict.get("findings", [])
+                                    if f.get("severity") == "critical"})  # fmt: skip
+                    raise SupplyError(f"{name} has critical findings ({', '.join(rules)}); nothing was approved",
+                                      hint=f"read them with 'ledger supply show {name}'; approving anyway needs "
+                                           '--override "REASON", which is recorded and signed')  # fmt: skip
+                approval = {"by": self._address(), "auto": False, "override": override if entry.blocking else None}
+                record = record.with_entry(name, replace(entry, state=sp.APPROVED, approval=approval))
+            actor = self.brain.attribution["actor"]
+            with self.brain.acting(actor, reason=override[:200]) if override else contextlib.nullcontext():
+                return self.brain.writer.apply("approve", {}, [], note or "approved " + ", ".join(names),
+                                               supply=record)  # fmt: skip
+
+    def revoke(self, target: str, reason: str, *, note: str = "") -> dict[str, Any]:
+        """Revoke a digest (``blake3-tree-v1:…`` or ``sha256:…``), or every skill of ``SOURCE@PIN``."""
+        if not reason.strip():
+            raise SupplyError("a revocation needs a reason", hint='--reason "why"')
+        digests: dict[str, dict[str, Any]] = {}
+        record = self.record()
+        if sp.is_digest(target):
+            digests[target] = {"reason": reason, "source": None, "pin": None}
+        else:
+            url, _, pin = target.rpartition("@")
+            if not url or not pin:
+                raise SupplyError(f"{target!r} is neither a digest nor SOURCE@PIN",
+                                  hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT")
+            matched = [e for e in record.skills.values() if e.source["url"] == url
+                       and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
+            if not matched:  # nothing of it installed here: revoke what the source serves at that pin
+                for cand in sources.resolve(url, (), pin=pin):
+                    blake3, sha256, _ = upstream_digests(cand.files)
+                    matched.append(sp.Entry(cand.source, cand.pin, 1, blake3, sha256, {"-": "0" * 64}, None, None,
+                                            sp.REVOKED, {"worst": "clean"}))  # fmt: skip
+            for entry in matched:
+                for digest in entry.digests():
+                    digests[digest] = {"reason": reason, "source": url, "pin": pin}
+        with self.brain.locked():
+            record = self.record()
+            revoked = {**record.revoked, **digests}
+            hit = [n for n, e in record.skills.items() if any(d in revoked for d in e.digests())]
+            skills = {n: replace(e, state=sp.REVOKED) if n in hit else e for n, e in record.skills.items()}
+            with self.brain.acting(self.brain.attribution["actor"], reason=reason[:200]):
+                receipt = self.brain.writer.apply("revoke", {}, [], note or f"revoked {target}",
+                                                  supply=sp.Supply(skills, revoked))  # fmt: skip
+        return {"revoked": sorted(digests), "skills": hit, "commit": receipt.commit, "signer": receipt.signer}
+
+    # ------------------------------------------------------------------ updates
+
+    def outdated(self) -> list[dict[str, Any]]:
+        """Each installed skill whose source now serves other bytes than its pin."""
+        out = []
+        for name, entry in sorted(self.record().skills.items()):
+            try:
+                cand = sources.latest(entry.source, name)
+            except LedgerError as exc:
+                out.append({"skill": name, "pin": entry.pin, "error": exc.message})
+                continue
+            sha256 = upstream_digests(cand.files)[1]
+            if sha256 != entry.sha256:
+                out.append({"skill": name, "pin": entry.pin, "latest": cand.pin, "state": entry.state})
+        return out
+
+    def update(self, name: str, *, pin: str | None = None, apply: bool = False) -> dict[str, Any]:
+        """Review (and with ``apply``, install into quarantine) the source's newer version of ``name``.
+
+        The diff is against the *vetted* version; local edits are kept as a fork and merged three
+        ways.  A source whose history no longer holds the pinned commit is refused."""
+        entry = self.entry(name)
+        if entry.state == sp.REVOKED:
+            raise SupplyError(f"{name} is revoked; it is not updated", hint="delete it, or install another skill")
+        cand = (sources.resolve(entry.source["url"], [name], pin=pin)[0] if pin
+                else sources.latest(entry.source, name))  # fmt: skip
+        pins.require_descends(entry.source, entry.pin, cand.pin)
+        blake3, sha256, per_file = upstream_digests(cand.files)
+        self._refuse_revoked(self.record(), cand, blake3, sha256)
+        vetted = installed_files(self.brain, name, entry.version)
+        current = installed_files(self.brain, name, None)
+        counted = self.brain.writer.versions.record(self.brain.head()) is None
+        plan = review(vetted, current, cand.files, counted=counted)
+        verdict = self._scan(cand.files, cand.symlinks, vetted)
+        out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
+               "verdict": verdict.to_json(), "applied": False}  # fmt: skip
+        if sha256 == entry.sha256:
+            return {**out, "unchanged": True}
+        if plan.conflicts:
+            raise SupplyError(f"{name}: local edits conflict with the update in {', '.join(plan.conflicts)}; "
+                              "nothing changed", hint=f"edit {name} to settle them, or 'ledger revert' the local "
+                              "edits, then update again")  # fmt: skip
+        if not apply:
+            return out
+        with self.brain.locked():
+            head = self.brain.head()
+            now = self.record().skills.get(name)
+            if now != entry:
+                raise SupplyError(f"{name}'s pin changed while the update was reviewed; nothing changed",
+                                  hint="run the update again")  # fmt: skip
+            version = self.brain.writer.snapshots.committed(name)[1].version + 1 if counted else \
+                (self.brain.writer.versions.record(head) or {}).get(name, 0) + 1  # fmt: skip
+            updates = {name: self._blobs(head, name, plan.files, version)}
+            new = replace(entry, source=cand.source, pin=cand.pin, version=version, blake3=blake3, sha256=sha256,
+                          files=per_file, signer=cand.signer, derived_from=cand.derived_from,
+                          state=sp.QUARANTINED, verdict=verdict.to_json(), approval=None)  # fmt: skip
+            receipt = self.brain.writer.apply("install", updates, [gs.Change("update", name, version)],
+                                              f"updated {name} from {entry.source['url']}",
+                                              supply=self.record().with_entry(name, new))  # fmt: skip
+        return {**out, "applied": True, "version": version, "commit": receipt.commit, "state": sp.QUARANTINED}
+
+    # ------------------------------------------------------------------ frozen
+
+    def verify_frozen(self, *, sources_too: bool = True) -> dict[str, Any]:
+        """Every installed skill against its pin: local drift (files named) and whether the source still
+        serves the pin byte for byte.  ``ok`` is False on any difference."""
+        counted = self.brain.writer.versions.record(self.brain.head()) is None
+        skills = []
+        for name, entry in sorted(self.record().skills.items()):
+            row: dict[str, Any] = {"skill": name, "state": entry.state, "pin": entry.pin, "drift": [],
+                                   "source": "not checked"}  # fmt: skip
+            vetted, current = installed_files(self.brain, name, entry.version), installed_files(self.brain, name, None)
+            row["drift"] = review(vetted, current, current, counted=counted).local
+            if entry.state == sp.REVOKED:
+                row["problem"] = "revoked"
+            if sources_too:
+                try:
+                    cand = sources.fetch_pinned(entry.source, entry.pin, name)
+                    served = upstream_digests(cand.files)
+                    row["source"] = "serves the pin" if served[1] == entry.sha256 else "serves other bytes"
+                    if served[1] != entry.sha256:
+                        row["source_drift"] = sorted(r for r in set(served[2]) | set(entry.files)
+                                                     if served[2].get(r) != entry.files.get(r))  # fmt: skip
+                except LedgerError as exc:
+                    row["source"] = "no longer serves the pin"
+                    row["source_error"] = exc.message
+            row["ok"] = not row["drift"] and row["source"] in ("serves the pin", "not checked") and "problem" not in row
+            skills.append(row)
+        return {"ok": all(r["ok"] for r in skills), "skills": skills}
+
+    def export_lock(self, path: Path) -> dict[str, Any]:
+        """This brain's installed set as the ``skills`` CLI's ``skills-lock.json``."""
+        entries = pins.lock_entries(self.record().skills)
+        sources.write_lock(entries, path)
+        return {"path": str(path), "skills": sorted(self.record().skills)}
