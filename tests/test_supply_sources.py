@@ -28,8 +28,8 @@ from ledger.errors import SourceError
 from ledger.exchange import sharing
 from ledger.exchange.anchoring import commit_pending
 from ledger.supply import brainsource
-from ledger.supply.lockfile import LockEntry, render_lock
-from ledger.supply.sources import fetch_pinned, folder_sha256, latest, read_lock, resolve, write_lock
+from ledger.supply.lockfile import render_lock
+from ledger.supply.sources import fetch_pinned, folder_sha256, latest, lock_entry, read_lock, resolve, write_lock
 from tests import tamper
 
 _ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -82,19 +82,30 @@ def test_folder_sha256_is_the_skills_cli_computed_hash():
     assert by_hand == "e5a37e41628aa07b3cbc2eee8143ee2a17b769a88a550ee26bef1061ef4096c1"
 
 
-def test_lock_is_written_exactly_as_the_skills_cli_writes_it(tmp_path: Path):
-    extra = (("ref", "v1"), ("skillPath", "skills/alpha/SKILL.md"))
-    entries = [LockEntry("zeta", "o/r", "github", "b" * 64), LockEntry("alpha", "./x", "local", "a" * 64, extra)]
-    path = tmp_path / "skills-lock.json"
-    write_lock(entries, path)
-    assert path.read_text() == (
-        '{\n  "version": 1,\n  "skills": {\n    "alpha": {\n      "source": "./x",\n      "sourceType": "local",\n'
+def test_lock_is_read_and_written_exactly_as_the_skills_cli_writes_it(tmp_path: Path):
+    # vercel-labs/skills src/local-lock.ts writeLocalLock: JSON.stringify({version, skills sorted}, null, 2) + "\n"
+    text = (
+        '{\n  "version": 1,\n  "skills": {\n    "alpha": {\n      "source": "o/r",\n      "sourceType": "github",\n'
         '      "ref": "v1",\n      "skillPath": "skills/alpha/SKILL.md",\n      "computedHash": "' + "a" * 64 + '"\n'
-        '    },\n    "zeta": {\n      "source": "o/r",\n      "sourceType": "github",\n      "computedHash": "'
+        '    },\n    "zeta": {\n      "source": "./x",\n      "sourceType": "local",\n      "computedHash": "'
         + "b" * 64
         + '"\n    }\n  }\n}\n'
     )
-    assert render_lock(read_lock(path)) == path.read_text()
+    path = tmp_path / "skills-lock.json"
+    path.write_text(text)
+    alpha, zeta = read_lock(path)
+    assert alpha.source == {"type": "skills-lock", "url": "https://github.com/o/r.git", "path": "skills/alpha",
+                            "ref": "v1", "upstream": "o/r", "sourceType": "github"}  # fmt: skip
+    assert alpha.pin == {"sha256": "a" * 64} and zeta.source["url"] == str((tmp_path / "x").resolve())
+    write_lock([zeta, alpha], tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == text
+    made = lock_entry("alpha", {"type": "git", "url": "https://github.com/o/r.git", "path": "skills/alpha",
+                                "ref": "v1"}, {"commit": "c" * 40}, "a" * 64)  # fmt: skip
+    assert render_lock([made, zeta]) == text
+
+
+def write_lock_json(path: Path, entries: dict[str, dict[str, str]]) -> None:
+    path.write_text(json.dumps({"version": 1, "skills": entries}, indent=2) + "\n")
 
 
 # ------------------------------------------------------------------ git repositories
@@ -203,16 +214,16 @@ def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Pat
     commit(up, {"skills/alpha/SKILL.md": skill_md("alpha", "changed upstream\n")})
     lock = tmp_path / "proj" / "skills-lock.json"
     lock.parent.mkdir()
-    write_lock([LockEntry("alpha", "../upstream", "local", locked)], lock)
+    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
     (alpha,) = resolve(str(lock))
     assert alpha.pin == {"commit": first, "sha256": locked}  # found in history by its hash
     assert alpha.files == {"SKILL.md": (skill_md("alpha"), False)}
     assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
     assert latest(alpha.source, "alpha").pin["sha256"] != locked
-    write_lock([LockEntry("alpha", "../upstream", "local", "0" * 64)], lock)
+    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": "0" * 64}})
     with pytest.raises(SourceError, match=r"locked at computedHash 0{64}"):
         resolve(str(lock))
-    write_lock([LockEntry("../alpha", "../upstream", "local", locked)], lock)
+    write_lock_json(lock, {"../alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
     with pytest.raises(SourceError):
         resolve(str(lock))
 

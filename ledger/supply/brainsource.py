@@ -15,7 +15,8 @@ temporary quarantine), and nothing is taken unless:
    read with the light JSON-RPC client (:class:`ledger.chain.registry.Registry`).
 
 The pin is ``{"commit", "root", "seq"}`` (``seq`` when the pinned snapshot itself is
-anchored); the signer is the address that signed the pinned snapshot.
+anchored); the signer is the address that signed the pinned snapshot; ``revoked`` holds the
+digests that snapshot's ``supply`` record revokes (:mod:`ledger.store.supply`).
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from ledger.errors import ChainError, LedgerError, SourceError, StoreError
 from ledger.exchange.sharing import fetched
 from ledger.signatures import signing
 from ledger.store import gitstore as gs
+from ledger.store import supply as sp
 from ledger.store import treehash as th
 from ledger.store.proofs import prove_at
 from ledger.store.skilltree import skills_of
 from ledger.supply.candidates import Candidate, candidate, pick, source_doc
 
-__all__ = ["brain_candidates", "is_brain", "pinned", "read_brain"]
+__all__ = ["brain_candidates", "is_brain", "pinned", "read_brain", "supply_at", "supply_of"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
 
@@ -105,15 +107,40 @@ def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc:
         seq = anchor[1]["seq"] if anchor is not None and anchor[0].commit == commit else None
         pin_doc = {"commit": commit, "root": format_root(snap.root), "seq": seq}
         signer = _signer(snap)
-        _, skills, _ = skills_of(store, store.commit_info(bytes.fromhex(commit))[0])
+        top = store.commit_info(bytes.fromhex(commit))[0]
+        revoked = frozenset(supply_at(store, top).revoked)
+        _, skills, _ = skills_of(store, top)
         cache = th.DigestCache(None)
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in skills.items()})
         out = []
         for name in pick(skills, names, f"the brain {url} at {commit[:12]}"):
             files = _proven(store, cache, skills, index, snap.root, name, url)
             out.append(candidate(name, files, source_doc("brain", url, f"skills/{name}", ref), dict(pin_doc),
-                                 signer=signer, derived_from=dict(derived)))  # fmt: skip
+                                 signer=signer, derived_from=dict(derived), revoked=revoked))  # fmt: skip
         return out
+
+
+def supply_at(store: gs.GitStore, top: bytes) -> sp.Supply:
+    """The ``supply`` record of a snapshot's top tree (empty when the brain installed nothing)."""
+    _, data = store.supply_record(top)
+    return sp.parse_record(data) if data else sp.Supply({}, {})
+
+
+def supply_of(url: str, rpc: str | None = None) -> sp.Supply:
+    """The supply record at the head of the brain at ``url``, once its lineage passes the audit
+    (and, with ``rpc``, its last anchored root is on chain): what another brain installed, pinned."""
+    with _fetched(url) as repo:
+        _audited(repo, url)
+        with gs.GitStore(repo) as store:
+            head = store.head()
+            if head is None:
+                raise SourceError(f"{url} holds no snapshots")
+            if rpc is not None:
+                receipts = read_receipts(store)
+                anchor = next(((s, receipts[s.commit]) for s in store.lineage(head) if s.commit in receipts), None)
+                if anchor is not None:
+                    _on_chain(rpc, url, *anchor)
+            return supply_at(store, store.commit_info(head)[0])
 
 
 def _audited(repo: Path, url: str) -> None:

@@ -34,7 +34,10 @@ from typing import Any
 
 from ledger.errors import SourceError
 
-__all__ = ["LOCK_NAME", "LOCK_VERSION", "LockEntry", "folder_sha256", "read_lock", "render_lock", "write_lock"]
+__all__ = [
+    "LOCK_NAME", "LOCK_VERSION", "LockEntry", "folder_sha256", "lock_entry", "read_lock", "render_lock",
+    "upstream_url", "write_lock",
+]  # fmt: skip
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1
@@ -83,23 +86,38 @@ def folder_sha256(files: Mapping[str, tuple[bytes, bool]]) -> str:
 
 @dataclass(frozen=True)
 class LockEntry:
-    """One skill of ``skills-lock.json``; ``extra`` keeps any other keys (``ref``, ``skillPath``,
-    …) in the order the file had them, so a round trip changes nothing."""
+    """One skill of ``skills-lock.json``: where to fetch it (a :attr:`Candidate.source` record of type
+    ``skills-lock``), its pin (``{"sha256": computedHash}``: the lock names content, not a commit), and
+    ``fields``, the file's own keys in the file's order, so that a round trip changes no byte."""
 
     name: str
-    source: str
-    source_type: str
-    computed_hash: str
-    extra: tuple[tuple[str, Any], ...] = field(default=())
+    source: dict[str, Any]
+    pin: dict[str, Any]
+    sha256: str
+    fields: tuple[tuple[str, Any], ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"source": self.source, "sourceType": self.source_type}
-        doc.update(self.extra)
-        doc["computedHash"] = self.computed_hash  # last, as 'add' writes it
+        doc = dict(self.fields)
+        doc["computedHash"] = self.sha256  # in its place when the file had it, else last (as 'add' writes it)
         return doc
 
-    def get(self, key: str) -> Any:
-        return dict(self.extra).get(key)
+
+def upstream_url(source: str, source_type: str, lock_dir: Path) -> str:
+    """The repository a lock entry's ``source`` names: ``owner/repo`` on GitHub, a git URL, or a
+    path relative to the lock's folder (``local``); other types are kept as they are."""
+    if source_type == "github":
+        owner_repo = "/".join(source.removeprefix("https://github.com/").split("/")[:2]).removesuffix(".git")
+        return f"https://github.com/{owner_repo}.git"
+    if source_type == "local":
+        return str((lock_dir / source).resolve())
+    return source
+
+
+def _folder_of(skill_path: Any) -> str:
+    """The skill's folder from a ``skillPath`` (``skills/x/SKILL.md`` → ``skills/x``), as the CLI derives it."""
+    if not isinstance(skill_path, str):
+        return ""
+    return skill_path.removesuffix("SKILL.md").rstrip("/")
 
 
 def _entry(name: str, doc: Any, path: Path) -> LockEntry:
@@ -110,8 +128,35 @@ def _entry(name: str, doc: Any, path: Path) -> LockEntry:
     if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise SourceError(f"{path}: entry {name!r} has no computedHash of 64 lowercase hex digits",
                           hint="a lock without the hash cannot say which content it locked")  # fmt: skip
-    extra = tuple((k, v) for k, v in doc.items() if k not in ("source", "sourceType", "computedHash"))
-    return LockEntry(name, doc["source"], doc["sourceType"], digest, extra)
+    kind, ref = doc["sourceType"], doc.get("ref")
+    url = doc["sourceUrl"] if kind == "git" and isinstance(doc.get("sourceUrl"), str) else doc["source"]
+    source = {"type": "skills-lock", "url": upstream_url(url, kind, path.parent),
+              "path": _folder_of(doc.get("skillPath")), "ref": ref if isinstance(ref, str) and ref else None,
+              "upstream": doc["source"], "sourceType": kind}  # fmt: skip
+    return LockEntry(name, source, {"sha256": digest}, digest, tuple(doc.items()))
+
+
+def lock_entry(name: str, source: Mapping[str, Any], pin: Mapping[str, Any], sha256: str) -> LockEntry:
+    """The ``skills-lock.json`` entry for a skill installed from ``source`` (any type), as the CLI would
+    record it: ``source, sourceType, ref?, skillPath?, computedHash``."""
+    kind, url, path = source.get("type"), str(source.get("repo") or source.get("url")), source.get("path") or ""
+    if kind == "skills-lock" and isinstance(source.get("upstream"), str):
+        upstream, upstream_type = source["upstream"], str(source.get("sourceType"))
+    elif kind == "index":
+        upstream, upstream_type = url, "well-known"
+    elif url.startswith("https://github.com/"):
+        upstream, upstream_type = "/".join(url[19:].split("/")[:2]).removesuffix(".git"), "github"
+    elif "://" in url or url.startswith("git@"):
+        upstream, upstream_type = url, "git"
+    else:
+        upstream, upstream_type = url, "local"
+    fields: list[tuple[str, Any]] = [("source", upstream), ("sourceType", upstream_type)]
+    if source.get("ref"):
+        fields.append(("ref", source["ref"]))
+    if kind != "index":
+        fields.append(("skillPath", f"{path}/SKILL.md" if path else "SKILL.md"))
+    fields.append(("computedHash", sha256))
+    return LockEntry(name, dict(source), dict(pin), sha256, tuple(fields))
 
 
 def read_lock(path: Path) -> list[LockEntry]:

@@ -29,11 +29,15 @@ from typing import Any
 
 from ledger.errors import SourceError, StoreError
 from ledger.exchange.sharing import fetched
+from ledger.store import supply as sp
 from ledger.supply import brainsource, gitsource, indexsource, locksource, marketplace
 from ledger.supply.candidates import Candidate
-from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, read_lock, write_lock
+from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, lock_entry, read_lock, write_lock
 
-__all__ = ["Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "read_lock", "resolve", "write_lock"]
+__all__ = [
+    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "resolve",
+    "supply_of", "write_lock",
+]  # fmt: skip
 
 
 def _file_kind(path: Path) -> str:
@@ -92,6 +96,11 @@ def _brain(url: str, names: Sequence[str], pin: str | None, rpc: str | None) -> 
             return None
         return brainsource.read_brain(repo, url, names, pin, rpc)
     return None  # unreachable: the stack never swallows an exception
+
+
+def supply_of(source: str, *, rpc: str | None = None) -> sp.Supply:
+    """Another brain's ``supply`` record at its head, audited: the set it installed, for ``install --frozen``."""
+    return brainsource.supply_of(source, rpc)
 
 
 def fetch_pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
