@@ -29,8 +29,18 @@ from ledger.exchange import sharing
 from ledger.exchange.anchoring import commit_pending
 from ledger.supply import brainsource
 from ledger.supply.lockfile import render_lock
-from ledger.supply.sources import fetch_pinned, folder_sha256, latest, lock_entry, read_lock, resolve, write_lock
+from ledger.supply.sources import (
+    fetch_pinned,
+    folder_sha256,
+    latest,
+    lock_entry,
+    read_lock,
+    resolve,
+    supply_of,
+    write_lock,
+)
 from tests import tamper
+from tests.conftest import run_ledger
 
 _ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
@@ -419,3 +429,20 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
         (base / "two.tar.gz").write_bytes(archive + b"\0")
         with pytest.raises(SourceError, match="does not match its digest"):
             resolve(url, ["two"])
+
+
+def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: Path, tmp_path: Path):
+    pytest.importorskip("ledger.supply.scan", reason="'ledger install' needs the scanner, not merged here yet")
+    home = tmp_path / "home"
+    run_ledger("init", str(home), check=True)
+    run_ledger("--brain", str(home), "install", str(skills_repo), "beta", check=True)
+    with Brain.open(home) as b:
+        digest = b.writer.supply().skills["beta"].blake3
+    run_ledger("--brain", str(home), "revoke", digest, "--reason", "bad", check=True)
+    remote = tmp_path / "home.git"
+    run_ledger("--brain", str(home), "push", str(remote), check=True)
+    record = supply_of(str(remote))
+    assert record.skills["beta"].source == {"type": "git", "url": str(skills_repo), "path": "skills/beta", "ref": None}
+    assert record.revoked[digest]["reason"] == "bad"
+    (beta,) = resolve(str(remote), ["beta"])
+    assert digest in beta.revoked
