@@ -18,6 +18,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.errors import SourceError, SupplyError
 from ledger.store import supply as sp
+from ledger.supply import sources
 
 __all__ = ["Locked", "lock_entries", "locked", "require_descends"]
 
@@ -59,8 +60,6 @@ class Locked:
 
 def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
     """The set a ``skills-lock.json`` pins, or the set another brain's supply record pins."""
-    from ledger.supply import sources
-
     path = Path(lock)
     if path.is_file():
         return [Locked(e.name, e.source, e.pin, e.sha256, None) for e in sources.read_lock(path)]
@@ -72,6 +71,4 @@ def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
 
 def lock_entries(installed: Mapping[str, sp.Entry]) -> list[Any]:
     """This brain's installed set as ``skills-lock.json`` entries."""
-    from ledger.supply import sources
-
     return [sources.lock_entry(n, e.source, e.pin, e.sha256) for n, e in sorted(installed.items())]

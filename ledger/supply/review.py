@@ -24,6 +24,7 @@ from ledger.exchange.merging import merge
 from ledger.store import supply as sp
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
+from ledger.supply.sources import folder_sha256
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -40,8 +41,6 @@ MAX_DIFF_LINES = 400  # per file, in a report; the rest is counted, not shown
 def upstream_digests(files: Files) -> tuple[str, str, dict[str, str]]:
     """A skill's digests as its source serves it: bundle-hash BLAKE3, the ``skills`` CLI's folder
     sha256, and each file's sha256 (docs/supply-chain.md §3)."""
-    from ledger.supply.sources import folder_sha256
-
     per_file = {r: hashlib.sha256(d).hexdigest() for r, (d, _) in files.items()}
     return sp.skill_blake3(files), folder_sha256(files), per_file
 

@@ -72,17 +72,30 @@ def resolve(
         repo, rel = marketplace.local_repo(path)
         return marketplace.marketplace_candidates(repo, ref, rel, names, pin)
     if indexsource.is_index_url(url):
-        return indexsource.index_candidates(url, names)
+        return _index(url, names, pin)
     brain = _brain(url, names, pin, rpc)
     if brain is not None:
         return brain
     if url.startswith(("https://", "http://")) and not gitsource.is_repo(url):
-        return indexsource.index_candidates(url, names)  # not a git repository: an index's base URL
+        return _index(url, names, pin)  # not a git repository: an index's base URL
     with gitsource.mirrored(url) as repo:
         commit = gitsource.commit_of(repo, pin or ref, url)
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
             return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, commit, repo)
         return gitsource.candidates_at(repo, url, ref, commit, names)
+
+
+def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
+    """An index's skills; an index serves only its current state, so a ``pin`` (a folder sha256) keeps
+    the skills that still hash to it and refuses when none does."""
+    found = indexsource.index_candidates(url, names)
+    if pin is None:
+        return found
+    kept = [c for c in found if pin in (c.pin["sha256"], c.pin.get("digest"))]
+    if not kept:
+        raise SourceError(f"{url} no longer serves {pin}: an index serves only its current files",
+                          hint="resolve it without a pin to see what it serves now")  # fmt: skip
+    return kept
 
 
 def _brain(url: str, names: Sequence[str], pin: str | None, rpc: str | None) -> list[Candidate] | None:
