@@ -95,8 +95,8 @@ def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc:
         lineage = list(store.lineage(head))
         snap = next(s for s in lineage if s.commit == commit)
         receipts = read_receipts(store)
-        anchor = next(((s, receipts[s.commit]) for s in lineage[[x.commit for x in lineage].index(commit):]
-                       if s.commit in receipts), None)  # fmt: skip
+        older = lineage[[s.commit for s in lineage].index(commit) :]  # the pin and what precedes it
+        anchor = next(((s, receipts[s.commit]) for s in older if s.commit in receipts), None)
         if rpc is not None and anchor is not None:
             _on_chain(rpc, url, *anchor)
         derived = {"root": format_root(snap.root)}

@@ -28,10 +28,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.bundle.skill import SKILL_MD, declared_name
+from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, declared_name
 from ledger.errors import SourceError
 from ledger.exchange.layouts import HOMES
-from ledger.supply.candidates import Candidate, candidate, git, pick, source_doc
+from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, pick, source_doc
 
 __all__ = [
     "Listing",
@@ -136,6 +136,22 @@ def _blobs(repo: Path, shas: Sequence[str]) -> dict[str, bytes]:
     return found
 
 
+def _sizes_within(repo: Path, files: dict[str, str], where: str) -> None:
+    """Refuse a file over the per-file limit, or a skill over its total, before any blob is read."""
+    if not files:
+        return
+    asked = "".join(f"{s}\n" for s in files.values()).encode()
+    out = git("cat-file", "--batch-check=%(objectsize)", what="sizing blobs", git_dir=str(repo), data=asked)
+    sizes = [int(n) if n.isdigit() else -1 for n in out.decode().split("\n")[: len(files)]]
+    if -1 in sizes:
+        raise SourceError(f"{where}: a blob of the skill is missing from the fetched source")
+    for rel, size in zip(files, sizes, strict=True):
+        if size > MAX_SUPPORT_FILE:
+            raise SourceError(f"{where}: {rel} is {size} bytes; the limit is {MAX_SUPPORT_FILE}")
+    if sum(sizes) > MAX_SKILL_BYTES:
+        raise SourceError(f"{where}: the skill holds {sum(sizes)} bytes; one skill is limited to {MAX_SKILL_BYTES}")
+
+
 def skill_dirs(rows: Listing) -> dict[str, str]:
     """{skill name: its folder in the tree} by the rules of this module's docstring; a root skill is
     returned under the name ``""`` (:func:`root_name` names it)."""
@@ -170,6 +186,7 @@ def read_dir(repo: Path, rows: Listing, folder: str, where: str) -> tuple[dict[s
             files[rel], modes[rel] = sha, mode == "100755"
         else:
             raise SourceError(f"{where}: {path} has git mode {mode}, which no skill file has")
+    _sizes_within(repo, files, where)
     data = _blobs(repo, sorted(set(files.values())))
     return {rel: (data[sha], modes[rel]) for rel, sha in files.items()}, links
 
