@@ -204,8 +204,10 @@ def test_marketplace_plugins_and_their_skills(tmp_path: Path):
     doc = {"name": "m", "owner": {"name": "o"}, "plugins": plugins}
     head = commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(),
                            "plugins/tools/skills/lint/SKILL.md": skill_md("lint"),
-                           "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools"}'})  # fmt: skip
-    (lint,) = resolve(str(market))
+                           "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools", "skills": "./extra"}',
+                           "plugins/tools/extra/fmt/SKILL.md": skill_md("fmt")})  # fmt: skip
+    fmt, lint = resolve(str(market))
+    assert fmt.source["path"] == "plugins/tools/extra/fmt" and fmt.files == {"SKILL.md": (skill_md("fmt"), False)}
     assert lint.name == "lint" and lint.pin == {"commit": head}
     assert lint.source["type"] == "marketplace" and lint.source["plugin"] == "tools"
     assert lint.source["path"] == "plugins/tools/skills/lint"

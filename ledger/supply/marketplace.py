@@ -8,8 +8,9 @@ repository root, or against ``metadata.pluginRoot`` when the path is a bare name
 "sha"?}`` (any git URL) or ``{"source": "git-subdir", "url", "path", "ref"?, "sha"?}``.  Other kinds
 (``npm``, ``pip``) are not git and are left out: their skills are not listed.
 
-A plugin's skills are ``skills/<name>/SKILL.md`` under its root, plus each path its
-marketplace entry lists in ``skills`` (a skill folder, or a folder of skill folders).
+A plugin's skills are ``skills/<name>/SKILL.md`` under its root, plus each path that its
+marketplace entry or its own ``.claude-plugin/plugin.json`` lists in ``skills`` (a skill
+folder, or a folder of skill folders), relative to the plugin's root.
 
 Names: a candidate's ``name`` is the skill's folder name (the key it will have in a brain),
 and its ``source`` records the ``plugin``.  ``names`` may say ``plugin:skill``, or just
@@ -78,15 +79,28 @@ def _skill_folders(rows: gsrc.Listing, folder: str, listed: Sequence[str], where
     bases = [_inside(folder, "skills", where)] + [_inside(folder, s, where) for s in listed]
     found: dict[str, str] = {}
     for base in bases:
-        if f"{base}/{SKILL_MD}" in paths:
+        prefix = f"{base}/" if base else ""
+        if f"{prefix}{SKILL_MD}" in paths:
             found.setdefault(posixpath.basename(base), base)
             continue
-        depth = base.count("/") + 3 if base else 2
+        depth = prefix.count("/") + 2
         for path in sorted(paths):
             parts = path.split("/")
-            if path.startswith(base + "/") and len(parts) == depth and parts[-1] == SKILL_MD:
+            if path.startswith(prefix) and len(parts) == depth and parts[-1] == SKILL_MD:
                 found.setdefault(parts[-2], "/".join(parts[:-1]))
     return found
+
+
+def _manifest_skills(repo: Path, commit: str, folder: str, rows: gsrc.Listing) -> list[str]:
+    """The skill paths a plugin's own ``.claude-plugin/plugin.json`` lists (``skills``), if any."""
+    manifest = posixpath.join(folder, ".claude-plugin/plugin.json") if folder else ".claude-plugin/plugin.json"
+    if not any(p == manifest for _, _, p in rows):
+        return []
+    try:
+        doc = json.loads(git("show", f"{commit}:{manifest}", what=f"reading {manifest}", git_dir=str(repo)))
+    except ValueError:
+        return []  # a manifest that is not JSON lists nothing; Claude Code would refuse the plugin, not us
+    return _listed(doc) if isinstance(doc, dict) else []
 
 
 def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, names: Sequence[str] = (),
@@ -106,7 +120,8 @@ def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, n
                 repos[loc["url"]] = stack.enter_context(gsrc.mirrored(loc["url"]))
             at = commit if loc["same"] else gsrc.commit_of(repos[loc["url"]], loc["sha"] or loc["ref"], loc["url"])
             rows = gsrc.listing(repos[loc["url"]], at)
-            for skill, folder in _skill_folders(rows, loc["folder"], _listed(entry), where).items():
+            listed = _listed(entry) + _manifest_skills(repos[loc["url"]], at, loc["folder"], rows)
+            for skill, folder in _skill_folders(rows, loc["folder"], listed, where).items():
                 catalog[f"{plugin}:{skill}"] = (loc["url"], at, folder, rows)
         out = []
         for key in _chosen(catalog, names, where):
