@@ -296,6 +296,19 @@ def test_index_source_checks_every_digest(tmp_path: Path):
         resolve("http://example.com/.well-known/agent-skills/index.json")
 
 
+def test_v01_index_without_digests_is_pinned_by_its_folder_hash(tmp_path: Path):
+    base = tmp_path / "site" / ".well-known" / "skills"
+    (base / "old" / "references").mkdir(parents=True)
+    (base / "old" / "SKILL.md").write_bytes(skill_md("old"))
+    (base / "old" / "references" / "r.md").write_bytes(b"r\n")
+    (base / "index.json").write_text(json.dumps({"skills": [{"name": "old", "description": "d",
+                                                             "files": ["SKILL.md", "references/r.md"]}]}))  # fmt: skip
+    with served(tmp_path / "site") as url:
+        (old,) = resolve(url)  # agent-skills/index.json is a 404: the v0.1 location is read
+    assert old.pin == {"sha256": folder_sha256(old.files), "version": "0.1.0"}
+    assert old.source["url"].endswith("/.well-known/skills/index.json") and "digest" not in old.pin
+
+
 def test_index_paths_that_leave_the_skill_are_refused(tmp_path: Path):
     site = tmp_path / "site"
     _publish(site, "web", {"SKILL.md": skill_md("web")})
@@ -340,6 +353,10 @@ def test_brain_source_is_audited_proven_and_pinned(brain_remote: Path):
     assert b"alpha body" in alpha.files["SKILL.md"][0] and beta.name == "beta"
     assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
     assert latest(alpha.source, "alpha") == alpha
+    (before,) = resolve(str(brain_remote), ["alpha"], pin="main~1")  # the snapshot before beta was created
+    assert before.pin["commit"] == tamper.lineage(brain_remote)[-2] and before.pin["root"] != alpha.pin["root"]
+    with pytest.raises(SourceError, match="has no skill named 'beta'; it has: alpha"):
+        resolve(str(brain_remote), ["beta"], pin="main~1")
     with pytest.raises(SourceError, match="no skill named 'gamma'; it has: alpha, beta"):
         resolve(str(brain_remote), ["gamma"])
 
