@@ -244,10 +244,21 @@ def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Pat
 
 
 @contextlib.contextmanager
-def served(root: Path) -> Iterator[str]:
+def served(root: Path, redirect: str | None = None) -> Iterator[str]:
+    """``root`` over http on a free loopback port, in a thread, always shut down; ``redirect``
+    answers every request with a 302 to that URL prefix instead."""
+
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
+
+        def do_GET(self) -> None:
+            if redirect is None:
+                return super().do_GET()
+            self.send_response(302)
+            self.send_header("Location", redirect + self.path)
+            self.end_headers()
+            return None
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -307,6 +318,11 @@ def test_v01_index_without_digests_is_pinned_by_its_folder_hash(tmp_path: Path):
         (old,) = resolve(url)  # agent-skills/index.json is a 404: the v0.1 location is read
     assert old.pin == {"sha256": folder_sha256(old.files), "version": "0.1.0"}
     assert old.source["url"].endswith("/.well-known/skills/index.json") and "digest" not in old.pin
+
+
+def test_index_redirects_to_another_host_are_not_followed(tmp_path: Path):
+    with served(tmp_path, redirect="http://localhost:9") as url, pytest.raises(SourceError, match="another host"):
+        resolve(f"{url}/.well-known/agent-skills/index.json")
 
 
 def test_index_paths_that_leave_the_skill_are_refused(tmp_path: Path):
