@@ -58,7 +58,7 @@ LS203 critical instructions in a hidden HTML comment | hidden when rendered, rea
 LS204 high     role hijack | jailbreak phrasing that re-assigns the agent's identity or lifts its limits
 LS205 high     exfiltration directive | the skill tells the agent to send secrets somewhere
 LS301 critical network content piped to an interpreter | ClawHavoc: 'curl … | bash' runs whatever the host serves
-LS302 high     download then execute | a fetched file made executable and run: the same risk as a pipe, one step removed
+LS302 critical download then execute | a fetched file made executable and run: the same risk as a pipe, one step removed
 LS303 high     drop host | webhook, paste and tunnel services are where stolen data and second stages live
 LS401 critical credential read sent to the network | stealers read SSH keys, cloud keys, wallets, cookies; post them
 LS402 medium   credential path | a mention of a secret store: fine in setup docs, worth a look in code
@@ -358,7 +358,7 @@ def _network(f: TextFile) -> Iterator[Finding]:
     for m in _PIPE.finditer(f.text):
         yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
     for m in _DOWNLOAD_RUN.finditer(f.text):
-        yield Finding("LS302", "high", f.path, f.line_of(m.start()), detail(m.group()))
+        yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
     for m in _URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
         hit = next((d for d in DROP_HOSTS if d in url.split("://", 1)[-1].split("?")[0][:120]), None)
@@ -405,11 +405,15 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
             continue
         seen.add(lineno)
         shown = m.group(1) if kind else m.group()
-        # A script reads what it names; in a document only a send within a few lines is the same command.
-        sent = [s for s in sends if (f.script and not f.doc) or abs(s - lineno) <= NEAR]
-        if sent and (not f.doc or f.fenced[lineno - 1]):
-            sent_hosts = sorted(hosts(f.lines[sent[0] - 1])) or ["?"]
-            yield Finding("LS401", "critical", f.path, lineno, detail(f"{shown} read, sent to {sent_hosts[0]}"))
+        if lineno in sends:  # read and sent in one command: the flow is on the line
+            near = [lineno]
+        elif kind:  # a .env file is loaded by every API client; only its contents piped out count
+            near = []
+        else:  # a script reads what it names; in a document, a send a few lines away in the same code block
+            near = [s for s in sends if (not f.doc) or (f.fenced[lineno - 1] and abs(s - lineno) <= NEAR)]
+        if near:
+            where = sorted(hosts(f.lines[near[0] - 1])) or ["?"]
+            yield Finding("LS401", "critical", f.path, lineno, detail(f"{shown} read, sent to {where[0]}"))
         elif not kind:
             yield Finding("LS402", "medium", f.path, lineno, detail(shown))
 
@@ -421,7 +425,7 @@ _HEX = re.compile(rf"(?:[0-9a-fA-F]{{2}}){{{BLOB_MIN // 2},}}")
 _DATA_URI = re.compile(r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$", re.I)
 _DECODE_EXEC = re.compile(
     r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]*\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
-    r"|\b(?:eval|new\s+Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent)\s*\("
+    r"|\b(?:eval|new\s+Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|String\.fromCharCode)\s*\("
     r"|\b(?:eval|new\s+Function)\s*\(\s*Buffer\.from\([^)]*['\"](?:base64|hex)['\"]"
     r"|\b(?:exec|eval)\s*\(\s*(?:(?:__import__\(\s*['\"](?:base64|codecs|zlib|marshal)['\"]\s*\)|base64|codecs|zlib|marshal|bytes)\.(?:b64decode|b32decode|b85decode|a85decode|decode|decompress|loads|fromhex))"
     r"|\bexec\s*\(\s*(?:bytes\.fromhex|bytearray\.fromhex|zlib\.decompress|marshal\.loads)"
