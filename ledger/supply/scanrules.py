@@ -125,7 +125,7 @@ class TextFile:
         name = path.rsplit("/", 1)[-1]
         self.ext = ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
         self.instructions = path == "SKILL.md"
-        self.script = executable or self.ext in SCRIPT_EXT or (path.startswith("scripts/") and self.ext not in DOC_EXT)
+        self.script = executable or self.ext in SCRIPT_EXT or (path.startswith("scripts/") and not self.ext)
         self.doc = not self.script and self.ext in DOC_EXT | {""}
         self._starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
         self.lines = text.split("\n")
@@ -204,7 +204,9 @@ def _unicode(f: TextFile) -> Iterator[Finding]:
 # --- prompt injection ----------------------------------------------------------------
 
 _OVERRIDE = re.compile(
-    r"\b(?:ignore|disregard|forget|override|bypass|abandon)\s+(?:(?:all|any|every|of|the|your|my|these|those|prior|previous|above|earlier|preceding|original|safety|system|developer)\s+){1,4}"
+    r"\b(?:ignore|disregard|forget|override|bypass|abandon)\s+(?:(?:of|the|your|my|these|those)\s+)?"
+    r"(?:all|any|every|prior|previous|above|earlier|preceding|original|safety|system|developer)\s+"
+    r"(?:(?:of|the|your|my|prior|previous|above|earlier|preceding|original|safety|system|developer)\s+){0,3}"
     r"(?:instructions?|prompts?|rules|directives|guidelines|guardrails|constraints|context|messages?)\b"
     r"|\bdisregard\s+(?:the\s+|your\s+)?system\s+prompt\b"
     r"|\bnew\s+system\s+prompt\s*:"
@@ -213,7 +215,7 @@ _OVERRIDE = re.compile(
 )
 _CONCEAL = re.compile(
     r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|alert(?:ing)?|mention(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|let(?:ting)?)\s+"
-    r"(?:(?:this|it|anything|any\s+of\s+this)\s+(?:to\s+)?)?(?:the\s+)?(?:user|human|operator|owner)\b(?!'s)"
+    r"(?:(?:this|it|anything|any\s+of\s+this)\s+(?:to\s+)?)?(?:the\s+)?(?:user|human|operator|owner)\b(?!'s|\s+to\b)"
     r"|\b(?:hide|conceal|keep)\s+(?:this|these\s+steps|it|the\s+(?:command|request|upload))\s+(?:secret\s+|hidden\s+)?from\s+the\s+(?:user|human)\b"
     r"|\bthe\s+user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|find\s+out|be\s+told)\b",
     re.I,
