@@ -112,10 +112,10 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp.S
             if old.state != sp.QUARANTINED or new.state != sp.APPROVED or \
                     _without(old, "state", "approval") != _without(new, "state", "approval"):  # fmt: skip
                 return f"the approval of {name} changes more than its state (or approves a skill not in quarantine)"
-            if signer is not None and (new.approval or {}).get("by") != signer.address:
-                return f"{name}'s approval names {(new.approval or {}).get('by')}, not its signer {signer.address}"
             if (signer.role if signer else snap.attribution.get("actor")) == "agent":
                 return f"{name} is approved by an agent; approvals are a user's or a curator's"
+            if signer is not None and (new.approval or {}).get("by") != signer.address:
+                return f"{name}'s approval names {(new.approval or {}).get('by')}, not its signer {signer.address}"
         elif new.state != sp.REVOKED or _without(old, "state") != _without(new, "state") \
                 or not after.is_revoked(*new.digests()):  # fmt: skip
             return f"the revocation changes {name}'s entry beyond marking it revoked"
