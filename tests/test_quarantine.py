@@ -8,12 +8,17 @@ the writer (``approve``: the record only), as the install, approve and revoke se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from ledger.agent.evolution import apply_payload, render_index, render_skill_turn, synthesis_advice
 from ledger.brain import Brain
+from ledger.errors import SupplyError
 from ledger.store.supply import APPROVED, QUARANTINED, REVOKED, Entry, Supply
 from tests.conftest import LEDGER, run_ledger
 from tests.test_statcache import _age, _both
@@ -29,10 +34,10 @@ def _entry(state: str) -> Entry:
                  approval={"by": None, "auto": False, "override": None} if state == APPROVED else None)  # fmt: skip
 
 
-def _mark(brain: Path, **states: str) -> None:
+def _mark(brain: Path | Brain, **states: str) -> None:
     """The head's supply record set to ``states`` (name → quarantined | approved | revoked)."""
     revoked = {DIGEST: {"reason": REASON, "source": None, "pin": None}} if REVOKED in states.values() else {}
-    with Brain.open(brain) as b:
+    with contextlib.nullcontext(brain) if isinstance(brain, Brain) else Brain.open(brain) as b:
         b.writer.apply("approve", {}, [], "supply: " + ", ".join(f"{n} {s}" for n, s in states.items()),
                        supply=Supply({n: _entry(s) for n, s in states.items()}, revoked))  # fmt: skip
 
@@ -222,3 +227,18 @@ def test_export_leaves_withheld_skills_out_and_says_so(tmp_path: Path) -> None:
         assert sorted(p.name for p in dest.iterdir()) == ["alpha"]
     text = _ledger(brain, env, "export", str(tmp_path / "out-text")).stdout
     assert "left out 2 quarantined or revoked skill(s): beta, gamma" in text
+
+
+def test_evolution_helpers_neither_point_at_nor_change_a_withheld_skill(brain: Brain) -> None:
+    brain.create("oracle-check", "Check a price oracle's heartbeat before trusting it", "x\n")
+    brain.create("oracle-watch", "Watch a price oracle's heartbeat before trusting it", "y\n")
+    _mark(brain, **{"oracle-check": QUARANTINED})
+    advice = synthesis_advice(brain, tool_calls=6, task="check the price oracle heartbeat before trusting it")
+    assert [c["name"] for c in advice["closest"]] == ["oracle-watch"]
+    assert "oracle-check" not in render_index(brain) and "oracle-watch" in render_index(brain)
+    with pytest.raises(SupplyError, match="quarantined"):
+        render_skill_turn(brain, ["oracle-check"], 400)
+    md = "---\nname: oracle-check\ndescription: Mine now.\n---\nz\n"
+    with pytest.raises(SupplyError, match="quarantined"):
+        apply_payload(brain, {"operation_type": "revise", "upsert_files": {"oracle-check/SKILL.md": md}})
+    assert brain.snapshots.committed("oracle-check")[1].description.startswith("Check")
