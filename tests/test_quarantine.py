@@ -19,9 +19,11 @@ import pytest
 from ledger.agent.evolution import apply_payload, render_index, render_skill_turn, synthesis_advice
 from ledger.brain import Brain
 from ledger.errors import SupplyError
+from ledger.exchange import instant
 from ledger.store.supply import APPROVED, QUARANTINED, REVOKED, Entry, Supply
 from tests.conftest import LEDGER, run_ledger
 from tests.test_statcache import _age, _both
+from tests.test_sync_instant import _settle
 
 DIGEST = "blake3-tree-v1:" + "ab" * 32
 REASON = "it sent the user's tokens to a paste site"
@@ -150,6 +152,9 @@ def test_mcp_lists_nothing_withheld_and_refuses_reads_and_writes(tmp_path: Path)
                                "name": "gamma"})):  # fmt: skip
                 result = await s.call_tool(tool, args)
                 assert result.is_error and body(result)["state"] in ("quarantined", "revoked"), tool
+            again = await s.call_tool("skill_manage", {"action": "create", "name": "beta", "content":
+                                      "---\nname: beta\ndescription: Mine.\n---\nGo.\n"})  # fmt: skip
+            assert again.is_error and body(again)["state"] == "quarantined"
             near = await s.call_tool("skill_manage", {"action": "create", "name": "betas", "content":
                                      "---\nname: betas\ndescription: Do beta.\n---\nGo.\n"})  # fmt: skip
             assert not near.is_error  # a withheld skill is not a near-duplicate to name either
@@ -174,8 +179,14 @@ def test_sync_never_projects_a_withheld_skill_and_takes_one_out_once_revoked(tmp
     for name, home in (("claude", claude), ("hermes", hermes)):
         assert first[name]["projected"] == ["alpha"] and not (home / "beta").exists()
         assert (home / "alpha/SKILL.md").is_file()
-    assert _sync(brain, env)["claude"]["projected"] == []  # in step: a no-op (an instant record's)
-    _mark(brain, beta=APPROVED)
+    _settle(claude, hermes)  # past the racy window: the next pass, in step, leaves its instant record
+    assert _sync(brain, env)["claude"]["projected"] == []
+    control, head = brain / ".ledger", (brain / ".git/refs/heads/main").read_text().strip()
+    for name, home in (("claude", claude), ("hermes", hermes)):  # a quarantined skill keeps no sync from it
+        assert instant.in_step(str(control), name, str(home), head), name
+    _mark(brain, beta=APPROVED)  # a new head: the records no longer answer, and the full pass projects it
+    head = (brain / ".git/refs/heads/main").read_text().strip()
+    assert not any(instant.in_step(str(control), n, str(h), head) for n, h in (("claude", claude), ("hermes", hermes)))
     approved = _sync(brain, env)
     for name, home in (("claude", claude), ("hermes", hermes)):
         assert approved[name]["projected"] == ["beta"] and (home / "beta/SKILL.md").is_file()

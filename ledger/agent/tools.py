@@ -346,9 +346,9 @@ class SkillTools:
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
                 "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
 
-    def _visible(self, name: str) -> str:
+    def _visible(self, name: str, resolve: bool = True) -> str:
         """``name``'s folder; refused if the head's supply record withholds it (ledger.brain.withholding)."""
-        name = self.brain.resolve(name)
+        name = self.brain.resolve(name) if resolve else name
         if (refused := refusal(supply_of(self.brain.snapshots), name)) is not None:
             raise refused
         return name
@@ -371,8 +371,8 @@ class SkillTools:
         # critical section: the lock is held from the first read to the acknowledgement.
         evidence = {**self.evidence, **({"task": task} if task else {})}  # what the caller says it works on
         with self.brain.acting(self.actor, **evidence), self.brain.locked():
-            if action != "create":  # the folder, a category path or the declared name, as Hermes takes them
-                name = self._visible(name)  # a skill the supply record withholds is refused, read or write
+            # the folder, a category path or the declared name, as Hermes takes them; withheld: refused
+            name = self._visible(name, resolve=action != "create")
             receipt = handler(name, **args)
         doc = receipt.to_json()
         hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))
