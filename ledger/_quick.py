@@ -52,6 +52,16 @@ def _head(git_dir: Path) -> str | None:
     return text if len(text) == 40 else None
 
 
+def _packed_head(git_dir: Path) -> str | None:
+    """``refs/heads/main`` from ``packed-refs`` (a cloned brain's), when it is not loose."""
+    try:
+        lines = (git_dir / "packed-refs").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    found = [line[:40] for line in lines if line.endswith(" refs/heads/main") and len(line.split(" ", 1)[0]) == 40]
+    return found[0] if found and not (git_dir / "refs" / "heads" / "main").exists() else None
+
+
 def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None:
     """The count :func:`ledger.chain.receipts.remembered_pending` kept, if it is still for this head,
     these receipts and these chain settings."""
@@ -124,7 +134,7 @@ def _answer(args: list[str]) -> str | None:
     infos = [(name, cache.get(name, "info")) for name in sorted(n for n, _ in entries)]
     if any(info is None for _, info in infos):
         return None
-    commit = _head(git_dir)
+    commit = _head(git_dir) or _packed_head(git_dir)
     hidden = withheld_at(control, git_dir, commit) if commit else None
     if hidden is None or (hidden and command != "index"):
         return None  # not known cheaply, or skills to mark: the full path reads the head's supply record

@@ -107,7 +107,8 @@ def test_index_and_skill_list_leave_out_or_mark_a_withheld_skill_on_both_paths(t
 
 
 def test_quick_path_falls_back_when_the_head_is_not_known(tmp_path: Path) -> None:
-    """A supply cache that names another head, and a top tree that is not loose: the full path answers."""
+    """A supply cache that names another head, and a top tree that is not loose: the full path answers, and
+    remembers the head's withheld names for the quick path (which finds the head in packed-refs too)."""
     brain, env = _setup(tmp_path, "alpha", "beta")
     _age(brain / "skills")
     _ledger(brain, env, "index")
@@ -115,6 +116,8 @@ def test_quick_path_falls_back_when_the_head_is_not_known(tmp_path: Path) -> Non
     (brain / ".ledger/cache/supply-v1.json").unlink()
     subprocess.run(["git", "-C", str(brain), "repack", "-adq"], check=True)
     subprocess.run(["git", "-C", str(brain), "prune-packed", "-q"], check=True)
+    subprocess.run(["git", "-C", str(brain), "pack-refs", "--all"], check=True)  # as a clone's refs are
+    assert not (brain / ".git/refs/heads/main").exists()
     assert _quick(brain, "index") == ("FULL", "▸ alpha: Do alpha.\n")
     assert json.loads((brain / ".ledger/cache/supply-v1.json").read_text())["withheld"] == ["beta"]
     assert _quick(brain, "index") == ("QUICK", "▸ alpha: Do alpha.\n")  # from the cache, for this head
