@@ -55,7 +55,7 @@ def refusal(supply: Supply, name: str, what: str = "an agent") -> SupplyError | 
         return SupplyError(
             f"skill {name!r} is quarantined: it was installed from {source} and is not approved, so {what} "
             f"may not see it (scan verdict: {verdict})",
-            hint=f"a curator reviews it, then runs 'ledger approve {name}'",
+            hint=f"it waits for a curator's review: 'ledger approve {name}'",
             skill=name, state=QUARANTINED,
         )
     reason = why_revoked(supply, name) or "no reason was recorded"
