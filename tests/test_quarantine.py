@@ -202,6 +202,14 @@ def test_sync_never_projects_a_withheld_skill_and_takes_one_out_once_revoked(tmp
         assert "beta" in b.head().skills  # still in the brain, with its history
         assert [v["version"] for v in b.history("beta")] == [1]
     assert _sync(brain, env)["claude"]["removed"] == []
+    _mark(brain, beta=APPROVED)
+    assert _sync(brain, env)["claude"]["projected"] == ["beta"]
+    # An update that puts it back in quarantine (an install of a new upstream version): taken out again.
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one, upstream.")
+    _mark(brain, beta=QUARANTINED)
+    again = _sync(brain, env)
+    assert all(again[n]["removed"] == ["beta"] and again[n]["projected"] == [] for n in ("claude", "hermes"))
+    assert not (claude / "beta").exists() and not (hermes / "beta").exists()
 
 
 def test_a_runtime_folder_named_as_a_withheld_skill_is_left_alone_not_recorded(tmp_path: Path) -> None:
