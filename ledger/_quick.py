@@ -12,7 +12,9 @@ cache (:mod:`ledger.store.statcache`) can answer them alone:
 - ``status``: the cache's clean record names the head commit and, with a chain
   configured, the pending count remembered by the full path is for this head and these
   receipts (:func:`ledger.chain.receipts.remembered_pending`); ``index`` and ``skill list``:
-  every entry holds its index line.
+  every entry holds its index line, and what the head's ``supply`` record withholds is known
+  without loading the brain (:func:`ledger.store.statcache.withheld_at`): ``index`` leaves those
+  skills out, and ``skill list``, which marks them, leaves any such brain to the full path.
 
 Anything else returns ``None`` and the click CLI does the whole job, so the output is
 byte-identical either way (tests/test_statcache.py runs both).
@@ -48,6 +50,16 @@ def _head(git_dir: Path) -> str | None:
     except FileNotFoundError:
         return None  # packed, or no snapshot yet: the full path reads it
     return text if len(text) == 40 else None
+
+
+def _packed_head(git_dir: Path) -> str | None:
+    """``refs/heads/main`` from ``packed-refs`` (a cloned brain's), when it is not loose."""
+    try:
+        lines = (git_dir / "packed-refs").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    found = [line[:40] for line in lines if line.endswith(" refs/heads/main") and len(line.split(" ", 1)[0]) == 40]
+    return found[0] if found and not (git_dir / "refs" / "heads" / "main").exists() else None
 
 
 def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None:
@@ -92,7 +104,7 @@ def _answer(args: list[str]) -> str | None:
         return None
     if any((git_dir / lock).exists() for lock in _OWN_REF_LOCKS):
         return None
-    from ledger.store.statcache import StatCache
+    from ledger.store.statcache import StatCache, withheld_at
 
     cache = StatCache(control / "cache" / "stat-v1.json")
     try:
@@ -122,6 +134,11 @@ def _answer(args: list[str]) -> str | None:
     infos = [(name, cache.get(name, "info")) for name in sorted(n for n, _ in entries)]
     if any(info is None for _, info in infos):
         return None
+    commit = _head(git_dir) or _packed_head(git_dir)
+    hidden = withheld_at(control, git_dir, commit) if commit else None
+    if hidden is None or (hidden and command != "index"):
+        return None  # not known cheaply, or skills to mark: the full path reads the head's supply record
+    infos = [(name, info) for name, info in infos if name not in hidden]
     if command == "index":
         return "".join(render.index_line(name, info[0]) for name, info in infos).removesuffix("\n")
     if any(info[1] is None for _, info in infos):

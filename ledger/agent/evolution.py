@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ledger.brain.withholding import refusal, supply_of
 from ledger.bundle.lint import introduced_errors
 from ledger.bundle.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
 from ledger.errors import SkillError
@@ -67,8 +68,10 @@ def _apply_locked(
     brain: Any, op: str, summary: str, grouped: dict[str, dict[str, str]], actor: str, evidence: dict[str, str]
 ) -> dict[str, Any]:
     head = brain.head()
-    found = []
+    found, supply = [], supply_of(brain.snapshots, head)
     for slug, files in sorted(grouped.items()):
+        if (refused := refusal(supply, slug)) is not None:
+            raise refused  # quarantined or revoked: an agent's payload may not change it
         if op == "create" and slug in head.skills:
             if _resubmitted(brain, slug, files):
                 op_note = "revise"  # the same create again: every file is as committed, so nothing changes
@@ -137,9 +140,10 @@ def synthesis_advice(brain: Any, *, tool_calls: int, recovered_from_error: bool 
     if recovered_from_error:
         reasons.append("an error was followed by a recovery")
     words = task.lower()
+    hidden = brain.reads.withheld()  # quarantined or revoked: no agent is pointed at them
     scored = sorted(
         (difflib.SequenceMatcher(None, words, f"{s.name} {s.description}".lower()).ratio(), s.name)
-        for s in brain.list()
+        for s in brain.list() if s.name not in hidden
     )[::-1]
     closest = [{"name": n, "similarity": round(r, 2)} for r, n in scored[:top] if r > 0.2]
     advice = "patch the closest skill" if closest and closest[0]["similarity"] >= 0.5 else "create a skill"
@@ -155,11 +159,15 @@ def render_skill_turn(brain: Any, names: list[str], token_budget: int) -> dict[s
     """One user-role message carrying the matched skills in ``<skill name="…">`` envelopes, within the budget.
 
     Tokens are estimated at four characters each. Skills are added in the order given;
-    one that no longer fits is cut at a line boundary and marked, and the rest are left out.
+    one that no longer fits is cut at a line boundary and marked, and the rest are left out. A skill the
+    supply record withholds (quarantined or revoked) is refused (ledger.brain.withholding).
     """
     budget = max(token_budget, 0) * 4
     parts: list[str] = []
+    supply = supply_of(brain.snapshots)
     for name in names:
+        if (refused := refusal(supply, brain.resolve(name))) is not None:
+            raise refused
         body = brain.view(name)["body"].strip("\n")
         head, tail = f'<skill name="{name}">\n', "\n</skill>\n"
         room = budget - sum(map(len, parts)) - len(head) - len(tail)

@@ -28,6 +28,7 @@ from ledger.agent.hermes_shapes import (
     read_card,
 )
 from ledger.brain.memo import ObjectMemo, files_of_trees, plain
+from ledger.brain.withholding import withheld
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, StoreError
 from ledger.exchange.targets import Targets
@@ -99,11 +100,14 @@ class Listing:
         return self._listing[1], self._listing[2]
 
     def _found(self, head: Any) -> list[Found]:
-        """Every SKILL.md Hermes would find in the home: each skill's, and any in the categories tree."""
+        """Every SKILL.md Hermes would find in the home: each skill's that the supply record does not
+        withhold (``ledger sync`` never projects one), and any in the categories tree."""
         categories = self.brain.categories.of()
-        self._fill(head.skills)
+        hidden = withheld(self.brain.snapshots, head)
+        skills = {n: t for n, t in head.skills.items() if n not in hidden} if hidden else head.skills
+        self._fill(skills)
         found = []
-        for name, tree in head.skills.items():
+        for name, tree in skills.items():
             where = f"{categories[name]}/{name}" if name in categories else name
             for rel, blob in self._skill_mds(tree):
                 found.append(Found(f"{where}/{rel}", name, rel, self._card(blob), blob))

@@ -24,6 +24,7 @@ from typing import Any
 
 from ledger.agent import hermes_listing, hermes_shapes
 from ledger.brain.categories import check_category
+from ledger.brain.withholding import refusal, supply_of
 from ledger.bundle import textpatch
 from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
@@ -298,7 +299,7 @@ class SkillTools:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
         folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them;
         the result has Hermes's fields (docs/layouts.md) and ours (version, receipt, proof)."""
-        name = self.brain.resolve(name)
+        name = self._visible(name)
         files, doc = self.brain.snapshots.committed(name)
         rel = file_path or SKILL_MD
         if rel not in files:
@@ -328,10 +329,10 @@ class SkillTools:
         return out
 
     def skill_history(self, name: str) -> dict[str, Any]:
-        return {"name": name, "versions": self.brain.history(name)}
+        return {"name": name, "versions": self.brain.history(self._visible(name))}
 
     def skill_diff(self, name: str, old: int, new: int) -> dict[str, Any]:
-        a, b = int(old), int(new)
+        a, b, name = int(old), int(new), self._visible(name)
         old, new = self.brain.show(name, a), self.brain.show(name, b)
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     f"{name}@{a}/SKILL.md", f"{name}@{b}/SKILL.md")  # fmt: skip
@@ -344,6 +345,13 @@ class SkillTools:
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
                 "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
+
+    def _visible(self, name: str, resolve: bool = True) -> str:
+        """``name``'s folder; refused if the head's supply record withholds it (ledger.brain.withholding)."""
+        name = self.brain.resolve(name) if resolve else name
+        if (refused := refusal(supply_of(self.brain.snapshots), name)) is not None:
+            raise refused
+        return name
 
     # ------------------------------------------------------------------ writes
 
@@ -363,8 +371,8 @@ class SkillTools:
         # critical section: the lock is held from the first read to the acknowledgement.
         evidence = {**self.evidence, **({"task": task} if task else {})}  # what the caller says it works on
         with self.brain.acting(self.actor, **evidence), self.brain.locked():
-            if action != "create":  # the folder, a category path or the declared name, as Hermes takes them
-                name = self.brain.resolve(name)
+            # the folder, a category path or the declared name, as Hermes takes them; withheld: refused
+            name = self._visible(name, resolve=action != "create")
             receipt = handler(name, **args)
         doc = receipt.to_json()
         hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))

@@ -8,7 +8,8 @@ call: 346 ms at 10,000 skills through a warm MCP server.  A brain *has* a
 - each skill's entry is kept by its git tree id, which is a content hash of the skill's
   files, so an entry can never be stale, and only skills a write changed are read again;
 - the finished listing is kept per head commit, so a second call on the same head is a
-  lookup;
+  lookup; it leaves out the skills the head's ``supply`` record withholds
+  (:mod:`ledger.brain.withholding`), and an approve or a revoke is a new head;
 - each skill tree's entry is also kept on disk (:class:`ledger.brain.memo.ObjectMemo`, in
   ``.ledger/cache/catalog-v1.json``), so a fresh process reads from the store only the
   skills it has never seen; those it reads in one pipelined request each for their trees
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.brain.memo import ObjectMemo, files_of_trees
+from ledger.brain.withholding import withheld
 from ledger.bundle import frontmatter
 from ledger.bundle.render import index_line
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
@@ -58,7 +60,7 @@ class Catalog:
         self.memo = ObjectMemo(snapshots.control / "cache" / MEMO_FILE, sources)  # for the next process
 
     def entries(self) -> list[Entry]:
-        """Every skill in the head snapshot, in byte order of the name."""
+        """Every skill in the head snapshot that its supply record does not withhold, in byte order of the name."""
         head = self.snapshots.head()
         if self._at is not None and self._at[0] == head.commit:
             return self._at[1]
@@ -68,8 +70,10 @@ class Catalog:
             live = set(head.skills.values())
             self._by_tree = {t: v for t, v in self._by_tree.items() if t in live}
         self._fill([t for t in head.skills.values() if t not in self._by_tree])
-        out = []
+        out, hidden = [], withheld(self.snapshots, head)
         for name in sorted(head.skills, key=str.encode):
+            if name in hidden:
+                continue
             tree = head.skills[name]
             known = self._by_tree.get(tree)
             if known is None:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ledger.brain.withholding import states
 from ledger.bundle import naming
 from ledger.bundle.merkle import (
     MAX_PATH_BYTES,
@@ -48,8 +49,9 @@ from ledger.store import treehash as th
 from ledger.store.diffs import Diff, Side, compare
 from ledger.store.proofs import prove_at
 from ledger.store.skilltree import skills_of
-from ledger.store.statcache import StatCache, signature
+from ledger.store.statcache import StatCache, remember_withheld, signature
 from ledger.write import writepath as wp
+from ledger.write.head import head_supply
 from ledger.write.records import SkillInfo, Status
 from ledger.write.snapshots import Snapshots
 from ledger.write.versioning import Versions
@@ -165,8 +167,19 @@ class Reads:
         return naming.categories_of(lambda: self.store.read(entry[1], b"blob") if entry else None)
 
     def index(self) -> str:
-        """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each."""
-        return "".join(index_line(s.name, s.description) for s in self.list())
+        """The Level-0 index: ``▸ <name>: <description>`` per skill, sorted, one line each; a skill the
+        head's supply record withholds (quarantined or revoked) is not in it."""
+        hidden = self.withheld()
+        return "".join(index_line(s.name, s.description) for s in self.list() if s.name not in hidden)
+
+    def withheld(self) -> dict[str, str]:
+        """Each skill the head's supply record withholds → its state (:mod:`ledger.brain.withholding`),
+        remembered per head for the quick path (:func:`ledger.store.statcache.withheld_at`)."""
+        head = self.snapshots.head()
+        blob, supply = head_supply(self.store, head)
+        out = states(supply)
+        remember_withheld(self.control, head.commit.hex(), blob.hex() if blob is not None else None, list(out))
+        return out
 
     def view(self, name: str, file: str | None = None) -> dict[str, Any]:
         """A skill's body and its linked files, or one supporting file's text.

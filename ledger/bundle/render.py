@@ -15,8 +15,9 @@ def index_line(name: str, description: str) -> str:
     return f"▸ {name}: {' '.join(description.split())}\n"
 
 
-def list_line(name: str, version: int, description: str) -> str:
-    return f"{name:32} v{version:<4} {description}\n"
+def list_line(name: str, version: int, description: str, state: str | None = None) -> str:
+    """One ``skill list`` line; ``state``: the supply record withholds the skill (``[quarantined]``)."""
+    return f"{name:32} v{version:<4} {f'[{state}] ' if state else ''}{description}\n"
 
 
 def status_doc(

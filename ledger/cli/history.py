@@ -289,14 +289,14 @@ def _revs(args: list[str]) -> list[str | None]:
 def show(ctx: click.Context, ref: str) -> None:
     """Print a skill's SKILL.md as it was at a version (NAME alone: as the head snapshot holds it)."""
     name, sep, version = ref.rpartition("@")
-    if not sep:
-        with open_brain(ctx) as brain:
-            click.echo(brain.reads.show(ref), nl=False)
-        return
-    if not name or not version.isdigit():
+    if sep and (not name or not version.isdigit()):
         raise UsageError(f"expected NAME or NAME@VERSION, got {ref!r}")
     with open_brain(ctx) as brain:
-        click.echo(brain.show(name, int(version)), nl=False)
+        text = brain.show(name, int(version)) if sep else brain.reads.show(ref)
+        state = brain.reads.withheld().get(brain.resolve(name if sep else ref))
+    if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
+        click.echo(f"note: skill {name if sep else ref!r} is {state}: no runtime, index or agent sees it", err=True)
+    click.echo(text, nl=False)
 
 
 @main.command()

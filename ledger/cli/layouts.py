@@ -106,6 +106,9 @@ def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | No
         emit(result)
     else:
         click.echo(f"exported {result['skills']} skill(s), {result['files']} file(s) to {dest} ({layout})")
+        if result["withheld"]:
+            click.echo(f"left out {len(result['withheld'])} quarantined or revoked skill(s): "
+                       + ", ".join(result["withheld"]))
 
 
 @main.command()

@@ -131,14 +131,16 @@ def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
     """List skills (name, version, description) without reading bodies."""
     with open_brain(ctx) as brain:
         skills = brain.list()
+        held = brain.reads.withheld()  # quarantined or revoked: listed here, marked; no runtime or index sees them
         cats = brain.categories.of() if as_json or category else {}
         if category:
             members = set(brain.categories.members(category))
             skills = [s for s in skills if s.name in members]
     if as_json:
-        emit([{**s.to_json(), "category": cats.get(s.name)} for s in skills])
+        emit([{**s.to_json(), "category": cats.get(s.name), **({"supply": held[s.name]} if s.name in held else {})}
+              for s in skills])  # fmt: skip
         return
-    click.echo("".join(list_line(s.name, s.version, s.description) for s in skills), nl=False)
+    click.echo("".join(list_line(s.name, s.version, s.description, held.get(s.name)) for s in skills), nl=False)
 
 
 @skill.command("move")
@@ -160,6 +162,12 @@ def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) ->
     """Show a skill's body and linked files, or one supporting file."""
     with open_brain(ctx) as brain:
         doc = brain.view(name, rel)
+        state = brain.reads.withheld().get(doc["name"])
+    if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
+        click.echo(f"note: skill {doc['name']!r} is {state}: no runtime, index or agent sees it"
+                   + (f" (review it, then 'ledger approve {doc['name']}')" if state == "quarantined" else ""),
+                   err=True)  # fmt: skip
+        doc = {**doc, "supply": state}
     if as_json:
         emit(doc)
     elif rel is not None:
@@ -167,7 +175,8 @@ def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) ->
             raise LedgerError(f"{rel} is binary ({doc['size']} bytes)", hint="use --json, or read the file directly")
         click.echo(doc["content"], nl=False)
     else:
-        click.echo(f"# {doc['name']} (v{doc['version']}): {doc['description']}\n")
+        marker = f" [{state}]" if state else ""
+        click.echo(f"# {doc['name']} (v{doc['version']}){marker}: {doc['description']}\n")
         click.echo(doc["body"], nl=False)
         for sub, files in doc["files"].items():
             click.echo(f"\n[{sub}] " + ", ".join(files))

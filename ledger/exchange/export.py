@@ -37,6 +37,7 @@ from ledger.exchange.targetfs import STAGING, TargetFS
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
+from ledger.store.supply import parse_record
 from ledger.write.importer import CATEGORY_INDEX
 
 __all__ = ["EXPORT_LAYOUTS", "export"]
@@ -59,13 +60,17 @@ def _write(path: Path, data: bytes, executable: bool) -> None:
 
 
 def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[str, Any]:
-    """Write the skills of snapshot ``commit`` under ``dest`` in ``layout``; return counts."""
+    """Write the skills of snapshot ``commit`` under ``dest`` in ``layout``; return counts. A skill that
+    snapshot's supply record withholds (quarantined or revoked) is left out, and named in ``withheld``."""
     if layout not in EXPORT_LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint="one of " + ", ".join(EXPORT_LAYOUTS))
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise LedgerError(f"{dest} exists and is not an empty directory", hint="export into a new directory")
     top = store.commit_info(commit)[0]
     skills = skills_of(store, top)[1]
+    blob, record = store.supply_record(top)
+    held = sorted(parse_record(record).withheld() & set(skills)) if blob is not None else []
+    skills = {n: t for n, t in skills.items() if n not in held}
     cats = store.categories_tree(top)
     cat_files = th.files_of(store, cats) if cats else {}
     index: dict[str, str] = {}
@@ -115,7 +120,8 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
     tops = {STAGING, *(f"{n}.md" if layout == "slopstock" else placed[n].split("/")[0] for n in files),
             *(rel.split("/")[0] for rel in cat_files)}  # fmt: skip
     count = _build(dest, write, tops)
-    return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest)}
+    return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest),
+            "withheld": held}
 
 
 def _refuse_unwritable(files: dict[str, gs.FileMap], index: dict[str, str], cat_files: dict[str, Any],

@@ -14,6 +14,10 @@ Every target's changes are recorded before any is projected; one failing target 
 itself.  A target that lost its skills is refused, not read as deletions.  A pass that found its
 target wholly in step leaves an instant record (:mod:`ledger.exchange.instant`), so that the next
 ``ledger sync`` can answer from metadata alone; every pass deletes the old record first.
+
+A skill the head's supply record withholds (quarantined or revoked, :mod:`ledger.brain.withholding`)
+is never projected, and a copy the ledger projected before is taken out; a folder of its name that
+is not that copy is left alone and reported (:mod:`ledger.exchange.reading`), never recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
+from ledger.brain.withholding import states, supply_of, withheld
 from ledger.errors import LedgerError
 from ledger.exchange import instant, reading
 from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Ignore
@@ -182,8 +187,9 @@ class Projection:
         ignore = fs.read_top(IGNORE_FILE)
         controls = instant.controls(str(self.brain.control), ignore)  # before the files it digests are read
         fs.ignore = self._ignore().then((ignore or b"").decode("utf-8", "replace"))
+        head = self.brain.head()
         p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
-                 commit=self.brain.head().commit)  # fmt: skip
+                 commit=head.commit, withheld=states(supply_of(self.brain.snapshots, head)))  # fmt: skip
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
             fs.owns = lambda outer, inner: any(f.startswith(inner[len(outer) + 1 :] + "/") for f in held.get(outer, ()))
@@ -229,7 +235,7 @@ class Projection:
             return False
         if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.scan is None:
             return False
-        head = self.brain.head().skills
+        head = self._visible(self.brain.head().skills)
         for key in {k for k in head if p.target.includes(k)} | set(m.skills) | set(p.state) | set(p.dirs):
             entry, lt = m.skills.get(key), head.get(key)
             if entry is None or lt is None or key not in p.state or key not in p.groups or \
@@ -252,9 +258,15 @@ class Projection:
             return Ignore()
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
+        """What the target is to hold: the head's skills (or those ``committed``), less the withheld."""
         if p.target.committed and committed is not None:
-            return dict(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
-        return dict(self.brain.head().skills)
+            return self._visible(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
+        return self._visible(self.brain.head().skills)
+
+    def _visible(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
+        """``skills`` less those the head's supply record withholds: no runtime gets them."""
+        hidden = withheld(self.brain.snapshots)
+        return {k: t for k, t in skills.items() if k not in hidden}
 
     # ------------------------------------------------------------------ phase 2: project
 

@@ -1,6 +1,10 @@
 """What a target holds, read for one ``ledger sync`` pass: each skill's files, keyed as the ledger
 keys skills, and every entry left alone with its path and the reason (docs/layouts.md).
 
+A folder named as a skill the brain withholds (quarantined or revoked, :mod:`ledger.brain.withholding`)
+is read only if it is the copy the ledger projected there, unchanged, so that the pass takes it
+out; any other is left alone and reported, and never recorded as a version of the withheld skill.
+
 A runtime's folder is somebody else's: one bad entry (a name that is not UTF-8, a link, a fifo,
 a file over the agent caps, two folders claiming one skill) is left as it is and reported, and
 every other skill still syncs.  A folder that lost its skills is never read as deletions.
@@ -37,6 +41,9 @@ def read(p: Pass, wiped: str | None) -> bool:
             claims.setdefault(key, []).append(rel)
     for key, rels in sorted(claims.items()):
         managed = p.manifest.skills.get(key, {}).get("dir")
+        if key in p.withheld and rels != [managed]:
+            _leave_withheld(p, key, rels, managed)
+            continue
         if len(rels) > 1:  # two folders, one skill: Hermes would show one and hide the other
             p.dupes[key] = sorted(rels)
             p.dirs[key] = managed if managed in rels else sorted(rels)[0]  # present: never replaced nor deleted
@@ -49,6 +56,9 @@ def read(p: Pass, wiped: str | None) -> bool:
             p.groups[key] = group
             p.dirs[key] = rel
             within_caps(p, key, rel)
+            if key in p.withheld and p.state[key][0] != p.manifest.files(key):
+                del p.state[key], p.groups[key]  # edited there since it was projected: not the ledger's copy
+                _leave_withheld(p, key, rels, rel)
         except (TargetError, OSError) as exc:
             p.state.pop(key, None)
             p.groups.pop(key, None)
@@ -72,6 +82,17 @@ def read(p: Pass, wiped: str | None) -> bool:
                     hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
                          f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
     return False
+
+def _leave_withheld(p: Pass, key: str, rels: list[str], managed: str | None) -> None:
+    """Folders claiming skill ``key``, which the brain withholds: left as they are (present, so never
+    replaced nor deleted), reported, never recorded."""
+    state = p.withheld[key]
+    fix = f"review it, then 'ledger approve {key}'" if state == "quarantined" else "remove the folder"
+    for rel in rels:
+        p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is {state} in the brain: no runtime "
+                                       f"gets it, and this folder is not recorded as it ({fix})"})  # fmt: skip
+    p.dirs[key] = managed if managed in rels else sorted(rels)[0]
+
 
 def skill_key(folder: str) -> str:
     """The key a folder is recorded under: its own name, or its slug when the runtime's rules allow

@@ -9,6 +9,8 @@ someone chooses a side (``ledger resolve``, ``ledger sync --take``).
 
 Everything a recording decides on is read under the writer lock, and the snapshot is written
 in the same hold, with a compare-and-swap on the head it read (docs/layouts.md, "Projection").
+Nothing is recorded of a skill the supply record withholds (quarantined or revoked): not an
+edit, not a deletion (:mod:`ledger.exchange.reading` leaves its folders alone).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import pausepoint
+from ledger.brain.withholding import withheld
 from ledger.bundle.collection import Collection, Found
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
@@ -82,13 +85,14 @@ class Recorder:
 
     def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
         m, head = p.manifest, self.brain.head().skills
+        held = set(p.withheld) | withheld(self.brain.snapshots)  # as the pass began, and as it is now
         found: list[Found] = []
         deletions: list[str] = []
         self._duplicates(p)
         moves = self._moves(p)
         p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {}, take)
         for key in sorted(set(p.state) | set(m.skills)):
-            if not p.target.includes(key) or (key in p.dirs and key not in p.state):
+            if not p.target.includes(key) or (key in p.dirs and key not in p.state) or key in held:
                 continue
             t = p.state[key][0] if key in p.state else None
             base, entry = m.files(key), m.skills.get(key)

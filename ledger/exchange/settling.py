@@ -65,6 +65,7 @@ class Pass:
     groups: dict[str, Group] = field(default_factory=dict)  # key → its folders and files as read
     controls: str | None = None  # what the pass depends on besides the target (instant.controls), at its start
     commit: bytes | None = None  # the head when the pass began
+    withheld: dict[str, str] = field(default_factory=dict)  # skills its supply record withholds → their state
 
 
 class Settler:

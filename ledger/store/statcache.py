@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import stat
+import zlib
 from array import array
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,9 @@ try:  # the optional C accelerator (ledger/_native.c): the same keys, lstat'ed o
 except ImportError:  # pragma: no cover - the pure-Python build
     _native = None  # type: ignore[assignment]
 
-__all__ = ["StatCache", "current_keys", "signature"]
+__all__ = ["SUPPLY_FILE", "StatCache", "current_keys", "remember_withheld", "signature", "withheld_at"]
 
+SUPPLY_FILE = "supply-v1.json"  # in .ledger/cache/: the names a head's supply record withholds
 _FORMAT = 3  # columns, not a dict per skill: 10,000 entries load in 6 ms, not 28
 _RACY_NS = 2_000_000_000
 
@@ -230,3 +232,66 @@ def _from_columns(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if info is not None:
             entry["info"] = info
     return out
+
+
+# ---------------------------------------------------------------------------------------------- withheld names
+# The quick path (ledger._quick) answers ``index`` and ``skill list`` from the working tree's stat entries; a
+# skill the head's ``supply`` record withholds (ledger.brain.withholding) must not be listed, and the quick
+# path loads no brain.  So the full path remembers, per head commit, the record's blob id and the names it
+# withholds; the quick path trusts that for the same commit, or for another commit whose top tree (read from
+# its loose objects) names the same record, or none.  Anything else is unknown: the full path answers.
+
+
+def remember_withheld(control: Path, commit: str, blob: str | None, names: list[str]) -> None:
+    """Keep what head ``commit``'s supply record (blob id ``blob``, None: none) withholds."""
+    path = control / "cache" / SUPPLY_FILE
+    doc = {"commit": commit, "blob": blob, "withheld": sorted(names)}
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text()) == doc:
+            return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+
+
+def withheld_at(control: Path, git_dir: Path, commit: str) -> frozenset[str] | None:
+    """The names head ``commit``'s supply record withholds, or None when that is not known cheaply."""
+    try:
+        doc = json.loads((control / "cache" / SUPPLY_FILE).read_text())
+        kept = (doc["commit"], doc["blob"], frozenset(doc["withheld"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = None
+    if kept is not None and kept[0] == commit:
+        return kept[2]
+    try:
+        tree = _loose(git_dir, commit, b"commit")
+        if tree is None or not tree.startswith(b"tree "):
+            return None
+        top = _loose(git_dir, tree[5:45].decode(), b"tree")
+    except (OSError, ValueError, zlib.error):
+        return None
+    if top is None:
+        return None
+    at = 0
+    while at < len(top):  # <mode> <name>\0<20-byte id>
+        nul = top.index(b"\0", at)
+        mode, _, name = top[at:nul].partition(b" ")
+        if name == b"supply":
+            blob = top[nul + 1 : nul + 21].hex()
+            return kept[2] if kept is not None and kept[1] == blob and mode == b"100644" else None
+        at = nul + 21
+    return frozenset()  # no record: nothing is withheld
+
+
+def _loose(git_dir: Path, sha: str, kind: bytes) -> bytes | None:
+    """A loose object's content if it is one of ``kind``; None if it is not loose (packed)."""
+    if len(sha) != 40:
+        return None
+    try:
+        raw = zlib.decompress((git_dir / "objects" / sha[:2] / sha[2:]).read_bytes())
+    except FileNotFoundError:
+        return None
+    header, _, data = raw.partition(b"\0")
+    return data if header.split(b" ")[0] == kind else None
