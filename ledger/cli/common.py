@@ -223,6 +223,8 @@ def _print_receipt_text(receipt: Any) -> None:
         what = ": trust set changed"
     elif receipt.operation == "move":
         what = ": categories changed (the bundle and its root are as they were)"
+    elif receipt.operation in ("approve", "revoke"):
+        what = ": the supply record changed (the bundle and its root are as they were)"
     click.echo(f"{receipt.operation}{what if what.startswith(':') else ' ' + what}")
     for change in receipt.keys:
         click.echo(f"  {change}")

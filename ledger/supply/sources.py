@@ -65,6 +65,8 @@ def resolve(
     ``pin`` is a commit id (or a ref) to read at; None means the source's current head.  A
     named skill the source lacks is a :class:`SourceError` listing what it has."""
     url, ref = gitsource.split_ref(source)
+    if "://" not in url and Path(url).exists():
+        url = str(Path(url).absolute())  # recorded in the pin: it must mean the same from any directory
     path = Path(url)
     if path.is_file():
         if _file_kind(path) == "skills-lock":
