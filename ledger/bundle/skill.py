@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ledger.bundle import frontmatter
-from ledger.errors import SkillError
+from ledger.errors import LedgerError, SkillError
 
 __all__ = [
     "MAX_DESCRIPTION",
@@ -35,6 +35,7 @@ __all__ = [
     "check_component",
     "check_name",
     "check_support_path",
+    "counter_zeroed",
     "declared_name",
     "parse_skill_md",
     "slugify",
@@ -296,3 +297,18 @@ def belongs_to(doc: SkillDoc, key: str) -> bool:
         return slugify(doc.name) == key
     except SkillError:
         return False
+
+
+def counter_zeroed(counted: bool) -> Callable[[str, bytes], bytes]:
+    """A normaliser for three-way merges and reviews: SKILL.md with the ledger's counter set to 0,
+    since the counter is the ledger's and is never an edit or a conflict; other files as they are."""
+
+    def zero(rel: str, data: bytes) -> bytes:
+        if rel != SKILL_MD or not counted:
+            return data
+        try:
+            return parse_skill_md(data.decode(), limit=1 << 31).with_counter(0).encode()
+        except (LedgerError, UnicodeDecodeError):
+            return data
+
+    return zero

@@ -33,7 +33,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.brain import Brain
 from ledger.bundle.merkle import RootIndex
-from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, StoreError
 from ledger.exchange.merging import merge as merge_files
 from ledger.store import gitstore as gs
@@ -156,14 +156,7 @@ class _Planner:
         sides = [self._files(s.skills.get(name)) for s in (self.base, self.ours, self.theirs)]
         counted = self.theirs.record is None
 
-        def zero(rel: str, data: bytes) -> bytes:  # the counter is the ledger's: it never conflicts
-            if rel != SKILL_MD or not counted:
-                return data
-            try:
-                return parse_skill_md(data.decode(), limit=1 << 31).with_counter(0).encode()
-            except (LedgerError, UnicodeDecodeError):
-                return data
-
+        zero = counter_zeroed(counted)  # the counter is the ledger's: it never conflicts
         result = merge_files(*sides, normalize=zero)
         if not result.clean:
             self.plan.conflicts[name] = {

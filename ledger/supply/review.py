@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ledger.bundle import frontmatter
-from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.bundle.skill import SKILL_MD, counter_zeroed
 from ledger.errors import LedgerError
 from ledger.exchange.merging import merge
 from ledger.store import supply as sp
@@ -76,21 +76,9 @@ class Plan:
         return bool(self.local)
 
 
-def _zero(counted: bool) -> Any:
-    def zero(rel: str, data: bytes) -> bytes:  # the counter is the ledger's: it is no edit and no conflict
-        if rel != SKILL_MD or not counted:
-            return data
-        try:
-            return parse_skill_md(data.decode(), limit=1 << 31).with_counter(0).encode()
-        except (LedgerError, UnicodeDecodeError):
-            return data
-
-    return zero
-
-
 def review(vetted: Files, current: Files, new: Files, *, counted: bool) -> Plan:
     """Review ``new`` (the source's) against ``vetted``; with local edits in ``current``, merge three ways."""
-    zero = _zero(counted)
+    zero = counter_zeroed(counted)
     norm = {k: {r: (zero(r, d), x) for r, (d, x) in side.items()} for k, side in
             (("vetted", vetted), ("current", current), ("new", new))}  # fmt: skip
     before, now = norm["vetted"], norm["current"]
