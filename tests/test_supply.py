@@ -366,3 +366,29 @@ def test_end_to_end_a_brain_on_chain_then_rewritten(chained, node, tmp_path: Pat
     assert record(b).skills["summarise"].pin == entry.pin
     drift = ledger(b, "verify", "--frozen", check=False)
     assert drift.returncode == 1 and "summarise" in drift.stderr and "no longer serves the pin" in drift.stderr
+
+
+def test_a_published_revocation_is_refused_downstream(up: Upstream, home: Path, tmp_path: Path) -> None:
+    ledger(home, "install", str(up.bare))
+    ledger(home, "approve", "summarise")  # translate stays quarantined: the brain does not serve it
+    published = tmp_path / "published.git"
+    ledger(home, "push", str(published))
+    down = tmp_path / "down"
+    run_ledger("init", str(down), check=True)
+    out = json.loads(ledger(down, "install", str(published), "--json").stdout)
+    assert out["installed"] == ["summarise"]  # all of what it serves: not the quarantined translate
+    held = ledger(down, "install", str(published), "translate", check=False)
+    assert held.returncode == 1 and "quarantined" in held.stderr
+    # Reproduce the publisher's installed set from the original sources, pins checked.
+    again = tmp_path / "again"
+    run_ledger("init", str(again), check=True)
+    frozen = json.loads(ledger(again, "install", "--frozen", str(published), "--json").stdout)
+    assert sorted(frozen["installed"]) == ["summarise", "translate"]
+    assert {n: e.pin for n, e in record(again).skills.items()} == {n: e.pin for n, e in record(home).skills.items()}
+    # The publisher revokes; a new downstream installer refuses it.
+    ledger(home, "revoke", record(home).skills["summarise"].blake3, "--reason", "phones home")
+    ledger(home, "push", str(published))
+    late = tmp_path / "late"
+    run_ledger("init", str(late), check=True)
+    refused = ledger(late, "install", str(published), "summarise", check=False)
+    assert refused.returncode == 1 and "revoked" in refused.stderr and "phones home" in refused.stderr

@@ -108,12 +108,21 @@ def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc:
         pin_doc = {"commit": commit, "root": format_root(snap.root), "seq": seq}
         signer = _signer(snap)
         top = store.commit_info(bytes.fromhex(commit))[0]
-        revoked = frozenset(supply_at(store, top).revoked)
+        record = supply_at(store, top)
+        revoked = frozenset(record.revoked)
         _, skills, _ = skills_of(store, top)
+        for name in names:  # what the source withholds from its own agent, it does not serve
+            held = record.skills.get(name)
+            if held is not None and held.state != sp.APPROVED:
+                why = record.revoked.get(next((d for d in held.digests() if d in record.revoked), ""), {})
+                raise SourceError(f"the brain {url} holds {name} {held.state}"
+                                  + (f" ({why.get('reason')})" if why else "") + ": it does not serve it",
+                                  hint="a brain serves only the skills its curator approved")  # fmt: skip
+        served = {n: t for n, t in skills.items() if n not in record.withheld()}
         cache = th.DigestCache(None)
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in skills.items()})
         out = []
-        for name in pick(skills, names, f"the brain {url} at {commit[:12]}"):
+        for name in pick(served, names, f"the brain {url} at {commit[:12]}"):
             files = _proven(store, cache, skills, index, snap.root, name, url)
             out.append(candidate(name, files, source_doc("brain", url, f"skills/{name}", ref), dict(pin_doc),
                                  signer=signer, derived_from=dict(derived), revoked=revoked))  # fmt: skip
