@@ -392,3 +392,25 @@ def test_a_published_revocation_is_refused_downstream(up: Upstream, home: Path, 
     run_ledger("init", str(late), check=True)
     refused = ledger(late, "install", str(published), "summarise", check=False)
     assert refused.returncode == 1 and "revoked" in refused.stderr and "phones home" in refused.stderr
+
+
+def test_a_fleet_merge_keeps_every_revocation(up: Upstream, home: Path, tmp_path: Path) -> None:
+    """Two machines share a remote: one revokes while the other approves; the merge keeps the revocation."""
+    ledger(home, "install", str(up.bare))
+    shared = tmp_path / "shared.git"
+    ledger(home, "remote", "set", "--create", str(shared))
+    ledger(home, "sync")
+    other = tmp_path / "other"
+    run_ledger("clone", str(shared), str(other), check=True)
+    ledger(other, "remote", "set", str(shared))
+    digest = record(home).skills["translate"].blake3
+    ledger(home, "revoke", digest, "--reason", "leaks the text")
+    ledger(home, "sync")
+    ledger(other, "approve", "translate", "summarise")  # meanwhile, offline
+    ledger(other, "sync")  # refused by the remote, merged, pushed
+    merged = record(other)
+    assert merged.skills["translate"].state == "revoked" and digest in merged.revoked
+    assert merged.skills["summarise"].state == "approved"
+    ledger(home, "sync")
+    assert record(home) == merged
+    assert audit_ok(other)["supply"] == "OK"
