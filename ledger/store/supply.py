@@ -33,6 +33,7 @@ RECORD = "supply"  # the top-tree entry's name
 FORMAT = 1
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
+MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -120,10 +121,12 @@ def format_record(supply: Supply) -> bytes:
 
 def parse_record(data: bytes) -> Supply:
     """A record from its bytes, refusing anything but the canonical form of a valid record."""
+    if len(data) > MAX_RECORD:
+        raise StoreError(f"the supply record is {len(data)} bytes; a record may hold at most {MAX_RECORD}")
     try:
         doc = json.loads(data.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StoreError(f"the supply record is not ASCII JSON: {exc}") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # a peer's record may be hostile
+        raise StoreError(f"the supply record is not ASCII JSON within bounds: {str(exc)[:200]}") from exc
     _keys(doc, {"format", "revoked", "skills"}, "the supply record")
     if doc["format"] != FORMAT:
         raise StoreError(f"the supply record's format {doc['format']!r} is not {FORMAT}",
