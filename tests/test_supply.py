@@ -416,3 +416,33 @@ def test_a_fleet_merge_keeps_every_revocation(up: Upstream, home: Path, tmp_path
     ledger(home, "sync")
     assert record(home) == merged
     assert audit_ok(other)["supply"] == "OK"
+
+
+def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream, home: Path, tmp_path: Path) -> None:
+    from ledger.audit.report import render_html
+
+    ledger(home, "install", str(up.bare))
+    ledger(home, "approve", "summarise", "translate")
+    published = tmp_path / "published.git"
+    ledger(home, "push", str(published))
+    with Brain.open(home) as b:
+        signer = b.store.snapshot(b.head().commit).signature and b.writer.sealer.key_for(
+            b.store.trust_at(b.head().snap.tree)[1], "user").address  # fmt: skip
+    down = tmp_path / "down"
+    run_ledger("init", str(down), check=True)
+    cfg_path = down / ".ledger/config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["supply"] = {"auto_approve": [signer]}
+    cfg_path.write_text(json.dumps(cfg))
+    out = json.loads(ledger(down, "install", str(published), "summarise", "--json").stdout)
+    entry = record(down).skills["summarise"]
+    assert out["skills"][0]["state"] == "approved" and entry.signer == signer
+    assert entry.approval["auto"] is True and entry.derived_from["root"] == entry.pin["root"]
+    report = audit_repo(down)
+    assert report.checks["supply"].ok and report.supply[0]["derived_from"] == entry.derived_from
+    assert "id='supply'" in render_html(report) and str(published) in render_html(report)
+    # Another signer's skills still wait for a curator.
+    cfg["supply"] = {"auto_approve": ["0x" + "2" * 40]}
+    cfg_path.write_text(json.dumps(cfg))
+    other = json.loads(ledger(down, "install", str(published), "translate", "--json").stdout)
+    assert other["skills"][0]["state"] == "quarantined"
