@@ -26,6 +26,7 @@ from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
 SCANNER = "ledger-scan/1"
+MAX_PER_RULE = 25  # findings kept per file and rule; the rest become one "and N more" finding
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 _FIELDS = {"rule": str, "severity": str, "file": str, "line": (int, type(None)), "detail": str}
 
@@ -188,11 +189,10 @@ def _widening(files: Mapping[str, tuple[bytes, bool]], vetted: Mapping[str, tupl
             out.append(Finding("LS803", "high", path, None, "executable that the approved version did not have"))
     before = {h for data, _ in vetted.values() for h in hosts(data.decode("utf-8", "replace"))}
     for path, (data, _) in sorted(files.items()):
-        text = data.decode("utf-8", "replace")
-        for host in sorted(hosts(text) - before):
-            line = next((i for i, ln in enumerate(text.split("\n"), 1) if host in ln.lower()), None)
-            out.append(Finding("LS804", "low", path, line, detail(f"new host {host}")))
-            before.add(host)
+        for line, text in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+            for host in sorted(hosts(text) - before):
+                out.append(Finding("LS804", "low", path, line, detail(f"new host {host}")))
+                before.add(host)
     return out
 
 
@@ -223,7 +223,23 @@ def scan(
         out.extend(check_text(path, text, executable))
     if vetted is not None:
         out.extend(_widening(files, vetted))
-    return Verdict(tuple(sorted(set(out), key=_key)))
+    return Verdict(_capped(out))
+
+
+def _capped(findings: list[Finding]) -> tuple[Finding, ...]:
+    """Sorted, distinct, and at most :data:`MAX_PER_RULE` per file and rule, the rest summed up in
+    one finding at the worst of their severities: a hostile file cannot bloat the lineage."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in sorted(set(findings), key=_key):
+        groups.setdefault((f.file, f.rule), []).append(f)
+    out: list[Finding] = []
+    for (file, rule), group in groups.items():
+        out.extend(group[:MAX_PER_RULE])
+        rest = group[MAX_PER_RULE:]
+        if rest:
+            worst = min((f.severity for f in rest), key=_RANK.__getitem__)
+            out.append(Finding(rule, worst, file, rest[0].line, f"and {len(rest)} more like this"))
+    return tuple(sorted(set(out), key=_key))
 
 
 # --- external scanners ---------------------------------------------------------------

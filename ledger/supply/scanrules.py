@@ -92,7 +92,7 @@ def detail(text: str, limit: int = 80) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-_URL = re.compile(r"\b(?:https?|ftp)://(?:[^\s/@'\"<>()\[\]`]*@)?([A-Za-z0-9._\-\[\]:]+)", re.I)
+_URL = re.compile(r"\b(?:https?|ftp)://(?:[^\s/@'\"<>()\[\]`]{0,100}@)?([A-Za-z0-9._\-\[\]:]+)", re.I)
 
 
 def hosts(text: str) -> set[str]:
@@ -238,7 +238,7 @@ _DISCUSS = re.compile(
     re.I,
 )
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019", "*": "*", "_": "_"}
-_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
+_COMMENT = re.compile(r"<!--(.{0,4000}?)-->", re.S)
 _AGENT_IMPERATIVE = re.compile(
     r"\b(?:assistant|AI|agent|Claude|model|LLM)\b[,:]?\s+(?:must|should|always|never|will)\b|\byou\s+must\b|\bsilently\b|\bsecretly\b",
     re.I,
@@ -265,6 +265,7 @@ def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
 
 def _phrases(f: TextFile) -> Iterator[Finding]:
     hidden = [(m.start(), m.end()) for m in _COMMENT.finditer(f.text)] if f.doc else []
+    starts = [a for a, _ in hidden]
     for rule, pattern, bare in (
         ("LS201", _OVERRIDE, "critical"),
         ("LS202", _CONCEAL, "high"),
@@ -274,7 +275,8 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
         for m in pattern.finditer(f.text):
             lineno = f.line_of(m.start())
             col = m.start() - f._starts[lineno - 1]
-            in_comment = any(a <= m.start() < b for a, b in hidden)
+            at = bisect.bisect_right(starts, m.start()) - 1
+            in_comment = at >= 0 and m.start() < hidden[at][1]
             if in_comment and not f.fenced[lineno - 1]:
                 continue  # reported once, as LS203, below
             severity = "medium" if _discussed(f, lineno, col, col + len(m.group())) else bare
@@ -293,7 +295,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
 # --- network execution ---------------------------------------------------------------
 
 _FETCH = r"(?:curl|wget|fetch|http|https|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|aria2c)"
-_ARGS = r"(?:[^|\n;&]|\\\n|&&(?=[^|\n]*\|))*?"
+_ARGS = r"(?:[^|\n;&\\]|\\.|\\\n|&&(?=[^|\n]{0,300}\|)){0,600}+"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:/usr/bin/|/bin/)?(?:ba|z|da|k|c|tc|fi|a)?sh\b(?!\s+-c)"
 _INTERP = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:python[\d.]*|perl|ruby|node|php|pwsh|powershell|osascript)(?:\s+-)?\s*(?=$|[;&|)`'\"])"
@@ -311,8 +313,8 @@ _PIPE = re.compile(
     re.I | re.M,
 )
 _DOWNLOAD_RUN = re.compile(
-    rf"\b{_FETCH}\b[^\n]*?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+)(\S+)[^\n]*?"
-    r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]*?(?:&&|;)\s*)?(?:sudo\s+)?"
+    rf"\b{_FETCH}\b(?>[^\n]{{0,300}}?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+))(\S{{1,300}}+)[^\n&;]{{0,300}}+"
+    r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]{0,300}?(?:&&|;)\s*)?(?:sudo\s+)?"
     r"(?:\./|/tmp/|(?:ba)?sh\s+|python3?\s+|open\s+-a|\S*\1\b)",
     re.I,
 )
@@ -382,20 +384,21 @@ _CRED = re.compile(
 )
 _DOTENV = re.compile(r"(?:^|[\s'\"/=(`])(\.env(?:\.local|\.production|\.prod)?)(?![\w.-])", re.M)
 _SEND = re.compile(
-    r"\bcurl\b[^\n]*(?:\s-d\b|--data|\s-F\b|--form|\s-T\b|--upload-file|-X\s*POST)|\bwget\b[^\n]*--post-(?:file|data)"
-    r"|\brequests\.(?:post|put)\s*\(|\bhttpx\.(?:post|put)\s*\(|\burlopen\s*\([^)]*data=|\bfetch\s*\([^)]*method\s*:\s*['\"](?:POST|PUT)"
-    r"|\b(?:nc|ncat|netcat)\s+[\w.-]+\s+\d+|\bInvoke-(?:WebRequest|RestMethod)\b[^\n]*-Method\s+(?:Post|Put)|\bscp\s+[^\n]*\s\S+@\S+:"
+    r"\bcurl\b[^\n]{0,400}(?:\s-d\b|--data|\s-F\b|--form|\s-T\b|--upload-file|-X\s*POST)|\bwget\b[^\n]{0,400}--post-(?:file|data)"
+    r"|\brequests\.(?:post|put)\s*\(|\bhttpx\.(?:post|put)\s*\(|\burlopen\s*\([^)]{0,400}data=|\bfetch\s*\([^)]{0,400}method\s*:\s*['\"](?:POST|PUT)"
+    r"|\b(?:nc|ncat|netcat)\s+[\w.-]+\s+\d+|\bInvoke-(?:WebRequest|RestMethod)\b[^\n]{0,400}-Method\s+(?:Post|Put)|\bscp\s+[^\n]{0,400}\s[\w.-]+@[\w.-]+:"
     r"|\baxios\.post\s*\(|XMLHttpRequest|\bsocket\.(?:send|sendall)\(",
     re.I,
 )
 _ENV_DUMP = re.compile(
-    r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]*\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
+    r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]{0,400}\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
     re.I,
 )
 
 
 def _credentials(f: TextFile) -> Iterator[Finding]:
-    sends = [f.line_of(m.start()) for m in _SEND.finditer(f.text)]
+    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)})
+    on_line = set(sends)
     for m in _ENV_DUMP.finditer(f.text):
         yield Finding("LS401", "critical", f.path, f.line_of(m.start()), detail("environment sent: " + m.group()))
     seen: set[int] = set()
@@ -407,14 +410,19 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
             continue
         seen.add(lineno)
         shown = m.group(1) if kind else m.group()
-        if lineno in sends:  # read and sent in one command: the flow is on the line
-            near = [lineno]
+        near: int | None = None
+        if lineno in on_line:  # read and sent in one command: the flow is on the line
+            near = lineno
         elif kind:  # a .env file is loaded by every API client; only its contents piped out count
-            near = []
-        else:  # a script reads what it names; in a document, a send a few lines away in the same code block
-            near = [s for s in sends if (not f.doc) or (f.fenced[lineno - 1] and abs(s - lineno) <= NEAR)]
+            pass
+        elif not f.doc:  # a script reads what it names
+            near = sends[0] if sends else None
+        elif f.fenced[lineno - 1]:  # a document: a send on a code line a few lines away
+            i = bisect.bisect_left(sends, lineno - NEAR)
+            close = [s for s in sends[i : i + 2 * NEAR + 1] if abs(s - lineno) <= NEAR and f.fenced[s - 1]]
+            near = close[0] if close else None
         if near:
-            where = sorted(hosts(f.lines[near[0] - 1])) or ["?"]
+            where = sorted(hosts(f.lines[near - 1])) or ["?"]
             yield Finding("LS401", "critical", f.path, lineno, detail(f"{shown} read, sent to {where[0]}"))
         elif not kind:
             yield Finding("LS402", "medium", f.path, lineno, detail(shown))
@@ -426,19 +434,19 @@ _B64 = re.compile(rf"[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}|[A-Za-z0-9_-]{{{BLOB_M
 _HEX = re.compile(rf"(?:[0-9a-fA-F]{{2}}){{{BLOB_MIN // 2},}}")
 _DATA_URI = re.compile(r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$", re.I)
 _DECODE_EXEC = re.compile(
-    r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]*\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
+    r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]{0,300}\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
     r"|\b(?:eval|new\s+Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|String\.fromCharCode)\s*\("
-    r"|\b(?:eval|new\s+Function)\s*\(\s*Buffer\.from\([^)]*['\"](?:base64|hex)['\"]"
+    r"|\b(?:eval|new\s+Function)\s*\(\s*Buffer\.from\([^)]{0,4000}['\"](?:base64|hex)['\"]"
     r"|\b(?:exec|eval)\s*\(\s*(?:(?:__import__\(\s*['\"](?:base64|codecs|zlib|marshal)['\"]\s*\)|base64|codecs|zlib|marshal|bytes)\.(?:b64decode|b32decode|b85decode|a85decode|decode|decompress|loads|fromhex))"
     r"|\bexec\s*\(\s*(?:bytes\.fromhex|bytearray\.fromhex|zlib\.decompress|marshal\.loads)"
-    r"|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[A-Za-z0-9+/=]{16,}"
-    r"|\beval\s+[\"']?\$\(\s*(?:echo|printf)\b[^)]*\|\s*base64\s+(?:-d|--decode|-D)",
+    r"|\bpowershell(?:\.exe)?\b[^\n]{0,300}\s-e(?:nc|ncodedcommand)?\s+[A-Za-z0-9+/=]{16,}"
+    r"|\beval\s+[\"']?\$\(\s*(?:echo|printf)\b[^)]{0,4000}\|\s*base64\s+(?:-d|--decode|-D)",
     re.I,
 )
 _EVAL_COMPUTED = re.compile(
-    r"\b(?:exec|eval)\s*\(\s*(?![\"'][^\"']*[\"']\s*\))[^)\n]*(?:\+|['\"]{2}\.join\(|chr\(|\[::-1\]|\.decode\(|getattr\(|%\s*\(|\.format\()"
+    r"\b(?:exec|eval)\s*\(\s*(?![\"'][^\"'\n]{0,400}[\"']\s*\))[^)\n]{0,400}(?:\+|['\"]{2}\.join\(|chr\(|\[::-1\]|\.decode\(|getattr\(|%\s*\(|\.format\()"
     r"|\bgetattr\s*\(\s*__builtins__|\b__import__\s*\(\s*['\"]\w+['\"]\s*\[::-1\]"
-    r"|\bnew\s+Function\s*\([^)\n]*\+"
+    r"|\bnew\s+Function\s*\([^)\n]{0,400}\+"
 )
 _CHARCODES = re.compile(
     r"String\.fromCharCode\s*\(\s*\d+(?:\s*,\s*\d+){7,}|(?:\bchr\(\s*\d+\s*\)\s*\+\s*){6,}|(?:\[\s*\d+(?:\s*,\s*\d+){15,}\s*\]\s*\.map\(\s*\w+\s*=>\s*String\.fromCharCode)"
