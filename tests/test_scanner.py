@@ -254,6 +254,10 @@ GOOD = {"rule": "LS301", "severity": "critical", "file": "SKILL.md", "line": 3, 
         {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"line": 0}]},
         {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"severity": "severe"}]},
         {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"rule": "LS999"}]},
+        {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"file": "/etc/passwd"}]},
+        {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"file": "a/../../b"}]},
+        {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"detail": "x" * 81}]},
+        {"scanner": "ledger-scan/1", "worst": "critical", "findings": [GOOD | {"detail": "a\u202eb"}]},
         {"scanner": "ledger-scan/1", "worst": "critical", "findings": [{k: v for k, v in GOOD.items() if k != "line"}]},
     ],
 )
@@ -298,7 +302,14 @@ elif mode == "badshape":
     print(json.dumps({"findings": [{"rule": "X", "severity": "fatal", "file": "f", "line": 1, "detail": ""}]}))
 elif mode == "fail":
     sys.exit(3)
+elif mode == "abs":
+    found = {"rule": "A", "severity": "low", "file": os.path.join(skill, "SKILL.md"), "line": 1, "detail": "x"}
+    print(json.dumps({"findings": [found]}))
+elif mode == "outside":
+    print(json.dumps({"findings": [{"rule": "A", "severity": "low", "file": "/etc/passwd", "line": 1, "detail": ""}]}))
 elif mode == "slow":
+    import subprocess
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # a grandchild holding stdout
     time.sleep(30)
 """
 
@@ -321,11 +332,12 @@ def test_run_external_reads_findings(external: tuple[list[str], Path], monkeypat
     assert Path(finding.detail).name.startswith("ledger-scan-")  # cwd was a fresh temporary directory
     assert verdict.scanner == f"ext:{Path(sys.executable).name}"
     assert run_external([*command, "empty"], skill_dir).findings == ()
+    assert run_external([*command, "abs"], skill_dir).findings[0].file == "SKILL.md"
     monkeypatch.setenv("LEDGER_KEY_PASSWORD", "secret")
     assert run_external([*command, "env"], skill_dir).findings[0].detail == "False"
 
 
-@pytest.mark.parametrize("mode", ["badjson", "badshape", "fail"])
+@pytest.mark.parametrize("mode", ["badjson", "badshape", "fail", "outside"])
 def test_run_external_failure_is_an_error(external: tuple[list[str], Path], mode: str) -> None:
     command, skill_dir = external
     with pytest.raises(LedgerError):
@@ -334,7 +346,9 @@ def test_run_external_failure_is_an_error(external: tuple[list[str], Path], mode
 
 def test_run_external_timeout_is_an_error(external: tuple[list[str], Path]) -> None:
     command, skill_dir = external
+    started = time.monotonic()
     with pytest.raises(LedgerError, match="timed out"):
         run_external([*command, "slow"], skill_dir, timeout=0.5)
+    assert time.monotonic() - started < 5  # the grandchild was killed with its group
     with pytest.raises(LedgerError, match="could not start"):
         run_external([str(skill_dir / "missing")], skill_dir)

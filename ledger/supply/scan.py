@@ -9,8 +9,11 @@ programs, symlinks, and what an update widens against the version last approved.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -90,10 +93,19 @@ def _finding(x: object, *, prefix: str = "") -> Finding:
         raise SkillError(f"finding: unknown severity {x['severity']!r}", hint=f"one of {', '.join(SEVERITIES)}")
     if x["line"] is not None and x["line"] < 1:
         raise SkillError(f"finding: line {x['line']} is not a 1-based line number")
+    parts = x["file"].split("/")
+    if not x["file"] or x["file"].startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in x["file"]:
+        raise SkillError(f"finding: file {detail(x['file'])!r} is not a path inside the skill")
+    if not x["rule"]:
+        raise SkillError("finding: empty rule")
     rule = prefix + x["rule"]
     if not prefix and rule not in RULES and not rule.startswith("ext:"):
         raise SkillError(f"finding: unknown rule {rule!r}")
-    return Finding(rule, x["severity"], x["file"], x["line"], x["detail"] if prefix == "" else detail(x["detail"]))
+    if prefix:
+        return Finding(rule, x["severity"], x["file"], x["line"], detail(x["detail"]))
+    if x["detail"] != detail(x["detail"]):
+        raise SkillError("finding: detail is not one printable line of at most 80 characters")
+    return Finding(rule, x["severity"], x["file"], x["line"], x["detail"])
 
 
 def merge(*verdicts: Verdict) -> Verdict:
@@ -260,33 +272,48 @@ def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60
     argv = [*command, str(Path(skill_dir).resolve())]
     name = Path(command[0]).name
     with tempfile.TemporaryDirectory(prefix="ledger-scan-") as cwd:
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=cwd,
-                env=child_env(),
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise SkillError(
-                f"external scanner {name} timed out after {timeout:g} s", hint="raise the timeout or fix the scanner"
-            ) from exc
-        except OSError as exc:
-            raise SkillError(f"external scanner {name} could not start: {exc.strerror or exc}") from exc
-    if done.returncode != 0:
-        tail = detail(done.stderr.decode("utf-8", "replace")[-200:] or "no stderr", 120)
-        raise SkillError(f"external scanner {name} exited with status {done.returncode}: {tail}")
+        returncode, stdout, stderr = _run(argv, cwd, timeout, name)
+    if returncode != 0:
+        tail = detail(stderr.decode("utf-8", "replace")[-200:] or "no stderr", 120)
+        raise SkillError(f"external scanner {name} exited with status {returncode}: {tail}")
     try:
-        out = json.loads(done.stdout)
+        out = json.loads(stdout)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SkillError(f"external scanner {name} printed no JSON: {detail(str(exc))}") from exc
     if not isinstance(out, dict) or set(out) != {"findings"} or not isinstance(out["findings"], list):
         raise SkillError(f'external scanner {name}: expected {{"findings": [...]}} and nothing else')
+    root = str(Path(skill_dir).resolve()) + "/"
+    for x in out["findings"]:  # a scanner may name files by the absolute path it was given
+        if isinstance(x, dict) and isinstance(x.get("file"), str) and x["file"].startswith(root):
+            x["file"] = x["file"][len(root) :]
     try:
-        findings = tuple(_finding(x, prefix="ext:") for x in out["findings"])
+        findings = [_finding(x, prefix="ext:") for x in out["findings"]]
     except SkillError as exc:
         raise SkillError(f"external scanner {name}: {exc.message}", hint=exc.hint) from exc
-    return Verdict(findings, f"ext:{name}")
+    return Verdict(_capped(findings), f"ext:{name}")
+
+
+def _run(argv: list[str], cwd: str, timeout: float, name: str) -> tuple[int, bytes, bytes]:
+    """Run ``argv`` in its own process group, so a timeout kills whatever it started too."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SkillError(f"external scanner {name} could not start: {exc.strerror or exc}") from exc
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise SkillError(
+            f"external scanner {name} timed out after {timeout:g} s", hint="raise the timeout or fix the scanner"
+        ) from exc
+    return proc.returncode, stdout, stderr
