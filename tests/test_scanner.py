@@ -154,6 +154,8 @@ def test_binaries_and_archives_by_magic_even_when_not_utf8() -> None:
     got = {(f.rule, f.severity, f.file, f.line) for f in verdict.findings}
     assert got == {("LS703", "critical", "bin/tool", None), ("LS704", "medium", "data.zip", None)}
     assert scan({"deck.pptx": (b"PK\x03\x04\xff", False), "font.ttf": (b"\x00\x01\xff\xfe", False)}).findings == ()
+    (packed,) = scan({"scripts/run": (b"\x00\xff\xfe packed", True)}).findings
+    assert (packed.rule, packed.severity) == ("LS702", "medium")
 
 
 def test_hostile_input_scans_in_bounded_time_and_findings_are_capped() -> None:
@@ -196,6 +198,7 @@ def skill(tools: str | None, body: str = "Body.\n") -> Files:
 def test_allowed_tools_widening(before: str | None, after: str, expected: set[tuple[str, str, str]]) -> None:
     verdict = scan(skill(after), vetted=skill(before))
     assert {(f.rule, f.severity, f.detail) for f in verdict.findings} == expected
+    assert all(f.line == 4 for f in verdict.findings)  # the allowed-tools line
 
 
 def test_first_install_reports_no_widening_and_bad_frontmatter_is_reported_on_update() -> None:

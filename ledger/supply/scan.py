@@ -147,7 +147,7 @@ def _binary_kind(data: bytes) -> str | None:
     return None
 
 
-def _program(path: str, data: bytes, executable: bool) -> bool:
+def _program(data: bytes, executable: bool) -> bool:
     return executable or _binary_kind(data) is not None
 
 
@@ -193,11 +193,13 @@ def _widening(files: Mapping[str, tuple[bytes, bool]], vetted: Mapping[str, tupl
     old, _ = _tools(vetted)
     if problem:
         out.append(Finding("LS802", "medium", "SKILL.md", 1, problem))
+    text = files["SKILL.md"][0].decode("utf-8", "replace") if "SKILL.md" in files else ""
+    at = next((i for i, ln in enumerate(text.split("\n"), 1) if ln.startswith("allowed-tools")), 1)
     for tool in sorted((new or set()) - (old or set())):
         bash = _unrestricted_bash(tool) and not any(_unrestricted_bash(t) for t in old or ())
-        out.append(Finding("LS801", "critical" if bash else "high", "SKILL.md", 1, detail(f"newly granted: {tool}")))
+        out.append(Finding("LS801", "critical" if bash else "high", "SKILL.md", at, detail(f"newly granted: {tool}")))
     for path, (data, executable) in sorted(files.items()):
-        if _program(path, data, executable) and not (path in vetted and _program(path, *vetted[path])):
+        if _program(data, executable) and not (path in vetted and _program(*vetted[path])):
             out.append(Finding("LS803", "high", path, None, "executable that the approved version did not have"))
     before = {h for data, _ in vetted.values() for h in hosts(data.decode("utf-8", "replace"))}
     for path, (data, _) in sorted(files.items()):
@@ -226,12 +228,12 @@ def scan(
         archive = next((name for magic, name in _ARCHIVES if data.startswith(magic)), None)
         if archive and path.rsplit(".", 1)[-1].lower() not in _OFFICE:
             out.append(Finding("LS704", "medium", path, None, f"{archive} archive, contents not scanned"))
+        if executable:
+            out.append(Finding("LS702", "medium", path, None, "executable bit set"))
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue  # not text: only the magic numbers above apply
-        if executable:
-            out.append(Finding("LS702", "medium", path, None, "executable bit set"))
         out.extend(check_text(path, text, executable))
     if vetted is not None:
         out.extend(_widening(files, vetted))
