@@ -232,12 +232,12 @@ _EXFIL = re.compile(
     re.I,
 )
 _DISCUSS = re.compile(
-    r"inject|attack|malicious|adversar|jailbreak|exploit|e\.g\.|\bi\.e\.|such\s+as|for\s+example|example|detect|pattern|red[\s-]?team|payload|untrusted|suspicious|"
-    r"beware|watch\s+(?:out\s+)?for|refuse|never\s+follow|do\s+not\s+follow|don'?t\s+follow|phrases?\s+like|threat|defen[cs]|sanitiz|guard|scan|\bflag|warn|"
-    r"treat\s+.{0,40}\s+as\s+data|classif|benchmark|dataset|\bvs\.?\b|\bfilter",
+    r"inject|attack|malicious|adversar|jailbreak|exploit|e\.g\.|such\s+as|for\s+example|phrases?\s+like|red[\s-]?team|"
+    r"payload|untrusted|suspicious|beware|watch\s+(?:out\s+)?for|refuse|(?:never|not|n't)\s+(?:follow|obey|comply)|"
+    r"threat|defen[cs]e|sanitiz|treat\s.{0,40}\sas\s+data|benchmark|dataset|detect",
     re.I,
 )
-_QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019", "*": "*", "_": "_"}
+_QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 _COMMENT = re.compile(r"<!--(.{0,4000}?)-->", re.S)
 _AGENT_IMPERATIVE = re.compile(
     r"\b(?:assistant|AI|agent|Claude|model|LLM)\b[,:]?\s+(?:must|should|always|never|will)\b|\byou\s+must\b|\bsilently\b|\bsecretly\b",
@@ -249,15 +249,16 @@ def _quoted(line: str, start: int, end: int) -> bool:
     """Whether ``line[start:end]`` sits inside a pair of quotes, backticks or emphasis."""
     for left, right in _QUOTES.items():
         i = line.rfind(left, 0, start)
-        if i >= 0 and line.find(right, end) >= 0 and (left not in "'_*" or line.count(left, 0, start) % 2 == 1):
+        if i >= 0 and line.find(right, end) >= 0 and (left != "'" or line.count(left, 0, start) % 2 == 1):
             return True
     return False
 
 
 def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
-    """Text *about* an attack rather than one: quoted, in code, or next to words that discuss it."""
+    """Text *about* an attack rather than one: in code, next to words that discuss it, or quoted
+    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise)."""
     line = f.lines[lineno - 1]
-    if f.fenced[lineno - 1] or _quoted(line, start, end):
+    if f.fenced[lineno - 1] or (not f.instructions and _quoted(line, start, end)):
         return True
     near = " ".join(f.lines[max(0, lineno - 2) : lineno + 1])
     return bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
