@@ -227,7 +227,7 @@ _ROLE = re.compile(
     re.I,
 )
 _EXFIL = re.compile(
-    r"\bexfiltrate\b"
+    r"(?<!could )(?<!might )(?<!can )(?<!may )(?<!would )(?<!attempt to )(?<!try to )\bexfiltrate\b"
     r"|\b(?:send|upload|post|forward|transmit|copy)\s+(?:the\s+|all\s+|any\s+|their\s+|the\s+user'?s\s+)*(?:private\s+keys?|ssh\s+keys?|seed\s+phrases?|mnemonics?|wallet\s+(?:files?|keys?)|credentials?\s+files?|browser\s+cookies|saved\s+passwords)\b[^.\n]{0,60}?\bto\b",
     re.I,
 )
