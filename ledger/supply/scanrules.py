@@ -127,6 +127,7 @@ class TextFile:
         self.instructions = path == "SKILL.md"
         self.script = executable or self.ext in SCRIPT_EXT or (path.startswith("scripts/") and not self.ext)
         self.doc = not self.script and self.ext in DOC_EXT | {""}
+        self.low = text.lower()  # for cheap gates only: its offsets need not match text's
         self._starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
         self.lines = text.split("\n")
         self.fenced = self._fences() if self.doc else [self.script] * len(self.lines)
@@ -141,6 +142,23 @@ class TextFile:
                 continue
             out.append(inside)
         return out
+
+    def has(self, words: tuple[str, ...]) -> bool:
+        """Whether any of ``words`` (lower case) occurs: a gate that spares most files a slow pattern."""
+        return any(w in self.low for w in words)
+
+    def spans(self, words: tuple[str, ...]) -> Iterator[tuple[int, int]]:
+        """Offsets of each logical line (joined at a trailing backslash) that holds one of ``words``."""
+        if not self.has(words):
+            return
+        i, n = 0, len(self.lines)
+        while i < n:
+            j = i
+            while self.lines[j].endswith("\\") and j + 1 < n:
+                j += 1
+            if any(w in self.lines[k].lower() for k in range(i, j + 1) for w in words):
+                yield self._starts[i], self._starts[j] + len(self.lines[j])
+            i = j + 1
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset)
@@ -245,6 +263,14 @@ _AGENT_IMPERATIVE = re.compile(
 )
 
 
+_PHRASE_WORDS = {
+    "LS201": _words("ignore disregard forget override bypass abandon system"),
+    "LS202": _words("user human operator owner"),
+    "LS204": _words("you pretend"),
+    "LS205": _words("exfiltrat key seed mnemonic wallet credential cookies password"),
+}
+
+
 def _quoted(line: str, start: int, end: int) -> bool:
     """Whether ``line[start:end]`` sits inside a pair of quotes, backticks or emphasis."""
     for left, right in _QUOTES.items():
@@ -273,7 +299,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
         ("LS204", _ROLE, "high"),
         ("LS205", _EXFIL, "high"),
     ):
-        for m in pattern.finditer(f.text):
+        for m in pattern.finditer(f.text) if f.has(_PHRASE_WORDS[rule]) else ():
             lineno = f.line_of(m.start())
             col = m.start() - f._starts[lineno - 1]
             at = bisect.bisect_right(starts, m.start()) - 1
@@ -359,11 +385,17 @@ def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     return "high" if f.instructions else "medium"
 
 
+_FETCH_WORDS = _words(
+    "curl wget fetch http iwr irm invoke- aria2c downloadstring webclient requests httpx urllib urlopen"
+)
+
+
 def _network(f: TextFile) -> Iterator[Finding]:
-    for m in _PIPE.finditer(f.text):
-        yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-    for m in _DOWNLOAD_RUN.finditer(f.text):
-        yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
+    for start, end in f.spans(_FETCH_WORDS):  # every pipe and download names its fetcher on its line
+        for m in _PIPE.finditer(f.text, start, end):
+            yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
+        for m in _DOWNLOAD_RUN.finditer(f.text, start, end):
+            yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
     for m in _URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
         hit = next((d for d in DROP_HOSTS if d in url.split("://", 1)[-1].split("?")[0][:120]), None)
@@ -383,6 +415,11 @@ _CRED = re.compile(
     r"|\blogin\.keychain|\bsecurity\s+(?:dump-keychain|find-generic-password)",
     re.I,
 )
+_CRED_WORDS = _words(
+    ".ssh id_rsa id_dsa id_ecdsa id_ed25519 .aws/ gcloud .kube/ .docker/ git-credentials .netrc .npmrc .pypirc "
+    ".gnupg wallet.dat .ethereum electrum exodus atomic solana nkbihfbeogaeaoehlefnkodbefgpgknn login cookies "
+    "key4.db logins.json keychain dump-keychain find-generic-password"
+)
 _DOTENV = re.compile(r"(?:^|[\s'\"/=(`])(\.env(?:\.local|\.production|\.prod)?)(?![\w.-])", re.M)
 _SEND = re.compile(
     r"\bcurl\b[^\n]{0,400}(?:\s-d\b|--data|\s-F\b|--form|\s-T\b|--upload-file|-X\s*POST)|\bwget\b[^\n]{0,400}--post-(?:file|data)"
@@ -398,13 +435,16 @@ _ENV_DUMP = re.compile(
 
 
 def _credentials(f: TextFile) -> Iterator[Finding]:
+    if f.has(("printenv", "os.environ")) or (f.has(("env",)) and f.has(("curl", "wget", "nc "))):
+        for m in _ENV_DUMP.finditer(f.text):
+            yield Finding("LS401", "critical", f.path, f.line_of(m.start()), detail("environment sent: " + m.group()))
+    matches = [(m, "") for m in _CRED.finditer(f.text)] if f.has(_CRED_WORDS) else []
+    matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)] if f.has((".env",)) else []
+    if not matches:
+        return
     sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)})
     on_line = set(sends)
-    for m in _ENV_DUMP.finditer(f.text):
-        yield Finding("LS401", "critical", f.path, f.line_of(m.start()), detail("environment sent: " + m.group()))
     seen: set[int] = set()
-    matches = [(m, "") for m in _CRED.finditer(f.text)]
-    matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)]
     for m, kind in sorted(matches, key=lambda x: x[0].start()):
         lineno = f.line_of(m.start())
         if lineno in seen:
