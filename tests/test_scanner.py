@@ -15,7 +15,7 @@ import pytest
 
 from ledger.errors import LedgerError
 from ledger.supply.scan import RULES, Finding, Verdict, merge, run_external, scan
-from ledger.supply.scanrules import hosts
+from ledger.supply.scantext import hosts
 
 CORPUS = Path(__file__).resolve().parent / "supply"
 Files = dict[str, tuple[bytes, bool]]

@@ -24,7 +24,8 @@ from typing import Any
 from ledger._env import child_env
 from ledger.bundle import frontmatter
 from ledger.errors import SkillError
-from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text, detail, hosts
+from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
+from ledger.supply.scantext import detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 

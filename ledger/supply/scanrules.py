@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ledger.errors import printable
+from ledger.supply.scantext import URL, TextFile, detail, hosts, words
 
-__all__ = ["RULES", "SEVERITIES", "Finding", "Rule", "TextFile", "check_text", "detail", "hosts"]
+__all__ = ["RULES", "SEVERITIES", "Finding", "Rule", "check_text"]
 
 SEVERITIES = ("critical", "high", "medium", "low")  # most severe first
 BLOB_MIN = 400  # characters in one base64 or hex run before it counts as a payload (~300 bytes)
@@ -81,92 +81,6 @@ RULES: dict[str, Rule] = {
     row[0]: Rule(row[0], row[1], *row[2].split(" | ", 1))
     for row in (line.split(maxsplit=2) for line in _TABLE.strip().splitlines())
 }
-
-
-# --- helpers -------------------------------------------------------------------------
-
-
-def detail(text: str, limit: int = 80) -> str:
-    """A finding's detail: printable, one line, never more than ``limit`` characters of payload."""
-    one = printable(" ".join(text.split()))
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
-_URL = re.compile(r"\b(?:https?|ftp)://(?:[^\s/@'\"<>()\[\]`]{0,100}@)?([A-Za-z0-9._\-\[\]:]+)", re.I)
-
-
-def hosts(text: str) -> set[str]:
-    """Host names of the URLs in ``text``, lower-case, without port or user."""
-    out = set()
-    for m in _URL.finditer(text):
-        host = m.group(1).lower().rstrip(".")
-        if not host.startswith("["):
-            host = host.split(":", 1)[0]
-        if host and not host.startswith(("$", "{", "<")):
-            out.add(host)
-    return out
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-SCRIPT_EXT = frozenset(_words(".sh .bash .zsh .fish .py .js .mjs .cjs .ts .ps1 .psm1 .rb .pl .php .lua .bat .cmd"))
-DOC_EXT = frozenset({".md", ".markdown", ".mdx", ".txt", ".rst", ".html", ".htm"})
-
-
-class TextFile:
-    """One decoded file and what the rules ask of it: lines, code fences, its role."""
-
-    def __init__(self, path: str, text: str, executable: bool) -> None:
-        self.path = path
-        self.text = text
-        self.executable = executable
-        name = path.rsplit("/", 1)[-1]
-        self.ext = ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
-        self.instructions = path == "SKILL.md"
-        self.script = executable or self.ext in SCRIPT_EXT or (path.startswith("scripts/") and not self.ext)
-        self.doc = not self.script and self.ext in DOC_EXT | {""}
-        self.low = text.lower()  # for cheap gates only: its offsets need not match text's
-        self._starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-        self.lines = text.split("\n")
-        self.fenced = self._fences() if self.doc else [self.script] * len(self.lines)
-
-    def _fences(self) -> list[bool]:
-        inside, fence, out = False, "", []
-        for line in self.lines:
-            m = re.match(r"\s{0,3}(`{3,}|~{3,})", line)
-            if m and (not inside or (m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence))):
-                out.append(True)
-                inside, fence = (not inside), m.group(1)
-                continue
-            out.append(inside)
-        return out
-
-    def has(self, words: tuple[str, ...]) -> bool:
-        """Whether any of ``words`` (lower case) occurs: a gate that spares most files a slow pattern."""
-        return any(w in self.low for w in words)
-
-    def spans(self, words: tuple[str, ...]) -> Iterator[tuple[int, int]]:
-        """Offsets of each logical line (joined at a trailing backslash) that holds one of ``words``."""
-        if not self.has(words):
-            return
-        i, n = 0, len(self.lines)
-        while i < n:
-            j = i
-            while self.lines[j].endswith("\\") and j + 1 < n:
-                j += 1
-            if any(w in self.lines[k].lower() for k in range(i, j + 1) for w in words):
-                yield self._starts[i], self._starts[j] + len(self.lines[j])
-            i = j + 1
-
-    def line_of(self, offset: int) -> int:
-        return bisect.bisect_right(self._starts, offset)
-
-    @property
-    def critical_place(self) -> bool:
-        """SKILL.md and code: what the agent reads as instructions or runs."""
-        return self.instructions or self.script
 
 
 # --- hidden Unicode ------------------------------------------------------------------
@@ -264,10 +178,10 @@ _AGENT_IMPERATIVE = re.compile(
 
 
 _PHRASE_WORDS = {
-    "LS201": _words("ignore disregard forget override bypass abandon system"),
-    "LS202": _words("user human operator owner"),
-    "LS204": _words("you pretend"),
-    "LS205": _words("exfiltrat key seed mnemonic wallet credential cookies password"),
+    "LS201": words("ignore disregard forget override bypass abandon system"),
+    "LS202": words("user human operator owner"),
+    "LS204": words("you pretend"),
+    "LS205": words("exfiltrat key seed mnemonic wallet credential cookies password"),
 }
 
 
@@ -345,7 +259,7 @@ _DOWNLOAD_RUN = re.compile(
     r"(?:\./|/tmp/|(?:ba)?sh\s+|python3?\s+|open\s+-a|\S*\1\b)",
     re.I,
 )
-DROP_HOSTS = _words(
+DROP_HOSTS = words(
     "webhook.site requestbin pipedream.net ngrok pastebin.com hastebin glot.io paste.ee 0x0.st "
     "transfer.sh file.io interact.sh oast. burpcollaborator discord.com/api/webhooks "
     "discordapp.com/api/webhooks api.telegram.org/bot trycloudflare.com serveo.net localtunnel "
@@ -385,7 +299,7 @@ def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     return "high" if f.instructions else "medium"
 
 
-_FETCH_WORDS = _words(
+_FETCH_WORDS = words(
     "curl wget fetch http iwr irm invoke- aria2c downloadstring webclient requests httpx urllib urlopen"
 )
 
@@ -396,7 +310,7 @@ def _network(f: TextFile) -> Iterator[Finding]:
             yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
         for m in _DOWNLOAD_RUN.finditer(f.text, start, end):
             yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-    for m in _URL.finditer(f.text):
+    for m in URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
         hit = next((d for d in DROP_HOSTS if d in url.split("://", 1)[-1].split("?")[0][:120]), None)
         if hit:
@@ -415,7 +329,7 @@ _CRED = re.compile(
     r"|\blogin\.keychain|\bsecurity\s+(?:dump-keychain|find-generic-password)",
     re.I,
 )
-_CRED_WORDS = _words(
+_CRED_WORDS = words(
     ".ssh id_rsa id_dsa id_ecdsa id_ed25519 .aws/ gcloud .kube/ .docker/ git-credentials .netrc .npmrc .pypirc "
     ".gnupg wallet.dat .ethereum electrum exodus atomic solana nkbihfbeogaeaoehlefnkodbefgpgknn login cookies "
     "key4.db logins.json keychain dump-keychain find-generic-password"
