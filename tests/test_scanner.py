@@ -173,6 +173,15 @@ def test_hostile_input_scans_in_bounded_time_and_findings_are_capped() -> None:
     assert override[-1].severity == "critical" and override[-1].line == 34
 
 
+def test_inline_media_and_public_keys_are_low() -> None:
+    key = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQ" + "Cx9f" * 170 + " me@host"
+    image = '<img src="data:image/png;base64,' + "iVBORw0KGgo" * 50 + '">'
+    for text in (key, image):
+        assert [(f.rule, f.severity) for f in scan({"references/a.md": (text.encode(), False)}).findings] == [
+            ("LS501", "low")
+        ]
+
+
 def test_exec_bit_and_symlinks() -> None:
     verdict = scan({"scripts/run.sh": (b"echo hi\n", True)}, symlinks=["references/key"])
     assert {(f.rule, f.severity, f.file) for f in verdict.findings} == {

@@ -387,7 +387,9 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
 
 _B64 = re.compile(rf"[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}|[A-Za-z0-9_-]{{{BLOB_MIN},}}")
 _HEX = re.compile(rf"(?:[0-9a-fA-F]{{2}}){{{BLOB_MIN // 2},}}")
-_DATA_URI = re.compile(r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$", re.I)
+_DATA_URI = re.compile(
+    r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$|(?:ssh-rsa|ssh-dss|ecdsa-sha2-\S+)\s+$", re.I
+)
 _DECODE_EXEC = re.compile(
     r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]{0,300}\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
     r"|\b(?:eval|new\s+Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|String\.fromCharCode)\s*\("
@@ -422,7 +424,7 @@ def _encoded(f: TextFile) -> Iterator[Finding]:
         if not (re.search(r"\d", run) and re.search(r"[A-Za-z]", run)):
             continue  # a run of one character class is padding or a ruler, not a payload
         if _DATA_URI.search(f.text[max(0, m.start() - 60) : m.start()]):
-            yield Finding("LS501", "low", f.path, f.line_of(m.start()), f"inline media, {len(run)} chars")
+            yield Finding("LS501", "low", f.path, f.line_of(m.start()), f"inline media or public key, {len(run)} chars")
             continue
         yield Finding("LS501", "high", f.path, f.line_of(m.start()), detail(f"{len(run)} encoded chars: {run[:24]}"))
     if not f.script:
@@ -441,7 +443,7 @@ def _encoded(f: TextFile) -> Iterator[Finding]:
 
 
 def check_text(path: str, text: str, executable: bool) -> list[Finding]:
-    """Every text rule's findings for one decoded file (a leading BOM already removed)."""
+    """Every text rule's findings for one decoded file (a byte-order mark at offset 0 is not one)."""
     f = TextFile(path, text, executable)
     out: list[Finding] = []
     for check in (_unicode, _phrases, _network, _credentials, _encoded):
