@@ -236,7 +236,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
 # --- network execution ---------------------------------------------------------------
 
 _FETCH = r"(?:curl|wget|fetch|http|https|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|aria2c)"
-_ARGS = r"(?:[^|\n;&\\]|\\.|\\\n|&&(?=[^|\n]{0,300}\|)){0,600}+"
+_ARGS = r"(?:[^|\n;&\\]|\\\r?\n|\\.|&&(?=[^|\n]{0,300}\|)){0,600}+"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:/usr/bin/|/bin/)?(?:ba|z|da|k|c|tc|fi|a)?sh\b(?!\s+-c)"
 _INTERP = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:python[\d.]*|perl|ruby|node|php|pwsh|powershell|osascript)(?:\s+-)?\s*(?=$|[;&|)`'\"])"

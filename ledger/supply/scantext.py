@@ -82,7 +82,7 @@ class TextFile:
         i, n = 0, len(self.lines)
         while i < n:
             j = i
-            while self.lines[j].endswith("\\") and j + 1 < n:
+            while self.lines[j].rstrip("\r").endswith("\\") and j + 1 < n:
                 j += 1
             if any(w in self.lines[k].lower() for k in range(i, j + 1) for w in words):
                 yield self._starts[i], self._starts[j] + len(self.lines[j])
