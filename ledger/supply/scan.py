@@ -9,8 +9,11 @@ programs, symlinks, and what an update widens against the version last approved.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,11 +24,13 @@ from typing import Any
 from ledger._env import child_env
 from ledger.bundle import frontmatter
 from ledger.errors import SkillError
-from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text, detail, hosts
+from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
+from ledger.supply.scantext import detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
 SCANNER = "ledger-scan/1"
+MAX_PER_RULE = 25  # findings kept per file and rule; the rest become one "and N more" finding
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 _FIELDS = {"rule": str, "severity": str, "file": str, "line": (int, type(None)), "detail": str}
 
@@ -89,10 +94,19 @@ def _finding(x: object, *, prefix: str = "") -> Finding:
         raise SkillError(f"finding: unknown severity {x['severity']!r}", hint=f"one of {', '.join(SEVERITIES)}")
     if x["line"] is not None and x["line"] < 1:
         raise SkillError(f"finding: line {x['line']} is not a 1-based line number")
+    parts = x["file"].split("/")
+    if not x["file"] or x["file"].startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in x["file"]:
+        raise SkillError(f"finding: file {detail(x['file'])!r} is not a path inside the skill")
+    if not x["rule"]:
+        raise SkillError("finding: empty rule")
     rule = prefix + x["rule"]
     if not prefix and rule not in RULES and not rule.startswith("ext:"):
         raise SkillError(f"finding: unknown rule {rule!r}")
-    return Finding(rule, x["severity"], x["file"], x["line"], x["detail"] if prefix == "" else detail(x["detail"]))
+    if prefix:
+        return Finding(rule, x["severity"], x["file"], x["line"], detail(x["detail"]))
+    if x["detail"] != detail(x["detail"]):
+        raise SkillError("finding: detail is not one printable line of at most 80 characters")
+    return Finding(rule, x["severity"], x["file"], x["line"], x["detail"])
 
 
 def merge(*verdicts: Verdict) -> Verdict:
@@ -134,7 +148,7 @@ def _binary_kind(data: bytes) -> str | None:
     return None
 
 
-def _program(path: str, data: bytes, executable: bool) -> bool:
+def _program(data: bytes, executable: bool) -> bool:
     return executable or _binary_kind(data) is not None
 
 
@@ -180,19 +194,20 @@ def _widening(files: Mapping[str, tuple[bytes, bool]], vetted: Mapping[str, tupl
     old, _ = _tools(vetted)
     if problem:
         out.append(Finding("LS802", "medium", "SKILL.md", 1, problem))
+    text = files["SKILL.md"][0].decode("utf-8", "replace") if "SKILL.md" in files else ""
+    at = next((i for i, ln in enumerate(text.split("\n"), 1) if ln.startswith("allowed-tools")), 1)
     for tool in sorted((new or set()) - (old or set())):
         bash = _unrestricted_bash(tool) and not any(_unrestricted_bash(t) for t in old or ())
-        out.append(Finding("LS801", "critical" if bash else "high", "SKILL.md", 1, detail(f"newly granted: {tool}")))
+        out.append(Finding("LS801", "critical" if bash else "high", "SKILL.md", at, detail(f"newly granted: {tool}")))
     for path, (data, executable) in sorted(files.items()):
-        if _program(path, data, executable) and not (path in vetted and _program(path, *vetted[path])):
+        if _program(data, executable) and not (path in vetted and _program(*vetted[path])):
             out.append(Finding("LS803", "high", path, None, "executable that the approved version did not have"))
     before = {h for data, _ in vetted.values() for h in hosts(data.decode("utf-8", "replace"))}
     for path, (data, _) in sorted(files.items()):
-        text = data.decode("utf-8", "replace")
-        for host in sorted(hosts(text) - before):
-            line = next((i for i, ln in enumerate(text.split("\n"), 1) if host in ln.lower()), None)
-            out.append(Finding("LS804", "low", path, line, detail(f"new host {host}")))
-            before.add(host)
+        for line, text in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+            for host in sorted(hosts(text) - before):
+                out.append(Finding("LS804", "low", path, line, detail(f"new host {host}")))
+                before.add(host)
     return out
 
 
@@ -214,16 +229,32 @@ def scan(
         archive = next((name for magic, name in _ARCHIVES if data.startswith(magic)), None)
         if archive and path.rsplit(".", 1)[-1].lower() not in _OFFICE:
             out.append(Finding("LS704", "medium", path, None, f"{archive} archive, contents not scanned"))
+        if executable:
+            out.append(Finding("LS702", "medium", path, None, "executable bit set"))
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue  # not text: only the magic numbers above apply
-        if executable:
-            out.append(Finding("LS702", "medium", path, None, "executable bit set"))
         out.extend(check_text(path, text, executable))
     if vetted is not None:
         out.extend(_widening(files, vetted))
-    return Verdict(tuple(sorted(set(out), key=_key)))
+    return Verdict(_capped(out))
+
+
+def _capped(findings: list[Finding]) -> tuple[Finding, ...]:
+    """Sorted, distinct, and at most :data:`MAX_PER_RULE` per file and rule, the rest summed up in
+    one finding at the worst of their severities: a hostile file cannot bloat the lineage."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in sorted(set(findings), key=_key):
+        groups.setdefault((f.file, f.rule), []).append(f)
+    out: list[Finding] = []
+    for (file, rule), group in groups.items():
+        out.extend(group[:MAX_PER_RULE])
+        rest = group[MAX_PER_RULE:]
+        if rest:
+            worst = min((f.severity for f in rest), key=_RANK.__getitem__)
+            out.append(Finding(rule, worst, file, rest[0].line, f"and {len(rest)} more like this"))
+    return tuple(sorted(set(out), key=_key))
 
 
 # --- external scanners ---------------------------------------------------------------
@@ -244,33 +275,48 @@ def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60
     argv = [*command, str(Path(skill_dir).resolve())]
     name = Path(command[0]).name
     with tempfile.TemporaryDirectory(prefix="ledger-scan-") as cwd:
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=cwd,
-                env=child_env(),
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise SkillError(
-                f"external scanner {name} timed out after {timeout:g} s", hint="raise the timeout or fix the scanner"
-            ) from exc
-        except OSError as exc:
-            raise SkillError(f"external scanner {name} could not start: {exc.strerror or exc}") from exc
-    if done.returncode != 0:
-        tail = detail(done.stderr.decode("utf-8", "replace")[-200:] or "no stderr", 120)
-        raise SkillError(f"external scanner {name} exited with status {done.returncode}: {tail}")
+        returncode, stdout, stderr = _run(argv, cwd, timeout, name)
+    if returncode != 0:
+        tail = detail(stderr.decode("utf-8", "replace")[-200:] or "no stderr", 120)
+        raise SkillError(f"external scanner {name} exited with status {returncode}: {tail}")
     try:
-        out = json.loads(done.stdout)
+        out = json.loads(stdout)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SkillError(f"external scanner {name} printed no JSON: {detail(str(exc))}") from exc
     if not isinstance(out, dict) or set(out) != {"findings"} or not isinstance(out["findings"], list):
         raise SkillError(f'external scanner {name}: expected {{"findings": [...]}} and nothing else')
+    root = str(Path(skill_dir).resolve()) + "/"
+    for x in out["findings"]:  # a scanner may name files by the absolute path it was given
+        if isinstance(x, dict) and isinstance(x.get("file"), str) and x["file"].startswith(root):
+            x["file"] = x["file"][len(root) :]
     try:
-        findings = tuple(_finding(x, prefix="ext:") for x in out["findings"])
+        findings = [_finding(x, prefix="ext:") for x in out["findings"]]
     except SkillError as exc:
         raise SkillError(f"external scanner {name}: {exc.message}", hint=exc.hint) from exc
-    return Verdict(findings, f"ext:{name}")
+    return Verdict(_capped(findings), f"ext:{name}")
+
+
+def _run(argv: list[str], cwd: str, timeout: float, name: str) -> tuple[int, bytes, bytes]:
+    """Run ``argv`` in its own process group, so a timeout kills whatever it started too."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SkillError(f"external scanner {name} could not start: {exc.strerror or exc}") from exc
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise SkillError(
+            f"external scanner {name} timed out after {timeout:g} s", hint="raise the timeout or fix the scanner"
+        ) from exc
+    return proc.returncode, stdout, stderr

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ledger.errors import printable
+from ledger.supply.scantext import URL, TextFile, detail, hosts, words
 
-__all__ = ["RULES", "SEVERITIES", "Finding", "Rule", "TextFile", "check_text", "detail", "hosts"]
+__all__ = ["RULES", "SEVERITIES", "Finding", "Rule", "check_text"]
 
 SEVERITIES = ("critical", "high", "medium", "low")  # most severe first
 BLOB_MIN = 400  # characters in one base64 or hex run before it counts as a payload (~300 bytes)
@@ -81,74 +81,6 @@ RULES: dict[str, Rule] = {
     row[0]: Rule(row[0], row[1], *row[2].split(" | ", 1))
     for row in (line.split(maxsplit=2) for line in _TABLE.strip().splitlines())
 }
-
-
-# --- helpers -------------------------------------------------------------------------
-
-
-def detail(text: str, limit: int = 80) -> str:
-    """A finding's detail: printable, one line, never more than ``limit`` characters of payload."""
-    one = printable(" ".join(text.split()))
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
-_URL = re.compile(r"\b(?:https?|ftp)://(?:[^\s/@'\"<>()\[\]`]*@)?([A-Za-z0-9._\-\[\]:]+)", re.I)
-
-
-def hosts(text: str) -> set[str]:
-    """Host names of the URLs in ``text``, lower-case, without port or user."""
-    out = set()
-    for m in _URL.finditer(text):
-        host = m.group(1).lower().rstrip(".")
-        if not host.startswith("["):
-            host = host.split(":", 1)[0]
-        if host and not host.startswith(("$", "{", "<")):
-            out.add(host)
-    return out
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-SCRIPT_EXT = frozenset(_words(".sh .bash .zsh .fish .py .js .mjs .cjs .ts .ps1 .psm1 .rb .pl .php .lua .bat .cmd"))
-DOC_EXT = frozenset({".md", ".markdown", ".mdx", ".txt", ".rst", ".html", ".htm"})
-
-
-class TextFile:
-    """One decoded file and what the rules ask of it: lines, code fences, its role."""
-
-    def __init__(self, path: str, text: str, executable: bool) -> None:
-        self.path = path
-        self.text = text
-        self.executable = executable
-        name = path.rsplit("/", 1)[-1]
-        self.ext = ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
-        self.instructions = path == "SKILL.md"
-        self.script = executable or self.ext in SCRIPT_EXT or (path.startswith("scripts/") and not self.ext)
-        self.doc = not self.script and self.ext in DOC_EXT | {""}
-        self._starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-        self.lines = text.split("\n")
-        self.fenced = self._fences() if self.doc else [self.script] * len(self.lines)
-
-    def _fences(self) -> list[bool]:
-        inside, fence, out = False, "", []
-        for line in self.lines:
-            m = re.match(r"\s{0,3}(`{3,}|~{3,})", line)
-            if m and (not inside or (m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence))):
-                out.append(True)
-                inside, fence = (not inside), m.group(1)
-                continue
-            out.append(inside)
-        return out
-
-    def line_of(self, offset: int) -> int:
-        return bisect.bisect_right(self._starts, offset)
-
-    @property
-    def critical_place(self) -> bool:
-        """SKILL.md and code: what the agent reads as instructions or runs."""
-        return self.instructions or self.script
 
 
 # --- hidden Unicode ------------------------------------------------------------------
@@ -227,37 +159,46 @@ _ROLE = re.compile(
     re.I,
 )
 _EXFIL = re.compile(
-    r"\bexfiltrate\b"
+    r"(?<!could )(?<!might )(?<!can )(?<!may )(?<!would )(?<!attempt to )(?<!try to )\bexfiltrate\b"
     r"|\b(?:send|upload|post|forward|transmit|copy)\s+(?:the\s+|all\s+|any\s+|their\s+|the\s+user'?s\s+)*(?:private\s+keys?|ssh\s+keys?|seed\s+phrases?|mnemonics?|wallet\s+(?:files?|keys?)|credentials?\s+files?|browser\s+cookies|saved\s+passwords)\b[^.\n]{0,60}?\bto\b",
     re.I,
 )
 _DISCUSS = re.compile(
-    r"inject|attack|malicious|adversar|jailbreak|exploit|e\.g\.|\bi\.e\.|such\s+as|for\s+example|example|detect|pattern|red[\s-]?team|payload|untrusted|suspicious|"
-    r"beware|watch\s+(?:out\s+)?for|refuse|never\s+follow|do\s+not\s+follow|don'?t\s+follow|phrases?\s+like|threat|defen[cs]|sanitiz|guard|scan|\bflag|warn|"
-    r"treat\s+.{0,40}\s+as\s+data|classif|benchmark|dataset|\bvs\.?\b|\bfilter",
+    r"inject|attack|malicious|adversar|jailbreak|exploit|e\.g\.|such\s+as|for\s+example|phrases?\s+like|red[\s-]?team|"
+    r"payload|untrusted|suspicious|beware|watch\s+(?:out\s+)?for|refuse|(?:never|not|n't)\s+(?:follow|obey|comply)|"
+    r"threat|defen[cs]e|sanitiz|treat\s.{0,40}\sas\s+data|benchmark|dataset|detect",
     re.I,
 )
-_QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019", "*": "*", "_": "_"}
-_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
+_QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
+_COMMENT = re.compile(r"<!--(.{0,4000}?)-->", re.S)
 _AGENT_IMPERATIVE = re.compile(
     r"\b(?:assistant|AI|agent|Claude|model|LLM)\b[,:]?\s+(?:must|should|always|never|will)\b|\byou\s+must\b|\bsilently\b|\bsecretly\b",
     re.I,
 )
 
 
+_PHRASE_WORDS = {
+    "LS201": words("ignore disregard forget override bypass abandon system"),
+    "LS202": words("user human operator owner"),
+    "LS204": words("you pretend"),
+    "LS205": words("exfiltrat key seed mnemonic wallet credential cookies password"),
+}
+
+
 def _quoted(line: str, start: int, end: int) -> bool:
     """Whether ``line[start:end]`` sits inside a pair of quotes, backticks or emphasis."""
     for left, right in _QUOTES.items():
         i = line.rfind(left, 0, start)
-        if i >= 0 and line.find(right, end) >= 0 and (left not in "'_*" or line.count(left, 0, start) % 2 == 1):
+        if i >= 0 and line.find(right, end) >= 0 and (left != "'" or line.count(left, 0, start) % 2 == 1):
             return True
     return False
 
 
 def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
-    """Text *about* an attack rather than one: quoted, in code, or next to words that discuss it."""
+    """Text *about* an attack rather than one: in code, next to words that discuss it, or quoted
+    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise)."""
     line = f.lines[lineno - 1]
-    if f.fenced[lineno - 1] or _quoted(line, start, end):
+    if f.fenced[lineno - 1] or (not f.instructions and _quoted(line, start, end)):
         return True
     near = " ".join(f.lines[max(0, lineno - 2) : lineno + 1])
     return bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
@@ -265,16 +206,18 @@ def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
 
 def _phrases(f: TextFile) -> Iterator[Finding]:
     hidden = [(m.start(), m.end()) for m in _COMMENT.finditer(f.text)] if f.doc else []
+    starts = [a for a, _ in hidden]
     for rule, pattern, bare in (
         ("LS201", _OVERRIDE, "critical"),
         ("LS202", _CONCEAL, "high"),
         ("LS204", _ROLE, "high"),
         ("LS205", _EXFIL, "high"),
     ):
-        for m in pattern.finditer(f.text):
+        for m in pattern.finditer(f.text) if f.has(_PHRASE_WORDS[rule]) else ():
             lineno = f.line_of(m.start())
             col = m.start() - f._starts[lineno - 1]
-            in_comment = any(a <= m.start() < b for a, b in hidden)
+            at = bisect.bisect_right(starts, m.start()) - 1
+            in_comment = at >= 0 and m.start() < hidden[at][1]
             if in_comment and not f.fenced[lineno - 1]:
                 continue  # reported once, as LS203, below
             severity = "medium" if _discussed(f, lineno, col, col + len(m.group())) else bare
@@ -293,7 +236,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
 # --- network execution ---------------------------------------------------------------
 
 _FETCH = r"(?:curl|wget|fetch|http|https|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|aria2c)"
-_ARGS = r"(?:[^|\n;&]|\\\n|&&(?=[^|\n]*\|))*?"
+_ARGS = r"(?:[^|\n;&\\]|\\\r?\n|\\.|&&(?=[^|\n]{0,300}\|)){0,600}+"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:/usr/bin/|/bin/)?(?:ba|z|da|k|c|tc|fi|a)?sh\b(?!\s+-c)"
 _INTERP = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:python[\d.]*|perl|ruby|node|php|pwsh|powershell|osascript)(?:\s+-)?\s*(?=$|[;&|)`'\"])"
@@ -311,12 +254,12 @@ _PIPE = re.compile(
     re.I | re.M,
 )
 _DOWNLOAD_RUN = re.compile(
-    rf"\b{_FETCH}\b[^\n]*?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+)(\S+)[^\n]*?"
-    r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]*?(?:&&|;)\s*)?(?:sudo\s+)?"
+    rf"\b{_FETCH}\b(?>[^\n]{{0,300}}?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+))(\S{{1,300}}+)[^\n&;]{{0,300}}+"
+    r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]{0,300}?(?:&&|;)\s*)?(?:sudo\s+)?"
     r"(?:\./|/tmp/|(?:ba)?sh\s+|python3?\s+|open\s+-a|\S*\1\b)",
     re.I,
 )
-DROP_HOSTS = _words(
+DROP_HOSTS = words(
     "webhook.site requestbin pipedream.net ngrok pastebin.com hastebin glot.io paste.ee 0x0.st "
     "transfer.sh file.io interact.sh oast. burpcollaborator discord.com/api/webhooks "
     "discordapp.com/api/webhooks api.telegram.org/bot trycloudflare.com serveo.net localtunnel "
@@ -356,12 +299,18 @@ def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     return "high" if f.instructions else "medium"
 
 
+_FETCH_WORDS = words(
+    "curl wget fetch http iwr irm invoke- aria2c downloadstring webclient requests httpx urllib urlopen"
+)
+
+
 def _network(f: TextFile) -> Iterator[Finding]:
-    for m in _PIPE.finditer(f.text):
-        yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-    for m in _DOWNLOAD_RUN.finditer(f.text):
-        yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-    for m in _URL.finditer(f.text):
+    for start, end in f.spans(_FETCH_WORDS):  # every pipe and download names its fetcher on its line
+        for m in _PIPE.finditer(f.text, start, end):
+            yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
+        for m in _DOWNLOAD_RUN.finditer(f.text, start, end):
+            yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
+    for m in URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
         hit = next((d for d in DROP_HOSTS if d in url.split("://", 1)[-1].split("?")[0][:120]), None)
         if hit:
@@ -380,41 +329,55 @@ _CRED = re.compile(
     r"|\blogin\.keychain|\bsecurity\s+(?:dump-keychain|find-generic-password)",
     re.I,
 )
+_CRED_WORDS = words(
+    ".ssh id_rsa id_dsa id_ecdsa id_ed25519 .aws/ gcloud .kube/ .docker/ git-credentials .netrc .npmrc .pypirc "
+    ".gnupg wallet.dat .ethereum electrum exodus atomic solana nkbihfbeogaeaoehlefnkodbefgpgknn login cookies "
+    "key4.db logins.json keychain dump-keychain find-generic-password"
+)
 _DOTENV = re.compile(r"(?:^|[\s'\"/=(`])(\.env(?:\.local|\.production|\.prod)?)(?![\w.-])", re.M)
 _SEND = re.compile(
-    r"\bcurl\b[^\n]*(?:\s-d\b|--data|\s-F\b|--form|\s-T\b|--upload-file|-X\s*POST)|\bwget\b[^\n]*--post-(?:file|data)"
-    r"|\brequests\.(?:post|put)\s*\(|\bhttpx\.(?:post|put)\s*\(|\burlopen\s*\([^)]*data=|\bfetch\s*\([^)]*method\s*:\s*['\"](?:POST|PUT)"
-    r"|\b(?:nc|ncat|netcat)\s+[\w.-]+\s+\d+|\bInvoke-(?:WebRequest|RestMethod)\b[^\n]*-Method\s+(?:Post|Put)|\bscp\s+[^\n]*\s\S+@\S+:"
+    r"\bcurl\b[^\n]{0,400}(?:\s-d\b|--data|\s-F\b|--form|\s-T\b|--upload-file|-X\s*POST)|\bwget\b[^\n]{0,400}--post-(?:file|data)"
+    r"|\brequests\.(?:post|put)\s*\(|\bhttpx\.(?:post|put)\s*\(|\burlopen\s*\([^)]{0,400}data=|\bfetch\s*\([^)]{0,400}method\s*:\s*['\"](?:POST|PUT)"
+    r"|\b(?:nc|ncat|netcat)\s+[\w.-]+\s+\d+|\bInvoke-(?:WebRequest|RestMethod)\b[^\n]{0,400}-Method\s+(?:Post|Put)|\bscp\s+[^\n]{0,400}\s[\w.-]+@[\w.-]+:"
     r"|\baxios\.post\s*\(|XMLHttpRequest|\bsocket\.(?:send|sendall)\(",
     re.I,
 )
 _ENV_DUMP = re.compile(
-    r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]*\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
+    r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]{0,400}\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
     re.I,
 )
 
 
 def _credentials(f: TextFile) -> Iterator[Finding]:
-    sends = [f.line_of(m.start()) for m in _SEND.finditer(f.text)]
-    for m in _ENV_DUMP.finditer(f.text):
-        yield Finding("LS401", "critical", f.path, f.line_of(m.start()), detail("environment sent: " + m.group()))
+    if f.has(("printenv", "os.environ")) or (f.has(("env",)) and f.has(("curl", "wget", "nc "))):
+        for m in _ENV_DUMP.finditer(f.text):
+            yield Finding("LS401", "critical", f.path, f.line_of(m.start()), detail("environment sent: " + m.group()))
+    matches = [(m, "") for m in _CRED.finditer(f.text)] if f.has(_CRED_WORDS) else []
+    matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)] if f.has((".env",)) else []
+    if not matches:
+        return
+    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)})
+    on_line = set(sends)
     seen: set[int] = set()
-    matches = [(m, "") for m in _CRED.finditer(f.text)]
-    matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)]
     for m, kind in sorted(matches, key=lambda x: x[0].start()):
         lineno = f.line_of(m.start())
         if lineno in seen:
             continue
         seen.add(lineno)
         shown = m.group(1) if kind else m.group()
-        if lineno in sends:  # read and sent in one command: the flow is on the line
-            near = [lineno]
+        near: int | None = None
+        if lineno in on_line:  # read and sent in one command: the flow is on the line
+            near = lineno
         elif kind:  # a .env file is loaded by every API client; only its contents piped out count
-            near = []
-        else:  # a script reads what it names; in a document, a send a few lines away in the same code block
-            near = [s for s in sends if (not f.doc) or (f.fenced[lineno - 1] and abs(s - lineno) <= NEAR)]
+            pass
+        elif not f.doc:  # a script reads what it names
+            near = sends[0] if sends else None
+        elif f.fenced[lineno - 1]:  # a document: a send on a code line a few lines away
+            i = bisect.bisect_left(sends, lineno - NEAR)
+            close = [s for s in sends[i : i + 2 * NEAR + 1] if abs(s - lineno) <= NEAR and f.fenced[s - 1]]
+            near = close[0] if close else None
         if near:
-            where = sorted(hosts(f.lines[near[0] - 1])) or ["?"]
+            where = sorted(hosts(f.lines[near - 1])) or ["?"]
             yield Finding("LS401", "critical", f.path, lineno, detail(f"{shown} read, sent to {where[0]}"))
         elif not kind:
             yield Finding("LS402", "medium", f.path, lineno, detail(shown))
@@ -424,21 +387,23 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
 
 _B64 = re.compile(rf"[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}|[A-Za-z0-9_-]{{{BLOB_MIN},}}")
 _HEX = re.compile(rf"(?:[0-9a-fA-F]{{2}}){{{BLOB_MIN // 2},}}")
-_DATA_URI = re.compile(r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$", re.I)
+_DATA_URI = re.compile(
+    r"data:(?:image|font|audio|video)/[\w.+-]+;base64,$|(?:ssh-rsa|ssh-dss|ecdsa-sha2-\S+)\s+$", re.I
+)
 _DECODE_EXEC = re.compile(
-    r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]*\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
+    r"\bbase(?:64|32)\s+(?:-\w+\s+)*(?:-d|--decode|-D)\b[^\n|]{0,300}\|\s*(?:sudo\s+)?(?:(?:ba|z|da)?sh|python[\d.]*|perl|ruby|node)\b"
     r"|\b(?:eval|new\s+Function|setTimeout)\s*\(\s*(?:atob|unescape|decodeURIComponent|String\.fromCharCode)\s*\("
-    r"|\b(?:eval|new\s+Function)\s*\(\s*Buffer\.from\([^)]*['\"](?:base64|hex)['\"]"
+    r"|\b(?:eval|new\s+Function)\s*\(\s*Buffer\.from\([^)]{0,4000}['\"](?:base64|hex)['\"]"
     r"|\b(?:exec|eval)\s*\(\s*(?:(?:__import__\(\s*['\"](?:base64|codecs|zlib|marshal)['\"]\s*\)|base64|codecs|zlib|marshal|bytes)\.(?:b64decode|b32decode|b85decode|a85decode|decode|decompress|loads|fromhex))"
     r"|\bexec\s*\(\s*(?:bytes\.fromhex|bytearray\.fromhex|zlib\.decompress|marshal\.loads)"
-    r"|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[A-Za-z0-9+/=]{16,}"
-    r"|\beval\s+[\"']?\$\(\s*(?:echo|printf)\b[^)]*\|\s*base64\s+(?:-d|--decode|-D)",
+    r"|\bpowershell(?:\.exe)?\b[^\n]{0,300}\s-e(?:nc|ncodedcommand)?\s+[A-Za-z0-9+/=]{16,}"
+    r"|\beval\s+[\"']?\$\(\s*(?:echo|printf)\b[^)]{0,4000}\|\s*base64\s+(?:-d|--decode|-D)",
     re.I,
 )
 _EVAL_COMPUTED = re.compile(
-    r"\b(?:exec|eval)\s*\(\s*(?![\"'][^\"']*[\"']\s*\))[^)\n]*(?:\+|['\"]{2}\.join\(|chr\(|\[::-1\]|\.decode\(|getattr\(|%\s*\(|\.format\()"
+    r"\b(?:exec|eval)\s*\(\s*(?![\"'][^\"'\n]{0,400}[\"']\s*\))[^)\n]{0,400}(?:\+|['\"]{2}\.join\(|chr\(|\[::-1\]|\.decode\(|getattr\(|%\s*\(|\.format\()"
     r"|\bgetattr\s*\(\s*__builtins__|\b__import__\s*\(\s*['\"]\w+['\"]\s*\[::-1\]"
-    r"|\bnew\s+Function\s*\([^)\n]*\+"
+    r"|\bnew\s+Function\s*\([^)\n]{0,400}\+"
 )
 _CHARCODES = re.compile(
     r"String\.fromCharCode\s*\(\s*\d+(?:\s*,\s*\d+){7,}|(?:\bchr\(\s*\d+\s*\)\s*\+\s*){6,}|(?:\[\s*\d+(?:\s*,\s*\d+){15,}\s*\]\s*\.map\(\s*\w+\s*=>\s*String\.fromCharCode)"
@@ -459,7 +424,7 @@ def _encoded(f: TextFile) -> Iterator[Finding]:
         if not (re.search(r"\d", run) and re.search(r"[A-Za-z]", run)):
             continue  # a run of one character class is padding or a ruler, not a payload
         if _DATA_URI.search(f.text[max(0, m.start() - 60) : m.start()]):
-            yield Finding("LS501", "low", f.path, f.line_of(m.start()), f"inline media, {len(run)} chars")
+            yield Finding("LS501", "low", f.path, f.line_of(m.start()), f"inline media or public key, {len(run)} chars")
             continue
         yield Finding("LS501", "high", f.path, f.line_of(m.start()), detail(f"{len(run)} encoded chars: {run[:24]}"))
     if not f.script:
@@ -478,7 +443,7 @@ def _encoded(f: TextFile) -> Iterator[Finding]:
 
 
 def check_text(path: str, text: str, executable: bool) -> list[Finding]:
-    """Every text rule's findings for one decoded file (a leading BOM already removed)."""
+    """Every text rule's findings for one decoded file (a byte-order mark at offset 0 is not one)."""
     f = TextFile(path, text, executable)
     out: list[Finding] = []
     for check in (_unicode, _phrases, _network, _credentials, _encoded):
