@@ -61,6 +61,8 @@ CONFLICT = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
             (*OTHER, "skill", "patch", "s", "--old", "body-one", "--new", "other-side"),
             (*OTHER, "push", "{t}/pub.git"),
             (*B, "skill", "patch", "s", "--old", "body-one", "--new", "this-side"), (*B, "pull", "{t}/pub.git"))
+# A git repository of skills (skill u), installed: each ("upstream",) step publishes a new version of u.
+UP = (("upstream",), (*B, "install", "{t}/up", "u"))
 INIT = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", ' \
        '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n'  # fmt: skip
 CASES = [
@@ -177,6 +179,27 @@ CASES = [
     c("export", "ok", *B, "export", "{t}/out"),
     c("export", "refused", *B, "export", "{t}/out", "--at", "nosuchrev"),
     c("export", "usage", *B, "export"),
+    c("install", "ok", *B, "install", "{t}/up", "u", setup=(("upstream",),), shows="quarantined"),
+    c("install", "noop", *B, "install", "{t}/up", "u", setup=UP, shows="unchanged"),
+    c("install", "refused", *B, "install", "{t}/up", "nosuch", setup=(("upstream",),), shows="nosuch"),
+    c("install", "usage", *B, "install"),
+    c("approve", "ok", *B, "approve", "u", setup=UP, shows="supply record changed"),
+    c("approve", "refused", *B, "approve", "s", shows="not installed from elsewhere"),
+    c("approve", "usage", *B, "approve"),
+    c("revoke", "ok", *B, "revoke", "sha256:" + "0" * 64, "--reason", "bad", shows="revoked"),
+    c("revoke", "refused", *B, "revoke", "nonsense", "--reason", "bad", shows="neither a digest"),
+    c("revoke", "usage", *B, "revoke", "sha256:" + "0" * 64),
+    c("outdated", "ok", *B, "outdated", setup=UP, shows="every installed skill"),
+    c("outdated", "usage", *B, "outdated", "extra"),
+    c("update", "ok", *B, "update", "u", "--yes", setup=(*UP, ("upstream",)), shows="quarantined until"),
+    c("update", "noop", *B, "update", "u", setup=UP, shows="at its source's version"),
+    c("update", "refused", *B, "update", "s", shows="not installed from elsewhere"),
+    c("update", "usage", *B, "update"),
+    c("supply list", "ok", *B, "supply", "list", setup=UP, shows="quarantined"),
+    c("supply list", "usage", *B, "supply", "list", "extra"),
+    c("supply show", "ok", *B, "supply", "show", "u", setup=UP, shows="blake3-tree-v1:"),
+    c("supply show", "refused", *B, "supply", "show", "s", shows="not installed from elsewhere"),
+    c("supply show", "usage", *B, "supply", "show"),
     c("runtimes", "ok", *B, "runtimes", shows="hermes"),
     c("runtimes", "usage", *B, "runtimes", "extra"),
     c("link", "ok", *B, "link", "{t}/rt"),
@@ -311,6 +334,23 @@ def _inputs(t: Path, brain: Path) -> None:
     run_ledger("init", str(t / "plain"), check=True)  # a brain with no chain configured
 
 
+def _publish(repo: Path) -> None:
+    """A new version of skill u in the git repository ``repo`` (made on first use)."""
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "up", "GIT_AUTHOR_EMAIL": "up@example.invalid",
+           "GIT_COMMITTER_NAME": "up", "GIT_COMMITTER_EMAIL": "up@example.invalid"}  # fmt: skip
+    first = not repo.exists()
+    (repo / "skills" / "u").mkdir(parents=True, exist_ok=True)
+    if first:
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    md = repo / "skills" / "u" / "SKILL.md"
+    body = "one" if first else md.read_text().rsplit("\n", 2)[-2] + " more"
+    md.write_text(f"---\nname: u\ndescription: The u skill\n---\n{body}\n")
+    for args in (("add", "-A"), ("commit", "-q", "-m", "u")):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+
+
 def _fill(arg: str, t: Path, brain: Path, extra: dict[str, str]) -> str:
     return arg.format(b=brain, t=t, **extra)
 
@@ -334,6 +374,9 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
             continue
         if step[0] == "rmtree":
             shutil.rmtree(_fill(step[1], tmp_path, brain, extra))
+            continue
+        if step[0] == "upstream":
+            _publish(tmp_path / "up")
             continue
         if step[0] in ("append", "write"):
             path = Path(_fill(step[1], tmp_path, brain, extra))
