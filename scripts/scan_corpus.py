@@ -4,37 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from ledger.supply.scan import RULES, Verdict, scan
+from ledger.supply.scanfiles import load, skill_dirs
 
 HIGH = ("critical", "high")
-
-
-def skill_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` that holds a SKILL.md, ``.git`` trees left out."""
-    out = [Path(d) for d, dirs, names in os.walk(root) if "SKILL.md" in names and ".git" not in Path(d).parts]
-    return sorted(out)
-
-
-def load(skill: Path) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
-    """The scanner's input for one skill: its files (a nested skill's left to that skill), its symlinks."""
-    files: dict[str, tuple[bytes, bool]] = {}
-    links: list[str] = []
-    for d, dirs, names in os.walk(skill):
-        here = Path(d)
-        dirs[:] = sorted(x for x in dirs if x != ".git" and not (here / x / "SKILL.md").is_file())
-        for name in sorted(names + [x for x in dirs if (here / x).is_symlink()]):
-            path = here / name
-            rel = path.relative_to(skill).as_posix()
-            if path.is_symlink():
-                links.append(rel)
-            elif path.is_file():
-                files[rel] = (path.read_bytes(), os.access(path, os.X_OK))
-    return files, links
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,6 @@ fails is an error, never a clean verdict."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -15,23 +14,11 @@ import pytest
 
 from ledger.errors import LedgerError
 from ledger.supply.scan import RULES, Finding, Verdict, merge, run_external, scan
+from ledger.supply.scanfiles import load
 from ledger.supply.scantext import hosts
 
 CORPUS = Path(__file__).resolve().parent / "supply"
 Files = dict[str, tuple[bytes, bool]]
-
-
-def load(skill: Path) -> tuple[Files, list[str]]:
-    """A skill directory as the scanner takes it: files with their exec bits, and its symlinks."""
-    files: Files = {}
-    links: list[str] = []
-    for path in sorted(skill.rglob("*")):
-        rel = path.relative_to(skill).as_posix()
-        if path.is_symlink():
-            links.append(rel)
-        elif path.is_file():
-            files[rel] = (path.read_bytes(), os.access(path, os.X_OK))
-    return files, links
 
 
 def scan_case(case: Path) -> Verdict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -223,3 +224,38 @@ def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
     click.echo(f"{'scan':12} {doc['verdict']['worst']}")
     for f in doc["verdict"].get("findings", []):
         click.echo(_finding(f))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--vetted", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The approved version of the (one) skill scanned: report what the update widens.")
+@json_flag
+def scan(paths: tuple[Path, ...], vetted: Path | None, as_json: bool) -> None:
+    """Scan skill folders (every folder holding a SKILL.md under PATHS) as an install would; exit 1 on a
+    critical finding.  Nothing is installed or written (docs/scanner.md)."""
+    from ledger.supply.scan import scan as scan_files
+    from ledger.supply.scanfiles import load, skill_dirs
+
+    found = [d for p in paths for d in skill_dirs(p)]
+    if not found:
+        raise UsageError(f"no SKILL.md under {', '.join(map(str, paths))}", hint="point at a skill or a folder of them")
+    if vetted is not None and len(found) != 1:
+        raise UsageError("--vetted compares one skill with its approved version: scan one skill")
+    before = load(vetted)[0] if vetted is not None else None
+    verdicts = {}
+    for skill in found:
+        files, links = load(skill)
+        verdicts[str(skill)] = scan_files(files, vetted=before, symlinks=links).to_json()
+    if as_json:
+        emit(verdicts)
+    else:
+        for skill, v in verdicts.items():
+            click.echo(f"{v['worst']:8} {printable(skill)}")
+            for f in v["findings"]:
+                click.echo(_finding(f))
+    blocked = [k for k, v in verdicts.items() if v["worst"] == "critical"]
+    if blocked:
+        click.secho(f"error: {len(blocked)} skill(s) with a critical finding; an install of them could not be "
+                    "approved without --override", fg="red", err=True)  # fmt: skip
+        sys.exit(1)
