@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from ledger.chain.rpc import Rpc
 from ledger.errors import ChainError, RpcError, RpcUnreachableError
+from tests.localhttp import serving
 
 
 @pytest.fixture
@@ -30,14 +30,8 @@ def not_a_node() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 def _free_port() -> int:

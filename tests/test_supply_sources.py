@@ -13,9 +13,8 @@ import re
 import shutil
 import subprocess
 import tarfile
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -41,6 +40,7 @@ from ledger.supply.sources import (
 )
 from tests import tamper
 from tests.conftest import run_ledger
+from tests.localhttp import serving
 
 _ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
@@ -260,15 +260,8 @@ def served(root: Path, redirect: str | None = None) -> Iterator[str]:
             self.end_headers()
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(functools.partial(Quiet, directory=str(root))) as url:
+        yield url
 
 
 def _publish(site: Path, name: str, files: dict[str, bytes], index_name: str | None = None) -> None:
