@@ -463,7 +463,8 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     pytest.importorskip("ledger.supply.scan", reason="'ledger install' needs the scanner, not merged here yet")
     home = tmp_path / "home"
     run_ledger("init", str(home), check=True)
-    run_ledger("--brain", str(home), "install", str(skills_repo), "beta", check=True)
+    run_ledger("--brain", str(home), "install", str(skills_repo), "beta", "alpha", check=True)
+    run_ledger("--brain", str(home), "approve", "alpha", check=True)
     with Brain.open(home) as b:
         digest = b.writer.supply().skills["beta"].blake3
     run_ledger("--brain", str(home), "revoke", digest, "--reason", "bad", check=True)
@@ -472,5 +473,7 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     record = supply_of(str(remote))
     assert record.skills["beta"].source == {"type": "git", "url": str(skills_repo), "path": "skills/beta", "ref": None}
     assert record.revoked[digest]["reason"] == "bad"
-    (beta,) = resolve(str(remote), ["beta"])
-    assert digest in beta.revoked
+    with pytest.raises(SourceError, match=r"beta revoked \(bad\): it does not serve it"):
+        resolve(str(remote), ["beta"])  # what a brain withholds from its own agent, it serves to nobody
+    (alpha,) = resolve(str(remote))  # what it serves: alpha, carrying the brain's revocations
+    assert alpha.name == "alpha" and digest in alpha.revoked
