@@ -446,3 +446,42 @@ def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream,
     cfg_path.write_text(json.dumps(cfg))
     other = json.loads(ledger(down, "install", str(published), "translate", "--json").stdout)
     assert other["skills"][0]["state"] == "quarantined"
+
+
+def test_supply_writes_race_skill_writes_and_lose_nothing(up: Upstream, home: Path, tmp_path: Path) -> None:
+    """An approval, a revocation and an install race a writer on the installed skill: every acknowledged
+    write is in the head, and the record follows the rules."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ledger(home, "install", str(up.bare), "summarise")
+    notes = []
+    for i in range(6):
+        note = tmp_path / f"n{i}.md"
+        note.write_text(f"note {i}\n")
+        notes.append(note)
+
+    def writer() -> list[int]:
+        done = []
+        for i, note in enumerate(notes):
+            proc = ledger(home, "skill", "write-file", "summarise", f"references/n{i}.md", "--from", str(note),
+                          check=False)  # fmt: skip
+            if proc.returncode == 0:
+                done.append(i)
+        return done
+
+    def supply() -> list[int]:
+        codes = [ledger(home, "approve", "summarise", check=False).returncode,
+                 ledger(home, "install", str(up.bare), "translate", check=False).returncode,
+                 ledger(home, "revoke", "sha256:" + "e" * 64, "--reason", "unrelated", check=False).returncode]
+        return codes
+
+    with ThreadPoolExecutor(2) as pool:
+        wrote, codes = pool.submit(writer), pool.submit(supply)
+        acknowledged, supply_codes = wrote.result(), codes.result()
+    assert supply_codes == [0, 0, 0] and acknowledged
+    for i in acknowledged:
+        assert (home / f"skills/summarise/references/n{i}.md").read_text() == f"note {i}\n"
+    final = record(home)
+    assert final.skills["summarise"].state == "approved" and "translate" in final.skills
+    assert "sha256:" + "e" * 64 in final.revoked
+    assert audit_ok(home)["supply"] == "OK"
