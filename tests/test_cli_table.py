@@ -317,6 +317,7 @@ def template(tmp_path_factory: pytest.TempPathFactory, node: anvil.Node) -> Path
     run_ledger(*b, "chain", "deploy", check=True)
     run_ledger(*b, "chain", "register", check=True)
     run_ledger(*b, "commit", check=True)
+    run_ledger("init", str(t / "plain"), check=True)  # a brain with no chain configured, copied where a case uses it
     return t / "brain"
 
 
@@ -335,7 +336,6 @@ def _inputs(t: Path, brain: Path) -> None:
     (t / "payload.json").write_text(json.dumps(payload))
     (t / "bad-payload.json").write_text(json.dumps({**payload, "upsert_files": {"../escape/SKILL.md": "x"}}))
     (t / "not-a-brain").mkdir()
-    run_ledger("init", str(t / "plain"), check=True)  # a brain with no chain configured
 
 
 def _publish(repo: Path) -> None:
@@ -364,9 +364,15 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
     brain = tmp_path / "brain"
     shutil.copytree(template, brain, symlinks=True)
     _inputs(tmp_path, brain)
-    proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
-    (tmp_path / "proof.json").write_text(proof)
-    extra = {"root": json.loads(proof)["root"], "rpc": node.url, "keys": os.environ["LEDGER_KEYS"]}
+    uses = " ".join([*case.args, *(a for step in case.setup for a in step), *case.env.values()])
+    if "{t}/plain" in uses:  # each of these costs a process or two: made only for the cases that use them
+        shutil.copytree(template.parent / "plain", tmp_path / "plain", symlinks=True)
+    root = ""
+    if "{t}/proof.json" in uses:
+        proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
+        (tmp_path / "proof.json").write_text(proof)
+        root = json.loads(proof)["root"]
+    extra = {"root": root, "rpc": node.url, "keys": os.environ["LEDGER_KEYS"]}
     env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"),
            **{k: _fill(v, tmp_path, brain, extra) for k, v in case.env.items()}}  # fmt: skip
     for step in case.setup:

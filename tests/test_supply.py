@@ -321,7 +321,7 @@ def test_record_bytes_are_canonical() -> None:
         sp.parse_record(data.replace(b'  "format"', b'   "format"'))
     with pytest.raises(Exception, match="keys"):
         sp.parse_record(b'{"format": 1, "skills": {}}\n')
-    with pytest.raises(Exception, match="within bounds"):  # a hostile peer's record: refused, not a crash
+    with pytest.raises(Exception, match="nests deeper"):  # a hostile peer's record: refused, not a crash
         sp.parse_record(b"[" * 100_000 + b"]" * 100_000)
     assert gs.GitStore.supply_record  # the store reads the record by its entry's name
 
