@@ -485,3 +485,17 @@ def test_supply_writes_race_skill_writes_and_lose_nothing(up: Upstream, home: Pa
     assert final.skills["summarise"].state == "approved" and "translate" in final.skills
     assert "sha256:" + "e" * 64 in final.revoked
     assert audit_ok(home)["supply"] == "OK"
+
+
+def test_revoke_source_at_pin(up: Upstream, home: Path, tmp_path: Path) -> None:
+    commit = git(up.work, "rev-parse", "HEAD")
+    ledger(home, "install", str(up.bare), "summarise")
+    out = json.loads(ledger(home, "revoke", f"{up.bare}@{commit}", "--reason", "compromised", "--json").stdout)
+    assert out["skills"] == ["summarise"] and len(out["revoked"]) == 2
+    assert record(home).skills["summarise"].state == "revoked"
+    # Nothing of a pin installed here: what the source serves at it is revoked, so it is never installed.
+    other = tmp_path / "other"
+    run_ledger("init", str(other), check=True)
+    ledger(other, "revoke", f"{up.bare}@{commit}", "--reason", "compromised")
+    refused = ledger(other, "install", str(up.bare), "translate", check=False)
+    assert refused.returncode == 1 and "compromised" in refused.stderr

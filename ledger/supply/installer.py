@@ -215,15 +215,14 @@ class Installer:
             if not url or not pin:
                 raise SupplyError(f"{target!r} is neither a digest nor SOURCE@PIN",
                                   hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT")
-            matched = [e for e in record.skills.values() if e.source["url"] == url
-                       and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
-            if not matched:  # nothing of it installed here: revoke what the source serves at that pin
+            found = [e.digests() for e in record.skills.values() if e.source["url"] == url
+                     and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
+            if not found:  # nothing of it installed here: revoke what the source serves at that pin
                 for cand in sources.resolve(url, (), pin=pin):
                     blake3, sha256, _ = upstream_digests(cand.files)
-                    matched.append(sp.Entry(cand.source, cand.pin, 1, blake3, sha256, {"-": "0" * 64}, None, None,
-                                            sp.REVOKED, {"worst": "clean"}))  # fmt: skip
-            for entry in matched:
-                for digest in entry.digests():
+                    found.append((blake3, "sha256:" + sha256))
+            for pair in found:
+                for digest in pair:
                     digests[digest] = {"reason": reason, "source": url, "pin": pin}
         with self.brain.locked():
             record = self.record()
