@@ -37,6 +37,9 @@ from typing import Any
 
 import anyio
 
+from ledger._json import STRING, STRINGS
+from ledger._json import depth as json_depth
+
 __all__ = ["MAX_DEPTH", "MAX_DIGITS", "MAX_LINE", "Wire", "screen"]
 
 MAX_LINE = 16 * 1024 * 1024  # bytes: a 1 MiB file, escaped, fits many times over
@@ -44,12 +47,8 @@ MAX_DEPTH = 64
 MAX_DIGITS = 4300  # Python's and pydantic's own bound on an integer's digits (sys.get_int_max_str_digits)
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
-# A string, whole: an unterminated one runs to the end of the line, so no scan starts again inside it
-# (a required closing quote made a line of escaped quotes take quadratic time).
-_STRING = rb'"(?:[^"\\]|\\.)*"?'
-_STRINGS = re.compile(_STRING, re.DOTALL)
-_TOKENS = re.compile(_STRING + rb"|[\[\]{}]", re.DOTALL)  # strings whole, so no bracket inside one counts
-_BRACKETS = re.compile(rb"[\[\]{}]")
+_STRINGS = STRINGS  # a string, whole (ledger._json)
+_TOKENS = re.compile(STRING + rb"|[\[\]{}]", re.DOTALL)  # strings whole, so no bracket inside one counts
 _KEY_END = re.compile(rb"\s*:\s*")
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -90,15 +89,6 @@ def _not_json(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_not_json)
-
-
-def _depth(line: bytes) -> int:
-    """The deepest nesting of ``line``, strings left out: linear, with no recursion."""
-    deepest = depth = 0
-    for match in _BRACKETS.finditer(_STRINGS.sub(b'""', line)):
-        depth += 1 if match.group() in (b"[", b"{") else -1
-        deepest = max(deepest, depth)
-    return deepest
 
 
 def _top_level_id(line: bytes) -> Any:
@@ -197,7 +187,7 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         return None, _error(None, PARSE_ERROR, _TOO_LONG)
     if not line.strip():
         return None, None
-    if _depth(line) > MAX_DEPTH:
+    if json_depth(line) > MAX_DEPTH:
         return None, _error(_id_json(_top_level_id(line)), INVALID_REQUEST,
                             f"message nests deeper than {MAX_DEPTH} levels")  # fmt: skip
     try:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ledger._json import depth
 from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
 from ledger.errors import StoreError
 
@@ -35,8 +36,6 @@ QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 MAX_DEPTH = 32  # JSON nesting: a record needs 6
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(rb"[\[\]{}]")
 SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -126,7 +125,7 @@ def parse_record(data: bytes) -> Supply:
     """A record from its bytes, refusing anything but the canonical form of a valid record."""
     if len(data) > MAX_RECORD:
         raise StoreError(f"the supply record is {len(data)} bytes; a record may hold at most {MAX_RECORD}")
-    if _depth(data) > MAX_DEPTH:  # before the parser: deep nesting is a stack to exhaust, not a record
+    if depth(data) > MAX_DEPTH:  # before the parser: deep nesting is a stack to exhaust, not a record
         raise StoreError(f"the supply record nests deeper than {MAX_DEPTH} levels; no record does")
     try:
         doc = json.loads(data.decode("ascii"))
@@ -148,15 +147,6 @@ def parse_record(data: bytes) -> Supply:
     if format_record(supply) != data:
         raise StoreError("the supply record is not in canonical form (docs/lineage.md §1.6)")
     return supply
-
-
-def _depth(data: bytes) -> int:
-    """How deep ``data``'s brackets nest, outside strings (an unbalanced text is the parser's to refuse)."""
-    depth = deepest = 0
-    for m in _BRACKET.finditer(_STRING.sub(b'""', data)):
-        depth += 1 if m.group() in (b"[", b"{") else -1
-        deepest = max(deepest, depth)
-    return deepest
 
 
 def _entry(name: str, raw: Any) -> Entry:

@@ -1,0 +1,27 @@
+"""JSON from a peer, measured before a parser sees it: how deep it nests, in linear time, no recursion.
+
+Python's json recurses in C per level; a hostile document nested deep enough exhausts the stack
+(a segfault where a test raised the recursion limit).  The MCP wire and the supply record both
+refuse depth first, with this one function.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["STRING", "STRINGS", "depth"]
+
+# A string, whole: an unterminated one runs to the end of the input, so no scan starts again inside it
+# (a required closing quote made a line of escaped quotes take quadratic time).
+STRING = rb'"(?:[^"\\]|\\.)*"?'
+STRINGS = re.compile(STRING, re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def depth(data: bytes) -> int:
+    """The deepest nesting of ``data``'s brackets, strings left out."""
+    deepest = level = 0
+    for match in _BRACKETS.finditer(STRINGS.sub(b'""', data)):
+        level += 1 if match.group() in (b"[", b"{") else -1
+        deepest = max(deepest, level)
+    return deepest
