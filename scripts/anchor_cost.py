@@ -9,13 +9,13 @@ in-process upsert that made them.  Usage: .venv/bin/python scripts/anchor_cost.p
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import make_brain
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 from ledger.store import treehash as th
 
@@ -31,7 +31,7 @@ def main(sizes: list[int]) -> None:
     print("| skills | upsert (in-process, median of 32) | recompute 1 pending | recompute 32 pending |")
     print("|---|---|---|---|")
     for n in sizes:
-        with tempfile.TemporaryDirectory() as d:
+        with scratch_dir() as d:
             brain = make_brain(Path(d) / "b", n)
             times, commits = [], []
             for i in range(32):

@@ -13,9 +13,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 from ledger.brain import Brain
 
@@ -132,12 +133,12 @@ def main() -> None:
     k = args.repeat
     res: dict[str, float] = {}
     if args.audit_only:
-        with tempfile.TemporaryDirectory() as tmp:
+        with scratch_dir() as tmp:
             res = audit_bench(Path(tmp), args.audit_snapshots, args.audit_skills)
         print(f"\naudit of {res['audit_snapshots']} snapshots x {res['audit_skills']} skills: "
               f"ledger audit {res['audit_s']:.2f}s, ledger verify {res['verify_s']:.2f}s")
         return
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_dir() as tmp:
         tmp_p = Path(tmp)
         print(f"== {args.small} skills", file=sys.stderr)
         small = make_brain(tmp_p / "small", args.small)

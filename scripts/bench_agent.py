@@ -12,13 +12,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import make_brain
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--skills", type=int, default=10_000)
     ap.add_argument("--calls", type=int, default=60)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
+    with scratch_dir() as d:
         brain = make_brain(Path(d) / "b", args.skills)
         api = []
         for i in range(args.calls):

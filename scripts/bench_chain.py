@@ -25,9 +25,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
@@ -106,7 +107,7 @@ def main() -> None:
     from ledger.chain import anvil
 
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench-chain-") as d:
+    with scratch_dir(prefix="bench-chain-") as d:
         tmp = Path(d)
         node = anvil.start(tmp / "anvil", persist=False, lifetime=600)
         try:

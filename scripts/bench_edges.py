@@ -20,13 +20,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import make_brain
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 CLIENT = {"name": "bench", "version": "0"}
@@ -113,7 +113,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench-out/edges.json")
     args = ap.parse_args()
     result: dict[str, object] = {"skills": args.skills}
-    with tempfile.TemporaryDirectory() as d:
+    with scratch_dir() as d:
         tmp = Path(d)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
         env["LEDGER_KEYS"] = str(tmp / "keys")  # the brains' signing keys, made by init

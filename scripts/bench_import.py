@@ -13,11 +13,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 from tests import fixtures
 
@@ -37,7 +38,7 @@ def main() -> None:
     ap.add_argument("--skills", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
+    with scratch_dir() as d:
         work = Path(d)
         src = fixtures.agentskills(work / "src", fillers=args.skills - 5)
         n = len(fixtures.skill_folders(src))

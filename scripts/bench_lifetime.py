@@ -14,11 +14,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench import make_brain, median_time, skill_text  # scripts/ is on sys.path when run as a script
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 from ledger.brain import Brain
 from ledger.chain import anvil
@@ -247,7 +247,7 @@ def main() -> None:
     args = ap.parse_args()
     res: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                              "git": run("git", "--version").stdout.strip()}}  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp_s:
+    with scratch_dir() as tmp_s:
         tmp = Path(tmp_s)
         print(f"== storage: {args.upserts} upserts on {args.skills} skills", file=sys.stderr)
         life = storage_and_latency(tmp, args.skills, args.upserts)

@@ -18,13 +18,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import BODY, make_brain
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
@@ -172,7 +172,7 @@ def main() -> None:
     ap.add_argument("--reads-only", action="store_true", help="only the agent's reads: no bulk snapshots, no gas")
     args = ap.parse_args()
     result: dict = {"sizes": {}}
-    with tempfile.TemporaryDirectory() as d:
+    with scratch_dir() as d:
         for n in (int(x) for x in args.sizes.split(",")):
             brain = make_brain(Path(d) / f"b{n}", n)
             local = in_process(brain, n, args.calls)

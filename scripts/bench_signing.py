@@ -14,11 +14,12 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
@@ -55,7 +56,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default="bench-out/signing.json")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
+    with scratch_dir() as d:
         os.environ["LEDGER_KEYS"] = str(Path(d) / "keys")
         root = Path(d)
         unsigned, t_unsigned = _brain(root, False, args.snapshots)

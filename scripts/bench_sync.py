@@ -19,9 +19,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
@@ -140,7 +141,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench-out/sync.json")
     args = ap.parse_args()
     out: dict = {}
-    with tempfile.TemporaryDirectory(prefix="ledger-bench-sync-") as d:
+    with scratch_dir(prefix="ledger-bench-sync-") as d:
         work = Path(d)
         out["noop"] = noop(work, args.skills, args.repeat)
         print(json.dumps({"noop": out["noop"]}), flush=True)

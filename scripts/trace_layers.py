@@ -18,12 +18,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 from test_layers import LAYERS  # the one statement of the order
 
 # ``python -m ledger`` rather than the console script, so that PYTHONPATH=OTHER_TREE traces another
@@ -113,7 +113,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="trace-layers-") as d:
+    with scratch_dir(prefix="trace-layers-") as d:
         tmp = Path(d)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
         env["LEDGER_KEYS"] = os.environ["LEDGER_KEYS"] = str(tmp / "keys")
