@@ -222,6 +222,7 @@ def format_message(
     keys: Sequence[str] = (),
     signature: str | None = None,
     merged: tuple[str, bytes] | None = None,
+    siblings: Sequence[str] = (),
 ) -> str:
     """Commit message: a subject, an optional note, then the ``Ledger-*`` trailers.
 
@@ -229,7 +230,8 @@ def format_message(
     which is how ``verify`` checks every trailer.  ``nonce`` (genesis only) makes two
     brains created in the same second distinct, and so their registration salts.
     ``keys`` are ``Ledger-Key`` trailer values (:mod:`ledger.signatures.trust`); ``signature`` is
-    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.signatures.signing`).
+    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.signatures.signing`), after
+    the ``Ledger-Sibling`` keys it certifies (:mod:`ledger.signatures.siblings`).
     """
     if len(changes) == 1:
         subject = f"{operation} {changes[0].skill} v{changes[0].version}"
@@ -251,6 +253,7 @@ def format_message(
     for key in ("actor", *EVIDENCE) if attribution else ():
         if key in attribution:  # type: ignore[operator]
             trailers.append(f"{_trailer_name(key)}: {attribution[key]}")  # type: ignore[index]
+    trailers += [f"Ledger-Sibling: {k}" for k in siblings]
     if signature is not None:
         trailers.append(f"Ledger-Signature: {signature}")
     parts = [subject]
@@ -273,5 +276,5 @@ def canonical_message(snap: Snapshot) -> str:
     checked = attribution(attr.pop("actor"), **attr) if "actor" in snap.attribution else None
     return format_message(
         snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked,
-        snap.trailers.get("Ledger-Key", []), snap.signature, snap.merged(),
+        snap.trailers.get("Ledger-Key", []), snap.signature, snap.merged(), snap.trailers.get("Ledger-Sibling", []),
     )

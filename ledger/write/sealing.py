@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ledger.errors import KeystoreError
-from ledger.signatures import identity, signing
+from ledger.signatures import identity, siblings, signing
 from ledger.signatures.trust import KeyChange, Trust, TrustError, policy_change
 
 __all__ = ["Sealed", "Sealer", "SignatureRequiredError", "founding_keys"]
@@ -34,6 +34,7 @@ class Sealed:
     message: str
     signer: str | None  # the signing address, or None for an unsigned snapshot
     why_unsigned: str | None = None
+    key: identity.LocalKey | None = None  # the key that signed, for the commit's git signature
 
 
 class Sealer:
@@ -71,10 +72,12 @@ class Sealer:
             self.unsigned = why
             return Sealed(message, None, why)
         trust.authorize(operation, key_changes, key.address, actor)  # the audit's own rule, before anything is written
+        # The signer certifies its sibling keys (Ed25519, P-256) inside the text it signs (ADR 35).
+        message += "".join(f"{siblings.SIBLING_TRAILER}: {line}\n" for line in siblings.public_lines(key.secret))
         digest = signing.digest(root, parent_root, parent, tree, actor, message)
         self.unsigned = None
         signed = message + f"{signing.SIGNATURE_TRAILER}: {signing.sign(key.secret, digest)}\n"
-        return Sealed(signed, key.address)
+        return Sealed(signed, key.address, key=key)
 
     def key_for(
         self, trust: Trust, actor: str, key_changes: Sequence[KeyChange] = ()
