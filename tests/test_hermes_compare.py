@@ -10,19 +10,15 @@ why, when the package cannot be installed; in CI (LEDGER_CI=1) it must run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
 from tests.conftest import run_ledger
+from tests.venvs import venv_python
 
 HERMES = "hermes-agent==0.19.0"  # requirements/hermes.in; scripts/lock pins its dependencies in LOCK
 VENV = Path(__file__).resolve().parent.parent / ".venv-hermes"
@@ -55,26 +51,7 @@ print(json.dumps([json.loads(tools[t](**kw)) for t, kw in json.load(sys.stdin)])
 
 
 def _hermes_python() -> Path:
-    python = VENV / "bin" / "python"
-    stamp = VENV / f".lock-{hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]}"
-    if python.exists() and stamp.exists():
-        return python
-    try:
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
-                        "-r", str(LOCK)], check=True, capture_output=True, timeout=900)  # fmt: skip
-    except (subprocess.SubprocessError, OSError) as exc:
-        shutil.rmtree(VENV, ignore_errors=True)
-        detail = getattr(exc, "stderr", b"") or b""
-        why = f"cannot install {HERMES} into {VENV}: {exc} {detail.decode(errors='replace')[-400:]}"
-        if os.environ.get("LEDGER_CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    for old in VENV.glob(".lock-*"):
-        old.unlink()
-    stamp.touch()
-    return python
+    return venv_python(VENV, LOCK, HERMES)
 
 
 def _tree(home: Path) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEDGER, run_ledger
+from tests.test_hermes_compare import _hermes_python
 
-HERMES_PYTHON = Path(__file__).resolve().parent.parent / ".venv-hermes" / "bin" / "python"
 WALK = """
 import json, sys
 from pathlib import Path
@@ -101,12 +101,9 @@ def _debris(out: Path) -> list[str]:
     return inside + [str(p) for p in out.parent.glob(f".{out.name}.ledger-export-*")]
 
 
-def _hermes_sees(tree: Path) -> list | None:
-    """Every skill Hermes's own walker finds under ``tree`` (folder name, category path), or None
-    without the hermes-agent venv that tests/test_hermes_compare.py makes (never installed here)."""
-    if not HERMES_PYTHON.exists():
-        return None
-    proc = subprocess.run([str(HERMES_PYTHON), "-c", WALK, str(tree)], capture_output=True, text=True, timeout=120,
+def _hermes_sees(tree: Path) -> list:
+    """Every skill Hermes's own walker finds under ``tree`` (folder name, category path)."""
+    proc = subprocess.run([str(_hermes_python()), "-c", WALK, str(tree)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HERMES_HOME": str(tree.parent / "hermes-home")})  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
@@ -143,8 +140,7 @@ def test_both_roots_in_any_order_give_one_brain_that_exports_as_hermes_lays_it_o
                 "dogfood/adversarial-ux-test/SKILL.md", "dogfood/references/old/pkg/SKILL.md", "DESCRIPTION.md"):
         assert (out / rel).is_file(), rel  # fmt: skip
     seen = _hermes_sees(out)
-    if seen is not None:
-        assert sorted((c or "", n) for n, c in seen) == EXPECTED
+    assert sorted((c or "", n) for n, c in seen) == EXPECTED
 
     again = _brain(tmp_path / "again")
     proc = _ledger(again, "import", str(out))
