@@ -130,6 +130,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
         raise ManifestError(f"the manifest is {len(data)} bytes; at most {MAX_MANIFEST} are read")
     if depth(data) > MAX_DEPTH:  # before the parser, as the supply record does
         raise ManifestError(f"the manifest nests deeper than {MAX_DEPTH} levels")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ManifestError("the manifest starts with a byte-order mark", hint="RFC 8785 bytes carry none")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
