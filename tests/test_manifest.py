@@ -137,6 +137,8 @@ def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -
     run_ledger("init", "--versions", "store", str(home), check=True)
     ledger(home, "install", str(up.bare), "summarise")
     data, shown = printed(home, "summarise@1")
+    assert printed(home, "summarise") == (data, shown)  # NAME alone: the store's version of the head
+    assert "is quarantined here" in ledger(home, "manifest", "summarise").stderr
     m = json.loads(data)
     entry = record(home).skills["summarise"]
     assert m["dependencies"] == [{
@@ -157,6 +159,16 @@ def test_refusals(home: Path) -> None:
     assert missing.returncode == 1 and "no snapshot wrote s v7" in missing.stderr
     unknown = ledger(home, "manifest", "nosuch", check=False)
     assert unknown.returncode == 1 and "no skill named" in unknown.stderr
+    # A deleted skill: its versions keep their manifests; NAME alone names nothing in the head.
+    before = printed(home, "s@2")
+    ledger(home, "skill", "delete", "s")
+    gone = ledger(home, "manifest", "s", check=False)
+    assert gone.returncode == 1 and "ledger manifest s@N" in gone.stderr
+    assert printed(home, "s@2") == before
+    # Created again, the name goes on above its last version (ADR 9), superseding it across the delete.
+    ledger(home, "skill", "create", "s", "--description", "Again")
+    again = json.loads(printed(home, "s")[0])
+    assert again["version"] == "3" and again["supersedes"] == {"manifestHash": before[1], "version": "2"}
     for bad in ("s@", "@1", "s@0", "s@x"):
         usage = ledger(home, "manifest", bad, check=False)
         assert usage.returncode == 2, bad

@@ -171,7 +171,11 @@ def build(brain: Any, name: str, version: int | None = None) -> Manifest:
     manifests of every earlier version are built too, oldest first (one read of each)."""
     name = brain.reads.resolve(name)  # as 'ledger show' resolves it
     if version is None:
-        version = brain.snapshots.committed(name)[1].version  # refuses a name the head does not hold
+        if name not in brain.snapshots.head().skills:
+            raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
+                                     hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
+                                          f"then 'ledger manifest {name}@N'")  # fmt: skip
+        version = brain.snapshots.committed(name)[1].version  # the store's version in a store-mode brain
     history = brain.reads.history(name)  # refuses a name with no history
     written: dict[int, str] = {}
     for row in history:  # newest first: a version written twice is the newest snapshot's, as 'show' reads it
