@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from ledger.brain import Brain
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import LedgerError
+from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending
 from ledger.supply.manifest import ManifestError, canonical_json, manifest_hash, parse_manifest
 from tests.conftest import run_ledger
 from tests.test_supply import GOOD, Upstream, record
@@ -152,6 +157,28 @@ def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -
     # An approval changes the brain, not the version: v1's manifest stays as it was.
     ledger(home, "approve", "summarise")
     assert printed(home, "summarise@1") == (data, shown)
+
+
+@pytest.mark.chain
+def test_a_skill_from_an_anchored_brain_credits_its_agent(chained: Brain, tmp_path: Path) -> None:
+    chained.create("alpha", "Alpha", "alpha\n")
+    commit_pending(chained, key=DEV_KEY_NAME)  # a real anvil: the upstream's root has a receipt
+    sharing.push(chained, str(tmp_path / "remote.git"))
+    cfg = ChainConfig.of(chained)
+    home = tmp_path / "home"
+    run_ledger("init", str(home), check=True)
+    ledger(home, "install", str(tmp_path / "remote.git"), "alpha")
+    data, shown = printed(home, "alpha@1")
+    (dep,) = json.loads(data)["dependencies"]
+    root = chained.head().snap.to_json()["root"]
+    # The agent id is a uint256: a hex string as receipts write it, never a JSON number past 2**53.
+    assert cfg.agent_id is not None and cfg.agent_id > 2**53
+    assert dep["derivedFrom"] == {"agent": f"0x{cfg.agent_id:064x}", "chain": cfg.chain_id,
+                                  "registry": cfg.registry.lower(), "root": root}  # fmt: skip
+    entry = record(home).skills["alpha"]
+    assert dep["source"] == entry.source and dep["source"]["type"] == "brain"
+    assert dep["pin"] == entry.pin and entry.pin["root"] == root and entry.pin["seq"] >= 1
+    assert shown == keccak(data) == cast_keccak(data)
 
 
 def test_refusals(home: Path) -> None:

@@ -258,7 +258,15 @@ def _dependency(store: gs.GitStore, top: bytes, name: str) -> dict[str, Any] | N
     out: dict[str, Any] = {"source": entry.source, "pin": entry.pin,
                            "integrity": [entry.blake3, "sha256:" + entry.sha256]}  # fmt: skip
     if entry.derived_from:
-        out["derivedFrom"] = entry.derived_from
+        credit = dict(entry.derived_from)
+        if isinstance(credit.get("agent"), int) and not isinstance(credit["agent"], bool):
+            # an agent id is a uint256 (a keccak), past what a JSON number carries exactly: written as the
+            # receipts write it (lineage.md §6.1), 0x and 64 hex digits
+            if not 0 <= credit["agent"] < 2**256:
+                raise ManifestError(f"the supply record of {name} credits agent {credit['agent']}, not a uint256",
+                                    hint="run 'ledger audit'")  # fmt: skip
+            credit["agent"] = f"0x{credit['agent']:064x}"
+        out["derivedFrom"] = credit
     return out
 
 
