@@ -9,7 +9,7 @@ and the same hash back, and :func:`parse_manifest` refuses any other spelling.
 A manifest is a function of the lineage alone (the snapshot that wrote the version, the
 supply record in it, and the manifests of the versions before it): a clone computes the same
 bytes, and nothing this machine holds (config, keys, the working tree) enters them.  The
-protocol text is docs/interop.md and docs/manifest-draft.md.
+protocol text is docs/interop.md §2.
 """
 
 from __future__ import annotations
