@@ -221,6 +221,9 @@ def test_the_committed_manifest_vector() -> None:
     (b'{"a":1,"a":2}', "repeats a key"),
     (b'{"a":1.5}', "integers only"),
     (b'{"a":NaN}', "integers only"),
+    (b'{"a":1e5}', "integers only"),
+    (b'{"a":-0}', "canonical"),  # parses to 0, which RFC 8785 writes "0"
+    (b'{"a":01}', "not JSON"),
     (b'{"a":9007199254740992}', r"2\*\*53"),
     (b"\xef\xbb\xbf{}", "byte-order mark"),
     (b'{"a":"\xff"}', "not UTF-8"),

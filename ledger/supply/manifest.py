@@ -149,9 +149,7 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(text, object_pairs_hook=pairs, parse_float=no_float,
                          parse_constant=no_float)  # fmt: skip
-    except ValueError as exc:
-        if isinstance(exc.__cause__, ManifestError) or isinstance(exc, ManifestError):
-            raise
+    except ValueError as exc:  # the hooks' ManifestError is no ValueError: it passes as it is
         raise ManifestError(f"the manifest is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise ManifestError("a manifest is a JSON object")
