@@ -95,7 +95,7 @@ def test_supersedes_links_each_version_to_the_one_before(home: Path) -> None:
     assert printed(home, "s@1") == (v1, h1)
 
 
-def test_digests_are_the_skill_at_that_version(home: Path) -> None:
+def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> None:
     m = json.loads(printed(home, "s@2")[0])["brainLedger"]
     # blake3: the bundle hash of the skill's folder (docs/bundle-hash.md §4), as 'ledger hash' computes it.
     assert m["digests"]["blake3"] == run_ledger("hash", str(home / "skills" / "s"), check=True).stdout.strip()
@@ -109,9 +109,13 @@ def test_digests_are_the_skill_at_that_version(home: Path) -> None:
     user = next(k["address"] for k in json.loads(ledger(home, "keys", "show", "--json").stdout)["local"]
                 if k["role"] == "user")  # fmt: skip
     assert m["snapshot"] == {"commit": wrote["commit"], "root": wrote["root"], "signer": user}
-    # The head's edit is not v1: v1's digests are of v1's files.
-    v1 = json.loads(printed(home, "s@1")[0])["brainLedger"]["digests"]
-    assert v1["blake3"] != m["digests"]["blake3"]
+    # v1's digests are of v1's files: the snapshot that wrote v1, exported and hashed.
+    v1 = json.loads(printed(home, "s@1")[0])["brainLedger"]
+    ledger(home, "export", str(tmp_path / "at-v1"), "--at", v1["snapshot"]["commit"])
+    assert v1["digests"]["blake3"] == run_ledger("hash", str(tmp_path / "at-v1" / "s"), check=True).stdout.strip()
+    assert v1["digests"]["sha256"] == "sha256:" + hashlib.sha256(
+        b"SKILL.md" + (tmp_path / "at-v1" / "s" / "SKILL.md").read_bytes()).hexdigest()
+    assert v1["digests"]["blake3"] != m["digests"]["blake3"]
 
 
 def test_frontmatter_fills_the_fields_the_erc_names(tmp_path: Path) -> None:
