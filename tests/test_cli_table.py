@@ -132,6 +132,11 @@ CASES = [
     c("show", "ok", *B, "show", "s", setup=(PATCH,), shows="body-two"),  # NAME alone: the head's version
     c("show", "refused", *B, "show", "nosuch", shows="no skill named"),
     c("show", "usage", *B, "show", "s@x"),
+    c("manifest", "ok", *B, "manifest", "s@2", shows='"supersedes":{"manifestHash":"0x'),
+    c("manifest", "ok", *B, "manifest", "u", "--json", setup=UP, shows='"dependencies"'),
+    c("manifest", "refused", *B, "manifest", "s@99", shows="no snapshot wrote"),
+    c("manifest", "refused", *B, "manifest", "nosuch", shows="no skill named"),
+    c("manifest", "usage", *B, "manifest", "s@0"),
     c("revert", "ok", *B, "revert", "s", "--to", "1", setup=(PATCH,)),
     c("revert", "noop", *B, "revert", "s", "--to", "2", shows="nothing to do"),
     c("revert", "refused", *B, "revert", "s", "--to", "99"),

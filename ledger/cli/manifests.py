@@ -1,0 +1,49 @@
+"""ERC-8239 skill manifests: ``ledger manifest NAME[@VERSION]`` (docs/interop.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ledger.cli.common import emit, json_flag, main, open_brain
+from ledger.errors import LedgerError, UsageError
+
+
+@main.command()
+@click.argument("ref", metavar="NAME[@VERSION]")
+@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the manifest's exact bytes (what manifestHash is keccak256 of) to this file.")  # fmt: skip
+@json_flag
+@click.pass_context
+def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> None:
+    """A skill version's ERC-8239 manifest and its manifestHash (NAME alone: the head snapshot's version).
+
+    Without --json: the manifest's exact bytes on the first line (canonical JSON holds no
+    newline), then 'manifestHash 0x…'.  --json: skill, version, commit, manifestHash, manifest.
+    """
+    from ledger.supply.manifest import build
+
+    name, sep, version = ref.rpartition("@")
+    if not sep:
+        name = ref
+    elif not name or not version.isdigit() or int(version) < 1:
+        raise UsageError(f"expected NAME or NAME@VERSION (a version from 1), got {ref!r}")
+    with open_brain(ctx) as brain:
+        m = build(brain, name, int(version) if sep else None)
+        state = brain.reads.withheld().get(m.name)
+    if state is not None:  # a manifest describes a version; whether a runtime may use it is the brain's call
+        click.echo(f"note: skill {m.name!r} is {state} here: no runtime, index or agent sees it", err=True)
+    if out is not None:
+        try:
+            out.write_bytes(m.data)
+        except OSError as exc:
+            raise LedgerError(f"cannot write {out}: {exc.strerror}", hint="choose a writable path") from exc
+    if as_json:
+        emit(m.to_json())
+        return
+    if out is None:
+        click.echo(m.data)  # bytes, as they are hashed, then a newline that is not part of them
+    else:
+        click.echo(f"{len(m.data)} bytes written to {out}")
+    click.echo(f"manifestHash {m.hash}")

@@ -1,0 +1,283 @@
+"""ERC-8239 skill manifests: one per skill version, read from the lineage, hashed as the ERC says.
+
+ERC-8239 (Agent Skill Registry, ethereum/ERCs PR 1704) registers a skill as an ERC-721 token
+whose ``tokenURI`` points at a JSON manifest and whose ``manifestHash`` is ``keccak256`` of
+that manifest's exact published bytes; byte stability is the author's job.  The ledger
+publishes RFC 8785 (JCS) bytes, so anyone holding the parsed manifest gets the same bytes
+and the same hash back, and :func:`parse_manifest` refuses any other spelling.
+
+A manifest is a function of the lineage alone (the snapshot that wrote the version, the
+supply record in it, and the manifests of the versions before it): a clone computes the same
+bytes, and nothing this machine holds (config, keys, the working tree) enters them.  The
+protocol text is docs/interop.md §2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ledger._json import depth
+from ledger.bundle.hashing import KIND_EXEC, format_root
+from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.errors import LedgerError, SkillNotFoundError
+from ledger.signatures import signing
+from ledger.store import gitstore as gs
+from ledger.store.skilltree import skills_of
+from ledger.store.supply import parse_record, skill_blake3
+from ledger.supply.lockfile import folder_sha256
+
+__all__ = [
+    "ERC8239_TYPE", "EXTENSION", "FORMAT", "Manifest", "ManifestError", "build", "canonical_json",
+    "manifest_hash", "parse_manifest",
+]  # fmt: skip
+
+ERC8239_TYPE = "https://eips.ethereum.org/EIPS/eip-8239#skill-v1"  # the ERC's example ``type`` URL
+EXTENSION = "brainLedger"  # the one author-specific key the ledger adds (the ERC allows any)
+FORMAT = 1  # of the extension object: a change to any byte the ledger writes is a new number
+MAX_MANIFEST = 4 << 20  # bytes: a SKILL.md's frontmatter is bounded by limits.skill_md (1 M characters)
+MAX_DEPTH = 16  # a ledger manifest nests 5 levels
+MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 serialises numbers as IEEE 754 doubles: larger integers are ambiguous
+
+
+class ManifestError(LedgerError):
+    """A manifest that cannot be built, or bytes that are not a canonical manifest."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One skill version's manifest: the object, its exact bytes, and ``keccak256`` of them."""
+
+    name: str
+    version: int
+    commit: str  # the snapshot that wrote this version
+    doc: dict[str, Any]
+    data: bytes  # RFC 8785 bytes: what is published and hashed
+
+    @property
+    def hash(self) -> str:
+        return manifest_hash(self.data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"skill": self.name, "version": self.version, "commit": self.commit, "manifestHash": self.hash,
+                "manifest": self.doc}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def manifest_hash(data: bytes) -> str:
+    """ERC-8239's ``manifestHash``: ``keccak256`` of the manifest's bytes, as ``0x`` and 64 lowercase hex."""
+    from sha3 import keccak_256  # safe-pysha3, the signer's own keccak (ledger.signatures.signing)
+
+    return "0x" + keccak_256(data).hexdigest()
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 (JCS) bytes of ``value``: objects' keys in UTF-16 code-unit order, no whitespace,
+    strings escaped as ECMAScript's JSON.stringify does, UTF-8.
+
+    Only the values a manifest holds are accepted: objects with string keys, arrays, strings,
+    integers within ±(2**53 - 1), booleans and null.  A float (JCS would need ECMAScript's
+    number formatting), a larger integer, or a string with a lone surrogate is refused."""
+    out: list[str] = []
+    _emit(value, out, 0)
+    try:
+        return "".join(out).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ManifestError("a manifest string holds a lone surrogate, which UTF-8 cannot encode",
+                            hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
+
+
+def _emit(value: Any, out: list[str], level: int) -> None:
+    if level > MAX_DEPTH:
+        raise ManifestError(f"a manifest nests deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool):
+        out.append({None: "null", True: "true", False: "false"}[value])
+    elif isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise ManifestError(f"integer {value} is beyond ±(2**53 - 1); RFC 8785 cannot write it exactly")
+        out.append(str(value))
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))  # the escapes JCS names: \" \\ \b \f \n \r \t, \u00xx
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            out.append("," if i else "")
+            _emit(item, out, level + 1)
+        out.append("]")
+    elif isinstance(value, Mapping):
+        if not all(isinstance(k, str) for k in value):
+            raise ManifestError("a manifest object has a key that is not a string")
+        out.append("{")
+        for i, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))):
+            out.append(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
+            _emit(value[key], out, level + 1)
+        out.append("}")
+    elif isinstance(value, float):
+        raise ManifestError(f"a manifest holds the number {value!r}; the ledger writes integers only",
+                            hint="quote it as a string in the frontmatter")  # fmt: skip
+    else:
+        raise ManifestError(f"a manifest cannot hold a {type(value).__name__}")
+
+
+def parse_manifest(data: bytes) -> dict[str, Any]:
+    """A manifest from its bytes, refusing anything but the canonical (RFC 8785) bytes of a JSON object:
+    so two parties holding the same object agree on its ``manifestHash``."""
+    if len(data) > MAX_MANIFEST:
+        raise ManifestError(f"the manifest is {len(data)} bytes; at most {MAX_MANIFEST} are read")
+    if depth(data) > MAX_DEPTH:  # before the parser, as the supply record does
+        raise ManifestError(f"the manifest nests deeper than {MAX_DEPTH} levels")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ManifestError("the manifest starts with a byte-order mark", hint="RFC 8785 bytes carry none")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"the manifest is not UTF-8 (byte {exc.start})") from exc
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys):
+            raise ManifestError("the manifest repeats a key in one object", hint="JSON keys must be unique")
+        return dict(items)
+
+    def no_float(literal: str) -> Any:
+        raise ManifestError(f"the manifest holds the number {literal}; a ledger manifest holds integers only")
+
+    try:
+        doc = json.loads(text, object_pairs_hook=pairs, parse_float=no_float,
+                         parse_constant=no_float)  # fmt: skip
+    except ValueError as exc:  # the hooks' ManifestError is no ValueError: it passes as it is
+        raise ManifestError(f"the manifest is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ManifestError("a manifest is a JSON object")
+    if canonical_json(doc) != data:
+        raise ManifestError("the manifest's bytes are not its RFC 8785 canonical form",
+                            hint="publish exactly the bytes 'ledger manifest --out FILE' writes")  # fmt: skip
+    return doc
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build(brain: Any, name: str, version: int | None = None) -> Manifest:
+    """The manifest of skill ``name`` at ``version`` (None: the head snapshot's version).
+
+    ``supersedes`` chains each version to the one before it by ``manifestHash``, so the
+    manifests of every earlier version are built too, oldest first (one read of each)."""
+    name = brain.reads.resolve(name)  # as 'ledger show' resolves it
+    if version is None:
+        if name not in brain.snapshots.head().skills:
+            raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
+                                     hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
+                                          f"then 'ledger manifest {name}@N'")  # fmt: skip
+        version = brain.snapshots.committed(name)[1].version  # the store's version in a store-mode brain
+    history = brain.reads.history(name)  # refuses a name with no history
+    written: dict[int, str] = {}
+    for row in history:  # newest first: a version written twice is the newest snapshot's, as 'show' reads it
+        if row["action"] != "delete":
+            written.setdefault(row["version"], row["commit"])
+    if version not in written:
+        raise SkillNotFoundError(f"no snapshot wrote {name} v{version}", hint=f"see 'ledger log' for {name}'s versions")
+    previous: Manifest | None = None
+    for v in sorted(x for x in written if x <= version):
+        previous = _one(brain, name, v, written[v], previous)
+    assert previous is not None
+    return previous
+
+
+def _one(brain: Any, name: str, version: int, commit: str, previous: Manifest | None) -> Manifest:
+    store: gs.GitStore = brain.store
+    top = store.commit_info(bytes.fromhex(commit))[0]
+    tree = skills_of(store, top)[1].get(name)
+    if tree is None:
+        raise ManifestError(f"snapshot {commit[:12]} records {name} v{version} but holds no such skill",
+                            hint="run 'ledger audit': the lineage is inconsistent")  # fmt: skip
+    listing = brain.snapshots.files(tree)
+    rels = sorted(listing)
+    blobs = store.read_blobs([listing[r][1] for r in rels])
+    files = {r: (data, gs.kind_of_mode(listing[r][0], r) == KIND_EXEC) for r, data in zip(rels, blobs, strict=True)}
+    if SKILL_MD not in files:
+        raise ManifestError(f"{name} v{version} has no {SKILL_MD}", hint="run 'ledger audit'")
+    try:
+        text = files[SKILL_MD][0].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{name} v{version}: {SKILL_MD} is not UTF-8") from exc
+    fm = parse_skill_md(text, limit=brain.limits["skill_md"])
+    snap = store.snapshot(bytes.fromhex(commit))
+    doc: dict[str, Any] = {
+        "type": ERC8239_TYPE,
+        "name": name,
+        "description": fm.description,
+        "image": _meta(fm.metadata, "image"),
+        "version": str(version),
+    }
+    if fm.license:
+        doc["license"] = fm.license
+    for key in ("homepage", "repository"):
+        if _meta(fm.metadata, key) is not None:
+            doc[key] = _meta(fm.metadata, key)
+    if _meta(fm.metadata, "author") is not None:
+        doc["author"] = {"name": _meta(fm.metadata, "author")}
+    if fm.allowed_tools and fm.allowed_tools.split():
+        doc["requirements"] = {"tools": fm.allowed_tools.split()}
+    dependency = _dependency(store, top, name)
+    if dependency is not None:
+        doc["dependencies"] = [dependency]
+    if previous is not None:
+        doc["supersedes"] = {"manifestHash": previous.hash, "version": str(previous.version)}
+    doc[EXTENSION] = {
+        "format": FORMAT,
+        "digests": {"blake3": skill_blake3(files), "sha256": "sha256:" + folder_sha256(files)},
+        "snapshot": {"commit": commit, "root": format_root(snap.root), "signer": _signer(snap)},
+    }
+    data = canonical_json(doc)
+    if len(data) > MAX_MANIFEST:
+        raise ManifestError(f"{name} v{version}'s manifest would be {len(data)} bytes; at most {MAX_MANIFEST}")
+    return Manifest(name, version, commit, doc, data)
+
+
+def _meta(metadata: Mapping[str, Any], key: str) -> str | None:
+    """A frontmatter ``metadata`` value the ERC has a field for: a non-empty string, or nothing."""
+    value = metadata.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _dependency(store: gs.GitStore, top: bytes, name: str) -> dict[str, Any] | None:
+    """The upstream an installed skill came from, as the supply record in that snapshot names it."""
+    sha, data = store.supply_record(top)
+    if sha is None:
+        return None
+    entry = parse_record(data).skills.get(name)
+    if entry is None:
+        return None
+    out: dict[str, Any] = {"source": entry.source, "pin": entry.pin,
+                           "integrity": [entry.blake3, "sha256:" + entry.sha256]}  # fmt: skip
+    if entry.derived_from:
+        credit = dict(entry.derived_from)
+        if isinstance(credit.get("agent"), int) and not isinstance(credit["agent"], bool):
+            # an agent id is a uint256 (a keccak), past what a JSON number carries exactly: written as the
+            # receipts write it (lineage.md §6.1), 0x and 64 hex digits
+            if not 0 <= credit["agent"] < 2**256:
+                raise ManifestError(f"the supply record of {name} credits agent {credit['agent']}, not a uint256",
+                                    hint="run 'ledger audit'")  # fmt: skip
+            credit["agent"] = f"0x{credit['agent']:064x}"
+        out["derivedFrom"] = credit
+    return out
+
+
+def _signer(snap: gs.Snapshot) -> str | None:
+    """The address the snapshot's ``Ledger-Signature`` recovers to (lineage.md §8); None when unsigned.
+    Whether that key was trusted is the audit's question, not the manifest's."""
+    if snap.signature is None:
+        return None
+    text, last = signing.split_signature(snap.message)
+    if last != snap.signature:
+        raise ManifestError(f"snapshot {snap.commit[:12]}'s Ledger-Signature is not its message's last line",
+                            hint="run 'ledger audit'")  # fmt: skip
+    parent = bytes.fromhex(snap.parents[0]) if snap.parents else None
+    digest = signing.digest(snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree),
+                            snap.attribution.get("actor", ""), text)  # fmt: skip
+    return signing.recover(digest, last)

@@ -1,0 +1,248 @@
+"""ERC-8239 skill manifests (issue 37): ``ledger manifest NAME[@V]``.
+
+The ERC (ethereum/ERCs PR 1704, ERCS/erc-8239.md) defines ``manifestHash`` as ``keccak256`` of
+the manifest's exact published bytes.  Every hash here is recomputed from that definition by
+code that is not the ledger's: pycryptodome's Keccak and foundry's ``cast keccak`` over the
+bytes the command wrote.  Canonical bytes are held to RFC 8785 vectors written by others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.errors import LedgerError
+from ledger.exchange import sharing
+from ledger.exchange.anchoring import commit_pending
+from ledger.supply.manifest import ManifestError, canonical_json, manifest_hash, parse_manifest
+from tests.conftest import run_ledger
+from tests.test_supply import GOOD, Upstream, record
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = json.loads((Path(__file__).parent / "vectors" / "erc8239" / "vectors.json").read_text())
+CAST = ROOT / "node_modules" / ".bin" / "cast"
+
+
+def keccak(data: bytes) -> str:
+    """keccak256 as the ERC names it, by pycryptodome (the ledger hashes with safe-pysha3)."""
+    from Crypto.Hash import keccak as k
+
+    return "0x" + k.new(digest_bits=256, data=data).hexdigest()
+
+
+def cast_keccak(data: bytes) -> str:
+    """keccak256 by foundry's cast, the tool a registrant would use beside ``registerSkill``."""
+    return subprocess.run([str(CAST), "keccak", "0x" + data.hex()], capture_output=True, text=True, check=True,
+                          timeout=60).stdout.strip()  # fmt: skip
+
+
+def ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run_ledger("--brain", str(brain), *args, check=check)
+
+
+def printed(brain: Path, ref: str) -> tuple[bytes, str]:
+    """The manifest's bytes (the first line) and the manifestHash line of ``ledger manifest REF``."""
+    out = ledger(brain, "manifest", ref).stdout
+    first, hash_line, rest = out.split("\n", 2)
+    assert rest == "" and hash_line.startswith("manifestHash 0x")
+    return first.encode("utf-8"), hash_line.split(" ", 1)[1]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "brain"
+    run_ledger("init", str(path), check=True)
+    ledger(path, "skill", "create", "s", "--description", "The s skill", "--body", "body-one")
+    (tmp_path / "r.md").write_text("ref\n")
+    ledger(path, "skill", "write-file", "s", "references/r.md", "--from", str(tmp_path / "r.md"))
+    return path
+
+
+def test_manifest_hash_is_keccak256_of_the_published_bytes(home: Path, tmp_path: Path) -> None:
+    data, shown = printed(home, "s@1")
+    assert shown == keccak(data) == cast_keccak(data)
+    # --out writes exactly those bytes; --json names the same hash and holds the same object.
+    out = ledger(home, "manifest", "s@1", "--out", str(tmp_path / "m.json")).stdout
+    assert (tmp_path / "m.json").read_bytes() == data and f"manifestHash {shown}" in out
+    doc = json.loads(ledger(home, "manifest", "s@1", "--json").stdout)
+    assert doc["manifestHash"] == shown and doc["manifest"] == json.loads(data) and doc["version"] == 1
+    # The ERC's required fields, and the version as a string.
+    m = json.loads(data)
+    assert m["type"] == "https://eips.ethereum.org/EIPS/eip-8239#skill-v1"
+    assert (m["name"], m["description"], m["image"], m["version"]) == ("s", "The s skill", None, "1")
+    assert "supersedes" not in m and "dependencies" not in m
+    # The bytes are their own canonical form, and parse back to the object.
+    assert parse_manifest(data) == m
+
+
+def test_supersedes_links_each_version_to_the_one_before(home: Path) -> None:
+    v1, h1 = printed(home, "s@1")
+    v2, h2 = printed(home, "s@2")
+    assert json.loads(v2)["supersedes"] == {"manifestHash": keccak(v1), "version": "1"}
+    assert h1 != h2 and h2 == keccak(v2)
+    ledger(home, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
+    v3, h3 = printed(home, "s@3")
+    assert json.loads(v3)["supersedes"]["manifestHash"] == keccak(v2) == h2
+    # NAME alone is the head's version; an older version's manifest does not change as history grows.
+    assert printed(home, "s") == (v3, h3)
+    assert printed(home, "s@1") == (v1, h1)
+
+
+def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> None:
+    m = json.loads(printed(home, "s@2")[0])["brainLedger"]
+    # blake3: the bundle hash of the skill's folder (docs/bundle-hash.md §4), as 'ledger hash' computes it.
+    assert m["digests"]["blake3"] == run_ledger("hash", str(home / "skills" / "s"), check=True).stdout.strip()
+    # sha256: the skills CLI's folder hash: each file's path then bytes, in localeCompare order (r < S).
+    skill_md = (home / "skills" / "s" / "SKILL.md").read_bytes()
+    folder = hashlib.sha256(b"references/r.md" + b"ref\n" + b"SKILL.md" + skill_md).hexdigest()
+    assert m["digests"]["sha256"] == "sha256:" + folder
+    # The snapshot that wrote v2: its commit, its root, and the key that signed it.
+    log = json.loads(ledger(home, "log", "--json").stdout)
+    wrote = next(e for e in log if e["skill"] == "s" and e["version"] == 2)
+    user = next(k["address"] for k in json.loads(ledger(home, "keys", "show", "--json").stdout)["local"]
+                if k["role"] == "user")  # fmt: skip
+    assert m["snapshot"] == {"commit": wrote["commit"], "root": wrote["root"], "signer": user}
+    # v1's digests are of v1's files: the snapshot that wrote v1, exported and hashed.
+    v1 = json.loads(printed(home, "s@1")[0])["brainLedger"]
+    ledger(home, "export", str(tmp_path / "at-v1"), "--at", v1["snapshot"]["commit"])
+    assert v1["digests"]["blake3"] == run_ledger("hash", str(tmp_path / "at-v1" / "s"), check=True).stdout.strip()
+    assert v1["digests"]["sha256"] == "sha256:" + hashlib.sha256(
+        b"SKILL.md" + (tmp_path / "at-v1" / "s" / "SKILL.md").read_bytes()).hexdigest()
+    assert v1["digests"]["blake3"] != m["digests"]["blake3"]
+
+
+def test_frontmatter_fills_the_fields_the_erc_names(tmp_path: Path) -> None:
+    path = tmp_path / "brain"
+    run_ledger("init", str(path), check=True)
+    text = ("---\nname: t\ndescription: Résumé \"quoted\" text\nlicense: Apache-2.0\n"
+            "allowed-tools: Read Bash(git:*)\nmetadata:\n  image: https://example.invalid/t.png\n"
+            "  homepage: https://example.invalid/t\n  repository: https://example.invalid/t.git\n"
+            "  author: Example Org\n---\nBody.\n")  # fmt: skip
+    (tmp_path / "t.md").write_text(text)
+    ledger(path, "skill", "upsert", "--file", str(tmp_path / "t.md"))
+    data, shown = printed(path, "t@1")
+    m = json.loads(data)
+    assert (m["description"], m["license"], m["image"]) == ('Résumé "quoted" text', "Apache-2.0",
+                                                            "https://example.invalid/t.png")  # fmt: skip
+    assert (m["homepage"], m["repository"], m["author"]) == ("https://example.invalid/t",
+                                                             "https://example.invalid/t.git", {"name": "Example Org"})
+    assert m["requirements"] == {"tools": ["Read", "Bash(git:*)"]}
+    assert "Résumé".encode() in data and shown == keccak(data)  # UTF-8 as is, not \u escapes (RFC 8785)
+
+
+def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -> None:
+    up = Upstream(tmp_path)
+    up.put("summarise", {"SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
+                         "references/style.md": "Short sentences.\n"})  # fmt: skip
+    commit = up.publish()
+    home = tmp_path / "store-brain"  # versions in the store: the installed bytes are the source's, unchanged
+    run_ledger("init", "--versions", "store", str(home), check=True)
+    ledger(home, "install", str(up.bare), "summarise")
+    data, shown = printed(home, "summarise@1")
+    assert printed(home, "summarise") == (data, shown)  # NAME alone: the store's version of the head
+    assert "is quarantined here" in ledger(home, "manifest", "summarise").stderr
+    m = json.loads(data)
+    entry = record(home).skills["summarise"]
+    assert m["dependencies"] == [{
+        "source": {"type": "git", "url": str(up.bare), "path": "skills/summarise", "ref": None},
+        "pin": {"commit": commit},
+        "integrity": [entry.blake3, "sha256:" + entry.sha256],
+    }]  # fmt: skip
+    # What the manifest says of the skill is what the installer computed from the source's bytes.
+    assert m["brainLedger"]["digests"] == {"blake3": entry.blake3, "sha256": "sha256:" + entry.sha256}
+    assert shown == keccak(data) == cast_keccak(data)
+    # An approval changes the brain, not the version: v1's manifest stays as it was.
+    ledger(home, "approve", "summarise")
+    assert printed(home, "summarise@1") == (data, shown)
+
+
+@pytest.mark.chain
+def test_a_skill_from_an_anchored_brain_credits_its_agent(chained: Brain, tmp_path: Path) -> None:
+    chained.create("alpha", "Alpha", "alpha\n")
+    commit_pending(chained, key=DEV_KEY_NAME)  # a real anvil: the upstream's root has a receipt
+    sharing.push(chained, str(tmp_path / "remote.git"))
+    cfg = ChainConfig.of(chained)
+    home = tmp_path / "home"
+    run_ledger("init", str(home), check=True)
+    ledger(home, "install", str(tmp_path / "remote.git"), "alpha")
+    data, shown = printed(home, "alpha@1")
+    (dep,) = json.loads(data)["dependencies"]
+    root = chained.head().snap.to_json()["root"]
+    # The agent id is a uint256: a hex string as receipts write it, never a JSON number past 2**53.
+    assert cfg.agent_id is not None and cfg.agent_id > 2**53
+    assert dep["derivedFrom"] == {"agent": f"0x{cfg.agent_id:064x}", "chain": cfg.chain_id,
+                                  "registry": cfg.registry.lower(), "root": root}  # fmt: skip
+    entry = record(home).skills["alpha"]
+    assert dep["source"] == entry.source and dep["source"]["type"] == "brain"
+    assert dep["pin"] == entry.pin and entry.pin["root"] == root and entry.pin["seq"] >= 1
+    assert shown == keccak(data) == cast_keccak(data)
+
+
+def test_refusals(home: Path) -> None:
+    missing = ledger(home, "manifest", "s@7", check=False)
+    assert missing.returncode == 1 and "no snapshot wrote s v7" in missing.stderr
+    unknown = ledger(home, "manifest", "nosuch", check=False)
+    assert unknown.returncode == 1 and "no skill named" in unknown.stderr
+    # A deleted skill: its versions keep their manifests; NAME alone names nothing in the head.
+    before = printed(home, "s@2")
+    ledger(home, "skill", "delete", "s")
+    gone = ledger(home, "manifest", "s", check=False)
+    assert gone.returncode == 1 and "ledger manifest s@N" in gone.stderr
+    assert printed(home, "s@2") == before
+    # Created again, the name goes on above its last version (ADR 9), superseding it across the delete.
+    ledger(home, "skill", "create", "s", "--description", "Again")
+    again = json.loads(printed(home, "s")[0])
+    assert again["version"] == "3" and again["supersedes"] == {"manifestHash": before[1], "version": "2"}
+    for bad in ("s@", "@1", "s@0", "s@x"):
+        usage = ledger(home, "manifest", bad, check=False)
+        assert usage.returncode == 2, bad
+
+
+@pytest.mark.parametrize("case", VECTORS["jcs"], ids=[c["name"] for c in VECTORS["jcs"]])
+def test_canonical_bytes_are_rfc8785(case: dict) -> None:
+    assert canonical_json(json.loads(case["input"])) == case["output"].encode("utf-8")
+
+
+def test_the_committed_manifest_vector() -> None:
+    vec = VECTORS["manifest"]
+    data = canonical_json(json.loads(vec["input"]))
+    assert data == vec["canonical"].encode("utf-8")
+    assert manifest_hash(data) == keccak(data) == vec["manifestHash"]
+    assert parse_manifest(data) == json.loads(vec["input"])
+
+
+@pytest.mark.parametrize("data, why", [
+    (b'{"b":1, "a":2}', "canonical"),  # whitespace
+    (b'{"b":1,"a":2}', "canonical"),  # key order
+    (b'{"a":"\\u00e9"}', "canonical"),  # an escape JCS does not write
+    (b'{"a":1,"a":2}', "repeats a key"),
+    (b'{"a":1.5}', "integers only"),
+    (b'{"a":NaN}', "integers only"),
+    (b'{"a":1e5}', "integers only"),
+    (b'{"a":-0}', "canonical"),  # parses to 0, which RFC 8785 writes "0"
+    (b'{"a":01}', "not JSON"),
+    (b'{"a":9007199254740992}', r"2\*\*53"),
+    (b"\xef\xbb\xbf{}", "byte-order mark"),
+    (b'{"a":"\xff"}', "not UTF-8"),
+    (b"[]", "JSON object"),
+    (b'{"a":' * 40 + b"1" + b"}" * 40, "deeper"),
+    (b'{"a":', "not JSON"),
+])  # fmt: skip
+def test_non_canonical_or_malformed_manifests_are_refused(data: bytes, why: str) -> None:
+    with pytest.raises(ManifestError, match=why) as info:
+        parse_manifest(data)
+    assert isinstance(info.value, LedgerError)
+
+
+def test_values_jcs_cannot_write_exactly_are_refused() -> None:
+    for value, why in (({"a": 0.5}, "integers only"), ({"a": 2**53}, "2\\*\\*53"), ({"a": "\ud800"}, "surrogate"),
+                       ({1: "a"}, "not a string"), ({"a": {1, 2}}, "set")):  # fmt: skip
+        with pytest.raises(ManifestError, match=why):
+            canonical_json(value)
