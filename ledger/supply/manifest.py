@@ -76,50 +76,45 @@ def manifest_hash(data: bytes) -> str:
 
 
 def canonical_json(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``: objects' keys in UTF-16 code-unit order, no whitespace,
-    strings escaped as ECMAScript's JSON.stringify does, UTF-8.
+    """RFC 8785 (JCS) bytes of ``value``, written by Trail of Bits' ``rfc8785`` (a maintained
+    implementation checked against the RFC's vectors), within the domain a manifest holds:
+    objects with string keys, arrays, strings, integers within ±(2**53 - 1), booleans and null.
+    A float is refused here (the ledger writes integers only, and a frontmatter float would
+    otherwise hash by ECMAScript's number formatting), as are larger integers and lone surrogates."""
+    import rfc8785
 
-    Only the values a manifest holds are accepted: objects with string keys, arrays, strings,
-    integers within ±(2**53 - 1), booleans and null.  A float (JCS would need ECMAScript's
-    number formatting), a larger integer, or a string with a lone surrogate is refused."""
-    out: list[str] = []
-    _emit(value, out, 0)
+    _domain(value, 0)
     try:
-        return "".join(out).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ManifestError("a manifest string holds a lone surrogate, which UTF-8 cannot encode",
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, UnicodeError) as exc:
+        raise ManifestError(f"a manifest value has no RFC 8785 form: {exc}",
                             hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
 
 
-def _emit(value: Any, out: list[str], level: int) -> None:
+def _domain(value: Any, level: int) -> None:
     if level > MAX_DEPTH:
         raise ManifestError(f"a manifest nests deeper than {MAX_DEPTH} levels")
-    if value is None or isinstance(value, bool):
-        out.append({None: "null", True: "true", False: "false"}[value])
-    elif isinstance(value, int):
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise ManifestError(f"integer {value} is beyond ±(2**53 - 1); RFC 8785 cannot write it exactly")
-        out.append(str(value))
-    elif isinstance(value, str):
-        out.append(json.dumps(value, ensure_ascii=False))  # the escapes JCS names: \" \\ \b \f \n \r \t, \u00xx
+    if isinstance(value, float):
+        raise ManifestError(f"a manifest holds the number {value!r}; the ledger writes integers only",
+                            hint="quote it as a string in the frontmatter")  # fmt: skip
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise ManifestError(f"integer {value} is beyond ±(2**53 - 1); RFC 8785 cannot write it exactly")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ManifestError("a manifest string holds a lone surrogate, which UTF-8 cannot encode",
+                                hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
     elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for i, item in enumerate(value):
-            out.append("," if i else "")
-            _emit(item, out, level + 1)
-        out.append("]")
+        for item in value:
+            _domain(item, level + 1)
     elif isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise ManifestError("a manifest object has a key that is not a string")
-        out.append("{")
-        for i, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))):
-            out.append(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
-            _emit(value[key], out, level + 1)
-        out.append("}")
-    elif isinstance(value, float):
-        raise ManifestError(f"a manifest holds the number {value!r}; the ledger writes integers only",
-                            hint="quote it as a string in the frontmatter")  # fmt: skip
-    else:
+        for key, item in value.items():
+            _domain(key, level + 1)
+            _domain(item, level + 1)
+    elif value is not None and not isinstance(value, (bool, int)):
         raise ManifestError(f"a manifest cannot hold a {type(value).__name__}")
 
 
