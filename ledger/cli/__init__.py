@@ -4,7 +4,7 @@ Exit codes: 0 ok or nothing to do, 1 refused or failed (nothing changed), 2 usag
 3 recorded locally but the chain step failed.  Chain commands import web3 lazily.
 """
 
-from ledger.cli import brain, chain, history, keys, layouts, runtimes, sharing, skills, supply  # noqa: F401  (each registers its commands on main)
+from ledger.cli import attest, brain, chain, history, keys, layouts, runtimes, sharing, skills, supply  # noqa: F401  (each registers its commands on main)
 from ledger.cli.common import main
 
 __all__ = ["main"]
