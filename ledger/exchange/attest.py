@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
+from ledger.chain.receipts import receipt_of
 from ledger.errors import UsageError
 from ledger.exchange import intoto, oms
 from ledger.exchange.attested import (
@@ -64,8 +65,6 @@ def _context(brain: Brain) -> tuple[str, str | None]:
 
 
 def _receipt(brain: Brain, commit: bytes) -> dict[str, Any] | None:
-    from ledger.chain.receipts import receipt_of
-
     return receipt_of(brain.store, commit.hex())
 
 
