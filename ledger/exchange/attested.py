@@ -166,13 +166,15 @@ def _signer(snap: gs.Snapshot) -> str | None:
 
 def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, siblings.Siblings] | None:
     """``(address, snapshot commit, its siblings)`` of the newest signed snapshot reachable from ``head``
-    whose ``Ledger-Sibling`` P-256 key has key id ``kid``; None when no snapshot certifies it."""
+    whose ``Ledger-Sibling`` P-256 key has key id ``kid``; None when no snapshot certifies it.  A key
+    that two addresses certify is refused: whose attestation it signs would be ambiguous."""
     fmt = f"%H%x1f%(trailers:key={siblings.SIBLING_TRAILER},valueonly,separator=%x1f)%x1e"
     proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "log", f"--format={fmt}", head.hex(), "--"],
                           capture_output=True, env=child_env(), check=False)  # fmt: skip
     if proc.returncode != 0:
         raise AttestationError(f"cannot read the brain's history: {proc.stderr.decode(errors='replace')[-200:]}")
     ids: dict[str, str] = {}
+    found: dict[str, tuple[str, str, siblings.Siblings]] = {}  # address → its newest certification
     for record in proc.stdout.decode("utf-8", "replace").split("\x1e"):
         commit, *values = record.strip("\n").split("\x1f")
         for value in (v.strip() for v in values):
@@ -192,5 +194,8 @@ def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, sibl
                 continue
             address = _signer(snap)  # the certification is the EIP-712 signature over the trailer
             if address is not None and certified.p256 == value:
-                return address, commit, certified
-    return None
+                found.setdefault(address, (address, commit, certified))
+    if len(found) > 1:
+        raise AttestationError(f"the key {kid[:16]}… is certified by {' and '.join(sorted(found))}, so whose "
+                               "attestation it signs is ambiguous", hint="run 'ledger audit'")  # fmt: skip
+    return next(iter(found.values()), None)
