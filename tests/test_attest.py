@@ -277,3 +277,24 @@ def test_an_oms_folder_with_a_top_level_git_file_is_refused() -> None:
     att.files[".gitignore"] = (b"x\n", False)  # a single skill's folder may hold one; model_signing ignores it
     with pytest.raises(AttestationError, match="always leaves out"):
         oms.statement(att)
+
+
+def test_a_sibling_certified_by_two_addresses_is_ambiguous(made: Path, tmp_path: Path) -> None:
+    """A forged head re-signs the user's signed text, Ledger-Sibling trailers and all, with another key:
+    two addresses then certify one sibling, and no attestation by it is believed."""
+    from ledger.exchange.attest import attest, verify_attestation
+    from ledger.signatures import signing
+
+    with Brain.open(made) as b:
+        data, _ = attest(b, None, None, "intoto")
+        head = b.head().commit
+        snap = b.store.snapshot(head)
+        text, _ = signing.split_signature(snap.message)
+        tree, parent = bytes.fromhex(snap.tree), bytes.fromhex(snap.parents[0])
+        digest = signing.digest(snap.root, snap.parent_root, parent, tree, snap.attribution["actor"], text)
+        other = b"\x42" * 32
+        forged = b.store.write_commit(tree, [parent], text + f"Ledger-Signature: {signing.sign(other, digest)}\n")
+        assert verify_attestation(b, data)["ok"]
+        b.store.move_head(forged, head)
+    with Brain.open(made) as b, pytest.raises(AttestationError, match=r"is certified by .* and .*ambiguous"):
+        verify_attestation(b, data)
