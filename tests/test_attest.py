@@ -228,6 +228,15 @@ def test_malformed_and_ambiguous_attestations_are_refused(made: Path, tmp_path: 
         "not json": "{",
         "neither format": "{}",
         "two signatures": good.replace('"signatures":[', '"signatures":[{"sig":"","keyid":""},', 1),
+        "base64 with white space": good.replace('"payload":"', '"payload":" ', 1),
+    }
+    env = tmp_path / "a.intoto"
+    run_ledger("--brain", str(made), "attest", "--format", "intoto", "-o", str(env), check=True)
+    envelope = env.read_text()
+    cases |= {
+        "in-toto: base64 with white space": envelope.replace('"sig":"', '"sig":" ', 1),
+        "in-toto: a second member": envelope.replace('{"payload"', '{"extra":1,"payload"', 1),
+        "in-toto: duplicate keyid": envelope.replace('"keyid":', '"keyid":"x","keyid":', 1),
     }
     for what, text in cases.items():
         path = tmp_path / "case.json"

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from ledger.brain import Brain
     from ledger.signatures.identity import LocalKey
 
-__all__ = ["AttestationError", "Attested", "attested", "canonical", "certifier", "folder_digest", "key_id",
-           "signing_key", "strict_loads"]  # fmt: skip
+__all__ = ["AttestationError", "Attested", "attested", "b64_strict", "canonical", "certifier", "folder_digest",
+           "key_id", "p256_pem", "signing_key", "strict_loads"]  # fmt: skip
 
 _MAX_DEPTH = 16  # our documents nest 5 deep; a deeper one is refused before the parser sees it
 
@@ -123,6 +123,19 @@ def strict_loads(data: bytes, what: str) -> Any:
                           parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # fmt: skip
     except (UnicodeDecodeError, ValueError) as exc:
         raise AttestationError(f"{what} is not valid JSON: {exc}") from None
+
+
+def b64_strict(value: Any, what: str) -> bytes:
+    """Standard base64 with padding, in its one canonical spelling (no white space, no stray bits)."""
+    import base64
+
+    try:
+        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else None
+    except ValueError:
+        raw = None
+    if raw is None or base64.b64encode(raw).decode() != value:
+        raise AttestationError(f"{what} is not canonical base64")
+    return raw
 
 
 def key_id(pem: bytes) -> str:

@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ledger.bundle.merkle import format_root
-from ledger.exchange.attested import AttestationError, Attested, canonical, strict_loads
+from ledger.exchange.attested import AttestationError, Attested, b64_strict, canonical, strict_loads
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
@@ -90,6 +90,8 @@ def open_envelope(doc: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
     if not isinstance(sigs, list) or len(sigs) != 1 or not isinstance(sigs[0], dict) \
             or set(sigs[0]) != {"keyid", "sig"} or not isinstance(sigs[0]["keyid"], str):  # fmt: skip
         raise AttestationError("the envelope must hold exactly one signature, with a keyid and a sig")
+    b64_strict(doc["payload"], "the payload")
+    b64_strict(sigs[0]["sig"], "the signature")
     try:
         env = Envelope.from_dict(json.loads(json.dumps(doc)))  # from_dict rewrites the dict it is given
     except (ValueError, TypeError, KeyError) as exc:

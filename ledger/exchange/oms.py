@@ -22,7 +22,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ledger.exchange.attested import AttestationError, Attested, canonical, folder_digest, strict_loads
+from ledger.exchange.attested import AttestationError, Attested, b64_strict, canonical, folder_digest, strict_loads
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
@@ -99,16 +99,6 @@ def make(att: Attested, key: EllipticCurvePrivateKey, hint: str) -> bytes:
     return json.dumps(bundle, separators=(",", ":")).encode()
 
 
-def _b64(value: Any, what: str) -> bytes:
-    try:
-        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else None
-    except ValueError:
-        raw = None
-    if raw is None or base64.b64encode(raw).decode() != value:
-        raise AttestationError(f"{what} is not canonical base64")
-    return raw
-
-
 def _exact(doc: Any, keys: set[str], what: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or set(doc) != keys:
         raise AttestationError(f"{what} must be an object with exactly {', '.join(sorted(keys))}")
@@ -132,11 +122,11 @@ def open_bundle(doc: dict[str, Any]) -> tuple[str, bytes, bytes, dict[str, Any]]
     one = _exact(env["signatures"][0], {"sig", "keyid"}, "the signature")
     if one["keyid"] != "":
         raise AttestationError("an OMS signature's keyid is empty (the key is named by the hint)")
-    payload = _b64(env["payload"], "the payload")
+    payload = b64_strict(env["payload"], "the payload")
     stmt = strict_loads(payload, "the statement")
     if canonical(stmt) != payload:
         raise AttestationError("the statement is not in canonical form (sorted keys, no white space)")
-    return hint, payload, _b64(one["sig"], "the signature"), stmt
+    return hint, payload, b64_strict(one["sig"], "the signature"), stmt
 
 
 def check_signature(pem: bytes, payload: bytes, sig: bytes) -> bool:
