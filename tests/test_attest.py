@@ -307,3 +307,21 @@ def test_a_sibling_certified_by_two_addresses_is_ambiguous(made: Path, tmp_path:
         b.store.move_head(forged, head)
     with Brain.open(made) as b, pytest.raises(AttestationError, match=r"is certified by .* and .*ambiguous"):
         verify_attestation(b, data)
+
+
+def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_path: Path) -> None:
+    from ledger.exchange.attested import attested
+    from ledger.store.supply import QUARANTINED
+    from tests.test_quarantine import _mark
+
+    _mark(made, **{"a-b": QUARANTINED})
+    folder = _export(made, tmp_path / "out")
+    with Brain.open(made) as b:
+        att = attested(b.store, b.head().commit)
+    assert {rel: data for rel, (data, _) in att.files.items()} == _files(folder) and att.withheld == ["a-b"]
+    out = tmp_path / "x.intoto"
+    run_ledger("--brain", str(made), "attest", "--format", "intoto", "-o", str(out), check=True)
+    stmt = json.loads(base64.b64decode(json.loads(out.read_bytes())["payload"]))
+    assert stmt["predicate"]["withheld"] == ["a-b"] and not any("a-b" in s["name"] for s in stmt["subject"])
+    refused = run_ledger("--brain", str(made), "attest", "HEAD", "a-b", "--format", "oms")
+    assert refused.returncode == 1 and "quarantined or revoked" in refused.stderr and not refused.stdout
