@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain
+from ledger.cli.common import emit, main, open_brain
 from ledger.errors import LedgerError, UsageError
 
 
@@ -57,7 +57,7 @@ def _write(path: Path, data: bytes) -> None:
               help="Write the attestation to FILE (default: standard output).")
 @click.option("--actor", type=click.Choice(["user", "agent", "curator"]), default="user", show_default=True,
               help="Whose key signs: its P-256 sibling, certified by the brain's signed snapshots.")
-@json_flag
+@click.option("--json", "as_json", is_flag=True, help="With -o: print what was attested as one JSON document.")
 @click.pass_context
 def attest(ctx: click.Context, args: tuple[str, ...], fmt: str, output: Path | None, actor: str,
            as_json: bool) -> None:  # fmt: skip
