@@ -325,3 +325,23 @@ def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_
     assert stmt["predicate"]["withheld"] == ["a-b"] and not any("a-b" in s["name"] for s in stmt["subject"])
     refused = run_ledger("--brain", str(made), "attest", "HEAD", "a-b", "--format", "oms")
     assert refused.returncode == 1 and "quarantined or revoked" in refused.stderr and not refused.stdout
+
+
+@pytest.mark.chain
+def test_an_anchored_snapshot_carries_its_agent_and_receipt(chained: Brain) -> None:
+    """Real anvil: the predicate holds the registered agent and the snapshot's chain receipt."""
+    from ledger.chain.keys import DEV_KEY_NAME
+    from ledger.chain.receipts import receipt_of
+    from ledger.exchange.anchoring import commit_pending
+    from ledger.exchange.attest import attest, verify_attestation
+
+    chained.create("s", "S", "body")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    head = chained.head().commit
+    receipt = receipt_of(chained.store, head.hex())
+    assert receipt is not None and receipt["seq"] >= 1
+    data, _ = attest(chained, None, None, "intoto")
+    pred = json.loads(base64.b64decode(json.loads(data)["payload"]))["predicate"]
+    agent = chained.config["chain"]["agent_id"]  # written as 0x and 64 hex digits (ChainConfig.save)
+    assert pred["receipt"] == receipt and pred["agent"] == agent and len(agent) == 66
+    assert verify_attestation(chained, data)["ok"]
