@@ -98,12 +98,26 @@ require_flag = click.option(
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 @click.option("--frozen", is_flag=True,
               help="Also hold every installed skill to its pin: no local drift, and its source still serves it.")
+@click.option("--attestation", "attestation", type=click.Path(dir_okay=False, path_type=Path),
+              help="Instead, check FILE ('ledger attest': OMS or in-toto) against the brain at REV or the snapshot "
+                   "it names.")  # fmt: skip
+@click.argument("rev", required=False)
 @click.pass_context
 def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None,
-           frozen: bool) -> None:  # fmt: skip
-    """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen)."""
+           frozen: bool, attestation: Path | None, rev: str | None) -> None:  # fmt: skip
+    """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen).
+
+    With --attestation FILE [REV]: verify an attestation instead (its key, signature and every subject).
+    """
     from ledger.audit.lineage import audit_repo
 
+    if attestation is not None:
+        if with_chain or require or html_file or frozen:
+            raise UsageError("--attestation goes with REV and --json only")
+        _verify_attestation(ctx, attestation, rev, as_json)
+        return
+    if rev is not None:
+        raise UsageError(f"unexpected argument {rev!r}", hint="REV goes with --attestation FILE")
     if frozen:
         _verify_frozen(ctx, as_json)
     with open_brain(ctx) as brain:
@@ -123,6 +137,20 @@ def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, h
         without_chain=("no --chain", "run 'ledger verify --chain'"), **kwargs,
     )  # fmt: skip
     _print_report(report, as_json, html_file)
+
+
+def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
+    from ledger.exchange.attest import read_attestation, verify_attestation
+
+    data = read_attestation(path)
+    with open_brain(ctx) as brain:
+        out = verify_attestation(brain, data, rev)
+    if as_json:
+        emit(out)
+        return
+    what = f"skill {out['skill']}" if out["skill"] else f"{out['files']} file(s)"
+    click.echo(f"Verified OK: {out['format']} attestation of {what} at {out['commit'][:12]}, signed by {out['role']} "
+               f"{out['signer']} (P-256 sibling {out['keyid'][:16]}…, certified in {out['certified_by'][:12]})")
 
 
 @main.command()
