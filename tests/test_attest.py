@@ -14,9 +14,7 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from ledger.exchange.attested import AttestationError, Attested, canonical, key_
 from ledger.signatures.siblings import P256, Siblings
 from ledger.store.messages import Snapshot
 from tests.conftest import run_ledger
+from tests.venvs import venv_python
 
 VENV = Path(__file__).resolve().parent.parent / ".venv-model-signing"
 LOCK = VENV.parent / "requirements" / "model-signing.txt"
@@ -36,27 +35,7 @@ VECTORS = Path(__file__).resolve().parent / "vectors" / "attest" / "vectors.json
 
 def _model_signing() -> Path:
     """The stock ``model_signing`` console script, installed from the hashed lock on first use."""
-    script = VENV / "bin" / "model_signing"
-    stamp = VENV / f".lock-{hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]}"
-    if script.exists() and stamp.exists():
-        return script
-    python = VENV / "bin" / "python"
-    try:
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
-                        "-r", str(LOCK)], check=True, capture_output=True, timeout=900)  # fmt: skip
-    except (subprocess.SubprocessError, OSError) as exc:
-        shutil.rmtree(VENV, ignore_errors=True)
-        detail = getattr(exc, "stderr", b"") or b""
-        why = f"cannot install model-signing into {VENV}: {exc} {detail.decode(errors='replace')[-400:]}"
-        if os.environ.get("LEDGER_CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    for old in VENV.glob(".lock-*"):
-        old.unlink()
-    stamp.touch()
-    return script
+    return venv_python(VENV, LOCK, "model-signing").with_name("model_signing")
 
 
 @pytest.fixture
@@ -147,7 +126,10 @@ def test_securesystemslib_verifies_an_intoto_attestation_of_every_exported_file(
     with Brain.open(made) as b:
         head = b.store.snapshot(b.head().commit)
         user = b.keys.peek("user")
-    assert subjects[brain[0]] == {"blake3-tree-v1": head.root.hex(), "gitCommit": head.commit}
+    # sha256 as OMS digests a folder: SHA-256 over the files' SHA-256 digests, by path components
+    folder = hashlib.sha256(b"".join(hashlib.sha256(files[rel]).digest()
+                                     for rel in sorted(files, key=lambda r: r.split("/")))).hexdigest()  # fmt: skip
+    assert subjects[brain[0]] == {"blake3-tree-v1": head.root.hex(), "gitCommit": head.commit, "sha256": folder}
     pred = stmt["predicate"]
     assert (pred["snapshot"]["commit"], pred["snapshot"]["parentCommit"]) == (head.commit, head.parents[0])
     assert (pred["snapshot"]["sequence"], pred["actor"], pred["signer"]) == (4, "user", user)

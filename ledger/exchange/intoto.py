@@ -4,7 +4,8 @@ Subjects are every attested file, named ``skills/<path>`` as ``ledger export`` l
 with ``sha256`` and ``blake3`` (plain BLAKE3-256 of the bytes: the bundle hash's own file
 digest is domain-separated, ``BLAKE3(0x02 ‖ bytes)``, and so is no standard BLAKE3), then the
 brain itself, named ``brain:<agent id or folder name>``, digested by its bundle root
-(``blake3-tree-v1``) and its snapshot commit (``gitCommit``).  The predicate
+(``blake3-tree-v1``), its snapshot commit (``gitCommit``) and ``sha256``, the folder digest
+OMS defines (:func:`ledger.exchange.oms.folder_sha256`), so every subject carries sha256.  The predicate
 (:data:`PREDICATE_TYPE`) says which snapshot, who attests and what the chain recorded.
 securesystemslib's :class:`~securesystemslib.dsse.Envelope` signs and verifies; its
 ``keyid`` is the sibling's key id (SHA-256 of its PEM).
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.bundle.merkle import format_root
 from ledger.exchange.attested import AttestationError, Attested, b64_strict, canonical, strict_loads
+from ledger.exchange.oms import folder_sha256
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
@@ -42,8 +44,8 @@ def statement(att: Attested, *, brain: str, sequence: int, agent: str | None, ac
         for rel, (data, _) in sorted(att.files.items(), key=lambda kv: kv[0].encode())
     ]  # fmt: skip
     snap = att.snapshot
-    subjects.append({"name": BRAIN_PREFIX + brain, "digest": {"blake3-tree-v1": snap.root.hex(),
-                                                              "gitCommit": snap.commit}})  # fmt: skip
+    digest = {"blake3-tree-v1": snap.root.hex(), "gitCommit": snap.commit, "sha256": folder_sha256(att.files)}
+    subjects.append({"name": BRAIN_PREFIX + brain, "digest": digest})
     return {
         "_type": STATEMENT_TYPE,
         "subject": subjects,

@@ -48,6 +48,15 @@ def _order(rel: str) -> tuple[str, ...]:
     return tuple(rel.split("/"))
 
 
+def folder_sha256(files: dict[str, tuple[bytes, bool]]) -> str:
+    """A folder's SHA-256 as OMS defines its subject: SHA-256 over the files' SHA-256 digests, in
+    model_signing's order.  in-toto attestations use it too, so every subject carries sha256."""
+    root = hashlib.sha256()
+    for rel in sorted(files, key=_order):
+        root.update(hashlib.sha256(files[rel][0]).digest())
+    return root.hexdigest()
+
+
 def subject_name(att: Attested) -> str:
     return ("skills" if att.name is None else f"skills/{att.name}") + "@" + att.commit.hex()
 
@@ -59,11 +68,8 @@ def statement(att: Attested) -> dict[str, Any]:
         raise AttestationError(f"the folder holds {', '.join(tops)} at its top, which model_signing's verifier "
                                "always leaves out, so an OMS signature could not cover it",
                                hint="attest the whole brain, or use --format intoto")  # fmt: skip
-    resources, root = [], hashlib.sha256()
-    for rel in sorted(att.files, key=_order):
-        digest = hashlib.sha256(att.files[rel][0]).digest()
-        root.update(digest)
-        resources.append({"algorithm": "sha256", "digest": digest.hex(), "name": rel})
+    resources = [{"algorithm": "sha256", "digest": hashlib.sha256(att.files[rel][0]).hexdigest(), "name": rel}
+                 for rel in sorted(att.files, key=_order)]  # fmt: skip
     return {
         "_type": STATEMENT_TYPE,
         "predicate": {
@@ -74,7 +80,7 @@ def statement(att: Attested) -> dict[str, Any]:
         },
         "predicateType": PREDICATE_TYPE,
         "subject": [{
-            "digest": {"blake3-tree-v1": folder_digest(att.files).hex(), "sha256": root.hexdigest()},
+            "digest": {"blake3-tree-v1": folder_digest(att.files).hex(), "sha256": folder_sha256(att.files)},
             "name": subject_name(att),
         }],
     }
