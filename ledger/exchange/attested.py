@@ -101,8 +101,14 @@ def folder_digest(files: dict[str, tuple[bytes, bool]]) -> bytes:
 
 
 def canonical(doc: Any) -> bytes:
-    """The one serialisation of a signed statement: UTF-8 JSON, keys sorted, no white space."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """The one serialisation of a signed statement: RFC 8785 canonical JSON (the ``rfc8785`` library,
+    as ERC-8239 manifests use), so that no two parsers read one attestation two ways."""
+    import rfc8785
+
+    try:
+        return rfc8785.dumps(doc)
+    except (rfc8785.CanonicalizationError, UnicodeError) as exc:
+        raise AttestationError(f"a statement value has no canonical JSON form: {exc}") from exc
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
