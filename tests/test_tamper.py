@@ -123,6 +123,20 @@ def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Ca
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
 
 
+@pytest.mark.parametrize("case", tamper.sibling_cases(), ids=lambda c: c.name)
+def test_every_sibling_tamper_class_fails_the_audit(honest_merged, case: tamper.Case, tmp_path: Path) -> None:
+    """A signed snapshot's gpgsig and the siblings it certifies (§8.6): only the 'siblings' check fails."""
+    copy, named = _tampered(honest_merged, case, tmp_path)
+    code, report = _audit(copy, *case.audit_args)
+    chk = report["checks"][case.check]
+    assert code == 1 and not chk["ok"] and chk["snapshot"] == named, (case.name, chk)
+    assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
+    failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
+    assert failed == ["siblings"], (case.name, failed)  # both other signatures, and every other rule, hold
+    docs = Path(__file__).parent.parent / "docs"  # the draft until the integrator moves it into lineage.md
+    assert any(f"`{case.name}`" in (docs / f).read_text() for f in ("lineage.md", "_draft-gitsig.md"))
+
+
 @pytest.fixture(scope="module")
 def honest_hermes_sync(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     return tamper.build_honest_hermes_sync(tmp_path_factory.mktemp("tamper-hermes-sync"))
