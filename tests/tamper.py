@@ -117,6 +117,7 @@ class Case:
     check: str  # the audit check that must fail
     apply: Callable[[Path, dict[str, int]], str]  # (bare copy, snapshot index by label) → the commit to be named
     audit_args: tuple[str, ...] = ()
+    also_fails: tuple[str, ...] = ()  # checks that fail beside ``check`` (where a test asserts the whole set)
 
 
 KEYS: dict[str, bytes] = {}  # the honest brain's private keys by name (build_honest): what an attacker may hold
@@ -236,6 +237,7 @@ REASONS = {  # a phrase each signature class's failure must hold: the cause, not
     "gpgsig-by-another-key": "names another key than the certified one",
     "gpgsig-stripped": "has no gpgsig",
     "sibling-certified-twice": "certifies other sibling keys here than at snapshot",
+    "siblings-on-an-unsigned-snapshot": "no Ledger-Signature to certify them",
     "versions-record-added": "adds the 'versions' record",
     "versions-record-altered": "'versions' record does not give",
     "versions-record-dropped": "drops the 'versions' record",
@@ -456,7 +458,10 @@ def merge_cases() -> list[Case]:
 
     def unsigned(repo: Path, idx: dict[str, int]) -> str:
         tip = lineage(repo)[idx["merge"]]
-        stripped = sub(r"^Ledger-Signature: .*\n", "")
+
+        def stripped(m: Message) -> Message:  # as an unsigned writer writes it: no signature, no siblings
+            return re.sub(r"^Ledger-Sibling: .*\n", "", sub(r"^Ledger-Signature: .*\n", "")(m), flags=re.M)
+
         return rewrite(repo, idx["merge"], message=stripped, extra_parent=parents(repo, tip)[1])
 
     def relabelled(repo: Path, idx: dict[str, int]) -> str:
@@ -542,6 +547,9 @@ def sibling_cases() -> list[Case]:
     def stripped(repo: Path, idx: dict[str, int]) -> str:
         return retip(repo, lambda raw: commitsig.split(raw)[0])
 
+    def unsigned_with_siblings(repo: Path, idx: dict[str, int]) -> str:
+        return retip(repo, lambda raw: re.sub(rb"\nLedger-Signature: [^\n]*\n", b"\n", raw, count=1))
+
     def certified_twice(repo: Path, idx: dict[str, int]) -> str:
         """The user key (an attacker holding it) certifies a second Ed25519 sibling, and signs everything
         properly with it: the EIP-712 signature and the gpgsig both verify; only the rule catches it."""
@@ -563,6 +571,8 @@ def sibling_cases() -> list[Case]:
         Case("gpgsig-by-another-key", "8.6", "siblings", other_key),
         Case("gpgsig-stripped", "8.6", "siblings", stripped),
         Case("sibling-certified-twice", "8.6", "siblings", certified_twice),
+        Case("siblings-on-an-unsigned-snapshot", "8.6", "siblings", unsigned_with_siblings,
+             also_fails=("signatures",)),  # the signature stripped, trailers and gpgsig kept
     ]
 
 
