@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.brain.signers import allowed_signers
+from ledger.errors import StoreError
+from ledger.store.gitstore import GitStore
 from tests import tamper
 from tests.conftest import run_ledger
 
@@ -133,6 +136,12 @@ def test_every_sibling_tamper_class_fails_the_audit(honest_merged, case: tamper.
     assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
     failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
     assert failed == sorted(["siblings", *case.also_fails]), (case.name, failed)  # every other rule holds
+    with GitStore(copy) as store:  # the allowed_signers exporter refuses a lineage whose address has two siblings
+        if case.name == "sibling-certified-twice":
+            with pytest.raises(StoreError, match="certifies two different Ed25519 siblings"):
+                allowed_signers(store)
+        else:
+            assert len(allowed_signers(store)[0]) == 2  # the user and the agent key, each certified once
     docs = Path(__file__).parent.parent / "docs"  # the draft until the integrator moves it into lineage.md
     assert any(f"`{case.name}`" in (docs / f).read_text() for f in ("lineage.md", "_draft-gitsig.md"))
 
