@@ -117,6 +117,7 @@ class Case:
     check: str  # the audit check that must fail
     apply: Callable[[Path, dict[str, int]], str]  # (bare copy, snapshot index by label) → the commit to be named
     audit_args: tuple[str, ...] = ()
+    also_fails: tuple[str, ...] = ()  # checks that fail beside ``check`` (where a test asserts the whole set)
 
 
 KEYS: dict[str, bytes] = {}  # the honest brain's private keys by name (build_honest): what an attacker may hold
@@ -233,6 +234,10 @@ def cases() -> list[Case]:
 
 
 REASONS = {  # a phrase each signature class's failure must hold: the cause, not just any failure
+    "gpgsig-by-another-key": "names another key than the certified one",
+    "gpgsig-stripped": "has no gpgsig",
+    "sibling-certified-twice": "certifies other sibling keys here than at snapshot",
+    "siblings-on-an-unsigned-snapshot": "no Ledger-Signature to certify them",
     "versions-record-added": "adds the 'versions' record",
     "versions-record-altered": "'versions' record does not give",
     "versions-record-dropped": "drops the 'versions' record",
@@ -453,7 +458,10 @@ def merge_cases() -> list[Case]:
 
     def unsigned(repo: Path, idx: dict[str, int]) -> str:
         tip = lineage(repo)[idx["merge"]]
-        stripped = sub(r"^Ledger-Signature: .*\n", "")
+
+        def stripped(m: Message) -> Message:  # as an unsigned writer writes it: no signature, no siblings
+            return re.sub(r"^Ledger-Sibling: .*\n", "", sub(r"^Ledger-Signature: .*\n", "")(m), flags=re.M)
+
         return rewrite(repo, idx["merge"], message=stripped, extra_parent=parents(repo, tip)[1])
 
     def relabelled(repo: Path, idx: dict[str, int]) -> str:
@@ -513,6 +521,61 @@ def build_honest_hermes_sync(root: Path) -> tuple[Path, dict[str, int]]:
     return brain, {"move": n - 3, "category-file": n - 2, "tip": n - 1}
 
 
+def retip(repo: Path, edit: Callable[[bytes], bytes]) -> str:
+    """Replace the tip's commit object by ``edit`` of it (parents kept: a merge stays a merge); its new id."""
+    raw = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "commit", "main"], capture_output=True,
+                         check=True).stdout  # fmt: skip
+    made = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+                          input=edit(raw), capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+    git(repo, "update-ref", "refs/heads/main", made)
+    return made
+
+
+def sibling_cases() -> list[Case]:
+    """docs/lineage.md §8.6 (draft: docs/_draft-gitsig.md): the tip of ``build_honest_merged`` (a merge
+    signed by the user key) forged in its git signature or in the siblings it certifies."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ledger.signatures import sshsig
+    from ledger.store import commitsig
+
+    def other_key(repo: Path, idx: dict[str, int]) -> str:
+        stranger = Ed25519PrivateKey.generate()
+        return retip(repo, lambda raw: commitsig.insert(p := commitsig.split(raw)[0], sshsig.sign(stranger, p)))
+
+    def stripped(repo: Path, idx: dict[str, int]) -> str:
+        return retip(repo, lambda raw: commitsig.split(raw)[0])
+
+    def unsigned_with_siblings(repo: Path, idx: dict[str, int]) -> str:
+        return retip(repo, lambda raw: re.sub(rb"\nLedger-Signature: [^\n]*\n", b"\n", raw, count=1))
+
+    def certified_twice(repo: Path, idx: dict[str, int]) -> str:
+        """The user key (an attacker holding it) certifies a second Ed25519 sibling, and signs everything
+        properly with it: the EIP-712 signature and the gpgsig both verify; only the rule catches it."""
+        stranger = Ed25519PrivateKey.generate()
+        line = stranger.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH).decode()
+
+        def edit(raw: bytes) -> bytes:
+            payload = commitsig.split(raw)[0]
+            head, _, msg = payload.decode().partition("\n\n")
+            tree = re.search(r"^tree (\S+)$", head, re.M).group(1)
+            parent = re.search(r"^parent (\S+)$", head, re.M).group(1)
+            msg = re.sub(r"^Ledger-Sibling: ssh-ed25519 .*$", f"Ledger-Sibling: {line}", msg, count=1, flags=re.M)
+            payload = f"{head}\n\n{resign(msg, KEYS['merged-user'], parent, tree)}".encode()
+            return commitsig.insert(payload, sshsig.sign(stranger, payload))
+
+        return retip(repo, edit)
+
+    return [
+        Case("gpgsig-by-another-key", "8.6", "siblings", other_key),
+        Case("gpgsig-stripped", "8.6", "siblings", stripped),
+        Case("sibling-certified-twice", "8.6", "siblings", certified_twice),
+        Case("siblings-on-an-unsigned-snapshot", "8.6", "siblings", unsigned_with_siblings,
+             also_fails=("signatures",)),  # the signature stripped, trailers and gpgsig kept
+    ]
+
+
 def build_honest_merged(root: Path) -> tuple[Path, dict[str, int]]:
     """Two copies of one signed brain publish to one remote: the second's push is merged (a skill taken,
     a skill created, and a conflict kept with the other side as second parent). Returns the second copy."""
@@ -534,4 +597,5 @@ def build_honest_merged(root: Path) -> tuple[Path, dict[str, int]]:
     do(b, "skill", "create", "u", "--description", "U", "--body", "u\n", "--actor", "agent")
     do(b, "push", str(remote))
     n = len(lineage(b / ".git"))
+    KEYS["merged-user"] = bytes.fromhex(json.loads((root / "keys" / "user.key").read_text())["private_key"][2:])
     return b, {"merge": n - 1, "tip": n - 1}

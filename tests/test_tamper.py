@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.brain.signers import allowed_signers
+from ledger.errors import StoreError
+from ledger.store.gitstore import GitStore
 from tests import tamper
 from tests.conftest import run_ledger
 
@@ -121,6 +124,26 @@ def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Ca
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
+
+
+@pytest.mark.parametrize("case", tamper.sibling_cases(), ids=lambda c: c.name)
+def test_every_sibling_tamper_class_fails_the_audit(honest_merged, case: tamper.Case, tmp_path: Path) -> None:
+    """A signed snapshot's gpgsig and the siblings it certifies (§8.6): only the 'siblings' check fails."""
+    copy, named = _tampered(honest_merged, case, tmp_path)
+    code, report = _audit(copy, *case.audit_args)
+    chk = report["checks"][case.check]
+    assert code == 1 and not chk["ok"] and chk["snapshot"] == named, (case.name, chk)
+    assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
+    failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
+    assert failed == sorted(["siblings", *case.also_fails]), (case.name, failed)  # every other rule holds
+    with GitStore(copy) as store:  # the allowed_signers exporter refuses a lineage whose address has two siblings
+        if case.name == "sibling-certified-twice":
+            with pytest.raises(StoreError, match="certifies two different Ed25519 siblings"):
+                allowed_signers(store)
+        else:
+            assert len(allowed_signers(store)[0]) == 2  # the user and the agent key, each certified once
+    docs = Path(__file__).parent.parent / "docs"  # the draft until the integrator moves it into lineage.md
+    assert any(f"`{case.name}`" in (docs / f).read_text() for f in ("lineage.md", "_draft-gitsig.md"))
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger.audit.gitsigs import check_siblings
 from ledger.audit.signatures import check_signatures
 from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
@@ -118,6 +119,7 @@ def audit_repo(
         walked = walk(store, report, progress, since, tip)
         snaps = walked.mainline
         signed = check_signatures(store, walked, report, require_signatures, founder)
+        check_siblings(store, walked, report, signed)
         check_supply(store, walked, report, signed)
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken

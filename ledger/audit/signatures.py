@@ -18,7 +18,7 @@ from ledger.signatures import signing
 from ledger.signatures.trust import KEY_TRAILER, Trust, TrustError, format_record, parse_key_change, parse_record
 from ledger.store import gitstore as gs
 
-__all__ = ["Signed", "check_signatures"]
+__all__ = ["Signed", "check_signatures", "signer_of"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def check_signatures(
             if changes and side:
                 raise TrustError("a merged branch changes the trust set; key changes travel on the mainline "
                                  "(docs/lineage.md §9.2)")  # fmt: skip
-            signer = _signer(snap)
+            signer = signer_of(snap)
             actor = snap.attribution.get("actor")
             trust.authorize(snap.operation, changes, signer, actor)
             after = trust.apply(changes)
@@ -114,7 +114,8 @@ def _trust_of(store: gs.GitStore, trusts: dict[str, Trust], commit: str) -> Trus
     return trusts[commit]
 
 
-def _signer(snap: gs.Snapshot) -> str | None:
+def signer_of(snap: gs.Snapshot) -> str | None:
+    """The address a snapshot's EIP-712 signature recovers to (None: unsigned); raises when it is malformed."""
     if snap.signature is None:
         return None
     text, last = signing.split_signature(snap.message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ledger.brain import signers
 from ledger.errors import KeystoreError
 from ledger.signatures.identity import LocalKey
 from ledger.signatures.trust import ROLES, KeyChange, Trust, TrustError, check_address, policy_change
@@ -49,6 +50,17 @@ class Keyring:
             "revoked": sorted(trust.revoked),
             "local": local,
         }
+
+    def allowed_signers(self) -> tuple[list[signers.AllowedSigner], list[str]]:
+        """git's ``allowed_signers`` entries for the head's trust set, from the siblings its lineage
+        certifies, and why any address is left out (:func:`ledger.brain.signers.allowed_signers`)."""
+        return signers.allowed_signers(self.writer.store)
+
+    def sibling_pem(self, role: str, scheme: str) -> tuple[str, bytes]:
+        """``(address, PEM)`` of the sibling (``p256`` or ``ed25519``) of the local ``role`` key this brain
+        signs with, else of this machine's current one."""
+        allowed = [a for a, r in self._trust().active.items() if r == role]
+        return signers.local_sibling(self.keys, role, scheme, allowed, self.sealer.passphrase)
 
     def signer(self, role: str) -> dict[str, Any]:
         """Who signs this brain's ``role`` snapshots here: the address and key file, or why nobody can

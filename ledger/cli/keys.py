@@ -95,6 +95,72 @@ def _key_dir(ctx: click.Context) -> Any:
         return KeyDir(keys_home())
 
 
+@keys.command("export")
+@click.option("--public", "role", type=_ROLE, help="Print the PEM public key of this machine's ROLE key's sibling.")
+@click.option("--scheme", type=click.Choice(["p256", "ed25519"]), default=None,
+              help="With --public: which sibling (default p256, the one model-signing and DSSE take).")
+@click.option("--allowed-signers", "allowed", is_flag=True,
+              help="Write git's allowed_signers file for the keys this brain's lineage certifies.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.pass_context
+def keys_export(ctx: click.Context, role: str | None, scheme: str | None, allowed: bool, output: str | None) -> None:
+    """Public keys for tools outside the ledger.  --public ROLE: the PEM key of a sibling of this machine's
+    ROLE key (no secret leaves).  --allowed-signers: one line per address the head's trust set trusts or
+    revoked (revoked ones with valid-before), its Ed25519 sibling as the lineage certifies it, so that
+    'git -c gpg.format=ssh -c gpg.ssh.allowedSignersFile=FILE verify-commit' checks every signed snapshot."""
+    from ledger.errors import UsageError
+
+    if (role is None) == (not allowed):
+        raise UsageError("give exactly one of --public ROLE or --allowed-signers")
+    if allowed and scheme is not None:
+        raise UsageError("--scheme goes with --public (allowed_signers holds the Ed25519 siblings)")
+    if role is not None:
+        address, pem = _sibling_pem(ctx, role, scheme or "p256")
+        _write(output, pem.decode())
+        if output:
+            click.echo(f"{role} key {address}: its {scheme or 'p256'} sibling's public key written to {output}",
+                       err=True)  # fmt: skip
+        return
+    with open_brain(ctx) as brain:
+        entries, notes = brain.keyring.allowed_signers()
+    _write(output, "".join(e.line() + "\n" for e in entries))
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    if output:
+        click.echo(f"{len(entries)} signer(s) written to {output}", err=True)
+
+
+def _sibling_pem(ctx: click.Context, role: str, scheme: str) -> tuple[str, bytes]:
+    """The brain's signing key for ROLE when a brain is in scope, else this machine's current one."""
+    from ledger.brain.facade import find_brain
+    from ledger.brain.signers import local_sibling
+    from ledger.errors import StoreError
+
+    try:
+        find_brain(ctx.obj["brain"], search_up=ctx.obj["brain"] is None)
+    except StoreError:
+        if ctx.obj["brain"] is not None:
+            raise
+        prompt = prompt_passphrase if sys.stdin.isatty() else None
+        return local_sibling(_key_dir(ctx), role, scheme, None, prompt)
+    with open_brain(ctx) as brain:
+        return brain.keyring.sibling_pem(role, scheme)
+
+
+def _write(output: str | None, text: str) -> None:
+    """``text`` to stdout, or to the file ``output``, replaced whole (never left half-written)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    import os
+    from pathlib import Path
+
+    path = Path(output)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 @keys.command("trust")
 @click.argument("role", type=_ROLE)
 @click.argument("address", required=False)

@@ -22,13 +22,14 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ledger._env import child_env
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
 from ledger.signatures import trust as trustset
+from ledger.store import commitsig
 from ledger.store.messages import (  # re-exported: the store reads and writes these
     ACTORS,
     EVIDENCE,
@@ -164,8 +165,11 @@ class GitStore:
         """Store an already serialised tree (entries in git order); the upsert hot path."""
         return self.objects.write(b"tree", data)
 
-    def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str) -> bytes:
-        """Write a commit object; author and committer come from ``LEDGER_COMMITTER``."""
+    def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str,
+                     sign: Callable[[bytes], str] | None = None) -> bytes:  # fmt: skip
+        """Write a commit object; author and committer come from ``LEDGER_COMMITTER``.  ``sign`` (the
+        commit without a signature → an armored signature) adds git's ``gpgsig`` header
+        (:mod:`ledger.store.commitsig`), so ``git verify-commit`` checks the snapshot."""
         stamp = f"{int(time.time())} +0000"
         identity = os.environ.get("LEDGER_COMMITTER", _IDENTITY)
         if "\n" in identity or "<" not in identity:
@@ -173,7 +177,14 @@ class GitStore:
         lines = [f"tree {tree.hex()}"]
         lines += [f"parent {p.hex()}" for p in parents]
         lines += [f"author {identity} {stamp}", f"committer {identity} {stamp}", "", message]
-        return self.objects.write(b"commit", "\n".join(lines).encode("utf-8"))
+        data = "\n".join(lines).encode("utf-8")
+        if sign is not None:
+            data = commitsig.insert(data, sign(data))
+        return self.objects.write(b"commit", data)
+
+    def read_commits(self, binshas: Sequence[bytes]) -> list[bytes]:
+        """The raw bytes of each commit object, read in one pipelined request (an audit's git signatures)."""
+        return self.objects.read_many(binshas, b"commit")
 
     def read(self, binsha: bytes, expect: bytes) -> bytes:
         return self.objects.read(binsha, expect)

@@ -317,12 +317,16 @@ class ObjectDB:
 
     def read_blobs(self, binshas: Sequence[bytes]) -> list[bytes]:
         """The bytes of each blob, read in one pipelined request (:meth:`CatFile.read_many`)."""
+        return self.read_many(binshas, b"blob")
+
+    def read_many(self, binshas: Sequence[bytes], expect: bytes) -> list[bytes]:
+        """The bytes of each object, all of kind ``expect``, read in one pipelined request."""
         if self._pack is not None and any(sha in self._pack for sha in binshas):
             self.publish()
         out = []
         for sha, found in zip(binshas, self.cat.read_many(binshas), strict=True):
-            if found is None or found[0] != b"blob":
-                raise StoreError(f"git object {sha.hex()} is missing from the store or not a blob")
+            if found is None or found[0] != expect:
+                raise StoreError(f"git object {sha.hex()} is missing from the store or not a {expect.decode()}")
             out.append(found[1])
         return out
 

@@ -296,7 +296,7 @@ class Writer:
             parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
         )  # fmt: skip
         message = sealed.message
-        commit = self.store.write_commit(root_tree, [head.commit], message)
+        commit = self.store.write_commit(root_tree, [head.commit], message, sealed.git_signer())
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
         with wp.WorkTree(self.root, self.control) as tree:
             olds = {n: self.snapshots.files(t) if t is not None else None for n, t in old_trees.items()}

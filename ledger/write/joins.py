@@ -74,7 +74,7 @@ class Joins:
         sealed = w.sealer.seal(message, trust=trust, operation="merge", key_changes=(), root=root,
                                parent_root=first[1].root, parent=first[0], tree=top,
                                actor=w.attribution["actor"])  # fmt: skip
-        commit = store.write_commit(top, [first[0], second[0]], sealed.message)
+        commit = store.write_commit(top, [first[0], second[0]], sealed.message, sealed.git_signer())
         store.publish()
         names = differing(store, head, commit)
         w.require_unchanged(names, "nothing was merged", "sync again")
@@ -95,8 +95,8 @@ class Joins:
         w = self.writer
         msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(), attribution=w.attribution,
                                 keys=[k.trailer() for k in founding])  # fmt: skip
-        msg = w.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
-                            parent_root=None, parent=None, tree=tree, actor="user").message  # fmt: skip
-        commit = w.store.write_commit(tree, [], msg)
+        sealed = w.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
+                               parent_root=None, parent=None, tree=tree, actor="user")  # fmt: skip
+        commit = w.store.write_commit(tree, [], sealed.message, sealed.git_signer())
         w.store.move_head(commit, None)
         return commit

@@ -15,11 +15,11 @@ kept in :attr:`Sealer.unsigned` for the caller to show.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ledger.errors import KeystoreError
-from ledger.signatures import identity, siblings, signing
+from ledger.signatures import identity, siblings, signing, sshsig
 from ledger.signatures.trust import KeyChange, Trust, TrustError, policy_change
 
 __all__ = ["Sealed", "Sealer", "SignatureRequiredError", "founding_keys"]
@@ -35,6 +35,15 @@ class Sealed:
     signer: str | None  # the signing address, or None for an unsigned snapshot
     why_unsigned: str | None = None
     key: identity.LocalKey | None = None  # the key that signed, for the commit's git signature
+
+    def git_signer(self) -> Callable[[bytes], str] | None:
+        """What signs the snapshot's commit object for git (``GitStore.write_commit``'s ``sign``): an
+        SSHSIG in the namespace ``git`` by the signer's Ed25519 sibling, the one its trailers certify;
+        ``None`` for an unsigned snapshot, which stays unsigned for git too."""
+        if self.key is None:
+            return None
+        secret = self.key.secret
+        return lambda payload: sshsig.sign(siblings.ed25519_key(secret), payload)
 
 
 class Sealer:

@@ -1,0 +1,129 @@
+"""Sibling public keys for tools outside the ledger: git's ``allowed_signers`` file, and one PEM key.
+
+``git verify-commit`` (``gpg.format=ssh``) checks a snapshot's ``gpgsig`` against an OpenSSH
+``allowed_signers`` file; :func:`allowed_signers` writes the one a brain's lineage justifies.  Its
+keys are not taken from this machine but from the lineage: for every address the head's trust set
+trusts (or revoked), the ``ssh-ed25519`` key that address certified in the ``Ledger-Sibling``
+trailers of a snapshot whose EIP-712 signature recovers to it.  So whoever holds the file verifies
+every signed snapshot with plain git, and the file says no more than the lineage does.
+
+:func:`local_sibling` is this machine's side: the PEM public key of a local key's sibling, which
+model-signing (P-256) and DSSE tools take.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+
+from ledger._env import child_env
+from ledger.audit.signatures import signer_of
+from ledger.errors import KeystoreError, LedgerError, StoreError
+from ledger.signatures import identity, siblings
+from ledger.signatures.trust import KEY_TRAILER, parse_key_change
+from ledger.store import gitstore as gs
+
+__all__ = ["AllowedSigner", "allowed_signers", "local_sibling", "principal"]
+
+SCHEMES = {"p256": siblings.P256, "ed25519": siblings.ED25519}
+
+
+def principal(role: str, address: str) -> str:
+    """An allowed_signers principal naming a key: ``<role>@<address>`` (what git prints after 'for')."""
+    return f"{role}@{address}"
+
+
+@dataclass(frozen=True)
+class AllowedSigner:
+    address: str
+    role: str
+    ed25519: str  # the certified OpenSSH line, 'ssh-ed25519 AAAA…'
+    valid_before: int | None = None  # a revoked key: the revoking snapshot's committer time (Unix seconds)
+
+    def line(self) -> str:
+        """``<principal> namespaces="git"[,valid-before="YYYYMMDDHHMMSSZ"] ssh-ed25519 AAAA…``"""
+        options = 'namespaces="git"'
+        if self.valid_before is not None:
+            options += f',valid-before="{time.strftime("%Y%m%d%H%M%S", time.gmtime(self.valid_before))}Z"'
+        return f"{principal(self.role, self.address)} {options} {self.ed25519}"
+
+
+def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]:
+    """The allowed_signers entries of the head's trust set, trusted keys first then revoked ones, each by
+    address; and a note for each address left out (it certified no sibling in this lineage).
+
+    Every snapshot reachable from the head is read; a certification counts only when the snapshot's
+    EIP-712 signature recovers to a trusted or revoked address.  An address that certified two
+    different siblings is refused: the lineage fails ``ledger audit`` and no file is written."""
+    head = store.head()
+    if head is None:
+        raise StoreError("this brain has no snapshots", hint="ledger init")
+    tip = store.snapshot(head)
+    trust = store.trust_at(tip.tree)[1]
+    wanted = set(trust.active) | set(trust.revoked)
+    if not wanted:
+        raise StoreError("this brain has no trust set: no snapshot is signed", hint="ledger sign --adopt")
+    mainline = _commits(store, head, "--first-parent")
+    certified: dict[str, str] = {}
+    roles: dict[str, str] = dict(trust.active)
+    revoked_at: dict[str, int] = {}
+    for commit in _commits(store, head):  # newest first, merged branches included
+        snap = store.snapshot(bytes.fromhex(commit))
+        if commit in mainline:
+            for change in map(parse_key_change, snap.trailers.get(KEY_TRAILER, [])):
+                if change.action == "revoke":
+                    revoked_at.setdefault(change.address, snap.timestamp)
+                elif change.action == "add" and change.role is not None:
+                    roles.setdefault(change.address, change.role)
+        values = snap.trailers.get(siblings.SIBLING_TRAILER, [])
+        if not values or snap.signature is None:
+            continue
+        try:
+            signer = signer_of(snap)
+        except LedgerError:
+            continue  # certified by no key at all
+        if signer not in wanted:
+            continue
+        try:
+            ed25519 = siblings.Siblings.from_trailers(values).ed25519
+        except LedgerError as exc:
+            raise StoreError(f"snapshot {commit[:12]}: {exc.message}", hint="run 'ledger audit'") from exc
+        if ed25519 is None:
+            continue
+        if certified.setdefault(signer, ed25519) != ed25519:
+            raise StoreError(f"{signer} certifies two different Ed25519 siblings in this lineage",
+                             hint="run 'ledger audit': the lineage fails its 'siblings' check")  # fmt: skip
+    out, notes = [], []
+    for address in [*sorted(trust.active), *sorted(trust.revoked - set(trust.active))]:
+        if address not in certified:
+            notes.append(f"{address} ({roles.get(address, 'revoked')}) left out: it signed no snapshot that "
+                         "certifies a sibling key in this lineage")  # fmt: skip
+            continue
+        before = revoked_at.get(address) if address not in trust.active else None
+        if address not in trust.active and before is None:
+            notes.append(f"{address} left out: revoked, and no revoking snapshot dates it")
+            continue
+        out.append(AllowedSigner(address, roles.get(address, "revoked"), certified[address], before))
+    return out, notes
+
+
+def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
+    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "rev-list", *flags, head.hex()],
+                          capture_output=True, text=True, env=child_env(), timeout=600)  # fmt: skip
+    if proc.returncode != 0:
+        raise StoreError(f"git rev-list cannot walk the history: {proc.stderr.strip()}")
+    return proc.stdout.split()
+
+
+def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[str] | None = None,
+                  passphrase: identity.Passphrase | None = None) -> tuple[str, bytes]:  # fmt: skip
+    """``(address, PEM)`` of this machine's ``role`` key's sibling: the local key among ``allowed`` (a
+    brain's trusted addresses for the role), else the machine's current one.  ``scheme``: p256 or ed25519."""
+    found = keys.find(role, allowed) if allowed else None
+    key = keys.load(role, passphrase, found[1] if found else None)
+    if key is None:
+        raise KeystoreError(f"this machine has no {role} key in {keys.home}", hint=f"ledger keys generate {role}")
+    line = siblings.public_lines(key.secret)[0 if SCHEMES[scheme] == siblings.ED25519 else 1]
+    pair = siblings.Siblings.from_trailers([line])
+    return key.address, pair.pem(SCHEMES[scheme])
