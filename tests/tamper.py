@@ -532,7 +532,7 @@ def retip(repo: Path, edit: Callable[[bytes], bytes]) -> str:
 
 
 def sibling_cases() -> list[Case]:
-    """docs/lineage.md §8.6 (draft: docs/_draft-gitsig.md): the tip of ``build_honest_merged`` (a merge
+    """docs/lineage.md §8.8: the tip of ``build_honest_merged`` (a merge
     signed by the user key) forged in its git signature or in the siblings it certifies."""
     from cryptography.hazmat.primitives import serialization as ser
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -568,10 +568,10 @@ def sibling_cases() -> list[Case]:
         return retip(repo, edit)
 
     return [
-        Case("gpgsig-by-another-key", "8.6", "siblings", other_key),
-        Case("gpgsig-stripped", "8.6", "siblings", stripped),
-        Case("sibling-certified-twice", "8.6", "siblings", certified_twice),
-        Case("siblings-on-an-unsigned-snapshot", "8.6", "siblings", unsigned_with_siblings,
+        Case("gpgsig-by-another-key", "8.8", "siblings", other_key),
+        Case("gpgsig-stripped", "8.8", "siblings", stripped),
+        Case("sibling-certified-twice", "8.8", "siblings", certified_twice),
+        Case("siblings-on-an-unsigned-snapshot", "8.8", "siblings", unsigned_with_siblings,
              also_fails=("signatures",)),  # the signature stripped, trailers and gpgsig kept
     ]
 

@@ -1,12 +1,12 @@
 """The audit's ``siblings`` check: the sibling keys each signed snapshot certifies, and its git signature.
 
-docs/lineage.md §8.6 (draft: docs/_draft-gitsig.md).  A signed snapshot names its signer's sibling
+docs/lineage.md §8.7 and §8.8.  A signed snapshot names its signer's sibling
 keys in ``Ledger-Sibling`` trailers, inside the text its EIP-712 signature covers, and its commit
 object carries a ``gpgsig`` header (git's SSH signature) made by the Ed25519 one.  Plain git checks
 that header with an ``allowed_signers`` file (``ledger keys export --allowed-signers``); this check
 holds the lineage to the rules that make such a file mean something:
 
-* the trailers parse, at most one key per scheme, and one of them is ``ssh-ed25519``;
+* the trailers parse: exactly two, ``ssh-ed25519`` then ``ecdsa-sha2-nistp256``;
 * only a snapshot with a ``Ledger-Signature`` certifies anything;
 * an address certifies the same siblings in every snapshot it signs;
 * the commit's ``gpgsig`` is an SSHSIG in the namespace ``git`` by the certified Ed25519 key over the
@@ -77,8 +77,9 @@ def _certified(snap: gs.Snapshot, values: list[str], address: str | None,
     if snap.signature is None:
         raise SignatureError("it carries Ledger-Sibling trailers but no Ledger-Signature to certify them")
     certifies = siblings.Siblings.from_trailers(values)
-    if certifies.ed25519 is None:
-        raise SignatureError("its Ledger-Sibling trailers name no ssh-ed25519 key")
+    if [v.split(" ")[0] for v in values] != list(siblings.SCHEMES):
+        raise SignatureError(f"its Ledger-Sibling trailers are {len(values)}; a signed snapshot names exactly "
+                             f"two, {siblings.ED25519} then {siblings.P256} (lineage.md §8.7)")  # fmt: skip
     if address is not None:
         first = certified.setdefault(address, (certifies, snap.commit))
         if first[0] != certifies:

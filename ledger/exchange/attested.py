@@ -6,7 +6,7 @@ A ledger key is secp256k1, which neither format takes, so the caller's role key 
 its **P-256 sibling** (:mod:`ledger.signatures.siblings`).  A verifier trusts that sibling
 because a snapshot signed by a key of the brain's trust set names it in a ``Ledger-Sibling``
 trailer inside the EIP-712-signed text; both formats name the key by the SHA-256 of its
-PEM (model_signing's own key hint).  The formats are in docs/_draft-attest.md.
+PEM (model_signing's own key hint).  The formats are docs/lineage.md §12.
 """
 
 from __future__ import annotations

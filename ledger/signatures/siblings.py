@@ -7,7 +7,7 @@ nothing new to back up or rotate, and an encrypted keystore unlocks them with th
 
 A sibling is *certified* by the snapshot signature itself: every signed snapshot carries
 ``Ledger-Sibling`` trailers naming its signer's sibling public keys, in OpenSSH form, inside
-the text that the EIP-712 signature covers (docs/lineage.md §8.6, ADR 35).  Whoever trusts an
+the text that the EIP-712 signature covers (docs/lineage.md §8.7, ADR 35).  Whoever trusts an
 address in a brain's trust set therefore trusts the keys that address certified, and nothing
 else; ``ledger audit`` checks that an address never certifies two different siblings.
 """
