@@ -286,3 +286,24 @@ def test_an_operator_hiding_an_epoch_fails_the_audit(tmp_path: Path, chained: Br
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and "holds 1 epoch(s) but the chain 2" in chk["summary"], chk
+
+
+@pytest.mark.chain
+def test_a_thousand_heads_cost_under_100_gas_each(chained: Brain) -> None:
+    """Synthetic heads through the API (the same compare-and-swap, no brains): gas is deterministic, so the
+    issue's bound is asserted for a first epoch (three new slots) and a next one (a consistency proof)."""
+    import hashlib
+
+    from ledger.exchange.epochs import anchor_epoch
+
+    def root(a: int, seq: int) -> bytes:
+        return hashlib.sha256(b"%d %d" % (a, seq)).digest()
+
+    agents = range(1, 1001)
+    first = anchor_epoch(chained, [], key=DEV_KEY_NAME, extra=[tlog.entry(a, 1, ZERO, root(a, 1)) for a in agents])
+    second = anchor_epoch(chained, [], key=DEV_KEY_NAME,
+                          extra=[tlog.entry(a, 2, root(a, 1), root(a, 2)) for a in agents])  # fmt: skip
+    assert (first.heads, second.heads, second.size) == (1000, 1000, 2000)
+    assert first.gas_used <= 100_000 and second.gas_used <= 100_000, (first, second)
+    with pytest.raises(ChainError, match="does not continue"):  # a second root for seq 2 of agent 1
+        anchor_epoch(chained, [], key=DEV_KEY_NAME, extra=[tlog.entry(1, 2, root(1, 1), root(1, 9))])
