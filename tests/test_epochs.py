@@ -207,9 +207,9 @@ def audit(b: Brain) -> tuple[int, dict[str, Any]]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def anchor(operator: Brain, *brains: Brain) -> tuple[int, dict[str, Any], str]:
+def anchor(operator: Brain, *brains: Brain, crash: str | None = None) -> tuple[int, dict[str, Any], str]:
     proc = run_ledger("--brain", str(operator.root), "anchor", *(str(b.root) for b in brains), "--key",
-                      DEV_KEY_NAME, "--json")  # fmt: skip
+                      DEV_KEY_NAME, "--json", env={"LEDGER_CRASHPOINT": crash} if crash else None)  # fmt: skip
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 
 
@@ -307,3 +307,26 @@ def test_a_thousand_heads_cost_under_100_gas_each(chained: Brain) -> None:
     assert first.gas_used <= 100_000 and second.gas_used <= 100_000, (first, second)
     with pytest.raises(ChainError, match="does not continue"):  # a second root for seq 2 of agent 1
         anchor_epoch(chained, [], key=DEV_KEY_NAME, extra=[tlog.entry(1, 2, root(1, 1), root(1, 9))])
+
+
+@pytest.mark.chain
+@pytest.mark.parametrize("point", ["epoch-before-send", "chain-after-send"])
+def test_a_killed_anchor_settles_on_the_next_run(tmp_path: Path, chained: Brain, point: str) -> None:
+    """Killed after recording the epoch, before or after sending it: the next run drops the epoch the chain
+    never got (and anchors again) or keeps the one it did (its tx found from the event); either way every
+    snapshot ends with a receipt and the audit passes."""
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    code, _, err = anchor(operator, a, crash=point)
+    assert code == 86, err
+    pending = epochlog.read_local(operator.store)
+    assert [e["tx"] for e in pending.epochs] == [None] and not epochlog_receipts(a)
+    code, out, err = anchor(operator, a)
+    assert code == 0, err
+    sent = point == "chain-after-send"
+    assert (out["epoch"], out["heads"], out["brains"]) == (1, 0 if sent else len(pending.entries), 1)
+    log = epochlog.read_local(operator.store)
+    assert len(log.epochs) == 1 and log.epochs[0]["tx"] and log.entries == pending.entries
+    assert len(epochlog_receipts(a)) == len(pending.entries)
+    code, report = audit(a)
+    assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]

@@ -251,6 +251,8 @@ def anchor_cmd(
         emit(result.as_json())
     elif not result.heads:
         click.echo(f"nothing to anchor: every head is in epoch {result.epoch} or before")
+        if result.brains:
+            click.echo(f"recorded the missing epoch receipts of {result.brains} brain(s)")
     else:
         click.echo(f"anchored {result.heads} head(s) of {result.brains} brain(s) as epoch {result.epoch} "
                    f"(log size {result.size}) in {result.tx}: {result.gas_used} gas, "

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger._faults import crashpoint
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
 from ledger.chain import epochlog, epochproof, notes, tlog
 from ledger.chain.abi import call_data, hexbytes, keccak, word
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource
-from ledger.chain.receipts import anchored, write_receipts
+from ledger.chain.receipts import anchored, read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError
 from ledger.exchange.anchoring import _account, _check_roots
@@ -52,9 +53,10 @@ class EpochResult:
                 "directCommitGas": DIRECT_COMMIT_GAS}  # fmt: skip
 
 
-def _pending(brain: Brain, agent: int, last: tuple[int, bytes], log: epochlog.EpochLog) -> list[tuple[Any, bytes]]:
-    """The brain's anchored snapshots not yet in the log, each with its entry; refuses a brain whose
-    lineage does not continue the agent's last entry (a fork, a rewrite, or another brain)."""
+def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tuple[Any, bytes]], int]:
+    """Every anchored snapshot of the brain with its entry, and how many of them the log holds already;
+    refuses a brain whose lineage does not continue the agent's last entry (a fork, a rewrite, or another
+    brain)."""
     lineage = anchored(list(reversed(list(brain.store.lineage()))))
     seq, root = last
     if seq > len(lineage) or (seq and lineage[seq - 1].root != root):
@@ -64,12 +66,33 @@ def _pending(brain: Brain, agent: int, last: tuple[int, bytes], log: epochlog.Ep
             f"brain at {brain.root} has {local} there: its head does not continue what was anchored",
             hint="the brain was forked or rewritten after it was anchored; run 'ledger audit' on it",
         )
-    out, parent = [], root if seq else ZERO
-    for i, snap in enumerate(lineage[seq:], seq + 1):
+    out, parent = [], ZERO
+    for i, snap in enumerate(lineage, 1):
         out.append((snap, tlog.entry(agent, i, parent, snap.root)))
         parent = snap.root
-    _check_roots(brain, [s for s, _ in out])
-    return out
+    _check_roots(brain, [s for s, _ in out[seq:]])
+    return out, seq
+
+
+def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str) -> int:
+    """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
+    run left without one) its receipt against the log's last anchored epoch; the number of brains given any."""
+    epoch = log.epochs[-1] if log.epochs else None
+    if epoch is None or epoch["tx"] is None:
+        return 0
+    entries = log.entries[: epoch["size"]]
+    tree, index = tlog.Tree([tlog.leaf_hash(e) for e in entries]), {e: i for i, e in enumerate(entries)}
+    given = 0
+    for brain, items in brains:
+        have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
+        docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
+                                              location)
+                for snap, item in items if item in index and snap.commit not in have}  # fmt: skip
+        if docs:
+            with brain.locked():
+                write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
+            given += 1
+    return given
 
 
 def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) -> None:
@@ -147,9 +170,9 @@ def anchor_epoch(
                 raise ChainError(f"{sender} may not commit for agent {agent:#x} (the brain at {brain.root})",
                                  hint=f"the agent's owner runs 'ledger chain authorize {sender}' "
                                       "in that brain")  # fmt: skip
-            items = _pending(brain, agent, heads.get(agent, (0, ZERO)), log)
+            items, known = _entries(brain, agent, heads.get(agent, (0, ZERO)))
             per_brain.append((brain, items))
-            new += [e for _, e in items]
+            new += [e for _, e in items[known:]]
         for item in extra:  # synthetic heads through the API: the same compare-and-swap, no receipt
             agent, seq, parent, root = tlog.parse_entry(item)
             last = heads.get(agent, (0, ZERO))
@@ -165,7 +188,8 @@ def anchor_epoch(
             heads[agent] = (seq, root)
             new.append(item)
         if not new:
-            return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), 0)
+            given = _receipts(log, per_brain, location)
+            return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), given)
         old_size = log.size()
         log.entries += new
         tree = tlog.Tree(log.leaves())
@@ -176,6 +200,7 @@ def anchor_epoch(
         log.epochs.append({"epoch": epoch, "size": tree.size, "root": root.hex(), "checkpoint": checkpoint,
                            "tx": None, "block": None})  # fmt: skip
         epochlog.save(operator.store, log, f"ledger: epoch {epoch} ({len(new)} heads), pending\n")
+        crashpoint("epoch-before-send")
         data = call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, root, proof)
         receipt = reg.transact(account, data, what=f"anchoring epoch {epoch} ({len(new)} heads)")
         anchored_logs = [lg for lg in receipt["logs"] if lg["topics"] and hexbytes(lg["topics"][0]) == EPOCH_ANCHORED]
@@ -183,17 +208,10 @@ def anchor_epoch(
             raise ChainError(f"the receipt of epoch {epoch} holds no EpochAnchored event of size {tree.size}")
         log.epochs[-1].update(tx=receipt["transactionHash"], block=int(receipt["blockNumber"]))
         epochlog.save(operator.store, log, f"ledger: epoch {epoch} anchored in {receipt['transactionHash']}\n")
-    index = {item: i for i, item in enumerate(log.entries)}
-    for brain, items in per_brain:
-        if not items:
-            continue
-        docs = {snap.commit: epochproof.build(log.header, log.epochs[-1], index[item], tree.inclusion(index[item]),
-                                              item, location) for snap, item in items}  # fmt: skip
-        with brain.locked():
-            write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
+    given = _receipts(log, per_brain, location)
     gas = int(receipt["gasUsed"])
-    return EpochResult(epoch, receipt["transactionHash"], gas, len(new), tree.size, "0x" + root.hex(),
-                       sum(1 for _, items in per_brain if items), round(gas / len(new), 2))  # fmt: skip
+    return EpochResult(epoch, receipt["transactionHash"], gas, len(new), tree.size, "0x" + root.hex(), given,
+                       round(gas / len(new), 2))  # fmt: skip
 
 
 def _vkey(origin: str, secret: bytes) -> str:
