@@ -330,3 +330,18 @@ def test_a_killed_anchor_settles_on_the_next_run(tmp_path: Path, chained: Brain,
     assert len(epochlog_receipts(a)) == len(pending.entries)
     code, report = audit(a)
     assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]
+
+
+@pytest.mark.chain
+def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, chained: Brain) -> None:
+    """The offline checks cannot see tx and block; the audit compares them with the epoch's event."""
+    from ledger.chain.receipts import write_receipts
+
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    assert anchor(operator, a)[0] == 0
+    commit, doc = next(iter(epochlog_receipts(a).items()))
+    write_receipts(a.store, {commit: dict(doc, tx="0x" + "ee" * 32)}, ref=epochlog.EPOCH_NOTES_REF)
+    code, report = audit(a)
+    chk = report["checks"]["chain.epochs"]
+    assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk

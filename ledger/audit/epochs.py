@@ -18,6 +18,7 @@ from typing import Any
 from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
 from ledger.chain import epochlog, epochproof, tlog
+from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
@@ -28,7 +29,7 @@ ZERO = b"\x00" * 32
 
 
 def check_epochs(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, agent: int, height: int
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, agent: int, height: int, from_block: int = 0
 ) -> None:
     """``snaps`` are the anchored snapshots, oldest first (seq k is ``snaps[k - 1]``)."""
     chk = report.check("chain.epochs")
@@ -62,8 +63,16 @@ def check_epochs(
                      expected=f"{facts['size']} 0x{facts['tree_root'].hex()}",
                      computed=f"{size} 0x{root.hex()}")  # fmt: skip
             continue
-        if not reg.is_committer(agent, facts["operator"], height):
-            chk.fail(f"the operator {facts['operator']} may not commit for agent {agent:#x}", snapshot=commit)
+        event = _event(reg, facts["operator"], facts["epoch"], from_block, height)
+        if event is None or (event["tx"], event["block"]) != (doc["tx"].lower(), doc["block"]):
+            chk.fail(f"the epoch receipt on {commit[:12]} names tx {doc['tx'][:12]}… block {doc['block']}, but the "
+                     f"chain's EpochAnchored event of epoch {facts['epoch']} is "
+                     f"{'missing' if event is None else event['tx'][:12] + '… block ' + str(event['block'])}",
+                     snapshot=commit)  # fmt: skip
+            continue
+        if not reg.is_committer(agent, facts["operator"], event["block"]):
+            chk.fail(f"the operator {facts['operator']} could not commit for agent {agent:#x} when it anchored "
+                     f"epoch {facts['epoch']} (block {event['block']})", snapshot=commit)  # fmt: skip
             continue
         logs.setdefault((facts["operator"], doc["log"]), []).append(facts["epoch"])
     for (operator, location), _ in sorted(logs.items()):
@@ -71,6 +80,14 @@ def check_epochs(
     if chk.ok:
         chk.summary = (f"{len(notes)} epoch receipt(s) verify against the chain, and the operator's published log "
                        f"replays to every on-chain epoch root, one chain per agent")  # fmt: skip
+
+
+def _event(reg: Any, operator: str, epoch: int, from_block: int, height: int) -> dict[str, Any] | None:
+    """The one ``EpochAnchored`` event of ``operator``'s ``epoch``: its tx and block (None if absent)."""
+    logs = reg.logs([EPOCH_ANCHORED, word(operator, "address"), word(epoch, "uint64")], from_block, height)
+    if len(logs) != 1:
+        return None
+    return {"tx": "0x" + hexbytes(logs[0]["transactionHash"]).hex(), "block": int(logs[0]["blockNumber"], 16)}
 
 
 def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps: list[gs.Snapshot],

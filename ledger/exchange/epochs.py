@@ -21,7 +21,7 @@ from ledger._faults import crashpoint
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
 from ledger.chain import epochlog, epochproof, notes, tlog
-from ledger.chain.abi import call_data, hexbytes, keccak, word
+from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource
 from ledger.chain.receipts import anchored, read_notes, write_receipts
@@ -30,9 +30,8 @@ from ledger.errors import ChainError
 from ledger.exchange.anchoring import _account, _check_roots
 from ledger.signatures.siblings import ed25519_key
 
-__all__ = ["EPOCH_ANCHORED", "EpochResult", "anchor_epoch"]
+__all__ = ["EpochResult", "anchor_epoch"]
 
-EPOCH_ANCHORED = keccak(b"EpochAnchored(address,uint64,uint64,bytes32)")
 DIRECT_COMMIT_GAS = 36_448  # one steady-state `commit` transaction (scripts/bench_chain.py)
 
 
