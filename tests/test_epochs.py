@@ -345,3 +345,23 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk
+
+
+@pytest.mark.chain
+def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained: Brain) -> None:
+    """The receipts name where the log is published (--log-url); the audit fetches it from there alone."""
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    remote = tmp_path / "published.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    proc = run_ledger("--brain", str(operator.root), "anchor", str(a.root), "--key", DEV_KEY_NAME, "--log-url",
+                      str(remote))  # fmt: skip
+    assert proc.returncode == 0 and "as epoch 1" in proc.stdout, proc.stderr
+    assert {r["log"] for r in epochlog_receipts(a).values()} == {str(remote)}
+    code, report = audit(a)  # not pushed yet: the log cannot be replayed
+    assert code == 1 and "cannot be replayed" in report["checks"]["chain.epochs"]["summary"]
+    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), epochlog.EPOCHS_REF],
+                   check=True)  # fmt: skip
+    assert epochlog.read_remote(str(remote)).entries == epochlog.read_local(operator.store).entries
+    code, report = audit(a)
+    assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]
