@@ -182,6 +182,15 @@ def test_checkpoint_and_proof_parsers_refuse_the_ambiguous() -> None:
         notes.parse_proof("c2sp.org/tlog-proof@v1\nindex 0\nAAAA\n\ncp\n")  # a 3-byte hash
 
 
+def test_a_receipts_log_location_is_never_an_option_or_a_command(tmp_path: Path) -> None:
+    """The audit fetches the log from where an untrusted receipt says: no option, no ext:: transport."""
+    mark = tmp_path / "ran"
+    for location in (f"--upload-pack=touch {mark}", f"ext::sh -c touch% {mark}", "", "a\nb"):
+        with pytest.raises(ChainError):
+            epochlog.read_remote(location)
+    assert not mark.exists()
+
+
 # ------------------------------------------------------------------ the flow on a real anvil
 
 

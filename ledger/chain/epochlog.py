@@ -108,12 +108,17 @@ def save(store: GitStore, log: EpochLog, message: str) -> bytes:
 
 
 def read_remote(location: str) -> EpochLog:
-    """The log published at ``location`` (a brain's path or a git URL), fetched into a scratch repository."""
+    """The log published at ``location`` (a brain's path or a git URL), fetched into a scratch repository.
+
+    ``location`` comes from a receipt, so it is untrusted: it can never be read as an option
+    (``--end-of-options``), and only the file, git, ssh and http(s) transports may serve it (no ``ext::``)."""
+    if not location or location.startswith("-") or any(ord(c) < 0x20 for c in location):
+        raise ChainError(f"the operator's log location {location[:80]!r} is not a path or git URL")
+    env = {**child_env(), "GIT_ALLOW_PROTOCOL": "file:git:ssh:http:https", "GIT_TERMINAL_PROMPT": "0"}
     with tempfile.TemporaryDirectory(prefix="ledger-epochs-") as tmp:
 
         def git(*args: str) -> bytes:
-            proc = subprocess.run(["git", f"--git-dir={tmp}", *args], capture_output=True, env=child_env(),
-                                  timeout=120)  # fmt: skip
+            proc = subprocess.run(["git", f"--git-dir={tmp}", *args], capture_output=True, env=env, timeout=120)
             if proc.returncode:
                 raise ChainError(f"cannot read the operator's epoch log at {location}: "
                                  f"{proc.stderr.decode(errors='replace').strip()[:300]}",
@@ -122,7 +127,7 @@ def read_remote(location: str) -> EpochLog:
             return proc.stdout
 
         git("init", "-q", "--bare")
-        git("fetch", "-q", "--no-tags", location, f"+{EPOCHS_REF}:{EPOCHS_REF}")
+        git("fetch", "-q", "--no-tags", "--end-of-options", location, f"+{EPOCHS_REF}:{EPOCHS_REF}")
         head = git("rev-parse", EPOCHS_REF).strip()
         return _parse(git("cat-file", "blob", f"{EPOCHS_REF}:entries"),
                       git("cat-file", "blob", f"{EPOCHS_REF}:log.json"), bytes.fromhex(head.decode()))  # fmt: skip

@@ -146,8 +146,9 @@ def anchor_epoch(
         if latest != mine:
             raise ChainError(f"the chain's last epoch of {sender} is {latest[0]} (size {latest[1]}), but this "
                              f"brain's log ends at epoch {mine[0]} (size {mine[1]})",
-                             hint="another copy of this operator anchored: anchor from that copy, or fetch its "
-                                  "refs/ledger/epochs")  # fmt: skip
+                             hint="another copy of this operator anchored (anchor from that copy, or fetch its "
+                                  "refs/ledger/epochs), or the chain was reset (a new operator key starts a new "
+                                  "log)")  # fmt: skip
         if not log.header:
             vkey = _vkey(origin, account.key)
             log.header = {"origin": origin, "chain_id": reg.chain_id, "registry": reg.address, "operator": sender,
