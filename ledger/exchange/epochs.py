@@ -32,7 +32,6 @@ from ledger.signatures.siblings import ed25519_key
 
 __all__ = ["EpochResult", "anchor_epoch"]
 
-DIRECT_COMMIT_GAS = 36_448  # one steady-state `commit` transaction (scripts/bench_chain.py)
 
 
 @dataclass(frozen=True)
@@ -47,9 +46,8 @@ class EpochResult:
     gas_per_head: float = field(default=0.0)
 
     def as_json(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "tx": self.tx, "gasUsed": self.gas_used, "heads": self.heads,
-                "size": self.size, "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head,
-                "directCommitGas": DIRECT_COMMIT_GAS}  # fmt: skip
+        return {"epoch": self.epoch, "tx": self.tx, "gasUsed": self.gas_used, "heads": self.heads, "size": self.size,
+                "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head}  # fmt: skip
 
 
 def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tuple[Any, bytes]], int]:
