@@ -40,6 +40,13 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
     mapping(uint256 agentId => Agent agent) private _agents;
     mapping(uint256 agentId => mapping(address committer => bool authorized)) private _committers;
 
+    /// @dev Per operator (an epoch's sender): its epoch count (bits 0-63) and last size (bits 64-127).
+    mapping(address operator => uint256 countAndSize) private _logs;
+    /// @dev Each epoch's root: the one new slot an epoch costs.
+    mapping(address operator => mapping(uint256 epoch => bytes32 root)) private _epochRoots;
+    /// @dev Each epoch's size, four uint64 per word (epoch e at word e >> 2, bits 64 * (e & 3)).
+    mapping(address operator => mapping(uint256 word => uint256 sizes)) private _epochSizes;
+
     constructor() ERC1155("") EIP712("BrainRegistry", "1") {}
 
     /*//////////////////////////////////////////////////////////////
@@ -171,6 +178,86 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
     }
 
     /*//////////////////////////////////////////////////////////////
+                                 EPOCHS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IBrainRegistry
+    /// @dev Three slots touched: the count and size rewritten, the root in a new slot, the sizes
+    ///      word (new every fourth epoch); the proof costs ~72 gas of sha256 per node.
+    function anchorEpoch(uint64 size, bytes32 root, bytes32[] calldata consistency) external returns (uint64 epoch) {
+        uint256 log = _logs[msg.sender];
+        uint64 count = uint64(log);
+        uint64 last = uint64(log >> 64);
+        if (size <= last || root == bytes32(0)) revert InvalidEpoch(msg.sender, last, size, root);
+        unchecked {
+            epoch = count + 1;
+        }
+        if (
+            count == 0
+                ? consistency.length != 0
+                : !_consistent(last, size, _epochRoots[msg.sender][count], root, consistency)
+        ) revert InconsistentEpoch(msg.sender, epoch);
+        _logs[msg.sender] = uint256(epoch) | (uint256(size) << 64);
+        _epochRoots[msg.sender][epoch] = root;
+        uint256 shift = 64 * (epoch & 3);
+        mapping(uint256 => uint256) storage sizes = _epochSizes[msg.sender];
+        sizes[epoch >> 2] = (sizes[epoch >> 2] & ~(uint256(type(uint64).max) << shift)) | (uint256(size) << shift);
+        emit EpochAnchored(msg.sender, epoch, size, root);
+    }
+
+    /// @dev RFC 9162 §2.1.4.2, step by step, for 0 < first < second: the tree of `second` leaves
+    ///      hashing to `secondHash` extends the tree of `first` leaves hashing to `firstHash`.
+    function _consistent(uint256 first, uint256 second, bytes32 firstHash, bytes32 secondHash, bytes32[] calldata proof)
+        private
+        view
+        returns (bool)
+    {
+        uint256 i;
+        bytes32 fr = firstHash; // a power-of-two `first` is its own first node: the RFC prepends it
+        if (first & (first - 1) != 0) {
+            if (proof.length == 0) return false;
+            fr = proof[0];
+            i = 1;
+        }
+        bytes32 sr = fr;
+        uint256 fn = first - 1;
+        uint256 sn = second - 1;
+        while (fn & 1 == 1) {
+            fn >>= 1;
+            sn >>= 1;
+        }
+        for (; i < proof.length; ++i) {
+            if (sn == 0) return false;
+            bytes32 c = proof[i];
+            if (fn & 1 == 1 || fn == sn) {
+                fr = _node(c, fr);
+                sr = _node(c, sr);
+                while (fn & 1 == 0 && fn != 0) {
+                    fn >>= 1;
+                    sn >>= 1;
+                }
+            } else {
+                sr = _node(sr, c);
+            }
+            fn >>= 1;
+            sn >>= 1;
+        }
+        return sn == 0 && fr == firstHash && sr == secondHash;
+    }
+
+    /// @dev SHA-256(0x01 || left || right) by the precompile, in memory past the free pointer.
+    function _node(bytes32 left, bytes32 right) private view returns (bytes32 out) {
+        assembly ("memory-safe") {
+            let p := mload(0x40)
+            mstore8(p, 1)
+            mstore(add(p, 1), left)
+            mstore(add(p, 33), right)
+            if iszero(staticcall(gas(), 2, p, 65, 0, 32)) { revert(0, 0) }
+            out := mload(0)
+        }
+    }
+
+    /*//////////////////////////////////////////////////////////////
                                  VIEWS
     //////////////////////////////////////////////////////////////*/
 
@@ -216,5 +303,19 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
         returns (bytes32)
     {
         return _hashTypedDataV4(keccak256(abi.encode(COMMIT_TYPEHASH, agentId, parent, root, nonce, deadline)));
+    }
+
+    /// @inheritdoc IBrainRegistry
+    function epochOf(address operator, uint64 epoch) public view returns (uint64 size, bytes32 root) {
+        root = _epochRoots[operator][epoch];
+        size = uint64(_epochSizes[operator][epoch >> 2] >> (64 * (epoch & 3)));
+        if (root == bytes32(0)) size = 0; // epoch 0, or one not anchored yet
+    }
+
+    /// @inheritdoc IBrainRegistry
+    function latestEpoch(address operator) external view returns (uint64 epoch, uint64 size, bytes32 root) {
+        uint256 log = _logs[operator];
+        (epoch, size) = (uint64(log), uint64(log >> 64));
+        root = _epochRoots[operator][epoch];
     }
 }

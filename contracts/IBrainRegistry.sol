@@ -31,6 +31,11 @@ interface IBrainRegistry {
     error SignatureExpired(uint256 deadline, uint256 timestamp);
     /// @dev The signature is not `committer`'s over this commit and nonce.
     error InvalidSignature(address committer);
+    /// @dev An epoch must add entries to the operator's log (`size` above the last) and have a non-zero root.
+    error InvalidEpoch(address operator, uint64 lastSize, uint64 size, bytes32 root);
+    /// @dev The consistency proof does not show the operator's last epoch is a prefix of the new one
+    ///      (RFC 9162 §2.1.4.2): an earlier entry was rewritten, or the proof is wrong.
+    error InconsistentEpoch(address operator, uint64 epoch);
 
     /*//////////////////////////////////////////////////////////////
                                  EVENTS
@@ -46,6 +51,9 @@ interface IBrainRegistry {
     ///      parent is the (k-1)-th's root (zero for the first): `commit` enforces both, so neither is
     ///      repeated here (each 32-byte word of log data costs 256 gas, each topic 375).
     event RootCommitted(uint256 indexed agentId, bytes32 indexed root, address committer);
+    /// @notice `operator` anchored epoch `epoch` of its log: the RFC 9162 Merkle tree hash `root`
+    ///         (SHA-256) of the log's first `size` entries, each one agent's head (docs/lineage.md).
+    event EpochAnchored(address indexed operator, uint64 indexed epoch, uint64 size, bytes32 root);
 
     /*//////////////////////////////////////////////////////////////
                                FUNCTIONS
@@ -101,4 +109,18 @@ interface IBrainRegistry {
 
     /// @notice Whether `committer` may move the agent's head now (the owner always may).
     function isCommitter(uint256 agentId, address committer) external view returns (bool);
+
+    /// @notice Anchor the caller's next epoch: its append-only log of heads now has `size` entries
+    ///         whose RFC 9162 (SHA-256) tree hash is `root`.
+    /// @param consistency The RFC 9162 §2.1.4.2 consistency proof from the caller's last epoch
+    ///        (size, root) to this one, checked here, so no anchored entry can be rewritten;
+    ///        empty for the first epoch.
+    /// @return epoch The epoch's number: 1 for the caller's first, then one more each time.
+    function anchorEpoch(uint64 size, bytes32 root, bytes32[] calldata consistency) external returns (uint64 epoch);
+
+    /// @notice The size and root of `operator`'s epoch `epoch` (zeros for one not anchored).
+    function epochOf(address operator, uint64 epoch) external view returns (uint64 size, bytes32 root);
+
+    /// @notice `operator`'s last epoch, its size and root (zeros before its first).
+    function latestEpoch(address operator) external view returns (uint64 epoch, uint64 size, bytes32 root);
 }

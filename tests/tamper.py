@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import run_ledger
 
@@ -599,3 +600,32 @@ def build_honest_merged(root: Path) -> tuple[Path, dict[str, int]]:
     n = len(lineage(b / ".git"))
     KEYS["merged-user"] = bytes.fromhex(json.loads((root / "keys" / "user.key").read_text())["private_key"][2:])
     return b, {"merge": n - 1, "tip": n - 1}
+
+
+def fork_operator(operator: Any, victim: Any) -> None:
+    """The forked operator (docs/lineage.md "Epochs", issue 37): one that anchors two roots for one
+    (agent, seq). bypassing the service's compare-and-swap, it appends a second root for the
+    victim's seq 1 and anchors that epoch.  The chain accepts it (the log only grew), and the operator
+    publishes the log, since the chain's roots must replay from it."""
+    from ledger.chain import epochlog, notes, tlog
+    from ledger.chain.abi import call_data
+    from ledger.chain.config import ChainConfig
+    from ledger.chain.keys import DEV_KEY_NAME, load_account
+    from ledger.chain.registry import ZERO, Registry
+    from ledger.signatures.siblings import ed25519_key
+
+    cfg, vcfg = ChainConfig.of(operator), ChainConfig.of(victim)
+    assert vcfg.agent_id is not None
+    reg = Registry(cfg.rpc, cfg.registry)
+    account = load_account(DEV_KEY_NAME, reg.chain_id)
+    log = epochlog.read_local(operator.store)
+    old = log.size()
+    log.entries.append(tlog.entry(vcfg.agent_id, 1, ZERO, b"\x66" * 32))
+    tree = tlog.Tree(log.leaves())
+    reg.transact(account, call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, tree.root(),
+                                    tree.consistency(old)), what="a forked epoch")  # fmt: skip
+    origin = log.header["origin"]
+    cp = notes.sign_note(notes.checkpoint_text(origin, tree.size, tree.root()), origin, ed25519_key(account.key))
+    log.epochs.append({"epoch": len(log.epochs) + 1, "size": tree.size, "root": tree.root().hex(),
+                       "checkpoint": cp, "tx": None, "block": None})  # fmt: skip
+    epochlog.save(operator.store, log, "a forked epoch\n")

@@ -156,3 +156,4 @@ def test_committer_logs_decode_as_web3_decodes_them() -> None:
         assert args["agentId"] == agent
     assert event_abi_to_log_topic(events["AgentRegistered"]) == abi.AGENT_REGISTERED
     assert event_abi_to_log_topic(events["CommitterSet"]) == abi.COMMITTER_SET
+    assert event_abi_to_log_topic(events["EpochAnchored"]) == abi.EPOCH_ANCHORED

@@ -51,6 +51,7 @@ def c(command: str, kind: str, *args: str, setup: tuple[tuple[str, ...], ...] = 
 
 
 B = ("--brain", "{b}")
+OWN_REGISTRY = ((*B, "chain", "deploy", "--force"), (*B, "chain", "register"))
 PATCH = (*B, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
 # Another copy pushes a snapshot this one lacks.
 OTHER = ("--brain", "{t}/o")
@@ -324,6 +325,12 @@ CASES = [
     c("commit", "noop", *B, "commit", shows="nothing to commit"),
     c("commit", "refused", "--brain", "{t}/plain", "commit", shows="no chain configured"),
     c("commit", "usage", *B, "commit", "--batch", "0"),
+    # the template brain as its own operator (its agent's owner is the dev key that anchors), on a registry
+    # of its own: an operator's epochs are per sender on a registry, and the template's is shared
+    c("anchor", "ok", *B, "anchor", "{b}", shows="as epoch 1", setup=OWN_REGISTRY),
+    c("anchor", "noop", *B, "anchor", "{b}", shows="nothing to anchor", setup=(*OWN_REGISTRY, (*B, "anchor", "{b}"))),
+    c("anchor", "refused", "--brain", "{t}/plain", "anchor", "{b}", shows="no chain configured"),
+    c("anchor", "usage", *B, "anchor"),
 ]
 
 

@@ -251,8 +251,9 @@ def test_the_checks_catch_what_they_claim_to(tmp_path: Path) -> None:
 
 
 # The one write path (ADR 22): only the write layer commits to main and publishes packs. The store
-# defines them; chain.receipts writes notes commits, on refs/notes/ledger-chain and never on main.
-COMMITTERS = {"write_commit": ("ledger.write", "ledger.store", "ledger.chain.receipts"),
+# defines them; chain.receipts writes notes commits, on refs/notes/ledger-chain and never on main, and
+# chain.epochlog an operator's epoch log, on refs/ledger/epochs and never on main.
+COMMITTERS = {"write_commit": ("ledger.write", "ledger.store", "ledger.chain.receipts", "ledger.chain.epochlog"),
               "publish": ("ledger.write", "ledger.store"), "move_head": ("ledger.write", "ledger.store")}  # fmt: skip
 
 

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,19 @@ def test_every_sync_tamper_class_fails_the_audit(honest_hermes_sync, case: tampe
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named and "changes nothing" in chk["summary"], (case.name, chk)
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
+
+
+@pytest.mark.chain
+def test_a_forked_operator_fails_the_audit(tmp_path: Path, chained: Any) -> None:
+    """Epochs: the forked operator (tamper.fork_operator) fails every audited brain's chain.epochs."""
+    from tests.test_epochs import anchor, audit, member
+
+    operator = chained
+    a, b = member(tmp_path, operator, "a"), member(tmp_path, operator, "b")
+    assert anchor(operator, a, b)[0] == 0
+    assert audit(a)[0] == 0
+    tamper.fork_operator(operator, a)
+    for victim in (a, b):  # b's receipts are honest, but the operator's log is forked
+        code, report = audit(victim)
+        chk = report["checks"]["chain.epochs"]
+        assert code == 1 and not chk["ok"] and "forked operator" in chk["summary"], chk

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from math import inf
 from typing import Any
 
+from ledger.audit.epochs import check_epochs
 from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
@@ -123,6 +124,7 @@ def check_chain(
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events)
+    check_epochs(store, snaps, report, reg, agent, height, from_block)
     history = _committer_history(reg, agent, from_block)
     _check_committers(report, history, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)

@@ -64,6 +64,7 @@ CHECKS = (
     "chain.roots",
     "chain.head",
     "chain.receipts",
+    "chain.epochs",
     "chain.committers",
     "chain.signers",
     "fsck",
@@ -75,6 +76,7 @@ CHAIN_CHECKS = {
     "chain.roots": "on-chain roots = snapshots (§7 rule 3)",
     "chain.head": "registry head = last root (§7 rule 4)",
     "chain.receipts": "receipts vs the chain's events (§6.3)",
+    "chain.epochs": "epoch receipts vs the chain and the operator's log",
     "chain.committers": "committers vs CommitterSet (§7 rule 5)",
     "chain.signers": "agent keys vs CommitterSet (§8.5)",
 }

@@ -19,6 +19,7 @@ from ledger.errors import ChainError
 __all__ = [
     "AGENT_REGISTERED",
     "COMMITTER_SET",
+    "EPOCH_ANCHORED",
     "ROOT_COMMITTED",
     "ZERO",
     "call_data",
@@ -53,6 +54,8 @@ ROOT_COMMITTED = keccak(b"RootCommitted(uint256,bytes32,address)")
 AGENT_REGISTERED = keccak(b"AgentRegistered(uint256,address,bytes32,uint256)")
 # `CommitterSet(uint256 indexed agentId, address indexed committer, bool authorized)`
 COMMITTER_SET = keccak(b"CommitterSet(uint256,address,bool)")
+# `EpochAnchored(address indexed operator, uint64 indexed epoch, uint64 size, bytes32 root)`
+EPOCH_ANCHORED = keccak(b"EpochAnchored(address,uint64,uint64,bytes32)")
 
 
 def hexbytes(value: Any) -> bytes:

@@ -239,6 +239,25 @@ class Registry:
     def is_committer(self, agent: int, committer: str, block: Any = "latest") -> bool:
         return bool(self._view("isCommitter(uint256,address)", "bool", agent, committer, block=block))
 
+    def _words(self, signature: str, count: int, *args: Any, block: Any = "latest") -> list[bytes]:
+        if self.address is None:
+            raise ChainError("no registry address configured", hint="run 'ledger chain deploy'")
+        data = "0x" + call_data(signature, *args).hex()
+        raw = hexbytes(self.node.call("eth_call", {"to": self.address, "data": data}, _block(block)))
+        if len(raw) != 32 * count:
+            raise ChainError(f"{signature} answers {count} words, got {len(raw)} bytes")
+        return [raw[i : i + 32] for i in range(0, len(raw), 32)]
+
+    def epoch(self, operator: str, epoch: int, block: Any = "latest") -> tuple[int, bytes]:
+        """The size and root of ``operator``'s epoch ``epoch`` (0 and zero before it is anchored)."""
+        size, root = self._words("epochOf(address,uint64)", 2, operator, epoch, block=block)
+        return decode_word(size, "uint64"), root
+
+    def latest_epoch(self, operator: str, block: Any = "latest") -> tuple[int, int, bytes]:
+        """``operator``'s last epoch, its size and root (zeros before its first)."""
+        epoch, size, root = self._words("latestEpoch(address)", 3, operator, block=block)
+        return decode_word(epoch, "uint64"), decode_word(size, "uint64"), root
+
     def logs(self, topics: list[bytes | None], from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
         """The registry's raw logs matching ``topics`` (None: any), as JSON-RPC gives them."""
         if self.address is None:

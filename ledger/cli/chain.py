@@ -221,3 +221,39 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     if result.reconciled:
         click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
     click.echo(f"on-chain head {result.head} (seq {result.seq})")
+
+
+@main.command("anchor")
+@click.argument("brains", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@key_flag
+@click.option("--log-url", help="Where auditors fetch this operator's refs/ledger/epochs (default: this brain's path).")
+@json_flag
+@click.pass_context
+def anchor_cmd(
+    ctx: click.Context, brains: tuple[str, ...], key: str | None, log_url: str | None, as_json: bool
+) -> None:
+    """Anchor every new head of BRAINS in one epoch of this (operator) brain's log: one transaction.
+
+    Each brain's agent must be registered on this brain's registry and authorize this key
+    ('ledger chain authorize' in that brain); each gets epoch receipts (refs/notes/ledger-epochs).
+    """
+    from contextlib import ExitStack
+
+    from ledger.brain import Brain
+
+    with open_brain(ctx) as operator, ExitStack() as stack:
+        _configured(operator, "registry")
+        from ledger.exchange.epochs import anchor_epoch
+
+        opened = [stack.enter_context(Brain.open(path)) for path in brains]
+        result = anchor_epoch(operator, opened, key=key, password=_prompt_password, location=log_url)
+    if as_json:
+        emit(result.as_json())
+    elif not result.heads:
+        click.echo(f"nothing to anchor: every head is in epoch {result.epoch} or before")
+        if result.brains:
+            click.echo(f"recorded the missing epoch receipts of {result.brains} brain(s)")
+    else:
+        click.echo(f"anchored {result.heads} head(s) of {result.brains} brain(s) as epoch {result.epoch} "
+                   f"(log size {result.size}) in {result.tx}: {result.gas_used} gas, "
+                   f"{result.gas_per_head} a head")  # fmt: skip

@@ -1,0 +1,81 @@
+"""A brain's epoch receipt: its head is entry ``index`` of an operator's log, whose epoch the chain holds.
+
+The receipt is a JSON note on the snapshot (``refs/notes/ledger-epochs``), distinguishable
+from a direct commit's receipt by its ``kind``.  :func:`verify_offline` checks everything that
+needs no chain, in well under a millisecond: the checkpoint key's certification by the
+operator's address, the checkpoint's signature and origin, the entry (from the proof's
+``extra`` line) against the snapshot, and the inclusion proof against the checkpoint's root.
+What is left for a chain is returned: that the operator's epoch ``epoch`` on the registry has
+this size and root, and that the operator may commit for the agent (:mod:`ledger.audit.epochs`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.chain import notes, tlog
+from ledger.errors import ChainError
+
+__all__ = ["KIND", "build", "verify_offline"]
+
+KIND = "ledger-epoch-receipt/v1"
+_FIELDS: dict[str, type] = {"kind": str, "chain_id": int, "registry": str, "operator": str, "agent": str, "seq": int,
+                            "root": str, "epoch": int, "tx": str, "block": int, "log": str, "checkpoint_key": str,
+                            "key_signature": str, "proof": str}  # fmt: skip
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes], item: bytes,
+          location: str) -> dict[str, Any]:  # fmt: skip
+    """The receipt of entry ``index`` (bytes ``item``) in ``epoch`` of the log with ``header``."""
+    agent, seq, _, root = tlog.parse_entry(item)
+    return {
+        "kind": KIND,
+        "chain_id": header["chain_id"],
+        "registry": header["registry"],
+        "operator": header["operator"],
+        "agent": f"0x{agent:064x}",
+        "seq": seq,
+        "root": "0x" + root.hex(),
+        "epoch": epoch["epoch"],
+        "tx": epoch["tx"],
+        "block": epoch["block"],
+        "log": location,
+        "checkpoint_key": header["vkey"],
+        "key_signature": header["key_signature"],
+        "proof": notes.format_proof(index, path, epoch["checkpoint"], extra=item),
+    }
+
+
+def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a receipt without a chain; return what the chain must confirm: operator, epoch, size, root,
+    and the entry (agent, seq, parent, root, index).  Raises :class:`ChainError` saying what is wrong."""
+    for key, kind in _FIELDS.items():
+        value = doc.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ChainError(f"the epoch receipt's {key!r} is {str(value)[:60]!r}, not {kind.__name__}")
+    if doc["kind"] != KIND:
+        raise ChainError(f"the receipt is of kind {doc['kind']!r}, not {KIND!r}")
+    if not _ADDRESS.fullmatch(doc["operator"]) or not _ADDRESS.fullmatch(doc["registry"]):
+        raise ChainError("the epoch receipt's operator and registry are 0x and 40 hex digits")
+    origin = notes.origin_of(doc["chain_id"], doc["registry"], doc["operator"])
+    name, public = notes.parse_vkey(doc["checkpoint_key"])
+    if name != origin:
+        raise ChainError(f"the checkpoint key is named {name!r}, not the log's origin {origin!r}")
+    if notes.recover_key_signer(doc["checkpoint_key"], doc["key_signature"]) != doc["operator"].lower():
+        raise ChainError(f"the checkpoint key is not certified by the operator {doc['operator']}",
+                         hint="the key_signature must be the operator's EIP-191 signature of the key")  # fmt: skip
+    extra, index, path, signed = notes.parse_proof(doc["proof"])
+    cp_origin, size, root = notes.parse_checkpoint(notes.open_note(signed, origin, public))
+    if cp_origin != origin:
+        raise ChainError(f"the checkpoint is of log {cp_origin!r}, not {origin!r}")
+    if extra is None:
+        raise ChainError("the tlog-proof carries no entry on its extra line")
+    agent, seq, parent, head = tlog.parse_entry(extra)
+    if (f"0x{agent:064x}", seq, "0x" + head.hex()) != (doc["agent"].lower(), doc["seq"], doc["root"].lower()):
+        raise ChainError("the proof's entry is not the receipt's agent, seq and root")
+    tlog.verify_inclusion(index, size, tlog.leaf_hash(extra), path, root)
+    return {"operator": doc["operator"], "epoch": doc["epoch"], "size": size, "tree_root": root, "index": index,
+            "agent": agent, "seq": seq, "parent": parent, "root": head}  # fmt: skip

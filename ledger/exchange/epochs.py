@@ -1,0 +1,218 @@
+"""Batched anchoring: many brains' heads in one ``anchorEpoch`` transaction of an operator's log.
+
+A service that takes brains: the operator brain (its chain config and key send the
+transaction; its store keeps the log, :mod:`ledger.chain.epochlog`) and the brains whose
+heads it anchors (each gets epoch receipts, :mod:`ledger.chain.epochproof`).  The log is
+cumulative and append-only: each agent's entries are its anchored lineage from seq 1, in
+order (the anchoring rule of :func:`ledger.chain.receipts.anchored`), so an entry's parent is
+the agent's entry before it.  That compare-and-swap is checked here, off chain; the chain
+checks that the new epoch extends the last (a consistency proof), and the audit replays the
+log to catch an operator that broke the rule anyway (docs/lineage.md "Epochs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger._faults import crashpoint
+from ledger.brain import Brain
+from ledger.bundle.merkle import format_root
+from ledger.chain import epochlog, epochproof, notes, tlog
+from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import PasswordSource
+from ledger.chain.receipts import anchored, read_notes, write_receipts
+from ledger.chain.registry import ZERO, Registry
+from ledger.errors import ChainError
+from ledger.exchange.anchoring import _account, _check_roots
+from ledger.signatures.siblings import ed25519_key
+
+__all__ = ["EpochResult", "anchor_epoch"]
+
+
+
+@dataclass(frozen=True)
+class EpochResult:
+    epoch: int
+    tx: str | None
+    gas_used: int
+    heads: int  # entries added by this epoch
+    size: int  # entries in the log
+    root: str  # the tree's root, 0x hex
+    brains: int  # brains given receipts
+    gas_per_head: float = field(default=0.0)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "tx": self.tx, "gasUsed": self.gas_used, "heads": self.heads, "size": self.size,
+                "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head}  # fmt: skip
+
+
+def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tuple[Any, bytes]], int]:
+    """Every anchored snapshot of the brain with its entry, and how many of them the log holds already;
+    refuses a brain whose lineage does not continue the agent's last entry (a fork, a rewrite, or another
+    brain)."""
+    lineage = anchored(list(reversed(list(brain.store.lineage()))))
+    seq, root = last
+    if seq > len(lineage) or (seq and lineage[seq - 1].root != root):
+        local = format_root(lineage[seq - 1].root) if 0 < seq <= len(lineage) else "nothing"
+        raise ChainError(
+            f"agent {agent:#x}'s last entry in the operator's log is seq {seq}, root {format_root(root)}, but the "
+            f"brain at {brain.root} has {local} there: its head does not continue what was anchored",
+            hint="the brain was forked or rewritten after it was anchored; run 'ledger audit' on it",
+        )
+    out, parent = [], ZERO
+    for i, snap in enumerate(lineage, 1):
+        out.append((snap, tlog.entry(agent, i, parent, snap.root)))
+        parent = snap.root
+    _check_roots(brain, [s for s, _ in out[seq:]])
+    return out, seq
+
+
+def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str) -> int:
+    """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
+    run left without one) its receipt against the log's last anchored epoch; the number of brains given any."""
+    epoch = log.epochs[-1] if log.epochs else None
+    if epoch is None or epoch["tx"] is None:
+        return 0
+    entries = log.entries[: epoch["size"]]
+    tree, index = tlog.Tree([tlog.leaf_hash(e) for e in entries]), {e: i for i, e in enumerate(entries)}
+    given = 0
+    for brain, items in brains:
+        have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
+        docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
+                                              location)
+                for snap, item in items if item in index and snap.commit not in have}  # fmt: skip
+        if docs:
+            with brain.locked():
+                write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
+            given += 1
+    return given
+
+
+def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) -> None:
+    """A pending last epoch (recorded, its transaction's outcome unknown): keep it if the chain holds
+    it, with its transaction found from the event; drop it and its entries if not."""
+    if not log.epochs or log.epochs[-1]["tx"] is not None:
+        return
+    ep = log.epochs[-1]
+    size, root = reg.epoch(operator, ep["epoch"])
+    if (size, root) == (ep["size"], bytes.fromhex(ep["root"])):
+        logs = reg.logs([EPOCH_ANCHORED, word(operator, "address"), word(ep["epoch"], "uint64")])
+        if len(logs) != 1:
+            raise ChainError(f"the chain holds epoch {ep['epoch']} but {len(logs)} EpochAnchored event(s) for it")
+        ep["tx"], ep["block"] = logs[0]["transactionHash"], int(logs[0]["blockNumber"], 16)
+        epochlog.save(store, log, f"ledger: epoch {ep['epoch']} settled from the chain\n")
+        return
+    if size != 0:
+        raise ChainError(f"the chain's epoch {ep['epoch']} of {operator} is not the one this log recorded")
+    log.epochs.pop()
+    del log.entries[log.size() :]
+    epochlog.save(store, log, f"ledger: epoch {ep['epoch']} dropped: never anchored\n")
+
+
+def anchor_epoch(
+    operator: Brain,
+    brains: Sequence[Brain],
+    *,
+    key: str | None = None,
+    password: PasswordSource | None = None,
+    location: str | None = None,
+    extra: Sequence[bytes] = (),
+) -> EpochResult:
+    """Anchor every new head of ``brains`` (and ``extra`` entries, without receipts) as the next epoch.
+
+    ``location`` is where auditors fetch the operator's log (default: the operator brain's path).
+    """
+    cfg = ChainConfig.of(operator)
+    cfg.require("registry")
+    location = location or str(Path(operator.root).resolve())
+    with operator.locked():
+        reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+        account = _account(cfg, key, reg.chain_id, password)
+        sender = account.address
+        log = epochlog.read_local(operator.store)
+        origin = notes.origin_of(reg.chain_id, str(reg.address), sender)
+        if log.header and log.header.get("origin") != origin:
+            raise ChainError(f"this brain's epoch log is {log.header.get('origin')}, not {origin}",
+                             hint="anchor with the key and registry the log was started with")  # fmt: skip
+        _settle(reg, log, sender, operator.store)
+        latest = reg.latest_epoch(sender)
+        mine = (len(log.epochs), log.size(), bytes.fromhex(log.epochs[-1]["root"]) if log.epochs else ZERO)
+        if latest != mine:
+            raise ChainError(f"the chain's last epoch of {sender} is {latest[0]} (size {latest[1]}), but this "
+                             f"brain's log ends at epoch {mine[0]} (size {mine[1]})",
+                             hint="another copy of this operator anchored (anchor from that copy, or fetch its "
+                                  "refs/ledger/epochs), or the chain was reset (a new operator key starts a new "
+                                  "log)")  # fmt: skip
+        if not log.header:
+            vkey = _vkey(origin, account.key)
+            log.header = {"origin": origin, "chain_id": reg.chain_id, "registry": reg.address, "operator": sender,
+                          "vkey": vkey, "key_signature": notes.certify_key(account.key, vkey)}  # fmt: skip
+        heads = log.heads()
+        new: list[bytes] = []
+        per_brain: list[tuple[Brain, list[tuple[Any, bytes]]]] = []
+        seen: set[int] = set()
+        for brain in brains:
+            bcfg = ChainConfig.of(brain)
+            bcfg.require("agent_id")
+            assert bcfg.agent_id is not None
+            agent = bcfg.agent_id
+            if (bcfg.registry or "").lower() != str(reg.address).lower() or agent in seen:
+                raise ChainError(f"the brain at {brain.root} is of registry {bcfg.registry}, or named twice",
+                                 hint=f"anchor only brains registered on {reg.address}, each once")  # fmt: skip
+            seen.add(agent)
+            if not reg.is_committer(agent, sender):
+                raise ChainError(f"{sender} may not commit for agent {agent:#x} (the brain at {brain.root})",
+                                 hint=f"the agent's owner runs 'ledger chain authorize {sender}' "
+                                      "in that brain")  # fmt: skip
+            items, known = _entries(brain, agent, heads.get(agent, (0, ZERO)))
+            per_brain.append((brain, items))
+            new += [e for _, e in items[known:]]
+        for item in extra:  # synthetic heads through the API: the same compare-and-swap, no receipt
+            agent, seq, parent, root = tlog.parse_entry(item)
+            last = heads.get(agent, (0, ZERO))
+            if (
+                agent in seen
+                or seq != last[0] + 1
+                or parent != (last[1] if last[0] else ZERO)
+                or root in (ZERO, parent)
+            ):
+                raise ChainError(
+                    f"entry seq {seq} of agent {agent:#x} does not continue its last entry (seq {last[0]})"
+                )
+            heads[agent] = (seq, root)
+            new.append(item)
+        if not new:
+            given = _receipts(log, per_brain, location)
+            return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), given)
+        old_size = log.size()
+        log.entries += new
+        tree = tlog.Tree(log.leaves())
+        root = tree.root()
+        proof = tree.consistency(old_size) if old_size else []
+        epoch = len(log.epochs) + 1
+        checkpoint = notes.sign_note(notes.checkpoint_text(origin, tree.size, root), origin, ed25519_key(account.key))
+        log.epochs.append({"epoch": epoch, "size": tree.size, "root": root.hex(), "checkpoint": checkpoint,
+                           "tx": None, "block": None})  # fmt: skip
+        epochlog.save(operator.store, log, f"ledger: epoch {epoch} ({len(new)} heads), pending\n")
+        crashpoint("epoch-before-send")
+        data = call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, root, proof)
+        receipt = reg.transact(account, data, what=f"anchoring epoch {epoch} ({len(new)} heads)")
+        anchored_logs = [lg for lg in receipt["logs"] if lg["topics"] and hexbytes(lg["topics"][0]) == EPOCH_ANCHORED]
+        if len(anchored_logs) != 1 or hexbytes(anchored_logs[0]["data"]) != word(tree.size, "uint64") + root:
+            raise ChainError(f"the receipt of epoch {epoch} holds no EpochAnchored event of size {tree.size}")
+        log.epochs[-1].update(tx=receipt["transactionHash"], block=int(receipt["blockNumber"]))
+        epochlog.save(operator.store, log, f"ledger: epoch {epoch} anchored in {receipt['transactionHash']}\n")
+    given = _receipts(log, per_brain, location)
+    gas = int(receipt["gasUsed"])
+    return EpochResult(epoch, receipt["transactionHash"], gas, len(new), tree.size, "0x" + root.hex(), given,
+                       round(gas / len(new), 2))  # fmt: skip
+
+
+def _vkey(origin: str, secret: bytes) -> str:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return notes.vkey(origin, ed25519_key(secret).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
