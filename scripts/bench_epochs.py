@@ -19,7 +19,7 @@ steady-state single-root ``commit`` of a real brain on the same registry (the is
 (the key certification's secp256k1 recovery, the checkpoint's Ed25519 signature, the inclusion
 proof), in microseconds; the target is 1 ms.
 
-Usage: .venv/bin/python scripts/bench_epochs.py [--heads 1000] [--brains 8] [--epochs 5] [--repeat 2000]
+Usage: .venv/bin/python scripts/bench_epochs.py [--heads 1000] [--brains 8] [--one-head] [--epochs 5] [--repeat 2000]
                                                 [--out bench-out/epochs.json]
 """
 
@@ -43,6 +43,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--heads", type=int, default=1000, help="heads per epoch, real and synthetic")
     ap.add_argument("--brains", type=int, default=8, help="real brains among them")
+    ap.add_argument("--one-head", action="store_true",
+                    help="each real brain holds only its first snapshot (--brains 1000 --heads 1000: 1,000 real brains)")
     ap.add_argument("--epochs", type=int, default=5, help="epochs anchored (every fourth opens a new sizes word)")
     ap.add_argument("--repeat", type=int, default=2000, help="offline verifications timed (median)")
     ap.add_argument("--out", default="bench-out/epochs.json")
@@ -71,7 +73,8 @@ def main() -> None:
                 b.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
                                        "deploy_block": cfg.deploy_block})  # fmt: skip
                 register(b, shares=1, key=DEV_KEY_NAME)
-                b.create("s", "The s skill", f"brain {i}\n")
+                if not args.one_head:
+                    b.create("s", "The s skill", f"brain {i}\n")
                 brains.append(b)
             real = sum(len(list(b.store.lineage())) for b in brains)
             synthetic = args.heads - real  # epoch 1; later epochs: one real head a brain, the rest synthetic
