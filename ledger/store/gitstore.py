@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -91,6 +92,10 @@ RETIRED = "retired"  # beside skills/: the last version of every deleted name, s
 VERSIONS = "versions"  # beside skills/ when versions live in the store, not SKILL.md: each live skill's version
 NULL_SHA = b"\x00" * 20
 _IDENTITY = "brain-ledger <ledger@localhost>"
+
+
+_HEX40 = re.compile(rb"[0-9a-f]{40}")
+_CORE_HEADERS = {b"tree", b"parent", b"author", b"committer"}
 
 
 def _git_dir(path: Path) -> Path:
@@ -266,19 +271,31 @@ class GitStore:
     # ------------------------------------------------------------------ snapshots
 
     def commit_info(self, commit: bytes) -> tuple[bytes, tuple[str, ...], int, str]:
-        """(tree id, parent ids, committer time, message) parsed from the raw commit object."""
+        """(tree id, parent ids, committer time, message) parsed from the raw commit object, as git reads it.
+
+        git takes the *first* line as the tree, the ``parent`` lines right after it, then ``author``
+        and ``committer``; any header after those is one git ignores.  A commit that names a tree,
+        a parent, an author or a committer anywhere else is refused: it would read one way here and
+        another way in git (a second ``tree`` line after ``committer`` is the attack)."""
         raw = self.read(commit, b"commit")
         head, sep, body = raw.partition(b"\n\n")
-        tree, parents, stamp = b"", [], 0
-        for line in head.split(b"\n"):
-            if line.startswith(b"tree "):
-                tree = bytes.fromhex(line[5:].decode())
-            elif line.startswith(b"parent "):
-                parents.append(line[7:].decode())
-            elif line.startswith(b"committer "):
-                stamp = int(line.rsplit(b" ", 2)[-2])
-        if len(tree) != 20 or not sep:
-            raise StoreError(f"commit {commit.hex()} is malformed")
+        lines = head.split(b"\n")
+        if not sep or not lines[0].startswith(b"tree ") or not _HEX40.fullmatch(lines[0][5:]):
+            raise StoreError(f"commit {commit.hex()} is malformed: its first line is not 'tree <id>'")
+        tree, i, parents = bytes.fromhex(lines[0][5:].decode()), 1, []
+        while i < len(lines) and lines[i].startswith(b"parent "):
+            if not _HEX40.fullmatch(lines[i][7:]):
+                raise StoreError(f"commit {commit.hex()} is malformed: a parent line is not 'parent <id>'")
+            parents.append(lines[i][7:].decode())
+            i += 1
+        if len(lines) < i + 2 or not lines[i].startswith(b"author ") or not lines[i + 1].startswith(b"committer "):
+            raise StoreError(f"commit {commit.hex()} is malformed: 'author' and 'committer' must follow its parents")
+        stamp = int(lines[i + 1].rsplit(b" ", 2)[-2])
+        for line in lines[i + 2 :]:
+            name = line.split(b" ", 1)[0]
+            if name in _CORE_HEADERS:
+                raise StoreError(f"commit {commit.hex()} names a second {name.decode()!r} after its committer, "
+                                 "which git would not read: refusing a commit that reads two ways")  # fmt: skip
         try:
             return tree, tuple(parents), stamp, body.decode("utf-8")
         except UnicodeDecodeError as exc:
