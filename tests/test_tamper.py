@@ -186,3 +186,40 @@ def test_a_forked_operator_fails_the_audit(tmp_path: Path, chained: Any) -> None
         code, report = audit(victim)
         chk = report["checks"]["chain.epochs"]
         assert code == 1 and not chk["ok"] and "forked operator" in chk["summary"], chk
+
+
+def test_a_sibling_claimed_by_a_second_address_fails_the_audit(tmp_path: Path) -> None:
+    """lineage.md §8.7 rule 3: a trusted agent key certifies the *user's* P-256 sibling as its own (nothing
+    proves possession of a P-256 sibling), git-signing properly with its own Ed25519 one. Without the rule
+    the audit passes and every user attestation becomes ambiguous for ever."""
+    from ledger.signatures import siblings, sshsig
+    from ledger.store import commitsig
+
+    keys = tmp_path / "keys"
+    env = {"LEDGER_KEYS": str(keys)}
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), env=env, check=True)
+    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one", env=env,
+               check=True)  # fmt: skip
+    run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "one", "--new", "two", "--actor", "agent",
+               env=env, check=True)  # fmt: skip
+    secret = {r: bytes.fromhex(json.loads((keys / f"{r}.key").read_text())["private_key"][2:])
+              for r in ("user", "agent")}  # fmt: skip
+    user_p256 = siblings.public_lines(secret["user"])[1]
+
+    def claim(raw: bytes) -> bytes:
+        payload = commitsig.split(raw)[0]
+        head, _, msg = payload.decode().partition("\n\n")
+        tree = re.search(r"^tree (\S+)$", head, re.M).group(1)
+        parent = re.search(r"^parent (\S+)$", head, re.M).group(1)
+        msg = re.sub(r"^Ledger-Sibling: ecdsa-sha2-nistp256 .*$", f"Ledger-Sibling: {user_p256}", msg, count=1,
+                     flags=re.M)  # fmt: skip
+        payload = f"{head}\n\n{tamper.resign(msg, secret['agent'], parent, tree)}".encode()
+        return commitsig.insert(payload, sshsig.sign(siblings.ed25519_key(secret["agent"]), payload))
+
+    tamper.retip(brain / ".git", claim)
+    proc = run_ledger("audit", str(brain), "--require-signatures", env=env)
+    assert proc.returncode == 1, proc.stdout
+    failed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed == ["siblings"], proc.stdout
+    assert "a sibling key belongs to one address" in proc.stdout

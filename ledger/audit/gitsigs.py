@@ -8,7 +8,7 @@ holds the lineage to the rules that make such a file mean something:
 
 * the trailers parse: exactly two, ``ssh-ed25519`` then ``ecdsa-sha2-nistp256``;
 * only a snapshot with a ``Ledger-Signature`` certifies anything;
-* an address certifies the same siblings in every snapshot it signs;
+* an address certifies the same siblings in every snapshot it signs, and no other address certifies them;
 * the commit's ``gpgsig`` is an SSHSIG in the namespace ``git`` by the certified Ed25519 key over the
   commit without that header, exactly the bytes ``git verify-commit`` checks.
 
@@ -41,12 +41,13 @@ def check_siblings(store: gs.GitStore, walked: Walked, report: Report, signed: l
     chk = report.check("siblings")
     signer = {s.commit: s.address for s in signed}
     certified: dict[str, tuple[siblings.Siblings, str]] = {}  # address → what it certified, and where first
+    owners: dict[str, str] = {}  # sibling public key → the address that certified it first
     todo: list[tuple[gs.Snapshot, bytes | None, str | None]] = []  # (snapshot, Ed25519 key blob, or why not)
     for snap in walked.order:
         values = snap.trailers.get(siblings.SIBLING_TRAILER, [])
         if values:
             try:
-                todo.append((snap, _certified(snap, values, signer.get(snap.commit), certified), None))
+                todo.append((snap, _certified(snap, values, signer.get(snap.commit), certified, owners), None))
             except LedgerError as exc:
                 todo.append((snap, None, exc.message))
     count = 0
@@ -72,7 +73,7 @@ def check_siblings(store: gs.GitStore, walked: Walked, report: Report, signed: l
 
 
 def _certified(snap: gs.Snapshot, values: list[str], address: str | None,
-               certified: dict[str, tuple[siblings.Siblings, str]]) -> bytes:  # fmt: skip
+               certified: dict[str, tuple[siblings.Siblings, str]], owners: dict[str, str]) -> bytes:  # fmt: skip
     """The Ed25519 key blob a snapshot certifies, by rules 1–3; ``address`` is its accepted signer, if any."""
     if snap.signature is None:
         raise SignatureError("it carries Ledger-Sibling trailers but no Ledger-Signature to certify them")
@@ -85,6 +86,11 @@ def _certified(snap: gs.Snapshot, values: list[str], address: str | None,
         if first[0] != certifies:
             raise SignatureError(f"{address} certifies other sibling keys here than at snapshot {first[1][:12]}; "
                                  "an address has one pair of siblings")  # fmt: skip
+        for line in values:  # a key names one signer: another address may not claim it (lineage.md §8.7 rule 3)
+            owner = owners.setdefault(line, address)
+            if owner != address:
+                raise SignatureError(f"{address} certifies the {line.split(' ')[0]} sibling that {owner} certified "
+                                     "before; a sibling key belongs to one address")  # fmt: skip
     return siblings.parse_public(certifies.ed25519)[1]
 
 
