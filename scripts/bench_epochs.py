@@ -44,7 +44,8 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=1000, help="heads per epoch, real and synthetic")
     ap.add_argument("--brains", type=int, default=8, help="real brains among them")
     ap.add_argument("--one-head", action="store_true",
-                    help="each real brain holds only its first snapshot (--brains 1000 --heads 1000: 1,000 real brains)")
+                    help="each real brain holds only its first snapshot (with --brains 1000 --heads 1000: "
+                         "1,000 real brains)")
     ap.add_argument("--epochs", type=int, default=5, help="epochs anchored (every fourth opens a new sizes word)")
     ap.add_argument("--repeat", type=int, default=2000, help="offline verifications timed (median)")
     ap.add_argument("--out", default="bench-out/epochs.json")
