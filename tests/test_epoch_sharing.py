@@ -130,6 +130,20 @@ def test_epoch_receipts_travel_verify_on_a_clone_join_and_refuse_tampering(tmp_p
     with pytest.raises(StoreError, match="epoch receipts that do not hold up"):
         clone(str(remote), tmp_path / "d")
     assert not (tmp_path / "d").exists()
+
+    # What the operator did not sign (tx, block) a brain with its chain checks on arrival: refused too.
+    write_receipts(gs.GitStore(remote), {third: dict(b_receipts[third], tx="0x" + "ee" * 32)}, ref=EPOCH_NOTES_REF)
+    pulled = _cli(a.root, "pull", str(remote))
+    assert pulled.returncode == 0 and "EpochAnchored event" in pulled.stderr and third[:12] in pulled.stderr
+    assert epochlog_receipts(a) == mine  # joined with the remote's head (so a push fast-forwards), not its receipt
+    # The real receipt back on the remote: it verifies offline and on the chain, and is taken.
+    write_receipts(gs.GitStore(remote), {third: b_receipts[third]}, ref=EPOCH_NOTES_REF)
+    pulled = _cli(a.root, "pull", str(remote), "--json")
+    assert pulled.returncode == 0 and json.loads(pulled.stdout)["incoming_receipts"]["epochs"] == {
+        "taken": 1, "refused": []}, pulled.stderr  # fmt: skip
+    assert epochlog_receipts(a) == {**mine, third: b_receipts[third]}
+    code, report = _audit(a.root, a)
+    assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]
     b.close()
 
 

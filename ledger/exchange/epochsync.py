@@ -22,14 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger.audit.epochs import anchored_event
 from ledger.chain import epochlog, epochproof
+from ledger.chain.config import ChainConfig
 from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
 from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
-from ledger.errors import LedgerError, StoreError
+from ledger.chain.registry import Registry
+from ledger.errors import ChainError, LedgerError, StoreError
 from ledger.store import gitstore as gs
 
-__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "check_log", "differs", "push_specs", "receipt_problems", "take_log",
-           "take_receipts"]  # fmt: skip
+__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "check_log", "differs", "on_chain", "push_specs", "receipt_problems",
+           "take_log", "take_receipts"]  # fmt: skip
 _INCOMING_NOTES = "refs/ledger/incoming-epoch-notes"
 _INCOMING_LOG = "refs/ledger/incoming-epochs"
 ZERO = b"\x00" * 32
@@ -144,37 +147,73 @@ def _lineage(store: gs.GitStore, q: Path) -> list[gs.Snapshot]:
 
 
 def receipt_problems(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> str | None:
-    """Why the epoch receipt ``data`` on snapshot ``commit`` is refused, checked without a chain; None if not.
+    """Why the epoch receipt ``data`` on snapshot ``commit`` is refused, checked without a chain; None if not."""
+    return _offline(data, commit, snaps, agent)[1]
+
+
+def _offline(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> tuple[Any, str | None]:
+    """``((doc, facts), None)`` for a receipt that holds up offline, else ``(None, why)``.
 
     It must verify offline (E.6) and name the snapshot it sits on: its agent (when this brain knows its own),
     its seq (the snapshot's position among the anchored ones), its root, and as parent the root before."""
     try:
         doc = json.loads(data)
         if not isinstance(doc, dict):
-            return "is not a JSON object"
+            return None, "is not a JSON object"
         facts = epochproof.verify_offline(doc)
     except ValueError as exc:
-        return f"is not JSON ({exc})"
+        return None, f"is not JSON ({exc})"
     except LedgerError as exc:
-        return f"does not verify offline: {exc.message}"
+        return None, f"does not verify offline: {exc.message}"
     position = {s.commit: i for i, s in enumerate(snaps)}
     i = position.get(commit)
     if i is None:
-        return "sits on a commit that is not an anchored snapshot of the lineage"
+        return None, "sits on a commit that is not an anchored snapshot of the lineage"
     if agent is not None and facts["agent"] != agent:
-        return f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
+        return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
     if facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        return f"names seq {facts['seq']} and its root, but that snapshot is anchored as seq {i + 1}"
+        return None, f"names seq {facts['seq']} and its root, but that snapshot is anchored as seq {i + 1}"
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
-        return "names a parent that is not the root of the snapshot before"
-    return None
+        return None, "names a parent that is not the root of the snapshot before"
+    return (doc, facts), None
 
 
-def take_receipts(store: gs.GitStore, q: Path, agent: int | None) -> dict[str, Any] | None:
-    """Take the epoch receipts of the fetched copy ``q`` that verify; None when it holds none.
+def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, str]:
+    """Each offline-checked receipt → "ok" when this brain's chain confirms what the operator did not sign (the
+    epoch's size and root, its ``EpochAnchored`` event's ``tx`` and ``block``, the operator a committer then),
+    "unknown" when it cannot be asked (no chain configured, another registry's receipt, the RPC down), else why
+    not.  Only refusals come of it: an unknown receipt is taken on its offline check (E.11)."""
+    if not checked or cfg is None or not cfg.registry:
+        return dict.fromkeys(checked, "unknown")
+    out = dict.fromkeys(checked, "unknown")
+    try:
+        reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+        for commit, (doc, facts) in checked.items():
+            if doc["registry"].lower() != str(reg.address).lower() or doc["chain_id"] != reg.chain_id:
+                continue
+            operator, n = facts["operator"], facts["epoch"]
+            if reg.epoch(operator, n) != (facts["size"], facts["tree_root"]):
+                out[commit] = f"names epoch {n} of {operator}, which the chain does not hold with its checkpoint"
+                continue
+            event = anchored_event(reg, operator, n, cfg.deploy_block or 0, "latest")
+            if event is None or (event["tx"], event["block"]) != (doc["tx"].lower(), doc["block"]):
+                out[commit] = f"names tx {doc['tx'][:12]}… block {doc['block']}, not epoch {n}'s EpochAnchored event"
+            elif not reg.is_committer(facts["agent"], operator, event["block"]):
+                out[commit] = f"{operator} could not commit for agent {facts['agent']:#x} when it anchored epoch {n}"
+            else:
+                out[commit] = "ok"
+    except ChainError:
+        pass  # what is left unknown is taken on its offline check; 'ledger audit --rpc' asks again
+    return out
 
-    ``store`` must hold the fetched ``main`` already.  Returns ``{"taken": n, "refused": ["commit: why", …]}``;
-    a refused receipt changes nothing, and ours are kept where both copies hold one."""
+
+def take_receipts(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None = None
+                  ) -> dict[str, Any] | None:  # fmt: skip
+    """Take the epoch receipts of the fetched copy ``q`` that hold up; None when it holds none.
+
+    ``store`` must hold the fetched ``main`` already; ``cfg`` is this brain's chain, asked when it answers
+    (:func:`on_chain`).  Returns ``{"taken": n, "refused": ["commit: why", …]}``; a refused receipt changes
+    nothing, and ours are kept where both copies hold one."""
     notes = _ref(q, EPOCH_NOTES_REF)
     if notes is None:
         return None
@@ -184,14 +223,17 @@ def take_receipts(store: gs.GitStore, q: Path, agent: int | None) -> dict[str, A
         ours = read_notes(store, EPOCH_NOTES_REF)
         incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
         snaps = _lineage(store, q) if incoming else []
-        taken: dict[str, bytes] = {}
+        checked: dict[str, Any] = {}
         refused: list[str] = []
         for commit, blob in sorted(incoming.items()):
-            why = receipt_problems(store.read(blob, b"blob"), commit, snaps, agent)
+            held, why = _offline(store.read(blob, b"blob"), commit, snaps, agent)
             if why is None:
-                taken[commit] = blob
+                checked[commit] = held
             else:
                 refused.append(f"{commit[:12]}: {why}")
+        verdicts = on_chain(cfg, checked)
+        refused += [f"{c[:12]}: {why}" for c, why in sorted(verdicts.items()) if why not in ("ok", "unknown")]
+        taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
         join_receipts(store, notes, taken, ref=EPOCH_NOTES_REF)
     finally:
         _git(store.git_dir, "update-ref", "-d", _INCOMING_NOTES, what="cleaning up")

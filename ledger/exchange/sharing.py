@@ -283,8 +283,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
             try:
                 merged = merge_into(brain, bytes.fromhex(theirs))
                 receipts = _take_receipts(brain, q)
-                agent = (brain.config.get("chain") or {}).get("agent_id")
-                epochs = epochsync.take_receipts(store, q, int(agent, 16) if isinstance(agent, str) else None)
+                epochs = epochsync.take_receipts(store, q, *_chain_of(brain))
                 if epochs is not None:
                     receipts["epochs"] = epochs
                 if log is not None:
@@ -333,6 +332,17 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
     finally:
         _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
     return counts
+
+
+def _chain_of(brain: Brain) -> tuple[int | None, Any]:
+    """This brain's agent id and chain settings, for checking epoch receipts on arrival (None, None without)."""
+    from ledger.chain.config import ChainConfig
+
+    doc = brain.config.get("chain") or {}
+    if not doc.get("registry"):
+        return None, None
+    cfg = ChainConfig.of(brain)
+    return cfg.agent_id, cfg
 
 
 def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
