@@ -178,7 +178,7 @@ def write_receipts(store: GitStore, receipts: Mapping[str, Mapping[str, Any]], r
 
 def join_receipts(store: GitStore, theirs: bytes, taken: Mapping[str, bytes], ref: str = NOTES_REF) -> None:
     """Record ``taken`` (commit hex → note blob id, checked by the caller) from another copy's notes
-    commit ``theirs`` (already in ``store``).
+    commit ``theirs`` (already in ``store``) under ``ref`` (the direct receipts, or the epoch receipts).
 
     Ours are kept where both hold one. The new notes commit has both heads as parents, so
     a later push of ours is a fast-forward for the remote; its tree holds only what was

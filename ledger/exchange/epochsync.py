@@ -1,13 +1,13 @@
-"""Epoch receipts and the operator's log travel with push, pull and clone (docs/_draft-epochs.md E.11).
+"""Epoch receipts and the operator's log travel with push, pull and clone (docs/_draft-epochs.md E.6, E.8).
 
 Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
 
 - ``refs/notes/ledger-epochs`` (each brain's epoch receipts).  An epoch receipt carries its own
   evidence (the operator's certified checkpoint key, a signed checkpoint, an inclusion proof), so
   one arriving from another copy is taken once it verifies offline and sits on the snapshot of the
-  fetched lineage its seq names (root, parent, agent); one that fails is refused and named.  Its
-  unsigned fields (``epoch``, ``tx``, ``block``, ``log``) are claims that only ``chain.epochs``
-  confirms, and nothing but that audit counts an epoch receipt as anchored.  Notes are joined as
+  fetched lineage its seq names (root, parent, agent), and, when this brain's chain answers, the chain
+  confirms what no signature covers (``epoch``, ``tx``, ``block``); one that fails is refused and named.
+  Nothing but ``chain.epochs`` counts an epoch receipt as anchored, and it checks all again.  Notes are joined as
   the direct receipts are: ours kept, a commit with both heads as parents, a tree of checked ones.
 - ``refs/ledger/epochs`` (an operator's log).  A log only grows: a copy is taken when it is a
   fast-forward of ours that keeps every anchored epoch and its entries byte for byte, and a copy
@@ -182,7 +182,7 @@ def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], d
     """Each offline-checked receipt → "ok" when this brain's chain confirms what the operator did not sign (the
     epoch's size and root, its ``EpochAnchored`` event's ``tx`` and ``block``, the operator a committer then),
     "unknown" when it cannot be asked (no chain configured, another registry's receipt, the RPC down), else why
-    not.  Only refusals come of it: an unknown receipt is taken on its offline check (E.11)."""
+    not.  Only refusals come of it: an unknown receipt is taken on its offline check (E.6)."""
     if not checked or cfg is None or not cfg.registry:
         return dict.fromkeys(checked, "unknown")
     out = dict.fromkeys(checked, "unknown")
