@@ -23,7 +23,7 @@ from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
 
-__all__ = ["check_epochs", "replay"]
+__all__ = ["anchored_event", "check_epochs", "replay"]
 
 ZERO = b"\x00" * 32
 
@@ -63,7 +63,7 @@ def check_epochs(
                      expected=f"{facts['size']} 0x{facts['tree_root'].hex()}",
                      computed=f"{size} 0x{root.hex()}")  # fmt: skip
             continue
-        event = _event(reg, facts["operator"], facts["epoch"], from_block, height)
+        event = anchored_event(reg, facts["operator"], facts["epoch"], from_block, height)
         if event is None or (event["tx"], event["block"]) != (doc["tx"].lower(), doc["block"]):
             chk.fail(f"the epoch receipt on {commit[:12]} names tx {doc['tx'][:12]}… block {doc['block']}, but the "
                      f"chain's EpochAnchored event of epoch {facts['epoch']} is "
@@ -82,7 +82,7 @@ def check_epochs(
                        f"replays to every on-chain epoch root, one chain per agent")  # fmt: skip
 
 
-def _event(reg: Any, operator: str, epoch: int, from_block: int, height: int) -> dict[str, Any] | None:
+def anchored_event(reg: Any, operator: str, epoch: int, from_block: int, height: int | str) -> dict[str, Any] | None:
     """The one ``EpochAnchored`` event of ``operator``'s ``epoch``: its tx and block (None if absent)."""
     logs = reg.logs([EPOCH_ANCHORED, word(operator, "address"), word(epoch, "uint64")], from_block, height)
     if len(logs) != 1:

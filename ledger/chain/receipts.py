@@ -176,26 +176,26 @@ def write_receipts(store: GitStore, receipts: Mapping[str, Mapping[str, Any]], r
     store.move_ref(ref, new, head)
 
 
-def join_receipts(store: GitStore, theirs: bytes, taken: Mapping[str, bytes]) -> None:
+def join_receipts(store: GitStore, theirs: bytes, taken: Mapping[str, bytes], ref: str = NOTES_REF) -> None:
     """Record ``taken`` (commit hex → note blob id, checked by the caller) from another copy's notes
-    commit ``theirs`` (already in ``store``).
+    commit ``theirs`` (already in ``store``) under ``ref`` (the direct receipts, or the epoch receipts).
 
     Ours are kept where both hold one. The new notes commit has both heads as parents, so
     a later push of ours is a fast-forward for the remote; its tree holds only what was
     checked, so a receipt that was not is never passed on as ours.
     """
-    head, ours = _current(store)
+    head, ours = _current(store, ref)
     if head == theirs:
         return
     joined = {**taken, **ours}
     if head is None and set(joined) == set(notes_of(store, theirs)):
-        store.move_ref(NOTES_REF, theirs, None)
+        store.move_ref(ref, theirs, None)
         return
     if joined == ours and head is not None and _reaches(store, head, theirs):
         return
     new_tree = store.write_tree([(blob, MODE_FILE, commit) for commit, blob in joined.items()])
     new = store.write_commit(new_tree, [p for p in (head, theirs) if p], "ledger: join chain receipts\n")
-    store.move_ref(NOTES_REF, new, head)
+    store.move_ref(ref, new, head)
 
 
 def notes_of(store: GitStore, notes_commit: bytes) -> dict[str, bytes]:

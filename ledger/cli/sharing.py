@@ -19,6 +19,8 @@ def _say_receipts(counts: dict) -> None:
         )
     for why in counts.get("refused", []):
         click.echo(f"warning: refused a receipt that does not hold up: {why}", err=True)
+    for why in (counts.get("epochs") or {}).get("refused", []):
+        click.echo(f"warning: refused an epoch receipt that does not hold up: {why}", err=True)
 
 
 @main.command()

@@ -1,7 +1,8 @@
 """Sharing a brain: push to a remote, pull from one, clone one, and fetch one for an audit.
 
 What travels is what an auditor needs: the ``main`` lineage of snapshots and the chain
-receipts (``refs/notes/ledger-chain``), which ``git clone`` leaves behind.
+receipts (``refs/notes/ledger-chain``), which ``git clone`` leaves behind, and, where a
+brain holds them, its epoch receipts and an operator's log (:mod:`ledger.exchange.epochsync`).
 
 Nothing fetched is trusted before it is checked.  A pull or clone fetches into a
 quarantine repository (borrowing this brain's objects through git's alternates, so
@@ -40,7 +41,9 @@ from ledger.store import gitstore as gs
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}"]
+_EPOCH_NOTES, _EPOCH_LOG = "refs/notes/ledger-epochs", "refs/ledger/epochs"  # epochsync's, read without its imports
+_FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
+          f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
 
 
@@ -75,7 +78,7 @@ def _init_bare(path: Path) -> None:
 
 def _remote_refs(remote: str) -> dict[str, str]:
     proc = subprocess.run(
-        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF],
+        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF, _EPOCH_NOTES, _EPOCH_LOG],
         capture_output=True, text=True, env=child_env(), timeout=120,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -169,6 +172,8 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
     are merged, never replaced.  ``create=False`` (a fleet's sync) never makes a missing remote:
     a path that is gone is a remote that cannot be reached.
     """
+    from ledger.exchange import epochsync
+
     store = brain.store
     target = Path(remote)
     if create and "://" not in remote and ":" not in remote.split("/")[0] and not target.exists():
@@ -180,6 +185,7 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         theirs = refs.get("refs/heads/main")
         ours_notes = store.read_ref(NOTES_REF)
         notes_moved = NOTES_REF in refs and refs[NOTES_REF] != (ours_notes.hex() if ours_notes else None)
+        notes_moved = notes_moved or epochsync.differs(store, refs)
         if theirs is not None and (theirs != brain.store.head().hex() or notes_moved):  # type: ignore[union-attr]
             merged, receipts = _take(brain, remote)
             if merged["action"] != "nothing":
@@ -187,7 +193,11 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         head = brain.store.head().hex()  # type: ignore[union-attr]
         notes = store.read_ref(NOTES_REF)
         specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
-        if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()):
+        extra = epochsync.push_specs(store)  # epoch receipts, an operator's log: checked by _take against theirs
+        specs += [f"{sha}:{ref}" for ref, sha in extra.items()]
+        if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()) and all(
+            refs.get(ref) == sha for ref, sha in extra.items()
+        ):
             return _pushed(remote, head, theirs, False, receipts, merges)
         _publishable(brain, remote, theirs)
         proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "push", "--atomic", "--porcelain", "-q",
@@ -252,6 +262,7 @@ def _clear_stale(parent: Path, age: float = 3600.0) -> None:
 def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Fetch ``remote`` into quarantine, audit it, take its objects and receipts, and bring its head in:
     nothing, a fast-forward or a merge (:func:`ledger.exchange.merges.merge_into`). Under the lock."""
+    from ledger.exchange import epochsync
     from ledger.exchange.merges import merge_into
 
     store = brain.store
@@ -266,11 +277,17 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
             if head is not None:  # a refusal changes nothing, not even the object store
                 brain.writer.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
                                                "pull again")  # fmt: skip
+            log = epochsync.check_log(store, q, remote)  # a rewritten log refuses everything, before anything moves
             _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
                  "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
             try:
                 merged = merge_into(brain, bytes.fromhex(theirs))
                 receipts = _take_receipts(brain, q)
+                epochs = epochsync.take_receipts(store, q, *_chain_of(brain))
+                if epochs is not None:
+                    receipts["epochs"] = epochs
+                if log is not None:
+                    epochsync.take_log(store, q, log)
             finally:
                 _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
     return merged, receipts
@@ -315,6 +332,17 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
     finally:
         _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
     return counts
+
+
+def _chain_of(brain: Brain) -> tuple[int | None, Any]:
+    """This brain's agent id and chain settings, for checking epoch receipts on arrival (None, None without)."""
+    from ledger.chain.config import ChainConfig
+
+    doc = brain.config.get("chain") or {}
+    if not doc.get("registry"):
+        return None, None
+    cfg = ChainConfig.of(brain)
+    return cfg.agent_id, cfg
 
 
 def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
@@ -367,6 +395,8 @@ def _on_chain(brain: Brain, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 def clone(remote: str, dest: str | Path) -> Brain:
     """A new brain at ``dest`` holding ``remote``'s snapshots and receipts, audited before it is used."""
+    from ledger.exchange import epochsync
+
     root = Path(os.path.abspath(dest))
     if root.exists() and any(root.iterdir()):
         raise LedgerError(f"{root} is not an empty directory", hint="clone into a new directory")
@@ -377,8 +407,18 @@ def clone(remote: str, dest: str | Path) -> Brain:
             _audited(q, remote)
             git_dir = gs.GitStore(root).git_dir
             notes = [_CLONE_NOTES] if (q / NOTES_REF).exists() else []
-            _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1], *notes,
-                 what="taking the fetched snapshots")  # fmt: skip
+            with gs.GitStore(root) as store:
+                log = epochsync.check_log(store, q, remote)  # a clone has no log: a malformed one is refused
+                _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1], *notes,
+                     what="taking the fetched snapshots")  # fmt: skip
+                epochs = epochsync.take_receipts(store, q, None)
+                if epochs and epochs["refused"]:
+                    raise StoreError(f"what {remote!r} holds fails the audit, so nothing was cloned from it: "
+                                     "epoch receipts that do not hold up:" + "".join(
+                                         f"\n  {why}" for why in epochs["refused"]),
+                                     hint=f"run 'ledger audit {remote}' with --rpc for the full report")  # fmt: skip
+                if log is not None:
+                    epochsync.take_log(store, q, log)
         brain = Brain(root)
         brain.checkout_all()
         return brain

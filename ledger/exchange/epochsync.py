@@ -1,0 +1,259 @@
+"""Epoch receipts and the operator's log travel with push, pull and clone (docs/_draft-epochs.md E.6, E.8).
+
+Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
+
+- ``refs/notes/ledger-epochs`` (each brain's epoch receipts).  An epoch receipt carries its own
+  evidence (the operator's certified checkpoint key, a signed checkpoint, an inclusion proof), so
+  one arriving from another copy is taken once it verifies offline and sits on the snapshot of the
+  fetched lineage its seq names (root, parent, agent), and, when this brain's chain answers, the chain
+  confirms what no signature covers (``epoch``, ``tx``, ``block``); one that fails is refused and named.
+  Nothing but ``chain.epochs`` counts an epoch receipt as anchored, and it checks all again.  Notes are joined as
+  the direct receipts are: ours kept, a commit with both heads as parents, a tree of checked ones.
+- ``refs/ledger/epochs`` (an operator's log).  A log only grows: a copy is taken when it is a
+  fast-forward of ours that keeps every anchored epoch and its entries byte for byte, and a copy
+  that rewrites one, in git or in content, is refused before anything moves.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ledger._env import child_env
+from ledger.audit.epochs import anchored_event
+from ledger.chain import epochlog, epochproof
+from ledger.chain.config import ChainConfig
+from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
+from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
+from ledger.chain.registry import Registry
+from ledger.errors import ChainError, LedgerError, StoreError
+from ledger.store import gitstore as gs
+
+__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "check_log", "differs", "on_chain", "push_specs", "receipt_problems",
+           "take_log", "take_receipts"]  # fmt: skip
+_INCOMING_NOTES = "refs/ledger/incoming-epoch-notes"
+_INCOMING_LOG = "refs/ledger/incoming-epochs"
+ZERO = b"\x00" * 32
+
+
+def _git(git_dir: Path, *args: str, what: str) -> str:
+    proc = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env(),
+                          timeout=600)  # fmt: skip
+    if proc.returncode != 0:
+        raise StoreError(f"{what}: {(proc.stderr.strip().splitlines() or ['git failed'])[-1]}")
+    return proc.stdout
+
+
+def _ref(git_dir: Path, ref: str) -> bytes | None:
+    with gs.GitStore(git_dir) as store:
+        return store.read_ref(ref)
+
+
+# ------------------------------------------------------------------ the operator's log
+
+
+def _is_ancestor(git_dir: Path, old: bytes, new: bytes) -> bool:
+    proc = subprocess.run(["git", f"--git-dir={git_dir}", "merge-base", "--is-ancestor", old.hex(), new.hex()],
+                          capture_output=True, env=child_env(), timeout=120)  # fmt: skip
+    return proc.returncode == 0
+
+
+def _keeps(old: epochlog.EpochLog, new: epochlog.EpochLog) -> str | None:
+    """Why ``new`` is not ``old`` grown (None when it is): every anchored epoch of ``old`` (``tx`` set) must be in
+    ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped (E.8)."""
+    if old.header and new.header != old.header:
+        return "its header (origin, operator, checkpoint key) is not the one before"
+    done = [ep for ep in old.epochs if ep.get("tx") is not None]
+    for ep in done:
+        n = ep["epoch"]
+        if len(new.epochs) < n or new.epochs[n - 1] != ep:
+            return f"its epoch {n} is not the anchored epoch {n} it had"
+    size = done[-1]["size"] if done else 0
+    if new.entries[:size] != old.entries[:size]:
+        return f"its first {size} entries, which anchored epochs cover, are not the ones it had"
+    return None
+
+
+def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
+    """The fetched copy ``q``'s log commit when it should replace ours (a fast-forward that keeps what ours
+    anchored), None when there is nothing to take; raises when either side rewrites the other.
+
+    Run before anything moves, on push and pull alike, so a rewritten log is refused from a peer and never
+    offered to one.  ``q`` borrows ``store``'s objects, so both logs are readable there."""
+    theirs = _ref(q, EPOCHS_REF)
+    if theirs is None:
+        return None
+    ours = store.read_ref(EPOCHS_REF)
+    if ours == theirs:
+        return None
+    try:
+        with gs.GitStore(q) as qs:
+            new = epochlog.read_local(qs)
+        old = epochlog.read_local(store) if ours is not None else None
+    except LedgerError as exc:
+        raise StoreError(f"the operator's epoch log ({EPOCHS_REF}) of {remote!r} or of this brain is malformed, so "
+                         f"nothing was taken: {exc.message}", hint=f"'ledger audit {remote}' with --rpc names what "
+                         "is wrong; the owner of the bad copy restores it from one that is whole") from exc  # fmt: skip
+    if old is None:
+        return theirs
+    if _is_ancestor(q, ours, theirs):  # type: ignore[arg-type]
+        why, grown, base, taker = _keeps(old, new), theirs, "this brain's", "the remote"
+    elif _is_ancestor(q, theirs, ours):  # type: ignore[arg-type]
+        why, grown, base, taker = _keeps(new, old), None, "the remote's", "this brain"
+    else:
+        why, grown, base, taker = "neither log extends the other (a non-fast-forward)", None, "", ""
+    if why is None:
+        return grown
+    side = f"{taker}'s log rewrites {base}" if taker else "the two logs have diverged"
+    raise StoreError(
+        f"refusing {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: {why}; nothing was "
+        "taken or published",
+        hint="keep the copy whose log the chain holds ('ledger audit --rpc' replays it); the other copy's owner "
+             f"restores {EPOCHS_REF} from it (git fetch REMOTE +{EPOCHS_REF}:{EPOCHS_REF}) before anchoring again",
+    )  # fmt: skip
+
+
+def take_log(store: gs.GitStore, q: Path, theirs: bytes) -> None:
+    """Bring the log commit ``theirs`` (checked by :func:`check_log`) from ``q`` into ``store``, by
+    compare-and-swap on the log as it was checked."""
+    ours = store.read_ref(EPOCHS_REF)
+    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), f"+{EPOCHS_REF}:{_INCOMING_LOG}",
+         what="taking the fetched epoch log")  # fmt: skip
+    try:
+        store.move_ref(EPOCHS_REF, theirs, ours)
+    finally:
+        _git(store.git_dir, "update-ref", "-d", _INCOMING_LOG, what="cleaning up")
+
+
+# ------------------------------------------------------------------ epoch receipts
+
+
+def _lineage(store: gs.GitStore, q: Path) -> list[gs.Snapshot]:
+    """The fetched lineage's anchored snapshots, oldest first (seq k is item k - 1); read from ``store``,
+    which holds the fetched ``main`` already."""
+    head = _ref(q, "refs/heads/main")
+    if head is None:
+        return []
+    commits = _git(q, "rev-list", "--first-parent", "--reverse", head.hex(), what="reading the fetched lineage")
+    snaps = []
+    for commit in commits.split():
+        try:
+            snaps.append(store.snapshot(bytes.fromhex(commit)))
+        except (StoreError, ValueError):
+            continue  # not a snapshot: the audit names it; no receipt can sit on it
+    return anchored(snaps)
+
+
+def receipt_problems(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> str | None:
+    """Why the epoch receipt ``data`` on snapshot ``commit`` is refused, checked without a chain; None if not."""
+    return _offline(data, commit, snaps, agent)[1]
+
+
+def _offline(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> tuple[Any, str | None]:
+    """``((doc, facts), None)`` for a receipt that holds up offline, else ``(None, why)``.
+
+    It must verify offline (E.6) and name the snapshot it sits on: its agent (when this brain knows its own),
+    its seq (the snapshot's position among the anchored ones), its root, and as parent the root before."""
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict):
+            return None, "is not a JSON object"
+        facts = epochproof.verify_offline(doc)
+    except ValueError as exc:
+        return None, f"is not JSON ({exc})"
+    except LedgerError as exc:
+        return None, f"does not verify offline: {exc.message}"
+    position = {s.commit: i for i, s in enumerate(snaps)}
+    i = position.get(commit)
+    if i is None:
+        return None, "sits on a commit that is not an anchored snapshot of the lineage"
+    if agent is not None and facts["agent"] != agent:
+        return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
+    if facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
+        return None, f"names seq {facts['seq']} and its root, but that snapshot is anchored as seq {i + 1}"
+    if facts["parent"] != (snaps[i - 1].root if i else ZERO):
+        return None, "names a parent that is not the root of the snapshot before"
+    return (doc, facts), None
+
+
+def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, str]:
+    """Each offline-checked receipt → "ok" when this brain's chain confirms what the operator did not sign (the
+    epoch's size and root, its ``EpochAnchored`` event's ``tx`` and ``block``, the operator a committer then),
+    "unknown" when it cannot be asked (no chain configured, another registry's receipt, the RPC down), else why
+    not.  Only refusals come of it: an unknown receipt is taken on its offline check (E.6)."""
+    if not checked or cfg is None or not cfg.registry:
+        return dict.fromkeys(checked, "unknown")
+    out = dict.fromkeys(checked, "unknown")
+    try:
+        reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+        for commit, (doc, facts) in checked.items():
+            if doc["registry"].lower() != str(reg.address).lower() or doc["chain_id"] != reg.chain_id:
+                continue
+            operator, n = facts["operator"], facts["epoch"]
+            if reg.epoch(operator, n) != (facts["size"], facts["tree_root"]):
+                out[commit] = f"names epoch {n} of {operator}, which the chain does not hold with its checkpoint"
+                continue
+            event = anchored_event(reg, operator, n, cfg.deploy_block or 0, "latest")
+            if event is None or (event["tx"], event["block"]) != (doc["tx"].lower(), doc["block"]):
+                out[commit] = f"names tx {doc['tx'][:12]}… block {doc['block']}, not epoch {n}'s EpochAnchored event"
+            elif not reg.is_committer(facts["agent"], operator, event["block"]):
+                out[commit] = f"{operator} could not commit for agent {facts['agent']:#x} when it anchored epoch {n}"
+            else:
+                out[commit] = "ok"
+    except ChainError:
+        pass  # what is left unknown is taken on its offline check; 'ledger audit --rpc' asks again
+    return out
+
+
+def take_receipts(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None = None
+                  ) -> dict[str, Any] | None:  # fmt: skip
+    """Take the epoch receipts of the fetched copy ``q`` that hold up; None when it holds none.
+
+    ``store`` must hold the fetched ``main`` already; ``cfg`` is this brain's chain, asked when it answers
+    (:func:`on_chain`).  Returns ``{"taken": n, "refused": ["commit: why", …]}``; a refused receipt changes
+    nothing, and ours are kept where both copies hold one."""
+    notes = _ref(q, EPOCH_NOTES_REF)
+    if notes is None:
+        return None
+    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), f"+{EPOCH_NOTES_REF}:{_INCOMING_NOTES}",
+         what="taking the fetched epoch receipts")  # fmt: skip
+    try:
+        ours = read_notes(store, EPOCH_NOTES_REF)
+        incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
+        snaps = _lineage(store, q) if incoming else []
+        checked: dict[str, Any] = {}
+        refused: list[str] = []
+        for commit, blob in sorted(incoming.items()):
+            held, why = _offline(store.read(blob, b"blob"), commit, snaps, agent)
+            if why is None:
+                checked[commit] = held
+            else:
+                refused.append(f"{commit[:12]}: {why}")
+        verdicts = on_chain(cfg, checked)
+        refused += [f"{c[:12]}: {why}" for c, why in sorted(verdicts.items()) if why not in ("ok", "unknown")]
+        taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
+        join_receipts(store, notes, taken, ref=EPOCH_NOTES_REF)
+    finally:
+        _git(store.git_dir, "update-ref", "-d", _INCOMING_NOTES, what="cleaning up")
+    return {"taken": len(taken), "refused": refused}
+
+
+def differs(local: gs.GitStore, remote_refs: dict[str, str]) -> bool:
+    """Whether the remote's epoch receipts or log are not this brain's (a push then fetches them first)."""
+    for ref in (EPOCH_NOTES_REF, EPOCHS_REF):
+        mine = local.read_ref(ref)
+        if ref in remote_refs and remote_refs[ref] != (mine.hex() if mine else None):
+            return True
+    return False
+
+
+def push_specs(local: gs.GitStore) -> dict[str, str]:
+    """ref → commit hex of what a push publishes beside ``main`` and the chain receipts, when present."""
+    out = {}
+    for ref in (EPOCH_NOTES_REF, EPOCHS_REF):
+        mine = local.read_ref(ref)
+        if mine is not None:
+            out[ref] = mine.hex()
+    return out
