@@ -12,6 +12,7 @@ log to catch an operator that broke the rule anyway (docs/lineage.md "Epochs").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from ledger.chain.config import ChainConfig
 from ledger.chain.keys import PasswordSource
 from ledger.chain.receipts import anchored, read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
-from ledger.errors import ChainError
+from ledger.errors import ChainError, LedgerError
 from ledger.exchange.anchoring import _account, _check_roots
 from ledger.signatures.siblings import ed25519_key
 
@@ -73,7 +74,9 @@ def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tu
 
 def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str) -> int:
     """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
-    run left without one) its receipt against the log's last anchored epoch; the number of brains given any."""
+    run left without one) its receipt against the log's last anchored epoch, and replace one of this
+    operator's that its log does not vouch for (a peer's altered copy, taken where no chain could check
+    it); the number of brains given any."""
     epoch = log.epochs[-1] if log.epochs else None
     if epoch is None or epoch["tx"] is None:
         return 0
@@ -84,12 +87,31 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
         have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
         docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
                                               location)
-                for snap, item in items if item in index and snap.commit not in have}  # fmt: skip
+                for snap, item in items
+                if item in index and not _vouched(have.get(snap.commit), log, location)}  # fmt: skip
         if docs:
             with brain.locked():
                 write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
             given += 1
     return given
+
+
+def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str) -> bool:
+    """Whether a held epoch receipt is one this operator's log stands behind: another operator's is left
+    alone; ours must verify offline and name an epoch of the log, with its transaction, and this log."""
+    if note is None:
+        return False
+    try:
+        doc = json.loads(note)
+        if doc.get("operator") != log.header.get("operator"):
+            return True  # another operator's receipt: not ours to judge or replace
+        epochproof.verify_offline(doc)
+    except (ValueError, LedgerError):
+        return False
+    ours = next((e for e in log.epochs if e["epoch"] == doc.get("epoch")), None)
+    if ours is None or ours["tx"] is None:
+        return False
+    return (ours["tx"], ours["block"], location) == (doc.get("tx"), doc.get("block"), doc.get("log"))
 
 
 def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) -> None:
