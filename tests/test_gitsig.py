@@ -25,7 +25,7 @@ from ledger.store import commitsig
 from tests import tamper
 from tests.conftest import run_ledger
 
-VECTORS = json.loads((Path(__file__).parent / "vectors" / "sshsig.json").read_text())
+VECTORS = json.loads((Path(__file__).parent / "vectors" / "sshsig" / "vectors.json").read_text())
 KEY = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(VECTORS["seed_hex"]))
 PUBLIC = siblings.parse_public(VECTORS["public"])[1]
 
