@@ -128,8 +128,11 @@ def test_the_gpgsig_header_is_laid_out_as_git_lays_it_out() -> None:
     (b"tree 1\nauthor a\ncommitter c\ngpgsig-sha256 A\n\nm\n", "other than gpgsig"),
     (b"tree 1\nauthor a\ncommitter c\nmergetag x\n\nm\n", "other than gpgsig"),
     (b"tree 1\nauthor a\n committer c\n\nm\n", "continuation line"),
+    (b"tree 1\nauthor a\n committer x\ncommitter c\ngpgsig A\n B\n\nm\n", "continuation line"),
+    (b"tree 1\n x\nauthor a\ncommitter c\ngpgsig A\n\nm\n", "continuation line"),
     (b"tree 1\nauthor a\ncommitter c\ngpgsig A", "no blank line"),
-], ids=["twice", "not-last", "sha256", "mergetag", "stray-continuation", "no-message"])  # fmt: skip
+], ids=["twice", "not-last", "sha256", "mergetag", "stray-continuation", "signed-continuation",
+        "signed-continuation-first", "no-message"])  # fmt: skip
 def test_ambiguous_signature_headers_are_refused(raw: bytes, why: str) -> None:
     with pytest.raises(StoreError, match=why):
         commitsig.split(raw)
