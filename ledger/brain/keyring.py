@@ -60,7 +60,7 @@ class Keyring:
 
     def sibling_pem(self, role: str, scheme: str) -> tuple[str, bytes]:
         """``(address, PEM)`` of the sibling (``p256`` or ``ed25519``) of the local ``role`` key this brain
-        signs with, else of this machine's current one."""
+        trusts; refused (:class:`KeystoreError`) when this machine has none."""
         from ledger.brain import signers
 
         allowed = [a for a, r in self._trust().active.items() if r == role]

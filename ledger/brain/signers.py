@@ -118,9 +118,17 @@ def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
 
 def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[str] | None = None,
                   passphrase: identity.Passphrase | None = None) -> tuple[str, bytes]:  # fmt: skip
-    """``(address, PEM)`` of this machine's ``role`` key's sibling: the local key among ``allowed`` (a
-    brain's trusted addresses for the role), else the machine's current one.  ``scheme``: p256 or ed25519."""
+    """``(address, PEM)`` of this machine's ``role`` key's sibling.  ``scheme``: p256 or ed25519.
+
+    ``allowed`` (a brain's trusted addresses for the role, perhaps none) picks the local key among
+    them, and refuses when there is none: a key the brain does not trust is never handed out in its
+    name.  ``None`` (no brain) takes the machine's current key, which no brain vouches for."""
     found = keys.find(role, allowed) if allowed else None
+    if allowed is not None and found is None:
+        trusts = f"it trusts {', '.join(sorted(allowed))}" if allowed else f"it trusts no {role} key"
+        raise KeystoreError(f"this machine has no {role} key this brain trusts ({trusts})",
+                            hint="run it where that key is (ledger keys show), or have the brain trust this "
+                                 f"machine's key: ledger keys trust {role} ADDRESS")  # fmt: skip
     key = keys.load(role, passphrase, found[1] if found else None)
     if key is None:
         raise KeystoreError(f"this machine has no {role} key in {keys.home}", hint=f"ledger keys generate {role}")
