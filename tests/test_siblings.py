@@ -109,3 +109,20 @@ def test_every_committed_vector_loads_and_gives_a_pem() -> None:
     for v in VECTORS:
         pair = siblings.Siblings.from_trailers([v["ssh-ed25519"], v["ecdsa-sha2-nistp256"]])
         assert pair.pem(siblings.P256).startswith(b"-----BEGIN PUBLIC KEY-----")
+
+
+def test_siblings_is_skip_not_ok_when_no_snapshot_certifies_any(tmp_path: Path) -> None:
+    """lineage.md §10: a check with nothing to check is SKIP, never OK.  An unsigned brain has no trailers."""
+    from tests.conftest import run_ledger
+
+    unsigned, signed = tmp_path / "u", tmp_path / "s"
+    run_ledger("init", "--unsigned", str(unsigned), check=True)
+    run_ledger("init", str(signed), check=True)
+    for brain, status in ((unsigned, "SKIP"), (signed, "OK")):
+        run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "x", check=True)
+        proc = run_ledger("audit", str(brain), "--json")
+        doc = json.loads(proc.stdout)
+        chk = doc["checks"]["siblings"]
+        assert proc.returncode == 0 and chk["ok"], proc.stdout
+        assert ("SKIP" if chk["skipped"] else "OK") == status, chk
+        assert ("siblings" in doc["skipped"]) == (status == "SKIP") and doc["verdict"].startswith("Verified OK")
