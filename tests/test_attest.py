@@ -327,3 +327,82 @@ def test_an_anchored_snapshot_carries_its_agent_and_receipt(chained: Brain) -> N
     agent = chained.config["chain"]["agent_id"]  # written as 0x and 64 hex digits (ChainConfig.save)
     assert pred["receipt"] == receipt and pred["agent"] == agent and len(agent) == 66
     assert verify_attestation(chained, data)["ok"]
+
+
+def _vector_statement() -> dict:
+    vec = json.loads(VECTORS.read_text())
+    return intoto.statement(_vector_attested(vec), brain="vector", sequence=7, agent=None, actor="user",
+                            signer=vec["signer"], receipt=None)  # fmt: skip
+
+
+def _tweak(change) -> dict:
+    stmt = json.loads(json.dumps(_vector_statement()))
+    change(stmt)
+    return stmt
+
+
+def test_an_intoto_statement_must_equal_the_expected_one_but_for_what_the_spec_lets_differ() -> None:
+    """lineage.md §12.5.4: only the brain subject's name, ``agent`` and a missing ``receipt`` may differ."""
+    want = _vector_statement()
+    allowed = {
+        "brain name": lambda s: s["subject"][-1].update(name="brain:0x" + "ab" * 32),
+        "agent": lambda s: s["predicate"].update(agent="0x" + "cd" * 32),
+        "a receipt here only": lambda s: s["predicate"].update(receipt={"seq": 1}),
+    }
+    for what, change in allowed.items():
+        assert intoto.problems(_tweak(change), want) == [], what
+    assert intoto.problems(want, _tweak(allowed["a receipt here only"])) == []
+    refused = {
+        "extra top-level member": (lambda s: s.update(note="x"), "members are"),
+        "extra subject member": (lambda s: s["subject"][0].update(annotations={"x": 1}), "other than name and digest"),
+        "subjects reordered": (lambda s: s["subject"].reverse(), "order"),
+        "brain subject first": (lambda s: s["subject"].insert(0, s["subject"].pop()), "order"),
+        "extra digest": (lambda s: s["subject"][0]["digest"].update(md5="00"), "changed file"),
+        "extra predicate member": (lambda s: s["predicate"].update(x=1), "predicate's fields"),
+        "extra snapshot member": (lambda s: s["predicate"]["snapshot"].update(x=1), "predicate snapshot"),
+        "other receipt": (lambda s: s["predicate"].update(receipt={"seq": 2}), None),
+        "two brain subjects": (lambda s: s["subject"].append({**s["subject"][-1], "name": "brain:x"}), None),
+        "a name not a string": (lambda s: s["subject"][0].update(name=1), "not a brain-ledger"),
+        "other _type": (lambda s: s.update(_type="x"), "_type"),
+    }
+    with_receipt = _tweak(allowed["a receipt here only"])
+    for what, (change, says) in refused.items():
+        got = intoto.problems(_tweak(change), with_receipt if what == "other receipt" else want)
+        assert got, what
+        assert says is None or any(says in p for p in got), (what, got)
+
+
+def test_a_resigned_statement_with_extra_members_fails_verification(made: Path) -> None:
+    """End to end, as the review's PoC did it: the user's own sibling signs a statement with members the
+    format does not define and its subjects reversed; the signature is good, the statement is refused."""
+    from ledger.exchange.attest import attest, verify_attestation
+    from ledger.signatures.siblings import p256_key
+
+    with Brain.open(made) as b:
+        data, _ = attest(b, None, None, "intoto")
+        assert verify_attestation(b, data)["ok"]
+        doc = json.loads(data)
+        stmt = json.loads(base64.b64decode(doc["payload"]))
+        stmt["note"] = "unchecked"
+        stmt["subject"][0]["annotations"] = {"x": 1}
+        stmt["subject"].reverse()
+        keys = b.writer.sealer.keys
+        trust = b.store.trust_at(b.store.snapshot(b.head().commit).tree)[1]
+        trusted = [a for a, r in trust.active.items() if r == "user"]
+        key = keys.load("user", None, keys.find("user", trusted)[1])
+        forged = intoto.make(stmt, p256_key(key.secret), doc["signatures"][0]["keyid"])
+        with pytest.raises(AttestationError, match=r"members are.*other than name and digest.*order"):
+            verify_attestation(b, forged)
+
+
+def test_an_oms_statement_must_equal_the_expected_one() -> None:
+    """The OMS path compares the whole statement: an extra member anywhere is refused too."""
+    att = _vector_attested(json.loads(VECTORS.read_text()))
+    want = oms.statement(att)
+    assert oms.problems(json.loads(json.dumps(want)), att) == []
+    for change in (lambda s: s.update(note="x"), lambda s: s["subject"][0].update(x=1),
+                   lambda s: s["predicate"]["resources"][0].update(x=1),
+                   lambda s: s["predicate"]["resources"].reverse()):  # fmt: skip
+        stmt = json.loads(json.dumps(want))
+        change(stmt)
+        assert oms.problems(stmt, att), stmt

@@ -128,8 +128,11 @@ def test_the_gpgsig_header_is_laid_out_as_git_lays_it_out() -> None:
     (b"tree 1\nauthor a\ncommitter c\ngpgsig-sha256 A\n\nm\n", "other than gpgsig"),
     (b"tree 1\nauthor a\ncommitter c\nmergetag x\n\nm\n", "other than gpgsig"),
     (b"tree 1\nauthor a\n committer c\n\nm\n", "continuation line"),
+    (b"tree 1\nauthor a\n committer x\ncommitter c\ngpgsig A\n B\n\nm\n", "continuation line"),
+    (b"tree 1\n x\nauthor a\ncommitter c\ngpgsig A\n\nm\n", "continuation line"),
     (b"tree 1\nauthor a\ncommitter c\ngpgsig A", "no blank line"),
-], ids=["twice", "not-last", "sha256", "mergetag", "stray-continuation", "no-message"])  # fmt: skip
+], ids=["twice", "not-last", "sha256", "mergetag", "stray-continuation", "signed-continuation",
+        "signed-continuation-first", "no-message"])  # fmt: skip
 def test_ambiguous_signature_headers_are_refused(raw: bytes, why: str) -> None:
     with pytest.raises(StoreError, match=why):
         commitsig.split(raw)
@@ -251,3 +254,40 @@ def test_the_audit_checks_every_git_signature(brain) -> None:
     assert proc.returncode == 0 and chk["ok"], chk
     count = len(_git(b / ".git", "rev-list", "main").stdout.split())
     assert chk["summary"].startswith(f"{count} snapshot(s) carry a git signature"), chk["summary"]
+
+
+def test_a_side_branch_signed_by_a_key_the_mainline_revoked_verifies_in_git(tmp_path: Path) -> None:
+    """lineage.md §9.2: a side-branch snapshot is checked against its own first parent's trust set, so a copy
+    that has not yet seen the mainline's rotation goes on signing with the old agent key, later than the
+    revocation.  The audit accepts it; the exported allowed_signers must let git accept it too."""
+    import time
+
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    a, b, remote = tmp_path / "a", tmp_path / "b", tmp_path / "remote.git"
+
+    def do(*args: str) -> None:
+        run_ledger(*args, check=True, env=env)
+
+    do("init", str(a))
+    do("--brain", str(a), "skill", "create", "s", "--description", "S", "--body", "one\n")
+    do("--brain", str(a), "push", str(remote))
+    do("clone", str(remote), str(b))
+    do("--brain", str(a), "keys", "rotate", "agent")
+    do("--brain", str(a), "push", str(remote))
+    time.sleep(1.2)  # the side branch's snapshot is dated at least a second after the revocation
+    do("--brain", str(b), "skill", "create", "t", "--description", "T", "--body", "t\n", "--actor", "agent")
+    do("--brain", str(b), "push", str(remote))
+    audit = run_ledger("audit", str(b), "--require-signatures", env=env)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    repo = b / ".git"
+    revoking = next(c for c in _git(repo, "rev-list", "--first-parent", "main").stdout.split()
+                    if "\nLedger-Key: revoke " in _git(repo, "cat-file", "commit", c).stdout)  # fmt: skip
+    side = _git(repo, "rev-list", "main", f"^{revoking}", "--no-merges").stdout.split()
+    when = int(_git(repo, "log", "-1", "--format=%ct", revoking).stdout)
+    assert side and all(int(_git(repo, "log", "-1", "--format=%ct", c).stdout) > when for c in side)
+    allowed = tmp_path / "allowed_signers"
+    lines = _export(b, tmp_path / "keys", allowed)
+    assert sum("valid-before=" in ln for ln in lines) == 1, lines
+    for commit in _git(repo, "rev-list", "main").stdout.split():
+        proc = _git(repo, "verify-commit", "-v", commit, allowed=allowed)
+        assert proc.returncode == 0 and 'Good "git" signature for ' in proc.stderr, (commit, proc.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -82,3 +83,46 @@ def test_two_keys_of_one_scheme_are_refused() -> None:
     other = VECTORS[1]["ssh-ed25519"]
     with pytest.raises(SignatureError, match="two ssh-ed25519"):
         siblings.Siblings.from_trailers([line, other])
+
+
+def _blob_line(*fields: bytes) -> str:
+    return f"{fields[0].decode()} " + base64.b64encode(b"".join(len(f).to_bytes(4, "big") + f for f in fields)).decode()
+
+
+_POINT = base64.b64decode(VECTORS[0]["ecdsa-sha2-nistp256"].split(" ")[1])[-65:]
+
+
+@pytest.mark.parametrize("value", [
+    _blob_line(b"ecdsa-sha2-nistp256", b"nistp384", _POINT),  # another curve inside a P-256 key
+    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + b"\xff" * 64),  # not a point on the curve
+    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + _POINT[1:33] + bytes(32)),  # x on it, y wrong
+    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x02" + _POINT[1:33] + bytes(32)),  # not uncompressed
+    "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x21" + bytes(32)).decode(),  # 33-byte key field
+])  # fmt: skip
+def test_sibling_keys_with_wrong_inner_fields_or_off_curve_points_are_refused(value: str) -> None:
+    """Every refused line is the canonical length, so only the inner checks catch it; pem() never sees it."""
+    with pytest.raises(SignatureError):
+        siblings.Siblings.from_trailers([value])
+
+
+def test_every_committed_vector_loads_and_gives_a_pem() -> None:
+    for v in VECTORS:
+        pair = siblings.Siblings.from_trailers([v["ssh-ed25519"], v["ecdsa-sha2-nistp256"]])
+        assert pair.pem(siblings.P256).startswith(b"-----BEGIN PUBLIC KEY-----")
+
+
+def test_siblings_is_skip_not_ok_when_no_snapshot_certifies_any(tmp_path: Path) -> None:
+    """lineage.md §10: a check with nothing to check is SKIP, never OK.  An unsigned brain has no trailers."""
+    from tests.conftest import run_ledger
+
+    unsigned, signed = tmp_path / "u", tmp_path / "s"
+    run_ledger("init", "--unsigned", str(unsigned), check=True)
+    run_ledger("init", str(signed), check=True)
+    for brain, status in ((unsigned, "SKIP"), (signed, "OK")):
+        run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "x", check=True)
+        proc = run_ledger("audit", str(brain), "--json")
+        doc = json.loads(proc.stdout)
+        chk = doc["checks"]["siblings"]
+        assert proc.returncode == 0 and chk["ok"], proc.stdout
+        assert ("SKIP" if chk["skipped"] else "OK") == status, chk
+        assert ("siblings" in doc["skipped"]) == (status == "SKIP") and doc["verdict"].startswith("Verified OK")

@@ -38,10 +38,11 @@ from ledger.audit.gitsigs import check_siblings
 from ledger.audit.signatures import check_signatures
 from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
-from ledger.audit.walk import walk
+from ledger.audit.walk import Walked, walk
 from ledger.bundle.merkle import DirNode, file_entries, format_root, read_tree
 from ledger.chain.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, positions, read_notes
 from ledger.errors import AuditError, LedgerError, StoreError
+from ledger.signatures.siblings import SIBLING_TRAILER
 from ledger.signatures.trust import check_address
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
@@ -122,6 +123,7 @@ def audit_repo(
         snaps = walked.mainline
         signed = check_signatures(store, walked, report, require_signatures, founder)
         check_siblings(store, walked, report, signed)
+        _skip_siblings_unless_certified(walked, report)
         check_supply(store, walked, report, signed)
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken
@@ -143,6 +145,14 @@ def audit_repo(
         if name in report.checks and report.checks[name].ok and not report.checks[name].summary:
             report.checks[name].summary = "ok"
     return report
+
+
+def _skip_siblings_unless_certified(walked: Walked, report: Report) -> None:
+    """``siblings`` is SKIP, not OK, when no snapshot certifies siblings (unsigned, or signed before v1.5):
+    §10, a check with nothing to check never says OK."""
+    chk = report.check("siblings")
+    if chk.ok and not any(snap.trailers.get(SIBLING_TRAILER) for snap in walked.order):
+        chk.skip("no snapshot carries Ledger-Sibling trailers (unsigned, or signed before v1.5): nothing to check")
 
 
 def _skip_chain(report: Report, reason: str, how: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ledger.brain import signers
 from ledger.errors import KeystoreError
 from ledger.signatures.identity import LocalKey
 from ledger.signatures.trust import ROLES, KeyChange, Trust, TrustError, check_address, policy_change
@@ -19,6 +18,7 @@ from ledger.write.records import Receipt
 from ledger.write.sealing import founding_keys
 
 if TYPE_CHECKING:
+    from ledger.brain import signers
     from ledger.write.apply import Writer
 
 __all__ = ["Keyring"]
@@ -54,11 +54,15 @@ class Keyring:
     def allowed_signers(self) -> tuple[list[signers.AllowedSigner], list[str]]:
         """git's ``allowed_signers`` entries for the head's trust set, from the siblings its lineage
         certifies, and why any address is left out (:func:`ledger.brain.signers.allowed_signers`)."""
+        from ledger.brain import signers  # it reads every snapshot's signature: only this command needs it
+
         return signers.allowed_signers(self.writer.store)
 
     def sibling_pem(self, role: str, scheme: str) -> tuple[str, bytes]:
         """``(address, PEM)`` of the sibling (``p256`` or ``ed25519``) of the local ``role`` key this brain
-        signs with, else of this machine's current one."""
+        trusts; refused (:class:`KeystoreError`) when this machine has none."""
+        from ledger.brain import signers
+
         allowed = [a for a, r in self._trust().active.items() if r == role]
         return signers.local_sibling(self.keys, role, scheme, allowed, self.sealer.passphrase)
 

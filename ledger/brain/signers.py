@@ -23,6 +23,7 @@ from ledger.errors import KeystoreError, LedgerError, StoreError
 from ledger.signatures import identity, siblings
 from ledger.signatures.trust import KEY_TRAILER, parse_key_change
 from ledger.store import gitstore as gs
+from ledger.store.messages import Snapshot
 
 __all__ = ["AllowedSigner", "allowed_signers", "local_sibling", "principal"]
 
@@ -39,7 +40,7 @@ class AllowedSigner:
     address: str
     role: str
     ed25519: str  # the certified OpenSSH line, 'ssh-ed25519 AAAA…'
-    valid_before: int | None = None  # a revoked key: the revoking snapshot's committer time (Unix seconds)
+    valid_before: int | None = None  # a revoked key: see allowed_signers (Unix seconds)
 
     def line(self) -> str:
         """``<principal> namespaces="git"[,valid-before="YYYYMMDDHHMMSSZ"] ssh-ed25519 AAAA…``"""
@@ -55,7 +56,12 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
 
     Every snapshot reachable from the head is read; a certification counts only when the snapshot's
     EIP-712 signature recovers to a trusted or revoked address.  An address that certified two
-    different siblings is refused: the lineage fails ``ledger audit`` and no file is written."""
+    different siblings is refused: the lineage fails ``ledger audit`` and no file is written.
+
+    A revoked key's ``valid-before`` is the later of the mainline revocation's committer time and one
+    second after the newest snapshot it signed that the audit accepts (one whose first parent's trust set
+    trusts it, lineage.md §9.2): a side branch may go on signing with a key the mainline revoked, and git
+    then verifies every snapshot the audit verifies, and none dated later."""
     head = store.head()
     if head is None:
         raise StoreError("this brain has no snapshots", hint="ledger init")
@@ -68,6 +74,7 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
     certified: dict[str, str] = {}
     roles: dict[str, str] = dict(trust.active)
     revoked_at: dict[str, int] = {}
+    signed_until: dict[str, int] = {}  # revoked address -> newest accepted snapshot it signed (committer time)
     for commit in _commits(store, head):  # newest first, merged branches included
         snap = store.snapshot(bytes.fromhex(commit))
         if commit in mainline:
@@ -85,6 +92,9 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
             continue  # certified by no key at all
         if signer not in wanted:
             continue
+        if signer not in trust.active and snap.timestamp >= signed_until.get(signer, -1) \
+                and _accepted(store, snap, signer):  # fmt: skip
+            signed_until[signer] = snap.timestamp
         try:
             ed25519 = siblings.Siblings.from_trailers(values).ed25519
         except LedgerError as exc:
@@ -104,8 +114,19 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
         if address not in trust.active and before is None:
             notes.append(f"{address} left out: revoked, and no revoking snapshot dates it")
             continue
+        if before is not None and address in signed_until:
+            before = max(before, signed_until[address] + 1)
         out.append(AllowedSigner(address, roles.get(address, "revoked"), certified[address], before))
     return out, notes
+
+
+def _accepted(store: gs.GitStore, snap: Snapshot, signer: str) -> bool:
+    """Whether the audit accepts ``signer`` on ``snap``: its first parent's trust set trusts it (§9.2), or,
+    for a snapshot with no parent, it founds the trust set that trusts it."""
+    if not snap.parents:
+        return signer in store.trust_at(snap.tree)[1].active
+    parent = store.snapshot(bytes.fromhex(snap.parents[0]))
+    return signer in store.trust_at(parent.tree)[1].active
 
 
 def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
@@ -118,9 +139,17 @@ def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
 
 def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[str] | None = None,
                   passphrase: identity.Passphrase | None = None) -> tuple[str, bytes]:  # fmt: skip
-    """``(address, PEM)`` of this machine's ``role`` key's sibling: the local key among ``allowed`` (a
-    brain's trusted addresses for the role), else the machine's current one.  ``scheme``: p256 or ed25519."""
+    """``(address, PEM)`` of this machine's ``role`` key's sibling.  ``scheme``: p256 or ed25519.
+
+    ``allowed`` (a brain's trusted addresses for the role, perhaps none) picks the local key among
+    them, and refuses when there is none: a key the brain does not trust is never handed out in its
+    name.  ``None`` (no brain) takes the machine's current key, which no brain vouches for."""
     found = keys.find(role, allowed) if allowed else None
+    if allowed is not None and found is None:
+        trusts = f"it trusts {', '.join(sorted(allowed))}" if allowed else f"it trusts no {role} key"
+        raise KeystoreError(f"this machine has no {role} key this brain trusts ({trusts})",
+                            hint="run it where that key is (ledger keys show), or have the brain trust this "
+                                 f"machine's key: ledger keys trust {role} ADDRESS")  # fmt: skip
     key = keys.load(role, passphrase, found[1] if found else None)
     if key is None:
         raise KeystoreError(f"this machine has no {role} key in {keys.home}", hint=f"ledger keys generate {role}")

@@ -31,7 +31,7 @@ def _rev_and_name(brain: Any, args: tuple[str, ...]) -> tuple[str | None, str | 
     if is_rev and is_skill:
         raise UsageError(f"{word!r} is both a revision and a skill", hint=f"write 'ledger attest HEAD {word}'")
     if not is_rev and not is_skill:
-        raise LedgerError(f"{word!r} is neither a revision nor a skill of the head",
+        raise UsageError(f"{word!r} is neither a revision nor a skill of the head",
                           hint="revisions: a commit id, main~N or a root; for a past skill give REV NAME")  # fmt: skip
     return (word, None) if is_rev else (None, word)
 

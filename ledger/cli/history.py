@@ -98,7 +98,7 @@ require_flag = click.option(
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 @click.option("--frozen", is_flag=True,
               help="Also hold every installed skill to its pin: no local drift, and its source still serves it.")
-@click.option("--attestation", "attestation", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--attestation", "attestation", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Instead, check FILE ('ledger attest': OMS or in-toto) against the brain at REV or the snapshot "
                    "it names.")  # fmt: skip
 @click.argument("rev", required=False)

@@ -96,7 +96,8 @@ def _key_dir(ctx: click.Context) -> Any:
 
 
 @keys.command("export")
-@click.option("--public", "role", type=_ROLE, help="Print the PEM public key of this machine's ROLE key's sibling.")
+@click.option("--public", "role", type=_ROLE,
+              help="Print the PEM public key of the sibling of the local ROLE key the brain trusts.")
 @click.option("--scheme", type=click.Choice(["p256", "ed25519"]), default=None,
               help="With --public: which sibling (default p256, the one model-signing and DSSE take).")
 @click.option("--allowed-signers", "allowed", is_flag=True,
@@ -131,7 +132,8 @@ def keys_export(ctx: click.Context, role: str | None, scheme: str | None, allowe
 
 
 def _sibling_pem(ctx: click.Context, role: str, scheme: str) -> tuple[str, bytes]:
-    """The brain's signing key for ROLE when a brain is in scope, else this machine's current one."""
+    """The sibling of the local ROLE key the brain in scope trusts (refused when there is none), else, with
+    no brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it."""
     from ledger.brain.facade import find_brain
     from ledger.brain.signers import local_sibling
     from ledger.errors import StoreError
@@ -142,7 +144,10 @@ def _sibling_pem(ctx: click.Context, role: str, scheme: str) -> tuple[str, bytes
         if ctx.obj["brain"] is not None:
             raise
         prompt = prompt_passphrase if sys.stdin.isatty() else None
-        return local_sibling(_key_dir(ctx), role, scheme, None, prompt)
+        address, pem = local_sibling(_key_dir(ctx), role, scheme, None, prompt)
+        click.echo(f"note: no brain here, so no brain vouches for this key: it is this machine's current {role} "
+                   f"key {address}'s sibling (give --brain to export the one a brain trusts)", err=True)  # fmt: skip
+        return address, pem
     with open_brain(ctx) as brain:
         return brain.keyring.sibling_pem(role, scheme)
 

@@ -118,38 +118,74 @@ def check_signature(env: Any, pem: bytes, kid: str) -> bool:
     return True
 
 
+def _normal(stmt: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``stmt`` with what lineage.md §12.5.4 lets differ set aside: each brain subject's name, ``agent``,
+    and ``receipt`` when either side has none.  Two statements that attest the same are then equal."""
+    out = json.loads(json.dumps(stmt))
+    for subject in out["subject"]:
+        if isinstance(subject, dict) and isinstance(subject.get("name"), str) and \
+                subject["name"].startswith(BRAIN_PREFIX):  # fmt: skip
+            subject["name"] = BRAIN_PREFIX
+    pred = out["predicate"]
+    if "agent" in pred:
+        pred["agent"] = None
+    if pred.get("receipt") is None or other["predicate"].get("receipt") is None:
+        pred["receipt"] = None
+    return out
+
+
 def problems(stmt: dict[str, Any], expected: dict[str, Any]) -> list[str]:
-    """What differs between a verified statement and the one the brain gives at its snapshot (empty: none)."""
+    """What differs between a verified statement and the one the brain gives at its snapshot (empty: none).
+
+    The statement must equal the expected one exactly, bar the fields §12.5.4 lets differ: anything else
+    (a member this format does not define, subjects in another order) is named, never passed over."""
     if stmt == expected:
         return []
     try:
+        if not isinstance(stmt["predicate"], dict) or not isinstance(stmt["subject"], list):
+            raise TypeError
+        if _normal(stmt, expected) == _normal(expected, stmt):
+            return []
         signed = {s["name"]: s["digest"] for s in stmt["subject"]}
-        pred = stmt["predicate"]
+        if not all(isinstance(n, str) for n in signed):
+            raise TypeError
     except (KeyError, TypeError):
         return ["the statement is not a brain-ledger snapshot attestation"]
+    pred = stmt["predicate"]
     if len(signed) != len(stmt["subject"]):
         return ["two subjects have the same name"]
+    out = []
+    if set(stmt) != set(expected):
+        out.append(f"the statement's members are {sorted(stmt)}, not this format's {sorted(expected)}")
+    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+        out.append("the statement's _type or predicateType is not ours")
+    odd = [str(s.get("name"))[:80] for s in stmt["subject"] if set(s) != {"name", "digest"}]
+    if odd:
+        out.append(f"subject(s) {', '.join(odd)} have members other than name and digest")
     here = {s["name"]: s["digest"] for s in expected["subject"]}
     # The brain subject's name says where it was made (agent id, or folder): its digest is what counts.
+    order = {}
     for subjects in (signed, here):
         brains = [n for n in subjects if n.startswith(BRAIN_PREFIX)]
+        order[id(subjects)] = [BRAIN_PREFIX if n.startswith(BRAIN_PREFIX) else n for n in subjects]
         subjects[BRAIN_PREFIX] = subjects.pop(brains[0]) if len(brains) == 1 else None
+
     def file(n: str) -> str:
         return n.removeprefix("skills/")
 
-    out = ["changed brain (its root or commit)" if n == BRAIN_PREFIX else f"changed file {file(n)}"
-           for n in sorted(set(signed) & set(here)) if signed[n] != here[n]]  # fmt: skip
+    out += ["changed brain (its root or commit)" if n == BRAIN_PREFIX else f"changed file {file(n)}"
+            for n in sorted(set(signed) & set(here)) if signed[n] != here[n]]  # fmt: skip
     out += [f"missing file {file(n)} (signed, not in the brain)" for n in sorted(set(signed) - set(here))]
     out += [f"extra file {file(n)} (in the brain, not signed)" for n in sorted(set(here) - set(signed))]
+    if set(signed) == set(here) and order[id(signed)] != order[id(here)]:
+        out.append("the subjects are not in this format's order (files by path bytes, then the brain)")
     want = expected["predicate"]
-    if not isinstance(pred, dict) or set(pred) != set(want):
-        return [*out, "the predicate's fields are not this format's"]
-    for k in sorted(want):
+    if set(pred) != set(want):
+        out.append("the predicate's fields are not this format's")
+    for k in sorted(set(pred) & set(want)):
         mine, theirs = pred[k], want[k]
         if k == "agent" or (k == "receipt" and (mine is None or theirs is None)):
             continue  # where it was registered, and receipts, are this copy's knowledge, not the brain's
         if mine != theirs:
             out.append(f"predicate {k}: signed {json.dumps(mine)[:120]}, the brain gives {json.dumps(theirs)[:120]}")
-    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
-        out.append("the statement's _type or predicateType is not ours")
-    return out
+    return out or ["the statement differs from the one this snapshot gives (its subjects' or predicate's members)"]

@@ -127,10 +127,27 @@ def parse_public(value: str) -> tuple[str, bytes]:
         raise SignatureError(f"a Ledger-Sibling key is not base64: {exc}") from exc
     if base64.b64encode(blob).decode() != parts[1]:
         raise SignatureError("a Ledger-Sibling key is not canonical base64")
-    name_len = int.from_bytes(blob[:4], "big")
-    if blob[4 : 4 + name_len].decode("latin-1") != parts[0]:
-        raise SignatureError(f"a Ledger-Sibling key's blob is not a {parts[0]} key")
+    if not blob.startswith(_PREFIX[parts[0]]):
+        raise SignatureError(f"a Ledger-Sibling key's blob is not a {parts[0]} key (its type, curve or length "
+                             "fields are not the canonical ones)")  # fmt: skip
     expected = {ED25519: 4 + 11 + 4 + 32, P256: 4 + 19 + 4 + 8 + 4 + 65}[parts[0]]
     if len(blob) != expected:
         raise SignatureError(f"a Ledger-Sibling {parts[0]} key is {len(blob)} bytes, not {expected}")
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+
+    try:  # a P-256 point must be on the curve; cryptography checks it, as every verifier will
+        load_ssh_public_key(value.encode())
+    except (ValueError, TypeError) as exc:
+        raise SignatureError(f"a Ledger-Sibling {parts[0]} key is not a valid public key: {exc}") from None
     return parts[0], blob
+
+
+def _field(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+# Every blob starts with these bytes (RFC 8709 §4, RFC 5656 §3.1: type, [curve,] key length, [uncompressed point]).
+_PREFIX = {
+    ED25519: _field(ED25519.encode()) + (32).to_bytes(4, "big"),
+    P256: _field(P256.encode()) + _field(b"nistp256") + (65).to_bytes(4, "big") + b"\x04",
+}

@@ -46,9 +46,9 @@ def split(raw: bytes) -> tuple[bytes, str | None]:
     first = next((i for i, line in enumerate(lines) if line.startswith(HEADER + b" ")), None)
     if any(line.startswith(_OTHER) for line in lines):
         raise StoreError("the commit carries a signature header other than gpgsig (gpgsig-sha256, mergetag)")
+    if any(line.startswith(b" ") for line in lines[: len(lines) if first is None else first]):
+        raise StoreError("the commit's header has a continuation line outside a gpgsig header")
     if first is None:
-        if any(line.startswith(b" ") for line in lines):
-            raise StoreError("the commit's header has a continuation line outside a gpgsig header")
         return raw, None
     block = lines[first:]
     if first == 0 or any(not line.startswith(b" ") for line in block[1:]):
