@@ -200,3 +200,54 @@ def test_the_operators_log_is_pushed_and_fetched_and_a_rewritten_one_refused(tmp
     assert refused.returncode == 1 and "non-fast-forward" in refused.stderr, refused.stderr
     assert fingerprint(operator.root) == before
     op2.close()
+
+
+@pytest.mark.chain
+def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path, chained: Brain) -> None:
+    """A hostile peer plants, on its new snapshot, an epoch receipt of another registry signed by a key of its
+    own (it verifies offline); a pull whose chain is up refuses it, and the operator's next anchor writes the
+    snapshot's real receipt (review of issue 37, finding 3)."""
+    from ledger.chain import epochproof, keys, notes, tlog
+    from ledger.chain.receipts import anchored, write_receipts
+    from ledger.signatures.siblings import ed25519_key
+    from tests.test_epochs import anchor, audit, epochlog_receipts, member
+
+    def _forged(agent: int, seq: int, parent: bytes, root: bytes) -> dict:
+        z = keys.dev_account(3)                            # the attacker: any key, not a committer
+        reg, cid = "0x" + "de" * 20, 31337                 # another registry
+        origin = notes.origin_of(cid, reg, z.address)
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+        ed = ed25519_key(z.key)
+        vk = notes.vkey(origin, ed.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+        item = tlog.entry(agent, seq, parent, root)
+        tree = tlog.Tree([tlog.leaf_hash(item)])
+        cp = notes.sign_note(notes.checkpoint_text(origin, 1, tree.root()), origin, ed)
+        header = {"chain_id": cid, "registry": reg, "operator": z.address.lower(), "vkey": vk,
+                  "key_signature": notes.certify_key(z.key, vk)}
+        epoch = {"epoch": 1, "tx": "0x" + "00" * 32, "block": 1, "checkpoint": cp}
+        return epochproof.build(header, epoch, 0, [], item, "/nowhere")
+
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    assert anchor(operator, a)[0] == 0
+    remote = tmp_path / "r.git"
+    assert run_ledger("--brain", str(a.root), "push", str(remote)).returncode == 0
+    assert run_ledger("clone", str(remote), str(tmp_path / "p")).returncode == 0
+    p = Brain.open(tmp_path / "p")
+    p.create("second", "peer's new skill", "peer two\n")       # the peer's new snapshot S
+    snaps = anchored(list(reversed(list(p.store.lineage()))))
+    agent = ChainConfig.of(a).agent_id
+    s = snaps[-1]
+    planted = _forged(agent, len(snaps), snaps[-2].root, s.root)
+    assert epochproof.verify_offline(planted)
+    write_receipts(p.store, {s.commit: planted}, ref=epochlog.EPOCH_NOTES_REF)
+    assert run_ledger("--brain", str(p.root), "push", str(remote)).returncode == 0
+    pulled = run_ledger("--brain", str(a.root), "pull", str(remote))
+    assert pulled.returncode == 0 and "refused an epoch receipt" in pulled.stderr, pulled.stderr
+    a.close()
+    a = Brain.open(tmp_path / "a")
+    assert s.commit not in epochlog_receipts(a)  # refused: the chain is up and it names another registry
+    code, out, _ = anchor(operator, a)
+    assert code == 0 and out["heads"] == 1                              # S is now in the operator's log...
+    assert epochlog_receipts(a)[s.commit]["registry"] == ChainConfig.of(a).registry  # its real receipt
+    assert audit(a)[0] == 0

@@ -8,6 +8,7 @@ Go's sumdb/note vector, our own formats against their committed exact bytes, and
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -359,6 +360,13 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     assert anchor(operator, a)[0] == 0
     assert epochlog_receipts(a)[commit]["tx"] == doc["tx"]
     assert audit(a)[0] == 0
+    # also when the peer respelled the operator (lower case still verifies offline), or planted a receipt
+    # of another operator and registry on the snapshot: the operator's log anchors it, its receipt wins
+    respelled = dict(doc, tx="0x" + "ee" * 32, operator=doc["operator"].lower())
+    epochproof.verify_offline(respelled)
+    write_receipts(a.store, {commit: respelled}, ref=epochlog.EPOCH_NOTES_REF)
+    assert anchor(operator, a)[0] == 0
+    assert epochlog_receipts(a)[commit] == doc and audit(a)[0] == 0
 
 
 @pytest.mark.chain
@@ -379,3 +387,17 @@ def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained
     assert epochlog.read_remote(str(remote)).entries == epochlog.read_local(operator.store).entries
     code, report = audit(a)
     assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]
+
+
+def test_a_verifier_key_whose_base64_holds_a_plus_parses() -> None:
+    """Go's sumdb/note splits a verifier key at its first two '+': base64 may hold more (review, finding 2)."""
+    from ledger.chain import keys
+    from ledger.signatures.siblings import ed25519_key
+
+    raw = ed25519_key(keys.dev_account(2).key).public_key().public_bytes_raw()
+    text = notes.vkey("brain-ledger/epochs/31337/0x5f/0x63", raw)
+    assert text.count("+") > 2  # this key's base64 holds one
+    assert notes.parse_vkey(text) == ("brain-ledger/epochs/31337/0x5f/0x63", raw)
+    for i in range(200):  # and any key round-trips
+        key = ed25519_key(hashlib.sha256(b"k%d" % i).digest()).public_key().public_bytes_raw()
+        assert notes.parse_vkey(notes.vkey("o", key)) == ("o", key)

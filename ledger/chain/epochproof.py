@@ -18,13 +18,40 @@ from typing import Any
 from ledger.chain import notes, tlog
 from ledger.errors import ChainError
 
-__all__ = ["KIND", "build", "verify_offline"]
+__all__ = ["KIND", "MAX_RECEIPT", "build", "parse_receipt", "verify_offline"]
 
 KIND = "ledger-epoch-receipt/v1"
 _FIELDS: dict[str, type] = {"kind": str, "chain_id": int, "registry": str, "operator": str, "agent": str, "seq": int,
                             "root": str, "epoch": int, "tx": str, "block": int, "log": str, "checkpoint_key": str,
                             "key_signature": str, "proof": str}  # fmt: skip
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+MAX_RECEIPT = 64 << 10  # bytes: a receipt is about 1 KiB; its proof is at most 64 hashes
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ChainError(f"the epoch receipt names {key!r} twice; a receipt has each field once")
+        out[key] = value
+    return out
+
+
+def parse_receipt(data: bytes) -> dict[str, Any]:
+    """An epoch receipt from its note's bytes (lineage.md §13.6): at most :data:`MAX_RECEIPT` bytes of UTF-8
+    JSON, one object with exactly the receipt's fields, none twice; any other document is refused, so no
+    two readers take one receipt two ways."""
+    import json
+
+    if len(data) > MAX_RECEIPT:
+        raise ChainError(f"the epoch receipt is {len(data):,} bytes; at most {MAX_RECEIPT:,} are read")
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_unique)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ChainError(f"the epoch receipt is not UTF-8 JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ChainError("the epoch receipt is not a JSON object")
+    return doc
 
 
 def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes], item: bytes,
@@ -52,6 +79,9 @@ def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path:
 def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Check a receipt without a chain; return what the chain must confirm: operator, epoch, size, root,
     and the entry (agent, seq, parent, root, index).  Raises :class:`ChainError` saying what is wrong."""
+    if set(doc) != set(_FIELDS):
+        extra, missing = sorted(set(doc) - set(_FIELDS)), sorted(set(_FIELDS) - set(doc))
+        raise ChainError(f"the epoch receipt's fields are not §13.6's (extra {extra}, missing {missing})")
     for key, kind in _FIELDS.items():
         value = doc.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):

@@ -81,8 +81,11 @@ def vkey(name: str, public: bytes) -> str:
 
 
 def parse_vkey(text: str) -> tuple[str, bytes]:
-    """(name, Ed25519 public key) of a verifier key; its key id must be the one the key implies."""
-    parts = text.split("+")
+    """(name, Ed25519 public key) of a verifier key; its key id must be the one the key implies.
+
+    Split at the first two ``+`` only, as Go's ``sumdb/note`` does: the name has none, and standard
+    base64 may hold ``+`` (about half of all keys)."""
+    parts = text.split("+", 2)
     if len(parts) != 3 or not _NAME.fullmatch(parts[0]) or not re.fullmatch(r"[0-9a-f]{8}", parts[1]):
         raise NoteError(f"a verifier key is name+<8 hex>+<base64>, got {text[:80]!r}")
     raw = _b64(parts[2], "the verifier key")

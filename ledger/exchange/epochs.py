@@ -12,7 +12,6 @@ log to catch an operator that broke the rule anyway (docs/lineage.md "Epochs").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +73,8 @@ def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tu
 
 def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str) -> int:
     """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
-    run left without one) its receipt against the log's last anchored epoch, and replace one of this
-    operator's that its log does not vouch for (a peer's altered copy, taken where no chain could check
-    it); the number of brains given any."""
+    run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
+    log does not vouch for (:func:`_vouched`); the number of brains given any."""
     epoch = log.epochs[-1] if log.epochs else None
     if epoch is None or epoch["tx"] is None:
         return 0
@@ -97,21 +95,23 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
 
 
 def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str) -> bool:
-    """Whether a held epoch receipt is one this operator's log stands behind: another operator's is left
-    alone; ours must verify offline and name an epoch of the log, with its transaction, and this log."""
+    """Whether a held epoch receipt is one this operator's log stands behind: ours, spelled as the log
+    writes it, verifying offline, naming an epoch of the log with its transaction, and this log.  Any
+    other receipt on a snapshot this log anchors (a peer's planted or altered copy, taken where no chain
+    could check it, or another operator's) is replaced: ours proves the same snapshot anchored."""
     if note is None:
         return False
     try:
-        doc = json.loads(note)
-        if doc.get("operator") != log.header.get("operator"):
-            return True  # another operator's receipt: not ours to judge or replace
+        doc = epochproof.parse_receipt(note)
         epochproof.verify_offline(doc)
-    except (ValueError, LedgerError):
+    except LedgerError:
         return False
-    ours = next((e for e in log.epochs if e["epoch"] == doc.get("epoch")), None)
+    if any(doc[k] != log.header[k] for k in ("operator", "registry", "chain_id")):
+        return False
+    ours = next((e for e in log.epochs if e["epoch"] == doc["epoch"]), None)
     if ours is None or ours["tx"] is None:
         return False
-    return (ours["tx"], ours["block"], location) == (doc.get("tx"), doc.get("block"), doc.get("log"))
+    return (ours["tx"], ours["block"], location) == (doc["tx"], doc["block"], doc["log"])
 
 
 def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) -> None:

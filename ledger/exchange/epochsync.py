@@ -16,7 +16,6 @@ Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -157,12 +156,8 @@ def _offline(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | No
     It must verify offline (E.6) and name the snapshot it sits on: its agent (when this brain knows its own),
     its seq (the snapshot's position among the anchored ones), its root, and as parent the root before."""
     try:
-        doc = json.loads(data)
-        if not isinstance(doc, dict):
-            return None, "is not a JSON object"
+        doc = epochproof.parse_receipt(data)
         facts = epochproof.verify_offline(doc)
-    except ValueError as exc:
-        return None, f"is not JSON ({exc})"
     except LedgerError as exc:
         return None, f"does not verify offline: {exc.message}"
     position = {s.commit: i for i, s in enumerate(snaps)}
@@ -181,7 +176,7 @@ def _offline(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | No
 def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, str]:
     """Each offline-checked receipt → "ok" when this brain's chain confirms what the operator did not sign (the
     epoch's size and root, its ``EpochAnchored`` event's ``tx`` and ``block``, the operator a committer then),
-    "unknown" when it cannot be asked (no chain configured, another registry's receipt, the RPC down), else why
+    "unknown" when it cannot be asked (no chain configured, the RPC down), else why
     not.  Only refusals come of it: an unknown receipt is taken on its offline check (E.6)."""
     if not checked or cfg is None or not cfg.registry:
         return dict.fromkeys(checked, "unknown")
@@ -190,6 +185,8 @@ def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], d
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
         for commit, (doc, facts) in checked.items():
             if doc["registry"].lower() != str(reg.address).lower() or doc["chain_id"] != reg.chain_id:
+                out[commit] = (f"names registry {doc['registry']} on chain {doc['chain_id']}, not this brain's "
+                               f"{reg.address} on chain {reg.chain_id}")  # fmt: skip
                 continue
             operator, n = facts["operator"], facts["epoch"]
             if reg.epoch(operator, n) != (facts["size"], facts["tree_root"]):
