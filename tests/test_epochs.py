@@ -401,3 +401,30 @@ def test_a_verifier_key_whose_base64_holds_a_plus_parses() -> None:
     for i in range(200):  # and any key round-trips
         key = ed25519_key(hashlib.sha256(b"k%d" % i).digest()).public_key().public_bytes_raw()
         assert notes.parse_vkey(notes.vkey("o", key)) == ("o", key)
+
+
+@pytest.mark.chain
+def test_a_run_killed_while_its_epoch_is_in_the_mempool_waits_for_it(tmp_path: Path, chained: Brain) -> None:
+    """Review of issue 37, finding 4: a pending epoch whose transaction is still unmined must not be dropped
+    (it would mine later, and the log would no longer hold the chain's epoch): the next run refuses and
+    says why; once it is mined, the run after settles it and anchors on."""
+    from ledger.chain.rpc import Rpc
+
+    node = Rpc(ChainConfig.of(chained).rpc, timeout=15)
+    a = member(tmp_path, chained, "a")
+    node.call("evm_setAutomine", False)
+    try:
+        code, _, err = anchor(chained, a, crash="chain-after-send")  # sent, not yet mined
+        assert code != 0, err
+        a.create("second", "more", "two\n")
+        code, _, err = anchor(chained, a)
+        assert code == 1 and "still pending" in err, err
+        assert [e["tx"] for e in epochlog.read_local(chained.store).epochs] == [None]  # kept, not dropped
+    finally:
+        node.call("evm_mine")
+        node.call("evm_setAutomine", True)
+    code, out, err = anchor(chained, a)
+    assert code == 0 and out["epoch"] == 2 and out["heads"] == 1, err
+    log = epochlog.read_local(chained.store)
+    assert [e["epoch"] for e in log.epochs] == [1, 2] and all(e["tx"] for e in log.epochs)
+    assert audit(a)[0] == 0

@@ -130,6 +130,12 @@ def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) ->
         return
     if size != 0:
         raise ChainError(f"the chain's epoch {ep['epoch']} of {operator} is not the one this log recorded")
+    mined = int(reg.node.call("eth_getTransactionCount", operator, "latest"), 16)
+    if int(reg.node.call("eth_getTransactionCount", operator, "pending"), 16) > mined:
+        raise ChainError(f"epoch {ep['epoch']} is recorded but not on chain, and a transaction of {operator} "
+                         f"(nonce {mined}) is still pending: it may be that epoch's",
+                         hint="run 'ledger anchor' again once it is mined (or dropped); dropping the epoch now "
+                              "could leave the chain with an epoch this log no longer holds")  # fmt: skip
     log.epochs.pop()
     del log.entries[log.size() :]
     epochlog.save(store, log, f"ledger: epoch {ep['epoch']} dropped: never anchored\n")
