@@ -15,6 +15,7 @@ else; ``ledger audit`` checks that an address never certifies two different sibl
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ class Siblings:
         return key.public_bytes(ser.Encoding.PEM, ser.PublicFormat.SubjectPublicKeyInfo)
 
 
+@functools.lru_cache(maxsize=1024)  # a lineage names the same few keys in every snapshot
 def parse_public(value: str) -> tuple[str, bytes]:
     """``(scheme, SSH wire blob)`` of a trailer value; refuses anything but the two schemes, in canonical form."""
     parts = value.split(" ")
