@@ -607,25 +607,68 @@ def fork_operator(operator: Any, victim: Any) -> None:
     (agent, seq). bypassing the service's compare-and-swap, it appends a second root for the
     victim's seq 1 and anchors that epoch.  The chain accepts it (the log only grew), and the operator
     publishes the log, since the chain's roots must replay from it."""
+    from ledger.chain import tlog
+    from ledger.chain.config import ChainConfig
+    from ledger.chain.registry import ZERO
+
+    agent = ChainConfig.of(victim).agent_id
+    assert agent is not None
+    anchor_raw(operator, [tlog.entry(agent, 1, ZERO, b"\x66" * 32)], "a forked epoch\n")
+
+
+def anchor_raw(operator: Any, entries: list[bytes], message: str) -> None:
+    """Append ``entries`` to the operator brain's log as they are (no compare-and-swap, no receipt), anchor
+    that epoch with the dev key and publish it: what a dishonest operator can do, since the chain checks
+    only that the log grew."""
     from ledger.chain import epochlog, notes, tlog
     from ledger.chain.abi import call_data
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME, load_account
-    from ledger.chain.registry import ZERO, Registry
+    from ledger.chain.registry import Registry
     from ledger.signatures.siblings import ed25519_key
 
-    cfg, vcfg = ChainConfig.of(operator), ChainConfig.of(victim)
-    assert vcfg.agent_id is not None
+    cfg = ChainConfig.of(operator)
     reg = Registry(cfg.rpc, cfg.registry)
     account = load_account(DEV_KEY_NAME, reg.chain_id)
     log = epochlog.read_local(operator.store)
     old = log.size()
-    log.entries.append(tlog.entry(vcfg.agent_id, 1, ZERO, b"\x66" * 32))
+    log.entries.extend(entries)
     tree = tlog.Tree(log.leaves())
     reg.transact(account, call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, tree.root(),
-                                    tree.consistency(old)), what="a forked epoch")  # fmt: skip
+                                    tree.consistency(old)), what="a raw epoch")  # fmt: skip
     origin = log.header["origin"]
     cp = notes.sign_note(notes.checkpoint_text(origin, tree.size, tree.root()), origin, ed25519_key(account.key))
     log.epochs.append({"epoch": len(log.epochs) + 1, "size": tree.size, "root": tree.root().hex(),
                        "checkpoint": cp, "tx": None, "block": None})  # fmt: skip
-    epochlog.save(operator.store, log, "a forked epoch\n")
+    epochlog.save(operator.store, log, message)
+
+
+def fork_two_operators(root: Path, operator: Any, member: Callable[[Path, Any, str], Any]) -> tuple[Any, Any, Any]:
+    """The two-operator fork (review 2, finding 1): the owner authorizes a second address Y; operator X
+    anchors fork A of an agent, Y fork B (same seq, another root).  Each operator's log is unforked, so
+    only an audit that replays every committer's log sees it.  Returns (a, b, y), Y's operator brain
+    (its key ``opy`` in ``$LEDGER_KEYSTORE``, which the caller sets)."""
+    import shutil
+
+    from ledger.brain import Brain
+    from ledger.chain import keys
+    from ledger.chain.config import ChainConfig
+    from ledger.exchange.anchoring import authorize
+    from ledger.exchange.epochs import anchor_epoch
+
+    second = keys.dev_account(1)
+    keys.import_key("opy", "0x" + bytes(second.key).hex())
+    a = member(root, operator, "a")
+    a.close()
+    shutil.copytree(a.root, root / "b", symlinks=True)
+    a, b = Brain.open(root / "a"), Brain.open(root / "b")
+    a.create("second", "fork A", "A's next snapshot\n")
+    b.create("second", "fork B", "B's next snapshot\n")
+    authorize(a, second.address, True, key=keys.DEV_KEY_NAME)
+    y = Brain.init(root / "opy")
+    cfg = ChainConfig.of(operator)
+    y.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
+                           "deploy_block": cfg.deploy_block})  # fmt: skip
+    anchor_epoch(operator, [a], key=keys.DEV_KEY_NAME)
+    anchor_epoch(y, [b], key="opy")
+    return a, b, y

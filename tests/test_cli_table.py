@@ -28,6 +28,7 @@ SKILL = "---\nname: s\ndescription: The s skill\n---\n{body}\n"
 GOOD = SKILL.format(body="a better body")
 BAD_YAML = "---\nname: s\ndescription: [unclosed\n---\nbody\n"
 KEY = "0x" + "ab" * 32
+OPERATOR = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"  # anvil's second account: no epoch on the template's registry
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,9 @@ CASES = [
     c("verify", "ok", *B, "verify", "--chain", shows="Verified OK"),
     c("verify", "refused", *B, "verify", setup=(("append", "{b}/skills/s/SKILL.md", "hand edit\n"),)),
     c("verify", "usage", *B, "verify", "--bogus"),
+    # an --epoch-log for an address with no epoch on chain: nothing of it can anchor the agent, so it is not read
+    c("verify", "ok", *B, "verify", "--chain", "--epoch-log", f"{OPERATOR}={{t}}/nowhere", shows="Verified OK"),
+    c("verify", "usage", *B, "verify", "--epoch-log", f"{OPERATOR}={{t}}/nowhere", shows="goes with --chain"),
     c("verify", "ok", *B, "verify", "--attestation", "{t}/a.sig", shows="Verified OK",
       setup=((*B, "attest", "--format", "oms", "-o", "{t}/a.sig"),)),
     c("verify", "refused", *B, "verify", "--attestation", "{t}/a.sig", "HEAD", shows="changed file s/SKILL.md",
@@ -161,6 +165,7 @@ CASES = [
     c("audit", "ok", "audit", "{b}", shows="Verified OK"),
     c("audit", "refused", "audit", "{t}", shows="not a git repository"),
     c("audit", "usage", "audit", "{b}", "--rpc", "http://127.0.0.1:1"),
+    c("audit", "usage", "audit", "{b}", "--epoch-log", "nope", shows="ADDRESS=LOCATION"),
     c("push", "ok", *B, "push", "{t}/pub.git", shows="pushed"),
     c("push", "noop", *B, "push", "{t}/pub.git", setup=((*B, "push", "{t}/pub.git"),), shows="up to date"),
     c("push", "ok", *B, "push", "{t}/pub.git", setup=(*AHEAD, PATCH), shows="merged the remote's lineage"),

@@ -7,7 +7,7 @@ Loaded only when an audit is given an RPC endpoint; it reads over the light JSON
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from math import inf
 from typing import Any
 
@@ -36,6 +36,7 @@ def _redacted(rpc: str) -> str:
 def check_chain(
     store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int,
     signed: Sequence[Signed] = (),
+    epoch_logs: Mapping[str, str] | None = None,
 ) -> None:
     from ledger.chain.receipts import anchored
     from ledger.chain.registry import ZERO, Registry
@@ -124,8 +125,10 @@ def check_chain(
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events)
-    check_epochs(store, snaps, report, reg, agent, height, from_block)
     history = _committer_history(reg, agent, from_block)
+    everyone = [history[0]] if history[0] else []  # every address that ever could commit: each may anchor epochs
+    check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
+                 epoch_logs)  # fmt: skip
     _check_committers(report, history, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,7 @@ def audit_repo(
     since: tuple[bytes, ...] = (),
     without_chain: tuple[str, str] = NO_RPC,
     tip: bytes | None = None,
+    epoch_logs: Mapping[str, str] | None = None,
 ) -> Report:
     """Audit the git store at ``repo`` (a brain, a clone, or a bare repository).
 
@@ -108,6 +109,8 @@ def audit_repo(
     Without ``rpc``, each ``chain.*`` check is a SKIP saying why and how to run it: ``without_chain``
     (the reason, what to pass), so that OK never stands for a check not made.  ``tip`` audits from
     that commit instead of ``main`` (a push a guarded remote has not taken yet; with ``since`` only).
+    ``epoch_logs`` (operator address → location) says where an operator's epoch log is published when no
+    epoch receipt here names it (§13.7).
     """
     path = Path(repo)
     try:
@@ -135,7 +138,7 @@ def audit_repo(
                 raise AuditError("--rpc needs --registry and --agent")
             from ledger.audit.chain import check_chain
 
-            check_chain(store, snaps, report, rpc, registry, agent, from_block, signed)
+            check_chain(store, snaps, report, rpc, registry, agent, from_block, signed, epoch_logs)
         else:
             _skip_chain(report, *without_chain)
         _check_fsck(path, report)

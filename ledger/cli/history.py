@@ -91,8 +91,36 @@ require_flag = click.option(
 )  # fmt: skip
 
 
+epoch_log_option = click.option(
+    "--epoch-log", "epoch_logs", multiple=True, metavar="ADDRESS=LOCATION",
+    help="Where operator ADDRESS publishes its epoch log (a path or git URL), for an owner or committer of the "
+         "agent with epochs on chain that no epoch receipt names (repeatable; with the chain).",
+)  # fmt: skip
+
+
+def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
+    """``--epoch-log ADDRESS=LOCATION`` values as {address: location}; malformed or repeated is usage (2)."""
+    from ledger.signatures.trust import check_address
+
+    out: dict[str, str] = {}
+    for item in given:
+        address, sep, location = item.partition("=")
+        try:
+            address = check_address(address.strip())
+        except LedgerError:
+            address = ""
+        if not sep or not address or not location:
+            raise UsageError(f"--epoch-log {item!r} is not ADDRESS=LOCATION",
+                             hint="0x and 40 hex digits, =, then a path or git URL")  # fmt: skip
+        if address in out and out[address] != location:
+            raise UsageError(f"--epoch-log names operator {address} twice", hint="give one location per operator")
+        out[address] = location
+    return out
+
+
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
+@epoch_log_option
 @require_flag
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
@@ -103,14 +131,17 @@ require_flag = click.option(
                    "it names.")  # fmt: skip
 @click.argument("rev", required=False)
 @click.pass_context
-def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, html_file: Path | None,
-           frozen: bool, attestation: Path | None, rev: str | None) -> None:  # fmt: skip
+def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], require: bool, as_json: bool,
+           html_file: Path | None, frozen: bool, attestation: Path | None, rev: str | None) -> None:  # fmt: skip
     """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen).
 
     With --attestation FILE [REV]: verify an attestation instead (its key, signature and every subject).
     """
     from ledger.audit.lineage import audit_repo
 
+    logs = _epoch_logs(epoch_logs)
+    if logs and not with_chain:
+        raise UsageError("--epoch-log goes with --chain")
     if attestation is not None:
         if with_chain or require or html_file or frozen:
             raise UsageError("--attestation goes with REV and --json only")
@@ -131,6 +162,7 @@ def verify(ctx: click.Context, with_chain: bool, require: bool, as_json: bool, h
             "registry": cfg["registry"],
             "agent": int(cfg["agent_id"], 16),
             "from_block": int(cfg.get("deploy_block", 0)),
+            "epoch_logs": logs,
         }
     report = audit_repo(
         root, worktree=True, progress=progress_bar("verifying"), require_signatures=require,
@@ -159,6 +191,7 @@ def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json
 @click.option("--registry", help="Registry contract address.")
 @click.option("--agent", help="Agent id (0x… or decimal).")
 @click.option("--from-block", type=click.IntRange(min=0), default=0, help="Registry deployment block (faster scans).")
+@epoch_log_option
 @require_flag
 @click.option("--founder", metavar="ADDRESS",
               help="The user key that must have founded the trust set (otherwise trusted on first use).")
@@ -170,6 +203,7 @@ def audit(
     registry: str | None,
     agent: str | None,
     from_block: int,
+    epoch_logs: tuple[str, ...],
     require: bool,
     founder: str | None,
     as_json: bool,
@@ -182,11 +216,14 @@ def audit(
     given = [v is not None for v in (rpc, registry, agent)]
     if any(given) and not all(given):
         raise UsageError("--rpc, --registry and --agent go together")
+    logs = _epoch_logs(epoch_logs)
+    if logs and rpc is None:
+        raise UsageError("--epoch-log goes with --rpc", hint="the epoch logs are replayed against the chain")
     agent_id = int(agent, 0) if agent else None
     with audit_target(repo) as path:
         report = audit_repo(
             path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block,
-            progress=progress_bar("auditing"), require_signatures=require, founder=founder,
+            progress=progress_bar("auditing"), require_signatures=require, founder=founder, epoch_logs=logs,
         )  # fmt: skip
     report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
