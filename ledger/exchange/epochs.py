@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger._faults import crashpoint
+from ledger.audit.epochs import anchored_event
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
 from ledger.chain import epochlog, epochproof, notes, tlog
@@ -71,7 +72,8 @@ def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tu
     return out, seq
 
 
-def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str) -> int:
+def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
+              reg: Registry, from_block: int) -> int:  # fmt: skip
     """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
     run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
     log does not vouch for (:func:`_vouched`); the number of brains given any."""
@@ -86,7 +88,7 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
         docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
                                               location)
                 for snap, item in items
-                if item in index and not _vouched(have.get(snap.commit), log, location)}  # fmt: skip
+                if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)}  # fmt: skip
         if docs:
             with brain.locked():
                 write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
@@ -94,20 +96,31 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
     return given
 
 
-def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str) -> bool:
-    """Whether a held epoch receipt is one this operator's log stands behind: ours, spelled as the log
-    writes it, verifying offline, naming an epoch of the log with its transaction, and this log.  Any
-    other receipt on a snapshot this log anchors (a peer's planted or altered copy, taken where no chain
-    could check it, or another operator's) is replaced: ours proves the same snapshot anchored."""
+def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Registry, from_block: int) -> bool:
+    """Whether a held epoch receipt stands: ours, spelled as the log writes it, verifying offline and naming
+    an epoch of the log with its transaction and this log; or another operator's of this registry, verifying
+    offline and naming an epoch and a transaction the chain holds (it is kept: it names where that operator's
+    log is, which an audit of the agent needs).  Any other receipt on a snapshot this log anchors (a peer's
+    planted or altered copy, taken where no chain could check it) is replaced by ours."""
     if note is None:
         return False
     try:
         doc = epochproof.parse_receipt(note)
-        epochproof.verify_offline(doc)
+        facts = epochproof.verify_offline(doc)
     except LedgerError:
         return False
-    if any(doc[k] != log.header[k] for k in ("operator", "registry", "chain_id")):
+    if (doc["registry"], doc["chain_id"]) != (log.header["registry"], log.header["chain_id"]):
         return False
+    if doc["operator"].lower() != str(log.header["operator"]).lower():
+        try:
+            if reg.epoch(doc["operator"], doc["epoch"]) != (facts["size"], facts["tree_root"]):
+                return False
+            event = anchored_event(reg, doc["operator"], doc["epoch"], from_block, "latest")
+        except LedgerError:
+            return False
+        return event is not None and (event["tx"], event["block"]) == (doc["tx"].lower(), doc["block"])
+    if doc["operator"] != log.header["operator"]:
+        return False  # ours, respelled (a peer lower-cased it): rewritten as the log writes it
     ours = next((e for e in log.epochs if e["epoch"] == doc["epoch"]), None)
     if ours is None or ours["tx"] is None:
         return False
@@ -214,7 +227,7 @@ def anchor_epoch(
             heads[agent] = (seq, root)
             new.append(item)
         if not new:
-            given = _receipts(log, per_brain, location)
+            given = _receipts(log, per_brain, location, reg, cfg.deploy_block or 0)
             return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), given)
         old_size = log.size()
         log.entries += new
@@ -234,7 +247,7 @@ def anchor_epoch(
             raise ChainError(f"the receipt of epoch {epoch} holds no EpochAnchored event of size {tree.size}")
         log.epochs[-1].update(tx=receipt["transactionHash"], block=int(receipt["blockNumber"]))
         epochlog.save(operator.store, log, f"ledger: epoch {epoch} anchored in {receipt['transactionHash']}\n")
-    given = _receipts(log, per_brain, location)
+    given = _receipts(log, per_brain, location, reg, cfg.deploy_block or 0)
     gas = int(receipt["gasUsed"])
     return EpochResult(epoch, receipt["transactionHash"], gas, len(new), tree.size, "0x" + root.hex(), given,
                        round(gas / len(new), 2))  # fmt: skip
