@@ -39,7 +39,7 @@ from ledger.supply.sources import (
     write_lock,
 )
 from tests import tamper
-from tests.conftest import run_ledger
+from tests.conftest import fingerprint, run_ledger
 from tests.localhttp import serving
 
 _ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -477,3 +477,26 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
         resolve(str(remote), ["beta"])  # what a brain withholds from its own agent, it serves to nobody
     (alpha,) = resolve(str(remote))  # what it serves: alpha, carrying the brain's revocations
     assert alpha.name == "alpha" and digest in alpha.revoked
+
+
+@pytest.mark.parametrize("url", [
+    "https://alice:ghp_SECRETTOKEN@example.invalid/up.git",
+    "https://ghp_SECRETTOKEN@example.invalid/up.git",
+    "http://u:p@127.0.0.1:1/x/.well-known/skills/index.json",
+])
+def test_a_source_url_with_credentials_is_refused_before_anything_is_fetched(url: str, tmp_path: Path) -> None:
+    """The source is recorded in the signed supply record and published in manifests: a token in it would be
+    public for ever (review of issue 37). Refused with the fix, nothing written, the secret never echoed."""
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    before = fingerprint(brain)
+    proc = run_ledger("--brain", str(brain), "install", url)
+    assert proc.returncode == 1 and "carries credentials" in proc.stderr and "credential helper" in proc.stderr
+    assert "SECRETTOKEN" not in proc.stdout + proc.stderr and ":p@" not in proc.stderr
+    assert fingerprint(brain) == before
+
+
+def test_an_ssh_url_names_its_user_and_is_not_refused_for_it() -> None:
+    from ledger.supply.sources import _no_credentials
+
+    _no_credentials("ssh://git@example.invalid/org/skills.git")  # the user of an SSH URL is no secret

@@ -65,6 +65,7 @@ def resolve(
     ``pin`` is a commit id (or a ref) to read at; None means the source's current head.  A
     named skill the source lacks is a :class:`SourceError` listing what it has."""
     url, ref = gitsource.split_ref(source)
+    _no_credentials(url)
     if "://" not in url and Path(url).exists():
         url = str(Path(url).absolute())  # recorded in the pin: it must mean the same from any directory
     path = Path(url)
@@ -85,6 +86,21 @@ def resolve(
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
             return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, commit, repo)
         return gitsource.candidates_at(repo, url, ref, commit, names)
+
+
+def _no_credentials(url: str) -> None:
+    """Refuse a URL that carries credentials: the source is recorded in the signed supply record, which is
+    pushed with the brain and never rewritten, and published in its manifests."""
+    from urllib.parse import urlsplit
+
+    if "://" not in url:
+        return
+    parts = urlsplit(url)
+    if parts.password is not None or (parts.username is not None and parts.scheme not in ("ssh", "git+ssh")):
+        raise SourceError(f"the source URL carries credentials ({parts.scheme}://…@{parts.hostname}/…), which would be "
+                          "recorded in the brain's signed history and published with it",
+                          hint="give the URL without them and let git's credential helper supply them "
+                               "(git config --global credential.helper …), or use an SSH URL")  # fmt: skip
 
 
 def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
