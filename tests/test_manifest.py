@@ -239,6 +239,12 @@ def test_the_committed_manifest_vector() -> None:
     doc = json.loads(data)
     assert doc["brainLedger"]["format"] == 2 and set(doc) <= LEDGER_KEYS
     assert set(doc["brainLedger"]) == {"format", "digests", "snapshot", "supersedes", "dependencies"}
+    # The same version as a publisher who minted a token publishes it: another hash, the same ledger bytes.
+    pub = VECTORS["published"]
+    published = pub["canonical"].encode("utf-8")
+    assert manifest_hash(published) == keccak(published) == cast_keccak(published) == pub["manifestHash"]
+    assert set(parse_manifest(published)["supersedes"]) == {"skillId", "skillRegistry"}
+    assert ledger_bytes(parse_manifest(published)) == data and pub["manifestHash"] != vec["manifestHash"]
 
 
 @pytest.mark.parametrize("case", VECTORS["sources"], ids=[c["recorded"] for c in VECTORS["sources"]])
