@@ -139,6 +139,7 @@ CASES = [
     c("manifest", "refused", *B, "manifest", "s@99", shows="no snapshot wrote"),
     c("manifest", "refused", *B, "manifest", "nosuch", shows="no skill named"),
     c("manifest", "usage", *B, "manifest", "s@0"),
+    c("manifest", "usage", *B, "manifest", "s@²", shows="ASCII digits"),  # isdigit() holds, int() raises
     c("revert", "ok", *B, "revert", "s", "--to", "1", setup=(PATCH,)),
     c("revert", "noop", *B, "revert", "s", "--to", "2", shows="nothing to do"),
     c("revert", "refused", *B, "revert", "s", "--to", "99"),

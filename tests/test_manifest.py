@@ -21,7 +21,18 @@ from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import LedgerError
 from ledger.exchange import sharing
 from ledger.exchange.anchoring import commit_pending
-from ledger.supply.manifest import ManifestError, canonical_json, manifest_hash, parse_manifest
+from ledger.supply.candidates import Candidate, candidate, source_doc
+from ledger.supply.installer import Installer
+from ledger.supply.manifest import (
+    LEDGER_KEYS,
+    ManifestError,
+    build,
+    canonical_json,
+    ledger_bytes,
+    manifest_hash,
+    parse_manifest,
+    public_location,
+)
 from tests.conftest import run_ledger
 from tests.test_supply import GOOD, Upstream, record
 
@@ -77,7 +88,8 @@ def test_manifest_hash_is_keccak256_of_the_published_bytes(home: Path, tmp_path:
     m = json.loads(data)
     assert m["type"] == "https://eips.ethereum.org/EIPS/eip-8239#skill-v1"
     assert (m["name"], m["description"], m["image"], m["version"]) == ("s", "The s skill", None, "1")
-    assert "supersedes" not in m and "dependencies" not in m
+    assert not {"supersedes", "dependencies"} & (set(m) | set(m["brainLedger"]))
+    assert m["brainLedger"]["format"] == 2 and set(m) <= LEDGER_KEYS
     # The bytes are their own canonical form, and parse back to the object.
     assert parse_manifest(data) == m
 
@@ -85,11 +97,13 @@ def test_manifest_hash_is_keccak256_of_the_published_bytes(home: Path, tmp_path:
 def test_supersedes_links_each_version_to_the_one_before(home: Path) -> None:
     v1, h1 = printed(home, "s@1")
     v2, h2 = printed(home, "s@2")
-    assert json.loads(v2)["supersedes"] == {"manifestHash": keccak(v1), "version": "1"}
+    # The chain is the ledger's own (the ERC's top-level supersedes is {skillId, skillRegistry}, a token).
+    assert "supersedes" not in json.loads(v2)
+    assert json.loads(v2)["brainLedger"]["supersedes"] == {"manifestHash": keccak(v1), "version": "1"}
     assert h1 != h2 and h2 == keccak(v2)
     ledger(home, "skill", "patch", "s", "--old", "body-one", "--new", "body-two")
     v3, h3 = printed(home, "s@3")
-    assert json.loads(v3)["supersedes"]["manifestHash"] == keccak(v2) == h2
+    assert json.loads(v3)["brainLedger"]["supersedes"]["manifestHash"] == keccak(v2) == h2
     # NAME alone is the head's version; an older version's manifest does not change as history grows.
     assert printed(home, "s") == (v3, h3)
     assert printed(home, "s@1") == (v1, h1)
@@ -150,8 +164,12 @@ def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -
     assert "is quarantined here" in ledger(home, "manifest", "summarise").stderr
     m = json.loads(data)
     entry = record(home).skills["summarise"]
-    assert m["dependencies"] == [{
-        "source": {"type": "git", "url": str(up.bare), "path": "skills/summarise", "ref": None},
+    # Provenance, in the extension: the ERC's dependencies are {skillId, skillRegistry, version} entries.
+    assert "dependencies" not in m and set(m) <= LEDGER_KEYS
+    # The upstream is a path on this machine: published as its basename, never the path.
+    assert entry.source["url"] == str(up.bare) and str(tmp_path) not in data.decode()
+    assert m["brainLedger"]["dependencies"] == [{
+        "source": {"type": "git", "url": "local:up.git", "path": "skills/summarise", "ref": None},
         "pin": {"commit": commit},
         "integrity": [entry.blake3, "sha256:" + entry.sha256],
     }]  # fmt: skip
@@ -173,14 +191,14 @@ def test_a_skill_from_an_anchored_brain_credits_its_agent(chained: Brain, tmp_pa
     run_ledger("init", str(home), check=True)
     ledger(home, "install", str(tmp_path / "remote.git"), "alpha")
     data, shown = printed(home, "alpha@1")
-    (dep,) = json.loads(data)["dependencies"]
+    (dep,) = json.loads(data)["brainLedger"]["dependencies"]
     root = chained.head().snap.to_json()["root"]
     # The agent id is a uint256: a hex string as receipts write it, never a JSON number past 2**53.
     assert cfg.agent_id is not None and cfg.agent_id > 2**53
     assert dep["derivedFrom"] == {"agent": f"0x{cfg.agent_id:064x}", "chain": cfg.chain_id,
                                   "registry": cfg.registry.lower(), "root": root}  # fmt: skip
     entry = record(home).skills["alpha"]
-    assert dep["source"] == entry.source and dep["source"]["type"] == "brain"
+    assert dep["source"] == {**entry.source, "url": "local:remote.git"} and dep["source"]["type"] == "brain"
     assert dep["pin"] == entry.pin and entry.pin["root"] == root and entry.pin["seq"] >= 1
     assert shown == keccak(data) == cast_keccak(data)
 
@@ -199,10 +217,11 @@ def test_refusals(home: Path) -> None:
     # Created again, the name goes on above its last version (ADR 9), superseding it across the delete.
     ledger(home, "skill", "create", "s", "--description", "Again")
     again = json.loads(printed(home, "s")[0])
-    assert again["version"] == "3" and again["supersedes"] == {"manifestHash": before[1], "version": "2"}
-    for bad in ("s@", "@1", "s@0", "s@x"):
+    assert again["version"] == "3" and again["brainLedger"]["supersedes"] == {"manifestHash": before[1], "version": "2"}
+    # ASCII digits only: str.isdigit() holds for '²' (int() then fails) and '١' (int() reads 1).
+    for bad in ("s@", "@1", "s@0", "s@x", "s@²", "s@١", "s@٣", "s@01", "s@-1", "s@+1", "s@ 1", "s@1 "):
         usage = ledger(home, "manifest", bad, check=False)
-        assert usage.returncode == 2, bad
+        assert usage.returncode == 2 and "ASCII digits" in usage.stderr and "Traceback" not in usage.stderr, bad
 
 
 @pytest.mark.parametrize("case", VECTORS["jcs"], ids=[c["name"] for c in VECTORS["jcs"]])
@@ -216,6 +235,25 @@ def test_the_committed_manifest_vector() -> None:
     assert data == vec["canonical"].encode("utf-8")
     assert manifest_hash(data) == keccak(data) == vec["manifestHash"]
     assert parse_manifest(data) == json.loads(vec["input"])
+    # The manifest of docs/interop.md §2.7: ERC fields in ERC shapes only, the ledger's chain in its extension.
+    doc = json.loads(data)
+    assert doc["brainLedger"]["format"] == 2 and set(doc) <= LEDGER_KEYS
+    assert set(doc["brainLedger"]) == {"format", "digests", "snapshot", "supersedes", "dependencies"}
+    # The same version as a publisher who minted a token publishes it: another hash, the same ledger bytes.
+    pub = VECTORS["published"]
+    published = pub["canonical"].encode("utf-8")
+    assert manifest_hash(published) == keccak(published) == cast_keccak(published) == pub["manifestHash"]
+    assert set(parse_manifest(published)["supersedes"]) == {"skillId", "skillRegistry"}
+    assert ledger_bytes(parse_manifest(published)) == data and pub["manifestHash"] != vec["manifestHash"]
+
+
+@pytest.mark.parametrize("case", VECTORS["sources"], ids=[c["recorded"] for c in VECTORS["sources"]])
+def test_published_source_locations(case: dict) -> None:
+    published = public_location(case["recorded"])
+    assert published == case["published"]
+    assert "@" not in published.split("/", 3)[2] if "://" in published else "@" not in published.split(":")[0]
+    for secret in ("s3cret", "ghp_", "alice", "pw@", "/home/"):
+        assert secret not in published
 
 
 @pytest.mark.parametrize("data, why", [
@@ -246,3 +284,59 @@ def test_values_jcs_cannot_write_exactly_are_refused() -> None:
                        ({1: "a"}, "not a string"), ({"a": {1, 2}}, "set")):  # fmt: skip
         with pytest.raises(ManifestError, match=why):
             canonical_json(value)
+
+
+def test_a_recorded_credential_or_local_path_is_not_published(tmp_path: Path) -> None:
+    """Records written before install refused credentials may hold them: the manifest, meant to be
+    published, names each location without userinfo, and a local path by its basename only."""
+    home = tmp_path / "brain"
+    run_ledger("init", str(home), check=True)
+
+    def cand(name: str, source: dict) -> Candidate:
+        return candidate(name, {"SKILL.md": (GOOD.format(name=name, desc="D").encode(), False)}, source,
+                         {"commit": "ab" * 20})  # fmt: skip
+
+    recorded = {
+        "tok": source_doc("git", "https://ghp_tok3n@example.invalid/up.git", "skills/tok", "main"),
+        "pass": source_doc("index", "https://alice:s3cret@example.invalid/.well-known/agent-skills/index.json",
+                           "pass", None),
+        "mkt": source_doc("marketplace", "https://bob:pw1@example.invalid/m.git", "plugins/mkt", None, plugin="p",
+                          repo="/home/alice/private/m.git", file=".claude-plugin/marketplace.json"),
+        "lock": source_doc("skills-lock", str(tmp_path / "secret-dir" / "up"), "skills/lock", None,
+                           upstream="../secret-dir/up", sourceType="local"),
+        "scp": source_doc("git", "carol@example.invalid:o/r.git", "skills/scp", None),
+    }  # fmt: skip
+    with Brain.open(home) as brain:  # the installer's own write path, given what an older resolve returned
+        Installer(brain)._write([cand(n, src) for n, src in recorded.items()], "older records")
+        assert {n: e.source for n, e in brain.writer.supply().skills.items()} == recorded
+    published = {}
+    for name in recorded:
+        data, shown = printed(home, f"{name}@1")
+        assert shown == keccak(data)
+        for secret in ("ghp_tok3n", "alice", "s3cret", "bob", "pw1", "carol", "secret-dir", str(tmp_path)):
+            assert secret not in data.decode(), (name, secret)
+        (dep,) = json.loads(data)["brainLedger"]["dependencies"]
+        published[name] = dep["source"]
+    assert published["tok"]["url"] == "https://example.invalid/up.git" and published["tok"]["ref"] == "main"
+    assert published["pass"]["url"] == "https://example.invalid/.well-known/agent-skills/index.json"
+    assert published["mkt"] == {**recorded["mkt"], "url": "https://example.invalid/m.git", "repo": "local:m.git"}
+    assert published["lock"] == {**recorded["lock"], "url": "local:up", "upstream": "local:up"}
+    assert published["scp"]["url"] == "example.invalid:o/r.git"
+
+
+def test_the_chain_is_over_the_ledgers_own_bytes(home: Path) -> None:
+    """A publisher who mints tokens adds the ERC's own supersedes and dependencies; the ledger's chain
+    still verifies, over the ledger's bytes recovered from what was published (docs/interop.md §2.6)."""
+    with Brain.open(home) as brain:
+        v1, v2 = build(brain, "s", 1), build(brain, "s", 2)
+    registry = "eip155:31337:0x" + "12" * 20
+    published = canonical_json({**v1.doc, "dependencies": [{"skillId": 7, "skillRegistry": registry,
+                                                            "version": "^1"}]})  # fmt: skip
+    assert keccak(published) != v1.hash  # the registry's manifestHash is of the published bytes
+    assert ledger_bytes(parse_manifest(published)) == v1.data
+    assert v2.doc["brainLedger"]["supersedes"]["manifestHash"] == keccak(ledger_bytes(json.loads(published)))
+    republished = {**v2.doc, "supersedes": {"skillId": 8, "skillRegistry": registry}}
+    assert ledger_bytes(republished) == v2.data and manifest_hash(ledger_bytes(republished)) == v2.hash
+    # A publisher who alters a byte the ledger wrote breaks the chain: the recovered bytes are not the ledger's.
+    altered = {**v1.doc, "description": "Another"}
+    assert keccak(ledger_bytes(altered)) != v2.doc["brainLedger"]["supersedes"]["manifestHash"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain
 from ledger.errors import LedgerError, UsageError
+
+_VERSION = re.compile(r"[1-9][0-9]*")  # a ledger version in decimal, as the manifest writes it: no sign, no 0 first
 
 
 @main.command()
@@ -27,8 +30,8 @@ def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> N
     name, sep, version = ref.rpartition("@")
     if not sep:
         name = ref
-    elif not name or not version.isdigit() or int(version) < 1:
-        raise UsageError(f"expected NAME or NAME@VERSION (a version from 1), got {ref!r}")
+    elif not name or not _VERSION.fullmatch(version):  # ASCII only: str.isdigit() takes '²' and '١'
+        raise UsageError(f"expected NAME or NAME@VERSION (a version from 1, in ASCII digits), got {ref!r}")
     with open_brain(ctx) as brain:
         m = build(brain, name, int(version) if sep else None)
         state = brain.reads.withheld().get(m.name)

@@ -9,12 +9,16 @@ and the same hash back, and :func:`parse_manifest` refuses any other spelling.
 A manifest is a function of the lineage alone (the snapshot that wrote the version, the
 supply record in it, and the manifests of the versions before it): a clone computes the same
 bytes, and nothing this machine holds (config, keys, the working tree) enters them.  The
-protocol text is docs/interop.md §2.
+ledger writes an ERC field only in the shape the ERC defines: its own version chain and an
+installed skill's provenance live in the ``brainLedger`` extension, and a manifest is meant to
+be published, so a recorded source is written without credentials or local paths
+(:func:`public_location`).  The protocol text is docs/interop.md §2.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,15 +34,19 @@ from ledger.store.supply import parse_record, skill_blake3
 from ledger.supply.lockfile import folder_sha256
 
 __all__ = [
-    "ERC8239_TYPE", "EXTENSION", "FORMAT", "Manifest", "ManifestError", "build", "canonical_json",
-    "manifest_hash", "parse_manifest",
+    "ERC8239_TYPE", "EXTENSION", "FORMAT", "LEDGER_KEYS", "Manifest", "ManifestError", "build", "canonical_json",
+    "ledger_bytes", "manifest_hash", "parse_manifest", "public_location",
 ]  # fmt: skip
 
 ERC8239_TYPE = "https://eips.ethereum.org/EIPS/eip-8239#skill-v1"  # the ERC's example ``type`` URL
 EXTENSION = "brainLedger"  # the one author-specific key the ledger adds (the ERC allows any)
-FORMAT = 1  # of the extension object: a change to any byte the ledger writes is a new number
+FORMAT = 2  # of the extension object: a change to any byte the ledger writes is a new number (2: supersedes and
+# dependencies moved into the extension, sources written without credentials or local paths)
+# Every top-level key the ledger may write (docs/interop.md §2.2): a publisher's additions are outside it.
+LEDGER_KEYS = frozenset({"type", "name", "description", "image", "version", "license", "homepage", "repository",
+                         "author", "requirements", EXTENSION})  # fmt: skip
 MAX_MANIFEST = 4 << 20  # bytes: a SKILL.md's frontmatter is bounded by limits.skill_md (1 M characters)
-MAX_DEPTH = 16  # a ledger manifest nests 5 levels
+MAX_DEPTH = 16  # a ledger manifest nests 6 levels
 MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 serialises numbers as IEEE 754 doubles: larger integers are ambiguous
 
 
@@ -154,13 +162,59 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     return doc
 
 
+def ledger_bytes(doc: Mapping[str, Any]) -> bytes:
+    """The ledger's own manifest bytes inside a published manifest ``doc``: its keys of :data:`LEDGER_KEYS`,
+    canonical.  A publisher who mints a token adds ERC fields the ledger cannot write (``supersedes``,
+    ``dependencies``, ``targets``); the version chain (``brainLedger.supersedes``) is over these bytes."""
+    return canonical_json({k: v for k, v in doc.items() if k in LEDGER_KEYS})
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
+def public_location(value: str) -> str:
+    """A recorded source location as a published manifest may name it: a URL without its userinfo
+    (``user:pass@``, ``token@``, ``git@``: the ledger cannot tell a login from a secret), an scp-like
+    ``user@host:path`` as ``host:path``, and a local path or ``file://`` URL as ``local:<basename>``
+    (where a machine keeps a repository says nothing to a reader and may name a person)."""
+    scheme, sep, rest = value.partition("://")
+    if sep and _SCHEME.fullmatch(scheme):
+        if scheme.lower() == "file":
+            return _local(rest)
+        end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])  # RFC 3986 §3.2, as git reads it
+        return f"{scheme}://{rest[:end].rpartition('@')[2]}{rest[end:]}"
+    colon, slash = value.find(":"), value.find("/")
+    if colon > 1 and (slash < 0 or colon < slash):  # git's scp-like syntax; a one-letter 'C:' is a drive
+        return value[:colon].rpartition("@")[2] + value[colon:]
+    return _local(value)
+
+
+def _local(path: str) -> str:
+    return "local:" + re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+
+
+def _public_source(source: Mapping[str, Any]) -> dict[str, Any]:
+    """A supply record's ``source`` with every location in it made public (:func:`public_location`)."""
+    out = dict(source)
+    for key in ("url", "repo"):  # every kind's repository or index, and a marketplace's repository
+        if isinstance(out.get(key), str):
+            out[key] = public_location(out[key])
+    upstream, kind = out.get("upstream"), out.get("sourceType")  # a skills-lock entry's own 'source' string
+    if isinstance(upstream, str):
+        if kind == "local":
+            out["upstream"] = _local(upstream)
+        elif not (kind in ("github", "gitlab") and "://" not in upstream and "@" not in upstream):  # owner/repo
+            out["upstream"] = public_location(upstream)
+    return out
+
+
 # --------------------------------------------------------------------------- building
 
 
 def build(brain: Any, name: str, version: int | None = None) -> Manifest:
     """The manifest of skill ``name`` at ``version`` (None: the head snapshot's version).
 
-    ``supersedes`` chains each version to the one before it by ``manifestHash``, so the
+    ``brainLedger.supersedes`` chains each version to the one before it by ``manifestHash``, so the
     manifests of every earlier version are built too, oldest first (one read of each)."""
     name = brain.reads.resolve(name)  # as 'ledger show' resolves it
     if version is None:
@@ -218,16 +272,17 @@ def _one(brain: Any, name: str, version: int, commit: str, previous: Manifest | 
         doc["author"] = {"name": _meta(fm.metadata, "author")}
     if fm.allowed_tools and fm.allowed_tools.split():
         doc["requirements"] = {"tools": fm.allowed_tools.split()}
-    dependency = _dependency(store, top, name)
-    if dependency is not None:
-        doc["dependencies"] = [dependency]
-    if previous is not None:
-        doc["supersedes"] = {"manifestHash": previous.hash, "version": str(previous.version)}
-    doc[EXTENSION] = {
+    ext: dict[str, Any] = {
         "format": FORMAT,
         "digests": {"blake3": skill_blake3(files), "sha256": "sha256:" + folder_sha256(files)},
         "snapshot": {"commit": commit, "root": format_root(snap.root), "signer": _signer(snap)},
     }
+    dependency = _dependency(store, top, name)
+    if dependency is not None:  # provenance, not the ERC's run-time {skillId, skillRegistry, version}
+        ext["dependencies"] = [dependency]
+    if previous is not None:  # the ERC's supersedes is {skillId, skillRegistry}: a token the ledger has not
+        ext["supersedes"] = {"manifestHash": previous.hash, "version": str(previous.version)}
+    doc[EXTENSION] = ext
     data = canonical_json(doc)
     if len(data) > MAX_MANIFEST:
         raise ManifestError(f"{name} v{version}'s manifest would be {len(data)} bytes; at most {MAX_MANIFEST}")
@@ -248,7 +303,7 @@ def _dependency(store: gs.GitStore, top: bytes, name: str) -> dict[str, Any] | N
     entry = parse_record(data).skills.get(name)
     if entry is None:
         return None
-    out: dict[str, Any] = {"source": entry.source, "pin": entry.pin,
+    out: dict[str, Any] = {"source": _public_source(entry.source), "pin": entry.pin,
                            "integrity": [entry.blake3, "sha256:" + entry.sha256]}  # fmt: skip
     if entry.derived_from:
         credit = dict(entry.derived_from)
