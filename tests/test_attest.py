@@ -306,7 +306,10 @@ def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_
     stmt = json.loads(base64.b64decode(json.loads(out.read_bytes())["payload"]))
     assert stmt["predicate"]["withheld"] == ["a-b"] and not any("a-b" in s["name"] for s in stmt["subject"])
     refused = run_ledger("--brain", str(made), "attest", "HEAD", "a-b", "--format", "oms")
-    assert refused.returncode == 1 and "quarantined or revoked" in refused.stderr and not refused.stdout
+    assert refused.returncode == 1 and "is quarantined at" in refused.stderr and not refused.stdout
+    assert "hint: review it ('ledger supply show a-b'), then 'ledger approve a-b'" in refused.stderr, refused.stderr
+    missing = run_ledger("--brain", str(made), "attest", "HEAD", "no-such", "--format", "oms")
+    assert missing.returncode == 1 and "see 'ledger skill list'" in missing.stderr, missing.stderr
 
 
 @pytest.mark.chain
