@@ -326,7 +326,12 @@ CASES = [
     c("chain down", "noop", *B, "chain", "down", shows="not running"),
     c("chain down", "usage", *B, "chain", "down", "extra"),
     c("chain use", "ok", *B, "chain", "use", "http://127.0.0.1:8545"),
+    c("chain use", "ok", "--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "{registry}",
+      shows="on chain 31337"),
+    c("chain use", "refused", "--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "0x" + "12" * 20,
+      shows="no contract at"),
     c("chain use", "usage", *B, "chain", "use", "notaurl"),
+    c("chain use", "usage", *B, "chain", "use", "{rpc}", "--registry", "0x12", shows="not a contract address"),
     c("chain status", "ok", *B, "chain", "status", shows="in sync"),
     c("chain status", "refused", "--brain", "{t}/plain", "chain", "status"),
     c("chain status", "usage", *B, "chain", "status", "extra"),
@@ -335,6 +340,9 @@ CASES = [
     c("chain deploy", "usage", *B, "chain", "deploy", "--key"),
     c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", setup=(
         ("--brain", "{t}/plain", "chain", "use", "{rpc}"), ("--brain", "{t}/plain", "chain", "deploy"))),
+    # a new brain on the registry another brain deployed
+    c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", shows="agent 0x",
+      setup=(("--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "{registry}"),)),
     c("chain register", "refused", *B, "chain", "register", shows="AgentAlreadyRegistered(agentId=0x"),
     c("chain register", "usage", *B, "chain", "register", "--shares", "-1"),
     c("chain authorize", "ok", *B, "chain", "authorize", "0x" + "22" * 20),
@@ -351,6 +359,7 @@ CASES = [
     c("anchor", "ok", *B, "anchor", "{b}", shows="as epoch 1", setup=OWN_REGISTRY),
     c("anchor", "noop", *B, "anchor", "{b}", shows="nothing to anchor", setup=(*OWN_REGISTRY, (*B, "anchor", "{b}"))),
     c("anchor", "refused", "--brain", "{t}/plain", "anchor", "{b}", shows="no chain configured"),
+    c("anchor", "refused", *B, "anchor", "{b}", "{b}", shows="is named twice", setup=OWN_REGISTRY),
     c("anchor", "usage", *B, "anchor"),
 ]
 
@@ -423,7 +432,8 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
         proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
         (tmp_path / "proof.json").write_text(proof)
         root = json.loads(proof)["root"]
-    extra = {"root": root, "rpc": node.url, "keys": os.environ["LEDGER_KEYS"]}
+    registry = json.loads((brain / ".ledger" / "config.json").read_text())["chain"]["registry"]
+    extra = {"root": root, "rpc": node.url, "keys": os.environ["LEDGER_KEYS"], "registry": registry}
     env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"),
            **{k: _fill(v, tmp_path, brain, extra) for k, v in case.env.items()}}  # fmt: skip
     for step in case.setup:
