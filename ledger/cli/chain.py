@@ -261,6 +261,12 @@ def anchor_cmd(
 
     Each brain's agent must be registered on this brain's registry and authorize this key
     ('ledger chain authorize' in that brain); each gets epoch receipts (refs/notes/ledger-epochs).
+    Its --json prints one object (camelCase, as the registry's event names its fields):
+
+    \b
+    {"epoch": N, "tx": "0x…"|null (null: nothing to anchor), "gasUsed": N, "heads": N (heads added),
+     "size": N (log entries), "root": "0x…" (the log's root), "brains": N (brains given receipts),
+     "gasPerHead": NUMBER}
     """
     from contextlib import ExitStack
 
