@@ -85,3 +85,48 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
     retried = run_ledger("commit", "--key", DEV_KEY_NAME, env=keys)
     assert retried.returncode == 0, retried.stderr
     assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
+
+
+@pytest.mark.chain
+def test_a_new_brain_joins_an_existing_registry_and_anchor_names_each_brain(tmp_path: Path, node: anvil.Node,
+                                                                             chained: Brain) -> None:  # fmt: skip
+    """'ledger chain use RPC --registry ADDR && ledger chain register' (real anvil); anchor's refusals name
+    the brain and the cause."""
+    registry = ChainConfig.of(chained).registry
+    assert registry is not None
+    new, plain = tmp_path / "new", tmp_path / "plain"
+    for path in (new, plain):
+        run_ledger("init", str(path), check=True)
+    nowhere = run_ledger("--brain", str(new), "chain", "use", node.url, "--registry", "0x" + "12" * 20)
+    assert nowhere.returncode == 1 and "no contract at" in nowhere.stderr, nowhere.stderr
+    assert "registry" not in json.loads((new / ".ledger" / "config.json").read_text()).get("chain", {})
+    bad = run_ledger("--brain", str(new), "chain", "use", node.url, "--registry", "0x12")
+    assert bad.returncode == 2 and "not a contract address" in bad.stderr, bad.stderr
+    used = run_ledger("--brain", str(new), "chain", "use", node.url, "--registry", registry, check=True)
+    assert f"registry {registry} on chain 31337" in used.stdout
+    run_ledger("--brain", str(new), "chain", "register", "--key", DEV_KEY_NAME, check=True)
+    with Brain.open(new) as b:
+        cfg = ChainConfig.of(b)
+    assert cfg.registry == registry and cfg.agent_id is not None and cfg.agent_id != ChainConfig.of(chained).agent_id
+    again = run_ledger("--brain", str(new), "chain", "use", node.url, "--registry", str(chained.root.parent / "x"))
+    assert again.returncode == 2, again.stderr
+    op = ("--brain", str(chained.root), "anchor")
+    proc = run_ledger(*op, str(plain), "--key", DEV_KEY_NAME)
+    assert proc.returncode == 1 and f"the brain at {plain} has no chain configured" in proc.stderr, proc.stderr
+    assert f"ledger --brain {plain} chain up" in proc.stderr
+    proc = run_ledger(*op, str(new), str(new), "--key", DEV_KEY_NAME)
+    assert proc.returncode == 1 and f"the brain at {new} (agent 0x" in proc.stderr and "named twice" in proc.stderr
+    run_ledger("--brain", str(plain), "chain", "use", node.url, check=True)
+    run_ledger("--brain", str(plain), "chain", "deploy", "--key", DEV_KEY_NAME, check=True)
+    proc = run_ledger(*op, str(plain), "--key", DEV_KEY_NAME)
+    assert proc.returncode == 1 and f"the chain config of the brain at {plain} has no agent_id" in proc.stderr
+    run_ledger("--brain", str(plain), "chain", "register", "--key", DEV_KEY_NAME, check=True)
+    with Brain.open(plain) as b:
+        other = ChainConfig.of(b).registry
+    proc = run_ledger(*op, str(plain), "--key", DEV_KEY_NAME)
+    assert proc.returncode == 1 and f"is registered on registry {other}, not on this operator's registry " \
+        f"{registry}" in proc.stderr, proc.stderr  # fmt: skip
+    switch = run_ledger("--brain", str(plain), "chain", "use", node.url, "--registry", registry)
+    assert switch.returncode == 1 and "would orphan its committed lineage" in switch.stderr, switch.stderr
+    anchored = run_ledger(*op, str(new), "--key", DEV_KEY_NAME)
+    assert anchored.returncode == 0 and "as epoch" in anchored.stdout, anchored.stderr

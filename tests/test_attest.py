@@ -306,7 +306,10 @@ def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_
     stmt = json.loads(base64.b64decode(json.loads(out.read_bytes())["payload"]))
     assert stmt["predicate"]["withheld"] == ["a-b"] and not any("a-b" in s["name"] for s in stmt["subject"])
     refused = run_ledger("--brain", str(made), "attest", "HEAD", "a-b", "--format", "oms")
-    assert refused.returncode == 1 and "quarantined or revoked" in refused.stderr and not refused.stdout
+    assert refused.returncode == 1 and "is quarantined at" in refused.stderr and not refused.stdout
+    assert "hint: review it ('ledger supply show a-b'), then 'ledger approve a-b'" in refused.stderr, refused.stderr
+    missing = run_ledger("--brain", str(made), "attest", "HEAD", "no-such", "--format", "oms")
+    assert missing.returncode == 1 and "see 'ledger skill list'" in missing.stderr, missing.stderr
 
 
 @pytest.mark.chain
@@ -406,3 +409,25 @@ def test_an_oms_statement_must_equal_the_expected_one() -> None:
         stmt = json.loads(json.dumps(want))
         change(stmt)
         assert oms.problems(stmt, att), stmt
+
+
+def test_attest_and_verify_json_share_their_names_and_report_failure(made: Path, tmp_path: Path) -> None:
+    b, out = ("--brain", str(made)), tmp_path / "a.intoto"
+    usage = run_ledger(*b, "attest", "--format", "intoto", "--json")
+    assert usage.returncode == 2 and "--json goes with -o FILE" in usage.stderr and not usage.stdout, usage
+    made_doc = json.loads(run_ledger(*b, "attest", "--format", "intoto", "-o", str(out), "--json", check=True).stdout)
+    verified = json.loads(run_ledger(*b, "verify", "--attestation", str(out), "--json", check=True).stdout)
+    assert made_doc["role"] == verified["role"] == "user" and "actor" not in made_doc and verified["ok"] is True
+    assert {k: made_doc[k] for k in ("format", "commit", "signer", "keyid")} == \
+        {k: verified[k] for k in ("format", "commit", "signer", "keyid")}  # fmt: skip
+    with Brain.open(made) as brain:
+        brain.patch("a", "alpha", "alpha changed")
+    failed = run_ledger(*b, "verify", "--attestation", str(out), "HEAD", "--json")
+    doc = json.loads(failed.stdout)
+    assert failed.returncode == 1 and doc["ok"] is False and doc["format"] == "intoto", failed
+    assert set(doc) == {"ok", "format", "problems"} and "changed file a/SKILL.md" in doc["problems"], doc
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"hello": 1}')
+    failed = run_ledger(*b, "verify", "--attestation", str(junk), "--json")
+    doc = json.loads(failed.stdout)
+    assert failed.returncode == 1 and doc["format"] is None and "neither a Sigstore bundle" in doc["problems"][0], doc

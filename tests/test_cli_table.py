@@ -157,11 +157,14 @@ CASES = [
       setup=((*B, "attest", "--format", "oms", "-o", "{t}/a.sig"),)),
     c("verify", "refused", *B, "verify", "--attestation", "{t}/a.sig", "HEAD", shows="changed file s/SKILL.md",
       setup=((*B, "attest", "--format", "intoto", "-o", "{t}/a.sig"), PATCH)),
+    c("verify", "refused", *B, "verify", "--attestation", "{t}/a.sig", "HEAD", "--json", shows='"ok": false',
+      setup=((*B, "attest", "--format", "intoto", "-o", "{t}/a.sig"), PATCH)),
     c("verify", "usage", *B, "verify", "--attestation", "{t}/a.sig", "--chain"),
     c("verify", "usage", *B, "verify", "--attestation", "{t}/no-such.sig", shows="does not exist"),
     c("attest", "ok", *B, "attest", "s", "--format", "intoto", "-o", "{t}/s.intoto.json", shows="attested skill s"),
     c("attest", "refused", *B, "attest", "--format", "oms", "--actor", "curator", shows="no curator key"),
     c("attest", "usage", *B, "attest", "s"),
+    c("attest", "usage", *B, "attest", "s", "--format", "oms", "--json", shows="--json goes with -o FILE"),
     c("attest", "usage", *B, "attest", "no-such-word", "--format", "oms", shows="neither a revision nor a skill"),
     c("audit", "ok", "audit", "{b}", shows="Verified OK"),
     c("audit", "refused", "audit", "{t}", shows="not a git repository"),
@@ -273,19 +276,27 @@ CASES = [
     c("keys policy", "refused", *B, "keys", "policy", "signed", shows="already 'signed'"),
     c("keys policy", "usage", *B, "keys", "policy", "wizard"),
     c("keys generate", "usage", "keys", "generate", "wizard"),
-    c("keys export", "ok", *B, "keys", "export", "--public", "agent", shows="BEGIN PUBLIC KEY"),
+    c("keys export", "ok", *B, "keys", "export", "--public", "user", shows="BEGIN PUBLIC KEY"),
+    # the template's agent key is trusted but has signed nothing: no certified sibling to hand out
+    c("keys export", "refused", *B, "keys", "export", "--public", "agent", shows="make one signed change as agent"),
     c("keys export", "ok", *B, "keys", "export", "--public", "user", "--scheme", "ed25519", "-o", "{t}/user.pem",
       shows="ed25519 sibling's public key written"),
     c("keys export", "ok", *B, "keys", "export", "--allowed-signers", shows='namespaces="git" ssh-ed25519 '),
     c("keys export", "ok", *B, "keys", "export", "--allowed-signers", "-o", "{t}/allowed", shows="written to"),
     c("keys export", "refused", "--brain", "{t}/not-a-brain", "keys", "export", "--allowed-signers"),
-    c("keys export", "refused", *B, "keys", "export", "--public", "user", env={"LEDGER_KEYS": "{t}/other"},
-      setup=(("keys", "generate", "user"),), shows="no user key this brain trusts (it trusts 0x"),
+    # another machine (an auditor's): the key the lineage certifies, no secret needed
+    c("keys export", "ok", *B, "keys", "export", "--public", "user", env={"LEDGER_KEYS": "{t}/other"},
+      setup=(("keys", "generate", "user"),), shows="BEGIN PUBLIC KEY"),
+    c("keys export", "refused", *B, "keys", "export", "--public", "curator", shows="make one signed change as curator",
+      setup=((*B, "keys", "trust", "curator", "0x" + "ab" * 20),)),
+    c("keys export", "refused", *B, "keys", "export", "--allowed-signers", "-o", "{t}/no-dir/allowed",
+      shows="cannot write"),
     c("keys export", "ok", "keys", "export", "--public", "user", shows="no brain vouches for this key"),
     c("keys export", "refused", "keys", "export", "--public", "curator", env={"LEDGER_KEYS": "{t}/empty"},
       shows="no curator key"),
     c("keys export", "usage", *B, "keys", "export"),
     c("keys export", "usage", *B, "keys", "export", "--allowed-signers", "--scheme", "p256"),
+    c("keys export", "usage", *B, "keys", "export", "--allowed-signers", "--address", "0x" + "ab" * 20),
     c("keys trust", "ok", *B, "keys", "trust", "agent", "0x" + "ab" * 20, shows="add 0xabab"),
     c("keys trust", "refused", *B, "keys", "trust", "agent", "0x12", shows="not an Ethereum address"),
     c("keys trust", "usage", *B, "keys", "trust"),
@@ -316,7 +327,12 @@ CASES = [
     c("chain down", "noop", *B, "chain", "down", shows="not running"),
     c("chain down", "usage", *B, "chain", "down", "extra"),
     c("chain use", "ok", *B, "chain", "use", "http://127.0.0.1:8545"),
+    c("chain use", "ok", "--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "{registry}",
+      shows="on chain 31337"),
+    c("chain use", "refused", "--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "0x" + "12" * 20,
+      shows="no contract at"),
     c("chain use", "usage", *B, "chain", "use", "notaurl"),
+    c("chain use", "usage", *B, "chain", "use", "{rpc}", "--registry", "0x12", shows="not a contract address"),
     c("chain status", "ok", *B, "chain", "status", shows="in sync"),
     c("chain status", "refused", "--brain", "{t}/plain", "chain", "status"),
     c("chain status", "usage", *B, "chain", "status", "extra"),
@@ -325,6 +341,9 @@ CASES = [
     c("chain deploy", "usage", *B, "chain", "deploy", "--key"),
     c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", setup=(
         ("--brain", "{t}/plain", "chain", "use", "{rpc}"), ("--brain", "{t}/plain", "chain", "deploy"))),
+    # a new brain on the registry another brain deployed
+    c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", shows="agent 0x",
+      setup=(("--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "{registry}"),)),
     c("chain register", "refused", *B, "chain", "register", shows="AgentAlreadyRegistered(agentId=0x"),
     c("chain register", "usage", *B, "chain", "register", "--shares", "-1"),
     c("chain authorize", "ok", *B, "chain", "authorize", "0x" + "22" * 20),
@@ -341,6 +360,7 @@ CASES = [
     c("anchor", "ok", *B, "anchor", "{b}", shows="as epoch 1", setup=OWN_REGISTRY),
     c("anchor", "noop", *B, "anchor", "{b}", shows="nothing to anchor", setup=(*OWN_REGISTRY, (*B, "anchor", "{b}"))),
     c("anchor", "refused", "--brain", "{t}/plain", "anchor", "{b}", shows="no chain configured"),
+    c("anchor", "refused", *B, "anchor", "{b}", "{b}", shows="is named twice", setup=OWN_REGISTRY),
     c("anchor", "usage", *B, "anchor"),
 ]
 
@@ -413,7 +433,8 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
         proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
         (tmp_path / "proof.json").write_text(proof)
         root = json.loads(proof)["root"]
-    extra = {"root": root, "rpc": node.url, "keys": os.environ["LEDGER_KEYS"]}
+    registry = json.loads((brain / ".ledger" / "config.json").read_text())["chain"]["registry"]
+    extra = {"root": root, "rpc": node.url, "keys": os.environ["LEDGER_KEYS"], "registry": registry}
     env = {"LEDGER_KEYSTORE": str(tmp_path / "keys"),
            **{k: _fill(v, tmp_path, brain, extra) for k, v in case.env.items()}}  # fmt: skip
     for step in case.setup:

@@ -291,3 +291,77 @@ def test_a_side_branch_signed_by_a_key_the_mainline_revoked_verifies_in_git(tmp_
     for commit in _git(repo, "rev-list", "main").stdout.split():
         proc = _git(repo, "verify-commit", "-v", commit, allowed=allowed)
         assert proc.returncode == 0 and 'Good "git" signature for ' in proc.stderr, (commit, proc.stderr)
+
+
+def test_a_clone_without_keys_exports_the_certified_public_key(brain, tmp_path: Path) -> None:
+    """An auditor's copy holds no secret: the key comes from the lineage's Ledger-Sibling trailers."""
+    b, keys = brain
+    mine = run_ledger("--brain", str(b), "keys", "export", "--public", "user", env={"LEDGER_KEYS": str(keys)})
+    theirs = run_ledger("--brain", str(b), "keys", "export", "--public", "user", "--scheme", "p256",
+                        env={"LEDGER_KEYS": str(tmp_path / "no-keys")})  # fmt: skip
+    assert mine.returncode == 0 and theirs.returncode == 0, theirs.stderr
+    assert theirs.stdout == mine.stdout and "BEGIN PUBLIC KEY" in theirs.stdout
+
+
+def test_a_trusted_key_that_certified_no_sibling_is_refused(brain, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    shutil.copytree(brain[0], b)
+    env = {"LEDGER_KEYS": str(brain[1])}
+    run_ledger("--brain", str(b), "keys", "trust", "curator", "0x" + "ab" * 20, check=True, env=env)
+    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "curator", env=env)
+    assert proc.returncode == 1 and proc.stdout == "", proc
+    assert "certified no p256 sibling" in proc.stderr and "make one signed change as curator" in proc.stderr
+
+
+def test_several_trusted_keys_of_a_role_need_the_held_one_or_address(brain, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    shutil.copytree(brain[0], b)
+    env = {"LEDGER_KEYS": str(brain[1])}
+    held = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", env=env, check=True).stdout
+    other = "0x" + "cd" * 20
+    run_ledger("--brain", str(b), "keys", "trust", "agent", other, check=True, env=env)
+    assert run_ledger("--brain", str(b), "keys", "export", "--public", "agent", env=env).stdout == held
+    away = {"LEDGER_KEYS": str(tmp_path / "no-keys")}
+    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", env=away)
+    assert proc.returncode == 1 and other in proc.stderr and "--address ADDR" in proc.stderr, proc.stderr
+    agent = json.loads(run_ledger("--brain", str(b), "keys", "show", "--json", env=env, check=True).stdout)
+    mine = next(k["address"] for k in agent["local"] if k["role"] == "agent")
+    picked = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", "--address", mine, env=away)
+    assert picked.returncode == 0 and picked.stdout == held, picked.stderr
+    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", "--address", "0x" + "ef" * 20,
+                      env=away)  # fmt: skip
+    assert proc.returncode == 1 and "does not trust" in proc.stderr, proc.stderr
+
+
+def test_an_unsigned_brain_has_no_certified_key(tmp_path: Path) -> None:
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    run_ledger("init", "--unsigned", str(tmp_path / "u"), check=True, env=env)
+    proc = run_ledger("--brain", str(tmp_path / "u"), "keys", "export", "--public", "user", env=env)
+    assert proc.returncode == 1 and "ledger sign --adopt" in proc.stderr, proc.stderr
+
+
+def test_a_lineage_that_predates_siblings_exports_no_empty_allowed_signers(tmp_path: Path) -> None:
+    """A v1.4 lineage: signed snapshots without Ledger-Sibling trailers (re-signed here by the same key)."""
+    from ledger.signatures.identity import KeyDir
+
+    keys, b = tmp_path / "keys", tmp_path / "b"
+    env = {"LEDGER_KEYS": str(keys)}
+    run_ledger("init", str(b), check=True, env=env)
+    assert len(tamper.lineage(b / ".git")) == 1
+    secret = KeyDir(keys).load("user").secret
+    strip = tamper.sub(r"^Ledger-Sibling: ssh-ed25519 .*\n", "")
+    tamper.rewrite(b / ".git", 0, message=lambda m: tamper.sub(r"^Ledger-Sibling: ecdsa.*\n", "")(strip(m)),
+                   sign_with=secret)  # fmt: skip
+    out = tmp_path / "allowed"
+    proc = run_ledger("--brain", str(b), "keys", "export", "--allowed-signers", "-o", str(out), env=env)
+    assert proc.returncode == 1 and "make one signed change" in proc.stderr and not out.exists(), proc.stderr
+    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "user", env=env)
+    assert proc.returncode == 1 and "make one signed change as user" in proc.stderr, proc.stderr
+
+
+def test_an_unwritable_output_names_the_path_and_the_os_error(brain, tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "allowed"
+    proc = run_ledger("--brain", str(brain[0]), "keys", "export", "--allowed-signers", "-o", str(target),
+                      env={"LEDGER_KEYS": str(brain[1])})  # fmt: skip
+    assert proc.returncode == 1 and f"cannot write {target}: No such file or directory" in proc.stderr, proc.stderr
+    assert "changed while" not in proc.stderr

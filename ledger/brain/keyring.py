@@ -58,13 +58,13 @@ class Keyring:
 
         return signers.allowed_signers(self.writer.store)
 
-    def sibling_pem(self, role: str, scheme: str) -> tuple[str, bytes]:
-        """``(address, PEM)`` of the sibling (``p256`` or ``ed25519``) of the local ``role`` key this brain
-        trusts; refused (:class:`KeystoreError`) when this machine has none."""
+    def sibling_pem(self, role: str, scheme: str, address: str | None = None) -> tuple[str, bytes]:
+        """``(address, PEM)`` of the sibling (``p256`` or ``ed25519``) the lineage certifies for the head's
+        trusted ``role`` key (``address``, else the only one, else the one this machine holds); no secret
+        is read, so a clone exports it too (:func:`ledger.brain.signers.certified_sibling`)."""
         from ledger.brain import signers
 
-        allowed = [a for a, r in self._trust().active.items() if r == role]
-        return signers.local_sibling(self.keys, role, scheme, allowed, self.sealer.passphrase)
+        return signers.certified_sibling(self.writer.store, role, scheme, self.keys, address)
 
     def signer(self, role: str) -> dict[str, Any]:
         """Who signs this brain's ``role`` snapshots here: the address and key file, or why nobody can

@@ -7,8 +7,9 @@ trusts (or revoked), the ``ssh-ed25519`` key that address certified in the ``Led
 trailers of a snapshot whose EIP-712 signature recovers to it.  So whoever holds the file verifies
 every signed snapshot with plain git, and the file says no more than the lineage does.
 
-:func:`local_sibling` is this machine's side: the PEM public key of a local key's sibling, which
-model-signing (P-256) and DSSE tools take.
+:func:`certified_sibling` is the PEM public key of one trusted key's sibling, which model-signing
+(P-256) and DSSE tools take, also read from the lineage (no secret needed, so an auditor's clone
+exports it); :func:`local_sibling` is this machine's side, for when no brain is in scope.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ledger.signatures.trust import KEY_TRAILER, parse_key_change
 from ledger.store import gitstore as gs
 from ledger.store.messages import Snapshot
 
-__all__ = ["AllowedSigner", "allowed_signers", "local_sibling", "principal"]
+__all__ = ["AllowedSigner", "allowed_signers", "certified_sibling", "local_sibling", "principal"]
 
 SCHEMES = {"p256": siblings.P256, "ed25519": siblings.ED25519}
 
@@ -135,6 +136,65 @@ def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
     if proc.returncode != 0:
         raise StoreError(f"git rev-list cannot walk the history: {proc.stderr.strip()}")
     return proc.stdout.split()
+
+
+def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity.KeyDir,
+                      address: str | None = None) -> tuple[str, bytes]:  # fmt: skip
+    """``(address, PEM)`` of the ``scheme`` sibling that the lineage certifies for the head's trusted ``role``
+    key: ``address`` when given, else the only one, else the one ``keys`` (this machine) holds.
+
+    The certification rules are :func:`allowed_signers`': a snapshot's ``Ledger-Sibling`` trailers count
+    when its EIP-712 signature recovers to the address; two different siblings of the address are refused.
+    A trusted key that certified no sibling (it signed nothing since siblings exist) is refused, never
+    replaced by an unvouched key."""
+    head = store.head()
+    if head is None:
+        raise StoreError("this brain has no snapshots", hint="ledger init")
+    trust = store.trust_at(store.snapshot(head).tree)[1]
+    if not trust.active and not trust.revoked:
+        raise KeystoreError("this brain is unsigned: it has no trust set, so no key of it is certified",
+                            hint="ledger sign --adopt")  # fmt: skip
+    candidates = sorted(a for a, r in trust.active.items() if r == role)
+    if address is not None:
+        address = address.lower()
+        if address not in candidates:
+            trusts = ", ".join(candidates) or "none"
+            raise KeystoreError(f"this brain does not trust {address} as its {role} key (it trusts: {trusts})",
+                                hint="see 'ledger keys show'")  # fmt: skip
+    elif not candidates:
+        raise KeystoreError(f"this brain trusts no {role} key", hint=f"ledger keys trust {role} ADDRESS")
+    elif len(candidates) == 1:
+        address = candidates[0]
+    else:
+        found = keys.find(role, candidates)
+        if found is None:
+            raise KeystoreError(f"this brain trusts {len(candidates)} {role} keys ({', '.join(candidates)}) and "
+                                "this machine holds none of them", hint="pick one: --address ADDR")  # fmt: skip
+        address = found[0]
+    pair: siblings.Siblings | None = None
+    for commit in _commits(store, head):
+        snap = store.snapshot(bytes.fromhex(commit))
+        values = snap.trailers.get(siblings.SIBLING_TRAILER, [])
+        if not values or snap.signature is None:
+            continue
+        try:
+            if signer_of(snap) != address:
+                continue
+        except LedgerError:
+            continue  # certified by no key at all
+        try:
+            found_pair = siblings.Siblings.from_trailers(values)
+        except LedgerError as exc:
+            raise StoreError(f"snapshot {commit[:12]}: {exc.message}", hint="run 'ledger audit'") from exc
+        if pair is not None and found_pair != pair:
+            raise StoreError(f"{address} certifies two different sibling keys in this lineage",
+                             hint="run 'ledger audit': the lineage fails its 'siblings' check")  # fmt: skip
+        pair = found_pair
+    if pair is None or (pair.p256 if SCHEMES[scheme] == siblings.P256 else pair.ed25519) is None:
+        raise KeystoreError(f"the {role} key {address} has certified no {scheme} sibling in this lineage (it "
+                            "has signed nothing since sibling keys exist)",
+                            hint=f"make one signed change as {role} where that key is, then export again")  # fmt: skip
+    return address, pair.pem(SCHEMES[scheme])
 
 
 def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[str] | None = None,

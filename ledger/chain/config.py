@@ -28,14 +28,16 @@ class ChainConfig:
     def of(cls, brain: Any) -> ChainConfig:
         doc = brain.config.get("chain")
         if not doc or not doc.get("rpc"):
-            raise ChainError(
-                "this brain has no chain configured", hint="run 'ledger chain up' or 'ledger chain use RPC'"
-            )
+            where = f"--brain {brain.root} " if getattr(brain, "root", None) is not None else ""
+            raise ChainError(f"the brain at {getattr(brain, 'root', '?')} has no chain configured",
+                             hint=f"run 'ledger {where}chain up' or 'ledger {where}chain use RPC'")  # fmt: skip
         fields = {f.name for f in dataclasses.fields(cls)}
         doc = {k: v for k, v in doc.items() if k in fields}
         if isinstance(doc.get("agent_id"), str):
             doc["agent_id"] = int(doc["agent_id"], 16)
-        return cls(**doc)
+        cfg = cls(**doc)
+        object.__setattr__(cfg, "_root", getattr(brain, "root", None))  # named by require(); not a saved field
+        return cfg
 
     def save(self, brain: Any) -> None:
         doc = dataclasses.asdict(self)
@@ -47,7 +49,10 @@ class ChainConfig:
         for name in names:
             if getattr(self, name) is None:
                 step = {"registry": "ledger chain deploy", "agent_id": "ledger chain register"}.get(name, "")
-                raise ChainError(f"the chain config has no {name}", hint=f"run '{step}'" if step else None)
+                root = getattr(self, "_root", None)
+                where, flag = (f" of the brain at {root}", f"--brain {root} ") if root is not None else ("", "")
+                raise ChainError(f"the chain config{where} has no {name}",
+                                 hint=f"run 'ledger {flag}{step.removeprefix('ledger ')}'" if step else None)
 
 
 def onchain_head(rpc: str, registry: str, agent: int, timeout: float = 5.0) -> bytes:

@@ -57,15 +57,27 @@ def _write(path: Path, data: bytes) -> None:
               help="Write the attestation to FILE (default: standard output).")
 @click.option("--actor", type=click.Choice(["user", "agent", "curator"]), default="user", show_default=True,
               help="Whose key signs: its P-256 sibling, certified by the brain's signed snapshots.")
-@click.option("--json", "as_json", is_flag=True, help="With -o: print what was attested as one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help="With -o (stdout holds the attestation otherwise): print "
+              "what was attested as one JSON document.")
 @click.pass_context
 def attest(ctx: click.Context, args: tuple[str, ...], fmt: str, output: Path | None, actor: str,
            as_json: bool) -> None:  # fmt: skip
-    """Attest the skills of snapshot REV (default: head) as 'ledger export' writes them, or skill NAME only."""
+    """Attest the skills of snapshot REV (default: head) as 'ledger export' writes them, or skill NAME only.
+
+    With -o FILE --json, stdout holds one object:
+
+    \b
+    {"format": "oms"|"intoto", "commit": HEX40, "skill": NAME|null, "files": N, "signer": ADDRESS,
+     "role": "user"|"agent"|"curator", "keyid": HEX64, "certified_by": HEX40, "withheld": [NAME, ...],
+     "output": FILE}
+    """
     from ledger.exchange.attest import attest as make
 
     if len(args) > 2:
         raise UsageError("give at most REV and NAME")
+    if as_json and output is None:
+        raise UsageError("--json goes with -o FILE: without it, standard output holds the attestation",
+                         hint="ledger attest ... -o FILE --json")  # fmt: skip
     with open_brain(ctx) as brain:
         rev, name = _rev_and_name(brain, args)
         data, summary = make(brain, rev, name, fmt, actor)
@@ -77,7 +89,7 @@ def attest(ctx: click.Context, args: tuple[str, ...], fmt: str, output: Path | N
         _write(output, data)
         summary["output"] = str(output)
         what = sys.stdout
-    if as_json and output is not None:
+    if as_json:
         emit(summary)
         return
     folder = f"skill {name}" if name else f"{summary['files']} file(s)"

@@ -81,9 +81,13 @@ def chain_down(ctx: click.Context) -> None:
 
 @chain.command("use")
 @click.argument("rpc")
+@click.option("--registry", metavar="ADDR",
+              help="Also use the BrainRegistry already deployed at ADDR (checked for code on that chain); "
+                   "then 'ledger chain register' registers this brain's agent on it.")  # fmt: skip
 @click.pass_context
-def chain_use(ctx: click.Context, rpc: str) -> None:
-    """Point the brain at an existing RPC endpoint (http, https, ws or wss URL)."""
+def chain_use(ctx: click.Context, rpc: str, registry: str | None) -> None:
+    """Point the brain at an existing RPC endpoint (http, https, ws or wss URL), and with --registry ADDR at
+    a registry deployed there (by another brain's 'ledger chain deploy', say) instead of deploying one."""
     from urllib.parse import urlsplit
 
     from ledger.errors import UsageError
@@ -95,11 +99,32 @@ def chain_use(ctx: click.Context, rpc: str) -> None:
         parts.port  # noqa: B018 - raises on a malformed port
     except ValueError as exc:
         raise UsageError(f"{rpc!r} has a malformed port") from exc
+    if registry is not None and not (len(registry) == 42 and registry[:2] in ("0x", "0X")
+                                     and all(c in "0123456789abcdefABCDEF" for c in registry[2:])):  # fmt: skip
+        raise UsageError(f"{registry!r} is not a contract address", hint="0x followed by 40 hex digits")
     with open_brain(ctx) as brain:
         chain_cfg = dict(brain.config.get("chain") or {})
         chain_cfg["rpc"] = rpc
+        if registry is not None:
+            chain_cfg.update(_existing_registry(brain.root, chain_cfg, rpc, registry))
         brain.update_config(chain=chain_cfg)
-    click.echo(rpc)
+    click.echo(rpc + (f" registry {chain_cfg['registry']} on chain {chain_cfg['chain_id']}" if registry else ""))
+
+
+def _existing_registry(root: Path, cfg: dict[str, Any], rpc: str, address: str) -> dict[str, Any]:
+    """The config fields naming the registry at ``address`` on ``rpc``, refused when no code is there, or
+    when this brain's agent is registered on another registry (switching would orphan its lineage)."""
+    from ledger.chain.registry import Registry
+
+    reg = Registry(rpc, address)  # refuses an address with no code on that chain
+    same = str(cfg.get("registry") or "").lower() == str(reg.address).lower() and cfg.get("chain_id") == reg.chain_id
+    if cfg.get("agent_id") and not same:
+        raise ChainError(f"the brain at {root} has its agent registered on registry {cfg.get('registry')} "
+                         f"(chain {cfg.get('chain_id')}); using {reg.address} would orphan its committed lineage",
+                         hint="use --registry in a brain not yet registered, or keep the registry it has")  # fmt: skip
+    if same:
+        return {}
+    return {"registry": reg.address, "chain_id": reg.chain_id, "deploy_block": 0}
 
 
 key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-dev' on chain id 31337.")
@@ -236,6 +261,12 @@ def anchor_cmd(
 
     Each brain's agent must be registered on this brain's registry and authorize this key
     ('ledger chain authorize' in that brain); each gets epoch receipts (refs/notes/ledger-epochs).
+    Its --json prints one object (camelCase, as the registry's event names its fields):
+
+    \b
+    {"epoch": N, "tx": "0x…"|null (null: nothing to anchor), "gasUsed": N, "heads": N (heads added),
+     "size": N (log entries), "root": "0x…" (the log's root), "brains": N (brains given receipts),
+     "gasPerHead": NUMBER}
     """
     from contextlib import ExitStack
 

@@ -136,6 +136,12 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
     """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen).
 
     With --attestation FILE [REV]: verify an attestation instead (its key, signature and every subject).
+    Its --json prints one object on stdout, exit 0 or 1:
+
+    \b
+    verified: {"ok": true, "format": "oms"|"intoto", "commit": HEX40, "skill": NAME|null, "files": N,
+               "signer": ADDRESS, "role": "user"|"agent"|"curator", "keyid": HEX64, "certified_by": HEX40}
+    failed:   {"ok": false, "format": "oms"|"intoto"|null, "problems": [TEXT, ...]}
     """
     from ledger.audit.lineage import audit_repo
 
@@ -173,10 +179,19 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
     from ledger.exchange.attest import read_attestation, verify_attestation
+    from ledger.exchange.attested import AttestationError
 
-    data = read_attestation(path)
-    with open_brain(ctx) as brain:
-        out = verify_attestation(brain, data, rev)
+    try:
+        data = read_attestation(path)
+        with open_brain(ctx) as brain:
+            out = verify_attestation(brain, data, rev)
+    except AttestationError as exc:
+        if not as_json:
+            raise
+        emit({"ok": False, "format": exc.detail.get("format"), "problems": list(exc.detail.get("problems") or
+                                                                                [exc.message])})  # fmt: skip
+        click.echo(exc.report(), err=True)
+        sys.exit(1)
     if as_json:
         emit(out)
         return

@@ -97,26 +97,30 @@ def _key_dir(ctx: click.Context) -> Any:
 
 @keys.command("export")
 @click.option("--public", "role", type=_ROLE,
-              help="Print the PEM public key of the sibling of the local ROLE key the brain trusts.")
+              help="Print the PEM public key of the sibling the brain's lineage certifies for its trusted ROLE key.")
+@click.option("--address", help="With --public: which trusted ROLE key, when the brain trusts several.")
 @click.option("--scheme", type=click.Choice(["p256", "ed25519"]), default=None,
               help="With --public: which sibling (default p256, the one model-signing and DSSE take).")
 @click.option("--allowed-signers", "allowed", is_flag=True,
               help="Write git's allowed_signers file for the keys this brain's lineage certifies.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @click.pass_context
-def keys_export(ctx: click.Context, role: str | None, scheme: str | None, allowed: bool, output: str | None) -> None:
-    """Public keys for tools outside the ledger.  --public ROLE: the PEM key of a sibling of this machine's
-    ROLE key (no secret leaves).  --allowed-signers: one line per address the head's trust set trusts or
-    revoked (revoked ones with valid-before), its Ed25519 sibling as the lineage certifies it, so that
+def keys_export(ctx: click.Context, role: str | None, address: str | None, scheme: str | None, allowed: bool,
+                output: str | None) -> None:  # fmt: skip
+    """Public keys for tools outside the ledger; no secret is read.  --public ROLE: the PEM key of the sibling
+    that the lineage certifies (Ledger-Sibling trailers of a snapshot the key signed) for the head's trusted
+    ROLE key: the only one, else --address, else the one this machine holds; with no brain in scope, this
+    machine's ROLE key's.  --allowed-signers: one line per address the head's trust set trusts or revoked
+    (revoked ones with valid-before), its Ed25519 sibling as the lineage certifies it, so that
     'git -c gpg.format=ssh -c gpg.ssh.allowedSignersFile=FILE verify-commit' checks every signed snapshot."""
-    from ledger.errors import UsageError
+    from ledger.errors import KeystoreError, UsageError
 
     if (role is None) == (not allowed):
         raise UsageError("give exactly one of --public ROLE or --allowed-signers")
-    if allowed and scheme is not None:
-        raise UsageError("--scheme goes with --public (allowed_signers holds the Ed25519 siblings)")
+    if allowed and (scheme is not None or address is not None):
+        raise UsageError("--scheme and --address go with --public (allowed_signers holds every certified key)")
     if role is not None:
-        address, pem = _sibling_pem(ctx, role, scheme or "p256")
+        address, pem = _sibling_pem(ctx, role, scheme or "p256", address)
         _write(output, pem.decode())
         if output:
             click.echo(f"{role} key {address}: its {scheme or 'p256'} sibling's public key written to {output}",
@@ -124,6 +128,9 @@ def keys_export(ctx: click.Context, role: str | None, scheme: str | None, allowe
         return
     with open_brain(ctx) as brain:
         entries, notes = brain.keyring.allowed_signers()
+    if not entries:
+        raise KeystoreError("no snapshot certifies a sibling key of a trusted or revoked key yet, so the "
+                            "allowed_signers file would be empty", hint="make one signed change, then export again")
     _write(output, "".join(e.line() + "\n" for e in entries))
     for note in notes:
         click.echo(f"note: {note}", err=True)
@@ -131,25 +138,28 @@ def keys_export(ctx: click.Context, role: str | None, scheme: str | None, allowe
         click.echo(f"{len(entries)} signer(s) written to {output}", err=True)
 
 
-def _sibling_pem(ctx: click.Context, role: str, scheme: str) -> tuple[str, bytes]:
-    """The sibling of the local ROLE key the brain in scope trusts (refused when there is none), else, with
-    no brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it."""
+def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None) -> tuple[str, bytes]:
+    """The certified sibling of the brain in scope's trusted ROLE key (keyring.sibling_pem), else, with no
+    brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it."""
     from ledger.brain.facade import find_brain
     from ledger.brain.signers import local_sibling
-    from ledger.errors import StoreError
+    from ledger.errors import StoreError, UsageError
 
     try:
         find_brain(ctx.obj["brain"], search_up=ctx.obj["brain"] is None)
     except StoreError:
         if ctx.obj["brain"] is not None:
             raise
+        if address is not None:
+            raise UsageError("--address picks among a brain's trusted keys, and no brain is in scope",
+                             hint="give --brain PATH") from None  # fmt: skip
         prompt = prompt_passphrase if sys.stdin.isatty() else None
         address, pem = local_sibling(_key_dir(ctx), role, scheme, None, prompt)
         click.echo(f"note: no brain here, so no brain vouches for this key: it is this machine's current {role} "
-                   f"key {address}'s sibling (give --brain to export the one a brain trusts)", err=True)  # fmt: skip
+                   f"key {address}'s sibling (give --brain to export the one a brain certifies)", err=True)  # fmt: skip
         return address, pem
     with open_brain(ctx) as brain:
-        return brain.keyring.sibling_pem(role, scheme)
+        return brain.keyring.sibling_pem(role, scheme, address)
 
 
 def _write(output: str | None, text: str) -> None:
@@ -157,13 +167,22 @@ def _write(output: str | None, text: str) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
+    import contextlib
     import os
     from pathlib import Path
 
+    from ledger.errors import LedgerError
+
     path = Path(output)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise LedgerError(f"cannot write {path}: {exc.strerror or exc}",
+                          hint="give -o a path in a directory that exists and you may write") from None  # fmt: skip
 
 
 @keys.command("trust")

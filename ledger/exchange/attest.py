@@ -95,7 +95,7 @@ def attest(brain: Brain, rev: str | None, name: str | None, fmt: str, actor: str
                                 signer=key.address, receipt=_receipt(brain, commit))  # fmt: skip
         data = intoto.make(stmt, sibling, kid)
     summary = {"format": fmt, "commit": commit.hex(), "skill": name, "files": len(att.files), "signer": key.address,
-               "actor": actor, "keyid": kid, "certified_by": found[1], "withheld": att.withheld}  # fmt: skip
+               "role": actor, "keyid": kid, "certified_by": found[1], "withheld": att.withheld}  # fmt: skip
     return data, summary
 
 
@@ -112,8 +112,20 @@ def read_attestation(path: Path) -> bytes:
 
 def verify_attestation(brain: Brain, data: bytes, rev: str | None = None) -> dict[str, Any]:
     """Check an attestation against this brain; a summary of what was verified, or
-    :class:`AttestationError` naming every failure."""
+    :class:`AttestationError` naming every failure, with ``detail["format"]`` (``None`` when the document
+    is of no known format) and ``detail["problems"]`` (each failure alone) for ``--json``."""
     doc = strict_loads(data, "the attestation")
+    fmt = "oms" if isinstance(doc, dict) and "mediaType" in doc else \
+        "intoto" if isinstance(doc, dict) and "payloadType" in doc else None  # fmt: skip
+    try:
+        return _verify(brain, doc, rev)
+    except AttestationError as exc:
+        exc.detail.setdefault("format", fmt)
+        exc.detail.setdefault("problems", [exc.message])
+        raise
+
+
+def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
     if isinstance(doc, dict) and "mediaType" in doc:
         fmt = "oms"
         kid, payload, sig, stmt = oms.open_bundle(doc)
@@ -161,6 +173,7 @@ def verify_attestation(brain: Brain, data: bytes, rev: str | None = None) -> dic
     if failures:
         shown = "; ".join(failures[:20]) + (f"; and {len(failures) - 20} more" if len(failures) > 20 else "")
         raise AttestationError(f"the attestation does not match the brain at {commit.hex()[:12]}: {shown}",
-                               hint="the skills changed since it was made, or it names another snapshot")  # fmt: skip
+                               hint="the skills changed since it was made, or it names another snapshot",
+                               problems=failures)  # fmt: skip
     return {"ok": True, "format": fmt, "commit": commit.hex(), "skill": name, "files": len(att.files),
             "signer": address, "role": role, "keyid": kid, "certified_by": cert_commit}  # fmt: skip

@@ -57,14 +57,19 @@ def attested(store: gs.GitStore, commit: bytes, name: str | None = None) -> Atte
     top = store.commit_info(commit)[0]
     skills = skills_of(store, top)[1]
     blob, record = store.supply_record(top)
-    held = sorted(parse_record(record).withheld() & set(skills)) if blob is not None else []
+    supply = parse_record(record) if blob is not None else None
+    held = sorted(supply.withheld() & set(skills)) if supply is not None else []
     if name is not None:
         if name not in skills:
             raise SkillNotFoundError(f"snapshot {commit.hex()[:12]} has no skill {name!r}",
-                                     hint="see 'ledger list', or pick another revision")  # fmt: skip
+                                     hint="see 'ledger skill list', or pick another revision")  # fmt: skip
         if name in held:
-            raise AttestationError(f"skill {name!r} is quarantined or revoked at {commit.hex()[:12]}, so export "
-                                   "leaves it out", hint="attest a skill the brain serves")  # fmt: skip
+            assert supply is not None
+            state = supply.skills[name].state
+            fix = (f"review it ('ledger supply show {name}'), then 'ledger approve {name}' and attest again"
+                   if state == "quarantined" else "a revoked skill is never attested: attest one the brain serves")
+            raise AttestationError(f"skill {name!r} is {state} at {commit.hex()[:12]}, so export leaves it out",
+                                   hint=fix)
         chosen = {name: skills[name]}
     else:
         chosen = {n: t for n, t in skills.items() if n not in held}

@@ -202,8 +202,12 @@ def anchor_epoch(
             assert bcfg.agent_id is not None
             agent = bcfg.agent_id
             if (bcfg.registry or "").lower() != str(reg.address).lower() or agent in seen:
-                raise ChainError(f"the brain at {brain.root} is of registry {bcfg.registry}, or named twice",
-                                 hint=f"anchor only brains registered on {reg.address}, each once")  # fmt: skip
+                raise ChainError(f"the brain at {brain.root} (agent {agent:#x}) is named twice" if agent in seen
+                                 else f"the brain at {brain.root} is registered on registry {bcfg.registry}, not "
+                                      f"on this operator's registry {reg.address}",
+                                 hint="name each brain once" if agent in seen else
+                                      f"anchor only brains registered on {reg.address}; that brain's own "
+                                      "operator (on its registry) anchors it")  # fmt: skip
             seen.add(agent)
             if not reg.is_committer(agent, sender):
                 raise ChainError(f"{sender} may not commit for agent {agent:#x} (the brain at {brain.root})",
