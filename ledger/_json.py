@@ -2,14 +2,16 @@
 
 Python's json recurses in C per level; a hostile document nested deep enough exhausts the stack
 (a segfault where a test raised the recursion limit).  The MCP wire and the supply record both
-refuse depth first, with this one function.
+refuse depth first, with this one function.  :func:`unique_keys` is the ``object_pairs_hook`` for
+documents two readers must not read two ways (attestations, epoch receipts): a key named twice is refused.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["STRING", "STRINGS", "depth"]
+__all__ = ["STRING", "STRINGS", "depth", "unique_keys"]
 
 # A string, whole: an unterminated one runs to the end of the input, so no scan starts again inside it
 # (a required closing quote made a line of escaped quotes take quadratic time).
@@ -25,3 +27,14 @@ def depth(data: bytes) -> int:
         level += 1 if match.group() in (b"[", b"{") else -1
         deepest = max(deepest, level)
     return deepest
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads(..., object_pairs_hook=unique_keys)``: an object that names a key twice is a ValueError
+    (Python keeps the last value, other readers the first)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice")
+        out[key] = value
+    return out

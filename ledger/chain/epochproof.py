@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ledger._json import unique_keys
 from ledger.chain import notes, tlog
 from ledger.errors import ChainError
 
@@ -28,15 +29,6 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 MAX_RECEIPT = 64 << 10  # bytes: a receipt is about 1 KiB; its proof is at most 64 hashes
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ChainError(f"the epoch receipt names {key!r} twice; a receipt has each field once")
-        out[key] = value
-    return out
-
-
 def parse_receipt(data: bytes) -> dict[str, Any]:
     """An epoch receipt from its note's bytes (lineage.md §13.6): at most :data:`MAX_RECEIPT` bytes of UTF-8
     JSON, one object with exactly the receipt's fields, none twice; any other document is refused, so no
@@ -46,9 +38,9 @@ def parse_receipt(data: bytes) -> dict[str, Any]:
     if len(data) > MAX_RECEIPT:
         raise ChainError(f"the epoch receipt is {len(data):,} bytes; at most {MAX_RECEIPT:,} are read")
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_unique)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ChainError(f"the epoch receipt is not UTF-8 JSON: {exc}") from exc
+        raise ChainError(f"the epoch receipt is not valid UTF-8 JSON with each key once: {exc}") from exc
     if not isinstance(doc, dict):
         raise ChainError("the epoch receipt is not a JSON object")
     return doc

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
-from ledger._json import depth
+from ledger._json import depth, unique_keys
 from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
 from ledger.signatures import siblings, signing
@@ -116,21 +116,12 @@ def canonical(doc: Any) -> bytes:
         raise AttestationError(f"a statement value has no canonical JSON form: {exc}") from exc
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key!r} appears twice")
-        out[key] = value
-    return out
-
-
 def strict_loads(data: bytes, what: str) -> Any:
     """JSON that reads one way only: UTF-8, no duplicate key, no NaN, bounded depth."""
     if depth(data) > _MAX_DEPTH:
         raise AttestationError(f"{what} nests deeper than {_MAX_DEPTH} levels")
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates,
+        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys,
                           parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # fmt: skip
     except (UnicodeDecodeError, ValueError) as exc:
         raise AttestationError(f"{what} is not valid JSON: {exc}") from None
