@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.bundle.merkle import format_root
 from ledger.exchange.attested import AttestationError, Attested, b64_strict, canonical, strict_loads
-from ledger.exchange.oms import folder_sha256
+from ledger.exchange.oms import PAYLOAD_TYPE, STATEMENT_TYPE, folder_sha256
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
 
 __all__ = ["PAYLOAD_TYPE", "PREDICATE_TYPE", "STATEMENT_TYPE", "make", "open_envelope", "problems", "statement"]
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_TYPE = "https://brain-ledger.dev/attestation/snapshot/v1"
 BRAIN_PREFIX = "brain:"
 
