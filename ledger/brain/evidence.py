@@ -9,6 +9,7 @@ trusted key *self-reported*); the snapshot that appends it is signed too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import subprocess
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
 from ledger._json import unique_keys
+from ledger.brain.competence import VersionStats, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
@@ -26,8 +28,10 @@ from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
+from ledger.store.refs import REGRESSIONS_CACHE
 from ledger.store.skilltree import skills_of
 from ledger.write.head import head_evidence
+from ledger.write.journal import write_json
 from ledger.write.records import Receipt
 
 if TYPE_CHECKING:
@@ -124,6 +128,41 @@ class Evidence:
             raise StoreError(f"receipt root {receipt.get('root')} is not snapshot {commit[:12]}'s root")
         digest = format_root(th.tree_digest(store, tree, brain.cache, name))
         return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
+
+    def stats(self) -> dict[str, dict[int, VersionStats]]:
+        """Every skill's outcomes per version and tier under the head's trust set."""
+        return competence(self.entries(), self._trust())
+
+    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
+        """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
+        name = self.brain.resolve(name)
+        found = dict((per if per is not None else self.stats()).get(name, {}))
+        live = None
+        try:
+            history = self.brain.history(name)
+        except SkillNotFoundError:
+            history = []
+        for h in history:
+            if h["action"] != "delete":
+                found.setdefault(h["version"], VersionStats(h["version"]))
+        if history and history[0]["action"] != "delete":
+            live = history[0]["version"]
+        versions = [found[v] for v in sorted(found)]
+        return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
+                "regression": regression(name, live, found) if live is not None else None}  # fmt: skip
+
+    def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
+        """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
+        head = self.brain.head().commit.hex()
+        per = per if per is not None else self.stats()
+        out = []
+        for info in self.brain.list() if per else ():
+            flagged = regression(info.name, info.version, per.get(info.name, {}))
+            if flagged is not None:
+                out.append(flagged)
+        with contextlib.suppress(OSError):  # what `ledger status` answers from the stat cache (ledger._quick)
+            write_json(self.brain.control / "cache" / REGRESSIONS_CACHE, {"head": head, "regressions": len(out)})
+        return out
 
     # ------------------------------------------------------------------ writing
 
