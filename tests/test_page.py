@@ -111,7 +111,7 @@ def test_a_failing_brain_leads_with_failing_and_claims_every_figure() -> None:
     assert flags["true"] == 0 and flags["false"] > 100
     checks = [a["data-check"] for _, a in doc.tags if "data-check" in a]
     assert checks[0] == "signatures"  # the failed check comes first
-    assert '<li data-index="3" class="sig-fail">' in page and "signature does not verify" in page
+    assert '<tr data-index="3" class="sig-fail">' in page and "signature does not verify" in page
     assert page.count("CLAIMED · not checked by the audit") == ATTENTION
 
 
@@ -176,7 +176,7 @@ def test_a_thousand_skills_of_ten_versions_render_compactly() -> None:
     assert len(rows) == 1000 == len(set(rows))
     assert [a["data-index"] for _, a in doc.tags if "data-index" in a] == [str(i) for i in range(9_999, -1, -1)]
     first_details = page.index('<details class="more">', page.index('id="timeline"'))
-    assert page[:first_details].count("<li data-index=") == NEWEST
+    assert page[:first_details].count("<tr data-index=") == NEWEST
     assert page[: page.index('<details class="more">')].count("<tr data-skill-row=") == OPEN_SKILLS
 
 

@@ -219,18 +219,17 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
         sig = f'<span class="bad">✗ signature does not verify {short(s["signer"] or "", 8)}</span>'
     else:
         sig = '<span class="none">unsigned</span>'
-    role = f" <span class='sub'>{_e(s['role'])}</span>" if s["role"] else ""
+    role = f"<div class='sub'>{_e(s['role'])}</div>" if s["role"] else ""
     a = s["anchor"]
     if a is not None:
         tx = "" if compact else " " + _short(a["tx"], 8)
         anchor = fig(f"⚓ #{a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
-    outcomes = f" · {s['outcomes']:,} outcomes" if s["outcomes"] else ""
-    ids = "" if compact else f'<span class="sub">{_short(s["root"])} {_short(s["commit"], 8)}</span>'
-    return (f'<li data-index="{s["index"]}" class="sig-{s["signature"]}"><div class="row1"><span class="idx">'
-            f'#{s["index"]}</span><span class="op">{_e(s["operation"])}</span><span class="sub">{_e(s["time"])}'
-            f'{outcomes}</span>{sig}{role}{anchor}{ids}</div><div class="ch">{shown}</div></li>')  # fmt: skip
+    ids = "" if compact else f'<td class="ids">{_short(s["root"])}<br>{_short(s["commit"], 8)}</td>'
+    return (f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
+            f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">{shown}</td>'
+            f'<td>{sig}{role}</td><td>{anchor}</td><td>{s["outcomes"]:,}</td>{ids}</tr>')  # fmt: skip
 
 
 def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
@@ -239,11 +238,13 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
         return '<section id="timeline"><h2>Lineage</h2><p class="none">No snapshots.</p></section>'
     newest = list(reversed(tl[-NEWEST:]))
     older = list(reversed(tl[:-NEWEST])) if len(tl) > NEWEST else []
+    head = "<tr><th>#</th><th>snapshot</th><th>changes</th><th>signed by</th><th>anchored</th><th>outcomes</th>"
     rows = "".join(_snapshot(s, chain, trusted) for s in newest)
     more = (
         (
             f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
-            f'<ol class="tl">{"".join(_snapshot(s, chain, trusted, True) for s in older)}</ol></details>'
+            f'<table class="tl">{head}</tr>{"".join(_snapshot(s, chain, trusted, True) for s in older)}</table>'
+            "</details>"
         )
         if older
         else ""
@@ -260,7 +261,8 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
     )
     return (
         f'<section id="timeline"><h2>Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>'
-        f'</h2>{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div><ol class="tl">{rows}</ol>{more}'
+        f'</h2>{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
+        f'<table class="tl">{head}<th>root · commit</th></tr>{rows}</table>{more}'
         "</section>"
     )
 
@@ -301,7 +303,7 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
     if c["head"] is None:
         at = '<span class="none">nothing anchored yet</span>'
     else:
-        same = " (the local head)" if c["head"] == head else ' <span class="bad">(not the local head)</span>'
+        same = " (the local head)" if c["head"] == head else " <span class='sub'>(behind the local head)</span>"
         at = fig(_short(c["head"], 16), cc) + same
     if c["evidence"] is None:
         evon = '<span class="none">no evidence root on chain yet</span>'

@@ -69,8 +69,9 @@ svg.big{width:100%;max-width:560px;height:auto}
 [data-tier=verified] .eb,.ln-verified{stroke:var(--ver)}
 [data-tier=verified] circle{fill:var(--ver);stroke:#fff;stroke-width:.8}
 [data-tier=self] .eb,.ln-self{stroke:var(--self)} [data-tier=self] rect{fill:#fff;stroke:var(--self);stroke-width:1.6}
-[data-checked=false] .eb,.ln[data-checked=false]{stroke:var(--grey);stroke-dasharray:2 2}
-[data-tier][data-checked=false] circle,[data-tier][data-checked=false] rect{fill:url(#hatch);stroke:#7d8591}
+[data-checked=false] .eb{stroke:var(--grey);stroke-dasharray:2 2} .ln[data-checked=false]{stroke:var(--grey)}
+[data-tier][data-checked=false] circle{fill:url(#hatch);stroke:#7d8591}
+[data-tier][data-checked=false] rect{fill:#fff;stroke:#7d8591}
 .plot .reg circle,.plot .reg rect{stroke:var(--bad);stroke-width:1.8}
 .plot .regband{fill:#ffe4e8;opacity:.8} .plot .claimed-label{font-size:12px;font-style:italic;fill:#7d8591}
 .attention{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
@@ -82,14 +83,10 @@ svg.big{width:100%;max-width:560px;height:auto}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 .sw.s-ok{background:#34c38f}.sw.s-pending{background:#f5b73b}.sw.s-unsigned{background:#c5cbd3}
 .sw.s-bad{background:var(--bad)}.sw.s-claimed{background:#b8c0cc}
-ol.tl{list-style:none;margin:0;padding:0 0 0 18px;border-left:2px solid var(--line)}
-ol.tl li{position:relative;padding:6px 0 8px 10px;border-bottom:1px solid #f0f2f5}
-ol.tl li::before{content:"";position:absolute;left:-25px;top:12px;width:10px;height:10px;border-radius:50%;
-background:#fff;border:2px solid var(--ver)} ol.tl li.sig-fail::before{border-color:var(--bad);background:var(--bad)}
-ol.tl li.sig-unsigned::before{border-color:var(--grey)}
-.tl .row1{display:flex;flex-wrap:wrap;gap:4px 14px;align-items:baseline}
-.tl .idx{font-weight:700;min-width:46px} .tl .op{font-weight:600}
-.tl .ch{color:#4f566b;font-size:12.5px;word-break:break-word}
+table.tl td{padding:7px 8px} table.tl td.idx{font-weight:700;white-space:nowrap;border-left:3px solid #34c38f}
+table.tl tr.sig-fail td{background:#fff1f3} table.tl tr.sig-fail td.idx{border-left-color:var(--bad)}
+table.tl tr.sig-unsigned td.idx{border-left-color:var(--grey)} table.tl .ch{font-size:12.5px;word-break:break-word}
+table.tl td.ids{white-space:nowrap}
 details>summary{cursor:pointer;color:var(--ver);font-weight:600;margin:10px 0}
 .toolbar{display:flex;gap:12px;align-items:center;margin:0 0 10px}
 #filter{border:1px solid var(--line);border-radius:8px;padding:7px 10px;font:inherit;width:280px}

@@ -91,7 +91,7 @@ def sparkline(skill: Mapping[str, Any], checked: bool) -> str:
 
 def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
     """A larger plot with axes, version labels and a tooltip per mark, for skills needing attention."""
-    w, h, left, right, top, bottom = 560, 220, 42, 14, 14, 26
+    w, h, left, right, top, bottom = 560, 230, 42, 14, 24, 26
     versions = skill["versions"]
     xs = _xs(len(versions), left + 14, w - right - 14)
     y = _scale(top, h - bottom)
@@ -110,7 +110,7 @@ def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
                     f'<title>v{reg["version"]} regressed from v{reg["from"]}</title></rect>')  # fmt: skip
     body += _marks(versions, xs, y, checked, 4.0, True, reg and reg["version"])
     if not checked:
-        body.append(f'<text class="claimed-label" x="{w - right - 4}" y="{top + 12}" text-anchor="end">'
+        body.append(f'<text class="claimed-label" x="{w - right}" y="{top - 10}" text-anchor="end">'
                     "CLAIMED · not checked by the audit</text>")  # fmt: skip
     label = _e(f"{skill['name']}: success rate per version, verified and self-reported")
     return (f'<svg class="plot big" data-skill="{_e(skill["name"])}" viewBox="0 0 {w} {h}" role="img" '
