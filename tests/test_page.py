@@ -127,6 +127,17 @@ def test_hostile_strings_render_inert() -> None:
     assert not [a for _, a in doc.tags if any(v and "javascript:" in v for k, v in a.items() if k != "data-skill")]
 
 
+def test_control_and_bidi_characters_are_shown_not_obeyed() -> None:
+    """A name may not reorder what a reader sees (U+202E) nor carry terminal escapes; the hooks keep the name."""
+    data = pagedata.brain(skills=3, versions=2)
+    name = "evil\u202e3 trever regdel\x1b[31m"
+    data["skills"][0]["name"] = name
+    page = render_page(data)
+    text = "".join(parse(page).text)
+    assert "\u202e" not in text and "\x1b" not in text and "evil\\u202e3 trever regdel\\x1b[31m" in text
+    assert [a["data-skill"] for t, a in parse(page).tags if t == "svg" and a.get("data-skill") == name]
+
+
 def test_an_empty_brain_and_a_brain_without_a_chain() -> None:
     page = render_page(pagedata.empty())
     assert "No skills yet." in page and "No signing keys" in page and "No chain configured" in page

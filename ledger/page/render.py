@@ -11,23 +11,20 @@ figures is shown as checked, whatever the part flags say: a failed audit vouches
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.page import svg
 from ledger.page.model import validate
 from ledger.page.style import CSP, CSS, JS
+from ledger.page.svg import hook
+from ledger.page.svg import text as _e
 
 __all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "render_page"]
 
 NEWEST = 50  # timeline rows shown open; the rest sit in a "show all" <details>
 OPEN_SKILLS = 100  # skill rows shown open, most in need of attention first
 ATTENTION = 4  # larger plots, for the regressed and the weakest skills
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def fig(text: str, checked: bool) -> str:
@@ -68,7 +65,7 @@ def _verdict(data: Mapping[str, Any]) -> str:
     failed = [c for c in v["checks"] if c["status"] == "FAIL"]
     order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
     checks = "".join(
-        f'<li data-check="{_e(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
+        f'<li data-check="{hook(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
         f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
         for c in sorted(v["checks"], key=lambda c: order[c["status"]])
     )
@@ -151,7 +148,7 @@ def _skill_row(s: Mapping[str, Any], checked: bool) -> str:
     own = _tier(last["self"], checked) if last else "—"
     plot = svg.sparkline(s, checked) if s["versions"] else '<span class="none">no versions</span>'
     return (
-        f'<tr data-skill-row="{_e(s["name"])}"><td class="name">{_e(s["name"])}{tags}</td>'
+        f'<tr data-skill-row="{hook(s["name"])}"><td class="name">{_e(s["name"])}{tags}</td>'
         f"<td>{'v' + str(last['version']) if last else '—'}</td><td>{ver}</td><td>{own}</td>"
         f"<td>{plot}</td><td>{status}</td></tr>"
     )
@@ -274,7 +271,7 @@ def _signers(data: Mapping[str, Any], trusted: bool) -> str:
             "</p></section>"
         )
     rows = "".join(
-        f'<tr data-address="{_e(s["address"])}"><td><code>{_e(s["address"])}</code></td><td>{_e(s["role"])}</td>'
+        f'<tr data-address="{hook(s["address"])}"><td><code>{_e(s["address"])}</code></td><td>{_e(s["role"])}</td>'
         f'<td><span class="tag {s["state"]}">{s["state"]}</span></td>'
         f"<td>{fig(_count(s['snapshots']), trusted and s['checked'])}</td>"
         f"<td>{fig(_count(s['outcomes']), trusted and s['checked'])}</td></tr>"

@@ -14,7 +14,9 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEFS", "big_plot", "legend_marks", "sparkline", "strip"]
+from ledger.errors import printable
+
+__all__ = ["DEFS", "big_plot", "hook", "legend_marks", "sparkline", "strip", "text"]
 
 TIERS = ("verified", "self")
 # The one hatch every claimed mark is filled with, defined once for the whole document.
@@ -25,6 +27,15 @@ DEFS = ('<svg class="defs" width="0" height="0" aria-hidden="true"><defs>'
 
 
 def _e(value: Any) -> str:
+    """Text a reader sees: control and bidi characters shown as escapes, so no name can repaint the page."""
+    return html.escape(printable(str(value)), quote=True)
+
+
+text = _e
+
+
+def hook(value: Any) -> str:
+    """A test hook's attribute value (``data-skill``): the exact string, markup-escaped only."""
     return html.escape(str(value), quote=True)
 
 
@@ -85,7 +96,7 @@ def sparkline(skill: Mapping[str, Any], checked: bool) -> str:
         body.append(f'<rect class="regband" x="{_n(xs[i] - 5)}" y="0" width="10" height="{h}"/>')
     body += _marks(versions, xs, y, checked, 2.2, False, reg and reg["version"])
     label = _e(f"{skill['name']}: success rate per version")
-    return (f'<svg class="plot spark" data-skill="{_e(skill["name"])}" viewBox="0 0 {w} {h}" width="{w}" '
+    return (f'<svg class="plot spark" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" width="{w}" '
             f'height="{h}" role="img" aria-label="{label}">{"".join(body)}</svg>')  # fmt: skip
 
 
@@ -113,7 +124,7 @@ def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
         body.append(f'<text class="claimed-label" x="{w - right}" y="{top - 10}" text-anchor="end">'
                     "CLAIMED · not checked by the audit</text>")  # fmt: skip
     label = _e(f"{skill['name']}: success rate per version, verified and self-reported")
-    return (f'<svg class="plot big" data-skill="{_e(skill["name"])}" viewBox="0 0 {w} {h}" role="img" '
+    return (f'<svg class="plot big" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" role="img" '
             f'aria-label="{label}">{"".join(body)}</svg>')  # fmt: skip
 
 
