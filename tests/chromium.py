@@ -137,7 +137,7 @@ def visit(page: Path, expression: str = "null", *, javascript: bool = True, time
     chromium = require()
     deadline = time.monotonic() + timeout
     result = Visit()
-    with tempfile.TemporaryDirectory(prefix="ledger-chromium-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ledger-chromium-", ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp)
         argv = [chromium, *FLAGS, f"--user-data-dir={profile}", "about:blank"]
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -151,6 +151,10 @@ def validate(data: Any) -> None:
     if verdict["ok"] and any(c["status"] == "FAIL" for c in verdict["checks"]):
         _refuse("verdict.ok", "true, yet a check FAILs: a passing verdict with a failed check is a contradiction")
     _increasing([s["index"] for s in data["timeline"]], "timeline", "index")
+    for i, snap in enumerate(data["timeline"]):
+        if (snap["signer"] is None) != (snap["signature"] == "unsigned"):
+            _refuse(f"timeline[{i}].signer", f"signature {snap['signature']!r} with signer {snap['signer']!r}: "
+                    "a checked signature names its signer, an unsigned snapshot has none")  # fmt: skip
     names: set[str] = set()
     for i, skill in enumerate(data["skills"]):
         path = f"skills[{i}]"
@@ -165,6 +169,8 @@ def validate(data: Any) -> None:
         reg = skill["regression"]
         if reg is not None and (reg["version"] not in versions or reg["from"] not in versions):
             _refuse(f"{path}.regression", f"v{reg['version']} from v{reg['from']}: not among the versions {versions}")
+        if reg is not None and reg["from"] >= reg["version"]:
+            _refuse(f"{path}.regression", f"v{reg['version']} cannot regress from a later or the same v{reg['from']}")
     addresses = [s["address"].lower() for s in data["signers"]]
     if len(set(addresses)) != len(addresses):
         _refuse("signers", "an address appears twice")
