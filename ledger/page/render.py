@@ -70,7 +70,8 @@ def _verdict(data: Mapping[str, Any]) -> str:
         for c in sorted(v["checks"], key=lambda c: order[c["status"]])
     )
     if v["ok"]:
-        word, why = "PASSING", f"The audit re-derived this brain and all {len(v['checks'])} checks hold."
+        tally = ", ".join(f"{n} {k}" for k in order if (n := sum(c["status"] == k for c in v["checks"])))
+        word, why = "PASSING", f"The audit re-derived this brain and no check failed ({tally or 'no checks'})."
     else:
         names = ", ".join(_e(c["name"]) for c in failed) or "the audit"
         why = (f"The audit failed ({names}). Every figure on this page is what the brain <b>claims</b>; "
