@@ -127,11 +127,12 @@ def _cards(data: Mapping[str, Any], trusted: bool) -> str:
 
 
 def _attention(skills: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Regressed skills first, then the lowest latest verified rate; skills without outcomes last."""
+    """Regressed skills first, then the lowest verified rate of the latest version (the one the row shows);
+    a latest version without verified outcomes last."""
 
     def latest(s: Mapping[str, Any]) -> float:
-        rates = [v["verified"]["rate"] for v in s["versions"] if v["verified"]["rate"] is not None]
-        return rates[-1] if rates else 2.0
+        rate = s["versions"][-1]["verified"]["rate"] if s["versions"] else None
+        return 2.0 if rate is None else rate
 
     return sorted(skills, key=lambda s: (s["regression"] is None, latest(s), s["name"]))
 
@@ -160,21 +161,16 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
     if not skills:
         return '<section id="skills"><h2>Competence</h2><p class="none">No skills yet.</p></section>'
     worst = [
-        s
-        for s in skills
-        if s["versions"]
-        and (
-            s["regression"] is not None
-            or any(v["verified"]["rate"] is not None or v["self"]["rate"] is not None for v in s["versions"])
-        )
-    ][:ATTENTION]
+        s for s in skills if s["regression"] or (s["versions"] and s["versions"][-1]["verified"]["rate"] is not None)
+    ]
+    worst = worst[:ATTENTION]
     figures = "".join(
         f"<figure><h3>{_e(s['name'])}</h3>{svg.big_plot(s, checked)}<figcaption>"
         + (
             f"v{s['regression']['version']} regressed from v{s['regression']['from']}: "
             f"<code>{_e(s['regression']['revert'])}</code>"
             if s["regression"]
-            else "lowest verified success rate"
+            else "among the lowest verified success rates of a latest version"
         )
         + "</figcaption></figure>"
         for s in worst
