@@ -41,6 +41,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger._entry", "*"): "the console script answers 'ledger hash' and the stat-cache reads before click loads",
     ("ledger.cli.*", "*"): "each command imports what it runs when it runs: 'ledger --help' loads no web3 or git",
     ("ledger.audit.chain", "ledger.chain.registry"): "the chain client loads only for an audit with --chain",
+    ("ledger.page.collect", "ledger.chain.registry"): "the same: a report reads the chain only with --rpc",
     ("ledger.audit.lineage", "ledger.audit.chain"): "the same: the chain half of an audit loads only with --chain",
     ("ledger.write.apply", "ledger.bundle.lint"): "the spec lint (PyYAML's loader) loads on a first authored write",
     ("ledger._quick", "ledger.store.statcache"): "the stat cache loads only for a command line it can answer",

@@ -256,7 +256,8 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "message"), MALFORMED, ids=[f"{p}={v!r}"[:60] for p, v, _ in MALFORMED])
+@pytest.mark.parametrize(("path", "value", "message"), MALFORMED,
+                         ids=[f"{i}-{p}" for i, (p, _v, _m) in enumerate(MALFORMED)])
 def test_malformed_data_is_refused_naming_the_place(path: str, value: Any, message: str) -> None:
     data = pagedata.brain()
     _set(path, value)(data)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.errors import UsageError
+
 __all__ = ["ANNOTATION", "SCHEMA", "record"]
 
 SCHEMA: dict[str, Any] = {
@@ -44,16 +46,14 @@ ANNOTATION = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint":
 
 def record(brain: Any, actor: str, evidence: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
     """Check the receipt against the call, then sign and append the outcome as ``actor``."""
-    from ledger.agent.tools import ToolFailure
-
     receipt = args["receipt"]
     name = brain.resolve(args["name"])
     if receipt["skill"] != name:
-        raise ToolFailure(f"the receipt is for {receipt['skill']!r}, not {name!r}",
+        raise UsageError(f"the receipt is for {receipt['skill']!r}, not {name!r}",
                           hint="pass the receipt skill_view returned for this skill")  # fmt: skip
     result = args["outcome"]
     if (result == "score") != ("score" in args) or (result != "score" and ({"scale", "threshold"} & set(args))):
-        raise ToolFailure("score, scale and threshold go with outcome=score, and outcome=score needs a score")
+        raise UsageError("score, scale and threshold go with outcome=score, and outcome=score needs a score")
     with brain.acting(actor, **evidence):
         snapshot, entry = brain.evidence.record(
             name, int(receipt["version"]), result=result, task=args["task"], score=args.get("score"),

@@ -9,10 +9,16 @@ the page draws it as a claim (:mod:`ledger.page.render`).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, regression, wilson
+from ledger.chain.receipts import read_receipts
+from ledger.chain.tlog import root_of
+from ledger.errors import ChainError
+from ledger.store import evidence as ev
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -32,14 +38,10 @@ def _tier(t: Any) -> dict[str, Any]:
 
 def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     """The page document (format 1) for ``brain``; with ``rpc``, the chain checked too."""
-    from ledger.audit.lineage import audit_repo
-    from ledger.chain.tlog import root_of
 
     cfg = brain.config.get("chain") or {}
     kwargs: dict[str, Any] = {}
     if rpc is not None:
-        from ledger.errors import ChainError
-
         if not (cfg.get("registry") and cfg.get("agent_id")):
             raise ChainError("this brain has no registered agent to check on chain",
                              hint="ledger chain deploy / register; or leave out --rpc")  # fmt: skip
@@ -100,8 +102,6 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
 
 
 def _signer(entry: bytes) -> str:
-    import json
-
     return str(json.loads(entry)["record"]["signer"])
 
 
@@ -115,15 +115,10 @@ Created = dict[str, dict[int, tuple[int, str]]]  # skill → version → (time, 
 def _timeline(brain: Brain, report: Any, chain_checked: bool,
               sig_ok: bool) -> tuple[list[dict[str, Any]], Created, dict[str, int]]:  # fmt: skip
     """The mainline for the page, each version's first snapshot, and outcomes per signer."""
-    import json
-
-    from ledger.store import evidence as ev
 
     store = brain.store
     receipts: dict[str, Any] = {}
     if brain.config.get("chain") and not chain_checked:
-        from ledger.chain.receipts import read_receipts
-
         receipts = read_receipts(store)
     failed_at = report.checks["signatures"].index if not sig_ok else None
     out: list[dict[str, Any]] = []
@@ -166,8 +161,6 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
         return None
     anchored = sum(1 for t in report.timeline if t.get("chain")) if rpc else 0
     if rpc is None:
-        from ledger.chain.receipts import read_receipts
-
         anchored = len(read_receipts(brain.store))
     evidence = None
     head = None
