@@ -1,0 +1,236 @@
+"""The evidence log's root on chain (issue 38, item 2), on a real anvil: ``commitEvidence`` sent with
+the last chunk of roots or alone, refused when the anchored log is not a prefix of the local one,
+reported by ``ledger chain status``, and audited by ``chain.evidence``.
+
+Outcome entries are written by :func:`write_log`: a real git snapshot whose top tree holds
+``evidence/`` (chunks ``%08d`` of up to 256 entries, one a line) beside the head's bundle, operation
+``outcome``, the head's root unchanged."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.audit.lineage import audit_repo
+from ledger.brain import Brain
+from ledger.bundle.merkle import format_root
+from ledger.chain import tlog
+from ledger.chain.config import ChainConfig
+from ledger.chain.evidencelog import EvidenceLog, read_entries
+from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.receipts import read_receipts
+from ledger.chain.registry import Registry
+from ledger.errors import ChainError
+from ledger.exchange.anchoring import chain_status, commit_pending
+from ledger.store.objectdb import MODE_DIR, MODE_FILE
+from tests.conftest import run_ledger
+
+pytestmark = pytest.mark.chain
+
+
+def write_log(brain: Brain, entries: list[bytes]) -> bytes:
+    """A new head snapshot recording exactly ``entries`` as its evidence log (bundle unchanged)."""
+    store = brain.store
+    head = store.head()
+    assert head is not None
+    snap = store.snapshot(head)
+    top = [e for e in store.read_tree(bytes.fromhex(snap.tree)) if e[2] != "evidence"]
+    chunks = [entries[i : i + 256] for i in range(0, len(entries), 256)]
+    blobs = [(store.write_blob(b"".join(e + b"\n" for e in c)), MODE_FILE, f"{k:08d}") for k, c in enumerate(chunks)]
+    if blobs:
+        top.append((store.write_tree(blobs), MODE_DIR, "evidence"))
+    root = format_root(snap.root)
+    message = (f"outcome: {len(entries)} evidence entries\n\nLedger-Root: {root}\nLedger-Parent-Root: {root}\n"
+               f"Ledger-Operation: outcome\nLedger-Nonce: {secrets.token_hex(16)}\n")  # fmt: skip
+    commit = store.write_commit(store.write_tree(top), [head], message)
+    store.move_head(commit, head)
+    assert read_entries(store, store.commit_info(commit)[0]) == entries
+    return commit
+
+
+def outcomes(n: int, start: int = 0) -> list[bytes]:
+    return [b'{"skill":"a","version":1,"task":"t%d","ok":true}' % i for i in range(start, start + n)]
+
+
+def tree_root(entries: list[bytes]) -> bytes:
+    return tlog.root_of([tlog.leaf_hash(e) for e in entries])
+
+
+def registry(brain: Brain) -> tuple[Registry, int]:
+    cfg = ChainConfig.of(brain)
+    assert cfg.agent_id is not None
+    return Registry(cfg.rpc, cfg.registry), cfg.agent_id
+
+
+def audit(brain: Brain) -> Any:
+    cfg = ChainConfig.of(brain)
+    return audit_repo(brain.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
+                      from_block=cfg.deploy_block or 0)  # fmt: skip
+
+
+def test_evidence_goes_with_the_last_chunk_of_roots(chained: Brain) -> None:
+    for i in range(4):
+        chained.create(f"s{i}", "S", f"body {i}\n")
+    entries = outcomes(3)
+    write_log(chained, entries)
+    result = commit_pending(chained, key=DEV_KEY_NAME, batch=2)  # 5 roots: chunks of 2, 2, 1
+    reg, agent = registry(chained)
+    assert result.committed == 5 and len(result.transactions) == 3
+    assert reg.evidence(agent) == (3, tree_root(entries))
+    assert result.evidence is not None and result.evidence["tx"] == result.transactions[-1]
+    (ev,) = reg.evidence_events(agent)
+    assert (ev["head"], ev["size"], ev["root"]) == (chained.head().snap.root, 3, tree_root(entries))
+    assert ev["head"] == reg.head(agent)
+    # the last root's receipt and the evidence are one transaction; the earlier chunks are not
+    receipts = read_receipts(chained.store)
+    last = [s for s in chained.store.lineage()][1]  # the upsert before the outcome snapshot
+    assert receipts[last.commit]["tx"] == ev["tx"]
+    assert sorted({r["tx"] for r in receipts.values()}) == sorted(result.transactions)
+    # idempotent: nothing new, nothing sent
+    again = commit_pending(chained, key=DEV_KEY_NAME)
+    assert (again.committed, again.transactions, again.evidence) == (0, [], None)
+    report = audit(chained)
+    chk = report.checks["chain.evidence"]
+    assert chk.ok and not chk.skipped and chk.summary.startswith("1 evidence root(s)"), chk.summary
+
+
+def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -> None:
+    chained.create("a", "A", "x\n")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    reg, agent = registry(chained)
+    seq, head = reg.sequence(agent), reg.head(agent)
+    entries = outcomes(5)
+    write_log(chained, entries[:2])
+    first = commit_pending(chained, key=DEV_KEY_NAME)
+    write_log(chained, entries)
+    second = commit_pending(chained, key=DEV_KEY_NAME)
+    assert (first.committed, second.committed) == (0, 0)
+    assert first.evidence and second.evidence and first.evidence["tx"] != second.evidence["tx"]
+    assert second.transactions == [second.evidence["tx"]]
+    assert (reg.sequence(agent), reg.head(agent)) == (seq, head)
+    assert reg.evidence(agent) == (5, tree_root(entries))
+    events = reg.evidence_events(agent)
+    assert [(e["head"], e["size"]) for e in events] == [(head, 2), (head, 5)]
+    status = chain_status(chained)["evidence"]
+    assert status == {"local": {"size": 5, "root": "0x" + tree_root(entries).hex()},
+                      "chain": {"size": 5, "root": "0x" + tree_root(entries).hex()}, "pending": 0}  # fmt: skip
+    write_log(chained, outcomes(7))
+    proc = run_ledger("chain", "status", "--json", env={"LEDGER_BRAIN": str(chained.root)}, check=True)
+    assert json.loads(proc.stdout)["evidence"]["pending"] == 2
+    assert audit(chained).checks["chain.evidence"].ok
+
+
+def test_a_trimmed_or_rewritten_log_is_refused_before_sending(chained: Brain) -> None:
+    chained.create("a", "A", "x\n")
+    entries = outcomes(4)
+    write_log(chained, entries)
+    commit_pending(chained, key=DEV_KEY_NAME)
+    reg, agent = registry(chained)
+    nonce = reg.node.call("eth_getTransactionCount", reg.w3.eth.accounts[0], "latest")
+    chained.create("b", "B", "y\n")  # a pending root too: nothing may go out
+    write_log(chained, entries[:3])  # the last anchored outcome dropped
+    with pytest.raises(ChainError, match="has only 3: it was trimmed") as err:
+        commit_pending(chained, key=DEV_KEY_NAME)
+    assert err.value.hint and "cannot be removed or changed" in err.value.hint
+    write_log(chained, [entries[0], b"forged", *entries[2:], *outcomes(2, 10)])
+    with pytest.raises(ChainError, match="an anchored outcome was rewritten"):
+        commit_pending(chained, key=DEV_KEY_NAME)
+    assert reg.node.call("eth_getTransactionCount", reg.w3.eth.accounts[0], "latest") == nonce
+    assert reg.evidence(agent) == (4, tree_root(entries))
+    assert chain_status(chained)["evidence"]["pending"] is None
+    chk = audit(chained).checks["chain.evidence"]
+    assert not chk.ok and "an anchored outcome was rewritten" in chk.summary, chk.summary
+
+
+def test_the_audit_fails_a_head_log_trimmed_after_anchoring(chained: Brain) -> None:
+    chained.create("a", "A", "x\n")
+    entries = outcomes(6)
+    write_log(chained, entries)
+    commit_pending(chained, key=DEV_KEY_NAME)
+    assert audit(chained).checks["chain.evidence"].ok
+    write_log(chained, entries[:5])  # a new snapshot with a shorter log
+    chk = audit(chained).checks["chain.evidence"]
+    assert not chk.ok
+    assert "(on chain 6, in this clone 5)" in chk.summary and "trimmed" in chk.summary, chk.summary
+    assert chk.snapshot == chained.store.head().hex()
+
+
+def test_the_audit_fails_an_event_whose_head_is_no_snapshot(chained: Brain, tmp_path: Path) -> None:
+    """The registry's owner commits a root that no snapshot has, with evidence bound to it: the lineage
+    checks fail on the root, and ``chain.evidence`` on the binding, naming the event."""
+    chained.create("a", "A", "x\n")
+    write_log(chained, outcomes(2))
+    commit_pending(chained, key=DEV_KEY_NAME)
+    reg, agent = registry(chained)
+    from ledger.chain.abi import call_data
+    from ledger.chain.keys import dev_account
+
+    stray, entries = b"\x5a" * 32, outcomes(3)
+    tree = EvidenceLog(entries)
+    data = call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", agent, reg.head(agent),
+                     [stray], 3, tree.root, tree.consistency(2))  # fmt: skip
+    reg.transact(dev_account(0), data, what="a stray root with evidence")
+    report = audit(chained)
+    chk = report.checks["chain.evidence"]
+    assert not chk.ok and "EvidenceCommitted #2" in chk.summary, chk.summary
+    assert "is not a root of the anchored mainline" in chk.summary
+    assert not report.checks["chain.roots"].ok
+
+
+def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
+    from ledger.exchange.anchoring import register
+
+    other = Brain.init(tmp_path / "other")
+    try:
+        cfg = ChainConfig.of(chained)
+        other.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
+                                   "deploy_block": cfg.deploy_block})  # fmt: skip
+        register(other, shares=1, key=DEV_KEY_NAME)
+        other.create("o", "O", "other\n")
+        commit_pending(other, key=DEV_KEY_NAME)
+        before = read_receipts(other.store)
+        write_log(chained, outcomes(3))
+        result = commit_pending(chained, key=DEV_KEY_NAME)
+        assert result.evidence is not None
+        reg, agent = registry(other)
+        assert reg.evidence(agent) == (0, b"\x00" * 32) and reg.evidence_events(agent) == []
+        assert read_receipts(other.store) == before
+        again = commit_pending(other, key=DEV_KEY_NAME)
+        assert (again.committed, again.evidence) == (0, None)
+        assert chain_status(other)["evidence"] == {"local": {"size": 0, "root": None},
+                                                   "chain": {"size": 0, "root": None}, "pending": 0}  # fmt: skip
+        assert audit(other).checks["chain.evidence"].summary == "no evidence anchored"
+    finally:
+        other.close()
+
+
+def test_gas_of_commit_evidence(chained: Brain) -> None:
+    """Receipts on anvil (intrinsic 21,000 and calldata included), a 100-entry log growing by one."""
+    chained.create("a", "A", "x\n")
+    write_log(chained, outcomes(100))
+    commit_pending(chained, key=DEV_KEY_NAME)
+    chained.create("b", "B", "x\n")
+    write_log(chained, outcomes(100))  # the log carried over (until the writer carries it itself)
+    single = commit_pending(chained, key=DEV_KEY_NAME)
+    assert single.committed == 1 and single.evidence is None
+    commit_gas = read_receipts(chained.store)[single_commit(chained)]["gas_used"]
+    write_log(chained, outcomes(101))
+    only = commit_pending(chained, key=DEV_KEY_NAME)
+    chained.create("c", "C", "x\n")
+    write_log(chained, outcomes(102))
+    both = commit_pending(chained, key=DEV_KEY_NAME)
+    assert only.evidence and both.evidence and both.committed == 1
+    print(f"\nGAS commit={commit_gas} commitEvidence-only={only.evidence['gas_used']} "
+          f"commitEvidence-1-root={both.evidence['gas_used']}")  # fmt: skip
+    assert only.evidence["gas_used"] < 60_000 and both.evidence["gas_used"] - only.evidence["gas_used"] < 12_000
+
+
+def single_commit(brain: Brain) -> str:
+    """The newest snapshot that changed the bundle (the one a root receipt sits on)."""
+    lineage = list(brain.store.lineage())
+    return next(s.commit for s, before in itertools.pairwise(lineage) if s.root != before.root)
