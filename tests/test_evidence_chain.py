@@ -125,6 +125,23 @@ def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -
     assert audit(chained).checks["chain.evidence"].ok
 
 
+def test_ledger_commit_sends_evidence_of_an_anchored_head(chained: Brain) -> None:
+    """An outcome snapshot keeps its parent's root: ``ledger commit``'s "nothing to commit" shortcut
+    (the chain's head is the local head) must not skip its evidence."""
+    chained.create("a", "A", "x\n")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    write_log(chained, outcomes(2))
+    env = {"LEDGER_BRAIN": str(chained.root)}
+    text = run_ledger("chain", "status", env=env, check=True).stdout
+    assert "evidence      2 local, 0 on chain, 2 to commit" in text
+    doc = json.loads(run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout)
+    assert doc["committed"] == 0 and doc["evidence"]["size"] == 2 and doc["transactions"] == [doc["evidence"]["tx"]]
+    reg, agent = registry(chained)
+    assert reg.evidence(agent) == (2, tree_root(outcomes(2)))
+    again = run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout
+    assert json.loads(again)["transactions"] == []
+
+
 def test_a_trimmed_or_rewritten_log_is_refused_before_sending(chained: Brain) -> None:
     chained.create("a", "A", "x\n")
     entries = outcomes(4)

@@ -18,7 +18,7 @@ from ledger.chain.tlog import Tree, leaf_hash
 from ledger.errors import ChainError
 from ledger.store import gitstore as gs
 
-__all__ = ["EvidenceLog", "log_of", "prefix_problem", "read_entries"]
+__all__ = ["EvidenceLog", "has_evidence", "log_of", "prefix_problem", "read_entries"]
 
 EVIDENCE_DIR = "evidence"
 
@@ -42,6 +42,12 @@ def read_entries(store: gs.GitStore, tree: bytes) -> list[bytes]:
             raise ChainError(f"evidence/{name} does not end with a newline")
         out += data.split(b"\n")[:-1]
     return out
+
+
+def has_evidence(store: gs.GitStore, tree: str) -> bool:
+    """Whether a snapshot's top tree (hex) has ``evidence/``: one tree read, no entry read (``ledger
+    commit`` says "nothing to commit" from the chain's head only for a head without one)."""
+    return bool(tree) and any(name == EVIDENCE_DIR for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
 
 
 @dataclass(frozen=True)
