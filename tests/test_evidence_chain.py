@@ -226,6 +226,12 @@ def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
         other.close()
 
 
+def test_chain_evidence_is_a_skip_without_rpc(brain: Brain) -> None:
+    write_log(brain, outcomes(1))
+    chk = audit_repo(brain.root).checks["chain.evidence"]
+    assert chk.ok and chk.skipped and "anchored evidence logs vs the snapshots'" in chk.summary
+
+
 def test_gas_of_commit_evidence(chained: Brain) -> None:
     """Receipts on anvil (intrinsic 21,000 and calldata included), a 100-entry log growing by one."""
     chained.create("a", "A", "x\n")
