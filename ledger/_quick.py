@@ -11,7 +11,9 @@ cache (:mod:`ledger.store.statcache`) can answer them alone:
 - every skill directory on disk has a cache entry whose ``lstat`` still matches;
 - ``status``: the cache's clean record names the head commit and, with a chain
   configured, the pending count remembered by the full path is for this head and these
-  receipts (:func:`ledger.chain.receipts.remembered_pending`); ``index`` and ``skill list``:
+  receipts (:func:`ledger.chain.receipts.remembered_pending`), and the full path found no
+  regression at this head (``regressions-v1.json``, written by ``brain.evidence.regressions``);
+  ``index`` and ``skill list``:
   every entry holds its index line, and what the head's ``supply`` record withholds is known
   without loading the brain (:func:`ledger.store.statcache.withheld_at`): ``index`` leaves those
   skills out, and ``skill list``, which marks them, leaves any such brain to the full path.
@@ -27,7 +29,7 @@ import os
 from pathlib import Path
 
 from ledger.bundle import render
-from ledger.store.refs import BRANCH, NOTES_REF, PENDING_CACHE, pending_key
+from ledger.store.refs import BRANCH, NOTES_REF, PENDING_CACHE, REGRESSIONS_CACHE, pending_key
 
 __all__ = ["answer"]
 
@@ -75,6 +77,15 @@ def _pending(control: Path, git_dir: Path, head: str, chain: dict) -> int | None
     doc = json.loads((control / "cache" / PENDING_CACHE).read_text())
     key = pending_key(head, notes, chain)
     return doc["pending"] if doc.get("key") == key and isinstance(doc.get("pending"), int) else None
+
+
+def _no_regression(control: Path, head: str) -> bool:
+    """Whether the full path found no regression at this very head (a head fixes its outcomes and trust set)."""
+    try:
+        doc = json.loads((control / "cache" / REGRESSIONS_CACHE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("head") == head and doc.get("regressions") == 0
 
 
 def answer(args: list[str]) -> str | None:
@@ -127,8 +138,10 @@ def _answer(args: list[str]) -> str | None:
         pending = _pending(control, git_dir, commit, chain) if chain else None
         if chain and pending is None:
             return None  # not counted for this head and these notes yet: the full path counts
+        if not _no_regression(control, commit):
+            return None  # outcomes may flag a regression at this head: the full path weighs them
         if command == "status-json":
-            doc = render.status_doc(commit, root_text, root_text, {}, pending)
+            doc = {**render.status_doc(commit, root_text, root_text, {}, pending), "regressions": []}
             return json.dumps(doc, indent=2, ensure_ascii=False)
         return "\n".join(render.status_lines(commit, root_text, root_text, {}, pending))
     infos = [(name, cache.get(name, "info")) for name in sorted(n for n, _ in entries)]

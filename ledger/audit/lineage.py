@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger.audit.evidencecheck import check_evidence
 from ledger.audit.gitsigs import check_siblings
 from ledger.audit.signatures import check_signatures
 from ledger.audit.supplycheck import check_supply
@@ -60,6 +61,7 @@ CHECKS = (
     "versions",
     "skills",
     "supply",
+    "evidence",
     "receipts",
     "worktree",
     "chain.events",
@@ -131,6 +133,7 @@ def audit_repo(
         check_siblings(store, walked, report, signed)
         _skip_siblings_unless_certified(walked, report)
         check_supply(store, walked, report, signed)
+        report.evidence = check_evidence(store, walked, report)
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken
         _check_receipts(store, snaps, report)

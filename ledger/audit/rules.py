@@ -17,17 +17,17 @@ from ledger.store.gitstore import blob_id
 
 _TOP = {
     "skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE,
-    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE, "supply": gs.MODE_FILE,
+    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE, "supply": gs.MODE_FILE, "evidence": gs.MODE_DIR,
 }  # fmt: skip
 
 
 def stray_entries(store: gs.GitStore, snap: gs.Snapshot, tops: dict[str, dict[str, bytes]]) -> str | None:
     """The first entry of a snapshot's top tree that lineage.md §1.2 does not allow, with its mode.
-    Each snapshot's record blobs are kept in ``tops`` for the checks that read them next."""
+    Each snapshot's top entries (record blobs, trees) are kept in ``tops`` for the checks that read them next."""
     if not snap.tree:
         return None
     entries = store.read_tree(bytes.fromhex(snap.tree))
-    tops[snap.commit] = {name: sha for sha, mode, name in entries if mode == gs.MODE_FILE}
+    tops[snap.commit] = {name: sha for sha, mode, name in entries}  # records, and the trees beside them
     for _sha, mode, name in entries:
         if _TOP.get(name) != mode:
             return f"'{name}' (mode {mode:o})"
@@ -68,7 +68,7 @@ def _canonical(snap: gs.Snapshot) -> str:
 
 
 def _count_ok(operation: str, count: int) -> bool:
-    if operation in ("init", "adopt", "keys", "move", "approve", "revoke"):
+    if operation in ("init", "adopt", "keys", "move", "approve", "revoke", "outcome"):
         return count == 0
     if operation in ("import", "merge", "sync"):
         return count >= 0  # an import or a sync may change only categories/; a merge may take nothing

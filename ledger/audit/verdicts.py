@@ -61,6 +61,7 @@ class Report:
     tops: dict[str, dict[str, bytes]] = field(default_factory=dict, repr=False)  # commit → its top-level blob ids
     chain_skipped: str | None = None  # why the chain.* checks did not run ("no --rpc"), when they did not
     supply: list[dict[str, Any]] = field(default_factory=list)  # the head's skills from elsewhere, with credit
+    evidence: Any = field(default=None, repr=False)  # ledger.audit.evidencecheck.Tally: each outcome's tier
 
     @property
     def ok(self) -> bool:

@@ -16,7 +16,8 @@ A brain is a directory::
 - ``brain.importer``: a collection recorded as one snapshot (:mod:`ledger.write.importer`);
 - ``brain.reads``: views, status, proofs, history and diffs (:mod:`ledger.brain.reads`);
 - ``brain.mutations``: create … snapshot, each under the lock (:mod:`ledger.brain.mutations`);
-- ``brain.versions``, ``brain.sealer``, ``brain.categories``, ``brain.catalog``, ``brain.keyring``.
+- ``brain.versions``, ``brain.sealer``, ``brain.categories``, ``brain.catalog``, ``brain.keyring``;
+- ``brain.evidence``: signed outcomes of skill versions, beside the bundle (:mod:`ledger.brain.evidence`).
 
 This module holds the brain's lifecycle and its public API, each method a delegation to
 the part that does the work.  Sharing, import from folders and the chain are
@@ -34,6 +35,7 @@ from typing import Any
 
 from ledger.brain.catalog import Catalog
 from ledger.brain.categories import Categories
+from ledger.brain.evidence import Evidence
 from ledger.brain.keyring import Keyring
 from ledger.brain.mutations import Mutations
 from ledger.brain.reads import Reads
@@ -124,6 +126,7 @@ class Brain:
         self.catalog = Catalog(self.snapshots, self.versions, self.categories)  # the head's listing, for agents
         self.mutations = Mutations(self.writer, self.reads, self.categories)  # create … snapshot
         self.keyring = Keyring(self.writer, lambda: self.update_config(signing=True))  # trust, revoke, rotate, adopt
+        self.evidence = Evidence(self)  # signed outcomes per skill version (docs/lineage.md §14)
         if (self.control / JOURNAL).exists() or self.writer.journal.stale_ref_locks():
             try:
                 with self.locked():

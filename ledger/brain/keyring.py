@@ -37,7 +37,7 @@ class Keyring:
         """The head's trust set and policy, and, per role, the local key this brain signs with."""
         trust = self._trust()
         local = []
-        for role in ("user", "agent", "curator"):
+        for role in ("user", "agent", "curator", "verifier"):
             found = self.keys.find(role, [a for a, r in trust.active.items() if r == role])
             address, path = found if found else (self.keys.peek(role), self.keys.path(role))
             local.append({"role": role, "address": address, "path": str(path),
@@ -83,7 +83,7 @@ class Keyring:
     def trust(self, address: str, role: str, *, note: str = "") -> Receipt:
         """Trust ``address`` to sign as ``role`` (another machine's agent key, say)."""
         if role not in ROLES:
-            raise TrustError(f"unknown role {role!r}", hint="a key is a user, agent or curator key")
+            raise TrustError(f"unknown role {role!r}", hint="a key is a user, agent, curator or verifier key")
         return self._change([KeyChange("add", check_address(address), role)], note)
 
     def revoke(self, address: str, *, note: str = "") -> Receipt:

@@ -5,7 +5,20 @@ Exit codes: 0 ok or nothing to do, 1 refused or failed (nothing changed), 2 usag
 """
 
 # each registers its commands on main
-from ledger.cli import attest, brain, chain, history, keys, layouts, manifests, runtimes, sharing, skills, supply  # noqa: F401
+from ledger.cli import (  # noqa: F401
+    attest,
+    brain,
+    chain,
+    history,
+    keys,
+    layouts,
+    manifests,
+    outcomes,
+    runtimes,
+    sharing,
+    skills,
+    supply,
+)
 from ledger.cli.common import main
 
 __all__ = ["main"]

@@ -87,6 +87,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
             targets = Targets(brain.control)
             conflicts, rescued = targets.conflicts(), targets.rescued()
+        regressions = brain.evidence.regressions()
         merged: list[dict] | None = None
         if (brain.control / "fleet").is_dir():
             from ledger.exchange.merges import conflicts as merge_conflicts
@@ -97,9 +98,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
         extra = {"sync_conflicts": conflicts, "sync_rescued": rescued} if conflicts is not None else {}
         if merged is not None:
             extra["merge_conflicts"] = merged
-        emit({**st.to_json(), **extra})
+        emit({**st.to_json(), **extra, "regressions": regressions})
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
+    for r in regressions:
+        click.secho(f"regressed {r['skill']} v{r['version']}: verified {r['rate']:.0%} "
+                    f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
+                    f"[{r['from_interval'][0]:.0%}, {r['from_interval'][1]:.0%}]; undo: {r['revert']}",
+                    fg="red")  # fmt: skip
     for c in conflicts or ():
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
@@ -177,13 +183,19 @@ class _LogCommand(click.Command):
 @click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")
 @click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
               "$GIT_PAGER, $PAGER or less).")  # fmt: skip
+@click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes per version, "
+              "verified and self-reported apart (docs/lineage.md §14.6).")  # fmt: skip
 @click.pass_context
 def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
-        oneline: bool, no_pager: bool) -> None:  # fmt: skip
+        oneline: bool, no_pager: bool, stats: bool) -> None:  # fmt: skip
     """Show the lineage of snapshots, newest first: when, what, who, and the full root.
 
     On a terminal the text goes through a pager, as git's does; piped or redirected, never."""
     import time
+
+    if stats:
+        _log_stats(ctx, as_json, skill_name)
+        return
 
     with open_brain(ctx) as brain:
         receipts = _receipts(brain)
@@ -222,6 +234,31 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
             lines += ["", *(f"    {line}" for line in doc["note"].splitlines())]
         lines.append("")
     page("".join(f"{line}\n" for line in lines), enabled=not no_pager)
+
+
+def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> None:
+    """``log --stats``: each skill with outcomes (or --skill), its versions' competence, regressions flagged."""
+    with open_brain(ctx) as brain:
+        per = brain.evidence.stats()
+        live = {info.name: info.version for info in brain.list()}
+        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live))
+        from ledger.brain.competence import VersionStats, regression
+
+        docs = []
+        for name in names:
+            found = dict(per.get(name, {}))
+            if name in live:
+                found.setdefault(live[name], VersionStats(live[name]))
+            docs.append({"skill": name, "live": live.get(name),
+                         "versions": [found[v].to_json() for v in sorted(found)],
+                         "regression": regression(name, live[name], found) if name in live else None})  # fmt: skip
+    if as_json:
+        emit(docs)
+        return
+    from ledger.cli.outcomes import print_stats
+
+    for doc in docs:
+        print_stats(doc)
 
 
 def _note_of(snap: Any) -> str:

@@ -184,7 +184,7 @@ def prompt_passphrase(confirm: bool) -> str:
 EXIT_CHAIN_PENDING = 3  # the snapshot is recorded and acknowledged; only its on-chain commit failed
 
 
-def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
+def print_receipt(ctx: click.Context, receipt: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
     """Print a mutation's receipt; with --commit, anchor it first.
 
     A failed chain step does not undo the local snapshot, so it is not exit 1 ("nothing
@@ -200,7 +200,7 @@ def print_receipt(ctx: click.Context, receipt: Any, as_json: bool) -> None:
         except LedgerError as exc:
             failed = exc
     if as_json:
-        doc = receipt.to_json()
+        doc = {**receipt.to_json(), **(extra or {})}
         if failed is not None:
             doc["chain"] = {"committed": False, "error": failed.message}
         emit(doc)
@@ -225,6 +225,8 @@ def _print_receipt_text(receipt: Any) -> None:
         what = ": categories changed (the bundle and its root are as they were)"
     elif receipt.operation in ("approve", "revoke"):
         what = ": the supply record changed (the bundle and its root are as they were)"
+    elif receipt.operation == "outcome":
+        what = ": outcomes appended to the evidence log (the bundle and its root are as they were)"
     click.echo(f"{receipt.operation}{what if what.startswith(':') else ' ' + what}")
     for change in receipt.keys:
         click.echo(f"  {change}")

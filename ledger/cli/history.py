@@ -365,12 +365,26 @@ def _revs(args: list[str]) -> list[str | None]:
 
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
+@click.option("--stats", is_flag=True, help="Outcomes per version instead: verified and self-reported, each with "
+              "its success rate and 95% Wilson interval, never summed (docs/lineage.md §14.6).")  # fmt: skip
+@json_flag
 @click.pass_context
-def show(ctx: click.Context, ref: str) -> None:
+def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:
     """Print a skill's SKILL.md as it was at a version (NAME alone: as the head snapshot holds it)."""
     name, sep, version = ref.rpartition("@")
     if sep and (not name or not version.isdigit()):
         raise UsageError(f"expected NAME or NAME@VERSION, got {ref!r}")
+    if as_json and not stats:
+        raise UsageError("--json goes with --stats (SKILL.md is printed as it is)")
+    if stats:
+        from ledger.cli.outcomes import print_stats
+
+        with open_brain(ctx) as brain:
+            doc = brain.evidence.skill_stats(name if sep else ref)
+        if sep:
+            doc["versions"] = [v for v in doc["versions"] if v["version"] == int(version)]
+        emit(doc) if as_json else print_stats(doc)
+        return
     with open_brain(ctx) as brain:
         text = brain.show(name, int(version)) if sep else brain.reads.show(ref)
         state = brain.reads.withheld().get(brain.resolve(name if sep else ref))

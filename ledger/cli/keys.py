@@ -10,7 +10,7 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase
 
-_ROLE = click.Choice(["user", "agent", "curator"])
+_ROLE = click.Choice(["user", "agent", "curator", "verifier"])
 
 
 def _prompt_password(confirm: bool) -> str:
@@ -19,10 +19,11 @@ def _prompt_password(confirm: bool) -> str:
 
 @main.group()
 def keys() -> None:
-    """Signing keys (user, agent, curator; $LEDGER_KEYS) and the brain's trust set; committer keystores.
+    """Signing keys (user, agent, curator, verifier; $LEDGER_KEYS) and the brain's trust set; committer keystores.
 
     Each snapshot is signed by the key of its actor: the user's for commands, the agent
-    runtime's for 'ledger mcp' and the API's acting("agent"), the curator's for curation.
+    runtime's for 'ledger mcp' and the API's acting("agent"), the curator's for curation, a
+    verifier's for outcomes it judged (counted as verified, never summed with self-reports).
     A brain signs with the keys its trust set names, from its own key directory
     ($LEDGER_KEYS, else the one recorded when it was made).  Under the policy 'signed'
     (the default) a write that cannot be signed is refused.  Passphrases come from

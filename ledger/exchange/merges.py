@@ -40,6 +40,8 @@ from ledger.store import gitstore as gs
 from ledger.store import skilltree
 from ledger.store import supply as sp
 from ledger.store import treehash as th
+from ledger.store.evidence import append, entries_of, evidence_tree
+from ledger.store.outcomes import outcome_id_of
 from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
 from ledger.write.journal import write_json
@@ -62,6 +64,7 @@ class Side:
     categories: bytes | None
     store: gs.GitStore
     supply: bytes | None = None  # the supply record's blob id
+    evidence: bytes | None = None  # the evidence/ tree id (ledger.store.evidence)
     _versions: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -71,7 +74,7 @@ class Side:
         vsha, record = store.versions(top)
         return cls(commit, snap, skilltree.skills_of(store, top)[1], store.retired(top)[1],
                    record if vsha is not None else None, store.trust_record(top)[0], store.categories_tree(top),
-                   store, store.supply_record(top)[0])  # fmt: skip
+                   store, store.supply_record(top)[0], evidence_tree(store, top))  # fmt: skip
 
     def version(self, name: str) -> int:
         """The live version of ``name`` here (0 when it is not live)."""
@@ -226,6 +229,23 @@ def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live
     return store.write_blob(sp.format_record(sp.Supply(skills, revoked)))
 
 
+def _merge_evidence(store: gs.GitStore, ours: Side, theirs: Side) -> bytes | None:
+    """The evidence log of a merge (docs/lineage.md §14.4): the first parent's, then every entry of the
+    second parent's that it lacks (by outcome id), in the second parent's order.  Append-only on both
+    sides, so it never conflicts."""
+    if ours.evidence is None or ours.evidence == theirs.evidence:
+        return theirs.evidence
+    first = entries_of(store, theirs.evidence) if theirs.evidence is not None else []
+    seen = {outcome_id_of(e) for e in first}
+    extra = []
+    for entry in entries_of(store, ours.evidence):
+        oid = outcome_id_of(entry)
+        if oid not in seen:
+            seen.add(oid)
+            extra.append(entry)
+    return append(store, theirs.evidence, extra)
+
+
 def _take_changed(out: dict[str, Any], base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any],
                   skip: str | None = None) -> None:  # fmt: skip
     """Into ``out`` (the first parent's), each key only the second parent changed since the base."""
@@ -325,7 +345,8 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
         versions_blob = store.write_blob(gs.format_record(live))
     cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.trees.write)
     supply = _merge_supply(store, base, ours, theirs, set(trees))
-    top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply)
+    evidence = _merge_evidence(store, ours, theirs)
+    top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply, evidence)
     note = "\n".join(
         plan.notes
         + [f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "

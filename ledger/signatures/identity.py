@@ -79,8 +79,8 @@ def _address(doc: dict[str, object]) -> str:
 
 
 _CACHE: dict[tuple[str, int, int, int], LocalKey] = {}
-_KEPT = re.compile(r"(?P<role>user|agent|curator)\.(?P<address>0x[0-9a-f]{40})\.key\Z")
-_LEGACY = re.compile(r"(?P<role>user|agent|curator)\.key\.(?P<address>0x[0-9a-f]{40})\.old\Z")
+_KEPT = re.compile(r"(?P<role>user|agent|curator|verifier)\.(?P<address>0x[0-9a-f]{40})\.key\Z")
+_LEGACY = re.compile(r"(?P<role>user|agent|curator|verifier)\.key\.(?P<address>0x[0-9a-f]{40})\.old\Z")
 
 
 class KeyDir:
@@ -95,7 +95,8 @@ class KeyDir:
 
     def path(self, role: str) -> Path:
         if role not in ROLES:
-            raise KeystoreError(f"unknown key role {role!r}", hint="a signing key is a user, agent or curator key")
+            raise KeystoreError(f"unknown key role {role!r}",
+                                hint="a signing key is a user, agent, curator or verifier key")
         return self.home / f"{role}.key"
 
     def peek(self, role: str) -> str | None:

@@ -28,7 +28,7 @@ __all__ = [
     "parse_record",
 ]
 
-ROLES = ("agent", "curator", "user")
+ROLES = ("agent", "curator", "user", "verifier")
 RECORD = "keys"  # beside skills/ in a snapshot's tree
 KEY_TRAILER = "Ledger-Key"
 KEY_OPERATIONS = ("init", "adopt", "keys")  # the only operations that may change the set
@@ -173,6 +173,9 @@ class Trust:
                              "was altered after it was signed, or signed by a key the brain never trusted")  # fmt: skip
         if operation == "keys" and role != "user":
             raise TrustError(f"key changes must be signed by a user key; {signer} is {_a(role)} key")
+        if role == "verifier" and operation != "outcome":
+            raise TrustError(f"{signer} is a verifier key, which signs outcomes and 'outcome' snapshots only, "
+                             f"not {operation!r} (docs/lineage.md §14.3)")  # fmt: skip
         return role
 
     def apply(self, changes: Iterable[KeyChange]) -> Trust:

@@ -381,11 +381,12 @@ class GitStore:
     def root_tree(
         self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
         layout: bytes | None = None, trust: bytes | None = None, versions: bytes | None = None,
-        supply: bytes | None = None,
+        supply: bytes | None = None, evidence: bytes | None = None,
     ) -> bytes:
         """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
         ``layout`` record (:mod:`ledger.store.skilltree`) and the ``keys`` record
-        (:mod:`ledger.signatures.trust`) beside it when needed."""
+        (:mod:`ledger.signatures.trust`), the ``supply`` record and the ``evidence/`` log
+        (:mod:`ledger.store.evidence`) beside it when needed."""
         entries = [(skills, MODE_DIR, SKILLS_DIR)] if skills else []
         if categories:
             entries.append((categories, MODE_DIR, "categories"))
@@ -399,6 +400,8 @@ class GitStore:
             entries.append((versions, MODE_FILE, VERSIONS))
         if supply:
             entries.append((supply, MODE_FILE, "supply"))
+        if evidence:
+            entries.append((evidence, MODE_DIR, "evidence"))
         return self.write_tree(entries)
 
     def trust_record(self, tree: bytes) -> tuple[bytes | None, bytes]:

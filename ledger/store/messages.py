@@ -180,17 +180,19 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sync": ("create", "update", "delete"),  # what a runtime changed in its folder, recorded back (ledger sync)
     "merge": ("create", "update", "delete"),  # two lineages joined, skill by skill (docs/lineage.md §9)
     "resolve": ("update",),  # a merge conflict settled by taking the other side's skill
+    "outcome": (),  # outcome records appended to the evidence log (docs/lineage.md §14; the root is the parent's)
 }
 
 
-ACTORS = ("agent", "curator", "user")
+ACTORS = ("agent", "curator", "user", "verifier")
 EVIDENCE = ("task", "session", "tool-calls", "reason", "evolution", "summary", "runtime", "target")  # Ledger-Task, …
 
 
 def attribution(actor: str = "user", **evidence: object) -> dict[str, str]:
     """Who made a snapshot and on what evidence, checked: an actor, and one-line evidence values."""
     if actor not in ACTORS:
-        raise StoreError(f"actor {actor!r} is not one of {', '.join(ACTORS)}", hint="use agent, curator or user")
+        raise StoreError(f"actor {actor!r} is not one of {', '.join(ACTORS)}",
+                         hint="use agent, curator, user or verifier")
     out = {"actor": actor}
     for key, value in evidence.items():
         key = key.replace("_", "-")

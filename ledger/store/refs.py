@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BRANCH", "NOTES_REF", "PENDING_CACHE", "pending_key"]
+__all__ = ["BRANCH", "NOTES_REF", "PENDING_CACHE", "REGRESSIONS_CACHE", "pending_key"]
 
 BRANCH = "refs/heads/main"  # the lineage
 NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.chain.receipts), as git notes
 PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last pending count and what it was counted from
+REGRESSIONS_CACHE = "regressions-v1.json"  # in .ledger/cache/: the last head whose outcomes flag no regression
 
 
 def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:

@@ -48,7 +48,7 @@ from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
 from ledger.store.supply import Supply
 from ledger.write import writepath as wp
-from ledger.write.head import KEEP, Head, head_supply, next_supply, tree_entry
+from ledger.write.head import KEEP, Head, head_evidence, head_supply, next_supply, tree_entry
 from ledger.write.joins import Joins
 from ledger.write.journal import JOURNAL, Journal, write_json
 from ledger.write.lock import WriterLock
@@ -184,20 +184,22 @@ class Writer:
         categories: bytes | object | None = KEEP,
         key_changes: Sequence[KeyChange] = (),
         supply: Supply | None = None,
+        evidence: bytes | object | None = KEEP,
     ) -> Receipt:
         """The one write path: objects → checks → journal → working tree → branch → done.
 
         ``disk`` is what a snapshot read from the working tree, where that differs from
         the last snapshot (it re-renders SKILL.md with the new version).  ``supply`` is the
         supply record after this write (:mod:`ledger.supply`); by default the head's is kept,
-        less the entries of the skills this write deletes.
+        less the entries of the skills this write deletes.  ``evidence`` is the ``evidence/`` tree
+        after it (:mod:`ledger.store.evidence`); by default the head's is kept.
         """
         with self.lock.locked():
             head = self.snapshots.head()
             try:
                 cats = self.snapshots.categories_tree(head) if categories is KEEP else categories
                 receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats, key_changes,
-                                             supply)  # fmt: skip
+                                             supply, evidence)  # fmt: skip
             except OSError as exc:  # a file changed or vanished beside the write: a refusal, not a traceback
                 self.snapshots.current = None
                 journaled = (self.control / JOURNAL).exists()
@@ -229,6 +231,7 @@ class Writer:
         categories: bytes | None,
         key_changes: Sequence[KeyChange] = (),
         supply: Supply | None = None,
+        evidence: bytes | object | None = KEEP,
     ) -> Receipt:
         if self.base is not None and head.commit != self.base:
             raise StoreError(
@@ -289,8 +292,10 @@ class Writer:
             after = trust[1].apply(key_changes)
             new_trust = (self.store.write_trust(after), after)
         new_supply = next_supply(self.store, head, [c.skill for c in changes if c.action == "delete"], supply)
+        new_evidence = head_evidence(self.store, head) if evidence is KEEP else evidence
+        assert new_evidence is None or isinstance(new_evidence, bytes)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
-                                         versions[0] if versions else None, new_supply[0])  # fmt: skip
+                                         versions[0] if versions else None, new_supply[0], new_evidence)  # fmt: skip
         sealed = self.sealer.seal(
             message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
             parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
@@ -334,6 +339,7 @@ class Writer:
         self.snapshots.current.categories = categories
         self.snapshots.current.trust = new_trust
         self.snapshots.current.supply = new_supply
+        self.snapshots.current.evidence = new_evidence
         if same_names:
             self.snapshots.current.raw, self.snapshots.current.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None

@@ -9,11 +9,12 @@ from ledger.bundle.merkle import RootIndex
 from ledger.signatures.trust import Trust
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
+from ledger.store.evidence import evidence_tree
 from ledger.store.supply import Supply
 from ledger.store.supply import format_record as format_supply
 from ledger.store.supply import parse_record as parse_supply
 
-__all__ = ["KEEP", "Head", "head_supply", "next_supply", "tree_entry"]
+__all__ = ["KEEP", "Head", "head_evidence", "head_supply", "next_supply", "tree_entry"]
 
 KEEP = object()  # a record not read yet; as the writer's ``categories=``: carry the head's tree forward
 
@@ -58,6 +59,7 @@ class Head:
         self.categories: bytes | object | None = KEEP  # the categories/ tree id, read on first use
         self.trust: tuple[bytes | None, Trust] | None = None  # the keys record, read on first use
         self.supply: tuple[bytes | None, Supply] | None = None  # the supply record, read on first use
+        self.evidence: bytes | object | None = KEEP  # the evidence/ tree id (ledger.store.evidence), read on first use
         self.raw: bytearray | None = None  # the flat skills/ tree serialised, and where each entry starts
         self.offsets: list[int] | None = None
 
@@ -105,3 +107,11 @@ def next_supply(
     if after.empty and current[0] is None:
         return None, after
     return store.write_blob(format_supply(after)), after
+
+
+def head_evidence(store: gs.GitStore, head: Head) -> bytes | None:
+    """The head's ``evidence/`` tree id (None: no outcome yet), read once per head."""
+    if head.evidence is KEEP:
+        head.evidence = evidence_tree(store, bytes.fromhex(head.snap.tree)) if head.snap.tree else None
+    assert head.evidence is None or isinstance(head.evidence, bytes)
+    return head.evidence

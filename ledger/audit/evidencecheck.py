@@ -1,0 +1,234 @@
+"""The ``evidence`` check: every snapshot's evidence log against its parents' (docs/lineage.md §14.5).
+
+The log is append-only: an ``outcome`` snapshot extends its parent's log by at least one entry
+and changes nothing else; a merge appends the second parent's entries its first parent lacks,
+in order; every other snapshot keeps its parent's log as it is.  Each entry a snapshot adds is
+held to the record's rules: canonical bytes, a signature by the record's signer, a signer the
+brain trusted at that snapshot, this brain, a receipt naming a snapshot before it that held
+exactly that skill version and digest, and a time neither before that snapshot nor after the
+one that records it.  So a forged, altered, dropped, duplicated or back-dated outcome fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger._env import child_env
+from ledger.audit.verdicts import Report
+from ledger.audit.walk import Walked
+from ledger.bundle.merkle import format_root
+from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.errors import LedgerError
+from ledger.store import evidence as ev
+from ledger.store import gitstore as gs
+from ledger.store import outcomes as oc
+from ledger.store import treehash as th
+from ledger.store.skilltree import skills_of
+
+__all__ = ["MAX_SKEW", "Tally", "check_evidence"]
+
+MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
+
+
+@dataclass
+class Tally:
+    """What the check found, for stats and the report: each entry's tier by outcome id."""
+
+    size: int = 0
+    tiers: dict[bytes, str] = field(default_factory=dict)  # outcome id → "verified" | "self"
+    failed: bool = False
+
+
+class _Receipts:
+    """Each receipt's snapshot read once: its time, root, and each skill's version and digest there."""
+
+    def __init__(self, store: gs.GitStore, walked: Walked, cache: th.DigestCache) -> None:
+        self.store, self.walked, self.cache = store, walked, cache
+        self.snaps = {s.commit: s for s in walked.order}
+        self.skills: dict[tuple[str, str], tuple[int, str] | None] = {}
+        self.ancestry: dict[tuple[str, str], bool] = {}
+
+    def skill(self, commit: str, name: str) -> tuple[int, str] | None:
+        key = (commit, name)
+        if key not in self.skills:
+            snap = self.snaps[commit]
+            top = bytes.fromhex(snap.tree)
+            tree = skills_of(self.store, top)[1].get(name)
+            if tree is None:
+                self.skills[key] = None
+            else:
+                vsha, record = self.store.versions(top)
+                if vsha is not None:
+                    version = record[name]
+                else:
+                    blob = th.files_of(self.store, tree)[SKILL_MD][1]
+                    version = parse_skill_md(self.store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version
+                self.skills[key] = (version, format_root(th.tree_digest(self.store, tree, self.cache, name)))
+        return self.skills[key]
+
+    def before(self, commit: str, snap: gs.Snapshot) -> bool:
+        """Whether ``commit`` is an ancestor of ``snap`` (mainline indices, else git itself)."""
+        w = self.walked
+        if commit not in self.snaps:
+            return False
+        if commit not in w.side and snap.commit not in w.side:
+            return w.index[commit] < w.index[snap.commit]
+        key = (commit, snap.commit)
+        if key not in self.ancestry:
+            proc = subprocess.run(["git", "--git-dir", str(self.store.git_dir), "merge-base", "--is-ancestor", commit,
+                                   snap.commit], capture_output=True, env=child_env())  # fmt: skip
+            self.ancestry[key] = proc.returncode == 0 and commit != snap.commit
+        return self.ancestry[key]
+
+
+def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
+    chk = report.check("evidence")
+    tally = Tally()
+    if not walked.order:
+        chk.summary = "no snapshot"
+        return tally
+    genesis = walked.mainline[0].commit if not walked.mainline[0].parents else None
+    logs: dict[bytes | None, list[bytes]] = {None: []}
+    receipts = _Receipts(store, walked, th.DigestCache(None))
+    trusts: dict[str, Any] = {}
+    snaps = {s.commit: s for s in walked.order}
+    added = 0
+    for snap in walked.order:
+        label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
+        where = {"snapshot": snap.commit, "index": walked.index[snap.commit], "path": ev.EVIDENCE}
+        tops = report.tops.get(snap.commit, {})
+        mine = tops.get(ev.EVIDENCE)
+        parents = [report.tops.get(p, {}).get(ev.EVIDENCE) if p in report.tops else _tree_of(store, p)
+                   for p in snap.parents]  # fmt: skip
+        first = parents[0] if parents else None
+        try:
+            if snap.operation not in ("outcome", "merge"):
+                if mine != first:
+                    chk.fail(f"{label}: changes the evidence log, which only an 'outcome' snapshot or a merge "
+                             "may (docs/lineage.md §14.4)", **where)  # fmt: skip
+                continue
+            now = _log(store, mine, logs)
+            before = _log(store, first, logs)
+            if now[: len(before)] != before:
+                cut = next((i for i, (a, b) in enumerate(zip(before, now, strict=False)) if a != b), len(now))
+                chk.fail(f"{label}: the evidence log is not its first parent's with entries appended: entry {cut} "
+                         f"of {len(before)} was dropped or rewritten (docs/lineage.md §14.4)", **where)  # fmt: skip
+                continue
+            new = now[len(before) :]
+            if snap.operation == "merge":
+                expected = _merged(before, _log(store, parents[1], logs) if len(parents) > 1 else [])
+                if new != expected:
+                    chk.fail(f"{label}: the merge's evidence log is not its first parent's followed by the second "
+                             "parent's entries it lacks, in order (docs/lineage.md §14.4)", **where)  # fmt: skip
+                continue
+            if not new:
+                chk.fail(f"{label}: an 'outcome' snapshot appends no entry (docs/lineage.md §14.4)", **where)
+                continue
+            if _others(tops, report.tops.get(snap.parents[0], {}) if snap.parents else {}):
+                chk.fail(f"{label}: an 'outcome' snapshot changes more than evidence/ (docs/lineage.md §14.4)",
+                         **where)  # fmt: skip
+                continue
+            trust = _trust(store, snap, trusts)
+            seen = {_id(e) for e in before}
+            for i, data in enumerate(new, len(before)):
+                problem = _entry(data, snap, genesis, trust, seen, receipts, snaps, tally)
+                if problem:
+                    chk.fail(f"{label}: outcome {i}: {problem}", **where)
+                    break
+            added += len(new)
+        except LedgerError as exc:
+            chk.fail(f"{label}: {exc.message}", **where)
+    head = walked.mainline[-1].commit if walked.mainline else walked.order[-1].commit
+    tip = report.tops.get(head, {}).get(ev.EVIDENCE)
+    try:
+        tally.size = len(_log(store, tip, logs))
+    except LedgerError:
+        tally.size = 0
+    tally.failed = not chk.ok
+    if chk.ok:
+        verified = sum(1 for t in tally.tiers.values() if t == "verified")
+        chk.summary = (f"{tally.size} outcome(s), append-only; {added} checked as added: {verified} verified, "
+                       f"{len(tally.tiers) - verified} self-reported" if tally.size or added else "no outcome recorded")
+    return tally
+
+
+def _tree_of(store: gs.GitStore, commit: str) -> bytes | None:
+    return ev.evidence_tree(store, store.commit_info(bytes.fromhex(commit))[0])
+
+
+def _log(store: gs.GitStore, tree: bytes | None, logs: dict[bytes | None, list[bytes]]) -> list[bytes]:
+    if tree not in logs:
+        assert tree is not None
+        logs[tree] = ev.entries_of(store, tree)
+        if len(logs) > 64:  # a long lineage of outcomes: keep memory bounded
+            logs.pop(next(k for k in logs if k is not None and k != tree))
+    return logs[tree]
+
+
+def _id(entry: bytes) -> bytes:
+    try:
+        return oc.outcome_id_of(entry)
+    except LedgerError:
+        return b""
+
+
+def _merged(first: list[bytes], second: list[bytes]) -> list[bytes]:
+    seen = {_id(e) for e in first}
+    out = []
+    for entry in second:
+        oid = _id(entry)
+        if oid not in seen:
+            seen.add(oid)
+            out.append(entry)
+    return out
+
+
+def _others(tops: dict[str, bytes], parent: dict[str, bytes]) -> bool:
+    strip = lambda t: {k: v for k, v in t.items() if k != ev.EVIDENCE}  # noqa: E731
+    return strip(tops) != strip(parent)
+
+
+def _trust(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Any]) -> Any:
+    if snap.tree not in cache:
+        cache[snap.tree] = store.trust_at(snap.tree)[1]
+    return cache[snap.tree]
+
+
+def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen: set[bytes],
+           receipts: _Receipts, snaps: dict[str, gs.Snapshot], tally: Tally) -> str | None:  # fmt: skip
+    """Why an appended entry is refused (docs/lineage.md §14.5), or None."""
+    try:
+        entry = oc.parse_entry(data)
+    except LedgerError as exc:
+        return f"{exc.message} (altered or forged)"
+    rec, short = entry.record, entry.id.hex()[:12]
+    if entry.id in seen:
+        return f"{short} is already in the log (an entry appears once)"
+    seen.add(entry.id)
+    role = trust.active.get(entry.signer)
+    if role is None:
+        return f"{short} is signed by {entry.signer}, a key the brain did not trust at this snapshot (forged)"
+    if genesis is not None and rec["brain"] != genesis:
+        return f"{short} is an outcome of brain {rec['brain'][:12]}, not this one ({genesis[:12]})"
+    commit = rec["receipt"]["commit"]
+    if not receipts.before(commit, snap):
+        return f"{short}'s receipt names {commit[:12]}, which is not a snapshot before this one"
+    served = snaps[commit]
+    if format_root(served.root) != rec["receipt"]["root"]:
+        return f"{short}'s receipt root is not snapshot {commit[:12]}'s root"
+    held = receipts.skill(commit, rec["skill"])
+    if held is None or held[0] != rec["version"]:
+        return (f"{short} is an outcome of {rec['skill']} v{rec['version']}, which snapshot {commit[:12]} does not "
+                f"hold ({'no such skill' if held is None else f'it holds v{held[0]}'})")  # fmt: skip
+    if held[1] != rec["digest"]:
+        return f"{short}'s digest is not {rec['skill']} v{rec['version']}'s digest at {commit[:12]}"
+    stamp = oc.parse_time(rec["time"])
+    if stamp < served.timestamp:
+        return (f"{short} is dated {rec['time']}, before snapshot {commit[:12]} served {rec['skill']} "
+                f"v{rec['version']} ({oc.format_time(served.timestamp)}): back-dated")  # fmt: skip
+    if stamp > snap.timestamp + MAX_SKEW:
+        return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(snap.timestamp)})"
+    tally.tiers[entry.id] = "verified" if role == "verifier" else "self"
+    return None

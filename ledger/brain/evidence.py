@@ -1,0 +1,297 @@
+"""Outcome evidence: record, import and read the signed outcomes of a brain's skill versions.
+
+Outcomes never change a skill or the bundle root: each append is an ``outcome`` snapshot that
+changes only ``evidence/`` (docs/lineage.md §14), made by the one write path under the writer
+lock, so an acknowledged outcome stays in the log and two writers never drop each other's.
+Each record is signed by its actor's key (a ``verifier`` key makes it *verified*, any other
+trusted key *self-reported*); the snapshot that appends it is signed too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ledger._env import child_env
+from ledger._json import unique_keys
+from ledger.brain.competence import VersionStats, competence, regression
+from ledger.bundle.hashing import format_root
+from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.errors import LedgerError, SkillNotFoundError, StoreError
+from ledger.signatures.trust import Trust
+from ledger.store import evidence as ev
+from ledger.store import gitstore as gs
+from ledger.store import outcomes as oc
+from ledger.store import treehash as th
+from ledger.store.refs import REGRESSIONS_CACHE
+from ledger.store.skilltree import skills_of
+from ledger.write.head import head_evidence
+from ledger.write.journal import write_json
+from ledger.write.records import Receipt
+
+if TYPE_CHECKING:
+    from ledger.brain import Brain
+
+__all__ = ["IMPORT_KEYS", "Evidence", "Served"]
+
+# A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
+# feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
+IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
+               "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
+MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
+
+
+@dataclass(frozen=True)
+class Served:
+    """The snapshot that served a skill version: the outcome's usage receipt."""
+
+    skill: str
+    version: int
+    digest: str  # blake3-tree-v1 digest of the skill's directory there
+    commit: str
+    root: str
+    time: int  # the snapshot's commit time
+
+
+class Evidence:
+    """The brain's evidence log: what is in it, and the one way to add to it."""
+
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+
+    # ------------------------------------------------------------------ reading
+
+    def entries(self, commit: bytes | None = None) -> list[bytes]:
+        """The log's entries at ``commit`` (default: the head), in order."""
+        store = self.brain.store
+        if commit is None:
+            tree = head_evidence(store, self.brain.head())
+            return ev.entries_of(store, tree) if tree is not None else []
+        return ev.read_entries(store, store.commit_info(commit)[0])
+
+    def parsed(self, commit: bytes | None = None) -> Iterator[oc.Entry]:
+        for data in self.entries(commit):
+            yield oc.parse_entry(data)
+
+    def size(self) -> int:
+        return ev.size_of(self.brain.store, head_evidence(self.brain.store, self.brain.head()))
+
+    @functools.cached_property
+    def genesis(self) -> str:
+        """Snapshot 0's commit id: the brain's identity in every record it holds."""
+        proc = subprocess.run(["git", "--git-dir", str(self.brain.store.git_dir), "rev-list", "--max-parents=0",
+                               "main"], capture_output=True, text=True, env=child_env())  # fmt: skip
+        roots = proc.stdout.split()
+        if proc.returncode != 0 or len(roots) != 1:
+            raise StoreError("the brain's lineage has no single snapshot 0", hint="run 'ledger verify'")
+        return roots[0]
+
+    def agent(self) -> str | None:
+        """The registry's agent id, once the brain is registered on a chain."""
+        agent = (self.brain.config.get("chain") or {}).get("agent_id")
+        if isinstance(agent, str):
+            agent = int(agent, 16)
+        return f"0x{agent:064x}" if isinstance(agent, int) else None
+
+    def served(self, name: str, version: int | None = None, receipt: Mapping[str, Any] | None = None) -> Served:
+        """Where ``name`` at ``version`` (None: the head's) was served: ``receipt`` (a view's ``commit`` and
+        ``root``), checked against the lineage, or else the newest snapshot holding that version."""
+        brain = self.brain
+        name = brain.resolve(name)
+        store = brain.store
+        if receipt is not None:
+            commit = str(receipt.get("commit", ""))
+            try:
+                raw = bytes.fromhex(commit)
+                if len(raw) != 20 or not _is_ancestor(store, raw, brain.head().commit):
+                    raise ValueError
+            except (ValueError, LedgerError):
+                raise StoreError(f"receipt commit {commit[:40]!r} is not a snapshot of this brain's lineage",
+                                 hint="pass the receipt a skill view returned, unchanged") from None  # fmt: skip
+        elif version is None:
+            commit = brain.head().commit.hex()
+        else:
+            commit = brain.reads.version_commit(name, version).hex()
+        snap = store.snapshot(bytes.fromhex(commit))
+        tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
+        if tree is None:
+            raise SkillNotFoundError(f"{name} is not in snapshot {commit[:12]}")
+        have = _version_at(store, bytes.fromhex(snap.tree), name, tree)
+        if version is not None and have != version:
+            raise StoreError(f"snapshot {commit[:12]} holds {name} v{have}, not v{version}")
+        if receipt is not None and receipt.get("root") not in (None, format_root(snap.root)):
+            raise StoreError(f"receipt root {receipt.get('root')} is not snapshot {commit[:12]}'s root")
+        digest = format_root(th.tree_digest(store, tree, brain.cache, name))
+        return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
+
+    def stats(self) -> dict[str, dict[int, VersionStats]]:
+        """Every skill's outcomes per version and tier under the head's trust set."""
+        return competence(self.entries(), self._trust())
+
+    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
+        """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
+        name = self.brain.resolve(name)
+        found = dict((per if per is not None else self.stats()).get(name, {}))
+        live = None
+        try:
+            history = self.brain.history(name)
+        except SkillNotFoundError:
+            history = []
+        for h in history:
+            if h["action"] != "delete":
+                found.setdefault(h["version"], VersionStats(h["version"]))
+        if history and history[0]["action"] != "delete":
+            live = history[0]["version"]
+        versions = [found[v] for v in sorted(found)]
+        return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
+                "regression": regression(name, live, found) if live is not None else None}  # fmt: skip
+
+    def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
+        """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
+        head = self.brain.head().commit.hex()
+        per = per if per is not None else self.stats()
+        out = []
+        for info in self.brain.list() if per else ():
+            flagged = regression(info.name, info.version, per.get(info.name, {}))
+            if flagged is not None:
+                out.append(flagged)
+        with contextlib.suppress(OSError):  # what `ledger status` answers from the stat cache (ledger._quick)
+            write_json(self.brain.control / "cache" / REGRESSIONS_CACHE, {"head": head, "regressions": len(out)})
+        return out
+
+    # ------------------------------------------------------------------ writing
+
+    def record(self, name: str, version: int | None = None, *, result: str, task: str | None = None,
+               task_digest: str | None = None, score: float | None = None, scale: tuple[float, float] | None = None,
+               threshold: float | None = None, evidence: str | None = None, evidence_digest: str | None = None,
+               verifier: str | None = None, receipt: Mapping[str, Any] | None = None, when: str | None = None,
+               note: str = "") -> tuple[Receipt, oc.Entry]:  # fmt: skip
+        """Sign one outcome with the acting role's key and append it: one ``outcome`` snapshot."""
+        served = self.served(name, version, receipt)
+        entry = self._signed(served, {"task": task, "task_digest": task_digest, "score": score, "scale": scale,
+                                      "threshold": threshold, "evidence": evidence, "evidence_digest": evidence_digest,
+                                      "verifier": verifier, "time": when}, result)  # fmt: skip
+        receipt_ = self.append([entry], note or f"outcome: {served.skill} v{served.version} {result}")
+        return receipt_, oc.parse_entry(entry)
+
+    def import_lines(self, lines: Iterable[bytes], *, note: str = "") -> tuple[Receipt | None, dict[str, int]]:
+        """Import a JSONL of outcomes (rows signed here, or entries signed elsewhere) as one snapshot."""
+        entries: list[bytes] = []
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                entries.append(self._row(line))
+            except LedgerError as exc:
+                raise type(exc)(f"line {number}: {exc.message}", hint=exc.hint or "fix the line and import again; "
+                                "nothing was written") from None  # fmt: skip
+        before = len(entries)
+        receipt = self.append(entries, note or f"outcome: imported {before} outcome(s)") if entries else None
+        return receipt, {"read": before}
+
+    def _row(self, line: bytes) -> bytes:
+        try:
+            doc = json.loads(line, object_pairs_hook=unique_keys)
+        except ValueError as exc:
+            raise StoreError(f"not JSON: {exc}") from None
+        if isinstance(doc, dict) and set(doc) == {"record", "signature"}:
+            oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
+            return line
+        if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
+            unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
+            raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
+                             + (f"; unknown: {', '.join(unknown)}" if unknown else ""))  # fmt: skip
+        if ("success" in doc) == ("score" in doc):
+            raise StoreError("a row has exactly one of 'success' (true or false) and 'score'")
+        if "success" in doc and not isinstance(doc["success"], bool):
+            raise StoreError("'success' is true or false")
+        result = "score" if "score" in doc else ("success" if doc["success"] else "failure")
+        scale = doc.get("scale", [0, 1] if "score" in doc else None)
+        if scale is not None and not (isinstance(scale, list) and len(scale) == 2):
+            raise StoreError("'scale' is [lowest, highest]")
+        served = self.served(str(doc["skill"]), doc.get("version"), doc.get("receipt"))
+        fields = {k: doc.get(k) for k in ("task", "task_digest", "score", "threshold", "evidence", "evidence_digest",
+                                          "verifier", "time")}  # fmt: skip
+        fields["scale"] = tuple(scale) if scale is not None else None
+        return self._signed(served, fields, result)
+
+    def _signed(self, served: Served, f: Mapping[str, Any], result: str) -> bytes:
+        brain = self.brain
+        key = brain.sealer.key_for(self._trust(), brain.attribution["actor"])
+        if isinstance(key, tuple):
+            why, fix = key
+            raise StoreError(f"an outcome is signed by its actor's key, and {why}", hint=fix)
+        when = f.get("time")
+        task = f.get("task")
+        if isinstance(task, dict):  # {"id", "digest"} as a record holds it
+            task, digest = task.get("id"), task.get("digest")
+        else:
+            digest = f.get("task_digest")
+        record = oc.make_record(
+            brain=self.genesis, agent=self.agent(), skill=served.skill, version=served.version, digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root}, task_id=task, task_digest=digest,
+            result=result, score=f.get("score"), scale=f.get("scale"), threshold=f.get("threshold"),
+            evidence_uri=f.get("evidence"), evidence_digest=f.get("evidence_digest"), verifier=f.get("verifier"),
+            when=when, signer=key.address,
+        )  # fmt: skip
+        stamp = oc.parse_time(record["time"])
+        if stamp < served.time:
+            raise StoreError(f"the outcome's time {record['time']} is before {served.skill} v{served.version} was "
+                             f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
+                             hint="an outcome comes at or after the snapshot that served the version")  # fmt: skip
+        return oc.sign_entry(record, key.secret)
+
+    def append(self, entries: list[bytes], note: str) -> Receipt:
+        """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped) as one
+        ``outcome`` snapshot, under the writer lock, so no concurrent append is lost."""
+        brain = self.brain
+        writer = brain.writer
+        with writer.lock.locked():
+            head = brain.head()
+            trust = self._trust()
+            tree = head_evidence(brain.store, head)
+            seen = {oc.outcome_id_of(e) for e in (ev.entries_of(brain.store, tree) if tree is not None else [])}
+            fresh = []
+            for data in entries:
+                entry = oc.parse_entry(data)
+                _check_signer(entry, trust)
+                if entry.record["brain"] != self.genesis:
+                    raise StoreError(f"outcome {entry.id.hex()[:12]} is of brain {entry.record['brain'][:12]}, "
+                                     f"not this one ({self.genesis[:12]})")  # fmt: skip
+                if entry.id not in seen:
+                    seen.add(entry.id)
+                    fresh.append(data)
+            if not fresh:
+                raise StoreError("every outcome given is already in the log; nothing was written")
+            return writer.apply("outcome", {}, [], note, evidence=ev.append(brain.store, tree, fresh))
+
+    def _trust(self) -> Trust:
+        return self.brain.writer._trust(self.brain.head())[1]
+
+
+def _check_signer(entry: oc.Entry, trust: Trust) -> None:
+    role = trust.active.get(entry.signer)
+    if role is None:
+        raise StoreError(f"outcome {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
+                         "trust", hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'")  # fmt: skip
+
+
+def _is_ancestor(store: gs.GitStore, a: bytes, b: bytes) -> bool:
+    proc = subprocess.run(["git", "--git-dir", str(store.git_dir), "merge-base", "--is-ancestor", a.hex(), b.hex()],
+                          capture_output=True, env=child_env())  # fmt: skip
+    return proc.returncode == 0
+
+
+def _version_at(store: gs.GitStore, top: bytes, name: str, tree: bytes) -> int:
+    """``name``'s version in a snapshot: its ``versions`` record's, or its SKILL.md counter (lineage.md §4.2)."""
+    vsha, record = store.versions(top)
+    if vsha is not None:
+        return record[name]
+    blob = th.files_of(store, tree)[SKILL_MD][1]
+    return parse_skill_md(store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version

@@ -1,0 +1,181 @@
+"""Outcome evidence: ``ledger outcome record|import|list`` (docs/lineage.md §14, docs/reference.md)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli.common import commit_flag, emit, json_flag, main, note_flag, open_brain, print_receipt, want_commit
+from ledger.errors import UsageError
+
+_VERSION = re.compile(r"[1-9][0-9]*")
+_ROLES = click.Choice(["agent", "verifier", "user", "curator"])
+
+
+def split_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME`` or ``NAME@VERSION`` (a version from 1, ASCII digits)."""
+    name, sep, version = ref.rpartition("@")
+    if not sep:
+        return ref, None
+    if not name or not _VERSION.fullmatch(version):
+        raise UsageError(f"expected NAME or NAME@VERSION (a version from 1, in ASCII digits), got {ref!r}")
+    return name, int(version)
+
+
+@main.group()
+def outcome() -> None:
+    """Signed outcomes of skill versions: did version N work on a task (docs/lineage.md §14).
+
+    Each outcome is signed by its actor's key: a key the brain trusts as 'verifier' makes it
+    verified (ledger keys generate verifier; ledger keys trust verifier ADDRESS), the agent's
+    or any other trusted key self-reported.  The two are never summed: see 'ledger show NAME
+    --stats'.  Outcomes never change a skill or the root; each append is one 'outcome' snapshot.
+    """
+
+
+@outcome.command("record")
+@click.argument("ref", metavar="NAME[@VERSION]")
+@click.option("--task", "task", help="The task's id (one printable line, at most 512 characters).")
+@click.option("--task-digest", help="sha256:<64 hex> of the task's text, instead of or beside its id.")
+@click.option("--success", "result", flag_value="success", help="The version succeeded on the task.")
+@click.option("--failure", "result", flag_value="failure", help="The version failed on the task.")
+@click.option("--score", type=float, help="A score instead of success or failure, on --scale.")
+@click.option("--scale", nargs=2, type=float, default=None, metavar="LOW HIGH", help="The score's scale [0 1].")
+@click.option("--threshold", type=float, help="The score at or above which it counts as a success.")
+@click.option("--evidence", "evidence_uri", metavar="URI", help="Where the evidence is (a log, a trace, a report).")
+@click.option("--evidence-digest", help="sha256:<64 hex> of the evidence's bytes.")
+@click.option("--verifier-name", "verifier", help="The verifier's name (its identity is the signing key).")
+@click.option("--time", "when", metavar="YYYY-MM-DDTHH:MM:SSZ", help="When it was judged [default: now].")
+@click.option("--actor", type=_ROLES, default="agent", show_default=True,
+              help="Whose key signs it: 'verifier' for verified outcomes.")  # fmt: skip
+@note_flag
+@commit_flag
+@json_flag
+@click.pass_context
+def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: str | None, result: str | None,
+                   score: float | None, scale: tuple[float, float] | None, threshold: float | None,
+                   evidence_uri: str | None, evidence_digest: str | None, verifier: str | None, when: str | None,
+                   actor: str, note: str, chain_commit: bool | None, as_json: bool) -> None:  # fmt: skip
+    """Record one outcome of NAME at VERSION (NAME alone: its version in the head snapshot)."""
+    if (result is None) == (score is None):
+        raise UsageError("give exactly one of --success, --failure and --score")
+    if score is None and (scale or threshold is not None):
+        raise UsageError("--scale and --threshold go with --score")
+    if task is None and task_digest is None:
+        raise UsageError("name the task: --task ID, --task-digest sha256:HEX, or both")
+    name, version = split_ref(ref)
+    want_commit(ctx, chain_commit)
+    with open_brain(ctx) as brain, brain.acting(actor):
+        receipt, entry = brain.evidence.record(
+            name, version, result=result or "score", task=task, task_digest=task_digest, score=score,
+            scale=tuple(scale) if scale else ((0.0, 1.0) if score is not None else None), threshold=threshold,
+            evidence=evidence_uri, evidence_digest=evidence_digest, verifier=verifier, when=when, note=note,
+        )  # fmt: skip
+    if not as_json:
+        click.echo(f"outcome {entry.id.hex()[:12]}  {entry.record['skill']} v{entry.record['version']}  "
+                   f"{_said(entry.record)}  signed by {entry.signer} ({actor})")  # fmt: skip
+    print_receipt(ctx, receipt, as_json)
+
+
+@outcome.command("import")
+@click.argument("source", metavar="FILE|-")
+@click.option("--actor", type=_ROLES, default="verifier", show_default=True,
+              help="Whose key signs the rows (entries already signed are taken as they are).")  # fmt: skip
+@note_flag
+@commit_flag
+@json_flag
+@click.pass_context
+def outcome_import(ctx: click.Context, source: str, actor: str, note: str, chain_commit: bool | None,
+                   as_json: bool) -> None:  # fmt: skip
+    """Import outcomes from JSONL (docs/reference.md, "Outcome JSONL") as one snapshot.
+
+    Each line is a row (skill, task, success or score, …) signed here by the actor's key, or an
+    entry signed elsewhere ({"record", "signature"}), taken byte for byte.  One bad line refuses
+    the whole file, naming the line; nothing is written.  Outcomes already in the log are skipped.
+    """
+    data = sys.stdin.buffer.read() if source == "-" else _read(source)
+    want_commit(ctx, chain_commit)
+    with open_brain(ctx) as brain, brain.acting(actor):
+        before = brain.evidence.size()
+        receipt, counts = brain.evidence.import_lines(data.splitlines(), note=note)
+        after = brain.evidence.size()
+    added = after - before
+    if receipt is None:
+        emit({"read": 0, "added": 0}) if as_json else click.echo("nothing to import: the file holds no line", err=True)
+        return
+    if not as_json:
+        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s); the log holds {after}")
+        print_receipt(ctx, receipt, False)
+        return
+    print_receipt(ctx, receipt, True, {"read": counts["read"], "added": added, "log_size": after})
+
+
+def _read(source: str) -> bytes:
+    path = Path(source)
+    if not path.is_file():
+        raise UsageError(f"no such file: {source}", hint="give a JSONL file, or - for standard input")
+    return path.read_bytes()
+
+
+@outcome.command("list")
+@click.argument("ref", metavar="[NAME[@VERSION]]", required=False)
+@json_flag
+@click.pass_context
+def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
+    """The outcomes in the log, oldest first (of one skill, or one version of it)."""
+    import json
+
+    name, version = split_ref(ref) if ref else (None, None)
+    out = []
+    with open_brain(ctx) as brain:
+        if name is not None:
+            name = brain.resolve(name)
+        roles = brain.evidence._trust().active
+        for i, data in enumerate(brain.evidence.entries()):
+            doc = json.loads(data)
+            rec = doc["record"]
+            if (name and rec["skill"] != name) or (version and rec["version"] != version):
+                continue
+            role = roles.get(rec["signer"])
+            tier = "verified" if role == "verifier" else "self" if role else "withdrawn"
+            out.append({"index": i, "tier": tier, **doc})
+    if as_json:
+        emit(out)
+        return
+    for o in out:
+        rec = o["record"]
+        task = rec["task"]["id"] or rec["task"]["digest"]
+        click.echo(f"{o['index']:>6}  {rec['time']}  {rec['skill']} v{rec['version']}  {_said(rec):<16} "
+                   f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}")  # fmt: skip
+
+
+def _said(rec: dict[str, Any]) -> str:
+    out = rec["outcome"]
+    if out["result"] != "score":
+        return str(out["result"])
+    return f"score {out['score']:g}/{out['scale'][1]:g}"
+
+
+def print_stats(doc: dict[str, Any]) -> None:
+    """One skill's competence per version, as text (``show --stats``, ``log --stats``)."""
+    click.echo(f"{doc['skill']}" + (f" (live v{doc['live']})" if doc.get("live") else " (deleted)"))
+    click.echo(f"  {'version':>7}  {'verified':<34}  {'self-reported':<34}")
+    for v in doc["versions"]:
+        click.echo(f"  {'v' + str(v['version']):>7}  {_tier(v['verified']):<34}  {_tier(v['self']):<34}"
+                   + (f"  ({v['withdrawn']} withdrawn)" if v["withdrawn"] else ""))  # fmt: skip
+    reg = doc.get("regression")
+    if reg:
+        click.secho(f"  regression: v{reg['version']} {reg['rate']:.0%} vs v{reg['from']} {reg['from_rate']:.0%} "
+                    f"verified; undo with '{reg['revert']}'", fg="red")  # fmt: skip
+
+
+def _tier(t: dict[str, Any]) -> str:
+    n = t["successes"] + t["failures"]
+    if not n:
+        return "—" + (f"  ({t['scored']} scored, mean {t['mean_score']:.2f})" if t["scored"] else "")
+    lo, hi = t["interval"]
+    return f"{t['successes']}/{n} = {t['rate']:.0%}  [{lo:.0%}, {hi:.0%}]"

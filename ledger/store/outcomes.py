@@ -1,0 +1,271 @@
+"""Outcome records: did version N of a skill work on a task, signed by whoever judged it.
+
+An outcome record (docs/lineage.md §14) binds the brain, the skill, its version and content
+digest, the snapshot that served it (the usage receipt), a task, an outcome, the evidence and
+the time, and is signed by an Ethereum key with EIP-191 over its id.  An **entry** of the
+evidence log is the RFC 8785 (JCS) bytes of ``{"record": …, "signature": …}``: one line, no
+newline inside (JCS escapes control characters).  A record that is not exactly what this
+module writes is refused, so one outcome has one set of bytes and one id.
+
+Who signed it decides its tier: a key the brain trusts as ``verifier`` makes it *verified*,
+any other trusted key *self-reported* (:mod:`ledger.audit.evidencecheck`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ledger._json import unique_keys
+from ledger.errors import StoreError
+from ledger.signatures.signing import SignatureError, recover, sign
+
+__all__ = [
+    "FORMAT",
+    "MAX_ENTRY",
+    "Entry",
+    "canonical",
+    "format_time",
+    "make_record",
+    "outcome_id",
+    "outcome_id_of",
+    "parse_entry",
+    "parse_time",
+    "sign_entry",
+    "signed_text",
+]  # fmt: skip
+
+FORMAT = "brain-ledger/outcome/v1"
+STATEMENT = "brain-ledger outcome v1\n"  # the signed text: this line, the id in hex, a newline
+MAX_ENTRY = 8192  # bytes: a record is a few hundred; a log of 100,000 stays well under a gigabyte
+MAX_TEXT = 512  # characters of a task id, a verifier name or an evidence URI
+RESULTS = ("success", "failure", "score")
+
+_KEYS = ("agent", "brain", "digest", "evidence", "format", "outcome", "receipt", "signer", "skill", "task", "time",
+         "verifier", "version")  # fmt: skip
+_HEX40 = re.compile(r"[0-9a-f]{40}\Z")
+_ADDRESS = re.compile(r"0x[0-9a-f]{40}\Z")
+_AGENT = re.compile(r"0x[0-9a-f]{64}\Z")
+_ROOT = re.compile(r"blake3-tree-v1:[0-9a-f]{64}\Z")
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}\Z")
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*\Z")
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 bytes of ``value`` (the ``rfc8785`` library, as attestations and manifests use)."""
+    import rfc8785
+
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, UnicodeError, ValueError, TypeError) as exc:
+        raise StoreError(f"an outcome record cannot be written as RFC 8785 JSON: {exc}") from exc
+
+
+def outcome_id(record: dict[str, Any]) -> bytes:
+    """SHA-256 of the record's RFC 8785 bytes: what is signed, and what the log deduplicates by."""
+    return hashlib.sha256(canonical(record)).digest()
+
+
+def signed_text(oid: bytes) -> str:
+    return STATEMENT + oid.hex() + "\n"
+
+
+def _eip191(text: str) -> bytes:
+    from ledger.signatures.signing import _keccak
+
+    data = text.encode()
+    return _keccak(b"\x19Ethereum Signed Message:\n" + str(len(data)).encode() + data)
+
+
+def format_time(stamp: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stamp if stamp is not None else time.time())))
+
+
+def parse_time(text: str) -> int:
+    """Seconds since the epoch of a ``YYYY-MM-DDTHH:MM:SSZ`` time (UTC, whole seconds only)."""
+    import calendar
+
+    if not isinstance(text, str) or not _TIME.match(text):
+        raise StoreError(f"time {text!r} is not YYYY-MM-DDTHH:MM:SSZ (UTC, whole seconds)")
+    try:
+        parsed = time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError as exc:
+        raise StoreError(f"time {text!r} is not a real date: {exc}") from exc
+    return calendar.timegm(parsed)
+
+
+def make_record(
+    *, brain: str, agent: str | None, skill: str, version: int, digest: str, receipt: dict[str, str],
+    task_id: str | None, task_digest: str | None, result: str, score: float | None = None,
+    scale: tuple[float, float] | None = None, threshold: float | None = None, evidence_uri: str | None = None,
+    evidence_digest: str | None = None, verifier: str | None = None, when: str | None = None, signer: str,
+) -> dict[str, Any]:
+    """A record from its fields, checked as :func:`parse_entry` checks a stored one."""
+    record = {
+        "format": FORMAT, "brain": brain, "agent": agent, "skill": skill, "version": version, "digest": digest,
+        "receipt": dict(receipt), "task": {"id": task_id, "digest": task_digest},
+        "outcome": {"result": result, "score": score, "scale": list(scale) if scale is not None else None,
+                    "threshold": threshold},
+        "verifier": verifier, "evidence": {"uri": evidence_uri, "digest": evidence_digest},
+        "time": when or format_time(), "signer": signer,
+    }  # fmt: skip
+    check_record(record)
+    return record
+
+
+def sign_entry(record: dict[str, Any], secret: bytes) -> bytes:
+    """The entry's bytes: the record and its EIP-191 signature over :func:`signed_text`, as RFC 8785."""
+    check_record(record)
+    signature = sign(secret, _eip191(signed_text(outcome_id(record))))
+    data = canonical({"record": record, "signature": signature})
+    parse_entry(data)  # the signer is the record's: a key that is not the record's signer is refused here
+    return data
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of an evidence log, parsed and its signature recovered."""
+
+    data: bytes  # the entry's bytes (the log's leaf)
+    record: dict[str, Any]
+    signature: str
+    id: bytes  # outcome_id(record)
+
+    @property
+    def signer(self) -> str:
+        return str(self.record["signer"])
+
+    @property
+    def success(self) -> bool | None:
+        """True or False when the outcome counts towards a success rate; None for a score without threshold."""
+        out = self.record["outcome"]
+        if out["result"] != "score":
+            return bool(out["result"] == "success")
+        return None if out["threshold"] is None else bool(out["score"] >= out["threshold"])
+
+
+def parse_entry(data: bytes) -> Entry:
+    """An entry, refused unless it is exactly what :func:`sign_entry` writes and its signature is its signer's."""
+    if len(data) > MAX_ENTRY:
+        raise StoreError(f"an evidence entry is {len(data)} bytes; at most {MAX_ENTRY}")
+    try:
+        doc = json.loads(data, object_pairs_hook=unique_keys, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoreError(f"an evidence entry is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or set(doc) != {"record", "signature"}:
+        raise StoreError("an evidence entry is an object of exactly 'record' and 'signature'")
+    record, signature = doc["record"], doc["signature"]
+    check_record(record)
+    if canonical(doc) != data:
+        raise StoreError("an evidence entry is not in RFC 8785 canonical form (key order, spacing or numbers)")
+    oid = outcome_id(record)
+    if not isinstance(signature, str):
+        raise StoreError("an evidence entry's signature is a string")
+    try:
+        signer = recover(_eip191(signed_text(oid)), signature)
+    except SignatureError as exc:
+        raise StoreError(f"outcome {oid.hex()[:12]}: {exc.message}") from exc
+    if signer != record["signer"]:
+        raise StoreError(f"outcome {oid.hex()[:12]} claims signer {record['signer']} but its signature "
+                         f"recovers {signer}: it was altered or forged")  # fmt: skip
+    return Entry(data, record, signature, oid)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _text(value: Any, what: str, *, null: bool = True) -> None:
+    if value is None and null:
+        return
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT or not _PRINTABLE.match(value):
+        raise StoreError(f"{what} is a non-empty line of at most {MAX_TEXT} printable characters"
+                         + (", or null" if null else ""))  # fmt: skip
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise StoreError(f"{what} is a finite number")
+    if isinstance(value, int) and abs(value) > 2**53:
+        raise StoreError(f"{what} is beyond 2^53, which JSON readers disagree on")
+    return float(value)
+
+
+def _exact(obj: Any, keys: tuple[str, ...], what: str) -> dict[str, Any]:
+    if not isinstance(obj, dict) or set(obj) != set(keys):
+        raise StoreError(f"{what} is an object of exactly {', '.join(repr(k) for k in keys)}")
+    return obj
+
+
+def check_record(record: Any) -> None:
+    """Refuse a record that breaks the schema of docs/lineage.md §14.1 (every key, no other)."""
+    rec = _exact(record, _KEYS, "an outcome record")
+    checks = (
+        (rec["format"] == FORMAT, f"format is {FORMAT!r}"),
+        (isinstance(rec["brain"], str) and _HEX40.match(rec["brain"]), "brain is the 40-hex id of snapshot 0"),
+        (rec["agent"] is None or (isinstance(rec["agent"], str) and _AGENT.match(rec["agent"])),
+         "agent is null or 0x and 64 lower-case hex digits"),
+        (isinstance(rec["skill"], str) and len(rec["skill"]) <= 64 and _NAME.match(rec["skill"]),
+         "skill is a skill name (a-z, 0-9, single hyphens, at most 64)"),
+        (type(rec["version"]) is int and 1 <= rec["version"] <= 2**53, "version is an integer, at least 1"),
+        (isinstance(rec["digest"], str) and _ROOT.match(rec["digest"]), "digest is blake3-tree-v1: and 64 hex"),
+        (isinstance(rec["signer"], str) and _ADDRESS.match(rec["signer"]), "signer is 0x and 40 lower-case hex"),
+    )  # fmt: skip
+    for ok, rule in checks:
+        if not ok:
+            raise StoreError(f"an outcome record's {rule}")
+    receipt = _exact(rec["receipt"], ("commit", "root"), "receipt")
+    if not (isinstance(receipt["commit"], str) and _HEX40.match(receipt["commit"])
+            and isinstance(receipt["root"], str) and _ROOT.match(receipt["root"])):  # fmt: skip
+        raise StoreError("an outcome record's receipt is the serving snapshot's commit (40 hex) and root")
+    task = _exact(rec["task"], ("digest", "id"), "task")
+    _text(task["id"], "task.id")
+    if task["digest"] is not None and not (isinstance(task["digest"], str) and _SHA256.match(task["digest"])):
+        raise StoreError("task.digest is sha256: and 64 lower-case hex digits, or null")
+    if task["id"] is None and task["digest"] is None:
+        raise StoreError("an outcome names its task: task.id, task.digest or both")
+    _check_outcome(_exact(rec["outcome"], ("result", "scale", "score", "threshold"), "outcome"))
+    _text(rec["verifier"], "verifier")
+    ev = _exact(rec["evidence"], ("digest", "uri"), "evidence")
+    _text(ev["uri"], "evidence.uri")
+    if ev["digest"] is not None and not (isinstance(ev["digest"], str) and _SHA256.match(ev["digest"])):
+        raise StoreError("evidence.digest is sha256: and 64 lower-case hex digits, or null")
+    parse_time(rec["time"])
+
+
+def _check_outcome(out: dict[str, Any]) -> None:
+    result = out["result"]
+    if result not in RESULTS:
+        raise StoreError(f"outcome.result is one of {', '.join(RESULTS)}")
+    if result != "score":
+        if (out["score"], out["scale"], out["threshold"]) != (None, None, None):
+            raise StoreError(f"a {result} outcome has a null score, scale and threshold")
+        return
+    score = _number(out["score"], "outcome.score")
+    scale = out["scale"]
+    if not isinstance(scale, list) or len(scale) != 2:
+        raise StoreError("outcome.scale is [lowest, highest]")
+    lo, hi = _number(scale[0], "the scale's lowest"), _number(scale[1], "the scale's highest")
+    if not lo < hi or not lo <= score <= hi:
+        raise StoreError(f"outcome.score {score} must lie on its scale [{lo}, {hi}], lowest below highest")
+    if out["threshold"] is not None and not lo <= _number(out["threshold"], "outcome.threshold") <= hi:
+        raise StoreError("outcome.threshold lies on the scale, or is null")
+
+
+_HEAD, _TAIL = b'{"record":', len(b',"signature":"0x') + 130 + len(b'"}')
+
+
+def outcome_id_of(entry: bytes) -> bytes:
+    """The id of a stored entry's record.  A canonical entry is ``{"record":`` ‖ JCS(record) ‖
+    ``,"signature":"0x…"}`` (keys sorted), so the id is a hash of a slice; an entry of any other
+    shape is parsed in full (and refused when it is not an entry)."""
+    if entry.startswith(_HEAD) and entry[-_TAIL:].startswith(b',"signature":"0x') and entry.endswith(b'"}'):
+        return hashlib.sha256(entry[len(_HEAD) : -_TAIL]).digest()
+    return parse_entry(entry).id
