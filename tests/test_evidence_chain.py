@@ -2,8 +2,9 @@
 the last chunk of roots or alone, refused when the anchored log is not a prefix of the local one,
 reported by ``ledger chain status``, and audited by ``chain.evidence``.
 
-Outcome entries are written by :func:`write_log`: a real git snapshot whose top tree holds
-``evidence/`` (chunks ``%08d`` of up to 256 entries, one a line) beside the head's bundle, operation
+Honest outcomes are signed and appended by the public writer API (``brain.evidence``); a log the
+writer would never make (trimmed, rewritten) by :func:`write_log`: a real git snapshot whose top
+tree holds ``evidence/`` with exactly the given entries beside the head's bundle, operation
 ``outcome``, the head's root unchanged."""
 
 from __future__ import annotations
@@ -54,7 +55,17 @@ def write_log(brain: Brain, entries: list[bytes]) -> bytes:
 
 
 def outcomes(n: int, start: int = 0) -> list[bytes]:
-    return [b'{"skill":"a","version":1,"task":"t%d","ok":true}' % i for i in range(start, start + n)]
+    """Stand-in entries for logs the writer would never make (their layout is real, their content not)."""
+    return [b'{"forged":%d}' % i for i in range(start, start + n)]
+
+
+def record(brain: Brain, n: int, skill: str = "a") -> list[bytes]:
+    """Append ``n`` signed outcomes of ``skill`` (one ``outcome`` snapshot) and return the whole log."""
+    rows = [json.dumps({"skill": skill, "task": f"task {secrets.token_hex(4)}", "success": i % 3 != 0}).encode()
+            for i in range(n)]  # fmt: skip
+    brain.evidence.import_lines(rows)
+    assert brain.store.snapshot(brain.store.head()).operation == "outcome"
+    return brain.evidence.entries()
 
 
 def tree_root(entries: list[bytes]) -> bytes:
@@ -76,8 +87,7 @@ def audit(brain: Brain) -> Any:
 def test_evidence_goes_with_the_last_chunk_of_roots(chained: Brain) -> None:
     for i in range(4):
         chained.create(f"s{i}", "S", f"body {i}\n")
-    entries = outcomes(3)
-    write_log(chained, entries)
+    entries = record(chained, 3, "s0")
     result = commit_pending(chained, key=DEV_KEY_NAME, batch=2)  # 5 roots: chunks of 2, 2, 1
     reg, agent = registry(chained)
     assert result.committed == 5 and len(result.transactions) == 3
@@ -97,6 +107,7 @@ def test_evidence_goes_with_the_last_chunk_of_roots(chained: Brain) -> None:
     report = audit(chained)
     chk = report.checks["chain.evidence"]
     assert chk.ok and not chk.skipped and chk.summary.startswith("1 evidence root(s)"), chk.summary
+    assert [n for n, c in report.checks.items() if not c.ok] == []
 
 
 def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -> None:
@@ -104,10 +115,9 @@ def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -
     commit_pending(chained, key=DEV_KEY_NAME)
     reg, agent = registry(chained)
     seq, head = reg.sequence(agent), reg.head(agent)
-    entries = outcomes(5)
-    write_log(chained, entries[:2])
+    record(chained, 2)
     first = commit_pending(chained, key=DEV_KEY_NAME)
-    write_log(chained, entries)
+    entries = record(chained, 3)
     second = commit_pending(chained, key=DEV_KEY_NAME)
     assert (first.committed, second.committed) == (0, 0)
     assert first.evidence and second.evidence and first.evidence["tx"] != second.evidence["tx"]
@@ -119,10 +129,12 @@ def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -
     status = chain_status(chained)["evidence"]
     assert status == {"local": {"size": 5, "root": "0x" + tree_root(entries).hex()},
                       "chain": {"size": 5, "root": "0x" + tree_root(entries).hex()}, "pending": 0}  # fmt: skip
-    write_log(chained, outcomes(7))
+    record(chained, 2)
     proc = run_ledger("chain", "status", "--json", env={"LEDGER_BRAIN": str(chained.root)}, check=True)
     assert json.loads(proc.stdout)["evidence"]["pending"] == 2
-    assert audit(chained).checks["chain.evidence"].ok
+    report = audit(chained)
+    assert report.checks["chain.evidence"].ok and report.checks["chain.evidence"].summary.startswith("2 evidence")
+    assert [n for n, c in report.checks.items() if not c.ok] == []
 
 
 def test_ledger_commit_sends_evidence_of_an_anchored_head(chained: Brain) -> None:
@@ -130,26 +142,26 @@ def test_ledger_commit_sends_evidence_of_an_anchored_head(chained: Brain) -> Non
     (the chain's head is the local head) must not skip its evidence."""
     chained.create("a", "A", "x\n")
     commit_pending(chained, key=DEV_KEY_NAME)
-    write_log(chained, outcomes(2))
+    entries = record(chained, 2)
     env = {"LEDGER_BRAIN": str(chained.root)}
     text = run_ledger("chain", "status", env=env, check=True).stdout
     assert "evidence      2 local, 0 on chain, 2 to commit" in text
     doc = json.loads(run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout)
     assert doc["committed"] == 0 and doc["evidence"]["size"] == 2 and doc["transactions"] == [doc["evidence"]["tx"]]
     reg, agent = registry(chained)
-    assert reg.evidence(agent) == (2, tree_root(outcomes(2)))
+    assert reg.evidence(agent) == (2, tree_root(entries))
     again = run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout
     assert json.loads(again)["transactions"] == []
 
 
 def test_a_trimmed_or_rewritten_log_is_refused_before_sending(chained: Brain) -> None:
     chained.create("a", "A", "x\n")
-    entries = outcomes(4)
-    write_log(chained, entries)
+    entries = record(chained, 4)
     commit_pending(chained, key=DEV_KEY_NAME)
     reg, agent = registry(chained)
     nonce = reg.node.call("eth_getTransactionCount", reg.w3.eth.accounts[0], "latest")
     chained.create("b", "B", "y\n")  # a pending root too: nothing may go out
+    assert chained.evidence.entries() == entries  # the writer keeps the log
     write_log(chained, entries[:3])  # the last anchored outcome dropped
     with pytest.raises(ChainError, match="has only 3: it was trimmed") as err:
         commit_pending(chained, key=DEV_KEY_NAME)
@@ -166,8 +178,7 @@ def test_a_trimmed_or_rewritten_log_is_refused_before_sending(chained: Brain) ->
 
 def test_the_audit_fails_a_head_log_trimmed_after_anchoring(chained: Brain) -> None:
     chained.create("a", "A", "x\n")
-    entries = outcomes(6)
-    write_log(chained, entries)
+    entries = record(chained, 6)
     commit_pending(chained, key=DEV_KEY_NAME)
     assert audit(chained).checks["chain.evidence"].ok
     write_log(chained, entries[:5])  # a new snapshot with a shorter log
@@ -181,13 +192,13 @@ def test_the_audit_fails_an_event_whose_head_is_no_snapshot(chained: Brain, tmp_
     """The registry's owner commits a root that no snapshot has, with evidence bound to it: the lineage
     checks fail on the root, and ``chain.evidence`` on the binding, naming the event."""
     chained.create("a", "A", "x\n")
-    write_log(chained, outcomes(2))
+    entries = [*record(chained, 2), *outcomes(1)]
     commit_pending(chained, key=DEV_KEY_NAME)
     reg, agent = registry(chained)
     from ledger.chain.abi import call_data
     from ledger.chain.keys import dev_account
 
-    stray, entries = b"\x5a" * 32, outcomes(3)
+    stray = b"\x5a" * 32
     tree = EvidenceLog(entries)
     data = call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", agent, reg.head(agent),
                      [stray], 3, tree.root, tree.consistency(2))  # fmt: skip
@@ -211,7 +222,8 @@ def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
         other.create("o", "O", "other\n")
         commit_pending(other, key=DEV_KEY_NAME)
         before = read_receipts(other.store)
-        write_log(chained, outcomes(3))
+        chained.create("a", "A", "x\n")
+        record(chained, 3)
         result = commit_pending(chained, key=DEV_KEY_NAME)
         assert result.evidence is not None
         reg, agent = registry(other)
@@ -227,7 +239,8 @@ def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
 
 
 def test_chain_evidence_is_a_skip_without_rpc(brain: Brain) -> None:
-    write_log(brain, outcomes(1))
+    brain.create("a", "A", "x\n")
+    record(brain, 1)
     chk = audit_repo(brain.root).checks["chain.evidence"]
     assert chk.ok and chk.skipped and "anchored evidence logs vs the snapshots'" in chk.summary
 
@@ -235,19 +248,19 @@ def test_chain_evidence_is_a_skip_without_rpc(brain: Brain) -> None:
 def test_gas_of_commit_evidence(chained: Brain) -> None:
     """Receipts on anvil (intrinsic 21,000 and calldata included), a 100-entry log growing by one."""
     chained.create("a", "A", "x\n")
-    write_log(chained, outcomes(100))
+    record(chained, 100)
     commit_pending(chained, key=DEV_KEY_NAME)
-    chained.create("b", "B", "x\n")
-    write_log(chained, outcomes(100))  # the log carried over (until the writer carries it itself)
+    chained.create("b", "B", "x\n")  # the writer carries the log: nothing new in it
     single = commit_pending(chained, key=DEV_KEY_NAME)
     assert single.committed == 1 and single.evidence is None
     commit_gas = read_receipts(chained.store)[single_commit(chained)]["gas_used"]
-    write_log(chained, outcomes(101))
+    record(chained, 1)
     only = commit_pending(chained, key=DEV_KEY_NAME)
     chained.create("c", "C", "x\n")
-    write_log(chained, outcomes(102))
+    record(chained, 1)
     both = commit_pending(chained, key=DEV_KEY_NAME)
     assert only.evidence and both.evidence and both.committed == 1
+    assert (only.evidence["size"], both.evidence["size"]) == (101, 102)
     print(f"\nGAS commit={commit_gas} commitEvidence-only={only.evidence['gas_used']} "
           f"commitEvidence-1-root={both.evidence['gas_used']}")  # fmt: skip
     assert only.evidence["gas_used"] < 60_000 and both.evidence["gas_used"] - only.evidence["gas_used"] < 12_000

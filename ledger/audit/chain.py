@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from math import inf
 from typing import Any
 
-from ledger.audit.chainevidence import check_evidence
+from ledger.audit.chainevidence import check_chain_evidence
 from ledger.audit.epochs import check_epochs
 from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
@@ -132,7 +132,7 @@ def check_chain(
     check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
                  epoch_logs)  # fmt: skip
     _check_committers(report, history, events)
-    check_evidence(store, mainline, report, reg, agent, height, from_block, events)
+    check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
 
 

@@ -18,10 +18,10 @@ from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
 
-__all__ = ["check_evidence"]
+__all__ = ["check_chain_evidence"]
 
 
-def check_evidence(
+def check_chain_evidence(
     store: gs.GitStore, mainline: list[gs.Snapshot], report: Report, reg: Any, agent: int, height: int,
     from_block: int, root_events: list[dict[str, Any]],
 ) -> None:  # fmt: skip

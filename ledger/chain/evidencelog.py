@@ -2,8 +2,8 @@
 and the consistency proof from the anchored prefix.
 
 The log's entries (signed outcome records) live in the snapshot's top tree, ``evidence/``, beside
-the bundle; :func:`read_entries` gives them in log order.  What goes on chain is the RFC 9162 tree
-hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.chain.tlog`): the same tree as the
+the bundle (:mod:`ledger.store.evidence` reads them, in log order).  What goes on chain is the
+RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.chain.tlog`): the same tree as the
 epoch log, so the registry checks append-only with the verifier it already has.  Shared by the
 anchoring (what to send) and the audit (what the chain's events must match).
 """
@@ -13,41 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ledger.bundle.merkle import format_root
 from ledger.chain.tlog import Tree, leaf_hash
 from ledger.errors import ChainError
 from ledger.store import gitstore as gs
+from ledger.store.evidence import EVIDENCE, read_entries
 
-__all__ = ["EvidenceLog", "has_evidence", "log_of", "prefix_problem", "read_entries"]
-
-EVIDENCE_DIR = "evidence"
-
-
-def read_entries(store: gs.GitStore, tree: bytes) -> list[bytes]:
-    """The evidence entries of a snapshot's top tree ``tree``, in log order; [] without ``evidence/``.
-
-    A local stand-in for ``ledger.store.evidence.read_entries`` (issue 38's evidence log, being
-    written on main), with its signature: chunk files ``%08d`` in order, each up to 256 entries,
-    one a line (``entry + b"\\n"``)."""
-    found = [sha for sha, mode, name in store.read_tree(tree) if name == EVIDENCE_DIR and mode == gs.MODE_DIR]
-    if not found:
-        return []
-    chunks = sorted(store.read_tree(found[0]), key=lambda e: e[2])
-    out: list[bytes] = []
-    for k, (sha, _mode, name) in enumerate(chunks):
-        if name != f"{k:08d}":
-            raise ChainError(f"evidence/ holds {name!r} where chunk {k:08d} belongs")
-        data = store.read(sha, b"blob")
-        if data and not data.endswith(b"\n"):
-            raise ChainError(f"evidence/{name} does not end with a newline")
-        out += data.split(b"\n")[:-1]
-    return out
+__all__ = ["EvidenceLog", "has_evidence", "log_of", "prefix_problem"]
 
 
 def has_evidence(store: gs.GitStore, tree: str) -> bool:
     """Whether a snapshot's top tree (hex) has ``evidence/``: one tree read, no entry read (``ledger
     commit`` says "nothing to commit" from the chain's head only for a head without one)."""
-    return bool(tree) and any(name == EVIDENCE_DIR for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
+    return bool(tree) and any(name == EVIDENCE for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
 
 
 @dataclass(frozen=True)
@@ -102,7 +79,3 @@ def prefix_problem(log: EvidenceLog, size: int, root: bytes) -> str | None:
                 f"0x{root.hex()}: an anchored outcome was rewritten")  # fmt: skip
     return None
 
-
-def shown(snap: gs.Snapshot) -> str:
-    """A snapshot as messages name it."""
-    return f"{snap.commit[:12]} ({format_root(snap.root)[:27]}…)"
