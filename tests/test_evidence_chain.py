@@ -210,6 +210,28 @@ def test_the_audit_fails_an_event_whose_head_is_no_snapshot(chained: Brain, tmp_
     assert not report.checks["chain.roots"].ok
 
 
+def test_the_audit_fails_evidence_no_snapshot_of_its_head_records(chained: Brain) -> None:
+    """A committer anchors a log the brain never held, bound to a real head: the chain accepts it (it
+    extends the anchored prefix), the audit does not."""
+    chained.create("a", "A", "x\n")
+    honest = record(chained, 2)
+    commit_pending(chained, key=DEV_KEY_NAME)
+    reg, agent = registry(chained)
+    from ledger.chain.abi import call_data
+    from ledger.chain.keys import dev_account
+
+    tree = EvidenceLog([*honest, *outcomes(1)])
+    data = call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", agent, reg.head(agent),
+                     [], 3, tree.root, tree.consistency(2))  # fmt: skip
+    reg.transact(dev_account(0), data, what="evidence no snapshot records")
+    report = audit(chained)
+    chk = report.checks["chain.evidence"]
+    assert not chk.ok and chk.summary.startswith("EvidenceCommitted #2"), chk.summary
+    assert "records 3 evidence entries" in chk.summary and "their logs have [0, 2] entries" in chk.summary
+    assert chk.failures == 2  # and the head's log (2) does not extend the anchored one (3)
+    assert report.checks["chain.roots"].ok and report.checks["chain.head"].ok
+
+
 def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
     from ledger.exchange.anchoring import register
 

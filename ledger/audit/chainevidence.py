@@ -14,9 +14,10 @@ from typing import Any
 
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
-from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
+from ledger.chain.evidencelog import EvidenceLog, prefix_problem
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
+from ledger.store.evidence import entries_of, evidence_tree, size_of
 
 __all__ = ["check_chain_evidence"]
 
@@ -29,24 +30,42 @@ def check_chain_evidence(
     RootCommitted events (sequenced) read at ``height``, as ``chain.events`` checked them."""
     chk = report.check("chain.evidence")
     events = reg.evidence_events(agent, from_block, height)
-    size, root = reg.evidence(agent, height)
+    onchain_size, root = reg.evidence(agent, height)
     if not events:
-        if size:
-            chk.fail(f"the registry's evidenceOf is size {size} at block {height}, but the node returned no "
+        if onchain_size:
+            chk.fail(f"the registry's evidenceOf is size {onchain_size} at block {height}, but the node returned no "
                      f"EvidenceCommitted event from block {from_block} (pruned logs?)",
-                     expected=str(size), computed="0")  # fmt: skip
+                     expected=str(onchain_size), computed="0")  # fmt: skip
         else:
             chk.summary = "no evidence anchored"
         return
-    logs: dict[str, EvidenceLog | None] = {}  # snapshot's top tree → its log (None: unreadable)
+    trees: dict[str, bytes | None] = {}  # snapshot's top tree → its evidence/ tree
+    sizes: dict[bytes | None, int | None] = {}  # evidence/ tree → its size (None: unreadable)
+    logs: dict[bytes | None, EvidenceLog | None] = {}  # evidence/ tree → its log (None: unreadable)
+
+    def evidence_of(snap: gs.Snapshot) -> bytes | None:
+        if snap.tree not in trees:
+            trees[snap.tree] = evidence_tree(store, bytes.fromhex(snap.tree)) if snap.tree else None
+        return trees[snap.tree]
+
+    def size(snap: gs.Snapshot) -> int | None:
+        """Read from the last chunk alone: most snapshots of a head are ruled out by size."""
+        try:
+            tree = evidence_of(snap)
+            if tree not in sizes:
+                sizes[tree] = size_of(store, tree)
+        except LedgerError:
+            return None
+        return sizes[tree]
 
     def log(snap: gs.Snapshot) -> EvidenceLog | None:
-        if snap.tree not in logs:
-            try:
-                logs[snap.tree] = log_of(store, snap)
-            except LedgerError:
-                logs[snap.tree] = None
-        return logs[snap.tree]
+        try:
+            tree = evidence_of(snap)
+            if tree not in logs:
+                logs[tree] = EvidenceLog(entries_of(store, tree) if tree is not None else [])
+        except LedgerError:
+            return None
+        return logs[tree]
 
     anchored = {ev["root"] for ev in root_events}
     by_root: dict[bytes, list[int]] = {}
@@ -69,18 +88,19 @@ def check_chain_evidence(
             chk.fail(f"{label}: its head {format_root(ev['head'])} is not a root of the anchored mainline",
                      index=n, computed=format_root(ev["head"]))  # fmt: skip
             continue
-        found = [log(mainline[i]) for i in by_root[ev["head"]]]
-        if not any(lg is not None and lg.size == ev["size"] and lg.root == ev["root"] for lg in found):
-            sizes = sorted({lg.size for lg in found if lg is not None})
+        candidates = [mainline[i] for i in by_root[ev["head"]]]
+        same = [snap for snap in candidates if size(snap) == ev["size"]]
+        if not any((lg := log(snap)) is not None and lg.root == ev["root"] for snap in same):
+            have = sorted({n for n in (size(snap) for snap in candidates) if n is not None})
             where = mainline[by_root[ev["head"]][-1]].commit
             chk.fail(f"{label}: no snapshot with root {format_root(ev['head'])[:27]}… records {ev['size']} evidence "
-                     f"entries with root 0x{ev['root'].hex()} (their logs have {sizes or 'no readable'} entries)",
+                     f"entries with root 0x{ev['root'].hex()} (their logs have {have or 'no readable'} entries)",
                      snapshot=where, index=n, expected=f"0x{ev['root'].hex()}")  # fmt: skip
     final = events[-1]
-    if (final["size"], final["root"]) != (size, root):
-        chk.fail(f"the last EvidenceCommitted event says size {final['size']}, but evidenceOf answers size {size} "
-                 f"at block {height}", expected=f"{final['size']} 0x{final['root'].hex()}",
-                 computed=f"{size} 0x{root.hex()}")  # fmt: skip
+    if (final["size"], final["root"]) != (onchain_size, root):
+        chk.fail(f"the last EvidenceCommitted event says size {final['size']}, but evidenceOf answers size "
+                 f"{onchain_size} at block {height}", expected=f"{final['size']} 0x{final['root'].hex()}",
+                 computed=f"{onchain_size} 0x{root.hex()}")  # fmt: skip
     head = mainline[-1] if mainline else None
     head_log = log(head) if head is not None else None
     if head is None or head_log is None:
