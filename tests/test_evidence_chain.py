@@ -22,12 +22,13 @@ from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
 from ledger.chain import tlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.evidencelog import EvidenceLog, read_entries
+from ledger.chain.evidencelog import EvidenceLog, prefix_problem
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError
 from ledger.exchange.anchoring import chain_status, commit_pending
+from ledger.store.evidence import read_entries
 from ledger.store.objectdb import MODE_DIR, MODE_FILE
 from tests.conftest import run_ledger
 
@@ -82,6 +83,37 @@ def audit(brain: Brain) -> Any:
     cfg = ChainConfig.of(brain)
     return audit_repo(brain.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
                       from_block=cfg.deploy_block or 0)  # fmt: skip
+
+
+def test_worked_example_vector() -> None:
+    """docs/_draft_evidence_chain.md §14.E.4, byte for byte; refused shapes of the event too."""
+    from ledger.chain import abi
+
+    log = EvidenceLog([b"outcome %d" % i for i in range(5)])
+    assert tlog.leaf_hash(b"outcome 0").hex() == "510c44e612c3cd31c06ad55f3e97c803dcf1b81bc79a5e7951fc8b886176e8bc"
+    assert log.prefix_root(3).hex() == "bf03ec14fde275a37f45d340d8d1672953f3d1624fea042dfe623f1ad6df4787"
+    assert log.root.hex() == "74e09f02e6ded28ea319a97f5e8087fb627fb07df33cf03019b2db327e814ef9"
+    proof = ["2005797e227ec8d0e6d855051037d80fa4dd544e3807def6c5944d3799f4f524",
+             "3897644bbacfae0a2641741fb6439769b766ceba5882bbbfa8c7892c1db6d065",
+             "17df51f0f52d628eb30c44fc8e8baa15fab1a888a3d9487fbbbcd7988428dd98",
+             "860a42254245db5071bd97b952d8491beff6375ddbf068479397e8f66716ff5a"]  # fmt: skip
+    assert [p.hex() for p in log.consistency(3)] == proof
+    tlog.verify_consistency(3, 5, log.prefix_root(3), log.root, log.consistency(3))
+    data = abi.call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", 1, b"\x11" * 32, [],
+                         5, log.root, log.consistency(3))  # fmt: skip
+    words = [(1).to_bytes(32, "big"), b"\x11" * 32, (0xC0).to_bytes(32, "big"), (5).to_bytes(32, "big"), log.root,
+             (0xE0).to_bytes(32, "big"), bytes(32), (4).to_bytes(32, "big"), *map(bytes.fromhex, proof)]  # fmt: skip
+    assert data == bytes.fromhex("ff9140b8") + b"".join(words)
+    assert abi.selector("evidenceOf(uint256)").hex() == "e26fea1d"
+    assert abi.EVIDENCE_COMMITTED.hex() == "cbee226895ad31a85a5e8a5a983f8877abfe061cf6f9daa7bcf1524c5dc9f0a7"
+    assert abi.selector("InvalidEvidence(uint256,uint64,uint64,bytes32)").hex() == "c588ca9d"
+    assert abi.selector("InconsistentEvidence(uint256,uint64)").hex() == "d8737c6e"
+    assert log.prefix_root(5) == log.root and EvidenceLog().as_json() == {"size": 0, "root": None}
+    with pytest.raises(ChainError, match="no prefix of 6"):
+        log.prefix_root(6)
+    assert prefix_problem(log, 0, bytes(32)) is None and prefix_problem(log, 3, log.prefix_root(3)) is None
+    assert "has only 5: it was trimmed" in str(prefix_problem(log, 6, log.root))
+    assert "was rewritten" in str(prefix_problem(log, 4, log.prefix_root(3)))
 
 
 def test_evidence_goes_with_the_last_chunk_of_roots(chained: Brain) -> None:
