@@ -169,6 +169,28 @@ def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -
     assert [n for n, c in report.checks.items() if not c.ok] == []
 
 
+def test_upto_anchors_that_snapshots_log_and_never_one_behind_the_chain(chained: Brain) -> None:
+    """A fleet machine commits only what it published (``upto``): that snapshot's log goes with its
+    root; a ``upto`` behind the chain's head or the chain's log sends no evidence and is no refusal."""
+    chained.create("a", "A", "x\n")
+    two = record(chained, 2)
+    published = chained.store.head()
+    assert published is not None
+    chained.create("b", "B", "x\n")
+    four = record(chained, 2)
+    reg, agent = registry(chained)
+    first = commit_pending(chained, key=DEV_KEY_NAME, upto=published)
+    assert first.evidence is not None and first.evidence["size"] == 2 and first.committed == 2  # genesis, a
+    (ev,) = reg.evidence_events(agent)
+    assert (ev["head"], ev["size"], ev["root"]) == (chained.store.snapshot(published).root, 2, tree_root(two))
+    rest = commit_pending(chained, key=DEV_KEY_NAME)
+    assert rest.committed == 1 and rest.evidence is not None and rest.evidence["tx"] == rest.transactions[-1]
+    assert reg.evidence(agent) == (4, tree_root(four))
+    behind = commit_pending(chained, key=DEV_KEY_NAME, upto=published)
+    assert (behind.committed, behind.transactions, behind.evidence) == (0, [], None)
+    assert audit(chained).checks["chain.evidence"].summary.startswith("2 evidence root(s)")
+
+
 def test_ledger_commit_sends_evidence_of_an_anchored_head(chained: Brain) -> None:
     """An outcome snapshot keeps its parent's root: ``ledger commit``'s "nothing to commit" shortcut
     (the chain's head is the local head) must not skip its evidence."""

@@ -240,23 +240,34 @@ def _evidence_to_send(
     """The target snapshot's evidence log when it is longer than the one anchored, and the anchored
     size; (None, size) when there is nothing new, or no head to bind it to: the evidence is bound to
     the head its transaction leaves, which must be the target's root (evidence-only, the chain's
-    head must already be it).  Refuses an anchored log that is not a prefix of the local one."""
+    head must already be it).  Refuses an anchored log that is not a prefix of the brain's (its
+    head's), or of the target's when the target's is to be sent."""
     size, root = reg.evidence(agent)
-    log = log_of(brain.store, target)
-    problem = prefix_problem(log, size, root)
-    if problem is not None:
-        raise ChainError(
-            f"refusing to anchor snapshot {target.commit[:12]}'s evidence: {problem}",
-            hint="the anchored outcomes cannot be removed or changed; restore the evidence log from a copy "
-                 "that has them (a clone, or the shared remote), then commit again; 'ledger verify --chain' "
-                 "shows where it diverged",
-        )  # fmt: skip
+    current = brain.store.snapshot(brain.head().commit)
+    log = local = log_of(brain.store, current)
+    _refuse_unless_prefix(current, local, size, root)
+    if target.commit != current.commit:
+        log = log_of(brain.store, target)
+        if log.size <= size:
+            return None, size  # a target behind the chain's log (another machine anchored more): nothing to add
+        _refuse_unless_prefix(target, log, size, root)
     if log.size <= size:
         return None, size
     bound = pending[-1].root if pending else head
     if bound != target.root:
         return None, size  # the chain's head is past the target (``upto``): a later commit carries it
     return log, size
+
+
+def _refuse_unless_prefix(snap: Snapshot, log: EvidenceLog, size: int, root: bytes) -> None:
+    problem = prefix_problem(log, size, root)
+    if problem is not None:
+        raise ChainError(
+            f"refusing to anchor snapshot {snap.commit[:12]}'s evidence: {problem}",
+            hint="the anchored outcomes cannot be removed or changed; restore the evidence log from a copy "
+                 "that has them (pull the snapshots that anchored it, or a clone), then commit again; "
+                 "'ledger verify --chain' shows where it diverged",
+        )  # fmt: skip
 
 
 def _evidence_receipt(reg: Registry, agent: int, receipt: Any, log: EvidenceLog, head: bytes) -> dict[str, Any]:
