@@ -95,6 +95,10 @@ class AuditError(LedgerError):
     """An audit could not be run (as opposed to running and finding failures)."""
 
 
+class PageDataError(LedgerError):
+    """The report page was given data it cannot draw faithfully (a wrong type, a contradiction)."""
+
+
 class SupplyError(LedgerError):
     """A skill from elsewhere was refused: its source, pin, proof, scan verdict or revocation
     does not allow it (docs/supply-chain.md)."""

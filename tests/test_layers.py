@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.brain",),  # the facade and its reading parts
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
+    ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
     ("ledger", "ledger.__main__", "ledger._entry", "ledger._quick"),  # entry points

@@ -7,11 +7,10 @@ prompt written for Hermes works as it is. Beyond Hermes there are ``skill_histor
 the agent, and every result carries its receipt. ``skill_view`` returns a usage
 receipt with an inclusion proof of what it returned.
 
-The write policy (which folders, which sizes) is the agent's, not the ledger's:
-:class:`Policy` defaults to Hermes's limits and is configurable.
+The write policy (which folders, which sizes) is the agent's: :class:`Policy` defaults to Hermes's.
 
-Just under 500 lines: the schemas (``TOOLS``) and the dispatcher that checks calls
-against them are one contract, kept in one file.
+The schemas (``TOOLS``) and the dispatcher that checks calls against them are one
+contract, kept in one file (``skill_outcome``'s in :mod:`ledger.agent.outcome_tool`).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.agent import hermes_listing, hermes_shapes
+from ledger.agent import hermes_listing, hermes_shapes, outcome_tool
 from ledger.brain.categories import check_category
 from ledger.brain.withholding import refusal, supply_of
 from ledger.bundle import textpatch
@@ -135,6 +134,7 @@ TOOLS: list[dict[str, Any]] = [
                        "and each skill two machines changed in ways that did not merge (merge_conflicts).",
         "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
     },
+    outcome_tool.SCHEMA,
 ]
 # MCP tool annotations (hints to a client about each tool's effects); ``ledger mcp`` publishes them as they are.
 ANNOTATIONS: dict[str, dict[str, bool]] = {
@@ -144,6 +144,7 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
     "skill_history": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
     "skill_diff": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
     "skills_sync_status": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "skill_outcome": outcome_tool.ANNOTATION,
 }
 
 
@@ -345,6 +346,9 @@ class SkillTools:
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
                 "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
+
+    def skill_outcome(self, **args: Any) -> dict[str, Any]:  # ledger.agent.outcome_tool
+        return outcome_tool.record(self.brain, self.actor, self.evidence, {**args, "name": self._visible(args["name"])})
 
     def _visible(self, name: str, resolve: bool = True) -> str:
         """``name``'s folder; refused if the head's supply record withholds it (ledger.brain.withholding)."""

@@ -69,17 +69,18 @@ class _Receipts:
         return self.skills[key]
 
     def before(self, commit: str, snap: gs.Snapshot) -> bool:
-        """Whether ``commit`` is an ancestor of ``snap`` (mainline indices, else git itself)."""
+        """Whether ``commit`` is an ancestor of ``snap`` (mainline indices, else git itself: an incremental
+        audit's receipts may name snapshots before what it walks)."""
         w = self.walked
-        if commit not in self.snaps:
-            return False
-        if commit not in w.side and snap.commit not in w.side:
+        if commit in self.snaps and commit not in w.side and snap.commit not in w.side:
             return w.index[commit] < w.index[snap.commit]
         key = (commit, snap.commit)
         if key not in self.ancestry:
             proc = subprocess.run(["git", "--git-dir", str(self.store.git_dir), "merge-base", "--is-ancestor", commit,
                                    snap.commit], capture_output=True, env=child_env())  # fmt: skip
             self.ancestry[key] = proc.returncode == 0 and commit != snap.commit
+            if self.ancestry[key] and commit not in self.snaps:
+                self.snaps[commit] = self.store.snapshot(bytes.fromhex(commit))
         return self.ancestry[key]
 
 
@@ -100,8 +101,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
         where = {"snapshot": snap.commit, "index": walked.index[snap.commit], "path": ev.EVIDENCE}
         tops = report.tops.get(snap.commit, {})
         mine = tops.get(ev.EVIDENCE)
-        parents = [report.tops.get(p, {}).get(ev.EVIDENCE) if p in report.tops else _tree_of(store, p)
-                   for p in snap.parents]  # fmt: skip
+        parents = [_top(store, report, p).get(ev.EVIDENCE) for p in snap.parents]
         first = parents[0] if parents else None
         try:
             if snap.operation not in ("outcome", "merge"):
@@ -126,7 +126,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             if not new:
                 chk.fail(f"{label}: an 'outcome' snapshot appends no entry (docs/lineage.md §14.4)", **where)
                 continue
-            if _others(tops, report.tops.get(snap.parents[0], {}) if snap.parents else {}):
+            if _others(tops, _top(store, report, snap.parents[0]) if snap.parents else {}):
                 chk.fail(f"{label}: an 'outcome' snapshot changes more than evidence/ (docs/lineage.md §14.4)",
                          **where)  # fmt: skip
                 continue
@@ -154,8 +154,12 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     return tally
 
 
-def _tree_of(store: gs.GitStore, commit: str) -> bytes | None:
-    return ev.evidence_tree(store, store.commit_info(bytes.fromhex(commit))[0])
+def _top(store: gs.GitStore, report: Report, commit: str) -> dict[str, bytes]:
+    """A snapshot's top entries: the walk's, or read here for a parent an incremental audit did not walk."""
+    if commit not in report.tops:
+        report.tops[commit] = {name: sha for sha, _mode, name in store.read_tree(store.commit_info(
+            bytes.fromhex(commit))[0])}  # fmt: skip
+    return report.tops[commit]
 
 
 def _log(store: gs.GitStore, tree: bytes | None, logs: dict[bytes | None, list[bytes]]) -> list[bytes]:
@@ -215,7 +219,7 @@ def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen
     commit = rec["receipt"]["commit"]
     if not receipts.before(commit, snap):
         return f"{short}'s receipt names {commit[:12]}, which is not a snapshot before this one"
-    served = snaps[commit]
+    served = receipts.snaps[commit]
     if format_root(served.root) != rec["receipt"]["root"]:
         return f"{short}'s receipt root is not snapshot {commit[:12]}'s root"
     held = receipts.skill(commit, rec["skill"])

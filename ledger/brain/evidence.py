@@ -114,6 +114,9 @@ class Evidence:
                 raise StoreError(f"receipt commit {commit[:40]!r} is not a snapshot of this brain's lineage",
                                  hint="pass the receipt a skill view returned, unchanged") from None  # fmt: skip
         elif version is None:
+            if name not in brain.head().skills:
+                raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
+                                         hint="see 'ledger skill list'; NAME@VERSION names a version of the past")
             commit = brain.head().commit.hex()
         else:
             commit = brain.reads.version_commit(name, version).hex()

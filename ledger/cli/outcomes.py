@@ -41,8 +41,8 @@ def outcome() -> None:
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--task", "task", help="The task's id (one printable line, at most 512 characters).")
 @click.option("--task-digest", help="sha256:<64 hex> of the task's text, instead of or beside its id.")
-@click.option("--success", "result", flag_value="success", help="The version succeeded on the task.")
-@click.option("--failure", "result", flag_value="failure", help="The version failed on the task.")
+@click.option("--success", is_flag=True, help="The version succeeded on the task.")
+@click.option("--failure", is_flag=True, help="The version failed on the task.")
 @click.option("--score", type=float, help="A score instead of success or failure, on --scale.")
 @click.option("--scale", nargs=2, type=float, default=None, metavar="LOW HIGH", help="The score's scale [0 1].")
 @click.option("--threshold", type=float, help="The score at or above which it counts as a success.")
@@ -56,13 +56,14 @@ def outcome() -> None:
 @commit_flag
 @json_flag
 @click.pass_context
-def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: str | None, result: str | None,
-                   score: float | None, scale: tuple[float, float] | None, threshold: float | None,
+def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: str | None, success: bool,
+                   failure: bool, score: float | None, scale: tuple[float, float] | None, threshold: float | None,
                    evidence_uri: str | None, evidence_digest: str | None, verifier: str | None, when: str | None,
                    actor: str, note: str, chain_commit: bool | None, as_json: bool) -> None:  # fmt: skip
     """Record one outcome of NAME at VERSION (NAME alone: its version in the head snapshot)."""
-    if (result is None) == (score is None):
+    if success + failure + (score is not None) != 1:
         raise UsageError("give exactly one of --success, --failure and --score")
+    result = "success" if success else "failure" if failure else None
     if score is None and (scale or threshold is not None):
         raise UsageError("--scale and --threshold go with --score")
     if task is None and task_digest is None:
@@ -77,7 +78,8 @@ def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: 
         )  # fmt: skip
     if not as_json:
         click.echo(f"outcome {entry.id.hex()[:12]}  {entry.record['skill']} v{entry.record['version']}  "
-                   f"{_said(entry.record)}  signed by {entry.signer} ({actor})")  # fmt: skip
+                   f"{_said(entry.record)}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
+                   f"{entry.signer} ({actor})")  # fmt: skip
     print_receipt(ctx, receipt, as_json)
 
 
@@ -134,6 +136,7 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
     with open_brain(ctx) as brain:
         if name is not None:
             name = brain.resolve(name)
+            brain.history(name)  # a name this brain never had is refused, not listed as empty
         roles = brain.evidence._trust().active
         for i, data in enumerate(brain.evidence.entries()):
             doc = json.loads(data)

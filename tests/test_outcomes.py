@@ -1,0 +1,249 @@
+"""Outcome evidence (issue 38): recorded by CLI, bulk import and MCP; tiers apart; regressions; fleets; races."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger.brain import Brain
+from ledger.errors import LedgerError
+from ledger.exchange import sharing
+from ledger.signatures.identity import KeyDir
+from ledger.store import outcomes as oc
+from tests.conftest import LEDGER, run_ledger
+
+SKILL = "---\nname: {n}\ndescription: The {n} skill\n---\n{body}\n"
+
+
+@pytest.fixture
+def keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own key directory, with a verifier key beside the user's and agent's."""
+    home = tmp_path / "keys"
+    monkeypatch.setenv("LEDGER_KEYS", str(home))
+    return home
+
+
+def _brain(tmp_path: Path, keys: Path, *, verifier: bool = True) -> Path:
+    path = tmp_path / "brain"
+    run_ledger("init", str(path), check=True)
+    run_ledger("--brain", str(path), "skill", "create", "s", "--description", "The s skill", check=True)
+    if verifier:
+        address = json.loads(run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json",
+                                        check=True).stdout)["address"]  # fmt: skip
+        run_ledger("--brain", str(path), "keys", "trust", "verifier", address, check=True)
+    return path
+
+
+def _import(path: Path, rows: list[dict], actor: str = "verifier") -> subprocess.CompletedProcess[str]:
+    data = "".join(json.dumps(r) + "\n" for r in rows)
+    return run_ledger("--brain", str(path), "outcome", "import", "-", "--actor", actor, "--json", input=data)
+
+
+def _rows(prefix: str, passed: int, failed: int, **extra: object) -> list[dict]:
+    return [{"skill": "s", "task": f"{prefix}{i}", "success": i < passed, **extra} for i in range(passed + failed)]
+
+
+def test_tiers_stay_apart_and_a_verified_regression_names_its_revert(tmp_path: Path, keys: Path) -> None:
+    b = _brain(tmp_path, keys)
+    B = ("--brain", str(b))
+    assert json.loads(_import(b, _rows("a", 18, 2)).stdout)["added"] == 20
+    (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="a worse body"))
+    run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+    _import(b, _rows("b", 3, 17))
+    _import(b, _rows("c", 20, 0), actor="agent")  # the agent thinks v2 is perfect: self-reported, never summed
+    shown = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    v1, v2 = shown["versions"]
+    assert (v1["version"], v1["verified"]["successes"], v1["verified"]["failures"]) == (1, 18, 2)
+    assert (v2["verified"]["successes"], v2["verified"]["failures"]) == (3, 17)
+    assert (v2["self"]["successes"], v2["self"]["failures"], v2["self"]["rate"]) == (20, 0, 1.0)
+    lo, hi = v2["verified"]["interval"]
+    assert 0 < lo < v2["verified"]["rate"] == 0.15 < hi < 1
+    assert set(v1) >= {"version", "verified", "self"} and set(v1["verified"]) >= {"successes", "failures", "rate",
+                                                                                    "interval"}  # fmt: skip
+    status = json.loads(run_ledger(*B, "status", "--json", check=True).stdout)
+    assert [(r["skill"], r["version"], r["from"], r["revert"]) for r in status["regressions"]] == \
+        [("s", 2, 1, "ledger revert s --to 1")]  # fmt: skip
+    text = run_ledger(*B, "status", check=True).stdout
+    assert "regressed s v2" in text and "ledger revert s --to 1" in text
+    logged = json.loads(run_ledger(*B, "log", "--stats", "--json", check=True).stdout)
+    assert logged[0]["regression"]["revert"] == "ledger revert s --to 1"
+    run_ledger(*B, "revert", "s", "--to", "1", check=True)  # v3: v1's content, no verified outcome yet
+    assert json.loads(run_ledger(*B, "status", "--json", check=True).stdout)["regressions"] == []
+    audit = json.loads(run_ledger(*B, "verify", "--json").stdout)
+    assert audit["ok"] and "20 verified" not in audit["checks"]["evidence"]["summary"]
+    assert "40 verified, 20 self-reported" in audit["checks"]["evidence"]["summary"]
+
+
+def test_no_regression_without_significance(tmp_path: Path, keys: Path) -> None:
+    b = _brain(tmp_path, keys)
+    _import(b, _rows("a", 3, 1))
+    (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="v2"))
+    run_ledger("--brain", str(b), "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+    _import(b, _rows("b", 1, 2))  # worse, but on so few tasks that the intervals overlap
+    assert json.loads(run_ledger("--brain", str(b), "status", "--json", check=True).stdout)["regressions"] == []
+
+
+def test_bulk_import_takes_rows_and_entries_signed_elsewhere_and_refuses_a_bad_file_whole(
+    tmp_path: Path, keys: Path
+) -> None:
+    b = _brain(tmp_path, keys, verifier=False)
+    # An independent verifier on another machine: its key never touches this brain's key directory.
+    elsewhere = KeyDir(tmp_path / "verifier-machine").generate("verifier")
+    run_ledger("--brain", str(b), "keys", "trust", "verifier", elsewhere.address, check=True)
+    brain = Brain.open(b)
+    try:
+        served = brain.evidence.served("s")
+        record = oc.make_record(
+            brain=brain.evidence.genesis, agent=None, skill="s", version=served.version, digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root}, task_id="swe-1", task_digest=None,
+            result="score", score=0.8, scale=(0, 1), threshold=0.5, evidence_uri="https://ci.example/run/1",
+            evidence_digest="sha256:" + "ab" * 32, verifier="held-out-suite", signer=elsewhere.address,
+        )  # fmt: skip
+        signed = oc.sign_entry(record, elsewhere.secret)
+        head = brain.head().commit
+    finally:
+        brain.close()
+    # SkillEvolBench-style verifier feedback: a task, pass/fail or a reward, the verifier and its log.
+    rows = [{"skill": "s", "task": "swe-2", "success": False, "verifier": "held-out-suite",
+             "evidence": "https://ci.example/run/2"},
+            {"skill": "s", "version": 1, "task": {"id": "swe-3", "digest": "sha256:" + "cd" * 32},
+             "score": 7, "scale": [0, 10], "threshold": 5}]  # fmt: skip
+    bad = signed.decode() + "\n" + "".join(json.dumps(r) + "\n" for r in rows) + '{"skill": "s", "task": "x"}\n'
+    proc = run_ledger("--brain", str(b), "outcome", "import", "-", "--actor", "agent", input=bad)
+    assert proc.returncode == 1 and "line 4" in proc.stderr and "exactly one of 'success'" in proc.stderr
+    brain = Brain.open(b)
+    assert brain.head().commit == head and brain.evidence.size() == 0  # nothing written
+    brain.close()
+    good = bad.rsplit('{"skill": "s", "task": "x"}', 1)[0]
+    done = run_ledger("--brain", str(b), "outcome", "import", "-", "--actor", "agent", "--json", input=good)
+    assert done.returncode == 0 and json.loads(done.stdout)["added"] == 3, done.stderr
+    again = run_ledger("--brain", str(b), "outcome", "import", "-", "--actor", "agent", input=signed.decode())
+    assert again.returncode == 1 and "already in the log" in again.stderr
+    listed = json.loads(run_ledger("--brain", str(b), "outcome", "list", "--json", check=True).stdout)
+    assert [o["tier"] for o in listed] == ["verified", "self", "self"]
+    assert listed[0]["record"]["outcome"] == {"result": "score", "score": 0.8, "scale": [0, 1], "threshold": 0.5}
+    assert run_ledger("--brain", str(b), "verify").returncode == 0
+
+
+def test_an_untrusted_or_foreign_signer_is_refused_at_the_door(tmp_path: Path, keys: Path) -> None:
+    b = _brain(tmp_path, keys, verifier=False)
+    stranger = KeyDir(tmp_path / "stranger").generate("verifier")
+    brain = Brain.open(b)
+    try:
+        served = brain.evidence.served("s")
+        record = oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=1, digest=served.digest,
+                                receipt={"commit": served.commit, "root": served.root}, task_id="t",
+                                task_digest=None, result="success", signer=stranger.address)  # fmt: skip
+        with pytest.raises(LedgerError, match="does not trust"):
+            brain.evidence.append([oc.sign_entry(record, stranger.secret)], "x")
+        forged = json.loads(oc.sign_entry(record, stranger.secret))
+        forged["record"]["outcome"]["result"] = "failure"
+        with pytest.raises(LedgerError, match="altered or forged"):
+            brain.evidence.append([oc.canonical(forged)], "x")
+        assert brain.evidence.size() == 0
+    finally:
+        brain.close()
+
+
+def test_skill_outcome_over_mcp_with_the_official_client(tmp_path: Path, keys: Path) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    b = _brain(tmp_path, keys, verifier=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(b), "mcp"], env=env)
+    seen: dict[str, object] = {}
+
+    async def session() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert "skill_outcome" in tools and tools["skill_outcome"].annotations.read_only_hint is False
+            view = json.loads((await s.call_tool("skill_view", {"name": "s"})).content[0].text)
+            receipt = view["receipt"]
+            done = await s.call_tool("skill_outcome", {"name": "s", "receipt": receipt, "task": "ticket-42",
+                                                       "outcome": "success", "evidence": "file:///run/42.log"})
+            assert not done.is_error, done.content[0].text
+            seen["done"] = json.loads(done.content[0].text)
+            scored = await s.call_tool("skill_outcome", {"name": "s", "receipt": receipt, "task": "ticket-43",
+                                                         "outcome": "score", "score": 0.25})
+            assert not scored.is_error, scored.content[0].text
+            wrong = await s.call_tool("skill_outcome", {"name": "s", "receipt": {**receipt, "commit": "0" * 40},
+                                                        "task": "t", "outcome": "success"})
+            assert wrong.is_error and "not a snapshot of this brain" in wrong.content[0].text
+            older = await s.call_tool("skill_outcome", {"name": "s", "receipt": {**receipt, "version": 7},
+                                                        "task": "t", "outcome": "failure"})
+            assert older.is_error and "not v7" in older.content[0].text
+            seen["receipt"] = receipt
+
+    asyncio.run(asyncio.wait_for(session(), 120))
+    done, receipt = seen["done"], seen["receipt"]
+    assert done["tier"] == "self" and done["version"] == 1 and done["log_size"] == 1
+    listed = json.loads(run_ledger("--brain", str(b), "outcome", "list", "--json", check=True).stdout)
+    assert [o["record"]["receipt"]["commit"] for o in listed] == [receipt["commit"]] * 2
+    assert listed[0]["record"]["task"]["id"] == "ticket-42" and listed[0]["tier"] == "self"
+    log = json.loads(run_ledger("--brain", str(b), "log", "-n", "1", "--json", check=True).stdout)[0]
+    assert log["operation"] == "outcome" and log["attribution"]["actor"] == "agent" and log["changes"] == []
+    assert run_ledger("--brain", str(b), "verify").returncode == 0
+
+
+def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> None:
+    a = Brain.init(tmp_path / "a")
+    a.create("s", "S", "one\n")
+    remote = tmp_path / "remote.git"
+    sharing.push(a, str(remote))
+    b = sharing.clone(str(remote), tmp_path / "b")
+    try:
+        with a.acting("agent"):
+            for i in range(3):
+                a.evidence.record("s", result="success", task=f"a{i}")
+        with b.acting("agent"):
+            for i in range(2):
+                b.evidence.record("s", result="failure", task=f"b{i}")
+        sharing.push(a, str(remote))
+        sharing.pull(b, str(remote))  # b merges: a's log first (the remote's), then b's two
+        sharing.push(b, str(remote))
+        sharing.pull(a, str(remote))
+        logs = [[json.loads(e)["record"]["task"]["id"] for e in x.evidence.entries()] for x in (a, b)]
+        assert logs[0] == logs[1] == ["a0", "a1", "a2", "b0", "b1"]
+        for x in (a, b):
+            assert run_ledger("--brain", str(x.root), "verify").returncode == 0
+    finally:
+        a.close()
+        b.close()
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from ledger.brain import Brain
+b = Brain.open(Path(sys.argv[1]))
+with b.acting("agent"):
+    for i in range(int(sys.argv[3])):
+        b.evidence.record("s", result="success", task=f"{sys.argv[2]}-{i}")
+b.close()
+"""
+
+
+def test_concurrent_writers_lose_no_outcome(tmp_path: Path, keys: Path) -> None:
+    b = _brain(tmp_path, keys, verifier=False)
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(b), f"w{w}", "6"], stderr=subprocess.PIPE)
+             for w in range(4)]  # fmt: skip
+    (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="edited beside them"))
+    run_ledger("--brain", str(b), "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    brain = Brain.open(b)
+    try:
+        tasks = sorted(json.loads(e)["record"]["task"]["id"] for e in brain.evidence.entries())
+    finally:
+        brain.close()
+    assert tasks == sorted(f"w{w}-{i}" for w in range(4) for i in range(6))
+    assert run_ledger("--brain", str(b), "verify").returncode == 0
