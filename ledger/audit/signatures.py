@@ -74,7 +74,7 @@ def check_signatures(
         else:
             signed.append(Signed(i, snap.commit, signer, after.active.get(signer) or trust.active[signer]))
             if snap.commit in shown:
-                shown[snap.commit]["actor"] = signed[-1].role
+                shown[snap.commit]["actor"], shown[snap.commit]["signer"] = signed[-1].role, signer
         if snap.operation == "adopt":
             adopted_at = i
         if founder is not None and signer is not None and not trust.established and after.established \

@@ -260,6 +260,7 @@ def _step(
             "changes": [asdict(c) for c in snap.changes], "root": format_root(snap.root),
             "timestamp": snap.timestamp, "ok": computed == snap.root and snap.parent_root == st.root, "chain": None,
             "actor": snap.shown_actor,  # the signatures check puts the verified role, or "bad signature"
+            "signer": None,  # the signatures check puts the address a signature recovers
         })  # fmt: skip
     st.root = snap.root
 

@@ -14,6 +14,7 @@ from ledger.cli import (  # noqa: F401
     layouts,
     manifests,
     outcomes,
+    report,
     runtimes,
     sharing,
     skills,

@@ -152,9 +152,11 @@ def validate(data: Any) -> None:
         _refuse("verdict.ok", "true, yet a check FAILs: a passing verdict with a failed check is a contradiction")
     _increasing([s["index"] for s in data["timeline"]], "timeline", "index")
     for i, snap in enumerate(data["timeline"]):
-        if (snap["signer"] is None) != (snap["signature"] == "unsigned"):
+        if (snap["signature"] == "ok" and snap["signer"] is None) or (snap["signature"] == "unsigned"
+                                                                      and snap["signer"] is not None):
             _refuse(f"timeline[{i}].signer", f"signature {snap['signature']!r} with signer {snap['signer']!r}: "
-                    "a checked signature names its signer, an unsigned snapshot has none")  # fmt: skip
+                    "a good signature names its signer, an unsigned snapshot has none (a failed one may not "
+                    "recover any)")  # fmt: skip
     names: set[str] = set()
     for i, skill in enumerate(data["skills"]):
         path = f"skills[{i}]"

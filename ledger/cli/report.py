@@ -1,0 +1,41 @@
+"""``ledger report``: the brain as one self-contained page a shareholder can check (ledger.page)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli.common import main, open_brain
+
+
+@main.command()
+@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The directory to write index.html into (made if missing).")  # fmt: skip
+@click.option("--rpc", metavar="URL", help="Check the chain too: anchors, pending roots, the evidence root on chain.")
+@click.pass_context
+def report(ctx: click.Context, out: Path, rpc: str | None) -> None:
+    """Write OUTPUT/index.html: the lineage as a timeline, competence per skill version as plots, who
+    signed what, what is anchored and pending, skills from elsewhere.
+
+    One static page, no network when viewed.  Everything on it is audited first: a checked
+    figure is drawn solid with a tick, a figure the audit could not check is marked 'claimed',
+    and a brain that fails its audit is shown as FAILING (exit 1, the page still written).
+    """
+    from ledger.page import render_page
+    from ledger.page.collect import collect
+
+    with open_brain(ctx) as brain:
+        data = collect(brain, rpc=rpc)
+    html = render_page(data)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "index.html"
+    tmp = out / ".index.html.tmp"
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(target)
+    verdict = "verified OK" if data["verdict"]["ok"] else "verification FAILED"
+    click.echo(f"report written to {target} ({verdict}; {len(data['skills'])} skill(s), "
+               f"{len(data['timeline'])} snapshot(s), {data['evidence']['size']} outcome(s))")  # fmt: skip
+    if not data["verdict"]["ok"]:
+        sys.exit(1)
