@@ -47,6 +47,14 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
     /// @dev Each epoch's size, four uint64 per word (epoch e at word e >> 2, bits 64 * (e & 3)).
     mapping(address operator => mapping(uint256 word => uint256 sizes)) private _epochSizes;
 
+    /// @dev An agent's last anchored evidence log: two slots, each written whole.
+    struct Evidence {
+        uint256 size;
+        bytes32 root;
+    }
+
+    mapping(uint256 agentId => Evidence evidence) private _evidence;
+
     constructor() ERC1155("") EIP712("BrainRegistry", "1") {}
 
     /*//////////////////////////////////////////////////////////////
@@ -175,6 +183,45 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
             head = root;
         }
         _store(agent, owner, seq, head);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                EVIDENCE
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IBrainRegistry
+    /// @dev With roots: `_commit` (authorize, compare-and-swap, its events and stores), then two
+    ///      slots rewritten; without: the agent's two slots read, nothing written but the evidence.
+    ///      The proof costs ~72 gas of sha256 per node.
+    function commitEvidence(
+        uint256 agentId,
+        bytes32 parent,
+        bytes32[] calldata roots,
+        uint64 size,
+        bytes32 evidenceRoot,
+        bytes32[] calldata consistency
+    ) external returns (uint64 seq) {
+        bytes32 head;
+        uint256 n = roots.length;
+        if (n == 0) {
+            Agent storage agent = _agents[agentId];
+            address owner;
+            (owner, seq, head) = (agent.owner, agent.seq, agent.head);
+            _authorize(agentId, owner, msg.sender);
+            if (head != parent) revert StaleParent(agentId, head, parent);
+            if (head == bytes32(0)) revert InvalidRoot(agentId, parent, head); // no head to bind the evidence to
+        } else {
+            seq = _commit(agentId, parent, roots, msg.sender);
+            head = roots[n - 1];
+        }
+        Evidence storage evidence = _evidence[agentId];
+        uint64 last = uint64(evidence.size);
+        if (size <= last || evidenceRoot == bytes32(0)) revert InvalidEvidence(agentId, last, size, evidenceRoot);
+        if (last == 0 ? consistency.length != 0 : !_consistent(last, size, evidence.root, evidenceRoot, consistency)) {
+            revert InconsistentEvidence(agentId, size);
+        }
+        (evidence.size, evidence.root) = (size, evidenceRoot);
+        emit EvidenceCommitted(agentId, head, size, evidenceRoot);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -310,6 +357,12 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
         root = _epochRoots[operator][epoch];
         size = uint64(_epochSizes[operator][epoch >> 2] >> (64 * (epoch & 3)));
         if (root == bytes32(0)) size = 0; // epoch 0, or one not anchored yet
+    }
+
+    /// @inheritdoc IBrainRegistry
+    function evidenceOf(uint256 agentId) external view returns (uint64 size, bytes32 root) {
+        Evidence storage evidence = _evidence[agentId];
+        (size, root) = (uint64(evidence.size), evidence.root);
     }
 
     /// @inheritdoc IBrainRegistry

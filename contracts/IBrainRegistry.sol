@@ -36,6 +36,12 @@ interface IBrainRegistry {
     /// @dev The consistency proof does not show the operator's last epoch is a prefix of the new one
     ///      (RFC 9162 §2.1.4.2): an earlier entry was rewritten, or the proof is wrong.
     error InconsistentEpoch(address operator, uint64 epoch);
+    /// @dev An evidence root must grow the agent's evidence log (`size` above the last anchored
+    ///      size) and be non-zero.
+    error InvalidEvidence(uint256 agentId, uint64 lastSize, uint64 size, bytes32 root);
+    /// @dev The consistency proof does not show the agent's last anchored evidence log is a prefix
+    ///      of this one (RFC 9162 §2.1.4.2): an anchored outcome was rewritten or dropped, or the proof is wrong.
+    error InconsistentEvidence(uint256 agentId, uint64 size);
 
     /*//////////////////////////////////////////////////////////////
                                  EVENTS
@@ -54,10 +60,33 @@ interface IBrainRegistry {
     /// @notice `operator` anchored epoch `epoch` of its log: the RFC 9162 Merkle tree hash `root`
     ///         (SHA-256) of the log's first `size` entries, each one agent's head (docs/lineage.md).
     event EpochAnchored(address indexed operator, uint64 indexed epoch, uint64 size, bytes32 root);
+    /// @notice The agent's evidence log (its signed outcome records) now has `size` entries whose
+    ///         RFC 9162 (SHA-256) tree hash is `root`, as recorded by a snapshot whose bundle root is
+    ///         `head`: the agent's head when this event was emitted (docs/lineage.md).
+    event EvidenceCommitted(uint256 indexed agentId, bytes32 indexed head, uint64 size, bytes32 root);
 
     /*//////////////////////////////////////////////////////////////
                                FUNCTIONS
     //////////////////////////////////////////////////////////////*/
+
+    /// @notice Commit a lineage segment (`roots`, possibly empty) and the agent's evidence log
+    ///         (`size`, `evidenceRoot`) in one transaction, binding the evidence to the head.
+    /// @dev `roots` empty: `parent` must equal the current head and the head must be non-zero
+    ///      (`StaleParent` / `InvalidRoot` otherwise); the evidence is bound to the current head.
+    ///      `roots` non-empty: exactly `commitBatch`'s rules, then the evidence is bound to the new
+    ///      head. The caller must be the owner or an authorized committer. Emits `RootCommitted`
+    ///      per root, then `EvidenceCommitted(agentId, head, size, evidenceRoot)`.
+    /// @param consistency Empty for the agent's first evidence root, else the RFC 9162 §2.1.4.2
+    ///        consistency proof from `evidenceOf(agentId)` to (`size`, `evidenceRoot`), checked here.
+    /// @return seq The agent's sequence number after the roots (its head's).
+    function commitEvidence(
+        uint256 agentId,
+        bytes32 parent,
+        bytes32[] calldata roots,
+        uint64 size,
+        bytes32 evidenceRoot,
+        bytes32[] calldata consistency
+    ) external returns (uint64 seq);
 
     /// @notice Register an agent owned by the caller and mint `shares` of it to the caller.
     /// @param salt Any value; one owner gets one agent per salt.
@@ -123,4 +152,7 @@ interface IBrainRegistry {
 
     /// @notice `operator`'s last epoch, its size and root (zeros before its first).
     function latestEpoch(address operator) external view returns (uint64 epoch, uint64 size, bytes32 root);
+
+    /// @notice The agent's last anchored evidence log: its size and root (zeros before the first).
+    function evidenceOf(uint256 agentId) external view returns (uint64 size, bytes32 root);
 }

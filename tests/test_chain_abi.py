@@ -31,7 +31,8 @@ def _words(n: int) -> list[bytes]:
 
 
 def test_selectors_and_the_event_topic_are_the_abis() -> None:
-    for name in ("commit", "commitBatch", "headOf", "sequenceOf", "ownerOf", "isCommitter"):
+    for name in ("commit", "commitBatch", "commitEvidence", "evidenceOf", "headOf", "sequenceOf", "ownerOf",
+                 "isCommitter"):
         assert abi.selector(_signature(name)) == function_abi_to_4byte_selector(FUNCTIONS[name]), name
     (event,) = (e for e in ABI if e.get("name") == "RootCommitted")
     assert event_abi_to_log_topic(event) == abi.ROOT_COMMITTED
@@ -45,6 +46,9 @@ def test_call_data_is_web3s(trial: int) -> None:
     cases = [
         ("commit", (agent, parent, root)),
         ("commitBatch", (agent, parent, _words(trial))),  # 0 … 7 roots: an empty batch too
+        ("commitEvidence", (agent, parent, _words(trial), RNG.getrandbits(64), root, _words(7 - trial))),
+        ("commitEvidence", (agent, parent, [], trial + 1, root, [])),
+        ("evidenceOf", (agent,)),
         ("headOf", (agent,)),
         ("sequenceOf", (agent,)),
         ("ownerOf", (agent,)),
@@ -112,6 +116,33 @@ def test_a_root_committed_log_decodes_as_web3_decodes_it() -> None:
         assert (ours["block"], ours["log_index"]) == (12, 3)
         assert ours["tx"] == "0x" + bytes(theirs["transactionHash"]).hex()
         assert ours["block_hash"] == "0x" + bytes(theirs["blockHash"]).hex()
+
+
+def test_an_evidence_committed_log_decodes_as_web3_decodes_it() -> None:
+    (event,) = (e for e in ABI if e.get("name") == "EvidenceCommitted")
+    assert event_abi_to_log_topic(event) == abi.EVIDENCE_COMMITTED
+    for size in (1, 2**64 - 1, RNG.getrandbits(64)):
+        agent, head, root = RNG.getrandbits(256), RNG.randbytes(32), RNG.randbytes(32)
+        raw = {
+            "address": CONTRACT.address,
+            "topics": ["0x" + t.hex() for t in (abi.EVIDENCE_COMMITTED, agent.to_bytes(32, "big"), head)],
+            "data": "0x" + abi_encode(["uint64", "bytes32"], [size, root]).hex(),
+            "transactionHash": "0x" + RNG.randbytes(32).hex(),
+            "blockHash": "0x" + RNG.randbytes(32).hex(),
+            "blockNumber": "0x9",
+            "logIndex": "0x4",
+            "transactionIndex": "0x0",
+        }
+        args = get_event_data(Web3().codec, event, raw)["args"]
+        ours = abi.decode_evidence_committed(raw)
+        assert (ours["agent"], ours["head"], ours["size"], ours["root"]) == (
+            args["agentId"], args["head"], args["size"], args["root"])
+        assert (ours["block"], ours["log_index"], ours["registry"]) == (9, 4, CONTRACT.address)
+    for bad in ("0x" + "00" * 63, "0x" + "00" * 23 + "01" + "00" * 40):  # short, or a size above uint64
+        with pytest.raises(ChainError, match="not an EvidenceCommitted"):
+            abi.decode_evidence_committed({**raw, "data": bad})
+    with pytest.raises(ChainError, match="not an EvidenceCommitted"):
+        abi.decode_evidence_committed({**raw, "topics": raw["topics"][:2]})
 
 
 def test_another_events_log_is_refused() -> None:

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {BrainRegistry} from "../BrainRegistry.sol";
+import {Rfc9162} from "./Epochs.t.sol";
 import {Test, Vm} from "./Vm.sol";
 
 /// @dev Drives the registry with authorized and unauthorized actors and keeps ghost state.
@@ -14,6 +15,7 @@ contract Handler {
     uint64 public ghostCount;
     bytes32 public ghostHead;
     uint256 public unauthorizedChanges;
+    uint64 public ghostEvidence; // the evidence log's size: entries 0 .. ghostEvidence - 1 of Rfc9162
 
     constructor(BrainRegistry reg_, uint256 agent_, address owner_, address delegate_) {
         reg = reg_;
@@ -58,6 +60,23 @@ contract Handler {
         reg.commitBatch(agent, ghostHead, roots);
         ghostCount += n;
         ghostHead = roots[n - 1];
+    }
+
+    /// @dev Zero to two roots and one to three new evidence entries, in one `commitEvidence`.
+    function evidence(uint256 seed, uint8 n, uint8 grow) external {
+        if (ghostHead == bytes32(0)) return; // evidence-only needs a head
+        n = uint8(n % 3);
+        uint64 size = ghostEvidence + 1 + (grow % 3);
+        bytes32[] memory roots = new bytes32[](n);
+        for (uint256 i; i < n; ++i) roots[i] = keccak256(abi.encode(seed, ghostCount, i, "e"));
+        bytes32[] memory proof =
+            ghostEvidence == 0 ? new bytes32[](0) : Rfc9162.consistency(ghostEvidence, 0, size, true);
+        bytes32 root = Rfc9162.mth(0, size);
+        vm.prank(delegate);
+        reg.commitEvidence(agent, ghostHead, roots, size, root, proof);
+        ghostCount += n;
+        if (n > 0) ghostHead = roots[n - 1];
+        ghostEvidence = size;
     }
 
     function staleCommit(uint256 seed) external {
@@ -110,6 +129,13 @@ contract BrainRegistryInvariantTest is Test {
 
     function invariant_headIsLastCommittedRoot() public view {
         assertEq(reg.headOf(agent), handler.ghostHead(), "head");
+    }
+
+    function invariant_evidenceIsTheLastAnchoredLog() public view {
+        (uint64 size, bytes32 root) = reg.evidenceOf(agent);
+        uint64 ghost = handler.ghostEvidence();
+        assertEq(size, ghost, "evidence size");
+        assertEq(root, ghost == 0 ? bytes32(0) : Rfc9162.mth(0, ghost), "evidence root");
     }
 
     function invariant_unauthorizedNeverChangesState() public view {

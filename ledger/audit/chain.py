@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from math import inf
 from typing import Any
 
+from ledger.audit.chainevidence import check_chain_evidence
 from ledger.audit.epochs import check_epochs
 from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
@@ -42,6 +43,7 @@ def check_chain(
     from ledger.chain.registry import ZERO, Registry
 
     timeline_at = {s.commit: i for i, s in enumerate(snaps)}
+    mainline = snaps
     snaps = anchored(snaps)  # what the chain records: each event seq k is snaps[k - 1] (docs/lineage.md)
     reg = Registry(rpc, registry)  # raises RpcUnreachableError (exit 1)
     tip = reg.block("latest")  # read first: every read below is pinned to this height
@@ -130,6 +132,7 @@ def check_chain(
     check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
                  epoch_logs)  # fmt: skip
     _check_committers(report, history, events)
+    check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
 
 

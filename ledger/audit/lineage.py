@@ -14,7 +14,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
                  snapshot's root and position (seq); what needs the chain is ``chain.receipts``;
 - ``worktree``   (brains only) the working tree equals the head snapshot;
 - ``chain.*``    the registry's events form an unbroken lineage equal to the snapshots, the head is a
-                 snapshot, receipts are still canonical, committers were authorized;
+                 snapshot, receipts are still canonical, committers were authorized, and each
+                 anchored evidence log is one a snapshot of that head records;
 - ``fsck``       ``git fsck`` of the store.
 
 Subtree digests are cached by git tree id (itself content-addressed), so a long
@@ -70,6 +71,7 @@ CHECKS = (
     "chain.epochs",
     "chain.committers",
     "chain.signers",
+    "chain.evidence",
     "fsck",
 )
 
@@ -82,6 +84,7 @@ CHAIN_CHECKS = {
     "chain.epochs": "epoch receipts vs the chain and the operator's log",
     "chain.committers": "committers vs CommitterSet (§7 rule 5)",
     "chain.signers": "agent keys vs CommitterSet (§8.5)",
+    "chain.evidence": "anchored evidence logs vs the snapshots' (issue 38)",
 }
 NO_RPC = ("no --rpc", "pass --rpc URL --registry ADDR --agent ID")
 

@@ -20,11 +20,13 @@ __all__ = [
     "AGENT_REGISTERED",
     "COMMITTER_SET",
     "EPOCH_ANCHORED",
+    "EVIDENCE_COMMITTED",
     "ROOT_COMMITTED",
     "ZERO",
     "call_data",
     "checksum",
     "decode_committer_log",
+    "decode_evidence_committed",
     "decode_root_committed",
     "hexbytes",
     "keccak",
@@ -56,6 +58,8 @@ AGENT_REGISTERED = keccak(b"AgentRegistered(uint256,address,bytes32,uint256)")
 COMMITTER_SET = keccak(b"CommitterSet(uint256,address,bool)")
 # `EpochAnchored(address indexed operator, uint64 indexed epoch, uint64 size, bytes32 root)`
 EPOCH_ANCHORED = keccak(b"EpochAnchored(address,uint64,uint64,bytes32)")
+# `EvidenceCommitted(uint256 indexed agentId, bytes32 indexed head, uint64 size, bytes32 root)`
+EVIDENCE_COMMITTED = keccak(b"EvidenceCommitted(uint256,bytes32,uint64,bytes32)")
 
 
 def hexbytes(value: Any) -> bytes:
@@ -103,18 +107,17 @@ def word(value: Any, kind: str) -> bytes:
 
 
 def call_data(signature: str, *args: Any) -> bytes:
-    """A call's data: selector, then the head words; a trailing ``bytes32[]`` is the one dynamic
-    argument the registry's hot paths take (``commitBatch``), encoded as its offset, length, items."""
+    """A call's data: selector, then the head words; a ``bytes32[]`` (the one dynamic type the
+    registry's hot paths take: ``commitBatch``'s roots, ``commitEvidence``'s roots and proof) is
+    its offset in the head and its length and items in the tail, in argument order."""
     kinds = signature[signature.index("(") + 1 : -1].split(",") if not signature.endswith("()") else []
     if len(kinds) != len(args):
         raise ChainError(f"{signature} takes {len(kinds)} argument(s), got {len(args)}")
     head, tail = b"", b""
     for kind, value in zip(kinds, args, strict=True):
         if kind == "bytes32[]":
-            if kind != kinds[-1]:
-                raise ChainError("the light ABI codec encodes a bytes32[] only as the last argument")
-            head += word(32 * len(kinds), "uint256")
-            tail = word(len(value), "uint256") + b"".join(word(v, "bytes32") for v in value)
+            head += word(32 * len(kinds) + len(tail), "uint256")
+            tail += word(len(value), "uint256") + b"".join(word(v, "bytes32") for v in value)
         else:
             head += word(value, kind)
     return selector(signature) + head + tail
@@ -155,6 +158,27 @@ def decode_root_committed(log: Any) -> dict[str, Any]:
         "agent": int.from_bytes(topics[1], "big"),
         "root": topics[2],
         "committer": checksum(data[12:]),
+        "registry": checksum(log["address"]),
+        "tx": "0x" + hexbytes(log["transactionHash"]).hex(),
+        "block": _int(log["blockNumber"]),
+        "block_hash": "0x" + hexbytes(log["blockHash"]).hex(),
+        "log_index": _int(log["logIndex"]),
+    }
+
+
+def decode_evidence_committed(log: Any) -> dict[str, Any]:
+    """One EvidenceCommitted log as plain values: the agent, the head the evidence is bound to, the
+    log's size and root, and where the log is.  Anything but this event's exact shape is refused."""
+    topics = [hexbytes(t) for t in log["topics"]]
+    data = hexbytes(log["data"])
+    if len(topics) != 3 or topics[0] != EVIDENCE_COMMITTED or len(data) != 64 or data[:24] != b"\x00" * 24:
+        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
+                         "an EvidenceCommitted event of this registry's ABI")  # fmt: skip
+    return {
+        "agent": int.from_bytes(topics[1], "big"),
+        "head": topics[2],
+        "size": int.from_bytes(data[:32], "big"),
+        "root": data[32:],
         "registry": checksum(log["address"]),
         "tx": "0x" + hexbytes(log["transactionHash"]).hex(),
         "block": _int(log["blockNumber"]),

@@ -21,10 +21,12 @@ from typing import Any
 
 from ledger._faults import crashpoint
 from ledger.chain.abi import (
+    EVIDENCE_COMMITTED,
     ROOT_COMMITTED,
     ZERO,
     call_data,
     checksum,
+    decode_evidence_committed,
     decode_root_committed,
     decode_word,
     hexbytes,
@@ -258,6 +260,23 @@ class Registry:
         epoch, size, root = self._words("latestEpoch(address)", 3, operator, block=block)
         return decode_word(epoch, "uint64"), decode_word(size, "uint64"), root
 
+    def evidence(self, agent: int, block: Any = "latest") -> tuple[int, bytes]:
+        """The agent's last anchored evidence log, its size and root (0 and zero before the first)."""
+        size, root = self._words("evidenceOf(uint256)", 2, agent, block=block)
+        return decode_word(size, "uint64"), root
+
+    def evidence_events(self, agent: int, from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
+        """The agent's EvidenceCommitted events in (block, log index) order: ``head``, ``size``,
+        ``root``, ``tx``, ``block``, ``block_hash``, ``log_index`` (each a log the node answered for
+        this agent at this registry, or refused)."""
+        logs = self.logs([EVIDENCE_COMMITTED, word(agent, "uint256")], from_block, to_block)
+        out = [decode_evidence_committed(log) for log in logs]
+        for ev in out:
+            if ev["agent"] != agent or ev["registry"] != self.address:
+                raise ChainError(f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
+                                 f"for agent {agent:#x} at {self.address}")  # fmt: skip
+        return sorted(out, key=lambda e: (e["block"], e["log_index"]))
+
     def logs(self, topics: list[bytes | None], from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
         """The registry's raw logs matching ``topics`` (None: any), as JSON-RPC gives them."""
         if self.address is None:
@@ -366,6 +385,9 @@ def _hint(reason: str) -> str | None:
         return "this brain's agent is registered already ('ledger chain status'); a new agent needs a new brain"
     if reason.startswith("StaleParent"):
         return "the on-chain head moved (another writer, or a fork); run 'ledger commit' again to reconcile"
+    if reason.startswith("InconsistentEvidence") or reason.startswith("InvalidEvidence"):
+        return ("the anchored evidence log is not a prefix of this one (an outcome was rewritten or dropped); "
+                "run 'ledger chain status' and 'ledger verify --chain'")
     if reason.startswith("UnauthorizedCommitter"):
         return "ask the agent owner to authorize this key ('ledger chain authorize')"
     return None

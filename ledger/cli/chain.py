@@ -151,6 +151,11 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         click.echo("the on-chain head is not this brain's snapshot at that sequence; run 'ledger verify --chain'")
     else:
         click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
+    ev = st["evidence"]
+    if ev["local"]["size"] or ev["chain"]["size"]:
+        click.echo(f"evidence      {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
+            f"{ev['pending']} to commit" if ev["pending"] is not None
+            else "the anchored log is not a prefix of the local one ('ledger verify --chain')"))  # fmt: skip
 
 
 @chain.command("deploy")
@@ -213,6 +218,7 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     local head there is nothing to commit, and the registry client is never loaded.
     """
     from ledger.chain.config import onchain_head
+    from ledger.chain.evidencelog import has_evidence
     from ledger.chain.receipts import local_pending, receipt_of
 
     with open_brain(ctx) as brain:
@@ -222,6 +228,7 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
             cfg.rpc.startswith(("http://", "https://"))
             and local_pending(brain.store, cfg.registry, cfg.agent_id) == 0  # receipts to keep: none missing
             and onchain_head(cfg.rpc, cfg.registry, cfg.agent_id) == head.root  # the chain agrees (reorgs too)
+            and not has_evidence(brain.store, head.tree)  # an evidence log: evidenceOf is asked by commit_pending
         ):
             root = head.to_json()["root"]
             seq = (receipt_of(brain.store, head.commit) or {}).get("seq")
@@ -243,6 +250,9 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
         click.echo("nothing to commit: the on-chain head equals the local head")
     else:
         click.echo(f"committed {result.committed} root(s) in {len(result.transactions)} transaction(s)")
+    if result.evidence:
+        click.echo(f"committed the evidence log ({result.evidence['size']} entries, root {result.evidence['root']}) "
+                   f"in tx {result.evidence['tx']}")
     if result.reconciled:
         click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
     click.echo(f"on-chain head {result.head} (seq {result.seq})")

@@ -16,8 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.brain import Brain, Receipt
 from ledger.bundle.merkle import format_root
-from ledger.chain.abi import ROOT_COMMITTED, call_data, checksum, decode_root_committed, hexbytes, sequenced
+from ledger.chain.abi import (
+    EVIDENCE_COMMITTED,
+    ROOT_COMMITTED,
+    call_data,
+    checksum,
+    decode_evidence_committed,
+    decode_root_committed,
+    hexbytes,
+    sequenced,
+)
 from ledger.chain.config import ChainConfig
+from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry
@@ -40,6 +50,7 @@ class CommitResult:
     reconciled: int  # receipts recovered from chain events
     head: str | None
     seq: int
+    evidence: dict[str, Any] | None = None  # the evidence log sent in this run: size, root, tx
 
 
 
@@ -135,6 +146,11 @@ def commit_pending(
     ``upto`` (a snapshot of the lineage) stops there: a machine of a fleet commits only what it
     has published to the shared remote, so every anchored root is a snapshot an auditor can
     fetch.  Returns a :class:`CommitResult`, or ``attach_to`` with its chain receipt filled in.
+
+    The evidence log of the newest snapshot considered (the head, or ``upto``) goes on chain when
+    it is longer than the one anchored: with the last chunk of roots, in the same transaction
+    (``commitEvidence``), or alone, bound to the chain's head, when no root is pending.  An anchored
+    log that is not a prefix of the local one is refused before anything is sent.
     """
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
@@ -164,19 +180,34 @@ def commit_pending(
             pending = [snap for snap in pending if snap.commit in published]
         _check_roots(brain, pending)
         parent = events[-1]["root"] if events else ZERO
+        target = brain.store.snapshot(upto if upto is not None else brain.head().commit)
+        evidence, anchored_size = _evidence_to_send(brain, reg, cfg.agent_id, target, pending, parent)
         txs: list[str] = []
         done = 0
-        if pending:
+        sent: dict[str, Any] | None = None
+        if pending or evidence is not None:
             account = _account(cfg, key, reg.chain_id, password)
-            for start in range(0, len(pending), max(1, batch)):
-                chunk = pending[start : start + max(1, batch)]
+            chunks = [pending[i : i + max(1, batch)] for i in range(0, len(pending), max(1, batch))] or [[]]
+            for n, chunk in enumerate(chunks):
                 roots = [s.root for s in chunk]
-                data = (
-                    call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, roots[0])
-                    if len(roots) == 1
-                    else call_data("commitBatch(uint256,bytes32,bytes32[])", cfg.agent_id, parent, roots)
-                )
-                receipt = reg.transact(account, data, what=f"committing {len(roots)} root(s)")
+                if evidence is not None and n == len(chunks) - 1:
+                    data = call_data(
+                        "commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])",
+                        cfg.agent_id, parent, roots, evidence.size, evidence.root, evidence.consistency(anchored_size),
+                    )  # fmt: skip
+                    what = f"committing {len(roots)} root(s) and {evidence.size} evidence entries"
+                elif len(roots) == 1:
+                    data = call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, roots[0])
+                    what = "committing 1 root(s)"
+                else:
+                    data = call_data("commitBatch(uint256,bytes32,bytes32[])", cfg.agent_id, parent, roots)
+                    what = f"committing {len(roots)} root(s)"
+                receipt = reg.transact(account, data, what=what)
+                if evidence is not None and n == len(chunks) - 1:
+                    sent = _evidence_receipt(reg, cfg.agent_id, receipt, evidence, roots[-1] if roots else parent)
+                if not chunk:
+                    txs.append(sent["tx"] if sent else receipt["transactionHash"])
+                    break
                 logs = _receipt_events(reg, cfg.agent_id, receipt, len(events) + done, parent)
                 if len(logs) != len(chunk):
                     raise ChainError(f"the receipt of tx {logs[0]['tx'] if logs else '?'} holds {len(logs)} "
@@ -200,7 +231,55 @@ def commit_pending(
     if attach_to is not None:
         note = read_receipts(brain.store).get(attach_to.commit)
         return dataclasses.replace(attach_to, chain=note)
-    return CommitResult(done, txs, len(recovered), format_root(head) if head != ZERO else None, seq)
+    return CommitResult(done, txs, len(recovered), format_root(head) if head != ZERO else None, seq, sent)
+
+
+def _evidence_to_send(
+    brain: Brain, reg: Registry, agent: int, target: Snapshot, pending: list[Snapshot], head: bytes
+) -> tuple[EvidenceLog | None, int]:
+    """The target snapshot's evidence log when it is longer than the one anchored, and the anchored
+    size; (None, size) when there is nothing new, or no head to bind it to: the evidence is bound to
+    the head its transaction leaves, which must be the target's root (evidence-only, the chain's
+    head must already be it).  Refuses an anchored log that is not a prefix of the brain's (its
+    head's), or of the target's when the target's is to be sent."""
+    size, root = reg.evidence(agent)
+    current = brain.store.snapshot(brain.head().commit)
+    log = local = log_of(brain.store, current)
+    _refuse_unless_prefix(current, local, size, root)
+    if target.commit != current.commit:
+        log = log_of(brain.store, target)
+        if log.size <= size:
+            return None, size  # a target behind the chain's log (another machine anchored more): nothing to add
+        _refuse_unless_prefix(target, log, size, root)
+    if log.size <= size:
+        return None, size
+    bound = pending[-1].root if pending else head
+    if bound != target.root:
+        return None, size  # the chain's head is past the target (``upto``): a later commit carries it
+    return log, size
+
+
+def _refuse_unless_prefix(snap: Snapshot, log: EvidenceLog, size: int, root: bytes) -> None:
+    problem = prefix_problem(log, size, root)
+    if problem is not None:
+        raise ChainError(
+            f"refusing to anchor snapshot {snap.commit[:12]}'s evidence: {problem}",
+            hint="the anchored outcomes cannot be removed or changed; restore the evidence log from a copy "
+                 "that has them (pull the snapshots that anchored it, or a clone), then commit again; "
+                 "'ledger verify --chain' shows where it diverged",
+        )  # fmt: skip
+
+
+def _evidence_receipt(reg: Registry, agent: int, receipt: Any, log: EvidenceLog, head: bytes) -> dict[str, Any]:
+    """The one EvidenceCommitted log of a ``commitEvidence`` receipt, checked against what was sent."""
+    logs = [decode_evidence_committed(lg) for lg in receipt["logs"]
+            if lg["topics"] and hexbytes(lg["topics"][0]) == EVIDENCE_COMMITTED]  # fmt: skip
+    want = (reg.address, agent, head, log.size, log.root)
+    if len(logs) != 1 or tuple(logs[0][k] for k in ("registry", "agent", "head", "size", "root")) != want:
+        raise ChainError(f"the receipt of tx {receipt['transactionHash']} does not hold the one EvidenceCommitted "
+                         f"event sent (size {log.size}, root 0x{log.root.hex()})")  # fmt: skip
+    return {"size": log.size, "root": "0x" + log.root.hex(), "head": format_root(head), "tx": logs[0]["tx"],
+            "block": logs[0]["block"], "gas_used": int(receipt["gasUsed"])}  # fmt: skip
 
 
 def _receipt_events(reg: Registry, agent: int, receipt: Any, seq: int, parent: bytes) -> list[dict[str, Any]]:
@@ -284,6 +363,9 @@ def chain_status(brain: Brain) -> dict[str, Any]:
     on_lineage = 0 < seq <= len(lineage) and lineage[seq - 1].root == head
     pending = len(lineage) - seq if on_lineage or seq == 0 else None
     stale = [c for c, r in read_receipts(brain.store).items() if r.get("seq", 0) > seq]
+    evidence = log_of(brain.store, brain.store.snapshot(brain.head().commit))
+    ev_size, ev_root = reg.evidence(cfg.agent_id)
+    on_log = prefix_problem(evidence, ev_size, ev_root) is None
     return {
         "rpc": cfg.rpc,
         "chain_id": reg.chain_id,
@@ -296,6 +378,11 @@ def chain_status(brain: Brain) -> dict[str, Any]:
         "diverged": pending is None,
         "stale_receipts": len(stale),
         "in_sync": head == local,
+        "evidence": {
+            "local": evidence.as_json(),
+            "chain": {"size": ev_size, "root": "0x" + ev_root.hex() if ev_size else None},
+            "pending": evidence.size - ev_size if on_log else None,  # None: the anchored log is not a prefix
+        },
     }
 
 

@@ -1,0 +1,81 @@
+"""A snapshot's evidence log as the chain sees it: its size, its RFC 9162 root, any prefix's root,
+and the consistency proof from the anchored prefix.
+
+The log's entries (signed outcome records) live in the snapshot's top tree, ``evidence/``, beside
+the bundle (:mod:`ledger.store.evidence` reads them, in log order).  What goes on chain is the
+RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.chain.tlog`): the same tree as the
+epoch log, so the registry checks append-only with the verifier it already has.  Shared by the
+anchoring (what to send) and the audit (what the chain's events must match).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ledger.chain.tlog import Tree, leaf_hash
+from ledger.errors import ChainError
+from ledger.store import gitstore as gs
+from ledger.store.evidence import EVIDENCE, read_entries
+
+__all__ = ["EvidenceLog", "has_evidence", "log_of", "prefix_problem"]
+
+
+def has_evidence(store: gs.GitStore, tree: str) -> bool:
+    """Whether a snapshot's top tree (hex) has ``evidence/``: one tree read, no entry read (``ledger
+    commit`` says "nothing to commit" from the chain's head only for a head without one)."""
+    return bool(tree) and any(name == EVIDENCE for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
+
+
+@dataclass(frozen=True)
+class EvidenceLog:
+    """One snapshot's evidence log: its entries, and the RFC 9162 tree over them."""
+
+    entries: list[bytes] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+    @cached_property
+    def tree(self) -> Tree:
+        return Tree([leaf_hash(e) for e in self.entries])
+
+    @property
+    def root(self) -> bytes:
+        """The tree hash of the whole log (SHA-256 of nothing for an empty one, RFC 9162 §2.1.1)."""
+        return self.tree.root()
+
+    def prefix_root(self, size: int) -> bytes:
+        """The tree hash of the first ``size`` entries (0 < size ≤ :attr:`size`)."""
+        if not 0 < size <= self.size:
+            raise ChainError(f"no prefix of {size} entries in an evidence log of {self.size}")
+        return self.tree.subroot(0, size)
+
+    def consistency(self, first: int) -> list[bytes]:
+        """The RFC 9162 proof from the first ``first`` entries to the whole log ([] for ``first`` 0)."""
+        return self.tree.consistency(first) if first else []
+
+    def as_json(self) -> dict[str, object]:
+        return {"size": self.size, "root": "0x" + self.root.hex() if self.size else None}
+
+
+def log_of(store: gs.GitStore, snap: gs.Snapshot) -> EvidenceLog:
+    """The evidence log a snapshot records (empty for one without ``evidence/``)."""
+    return EvidenceLog(read_entries(store, bytes.fromhex(snap.tree)) if snap.tree else [])
+
+
+def prefix_problem(log: EvidenceLog, size: int, root: bytes) -> str | None:
+    """Why the anchored log (``size``, ``root``) is not a prefix of ``log``, or None when it is
+    (an empty anchored log, size 0, is everyone's prefix)."""
+    if size == 0:
+        return None
+    if log.size < size:
+        return (f"the chain anchored {size} evidence entries (root 0x{root.hex()}) but this log has only "
+                f"{log.size}: it was trimmed after it was anchored")  # fmt: skip
+    mine = log.prefix_root(size)
+    if mine != root:
+        return (f"the first {size} evidence entries hash to 0x{mine.hex()} here but the chain anchored "
+                f"0x{root.hex()}: an anchored outcome was rewritten")  # fmt: skip
+    return None
+
