@@ -247,3 +247,31 @@ def test_concurrent_writers_lose_no_outcome(tmp_path: Path, keys: Path) -> None:
         brain.close()
     assert tasks == sorted(f"w{w}-{i}" for w in range(4) for i in range(6))
     assert run_ledger("--brain", str(b), "verify").returncode == 0
+
+
+def test_the_committed_record_vector_signs_and_reads_back_byte_for_byte() -> None:
+    """docs/lineage.md §14.1, pinned: a second implementation must produce these exact bytes."""
+    import hashlib
+
+    vec = json.loads((Path(__file__).parent / "vectors" / "outcomes" / "record.json").read_text())
+    secret = bytes.fromhex(vec["secret"][2:])
+    record = vec["record"]
+    assert oc.canonical(record).decode() == vec["record_jcs"]
+    assert hashlib.sha256(vec["record_jcs"].encode()).hexdigest() == vec["id"]
+    assert oc.signed_text(bytes.fromhex(vec["id"])) == vec["signed_text"]
+    entry = oc.sign_entry(record, secret)  # RFC 6979: deterministic
+    assert entry.decode() == vec["entry"] and hashlib.sha256(b"\0" + entry).hexdigest() == vec["leaf_hash"]
+    parsed = oc.parse_entry(vec["entry"].encode())
+    assert parsed.signer == vec["signer"] and parsed.id.hex() == vec["id"] and parsed.success is True
+    assert oc.outcome_id_of(entry) == parsed.id
+    # What a reader MUST refuse: other bytes for the same object, an extra member, a high-s twin, a key named twice.
+    doc = json.loads(vec["entry"])
+    spaced = json.dumps(doc).encode()
+    extra = oc.canonical({**doc, "record": {**record, "note": "x"}})
+    r, s, v = int(doc["signature"][2:66], 16), int(doc["signature"][66:130], 16), int(doc["signature"][130:], 16)
+    n = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+    twin = oc.canonical({**doc, "signature": f"0x{r:064x}{n - s:064x}{55 - v:02x}"})
+    twice = vec["entry"].encode().replace(b'{"record":', b'{"signature":"0x00","record":', 1)
+    for bad, why in ((spaced, "canonical"), (extra, "exactly"), (twin, "lower half"), (twice, "twice")):
+        with pytest.raises(LedgerError, match=why):
+            oc.parse_entry(bad)
