@@ -185,12 +185,13 @@ class Evidence:
     def import_lines(self, lines: Iterable[bytes], *, note: str = "") -> tuple[Receipt | None, dict[str, int]]:
         """Import a JSONL of outcomes (rows signed here, or entries signed elsewhere) as one snapshot."""
         entries: list[bytes] = []
+        served: dict[str, Served] = {}  # a bulk file names few versions: each is looked up once
         for number, line in enumerate(lines, 1):
             line = line.strip()
             if not line:
                 continue
             try:
-                entries.append(self._row(line))
+                entries.append(self._row(line, served))
             except LedgerError as exc:
                 raise type(exc)(f"line {number}: {exc.message}", hint=exc.hint or "fix the line and import again; "
                                 "nothing was written") from None  # fmt: skip
@@ -198,7 +199,7 @@ class Evidence:
         receipt = self.append(entries, note or f"outcome: imported {before} outcome(s)") if entries else None
         return receipt, {"read": before}
 
-    def _row(self, line: bytes) -> bytes:
+    def _row(self, line: bytes, cache: dict[str, Served]) -> bytes:
         try:
             doc = json.loads(line, object_pairs_hook=unique_keys)
         except ValueError as exc:
@@ -218,7 +219,10 @@ class Evidence:
         scale = doc.get("scale", [0, 1] if "score" in doc else None)
         if scale is not None and not (isinstance(scale, list) and len(scale) == 2):
             raise StoreError("'scale' is [lowest, highest]")
-        served = self.served(str(doc["skill"]), doc.get("version"), doc.get("receipt"))
+        key = json.dumps([doc["skill"], doc.get("version"), doc.get("receipt")], sort_keys=True)
+        if key not in cache:
+            cache[key] = self.served(str(doc["skill"]), doc.get("version"), doc.get("receipt"))
+        served = cache[key]
         fields = {k: doc.get(k) for k in ("task", "task_digest", "score", "threshold", "evidence", "evidence_digest",
                                           "verifier", "time")}  # fmt: skip
         fields["scale"] = tuple(scale) if scale is not None else None
