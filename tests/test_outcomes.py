@@ -275,3 +275,23 @@ def test_the_committed_record_vector_signs_and_reads_back_byte_for_byte() -> Non
     for bad, why in ((spaced, "canonical"), (extra, "exactly"), (twin, "lower half"), (twice, "twice")):
         with pytest.raises(LedgerError, match=why):
             oc.parse_entry(bad)
+
+
+def test_the_fast_canonical_form_is_the_rfc8785_librarys_on_random_records() -> None:
+    """ledger.store.outcomes.canonical writes a record with json.dumps where that is RFC 8785: the
+    reference library must agree byte for byte on every record, hostile strings and odd floats included."""
+    import random
+
+    import rfc8785
+
+    rng = random.Random(38)
+    alphabet = ["a", "é", "\u2028", "\x00", "\x1f", "\x7f", '"', "\\", "/", "\t", "\n", "😀", "\ufeff", "z"]
+    floats = [0.5, 0.1, 1 / 3, 2.5e-4, 123456.789, 9.999999999999999e15, 1e-4, 0.30000000000000004]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        number = rng.choice([rng.choice(floats), rng.uniform(1e-4, 1e6), rng.randint(-(2**53), 2**53),
+                             rng.random() * 10 ** rng.randint(-3, 15)])  # fmt: skip
+        doc = {"t": text, "n": number, "l": [number, text, None, True], "o": {"b": -number, "a": [text]}}
+        assert oc.canonical(doc) == rfc8785.dumps(doc), doc
+    for odd in (1.0, 0.0, -0.0, 1e21, 1e-7, 5e-324, 2.0**60, 1e16):  # left to the library: json.dumps differs
+        assert oc.canonical({"x": odd}) == rfc8785.dumps({"x": odd}), odd

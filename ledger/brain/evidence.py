@@ -13,7 +13,7 @@ import contextlib
 import functools
 import json
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -156,15 +156,20 @@ class Evidence:
 
     def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
         """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
-        head = self.brain.head().commit.hex()
+        head = self.brain.head()
+        if per is None and head_evidence(self.brain.store, head) is None:
+            per = {}  # no outcome at all: nothing to read
         per = per if per is not None else self.stats()
         out = []
         for info in self.brain.list() if per else ():
             flagged = regression(info.name, info.version, per.get(info.name, {}))
             if flagged is not None:
                 out.append(flagged)
-        with contextlib.suppress(OSError):  # what `ledger status` answers from the stat cache (ledger._quick)
-            write_json(self.brain.control / "cache" / REGRESSIONS_CACHE, {"head": head, "regressions": len(out)})
+        remembered = {"head": head.commit.hex(), "regressions": len(out)}
+        path = self.brain.control / "cache" / REGRESSIONS_CACHE
+        with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
+            if not path.exists() or json.loads(path.read_text()) != remembered:
+                write_json(path, remembered)
         return out
 
     # ------------------------------------------------------------------ writing
@@ -180,11 +185,11 @@ class Evidence:
                                       "threshold": threshold, "evidence": evidence, "evidence_digest": evidence_digest,
                                       "verifier": verifier, "time": when}, result)  # fmt: skip
         receipt_ = self.append([entry], note or f"outcome: {served.skill} v{served.version} {result}")
-        return receipt_, oc.parse_entry(entry)
+        return receipt_, entry
 
     def import_lines(self, lines: Iterable[bytes], *, note: str = "") -> tuple[Receipt | None, dict[str, int]]:
         """Import a JSONL of outcomes (rows signed here, or entries signed elsewhere) as one snapshot."""
-        entries: list[bytes] = []
+        entries: list[bytes | oc.Entry] = []
         served: dict[str, Served] = {}  # a bulk file names few versions: each is looked up once
         for number, line in enumerate(lines, 1):
             line = line.strip()
@@ -199,14 +204,13 @@ class Evidence:
         receipt = self.append(entries, note or f"outcome: imported {before} outcome(s)") if entries else None
         return receipt, {"read": before}
 
-    def _row(self, line: bytes, cache: dict[str, Served]) -> bytes:
+    def _row(self, line: bytes, cache: dict[str, Served]) -> bytes | oc.Entry:
         try:
             doc = json.loads(line, object_pairs_hook=unique_keys)
         except ValueError as exc:
             raise StoreError(f"not JSON: {exc}") from None
         if isinstance(doc, dict) and set(doc) == {"record", "signature"}:
-            oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
-            return line
+            return oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
             raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
@@ -228,12 +232,9 @@ class Evidence:
         fields["scale"] = tuple(scale) if scale is not None else None
         return self._signed(served, fields, result)
 
-    def _signed(self, served: Served, f: Mapping[str, Any], result: str) -> bytes:
-        brain = self.brain
-        key = brain.sealer.key_for(self._trust(), brain.attribution["actor"])
-        if isinstance(key, tuple):
-            why, fix = key
-            raise StoreError(f"an outcome is signed by its actor's key, and {why}", hint=fix)
+    def _signed(self, served: Served, f: Mapping[str, Any], result: str) -> oc.Entry:
+        key = self._key()
+        agent = self._keyed[2]
         when = f.get("time")
         task = f.get("task")
         if isinstance(task, dict):  # {"id", "digest"} as a record holds it
@@ -241,7 +242,7 @@ class Evidence:
         else:
             digest = f.get("task_digest")
         record = oc.make_record(
-            brain=self.genesis, agent=self.agent(), skill=served.skill, version=served.version, digest=served.digest,
+            brain=self.genesis, agent=agent, skill=served.skill, version=served.version, digest=served.digest,
             receipt={"commit": served.commit, "root": served.root}, task_id=task, task_digest=digest,
             result=result, score=f.get("score"), scale=f.get("scale"), threshold=f.get("threshold"),
             evidence_uri=f.get("evidence"), evidence_digest=f.get("evidence_digest"), verifier=f.get("verifier"),
@@ -252,11 +253,24 @@ class Evidence:
             raise StoreError(f"the outcome's time {record['time']} is before {served.skill} v{served.version} was "
                              f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
                              hint="an outcome comes at or after the snapshot that served the version")  # fmt: skip
-        return oc.sign_entry(record, key.secret)
+        return oc.signed_entry(record, key.secret, key.address)
 
-    def append(self, entries: list[bytes], note: str) -> Receipt:
+    def _key(self) -> Any:
+        """The acting role's key, loaded once per head and role (a bulk import signs thousands)."""
+        brain = self.brain
+        slot = (brain.head().commit, brain.attribution["actor"])
+        if getattr(self, "_keyed", (None, None))[0] != slot:
+            key = brain.sealer.key_for(self._trust(), slot[1])
+            if isinstance(key, tuple):
+                why, fix = key
+                raise StoreError(f"an outcome is signed by its actor's key, and {why}", hint=fix)
+            self._keyed = (slot, key, self.agent())
+        return self._keyed[1]
+
+    def append(self, entries: Sequence[bytes | oc.Entry], note: str) -> Receipt:
         """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped) as one
-        ``outcome`` snapshot, under the writer lock, so no concurrent append is lost."""
+        ``outcome`` snapshot, under the writer lock, so no concurrent append is lost.  An :class:`~oc.Entry`
+        is one this process signed (:func:`~oc.signed_entry`); bytes are parsed and checked here."""
         brain = self.brain
         writer = brain.writer
         with writer.lock.locked():
@@ -265,15 +279,15 @@ class Evidence:
             tree = head_evidence(brain.store, head)
             seen = {oc.outcome_id_of(e) for e in (ev.entries_of(brain.store, tree) if tree is not None else [])}
             fresh = []
-            for data in entries:
-                entry = oc.parse_entry(data)
+            for given in entries:
+                entry = given if isinstance(given, oc.Entry) else oc.parse_entry(given)
                 _check_signer(entry, trust)
                 if entry.record["brain"] != self.genesis:
                     raise StoreError(f"outcome {entry.id.hex()[:12]} is of brain {entry.record['brain'][:12]}, "
                                      f"not this one ({self.genesis[:12]})")  # fmt: skip
                 if entry.id not in seen:
                     seen.add(entry.id)
-                    fresh.append(data)
+                    fresh.append(entry.data)
             if not fresh:
                 raise StoreError("every outcome given is already in the log; nothing was written")
             return writer.apply("outcome", {}, [], note, evidence=ev.append(brain.store, tree, fresh))

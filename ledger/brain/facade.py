@@ -287,7 +287,10 @@ class Brain:
         return self.reads.lint(names)
 
     def status(self) -> Status:
-        return self.reads.status()
+        st = self.reads.status()
+        if st.clean:  # remembered for this head, so the quick path can answer the next 'ledger status'
+            st.regressions = self.evidence.regressions()
+        return st
 
     def prove(self, rel: str, at: str | None = None) -> InclusionProof:
         return self.reads.prove(rel, at)

@@ -87,7 +87,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
             targets = Targets(brain.control)
             conflicts, rescued = targets.conflicts(), targets.rescued()
-        regressions = brain.evidence.regressions()
+        regressions = st.regressions if st.regressions is not None else brain.evidence.regressions()
         merged: list[dict] | None = None
         if (brain.control / "fleet").is_dir():
             from ledger.exchange.merges import conflicts as merge_conflicts

@@ -81,6 +81,7 @@ class Status:
     tree_root: str
     changes: dict[str, str] = field(default_factory=dict)  # bundle path → modified|new|deleted
     pending_chain: int | None = None
+    regressions: list[dict[str, Any]] | None = None  # weighed by Brain.status on a clean head (ledger.brain.evidence)
 
     @property
     def clean(self) -> bool:
