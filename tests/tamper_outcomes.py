@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import run_ledger
 from tests.tamper import Case, git, lineage, resign
@@ -33,6 +34,10 @@ REASONS = {  # the cause each class's failure must name, not just any failure of
     "outcome-back-dated": r"before snapshot [0-9a-f]{12} served a v2 .*: back-dated",
     "outcome-of-a-version-never-served": r"a v2, which snapshot [0-9a-f]{12} does not hold \(it holds v1\)",
     "outcome-duplicated": r"is already in the log \(an entry appears once\)",
+    "outcome-of-another-brain": r"is an outcome of brain abababababab, not this one",
+    "outcome-dated-after-its-snapshot": r"after the snapshot that records it",
+    "outcome-digest-of-another-version": r"'s digest is not a v2's digest at [0-9a-f]{12}",
+    "outcome-receipt-root-forged": r"'s receipt root is not snapshot [0-9a-f]{12}'s root",
     "evidence-changed-outside-an-outcome-snapshot":
         r", edit\): changes the evidence log, which only an 'outcome' snapshot or a merge may",
 }
@@ -142,9 +147,11 @@ def _time(repo: Path, commit: str) -> int:
 
 
 def _entry(repo: Path, idx: dict[str, int], key: bytes, *, version: int, served: str, recorded: str,
-           task: str = "T-9", result: str = "success", when: int | None = None) -> bytes:  # fmt: skip
+           task: str = "T-9", result: str = "success", when: int | None = None,
+           edit: Callable[[dict], None] | None = None) -> bytes:  # fmt: skip
     """A well-formed entry of skill ``a`` at ``version`` whose receipt names snapshot ``served``, signed by
-    ``key`` and dated ``when`` (default: the time of the snapshot ``recorded`` that records it)."""
+    ``key`` and dated ``when`` (default: the time of the snapshot ``recorded`` that records it); ``edit``
+    changes the record before it is signed."""
     from eth_account import Account
 
     from ledger.store import outcomes as oc
@@ -160,6 +167,8 @@ def _entry(repo: Path, idx: dict[str, int], key: bytes, *, version: int, served:
         when=oc.format_time(when if when is not None else _time(repo, commits[idx[recorded]])),
         signer=Account.from_key(key).address.lower(),
     )  # fmt: skip
+    if edit is not None:
+        edit(record)
     return oc.sign_entry(record, key)
 
 
@@ -199,6 +208,14 @@ def outcome_cases() -> list[Case]:
         """A v2 outcome whose receipt names create-a, where a is at v1."""
         return _entry(repo, idx, KEYS["verifier"], version=2, served="create-a", recorded="outcome-import")
 
+    def by_verifier(**kw: Any) -> Callable[[Path, dict[str, int]], bytes]:
+        """An outcome of a v2 served by patch-a, signed by the trusted verifier key, with ``kw`` for ``_entry``."""
+        return lambda repo, idx: _entry(repo, idx, KEYS["verifier"], **{"version": 2, "served": "patch-a",
+                                                                         "recorded": "outcome-import", **kw})
+
+    def v1_digest(repo: Path, idx: dict[str, int]) -> str:
+        return str(json.loads(_log(repo, lineage(repo)[idx["outcome-agent"]])[0])["record"]["digest"])
+
     def duplicated(repo: Path, idx: dict[str, int]) -> bytes:
         return _log(repo, lineage(repo)[idx["outcome-agent"]])[0]
 
@@ -215,4 +232,13 @@ def outcome_cases() -> list[Case]:
         Case("outcome-of-a-version-never-served", "14.5", "evidence", appended("outcome-import", never_served)),
         Case("outcome-duplicated", "14.5", "evidence", appended("outcome-import", duplicated)),
         Case("evidence-changed-outside-an-outcome-snapshot", "14.4", "evidence", appended("edit-a", smuggled)),
+        # Each remaining rule of an added entry (§14.5), broken by an outcome the trusted verifier key signs:
+        Case("outcome-of-another-brain", "14.5", "evidence", appended("outcome-import", by_verifier(
+            edit=lambda r: r.update(brain="ab" * 20)))),
+        Case("outcome-dated-after-its-snapshot", "14.5", "evidence", lambda repo, idx: appended(
+            "outcome-import", by_verifier(when=_time(repo, lineage(repo)[idx["outcome-import"]]) + 301))(repo, idx)),
+        Case("outcome-digest-of-another-version", "14.5", "evidence", lambda repo, idx: appended(
+            "outcome-import", by_verifier(edit=lambda r: r.update(digest=v1_digest(repo, idx))))(repo, idx)),
+        Case("outcome-receipt-root-forged", "14.5", "evidence", appended("outcome-import", by_verifier(
+            edit=lambda r: r["receipt"].update(root="blake3-tree-v1:" + "00" * 32)))),
     ]

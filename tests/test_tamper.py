@@ -204,6 +204,11 @@ def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> 
     code, report = _audit(copy, "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert report["checks"]["evidence"]["summary"].startswith("6 outcome(s)")
+    # The limit, pinned: the import's own last entry dropped where it was appended (and after) is not seen
+    # from a clone; only an anchored evidence root can show it.
+    tamper_outcomes.rewrite_logs(copy, idx["outcome-import"], lambda log: log[:-2])
+    code, report = _audit(copy, "--require-signatures")
+    assert code == 0 and report["checks"]["evidence"]["summary"].startswith("4 outcome(s)"), report["checks"]
 
 
 @pytest.mark.parametrize("case", tamper_outcomes.outcome_cases(), ids=lambda c: c.name)
