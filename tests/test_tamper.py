@@ -14,7 +14,7 @@ import pytest
 from ledger.brain.signers import allowed_signers
 from ledger.errors import StoreError
 from ledger.store.gitstore import GitStore
-from tests import tamper
+from tests import tamper, tamper_outcomes
 from tests.conftest import run_ledger
 
 CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
@@ -169,6 +169,62 @@ def test_every_sync_tamper_class_fails_the_audit(honest_hermes_sync, case: tampe
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named and "changes nothing" in chk["summary"], (case.name, chk)
+    assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def honest_outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return tamper_outcomes.build_honest_outcomes(tmp_path_factory.mktemp("tamper-outcomes"))
+
+
+def test_the_honest_outcomes_brain_passes(honest_outcomes) -> None:
+    """Outcomes by the agent key, the verifier key and a verifier's import, then an edit: all signed, all audited."""
+    brain, idx = honest_outcomes
+    code, report = _audit(brain, "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    summary = report["checks"]["evidence"]["summary"]
+    assert summary == "5 outcome(s), append-only; 5 checked as added: 4 verified, 1 self-reported", summary
+    ops = subprocess.run(["git", "-C", str(brain), "log", "--format=%(trailers:key=Ledger-Operation,valueonly)",
+                          "main"], capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert ops == ["edit", "outcome", "outcome", "keys", "patch", "outcome", "create", "init"], ops
+    assert idx["tip"] == idx["edit-a"] == len(ops) - 1
+
+
+def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> None:
+    """The control for the corpus below: the same rewrite (the log changed from the import on, every snapshot
+    re-signed) slipping in an outcome that breaks no rule passes the whole audit, so each case fails for its
+    one defect, not for the way it was made.  (It is also §8.6's limit: whoever holds the keys can rewrite.)"""
+    brain, idx = honest_outcomes
+    copy = tmp_path / "copy.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
+    valid = tamper_outcomes._entry(copy, idx, tamper_outcomes.KEYS["verifier"], version=2, served="patch-a",
+                                   recorded="outcome-import")  # fmt: skip
+    new = tamper_outcomes.rewrite_logs(copy, idx["outcome-import"], lambda log: [*log, valid])
+    assert new != tamper.lineage(brain / ".git")[idx["outcome-import"]]
+    code, report = _audit(copy, "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    assert report["checks"]["evidence"]["summary"].startswith("6 outcome(s)")
+    # The limit, pinned: the import's own last entry dropped where it was appended (and after) is not seen
+    # from a clone; only an anchored evidence root can show it.
+    tamper_outcomes.rewrite_logs(copy, idx["outcome-import"], lambda log: log[:-2])
+    code, report = _audit(copy, "--require-signatures")
+    assert code == 0 and report["checks"]["evidence"]["summary"].startswith("4 outcome(s)"), report["checks"]
+
+
+@pytest.mark.parametrize("case", tamper_outcomes.outcome_cases(), ids=lambda c: c.name)
+def test_every_outcome_tamper_class_fails_the_evidence_check(honest_outcomes, case: tamper.Case,
+                                                             tmp_path: Path) -> None:  # fmt: skip
+    """An attacker holding every key rewrites the evidence log and re-signs each snapshot (EIP-712 and git
+    signature): only the 'evidence' check fails, on the snapshot altered, for the reason of its class."""
+    copy, named = _tampered(honest_outcomes, case, tmp_path)
+    for args in ((), ("--require-signatures",)):
+        code, report = _audit(copy, *case.audit_args, *args)
+        chk = report["checks"][case.check]
+        failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
+        assert code == 1 and failed == [case.check], (case.name, args, {k: report["checks"][k]["summary"]
+                                                                          for k in failed})  # fmt: skip
+        assert chk["snapshot"] == named, (case.name, chk)
+        assert re.search(tamper_outcomes.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
 
 
