@@ -10,6 +10,7 @@ the last anchored one (a log trimmed or rewritten after anchoring fails here).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ledger.audit.verdicts import Report
@@ -111,6 +112,14 @@ def check_chain_evidence(
             chk.fail(f"head snapshot {head.commit[:12]}: {problem} (on chain {final['size']}, in this clone "
                      f"{head_log.size})", snapshot=head.commit, expected=str(final["size"]),
                      computed=str(head_log.size))  # fmt: skip
+    if head_log is not None:
+        wanted = f"0x{agent:064x}"
+        for i, entry in enumerate(head_log.entries):
+            named = json.loads(entry)["record"]["agent"]
+            if named is not None and named != wanted:
+                chk.fail(f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "
+                         "(docs/lineage.md §14.5)", snapshot=head.commit if head else None)  # fmt: skip
+                break
     if chk.ok:
         chk.summary = (f"{len(events)} evidence root(s), each bound to a snapshot that records it; the head's log "
                        f"({head_log.size if head_log else 0} entries) extends the last ({final['size']})")  # fmt: skip

@@ -38,6 +38,7 @@ class Tally:
 
     size: int = 0
     tiers: dict[bytes, str] = field(default_factory=dict)  # outcome id → "verified" | "self"
+    agent: str | None = None  # the one registry agent id the records name, once one names it
     failed: bool = False
 
 
@@ -216,6 +217,10 @@ def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen
         return f"{short} is signed by {entry.signer}, a key the brain did not trust at this snapshot (forged)"
     if genesis is not None and rec["brain"] != genesis:
         return f"{short} is an outcome of brain {rec['brain'][:12]}, not this one ({genesis[:12]})"
+    if rec["agent"] is not None:
+        if tally.agent is not None and rec["agent"] != tally.agent:
+            return f"{short} names agent {rec['agent']}, where the lineage's outcomes name {tally.agent}"
+        tally.agent = rec["agent"]
     commit = rec["receipt"]["commit"]
     if not receipts.before(commit, snap):
         return f"{short}'s receipt names {commit[:12]}, which is not a snapshot before this one"
