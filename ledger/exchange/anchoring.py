@@ -38,7 +38,10 @@ from ledger.store.treehash import recompute_roots
 if TYPE_CHECKING:
     from ledger.chain.keys import Signer
 
-__all__ = ["CommitResult", "as_json", "authorize", "chain_status", "commit_pending", "deploy", "register"]
+__all__ = [
+    "CommitResult", "EvidenceNotPrefixError", "as_json", "authorize", "chain_status", "commit_pending", "deploy",
+    "register",
+]  # fmt: skip
 
 DEFAULT_BATCH = 32
 
@@ -259,10 +262,16 @@ def _evidence_to_send(
     return log, size
 
 
+class EvidenceNotPrefixError(ChainError):
+    """The chain's anchored evidence log is not a prefix of this snapshot's: trimmed or rewritten here, or,
+    on a machine of a fleet, another machine anchored outcomes this copy has not merged yet (a fleet sync
+    merges the remote and tries again, as for ``StaleParent``)."""
+
+
 def _refuse_unless_prefix(snap: Snapshot, log: EvidenceLog, size: int, root: bytes) -> None:
     problem = prefix_problem(log, size, root)
     if problem is not None:
-        raise ChainError(
+        raise EvidenceNotPrefixError(
             f"refusing to anchor snapshot {snap.commit[:12]}'s evidence: {problem}",
             hint="the anchored outcomes cannot be removed or changed; restore the evidence log from a copy "
                  "that has them (pull the snapshots that anchored it, or a clone), then commit again; "

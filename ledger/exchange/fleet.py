@@ -120,14 +120,18 @@ def _status(exc: LedgerError) -> str:
 
 
 def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, password: Any) -> None:
-    from ledger.exchange.anchoring import commit_pending
+    from ledger.exchange.anchoring import EvidenceNotPrefixError, commit_pending
 
     published = bytes.fromhex(report["head"])
     for _attempt in range(COMMIT_ATTEMPTS):
         try:
             result = commit_pending(brain, key=key, password=password, upto=published, batch=256)
         except ChainError as exc:
-            if "StaleParent" not in exc.message and "moved" not in str(exc.hint) and "diverges" not in exc.message:
+            # Another machine anchored outcomes this copy lacks: before sending (the check), or while it was sent
+            # (the registry's InvalidEvidence or InconsistentEvidence): merge the remote and try again.
+            behind = isinstance(exc, EvidenceNotPrefixError) or "Evidence(" in exc.message
+            if not behind and "StaleParent" not in exc.message and "moved" not in str(exc.hint) \
+                    and "diverges" not in exc.message:
                 report.update(status="refused", reason=exc.message, hint=exc.hint)
                 return
             report["stale_parent"] += 1  # another machine committed first: take its work, then ours on top
