@@ -295,3 +295,32 @@ def test_the_fast_canonical_form_is_the_rfc8785_librarys_on_random_records() -> 
         assert oc.canonical(doc) == rfc8785.dumps(doc), doc
     for odd in (1.0, 0.0, -0.0, 1e21, 1e-7, 5e-324, 2.0**60, 1e16):  # left to the library: json.dumps differs
         assert oc.canonical({"x": odd}) == rfc8785.dumps({"x": odd}), odd
+
+
+def test_a_target_linked_best_verified_shows_the_version_the_evidence_backs(tmp_path: Path, keys: Path) -> None:
+    """The optional pin-by-evidence policy: a runtime's folder holds each skill's best verified version, the
+    head's when none is verified, and follows the evidence as it changes."""
+    b = _brain(tmp_path, keys)
+    B = ("--brain", str(b))
+    run_ledger(*B, "skill", "create", "other", "--description", "No outcomes at all", check=True)
+    target = tmp_path / "runtime"
+    run_ledger(*B, "link", str(target), "--best-verified", "--name", "prod", check=True)
+    run_ledger(*B, "link", str(tmp_path / "canary"), "--name", "canary", check=True)  # follows the head
+    _import(b, _rows("a", 18, 2))
+    (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="v2: a worse body"))
+    run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+    _import(b, _rows("b", 4, 16))
+    run_ledger(*B, "sync", check=True)
+    assert "v2: a worse body" not in (target / "s" / "SKILL.md").read_text()  # v1: its evidence is better
+    assert "v2: a worse body" in (tmp_path / "canary" / "s" / "SKILL.md").read_text()
+    assert (target / "other" / "SKILL.md").exists()  # no verified outcome: the head's
+    (tmp_path / "v3.md").write_text(SKILL.format(n="s", body="v3: the fix"))
+    run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v3.md"), check=True)
+    run_ledger(*B, "sync", check=True)
+    assert "v3: the fix" not in (target / "s" / "SKILL.md").read_text()  # unverified yet: v1 stays
+    _import(b, _rows("c", 40, 0))
+    run_ledger(*B, "sync", check=True)
+    assert "v3: the fix" in (target / "s" / "SKILL.md").read_text()  # better evidence now: v3
+    both = run_ledger(*B, "link", str(tmp_path / "x"), "--best-verified", "--committed")
+    assert both.returncode == 2 and "choose one" in both.stderr
+    assert run_ledger(*B, "verify").returncode == 0

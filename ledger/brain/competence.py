@@ -22,7 +22,7 @@ from typing import Any
 
 from ledger.signatures.trust import Trust
 
-__all__ = ["Tier", "VersionStats", "competence", "regression", "wilson"]
+__all__ = ["Tier", "VersionStats", "best_verified", "competence", "regression", "wilson"]
 
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95 % interval
 
@@ -99,6 +99,14 @@ def competence(entries: Iterable[bytes], trust: Trust) -> dict[str, dict[int, Ve
             else:
                 tier.failures += 1
     return out
+
+
+def best_verified(versions: Mapping[int, VersionStats]) -> int | None:
+    """The version with the best verified evidence: the highest lower end of its 95 % Wilson interval
+    (the newest on a tie); None when no version has a verified outcome.  What a target linked with
+    ``--best-verified`` shows (docs/lineage.md §14.6)."""
+    scored = [(wilson(s.verified.successes, s.verified.n)[0], v) for v, s in versions.items() if s.verified.n]  # type: ignore[index]
+    return max(scored)[1] if scored else None
 
 
 def regression(name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:

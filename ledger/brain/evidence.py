@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
 from ledger._json import unique_keys
-from ledger.brain.competence import VersionStats, competence, regression
+from ledger.brain.competence import VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
@@ -170,6 +170,27 @@ class Evidence:
         with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
             if not path.exists() or json.loads(path.read_text()) != remembered:
                 write_json(path, remembered)
+        return out
+
+    def pinned(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
+        """For each of ``skills`` (name → the head's tree) whose best verified version is not the head's,
+        that version's tree: the pin-by-evidence policy of a target linked with ``--best-verified``."""
+        per = self.stats() if head_evidence(self.brain.store, self.brain.head()) is not None else {}
+        live = {info.name: info.version for info in self.brain.list()} if per else {}
+        wanted = {(n, best) for n in skills if n in per and n in live
+                  and (best := best_verified(per[n])) is not None and best != live[n]}  # fmt: skip
+        out: dict[str, bytes] = {}
+        store = self.brain.store
+        for snap in store.lineage() if wanted else ():  # newest first: each version's newest writer
+            for change in snap.changes:
+                key = (change.skill, change.version)
+                if key in wanted and change.action != "delete":
+                    wanted.discard(key)
+                    tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(change.skill)
+                    if tree is not None:
+                        out[change.skill] = tree
+            if not wanted:
+                break
         return out
 
     # ------------------------------------------------------------------ writing

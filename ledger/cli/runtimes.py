@@ -64,14 +64,17 @@ def runtimes(ctx: click.Context, as_json: bool) -> None:
               help="The folder's layout (default: the runtime's, or agentskills).")  # fmt: skip
 @click.option("--skills", "pattern", help="Only skills whose key matches this glob (the rest are left alone).")
 @click.option("--committed", is_flag=True, help="Project the root last committed on chain, not the head.")
+@click.option("--best-verified", is_flag=True, help="Project each skill's version with the best verified outcomes "
+              "(highest lower Wilson bound), not the head's; skills with none verified: the head's.")  # fmt: skip
 @click.option("--name", help="The target's name (default: the runtime's, or the folder's).")
 @click.option("--actor", type=click.Choice(["agent", "curator", "user"]), default="agent", show_default=True,
               help="Who is recorded as making the changes found there.")  # fmt: skip
 @click.option("--runtime", "runtime_name", help="Recorded as Ledger-Runtime (default: the runtime, or the name).")
 @json_flag
 @click.pass_context
-def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None, committed: bool, name: str | None,
-         actor: str, runtime_name: str | None, as_json: bool) -> None:  # fmt: skip
+def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None, committed: bool,
+         best_verified: bool, name: str | None, actor: str, runtime_name: str | None,
+         as_json: bool) -> None:  # fmt: skip
     """Add a target: WHERE is a runtime from 'ledger runtimes' (claude, hermes, agents, …) or a folder.
 
     The folder is made if missing.  Nothing is written until 'ledger sync', which adopts the
@@ -79,6 +82,9 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
     """
     from ledger.exchange.targets import Target, Targets
     from ledger.exchange.targets import runtimes as known
+
+    if committed and best_verified:
+        raise UsageError("--committed and --best-verified are two pins; choose one")
 
     by_name = {rt.name: rt for rt in known()}
     if where in by_name:
@@ -102,7 +108,7 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
             raise LedgerError(f"{real} overlaps the brain at {brain.root}", hint="a target is another folder")
         real.mkdir(parents=True, exist_ok=True)
         target = Target(name, str(real), "hermes" if layout == "hermes" else layout, runtime_name or name, actor,
-                        pattern, committed)  # fmt: skip
+                        pattern, committed, best_verified)  # fmt: skip
         Targets(brain.control).add(target)
     if as_json:
         from dataclasses import asdict

@@ -233,7 +233,8 @@ class Projection:
         if r["status"] != "ok" or any(r[k] for k in ("recorded", "projected", "removed", "conflicts", "left_alone",
                                                      "rescued")):  # fmt: skip
             return False
-        if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.scan is None:
+        if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.target.best_verified \
+                or p.scan is None:
             return False
         head = self._visible(self.brain.head().skills)
         for key in {k for k in head if p.target.includes(k)} | set(m.skills) | set(p.state) | set(p.dirs):
@@ -258,10 +259,14 @@ class Projection:
             return Ignore()
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
-        """What the target is to hold: the head's skills (or those ``committed``), less the withheld."""
+        """What the target is to hold: the head's skills (or those ``committed``, or each skill's best
+        verified version), less the withheld."""
         if p.target.committed and committed is not None:
             return self._visible(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
-        return self._visible(self.brain.head().skills)
+        source = self._visible(self.brain.head().skills)
+        if p.target.best_verified:
+            source.update(self.brain.evidence.pinned(source))
+        return source
 
     def _visible(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
         """``skills`` less those the head's supply record withholds: no runtime gets them."""
