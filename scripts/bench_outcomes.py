@@ -93,6 +93,15 @@ def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
             one.append(_timed(lambda i=i: brain.evidence.record("s", result="success", task=f"single-{i}")))
             (plain / "log.jsonl").open("ab").write(rows[i] + b"\n")
             commit.append(_timed(lambda: (_git(plain, "add", "-A"), _git(plain, "commit", "-qm", "one"))))
+    import hashlib
+
+    from ledger.signatures.signing import recover, sign
+
+    secret = hashlib.sha256(b"bench").digest()
+    digests = [hashlib.sha256(b"%d" % i).digest() for i in range(n)]
+    signatures: list[str] = []
+    sign_floor = _timed(lambda: signatures.extend(sign(secret, d) for d in digests))  # the crypto floor
+    recover_floor = _timed(lambda: [recover(d, s) for d, s in zip(digests, signatures, strict=True)])
     store = GitStore(brain.root)
     report = Report(repo=str(brain.root))
     walked = walk(store, report, None, (), None)
@@ -103,7 +112,9 @@ def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
             "bulk_vs_git": bulk / anchor, "single_record_s": statistics.median(one),
             "single_git_commit_s": statistics.median(commit),
             "single_vs_git": statistics.median(one) / statistics.median(commit),
-            "audit_evidence_s": audit, "audit_per_outcome_us": audit / (n + singles) * 1e6}  # fmt: skip
+            "audit_evidence_s": audit, "audit_per_outcome_us": audit / (n + singles) * 1e6,
+            "sign_floor_s": sign_floor, "bulk_vs_sign": bulk / sign_floor, "recover_floor_s": recover_floor,
+            "audit_vs_recover": audit / recover_floor * n / (n + singles)}  # fmt: skip
 
 
 def bench_stats(work: Path, skills: int, per: int, env: dict[str, str]) -> dict:
@@ -167,7 +178,9 @@ def main() -> None:
           f"{r['git_commit_jsonl_s']:.2f} s)")
     print(f"        one outcome on a {r['outcomes']:,}-entry log: {r['single_record_s'] * 1e3:.1f} ms "
           f"({r['single_vs_git']:.2f}× one git commit, {r['single_git_commit_s'] * 1e3:.1f} ms)")
-    print(f"        audit of the log: {r['audit_evidence_s']:.1f} s ({r['audit_per_outcome_us']:.0f} µs an outcome)")
+    print(f"        {r['bulk_vs_sign']:.1f}× signing the same number of digests alone ({r['sign_floor_s']:.1f} s)")
+    print(f"        audit of the log: {r['audit_evidence_s']:.1f} s ({r['audit_per_outcome_us']:.0f} µs an outcome; "
+          f"{r['audit_vs_recover']:.1f}× recovering as many signatures alone)")
     print(f"stats   {s['skills']:,} skills, {s['outcomes']:,} outcomes: log --stats {s['log_stats_s']:.2f} s "
           f"({s['log_stats_vs_list']:.1f}× skill list, {s['skill_list_s']:.2f} s); show --stats "
           f"{s['show_stats_s']:.2f} s ({s['show_stats_vs_list']:.1f}×)")

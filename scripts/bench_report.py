@@ -158,6 +158,25 @@ def epoch_rows(ep: dict | None) -> list[tuple[str, str, str, float, float]]:
     ]
 
 
+def outcome_rows(o: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 38: recording outcomes, competence at scale, the report page; each against its floor or neighbour."""
+    if not o:
+        return []
+    r, s, p = o["record"], o["stats"], o["report"]
+    return [
+        (f"bulk import of {r['outcomes']:,} outcomes (each signed, checked, appended)", f"{r['bulk_import_s']:.1f} s",
+         f"signing {r['outcomes']:,} digests alone {r['sign_floor_s']:.1f} s", r["bulk_vs_sign"], 4.0),
+        (f"one `outcome` snapshot on a {r['outcomes']:,}-entry log", _ms(r["single_record_s"]),
+         f"one `git commit` {_ms(r['single_git_commit_s'])}", r["single_vs_git"], 1.5),
+        (f"audit `evidence` of {r['outcomes']:,} outcomes", f"{r['audit_evidence_s']:.1f} s",
+         f"recovering as many signatures {r['recover_floor_s']:.1f} s", r["audit_vs_recover"], 4.0),
+        (f"`ledger log --stats`, {s['skills']:,} skills, {s['outcomes']:,} outcomes", _ms(s["log_stats_s"]),
+         f"`skill list` {_ms(s['skill_list_s'])}", s["log_stats_vs_list"], 4.0),
+        (f"`ledger report`, {p['skills']:,} skills × {p['versions']} versions, {p['outcomes']:,} outcomes",
+         f"{p['report_s']:.1f} s", f"`ledger verify` {p['verify_s']:.1f} s", p["report_vs_verify"], 1.5),
+    ]
+
+
 # The figures before issue 35, beside the rows it targets: BENCHMARKS.md at 56f4480, and the
 # issue's own measurements on main 0b7d61d where that file had no row.
 BEFORE = {
@@ -220,6 +239,7 @@ def main() -> None:
     ap.add_argument("--chain", default="bench-out/chain.json")
     ap.add_argument("--edges", default="bench-out/edges.json")
     ap.add_argument("--epochs", default="bench-out/epochs.json")
+    ap.add_argument("--outcomes", default="bench-out/outcomes.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
     args = ap.parse_args()
@@ -230,6 +250,7 @@ def main() -> None:
     chain = json.loads(Path(args.chain).read_text()) if Path(args.chain).exists() else None
     edges = json.loads(Path(args.edges).read_text()) if Path(args.edges).exists() else None
     epochs = json.loads(Path(args.epochs).read_text()) if Path(args.epochs).exists() else None
+    outcomes = json.loads(Path(args.outcomes).read_text()) if Path(args.outcomes).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -251,7 +272,7 @@ def main() -> None:
         "| figure | measured | anchor | ratio | target | | before |",
         "|---|---|---|---|---|---|---|",
     ]
-    table = rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs)
+    table = rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
@@ -259,7 +280,7 @@ def main() -> None:
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
     lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json` (not committed).",
+              "`edges.json`, `epochs.json`, `outcomes.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:

@@ -107,7 +107,7 @@ def _skill_versions(brain: Path, skill: str) -> list[int]:
 # --------------------------------------------------------------------------- random kills
 
 OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot", "import",
-       "bulk-snapshot")  # fmt: skip
+       "bulk-snapshot", "outcome", "outcome-import")  # fmt: skip
 BULK = 40  # hand-copied skills with no version counter per bulk-snapshot: the snapshot writes each SKILL.md back
 
 
@@ -147,6 +147,12 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
             (src / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: import {n}\n---\nm{n}\n{END}\n")
             (src / name / "references" / "r.md").write_bytes(os.urandom(rng.choice([10, 3000])).hex().encode())
         return ["import", str(src)]
+    if op == "outcome":  # an outcome: the evidence log beside the bundle (ledger.brain.evidence)
+        return ["outcome", "record", pick, "--task", f"k{n}", "--success" if n % 3 else "--failure"]
+    if op == "outcome-import":  # many outcomes, one snapshot
+        doc.write_text("".join(json.dumps({"skill": pick, "task": f"k{n}-{i}", "success": i % 2 == 0}) + "\n"
+                               for i in range(300)))  # fmt: skip
+        return ["outcome", "import", str(doc), "--actor", "agent"]
     if op == "bulk-snapshot":  # skills copied in by hand, no counter: one snapshot inserts one into each
         for k in range(BULK):
             d = brain / "skills" / f"hb{n}-{k}"
