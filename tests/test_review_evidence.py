@@ -318,3 +318,38 @@ def test_a_record_the_reference_canonicaliser_refuses_is_refused() -> None:
         rfc8785.dumps(record)
     with pytest.raises(LedgerError):
         oc.check_record(record)
+
+
+# --------------------------------------------------------------------------------------------------
+# Finding 8 (medium, protocol): `agent: null` binds an outcome to no agent, even after the brain is
+# registered and with the chain in hand.  §14.5 rule 7 (ledger/audit/evidencecheck.py, _entry, and
+# ledger/audit/chainevidence.py, the loop over head_log.entries) checks only records that name an
+# agent.  The registry's agent id is agentIdOf(owner, genesis): anyone who clones the brain and
+# registers its genesis under their own key is another agent over the same `brain`, and every
+# verified outcome with a null agent (all of an outside verifier's that leave it null, every one
+# recorded before registration) counts for that agent too.  Shown here: a verified null-agent
+# outcome appended after registration passes `evidence` and `chain.evidence` on a real anvil.
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.chain
+@pytest.mark.xfail(strict=True, reason="review finding 8: a null agent is never bound to the registered agent")
+def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Brain, tmp_path: Path) -> None:
+    from ledger.chain.config import ChainConfig
+    from ledger.chain.keys import DEV_KEY_NAME
+    from ledger.exchange.anchoring import commit_pending
+
+    chained.create("s", "S", "one\n")
+    verifier = KeyDir(tmp_path / "verifier-machine").generate("verifier")
+    run_ledger("--brain", str(chained.root), "keys", "trust", "verifier", verifier.address, check=True)
+    cfg = ChainConfig.of(chained)
+    assert cfg.agent_id is not None
+    record = _record(chained, verifier.address, agent=None)
+    chained.evidence.append([oc.sign_entry(record, verifier.secret)], "a verifier's outcome, agent left null")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    report = audit_repo(chained.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
+                        from_block=cfg.deploy_block or 0)  # fmt: skip
+    assert report.checks["chain.evidence"].ok and not report.checks["chain.evidence"].skipped
+    assert not (report.checks["evidence"].ok and report.checks["chain.evidence"].ok), (
+        "an outcome of a registered brain that names no agent is evidence for any agent over this genesis"
+    )
