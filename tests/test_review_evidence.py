@@ -353,3 +353,34 @@ def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Bra
     assert not (report.checks["evidence"].ok and report.checks["chain.evidence"].ok), (
         "an outcome of a registered brain that names no agent is evidence for any agent over this genesis"
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Finding 9 (medium, design): a regression is cleared by a version nobody has judged.  regression()
+# (ledger/brain/competence.py) returns None when the live version has no verified outcome, so an
+# agent whose live v2 is flagged makes v3 (one byte changed) and `ledger status` shows nothing to
+# revert, for as long as it keeps v3 away from its verifier.  §14.6 specifies exactly this; the
+# flag a shareholder relies on should stay until the live version has verified evidence of its own.
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="review finding 9: a one-byte edit with no verified outcome hides a regression")
+def test_an_untested_new_version_does_not_hide_a_regression(tmp_path: Path, keys: Path) -> None:
+    path, verifier = _brain(tmp_path)
+    with _opened(path) as brain:
+
+        def judged(prefix: str, passed: int, failed: int) -> list[bytes]:
+            return [oc.sign_entry(_record(brain, verifier.address, task_id=f"{prefix}{i}",
+                                          result="success" if i < passed else "failure"), verifier.secret)
+                    for i in range(passed + failed)]  # fmt: skip
+
+        brain.evidence.append(judged("a", 18, 2), "v1 judged")
+        (tmp_path / "v2.md").write_text("---\nname: s\ndescription: The s skill\n---\na worse body\n")
+        run_ledger("--brain", str(path), "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+        brain.evidence.append(judged("b", 3, 17), "v2 judged")
+    flagged = json.loads(run_ledger("--brain", str(path), "status", "--json", check=True).stdout)["regressions"]
+    assert [(r["version"], r["from"]) for r in flagged] == [(2, 1)]
+    (tmp_path / "v3.md").write_text("---\nname: s\ndescription: The s skill\n---\na worse body.\n")
+    run_ledger("--brain", str(path), "skill", "edit", "s", "--file", str(tmp_path / "v3.md"), check=True)
+    after = json.loads(run_ledger("--brain", str(path), "status", "--json", check=True).stdout)["regressions"]
+    assert after, "v2's regression vanished behind an untested v3"
