@@ -10,7 +10,6 @@ the last anchored one (a log trimmed or rewritten after anchoring fails here).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ledger.audit.verdicts import Report
@@ -18,6 +17,7 @@ from ledger.bundle.merkle import format_root
 from ledger.chain.evidencelog import EvidenceLog, prefix_problem
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
+from ledger.store import outcomes as oc
 from ledger.store.evidence import entries_of, evidence_tree, size_of
 
 __all__ = ["check_chain_evidence"]
@@ -116,8 +116,8 @@ def check_chain_evidence(
         wanted = f"0x{agent:064x}"
         for i, entry in enumerate(head_log.entries):
             try:
-                named = json.loads(entry)["record"]["agent"]
-            except (ValueError, KeyError, TypeError):
+                named = oc.loads(entry)["record"]["agent"]
+            except (LedgerError, KeyError, TypeError):
                 continue  # not a record at all: the store-side 'evidence' check fails it
             if named is not None and named != wanted:
                 chk.fail(f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "

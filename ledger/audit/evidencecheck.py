@@ -11,6 +11,7 @@ one that records it.  So a forged, altered, dropped, duplicated or back-dated ou
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,9 @@ from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
 
-__all__ = ["MAX_SKEW", "Tally", "check_evidence"]
+__all__ = ["MAX_SKEW", "Receipts", "Tally", "check_evidence", "entry_problem"]
 
+_HEX40 = re.compile(r"[0-9a-f]{40}")
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
 
 
@@ -42,12 +44,13 @@ class Tally:
     failed: bool = False
 
 
-class _Receipts:
-    """Each receipt's snapshot read once: its time, root, and each skill's version and digest there."""
+class Receipts:
+    """Each receipt's snapshot read once: its time, root, and each skill's version and digest there.
+    ``walked``: the audit's walk (None: a writer, which asks git whether a receipt is before its head)."""
 
-    def __init__(self, store: gs.GitStore, walked: Walked, cache: th.DigestCache) -> None:
+    def __init__(self, store: gs.GitStore, walked: Walked | None, cache: th.DigestCache) -> None:
         self.store, self.walked, self.cache = store, walked, cache
-        self.snaps = {s.commit: s for s in walked.order}
+        self.snaps = {s.commit: s for s in walked.order} if walked is not None else {}
         self.skills: dict[tuple[str, str], tuple[int, str] | None] = {}
         self.ancestry: dict[tuple[str, str], bool] = {}
 
@@ -69,17 +72,24 @@ class _Receipts:
                 self.skills[key] = (version, format_root(th.tree_digest(self.store, tree, self.cache, name)))
         return self.skills[key]
 
-    def before(self, commit: str, snap: gs.Snapshot) -> bool:
-        """Whether ``commit`` is an ancestor of ``snap`` (mainline indices, else git itself: an incremental
-        audit's receipts may name snapshots before what it walks)."""
+    def before(self, commit: str, at: str, *, inclusive: bool = False) -> bool:
+        """Whether ``commit`` is an ancestor of ``at`` (``inclusive``: or ``at`` itself; a writer's new
+        snapshot comes after its head), by mainline indices, else git itself (an incremental audit's
+        receipts may name snapshots before what it walks)."""
         w = self.walked
-        if commit in self.snaps and commit not in w.side and snap.commit not in w.side:
-            return w.index[commit] < w.index[snap.commit]
-        key = (commit, snap.commit)
+        if inclusive and commit == at:
+            if commit not in self.snaps:
+                self.snaps[commit] = self.store.snapshot(bytes.fromhex(commit))
+            return True
+        if w is not None and commit in w.index and at in w.index and commit not in w.side and at not in w.side:
+            return w.index[commit] < w.index[at]
+        key = (commit, at)
         if key not in self.ancestry:
+            if not _HEX40.fullmatch(commit):
+                return False
             proc = subprocess.run(["git", "--git-dir", str(self.store.git_dir), "merge-base", "--is-ancestor", commit,
-                                   snap.commit], capture_output=True, env=child_env())  # fmt: skip
-            self.ancestry[key] = proc.returncode == 0 and commit != snap.commit
+                                   at], capture_output=True, env=child_env())  # fmt: skip
+            self.ancestry[key] = proc.returncode == 0 and commit != at
             if self.ancestry[key] and commit not in self.snaps:
                 self.snaps[commit] = self.store.snapshot(bytes.fromhex(commit))
         return self.ancestry[key]
@@ -93,9 +103,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
         return tally
     genesis = walked.mainline[0].commit if not walked.mainline[0].parents else None
     logs: dict[bytes | None, list[bytes]] = {None: []}
-    receipts = _Receipts(store, walked, th.DigestCache(None))
+    receipts = Receipts(store, walked, th.DigestCache(None))
     trusts: dict[str, Any] = {}
-    snaps = {s.commit: s for s in walked.order}
     added = 0
     for snap in walked.order:
         label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
@@ -134,7 +143,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             trust = _trust(store, snap, trusts)
             seen = {_id(e) for e in before}
             for i, data in enumerate(new, len(before)):
-                problem = _entry(data, snap, genesis, trust, seen, receipts, snaps, tally)
+                problem = _entry(data, snap, genesis, trust, seen, receipts, tally)
                 if problem:
                     chk.fail(f"{label}: outcome {i}: {problem}", **where)
                     break
@@ -202,12 +211,22 @@ def _trust(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Any]) -> Any:
 
 
 def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen: set[bytes],
-           receipts: _Receipts, snaps: dict[str, gs.Snapshot], tally: Tally) -> str | None:  # fmt: skip
+           receipts: Receipts, tally: Tally) -> str | None:  # fmt: skip
     """Why an appended entry is refused (docs/lineage.md §14.5), or None."""
     try:
         entry = oc.parse_entry(data)
     except LedgerError as exc:
         return f"{exc.message} (altered or forged)"
+    return entry_problem(entry, at=snap.commit, stamp=snap.timestamp, genesis=genesis, trust=trust, seen=seen,
+                         receipts=receipts, tally=tally)
+
+
+def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, trust: Any, seen: set[bytes],
+                  receipts: Receipts, tally: Tally, inclusive: bool = False) -> str | None:  # fmt: skip
+    """Why a parsed entry may not be appended by the snapshot ``at`` made at ``stamp`` (§14.5 rules 2-7),
+    or None (and its tier recorded in ``tally``).  The audit asks it of each entry a snapshot added; the
+    writer of each entry it is about to append (``at`` its head, ``inclusive``), so that it never
+    acknowledges an outcome the audit would refuse."""
     rec, short = entry.record, entry.id.hex()[:12]
     if entry.id in seen:
         return f"{short} is already in the log (an entry appears once)"
@@ -222,7 +241,7 @@ def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen
             return f"{short} names agent {rec['agent']}, where the lineage's outcomes name {tally.agent}"
         tally.agent = rec["agent"]
     commit = rec["receipt"]["commit"]
-    if not receipts.before(commit, snap):
+    if not receipts.before(commit, at, inclusive=inclusive):
         return f"{short}'s receipt names {commit[:12]}, which is not a snapshot before this one"
     served = receipts.snaps[commit]
     if format_root(served.root) != rec["receipt"]["root"]:
@@ -233,11 +252,11 @@ def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen
                 f"hold ({'no such skill' if held is None else f'it holds v{held[0]}'})")  # fmt: skip
     if held[1] != rec["digest"]:
         return f"{short}'s digest is not {rec['skill']} v{rec['version']}'s digest at {commit[:12]}"
-    stamp = oc.parse_time(rec["time"])
-    if stamp < served.timestamp:
+    when = oc.parse_time(rec["time"])
+    if when < served.timestamp:
         return (f"{short} is dated {rec['time']}, before snapshot {commit[:12]} served {rec['skill']} "
                 f"v{rec['version']} ({oc.format_time(served.timestamp)}): back-dated")  # fmt: skip
-    if stamp > snap.timestamp + MAX_SKEW:
-        return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(snap.timestamp)})"
+    if when > stamp + MAX_SKEW:
+        return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
     tally.tiers[entry.id] = "verified" if role == "verifier" else "self"
     return None

@@ -14,13 +14,13 @@ intervals shown beside it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.signatures.trust import Trust
+from ledger.store.outcomes import loads
 
 __all__ = ["Tier", "VersionStats", "best_verified", "competence", "regression", "wilson"]
 
@@ -62,6 +62,7 @@ class VersionStats:
     verified: Tier = field(default_factory=Tier)
     self: Tier = field(default_factory=Tier)
     withdrawn: int = 0  # outcomes signed by a key revoked since (or never trusted)
+    digest: str | None = None  # the version's directory digest, as its records name it
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "verified": self.verified.to_json(), "self": self.self.to_json(),
@@ -75,11 +76,11 @@ def competence(entries: Iterable[bytes], trust: Trust) -> dict[str, dict[int, Ve
     as it appended it, a pull audits what arrives, and ``ledger verify`` checks them all."""
     out: dict[str, dict[int, VersionStats]] = {}
     for data in entries:
-        rec = json.loads(data)["record"]
+        rec = loads(data)["record"]
         per = out.setdefault(rec["skill"], {})
         stats = per.get(rec["version"])
         if stats is None:
-            stats = per[rec["version"]] = VersionStats(rec["version"])
+            stats = per[rec["version"]] = VersionStats(rec["version"], digest=rec["digest"])
         role = trust.active.get(rec["signer"])
         if role is None:
             stats.withdrawn += 1
@@ -109,20 +110,25 @@ def best_verified(versions: Mapping[int, VersionStats]) -> int | None:
     return max(scored)[1] if scored else None
 
 
-def regression(name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:
-    """The live version's verified regression against its newest predecessor with verified outcomes."""
-    cur = versions.get(live)
-    if cur is None or not cur.verified.n:
+def regression(name: str, live: int, versions: Mapping[int, VersionStats],
+               live_digest: str | None = None) -> dict[str, Any] | None:  # fmt: skip
+    """The verified regression the live skill stands on: its newest version up to ``live`` with verified
+    outcomes, against that version's newest predecessor with some.  An unverified newer version does not
+    clear it (a one-byte edit is no evidence); verified outcomes of the live version do, and so does a live
+    version that is the predecessor's very content (``live_digest``: the revert the flag asked for)."""
+    judged = [v for v in versions if v <= live and versions[v].verified.n]
+    if not judged:
         return None
-    before = [v for v in versions if v < live and versions[v].verified.n]
+    cur = versions[max(judged)]
+    before = [v for v in judged if v < cur.version]
     if not before:
         return None
     prev = versions[max(before)]
     a, b = wilson(cur.verified.successes, cur.verified.n), wilson(prev.verified.successes, prev.verified.n)
     assert a is not None and b is not None
-    if a[1] >= b[0]:
+    if a[1] >= b[0] or (live_digest is not None and live != cur.version and live_digest == prev.digest):
         return None
-    return {"skill": name, "version": live, "from": prev.version,
+    return {"skill": name, "version": cur.version, "live": live, "from": prev.version,
             "rate": round(cur.verified.successes / cur.verified.n, 6),
             "from_rate": round(prev.verified.successes / prev.verified.n, 6),
             "interval": [round(a[0], 6), round(a[1], 6)], "from_interval": [round(b[0], 6), round(b[1], 6)],

@@ -13,12 +13,12 @@ import contextlib
 import functools
 import json
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
-from ledger._json import unique_keys
 from ledger.brain.competence import VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
@@ -41,6 +41,7 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
+CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
@@ -133,8 +134,48 @@ class Evidence:
         return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
 
     def stats(self) -> dict[str, dict[int, VersionStats]]:
-        """Every skill's outcomes per version and tier under the head's trust set."""
-        return competence(self.entries(), self._trust())
+        """Every skill's outcomes per version and tier under the head's trust set, from entries whose
+        signatures were checked (:meth:`checked`)."""
+        return competence(self.checked(), self._trust())
+
+    def checked(self) -> list[bytes]:
+        """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
+        (content-addressed: a chunk never changes under its id), so figures never count a forged entry
+        and a second look costs a read, not 100,000 signature recoveries."""
+        store = self.brain.store
+        tree = head_evidence(store, self.brain.head())
+        if tree is None:
+            return []
+        shas = ev.chunk_ids(store, tree)
+        known = self._known()
+        out: list[bytes] = []
+        fresh = []
+        for i, (sha, data) in enumerate(zip(shas, store.read_blobs(shas), strict=True)):
+            lines = ev.lines_of(data, i == len(shas) - 1, i)
+            if sha not in known:
+                for k, line in enumerate(lines):
+                    try:
+                        oc.parse_entry(line)
+                    except LedgerError as exc:
+                        raise StoreError(f"outcome {i * ev.CHUNK + k} of the head's evidence log does not verify: "
+                                         f"{exc.message}", hint="run 'ledger verify': the log was altered") from None
+                fresh.append(sha)
+            out.extend(lines)
+        self._remember(fresh)
+        return out
+
+    def _known(self) -> set[bytes]:
+        try:
+            text = (self.brain.control / "cache" / CHECKED_CACHE).read_text()
+        except OSError:
+            return set()
+        return {bytes.fromhex(line) for line in text.split() if len(line) == 40}
+
+    def _remember(self, shas: Iterable[bytes]) -> None:
+        lines = "".join(sha.hex() + "\n" for sha in shas)
+        if lines:
+            with contextlib.suppress(OSError), open(self.brain.control / "cache" / CHECKED_CACHE, "a") as f:
+                f.write(lines)
 
     def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
         """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
@@ -152,7 +193,12 @@ class Evidence:
             live = history[0]["version"]
         versions = [found[v] for v in sorted(found)]
         return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
-                "regression": regression(name, live, found) if live is not None else None}  # fmt: skip
+                "regression": regression(name, live, found, self.live_digest(name)) if live is not None else None}
+
+    def live_digest(self, name: str) -> str | None:
+        """``name``'s directory digest in the head (a regression is cleared by reverting to the good one)."""
+        digest = self.brain.head().bundle.digests.get(name)
+        return format_root(digest) if digest is not None else None
 
     def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
         """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
@@ -161,8 +207,11 @@ class Evidence:
             per = {}  # no outcome at all: nothing to read
         per = per if per is not None else self.stats()
         out = []
+        digests = head.bundle.digests if per else {}
         for info in self.brain.list() if per else ():
-            flagged = regression(info.name, info.version, per.get(info.name, {}))
+            digest = digests.get(info.name)
+            flagged = regression(info.name, info.version, per.get(info.name, {}),
+                                 format_root(digest) if digest is not None else None)  # fmt: skip
             if flagged is not None:
                 out.append(flagged)
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
@@ -227,9 +276,9 @@ class Evidence:
 
     def _row(self, line: bytes, cache: dict[str, Served]) -> bytes | oc.Entry:
         try:
-            doc = json.loads(line, object_pairs_hook=unique_keys)
-        except ValueError as exc:
-            raise StoreError(f"not JSON: {exc}") from None
+            doc = oc.loads(line)
+        except StoreError as exc:
+            raise StoreError(exc.message.replace("an evidence entry", "the line")) from None
         if isinstance(doc, dict) and set(doc) == {"record", "signature"}:
             return oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
@@ -292,29 +341,63 @@ class Evidence:
         """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped) as one
         ``outcome`` snapshot, under the writer lock, so no concurrent append is lost.  An :class:`~oc.Entry`
         is one this process signed (:func:`~oc.signed_entry`); bytes are parsed and checked here."""
+        from ledger.audit.evidencecheck import Receipts, Tally, entry_problem
+
         brain = self.brain
         writer = brain.writer
         with writer.lock.locked():
             head = brain.head()
             trust = self._trust()
             tree = head_evidence(brain.store, head)
-            seen = {oc.outcome_id_of(e) for e in (ev.entries_of(brain.store, tree) if tree is not None else [])}
+            logged = ev.entries_of(brain.store, tree) if tree is not None else []
+            seen = {oc.outcome_id_of(e) for e in logged}
+            # The audit's own rules (§14.5), asked before anything is written: an acknowledged outcome is
+            # one the audit passes, since the append-only log could never drop it afterwards.
+            tally = Tally(agent=_log_agent(logged))
+            registered = self.agent()
+            receipts = Receipts(brain.store, None, brain.cache)
+            now, at = int(time.time()), head.commit.hex()
             fresh = []
-            for given in entries:
+            for i, given in enumerate(entries):
                 entry = given if isinstance(given, oc.Entry) else oc.parse_entry(given)
                 _check_signer(entry, trust)
-                if entry.record["brain"] != self.genesis:
-                    raise StoreError(f"outcome {entry.id.hex()[:12]} is of brain {entry.record['brain'][:12]}, "
-                                     f"not this one ({self.genesis[:12]})")  # fmt: skip
-                if entry.id not in seen:
-                    seen.add(entry.id)
-                    fresh.append(entry.data)
+                if registered is not None and entry.record["agent"] != registered:
+                    raise StoreError(f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
+                                     f"this brain is registered as agent {registered}: an outcome of a registered "
+                                     "brain names its agent (docs/lineage.md §14.5 rule 7); nothing was written",
+                                     hint="have the verifier sign the record with the agent id "
+                                          "('ledger chain status' shows it)")  # fmt: skip
+                if entry.id in seen:
+                    continue
+                problem = entry_problem(entry, at=at, stamp=now, genesis=self.genesis, trust=trust, seen=seen,
+                                        receipts=receipts, tally=tally, inclusive=True)  # fmt: skip
+                if problem is not None:
+                    raise StoreError(f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
+                                     hint="an outcome is of a version a snapshot of this brain served, dated "
+                                          "between then and now, naming this brain's agent")  # fmt: skip
+                fresh.append(entry.data)
             if not fresh:
                 raise StoreError("every outcome given is already in the log; nothing was written")
-            return writer.apply("outcome", {}, [], note, evidence=ev.append(brain.store, tree, fresh))
+            new_tree = ev.append(brain.store, tree, fresh)
+            receipt = writer.apply("outcome", {}, [], note, evidence=new_tree)
+            old = ev.chunk_ids(brain.store, tree) if tree is not None else []
+            if not old or old[-1] in self._known():  # every entry of the new chunks was verified here or before
+                assert new_tree is not None
+                self._remember(set(ev.chunk_ids(brain.store, new_tree)) - set(old))
+            return receipt
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
+
+
+def _log_agent(entries: Sequence[bytes]) -> str | None:
+    """The registry agent id the log's records name (§14.5 rule 7), read without parsing each entry: an
+    entry's bytes begin ``{"record":{"agent":`` and then ``null`` or the id (RFC 8785 key order)."""
+    head = b'{"record":{"agent":"'
+    for entry in entries:
+        if entry.startswith(head):
+            return entry[len(head) : len(head) + 66].decode("ascii", "replace")
+    return None
 
 
 def _check_signer(entry: oc.Entry, trust: Trust) -> None:

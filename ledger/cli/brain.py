@@ -102,7 +102,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
     for r in regressions:
-        click.secho(f"regressed {r['skill']} v{r['version']}: verified {r['rate']:.0%} "
+        live = f" (live v{r['live']}, not verified yet)" if r["live"] != r["version"] else ""
+        click.secho(f"regressed {r['skill']} v{r['version']}{live}: verified {r['rate']:.0%} "
                     f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
                     f"[{r['from_interval'][0]:.0%}, {r['from_interval'][1]:.0%}]; undo: {r['revert']}",
                     fg="red")  # fmt: skip
@@ -251,7 +252,8 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
                 found.setdefault(live[name], VersionStats(live[name]))
             docs.append({"skill": name, "live": live.get(name),
                          "versions": [found[v].to_json() for v in sorted(found)],
-                         "regression": regression(name, live[name], found) if name in live else None})  # fmt: skip
+                         "regression": regression(name, live[name], found, brain.evidence.live_digest(name))
+                         if name in live else None})  # fmt: skip
     if as_json:
         emit(docs)
         return

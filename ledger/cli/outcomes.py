@@ -129,7 +129,7 @@ def _read(source: str) -> bytes:
 @click.pass_context
 def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
     """The outcomes in the log, oldest first (of one skill, or one version of it)."""
-    import json
+    from ledger.store import outcomes as oc
 
     name, version = split_ref(ref) if ref else (None, None)
     out = []
@@ -139,7 +139,7 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
             brain.history(name)  # a name this brain never had is refused, not listed as empty
         roles = brain.evidence._trust().active
         for i, data in enumerate(brain.evidence.entries()):
-            doc = json.loads(data)
+            doc = oc.loads(data)
             rec = doc["record"]
             if (name and rec["skill"] != name) or (version and rec["version"] != version):
                 continue

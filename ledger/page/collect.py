@@ -9,7 +9,6 @@ the page draws it as a claim (:mod:`ledger.page.render`).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,9 @@ from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, regression, wilson
 from ledger.chain.receipts import read_receipts
 from ledger.chain.tlog import root_of
-from ledger.errors import ChainError
+from ledger.errors import ChainError, LedgerError
 from ledger.store import evidence as ev
+from ledger.store import outcomes as oc
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -54,11 +54,15 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     chain_ok = rpc is not None and all(c.ok and not c.skipped for n, c in checks.items()
                                        if n in ("chain.events", "chain.roots", "chain.head"))  # fmt: skip
     entries = brain.evidence.entries()
+    outcomes_by: dict[str, int] = {}
+    for entry in entries:  # every entry of the head's log, merged in or appended here
+        who = _signer(entry)
+        outcomes_by[who] = outcomes_by.get(who, 0) + 1
     trust = brain.evidence._trust()
     per = competence(entries, trust)
     roles = trust.active
 
-    timeline, created, outcomes_by = _timeline(brain, report, rpc is not None and chain_ok, sig_ok)
+    timeline, created = _timeline(brain, report, rpc is not None and chain_ok, sig_ok)
     live = {info.name: info.version for info in brain.list()}
     skills = []
     for name in sorted(set(created) | set(per)):
@@ -69,7 +73,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
             vs = stats.get(v) or VersionStats(v)
             versions.append({"version": v, "created": _iso(when), "commit": commit,
                              "verified": _tier(vs.verified), "self": _tier(vs.self)})  # fmt: skip
-        flagged = regression(name, live[name], stats) if name in live else None
+        flagged = regression(name, live[name], stats, brain.evidence.live_digest(name)) if name in live else None
         skills.append({"name": name, "live": name in live, "versions": versions,
                        "regression": {k: flagged[k] for k in ("version", "from", "revert")} if flagged else None})
     signed_count: dict[str, int] = {}
@@ -102,7 +106,10 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
 
 
 def _signer(entry: bytes) -> str:
-    return str(json.loads(entry)["record"]["signer"])
+    try:
+        return str(oc.loads(entry)["record"]["signer"])
+    except (LedgerError, KeyError, TypeError):
+        return "unreadable"
 
 
 def _pin(pin: dict[str, Any]) -> str:
@@ -113,8 +120,8 @@ Created = dict[str, dict[int, tuple[int, str]]]  # skill → version → (time, 
 
 
 def _timeline(brain: Brain, report: Any, chain_checked: bool,
-              sig_ok: bool) -> tuple[list[dict[str, Any]], Created, dict[str, int]]:  # fmt: skip
-    """The mainline for the page, each version's first snapshot, and outcomes per signer."""
+              sig_ok: bool) -> tuple[list[dict[str, Any]], Created]:  # fmt: skip
+    """The mainline for the page, and each version's first snapshot."""
 
     store = brain.store
     receipts: dict[str, Any] = {}
@@ -123,7 +130,6 @@ def _timeline(brain: Brain, report: Any, chain_checked: bool,
     failed_at = report.checks["signatures"].index if not sig_ok else None
     out: list[dict[str, Any]] = []
     created: Created = {}
-    by_signer: dict[str, int] = {}
     size = 0
     for t in report.timeline:
         for c in t["changes"]:
@@ -134,10 +140,6 @@ def _timeline(brain: Brain, report: Any, chain_checked: bool,
             top = report.tops.get(t["commit"], {})
             tree = top.get(ev.EVIDENCE)
             now = ev.size_of(store, tree) if tree is not None else 0
-            if now > size and t["operation"] == "outcome":
-                for entry in ev.entries_of(store, tree)[size:]:
-                    signer = json.loads(entry)["record"]["signer"]
-                    by_signer[signer] = by_signer.get(signer, 0) + 1
             added, size = now - size, now
         signer = t.get("signer")
         bad = t["actor"] in ("refused", "bad signature") or (failed_at is not None and t["index"] >= failed_at)
@@ -153,7 +155,7 @@ def _timeline(brain: Brain, report: Any, chain_checked: bool,
                     "signer": signer if not bad else None, "role": t["actor"] if signer and not bad else None,
                     "signature": "fail" if bad else "ok" if signer else "unsigned", "anchor": anchor,
                     "outcomes": max(0, added)})  # fmt: skip
-    return out, created, by_signer
+    return out, created
 
 
 def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, checked: bool) -> dict[str, Any] | None:

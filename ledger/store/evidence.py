@@ -19,7 +19,7 @@ from ledger.errors import StoreError
 from ledger.store import gitstore as gs
 from ledger.store.objectdb import MODE_DIR, MODE_FILE
 
-__all__ = ["CHUNK", "EVIDENCE", "append", "evidence_tree", "read_entries", "size_of"]
+__all__ = ["CHUNK", "EVIDENCE", "append", "chunk_ids", "evidence_tree", "lines_of", "read_entries", "size_of"]
 
 EVIDENCE = "evidence"  # the top-tree entry's name
 CHUNK = 256  # entries per chunk file
@@ -34,6 +34,16 @@ def evidence_tree(store: gs.GitStore, top: bytes) -> bytes | None:
                 raise StoreError("'evidence' in the snapshot is not a directory (docs/lineage.md §14.2)")
             return sha
     return None
+
+
+def chunk_ids(store: gs.GitStore, tree: bytes) -> list[bytes]:
+    """The blob ids of an ``evidence/`` tree's chunks, in order, its layout checked."""
+    return _chunks(store, tree)
+
+
+def lines_of(data: bytes, last: bool, index: int) -> list[bytes]:
+    """The entries of chunk ``index``'s bytes (``last``: the log's last chunk, which may be short)."""
+    return _lines(data, last, index)
 
 
 def _chunks(store: gs.GitStore, tree: bytes) -> list[bytes]:

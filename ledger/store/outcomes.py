@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ledger._json import unique_keys
+from ledger._json import depth, unique_keys
 from ledger.errors import StoreError
 from ledger.signatures.signing import SignatureError, recover, sign
 
@@ -45,7 +45,9 @@ __all__ = [
 FORMAT = "brain-ledger/outcome/v1"
 STATEMENT = "brain-ledger outcome v1\n"  # the signed text: this line, the id in hex, a newline
 MAX_ENTRY = 8192  # bytes: a record is a few hundred; a log of 100,000 stays well under a gigabyte
-MAX_TEXT = 512  # characters of a task id, a verifier name or an evidence URI
+MAX_TEXT = 512  # characters (code points) of a task id, a verifier name or an evidence URI
+MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493 §2.2), all RFC 8785 writes
+MAX_DEPTH = 8  # JSON nesting: an entry needs 4
 RESULTS = ("success", "failure", "score")
 
 _KEYS = ("agent", "brain", "digest", "evidence", "format", "outcome", "receipt", "signer", "skill", "task", "time",
@@ -88,7 +90,7 @@ def _plain(value: Any) -> bool:
     if value is None or isinstance(value, (bool, str)):
         return True
     if isinstance(value, int):
-        return abs(value) <= 2**53
+        return abs(value) <= MAX_INT
     if isinstance(value, float):
         return math.isfinite(value) and not value.is_integer() and 1e-4 <= abs(value) < 1e16
     if isinstance(value, list):
@@ -197,12 +199,7 @@ class Entry:
 
 def parse_entry(data: bytes) -> Entry:
     """An entry, refused unless it is exactly what :func:`sign_entry` writes and its signature is its signer's."""
-    if len(data) > MAX_ENTRY:
-        raise StoreError(f"an evidence entry is {len(data)} bytes; at most {MAX_ENTRY}")
-    try:
-        doc = json.loads(data, object_pairs_hook=unique_keys, parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise StoreError(f"an evidence entry is not JSON: {exc}") from exc
+    doc = loads(data)
     if not isinstance(doc, dict) or set(doc) != {"record", "signature"}:
         raise StoreError("an evidence entry is an object of exactly 'record' and 'signature'")
     record, signature = doc["record"], doc["signature"]
@@ -223,6 +220,19 @@ def parse_entry(data: bytes) -> Entry:
     return Entry(data, record, signature, oid)
 
 
+def loads(data: bytes) -> Any:
+    """An entry's JSON, measured before the parser sees it: size and nesting (``ledger._json.depth``),
+    so a hostile line is a refusal, never a RecursionError; a key named twice is refused too."""
+    if len(data) > MAX_ENTRY:
+        raise StoreError(f"an evidence entry is {len(data)} bytes; at most {MAX_ENTRY}")
+    if depth(data) > MAX_DEPTH:
+        raise StoreError(f"an evidence entry nests deeper than {MAX_DEPTH}; a record nests 4 deep")
+    try:
+        return json.loads(data, object_pairs_hook=unique_keys, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoreError(f"an evidence entry is not JSON: {exc}") from exc
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -238,8 +248,8 @@ def _text(value: Any, what: str, *, null: bool = True) -> None:
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise StoreError(f"{what} is a finite number")
-    if isinstance(value, int) and abs(value) > 2**53:
-        raise StoreError(f"{what} is beyond 2^53, which JSON readers disagree on")
+    if isinstance(value, int) and abs(value) > MAX_INT:
+        raise StoreError(f"{what} is beyond 2^53 - 1, which JSON readers disagree on (RFC 8785 refuses it)")
     return float(value)
 
 
@@ -259,7 +269,7 @@ def check_record(record: Any) -> None:
          "agent is null or 0x and 64 lower-case hex digits"),
         (isinstance(rec["skill"], str) and len(rec["skill"]) <= 64 and _NAME.match(rec["skill"]),
          "skill is a skill name (a-z, 0-9, single hyphens, at most 64)"),
-        (type(rec["version"]) is int and 1 <= rec["version"] <= 2**53, "version is an integer, at least 1"),
+        (type(rec["version"]) is int and 1 <= rec["version"] <= MAX_INT, "version is an integer from 1 to 2^53 - 1"),
         (isinstance(rec["digest"], str) and _ROOT.match(rec["digest"]), "digest is blake3-tree-v1: and 64 hex"),
         (isinstance(rec["signer"], str) and _ADDRESS.match(rec["signer"]), "signer is 0x and 40 lower-case hex"),
     )  # fmt: skip
