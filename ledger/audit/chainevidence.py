@@ -115,7 +115,10 @@ def check_chain_evidence(
     if head_log is not None:
         wanted = f"0x{agent:064x}"
         for i, entry in enumerate(head_log.entries):
-            named = json.loads(entry)["record"]["agent"]
+            try:
+                named = json.loads(entry)["record"]["agent"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a record: the 'evidence' check names it (§14.5 rule 1); no traceback here
             if named is not None and named != wanted:
                 chk.fail(f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "
                          "(docs/lineage.md §14.5)", snapshot=head.commit if head else None)  # fmt: skip
