@@ -123,8 +123,9 @@ def check_epochs(
         chk.skip("no epoch receipts (refs/notes/ledger-epochs), and no owner or committer of the agent has "
                  "anchored an epoch: this agent was not anchored through an operator")  # fmt: skip
     elif chk.ok:
-        chk.summary = (f"{len(notes)} epoch receipt(s) and {len(ev_notes)} evidence receipt(s) verify against the "
-                       "chain, and each of {replayed} operator "
+        chk.summary = (f"{len(notes)} epoch receipt(s)"
+                       + (f" and {len(ev_notes)} evidence receipt(s)" if ev_notes else "")
+                       + f" verify against the chain, and each of {replayed} operator "
                        "log(s) of the agent's owner and committers replays to every on-chain epoch root, one chain "
                        "per agent"
                        + (f" ({silent} hold no entry of this agent)" if silent else ""))  # fmt: skip
