@@ -277,3 +277,44 @@ def test_evidence_receipts_survive_a_clone_and_a_tampered_one_refuses_it(tmp_pat
     with pytest.raises(StoreError, match="evidence receipt does not verify offline"):
         clone(str(remote), tmp_path / "d")
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.chain
+def test_a_pull_takes_evidence_receipts(tmp_path: Path, chained: Brain) -> None:
+    """A copy that has the outcome snapshot but not its receipts (cloned before the operator anchored) pulls them.
+
+    The outcomes are recorded before the first push: pushing an outcome snapshot over an earlier push trips
+    a KeyError in ledger/audit/evidencecheck.py's incremental audit today (reported, not ours to fix)."""
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    record(a, 2)
+    remote = tmp_path / "r.git"
+    assert run_ledger("--brain", str(a.root), "push", str(remote)).returncode == 0
+    assert run_ledger("clone", str(remote), str(tmp_path / "b")).returncode == 0
+    assert anchor(operator, a)[0] == 0
+    pushed = run_ledger("--brain", str(a.root), "push", str(remote))
+    assert pushed.returncode == 0, pushed.stderr
+    pulled = run_ledger("--brain", str(tmp_path / "b"), "pull", str(remote), "--json")
+    assert pulled.returncode == 0, pulled.stderr
+    assert json.loads(pulled.stdout)["incoming_receipts"]["epochs"]["taken"] >= 2  # heads and the evidence
+    with Brain.open(tmp_path / "b") as b:
+        assert evidence_receipts(b) == evidence_receipts(a) and len(evidence_receipts(b)) == 1
+
+
+@pytest.mark.chain
+@pytest.mark.parametrize("point", ["epoch-before-send", "chain-after-send"])
+def test_a_killed_anchor_gives_the_evidence_receipt_on_the_next_run(tmp_path: Path, chained: Brain,
+                                                                    point: str) -> None:  # fmt: skip
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    record(a, 3)
+    code, _, err = anchor(operator, a, crash=point)
+    assert code == 86 and not evidence_receipts(a), err
+    code, out, err = anchor(operator, a)
+    assert code == 0 and out["epoch"] == 1, err
+    assert out["evidence"] == (0 if point == "chain-after-send" else 1)
+    (receipt,) = evidence_receipts(a).values()
+    assert receipt["size"] == 3 and epochevidence.verify_offline(receipt)["evidence_size"] == 3
+    log = epochlog.read_local(operator.store)
+    assert sum(epochevidence.is_evidence(e) for e in log.entries) == 1  # anchored once, not twice
+    assert epochs_check(a)[0] == 0
