@@ -318,3 +318,23 @@ def test_a_killed_anchor_gives_the_evidence_receipt_on_the_next_run(tmp_path: Pa
     log = epochlog.read_local(operator.store)
     assert sum(epochevidence.is_evidence(e) for e in log.entries) == 1  # anchored once, not twice
     assert epochs_check(a)[0] == 0
+
+
+@pytest.mark.chain
+def test_an_altered_or_misplaced_evidence_receipt_fails(tmp_path: Path, chained: Brain) -> None:
+    """What no signature covers (tx, block) is the chain's to check; where a receipt sits is the clone's."""
+    operator = chained
+    a = member(tmp_path, operator, "a")
+    record(a, 2)
+    assert anchor(operator, a)[0] == 0
+    (commit, receipt), = evidence_receipts(a).items()
+    write_receipts(a.store, {commit: dict(receipt, tx="0x" + "ee" * 32)}, ref=EVIDENCE_NOTES_REF)
+    code, chk = epochs_check(a)
+    assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk
+    assert anchor(operator, a)[0] == 0  # the operator's next run puts its own receipt back
+    assert evidence_receipts(a)[commit] == receipt and epochs_check(a)[0] == 0
+    # the same, valid receipt moved to the snapshot before (same root, no evidence): it does not sit there
+    parent = a.store.snapshot(bytes.fromhex(commit)).parents[0]
+    write_receipts(a.store, {parent: receipt}, ref=EVIDENCE_NOTES_REF)
+    code, chk = epochs_check(a)
+    assert code == 1 and chk["snapshot"] == parent and "that snapshot records 0" in chk["summary"], chk
