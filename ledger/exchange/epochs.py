@@ -86,9 +86,9 @@ def _evidence_item(brain: Brain, agent: int, last: tuple[int, bytes]) -> bytes |
     evlog = log_of(store, snap)
     problem = prefix_problem(evlog, *last)
     if problem is not None:
-        raise ChainError(f"agent {agent:#x} (the brain at {brain.root}): the operator's log anchored its evidence "
-                         f"log at size {last[0]}, root 0x{last[1].hex()}, but {problem.replace('the chain', 'it')} "
-                         f"(anchored {last[0]}, in the brain {evlog.size}); nothing was anchored",
+        raise ChainError(f"agent {agent:#x} (the brain at {brain.root}): "
+                         f"{problem.replace('the chain anchored', 'the operator log anchored')} (anchored {last[0]}, "
+                         f"in the brain {evlog.size}); nothing was anchored",
                          hint="an anchored outcome cannot be removed or changed: restore the brain's evidence/ from "
                               "a copy that holds it, then anchor again")  # fmt: skip
     if evlog.size <= last[0]:
