@@ -54,8 +54,8 @@ def parse_evidence_entry(data: bytes) -> tuple[int, bytes, int, bytes]:
     if len(data) != EVIDENCE_ENTRY_SIZE or data[0] != TAG:
         raise ChainError(f"an evidence entry is {EVIDENCE_ENTRY_SIZE} bytes starting with 0x02, got {len(data)} "
                          f"bytes starting with 0x{data[:1].hex() or '(none)'}")  # fmt: skip
-    agent, head, size, root = int.from_bytes(data[1:33], "big"), data[33:65], int.from_bytes(data[65:73], "big"), b""
-    root = data[73:]
+    agent, head, root = int.from_bytes(data[1:33], "big"), data[33:65], data[73:]
+    size = int.from_bytes(data[65:73], "big")
     if size == 0 or _ZERO in (head, root):
         raise ChainError("an evidence entry's size is 0, or its head or root is zero")
     return agent, head, size, root
