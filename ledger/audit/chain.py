@@ -130,7 +130,7 @@ def check_chain(
     history = _committer_history(reg, agent, from_block)
     everyone = [history[0]] if history[0] else []  # every address that ever could commit: each may anchor epochs
     check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
-                 epoch_logs)  # fmt: skip
+                 epoch_logs, mainline)  # fmt: skip
     _check_committers(report, history, events)
     check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)

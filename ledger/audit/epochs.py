@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ledger.audit.epochevidence import EvidenceRule, check_agent_evidence, check_evidence_receipt
 from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochlog, epochproof, tlog
+from ledger.chain import epochevidence, epochlog, epochproof, tlog
 from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
+from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
 from ledger.store import gitstore as gs
@@ -41,8 +43,10 @@ def check_epochs(
     from_block: int = 0,
     operators: Iterable[str] = (),
     epoch_logs: Mapping[str, str] | None = None,
+    mainline: list[gs.Snapshot] | None = None,
 ) -> None:
-    """``snaps`` are the anchored snapshots, oldest first (seq k is ``snaps[k - 1]``).
+    """``snaps`` are the anchored snapshots, oldest first (seq k is ``snaps[k - 1]``); ``mainline`` every
+    mainline snapshot, oldest first (evidence receipts sit on outcome snapshots, which share a root).
 
     ``operators`` are every address that was ever the agent's owner or committer: each one with an
     epoch on chain may have anchored this agent, so its log is replayed whether or not this copy holds
@@ -67,6 +71,21 @@ def check_epochs(
         named.add(facts["operator"].lower())
         located.setdefault(facts["operator"].lower(), set()).add(doc["log"])
         _check_receipt(chk, reg, agent, height, from_block, snaps, position.get(commit), commit, doc, facts)
+    mainline = snaps if mainline is None else mainline
+    cache: dict[str, EvidenceLog | None] = {}
+    ev_notes = read_notes(store, epochevidence.EVIDENCE_NOTES_REF)
+    for commit, data in sorted(ev_notes.items()):
+        try:
+            doc = epochproof.parse_receipt(data)
+            facts = epochevidence.verify_offline(doc)
+        except LedgerError as exc:
+            chk.fail(f"the evidence receipt on {commit[:12]} does not verify: {getattr(exc, 'message', exc)}",
+                     snapshot=commit)  # fmt: skip
+            continue
+        named.add(facts["operator"].lower())
+        located.setdefault(facts["operator"].lower(), set()).add(doc["log"])
+        if check_evidence_receipt(chk, store, mainline, agent, commit, facts, cache):
+            _check_on_chain(chk, reg, agent, height, from_block, commit, doc, facts)
     for operator, location in (epoch_logs or {}).items():
         located.setdefault(operator.lower(), set()).add(location)
     own = _own_log_operator(store)
@@ -88,7 +107,8 @@ def check_epochs(
                      f"{epochlog.EPOCHS_REF})", expected=f"{count} epoch(s) replayed", computed="no log")  # fmt: skip
             continue
         for location in sorted(located[operator]):
-            mine = replay(chk, reg, operator, location, agent, snaps, height)
+            mine = replay(chk, reg, operator, location, agent, snaps, height, store=store, mainline=mainline,
+                          cache=cache)  # fmt: skip
             if mine is None:
                 continue
             replayed += 1
@@ -99,11 +119,13 @@ def check_epochs(
                     chk.fail(f"forked agent: operator {operator} anchors seq {seq} of agent {agent:#x} as "
                              f"{format_root(root)}, operator {by} as {format_root(root0)}",
                              expected=format_root(root0), computed=format_root(root))  # fmt: skip
-    if chk.ok and not notes and not replayed:
+    if chk.ok and not notes and not ev_notes and not replayed:
         chk.skip("no epoch receipts (refs/notes/ledger-epochs), and no owner or committer of the agent has "
                  "anchored an epoch: this agent was not anchored through an operator")  # fmt: skip
     elif chk.ok:
-        chk.summary = (f"{len(notes)} epoch receipt(s) verify against the chain, and each of {replayed} operator "
+        chk.summary = (f"{len(notes)} epoch receipt(s)"
+                       + (f" and {len(ev_notes)} evidence receipt(s)" if ev_notes else "")
+                       + f" verify against the chain, and each of {replayed} operator "
                        "log(s) of the agent's owner and committers replays to every on-chain epoch root, one chain "
                        "per agent"
                        + (f" ({silent} hold no entry of this agent)" if silent else ""))  # fmt: skip
@@ -140,6 +162,12 @@ def _check_receipt(
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
         chk.fail(f"the epoch receipt on {commit[:12]} gives a parent that is not the snapshot before",
                  snapshot=commit)  # fmt: skip
+    _check_on_chain(chk, reg, agent, height, from_block, commit, doc, facts)
+
+
+def _check_on_chain(chk: Check, reg: Any, agent: int, height: int, from_block: int, commit: str,
+                    doc: dict[str, Any], facts: dict[str, Any]) -> None:  # fmt: skip
+    """§13.7 steps 3 to 5, for a head or an evidence receipt: the epoch, its event, the operator a committer."""
     size, root = reg.epoch(facts["operator"], facts["epoch"], height)
     if (size, root) != (facts["size"], facts["tree_root"]):
         chk.fail(f"epoch {facts['epoch']} of operator {facts['operator']} on chain is size {size}, root "
@@ -168,8 +196,10 @@ def anchored_event(reg: Any, operator: str, epoch: int, from_block: int, height:
 
 
 def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps: list[gs.Snapshot],
-           height: int | str = "latest") -> dict[int, bytes] | None:  # fmt: skip
-    """Fail ``chk`` unless the log at ``location`` is the operator's whole on-chain log, unforked.
+           height: int | str = "latest", *, store: gs.GitStore | None = None, mainline: list[gs.Snapshot] | None = None,
+           cache: dict[str, EvidenceLog | None] | None = None) -> dict[int, bytes] | None:  # fmt: skip
+    """Fail ``chk`` unless the log at ``location`` is the operator's whole on-chain log, unforked; with ``store``,
+    this agent's evidence entries are also checked against the clone (:func:`check_agent_evidence`).
 
     Returns this agent's anchored entries (seq → root), for the check across operators; None on a failure.
     """
@@ -199,7 +229,15 @@ def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps
     entries = log.entries[: log.epochs[count - 1]["size"]] if count else []
     last: dict[int, tuple[int, bytes]] = {}
     mine: dict[int, bytes] = {}
+    rule, evidence = EvidenceRule(operator), []
     for n, item in enumerate(entries):
+        if epochevidence.is_evidence(item):
+            got = rule.step(chk, n, item, last)
+            if got is None:
+                return None
+            if got[0] == agent:
+                evidence.append((n, *got[1:]))
+            continue
         who, seq, parent, root = tlog.parse_entry(item)
         prev_seq, prev_root = last.get(who, (0, ZERO))
         if seq != prev_seq + 1 or parent != prev_root:
@@ -221,5 +259,10 @@ def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps
             chk.fail(f"entry {n} of the log anchors seq {seq} of this agent as {format_root(root)}, but this brain's "
                      f"snapshot there is {format_root(snaps[seq - 1].root)}", index=n, snapshot=snaps[seq - 1].commit,
                      expected=format_root(snaps[seq - 1].root), computed=format_root(root))  # fmt: skip
+            return None
+    if store is not None and evidence:
+        check_agent_evidence(chk, store, snaps if mainline is None else mainline, operator, evidence,
+                             {} if cache is None else cache)  # fmt: skip
+        if not chk.ok:
             return None
     return mine

@@ -19,7 +19,7 @@ from ledger._json import unique_keys
 from ledger.chain import notes, tlog
 from ledger.errors import ChainError
 
-__all__ = ["KIND", "MAX_RECEIPT", "build", "parse_receipt", "verify_offline"]
+__all__ = ["KIND", "MAX_RECEIPT", "build", "parse_receipt", "verify_offline", "verify_signed"]
 
 KIND = "ledger-epoch-receipt/v1"
 _FIELDS: dict[str, type] = {"kind": str, "chain_id": int, "registry": str, "operator": str, "agent": str, "seq": int,
@@ -68,18 +68,21 @@ def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path:
     }
 
 
-def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Check a receipt without a chain; return what the chain must confirm: operator, epoch, size, root,
-    and the entry (agent, seq, parent, root, index).  Raises :class:`ChainError` saying what is wrong."""
-    if set(doc) != set(_FIELDS):
-        extra, missing = sorted(set(doc) - set(_FIELDS)), sorted(set(_FIELDS) - set(doc))
-        raise ChainError(f"the epoch receipt's fields are not §13.6's (extra {extra}, missing {missing})")
-    for key, kind in _FIELDS.items():
+def verify_signed(
+    doc: Mapping[str, Any], fields: Mapping[str, type], kind: str
+) -> tuple[bytes, int, list[bytes], int, bytes]:
+    """The checks every epoch receipt shares (§13.6, in order): the fields and their types, ``kind``, the
+    origin, the key's certification by the operator, the proof's shape and the checkpoint's signature.
+    Returns the proof's (extra, index, path) and the checkpoint's (size, root), for the entry's own checks."""
+    if set(doc) != set(fields):
+        extra, missing = sorted(set(doc) - set(fields)), sorted(set(fields) - set(doc))
+        raise ChainError(f"the epoch receipt's fields are not those of {kind} (extra {extra}, missing {missing})")
+    for key, want in fields.items():
         value = doc.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise ChainError(f"the epoch receipt's {key!r} is {str(value)[:60]!r}, not {kind.__name__}")
-    if doc["kind"] != KIND:
-        raise ChainError(f"the receipt is of kind {doc['kind']!r}, not {KIND!r}")
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise ChainError(f"the epoch receipt's {key!r} is {str(value)[:60]!r}, not {want.__name__}")
+    if doc["kind"] != kind:
+        raise ChainError(f"the receipt is of kind {doc['kind']!r}, not {kind!r}")
     if not _ADDRESS.fullmatch(doc["operator"]) or not _ADDRESS.fullmatch(doc["registry"]):
         raise ChainError("the epoch receipt's operator and registry are 0x and 40 hex digits")
     origin = notes.origin_of(doc["chain_id"], doc["registry"], doc["operator"])
@@ -95,6 +98,13 @@ def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
         raise ChainError(f"the checkpoint is of log {cp_origin!r}, not {origin!r}")
     if extra is None:
         raise ChainError("the tlog-proof carries no entry on its extra line")
+    return extra, index, path, size, root
+
+
+def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a receipt without a chain; return what the chain must confirm: operator, epoch, size, root,
+    and the entry (agent, seq, parent, root, index).  Raises :class:`ChainError` saying what is wrong."""
+    extra, index, path, size, root = verify_signed(doc, _FIELDS, KIND)
     agent, seq, parent, head = tlog.parse_entry(extra)
     if (f"0x{agent:064x}", seq, "0x" + head.hex()) != (doc["agent"].lower(), doc["seq"], doc["root"].lower()):
         raise ChainError("the proof's entry is not the receipt's agent, seq and root")

@@ -271,12 +271,14 @@ def anchor_cmd(
 
     Each brain's agent must be registered on this brain's registry and authorize this key
     ('ledger chain authorize' in that brain); each gets epoch receipts (refs/notes/ledger-epochs).
+    A brain whose evidence log grew gets an evidence entry after its heads, and an evidence
+    receipt (refs/notes/ledger-epoch-evidence).
     Its --json prints one object (camelCase, as the registry's event names its fields):
 
     \b
     {"epoch": N, "tx": "0x…"|null (null: nothing to anchor), "gasUsed": N, "heads": N (heads added),
      "size": N (log entries), "root": "0x…" (the log's root), "brains": N (brains given receipts),
-     "gasPerHead": NUMBER}
+     "gasPerHead": NUMBER (gas per entry), "evidence": N (evidence entries added)}
     """
     from contextlib import ExitStack
 
@@ -290,11 +292,11 @@ def anchor_cmd(
         result = anchor_epoch(operator, opened, key=key, password=_prompt_password, location=log_url)
     if as_json:
         emit(result.as_json())
-    elif not result.heads:
+    elif result.tx is None:
         click.echo(f"nothing to anchor: every head is in epoch {result.epoch} or before")
         if result.brains:
             click.echo(f"recorded the missing epoch receipts of {result.brains} brain(s)")
     else:
-        click.echo(f"anchored {result.heads} head(s) of {result.brains} brain(s) as epoch {result.epoch} "
-                   f"(log size {result.size}) in {result.tx}: {result.gas_used} gas, "
-                   f"{result.gas_per_head} a head")  # fmt: skip
+        click.echo(f"anchored {result.heads} head(s) and {result.evidence} evidence root(s) of {result.brains} "
+                   f"brain(s) as epoch {result.epoch} (log size {result.size}) in {result.tx}: {result.gas_used} gas, "
+                   f"{result.gas_per_head} an entry")  # fmt: skip

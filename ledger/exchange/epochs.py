@@ -21,9 +21,10 @@ from ledger._faults import crashpoint
 from ledger.audit.epochs import anchored_event
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochlog, epochproof, notes, tlog
+from ledger.chain import epochevidence, epochlog, epochproof, notes, tlog
 from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
 from ledger.chain.config import ChainConfig
+from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource
 from ledger.chain.receipts import anchored, read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
@@ -44,11 +45,13 @@ class EpochResult:
     size: int  # entries in the log
     root: str  # the tree's root, 0x hex
     brains: int  # brains given receipts
-    gas_per_head: float = field(default=0.0)
+    gas_per_head: float = field(default=0.0)  # gas per entry added (heads and evidence)
+    evidence: int = 0  # evidence entries added by this epoch
 
     def as_json(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "tx": self.tx, "gasUsed": self.gas_used, "heads": self.heads, "size": self.size,
-                "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head}  # fmt: skip
+                "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head,
+                "evidence": self.evidence}  # fmt: skip
 
 
 def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tuple[Any, bytes]], int]:
@@ -72,17 +75,81 @@ def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tu
     return out, seq
 
 
-def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
-              reg: Registry, from_block: int) -> int:  # fmt: skip
-    """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
-    run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
-    log does not vouch for (:func:`_vouched`); the number of brains given any."""
+def _evidence_item(brain: Brain, agent: int, last: tuple[int, bytes]) -> bytes | None:
+    """The evidence entry of the brain's head log when it is longer than what the operator's log anchored for
+    the agent (``last``: size, root), None when it is not; refuses a head log that does not extend it."""
+    store = brain.store
+    head = store.head()
+    if head is None:
+        return None
+    snap = store.snapshot(head)
+    evlog = log_of(store, snap)
+    problem = prefix_problem(evlog, *last)
+    if problem is not None:
+        raise ChainError(f"agent {agent:#x} (the brain at {brain.root}): "
+                         f"{problem.replace('the chain anchored', 'the operator log anchored')} (anchored {last[0]}, "
+                         f"in the brain {evlog.size}); nothing was anchored",
+                         hint="an anchored outcome cannot be removed or changed: restore the brain's evidence/ from "
+                              "a copy that holds it, then anchor again")  # fmt: skip
+    if evlog.size <= last[0]:
+        return None
+    return epochevidence.evidence_entry(agent, snap.root, evlog.size, evlog.root)
+
+
+def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], location: str, reg: Registry,
+                       from_block: int) -> set[str]:  # fmt: skip
+    """Give each evidence entry of the brains' agents in the log's last anchored epoch a receipt (on the newest
+    mainline snapshot whose root is the entry's head and whose log is exactly the entry's), unless one it vouches
+    for (:func:`_vouched`) already covers it; the brains given any."""
     epoch = log.epochs[-1] if log.epochs else None
     if epoch is None or epoch["tx"] is None:
-        return 0
+        return set()
+    entries = log.entries[: epoch["size"]]
+    tree = None
+    given: set[str] = set()
+    for brain, agent in brains:
+        wanted = {e: i for i, e in enumerate(entries)
+                  if epochevidence.is_evidence(e) and epochevidence.parse_evidence_entry(e)[0] == agent}  # fmt: skip
+        if not wanted:
+            continue
+        have = read_notes(brain.store, epochevidence.EVIDENCE_NOTES_REF)
+        held = {}  # entry → commit, for receipts this log vouches for
+        for commit, note in have.items():
+            if _vouched(note, log, location, reg, from_block, epochevidence.verify_offline):
+                held[notes.parse_proof(epochproof.parse_receipt(note)["proof"])[0]] = commit
+        missing = {e: i for e, i in wanted.items() if e not in held}
+        docs: dict[str, dict[str, Any]] = {}
+        logs: dict[str, EvidenceLog] = {}
+        for item, index in missing.items():
+            _agent, head, size, root = epochevidence.parse_evidence_entry(item)
+            for snap in brain.store.lineage():  # newest first: the head, for the entry just anchored
+                if snap.root != head:
+                    continue
+                if snap.tree not in logs:
+                    logs[snap.tree] = log_of(brain.store, snap)
+                if (logs[snap.tree].size, logs[snap.tree].root) == (size, root):
+                    tree = tree or tlog.Tree([tlog.leaf_hash(e) for e in entries])
+                    docs[snap.commit] = epochevidence.build(log.header, epoch, index, tree.inclusion(index), item,
+                                                            location)  # fmt: skip
+                    break
+        if docs:
+            with brain.locked():
+                write_receipts(brain.store, docs, ref=epochevidence.EVIDENCE_NOTES_REF)
+            given.add(str(brain.root))
+    return given
+
+
+def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
+              reg: Registry, from_block: int) -> set[str]:  # fmt: skip
+    """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
+    run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
+    log does not vouch for (:func:`_vouched`); the brains given any."""
+    epoch = log.epochs[-1] if log.epochs else None
+    if epoch is None or epoch["tx"] is None:
+        return set()
     entries = log.entries[: epoch["size"]]
     tree, index = tlog.Tree([tlog.leaf_hash(e) for e in entries]), {e: i for i, e in enumerate(entries)}
-    given = 0
+    given: set[str] = set()
     for brain, items in brains:
         have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
         docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
@@ -92,11 +159,12 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
         if docs:
             with brain.locked():
                 write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
-            given += 1
+            given.add(str(brain.root))
     return given
 
 
-def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Registry, from_block: int) -> bool:
+def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Registry, from_block: int,
+             verify: Any = epochproof.verify_offline) -> bool:  # fmt: skip
     """Whether a held epoch receipt stands: ours, spelled as the log writes it, verifying offline and naming
     an epoch of the log with its transaction and this log; or another operator's of this registry, verifying
     offline and naming an epoch and a transaction the chain holds (it is kept: it names where that operator's
@@ -106,7 +174,7 @@ def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Reg
         return False
     try:
         doc = epochproof.parse_receipt(note)
-        facts = epochproof.verify_offline(doc)
+        facts = verify(doc)
     except LedgerError:
         return False
     if (doc["registry"], doc["chain_id"]) != (log.header["registry"], log.header["chain_id"]):
@@ -192,8 +260,10 @@ def anchor_epoch(
             vkey = _vkey(origin, account.key)
             log.header = {"origin": origin, "chain_id": reg.chain_id, "registry": reg.address, "operator": sender,
                           "vkey": vkey, "key_signature": notes.certify_key(account.key, vkey)}  # fmt: skip
-        heads = log.heads()
+        heads, evidence = log.heads(), log.evidence()
         new: list[bytes] = []
+        n_evidence = 0
+        members: list[tuple[Brain, int]] = []
         per_brain: list[tuple[Brain, list[tuple[Any, bytes]]]] = []
         seen: set[int] = set()
         for brain in brains:
@@ -215,8 +285,22 @@ def anchor_epoch(
                                       "in that brain")  # fmt: skip
             items, known = _entries(brain, agent, heads.get(agent, (0, ZERO)))
             per_brain.append((brain, items))
+            members.append((brain, agent))
             new += [e for _, e in items[known:]]
+            item = _evidence_item(brain, agent, evidence.get(agent, (0, ZERO)))
+            if item is not None:  # after the brain's head entries: bound to its head, now the agent's last entry
+                new.append(item)
+                n_evidence += 1
         for item in extra:  # synthetic heads through the API: the same compare-and-swap, no receipt
+            if epochevidence.is_evidence(item):
+                agent, head, size, _root = epochevidence.parse_evidence_entry(item)
+                if agent in seen or heads.get(agent, (0, ZERO))[1] != head or size <= evidence.get(agent, (0,))[0]:
+                    raise ChainError(f"evidence entry of agent {agent:#x} (size {size}) is not bound to its last "
+                                     "head entry, or does not grow its anchored evidence")  # fmt: skip
+                evidence[agent] = (size, _root)
+                new.append(item)
+                n_evidence += 1
+                continue
             agent, seq, parent, root = tlog.parse_entry(item)
             last = heads.get(agent, (0, ZERO))
             if (
@@ -232,7 +316,8 @@ def anchor_epoch(
             new.append(item)
         if not new:
             given = _receipts(log, per_brain, location, reg, cfg.deploy_block or 0)
-            return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), given)
+            given |= _evidence_receipts(log, members, location, reg, cfg.deploy_block or 0)
+            return EpochResult(len(log.epochs), None, 0, 0, log.size(), "0x" + mine[2].hex(), len(given))
         old_size = log.size()
         log.entries += new
         tree = tlog.Tree(log.leaves())
@@ -252,9 +337,10 @@ def anchor_epoch(
         log.epochs[-1].update(tx=receipt["transactionHash"], block=int(receipt["blockNumber"]))
         epochlog.save(operator.store, log, f"ledger: epoch {epoch} anchored in {receipt['transactionHash']}\n")
     given = _receipts(log, per_brain, location, reg, cfg.deploy_block or 0)
+    given |= _evidence_receipts(log, members, location, reg, cfg.deploy_block or 0)
     gas = int(receipt["gasUsed"])
-    return EpochResult(epoch, receipt["transactionHash"], gas, len(new), tree.size, "0x" + root.hex(), given,
-                       round(gas / len(new), 2))  # fmt: skip
+    return EpochResult(epoch, receipt["transactionHash"], gas, len(new) - n_evidence, tree.size, "0x" + root.hex(),
+                       len(given), round(gas / len(new), 2), n_evidence)  # fmt: skip
 
 
 def _vkey(origin: str, secret: bytes) -> str:

@@ -9,6 +9,9 @@ Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
   confirms what no signature covers (``epoch``, ``tx``, ``block``); one that fails is refused and named.
   Nothing but ``chain.epochs`` counts an epoch receipt as anchored, and it checks all again.  Notes are joined as
   the direct receipts are: ours kept, a commit with both heads as parents, a tree of checked ones.
+- ``refs/notes/ledger-epoch-evidence`` (each brain's evidence epoch receipts): the same, save that a
+  receipt sits on a mainline snapshot whose root is its entry's head and whose evidence log is exactly
+  the entry's (size, root).
 - ``refs/ledger/epochs`` (an operator's log).  A log only grows: a copy is taken when it is a
   fast-forward of ours that keeps every anchored epoch and its entries byte for byte, and a copy
   that rewrites one, in git or in content, is refused before anything moves.
@@ -22,17 +25,20 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.audit.epochs import anchored_event
-from ledger.chain import epochlog, epochproof
+from ledger.chain import epochevidence, epochlog, epochproof
 from ledger.chain.config import ChainConfig
+from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
 from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
+from ledger.chain.evidencelog import log_of
 from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, LedgerError, StoreError
 from ledger.store import gitstore as gs
 
-__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "check_log", "differs", "on_chain", "push_specs", "receipt_problems",
-           "take_log", "take_receipts"]  # fmt: skip
+__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "check_log", "differs", "on_chain", "push_specs",
+           "receipt_problems", "take_log", "take_receipts"]  # fmt: skip
 _INCOMING_NOTES = "refs/ledger/incoming-epoch-notes"
+_INCOMING_EVIDENCE = "refs/ledger/incoming-epoch-evidence"
 _INCOMING_LOG = "refs/ledger/incoming-epochs"
 ZERO = b"\x00" * 32
 
@@ -129,9 +135,9 @@ def take_log(store: gs.GitStore, q: Path, theirs: bytes) -> None:
 # ------------------------------------------------------------------ epoch receipts
 
 
-def _lineage(store: gs.GitStore, q: Path) -> list[gs.Snapshot]:
-    """The fetched lineage's anchored snapshots, oldest first (seq k is item k - 1); read from ``store``,
-    which holds the fetched ``main`` already."""
+def _lineage(store: gs.GitStore, q: Path, everything: bool = False) -> list[gs.Snapshot]:
+    """The fetched lineage's anchored snapshots, oldest first (seq k is item k - 1), or with ``everything`` its
+    whole mainline; read from ``store``, which holds the fetched ``main`` already."""
     head = _ref(q, "refs/heads/main")
     if head is None:
         return []
@@ -142,7 +148,7 @@ def _lineage(store: gs.GitStore, q: Path) -> list[gs.Snapshot]:
             snaps.append(store.snapshot(bytes.fromhex(commit)))
         except (StoreError, ValueError):
             continue  # not a snapshot: the audit names it; no receipt can sit on it
-    return anchored(snaps)
+    return snaps if everything else anchored(snaps)
 
 
 def receipt_problems(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> str | None:
@@ -204,13 +210,76 @@ def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], d
     return out
 
 
+def _evidence_offline(data: bytes, commit: str, mainline: list[gs.Snapshot], store: gs.GitStore,
+                      agent: int | None) -> tuple[Any, str | None]:  # fmt: skip
+    """``((doc, facts), None)`` for an evidence receipt that holds up offline, else ``(None, why)``: it verifies
+    offline and sits on a mainline snapshot whose root is its head and whose evidence log is exactly its own."""
+    try:
+        doc = epochproof.parse_receipt(data)
+        facts = epochevidence.verify_offline(doc)
+    except LedgerError as exc:
+        return None, f"does not verify offline: {exc.message}"
+    snap = next((s for s in mainline if s.commit == commit), None)
+    if snap is None:
+        return None, "sits on a commit that is not a snapshot of the lineage"
+    if agent is not None and facts["agent"] != agent:
+        return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
+    if snap.root != facts["head"]:
+        return None, "names a head that is not that snapshot's root"
+    try:
+        log = log_of(store, snap)
+    except LedgerError as exc:
+        return None, f"sits on a snapshot whose evidence log cannot be read: {exc.message}"
+    if (log.size, log.root) != (facts["evidence_size"], facts["evidence_root"]):
+        return None, (f"anchors {facts['evidence_size']} evidence entries, but that snapshot records {log.size} "
+                      "or another root")  # fmt: skip
+    return (doc, facts), None
+
+
+def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None) -> dict[str, Any] | None:
+    """:func:`take_receipts` for ``refs/notes/ledger-epoch-evidence``."""
+    notes = _ref(q, EVIDENCE_NOTES_REF)
+    if notes is None:
+        return None
+    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
+         f"+{EVIDENCE_NOTES_REF}:{_INCOMING_EVIDENCE}", what="taking the fetched evidence receipts")  # fmt: skip
+    try:
+        ours = read_notes(store, EVIDENCE_NOTES_REF)
+        incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
+        mainline = _lineage(store, q, everything=True) if incoming else []
+        checked: dict[str, Any] = {}
+        refused: list[str] = []
+        for commit, blob in sorted(incoming.items()):
+            held, why = _evidence_offline(store.read(blob, b"blob"), commit, mainline, store, agent)
+            if why is None:
+                checked[commit] = held
+            else:
+                refused.append(f"{commit[:12]}: evidence receipt {why}")
+        verdicts = on_chain(cfg, checked)
+        refused += [f"{c[:12]}: evidence receipt {why}" for c, why in sorted(verdicts.items())
+                    if why not in ("ok", "unknown")]  # fmt: skip
+        taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
+        join_receipts(store, notes, taken, ref=EVIDENCE_NOTES_REF)
+    finally:
+        _git(store.git_dir, "update-ref", "-d", _INCOMING_EVIDENCE, what="cleaning up")
+    return {"taken": len(taken), "refused": refused}
+
+
 def take_receipts(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None = None
                   ) -> dict[str, Any] | None:  # fmt: skip
-    """Take the epoch receipts of the fetched copy ``q`` that hold up; None when it holds none.
+    """Take the epoch receipts (head and evidence) of the fetched copy ``q`` that hold up; None when it holds none.
 
     ``store`` must hold the fetched ``main`` already; ``cfg`` is this brain's chain, asked when it answers
     (:func:`on_chain`).  Returns ``{"taken": n, "refused": ["commit: why", …]}``; a refused receipt changes
     nothing, and ours are kept where both copies hold one."""
+    heads = _take_heads(store, q, agent, cfg)
+    evidence = _take_evidence(store, q, agent, cfg)
+    if heads is None or evidence is None:
+        return heads or evidence
+    return {"taken": heads["taken"] + evidence["taken"], "refused": heads["refused"] + evidence["refused"]}
+
+
+def _take_heads(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None) -> dict[str, Any] | None:
     notes = _ref(q, EPOCH_NOTES_REF)
     if notes is None:
         return None
@@ -239,7 +308,7 @@ def take_receipts(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConf
 
 def differs(local: gs.GitStore, remote_refs: dict[str, str]) -> bool:
     """Whether the remote's epoch receipts or log are not this brain's (a push then fetches them first)."""
-    for ref in (EPOCH_NOTES_REF, EPOCHS_REF):
+    for ref in (EPOCH_NOTES_REF, EVIDENCE_NOTES_REF, EPOCHS_REF):
         mine = local.read_ref(ref)
         if ref in remote_refs and remote_refs[ref] != (mine.hex() if mine else None):
             return True
@@ -249,7 +318,7 @@ def differs(local: gs.GitStore, remote_refs: dict[str, str]) -> bool:
 def push_specs(local: gs.GitStore) -> dict[str, str]:
     """ref → commit hex of what a push publishes beside ``main`` and the chain receipts, when present."""
     out = {}
-    for ref in (EPOCH_NOTES_REF, EPOCHS_REF):
+    for ref in (EPOCH_NOTES_REF, EVIDENCE_NOTES_REF, EPOCHS_REF):
         mine = local.read_ref(ref)
         if mine is not None:
             out[ref] = mine.hex()

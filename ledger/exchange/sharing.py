@@ -42,8 +42,9 @@ from ledger.store import gitstore as gs
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
 _EPOCH_NOTES, _EPOCH_LOG = "refs/notes/ledger-epochs", "refs/ledger/epochs"  # epochsync's, read without its imports
+_EVIDENCE_NOTES = "refs/notes/ledger-epoch-evidence"  # the same: ledger.chain.epochevidence.EVIDENCE_NOTES_REF
 _FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
-          f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
+          f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
 
 
@@ -78,7 +79,7 @@ def _init_bare(path: Path) -> None:
 
 def _remote_refs(remote: str) -> dict[str, str]:
     proc = subprocess.run(
-        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF, _EPOCH_NOTES, _EPOCH_LOG],
+        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG],
         capture_output=True, text=True, env=child_env(), timeout=120,
     )  # fmt: skip
     if proc.returncode != 0:
