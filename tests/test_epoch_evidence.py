@@ -1,5 +1,5 @@
 """Evidence roots through epochs (issue 38, item 2): evidence entries in an operator's log, evidence receipts,
-the audit and the transport (docs/_draft_epoch_evidence.md).
+the audit and the transport (docs/lineage.md §13.11).
 
 The formats against their committed bytes; the flow on real brains, a real anvil, the real CLI: two brains'
 outcomes anchored in one ``anchorEpoch`` transaction, each receipt checked offline and against the chain,

@@ -105,6 +105,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     logs: dict[bytes | None, list[bytes]] = {None: []}
     receipts = Receipts(store, walked, th.DigestCache(None))
     trusts: dict[str, Any] = {}
+    incremental = bool(walked.mainline and walked.mainline[0].parents)
+    adders: dict[bytes, list[str]] = {}  # outcome id → the snapshots that appended it (a merge may bring it twice)
     added = 0
     for snap in walked.order:
         label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
@@ -119,15 +121,13 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                     chk.fail(f"{label}: changes the evidence log, which only an 'outcome' snapshot or a merge "
                              "may (docs/lineage.md §14.4)", **where)  # fmt: skip
                 continue
-            now = _log(store, mine, logs)
-            before = _log(store, first, logs)
-            if now[: len(before)] != before:
-                cut = next((i for i, (a, b) in enumerate(zip(before, now, strict=False)) if a != b), len(now))
+            size, new, cut = _appended(store, first, mine)
+            if cut is not None:
                 chk.fail(f"{label}: the evidence log is not its first parent's with entries appended: entry {cut} "
-                         f"of {len(before)} was dropped or rewritten (docs/lineage.md §14.4)", **where)  # fmt: skip
+                         f"of {size} was dropped or rewritten (docs/lineage.md §14.4)", **where)  # fmt: skip
                 continue
-            new = now[len(before) :]
             if snap.operation == "merge":
+                before = _log(store, first, logs)
                 expected = _merged(before, _log(store, parents[1], logs) if len(parents) > 1 else [])
                 if new != expected:
                     chk.fail(f"{label}: the merge's evidence log is not its first parent's followed by the second "
@@ -141,19 +141,26 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                          **where)  # fmt: skip
                 continue
             trust = _trust(store, snap, trusts)
-            seen = {_id(e) for e in before}
-            for i, data in enumerate(new, len(before)):
+            # An incremental audit did not walk who appended the parent's entries: it reads the parent's ids.
+            seen: set[bytes] = {_id(e) for e in _log(store, first, logs)} if incremental else set()
+            for i, data in enumerate(new, size):
+                oid = _id(data)
+                if any(receipts.before(by, snap.commit) for by in adders.get(oid, ())):
+                    chk.fail(f"{label}: outcome {i}: {oid.hex()[:12]} is already in the log (an entry appears once)",
+                             **where)  # fmt: skip
+                    break
                 problem = _entry(data, snap, genesis, trust, seen, receipts, tally)
                 if problem:
                     chk.fail(f"{label}: outcome {i}: {problem}", **where)
                     break
+                adders.setdefault(oid, []).append(snap.commit)
             added += len(new)
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
     head = walked.mainline[-1].commit if walked.mainline else walked.order[-1].commit
     tip = report.tops.get(head, {}).get(ev.EVIDENCE)
     try:
-        tally.size = len(_log(store, tip, logs))
+        tally.size = ev.size_of(store, tip)
     except LedgerError:
         tally.size = 0
     tally.failed = not chk.ok
@@ -170,6 +177,28 @@ def _top(store: gs.GitStore, report: Report, commit: str) -> dict[str, bytes]:
         report.tops[commit] = {name: sha for sha, _mode, name in store.read_tree(store.commit_info(
             bytes.fromhex(commit))[0])}  # fmt: skip
     return report.tops[commit]
+
+
+def _appended(store: gs.GitStore, before: bytes | None, after: bytes | None) -> tuple[int, list[bytes], int | None]:
+    """``(size of before, the entries after appends, None)`` when ``after``'s log is ``before``'s with entries
+    appended, else ``(size of before, [], the first entry dropped or rewritten)``.  Full chunks are compared
+    by blob id, so a snapshot costs the chunks it wrote, not the whole log (an audit stays linear)."""
+    old = ev.chunk_ids(store, before) if before is not None else []
+    new = ev.chunk_ids(store, after) if after is not None else []
+    keep = max(0, len(old) - 1)
+    tail_old = ev.lines_of(store.read(old[-1], b"blob"), True, len(old) - 1) if old else []
+    size = keep * ev.CHUNK + len(tail_old)
+    for k in range(keep):
+        if k >= len(new) or new[k] != old[k]:
+            return size, [], k * ev.CHUNK
+    rest = new[keep:]
+    lines: list[bytes] = []
+    for k, data in enumerate(store.read_blobs(rest)):
+        lines.extend(ev.lines_of(data, keep + k == len(new) - 1, keep + k))
+    if lines[: len(tail_old)] != tail_old:
+        cut = next((i for i, (a, b) in enumerate(zip(tail_old, lines, strict=False)) if a != b), len(lines))
+        return size, [], keep * ev.CHUNK + cut
+    return size, lines[len(tail_old) :], None
 
 
 def _log(store: gs.GitStore, tree: bytes | None, logs: dict[bytes | None, list[bytes]]) -> list[bytes]:

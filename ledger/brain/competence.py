@@ -110,12 +110,11 @@ def best_verified(versions: Mapping[int, VersionStats]) -> int | None:
     return max(scored)[1] if scored else None
 
 
-def regression(name: str, live: int, versions: Mapping[int, VersionStats],
-               live_digest: str | None = None) -> dict[str, Any] | None:  # fmt: skip
+def regression(name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:
     """The verified regression the live skill stands on: its newest version up to ``live`` with verified
     outcomes, against that version's newest predecessor with some.  An unverified newer version does not
-    clear it (a one-byte edit is no evidence); verified outcomes of the live version do, and so does a live
-    version that is the predecessor's very content (``live_digest``: the revert the flag asked for)."""
+    clear it (a one-byte edit is no evidence); verified outcomes of the live version do (and a revert to the
+    predecessor's content, which :meth:`ledger.brain.evidence.Evidence.regression` looks for)."""
     judged = [v for v in versions if v <= live and versions[v].verified.n]
     if not judged:
         return None
@@ -126,7 +125,7 @@ def regression(name: str, live: int, versions: Mapping[int, VersionStats],
     prev = versions[max(before)]
     a, b = wilson(cur.verified.successes, cur.verified.n), wilson(prev.verified.successes, prev.verified.n)
     assert a is not None and b is not None
-    if a[1] >= b[0] or (live_digest is not None and live != cur.version and live_digest == prev.digest):
+    if a[1] >= b[0]:
         return None
     return {"skill": name, "version": cur.version, "live": live, "from": prev.version,
             "rate": round(cur.verified.successes / cur.verified.n, 6),

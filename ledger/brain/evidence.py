@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ledger._env import child_env
 from ledger.brain.competence import VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
-from ledger.bundle.skill import SKILL_MD, parse_skill_md
+from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
 from ledger.signatures.trust import Trust
 from ledger.store import evidence as ev
@@ -193,12 +193,29 @@ class Evidence:
             live = history[0]["version"]
         versions = [found[v] for v in sorted(found)]
         return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
-                "regression": regression(name, live, found, self.live_digest(name)) if live is not None else None}
+                "regression": self.regression(name, live, found) if live is not None else None}
 
-    def live_digest(self, name: str) -> str | None:
-        """``name``'s directory digest in the head (a regression is cleared by reverting to the good one)."""
-        digest = self.brain.head().bundle.digests.get(name)
-        return format_root(digest) if digest is not None else None
+    def regression(self, name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:
+        """:func:`~ledger.brain.competence.regression`, unless the live version is the content of the version
+        it regressed from (the revert the flag asked for; the ledger's version counter aside)."""
+        flagged = regression(name, live, versions)
+        if flagged is not None and flagged["live"] != flagged["version"] and self._same_as(name, flagged["from"]):
+            return None
+        return flagged
+
+    def _same_as(self, name: str, version: int) -> bool:
+        store = self.brain.store
+        now = self.brain.head().skills.get(name)
+        try:
+            then = skills_of(store, store.commit_info(self.brain.reads.version_commit(name, version))[0])[1].get(name)
+        except LedgerError:
+            return False
+        if now is None or then is None or now == then:
+            return now is not None and now == then
+        zero = counter_zeroed(True)
+        files = [{r: (m, zero(r, store.read(sha, b"blob"))) for r, (m, sha) in th.files_of(store, t).items()}
+                 for t in (now, then)]  # fmt: skip
+        return files[0] == files[1]
 
     def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
         """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
@@ -207,11 +224,8 @@ class Evidence:
             per = {}  # no outcome at all: nothing to read
         per = per if per is not None else self.stats()
         out = []
-        digests = head.bundle.digests if per else {}
         for info in self.brain.list() if per else ():
-            digest = digests.get(info.name)
-            flagged = regression(info.name, info.version, per.get(info.name, {}),
-                                 format_root(digest) if digest is not None else None)  # fmt: skip
+            flagged = self.regression(info.name, info.version, per.get(info.name, {}))
             if flagged is not None:
                 out.append(flagged)
         remembered = {"head": head.commit.hex(), "regressions": len(out)}

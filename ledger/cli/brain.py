@@ -243,7 +243,7 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
         per = brain.evidence.stats()
         live = {info.name: info.version for info in brain.list()}
         names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live))
-        from ledger.brain.competence import VersionStats, regression
+        from ledger.brain.competence import VersionStats
 
         docs = []
         for name in names:
@@ -252,7 +252,7 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
                 found.setdefault(live[name], VersionStats(live[name]))
             docs.append({"skill": name, "live": live.get(name),
                          "versions": [found[v].to_json() for v in sorted(found)],
-                         "regression": regression(name, live[name], found, brain.evidence.live_digest(name))
+                         "regression": brain.evidence.regression(name, live[name], found)
                          if name in live else None})  # fmt: skip
     if as_json:
         emit(docs)

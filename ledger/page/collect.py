@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.lineage import audit_repo
-from ledger.brain.competence import VersionStats, competence, regression, wilson
+from ledger.brain.competence import VersionStats, competence, wilson
 from ledger.chain.receipts import read_receipts
 from ledger.chain.tlog import root_of
 from ledger.errors import ChainError, LedgerError
@@ -73,7 +73,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
             vs = stats.get(v) or VersionStats(v)
             versions.append({"version": v, "created": _iso(when), "commit": commit,
                              "verified": _tier(vs.verified), "self": _tier(vs.self)})  # fmt: skip
-        flagged = regression(name, live[name], stats, brain.evidence.live_digest(name)) if name in live else None
+        flagged = brain.evidence.regression(name, live[name], stats) if name in live else None
         skills.append({"name": name, "live": name in live, "versions": versions,
                        "regression": {k: flagged[k] for k in ("version", "from", "revert")} if flagged else None})
     signed_count: dict[str, int] = {}
