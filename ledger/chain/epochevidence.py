@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.chain import epochproof, notes, tlog
+from ledger.chain import epochproof, tlog
 from ledger.errors import ChainError
 
 __all__ = ["EVIDENCE_ENTRY_SIZE", "EVIDENCE_NOTES_REF", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
@@ -76,23 +76,8 @@ def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path:
           location: str) -> dict[str, Any]:  # fmt: skip
     """The evidence receipt of entry ``index`` (bytes ``item``) in ``epoch`` of the log with ``header``."""
     agent, head, size, root = parse_evidence_entry(item)
-    return {
-        "kind": KIND,
-        "chain_id": header["chain_id"],
-        "registry": header["registry"],
-        "operator": header["operator"],
-        "agent": f"0x{agent:064x}",
-        "head": "0x" + head.hex(),
-        "size": size,
-        "evidence_root": "0x" + root.hex(),
-        "epoch": epoch["epoch"],
-        "tx": epoch["tx"],
-        "block": epoch["block"],
-        "log": location,
-        "checkpoint_key": header["vkey"],
-        "key_signature": header["key_signature"],
-        "proof": notes.format_proof(index, path, epoch["checkpoint"], extra=item),
-    }
+    return epochproof.receipt_fields(KIND, header, epoch, index, path, item, location, agent,
+                                     {"head": "0x" + head.hex(), "size": size, "evidence_root": "0x" + root.hex()})
 
 
 def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:

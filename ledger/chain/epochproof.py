@@ -50,22 +50,21 @@ def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path:
           location: str) -> dict[str, Any]:  # fmt: skip
     """The receipt of entry ``index`` (bytes ``item``) in ``epoch`` of the log with ``header``."""
     agent, seq, _, root = tlog.parse_entry(item)
+    return receipt_fields(KIND, header, epoch, index, path, item, location, agent,
+                          {"seq": seq, "root": "0x" + root.hex()})
+
+
+def receipt_fields(kind: str, header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes],
+                   item: bytes, location: str, agent: int, own: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """A receipt of either kind (a head's, an evidence entry's): the operator's header, the epoch and the
+    proof, around ``own`` (the entry's fields), in the order receipts are written."""
     return {
-        "kind": KIND,
-        "chain_id": header["chain_id"],
-        "registry": header["registry"],
-        "operator": header["operator"],
-        "agent": f"0x{agent:064x}",
-        "seq": seq,
-        "root": "0x" + root.hex(),
-        "epoch": epoch["epoch"],
-        "tx": epoch["tx"],
-        "block": epoch["block"],
-        "log": location,
-        "checkpoint_key": header["vkey"],
+        "kind": kind, "chain_id": header["chain_id"], "registry": header["registry"],
+        "operator": header["operator"], "agent": f"0x{agent:064x}", **own, "epoch": epoch["epoch"],
+        "tx": epoch["tx"], "block": epoch["block"], "log": location, "checkpoint_key": header["vkey"],
         "key_signature": header["key_signature"],
         "proof": notes.format_proof(index, path, epoch["checkpoint"], extra=item),
-    }
+    }  # fmt: skip
 
 
 def verify_signed(
