@@ -52,6 +52,8 @@ class Receipts:
         self.store, self.walked, self.cache = store, walked, cache
         self.snaps = {s.commit: s for s in walked.order} if walked is not None else {}
         self.skills: dict[tuple[str, str], tuple[int, str] | None] = {}
+        self.trees: dict[str, dict[str, bytes]] = {}
+        self.records: dict[str, tuple[bytes | None, dict[str, int]]] = {}
         self.ancestry: dict[tuple[str, str], bool] = {}
 
     def skill(self, commit: str, name: str) -> tuple[int, str] | None:
@@ -59,11 +61,16 @@ class Receipts:
         if key not in self.skills:
             snap = self.snaps[commit]
             top = bytes.fromhex(snap.tree)
-            tree = skills_of(self.store, top)[1].get(name)
+            if commit not in self.trees:  # one snapshot serves many outcomes: its skills tree is read once
+                if len(self.trees) > 64:
+                    self.trees.clear()
+                self.trees[commit] = skills_of(self.store, top)[1]
+                self.records[commit] = self.store.versions(top)
+            tree = self.trees[commit].get(name)
             if tree is None:
                 self.skills[key] = None
             else:
-                vsha, record = self.store.versions(top)
+                vsha, record = self.records[commit]
                 if vsha is not None:
                     version = record[name]
                 else:

@@ -14,13 +14,13 @@ intervals shown beside it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.signatures.trust import Trust
-from ledger.store.outcomes import loads
 
 __all__ = ["Tier", "VersionStats", "best_verified", "competence", "regression", "wilson"]
 
@@ -72,11 +72,11 @@ class VersionStats:
 def competence(entries: Iterable[bytes], trust: Trust) -> dict[str, dict[int, VersionStats]]:
     """Per skill, per version, the outcomes of ``entries`` by tier under ``trust`` (the head's).
 
-    Reads each entry's record without re-checking its signature: the writer checked each one
-    as it appended it, a pull audits what arrives, and ``ledger verify`` checks them all."""
+    ``entries`` are checked ones (:meth:`ledger.brain.evidence.Evidence.checked`: every signature
+    verified, each entry measured before it was parsed), so this reads each record as it is."""
     out: dict[str, dict[int, VersionStats]] = {}
     for data in entries:
-        rec = loads(data)["record"]
+        rec = json.loads(data)["record"]
         per = out.setdefault(rec["skill"], {})
         stats = per.get(rec["version"])
         if stats is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -41,6 +42,7 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
+IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
@@ -121,11 +123,11 @@ class Evidence:
             commit = brain.head().commit.hex()
         else:
             commit = brain.reads.version_commit(name, version).hex()
-        snap = store.snapshot(bytes.fromhex(commit))
-        tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
+        snap, skills = self._snapshot(commit)
+        tree = skills.get(name)
         if tree is None:
             raise SkillNotFoundError(f"{name} is not in snapshot {commit[:12]}")
-        have = _version_at(store, bytes.fromhex(snap.tree), name, tree)
+        have = _version_at(store, self._versions(snap), name, tree)
         if version is not None and have != version:
             raise StoreError(f"snapshot {commit[:12]} holds {name} v{have}, not v{version}")
         if receipt is not None and receipt.get("root") not in (None, format_root(snap.root)):
@@ -195,6 +197,10 @@ class Evidence:
         return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
                 "regression": self.regression(name, live, found) if live is not None else None}
 
+    def live(self) -> dict[str, int]:
+        """Each skill of the head and its version, from the head's listing (kept per head and per tree)."""
+        return {e.name: e.version for e in self.brain.catalog.entries()}
+
     def regression(self, name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:
         """:func:`~ledger.brain.competence.regression`, unless the live version is the content of the version
         it regressed from (the revert the flag asked for; the ledger's version counter aside)."""
@@ -224,8 +230,8 @@ class Evidence:
             per = {}  # no outcome at all: nothing to read
         per = per if per is not None else self.stats()
         out = []
-        for info in self.brain.list() if per else ():
-            flagged = self.regression(info.name, info.version, per.get(info.name, {}))
+        for name, version in self.live().items() if per else ():
+            flagged = self.regression(name, version, per.get(name, {}))
             if flagged is not None:
                 out.append(flagged)
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
@@ -239,7 +245,7 @@ class Evidence:
         """For each of ``skills`` (name → the head's tree) whose best verified version is not the head's,
         that version's tree: the pin-by-evidence policy of a target linked with ``--best-verified``."""
         per = self.stats() if head_evidence(self.brain.store, self.brain.head()) is not None else {}
-        live = {info.name: info.version for info in self.brain.list()} if per else {}
+        live = self.live() if per else {}
         wanted = {(n, best) for n in skills if n in per and n in live
                   and (best := best_verified(per[n])) is not None and best != live[n]}  # fmt: skip
         out: dict[str, bytes] = {}
@@ -255,6 +261,23 @@ class Evidence:
             if not wanted:
                 break
         return out
+
+    def _snapshot(self, commit: str) -> tuple[gs.Snapshot, dict[str, bytes]]:
+        """A snapshot and its skills' trees, kept per commit id (content-addressed): a bulk import of
+        outcomes of 1,000 skills served by one snapshot reads its message and tree once, not 1,000 times."""
+        cache = self.__dict__.setdefault("_snapshots", {})
+        if commit not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            snap = self.brain.store.snapshot(bytes.fromhex(commit))
+            cache[commit] = (snap, skills_of(self.brain.store, bytes.fromhex(snap.tree))[1])
+        return cache[commit]
+
+    def _versions(self, snap: gs.Snapshot) -> tuple[bytes | None, dict[str, int]]:
+        cache = self.__dict__.setdefault("_records", {})
+        if snap.tree not in cache:
+            cache[snap.tree] = self.brain.store.versions(bytes.fromhex(snap.tree))
+        return cache[snap.tree]
 
     # ------------------------------------------------------------------ writing
 
@@ -363,11 +386,10 @@ class Evidence:
             head = brain.head()
             trust = self._trust()
             tree = head_evidence(brain.store, head)
-            logged = ev.entries_of(brain.store, tree) if tree is not None else []
-            seen = {oc.outcome_id_of(e) for e in logged}
+            seen, log_agent = self._index(tree)
             # The audit's own rules (§14.5), asked before anything is written: an acknowledged outcome is
             # one the audit passes, since the append-only log could never drop it afterwards.
-            tally = Tally(agent=_log_agent(logged))
+            tally = Tally(agent=log_agent)
             registered = self.agent()
             receipts = Receipts(brain.store, None, brain.cache)
             now, at = int(time.time()), head.commit.hex()
@@ -381,7 +403,7 @@ class Evidence:
                                      "brain names its agent (docs/lineage.md §14.5 rule 7); nothing was written",
                                      hint="have the verifier sign the record with the agent id "
                                           "('ledger chain status' shows it)")  # fmt: skip
-                if entry.id in seen:
+                if entry.id in seen:  # in the log, or earlier in this batch: appended once
                     continue
                 problem = entry_problem(entry, at=at, stamp=now, genesis=self.genesis, trust=trust, seen=seen,
                                         receipts=receipts, tally=tally, inclusive=True)  # fmt: skip
@@ -395,10 +417,32 @@ class Evidence:
             new_tree = ev.append(brain.store, tree, fresh)
             receipt = writer.apply("outcome", {}, [], note, evidence=new_tree)
             old = ev.chunk_ids(brain.store, tree) if tree is not None else []
+            assert new_tree is not None
             if not old or old[-1] in self._known():  # every entry of the new chunks was verified here or before
-                assert new_tree is not None
                 self._remember(set(ev.chunk_ids(brain.store, new_tree)) - set(old))
+            self._save_index(new_tree, seen, tally.agent)  # entry_problem added each appended id to ``seen``
             return receipt
+
+    def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
+        """The ids in ``tree``'s log and the agent its records name: from ``.ledger/cache`` when it was kept
+        for this very tree (content-addressed: it cannot be stale), else read from the log, so an append to
+        a log of 100,000 does not parse 100,000 entries."""
+        if tree is None:
+            return set(), None
+        with contextlib.suppress(OSError):
+            data = (self.brain.control / "cache" / IDS_CACHE).read_bytes()
+            if data[:20] == tree and (len(data) - 86) % 32 == 0:
+                agent = data[20:86].decode("ascii") if data[20:22] == b"0x" else None
+                return {data[i : i + 32] for i in range(86, len(data), 32)}, agent
+        logged = ev.entries_of(self.brain.store, tree)
+        return {oc.outcome_id_of(e) for e in logged}, _log_agent(logged)
+
+    def _save_index(self, tree: bytes, ids: set[bytes], agent: str | None) -> None:
+        path = self.brain.control / "cache" / IDS_CACHE
+        tmp = path.with_name(f".{IDS_CACHE}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            tmp.write_bytes(tree + (agent or "").encode("ascii").ljust(66, b"\0") + b"".join(ids))
+            os.replace(tmp, path)
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
@@ -427,9 +471,9 @@ def _is_ancestor(store: gs.GitStore, a: bytes, b: bytes) -> bool:
     return proc.returncode == 0
 
 
-def _version_at(store: gs.GitStore, top: bytes, name: str, tree: bytes) -> int:
+def _version_at(store: gs.GitStore, versions: tuple[bytes | None, dict[str, int]], name: str, tree: bytes) -> int:
     """``name``'s version in a snapshot: its ``versions`` record's, or its SKILL.md counter (lineage.md §4.2)."""
-    vsha, record = store.versions(top)
+    vsha, record = versions
     if vsha is not None:
         return record[name]
     blob = th.files_of(store, tree)[SKILL_MD][1]

@@ -241,7 +241,7 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
     """``log --stats``: each skill with outcomes (or --skill), its versions' competence, regressions flagged."""
     with open_brain(ctx) as brain:
         per = brain.evidence.stats()
-        live = {info.name: info.version for info in brain.list()}
+        live = brain.evidence.live()
         names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live))
         from ledger.brain.competence import VersionStats
 

@@ -54,16 +54,20 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     chain_ok = rpc is not None and all(c.ok and not c.skipped for n, c in checks.items()
                                        if n in ("chain.events", "chain.roots", "chain.head"))  # fmt: skip
     entries = brain.evidence.entries()
+    try:
+        counted = brain.evidence.checked()  # what the figures count: entries whose signatures verify
+    except LedgerError:
+        counted = []  # an altered log: the audit fails, and the page claims nothing
     outcomes_by: dict[str, int] = {}
     for entry in entries:  # every entry of the head's log, merged in or appended here
         who = _signer(entry)
         outcomes_by[who] = outcomes_by.get(who, 0) + 1
     trust = brain.evidence._trust()
-    per = competence(entries, trust)
+    per = competence(counted, trust)
     roles = trust.active
 
     timeline, created = _timeline(brain, report, rpc is not None and chain_ok, sig_ok)
-    live = {info.name: info.version for info in brain.list()}
+    live = brain.evidence.live()
     skills = []
     for name in sorted(set(created) | set(per)):
         stats = per.get(name, {})
