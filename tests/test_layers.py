@@ -42,6 +42,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.cli.*", "*"): "each command imports what it runs when it runs: 'ledger --help' loads no web3 or git",
     ("ledger.audit.chain", "ledger.chain.registry"): "the chain client loads only for an audit with --chain",
     ("ledger.page.collect", "ledger.chain.registry"): "the same: a report reads the chain only with --rpc",
+    ("ledger.brain.evidence", "ledger.audit.evidencecheck"): "the audit's entry rules load only when outcomes are "
+                                                                "appended, not on every brain's start-up",
     ("ledger.audit.lineage", "ledger.audit.chain"): "the same: the chain half of an audit loads only with --chain",
     ("ledger.write.apply", "ledger.bundle.lint"): "the spec lint (PyYAML's loader) loads on a first authored write",
     ("ledger._quick", "ledger.store.statcache"): "the stat cache loads only for a command line it can answer",
