@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -193,7 +195,10 @@ def test_skill_outcome_over_mcp_with_the_official_client(tmp_path: Path, keys: P
     assert run_ledger("--brain", str(b), "verify").returncode == 0
 
 
-def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def copies_with_outcomes(tmp_path: Path) -> Iterator[tuple[Brain, Brain, Path]]:
+    """Two copies of one brain through a bare remote: ``a`` records three successes and publishes them,
+    ``b`` records two failures and pulls (its merge: a's log first, the remote's, then b's two)."""
     a = Brain.init(tmp_path / "a")
     a.create("s", "S", "one\n")
     remote = tmp_path / "remote.git"
@@ -207,16 +212,21 @@ def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> N
             for i in range(2):
                 b.evidence.record("s", result="failure", task=f"b{i}")
         sharing.push(a, str(remote))
-        sharing.pull(b, str(remote))  # b merges: a's log first (the remote's), then b's two
+        sharing.pull(b, str(remote))
+        yield a, b, remote
+    finally:
+        a.close()
+        b.close()
+
+
+def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> None:
+    with copies_with_outcomes(tmp_path) as (a, b, remote):
         sharing.push(b, str(remote))
         sharing.pull(a, str(remote))
         logs = [[json.loads(e)["record"]["task"]["id"] for e in x.evidence.entries()] for x in (a, b)]
         assert logs[0] == logs[1] == ["a0", "a1", "a2", "b0", "b1"]
         for x in (a, b):
             assert run_ledger("--brain", str(x.root), "verify").returncode == 0
-    finally:
-        a.close()
-        b.close()
 
 
 _WRITER = """

@@ -269,31 +269,15 @@ def test_the_audit_reads_the_log_a_bounded_number_of_times(
 
 
 def test_the_pages_outcomes_per_signer_add_up_to_the_log(tmp_path: Path) -> None:
-    from ledger.exchange import sharing
     from ledger.page.collect import collect
+    from tests.test_outcomes import copies_with_outcomes
 
-    a = Brain.init(tmp_path / "a")
-    a.create("s", "S", "one\n")
-    remote = tmp_path / "remote.git"
-    sharing.push(a, str(remote))
-    b = sharing.clone(str(remote), tmp_path / "b")
-    try:
-        with a.acting("agent"):
-            for i in range(3):
-                a.evidence.record("s", result="success", task=f"a{i}")
-        with b.acting("agent"):
-            for i in range(2):
-                b.evidence.record("s", result="failure", task=f"b{i}")
-        sharing.push(a, str(remote))
-        sharing.pull(b, str(remote))  # b's two outcomes reach b's mainline through the merge
+    with copies_with_outcomes(tmp_path) as (_a, b, _remote):  # b's two outcomes reach its mainline by the merge
         page = collect(b)
         assert page["verdict"]["ok"] and page["evidence"]["size"] == 5
         counted = sum(s["outcomes"] for s in page["signers"])
         assert all(s["checked"] for s in page["signers"])
         assert counted == page["evidence"]["size"], f"signers account for {counted} of 5 outcomes, drawn as checked"
-    finally:
-        a.close()
-        b.close()
 
 
 # --------------------------------------------------------------------------------------------------
