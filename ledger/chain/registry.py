@@ -269,13 +269,18 @@ class Registry:
         """The agent's EvidenceCommitted events in (block, log index) order: ``head``, ``size``,
         ``root``, ``tx``, ``block``, ``block_hash``, ``log_index`` (each a log the node answered for
         this agent at this registry, or refused)."""
-        logs = self.logs([EVIDENCE_COMMITTED, word(agent, "uint256")], from_block, to_block)
-        out = [decode_evidence_committed(log) for log in logs]
+        out = self._agent_logs(EVIDENCE_COMMITTED, decode_evidence_committed, agent, from_block, to_block)
+        return sorted(out, key=lambda e: (e["block"], e["log_index"]))
+
+    def _agent_logs(self, topic: bytes, decode: Any, agent: int, from_block: int,
+                    to_block: Any) -> list[dict[str, Any]]:  # fmt: skip
+        """The agent's logs of one event, decoded; a log of another agent or registry is the node's lie."""
+        out = [decode(log) for log in self.logs([topic, word(agent, "uint256")], from_block, to_block)]
         for ev in out:
             if ev["agent"] != agent or ev["registry"] != self.address:
                 raise ChainError(f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
                                  f"for agent {agent:#x} at {self.address}")  # fmt: skip
-        return sorted(out, key=lambda e: (e["block"], e["log_index"]))
+        return out
 
     def logs(self, topics: list[bytes | None], from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
         """The registry's raw logs matching ``topics`` (None: any), as JSON-RPC gives them."""
@@ -299,13 +304,7 @@ class Registry:
         deploy block is sequence k and its parent is the (k-1)-th's root, so ``from_block`` must be
         at or before the agent's first commit.  Callers that rely on the numbering compare the count
         with :meth:`sequence` at ``to_block`` (:meth:`lineage` does)."""
-        logs = self.logs([ROOT_COMMITTED, word(agent, "uint256")], from_block, to_block)
-        out = [decode_root_committed(log) for log in logs]
-        for ev in out:
-            if ev["agent"] != agent or ev["registry"] != self.address:
-                raise ChainError(f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
-                                 f"for agent {agent:#x} at {self.address}")  # fmt: skip
-        return sequenced(out)
+        return sequenced(self._agent_logs(ROOT_COMMITTED, decode_root_committed, agent, from_block, to_block))
 
     def lineage(self, agent: int, from_block: int = 0) -> list[dict[str, Any]]:
         """:meth:`events` read at one block whose ``sequenceOf`` must equal their count: a node that
