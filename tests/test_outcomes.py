@@ -107,7 +107,7 @@ def test_bulk_import_takes_rows_and_entries_signed_elsewhere_and_refuses_a_bad_f
             result="score", score=0.8, scale=(0, 1), threshold=0.5, evidence_uri="https://ci.example/run/1",
             evidence_digest="sha256:" + "ab" * 32, verifier="held-out-suite", signer=elsewhere.address,
         )  # fmt: skip
-        signed = oc.sign_entry(record, elsewhere.secret)
+        signed = oc.sign_batch([record], elsewhere.secret, prev=None)[0].data  # a batch of one, signed elsewhere
         head = brain.head().commit
     finally:
         brain.close()
@@ -143,8 +143,8 @@ def test_an_untrusted_or_foreign_signer_is_refused_at_the_door(tmp_path: Path, k
                                 receipt={"commit": served.commit, "root": served.root}, task_id="t",
                                 task_digest=None, result="success", signer=stranger.address)  # fmt: skip
         with pytest.raises(LedgerError, match="does not trust"):
-            brain.evidence.append([oc.sign_entry(record, stranger.secret)], "x")
-        forged = json.loads(oc.sign_entry(record, stranger.secret))
+            brain.evidence.append([oc.sign_batch([record], stranger.secret, prev=None)[0].data], "x")
+        forged = json.loads(oc.sign_batch([record], stranger.secret, prev=None)[0].data)
         forged["record"]["outcome"]["result"] = "failure"
         with pytest.raises(LedgerError, match="altered or forged"):
             brain.evidence.append([oc.canonical(forged)], "x")

@@ -64,6 +64,11 @@ def _record(brain: Brain, signer: str, **over: object) -> dict:
     return oc.make_record(**fields)
 
 
+def _signed(records: list[dict], secret: bytes, prev: str | None = None) -> list[bytes]:
+    """``records`` signed as one whole batch (docs/lineage.md §14.9), as a verifier on its own machine signs."""
+    return [e.data for e in oc.sign_batch(records, secret, prev=prev)]
+
+
 def _evidence_check(path: Path) -> tuple[bool, list[str]]:
     report = audit_repo(path)
     chk = report.checks["evidence"]
@@ -94,13 +99,13 @@ def _receipt_outside_lineage(path: Path, verifier: KeyDir) -> None:
     with _opened(path) as brain:
         rec = _record(brain, verifier.address)
         rec["receipt"] = {"commit": "ab" * 20, "root": rec["receipt"]["root"]}
-        brain.evidence.append([oc.sign_entry(rec, verifier.secret)], "import")
+        brain.evidence.append(_signed([rec], verifier.secret), "import")
 
 
 def _version_never_served(path: Path, verifier: KeyDir) -> None:
     """An entry signed elsewhere crediting v7 of a skill whose receipt snapshot holds v1."""
     with _opened(path) as brain:
-        brain.evidence.append([oc.sign_entry(_record(brain, verifier.address, version=7), verifier.secret)], "x")
+        brain.evidence.append(_signed([_record(brain, verifier.address, version=7)], verifier.secret), "x")
 
 
 def _two_agents(path: Path, verifier: KeyDir) -> None:
@@ -108,8 +113,8 @@ def _two_agents(path: Path, verifier: KeyDir) -> None:
     with _opened(path) as brain:
         one = _record(brain, verifier.address, agent="0x" + "00" * 31 + "01", task_id="a")
         two = _record(brain, verifier.address, agent="0x" + "00" * 31 + "02", task_id="b")
-        brain.evidence.append([oc.sign_entry(one, verifier.secret)], "first")
-        brain.evidence.append([oc.sign_entry(two, verifier.secret)], "second")
+        brain.evidence.append(_signed([one], verifier.secret), "first")
+        brain.evidence.append(_signed([two], verifier.secret), "second")
 
 
 def _re_registered(path: Path, verifier: KeyDir) -> None:
@@ -166,29 +171,30 @@ def test_the_cli_refuses_a_nested_import_line_naming_it(tmp_path: Path, keys: Pa
 
 
 # --------------------------------------------------------------------------------------------------
-# Finding 3 (high, protocol): an agent chooses which verified outcomes enter its log.  A verifier
-# signs each record alone; nothing binds the set of records it signed (no per-verifier sequence, no
-# signed batch manifest), so the agent imports the successes and drops the failures before they
-# are ever appended.  The audit passes and `show --stats` reports a verified 100 %.  §11 ("What
-# the evidence check cannot catch") and §14.8 are silent on this: they speak of key holders
-# rewriting what they signed, not of the agent withholding what a verifier signed.
+# Finding 3 (high, protocol): an agent chose which verified outcomes entered its log.  A verifier
+# signed each record alone; nothing bound the set of records it signed, so the agent imported the
+# successes and dropped the failures before they were ever appended, and the audit passed.
+# Fixed by lineage v1.7 (docs/lineage.md §14.9, ADR 0038): a verifier signs its outcomes as a batch,
+# each record naming the batch's id, its index, the count and the batch before it; a log that holds
+# part of a batch fails the audit, and the writer refuses to append one.
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 3: no binding of a verifier's signed set; withholding "
-                   "failures is invisible to the audit and to the figures")  # fmt: skip
 def test_withholding_a_verifiers_failures_is_detected(tmp_path: Path, keys: Path) -> None:
     path, verifier = _brain(tmp_path)
     with _opened(path) as brain:
-        signed = [oc.sign_entry(_record(brain, verifier.address, task_id=f"held-out-{i}",
-                                        result="success" if i < 3 else "failure"), verifier.secret)
-                  for i in range(10)]  # fmt: skip
-        brain.evidence.append(signed[:3], "import: only what went well")
-    shown = json.loads(run_ledger("--brain", str(path), "show", "s", "--stats", "--json", check=True).stdout)
-    tier = shown["versions"][0]["verified"]
-    assert (tier["successes"], tier["failures"]) == (3, 0)  # what the verifier judged was 3 of 10
-    ok, _ = _evidence_check(path)
+        signed = _signed([_record(brain, verifier.address, task_id=f"held-out-{i}",
+                                  result="success" if i < 3 else "failure") for i in range(10)],
+                         verifier.secret)  # fmt: skip
+        with pytest.raises(LedgerError, match=r"holds 3 of its 10 outcomes \(index 3, 4, 5, 6, 7 missing\)"):
+            brain.evidence.append(signed[:3], "import: only what went well")  # refused at the door
+        assert brain.evidence.size() == 0
+        with brain.writer.lock.locked():  # what a hostile writer's git objects would hold: the audit must see it
+            brain.writer.apply("outcome", {}, [], "import: only what went well",
+                               evidence=ev.append(brain.store, None, signed[:3]))  # fmt: skip
+    ok, why = _evidence_check(path)
     assert not ok, "the audit passes a log from which 7 of the verifier's 10 judgements were withheld"
+    assert "holds 3 of its 10 outcomes" in why[0] and "appended whole" in why[0], why
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,9 +332,9 @@ def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Bra
     assert cfg.agent_id is not None
     record = _record(chained, verifier.address, agent=None)
     with pytest.raises(LedgerError, match="names agent None, but this brain is registered"):
-        chained.evidence.append([oc.sign_entry(record, verifier.secret)], "a verifier's outcome, agent left null")
+        chained.evidence.append(_signed([record], verifier.secret), "a verifier's outcome, agent left null")
     bound = _record(chained, verifier.address, agent=f"0x{cfg.agent_id:064x}")
-    chained.evidence.append([oc.sign_entry(bound, verifier.secret)], "the same, naming the agent")
+    chained.evidence.append(_signed([bound], verifier.secret), "the same, naming the agent")
     commit_pending(chained, key=DEV_KEY_NAME)
     report = audit_repo(chained.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
                         from_block=cfg.deploy_block or 0)  # fmt: skip
@@ -349,9 +355,9 @@ def test_an_untested_new_version_does_not_hide_a_regression(tmp_path: Path, keys
     with _opened(path) as brain:
 
         def judged(prefix: str, passed: int, failed: int) -> list[bytes]:
-            return [oc.sign_entry(_record(brain, verifier.address, task_id=f"{prefix}{i}",
-                                          result="success" if i < passed else "failure"), verifier.secret)
-                    for i in range(passed + failed)]  # fmt: skip
+            return _signed([_record(brain, verifier.address, task_id=f"{prefix}{i}",
+                                    result="success" if i < passed else "failure")
+                            for i in range(passed + failed)], verifier.secret)  # fmt: skip
 
         brain.evidence.append(judged("a", 18, 2), "v1 judged")
         (tmp_path / "v2.md").write_text("---\nname: s\ndescription: The s skill\n---\na worse body\n")

@@ -11,8 +11,11 @@ one that records it.  So a forged, altered, dropped, duplicated or back-dated ou
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +31,7 @@ from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
 
-__all__ = ["MAX_SKEW", "Receipts", "Tally", "check_evidence", "entry_problem"]
+__all__ = ["MAX_SKEW", "Receipts", "Tally", "batch_problem", "check_evidence", "entry_problem"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
@@ -114,6 +117,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     trusts: dict[str, Any] = {}
     incremental = bool(walked.mainline and walked.mainline[0].parents)
     adders: dict[bytes, list[str]] = {}  # outcome id → the snapshots that appended it (a merge may bring it twice)
+    batches: dict[tuple[str, str], list[str]] = {}  # (signer, batch id) → the snapshots that appended it (§14.9)
+    v2_adders: list[str] = []  # the snapshots that appended a v2 record, oldest first
     added = 0
     for snap in walked.order:
         label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
@@ -150,17 +155,34 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             trust = _trust(store, snap, trusts)
             # An incremental audit did not walk who appended the parent's entries: it reads the parent's ids.
             seen: set[bytes] = {_id(e) for e in _log(store, first, logs)} if incremental else set()
+            before_batches, before_v2 = _batches_of(_log(store, first, logs)) if incremental else (set(), False)
+            parsed: list[tuple[int, oc.Entry]] = []
             for i, data in enumerate(new, size):
                 oid = _id(data)
                 if any(receipts.before(by, snap.commit) for by in adders.get(oid, ())):
                     chk.fail(f"{label}: outcome {i}: {oid.hex()[:12]} is already in the log (an entry appears once)",
                              **where)  # fmt: skip
                     break
-                problem = _entry(data, snap, genesis, trust, seen, receipts, tally)
-                if problem:
+                problem, entry = _entry(data, snap, genesis, trust, seen, receipts, tally)
+                if problem or entry is None:
                     chk.fail(f"{label}: outcome {i}: {problem}", **where)
                     break
+                parsed.append((i, entry))
                 adders.setdefault(oid, []).append(snap.commit)
+            else:
+                # §14.9: the log before is the first parent's, whose batches the snapshots before appended.
+                known = _known(before_batches, batches, receipts, snap.commit)
+                v2_before = before_v2 or any(receipts.before(by, snap.commit) for by in v2_adders)
+                problem = batch_problem(parsed, v2_before=v2_before, known=known)
+                if problem:
+                    chk.fail(f"{label}: {problem}", **where)
+                for _, entry in parsed:
+                    if entry.batch is not None:
+                        by = batches.setdefault((entry.signer, entry.batch["id"]), [])
+                        if not by or by[-1] != snap.commit:
+                            by.append(snap.commit)
+                if any(e.batch is not None for _, e in parsed):
+                    v2_adders.append(snap.commit)
             added += len(new)
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
@@ -247,14 +269,36 @@ def _trust(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Any]) -> Any:
 
 
 def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen: set[bytes],
-           receipts: Receipts, tally: Tally) -> str | None:  # fmt: skip
-    """Why an appended entry is refused (docs/lineage.md §14.5), or None."""
+           receipts: Receipts, tally: Tally) -> tuple[str | None, oc.Entry | None]:  # fmt: skip
+    """Why an appended entry is refused (docs/lineage.md §14.5), or None; and the entry, parsed."""
     try:
         entry = oc.parse_entry(data)
     except LedgerError as exc:
-        return f"{exc.message} (altered or forged)"
+        return f"{exc.message} (altered or forged)", None
     return entry_problem(entry, at=snap.commit, stamp=snap.timestamp, genesis=genesis, trust=trust, seen=seen,
-                         receipts=receipts, tally=tally)
+                         receipts=receipts, tally=tally), entry
+
+
+def _known(before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str]], receipts: Receipts,
+           at: str) -> Callable[[str, str], bool]:  # fmt: skip
+    """Whether the log before snapshot ``at`` holds a signer's batch: read from it (``before``), or appended by
+    a snapshot that is an ancestor of ``at``."""
+    return lambda signer, bid: (signer, bid) in before or any(receipts.before(by, at)
+                                                              for by in batches.get((signer, bid), ()))
+
+
+def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], bool]:
+    """The (signer, batch id) pairs a log holds, and whether it holds a v2 record (an incremental audit's
+    first parent, which it did not walk)."""
+    out: set[tuple[str, str]] = set()
+    v2 = False
+    for data in log:
+        with contextlib.suppress(LedgerError, KeyError, TypeError):
+            record = oc.loads(data)["record"]
+            if record.get("batch") is not None:
+                out.add((record["signer"], record["batch"]["id"]))
+                v2 = True
+    return out, v2
 
 
 def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, trust: Any, seen: set[bytes],
@@ -295,4 +339,50 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
     if when > stamp + MAX_SKEW:
         return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
     tally.tiers[entry.id] = "verified" if role == "verifier" else "self"
+    return None
+
+
+def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
+                  known: Callable[[str, str], bool]) -> str | None:  # fmt: skip
+    """Why the entries one ``outcome`` snapshot appends (``(index in the log, entry)``, in log order) break
+    docs/lineage.md §14.9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
+    each batch they name is new (``known(signer, id)``: the log before holds that batch) and appended whole,
+    indices 0 to count - 1 once each, one count and one ``prev`` throughout; and each ``prev`` is a batch
+    of the same signer in the log before, or earlier among these.  The writer asks it before it appends,
+    the audit of each snapshot, so a verifier's batch is in a log all of it or none of it."""
+    groups: dict[tuple[str, str], list[tuple[int, oc.Entry]]] = {}
+    for i, entry in appended:
+        batch, short = entry.batch, entry.id.hex()[:12]
+        if batch is None:
+            if v2_before:
+                return (f"outcome {i}: {short} is a v1 record ({oc.FORMAT_V1}), appended after the log's first "
+                        f"v2 record: from then on every record is {oc.FORMAT}, whole in its batch")  # fmt: skip
+            continue
+        key = (entry.signer, batch["id"])
+        if key not in groups:
+            if known(*key):
+                return (f"outcome {i}: {short} is of batch {batch['id'][:12]} of {entry.signer}, which the log "
+                        "already holds: a batch is appended whole, once")  # fmt: skip
+            prev = batch["prev"]
+            if prev is not None and not (known(entry.signer, prev) or (entry.signer, prev) in groups):
+                return (f"outcome {i}: {short}'s batch {batch['id'][:12]} follows batch {prev[:12]} of "
+                        f"{entry.signer}, which is not in the log before it: a batch of the signer's was "
+                        "dropped")  # fmt: skip
+            groups[key] = []
+        groups[key].append((i, entry))
+    for (signer, bid), members in groups.items():
+        first = members[0][1].batch
+        assert first is not None
+        count, prev = first["count"], first["prev"]
+        indices = sorted(e.batch["index"] for _, e in members if e.batch is not None)
+        if any(e.batch != {**first, "index": e.batch["index"]} for _, e in members if e.batch is not None):
+            return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} names more than one count or prev "
+                    "among its outcomes")  # fmt: skip
+        if indices != list(range(count)):
+            missing = sorted(set(range(count)) - set(indices))
+            twice = sorted(k for k, n in Counter(indices).items() if n > 1)
+            what = (f"index {', '.join(map(str, missing[:5]))} missing" if missing
+                    else f"index {', '.join(map(str, twice[:5]))} twice")  # fmt: skip
+            return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} holds {len(members)} of its {count} "
+                    f"outcomes ({what}): a verifier's batch is appended whole (docs/lineage.md §14.9)")  # fmt: skip
     return None

@@ -43,9 +43,11 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
 IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
+BATCHES_CACHE = "evidence-batches-v1.json"  # in .ledger/cache/: a log's tree id and each signer's batch ids
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
+_PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
 
 
@@ -288,15 +290,15 @@ class Evidence:
                note: str = "") -> tuple[Receipt, oc.Entry]:  # fmt: skip
         """Sign one outcome with the acting role's key and append it: one ``outcome`` snapshot."""
         served = self.served(name, version, receipt)
-        entry = self._signed(served, {"task": task, "task_digest": task_digest, "score": score, "scale": scale,
+        row = self._unsigned(served, {"task": task, "task_digest": task_digest, "score": score, "scale": scale,
                                       "threshold": threshold, "evidence": evidence, "evidence_digest": evidence_digest,
                                       "verifier": verifier, "time": when}, result)  # fmt: skip
-        receipt_ = self.append([entry], note or f"outcome: {served.skill} v{served.version} {result}")
-        return receipt_, entry
+        receipt_, signed = self._append([row], note or f"outcome: {served.skill} v{served.version} {result}")
+        return receipt_, signed[0]
 
     def import_lines(self, lines: Iterable[bytes], *, note: str = "") -> tuple[Receipt | None, dict[str, int]]:
         """Import a JSONL of outcomes (rows signed here, or entries signed elsewhere) as one snapshot."""
-        entries: list[bytes | oc.Entry] = []
+        entries: list[bytes | oc.Entry | dict[str, Any]] = []
         served: dict[str, Served] = {}  # a bulk file names few versions: each is looked up once
         for number, line in enumerate(lines, 1):
             line = line.strip()
@@ -308,10 +310,10 @@ class Evidence:
                 raise type(exc)(f"line {number}: {exc.message}", hint=exc.hint or "fix the line and import again; "
                                 "nothing was written") from None  # fmt: skip
         before = len(entries)
-        receipt = self.append(entries, note or f"outcome: imported {before} outcome(s)") if entries else None
+        receipt = self._append(entries, note or f"outcome: imported {before} outcome(s)")[0] if entries else None
         return receipt, {"read": before}
 
-    def _row(self, line: bytes, cache: dict[str, Served]) -> bytes | oc.Entry:
+    def _row(self, line: bytes, cache: dict[str, Served]) -> oc.Entry | dict[str, Any]:
         try:
             doc = oc.loads(line)
         except StoreError as exc:
@@ -337,9 +339,10 @@ class Evidence:
         fields = {k: doc.get(k) for k in ("task", "task_digest", "score", "threshold", "evidence", "evidence_digest",
                                           "verifier", "time")}  # fmt: skip
         fields["scale"] = tuple(scale) if scale is not None else None
-        return self._signed(served, fields, result)
+        return self._unsigned(served, fields, result)
 
-    def _signed(self, served: Served, f: Mapping[str, Any], result: str) -> oc.Entry:
+    def _unsigned(self, served: Served, f: Mapping[str, Any], result: str) -> dict[str, Any]:
+        """The record of a row the acting key will sign: :meth:`_append` signs a call's rows as one batch."""
         key = self._key()
         agent = self._keyed[2]
         when = f.get("time")
@@ -353,14 +356,14 @@ class Evidence:
             receipt={"commit": served.commit, "root": served.root}, task_id=task, task_digest=digest,
             result=result, score=f.get("score"), scale=f.get("scale"), threshold=f.get("threshold"),
             evidence_uri=f.get("evidence"), evidence_digest=f.get("evidence_digest"), verifier=f.get("verifier"),
-            when=when, signer=key.address,
+            when=when, signer=key.address, batch=_PENDING,
         )  # fmt: skip
         stamp = oc.parse_time(record["time"])
         if stamp < served.time:
             raise StoreError(f"the outcome's time {record['time']} is before {served.skill} v{served.version} was "
                              f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
                              hint="an outcome comes at or after the snapshot that served the version")  # fmt: skip
-        return oc.signed_entry(record, key.secret, key.address)
+        return record
 
     def _key(self) -> Any:
         """The acting role's key, loaded once per head and role (a bulk import signs thousands)."""
@@ -375,10 +378,16 @@ class Evidence:
         return self._keyed[1]
 
     def append(self, entries: Sequence[bytes | oc.Entry], note: str) -> Receipt:
-        """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped) as one
-        ``outcome`` snapshot, under the writer lock, so no concurrent append is lost.  An :class:`~oc.Entry`
-        is one this process signed (:func:`~oc.signed_entry`); bytes are parsed and checked here."""
-        from ledger.audit.evidencecheck import Receipts, Tally, entry_problem
+        """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped, each
+        batch whole, §14.9) as one ``outcome`` snapshot, under the writer lock, so no concurrent append is
+        lost.  An :class:`~oc.Entry` is one this process parsed or signed; bytes are parsed here."""
+        return self._append(entries, note)[0]
+
+    def _append(self, entries: Sequence[bytes | oc.Entry | dict[str, Any]],
+                note: str) -> tuple[Receipt, list[oc.Entry]]:  # fmt: skip
+        """:meth:`append`, where a record (a dict) is a row the acting key signs here: the call's rows are one
+        batch, signed under the lock so that it follows the signer's newest batch in the head's log."""
+        from ledger.audit.evidencecheck import Receipts, Tally, batch_problem, entry_problem
 
         brain = self.brain
         writer = brain.writer
@@ -387,16 +396,32 @@ class Evidence:
             trust = self._trust()
             tree = head_evidence(brain.store, head)
             seen, log_agent = self._index(tree)
+            held, v2_before = self._batches(tree)
+            rows = [e for e in entries if isinstance(e, dict)]
+            if rows:
+                key = self._key()
+                mine = oc.sign_batch(rows, key.secret, prev=held.get(key.address, [None])[-1])
+                signed = iter(mine)
+                entries = [next(signed) if isinstance(e, dict) else e for e in entries]
+            else:
+                mine = []
             # The audit's own rules (§14.5), asked before anything is written: an acknowledged outcome is
             # one the audit passes, since the append-only log could never drop it afterwards.
             tally = Tally(agent=log_agent)
             registered = self.agent()
             receipts = Receipts(brain.store, None, brain.cache)
             now, at = int(time.time()), head.commit.hex()
-            fresh = []
+            fresh: list[oc.Entry] = []
             for i, given in enumerate(entries):
+                assert not isinstance(given, dict)
                 entry = given if isinstance(given, oc.Entry) else oc.parse_entry(given)
                 _check_signer(entry, trust)
+                if entry.batch is None:
+                    raise StoreError(f"outcome {i + 1} of {len(entries)} is a {oc.FORMAT_V1} record: a v1.7 brain "
+                                     f"appends only {oc.FORMAT} records, each whole in its signer's batch "
+                                     "(docs/lineage.md §14.9); nothing was written",
+                                     hint="have the verifier sign its outcomes as a batch (ledger.store.outcomes."
+                                          "sign_batch, or ledger outcome record|import on its own brain)")  # fmt: skip
                 if registered is not None and entry.record["agent"] != registered:
                     raise StoreError(f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
                                      f"this brain is registered as agent {registered}: an outcome of a registered "
@@ -411,17 +436,55 @@ class Evidence:
                     raise StoreError(f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
                                      hint="an outcome is of a version a snapshot of this brain served, dated "
                                           "between then and now, naming this brain's agent")  # fmt: skip
-                fresh.append(entry.data)
+                fresh.append(entry)
             if not fresh:
                 raise StoreError("every outcome given is already in the log; nothing was written")
-            new_tree = ev.append(brain.store, tree, fresh)
+            size = ev.size_of(brain.store, tree)
+            known = {(signer, bid) for signer, ids in held.items() for bid in ids}
+            problem = batch_problem(list(enumerate(fresh, size)), v2_before=v2_before,
+                                    known=lambda signer, bid: (signer, bid) in known)  # fmt: skip
+            if problem is not None:
+                raise StoreError(f"{problem}; nothing was written",
+                                 hint="import every outcome of the verifier's batch, and its earlier batches "
+                                      "first, as the verifier signed them")  # fmt: skip
+            new_tree = ev.append(brain.store, tree, [e.data for e in fresh])
             receipt = writer.apply("outcome", {}, [], note, evidence=new_tree)
             old = ev.chunk_ids(brain.store, tree) if tree is not None else []
             assert new_tree is not None
             if not old or old[-1] in self._known():  # every entry of the new chunks was verified here or before
                 self._remember(set(ev.chunk_ids(brain.store, new_tree)) - set(old))
             self._save_index(new_tree, seen, tally.agent)  # entry_problem added each appended id to ``seen``
-            return receipt
+            for e in fresh:
+                assert e.batch is not None
+                ids = held.setdefault(e.signer, [])
+                if not ids or ids[-1] != e.batch["id"]:
+                    ids.append(e.batch["id"])
+            self._save_batches(new_tree, held)
+            return receipt, mine
+
+    def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], bool]:
+        """Each signer's batch ids in ``tree``'s log, oldest first, and whether it holds a v2 record (§14.9):
+        from ``.ledger/cache`` when kept for this very tree, else read from the log."""
+        if tree is None:
+            return {}, False
+        path = self.brain.control / "cache" / BATCHES_CACHE
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            doc = json.loads(path.read_text())
+            if doc["tree"] == tree.hex():
+                return {k: list(v) for k, v in doc["batches"].items()}, bool(doc["batches"])
+        held: dict[str, list[str]] = {}
+        for data in ev.entries_of(self.brain.store, tree):
+            record = oc.loads(data)["record"]
+            batch = record.get("batch")
+            if isinstance(batch, dict):
+                ids = held.setdefault(record["signer"], [])
+                if not ids or ids[-1] != batch["id"]:
+                    ids.append(batch["id"])
+        return held, bool(held)
+
+    def _save_batches(self, tree: bytes, held: Mapping[str, list[str]]) -> None:
+        with contextlib.suppress(OSError):
+            write_json(self.brain.control / "cache" / BATCHES_CACHE, {"tree": tree.hex(), "batches": held})
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
         """The ids in ``tree``'s log and the agent its records name: from ``.ledger/cache`` when it was kept

@@ -29,8 +29,11 @@ from ledger.signatures.signing import SignatureError, recover, sign
 
 __all__ = [
     "FORMAT",
+    "FORMAT_V1",
+    "MAX_BATCH",
     "MAX_ENTRY",
     "Entry",
+    "batch_id",
     "canonical",
     "format_time",
     "make_record",
@@ -38,11 +41,14 @@ __all__ = [
     "outcome_id_of",
     "parse_entry",
     "parse_time",
+    "sign_batch",
     "sign_entry",
     "signed_text",
 ]  # fmt: skip
 
-FORMAT = "brain-ledger/outcome/v1"
+FORMAT = "brain-ledger/outcome/v2"  # lineage v1.7: a record names its batch (docs/lineage.md §14.9)
+FORMAT_V1 = "brain-ledger/outcome/v1"  # lineage v1.6: no batch; read and audited, never written
+MAX_BATCH = 100_000  # outcomes in one batch: a bulk import of 100,000 is one batch
 STATEMENT = "brain-ledger outcome v1\n"  # the signed text: this line, the id in hex, a newline
 MAX_ENTRY = 8192  # bytes: a record is a few hundred; a log of 100,000 stays well under a gigabyte
 MAX_TEXT = 512  # characters (code points) of a task id, a verifier name or an evidence URI
@@ -50,8 +56,10 @@ MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493 §2.2), all RFC 8785 wri
 MAX_DEPTH = 8  # JSON nesting: an entry needs 4
 RESULTS = ("success", "failure", "score")
 
-_KEYS = ("agent", "brain", "digest", "evidence", "format", "outcome", "receipt", "signer", "skill", "task", "time",
-         "verifier", "version")  # fmt: skip
+_KEYS_V1 = ("agent", "brain", "digest", "evidence", "format", "outcome", "receipt", "signer", "skill", "task", "time",
+            "verifier", "version")  # fmt: skip
+_KEYS = (*_KEYS_V1, "batch")
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
 _ADDRESS = re.compile(r"0x[0-9a-f]{40}\Z")
 _AGENT = re.compile(r"0x[0-9a-f]{64}\Z")
@@ -137,8 +145,11 @@ def make_record(
     task_id: str | None, task_digest: str | None, result: str, score: float | None = None,
     scale: tuple[float, float] | None = None, threshold: float | None = None, evidence_uri: str | None = None,
     evidence_digest: str | None = None, verifier: str | None = None, when: str | None = None, signer: str,
+    batch: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A record from its fields, checked as :func:`parse_entry` checks a stored one."""
+    """A record from its fields, checked as :func:`parse_entry` checks a stored one: a v2 record naming
+    ``batch`` (``{"id", "prev", "index", "count"}``, §14.9), or with ``batch`` None a v1 record, which only
+    tests of old brains write (the writer signs v2 alone; :func:`sign_batch` fills the batch in)."""
     record = {
         "format": FORMAT, "brain": brain, "agent": agent, "skill": skill, "version": version, "digest": digest,
         "receipt": dict(receipt), "task": {"id": task_id, "digest": task_digest},
@@ -147,8 +158,39 @@ def make_record(
         "verifier": verifier, "evidence": {"uri": evidence_uri, "digest": evidence_digest},
         "time": when or format_time(), "signer": signer,
     }  # fmt: skip
+    if batch is None:
+        record["format"] = FORMAT_V1
+    else:
+        record["batch"] = dict(batch)
     check_record(record)
     return record
+
+
+def batch_id() -> str:
+    """A fresh batch id: 32 random bytes in hex (unique among a signer's batches, §14.9)."""
+    import os
+
+    return os.urandom(32).hex()
+
+
+def sign_batch(records: list[dict[str, Any]], secret: bytes, *, prev: str | None,
+               bid: str | None = None) -> list[Entry]:  # fmt: skip
+    """Sign ``records`` (one signer, any ``batch`` member replaced) as one whole batch (docs/lineage.md §14.9):
+    each names the batch's id, ``prev`` (the id of the signer's batch it follows, or None for its first),
+    its index and the count.  What a verifier on its own machine runs; the brain's writer too."""
+    if not records:
+        raise StoreError("a batch holds at least one outcome")
+    if len(records) > MAX_BATCH:
+        raise StoreError(f"a batch holds at most {MAX_BATCH} outcomes; sign more batches, each naming the last")
+    from ledger.signatures.signing import address_of
+
+    bid = bid or batch_id()
+    address = address_of(secret)
+    out = []
+    for i, record in enumerate(records):
+        signed = {**record, "format": FORMAT, "batch": {"count": len(records), "id": bid, "index": i, "prev": prev}}
+        out.append(signed_entry(signed, secret, address))
+    return out
 
 
 def sign_entry(record: dict[str, Any], secret: bytes) -> bytes:
@@ -187,6 +229,11 @@ class Entry:
     @property
     def signer(self) -> str:
         return str(self.record["signer"])
+
+    @property
+    def batch(self) -> dict[str, Any] | None:
+        """The record's batch (``{"id", "prev", "index", "count"}``), or None for a v1 record."""
+        return self.record.get("batch")
 
     @property
     def success(self) -> bool | None:
@@ -260,10 +307,12 @@ def _exact(obj: Any, keys: tuple[str, ...], what: str) -> dict[str, Any]:
 
 
 def check_record(record: Any) -> None:
-    """Refuse a record that breaks the schema of docs/lineage.md §14.1 (every key, no other)."""
-    rec = _exact(record, _KEYS, "an outcome record")
+    """Refuse a record that breaks the schema of docs/lineage.md §14.1 (every key, no other; a v2 record's
+    ``batch`` as §14.9 has it)."""
+    v1 = isinstance(record, dict) and record.get("format") == FORMAT_V1
+    rec = _exact(record, _KEYS_V1 if v1 else _KEYS, f"an outcome record of format {FORMAT_V1 if v1 else FORMAT}")
     checks = (
-        (rec["format"] == FORMAT, f"format is {FORMAT!r}"),
+        (rec["format"] in (FORMAT, FORMAT_V1), f"format is {FORMAT!r} (or {FORMAT_V1!r} before lineage v1.7)"),
         (isinstance(rec["brain"], str) and _HEX40.match(rec["brain"]), "brain is the 40-hex id of snapshot 0"),
         (rec["agent"] is None or (isinstance(rec["agent"], str) and _AGENT.match(rec["agent"])),
          "agent is null or 0x and 64 lower-case hex digits"),
@@ -293,6 +342,21 @@ def check_record(record: Any) -> None:
     if ev["digest"] is not None and not (isinstance(ev["digest"], str) and _SHA256.match(ev["digest"])):
         raise StoreError("evidence.digest is sha256: and 64 lower-case hex digits, or null")
     parse_time(rec["time"])
+    if not v1:
+        _check_batch(_exact(rec["batch"], ("count", "id", "index", "prev"), "batch"))
+
+
+def _check_batch(batch: dict[str, Any]) -> None:
+    count, index = batch["count"], batch["index"]
+    if not (type(count) is int and 1 <= count <= MAX_BATCH):
+        raise StoreError(f"batch.count is an integer from 1 to {MAX_BATCH}")
+    if not (type(index) is int and 0 <= index < count):
+        raise StoreError("batch.index is an integer from 0 to batch.count - 1")
+    if not (isinstance(batch["id"], str) and _HEX64.match(batch["id"])):
+        raise StoreError("batch.id is 64 lower-case hex digits")
+    prev = batch["prev"]
+    if prev is not None and not (isinstance(prev, str) and _HEX64.match(prev) and prev != batch["id"]):
+        raise StoreError("batch.prev is null or another batch's id (64 lower-case hex digits)")
 
 
 def _check_outcome(out: dict[str, Any]) -> None:
