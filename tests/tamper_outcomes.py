@@ -40,6 +40,13 @@ REASONS = {  # the cause each class's failure must name, not just any failure of
     "outcome-receipt-root-forged": r"'s receipt root is not snapshot [0-9a-f]{12}'s root",
     "evidence-changed-outside-an-outcome-snapshot":
         r", edit\): changes the evidence log, which only an 'outcome' snapshot or a merge may",
+    "outcome-verifier-failure-dropped-where-appended":
+        r"outcome\): outcome 2: batch [0-9a-f]{12} of 0x[0-9a-f]{40} holds 2 of its 3 outcomes \(index 2 missing\)"
+        r": a verifier's batch is appended whole",
+    "outcome-verifier-failure-dropped-later": r", edit\): the evidence log is not its first parent's with entries "
+                                              r"appended: entry 4 of 5 was dropped or rewritten",
+    "outcome-verifier-batch-dropped": r"outcome\): outcome 1: [0-9a-f]{12}'s batch [0-9a-f]{12} follows batch "
+                                      r"[0-9a-f]{12} of 0x[0-9a-f]{40}, which is not in the log before it",
 }
 
 _EVIDENCE_CHUNK = "evidence/00000000"  # the corpus's logs are small: one chunk (tests assert it)
@@ -111,16 +118,19 @@ def _with_log(repo: Path, tree: str, entries: list[bytes]) -> str:
         return git(repo, "write-tree", env=env).strip()
 
 
-def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[bytes]]) -> str:
+def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[bytes]], *,
+                 drop: bool = False) -> str:  # fmt: skip
     """Replace the evidence log of snapshot ``start`` and of every later one by ``change`` of it, each
-    snapshot re-parented and re-signed as its actor's key would sign it; the new id of ``start``."""
+    snapshot re-parented and re-signed as its actor's key would sign it; the new id of ``start``.
+    ``drop``: snapshot ``start`` is left out of the lineage instead, and the rewrite starts after it
+    (the new id returned is its successor's)."""
     from ledger.signatures import siblings, sshsig
     from ledger.store import commitsig
 
     commits = lineage(repo)
     parent = commits[start - 1] if start else None
     first = ""
-    for old in commits[start:]:
+    for old in commits[start + 1 if drop else start :]:
         raw = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "commit", old], capture_output=True,
                              check=True).stdout  # fmt: skip
         payload, gpgsig = commitsig.split(raw)
@@ -169,7 +179,7 @@ def _entry(repo: Path, idx: dict[str, int], key: bytes, *, version: int, served:
     )  # fmt: skip
     if edit is not None:
         edit(record)
-    return oc.sign_entry(record, key)
+    return oc.sign_batch([record], key, prev=None)[0].data  # a batch of one, the first of a new chain (§14.9)
 
 
 def outcome_cases() -> list[Case]:
@@ -224,7 +234,35 @@ def outcome_cases() -> list[Case]:
         return _entry(repo, idx, KEYS["verifier"], version=2, served="outcome-import", recorded="edit-a",
                       task="T-6")  # fmt: skip
 
+    def failure_of_the_import(repo: Path, idx: dict[str, int]) -> bytes:
+        """The verifier's failure in the import (T-5): the last of the three outcomes its batch holds."""
+        log = _log(repo, lineage(repo)[idx["outcome-import"]])
+        target = log[-1]
+        record = json.loads(target)["record"]
+        assert record["outcome"]["result"] == "failure" and record["batch"]["count"] == 3, record
+        return target
+
+    def failure_dropped(label: str) -> Callable[[Path, dict[str, int]], str]:
+        """The verifier's failure gone from snapshot ``label``'s log and every later one."""
+
+        def apply(repo: Path, idx: dict[str, int]) -> str:
+            gone = failure_of_the_import(repo, idx)
+            return rewrite_logs(repo, idx[label], lambda log: [e for e in log if e != gone])
+
+        return apply
+
+    def batch_dropped(repo: Path, idx: dict[str, int]) -> str:
+        """The verifier's failure T-2 (a whole batch of one, the snapshot ``outcome-verifier``) dropped with the
+        snapshot that appended it and from every later log; the import's batch, its next, names it."""
+        gone = _log(repo, lineage(repo)[idx["outcome-verifier"]])[-1]
+        assert json.loads(gone)["record"]["outcome"]["result"] == "failure"
+        return rewrite_logs(repo, idx["outcome-verifier"], lambda log: [e for e in log if e != gone], drop=True)
+
     return [
+        Case("outcome-verifier-failure-dropped-where-appended", "14.9", "evidence",
+             failure_dropped("outcome-import")),
+        Case("outcome-verifier-failure-dropped-later", "14.4, 14.9", "evidence", failure_dropped("edit-a")),
+        Case("outcome-verifier-batch-dropped", "14.9", "evidence", batch_dropped),
         Case("outcome-forged", "14.5", "evidence", appended("outcome-import", forged)),
         Case("outcome-altered", "14.1, 14.5", "evidence", altered),
         Case("outcome-dropped", "14.4", "evidence", dropped),
