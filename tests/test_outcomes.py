@@ -229,6 +229,63 @@ def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> N
             assert run_ledger("--brain", str(x.root), "verify").returncode == 0
 
 
+def test_copies_appending_one_verifiers_outcomes_merge_whole_and_audit_ok(tmp_path: Path, keys: Path) -> None:
+    """Lineage v1.7 (§14.9) in a fleet: two copies record outcomes with one shared verifier key at once (each
+    batch follows the newest one its copy holds: the chains fork), and an independent verifier's two batches
+    reach the two copies one each.  Merged either way, every batch is whole, the audit passes, and
+    `outcome batches` names each chain's newest batch."""
+    a = tmp_path / "a"
+    run_ledger("init", str(a), check=True)
+    run_ledger("--brain", str(a), "skill", "create", "s", "--description", "The s skill", check=True)
+    shared = json.loads(run_ledger("--brain", str(a), "keys", "generate", "verifier", "--json",
+                                   check=True).stdout)["address"]  # fmt: skip
+    elsewhere = KeyDir(tmp_path / "verifier-machine").generate("verifier")
+    for address in (shared, elsewhere.address):
+        run_ledger("--brain", str(a), "keys", "trust", "verifier", address, check=True)
+    with contextlib.closing(Brain.open(a)) as brain:
+        served = brain.evidence.served("s")
+        rows = [oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=1, digest=served.digest,
+                               receipt={"commit": served.commit, "root": served.root}, task_id=f"held-out-{i}",
+                               task_digest=None, result="failure" if i % 2 else "success", signer=elsewhere.address)
+                for i in range(4)]  # fmt: skip
+    remote = str(tmp_path / "remote.git")
+    run_ledger("--brain", str(a), "push", remote, check=True)
+    b = tmp_path / "b"
+    run_ledger("clone", remote, str(b), check=True)
+    for copy in (a, b):  # the same verifier key on both machines, each after the other's last pull
+        for i, result in enumerate(("--success", "--failure")):
+            run_ledger("--brain", str(copy), "outcome", "record", "s", "--task", f"{copy.name}{i}", result,
+                       "--actor", "verifier", check=True)  # fmt: skip
+    first = oc.sign_batch(rows[:3], elsewhere.secret, prev=None)
+    second = oc.sign_batch(rows[3:], elsewhere.secret, prev=first[0].batch["id"])
+
+    def lines(entries: list[oc.Entry]) -> str:
+        return "".join(e.data.decode() + "\n" for e in entries)
+
+    run_ledger("--brain", str(a), "outcome", "import", "-", input=lines(first), check=True)
+    early = run_ledger("--brain", str(b), "outcome", "import", "-", input=lines(second))  # b lacks the first batch
+    assert early.returncode == 1 and "which is not in the log before it" in early.stderr, early.stderr
+    part = run_ledger("--brain", str(b), "outcome", "import", "-", input=lines(first[:2]))  # the failure left out
+    assert part.returncode == 1 and "holds 2 of its 3 outcomes (index 2 missing)" in part.stderr, part.stderr
+    run_ledger("--brain", str(a), "push", remote, check=True)
+    run_ledger("--brain", str(b), "pull", remote, check=True)
+    run_ledger("--brain", str(b), "outcome", "import", "-", input=lines(second), check=True)
+    run_ledger("--brain", str(b), "push", remote, check=True)
+    run_ledger("--brain", str(a), "pull", remote, check=True)
+    logs = [[o["record"]["task"]["id"] for o in json.loads(run_ledger("--brain", str(c), "outcome", "list", "--json",
+                                                                      check=True).stdout)] for c in (a, b)]  # fmt: skip
+    assert logs[0] == logs[1] and sorted(logs[0]) == sorted(["a0", "a1", "b0", "b1", *(f"held-out-{i}" for i in
+                                                                                         range(4))])  # fmt: skip
+    for copy in (a, b):
+        assert run_ledger("--brain", str(copy), "verify").returncode == 0
+    found = {s["signer"]: s for s in json.loads(run_ledger("--brain", str(a), "outcome", "batches", "--json",
+                                                           check=True).stdout)}  # fmt: skip
+    forked = found[shared]["batches"]  # a0, a1 chained on a; b0, b1 chained on b after b0's prev (none): two chains
+    assert len(forked) == 4 and sum(x["head"] for x in forked) == 2, forked
+    outside = found[elsewhere.address]["batches"]
+    assert [(x["count"], x["head"]) for x in outside] == [(3, False), (1, True)], outside
+
+
 _WRITER = """
 import sys
 from pathlib import Path

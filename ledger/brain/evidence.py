@@ -181,6 +181,32 @@ class Evidence:
             with contextlib.suppress(OSError), open(self.brain.control / "cache" / CHECKED_CACHE, "a") as f:
                 f.write(lines)
 
+    def batches(self, signer: str | None = None) -> list[dict[str, Any]]:
+        """Each signer's batches in the head's log (docs/lineage.md §14.9), oldest first: id, prev, count, the
+        log index of its first outcome, and whether it is a **head** (no batch of the signer follows it: the
+        end of a chain, which only the signer's own word can show whole or missing); and its v1 records."""
+        roles = self._trust().active
+        out: dict[str, dict[str, Any]] = {}
+        for i, data in enumerate(self.checked()):
+            record = oc.loads(data)["record"]
+            who = record["signer"]
+            if signer is not None and who != signer:
+                continue
+            role = roles.get(who)
+            mine = out.setdefault(who, {"signer": who, "tier": "verified" if role == "verifier" else
+                                        "self" if role else "withdrawn", "outcomes": 0, "v1": 0, "batches": {}})
+            mine["outcomes"] += 1
+            batch = record.get("batch")
+            if batch is None:
+                mine["v1"] += 1
+            elif batch["id"] not in mine["batches"]:
+                mine["batches"][batch["id"]] = {"id": batch["id"], "prev": batch["prev"], "count": batch["count"],
+                                                "first": i}  # fmt: skip
+        for mine in out.values():
+            followed = {b["prev"] for b in mine["batches"].values()}
+            mine["batches"] = [{**b, "head": b["id"] not in followed} for b in mine["batches"].values()]
+        return list(out.values())
+
     def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
         """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
         name = self.brain.resolve(name)

@@ -156,6 +156,34 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
                    f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}")  # fmt: skip
 
 
+@outcome.command("batches")
+@click.option("--signer", metavar="ADDRESS", help="Only this signer's batches (0x and 40 hex).")
+@json_flag
+@click.pass_context
+def outcome_batches(ctx: click.Context, signer: str | None, as_json: bool) -> None:
+    """Each signer's batches in the log, and the newest of each chain (docs/lineage.md §14.9).
+
+    The audit holds every batch whole and every batch a kept one follows; what it cannot see is a
+    chain's newest batch left out whole.  A verifier checks that its newest batch (the id and count it
+    signed last for this brain) is listed here as a head; an outsider asks the verifier for it.
+    """
+    if signer is not None and not re.fullmatch(r"0x[0-9a-fA-F]{40}", signer):
+        raise UsageError(f"--signer is an address, 0x and 40 hex digits, got {signer!r}")
+    with open_brain(ctx) as brain:
+        found = brain.evidence.batches(signer.lower() if signer else None)
+    if as_json:
+        emit(found)
+        return
+    if not found:
+        click.echo("no outcome" + (f" signed by {signer}" if signer else ""))
+    for s in found:
+        heads = [b for b in s["batches"] if b["head"]]
+        click.echo(f"{s['signer']} ({s['tier']}): {s['outcomes']} outcome(s), {len(s['batches'])} batch(es)"
+                   + (f", {s['v1']} v1 record(s) in no batch" if s["v1"] else ""))  # fmt: skip
+        for b in heads:
+            click.echo(f"  newest of a chain: batch {b['id']}  {b['count']} outcome(s) from log index {b['first']}")
+
+
 def _said(rec: dict[str, Any]) -> str:
     out = rec["outcome"]
     if out["result"] != "score":
