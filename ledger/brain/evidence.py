@@ -43,7 +43,7 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
 IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
-BATCHES_CACHE = "evidence-batches-v1.json"  # in .ledger/cache/: a log's tree id and each signer's batch ids
+BATCHES_CACHE = "evidence-batches-v1.bin"  # in .ledger/cache/: a log's tree id, then each batch's signer and id
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
@@ -490,17 +490,19 @@ class Evidence:
 
     def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], bool]:
         """Each signer's batch ids in ``tree``'s log, oldest first, and whether it holds a v2 record (§14.9):
-        from ``.ledger/cache`` when kept for this very tree, else read from the log."""
+        from ``.ledger/cache`` when kept for this very tree (content-addressed, as the ids' cache), else read
+        from the log."""
         if tree is None:
             return {}, False
-        path = self.brain.control / "cache" / BATCHES_CACHE
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            doc = json.loads(path.read_text())
-            if doc["tree"] == tree.hex():
-                return {k: list(v) for k, v in doc["batches"].items()}, bool(doc["batches"])
         held: dict[str, list[str]] = {}
-        for data in ev.entries_of(self.brain.store, tree):
-            record = oc.loads(data)["record"]
+        with contextlib.suppress(OSError):
+            data = (self.brain.control / "cache" / BATCHES_CACHE).read_bytes()
+            if data[:20] == tree and (len(data) - 20) % 52 == 0:
+                for i in range(20, len(data), 52):
+                    held.setdefault("0x" + data[i : i + 20].hex(), []).append(data[i + 20 : i + 52].hex())
+                return held, bool(held)
+        for entry in ev.entries_of(self.brain.store, tree):
+            record = oc.loads(entry)["record"]
             batch = record.get("batch")
             if isinstance(batch, dict):
                 ids = held.setdefault(record["signer"], [])
@@ -509,8 +511,12 @@ class Evidence:
         return held, bool(held)
 
     def _save_batches(self, tree: bytes, held: Mapping[str, list[str]]) -> None:
+        path = self.brain.control / "cache" / BATCHES_CACHE
+        tmp = path.with_name(f".{BATCHES_CACHE}.{os.getpid()}")
         with contextlib.suppress(OSError):
-            write_json(self.brain.control / "cache" / BATCHES_CACHE, {"tree": tree.hex(), "batches": held})
+            tmp.write_bytes(tree + b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid)
+                                            for signer, ids in held.items() for bid in ids))  # fmt: skip
+            os.replace(tmp, path)
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
         """The ids in ``tree``'s log and the agent its records name: from ``.ledger/cache`` when it was kept
