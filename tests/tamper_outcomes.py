@@ -43,8 +43,8 @@ REASONS = {  # the cause each class's failure must name, not just any failure of
     "outcome-verifier-failure-dropped-where-appended":
         r"outcome\): outcome 2: batch [0-9a-f]{12} of 0x[0-9a-f]{40} holds 2 of its 3 outcomes \(index 2 missing\)"
         r": a verifier's batch is appended whole",
-    "outcome-verifier-failure-dropped-later": r", edit\): the evidence log is not its first parent's with entries "
-                                              r"appended: entry 4 of 5 was dropped or rewritten",
+    "outcome-verifier-failure-dropped-later": r", edit\): changes the evidence log, which only an 'outcome' "
+                                              r"snapshot or a merge may",
     "outcome-verifier-batch-dropped": r"outcome\): outcome 1: [0-9a-f]{12}'s batch [0-9a-f]{12} follows batch "
                                       r"[0-9a-f]{12} of 0x[0-9a-f]{40}, which is not in the log before it",
 }
