@@ -1,10 +1,13 @@
 """Outcomes across a fleet (issue 38): three machines sharing one remote and one agent on a real anvil
 each record outcomes beside skill edits, concurrently; `ledger sync` merges their logs by id, loses
-none, and the last sync anchors the merged log's root with the lineage."""
+none, and the last sync anchors the merged log's root with the lineage.  Half of them are verified,
+signed by one verifier key that every machine holds (lineage v1.7 §14.9: each is a batch following
+the newest batch its machine holds, so the verifier's chain forks and merges, every batch whole)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -24,11 +27,18 @@ def _log(m: fleet.Machine) -> list[str]:
 def test_a_fleet_merges_outcome_logs_and_anchors_the_union(tmp_path: Path, node: anvil.Node) -> None:
     ms, _chain = fleet.setup(tmp_path, 3, node.url)
     name = fleet.SHARED[0]
+    verifier = json.loads(ms[0].ledger("keys", "generate", "verifier", "--json", check=True).stdout)["address"]
+    ms[0].ledger("keys", "trust", "verifier", verifier, check=True)
+    assert ms[0].ledger("sync").returncode == 0
+    for m in ms[1:]:  # one verifier key on every machine
+        shutil.copy2(ms[0].root / "keys" / "verifier.key", m.root / "keys" / "verifier.key")
+        assert m.ledger("sync").returncode in (0, 3)
     failures: list[str] = []
 
     def work(m: fleet.Machine) -> None:
         for i in range(4):
-            r = m.ledger("outcome", "record", name, "--task", f"m{m.k}-{i}", "--success" if i % 2 else "--failure")
+            r = m.ledger("outcome", "record", name, "--task", f"m{m.k}-{i}", "--success" if i % 2 else "--failure",
+                         "--actor", "verifier" if i % 2 else "agent")  # fmt: skip
             if r.returncode != 0:
                 failures.append(f"m{m.k} record {i}: {r.stderr}")
             if i == 1:  # a skill edit in between: the merges carry versions and outcomes together
@@ -57,3 +67,5 @@ def test_a_fleet_merges_outcome_logs_and_anchors_the_union(tmp_path: Path, node:
     assert status["evidence"]["chain"]["size"] == len(everything) and status["evidence"]["pending"] == 0, status
     for m in ms:
         assert m.ledger("verify", "--chain").returncode == 0, m.ledger("verify", "--chain").stdout
+    batches = {s["signer"]: s for s in json.loads(ms[0].ledger("outcome", "batches", "--json", check=True).stdout)}
+    assert batches[verifier]["outcomes"] == 6 and all(b["count"] == 1 for b in batches[verifier]["batches"])
