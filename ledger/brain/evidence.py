@@ -426,7 +426,11 @@ class Evidence:
             rows = [e for e in entries if isinstance(e, dict)]
             if rows:
                 key = self._key()
-                mine = oc.sign_batch(rows, key.secret, prev=held.get(key.address, [None])[-1])
+                prev = held.get(key.address, [None])[-1]
+                mine = []
+                for start in range(0, len(rows), oc.MAX_BATCH):  # a file past a batch's bound: chained batches
+                    mine += oc.sign_batch(rows[start : start + oc.MAX_BATCH], key.secret, prev=prev)
+                    prev = mine[-1].batch["id"] if mine[-1].batch else None
                 signed = iter(mine)
                 entries = [next(signed) if isinstance(e, dict) else e for e in entries]
             else:

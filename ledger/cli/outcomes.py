@@ -95,9 +95,10 @@ def outcome_import(ctx: click.Context, source: str, actor: str, note: str, chain
                    as_json: bool) -> None:  # fmt: skip
     """Import outcomes from JSONL (docs/reference.md, "Outcome JSONL") as one snapshot.
 
-    Each line is a row (skill, task, success or score, …) signed here by the actor's key, or an
-    entry signed elsewhere ({"record", "signature"}), taken byte for byte.  One bad line refuses
-    the whole file, naming the line; nothing is written.  Outcomes already in the log are skipped.
+    Each line is a row (skill, task, success or score, …) signed here by the actor's key (the rows:
+    one batch), or an entry signed elsewhere ({"record", "signature"}), taken byte for byte, in
+    whole batches (docs/lineage.md §14.9).  One bad line refuses the whole file, naming the line;
+    so does part of a verifier's batch; nothing is written.  Outcomes already in the log are skipped.
     """
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
     want_commit(ctx, chain_commit)
