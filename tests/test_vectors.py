@@ -106,3 +106,53 @@ def test_proof_size_is_logarithmic(tmp_path: Path) -> None:
     proof = prove(read_tree(tmp_path / "t"), "s0500/SKILL.md")
     # one sibling in the 1-entry skill dir level is none; the root level has ceil(log2(1000)) = 10
     assert sum(len(s.siblings) for s in proof.steps) <= 10
+
+
+# ------------------------------------------------------------------ the skills CLI's folder sha256
+
+FOLDER_SHA256 = json.loads((Path(__file__).parent / "vectors" / "supply" / "folder-sha256.json").read_text("utf-8"))
+
+
+def spec_order(paths: list[str]) -> list[str]:
+    """docs/lineage.md §1.8's order, written out again from its text (no code of ledger.supply)."""
+    import unicodedata
+
+    punct = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+    def key(path: str) -> tuple:
+        primary, accents, case = [], [], []
+        for ch in unicodedata.normalize("NFD", path):
+            if unicodedata.combining(ch):
+                accents.append(ord(ch))
+                continue
+            if ch in " \t\n\r\v\f":
+                weight = 1
+            elif ch in punct:
+                weight = 10 + punct.index(ch)
+            elif "0" <= ch <= "9":
+                weight = 100 + int(ch)
+            elif unicodedata.category(ch)[0] == "C":
+                continue
+            else:
+                weight = 1000 + ord(ch.lower())
+            primary.append(weight)
+            accents.append(0)
+            case.append(int(ch != ch.lower()))
+        return tuple(primary), tuple(accents), tuple(case), path
+
+    kept = [p for p in paths if not {".git", "node_modules"} & set(p.split("/")[:-1])]
+    return sorted(kept, key=key)
+
+
+@pytest.mark.parametrize("case", FOLDER_SHA256["cases"], ids=lambda c: c["name"])
+def test_folder_sha256_vectors(case: dict) -> None:
+    from hashlib import sha256
+
+    from ledger.supply.lockfile import folder_sha256
+
+    files = {f["path"]: (f["utf8"].encode(), f["executable"]) for f in case["files"]}
+    assert spec_order(list(files)) == case["order"], "the spec's order"
+    by_hand = sha256(b"".join(p.encode() + files[p][0] for p in case["order"])).hexdigest()
+    assert by_hand == case["sha256"]
+    assert folder_sha256(files) == case["sha256"], "the tool, fed the files in the vector's order"
+    assert folder_sha256(dict(reversed(list(files.items())))) == case["sha256"], "the tool, fed them reversed"
