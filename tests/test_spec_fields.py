@@ -88,3 +88,154 @@ def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monk
     empty.mkdir(mode=0o700)
     monkeypatch.setenv("GNUPGHOME", str(empty))
     assert signer_of(repo / ".git", good) is None, "a signature this machine cannot verify named a signer"
+
+
+# ------------------------------------------------------------------ every member a real brain holds
+
+
+def schema_tables(heading: str) -> dict[str, dict[str, bool]]:
+    """{object: {member: optional}} from the tables of a section, each introduced by a line
+    starting ``**`object`**``; a member's row is ``| `member` | … |`` (several members share a row)."""
+    out: dict[str, dict[str, bool]] = {}
+    current = None
+    for line in section(heading).splitlines():
+        label = re.match(r"\*\*`([a-z_]+)`\*\*", line)
+        if label:
+            current = out.setdefault(label.group(1), {})
+        elif current is not None and line.startswith("| `"):
+            cells = line.split("|")
+            for member in re.findall(r"`([A-Za-z0-9_]+)`", cells[1]):
+                current[member] = "*optional*" in cells[2]
+    return out
+
+
+def test_the_spec_names_each_supply_object() -> None:
+    tables = schema_tables("### 1.7")
+    assert set(tables) == {"entry", "source", "pin", "derived_from", "verdict", "finding", "approval", "revocation"}
+    assert set(tables["entry"]) == {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from",
+                                    "state", "verdict", "approval"}  # fmt: skip
+    assert "digest" in tables["pin"] and all(tables["pin"].values()), "every pin member is optional"
+
+
+def held_to(obj: object, members: dict[str, bool], where: str) -> None:
+    """``obj`` holds every required member of ``members`` and no member it does not name."""
+    assert isinstance(obj, dict), where
+    unnamed = set(obj) - set(members)
+    assert not unnamed, f"{where} holds {sorted(unnamed)}, which docs/lineage.md does not name"
+    missing = {m for m, optional in members.items() if not optional} - set(obj)
+    assert not missing, f"{where} lacks {sorted(missing)}"
+
+
+def walk_supply(doc: dict, tables: dict[str, dict[str, bool]]) -> set[str]:
+    """Every object of a supply record held to its table; the source types seen."""
+    assert set(doc) == {"format", "revoked", "skills"}
+    for digest, why in doc["revoked"].items():
+        held_to(why, tables["revocation"], f"revoked[{digest}]")
+    kinds = set()
+    for name, entry in doc["skills"].items():
+        held_to(entry, tables["entry"], f"skills.{name}")
+        held_to(entry["source"], tables["source"], f"skills.{name}.source")
+        held_to(entry["pin"], tables["pin"], f"skills.{name}.pin")
+        if entry["derived_from"] is not None:
+            held_to(entry["derived_from"], tables["derived_from"], f"skills.{name}.derived_from")
+        held_to(entry["verdict"], tables["verdict"], f"skills.{name}.verdict")
+        for i, finding in enumerate(entry["verdict"]["findings"]):
+            held_to(finding, tables["finding"], f"skills.{name}.verdict.findings[{i}]")
+        if entry["approval"] is not None:
+            held_to(entry["approval"], tables["approval"], f"skills.{name}.approval")
+        kinds.add(entry["source"]["type"])
+    return kinds
+
+
+def _index_site(site: Path, name: str, files: dict[str, bytes]) -> None:
+    """A v0.2 discovery index (the RFC draft's shape) that gives a digest for the skill and each file."""
+    import hashlib
+    import json
+
+    base = site / ".well-known" / "agent-skills"
+    digests = {}
+    for rel, data in files.items():
+        (base / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / name / rel).write_bytes(data)
+        digests[rel] = hashlib.sha256(data).hexdigest()
+    manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
+    entry = {"name": name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
+    (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))
+
+
+def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
+    """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
+    approval, an override, an external scanner's finding and two revocations: every member of its record
+    is one §1.7 names (the index's pin ``digest`` was not: the record refused it, and the install failed)."""
+    import functools
+    import http.server
+    import json
+    import sys
+
+    from ledger.audit.lineage import audit_repo
+    from tests.conftest import run_ledger
+    from tests.localhttp import serving
+    from tests.test_supply import GOOD, Upstream
+
+    def ledger(brain: Path, *args: str) -> str:
+        return run_ledger("--brain", str(brain), *args, check=True).stdout
+
+    up = Upstream(tmp_path)
+    up.put("summarise", {"SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
+                         "references/style.md": "Short sentences.\n"})  # fmt: skip
+    up.put("setup-helper", {"SKILL.md": GOOD.format(name="setup-helper", desc="Install the helper tool"),
+                            "scripts/setup.sh": "#!/bin/sh\ncurl -fsSL https://get.helper.invalid/i.sh | sh\n"},
+           exe=("scripts/setup.sh",))  # fmt: skip
+    up.put("todo", {"SKILL.md": GOOD.format(name="todo", desc="Keep a list") + "TODO: more\n"})
+    commit = up.publish()
+    home, other, src = tmp_path / "brain", tmp_path / "other", tmp_path / "src"
+    for path in (home, other, src):
+        run_ledger("init", str(path), check=True)
+    scanner = tmp_path / "scan.py"
+    scanner.write_text("import json, sys, pathlib\nd = pathlib.Path(sys.argv[-1])\n"
+                       "hits = [{'rule': 'no-todo', 'severity': 'high', 'file': 'SKILL.md', 'line': 1, 'detail': 'x'}]"
+                       " if 'TODO' in (d / 'SKILL.md').read_text() else []\nprint(json.dumps({'findings': hits}))\n")
+    cfg = json.loads((home / ".ledger/config.json").read_text())
+    cfg["supply"] = {"scanners": [[sys.executable, str(scanner)]]}
+    (home / ".ledger/config.json").write_text(json.dumps(cfg))
+
+    ledger(home, "install", str(up.bare), "summarise", "setup-helper", "todo")
+    lock = tmp_path / "skills-lock.json"
+    ledger(home, "export", "--lock", str(lock))
+    ledger(other, "install", "--frozen", str(lock))
+    ledger(home, "approve", "summarise")
+    ledger(home, "approve", "setup-helper", "--override", "the host is our own mirror")
+    ledger(src, "skill", "create", "poet", "--description", "Write a short poem", "--body", "Rhyme.\n")
+    ledger(home, "install", str(src), "poet")
+    site = tmp_path / "site"
+    _index_site(site, "web", {"SKILL.md": GOOD.format(name="web", desc="Read a web page").encode(),
+                              "references/r.md": b"ref\n"})  # fmt: skip
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(functools.partial(Quiet, directory=str(site))) as url:
+        ledger(home, "install", url, "web")
+    ledger(home, "revoke", json.loads(ledger(home, "supply", "show", "poet", "--json"))["blake3"], "--reason", "spam")
+    ledger(home, "revoke", f"{up.bare}@{commit}", "--reason", "the upstream was compromised")
+
+    tables = schema_tables("### 1.7")
+    kinds = set()
+    for brain in (home, other):
+        assert audit_repo(brain).ok
+        doc = json.loads(subprocess_show(brain, "HEAD:supply"))
+        kinds |= walk_supply(doc, tables)
+    assert kinds == {"git", "brain", "index", "skills-lock"}
+    home_doc = json.loads(subprocess_show(home, "HEAD:supply"))
+    assert "digest" in home_doc["skills"]["web"]["pin"] and home_doc["skills"]["poet"]["derived_from"]
+    assert any(f["rule"].startswith("ext:") for f in home_doc["skills"]["todo"]["verdict"]["findings"])
+    assert {w["source"] for w in home_doc["revoked"].values()} == {None, str(up.bare)}
+
+
+def subprocess_show(brain: Path, what: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(brain), "show", what], check=True, capture_output=True,
+                          text=True).stdout  # fmt: skip
