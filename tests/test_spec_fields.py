@@ -239,3 +239,36 @@ def subprocess_show(brain: Path, what: str) -> str:
 
     return subprocess.run(["git", "-C", str(brain), "show", what], check=True, capture_output=True,
                           text=True).stdout  # fmt: skip
+
+
+def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Path) -> None:
+    """The outcomes of a brain built with the CLI (``outcome record`` by the agent and the verifier key, an
+    ``outcome import`` with a score, a threshold, a verifier's name and evidence): every member of every
+    record, and of each object in it, is the one §14.1's table gives, and no other."""
+    import json
+
+    from tests.tamper_outcomes import build_honest_outcomes
+
+    members: dict[str, set[str]] = {}
+    for line in section("### 14.1").split("**Bytes and id.**")[0].splitlines():
+        cells = re.split(r"(?<!\\)\|", line)  # a cell's own pipes are escaped
+        name = re.fullmatch(r" `([a-z_]+)` ", cells[1]) if len(cells) > 3 else None
+        if name:
+            members[name.group(1)] = set(re.findall(r'"([a-z_]+)":', cells[2]))
+    assert set(members) == {"format", "brain", "agent", "skill", "version", "digest", "receipt", "task", "outcome",
+                            "verifier", "evidence", "time", "signer"}  # fmt: skip
+    brain, _ = build_honest_outcomes(tmp_path)
+    names = subprocess_show(brain, "HEAD:evidence").splitlines()[2:]  # "tree HEAD:evidence", "", then its names
+    entries = [ln for n in names for ln in subprocess_show(brain, f"HEAD:evidence/{n}").splitlines()]
+    assert len(entries) == 5
+    seen_scores = 0
+    for raw in entries:
+        entry = json.loads(raw)
+        assert set(entry) == {"record", "signature"}
+        record = entry["record"]
+        assert set(record) == set(members), sorted(set(record) ^ set(members))
+        for key, inner in members.items():
+            if inner:
+                assert isinstance(record[key], dict) and set(record[key]) == inner, (key, record[key])
+        seen_scores += record["outcome"]["result"] == "score"
+    assert seen_scores == 1
