@@ -272,3 +272,23 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
                 assert isinstance(record[key], dict) and set(record[key]) == inner, (key, record[key])
         seen_scores += record["outcome"]["result"] == "score"
     assert seen_scores == 1
+
+
+# ------------------------------------------------------------------ what an outsider can check (§10.1)
+
+
+def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
+    """§10.1 lists the checks a clone gives, those the chain adds, and what no check gives, citing the
+    "does not give" sections; each of its (and §1.7's and §1.8's) § references names a heading here."""
+    text = DOC.read_text(encoding="utf-8")
+    heads = set(re.findall(r"^#+ (\d+(?:\.\d+)*)\b", text, re.M))
+    body = " ".join(section("### 10.1").split())
+    for part in ("**With a clone alone**", "**With the chain**", "**What no check gives.**"):
+        assert part in body
+    for cited in ("§8.6", "§8.8.6", "§12.6", "§13.11.10", "§14.7.6", "§14.8", "What v1 cannot catch",
+                  "What the canonical form does not give", "What the `evidence` check cannot catch"):  # fmt: skip
+        assert cited in body, cited
+    for heading in ("### 10.1", "### 1.7", "### 1.8"):
+        # a reference into another document or an RFC is that document's
+        own = re.findall(r"(?<!\.md )(?<!RFC \d{4} )§(\d+(?:\.\d+)*)", section(heading))
+        assert own and not [r for r in own if r not in heads], (heading, [r for r in own if r not in heads])
