@@ -272,6 +272,11 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
                 assert isinstance(record[key], dict) and set(record[key]) == inner, (key, record[key])
         seen_scores += record["outcome"]["result"] == "score"
     assert seen_scores == 1
+    # Every role is one the CLI's filters take: the verifier's two outcome snapshots, by their role.
+    from tests.conftest import run_ledger
+
+    shown = json.loads(run_ledger("--brain", str(brain), "log", "--actor", "verifier", "--json", check=True).stdout)
+    assert [s["operation"] for s in shown] == ["outcome", "outcome"]
 
 
 # ------------------------------------------------------------------ what an outsider can check (§10.1)
