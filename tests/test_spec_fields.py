@@ -167,7 +167,8 @@ def _index_site(site: Path, name: str, files: dict[str, bytes]) -> None:
 def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
     approval, an override, an external scanner's finding and two revocations: every member of its record
-    is one §1.7 names (the index's pin ``digest`` was not: the record refused it, and the install failed)."""
+    is one §1.7 names (on main the index's pin ``digest`` was not: the install wrote it, and every later
+    read of the record refused it)."""
     import functools
     import http.server
     import json
@@ -177,6 +178,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     from tests.conftest import run_ledger
     from tests.localhttp import serving
     from tests.test_supply import GOOD, Upstream
+    from tests.test_supply_sources import commit as commit_files
 
     def ledger(brain: Path, *args: str) -> str:
         return run_ledger("--brain", str(brain), *args, check=True).stdout
@@ -218,6 +220,11 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
 
     with serving(functools.partial(Quiet, directory=str(site))) as url:
         ledger(home, "install", url, "web")
+    market = tmp_path / "market"
+    plugins = {"name": "m", "owner": {"name": "o"}, "plugins": [{"name": "tools", "source": "./plugins/tools"}]}
+    commit_files(market, {".claude-plugin/marketplace.json": json.dumps(plugins).encode(),
+                          "plugins/tools/skills/lint/SKILL.md": GOOD.format(name="lint", desc="Lint").encode()})
+    ledger(home, "install", str(market), "tools:lint")
     ledger(home, "revoke", json.loads(ledger(home, "supply", "show", "poet", "--json"))["blake3"], "--reason", "spam")
     ledger(home, "revoke", f"{up.bare}@{commit}", "--reason", "the upstream was compromised")
 
@@ -227,7 +234,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
         assert audit_repo(brain).ok
         doc = json.loads(subprocess_show(brain, "HEAD:supply"))
         kinds |= walk_supply(doc, tables)
-    assert kinds == {"git", "brain", "index", "skills-lock"}
+    assert kinds == {"git", "brain", "index", "skills-lock", "marketplace"}
     home_doc = json.loads(subprocess_show(home, "HEAD:supply"))
     assert "digest" in home_doc["skills"]["web"]["pin"] and home_doc["skills"]["poet"]["derived_from"]
     assert any(f["rule"].startswith("ext:") for f in home_doc["skills"]["todo"]["verdict"]["findings"])
