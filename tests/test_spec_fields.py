@@ -8,9 +8,12 @@ is named by the schema the document gives.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
+
+import pytest
 
 from ledger.signatures.trust import ROLES
 from ledger.store.messages import ACTORS
@@ -304,3 +307,80 @@ def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
         # a reference into another document or an RFC is that document's
         own = re.findall(r"(?<!\.md )(?<!RFC \d{4} )§(\d+(?:\.\d+)*)", section(heading))
         assert own and not [r for r in own if r not in heads], (heading, [r for r in own if r not in heads])
+
+
+# ------------------------------------------------------------------ the record refuses what §1.7 refuses
+
+
+def _record_with(change) -> bytes:  # type: ignore[no-untyped-def]
+    from ledger.store import supply as sp
+
+    entry = {"source": {"type": "brain", "url": "https://example.com/b.git", "path": "skills/x", "ref": None},
+             "pin": {"commit": "c" * 40, "root": "blake3-tree-v1:" + "1" * 64, "seq": 1}, "version": 1,
+             "blake3": "blake3-tree-v1:" + "2" * 64, "sha256": "3" * 64, "files": {"SKILL.md": "4" * 64},
+             "signer": "0x" + "5" * 40, "derived_from": {"root": "blake3-tree-v1:" + "1" * 64},
+             "state": "quarantined", "approval": None,
+             "verdict": {"scanner": "ledger-scan/1+ext:semgrep", "worst": "high", "findings": [
+                 {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"},
+                 {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
+             ]}}  # fmt: skip
+    change(entry)
+    doc = {"format": 1, "revoked": {}, "skills": {"x": entry}}
+    data = (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
+    sp.parse_record(data)  # the canonical bytes, so only the member is judged
+    return data
+
+
+def _set(path: str, value: object):  # type: ignore[no-untyped-def]
+    def change(entry: dict) -> None:
+        *parents, last = path.split(".")
+        node = entry
+        for p in parents:
+            node = node[int(p)] if p.isdigit() else node[p]
+        if value is _DROP:
+            del node[last]
+        else:
+            node[int(last) if last.isdigit() else last] = value
+
+    return change
+
+
+_DROP = object()
+REFUSED = {
+    "a finding's rule that is no rule id": _set("verdict.findings.0.rule", "LS99"),
+    "a finding's severity unknown": _set("verdict.findings.0.severity", "severe"),
+    "a finding's file outside the skill": _set("verdict.findings.0.file", "../etc/passwd"),
+    "a finding's line 0": _set("verdict.findings.0.line", 0),
+    "a finding's line a boolean": _set("verdict.findings.0.line", True),
+    "a finding's detail over 80 characters": _set("verdict.findings.0.detail", "x" * 81),
+    "a finding's detail over two lines": _set("verdict.findings.0.detail", "a\nb"),
+    "a finding without its line": _set("verdict.findings.0.line", _DROP),
+    "findings out of order": _set("verdict.findings", [
+        {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
+        {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"}]),
+    "a worst the findings do not give": _set("verdict.worst", "low"),
+    "a verdict without its scanner": _set("verdict.scanner", _DROP),
+    "an empty scanner name": _set("verdict.scanner", ""),
+    "credit with an agent but no chain": _set("derived_from", {"agent": 1, "root": "blake3-tree-v1:" + "1" * 64}),
+    "credit with a registry in capitals": _set("derived_from", {"agent": 1, "chain": 1, "registry": "0x" + "A" * 40,
+                                                                "root": "blake3-tree-v1:" + "1" * 64}),
+    "credit of another shape": _set("derived_from", {"brain": "x"}),
+    "a pin's seq of 0": _set("pin.seq", 0),
+    "a pin's digest without its prefix": _set("pin.digest", "6" * 64),
+}
+
+
+def test_the_record_takes_each_member_section_1_7_allows() -> None:
+    _record_with(lambda e: None)
+    _record_with(_set("pin", {"sha256": "6" * 64, "version": "0.2.0", "digest": "sha256:" + "7" * 64}))
+    _record_with(_set("derived_from", {"agent": 7, "chain": 31337, "registry": "0x" + "a" * 40,
+                                       "root": "blake3-tree-v1:" + "1" * 64}))  # fmt: skip
+    _record_with(_set("verdict", {"scanner": "ledger-scan/1", "worst": "clean", "findings": []}))
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_the_record_refuses_what_section_1_7_refuses(name: str) -> None:
+    from ledger.errors import StoreError
+
+    with pytest.raises(StoreError, match="supply"):
+        _record_with(REFUSED[name])
