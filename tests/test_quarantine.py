@@ -29,10 +29,14 @@ DIGEST = "blake3-tree-v1:" + "ab" * 32
 REASON = "it sent the user's tokens to a paste site"
 
 
+MEDIUM = {"scanner": "ledger-scan/1", "worst": "medium", "findings": [
+    {"rule": "LS702", "severity": "medium", "file": "SKILL.md", "line": None, "detail": "executable bit set"}]}
+
+
 def _entry(state: str) -> Entry:
     return Entry(source={"type": "git", "url": "https://example.com/skills.git", "path": "skills/x", "ref": None},
                  pin={"commit": "c" * 40}, version=1, blake3=DIGEST, sha256="d" * 64, files={"SKILL.md": "e" * 64},
-                 signer=None, derived_from=None, state=state, verdict={"worst": "medium"},
+                 signer=None, derived_from=None, state=state, verdict=MEDIUM,
                  approval={"by": None, "auto": False, "override": None} if state == APPROVED else None)  # fmt: skip
 
 

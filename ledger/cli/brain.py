@@ -178,7 +178,7 @@ class _LogCommand(click.Command):
 @main.command(cls=_LogCommand)
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots (also -N, as git).")
-@click.option("--actor", type=click.Choice(["user", "agent", "curator", "unsigned"]),
+@click.option("--actor", type=click.Choice(["user", "agent", "curator", "verifier", "unsigned"]),
               help="Only snapshots by this actor ('unsigned': those no key signed, whatever they claim).")
 @click.option("--skill", "skill_name", help="Only snapshots that change this skill.")
 @click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")

@@ -140,7 +140,8 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
 
     \b
     verified: {"ok": true, "format": "oms"|"intoto", "commit": HEX40, "skill": NAME|null, "files": N,
-               "signer": ADDRESS, "role": "user"|"agent"|"curator", "keyid": HEX64, "certified_by": HEX40}
+               "signer": ADDRESS, "role": "user"|"agent"|"curator"|"verifier", "keyid": HEX64,
+               "certified_by": HEX40}
     failed:   {"ok": false, "format": "oms"|"intoto"|null, "problems": [TEXT, ...]}
     """
     from ledger.audit.lineage import audit_repo

@@ -297,6 +297,11 @@ def _number(value: Any, what: str) -> float:
         raise StoreError(f"{what} is a finite number")
     if isinstance(value, int) and abs(value) > MAX_INT:
         raise StoreError(f"{what} is beyond 2^53 - 1, which JSON readers disagree on (RFC 8785 refuses it)")
+    if isinstance(value, float) and value.is_integer() and MAX_INT < abs(value) < 1e21:
+        # RFC 8785 writes it as an integer (1e16 is 10000000000000000), which a reader refuses as above
+        # (docs/lineage.md §14.1, Numbers): refused here too, so nothing is written that cannot be read back.
+        raise StoreError(f"{what} {value:g} is written in RFC 8785 as an integer beyond 2^53 - 1, which JSON "
+                         "readers disagree on", hint="use a smaller scale (below 2^53), or one of 1e21 or more")
     return float(value)
 
 

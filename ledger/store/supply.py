@@ -15,6 +15,7 @@ mean the same record write the same blob.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -43,6 +44,10 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ROOT = re.compile(r"blake3-tree-v1:[0-9a-f]{64}")
 _ADDRESS = re.compile(r"0x[0-9a-f]{40}")
 _DIGEST = re.compile(r"(blake3-tree-v1|sha256):[0-9a-f]{64}")  # what a revocation names
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+_RULE = re.compile(r"LS[0-9]{3}|ext:.+", re.S)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SEVERITIES = ("critical", "high", "medium", "low")  # most severe first (docs/scanner.md)
 
 
 @dataclass(frozen=True)
@@ -158,22 +163,22 @@ def _entry(name: str, raw: Any) -> Entry:
            and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
            and _text(source["path"]), f"{where}: source")  # fmt: skip
     pin = _dict(raw["pin"], f"{where}: pin")
-    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version"}, f"{where}: pin")
+    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version", "digest"}, f"{where}: pin")
     _check("version" not in pin or _text(pin["version"]), f"{where}: pin version")
     _check("commit" not in pin or _HEX40.fullmatch(str(pin["commit"])) is not None, f"{where}: pin commit")
     _check("root" not in pin or _ROOT.fullmatch(str(pin["root"])) is not None, f"{where}: pin root")
-    _check("seq" not in pin or pin["seq"] is None or _int(pin["seq"]), f"{where}: pin seq")
+    _check("seq" not in pin or pin["seq"] is None or (_int(pin["seq"]) and pin["seq"] >= 1), f"{where}: pin seq")
     _check("sha256" not in pin or _HEX64.fullmatch(str(pin["sha256"])) is not None, f"{where}: pin sha256")
+    _check("digest" not in pin or _SHA256.fullmatch(str(pin["digest"])) is not None, f"{where}: pin digest")
     _check(_int(raw["version"]) and raw["version"] >= 1, f"{where}: version")
     _check(_ROOT.fullmatch(str(raw["blake3"])) is not None, f"{where}: blake3")
     _check(_HEX64.fullmatch(str(raw["sha256"])) is not None, f"{where}: sha256")
     files = _dict(raw["files"], f"{where}: files")
     _check(bool(files) and all(_HEX64.fullmatch(str(v)) for v in files.values()), f"{where}: files")
     _check(raw["signer"] is None or (_text(raw["signer"]) and raw["signer"] != ""), f"{where}: signer")
-    _check(raw["derived_from"] is None or isinstance(raw["derived_from"], dict), f"{where}: derived_from")
+    _check(raw["derived_from"] is None or _derived(raw["derived_from"]), f"{where}: derived_from")
     _check(raw["state"] in STATES, f"{where}: state")
-    verdict = _dict(raw["verdict"], f"{where}: verdict")
-    _check(verdict.get("worst") in ("critical", "high", "medium", "low", "clean"), f"{where}: verdict")
+    verdict = _verdict(raw["verdict"], f"{where}: verdict")
     approval = raw["approval"]
     if approval is not None:
         _keys(approval, {"by", "auto", "override"}, f"{where}: approval")
@@ -184,6 +189,38 @@ def _entry(name: str, raw: Any) -> Entry:
     _check((approval is not None) == (raw["state"] == APPROVED) or raw["state"] == REVOKED, f"{where}: approval")
     return Entry(source, pin, raw["version"], raw["blake3"], raw["sha256"], files, raw["signer"],
                  raw["derived_from"], raw["state"], verdict, approval)  # fmt: skip
+
+
+def _derived(raw: Any) -> bool:
+    """``{"root"}`` or ``{"agent", "chain", "registry", "root"}`` (docs/lineage.md §1.7)."""
+    if not isinstance(raw, dict) or set(raw) not in ({"root"}, {"agent", "chain", "registry", "root"}):
+        return False
+    if _ROOT.fullmatch(str(raw["root"])) is None or not isinstance(raw["root"], str):
+        return False
+    registry = raw.get("registry")
+    return "agent" not in raw or (_int(raw["agent"]) and _int(raw["chain"]) and raw["chain"] >= 1
+                                  and isinstance(registry, str) and _ADDRESS.fullmatch(registry) is not None)
+
+
+def _verdict(raw: Any, where: str) -> dict[str, Any]:
+    """The scanners' verdict, held to docs/lineage.md §1.7 (the schema of docs/scanner.md): every member
+    typed, the findings sorted and distinct, and ``worst`` the one the findings give."""
+    _keys(raw, {"scanner", "worst", "findings"}, where)
+    _check(_text(raw["scanner"]) and raw["scanner"] != "" and isinstance(raw["findings"], list), where)
+    keys = []
+    for i, f in enumerate(raw["findings"]):
+        _keys(f, {"rule", "severity", "file", "line", "detail"}, f"{where}: finding {i}")
+        parts = f["file"].split("/") if _text(f["file"]) else [""]
+        ok = (_text(f["rule"]) and _RULE.fullmatch(f["rule"]) is not None and f["severity"] in SEVERITIES
+              and not any(p in ("", ".", "..") for p in parts) and "\x00" not in f["file"]
+              and (f["line"] is None or (_int(f["line"]) and f["line"] >= 1))
+              and _text(f["detail"]) and len(f["detail"]) <= 80 and _CONTROL.search(f["detail"]) is None)  # fmt: skip
+        _check(ok, f"{where}: finding {i}")
+        keys.append((f["file"], f["line"] or 0, f["rule"], f["severity"], f["detail"]))
+    _check(all(a < b for a, b in itertools.pairwise(keys)), f"{where}: findings (sorted, each once)")
+    worst = min((f["severity"] for f in raw["findings"]), key=SEVERITIES.index, default="clean")
+    _check(raw["worst"] == worst, f"{where}: worst (the findings say {worst})")
+    return raw
 
 
 def _keys(obj: Any, keys: set[str], where: str) -> None:

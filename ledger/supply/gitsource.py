@@ -192,12 +192,15 @@ def read_dir(repo: Path, rows: Listing, folder: str, where: str) -> tuple[dict[s
 
 
 def signer_of(repo: Path, commit: str) -> str | None:
-    """The key id of the commit's signature when it is signed (as git reports it), else None."""
+    """The key id of the commit's signature when git judges it good (``%G?`` ``G`` or ``U``), else None
+    (docs/lineage.md §1.7).  git names a key for a bad or unverifiable OpenPGP signature too, taken from
+    the signature packet, which anyone can write: such a key id is never recorded as the signer."""
     raw = git("cat-file", "commit", commit, what="reading the commit", git_dir=str(repo))
     if b"\ngpgsig " not in raw.partition(b"\n\n")[0] and b"\ngpgsig-sha256 " not in raw.partition(b"\n\n")[0]:
         return None
-    key = git("log", "-1", "--format=%GK", commit, what="reading the signature", git_dir=str(repo)).decode().strip()
-    return key or None
+    out = git("log", "-1", "--format=%G?%n%GK", commit, what="reading the signature", git_dir=str(repo)).decode()
+    verdict, _, key = out.partition("\n")
+    return (key.strip() or None) if verdict.strip() in ("G", "U") else None
 
 
 def root_name(repo: Path, rows: Listing, url: str) -> str:
