@@ -221,22 +221,21 @@ def test_marketplace_plugins_and_their_skills(tmp_path: Path):
 
 
 def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Path):
-    up = tmp_path / "upstream"
+    up = tmp_path / "proj" / "vendor" / "upstream"  # a local source stays inside the lock's own folder
     first = commit(up, {"skills/alpha/SKILL.md": skill_md("alpha")})
     locked = folder_sha256({"SKILL.md": (skill_md("alpha"), False)})
     commit(up, {"skills/alpha/SKILL.md": skill_md("alpha", "changed upstream\n")})
     lock = tmp_path / "proj" / "skills-lock.json"
-    lock.parent.mkdir()
-    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
+    write_lock_json(lock, {"alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": locked}})
     (alpha,) = resolve(str(lock))
     assert alpha.pin == {"commit": first, "sha256": locked}  # found in history by its hash
     assert alpha.files == {"SKILL.md": (skill_md("alpha"), False)}
     assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
     assert latest(alpha.source, "alpha").pin["sha256"] != locked
-    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": "0" * 64}})
+    write_lock_json(lock, {"alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": "0" * 64}})
     with pytest.raises(SourceError, match=r"locked at computedHash 0{64}"):
         resolve(str(lock))
-    write_lock_json(lock, {"../alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
+    write_lock_json(lock, {"../alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": locked}})
     with pytest.raises(SourceError):
         resolve(str(lock))
 
