@@ -613,12 +613,16 @@ def test_a_token_in_a_query_fragment_or_presigned_url_is_refused_without_echoing
 
 def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_message(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    _publish(site, "web", {"SKILL.md": skill_md("web")})
+    base_dir = site / ".well-known" / "skills"  # a v0.1 index: its pin is {sha256, version}
+    (base_dir / "web").mkdir(parents=True)
+    (base_dir / "web" / "SKILL.md").write_bytes(skill_md("web"))
+    (base_dir / "index.json").write_text(json.dumps({"skills": [{"name": "web", "description": "d",
+                                                                 "files": ["SKILL.md"]}]}))  # fmt: skip
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
     with served(site) as base:
-        url = f"{base}/.well-known/agent-skills/index.json?access_token=SECRETTOKEN&v=2"
+        url = f"{base}/.well-known/skills/index.json?access_token=SECRETTOKEN&v=2"
         refused = run_ledger("--brain", str(brain), "install", url)
         assert refused.returncode == 1 and "carries credentials" in refused.stderr, refused.stderr
         assert "access_token" in refused.stderr and "SECRETTOKEN" not in refused.stdout + refused.stderr
@@ -626,7 +630,7 @@ def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_me
         done = run_ledger("--brain", str(brain), "install", url, "--strip-credentials", check=True)
     assert "SECRETTOKEN" not in done.stdout + done.stderr and "access_token" in done.stderr  # says what it removed
     shown = run_ledger("--brain", str(brain), "supply", "show", "web", "--json", check=True).stdout
-    assert json.loads(shown)["source"]["url"] == f"{base}/.well-known/agent-skills/index.json?v=2"
+    assert json.loads(shown)["source"]["url"] == f"{base}/.well-known/skills/index.json?v=2"
     manifest = run_ledger("--brain", str(brain), "manifest", "web", "--json", check=True).stdout
     log = subprocess.run(["git", "-C", str(brain), "log", "--all", "--format=%B"], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip

@@ -20,7 +20,7 @@ from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from ledger.supply import pins, sources
+from ledger.supply import origins, pins, sources
 from ledger.supply import scan as scanner
 from ledger.supply.review import Files, installed_files, review, upstream_digests
 
@@ -62,13 +62,18 @@ class Installer:
     # ------------------------------------------------------------------ install
 
     def install(self, source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
-                note: str = "") -> dict[str, Any]:  # fmt: skip
-        """Install the named skills (every skill when none is named) from ``source``, pinned and scanned."""
-        found = sources.resolve(source, names, pin=pin, rpc=rpc)
+                note: str = "", strip_credentials: bool = False) -> dict[str, Any]:  # fmt: skip
+        """Install the named skills (every skill when none is named) from ``source``, pinned and scanned.
+
+        A source that carries credentials is refused; with ``strip_credentials`` it is read, recorded and
+        named without them, and ``stripped`` in the result names what was removed (never a value)."""
+        clean = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
+        stripped = origins.credentials(source) if clean != source else []
+        found = sources.resolve(clean, names, pin=pin, rpc=rpc)
         if not found:
-            raise SupplyError(f"{source} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
+            raise SupplyError(f"{clean} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
                               "a marketplace.json, a skills-lock.json or an index")  # fmt: skip
-        return self._write(found, note or f"installed from {source}")
+        return {**self._write(found, note or f"installed from {clean}"), "stripped": stripped}
 
     def install_frozen(self, lock: str, *, rpc: str | None = None) -> dict[str, Any]:
         """Install exactly the pins of ``lock`` (a skills-lock.json, or another brain's supply record),
