@@ -33,6 +33,19 @@ __all__ = ["Installer"]
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
 
 
+def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
+    """A ``local`` entry named relative to the lock's folder when it lies inside it: a lock's line may name
+    only such a path (docs/sources.md §1.1); one outside stays as it is, and is refused where it is read."""
+    fields = dict(entry.fields)
+    if fields.get("sourceType") != "local" or not isinstance(fields.get("source"), str):
+        return entry
+    where = Path(fields["source"]).resolve()
+    if not where.is_relative_to(lock_dir.resolve()):
+        return entry
+    fields["source"] = where.relative_to(lock_dir.resolve()).as_posix() or "."
+    return replace(entry, fields=tuple(fields.items()))
+
+
 class Installer:
     """The supply services of one brain: what ``ledger install``, ``approve``, ``revoke``, ``outdated``,
     ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
@@ -331,6 +344,6 @@ class Installer:
 
     def export_lock(self, path: Path) -> dict[str, Any]:
         """This brain's installed set as the ``skills`` CLI's ``skills-lock.json``."""
-        entries = pins.lock_entries(self.record().skills)
+        entries = [_relative(e, Path(path).absolute().parent) for e in pins.lock_entries(self.record().skills)]
         sources.write_lock(entries, path)
         return {"path": str(path), "skills": sorted(self.record().skills)}
