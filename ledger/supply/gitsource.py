@@ -1,7 +1,8 @@
 """Skills from a plain git repository, read from git objects at one commit.
 
-A repository is fetched (``git fetch`` of every branch and tag, objects checked with
-``fetch.fsckObjects``) into a temporary bare repository that is removed afterwards;
+A repository is fetched (``git fetch`` of the one ref or commit read, ``--depth 1``, objects
+checked with ``fetch.fsckObjects``, stopped past :func:`fetch_cap` bytes: :func:`mirrored`)
+into a temporary bare repository that is removed afterwards;
 nothing is checked out, so no file of the source ever lands on disk as a file and a
 symlink in it is never followed.  Its skills are found, in this order:
 
@@ -14,8 +15,8 @@ symlink in it is never followed.  Its skills are found, in this order:
 Blobs of mode 100644/100755 become files (the second with the executable bit), mode
 120000 (a symlink) is reported in ``symlinks`` and not read, and a submodule (160000) is
 refused: its content is another repository's, at a commit this one cannot vouch for.
-A pin is the commit id; a commit that no branch or tag of the source reaches any more
-(a force-push, then ``gc``) is one the source "no longer serves".
+A pin is the commit id; a commit the source no longer holds (a force-push, then ``gc``)
+is one the source "no longer serves".
 """
 
 from __future__ import annotations

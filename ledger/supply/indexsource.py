@@ -18,8 +18,10 @@ read as it is; otherwise the ``agent-skills`` location is tried, then ``skills``
 is fetched, except plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what
 the tests serve).  Redirects are followed only within the same scheme and host, at most
 :data:`MAX_REDIRECTS`; every response is capped (:data:`MAX_INDEX`, the project's per-file limit,
-:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive's
-members are read in memory; links in it are reported as ``symlinks``, never written anywhere.
+:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive is
+read as a stream (:func:`_unpacked`): its caps apply as bytes are decompressed, never after, and
+links in it are reported as ``symlinks``, never written anywhere.  An entry's URL stays on the
+index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
 The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
 """
 

@@ -5,8 +5,10 @@ The schema, as Claude Code's docs give it (code.claude.com/docs/en/plugin-market
 A plugin's ``source`` is a relative path (``./plugins/x``, resolved against the marketplace's
 repository root, or against ``metadata.pluginRoot`` when the path is a bare name) or an object:
 ``{"source": "github", "repo": "owner/repo", "ref"?, "sha"?}``, ``{"source": "url", "url", "ref"?,
-"sha"?}`` (any git URL) or ``{"source": "git-subdir", "url", "path", "ref"?, "sha"?}``.  Other kinds
-(``npm``, ``pip``) are not git and are left out: their skills are not listed.
+"sha"?}`` (a remote git URL) or ``{"source": "git-subdir", "url", "path", "ref"?, "sha"?}``.  Other
+kinds (``npm``, ``pip``) are not git and are left out: their skills are not listed.  The marketplace
+is a third party's document: a URL it names is remote (:func:`~ledger.supply.origins.remote`), never
+a path, ``file://`` or local transport on the installer's machine.
 
 A plugin's skills are ``skills/<name>/SKILL.md`` under its root, plus each path that its
 marketplace entry or its own ``.claude-plugin/plugin.json`` lists in ``skills`` (a skill

@@ -16,7 +16,9 @@ A SOURCE is one string; its form is decided in this order:
    git repository, or that names ``index.json`` or a ``/.well-known/`` path.  Pin ``{"sha256", …}``.
 
 Files (4 and the marketplace file of 3) are told apart by name or, failing that, content.
-Nothing is written anywhere but temporary directories, removed before returning.
+Nothing is written anywhere but temporary directories, removed before returning.  A SOURCE
+that carries credentials is refused (or stripped, when asked); what a third party's document
+names stays on its origin (:mod:`~ledger.supply.origins`, docs/sources.md §1.1).
 """
 
 from __future__ import annotations
