@@ -233,6 +233,7 @@ class Installer:
             if not url or not pin:
                 raise SupplyError(f"{target!r} is neither a digest nor SOURCE@PIN",
                                   hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT")
+            origins.refuse_credentials(url, "the source URL")  # it is recorded with the revocation
             found = [e.digests() for e in record.skills.values() if e.source["url"] == url
                      and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
             if not found:  # nothing of it installed here: revoke what the source serves at that pin
