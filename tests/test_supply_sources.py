@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import hashlib
 import io
 import json
@@ -686,14 +687,28 @@ class _Zeros(io.RawIOBase):
         return bytes(n)
 
 
-@pytest.mark.parametrize("shape", ["one-huge-file", "many-files-over-the-total"])
+def _long_name_bomb(size: int) -> bytes:
+    """A .tar.gz whose first header is a GNU long name of ``size`` bytes: no file, only a header to inflate."""
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = tarfile.GNUTYPE_LONGNAME, size
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb") as gz:
+        gz.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        for _ in range(size // (1 << 20)):
+            gz.write(b"a" * (1 << 20))
+        gz.write(tarfile.TarInfo("x/SKILL.md").tobuf() + bytes(1024))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("shape", ["one-huge-file", "many-files-over-the-total", "a-huge-long-name"])
 def test_an_archive_bomb_is_refused_with_bounded_memory(shape: str, tmp_path: Path) -> None:
     """The archive is read as a stream: the caps apply as bytes are decompressed, not after."""
     if shape == "one-huge-file":  # 320 MiB of zeros in one member: over the per-file cap
-        members, cap = [("bomb/SKILL.md", 320 * 1024 * 1024)], None
-    else:  # 24 members of 4 MiB with the skill's total lowered to 8 MiB
-        members, cap = [("bomb/SKILL.md", 10)] + [(f"bomb/r/{i}.md", 4 * 1024 * 1024) for i in range(24)], 8 << 20
-    archive = _bomb(members)
+        archive, cap = _bomb([("bomb/SKILL.md", 320 * 1024 * 1024)]), None
+    elif shape == "many-files-over-the-total":  # 24 members of 4 MiB with the skill's total lowered to 8 MiB
+        archive, cap = _bomb([("bomb/SKILL.md", 10)] + [(f"bomb/r/{i}.md", 4 << 20) for i in range(24)]), 8 << 20
+    else:  # a 200 MiB header, which no per-file check sees
+        archive, cap = _long_name_bomb(200 << 20), None
     assert len(archive) < 400_000
     site = tmp_path / "site"
     base = site / ".well-known" / "agent-skills"

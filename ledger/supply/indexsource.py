@@ -53,7 +53,7 @@ __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pi
 MAX_INDEX = 1024 * 1024  # bytes of index.json
 MAX_REDIRECTS = 3
 MAX_MEMBERS = 10_000  # entries of one archive
-_HEADER_ROOM = 16 * 1024 * 1024  # decompressed bytes an archive may spend on headers beyond its files' limit
+_HEADER_ROOM = 16 * 1024 * 1024  # decompressed bytes an archive may spend on anything but the files taken
 _CHUNK = 65536
 TIMEOUT = (5.0, 30.0)  # connect, read (seconds)
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -307,14 +307,16 @@ def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tupl
 
     Each member's size is checked against the per-file limit, and the running total against the
     skill's, from its header before its bytes are read; the decompressed stream itself is capped at
-    the skill's limit plus room for headers, so no header (a long name, a pax record) can inflate past
-    it either.  Memory stays within that cap whatever the archive claims."""
+    the files taken plus :data:`_HEADER_ROOM`, checked before each read, so nothing else (a long name,
+    a pax record, a folder's data) can inflate past that room.  Memory stays within those caps
+    whatever the archive claims."""
     total_cap = MAX_SKILL_BYTES
     files: dict[str, tuple[bytes, bool]] = {}
     links: list[str] = []
     total = count = 0
     try:
-        capped = io.BufferedReader(_Capped(_decompressed(body, where), total_cap + _HEADER_ROOM, where), _CHUNK)
+        stream = _Capped(_decompressed(body, where), _HEADER_ROOM, where)  # grows by each file taken
+        capped = io.BufferedReader(stream, _CHUNK)
         with tarfile.open(fileobj=capped, mode="r|") as tar:
             for m in tar:
                 count += 1
@@ -328,6 +330,7 @@ def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tupl
                     if total > total_cap:
                         raise SourceError(f"{where}: the archive's files hold more than {total_cap} bytes; one "
                                           f"skill is limited to {total_cap}")  # fmt: skip
+                    stream.limit += -(-m.size // 512) * 512  # its blocks, padding included
                     handle = tar.extractfile(m)
                     data = handle.read(m.size) if handle else b""
                     files[rel] = (data, bool(m.mode & 0o100))
