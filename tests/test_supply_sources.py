@@ -518,8 +518,10 @@ def _objects(repo: Path) -> bytes:
                           capture_output=True, check=True).stdout  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", ["file-url", "absolute-path", "dotdot-path", "ext-transport", "fd-transport",
-                                  "subdir-file-url"])  # fmt: skip
+@pytest.mark.parametrize("kind", [
+    "file-url", "absolute-path", "dotdot-path", "ext-transport", "fd-transport", "subdir-file-url",
+    "string-file-url", "string-absolute-path", "string-dotdot-path",
+])  # fmt: skip
 def test_a_marketplace_may_not_name_a_source_on_the_installers_disk(kind: str, tmp_path: Path) -> None:
     """A marketplace is a third party's document: its plugins stay on its own origin (a path inside its
     repository, or a remote URL). A private repository on the installer's disk is never read into the lineage."""
@@ -527,9 +529,11 @@ def test_a_marketplace_may_not_name_a_source_on_the_installers_disk(kind: str, t
     commit(private, {"skills/secret/SKILL.md": skill_md("secret", "PRIVATE-CONTENT\n")})
     url = {"file-url": f"file://{private}", "absolute-path": str(private), "dotdot-path": "../private",
            "ext-transport": f"ext::git-upload-pack {private}", "fd-transport": "fd::3",
-           "subdir-file-url": f"file://{private}"}[kind]  # fmt: skip
+           "subdir-file-url": f"file://{private}"}.get(kind, "")  # fmt: skip
+    url = {"string-file-url": f"file://{private}", "string-absolute-path": str(private),
+           "string-dotdot-path": "../private"}.get(kind, url)  # fmt: skip
     src = {"source": "git-subdir", "url": url, "path": "skills"} if kind == "subdir-file-url" else \
-        {"source": "url", "url": url}  # fmt: skip
+        url if kind.startswith("string-") else {"source": "url", "url": url}  # fmt: skip
     market = _market(tmp_path / "market", [{"name": "evil", "source": src}],
                      {"README.md": b"a marketplace\n"})  # fmt: skip
     brain = tmp_path / "b"

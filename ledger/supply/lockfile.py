@@ -117,6 +117,7 @@ def upstream_url(source: str, source_type: str, lock_dir: Path) -> str:
 def _on_its_origin(url: str, given: str, kind: str, where: str, lock_dir: Path) -> str:
     """A lock's line is a third party's: a ``local`` source stays inside the lock's own folder, and a
     repository is a remote URL (:func:`~ledger.supply.origins.remote`); other types are refused later."""
+    origins.refuse_credentials(given, where)  # the entry's own 'source' is recorded too ('upstream')
     if kind == "local":
         inside = Path(given).is_absolute() is False and Path(url).is_relative_to(Path(lock_dir).resolve())
         if not inside or "://" in given:
@@ -146,6 +147,7 @@ def _entry(name: str, doc: Any, path: Path) -> LockEntry:
                           hint="a lock without the hash cannot say which content it locked")  # fmt: skip
     kind, ref = doc["sourceType"], doc.get("ref")
     url = doc["sourceUrl"] if kind == "git" and isinstance(doc.get("sourceUrl"), str) else doc["source"]
+    origins.refuse_credentials(doc["source"], f"{path}: entry {name!r}")
     url = _on_its_origin(upstream_url(url, kind, path.parent), url, kind, f"{path}: entry {name!r}", path.parent)
     source = {"type": "skills-lock", "url": url,
               "path": _folder_of(doc.get("skillPath")), "ref": ref if isinstance(ref, str) and ref else None,

@@ -54,7 +54,8 @@ def _inside(base: str, rel: str, where: str) -> str:
     """``rel`` joined to ``base`` inside the repository, or refused (no ``..`` escape, no absolute path)."""
     joined = posixpath.normpath(posixpath.join(base, rel.removeprefix("./")))
     if rel.startswith("/") or joined == ".." or joined.startswith("../"):
-        raise SourceError(f"{where}: path {rel!r} leaves the repository", hint="plugin paths stay inside it")
+        raise SourceError(f"{where}: path {rel!r} leaves the repository: it names a source on this machine, "
+                          "outside the marketplace", hint="plugin paths stay inside the marketplace's repository")
     return "" if joined == "." else joined
 
 
@@ -69,8 +70,14 @@ def _plugin_location(entry: dict[str, Any], url: str, root: str, where: str) -> 
     src = entry.get("source")
     name = entry.get("name")
     if isinstance(src, str):
+        if "://" in src or "::" in src or origins.scp_like(src) or src.startswith(("~", "/", "\\")) or \
+                re.match(r"[A-Za-z]:[\\/]", src):  # fmt: skip
+            raise SourceError(f"{where}: plugin {name!r} names a source on this machine or elsewhere as a path: "
+                              f"{origins.redacted(src)!r}; a plugin's path is relative, inside the marketplace's "
+                              "repository", hint="a remote plugin is {\"source\": \"url\", \"url\": \"https://…\"}")
         base = root if root and "/" not in src.removeprefix("./") else ""
-        return {"url": url, "ref": None, "sha": None, "folder": _inside(base, src, where), "same": True}
+        folder = _inside(base, src, f"{where}: plugin {name!r}")
+        return {"url": url, "ref": None, "sha": None, "folder": folder, "same": True}
     if not isinstance(src, dict):
         raise SourceError(f"{where}: plugin {name!r} has a source that is neither a path nor an object")
     kind = src.get("source")
@@ -87,7 +94,8 @@ def _plugin_location(entry: dict[str, Any], url: str, root: str, where: str) -> 
     for key in ("ref", "sha"):
         if src.get(key) is not None and (not isinstance(src[key], str) or not _REF.fullmatch(src[key])):
             raise SourceError(f"{where}: plugin {name!r} has {key} {src[key]!r}, which is not a ref or commit id")
-    folder = _inside("", src["path"], where) if kind == "git-subdir" and isinstance(src.get("path"), str) else ""
+    subdir = kind == "git-subdir" and isinstance(src.get("path"), str)
+    folder = _inside("", src["path"], f"{where}: plugin {name!r}") if subdir else ""
     return {"url": repo_url, "ref": src.get("ref"), "sha": src.get("sha"), "folder": folder, "same": False}
 
 

@@ -68,6 +68,9 @@ def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
 def _remote_source(source: Mapping[str, Any], where: str) -> None:
     """Every location of a recorded source as a third party may name it (:func:`~ledger.supply.origins.remote`;
     an index at an https URL): a brain's record cannot send this installer to its own disk."""
+    for value in source.values():
+        if isinstance(value, str):
+            origins.refuse_credentials(value, where)
     for key in ("url", "repo"):
         value = source.get(key)
         if isinstance(value, str):
