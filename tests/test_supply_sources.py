@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import hashlib
 import io
 import json
@@ -12,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler
@@ -220,22 +222,21 @@ def test_marketplace_plugins_and_their_skills(tmp_path: Path):
 
 
 def test_skills_lock_installs_the_locked_state_and_refuses_another(tmp_path: Path):
-    up = tmp_path / "upstream"
+    up = tmp_path / "proj" / "vendor" / "upstream"  # a local source stays inside the lock's own folder
     first = commit(up, {"skills/alpha/SKILL.md": skill_md("alpha")})
     locked = folder_sha256({"SKILL.md": (skill_md("alpha"), False)})
     commit(up, {"skills/alpha/SKILL.md": skill_md("alpha", "changed upstream\n")})
     lock = tmp_path / "proj" / "skills-lock.json"
-    lock.parent.mkdir()
-    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
+    write_lock_json(lock, {"alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": locked}})
     (alpha,) = resolve(str(lock))
     assert alpha.pin == {"commit": first, "sha256": locked}  # found in history by its hash
     assert alpha.files == {"SKILL.md": (skill_md("alpha"), False)}
     assert fetch_pinned(alpha.source, alpha.pin, "alpha") == alpha
     assert latest(alpha.source, "alpha").pin["sha256"] != locked
-    write_lock_json(lock, {"alpha": {"source": "../upstream", "sourceType": "local", "computedHash": "0" * 64}})
+    write_lock_json(lock, {"alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": "0" * 64}})
     with pytest.raises(SourceError, match=r"locked at computedHash 0{64}"):
         resolve(str(lock))
-    write_lock_json(lock, {"../alpha": {"source": "../upstream", "sourceType": "local", "computedHash": locked}})
+    write_lock_json(lock, {"../alpha": {"source": "vendor/upstream", "sourceType": "local", "computedHash": locked}})
     with pytest.raises(SourceError):
         resolve(str(lock))
 
@@ -500,3 +501,287 @@ def test_an_ssh_url_names_its_user_and_is_not_refused_for_it() -> None:
     from ledger.supply.sources import _no_credentials
 
     _no_credentials("ssh://git@example.invalid/org/skills.git")  # the user of an SSH URL is no secret
+
+
+# ------------------------------------------------------------------ installs read only what they were asked to
+
+
+def _market(root: Path, plugins: list[dict], files: dict[str, bytes] | None = None) -> Path:
+    doc = {"name": "m", "owner": {"name": "o"}, "plugins": plugins}
+    commit(root, {".claude-plugin/marketplace.json": json.dumps(doc).encode(), **(files or {})})
+    return root
+
+
+def _objects(repo: Path) -> bytes:
+    """Every object of a brain's store, raw: what a push would publish."""
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [
+    "file-url", "absolute-path", "dotdot-path", "ext-transport", "fd-transport", "subdir-file-url",
+    "string-file-url", "string-absolute-path", "string-dotdot-path",
+])  # fmt: skip
+def test_a_marketplace_may_not_name_a_source_on_the_installers_disk(kind: str, tmp_path: Path) -> None:
+    """A marketplace is a third party's document: its plugins stay on its own origin (a path inside its
+    repository, or a remote URL). A private repository on the installer's disk is never read into the lineage."""
+    private = tmp_path / "private"
+    commit(private, {"skills/secret/SKILL.md": skill_md("secret", "PRIVATE-CONTENT\n")})
+    url = {"file-url": f"file://{private}", "absolute-path": str(private), "dotdot-path": "../private",
+           "ext-transport": f"ext::git-upload-pack {private}", "fd-transport": "fd::3",
+           "subdir-file-url": f"file://{private}"}.get(kind, "")  # fmt: skip
+    url = {"string-file-url": f"file://{private}", "string-absolute-path": str(private),
+           "string-dotdot-path": "../private"}.get(kind, url)  # fmt: skip
+    src = {"source": "git-subdir", "url": url, "path": "skills"} if kind == "subdir-file-url" else \
+        url if kind.startswith("string-") else {"source": "url", "url": url}  # fmt: skip
+    market = _market(tmp_path / "market", [{"name": "evil", "source": src}],
+                     {"README.md": b"a marketplace\n"})  # fmt: skip
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    before = fingerprint(brain)
+    proc = run_ledger("--brain", str(brain), "install", str(market))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "names a source on this machine" in proc.stderr and "evil" in proc.stderr, proc.stderr
+    assert "hint" in proc.stderr.lower() or "https" in proc.stderr
+    assert fingerprint(brain) == before
+    assert b"PRIVATE-CONTENT" not in _objects(brain)
+
+
+def test_a_user_may_still_name_a_local_source_on_the_command_line(skills_repo: Path) -> None:
+    assert [c.name for c in resolve(f"file://{skills_repo}")] == ["alpha", "beta"]
+    assert [c.name for c in resolve(str(skills_repo), ["beta"])] == ["beta"]
+
+
+@pytest.mark.parametrize("asked", [["lint"], ["tools:lint"]])
+def test_only_the_plugin_that_holds_the_named_skill_is_fetched(asked: list[str], tmp_path: Path) -> None:
+    """The other plugin's repository does not exist: naming one skill must not read it (nor fail on it)."""
+    far = {"name": "far", "source": {"source": "url", "url": "https://example.invalid/does-not-exist.git"}}
+    market = _market(tmp_path / "market", [far, {"name": "tools", "source": "./plugins/tools"}],
+                     {"plugins/tools/skills/lint/SKILL.md": skill_md("lint")})  # fmt: skip
+    (lint,) = resolve(str(market), asked)
+    assert lint.name == "lint" and lint.source["plugin"] == "tools"
+    assert fetch_pinned(lint.source, lint.pin, "lint") == lint
+    assert latest(lint.source, "lint").pin == lint.pin
+    with pytest.raises(SourceError, match=r"example\.invalid"):
+        resolve(str(market))  # every skill asked for: every plugin is read, and the missing one is reported
+
+
+def test_a_marketplace_plugin_url_with_a_token_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    src = {"source": "url", "url": "https://example.invalid/x.git?access_token=SECRETTOKEN"}
+    market = _market(tmp_path / "market", [{"name": "p", "source": src}], {"README.md": b"m\n"})
+    with pytest.raises(SourceError, match="carries credentials") as err:
+        resolve(str(market), ["p:x"])
+    assert "SECRETTOKEN" not in str(err.value) + (err.value.hint or "")
+
+
+def test_a_lock_line_may_not_name_a_path_outside_the_locks_folder(tmp_path: Path) -> None:
+    up = tmp_path / "upstream"
+    commit(up, {"skills/alpha/SKILL.md": skill_md("alpha")})
+    locked = folder_sha256({"SKILL.md": (skill_md("alpha"), False)})
+    lock = tmp_path / "proj" / "skills-lock.json"
+    lock.parent.mkdir()
+    for source in ("../upstream", str(up)):
+        write_lock_json(lock, {"alpha": {"source": source, "sourceType": "local", "computedHash": locked}})
+        with pytest.raises(SourceError, match="names a source on this machine"):
+            resolve(str(lock))
+    write_lock_json(lock, {"alpha": {"source": f"file://{up}", "sourceUrl": f"file://{up}", "sourceType": "git",
+                                     "computedHash": locked}})  # fmt: skip
+    with pytest.raises(SourceError, match="names a source on this machine"):
+        resolve(str(lock))
+
+
+PRESIGNED = [
+    "https://example.invalid/skills.git?access_token=SECRETTOKEN",
+    "https://example.invalid/skills.git?private_token=SECRETTOKEN",
+    "https://example.invalid/skills.git#access_token=SECRETTOKEN",
+    "https://bucket.s3.amazonaws.com/site/.well-known/agent-skills/index.json?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+    "&X-Amz-Credential=AKIASECRETTOKEN%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20260101T000000Z"
+    "&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=SECRETTOKEN",
+    "https://bucket.s3.amazonaws.com/site/index.json?AWSAccessKeyId=AKIAEXAMPLE&Expires=1900000000"
+    "&Signature=SECRETTOKEN",
+    "https://storage.googleapis.com/b/.well-known/agent-skills/index.json?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+    "&X-Goog-Credential=svc%40p.iam.gserviceaccount.com&X-Goog-Signature=SECRETTOKEN",
+    "https://acct.blob.core.windows.net/c/.well-known/agent-skills/index.json?sv=2022-11-02&ss=b&srt=o&sp=r"
+    "&se=2030-01-01T00:00:00Z&sig=SECRETTOKEN",
+    "https://example.invalid/.well-known/agent-skills/index.json?api_key=SECRETTOKEN",
+    "https://example.invalid/org/ghp_SECRETTOKEN0123456789abcdefghijklmn/skills.git",
+]
+
+
+@pytest.mark.parametrize("url", PRESIGNED)
+def test_a_token_in_a_query_fragment_or_presigned_url_is_refused_without_echoing_it(url: str) -> None:
+    with pytest.raises(SourceError, match="carries credentials") as err:
+        resolve(url)
+    assert "SECRETTOKEN" not in str(err.value) + (err.value.hint or "")
+    assert "--strip-credentials" in (err.value.hint or "")
+
+
+def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_message(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    base_dir = site / ".well-known" / "skills"  # a v0.1 index: its pin is {sha256, version}
+    (base_dir / "web").mkdir(parents=True)
+    (base_dir / "web" / "SKILL.md").write_bytes(skill_md("web"))
+    (base_dir / "index.json").write_text(json.dumps({"skills": [{"name": "web", "description": "d",
+                                                                 "files": ["SKILL.md"]}]}))  # fmt: skip
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    before = fingerprint(brain)
+    with served(site) as base:
+        url = f"{base}/.well-known/skills/index.json?access_token=SECRETTOKEN&v=2"
+        refused = run_ledger("--brain", str(brain), "install", url)
+        assert refused.returncode == 1 and "carries credentials" in refused.stderr, refused.stderr
+        assert "access_token" in refused.stderr and "SECRETTOKEN" not in refused.stdout + refused.stderr
+        assert fingerprint(brain) == before
+        done = run_ledger("--brain", str(brain), "install", url, "--strip-credentials", check=True)
+    assert "SECRETTOKEN" not in done.stdout + done.stderr and "access_token" in done.stderr  # says what it removed
+    shown = run_ledger("--brain", str(brain), "supply", "show", "web", "--json", check=True).stdout
+    assert json.loads(shown)["source"]["url"] == f"{base}/.well-known/skills/index.json?v=2"
+    manifest = run_ledger("--brain", str(brain), "manifest", "web", "--json", check=True).stdout
+    log = subprocess.run(["git", "-C", str(brain), "log", "--all", "--format=%B"], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    assert "SECRETTOKEN" not in shown + manifest + log
+    assert b"SECRETTOKEN" not in _objects(brain)
+
+
+def test_the_manifest_never_publishes_a_token_an_older_record_holds() -> None:
+    from ledger.supply.manifest import public_location
+
+    assert public_location("https://h.example/i.json?access_token=SECRETTOKEN&v=2#sig=SECRET") == \
+        "https://h.example/i.json?v=2"  # fmt: skip
+    assert public_location("https://a.blob.core.windows.net/c/i.json?sv=1&se=2&sp=r&sig=SECRETTOKEN") == \
+        "https://a.blob.core.windows.net/c/i.json"  # fmt: skip
+
+
+_PEAK = """
+import resource, sys, json
+from ledger.errors import SourceError
+from ledger.supply import candidates, indexsource
+from ledger.supply.sources import resolve
+if len(sys.argv) > 2:
+    indexsource.MAX_SKILL_BYTES = candidates.MAX_SKILL_BYTES = int(sys.argv[2])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    resolve(sys.argv[1])
+    err = None
+except SourceError as exc:
+    err = exc.message
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"grew_kib": after - before, "error": err}))
+"""
+
+
+def _bomb(members: list[tuple[str, int]]) -> bytes:
+    """A .tar.gz of files of zeros (name, size), written as a stream: cheap to make, small on the wire."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w|gz") as tar:
+        for name, size in members:
+            info = tarfile.TarInfo(name)
+            info.size = size
+            tar.addfile(info, _Zeros(size))
+    return buf.getvalue()
+
+
+class _Zeros(io.RawIOBase):
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return bytes(n)
+
+
+def _long_name_bomb(size: int) -> bytes:
+    """A .tar.gz whose first header is a GNU long name of ``size`` bytes: no file, only a header to inflate."""
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = tarfile.GNUTYPE_LONGNAME, size
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb") as gz:
+        gz.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        for _ in range(size // (1 << 20)):
+            gz.write(b"a" * (1 << 20))
+        gz.write(tarfile.TarInfo("x/SKILL.md").tobuf() + bytes(1024))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("shape", ["one-huge-file", "many-files-over-the-total", "a-huge-long-name"])
+def test_an_archive_bomb_is_refused_with_bounded_memory(shape: str, tmp_path: Path) -> None:
+    """The archive is read as a stream: the caps apply as bytes are decompressed, not after."""
+    if shape == "one-huge-file":  # 320 MiB of zeros in one member: over the per-file cap
+        archive, cap = _bomb([("bomb/SKILL.md", 320 * 1024 * 1024)]), None
+    elif shape == "many-files-over-the-total":  # 24 members of 4 MiB with the skill's total lowered to 8 MiB
+        archive, cap = _bomb([("bomb/SKILL.md", 10)] + [(f"bomb/r/{i}.md", 4 << 20) for i in range(24)]), 8 << 20
+    else:  # a 200 MiB header, which no per-file check sees
+        archive, cap = _long_name_bomb(200 << 20), None
+    assert len(archive) < 400_000
+    site = tmp_path / "site"
+    base = site / ".well-known" / "agent-skills"
+    base.mkdir(parents=True)
+    (base / "bomb.tar.gz").write_bytes(archive)
+    doc = {"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+           "skills": [{"name": "bomb", "type": "archive", "description": "b", "url": "bomb.tar.gz",
+                       "digest": "sha256:" + hashlib.sha256(archive).hexdigest()}]}  # fmt: skip
+    (base / "index.json").write_text(json.dumps(doc))
+    with served(site) as url:
+        args = [sys.executable, "-c", _PEAK, url] + ([str(cap)] if cap else [])
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["error"] and re.search(r"limit|refused", out["error"]), out
+    assert out["grew_kib"] < 48 * 1024, out  # bounded: nowhere near the archive's decompressed size
+
+
+def _counting_git_config(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A git config whose upload-pack reports every pack it sends, by size: a counter on the source's side."""
+    log = tmp_path / "sent.log"
+    hook = tmp_path / "count-pack.py"
+    hook.write_text(
+        f"#!{sys.executable}\nimport subprocess, sys\np = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)\n"
+        "n = 0\nwhile chunk := p.stdout.read(65536):\n    n += len(chunk)\n    sys.stdout.buffer.write(chunk)\n"
+        f"sys.stdout.flush()\nopen({str(log)!r}, 'a').write(f'{{n}}\\n')\nsys.exit(p.wait())\n"
+    )
+    hook.chmod(0o755)
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text(f"[uploadpack]\n\tpackObjectsHook = {hook}\n")
+    return {"GIT_CONFIG_GLOBAL": str(cfg)}, log
+
+
+def _sent(log: Path) -> int:
+    return sum(int(n) for n in log.read_text().split()) if log.exists() else 0
+
+
+@pytest.fixture
+def big_branch_repo(tmp_path: Path) -> Path:
+    """A one-skill repository whose other branch holds a 24 MiB blob that does not compress."""
+    work = tmp_path / "big"
+    commit(work, {"skills/tiny/SKILL.md": skill_md("tiny")})
+    sh(work, "checkout", "-q", "-b", "other")
+    commit(work, {"blob.bin": os.urandom(24 << 20)})
+    sh(work, "checkout", "-q", "main")
+    sh(work, "tag", "v1")
+    return work
+
+
+def test_installing_one_skill_fetches_only_its_ref_not_a_huge_blob_on_another_branch(
+    big_branch_repo: Path, tmp_path: Path
+) -> None:
+    env, log = _counting_git_config(tmp_path)
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    run_ledger("--brain", str(brain), "install", f"file://{big_branch_repo}", "tiny", env=env, check=True)
+    assert 0 < _sent(log) < 1 << 20, _sent(log)
+    log.unlink()
+    run_ledger("--brain", str(brain), "verify", "--frozen", env=env, check=True)
+    assert 0 < _sent(log) < 1 << 20, _sent(log)
+
+
+def test_a_fetch_larger_than_its_cap_is_refused(tmp_path: Path) -> None:
+    work = tmp_path / "heavy"
+    commit(work, {"skills/tiny/SKILL.md": skill_md("tiny"), "blob.bin": os.urandom(12 << 20)})
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    before = fingerprint(brain)
+    proc = run_ledger("--brain", str(brain), "install", f"file://{work}", "tiny",
+                      env={"LEDGER_MAX_FETCH_BYTES": str(4 << 20)})  # fmt: skip
+    assert proc.returncode == 1 and "more than" in proc.stderr and "LEDGER_MAX_FETCH_BYTES" in proc.stderr, proc.stderr
+    assert fingerprint(brain) == before

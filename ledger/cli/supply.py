@@ -30,12 +30,15 @@ def _installer(brain: Any) -> Any:
 @click.option("--rpc", help="Check a brain source's root against its registry on this chain too.")
 @click.option("--frozen", "frozen", metavar="LOCK", default=None,
               help="Install exactly what LOCK pins (a skills-lock.json or another brain), digests checked, or fail.")
+@click.option("--strip-credentials", "strip", is_flag=True,
+              help="Remove a token from SOURCE (user:token@, access_token=, a presigned URL's signature) before "
+                   "anything is fetched or written, instead of refusing it.")  # fmt: skip
 @actor_option
 @note_flag
 @json_flag
 @click.pass_context
 def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin: str | None, rpc: str | None,
-            frozen: str | None, actor: str, note: str, as_json: bool) -> None:  # fmt: skip
+            frozen: str | None, strip: bool, actor: str, note: str, as_json: bool) -> None:  # fmt: skip
     """Install skills from SOURCE (all of them, or NAMES): pinned, scanned, and held in quarantine.
 
     SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
@@ -46,8 +49,11 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
         raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
     with open_brain(ctx) as brain, brain.acting(actor):
         inst = _installer(brain)
-        out = inst.install_frozen(frozen, rpc=rpc) if frozen else inst.install(source or "", names, pin=pin, rpc=rpc,
-                                                                                note=note)  # fmt: skip
+        out = inst.install_frozen(frozen, rpc=rpc) if frozen else \
+            inst.install(source or "", names, pin=pin, rpc=rpc, note=note, strip_credentials=strip)  # fmt: skip
+    if out.get("stripped"):
+        click.echo("removed from the source URL before anything was fetched or written: "
+                   + ", ".join(out["stripped"]), err=True)  # fmt: skip
     if as_json:
         emit(out)
         return

@@ -17,7 +17,7 @@ from ledger._env import child_env
 from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, check_bundle_path, check_name, check_support_path
 from ledger.errors import SkillError, SourceError
 
-__all__ = ["MAX_SKILL_BYTES", "Candidate", "candidate", "git", "pick", "source_doc"]
+__all__ = ["MAX_SKILL_BYTES", "Candidate", "candidate", "git", "git_env", "pick", "source_doc"]
 
 MAX_SKILL_BYTES = 256 * 1024 * 1024  # one skill's files together: a source cannot fill the disk through one skill
 
@@ -91,12 +91,16 @@ def pick(found: Mapping[str, Any], names: Sequence[str], where: str) -> list[str
     return list(dict.fromkeys(names))
 
 
+def git_env() -> dict[str, str]:
+    """The environment git runs in for a source: no terminal prompts, no LFS smudging, no secret of this process."""
+    return child_env() | {"GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
+
+
 def git(*args: str, what: str, git_dir: str | None = None, data: bytes | None = None, timeout: int = 300) -> bytes:
     """Run git (no terminal prompts, this process's secrets withheld); a failure is a :class:`SourceError`."""
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir else []), *args]
-    env = child_env() | {"GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
     try:
-        proc = subprocess.run(cmd, input=data, capture_output=True, env=env, timeout=timeout)
+        proc = subprocess.run(cmd, input=data, capture_output=True, env=git_env(), timeout=timeout)
     except subprocess.TimeoutExpired:
         raise SourceError(f"{what}: git took longer than {timeout} s", hint="try again, or check the source") from None
     if proc.returncode != 0:

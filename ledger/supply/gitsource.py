@@ -1,7 +1,8 @@
 """Skills from a plain git repository, read from git objects at one commit.
 
-A repository is fetched (``git fetch`` of every branch and tag, objects checked with
-``fetch.fsckObjects``) into a temporary bare repository that is removed afterwards;
+A repository is fetched (``git fetch`` of the one ref or commit read, ``--depth 1``, objects
+checked with ``fetch.fsckObjects``, stopped past :func:`fetch_cap` bytes: :func:`mirrored`)
+into a temporary bare repository that is removed afterwards;
 nothing is checked out, so no file of the source ever lands on disk as a file and a
 symlink in it is never followed.  Its skills are found, in this order:
 
@@ -14,16 +15,20 @@ symlink in it is never followed.  Its skills are found, in this order:
 Blobs of mode 100644/100755 become files (the second with the executable bit), mode
 120000 (a symlink) is reported in ``symlinks`` and not read, and a submodule (160000) is
 refused: its content is another repository's, at a commit this one cannot vouch for.
-A pin is the commit id; a commit that no branch or tag of the source reaches any more
-(a force-push, then ``gc``) is one the source "no longer serves".
+A pin is the commit id; a commit the source no longer holds (a force-push, then ``gc``)
+is one the source "no longer serves".
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,11 +36,13 @@ from typing import Any
 from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, declared_name
 from ledger.errors import SourceError
 from ledger.exchange.layouts import HOMES
-from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, pick, source_doc
+from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, git_env, pick, source_doc
 
 __all__ = [
+    "MAX_FETCH_BYTES",
     "Listing",
     "commit_of",
+    "fetch_cap",
     "git_candidates",
     "listing",
     "mirrored",
@@ -63,23 +70,134 @@ def _url(source: str) -> str:
     return str(Path(source).absolute())
 
 
+MAX_FETCH_BYTES = 1024 * 1024 * 1024  # what one fetch of a source may write; LEDGER_MAX_FETCH_BYTES lowers or raises it
+_POLL = 0.05  # seconds between two looks at what a running fetch has written
+
+
+def fetch_cap() -> int:
+    """The most bytes one fetch of a source may write: ``LEDGER_MAX_FETCH_BYTES``, else :data:`MAX_FETCH_BYTES`."""
+    raw = os.environ.get("LEDGER_MAX_FETCH_BYTES", "")
+    if not raw:
+        return MAX_FETCH_BYTES
+    if not raw.isdigit() or int(raw) <= 0:
+        raise SourceError(f"LEDGER_MAX_FETCH_BYTES={raw!r} is not a positive number of bytes",
+                          hint="unset it, or give a byte count such as 1073741824")  # fmt: skip
+    return int(raw)
+
+
+def _written(tmp: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(tmp / "objects"):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _fetch(tmp: Path, url: str, specs: Sequence[str], *, depth: bool, what: str, timeout: float = 600) -> None:
+    """``git fetch`` of ``specs`` into ``tmp``, objects checked, stopped and refused as soon as what it has
+    written passes :func:`fetch_cap` (the source's size is learned as its bytes arrive, not trusted)."""
+    cap = fetch_cap()
+    cmd = ["git", f"--git-dir={tmp}", "-c", "fetch.fsckObjects=true", "fetch", "-q", "--no-tags",
+           "--no-write-fetch-head", *(["--depth=1"] if depth else []), "--", url, *specs]  # fmt: skip
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=git_env(),
+                                start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=_POLL)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if _written(tmp) > cap:
+                    raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
+                                      hint="a skill's source is read one ref at a time; if this one is that large "
+                                           "and trusted, raise LEDGER_MAX_FETCH_BYTES")  # fmt: skip
+                if time.monotonic() > deadline:
+                    raise SourceError(f"{what}: git took longer than {int(timeout)} s",
+                                      hint="try again, or check the source")  # fmt: skip
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if proc.returncode != 0:
+            err.seek(0)
+            lines = err.read(65536).decode("utf-8", "replace").strip().splitlines() or ["git failed"]
+            raise SourceError(f"{what}: {lines[-1].removeprefix('fatal: ')}",
+                              hint="check the path or URL and the ref")  # fmt: skip
+    if _written(tmp) > cap:
+        raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
+                          hint="raise LEDGER_MAX_FETCH_BYTES if this source is trusted and that large")  # fmt: skip
+
+
+def _advertised(url: str, patterns: Sequence[str], what: str) -> dict[str, str]:
+    """{ref: commit id} of the refs ``patterns`` name that ``url`` has (``ref: …`` lines of ``--symref`` as
+    ``"ref: HEAD"`` → the branch HEAD points to)."""
+    out = git("ls-remote", "--symref", "--", url, *patterns, what=f"reading {what}").decode()
+    refs: dict[str, str] = {}
+    for line in out.splitlines():
+        left, _, right = line.partition("\t")
+        if left.startswith("ref: "):
+            refs[f"ref: {right}"] = left[5:]
+        elif right:
+            refs[right] = left
+    return refs
+
+
 @contextlib.contextmanager
-def mirrored(source: str) -> Iterator[Path]:
-    """A temporary bare copy of ``source``'s branches and tags (and its default branch as HEAD)."""
+def mirrored(source: str, want: str | None = None, *, history: bool = False) -> Iterator[Path]:
+    """A temporary bare copy holding only the one ref or commit ``want`` of ``source`` (None: its default
+    branch, which becomes the copy's ``HEAD``), fetched with ``--depth 1`` unless ``history`` is asked for,
+    and capped (:func:`fetch_cap`).
+
+    A branch or tag name is fetched as that ref; a full commit id as that commit (protocol v2 serves any
+    commit the source holds; a server that refuses is fetched whole instead, still capped); anything else
+    (``main~1``, an abbreviated id) needs the source's branches and tags, fetched whole, capped."""
     url = _url(source)
     tmp = Path(tempfile.mkdtemp(prefix="ledger-source-"))
     try:
         git("init", "-q", "--bare", str(tmp), what="making a temporary repository")
-        heads = git("ls-remote", "--symref", "--", url, "HEAD", what=f"reading {source}").decode()
-        git("-c", "fetch.fsckObjects=true", "fetch", "-q", "--no-write-fetch-head", "--", url,
-            "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
-            what=f"fetching {source}", git_dir=str(tmp))  # fmt: skip
-        default = next((ln.split()[1] for ln in heads.splitlines() if ln.startswith("ref: ")), None)
-        if default:
-            git("symbolic-ref", "HEAD", default, what="recording the default branch", git_dir=str(tmp))
+        depth = not history
+        if want is None:
+            refs = _advertised(url, ["HEAD"], source)
+            branch = refs.get("ref: HEAD")
+            if branch and "HEAD" in refs:
+                _fetch(tmp, url, [f"+{branch}:{branch}"], depth=depth, what=f"fetching {source}")
+                git("symbolic-ref", "HEAD", branch, what="recording the default branch", git_dir=str(tmp))
+            elif "HEAD" in refs:  # a detached HEAD: its commit
+                _fetch(tmp, url, [f"+{refs['HEAD']}:refs/ledger/head"], depth=depth, what=f"fetching {source}")
+                git("update-ref", "--no-deref", "HEAD", refs["HEAD"], what="recording HEAD", git_dir=str(tmp))
+            else:
+                raise SourceError(f"{source} has no default branch", hint="name a branch, tag or commit: SOURCE#REF")
+        elif _HEX40.match(want):
+            try:
+                _fetch(tmp, url, [f"+{want}:refs/ledger/pin"], depth=depth, what=f"fetching {source}")
+            except SourceError as exc:
+                if "more than" in exc.message:
+                    raise
+                _everything(tmp, url, source)  # a server that serves only its advertised refs
+        else:
+            refs = _advertised(url, [f"refs/heads/{want}", f"refs/tags/{want}"], source)
+            ref = next((r for r in (f"refs/heads/{want}", f"refs/tags/{want}") if r in refs), None)
+            if ref is not None:
+                _fetch(tmp, url, [f"+{ref}:{ref}"], depth=depth, what=f"fetching {source}")
+            else:
+                _everything(tmp, url, source)
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _everything(tmp: Path, url: str, source: str) -> None:
+    """Every branch and tag of ``url``, whole (a ref this module cannot name on its own), capped."""
+    heads = _advertised(url, ["HEAD"], source)
+    _fetch(tmp, url, ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], depth=False,
+           what=f"fetching {source}")  # fmt: skip
+    if heads.get("ref: HEAD"):
+        git("symbolic-ref", "HEAD", heads["ref: HEAD"], what="recording the default branch", git_dir=str(tmp))
 
 
 def commit_of(repo: Path, ref: str | None, where: str) -> str:
@@ -221,7 +339,7 @@ def read_candidate(repo: Path, rows: Listing, commit: str, folder: str, name: st
 def git_candidates(source: str, names: Sequence[str] = (), pin: str | None = None) -> list[Candidate]:
     """The skills of the git repository ``source`` (``url#ref``) at ``pin`` (default: the ref's head)."""
     url, ref = split_ref(source)
-    with mirrored(url) as repo:
+    with mirrored(url, pin or ref) as repo:
         return candidates_at(repo, url, ref, commit_of(repo, pin or ref, url), names)
 
 
@@ -248,9 +366,9 @@ def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None 
     """Exactly ``commit`` of a recorded git source (read from ``repo_url`` when the skill's repository
     is not the source's own, as for a marketplace's plugin), or :class:`SourceError` when it is gone."""
     url = repo_url or source["url"]
-    with mirrored(url) as repo:
+    with mirrored(url, commit) as repo:
         if not reachable(repo, commit):
-            raise SourceError(f"{url} no longer serves commit {commit}: no branch or tag reaches it",
+            raise SourceError(f"{url} no longer serves commit {commit}: it no longer holds it",
                               hint="the source was rewritten (force-pushed); 'ledger outdated' shows its current "
                                    "version")  # fmt: skip
         rows = listing(repo, commit)

@@ -18,19 +18,25 @@ read as it is; otherwise the ``agent-skills`` location is tried, then ``skills``
 is fetched, except plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what
 the tests serve).  Redirects are followed only within the same scheme and host, at most
 :data:`MAX_REDIRECTS`; every response is capped (:data:`MAX_INDEX`, the project's per-file limit,
-:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive's
-members are read in memory; links in it are reported as ``symlinks``, never written anywhere.
+:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive is
+read as a stream (:func:`_unpacked`): its caps apply as bytes are decompressed, never after, and
+links in it are reported as ``symlinks``, never written anywhere.  An entry's URL stays on the
+index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
 The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
 """
 
 from __future__ import annotations
 
+import bz2
+import contextlib
+import gzip
 import hashlib
 import io
 import json
+import lzma
 import posixpath
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -38,6 +44,7 @@ import requests
 
 from ledger.bundle.skill import MAX_SUPPORT_FILE
 from ledger.errors import SourceError
+from ledger.supply import origins
 from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, pick, source_doc
 from ledger.supply.lockfile import folder_sha256
 
@@ -45,13 +52,17 @@ __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pi
 
 MAX_INDEX = 1024 * 1024  # bytes of index.json
 MAX_REDIRECTS = 3
+MAX_MEMBERS = 10_000  # entries of one archive
+_HEADER_ROOM = 16 * 1024 * 1024  # decompressed bytes an archive may spend on anything but the files taken
+_CHUNK = 65536
 TIMEOUT = (5.0, 30.0)  # connect, read (seconds)
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _LOCATIONS = (".well-known/agent-skills/index.json", ".well-known/skills/index.json")
 
 
 def is_index_url(url: str) -> bool:
-    return url.startswith(("https://", "http://")) and (url.endswith("index.json") or "/.well-known/" in url)
+    path = urlsplit(url).path
+    return url.startswith(("https://", "http://")) and (path.endswith("index.json") or "/.well-known/" in path)
 
 
 def _allowed(url: str) -> None:
@@ -62,36 +73,86 @@ def _allowed(url: str) -> None:
                       hint="use the https:// URL (plain http is allowed only to this machine, for tests)")  # fmt: skip
 
 
-def _get(url: str, limit: int) -> bytes | None:
-    """The body at ``url`` (None on 404), within ``limit`` bytes and same-host redirects."""
+@contextlib.contextmanager
+def _response(url: str) -> Iterator[requests.Response | None]:
+    """The open response at ``url`` (None on 404), after same-host redirects; its body is not read yet.
+
+    The body is asked for as it is (``Accept-Encoding: identity``) and read undecoded, so that no
+    transport encoding can inflate it behind the caps; a response in another encoding is refused."""
     for _ in range(MAX_REDIRECTS + 1):
         _allowed(url)
+        shown = origins.redacted(url)
         try:
-            with requests.get(url, timeout=TIMEOUT, allow_redirects=False, stream=True) as resp:
+            with requests.get(url, timeout=TIMEOUT, allow_redirects=False, stream=True,
+                              headers={"Accept-Encoding": "identity"}) as resp:  # fmt: skip
                 if resp.is_redirect:
                     target = urljoin(url, resp.headers.get("location", ""))
                     if urlsplit(target)[:2] != urlsplit(url)[:2]:
-                        raise SourceError(f"{url} redirects to another host or scheme ({target}); not followed")
+                        raise SourceError(f"{shown} redirects to another host or scheme "
+                                          f"({origins.redacted(target)}); not followed")  # fmt: skip
                     url = target
                     continue
                 if resp.status_code == 404:
-                    return None
+                    yield None
+                    return
                 if resp.status_code != 200:
-                    raise SourceError(f"{url} answered HTTP {resp.status_code}", hint="check the URL, or try later")
-                body = b""
-                for chunk in resp.iter_content(65536):
-                    body += chunk
-                    if len(body) > limit:
-                        raise SourceError(f"{url} is larger than {limit} bytes; refused")
-                return body
+                    raise SourceError(f"{shown} answered HTTP {resp.status_code}", hint="check the URL, or try later")
+                encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    raise SourceError(f"{shown} answered in Content-Encoding {encoding!r} though asked for none; "
+                                      "refused", hint="serve the file as it is")  # fmt: skip
+                yield resp
+                return
         except requests.RequestException as exc:
-            raise SourceError(f"cannot fetch {url}: {exc}", hint="check the URL and the network") from exc
-    raise SourceError(f"{url} redirects more than {MAX_REDIRECTS} times; not followed")
+            raise SourceError(f"cannot fetch {shown}: {type(exc).__name__}",
+                              hint="check the URL and the network") from None  # fmt: skip
+    raise SourceError(f"{origins.redacted(url)} redirects more than {MAX_REDIRECTS} times; not followed")
+
+
+class _Body(io.RawIOBase):
+    """A response body as a stream: read as it arrives, hashed, and refused past ``limit`` bytes."""
+
+    def __init__(self, resp: requests.Response, limit: int, where: str) -> None:
+        self.resp, self.limit, self.where = resp, limit, where
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            data = self.resp.raw.read(min(len(buf), _CHUNK), decode_content=False)
+        except (requests.RequestException, OSError) as exc:
+            raise SourceError(f"{self.where}: the download failed: {type(exc).__name__}") from None
+        self.size += len(data)
+        if self.size > self.limit:
+            raise SourceError(f"{self.where} is larger than {self.limit} bytes; refused")
+        self.sha256.update(data)
+        buf[: len(data)] = data
+        return len(data)
+
+    def drain(self) -> None:
+        while self.read(_CHUNK):
+            pass
+
+
+def _get(url: str, limit: int) -> bytes | None:
+    """The body at ``url`` (None on 404), within ``limit`` bytes and same-host redirects."""
+    with _response(url) as resp:
+        if resp is None:
+            return None
+        body = _Body(resp, limit, origins.redacted(url))
+        out = bytearray()
+        while chunk := body.read(_CHUNK):
+            out += chunk
+        return bytes(out)
 
 
 def _index(url: str) -> tuple[str, dict[str, Any]]:
     """(index URL, its document), trying the well-known locations under a base URL."""
-    tries = [url] if url.endswith("index.json") else [urljoin(url.rstrip("/") + "/", loc) for loc in _LOCATIONS]
+    named = urlsplit(url).path.endswith("index.json")
+    tries = [url] if named else [urljoin(url.rstrip("/") + "/", loc) for loc in _LOCATIONS]
     for where in tries:
         body = _get(where, MAX_INDEX)
         if body is None:
@@ -166,44 +227,118 @@ def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
 
 
 def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -> Candidate:
-    """A published v0.2.0 entry: one ``SKILL.md`` or one archive at ``url``, checked against ``digest``."""
+    """A published v0.2.0 entry: one ``SKILL.md`` or one archive at ``url``, checked against ``digest``.
+
+    An archive is read as it arrives (:func:`_unpacked`), its caps applied as bytes are decompressed,
+    and its digest checked over every byte served before anything of it is used."""
     name, kind = entry["name"], entry.get("type")
     candidate(name, {"SKILL.md": (b"", False)}, source_doc("index", index_url, name, None), {})  # the name first
     if kind not in ("skill-md", "archive") or not isinstance(entry.get("url"), str):
         raise SourceError(f"{where}: entry type {kind!r} is not one this ledger reads (skill-md, archive)")
     want = _hex(entry.get("digest"), where)
-    url = urljoin(index_url, entry["url"])
-    body = _get(url, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES)
-    if body is None:
-        raise SourceError(f"{where}: {url} is listed but not served")
-    if hashlib.sha256(body).hexdigest() != want:
-        raise SourceError(f"{where}: {url} does not match its digest in the index",
-                          hint="the file or the index was altered; nothing was taken")  # fmt: skip
-    files, links = ({"SKILL.md": (body, False)}, []) if kind == "skill-md" else _unpacked(body, name, where)
+    url = _entry_url(index_url, entry["url"], where)
+    shown = origins.redacted(url)
+    mismatch = SourceError(f"{where}: {shown} does not match its digest in the index",
+                           hint="the file or the index was altered; nothing was taken")  # fmt: skip
+    with _response(url) as resp:
+        if resp is None:
+            raise SourceError(f"{where}: {shown} is listed but not served")
+        body = _Body(resp, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES, shown)
+        if kind == "skill-md":
+            files, links = {"SKILL.md": (body.read(), False)}, []
+        else:
+            try:
+                files, links = _unpacked(body, name, where)
+            except SourceError:
+                with contextlib.suppress(SourceError):
+                    body.drain()
+                    if body.sha256.hexdigest() != want:
+                        raise mismatch from None
+                raise
+        body.drain()
+    if body.sha256.hexdigest() != want:
+        raise mismatch
     pin = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
     return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=links)
 
 
-def _unpacked(data: bytes, name: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
-    """The regular files (and the links, unread) of a ``.tar.gz``, in memory; its one top folder
-    named ``name`` is taken as the skill's root."""
+def _entry_url(index_url: str, given: str, where: str) -> str:
+    """An entry's URL, resolved against the index's: on the index's own origin, or a remote https URL."""
+    url = urljoin(index_url, given)
+    if urlsplit(url)[:2] == urlsplit(index_url)[:2]:
+        return url
+    return origins.remote(url, f"{where}: url")
+
+
+class _Capped(io.RawIOBase):
+    """A decompressed stream that refuses past ``limit`` bytes, before a read that would pass it."""
+
+    def __init__(self, raw: Any, limit: int, where: str) -> None:
+        self.raw, self.limit, self.where, self.size = raw, limit, where, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        data = self.raw.read(min(len(buf), _CHUNK, self.limit + 1 - self.size))
+        self.size += len(data)
+        if self.size > self.limit:
+            raise SourceError(f"{self.where}: the archive unpacks to more than {self.limit} bytes; refused")
+        buf[: len(data)] = data
+        return len(data)
+
+
+def _decompressed(body: io.RawIOBase, where: str) -> Any:
+    """``body`` decompressed as a stream, by its magic bytes (gzip, bzip2, xz, or a plain tar)."""
+    stream = io.BufferedReader(body, _CHUNK)
+    magic = stream.peek(6)[:6]
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=stream, mode="rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(stream)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(stream)
+    return stream
+
+
+def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
+    """The regular files (and the links, unread) of a ``.tar.gz`` read as a stream; its one top folder
+    named ``name`` is taken as the skill's root.
+
+    Each member's size is checked against the per-file limit, and the running total against the
+    skill's, from its header before its bytes are read; the decompressed stream itself is capped at
+    the files taken plus :data:`_HEADER_ROOM`, checked before each read, so nothing else (a long name,
+    a pax record, a folder's data) can inflate past that room.  Memory stays within those caps
+    whatever the archive claims."""
+    total_cap = MAX_SKILL_BYTES
     files: dict[str, tuple[bytes, bool]] = {}
     links: list[str] = []
+    total = count = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            members = tar.getmembers()
-            if len(members) > 10_000:
-                raise SourceError(f"{where}: the archive holds {len(members)} entries; refused")
-            for m in members:
+        stream = _Capped(_decompressed(body, where), _HEADER_ROOM, where)  # grows by each file taken
+        capped = io.BufferedReader(stream, _CHUNK)
+        with tarfile.open(fileobj=capped, mode="r|") as tar:
+            for m in tar:
+                count += 1
+                if count > MAX_MEMBERS:
+                    raise SourceError(f"{where}: the archive holds more than {MAX_MEMBERS} entries; refused")
                 rel = m.name.removeprefix("./")
-                if m.isfile():
+                if m.isfile() and not m.issparse():
+                    if m.size > MAX_SUPPORT_FILE:
+                        raise SourceError(f"{where}: {rel} is {m.size} bytes; the limit is {MAX_SUPPORT_FILE}")
+                    total += m.size
+                    if total > total_cap:
+                        raise SourceError(f"{where}: the archive's files hold more than {total_cap} bytes; one "
+                                          f"skill is limited to {total_cap}")  # fmt: skip
+                    stream.limit += -(-m.size // 512) * 512  # its blocks, padding included
                     handle = tar.extractfile(m)
-                    files[rel] = (handle.read() if handle else b"", bool(m.mode & 0o100))
+                    data = handle.read(m.size) if handle else b""
+                    files[rel] = (data, bool(m.mode & 0o100))
                 elif m.issym() or m.islnk():
                     links.append(rel)
                 elif not m.isdir():
                     raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
         raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
     if "SKILL.md" not in files and f"{name}/SKILL.md" in files:
         outside = [p for p in [*files, *links] if not p.startswith(f"{name}/")]

@@ -20,7 +20,7 @@ from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from ledger.supply import pins, sources
+from ledger.supply import origins, pins, sources
 from ledger.supply import scan as scanner
 from ledger.supply.review import Files, installed_files, review, upstream_digests
 
@@ -31,6 +31,19 @@ if TYPE_CHECKING:
 __all__ = ["Installer"]
 
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
+
+
+def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
+    """A ``local`` entry named relative to the lock's folder when it lies inside it: a lock's line may name
+    only such a path (docs/sources.md §1.1); one outside stays as it is, and is refused where it is read."""
+    fields = dict(entry.fields)
+    if fields.get("sourceType") != "local" or not isinstance(fields.get("source"), str):
+        return entry
+    where = Path(fields["source"]).resolve()
+    if not where.is_relative_to(lock_dir.resolve()):
+        return entry
+    fields["source"] = where.relative_to(lock_dir.resolve()).as_posix() or "."
+    return replace(entry, fields=tuple(fields.items()))
 
 
 class Installer:
@@ -62,13 +75,18 @@ class Installer:
     # ------------------------------------------------------------------ install
 
     def install(self, source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
-                note: str = "") -> dict[str, Any]:  # fmt: skip
-        """Install the named skills (every skill when none is named) from ``source``, pinned and scanned."""
-        found = sources.resolve(source, names, pin=pin, rpc=rpc)
+                note: str = "", strip_credentials: bool = False) -> dict[str, Any]:  # fmt: skip
+        """Install the named skills (every skill when none is named) from ``source``, pinned and scanned.
+
+        A source that carries credentials is refused; with ``strip_credentials`` it is read, recorded and
+        named without them, and ``stripped`` in the result names what was removed (never a value)."""
+        clean = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
+        stripped = origins.credentials(source) if clean != source else []
+        found = sources.resolve(clean, names, pin=pin, rpc=rpc)
         if not found:
-            raise SupplyError(f"{source} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
+            raise SupplyError(f"{clean} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
                               "a marketplace.json, a skills-lock.json or an index")  # fmt: skip
-        return self._write(found, note or f"installed from {source}")
+        return {**self._write(found, note or f"installed from {clean}"), "stripped": stripped}
 
     def install_frozen(self, lock: str, *, rpc: str | None = None) -> dict[str, Any]:
         """Install exactly the pins of ``lock`` (a skills-lock.json, or another brain's supply record),
@@ -215,6 +233,7 @@ class Installer:
             if not url or not pin:
                 raise SupplyError(f"{target!r} is neither a digest nor SOURCE@PIN",
                                   hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT")
+            origins.refuse_credentials(url, "the source URL")  # it is recorded with the revocation
             found = [e.digests() for e in record.skills.values() if e.source["url"] == url
                      and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
             if not found:  # nothing of it installed here: revoke what the source serves at that pin
@@ -326,6 +345,6 @@ class Installer:
 
     def export_lock(self, path: Path) -> dict[str, Any]:
         """This brain's installed set as the ``skills`` CLI's ``skills-lock.json``."""
-        entries = pins.lock_entries(self.record().skills)
+        entries = [_relative(e, Path(path).absolute().parent) for e in pins.lock_entries(self.record().skills)]
         sources.write_lock(entries, path)
         return {"path": str(path), "skills": sorted(self.record().skills)}

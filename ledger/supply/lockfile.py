@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import SourceError
+from ledger.supply import origins
 
 __all__ = [
     "LOCK_NAME", "LOCK_VERSION", "LockEntry", "folder_sha256", "lock_entry", "read_lock", "render_lock",
@@ -113,6 +114,22 @@ def upstream_url(source: str, source_type: str, lock_dir: Path) -> str:
     return source
 
 
+def _on_its_origin(url: str, given: str, kind: str, where: str, lock_dir: Path) -> str:
+    """A lock's line is a third party's: a ``local`` source stays inside the lock's own folder, and a
+    repository is a remote URL (:func:`~ledger.supply.origins.remote`); other types are refused later."""
+    origins.refuse_credentials(given, where)  # the entry's own 'source' is recorded too ('upstream')
+    if kind == "local":
+        inside = Path(given).is_absolute() is False and Path(url).is_relative_to(Path(lock_dir).resolve())
+        if not inside or "://" in given:
+            raise SourceError(f"{where} names a source on this machine outside the lock's folder: {given!r}",
+                              hint="a lock's local source is a path inside the lock's own folder; to install "
+                                   "from elsewhere here, name the path yourself: 'ledger install PATH'")  # fmt: skip
+        return url
+    if kind in ("github", "gitlab", "git"):
+        return origins.remote(url, where)
+    return url
+
+
 def _folder_of(skill_path: Any) -> str:
     """The skill's folder from a ``skillPath`` (``skills/x/SKILL.md`` → ``skills/x``), as the CLI derives it."""
     if not isinstance(skill_path, str):
@@ -130,7 +147,9 @@ def _entry(name: str, doc: Any, path: Path) -> LockEntry:
                           hint="a lock without the hash cannot say which content it locked")  # fmt: skip
     kind, ref = doc["sourceType"], doc.get("ref")
     url = doc["sourceUrl"] if kind == "git" and isinstance(doc.get("sourceUrl"), str) else doc["source"]
-    source = {"type": "skills-lock", "url": upstream_url(url, kind, path.parent),
+    origins.refuse_credentials(doc["source"], f"{path}: entry {name!r}")
+    url = _on_its_origin(upstream_url(url, kind, path.parent), url, kind, f"{path}: entry {name!r}", path.parent)
+    source = {"type": "skills-lock", "url": url,
               "path": _folder_of(doc.get("skillPath")), "ref": ref if isinstance(ref, str) and ref else None,
               "upstream": doc["source"], "sourceType": kind}  # fmt: skip
     return LockEntry(name, source, {"sha256": digest}, digest, tuple(doc.items()))

@@ -52,7 +52,8 @@ def _locked(source: dict[str, Any], name: str, sha256: str, start: str | None, c
     newest such version at or before ``start`` (default: the ref's head)."""
     _readable(source, name)
     url = source["url"]
-    with gsrc.mirrored(url) as repo:
+    # a recorded commit is fetched alone; otherwise the one ref's history is searched for the locked hash
+    with gsrc.mirrored(url, commit or start or source.get("ref"), history=commit is None) as repo:
         if commit is not None and not gsrc.reachable(repo, commit):
             raise SourceError(f"{url} no longer serves commit {commit}: no branch or tag reaches it",
                               hint="the source was rewritten (force-pushed)")  # fmt: skip
@@ -102,7 +103,7 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
 def latest(source: dict[str, Any], name: str) -> Candidate:
     """The upstream's current folder for a lock source (whatever its hash): what an update would take."""
     _readable(source, name)
-    with gsrc.mirrored(source["url"]) as repo:
+    with gsrc.mirrored(source["url"], source.get("ref")) as repo:
         commit = gsrc.commit_of(repo, source.get("ref"), source["url"])
         rows = gsrc.listing(repo, commit)
         folder = _folder(source, name, rows, f"{source['url']}@{commit[:12]}")

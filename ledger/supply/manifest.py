@@ -31,6 +31,7 @@ from ledger.signatures import signing
 from ledger.store import gitstore as gs
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record, skill_blake3
+from ledger.supply import origins
 from ledger.supply.lockfile import folder_sha256
 
 __all__ = [
@@ -174,7 +175,8 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 def public_location(value: str) -> str:
     """A recorded source location as a published manifest may name it: a URL without its userinfo
-    (``user:pass@``, ``token@``, ``git@``: the ledger cannot tell a login from a secret), an scp-like
+    (``user:pass@``, ``token@``, ``git@``: the ledger cannot tell a login from a secret) and without a query
+    parameter or fragment that carries a credential (:func:`~ledger.supply.origins.credentials`), an scp-like
     ``user@host:path`` as ``host:path``, and a local path or ``file://`` URL as ``local:<basename>``
     (where a machine keeps a repository says nothing to a reader and may name a person)."""
     scheme, sep, rest = value.partition("://")
@@ -182,7 +184,8 @@ def public_location(value: str) -> str:
         if scheme.lower() == "file":
             return _local(rest)
         end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])  # RFC 3986 §3.2, as git reads it
-        return f"{scheme}://{rest[:end].rpartition('@')[2]}{rest[end:]}"
+        public = f"{scheme}://{rest[:end].rpartition('@')[2]}{rest[end:]}"
+        return origins.scrubbed(public) if origins.credentials(public) else public  # a token a record still holds
     colon, slash = value.find(":"), value.find("/")
     if colon > 1 and (slash < 0 or colon < slash):  # git's scp-like syntax; a one-letter 'C:' is a drive
         return value[:colon].rpartition("@")[2] + value[colon:]

@@ -5,8 +5,10 @@ The schema, as Claude Code's docs give it (code.claude.com/docs/en/plugin-market
 A plugin's ``source`` is a relative path (``./plugins/x``, resolved against the marketplace's
 repository root, or against ``metadata.pluginRoot`` when the path is a bare name) or an object:
 ``{"source": "github", "repo": "owner/repo", "ref"?, "sha"?}``, ``{"source": "url", "url", "ref"?,
-"sha"?}`` (any git URL) or ``{"source": "git-subdir", "url", "path", "ref"?, "sha"?}``.  Other kinds
-(``npm``, ``pip``) are not git and are left out: their skills are not listed.
+"sha"?}`` (a remote git URL) or ``{"source": "git-subdir", "url", "path", "ref"?, "sha"?}``.  Other
+kinds (``npm``, ``pip``) are not git and are left out: their skills are not listed.  The marketplace
+is a third party's document: a URL it names is remote (:func:`~ledger.supply.origins.remote`), never
+a path, ``file://`` or local transport on the installer's machine.
 
 A plugin's skills are ``skills/<name>/SKILL.md`` under its root, plus each path that its
 marketplace entry or its own ``.claude-plugin/plugin.json`` lists in ``skills`` (a skill
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import posixpath
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from typing import Any
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import SourceError
 from ledger.supply import gitsource as gsrc
+from ledger.supply import origins
 from ledger.supply.candidates import Candidate, git, pick, source_doc
 
 __all__ = ["MARKETPLACE", "local_repo", "marketplace_candidates"]
@@ -50,27 +54,52 @@ def _inside(base: str, rel: str, where: str) -> str:
     """``rel`` joined to ``base`` inside the repository, or refused (no ``..`` escape, no absolute path)."""
     joined = posixpath.normpath(posixpath.join(base, rel.removeprefix("./")))
     if rel.startswith("/") or joined == ".." or joined.startswith("../"):
-        raise SourceError(f"{where}: path {rel!r} leaves the repository", hint="plugin paths stay inside it")
+        raise SourceError(f"{where}: path {rel!r} leaves the repository: it names a source on this machine, "
+                          "outside the marketplace", hint="plugin paths stay inside the marketplace's repository")
     return "" if joined == "." else joined
 
 
+_GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
 def _plugin_location(entry: dict[str, Any], url: str, root: str, where: str) -> dict[str, Any] | None:
-    """Where a plugin's files are: {"url", "ref", "sha", "folder"}; None for kinds that are not git."""
+    """Where a plugin's files are: {"url", "ref", "sha", "folder", "same"}; None for kinds that are not git.
+
+    The marketplace is a third party's document: a plugin is a path inside its own repository or a remote
+    URL (:func:`~ledger.supply.origins.remote`), never a place on the installer's machine."""
     src = entry.get("source")
+    name = entry.get("name")
     if isinstance(src, str):
+        if "://" in src or "::" in src or origins.scp_like(src) or src.startswith(("~", "/", "\\")) or \
+                re.match(r"[A-Za-z]:[\\/]", src):  # fmt: skip
+            raise SourceError(f"{where}: plugin {name!r} names a source on this machine or elsewhere as a path: "
+                              f"{origins.redacted(src)!r}; a plugin's path is relative, inside the marketplace's "
+                              "repository", hint="a remote plugin is {\"source\": \"url\", \"url\": \"https://…\"}")
         base = root if root and "/" not in src.removeprefix("./") else ""
-        return {"url": url, "ref": None, "sha": None, "folder": _inside(base, src, where), "same": True}
+        folder = _inside(base, src, f"{where}: plugin {name!r}")
+        return {"url": url, "ref": None, "sha": None, "folder": folder, "same": True}
     if not isinstance(src, dict):
-        raise SourceError(f"{where}: plugin {entry.get('name')!r} has a source that is neither a path nor an object")
+        raise SourceError(f"{where}: plugin {name!r} has a source that is neither a path nor an object")
     kind = src.get("source")
     if kind == "github" and isinstance(src.get("repo"), str):
-        repo_url = f"https://github.com/{src['repo']}.git"
+        repo = src["repo"].removesuffix(".git")
+        if not _GITHUB_REPO.fullmatch(repo) or ".." in repo.split("/"):
+            raise SourceError(f"{where}: plugin {name!r} names GitHub repository {src['repo']!r}, not owner/repo",
+                              hint="a github source is {\"source\": \"github\", \"repo\": \"owner/repo\"}")  # fmt: skip
+        repo_url = f"https://github.com/{repo}.git"
     elif kind in ("url", "git", "git-subdir") and isinstance(src.get("url"), str):
-        repo_url = src["url"]
+        repo_url = origins.remote(src["url"], f"{where}: plugin {name!r}")
     else:
         return None
-    folder = _inside("", src["path"], where) if kind == "git-subdir" and isinstance(src.get("path"), str) else ""
+    for key in ("ref", "sha"):
+        if src.get(key) is not None and (not isinstance(src[key], str) or not _REF.fullmatch(src[key])):
+            raise SourceError(f"{where}: plugin {name!r} has {key} {src[key]!r}, which is not a ref or commit id")
+    subdir = kind == "git-subdir" and isinstance(src.get("path"), str)
+    folder = _inside("", src["path"], f"{where}: plugin {name!r}") if subdir else ""
     return {"url": repo_url, "ref": src.get("ref"), "sha": src.get("sha"), "folder": folder, "same": False}
+
+
+_REF = re.compile(r"(?!-)[A-Za-z0-9._/+-]{1,255}")
 
 
 def _skill_folders(rows: gsrc.Listing, folder: str, listed: Sequence[str], where: str) -> dict[str, str]:
@@ -107,29 +136,73 @@ def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, n
                            pin: str | None = None, repo: Path | None = None) -> list[Candidate]:  # fmt: skip
     """The skills of the marketplace ``file`` in the repository ``url`` at ``pin`` (default: ``ref``'s head).
 
-    Every plugin's repository is fetched to list its skills (a skill's plugin is known only then);
+    Only the plugins that can hold the named skills are read (:func:`_wanted`): ``plugin:skill`` reads
+    that plugin; a bare ``skill`` reads the plugins inside the marketplace's own repository, then the
+    others in the marketplace's order until one holds it.  With no names every plugin is read.
     ``repo`` is the marketplace's repository when the caller has fetched it already."""
     with contextlib.ExitStack() as stack:
-        repos = {url: repo if repo is not None else stack.enter_context(gsrc.mirrored(url))}
-        commit = gsrc.commit_of(repos[url], pin or ref, url)
+        home = repo if repo is not None else stack.enter_context(gsrc.mirrored(url, pin or ref))
+        repos: dict[tuple[str, str | None], Path] = {}
+        commit = gsrc.commit_of(home, pin or ref, url)
         where = f"{url}@{commit[:12]}:{file}"
-        plugins = _plugins(repos[url], commit, file, url, where)
-        catalog: dict[str, tuple[str, str, str, gsrc.Listing]] = {}  # plugin:skill → (repo url, commit, folder, rows)
-        for plugin, (entry, loc) in plugins.items():
-            if loc["url"] not in repos:
-                repos[loc["url"]] = stack.enter_context(gsrc.mirrored(loc["url"]))
-            at = commit if loc["same"] else gsrc.commit_of(repos[loc["url"]], loc["sha"] or loc["ref"], loc["url"])
-            rows = gsrc.listing(repos[loc["url"]], at)
-            listed = _listed(entry) + _manifest_skills(repos[loc["url"]], at, loc["folder"], rows)
+        plugins = _plugins(home, commit, file, url, where)
+        # plugin:skill → (repository URL, its fetched copy, commit, folder, listing)
+        catalog: dict[str, tuple[str, Path, str, str, gsrc.Listing]] = {}
+
+        def read(plugin: str) -> None:
+            entry, loc = plugins[plugin]
+            if loc["same"]:
+                at, here = commit, home
+            else:
+                want = loc["sha"] or loc["ref"]
+                key = (loc["url"], want)
+                if key not in repos:
+                    repos[key] = stack.enter_context(gsrc.mirrored(loc["url"], want))
+                here = repos[key]
+                at = gsrc.commit_of(here, want, loc["url"])
+            rows = gsrc.listing(here, at)
+            listed = _listed(entry) + _manifest_skills(here, at, loc["folder"], rows)
             for skill, folder in _skill_folders(rows, loc["folder"], listed, where).items():
-                catalog[f"{plugin}:{skill}"] = (loc["url"], at, folder, rows)
+                catalog[f"{plugin}:{skill}"] = (loc["url"], here, at, folder, rows)
+
+        _wanted(plugins, names, read, catalog)
         out = []
         for key in _chosen(catalog, names, where):
             plugin, skill = key.split(":", 1)
-            repo_url, at, folder, rows = catalog[key]
+            repo_url, here, at, folder, rows = catalog[key]
             doc = source_doc("marketplace", url, folder, ref, plugin=plugin, repo=repo_url, file=file)
-            out.append(gsrc.read_candidate(repos[repo_url], rows, at, folder, skill, doc))
+            out.append(gsrc.read_candidate(here, rows, at, folder, skill, doc))
         return out
+
+
+def _wanted(plugins: dict[str, tuple[dict[str, Any], Any]], names: Sequence[str], read: Any,
+            catalog: dict[str, Any]) -> None:  # fmt: skip
+    """Read (``read(plugin)``) only the plugins the ``names`` need into ``catalog``."""
+    done: set[str] = set()
+
+    def once(plugin: str) -> None:
+        if plugin not in done:
+            done.add(plugin)
+            read(plugin)
+
+    if not names:
+        for plugin in plugins:
+            once(plugin)
+        return
+    own = [p for p, (_, loc) in plugins.items() if loc["same"]]
+    others = [p for p, (_, loc) in plugins.items() if not loc["same"]]
+    for name in names:
+        plugin, sep, _skill = name.partition(":")
+        if sep:
+            if plugin in plugins:
+                once(plugin)
+            continue
+        for p in own:  # free: the marketplace's own repository is read already
+            once(p)
+        for p in others:
+            if any(key.split(":", 1)[1] == name for key in catalog):
+                break
+            once(p)
 
 
 def _plugins(repo: Path, commit: str, file: str, url: str, where: str) -> dict[str, tuple[dict[str, Any], Any]]:

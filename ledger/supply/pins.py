@@ -9,7 +9,6 @@ refused, like a fetch that is not a fast-forward (docs/supply-chain.md §4).
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.errors import SourceError, SupplyError
 from ledger.store import supply as sp
-from ledger.supply import sources
+from ledger.supply import gitsource, origins, sources
 
 __all__ = ["Locked", "lock_entries", "locked", "require_descends"]
 
@@ -30,13 +29,8 @@ def require_descends(source: Mapping[str, Any], old: Mapping[str, Any], new: Map
     a, b = old.get("commit"), new.get("commit")
     if source.get("type") not in HISTORY or not a or not b or a == b:
         return
-    with tempfile.TemporaryDirectory(prefix="ledger-pin-") as tmp:
-        git = Path(tmp) / "repo.git"
-        url = source["url"]
-        clone = subprocess.run(["git", "clone", "--bare", "--quiet", "--", url, str(git)], capture_output=True,
-                               text=True, env=child_env(), timeout=600)  # fmt: skip
-        if clone.returncode != 0:
-            raise SourceError(f"cannot read {url}: {clone.stderr.strip()[:300]}")
+    url = source["url"]
+    with gitsource.mirrored(url, b, history=True) as git:  # the new commit's history alone, capped
         ok = subprocess.run(["git", f"--git-dir={git}", "merge-base", "--is-ancestor", a, b],
                             capture_output=True, env=child_env(), timeout=600)  # fmt: skip
     if ok.returncode != 0:
@@ -66,7 +60,26 @@ def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
     record = sources.supply_of(lock, rpc=rpc)
     if not record.skills:
         raise SupplyError(f"{lock} installed no skill from elsewhere: there is nothing to reproduce")
+    for name, entry in record.skills.items():  # another brain's record is a third party's document
+        _remote_source(entry.source, f"{lock}: the source of {name!r}")
     return [Locked(n, e.source, e.pin, e.sha256, e.blake3) for n, e in sorted(record.skills.items())]
+
+
+def _remote_source(source: Mapping[str, Any], where: str) -> None:
+    """Every location of a recorded source as a third party may name it (:func:`~ledger.supply.origins.remote`;
+    an index at an https URL): a brain's record cannot send this installer to its own disk."""
+    for value in source.values():
+        if isinstance(value, str):
+            origins.refuse_credentials(value, where)
+    for key in ("url", "repo"):
+        value = source.get(key)
+        if isinstance(value, str):
+            if source.get("type") == "index" and key == "url":
+                if not value.startswith("https://"):
+                    raise SourceError(f"{where} is {origins.redacted(value)!r}: an index is read over https only")
+                origins.refuse_credentials(value, where)
+            else:
+                origins.remote(value, where)
 
 
 def lock_entries(installed: Mapping[str, sp.Entry]) -> list[Any]:

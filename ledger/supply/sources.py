@@ -16,7 +16,9 @@ A SOURCE is one string; its form is decided in this order:
    git repository, or that names ``index.json`` or a ``/.well-known/`` path.  Pin ``{"sha256", …}``.
 
 Files (4 and the marketplace file of 3) are told apart by name or, failing that, content.
-Nothing is written anywhere but temporary directories, removed before returning.
+Nothing is written anywhere but temporary directories, removed before returning.  A SOURCE
+that carries credentials is refused (or stripped, when asked); what a third party's document
+names stays on its origin (:mod:`~ledger.supply.origins`, docs/sources.md §1.1).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from ledger.errors import SourceError, StoreError
 from ledger.exchange.sharing import fetched
 from ledger.store import supply as sp
-from ledger.supply import brainsource, gitsource, indexsource, locksource, marketplace
+from ledger.supply import brainsource, gitsource, indexsource, locksource, marketplace, origins
 from ledger.supply.candidates import Candidate
 from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, lock_entry, read_lock, write_lock
 
@@ -58,14 +60,17 @@ def _file_kind(path: Path) -> str:
 
 
 def resolve(
-    source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None
-) -> list[Candidate]:
+    source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
+    strip_credentials: bool = False,
+) -> list[Candidate]:  # fmt: skip
     """The skills ``source`` serves (those in ``names``, or all), each read at one pinned state.
 
     ``pin`` is a commit id (or a ref) to read at; None means the source's current head.  A
-    named skill the source lacks is a :class:`SourceError` listing what it has."""
+    named skill the source lacks is a :class:`SourceError` listing what it has.  A source that
+    carries credentials is refused, or with ``strip_credentials`` read without them
+    (:mod:`~ledger.supply.origins`)."""
+    source = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
     url, ref = gitsource.split_ref(source)
-    _no_credentials(url)
     if "://" not in url and Path(url).exists():
         url = str(Path(url).absolute())  # recorded in the pin: it must mean the same from any directory
     path = Path(url)
@@ -81,7 +86,7 @@ def resolve(
         return brain
     if url.startswith(("https://", "http://")) and not gitsource.is_repo(url):
         return _index(url, names, pin)  # not a git repository: an index's base URL
-    with gitsource.mirrored(url) as repo:
+    with gitsource.mirrored(url, pin or ref) as repo:
         commit = gitsource.commit_of(repo, pin or ref, url)
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
             return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, commit, repo)
@@ -91,16 +96,7 @@ def resolve(
 def _no_credentials(url: str) -> None:
     """Refuse a URL that carries credentials: the source is recorded in the signed supply record, which is
     pushed with the brain and never rewritten, and published in its manifests."""
-    from urllib.parse import urlsplit
-
-    if "://" not in url:
-        return
-    parts = urlsplit(url)
-    if parts.password is not None or (parts.username is not None and parts.scheme not in ("ssh", "git+ssh")):
-        raise SourceError(f"the source URL carries credentials ({parts.scheme}://…@{parts.hostname}/…), which would be "
-                          "recorded in the brain's signed history and published with it",
-                          hint="give the URL without them and let git's credential helper supply them "
-                               "(git config --global credential.helper …), or use an SSH URL")  # fmt: skip
+    origins.refuse_credentials(url, "the source URL")
 
 
 def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
@@ -117,7 +113,16 @@ def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
 
 
 def _brain(url: str, names: Sequence[str], pin: str | None, rpc: str | None) -> list[Candidate] | None:
-    """The brain's candidates when ``url`` is a brain, else None (not even fetchable as one)."""
+    """The brain's candidates when ``url`` is a brain, else None (not even fetchable as one).
+
+    Whether it is one is read from the tip of its ``main`` alone (one commit, capped), so that a
+    repository of skills is never fetched whole to learn that it is not a brain."""
+    try:
+        with gitsource.mirrored(url, "main") as probe:
+            if not brainsource.is_brain(probe):
+                return None
+    except SourceError:
+        return None  # no 'main' branch, or not a repository at all: the other forms decide
     with contextlib.ExitStack() as stack:
         try:
             repo = stack.enter_context(fetched(url))
