@@ -124,7 +124,7 @@ class Children:
             kill(proc)
 
 
-def kill(proc: subprocess.Popen[Any], timeout: float = 30) -> None:
+def kill(proc: subprocess.Popen[Any], timeout: float = 30, close: bool = True) -> None:
     """SIGKILL ``proc``'s whole process group (it leads one: started with ``start_new_session``) and reap it.
 
     The group is signalled only while ``proc`` is unreaped, so its id cannot name someone else's group."""
@@ -136,7 +136,7 @@ def kill(proc: subprocess.Popen[Any], timeout: float = 30) -> None:
                 proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=timeout)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
+    for stream in (proc.stdin, proc.stdout, proc.stderr) if close else ():
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
