@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ledger.chain import anvil
+from ledger.errors import ChainError
 from tests import fleet, procs, synckills
 
 
@@ -132,3 +133,32 @@ def test_a_sync_kill_run_that_fails_mid_round_leaves_no_process(
         synckills.sync_kill_run(tmp_path, kills=50, seed=1)  # seed 1: the first round writes
     assert seen, "no sync was running when the harness failed: the test proves nothing"
     assert _left(mark) == []
+
+
+@pytest.mark.chain
+def test_anvil_moves_on_when_the_port_it_picked_is_taken_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``anvil.start`` picks a free port, closes it, then anvil binds it: on a shared machine another program
+    may take it in between (several suites start anvils at once).  Here one does, every time for the first
+    pick: a port asked for is refused as before, but a port anvil picked itself is picked again."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    picks = iter([busy])
+    real = anvil.free_port
+    monkeypatch.setattr(anvil, "free_port", lambda: next(picks, None) or real())
+    try:
+        node = anvil.start(tmp_path / "a", persist=False, lifetime=120)
+        try:
+            assert node.port != busy and anvil.rpc_ready(node.url)
+            assert (tmp_path / "a" / "port").read_text().strip() == str(node.port)
+        finally:
+            anvil.stop(tmp_path / "a")
+        with pytest.raises(ChainError, match="exited at start"):
+            anvil.start(tmp_path / "b", port=busy, persist=False, lifetime=120)
+    finally:
+        taken.close()
