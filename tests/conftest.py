@@ -47,7 +47,8 @@ def _stray_processes():
 
     with procs.marked(procs.CASE) as mark:
         yield
-    left = [(pid, cmd) for pid, cmd in procs.reap(procs.CASE, mark) if not any(d in cmd for d in procs.DETACHED)]
+    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark) if not procs.detached(pid)]
+    procs.reap(procs.CASE, mark)
     if left:
         warnings.warn(f"the test left {len(left)} process(es) running (killed now): {left[:5]}", stacklevel=1)
 

@@ -63,6 +63,22 @@ def tagged(name: str, value: str) -> list[tuple[int, str]]:
     return found
 
 
+def detached(pid: int) -> bool:
+    """Whether ``pid`` is, or was started by, a process the ledger detaches on purpose (:data:`DETACHED`)."""
+    for _ in range(16):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            return False
+        if any(d in cmd for d in DETACHED):
+            return True
+        pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        if pid <= 1:
+            return False
+    return False
+
+
 def reap(name: str, value: str, *, wait: float = 10.0) -> list[tuple[int, str]]:
     """SIGKILL every live process carrying ``name=value`` and wait (bounded) until none is left; what was killed."""
     killed: dict[int, str] = {}
