@@ -108,7 +108,10 @@ def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Pat
         _dumped_since(brain_dir / ".ledger" / "anvil" / "state.json", time.time())  # what was committed is saved
         node = json.loads((brain_dir / ".ledger" / "anvil" / "node.json").read_text())
         os.killpg(node["pid"], signal.SIGKILL)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 60  # gone when its port no longer answers (0.3 s was a guess)
+        while anvil.rpc_ready(node["url"]):
+            assert time.monotonic() < deadline, "anvil still answers after SIGKILL"
+            time.sleep(0.05)
         run_ledger("skill", "create", "t", "--description", "d", env=env, check=True)
         for args in (["commit", "--key", DEV_KEY_NAME], ["chain", "status"], ["verify", "--chain"]):
             proc = run_ledger(*args, env=env)
