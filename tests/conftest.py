@@ -45,11 +45,12 @@ def _stray_processes():
 
     from tests import procs
 
+    before = procs.pids()  # none of these can carry the marker: only the test's new processes are read
     with procs.marked(procs.CASE) as mark:
         yield
-    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark) if not procs.detached(pid)]
-    procs.reap(procs.CASE, mark)
+    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark, before=before) if not procs.detached(pid)]
     if left:
+        procs.reap(procs.CASE, mark)
         warnings.warn(f"the test left {len(left)} process(es) running (killed now): {left[:5]}", stacklevel=1)
 
 

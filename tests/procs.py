@@ -44,12 +44,18 @@ def _state(pid: str) -> str:
     return chr(stat[stat.rfind(b")") + 2])
 
 
-def tagged(name: str, value: str) -> list[tuple[int, str]]:
-    """(pid, command line) of every live process whose environment holds ``name=value`` (not this one)."""
+def pids() -> set[int]:
+    """Every process id in ``/proc`` now."""
+    return {int(e.name) for e in os.scandir("/proc") if e.name.isdigit()}
+
+
+def tagged(name: str, value: str, *, before: set[int] | None = None) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process whose environment holds ``name=value`` (not this one).
+    ``before``: ids that ran before the marker was set, and cannot carry it (a cheaper scan)."""
     want = f"{name}={value}".encode()
     found = []
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid() or (before and int(entry.name) in before):
             continue
         try:
             if want not in Path(f"/proc/{entry.name}/environ").read_bytes().split(b"\0"):
