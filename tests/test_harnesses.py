@@ -130,7 +130,7 @@ def test_a_sync_kill_run_that_fails_mid_round_leaves_no_process(
 
     monkeypatch.setattr(synckills, "_ledger_write", write)
     with pytest.raises(Boom):
-        synckills.sync_kill_run(tmp_path, kills=50, seed=1)  # seed 1: the first round writes
+        synckills.sync_kill_run(tmp_path, kills=50, seed=1)  # a round writes with probability 1/2: one soon does
     assert seen, "no sync was running when the harness failed: the test proves nothing"
     assert _left(mark) == []
 
