@@ -107,8 +107,8 @@ def _point(link: Path, to: str) -> None:
     push already under way finishes in it (git's receive-pack works in the directory it opened, and makes
     its quarantine there by absolute path) and nothing git does can stop the link from being put back;
     every fetch and push started while the link points at nothing fails, as against a remote that is
-    down.  (Renaming the repository away, as this harness did before, raced receive-pack, which
-    recreated ``objects/tmp_objdir-incoming-*`` at the old path, so the rename back failed.)"""
+    down.  (Renaming the repository away, as this harness did before, raced receive-pack: in a CI run of
+    issue 46 it recreated ``objects/tmp_objdir-incoming-*`` at the old path, and the rename back failed.)"""
     tmp = link.with_name(link.name + ".next")
     tmp.unlink(missing_ok=True)
     os.symlink(to, tmp)

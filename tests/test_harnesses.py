@@ -41,8 +41,8 @@ def mark(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_fleet_run_that_fails_while_writing_leaves_no_process(
     tmp_path: Path, mark: str, monkeypatch: pytest.MonkeyPatch, node: anvil.Node
 ) -> None:
-    """The first loop the fault injector takes down raises instead: by then every machine's loop, the CLI
-    writers and the MCP servers are running."""
+    """The first loop the fault injector takes down raises instead: by then every machine's loop and its
+    writers (CLI commands, MCP servers starting) are running."""
     started: list[int] = []
 
     def kill_loop(self: fleet.Machine) -> None:
