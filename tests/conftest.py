@@ -34,6 +34,26 @@ def signing_keys(tmp_path_factory: pytest.TempPathFactory):
             os.environ["LEDGER_KEYS"] = old
 
 
+@pytest.fixture(autouse=True)
+def _stray_processes():
+    """Every process a test starts carries ``LEDGERTEST_CASE`` (tests/procs.py), and whatever still runs when
+    the test ends is killed, so a test that fails never leaves its children to the next.  This is a net, not
+    the rule: each harness stops what it started itself (tests/test_harnesses.py proves it), and what the
+    ledger detaches on purpose (its packer) ends by itself.  Fixtures of a wider scope (``node``) are made
+    before this one and keep running."""
+    import warnings
+
+    from tests import procs
+
+    before = procs.pids()  # none of these can carry the marker: only the test's new processes are read
+    with procs.marked(procs.CASE) as mark:
+        yield
+    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark, before=before) if not procs.detached(pid)]
+    if left:
+        procs.reap(procs.CASE, mark)
+        warnings.warn(f"the test left {len(left)} process(es) running (killed now): {left[:5]}", stacklevel=1)
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory):
     """A real anvil on a free loopback port, bounded in time, always stopped."""

@@ -12,7 +12,8 @@ the owner authorized).  Each runs:
 - a **sync loop**: ``ledger sync --watch`` with the shared remote set (``--commit``: it
   anchors too).
 
-Faults, at random: the remote is unreachable for a while (its directory renamed away);
+Faults, at random: the remote is unreachable for a while (the path every machine syncs with is a
+symbolic link, pointed at nothing and back, each time in one ``rename``: see :func:`_point`);
 a sync loop is SIGKILLed (in a push, a merge or a commit: wherever it is) and restarted
 later; two machines run a one-shot ``ledger sync`` at once, and half of those are
 SIGKILLed at a random moment; one machine's loop stays down for the first half of the
@@ -24,6 +25,11 @@ remote mainline's last root.  Then it checks: every acknowledged write is in the
 lineage (an appended line in the remote's head; a hot value in some snapshot reachable
 from it, or in a recorded conflict); no (skill, version) names two contents on the
 mainline; ``ledger audit URL`` with the chain passes with ``--require-signatures``.
+
+Whatever happens, a run stops every process it started before it returns or raises (issue 46):
+each child is started in its own process group through one :class:`tests.procs.Children` and
+killed whole, and every child carries ``LEDGERTEST_RUN`` in its environment, so anything started
+further down (an MCP server, git's ``receive-pack``) is found in ``/proc`` and killed too.
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -41,10 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import procs
 from tests.stress import LEDGER, _env
 
 SHARED = ("s0", "s1", "s2", "s3")
 HOT = "hot"
+LINK = "remote-link"  # what the machines sync with: a symbolic link to remote.git (not "remote": git would try
+# "remote.git" when "remote" is not a repository, and find the repository through the outage)
+OUTAGE = "remote.offline"  # where the link points during an outage: nothing is there
 PASSWORD = "fleet-harness"  # the committer keystores' password, given to children in their environment
 
 
@@ -54,6 +64,7 @@ class Machine:
     root: Path
     url: str
     env: dict[str, str] = field(default_factory=dict)
+    children: procs.Children = field(default_factory=procs.Children)  # shared by a run's machines
     loop: subprocess.Popen[bytes] | None = None
     down_until: float = 0.0
     acks: list[dict[str, Any]] = field(default_factory=list)
@@ -63,44 +74,70 @@ class Machine:
         return self.root / "brain"
 
     def ledger(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([LEDGER, "--brain", str(self.brain), *args], capture_output=True, text=True,
-                              env=self.env, timeout=timeout)  # fmt: skip
+        return self.cli("--brain", str(self.brain), *args, timeout=timeout, check=check)
+
+    def cli(self, *args: str, timeout: float = 300, check: bool = False, input: str | None = None,
+            ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+        """``ledger ARGS`` on this machine (its keys, keystore and home), in its own process group."""
+        proc = self.children.run([LEDGER, *args], env=self.env, timeout=timeout, input=input)
         if check and proc.returncode != 0:
             raise AssertionError(f"machine {self.k}: ledger {' '.join(args)}: {proc.stderr}")
         return proc
 
     def start_loop(self) -> None:
         if self.loop is None or self.loop.poll() is not None:
-            log = open(self.root / "loop.log", "ab")  # noqa: SIM115 - the child keeps it
-            self.loop = subprocess.Popen([LEDGER, "--brain", str(self.brain), "sync", "--watch", "--poll", "1"],
-                                         stdout=log, stderr=log, env=self.env, start_new_session=True)  # fmt: skip
+            with open(self.root / "loop.log", "ab") as log:  # the child has its own copy of the descriptor
+                self.loop = self.children.popen([LEDGER, "--brain", str(self.brain), "sync", "--watch", "--poll",
+                                                 "1"], stdout=log, stderr=log, env=self.env)  # fmt: skip
 
     def kill_loop(self) -> None:
-        if self.loop is not None and self.loop.poll() is None:
-            os.killpg(self.loop.pid, signal.SIGKILL)
-            self.loop.wait()
+        """SIGKILL the loop wherever it is, with every git process it started (its whole group)."""
+        if self.loop is not None:
+            procs.kill(self.loop)
+            self.children.forget(self.loop)
 
 
 def _md(body: str, name: str) -> str:
     return f"---\nname: {name}\ndescription: Shared skill {name}.\n---\n# {name}\n\n{body}\n"
 
 
-def setup(work: Path, machines: int, node_url: str) -> tuple[list[Machine], dict[str, Any]]:
+def _point(link: Path, to: str) -> None:
+    """Make the symbolic link ``link`` point at ``to`` in one step: a new link renamed over it (rename(2)
+    replaces atomically).  This is the harness's outage: the remote repository itself never moves, so a
+    push already under way finishes in it (git's receive-pack works in the directory it opened, and makes
+    its quarantine there by absolute path) and nothing git does can stop the link from being put back;
+    every fetch and push started while the link points at nothing fails, as against a remote that is
+    down.  (Renaming the repository away, as this harness did before, raced receive-pack: in a CI run of
+    issue 46 it recreated ``objects/tmp_objdir-incoming-*`` at the old path, and the rename back failed.)"""
+    tmp = link.with_name(link.name + ".next")
+    tmp.unlink(missing_ok=True)
+    os.symlink(to, tmp)
+    os.replace(tmp, link)
+
+
+def setup(work: Path, machines: int, node_url: str, children: procs.Children | None = None,
+          run: str | None = None) -> tuple[list[Machine], dict[str, Any]]:  # fmt: skip
     """Machine 0 founds the brain, deploys and registers; every other machine clones it, and its keys are
-    trusted (signing) and authorized (committing) by the founder."""
+    trusted (signing) and authorized (committing) by the founder.
+
+    The machines sync with ``work/remote-link``, a symbolic link to the bare repository ``work/remote.git``
+    (see :func:`_point`).  Every child carries ``LEDGERTEST_RUN=run`` in its environment."""
     from ledger.brain import Brain
     from ledger.chain.keys import dev_account
 
+    children = children or procs.Children()
+    run = run or procs.new_mark()
     remote = work / "remote.git"
+    link = work / LINK
     ms = []
     for k in range(machines):
         root = work / f"m{k}"
         root.mkdir(parents=True)
         env = _env(LEDGER_KEYS=str(root / "keys"), LEDGER_KEYSTORE=str(root / "keystore"),
-                   LEDGER_KEY_PASSWORD=PASSWORD, HOME=str(root))  # fmt: skip
-        ms.append(Machine(k, root, str(remote), env))
+                   LEDGER_KEY_PASSWORD=PASSWORD, HOME=str(root), **{procs.RUN: run})  # fmt: skip
+        ms.append(Machine(k, root, str(link), env, children))
     m0 = ms[0]
-    subprocess.run([LEDGER, "init", str(m0.brain)], check=True, capture_output=True, env=m0.env)
+    m0.cli("init", str(m0.brain), check=True)
     for name in (*SHARED, HOT):
         src = m0.root / f"{name}.md"
         src.write_text(_md("hot: founder" if name == HOT else "Shared notes.", name))
@@ -109,24 +146,24 @@ def setup(work: Path, machines: int, node_url: str) -> tuple[list[Machine], dict
     m0.ledger("chain", "deploy", "--key", "anvil-dev", check=True)
     m0.ledger("chain", "register", "--key", "anvil-dev", check=True)
     for m in ms[1:]:
-        agent = json.loads(subprocess.run([LEDGER, "keys", "generate", "agent", "--json"], check=True,
-                                          capture_output=True, text=True, env=m.env).stdout)["address"]  # fmt: skip
+        agent = json.loads(m.cli("keys", "generate", "agent", "--json", check=True).stdout)["address"]
         m0.ledger("keys", "trust", "agent", agent, check=True)
         # An agent key that signs snapshots must be able to commit for the agent too (lineage.md §8.5).
         m0.ledger("chain", "authorize", agent, "--key", "anvil-dev", check=True)
-        subprocess.run([LEDGER, "keys", "import", f"m{m.k}"], input=dev_account(m.k).key.hex() + "\n", check=True,
-                       capture_output=True, text=True, env=m.env)  # fmt: skip
+        m.cli("keys", "import", f"m{m.k}", input=dev_account(m.k).key.hex() + "\n", check=True)
         m0.ledger("chain", "authorize", dev_account(m.k).address, "--key", "anvil-dev", check=True)
     m0.ledger("remote", "set", "--create", str(remote), "--commit", "--key", "anvil-dev", check=True)
     first = m0.ledger("sync")
     assert first.returncode == 0, first.stderr
+    _point(link, remote.name)
+    m0.ledger("remote", "set", str(link), "--commit", "--key", "anvil-dev", check=True)
     chain = dict(Brain.open(m0.brain).config["chain"])
     chain.pop("key", None)
     for m in ms[1:]:
-        subprocess.run([LEDGER, "clone", str(remote), str(m.brain)], check=True, capture_output=True, env=m.env)
+        m.cli("clone", str(link), str(m.brain), check=True)
         with Brain.open(m.brain) as b:
             b.update_config(chain=chain)
-        m.ledger("remote", "set", str(remote), "--commit", "--key", f"m{m.k}", check=True)
+        m.ledger("remote", "set", str(link), "--commit", "--key", f"m{m.k}", check=True)
     return ms, chain
 
 
@@ -167,7 +204,10 @@ def _mcp_writer(m: Machine, w: int, writes: int, rng: random.Random, stop: threa
     async def body() -> None:
         lines: dict[str, list[str]] = {}
         with open(m.root / f"mcp-{w}.err", "w") as err:
-            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as s:
+            async with (
+                stdio_client(params, errlog=err) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=600) as s,
+            ):
                 await s.initialize()
                 for i in range(writes):
                     if stop.is_set():
@@ -196,21 +236,54 @@ def _mcp_writer(m: Machine, w: int, writes: int, rng: random.Random, stop: threa
 # --------------------------------------------------------------------------- the run
 
 
+def _writer(fn: Any, m: Machine, w: int, writes: int, rng: random.Random, stop: threading.Event) -> None:
+    """A writer thread: once the run is stopping, its children are killed under it; that is not its failure."""
+    try:
+        fn(m, w, writes, rng, stop)
+    except Exception:
+        if not stop.is_set():
+            raise
+
+
 def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4, writes: int = 100, seed: int = 1,
               faults: bool = True, log: Any = None, quiet_timeout: float = 900) -> dict[str, Any]:  # fmt: skip
+    """One run; every process it started is stopped before it returns or raises (:func:`_stop`)."""
+    children, run, stop = procs.Children(), procs.new_mark(), threading.Event()
+    threads: list[threading.Thread] = []
+    try:
+        return _fleet_run(work, node_url, children, run, stop, threads, machines=machines, writers=writers,
+                          writes=writes, seed=seed, faults=faults, log=log, quiet_timeout=quiet_timeout)  # fmt: skip
+    finally:
+        _stop(children, run, stop, threads)
+
+
+def _stop(children: procs.Children, run: str, stop: threading.Event, threads: list[threading.Thread]) -> None:
+    """Stop a run, whatever state it is in: writers told to stop, every child's process group killed (and
+    nothing new started), then whatever still carries the run's marker (an MCP server the SDK started, a git
+    process that left its group), and the writer threads joined."""
+    stop.set()
+    children.stop()
+    procs.reap(procs.RUN, run)
+    for t in threads:
+        t.join(timeout=60)
+    procs.reap(procs.RUN, run)  # anything a writer's last call started meanwhile
+
+
+def _fleet_run(work: Path, node_url: str, children: procs.Children, run: str, stop: threading.Event,
+               threads: list[threading.Thread], *, machines: int, writers: int, writes: int, seed: int, faults: bool,
+               log: Any, quiet_timeout: float) -> dict[str, Any]:  # fmt: skip
     say = log or (lambda _m: None)
     rng = random.Random(seed)
     t0 = time.monotonic()
-    ms, chain = setup(work, machines, node_url)
+    ms, chain = setup(work, machines, node_url, children, run)
     say(f"fleet: {machines} machines set up in {time.monotonic() - t0:.1f} s")
-    remote = work / "remote.git"
-    stop = threading.Event()
-    threads = []
+    remote, link = work / "remote.git", work / LINK
     for m in ms:
         m.start_loop()
         for w in range(writers):
             fn = _mcp_writer if w % 2 else _cli_writer
-            t = threading.Thread(target=fn, args=(m, w, writes, random.Random(rng.random()), stop), daemon=True)
+            t = threading.Thread(target=_writer, args=(fn, m, w, writes, random.Random(rng.random()), stop),
+                                 daemon=True)  # fmt: skip
             threads.append(t)
             t.start()
     counts = {"remote_outages": 0, "loop_kills": 0, "simultaneous_syncs": 0, "oneshot_kills": 0, "long_offline": 0}
@@ -220,19 +293,21 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
         offline_machine.kill_loop()
         offline_machine.down_until = float("inf")
         counts["long_offline"] = 1
-    away = work / "remote.away"
     outage_until = 0.0
     oneshots: list[tuple[subprocess.Popen[bytes], float]] = []  # one-shot syncs, and when to kill each (inf: never)
     while any(t.is_alive() for t in threads):
         time.sleep(rng.uniform(0.3, 1.0))
         now = time.monotonic()
         if outage_until and now >= outage_until:
-            away.rename(remote)
+            _point(link, remote.name)
             outage_until = 0.0
         for p, kill_at in oneshots:
             if p.poll() is None and now >= kill_at:
-                p.kill()
+                procs.kill(p)  # with its git children
                 counts["oneshot_kills"] += 1
+        for p, _ in oneshots:
+            if p.poll() is not None:
+                children.forget(p)
         oneshots = [(p, k) for p, k in oneshots if p.poll() is None]
         for m in ms:
             if m.down_until and m.down_until != float("inf") and now >= m.down_until:
@@ -246,7 +321,7 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
             offline_machine.start_loop()
         roll = rng.random()
         if roll < 0.1 and not outage_until:
-            remote.rename(away)  # unreachable: every fetch and push fails until it is back
+            _point(link, OUTAGE)  # unreachable: every fetch and push that starts fails until it is back
             outage_until = now + rng.uniform(1.0, 4.0)
             counts["remote_outages"] += 1
         elif roll < 0.4:
@@ -257,14 +332,15 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
                 m.down_until = now + rng.uniform(0.5, 3.0)
         elif roll < 0.5 and len(oneshots) < 4:
             for x in rng.sample(ms, 2):  # two machines sync, push and commit at once
-                p = subprocess.Popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, env=x.env)  # fmt: skip
+                p = children.popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=x.env)  # fmt: skip
                 oneshots.append((p, now + rng.uniform(0.2, 3.0) if rng.random() < 0.5 else float("inf")))
             counts["simultaneous_syncs"] += 1
     for p, _ in oneshots:
         p.wait(timeout=600)
+        children.forget(p)
     if outage_until:
-        away.rename(remote)
+        _point(link, remote.name)
     write_seconds = time.monotonic() - t_write
     # Quiet: no faults, every loop up; wait until the whole fleet and the chain agree.
     for m in ms:
@@ -278,7 +354,7 @@ def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4,
     result = check(ms, remote, chain)
     logs = "".join((m.root / "loop.log").read_text(errors="replace") for m in ms if (m.root / "loop.log").exists())
     result["busy_syncs"] = logs.count("kept moving")  # a sync whose every compare-and-swap lost (8 rounds)
-    result["offline_syncs"] = logs.count("remote offline")
+    result["offline_syncs"] = len(re.findall(r"remote\s+offline", logs))  # "remote    offline: ..."
     result["mainline_per_second"] = round(result["mainline"] / max(write_seconds, 1e-9), 2)
     result.update(counts, machines=machines, writers=writers, writes_per_writer=writes, seed=seed,
                   write_seconds=round(write_seconds, 1), converged=converged,

@@ -6,6 +6,7 @@ The official client cannot send a malformed message, so the wire tests and the f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import procs
+
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
 
@@ -25,7 +28,7 @@ class RawMcp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
         self.proc = subprocess.Popen(
             [LEDGER, "--brain", str(brain), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env,
+            stderr=subprocess.PIPE, env=env, start_new_session=True,
         )  # fmt: skip
         self._buf = b""
         self.next_id = 1000
@@ -37,14 +40,12 @@ class RawMcp:
         self.close()
 
     def close(self) -> str:
-        """Stop the server; its stderr."""
+        """Stop the server (its whole group, if closing its input did not); its stderr."""
         if self.proc.poll() is None:
             self.proc.stdin.close()  # type: ignore[union-attr]
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procs.kill(self.proc, close=False)  # a no-op once it has exited
         return self.proc.stderr.read().decode(errors="replace")  # type: ignore[union-attr]
 
     def send_raw(self, data: bytes) -> None:
@@ -219,8 +220,8 @@ def fuzz(brain: Path, count: int, seed: int = 1, restart_every: int = 2000) -> d
     sent = answered = unanswered = crashes = internal = 0
     examples: list[str] = []
     server = RawMcp(brain)
-    server.initialize()
     try:
+        server.initialize()
         for i in range(count):
             if i and i % restart_every == 0:  # fresh servers too, so start-up paths are fuzzed beside long runs
                 server.close()

@@ -231,8 +231,11 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
 
     from tests.stress import run_together
 
-    elapsed = run_together(writer, writers, reader, readers, done)
-    api.close()
+    try:
+        elapsed = run_together(writer, writers, reader, readers, done)
+    finally:
+        done.set()  # readers stop even when a writer thread could not be joined
+        api.close()
     server_tracebacks = sum(p.read_text(errors="replace").count("Traceback") for p in workdir.glob("mcp-*.err"))
     return {**_judge(brain, log), "writers": writers, "ops": ops, "reader_runs": reader_runs,
             "reader_failures": reader_failures[:10], "server_tracebacks": server_tracebacks,

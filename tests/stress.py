@@ -27,6 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests import procs
+
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 END = "<!-- end -->"
 
@@ -197,6 +199,9 @@ def kill_run(
         # Most of a command's life is interpreter start-up; aim most kills at its last third,
         # where objects, the journal, the working tree and the ref are written.
         delay = est * (rng.uniform(0, 1.2) if rng.random() < 0.3 else rng.uniform(0.6, 1.1))
+        if n % 4 == 0:  # every fourth command runs to its end: it measures how long each op takes here and now,
+            delay = 300  # so the kills stay aimed at a command's last part on a loaded machine, where every
+            # command could outlast a fixed first guess and none would ever be acknowledged (issue 46)
         start = time.monotonic()
         proc = subprocess.Popen(
             [LEDGER, "--brain", str(brain), *argv, "--json"],
@@ -209,6 +214,9 @@ def kill_run(
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
             killed = proc.returncode == -signal.SIGKILL
+        except BaseException:  # the harness itself stopped (^C, a bug): the command goes with it
+            procs.kill(proc)
+            raise
         stats["runs"] += 1
         if killed:
             stats["kills"] += 1
@@ -433,7 +441,7 @@ def symlink_race(workdir: Path, attempts: int, seed: int = 1) -> dict[str, Any]:
     stop = workdir / "stop"
     swapper = subprocess.Popen(
         [sys.executable, "-c", _SWAPPER, str(target), str(link), str(stop), str(seed)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     outcomes: Counter[str] = Counter()
     try:
@@ -446,7 +454,11 @@ def symlink_race(workdir: Path, attempts: int, seed: int = 1) -> dict[str, Any]:
                     outcomes["refused: " + exc.message.split(":")[0][:60].split(" is ")[-1]] += 1
     finally:
         stop.touch()
-        swaps, stuck = (int(x) for x in swapper.communicate(timeout=60)[0].split())
+        try:
+            report = swapper.communicate(timeout=60)[0]
+        finally:
+            procs.kill(swapper)  # a no-op once it has exited; else it would go on swapping a folder of ours
+        swaps, stuck = (int(x) for x in report.split())
     after = _checksum(sentinel)
     status = run(brain_dir, "status", "--json")
     return {

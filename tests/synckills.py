@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests import procs
 from tests.stress import LEDGER, _env, run
 
 L_SKILLS = ("l0", "l1", "l2")
@@ -179,6 +180,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
         finally:
             stop.set()
             writer.join()
+            procs.kill(proc)  # a round that raised leaves no sync behind (a no-op for one already reaped)
         stats["runs"] += 1
         stats["kills"] += killed
         if not killed:

@@ -18,6 +18,7 @@ from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.chain.registry import Registry
 from ledger.exchange.anchoring import commit_pending, deploy, register
 from tests.conftest import run_ledger
+from tests.localhttp import refused_url
 
 GIT_ENV = {
     **os.environ,
@@ -259,7 +260,7 @@ def test_unreachable_rpc_is_exit_1(brain) -> None:
         "audit",
         str(b.root),
         "--rpc",
-        f"http://127.0.0.1:{anvil.free_port()}",
+        refused_url(),
         "--registry",
         "0x" + "11" * 20,
         "--agent",

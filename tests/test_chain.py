@@ -19,6 +19,7 @@ from ledger.chain.registry import Registry
 from ledger.errors import ChainError
 from ledger.exchange.anchoring import commit_pending
 from tests.conftest import fingerprint, run_ledger
+from tests.localhttp import refused_url
 
 pytestmark = pytest.mark.chain
 
@@ -120,7 +121,7 @@ def test_refusals_lose_nothing(chained: Brain, node: anvil.Node, tmp_path: Path)
     proc = run_ledger("commit", "--key", "poor", env=env)
     assert proc.returncode == 1 and "insufficient funds" in proc.stderr, proc.stderr
     # an unreachable RPC
-    chained.update_config(chain={**cfg, "rpc": f"http://127.0.0.1:{anvil.free_port()}"})
+    chained.update_config(chain={**cfg, "rpc": refused_url()})
     proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=env)
     assert proc.returncode == 1 and "cannot reach the RPC endpoint" in proc.stderr
     # a wrong chain id

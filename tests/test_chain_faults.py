@@ -79,6 +79,23 @@ def test_reorg_that_drops_commits_is_seen_from_the_chain_and_recommitted(chained
     assert verify.returncode == 0, verify.stdout
 
 
+def _dumped_since(state: Path, since: float, timeout: float = 120) -> None:
+    """Wait until anvil has written its state (every second, --state-interval 1) twice after ``since``: the
+    second write began after the first ended, so after ``since``, and holds every block mined before it.
+    (A fixed 1.5 s wait raced on a loaded machine, where a dump can come late.)"""
+    deadline = time.monotonic() + timeout
+    seen: set[int] = set()
+    while len(seen) < 2:
+        assert time.monotonic() < deadline, f"anvil did not save its state to {state} within {timeout} s"
+        try:
+            mtime = state.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = 0
+        if mtime > since * 1e9:
+            seen.add(mtime)
+        time.sleep(0.05)
+
+
 def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Path) -> None:
     brain_dir = tmp_path / "b"
     run_ledger("init", str(brain_dir), check=True)
@@ -88,10 +105,13 @@ def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Pat
         for args in (["chain", "deploy", "--key", DEV_KEY_NAME], ["chain", "register", "--key", DEV_KEY_NAME],
                      ["skill", "create", "s", "--description", "d"], ["commit", "--key", DEV_KEY_NAME]):  # fmt: skip
             run_ledger(*args, env=env, check=True)
-        time.sleep(1.5)  # anvil dumps its state every second
+        _dumped_since(brain_dir / ".ledger" / "anvil" / "state.json", time.time())  # what was committed is saved
         node = json.loads((brain_dir / ".ledger" / "anvil" / "node.json").read_text())
         os.killpg(node["pid"], signal.SIGKILL)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 60  # gone when its port no longer answers (0.3 s was a guess)
+        while anvil.rpc_ready(node["url"]):
+            assert time.monotonic() < deadline, "anvil still answers after SIGKILL"
+            time.sleep(0.05)
         run_ledger("skill", "create", "t", "--description", "d", env=env, check=True)
         for args in (["commit", "--key", DEV_KEY_NAME], ["chain", "status"], ["verify", "--chain"]):
             proc = run_ledger(*args, env=env)

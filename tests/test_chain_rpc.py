@@ -11,7 +11,7 @@ import pytest
 
 from ledger.chain.rpc import Rpc
 from ledger.errors import ChainError, RpcError, RpcUnreachableError
-from tests.localhttp import serving
+from tests.localhttp import refused_url, serving
 
 
 @pytest.fixture
@@ -34,14 +34,8 @@ def not_a_node() -> Iterator[str]:
         yield url
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_closed_port_is_unreachable_with_the_usual_hint() -> None:
-    rpc = Rpc(f"http://127.0.0.1:{_free_port()}", timeout=2)
+    rpc = Rpc(refused_url(), timeout=2)
     with pytest.raises(RpcUnreachableError, match="cannot reach the RPC endpoint") as info:
         rpc.call("eth_chainId")
     assert info.value.hint == "is the node running? ('ledger chain up')"

@@ -12,6 +12,7 @@ import pytest
 
 from ledger.chain import anvil
 from tests.conftest import fingerprint, run_ledger
+from tests.localhttp import refused_url
 
 
 @pytest.fixture
@@ -164,7 +165,7 @@ def test_diff_shows_content_like_git(cli: Path) -> None:
 def _dead_chain(brain: Path) -> None:
     cfg_path = brain / ".ledger" / "config.json"
     cfg = json.loads(cfg_path.read_text())
-    cfg["chain"] = {"rpc": f"http://127.0.0.1:{anvil.free_port()}", "registry": "0x" + "11" * 20, "agent_id": "0x1"}
+    cfg["chain"] = {"rpc": refused_url(), "registry": "0x" + "11" * 20, "agent_id": "0x1"}
     cfg_path.write_text(json.dumps(cfg))
 
 

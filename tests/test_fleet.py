@@ -15,7 +15,7 @@ from tests.fleet import fleet_run
 
 @pytest.mark.chain
 def test_a_small_fleet_loses_nothing_and_converges(tmp_path: Path, node: anvil.Node) -> None:
-    out = fleet_run(tmp_path, node.url, machines=3, writers=2, writes=12, seed=7, quiet_timeout=240)
+    out = fleet_run(tmp_path, node.url, machines=3, writers=2, writes=12, seed=7, quiet_timeout=600)
     assert out["acknowledged"] >= 60  # most writes are acknowledged, offline or not
     assert out["lost"] == 0, out["lost_sample"]
     assert out["converged"], out

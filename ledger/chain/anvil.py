@@ -100,8 +100,19 @@ def start(
                 f"port {port}, kept for this brain's anvil, is in use by another program",
                 hint="stop that program, or pass --port to move this brain's node (its RPC URL changes)",
             )
-    port = port or free_port()
-    kept.write_text(f"{port}\n")
+    # A port picked here may be taken by another program before anvil binds it (free_port closes its
+    # socket): anvil then exits at once, and another free port is tried.  A port asked for is not moved.
+    picked = port is None
+    for _attempt in range(5 if picked else 1):
+        node = _launch(state_dir, port or free_port(), chain_id, lifetime, persist, retry=picked)
+        if node is not None:
+            return node
+    raise ChainError(f"anvil could not bind a free port on 127.0.0.1 (5 tries); see {state_dir / 'anvil.log'}")
+
+
+def _launch(state_dir: Path, port: int, chain_id: int, lifetime: int, persist: bool, retry: bool) -> Node | None:
+    """Start one anvil on ``port`` and wait until it answers; None when ``retry`` and the port was taken."""
+    (state_dir / "port").write_text(f"{port}\n")
     url = f"http://127.0.0.1:{port}"
     args = [
         anvil_binary(),
@@ -120,7 +131,9 @@ def start(
     timeout_bin = shutil.which("timeout")
     if timeout_bin:
         args = [timeout_bin, "--signal=TERM", "--kill-after=5", str(lifetime), *args]
-    log = open(state_dir / "anvil.log", "ab")  # noqa: SIM115 - handed to the child
+    logfile = state_dir / "anvil.log"
+    mark = logfile.stat().st_size if logfile.exists() else 0
+    log = open(logfile, "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, env=child_env()
     )
@@ -128,14 +141,19 @@ def start(
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise ChainError(f"anvil exited at start (code {proc.returncode}); see {state_dir / 'anvil.log'}")
+            with open(logfile, "rb") as f:
+                f.seek(mark)
+                said = f.read().decode(errors="replace")
+            if retry and "Address already in use" in said:
+                return None
+            raise ChainError(f"anvil exited at start (code {proc.returncode}); see {logfile}")
         if rpc_ready(url):
             node = Node(proc.pid, port, url)
             (state_dir / "node.json").write_text(json.dumps(node.__dict__))
             return node
         time.sleep(0.05)
     _kill(proc.pid)
-    raise ChainError(f"anvil did not answer on {url} within 20 s; see {state_dir / 'anvil.log'}")
+    raise ChainError(f"anvil did not answer on {url} within 20 s; see {logfile}")
 
 
 def status(state_dir: Path) -> Node | None:
