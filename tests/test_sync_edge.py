@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from ledger.brain import Brain
 from tests.conftest import LEDGER
 from tests.test_sync import _body, _ledger, _linked, _setup, _sync
@@ -285,3 +287,57 @@ def test_taking_the_ledgers_delete_keeps_the_runtimes_edit_aside(tmp_path: Path)
     assert not (target / "alpha").exists()
     status = json.loads(_ledger(brain, env, "status", "--json", check=False).stdout)
     assert len(status["sync_rescued"]) == 1
+
+
+@pytest.mark.parametrize("kind", [".ledgerignore", "syncignore"])
+def test_an_ignore_file_never_hides_what_the_brain_holds(tmp_path: Path, kind: str) -> None:
+    """Issue 46: a rule (a target's ``.ledgerignore``, or the brain's ``.ledger/syncignore``) naming files the
+    ledger projected never records their deletion: they stay in the head and in every other target, an edit
+    to them still reaches the head, and each is reported with the rule that would hide it."""
+    brain, env = _setup(tmp_path, "alpha", "beta")
+    api = tmp_path / "api.md"
+    api.write_text("The API.\n")
+    _ledger(brain, env, "skill", "write-file", "alpha", "references/api.md", "--from", str(api))
+    rt, other = tmp_path / "rt", tmp_path / "other"
+    _ledger(brain, env, "link", str(rt))
+    _ledger(brain, env, "link", str(other), "--name", "other")
+    _sync(brain, env)
+    assert (rt / "alpha/references/api.md").read_text() == "The API.\n"
+    where = rt / ".ledgerignore" if kind == ".ledgerignore" else brain / ".ledger/syncignore"
+    where.write_text("references/\nbeta/\n" if kind == ".ledgerignore" else "api.md\nbeta/\n")
+    head = _head(brain)
+    report = _sync(brain, env)
+    assert _head(brain) == head, report  # nothing recorded: no deletion of a held file or skill
+    assert set(_files(brain, "alpha")) == {"SKILL.md", "references/api.md"} and "beta" in _head_skills(brain)
+    assert (other / "alpha/references/api.md").read_text() == "The API.\n" and (other / "beta/SKILL.md").exists()
+    hidden = {(h["path"], h["rule"], h["source"]) for h in report["targets"][0]["ignored_held"]}
+    rule = "references/" if kind == ".ledgerignore" else "api.md"
+    assert hidden == {("alpha/references/api.md", rule, str(where)), ("beta/SKILL.md", "beta/", str(where))}, report
+    # An edit in the target that planted the rule still reaches the head, then every target.
+    _append(rt / "alpha/references/api.md", "Edited there.\n")
+    _append(rt / "beta/SKILL.md", "Beta edited there.\n")
+    report = _sync(brain, env)
+    assert _files(brain, "alpha")["references/api.md"] == b"The API.\nEdited there.\n"
+    assert "Beta edited there." in _body(brain, "beta")
+    _sync(brain, env)
+    assert (other / "alpha/references/api.md").read_text() == "The API.\nEdited there.\n"
+    assert "Beta edited there." in (other / "beta/SKILL.md").read_text()
+    # A brain write to it reaches the planting target too.
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one, from the brain.")
+    _sync(brain, env)
+    assert "Step one, from the brain." in (rt / "beta/SKILL.md").read_text()
+    # Said in the text output and in 'ledger status', with the path and the rule.
+    text = _ledger(brain, env, "sync").stdout
+    assert f"rt/alpha/references/api.md: the brain holds it, so the rule '{rule}' in {where}" in text, text
+    status = json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert {(h["target"], h["path"], h["rule"]) for h in status["sync_ignored_held"]} == \
+        {("rt", "alpha/references/api.md", rule), ("rt", "beta/SKILL.md", "beta/")} | \
+        ({("other", "alpha/references/api.md", rule), ("other", "beta/SKILL.md", "beta/")}
+         if kind == "syncignore" else set()), status  # fmt: skip
+    assert "rt/alpha/references/api.md" in _ledger(brain, env, "status").stdout
+    _verify(brain, env)
+
+
+def _head_skills(brain: Path) -> set[str]:
+    with Brain.open(brain) as b:
+        return set(b.head().skills)

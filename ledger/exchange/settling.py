@@ -108,7 +108,7 @@ class Settler:
         an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
         old = binmap(info["old"]) if info["old"] is not None else None
         new = binmap(info["new"]) if info["new"] is not None else None
-        held = p.fs.staged_state(staged)
+        held = p.fs.staged_state(staged, info["dir"])
         here = _Lazy(lambda: p.fs.state(info["dir"])[0])  # read only where the answer depends on it
         outcome = "undone"
         if held is None:  # never staged, placed as a new skill, or already discarded
@@ -124,7 +124,7 @@ class Settler:
             outcome = "done"
         elif new is not None and here() == new:
             p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
-            if p.fs.staged_state(staged) == new:
+            if p.fs.staged_state(staged, info["dir"]) == new:
                 p.fs.discard(staged)
             else:  # the ledger's copy was edited in the instant before it went back: keep that too
                 p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
