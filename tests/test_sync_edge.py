@@ -341,3 +341,69 @@ def test_an_ignore_file_never_hides_what_the_brain_holds(tmp_path: Path, kind: s
 def _head_skills(brain: Path) -> set[str]:
     with Brain.open(brain) as b:
         return set(b.head().skills)
+
+
+def _rescued(brain: Path) -> list[str]:
+    return [str(p) for p in (brain / ".ledger").rglob(".ledger-rescued/*")]
+
+
+def _held_at_exchange(tmp_path: Path, brain: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
+    """A ``ledger sync`` paused in phase 2, before it replaces a skill: its record has landed, its manifest
+    is not saved.  The caller kills it, or makes the exchange fail, then lets it go."""
+    gate = tmp_path / "gate"
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
+            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
+    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not Path(str(gate) + ".ready").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    return proc, gate
+
+
+def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, str], Path]:
+    """The runtime edits alpha and the brain edits beta; a sync records alpha, then is interrupted in phase 2
+    (``kill``: killed; ``fail``: beta's folder is gone when it is to be replaced, so phase 2 fails); then the
+    brain builds on what was recorded: it changes the runtime's line again, and adds one after it."""
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    md = target / "alpha/SKILL.md"
+    md.write_text(md.read_text().replace("Step two.", "Step two, runtime."))
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one, brain.")
+    proc, gate = _held_at_exchange(tmp_path, brain, env)
+    try:
+        assert "Step two, runtime." in _body(brain, "alpha")  # the record landed; the manifest is not saved
+        if how == "kill":
+            proc.kill()
+        else:
+            (target / "beta").rename(tmp_path / "beta-aside")
+    finally:
+        gate.unlink()
+    out, err = proc.communicate(timeout=60)
+    if how == "kill":
+        assert proc.returncode == -9
+    else:
+        assert proc.returncode == 1 and json.loads(out)["targets"][0]["status"] == "refused", out + err
+        (tmp_path / "beta-aside").rename(target / "beta")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, runtime.", "--new",
+            "Step two, runtime, then brain.\n\nStep three, brain.")  # fmt: skip
+    return brain, env, target
+
+
+@pytest.mark.parametrize("how", ["kill", "fail"])
+def test_an_interrupted_sync_is_settled_against_its_record_not_a_later_head(tmp_path: Path, how: str) -> None:
+    """Issue 46: a sync killed (or failing) after its record landed and before it saved the manifest, then a
+    brain write to the same skill: the next passes settle against what the record wrote, not the head that
+    moved since, so nothing is in conflict, both edits are in the head and the target, nothing is rescued."""
+    brain, env, target = _record_then_interrupt(tmp_path, how)
+    md = target / "alpha/SKILL.md"
+    for _ in range(2):
+        report = _sync(brain, env)
+        assert report["conflicts"] == 0 and not report["targets"][0]["conflicts"], report
+        assert report["targets"][0]["rescued"] == [], report
+    body = _body(brain, "alpha")
+    assert "Step two, runtime, then brain." in body and "Step three, brain." in body, body
+    assert "Step two, runtime, then brain." in md.read_text() and "Step three, brain." in md.read_text()
+    assert "Step one, brain." in (target / "beta/SKILL.md").read_text()
+    assert _rescued(brain) == [] and json.loads(_ledger(brain, env, "status", "--json").stdout)["sync_conflicts"] == []
+    _verify(brain, env)

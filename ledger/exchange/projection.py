@@ -62,8 +62,7 @@ class Projection:
         self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
         self._paths: dict[bytes, frozenset[str]] = {}  # a skill tree's file paths (ignoring.Held asks them)
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
-        self.settler = Settler(self.targets, lambda key: self.brain.head().skills.get(key),
-                               lambda tree: self.recorder.norm(self.recorder.data(self.brain.snapshots.files(tree))))
+        self.settler = Settler(self.targets, self.recorder.landed)
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
