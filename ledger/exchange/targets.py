@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError, UsageError
+from ledger.exchange.ignoring import IGNORE_FILE, brain_rules, hidden
 from ledger.exchange.instant import read_ignore, record_file
 from ledger.write.journal import write_json
 
@@ -194,8 +195,6 @@ class Targets:
     def ignored_held(self) -> list[dict[str, str]]:
         """Each file the ledger holds in a target that an ignore rule would hide: the rule is never
         obeyed for it (docs/layouts.md), and ``ledger status`` says so, with the rule and its file."""
-        from ledger.exchange.ignoring import IGNORE_FILE, brain_rules, hidden
-
         rules, out = brain_rules(self.control), []
         for t in self.all():
             data = read_ignore(t.path)
