@@ -34,7 +34,7 @@ from ledger._faults import crashpoint, pausepoint
 from ledger.brain.withholding import states, supply_of, withheld
 from ledger.errors import LedgerError
 from ledger.exchange import instant, reading
-from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Held, Ignore, brain_rules
+from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Held, brain_rules
 from ledger.exchange.recording import Recorder
 from ledger.exchange.settling import Pass, Settler, binmap, hexmap
 from ledger.exchange.targetfs import TargetError, TargetFS
@@ -60,7 +60,6 @@ class Projection:
         self.brain = brain
         self.targets = targets or Targets(brain.control)
         self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
-        self._paths: dict[bytes, frozenset[str]] = {}  # a skill tree's file paths (ignoring.Held asks them)
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
         self.settler = Settler(self.targets, self.recorder.landed)
 
@@ -186,11 +185,12 @@ class Projection:
             return report
         ignore = fs.read_top(IGNORE_FILE)
         controls = instant.controls(str(self.brain.control), ignore)  # before the files it digests are read
-        fs.ignore = self._ignore().then((ignore or b"").decode("utf-8", "replace"), f"{target.path}/{IGNORE_FILE}")
+        fs.ignore = brain_rules(self.brain.control).then((ignore or b"").decode("utf-8", "replace"),
+                                                         f"{target.path}/{IGNORE_FILE}")  # fmt: skip
         head = self.brain.head()
         p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
                  commit=head.commit, withheld=states(supply_of(self.brain.snapshots, head)))  # fmt: skip
-        fs.held = Held(p.manifest.skills, reading.key_of, self._head_files)  # no rule hides what the brain holds
+        fs.held = Held(p.manifest.skills, reading.key_of, self.recorder.paths)  # no rule hides what the brain holds
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
             fs.owns = lambda outer, inner: any(f.startswith(inner[len(outer) + 1 :] + "/") for f in held.get(outer, ()))
@@ -231,8 +231,7 @@ class Projection:
         """Whether the pass found (and left) the target exactly as the manifest says, the manifest in
         step with the head, and nothing done, refused, left alone, in conflict or under way."""
         r, m = p.report, p.manifest
-        if r["status"] != "ok" or any(r[k] for k in ("recorded", "projected", "removed", "conflicts", "left_alone",
-                                                     "rescued", "ignored_held")):  # fmt: skip
+        if r["status"] != "ok" or any(r[k] for k in instant.LISTS):
             return False
         if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.target.best_verified \
                 or p.scan is None:
@@ -252,18 +251,6 @@ class Projection:
                 return False
         return True
 
-    def _ignore(self) -> Ignore:
-        """The default rules, then the brain's own (``.ledger/syncignore``)."""
-        return brain_rules(self.brain.control)
-
-    def _head_files(self, key: str) -> frozenset[str] | None:
-        """The paths of the head's version of skill ``key`` (None if the head holds no such skill)."""
-        tree = self.brain.head().skills.get(key)
-        if tree is None:
-            return None
-        if tree not in self._paths:
-            self._paths[tree] = frozenset(self.brain.snapshots.files(tree))
-        return self._paths[tree]
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         """What the target is to hold: the head's skills (or those ``committed``, or each skill's best

@@ -48,9 +48,19 @@ class Recorder:
     def __init__(self, brain: Brain, journal: Callable[[Pass, dict[str, Any]], None]) -> None:
         self.brain, self.journal = brain, journal
         self._cats: tuple[bytes, dict[str, bytes]] | None = None  # the last categories/ tree read, and its files
+        self._paths: dict[bytes, frozenset[str]] = {}  # a skill tree's file paths (ignoring.Held asks them)
 
     def files(self, sha: bytes | None) -> gs.FileMap | None:
         return self.brain.snapshots.files(sha) if sha is not None else None
+
+    def paths(self, key: str) -> frozenset[str] | None:
+        """The file paths of the head's version of skill ``key`` (None if the head holds no such skill)."""
+        tree = self.brain.head().skills.get(key)
+        if tree is None:
+            return None
+        if tree not in self._paths:
+            self._paths[tree] = frozenset(self.brain.snapshots.files(tree))
+        return self._paths[tree]
 
     def data(self, files: gs.FileMap) -> dict[str, tuple[bytes, bool]]:
         read = self.brain.snapshots.read_blob
