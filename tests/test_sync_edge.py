@@ -363,9 +363,10 @@ def _held_at_exchange(tmp_path: Path, brain: Path, env: dict[str, str]) -> tuple
 
 
 def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, str], Path]:
-    """The runtime edits alpha and the brain edits beta; a sync records alpha, then is interrupted in phase 2
-    (``kill``: killed; ``fail``: beta's folder is gone when it is to be replaced, so phase 2 fails); then the
-    brain builds on what was recorded: it changes the runtime's line again, and adds one after it."""
+    """The runtime edits alpha and the brain edits beta; a sync records alpha, then is interrupted in phase 2,
+    before it replaces alpha with the recorded copy (``kill``: killed; ``fail``: alpha's folder is away then,
+    so phase 2 fails; it is put back as it was); then the brain builds on what was recorded: it changes the
+    runtime's line again, and adds one after it."""
     brain, env, target = _linked(tmp_path, "alpha", "beta")
     md = target / "alpha/SKILL.md"
     md.write_text(md.read_text().replace("Step two.", "Step two, runtime."))
@@ -376,7 +377,7 @@ def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, st
         if how == "kill":
             proc.kill()
         else:
-            (target / "beta").rename(tmp_path / "beta-aside")
+            (target / "alpha").rename(tmp_path / "alpha-aside")
     finally:
         gate.unlink()
     out, err = proc.communicate(timeout=60)
@@ -384,7 +385,7 @@ def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, st
         assert proc.returncode == -9
     else:
         assert proc.returncode == 1 and json.loads(out)["targets"][0]["status"] == "refused", out + err
-        (tmp_path / "beta-aside").rename(target / "beta")
+        (tmp_path / "alpha-aside").rename(target / "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, runtime.", "--new",
             "Step two, runtime, then brain.\n\nStep three, brain.")  # fmt: skip
     return brain, env, target
