@@ -395,8 +395,8 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
                 click.echo(f"left alone {t['name']}/{a['dir']}: {a['reason']}")
             for h in t.get("ignored_held", ()):
                 click.echo(click.style("not ignored", fg="yellow") + f" {t['name']}/{h['path']}: the brain holds it, "
-                           f"so the rule {h['rule']!r} in {h['source']} does not hide it (it syncs as any file; "
-                           "remove the rule, or delete the file to delete it)")  # fmt: skip
+                           f"so the rule {h['rule']!r} in {h['source']} does not hide it (it syncs as any "
+                           "file: remove the rule, or delete the file to record its deletion)")  # fmt: skip
         busy = t["recorded"] or t["projected"] or t["removed"] or t["conflicts"]
         if not busy and not quiet:
             alone = len(t["left_alone"])
