@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from ledger.brain import Brain
 from tests.conftest import LEDGER
 from tests.test_sync import _body, _ledger, _linked, _setup, _sync
@@ -285,3 +287,124 @@ def test_taking_the_ledgers_delete_keeps_the_runtimes_edit_aside(tmp_path: Path)
     assert not (target / "alpha").exists()
     status = json.loads(_ledger(brain, env, "status", "--json", check=False).stdout)
     assert len(status["sync_rescued"]) == 1
+
+
+@pytest.mark.parametrize("kind", [".ledgerignore", "syncignore"])
+def test_an_ignore_file_never_hides_what_the_brain_holds(tmp_path: Path, kind: str) -> None:
+    """Issue 46: a rule (a target's ``.ledgerignore``, or the brain's ``.ledger/syncignore``) naming files the
+    ledger projected never records their deletion: they stay in the head and in every other target, an edit
+    to them still reaches the head, and each is reported with the rule that would hide it."""
+    brain, env = _setup(tmp_path, "alpha", "beta")
+    api = tmp_path / "api.md"
+    api.write_text("The API.\n")
+    _ledger(brain, env, "skill", "write-file", "alpha", "references/api.md", "--from", str(api))
+    rt, other = tmp_path / "rt", tmp_path / "other"
+    _ledger(brain, env, "link", str(rt))
+    _ledger(brain, env, "link", str(other), "--name", "other")
+    _sync(brain, env)
+    assert (rt / "alpha/references/api.md").read_text() == "The API.\n"
+    where = rt / ".ledgerignore" if kind == ".ledgerignore" else brain / ".ledger/syncignore"
+    where.write_text("references/\nbeta/\n" if kind == ".ledgerignore" else "api.md\nbeta/\n")
+    head = _head(brain)
+    report = _sync(brain, env)
+    assert _head(brain) == head, report  # nothing recorded: no deletion of a held file or skill
+    assert set(_files(brain, "alpha")) == {"SKILL.md", "references/api.md"} and "beta" in _head_skills(brain)
+    assert (other / "alpha/references/api.md").read_text() == "The API.\n" and (other / "beta/SKILL.md").exists()
+    hidden = {(h["path"], h["rule"], h["source"]) for h in report["targets"][0]["ignored_held"]}
+    rule = "references/" if kind == ".ledgerignore" else "api.md"
+    assert hidden == {("alpha/references/api.md", rule, str(where)), ("beta/SKILL.md", "beta/", str(where))}, report
+    # An edit in the target that planted the rule still reaches the head, then every target.
+    _append(rt / "alpha/references/api.md", "Edited there.\n")
+    _append(rt / "beta/SKILL.md", "Beta edited there.\n")
+    report = _sync(brain, env)
+    assert _files(brain, "alpha")["references/api.md"] == b"The API.\nEdited there.\n"
+    assert "Beta edited there." in _body(brain, "beta")
+    _sync(brain, env)
+    assert (other / "alpha/references/api.md").read_text() == "The API.\nEdited there.\n"
+    assert "Beta edited there." in (other / "beta/SKILL.md").read_text()
+    # A brain write to it reaches the planting target too.
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one, from the brain.")
+    _sync(brain, env)
+    assert "Step one, from the brain." in (rt / "beta/SKILL.md").read_text()
+    # Said in the text output and in 'ledger status', with the path and the rule.
+    text = _ledger(brain, env, "sync").stdout
+    assert f"rt/alpha/references/api.md: the brain holds it, so the rule '{rule}' in {where}" in text, text
+    status = json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert {(h["target"], h["path"], h["rule"]) for h in status["sync_ignored_held"]} == \
+        {("rt", "alpha/references/api.md", rule), ("rt", "beta/SKILL.md", "beta/")} | \
+        ({("other", "alpha/references/api.md", rule), ("other", "beta/SKILL.md", "beta/")}
+         if kind == "syncignore" else set()), status  # fmt: skip
+    assert "rt/alpha/references/api.md" in _ledger(brain, env, "status").stdout
+    _verify(brain, env)
+
+
+def _head_skills(brain: Path) -> set[str]:
+    with Brain.open(brain) as b:
+        return set(b.head().skills)
+
+
+def _rescued(brain: Path) -> list[str]:
+    return [str(p) for p in (brain / ".ledger").rglob(".ledger-rescued/*")]
+
+
+def _held_at_exchange(tmp_path: Path, brain: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
+    """A ``ledger sync`` paused in phase 2, before it replaces a skill: its record has landed, its manifest
+    is not saved.  The caller kills it, or makes the exchange fail, then lets it go."""
+    gate = tmp_path / "gate"
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
+            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
+    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not Path(str(gate) + ".ready").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    return proc, gate
+
+
+def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, str], Path]:
+    """The runtime edits alpha and the brain edits beta; a sync records alpha, then is interrupted in phase 2,
+    before it replaces alpha with the recorded copy (``kill``: killed; ``fail``: alpha's folder is away then,
+    so phase 2 fails; it is put back as it was); then the brain builds on what was recorded: it changes the
+    runtime's line again, and adds one after it."""
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    md = target / "alpha/SKILL.md"
+    md.write_text(md.read_text().replace("Step two.", "Step two, runtime."))
+    _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one, brain.")
+    proc, gate = _held_at_exchange(tmp_path, brain, env)
+    try:
+        assert "Step two, runtime." in _body(brain, "alpha")  # the record landed; the manifest is not saved
+        if how == "kill":
+            proc.kill()
+        else:
+            (target / "alpha").rename(tmp_path / "alpha-aside")
+    finally:
+        gate.unlink()
+    out, err = proc.communicate(timeout=60)
+    if how == "kill":
+        assert proc.returncode == -9
+    else:
+        assert proc.returncode == 1 and json.loads(out)["targets"][0]["status"] == "refused", out + err
+        (tmp_path / "alpha-aside").rename(target / "alpha")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, runtime.", "--new",
+            "Step two, runtime, then brain.\n\nStep three, brain.")  # fmt: skip
+    return brain, env, target
+
+
+@pytest.mark.parametrize("how", ["kill", "fail"])
+def test_an_interrupted_sync_is_settled_against_its_record_not_a_later_head(tmp_path: Path, how: str) -> None:
+    """Issue 46: a sync killed (or failing) after its record landed and before it saved the manifest, then a
+    brain write to the same skill: the next passes settle against what the record wrote, not the head that
+    moved since, so nothing is in conflict, both edits are in the head and the target, nothing is rescued."""
+    brain, env, target = _record_then_interrupt(tmp_path, how)
+    md = target / "alpha/SKILL.md"
+    for _ in range(2):
+        report = _sync(brain, env)
+        assert report["conflicts"] == 0 and not report["targets"][0]["conflicts"], report
+        assert report["targets"][0]["rescued"] == [], report
+    body = _body(brain, "alpha")
+    assert "Step two, runtime, then brain." in body and "Step three, brain." in body, body
+    assert "Step two, runtime, then brain." in md.read_text() and "Step three, brain." in md.read_text()
+    assert "Step one, brain." in (target / "beta/SKILL.md").read_text()
+    assert _rescued(brain) == [] and json.loads(_ledger(brain, env, "status", "--json").stdout)["sync_conflicts"] == []
+    _verify(brain, env)

@@ -131,7 +131,9 @@ TOOLS: list[dict[str, Any]] = [
         "name": "skills_sync_status",
         "description": "The runtime folders this brain is synced with, and each skill changed on both sides "
                        "since the last sync (a conflict: nothing was overwritten; settle it by editing one side), "
-                       "and each skill two machines changed in ways that did not merge (merge_conflicts).",
+                       "each skill two machines changed in ways that did not merge (merge_conflicts), and each file "
+                       "the brain holds that an ignore rule names (ignored_held: still synced, the rule is not "
+                       "obeyed for it).",
         "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
     },
     outcome_tool.SCHEMA,
@@ -345,6 +347,7 @@ class SkillTools:
         targets = Targets(self.brain.control)
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
+                "ignored_held": targets.ignored_held(),  # rules that would hide a file the brain holds: not obeyed
                 "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
 
     def skill_outcome(self, **args: Any) -> dict[str, Any]:  # ledger.agent.outcome_tool

@@ -81,12 +81,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
         st = brain.status()
         pending = _pending(brain)
         st.pending_chain = pending
-        conflicts, rescued = None, []
+        conflicts, rescued, hidden = None, [], []
         if (brain.control / "targets.json").exists():
             from ledger.exchange.targets import Targets
 
             targets = Targets(brain.control)
-            conflicts, rescued = targets.conflicts(), targets.rescued()
+            conflicts, rescued, hidden = targets.conflicts(), targets.rescued(), targets.ignored_held()
         regressions = st.regressions if st.regressions is not None else brain.evidence.regressions()
         merged: list[dict] | None = None
         if (brain.control / "fleet").is_dir():
@@ -95,7 +95,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
             merged = describe(merge_conflicts(brain))
     if as_json:
-        extra = {"sync_conflicts": conflicts, "sync_rescued": rescued} if conflicts is not None else {}
+        extra = {"sync_conflicts": conflicts, "sync_rescued": rescued, "sync_ignored_held": hidden} \
+            if conflicts is not None else {}  # fmt: skip
         if merged is not None:
             extra["merge_conflicts"] = merged
         emit({**st.to_json(), **extra, "regressions": regressions})
@@ -111,6 +112,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
         click.echo(f"rescued   {r['path']}: an edit a killed sync kept aside; merge it by hand, then remove it")
+    for h in hidden:
+        click.echo(f"not ignored {h['target']}/{h['path']}: the brain holds it, so the rule {h['rule']!r} in "
+                   f"{h['source']} does not hide it (it syncs as any file)")
     for c in merged or ():
         click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
                    f"v{c['other_version']} is in the lineage; settle with 'ledger resolve {c['skill']} --take "

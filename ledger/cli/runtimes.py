@@ -226,7 +226,7 @@ def _fold(report: dict[str, Any], again: dict[str, Any]) -> None:
             continue
         for key in ("recorded", "projected", "removed", "rescued"):
             into[key] = into[key] + t[key]
-        for key in ("status", "conflicts", "left_alone", "reason", "hint"):
+        for key in ("status", "conflicts", "left_alone", "ignored_held", "reason", "hint"):
             if key in t:
                 into[key] = t[key]
     report["conflicts"], report["refused"] = again["conflicts"], again["refused"]
@@ -393,6 +393,10 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
         if not quiet:
             for a in t["left_alone"]:
                 click.echo(f"left alone {t['name']}/{a['dir']}: {a['reason']}")
+            for h in t.get("ignored_held", ()):
+                click.echo(click.style("not ignored", fg="yellow") + f" {t['name']}/{h['path']}: the brain holds it, "
+                           f"so the rule {h['rule']!r} in {h['source']} does not hide it (it syncs as any "
+                           "file: remove the rule, or delete the file to record its deletion)")  # fmt: skip
         busy = t["recorded"] or t["projected"] or t["removed"] or t["conflicts"]
         if not busy and not quiet:
             alone = len(t["left_alone"])

@@ -38,10 +38,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from blake3 import blake3
 
-__all__ = ["RACY_NS", "SCAN", "Group", "Record", "answer", "controls", "current_keys", "digest_of", "in_step",
+__all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "answer", "controls", "current_keys", "digest_of", "in_step",
            "read_file", "read_ignore", "record_file"]  # fmt: skip
 
 RACY_NS = 2_000_000_000  # a path is trusted once it is this much older than its reading (FAT keeps 2 s mtimes)
+LISTS = ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued", "ignored_held")  # of a report
 SCAN = "."  # the group of the folders a pass listed to find skills: the target's own folder
 _FORMAT = 1
 _DECLINE = object()  # read_ignore: a .ledgerignore no record can stand for (a link, a fifo, a huge file)
@@ -326,7 +327,7 @@ def _answer(args: list[str]) -> str | None:
         os.close(fd)
     if not as_json:
         return "\n".join(f"{t['name']}: in step" for t in chosen)
-    empty = {k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")}
+    empty = {k: [] for k in LISTS}
     doc = {"targets": [{"name": t["name"], "path": t["path"], "status": "ok", **empty} for t in chosen],
            "conflicts": 0, "refused": 0, "merge_conflicts": []}  # fmt: skip
     return json.dumps(doc, indent=2, ensure_ascii=False)

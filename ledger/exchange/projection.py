@@ -34,7 +34,7 @@ from ledger._faults import crashpoint, pausepoint
 from ledger.brain.withholding import states, supply_of, withheld
 from ledger.errors import LedgerError
 from ledger.exchange import instant, reading
-from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Ignore
+from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Held, brain_rules
 from ledger.exchange.recording import Recorder
 from ledger.exchange.settling import Pass, Settler, binmap, hexmap
 from ledger.exchange.targetfs import TargetError, TargetFS
@@ -61,8 +61,7 @@ class Projection:
         self.targets = targets or Targets(brain.control)
         self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
-        self.settler = Settler(self.targets, lambda key: self.brain.head().skills.get(key),
-                               lambda tree: self.recorder.norm(self.recorder.data(self.brain.snapshots.files(tree))))
+        self.settler = Settler(self.targets, self.recorder.landed)
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
@@ -141,7 +140,7 @@ class Projection:
             hint = (exc.hint if isinstance(exc, LedgerError) else None) or "run 'ledger sync' again once it is fixed"
             report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "refused", "reason": why,
                                       "hint": hint}  # fmt: skip
-            report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
+            report.update({k: [] for k in instant.LISTS})
             return report
 
     def _finish(self, p: Pass, committed: bytes | None) -> None:
@@ -168,7 +167,7 @@ class Projection:
         """The target opened and read, its killed exchanges settled; or a report of why it is refused."""
         Path(self._record_file(target)).unlink(missing_ok=True)  # first: no record outlives what it claims
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
-        report.update({k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued")})
+        report.update({k: [] for k in instant.LISTS})
         if target.committed and committed is None:
             report.update(status="refused", reason="it shows the root committed on chain, and the chain could not "
                           "be read", hint="start the chain (or check --rpc), then run 'ledger sync' again")  # fmt: skip
@@ -186,10 +185,12 @@ class Projection:
             return report
         ignore = fs.read_top(IGNORE_FILE)
         controls = instant.controls(str(self.brain.control), ignore)  # before the files it digests are read
-        fs.ignore = self._ignore().then((ignore or b"").decode("utf-8", "replace"))
+        fs.ignore = brain_rules(self.brain.control).then((ignore or b"").decode("utf-8", "replace"),
+                                                         f"{target.path}/{IGNORE_FILE}")  # fmt: skip
         head = self.brain.head()
         p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
                  commit=head.commit, withheld=states(supply_of(self.brain.snapshots, head)))  # fmt: skip
+        fs.held = Held(p.manifest.skills, reading.key_of, self.recorder.paths)  # no rule hides what the brain holds
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
             fs.owns = lambda outer, inner: any(f.startswith(inner[len(outer) + 1 :] + "/") for f in held.get(outer, ()))
@@ -230,8 +231,7 @@ class Projection:
         """Whether the pass found (and left) the target exactly as the manifest says, the manifest in
         step with the head, and nothing done, refused, left alone, in conflict or under way."""
         r, m = p.report, p.manifest
-        if r["status"] != "ok" or any(r[k] for k in ("recorded", "projected", "removed", "conflicts", "left_alone",
-                                                     "rescued")):  # fmt: skip
+        if r["status"] != "ok" or any(r[k] for k in instant.LISTS):
             return False
         if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.target.best_verified \
                 or p.scan is None:
@@ -251,12 +251,6 @@ class Projection:
                 return False
         return True
 
-    def _ignore(self) -> Ignore:
-        """The default rules, then the brain's own (``.ledger/syncignore``)."""
-        try:
-            return Ignore([(self.brain.control / "syncignore").read_text(encoding="utf-8", errors="replace")])
-        except FileNotFoundError:
-            return Ignore()
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         """What the target is to hold: the head's skills (or those ``committed``, or each skill's best
@@ -394,6 +388,7 @@ def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:
         into[key] += more[key]
         more[key] = into[key]
     into["left_alone"] = more["left_alone"]
+    into["ignored_held"] = more["ignored_held"]
     into["status"] = more["status"]
     for key in ("reason", "hint"):
         if key in more:

@@ -15,17 +15,20 @@ from __future__ import annotations
 from ledger.bundle.lint import HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.skill import SKILL_MD, check_name, slugify
 from ledger.errors import LedgerError
+from ledger.exchange.ignoring import Ignore, hidden
 from ledger.exchange.instant import Group
 from ledger.exchange.settling import Pass
 from ledger.exchange.targetfs import TargetError
 
-__all__ = ["WIPED_MIN", "read", "skill_key", "within_caps"]
+__all__ = ["WIPED_MIN", "key_of", "read", "skill_key", "within_caps"]
 
 WIPED_MIN = 4  # from this many managed skills, losing most of them (not only all) is a wiped target
 
 
 def read(p: Pass, wiped: str | None) -> bool:
     """The target's skills read into the pass; False (and the report says why) if it looks wiped."""
+    if isinstance(p.fs.ignore, Ignore):  # a rule that would hide a held file: said, and never obeyed
+        p.report["ignored_held"] = hidden(p.fs.ignore, p.manifest.skills)
     scan = p.fs.scan()
     p.categories, p.scan = scan.categories, scan.group
     for rel, why in scan.refused.items():
@@ -106,6 +109,14 @@ def skill_key(folder: str) -> str:
         except LedgerError as exc:
             raise LedgerError(f"its folder name {folder!r} cannot be a skill key: {exc.message}",
                               hint="rename it with letters a-z, digits and '-' (see docs/lineage.md §4.1)") from None
+
+
+def key_of(folder: str) -> str | None:
+    """:func:`skill_key`, or None for a name that can be no skill's."""
+    try:
+        return skill_key(folder)
+    except LedgerError:
+        return None
 
 
 def within_caps(p: Pass, key: str, rel: str) -> None:

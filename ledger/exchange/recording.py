@@ -31,12 +31,15 @@ from ledger.exchange.settling import Pass, digest, hexmap, state_of
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.gitstore import blob_id
+from ledger.store.skilltree import skills_of
 from ledger.write.importer import CATEGORY_INDEX
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
 __all__ = ["Recorder"]
+
+_LOOKBACK = 100_000  # snapshots walked back from the head to find a killed sync's record
 
 
 class Recorder:
@@ -45,9 +48,19 @@ class Recorder:
     def __init__(self, brain: Brain, journal: Callable[[Pass, dict[str, Any]], None]) -> None:
         self.brain, self.journal = brain, journal
         self._cats: tuple[bytes, dict[str, bytes]] | None = None  # the last categories/ tree read, and its files
+        self._paths: dict[bytes, frozenset[str]] = {}  # a skill tree's file paths (ignoring.Held asks them)
 
     def files(self, sha: bytes | None) -> gs.FileMap | None:
         return self.brain.snapshots.files(sha) if sha is not None else None
+
+    def paths(self, key: str) -> frozenset[str] | None:
+        """The file paths of the head's version of skill ``key`` (None if the head holds no such skill)."""
+        tree = self.brain.head().skills.get(key)
+        if tree is None:
+            return None
+        if tree not in self._paths:
+            self._paths[tree] = frozenset(self.brain.snapshots.files(tree))
+        return self._paths[tree]
 
     def data(self, files: gs.FileMap) -> dict[str, tuple[bytes, bool]]:
         read = self.brain.snapshots.read_blob
@@ -258,6 +271,35 @@ class Recorder:
         p.may_replace.add(key)
         return found
 
+    def landed(self, key: str, rec: Mapping[str, Any]) -> bytes | None:
+        """The tree of ``key`` that a journaled record wrote, or None if the record never landed.
+
+        The record is the snapshot right after the head it was made on (``on``: the writer lock was
+        held from that head to its own), found on the head's first-parent line, so that a brain
+        write landed since is never taken for the record (a killed or failed sync is settled against
+        what its record wrote, never against a head that moved since)."""
+        head = self.brain.head()
+        if "on" not in rec:  # journaled by an older ledger: only the head can say
+            lt = head.skills.get(key)
+            return lt if lt is not None and self.norm(self.data(self.brain.snapshots.files(lt))) == rec["norm"] \
+                else None  # fmt: skip
+        store, on, commit, child = self.brain.store, bytes.fromhex(rec["on"]), head.commit, None
+        for _ in range(_LOOKBACK):
+            if commit == on:
+                break
+            parents = store.commit_info(commit)[1]
+            if not parents:
+                return None
+            child, commit = commit, bytes.fromhex(parents[0])
+        else:
+            return None  # too far back, or not on this line: never landed, as far as anything can tell
+        if child is None:
+            return None  # the head is still the one it was made on
+        tree = skills_of(store, store.commit_info(child)[0])[1].get(key)
+        if tree is None or self.norm(self.data(self.brain.snapshots.files(tree))) != rec["norm"]:
+            return None
+        return tree
+
     def norm(self, files: Mapping[str, tuple[bytes, bool]]) -> str | None:
         """A digest of a skill's content with the ledger's version value set aside."""
         def one(rel: str, data: bytes) -> bytes:
@@ -271,7 +313,11 @@ class Recorder:
     def _commit(self, p: Pass, coll: Collection, deletions: list[str], expect: Mapping[str, bytes | None],
                 moves: Mapping[str, str | None], removals: list[str]) -> None:  # fmt: skip
         # Durable first: if this process is killed after the snapshot lands and before the manifest
-        # is saved, the next pass still knows which target state the ledger is now in step with.
+        # is saved, the next pass still knows which target state the ledger is now in step with, and
+        # (by the head it lands on, read under the lock) which snapshot is the record's own.
+        on = self.brain.head().commit.hex()
+        for rec in p.recording.values():
+            rec["on"] = on
         self.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):

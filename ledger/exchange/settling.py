@@ -71,11 +71,9 @@ class Pass:
 class Settler:
     """The journal of each pass and the settling of its steps, for one brain's targets."""
 
-    def __init__(self, targets: Targets, ledger_tree: Callable[[str], bytes | None],
-                 norm_tree: Callable[[bytes], str | None]) -> None:  # fmt: skip
+    def __init__(self, targets: Targets, landed: Callable[[str, dict[str, Any]], bytes | None]) -> None:
         self.targets = targets
-        self.ledger_tree = ledger_tree  # a skill's tree at the head, or None
-        self.norm_tree = norm_tree  # a digest of a ledger tree's content, its version value set aside
+        self.landed = landed  # the tree a journaled record wrote for a skill, or None (Recorder.landed)
 
     def journal_file(self, p: Pass) -> Path:
         return self.targets.dir / f"{p.target.name}.pending.json"
@@ -108,7 +106,7 @@ class Settler:
         an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
         old = binmap(info["old"]) if info["old"] is not None else None
         new = binmap(info["new"]) if info["new"] is not None else None
-        held = p.fs.staged_state(staged)
+        held = p.fs.staged_state(staged, info["dir"])
         here = _Lazy(lambda: p.fs.state(info["dir"])[0])  # read only where the answer depends on it
         outcome = "undone"
         if held is None:  # never staged, placed as a new skill, or already discarded
@@ -124,7 +122,7 @@ class Settler:
             outcome = "done"
         elif new is not None and here() == new:
             p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
-            if p.fs.staged_state(staged) == new:
+            if p.fs.staged_state(staged, info["dir"]) == new:
                 p.fs.discard(staged)
             else:  # the ledger's copy was edited in the instant before it went back: keep that too
                 p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
@@ -145,10 +143,11 @@ class Settler:
         return outcome
 
     def settle_record(self, p: Pass, key: str, rec: dict[str, Any]) -> None:
-        """A record a kill interrupted: if the ledger holds what was being recorded, the target's
-        state then is the base from now on (else the record never landed, and nothing changes)."""
-        lt = self.ledger_tree(key)
-        if lt is not None and self.norm_tree(lt) == rec["norm"]:
+        """A record a kill (or a failed phase 2) interrupted: if it landed, the target's state then is
+        the base from now on, with the tree that record wrote, whatever the head holds since (a brain
+        write landed meanwhile is then the ledger's change, merged as any other); else nothing changes."""
+        lt = self.landed(key, rec)
+        if lt is not None:
             entry = p.manifest.skills.get(key, {})
             p.manifest.dirty = True
             # A merged record holds more than the target did: the base is the target's state, kept as a tree.

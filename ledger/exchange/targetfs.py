@@ -81,6 +81,7 @@ class TargetFS:
     def __init__(self, path: str, layout: str, limit: int, work: str | None = None) -> None:
         self.path, self.layout, self.limit = path, layout, limit
         self.ignore: Matcher = nothing  # debris never read nor replaced (ledger.exchange.ignoring)
+        self.held: Callable[[str, str], bool] = lambda folder, path: False  # what no rule hides (ignoring.Held)
         self.owns: Callable[[str, str], bool] = lambda outer, inner: layout != "hermes"  # see scan()
         self.fd = open_path(path)
         self.work_fd, self.work = -1, path
@@ -175,8 +176,9 @@ class TargetFS:
                     except TargetError as exc:
                         out.refused[printable(child)] = exc.message
                         continue
-                    if self.ignore(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name):
-                        continue
+                    if self.ignore(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name) and not (
+                            e.is_dir(follow_symlinks=False) and self.held(child, "")):  # fmt: skip
+                        continue  # debris, or a folder the brain holds no skill in
                     if e.is_symlink():
                         if rel == "" or self.layout == "hermes":
                             out.refused[child] = "a symbolic link (never followed)"
@@ -235,14 +237,14 @@ class TargetFS:
             os.close(fd)
 
     def state(self, rel: str, cache: Mapping[str, list] | None = None, *, work: bool = False,
-              group: Group | None = None) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
+              group: Group | None = None, held_as: str | None = None) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
         """The skill at ``rel`` as a file map, and its stat entries; files whose stat entry in
         ``cache`` still holds are not read again; ``group`` gets the ``lstat`` fields of its folders
         and files, each taken before it is read.  Raises :class:`TargetError` for a link or special
         file inside the skill (it is refused as a whole, never partly recorded)."""
         files: FileMap = {}
         stats: dict[str, list] = {}
-        for path, dir_fd, name, st in self._walk(rel, work, group=group):
+        for path, dir_fd, name, st in self._walk(rel, work, group=group, held_as=held_as):
             if group is not None:
                 group.add(path, st)
             mode = MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
@@ -267,11 +269,14 @@ class TargetFS:
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
 
-    def _walk(self, rel: str, work: bool = False, *, ignored: bool = False,
-              group: Group | None = None) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
+    def _walk(self, rel: str, work: bool = False, *, ignored: bool = False, group: Group | None = None,
+              held_as: str | None = None) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
         """Each regular file of the skill at ``rel`` that the ignore rules keep (or, with ``ignored``,
         each one they leave out); a link or special file that is kept refuses the whole skill.
+        A file the brain holds in the skill's folder (:attr:`held`; a staged copy: in ``held_as``)
+        is kept whatever the rules say.
         ``group`` gets the ``lstat`` fields of each folder walked (``""``: the skill's own)."""
+        folder = held_as if work else rel
         with (self._wdir(rel) if work else self._dir(rel)) as top:
             if group is not None:
                 group.add("", os.fstat(top))
@@ -284,7 +289,9 @@ class TargetFS:
                             utf8(e.name, f"{rel}/{prefix}")
                             st = e.stat(follow_symlinks=False)
                             is_dir = stat.S_ISDIR(st.st_mode)
-                            out = skipped or self.ignore(f"{prefix}{e.name}/" if is_dir else f"{prefix}{e.name}")
+                            inner = f"{prefix}{e.name}/" if is_dir else f"{prefix}{e.name}"
+                            hide = skipped or self.ignore(inner)  # what the rules alone would leave out
+                            out = hide and (folder is None or not self.held(folder, inner))
                             if is_dir and not work and self._nested(rel, prefix, e.name, fd):
                                 continue  # a skill of its own inside this one (Hermes): never its files
                             if is_dir:
@@ -293,7 +300,7 @@ class TargetFS:
                                 if group is not None:
                                     group.add(f"{prefix}{e.name}", st)
                                 try:
-                                    stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/", out))
+                                    stack.append((os.open(e.name, _DIR, dir_fd=fd), f"{prefix}{e.name}/", hide))
                                 except OSError as exc:
                                     raise TargetError(f"{self.path}/{rel}/{prefix}{e.name}: {exc.strerror}") from None
                             elif out != ignored:
@@ -408,9 +415,10 @@ class TargetFS:
     def put_back(self, staged: str, rel: str) -> bool:
         return self.place_new(staged, rel)
 
-    def staged_state(self, staged: str) -> FileMap | None:
+    def staged_state(self, staged: str, held_as: str | None = None) -> FileMap | None:
+        """A staged copy's state; ``held_as``: the folder it was (or is to be), whose held files it keeps."""
         try:
-            return self.state(f"{STAGING}/{staged}", work=True)[0]
+            return self.state(f"{STAGING}/{staged}", work=True, held_as=held_as)[0]
         except (OSError, LedgerError):
             return None
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError, UsageError
-from ledger.exchange.instant import record_file
+from ledger.exchange.ignoring import IGNORE_FILE, brain_rules, hidden
+from ledger.exchange.instant import read_ignore, record_file
 from ledger.write.journal import write_json
 
 __all__ = ["Manifest", "Runtime", "Target", "Targets", "runtimes"]
@@ -190,6 +191,17 @@ class Targets:
         """Every unsettled conflict, in every target: what ``ledger status`` and the agent tool show."""
         return [{"target": t.name, "path": t.path, "skill": key, **c}
                 for t in self.all() for key, c in sorted(self.manifest(t.name).conflicts.items())]  # fmt: skip
+
+    def ignored_held(self) -> list[dict[str, str]]:
+        """Each file the ledger holds in a target that an ignore rule would hide: the rule is never
+        obeyed for it (docs/layouts.md), and ``ledger status`` says so, with the rule and its file."""
+        rules, out = brain_rules(self.control), []
+        for t in self.all():
+            data = read_ignore(t.path)
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
+            out += [{"target": t.name, **h} for h in hidden(rules.then(text, f"{t.path}/{IGNORE_FILE}"),
+                                                            self.manifest(t.name).skills)]  # fmt: skip
+        return out
 
     def work(self, name: str) -> Path:
         """Where a target's skills are staged and unexplained copies kept: never where a runtime scans."""
