@@ -38,11 +38,12 @@ from ledger.chain.receipts import (
 )
 from ledger.errors import LedgerError, StoreError
 from ledger.store import gitstore as gs
+from ledger.store.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
+from ledger.store.refs import EPOCHS_REF as _EPOCH_LOG
+from ledger.store.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_EPOCH_NOTES, _EPOCH_LOG = "refs/notes/ledger-epochs", "refs/ledger/epochs"  # epochsync's, read without its imports
-_EVIDENCE_NOTES = "refs/notes/ledger-epoch-evidence"  # the same: ledger.chain.epochevidence.EVIDENCE_NOTES_REF
 _FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
           f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
