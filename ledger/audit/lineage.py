@@ -37,6 +37,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.audit.evidencecheck import check_evidence
 from ledger.audit.gitsigs import check_siblings
+from ledger.audit.refs import check_refs
 from ledger.audit.signatures import check_signatures
 from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
@@ -63,6 +64,7 @@ CHECKS = (
     "supply",
     "evidence",
     "receipts",
+    "refs",
     "worktree",
     "chain.events",
     "chain.roots",
@@ -137,6 +139,7 @@ def audit_repo(
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken
         _check_receipts(store, snaps, report)
+        check_refs(store, bytes.fromhex(snaps[-1].commit) if snaps else None, report)  # what every peer refuses
         if worktree:
             _check_worktree(path, store, snaps, report)
         if rpc is not None:

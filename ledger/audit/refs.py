@@ -288,17 +288,25 @@ def listed(git_dir: Path) -> dict[str, bytes]:
 def check_refs(store: gs.GitStore, head: bytes | None, report: Report) -> None:
     """``refs``: every ref under the ledger's namespaces is one the ledger publishes (or a copy keeps for itself),
     and each published one is what a peer takes: whole, and each epoch receipt holding up offline (the chain
-    receipts are the ``receipts`` check's)."""
+    receipts are the ``receipts`` check's).  A failure names every ref a peer would refuse, and why.  With no
+    ref beside ``main`` the check still says something true: there is none a peer refuses."""
     chk = report.check("refs")
     lineage = Lineage(store, head)
     refs = {r: c for r, c in listed(store.git_dir).items() if not r.startswith("refs/ledger/incoming")}
+    refused: dict[str, list[str]] = {}
     for ref, commit in sorted(refs.items()):  # a pull's own refs/ledger/incoming*, while it runs, aside
         if ref in KEPT:
             continue
-        problems = update_problems(store, ref, None, commit, lineage, receipts=ref != NOTES_REF)
-        for why in problems:
-            chk.fail(f"{ref}: every peer refuses it: {why}", path=ref)
-    if not refs:
-        chk.skip("no ref beside main under " + ", ".join(NAMESPACES))
-    elif chk.ok:
-        chk.summary = f"{len(refs)} ref(s) beside main, each one a peer takes: " + ", ".join(sorted(refs))
+        try:
+            problems = update_problems(store, ref, None, commit, lineage, receipts=ref != NOTES_REF)
+        except LedgerError as exc:
+            problems = [exc.message]
+        if problems:
+            refused[ref] = problems
+    if refused:
+        chk.fail(f"{len(refused)} ref(s) every peer refuses: "
+                 + "; ".join(f"{ref} ({', '.join(why)})" for ref, why in refused.items()), path=next(iter(refused)))
+        chk.failures = 1  # one line names them all
+    else:
+        chk.summary = (f"{len(refs)} ref(s) beside main, each one a peer takes: {', '.join(sorted(refs))}" if refs
+                       else f"no ref beside main under {', '.join(NAMESPACES)}: none a peer refuses")  # fmt: skip

@@ -69,7 +69,8 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
     anchored), None when there is nothing to take; raises when either side rewrites the other.
 
     Run before anything moves, on push and pull alike, so a rewritten log is refused from a peer and never
-    offered to one.  ``q`` borrows ``store``'s objects, so both logs are readable there."""
+    offered to one; the caller leaves the log where it is on both sides and takes the rest (docs/adr/0027).
+    ``q`` borrows ``store``'s objects, so both logs are readable there."""
     theirs = _ref(q, EPOCHS_REF)
     if theirs is None:
         return None
@@ -82,8 +83,9 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
         old = epochlog.read_local(store) if ours is not None else None
     except LedgerError as exc:
         raise StoreError(f"the operator's epoch log ({EPOCHS_REF}) of {remote!r} or of this brain is malformed, so "
-                         f"nothing was taken: {exc.message}", hint=f"'ledger audit {remote}' with --rpc names what "
-                         "is wrong; the owner of the bad copy restores it from one that is whole") from exc  # fmt: skip
+                         f"the log was neither taken nor published: {exc.message}", hint=f"'ledger audit {remote}' "
+                         "names what is wrong; the owner of the bad copy restores it from one that is whole",
+                         ) from exc  # fmt: skip
     if old is None:
         return theirs
     if _is_ancestor(q, ours, theirs):  # type: ignore[arg-type]
@@ -96,8 +98,8 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
         return grown
     side = f"{taker}'s log rewrites {base}" if taker else "the two logs have diverged"
     raise StoreError(
-        f"refusing {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: {why}; nothing was "
-        "taken or published",
+        f"refusing the epoch log of {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: "
+        f"{why}; the log was neither taken nor published",
         hint="keep the copy whose log the chain holds ('ledger audit --rpc' replays it); the other copy's owner "
              f"restores {EPOCHS_REF} from it (git fetch REMOTE +{EPOCHS_REF}:{EPOCHS_REF}) before anchoring again",
     )  # fmt: skip
