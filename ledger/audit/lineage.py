@@ -12,6 +12,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
                  and key changes follow the trust rules (``ledger.audit.signatures``);
 - ``receipts``   every chain receipt note is well formed, sits on a snapshot, and records that
                  snapshot's root and position (seq); what needs the chain is ``chain.receipts``;
+- ``refs``       every ref beside ``main`` under the ledger's namespaces is one a peer takes whole
+                 (``ledger.audit.refs``: what the guard and every peer check as they take it);
 - ``worktree``   (brains only) the working tree equals the head snapshot;
 - ``chain.*``    the registry's events form an unbroken lineage equal to the snapshots, the head is a
                  snapshot, receipts are still canonical, committers were authorized, and each
