@@ -113,6 +113,9 @@ def test_the_guard_refuses_a_first_junk_value_a_bad_receipt_and_names_outside_th
         raw = _git(git, "push", str(remote), f"{head}:{ref}", check=False)
         assert raw.returncode != 0 and f"brain-ledger guard: refused {ref}" in raw.stderr, raw.stderr
     _git(git, "push", "-q", str(remote), f"{head}:refs/tags/v1")
+    # A replace ref would make every audit of the remote fail (fsck): refused too.
+    raw = _git(git, "push", str(remote), f"{head}:refs/replace/{_ref(git, 'main~1')}", check=False)
+    assert raw.returncode != 0 and "a replace ref makes git show substituted objects" in raw.stderr, raw.stderr
     # The ledger's own push still goes through, and the remote audits clean.
     env = {"LEDGER_KEYS": str(shared["keys"])}
     run_ledger("--brain", str(shared["a"]), "skill", "create", "two", "--description", "Two", "--body", "x\n",

@@ -14,8 +14,9 @@ The refs beside ``main`` that a peer takes (the three notes refs of receipts, an
 log) are held to the checks a peer applies on arrival (:mod:`ledger.audit.refs`): each update must be
 a commit of the right shape, a fast-forward, never a deletion, and every receipt it adds must hold up
 against ``main`` as the push leaves it; a log must keep every epoch it anchored.  Any other name under
-the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) is refused; refs outside them (tags,
-other branches) are not the ledger's and pass.  One refused ref refuses the whole push.
+the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) is refused, and so is a replace ref
+(``refs/replace/``), which would make every audit of the remote fail; other refs (tags, other branches)
+are not the ledger's and pass.  One refused ref refuses the whole push.
 
 The hook runs on the machine that runs ``git receive-pack`` (for a path remote, the
 pusher's own): it tries the interpreter that installed it, then ``python3``; where neither
@@ -103,6 +104,12 @@ def main() -> int:
             print("  the remote is unchanged and usable. Make the refused snapshots again with a key the brain trusts\n"
                   "  ('ledger keys show'; the brain's user runs 'ledger keys trust ROLE ADDRESS' for a new machine),\n"
                   "  or drop them: 'ledger pull' from this remote brings a copy back to its head.",
+                  file=sys.stderr)  # fmt: skip
+    for _old, new, ref in updates:
+        if ref.startswith("refs/replace/") and new != _ZERO:  # removing one is a repair, and passes
+            refused = True
+            print(f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
+                  "audit fails a repository that holds one (docs/lineage.md §10, fsck); nothing was taken",
                   file=sys.stderr)  # fmt: skip
     others = [(old, new, ref) for old, new, ref in updates if ref != BRANCH and refs.owned(ref)]
     if others:
