@@ -187,9 +187,15 @@ def test_the_operators_log_is_pushed_and_fetched_and_a_rewritten_one_refused(tmp
     assert refused.returncode == 1 and "only grows" in refused.stderr and "epoch 1" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr and _ref(remote, EPOCHS_REF) == published
 
-    # The same rewrite published with plain git (a fast-forward, so git takes it) is refused by a pull,
-    # and so is one that rewrites history (a non-fast-forward, by someone with the server's files); nothing
-    # of the operator changes either time.
+    # The same rewrite published with plain git (a fast-forward) is refused by the remote's guard, which
+    # holds the log to the rule a peer applies (ADR 27); an unguarded remote (a git host) takes it, and a pull
+    # refuses it there, and so one that rewrites history (a non-fast-forward, by someone with the server's
+    # files); nothing of the operator changes either time.
+    raw = subprocess.run(["git", f"--git-dir={op2.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF],
+                         capture_output=True, text=True)  # fmt: skip
+    assert raw.returncode != 0 and f"brain-ledger guard: refused {EPOCHS_REF}" in raw.stderr, raw.stderr
+    assert "epoch 1" in raw.stderr and _ref(remote, EPOCHS_REF) == published
+    (remote / "hooks" / "pre-receive").unlink()
     _git(op2.store.git_dir, "push", "-q", str(remote), EPOCHS_REF)
     before = fingerprint(operator.root)
     refused = _cli(operator.root, "pull", str(remote))

@@ -12,6 +12,8 @@ Checks, each reported OK or FAIL with the first divergence pinpointed:
                  and key changes follow the trust rules (``ledger.audit.signatures``);
 - ``receipts``   every chain receipt note is well formed, sits on a snapshot, and records that
                  snapshot's root and position (seq); what needs the chain is ``chain.receipts``;
+- ``refs``       every ref beside ``main`` under the ledger's namespaces is one a peer takes whole
+                 (``ledger.audit.refs``: what the guard and every peer check as they take it);
 - ``worktree``   (brains only) the working tree equals the head snapshot;
 - ``chain.*``    the registry's events form an unbroken lineage equal to the snapshots, the head is a
                  snapshot, receipts are still canonical, committers were authorized, and each
@@ -37,6 +39,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.audit.evidencecheck import check_evidence
 from ledger.audit.gitsigs import check_siblings
+from ledger.audit.refs import check_refs
 from ledger.audit.signatures import check_signatures
 from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
@@ -63,6 +66,7 @@ CHECKS = (
     "supply",
     "evidence",
     "receipts",
+    "refs",
     "worktree",
     "chain.events",
     "chain.roots",
@@ -137,6 +141,7 @@ def audit_repo(
         if since:
             return report  # what is new since a trusted head: its receipts are checked as they are taken
         _check_receipts(store, snaps, report)
+        check_refs(store, bytes.fromhex(snaps[-1].commit) if snaps else None, report)  # what every peer refuses
         if worktree:
             _check_worktree(path, store, snaps, report)
         if rpc is not None:

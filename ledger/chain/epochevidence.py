@@ -20,13 +20,13 @@ from typing import Any
 
 from ledger.chain import epochproof, tlog
 from ledger.errors import ChainError
+from ledger.store.refs import EVIDENCE_NOTES_REF  # beside refs/notes/ledger-epochs: one note per commit per ref
 
 __all__ = ["EVIDENCE_ENTRY_SIZE", "EVIDENCE_NOTES_REF", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
            "parse_evidence_entry", "parse_item", "verify_offline"]  # fmt: skip
 
 TAG = 0x02
 EVIDENCE_ENTRY_SIZE = 105  # tag (1) ‖ agent (32) ‖ head (32) ‖ size (8) ‖ evidence root (32)
-EVIDENCE_NOTES_REF = "refs/notes/ledger-epoch-evidence"  # beside refs/notes/ledger-epochs: one note per commit per ref
 KIND = "ledger-epoch-evidence-receipt/v1"
 _ZERO = b"\x00" * 32
 _HEX32 = re.compile(r"0x[0-9a-f]{64}")

@@ -30,12 +30,11 @@ from ledger.chain.epochevidence import EVIDENCE_ENTRY_SIZE, parse_item
 from ledger.chain.tlog import ENTRY_SIZE, leaf_hash
 from ledger.errors import ChainError
 from ledger.store.gitstore import MODE_FILE, GitStore
+from ledger.store.refs import EPOCH_NOTES_REF, EPOCHS_REF
 
 __all__ = ["ENTRIES_V2", "EPOCHS_REF", "EPOCH_NOTES_REF", "EpochLog", "decode_entries", "encode_entries",
-           "read_local", "read_remote", "save"]  # fmt: skip
+           "read_at", "read_local", "read_remote", "save"]  # fmt: skip
 
-EPOCHS_REF = "refs/ledger/epochs"  # the operator's log
-EPOCH_NOTES_REF = "refs/notes/ledger-epochs"  # each brain's epoch receipts, beside refs/notes/ledger-chain
 _MAX_ENTRIES = 1 << 24
 ENTRIES_V2 = "entries-v2"  # the file's name once the log holds an evidence entry
 
@@ -131,8 +130,11 @@ def _parse(name: str, entries: bytes, doc_bytes: bytes, commit: bytes | None) ->
 def read_local(store: GitStore) -> EpochLog:
     """This store's log (an empty one before the first epoch)."""
     head = store.read_ref(EPOCHS_REF)
-    if head is None:
-        return EpochLog()
+    return EpochLog() if head is None else read_at(store, head)
+
+
+def read_at(store: GitStore, head: bytes) -> EpochLog:
+    """The log whose commit is ``head`` (a copy fetched, or a push a guarded remote has not taken yet)."""
     tree = bytes.fromhex(store.read(head, b"commit").split(b"\n", 1)[0].split(b" ")[1].decode())
     files = {name: sha for sha, _, name in store.read_tree(tree)}
     names = sorted(set(files) - {"log.json"})

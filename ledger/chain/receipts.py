@@ -27,7 +27,7 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
-from ledger.store.refs import NOTES_REF, PENDING_CACHE, pending_key
+from ledger.store.refs import NOTES_REF, PENDING_CACHE, UNVERIFIED_REF, pending_key
 
 __all__ = [
     "NOTES_REF",
@@ -47,7 +47,6 @@ __all__ = [
     "write_receipts",
 ]
 
-UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere not yet checked against a chain
 
 _HEX = re.compile(r"0x[0-9a-f]+")
 _FIELDS: dict[str, Any] = {  # field → (type, hex length without 0x, or None)

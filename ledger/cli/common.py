@@ -322,3 +322,16 @@ def want_commit(ctx: click.Context, flag: bool | None) -> None:
         root = find_brain(path if path is not None else None, search_up=path is None)
         flag = bool(json.loads((root / CONTROL / CONFIG).read_text()).get("auto_commit", False))
     ctx.obj["commit"] = flag
+
+
+def say_refused_refs(remote: str, refused: dict[str, str]) -> bool:
+    """Each ref beside ``main`` that was refused whole, named, with what to do; whether there was one.
+    ``main`` and every other ref were taken (or published) as they would have been without it."""
+    for ref, why in sorted(refused.items()):
+        click.echo(f"error: refused {ref} of {remote}: {why}", err=True)
+        click.echo(f"hint: main and the other refs went through; {ref} was left as it is on both sides. The "
+                   f"remote's owner restores it from a copy that holds it whole (on the remote's host: 'git "
+                   f"update-ref {ref} GOOD', or 'git update-ref -d {ref}' when no copy does); 'ledger audit "
+                   f"{remote}' names every ref it would refuse, and 'ledger remote guard' keeps a bare remote "
+                   "from taking one again", err=True)  # fmt: skip
+    return bool(refused)

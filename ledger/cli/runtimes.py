@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain
+from ledger.cli.common import emit, json_flag, main, open_brain, say_refused_refs
 from ledger.errors import LedgerError, UsageError
 
 _LAYOUTS = ("agentskills", "claude", "hermes")
@@ -212,7 +212,11 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
     if fleet["status"] != "ok":
         click.echo(f"error: the remote is {fleet['status']}; this brain keeps every write and the next sync "
                    "publishes it", err=True)  # fmt: skip
-    if report["conflicts"] or report["refused"] or merged or alone or fleet["status"] != "ok":
+    if fleet.get("refused_refs"):
+        click.echo(f"error: {len(fleet['refused_refs'])} ref(s) of the remote refused (see above); main is in step",
+                   err=True)  # fmt: skip
+    if report["conflicts"] or report["refused"] or merged or alone or fleet["status"] != "ok" or \
+            fleet.get("refused_refs"):
         sys.exit(1)
 
 
@@ -273,7 +277,7 @@ def _remote_tick(brain: Any, remote: dict[str, Any], poll: float, as_json: bool)
             emit({"remote": out})
         elif out["status"] != "ok":
             click.echo(f"remote {out['status']}: {out.get('reason', '')} (retrying every {poll:g} s)", err=True)
-        elif out["merges"] or out["committed"]:
+        elif out["merges"] or out["committed"] or out.get("refused_refs"):
             _say_remote(out)
 
     return tick
@@ -292,6 +296,8 @@ def _say_remote(out: dict[str, Any]) -> None:
         click.echo(f"pushed    {out['head'][:12]} to {out['remote']}")
     if out["committed"]:
         click.echo(f"anchored  {out['committed']} root(s) in {len(out['transactions'])} transaction(s)")
+    if out.get("refused_refs"):
+        say_refused_refs(out["remote"], out["refused_refs"])
 
 
 @main.group(invoke_without_command=True)

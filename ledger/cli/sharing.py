@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain
+from ledger.cli.common import emit, json_flag, main, open_brain, say_refused_refs
 
 
 def _say_receipts(counts: dict) -> None:
@@ -40,8 +41,10 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     with open_brain(ctx) as brain:
         out = sharing.push(brain, remote)
     _say_receipts(out["incoming_receipts"])
+    refused = out["incoming_receipts"].get("refused_refs") or {}
     if as_json:
         emit(out)
+        _exit_if(refused)
         return
     for merged in out["merges"]:
         _say_merge(merged)
@@ -52,6 +55,12 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     else:
         was = out["was"][:12] if out["was"] else "(nothing)"
         click.echo(f"pushed {was} → {out['head'][:12]} to {remote}")
+    _exit_if(say_refused_refs(remote, refused))
+
+
+def _exit_if(refused: object) -> None:
+    if refused:
+        sys.exit(1)
 
 
 def _say_merge(merged: dict) -> None:
@@ -78,6 +87,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     with open_brain(ctx) as brain:
         out = sharing.pull(brain, remote)
     _say_receipts(out["incoming_receipts"])
+    refused = out["incoming_receipts"].get("refused_refs") or {}
     if as_json:
         emit(out)
     elif out["moved"]:
@@ -86,6 +96,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
         click.echo(f"pulled {out['from'][:12]} → {out['to'][:12]} from {remote} (audited)")
     else:
         click.echo(f"already up to date with {remote} (receipts joined)")
+    _exit_if(say_refused_refs(remote, refused) if not as_json else refused)
 
 
 @main.command("clone")
@@ -95,10 +106,12 @@ def clone_cmd(remote: str, directory: Path) -> None:
     """Make a new brain in DIRECTORY from REMOTE: snapshots and receipts, audited before use."""
     from ledger.exchange.sharing import clone
 
-    with clone(remote, directory) as brain:
+    refused: dict[str, str] = {}
+    with clone(remote, directory, refused) as brain:
         head = brain.head()
         click.echo(f"cloned {remote} into {brain.root} ({len(head.skills)} skill(s), audited)")
         click.echo(f"root   {head.snap.to_json()['root']}")
+    _exit_if(say_refused_refs(remote, refused))
 
 
 @main.command()

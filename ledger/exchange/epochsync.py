@@ -25,11 +25,11 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.audit.epochs import anchored_event
-from ledger.chain import epochevidence, epochlog, epochproof
+from ledger.audit.refs import epoch_receipt, evidence_receipt, log_keeps
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
 from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
-from ledger.chain.evidencelog import log_of
 from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, LedgerError, StoreError
@@ -40,7 +40,6 @@ __all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "check_log", "
 _INCOMING_NOTES = "refs/ledger/incoming-epoch-notes"
 _INCOMING_EVIDENCE = "refs/ledger/incoming-epoch-evidence"
 _INCOMING_LOG = "refs/ledger/incoming-epochs"
-ZERO = b"\x00" * 32
 
 
 def _git(git_dir: Path, *args: str, what: str) -> str:
@@ -65,28 +64,13 @@ def _is_ancestor(git_dir: Path, old: bytes, new: bytes) -> bool:
     return proc.returncode == 0
 
 
-def _keeps(old: epochlog.EpochLog, new: epochlog.EpochLog) -> str | None:
-    """Why ``new`` is not ``old`` grown (None when it is): every anchored epoch of ``old`` (``tx`` set) must be in
-    ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped (E.8)."""
-    if old.header and new.header != old.header:
-        return "its header (origin, operator, checkpoint key) is not the one before"
-    done = [ep for ep in old.epochs if ep.get("tx") is not None]
-    for ep in done:
-        n = ep["epoch"]
-        if len(new.epochs) < n or new.epochs[n - 1] != ep:
-            return f"its epoch {n} is not the anchored epoch {n} it had"
-    size = done[-1]["size"] if done else 0
-    if new.entries[:size] != old.entries[:size]:
-        return f"its first {size} entries, which anchored epochs cover, are not the ones it had"
-    return None
-
-
 def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
     """The fetched copy ``q``'s log commit when it should replace ours (a fast-forward that keeps what ours
     anchored), None when there is nothing to take; raises when either side rewrites the other.
 
     Run before anything moves, on push and pull alike, so a rewritten log is refused from a peer and never
-    offered to one.  ``q`` borrows ``store``'s objects, so both logs are readable there."""
+    offered to one; the caller leaves the log where it is on both sides and takes the rest (docs/adr/0027).
+    ``q`` borrows ``store``'s objects, so both logs are readable there."""
     theirs = _ref(q, EPOCHS_REF)
     if theirs is None:
         return None
@@ -99,22 +83,23 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
         old = epochlog.read_local(store) if ours is not None else None
     except LedgerError as exc:
         raise StoreError(f"the operator's epoch log ({EPOCHS_REF}) of {remote!r} or of this brain is malformed, so "
-                         f"nothing was taken: {exc.message}", hint=f"'ledger audit {remote}' with --rpc names what "
-                         "is wrong; the owner of the bad copy restores it from one that is whole") from exc  # fmt: skip
+                         f"the log was neither taken nor published: {exc.message}", hint=f"'ledger audit {remote}' "
+                         "names what is wrong; the owner of the bad copy restores it from one that is whole",
+                         ) from exc  # fmt: skip
     if old is None:
         return theirs
     if _is_ancestor(q, ours, theirs):  # type: ignore[arg-type]
-        why, grown, base, taker = _keeps(old, new), theirs, "this brain's", "the remote"
+        why, grown, base, taker = log_keeps(old, new), theirs, "this brain's", "the remote"
     elif _is_ancestor(q, theirs, ours):  # type: ignore[arg-type]
-        why, grown, base, taker = _keeps(new, old), None, "the remote's", "this brain"
+        why, grown, base, taker = log_keeps(new, old), None, "the remote's", "this brain"
     else:
         why, grown, base, taker = "neither log extends the other (a non-fast-forward)", None, "", ""
     if why is None:
         return grown
     side = f"{taker}'s log rewrites {base}" if taker else "the two logs have diverged"
     raise StoreError(
-        f"refusing {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: {why}; nothing was "
-        "taken or published",
+        f"refusing the epoch log of {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: "
+        f"{why}; the log was neither taken nor published",
         hint="keep the copy whose log the chain holds ('ledger audit --rpc' replays it); the other copy's owner "
              f"restores {EPOCHS_REF} from it (git fetch REMOTE +{EPOCHS_REF}:{EPOCHS_REF}) before anchoring again",
     )  # fmt: skip
@@ -153,30 +138,7 @@ def _lineage(store: gs.GitStore, q: Path, everything: bool = False) -> list[gs.S
 
 def receipt_problems(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> str | None:
     """Why the epoch receipt ``data`` on snapshot ``commit`` is refused, checked without a chain; None if not."""
-    return _offline(data, commit, snaps, agent)[1]
-
-
-def _offline(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> tuple[Any, str | None]:
-    """``((doc, facts), None)`` for a receipt that holds up offline, else ``(None, why)``.
-
-    It must verify offline (E.6) and name the snapshot it sits on: its agent (when this brain knows its own),
-    its seq (the snapshot's position among the anchored ones), its root, and as parent the root before."""
-    try:
-        doc = epochproof.parse_receipt(data)
-        facts = epochproof.verify_offline(doc)
-    except LedgerError as exc:
-        return None, f"does not verify offline: {exc.message}"
-    position = {s.commit: i for i, s in enumerate(snaps)}
-    i = position.get(commit)
-    if i is None:
-        return None, "sits on a commit that is not an anchored snapshot of the lineage"
-    if agent is not None and facts["agent"] != agent:
-        return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
-    if facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        return None, f"names seq {facts['seq']} and its root, but that snapshot is anchored as seq {i + 1}"
-    if facts["parent"] != (snaps[i - 1].root if i else ZERO):
-        return None, "names a parent that is not the root of the snapshot before"
-    return (doc, facts), None
+    return epoch_receipt(data, commit, snaps, agent)[1]
 
 
 def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, str]:
@@ -210,32 +172,6 @@ def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], d
     return out
 
 
-def _evidence_offline(data: bytes, commit: str, mainline: list[gs.Snapshot], store: gs.GitStore,
-                      agent: int | None) -> tuple[Any, str | None]:  # fmt: skip
-    """``((doc, facts), None)`` for an evidence receipt that holds up offline, else ``(None, why)``: it verifies
-    offline and sits on a mainline snapshot whose root is its head and whose evidence log is exactly its own."""
-    try:
-        doc = epochproof.parse_receipt(data)
-        facts = epochevidence.verify_offline(doc)
-    except LedgerError as exc:
-        return None, f"does not verify offline: {exc.message}"
-    snap = next((s for s in mainline if s.commit == commit), None)
-    if snap is None:
-        return None, "sits on a commit that is not a snapshot of the lineage"
-    if agent is not None and facts["agent"] != agent:
-        return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
-    if snap.root != facts["head"]:
-        return None, "names a head that is not that snapshot's root"
-    try:
-        log = log_of(store, snap)
-    except LedgerError as exc:
-        return None, f"sits on a snapshot whose evidence log cannot be read: {exc.message}"
-    if (log.size, log.root) != (facts["evidence_size"], facts["evidence_root"]):
-        return None, (f"anchors {facts['evidence_size']} evidence entries, but that snapshot records {log.size} "
-                      "or another root")  # fmt: skip
-    return (doc, facts), None
-
-
 def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None) -> dict[str, Any] | None:
     """:func:`take_receipts` for ``refs/notes/ledger-epoch-evidence``."""
     notes = _ref(q, EVIDENCE_NOTES_REF)
@@ -250,7 +186,7 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
         checked: dict[str, Any] = {}
         refused: list[str] = []
         for commit, blob in sorted(incoming.items()):
-            held, why = _evidence_offline(store.read(blob, b"blob"), commit, mainline, store, agent)
+            held, why = evidence_receipt(store.read(blob, b"blob"), commit, mainline, store, agent)
             if why is None:
                 checked[commit] = held
             else:
@@ -292,7 +228,7 @@ def _take_heads(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig
         checked: dict[str, Any] = {}
         refused: list[str] = []
         for commit, blob in sorted(incoming.items()):
-            held, why = _offline(store.read(blob, b"blob"), commit, snaps, agent)
+            held, why = epoch_receipt(store.read(blob, b"blob"), commit, snaps, agent)
             if why is None:
                 checked[commit] = held
             else:

@@ -104,7 +104,8 @@ def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) 
     except StoreError as exc:
         report.update(status=_status(exc), reason=exc.message, hint=exc.hint)
         return report
-    report.update(pushed=out["pushed"], head=out["head"], merges=out["merges"])
+    report.update(pushed=out["pushed"], head=out["head"], merges=out["merges"],
+                  refused_refs=out["incoming_receipts"].get("refused_refs") or {})  # fmt: skip
     report["conflicts"] = sorted({c for m in out["merges"] for c in m.get("conflicts", [])})
     if commit:
         _commit(brain, url, report, key, password)

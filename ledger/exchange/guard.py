@@ -10,6 +10,14 @@ policy, trust set and lineage rules hold on the remote itself.  A refused push c
 nothing: git drops the quarantined objects and the branch stays where it was, and the
 pusher is told what was refused and what to run.  ``main`` is never deleted.
 
+The refs beside ``main`` that a peer takes (the three notes refs of receipts, an operator's epoch
+log) are held to the checks a peer applies on arrival (:mod:`ledger.audit.refs`): each update must be
+a commit of the right shape, a fast-forward, never a deletion, and every receipt it adds must hold up
+against ``main`` as the push leaves it; a log must keep every epoch it anchored.  Any other name under
+the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) is refused, and so is a replace ref
+(``refs/replace/``), which would make every audit of the remote fail; other refs (tags, other branches)
+are not the ledger's and pass.  One refused ref refuses the whole push.
+
 The hook runs on the machine that runs ``git receive-pack`` (for a path remote, the
 pusher's own): it tries the interpreter that installed it, then ``python3``; where neither
 has the ledger, the push is refused, never let through unchecked (docs/adr/0027).
@@ -22,8 +30,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from ledger.audit import refs
 from ledger.audit.lineage import audit_repo
 from ledger.errors import LedgerError, StoreError
+from ledger.store.gitstore import GitStore
+from ledger.store.refs import BRANCH
 
 __all__ = ["install", "installed", "main"]
 
@@ -35,7 +46,7 @@ _ZERO = "0" * 40
 def _script() -> str:
     here = shlex.quote(sys.executable)
     return f"""#!/bin/sh
-{MARK}: every update of main is audited before git takes it (ledger/exchange/guard.py).
+{MARK}: every update of main and of the ledger's other refs is audited before git takes it (ledger/exchange/guard.py).
 for py in {here} python3; do
   if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import ledger.exchange.guard' 2>/dev/null; then
     exec "$py" -m ledger.exchange.guard
@@ -79,12 +90,11 @@ def check(git_dir: Path, old: str, new: str) -> list[str]:
 
 def main() -> int:
     git_dir = Path(os.environ.get("GIT_DIR", ".")).absolute()
+    updates = [parts for parts in (line.split() for line in sys.stdin) if len(parts) == 3]
     refused = False
-    for line in sys.stdin:
-        parts = line.split()
-        if len(parts) != 3 or parts[2] != "refs/heads/main":
-            continue  # receipts and other refs: checked by whoever takes them (ledger/exchange/sharing.py)
-        old, new, _ref = parts
+    for old, new, ref in updates:
+        if ref != BRANCH:
+            continue
         problems = check(git_dir, old, new)
         if problems:
             refused = True
@@ -95,7 +105,43 @@ def main() -> int:
                   "  ('ledger keys show'; the brain's user runs 'ledger keys trust ROLE ADDRESS' for a new machine),\n"
                   "  or drop them: 'ledger pull' from this remote brings a copy back to its head.",
                   file=sys.stderr)  # fmt: skip
+    for _old, new, ref in updates:
+        if ref.startswith("refs/replace/") and new != _ZERO:  # removing one is a repair, and passes
+            refused = True
+            print(f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
+                  "audit fails a repository that holds one (docs/lineage.md §10, fsck); nothing was taken",
+                  file=sys.stderr)  # fmt: skip
+    others = [(old, new, ref) for old, new, ref in updates if ref != BRANCH and refs.owned(ref)]
+    if others:
+        refused = _check_others(git_dir, updates, others) or refused
     return 1 if refused else 0
+
+
+def _check_others(git_dir: Path, updates: list[list[str]], others: list[tuple[str, str, str]]) -> bool:
+    """The refs beside ``main`` under the ledger's namespaces, each checked as a peer checks it on arrival
+    (:func:`ledger.audit.refs.update_problems`) against ``main`` as this push leaves it; whether one is refused.
+    Refs outside the namespaces (tags, other branches) are not the ledger's and pass."""
+    refused = False
+    with GitStore(git_dir) as store:
+        main = next((new for old, new, ref in updates if ref == BRANCH), None)
+        tip = store.head() if main is None else None if main == _ZERO else bytes.fromhex(main)
+        lineage = refs.Lineage(store, tip)
+        for old, new, ref in others:
+            try:
+                problems = refs.update_problems(store, ref, None if old == _ZERO else bytes.fromhex(old),
+                                                None if new == _ZERO else bytes.fromhex(new), lineage)  # fmt: skip
+            except LedgerError as exc:
+                problems = [exc.message]
+            if not problems:
+                continue
+            refused = True
+            print(f"brain-ledger guard: refused {ref} {old[:12]}..{new[:12]}; nothing was taken:", file=sys.stderr)
+            for p in problems:
+                print(f"  {p}", file=sys.stderr)
+            print(f"  the remote is unchanged and usable. {ref} is published by 'ledger push' (or sync) from a brain\n"
+                  "  that holds it, and only grows; a peer takes nothing of a ref it refuses (docs/adr/0027).",
+                  file=sys.stderr)  # fmt: skip
+    return refused
 
 
 if __name__ == "__main__":

@@ -38,11 +38,13 @@ from ledger.chain.receipts import (
 )
 from ledger.errors import LedgerError, StoreError
 from ledger.store import gitstore as gs
+from ledger.store.refs import BRANCH, EPOCHS_REF, PUBLISHED
+from ledger.store.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
+from ledger.store.refs import EPOCHS_REF as _EPOCH_LOG
+from ledger.store.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_EPOCH_NOTES, _EPOCH_LOG = "refs/notes/ledger-epochs", "refs/ledger/epochs"  # epochsync's, read without its imports
-_EVIDENCE_NOTES = "refs/notes/ledger-epoch-evidence"  # the same: ledger.chain.epochevidence.EVIDENCE_NOTES_REF
 _FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
           f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
@@ -127,7 +129,7 @@ def _audited(repo: Path, remote: str, since: tuple[bytes, ...] = ()) -> None:
     from ledger.audit.lineage import audit_repo
 
     report = audit_repo(repo, since=since)
-    failed = [c for c in report.checks.values() if not c.ok]
+    failed = [c for c in report.checks.values() if not c.ok and c.name != "refs"]  # each ref is checked as taken
     if failed:
         named = next((c.snapshot for c in failed if c.snapshot), None)
         raise StoreError(
@@ -191,10 +193,12 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
             merged, receipts = _take(brain, remote)
             if merged["action"] != "nothing":
                 merges.append(merged)
+        refused = receipts.get("refused_refs", {})  # left as they are on the remote, and not published over
         head = brain.store.head().hex()  # type: ignore[union-attr]
-        notes = store.read_ref(NOTES_REF)
+        notes = store.read_ref(NOTES_REF) if NOTES_REF not in refused else None
         specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
-        extra = epochsync.push_specs(store)  # epoch receipts, an operator's log: checked by _take against theirs
+        extra = {ref: sha for ref, sha in epochsync.push_specs(store).items() if ref not in refused}
+        # epoch receipts, an operator's log: checked by _take against theirs
         specs += [f"{sha}:{ref}" for ref, sha in extra.items()]
         if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()) and all(
             refs.get(ref) == sha for ref, sha in extra.items()
@@ -274,11 +278,12 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
         # Outside the lock: writers go on while the remote is read and checked.
         _audited(q, remote, (head,) if head is not None else ())
         theirs = (q / "refs" / "heads" / "main").read_text().strip()
+        refused = _refuse_refs(q)  # a bad ref beside main is refused whole, named, and main still taken
         with brain.locked():
             if head is not None:  # a refusal changes nothing, not even the object store
                 brain.writer.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
                                                "pull again")  # fmt: skip
-            log = epochsync.check_log(store, q, remote)  # a rewritten log refuses everything, before anything moves
+            log = _checked_log(store, q, remote, refused)  # a rewritten log is neither taken nor published
             _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
                  "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
             try:
@@ -291,7 +296,39 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
                     epochsync.take_log(store, q, log)
             finally:
                 _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
+    receipts["refused_refs"] = refused
     return merged, receipts
+
+
+def _refuse_refs(q: Path) -> dict[str, str]:
+    """The refs beside ``main`` that the fetched copy ``q`` holds and no copy takes whole (not a commit, not a
+    notes tree, not a log: :func:`ledger.audit.refs.shape`), each → why; each is dropped from the quarantine,
+    so nothing after reads it, and the rest (``main`` first) is taken as it would be without it."""
+    from ledger.audit.refs import shape
+
+    out: dict[str, str] = {}
+    with gs.GitStore(q) as qs:
+        for ref in PUBLISHED:
+            commit = qs.read_ref(ref) if ref != BRANCH else None
+            why = shape(qs, ref, commit) if commit is not None else None
+            if why is not None:
+                out[ref] = why
+    for ref in out:
+        _git(q, "update-ref", "-d", ref, what="setting a refused ref aside")
+    return out
+
+
+def _checked_log(store: gs.GitStore, q: Path, remote: str, refused: dict[str, str]) -> bytes | None:
+    """:func:`ledger.exchange.epochsync.check_log`, a refusal recorded in ``refused`` (and the fetched log set
+    aside) rather than raised: the log stays where it is on both sides, and the rest is taken."""
+    from ledger.exchange import epochsync
+
+    try:
+        return epochsync.check_log(store, q, remote)
+    except StoreError as exc:
+        refused[EPOCHS_REF] = exc.message
+        _git(q, "update-ref", "-d", EPOCHS_REF, what="setting a refused ref aside")
+        return None
 
 
 def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
@@ -394,8 +431,10 @@ def _on_chain(brain: Brain, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def clone(remote: str, dest: str | Path) -> Brain:
-    """A new brain at ``dest`` holding ``remote``'s snapshots and receipts, audited before it is used."""
+def clone(remote: str, dest: str | Path, report: dict[str, str] | None = None) -> Brain:
+    """A new brain at ``dest`` holding ``remote``'s snapshots and receipts, audited before it is used.
+
+    A ref beside ``main`` that no copy takes whole is left behind; ``report`` (when given) gets each one → why."""
     from ledger.exchange import epochsync
 
     root = Path(os.path.abspath(dest))
@@ -405,11 +444,12 @@ def clone(remote: str, dest: str | Path) -> Brain:
     try:
         Brain.create_empty(root)
         with fetched(remote) as q:
+            refused = _refuse_refs(q)  # a bad ref beside main is refused whole, named, and main still taken
             _audited(q, remote)
             git_dir = gs.GitStore(root).git_dir
             notes = [_CLONE_NOTES] if (q / NOTES_REF).exists() else []
             with gs.GitStore(root) as store:
-                log = epochsync.check_log(store, q, remote)  # a clone has no log: a malformed one is refused
+                log = _checked_log(store, q, remote, refused)  # a clone has no log: a malformed one is refused
                 _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1], *notes,
                      what="taking the fetched snapshots")  # fmt: skip
                 epochs = epochsync.take_receipts(store, q, None)
@@ -422,6 +462,8 @@ def clone(remote: str, dest: str | Path) -> Brain:
                     epochsync.take_log(store, q, log)
         brain = Brain(root)
         brain.checkout_all()
+        if report is not None:
+            report.update(refused)
         return brain
     except BaseException:
         if created:
