@@ -205,7 +205,7 @@ def _difference(held: list[sp.Entry], entry: sp.Entry) -> str:
     """What a merge's entry changes against the closest parent entry, in words."""
     base = held[0]
     if entry.state != base.state and all(entry.state != h.state for h in held):
-        return f"it is {entry.state}, but {' / '.join(h.state for h in held)} in the parents" + (
+        return f"it is {entry.state}, but {' or '.join(sorted({h.state for h in held}))} in the parents" + (
             " (an approval through a merge)" if entry.state == sp.APPROVED else "")
     if all(entry.pin != h.pin for h in held):
         return "its pin is new"
