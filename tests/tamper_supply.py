@@ -187,9 +187,28 @@ def _address(role: str) -> str:
     return Account.from_key(KEYS[role]).address.lower()
 
 
-def _merge_approving(role: str) -> Callable[[Path, dict[str, str]], str]:
-    """The merge at the tip rewritten: its supply record approves every quarantined skill (the critical one
-    "approved" in the user's name with the override "ok"), re-signed by ``role``'s key, EIP-712 and git."""
+def _approve_quarantined(record):  # type: ignore[no-untyped-def]
+    """Every quarantined entry approved, the critical one "in the user's name" with the override "ok"."""
+    from ledger.store import supply as sp
+
+    held = [n for n, e in record.skills.items() if e.state == sp.QUARANTINED]
+    assert held, "the honest merge holds no quarantined skill"
+    approval = {"by": _address("user"), "auto": False, "override": "ok"}
+    for name in held:
+        record = record.with_entry(name, replace(record.skills[name], state=sp.APPROVED, approval=approval))
+    return record
+
+
+def _drop_quarantined(record):  # type: ignore[no-untyped-def]
+    """The quarantined skill's entry left out (its files kept): without an entry, nothing withholds it."""
+    from ledger.store import supply as sp
+
+    return record.with_entry(next(n for n, e in record.skills.items() if e.state == sp.QUARANTINED), None)
+
+
+def _merge_approving(role: str, change: Callable = _approve_quarantined) -> Callable[[Path, dict[str, str]], str]:
+    """The merge at the tip rewritten: ``change`` of its supply record (by default every quarantined skill
+    approved), re-signed by ``role``'s key, EIP-712 and git."""
 
     def apply(brain: Path, env: dict[str, str]) -> str:
         from ledger.signatures import siblings, sshsig
@@ -199,12 +218,7 @@ def _merge_approving(role: str) -> Callable[[Path, dict[str, str]], str]:
         repo = brain / ".git"
         record = sp.parse_record(subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob", "main:supply"],
                                                 capture_output=True, check=True).stdout)  # fmt: skip
-        held = [n for n, e in record.skills.items() if e.state == sp.QUARANTINED]
-        assert held, "the honest merge holds no quarantined skill"
-        approval = {"by": _address("user"), "auto": False, "override": "ok"}
-        forged = record
-        for name in held:
-            forged = forged.with_entry(name, replace(record.skills[name], state=sp.APPROVED, approval=approval))
+        forged = change(record)
         key = KEYS[role]
 
         def edit(raw: bytes) -> bytes:
@@ -240,6 +254,9 @@ CLASSES = [
                r"\(an approval through a merge\); a merge changes no entry \(rule 4\)"),
     SupplyCase("supply-merge-approves-by-the-user-key", _merge_approving("user"),
                r"merge\): setup-helper's entry is neither parent's: it is approved, .*\(rule 4\)"),
+    SupplyCase("supply-merge-drops-a-quarantined-entry", _merge_approving("agent", _drop_quarantined),
+               r"merge\): it drops the entry of setup-helper \(quarantined in parent 1\) while setup-helper stays live "
+               r".*\(rule 4\)"),
     SupplyCase("supply-skill-md-edited-at-install", _install_edited,
                r"install\): proofread's SKILL.md \(create\) with the counter set aside is not the file its entry pins "
                r"\(rule 6\)"),
