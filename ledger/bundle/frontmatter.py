@@ -232,16 +232,24 @@ _CLOSE = re.compile(r"---[ \t]*\Z")
 
 
 def _lines(text: str) -> tuple[list[str], int]:
-    """``text`` as lines with their terminators, and the index of the line closing the frontmatter."""
-    lines = text.splitlines(keepends=True)
+    """``text`` as lines split after each LF, terminators kept, and the index of the line closing the
+    frontmatter (lineage.md §1.6: only LF ends a line; CR, VT, FF, U+2028 and the rest do not)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     for i in range(1, len(lines)):
-        if _CLOSE.match(lines[i].rstrip("\r\n")):
+        if _CLOSE.match(_bare(lines[i])):
             return lines, i
     raise SkillError("malformed frontmatter: the '---' on line 1 is never closed by a '---' line")
 
 
+def _bare(line: str) -> str:
+    """A line without its terminator (LF or CR LF)."""
+    line = line[:-1] if line.endswith("\n") else line
+    return line[:-1] if line.endswith("\r") else line
+
+
 def counter_line(text: str) -> tuple[int, str] | None:
-    """Which line of ``text`` writes the ledger's counter (0-based, in ``text.splitlines()``) and that line
+    """Which line of ``text`` writes the ledger's counter (0-based, lines split after each LF) and that line
     without its terminator; None when the frontmatter holds no counter.
 
     Refuses a counter (lineage.md §4.2) written in a spelling not allowed, or on which this reading and a
@@ -254,7 +262,7 @@ def counter_line(text: str) -> tuple[int, str] | None:
     candidates: dict[str, tuple[int, str]] = {}
     inside, block = False, None  # under a 'metadata:' line; the indentation of its block
     for i in range(1, close):
-        line = lines[i].rstrip("\r\n")
+        line = _bare(lines[i])
         if not line.startswith(" "):
             inside, block = line == "metadata:", None
             continue
@@ -298,6 +306,6 @@ def set_aside(text: str, served: str | None) -> str:
         lines[at] = served + lines[at][len(line):]
         return "".join(lines)
     del lines[at]
-    if lines[at - 1].rstrip("\r\n") == "metadata:" and not lines[at].startswith(" "):
+    if _bare(lines[at - 1]) == "metadata:" and not lines[at].startswith(" "):
         del lines[at - 1]
     return "".join(lines)
