@@ -122,6 +122,23 @@ def _install_edited(brain: Path, env: dict[str, str]) -> str:
     return _tip(brain)
 
 
+def _digest_forged(brain: Path, env: dict[str, str]) -> str:
+    """``proofread`` installed byte for byte, but its entry's folder ``sha256`` (what a skills-lock.json names)
+    is not the hash of its files: a lock exported from this brain would vouch for other bytes."""
+    from ledger.brain import Brain
+    from ledger.supply import installer
+
+    real = installer.upstream_digests
+
+    def forged(files):  # type: ignore[no-untyped-def]
+        blake3, _sha256, per_file = real(files)
+        return blake3, "ab" * 32, per_file
+
+    with _keys(env), _patched(installer, "upstream_digests", forged), Brain.open(brain) as b:
+        installer.Installer(b).install(_upstream(b), ["proofread"])
+    return _tip(brain)
+
+
 def _upstream(b: object) -> str:
     """The git repository the honest brain installed from (its entries name it)."""
     return str(b.writer.supply().skills["summarise"].source["url"])  # type: ignore[attr-defined]
@@ -263,6 +280,8 @@ CLASSES = [
     SupplyCase("supply-install-recorded-as-update", _update_edited,
                r"install\): summarise's SKILL.md \(update\) with the counter set aside is not the file its entry "
                r"pins \(rule 6\)"),
+    SupplyCase("supply-digest-not-of-its-files", _digest_forged,
+               r"install\): proofread's entry sha256 is not the folder hash of the files it pins \(rule 6\)"),
     SupplyCase("supply-revocation-reason-rewritten", _reason_rewritten,
                r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was 'sends the "
                r"text elsewhere', now 'false alarm'; a revocation never changes once written \(rule 2\)"),
