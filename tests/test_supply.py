@@ -207,6 +207,11 @@ def test_local_edits_are_a_fork_merged_three_ways(up: Upstream, home: Path) -> N
     assert out["forked"] and out["applied"]
     text = (home / "skills/summarise/SKILL.md").read_text()
     assert "Read the whole input carefully." in text and "Write the answer in French." in text
+    # Two snapshots (lineage.md §1.6): the install of exactly what the source serves, held to its pin, then
+    # the local edits merged back as an edit of their own; the audit holds the install to every byte.
+    ops = [e["operation"] for e in json.loads(ledger(home, "log", "--json").stdout)[:2]]
+    assert ops == ["edit", "install"], ops
+    assert audit_ok(home)["supply"] == "OK"
     # A clash between the fork and the update changes nothing.
     ledger(home, "approve", "summarise")
     ledger(home, "skill", "patch", "summarise", "--old", "in French.", "--new", "in German.")
@@ -500,3 +505,57 @@ def test_revoke_source_at_pin(up: Upstream, home: Path, tmp_path: Path) -> None:
     ledger(other, "revoke", f"{up.bare}@{commit}", "--reason", "compromised")
     refused = ledger(other, "install", str(up.bare), "translate", check=False)
     assert refused.returncode == 1 and "compromised" in refused.stderr
+
+
+VECTORS = Path(__file__).parent / "vectors" / "supply" / "counter-set-aside.json"
+
+
+def test_the_counter_set_aside_vectors() -> None:
+    """docs/lineage.md §1.6: the installed SKILL.md with its counter set aside is the served one, byte for byte;
+    its sha256 is the entry's files['SKILL.md'].  Every spelling outside COUNTER-LINE is refused."""
+    import hashlib
+
+    from ledger.bundle import frontmatter
+    from ledger.errors import SkillError
+
+    doc = json.loads(VECTORS.read_text())
+    assert len(doc["cases"]) >= 8 and len(doc["refused"]) >= 6
+    for case in doc["cases"]:
+        found = frontmatter.counter_line(case["served"])
+        assert (found[1] if found else None) == case["counter"], case["name"]  # what the entry records
+        assert frontmatter.set_counter(case["served"], case["version"]) == case["installed"], case["name"]
+        assert frontmatter.set_aside(case["installed"], case["counter"]) == case["set_aside"] == case["served"]
+        assert hashlib.sha256(case["set_aside"].encode()).hexdigest() == case["sha256"], case["name"]
+    for case in doc["refused"]:
+        if "served" in case:  # the writer would install it, but setting the counter aside does not give it back
+            assert frontmatter.set_aside(case["installed"], None) != case["served"], case["name"]
+        else:
+            with pytest.raises(SkillError, match="spelling the ledger cannot set aside"):
+                frontmatter.counter_line(case["installed"])
+
+
+def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(up: Upstream, home: Path) -> None:
+    """A SKILL.md whose metadata is a flow mapping, or empty, could not be held to its pin (§1.6 rule 6): the
+    install is refused, says why and how to fix it, and changes nothing."""
+    up.put("flowing", {"SKILL.md": "---\nname: flowing\ndescription: Flow\nmetadata: {author: up}\n---\nGo.\n"})
+    up.put("empty-meta", {"SKILL.md": "---\nname: empty-meta\ndescription: Empty\nmetadata:\n---\nGo.\n"})
+    up.publish("odd metadata")
+    before = git(home, "rev-parse", "HEAD")
+    for name, why in (("flowing", "spelling the ledger cannot set aside"), ("empty-meta", "only the counter differs")):
+        proc = ledger(home, "install", str(up.bare), name, check=False)
+        assert proc.returncode == 1 and why in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
+        assert "docs/lineage.md §1.6" in proc.stderr
+    assert git(home, "rev-parse", "HEAD") == before and not (home / "skills" / "flowing").exists()
+
+
+def test_a_revocation_is_never_rewritten(up: Upstream, home: Path) -> None:
+    """Revoking a digest already revoked is refused and changes nothing: its first reason stands (§1.6 rule 2)."""
+    ledger(home, "install", str(up.bare), "summarise")
+    digest = record(home).skills["summarise"].blake3
+    ledger(home, "revoke", digest, "--reason", "sends the text elsewhere")
+    head = git(home, "rev-parse", "HEAD")
+    again = ledger(home, "revoke", digest, "--reason", "false alarm", check=False)
+    assert again.returncode == 1 and "already revoked (sends the text elsewhere)" in again.stderr, again.stderr
+    assert git(home, "rev-parse", "HEAD") == head
+    assert record(home).revoked[digest]["reason"] == "sends the text elsewhere"
+    assert record(home).format == sp.FORMAT == 2 and audit_ok(home)["supply"] == "OK"

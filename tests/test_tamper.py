@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from ledger.brain.signers import allowed_signers
 from ledger.errors import StoreError
 from ledger.store.gitstore import GitStore
-from tests import tamper, tamper_outcomes
+from tests import tamper, tamper_outcomes, tamper_supply
 from tests.conftest import run_ledger
 
 CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
@@ -282,3 +283,52 @@ def test_a_sibling_claimed_by_a_second_address_fails_the_audit(tmp_path: Path) -
     failed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")]
     assert failed == ["siblings"], proc.stdout
     assert "a sibling key belongs to one address" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def honest_supply_merged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return tamper_supply.build_honest_supply_merged(tmp_path_factory.mktemp("tamper-supply"))
+
+
+def _mirror(brain: Path, to: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(to)], check=True)
+    return to
+
+
+def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: Path) -> None:
+    """Two signed copies that installed skills, approved, revoked and published to one remote: the ledger's own
+    merge writes the record derived from its parents (docs/lineage.md §1.6 rule 4), in format 2, and audits OK."""
+    brain, _ = honest_supply_merged
+    code, report = _audit(_mirror(brain, tmp_path / "honest.git"), "--require-signatures")
+    assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+    tip = subprocess.run(["git", "-C", str(brain), "cat-file", "-p", "HEAD"], capture_output=True, text=True).stdout
+    assert tip.count("\nparent ") == 2 and "Ledger-Operation: merge" in tip, tip
+    record = json.loads(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
+                                       text=True, check=True).stdout)  # fmt: skip
+    first = json.loads(subprocess.run(["git", "-C", str(brain), "show", "HEAD^1:supply"], capture_output=True,
+                                      text=True, check=True).stdout)  # fmt: skip
+    assert record == first and record["format"] == 2  # the first parent's, as it holds it
+    assert {n: e["state"] for n, e in record["skills"].items()} == {
+        "setup-helper": "quarantined", "summarise": "approved", "translate": "revoked"}  # fmt: skip
+    assert all(e["counter"] is None for e in record["skills"].values())  # the sources' SKILL.md had no counter
+
+
+@pytest.mark.parametrize("case", tamper_supply.CLASSES, ids=lambda c: c.name)
+def test_every_supply_tamper_class_fails_the_supply_check(honest_supply_merged, case: tamper_supply.SupplyCase,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    """docs/lineage.md §1.6 (v1.7): a merge that approves (by the agent key, by the user key), an installed
+    SKILL.md edited, an install recorded as 'update' writing what its pin does not, a revocation's reason
+    rewritten by a later approval, and a record declaring an older format than its parent's: each signed by a
+    trusted key, so 'supply' is the only check that fails, on the snapshot forged, naming the skill and rule."""
+    brain, env = honest_supply_merged
+    copy = tmp_path / "b"
+    shutil.copytree(brain, copy, symlinks=True)
+    named = case.forge(copy, env)
+    for args in ((), ("--require-signatures",)):
+        code, report = _audit(_mirror(copy, tmp_path / f"forged{len(args)}.git"), *args)
+        failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
+        assert code == 1 and failed == ["supply"], (case.name, {k: report["checks"][k]["summary"] for k in failed})
+        chk = report["checks"]["supply"]
+        assert chk["snapshot"] == named, (case.name, chk)
+        assert re.search(case.reason, chk["summary"]), (case.name, chk["summary"])
+    assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()

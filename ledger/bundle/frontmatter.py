@@ -23,7 +23,10 @@ from ledger.errors import SkillError
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ["MAX_YAML_DEPTH", "bounded", "counter_key", "load", "set_counter", "split", "whole_number"]
+__all__ = [
+    "COUNTER_LINE", "MAX_YAML_DEPTH", "bounded", "counter_key", "counter_line", "load", "set_aside", "set_counter",
+    "split", "whole_number",
+]  # fmt: skip
 
 MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
 _RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -217,3 +220,92 @@ def _checked(out: str, key: str, value: int) -> str:
             hint="add 'metadata:' with 'version: \"1\"' by hand, then retry",
         )
     return out
+
+
+
+# The spellings of the counter that an installed SKILL.md may carry (docs/lineage.md §1.6, "the counter set
+# aside"): one line of the block mapping under a line that is exactly ``metadata:``, at that block's
+# indentation, the value a whole number written plain (no leading zero: YAML 1.1 reads 010 as octal), or in
+# single or double quotes.  Anything else (a flow mapping, a comment on the line, a tag) is refused.
+COUNTER_LINE = re.compile(r"( +)(version|ledger-version): ((?:0|[1-9][0-9]*)|'[0-9]+'|\"[0-9]+\")\Z")
+_CLOSE = re.compile(r"---[ \t]*\Z")
+
+
+def _lines(text: str) -> tuple[list[str], int]:
+    """``text`` as lines split after each LF, terminators kept, and the index of the line closing the
+    frontmatter (lineage.md §1.6: only LF ends a line; CR, VT, FF, U+2028 and the rest do not)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    for i in range(1, len(lines)):
+        if _CLOSE.match(_bare(lines[i])):
+            return lines, i
+    raise SkillError("malformed frontmatter: the '---' on line 1 is never closed by a '---' line")
+
+
+def _bare(line: str) -> str:
+    """A line without its terminator (LF or CR LF)."""
+    line = line[:-1] if line.endswith("\n") else line
+    return line[:-1] if line.endswith("\r") else line
+
+
+def counter_line(text: str) -> tuple[int, str] | None:
+    """Which line of ``text`` writes the ledger's counter (0-based, lines split after each LF) and that line
+    without its terminator; None when the frontmatter holds no counter.
+
+    Refuses a counter (lineage.md §4.2) written in a spelling not allowed, or on which this reading and a
+    YAML parse of the same text disagree."""
+    fm, _ = load(text)
+    key, value = counter_key(fm)
+    meta = fm.get("metadata")
+    present = isinstance(meta, dict) and key in meta
+    lines, close = _lines(text)
+    candidates: dict[str, tuple[int, str]] = {}
+    inside, block = False, None  # under a 'metadata:' line; the indentation of its block
+    for i in range(1, close):
+        line = _bare(lines[i])
+        if not line.startswith(" "):
+            inside, block = line == "metadata:", None
+            continue
+        if not inside:
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        block = indent if block is None else block
+        m = COUNTER_LINE.match(line)
+        if m and indent == block and m.group(2) not in candidates:
+            candidates[m.group(2)] = (i, line)
+    found = candidates.get(key) if present else None
+    if found is None:
+        if present or candidates:
+            raise SkillError(f"SKILL.md writes its counter metadata.{key} in a spelling the ledger cannot set aside",
+                             hint="write it on its own line of a block 'metadata:' mapping, as "
+                                  f"{key}: '{value}' (docs/lineage.md §1.6)")  # fmt: skip
+        return None
+    written = COUNTER_LINE.match(found[1])
+    if written is None or int(written.group(3).strip("'\"")) != value:
+        raise SkillError("SKILL.md's counter line and its YAML disagree (docs/lineage.md §1.6)",
+                         hint="write the counter once, on its own line of a block 'metadata:' mapping")  # fmt: skip
+    return found
+
+
+def set_aside(text: str, served: str | None) -> str:
+    """``text`` (an installed SKILL.md) with the ledger's counter set aside: its counter line replaced by
+    ``served`` (the counter line of the SKILL.md as its source served it, terminator excluded) or, when
+    ``served`` is None, removed, with the ``metadata:`` line above it when that leaves its block empty
+    (docs/lineage.md §1.6).  The result is the served SKILL.md, byte for byte, when only the counter changed."""
+    found = counter_line(text)
+    if found is None:
+        raise SkillError("SKILL.md carries no version counter to set aside",
+                         hint="an installed skill's SKILL.md carries the ledger's counter (docs/lineage.md §4.2)")
+    at, line = found
+    lines, _ = _lines(text)
+    if served is not None:
+        theirs, mine = COUNTER_LINE.match(served), COUNTER_LINE.match(line)
+        if theirs is None or mine is None or theirs.group(1, 2) != mine.group(1, 2):
+            raise SkillError(f"the served counter line {served!r} is not one the installed counter replaces",
+                             hint="the same key at the same indentation, a whole number (docs/lineage.md §1.6)")
+        lines[at] = served + lines[at][len(line):]
+        return "".join(lines)
+    del lines[at]
+    if _bare(lines[at - 1]) == "metadata:" and not lines[at].startswith(" "):
+        del lines[at - 1]
+    return "".join(lines)

@@ -211,17 +211,24 @@ def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, 
     return write_tree(files, "categories")[0]
 
 
-def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str]) -> bytes | None:
-    """The supply record three ways (docs/supply-chain.md §6): entries as categories are merged (the first
-    parent wins where both changed one), every revocation of either side kept, and an entry whose
-    digest either side revoked left revoked."""
+def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side,
+                  live: Mapping[str, bytes]) -> bytes | None:  # fmt: skip
+    """The supply record derived from the parents' (docs/lineage.md §1.6 rule 4): entries as categories are
+    merged (the first parent wins where both changed one), each exactly as one parent holds it; every
+    revocation of either side kept as it was written; an entry whose digest either side revoked left
+    revoked; and a skill the merge keeps live keeps its entry.  Nothing new: no approval, state or pin."""
     if ours.supply is None and theirs.supply is None:
         return None
     b, o, t = (sp.parse_record(store.read(x.supply, b"blob")) if x.supply else sp.Supply()
                for x in (base, ours, theirs))  # fmt: skip
     skills = dict(t.skills)
     _take_changed(skills, b.skills, o.skills, t.skills)
-    revoked = {**o.revoked, **t.revoked}
+    for name in set(live) - set(skills):  # a skill kept live keeps an entry unless it is a side's own (§1.6 rule 4c)
+        own = [x for x, rec in ((theirs, t), (ours, o)) if name not in rec.skills and x.skills.get(name) == live[name]]
+        held = [rec.skills[name] for rec in (t, o) if name in rec.skills]
+        if held and not own:
+            skills[name] = held[0]
+    revoked = {**o.revoked, **t.revoked}  # each revocation as a parent holds it: the first parent's where both do
     skills = {
         n: replace(e, state=sp.REVOKED) if any(d in revoked for d in e.digests()) else e
         for n, e in skills.items() if n in live
@@ -344,7 +351,7 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
                 live[change.skill] = change.version
         versions_blob = store.write_blob(gs.format_record(live))
     cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.trees.write)
-    supply = _merge_supply(store, base, ours, theirs, set(trees))
+    supply = _merge_supply(store, base, ours, theirs, trees)
     evidence = _merge_evidence(store, ours, theirs)
     top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply, evidence)
     note = "\n".join(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ledger._json import depth
+from ledger.bundle.frontmatter import COUNTER_LINE
 from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
 from ledger.errors import StoreError
 
@@ -32,7 +33,8 @@ __all__ = [
 ]  # fmt: skip
 
 RECORD = "supply"  # the top-tree entry's name
-FORMAT = 1
+FORMAT = 2  # what this ledger writes (lineage v1.7: entries carry `counter`; the rules of §1.6 for format 2)
+FORMATS = (1, 2)  # what it reads; a record never declares a format below its parent's (§1.6)
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
@@ -65,13 +67,20 @@ class Entry:
     state: str  # quarantined | approved | revoked
     verdict: dict[str, Any]  # the scanner's verdict (docs/scanner.md), every scanner merged
     approval: dict[str, Any] | None = None  # {"by", "auto", "override"} once approved
+    # The counter line of SKILL.md as the source served it (None: it had none), so the installed SKILL.md
+    # can be held to its pin with the ledger's counter set aside (lineage.md §1.6); "" = the key is absent
+    # (an entry of a format-1 record, or carried over from one).
+    counter: str | None = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "source": self.source, "pin": self.pin, "version": self.version, "blake3": self.blake3,
             "sha256": self.sha256, "files": self.files, "signer": self.signer, "derived_from": self.derived_from,
             "state": self.state, "verdict": self.verdict, "approval": self.approval,
         }  # fmt: skip
+        if self.counter != "":
+            doc["counter"] = self.counter
+        return doc
 
     @property
     def blocking(self) -> bool:
@@ -88,6 +97,7 @@ class Supply:
 
     skills: dict[str, Entry] = field(default_factory=dict)
     revoked: dict[str, dict[str, Any]] = field(default_factory=dict)  # digest → {"reason", "source", "pin"}
+    format: int = field(default=FORMAT, compare=False)  # declared; not part of what the record says
 
     @property
     def empty(self) -> bool:
@@ -115,7 +125,7 @@ class Supply:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
+            "format": self.format,
             "revoked": self.revoked,
             "skills": {n: e.to_json() for n, e in self.skills.items()},
         }
@@ -137,8 +147,8 @@ def parse_record(data: bytes) -> Supply:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # a peer's record may be hostile
         raise StoreError(f"the supply record is not ASCII JSON within bounds: {str(exc)[:200]}") from exc
     _keys(doc, {"format", "revoked", "skills"}, "the supply record")
-    if doc["format"] != FORMAT:
-        raise StoreError(f"the supply record's format {doc['format']!r} is not {FORMAT}",
+    if type(doc["format"]) is not int or doc["format"] not in FORMATS:
+        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {list(FORMATS)}",
                          hint="a newer ledger wrote it; upgrade")  # fmt: skip
     revoked = _dict(doc["revoked"], "revoked")
     for digest, why in revoked.items():
@@ -147,17 +157,21 @@ def parse_record(data: bytes) -> Supply:
         _check(_text(why["reason"]) and why["reason"].strip() != "", f"revocation of {digest}: reason")
         _check(why["source"] is None or _text(why["source"]), f"revocation of {digest}: source")
         _check(why["pin"] is None or _text(why["pin"]), f"revocation of {digest}: pin")
-    skills = {name: _entry(name, raw) for name, raw in _dict(doc["skills"], "skills").items()}
-    supply = Supply(skills, revoked)
+    skills = {name: _entry(name, raw, doc["format"]) for name, raw in _dict(doc["skills"], "skills").items()}
+    supply = Supply(skills, revoked, doc["format"])
     if format_record(supply) != data:
         raise StoreError("the supply record is not in canonical form (docs/lineage.md §1.6)")
     return supply
 
 
-def _entry(name: str, raw: Any) -> Entry:
+def _entry(name: str, raw: Any, fmt: int) -> Entry:
     where = f"supply entry {name!r}"
-    _keys(raw, {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from", "state",
-                "verdict", "approval"}, where)  # fmt: skip
+    keys = {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from", "state", "verdict",
+            "approval"}  # fmt: skip
+    _keys(raw, keys | {"counter"} if fmt >= 2 and isinstance(raw, dict) and "counter" in raw else keys, where)
+    counter = raw.get("counter", "")
+    _check(counter is None or (counter == "" and "counter" not in raw)
+           or (isinstance(counter, str) and COUNTER_LINE.match(counter) is not None), f"{where}: counter")  # fmt: skip
     source = _dict(raw["source"], f"{where}: source")
     _check({"type", "url", "path", "ref"} <= set(source) and source["type"] in SOURCE_TYPES
            and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
@@ -188,7 +202,7 @@ def _entry(name: str, raw: Any) -> Entry:
                f"{where}: approval override")  # fmt: skip
     _check((approval is not None) == (raw["state"] == APPROVED) or raw["state"] == REVOKED, f"{where}: approval")
     return Entry(source, pin, raw["version"], raw["blake3"], raw["sha256"], files, raw["signer"],
-                 raw["derived_from"], raw["state"], verdict, approval)  # fmt: skip
+                 raw["derived_from"], raw["state"], verdict, approval, counter)  # fmt: skip
 
 
 def _derived(raw: Any) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.bundle import frontmatter
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
 from ledger.store import gitstore as gs
@@ -131,13 +132,13 @@ class Installer:
                                       hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
                                       else "rename or delete the brain's own skill first")  # fmt: skip
                 version = brain.writer.first_version(cand.name, head)
-                updates[cand.name] = self._blobs(head, cand.name, cand.files, version)
+                updates[cand.name], counter = self._blobs(head, cand.name, cand.files, version)
                 changes.append(gs.Change("create", cand.name, version))
                 verdict = verdicts[cand.name]
                 auto = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
                 entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
                                  cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED, verdict.to_json(),
-                                 {"by": self._address(), "auto": True, "override": None} if auto else None)
+                                 {"by": self._address(), "auto": True, "override": None} if auto else None, counter)
                 record = record.with_entry(cand.name, entry)
                 report.append({"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
                                "verdict": verdict.worst, "findings": len(verdict.findings), "pin": cand.pin,
@@ -156,9 +157,13 @@ class Installer:
             raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); nothing was installed",
                               hint="a revoked digest is never installed again: ask its author for a fixed version")
 
-    def _blobs(self, head: Any, name: str, files: Files, version: int) -> gs.FileMap:
+    def _blobs(self, head: Any, name: str, files: Files, version: int,
+               served: bool = True) -> tuple[gs.FileMap, str | None]:  # fmt: skip
         """The skill's blobs as this brain stores them: byte for byte, with the ledger's counter where
-        the brain keeps versions in SKILL.md (docs/lineage.md §4.2)."""
+        the brain keeps versions in SKILL.md (docs/lineage.md §4.2); and the served SKILL.md's counter
+        line (None: it had none), which the entry records so that the audit can set the installed
+        counter aside and hold SKILL.md to its pin (§1.6 rule 6).  A SKILL.md whose counter could not
+        be set aside exactly is refused: nothing is installed that the audit could not check."""
         writer = self.brain.writer
         writes = dict(files)
         if SKILL_MD not in writes:
@@ -168,8 +173,22 @@ class Installer:
         except UnicodeDecodeError as exc:
             raise SkillError(f"{name}/{SKILL_MD} is not valid UTF-8") from exc
         doc = writer.versions.doc(head, text, limit=writer.limits["skill_md"])
-        writes[SKILL_MD] = (doc.with_counter(version).encode(), writes[SKILL_MD][1])
-        return writer.trees.blobs(writes, {}, writer.snapshots.held)
+        installed = doc.with_counter(version)
+        counter = None
+        if served and writer.versions.record(head) is None:  # the counter lives in SKILL.md
+            try:
+                found = frontmatter.counter_line(text)
+                counter = found[1] if found is not None else None
+                exact = frontmatter.set_aside(installed, counter) == text
+            except SkillError as exc:
+                raise SupplyError(f"{name}: {exc.message}; nothing was installed", hint=exc.hint) from exc
+            if not exact:
+                raise SupplyError(f"{name}: the ledger cannot write its version counter into this SKILL.md so that "
+                                  "only the counter differs from the source's; nothing was installed",
+                                  hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
+                                  "or no 'metadata:' at all (docs/lineage.md §1.6)")  # fmt: skip
+        writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
+        return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
 
     def _scan(self, files: Files, symlinks: Sequence[str], vetted: Files | None) -> scanner.Verdict:
         verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
@@ -245,7 +264,11 @@ class Installer:
                     digests[digest] = {"reason": reason, "source": url, "pin": pin}
         with self.brain.locked():
             record = self.record()
-            revoked = {**record.revoked, **digests}
+            fresh = {d: why for d, why in digests.items() if d not in record.revoked}
+            if not fresh:  # a revocation never changes once written (docs/lineage.md §1.6 rule 2)
+                raise SupplyError(f"{target} is already revoked ({record.revoked[next(iter(digests))]['reason']}); "
+                                  "nothing changed", hint="a revocation is kept as it was first written")
+            revoked = {**record.revoked, **fresh}
             hit = [n for n, e in record.skills.items() if any(d in revoked for d in e.digests())]
             skills = {n: replace(e, state=sp.REVOKED) if n in hit else e for n, e in record.skills.items()}
             with self.brain.acting(self.brain.attribution["actor"], reason=reason[:200]):
@@ -305,13 +328,21 @@ class Installer:
                                   hint="run the update again")  # fmt: skip
             version = self.brain.writer.snapshots.committed(name)[1].version + 1 if counted else \
                 (self.brain.writer.versions.record(head) or {}).get(name, 0) + 1  # fmt: skip
-            updates = {name: self._blobs(head, name, plan.files, version)}
+            # The install writes exactly what the source serves (§1.6 rule 6); local edits kept as a fork
+            # follow as an edit of their own, so the lineage shows both and the pin holds.
+            blobs, counter = self._blobs(head, name, cand.files, version)
             new = replace(entry, source=cand.source, pin=cand.pin, version=version, blake3=blake3, sha256=sha256,
                           files=per_file, signer=cand.signer, derived_from=cand.derived_from,
-                          state=sp.QUARANTINED, verdict=verdict.to_json(), approval=None)  # fmt: skip
-            receipt = self.brain.writer.apply("install", updates, [gs.Change("update", name, version)],
+                          state=sp.QUARANTINED, verdict=verdict.to_json(), approval=None, counter=counter)  # fmt: skip
+            receipt = self.brain.writer.apply("install", {name: blobs}, [gs.Change("update", name, version)],
                                               f"updated {name} from {entry.source['url']}",
                                               supply=self.record().with_entry(name, new))  # fmt: skip
+            if plan.forked and dict(plan.files) != dict(cand.files):
+                version += 1
+                forked = self._blobs(self.brain.head(), name, plan.files, version, served=False)[0]
+                receipt = self.brain.writer.apply("edit", {name: forked}, [gs.Change("update", name, version)],
+                                                  f"kept the local edits of {name} ({', '.join(plan.local)}) over "
+                                                  f"the update, merged three ways")  # fmt: skip
         return {**out, "applied": True, "version": version, "commit": receipt.commit, "state": sp.QUARANTINED}
 
     # ------------------------------------------------------------------ frozen

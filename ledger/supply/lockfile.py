@@ -16,22 +16,22 @@ written exactly as that tool writes them, read from its ``src/local-lock.ts``
   is lowercase hex, no prefix.
 
 ``localeCompare`` is ICU's root collation (Node's default ``en-US`` sorts ASCII the same):
-whitespace, then punctuation in :data:`_PUNCT` order, digits, then letters with case
-second (``a`` < ``A`` < ``b``).  :func:`_collation_key` reproduces it for ASCII exactly
+whitespace, then punctuation, digits, then letters with case second (``a`` < ``A`` < ``b``).
+:func:`ledger.bundle.folderhash.folder_sha256` (below the store: the audit uses it too) reproduces it
+for ASCII exactly
 (checked against Node 20 in the tests' comment); beyond ASCII it approximates ICU by
 NFD base letters then accents then case, which agrees for Latin scripts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.bundle.folderhash import folder_sha256
 from ledger.errors import SourceError
 from ledger.supply import origins
 
@@ -42,47 +42,8 @@ __all__ = [
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1
-_SKIPPED_DIRS = frozenset({".git", "node_modules"})
-# ICU root collation of printable ASCII punctuation and symbols (alternate=non-ignorable), after
-# whitespace and before digits; Node 20: [...ascii].sort((a, b) => a.localeCompare(b)).
-_PUNCT = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
-_PRIMARY = {" ": 1, "\t": 1, "\n": 1, "\r": 1, "\v": 1, "\f": 1} | {c: 10 + i for i, c in enumerate(_PUNCT)}
 
 
-def _collation_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """ICU root collation key of ``text``: primary weights, then accents, then case (lower first)."""
-    primary: list[int] = []
-    accents: list[int] = []
-    case: list[int] = []
-    for ch in unicodedata.normalize("NFD", text):
-        if unicodedata.combining(ch):
-            accents.append(ord(ch))
-            continue
-        if ch in _PRIMARY:
-            weight = _PRIMARY[ch]
-        elif ch.isdigit() and ch.isascii():
-            weight = 100 + int(ch)
-        elif unicodedata.category(ch).startswith("C"):
-            continue  # control and format characters are ignorable in ICU
-        else:
-            weight = 1000 + ord(ch.lower())
-        primary.append(weight)
-        accents.append(0)
-        case.append(1 if ch != ch.lower() else 0)
-    return tuple(primary), tuple(accents), tuple(case)
-
-
-def folder_sha256(files: Mapping[str, tuple[bytes, bool]]) -> str:
-    """``computedHash`` of a skill folder given as {relative path: (bytes, executable)}: what
-    ``npx skills`` records, so a lock written here verifies there and the reverse.
-
-    The executable bit is not hashed (the skills CLI reads content only)."""
-    kept = [p for p in files if not _SKIPPED_DIRS.intersection(p.split("/")[:-1])]
-    digest = hashlib.sha256()
-    for path in sorted(kept, key=lambda p: (_collation_key(p), p)):  # equal keys: code-point order (lineage.md §1.8)
-        digest.update(path.encode("utf-8"))
-        digest.update(files[path][0])
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

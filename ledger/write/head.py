@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ledger.bundle.merkle import RootIndex
 from ledger.signatures.trust import Trust
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
 from ledger.store.evidence import evidence_tree
-from ledger.store.supply import Supply
+from ledger.store.supply import FORMAT, Supply
 from ledger.store.supply import format_record as format_supply
 from ledger.store.supply import parse_record as parse_supply
 
@@ -102,8 +103,9 @@ def next_supply(
     """The record after a write: ``supply`` when given, else the head's; a deleted skill's entry goes with it."""
     current = head_supply(store, head)
     after = (supply if supply is not None else current[1]).without(deleted)
-    if supply is None and after is current[1]:
+    if supply is None and after is current[1] and after.format == FORMAT:
         return current
+    after = replace(after, format=FORMAT)  # a record is rewritten in the format this ledger writes (§1.6 rule 1)
     if after.empty and current[0] is None:
         return None, after
     return store.write_blob(format_supply(after)), after
