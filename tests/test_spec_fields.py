@@ -91,6 +91,7 @@ def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monk
     empty.mkdir(mode=0o700)
     monkeypatch.setenv("GNUPGHOME", str(empty))
     assert signer_of(repo / ".git", good) is None, "a signature this machine cannot verify named a signer"
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)  # the agent gpg started
 
 
 # ------------------------------------------------------------------ every member a real brain holds
@@ -116,7 +117,7 @@ def test_the_spec_names_each_supply_object() -> None:
     tables = schema_tables("### 1.7")
     assert set(tables) == {"entry", "source", "pin", "derived_from", "verdict", "finding", "approval", "revocation"}
     assert set(tables["entry"]) == {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from",
-                                    "state", "verdict", "approval"}  # fmt: skip
+                                    "state", "verdict", "approval", "counter"}  # fmt: skip
     assert "digest" in tables["pin"] and all(tables["pin"].values()), "every pin member is optional"
 
 
