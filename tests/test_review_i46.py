@@ -1,0 +1,122 @@
+"""An outside review of issue 46 (items 2, 3 and 4 as merged on i46-int): attacks that got through.
+
+Each test is a reproducer of a hole found by attacking what was built, from the issue's words; each is
+marked ``xfail(strict=True)`` so the suite stays green until the hole is closed, and then must be
+unmarked.  Real git, a real git daemon, the real CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fingerprint, run_ledger
+from tests.test_supply_sources import commit, served, skill_md
+
+ID = {"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x@x"}
+
+
+def _git(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, env={**os.environ, **ID})
+
+
+def _objects(repo: Path) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+
+
+@contextlib.contextmanager
+def git_daemon(base: Path) -> Iterator[int]:
+    """``git daemon`` serving every repository under ``base`` on a loopback port; always stopped."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["git", "daemon", "--export-all", f"--base-path={base}", "--listen=127.0.0.1",
+                             f"--port={port}", "--reuseaddr", str(base)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for _ in range(100):
+            if _git("ls-remote", f"git://127.0.0.1:{port}/private", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# ------------------------------------------------------------------ item 4: installs stay on the document's origin
+
+
+@pytest.mark.xfail(strict=True, reason="origins._local_host compares the literal host: 127.1, 0, 2130706433, "
+                   "0x7f000001, 127.000.000.001 and ::ffff:127.0.0.1 all reach this machine")  # fmt: skip
+@pytest.mark.parametrize("host", ["127.1", "0", "2130706433", "0x7f000001", "127.000.000.001",
+                                  "[::ffff:127.0.0.1]"])  # fmt: skip
+def test_a_marketplace_may_not_name_a_loopback_host_in_another_spelling(host: str, tmp_path: Path) -> None:
+    """A marketplace (a third party's document) names git://<loopback>/private: a repository served on the
+    installer's own machine (a dev git daemon, an internal mirror).  The issue: loopback hosts are refused."""
+    private = tmp_path / "srv" / "private"
+    commit(private, {"skills/secret/SKILL.md": skill_md("secret", "PRIVATE-CONTENT\n")})
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    with git_daemon(tmp_path / "srv") as port:
+        src = {"source": "url", "url": f"git://{host}:{port}/private"}
+        doc = {"name": "m", "owner": {"name": "o"}, "plugins": [{"name": "evil", "source": src}]}
+        market = tmp_path / "market"
+        commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(), "README.md": b"m\n"})
+        before = fingerprint(brain)
+        proc = run_ledger("--brain", str(brain), "install", str(market))
+    assert b"PRIVATE-CONTENT" not in _objects(brain), "a loopback repository was read into the lineage"
+    assert proc.returncode == 1 and "names a source on this machine" in proc.stderr, proc.stdout + proc.stderr
+    assert fingerprint(brain) == before
+
+
+@pytest.mark.xfail(strict=True, reason="origins uses parse_qsl, which splits only on '&': a ';'-separated "
+                   "access_token is not seen and is recorded in the signed supply record")  # fmt: skip
+def test_a_token_after_a_semicolon_in_the_query_never_reaches_the_record(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    base_dir = site / ".well-known" / "skills"
+    (base_dir / "web").mkdir(parents=True)
+    (base_dir / "web" / "SKILL.md").write_bytes(skill_md("web"))
+    (base_dir / "index.json").write_text(json.dumps({"skills": [{"name": "web", "description": "d",
+                                                                 "files": ["SKILL.md"]}]}))  # fmt: skip
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    with served(site) as base:
+        url = f"{base}/.well-known/skills/index.json?v=2;access_token=SECRETTOKEN"
+        proc = run_ledger("--brain", str(brain), "install", url)
+    assert b"SECRETTOKEN" not in _objects(brain), "the token is in the signed supply record"
+    assert proc.returncode == 1 and "carries credentials" in proc.stderr, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ item 3: the guard audits every ref a push updates
+
+
+@pytest.mark.xfail(strict=True, reason="guard.check audits only what is new beyond the old head: a force push "
+                   "that rewinds main adds nothing, so it passes; only receive.denyNonFastForwards (off by git's "
+                   "default on a repository guarded by 'ledger remote guard') stands in the way")  # fmt: skip
+@pytest.mark.parametrize("to", ["main~1", "main~2"])
+def test_a_raw_force_push_rewinding_main_on_a_guarded_remote_is_refused(to: str, tmp_path: Path) -> None:
+    """The notes and epoch refs are refused a non-fast-forward; main, the lineage itself, is not: one raw
+    'git push --force' drops the newest snapshots (a later revocation among them) from every fresh clone."""
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    a, remote = tmp_path / "a", tmp_path / "shared.git"
+    run_ledger("init", str(a), env=env, check=True)
+    for name in ("deploy", "later"):
+        run_ledger("--brain", str(a), "skill", "create", name, "--description", name.title(), "--body", "x\n",
+                   env=env, check=True)  # fmt: skip
+    _git("init", "-q", "--bare", str(remote))  # an existing bare repository, guarded by the ledger
+    run_ledger("--brain", str(a), "remote", "guard", str(remote), env=env, check=True)
+    run_ledger("--brain", str(a), "push", str(remote), env=env, check=True)
+    head = _git("-C", str(a), "rev-parse", "main").stdout.strip()
+    raw = _git("-C", str(a), "push", str(remote), f"+{to}:refs/heads/main", check=False)
+    assert _git(f"--git-dir={remote}", "rev-parse", "main").stdout.strip() == head, "main was rewound"
+    assert raw.returncode != 0 and "brain-ledger guard: refused" in raw.stderr, raw.stderr
