@@ -100,9 +100,6 @@ def test_a_token_after_a_semicolon_in_the_query_never_reaches_the_record(tmp_pat
 # ------------------------------------------------------------------ item 3: the guard audits every ref a push updates
 
 
-@pytest.mark.xfail(strict=True, reason="guard.check audits only what is new beyond the old head: a force push "
-                   "that rewinds main adds nothing, so it passes; only receive.denyNonFastForwards (off by git's "
-                   "default on a repository guarded by 'ledger remote guard') stands in the way")  # fmt: skip
 @pytest.mark.parametrize("to", ["main~1", "main~2"])
 def test_a_raw_force_push_rewinding_main_on_a_guarded_remote_is_refused(to: str, tmp_path: Path) -> None:
     """The notes and epoch refs are refused a non-fast-forward; main, the lineage itself, is not: one raw
@@ -120,3 +117,23 @@ def test_a_raw_force_push_rewinding_main_on_a_guarded_remote_is_refused(to: str,
     raw = _git("-C", str(a), "push", str(remote), f"+{to}:refs/heads/main", check=False)
     assert _git(f"--git-dir={remote}", "rev-parse", "main").stdout.strip() == head, "main was rewound"
     assert raw.returncode != 0 and "brain-ledger guard: refused" in raw.stderr, raw.stderr
+
+
+def test_the_guard_itself_refuses_a_rewind_and_sets_git_s_own_refusal_too(tmp_path: Path) -> None:
+    """Defence in depth: 'ledger remote guard' turns on receive.denyNonFastForwards, and with it turned off
+    again (a hand-edited config) the hook alone still refuses the rewind, and a deletion of main."""
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    a, remote = tmp_path / "a", tmp_path / "shared.git"
+    run_ledger("init", str(a), env=env, check=True)
+    run_ledger("--brain", str(a), "skill", "create", "deploy", "--description", "D", "--body", "x\n", env=env,
+               check=True)  # fmt: skip
+    _git("init", "-q", "--bare", str(remote))
+    run_ledger("--brain", str(a), "remote", "guard", str(remote), env=env, check=True)
+    assert _git(f"--git-dir={remote}", "config", "receive.denyNonFastForwards").stdout.strip() == "true"
+    run_ledger("--brain", str(a), "push", str(remote), env=env, check=True)
+    _git(f"--git-dir={remote}", "config", "receive.denyNonFastForwards", "false")
+    head = _git("-C", str(a), "rev-parse", "main").stdout.strip()
+    for spec in ("+main~1:refs/heads/main", ":refs/heads/main"):
+        raw = _git("-C", str(a), "push", str(remote), spec, check=False)
+        assert raw.returncode != 0 and "brain-ledger guard: refused" in raw.stderr, (spec, raw.stderr)
+        assert _git(f"--git-dir={remote}", "rev-parse", "main").stdout.strip() == head
