@@ -2,7 +2,7 @@
 
 Each test is a reproducer of a hole found by attacking what was built, from the issue's words; each is
 marked ``xfail(strict=True)`` so the suite stays green until the hole is closed, and then must be
-unmarked.  Real git, a real git daemon, the real CLI.
+unmarked (all three are closed now: each passes, with added cases).  Real git, a real git daemon, the real CLI.
 """
 
 from __future__ import annotations
@@ -56,10 +56,8 @@ def git_daemon(base: Path) -> Iterator[int]:
 # ------------------------------------------------------------------ item 4: installs stay on the document's origin
 
 
-@pytest.mark.xfail(strict=True, reason="origins._local_host compares the literal host: 127.1, 0, 2130706433, "
-                   "0x7f000001, 127.000.000.001 and ::ffff:127.0.0.1 all reach this machine")  # fmt: skip
 @pytest.mark.parametrize("host", ["127.1", "0", "2130706433", "0x7f000001", "127.000.000.001",
-                                  "[::ffff:127.0.0.1]"])  # fmt: skip
+                                  "[::ffff:127.0.0.1]", "0177.0.0.1", "%31%32%37.0.0.1"])  # fmt: skip
 def test_a_marketplace_may_not_name_a_loopback_host_in_another_spelling(host: str, tmp_path: Path) -> None:
     """A marketplace (a third party's document) names git://<loopback>/private: a repository served on the
     installer's own machine (a dev git daemon, an internal mirror).  The issue: loopback hosts are refused."""
@@ -79,8 +77,6 @@ def test_a_marketplace_may_not_name_a_loopback_host_in_another_spelling(host: st
     assert fingerprint(brain) == before
 
 
-@pytest.mark.xfail(strict=True, reason="origins uses parse_qsl, which splits only on '&': a ';'-separated "
-                   "access_token is not seen and is recorded in the signed supply record")  # fmt: skip
 def test_a_token_after_a_semicolon_in_the_query_never_reaches_the_record(tmp_path: Path) -> None:
     site = tmp_path / "site"
     base_dir = site / ".well-known" / "skills"
@@ -95,6 +91,47 @@ def test_a_token_after_a_semicolon_in_the_query_never_reaches_the_record(tmp_pat
         proc = run_ledger("--brain", str(brain), "install", url)
     assert b"SECRETTOKEN" not in _objects(brain), "the token is in the signed supply record"
     assert proc.returncode == 1 and "carries credentials" in proc.stderr, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("url", ["127.1:private", "git@0x7f000001:private", "localhost.:private",
+                                 "ssh://git@localhost./private", "https://a.localhost./private.git",
+                                 "git://[::ffff:7f00:1]/private", "ssh://[::127.0.0.1]/private",
+                                 "https://%6c%6f%63%61%6c%68%6f%73%74/x.git"])  # fmt: skip
+def test_other_spellings_of_this_machine_are_refused_in_a_marketplace_and_a_lock(url: str, tmp_path: Path) -> None:
+    """git's host:path form, a trailing dot, an IPv6 spelling of an IPv4 loopback, percent-escapes (git decodes
+    them): refused before anything is fetched, from a marketplace's plugin and from a lock's line alike (one
+    rule, origins.remote)."""
+    from tests.test_supply_sources import write_lock_json
+
+    brain = tmp_path / "b"
+    run_ledger("init", str(brain), check=True)
+    before = fingerprint(brain)
+    doc = {"name": "m", "owner": {"name": "o"}, "plugins": [{"name": "evil", "source": {"source": "url", "url": url}}]}
+    market = tmp_path / "market"
+    commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(), "README.md": b"m\n"})
+    lock = tmp_path / "proj" / "skills-lock.json"
+    lock.parent.mkdir()
+    write_lock_json(lock, {"alpha": {"source": url, "sourceUrl": url, "sourceType": "git",
+                                     "computedHash": "0" * 64}})  # fmt: skip
+    for source in (market, lock):
+        proc = run_ledger("--brain", str(brain), "install", str(source))
+        assert proc.returncode == 1 and "names a source on this machine" in proc.stderr, proc.stdout + proc.stderr
+    assert fingerprint(brain) == before
+
+
+@pytest.mark.parametrize(("url", "clean"), [
+    ("https://x.invalid/i.json?v=2;access_token=SECRETTOKEN;b=1", "https://x.invalid/i.json?v=2;b=1"),
+    ("https://x.invalid/i.json?access_token=SECRETTOKEN;v=2&b=1", "https://x.invalid/i.json?v=2&b=1"),
+    ("https://x.invalid/i.json?v=2&hmac=SECRETTOKEN", "https://x.invalid/i.json?v=2"),
+    ("https://x.invalid/i.json?pass=SECRETTOKEN;v=%2F", "https://x.invalid/i.json?v=%2F"),
+    ("https://x.invalid/i.json?v=1#x-hmac-sha256=SECRETTOKEN", "https://x.invalid/i.json?v=1"),
+])  # fmt: skip
+def test_credentials_are_seen_after_either_separator_and_stripped_keeping_the_rest(url: str, clean: str) -> None:
+    """';' separates parameters as '&' does; 'hmac' and 'pass' name secrets.  What is kept keeps its bytes."""
+    from ledger.supply import origins
+
+    assert origins.credentials(url) and "SECRETTOKEN" not in origins.redacted(url)
+    assert origins.refuse_credentials(url, "the source URL", strip=True) == clean
 
 
 # ------------------------------------------------------------------ item 3: the guard audits every ref a push updates
