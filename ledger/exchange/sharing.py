@@ -71,12 +71,11 @@ def init_remote(remote: str) -> bool:
 def _init_bare(path: Path) -> None:
     args = ["git", "init", "-q", "--bare", "--initial-branch=main", str(path)]
     subprocess.run(args, check=True, env=child_env(), capture_output=True)
-    # The branch moves only forward, even for a client that forces (docs/lineage.md §9).
-    subprocess.run(["git", f"--git-dir={path}", "config", "receive.denyNonFastForwards", "true"], check=True,
-                   env=child_env(), capture_output=True)  # fmt: skip
     from ledger.exchange.guard import install
 
-    install(path)  # and only audited snapshots land, however they are pushed (ADR 27)
+    # The branch moves only forward, even for a client that forces (docs/lineage.md §9; the guard sets
+    # receive.denyNonFastForwards and refuses a rewind itself), and only audited snapshots land (ADR 27).
+    install(path)
 
 
 def _remote_refs(remote: str) -> dict[str, str]:

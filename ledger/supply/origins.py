@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+import socket
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from ledger.errors import SourceError
 
@@ -32,11 +33,13 @@ _SECRET_NAMES = frozenset({
     "access_token", "token", "id_token", "refresh_token", "private_token", "auth_token", "oauth_token",
     "job_token", "auth", "authorization", "bearer", "jwt", "session", "sessionid", "session_token",
     "api_key", "apikey", "api-key", "key", "secret", "client_secret", "password", "passwd", "pwd",
-    "sig", "signature", "credential", "credentials", "code",
+    "sig", "signature", "credential", "credentials", "code", "pass", "passphrase", "hmac",
     "awsaccesskeyid", "expires", "googleaccessid", "policy", "key-pair-id",  # S3 (v2), GCS (v2), CloudFront
 })  # fmt: skip
 _SECRET_PREFIXES = ("x-amz-", "x-goog-")  # S3 and GCS v4 presigned URLs: every parameter goes with the signature
-_SECRET_PARTS = ("token", "secret", "signature", "credential", "password", "apikey", "api_key", "api-key")
+# Names that contain one of these are secrets too ('pass', 'auth' and 'key' only as whole names: as parts they
+# would take 'bypass', 'author', 'monkey'; 'key' alone is Google's API key, a false positive is one flag away).
+_SECRET_PARTS = ("token", "secret", "signature", "credential", "password", "apikey", "api_key", "api-key", "hmac")
 # Azure SAS: with 'sig', every parameter of the SAS is part of the credential.
 _SAS = frozenset({
     "sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "si", "sip", "sdd", "skoid", "sktid", "skt", "ske", "sks",
@@ -58,8 +61,27 @@ def _secret_name(name: str) -> bool:
     return low in _SECRET_NAMES or low.startswith(_SECRET_PREFIXES) or any(p in low for p in _SECRET_PARTS)
 
 
+def _pieces(text: str) -> list[tuple[str, str, str, str]]:
+    """The parameters of a query (or a ``k=v`` fragment), split on ``&`` and ``;`` alike (servers take either
+    as a separator): (separator before it, raw text, decoded name, decoded value), empty pieces dropped."""
+    out: list[tuple[str, str, str, str]] = []
+    parts = re.split(r"([&;])", text)
+    for i in range(0, len(parts), 2):
+        raw = parts[i]
+        if raw:
+            name, _, value = raw.partition("=")
+            out.append((parts[i - 1] if i else "", raw, unquote_plus(name), unquote_plus(value)))
+    return out
+
+
 def _params(text: str) -> list[tuple[str, str]]:
-    return parse_qsl(text, keep_blank_values=True)
+    return [(name, value) for _sep, _raw, name, value in _pieces(text)]
+
+
+def _join(pieces: list[tuple[str, str, str, str]], show: list[str]) -> str:
+    """Pieces back into a query, each as ``show`` gives it, with the separators they had."""
+    seps = ["" if not i else piece[0] or "&" for i, piece in enumerate(pieces)]
+    return "".join(sep + text for sep, text in zip(seps, show, strict=True))
 
 
 def _secret_params(text: str) -> set[str]:
@@ -116,7 +138,8 @@ def scrubbed(url: str) -> str:
     if at and (":" in userinfo or scheme.lower() not in ("ssh", "git+ssh", "ssh+git")):
         netloc = host
     secret = _secret_params(query)
-    query = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in _params(query) if k not in secret)
+    kept = [p for p in _pieces(query) if p[2] not in secret]
+    query = _join(kept, [raw for _sep, raw, _k, _v in kept])
     if _secret_fragment(fragment):
         fragment = ""
     return urlunsplit((scheme, netloc, path, query, fragment))
@@ -132,7 +155,8 @@ def redacted(url: str) -> str:
     if at and (":" in userinfo or scheme.lower() not in ("ssh", "git+ssh", "ssh+git")):
         netloc = f"…@{host}"
     secret = _secret_params(query)
-    query = "&".join(f"{k}=…" if k in secret else f"{k}={v}" for k, v in _params(query))
+    pieces = _pieces(query)
+    query = _join(pieces, [f"{raw.partition('=')[0]}=…" if k in secret else raw for _sep, raw, k, _v in pieces])
     if _secret_fragment(fragment):
         fragment = "…"
     return _TOKEN.sub("…", urlunsplit((scheme, netloc, path, query, fragment)))
@@ -163,14 +187,43 @@ def scp_like(location: str) -> bool:
 
 
 def _local_host(host: str) -> bool:
-    host = host.strip("[]").lower()
+    """Whether ``host`` is this machine in any spelling the resolver takes: ``localhost`` and ``*.localhost``
+    (a trailing dot and percent-escapes, which git decodes, ignored), or an address, IPv4 in any form
+    ``inet_aton`` reads (``127.1``, ``0``, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``) and IPv6 with an
+    embedded IPv4 one (``::ffff:127.0.0.1``), that is loopback, unspecified or link-local.  A name that
+    only a DNS or hosts-file lookup would show to be local is not looked up (docs/sources.md §1.1)."""
+    host = unquote(host).strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    host = host.partition("%")[0].rstrip(".")  # an IPv6 zone; the DNS root
     if host in ("localhost", "") or host.endswith(".localhost"):
         return True
     try:
-        addr = ipaddress.ip_address(host)
+        addr: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        try:  # the C library's legacy forms: fewer parts, decimal, octal, hex
+            addr = ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return False
+    if isinstance(addr, ipaddress.IPv6Address):
+        embedded = addr.ipv4_mapped or addr.sixtofour
+        if embedded is None and addr.packed[:12] == bytes(12) and int(addr) > 1:  # IPv4-compatible ::a.b.c.d
+            embedded = ipaddress.IPv4Address(addr.packed[12:])
+        if embedded is not None and _local_addr(embedded):
+            return True
+    return _local_addr(addr)
+
+
+def _local_addr(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return addr.is_loopback or addr.is_unspecified or addr.is_link_local
+
+
+def _scp_host(location: str) -> str:
+    """The host of git's ``[user@]host:path`` or ``[user@][host]:path`` form."""
+    bracketed = re.match(r"(?:[^@/:\[]*@)?\[([^\]]*)\]:", location)
+    if bracketed:
+        return "[" + bracketed.group(1).rpartition("@")[2] + "]"
+    return location.split(":")[0].rpartition("@")[2]
 
 
 def remote(location: str, where: str) -> str:
@@ -187,7 +240,7 @@ def remote(location: str, where: str) -> str:
                           hint=hint)  # fmt: skip
     parts = _split(location)
     if parts is None:
-        if scp_like(location) and not _local_host(location.split(":")[0].rpartition("@")[2]):
+        if scp_like(location) and not _local_host(_scp_host(location)):
             return location
         raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} is a local path",
                           hint=hint)  # fmt: skip
