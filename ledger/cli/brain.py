@@ -110,7 +110,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for c in conflicts or ():
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
-        click.echo(f"rescued   {r['path']}: an edit a killed sync kept aside; merge it by hand, then remove it")
+        click.echo(f"rescued   {r['path']}: {r['why']}")
     for c in merged or ():
         click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
                    f"v{c['other_version']} is in the lineage; settle with 'ledger resolve {c['skill']} --take "
