@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ledger.errors import LedgerError
 from ledger.exchange.ignoring import IN_FLIGHT
 from ledger.exchange.merging import merge, union
 from ledger.exchange.targetfs import STAGING, TargetFS
@@ -41,8 +42,11 @@ def keep(fs: TargetFS, rel: str, staged: str, before: Files, ledger: Files) -> l
     or ``[UNPLACED]`` if the folder could not take the merge; ``[]`` once it is in place."""
     if not fs.holds_skill(rel):
         return [UNPLACED]  # the runtime took the skill out meanwhile: nothing is put back half
-    held = {r: v for r, v in fs.read(f"{STAGING}/{staged}", work=True).items()
-            if r in before or not (IN_FLIGHT.search(r) or _TEMP.search(r))}  # fmt: skip
+    try:
+        displaced = fs.read(f"{STAGING}/{staged}", work=True)
+    except (OSError, LedgerError):
+        return [UNPLACED]  # a link or special file in it: kept aside whole, never read through
+    held = {r: v for r, v in displaced.items() if r in before or not (IN_FLIGHT.search(r) or _TEMP.search(r))}
     result = merge(before, ledger, held)
     if not result.clean:
         return result.conflicts
