@@ -296,7 +296,7 @@ def _rescued_lines(brain: Path, target: Path) -> tuple[set[str], set[str]]:
         roots += [p for p in (brain / ".ledger").rglob("*rescued*") if p.is_dir()]
     conflict: set[str] = set()
     other: set[str] = set()
-    for root in roots:
+    for root in (r for r in roots if r.exists()):
         for copy in [root] if root.is_file() else root.iterdir():
             kind = None
             with suppress(OSError, ValueError, KeyError, TypeError):
