@@ -361,14 +361,12 @@ class Projection:
                     p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: {rel}/ "
                                                    "is already a folder that holds no SKILL.md (a category?)"})
             else:
-                # What is in place is read just before the exchange.  A runtime edit landing from then on is
-                # merged back three ways against those bytes (ledger.exchange.keeping); one that landed since
-                # the pass recorded the skill, against the bytes it recorded.  Edited since the pass read it,
-                # and not recorded by it, the skill is not replaced: the next round records the edit.
-                before, old = _read_or_none(p, rel), binmap(info["old"])
-                base = before if before is not None and state_of(before) == old else p.read.get(key)
-                if base is not None and before is not None and state_of(base) == old:
-                    race = (base, {r: data[r] for r in info["new"]})
+                # What is in place is read just before the exchange: edited since the pass read it, it is
+                # not replaced (the next round records it); else a runtime edit landing from here to the
+                # exchange is merged back three ways against these bytes (ledger.exchange.keeping).
+                before = _read_or_none(p, rel)
+                if before is not None and state_of(before) == binmap(info["old"]):
+                    race = (before, {r: data[r] for r in info["new"]})
                     pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
                     p.fs.exchange(staged, rel)
                     crashpoint("sync.exchanged")

@@ -130,7 +130,6 @@ class Recorder:
                     deletions.append(key)
                 else:
                     data = p.fs.read(p.dirs[key])
-                    p.read[key] = data  # the bytes recorded: phase 2's base if the runtime edits it again
                     found.append(self._found(p, key, data, state=state_of(data)))
                 continue
             l_files = self.files(lt)
@@ -210,7 +209,6 @@ class Recorder:
                            sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
             return
         t_data = p.fs.read(p.dirs[key])
-        p.read[key] = t_data
         if state_of(t_data) != theirs:
             p.changed = True  # changed again while read: the next pass looks again
             return

@@ -57,7 +57,6 @@ class Pass:
     may_replace: set[str] = field(default_factory=set)  # target states the ledger may overwrite
     recorded: set[str] = field(default_factory=set)  # recorded from this target in this pass
     recording: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → the target state being recorded
-    read: dict[str, dict[str, tuple[bytes, bool]]] = field(default_factory=dict)  # key → the bytes a record read
     report: dict[str, Any] = field(default_factory=dict)
     changed: bool = False  # something moved under the pass: run another
     conflict_since: dict[str, str | None] = field(default_factory=dict)  # a conflict merged again keeps its date
