@@ -196,13 +196,15 @@ def _mcp_writer(brain: Path, work: Path, w: int, ops: int, rng: random.Random, l
 
 
 def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: int = 1, *,
-             mcp_ops: int | None = None) -> dict[str, Any]:  # fmt: skip
+             mcp_ops: int | None = None, min_syncs: int = 3) -> dict[str, Any]:  # fmt: skip
     """``cli_writers`` × ``ops`` CLI writes and ``mcp_writers`` × ``mcp_ops`` (default ``ops``) MCP writes on
-    one skill linked into a target, while a runtime edits the target's copy and ``ledger sync`` loops."""
+    one skill linked into a target, while a runtime edits the target's copy and ``ledger sync`` loops (at
+    least ``min_syncs`` times, however fast the writers finish).  Every thread it starts is stopped and
+    joined before it returns, on failure too."""
     workdir.mkdir(parents=True, exist_ok=True)
     brain, target = _setup(workdir)
     log = _Log()
-    done = threading.Event()
+    done, enough = threading.Event(), threading.Event()
     syncs: dict[str, Any] = {"runs": 0, "exit": Counter(), "recorded": 0, "projected": 0, "conflicts": 0,
                              "rescued": 0, "tracebacks": 0, "unreadable": []}  # fmt: skip
 
@@ -222,6 +224,8 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
     def syncer() -> None:
         while not done.is_set():
             _sync_once(brain, syncs)
+            if syncs["runs"] >= min_syncs:
+                enough.set()
 
     threads = [threading.Thread(target=_cli_writer, args=(brain, workdir, w, ops, random.Random(seed * 1000 + w),
                                                           log)) for w in range(cli_writers)]  # fmt: skip
@@ -230,13 +234,17 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
                 for w in range(mcp_writers)]  # fmt: skip
     sides = [threading.Thread(target=editor), threading.Thread(target=syncer)]
     started = time.monotonic()
-    for t in sides + threads:
-        t.start()
-    for t in threads:
-        t.join()
-    done.set()
-    for t in sides:
-        t.join()
+    try:
+        for t in sides + threads:
+            t.start()
+        for t in threads:
+            t.join()
+        enough.wait(timeout=600)  # the race is judged only once the sync loop ran beside the writers
+    finally:  # the editor and the sync loop stop, whatever happened: nothing this run started outlives it
+        done.set()
+        for t in sides:
+            if t.ident is not None:  # started
+                t.join()
     writing = time.monotonic() - started
     settle = []
     for _ in range(6):  # settle: until a sync records and projects nothing
@@ -279,19 +287,26 @@ def _sync_once(brain: Path, syncs: dict[str, Any]) -> dict[str, Any]:
     return {"rc": proc.returncode, "quiet": quiet}
 
 
-def _rescued_lines(brain: Path, target: Path) -> set[str]:
-    """Every line of every file kept aside: in the target's work folder (``.ledger/sync/work/<target>/
-    .ledger-rescued``), or anything named ``*rescued*`` under ``.ledger`` or in the target."""
+def _rescued_lines(brain: Path, target: Path) -> tuple[set[str], set[str]]:
+    """Every line (and reference file's name) of every copy kept aside: in the target's work folder
+    (``.ledger/sync/work/<target>/.ledger-rescued``), or anything named ``*rescued*`` under ``.ledger`` or in
+    the target; split into copies whose note (``<copy>.json``) says a true conflict, and all others."""
     roots = [target / ".ledger-rescued"]
     with suppress(OSError):
         roots += [p for p in (brain / ".ledger").rglob("*rescued*") if p.is_dir()]
-    out: set[str] = set()
-    for root in roots:
-        for path in [root] if root.is_file() else root.rglob("*"):
-            if path.is_file() and not path.is_symlink():
-                with suppress(OSError):
-                    out |= _lines(path.read_bytes())
-    return out
+    conflict: set[str] = set()
+    other: set[str] = set()
+    for root in (r for r in roots if r.exists()):
+        for copy in [root] if root.is_file() else root.iterdir():
+            kind = None
+            with suppress(OSError, ValueError, KeyError, TypeError):
+                kind = json.loads(copy.with_name(copy.name + ".json").read_text())["kind"]
+            into = conflict if kind == "conflict" else other
+            for path in [copy] if copy.is_file() else copy.rglob("*"):
+                if path.is_file() and not path.is_symlink() and not path.name.endswith(".json"):
+                    with suppress(OSError):
+                        into |= _lines(path.read_bytes()) | {path.name.removesuffix(".md")}
+    return conflict, other
 
 
 def _dropped_by(brain: Path) -> dict[tuple[str, str], str]:
@@ -353,7 +368,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
             with suppress(OSError):
                 t_files[path.relative_to(target / SKILL).as_posix()] = path.read_bytes()
     t_md = _lines(t_files.get("SKILL.md"))
-    rescued = _rescued_lines(brain, target)
+    rescued_conflict, rescued_other = _rescued_lines(brain, target)
     rt: Counter[str] = Counter()
     rt_lost = []
     for a in (a for a in log.acks if a["who"] == "runtime"):
@@ -361,8 +376,9 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
             rt["in_head"] += 1
         elif conflicted and in_files(a, t_files, t_md):
             rt["in_conflict"] += 1
-        elif a["marker"] in rescued:
+        elif a["marker"] in rescued_conflict | rescued_other:
             rt["rescued"] += 1
+            rt["rescued_outside_conflict"] += a["marker"] not in rescued_conflict  # target: 0
         else:
             rt["lost"] += 1
             rt["lost_in_target"] += in_files(a, t_files, t_md)  # still in the target, yet never recorded
@@ -376,6 +392,7 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         "runtime_tried": log.tried["runtime"], "runtime_acknowledged": rt["in_head"] + rt["in_conflict"]
         + rt["rescued"] + rt["lost"],
         "runtime_in_head": rt["in_head"], "runtime_in_conflict": rt["in_conflict"], "runtime_rescued": rt["rescued"],
+        "runtime_rescued_outside_conflict": rt["rescued_outside_conflict"],
         "runtime_lost": rt["lost"], "runtime_lost_still_in_target": rt["lost_in_target"],
         "runtime_lost_examples": rt_lost[:10], "runtime_crossed_exchange": log.crossed,
         "runtime_lost_crossed": rt["lost_crossed"],

@@ -111,7 +111,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for c in conflicts or ():
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
-        click.echo(f"rescued   {r['path']}: an edit a killed sync kept aside; merge it by hand, then remove it")
+        click.echo(f"rescued   {r['path']}: {r['why']}")
     for h in hidden:
         click.echo(f"not ignored {h['target']}/{h['path']}: the brain holds it, so the rule {h['rule']!r} in "
                    f"{h['source']} does not hide it (it syncs as any file)")

@@ -5,6 +5,10 @@ other side's version (a change, an addition or a removal); when both changed it,
 files are merged line by line by ``git merge-file``, git's own merge, not ours. Anything
 else (overlapping edits, binary files, a removal against an edit) is a conflict, and a
 conflict writes nothing anywhere: the caller keeps both sides as they are.
+
+:func:`union` joins two edits one runtime made of one file (one in a folder an exchange took
+away, one in the folder put in its place): neither is the brain's, so both are kept, line by
+line, the earlier first (``git merge-file --union``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Merge", "merge"]
+__all__ = ["Merge", "merge", "union"]
 
 Side = Mapping[str, tuple[bytes, bool]]  # path → (bytes, executable)
 
@@ -30,7 +34,7 @@ class Merge:
         return not self.conflicts
 
 
-def _text_merge(base: bytes, ours: bytes, theirs: bytes, scratch: Path) -> bytes | None:
+def _text_merge(base: bytes, ours: bytes, theirs: bytes, scratch: Path, *, both: bool = False) -> bytes | None:
     if b"\0" in base + ours + theirs:
         return None  # binary: git merge-file would refuse it too
     paths = []
@@ -38,8 +42,20 @@ def _text_merge(base: bytes, ours: bytes, theirs: bytes, scratch: Path) -> bytes
         p = scratch / name
         p.write_bytes(data)
         paths.append(str(p))
-    proc = subprocess.run(["git", "merge-file", "-p", "-q", *paths], capture_output=True, timeout=60)
+    proc = subprocess.run(["git", "merge-file", "-p", "-q", *(["--union"] if both else []), *paths],
+                          capture_output=True, timeout=60)  # fmt: skip
     return proc.stdout if proc.returncode == 0 else None
+
+
+def union(base: bytes | None, earlier: bytes, later: bytes) -> bytes | None:
+    """Two edits of one file by the same writer, each from ``base`` (None: the file was new), joined
+    keeping every line of both, ``earlier``'s first where they overlap; None for binary data."""
+    if earlier == later or later == base:
+        return earlier
+    if earlier == base:
+        return later
+    with tempfile.TemporaryDirectory(prefix="ledger-merge-") as tmp:
+        return _text_merge(base or b"", earlier, later, Path(tmp), both=True)
 
 
 def merge(base: Side, ours: Side, theirs: Side, normalize: Callable[[str, bytes], bytes] | None = None) -> Merge:

@@ -36,7 +36,7 @@ from ledger.errors import LedgerError
 from ledger.exchange import instant, reading
 from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Held, brain_rules
 from ledger.exchange.recording import Recorder
-from ledger.exchange.settling import Pass, Settler, binmap, hexmap
+from ledger.exchange.settling import Pass, Settler, binmap, hexmap, state_of
 from ledger.exchange.targetfs import TargetError, TargetFS
 from ledger.exchange.targets import Target, Targets
 from ledger.store import gitstore as gs
@@ -332,6 +332,7 @@ class Projection:
         """Write one skill whole and rename it into place, or take one out; then settle what moved."""
         key, rel = info["key"], info["dir"]
         stats: dict[str, list] = {}
+        race: tuple[dict[str, tuple[bytes, bool]], dict[str, tuple[bytes, bool]]] | None = None
         if info["new"] is None:
             p.fs.take_out(rel, staged)
         else:
@@ -354,10 +355,19 @@ class Projection:
                     p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: {rel}/ "
                                                    "is already a folder that holds no SKILL.md (a category?)"})
             else:
-                pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
-                p.fs.exchange(staged, rel)
-                crashpoint("sync.exchanged")
-        outcome = self.settler.settle(p, staged, info)
+                # What is in place is read just before the exchange: edited since the pass read it, it is
+                # not replaced (the next round records it); else a runtime edit landing from here to the
+                # exchange is merged back three ways against these bytes (ledger.exchange.keeping).
+                before = _read_or_none(p, rel)
+                if before is not None and state_of(before) == binmap(info["old"]):
+                    race = (before, {r: data[r] for r in info["new"]})
+                    pausepoint("sync.exchange")  # tests edit the target here: the edit must survive
+                    p.fs.exchange(staged, rel)
+                    crashpoint("sync.exchanged")
+                    pausepoint("sync.exchanged")  # tests edit both folders here: the displaced one, and the new
+                else:
+                    p.changed = True
+        outcome = self.settler.settle(p, staged, info, race)
         if outcome == "rescued" and info["new"] is not None and info["old"] is not None:
             # Exchanged in this step, and edited on both sides of the exchange: what it displaced is kept
             # aside (named), and what is in place grew from the ledger's copy, which is the base from now on.
@@ -380,6 +390,13 @@ class Projection:
             if tree is not None and binmap(rec["state"]) == binmap(info["old"]):
                 p.manifest.dirty = True
                 p.manifest.skills[key] = {"dir": rel, "tree": tree, "files": info["old"]}
+
+
+def _read_or_none(p: Pass, rel: str) -> dict[str, tuple[bytes, bool]] | None:
+    try:
+        return p.fs.read(rel)
+    except (OSError, LedgerError):
+        return None
 
 
 def _merge_reports(into: dict[str, Any], more: dict[str, Any]) -> None:

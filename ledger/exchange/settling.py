@@ -23,6 +23,7 @@ from typing import Any
 
 from ledger.errors import LedgerError
 from ledger.exchange.instant import Group
+from ledger.exchange.keeping import UNPLACED, Files, keep
 from ledger.exchange.targetfs import TargetFS
 from ledger.exchange.targets import Manifest, Target, Targets
 from ledger.store import gitstore as gs
@@ -97,13 +98,18 @@ class Settler:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
 
-    def settle(self, p: Pass, staged: str, info: dict[str, Any]) -> str:
+    def settle(self, p: Pass, staged: str, info: dict[str, Any], race: tuple[Files, Files] | None = None) -> str:
         """Look at what a step left staged and in place; delete only what is known to be the ledger's
         or what the manifest's base holds, and bring the manifest up to what the target now holds.
 
+        ``race`` is given for an exchange this process just made: the files it found in place just
+        before (what the step expected to displace) and the ledger's copy it put in.  A runtime edit
+        that landed in between is then merged back into the live folder (:mod:`ledger.exchange.keeping`).
+
         ``done``: the step took effect (whole) and nothing was lost; ``undone``: it did not, or an
         edit made meanwhile was put back where it was made (the next pass records it); ``rescued``:
-        an unexplained copy is kept in ``.ledger-rescued/`` rather than deleted."""
+        a copy is kept in ``.ledger-rescued/``, with the reason, rather than deleted: a true conflict
+        (the runtime and the ledger changed the same lines), or what a killed sync cannot explain."""
         old = binmap(info["old"]) if info["old"] is not None else None
         new = binmap(info["new"]) if info["new"] is not None else None
         held = p.fs.staged_state(staged, info["dir"])
@@ -115,24 +121,53 @@ class Settler:
             p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
         elif held == old and info.get("keep"):
             # a side chosen away with --take: kept aside and named, since no version holds it
-            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+            _rescue(p, staged, info["key"], "chosen away",
+                    f"the target's copy of {info['key']}, chosen away with --take ledger (or 'ledger resolve "
+                    f"{info['key']} --take ledger'); no version holds it; take what you need, then remove it")
             outcome = "done"
         elif held == old:
             p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
             outcome = "done"
+        elif race is not None and new is not None and not (conflicts := keep(p.fs, info["dir"], staged, *race)):
+            # Exchanged just now over a folder the runtime edited after the pass read it: its edit went
+            # back into the live folder, merged three ways with the ledger's copy (and with what the
+            # runtime wrote there since); the next pass records it.
+            p.fs.discard(staged)
+            p.changed, outcome = True, "done"
         elif new is not None and here() == new:
             p.fs.exchange(staged, info["dir"])  # exchanged over an edit made meanwhile: it goes back
             if p.fs.staged_state(staged, info["dir"]) == new:
                 p.fs.discard(staged)
             else:  # the ledger's copy was edited in the instant before it went back: keep that too
-                p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+                why = "a sync was stopped while replacing" if race is None else \
+                    "a true conflict: the runtime and the brain's new version changed the same lines of"
+                _rescue(p, staged, info["key"], "interrupted" if race is None else "conflict",
+                        f"{why} {info['key']}; the runtime's edit is back in its folder, and this is the brain's "
+                        "copy as the runtime edited it in the instant it was in place; merge it by hand, then "
+                        "remove it")  # fmt: skip
             p.changed = True
+        elif race is not None and new is not None:  # a true conflict, or a folder that could not take the merge
+            if conflicts == [UNPLACED]:
+                _rescue(p, staged, info["key"], "not placed",
+                        f"the runtime edited {info['key']} while a sync replaced it, and the folder was gone or "
+                        "changed in a way the edit could not be merged into; compare this copy with the skill, "
+                        "merge what is missing by hand, then remove it")  # fmt: skip
+            else:
+                _rescue(p, staged, info["key"], "conflict",
+                        f"a true conflict: the runtime edited {', '.join(conflicts)} of {info['key']} while a sync "
+                        "put in the brain's new version, which changed the same lines; the folder holds the "
+                        "brain's version (with the runtime's later edits); merge this copy in by hand, then "
+                        "remove it")  # fmt: skip
+            p.changed, outcome = True, "rescued"
         elif new is not None and here() == old:
             p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
         elif new is None and here() is None and p.fs.put_back(staged, info["dir"]):
             p.changed = True  # taken out just after an edit: put back, recorded next pass
         else:
-            p.report["rescued"].append({"skill": info["key"], "kept": p.fs.rescue(staged, info["key"])})
+            _rescue(p, staged, info["key"], "interrupted",
+                    f"a sync replacing or removing {info['key']} was stopped (or raced by the runtime), and both "
+                    "this copy and the one in the folder were edited since; neither can be put in place without "
+                    "losing the other; merge it by hand, then remove it")  # fmt: skip
             p.changed, outcome = True, "rescued"
         if outcome == "done" and new is not None:
             p.manifest.dirty = True
@@ -170,6 +205,12 @@ class Settler:
         if p.manifest.pending:
             self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
             self.journal(p, dict.fromkeys(list(p.manifest.pending)))
+
+
+def _rescue(p: Pass, staged: str, key: str, kind: str, why: str) -> None:
+    """Keep a staged copy aside, with what it is and why, for ``ledger status``."""
+    p.report["rescued"].append({"skill": key, "kept": p.fs.rescue(staged, key, {"kind": kind, "why": why}),
+                                "kind": kind, "why": why})  # fmt: skip
 
 
 class _Lazy:

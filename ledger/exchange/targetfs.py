@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import shutil
@@ -260,11 +261,12 @@ class TargetFS:
             stats[path] = [mode, files[path][1].hex(), st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns, st2.st_ino, seen]
         return files, stats
 
-    def read(self, rel: str, *, ignored: bool = False) -> dict[str, tuple[bytes, bool]]:
-        """Every file of the skill at ``rel``: ``path → (bytes, executable)``; with ``ignored``, only
-        the debris the ignore rules keep out of it (carried across when the ledger replaces the folder)."""
+    def read(self, rel: str, *, ignored: bool = False, work: bool = False) -> dict[str, tuple[bytes, bool]]:
+        """Every file of the skill at ``rel`` (in the work folder with ``work``): ``path → (bytes, executable)``;
+        with ``ignored``, only the debris the ignore rules keep out of it (carried across when the ledger
+        replaces the folder)."""
         out = {}
-        for path, dir_fd, name, _ in self._walk(rel, ignored=ignored):
+        for path, dir_fd, name, _ in self._walk(rel, work, ignored=ignored):
             data, st = self._read_file(dir_fd, name)
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
@@ -431,13 +433,118 @@ class TargetFS:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(staged + ".gone", dir_fd=sfd)
 
-    def rescue(self, staged: str, key: str) -> str:
-        """Keep what nobody can explain, out of the runtime's sight, in the work folder's
-        ``.ledger-rescued/<key>-<n>``; its absolute path."""
+    def rescue(self, staged: str, key: str, note: Mapping[str, str] | None = None) -> str:
+        """Keep a copy aside, out of the runtime's sight, in the work folder's ``.ledger-rescued/<key>-<n>``,
+        with ``note`` (what it is and why) beside it as ``<key>-<n>.json``; its absolute path."""
         name = f"{key}-{secrets.token_hex(4)}"
         with self._wdir(STAGING) as sfd, self._wdir(RESCUED, create=True) as rfd:
+            if note is not None:  # a fresh name, written before the copy it explains is moved beside it
+                doc = {"skill": key, **note, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                fd = os.open(f"{name}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o644, dir_fd=rfd)  # fmt: skip
+                try:
+                    os.write(fd, json.dumps(doc, sort_keys=True).encode())
+                finally:
+                    os.close(fd)
             os.rename(staged, name, src_dir_fd=sfd, dst_dir_fd=rfd)
         return f"{self.work}/{RESCUED}/{name}"
+
+    def read_one(self, rel: str) -> tuple[bytes, bool] | None:
+        """One file in the target (bytes, executable), or None if it is not there (or not a regular file)."""
+        parent, name = self._split(rel)
+        try:
+            with self._dir(parent) as pfd:
+                data, st = self._read_file(pfd, name)
+        except (OSError, LedgerError):
+            return None
+        return data, bool(st.st_mode & stat.S_IXUSR)
+
+    def put_merged(self, rel: str, want: tuple[bytes, bool] | None, expect: tuple[bytes, bool] | None,
+                   join: Callable[[bytes | None, bytes, bytes], bytes | None]) -> bool:  # fmt: skip
+        """Put ``want`` at ``rel`` (None: take the file out) where ``expect`` is (None: nothing), one rename
+        at a time, so a runtime never sees half a file.  A file its writer renamed there in between is
+        never dropped: what a rename displaced that is not ``expect`` is joined into what goes in next
+        (``join(base, earlier, later)``, both the runtime's edits), until a rename displaces exactly what
+        was put there.  False if that cannot be done (a folder gone, or data that cannot be joined):
+        then what is there stays."""
+        parent, name = self._split(rel)
+        try:
+            ctx = contextlib.ExitStack()
+            sfd = ctx.enter_context(self._wdir(STAGING, create=True))
+            pfd = ctx.enter_context(self._dir(parent, create=want is not None))
+        except (OSError, LedgerError):
+            return False
+        with ctx:
+            for _ in range(64):  # each round is a runtime write landing within a rename: a few at most
+                tmp = self.new_name()
+                if want is not None:
+                    mode = 0o755 if want[1] else 0o644
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                                 dir_fd=sfd)  # fmt: skip
+                    try:
+                        view = memoryview(want[0])
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        os.fchmod(fd, mode)
+                    finally:
+                        os.close(fd)
+                try:
+                    if want is not None and expect is None:
+                        renameat2(sfd, tmp, pfd, name, NOREPLACE)
+                        return True
+                    if want is not None:
+                        renameat2(sfd, tmp, pfd, name, EXCHANGE)
+                    else:
+                        os.rename(name, tmp, src_dir_fd=pfd, dst_dir_fd=sfd)
+                except FileExistsError:  # written there meanwhile: join it, and exchange
+                    os.unlink(tmp, dir_fd=sfd)
+                    expect = self._read_one(pfd, name)
+                    if expect is None:
+                        return False
+                    want = self._join(join, None, want, expect)
+                    if want is None:
+                        return False
+                    continue
+                except FileNotFoundError:  # taken out meanwhile
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp, dir_fd=sfd)
+                    if want is None:
+                        return True
+                    expect = None
+                    continue
+                except OSError:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp, dir_fd=sfd)
+                    return False
+                displaced = self._read_one(sfd, tmp)
+                if displaced == expect:
+                    os.unlink(tmp, dir_fd=sfd)
+                    return True
+                # The runtime renamed a newer file in after ``expect`` was read: what is in place now is
+                # ``want``, without that write.  Join it in, and put the result over ``want``.
+                joined = self._join(join, expect[0] if expect else None, want, displaced) if displaced else want
+                if joined is None:  # cannot be joined: the runtime's write goes back, as it was
+                    renameat2(sfd, tmp, pfd, name, EXCHANGE) if want is not None else \
+                        renameat2(sfd, tmp, pfd, name, NOREPLACE)  # fmt: skip
+                    return False
+                os.unlink(tmp, dir_fd=sfd)
+                want, expect = joined, want
+        return False
+
+    @staticmethod
+    def _join(join: Callable[[bytes | None, bytes, bytes], bytes | None], base: bytes | None,
+              earlier: tuple[bytes, bool] | None, later: tuple[bytes, bool]) -> tuple[bytes, bool] | None:  # fmt: skip
+        if earlier is None:
+            return later  # a removal, then a write: the write is the later
+        data = join(base, earlier[0], later[0])
+        return None if data is None else (data, later[1])
+
+    def _read_one(self, dir_fd: int, name: str) -> tuple[bytes, bool] | None:
+        try:
+            data, st = self._read_file(dir_fd, name)
+        except (OSError, LedgerError):
+            return None
+        return data, bool(st.st_mode & stat.S_IXUSR)
 
     def tidy(self) -> None:
         """Remove the staging folder once empty, so a runtime's folder holds only skills."""

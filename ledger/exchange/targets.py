@@ -208,15 +208,18 @@ class Targets:
         return self.dir / "work" / name
 
     def rescued(self) -> list[dict[str, str]]:
-        """Copies a sync kept aside (an edit it could neither put back nor record, or a side chosen away
-        with --take, docs/layouts.md "Kills"): shown by ``ledger status`` until someone deals with them."""
+        """Copies a sync kept aside (a true conflict with the brain's new version, a side chosen away with
+        --take, or what a stopped sync could not explain: docs/layouts.md "Kills"), each with ``kind`` and
+        ``why`` in plain words: shown by ``ledger status`` until someone deals with them."""
         out = []
         for t in self.all():
             base = Path(t.path)
             for folder in (self.work(t.name) / ".ledger-rescued", base.parent / f".{base.name}.ledger-sync" /
                            ".ledger-rescued", base / ".ledger-rescued"):  # fmt: skip
                 if folder.is_dir() and not folder.is_symlink():
-                    out += [{"target": t.name, "path": str(folder / n)} for n in sorted(os.listdir(folder))]
+                    out += [{"target": t.name, "path": str(folder / n), "skill": n.rpartition("-")[0],
+                             **_rescue_note(folder / f"{n}.json")}
+                            for n in sorted(os.listdir(folder)) if not n.endswith(".json")]  # its note: not a copy
         return out
 
     def save_manifest(self, name: str, manifest: Manifest) -> None:
@@ -231,6 +234,17 @@ class Targets:
             live = {k: v for k, v in manifest.stats.items() if k in manifest.skills}
             _write(self._stats_file(name), live, durable=False)
             manifest.stats_dirty = False
+
+
+def _rescue_note(path: Path) -> dict[str, str]:
+    """What a kept copy is and why (written beside it when it was kept aside); said plainly if not known."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return {"skill": str(doc["skill"]), "kind": str(doc["kind"]), "why": str(doc["why"]),
+                "at": str(doc.get("at", ""))}  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"kind": "unexplained", "why": "kept aside by a sync that wrote no reason (an older ledger); "
+                "compare it with the skill, merge what is missing by hand, then remove it"}  # fmt: skip
 
 
 def _write(path: Path, doc: Any, *, durable: bool) -> None:
