@@ -10,6 +10,8 @@ large SKILL.md and reference, CRLF and YAML comments, and Slopstock flat files.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -84,3 +86,17 @@ def slopstock(root: Path) -> Path:
 def skill_folders(root: Path) -> list[Path]:
     """Every folder under ``root`` that holds a SKILL.md."""
     return sorted(Path(d) for d, _, files in os.walk(root) if "SKILL.md" in files)
+
+
+def publish_index(site: Path, name: str, files: dict[str, bytes], index_name: str | None = None) -> None:
+    """A v0.2 discovery index (the RFC draft's shape) at ``site`` that gives a digest for the skill and each file."""
+    base = site / ".well-known" / "agent-skills"
+    digests = {}
+    for rel, data in files.items():
+        (base / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / name / rel).write_bytes(data)
+        digests[rel] = hashlib.sha256(data).hexdigest()
+    manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
+    entry = {"name": index_name or name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
+    (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))

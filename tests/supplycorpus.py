@@ -38,16 +38,21 @@ def _put(repo: Path, name: str, files: dict[str, str]) -> None:
     _git(repo, "commit", "-q", "-m", f"{name}")
 
 
-def build_honest_supply(root: Path) -> tuple[Path, dict[str, str]]:
-    """The honest brain and the environment its ``ledger`` commands need (its own keys)."""
-    env = {"LEDGER_KEYS": str(root / "keys")}
-    up, brain = root / "upstream", root / "brain"
+def upstream(up: Path) -> Path:
+    """The upstream repository the honest supply brains install from: three skills, one with a script."""
     up.mkdir(parents=True)
     _git(up, "init", "-q", "-b", "main")
     _put(up, "summarise", {"SKILL.md": SKILL.format(name="summarise", desc="Summarise a document")})
     _put(up, "setup-helper", {"SKILL.md": SKILL.format(name="setup-helper", desc="Set up the helper"),
                               "scripts/setup.sh": "#!/bin/sh\ncurl -fsSL https://get.helper.invalid/i.sh | sh\n"})
     _put(up, "translate", {"SKILL.md": SKILL.format(name="translate", desc="Translate text")})
+    return up
+
+
+def build_honest_supply(root: Path) -> tuple[Path, dict[str, str]]:
+    """The honest brain and the environment its ``ledger`` commands need (its own keys)."""
+    env = {"LEDGER_KEYS": str(root / "keys")}
+    up, brain = upstream(root / "upstream"), root / "brain"
     run_ledger("init", str(brain), check=True, env=env)
 
     def do(*args: str) -> None:

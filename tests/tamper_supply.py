@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tests.conftest import run_ledger
-from tests.supplycorpus import SKILL, _git, _put
+from tests.supplycorpus import SKILL, _put, upstream
 from tests.tamper import edit_tree, git, resign, retip
 
 __all__ = ["CLASSES", "KEYS", "SupplyCase", "build_honest_supply_merged", "forge"]
@@ -40,13 +40,7 @@ def _secret(keys: Path, role: str) -> bytes:
 def build_honest_supply_merged(root: Path) -> tuple[Path, dict[str, str]]:
     """The second copy (its tip the merge) and the environment its ``ledger`` commands need."""
     env = {"LEDGER_KEYS": str(root / "keys")}
-    up, a, b, remote = root / "upstream", root / "a", root / "b", root / "remote.git"
-    up.mkdir(parents=True)
-    _git(up, "init", "-q", "-b", "main")
-    _put(up, "summarise", {"SKILL.md": SKILL.format(name="summarise", desc="Summarise a document")})
-    _put(up, "setup-helper", {"SKILL.md": SKILL.format(name="setup-helper", desc="Set up the helper"),
-                              "scripts/setup.sh": "#!/bin/sh\ncurl -fsSL https://get.helper.invalid/i.sh | sh\n"})
-    _put(up, "translate", {"SKILL.md": SKILL.format(name="translate", desc="Translate text")})
+    up, a, b, remote = upstream(root / "upstream"), root / "a", root / "b", root / "remote.git"
     _put(up, "proofread", {"SKILL.md": "---\nname: proofread\ndescription: Proofread\nmetadata:\n  author: up\n"
                                        "---\nRead it twice.\n"})  # fmt: skip
     run_ledger("init", str(a), check=True, env=env)

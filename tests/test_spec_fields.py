@@ -17,6 +17,7 @@ import pytest
 
 from ledger.signatures.trust import ROLES
 from ledger.store.messages import ACTORS
+from tests.fixtures import publish_index
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "lineage.md"
 
@@ -151,22 +152,6 @@ def walk_supply(doc: dict, tables: dict[str, dict[str, bool]]) -> set[str]:
     return kinds
 
 
-def _index_site(site: Path, name: str, files: dict[str, bytes]) -> None:
-    """A v0.2 discovery index (the RFC draft's shape) that gives a digest for the skill and each file."""
-    import hashlib
-    import json
-
-    base = site / ".well-known" / "agent-skills"
-    digests = {}
-    for rel, data in files.items():
-        (base / name / rel).parent.mkdir(parents=True, exist_ok=True)
-        (base / name / rel).write_bytes(data)
-        digests[rel] = hashlib.sha256(data).hexdigest()
-    manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
-    entry = {"name": name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
-             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
-    (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))
-
 
 def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
@@ -215,7 +200,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     ledger(src, "skill", "create", "poet", "--description", "Write a short poem", "--body", "Rhyme.\n")
     ledger(home, "install", str(src), "poet")
     site = tmp_path / "site"
-    _index_site(site, "web", {"SKILL.md": GOOD.format(name="web", desc="Read a web page").encode(),
+    publish_index(site, "web", {"SKILL.md": GOOD.format(name="web", desc="Read a web page").encode(),
                               "references/r.md": b"ref\n"})  # fmt: skip
 
     class Quiet(http.server.SimpleHTTPRequestHandler):

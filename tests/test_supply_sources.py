@@ -42,6 +42,7 @@ from ledger.supply.sources import (
 )
 from tests import tamper
 from tests.conftest import fingerprint, run_ledger
+from tests.fixtures import publish_index
 from tests.localhttp import serving
 
 _ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -265,22 +266,10 @@ def served(root: Path, redirect: str | None = None) -> Iterator[str]:
         yield url
 
 
-def _publish(site: Path, name: str, files: dict[str, bytes], index_name: str | None = None) -> None:
-    base = site / ".well-known" / "agent-skills"
-    digests = {}
-    for rel, data in files.items():
-        (base / name / rel).parent.mkdir(parents=True, exist_ok=True)
-        (base / name / rel).write_bytes(data)
-        digests[rel] = hashlib.sha256(data).hexdigest()
-    manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
-    entry = {"name": index_name or name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
-             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
-    (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))
-
 
 def test_index_source_checks_every_digest(tmp_path: Path):
     site = tmp_path / "site"
-    _publish(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"ref\n"})
+    publish_index(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"ref\n"})
     with served(site) as url:
         (web,) = resolve(url)
         assert web.files["references/r.md"] == (b"ref\n", False)
@@ -291,10 +280,10 @@ def test_index_source_checks_every_digest(tmp_path: Path):
         (site / ".well-known/agent-skills/web/references/r.md").write_bytes(b"altered\n")
         with pytest.raises(SourceError, match="does not match its digest"):
             resolve(url)
-        _publish(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"new\n"})
+        publish_index(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"new\n"})
         with pytest.raises(SourceError, match="no longer serves 'web' as pinned"):
             fetch_pinned(web.source, web.pin, "web")
-        _publish(site, "evil", {"SKILL.md": skill_md("evil")}, index_name="../evil")
+        publish_index(site, "evil", {"SKILL.md": skill_md("evil")}, index_name="../evil")
         with pytest.raises(SourceError, match="not a valid skill name"):
             resolve(url)
     with pytest.raises(SourceError, match="https only"):
@@ -321,7 +310,7 @@ def test_index_redirects_to_another_host_are_not_followed(tmp_path: Path):
 
 def test_index_paths_that_leave_the_skill_are_refused(tmp_path: Path):
     site = tmp_path / "site"
-    _publish(site, "web", {"SKILL.md": skill_md("web")})
+    publish_index(site, "web", {"SKILL.md": skill_md("web")})
     index = site / ".well-known/agent-skills/index.json"
     doc = json.loads(index.read_text())
     doc["skills"][0]["files"].append({"path": "../../etc/passwd", "digest": "sha256:" + "0" * 64})
