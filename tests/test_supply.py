@@ -534,18 +534,26 @@ def test_the_counter_set_aside_vectors() -> None:
                 frontmatter.counter_line(case["installed"])
 
 
-def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(up: Upstream, home: Path) -> None:
+def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(
+    up: Upstream, home: Path, tmp_path: Path
+) -> None:
     """A SKILL.md whose metadata is a flow mapping, or empty, could not be held to its pin (§1.6 rule 6): the
     install is refused, says why and how to fix it, and changes nothing."""
     up.put("flowing", {"SKILL.md": "---\nname: flowing\ndescription: Flow\nmetadata: {author: up}\n---\nGo.\n"})
     up.put("empty-meta", {"SKILL.md": "---\nname: empty-meta\ndescription: Empty\nmetadata:\n---\nGo.\n"})
+    up.put("empty-flow", {"SKILL.md": "---\nname: empty-flow\ndescription: Empty\nmetadata: {}\n---\nGo.\n"})
     up.publish("odd metadata")
     before = git(home, "rev-parse", "HEAD")
-    for name, why in (("flowing", "spelling the ledger cannot set aside"), ("empty-meta", "only the counter differs")):
+    for name in ("flowing", "empty-meta", "empty-flow"):
         proc = ledger(home, "install", str(up.bare), name, check=False)
-        assert proc.returncode == 1 and why in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
-        assert "docs/lineage.md §1.6" in proc.stderr
+        assert proc.returncode == 1 and "only the counter's line differs" in proc.stderr, proc.stderr
+        assert "nothing was installed" in proc.stderr and "empty or a flow mapping" in proc.stderr
+        assert "docs/lineage.md §1.6" in proc.stderr and "--versions store" in proc.stderr  # the way out
     assert git(home, "rev-parse", "HEAD") == before and not (home / "skills" / "flowing").exists()
+    store = tmp_path / "store-brain"  # the way out the hint names: no counter is written, every byte is the source's
+    run_ledger("init", "--versions", "store", str(store), check=True)
+    ledger(store, "install", str(up.bare), "flowing")
+    assert audit_ok(store)["supply"] == "OK"
 
 
 def test_a_revocation_is_never_rewritten(up: Upstream, home: Path) -> None:

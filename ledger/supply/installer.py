@@ -176,17 +176,22 @@ class Installer:
         installed = doc.with_counter(version)
         counter = None
         if served and writer.versions.record(head) is None:  # the counter lives in SKILL.md
-            try:
+            try:  # the source's own counter, if it has one, in a spelling the audit can restore
                 found = frontmatter.counter_line(text)
-                counter = found[1] if found is not None else None
-                exact = frontmatter.set_aside(installed, counter) == text
             except SkillError as exc:
                 raise SupplyError(f"{name}: {exc.message}; nothing was installed", hint=exc.hint) from exc
+            counter = found[1] if found is not None else None
+            try:  # and ours, written so that it is the only line that differs (lineage.md §1.6)
+                exact = frontmatter.set_aside(installed, counter) == text
+            except SkillError:
+                exact = False
             if not exact:
                 raise SupplyError(f"{name}: the ledger cannot write its version counter into this SKILL.md so that "
-                                  "only the counter differs from the source's; nothing was installed",
+                                  "only the counter's line differs from the source's (its 'metadata:' is empty or a "
+                                  "flow mapping such as {...}); nothing was installed",
                                   hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
-                                  "or no 'metadata:' at all (docs/lineage.md §1.6)")  # fmt: skip
+                                  "or no 'metadata:' at all; or install into a brain that keeps versions in the store "
+                                  "('ledger init --versions store', docs/lineage.md §1.6, §4.2)")  # fmt: skip
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
         return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
 
