@@ -358,6 +358,7 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
                 return (f"outcome {i}: {short} is a v1 record ({oc.FORMAT_V1}), appended after the log's first "
                         f"v2 record: from then on every record is {oc.FORMAT}, whole in its batch")  # fmt: skip
             continue
+        v2_before = True  # a v1 record after a v2 one in the same snapshot is after the log's first v2 record
         key = (entry.signer, batch["id"])
         if key not in groups:
             if known(*key):

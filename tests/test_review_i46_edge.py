@@ -1,0 +1,75 @@
+"""Red-team review of issue 46 (docs/lineage.md §14.9 batches; the edge never deletes or displaces): each
+attack that got through, as a test that fails on the code it was found on.
+
+Outcome attacks rewrite the honest outcomes brain (tests/tamper_outcomes.py) as a holder of every key would,
+re-signing each snapshot, so that only the ``evidence`` check can tell.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests import tamper, tamper_outcomes
+from tests.conftest import run_ledger
+
+
+@pytest.fixture(scope="module")
+def honest_outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return tamper_outcomes.build_honest_outcomes(tmp_path_factory.mktemp("red3-outcomes"))
+
+
+def _copy(honest: tuple[Path, dict[str, int]], tmp_path: Path) -> Path:
+    copy = tmp_path / "copy.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(honest[0] / ".git"), str(copy)], check=True)
+    return copy
+
+
+def _audit(repo: Path) -> tuple[int, dict]:
+    proc = run_ledger("audit", str(repo), "--json", "--require-signatures")
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _v1(entry: bytes, key: bytes, task: str) -> bytes:
+    """``entry``'s record as a v1 record (no batch) for another task, signed by ``key``."""
+    from ledger.store import outcomes as oc
+
+    record = json.loads(entry)["record"]
+    record = {k: v for k, v in record.items() if k != "batch"}
+    record.update(format=oc.FORMAT_V1, task={"id": task, "digest": None})
+    return oc.sign_entry(record, key)
+
+
+def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_outcomes,
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """§14.9's table: 'a v1 record after a v2 one' fails.  The first outcome snapshot appends the agent's v2
+    record; a v1 record slipped in after it, in the same snapshot, is appended after the log's first v2
+    record, and escapes rule 1 only if rule 1 looks at the parent's log alone."""
+    keys = honest_outcomes[0].parent / "keys"  # the honest brain's keys: tamper_outcomes.KEYS re-signs with them
+    brain = tmp_path / "fresh"
+    env = {"LEDGER_KEYS": str(keys)}
+    run_ledger("init", str(brain), check=True, env=env)
+    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "x\n", check=True,
+               env=env)  # fmt: skip
+    run_ledger("--brain", str(brain), "outcome", "record", "a", "--task", "T-1", "--success", check=True, env=env)
+    copy = tmp_path / "copy.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
+    assert _audit(copy)[0] == 0
+    at = len(tamper.lineage(copy)) - 1  # the first outcome snapshot, the tip
+    first = tamper_outcomes._log(copy, tamper.lineage(copy)[at])
+    assert len(first) == 1 and b'"batch"' in first[0]
+    extra = _v1(first[0], tamper_outcomes.KEYS["agent"], "T-1b")
+
+    def change(log: list[bytes]) -> list[bytes]:
+        return [*log, extra]
+
+    named = tamper_outcomes.rewrite_logs(copy, at, change)
+    code, report = _audit(copy)
+    chk = report["checks"]["evidence"]
+    assert code == 1 and not chk["ok"], chk
+    assert chk["snapshot"] == named, chk
+    assert "is a v1 record (brain-ledger/outcome/v1), appended after the log's first v2 record" in chk["summary"]
