@@ -73,3 +73,25 @@ def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_
     assert code == 1 and not chk["ok"], chk
     assert chk["snapshot"] == named, chk
     assert "is a v1 record (brain-ledger/outcome/v1), appended after the log's first v2 record" in chk["summary"]
+
+
+def test_a_skill_the_brain_deletes_keeps_the_files_the_targets_ignore_rules_keep_out(tmp_path: Path) -> None:
+    """The edge never deletes what the runtime wrote: a target's ``.ledgerignore`` keeps ``notes/`` out of
+    the ledger, so no version holds the runtime's ``alpha/notes/mine.md``.  When the brain deletes ``alpha``
+    and the sync takes its folder out, that file must stay where the runtime wrote it, not be discarded
+    with the ledger's copy."""
+    from tests.test_sync import _ledger, _linked, _sync
+
+    brain, env, target = _linked(tmp_path, "alpha", "beta")
+    (target / ".ledgerignore").write_text("notes/\n")
+    (target / "alpha/notes").mkdir()
+    (target / "alpha/notes/mine.md").write_text("the runtime's own notes\n")
+    (target / "alpha/.DS_Store").write_bytes(b"debris")  # the ledger's defaults: debris, may go with the folder
+    assert _sync(brain, env)["targets"][0]["recorded"] == []  # ignored: nothing to record
+    _ledger(brain, env, "skill", "delete", "alpha")
+    report = _sync(brain, env)["targets"][0]
+    assert report["removed"] == ["alpha"], report
+    assert not (target / "alpha/SKILL.md").exists()
+    assert (target / "alpha/notes/mine.md").read_text() == "the runtime's own notes\n"
+    assert _sync(brain, env)["targets"][0]["status"] == "ok"  # and the next pass is quiet about it
+    assert (target / "alpha/notes/mine.md").read_text() == "the runtime's own notes\n"

@@ -12,7 +12,9 @@ read in order, a later rule overriding an earlier one as in git:
 An ignored file is neither recorded nor compared; when the ledger replaces a skill folder it
 carries the ignored files across, so an editor's swap file is never deleted under it, except
 a write in flight (:data:`IN_FLIGHT`): its writer's rename must fail, or land in the folder it
-was written in, never put a copy's stale bytes over the new file.
+was written in, never put a copy's stale bytes over the new file.  When it takes out a skill the
+brain deleted, the files a rule of the brain's or the target's keeps out stay in the folder
+(the runtime's, which no version holds); the defaults' debris goes with the folder.
 
 A rule hides only what the brain does not hold (issue 46).  A file the brain holds in a target
 (:class:`Held`: one the manifest says the ledger put there or recorded from there, or one of

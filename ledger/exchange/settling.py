@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.exchange.ignoring import DEFAULT_SOURCE, IN_FLIGHT
 from ledger.exchange.instant import Group
 from ledger.exchange.keeping import UNPLACED, Files, keep
-from ledger.exchange.targetfs import TargetFS
+from ledger.exchange.targetfs import STAGING, TargetFS
 from ledger.exchange.targets import Manifest, Target, Targets
 from ledger.store import gitstore as gs
 
@@ -126,7 +127,9 @@ class Settler:
                     f"{info['key']} --take ledger'); no version holds it; take what you need, then remove it")
             outcome = "done"
         elif held == old:
-            p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
+            # taken out: what the target's rules keep out of the ledger stays there (or is kept aside)
+            if new is not None or not _leave_kept_out(p, staged, info):
+                p.fs.discard(staged)  # exchanged or taken out: what the base holds, and the ledger too
             outcome = "done"
         elif race is not None and new is not None and not (conflicts := keep(p.fs, info["dir"], staged, *race)):
             # Exchanged just now over a folder the runtime edited after the pass read it: its edit went
@@ -205,6 +208,42 @@ class Settler:
         if p.manifest.pending:
             self.targets.save_manifest(p.target.name, p.manifest)  # settled: the journal can go
             self.journal(p, dict.fromkeys(list(p.manifest.pending)))
+
+
+def _leave_kept_out(p: Pass, staged: str, info: dict[str, Any]) -> bool:
+    """A skill the brain deleted was taken out of its folder: the files in it that a rule of the brain's or
+    the target's own (not the ledger's debris defaults) keeps out of the ledger are the runtime's, which no
+    version holds, so they are put back where they were; if the folder was taken meanwhile, the copy is
+    kept aside and named instead of discarded (True then: ``staged`` is no longer there to discard)."""
+    rules = getattr(p.fs.ignore, "rule", None)
+    if rules is None:
+        return False
+    try:
+        kept = p.fs.read(f"{STAGING}/{staged}", ignored=True, work=True)
+    except (OSError, LedgerError):
+        kept = {}
+
+    def ours(path: str) -> bool:  # the runtime's: kept out by a rule that is not the ledger's default
+        parts = path.split("/")
+        for inner in ["/".join(parts[:i]) + "/" for i in range(1, len(parts))] + [path]:
+            found = rules(inner)
+            if found is not None:
+                return found[1] != DEFAULT_SOURCE
+        return False
+
+    mine = {r: d for r, d in kept.items() if not IN_FLIGHT.search(r) and ours(r)}
+    if not mine:
+        return False
+    back = p.fs.new_name()
+    p.fs.stage(mine, back)
+    if p.fs.place_new(back, info["dir"]):
+        return False
+    p.fs.discard(back)
+    _rescue(p, staged, info["key"], "kept out",
+            f"{info['key']} was deleted in the brain and taken out of this target; its folder held "
+            f"{', '.join(sorted(mine))}, which this target's ignore rules keep out of the ledger (no version "
+            "holds them), and the folder could not take them back; take what you need, then remove it")
+    return True
 
 
 def _rescue(p: Pass, staged: str, key: str, kind: str, why: str) -> None:
