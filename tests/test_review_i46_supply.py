@@ -1,0 +1,91 @@
+"""Outside attacks on issue 46 item 1 (docs/lineage.md §1.6): forgeries signed with the brain's real keys
+that ``ledger audit --require-signatures`` must refuse on the ``supply`` check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests import tamper_supply as ts
+from tests.conftest import run_ledger
+from tests.supplycorpus import upstream
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return ts.build_honest_supply_merged(tmp_path_factory.mktemp("red2-supply"))
+
+
+def _audit(brain: Path, to: Path) -> dict:
+    subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(to)], check=True)
+    proc = run_ledger("audit", str(to), "--json", "--require-signatures")
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _failed(report: dict) -> dict[str, str]:
+    return {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
+
+
+def _revoke_unrevoked(record):  # type: ignore[no-untyped-def]
+    """summarise (approved in both parents, its digest revoked by neither) marked revoked in the merge."""
+    from ledger.store import supply as sp
+
+    entry = record.skills["summarise"]
+    assert entry.state == sp.APPROVED and not record.is_revoked(*entry.digests())
+    return record.with_entry("summarise", replace(entry, state=sp.REVOKED))
+
+
+@pytest.mark.parametrize("role", ["agent", "user"])
+def test_a_merge_cannot_revoke_an_entry_whose_digest_no_parent_revoked(merged, role: str, tmp_path: Path) -> None:
+    """Rule 4b: an entry's state may become `revoked` in a merge only "where rule 3 requires it" (the other
+    side revoked its digest); a merge that marks an approved skill revoked with no revocation changes a state
+    that entered through no revoke snapshot."""
+    brain, env = merged
+    copy = tmp_path / "b"
+    shutil.copytree(brain, copy, symlinks=True)
+    named = ts._merge_approving(role, _revoke_unrevoked)(copy, env)
+    report = _audit(copy, tmp_path / "forged.git")
+    assert _failed(report).keys() == {"supply"}, _failed(report)
+    chk = report["checks"]["supply"]
+    assert chk["snapshot"] == named and "summarise" in chk["summary"] and "rule 4" in chk["summary"], chk
+
+
+@pytest.mark.xfail(strict=True, reason="spec gap (lineage §1.6 rule 1): a brain's first record may declare format 1, "
+                   "so a rogue first install opts out of rule 6's SKILL.md check; nothing in a v1.7 lineage tells "
+                   "the audit the writer was v1.7")  # fmt: skip
+def test_a_first_install_declaring_format_1_cannot_edit_skill_md(tmp_path: Path) -> None:
+    """The edited install of tests/tamper_supply.py's 'supply-format-declared-older', but as the brain's first
+    install: no parent record declares format 2, so rule 1 does not close the door."""
+    from ledger.brain import Brain
+    from ledger.store import supply as sp
+    from ledger.supply.installer import Installer
+    from ledger.write import apply as apply_mod
+    from ledger.write import head as head_mod
+
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    up, brain = upstream(tmp_path / "up"), tmp_path / "brain"
+    run_ledger("init", str(brain), check=True, env=env)
+    real = apply_mod.Writer.apply
+
+    def rogue(self, operation, updates, changes, note, *args, supply=None, **kw):  # type: ignore[no-untyped-def]
+        if supply is not None:
+            supply = replace(supply, format=1, skills={n: replace(e, counter="") for n, e in supply.skills.items()})
+        return real(self, operation, updates, changes, note, *args, supply=supply, **kw)
+
+    with ts._keys(env), ts._patched(Installer, "_blobs", ts._exfiltrating(Installer._blobs)), \
+            ts._patched(apply_mod.Writer, "apply", rogue), ts._patched(head_mod, "FORMAT", 1), \
+            Brain.open(brain) as b:  # fmt: skip
+        Installer(b).install(str(up), ["summarise"])
+    shown = subprocess.run(["git", "-C", str(brain), "show", "HEAD:skills/summarise/SKILL.md"], capture_output=True,
+                           check=True).stdout  # fmt: skip
+    record = sp.parse_record(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
+                                            check=True).stdout)  # fmt: skip
+    assert ts.EXFIL.strip() in shown and record.format == 1  # the forgery is what it says
+    report = _audit(brain, tmp_path / "forged.git")
+    assert "supply" in _failed(report), "a format-1 first install with an edited SKILL.md passes the audit"
