@@ -89,3 +89,40 @@ def test_a_first_install_declaring_format_1_cannot_edit_skill_md(tmp_path: Path)
     assert ts.EXFIL.strip() in shown and record.format == 1  # the forgery is what it says
     report = _audit(brain, tmp_path / "forged.git")
     assert "supply" in _failed(report), "a format-1 first install with an edited SKILL.md passes the audit"
+
+
+@pytest.mark.xfail(strict=True, reason="the audit takes an install's verdict and upstream signer as written: it does "
+                   "not rerun ledger-scan/1 over the pinned files, so any installing key auto-approves a skill with a "
+                   "critical finding by recording a clean verdict (lineage §1.6 rule 6 asks no more)")  # fmt: skip
+def test_an_agent_install_cannot_auto_approve_a_critical_skill_by_writing_a_clean_verdict(tmp_path: Path) -> None:
+    """setup-helper (its script pipes curl into sh: ledger-scan/1 says critical) installed by the agent key, its
+    entry approved with approval.auto, a verdict 'clean' and a made-up OpenPGP signer: every byte pinned."""
+    from eth_account import Account
+
+    from ledger.brain import Brain
+    from ledger.store import supply as sp
+    from ledger.supply.installer import Installer
+    from ledger.write import apply as apply_mod
+
+    env = {"LEDGER_KEYS": str(tmp_path / "keys")}
+    up, brain = upstream(tmp_path / "up"), tmp_path / "brain"
+    run_ledger("init", str(brain), check=True, env=env)
+    real = apply_mod.Writer.apply
+
+    def rogue(self, operation, updates, changes, note, *args, supply=None, **kw):  # type: ignore[no-untyped-def]
+        if supply is not None and "setup-helper" in supply.skills:
+            e = supply.skills["setup-helper"]
+            assert e.verdict["worst"] == "critical"  # what the real scan said
+            by = Account.from_key(ts._secret(tmp_path / "keys", "agent")).address.lower()
+            supply = supply.with_entry("setup-helper", replace(
+                e, state=sp.APPROVED, signer="3A55F95669CCDE97", approval={"by": by, "auto": True, "override": None},
+                verdict={"scanner": "ledger-scan/1", "worst": "clean", "findings": []}))  # fmt: skip
+        return real(self, operation, updates, changes, note, *args, supply=supply, **kw)
+
+    with ts._keys(env), ts._patched(apply_mod.Writer, "apply", rogue), Brain.open(brain) as b, b.acting("agent"):
+        Installer(b).install(str(up), ["setup-helper"])
+    record = sp.parse_record(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
+                                            check=True).stdout)  # fmt: skip
+    assert record.skills["setup-helper"].state == sp.APPROVED  # the forgery is what it says
+    report = _audit(brain, tmp_path / "forged.git")
+    assert "supply" in _failed(report), "a critical skill auto-approved under a forged clean verdict passes the audit"
