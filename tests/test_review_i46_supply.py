@@ -126,3 +126,29 @@ def test_an_agent_install_cannot_auto_approve_a_critical_skill_by_writing_a_clea
     assert record.skills["setup-helper"].state == sp.APPROVED  # the forgery is what it says
     report = _audit(brain, tmp_path / "forged.git")
     assert "supply" in _failed(report), "a critical skill auto-approved under a forged clean verdict passes the audit"
+
+
+def test_a_merge_keeps_the_second_parents_legitimate_approval(merged, tmp_path: Path) -> None:
+    """The honest counterpart of the merge forgeries: the copy that approved (by the user's key)
+    is the merge's second parent, so the ledger's own merge takes that parent's approved entry. It passes."""
+    brain, env = merged
+    remote, b, c = tmp_path / "remote.git", tmp_path / "b", tmp_path / "c"
+    shutil.copytree(brain, b, symlinks=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+
+    def do(where: Path, *args: str) -> None:
+        run_ledger("--brain", str(where), *args, check=True, env=env)
+
+    do(b, "push", str(remote))
+    run_ledger("clone", str(remote), str(c), check=True, env=env)
+    do(c, "skill", "create", "other", "--description", "Other", "--body", "o\n", "--actor", "agent")
+    do(c, "push", str(remote))
+    do(b, "approve", "setup-helper", "--override", "we read the script", "--actor", "user")
+    do(b, "push", str(remote))  # a merge: the remote's head first, this copy's approval second
+    tip = subprocess.run(["git", "-C", str(b), "cat-file", "-p", "HEAD"], capture_output=True, text=True).stdout
+    assert "Ledger-Operation: merge" in tip, tip
+    record = json.loads(subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True,
+                                       text=True, check=True).stdout)  # fmt: skip
+    assert record["skills"]["setup-helper"]["state"] == "approved"
+    report = _audit(b, tmp_path / "merged.git")
+    assert report["ok"], _failed(report)
