@@ -154,23 +154,25 @@ def test_a_merge_keeps_the_second_parents_legitimate_approval(merged, tmp_path: 
     assert report["ok"], _failed(report)
 
 
-@pytest.mark.xfail(strict=True, reason="rule 4c guards only merges: on one line, a delete drops the quarantined "
-                   "entry (rule 5) and a revert restores the same files with none, so nothing withholds them; "
-                   "neither the writer nor the audit (§1.6 has no rule for it) refuses")  # fmt: skip
-def test_a_quarantined_skill_cannot_leave_quarantine_by_delete_then_revert(merged, tmp_path: Path) -> None:
-    """setup-helper, quarantined with a critical finding, deleted and restored by the agent with the stock CLI:
-    its installed files live again with no entry. Either the restore is refused or the audit fails it."""
+@pytest.mark.xfail(strict=True, reason="rule 4c guards only merges: on one line, a delete drops the entry "
+                   "(rule 5) and a revert restores the same files with none, so nothing withholds them; neither the "
+                   "writer nor the audit (§1.6 has no rule for it) refuses")  # fmt: skip
+@pytest.mark.parametrize("name", ["setup-helper", "translate"], ids=["quarantined", "revoked"])
+def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: str, tmp_path: Path) -> None:
+    """setup-helper (quarantined, a critical finding) or translate (its digest revoked), deleted and restored by
+    the agent with the stock CLI: its installed files live again with no entry, so nothing withholds them.
+    Either the restore is refused or the audit fails it."""
     brain, env = merged
     b = tmp_path / "b"
     shutil.copytree(brain, b, symlinks=True)
-    run_ledger("--brain", str(b), "skill", "delete", "setup-helper", "--actor", "agent", check=True, env=env)
-    restored = run_ledger("--brain", str(b), "revert", "setup-helper", "--to", "1", "--actor", "agent", env=env)
+    run_ledger("--brain", str(b), "skill", "delete", name, "--actor", "agent", check=True, env=env)
+    restored = run_ledger("--brain", str(b), "revert", name, "--to", "1", "--actor", "agent", env=env)
     if restored.returncode != 0:
-        return  # the writer refused to bring quarantined files back without their entry
-    live = subprocess.run(["git", "-C", str(b), "ls-tree", "-r", "--name-only", "HEAD", "skills/setup-helper"],
+        return  # the writer refused to bring withheld files back without their entry
+    live = subprocess.run(["git", "-C", str(b), "ls-tree", "-r", "--name-only", "HEAD", f"skills/{name}"],
                           capture_output=True, text=True, check=True).stdout  # fmt: skip
     record = json.loads(subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True,
                                        text=True, check=True).stdout)  # fmt: skip
-    assert "scripts/setup.sh" in live and "setup-helper" not in record["skills"]  # out of quarantine
+    assert f"skills/{name}/SKILL.md" in live and name not in record["skills"]  # withheld by nothing
     report = _audit(b, tmp_path / "restored.git")
-    assert "supply" in _failed(report), "a quarantined skill deleted and reverted passes the audit, withheld by nothing"
+    assert "supply" in _failed(report), f"{name} deleted and reverted passes the audit, withheld by nothing"
