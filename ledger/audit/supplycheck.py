@@ -183,7 +183,8 @@ def _merge(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
         held = [p.skills[name] for p in sides if name in p.skills]
         if entry in held:
             continue
-        if entry.state == sp.REVOKED and any(replace(h, state=sp.REVOKED) == entry for h in held):
+        if entry.state == sp.REVOKED and after.is_revoked(*entry.digests()) \
+                and any(replace(h, state=sp.REVOKED) == entry for h in held):  # fmt: skip
             continue  # revoked by the other side's revocation (rule 3 required it)
         if not held:
             return f"{name} has an entry that neither parent holds; no install enters through a merge (rule 4)"
@@ -204,6 +205,8 @@ def _merge(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
 def _difference(held: list[sp.Entry], entry: sp.Entry) -> str:
     """What a merge's entry changes against the closest parent entry, in words."""
     base = held[0]
+    if entry.state == sp.REVOKED and all(replace(h, state=sp.REVOKED) == entry for h in held):
+        return "it is revoked, but neither parent revoked its digest (a revocation through a merge)"
     if entry.state != base.state and all(entry.state != h.state for h in held):
         return f"it is {entry.state}, but {' or '.join(sorted({h.state for h in held}))} in the parents" + (
             " (an approval through a merge)" if entry.state == sp.APPROVED else "")
