@@ -48,9 +48,12 @@ def _stray_processes():
     before = procs.pids()  # none of these can carry the marker: only the test's new processes are read
     with procs.marked(procs.CASE) as mark:
         yield
-    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark, before=before) if not procs.detached(pid)]
+    def spare(pid: int, cmd: str) -> bool:
+        return procs.detached(pid) or procs.in_process(pid, cmd)
+
+    left = [(pid, cmd) for pid, cmd in procs.tagged(procs.CASE, mark, before=before) if not spare(pid, cmd)]
     if left:
-        procs.reap(procs.CASE, mark)
+        procs.reap(procs.CASE, mark, spare=spare)
         warnings.warn(f"the test left {len(left)} process(es) running (killed now): {left[:5]}", stacklevel=1)
 
 

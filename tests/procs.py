@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,11 +85,29 @@ def detached(pid: int) -> bool:
     return False
 
 
-def reap(name: str, value: str, *, wait: float = 10.0) -> list[tuple[int, str]]:
-    """SIGKILL every live process carrying ``name=value`` and wait (bounded) until none is left; what was killed."""
+def in_process(pid: int, cmd: str) -> bool:
+    """Whether ``pid`` is a ``git cat-file`` reader this very process keeps for a repository object it holds
+    (GitPython starts one per repository on first read, and keeps it for that object's life): not a child a
+    harness started and must stop, and killing it would break the object if a later test still reads through it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    parent = int(stat[stat.rfind(b")") + 2 :].split()[1])
+    return parent == os.getpid() and " cat-file " in f" {cmd} "
+
+
+def reap(name: str, value: str, *, wait: float = 10.0, spare: Callable[[int, str], bool] | None = None,
+         ) -> list[tuple[int, str]]:
+    """SIGKILL every live process carrying ``name=value`` (but those ``spare`` keeps) and wait (bounded) until
+    none is left; what was killed."""
     killed: dict[int, str] = {}
     deadline = time.monotonic() + wait
-    while (left := tagged(name, value)) and time.monotonic() < deadline:
+
+    def live() -> list[tuple[int, str]]:
+        return [(pid, cmd) for pid, cmd in tagged(name, value) if spare is None or not spare(pid, cmd)]
+
+    while (left := live()) and time.monotonic() < deadline:
         for pid, cmd in left:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
