@@ -239,7 +239,7 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
             if not entry.approval.get("auto") or entry.verdict.get("worst") not in CLEAN or not entry.signer:
                 return f"{name} is installed approved without a clean verdict from a signed source (rule 6)"
             role = signer.role if signer else snap.attribution.get("actor")
-            if role not in APPROVERS:
+            if after.format >= 2 and role not in APPROVERS:  # a v1.6 writer auto-approved whoever installed
                 return f"{name} is installed approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} " \
                        "snapshot; an install by an agent's or a verifier's key writes it quarantined: approvals, " \
                        "auto-approvals included, are a user's or a curator's (rule 6)"  # fmt: skip
