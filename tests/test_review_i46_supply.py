@@ -91,9 +91,6 @@ def test_a_first_install_declaring_format_1_cannot_edit_skill_md(tmp_path: Path)
     assert "supply" in _failed(report), "a format-1 first install with an edited SKILL.md passes the audit"
 
 
-@pytest.mark.xfail(strict=True, reason="the audit takes an install's verdict and upstream signer as written: it does "
-                   "not rerun ledger-scan/1 over the pinned files, so any installing key auto-approves a skill with a "
-                   "critical finding by recording a clean verdict (lineage §1.6 rule 6 asks no more)")  # fmt: skip
 def test_an_agent_install_cannot_auto_approve_a_critical_skill_by_writing_a_clean_verdict(tmp_path: Path) -> None:
     """setup-helper (its script pipes curl into sh: ledger-scan/1 says critical) installed by the agent key, its
     entry approved with approval.auto, a verdict 'clean' and a made-up OpenPGP signer: every byte pinned."""

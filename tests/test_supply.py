@@ -454,6 +454,32 @@ def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream,
     assert other["skills"][0]["state"] == "quarantined"
 
 
+def test_an_agents_install_is_quarantined_whatever_the_policy(up: Upstream, home: Path, tmp_path: Path) -> None:
+    """Auto-approval is an approval (lineage §1.6 rule 6): the agent's install of a skill the policy would pass
+    is written quarantined, and says why; the user's install of the same skill is approved."""
+    ledger(home, "install", str(up.bare))
+    ledger(home, "approve", "summarise", "translate")
+    published = tmp_path / "published.git"
+    ledger(home, "push", str(published))
+    with Brain.open(home) as b:
+        signer = b.writer.sealer.key_for(b.store.trust_at(b.head().snap.tree)[1], "user").address
+    down = tmp_path / "down"
+    run_ledger("init", str(down), check=True)
+    cfg_path = down / ".ledger/config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["supply"] = {"auto_approve": [signer]}
+    cfg_path.write_text(json.dumps(cfg))
+    out = json.loads(ledger(down, "install", str(published), "summarise", "--actor", "agent", "--json").stdout)
+    assert out["skills"][0]["state"] == "quarantined" and record(down).skills["summarise"].approval is None
+    assert "needs a user's or curator's key" in out["skills"][0]["held"]
+    text = ledger(down, "install", str(published), "translate", "--actor", "agent")
+    assert "translate: not auto-approved: auto-approval needs a user's or curator's key; approve with ledger " \
+           "approve" in text.stderr  # fmt: skip
+    assert record(down).skills["translate"].state == "quarantined" and audit_ok(down)["supply"] == "OK"
+    ledger(down, "approve", "summarise")  # the user's approval is the way out
+    assert record(down).skills["summarise"].state == "approved" and audit_ok(down)["supply"] == "OK"
+
+
 def test_supply_writes_race_skill_writes_and_lose_nothing(up: Upstream, home: Path, tmp_path: Path) -> None:
     """An approval, a revocation and an install race a writer on the installed skill: every acknowledged
     write is in the head, and the record follows the rules."""

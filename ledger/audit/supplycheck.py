@@ -1,14 +1,14 @@
 """The ``supply`` check: each snapshot's supply record against its parents' (docs/lineage.md §1.6).
 
 Who may change what: an ``install`` adds or replaces the entries of the skills it writes (in
-quarantine, unless auto-approved under a clean verdict), and the files it writes are the ones the
-entry pins (SKILL.md with the ledger's counter set aside, its digests recomputed); an ``approve``
-moves entries from quarantine to approved, signed by a user's or a curator's key, with a reason
-where the verdict is critical; a ``revoke`` adds revocations and marks the entries they name.  A
-delete drops its skill's entry, and nothing else touches the record.  A ``merge``'s record is
-derived from its parents': nothing new enters through it.  Revocations never shrink and never
-change, a revoked digest's entry stays revoked, and no record declares an older format than its
-parents'.
+quarantine, unless auto-approved under a clean verdict in a user's or a curator's snapshot), and
+the files it writes are the ones the entry pins (SKILL.md with the ledger's counter set aside, its
+digests recomputed); an ``approve`` moves entries from quarantine to approved, signed by a user's
+or a curator's key, with a reason where the verdict is critical; a ``revoke`` adds revocations and
+marks the entries they name.  A delete drops its skill's entry, and nothing else touches the
+record.  A ``merge``'s record is derived from its parents': nothing new enters through it.
+Revocations never shrink and never change, a revoked digest's entry stays revoked, and no record
+declares an older format than its parents'.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ledger.store.skilltree import skills_of
 __all__ = ["check_supply"]
 
 CLEAN = ("clean", "low")
-APPROVERS = ("user", "curator")  # the roles whose key may approve (rule 7)
+APPROVERS = sp.APPROVERS  # the roles whose key may approve (rules 6 and 7)
 
 
 def check_supply(store: gs.GitStore, walked: Walked, report: Report, signed: Sequence[Signed]) -> None:
@@ -238,6 +238,11 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
         if entry.approval is not None:
             if not entry.approval.get("auto") or entry.verdict.get("worst") not in CLEAN or not entry.signer:
                 return f"{name} is installed approved without a clean verdict from a signed source (rule 6)"
+            role = signer.role if signer else snap.attribution.get("actor")
+            if after.format >= 2 and role not in APPROVERS:  # a v1.6 writer auto-approved whoever installed
+                return f"{name} is installed approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} " \
+                       "snapshot; an install by an agent's or a verifier's key writes it quarantined: approvals, " \
+                       "auto-approvals included, are a user's or a curator's (rule 6)"  # fmt: skip
             if signer is not None and entry.approval.get("by") != signer.address:
                 return f"{name}'s approval names {entry.approval.get('by')}, not its signer {signer.address} (rule 6)"
         if name not in skills:

@@ -64,6 +64,8 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
         pin_text = row["pin"].get("commit") or row["pin"].get("sha256") or ""
         click.echo(f"installed  {row['skill']} v{row['version']} @ {pin_text[:12]}  {row['state']}  "
                    f"scan: {row['verdict']} ({row['findings']} finding(s))")  # fmt: skip
+        if row.get("held"):
+            click.echo(f"  {row['skill']}: not auto-approved: {row['held']}", err=True)
     if out.get("commit"):
         click.echo(f"commit {out['commit']}" + (f"\nsigned {out['signer']}" if out.get("signer") else ""))
     if any(r.get("state") == "quarantined" for r in out["skills"]):

@@ -3,8 +3,8 @@
 Every step reads the source first, outside the writer lock, then takes the lock, checks the
 head's ``supply`` record again (an approval or a revocation may have landed meanwhile) and
 hands one write to the writer: an ``install`` snapshot (skills and their pins, in quarantine
-unless the brain's policy approves them), an ``approve`` or a ``revoke`` snapshot (the record
-alone).  Nothing is written when any skill of a request is refused.
+unless the brain's policy approves them and a user or a curator installs), an ``approve`` or a
+``revoke`` snapshot (the record alone).  Nothing is written when any skill of a request is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["Installer"]
 
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
+HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
+        "(docs/lineage.md §1.6 rule 6)")  # why an agent's install of a skill the policy would pass stays quarantined
 
 
 def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
@@ -50,7 +52,8 @@ def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
 class Installer:
     """The supply services of one brain: what ``ledger install``, ``approve``, ``revoke``, ``outdated``,
     ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
-    (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator."""
+    (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator, when a
+    user or a curator installs them (an agent's install writes every skill quarantined, §1.6 rule 6)."""
 
     def __init__(self, brain: Brain, *, scanners: Sequence[Sequence[str]] | None = None,
                  auto_approve: Iterable[str] | None = None) -> None:  # fmt: skip
@@ -135,14 +138,16 @@ class Installer:
                 updates[cand.name], counter = self._blobs(head, cand.name, cand.files, version)
                 changes.append(gs.Change("create", cand.name, version))
                 verdict = verdicts[cand.name]
-                auto = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+                trusted = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+                auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
                 entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
                                  cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED, verdict.to_json(),
                                  {"by": self._address(), "auto": True, "override": None} if auto else None, counter)
                 record = record.with_entry(cand.name, entry)
                 report.append({"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
                                "verdict": verdict.worst, "findings": len(verdict.findings), "pin": cand.pin,
-                               "blake3": blake3, "sha256": sha256})  # fmt: skip
+                               "blake3": blake3, "sha256": sha256,
+                               **({"held": HELD} if trusted and not auto else {})})  # fmt: skip
             if not changes:
                 return {"installed": [], "skills": report, "frozen": frozen}
             receipt = brain.writer.apply("install", updates, changes, note, supply=record)
