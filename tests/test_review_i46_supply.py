@@ -154,9 +154,6 @@ def test_a_merge_keeps_the_second_parents_legitimate_approval(merged, tmp_path: 
     assert report["ok"], _failed(report)
 
 
-@pytest.mark.xfail(strict=True, reason="rule 4c guards only merges: on one line, a delete drops the entry "
-                   "(rule 5) and a revert restores the same files with none, so nothing withholds them; neither the "
-                   "writer nor the audit (§1.6 has no rule for it) refuses")  # fmt: skip
 @pytest.mark.parametrize("name", ["setup-helper", "translate"], ids=["quarantined", "revoked"])
 def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: str, tmp_path: Path) -> None:
     """setup-helper (quarantined, a critical finding) or translate (its digest revoked), deleted and restored by
