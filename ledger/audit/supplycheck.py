@@ -111,7 +111,7 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
     deleted = {c.skill for c in snap.changes if c.action == "delete"}
     if op not in ("install", "approve", "revoke"):
         if max([*declared, after.format if now is not None else 1]) >= 2:  # v1.7: withheld entries stay
-            problem, deleted = _withheld(snap, before, after, deleted, signer)
+            problem, deleted = _withheld(snap, before, after, deleted)
             if problem:
                 return problem
         if after != before.without(deleted):
@@ -148,26 +148,19 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
     return None
 
 
-def _withheld(snap: gs.Snapshot, before: sp.Supply, after: sp.Supply, deleted: set[str],
-              signer: Signed | None) -> tuple[str | None, set[str]]:  # fmt: skip
-    """Rule 5 (v1.7, format 2): a skill the record still holds an entry for comes back live only by
-    install, and a withheld entry leaves the record only in a user's or a curator's snapshot.
-    Returns the failure, and the deleted skills whose entries this snapshot must drop."""
+def _withheld(snap: gs.Snapshot, before: sp.Supply, after: sp.Supply, deleted: set[str]) -> tuple[str | None, set[str]]:
+    """Rule 5 (v1.7, format 2): a withheld entry stays when its skill is deleted, and a skill the record
+    holds an entry for comes back live only by install. Returns the failure, and the entries to drop."""
     for c in snap.changes:
         if c.action == "create" and c.skill in before.skills:
             return (f"{c.skill} comes back live by {snap.operation!r} while the record holds its entry "
                     f"({before.skills[c.skill].state}); only install brings back a skill installed from elsewhere "
                     "(rule 5)"), deleted  # fmt: skip
-    role = signer.role if signer else snap.attribution.get("actor")
-    if role in sp.RELEASERS:
-        return None, deleted
     kept = {n for n in deleted if n in before.skills and before.skills[n].state in sp.WITHHELD}
     for name in sorted(kept):
         if name not in after.skills:
-            who = f"{'an' if role == 'agent' else 'a'} {role or 'unattributed'}"
-            return (f"{name}'s {before.skills[name].state} entry leaves the record in {who} {snap.operation!r} "
-                    "snapshot; a withheld entry leaves only in a "
-                    "user's or a curator's (rule 5)"), deleted  # fmt: skip
+            return (f"the delete of {name} drops its {before.skills[name].state} entry; a withheld entry stays "
+                    "when its skill is deleted (rule 5)"), deleted  # fmt: skip
     return None, deleted - kept
 
 

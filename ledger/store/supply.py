@@ -28,7 +28,7 @@ from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_di
 from ledger.errors import StoreError
 
 __all__ = [
-    "APPROVED", "QUARANTINED", "RECORD", "RELEASERS", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",
+    "APPROVED", "QUARANTINED", "RECORD", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",
     "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
 ]  # fmt: skip
 
@@ -37,8 +37,7 @@ FORMAT = 2  # what this ledger writes (lineage v1.7: entries carry `counter`; th
 FORMATS = (1, 2)  # what it reads; a record never declares a format below its parent's (§1.6)
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
-WITHHELD = (QUARANTINED, REVOKED)  # an entry in these states withholds its skill (§1.6 rule 5, v1.7)
-RELEASERS = ("user", "curator")  # the roles whose snapshot may drop a withheld entry (§1.6 rule 5, v1.7)
+WITHHELD = (QUARANTINED, REVOKED)  # these entries stay when their skill is deleted (§1.6 rule 5, v1.7)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 MAX_DEPTH = 32  # JSON nesting: a record needs 6
 SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")

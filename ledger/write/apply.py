@@ -47,7 +47,7 @@ from ledger.errors import (
 from ledger.signatures.trust import KeyChange, Trust
 from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
-from ledger.store.supply import RELEASERS, WITHHELD, Supply
+from ledger.store.supply import WITHHELD, Supply
 from ledger.write import writepath as wp
 from ledger.write.head import KEEP, Head, head_evidence, head_supply, next_supply, tree_entry
 from ledger.write.joins import Joins
@@ -224,9 +224,9 @@ class Writer:
     def _withheld(self, head: Head, operation: str, changes: list[gs.Change]) -> set[str]:
         """The deleted skills whose supply entry this write keeps (docs/lineage.md §1.6 rule 5, v1.7).
 
-        A withheld entry (``quarantined`` or ``revoked``) leaves the record only in a user's or a
-        curator's snapshot; and a skill whose entry the record still holds comes back live only by
-        ``install``.  Anything else is refused here, before an object is written."""
+        A withheld entry (``quarantined`` or ``revoked``) stays when its skill is deleted, whoever
+        deletes it; and a skill whose entry the record holds comes back live only by ``install``:
+        anything else is refused here, before an object is written."""
         if operation in ("install", "merge"):
             return set()
         entries = head_supply(self.store, head)[1].skills
@@ -237,11 +237,9 @@ class Writer:
                     f"skill {c.skill!r} was installed from elsewhere and deleted, and its supply entry "
                     f"({entry.state}) is still in the record: it comes back only by 'ledger install', "
                     f"not by {operation!r} (docs/lineage.md §1.6 rule 5)",
-                    hint=f"run 'ledger install {entry.source['url']} {c.skill}' (the source re-checks its pin and "
-                    "scan), or have a user or curator delete it first to drop its entry",
+                    hint=f"run 'ledger install {entry.source['url']} {c.skill}': an install checks it again against "
+                    "its pin, the scan and the revocations",
                 )  # fmt: skip
-        if self.attribution["actor"] in RELEASERS:
-            return set()
         return {c.skill for c in changes if c.action == "delete" and c.skill in entries
                 and entries[c.skill].state in WITHHELD}  # fmt: skip
 
