@@ -165,6 +165,18 @@ def _reason_rewritten(brain: Path, env: dict[str, str]) -> str:
     return _tip(brain)
 
 
+def _withheld_entry_dropped(brain: Path, env: dict[str, str]) -> str:
+    """An agent-signed ``ledger skill delete setup-helper`` (quarantined, a critical finding) whose record drops
+    its entry, as a v1.6 writer did: a later revert would bring the files back withheld by nothing."""
+    from ledger.brain import Brain
+    from ledger.write import apply as apply_mod
+
+    with _keys(env), _patched(apply_mod.Writer, "_withheld", lambda self, head, op, changes: set()), \
+            Brain.open(brain) as b, b.acting("agent"):  # fmt: skip
+        b.delete("setup-helper")
+    return _tip(brain)
+
+
 def _older_format(brain: Path, env: dict[str, str]) -> str:
     """The edited install again, its record declaring format 1 (and its entries without ``counter``), so as to
     be held to v1.6's rule 6, which never read SKILL.md."""
@@ -279,6 +291,9 @@ CLASSES = [
     SupplyCase("supply-revocation-reason-rewritten", _reason_rewritten,
                r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was 'sends the "
                r"text elsewhere', now 'false alarm'; a revocation never changes once written \(rule 2\)"),
+    SupplyCase("supply-withheld-entry-dropped-by-a-delete", _withheld_entry_dropped,
+               r"delete\): the delete of setup-helper drops its quarantined entry; a withheld entry stays when its "
+               r"skill is deleted \(rule 5\)"),
     SupplyCase("supply-format-declared-older", _older_format,
                r"install\): the record declares format 1, older than its parent's 2; .*\(rule 1\)"),
 ]  # fmt: skip

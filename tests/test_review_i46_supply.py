@@ -151,9 +151,6 @@ def test_a_merge_keeps_the_second_parents_legitimate_approval(merged, tmp_path: 
     assert report["ok"], _failed(report)
 
 
-@pytest.mark.xfail(strict=True, reason="rule 4c guards only merges: on one line, a delete drops the entry "
-                   "(rule 5) and a revert restores the same files with none, so nothing withholds them; neither the "
-                   "writer nor the audit (§1.6 has no rule for it) refuses")  # fmt: skip
 @pytest.mark.parametrize("name", ["setup-helper", "translate"], ids=["quarantined", "revoked"])
 def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: str, tmp_path: Path) -> None:
     """setup-helper (quarantined, a critical finding) or translate (its digest revoked), deleted and restored by
@@ -173,3 +170,29 @@ def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: s
     assert f"skills/{name}/SKILL.md" in live and name not in record["skills"]  # withheld by nothing
     report = _audit(b, tmp_path / "restored.git")
     assert "supply" in _failed(report), f"{name} deleted and reverted passes the audit, withheld by nothing"
+
+
+@pytest.mark.parametrize("role", ["agent", "user"])
+def test_a_withheld_entry_stays_through_a_delete_and_the_restore_is_refused(merged, role: str,
+                                                                              tmp_path: Path) -> None:  # fmt: skip
+    """§1.6 rule 5 (v1.7): whoever deletes setup-helper (quarantined), its entry stays as it was; a revert of it
+    is then refused, saying why and naming `ledger install`, and writes nothing; the lineage audits OK."""
+    brain, env = merged
+    b = tmp_path / "b"
+    shutil.copytree(brain, b, symlinks=True)
+
+    def show(what: str) -> str:
+        return subprocess.run(["git", "-C", str(b), *what.split()], capture_output=True, text=True, check=True).stdout
+
+    held = json.loads(show("show HEAD:supply"))["skills"]["setup-helper"]
+    run_ledger("--brain", str(b), "skill", "delete", "setup-helper", "--actor", role, check=True, env=env)
+    assert "setup-helper" not in show("ls-tree --name-only HEAD:skills")
+    assert json.loads(show("show HEAD:supply"))["skills"]["setup-helper"] == held  # kept, byte for byte
+    tip = show("rev-parse HEAD")
+    for argv in (["revert", "setup-helper", "--to", "1"], ["skill", "create", "setup-helper", "--description", "Mine",
+                                                           "--body", "go\n"]):  # fmt: skip
+        refused = run_ledger("--brain", str(b), *argv, "--actor", role, env=env)
+        assert refused.returncode == 1 and "only by 'ledger install'" in refused.stderr, refused.stderr
+        assert "ledger install " in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+        assert show("rev-parse HEAD") == tip and not (b / "skills" / "setup-helper").exists()  # nothing written
+    assert _audit(b, tmp_path / "kept.git")["ok"]

@@ -110,6 +110,10 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
         return _merge(store, snap, parents, after)
     deleted = {c.skill for c in snap.changes if c.action == "delete"}
     if op not in ("install", "approve", "revoke"):
+        if max([*declared, after.format if now is not None else 1]) >= 2:  # v1.7: withheld entries stay
+            problem, deleted = _withheld(snap, before, after, deleted)
+            if problem:
+                return problem
         if after != before.without(deleted):
             return f"operation {op!r} changes the supply record; only install, approve and revoke may (rule 5)"
         return None
@@ -142,6 +146,22 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
     if op == "revoke" and set(after.revoked) == set(before.revoked):
         return "a revoke snapshot that revokes nothing (rule 8)"
     return None
+
+
+def _withheld(snap: gs.Snapshot, before: sp.Supply, after: sp.Supply, deleted: set[str]) -> tuple[str | None, set[str]]:
+    """Rule 5 (v1.7, format 2): a withheld entry stays when its skill is deleted, and a skill the record
+    holds an entry for comes back live only by install. Returns the failure, and the entries to drop."""
+    for c in snap.changes:
+        if c.action == "create" and c.skill in before.skills:
+            return (f"{c.skill} comes back live by {snap.operation!r} while the record holds its entry "
+                    f"({before.skills[c.skill].state}); only install brings back a skill installed from elsewhere "
+                    "(rule 5)"), deleted  # fmt: skip
+    kept = {n for n in deleted if n in before.skills and before.skills[n].state in sp.WITHHELD}
+    for name in sorted(kept):
+        if name not in after.skills:
+            return (f"the delete of {name} drops its {before.skills[name].state} entry; a withheld entry stays "
+                    "when its skill is deleted (rule 5)"), deleted  # fmt: skip
+    return None, deleted - kept
 
 
 def _revocations(before: sp.Supply, after: sp.Supply) -> str | None:

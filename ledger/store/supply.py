@@ -28,7 +28,7 @@ from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_di
 from ledger.errors import StoreError
 
 __all__ = [
-    "APPROVED", "APPROVERS", "QUARANTINED", "RECORD", "REVOKED", "STATES", "Entry", "Supply",
+    "APPROVED", "APPROVERS", "QUARANTINED", "RECORD", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",
     "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
 ]  # fmt: skip
 
@@ -38,6 +38,7 @@ FORMATS = (1, 2)  # what it reads; a record never declares a format below its pa
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
 APPROVERS = ("user", "curator")  # the roles whose snapshot may make an entry approved (§1.6 rules 6 and 7)
+WITHHELD = (QUARANTINED, REVOKED)  # these entries stay when their skill is deleted (§1.6 rule 5, v1.7)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 MAX_DEPTH = 32  # JSON nesting: a record needs 6
 SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")

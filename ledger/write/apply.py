@@ -41,12 +41,13 @@ from ledger.errors import (
     SkillExistsError,
     SkillNotFoundError,
     StoreError,
+    SupplyError,
     TreeError,
 )
 from ledger.signatures.trust import KeyChange, Trust
 from ledger.store import gitstore as gs
 from ledger.store import packing, skilltree
-from ledger.store.supply import Supply
+from ledger.store.supply import WITHHELD, Supply
 from ledger.write import writepath as wp
 from ledger.write.head import KEEP, Head, head_evidence, head_supply, next_supply, tree_entry
 from ledger.write.joins import Joins
@@ -220,6 +221,28 @@ class Writer:
             packing.note_write(self.store.git_dir, self.control, self.gc_every, written, self.gc_bytes, bulk)
             return receipt
 
+    def _withheld(self, head: Head, operation: str, changes: list[gs.Change]) -> set[str]:
+        """The deleted skills whose supply entry this write keeps (docs/lineage.md §1.6 rule 5, v1.7).
+
+        A withheld entry (``quarantined`` or ``revoked``) stays when its skill is deleted, whoever
+        deletes it; and a skill whose entry the record holds comes back live only by ``install``:
+        anything else is refused here, before an object is written."""
+        if operation in ("install", "merge"):
+            return set()
+        entries = head_supply(self.store, head)[1].skills
+        for c in changes:
+            if c.action == "create" and c.skill in entries:
+                entry = entries[c.skill]
+                raise SupplyError(
+                    f"skill {c.skill!r} was installed from elsewhere and deleted, and its supply entry "
+                    f"({entry.state}) is still in the record: it comes back only by 'ledger install', "
+                    f"not by {operation!r} (docs/lineage.md §1.6 rule 5)",
+                    hint=f"run 'ledger install {entry.source['url']} {c.skill}': an install checks it again against "
+                    "its pin, the scan and the revocations",
+                )  # fmt: skip
+        return {c.skill for c in changes if c.action == "delete" and c.skill in entries
+                and entries[c.skill].state in WITHHELD}  # fmt: skip
+
     def _apply_locked(
         self,
         head: Head,
@@ -239,6 +262,7 @@ class Writer:
                 "(a git command outside the ledger?); nothing was written",
                 hint="run the command again",
             )
+        kept = self._withheld(head, operation, changes)  # before any object is written
         # Git orders tree entries by name + "/" for directories; all of skills/ are directories.
         same_names = head.fanout is None and all(
             files is not None and name in head.skills for name, files in updates.items()
@@ -291,7 +315,8 @@ class Writer:
         if key_changes:  # the set after them, and its record (refused here if a change breaks a rule)
             after = trust[1].apply(key_changes)
             new_trust = (self.store.write_trust(after), after)
-        new_supply = next_supply(self.store, head, [c.skill for c in changes if c.action == "delete"], supply)
+        deleted = [c.skill for c in changes if c.action == "delete" and c.skill not in kept]
+        new_supply = next_supply(self.store, head, deleted, supply)
         new_evidence = head_evidence(self.store, head) if evidence is KEEP else evidence
         assert new_evidence is None or isinstance(new_evidence, bytes)
         root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
