@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -472,7 +472,7 @@ class Evidence:
                 note: str) -> tuple[Receipt, list[oc.Entry]]:  # fmt: skip
         """:meth:`append`, where a record (a dict) is a row the acting key signs here: the call's rows are one
         batch, signed under the lock so that it follows the signer's newest batch in the head's log."""
-        from ledger.audit.evidencecheck import Receipts, Tally, batch_problem, entry_problem
+        from ledger.audit.evidencecheck import Plans, Receipts, Tally, batch_problem, entry_problem
 
         brain = self.brain
         writer = brain.writer
@@ -500,6 +500,7 @@ class Evidence:
             registered = self.agent()
             receipts = Receipts(brain.store, None, brain.cache)
             now, at = int(time.time()), head.commit.hex()
+            plans = Plans(self._plans_in(tree))
             fresh: list[oc.Entry] = []
             for i, given in enumerate(entries):
                 assert not isinstance(given, dict)
@@ -520,7 +521,7 @@ class Evidence:
                 if entry.id in seen:  # in the log, or earlier in this batch: appended once
                     continue
                 problem = entry_problem(entry, at=at, stamp=now, genesis=self.genesis, trust=trust, seen=seen,
-                                        receipts=receipts, tally=tally, inclusive=True)  # fmt: skip
+                                        receipts=receipts, tally=tally, inclusive=True, plans=plans)  # fmt: skip
                 if problem is not None:
                     raise StoreError(f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
                                      hint="an outcome is of a version a snapshot of this brain served, dated "
@@ -531,7 +532,7 @@ class Evidence:
             size = ev.size_of(brain.store, tree)
             known = {(signer, bid) for signer, ids in held.items() for bid in ids}
             problem = batch_problem(list(enumerate(fresh, size)), v2_before=level >= 2, v3_before=level >= 3,
-                                    known=lambda signer, bid: (signer, bid) in known)  # fmt: skip
+                                    known=lambda signer, bid: (signer, bid) in known, plans=plans)  # fmt: skip
             if problem is not None:
                 raise StoreError(f"{problem}; nothing was written",
                                  hint="import every outcome of the verifier's batch, and its earlier batches "
@@ -551,6 +552,22 @@ class Evidence:
                     ids.append(e.batch["id"])
             self._save_batches(new_tree, held, max([level, *(e.level for e in fresh)]))
             return receipt, mine
+
+    def _plans_in(self, tree: bytes | None) -> Callable[[str], oc.Entry | None]:
+        """The plan of an id in ``tree``'s log, read (every plan at once) only when a run names one."""
+        found: dict[str, oc.Entry] | None = None
+
+        def plan(pid: str) -> oc.Entry | None:
+            nonlocal found
+            if found is None:
+                found = {}
+                for data in ev.entries_of(self.brain.store, tree) if tree is not None else ():
+                    if oc.kind_of(data) == "plan":
+                        entry = oc.parse_entry(data)
+                        found[entry.id.hex()] = entry
+            return found.get(pid)
+
+        return plan
 
     def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], int]:
         """Each signer's batch ids in ``tree``'s log, oldest first, and the newest record format it holds
