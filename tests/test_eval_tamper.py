@@ -404,3 +404,20 @@ def test_plans_and_approvals_count_in_no_figure_and_baseline_runs_neither(honest
     assert "eval plan (2 case(s) x 1 run(s))" in listed and "approval v3" in listed
     batches = json.loads(run_ledger("--brain", str(brain), "outcome", "batches", "--json", check=True).stdout)
     assert [b["outcomes"] for b in batches] == [8]
+
+
+def test_a_plan_signed_elsewhere_is_imported_byte_for_byte(honest, tmp_path: Path) -> None:
+    """`ledger outcome import` takes a plan entry signed on another machine (by a trusted key) as it is."""
+    brain, _ = honest
+    copy = tmp_path / "brain"
+    shutil.copytree(brain, copy, symlinks=True)
+    plan = json.loads(run_ledger("--brain", str(copy), "outcome", "list", "s", "--json", check=True).stdout)[0]
+    assert set(plan) == {"index", "tier", "plan", "signature"}
+    other = oc.sign_body("plan", {**plan["plan"], "runs": 3}, KEYS["user"])
+    env = {"LEDGER_KEYS": str(brain.parent / "keys")}
+    done = run_ledger("--brain", str(copy), "outcome", "import", "-", "--json", input=other.data.decode(), env=env)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(run_ledger("--brain", str(copy), "outcome", "list", "--json", check=True).stdout)
+    assert listed[-1]["plan"]["runs"] == 3
+    assert oc.canonical({"plan": listed[-1]["plan"], "signature": listed[-1]["signature"]}) == other.data
+    assert run_ledger("--brain", str(copy), "verify").returncode == 0

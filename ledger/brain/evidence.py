@@ -397,8 +397,8 @@ class Evidence:
             doc = oc.loads(line)
         except StoreError as exc:
             raise StoreError(exc.message.replace("an evidence entry", "the line")) from None
-        if isinstance(doc, dict) and set(doc) == {"record", "signature"}:
-            return oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
+        if isinstance(doc, dict) and "signature" in doc and len(doc) == 2 and set(doc) & set(oc.KINDS):
+            return oc.parse_entry(line)  # a record, plan or approval signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
             raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
@@ -423,7 +423,9 @@ class Evidence:
     def unsigned(self, served: Served, fields: Mapping[str, Any], result: str) -> dict[str, Any]:
         """The record of a row the acting key will sign (:meth:`record_runs` signs rows as one batch).
         ``fields``: ``task``, ``task_digest``, ``score``, ``scale``, ``threshold``, ``evidence``,
-        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent)."""
+        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent).
+        The record names the acting key as its signer: build the rows under the ``Brain.acting`` block
+        that records them."""
         return self._unsigned(served, fields, result)
 
     def _unsigned(self, served: Served, f: Mapping[str, Any], result: str) -> dict[str, Any]:
