@@ -9,6 +9,7 @@ run failing), then v3 with a changed eval set, its own plan and evaluation, and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -421,3 +422,26 @@ def test_a_plan_signed_elsewhere_is_imported_byte_for_byte(honest, tmp_path: Pat
     assert listed[-1]["plan"]["runs"] == 3
     assert oc.canonical({"plan": listed[-1]["plan"], "signature": listed[-1]["signature"]}) == other.data
     assert run_ledger("--brain", str(copy), "verify").returncode == 0
+
+
+def test_a_pull_of_runs_under_a_plan_the_copy_holds_audits_ok(honest, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A fleet: copy a records a second evaluation of v3 under the plan both copies hold; copy b's pull audits
+    the new snapshots alone (incremental), finding the plan in the log it already had."""
+    brain, _ = honest
+    a, b, remote = tmp_path / "a", tmp_path / "b", str(tmp_path / "remote.git")
+    shutil.copytree(brain, a, symlinks=True)
+    env = {"LEDGER_KEYS": str(brain.parent / "keys")}
+    run_ledger("--brain", str(a), "push", remote, check=True, env=env)
+    run_ledger("clone", remote, str(b), check=True, env=env)
+    monkeypatch.setenv("LEDGER_KEYS", str(brain.parent / "keys"))
+    with contextlib.closing(Brain.open(a)) as copy, copy.acting("verifier"):
+        plan3 = copy.evidence.plans("s")[1].id.hex()
+        rows = _rows(copy, 3, plan3, CASES, failing=("1",))
+        copy.evidence.record_runs(rows, "outcome: a second evaluation of s v3")
+    run_ledger("--brain", str(a), "push", remote, check=True, env=env)
+    pulled = run_ledger("--brain", str(b), "pull", remote, env=env)
+    assert pulled.returncode == 0, pulled.stderr
+    listed = json.loads(run_ledger("--brain", str(b), "outcome", "list", "--json", check=True).stdout)
+    assert len(listed) == 15 and listed[-1]["record"]["eval"]["plan"] == plan3
+    assert run_ledger("--brain", str(b), "verify").returncode == 0
