@@ -276,7 +276,8 @@ def test_the_honest_evals_brain_passes(honest) -> None:
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     # 8 runs, 2 plans, 1 approval; the tiers count the runs only.
     assert report["checks"]["evidence"]["summary"] == ("11 outcome(s), append-only; 11 checked as added: "
-                                                       "8 verified, 0 self-reported"), report["checks"]["evidence"]
+                                                       "8 verified, 0 self-reported, 2 eval plan(s), 1 approval(s)"), \
+        report["checks"]["evidence"]  # fmt: skip
     assert run_ledger("--brain", str(brain), "verify").returncode == 0
 
 

@@ -45,6 +45,7 @@ class Tally:
     tiers: dict[bytes, str] = field(default_factory=dict)  # outcome id → "verified" | "self"
     agent: str | None = None  # the one registry agent id the records name, once one names it
     failed: bool = False
+    kinds: Counter[str] = field(default_factory=Counter)  # eval plans and approvals checked as added
 
 
 class Plans:
@@ -238,8 +239,11 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     tally.failed = not chk.ok
     if chk.ok:
         verified = sum(1 for t in tally.tiers.values() if t == "verified")
+        others = "".join(f", {n} {what}" for what, n in (("eval plan(s)", tally.kinds["plan"]),
+                                                         ("approval(s)", tally.kinds["approval"])) if n)  # fmt: skip
         chk.summary = (f"{tally.size} outcome(s), append-only; {added} checked as added: {verified} verified, "
-                       f"{len(tally.tiers) - verified} self-reported" if tally.size or added else "no outcome recorded")
+                       f"{len(tally.tiers) - verified} self-reported{others}" if tally.size or added
+                       else "no outcome recorded")  # fmt: skip
     return tally
 
 
@@ -389,8 +393,10 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
         return f"{short} is an outcome of brain {rec['brain'][:12]}, not this one ({genesis[:12]})"
     if entry.kind != "record":
         problem = _item_problem(entry, short, role, stamp)
-        if problem is None and plans is not None:
-            plans.add(entry)
+        if problem is None:
+            tally.kinds[entry.kind] += 1
+            if plans is not None:
+                plans.add(entry)
         return problem
     if rec["agent"] is not None:
         if tally.agent is not None and rec["agent"] != tally.agent:
