@@ -8,7 +8,8 @@ The runner's environment is this process's, less every secret (:func:`ledger._en
 - cwd ``$EVAL_INPUTS``: a fresh folder holding the case's input files, each under its file name;
 - ``EVAL_PROMPT`` (the case's prompt), ``EVAL_ID`` (its id as text), ``EVAL_OUTPUTS`` (an empty folder);
 - ``EVAL_SKILL``: a fresh copy of the skill folder at the condition's version; **unset** without the skill;
-- ``EVAL_TIMING``: where the runner may write timing.json (``total_tokens``, ``duration_ms``).
+- ``EVAL_TIMING``: where the runner may write timing.json (``total_tokens``, ``duration_ms``);
+- ``PATH`` starting with the folder of the ledger's own Python, so ``python -m ledger.evals.refrunner`` runs it.
 
 The grader runs in the same environment plus ``EVAL_ASSERTIONS`` (a JSON array of the case's assertion
 texts) and ``EVAL_SET`` (a copy of the version under test's ``evals`` folder, in every condition, so a
@@ -22,6 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -94,6 +96,8 @@ class Sandbox:
 def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: Path | None,
                  timing: Path) -> dict[str, str]:  # fmt: skip
     env = {k: v for k, v in child_env().items() if not k.startswith("EVAL_")}
+    own = os.path.dirname(sys.executable)  # `python` is the ledger's own Python (the reference runner's)
+    env["PATH"] = own + os.pathsep + env["PATH"] if env.get("PATH") else own
     env.update({"EVAL_INPUTS": str(inputs), "EVAL_PROMPT": prompt, "EVAL_ID": case, "EVAL_OUTPUTS": str(outputs),
                 "EVAL_TIMING": str(timing)})  # fmt: skip
     if skill is not None:
