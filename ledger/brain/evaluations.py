@@ -165,6 +165,37 @@ class Evaluations:
                 "workspace": str(root), "iteration": iteration, "runs": shown, "benchmark": bench,
                 "receipt": receipt}  # fmt: skip
 
+    def stale(self, name: str) -> list[int]:
+        """The versions of ``name`` whose evaluations all declare another runner or grader identity than the
+        skill's current plan (evidence kept, never summed with the new: docs/lineage.md §14.10), oldest first."""
+        plan = self.current_plan(self.brain.resolve(name))
+        if plan is None:
+            raise EvalError(f"{name} has no plan, so nothing of it is stale",
+                            hint=f"run 'ledger eval plan {name}' first")  # fmt: skip
+        now = (plan.body["runner"]["id"], plan.body["grader"]["id"])
+        seen: dict[int, bool] = {}
+        for entry in self.brain.evidence.parsed():
+            rec = entry.body if entry.kind == "record" else None
+            if rec is None or rec["skill"] != plan.body["skill"] or not rec.get("eval"):
+                continue
+            e = rec["eval"]
+            seen[rec["version"]] = seen.get(rec["version"], False) or (e["runner"], e["grader"]) == now
+        return sorted(v for v, current in seen.items() if not current)
+
+    def rerun_stale(self, name: str, **options: Any) -> dict[str, Any]:
+        """:meth:`run` each :meth:`stale` version under the current plan (one batch each); a version whose
+        eval set is not the plan's is skipped, said why (it needs a plan of its own set)."""
+        skill = self.brain.resolve(name)
+        done, skipped = [], []
+        pid = self.current_plan(skill).id.hex()  # stale() refused a skill without one
+        for version in self.stale(skill):
+            v = self.version(skill, version)
+            if v.set_digest != self.current_plan(skill).body["set"]:
+                skipped.append({"version": version, "reason": f"its eval set is not plan {pid[:12]}'s"})
+                continue
+            done.append(self.run(skill, version, **options))
+        return {"skill": skill, "plan": pid, "rerun": done, "skipped": skipped}
+
     def _baseline(self, skill: str, under: int, planned: str, given: str | None,
                   pid: str) -> tuple[str, int | None, Version | None]:  # fmt: skip
         if planned == "none":
