@@ -183,8 +183,14 @@ def test_a_crashed_or_timed_out_run_is_recorded_failed_and_no_child_lives(family
 def _hand_workspace(root: Path, skill: str, cases: list[dict[str, Any]], passed: dict[str, bool]) -> Path:
     """A workspace written by hand in the guide's exact shapes (as skill-creator writes one)."""
     for case in cases:
+        folder = root / "iteration-1" / f"eval-{case['id']}"
+        if case["id"] == 2:  # skill-creator names a folder for what it tests, and says its id in eval_metadata.json
+            folder = root / "iteration-1" / "eval-units-total"
+            folder.mkdir(parents=True)
+            (folder / "eval_metadata.json").write_text(json.dumps({"eval_id": 2, "eval_name": "units-total",
+                                                                   "prompt": case["prompt"]}))  # fmt: skip
         for cond in ("with_skill", "without_skill"):
-            run = root / "iteration-1" / f"eval-{case['id']}" / cond
+            run = folder / cond
             (run / "outputs").mkdir(parents=True)
             (run / "outputs" / "answer.txt").write_text("42\n")
             ok = passed[cond]
@@ -203,10 +209,11 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
     ws = _hand_workspace(tmp_path / "csv-sum-workspace", "csv-sum", cases, {"with_skill": True, "without_skill": False})
     head, log = _head(family), len(_entries(family))
     # refusals first, each changing nothing: a missing grading.json; a workspace run against another eval set
-    moved = ws / "iteration-1/eval-2/without_skill/grading.json"
+    moved = ws / "iteration-1/eval-units-total/without_skill/grading.json"
     moved.rename(tmp_path / "aside.json")
     refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", code=1)
-    assert "eval-2/without_skill/grading.json is missing" in refused.stderr and "nothing was recorded" in refused.stderr
+    assert "eval-units-total/without_skill/grading.json is missing" in refused.stderr
+    assert "nothing was recorded" in refused.stderr
     (tmp_path / "aside.json").rename(moved)
     other = "blake3-tree-v1:" + "ab" * 32
     refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", "--set", other, code=1)
