@@ -29,7 +29,6 @@ from ledger.evals.evalset import (
     EvalError,
     EvalSet,
     case_text,
-    evals_digest,
     parse_evals,
 )
 from ledger.evals.runner import Sandbox, contract_env, run_command
@@ -71,7 +70,7 @@ class Evaluations:
         tree = ev._snapshot(served.commit)[1][served.skill]
         files = {rel: (store.read(sha, b"blob"), mode == gs.MODE_EXEC)
                  for rel, (mode, sha) in th.files_of(store, tree).items()}  # fmt: skip
-        return Version(served, files, evals_digest(store, tree, self.brain.cache))
+        return Version(served, files, th.evals_digest(store, tree, self.brain.cache))
 
     def evalset(self, v: Version) -> EvalSet:
         if v.set_digest is None or EVALS_JSON not in v.files:
