@@ -145,6 +145,7 @@ class Evaluations:
             raise EvalError(f"plan {pid[:12]} registered {p['runs']} run(s) per case and condition, not {runs}",
                             hint="omit --runs, or register a new plan with 'ledger eval plan --runs N'")  # fmt: skip
         condition, arm, base = self._baseline(skill, under, p["baseline"], baseline, pid)
+        self.brain.evidence._key()  # the acting key signs every run: refused now, before anything runs or is written
         root = (workspace or self.brain.control / "evals" / f"{skill}-workspace").resolve()
         iteration = ws.next_iteration(root)
         (root / f"iteration-{iteration}").mkdir(parents=True)
@@ -300,6 +301,7 @@ class Evaluations:
                             hint="import it against the version whose evals/ it ran")  # fmt: skip
         for what, text in (("--runner-id", runner_id), ("--grader-id", grader_id)):
             _text(what, text, 512)
+        self.brain.evidence._key()  # the acting key signs every run: refused before anything is read
         have = ws.iterations(path)
         if not have:
             raise EvalError(f"{path} holds no iteration-K folder: not an agentskills workspace",
