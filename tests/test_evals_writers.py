@@ -85,6 +85,9 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     assert "id '1' is also evals[0]'s" in errors
     assert "'evals/files/missing.csv' is not a file of the skill" in errors
     assert "'../outside.csv' is not a path inside the skill folder" in errors
+    (b / "skills/csv-sum/evals/evals.json").write_text(EVALS.replace('"csv-sum"', '"word-count"'))
+    (verdict,) = json.loads(run_ledger("--brain", str(b), "lint", "csv-sum", "--json").stdout)
+    assert verdict["errors"] == ["evals/evals.json: 'skill_name' is 'word-count', not this skill's name 'csv-sum'"]
     (b / "skills/csv-sum/evals/evals.json").write_text("{not json")
     (verdict,) = json.loads(run_ledger("--brain", str(b), "lint", "csv-sum", "--json").stdout)
     assert any("evals/evals.json: not JSON" in e for e in verdict["errors"])

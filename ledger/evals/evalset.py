@@ -112,10 +112,15 @@ def parse_evals(data: bytes, present: Collection[str] | None = None) -> EvalSet:
                     "docs/reference.md, 'Eval runner contract'); 'ledger lint' lists every problem")  # fmt: skip
 
 
-def lint_evals(data: bytes, present: Collection[str] | None = None) -> list[str]:
-    """Every problem of ``evals/evals.json`` (empty: it is well formed)."""
+def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str | None = None) -> list[str]:
+    """Every problem of ``evals/evals.json`` (empty: it is well formed); ``skill``: the name its
+    ``skill_name`` must be (an eval set copied from another skill is one)."""
     found = _problems(data, present)
-    return [] if isinstance(found, EvalSet) else [f"{EVALS_JSON}: {p}" for p in found]
+    if isinstance(found, EvalSet):
+        if skill is not None and found.skill_name != skill:
+            return [f"{EVALS_JSON}: 'skill_name' is {found.skill_name!r}, not this skill's name {skill!r}"]
+        return []
+    return [f"{EVALS_JSON}: {p}" for p in found]
 
 
 def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[str]:
