@@ -157,8 +157,10 @@ def test_plan_twice_writes_nothing_and_a_changed_eval_set_needs_a_new_plan(famil
 
 
 def test_a_crashed_or_timed_out_run_is_recorded_failed_and_no_child_lives(family: Path, tmp_path: Path) -> None:
+    contract = ('[ "$PWD" = "$EVAL_INPUTS" ] && test -f lines.txt && [ -n "$EVAL_PROMPT" ] && '
+                'test ! -e "${EVAL_SKILL:-/none}/evals" && [ -z "$(ls "$EVAL_OUTPUTS")" ] || exit 9')  # fmt: skip
     runner = ('case "$EVAL_ID" in 1) echo boom >&2; exit 3;; 2) sleep 31.4159 & sleep 31.4159;; '
-              '*) python -m ledger.evals.refrunner;; esac')  # fmt: skip
+              f'*) {contract}; python -m ledger.evals.refrunner;; esac')  # fmt: skip
     _ledger(family, "eval", "plan", "word-count", "--runner", runner, "--runner-id", "flaky test runner 1")
     ws = tmp_path / "ws"
     done = json.loads(_ledger(family, "eval", "run", "word-count", "--timeout", "2", "--workspace", str(ws),

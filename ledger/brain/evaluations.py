@@ -239,7 +239,7 @@ class Evaluations:
         failure = None
         with Sandbox() as box:
             box.add_inputs({rel: v.files[rel][0] for rel in case.files})
-            skill_dir = box.add_folder("skill", arm.files) if arm is not None else None
+            skill_dir = box.add_folder("skill", _without_evals(arm.files)) if arm is not None else None
             env = contract_env(inputs=box.inputs, prompt=case.prompt, case=case.key, outputs=outputs,
                                skill=skill_dir, timing=box.timing)  # fmt: skip
             done = run_command(p["runner"]["command"], env, box.inputs, timeout, box.root / "runner.log")
@@ -395,6 +395,12 @@ class Evaluations:
         g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions)
         t = ws.parse_timing((folder / "timing.json").read_bytes(), str(folder / "timing.json"))
         return g, t, data
+
+
+def _without_evals(files: Mapping[str, tuple[bytes, bool]]) -> dict[str, tuple[bytes, bool]]:
+    """A skill's files less its ``evals/``: the runner with the skill must not read the assertions and
+    graders that the runner without it cannot (the comparison would not be of the skill alone)."""
+    return {rel: f for rel, f in files.items() if not rel.startswith(EVALS_DIR + "/")}
 
 
 def _party(what: str, command: str | None, ident: str | None, default: Mapping[str, str]) -> dict[str, str]:
