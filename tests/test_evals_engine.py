@@ -130,6 +130,17 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
 
 
 def test_plan_twice_writes_nothing_and_a_changed_eval_set_needs_a_new_plan(family: Path, tmp_path: Path) -> None:
+    # a runner without its declared identity, an identity without its runner, a case with nothing to grade
+    assert "--runner needs --runner-id" in _ledger(family, "eval", "plan", "csv-sum", "--runner", "true",
+                                                   code=2).stderr  # fmt: skip
+    assert "declares its own" in _ledger(family, "eval", "plan", "csv-sum", "--grader-id", "me", code=2).stderr
+    bare = json.loads((FAMILY / "word-count/evals/evals.json").read_text())
+    del bare["evals"][1]["assertions"]
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    _ledger(family, "skill", "write-file", "word-count", "evals/evals.json", "--from", str(tmp_path / "bare.json"))
+    assert "case(s) 2 of evals/evals.json have no assertions" in _ledger(family, "eval", "plan", "word-count",
+                                                                         code=1).stderr  # fmt: skip
+    assert _entries(family) == []
     first = json.loads(_ledger(family, "eval", "plan", "csv-sum", "--json").stdout)
     head, log = _head(family), len(_entries(family))
     again = json.loads(_ledger(family, "eval", "plan", "csv-sum", "--json").stdout)

@@ -76,7 +76,7 @@ class Evaluations:
         if v.set_digest is None or EVALS_JSON not in v.files:
             raise EvalError(f"{v.served.skill} v{v.served.version} has no {EVALS_JSON}",
                             hint="add the skill's test cases (the agentskills guide's shape): 'ledger skill "
-                                 f"write-file {v.served.skill} {EVALS_JSON} --file evals.json'")  # fmt: skip
+                                 f"write-file {v.served.skill} {EVALS_JSON} --from evals.json'")  # fmt: skip
         return parse_evals(v.files[EVALS_JSON][0], set(v.files))
 
     def current_plan(self, name: str) -> Any | None:
