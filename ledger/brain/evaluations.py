@@ -147,8 +147,7 @@ class Evaluations:
         condition, arm, base = self._baseline(skill, under, p["baseline"], baseline, pid)
         self.brain.evidence._key()  # the acting key signs every run: refused now, before anything runs or is written
         root = (workspace or self.brain.control / "evals" / f"{skill}-workspace").resolve()
-        iteration = ws.next_iteration(root)
-        (root / f"iteration-{iteration}").mkdir(parents=True)
+        iteration = ws.claim_iteration(root)
         n = p["runs"]
         grid = [(c, cond, r) for c in cases.cases for r in range(n) for cond in ("with_skill", condition)]
         rows, cells, shown = [], [], []

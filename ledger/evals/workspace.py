@@ -25,8 +25,8 @@ from typing import Any
 from ledger._json import unique_keys
 from ledger.evals.evalset import EvalError
 
-__all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "dump", "evidence_uri",
-           "iterations", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
+__all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "claim_iteration", "dump",
+           "evidence_uri", "iterations", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
 
 CONDITIONS = ("with_skill", "without_skill", "old_skill")
 MAX_GRADING = 1024 * 1024  # bytes of a grading.json
@@ -85,6 +85,19 @@ def next_iteration(root: Path) -> int:
     """The next free iteration: one past the highest present (never one already written)."""
     have = iterations(root)
     return (have[-1] + 1) if have else 1
+
+
+def claim_iteration(root: Path) -> int:
+    """Make the next free ``iteration-K`` folder and return K: one a concurrent run made first is never
+    written into (it takes the next)."""
+    root.mkdir(parents=True, exist_ok=True)
+    k = next_iteration(root)
+    while True:
+        try:
+            (root / f"iteration-{k}").mkdir()
+            return k
+        except FileExistsError:
+            k += 1
 
 
 def run_folders(cond_dir: Path) -> list[tuple[int, Path]]:
