@@ -292,3 +292,16 @@ def test_a_previous_baseline_runs_old_skill_and_stale_evidence_is_rerun(family: 
     assert [(r["version"], r["iteration"]) for r in again["rerun"]] == [(2, 2)] and again["plan"] != plan["plan"]["id"]
     assert "nothing stale" in _ledger(family, "eval", "run", "title-case", "--stale").stdout
     assert json.loads(_ledger(family, "verify", "--json").stdout)["ok"] is True
+
+
+def test_benchmark_figures_are_means_and_sample_deviations_of_the_runs() -> None:
+    from ledger.evals.workspace import RunCell, benchmark
+
+    cells = [RunCell("with_skill", 1.0, 1500, 100), RunCell("with_skill", 0.5, 2500, None),
+             RunCell("old_skill", 0.0, 1000, 40), RunCell("old_skill", 1 / 3, 1000, 60)]  # fmt: skip
+    rs = benchmark(cells, "old_skill")["run_summary"]
+    assert list(rs) == ["with_skill", "old_skill", "delta"]
+    assert rs["with_skill"] == {"pass_rate": {"mean": 0.75, "stddev": 0.3536}, "time_seconds": {"mean": 2.0,
+                                "stddev": 0.7071}, "tokens": {"mean": 100.0, "stddev": 0.0}}  # fmt: skip
+    assert rs["old_skill"]["pass_rate"] == {"mean": 0.1667, "stddev": 0.2357}
+    assert rs["delta"] == {"pass_rate": 0.5833, "time_seconds": 1.0, "tokens": 50.0}  # from unrounded means
