@@ -165,12 +165,17 @@ def parse_timing(data: bytes, what: str = "timing.json") -> Timing:
     doc = _load(data, what)
     if not isinstance(doc, dict) or "duration_ms" not in doc or "total_tokens" not in doc:
         raise EvalError(f"{what} is {{\"total_tokens\": N, \"duration_ms\": N}} (the agentskills guide)")
-    ms, tokens = doc["duration_ms"], doc["total_tokens"]
-    if isinstance(ms, float) and ms.is_integer():
-        ms = int(ms)
+    ms, tokens = _whole(doc["duration_ms"]), _whole(doc["total_tokens"])
     if not _count(ms) or not (tokens is None or _count(tokens)):
-        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are whole numbers ≥ 0")
+        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are numbers ≥ 0 (total_tokens may be null)")
     return Timing(tokens, ms)
+
+
+def _whole(value: Any) -> Any:
+    """A finite non-negative float rounded to the whole number a record holds (23332.6 ms → 23333)."""
+    if isinstance(value, float) and math.isfinite(value) and 0 <= value <= 2**53:
+        return round(value)
+    return value
 
 
 def timing_bytes(tokens: int | None, ms: int) -> bytes:
