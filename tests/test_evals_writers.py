@@ -75,7 +75,7 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     bad = json.loads(EVALS)
     bad["evals"][0]["expectations"] = bad["evals"][0].pop("assertions")
     bad["evals"][1]["id"] = 1
-    bad["evals"][2]["files"] = ["evals/files/missing.csv", "../outside.csv"]
+    bad["evals"][2]["files"] = ["evals/files/missing.csv", "../outside.csv", "scripts/solve"]
     (b / "skills/csv-sum/evals/evals.json").write_text(json.dumps(bad))
     proc = run_ledger("--brain", str(b), "lint", "csv-sum", "--json")
     (verdict,) = json.loads(proc.stdout)
@@ -85,6 +85,7 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     assert "id '1' is also evals[0]'s" in errors
     assert "'evals/files/missing.csv' is not a file of the skill" in errors
     assert "'../outside.csv' is not a path inside the skill folder" in errors
+    assert "'scripts/solve' is not under evals/" in errors
     (b / "skills/csv-sum/evals/evals.json").write_text(EVALS.replace('"csv-sum"', '"word-count"'))
     (verdict,) = json.loads(run_ledger("--brain", str(b), "lint", "csv-sum", "--json").stdout)
     assert verdict["errors"] == ["evals/evals.json: 'skill_name' is 'word-count', not this skill's name 'csv-sum'"]

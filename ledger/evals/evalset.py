@@ -11,8 +11,9 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
 - ``id``: an integer (not a boolean) or a text; its text form (``1`` → ``"1"``) names the case in records
   and its workspace folder ``eval-ID``, so it is 1..128 of ``A-Z a-z 0-9 . _ -`` starting with a letter or
   digit, and ids are distinct as text (``1`` and ``"1"`` collide);
-- ``files``: paths relative to the skill folder (``evals/files/x.csv``), inside it, present in it, distinct
-  by file name (a run's ``$EVAL_INPUTS`` holds each under its file name);
+- ``files``: paths relative to the skill folder, under its ``evals/`` (``evals/files/x.csv``, as the guide's;
+  the eval set's digest covers ``evals/`` alone, so an input elsewhere could change under a plan unseen),
+  present, distinct by file name (a run's ``$EVAL_INPUTS`` holds each under its file name);
 - ``assertions``: non-empty texts; a case without them can be linted but not planned or run (nothing to
   grade);
 - no other key: a misspelt key (``expectations``) would silently grade nothing.
@@ -207,8 +208,8 @@ def _file_problem(rel: str, present: Collection[str] | None) -> str | None:
         parts = check_support_path(rel)
     except SkillError as exc:
         return f"is not a path inside the skill folder: {exc.message}"
-    if parts[0] == "SKILL.md":
-        return "is SKILL.md, which is not an input file"
+    if parts[0] != EVALS_DIR or len(parts) < 2:
+        return "is not under evals/: a case's input files are part of the eval set, whose digest covers evals/ alone"
     if present is not None and rel not in present:
         return "is not a file of the skill"
     return None
