@@ -1,0 +1,124 @@
+"""A real agent runtime as the eval runner (issue 47): the PyPI ``hermes-agent`` (its own venv, as in
+tests/test_hermes_compare.py) runs headless through ``ledger.evals.runners.hermes`` against a scripted
+model on a local OpenAI-compatible endpoint (tests/scriptedmodel.py).  "With the skill" goes through
+Hermes itself: the runner installs the skill into a fresh HERMES_HOME, Hermes lists it in the system
+prompt it sends, the model calls Hermes's ``skill_view``, and Hermes's answer (the skill's text, with its
+own ``${HERMES_SKILL_DIR}`` filled in) is what the model follows.  Without the skill nothing is listed and
+the model's first turn differs.  Everything the test checks is read from what Hermes sent the endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ledger.evals.runners import hermes as hermes_runner
+from tests.scriptedmodel import ScriptedModel, endpoint, listed_skills, skill_policy
+from tests.test_hermes_compare import _hermes_python
+
+REPO = Path(__file__).resolve().parent.parent
+MARKER = "Sum with the bundled script, never by eye."
+SKILL_MD = f"""---
+name: csv-sum
+description: Sum the amount column of a CSV file exactly.
+---
+{MARKER}
+
+```sh
+python3 ${{HERMES_SKILL_DIR}}/scripts/solve data.csv
+```
+"""
+SOLVE = """import csv, os, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+total = sum(int(r["amount"]) for r in rows)
+open(os.path.join(os.environ["EVAL_OUTPUTS"], "total.txt"), "w").write(f"{total}\\n")
+"""
+NAIVE = 'wc -l < data.csv > "$EVAL_OUTPUTS/total.txt"'  # a guess: counts lines, not amounts
+PROMPT = "What is the total of the amount column of data.csv? Write it to total.txt."
+DATA = "name,amount\na,3\nb,4\nc,35\n"
+
+
+def _skill(root: Path) -> Path:
+    skill = root / "csv-sum"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "evals").mkdir()
+    (skill / "SKILL.md").write_text(SKILL_MD)
+    (skill / "scripts" / "solve").write_text(SOLVE)
+    (skill / "evals" / "evals.json").write_text('{"skill_name": "csv-sum", "evals": []}\n')
+    return skill
+
+
+def _run(tmp: Path, hermes: Path, base_url: str, skill: Path | None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One run under the eval runner contract, as the engine sets it up."""
+    inputs, outputs, timing = tmp / "inputs", tmp / "outputs", tmp / "timing.json"
+    inputs.mkdir(parents=True)
+    (inputs / "data.csv").write_text(DATA)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
+    env.update(EVAL_INPUTS=str(inputs), EVAL_PROMPT=PROMPT, EVAL_ID="1", EVAL_OUTPUTS=str(outputs),
+               EVAL_TIMING=str(timing), HOME=str(tmp / "home"))  # fmt: skip
+    if skill is not None:
+        env["EVAL_SKILL"] = str(skill)
+    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(hermes),
+                           "--base-url", base_url, "--model", "scripted", "--timeout", "240"],
+                          cwd=inputs, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    return proc, tmp
+
+
+def test_hermes_runner_loads_the_skill_through_hermes(tmp_path: Path) -> None:
+    hermes = _hermes_python().parent / "hermes"
+    skill = _skill(tmp_path / "skill")
+    seen: dict[str, ScriptedModel] = {}
+    for arm, folder in (("with", skill), ("without", None)):
+        model = seen[arm] = ScriptedModel(skill_policy(NAIVE))
+        with endpoint(model) as url:
+            proc, run = _run(tmp_path / arm, hermes, url, folder)
+        assert proc.returncode == 0, (arm, proc.stdout[-2000:], proc.stderr[-2000:])
+        timing = json.loads((run / "timing.json").read_text())
+        assert timing["total_tokens"] == model.total_tokens() > 0, (timing, model.usage)  # the endpoint's usage
+        assert timing["duration_ms"] > 0
+    with_, without = seen["with"], seen["without"]
+    # With the skill: Hermes listed it, the model called Hermes's skill_view, and Hermes answered with the
+    # skill's text from its own skills folder (${HERMES_SKILL_DIR} filled in by Hermes), which the model ran.
+    assert listed_skills(with_.requests[0]["messages"]) == ["csv-sum"]
+    calls = with_.calls()
+    assert calls[0] == ("skill_view", {"name": "csv-sum"})
+    loaded = json.loads(with_.tool_results()[0])
+    assert MARKER in loaded["content"] and "${HERMES_SKILL_DIR}" not in loaded["content"]
+    home = Path(loaded["skill_dir"]).parent.parent  # the run's own HERMES_HOME, made fresh by the runner
+    assert home.name == "hermes-home" and home.parent.name.startswith("ledger-hermes-") and not home.exists()
+    assert calls[1] == ("terminal", {"command": f"python3 {loaded['skill_dir']}/scripts/solve data.csv"})
+    assert (tmp_path / "with" / "outputs" / "total.txt").read_text() == "42\n"
+    # Without: nothing listed, no skill text anywhere in what Hermes sent, a different first turn and output.
+    assert listed_skills(without.requests[0]["messages"]) == []
+    assert without.calls()[0] == ("terminal", {"command": NAIVE})
+    assert all(MARKER not in json.dumps(r) for r in without.requests)
+    assert (tmp_path / "without" / "outputs" / "total.txt").read_text().strip() == "4"
+
+
+def test_the_installed_skill_leaves_out_the_eval_set(tmp_path: Path) -> None:
+    skill = _skill(tmp_path / "skill")
+    (skill / "references").mkdir()
+    (skill / "references" / "evals").write_text("a file named evals below the top stays\n")
+    args = argparse.Namespace(base_url="http://127.0.0.1:9/v1", provider=None, model="m", max_turns=5)
+    home = hermes_runner.make_home(tmp_path / "run", args, skill)
+    installed = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+    assert installed == ["config.yaml", "skills/csv-sum/SKILL.md", "skills/csv-sum/references/evals",
+                         "skills/csv-sum/scripts/solve"]  # fmt: skip
+    assert (home / "config.yaml").read_text() == ('model:\n  provider: "custom"\n  base_url: "http://127.0.0.1:9/v1"\n'
+                                                  '  default: "m"\nagent:\n  max_turns: 5\n')  # fmt: skip
+
+
+def test_hermes_runner_refuses_outside_the_contract(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
+    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", sys.executable],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "EVAL_PROMPT is not set" in proc.stderr, proc.stderr
+    env.update(EVAL_PROMPT="p", EVAL_OUTPUTS=str(tmp_path / "o"), EVAL_TIMING=str(tmp_path / "t.json"))
+    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(tmp_path / "nope")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "no Hermes program" in proc.stderr, proc.stderr
+    assert not (tmp_path / "t.json").exists()
