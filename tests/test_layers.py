@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
     ("ledger.store",),  # git snapshots, packs, digests of stored trees, proofs
+    ("ledger.evals",),  # evals.json, the workspace, the runner sandbox: read by the audit, run by the brain
     ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory

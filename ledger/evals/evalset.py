@@ -1,0 +1,239 @@
+"""A skill's eval set: ``evals/evals.json`` in the agentskills guide's shape, checked, and its digest.
+
+The shape is the guide's ("Evaluating skill output quality"), key for key::
+
+    {"skill_name": TEXT,
+     "evals": [{"id": INT | TEXT, "prompt": TEXT, "expected_output": TEXT,
+                "files": [PATH, ...]?, "assertions": [TEXT, ...]?}, ...]}
+
+Rules the guide leaves to a careful reader, made explicit (each refused with what to fix):
+
+- ``id``: an integer (not a boolean) or a text; its text form (``1`` → ``"1"``) names the case in records
+  and its workspace folder ``eval-ID``, so it is 1..128 of ``A-Z a-z 0-9 . _ -`` starting with a letter or
+  digit, and ids are distinct as text (``1`` and ``"1"`` collide);
+- ``files``: paths relative to the skill folder (``evals/files/x.csv``), inside it, present in it, distinct
+  by file name (a run's ``$EVAL_INPUTS`` holds each under its file name);
+- ``assertions``: non-empty texts; a case without them can be linted but not planned or run (nothing to
+  grade);
+- no other key: a misspelt key (``expectations``) would silently grade nothing.
+
+The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the skill's ``evals`` directory:
+:func:`evals_digest` for a stored tree, :func:`folder_digest` for a folder on disk (the same Merkle core).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger._json import unique_keys
+from ledger.bundle.hashing import format_root
+from ledger.bundle.merkle import hash_path
+from ledger.bundle.skill import check_support_path
+from ledger.errors import LedgerError, SkillError
+from ledger.store import gitstore as gs
+from ledger.store import treehash as th
+from ledger.store.outcomes import canonical
+
+__all__ = ["EVALS_DIR", "EVALS_JSON", "Case", "EvalError", "EvalSet", "case_text", "evals_digest", "folder_digest",
+           "lint_evals", "parse_evals"]  # fmt: skip
+
+EVALS_DIR = "evals"
+EVALS_JSON = "evals/evals.json"
+MAX_EVALS_JSON = 4 * 1024 * 1024  # bytes
+MAX_CASES = 10_000
+_TOP_KEYS = ("skill_name", "evals")
+_CASE_KEYS = ("id", "prompt", "expected_output", "files", "assertions")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+_MISSPELT = {"expectations": "assertions", "expected": "expected_output", "input_files": "files", "name": "id"}
+
+
+class EvalError(LedgerError):
+    """An eval set that is not the guide's shape, or a case that cannot be run as asked."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: its id's text, the object as evals.json holds it, and what a run needs."""
+
+    key: str  # the id as text: "1" for 1
+    prompt: str
+    expected_output: str
+    files: tuple[str, ...]
+    assertions: tuple[str, ...]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def digest(self) -> str:
+        """``sha256:`` + SHA-256 of the case object's RFC 8785 bytes: the record's ``task.digest``."""
+        return "sha256:" + hashlib.sha256(canonical(dict(self.raw))).hexdigest()
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    skill_name: str
+    cases: tuple[Case, ...]
+
+    def case(self, key: str) -> Case:
+        for c in self.cases:
+            if c.key == key:
+                return c
+        raise EvalError(f"the eval set has no case {key!r}", hint=f"its cases: {', '.join(self.keys())}")
+
+    def keys(self) -> list[str]:
+        return [c.key for c in self.cases]
+
+    def gradable(self) -> None:
+        """Refuse a set holding a case with no assertion: nothing would grade its runs."""
+        bare = [c.key for c in self.cases if not c.assertions]
+        if bare:
+            raise EvalError(f"case(s) {', '.join(bare)} of {EVALS_JSON} have no assertions: nothing would grade "
+                            "their runs", hint="add \"assertions\": [...] to each case (the guide's 'Writing "
+                            "assertions'), then plan again")  # fmt: skip
+
+
+def case_text(value: Any) -> str:
+    """An eval id's text form (an integer id 1 → ``"1"``), or :class:`EvalError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise EvalError(f"an eval's id is an integer or a text, not {json.dumps(value)[:40]}")
+    text = str(value)
+    if not _ID.match(text):
+        raise EvalError(f"eval id {text[:60]!r} is not 1..128 of A-Z a-z 0-9 . _ - starting with a letter or digit "
+                        "(it names the run's folder eval-ID)")  # fmt: skip
+    return text
+
+
+def parse_evals(data: bytes, present: Collection[str] | None = None) -> EvalSet:
+    """``evals/evals.json``'s bytes, checked; ``present``: the skill's files (relative paths), to check
+    that each case's ``files`` are there (None: not checked).  The first problem is raised."""
+    problems = _problems(data, present)
+    if isinstance(problems, EvalSet):
+        return problems
+    raise EvalError(f"{EVALS_JSON}: {problems[0]}", hint="fix evals/evals.json (the agentskills guide's shape; "
+                    "docs/reference.md, 'Eval runner contract'); 'ledger lint' lists every problem")  # fmt: skip
+
+
+def lint_evals(data: bytes, present: Collection[str] | None = None) -> list[str]:
+    """Every problem of ``evals/evals.json`` (empty: it is well formed)."""
+    found = _problems(data, present)
+    return [] if isinstance(found, EvalSet) else [f"{EVALS_JSON}: {p}" for p in found]
+
+
+def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[str]:
+    if len(data) > MAX_EVALS_JSON:
+        return [f"{len(data)} bytes; at most {MAX_EVALS_JSON}"]
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
+    except UnicodeDecodeError as exc:
+        return [f"not UTF-8 (byte {exc.start})"]
+    except ValueError as exc:  # a JSON error, or a key given twice (unique_keys)
+        return [f"not JSON: {exc}"]
+    if not isinstance(doc, dict):
+        return ["the top level is an object {\"skill_name\", \"evals\"}"]
+    out: list[str] = []
+    for key in sorted(set(doc) - set(_TOP_KEYS)):
+        out.append(f"unknown top-level key {key!r} (the guide's are skill_name and evals)")
+    name = doc.get("skill_name")
+    if not isinstance(name, str) or not name:
+        out.append("'skill_name' is the skill's name, a non-empty text")
+    cases = doc.get("evals")
+    if not isinstance(cases, list) or not cases:
+        out.append("'evals' is a non-empty array of test cases")
+        return out
+    if len(cases) > MAX_CASES:
+        return [*out, f"{len(cases)} cases; at most {MAX_CASES}"]
+    parsed: list[Case] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(cases):
+        where = f"evals[{i}]"
+        if not isinstance(raw, dict):
+            out.append(f"{where} is an object with id, prompt and expected_output")
+            continue
+        before = len(out)
+        for key in sorted(set(raw) - set(_CASE_KEYS)):
+            better = f"; the guide calls it {_MISSPELT[key]!r}" if key in _MISSPELT else ""
+            out.append(f"{where}: unknown key {key!r} (a case has id, prompt, expected_output, files, "
+                       f"assertions){better}")  # fmt: skip
+        key = None
+        if "id" not in raw:
+            out.append(f"{where}: no 'id'")
+        else:
+            try:
+                key = case_text(raw["id"])
+            except EvalError as exc:
+                out.append(f"{where}: {exc.message}")
+            if key is not None and key in seen:
+                out.append(f"{where}: id {key!r} is also evals[{seen[key]}]'s (ids are distinct as text)")
+            elif key is not None:
+                seen[key] = i
+        where = f"eval {key}" if key is not None else where
+        for text_key in ("prompt", "expected_output"):
+            if not isinstance(raw.get(text_key), str) or (text_key == "prompt" and not raw[text_key].strip()):
+                out.append(f"{where}: {text_key!r} is {'a non-empty' if text_key == 'prompt' else 'a'} text")
+        files = raw.get("files", [])
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            out.append(f"{where}: 'files' is an array of paths relative to the skill folder")
+            files = []
+        names: dict[str, str] = {}
+        for rel in files:
+            problem = _file_problem(rel, present)
+            if problem:
+                out.append(f"{where}: file {rel!r} {problem}")
+                continue
+            base = rel.rsplit("/", 1)[-1]
+            if base in names:
+                out.append(f"{where}: files {names[base]!r} and {rel!r} have the same file name (a run's "
+                           "$EVAL_INPUTS holds each under its file name)")  # fmt: skip
+            names[base] = rel
+        assertions = raw.get("assertions", [])
+        if not isinstance(assertions, list) or not all(isinstance(a, str) and a.strip() for a in assertions):
+            out.append(f"{where}: 'assertions' is an array of non-empty texts")
+            assertions = []
+        if len(out) == before and key is not None:
+            parsed.append(Case(key, raw["prompt"], raw["expected_output"], tuple(files), tuple(assertions), raw))
+    if out:
+        return out
+    return EvalSet(name, tuple(parsed))
+
+
+def _file_problem(rel: str, present: Collection[str] | None) -> str | None:
+    if rel.startswith("/") or rel.startswith("./"):
+        return "is not a plain path relative to the skill folder (no leading / or ./)"
+    try:
+        parts = check_support_path(rel)
+    except SkillError as exc:
+        return f"is not a path inside the skill folder: {exc.message}"
+    if parts[0] == "SKILL.md":
+        return "is SKILL.md, which is not an input file"
+    if present is not None and rel not in present:
+        return "is not a file of the skill"
+    return None
+
+
+def load_folder(skill_dir: Path) -> EvalSet:
+    """The eval set of a skill folder on disk (``skill_dir/evals/evals.json``), files checked."""
+    path = skill_dir / EVALS_JSON
+    if not path.is_file():
+        raise EvalError(f"{skill_dir.name} has no {EVALS_JSON}",
+                        hint="write the skill's test cases there (the agentskills guide's shape)")  # fmt: skip
+    present = {p.relative_to(skill_dir).as_posix() for p in skill_dir.rglob("*") if p.is_file()}
+    return parse_evals(path.read_bytes(), present)
+
+
+def folder_digest(skill_dir: Path) -> str:
+    """The eval set's digest of a skill folder on disk: the bundle digest of its ``evals`` directory."""
+    return format_root(hash_path(skill_dir / EVALS_DIR))
+
+
+def evals_digest(store: Any, skill_tree: bytes, cache: Any = None) -> str | None:
+    """The digest of the ``evals`` subtree of a stored skill tree (None: the skill has no ``evals`` folder):
+    docs/bundle-hash.md §4's directory digest, computed as every stored digest is (the one Merkle core)."""
+    for sha, mode, name in store.read_tree(skill_tree):
+        if name == EVALS_DIR and mode == gs.MODE_DIR:
+            return format_root(th.tree_digest(store, sha, cache or th.DigestCache(None), EVALS_DIR))
+    return None

@@ -1,0 +1,154 @@
+"""One run: the runner, then the grader, under the env contract (docs/reference.md, "Eval runner contract").
+
+Each is a shell command (``sh -c``) started in a new session, so that when it ends, fails or times out
+its whole process group is stopped (SIGTERM, then SIGKILL after a grace): no child outlives its run.
+The runner's environment is this process's, less every secret (:func:`ledger._env.child_env`) and any
+``EVAL_*`` of ours, plus:
+
+- cwd ``$EVAL_INPUTS``: a fresh folder holding the case's input files, each under its file name;
+- ``EVAL_PROMPT`` (the case's prompt), ``EVAL_ID`` (its id as text), ``EVAL_OUTPUTS`` (an empty folder);
+- ``EVAL_SKILL``: a fresh copy of the skill folder at the condition's version; **unset** without the skill;
+- ``EVAL_TIMING``: where the runner may write timing.json (``total_tokens``, ``duration_ms``);
+- ``PATH`` starting with the folder of the ledger's own Python, so ``python -m ledger.evals.refrunner`` runs it.
+
+The grader runs in the same environment plus ``EVAL_ASSERTIONS`` (a JSON array of the case's assertion
+texts) and ``EVAL_SET`` (a copy of the version under test's ``evals`` folder, in every condition, so a
+skill's own graders are there even without the skill) and prints grading.json on stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger._env import child_env
+from ledger.evals.evalset import EvalError
+
+__all__ = ["GRACE", "Outcome", "Sandbox", "run_command"]
+
+GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a run's process group
+MAX_STDOUT = 1024 * 1024  # bytes of a grader's stdout kept
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a command ended: its exit status (None: timed out), wall time, and the tail of its output."""
+
+    status: int | None
+    ms: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    def why(self, timeout: float) -> str:
+        if self.status is None:
+            return f"timed out after {timeout:g} s (its process group was stopped)"
+        tail = self.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return f"exited with status {self.status}" + (f": {tail[0][:300]}" if tail[0] else "")
+
+
+class Sandbox:
+    """A run's fresh temporary folder: ``inputs/``, ``skill/`` (when given), ``evals/`` (the grader's), and
+    ``timing.json``'s path; removed whole on exit."""
+
+    def __init__(self, parent: Path | None = None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="ledger-eval-", dir=parent))
+        self.inputs = self.root / "inputs"
+        self.inputs.mkdir()
+        self.timing = self.root / "timing.json"
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def add_inputs(self, files: Mapping[str, bytes]) -> None:
+        """The case's input files, each under its file name (evalset checked that names are distinct)."""
+        for rel, data in files.items():
+            (self.inputs / rel.rsplit("/", 1)[-1]).write_bytes(data)
+
+    def add_folder(self, name: str, files: Mapping[str, tuple[bytes, bool]]) -> Path:
+        """A folder of the sandbox holding ``files`` (rel → bytes, executable), as a skill's copy."""
+        base = self.root / name
+        base.mkdir()
+        for rel, (data, executable) in files.items():
+            path = base / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            if executable:
+                path.chmod(0o755)
+        return base
+
+
+def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: Path | None,
+                 timing: Path) -> dict[str, str]:  # fmt: skip
+    env = {k: v for k, v in child_env().items() if not k.startswith("EVAL_")}
+    own = os.path.dirname(sys.executable)  # `python` is the ledger's own Python (the reference runner's)
+    env["PATH"] = own + os.pathsep + env["PATH"] if env.get("PATH") else own
+    env.update({"EVAL_INPUTS": str(inputs), "EVAL_PROMPT": prompt, "EVAL_ID": case, "EVAL_OUTPUTS": str(outputs),
+                "EVAL_TIMING": str(timing)})  # fmt: skip
+    if skill is not None:
+        env["EVAL_SKILL"] = str(skill)
+    return env
+
+
+def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float, log: Path) -> Outcome:
+    """Run ``command`` with ``sh -c`` in its own session; stop its process group when it ends or at
+    ``timeout`` seconds.  stdout is kept (up to :data:`MAX_STDOUT`), stderr goes to ``log``."""
+    start = time.monotonic()
+    with open(log, "wb") as err, tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            raise EvalError(f"cannot start {command[:80]!r}: {exc.strerror}") from exc
+        status: int | None
+        try:
+            status = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            status = None
+        finally:
+            _stop_group(proc)
+        ms = int((time.monotonic() - start) * 1000)
+        out.seek(0)
+        stdout = out.read(MAX_STDOUT + 1)
+    return Outcome(status, ms, stdout, log.read_bytes()[-4096:])
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after :data:`GRACE` seconds."""
+    pgid = proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            return
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=GRACE)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

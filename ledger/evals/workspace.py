@@ -1,0 +1,200 @@
+"""The agentskills workspace: its layout, ``grading.json`` and ``timing.json`` checked, ``benchmark.json`` made.
+
+Layout (the guide's "Workspace structure")::
+
+    WORKSPACE/iteration-K/eval-ID/COND/{outputs/, timing.json, grading.json}        runs = 1
+    WORKSPACE/iteration-K/eval-ID/COND/run-R/{outputs/, timing.json, grading.json}  runs > 1, R from 1
+    WORKSPACE/iteration-K/benchmark.json
+
+COND is ``with_skill``, ``without_skill`` or ``old_skill``.  The key names are the guide's, exactly:
+``assertion_results`` (``text``, ``passed``, ``evidence``) and ``summary`` (``passed``, ``failed``, ``total``,
+``pass_rate``) in grading.json; ``total_tokens`` and ``duration_ms`` in timing.json; ``run_summary`` with
+``with_skill``, ``without_skill`` or ``old_skill``, and ``delta`` in benchmark.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger._json import unique_keys
+from ledger.evals.evalset import EvalError
+
+__all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "dump", "evidence_uri",
+           "iterations", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
+
+CONDITIONS = ("with_skill", "without_skill", "old_skill")
+MAX_GRADING = 1024 * 1024  # bytes of a grading.json
+MAX_RUNS = 100
+_ITERATION = re.compile(r"iteration-([1-9][0-9]{0,5})\Z")
+_RUN = re.compile(r"run-([1-9][0-9]{0,2})\Z")
+
+
+@dataclass(frozen=True)
+class Grading:
+    passed: int
+    failed: int
+    total: int
+    pass_rate: float
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Timing:
+    total_tokens: int | None
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class RunCell:
+    """One run's figures, as benchmark.json aggregates them."""
+
+    condition: str
+    pass_rate: float
+    ms: int
+    tokens: int | None
+
+
+def cell_dir(root: Path, iteration: int, case: str, condition: str, run: int, runs: int) -> Path:
+    """Where one run's files go: ``run`` is the repetition index from 0; its folder ``run-R`` counts from 1."""
+    return root / _rel(iteration, case, condition, run, runs)
+
+
+def evidence_uri(iteration: int, case: str, condition: str, run: int, runs: int) -> str:
+    """A record's ``evidence.uri``: the grading.json's path relative to the workspace."""
+    return _rel(iteration, case, condition, run, runs) + "/grading.json"
+
+
+def _rel(iteration: int, case: str, condition: str, run: int, runs: int) -> str:
+    return f"iteration-{iteration}/eval-{case}/{condition}" + (f"/run-{run + 1}" if runs > 1 else "")
+
+
+def iterations(root: Path) -> list[int]:
+    """The iteration numbers present in a workspace, ascending."""
+    if not root.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := _ITERATION.match(p.name)))
+
+
+def next_iteration(root: Path) -> int:
+    """The next free iteration: one past the highest present (never one already written)."""
+    have = iterations(root)
+    return (have[-1] + 1) if have else 1
+
+
+def run_folders(cond_dir: Path) -> list[tuple[int, Path]]:
+    """A condition folder's runs as ``(index from 0, folder)``: its ``run-R`` folders, else itself."""
+    runs = sorted((int(m.group(1)), p) for p in cond_dir.iterdir() if p.is_dir() and (m := _RUN.match(p.name)))
+    if not runs:
+        return [(0, cond_dir)]
+    numbers = [n for n, _ in runs]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise EvalError(f"{cond_dir}: run folders {', '.join(f'run-{n}' for n in numbers)} are not run-1..run-N")
+    return [(n - 1, p) for n, p in runs]
+
+
+def _load(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise EvalError(f"{what} is not JSON: {exc}") from None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None) -> Grading:
+    """A grading.json in the guide's shape, its summary consistent with its results; ``expected``: the
+    case's assertions, which the results must grade one for one, in order."""
+    if len(data) > MAX_GRADING:
+        raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_GRADING}")
+    doc = _load(data, what)
+    hint = ("grading.json is {\"assertion_results\": [{\"text\", \"passed\", \"evidence\"}, ...], \"summary\": "
+            "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide)")  # fmt: skip
+    if not isinstance(doc, dict) or not {"assertion_results", "summary"} <= set(doc):
+        raise EvalError(f"{what} lacks 'assertion_results' or 'summary'", hint=hint)
+    results = doc["assertion_results"]
+    if not isinstance(results, list) or not results:
+        raise EvalError(f"{what}: 'assertion_results' is a non-empty array", hint=hint)
+    texts = []
+    for i, r in enumerate(results):
+        if not (isinstance(r, dict) and isinstance(r.get("text"), str) and isinstance(r.get("passed"), bool)
+                and isinstance(r.get("evidence"), str)):  # fmt: skip
+            raise EvalError(f"{what}: assertion_results[{i}] is {{\"text\": TEXT, \"passed\": true|false, "
+                            "\"evidence\": TEXT}", hint=hint)  # fmt: skip
+        texts.append(r["text"])
+    s = doc["summary"]
+    if not isinstance(s, dict) or not all(_count(s.get(k)) for k in ("passed", "failed", "total")) or \
+            not isinstance(s.get("pass_rate"), (int, float)) or isinstance(s.get("pass_rate"), bool):  # fmt: skip
+        raise EvalError(f"{what}: 'summary' is {{\"passed\", \"failed\", \"total\": counts, \"pass_rate\": number}}",
+                        hint=hint)  # fmt: skip
+    passed = sum(1 for r in results if r["passed"])
+    if (s["passed"], s["failed"], s["total"]) != (passed, len(results) - passed, len(results)) or \
+            abs(s["pass_rate"] - passed / len(results)) > 0.005:  # fmt: skip
+        raise EvalError(f"{what}: the summary ({s['passed']} passed, {s['failed']} failed, {s['total']} total, "
+                        f"pass_rate {s['pass_rate']}) is not what its assertion_results say ({passed} of "
+                        f"{len(results)})", hint="a summary counts its assertion_results")  # fmt: skip
+    if expected is not None and tuple(texts) != tuple(expected):
+        raise EvalError(f"{what} grades other assertions than the case's in evals/evals.json "
+                        f"({len(texts)} graded, {len(expected)} in the set)",
+                        hint="grade the eval set's assertions, each once, in its order")  # fmt: skip
+    return Grading(passed, len(results) - passed, len(results), passed / len(results), tuple(texts))
+
+
+def parse_timing(data: bytes, what: str = "timing.json") -> Timing:
+    """A timing.json: ``total_tokens`` (a count, or null when the runner could not tell) and ``duration_ms``."""
+    doc = _load(data, what)
+    if not isinstance(doc, dict) or "duration_ms" not in doc or "total_tokens" not in doc:
+        raise EvalError(f"{what} is {{\"total_tokens\": N, \"duration_ms\": N}} (the agentskills guide)")
+    ms, tokens = doc["duration_ms"], doc["total_tokens"]
+    if isinstance(ms, float) and ms.is_integer():
+        ms = int(ms)
+    if not _count(ms) or not (tokens is None or _count(tokens)):
+        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are whole numbers ≥ 0")
+    return Timing(tokens, ms)
+
+
+def timing_bytes(tokens: int | None, ms: int) -> bytes:
+    return dump({"total_tokens": tokens, "duration_ms": ms})
+
+
+def dump(doc: Any) -> bytes:
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    """Mean and sample standard deviation (n − 1; 0 for one value), rounded to 4 places as skill-creator does."""
+    if not values:
+        return {"mean": 0.0, "stddev": 0.0}
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return {"mean": round(mean, 4), "stddev": round(sd, 4)}
+
+
+def benchmark(cells: Iterable[RunCell], baseline: str) -> dict[str, Any]:
+    """benchmark.json's document: ``run_summary`` per condition (``with_skill`` and ``baseline``:
+    ``without_skill`` or ``old_skill``) with ``pass_rate``, ``time_seconds`` and ``tokens`` as mean and
+    stddev over the runs, and ``delta`` (with − baseline of each mean).  A run's pass_rate is its
+    grading.json's; tokens average the runs that reported them (0 when none did)."""
+    if baseline not in ("without_skill", "old_skill"):
+        raise EvalError(f"a baseline condition is without_skill or old_skill, not {baseline!r}")
+    per: dict[str, list[RunCell]] = {"with_skill": [], baseline: []}
+    for c in cells:
+        per[c.condition].append(c)
+    summary: dict[str, Any] = {}
+    for cond in ("with_skill", baseline):
+        runs = per[cond]
+        summary[cond] = {
+            "pass_rate": _stats([c.pass_rate for c in runs]),
+            "time_seconds": _stats([c.ms / 1000 for c in runs]),
+            "tokens": _stats([c.tokens for c in runs if c.tokens is not None]),
+        }  # fmt: skip
+    summary["delta"] = {k: round(summary["with_skill"][k]["mean"] - summary[baseline][k]["mean"], 4)
+                        for k in ("pass_rate", "time_seconds", "tokens")}  # fmt: skip
+    return {"run_summary": summary}
