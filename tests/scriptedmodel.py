@@ -27,6 +27,7 @@ Policy = Callable[[list[Message]], Message]
 _SKILLS = re.compile(r"<available_skills>\n(.*?)</available_skills>", re.DOTALL)
 _LISTED = re.compile(r"^\s+- ([A-Za-z0-9][A-Za-z0-9._-]*)(?::|$)", re.MULTILINE)
 _FENCE = re.compile(r"```(?:sh|bash)\n(.*?)```", re.DOTALL)
+_SOLVE = re.compile(r"^solve:\s*(scripts/[A-Za-z0-9._/-]+)\s*$", re.MULTILINE)
 
 
 def listed_skills(messages: list[Message]) -> list[str]:
@@ -58,7 +59,8 @@ def skill_policy(naive: str) -> Policy:
 
     Turn 1: if the system prompt lists a skill, call ``skill_view`` on it; otherwise run ``naive`` with the
     ``terminal`` tool.  After a ``skill_view`` result: run the first ```` ```sh ```` block of the skill's text
-    *as the runtime returned it* (so ``${HERMES_SKILL_DIR}`` is whatever the runtime put there).  After any
+    *as the runtime returned it* (so ``${HERMES_SKILL_DIR}`` is whatever the runtime put there), or else the
+    script its ``solve: scripts/NAME`` line names, in the ``skill_dir`` the runtime reported.  After any
     other tool result: a final answer quoting it.
     """
 
@@ -72,13 +74,16 @@ def skill_policy(naive: str) -> Policy:
             return _tool_call("terminal", {"command": naive}, turn)
         if _called(messages, last) == "skill_view":
             try:
-                content = json.loads(last["content"]).get("content", "")
+                viewed = json.loads(last["content"])
             except (TypeError, ValueError):
-                content = ""
-            fence = _FENCE.search(content)
-            if fence is None:
-                return {"role": "assistant", "content": "The skill gives no command to run."}
-            return _tool_call("terminal", {"command": fence.group(1).strip()}, turn)
+                viewed = {}
+            content = str(viewed.get("content", ""))
+            fence, solve = _FENCE.search(content), _SOLVE.search(content)
+            if fence is not None:
+                return _tool_call("terminal", {"command": fence.group(1).strip()}, turn)
+            if solve is not None and viewed.get("skill_dir"):
+                return _tool_call("terminal", {"command": f"python3 {viewed['skill_dir']}/{solve.group(1)}"}, turn)
+            return {"role": "assistant", "content": "The skill gives no command to run."}
         return {"role": "assistant", "content": f"Done. The last tool said: {str(last.get('content'))[:300]}"}
 
     return policy
@@ -96,18 +101,20 @@ class ScriptedModel:
     def __init__(self, policy: Policy, *, name: str = "scripted", limit: int = 12) -> None:
         self.policy, self.name, self.limit = policy, name, limit
         self.requests: list[dict[str, Any]] = []
-        self.usage: list[dict[str, int]] = []
+        self.usage: list[dict[str, int]] = []  # usage[i] is what requests[i] was answered with
         self._lock = threading.Lock()
+        self._seen = 0
 
     def answer(self, request: dict[str, Any]) -> tuple[Message, dict[str, int]]:
         messages = request.get("messages") or []
         with self._lock:
-            self.requests.append(request)
-            over = len(self.requests) > self.limit
+            self._seen += 1
+            over = self._seen > self.limit
         stop = {"role": "assistant", "content": "Stopping: the script's turn limit."}
         answer = stop if over else self.policy(messages)
         usage = _usage(messages, answer)
         with self._lock:
+            self.requests.append(request)
             self.usage.append(usage)
         return answer, usage
 
@@ -120,6 +127,28 @@ class ScriptedModel:
         with self._lock:
             last = self.requests[-1]["messages"] if self.requests else []
         return [str(m.get("content")) for m in last if m.get("role") == "tool"]
+
+    def conversations(self) -> list[tuple[list[Message], int]]:
+        """Each conversation the runtime held (one per run, runs one after another): its last request's
+        messages and the tokens the endpoint reported over all its requests, in order.  A request with no
+        assistant turn begins a conversation; any other continues the latest with the same opening two
+        messages (system and user)."""
+        with self._lock:
+            pairs = [(r.get("messages") or [], u["total_tokens"]) for r, u in zip(self.requests, self.usage,
+                                                                                   strict=True)]  # fmt: skip
+        out: list[tuple[list[Message], int]] = []
+        for messages, tokens in pairs:
+            opening = messages[:2]
+            if any(m.get("role") == "assistant" for m in messages):
+                for i in range(len(out) - 1, -1, -1):
+                    if out[i][0][:2] == opening:
+                        out[i] = (messages, out[i][1] + tokens)
+                        break
+                else:
+                    raise AssertionError(f"a request continues no conversation: {opening}")
+            else:
+                out.append((messages, tokens))
+        return out
 
     def calls(self) -> list[tuple[str, dict[str, Any]]]:
         """Every tool call the model made, as the runtime sent them back, in order."""

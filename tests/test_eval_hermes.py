@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ledger.evals.runners import hermes as hermes_runner
+from tests.conftest import run_ledger
 from tests.scriptedmodel import ScriptedModel, endpoint, listed_skills, skill_policy
 from tests.test_hermes_compare import _hermes_python
 
@@ -122,3 +123,53 @@ def test_hermes_runner_refuses_outside_the_contract(tmp_path: Path) -> None:
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2 and "no Hermes program" in proc.stderr, proc.stderr
     assert not (tmp_path / "t.json").exists()
+
+
+FAMILY = REPO / "tests" / "fixtures" / "eval-family"
+CSV_NAIVE = 'cat *.csv | wc -l > "$EVAL_OUTPUTS/answer.txt"'  # a guess without the skill: a line count
+
+
+def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
+    """`ledger eval plan/run` end to end with Hermes as the runner, on the example family's csv-sum: every case
+    with the skill goes through Hermes's skill_view of the installed csv-sum, and passes; without it Hermes
+    lists no skill, the model guesses, and the sums are wrong.  Each run's timing.json holds the tokens the
+    endpoint reported for that run's conversation."""
+    hermes = _hermes_python().parent / "hermes"
+    brain = tmp_path / "b"
+    env = {"HOME": str(tmp_path / "home")}
+    run_ledger("init", str(brain), check=True, env=env)
+    run_ledger("--brain", str(brain), "import", str(FAMILY), check=True, env=env)
+    model = ScriptedModel(skill_policy(CSV_NAIVE), limit=40)
+    cases = json.loads((FAMILY / "csv-sum/evals/evals.json").read_text())["evals"]
+    body = (FAMILY / "csv-sum/SKILL.md").read_text().split("---\n", 2)[2]
+    with endpoint(model) as url:
+        runner = f"python -m ledger.evals.runners.hermes --hermes {hermes} --base-url {url} --model scripted"
+        run_ledger("--brain", str(brain), "eval", "plan", "csv-sum", "--runner", runner, "--runner-id",
+                   "hermes-agent 0.19.0 / scripted", check=True, env=env)  # fmt: skip
+        proc = run_ledger("--brain", str(brain), "eval", "run", "csv-sum", "--runner", runner,
+                          "--workspace", str(tmp_path / "ws"), "--timeout", "240", "--json", env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = json.loads(proc.stdout)
+    runs = {(r["case"], r["condition"]): r for r in done["runs"]}
+    assert len(runs) == 2 * len(cases) and all(r["failure"] is None for r in runs.values()), done["runs"]
+    for case in cases:
+        key = str(case["id"])
+        assert runs[key, "with_skill"]["pass"], runs[key, "with_skill"]
+        assert not runs[key, "without_skill"]["pass"], runs[key, "without_skill"]
+    # What Hermes sent the endpoint: one conversation per run, in the grid's order (case, with, without).
+    talks = model.conversations()
+    assert len(talks) == len(runs)
+    for (messages, tokens), r in zip(talks, done["runs"], strict=True):
+        user = next(m["content"] for m in messages if m["role"] == "user")
+        assert user.startswith(next(c["prompt"] for c in cases if str(c["id"]) == r["case"]))
+        timing = json.loads((tmp_path / "ws" / r["grading"].replace("grading.json", "timing.json")).read_text())
+        assert timing["total_tokens"] == r["tokens"] == tokens, (r, timing, tokens)
+        if r["condition"] == "with_skill":
+            assert listed_skills(messages) == ["csv-sum"]
+            loaded = json.loads(next(m["content"] for m in messages if m["role"] == "tool"))
+            assert loaded["name"] == "csv-sum" and body.strip() in loaded["content"]
+        else:
+            assert listed_skills(messages) == []
+            assert all(body.strip() not in str(m.get("content")) for m in messages)
+            called = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or ()]
+            assert called == ["terminal"], called
