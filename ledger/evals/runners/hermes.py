@@ -17,8 +17,9 @@ prompts, approvals bypassed).  ``total_tokens`` is the sum Hermes read from the 
 (its usage file); ``duration_ms`` is the wall time of the Hermes process.  The exit status is 0 when
 Hermes completed, 1 when it failed, timed out or reported no usage (the engine records a failed run),
 2 on a usage error (a missing contract variable, no ``hermes`` program).  The final answer is printed
-on stdout.  No secret is taken in argv: with ``--base-url`` the endpoint's key, if any, is read from
-the environment variable named by ``--api-key-env``.
+on stdout.  No secret is taken in argv or written to the home: ``--base-url`` is for a keyless endpoint
+(a local server); a hosted provider (``--provider``) takes its key from the environment variable Hermes
+reads for it (e.g. ``OPENROUTER_API_KEY``), which the runner passes through.
 """
 
 from __future__ import annotations
@@ -105,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
         home = make_home(root, args, skill)
         usage = root / "usage.json"
         env = {**child_env(), "HERMES_HOME": str(home), "EVAL_OUTPUTS": outputs}
-        if args.base_url and args.api_key_env:
-            env["OPENAI_API_KEY"] = os.environ.get(args.api_key_env, "")
         command = [hermes, "-z", prompt_text(prompt, outputs), "--usage-file", str(usage), "--toolsets", args.toolsets]
         if args.model and not args.base_url:
             command += ["--model", args.model] + (["--provider", args.provider] if args.provider else [])
@@ -147,8 +146,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ledger.evals.runners.hermes", description=__doc__.split("\n")[0])
     parser.add_argument("--hermes", default="hermes", help="the hermes program (default: hermes on PATH)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Hermes's custom provider)")
-    parser.add_argument("--api-key-env", help="with --base-url: the environment variable holding its API key")
+    parser.add_argument("--base-url", help="a keyless OpenAI-compatible endpoint (Hermes's custom provider)")
     parser.add_argument("--model", help="the model name (default: Hermes's own default)")
     parser.add_argument("--provider", help="without --base-url: a Hermes provider name (needs --model)")
     parser.add_argument("--toolsets", default="terminal,file,skills", help="Hermes toolsets (default: %(default)s)")
