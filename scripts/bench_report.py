@@ -177,6 +177,17 @@ def outcome_rows(o: dict | None) -> list[tuple[str, str, str, float, float]]:
     ]
 
 
+def eval_rows(e: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 47: the ledger's own overhead per eval run, against a bare loop running the same no-op runner."""
+    if not e:
+        return []
+    return [
+        (f"`ledger eval run`, {e['runs']} runs of a {e['sleep_s']:g} s no-op runner (sandboxes, grading, one "
+         f"signed batch); {e['overhead_ms_per_run']:.0f} ms per run", f"{e['ledger_s']:.2f} s",
+         f"the same commands by a bare loop {e['anchor_s']:.2f} s", e["ratio"], 1.05),
+    ]
+
+
 # The figures before issue 35, beside the rows it targets: BENCHMARKS.md at 56f4480, and the
 # issue's own measurements on main 0b7d61d where that file had no row.
 BEFORE = {
@@ -240,6 +251,7 @@ def main() -> None:
     ap.add_argument("--edges", default="bench-out/edges.json")
     ap.add_argument("--epochs", default="bench-out/epochs.json")
     ap.add_argument("--outcomes", default="bench-out/outcomes.json")
+    ap.add_argument("--evals", default="bench-out/evals.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
     args = ap.parse_args()
@@ -251,6 +263,7 @@ def main() -> None:
     edges = json.loads(Path(args.edges).read_text()) if Path(args.edges).exists() else None
     epochs = json.loads(Path(args.epochs).read_text()) if Path(args.epochs).exists() else None
     outcomes = json.loads(Path(args.outcomes).read_text()) if Path(args.outcomes).exists() else None
+    evals = json.loads(Path(args.evals).read_text()) if Path(args.evals).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -272,7 +285,8 @@ def main() -> None:
         "| figure | measured | anchor | ratio | target | | before |",
         "|---|---|---|---|---|---|---|",
     ]
-    table = rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
+    table = (rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
+             + eval_rows(evals))
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
@@ -280,7 +294,7 @@ def main() -> None:
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
     lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json`, `outcomes.json` (not committed).",
+              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:

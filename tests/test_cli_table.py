@@ -65,6 +65,7 @@ CONFLICT = ((*B, "push", "{t}/pub.git"), ("clone", "{t}/pub.git", "{t}/o"),
             (*B, "skill", "patch", "s", "--old", "body-one", "--new", "this-side"), (*B, "pull", "{t}/pub.git"))
 # A git repository of skills (skill u), installed: each ("upstream",) step publishes a new version of u.
 UP = (("upstream",), (*B, "install", "{t}/up", "u"))
+EVALS = (*B, "skill", "write-file", "s", "evals/evals.json", "--from", "{t}/evals.json")  # an eval set for s
 INIT = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", ' \
        '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n'  # fmt: skip
 CASES = [
@@ -152,6 +153,20 @@ CASES = [
       "2001-01-01T00:00:00Z", shows="back-dated"),
     c("outcome record", "refused", *B, "outcome", "record", "s", "--task", "t1", "--success", "--actor", "verifier",
       shows="verifier key"),
+    c("eval plan", "ok", *B, "eval", "plan", "s", setup=(EVALS,), shows="plan"),
+    c("eval plan", "noop", *B, "eval", "plan", "s", setup=(EVALS, (*B, "eval", "plan", "s")),
+      shows="nothing was written"),
+    c("eval plan", "refused", *B, "eval", "plan", "s", shows="evals/evals.json"),
+    c("eval plan", "usage", *B, "eval", "plan"),
+    c("eval run", "ok", *B, "eval", "run", "s", "--actor", "agent", "--workspace", "{t}/run-ws",
+      setup=(EVALS, (*B, "eval", "plan", "s")), shows="1 run(s)"),
+    c("eval run", "refused", *B, "eval", "run", "s", "--actor", "agent", setup=(EVALS,), shows="eval plan s"),
+    c("eval run", "usage", *B, "eval", "run"),
+    c("eval import", "ok", *B, "eval", "import", "{t}/ws", "--skill", "s", "--actor", "agent", setup=(EVALS,),
+      shows="no plan"),
+    c("eval import", "refused", *B, "eval", "import", "{t}/not-a-brain", "--skill", "s", setup=(EVALS,),
+      shows="iteration"),
+    c("eval import", "usage", *B, "eval", "import", "{t}/ws"),
     c("outcome record", "usage", *B, "outcome", "record", "s", "--task", "t1"),
     c("outcome record", "usage", *B, "outcome", "record", "s", "--success", "--failure", "--task", "t"),
     c("outcome import", "ok", *B, "outcome", "import", "-", "--actor", "agent", "--json", shows='"added": 2',
@@ -430,6 +445,16 @@ def _inputs(t: Path, brain: Path) -> None:
     (t / "payload.json").write_text(json.dumps(payload))
     (t / "bad-payload.json").write_text(json.dumps({**payload, "upsert_files": {"../escape/SKILL.md": "x"}}))
     (t / "not-a-brain").mkdir()
+    assertion = "it runs: `true`"
+    (t / "evals.json").write_text(json.dumps({"skill_name": "s", "evals": [
+        {"id": 1, "prompt": "do s", "expected_output": "s done", "assertions": [assertion]}]}))  # fmt: skip
+    for cond in ("with_skill", "without_skill"):  # a workspace written by hand, in the agentskills guide's shapes
+        run = t / "ws" / "iteration-1" / "eval-1" / cond
+        (run / "outputs").mkdir(parents=True)
+        (run / "timing.json").write_text(json.dumps({"total_tokens": 100, "duration_ms": 2000}))
+        (run / "grading.json").write_text(json.dumps({
+            "assertion_results": [{"text": assertion, "passed": True, "evidence": "exit 0"}],
+            "summary": {"passed": 1, "failed": 0, "total": 1, "pass_rate": 1.0}}))  # fmt: skip
 
 
 def _publish(repo: Path) -> None:

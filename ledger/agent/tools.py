@@ -174,7 +174,9 @@ _ACTION_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 class Policy:
     """What an agent may write (Hermes's defaults); the ledger itself holds any files."""
 
-    dirs: tuple[str, ...] = HERMES_DIRS
+    # Hermes's four folders, and evals/: a skill's eval set (evals/evals.json and its input files) is part
+    # of the skill (issue 47), though Hermes's own skill_manage keeps to the four
+    dirs: tuple[str, ...] = (*HERMES_DIRS, "evals")
     max_skill_md: int = HERMES_SKILL_MD  # characters
     max_file: int = HERMES_FILE  # bytes
     max_description: int = 1024

@@ -96,11 +96,13 @@ class Evaluations:
             "skill": v.served.skill, "set": v.set_digest, "cases": cases.keys(), "baseline": baseline, "runs": runs,
             "runner": _party("runner", runner, runner_id, DEFAULT_RUNNER),
             "grader": _party("grader", grader, grader_id, DEFAULT_GRADER),
-            "rule": {"interval": "newcombe-paired-95", "min_lift": min_lift},
+            "min_lift": min_lift,
         }  # fmt: skip
         current = self.current_plan(v.served.skill)
-        if current is not None and {k: current.body[k] for k in fields} == fields:
-            return None, current, False
+        if current is not None:
+            held = {k: current.body[k] for k in fields if k != "min_lift"}
+            if {**held, "min_lift": current.body["rule"]["min_lift"]} == fields:
+                return None, current, False
         receipt, entry = self.brain.evidence.add_plan(fields)
         return receipt, entry, True
 

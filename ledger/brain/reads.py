@@ -259,6 +259,7 @@ class Reads:
     def lint(self, names: list[str] | None = None) -> list[Any]:
         """Each skill's :class:`ledger.bundle.lint.Verdict` (the working tree): spec rules and Hermes's limits."""
         from ledger.bundle.lint import lint_skill
+        from ledger.evals.evalset import EVALS_JSON, MAX_EVALS_JSON, lint_evals
 
         out = []
         with wp.WorkTree(self.root, self.control) as tree:
@@ -269,7 +270,14 @@ class Reads:
                 data = tree.read((name, SKILL_MD), 4 * self.limits["skill_md"])
                 sizes: dict[str, int] = {}
                 tree.scan(name, sizes)
-                out.append(lint_skill(name, data.decode("utf-8", "replace") if data is not None else None, sizes))
+                verdict = lint_skill(name, data.decode("utf-8", "replace") if data is not None else None, sizes)
+                if EVALS_JSON in sizes:  # the skill's eval set: the agentskills guide's shape (issue 47)
+                    raw = tree.read((name, *EVALS_JSON.split("/")), MAX_EVALS_JSON + 1) or b""
+                    for problem in lint_evals(raw, set(sizes)):
+                        verdict.error("evals", problem)
+                    verdict.valid = not verdict.errors
+                    verdict.strict_valid = verdict.valid and not verdict.extra_fields
+                out.append(verdict)
         return out
 
     def skill_names(self, tree: wp.WorkTree) -> list[str]:

@@ -168,33 +168,35 @@ def dump(doc: Any) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    """Mean and sample standard deviation (n − 1; 0 for one value), rounded to 4 places as skill-creator does."""
+def _stats(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n − 1; 0 for one value)."""
     if not values:
-        return {"mean": 0.0, "stddev": 0.0}
+        return 0.0, 0.0
     mean = sum(values) / len(values)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    return {"mean": round(mean, 4), "stddev": round(sd, 4)}
+    return mean, sd
 
 
 def benchmark(cells: Iterable[RunCell], baseline: str) -> dict[str, Any]:
     """benchmark.json's document: ``run_summary`` per condition (``with_skill`` and ``baseline``:
     ``without_skill`` or ``old_skill``) with ``pass_rate``, ``time_seconds`` and ``tokens`` as mean and
-    stddev over the runs, and ``delta`` (with − baseline of each mean).  A run's pass_rate is its
+    sample stddev over the runs, and ``delta`` (with − baseline of each mean); every figure rounded to 4
+    places (as skill-creator's aggregate), the delta from the unrounded means.  A run's pass_rate is its
     grading.json's; tokens average the runs that reported them (0 when none did)."""
     if baseline not in ("without_skill", "old_skill"):
         raise EvalError(f"a baseline condition is without_skill or old_skill, not {baseline!r}")
     per: dict[str, list[RunCell]] = {"with_skill": [], baseline: []}
     for c in cells:
         per[c.condition].append(c)
+    means: dict[str, dict[str, float]] = {}
     summary: dict[str, Any] = {}
     for cond in ("with_skill", baseline):
         runs = per[cond]
-        summary[cond] = {
-            "pass_rate": _stats([c.pass_rate for c in runs]),
-            "time_seconds": _stats([c.ms / 1000 for c in runs]),
-            "tokens": _stats([c.tokens for c in runs if c.tokens is not None]),
-        }  # fmt: skip
-    summary["delta"] = {k: round(summary["with_skill"][k]["mean"] - summary[baseline][k]["mean"], 4)
+        figures = {"pass_rate": _stats([c.pass_rate for c in runs]),
+                   "time_seconds": _stats([c.ms / 1000 for c in runs]),
+                   "tokens": _stats([c.tokens for c in runs if c.tokens is not None])}  # fmt: skip
+        means[cond] = {k: m for k, (m, _) in figures.items()}
+        summary[cond] = {k: {"mean": round(m, 4), "stddev": round(sd, 4)} for k, (m, sd) in figures.items()}
+    summary["delta"] = {k: round(means["with_skill"][k] - means[baseline][k], 4)
                         for k in ("pass_rate", "time_seconds", "tokens")}  # fmt: skip
     return {"run_summary": summary}
