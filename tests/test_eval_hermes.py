@@ -136,9 +136,12 @@ def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
     endpoint reported for that run's conversation."""
     hermes = _hermes_python().parent / "hermes"
     brain = tmp_path / "b"
-    env = {"HOME": str(tmp_path / "home")}
+    env = {"HOME": str(tmp_path / "home"), "LEDGER_KEYS": str(tmp_path / "keys")}
     run_ledger("init", str(brain), check=True, env=env)
     run_ledger("--brain", str(brain), "import", str(FAMILY), check=True, env=env)
+    address = json.loads(run_ledger("--brain", str(brain), "keys", "generate", "verifier", "--json", check=True,
+                                    env=env).stdout)["address"]  # fmt: skip
+    run_ledger("--brain", str(brain), "keys", "trust", "verifier", address, check=True, env=env)
     model = ScriptedModel(skill_policy(CSV_NAIVE), limit=40)
     cases = json.loads((FAMILY / "csv-sum/evals/evals.json").read_text())["evals"]
     body = (FAMILY / "csv-sum/SKILL.md").read_text().split("---\n", 2)[2]
