@@ -12,8 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from ledger.evals.runners import hermes as hermes_runner
@@ -176,3 +179,60 @@ def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
             assert all(body.strip() not in str(m.get("content")) for m in messages)
             called = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or ()]
             assert called == ["terminal"], called
+
+
+def _holding(marker: str) -> list[int]:
+    """The processes whose environment holds ``marker`` (Hermes and its children inherit the runner's)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_hermes_runner_stops_hermes_at_its_timeout_and_on_sigterm(tmp_path: Path) -> None:
+    """A model that never answers: the runner's --timeout stops Hermes (a failed run, timing.json still
+    written); and the engine's SIGTERM (how `ledger eval run` ends a run at its own timeout) stops it too."""
+    hermes = _hermes_python().parent / "hermes"
+    asked, release = threading.Event(), threading.Event()
+
+    def hang(messages: list[dict[str, object]]) -> dict[str, object]:
+        asked.set()
+        release.wait(120)
+        return {"role": "assistant", "content": "too late"}
+
+    model = ScriptedModel(hang)
+    try:
+        with endpoint(model) as url:
+            for how in ("timeout", "sigterm"):
+                run = tmp_path / how
+                inputs = run / "inputs"
+                inputs.mkdir(parents=True)
+                marker = f"stop-{how}-{os.getpid()}-{tmp_path.name}"
+                env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
+                env.update(EVAL_PROMPT=PROMPT, EVAL_ID=marker, EVAL_OUTPUTS=str(run / "outputs"),
+                           EVAL_TIMING=str(run / "timing.json"), HOME=str(run / "home"))  # fmt: skip
+                asked.clear()
+                proc = subprocess.Popen([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(hermes),
+                                         "--base-url", url, "--model", "scripted",
+                                         "--timeout", "20" if how == "timeout" else "600"],
+                                        cwd=inputs, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)  # fmt: skip
+                assert asked.wait(120), "Hermes never called the endpoint"
+                assert _holding(marker), "Hermes is not running under the runner"
+                if how == "sigterm":
+                    proc.send_signal(signal.SIGTERM)
+                _, err = proc.communicate(timeout=120)
+                assert proc.returncode == 1, (how, err[-2000:])
+                if how == "timeout":
+                    assert "did not finish in 20 s" in err
+                    assert json.loads((run / "timing.json").read_text())["total_tokens"] is None
+                deadline = time.monotonic() + 10
+                while _holding(marker) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert not _holding(marker), f"{how}: Hermes outlived the runner"
+    finally:
+        release.set()

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             _kill(proc)
             out, err = proc.communicate()
             _timing(timing, None, started)
-            print(f"hermes runner: Hermes did not finish in {args.timeout} s; stopped", file=sys.stderr)
+            print(f"hermes runner: Hermes did not finish in {args.timeout:g} s; stopped", file=sys.stderr)
             return 1
         report = json.loads(usage.read_text()) if usage.is_file() else {}
         _timing(timing, report.get("total_tokens"), started)
