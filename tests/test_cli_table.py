@@ -159,7 +159,7 @@ CASES = [
     c("eval plan", "refused", *B, "eval", "plan", "s", shows="evals/evals.json"),
     c("eval plan", "usage", *B, "eval", "plan"),
     c("eval run", "ok", *B, "eval", "run", "s", "--actor", "agent", "--workspace", "{t}/run-ws",
-      setup=(EVALS, (*B, "eval", "plan", "s")), shows="1 run(s)"),
+      setup=(EVALS, (*B, "eval", "plan", "s")), shows="2 run(s)"),
     c("eval run", "refused", *B, "eval", "run", "s", "--actor", "agent", setup=(EVALS,), shows="eval plan s"),
     c("eval run", "usage", *B, "eval", "run"),
     c("eval import", "ok", *B, "eval", "import", "{t}/ws", "--skill", "s", "--actor", "agent", setup=(EVALS,),

@@ -183,8 +183,14 @@ def test_a_crashed_or_timed_out_run_is_recorded_failed_and_no_child_lives(family
 def _hand_workspace(root: Path, skill: str, cases: list[dict[str, Any]], passed: dict[str, bool]) -> Path:
     """A workspace written by hand in the guide's exact shapes (as skill-creator writes one)."""
     for case in cases:
+        folder = root / "iteration-1" / f"eval-{case['id']}"
+        if case["id"] == 2:  # skill-creator names a folder for what it tests, and says its id in eval_metadata.json
+            folder = root / "iteration-1" / "eval-units-total"
+            folder.mkdir(parents=True)
+            (folder / "eval_metadata.json").write_text(json.dumps({"eval_id": 2, "eval_name": "units-total",
+                                                                   "prompt": case["prompt"]}))  # fmt: skip
         for cond in ("with_skill", "without_skill"):
-            run = root / "iteration-1" / f"eval-{case['id']}" / cond
+            run = folder / cond
             (run / "outputs").mkdir(parents=True)
             (run / "outputs" / "answer.txt").write_text("42\n")
             ok = passed[cond]
@@ -203,10 +209,11 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
     ws = _hand_workspace(tmp_path / "csv-sum-workspace", "csv-sum", cases, {"with_skill": True, "without_skill": False})
     head, log = _head(family), len(_entries(family))
     # refusals first, each changing nothing: a missing grading.json; a workspace run against another eval set
-    moved = ws / "iteration-1/eval-2/without_skill/grading.json"
+    moved = ws / "iteration-1/eval-units-total/without_skill/grading.json"
     moved.rename(tmp_path / "aside.json")
     refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", code=1)
-    assert "eval-2/without_skill/grading.json is missing" in refused.stderr and "nothing was recorded" in refused.stderr
+    assert "eval-units-total/without_skill/grading.json is missing" in refused.stderr
+    assert "nothing was recorded" in refused.stderr
     (tmp_path / "aside.json").rename(moved)
     other = "blake3-tree-v1:" + "ab" * 32
     refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", "--set", other, code=1)
@@ -236,3 +243,39 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
         assert (r["eval"]["tokens"], r["eval"]["ms"]) == (84852, 23332)
     assert json.loads(_ledger(family, "verify", "--json").stdout)["ok"] is True
     shutil.rmtree(ws)
+
+
+def test_a_previous_baseline_runs_old_skill_and_stale_evidence_is_rerun(family: Path, tmp_path: Path) -> None:
+    # title-case v2 keeps acronyms: against v1 (old_skill) it fixes cases 2 and 3
+    solve = (FAMILY / "title-case/scripts/solve").read_text().replace(
+        "w[:1].upper() + w[1:].lower()", "(w if w.isupper() else w[:1].upper() + w[1:].lower())")
+    (tmp_path / "solve").write_text(solve)
+    _ledger(family, "skill", "write-file", "title-case", "scripts/solve", "--from", str(tmp_path / "solve"),
+            "--executable")  # fmt: skip
+    plan = json.loads(_ledger(family, "eval", "plan", "title-case", "--baseline", "previous", "--json").stdout)
+    assert "no earlier version" in _ledger(family, "eval", "run", "title-case@1", code=1).stderr
+    assert "not with the skill absent" in _ledger(family, "eval", "run", "title-case", "--baseline", "none",
+                                                  code=1).stderr  # fmt: skip
+    ws = tmp_path / "ws"
+    done = json.loads(_ledger(family, "eval", "run", "title-case", "--workspace", str(ws), "--json").stdout)
+    assert (done["version"], done["baseline"], done["arm"]) == (2, "old_skill", 1)
+    bench = json.loads((ws / "iteration-1/benchmark.json").read_text())
+    assert list(bench["run_summary"]) == ["with_skill", "old_skill", "delta"]
+    assert bench["run_summary"]["delta"]["pass_rate"] > 0
+    assert (ws / "iteration-1/eval-2/old_skill/grading.json").is_file()
+    records = _records(family, "title-case")
+    assert {(r["version"], r["eval"]["condition"], r["eval"]["arm"]) for r in records} == \
+        {(2, "with_skill", 2), (2, "old_skill", 1)}  # the pair belongs to the version under test  # fmt: skip
+    # a new runner identity: a new plan, and the evidence of v2 is stale until it is run again under it
+    runner = "python -m ledger.evals.refrunner"
+    _ledger(family, "eval", "plan", "title-case", "--baseline", "previous", "--runner", runner,
+            "--runner-id", "reference runner, second declaration")  # fmt: skip
+    with Brain.open(family) as brain:
+        from ledger.brain.evaluations import Evaluations
+
+        assert Evaluations(brain).stale("title-case") == [2]
+    again = json.loads(_ledger(family, "eval", "run", "title-case", "--stale", "--workspace", str(ws),
+                               "--json").stdout)  # fmt: skip
+    assert [(r["version"], r["iteration"]) for r in again["rerun"]] == [(2, 2)] and again["plan"] != plan["plan"]["id"]
+    assert "nothing stale" in _ledger(family, "eval", "run", "title-case", "--stale").stdout
+    assert json.loads(_ledger(family, "verify", "--json").stdout)["ok"] is True

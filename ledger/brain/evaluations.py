@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.errors import UsageError
 from ledger.evals import workspace as ws
-from ledger.evals.evalset import EVALS_DIR, EVALS_JSON, Case, EvalError, EvalSet, evals_digest, parse_evals
+from ledger.evals.evalset import (
+    EVALS_DIR,
+    EVALS_JSON,
+    Case,
+    EvalError,
+    EvalSet,
+    case_text,
+    evals_digest,
+    parse_evals,
+)
 from ledger.evals.runner import Sandbox, contract_env, run_command
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
@@ -93,7 +102,7 @@ class Evaluations:
         if not -1 <= min_lift <= 1:
             raise UsageError(f"--min-lift is a pass-rate difference in [-1, 1], not {min_lift}")
         fields = {
-            "skill": v.served.skill, "set": v.set_digest, "cases": cases.keys(), "baseline": baseline, "runs": runs,
+            "skill": v.served.skill, "set": v.set_digest, "cases": cases.ids(), "baseline": baseline, "runs": runs,
             "runner": _party("runner", runner, runner_id, DEFAULT_RUNNER),
             "grader": _party("grader", grader, grader_id, DEFAULT_GRADER),
             "min_lift": min_lift,
@@ -164,6 +173,37 @@ class Evaluations:
         return {"skill": skill, "version": under, "plan": pid, "baseline": condition, "arm": arm,
                 "workspace": str(root), "iteration": iteration, "runs": shown, "benchmark": bench,
                 "receipt": receipt}  # fmt: skip
+
+    def stale(self, name: str) -> list[int]:
+        """The versions of ``name`` whose evaluations all declare another runner or grader identity than the
+        skill's current plan (evidence kept, never summed with the new: docs/lineage.md §14.10), oldest first."""
+        plan = self.current_plan(self.brain.resolve(name))
+        if plan is None:
+            raise EvalError(f"{name} has no plan, so nothing of it is stale",
+                            hint=f"run 'ledger eval plan {name}' first")  # fmt: skip
+        now = (plan.body["runner"]["id"], plan.body["grader"]["id"])
+        seen: dict[int, bool] = {}
+        for entry in self.brain.evidence.parsed():
+            rec = entry.body if entry.kind == "record" else None
+            if rec is None or rec["skill"] != plan.body["skill"] or not rec.get("eval"):
+                continue
+            e = rec["eval"]
+            seen[rec["version"]] = seen.get(rec["version"], False) or (e["runner"], e["grader"]) == now
+        return sorted(v for v, current in seen.items() if not current)
+
+    def rerun_stale(self, name: str, **options: Any) -> dict[str, Any]:
+        """:meth:`run` each :meth:`stale` version under the current plan (one batch each); a version whose
+        eval set is not the plan's is skipped, said why (it needs a plan of its own set)."""
+        skill = self.brain.resolve(name)
+        done, skipped = [], []
+        pid = self.current_plan(skill).id.hex()  # stale() refused a skill without one
+        for version in self.stale(skill):
+            v = self.version(skill, version)
+            if v.set_digest != self.current_plan(skill).body["set"]:
+                skipped.append({"version": version, "reason": f"its eval set is not plan {pid[:12]}'s"})
+                continue
+            done.append(self.run(skill, version, **options))
+        return {"skill": skill, "plan": pid, "rerun": done, "skipped": skipped}
 
     def _baseline(self, skill: str, under: int, planned: str, given: str | None,
                   pid: str) -> tuple[str, int | None, Version | None]:  # fmt: skip
@@ -274,13 +314,12 @@ class Evaluations:
             raise EvalError(f"{it} holds no eval-ID folder")
         arm = None
         rows, cells, shown, conds = [], [], [], set()
+        taken: dict[str, str] = {}
         for d in evals:
-            key = d.name[len("eval-"):]
-            try:
-                case = cases.case(key)
-            except EvalError:
-                raise EvalError(f"{d.name}: {skill} v{under}'s eval set has no case {key!r}",
-                                hint=f"its cases: {', '.join(cases.keys())}") from None  # fmt: skip
+            case = self._case_of(d, cases, f"{skill} v{under}")
+            if case.key in taken:
+                raise EvalError(f"{d.name} and {taken[case.key]} are both case {case.key}: one folder per case")
+            taken[case.key] = d.name
             present = sorted(c for c in ws.CONDITIONS if (d / c).is_dir())
             base = [c for c in present if c != "with_skill"]
             if "with_skill" not in present or len(base) != 1:
@@ -295,11 +334,10 @@ class Evaluations:
             if len(runs["with_skill"]) != len(runs[base[0]]):
                 raise EvalError(f"{d}: with_skill has {len(runs['with_skill'])} run(s), {base[0]} "
                                 f"{len(runs[base[0]])}: every run has its pair")  # fmt: skip
-            n = len(runs["with_skill"])
             for cond, folders in runs.items():
                 for r, folder in folders:
                     g, t, data = self._read_run(folder, case)
-                    uri = ws.evidence_uri(k, case.key, cond, r, n)
+                    uri = (folder / "grading.json").relative_to(path).as_posix()
                     figures = {"uri": uri, "digest": "sha256:" + hashlib.sha256(data).hexdigest()}
                     rows.append(self._row(v.served, case, g, figures, {
                         "plan": None, "set": v.set_digest, "case": case.key, "run": r, "condition": cond,
@@ -314,6 +352,24 @@ class Evaluations:
         return {"skill": skill, "version": under, "plan": None, "baseline": condition, "arm": arm, "iteration": k,
                 "workspace": str(path), "runs": shown, "benchmark": ws.benchmark(cells, condition),
                 "receipt": receipt}  # fmt: skip
+
+    @staticmethod
+    def _case_of(d: Path, cases: EvalSet, what: str) -> Case:
+        """The case of an ``eval-…`` folder: ``eval-ID``, or (skill-creator names them descriptively, as the
+        guide's ``eval-top-months-chart``) the ``eval_id`` of its ``eval_metadata.json``."""
+        key = d.name[len("eval-") :]
+        meta = d / "eval_metadata.json"
+        if key not in cases.ids() and meta.is_file():
+            try:
+                doc = json.loads(meta.read_text(encoding="utf-8"))
+                key = case_text(doc["eval_id"])
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
+                raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None
+        if key not in cases.ids():
+            raise EvalError(f"{d.name}: {what}'s eval set has no case {key!r}",
+                            hint=f"its cases: {', '.join(cases.ids())}; name the folder eval-ID, or give it an "
+                                 "eval_metadata.json {\"eval_id\": ID}")  # fmt: skip
+        return cases.case(key)
 
     def _old_arm(self, skill: str, under: int, given: int | None) -> int:
         if given is not None:

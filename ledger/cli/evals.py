@@ -107,12 +107,14 @@ def eval_plan(ctx: click.Context, name: str, runner: str | None, grader: str | N
               help="Whose key signs the runs: 'verifier' makes them verified, the agent's self-reported.")  # fmt: skip
 @click.option("--timeout", type=click.FloatRange(0.1, 86400), default=600, show_default=True,
               help="Seconds each run (and each grading) may take; then its process group is stopped.")  # fmt: skip
+@click.option("--stale", is_flag=True, help="Re-run every version of NAME whose evaluations declare another runner "
+              "or grader identity than the current plan's.")  # fmt: skip
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
 def eval_run(ctx: click.Context, ref: str, runner: str | None, grader: str | None, baseline: str | None,
-             runs: int | None, workspace: Path | None, actor: str, timeout: float, note: str,
+             runs: int | None, workspace: Path | None, actor: str, timeout: float, stale: bool, note: str,
              chain_commit: bool | None, as_json: bool) -> None:  # fmt: skip
     """Run NAME's plan on NAME at VERSION (default: the head's) and record every run, as one batch.
 
@@ -123,6 +125,12 @@ def eval_run(ctx: click.Context, ref: str, runner: str | None, grader: str | Non
     """
     name, version = split_ref(ref)
     want_commit(ctx, chain_commit)
+    if stale:
+        if version is not None:
+            raise UsageError("--stale re-runs the stale versions of NAME: give NAME alone")
+        _run_stale(ctx, name, actor, as_json, runner=runner, grader=grader, baseline=baseline, runs=runs,
+                   workspace=workspace, timeout=timeout, note=note)  # fmt: skip
+        return
     with open_brain(ctx) as brain, brain.acting(actor):
         done = _evaluations(brain).run(name, version, runner=runner, grader=grader, baseline=baseline, runs=runs,
                                        workspace=workspace, timeout=timeout, note=note,
@@ -131,6 +139,23 @@ def eval_run(ctx: click.Context, ref: str, runner: str | None, grader: str | Non
     if not as_json:
         _say(done)
     print_receipt(ctx, receipt, as_json, done)
+
+
+def _run_stale(ctx: click.Context, name: str, actor: str, as_json: bool, **options: Any) -> None:
+    with open_brain(ctx) as brain, brain.acting(actor):
+        done = _evaluations(brain).rerun_stale(name, **options)
+    receipts = [run.pop("receipt") for run in done["rerun"]]
+    if as_json:
+        emit({**done, "rerun": [{**r.to_json(), **run} for run, r in zip(done["rerun"], receipts, strict=True)]})
+        return
+    if not done["rerun"] and not done["skipped"]:
+        click.echo(f"nothing stale: every evaluated version of {done['skill']} ran under plan {done['plan'][:12]}'s "
+                   "runner and grader")  # fmt: skip
+    for run, receipt in zip(done["rerun"], receipts, strict=True):
+        _say(run)
+        print_receipt(ctx, receipt, False)
+    for s in done["skipped"]:
+        click.echo(f"skipped v{s['version']}: {s['reason']}", err=True)
 
 
 @eval_group.command("import")

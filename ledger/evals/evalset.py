@@ -83,9 +83,9 @@ class EvalSet:
         for c in self.cases:
             if c.key == key:
                 return c
-        raise EvalError(f"the eval set has no case {key!r}", hint=f"its cases: {', '.join(self.keys())}")
+        raise EvalError(f"the eval set has no case {key!r}", hint=f"its cases: {', '.join(self.ids())}")
 
-    def keys(self) -> list[str]:
+    def ids(self) -> list[str]:
         return [c.key for c in self.cases]
 
     def gradable(self) -> None:
