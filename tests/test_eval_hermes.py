@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from ledger.brain import Brain
 from ledger.evals.runners import hermes as hermes_runner
 from tests.conftest import run_ledger
 from tests.scriptedmodel import ScriptedModel, endpoint, listed_skills, skill_policy
@@ -179,6 +180,12 @@ def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
             assert all(body.strip() not in str(m.get("content")) for m in messages)
             called = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or ()]
             assert called == ["terminal"], called
+    # The signed records: one batch, each run's eval member naming Hermes and the tokens the endpoint reported.
+    with Brain.open(brain) as b:
+        evals = [e.record["eval"] for e in b.evidence.parsed() if e.kind == "record" and e.record.get("eval")]
+    assert [(e["case"], e["condition"], e["tokens"]) for e in evals] == \
+        [(r["case"], r["condition"], tokens) for r, (_, tokens) in zip(done["runs"], talks, strict=True)]  # fmt: skip
+    assert {e["runner"] for e in evals} == {"hermes-agent 0.19.0 / scripted"}
 
 
 def _holding(marker: str) -> list[int]:
