@@ -29,7 +29,6 @@ from ledger.evals.evalset import (
     EvalError,
     EvalSet,
     case_text,
-    evals_digest,
     parse_evals,
 )
 from ledger.evals.runner import Sandbox, contract_env, run_command
@@ -71,7 +70,7 @@ class Evaluations:
         tree = ev._snapshot(served.commit)[1][served.skill]
         files = {rel: (store.read(sha, b"blob"), mode == gs.MODE_EXEC)
                  for rel, (mode, sha) in th.files_of(store, tree).items()}  # fmt: skip
-        return Version(served, files, evals_digest(store, tree, self.brain.cache))
+        return Version(served, files, th.evals_digest(store, tree, self.brain.cache))
 
     def evalset(self, v: Version) -> EvalSet:
         if v.set_digest is None or EVALS_JSON not in v.files:
@@ -146,6 +145,7 @@ class Evaluations:
             raise EvalError(f"plan {pid[:12]} registered {p['runs']} run(s) per case and condition, not {runs}",
                             hint="omit --runs, or register a new plan with 'ledger eval plan --runs N'")  # fmt: skip
         condition, arm, base = self._baseline(skill, under, p["baseline"], baseline, pid)
+        self.brain.evidence._key()  # the acting key signs every run: refused now, before anything runs or is written
         root = (workspace or self.brain.control / "evals" / f"{skill}-workspace").resolve()
         iteration = ws.next_iteration(root)
         (root / f"iteration-{iteration}").mkdir(parents=True)
@@ -301,6 +301,7 @@ class Evaluations:
                             hint="import it against the version whose evals/ it ran")  # fmt: skip
         for what, text in (("--runner-id", runner_id), ("--grader-id", grader_id)):
             _text(what, text, 512)
+        self.brain.evidence._key()  # the acting key signs every run: refused before anything is read
         have = ws.iterations(path)
         if not have:
             raise EvalError(f"{path} holds no iteration-K folder: not an agentskills workspace",

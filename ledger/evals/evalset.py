@@ -18,7 +18,7 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
 - no other key: a misspelt key (``expectations``) would silently grade nothing.
 
 The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the skill's ``evals`` directory:
-:func:`evals_digest` for a stored tree, :func:`folder_digest` for a folder on disk (the same Merkle core).
+:func:`ledger.store.treehash.evals_digest` (the same Merkle core as every stored digest).
 """
 
 from __future__ import annotations
@@ -28,20 +28,14 @@ import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ledger._json import unique_keys
-from ledger.bundle.hashing import format_root
-from ledger.bundle.merkle import hash_path
 from ledger.bundle.skill import check_support_path
 from ledger.errors import LedgerError, SkillError
-from ledger.store import gitstore as gs
-from ledger.store import treehash as th
 from ledger.store.outcomes import canonical
 
-__all__ = ["EVALS_DIR", "EVALS_JSON", "Case", "EvalError", "EvalSet", "case_text", "evals_digest", "folder_digest",
-           "lint_evals", "parse_evals"]  # fmt: skip
+__all__ = ["EVALS_DIR", "EVALS_JSON", "Case", "EvalError", "EvalSet", "case_text", "lint_evals", "parse_evals"]
 
 EVALS_DIR = "evals"
 EVALS_JSON = "evals/evals.json"
@@ -212,28 +206,4 @@ def _file_problem(rel: str, present: Collection[str] | None) -> str | None:
         return "is SKILL.md, which is not an input file"
     if present is not None and rel not in present:
         return "is not a file of the skill"
-    return None
-
-
-def load_folder(skill_dir: Path) -> EvalSet:
-    """The eval set of a skill folder on disk (``skill_dir/evals/evals.json``), files checked."""
-    path = skill_dir / EVALS_JSON
-    if not path.is_file():
-        raise EvalError(f"{skill_dir.name} has no {EVALS_JSON}",
-                        hint="write the skill's test cases there (the agentskills guide's shape)")  # fmt: skip
-    present = {p.relative_to(skill_dir).as_posix() for p in skill_dir.rglob("*") if p.is_file()}
-    return parse_evals(path.read_bytes(), present)
-
-
-def folder_digest(skill_dir: Path) -> str:
-    """The eval set's digest of a skill folder on disk: the bundle digest of its ``evals`` directory."""
-    return format_root(hash_path(skill_dir / EVALS_DIR))
-
-
-def evals_digest(store: Any, skill_tree: bytes, cache: Any = None) -> str | None:
-    """The digest of the ``evals`` subtree of a stored skill tree (None: the skill has no ``evals`` folder):
-    docs/bundle-hash.md §4's directory digest, computed as every stored digest is (the one Merkle core)."""
-    for sha, mode, name in store.read_tree(skill_tree):
-        if name == EVALS_DIR and mode == gs.MODE_DIR:
-            return format_root(th.tree_digest(store, sha, cache or th.DigestCache(None), EVALS_DIR))
     return None
