@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
     ("ledger.brain",),  # the facade and its reading parts
+    ("ledger.evals",),  # evaluations of skill versions: plans, runs, lift, the gate (issue 47)
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
     ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
