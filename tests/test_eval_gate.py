@@ -1,0 +1,93 @@
+"""The gate (issue 47; docs/layouts.md, "The gate"): a version of a skill with evals reaches runtimes only once
+an evaluation signed by a verifier (or a user's approval) releases it; an agent's own evaluation never does.
+
+The decisions are checked first over plain entries in the shapes of docs/lineage.md §14.10; then end to end with
+the real CLI, real git, a Claude-layout and a Hermes-layout target, and the official MCP SDK client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.evals import gate
+
+VERIFIER, USER, AGENT = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
+ROLES = {VERIFIER: "verifier", USER: "user", AGENT: "agent"}
+SET = "blake3-tree-v1:" + "ee" * 32
+
+
+def _plan(index: int, pid: str = "p" * 64, baseline: str = "none", skill: str = "s") -> dict[str, Any]:
+    return {"format": "brain-ledger/eval-plan/v1", "skill": skill, "set": SET, "cases": ["1", "2", "3"],
+            "baseline": baseline, "runs": 1, "rule": {"interval": "newcombe-paired-95", "min_lift": 0},
+            "index": index, "id": pid}  # fmt: skip
+
+
+def _runs(index: int, version: int, with_: list[bool], base: list[bool], signer: str = VERIFIER,
+          plan: str = "p" * 64, batch: str = "b") -> list[dict[str, Any]]:  # fmt: skip
+    out = []
+    for i, (w, b) in enumerate(zip(with_, base, strict=True)):
+        for cond, passed in (("with_skill", w), ("without_skill", b)):
+            out.append({"skill": "s", "version": version, "signer": signer, "index": index + len(out),
+                        "batch": {"id": batch + str(version)},
+                        "outcome": {"result": "score", "score": 2 if passed else 1, "scale": [0, 2], "threshold": 2},
+                        "eval": {"plan": plan, "set": SET, "case": str(i + 1), "run": 0, "condition": cond,
+                                 "arm": version if cond == "with_skill" else None}})  # fmt: skip
+    return out
+
+
+def _versions(*numbers: int, evals: bool = True) -> dict[int, dict[str, Any]]:
+    return {v: {"digest": f"d{v}", "evals": evals, "content": f"c{v}"} for v in numbers}
+
+
+T, F = True, False
+
+
+def test_a_harmful_version_is_held_and_a_helpful_one_released_by_a_verifiers_evaluation() -> None:
+    records = _runs(10, 1, [T, T, F], [T, F, F]) + _runs(20, 2, [F, T, F], [T, F, F]) + \
+        _runs(30, 3, [T] * 3, [T, F, F])  # fmt: skip
+    g = gate.decide("s", _versions(1, 2, 3), [_plan(0)], records, [], ROLES)
+    assert g.released == 3 and g.verdicts[1].released and g.verdicts[3].released
+    held = g.verdicts[2]
+    assert not held.released and held.regressed == ("1",) and "case 1" in held.why and "passed before" in held.why
+    assert g.held() == []  # v2 is older than the released v3: nothing newer waits
+    g = gate.decide("s", _versions(1, 2), [_plan(0)], records[:12], [], ROLES)
+    assert g.released == 1 and [v.version for v in g.held()] == [2]
+
+
+def test_an_agents_own_evaluation_and_approval_release_nothing() -> None:
+    records = _runs(10, 1, [T, T, T], [F, F, F]) + _runs(20, 2, [T, T, T], [F, F, F], signer=AGENT)
+    approvals = [{"skill": "s", "version": 2, "digest": "d2", "reason": "I like it", "signer": AGENT, "index": 40}]
+    g = gate.decide("s", _versions(1, 2), [_plan(0)], records, approvals, ROLES)
+    assert g.released == 1 and "no evaluation under plan" in g.verdicts[2].why
+    wrong = [{**approvals[0], "signer": USER, "digest": "d1"}]  # a user's, but of other files than v2's
+    assert gate.decide("s", _versions(1, 2), [_plan(0)], records, wrong, ROLES).released == 1
+    right = [{**approvals[0], "signer": USER, "reason": "read it; fine"}]
+    g = gate.decide("s", _versions(1, 2), [_plan(0)], records, right, ROLES)
+    assert g.released == 2 and g.verdicts[2].by == "approval" and "read it; fine" in g.verdicts[2].why
+
+
+def test_a_new_plan_keeps_what_an_old_one_released_and_ignores_runs_under_the_old_one_after_it() -> None:
+    old, new = "a" * 64, "b" * 64
+    records = _runs(10, 1, [T] * 3, [F] * 3, plan=old) + _runs(100, 2, [T] * 3, [F] * 3, plan=old)
+    g = gate.decide("s", _versions(1, 2), [_plan(0, old), _plan(50, new)], records, [], ROLES)
+    assert g.released == 1 and not g.verdicts[2].released  # v2's runs name the superseded plan, after the new one
+
+
+def test_baseline_none_holds_a_version_whose_lift_is_below_its_predecessors() -> None:
+    n = 30
+    records = _runs(10, 1, [T] * n, [F] * n) + _runs(1000, 2, [T] * 4 + [F] * (n - 4), [F] * n)
+    g = gate.decide("s", _versions(1, 2), [_plan(0)], records, [], ROLES)
+    assert g.released == 1 and "below v1's" in g.verdicts[2].why and g.verdicts[2].lift["delta"] > 0
+    assert gate.decide("s", _versions(1, 2, 3) | {3: {"digest": "d3", "evals": True, "content": "c1"}},
+                       [_plan(0)], records, [], ROLES).released == 3  # v3 holds v1's files: the revert  # fmt: skip
+    assert gate.decide("s", _versions(1, 2, evals=False), [], [], [], ROLES).released == 2  # nothing to hold to
+
+
+def test_the_paired_interval_is_newcombes_hybrid_score() -> None:
+    pairs = [(T, T)] * 12 + [(T, F)] * 9 + [(F, T)] * 2 + [(F, F)] * 4
+    lift = gate.paired_lift(pairs)
+    assert lift is not None and lift["pairs"] == 27 and lift["delta"] == round(7 / 27, 6)
+    lo, hi = lift["interval"]
+    assert 0 < lo < 7 / 27 < hi < 1
+    assert gate.paired_lift([]) is None
+    assert gate.paired_lift([(F, T)] * 20)["interval"][1] < 0  # every case worse with the skill
