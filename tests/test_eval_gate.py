@@ -7,9 +7,15 @@ the real CLI, real git, a Claude-layout and a Hermes-layout target, and the offi
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from ledger.evals import gate
+from tests.conftest import LEDGER, run_ledger
 
 VERIFIER, USER, AGENT = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
 ROLES = {VERIFIER: "verifier", USER: "user", AGENT: "agent"}
@@ -91,3 +97,95 @@ def test_the_paired_interval_is_newcombes_hybrid_score() -> None:
     assert 0 < lo < 7 / 27 < hi < 1
     assert gate.paired_lift([]) is None
     assert gate.paired_lift([(F, T)] * 20)["interval"][1] < 0  # every case worse with the skill
+
+
+# ---------------------------------------------------------------------- end to end: real CLI, git, targets, MCP
+
+EVALS = {"skill_name": "csv-sum", "evals": [
+    {"id": i, "prompt": f"Sum column {i} of data.csv", "expected_output": "the sum", "files": [],
+     "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"]} for i in (1, 2, 3)]}  # fmt: skip
+BODY = "# csv-sum\n\nStep one: read the file.\n\nStep two: add the column.\n"
+
+
+def _setup(tmp_path: Path) -> tuple[Path, dict[str, str], Path, Path]:
+    """A brain with csv-sum v1 (no evals) and v2 (evals/evals.json added), a trusted verifier key, the gate on,
+    and a Claude-layout and a Hermes-layout target that got v1 before the gate was turned on."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home), "HERMES_HOME": str(tmp_path / "hermes-home"), "LEDGER_KEYS": str(tmp_path / "keys")}
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True, env=env)
+    address = json.loads(_ledger(brain, env, "keys", "generate", "verifier", "--json").stdout)["address"]
+    _ledger(brain, env, "keys", "trust", "verifier", address)
+    _ledger(brain, env, "skill", "create", "csv-sum", "--description", "Sum a CSV column.", "--body", BODY)
+    _ledger(brain, env, "link", "claude")
+    _ledger(brain, env, "link", "hermes")
+    _ledger(brain, env, "sync")
+    (tmp_path / "evals.json").write_text(json.dumps(EVALS))
+    _ledger(brain, env, "skill", "write-file", "csv-sum", "evals/evals.json", "--from", str(tmp_path / "evals.json"))
+    assert json.loads(_ledger(brain, env, "eval", "gate", "on", "--json").stdout) == {"gate": True, "changed": True}
+    assert json.loads((brain / ".ledger/config.json").read_text())["eval"] == {"gate": True}
+    return brain, env, home / ".claude/skills/csv-sum", tmp_path / "hermes-home/skills/csv-sum"
+
+
+def _ledger(brain: Path, env: dict[str, str], *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    proc = run_ledger("--brain", str(brain), *args, env=env)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    return proc
+
+
+def _version(folder: Path) -> str:
+    return (folder / "SKILL.md").read_text()
+
+
+def _mcp(brain: Path, env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, dict]]:
+    """Each call's (is_error, JSON body), over stdio with the official MCP SDK client, as an agent calls."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env={**full_env, **env})
+    out: list[tuple[bool, dict]] = []
+
+    async def session() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            for tool, args in calls:
+                result = await s.call_tool(tool, args)
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                out.append((bool(result.is_error), json.loads(text[text.index("{") :])))
+
+    asyncio.run(asyncio.wait_for(session(), timeout=60))
+    return out
+
+
+def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_edit_stays(tmp_path: Path) -> None:
+    brain, env, claude, hermes = _setup(tmp_path)
+    _ledger(brain, env, "sync")
+    for folder in (claude, hermes):  # v2 added evals and nothing evaluated it: both keep v1
+        assert not (folder / "evals").exists() and "Step one: read the file." in _version(folder)
+    again = json.loads(_ledger(brain, env, "sync", "--json").stdout)["targets"]
+    assert [(t["projected"], t["recorded"], t["removed"]) for t in again] == [([], [], [])] * 2  # in step, held
+    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
+                                          "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
+    wait = "gate: csv-sum v3 waits for its evaluation (ledger eval run csv-sum) before runtimes get it"
+    assert not err and patched["gate"] == wait and patched["message"].endswith(wait)
+    status = json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]
+    assert status["on"] and [(g["skill"], g["released"], [v["version"] for v in g["held"]]) for g in
+                             status["held"]] == [("csv-sum", 1, [2, 3])]  # fmt: skip
+    text = _ledger(brain, env, "status").stdout
+    assert "held      csv-sum v3 (runtimes keep v1): no plan yet" in text and "ledger eval approve csv-sum@3" in text
+    # The runtime edits its own copy: the version it makes is its own, and its folder keeps it.
+    (claude / "SKILL.md").write_text(_version(claude).replace("Step two: add the column.", "Step two: by hand."))
+    report = json.loads(_ledger(brain, env, "sync", "--json").stdout)
+    assert [r["version"] for t in report["targets"] if t["name"] == "claude" for r in t["recorded"]] == [4]
+    assert "Step two: by hand." in _version(claude)  # merged with the head: its edit stays where it was made
+    assert "by hand" not in _version(hermes) and "guess" not in _version(hermes)  # the other runtime: still v1
+    assert "Step one: guess." in _version(claude)  # the merge holds the head's changes too, as any record does
+    refused = _ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "mine", "--actor", "agent", code=1)
+    assert "an agent's key may not approve" in refused.stderr
+    _ledger(brain, env, "eval", "gate", "off")
+    _ledger(brain, env, "sync")
+    assert "Step two: by hand." in _version(hermes) and (hermes / "evals/evals.json").is_file()
+    assert "gate" not in json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert _ledger(brain, env, "verify").returncode == 0
