@@ -8,13 +8,19 @@ the real CLI, real git, a Claude-layout and a Hermes-layout target, and the offi
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ledger.brain import Brain
 from ledger.evals import gate
+from ledger.store import outcomes as oc
+from ledger.store import treehash as th
 from tests.conftest import LEDGER, run_ledger
 
 VERIFIER, USER, AGENT = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
@@ -188,4 +194,96 @@ def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_ed
     _ledger(brain, env, "sync")
     assert "Step two: by hand." in _version(hermes) and (hermes / "evals/evals.json").is_file()
     assert "gate" not in json.loads(_ledger(brain, env, "status", "--json").stdout)
+    assert _ledger(brain, env, "verify").returncode == 0
+
+
+RUNNER, GRADER = "brain-ledger reference-runner 1", "brain-ledger reference-grader 1"
+
+
+def _plan_it(brain: Path) -> str:
+    """The skill's plan, signed by the verifier: every case of evals.json once, against no skill."""
+    with Brain.open(brain) as b, b.acting("verifier"):
+        tree = b.head().skills["csv-sum"]
+        digest = th.evals_digest(b.store, tree)
+        _, entry = b.evidence.add_plan({"skill": "csv-sum", "set": digest, "cases": ["1", "2", "3"],
+                                        "baseline": "none", "runs": 1, "min_lift": 0,
+                                        "runner": {"command": "python -m ledger.evals.refrunner", "id": RUNNER},
+                                        "grader": {"command": "python -m ledger.evals.refgrader", "id": GRADER}})
+    return entry.id.hex()
+
+
+def _evaluate(brain: Path, version: int, with_: list[bool], base: list[bool], actor: str = "verifier") -> None:
+    """One evaluation of csv-sum at ``version`` under its plan (each case with and without the skill), signed as
+    one batch by ``actor``'s key with ``brain.evidence.record_runs``, as ``ledger eval run`` records one."""
+    with Brain.open(brain) as b, b.acting(actor):
+        plan = b.evidence.plans("csv-sum")[-1]
+        served = b.evidence.served("csv-sum", version)
+        rows = []
+        for i, (w, x) in enumerate(zip(with_, base, strict=True)):
+            case = EVALS["evals"][i]
+            for cond, passed in (("with_skill", w), ("without_skill", x)):
+                grading = json.dumps({"summary": {"passed": int(passed), "failed": 1 - int(passed), "total": 1}})
+                run = {"plan": plan.id.hex(), "set": plan.body["set"], "case": str(case["id"]), "run": 0,
+                       "condition": cond, "arm": version if cond == "with_skill" else None, "runner": RUNNER,
+                       "grader": GRADER, "tokens": None, "ms": 5}  # fmt: skip
+                fields = {"task": {"id": str(case["id"]), "digest": "sha256:" + hashlib.sha256(
+                              oc.canonical(case)).hexdigest()}, "score": int(passed), "scale": (0, 1),
+                          "threshold": 1, "verifier": GRADER, "evidence": f"iteration-1/eval-{case['id']}/{cond}/"
+                          "grading.json", "evidence_digest": "sha256:" + hashlib.sha256(grading.encode()).hexdigest(),
+                          "eval": run}  # fmt: skip
+                rows.append(b.evidence.unsigned(served, fields, "score"))
+        b.evidence.record_runs(rows, note=f"eval csv-sum v{version}")
+
+
+def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_passes_on_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    brain, env, claude, hermes = _setup(tmp_path)
+    monkeypatch.setenv("LEDGER_KEYS", env["LEDGER_KEYS"])
+    _plan_it(brain)
+    _evaluate(brain, 2, [T, T, T], [F, F, F])  # v2 helps on every case: released by the verifier's evaluation
+    _ledger(brain, env, "sync")
+    for folder in (claude, hermes):
+        assert (folder / "evals/evals.json").is_file() and "Step one: read the file." in _version(folder)
+    # The agent makes v3 over MCP, and is told it waits; a verifier's evaluation shows it harms case 1.
+    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
+                                          "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
+    assert not err and patched["gate"].startswith("gate: csv-sum v3 waits for its evaluation")
+    _evaluate(brain, 3, [F, T, T], [T, F, F])
+    _ledger(brain, env, "sync")
+    for folder in (claude, hermes):  # held back from both layouts: they keep v2, the last passing version
+        assert "Step one: read the file." in _version(folder) and "guess" not in _version(folder)
+    [held] = json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]["held"]
+    assert (held["released"], held["held"][0]["version"], held["held"][0]["regressed"]) == (2, 3, ["1"])
+    assert "case 1 passed before and fails now" in held["held"][0]["why"]
+    # A user approves it, with a reason: released, signed, and both layouts get it.
+    approved = json.loads(_ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "case 1 is obsolete",
+                                  "--json").stdout)  # fmt: skip
+    assert approved["operation"] == "outcome" and len(approved["approval"]) == 64
+    _ledger(brain, env, "sync")
+    assert all("Step one: guess." in _version(f) for f in (claude, hermes))
+    assert json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]["held"] == []
+    # A helpful v4 passes on its own once its evaluation is recorded.
+    _ledger(brain, env, "skill", "patch", "csv-sum", "--old", "Step one: guess.", "--new", "Step one: parse it.")
+    _ledger(brain, env, "sync")
+    assert all("Step one: guess." in _version(f) for f in (claude, hermes))  # not evaluated yet: held
+    _evaluate(brain, 4, [T, T, T], [T, F, F])
+    _ledger(brain, env, "sync")
+    assert all("Step one: parse it." in _version(f) for f in (claude, hermes))
+    # The agent's v5, and its own passing evaluation signed with its own key: still held.
+    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
+                                          "Step two: add the column.", "new_string": "Step two: skip it."})])
+    assert patched["gate"].startswith("gate: csv-sum v5 waits")
+    _evaluate(brain, 5, [T, T, T], [F, F, F], actor="agent")
+    _ledger(brain, env, "sync")
+    assert all("Step two: add the column." in _version(f) for f in (claude, hermes))  # they keep v4
+    [held] = json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]["held"]
+    assert (held["released"], [v["version"] for v in held["held"]]) == (4, [5])
+    assert "signed by a verifier, user or curator key" in held["held"][0]["why"]
+    # eval revert: back to v4's files as v6, released with them; nothing held.
+    reverted = json.loads(_ledger(brain, env, "eval", "revert", "csv-sum", "--json").stdout)
+    assert reverted["version"] == 6 and reverted["operation"] == "revert"
+    assert json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]["held"] == []
+    _ledger(brain, env, "eval", "revert", "csv-sum", code=1)  # nothing to revert now
+    _ledger(brain, env, "sync")
+    assert all("Step two: add the column." in _version(f) for f in (claude, hermes))
     assert _ledger(brain, env, "verify").returncode == 0
