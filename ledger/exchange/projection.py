@@ -284,6 +284,9 @@ class Projection:
                    and x.attribution.get("target") == mine]  # fmt: skip
             pick = max(own) if own else g.released
             entry = p.manifest.skills.get(name)
+            said = p.report.setdefault("held", [])
+            if pick != g.head and not any(h["skill"] == name for h in said):  # said once per target and sync
+                said.append({"skill": name, "version": g.head, "shows": pick, "why": g.verdicts[g.head].why})
             if pick is not None:
                 source[name] = versions[name][pick].tree
             elif entry is not None and entry.get("tree"):
