@@ -259,10 +259,18 @@ def gated(brain: Brain) -> dict[str, bytes]:
     ``evals/evals.json``; none when the gate is off."""
     if not enabled(brain.config):
         return {}
+    skills = sorted(brain.head().skills.items())
+    store = brain.store
+    with_dir = {}  # two pipelined reads, whatever the number of skills: the skills' trees, then their evals/
+    for (name, tree), entries in zip(skills, store.read_trees([t for _, t in skills]), strict=True):
+        found = [sha for sha, mode, entry in entries if entry == "evals" and mode == 0o40000]
+        if found:
+            with_dir[name] = (tree, found[0])
     out = {}
-    for name, tree in brain.head().skills.items():
-        if EVALS_JSON in brain.snapshots.files(tree):
-            out[name] = tree
+    names = sorted(with_dir)
+    for name, entries in zip(names, store.read_trees([with_dir[n][1] for n in names]), strict=True):
+        if any(entry == "evals.json" and mode in (0o100644, 0o100755) for _, mode, entry in entries):
+            out[name] = with_dir[name][0]
     return out
 
 
