@@ -21,11 +21,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
     ("ledger.store",),  # git snapshots, packs, digests of stored trees, proofs
+    ("ledger.evals",),  # evals.json, the workspace, the runner sandbox: read by the audit, run by the brain
     ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
-    ("ledger.brain",),  # the facade and its reading parts
-    ("ledger.evals",),  # evaluations of skill versions: plans, runs, lift, the gate (issue 47)
+    ("ledger.brain", "ledger.evals.gate"),  # the facade and its reading parts; the gate reads a brain's evidence
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
     ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors

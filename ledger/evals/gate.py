@@ -97,7 +97,9 @@ class SkillGate:
 
 def paired_lift(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
     """The paired lift of ``pairs`` (with-skill pass, baseline pass): the difference of pass rates and its
-    95 % interval by Newcombe's hybrid score method for paired proportions (1998, method 10)."""
+    95 % interval by Newcombe's hybrid score method for paired proportions (1998, method 10, with his
+    correction of φ), as :func:`ledger.evals.lift.newcombe_paired` (issue 47, helper C) computes it: the
+    integrator makes this call that one."""
     n = len(pairs)
     if n == 0:
         return None
@@ -108,8 +110,8 @@ def paired_lift(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
     p1, p2 = (a + b_) / n, (a + c) / n
     l1, u1 = wilson(a + b_, n) or (0.0, 1.0)
     l2, u2 = wilson(a + c, n) or (0.0, 1.0)
-    denom = (a + b_) * (c + d) * (a + c) * (b_ + d)
-    phi = (a * d - b_ * c) / math.sqrt(denom) if denom else 0.0
+    margins, cross = (a + b_) * (c + d) * (a + c) * (b_ + d), a * d - b_ * c
+    phi = 0.0 if not margins else (max(cross - n / 2, 0.0) if cross > 0 else cross) / math.sqrt(margins)
     delta = p1 - p2
     lo = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     hi = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
