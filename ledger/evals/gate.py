@@ -333,11 +333,12 @@ def entries(brain: Brain) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
     (``brain.evidence.checked``) before anything is read."""
     plans, records, approvals = [], [], []
     for i, data in enumerate(brain.evidence.checked()):  # each signature checked once, and remembered
-        doc = oc.loads(data)
-        if "plan" in doc:
-            plans.append({**doc["plan"], "index": i, "id": hashlib.sha256(oc.canonical(doc["plan"])).hexdigest()})
-        elif "approval" in doc:
-            approvals.append({**doc["approval"], "index": i})
-        elif (doc.get("record") or {}).get("eval"):
-            records.append({**doc["record"], "index": i})
+        kind = oc.kind_of(data)
+        body = oc.loads(data)[kind]
+        if kind == "plan":
+            plans.append({**body, "index": i, "id": oc.outcome_id(body).hex()})  # SHA-256(JCS(plan)), §14.10
+        elif kind == "approval":
+            approvals.append({**body, "index": i})
+        elif body.get("eval"):
+            records.append({**body, "index": i})
     return plans, records, approvals
