@@ -290,3 +290,28 @@ def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_pas
     _ledger(brain, env, "sync")
     assert all("Step two: add the column." in _version(f) for f in (claude, hermes))
     assert _ledger(brain, env, "verify").returncode == 0
+
+
+def test_status_shows_held_versions_on_every_path_and_gate_off_leaves_projection_as_it_was(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "LEDGER_KEYS": str(tmp_path / "keys")}
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True, env=env)
+    _ledger(brain, env, "skill", "create", "csv-sum", "--description", "Sum a CSV column.", "--body", BODY)
+    (tmp_path / "evals.json").write_text(json.dumps(EVALS))
+    _ledger(brain, env, "skill", "write-file", "csv-sum", "evals/evals.json", "--from", str(tmp_path / "evals.json"))
+    for _ in range(2):  # the first fills the stat cache's clean record; the second would be answered from it
+        assert "held" not in _ledger(brain, env, "status").stdout
+    assert json.loads(_ledger(brain, env, "eval", "gate", "off", "--json").stdout) == {"gate": False, "changed": True}
+    assert "gate off (it already was)" in _ledger(brain, env, "eval", "gate", "off").stdout
+    _ledger(brain, env, "eval", "gate", "on")
+    for _ in range(2):
+        assert "held      csv-sum v2 (runtimes keep v1): no plan yet" in _ledger(brain, env, "status").stdout
+    assert json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]["held"][0]["released"] == 1
+    usage = _ledger(brain, env, "eval", "approve", "csv-sum", "--reason", "x", code=2)
+    assert "name the version to approve" in usage.stderr
+    _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "", code=2)
+    out = _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "read it myself").stdout
+    assert out.startswith("approved csv-sum v2: read it myself")
+    assert "held" not in _ledger(brain, env, "status").stdout
+    assert "nothing to revert: csv-sum v2 is released" in _ledger(brain, env, "eval", "revert", "csv-sum",
+                                                                  code=1).stderr  # fmt: skip
