@@ -93,6 +93,11 @@ def test_baseline_none_holds_a_version_whose_lift_is_below_its_predecessors() ->
     assert gate.decide("s", _versions(1, 2, 3) | {3: {"digest": "d3", "evals": True, "content": "c1"}},
                        [_plan(0)], records, [], ROLES).released == 3  # v3 holds v1's files: the revert  # fmt: skip
     assert gate.decide("s", _versions(1, 2, evals=False), [], [], [], ROLES).released == 2  # nothing to hold to
+    dropped = _versions(1, 2) | {3: {"digest": "d3", "evals": False, "content": "c3"}}  # v3 removed evals/
+    g = gate.decide("s", dropped, [_plan(0)], records, [], ROLES)
+    assert g.released == 1 and "it removed evals/evals.json" in g.verdicts[3].why
+    ok = [{"skill": "s", "version": 3, "digest": "d3", "reason": "evals moved", "signer": USER, "index": 2000}]
+    assert gate.decide("s", dropped, [_plan(0)], records, ok, ROLES).released == 3
 
 
 def test_the_paired_interval_is_newcombes_hybrid_score() -> None:
@@ -315,3 +320,4 @@ def test_status_shows_held_versions_on_every_path_and_gate_off_leaves_projection
     assert "held" not in _ledger(brain, env, "status").stdout
     assert "nothing to revert: csv-sum v2 is released" in _ledger(brain, env, "eval", "revert", "csv-sum",
                                                                   code=1).stderr  # fmt: skip
+    _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "again", "--actor", "agent", code=1)

@@ -4,7 +4,7 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
 ``evals/evals.json`` is **gated**: runtimes get its newest **released** version, not the head's.
 A version is released when
 
-- it has no ``evals/evals.json`` (nothing to hold it to: a version from before the skill had evals), or
+- it is from before the skill had ``evals/evals.json`` (nothing to hold it to), or
 - a user or curator key approved it (an approval entry of the evidence log naming its digest), or
 - an evaluation under the skill's plan, signed by a verifier, user or curator key, shows it does not make
   the agent worse: its paired lift's 95 % interval is not wholly below zero, not wholly below its
@@ -188,10 +188,11 @@ def _judge(version: int, runs: _Runs, before: _Runs | None, before_version: int 
 def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterable[Mapping[str, Any]],
            records: Iterable[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]],
            roles: Mapping[str, str]) -> SkillGate:  # fmt: skip
-    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals"}`` (its directory digest,
-    whether it has ``evals/evals.json``); ``plans``, ``records``, ``approvals``: the log's entries (any
-    skill), each body with its log ``index`` (a plan also with its ``id``, a record with its ``batch``);
-    ``roles``: the head's trust set, address → role.  Pure: the same inputs give the same gate."""
+    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content"}`` (its directory
+    digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside);
+    ``plans``, ``records``, ``approvals``: the log's entries (any skill), each body with its log ``index`` (a
+    plan also with its ``id``, a record with its ``batch``); ``roles``: the head's trust set, address → role.
+    Pure: the same inputs give the same gate."""
     plans = sorted((p for p in plans if p["skill"] == skill), key=lambda p: p["index"])
     current = plans[-1] if plans else None
     runs: dict[tuple[str, int], _Runs] = {}
@@ -216,8 +217,13 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
         same = contents.get(versions[v].get("content") or "")
         if same is not None:
             verdicts[v] = Verdict(v, True, f"it holds v{same}'s files (a revert to a released version)", "revert")
-        elif not versions[v].get("evals"):
-            verdicts[v] = Verdict(v, True, "it has no evals/evals.json: nothing to hold it to", "no evals")
+        elif not versions[v].get("evals") and not any(versions[u].get("evals") for u in versions if u < v):
+            verdicts[v] = Verdict(v, True, "it is from before the skill had evals/evals.json: nothing to hold it "
+                                  "to", "no evals")  # fmt: skip
+        elif not versions[v].get("evals") and v not in approved:
+            verdicts[v] = Verdict(v, False, "it removed evals/evals.json, so no evaluation can release it: put "
+                                  f"the evals back, or approve it (ledger eval approve {skill}@{v} --reason "
+                                  "TEXT)", None)  # fmt: skip
         elif v in approved:
             a = approved[v]
             verdicts[v] = Verdict(v, True, f"approved by {a['signer']}: {a['reason']}", "approval")
@@ -301,13 +307,18 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
 
 
 def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGate]:
-    """The gate of each gated skill at the head (or of ``names`` among them)."""
-    skills = gated(brain)
+    """The gate of each gated skill at the head (or of ``names`` among them): a skill whose head version has
+    ``evals/evals.json``, or one with a plan in the log (removing its evals does not take it out)."""
+    skills = gated(brain)  # {} with the gate off
+    if not enabled(brain.config):
+        return {}
+    plans, records, approvals = entries(brain)
+    head = brain.head().skills
+    skills.update({p["skill"]: head[p["skill"]] for p in plans if p["skill"] in head})
     if names is not None:
         skills = {n: t for n, t in skills.items() if n in set(names)}
     if not skills:
         return {}
-    plans, records, approvals = entries(brain)
     roles = brain.evidence._trust().active
     out = {}
     for name, found in versions_of(brain, skills).items():
