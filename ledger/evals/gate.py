@@ -1,17 +1,18 @@
 """The gate (issue 47; docs/layouts.md, "The gate"): which version of each gated skill runtimes get.
 
 With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose version at the head has
-``evals/evals.json`` is **gated**: runtimes get its newest **released** version, not the head's.
-A version is released when
+``evals/evals.json``, or that has a plan in the evidence log, is **gated**: runtimes get its newest
+**released** version, not the head's.  A version is released when
 
-- it is from before the skill had ``evals/evals.json`` (nothing to hold it to), or
+- it is from before the skill first had ``evals/evals.json`` (nothing to hold it to), or
+- it holds a released version's files, the version counter aside (a revert), or
 - a user or curator key approved it (an approval entry of the evidence log naming its digest), or
 - an evaluation under the skill's plan, signed by a verifier, user or curator key, shows it does not make
   the agent worse: its paired lift's 95 % interval is not wholly below zero, not wholly below its
   predecessor's (the released version before it, under the same plan), and no case regressed (passed
   in every baseline run, or in every run of the predecessor, and failed in some run of this version).
 
-An agent's own evaluation never releases a version (docs/adr: who may release a version): the tier it
+An agent's own evaluation never releases a version (ADR 46, "who may release a version"): the tier it
 would sit in is *self-reported*, and the key that wrote the version may not also be the one that lets
 it out.  The evaluations that count are those under the skill's newest plan, and those under an older
 plan recorded before the newest plan was made (a release is never taken back by a new plan; evidence
@@ -19,8 +20,8 @@ under a superseded plan recorded after it counts for nothing).
 
 Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
 plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
-:func:`read` gathers them from a brain.  :func:`paired_lift` is the one place the lift is computed: the
-integrator swaps it for :mod:`ledger.evals.lift` when that lands.
+:func:`read` gathers them from a brain.  :func:`paired_lift` is the one place the lift is computed (the
+same interval as :func:`ledger.evals.lift.newcombe_paired`, which it becomes once both are merged).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ __all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled"
 EVALS_JSON = "evals/evals.json"
 RELEASERS = frozenset({"verifier", "user", "curator"})  # roles whose evaluation can release a version
 APPROVERS = frozenset({"user", "curator"})  # roles whose approval releases a version
-_BASELINE = {"without_skill", "old_skill"}
 
 
 def enabled(config: Mapping[str, Any]) -> bool:
@@ -203,8 +203,7 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
         plan = next((p for p in plans if p["id"] == e["plan"]), None)
         if plan is None or (plan is not current and r["index"] > current["index"]):  # type: ignore[index]
             continue  # under a superseded plan, recorded after the newest plan was made
-        if e["condition"] in _BASELINE or e["condition"] == "with_skill":
-            runs.setdefault((plan["id"], int(r["version"])), _Runs()).add(r)
+        runs.setdefault((plan["id"], int(r["version"])), _Runs()).add(r)
     approved: dict[int, Mapping[str, Any]] = {}
     for a in approvals:
         if a["skill"] == skill and roles.get(a["signer"]) in APPROVERS and a["version"] in versions \
