@@ -177,8 +177,9 @@ def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_ed
         assert not (folder / "evals").exists() and "Step one: read the file." in _version(folder)
     again = json.loads(_ledger(brain, env, "sync", "--json").stdout)["targets"]
     assert [(t["projected"], t["recorded"], t["removed"]) for t in again] == [([], [], [])] * 2  # in step, held
-    assert [t["held"] for t in again] == [[{"skill": "csv-sum", "version": 2, "shows": 1, "why": "no plan yet: run "
-                                           "'ledger eval plan csv-sum', then 'ledger eval run csv-sum'"}]] * 2
+    assert [t["held"] for t in again] == [[{"skill": "csv-sum", "version": 2, "shows": 1, "kept": True, "why":
+                                           "no plan yet: run 'ledger eval plan csv-sum', then 'ledger eval run "
+                                           "csv-sum'"}]] * 2  # fmt: skip
     assert "held      csv-sum v2 from claude (it keeps v1): no plan yet" in _ledger(brain, env, "sync").stdout
     [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
                                           "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip

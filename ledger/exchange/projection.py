@@ -286,7 +286,8 @@ class Projection:
             entry = p.manifest.skills.get(name)
             said = p.report.setdefault("held", [])
             if pick != g.head and not any(h["skill"] == name for h in said):  # said once per target and sync
-                said.append({"skill": name, "version": g.head, "shows": pick, "why": g.verdicts[g.head].why})
+                said.append({"skill": name, "version": g.head, "shows": pick, "kept": pick is not None or (
+                    entry is not None and bool(entry.get("tree"))), "why": g.verdicts[g.head].why})  # fmt: skip
             if pick is not None:
                 source[name] = versions[name][pick].tree
             elif entry is not None and entry.get("tree"):
