@@ -282,8 +282,8 @@ def gated(brain: Brain) -> dict[str, bytes]:
 
 
 def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Version]]:
-    """Each of ``names``' versions (since its last deletion) with the newest snapshot that wrote it: one
-    walk of the lineage, newest first."""
+    """Each of ``names``' versions (since it was last created) with the newest snapshot that wrote it: one
+    walk of the lineage, newest first, down to the oldest of their creations."""
     want = set(names)
     out: dict[str, dict[int, Version]] = {n: {} for n in want}
     done: set[str] = set()
@@ -300,6 +300,8 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
                 tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
                 if tree is not None:
                     out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution)
+            if change.action == "create":
+                done.add(name)  # where this skill began: nothing older is its
         if done >= want:
             break
     return out
