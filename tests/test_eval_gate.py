@@ -197,11 +197,23 @@ def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_ed
     assert "Step two: by hand." in _version(claude)  # merged with the head: its edit stays where it was made
     assert "by hand" not in _version(hermes) and "guess" not in _version(hermes)  # the other runtime: still v1
     assert "Step one: guess." in _version(claude)  # the merge holds the head's changes too, as any record does
+    new = tmp_path / "incoming/word-count"  # a new skill that has evals from its first version: not projected
+    (new / "evals").mkdir(parents=True)
+    (new / "SKILL.md").write_text("---\nname: word-count\ndescription: Count words.\n---\nCount them.\n")
+    (new / "evals/evals.json").write_text(json.dumps({**EVALS, "skill_name": "word-count"}))
+    _ledger(brain, env, "import", str(new.parent))
+    report = json.loads(_ledger(brain, env, "sync", "--json").stdout)["targets"]
+    assert [h for t in report for h in t["held"] if h["skill"] == "word-count"] == \
+        [{"skill": "word-count", "version": 1, "shows": None, "kept": False, "why": "no plan yet: run 'ledger eval "
+          "plan word-count', then 'ledger eval run word-count'"}] * 2  # fmt: skip
+    assert not (claude.parent / "word-count").exists() and not (hermes.parent / "word-count").exists()
+    assert "held      word-count v1 from hermes (not projected)" in _ledger(brain, env, "sync").stdout
     refused = _ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "mine", "--actor", "agent", code=1)
     assert "an agent's key may not approve" in refused.stderr
     _ledger(brain, env, "eval", "gate", "off")
     _ledger(brain, env, "sync")
     assert "Step two: by hand." in _version(hermes) and (hermes / "evals/evals.json").is_file()
+    assert (claude.parent / "word-count/SKILL.md").is_file() and (hermes.parent / "word-count/SKILL.md").is_file()
     assert "gate" not in json.loads(_ledger(brain, env, "status", "--json").stdout)
     assert _ledger(brain, env, "verify").returncode == 0
 
