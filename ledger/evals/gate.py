@@ -12,7 +12,7 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
   predecessor's (the released version before it, under the same plan), and no case regressed (passed
   in every baseline run, or in every run of the predecessor, and failed in some run of this version).
 
-An agent's own evaluation never releases a version (ADR 46, "who may release a version"): the tier it
+An agent's own evaluation never releases a version (ADR 49, "who may release a version"): the tier it
 would sit in is *self-reported*, and the key that wrote the version may not also be the one that lets
 it out.  The evaluations that count are those under the skill's newest plan, and those under an older
 plan recorded before the newest plan was made (a release is never taken back by a new plan; evidence
