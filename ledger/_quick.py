@@ -134,7 +134,10 @@ def _answer(args: list[str]) -> str | None:
         root_text = cache.is_clean(commit) if commit else None
         if commit is None or root_text is None:
             return None
-        chain = json.loads((control / "config.json").read_text()).get("chain")
+        config = json.loads((control / "config.json").read_text())
+        if (config.get("eval") or {}).get("gate"):
+            return None  # the full path shows the versions the gate holds back
+        chain = config.get("chain")
         pending = _pending(control, git_dir, commit, chain) if chain else None
         if chain and pending is None:
             return None  # not counted for this head and these notes yet: the full path counts

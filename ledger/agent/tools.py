@@ -29,6 +29,7 @@ from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
 from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
+from ledger.evals import gate
 from ledger.exchange import merges
 from ledger.exchange.targets import Targets
 
@@ -385,9 +386,21 @@ class SkillTools:
             receipt = handler(name, **args)
         doc = receipt.to_json()
         hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))
-        return {"success": True, "message": _MESSAGES[action].format(name=name, v=doc.get("version")),
+        message = _MESSAGES[action].format(name=name, v=doc.get("version"))
+        held = self._held(name, doc.get("version"))
+        return {"success": True, "message": message + (" " + held if held else ""),
                 **hermes, "action": action, "signed": receipt.signer is not None, "signer": receipt.signer,
-                "receipt": doc}  # Hermes's fields, then ours: whether the snapshot is signed, and by whom
+                "receipt": doc, **({"gate": held} if held else {})}  # fmt: skip
+        # Hermes's fields, then ours: whether the snapshot is signed, and by whom; and what the gate holds
+
+    def _held(self, name: str, version: Any) -> str | None:
+        """The gate's word on the version just written (docs/layouts.md, "The gate"), if it holds it back."""
+        if not isinstance(version, int) or not gate.enabled(self.brain.config):
+            return None
+        found = gate.read(self.brain, [name]).get(name)
+        if found is None or version not in {v.version for v in found.held()}:
+            return None
+        return f"gate: {name} v{version} waits for its evaluation (ledger eval run {name}) before runtimes get it"
 
     def _create(self, name: str, content: str, force: bool = False, category: str | None = None) -> Any:
         self._check_skill_md(name, content)

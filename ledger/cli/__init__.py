@@ -9,6 +9,7 @@ from ledger.cli import (  # noqa: F401
     attest,
     brain,
     chain,
+    evalgate,
     evals,
     history,
     keys,

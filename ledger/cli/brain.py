@@ -94,11 +94,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
             from ledger.exchange.merges import describe
 
             merged = describe(merge_conflicts(brain))
+        from ledger.evals import gate
+
+        held = [g.to_json() for g in gate.read(brain).values() if g.held()]
     if as_json:
         extra = {"sync_conflicts": conflicts, "sync_rescued": rescued, "sync_ignored_held": hidden} \
             if conflicts is not None else {}  # fmt: skip
         if merged is not None:
             extra["merge_conflicts"] = merged
+        if gate.enabled(brain.config):
+            extra["gate"] = {"on": True, "held": held}
         emit({**st.to_json(), **extra, "regressions": regressions})
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
@@ -108,6 +113,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
                     f"[{r['from_interval'][0]:.0%}, {r['from_interval'][1]:.0%}]; undo: {r['revert']}",
                     fg="red")  # fmt: skip
+    for g in held:
+        keeps = f"runtimes keep v{g['released']}" if g["released"] is not None else "nothing released yet"
+        for v in g["held"]:
+            click.secho(f"held      {g['skill']} v{v['version']} ({keeps}): {v['why']}; release: ledger eval run "
+                        f"{g['skill']}, or ledger eval approve {g['skill']}@{v['version']} --reason TEXT"
+                        + (f"; undo: {g['revert']}" if g["revert"] else ""), fg="yellow")  # fmt: skip
     for c in conflicts or ():
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:

@@ -396,6 +396,11 @@ def _say(report: dict[str, Any], as_json: bool, quiet: bool = False) -> None:
         for c in t["conflicts"]:
             click.echo(click.style("CONFLICT ", fg="red") + f" {c['skill']} in {t['name']} ({', '.join(c['files'])})"
                        f"\n          settle: {c['hint']}")  # fmt: skip
+        for h in t.get("held", ()):
+            shows = f"it keeps v{h['shows']}" if h["shows"] is not None else "it keeps what it has" if h["kept"] \
+                else "not projected"  # fmt: skip
+            click.echo(click.style("held     ", fg="yellow") + f" {h['skill']} v{h['version']} from {t['name']} "
+                       f"({shows}): {h['why']}")  # fmt: skip
         if not quiet:
             for a in t["left_alone"]:
                 click.echo(f"left alone {t['name']}/{a['dir']}: {a['reason']}")

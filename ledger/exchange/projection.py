@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ledger._faults import crashpoint, pausepoint
 from ledger.brain.withholding import states, supply_of, withheld
 from ledger.errors import LedgerError
+from ledger.evals import gate
 from ledger.exchange import instant, reading
 from ledger.exchange.ignoring import IGNORE_FILE, IN_FLIGHT, Held, brain_rules
 from ledger.exchange.recording import Recorder
@@ -62,6 +63,7 @@ class Projection:
         self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
         self.settler = Settler(self.targets, self.recorder.landed)
+        self._gates: tuple[bytes | None, dict[str, Any], dict[str, Any]] | None = None  # per head (ledger.evals.gate)
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
@@ -260,7 +262,38 @@ class Projection:
         source = self._visible(self.brain.head().skills)
         if p.target.best_verified:
             source.update(self.brain.evidence.pinned(source))
+        self._gate(source, p)
         return source
+
+    def _gate(self, source: dict[str, bytes], p: Pass) -> None:
+        """With the gate on (ledger.evals.gate), each gated skill at its newest released version; or at the
+        version this target's own edit made, if newer (its edit is never replaced in its own folder); with
+        neither, the target keeps what it has and a skill it does not hold is not projected."""
+        head = self.brain.head().commit
+        if self._gates is None or self._gates[0] != head:  # decided once per head, for every target
+            gates = gate.read(self.brain)
+            held = {n: g for n, g in gates.items() if g.released != g.head}
+            self._gates = (head, held, gate.versions_of(self.brain, held) if held else {})
+        _, held, versions = self._gates
+        mine = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]  # as recording writes it
+        for name, g in held.items():
+            if name not in source:
+                continue
+            floor = g.released or 0
+            own = [v for v, x in versions[name].items() if v > floor and x.operation == "sync"
+                   and x.attribution.get("target") == mine]  # fmt: skip
+            pick = max(own) if own else g.released
+            entry = p.manifest.skills.get(name)
+            said = p.report.setdefault("held", [])
+            if pick != g.head and not any(h["skill"] == name for h in said):  # said once per target and sync
+                said.append({"skill": name, "version": g.head, "shows": pick, "kept": pick is not None or (
+                    entry is not None and bool(entry.get("tree"))), "why": g.verdicts[g.head].why})  # fmt: skip
+            if pick is not None:
+                source[name] = versions[name][pick].tree
+            elif entry is not None and entry.get("tree"):
+                source[name] = bytes.fromhex(entry["tree"])  # nothing released: it keeps what it has
+            else:
+                del source[name]  # a new skill with nothing released: not projected
 
     def _visible(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
         """``skills`` less those the head's supply record withholds: no runtime gets them."""

@@ -1,0 +1,356 @@
+"""The gate (issue 47; docs/layouts.md, "The gate"): which version of each gated skill runtimes get.
+
+With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose version at the head has
+``evals/evals.json``, or that has a plan in the evidence log, is **gated**: runtimes get its newest
+**released** version, not the head's.  A version is released when
+
+- it is from before the skill first had ``evals/evals.json`` (nothing to hold it to), or
+- it holds a released version's files, the version counter aside (a revert), or
+- a user or curator key approved it (an approval entry of the evidence log naming its digest), or
+- an evaluation under the skill's plan, signed by a verifier, user or curator key, shows it does not make
+  the agent worse: its paired lift's 95 % interval is not wholly below zero, not wholly below its
+  predecessor's (the released version before it, under the same plan), and no case regressed (passed
+  in every baseline run, or in every run of the predecessor, and failed in some run of this version).
+
+An agent's own evaluation never releases a version (ADR 49, "who may release a version"): the tier it
+would sit in is *self-reported*, and the key that wrote the version may not also be the one that lets
+it out.  The evaluations that count are those under the skill's newest plan, and those under an older
+plan recorded before the newest plan was made (a release is never taken back by a new plan; evidence
+under a superseded plan recorded after it counts for nothing).
+
+Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
+plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
+:func:`read` gathers them from a brain.  :func:`paired_lift` is the one place the lift is computed (the
+same interval as :func:`ledger.evals.lift.newcombe_paired`, which it becomes once both are merged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ledger.brain.competence import wilson
+from ledger.bundle.hashing import format_root
+from ledger.bundle.skill import counter_zeroed
+from ledger.store import outcomes as oc
+from ledger.store import treehash as th
+from ledger.store.skilltree import skills_of
+
+if TYPE_CHECKING:
+    from ledger.brain import Brain
+
+__all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read"]
+
+EVALS_JSON = "evals/evals.json"
+RELEASERS = frozenset({"verifier", "user", "curator"})  # roles whose evaluation can release a version
+APPROVERS = frozenset({"user", "curator"})  # roles whose approval releases a version
+
+
+def enabled(config: Mapping[str, Any]) -> bool:
+    """Whether ``.ledger/config.json`` turns the gate on (``"eval": {"gate": true}``)."""
+    section = config.get("eval")
+    return isinstance(section, dict) and section.get("gate") is True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One version's: released or held, and why, in words a person acts on."""
+
+    version: int
+    released: bool
+    why: str
+    by: str | None = None  # "approval", "evaluation", "no evals"
+    lift: dict[str, Any] | None = None
+    regressed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "released": self.released, "why": self.why, "by": self.by,
+                "lift": self.lift, "regressed": list(self.regressed)}  # fmt: skip
+
+
+@dataclass
+class SkillGate:
+    """One gated skill: its head version, its newest released version, and each version's verdict."""
+
+    skill: str
+    head: int
+    released: int | None
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
+
+    def held(self) -> list[Verdict]:
+        """The versions newer than the released one that are not released, oldest first."""
+        floor = self.released or 0
+        return [v for n, v in sorted(self.verdicts.items()) if n > floor and not v.released]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"skill": self.skill, "head": self.head, "released": self.released,
+                "held": [v.to_json() for v in self.held()],
+                "revert": f"ledger eval revert {self.skill}" if self.released is not None else None}  # fmt: skip
+
+
+# ---------------------------------------------------------------------- the criterion
+
+
+def paired_lift(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
+    """The paired lift of ``pairs`` (with-skill pass, baseline pass): the difference of pass rates and its
+    95 % interval by Newcombe's hybrid score method for paired proportions (1998, method 10, with his
+    correction of φ), as :func:`ledger.evals.lift.newcombe_paired` (issue 47, helper C) computes it: the
+    integrator makes this call that one."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    a = sum(1 for w, b in pairs if w and b)
+    b_ = sum(1 for w, b in pairs if w and not b)
+    c = sum(1 for w, b in pairs if not w and b)
+    d = n - a - b_ - c
+    p1, p2 = (a + b_) / n, (a + c) / n
+    l1, u1 = wilson(a + b_, n) or (0.0, 1.0)
+    l2, u2 = wilson(a + c, n) or (0.0, 1.0)
+    margins, cross = (a + b_) * (c + d) * (a + c) * (b_ + d), a * d - b_ * c
+    phi = 0.0 if not margins else (max(cross - n / 2, 0.0) if cross > 0 else cross) / math.sqrt(margins)
+    delta = p1 - p2
+    lo = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    hi = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return {"delta": round(delta, 6), "interval": [round(max(-1.0, lo), 6), round(min(1.0, hi), 6)], "pairs": n}
+
+
+def _passed(record: Mapping[str, Any]) -> bool:
+    out = record["outcome"]
+    if out.get("result") == "score":
+        return out.get("threshold") is not None and out["score"] >= out["threshold"]
+    return bool(out.get("result") == "success")
+
+
+@dataclass
+class _Runs:
+    """One version's runs under one plan: per pair (batch, case, run) its with and baseline pass."""
+
+    cells: dict[tuple[str, str, int], dict[str, bool]] = field(default_factory=dict)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        e = record["eval"]
+        arm = "with" if e["condition"] == "with_skill" else "base"
+        batch = (record.get("batch") or {}).get("id", "")
+        self.cells.setdefault((batch, str(e["case"]), int(e["run"])), {})[arm] = _passed(record)
+
+    def pairs(self) -> list[tuple[bool, bool]]:
+        return [(c["with"], c["base"]) for _, c in sorted(self.cells.items()) if "with" in c and "base" in c]
+
+    def by_case(self, arm: str) -> dict[str, list[bool]]:
+        out: dict[str, list[bool]] = {}
+        for (_, case, _), cell in sorted(self.cells.items()):
+            if arm in cell:
+                out.setdefault(case, []).append(cell[arm])
+        return out
+
+
+def _regressed(runs: _Runs, before: _Runs | None) -> list[str]:
+    """Cases that passed in every baseline run (or every run of the predecessor) and fail in some run."""
+    mine = runs.by_case("with")
+    out = set()
+    for reference in [runs.by_case("base")] + ([before.by_case("with")] if before is not None else []):
+        out |= {case for case, passes in reference.items()
+                if passes and all(passes) and case in mine and not all(mine[case])}  # fmt: skip
+    return sorted(out, key=lambda c: (len(c), c))
+
+
+def _judge(version: int, runs: _Runs, before: _Runs | None, before_version: int | None,
+           plan: Mapping[str, Any]) -> Verdict:  # fmt: skip
+    lift = paired_lift(runs.pairs())
+    tag = f"plan {plan['id'][:12]}"
+    if lift is None:
+        return Verdict(version, False, f"its evaluation under {tag} has no complete pair", "evaluation")
+    lo, hi = lift["interval"]
+    shown = f"lift {lift['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}] over {lift['pairs']} pairs"
+    regressed = _regressed(runs, before)
+    if hi < 0:
+        return Verdict(version, False, f"it makes the agent worse ({shown}, under {tag})", "evaluation", lift,
+                       tuple(regressed))  # fmt: skip
+    prior = paired_lift(before.pairs()) if before is not None else None
+    if prior is not None and plan.get("baseline") == "none" and hi < prior["interval"][0]:
+        return Verdict(version, False, f"its {shown} is below v{before_version}'s ({prior['delta']:+.2f} "
+                       f"[{prior['interval'][0]:+.2f}, {prior['interval'][1]:+.2f}]) under {tag}", "evaluation",
+                       lift, tuple(regressed))  # fmt: skip
+    if regressed:
+        return Verdict(version, False, f"case{'s' if len(regressed) > 1 else ''} {', '.join(regressed)} passed "
+                       f"before and fail{'' if len(regressed) > 1 else 's'} now ({shown}, under {tag})",
+                       "evaluation", lift, tuple(regressed))  # fmt: skip
+    return Verdict(version, True, f"evaluated under {tag}: {shown}, no case regressed", "evaluation", lift)
+
+
+# ---------------------------------------------------------------------- the decision
+
+
+def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterable[Mapping[str, Any]],
+           records: Iterable[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]],
+           roles: Mapping[str, str]) -> SkillGate:  # fmt: skip
+    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content"}`` (its directory
+    digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside);
+    ``plans``, ``records``, ``approvals``: the log's entries (any skill), each body with its log ``index`` (a
+    plan also with its ``id``, a record with its ``batch``); ``roles``: the head's trust set, address → role.
+    Pure: the same inputs give the same gate."""
+    plans = sorted((p for p in plans if p["skill"] == skill), key=lambda p: p["index"])
+    current = plans[-1] if plans else None
+    runs: dict[tuple[str, int], _Runs] = {}
+    for r in records:
+        e = r.get("eval")
+        if r["skill"] != skill or not e or e.get("plan") is None or roles.get(r["signer"]) not in RELEASERS:
+            continue  # a plain outcome, a run under no plan, or one an agent (or no trusted key) signed
+        plan = next((p for p in plans if p["id"] == e["plan"]), None)
+        if plan is None or (plan is not current and r["index"] > current["index"]):  # type: ignore[index]
+            continue  # under a superseded plan, recorded after the newest plan was made
+        runs.setdefault((plan["id"], int(r["version"])), _Runs()).add(r)
+    approved: dict[int, Mapping[str, Any]] = {}
+    for a in approvals:
+        if a["skill"] == skill and roles.get(a["signer"]) in APPROVERS and a["version"] in versions \
+                and versions[a["version"]].get("digest") == a["digest"]:  # fmt: skip
+            approved[a["version"]] = a  # the newest approval of a version speaks for it
+    verdicts: dict[int, Verdict] = {}
+    released: int | None = None
+    contents: dict[str, int] = {}  # a released version's content → its number
+    for v in sorted(versions):
+        same = contents.get(versions[v].get("content") or "")
+        if same is not None:
+            verdicts[v] = Verdict(v, True, f"it holds v{same}'s files (a revert to a released version)", "revert")
+        elif not versions[v].get("evals") and not any(versions[u].get("evals") for u in versions if u < v):
+            verdicts[v] = Verdict(v, True, "it is from before the skill had evals/evals.json: nothing to hold it "
+                                  "to", "no evals")  # fmt: skip
+        elif not versions[v].get("evals") and v not in approved:
+            verdicts[v] = Verdict(v, False, "it removed evals/evals.json, so no evaluation can release it: put "
+                                  f"the evals back, or approve it (ledger eval approve {skill}@{v} --reason "
+                                  "TEXT)", None)  # fmt: skip
+        elif v in approved:
+            a = approved[v]
+            verdicts[v] = Verdict(v, True, f"approved by {a['signer']}: {a['reason']}", "approval")
+        elif current is None:
+            verdicts[v] = Verdict(v, False, "no plan yet: run 'ledger eval plan " + skill + "', then "
+                                  "'ledger eval run " + skill + "'", None)  # fmt: skip
+        else:
+            verdict = None
+            for plan in reversed(plans):  # the newest plan first; older ones only for what ran before it
+                mine = runs.get((plan["id"], v))
+                if mine is None:
+                    continue
+                before = runs.get((plan["id"], released)) if released is not None else None
+                verdict = _judge(v, mine, before, released, plan)
+                break
+            verdicts[v] = verdict or Verdict(v, False, f"no evaluation under plan {current['id'][:12]} signed by "
+                                             "a verifier, user or curator key", None)  # fmt: skip
+        if verdicts[v].released:
+            released = v
+            if versions[v].get("content"):
+                contents.setdefault(versions[v]["content"], v)
+    head = max(versions) if versions else 0
+    return SkillGate(skill, head, released, verdicts)
+
+
+# ---------------------------------------------------------------------- reading a brain
+
+
+@dataclass(frozen=True)
+class Version:
+    """A version of a skill as the lineage wrote it: its tree and the snapshot's attribution."""
+
+    version: int
+    tree: bytes
+    operation: str
+    attribution: Mapping[str, str]
+
+
+def gated(brain: Brain) -> dict[str, bytes]:
+    """The head's skills that the gate holds to evaluation (name → tree): those whose head version has
+    ``evals/evals.json``; none when the gate is off."""
+    if not enabled(brain.config):
+        return {}
+    skills = sorted(brain.head().skills.items())
+    store = brain.store
+    with_dir = {}  # two pipelined reads, whatever the number of skills: the skills' trees, then their evals/
+    for (name, tree), entries in zip(skills, store.read_trees([t for _, t in skills]), strict=True):
+        found = [sha for sha, mode, entry in entries if entry == "evals" and mode == 0o40000]
+        if found:
+            with_dir[name] = (tree, found[0])
+    out = {}
+    names = sorted(with_dir)
+    for name, entries in zip(names, store.read_trees([with_dir[n][1] for n in names]), strict=True):
+        if any(entry == "evals.json" and mode in (0o100644, 0o100755) for _, mode, entry in entries):
+            out[name] = with_dir[name][0]
+    return out
+
+
+def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Version]]:
+    """Each of ``names``' versions (since it was last created) with the newest snapshot that wrote it: one
+    walk of the lineage, newest first, down to the oldest of their creations."""
+    want = set(names)
+    out: dict[str, dict[int, Version]] = {n: {} for n in want}
+    done: set[str] = set()
+    store = brain.store
+    for snap in store.lineage() if want else ():
+        for change in snap.changes:
+            name = change.skill
+            if name not in want or name in done:
+                continue
+            if change.action == "delete":
+                done.add(name)
+                continue
+            if change.version not in out[name]:
+                tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
+                if tree is not None:
+                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution)
+            if change.action == "create":
+                done.add(name)  # where this skill began: nothing older is its
+        if done >= want:
+            break
+    return out
+
+
+def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGate]:
+    """The gate of each gated skill at the head (or of ``names`` among them): a skill whose head version has
+    ``evals/evals.json``, or one with a plan in the log (removing its evals does not take it out)."""
+    skills = gated(brain)  # {} with the gate off
+    if not enabled(brain.config):
+        return {}
+    plans, records, approvals = entries(brain)
+    head = brain.head().skills
+    skills.update({p["skill"]: head[p["skill"]] for p in plans if p["skill"] in head})
+    if names is not None:
+        skills = {n: t for n, t in skills.items() if n in set(names)}
+    if not skills:
+        return {}
+    roles = brain.evidence._trust().active
+    out = {}
+    for name, found in versions_of(brain, skills).items():
+        versions = {v: {"digest": format_root(th.tree_digest(brain.store, x.tree, brain.cache, name)),
+                        "evals": EVALS_JSON in brain.snapshots.files(x.tree), "content": _content(brain, x.tree)}
+                    for v, x in found.items()}  # fmt: skip
+        out[name] = decide(name, versions, plans, records, approvals, roles)
+    return out
+
+
+def _content(brain: Brain, tree: bytes) -> str:
+    """A digest of a skill's files with the ledger's version counter set aside: a revert to a released
+    version holds that version's content under a new number, and is released with it."""
+    zero, store = counter_zeroed(True), brain.store
+    files = {rel: [mode, hashlib.sha256(zero(rel, store.read(sha, b"blob"))).hexdigest()]
+             for rel, (mode, sha) in brain.snapshots.files(tree).items()}  # fmt: skip
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def entries(brain: Brain) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The head's evidence log as the gate reads it: (plans, eval records, approvals), each body with its
+    ``index`` in the log; a plan with its ``id``, a record with its ``batch``.  Signatures are checked
+    (``brain.evidence.checked``) before anything is read."""
+    plans, records, approvals = [], [], []
+    for i, data in enumerate(brain.evidence.checked()):  # each signature checked once, and remembered
+        kind = oc.kind_of(data)
+        body = oc.loads(data)[kind]
+        if kind == "plan":
+            plans.append({**body, "index": i, "id": oc.outcome_id(body).hex()})  # SHA-256(JCS(plan)), §14.10
+        elif kind == "approval":
+            approvals.append({**body, "index": i})
+        elif body.get("eval"):
+            records.append({**body, "index": i})
+    return plans, records, approvals
