@@ -38,7 +38,7 @@ def eval_gate(ctx: click.Context, state: str, as_json: bool) -> None:
     on = state == "on"
     with open_brain(ctx) as brain:
         section = dict(brain.config.get("eval") or {})
-        changed = section.get("gate") is not on
+        changed = bool(section.get("gate")) is not on
         section["gate"] = on
         if changed:
             brain.update_config(eval=section)
