@@ -24,7 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
-    ("ledger.brain",),  # the facade and its reading parts
+    ("ledger.evals",),  # evaluations: eval sets, runs, workspaces (issue 47)
+    ("ledger.brain", "ledger.evals.lift"),  # the facade and its reading parts; lift's statistics beside competence
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
     ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
