@@ -103,8 +103,7 @@ class Lift:
 
     @property
     def delta(self) -> float:
-        a, b, c, d = self.table
-        return (b - c) / self.pairs
+        return (self.table[1] - self.table[2]) / self.pairs
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -134,23 +133,24 @@ class Lift:
 
     def to_json(self) -> dict[str, Any]:
         n = self.pairs
-        a, b, c, d = self.table
+        a, b, c = self.table[:3]
         low, high = self.interval
+        tokens = _r((self.tokens[0] - self.tokens[1]) / self.tokens[2]) if self.tokens[2] else None
         return {"plan": self.plan, "baseline": self.baseline, "arm": self.arm, "runner": self.runner,
                 "grader": self.grader, "pairs": n, "table": list(self.table),
                 "with_rate": _r((a + b) / n), "baseline_rate": _r((a + c) / n),
                 "delta": _r(self.delta), "interval": [_r(low), _r(high)],
                 "preregistered": self.plan is not None, "stale": self.stale, "regressed": self.regressed,
                 "time_delta_ms": _r((self.ms[0] - self.ms[1]) / n),
-                "tokens_delta": _r((self.tokens[0] - self.tokens[1]) / self.tokens[2]) if self.tokens[2] else None}  # fmt: skip
+                "tokens_delta": tokens}  # fmt: skip
 
 
 def lifts(records: Iterable[Mapping[str, Any]], roles: Mapping[str, str],
           plans: Iterable[Mapping[str, Any]] = ()) -> dict[str, dict[int, dict[str, list[Lift]]]]:  # fmt: skip
     """Per skill, version and tier (``"verified"``, ``"self"``), every comparison's :class:`Lift`, the one
-    shown first first (a current one, then a pre-registered one, then the newest); from ``records`` in log order, tiers by ``roles`` (the head's active keys:
-    address → role), staleness against the newest of ``plans`` (plan bodies in log order) per skill, or,
-    for a skill without a plan, its newest evaluation's identities."""
+    shown first first (a current one, then a pre-registered one, then the newest).  ``records`` in log order;
+    tiers by ``roles`` (the head's active keys: address → role); staleness against the newest of ``plans``
+    (plan bodies in log order) of the skill, or, for a skill without a plan, its newest evaluation's."""
     cells: dict[tuple[Any, ...], list[Any]] = {}  # pairing key -> [with, baseline, log index]
     current: dict[str, tuple[str, str]] = {}
     for index, rec in enumerate(records):
@@ -176,7 +176,8 @@ def lifts(records: Iterable[Mapping[str, Any]], roles: Mapping[str, str],
         if with_ is None or base is None:
             continue
         be = base["eval"]
-        gkey = (skill, version, tier, plan, be["condition"], be["arm"], with_["eval"]["runner"], with_["eval"]["grader"])
+        we = with_["eval"]
+        gkey = (skill, version, tier, plan, be["condition"], be["arm"], we["runner"], we["grader"])
         lift = groups.get(gkey)
         if lift is None:
             lift = groups[gkey] = Lift(skill, version, tier, plan, be["condition"], be["arm"], gkey[6], gkey[7])
