@@ -24,6 +24,7 @@ from ledger.brain.competence import VersionStats, best_verified, competence, reg
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
+from ledger.evals.lift import Lift, lift_regressions, lifts, version_json
 from ledger.signatures.trust import Trust
 from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
@@ -142,6 +143,18 @@ class Evidence:
         signatures were checked (:meth:`checked`)."""
         return competence(self.checked(), self._trust())
 
+    def lifts(self) -> dict[str, dict[int, dict[str, list[Lift]]]]:
+        """Every skill's paired lift per version and tier (:mod:`ledger.evals.lift`) under the head's trust set,
+        from the checked entries: its eval records (a v3 record whose ``eval`` is an object: in RFC 8785 bytes
+        the only place ``"eval":{`` can occur) and its plans."""
+        records, plans = [], []
+        for data in self.checked():
+            if b'"eval":{' in data:
+                records.append(json.loads(data)["record"])
+            elif data.startswith(b'{"plan":'):
+                plans.append(json.loads(data)["plan"])
+        return lifts(records, self._trust().active, plans) if records else {}
+
     def checked(self) -> list[bytes]:
         """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
         (content-addressed: a chunk never changes under its id), so figures never count a forged entry
@@ -207,10 +220,13 @@ class Evidence:
             mine["batches"] = [{**b, "head": b["id"] not in followed} for b in mine["batches"].values()]
         return list(out.values())
 
-    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
-        """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
+    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None,
+                    lifted: Mapping[str, Mapping[int, Mapping[str, list[Lift]]]] | None = None) -> dict[str, Any]:
+        """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
+        if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
         name = self.brain.resolve(name)
         found = dict((per if per is not None else self.stats()).get(name, {}))
+        mine = (lifted if lifted is not None else self.lifts()).get(name, {})
         live = None
         try:
             history = self.brain.history(name)
@@ -221,9 +237,7 @@ class Evidence:
                 found.setdefault(h["version"], VersionStats(h["version"]))
         if history and history[0]["action"] != "delete":
             live = history[0]["version"]
-        versions = [found[v] for v in sorted(found)]
-        return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
-                "regression": self.regression(name, live, found) if live is not None else None}
+        return stats_doc(name, live, found, mine, self.regression(name, live, found) if live is not None else None)
 
     def live(self) -> dict[str, int]:
         """Each skill of the head and its version, from the head's listing (kept per head and per tree)."""
@@ -257,11 +271,14 @@ class Evidence:
         if per is None and head_evidence(self.brain.store, head) is None:
             per = {}  # no outcome at all: nothing to read
         per = per if per is not None else self.stats()
+        lifted = self.lifts() if per else {}
         out = []
         for name, version in self.live().items() if per else ():
             flagged = self.regression(name, version, per.get(name, {}))
             if flagged is not None:
-                out.append(flagged)
+                out.append({"kind": "rate", **flagged})
+            if name in lifted:
+                out += lift_regressions(name, version, lifted[name])
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
         path = self.brain.control / "cache" / REGRESSIONS_CACHE
         with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
@@ -545,6 +562,17 @@ class Evidence:
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
+
+
+def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],
+              lifted: Mapping[int, Mapping[str, list[Lift]]], regressed: dict[str, Any] | None) -> dict[str, Any]:
+    """One skill's ``--stats`` document: every version with outcomes or a lift (and the live one), oldest first."""
+    versions = sorted(set(found) | set(lifted) | ({live} if live is not None else set()))
+    return {"skill": name, "live": live,
+            "versions": [{**(found.get(v) or VersionStats(v)).to_json(), "lift": version_json(lifted.get(v))}
+                         for v in versions],
+            "regression": regressed,
+            "lift_regressions": lift_regressions(name, live, lifted) if live is not None else []}  # fmt: skip
 
 
 def _log_agent(entries: Sequence[bytes]) -> str | None:

@@ -103,6 +103,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
     for r in regressions:
+        if r.get("kind") == "lift":
+            from ledger.cli.outcomes import lift_flag_text
+
+            click.secho(lift_flag_text(r), fg="red")
+            continue
         live = f" (live v{r['live']}, not verified yet)" if r["live"] != r["version"] else ""
         click.secho(f"regressed {r['skill']} v{r['version']}{live}: verified {r['rate']:.0%} "
                     f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
@@ -244,20 +249,17 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
 def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> None:
     """``log --stats``: each skill with outcomes (or --skill), its versions' competence, regressions flagged."""
     with open_brain(ctx) as brain:
-        per = brain.evidence.stats()
-        live = brain.evidence.live()
-        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live))
-        from ledger.brain.competence import VersionStats
+        from ledger.brain.evidence import stats_doc
 
+        per = brain.evidence.stats()
+        lifted = brain.evidence.lifts()
+        live = brain.evidence.live()
+        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live) | set(lifted))
         docs = []
         for name in names:
-            found = dict(per.get(name, {}))
-            if name in live:
-                found.setdefault(live[name], VersionStats(live[name]))
-            docs.append({"skill": name, "live": live.get(name),
-                         "versions": [found[v].to_json() for v in sorted(found)],
-                         "regression": brain.evidence.regression(name, live[name], found)
-                         if name in live else None})  # fmt: skip
+            found = per.get(name, {})
+            flagged = brain.evidence.regression(name, live[name], found) if name in live else None
+            docs.append(stats_doc(name, live.get(name), found, lifted.get(name, {}), flagged))
     if as_json:
         emit(docs)
         return
