@@ -19,12 +19,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import ledger.evals.lift as lf  # a module reference: lift imports ledger.brain.competence, so either may load first
 from ledger._env import child_env
 from ledger.brain.competence import VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
-from ledger.evals.lift import Lift, lift_regressions, lifts, version_json
 from ledger.signatures.trust import Trust
 from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
@@ -143,17 +143,17 @@ class Evidence:
         signatures were checked (:meth:`checked`)."""
         return competence(self.checked(), self._trust())
 
-    def lifts(self) -> dict[str, dict[int, dict[str, list[Lift]]]]:
+    def lifts(self, entries: Iterable[bytes] | None = None) -> dict[str, dict[int, dict[str, list[lf.Lift]]]]:
         """Every skill's paired lift per version and tier (:mod:`ledger.evals.lift`) under the head's trust set,
-        from the checked entries: its eval records (a v3 record whose ``eval`` is an object: in RFC 8785 bytes
-        the only place ``"eval":{`` can occur) and its plans."""
+        from the checked entries (or ``entries``, checked ones): its eval records (a v3 record whose ``eval`` is
+        an object: in RFC 8785 bytes the only place ``"eval":{`` can occur) and its plans."""
         records, plans = [], []
-        for data in self.checked():
+        for data in self.checked() if entries is None else entries:
             if b'"eval":{' in data:
                 records.append(json.loads(data)["record"])
             elif data.startswith(b'{"plan":'):
                 plans.append(json.loads(data)["plan"])
-        return lifts(records, self._trust().active, plans) if records else {}
+        return lf.lifts(records, self._trust().active, plans) if records else {}
 
     def checked(self) -> list[bytes]:
         """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
@@ -221,7 +221,7 @@ class Evidence:
         return list(out.values())
 
     def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None,
-                    lifted: Mapping[str, Mapping[int, Mapping[str, list[Lift]]]] | None = None) -> dict[str, Any]:
+                    lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None) -> dict[str, Any]:
         """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
         if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
         name = self.brain.resolve(name)
@@ -278,7 +278,7 @@ class Evidence:
             if flagged is not None:
                 out.append({"kind": "rate", **flagged})
             if name in lifted:
-                out += lift_regressions(name, version, lifted[name])
+                out += lf.lift_regressions(name, version, lifted[name])
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
         path = self.brain.control / "cache" / REGRESSIONS_CACHE
         with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
@@ -565,14 +565,14 @@ class Evidence:
 
 
 def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],
-              lifted: Mapping[int, Mapping[str, list[Lift]]], regressed: dict[str, Any] | None) -> dict[str, Any]:
+              lifted: Mapping[int, Mapping[str, list[lf.Lift]]], regressed: dict[str, Any] | None) -> dict[str, Any]:
     """One skill's ``--stats`` document: every version with outcomes or a lift (and the live one), oldest first."""
     versions = sorted(set(found) | set(lifted) | ({live} if live is not None else set()))
     return {"skill": name, "live": live,
-            "versions": [{**(found.get(v) or VersionStats(v)).to_json(), "lift": version_json(lifted.get(v))}
+            "versions": [{**(found.get(v) or VersionStats(v)).to_json(), "lift": lf.version_json(lifted.get(v))}
                          for v in versions],
             "regression": regressed,
-            "lift_regressions": lift_regressions(name, live, lifted) if live is not None else []}  # fmt: skip
+            "lift_regressions": lf.lift_regressions(name, live, lifted) if live is not None else []}  # fmt: skip
 
 
 def _log_agent(entries: Sequence[bytes]) -> str | None:
