@@ -10,7 +10,9 @@ trusted key *self-reported*); the snapshot that appends it is signed too.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import ledger.evals.lift as lf  # a module reference: lift imports ledger.brain.competence, so either may load first
 from ledger._env import child_env
-from ledger.brain.competence import VersionStats, best_verified, competence, regression
+from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
@@ -39,6 +41,9 @@ from ledger.write.records import Receipt
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
+PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
+Lifted = dict[str, dict[int, dict[str, list[lf.Lift]]]]  # skill -> version -> tier -> comparisons, shown first first
+
 __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
@@ -46,6 +51,7 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
 BATCHES_CACHE = "evidence-batches-v1.bin"  # in .ledger/cache/: a log's tree id, then each batch's signer and id
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
+FIGURES_CACHE = "evidence-figures-v1.txt"  # in .ledger/cache/: a log's tree id and trust digest, then per skill
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
 _PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
@@ -141,19 +147,54 @@ class Evidence:
     def stats(self) -> dict[str, dict[int, VersionStats]]:
         """Every skill's outcomes per version and tier under the head's trust set, from entries whose
         signatures were checked (:meth:`checked`)."""
-        return competence(self.checked(), self._trust())
+        return self.figures()[0]
 
     def lifts(self, entries: Iterable[bytes] | None = None) -> dict[str, dict[int, dict[str, list[lf.Lift]]]]:
         """Every skill's paired lift per version and tier (:mod:`ledger.evals.lift`) under the head's trust set,
         from the checked entries (or ``entries``, checked ones): its eval records (a v3 record whose ``eval`` is
         an object: in RFC 8785 bytes the only place ``"eval":{`` can occur) and its plans."""
+        if entries is None:
+            return self.figures()[1]
         records, plans = [], []
-        for data in self.checked() if entries is None else entries:
+        for data in entries:
             if b'"eval":{' in data:
                 records.append(json.loads(data)["record"])
             elif data.startswith(b'{"plan":'):
                 plans.append(json.loads(data)["plan"])
         return lf.lifts(records, self._trust().active, plans) if records else {}
+
+    def figures(self, only: str | None = None) -> tuple[PerVersion, Lifted]:
+        """:meth:`stats` and :meth:`lifts` together (of skill ``only``, or of every skill), kept in ``.ledger/cache``
+        by what they are a function of: the log's tree id (content-addressed: the entries cannot change under
+        it) and the head's active keys and roles.  So ``show NAME --stats`` on a log of 100,000 runs reads one
+        line of the cache instead of parsing 100,000 entries; any append or trust change misses it."""
+        store = self.brain.store
+        tree = head_evidence(store, self.brain.head())
+        if tree is None:
+            return {}, {}
+        trust = self._trust()
+        roles = json.dumps(sorted(trust.active.items()), separators=(",", ":"))
+        key = f"{tree.hex()} {hashlib.sha256(roles.encode()).hexdigest()}\n".encode()
+        path = self.brain.control / "cache" / FIGURES_CACHE
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        if data.startswith(key):
+            try:
+                return _load_figures(data, len(key), only)
+            except (ValueError, KeyError, TypeError):
+                pass  # a damaged cache is recomputed
+        checked = self.checked()
+        per, lifted = competence(checked, trust), self.lifts(checked)
+        tmp = path.with_name(f".{FIGURES_CACHE}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            tmp.write_bytes(key + b"".join(_figure_line(name, per.get(name, {}), lifted.get(name, {}))
+                                           for name in sorted(set(per) | set(lifted))))  # fmt: skip
+            os.replace(tmp, path)
+        if only is not None:
+            return ({only: per[only]} if only in per else {}), ({only: lifted[only]} if only in lifted else {})
+        return per, lifted
 
     def checked(self) -> list[bytes]:
         """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
@@ -225,8 +266,11 @@ class Evidence:
         """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
         if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
         name = self.brain.resolve(name)
-        found = dict((per if per is not None else self.stats()).get(name, {}))
-        mine = (lifted if lifted is not None else self.lifts()).get(name, {})
+        if per is None or lifted is None:
+            per_, lifted_ = self.figures(only=name)
+            per, lifted = (per if per is not None else per_), (lifted if lifted is not None else lifted_)
+        found = dict(per.get(name, {}))
+        mine = lifted.get(name, {})
         live = None
         try:
             history = self.brain.history(name)
@@ -562,6 +606,36 @@ class Evidence:
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
+
+
+def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
+                 ) -> bytes:  # fmt: skip
+    """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON."""
+    doc = {"stats": [dataclasses.asdict(s) for s in per.values()],
+           "lifts": [dataclasses.asdict(x) for tiers in lifted.values() for found in tiers.values() for x in found]}
+    return (json.dumps(name) + "\t" + json.dumps(doc, separators=(",", ":")) + "\n").encode()
+
+
+def _load_figures(data: bytes, start: int, only: str | None) -> tuple[PerVersion, Lifted]:
+    """The figures of ``only`` (its one line, found by its name at the start of a line), or of every skill."""
+    if only is not None:
+        needle = b"\n" + json.dumps(only).encode() + b"\t"
+        at = data.find(needle, start - 1)
+        lines = [data[at + 1 : data.index(b"\n", at + 1)]] if at >= 0 else []
+    else:
+        lines = data[start:].splitlines()
+    per: dict[str, dict[int, VersionStats]] = {}
+    lifted: dict[str, dict[int, dict[str, list[lf.Lift]]]] = {}
+    for line in lines:
+        head, _, body = line.partition(b"\t")
+        name, doc = json.loads(head), json.loads(body)
+        for s in doc["stats"]:
+            stats = VersionStats(s["version"], Tier(**s["verified"]), Tier(**s["self"]), s["withdrawn"], s["digest"])
+            per.setdefault(name, {})[stats.version] = stats
+        for x in doc["lifts"]:
+            lift = lf.Lift(**x)
+            lifted.setdefault(name, {}).setdefault(lift.version, {}).setdefault(lift.tier, []).append(lift)
+    return per, lifted
 
 
 def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],
