@@ -3,11 +3,14 @@ examples, and the pairing, tiers, staleness and regression rules over records in
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
 
 from ledger.evals.lift import lift_regressions, lifts, newcombe_paired, version_json
+from tests.conftest import run_ledger
 
 VERIFIER, AGENT, REVOKED = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
 ROLES = {VERIFIER: "verifier", AGENT: "agent"}
@@ -149,3 +152,121 @@ def test_regression_below_zero_and_below_the_predecessor():
     assert (flag["version"], flag["why"], flag["tier"]) == (3, "below zero", "verified")
     assert lift_regressions("s", 1, per) == []  # the live version is v1: nothing to flag
     assert lift_regressions("s", 3, lifts(helps, ROLES)["s"]) == []  # v1 is the newest with a lift
+
+
+# ---------------------------------------------------------------- end to end: a real brain, signed v3 records, the CLI
+
+SKILL_MD = "---\nname: s\ndescription: The s skill\n---\n{body}\n"
+CASES = [str(i) for i in range(1, 9)]
+REF_RUNNER, REF_GRADER = "brain-ledger reference-runner 1", "brain-ledger reference-grader 1"
+
+
+@pytest.fixture
+def keys(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path / "keys"
+    monkeypatch.setenv("LEDGER_KEYS", str(home))
+    return home
+
+
+def _skill(path, body: str) -> None:
+    d = path / "skills" / "s"
+    (d / "evals").mkdir(parents=True, exist_ok=True)
+    (d / "SKILL.md").write_text(SKILL_MD.format(body=body))
+    cases = [{"id": int(c), "prompt": f"sum file {c}", "expected_output": c, "assertions": [f"`test -s out{c}`"]}
+             for c in CASES]  # fmt: skip
+    (d / "evals" / "evals.json").write_text(json.dumps({"skill_name": "s", "evals": cases}, indent=2))
+
+
+def _evaluate(brain, *, passes_with, passes_base, plan: str | None, runner: str = REF_RUNNER,
+              actor: str = "verifier") -> None:  # fmt: skip
+    """Record one evaluation of the head's s: every case once with the skill and once without, as one batch."""
+    from ledger.store.treehash import evals_digest
+
+    with brain.acting(actor):
+        served = brain.evidence.served("s")
+        tree = brain.head().skills["s"]
+        digest = evals_digest(brain.store, tree)
+        rows = []
+        for case in CASES:
+            for cond, ok in (("with_skill", case in passes_with), ("without_skill", case in passes_base)):
+                grading = json.dumps({"case": case, "cond": cond, "ok": ok}).encode()
+                run = {"plan": plan, "set": digest, "case": case, "run": 0, "condition": cond,
+                       "arm": served.version if cond == "with_skill" else None, "runner": runner,
+                       "grader": REF_GRADER, "tokens": 300 if cond == "with_skill" else 100,
+                       "ms": 900 if cond == "with_skill" else 400}  # fmt: skip
+                rows.append(brain.evidence.unsigned(served, {
+                    "task": {"id": case, "digest": "sha256:" + hashlib.sha256(case.encode()).hexdigest()},
+                    "score": 1 if ok else 0, "scale": (0, 1), "threshold": 1, "verifier": REF_GRADER,
+                    "evidence": f"iteration-1/eval-{case}/{cond}/grading.json",
+                    "evidence_digest": "sha256:" + hashlib.sha256(grading).hexdigest(), "eval": run}, "score"))
+        brain.evidence.record_runs(rows, f"eval: s v{served.version}")
+
+
+def _plan(brain, runner: str = REF_RUNNER) -> str:
+    from ledger.store.treehash import evals_digest
+
+    digest = evals_digest(brain.store, brain.head().skills["s"])
+    _receipt, entry = brain.evidence.add_plan({
+        "skill": "s", "set": digest, "cases": CASES, "baseline": "none", "runs": 1,
+        "runner": {"command": "python -m ledger.evals.refrunner", "id": runner},
+        "grader": {"command": "python -m ledger.evals.refgrader", "id": REF_GRADER}, "min_lift": 0})
+    return entry.id.hex()
+
+
+def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
+    from ledger.brain import Brain
+
+    path = tmp_path / "brain"
+    brain = Brain.init(path)
+    try:
+        _skill(path, "v1: sum the column")
+        brain.snapshot(note="s v1")
+        address = json.loads(run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json",
+                                        check=True).stdout)["address"]  # fmt: skip
+        run_ledger("--brain", str(path), "keys", "trust", "verifier", address, check=True)
+    finally:
+        brain.close()
+    brain = Brain.open(path)
+    try:
+        plan = _plan(brain)
+        _evaluate(brain, passes_with=set(CASES), passes_base=set(), plan=plan)  # v1 helps on every case
+        _skill(path, "v2: sum the column, differently")
+        brain.snapshot(note="s v2")
+        _evaluate(brain, passes_with={"1", "2", "3"}, passes_base={"1", "2", "3", "4"}, plan=plan)  # v2: no help
+        _evaluate(brain, passes_with=set(CASES), passes_base=set(), plan=plan, actor="agent")  # self-reported
+    finally:
+        brain.close()
+    B = ("--brain", str(path))
+    shown = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    v1, v2 = shown["versions"]
+    a = v1["lift"]["verified"]
+    assert (a["plan"], a["pairs"], a["table"], a["delta"], a["preregistered"], a["stale"]) == (plan, 8, [0, 8, 0, 0],
+                                                                                             1.0, True, False)
+    assert a["interval"] == [round(x, 6) for x in newcombe_paired(0, 8, 0, 0)] and a["interval"][0] > 0
+    assert (a["time_delta_ms"], a["tokens_delta"], a["regressed"], v1["lift"]["self"]) == (500, 200, [], None)
+    b = v2["lift"]["verified"]
+    assert (b["table"], b["delta"], b["regressed"]) == ([3, 0, 1, 4], -0.125, ["4"])
+    assert v2["lift"]["self"]["delta"] == 1.0  # the agent's own evaluation: its own tier, never summed
+    assert v2["verified"]["successes"] + v2["verified"]["failures"] == 8  # competence counts the with_skill runs only
+    logged = json.loads(run_ledger(*B, "log", "--stats", "--json", check=True).stdout)
+    assert [v["lift"] for v in logged[0]["versions"]] == [v1["lift"], v2["lift"]]
+    status = json.loads(run_ledger(*B, "status", "--json", check=True).stdout)
+    (flag,) = [r for r in status["regressions"] if r.get("kind") == "lift"]
+    assert (flag["skill"], flag["version"], flag["from"], flag["tier"], flag["why"]) == ("s", 2, 1, "verified",
+                                                                                         "below its predecessor's")
+    assert flag["revert"] == "ledger revert s --to 1"
+    text = run_ledger(*B, "status", check=True).stdout
+    assert "lift regressed s v2" in text and "ledger revert s --to 1" in text
+    text = run_ledger(*B, "show", "s", "--stats", check=True).stdout
+    assert "+100.0 pts" in text and "pre-registered" in text and "regressed case(s): 4" in text
+    assert json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout) == shown  # from the cache
+    # a new plan with another runner: the evidence so far is stale (kept, shown so, never summed with the new)
+    brain = Brain.open(path)
+    try:
+        _plan(brain, runner="claude-code 2.1 / claude-sonnet-4-5")
+    finally:
+        brain.close()
+    again = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    assert [v["lift"]["verified"]["stale"] for v in again["versions"]] == [True, True]
+    assert [v["lift"]["verified"]["delta"] for v in again["versions"]] == [1.0, -0.125]
+    assert run_ledger(*B, "verify").returncode == 0
