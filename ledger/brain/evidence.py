@@ -314,8 +314,10 @@ class Evidence:
         head = self.brain.head()
         if per is None and head_evidence(self.brain.store, head) is None:
             per = {}  # no outcome at all: nothing to read
-        per = per if per is not None else self.stats()
-        lifted = self.lifts() if per else {}
+        if per is None:
+            per, lifted = self.figures()
+        else:
+            lifted = self.lifts() if per else {}
         out = []
         for name, version in self.live().items() if per else ():
             flagged = self.regression(name, version, per.get(name, {}))

@@ -251,8 +251,7 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
     with open_brain(ctx) as brain:
         from ledger.brain.evidence import stats_doc
 
-        per = brain.evidence.stats()
-        lifted = brain.evidence.lifts()
+        per, lifted = brain.evidence.figures()
         live = brain.evidence.live()
         names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live) | set(lifted))
         docs = []
