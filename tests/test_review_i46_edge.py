@@ -39,7 +39,7 @@ def _v1(entry: bytes, key: bytes, task: str) -> bytes:
     from ledger.store import outcomes as oc
 
     record = json.loads(entry)["record"]
-    record = {k: v for k, v in record.items() if k != "batch"}
+    record = {k: v for k, v in record.items() if k not in ("batch", "eval")}
     record.update(format=oc.FORMAT_V1, task={"id": task, "digest": None})
     return oc.sign_entry(record, key)
 

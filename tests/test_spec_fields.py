@@ -252,7 +252,7 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
         if name:
             members[name.group(1)] = set(re.findall(r'"([a-z_]+)":', cells[2]))
     assert set(members) == {"format", "brain", "agent", "skill", "version", "digest", "receipt", "task", "outcome",
-                            "verifier", "evidence", "time", "signer", "batch"}  # fmt: skip
+                            "verifier", "evidence", "time", "signer", "batch", "eval"}  # fmt: skip
     brain, _ = build_honest_outcomes(tmp_path)
     names = subprocess_show(brain, "HEAD:evidence").splitlines()[2:]  # "tree HEAD:evidence", "", then its names
     entries = [ln for n in names for ln in subprocess_show(brain, f"HEAD:evidence/{n}").splitlines()]

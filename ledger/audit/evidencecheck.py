@@ -118,7 +118,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     incremental = bool(walked.mainline and walked.mainline[0].parents)
     adders: dict[bytes, list[str]] = {}  # outcome id → the snapshots that appended it (a merge may bring it twice)
     batches: dict[tuple[str, str], list[str]] = {}  # (signer, batch id) → the snapshots that appended it (§14.9)
-    v2_adders: list[str] = []  # the snapshots that appended a v2 record, oldest first
+    v2_adders: list[str] = []  # the snapshots that appended a v2 or v3 record, oldest first
+    v3_adders: list[str] = []  # the snapshots that appended a v3 record, oldest first (§14.10: no downgrade)
     added = 0
     for snap in walked.order:
         label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
@@ -155,7 +156,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             trust = _trust(store, snap, trusts)
             # An incremental audit did not walk who appended the parent's entries: it reads the parent's ids.
             seen: set[bytes] = {_id(e) for e in _log(store, first, logs)} if incremental else set()
-            before_batches, before_v2 = _batches_of(_log(store, first, logs)) if incremental else (set(), False)
+            before_batches, before_level = _batches_of(_log(store, first, logs)) if incremental else (set(), 0)
             parsed: list[tuple[int, oc.Entry]] = []
             for i, data in enumerate(new, size):
                 oid = _id(data)
@@ -172,8 +173,9 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             else:
                 # §14.9: the log before is the first parent's, whose batches the snapshots before appended.
                 known = _known(before_batches, batches, receipts, snap.commit)
-                v2_before = before_v2 or any(receipts.before(by, snap.commit) for by in v2_adders)
-                problem = batch_problem(parsed, v2_before=v2_before, known=known)
+                v2_before = before_level >= 2 or any(receipts.before(by, snap.commit) for by in v2_adders)
+                v3_before = before_level >= 3 or any(receipts.before(by, snap.commit) for by in v3_adders)
+                problem = batch_problem(parsed, v2_before=v2_before, v3_before=v3_before, known=known)
                 if problem:
                     chk.fail(f"{label}: {problem}", **where)
                 for _, entry in parsed:
@@ -183,6 +185,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                             by.append(snap.commit)
                 if any(e.batch is not None for _, e in parsed):
                     v2_adders.append(snap.commit)
+                if any(e.level == 3 for _, e in parsed):
+                    v3_adders.append(snap.commit)
             added += len(new)
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
@@ -287,18 +291,18 @@ def _known(before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str
                                                               for by in batches.get((signer, bid), ()))
 
 
-def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], bool]:
-    """The (signer, batch id) pairs a log holds, and whether it holds a v2 record (an incremental audit's
-    first parent, which it did not walk)."""
+def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], int]:
+    """The (signer, batch id) pairs a log holds, and the newest record format it holds (0 none, 1, 2, 3; an
+    incremental audit's first parent, which it did not walk)."""
     out: set[tuple[str, str]] = set()
-    v2 = False
+    level = 0
     for data in log:
-        with contextlib.suppress(LedgerError, KeyError, TypeError):
+        with contextlib.suppress(LedgerError, KeyError, TypeError, AttributeError):
             record = oc.loads(data)["record"]
+            level = max(level, 3 if "eval" in record else 2 if "batch" in record else 1)
             if record.get("batch") is not None:
                 out.add((record["signer"], record["batch"]["id"]))
-                v2 = True
-    return out, v2
+    return out, level
 
 
 def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, trust: Any, seen: set[bytes],
@@ -307,7 +311,9 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
     or None (and its tier recorded in ``tally``).  The audit asks it of each entry a snapshot added; the
     writer of each entry it is about to append (``at`` its head, ``inclusive``), so that it never
     acknowledges an outcome the audit would refuse."""
-    rec, short = entry.record, entry.id.hex()[:12]
+    rec, short = entry.body, entry.id.hex()[:12]
+    if entry.kind != "record":
+        short = f"{entry.kind} {short}"
     if entry.id in seen:
         return f"{short} is already in the log (an entry appears once)"
     seen.add(entry.id)
@@ -316,6 +322,8 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
         return f"{short} is signed by {entry.signer}, a key the brain did not trust at this snapshot (forged)"
     if genesis is not None and rec["brain"] != genesis:
         return f"{short} is an outcome of brain {rec['brain'][:12]}, not this one ({genesis[:12]})"
+    if entry.kind != "record":
+        return _item_problem(entry, short, role, stamp)
     if rec["agent"] is not None:
         if tally.agent is not None and rec["agent"] != tally.agent:
             return f"{short} names agent {rec['agent']}, where the lineage's outcomes name {tally.agent}"
@@ -342,8 +350,19 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
     return None
 
 
+def _item_problem(entry: oc.Entry, short: str, role: str, stamp: int) -> str | None:
+    """Why an eval plan or an approval (trusted, of this brain, not in the log before) may not be appended
+    by a snapshot made at ``stamp`` (docs/lineage.md §14.10), or None."""
+    if entry.kind == "approval" and role not in ("user", "curator"):
+        return (f"{short} is signed by {entry.signer}, a {role} key: an approval is signed by a user or "
+                "curator key")  # fmt: skip
+    if oc.parse_time(entry.body["time"]) > stamp + MAX_SKEW:
+        return f"{short} is dated {entry.body['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
+    return None
+
+
 def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
-                  known: Callable[[str, str], bool]) -> str | None:  # fmt: skip
+                  known: Callable[[str, str], bool], v3_before: bool = False) -> str | None:  # fmt: skip
     """Why the entries one ``outcome`` snapshot appends (``(index in the log, entry)``, in log order) break
     docs/lineage.md §14.9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
     each batch they name is new (``known(signer, id)``: the log before holds that batch) and appended whole,
@@ -352,13 +371,20 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
     the audit of each snapshot, so a verifier's batch is in a log all of it or none of it."""
     groups: dict[tuple[str, str], list[tuple[int, oc.Entry]]] = {}
     for i, entry in appended:
+        if entry.kind != "record":  # an eval plan or an approval belongs to no batch (§14.10)
+            continue
         batch, short = entry.batch, entry.id.hex()[:12]
         if batch is None:
             if v2_before:
                 return (f"outcome {i}: {short} is a v1 record ({oc.FORMAT_V1}), appended after the log's first "
-                        f"v2 record: from then on every record is {oc.FORMAT}, whole in its batch")  # fmt: skip
+                        f"v2 record: from then on every record is {oc.FORMAT_V2} or {oc.FORMAT}, whole in its "
+                        "batch")  # fmt: skip
             continue
+        if entry.level == 2 and v3_before:
+            return (f"outcome {i}: {short} is a v2 record ({oc.FORMAT_V2}), appended after the log's first v3 "
+                    f"record: from then on every record is {oc.FORMAT} (docs/lineage.md §14.10)")  # fmt: skip
         v2_before = True  # a v1 record after a v2 one in the same snapshot is after the log's first v2 record
+        v3_before = v3_before or entry.level == 3
         key = (entry.signer, batch["id"])
         if key not in groups:
             if known(*key):

@@ -49,7 +49,8 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
 IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
-BATCHES_CACHE = "evidence-batches-v1.bin"  # in .ledger/cache/: a log's tree id, then each batch's signer and id
+BATCHES_CACHE = "evidence-batches-v2.bin"  # in .ledger/cache/: a log's tree id, its newest record format, then
+# each batch's signer and id
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
 FIGURES_CACHE = "evidence-figures-v1.txt"  # in .ledger/cache/: a log's tree id and trust digest, then per skill
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
@@ -159,7 +160,7 @@ class Evidence:
         for data in entries:
             if b'"eval":{' in data:
                 records.append(json.loads(data)["record"])
-            elif data.startswith(b'{"plan":'):
+            elif oc.kind_of(data) == "plan":
                 plans.append(json.loads(data)["plan"])
         return lf.lifts(records, self._trust().active, plans) if records else {}
 
@@ -242,7 +243,9 @@ class Evidence:
         roles = self._trust().active
         out: dict[str, dict[str, Any]] = {}
         for i, data in enumerate(self.checked()):
-            record = oc.loads(data)["record"]
+            record = oc.loads(data).get("record")
+            if record is None:  # an eval plan or an approval: in no batch (docs/lineage.md §14.10)
+                continue
             who = record["signer"]
             if signer is not None and who != signer:
                 continue
@@ -260,6 +263,23 @@ class Evidence:
             followed = {b["prev"] for b in mine["batches"].values()}
             mine["batches"] = [{**b, "head": b["id"] not in followed} for b in mine["batches"].values()]
         return list(out.values())
+
+    def plans(self, skill: str | None = None) -> list[oc.Entry]:
+        """The eval plans in the head's log (of ``skill``, or all), in log order (docs/lineage.md §14.10)."""
+        return self._of_kind("plan", skill)
+
+    def approvals(self, skill: str | None = None) -> list[oc.Entry]:
+        """The approvals in the head's log (of ``skill``, or all), in log order (docs/lineage.md §14.10)."""
+        return self._of_kind("approval", skill)
+
+    def _of_kind(self, kind: str, skill: str | None) -> list[oc.Entry]:
+        out = []
+        for data in self.checked():
+            if oc.kind_of(data) == kind:
+                entry = oc.parse_entry(data)
+                if skill is None or entry.body["skill"] == skill:
+                    out.append(entry)
+        return out
 
     def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None,
                     lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None) -> dict[str, Any]:
@@ -385,6 +405,39 @@ class Evidence:
         receipt_, signed = self._append([row], note or f"outcome: {served.skill} v{served.version} {result}")
         return receipt_, signed[0]
 
+    def record_runs(self, rows: Sequence[Mapping[str, Any]], note: str) -> Receipt:
+        """Sign ``rows`` (unsigned v3 records from :meth:`unsigned`, each an evaluation's run) with the acting
+        key as ONE batch and append them: one ``outcome`` snapshot (docs/lineage.md §14.9, §14.10)."""
+        if not rows:
+            raise StoreError("an evaluation records at least one run")
+        return self._append([dict(r) for r in rows], note)[0]
+
+    def add_plan(self, fields: Mapping[str, Any], note: str = "") -> tuple[Receipt, oc.Entry]:
+        """Sign an eval plan (``fields``: ``skill``, ``set``, ``cases``, ``baseline``, ``runs``, ``runner``,
+        ``grader``, ``min_lift``, and ``time`` optionally) with the acting key and append it (§14.10)."""
+        key = self._key()
+        wanted = {"skill", "set", "cases", "baseline", "runs", "runner", "grader", "min_lift"}
+        if not wanted <= set(fields) or not set(fields) <= wanted | {"time"}:
+            raise StoreError(f"a plan's fields are {', '.join(sorted(wanted))} and optionally time")
+        plan = oc.make_plan(brain=self.genesis, skill=self.brain.resolve(str(fields["skill"])), set=fields["set"],
+                            cases=fields["cases"], baseline=fields["baseline"], runs=fields["runs"],
+                            runner=fields["runner"], grader=fields["grader"], min_lift=fields["min_lift"],
+                            signer=key.address, when=fields.get("time"))  # fmt: skip
+        entry = oc.sign_body("plan", plan, key.secret, key.address)
+        receipt = self._append([entry], note or f"outcome: eval plan of {plan['skill']} ({entry.id.hex()[:12]})")[0]
+        return receipt, entry
+
+    def approve(self, skill: str, version: int, reason: str, note: str = "") -> tuple[Receipt, oc.Entry]:
+        """Sign an approval of ``skill`` at ``version`` (released without an evaluation, for ``reason``) with the
+        acting key, which must be a user or curator key, and append it (§14.10)."""
+        served = self.served(skill, version)
+        key = self._key()
+        approval = oc.make_approval(brain=self.genesis, skill=served.skill, version=served.version,
+                                    digest=served.digest, reason=reason, signer=key.address)  # fmt: skip
+        entry = oc.sign_body("approval", approval, key.secret, key.address)
+        receipt = self._append([entry], note or f"outcome: approval of {served.skill} v{served.version}")[0]
+        return receipt, entry
+
     def import_lines(self, lines: Iterable[bytes], *, note: str = "") -> tuple[Receipt | None, dict[str, int]]:
         """Import a JSONL of outcomes (rows signed here, or entries signed elsewhere) as one snapshot."""
         entries: list[bytes | oc.Entry | dict[str, Any]] = []
@@ -430,6 +483,12 @@ class Evidence:
         fields["scale"] = tuple(scale) if scale is not None else None
         return self._unsigned(served, fields, result)
 
+    def unsigned(self, served: Served, fields: Mapping[str, Any], result: str) -> dict[str, Any]:
+        """The record of a row the acting key will sign (:meth:`record_runs` signs rows as one batch).
+        ``fields``: ``task``, ``task_digest``, ``score``, ``scale``, ``threshold``, ``evidence``,
+        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent)."""
+        return self._unsigned(served, fields, result)
+
     def _unsigned(self, served: Served, f: Mapping[str, Any], result: str) -> dict[str, Any]:
         """The record of a row the acting key will sign: :meth:`_append` signs a call's rows as one batch."""
         key = self._key()
@@ -445,7 +504,7 @@ class Evidence:
             receipt={"commit": served.commit, "root": served.root}, task_id=task, task_digest=digest,
             result=result, score=f.get("score"), scale=f.get("scale"), threshold=f.get("threshold"),
             evidence_uri=f.get("evidence"), evidence_digest=f.get("evidence_digest"), verifier=f.get("verifier"),
-            when=when, signer=key.address, batch=_PENDING,
+            when=when, signer=key.address, batch=_PENDING, eval=f.get("eval"),
         )  # fmt: skip
         stamp = oc.parse_time(record["time"])
         if stamp < served.time:
@@ -485,7 +544,7 @@ class Evidence:
             trust = self._trust()
             tree = head_evidence(brain.store, head)
             seen, log_agent = self._index(tree)
-            held, v2_before = self._batches(tree)
+            held, level = self._batches(tree)
             rows = [e for e in entries if isinstance(e, dict)]
             if rows:
                 key = self._key()
@@ -509,13 +568,13 @@ class Evidence:
                 assert not isinstance(given, dict)
                 entry = given if isinstance(given, oc.Entry) else oc.parse_entry(given)
                 _check_signer(entry, trust)
-                if entry.batch is None:
+                if entry.kind == "record" and entry.batch is None:
                     raise StoreError(f"outcome {i + 1} of {len(entries)} is a {oc.FORMAT_V1} record: a v1.7 brain "
                                      f"appends only {oc.FORMAT} records, each whole in its signer's batch "
                                      "(docs/lineage.md §14.9); nothing was written",
                                      hint="have the verifier sign its outcomes as a batch (ledger.store.outcomes."
                                           "sign_batch, or ledger outcome record|import on its own brain)")  # fmt: skip
-                if registered is not None and entry.record["agent"] != registered:
+                if registered is not None and entry.kind == "record" and entry.record["agent"] != registered:
                     raise StoreError(f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
                                      f"this brain is registered as agent {registered}: an outcome of a registered "
                                      "brain names its agent (docs/lineage.md §14.5 rule 7); nothing was written",
@@ -534,7 +593,7 @@ class Evidence:
                 raise StoreError("every outcome given is already in the log; nothing was written")
             size = ev.size_of(brain.store, tree)
             known = {(signer, bid) for signer, ids in held.items() for bid in ids}
-            problem = batch_problem(list(enumerate(fresh, size)), v2_before=v2_before,
+            problem = batch_problem(list(enumerate(fresh, size)), v2_before=level >= 2, v3_before=level >= 3,
                                     known=lambda signer, bid: (signer, bid) in known)  # fmt: skip
             if problem is not None:
                 raise StoreError(f"{problem}; nothing was written",
@@ -548,41 +607,47 @@ class Evidence:
                 self._remember(set(ev.chunk_ids(brain.store, new_tree)) - set(old))
             self._save_index(new_tree, seen, tally.agent)  # entry_problem added each appended id to ``seen``
             for e in fresh:
-                assert e.batch is not None
+                if e.batch is None:  # an eval plan or an approval: in no batch
+                    continue
                 ids = held.setdefault(e.signer, [])
                 if not ids or ids[-1] != e.batch["id"]:
                     ids.append(e.batch["id"])
-            self._save_batches(new_tree, held)
+            self._save_batches(new_tree, held, max([level, *(e.level for e in fresh)]))
             return receipt, mine
 
-    def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], bool]:
-        """Each signer's batch ids in ``tree``'s log, oldest first, and whether it holds a v2 record (§14.9):
-        from ``.ledger/cache`` when kept for this very tree (content-addressed, as the ids' cache), else read
-        from the log."""
+    def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], int]:
+        """Each signer's batch ids in ``tree``'s log, oldest first, and the newest record format it holds
+        (0 none, 1, 2 or 3: §14.9's and §14.10's no-downgrade rule): from ``.ledger/cache`` when kept for this
+        very tree (content-addressed, as the ids' cache), else read from the log."""
         if tree is None:
-            return {}, False
+            return {}, 0
         held: dict[str, list[str]] = {}
         with contextlib.suppress(OSError):
             data = (self.brain.control / "cache" / BATCHES_CACHE).read_bytes()
-            if data[:20] == tree and (len(data) - 20) % 52 == 0:
-                for i in range(20, len(data), 52):
+            if data[:20] == tree and (len(data) - 21) % 52 == 0 and data[20] <= 3:
+                for i in range(21, len(data), 52):
                     held.setdefault("0x" + data[i : i + 20].hex(), []).append(data[i + 20 : i + 52].hex())
-                return held, bool(held)
+                return held, data[20]
+        level = 0
         for entry in ev.entries_of(self.brain.store, tree):
-            record = oc.loads(entry)["record"]
+            record = oc.loads(entry).get("record")
+            if record is None:  # an eval plan or an approval
+                continue
+            level = max(level, 3 if "eval" in record else 2 if "batch" in record else 1)
             batch = record.get("batch")
             if isinstance(batch, dict):
                 ids = held.setdefault(record["signer"], [])
                 if not ids or ids[-1] != batch["id"]:
                     ids.append(batch["id"])
-        return held, bool(held)
+        return held, level
 
-    def _save_batches(self, tree: bytes, held: Mapping[str, list[str]]) -> None:
+    def _save_batches(self, tree: bytes, held: Mapping[str, list[str]], level: int) -> None:
         path = self.brain.control / "cache" / BATCHES_CACHE
         tmp = path.with_name(f".{BATCHES_CACHE}.{os.getpid()}")
         with contextlib.suppress(OSError):
-            tmp.write_bytes(tree + b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid)
-                                            for signer, ids in held.items() for bid in ids))  # fmt: skip
+            pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items()
+                             for bid in ids)  # fmt: skip
+            tmp.write_bytes(tree + bytes([level]) + pairs)
             os.replace(tmp, path)
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
@@ -663,8 +728,9 @@ def _log_agent(entries: Sequence[bytes]) -> str | None:
 
 def _check_signer(entry: oc.Entry, trust: Trust) -> None:
     role = trust.active.get(entry.signer)
+    what = "outcome" if entry.kind == "record" else entry.kind
     if role is None:
-        raise StoreError(f"outcome {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
+        raise StoreError(f"{what} {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
                          "trust", hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'")  # fmt: skip
 
 

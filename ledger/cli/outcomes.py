@@ -141,8 +141,9 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
         roles = brain.evidence._trust().active
         for i, data in enumerate(brain.evidence.entries()):
             doc = oc.loads(data)
-            rec = doc["record"]
-            if (name and rec["skill"] != name) or (version and rec["version"] != version):
+            kind = oc.kind_of(data)
+            rec = doc[kind]  # an outcome record, an eval plan or an approval (docs/lineage.md §14.10)
+            if (name and rec["skill"] != name) or (version and rec.get("version", version) != version):
                 continue
             role = roles.get(rec["signer"])
             tier = "verified" if role == "verifier" else "self" if role else "withdrawn"
@@ -151,6 +152,13 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
         emit(out)
         return
     for o in out:
+        if "record" not in o:
+            kind = "plan" if "plan" in o else "approval"
+            body = o[kind]
+            said = f"eval plan ({len(body['cases'])} case(s) x {body['runs']} run(s))" if kind == "plan" else \
+                f"approval v{body['version']}"  # fmt: skip
+            click.echo(f"{o['index']:>6}  {body['time']}  {body['skill']}  {said}  {body['signer'][:10]}…")
+            continue
         rec = o["record"]
         task = rec["task"]["id"] or rec["task"]["digest"]
         click.echo(f"{o['index']:>6}  {rec['time']}  {rec['skill']} v{rec['version']}  {_said(rec):<16} "

@@ -61,9 +61,10 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     except LedgerError:
         counted = []  # an altered log: the audit fails, and the page claims nothing
     outcomes_by: dict[str, int] = {}
-    for entry in entries:  # every entry of the head's log, merged in or appended here
+    for entry in entries:  # every outcome of the head's log, merged in or appended here (not plans, approvals)
         who = _signer(entry)
-        outcomes_by[who] = outcomes_by.get(who, 0) + 1
+        if who is not None:
+            outcomes_by[who] = outcomes_by.get(who, 0) + 1
     trust = brain.evidence._trust()
     per = competence(counted, trust)
     lifted = brain.evidence.lifts(counted)
@@ -94,7 +95,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
                 "outcomes": outcomes_by.get(a, 0), "checked": ok and sig_ok} for a, r in sorted(roles.items())]
     signers += [{"address": a, "role": "revoked", "state": "revoked", "snapshots": signed_count.get(a, 0),
                  "outcomes": outcomes_by.get(a, 0), "checked": ok and sig_ok} for a in sorted(trust.revoked)]
-    tiers = [roles.get(_signer(e)) for e in entries]
+    tiers = [roles.get(who) for e in entries if (who := _signer(e)) is not None]
     verified = sum(1 for r in tiers if r == "verifier")
     head = report.timeline[-1] if report.timeline else None
     return {
@@ -115,9 +116,13 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _signer(entry: bytes) -> str:
+def _signer(entry: bytes) -> str | None:
+    """The signer of an outcome record; None for an eval plan or an approval (no outcome)."""
     try:
-        return str(oc.loads(entry)["record"]["signer"])
+        doc = oc.loads(entry)
+        if isinstance(doc, dict) and "record" not in doc and ("plan" in doc or "approval" in doc):
+            return None
+        return str(doc["record"]["signer"])
     except (LedgerError, KeyError, TypeError):
         return "unreadable"
 

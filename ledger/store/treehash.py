@@ -13,7 +13,7 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from ledger.bundle.merkle import KIND_DIR, Digest, DirNode, RootIndex, file_digest
+from ledger.bundle.merkle import KIND_DIR, Digest, DirNode, RootIndex, file_digest, format_root
 from ledger.errors import TreeError
 from ledger.store.gitstore import MODE_DIR, GitStore, TreeEntry, kind_of_mode
 from ledger.store.skilltree import skills_of
@@ -22,6 +22,7 @@ __all__ = [
     "DigestCache",
     "blob_digest",
     "bundle_of_tree",
+    "evals_digest",
     "expand",
     "files_of",
     "recompute_roots",
@@ -153,6 +154,16 @@ def tree_digest(store: GitStore, tree: bytes, cache: DigestCache, where: str = "
         cache.put(sha, _level(store, listing, cache, label).digest)
         stack.pop()
     return cache.get(tree)  # type: ignore[return-value]
+
+
+def evals_digest(store: GitStore, skill_tree: bytes, cache: DigestCache | None = None) -> str | None:
+    """The digest (``blake3-tree-v1:`` and hex) of the ``evals`` directory of a skill's git tree: the same
+    directory digest as a skill's (bundle-hash.md §4), which an evaluation's plan and records name as their
+    ``set`` (docs/lineage.md §14.10); None when the skill has no ``evals`` directory."""
+    for sha, mode, name in store.read_tree(skill_tree):
+        if name == "evals" and mode == MODE_DIR:
+            return format_root(tree_digest(store, sha, cache if cache is not None else DigestCache(None), "evals"))
+    return None
 
 
 def blob_digest(store: GitStore, blob: bytes, cache: DigestCache) -> bytes:
