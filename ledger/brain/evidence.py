@@ -10,7 +10,6 @@ trusted key *self-reported*); the snapshot that appends it is signed too.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
@@ -156,12 +155,17 @@ class Evidence:
         an object: in RFC 8785 bytes the only place ``"eval":{`` can occur) and its plans."""
         if entries is None:
             return self.figures()[1]
+        return self._lifts_of(json.loads(d) for d in entries if b'"eval":{' in d or oc.kind_of(d) == "plan")
+
+    def _lifts_of(self, docs: Iterable[Mapping[str, Any]]) -> Lifted:
+        """:meth:`lifts` from parsed entries: their eval records (``eval`` an object) and their plans."""
         records, plans = [], []
-        for data in entries:
-            if b'"eval":{' in data:
-                records.append(json.loads(data)["record"])
-            elif oc.kind_of(data) == "plan":
-                plans.append(json.loads(data)["plan"])
+        for doc in docs:
+            rec = doc.get("record")
+            if rec is not None and rec.get("eval") is not None:
+                records.append(rec)
+            elif "plan" in doc:
+                plans.append(doc["plan"])
         return lf.lifts(records, self._trust().active, plans) if records else {}
 
     def figures(self, only: str | None = None) -> tuple[PerVersion, Lifted]:
@@ -186,8 +190,8 @@ class Evidence:
                 return _load_figures(data, len(key), only)
             except (ValueError, KeyError, TypeError):
                 pass  # a damaged cache is recomputed
-        checked = self.checked()
-        per, lifted = competence(checked, trust), self.lifts(checked)
+        docs = [json.loads(data) for data in self.checked()]  # each entry parsed once, for both figures
+        per, lifted = competence(docs, trust), self._lifts_of(docs)
         tmp = path.with_name(f".{FIGURES_CACHE}.{os.getpid()}")
         with contextlib.suppress(OSError):
             tmp.write_bytes(key + b"".join(_figure_line(name, per.get(name, {}), lifted.get(name, {}))
@@ -678,8 +682,9 @@ class Evidence:
 def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
                  ) -> bytes:  # fmt: skip
     """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON."""
-    doc = {"stats": [dataclasses.asdict(s) for s in per.values()],
-           "lifts": [dataclasses.asdict(x) for tiers in lifted.values() for found in tiers.values() for x in found]}
+    doc = {"stats": [[s.version, [s.verified.successes, s.verified.failures, s.verified.scores],
+                      [s.self.successes, s.self.failures, s.self.scores], s.withdrawn, s.digest] for s in per.values()],
+           "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found]}  # fmt: skip
     return (json.dumps(name) + "\t" + json.dumps(doc, separators=(",", ":")) + "\n").encode()
 
 
@@ -696,9 +701,8 @@ def _load_figures(data: bytes, start: int, only: str | None) -> tuple[PerVersion
     for line in lines:
         head, _, body = line.partition(b"\t")
         name, doc = json.loads(head), json.loads(body)
-        for s in doc["stats"]:
-            stats = VersionStats(s["version"], Tier(**s["verified"]), Tier(**s["self"]), s["withdrawn"], s["digest"])
-            per.setdefault(name, {})[stats.version] = stats
+        for version, verified, own, withdrawn, digest in doc["stats"]:
+            per.setdefault(name, {})[version] = VersionStats(version, Tier(*verified), Tier(*own), withdrawn, digest)
         for x in doc["lifts"]:
             lift = lf.Lift(**x)
             lifted.setdefault(name, {}).setdefault(lift.version, {}).setdefault(lift.tier, []).append(lift)
