@@ -270,3 +270,51 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     assert [v["lift"]["verified"]["stale"] for v in again["versions"]] == [True, True]
     assert [v["lift"]["verified"]["delta"] for v in again["versions"]] == [1.0, -0.125]
     assert run_ledger(*B, "verify").returncode == 0
+
+
+def test_the_figures_cache_extends_by_each_append_and_equals_a_fresh_count(tmp_path, keys, monkeypatch) -> None:
+    """The figures cache (keyed by the log's tree id and the trust set) extended append by append gives what a
+    count from scratch gives, byte for byte."""
+    from ledger.brain import Brain
+    from ledger.brain import evidence as evmod
+    from ledger.brain.evidence import FIGURES_CACHE, stats_doc
+
+    extended_by: list[bool] = []
+    real = evmod._extends
+    monkeypatch.setattr(evmod, "_extends", lambda *a: extended_by.append(real(*a)) or extended_by[-1])
+
+    def docs(brain) -> list[dict[str, Any]]:
+        per, lifted = brain.evidence.figures()
+        return [stats_doc(n, 2, per.get(n, {}), lifted.get(n, {}), None) for n in sorted(set(per) | set(lifted))]
+
+    path = tmp_path / "brain"
+    brain = Brain.init(path)
+    try:
+        _skill(path, "v1")
+        brain.snapshot(note="s v1")
+        plan = _plan(brain)
+        cache = path / ".ledger" / "cache" / FIGURES_CACHE
+        seen = []
+        for i in range(3):
+            _evaluate(brain, passes_with=set(CASES[: 3 + i]), passes_base=set(CASES[:4]), plan=plan,
+                      actor="agent")  # fmt: skip
+            brain.evidence.record("s", result="success", task=f"plain-{i}")  # a plain outcome between evaluations
+            if i == 1:
+                _skill(path, "v2")
+                brain.snapshot(note="s v2")
+            seen.append(docs(brain))
+            assert int(cache.read_bytes().split(b"\n", 1)[0].split()[2]) == brain.evidence.size()
+        extended = cache.read_bytes()
+        cache.unlink()
+        fresh = Brain.open(path)
+        try:
+            assert docs(fresh) == seen[-1]
+            assert cache.read_bytes() == extended  # byte for byte what the extended cache held
+        finally:
+            fresh.close()
+        v1 = next(v for v in seen[-1][0]["versions"] if v["version"] == 1)
+        assert (v1["lift"]["self"]["table"], v1["lift"]["self"]["pairs"]) == ([7, 0, 1, 8], 16)  # two evaluations
+        assert seen[0] != seen[1] != seen[2]
+        assert extended_by == [True, True]  # rounds 2 and 3 extended the cache by their appends (each round: 2)
+    finally:
+        brain.close()

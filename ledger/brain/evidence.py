@@ -155,47 +155,70 @@ class Evidence:
         an object: in RFC 8785 bytes the only place ``"eval":{`` can occur) and its plans."""
         if entries is None:
             return self.figures()[1]
-        return self._lifts_of(json.loads(d) for d in entries if b'"eval":{' in d or oc.kind_of(d) == "plan")
+        return self._lifts_of(json.loads(d) if b'"eval":{' in d or oc.kind_of(d) == "plan" else {} for d in entries)
+
+    def _pairing_of(self, docs: Iterable[Mapping[str, Any]], pairing: lf.Pairing | None = None,
+                    start: int = 0) -> lf.Pairing:  # fmt: skip
+        """``docs`` (parsed entries from log index ``start``) added to ``pairing``: their eval records (``eval``
+        an object) and their plans."""
+        records: list[Mapping[str, Any]] = []  # one a log entry, so that a run's index is its log index
+        plans = []
+        for doc in docs:
+            records.append(doc.get("record") or {})
+            if "plan" in doc:
+                plans.append(doc["plan"])
+        pairing = pairing if pairing is not None else lf.Pairing()
+        pairing.add(records, self._trust().active, plans, start)
+        return pairing
 
     def _lifts_of(self, docs: Iterable[Mapping[str, Any]]) -> Lifted:
-        """:meth:`lifts` from parsed entries: their eval records (``eval`` an object) and their plans."""
-        records, plans = [], []
-        for doc in docs:
-            rec = doc.get("record")
-            if rec is not None and rec.get("eval") is not None:
-                records.append(rec)
-            elif "plan" in doc:
-                plans.append(doc["plan"])
-        return lf.lifts(records, self._trust().active, plans) if records else {}
+        """:meth:`lifts` from parsed entries."""
+        return self._pairing_of(docs).result()
 
     def figures(self, only: str | None = None) -> tuple[PerVersion, Lifted]:
         """:meth:`stats` and :meth:`lifts` together (of skill ``only``, or of every skill), kept in ``.ledger/cache``
         by what they are a function of: the log's tree id (content-addressed: the entries cannot change under
         it) and the head's active keys and roles.  So ``show NAME --stats`` on a log of 100,000 runs reads one
-        line of the cache instead of parsing 100,000 entries; any append or trust change misses it."""
+        line of the cache instead of parsing 100,000 entries.  A trust change recomputes them; an append
+        (a log whose first entries are the cached log's, checked by chunk id) extends them by its entries."""
         store = self.brain.store
         tree = head_evidence(store, self.brain.head())
         if tree is None:
             return {}, {}
         trust = self._trust()
         roles = json.dumps(sorted(trust.active.items()), separators=(",", ":"))
-        key = f"{tree.hex()} {hashlib.sha256(roles.encode()).hexdigest()}\n".encode()
+        digest = hashlib.sha256(roles.encode()).hexdigest()
         path = self.brain.control / "cache" / FIGURES_CACHE
         try:
             data = path.read_bytes()
         except OSError:
             data = b""
-        if data.startswith(key):
+        first = data.split(b"\n", 1)[0].split()
+        if first[:2] == [tree.hex().encode(), digest.encode()]:
             try:
-                return _load_figures(data, len(key), only)
-            except (ValueError, KeyError, TypeError):
+                per, pairing = _load_figures(data, only)
+                return per, pairing.result()
+            except (ValueError, KeyError, TypeError, IndexError):
                 pass  # a damaged cache is recomputed
-        docs = [json.loads(data) for data in self.checked()]  # each entry parsed once, for both figures
-        per, lifted = competence(docs, trust), self._lifts_of(docs)
+        entries = self.checked()
+        start, per, pairing = 0, {}, lf.Pairing()
+        if len(first) == 3 and first[1] == digest.encode():
+            with contextlib.suppress(ValueError, KeyError, TypeError, IndexError, LedgerError):
+                size = int(first[2])
+                if 0 < size <= len(entries) and _extends(store, bytes.fromhex(first[0].decode()), tree, size):
+                    per, pairing = _load_figures(data, None)
+                    start = size
+        docs = [json.loads(data) for data in entries[start:]]  # each entry parsed once, for both figures
+        for name, versions in competence(docs, trust).items():
+            mine = per.setdefault(name, {})
+            for version, stats in versions.items():
+                mine[version] = _sum(mine[version], stats) if version in mine else stats
+        lifted = self._pairing_of(docs, pairing, start).result()
         tmp = path.with_name(f".{FIGURES_CACHE}.{os.getpid()}")
         with contextlib.suppress(OSError):
-            tmp.write_bytes(key + b"".join(_figure_line(name, per.get(name, {}), lifted.get(name, {}))
-                                           for name in sorted(set(per) | set(lifted))))  # fmt: skip
+            tmp.write_bytes(f"{tree.hex()} {digest} {len(entries)}\n".encode() + b"".join(
+                _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
+                for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))))  # fmt: skip
             os.replace(tmp, path)
         if only is not None:
             return ({only: per[only]} if only in per else {}), ({only: lifted[only]} if only in lifted else {})
@@ -680,33 +703,64 @@ class Evidence:
 
 
 def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
-                 ) -> bytes:  # fmt: skip
-    """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON."""
+                 pairing: lf.Pairing) -> bytes:  # fmt: skip
+    """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON
+    (outcomes per version, the comparisons with their running sums, the identities staleness is judged by)."""
     doc = {"stats": [[s.version, [s.verified.successes, s.verified.failures, s.verified.scores],
                       [s.self.successes, s.self.failures, s.self.scores], s.withdrawn, s.digest] for s in per.values()],
-           "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found]}  # fmt: skip
+           "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found],
+           "ran": pairing.ran.get(name), "planned": pairing.planned.get(name)}  # fmt: skip
     return (json.dumps(name) + "\t" + json.dumps(doc, separators=(",", ":")) + "\n").encode()
 
 
-def _load_figures(data: bytes, start: int, only: str | None) -> tuple[PerVersion, Lifted]:
+def _load_figures(data: bytes, only: str | None) -> tuple[PerVersion, lf.Pairing]:
     """The figures of ``only`` (its one line, found by its name at the start of a line), or of every skill."""
+    start = data.index(b"\n") + 1
     if only is not None:
         needle = b"\n" + json.dumps(only).encode() + b"\t"
         at = data.find(needle, start - 1)
         lines = [data[at + 1 : data.index(b"\n", at + 1)]] if at >= 0 else []
     else:
         lines = data[start:].splitlines()
-    per: dict[str, dict[int, VersionStats]] = {}
-    lifted: dict[str, dict[int, dict[str, list[lf.Lift]]]] = {}
+    per: PerVersion = {}
+    pairing = lf.Pairing()
     for line in lines:
         head, _, body = line.partition(b"\t")
         name, doc = json.loads(head), json.loads(body)
         for version, verified, own, withdrawn, digest in doc["stats"]:
             per.setdefault(name, {})[version] = VersionStats(version, Tier(*verified), Tier(*own), withdrawn, digest)
         for x in doc["lifts"]:
-            lift = lf.Lift(**x)
-            lifted.setdefault(name, {}).setdefault(lift.version, {}).setdefault(lift.tier, []).append(lift)
-    return per, lifted
+            pairing.keep(lf.Lift(**x))
+        if doc["ran"] is not None:
+            pairing.ran[name] = doc["ran"]
+        if doc["planned"] is not None:
+            pairing.planned[name] = doc["planned"]
+    return per, pairing
+
+
+def _extends(store: gs.GitStore, old: bytes, new: bytes, size: int) -> bool:
+    """Whether the log of ``new`` begins with the ``size`` entries of the log of ``old``: the same chunks up to
+    the last, whose bytes begin the new log's chunk of that index (chunks are content-addressed; §14.2)."""
+    before, after = ev.chunk_ids(store, old), ev.chunk_ids(store, new)
+    full, part = divmod(size, ev.CHUNK)
+    if len(before) != full + (1 if part else 0) or after[:full] != before[:full]:
+        return False
+    if not part:
+        return True
+    if len(after) <= full:
+        return False
+    was, now = store.read_blobs([before[full], after[full]])
+    return bool(now.startswith(was))
+
+
+def _sum(a: VersionStats, b: VersionStats) -> VersionStats:
+    """One version's outcomes from two parts of the log."""
+    for mine, more in ((a.verified, b.verified), (a.self, b.self)):
+        mine.successes += more.successes
+        mine.failures += more.failures
+        mine.scores.extend(more.scores)
+    a.withdrawn += b.withdrawn
+    return a
 
 
 def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],

@@ -29,7 +29,7 @@ from typing import Any
 
 from ledger.brain.competence import Z95, wilson
 
-__all__ = ["Lift", "lift_regressions", "lifts", "newcombe_paired", "passed", "version_json"]
+__all__ = ["Lift", "Pairing", "lift_regressions", "lifts", "newcombe_paired", "passed", "version_json"]
 
 BASELINES = ("without_skill", "old_skill")
 
@@ -145,52 +145,78 @@ class Lift:
                 "tokens_delta": tokens}  # fmt: skip
 
 
+class Pairing:
+    """The pairs of a log, fed in order, one append at a time (:meth:`add`), then :meth:`result`.
+
+    A cell (a pairing key within one batch) is paired within one :meth:`add`: a batch is appended whole
+    (§14.9), so its two runs of a cell never arrive apart; the comparisons accumulate across calls, so a
+    cache of them (:meth:`ledger.brain.evidence.Evidence.figures`) extends with the next append's runs."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[Any, ...], Lift] = {}
+        self.ran: dict[str, list[str]] = {}  # skill -> its newest eval record's [runner, grader]
+        self.planned: dict[str, list[str]] = {}  # skill -> its newest plan's [runner id, grader id]
+
+    def add(self, records: Iterable[Mapping[str, Any]], roles: Mapping[str, str], plans: Iterable[Mapping[str, Any]],
+            start: int = 0) -> None:  # fmt: skip
+        """``records`` (log order, the first at log index ``start``) and the ``plans`` among the same entries."""
+        cells: dict[tuple[Any, ...], list[Any]] = {}  # pairing key -> [with, baseline, log index]
+        for index, rec in enumerate(records, start):
+            ev = rec.get("eval")
+            if ev is None:
+                continue
+            role = roles.get(rec["signer"])
+            if role is None:  # signed by a key revoked since (or never trusted): withdrawn
+                continue
+            self.ran[rec["skill"]] = [ev["runner"], ev["grader"]]
+            tier = "verified" if role == "verifier" else "self"
+            batch = (rec.get("batch") or {}).get("id")
+            key = (rec["skill"], rec["version"], tier, ev["plan"], batch, ev["case"], ev["run"])
+            cell = cells.setdefault(key, [None, None, index])
+            slot = 0 if ev["condition"] == "with_skill" else 1
+            if cell[slot] is None:  # a cell holds one run of each condition (the audit: each cell once)
+                cell[slot] = rec
+                cell[2] = index
+        for plan in plans:
+            self.planned[plan["skill"]] = [plan["runner"]["id"], plan["grader"]["id"]]
+        for (skill, version, tier, plan, _batch, _case, _run), (with_, base, index) in cells.items():
+            if with_ is None or base is None:
+                continue
+            be, we = base["eval"], with_["eval"]
+            gkey = (skill, version, tier, plan, be["condition"], be["arm"], we["runner"], we["grader"])
+            lift = self.groups.get(gkey)
+            if lift is None:
+                lift = self.groups[gkey] = Lift(skill, version, tier, plan, be["condition"], be["arm"], gkey[6],
+                                                gkey[7])  # fmt: skip
+            lift.add(with_, base, index)
+
+    def keep(self, lift: Lift) -> None:
+        """A comparison read back from a cache of an earlier :meth:`result`."""
+        self.groups[(lift.skill, lift.version, lift.tier, lift.plan, lift.baseline, lift.arm, lift.runner,
+                     lift.grader)] = lift  # fmt: skip
+
+    def result(self) -> dict[str, dict[int, dict[str, list[Lift]]]]:
+        out: dict[str, dict[int, dict[str, list[Lift]]]] = {}
+        for lift in self.groups.values():
+            current = self.planned.get(lift.skill) or self.ran.get(lift.skill)
+            lift.stale = [lift.runner, lift.grader] != current
+            out.setdefault(lift.skill, {}).setdefault(lift.version, {}).setdefault(lift.tier, []).append(lift)
+        for per in out.values():
+            for tiers in per.values():
+                for found in tiers.values():
+                    found.sort(key=_rank)
+        return out
+
+
 def lifts(records: Iterable[Mapping[str, Any]], roles: Mapping[str, str],
           plans: Iterable[Mapping[str, Any]] = ()) -> dict[str, dict[int, dict[str, list[Lift]]]]:  # fmt: skip
     """Per skill, version and tier (``"verified"``, ``"self"``), every comparison's :class:`Lift`, the one
     shown first first (a current one, then a pre-registered one, then the newest).  ``records`` in log order;
     tiers by ``roles`` (the head's active keys: address → role); staleness against the newest of ``plans``
     (plan bodies in log order) of the skill, or, for a skill without a plan, its newest evaluation's."""
-    cells: dict[tuple[Any, ...], list[Any]] = {}  # pairing key -> [with, baseline, log index]
-    current: dict[str, tuple[str, str]] = {}
-    for index, rec in enumerate(records):
-        ev = rec.get("eval")
-        if ev is None:
-            continue
-        role = roles.get(rec["signer"])
-        if role is None:  # signed by a key revoked since (or never trusted): withdrawn
-            continue
-        tier = "verified" if role == "verifier" else "self"
-        batch = (rec.get("batch") or {}).get("id")
-        key = (rec["skill"], rec["version"], tier, ev["plan"], batch, ev["case"], ev["run"])
-        cell = cells.setdefault(key, [None, None, index])
-        slot = 0 if ev["condition"] == "with_skill" else 1
-        if cell[slot] is None:  # a cell holds one run of each condition (the audit: each cell once)
-            cell[slot] = rec
-            cell[2] = index
-        current[rec["skill"]] = (ev["runner"], ev["grader"])
-    for plan in plans:
-        current[plan["skill"]] = (plan["runner"]["id"], plan["grader"]["id"])
-    groups: dict[tuple[Any, ...], Lift] = {}
-    for (skill, version, tier, plan, _batch, _case, _run), (with_, base, index) in cells.items():
-        if with_ is None or base is None:
-            continue
-        be = base["eval"]
-        we = with_["eval"]
-        gkey = (skill, version, tier, plan, be["condition"], be["arm"], we["runner"], we["grader"])
-        lift = groups.get(gkey)
-        if lift is None:
-            lift = groups[gkey] = Lift(skill, version, tier, plan, be["condition"], be["arm"], gkey[6], gkey[7])
-        lift.add(with_, base, index)
-    out: dict[str, dict[int, dict[str, list[Lift]]]] = {}
-    for lift in groups.values():
-        lift.stale = (lift.runner, lift.grader) != current.get(lift.skill)
-        out.setdefault(lift.skill, {}).setdefault(lift.version, {}).setdefault(lift.tier, []).append(lift)
-    for per in out.values():
-        for tiers in per.values():
-            for found in tiers.values():
-                found.sort(key=_rank)
-    return out
+    pairing = Pairing()
+    pairing.add(records, roles, plans)
+    return pairing.result()
 
 
 def _rank(lift: Lift) -> tuple[bool, bool, int]:
