@@ -441,3 +441,66 @@ def test_a_target_linked_best_verified_shows_the_version_the_evidence_backs(tmp_
     both = run_ledger(*B, "link", str(tmp_path / "x"), "--best-verified", "--committed")
     assert both.returncode == 2 and "choose one" in both.stderr
     assert run_ledger(*B, "verify").returncode == 0
+
+
+def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
+    """docs/lineage.md §14.10, pinned: a plan, the two v3 records of its one pair (one batch) and an approval,
+    every byte reproduced from the key and the members; the plan's grid judged whole, and half of it refused;
+    and the entries a reader MUST refuse."""
+    import hashlib
+
+    from ledger.audit.evidencecheck import Plans, batch_problem
+
+    vec = json.loads((Path(__file__).parent / "vectors" / "outcomes" / "eval.json").read_text())
+    secret = bytes.fromhex(vec["secret"][2:])
+
+    def same(entry: oc.Entry, want: dict, kind: str) -> None:
+        assert entry.kind == kind and entry.body == want[kind]
+        assert oc.canonical(entry.body).decode() == want[f"{kind}_jcs"]
+        assert hashlib.sha256(want[f"{kind}_jcs"].encode()).hexdigest() == want["id"] == entry.id.hex()
+        assert oc.signed_text(entry.id, kind) == want["signed_text"]
+        assert entry.data.decode() == want["entry"] and hashlib.sha256(b"\0" + entry.data).hexdigest() == \
+            want["leaf_hash"]  # fmt: skip
+        assert oc.parse_entry(want["entry"].encode()) == entry and oc.outcome_id_of(entry.data) == entry.id
+
+    p = vec["plan"]["plan"]
+    plan = oc.sign_body("plan", oc.make_plan(brain=p["brain"], skill=p["skill"], set=p["set"], cases=p["cases"],
+                                             baseline=p["baseline"], runs=p["runs"], runner=p["runner"],
+                                             grader=p["grader"], min_lift=p["rule"]["min_lift"], signer=p["signer"],
+                                             when=p["time"]), secret)  # fmt: skip
+    same(plan, vec["plan"], "plan")
+    assert vec["plan"]["signed_text"].startswith("brain-ledger eval-plan v1\n")
+    rows = [{k: v for k, v in r["record"].items() if k != "batch"} for r in vec["records"]]
+    signed = oc.sign_batch(rows, secret, prev=None, bid=vec["batch"])
+    for entry, want in zip(signed, vec["records"], strict=True):
+        same(entry, want, "record")
+        assert entry.record["format"] == oc.FORMAT and entry.eval is not None and entry.eval["plan"] == plan.id.hex()
+        assert entry.record["task"]["digest"] == "sha256:" + hashlib.sha256(oc.canonical(vec["case"])).hexdigest()
+    for entry, grading in zip(signed, vec["grading"], strict=True):
+        assert entry.record["evidence"]["digest"] == "sha256:" + hashlib.sha256(grading.encode()).hexdigest()
+    assert [e.counts for e in signed] == [True, False]  # the without-skill arm counts in no competence figure
+    a = vec["approval"]["approval"]
+    approval = oc.sign_body("approval", oc.make_approval(brain=a["brain"], skill=a["skill"], version=a["version"],
+                                                         digest=a["digest"], reason=a["reason"], signer=a["signer"],
+                                                         when=a["time"]), secret)  # fmt: skip
+    same(approval, vec["approval"], "approval")
+    # The plan's grid (1 case × 1 run × with/without) is whole in the batch; a batch of the with-skill run alone
+    # (re-signed, count 1) is refused, as is the batch when its plan is not before it in the log.
+    plans = Plans()
+    plans.add(plan)
+    assert batch_problem([(1, signed[0]), (2, signed[1])], v2_before=False, known=lambda s, b: False,
+                         plans=plans) is None  # fmt: skip
+    alone = oc.sign_batch(rows[:1], secret, prev=None, bid=vec["batch"])
+    assert "holds 1 runs of plan" in (batch_problem([(1, alone[0])], v2_before=False, known=lambda s, b: False,
+                                                    plans=plans) or "")  # fmt: skip
+    assert "not a plan entry earlier in the log" in (batch_problem(list(enumerate(signed)), v2_before=False,
+                                                                   known=lambda s, b: False, plans=Plans()) or "")
+    # No downgrade: a v2 record after a v3 one.
+    v2 = oc.sign_batch([{**{k: v for k, v in rows[0].items() if k != "eval"}, "format": oc.FORMAT_V2}], secret,
+                       prev=vec["batch"])  # fmt: skip
+    assert v2[0].record["format"] == oc.FORMAT_V2
+    assert "v2 record" in (batch_problem([(3, v2[0])], v2_before=True, v3_before=True, known=lambda s, b: True)
+                           or "")  # fmt: skip
+    for case in vec["refused"]:
+        with pytest.raises(LedgerError, match=case["why"]):
+            oc.parse_entry(case["entry"].encode())

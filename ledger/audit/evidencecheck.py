@@ -31,7 +31,7 @@ from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
 
-__all__ = ["MAX_SKEW", "Receipts", "Tally", "batch_problem", "check_evidence", "entry_problem"]
+__all__ = ["MAX_SKEW", "Plans", "Receipts", "Tally", "batch_problem", "check_evidence", "entry_problem"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
@@ -45,6 +45,24 @@ class Tally:
     tiers: dict[bytes, str] = field(default_factory=dict)  # outcome id → "verified" | "self"
     agent: str | None = None  # the one registry agent id the records name, once one names it
     failed: bool = False
+    kinds: Counter[str] = field(default_factory=Counter)  # eval plans and approvals checked as added
+
+
+class Plans:
+    """The eval plans in the log before an entry (docs/lineage.md §14.10): ``before(id)`` answers for the log
+    before the snapshot (or the writer's head), and the plans appended earlier in the same snapshot are
+    added as they pass (:func:`entry_problem` adds them)."""
+
+    def __init__(self, before: Callable[[str], oc.Entry | None] = lambda _: None) -> None:
+        self.before = before
+        self.local: dict[str, oc.Entry] = {}
+
+    def __call__(self, pid: str) -> oc.Entry | None:
+        return self.local.get(pid) or self.before(pid)
+
+    def add(self, entry: oc.Entry) -> None:
+        if entry.kind == "plan":
+            self.local[entry.id.hex()] = entry
 
 
 class Receipts:
@@ -58,6 +76,7 @@ class Receipts:
         self.trees: dict[str, dict[str, bytes]] = {}
         self.records: dict[str, tuple[bytes | None, dict[str, int]]] = {}
         self.ancestry: dict[tuple[str, str], bool] = {}
+        self.eval_sets: dict[tuple[str, str], str | None] = {}
 
     def skill(self, commit: str, name: str) -> tuple[int, str] | None:
         key = (commit, name)
@@ -81,6 +100,21 @@ class Receipts:
                     version = parse_skill_md(self.store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version
                 self.skills[key] = (version, format_root(th.tree_digest(self.store, tree, self.cache, name)))
         return self.skills[key]
+
+    def evals(self, commit: str, name: str) -> str | None:
+        """The digest of the ``evals`` directory of ``name`` in snapshot ``commit`` (None: it has none), the
+        eval set a run of that version names (docs/lineage.md §14.10)."""
+        key = (commit, name)
+        if key not in self.eval_sets:
+            if commit not in self.trees:
+                if len(self.trees) > 64:
+                    self.trees.clear()
+                top = bytes.fromhex(self.snaps[commit].tree)
+                self.trees[commit] = skills_of(self.store, top)[1]
+                self.records[commit] = self.store.versions(top)
+            tree = self.trees[commit].get(name)
+            self.eval_sets[key] = th.evals_digest(self.store, tree, self.cache) if tree is not None else None
+        return self.eval_sets[key]
 
     def before(self, commit: str, at: str, *, inclusive: bool = False) -> bool:
         """Whether ``commit`` is an ancestor of ``at`` (``inclusive``: or ``at`` itself; a writer's new
@@ -120,6 +154,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     batches: dict[tuple[str, str], list[str]] = {}  # (signer, batch id) → the snapshots that appended it (§14.9)
     v2_adders: list[str] = []  # the snapshots that appended a v2 or v3 record, oldest first
     v3_adders: list[str] = []  # the snapshots that appended a v3 record, oldest first (§14.10: no downgrade)
+    plan_adders: dict[str, tuple[oc.Entry, list[str]]] = {}  # plan id → the plan and the snapshots that appended it
     added = 0
     for snap in walked.order:
         label = f"snapshot #{walked.index[snap.commit]} ({snap.commit[:12]}, {snap.operation})"
@@ -157,6 +192,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             # An incremental audit did not walk who appended the parent's entries: it reads the parent's ids.
             seen: set[bytes] = {_id(e) for e in _log(store, first, logs)} if incremental else set()
             before_batches, before_level = _batches_of(_log(store, first, logs)) if incremental else (set(), 0)
+            before_plans = _plans_of(_log(store, first, logs)) if incremental else {}
+            plans = Plans(_plans_before(before_plans, plan_adders, receipts, snap.commit))
             parsed: list[tuple[int, oc.Entry]] = []
             for i, data in enumerate(new, size):
                 oid = _id(data)
@@ -164,7 +201,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                     chk.fail(f"{label}: outcome {i}: {oid.hex()[:12]} is already in the log (an entry appears once)",
                              **where)  # fmt: skip
                     break
-                problem, entry = _entry(data, snap, genesis, trust, seen, receipts, tally)
+                problem, entry = _entry(data, snap, genesis, trust, seen, receipts, tally, plans)
                 if problem or entry is None:
                     chk.fail(f"{label}: outcome {i}: {problem}", **where)
                     break
@@ -175,7 +212,7 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                 known = _known(before_batches, batches, receipts, snap.commit)
                 v2_before = before_level >= 2 or any(receipts.before(by, snap.commit) for by in v2_adders)
                 v3_before = before_level >= 3 or any(receipts.before(by, snap.commit) for by in v3_adders)
-                problem = batch_problem(parsed, v2_before=v2_before, v3_before=v3_before, known=known)
+                problem = batch_problem(parsed, v2_before=v2_before, v3_before=v3_before, known=known, plans=plans)
                 if problem:
                     chk.fail(f"{label}: {problem}", **where)
                 for _, entry in parsed:
@@ -187,6 +224,9 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                     v2_adders.append(snap.commit)
                 if any(e.level == 3 for _, e in parsed):
                     v3_adders.append(snap.commit)
+                for _, entry in parsed:
+                    if entry.kind == "plan":
+                        plan_adders.setdefault(entry.id.hex(), (entry, []))[1].append(snap.commit)
             added += len(new)
         except LedgerError as exc:
             chk.fail(f"{label}: {exc.message}", **where)
@@ -199,8 +239,11 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     tally.failed = not chk.ok
     if chk.ok:
         verified = sum(1 for t in tally.tiers.values() if t == "verified")
+        others = "".join(f", {n} {what}" for what, n in (("eval plan(s)", tally.kinds["plan"]),
+                                                         ("approval(s)", tally.kinds["approval"])) if n)  # fmt: skip
         chk.summary = (f"{tally.size} outcome(s), append-only; {added} checked as added: {verified} verified, "
-                       f"{len(tally.tiers) - verified} self-reported" if tally.size or added else "no outcome recorded")
+                       f"{len(tally.tiers) - verified} self-reported{others}" if tally.size or added
+                       else "no outcome recorded")  # fmt: skip
     return tally
 
 
@@ -273,14 +316,14 @@ def _trust(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Any]) -> Any:
 
 
 def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen: set[bytes],
-           receipts: Receipts, tally: Tally) -> tuple[str | None, oc.Entry | None]:  # fmt: skip
+           receipts: Receipts, tally: Tally, plans: Plans) -> tuple[str | None, oc.Entry | None]:  # fmt: skip
     """Why an appended entry is refused (docs/lineage.md §14.5), or None; and the entry, parsed."""
     try:
         entry = oc.parse_entry(data)
     except LedgerError as exc:
         return f"{exc.message} (altered or forged)", None
     return entry_problem(entry, at=snap.commit, stamp=snap.timestamp, genesis=genesis, trust=trust, seen=seen,
-                         receipts=receipts, tally=tally), entry
+                         receipts=receipts, tally=tally, plans=plans), entry
 
 
 def _known(before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str]], receipts: Receipts,
@@ -289,6 +332,31 @@ def _known(before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str
     a snapshot that is an ancestor of ``at``."""
     return lambda signer, bid: (signer, bid) in before or any(receipts.before(by, at)
                                                               for by in batches.get((signer, bid), ()))
+
+
+def _plans_before(before: dict[str, oc.Entry], adders: dict[str, tuple[oc.Entry, list[str]]], receipts: Receipts,
+                  at: str) -> Callable[[str], oc.Entry | None]:  # fmt: skip
+    """The plan of an id in the log before snapshot ``at``: read from it (``before``), or appended by a
+    snapshot that is an ancestor of ``at``."""
+
+    def plan(pid: str) -> oc.Entry | None:
+        if pid in before:
+            return before[pid]
+        found = adders.get(pid)
+        return found[0] if found and any(receipts.before(by, at) for by in found[1]) else None
+
+    return plan
+
+
+def _plans_of(log: Sequence[bytes]) -> dict[str, oc.Entry]:
+    """The plan entries of a log by id (an incremental audit's first parent, which it did not walk)."""
+    out = {}
+    for data in log:
+        if oc.kind_of(data) == "plan":
+            with contextlib.suppress(LedgerError):
+                entry = oc.parse_entry(data)
+                out[entry.id.hex()] = entry
+    return out
 
 
 def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], int]:
@@ -306,7 +374,8 @@ def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], int]:
 
 
 def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, trust: Any, seen: set[bytes],
-                  receipts: Receipts, tally: Tally, inclusive: bool = False) -> str | None:  # fmt: skip
+                  receipts: Receipts, tally: Tally, inclusive: bool = False,
+                  plans: Plans | None = None) -> str | None:  # fmt: skip
     """Why a parsed entry may not be appended by the snapshot ``at`` made at ``stamp`` (§14.5 rules 2-7),
     or None (and its tier recorded in ``tally``).  The audit asks it of each entry a snapshot added; the
     writer of each entry it is about to append (``at`` its head, ``inclusive``), so that it never
@@ -323,7 +392,12 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
     if genesis is not None and rec["brain"] != genesis:
         return f"{short} is an outcome of brain {rec['brain'][:12]}, not this one ({genesis[:12]})"
     if entry.kind != "record":
-        return _item_problem(entry, short, role, stamp)
+        problem = _item_problem(entry, short, role, stamp)
+        if problem is None:
+            tally.kinds[entry.kind] += 1
+            if plans is not None:
+                plans.add(entry)
+        return problem
     if rec["agent"] is not None:
         if tally.agent is not None and rec["agent"] != tally.agent:
             return f"{short} names agent {rec['agent']}, where the lineage's outcomes name {tally.agent}"
@@ -346,7 +420,52 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
                 f"v{rec['version']} ({oc.format_time(served.timestamp)}): back-dated")  # fmt: skip
     if when > stamp + MAX_SKEW:
         return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
+    if entry.eval is not None:
+        problem = _run_problem(entry, short, commit, receipts, plans or Plans())
+        if problem is not None:
+            return problem
     tally.tiers[entry.id] = "verified" if role == "verifier" else "self"
+    return None
+
+
+def _run_problem(entry: oc.Entry, short: str, commit: str, receipts: Receipts, plans: Plans) -> str | None:
+    """Why a run of an evaluation (a v3 record whose ``eval`` is not null) breaks docs/lineage.md §14.10.5
+    rules 2 and 3, or None."""
+    rec, run = entry.body, entry.eval
+    assert run is not None
+    have = receipts.evals(commit, rec["skill"])
+    if run["set"] != have:
+        return (f"{short} is a run over eval set {run['set']}, which is not the digest of {rec['skill']} "
+                f"v{rec['version']}'s evals directory at {commit[:12]} ({have or 'it has none'}): a run names the "
+                "eval set of the version it tested")  # fmt: skip
+    pid = run["plan"]
+    if pid is None:
+        return None
+    found = plans(pid)
+    if found is None:
+        return (f"{short} names plan {pid[:12]}, which is not a plan entry earlier in the log: a plan is "
+                "appended before its runs")  # fmt: skip
+    plan = found.body
+    if oc.parse_time(rec["time"]) < oc.parse_time(plan["time"]):
+        return (f"{short} is dated {rec['time']}, before its plan {pid[:12]} ({plan['time']}): a run under a plan "
+                "made after it")  # fmt: skip
+    if plan["skill"] != rec["skill"]:
+        return f"{short} is a run of {rec['skill']}, but its plan {pid[:12]} is {plan['skill']}'s"
+    if run["set"] != plan["set"]:
+        return (f"{short} is a run over eval set {run['set']}, not its plan {pid[:12]}'s ({plan['set']}): the "
+                "eval set changed since the plan")  # fmt: skip
+    if run["case"] not in plan["cases"]:
+        return f"{short} is a run of case {run['case']!r}, which its plan {pid[:12]} does not name"
+    if run["run"] >= plan["runs"]:
+        return f"{short} is run {run['run']}, but its plan {pid[:12]} has {plan['runs']} run(s) of each case"
+    allowed = ("with_skill", oc.BASELINES[plan["baseline"]])
+    if run["condition"] not in allowed:
+        return (f"{short} is a {run['condition']} run, but its plan {pid[:12]} (baseline {plan['baseline']}) "
+                f"runs {' and '.join(allowed)}")  # fmt: skip
+    for role in ("runner", "grader"):
+        if run[role] != plan[role]["id"]:
+            return (f"{short}'s {role} is {run[role]!r}, not its plan {pid[:12]}'s ({plan[role]['id']!r}): a "
+                    f"different {role} than the plan declared")  # fmt: skip
     return None
 
 
@@ -362,7 +481,8 @@ def _item_problem(entry: oc.Entry, short: str, role: str, stamp: int) -> str | N
 
 
 def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
-                  known: Callable[[str, str], bool], v3_before: bool = False) -> str | None:  # fmt: skip
+                  known: Callable[[str, str], bool], v3_before: bool = False,
+                  plans: Callable[[str], oc.Entry | None] | None = None) -> str | None:  # fmt: skip
     """Why the entries one ``outcome`` snapshot appends (``(index in the log, entry)``, in log order) break
     docs/lineage.md §14.9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
     each batch they name is new (``known(signer, id)``: the log before holds that batch) and appended whole,
@@ -412,4 +532,40 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
                     else f"index {', '.join(map(str, twice[:5]))} twice")  # fmt: skip
             return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} holds {len(members)} of its {count} "
                     f"outcomes ({what}): a verifier's batch is appended whole (docs/lineage.md §14.9)")  # fmt: skip
+        if any(e.eval is not None for _, e in members):
+            problem = _grid_problem(members, f"outcome {members[0][0]}: batch {bid[:12]} of {signer}", plans)
+            if problem is not None:
+                return problem
     return None
+
+
+def _grid_problem(members: Sequence[tuple[int, oc.Entry]], label: str,
+                  plans: Callable[[str], oc.Entry | None] | None) -> str | None:  # fmt: skip
+    """Why a whole batch holding a run of an evaluation breaks docs/lineage.md §14.10.5 rule 4, or None: it
+    holds only runs, of one plan, one skill and one version; and, under a plan, exactly the plan's grid
+    (every case × run × condition once), so a failed run cannot be left out of a re-signed batch."""
+    runs = [e for _, e in members if e.eval is not None]
+    if len(runs) != len(members):
+        return (f"{label} mixes runs of an evaluation with other outcomes: a batch that holds a run holds only "
+                "the runs of one evaluation")  # fmt: skip
+    which = {(e.eval["plan"], e.body["skill"], e.body["version"]) for e in runs if e.eval is not None}
+    if len(which) != 1:
+        return f"{label} holds runs of more than one plan, skill or version: a batch is one evaluation"
+    pid = next(iter(which))[0]
+    found = plans(pid) if pid is not None and plans is not None else None
+    if pid is None:
+        return None
+    if found is None:
+        return f"{label} holds runs of plan {pid[:12]}, which is not a plan entry earlier in the log"
+    plan = found.body
+    conditions = ("with_skill", oc.BASELINES[plan["baseline"]])
+    want = Counter((c, r, k) for c in plan["cases"] for r in range(plan["runs"]) for k in conditions)
+    got = Counter((e.eval["case"], e.eval["run"], e.eval["condition"]) for e in runs if e.eval is not None)
+    if got == want:
+        return None
+    missing, twice = sorted(want - got), sorted(k for k, n in got.items() if n > 1 or k not in want)
+    cell = missing[0] if missing else twice[0]
+    what = f"case {cell[0]!r} run {cell[1]} {cell[2]} {'missing' if missing else 'twice or not in the plan'}"
+    return (f"{label} holds {len(runs)} runs of plan {pid[:12]}, whose grid is {sum(want.values())} ({what}): "
+            "an evaluation is recorded whole, every case × run × condition of its plan once "
+            "(docs/lineage.md §14.10)")  # fmt: skip

@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -487,8 +487,8 @@ class Evidence:
             doc = oc.loads(line)
         except StoreError as exc:
             raise StoreError(exc.message.replace("an evidence entry", "the line")) from None
-        if isinstance(doc, dict) and set(doc) == {"record", "signature"}:
-            return oc.parse_entry(line)  # signed elsewhere: taken byte for byte, or refused
+        if isinstance(doc, dict) and "signature" in doc and len(doc) == 2 and set(doc) & set(oc.KINDS):
+            return oc.parse_entry(line)  # a record, plan or approval signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
             raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
@@ -513,7 +513,9 @@ class Evidence:
     def unsigned(self, served: Served, fields: Mapping[str, Any], result: str) -> dict[str, Any]:
         """The record of a row the acting key will sign (:meth:`record_runs` signs rows as one batch).
         ``fields``: ``task``, ``task_digest``, ``score``, ``scale``, ``threshold``, ``evidence``,
-        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent)."""
+        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent).
+        The record names the acting key as its signer: build the rows under the ``Brain.acting`` block
+        that records them."""
         return self._unsigned(served, fields, result)
 
     def _unsigned(self, served: Served, f: Mapping[str, Any], result: str) -> dict[str, Any]:
@@ -562,7 +564,7 @@ class Evidence:
                 note: str) -> tuple[Receipt, list[oc.Entry]]:  # fmt: skip
         """:meth:`append`, where a record (a dict) is a row the acting key signs here: the call's rows are one
         batch, signed under the lock so that it follows the signer's newest batch in the head's log."""
-        from ledger.audit.evidencecheck import Receipts, Tally, batch_problem, entry_problem
+        from ledger.audit.evidencecheck import Plans, Receipts, Tally, batch_problem, entry_problem
 
         brain = self.brain
         writer = brain.writer
@@ -590,6 +592,7 @@ class Evidence:
             registered = self.agent()
             receipts = Receipts(brain.store, None, brain.cache)
             now, at = int(time.time()), head.commit.hex()
+            plans = Plans(self._plans_in(tree))
             fresh: list[oc.Entry] = []
             for i, given in enumerate(entries):
                 assert not isinstance(given, dict)
@@ -610,7 +613,7 @@ class Evidence:
                 if entry.id in seen:  # in the log, or earlier in this batch: appended once
                     continue
                 problem = entry_problem(entry, at=at, stamp=now, genesis=self.genesis, trust=trust, seen=seen,
-                                        receipts=receipts, tally=tally, inclusive=True)  # fmt: skip
+                                        receipts=receipts, tally=tally, inclusive=True, plans=plans)  # fmt: skip
                 if problem is not None:
                     raise StoreError(f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
                                      hint="an outcome is of a version a snapshot of this brain served, dated "
@@ -621,7 +624,7 @@ class Evidence:
             size = ev.size_of(brain.store, tree)
             known = {(signer, bid) for signer, ids in held.items() for bid in ids}
             problem = batch_problem(list(enumerate(fresh, size)), v2_before=level >= 2, v3_before=level >= 3,
-                                    known=lambda signer, bid: (signer, bid) in known)  # fmt: skip
+                                    known=lambda signer, bid: (signer, bid) in known, plans=plans)  # fmt: skip
             if problem is not None:
                 raise StoreError(f"{problem}; nothing was written",
                                  hint="import every outcome of the verifier's batch, and its earlier batches "
@@ -641,6 +644,22 @@ class Evidence:
                     ids.append(e.batch["id"])
             self._save_batches(new_tree, held, max([level, *(e.level for e in fresh)]))
             return receipt, mine
+
+    def _plans_in(self, tree: bytes | None) -> Callable[[str], oc.Entry | None]:
+        """The plan of an id in ``tree``'s log, read (every plan at once) only when a run names one."""
+        found: dict[str, oc.Entry] | None = None
+
+        def plan(pid: str) -> oc.Entry | None:
+            nonlocal found
+            if found is None:
+                found = {}
+                for data in ev.entries_of(self.brain.store, tree) if tree is not None else ():
+                    if oc.kind_of(data) == "plan":
+                        entry = oc.parse_entry(data)
+                        found[entry.id.hex()] = entry
+            return found.get(pid)
+
+        return plan
 
     def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], int]:
         """Each signer's batch ids in ``tree``'s log, oldest first, and the newest record format it holds

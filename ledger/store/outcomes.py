@@ -539,6 +539,9 @@ def check_plan(plan: Any) -> None:
         raise StoreError(f"an eval plan's baseline is one of {', '.join(BASELINES)}")
     if not (type(p["runs"]) is int and 1 <= p["runs"] <= MAX_RUNS):
         raise StoreError(f"an eval plan's runs is an integer from 1 to {MAX_RUNS}")
+    if len(cases) * p["runs"] * 2 > MAX_BATCH:
+        raise StoreError(f"an eval plan's grid (cases × runs × 2 conditions) is at most {MAX_BATCH} runs: its "
+                         "evaluation is one batch")  # fmt: skip
     for role in ("runner", "grader"):
         tool = _exact(p[role], ("command", "id"), f"an eval plan's {role}")
         _text(tool["command"], f"{role}.command", null=False, most=MAX_COMMAND)
