@@ -1,4 +1,4 @@
-"""Lift (issue 47, docs/lineage.md §14.6, ADR 46): Newcombe's paired interval against published worked
+"""Lift (issue 47, docs/lineage.md §14.6, ADR 47): Newcombe's paired interval against published worked
 examples, and the pairing, tiers, staleness and regression rules over records in the v3 shape."""
 
 from __future__ import annotations

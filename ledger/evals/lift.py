@@ -1,4 +1,4 @@
-"""Lift: what a skill version adds, from paired evaluation runs (docs/lineage.md §14.6; ADR 46).
+"""Lift: what a skill version adds, from paired evaluation runs (docs/lineage.md §14.6; ADR 47).
 
 Pure functions over checked outcome records (the inner ``record`` objects of the evidence log,
 in log order).  Only v3 records with an ``eval`` member count; each run is paired with the run
@@ -17,7 +17,7 @@ comparisons are never summed), the pairs form the paired 2×2 table
 ``delta`` = (b − c) / n, the difference of the two pass rates, and its 95 % interval is
 Newcombe's (1998) hybrid score interval for paired proportions, his method 10: the Wilson
 interval of each rate (:func:`~ledger.brain.competence.wilson`, the same one outcomes use),
-combined with the correlation of the pairs (ADR 46 says why).
+combined with the correlation of the pairs (ADR 47 says why).
 """
 
 from __future__ import annotations
