@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import pytest
@@ -260,6 +261,12 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     text = run_ledger(*B, "show", "s", "--stats", check=True).stdout
     assert "+100.0 pts" in text and "pre-registered" in text and "regressed case(s): 4" in text
     assert json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout) == shown  # from the cache
+    run_ledger(*B, "report", "-o", str(tmp_path / "page"), check=True)
+    page = (tmp_path / "page" / "index.html").read_text()
+    drawn = re.findall(r'<tr data-lift="s" data-v="(\d)" data-tier="(\w+)" data-pre="(\w+)" data-stale="(\w+)">', page)
+    assert sorted(drawn) == [("1", "verified", "yes", "no"), ("2", "self", "yes", "no"), ("2", "verified", "yes", "no")]
+    row = page[page.index('<tr data-lift="s" data-v="2" data-tier="verified"') :]
+    assert "38% vs 50% no skill" in row[: row.index("</tr>")]  # both conditions side by side: 3/8 with, 4/8 without
     # a new plan with another runner: the evidence so far is stale (kept, shown so, never summed with the new)
     brain = Brain.open(path)
     try:
