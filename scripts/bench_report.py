@@ -188,6 +188,15 @@ def eval_rows(e: dict | None) -> list[tuple[str, str, str, float, float]]:
     ]
 
 
+def lift_rows(lift: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 47: ``show --stats`` with lift at scale, against ``skill list`` on the same brain."""
+    if not lift:
+        return []
+    return [(f"`ledger show NAME --stats` with lift, {lift['skills']:,} skills, {lift['runs']:,} eval runs",
+             _ms(lift["show_stats_s"]), f"`skill list --json` {_ms(lift['skill_list_json_s'])}",
+             lift["show_vs_list"], 4.0)]
+
+
 # The figures before issue 35, beside the rows it targets: BENCHMARKS.md at 56f4480, and the
 # issue's own measurements on main 0b7d61d where that file had no row.
 BEFORE = {
@@ -252,6 +261,7 @@ def main() -> None:
     ap.add_argument("--epochs", default="bench-out/epochs.json")
     ap.add_argument("--outcomes", default="bench-out/outcomes.json")
     ap.add_argument("--evals", default="bench-out/evals.json")
+    ap.add_argument("--lift", default="bench-out/lift.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
     args = ap.parse_args()
@@ -264,6 +274,7 @@ def main() -> None:
     epochs = json.loads(Path(args.epochs).read_text()) if Path(args.epochs).exists() else None
     outcomes = json.loads(Path(args.outcomes).read_text()) if Path(args.outcomes).exists() else None
     evals = json.loads(Path(args.evals).read_text()) if Path(args.evals).exists() else None
+    lift = json.loads(Path(args.lift).read_text()) if Path(args.lift).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -286,7 +297,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     table = (rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
-             + eval_rows(evals))
+             + eval_rows(evals) + lift_rows(lift))
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
@@ -294,7 +305,7 @@ def main() -> None:
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
     lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json` (not committed).",
+              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:

@@ -43,6 +43,23 @@ SIGNERS = ["0x" + _hex(f"signer{i}", 40) for i in range(3)]
 VERIFIER = "0x" + _hex("verifier", 40)
 
 
+def lift(rng: random.Random, version: int) -> dict[str, Any]:
+    """A lift as the collector writes one (docs/lineage.md §14.6): a paired table, Newcombe's interval."""
+    from ledger.evals.lift import newcombe_paired
+
+    table = [rng.randrange(8) for _ in range(4)]
+    table[0] += 1
+    a, b, c, d = table
+    n = sum(table)
+    low, high = newcombe_paired(a, b, c, d)
+    old = version > 1 and version % 2 == 0
+    return {"delta": round((b - c) / n, 6), "interval": [round(low, 6), round(high, 6)], "pairs": n,
+            "with_rate": round((a + b) / n, 6), "baseline_rate": round((a + c) / n, 6),
+            "baseline": "old_skill" if old else "without_skill", "arm": version - 1 if old else None,
+            "preregistered": rng.random() < 0.7, "stale": rng.random() < 0.2,
+            "regressed": [str(rng.randrange(20))] if c else []}  # fmt: skip
+
+
 def brain(skills: int = 12, versions: int = 5, snapshots: int | None = None, chain: bool = True, seed: int = 7,
           regressions: int = 2) -> dict[str, Any]:  # fmt: skip
     """A passing brain: ``skills`` skills of up to ``versions`` versions, outcomes in both tiers."""
@@ -60,7 +77,9 @@ def brain(skills: int = 12, versions: int = 5, snapshots: int | None = None, cha
             ok_ver = sum(rng.random() < q for _ in range(n_ver))
             ok_self = sum(rng.random() < min(0.99, q + 0.1) for _ in range(n_self))
             vs.append({"version": v, "created": _time(s + v), "commit": _hex(f"c{s}.{v}", 40),
-                       "verified": tier(ok_ver, n_ver - ok_ver), "self": tier(ok_self, n_self - ok_self)})  # fmt: skip
+                       "verified": tier(ok_ver, n_ver - ok_ver), "self": tier(ok_self, n_self - ok_self),
+                       "lift": {"verified": lift(rng, v) if s % 3 == 1 else None,
+                                "self": lift(rng, v) if s % 10 == 2 else None}})  # fmt: skip
         skill_list.append({"name": name, "live": s % 11 != 5, "versions": vs, "regression": None})
     for s in range(min(regressions, skills)):
         sk = skill_list[s * 5 % skills]

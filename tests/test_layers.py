@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
-    ("ledger.brain", "ledger.evals.gate"),  # the facade and its reading parts; the gate reads a brain's evidence
+    ("ledger.brain", "ledger.evals.gate", "ledger.evals.lift"),  # the facade; the gate and lift read its evidence
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
     ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors

@@ -191,6 +191,35 @@ def test_a_thousand_skills_of_ten_versions_render_compactly() -> None:
     assert page[: page.index('<details class="more">')].count("<tr data-skill-row=") == OPEN_SKILLS
 
 
+def test_lift_per_skill_and_version_side_by_side_with_its_flags() -> None:
+    data = pagedata.brain()
+    page = render_page(data)
+    doc = parse(page)
+    rows = [a for _, a in doc.tags if "data-lift" in a]
+    want = [(s["name"], v["version"], t, x) for s in data["skills"] for v in s["versions"]
+            for t in ("verified", "self") if (x := v["lift"][t])]  # fmt: skip
+    assert len(rows) == len(want) > 10
+    assert sorted((r["data-lift"], int(r["data-v"]), r["data-tier"], r["data-pre"], r["data-stale"]) for r in rows) \
+        == sorted((n, v, t, "yes" if x["preregistered"] else "no", "yes" if x["stale"] else "no")
+                  for n, v, t, x in want)  # fmt: skip
+    high = {(n, str(v), t): x["interval"][1] for n, v, t, x in want}
+    highs = [high[r["data-lift"], r["data-v"], r["data-tier"]] for r in rows]
+    assert highs == sorted(highs)  # the most harmful first
+    name, version, tier, lift = min(want, key=lambda w: (w[3]["interval"][1], w[0], -w[1], w[2]))
+    row = page[page.index(f'<tr data-lift="{name}" data-v="{version}" data-tier="{tier}"') :]
+    row = row[: row.index("</tr>")]
+    base = "no skill" if lift["baseline"] == "without_skill" else f"v{lift['arm']}"
+    assert f"{lift['with_rate'] * 100:.0f}% vs {lift['baseline_rate'] * 100:.0f}% {base}" in row
+    assert f"{lift['delta'] * 100:+.0f} <span class=sub>{lift['interval'][0] * 100:+.0f}…" in row
+    assert 'data-checked="true"' in row
+    failing = copy.deepcopy(data)
+    failing["verdict"]["ok"] = False
+    failing["verdict"]["checks"][0]["status"] = "FAIL"
+    lifted = render_page(failing)
+    part = lifted[lifted.index('<section id="lift">') : lifted.index("</section>", lifted.index('<section id="lift">'))]
+    assert 'data-checked="true"' not in part and 'data-checked="false"' in part  # a failed audit vouches for none
+
+
 def _set(path: str, value: Any):
     def change(d: dict[str, Any]) -> None:
         keys = re.findall(r"[^.\[\]]+", path)
@@ -253,6 +282,12 @@ MALFORMED = [
     ("chain.evidence.size", None, "chain.evidence.size"),
     ("evidence.checked", None, "evidence.checked"),
     ("supply[0].pin", 7, "supply[0].pin"),
+    ("skills[1].versions[0].lift.verified.delta", -1.5, "expected a number in [-1, 1]"),
+    ("skills[1].versions[0].lift.verified.with_rate", 1.0, "is not with_rate − baseline_rate"),
+    ("skills[1].versions[0].lift.verified.interval", [0.995, 1.0], "does not contain the delta"),
+    ("skills[1].versions[0].lift.verified.arm", 3, "an old_skill baseline names its version"),
+    ("skills[1].versions[0].lift.verified.pairs", 0, "a lift has at least one pair"),
+    ("skills[1].versions[0].lift", {"verified": None}, "missing ['self']"),
 ]
 
 

@@ -69,16 +69,17 @@ class VersionStats:
                 "withdrawn": self.withdrawn}  # fmt: skip
 
 
-def competence(entries: Iterable[bytes], trust: Trust) -> dict[str, dict[int, VersionStats]]:
+def competence(entries: Iterable[bytes | Mapping[str, Any]], trust: Trust) -> dict[str, dict[int, VersionStats]]:
     """Per skill, per version, the outcomes of ``entries`` by tier under ``trust`` (the head's).
 
     ``entries`` are checked ones (:meth:`ledger.brain.evidence.Evidence.checked`: every signature
-    verified, each entry measured before it was parsed), so this reads each record as it is.  An eval
+    verified, each entry measured before it was parsed), as bytes or as their parsed JSON (a caller that
+    reads them for more than this parses each once), so this reads each record as it is.  An eval
     plan or an approval counts in no figure, nor does an evaluation's baseline arm (a ``without_skill`` or
     ``old_skill`` run is not an outcome of the version it belongs to; docs/lineage.md §14.10)."""
     out: dict[str, dict[int, VersionStats]] = {}
     for data in entries:
-        rec = json.loads(data).get("record")
+        rec = (json.loads(data) if isinstance(data, bytes) else data).get("record")  # an entry, or its JSON
         if rec is None or (rec.get("eval") or {}).get("condition", "with_skill") != "with_skill":
             continue
         per = out.setdefault(rec["skill"], {})

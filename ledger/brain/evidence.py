@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -19,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import ledger.evals.lift as lf  # a module reference: lift imports ledger.brain.competence, so either may load first
 from ledger._env import child_env
-from ledger.brain.competence import VersionStats, best_verified, competence, regression
+from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
@@ -38,6 +40,9 @@ from ledger.write.records import Receipt
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
+PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
+Lifted = dict[str, dict[int, dict[str, list[lf.Lift]]]]  # skill -> version -> tier -> comparisons, shown first first
+
 __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
@@ -46,6 +51,7 @@ IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its age
 BATCHES_CACHE = "evidence-batches-v2.bin"  # in .ledger/cache/: a log's tree id, its newest record format, then
 # each batch's signer and id
 CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
+FIGURES_CACHE = "evidence-figures-v1.txt"  # in .ledger/cache/: a log's tree id and trust digest, then per skill
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
 _PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
@@ -141,7 +147,82 @@ class Evidence:
     def stats(self) -> dict[str, dict[int, VersionStats]]:
         """Every skill's outcomes per version and tier under the head's trust set, from entries whose
         signatures were checked (:meth:`checked`)."""
-        return competence(self.checked(), self._trust())
+        return self.figures()[0]
+
+    def lifts(self, entries: Iterable[bytes] | None = None) -> dict[str, dict[int, dict[str, list[lf.Lift]]]]:
+        """Every skill's paired lift per version and tier (:mod:`ledger.evals.lift`) under the head's trust set,
+        from the checked entries (or ``entries``, checked ones): its eval records (a v3 record whose ``eval`` is
+        an object: in RFC 8785 bytes the only place ``"eval":{`` can occur) and its plans."""
+        if entries is None:
+            return self.figures()[1]
+        return self._lifts_of(json.loads(d) if b'"eval":{' in d or oc.kind_of(d) == "plan" else {} for d in entries)
+
+    def _pairing_of(self, docs: Iterable[Mapping[str, Any]], pairing: lf.Pairing | None = None,
+                    start: int = 0) -> lf.Pairing:  # fmt: skip
+        """``docs`` (parsed entries from log index ``start``) added to ``pairing``: their eval records (``eval``
+        an object) and their plans."""
+        records: list[Mapping[str, Any]] = []  # one a log entry, so that a run's index is its log index
+        plans = []
+        for doc in docs:
+            records.append(doc.get("record") or {})
+            if "plan" in doc:
+                plans.append(doc["plan"])
+        pairing = pairing if pairing is not None else lf.Pairing()
+        pairing.add(records, self._trust().active, plans, start)
+        return pairing
+
+    def _lifts_of(self, docs: Iterable[Mapping[str, Any]]) -> Lifted:
+        """:meth:`lifts` from parsed entries."""
+        return self._pairing_of(docs).result()
+
+    def figures(self, only: str | None = None) -> tuple[PerVersion, Lifted]:
+        """:meth:`stats` and :meth:`lifts` together (of skill ``only``, or of every skill), kept in ``.ledger/cache``
+        by what they are a function of: the log's tree id (content-addressed: the entries cannot change under
+        it) and the head's active keys and roles.  So ``show NAME --stats`` on a log of 100,000 runs reads one
+        line of the cache instead of parsing 100,000 entries.  A trust change recomputes them; an append
+        (a log whose first entries are the cached log's, checked by chunk id) extends them by its entries."""
+        store = self.brain.store
+        tree = head_evidence(store, self.brain.head())
+        if tree is None:
+            return {}, {}
+        trust = self._trust()
+        roles = json.dumps(sorted(trust.active.items()), separators=(",", ":"))
+        digest = hashlib.sha256(roles.encode()).hexdigest()
+        path = self.brain.control / "cache" / FIGURES_CACHE
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        first = data.split(b"\n", 1)[0].split()
+        if first[:2] == [tree.hex().encode(), digest.encode()]:
+            try:
+                per, pairing = _load_figures(data, only)
+                return per, pairing.result()
+            except (ValueError, KeyError, TypeError, IndexError):
+                pass  # a damaged cache is recomputed
+        entries = self.checked()
+        start, per, pairing = 0, {}, lf.Pairing()
+        if len(first) == 3 and first[1] == digest.encode():
+            with contextlib.suppress(ValueError, KeyError, TypeError, IndexError, LedgerError):
+                size = int(first[2])
+                if 0 < size <= len(entries) and _extends(store, bytes.fromhex(first[0].decode()), tree, size):
+                    per, pairing = _load_figures(data, None)
+                    start = size
+        docs = [json.loads(data) for data in entries[start:]]  # each entry parsed once, for both figures
+        for name, versions in competence(docs, trust).items():
+            mine = per.setdefault(name, {})
+            for version, stats in versions.items():
+                mine[version] = _sum(mine[version], stats) if version in mine else stats
+        lifted = self._pairing_of(docs, pairing, start).result()
+        tmp = path.with_name(f".{FIGURES_CACHE}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            tmp.write_bytes(f"{tree.hex()} {digest} {len(entries)}\n".encode() + b"".join(
+                _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
+                for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))))  # fmt: skip
+            os.replace(tmp, path)
+        if only is not None:
+            return ({only: per[only]} if only in per else {}), ({only: lifted[only]} if only in lifted else {})
+        return per, lifted
 
     def checked(self) -> list[bytes]:
         """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
@@ -227,10 +308,16 @@ class Evidence:
                     out.append(entry)
         return out
 
-    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> dict[str, Any]:
-        """``name``'s every version, oldest first, with its outcomes by tier; and its regression, if any."""
+    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None,
+                    lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None) -> dict[str, Any]:
+        """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
+        if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
         name = self.brain.resolve(name)
-        found = dict((per if per is not None else self.stats()).get(name, {}))
+        if per is None or lifted is None:
+            per_, lifted_ = self.figures(only=name)
+            per, lifted = (per if per is not None else per_), (lifted if lifted is not None else lifted_)
+        found = dict(per.get(name, {}))
+        mine = lifted.get(name, {})
         live = None
         try:
             history = self.brain.history(name)
@@ -241,9 +328,7 @@ class Evidence:
                 found.setdefault(h["version"], VersionStats(h["version"]))
         if history and history[0]["action"] != "delete":
             live = history[0]["version"]
-        versions = [found[v] for v in sorted(found)]
-        return {"skill": name, "live": live, "versions": [v.to_json() for v in versions],
-                "regression": self.regression(name, live, found) if live is not None else None}
+        return stats_doc(name, live, found, mine, self.regression(name, live, found) if live is not None else None)
 
     def live(self) -> dict[str, int]:
         """Each skill of the head and its version, from the head's listing (kept per head and per tree)."""
@@ -276,12 +361,17 @@ class Evidence:
         head = self.brain.head()
         if per is None and head_evidence(self.brain.store, head) is None:
             per = {}  # no outcome at all: nothing to read
-        per = per if per is not None else self.stats()
+        if per is None:
+            per, lifted = self.figures()
+        else:
+            lifted = self.lifts() if per else {}
         out = []
         for name, version in self.live().items() if per else ():
             flagged = self.regression(name, version, per.get(name, {}))
             if flagged is not None:
-                out.append(flagged)
+                out.append({"kind": "rate", **flagged})
+            if name in lifted:
+                out += lf.lift_regressions(name, version, lifted[name])
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
         path = self.brain.control / "cache" / REGRESSIONS_CACHE
         with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
@@ -629,6 +719,78 @@ class Evidence:
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
+
+
+def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
+                 pairing: lf.Pairing) -> bytes:  # fmt: skip
+    """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON
+    (outcomes per version, the comparisons with their running sums, the identities staleness is judged by)."""
+    doc = {"stats": [[s.version, [s.verified.successes, s.verified.failures, s.verified.scores],
+                      [s.self.successes, s.self.failures, s.self.scores], s.withdrawn, s.digest] for s in per.values()],
+           "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found],
+           "ran": pairing.ran.get(name), "planned": pairing.planned.get(name)}  # fmt: skip
+    return (json.dumps(name) + "\t" + json.dumps(doc, separators=(",", ":")) + "\n").encode()
+
+
+def _load_figures(data: bytes, only: str | None) -> tuple[PerVersion, lf.Pairing]:
+    """The figures of ``only`` (its one line, found by its name at the start of a line), or of every skill."""
+    start = data.index(b"\n") + 1
+    if only is not None:
+        needle = b"\n" + json.dumps(only).encode() + b"\t"
+        at = data.find(needle, start - 1)
+        lines = [data[at + 1 : data.index(b"\n", at + 1)]] if at >= 0 else []
+    else:
+        lines = data[start:].splitlines()
+    per: PerVersion = {}
+    pairing = lf.Pairing()
+    for line in lines:
+        head, _, body = line.partition(b"\t")
+        name, doc = json.loads(head), json.loads(body)
+        for version, verified, own, withdrawn, digest in doc["stats"]:
+            per.setdefault(name, {})[version] = VersionStats(version, Tier(*verified), Tier(*own), withdrawn, digest)
+        for x in doc["lifts"]:
+            pairing.keep(lf.Lift(**x))
+        if doc["ran"] is not None:
+            pairing.ran[name] = doc["ran"]
+        if doc["planned"] is not None:
+            pairing.planned[name] = doc["planned"]
+    return per, pairing
+
+
+def _extends(store: gs.GitStore, old: bytes, new: bytes, size: int) -> bool:
+    """Whether the log of ``new`` begins with the ``size`` entries of the log of ``old``: the same chunks up to
+    the last, whose bytes begin the new log's chunk of that index (chunks are content-addressed; §14.2)."""
+    before, after = ev.chunk_ids(store, old), ev.chunk_ids(store, new)
+    full, part = divmod(size, ev.CHUNK)
+    if len(before) != full + (1 if part else 0) or after[:full] != before[:full]:
+        return False
+    if not part:
+        return True
+    if len(after) <= full:
+        return False
+    was, now = store.read_blobs([before[full], after[full]])
+    return bool(now.startswith(was))
+
+
+def _sum(a: VersionStats, b: VersionStats) -> VersionStats:
+    """One version's outcomes from two parts of the log."""
+    for mine, more in ((a.verified, b.verified), (a.self, b.self)):
+        mine.successes += more.successes
+        mine.failures += more.failures
+        mine.scores.extend(more.scores)
+    a.withdrawn += b.withdrawn
+    return a
+
+
+def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],
+              lifted: Mapping[int, Mapping[str, list[lf.Lift]]], regressed: dict[str, Any] | None) -> dict[str, Any]:
+    """One skill's ``--stats`` document: every version with outcomes or a lift (and the live one), oldest first."""
+    versions = sorted(set(found) | set(lifted) | ({live} if live is not None else set()))
+    return {"skill": name, "live": live,
+            "versions": [{**(found.get(v) or VersionStats(v)).to_json(), "lift": lf.version_json(lifted.get(v))}
+                         for v in versions],
+            "regression": regressed,
+            "lift_regressions": lf.lift_regressions(name, live, lifted) if live is not None else []}  # fmt: skip
 
 
 def _log_agent(entries: Sequence[bytes]) -> str | None:

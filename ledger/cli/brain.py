@@ -108,6 +108,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo("".join(line + "\n" for line in st.lines()), nl=False)
     for r in regressions:
+        if r.get("kind") == "lift":
+            from ledger.cli.outcomes import lift_flag_text
+
+            click.secho(lift_flag_text(r), fg="red")
+            continue
         live = f" (live v{r['live']}, not verified yet)" if r["live"] != r["version"] else ""
         click.secho(f"regressed {r['skill']} v{r['version']}{live}: verified {r['rate']:.0%} "
                     f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
@@ -199,8 +204,8 @@ class _LogCommand(click.Command):
 @click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")
 @click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
               "$GIT_PAGER, $PAGER or less).")  # fmt: skip
-@click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes per version, "
-              "verified and self-reported apart (docs/lineage.md §14.6).")  # fmt: skip
+@click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes and lift per "
+              "version, verified and self-reported apart (docs/lineage.md §14.6).")  # fmt: skip
 @click.pass_context
 def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
         oneline: bool, no_pager: bool, stats: bool) -> None:  # fmt: skip
@@ -255,20 +260,16 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
 def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> None:
     """``log --stats``: each skill with outcomes (or --skill), its versions' competence, regressions flagged."""
     with open_brain(ctx) as brain:
-        per = brain.evidence.stats()
-        live = brain.evidence.live()
-        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live))
-        from ledger.brain.competence import VersionStats
+        from ledger.brain.evidence import stats_doc
 
+        per, lifted = brain.evidence.figures()
+        live = brain.evidence.live()
+        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live) | set(lifted))
         docs = []
         for name in names:
-            found = dict(per.get(name, {}))
-            if name in live:
-                found.setdefault(live[name], VersionStats(live[name]))
-            docs.append({"skill": name, "live": live.get(name),
-                         "versions": [found[v].to_json() for v in sorted(found)],
-                         "regression": brain.evidence.regression(name, live[name], found)
-                         if name in live else None})  # fmt: skip
+            found = per.get(name, {})
+            flagged = brain.evidence.regression(name, live[name], found) if name in live else None
+            docs.append(stats_doc(name, live.get(name), found, lifted.get(name, {}), flagged))
     if as_json:
         emit(docs)
         return

@@ -211,6 +211,44 @@ def print_stats(doc: dict[str, Any]) -> None:
     if reg:
         click.secho(f"  regression: v{reg['version']} {reg['rate']:.0%} vs v{reg['from']} {reg['from_rate']:.0%} "
                     f"verified; undo with '{reg['revert']}'", fg="red")  # fmt: skip
+    lifted = [(v["version"], tier, v["lift"][tier]) for v in doc["versions"] for tier in ("verified", "self")
+              if v.get("lift") and v["lift"][tier]]  # fmt: skip
+    if lifted:
+        click.echo("  lift: pass rate with the skill minus the baseline's, paired runs, 95% interval (Newcombe 1998, "
+                   "method 10)")
+        for version, tier, lift in lifted:
+            click.echo(f"  {'v' + str(version):>7}  {tier:<8}  {lift_text(lift)}")
+            for old in lift["earlier"]:
+                click.echo(f"  {'':>7}  {'':<8}  earlier: {lift_text(old)}")
+    for flag in doc.get("lift_regressions") or ():
+        click.secho(f"  {lift_flag_text(flag)}", fg="red")
+
+
+def lift_text(lift: dict[str, Any]) -> str:
+    """One lift on a line: delta and interval in points, both conditions side by side, the flags."""
+    lo, hi = lift["interval"]
+    base = "without" if lift["baseline"] == "without_skill" else f"v{lift['arm']}"
+    out = (f"{lift['delta'] * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}]  {lift['pairs']} pair(s): "
+           f"with {lift['with_rate']:.0%} vs {base} {lift['baseline_rate']:.0%}; "
+           f"{'pre-registered' if lift['preregistered'] else 'not pre-registered'}"
+           f"{', stale' if lift['stale'] else ''}; time {lift['time_delta_ms']:+.0f} ms")  # fmt: skip
+    if lift["tokens_delta"] is not None:
+        out += f", tokens {lift['tokens_delta']:+.0f}"
+    if lift["regressed"]:
+        out += f"; regressed case(s): {', '.join(lift['regressed'])}"
+    return out
+
+
+def lift_flag_text(flag: dict[str, Any]) -> str:
+    """A flagged lift (``status``, ``show --stats``): which version, why, and the undo."""
+    lo, hi = flag["interval"]
+    live = f" (live v{flag['live']})" if flag["live"] != flag["version"] else ""
+    why = ("below zero" if flag["why"] == "below zero" else
+           f"below v{flag['from']}'s {flag['from_delta'] * 100:+.1f} pts [{flag['from_interval'][0] * 100:+.1f}, "
+           f"{flag['from_interval'][1] * 100:+.1f}] on the same plan")  # fmt: skip
+    undo = f"; undo: {flag['revert']}" if flag["revert"] else ""
+    return (f"lift regressed {flag['skill']} v{flag['version']}{live}: {flag['tier']} lift {flag['delta'] * 100:+.1f} "
+            f"pts [{lo * 100:+.1f}, {hi * 100:+.1f}] is {why}{undo}")
 
 
 def _tier(t: dict[str, Any]) -> str:

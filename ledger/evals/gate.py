@@ -20,22 +20,21 @@ under a superseded plan recorded after it counts for nothing).
 
 Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
 plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
-:func:`read` gathers them from a brain.  :func:`paired_lift` is the one place the lift is computed (the
-same interval as :func:`ledger.evals.lift.newcombe_paired`, which it becomes once both are merged).
+:func:`read` gathers them from a brain; :func:`paired_lift` counts the pairs for
+:func:`ledger.evals.lift.newcombe_paired`, the one place the interval is computed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ledger.brain.competence import wilson
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
+from ledger.evals.lift import newcombe_paired, passed
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -97,32 +96,16 @@ class SkillGate:
 
 def paired_lift(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
     """The paired lift of ``pairs`` (with-skill pass, baseline pass): the difference of pass rates and its
-    95 % interval by Newcombe's hybrid score method for paired proportions (1998, method 10, with his
-    correction of φ), as :func:`ledger.evals.lift.newcombe_paired` (issue 47, helper C) computes it: the
-    integrator makes this call that one."""
+    95 % interval by :func:`ledger.evals.lift.newcombe_paired` (the one place it is computed)."""
     n = len(pairs)
     if n == 0:
         return None
     a = sum(1 for w, b in pairs if w and b)
     b_ = sum(1 for w, b in pairs if w and not b)
     c = sum(1 for w, b in pairs if not w and b)
-    d = n - a - b_ - c
-    p1, p2 = (a + b_) / n, (a + c) / n
-    l1, u1 = wilson(a + b_, n) or (0.0, 1.0)
-    l2, u2 = wilson(a + c, n) or (0.0, 1.0)
-    margins, cross = (a + b_) * (c + d) * (a + c) * (b_ + d), a * d - b_ * c
-    phi = 0.0 if not margins else (max(cross - n / 2, 0.0) if cross > 0 else cross) / math.sqrt(margins)
-    delta = p1 - p2
-    lo = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    hi = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    return {"delta": round(delta, 6), "interval": [round(max(-1.0, lo), 6), round(min(1.0, hi), 6)], "pairs": n}
-
-
-def _passed(record: Mapping[str, Any]) -> bool:
-    out = record["outcome"]
-    if out.get("result") == "score":
-        return out.get("threshold") is not None and out["score"] >= out["threshold"]
-    return bool(out.get("result") == "success")
+    interval = newcombe_paired(a, b_, c, n - a - b_ - c)
+    assert interval is not None
+    return {"delta": round((b_ - c) / n, 6), "interval": [round(interval[0], 6), round(interval[1], 6)], "pairs": n}
 
 
 @dataclass
@@ -135,7 +118,7 @@ class _Runs:
         e = record["eval"]
         arm = "with" if e["condition"] == "with_skill" else "base"
         batch = (record.get("batch") or {}).get("id", "")
-        self.cells.setdefault((batch, str(e["case"]), int(e["run"])), {})[arm] = _passed(record)
+        self.cells.setdefault((batch, str(e["case"]), int(e["run"])), {})[arm] = passed(record["outcome"])
 
     def pairs(self) -> list[tuple[bool, bool]]:
         return [(c["with"], c["base"]) for _, c in sorted(self.cells.items()) if "with" in c and "base" in c]

@@ -17,6 +17,8 @@ from ledger.brain.competence import VersionStats, competence, wilson
 from ledger.chain.receipts import read_receipts
 from ledger.chain.tlog import root_of
 from ledger.errors import ChainError, LedgerError
+from ledger.evals.lift import version_json
+from ledger.page.model import LIFT
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
 
@@ -65,6 +67,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
             outcomes_by[who] = outcomes_by.get(who, 0) + 1
     trust = brain.evidence._trust()
     per = competence(counted, trust)
+    lifted = brain.evidence.lifts(counted)
     roles = trust.active
 
     timeline, created = _timeline(brain, report, rpc is not None and chain_ok, sig_ok)
@@ -76,8 +79,11 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
         for v in sorted(created.get(name, {})):
             when, commit = created[name][v]
             vs = stats.get(v) or VersionStats(v)
+            lift = version_json(lifted.get(name, {}).get(v))
             versions.append({"version": v, "created": _iso(when), "commit": commit,
-                             "verified": _tier(vs.verified), "self": _tier(vs.self)})  # fmt: skip
+                             "verified": _tier(vs.verified), "self": _tier(vs.self),
+                             "lift": {t: {k: x[k] for k in LIFT} if (x := lift[t]) else None
+                                      for t in lift}})  # fmt: skip
         flagged = brain.evidence.regression(name, live[name], stats) if name in live else None
         skills.append({"name": name, "live": name in live, "versions": versions,
                        "regression": {k: flagged[k] for k in ("version", "from", "revert")} if flagged else None})

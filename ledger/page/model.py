@@ -30,7 +30,11 @@ TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d
 # A spec is a type name, a compiled pattern (a string matching it in full), a dict (an object
 # with exactly those keys), ("opt", spec), ("list", spec), ("enum", names) or ("pair", spec).
 TIER = {"successes": "int", "failures": "int", "rate": ("opt", "unit"), "interval": ("opt", ("pair", "unit"))}
-VERSION = {"version": "int", "created": TIME, "commit": HEX40, "verified": TIER, "self": TIER}
+LIFT = {"delta": "diff", "interval": ("pair", "diff"), "pairs": "int", "with_rate": "unit", "baseline_rate": "unit",
+        "baseline": ("enum", ("without_skill", "old_skill")), "arm": ("opt", "int"), "preregistered": "bool",
+        "stale": "bool", "regressed": ("list", "str")}  # fmt: skip
+VERSION = {"version": "int", "created": TIME, "commit": HEX40, "verified": TIER, "self": TIER,
+           "lift": {"verified": ("opt", LIFT), "self": ("opt", LIFT)}}  # fmt: skip
 SKILL = {"name": "name", "live": "bool", "versions": ("list", VERSION),
          "regression": ("opt", {"version": "int", "from": "int", "revert": "name"})}  # fmt: skip
 ANCHOR = {"seq": "int", "tx": WORD, "block": "int", "checked": "bool"}
@@ -101,6 +105,9 @@ def _check(value: Any, spec: Any, path: str) -> None:
     elif spec == "unit":
         if type(value) not in (int, float) or not math.isfinite(value) or not 0 <= value <= 1:
             _refuse(path, f"expected a number in [0, 1], got {_show(value)}")
+    elif spec == "diff":
+        if type(value) not in (int, float) or not math.isfinite(value) or not -1 <= value <= 1:
+            _refuse(path, f"expected a number in [-1, 1], got {_show(value)}")
     elif spec in ("str", "name"):
         if not isinstance(value, str) or (spec == "name" and not value):
             _refuse(path, f"expected a{' non-empty' if spec == 'name' else ''} string, got {_show(value)}")
@@ -127,6 +134,21 @@ def _tier(t: Mapping[str, Any], path: str) -> None:
     lo, hi = interval
     if not (lo <= rate + 1e-12 and rate <= hi + 1e-12):
         _refuse(f"{path}.interval", f"[{lo}, {hi}] does not contain the rate {rate}")
+
+
+def _lift(lift: Mapping[str, Any] | None, path: str) -> None:
+    if lift is None:
+        return
+    if lift["pairs"] < 1:
+        _refuse(f"{path}.pairs", "a lift has at least one pair")
+    if abs(lift["delta"] - (lift["with_rate"] - lift["baseline_rate"])) > 2e-6:
+        _refuse(f"{path}.delta", f"{lift['delta']} is not with_rate − baseline_rate = "
+                f"{lift['with_rate']} − {lift['baseline_rate']}")  # fmt: skip
+    lo, hi = lift["interval"]
+    if not (lo <= lift["delta"] + 1e-12 and lift["delta"] <= hi + 1e-12):
+        _refuse(f"{path}.interval", f"[{lo}, {hi}] does not contain the delta {lift['delta']}")
+    if (lift["arm"] is None) != (lift["baseline"] == "without_skill"):
+        _refuse(f"{path}.arm", "an old_skill baseline names its version (arm); a without_skill one has none")
 
 
 def _increasing(values: list[int], path: str, what: str) -> None:
@@ -168,6 +190,8 @@ def validate(data: Any) -> None:
         for j, v in enumerate(skill["versions"]):
             _tier(v["verified"], f"{path}.versions[{j}].verified")
             _tier(v["self"], f"{path}.versions[{j}].self")
+            _lift(v["lift"]["verified"], f"{path}.versions[{j}].lift.verified")
+            _lift(v["lift"]["self"], f"{path}.versions[{j}].lift.self")
         reg = skill["regression"]
         if reg is not None and (reg["version"] not in versions or reg["from"] not in versions):
             _refuse(f"{path}.regression", f"v{reg['version']} from v{reg['from']}: not among the versions {versions}")

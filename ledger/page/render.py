@@ -332,6 +332,47 @@ def _supply(data: Mapping[str, Any]) -> str:
     )
 
 
+def _pts(x: float) -> str:
+    return f"{x * 100:+.0f}"
+
+
+def _lift_row(s: Mapping[str, Any], v: Mapping[str, Any], tier: str, lift: Mapping[str, Any], checked: bool) -> str:
+    """One lift: both conditions' pass rates side by side, the lift and its interval in points, the pairs,
+    pre-registered or not, stale or not, the regressed cases (compact: 10,000 versions may each have one)."""
+    lo, hi = lift["interval"]
+    base = "no skill" if lift["baseline"] == "without_skill" else f"v{lift['arm']}"
+    sig = ' class="worse"' if hi < 0 else ' class="better"' if lo > 0 else ""
+    both = fig(f"{lift['with_rate'] * 100:.0f}% vs {lift['baseline_rate'] * 100:.0f}% {base}", checked)
+    shown = fig(f"{_pts(lift['delta'])} <span class=sub>{_pts(lo)}…{_pts(hi)}</span>", checked)
+    pre, stale = ("yes" if lift["preregistered"] else "no"), ("stale" if lift["stale"] else "")
+    return (f'<tr data-lift="{hook(s["name"])}" data-v="{v["version"]}" data-tier="{tier}" data-pre="{pre}"'
+            f' data-stale="{"yes" if stale else "no"}"><td>{_e(s["name"])}</td><td>v{v["version"]} {tier}</td>'
+            f"<td>{both}</td><td{sig}>{shown}</td><td>{lift['pairs']:,}</td><td>{pre}</td><td>{stale}</td>"
+            f"<td>{', '.join(_e(c) for c in lift['regressed'])}</td></tr>")  # fmt: skip
+
+
+def _lifts(data: Mapping[str, Any], checked: bool) -> str:
+    """Lift per skill and version: both conditions side by side, the paired difference and its 95% interval
+    (Newcombe's method 10), pre-registered or not, stale or not; newest versions first, worst first."""
+    rows = [(s, v, tier, v["lift"][tier]) for s in data["skills"] for v in s["versions"]
+            for tier in ("verified", "self") if v["lift"][tier]]  # fmt: skip
+    if not rows:
+        return ""
+    rows.sort(key=lambda r: (r[3]["interval"][1], r[0]["name"], -r[1]["version"], r[2]))
+    head = ("<tr><th>skill</th><th>version, tier</th><th>pass rate: with the skill vs the baseline</th>"
+            "<th>lift, points (95% interval)</th><th>pairs</th><th>pre-registered</th><th>stale</th>"
+            "<th>regressed cases</th></tr>")  # fmt: skip
+    first = "".join(_lift_row(*r, checked) for r in rows[:OPEN_SKILLS])
+    rest = rows[OPEN_SKILLS:]
+    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary><table>{head}'
+            + "".join(_lift_row(*r, checked) for r in rest) + "</table></details>") if rest else ""  # fmt: skip
+    return (
+        '<section id="lift"><h2>Lift per skill and version <span class="sub">(pass rate with the skill minus '
+        "the baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
+        f"never added; most harmful first)</span></h2><table>{head}{first}</table>{more}</section>"
+    )
+
+
 def render_page(data: Mapping[str, Any]) -> str:
     """The whole HTML document for ``data`` (format 1), or :class:`~ledger.errors.PageDataError`."""
     validate(data)
@@ -348,6 +389,7 @@ def render_page(data: Mapping[str, Any]) -> str:
             _legend(),
             _cards(data, trusted),
             _skills(data, evidence_checked),
+            _lifts(data, evidence_checked),
             _timeline(data, trusted),
             _signers(data, trusted),
             _chain(data, trusted),

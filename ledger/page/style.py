@@ -60,6 +60,7 @@ tr:hover td{background:#fafbfd} td.name{font-weight:600;word-break:break-all;max
 .tag{display:inline-block;font-size:11px;border-radius:4px;padding:0 5px;margin-left:4px;font-weight:600}
 .tag.del{background:#eef0f3;color:#596273} .tag.reg{background:#ffe4e8;color:#b0002a}
 .tag.revoked{background:#ffe4e8;color:#b0002a} .tag.active{background:#e3f6ee;color:#0b7a55}
+td.worse{color:var(--bad);font-weight:600} td.better{color:#0b7a55;font-weight:600}
 .revert{display:block;margin-top:2px;color:#b0002a;white-space:nowrap}
 svg.plot{display:block;overflow:visible} svg.spark{width:168px;height:40px}
 svg.big{width:100%;max-width:560px;height:auto}
