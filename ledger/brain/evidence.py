@@ -18,9 +18,9 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import ledger.evals.lift as lf  # a module reference: lift imports ledger.brain.competence, so either may load first
+import ledger.evals.lift as lf  # a module reference, read when called: lift imports ledger.brain (either loads first)
 from ledger._env import child_env
 from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ledger.brain import Brain
 
 PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
-Lifted = dict[str, dict[int, dict[str, list[lf.Lift]]]]  # skill -> version -> tier -> comparisons, shown first first
+Lifted: TypeAlias = "dict[str, dict[int, dict[str, list[lf.Lift]]]]"  # skill -> version -> tier -> comparisons
 
 __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
