@@ -125,6 +125,18 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
     regressed = sorted(c for c, cond in passes if cond == "without_skill" and passes[c, cond]
                        and not passes[c, "with_skill"])  # fmt: skip
     assert regressed == ["2", "3"]
+    # the ledger's own figures say the same: the paired lift of 'show --stats' (verified tier, pre-registered)
+    lifts = {}
+    for name in deltas:
+        shown = json.loads(_ledger(family, "show", name, "--stats", "--json").stdout)
+        lift = shown["versions"][-1]["lift"]["verified"]
+        assert lift["preregistered"] is True and lift["stale"] is False and shown["versions"][-1]["lift"]["self"] is None
+        lo, hi = lift["interval"]
+        assert lo <= lift["delta"] <= hi
+        lifts[name] = lift
+    assert lifts["csv-sum"]["delta"] > 0 and lifts["csv-sum"]["interval"][0] > 0, lifts  # significantly better
+    assert lifts["word-count"]["delta"] == 0 and lifts["word-count"]["pairs"] == 6, lifts
+    assert lifts["title-case"]["delta"] < 0 and lifts["title-case"]["regressed"] == ["2", "3"], lifts
     audit = json.loads(_ledger(family, "verify", "--json").stdout)
     assert audit["ok"] is True, audit
 
