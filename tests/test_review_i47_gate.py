@@ -16,7 +16,9 @@ import pytest
 from ledger.evals import gate
 from tests.test_eval_gate import (
     AGENT,
+    GRADER,
     ROLES,
+    RUNNER,
     SET,
     USER,
     VERIFIER,
@@ -122,10 +124,10 @@ def test_an_agent_plan_with_a_grader_that_passes_everything_does_not_release_its
     [(err, _)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
                                     "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
     assert not err
-    # The agent registers its own plan: the reference runner, a grader that passes everything (declared as the
-    # reference grader).  The verifier's routine 'eval run' (its cron job) then runs the skill's current plan.
-    _ledger(brain, env, "eval", "plan", "csv-sum", "--grader", FAKE_GRADER, "--grader-id", "brain-ledger "
-            "reference-grader 1", "--actor", "agent")  # fmt: skip
+    # The agent registers its own plan: a runner that does nothing, a grader that passes everything (declared as
+    # the reference ones).  The verifier's routine 'eval run' (its cron job) then runs the skill's current plan.
+    _ledger(brain, env, "eval", "plan", "csv-sum", "--runner", "true", "--runner-id", RUNNER, "--grader",
+            FAKE_GRADER, "--grader-id", GRADER, "--actor", "agent")  # fmt: skip
     ran = json.loads(_ledger(brain, env, "eval", "run", "csv-sum", "--actor", "verifier", "--json").stdout)
     _ledger(brain, env, "sync")
     for folder in (claude, hermes):
