@@ -80,8 +80,15 @@ class Evaluations:
         return parse_evals(v.files[EVALS_JSON][0], set(v.files))
 
     def current_plan(self, name: str) -> Any | None:
-        """The skill's newest plan entry (the one its runs go under), or None."""
+        """The skill's newest plan entry (the one its runs go under), or None.  Acting with any key but an
+        agent's, only a plan a verifier, user or curator key signed (ledger.evals.gate.trusted_plans): an
+        agent's plan names the runner and grader commands this key would run and sign."""
+        from ledger.evals import gate  # the gate reads the brain: imported when used, as the CLI does
+
         plans = self.brain.evidence.plans(name)
+        if self.brain.attribution["actor"] != "agent":
+            roles = self.brain.evidence._trust().active
+            plans = [p for p in plans if roles.get(p.body["signer"]) in gate.RELEASERS]
         return plans[-1] if plans else None
 
     # ------------------------------------------------------------------ plan
@@ -127,7 +134,8 @@ class Evaluations:
         cases.gradable()
         plan = self.current_plan(skill)
         if plan is None:
-            raise EvalError(f"{skill} has no plan: runs are recorded under a plan made before them",
+            raise EvalError(f"{skill} has no plan a verifier, user or curator key signed: runs are recorded under "
+                            "a plan made before them (an agent's plan is not run with another key)",
                             hint=f"run 'ledger eval plan {skill}' first (pre-registration)")  # fmt: skip
         p = plan.body
         pid = plan.id.hex()
@@ -221,6 +229,11 @@ class Evaluations:
                 raise EvalError(f"{skill} v{under} has no earlier version to compare with (plan {pid[:12]}: previous)",
                                 hint="evaluate a later version, or plan with '--baseline none'")  # fmt: skip
             arm = max(older)
+            from ledger.evals import gate
+
+            found = gate.read(self.brain, [skill]).get(skill)  # with the gate on: the released predecessor, never a
+            if found is not None and found.released is not None and found.released < under:  # held version
+                arm = found.released
         else:
             try:
                 arm = int(given)

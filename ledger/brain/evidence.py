@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ledger.brain import Brain
 
 PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
-Lifted = dict[str, dict[int, dict[str, list[lf.Lift]]]]  # skill -> version -> tier -> comparisons, shown first first
+Lifted = dict[str, dict[int, dict[str, list["lf.Lift"]]]]  # skill -> version -> tier -> comparisons, shown first first
 
 __all__ = ["IMPORT_KEYS", "Evidence", "Served"]
 
