@@ -159,3 +159,24 @@ def test_deleting_and_recreating_a_gated_skill_without_its_evals_does_not_escape
     assert (held["skill"], held["released"]) == ("csv-sum", 2) and "removed evals/evals.json" in \
         held["held"][-1]["why"]  # fmt: skip
     assert all("Step one: read the file." in _version(f) for f in (claude, hermes))  # they keep v2
+
+
+def test_an_agent_with_only_its_own_key_may_not_turn_the_gate_off(tmp_path: Path) -> None:
+    """Hole 6 (medium): 'ledger eval gate off' took no key at all, so an agent with a shell and only the agent key
+    turned the gate off and synced its held version to every runtime.  Off now takes a user's or curator's key
+    (turning it on takes none).  An agent that can write .ledger/config.json itself is beyond what a key stops."""
+    brain, env, claude, hermes = _setup(tmp_path)
+    _ledger(brain, env, "skill", "patch", "csv-sum", "--old", "Step one: read the file.", "--new", "Step one: guess.")
+    mine = tmp_path / "agent-keys"
+    mine.mkdir(mode=0o700)
+    (mine / "agent.key").write_bytes((tmp_path / "keys/agent.key").read_bytes())
+    (mine / "agent.key").chmod(0o600)
+    agent = {**env, "LEDGER_KEYS": str(mine)}
+    refused = _ledger(brain, agent, "eval", "gate", "off", code=1)
+    assert "turning the gate off takes a user's key" in refused.stderr and "ledger eval gate off" in refused.stderr
+    assert json.loads((brain / ".ledger/config.json").read_text())["eval"] == {"gate": True}  # nothing changed
+    _ledger(brain, agent, "sync")
+    assert all("Step one: guess." not in _version(f) for f in (claude, hermes))
+    assert "gate off" in _ledger(brain, env, "eval", "gate", "off").stdout  # the user's key: off
+    _ledger(brain, env, "eval", "gate", "on")
+    _ledger(brain, agent, "eval", "gate", "on")  # on is never refused
