@@ -180,3 +180,21 @@ def test_an_agent_with_only_its_own_key_may_not_turn_the_gate_off(tmp_path: Path
     assert "gate off" in _ledger(brain, env, "eval", "gate", "off").stdout  # the user's key: off
     _ledger(brain, env, "eval", "gate", "on")
     _ledger(brain, agent, "eval", "gate", "on")  # on is never refused
+
+
+def test_an_agents_plan_does_not_mark_the_verified_lift_stale() -> None:
+    """Hole 7 (low): staleness (docs/lineage.md §14.6) was judged against the skill's newest plan whoever signed
+    it, so an agent's plan declaring another runner made every verified lift of the skill 'stale' in show, log and
+    the report page (ranked after any current one), as if the evidence were out of date."""
+    from ledger.evals import lift
+
+    ids = {"runner": "brain-ledger reference-runner 1", "grader": "brain-ledger reference-grader 1", "ms": 5,
+           "tokens": None}
+    records = [{**r, "eval": {**r["eval"], **ids}} for r in _runs(10, 1, [T] * 3, [F] * 3)]
+    plan = {**_plan(0), "signer": USER, "runner": {"command": "x", "id": ids["runner"]},
+            "grader": {"command": "y", "id": ids["grader"]}}  # fmt: skip
+    agents = {**plan, "signer": AGENT, "runner": {"command": "true", "id": "my own runner 9"}}
+    [found] = lift.lifts(records, ROLES, [plan, agents])["s"][1]["verified"]
+    assert not found.stale
+    [found] = lift.lifts(records, ROLES, [plan, {**agents, "signer": VERIFIER}])["s"][1]["verified"]
+    assert found.stale  # a verifier's newer plan does make it stale
