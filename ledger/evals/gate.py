@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
-from ledger.evals.lift import newcombe_paired, passed
+from ledger.evals.lift import TRUSTED, newcombe_paired, passed
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -46,7 +46,7 @@ __all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled"
            "trusted_plans"]
 
 EVALS_JSON = "evals/evals.json"
-RELEASERS = frozenset({"verifier", "user", "curator"})  # roles whose evaluation can release a version
+RELEASERS = TRUSTED  # roles whose evaluation can release a version, and whose plans count
 APPROVERS = frozenset({"user", "curator"})  # roles whose approval releases a version
 
 
