@@ -198,3 +198,20 @@ def test_an_agents_plan_does_not_mark_the_verified_lift_stale() -> None:
     assert not found.stale
     [found] = lift.lifts(records, ROLES, [plan, {**agents, "signer": VERIFIER}])["s"][1]["verified"]
     assert found.stale  # a verifier's newer plan does make it stale
+
+
+def test_eval_run_compares_with_the_released_version_not_the_held_one_before(tmp_path: Path) -> None:
+    """Hole 3, the engine's half: with the gate on, 'eval run' of a baseline-previous plan compared v4 with v3 (the
+    version just before), held or not; its runs then release nothing (the gate counts pairs against the released
+    version only), so it compares with the released one by default."""
+    brain, env, _, _ = _setup(tmp_path)
+    _ledger(brain, env, "eval", "plan", "csv-sum", "--baseline", "previous")  # the user's plan
+    _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "read it")
+    for old, new in (("Step one: read the file.", "Step one: guess."), ("Step two: add the column.", "Step two: no.")):
+        [(err, _)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string": old,
+                                                         "new_string": new})])  # fmt: skip
+        assert not err
+    ran = json.loads(_ledger(brain, env, "eval", "run", "csv-sum", "--actor", "verifier", "--json").stdout)
+    assert (ran["version"], ran["baseline"], ran["arm"]) == (4, "old_skill", 2)
+    gate_ = json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]
+    assert gate_["held"] == []  # v4 is no worse than v2 (neither has a solver): released by that run
