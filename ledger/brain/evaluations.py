@@ -266,11 +266,7 @@ class Evaluations:
                 failure = f"the runner {done.why(timeout)}"
             (where / "timing.json").write_bytes(ws.timing_bytes(tokens, ms))
             if failure is None:
-                evals = {rel[len(EVALS_DIR) + 1 :]: f for rel, f in v.files.items() if rel.startswith(EVALS_DIR + "/")}
-                genv = dict(env, EVAL_SET=str(box.add_folder("evals", evals)),
-                            EVAL_ASSERTIONS=str(box.root / "assertions.json"))  # fmt: skip
-                (box.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
-                graded = run_command(p["grader"]["command"], genv, box.inputs, timeout, box.root / "grader.log")
+                graded = self._grade(v, case, env, p, timeout, box.root / "grader.log")
                 what = f"the grader's output for eval {case.key} ({cond}, run {r + 1})"
                 if not graded.ok:
                     raise EvalError(f"the grader {graded.why(timeout)} on eval {case.key} ({cond}, run {r + 1}): "
@@ -290,6 +286,19 @@ class Evaluations:
         return {"grading": grading, "ms": ms, "tokens": tokens, "failure": failure,
                 "uri": ws.evidence_uri(iteration, case.key, cond, r, n),
                 "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+
+    def _grade(self, v: Version, case: Case, env: Mapping[str, str], p: Mapping[str, Any], timeout: float,
+               log: Path) -> Any:  # fmt: skip
+        """Run the plan's grader in a sandbox of its own, made after the runner ended: its working directory an
+        empty fresh folder, $EVAL_SET and the assertions beside it.  The runner ran the skill under test's code,
+        which may have written anything into the run's sandbox (a ``ledger/evals/refgrader.py`` in the working
+        directory shadows the one ``python -m`` would find); nothing of it may become the instrument."""
+        evals = {rel[len(EVALS_DIR) + 1 :]: f for rel, f in v.files.items() if rel.startswith(EVALS_DIR + "/")}
+        with Sandbox() as g:
+            genv = dict(env, EVAL_SET=str(g.add_folder("evals", evals)),
+                        EVAL_ASSERTIONS=str(g.root / "assertions.json"))  # fmt: skip
+            (g.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
+            return run_command(p["grader"]["command"], genv, g.inputs, timeout, log)
 
     def _row(self, served: Served, case: Case, g: ws.Grading, figures: Mapping[str, Any],
              eval_: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
