@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ledger.evals import gate
+from tests.conftest import run_ledger
 from tests.test_eval_gate import (
     AGENT,
     GRADER,
@@ -242,3 +243,43 @@ def test_the_skill_under_test_cannot_plant_the_grader_the_verifier_runs_after_it
     ran = json.loads(_ledger(brain, env, "eval", "run", "csv-sum", "--actor", "verifier", "--json").stdout)
     assert ran["version"] == 3 and len(ran["runs"]) == 6
     assert [r["pass"] for r in ran["runs"] if r["condition"] == "with_skill"] == [False] * 3  # no sum.txt written
+
+
+def test_a_runtime_edit_on_one_machine_of_a_fleet_is_not_another_machines_own_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Hole 9 (high, fleets): the gate let a target show a held version when a sync snapshot of the same target
+    path recorded it: "its own edit".  Machines of a fleet share paths (/home/alice/.claude/skills), so an edit an
+    agent made in one machine's Claude folder, merged with its held version, reached the Claude folder of every
+    machine.  Its own edit is now one a sync snapshot recorded from that path signed by this machine's key."""
+    import shutil
+
+    brain, env, claude, _ = _setup(tmp_path)
+    monkeypatch.setenv("LEDGER_KEYS", env["LEDGER_KEYS"])
+    _plan_it(brain)
+    _evaluate(brain, 2, [T, T, T], [F, F, F])  # v2 released
+    _ledger(brain, env, "sync")
+    remote = tmp_path / "remote.git"
+    b_env = {**env, "LEDGER_KEYS": str(tmp_path / "keys-b")}  # machine B: its own keys, the same home path
+    b_agent = json.loads(run_ledger("keys", "generate", "agent", "--json", env=b_env, check=True).stdout)["address"]
+    _ledger(brain, env, "keys", "trust", "agent", b_agent)
+    _ledger(brain, env, "push", str(remote))
+    b = tmp_path / "brain-b"
+    run_ledger("clone", str(remote), str(b), env=b_env, check=True)
+    _ledger(b, b_env, "link", "claude")
+    _ledger(b, b_env, "eval", "gate", "on")
+    _ledger(b, b_env, "sync")
+    assert "Step one: read the file." in _version(claude)
+    shutil.copytree(claude, tmp_path / "claude-b")  # machine B's own Claude folder (v2), set aside
+    # Machine A: the agent makes v3 over MCP (held), then edits its Claude folder: v4, A's own edit.
+    [(err, _)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
+                                    "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
+    assert not err
+    (claude / "SKILL.md").write_text(_version(claude).replace("Step two: add the column.", "Step two: by hand."))
+    _ledger(brain, env, "sync")
+    assert "Step one: guess." in _version(claude)  # A's Claude: its edit, merged with the held v3
+    _ledger(brain, env, "push", str(remote))
+    shutil.rmtree(claude)
+    shutil.copytree(tmp_path / "claude-b", claude)  # machine B's folder, at the same path on its own disk
+    _ledger(b, b_env, "pull", str(remote))
+    _ledger(b, b_env, "sync")
+    assert "Step one: guess." not in _version(claude) and "by hand" not in _version(claude)  # B keeps v2
