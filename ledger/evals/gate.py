@@ -32,8 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ledger.audit.signatures import signer_of
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
+from ledger.errors import LedgerError
 from ledger.evals.lift import TRUSTED, newcombe_paired, passed
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
@@ -293,6 +295,7 @@ class Version:
     tree: bytes
     operation: str
     attribution: Mapping[str, str]
+    signer: str | None = None  # a sync snapshot's signing address ("" when its signature is malformed)
 
 
 def gated(brain: Brain) -> dict[str, bytes]:
@@ -334,12 +337,23 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
             if change.version not in out[name]:
                 tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
                 if tree is not None:
-                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution)
+                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution,
+                                                        _sync_signer(snap))  # fmt: skip
             if change.action == "create" and change.version == 1:
                 done.add(name)  # where this skill began: nothing older is its
         if done >= want:
             break
     return out
+
+
+def _sync_signer(snap: Any) -> str | None:
+    """Who signed a sync snapshot (a runtime edit): the machine whose runtime made it (projection's "own edit")."""
+    if snap.operation != "sync":
+        return None
+    try:
+        return signer_of(snap)
+    except LedgerError:
+        return ""  # a malformed signature: nobody's
 
 
 def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGate]:
