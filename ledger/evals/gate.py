@@ -5,7 +5,7 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
 **released** version, not the head's.  A version is released when
 
 - it is from before the skill first had ``evals/evals.json`` (nothing to hold it to), or
-- it holds a released version's files, the version counter aside (a revert), or
+- it holds the newest released version's files, the version counter aside (a revert), or
 - a user or curator key approved it (an approval entry of the evidence log naming its digest), or
 - an evaluation under the skill's plan, signed by a verifier, user or curator key, shows it does not make
   the agent worse: its paired lift's 95 % interval is not wholly below zero, not wholly below its
@@ -14,9 +14,13 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
 
 An agent's own evaluation never releases a version (ADR 49, "who may release a version"): the tier it
 would sit in is *self-reported*, and the key that wrote the version may not also be the one that lets
-it out.  The evaluations that count are those under the skill's newest plan, and those under an older
-plan recorded before the newest plan was made (a release is never taken back by a new plan; evidence
-under a superseded plan recorded after it counts for nothing).
+it out.  Nor does its plan count (:func:`trusted_plans`): a plan names the commands the evaluating key
+runs.  The evaluations that count are those under the skill's newest trusted plan, and those under an
+older one recorded before the newest was made (a release is never taken back by a new plan; evidence
+under a superseded plan recorded after it counts for nothing).  A version that changed its own eval
+set (``evals/`` is not the released predecessor's) needs a user's or curator's plan of the new set;
+with a ``previous`` baseline only pairs against the released predecessor count.  A skill's versions
+are its name's since version 1: a delete and a create again do not start it afresh.
 
 Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
 plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
@@ -223,8 +227,9 @@ def trusted_plans(plans: Iterable[Mapping[str, Any]], roles: Mapping[str, str]) 
 def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterable[Mapping[str, Any]],
            records: Iterable[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]],
            roles: Mapping[str, str]) -> SkillGate:  # fmt: skip
-    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content"}`` (its directory
-    digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside);
+    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content", "set"}`` (its
+    directory digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside,
+    its ``evals/`` digest or None);
     ``plans``, ``records``, ``approvals``: the log's entries (any skill), each body with its log ``index`` (a
     plan also with its ``id``, a record with its ``batch``); ``roles``: the head's trust set, address → role.
     Pure: the same inputs give the same gate."""
