@@ -31,7 +31,7 @@ SET = "blake3-tree-v1:" + "ee" * 32
 def _plan(index: int, pid: str = "p" * 64, baseline: str = "none", skill: str = "s") -> dict[str, Any]:
     return {"format": "brain-ledger/eval-plan/v1", "skill": skill, "set": SET, "cases": ["1", "2", "3"],
             "baseline": baseline, "runs": 1, "rule": {"interval": "newcombe-paired-95", "min_lift": 0},
-            "index": index, "id": pid}  # fmt: skip
+            "index": index, "id": pid, "signer": VERIFIER}  # fmt: skip
 
 
 def _runs(index: int, version: int, with_: list[bool], base: list[bool], signer: str = VERIFIER,

@@ -113,7 +113,7 @@ def test_two_evaluations_under_one_plan_pool_their_pairs():
 def test_stale_when_the_newest_plan_declares_another_identity():
     old = grid({"1": [True]}, {"1": [False]}, runner="claude-code 2.0 / model-a")
     new_plan = {"skill": "s", "runner": {"command": "x", "id": "claude-code 2.1 / model-b"},
-                "grader": {"command": "g", "id": "ref-grader 1"}}
+                "grader": {"command": "g", "id": "ref-grader 1"}, "signer": VERIFIER}
     (lift,) = lifts(old, ROLES, [new_plan])["s"][2]["verified"]
     assert lift.stale is True
     # the new runner's evaluation of the same version is shown first; the old one is kept under `earlier`

@@ -80,8 +80,15 @@ class Evaluations:
         return parse_evals(v.files[EVALS_JSON][0], set(v.files))
 
     def current_plan(self, name: str) -> Any | None:
-        """The skill's newest plan entry (the one its runs go under), or None."""
+        """The skill's newest plan entry (the one its runs go under), or None.  Acting with any key but an
+        agent's, only a plan a verifier, user or curator key signed (ledger.evals.gate.trusted_plans): an
+        agent's plan names the runner and grader commands this key would run and sign."""
+        from ledger.evals import gate  # the gate reads the brain: imported when used, as the CLI does
+
         plans = self.brain.evidence.plans(name)
+        if self.brain.attribution["actor"] != "agent":
+            roles = self.brain.evidence._trust().active
+            plans = [p for p in plans if roles.get(p.body["signer"]) in gate.RELEASERS]
         return plans[-1] if plans else None
 
     # ------------------------------------------------------------------ plan
@@ -127,7 +134,8 @@ class Evaluations:
         cases.gradable()
         plan = self.current_plan(skill)
         if plan is None:
-            raise EvalError(f"{skill} has no plan: runs are recorded under a plan made before them",
+            raise EvalError(f"{skill} has no plan a verifier, user or curator key signed: runs are recorded under "
+                            "a plan made before them (an agent's plan is not run with another key)",
                             hint=f"run 'ledger eval plan {skill}' first (pre-registration)")  # fmt: skip
         p = plan.body
         pid = plan.id.hex()
@@ -221,6 +229,11 @@ class Evaluations:
                 raise EvalError(f"{skill} v{under} has no earlier version to compare with (plan {pid[:12]}: previous)",
                                 hint="evaluate a later version, or plan with '--baseline none'")  # fmt: skip
             arm = max(older)
+            from ledger.evals import gate
+
+            found = gate.read(self.brain, [skill]).get(skill)  # with the gate on: the released predecessor, never a
+            if found is not None and found.released is not None and found.released < under:  # held version
+                arm = found.released
         else:
             try:
                 arm = int(given)
@@ -253,11 +266,7 @@ class Evaluations:
                 failure = f"the runner {done.why(timeout)}"
             (where / "timing.json").write_bytes(ws.timing_bytes(tokens, ms))
             if failure is None:
-                evals = {rel[len(EVALS_DIR) + 1 :]: f for rel, f in v.files.items() if rel.startswith(EVALS_DIR + "/")}
-                genv = dict(env, EVAL_SET=str(box.add_folder("evals", evals)),
-                            EVAL_ASSERTIONS=str(box.root / "assertions.json"))  # fmt: skip
-                (box.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
-                graded = run_command(p["grader"]["command"], genv, box.inputs, timeout, box.root / "grader.log")
+                graded = self._grade(v, case, env, p, timeout, box.root / "grader.log")
                 what = f"the grader's output for eval {case.key} ({cond}, run {r + 1})"
                 if not graded.ok:
                     raise EvalError(f"the grader {graded.why(timeout)} on eval {case.key} ({cond}, run {r + 1}): "
@@ -277,6 +286,19 @@ class Evaluations:
         return {"grading": grading, "ms": ms, "tokens": tokens, "failure": failure,
                 "uri": ws.evidence_uri(iteration, case.key, cond, r, n),
                 "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+
+    def _grade(self, v: Version, case: Case, env: Mapping[str, str], p: Mapping[str, Any], timeout: float,
+               log: Path) -> Any:  # fmt: skip
+        """Run the plan's grader in a sandbox of its own, made after the runner ended: its working directory an
+        empty fresh folder, $EVAL_SET and the assertions beside it.  The runner ran the skill under test's code,
+        which may have written anything into the run's sandbox (a ``ledger/evals/refgrader.py`` in the working
+        directory shadows the one ``python -m`` would find); nothing of it may become the instrument."""
+        evals = {rel[len(EVALS_DIR) + 1 :]: f for rel, f in v.files.items() if rel.startswith(EVALS_DIR + "/")}
+        with Sandbox() as g:
+            genv = dict(env, EVAL_SET=str(g.add_folder("evals", evals)),
+                        EVAL_ASSERTIONS=str(g.root / "assertions.json"))  # fmt: skip
+            (g.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
+            return run_command(p["grader"]["command"], genv, g.inputs, timeout, log)
 
     def _row(self, served: Served, case: Case, g: ws.Grading, figures: Mapping[str, Any],
              eval_: dict[str, Any]) -> dict[str, Any]:  # fmt: skip

@@ -27,19 +27,29 @@ _APPROVERS = click.Choice(["user", "curator", "agent"])
 
 @eval_group.command("gate")
 @click.argument("state", type=click.Choice(["on", "off"]))
+@click.option("--actor", type=click.Choice(["user", "curator"]), default="user", show_default=True,
+              help="Whose key turns the gate off (on takes none): a user's or a curator's.")  # fmt: skip
 @json_flag
 @click.pass_context
-def eval_gate(ctx: click.Context, state: str, as_json: bool) -> None:
+def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None:
     """Turn the gate on or off ("eval": {"gate": ...} in .ledger/config.json).
 
     With the gate on, a skill whose version at the head has evals/evals.json reaches runtimes at its
     newest released version: evaluated under the skill's plan by a verifier, user or curator key
-    without making the agent worse, or approved by a user or curator ('ledger eval approve')."""
+    without making the agent worse, or approved by a user or curator ('ledger eval approve').
+    Turning it off takes a user's or curator's key on this machine: the gate holds back what an
+    agent wrote, so an agent's key may not lift it."""
     on = state == "on"
     with open_brain(ctx) as brain:
         section = dict(brain.config.get("eval") or {})
         changed = bool(section.get("gate")) is not on
         section["gate"] = on
+        if changed and not on:
+            trust = brain.evidence._trust()
+            key = brain.sealer.key_for(trust, actor) if trust.established else None
+            if isinstance(key, tuple):
+                raise LedgerError(f"turning the gate off takes a {actor}'s key, and {key[0]}",
+                                  hint=f"{key[1]}; then 'ledger eval gate off' (--actor user or curator)")  # fmt: skip
         if changed:
             brain.update_config(eval=section)
     if as_json:

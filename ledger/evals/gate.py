@@ -5,7 +5,7 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
 **released** version, not the head's.  A version is released when
 
 - it is from before the skill first had ``evals/evals.json`` (nothing to hold it to), or
-- it holds a released version's files, the version counter aside (a revert), or
+- it holds the newest released version's files, the version counter aside (a revert), or
 - a user or curator key approved it (an approval entry of the evidence log naming its digest), or
 - an evaluation under the skill's plan, signed by a verifier, user or curator key, shows it does not make
   the agent worse: its paired lift's 95 % interval is not wholly below zero, not wholly below its
@@ -14,9 +14,13 @@ With ``"eval": {"gate": true}`` in ``.ledger/config.json``, a skill whose versio
 
 An agent's own evaluation never releases a version (ADR 49, "who may release a version"): the tier it
 would sit in is *self-reported*, and the key that wrote the version may not also be the one that lets
-it out.  The evaluations that count are those under the skill's newest plan, and those under an older
-plan recorded before the newest plan was made (a release is never taken back by a new plan; evidence
-under a superseded plan recorded after it counts for nothing).
+it out.  Nor does its plan count (:func:`trusted_plans`): a plan names the commands the evaluating key
+runs.  The evaluations that count are those under the skill's newest trusted plan, and those under an
+older one recorded before the newest was made (a release is never taken back by a new plan; evidence
+under a superseded plan recorded after it counts for nothing).  A version that changed its own eval
+set (``evals/`` is not the released predecessor's) needs a user's or curator's plan of the new set;
+with a ``previous`` baseline only pairs against the released predecessor count.  A skill's versions
+are its name's since version 1: a delete and a create again do not start it afresh.
 
 Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
 plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
@@ -32,9 +36,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ledger.audit.signatures import signer_of
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
-from ledger.evals.lift import newcombe_paired, passed
+from ledger.errors import LedgerError
+from ledger.evals.lift import TRUSTED, newcombe_paired, passed
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
@@ -42,10 +48,11 @@ from ledger.store.skilltree import skills_of
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
-__all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read"]
+__all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read",
+           "trusted_plans"]
 
 EVALS_JSON = "evals/evals.json"
-RELEASERS = frozenset({"verifier", "user", "curator"})  # roles whose evaluation can release a version
+RELEASERS = TRUSTED  # roles whose evaluation can release a version, and whose plans count
 APPROVERS = frozenset({"user", "curator"})  # roles whose approval releases a version
 
 
@@ -110,15 +117,30 @@ def paired_lift(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
 
 @dataclass
 class _Runs:
-    """One version's runs under one plan: per pair (batch, case, run) its with and baseline pass."""
+    """One version's runs under one plan: per pair (batch, case, run) its with and baseline pass, and the version
+    its baseline arm ran with (``old_skill``; None without the skill)."""
 
-    cells: dict[tuple[str, str, int], dict[str, bool]] = field(default_factory=dict)
+    cells: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
 
     def add(self, record: Mapping[str, Any]) -> None:
         e = record["eval"]
         arm = "with" if e["condition"] == "with_skill" else "base"
         batch = (record.get("batch") or {}).get("id", "")
-        self.cells.setdefault((batch, str(e["case"]), int(e["run"])), {})[arm] = passed(record["outcome"])
+        cell = self.cells.setdefault((batch, str(e["case"]), int(e["run"])), {})
+        cell[arm] = passed(record["outcome"])
+        if arm == "base":
+            cell["arm"] = e.get("arm")
+
+    def against(self, released: int | None) -> tuple[_Runs, list[int]]:
+        """These runs less the pairs whose baseline ran with another version than ``released`` (the released
+        predecessor: a held version is no yardstick), and the versions those compared with."""
+        kept, other = _Runs(), set()
+        for key, cell in self.cells.items():
+            if cell.get("arm") is not None and cell["arm"] != released:
+                other.add(cell["arm"])
+            else:
+                kept.cells[key] = cell
+        return kept, sorted(other)
 
     def pairs(self) -> list[tuple[bool, bool]]:
         return [(c["with"], c["base"]) for _, c in sorted(self.cells.items()) if "with" in c and "base" in c]
@@ -168,15 +190,50 @@ def _judge(version: int, runs: _Runs, before: _Runs | None, before_version: int 
 # ---------------------------------------------------------------------- the decision
 
 
+def _vetted(skill: str, v: int, versions: Mapping[int, Mapping[str, Any]], released: int | None,
+            plan: Mapping[str, Any], roles: Mapping[str, str]) -> Verdict | None:
+    """A held verdict when ``v`` changed the eval set it is judged by (its ``evals/`` is not the released
+    predecessor's) and the plan of the new set is not a user's or curator's: evals/ is part of the skill, so
+    the agent that wrote the version may have written its yardstick too; accepting a new one is a person's."""
+    mine, theirs = versions[v].get("set"), versions[released].get("set") if released is not None else None
+    if mine is None or theirs is None or mine == theirs or roles.get(plan.get("signer") or "") in APPROVERS:
+        return None
+    return Verdict(v, False, f"its eval set (evals/) is not v{released}'s, and plan {plan['id'][:12]} of the new "
+                   "set is not a user's or curator's: a changed eval set is released by a user or curator key's "
+                   f"plan ('ledger eval plan {skill} --actor user', then 'ledger eval run {skill}') or an approval "
+                   f"(ledger eval approve {skill}@{v} --reason TEXT)", None)  # fmt: skip
+
+
+def _judge_against(skill: str, v: int, mine: _Runs, before: _Runs | None, released: int | None,
+                   plan: Mapping[str, Any]) -> Verdict:  # fmt: skip
+    """:func:`_judge` over the pairs whose baseline is the released predecessor (baseline previous): a run
+    against a held version says nothing of whether ``v`` is worse than what runtimes have."""
+    kept, other = mine.against(released)
+    if other and not kept.cells:
+        to = f"the released v{released}" if released is not None else "a released version (there is none yet)"
+        return Verdict(v, False, f"its evaluation under plan {plan['id'][:12]} compares with "
+                       f"{', '.join(f'v{a}' for a in other)}, not with {to}: run 'ledger eval run {skill}@{v} "
+                       f"--baseline {released if released is not None else 'VERSION'}'", "evaluation")  # fmt: skip
+    return _judge(v, kept, before, released, plan)
+
+
+def trusted_plans(plans: Iterable[Mapping[str, Any]], roles: Mapping[str, str]) -> list[Mapping[str, Any]]:
+    """The plans the gate (and a non-agent ``eval run``) goes by, in log order: those signed by a verifier, user or
+    curator key.  A plan names the runner and grader commands the evaluating key runs and signs, and the eval set
+    a version is judged by: an agent's plan never supersedes a trusted one, and nothing run under it counts."""
+    return sorted((p for p in plans if roles.get(p.get("signer") or "") in RELEASERS), key=lambda p: p["index"])
+
+
 def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterable[Mapping[str, Any]],
            records: Iterable[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]],
            roles: Mapping[str, str]) -> SkillGate:  # fmt: skip
-    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content"}`` (its directory
-    digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside);
+    """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content", "set"}`` (its
+    directory digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside,
+    its ``evals/`` digest or None);
     ``plans``, ``records``, ``approvals``: the log's entries (any skill), each body with its log ``index`` (a
     plan also with its ``id``, a record with its ``batch``); ``roles``: the head's trust set, address → role.
     Pure: the same inputs give the same gate."""
-    plans = sorted((p for p in plans if p["skill"] == skill), key=lambda p: p["index"])
+    plans = [p for p in trusted_plans(plans, roles) if p["skill"] == skill]  # an agent's plan: none
     current = plans[-1] if plans else None
     runs: dict[tuple[str, int], _Runs] = {}
     for r in records:
@@ -194,11 +251,13 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
             approved[a["version"]] = a  # the newest approval of a version speaks for it
     verdicts: dict[int, Verdict] = {}
     released: int | None = None
-    contents: dict[str, int] = {}  # a released version's content → its number
     for v in sorted(versions):
-        same = contents.get(versions[v].get("content") or "")
+        # a revert: the files of the NEWEST released version (an older one may fail what a later one fixed)
+        same = released if released is not None and versions[v].get("content") and \
+            versions[v].get("content") == versions[released].get("content") else None  # fmt: skip
         if same is not None:
-            verdicts[v] = Verdict(v, True, f"it holds v{same}'s files (a revert to a released version)", "revert")
+            verdicts[v] = Verdict(v, True, f"it holds v{same}'s files (a revert to the newest released version)",
+                                  "revert")  # fmt: skip
         elif not versions[v].get("evals") and not any(versions[u].get("evals") for u in versions if u < v):
             verdicts[v] = Verdict(v, True, "it is from before the skill had evals/evals.json: nothing to hold it "
                                   "to", "no evals")  # fmt: skip
@@ -218,15 +277,14 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
                 mine = runs.get((plan["id"], v))
                 if mine is None:
                     continue
-                before = runs.get((plan["id"], released)) if released is not None else None
-                verdict = _judge(v, mine, before, released, plan)
+                verdict = _vetted(skill, v, versions, released, plan, roles) or _judge_against(
+                    skill, v, mine, runs.get((plan["id"], released)) if released is not None else None, released,
+                    plan)  # fmt: skip
                 break
             verdicts[v] = verdict or Verdict(v, False, f"no evaluation under plan {current['id'][:12]} signed by "
                                              "a verifier, user or curator key", None)  # fmt: skip
         if verdicts[v].released:
             released = v
-            if versions[v].get("content"):
-                contents.setdefault(versions[v]["content"], v)
     head = max(versions) if versions else 0
     return SkillGate(skill, head, released, verdicts)
 
@@ -242,6 +300,7 @@ class Version:
     tree: bytes
     operation: str
     attribution: Mapping[str, str]
+    signer: str | None = None  # a sync snapshot's signing address ("" when its signature is malformed)
 
 
 def gated(brain: Brain) -> dict[str, bytes]:
@@ -265,8 +324,10 @@ def gated(brain: Brain) -> dict[str, bytes]:
 
 
 def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Version]]:
-    """Each of ``names``' versions (since it was last created) with the newest snapshot that wrote it: one
-    walk of the lineage, newest first, down to the oldest of their creations."""
+    """Each of ``names``' versions (since it was first created: a delete and a create again, which numbers on
+    above the deleted version, do not start it afresh, or an agent could shed the gate's history, evals and
+    all, with two calls) with the newest snapshot that wrote it: one walk of the lineage, newest first, down to
+    the oldest of their first creations (version 1)."""
     want = set(names)
     out: dict[str, dict[int, Version]] = {n: {} for n in want}
     done: set[str] = set()
@@ -277,17 +338,27 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
             if name not in want or name in done:
                 continue
             if change.action == "delete":
-                done.add(name)
-                continue
+                continue  # the versions before it are this name's too (a create after it numbers on above them)
             if change.version not in out[name]:
                 tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
                 if tree is not None:
-                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution)
-            if change.action == "create":
+                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution,
+                                                        _sync_signer(snap))  # fmt: skip
+            if change.action == "create" and change.version == 1:
                 done.add(name)  # where this skill began: nothing older is its
         if done >= want:
             break
     return out
+
+
+def _sync_signer(snap: Any) -> str | None:
+    """Who signed a sync snapshot (a runtime edit): the machine whose runtime made it (projection's "own edit")."""
+    if snap.operation != "sync":
+        return None
+    try:
+        return signer_of(snap)
+    except LedgerError:
+        return ""  # a malformed signature: nobody's
 
 
 def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGate]:
@@ -307,7 +378,8 @@ def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGat
     out = {}
     for name, found in versions_of(brain, skills).items():
         versions = {v: {"digest": format_root(th.tree_digest(brain.store, x.tree, brain.cache, name)),
-                        "evals": EVALS_JSON in brain.snapshots.files(x.tree), "content": _content(brain, x.tree)}
+                        "evals": EVALS_JSON in brain.snapshots.files(x.tree), "content": _content(brain, x.tree),
+                        "set": th.evals_digest(brain.store, x.tree, brain.cache)}
                     for v, x in found.items()}  # fmt: skip
         out[name] = decide(name, versions, plans, records, approvals, roles)
     return out

@@ -29,7 +29,9 @@ from typing import Any
 
 from ledger.brain.competence import Z95, wilson
 
-__all__ = ["Lift", "Pairing", "lift_regressions", "lifts", "newcombe_paired", "passed", "version_json"]
+TRUSTED = frozenset({"verifier", "user", "curator"})  # roles whose plans count (and evaluations release: gate)
+
+__all__ = ["TRUSTED", "Lift", "Pairing", "lift_regressions", "lifts", "newcombe_paired", "passed", "version_json"]
 
 BASELINES = ("without_skill", "old_skill")
 
@@ -177,8 +179,9 @@ class Pairing:
             if cell[slot] is None:  # a cell holds one run of each condition (the audit: each cell once)
                 cell[slot] = rec
                 cell[2] = index
-        for plan in plans:
-            self.planned[plan["skill"]] = [plan["runner"]["id"], plan["grader"]["id"]]
+        for plan in plans:  # an agent's plan does not make the others' evidence out of date (the gate's rule)
+            if roles.get(plan.get("signer") or "") in TRUSTED:
+                self.planned[plan["skill"]] = [plan["runner"]["id"], plan["grader"]["id"]]
         for (skill, version, tier, plan, _batch, _case, _run), (with_, base, index) in cells.items():
             if with_ is None or base is None:
                 continue

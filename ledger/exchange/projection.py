@@ -281,7 +281,7 @@ class Projection:
                 continue
             floor = g.released or 0
             own = [v for v, x in versions[name].items() if v > floor and x.operation == "sync"
-                   and x.attribution.get("target") == mine]  # fmt: skip
+                   and x.attribution.get("target") == mine and self._signed_here(x.signer, p.target.actor)]  # fmt: skip
             pick = max(own) if own else g.released
             entry = p.manifest.skills.get(name)
             said = p.report.setdefault("held", [])
@@ -294,6 +294,14 @@ class Projection:
                 source[name] = bytes.fromhex(entry["tree"])  # nothing released: it keeps what it has
             else:
                 del source[name]  # a new skill with nothing released: not projected
+
+    def _signed_here(self, signer: str | None, actor: str) -> bool:
+        """Whether a runtime edit's sync snapshot was signed by this machine's ``actor`` key (current or kept):
+        machines of a fleet share target paths (/home/alice/.claude/skills), so the path alone does not say
+        whose runtime made it.  An unsigned brain's snapshots say nothing more than the path."""
+        if signer is None:
+            return True
+        return bool(signer) and self.brain.keys.find(actor, {signer, signer.lower()}) is not None
 
     def _visible(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
         """``skills`` less those the head's supply record withholds: no runtime gets them."""
