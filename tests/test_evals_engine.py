@@ -129,8 +129,8 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
     lifts = {}
     for name in deltas:
         shown = json.loads(_ledger(family, "show", name, "--stats", "--json").stdout)
-        lift = shown["versions"][-1]["lift"]["verified"]
-        assert lift["preregistered"] is True and lift["stale"] is False and shown["versions"][-1]["lift"]["self"] is None
+        lift, mine = shown["versions"][-1]["lift"]["verified"], shown["versions"][-1]["lift"]["self"]
+        assert lift["preregistered"] is True and lift["stale"] is False and mine is None
         lo, hi = lift["interval"]
         assert lo <= lift["delta"] <= hi
         lifts[name] = lift
