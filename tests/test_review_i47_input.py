@@ -60,7 +60,8 @@ def test_a_runner_cannot_make_the_ledger_write_through_a_link_it_planted(family:
                                                                          planted: str) -> None:  # fmt: skip
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    runner = f'ln -s {victim} "$EVAL_OUTPUTS/../{planted}"; python -m ledger.evals.refrunner'
+    # the runner leaves a link where i47-int's ledger then wrote the run's file, and writes no timing itself
+    runner = f'ln -s {victim} "$EVAL_OUTPUTS/../{planted}"; env -u EVAL_TIMING python -m ledger.evals.refrunner'
     _plan_runner(family, "word-count", runner)
     ws = tmp_path / "ws"
     proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws), "--json")

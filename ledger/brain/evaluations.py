@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ledger.errors import UsageError
+from ledger.errors import LedgerError, UsageError
 from ledger.evals import workspace as ws
 from ledger.evals.evalset import (
     EVALS_DIR,
@@ -34,6 +37,7 @@ from ledger.evals.evalset import (
 from ledger.evals.runner import Sandbox, contract_env, run_command
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.write.writepath import read_regular
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -166,7 +170,7 @@ class Evaluations:
             if progress:
                 progress(done + 1, len(grid))
         bench = ws.benchmark(cells, condition)
-        (root / f"iteration-{iteration}" / "benchmark.json").write_bytes(ws.dump(bench))
+        _put(root / f"iteration-{iteration}" / "benchmark.json", ws.dump(bench))
         receipt = self.brain.evidence.record_runs(
             rows, note or f"eval: {skill} v{under} under plan {pid[:12]} ({len(rows)} runs)")
         return {"skill": skill, "version": under, "plan": pid, "baseline": condition, "arm": arm,
@@ -233,31 +237,32 @@ class Evaluations:
     def _cell(self, root: Path, iteration: int, v: Version, case: Case, cond: str, r: int, n: int,
               arm: Version | None, p: Mapping[str, Any], timeout: float) -> dict[str, Any]:  # fmt: skip
         where = ws.cell_dir(root, iteration, case.key, cond, r, n)
-        outputs = where / "outputs"
-        outputs.mkdir(parents=True)
         failure = None
         with Sandbox() as box:
             box.add_inputs({rel: v.files[rel][0] for rel in case.files})
             skill_dir = box.add_folder("skill", _without_evals(arm.files)) if arm is not None else None
-            env = contract_env(inputs=box.inputs, prompt=case.prompt, case=case.key, outputs=outputs,
+            env = contract_env(inputs=box.inputs, prompt=case.prompt, case=case.key, outputs=box.outputs,
                                skill=skill_dir, timing=box.timing)  # fmt: skip
-            done = run_command(p["runner"]["command"], env, box.inputs, timeout, box.root / "runner.log")
+            done = run_command(p["runner"]["command"], env, box.inputs, timeout)
             tokens, ms = None, done.ms
-            if done.ok and box.timing.exists():
+            if done.ok and os.path.lexists(box.timing):
                 try:
-                    t = ws.parse_timing(box.timing.read_bytes(), "the runner's timing.json")
+                    raw = read_regular(box.timing, ws.MAX_TIMING, "the runner's timing.json")
+                    t = ws.parse_timing(raw, "the runner's timing.json")
                     tokens, ms = t.total_tokens, t.duration_ms
-                except EvalError as exc:
+                except LedgerError as exc:
                     failure = f"the runner wrote a bad timing.json: {exc.message}"
             elif not done.ok:
                 failure = f"the runner {done.why(timeout)}"
-            (where / "timing.json").write_bytes(ws.timing_bytes(tokens, ms))
             if failure is None:
+                # the grader's files go in a folder made now: the runner may have planted links in its sandbox
                 evals = {rel[len(EVALS_DIR) + 1 :]: f for rel, f in v.files.items() if rel.startswith(EVALS_DIR + "/")}
-                genv = dict(env, EVAL_SET=str(box.add_folder("evals", evals)),
-                            EVAL_ASSERTIONS=str(box.root / "assertions.json"))  # fmt: skip
-                (box.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
-                graded = run_command(p["grader"]["command"], genv, box.inputs, timeout, box.root / "grader.log")
+                assertions = (json.dumps(list(case.assertions), ensure_ascii=False).encode(), False)
+                mine = box.add_folder("grader", {"assertions.json": assertions, **{f"evals/{k}": f
+                                                                                   for k, f in evals.items()}},
+                                      fresh=True)  # fmt: skip
+                genv = dict(env, EVAL_SET=str(mine / "evals"), EVAL_ASSERTIONS=str(mine / "assertions.json"))
+                graded = run_command(p["grader"]["command"], genv, box.inputs, timeout)
                 what = f"the grader's output for eval {case.key} ({cond}, run {r + 1})"
                 if not graded.ok:
                     raise EvalError(f"the grader {graded.why(timeout)} on eval {case.key} ({cond}, run {r + 1}): "
@@ -273,7 +278,12 @@ class Evaluations:
                 data = ws.dump({"assertion_results": results, "summary": {"passed": 0, "failed": len(results),
                                 "total": len(results), "pass_rate": 0.0}})  # fmt: skip
                 grading = ws.parse_grading(data)
-        (where / "grading.json").write_bytes(data)
+            # the run's folder in the workspace is made only now, by the ledger, and written without following
+            # anything: the runner was never told where it is
+            _new_cell(root, where)
+            _copy_tree(box.outputs, where / "outputs")
+            _put(where / "timing.json", ws.timing_bytes(tokens, ms))
+            _put(where / "grading.json", data)
         return {"grading": grading, "ms": ms, "tokens": tokens, "failure": failure,
                 "uri": ws.evidence_uri(iteration, case.key, cond, r, n),
                 "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
@@ -309,7 +319,10 @@ class Evaluations:
         it = path / f"iteration-{k}"
         if k not in have:
             raise EvalError(f"{path} has no iteration-{k}", hint=f"its iterations: {', '.join(map(str, have))}")
+        _no_link(it)
         evals = sorted(p for p in it.iterdir() if p.is_dir() and p.name.startswith("eval-"))
+        for d in evals:
+            _no_link(d)
         if not evals:
             raise EvalError(f"{it} holds no eval-ID folder")
         arm = None
@@ -321,6 +334,8 @@ class Evaluations:
                 raise EvalError(f"{d.name} and {taken[case.key]} are both case {case.key}: one folder per case")
             taken[case.key] = d.name
             present = sorted(c for c in ws.CONDITIONS if (d / c).is_dir())
+            for c in present:
+                _no_link(d / c)
             base = [c for c in present if c != "with_skill"]
             if "with_skill" not in present or len(base) != 1:
                 raise EvalError(f"{d}: a pair is with_skill/ and one of without_skill/, old_skill/ "
@@ -360,8 +375,9 @@ class Evaluations:
         key = d.name[len("eval-") :]
         meta = d / "eval_metadata.json"
         if key not in cases.ids() and meta.is_file():
+            _no_link(meta)
             try:
-                doc = json.loads(meta.read_text(encoding="utf-8"))
+                doc = json.loads(_read(meta, 64 * 1024).decode("utf-8"))
                 key = case_text(doc["eval_id"])
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
                 raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None
@@ -384,16 +400,89 @@ class Evaluations:
 
     @staticmethod
     def _read_run(folder: Path, case: Case) -> tuple[ws.Grading, ws.Timing, bytes]:
+        _no_link(folder)
         for need, is_dir in (("outputs", True), ("timing.json", False), ("grading.json", False)):
             p = folder / need
+            _no_link(p)
             if not (p.is_dir() if is_dir else p.is_file()):
                 raise EvalError(f"{p} is missing: every run of a workspace holds outputs/, timing.json and "
                                 "grading.json; nothing was recorded",
                                 hint="import a complete workspace (the agentskills guide's layout)")  # fmt: skip
-        data = (folder / "grading.json").read_bytes()
+        data = _read(folder / "grading.json", ws.MAX_GRADING)
         g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions)
-        t = ws.parse_timing((folder / "timing.json").read_bytes(), str(folder / "timing.json"))
+        t = ws.parse_timing(_read(folder / "timing.json", ws.MAX_TIMING), str(folder / "timing.json"))
         return g, t, data
+
+
+def _no_link(path: Path) -> None:
+    """Refuse a symbolic link inside an imported workspace: its runs are read where the records' evidence
+    URIs say, never through a link to elsewhere."""
+    if path.is_symlink():
+        raise EvalError(f"{path} is a symbolic link: a workspace's runs are read inside it, never through a "
+                        "link; nothing was recorded", hint="copy what the link points to into the workspace")
+
+
+def _read(path: Path, limit: int) -> bytes:
+    """A workspace file's bytes: a regular file of at most ``limit`` bytes (never a link, FIFO or device)."""
+    try:
+        return read_regular(path, limit, str(path))
+    except LedgerError as exc:
+        raise EvalError(f"{exc.message}; nothing was recorded") from None
+
+
+def _new_cell(root: Path, where: Path) -> None:
+    """Make a run's folder under ``root`` (existing parents: real folders, never links); the folder itself is
+    new (an existing one is something else's)."""
+    rel = where.relative_to(root).parts
+    for i in range(1, len(rel)):
+        parent = root.joinpath(*rel[:i])
+        if parent.is_symlink():
+            raise EvalError(f"{parent} is a symbolic link: something other than the ledger wrote into the "
+                            "workspace during the run; nothing was recorded")  # fmt: skip
+        parent.mkdir(exist_ok=True)
+    try:
+        where.mkdir()
+    except FileExistsError:
+        raise EvalError(f"{where} exists already: something other than the ledger wrote into the workspace "
+                        "during the run; nothing was recorded") from None
+
+
+def _put(path: Path, data: bytes | BinaryIO, mode: int = 0o644) -> None:
+    """Write a new file of the workspace: created here (``O_EXCL``), never through a link (``O_NOFOLLOW``)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        raise EvalError(f"{path} exists already: something other than the ledger wrote into the workspace "
+                        "during the run; nothing was recorded") from None
+    with os.fdopen(fd, "wb") as f:
+        if isinstance(data, bytes):
+            f.write(data)
+        else:
+            shutil.copyfileobj(data, f)
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy a run's outputs into the workspace: folders and regular files, a link as a link (never
+    followed), anything else (a FIFO, a socket, a device) left out."""
+    if src.is_symlink() or not src.is_dir():
+        dest.mkdir()
+        return
+    dest.mkdir()
+    for entry in os.scandir(src):
+        to = dest / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), to)
+        elif entry.is_dir(follow_symlinks=False):
+            _copy_tree(Path(entry.path), to)
+        elif entry.is_file(follow_symlinks=False):
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:  # swapped for a link since the scan: left out
+                continue
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode):
+                    _put(to, f, 0o755 if st.st_mode & 0o111 else 0o644)
 
 
 def _without_evals(files: Mapping[str, tuple[bytes, bool]]) -> dict[str, tuple[bytes, bool]]:

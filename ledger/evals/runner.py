@@ -2,18 +2,23 @@
 
 Each is a shell command (``sh -c``) started in a new session, so that when it ends, fails or times out
 its whole process group is stopped (SIGTERM, then SIGKILL after a grace): no child outlives its run.
-The runner's environment is this process's, less every secret (:func:`ledger._env.child_env`) and any
-``EVAL_*`` of ours, plus:
+The runner's environment is this process's, less every secret (:func:`ledger._env.child_env`), every
+``LEDGER_*`` (the ledger's own settings, among them where its signing keys are: a runner that found them
+could sign its own verified outcomes) and any ``EVAL_*`` of ours, plus:
 
 - cwd ``$EVAL_INPUTS``: a fresh folder holding the case's input files, each under its file name;
-- ``EVAL_PROMPT`` (the case's prompt), ``EVAL_ID`` (its id as text), ``EVAL_OUTPUTS`` (an empty folder);
+- ``EVAL_PROMPT`` (the case's prompt), ``EVAL_ID`` (its id as text), ``EVAL_OUTPUTS`` (an empty folder of
+  the sandbox, copied into the workspace after the run: the runner is never told where the workspace is,
+  and nothing it leaves, a link included, is written through);
 - ``EVAL_SKILL``: a fresh copy of the skill folder at the condition's version; **unset** without the skill;
 - ``EVAL_TIMING``: where the runner may write timing.json (``total_tokens``, ``duration_ms``);
 - ``PATH`` starting with the folder of the ledger's own Python, so ``python -m ledger.evals.refrunner`` runs it.
 
 The grader runs in the same environment plus ``EVAL_ASSERTIONS`` (a JSON array of the case's assertion
 texts) and ``EVAL_SET`` (a copy of the version under test's ``evals`` folder, in every condition, so a
-skill's own graders are there even without the skill) and prints grading.json on stdout.
+skill's own graders are there even without the skill), both in a fresh folder made after the runner
+ended (the runner could have planted links anywhere in its sandbox), and prints grading.json on stdout.
+Each command's stderr goes to an unnamed temporary file of which only the last 4 KiB are read.
 """
 
 from __future__ import annotations
@@ -69,21 +74,31 @@ class Sandbox:
         self.inputs = self.root / "inputs"
         self.inputs.mkdir()
         self.timing = self.root / "timing.json"
+        self.outputs = self.root / "outputs"
+        self.outputs.mkdir()
+        self.later: list[Path] = []
 
     def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        for folder in (self.root, *self.later):
+            shutil.rmtree(folder, ignore_errors=True)  # never follows a link (a runner may leave some)
 
     def add_inputs(self, files: Mapping[str, bytes]) -> None:
         """The case's input files, each under its file name (evalset checked that names are distinct)."""
         for rel, data in files.items():
             (self.inputs / rel.rsplit("/", 1)[-1]).write_bytes(data)
 
-    def add_folder(self, name: str, files: Mapping[str, tuple[bytes, bool]]) -> Path:
-        """A folder of the sandbox holding ``files`` (rel → bytes, executable), as a skill's copy."""
-        base = self.root / name
+    def add_folder(self, name: str, files: Mapping[str, tuple[bytes, bool]], fresh: bool = False) -> Path:
+        """A folder of the sandbox holding ``files`` (rel → bytes, executable), as a skill's copy; ``fresh``:
+        in a new folder of the system's temporary directory (made after a runner ran: nothing it planted in
+        the sandbox is written through), removed with the sandbox."""
+        if fresh:
+            self.later.append(Path(tempfile.mkdtemp(prefix="ledger-eval-")))
+            base = self.later[-1] / name
+        else:
+            base = self.root / name
         base.mkdir()
         for rel, (data, executable) in files.items():
             path = base / rel
@@ -96,7 +111,7 @@ class Sandbox:
 
 def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: Path | None,
                  timing: Path) -> dict[str, str]:  # fmt: skip
-    env = {k: v for k, v in child_env().items() if not k.startswith("EVAL_")}
+    env = {k: v for k, v in child_env().items() if not k.startswith(("EVAL_", "LEDGER_"))}
     own = os.path.dirname(sys.executable)  # `python` is the ledger's own Python (the reference runner's)
     env["PATH"] = own + os.pathsep + env["PATH"] if env.get("PATH") else own
     env.update({"EVAL_INPUTS": str(inputs), "EVAL_PROMPT": prompt, "EVAL_ID": case, "EVAL_OUTPUTS": str(outputs),
@@ -106,11 +121,12 @@ def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: 
     return env
 
 
-def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float, log: Path) -> Outcome:
+def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float) -> Outcome:
     """Run ``command`` with ``sh -c`` in its own session; stop its process group when it ends or at
-    ``timeout`` seconds.  stdout is kept (up to :data:`MAX_STDOUT`), stderr goes to ``log``."""
+    ``timeout`` seconds.  stdout is kept (up to :data:`MAX_STDOUT`), and stderr's last 4 KiB (both go to
+    unnamed temporary files: a command printing gigabytes is never read whole)."""
     start = time.monotonic()
-    with open(log, "wb") as err, tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=err, start_new_session=True)  # fmt: skip
@@ -123,7 +139,9 @@ def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float,
         ms = int((time.monotonic() - start) * 1000)
         out.seek(0)
         stdout = out.read(MAX_STDOUT + 1)
-    return Outcome(status, ms, stdout, log.read_bytes()[-4096:])
+        err.seek(max(0, err.seek(0, os.SEEK_END) - 4096))
+        stderr = err.read(4096)
+    return Outcome(status, ms, stdout, stderr)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
