@@ -218,3 +218,41 @@ def test_import_refuses_a_condition_folder_holding_both_one_run_and_run_folders(
             (cell / "run-1" / name).write_bytes(src.read_bytes())
     # which is the run, with_skill/grading.json or with_skill/run-1/grading.json? i47-int took one silently
     _refused(family, ws, "both")
+
+
+# ---------------------------------------------------------------- a runner that prints gigabytes, or outlives its run
+
+
+def test_a_runner_printing_more_than_the_disk_allows_is_not_kept(family: Path, tmp_path: Path) -> None:
+    """The ledger runs with a 64 MiB file-size limit (RLIMIT_FSIZE, inherited by the runner): i47-int spooled
+    the runner's stderr into a file, so 200 MB of it killed the runner (SIGXFSZ) and failed a run that
+    worked; a run's output is drained and only its tail kept, so the disk never holds it."""
+    import resource
+
+    runner = 'head -c 200000000 /dev/zero >&2; head -c 200000000 /dev/zero; python -m ledger.evals.refrunner'
+    _plan_runner(family, "word-count", runner)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+
+    proc = subprocess.run([LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace",
+                           str(tmp_path / "ws"), "--json"], env=env, capture_output=True, text=True, timeout=300,
+                          preexec_fn=limit)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = json.loads(proc.stdout)["runs"]
+    assert [r["failure"] for r in runs] == [None] * len(runs), [r["failure"] for r in runs]
+
+
+def test_a_child_that_leaves_the_runs_session_does_not_outlive_the_run(family: Path, tmp_path: Path) -> None:
+    runner = 'setsid sleep 37.2113 </dev/null >/dev/null 2>&1 & python -m ledger.evals.refrunner'
+    _plan_runner(family, "word-count", runner)
+    try:
+        proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"))
+        assert proc.returncode == 0, proc.stderr
+        ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        assert "sleep 37.2113" not in ps, "a runner's child that called setsid outlived the run"
+    finally:
+        for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines():
+            if "sleep 37.2113" in line and "setsid" not in line.split(None, 1)[1][:6]:
+                os.kill(int(line.split()[0]), 9)  # this test's own stray children, by pid
