@@ -31,10 +31,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ledger._env import child_env
 from ledger.evals.evalset import EvalError
@@ -123,25 +125,93 @@ def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: 
 
 def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float) -> Outcome:
     """Run ``command`` with ``sh -c`` in its own session; stop its process group when it ends or at
-    ``timeout`` seconds.  stdout is kept (up to :data:`MAX_STDOUT`), and stderr's last 4 KiB (both go to
-    unnamed temporary files: a command printing gigabytes is never read whole)."""
+    ``timeout`` seconds, then every process it left that escaped the group (``setsid``: this process is
+    their child subreaper while a command runs, so they are reparented here, and killed).  stdout and
+    stderr are drained through pipes as they come: the first :data:`MAX_STDOUT` + 1 bytes of stdout and the
+    last 4 KiB of stderr are kept, the rest dropped (a command printing gigabytes fills no disk, no memory)."""
     start = time.monotonic()
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+    before = _children()
+    _subreaper(True)
+    try:
         try:
             proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True)  # fmt: skip
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
         except OSError as exc:
             raise EvalError(f"cannot start {command[:80]!r}: {exc.strerror}") from exc
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = bytearray(), bytearray()
+        drains = [threading.Thread(target=_drain, args=(proc.stdout, out, MAX_STDOUT + 1, False), daemon=True),
+                  threading.Thread(target=_drain, args=(proc.stderr, err, 4096, True), daemon=True)]  # fmt: skip
+        for t in drains:
+            t.start()
         try:
             status = _wait(proc, timeout)
         finally:
-            _stop_group(proc)
-        ms = int((time.monotonic() - start) * 1000)
-        out.seek(0)
-        stdout = out.read(MAX_STDOUT + 1)
-        err.seek(max(0, err.seek(0, os.SEEK_END) - 4096))
-        stderr = err.read(4096)
-    return Outcome(status, ms, stdout, stderr)
+            _stop_group(proc, before)
+            _sweep(before | {proc.pid})
+            for t in drains:
+                t.join(GRACE)
+            proc.stdout.close()
+            proc.stderr.close()
+    finally:
+        _subreaper(False)
+    ms = int((time.monotonic() - start) * 1000)
+    return Outcome(status, ms, bytes(out), bytes(err))
+
+
+def _drain(pipe: Any, keep: bytearray, most: int, tail: bool) -> None:
+    """Read ``pipe`` to its end, keeping its first ``most`` bytes (``tail``: its last)."""
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := pipe.read1(1 << 16):
+            if tail:
+                keep += chunk
+                del keep[:-most]
+            elif len(keep) < most:
+                keep += chunk[: most - len(keep)]
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> None:
+    """Make this process the child subreaper of what it starts (Linux prctl): a process a command started
+    that left its session is reparented here when its parent dies, not to init, so it can be stopped."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
+def _children() -> set[int]:
+    """The pids of this process's children (``/proc/PID/stat``'s ppid)."""
+    me, out = os.getpid(), set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            if int(data[data.rindex(b")") + 2 :].split()[1]) == me:
+                out.add(int(name))
+    return out
+
+
+def _sweep(keep: set[int]) -> None:
+    """SIGKILL and reap every child of this process not in ``keep``: what a command left behind, reparented
+    here; again until none is left (a killed one's own children are reparented here in turn)."""
+    for _ in range(100):
+        left = _children() - keep
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in left:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
@@ -168,15 +238,21 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
         os.close(fd)
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after :data:`GRACE` seconds."""
+def _stop_group(proc: subprocess.Popen[bytes], before: set[int]) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after :data:`GRACE` seconds.  Members that
+    died after their parent are this process's (its subreaper's) zombies: reaped as they come, so a dead
+    group is seen as dead."""
     pgid = proc.pid
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not _group_alive(pgid):
-            return
+        if proc.poll() is not None:
+            for pid in _children() - before - {proc.pid}:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            if not _group_alive(pgid):
+                return
         time.sleep(0.01)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
