@@ -256,3 +256,26 @@ def test_a_child_that_leaves_the_runs_session_does_not_outlive_the_run(family: P
         for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines():
             if "sleep 37.2113" in line and "setsid" not in line.split(None, 1)[1][:6]:
                 os.kill(int(line.split()[0]), 9)  # this test's own stray children, by pid
+
+
+# ---------------------------------------------------------------- a plan signed elsewhere
+
+
+def test_a_plan_whose_cases_are_not_its_sets_is_refused_before_anything_runs(family: Path, tmp_path: Path) -> None:
+    """A plan entry is any signed list of case ids (outcome import takes one byte for byte): one naming a subset of
+    its set's cases (case "2" alone) made i47-int run every case, then refuse the batch at the end, every run
+    lost; the run must be refused first, nothing run, no iteration made."""
+    from ledger.brain import Brain
+    from ledger.brain.evaluations import DEFAULT_GRADER, DEFAULT_RUNNER, Evaluations
+
+    with Brain.open(family) as brain, brain.acting("user"):
+        v = Evaluations(brain).version("word-count")
+        brain.evidence.add_plan({"skill": "word-count", "set": v.set_digest, "cases": ["2"], "baseline": "none",
+                                 "runs": 1, "runner": DEFAULT_RUNNER, "grader": DEFAULT_GRADER, "min_lift": 0.0})
+    ws = tmp_path / "ws"
+    head, log = _head(family), len(_entries(family))
+    proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws))
+    _no_trace(proc)
+    assert proc.returncode == 1 and "cases" in proc.stderr, proc.stderr
+    assert not (ws / "iteration-1").exists(), "the runs were made, then thrown away"
+    assert (_head(family), len(_entries(family))) == (head, log)
