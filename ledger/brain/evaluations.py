@@ -140,6 +140,13 @@ class Evaluations:
                             f"({p['set']}): results under a changed eval set need a new plan",
                             hint=f"run 'ledger eval plan {skill}' to register the changed set, then run "
                                  "again")  # fmt: skip
+        if p["cases"] != cases.ids():
+            # a plan is any signed list (outcome import takes one made elsewhere): its grid is what gets recorded,
+            # so a plan that is not of this set's cases would have every run made, then the batch refused
+            raise EvalError(f"plan {pid[:12]} registers case(s) {', '.join(p['cases'])[:300]}, but {skill} v{under}'s "
+                            f"eval set has {', '.join(cases.ids())[:300]}: a plan's cases are its eval set's, in "
+                            "order; nothing was run", hint=f"run 'ledger eval plan {skill}' to register the set's "
+                            "cases, then run again")  # fmt: skip
         for what, given, party in (("runner", runner, p["runner"]), ("grader", grader, p["grader"])):
             if given is not None and given != party["command"]:
                 raise EvalError(f"--{what} is not plan {pid[:12]}'s {what} ({party['command'][:120]!r}): results "
