@@ -279,3 +279,21 @@ def test_a_plan_whose_cases_are_not_its_sets_is_refused_before_anything_runs(fam
     assert proc.returncode == 1 and "cases" in proc.stderr, proc.stderr
     assert not (ws / "iteration-1").exists(), "the runs were made, then thrown away"
     assert (_head(family), len(_entries(family))) == (head, log)
+
+
+@pytest.mark.parametrize("command", [
+    "OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c hermes-runner",
+    "hermes-runner --api-key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+    "env GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 runner",
+    "runner --password=hunter2hunter2",
+], ids=["env-assignment", "api-key-flag", "env-token", "password-flag"])  # fmt: skip
+def test_a_secret_written_into_a_runner_command_is_refused_not_signed_into_a_plan(family: Path, tmp_path: Path,
+                                                                                command: str) -> None:  # fmt: skip
+    head, log = _head(family), len(_entries(family))
+    proc = run_ledger("--brain", str(family), "eval", "plan", "word-count", "--runner", command, "--runner-id", "r 1")
+    _no_trace(proc)
+    assert proc.returncode == 2 and "secret" in proc.stderr, proc.stdout + proc.stderr  # a plan is signed, anchored
+    assert (_head(family), len(_entries(family))) == (head, log)
+    ok = run_ledger("--brain", str(family), "eval", "plan", "word-count", "--runner",
+                    'OPENAI_API_KEY="$MY_KEY" hermes-runner --api-key "$OTHER"', "--runner-id", "r 1")  # fmt: skip
+    assert ok.returncode == 0, ok.stderr  # a reference to the environment is no secret
