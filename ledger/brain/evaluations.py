@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable, Mapping
@@ -505,12 +506,38 @@ def _party(what: str, command: str | None, ident: str | None, default: Mapping[s
                              f"declares its own ({default['id']!r})")  # fmt: skip
         return dict(default)
     _text(f"--{what}", command, MAX_COMMAND)
+    _no_secret(f"--{what}", command)
     if ident is None:
         raise UsageError(f"--{what} needs --{what}-id: the {what}'s declared identity (runtime, model, harness and "
                          "their versions, e.g. 'claude-code 2.1 / claude-sonnet-4-5'), which every record "
                          "binds")  # fmt: skip
     _text(f"--{what}-id", ident, 512)
     return {"command": command, "id": ident}
+
+
+# A command is signed into a plan, anchored and replicated: a literal secret in it would be published for good.
+# A secret-named variable or flag given a literal value, or a token with a known secret prefix, is refused; a
+# reference to the environment ("$VAR", "${VAR}") is what a command should hold instead.
+_SECRET_NAME = r"(?:[A-Za-z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE|PASSWD|CREDENTIALS?)(?:_[A-Za-z0-9]+)*"
+_SECRETS = re.compile(
+    rf"(?:^|[\s;&|(])(?:{_SECRET_NAME})=(?![\"']?\$)\S"  # NAME=literal
+    r"|--?[A-Za-z0-9-]*(?:key|token|secret|password|passphrase|passwd)(?:=|\s+)(?![\"']?\$)[^\s-]"  # --api-key x
+    r"|\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{16,})",
+    re.IGNORECASE,
+)
+
+
+def _no_secret(what: str, command: str) -> None:
+    m = _SECRETS.search(command)
+    if m:
+        found = m.group().strip().lstrip(";&|(")
+        name = re.split(r"[=\s]", found)[0]
+        said = name if name != found else found[:3] + "…"  # the name, or a token's kind: never the secret
+        raise UsageError(f"{what} seems to hold a secret (at {said!r}): a command is signed into the "
+                         "plan, anchored and replicated, so a secret in it is published for good",
+                         hint="pass it through the environment instead: export it, and write \"$NAME\" in the "
+                              "command")  # fmt: skip
 
 
 def _text(what: str, text: str, limit: int) -> None:
