@@ -297,3 +297,22 @@ def test_a_secret_written_into_a_runner_command_is_refused_not_signed_into_a_pla
     ok = run_ledger("--brain", str(family), "eval", "plan", "word-count", "--runner",
                     'OPENAI_API_KEY="$MY_KEY" hermes-runner --api-key "$OTHER"', "--runner-id", "r 1")  # fmt: skip
     assert ok.returncode == 0, ok.stderr  # a reference to the environment is no secret
+
+
+def test_a_prompt_longer_than_an_environment_variable_holds_is_refused_by_lint_and_plan(family: Path,
+                                                                                      tmp_path: Path) -> None:
+    """Linux holds at most 128 KiB in one environment string (MAX_ARG_STRLEN): i47-int planned such a case, then
+    every run of it failed to start (E2BIG), the evaluation refused after the runs before it were made."""
+    _evals_refused(tmp_path, family, _one_case(prompt="word " * 30_000), "128 KiB")
+
+
+def test_a_workspace_inside_a_skill_of_the_brain_is_refused(family: Path, tmp_path: Path) -> None:
+    """The runs' outputs written into a skill folder would become the skill's files at its next write."""
+    _ledger(family, "eval", "plan", "word-count")
+    inside = family / "word-count" / "ws"
+    proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(inside))
+    _no_trace(proc)
+    assert proc.returncode in (1, 2) and "workspace" in proc.stderr, proc.stdout + proc.stderr
+    assert not inside.exists()
+    status = run_ledger("--brain", str(family), "status", "--json")
+    assert status.returncode == 0 and "word-count" not in status.stdout, status.stdout
