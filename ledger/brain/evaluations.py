@@ -159,6 +159,11 @@ class Evaluations:
         condition, arm, base = self._baseline(skill, under, p["baseline"], baseline, pid)
         self.brain.evidence._key()  # the acting key signs every run: refused now, before anything runs or is written
         root = (workspace or self.brain.control / "evals" / f"{skill}-workspace").resolve()
+        brain_root, control = self.brain.root.resolve(), self.brain.control.resolve()
+        if root.is_relative_to(brain_root) and not root.is_relative_to(control):
+            raise UsageError(f"--workspace {root} is inside the brain's working tree, where its runs' files would "
+                             "become a skill's at the next write", hint="give a folder outside the brain, or omit "
+                             f"--workspace (.ledger/evals/{skill}-workspace)")  # fmt: skip
         iteration = ws.claim_iteration(root)
         n = p["runs"]
         grid = [(c, cond, r) for c in cases.cases for r in range(n) for cond in ("with_skill", condition)]

@@ -20,7 +20,8 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
 - what a run cannot carry, refused before anything runs: nesting deeper than :data:`MAX_DEPTH` (the
   parser would recurse), ``NaN``/``Infinity`` (not JSON), an integer id beyond 2^53 − 1 (JSON readers
   disagree on it, so the case's RFC 8785 digest is not defined), a lone surrogate in any text (not
-  Unicode: no RFC 8785 digest, no UTF-8 file), a NUL in the prompt (``$EVAL_PROMPT`` cannot hold it).
+  Unicode: no RFC 8785 digest, no UTF-8 file), a NUL in the prompt or one longer than
+  :data:`MAX_PROMPT` bytes (``$EVAL_PROMPT`` cannot hold it: Linux's 128 KiB for one environment string).
 
 The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the skill's ``evals`` directory:
 :func:`ledger.store.treehash.evals_digest` (the same Merkle core as every stored digest).
@@ -28,6 +29,7 @@ The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -46,6 +48,7 @@ EVALS_DIR = "evals"
 EVALS_JSON = "evals/evals.json"
 MAX_EVALS_JSON = 4 * 1024 * 1024  # bytes
 MAX_CASES = 10_000
+MAX_PROMPT = 128 * 1024 - len("EVAL_PROMPT=") - 1  # bytes: Linux holds one environment string of 128 KiB
 MAX_DEPTH = 16  # JSON nesting: the guide's shape needs 4
 MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493): an id beyond has no agreed RFC 8785 form
 _TOP_KEYS = ("skill_name", "evals")
@@ -228,6 +231,11 @@ def _unencodable(raw: Mapping[str, Any]) -> list[str]:
         except UnicodeEncodeError as exc:
             out.append(f"{what} holds a lone surrogate (\\u{ord(text[exc.start]):04x}): not Unicode text, so the "
                        "case has no RFC 8785 digest")  # fmt: skip
+    with contextlib.suppress(UnicodeEncodeError):
+        if len(raw["prompt"].encode("utf-8")) > MAX_PROMPT:
+            out.append(f"'prompt' is {len(raw['prompt'].encode('utf-8'))} bytes; $EVAL_PROMPT holds at most "
+                       f"{MAX_PROMPT} (Linux's 128 KiB for one environment string): put the long part in a file of "
+                       "'files'")  # fmt: skip
     if "\x00" in raw["prompt"]:
         out.append("'prompt' holds a NUL (\\u0000), which $EVAL_PROMPT cannot carry")
     return out
