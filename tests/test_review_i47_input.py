@@ -316,3 +316,9 @@ def test_a_workspace_inside_a_skill_of_the_brain_is_refused(family: Path, tmp_pa
     assert not inside.exists()
     status = run_ledger("--brain", str(family), "status", "--json")
     assert status.returncode == 0 and "word-count" not in status.stdout, status.stdout
+
+
+def test_import_refuses_a_deeply_nested_eval_metadata_json(family: Path, tmp_path: Path) -> None:
+    ws, _ = _workspace(tmp_path)
+    (ws / "iteration-1/eval-units-total/eval_metadata.json").write_text("[" * 30_000 + "]" * 30_000)
+    _refused(family, ws, "nests deeper")
