@@ -390,7 +390,7 @@ class Evaluations:
         if key not in cases.ids() and meta.is_file():
             _no_link(meta)
             try:
-                doc = json.loads(_read(meta, 64 * 1024).decode("utf-8"))
+                doc = ws.load(_read(meta, 64 * 1024), str(meta))
                 key = case_text(doc["eval_id"])
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
                 raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None

@@ -27,7 +27,7 @@ from ledger._json import depth, no_constant, unique_keys
 from ledger.evals.evalset import EvalError
 
 __all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "claim_iteration", "dump",
-           "evidence_uri", "iterations", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
+           "evidence_uri", "iterations", "load", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
 
 CONDITIONS = ("with_skill", "without_skill", "old_skill")
 MAX_GRADING = 1024 * 1024  # bytes of a grading.json
@@ -119,7 +119,7 @@ def run_folders(cond_dir: Path) -> list[tuple[int, Path]]:
     return [(n - 1, p) for n, p in runs]
 
 
-def _load(data: bytes, what: str) -> Any:
+def load(data: bytes, what: str) -> Any:
     """JSON measured first (its nesting: never a RecursionError), NaN and Infinity refused (not JSON), a key
     named twice refused."""
     if depth(data) > MAX_DEPTH:
@@ -139,7 +139,7 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
     case's assertions, which the results must grade one for one, in order."""
     if len(data) > MAX_GRADING:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_GRADING}")
-    doc = _load(data, what)
+    doc = load(data, what)
     hint = ("grading.json is {\"assertion_results\": [{\"text\", \"passed\", \"evidence\"}, ...], \"summary\": "
             "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide)")  # fmt: skip
     if not isinstance(doc, dict) or not {"assertion_results", "summary"} <= set(doc):
@@ -178,7 +178,7 @@ def parse_timing(data: bytes, what: str = "timing.json") -> Timing:
     each at most 2^53 - 1 (what a record holds)."""
     if len(data) > MAX_TIMING:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_TIMING}")
-    doc = _load(data, what)
+    doc = load(data, what)
     if not isinstance(doc, dict) or "duration_ms" not in doc or "total_tokens" not in doc:
         raise EvalError(f"{what} is {{\"total_tokens\": N, \"duration_ms\": N}} (the agentskills guide)")
     ms, tokens = _whole(doc["duration_ms"]), _whole(doc["total_tokens"])
