@@ -322,3 +322,16 @@ def test_import_refuses_a_deeply_nested_eval_metadata_json(family: Path, tmp_pat
     ws, _ = _workspace(tmp_path)
     (ws / "iteration-1/eval-units-total/eval_metadata.json").write_text("[" * 30_000 + "]" * 30_000)
     _refused(family, ws, "nests deeper")
+
+
+def test_the_same_workspace_imported_twice_is_not_counted_twice(family: Path, tmp_path: Path) -> None:
+    """A second import of the same runs (same grading.json bytes, same cells) would double every pair of the lift
+    and narrow its interval with no new evidence: refused, naming the records that hold them."""
+    ws, _ = _workspace(tmp_path)
+    _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum")
+    head, log = _head(family), len(_entries(family))
+    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--skill", "csv-sum")
+    _no_trace(proc)
+    assert proc.returncode == 1 and "already" in proc.stderr, proc.stdout + proc.stderr
+    assert (_head(family), len(_entries(family))) == (head, log)
+    assert len(_records(family, "csv-sum")) == 4
