@@ -375,11 +375,32 @@ class Evaluations:
                     shown.append({"case": case.key, "condition": cond, "run": r, "passed": g.passed, "total": g.total,
                                   "pass": g.passed == g.total, "grading": uri})  # fmt: skip
         (condition,) = conds
+        self._not_imported(rows)
         receipt = self.brain.evidence.record_runs(
             rows, note or f"eval: imported {len(rows)} runs of {skill} v{under} from a workspace (no plan)")
         return {"skill": skill, "version": under, "plan": None, "baseline": condition, "arm": arm, "iteration": k,
                 "workspace": str(path), "runs": shown, "benchmark": ws.benchmark(cells, condition),
                 "receipt": receipt}  # fmt: skip
+
+    def _not_imported(self, rows: list[dict[str, Any]]) -> None:
+        """Refuse runs already recorded: the same cell of the same version (case, run, condition), the same
+        grading.json (path and digest) and timing.  Imported again they would double the lift's pairs, and
+        narrow its interval, with no new evidence."""
+
+        def key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+            e = rec["eval"]
+            return (rec["skill"], rec["version"], e["case"], e["run"], e["condition"], rec["evidence"]["uri"],
+                    rec["evidence"]["digest"], e["ms"], e["tokens"])  # fmt: skip
+
+        mine = {key(r) for r in rows}
+        for entry in self.brain.evidence.parsed():
+            if entry.kind == "record" and entry.eval is not None and entry.eval["plan"] is None \
+                    and key(entry.body) in mine:  # fmt: skip
+                rec = entry.body
+                raise EvalError(f"the workspace's {rec['evidence']['uri']} is already recorded for "
+                                f"{rec['skill']} v{rec['version']} (outcome {entry.id.hex()[:12]}): imported "
+                                "again, its runs would count twice; nothing was recorded",
+                                hint="import only new iterations (--iteration K)")  # fmt: skip
 
     @staticmethod
     def _case_of(d: Path, cases: EvalSet, what: str) -> Case:
