@@ -335,3 +335,15 @@ def test_the_same_workspace_imported_twice_is_not_counted_twice(family: Path, tm
     assert proc.returncode == 1 and "already" in proc.stderr, proc.stdout + proc.stderr
     assert (_head(family), len(_entries(family))) == (head, log)
     assert len(_records(family, "csv-sum")) == 4
+
+
+def test_a_runner_whose_outputs_nest_thousands_deep_is_recorded(family: Path, tmp_path: Path) -> None:
+    """Outputs nested 1,500 folders deep (each name one letter): copied to a depth, never a RecursionError."""
+    runner = ('python -c "import os\\nfor _ in range(1500):\\n    os.mkdir(\'d\'); os.chdir(\'d\')" '
+              '&& cd "$EVAL_INPUTS"; cd "$EVAL_OUTPUTS" && python -c "import os\\nfor _ in range(1500):\\n'
+              '    os.mkdir(\'d\'); os.chdir(\'d\')"; cd "$EVAL_INPUTS"; python -m ledger.evals.refrunner')  # fmt: skip
+    _plan_runner(family, "word-count", runner)
+    proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"))
+    _no_trace(proc)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert len(_records(family, "word-count")) == 6

@@ -495,28 +495,40 @@ def _put(path: Path, data: bytes | BinaryIO, mode: int = 0o644) -> None:
             shutil.copyfileobj(data, f)
 
 
+MAX_OUTPUT_DEPTH = 64  # folder levels of a run's outputs copied into the workspace
+
+
 def _copy_tree(src: Path, dest: Path) -> None:
-    """Copy a run's outputs into the workspace: folders and regular files, a link as a link (never
-    followed), anything else (a FIFO, a socket, a device) left out."""
-    if src.is_symlink() or not src.is_dir():
-        dest.mkdir()
-        return
+    """Copy a run's outputs into the workspace: folders (to :data:`MAX_OUTPUT_DEPTH` levels) and regular files,
+    a link as a link (never followed), anything else (a FIFO, a socket, a device, what cannot be read) left
+    out.  Iterative: a runner's folder nested thousands deep is no RecursionError."""
     dest.mkdir()
-    for entry in os.scandir(src):
-        to = dest / entry.name
-        if entry.is_symlink():
-            os.symlink(os.readlink(entry.path), to)
-        elif entry.is_dir(follow_symlinks=False):
-            _copy_tree(Path(entry.path), to)
-        elif entry.is_file(follow_symlinks=False):
+    if src.is_symlink() or not src.is_dir():
+        return
+    stack = [(src, dest, 0)]
+    while stack:
+        here, there, level = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            to = there / entry.name
             try:
-                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError:  # swapped for a link since the scan: left out
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), to)
+                elif entry.is_dir(follow_symlinks=False):
+                    if level + 1 < MAX_OUTPUT_DEPTH:
+                        to.mkdir()
+                        stack.append((Path(entry.path), to, level + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as f:
+                        st = os.fstat(fd)
+                        if stat.S_ISREG(st.st_mode):
+                            _put(to, f, 0o755 if st.st_mode & 0o111 else 0o644)
+            except OSError:  # swapped since the scan, or a name too long: left out
                 continue
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode):
-                    _put(to, f, 0o755 if st.st_mode & 0o111 else 0o644)
 
 
 def _without_evals(files: Mapping[str, tuple[bytes, bool]]) -> dict[str, tuple[bytes, bool]]:
