@@ -347,3 +347,23 @@ def test_a_runner_whose_outputs_nest_thousands_deep_is_recorded(family: Path, tm
     _no_trace(proc)
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert len(_records(family, "word-count")) == 6
+
+
+def test_a_workspace_eval_run_recorded_is_not_imported_again(family: Path, tmp_path: Path) -> None:
+    _ledger(family, "eval", "plan", "word-count")
+    ws = tmp_path / "ws"
+    _ledger(family, "eval", "run", "word-count", "--workspace", str(ws))
+    head, log = _head(family), len(_entries(family))
+    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--skill", "word-count")
+    _no_trace(proc)
+    assert proc.returncode == 1 and "already" in proc.stderr, proc.stdout + proc.stderr
+    assert (_head(family), len(_entries(family))) == (head, log)
+
+
+def test_a_workspace_that_cannot_be_made_is_said_so(family: Path, tmp_path: Path) -> None:
+    _ledger(family, "eval", "plan", "word-count")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(blocker / "ws"))
+    _no_trace(proc)
+    assert proc.returncode == 1 and "workspace" in proc.stderr and "changed while" not in proc.stderr, proc.stderr
