@@ -164,7 +164,11 @@ class Evaluations:
             raise UsageError(f"--workspace {root} is inside the brain's working tree, where its runs' files would "
                              "become a skill's at the next write", hint="give a folder outside the brain, or omit "
                              f"--workspace (.ledger/evals/{skill}-workspace)")  # fmt: skip
-        iteration = ws.claim_iteration(root)
+        try:
+            iteration = ws.claim_iteration(root)
+        except OSError as exc:
+            raise EvalError(f"cannot make the workspace's next iteration in {root}: {exc.strerror}; nothing was run",
+                            hint="give --workspace a folder this user can write") from None
         n = p["runs"]
         grid = [(c, cond, r) for c in cases.cases for r in range(n) for cond in ("with_skill", condition)]
         rows, cells, shown = [], [], []
@@ -383,9 +387,9 @@ class Evaluations:
                 "receipt": receipt}  # fmt: skip
 
     def _not_imported(self, rows: list[dict[str, Any]]) -> None:
-        """Refuse runs already recorded: the same cell of the same version (case, run, condition), the same
-        grading.json (path and digest) and timing.  Imported again they would double the lift's pairs, and
-        narrow its interval, with no new evidence."""
+        """Refuse runs already recorded (imported, or recorded by 'eval run' under a plan): the same cell of
+        the same version (case, run, condition), the same grading.json (path and digest) and timing.  Imported
+        again they would double the lift's pairs, and narrow its interval, with no new evidence."""
 
         def key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
             e = rec["eval"]
@@ -394,8 +398,7 @@ class Evaluations:
 
         mine = {key(r) for r in rows}
         for entry in self.brain.evidence.parsed():
-            if entry.kind == "record" and entry.eval is not None and entry.eval["plan"] is None \
-                    and key(entry.body) in mine:  # fmt: skip
+            if entry.kind == "record" and entry.eval is not None and key(entry.body) in mine:
                 rec = entry.body
                 raise EvalError(f"the workspace's {rec['evidence']['uri']} is already recorded for "
                                 f"{rec['skill']} v{rec['version']} (outcome {entry.id.hex()[:12]}): imported "
