@@ -225,11 +225,11 @@ def test_import_refuses_a_condition_folder_holding_both_one_run_and_run_folders(
 
 def test_a_runner_printing_more_than_the_disk_allows_is_not_kept(family: Path, tmp_path: Path) -> None:
     """The ledger runs with a 64 MiB file-size limit (RLIMIT_FSIZE, inherited by the runner): i47-int spooled
-    the runner's stderr into a file, so 200 MB of it killed the runner (SIGXFSZ) and failed a run that
+    the runner's stderr into a file, so 100 MB of it killed the runner (SIGXFSZ) and failed a run that
     worked; a run's output is drained and only its tail kept, so the disk never holds it."""
     import resource
 
-    runner = 'head -c 200000000 /dev/zero >&2; head -c 200000000 /dev/zero; python -m ledger.evals.refrunner'
+    runner = 'head -c 100000000 /dev/zero >&2; head -c 100000000 /dev/zero; python -m ledger.evals.refrunner'
     _plan_runner(family, "word-count", runner)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
 
