@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["STRING", "STRINGS", "depth", "unique_keys"]
+__all__ = ["STRING", "STRINGS", "depth", "no_constant", "unique_keys"]
 
 # A string, whole: an unterminated one runs to the end of the input, so no scan starts again inside it
 # (a required closing quote made a line of escaped quotes take quadratic time).
@@ -38,3 +38,9 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"the key {key!r} appears twice")
         out[key] = value
     return out
+
+
+def no_constant(name: str) -> Any:
+    """``json.loads(..., parse_constant=no_constant)``: ``NaN``, ``Infinity`` and ``-Infinity``, which
+    Python's json reads and RFC 8259 does not have, are a ValueError."""
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import shutil
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ledger.errors import UsageError
+from ledger.errors import LedgerError, UsageError
 from ledger.evals import workspace as ws
 from ledger.evals.evalset import (
     EVALS_DIR,
@@ -34,6 +38,7 @@ from ledger.evals.evalset import (
 from ledger.evals.runner import Sandbox, contract_env, run_command
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.write.writepath import read_regular
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -144,6 +149,13 @@ class Evaluations:
                             f"({p['set']}): results under a changed eval set need a new plan",
                             hint=f"run 'ledger eval plan {skill}' to register the changed set, then run "
                                  "again")  # fmt: skip
+        if p["cases"] != cases.ids():
+            # a plan is any signed list (outcome import takes one made elsewhere): its grid is what gets recorded,
+            # so a plan that is not of this set's cases would have every run made, then the batch refused
+            raise EvalError(f"plan {pid[:12]} registers case(s) {', '.join(p['cases'])[:300]}, but {skill} v{under}'s "
+                            f"eval set has {', '.join(cases.ids())[:300]}: a plan's cases are its eval set's, in "
+                            "order; nothing was run", hint=f"run 'ledger eval plan {skill}' to register the set's "
+                            "cases, then run again")  # fmt: skip
         for what, given, party in (("runner", runner, p["runner"]), ("grader", grader, p["grader"])):
             if given is not None and given != party["command"]:
                 raise EvalError(f"--{what} is not plan {pid[:12]}'s {what} ({party['command'][:120]!r}): results "
@@ -155,7 +167,16 @@ class Evaluations:
         condition, arm, base = self._baseline(skill, under, p["baseline"], baseline, pid)
         self.brain.evidence._key()  # the acting key signs every run: refused now, before anything runs or is written
         root = (workspace or self.brain.control / "evals" / f"{skill}-workspace").resolve()
-        iteration = ws.claim_iteration(root)
+        brain_root, control = self.brain.root.resolve(), self.brain.control.resolve()
+        if root.is_relative_to(brain_root) and not root.is_relative_to(control):
+            raise UsageError(f"--workspace {root} is inside the brain's working tree, where its runs' files would "
+                             "become a skill's at the next write", hint="give a folder outside the brain, or omit "
+                             f"--workspace (.ledger/evals/{skill}-workspace)")  # fmt: skip
+        try:
+            iteration = ws.claim_iteration(root)
+        except OSError as exc:
+            raise EvalError(f"cannot make the workspace's next iteration in {root}: {exc.strerror}; nothing was run",
+                            hint="give --workspace a folder this user can write") from None
         n = p["runs"]
         grid = [(c, cond, r) for c in cases.cases for r in range(n) for cond in ("with_skill", condition)]
         rows, cells, shown = [], [], []
@@ -174,7 +195,7 @@ class Evaluations:
             if progress:
                 progress(done + 1, len(grid))
         bench = ws.benchmark(cells, condition)
-        (root / f"iteration-{iteration}" / "benchmark.json").write_bytes(ws.dump(bench))
+        _put(root / f"iteration-{iteration}" / "benchmark.json", ws.dump(bench))
         receipt = self.brain.evidence.record_runs(
             rows, note or f"eval: {skill} v{under} under plan {pid[:12]} ({len(rows)} runs)")
         return {"skill": skill, "version": under, "plan": pid, "baseline": condition, "arm": arm,
@@ -246,27 +267,25 @@ class Evaluations:
     def _cell(self, root: Path, iteration: int, v: Version, case: Case, cond: str, r: int, n: int,
               arm: Version | None, p: Mapping[str, Any], timeout: float) -> dict[str, Any]:  # fmt: skip
         where = ws.cell_dir(root, iteration, case.key, cond, r, n)
-        outputs = where / "outputs"
-        outputs.mkdir(parents=True)
         failure = None
         with Sandbox() as box:
             box.add_inputs({rel: v.files[rel][0] for rel in case.files})
             skill_dir = box.add_folder("skill", _without_evals(arm.files)) if arm is not None else None
-            env = contract_env(inputs=box.inputs, prompt=case.prompt, case=case.key, outputs=outputs,
+            env = contract_env(inputs=box.inputs, prompt=case.prompt, case=case.key, outputs=box.outputs,
                                skill=skill_dir, timing=box.timing)  # fmt: skip
-            done = run_command(p["runner"]["command"], env, box.inputs, timeout, box.root / "runner.log")
+            done = run_command(p["runner"]["command"], env, box.inputs, timeout)
             tokens, ms = None, done.ms
-            if done.ok and box.timing.exists():
+            if done.ok and os.path.lexists(box.timing):
                 try:
-                    t = ws.parse_timing(box.timing.read_bytes(), "the runner's timing.json")
+                    raw = read_regular(box.timing, ws.MAX_TIMING, "the runner's timing.json")
+                    t = ws.parse_timing(raw, "the runner's timing.json")
                     tokens, ms = t.total_tokens, t.duration_ms
-                except EvalError as exc:
+                except LedgerError as exc:
                     failure = f"the runner wrote a bad timing.json: {exc.message}"
             elif not done.ok:
                 failure = f"the runner {done.why(timeout)}"
-            (where / "timing.json").write_bytes(ws.timing_bytes(tokens, ms))
             if failure is None:
-                graded = self._grade(v, case, env, p, timeout, box.root / "grader.log")
+                graded = self._grade(v, case, env, p, timeout)
                 what = f"the grader's output for eval {case.key} ({cond}, run {r + 1})"
                 if not graded.ok:
                     raise EvalError(f"the grader {graded.why(timeout)} on eval {case.key} ({cond}, run {r + 1}): "
@@ -282,13 +301,17 @@ class Evaluations:
                 data = ws.dump({"assertion_results": results, "summary": {"passed": 0, "failed": len(results),
                                 "total": len(results), "pass_rate": 0.0}})  # fmt: skip
                 grading = ws.parse_grading(data)
-        (where / "grading.json").write_bytes(data)
+            # the run's folder in the workspace is made only now, by the ledger, and written without following
+            # anything: the runner was never told where it is
+            _new_cell(root, where)
+            _copy_tree(box.outputs, where / "outputs")
+            _put(where / "timing.json", ws.timing_bytes(tokens, ms))
+            _put(where / "grading.json", data)
         return {"grading": grading, "ms": ms, "tokens": tokens, "failure": failure,
                 "uri": ws.evidence_uri(iteration, case.key, cond, r, n),
                 "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
 
-    def _grade(self, v: Version, case: Case, env: Mapping[str, str], p: Mapping[str, Any], timeout: float,
-               log: Path) -> Any:  # fmt: skip
+    def _grade(self, v: Version, case: Case, env: Mapping[str, str], p: Mapping[str, Any], timeout: float) -> Any:
         """Run the plan's grader in a sandbox of its own, made after the runner ended: its working directory an
         empty fresh folder, $EVAL_SET and the assertions beside it.  The runner ran the skill under test's code,
         which may have written anything into the run's sandbox (a ``ledger/evals/refgrader.py`` in the working
@@ -298,7 +321,7 @@ class Evaluations:
             genv = dict(env, EVAL_SET=str(g.add_folder("evals", evals)),
                         EVAL_ASSERTIONS=str(g.root / "assertions.json"))  # fmt: skip
             (g.root / "assertions.json").write_text(json.dumps(list(case.assertions), ensure_ascii=False))
-            return run_command(p["grader"]["command"], genv, g.inputs, timeout, log)
+            return run_command(p["grader"]["command"], genv, g.inputs, timeout)
 
     def _row(self, served: Served, case: Case, g: ws.Grading, figures: Mapping[str, Any],
              eval_: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
@@ -331,7 +354,10 @@ class Evaluations:
         it = path / f"iteration-{k}"
         if k not in have:
             raise EvalError(f"{path} has no iteration-{k}", hint=f"its iterations: {', '.join(map(str, have))}")
+        _no_link(it)
         evals = sorted(p for p in it.iterdir() if p.is_dir() and p.name.startswith("eval-"))
+        for d in evals:
+            _no_link(d)
         if not evals:
             raise EvalError(f"{it} holds no eval-ID folder")
         arm = None
@@ -343,6 +369,8 @@ class Evaluations:
                 raise EvalError(f"{d.name} and {taken[case.key]} are both case {case.key}: one folder per case")
             taken[case.key] = d.name
             present = sorted(c for c in ws.CONDITIONS if (d / c).is_dir())
+            for c in present:
+                _no_link(d / c)
             base = [c for c in present if c != "with_skill"]
             if "with_skill" not in present or len(base) != 1:
                 raise EvalError(f"{d}: a pair is with_skill/ and one of without_skill/, old_skill/ "
@@ -369,11 +397,31 @@ class Evaluations:
                     shown.append({"case": case.key, "condition": cond, "run": r, "passed": g.passed, "total": g.total,
                                   "pass": g.passed == g.total, "grading": uri})  # fmt: skip
         (condition,) = conds
+        self._not_imported(rows)
         receipt = self.brain.evidence.record_runs(
             rows, note or f"eval: imported {len(rows)} runs of {skill} v{under} from a workspace (no plan)")
         return {"skill": skill, "version": under, "plan": None, "baseline": condition, "arm": arm, "iteration": k,
                 "workspace": str(path), "runs": shown, "benchmark": ws.benchmark(cells, condition),
                 "receipt": receipt}  # fmt: skip
+
+    def _not_imported(self, rows: list[dict[str, Any]]) -> None:
+        """Refuse runs already recorded (imported, or recorded by 'eval run' under a plan): the same cell of
+        the same version (case, run, condition), the same grading.json (path and digest) and timing.  Imported
+        again they would double the lift's pairs, and narrow its interval, with no new evidence."""
+
+        def key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+            e = rec["eval"]
+            return (rec["skill"], rec["version"], e["case"], e["run"], e["condition"], rec["evidence"]["uri"],
+                    rec["evidence"]["digest"], e["ms"], e["tokens"])  # fmt: skip
+
+        mine = {key(r) for r in rows}
+        for entry in self.brain.evidence.parsed():
+            if entry.kind == "record" and entry.eval is not None and key(entry.body) in mine:
+                rec = entry.body
+                raise EvalError(f"the workspace's {rec['evidence']['uri']} is already recorded for "
+                                f"{rec['skill']} v{rec['version']} (outcome {entry.id.hex()[:12]}): imported "
+                                "again, its runs would count twice; nothing was recorded",
+                                hint="import only new iterations (--iteration K)")  # fmt: skip
 
     @staticmethod
     def _case_of(d: Path, cases: EvalSet, what: str) -> Case:
@@ -382,8 +430,9 @@ class Evaluations:
         key = d.name[len("eval-") :]
         meta = d / "eval_metadata.json"
         if key not in cases.ids() and meta.is_file():
+            _no_link(meta)
             try:
-                doc = json.loads(meta.read_text(encoding="utf-8"))
+                doc = ws.load(_read(meta, 64 * 1024), str(meta))
                 key = case_text(doc["eval_id"])
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
                 raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None
@@ -406,16 +455,101 @@ class Evaluations:
 
     @staticmethod
     def _read_run(folder: Path, case: Case) -> tuple[ws.Grading, ws.Timing, bytes]:
+        _no_link(folder)
         for need, is_dir in (("outputs", True), ("timing.json", False), ("grading.json", False)):
             p = folder / need
+            _no_link(p)
             if not (p.is_dir() if is_dir else p.is_file()):
                 raise EvalError(f"{p} is missing: every run of a workspace holds outputs/, timing.json and "
                                 "grading.json; nothing was recorded",
                                 hint="import a complete workspace (the agentskills guide's layout)")  # fmt: skip
-        data = (folder / "grading.json").read_bytes()
+        data = _read(folder / "grading.json", ws.MAX_GRADING)
         g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions)
-        t = ws.parse_timing((folder / "timing.json").read_bytes(), str(folder / "timing.json"))
+        t = ws.parse_timing(_read(folder / "timing.json", ws.MAX_TIMING), str(folder / "timing.json"))
         return g, t, data
+
+
+def _no_link(path: Path) -> None:
+    """Refuse a symbolic link inside an imported workspace: its runs are read where the records' evidence
+    URIs say, never through a link to elsewhere."""
+    if path.is_symlink():
+        raise EvalError(f"{path} is a symbolic link: a workspace's runs are read inside it, never through a "
+                        "link; nothing was recorded", hint="copy what the link points to into the workspace")
+
+
+def _read(path: Path, limit: int) -> bytes:
+    """A workspace file's bytes: a regular file of at most ``limit`` bytes (never a link, FIFO or device)."""
+    try:
+        return read_regular(path, limit, str(path))
+    except LedgerError as exc:
+        raise EvalError(f"{exc.message}; nothing was recorded") from None
+
+
+def _new_cell(root: Path, where: Path) -> None:
+    """Make a run's folder under ``root`` (existing parents: real folders, never links); the folder itself is
+    new (an existing one is something else's)."""
+    rel = where.relative_to(root).parts
+    for i in range(1, len(rel)):
+        parent = root.joinpath(*rel[:i])
+        if parent.is_symlink():
+            raise EvalError(f"{parent} is a symbolic link: something other than the ledger wrote into the "
+                            "workspace during the run; nothing was recorded")  # fmt: skip
+        parent.mkdir(exist_ok=True)
+    try:
+        where.mkdir()
+    except FileExistsError:
+        raise EvalError(f"{where} exists already: something other than the ledger wrote into the workspace "
+                        "during the run; nothing was recorded") from None
+
+
+def _put(path: Path, data: bytes | BinaryIO, mode: int = 0o644) -> None:
+    """Write a new file of the workspace: created here (``O_EXCL``), never through a link (``O_NOFOLLOW``)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        raise EvalError(f"{path} exists already: something other than the ledger wrote into the workspace "
+                        "during the run; nothing was recorded") from None
+    with os.fdopen(fd, "wb") as f:
+        if isinstance(data, bytes):
+            f.write(data)
+        else:
+            shutil.copyfileobj(data, f)
+
+
+MAX_OUTPUT_DEPTH = 64  # folder levels of a run's outputs copied into the workspace
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy a run's outputs into the workspace: folders (to :data:`MAX_OUTPUT_DEPTH` levels) and regular files,
+    a link as a link (never followed), anything else (a FIFO, a socket, a device, what cannot be read) left
+    out.  Iterative: a runner's folder nested thousands deep is no RecursionError."""
+    dest.mkdir()
+    if src.is_symlink() or not src.is_dir():
+        return
+    stack = [(src, dest, 0)]
+    while stack:
+        here, there, level = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            to = there / entry.name
+            try:
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), to)
+                elif entry.is_dir(follow_symlinks=False):
+                    if level + 1 < MAX_OUTPUT_DEPTH:
+                        to.mkdir()
+                        stack.append((Path(entry.path), to, level + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as f:
+                        st = os.fstat(fd)
+                        if stat.S_ISREG(st.st_mode):
+                            _put(to, f, 0o755 if st.st_mode & 0o111 else 0o644)
+            except OSError:  # swapped since the scan, or a name too long: left out
+                continue
 
 
 def _without_evals(files: Mapping[str, tuple[bytes, bool]]) -> dict[str, tuple[bytes, bool]]:
@@ -431,12 +565,38 @@ def _party(what: str, command: str | None, ident: str | None, default: Mapping[s
                              f"declares its own ({default['id']!r})")  # fmt: skip
         return dict(default)
     _text(f"--{what}", command, MAX_COMMAND)
+    _no_secret(f"--{what}", command)
     if ident is None:
         raise UsageError(f"--{what} needs --{what}-id: the {what}'s declared identity (runtime, model, harness and "
                          "their versions, e.g. 'claude-code 2.1 / claude-sonnet-4-5'), which every record "
                          "binds")  # fmt: skip
     _text(f"--{what}-id", ident, 512)
     return {"command": command, "id": ident}
+
+
+# A command is signed into a plan, anchored and replicated: a literal secret in it would be published for good.
+# A secret-named variable or flag given a literal value, or a token with a known secret prefix, is refused; a
+# reference to the environment ("$VAR", "${VAR}") is what a command should hold instead.
+_SECRET_NAME = r"(?:[A-Za-z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE|PASSWD|CREDENTIALS?)(?:_[A-Za-z0-9]+)*"
+_SECRETS = re.compile(
+    rf"(?:^|[\s;&|(])(?:{_SECRET_NAME})=(?![\"']?\$)\S"  # NAME=literal
+    r"|--?[A-Za-z0-9-]*(?:key|token|secret|password|passphrase|passwd)(?:=|\s+)(?![\"']?\$)[^\s-]"  # --api-key x
+    r"|\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{16,})",
+    re.IGNORECASE,
+)
+
+
+def _no_secret(what: str, command: str) -> None:
+    m = _SECRETS.search(command)
+    if m:
+        found = m.group().strip().lstrip(";&|(")
+        name = re.split(r"[=\s]", found)[0]
+        said = name if name != found else found[:3] + "…"  # the name, or a token's kind: never the secret
+        raise UsageError(f"{what} seems to hold a secret (at {said!r}): a command is signed into the "
+                         "plan, anchored and replicated, so a secret in it is published for good",
+                         hint="pass it through the environment instead: export it, and write \"$NAME\" in the "
+                              "command")  # fmt: skip
 
 
 def _text(what: str, text: str, limit: int) -> None:

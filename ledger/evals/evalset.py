@@ -16,7 +16,12 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
   present, distinct by file name (a run's ``$EVAL_INPUTS`` holds each under its file name);
 - ``assertions``: non-empty texts; a case without them can be linted but not planned or run (nothing to
   grade);
-- no other key: a misspelt key (``expectations``) would silently grade nothing.
+- no other key: a misspelt key (``expectations``) would silently grade nothing;
+- what a run cannot carry, refused before anything runs: nesting deeper than :data:`MAX_DEPTH` (the
+  parser would recurse), ``NaN``/``Infinity`` (not JSON), an integer id beyond 2^53 − 1 (JSON readers
+  disagree on it, so the case's RFC 8785 digest is not defined), a lone surrogate in any text (not
+  Unicode: no RFC 8785 digest, no UTF-8 file), a NUL in the prompt or one longer than
+  :data:`MAX_PROMPT` bytes (``$EVAL_PROMPT`` cannot hold it: Linux's 128 KiB for one environment string).
 
 The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the skill's ``evals`` directory:
 :func:`ledger.store.treehash.evals_digest` (the same Merkle core as every stored digest).
@@ -24,6 +29,7 @@ The **eval set's digest** is the bundle digest (docs/bundle-hash.md §4) of the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -31,7 +37,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger._json import unique_keys
+from ledger._json import depth, no_constant, unique_keys
 from ledger.bundle.skill import check_support_path
 from ledger.errors import LedgerError, SkillError
 from ledger.store.outcomes import canonical
@@ -42,6 +48,9 @@ EVALS_DIR = "evals"
 EVALS_JSON = "evals/evals.json"
 MAX_EVALS_JSON = 4 * 1024 * 1024  # bytes
 MAX_CASES = 10_000
+MAX_PROMPT = 128 * 1024 - len("EVAL_PROMPT=") - 1  # bytes: Linux holds one environment string of 128 KiB
+MAX_DEPTH = 16  # JSON nesting: the guide's shape needs 4
+MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493): an id beyond has no agreed RFC 8785 form
 _TOP_KEYS = ("skill_name", "evals")
 _CASE_KEYS = ("id", "prompt", "expected_output", "files", "assertions")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -96,6 +105,9 @@ def case_text(value: Any) -> str:
     """An eval id's text form (an integer id 1 → ``"1"``), or :class:`EvalError`."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise EvalError(f"an eval's id is an integer or a text, not {json.dumps(value)[:40]}")
+    if isinstance(value, int) and not 0 <= value <= MAX_INT:
+        raise EvalError(f"an eval's integer id is 0..2^53 - 1 (JSON readers disagree beyond), not {str(value)[:40]}; "
+                        "give it as a text")  # fmt: skip
     text = str(value)
     if not _ID.match(text):
         raise EvalError(f"eval id {text[:60]!r} is not 1..128 of A-Z a-z 0-9 . _ - starting with a letter or digit "
@@ -127,11 +139,13 @@ def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str |
 def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[str]:
     if len(data) > MAX_EVALS_JSON:
         return [f"{len(data)} bytes; at most {MAX_EVALS_JSON}"]
+    if depth(data) > MAX_DEPTH:
+        return [f"nests deeper than {MAX_DEPTH} levels (the guide's shape needs 4)"]
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys, parse_constant=no_constant)
     except UnicodeDecodeError as exc:
         return [f"not UTF-8 (byte {exc.start})"]
-    except ValueError as exc:  # a JSON error, or a key given twice (unique_keys)
+    except ValueError as exc:  # a JSON error, NaN/Infinity, or a key given twice (unique_keys)
         return [f"not JSON: {exc}"]
     if not isinstance(doc, dict):
         return ["the top level is an object {\"skill_name\", \"evals\"}"]
@@ -194,11 +208,37 @@ def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[st
         if not isinstance(assertions, list) or not all(isinstance(a, str) and a.strip() for a in assertions):
             out.append(f"{where}: 'assertions' is an array of non-empty texts")
             assertions = []
+        if len(out) == before:
+            out.extend(f"{where}: {p}" for p in _unencodable(raw))
         if len(out) == before and key is not None:
             parsed.append(Case(key, raw["prompt"], raw["expected_output"], tuple(files), tuple(assertions), raw))
     if out:
         return out
     return EvalSet(name, tuple(parsed))
+
+
+def _unencodable(raw: Mapping[str, Any]) -> list[str]:
+    """What a run could not carry of a well-typed case: a lone surrogate (a ``\\ud800`` escape) in any text,
+    a NUL in the prompt."""
+    out = []
+    texts = [("prompt", raw["prompt"]), ("expected_output", raw["expected_output"])]
+    texts += [("id", raw["id"])] if isinstance(raw["id"], str) else []
+    texts += [("a file path", f) for f in raw.get("files", [])]
+    texts += [("an assertion", a) for a in raw.get("assertions", [])]
+    for what, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            out.append(f"{what} holds a lone surrogate (\\u{ord(text[exc.start]):04x}): not Unicode text, so the "
+                       "case has no RFC 8785 digest")  # fmt: skip
+    with contextlib.suppress(UnicodeEncodeError):
+        if len(raw["prompt"].encode("utf-8")) > MAX_PROMPT:
+            out.append(f"'prompt' is {len(raw['prompt'].encode('utf-8'))} bytes; $EVAL_PROMPT holds at most "
+                       f"{MAX_PROMPT} (Linux's 128 KiB for one environment string): put the long part in a file of "
+                       "'files'")  # fmt: skip
+    if "\x00" in raw["prompt"]:
+        out.append("'prompt' holds a NUL (\\u0000), which $EVAL_PROMPT cannot carry")
+    return out
 
 
 def _file_problem(rel: str, present: Collection[str] | None) -> str | None:

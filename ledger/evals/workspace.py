@@ -16,20 +16,24 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger._json import unique_keys
+from ledger._json import depth, no_constant, unique_keys
 from ledger.evals.evalset import EvalError
 
 __all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "claim_iteration", "dump",
-           "evidence_uri", "iterations", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
+           "evidence_uri", "iterations", "load", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
 
 CONDITIONS = ("with_skill", "without_skill", "old_skill")
 MAX_GRADING = 1024 * 1024  # bytes of a grading.json
+MAX_TIMING = 64 * 1024  # bytes of a timing.json
+MAX_DEPTH = 16  # JSON nesting of either (the guide's shapes need 3)
+MAX_INT = 2**53 - 1  # a record's counts (docs/lineage.md §14.10: tokens, ms)
 MAX_RUNS = 100
 _ITERATION = re.compile(r"iteration-([1-9][0-9]{0,5})\Z")
 _RUN = re.compile(r"run-([1-9][0-9]{0,2})\Z")
@@ -105,21 +109,29 @@ def run_folders(cond_dir: Path) -> list[tuple[int, Path]]:
     runs = sorted((int(m.group(1)), p) for p in cond_dir.iterdir() if p.is_dir() and (m := _RUN.match(p.name)))
     if not runs:
         return [(0, cond_dir)]
+    loose = sorted(n for n in ("outputs", "timing.json", "grading.json") if os.path.lexists(cond_dir / n))
+    if loose:
+        raise EvalError(f"{cond_dir} holds both run-R folders and a run's {', '.join(loose)}: which is the run is "
+                        "ambiguous", hint="keep one layout: run-1/ .. run-N/ (runs > 1) or the run's files alone")
     numbers = [n for n, _ in runs]
     if numbers != list(range(1, len(numbers) + 1)):
         raise EvalError(f"{cond_dir}: run folders {', '.join(f'run-{n}' for n in numbers)} are not run-1..run-N")
     return [(n - 1, p) for n, p in runs]
 
 
-def _load(data: bytes, what: str) -> Any:
+def load(data: bytes, what: str) -> Any:
+    """JSON measured first (its nesting: never a RecursionError), NaN and Infinity refused (not JSON), a key
+    named twice refused."""
+    if depth(data) > MAX_DEPTH:
+        raise EvalError(f"{what} nests deeper than {MAX_DEPTH} levels (the guide's shapes need 3)")
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
+        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys, parse_constant=no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise EvalError(f"{what} is not JSON: {exc}") from None
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
 
 
 def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None) -> Grading:
@@ -127,7 +139,7 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
     case's assertions, which the results must grade one for one, in order."""
     if len(data) > MAX_GRADING:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_GRADING}")
-    doc = _load(data, what)
+    doc = load(data, what)
     hint = ("grading.json is {\"assertion_results\": [{\"text\", \"passed\", \"evidence\"}, ...], \"summary\": "
             "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide)")  # fmt: skip
     if not isinstance(doc, dict) or not {"assertion_results", "summary"} <= set(doc):
@@ -144,7 +156,8 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
         texts.append(r["text"])
     s = doc["summary"]
     if not isinstance(s, dict) or not all(_count(s.get(k)) for k in ("passed", "failed", "total")) or \
-            not isinstance(s.get("pass_rate"), (int, float)) or isinstance(s.get("pass_rate"), bool):  # fmt: skip
+            not isinstance(s.get("pass_rate"), (int, float)) or isinstance(s.get("pass_rate"), bool) or \
+            not math.isfinite(s["pass_rate"]):  # fmt: skip
         raise EvalError(f"{what}: 'summary' is {{\"passed\", \"failed\", \"total\": counts, \"pass_rate\": number}}",
                         hint=hint)  # fmt: skip
     passed = sum(1 for r in results if r["passed"])
@@ -161,13 +174,17 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
 
 
 def parse_timing(data: bytes, what: str = "timing.json") -> Timing:
-    """A timing.json: ``total_tokens`` (a count, or null when the runner could not tell) and ``duration_ms``."""
-    doc = _load(data, what)
+    """A timing.json: ``total_tokens`` (a count, or null when the runner could not tell) and ``duration_ms``,
+    each at most 2^53 - 1 (what a record holds)."""
+    if len(data) > MAX_TIMING:
+        raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_TIMING}")
+    doc = load(data, what)
     if not isinstance(doc, dict) or "duration_ms" not in doc or "total_tokens" not in doc:
         raise EvalError(f"{what} is {{\"total_tokens\": N, \"duration_ms\": N}} (the agentskills guide)")
     ms, tokens = _whole(doc["duration_ms"]), _whole(doc["total_tokens"])
     if not _count(ms) or not (tokens is None or _count(tokens)):
-        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are numbers ≥ 0 (total_tokens may be null)")
+        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are numbers from 0 to 2^53 - 1 (total_tokens may "
+                        "be null)")  # fmt: skip
     return Timing(tokens, ms)
 
 

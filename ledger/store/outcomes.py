@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ledger._json import depth, unique_keys
+from ledger._json import depth, no_constant, unique_keys
 from ledger.errors import StoreError
 from ledger.signatures.signing import SignatureError, recover, sign
 
@@ -397,13 +397,9 @@ def loads(data: bytes) -> Any:
     if depth(data) > MAX_DEPTH:
         raise StoreError(f"an evidence entry nests deeper than {MAX_DEPTH}; a record nests 4 deep")
     try:
-        return json.loads(data, object_pairs_hook=unique_keys, parse_constant=_no_constant)
+        return json.loads(data, object_pairs_hook=unique_keys, parse_constant=no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise StoreError(f"an evidence entry is not JSON: {exc}") from exc
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _text(value: Any, what: str, *, null: bool = True, most: int = MAX_TEXT) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from ledger.errors import LedgerError, StoreError, TreeError
 from ledger.store.gitstore import blob_id
 
-__all__ = ["FileMap", "WorkTree", "blob_id", "clear_ref_locks", "read_limited"]
+__all__ = ["FileMap", "WorkTree", "blob_id", "clear_ref_locks", "read_limited", "read_regular"]
 
 MODE_FILE, MODE_EXEC = 0o100644, 0o100755
 FileMap = Mapping[str, tuple[int, bytes]]  # skill-relative path → (git mode, blob id)
@@ -49,6 +49,24 @@ def read_limited(fd: int, limit: int, what: str) -> bytes:
         if total > limit:
             raise LedgerError(f"{what} is larger than {limit} bytes", hint="pass a smaller regular file")
     return b"".join(chunks)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """A regular file's bytes, at most ``limit``: a link (``O_NOFOLLOW``), a FIFO, a device (``O_NONBLOCK``,
+    then ``fstat``) or a larger file is a :class:`LedgerError`, never followed, waited on or read whole."""
+    try:
+        fd = os.open(path, _FILE)
+    except OSError as exc:
+        said = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+        raise LedgerError(f"{what} {said}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LedgerError(f"{what} is not a regular file")
+        if os.fstat(fd).st_size > limit:
+            raise LedgerError(f"{what} is {os.fstat(fd).st_size} bytes; at most {limit}")
+        return read_limited(fd, limit, what)
+    finally:
+        os.close(fd)
 
 
 def _raise_fd_limit() -> None:
