@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger._json import unique_keys
 from ledger.errors import UsageError
 from ledger.evals import workspace as ws
 from ledger.evals.evalset import (
@@ -356,15 +357,22 @@ class Evaluations:
     @staticmethod
     def _case_of(d: Path, cases: EvalSet, what: str) -> Case:
         """The case of an ``eval-…`` folder: ``eval-ID``, or (skill-creator names them descriptively, as the
-        guide's ``eval-top-months-chart``) the ``eval_id`` of its ``eval_metadata.json``."""
+        guide's ``eval-top-months-chart``) the ``eval_id`` of its ``eval_metadata.json`` (skill-creator writes
+        one per eval folder: ``eval_id``, ``eval_name``, ``prompt``, ``assertions``); a folder named for one
+        case whose metadata names another is refused."""
         key = d.name[len("eval-") :]
         meta = d / "eval_metadata.json"
-        if key not in cases.ids() and meta.is_file():
+        if meta.is_file():
             try:
-                doc = json.loads(meta.read_text(encoding="utf-8"))
-                key = case_text(doc["eval_id"])
+                doc = json.loads(meta.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+                named = case_text(doc["eval_id"])
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
                 raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None
+            if key in cases.ids() and key != named:
+                raise EvalError(f"{d.name} is case {key}, but its eval_metadata.json says eval_id {named}: which "
+                                "case it ran is ambiguous; nothing was recorded",
+                                hint="make the folder name and eval_metadata.json agree")  # fmt: skip
+            key = named
         if key not in cases.ids():
             raise EvalError(f"{d.name}: {what}'s eval set has no case {key!r}",
                             hint=f"its cases: {', '.join(cases.ids())}; name the folder eval-ID, or give it an "
@@ -391,7 +399,7 @@ class Evaluations:
                                 "grading.json; nothing was recorded",
                                 hint="import a complete workspace (the agentskills guide's layout)")  # fmt: skip
         data = (folder / "grading.json").read_bytes()
-        g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions)
+        g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions, creator=True)
         t = ws.parse_timing((folder / "timing.json").read_bytes(), str(folder / "timing.json"))
         return g, t, data
 
