@@ -203,3 +203,30 @@ def test_ambiguous_skill_creator_input_is_refused_and_changes_nothing(brain: Pat
     refused = _ledger(brain, "eval", "import", str(ws), "--skill", "both-keys", code=1)
     assert "both 'assertions' and 'expectations'" in refused.stderr
     assert _state(brain) == before and _records(brain) == []
+
+
+def test_a_skill_creator_eval_set_plans_and_runs_but_the_run_writes_and_takes_the_guides_shapes(
+        brain: Path, tmp_path: Path) -> None:  # fmt: skip
+    # the grader gets the `expectations` as $EVAL_ASSERTIONS and prints grading.json under the key in `key`
+    key = tmp_path / "key"
+    grader = ("python -c 'import json, os; a = json.load(open(os.environ[\"EVAL_ASSERTIONS\"])); "
+              f"print(json.dumps({{open(\"{key}\").read(): [{{\"text\": t, \"passed\": True, \"evidence\": \"ok\"}} "
+              "for t in a], \"summary\": {\"passed\": len(a), \"failed\": 0, \"total\": len(a), \"pass_rate\": 1}}))'")
+    runner = 'echo 42 > "$EVAL_OUTPUTS/answer.txt"'
+    _ledger(brain, "eval", "plan", "report-totals", "--runner", runner, "--runner-id", "echo 1", "--grader", grader,
+            "--grader-id", "inline 1")  # fmt: skip
+    ws = tmp_path / "ws"
+    key.write_text("expectations")  # skill-creator's dialect is for import; a run's grader prints the guide's
+    before = _state(brain)
+    refused = _ledger(brain, "eval", "run", "report-totals", "--workspace", str(ws), code=1)
+    assert "lacks 'assertion_results'" in refused.stderr and "nothing was recorded" in refused.stderr
+    assert _state(brain) == before
+    key.write_text("assertion_results")
+    done = json.loads(_ledger(brain, "eval", "run", "report-totals", "--workspace", str(ws), "--json").stdout)
+    assert len(done["runs"]) == 4 and all(r["pass"] for r in done["runs"])
+    it = ws / f"iteration-{done['iteration']}"
+    graded = json.loads((it / "eval-0/with_skill/grading.json").read_text())
+    assert [r["text"] for r in graded["assertion_results"]] == CASES[0]["expectations"]
+    assert list(json.loads((it / "benchmark.json").read_text())) == ["run_summary"]
+    assert sorted(json.loads((it / "eval-1/without_skill/timing.json").read_text())) == ["duration_ms", "total_tokens"]
+    assert json.loads(_ledger(brain, "verify", "--json").stdout)["ok"] is True
