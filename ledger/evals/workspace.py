@@ -9,7 +9,9 @@ Layout (the guide's "Workspace structure")::
 COND is ``with_skill``, ``without_skill`` or ``old_skill``.  The key names are the guide's, exactly:
 ``assertion_results`` (``text``, ``passed``, ``evidence``) and ``summary`` (``passed``, ``failed``, ``total``,
 ``pass_rate``) in grading.json; ``total_tokens`` and ``duration_ms`` in timing.json; ``run_summary`` with
-``with_skill``, ``without_skill`` or ``old_skill``, and ``delta`` in benchmark.json.
+``with_skill``, ``without_skill`` or ``old_skill``, and ``delta`` in benchmark.json.  What the ledger
+writes is in these names only; ``eval import`` also reads Anthropic's skill-creator's grading.json
+(``expectations`` for ``assertion_results``; :func:`parse_grading`'s ``creator``).
 """
 
 from __future__ import annotations
