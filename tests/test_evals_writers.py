@@ -73,7 +73,8 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     verdicts = json.loads(run_ledger("--brain", str(b), "lint", "--json", check=True).stdout)
     assert [v["errors"] for v in verdicts] == [[], [], []], verdicts
     bad = json.loads(EVALS)
-    bad["evals"][0]["expectations"] = bad["evals"][0].pop("assertions")
+    bad["evals"][0]["expectations"] = list(bad["evals"][0]["assertions"])  # skill-creator's name, and the guide's
+    bad["evals"][0]["input_files"] = []
     bad["evals"][1]["id"] = 1
     bad["evals"][2]["files"] = ["evals/files/missing.csv", "../outside.csv", "scripts/solve"]
     (b / "skills/csv-sum/evals/evals.json").write_text(json.dumps(bad))
@@ -81,7 +82,8 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     (verdict,) = json.loads(proc.stdout)
     assert not verdict["valid"]
     errors = "\n".join(verdict["errors"])
-    assert "unknown key 'expectations'" in errors and "'assertions'" in errors
+    assert "both 'assertions' and 'expectations'" in errors
+    assert "unknown key 'input_files'" in errors and "the guide calls it 'files'" in errors
     assert "id '1' is also evals[0]'s" in errors
     assert "'evals/files/missing.csv' is not a file of the skill" in errors
     assert "'../outside.csv' is not a path inside the skill folder" in errors

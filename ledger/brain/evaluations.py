@@ -426,16 +426,23 @@ class Evaluations:
     @staticmethod
     def _case_of(d: Path, cases: EvalSet, what: str) -> Case:
         """The case of an ``eval-…`` folder: ``eval-ID``, or (skill-creator names them descriptively, as the
-        guide's ``eval-top-months-chart``) the ``eval_id`` of its ``eval_metadata.json``."""
+        guide's ``eval-top-months-chart``) the ``eval_id`` of its ``eval_metadata.json`` (skill-creator writes
+        one per eval folder: ``eval_id``, ``eval_name``, ``prompt``, ``assertions``); a folder named for one
+        case whose metadata names another is refused."""
         key = d.name[len("eval-") :]
         meta = d / "eval_metadata.json"
-        if key not in cases.ids() and meta.is_file():
+        if meta.is_file():
             _no_link(meta)
             try:
                 doc = ws.load(_read(meta, 64 * 1024), str(meta))
-                key = case_text(doc["eval_id"])
+                named = case_text(doc["eval_id"])
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, EvalError) as exc:
                 raise EvalError(f"{meta} does not name its case ({{\"eval_id\": ID}}): {exc}") from None
+            if key in cases.ids() and key != named:
+                raise EvalError(f"{d.name} is case {key}, but its eval_metadata.json says eval_id {named}: which "
+                                "case it ran is ambiguous; nothing was recorded",
+                                hint="make the folder name and eval_metadata.json agree")  # fmt: skip
+            key = named
         if key not in cases.ids():
             raise EvalError(f"{d.name}: {what}'s eval set has no case {key!r}",
                             hint=f"its cases: {', '.join(cases.ids())}; name the folder eval-ID, or give it an "
@@ -464,7 +471,7 @@ class Evaluations:
                                 "grading.json; nothing was recorded",
                                 hint="import a complete workspace (the agentskills guide's layout)")  # fmt: skip
         data = _read(folder / "grading.json", ws.MAX_GRADING)
-        g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions)
+        g = ws.parse_grading(data, str(folder / "grading.json"), case.assertions, creator=True)
         t = ws.parse_timing(_read(folder / "timing.json", ws.MAX_TIMING), str(folder / "timing.json"))
         return g, t, data
 

@@ -273,7 +273,7 @@ class Reads:
                 verdict = lint_skill(name, data.decode("utf-8", "replace") if data is not None else None, sizes)
                 if EVALS_JSON in sizes:  # the skill's eval set: the agentskills guide's shape (issue 47)
                     raw = tree.read((name, *EVALS_JSON.split("/")), MAX_EVALS_JSON + 1) or b""
-                    for problem in lint_evals(raw, set(sizes), name):
+                    for problem in lint_evals(raw, set(sizes), name, verdict.warnings):
                         verdict.error("evals", problem)
                     verdict.valid = not verdict.errors
                     verdict.strict_valid = verdict.valid and not verdict.extra_fields

@@ -16,7 +16,10 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
   present, distinct by file name (a run's ``$EVAL_INPUTS`` holds each under its file name);
 - ``assertions``: non-empty texts; a case without them can be linted but not planned or run (nothing to
   grade);
-- no other key: a misspelt key (``expectations``) would silently grade nothing;
+- no other key: a misspelt key (``expected``) would silently grade nothing.  One exception, read as
+  written: ``expectations``, Anthropic's skill-creator's name for ``assertions`` (its references/schemas.md),
+  so that a set it wrote imports as it is (the case object, and so ``task.digest``, unchanged); ``ledger lint``
+  warns that the guide calls it ``assertions``, and a case holding both keys is refused (which one grades?);
 - what a run cannot carry, refused before anything runs: nesting deeper than :data:`MAX_DEPTH` (the
   parser would recurse), ``NaN``/``Infinity`` (not JSON), an integer id beyond 2^53 − 1 (JSON readers
   disagree on it, so the case's RFC 8785 digest is not defined), a lone surrogate in any text (not
@@ -53,8 +56,9 @@ MAX_DEPTH = 16  # JSON nesting: the guide's shape needs 4
 MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493): an id beyond has no agreed RFC 8785 form
 _TOP_KEYS = ("skill_name", "evals")
 _CASE_KEYS = ("id", "prompt", "expected_output", "files", "assertions")
+CREATOR_ASSERTIONS = "expectations"  # skill-creator's name for the guide's "assertions" (read; lint warns)
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-_MISSPELT = {"expectations": "assertions", "expected": "expected_output", "input_files": "files", "name": "id"}
+_MISSPELT = {"expected": "expected_output", "input_files": "files", "name": "id"}
 
 
 class EvalError(LedgerError):
@@ -125,10 +129,12 @@ def parse_evals(data: bytes, present: Collection[str] | None = None) -> EvalSet:
                     "docs/reference.md, 'Eval runner contract'); 'ledger lint' lists every problem")  # fmt: skip
 
 
-def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str | None = None) -> list[str]:
+def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str | None = None,
+               warnings: list[str] | None = None) -> list[str]:
     """Every problem of ``evals/evals.json`` (empty: it is well formed); ``skill``: the name its
-    ``skill_name`` must be (an eval set copied from another skill is one)."""
-    found = _problems(data, present)
+    ``skill_name`` must be (an eval set copied from another skill is one); ``warnings``, when given, gets
+    what is read but is not the guide's (skill-creator's ``expectations``)."""
+    found = _problems(data, present, warnings)
     if isinstance(found, EvalSet):
         if skill is not None and found.skill_name != skill:
             return [f"{EVALS_JSON}: 'skill_name' is {found.skill_name!r}, not this skill's name {skill!r}"]
@@ -136,7 +142,8 @@ def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str |
     return [f"{EVALS_JSON}: {p}" for p in found]
 
 
-def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[str]:
+def _problems(data: bytes, present: Collection[str] | None,
+              warnings: list[str] | None = None) -> EvalSet | list[str]:  # fmt: skip
     if len(data) > MAX_EVALS_JSON:
         return [f"{len(data)} bytes; at most {MAX_EVALS_JSON}"]
     if depth(data) > MAX_DEPTH:
@@ -169,7 +176,7 @@ def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[st
             out.append(f"{where} is an object with id, prompt and expected_output")
             continue
         before = len(out)
-        for key in sorted(set(raw) - set(_CASE_KEYS)):
+        for key in sorted(set(raw) - {*_CASE_KEYS, CREATOR_ASSERTIONS}):
             better = f"; the guide calls it {_MISSPELT[key]!r}" if key in _MISSPELT else ""
             out.append(f"{where}: unknown key {key!r} (a case has id, prompt, expected_output, files, "
                        f"assertions){better}")  # fmt: skip
@@ -204,9 +211,19 @@ def _problems(data: bytes, present: Collection[str] | None) -> EvalSet | list[st
                 out.append(f"{where}: files {names[base]!r} and {rel!r} have the same file name (a run's "
                            "$EVAL_INPUTS holds each under its file name)")  # fmt: skip
             names[base] = rel
-        assertions = raw.get("assertions", [])
+        named = "assertions"
+        if CREATOR_ASSERTIONS in raw:
+            if "assertions" in raw:
+                out.append(f"{where}: both 'assertions' and 'expectations' (skill-creator's name for them): which "
+                           "one grades is ambiguous; keep 'assertions' (the guide's) alone")  # fmt: skip
+            else:
+                named = CREATOR_ASSERTIONS
+                if warnings is not None:
+                    warnings.append(f"{EVALS_JSON}: {where}: 'expectations' is skill-creator's name; the agentskills "
+                                    "guide calls it 'assertions' (read as them; rename it to be portable)")  # fmt: skip
+        assertions = raw.get(named, [])
         if not isinstance(assertions, list) or not all(isinstance(a, str) and a.strip() for a in assertions):
-            out.append(f"{where}: 'assertions' is an array of non-empty texts")
+            out.append(f"{where}: {named!r} is an array of non-empty texts")
             assertions = []
         if len(out) == before:
             out.extend(f"{where}: {p}" for p in _unencodable(raw))

@@ -9,7 +9,9 @@ Layout (the guide's "Workspace structure")::
 COND is ``with_skill``, ``without_skill`` or ``old_skill``.  The key names are the guide's, exactly:
 ``assertion_results`` (``text``, ``passed``, ``evidence``) and ``summary`` (``passed``, ``failed``, ``total``,
 ``pass_rate``) in grading.json; ``total_tokens`` and ``duration_ms`` in timing.json; ``run_summary`` with
-``with_skill``, ``without_skill`` or ``old_skill``, and ``delta`` in benchmark.json.
+``with_skill``, ``without_skill`` or ``old_skill``, and ``delta`` in benchmark.json.  What the ledger
+writes is in these names only; ``eval import`` also reads Anthropic's skill-creator's grading.json
+(``expectations`` for ``assertion_results``; :func:`parse_grading`'s ``creator``).
 """
 
 from __future__ import annotations
@@ -134,24 +136,36 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
 
 
-def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None) -> Grading:
+def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None, *,
+                  creator: bool = False) -> Grading:  # fmt: skip
     """A grading.json in the guide's shape, its summary consistent with its results; ``expected``: the
-    case's assertions, which the results must grade one for one, in order."""
+    case's assertions, which the results must grade one for one, in order.  With ``creator`` (``eval
+    import``; a grader of ``eval run`` prints the guide's shape), skill-creator's dialect (its
+    references/schemas.md, agents/grader.md) is read as written: ``expectations`` in place of
+    ``assertion_results`` (the same ``text``/``passed``/``evidence`` items), and its other members
+    (``execution_metrics``, ``timing``, ``claims``, ``user_notes_summary``, ``eval_feedback``) carried by the
+    file's hash, not read; a file holding both keys is refused (which one grades?)."""
     if len(data) > MAX_GRADING:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_GRADING}")
     doc = load(data, what)
     hint = ("grading.json is {\"assertion_results\": [{\"text\", \"passed\", \"evidence\"}, ...], \"summary\": "
-            "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide)")  # fmt: skip
-    if not isinstance(doc, dict) or not {"assertion_results", "summary"} <= set(doc):
-        raise EvalError(f"{what} lacks 'assertion_results' or 'summary'", hint=hint)
-    results = doc["assertion_results"]
+            "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide; skill-creator's "
+            "\"expectations\" in place of \"assertion_results\" is read too)")  # fmt: skip
+    if isinstance(doc, dict) and {"assertion_results", "expectations"} <= set(doc):
+        raise EvalError(f"{what} holds both 'assertion_results' and 'expectations' (skill-creator's name for them): "
+                        "which one grades the run is ambiguous", hint=hint)  # fmt: skip
+    key = "expectations" if creator and isinstance(doc, dict) and "expectations" in doc else "assertion_results"
+    if not isinstance(doc, dict) or not {key, "summary"} <= set(doc):
+        raise EvalError(f"{what} lacks 'assertion_results' (or skill-creator's 'expectations') or 'summary'",
+                        hint=hint)  # fmt: skip
+    results = doc[key]
     if not isinstance(results, list) or not results:
-        raise EvalError(f"{what}: 'assertion_results' is a non-empty array", hint=hint)
+        raise EvalError(f"{what}: {key!r} is a non-empty array", hint=hint)
     texts = []
     for i, r in enumerate(results):
         if not (isinstance(r, dict) and isinstance(r.get("text"), str) and isinstance(r.get("passed"), bool)
                 and isinstance(r.get("evidence"), str)):  # fmt: skip
-            raise EvalError(f"{what}: assertion_results[{i}] is {{\"text\": TEXT, \"passed\": true|false, "
+            raise EvalError(f"{what}: {key}[{i}] is {{\"text\": TEXT, \"passed\": true|false, "
                             "\"evidence\": TEXT}", hint=hint)  # fmt: skip
         texts.append(r["text"])
     s = doc["summary"]
@@ -164,7 +178,7 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
     if (s["passed"], s["failed"], s["total"]) != (passed, len(results) - passed, len(results)) or \
             abs(s["pass_rate"] - passed / len(results)) > 0.005:  # fmt: skip
         raise EvalError(f"{what}: the summary ({s['passed']} passed, {s['failed']} failed, {s['total']} total, "
-                        f"pass_rate {s['pass_rate']}) is not what its assertion_results say ({passed} of "
+                        f"pass_rate {s['pass_rate']}) is not what its {key} say ({passed} of "
                         f"{len(results)})", hint="a summary counts its assertion_results")  # fmt: skip
     if expected is not None and tuple(texts) != tuple(expected):
         raise EvalError(f"{what} grades other assertions than the case's in evals/evals.json "
