@@ -52,6 +52,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.brain.reads", "ledger.evals.evalset"): "the same: evals.json is checked only by 'ledger lint'",
     ("ledger.brain.evaluations", "ledger.evals.gate"): "the gate reads the brain (its plans, versions, trust "
     "set): only 'eval run' needs it, to pick the plans and baseline it may run",
+    ("ledger.evals.gate", "ledger.audit.signatures"): "a signature is recovered only for a gated skill's runtime "
+    "edit (whose machine made it): 'ledger status' loads no signature check",
     ("ledger.exchange.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
     ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
     ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",

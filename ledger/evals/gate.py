@@ -36,7 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ledger.audit.signatures import signer_of
 from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
 from ledger.errors import LedgerError
@@ -355,6 +354,8 @@ def _sync_signer(snap: Any) -> str | None:
     """Who signed a sync snapshot (a runtime edit): the machine whose runtime made it (projection's "own edit")."""
     if snap.operation != "sync":
         return None
+    from ledger.audit.signatures import signer_of  # a signature recovery, only for a gated skill's sync versions
+
     try:
         return signer_of(snap)
     except LedgerError:
