@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from tests.conftest import run_ledger
+from tests.test_evals_engine import _ledger, verifier_brain
 
 SKILL_MD = """---
 name: report-totals
@@ -52,20 +52,7 @@ def _skill(root: Path, cases: list[dict[str, Any]], name: str = "report-totals")
 @pytest.fixture
 def brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A brain holding the skill (its evals.json in skill-creator's dialect), with a trusted verifier key."""
-    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
-    b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "import", str(_skill(tmp_path / "skills", CASES)), check=True)
-    address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json",
-                                    check=True).stdout)["address"]  # fmt: skip
-    run_ledger("--brain", str(b), "keys", "trust", "verifier", address, check=True)
-    return b
-
-
-def _ledger(b: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
-    proc = run_ledger("--brain", str(b), *args)
-    assert proc.returncode == code, f"ledger {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc
+    return verifier_brain(tmp_path, monkeypatch, _skill(tmp_path / "skills", CASES))
 
 
 def _state(b: Path) -> tuple[str, int]:

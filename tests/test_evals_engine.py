@@ -42,17 +42,22 @@ def _shape(doc: Any) -> Any:
     return "number" if isinstance(doc, (int, float)) else "text"
 
 
-@pytest.fixture
-def family(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A brain holding the example family, with a trusted verifier key."""
+def verifier_brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skills: Path) -> Path:
+    """A brain holding the skills of ``skills`` (imported as one snapshot), with a trusted verifier key."""
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
     b = tmp_path / "brain"
     run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "import", str(FAMILY), check=True)
+    run_ledger("--brain", str(b), "import", str(skills), check=True)
     address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json",
                                     check=True).stdout)["address"]  # fmt: skip
     run_ledger("--brain", str(b), "keys", "trust", "verifier", address, check=True)
     return b
+
+
+@pytest.fixture
+def family(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A brain holding the example family, with a trusted verifier key."""
+    return verifier_brain(tmp_path, monkeypatch, FAMILY)
 
 
 def _ledger(b: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:

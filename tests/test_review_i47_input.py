@@ -12,20 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEDGER, run_ledger
-from tests.test_evals_engine import FAMILY, _entries, _hand_workspace, _head, _ledger, _records
+from tests.test_evals_engine import FAMILY, _entries, _hand_workspace, _head, _ledger, _records, verifier_brain
 
 
 @pytest.fixture
 def family(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A brain holding the example family, with a trusted verifier key (as tests/test_evals_engine.py's)."""
-    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
-    b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "import", str(FAMILY), check=True)
-    address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json",
-                                    check=True).stdout)["address"]  # fmt: skip
-    run_ledger("--brain", str(b), "keys", "trust", "verifier", address, check=True)
-    return b
+    return verifier_brain(tmp_path, monkeypatch, FAMILY)
 
 
 def _evals_refused(tmp_path: Path, family_: Path, raw: bytes, said: str) -> None:
