@@ -255,6 +255,11 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
     assert "is not what its assertion_results say" in _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum",
                                                               code=1).stderr  # fmt: skip
     (ws / "iteration-1/eval-1/with_skill/grading.json").write_text(good)
+    # a condition the guide does not name (skill-creator's new_skill/) is refused, never left out
+    shutil.copytree(ws / "iteration-1/eval-1/with_skill", ws / "iteration-1/eval-1/new_skill")
+    refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", code=1)
+    assert "new_skill/ is no condition of the guide" in refused.stderr
+    shutil.rmtree(ws / "iteration-1/eval-1/new_skill")
     assert (_head(family), len(_entries(family))) == (head, log)
     with Brain.open(family) as brain:
         from ledger.brain.evaluations import Evaluations

@@ -369,6 +369,11 @@ class Evaluations:
                 raise EvalError(f"{d.name} and {taken[case.key]} are both case {case.key}: one folder per case")
             taken[case.key] = d.name
             present = sorted(c for c in ws.CONDITIONS if (d / c).is_dir())
+            other = sorted(p.name for p in d.iterdir() if p.is_dir() and p.name not in ws.CONDITIONS)
+            if other:  # a run of a condition this ledger does not know (skill-creator's new_skill/): never ignored
+                raise EvalError(f"{d}: {', '.join(other)}/ is no condition of the guide (with_skill/, "
+                                "without_skill/, old_skill/): its runs would be left out; nothing was recorded",
+                                hint="import a workspace whose eval folders hold the guide's conditions only")
             for c in present:
                 _no_link(d / c)
             base = [c for c in present if c != "with_skill"]
