@@ -107,10 +107,12 @@ def check_location(location: str) -> str:
     if len(location) > MAX_LOCATION:
         raise ChainError(f"the location is {len(location)} characters; at most {MAX_LOCATION} are allowed",
                          hint="publish a shorter URL")  # fmt: skip
-    for i, c in enumerate(location):
+    for i, c in enumerate(location, 1):
         if not 0x21 <= ord(c) <= 0x7E or c in '"\\':
-            raise ChainError(f"the location has {c!r} at position {i}: only printable ASCII without spaces, "
-                             '" or \\ is allowed', hint="percent-encode it (%20 for a space)")  # fmt: skip
+            named = {" ": "a space", '"': 'a double quote (")', "\\": "a backslash (\\)"}.get(c, f"U+{ord(c):04X}")
+            raise ChainError(f"the location's character {i} is {named}: only printable ASCII without spaces, "
+                             "double quotes or backslashes is allowed",
+                             hint="percent-encode it (%20 for a space)")  # fmt: skip
     return location
 
 
