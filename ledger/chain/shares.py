@@ -118,10 +118,15 @@ def check_location(location: str) -> str:
     return location
 
 
+def _shown(value: Any) -> str:
+    """A value in an error as JSON writes it (``null``, ``"text"``): what the reader of the URI saw."""
+    return json.dumps(value, default=str)[:80]
+
+
 def _hex(value: Any, size: int, what: str) -> str:
     raw = hexbytes(value) if isinstance(value, str) else bytes(value)
     if isinstance(value, str) and not value.startswith("0x"):
-        raise ChainError(f"{what} {value!r} is not 0x-prefixed hex")
+        raise ChainError(f"{what} {_shown(value)} is not 0x-prefixed hex")
     if len(raw) != size:
         raise ChainError(f"{what} is {size} bytes, got {len(raw)}")
     return "0x" + raw.hex()
@@ -129,7 +134,7 @@ def _hex(value: Any, size: int, what: str) -> str:
 
 def _uint(value: Any, bits: int, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << bits:
-        raise ChainError(f"{what} {value!r} is not a uint{bits}")
+        raise ChainError(f"{what} {_shown(value)} is not a uint{bits}")
     return value
 
 
@@ -147,7 +152,7 @@ def metadata_json(*, agent_id: int, chain_id: int, registry: str, owner: str, he
     if head is not None:
         digits = head.removeprefix(ROOT_PREFIX)
         if not head.startswith(ROOT_PREFIX) or len(digits) != 64 or digits.strip("0123456789abcdef"):
-            raise ChainError(f"the head {head!r} is not {ROOT_PREFIX}<64 lowercase hex>")
+            raise ChainError(f"the head {_shown(head)} is not {ROOT_PREFIX}<64 lowercase hex>")
         head_field = f'"{head}"'
     else:
         head_field = "null"
@@ -176,8 +181,10 @@ def token_uri(json_bytes: bytes) -> str:
 def decode_uri(uri: str) -> TokenMetadata:
     """A ``uri(agentId)`` answer taken apart; refused (ChainError) unless it is exactly
     ``data:application/json;base64,`` and canonical base64 of :func:`metadata_json`'s bytes."""
-    if not isinstance(uri, str) or not uri.startswith(DATA_URI_PREFIX):
-        raise ChainError(f"the token URI does not start with {DATA_URI_PREFIX!r}: {str(uri)[:60]!r}", hint=_HINT)
+    if not isinstance(uri, str):
+        raise ChainError(f"the token URI is not text but {type(uri).__name__}", hint=_HINT)
+    if not uri.startswith(DATA_URI_PREFIX):
+        raise ChainError(f"the token URI does not start with {DATA_URI_PREFIX}: {_shown(uri[:60])}", hint=_HINT)
     body = uri[len(DATA_URI_PREFIX) :]
     try:
         raw = base64.b64decode(body, validate=True)
@@ -189,7 +196,8 @@ def decode_uri(uri: str) -> TokenMetadata:
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         if len(set(keys)) != len(keys):
-            raise ChainError(f"the token metadata repeats a key: {keys}", hint=_HINT)
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            raise ChainError(f"a key appears twice: {', '.join(twice)}", hint=_HINT)
         return dict(pairs)
 
     try:
@@ -203,7 +211,7 @@ def decode_uri(uri: str) -> TokenMetadata:
             location=props["location"],
         )  # fmt: skip
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ChainError(f"the token metadata is not the registry's JSON: {type(exc).__name__}: {exc}",
+        raise ChainError(f"the token metadata is not the registry's JSON ({type(exc).__name__}: {exc})",
                          hint=_HINT) from exc  # fmt: skip
     except ChainError as exc:
         raise ChainError(f"the token metadata is not the registry's JSON: {exc.message}", hint=_HINT) from exc
