@@ -266,3 +266,22 @@ def test_register_shows_the_share_token(tmp_path: Path, node: anvil.Node) -> Non
     assert out["shares"]["total_supply"] == out["shares"]["owner_balance"] == 5000
     assert out["shares"]["id"] == out["agent"] and out["shares"]["token"] == out["registry"]
     assert out["shares"]["metadata"]["head"] is None and out["shares"]["metadata"]["sequence"] == 0
+
+
+def test_a_registry_from_before_the_token_metadata_still_gives_a_status(chained: Brain) -> None:
+    """A brain on a v1.8 registry (deployed before this version; its ``uri`` is empty): ``chain status``
+    still answers, and says why it shows no shares instead of failing or guessing."""
+    old = json.loads((ROOT / "tests" / "fixtures" / "BrainRegistry-v1.8.json").read_text())["bytecode"]
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc)
+    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(),
+                       what="deploying a v1.8 registry")  # fmt: skip
+    legacy = Registry(cfg.rpc, receipt["contractAddress"])
+    reg.send(dev_account(0), legacy.bound().functions.register(b"\x01" * 32, 10), what="registering")
+    agent = legacy.bound().functions.agentIdOf(dev_account(0).address, b"\x01" * 32).call()
+    chained.update_config(chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}",
+                                 "deploy_block": 0})  # fmt: skip
+    status = _status(chained)
+    assert status["shares"] is None and "deployed before share tokens had metadata" in status["shares_unavailable"]
+    human = run_ledger("chain", "status", env=_env(chained), check=True).stdout
+    assert "shares        not shown: the registry" in human

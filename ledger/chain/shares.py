@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_URI_PREFIX", "DESCRIPTION", "Holder", "Shares", "TokenMetadata", "check_location", "decode_uri",
-    "metadata_json", "read_metadata", "read_shares",
+    "metadata_json", "read_metadata", "read_shares", "unavailable",
 ]  # fmt: skip
 
 DATA_URI_PREFIX = "data:application/json;base64,"
@@ -231,6 +231,17 @@ def _call(reg: Registry, signature: str, *args: Any, block: Any) -> bytes:
     data = "0x" + call_data(signature, *args).hex()
     block_tag = hex(block) if isinstance(block, int) else str(block)
     return hexbytes(reg.node.call("eth_call", {"to": reg.address, "data": data}, block_tag))
+
+
+def unavailable(reg: Registry, agent_id: int, *, block: Any = "latest") -> str | None:
+    """Why this registry shows no shares for the agent, or None when it does: the agent is not
+    registered there, or the registry predates the share token's metadata (its ``uri`` is empty)."""
+    if int(reg.owner(agent_id, block), 16) == 0:
+        return f"agent 0x{agent_id:064x} is not registered on the registry {reg.address}"
+    if decode_string(_call(reg, "uri(uint256)", agent_id, block=block), "uri(agentId)") == "":
+        return (f"the registry {reg.address} was deployed before share tokens had metadata (its uri is empty); "
+                "a registry deployed by this version has it")  # fmt: skip
+    return None
 
 
 def read_metadata(reg: Registry, agent_id: int, *, block: Any = "latest") -> TokenMetadata:

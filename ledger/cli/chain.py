@@ -156,14 +156,14 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"evidence      {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
             f"{ev['pending']} to commit" if ev["pending"] is not None
             else "the anchored log is not a prefix of the local one ('ledger verify --chain')"))  # fmt: skip
-    _echo_shares(st["shares"], st["onchain_head"])
+    _echo_shares(st["shares"], st["onchain_head"], st["shares_unavailable"])
 
 
-def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None) -> None:
+def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: str | None) -> None:
     """The share token in plain lines: what a holder's wallet would show, and whether its metadata
     names the chain's head."""
     if shares is None:
-        click.echo("shares        none: this agent is not registered on this registry ('ledger chain register')")
+        click.echo(f"shares        not shown: {why}")
         return
     supply, held = shares["total_supply"], shares["owner_balance"]
     holders = shares["holders"]
@@ -217,7 +217,7 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
         from ledger.chain.registry import Registry
         from ledger.exchange.anchoring import shares_of
 
-        token = shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
+        token, why = shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
     agent = f"0x{cfg.agent_id:064x}"
     if as_json:
         emit({"agent": agent, "registry": cfg.registry, "shares": token})
@@ -226,6 +226,8 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
     if token is not None:
         click.echo(f"share token {token['token']} (ERC-1155), token id {token['id']}: {token['total_supply']:,} "
                    f"shares, {token['owner_balance']:,} held by the owner {token['owner']}")  # fmt: skip
+    else:
+        click.echo(f"shares not shown: {why}")
 
 
 @chain.command("location")

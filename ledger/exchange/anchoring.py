@@ -32,7 +32,7 @@ from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry
-from ledger.chain.shares import check_location, read_shares
+from ledger.chain.shares import check_location, read_shares, unavailable
 from ledger.errors import ChainError, LedgerError
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
@@ -359,13 +359,15 @@ def authorize(
     reg.send(account, call, what="setting a committer")
 
 
-def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> dict[str, Any] | None:
-    """The agent's shares (:meth:`ledger.chain.shares.Shares.to_json`), or None when the registry has no
-    such agent (never registered there)."""
+def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> tuple[dict[str, Any] | None, str | None]:
+    """The agent's shares (:meth:`ledger.chain.shares.Shares.to_json`) and None; or None and why there
+    are none to show (the agent is not registered on this registry, or the registry predates them)."""
     assert cfg.agent_id is not None and reg.address is not None
-    if int(reg.owner(cfg.agent_id, "latest" if block is None else block), 16) == 0:
-        return None
-    return read_shares(reg, reg.address, cfg.agent_id, from_block=cfg.deploy_block, block=block).to_json()
+    at = reg.block_number() if block is None else block
+    why = unavailable(reg, cfg.agent_id, block=at)
+    if why is not None:
+        return None, why
+    return read_shares(reg, reg.address, cfg.agent_id, from_block=cfg.deploy_block, block=at).to_json(), None
 
 
 def set_location(
@@ -411,6 +413,7 @@ def chain_status(brain: Brain) -> dict[str, Any]:
     stale = [c for c, r in read_receipts(brain.store).items() if r.get("seq", 0) > seq]
     evidence = log_of(brain.store, brain.store.snapshot(brain.head().commit))
     ev_size, ev_root = reg.evidence(cfg.agent_id, tip)
+    shares, why = shares_of(reg, cfg, tip)
     on_log = prefix_problem(evidence, ev_size, ev_root) is None
     return {
         "rpc": cfg.rpc,
@@ -430,7 +433,8 @@ def chain_status(brain: Brain) -> dict[str, Any]:
             "pending": evidence.size - ev_size if on_log else None,  # None: the anchored log is not a prefix
         },
         "block": tip,
-        "shares": shares_of(reg, cfg, tip),
+        "shares": shares,
+        "shares_unavailable": why,  # None when "shares" is there
     }
 
 
