@@ -188,3 +188,57 @@ def test_committer_logs_decode_as_web3_decodes_them() -> None:
     assert event_abi_to_log_topic(events["AgentRegistered"]) == abi.AGENT_REGISTERED
     assert event_abi_to_log_topic(events["CommitterSet"]) == abi.COMMITTER_SET
     assert event_abi_to_log_topic(events["EpochAnchored"]) == abi.EPOCH_ANCHORED
+
+
+# --------------------------------------------------------------------------- the share token's reads
+
+
+def test_the_share_tokens_calls_and_topics_are_web3s() -> None:
+    for name in ("uri", "locationOf", "balanceOfBatch", "setLocation"):
+        assert abi.selector(_signature(name)) == function_abi_to_4byte_selector(FUNCTIONS[name]), name
+    for name, topic in (("TransferSingle", abi.TRANSFER_SINGLE), ("TransferBatch", abi.TRANSFER_BATCH)):
+        (event,) = (e for e in ABI if e.get("name") == name)
+        assert event_abi_to_log_topic(event) == topic, name
+    for n in (0, 1, 5):
+        accounts = [to_checksum_address(RNG.randbytes(20)) for _ in range(n)]
+        ids = [RNG.getrandbits(256) for _ in range(n)]
+        expected = bytes.fromhex(CONTRACT.encode_abi("balanceOfBatch", (accounts, ids))[2:])
+        assert abi.call_data(_signature("balanceOfBatch"), accounts, ids) == expected
+
+
+@pytest.mark.parametrize("length", [0, 1, 31, 32, 33, 1065])
+def test_strings_and_uint_arrays_decode_as_eth_abi_does(length: int) -> None:
+    text = "".join(RNG.choice("abcdefXYZ:/;,=+0123456789") for _ in range(length))
+    encoded = abi_encode(["string"], [text])
+    assert abi.decode_string(encoded) == abi_decode(["string"], encoded)[0] == text
+    values = [RNG.getrandbits(256) for _ in range(length % 7)]
+    encoded = abi_encode(["uint256[]"], [values])
+    assert abi.decode_uint_array(encoded) == list(abi_decode(["uint256[]"], encoded)[0]) == values
+
+
+def test_a_string_reply_of_another_shape_is_refused() -> None:
+    good = abi_encode(["string"], ["data:x"])
+    for bad in (good[:-1], good + b"\0" * 32, good[:-1] + b"\1", (64).to_bytes(32, "big") + good[32:],
+                good[:32] + (10**6).to_bytes(32, "big") + good[64:]):  # fmt: skip
+        with pytest.raises(ChainError):
+            abi.decode_string(bad)
+
+
+def test_transfer_logs_decode_as_web3_decodes_them() -> None:
+    single, batch = (next(e for e in ABI if e.get("name") == n) for n in ("TransferSingle", "TransferBatch"))
+    operator, sender, receiver = (RNG.randbytes(20) for _ in range(3))
+    ids, values = [RNG.getrandbits(256) for _ in range(3)], [RNG.getrandbits(128) for _ in range(3)]
+    topics = [b"\0" * 12 + a for a in (operator, sender, receiver)]
+    where = {"logIndex": 0, "transactionIndex": 0, "transactionHash": b"\1" * 32, "blockHash": b"\2" * 32,
+             "blockNumber": 1, "address": "0x" + "11" * 20}  # fmt: skip
+    for event, data in ((single, abi_encode(["uint256", "uint256"], [ids[0], values[0]])),
+                        (batch, abi_encode(["uint256[]", "uint256[]"], [ids, values]))):  # fmt: skip
+        log = {**where, "topics": [event_abi_to_log_topic(event), *topics], "data": data}
+        args = get_event_data(Web3().codec, event, log)["args"]
+        rows = abi.decode_transfer(log)
+        if event is single:
+            assert rows == [(args["from"], args["to"], args["id"], args["value"])]
+        else:
+            assert rows == [(args["from"], args["to"], i, v) for i, v in zip(args["ids"], args["values"], strict=True)]
+    with pytest.raises(ChainError):
+        abi.decode_transfer({**where, "topics": [abi.TRANSFER_SINGLE, *topics], "data": b"\0" * 32})
