@@ -237,7 +237,7 @@ def _set(path: str, value: Any):
 
 _DELETE = object()
 MALFORMED = [
-    ("format", 2, "format 2 is not 1"),
+    ("format", 1, "format 1 is not 2"),
     ("format", True, "format: expected a non-negative integer"),
     ("generated", "2026-11-26 16:00:00", "generated: expected a string"),
     ("generated", "2026-13-40T16:00:00Z", "not a valid ISO 8601 time"),
@@ -288,6 +288,20 @@ MALFORMED = [
     ("skills[1].versions[0].lift.verified.arm", 3, "an old_skill baseline names its version"),
     ("skills[1].versions[0].lift.verified.pairs", 0, "a lift has at least one pair"),
     ("skills[1].versions[0].lift", {"verified": None}, "missing ['self']"),
+    ("skills[0].description", None, "skills[0].description: expected a string"),
+    ("skills[0].category", 3, "skills[0].category"),
+    ("timeline[0].files.added", -1, "timeline[0].files.added"),
+    ("timeline[0].lines", {"added": 1}, "missing ['removed']"),
+    ("timeline[0].message", None, "timeline[0].message"),
+    ("verify[0].command", "", "verify[0].command: expected a non-empty string"),
+    ("verdict.chain_checked", False, "differs from chain.checked"),
+    ("chain.pending", 0, "whose root is anchored"),  # "pending 0" beside pending rows: a contradiction
+    ("chain.anchored", 9_999, "whose root is anchored"),
+    ("chain.seq", 99, "is not the newest anchor's chain sequence"),
+    ("chain.local", "yes", "chain.local"),
+    ("chain.shares.total_supply", 5, "is not the sum of the holders' balances"),
+    ("chain.shares.metadata.head", "blake3-tree-v1:" + "ab" * 32, "the token metadata's head is not the head on"),
+    ("chain.shares.holders[0].balance", -3, "chain.shares.holders[0].balance"),
 ]
 
 

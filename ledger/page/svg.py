@@ -147,13 +147,14 @@ def strip(timeline: Sequence[Mapping[str, Any]], chain: bool, trusted: bool) -> 
         return ""
     bins = min(240, len(timeline))
     w, h = 960, 30
+    roots = {s["root"] for s in timeline if s["anchor"] is not None}  # anchored: its root is on chain
     out = []
     for b in range(bins):
         part = timeline[b * len(timeline) // bins : (b + 1) * len(timeline) // bins]
         state = "ok"
         if any(s["signature"] == "fail" for s in part):
             state = "bad"
-        elif chain and any(s["anchor"] is None for s in part):
+        elif chain and any(s["root"] not in roots for s in part):
             state = "pending"
         elif any(s["signature"] == "unsigned" for s in part):
             state = "unsigned"
