@@ -67,11 +67,13 @@ def _verdict(data: Mapping[str, Any]) -> str:
     if v["ok"]:
         tally = ", ".join(f"{n} {k}" for k in order if (n := sum(c["status"] == k for c in v["checks"])))
         word, why = "PASSING", f"The audit re-derived this brain and no check failed ({tally or 'no checks'})."
-        if not v["chain_checked"]:
+        if not v["chain_checked"] and data["chain"] is None:
+            word = "PASSING — not on any chain"
+            why = "Nothing to check on a chain: this brain is not registered on one. " + why
+        elif not v["chain_checked"]:
             word = "PASSING — chain not checked"
-            why = ("The chain was not checked: " + ("this brain is not registered on any chain. " if data["chain"]
-                   is None else "the page was made without a chain endpoint (ledger report --rpc URL checks it), "
-                   "so what it says about the chain is this copy's claim. ") + why)  # fmt: skip
+            why = ("The chain was not checked: the page was made without a chain endpoint (ledger report --rpc URL "
+                   "checks it), so what it says about the chain is this copy's claim. " + why)  # fmt: skip
     else:
         names = ", ".join(_e(c["name"]) for c in failed) or "the audit"
         why = (f"The audit failed ({names}). Every figure on this page is what the brain <b>claims</b>; "
@@ -636,7 +638,10 @@ def _lifts(data: Mapping[str, Any], checked: bool) -> str:
 
 def _title_word(data: Mapping[str, Any]) -> str:
     v = data["verdict"]
-    return "FAILING" if not v["ok"] else "PASSING" if v["chain_checked"] else "PASSING, chain not checked"
+    if not v["ok"]:
+        return "FAILING"
+    return "PASSING" if v["chain_checked"] else "PASSING, not on any chain" if data["chain"] is None else (
+        "PASSING, chain not checked")
 
 
 def render_page(data: Mapping[str, Any]) -> str:
