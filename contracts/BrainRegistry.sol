@@ -5,6 +5,8 @@ import {ERC1155} from "@openzeppelin/contracts/token/ERC1155/ERC1155.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
+import {Base64} from "@openzeppelin/contracts/utils/Base64.sol";
+import {Strings} from "@openzeppelin/contracts/utils/Strings.sol";
 
 import {IBrainRegistry} from "./IBrainRegistry.sol";
 
@@ -55,6 +57,14 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
 
     mapping(uint256 agentId => Evidence evidence) private _evidence;
 
+    /// @dev Where the brain is published (a URL, say), as its owner set it; read by `uri` only.
+    mapping(uint256 agentId => string location) private _locations;
+
+    /// @dev The token metadata's fixed description (docs/lineage.md §15): ASCII, no `"` or `\`.
+    string private constant _DESCRIPTION = "One share of this AI agent. A share is a claim on the agent's brain "
+        "lineage: the head below is the lineage's current root (exactly which skills) and the evidence root "
+        "commits to its recorded outcomes. It is not a claim on money, revenue, keys or control.";
+
     constructor() ERC1155("") EIP712("BrainRegistry", "1") {}
 
     /*//////////////////////////////////////////////////////////////
@@ -78,6 +88,21 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
         if (owner != msg.sender) revert NotAgentOwner(agentId, msg.sender);
         _committers[agentId][committer] = authorized;
         emit CommitterSet(agentId, committer, authorized);
+    }
+
+    /// @inheritdoc IBrainRegistry
+    function setLocation(uint256 agentId, string calldata location) external {
+        address owner = _agents[agentId].owner;
+        if (owner == address(0)) revert UnknownAgent(agentId);
+        if (owner != msg.sender) revert NotAgentOwner(agentId, msg.sender);
+        bytes calldata raw = bytes(location);
+        if (raw.length > 256) revert InvalidLocation();
+        for (uint256 i; i < raw.length; ++i) {
+            bytes1 c = raw[i];
+            if (c < 0x21 || c > 0x7e || c == 0x22 || c == 0x5c) revert InvalidLocation();
+        }
+        _locations[agentId] = location;
+        emit LocationSet(agentId, location);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -363,6 +388,66 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
     function evidenceOf(uint256 agentId) external view returns (uint64 size, bytes32 root) {
         Evidence storage evidence = _evidence[agentId];
         (size, root) = (uint64(evidence.size), evidence.root);
+    }
+
+    /// @inheritdoc IBrainRegistry
+    function locationOf(uint256 agentId) external view returns (string memory) {
+        return _locations[agentId];
+    }
+
+    /// @notice The share token's metadata (ERC-1155 metadata JSON), built from the registry's state
+    ///         at call time, so it follows every commit: `data:application/json;base64,` and the JSON's
+    ///         exact bytes as docs/lineage.md §15 gives them.
+    /// @dev A view: `commit` writes nothing for it. Unknown id: `UnknownAgent(id)`.
+    function uri(uint256 id) public view override returns (string memory) {
+        Agent storage agent = _agents[id];
+        address owner = agent.owner;
+        if (owner == address(0)) revert UnknownAgent(id);
+        bytes memory json = abi.encodePacked(
+            '{"name":"Brain ',
+            Strings.toHexString(id >> 224, 4),
+            '","description":"',
+            _DESCRIPTION,
+            '","decimals":0,"properties":{"agent_id":"',
+            Strings.toHexString(id, 32),
+            '","chain_id":',
+            Strings.toString(block.chainid),
+            ',"registry":"',
+            Strings.toHexString(address(this)),
+            '","owner":"',
+            Strings.toHexString(owner),
+            '",',
+            _headFields(agent.head, agent.seq),
+            _tailFields(id)
+        );
+        return string.concat("data:application/json;base64,", Base64.encode(json));
+    }
+
+    /// @dev `"head":…,"sequence":N,`: the head null iff the sequence is 0 (no root yet).
+    function _headFields(bytes32 head, uint64 seq) private pure returns (bytes memory) {
+        if (seq == 0) return abi.encodePacked('"head":null,"sequence":0,');
+        string memory digits = Strings.toHexString(uint256(head), 32);
+        assembly ("memory-safe") {
+            // drop the "0x": the two bytes after the length word become the new length's tail
+            let len := mload(digits)
+            digits := add(digits, 2)
+            mstore(digits, sub(len, 2))
+        }
+        return abi.encodePacked('"head":"blake3-tree-v1:', digits, '","sequence":', Strings.toString(seq), ",");
+    }
+
+    /// @dev `"evidence":…,"location":…}}`: evidence null iff its size is 0, location null iff unset.
+    function _tailFields(uint256 id) private view returns (bytes memory) {
+        Evidence storage evidence = _evidence[id];
+        uint256 size = evidence.size;
+        bytes memory ev = size == 0
+            ? bytes("null")
+            : abi.encodePacked(
+                '{"size":', Strings.toString(size), ',"root":"', Strings.toHexString(uint256(evidence.root), 32), '"}'
+            );
+        string memory location = _locations[id];
+        bytes memory loc = bytes(location).length == 0 ? bytes("null") : abi.encodePacked('"', location, '"');
+        return abi.encodePacked('"evidence":', ev, ',"location":', loc, "}}");
     }
 
     /// @inheritdoc IBrainRegistry

@@ -42,6 +42,8 @@ interface IBrainRegistry {
     /// @dev The consistency proof does not show the agent's last anchored evidence log is a prefix
     ///      of this one (RFC 9162 §2.1.4.2): an anchored outcome was rewritten or dropped, or the proof is wrong.
     error InconsistentEvidence(uint256 agentId, uint64 size);
+    /// @dev A location is 0 to 256 bytes of printable ASCII (0x21-0x7E) without `"` or `\`.
+    error InvalidLocation();
 
     /*//////////////////////////////////////////////////////////////
                                  EVENTS
@@ -64,6 +66,8 @@ interface IBrainRegistry {
     ///         RFC 9162 (SHA-256) tree hash is `root`, as recorded by a snapshot whose bundle root is
     ///         `head`: the agent's head when this event was emitted (docs/lineage.md).
     event EvidenceCommitted(uint256 indexed agentId, bytes32 indexed head, uint64 size, bytes32 root);
+    /// @notice The owner published where the brain can be fetched (`location` empty: cleared).
+    event LocationSet(uint256 indexed agentId, string location);
 
     /*//////////////////////////////////////////////////////////////
                                FUNCTIONS
@@ -93,6 +97,15 @@ interface IBrainRegistry {
     /// @param shares Supply of the agent's ERC-1155 share token, minted to the caller.
     /// @return agentId `uint256(keccak256(abi.encode(block.chainid, address(this), msg.sender, salt)))`.
     function register(bytes32 salt, uint256 shares) external returns (uint256 agentId);
+
+    /// @notice Publish where the brain can be fetched (a URL, say), shown in the share token's
+    ///         metadata (`uri`); empty clears it. Owner only.
+    /// @dev 0 to 256 bytes of printable ASCII 0x21-0x7E except `"` and `\` (`InvalidLocation`
+    ///      otherwise), so the metadata JSON holds it without escaping. Emits `LocationSet`.
+    function setLocation(uint256 agentId, string calldata location) external;
+
+    /// @notice The brain's published location ("" if none).
+    function locationOf(uint256 agentId) external view returns (string memory);
 
     /// @notice Authorize (or revoke) `committer` to move the agent's head. Owner only.
     function setCommitter(uint256 agentId, address committer, bool authorized) external;

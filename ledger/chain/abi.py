@@ -22,12 +22,17 @@ __all__ = [
     "EPOCH_ANCHORED",
     "EVIDENCE_COMMITTED",
     "ROOT_COMMITTED",
+    "TRANSFER_BATCH",
+    "TRANSFER_SINGLE",
     "ZERO",
     "call_data",
     "checksum",
     "decode_committer_log",
     "decode_evidence_committed",
     "decode_root_committed",
+    "decode_string",
+    "decode_transfer",
+    "decode_uint_array",
     "hexbytes",
     "keccak",
     "selector",
@@ -60,6 +65,10 @@ COMMITTER_SET = keccak(b"CommitterSet(uint256,address,bool)")
 EPOCH_ANCHORED = keccak(b"EpochAnchored(address,uint64,uint64,bytes32)")
 # `EvidenceCommitted(uint256 indexed agentId, bytes32 indexed head, uint64 size, bytes32 root)`
 EVIDENCE_COMMITTED = keccak(b"EvidenceCommitted(uint256,bytes32,uint64,bytes32)")
+# ERC-1155 `TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id,
+# uint256 value)` and `TransferBatch(…, uint256[] ids, uint256[] values)`: who holds an agent's shares
+TRANSFER_SINGLE = keccak(b"TransferSingle(address,address,address,uint256,uint256)")
+TRANSFER_BATCH = keccak(b"TransferBatch(address,address,address,uint256[],uint256[])")
 
 
 def hexbytes(value: Any) -> bytes:
@@ -107,17 +116,18 @@ def word(value: Any, kind: str) -> bytes:
 
 
 def call_data(signature: str, *args: Any) -> bytes:
-    """A call's data: selector, then the head words; a ``bytes32[]`` (the one dynamic type the
-    registry's hot paths take: ``commitBatch``'s roots, ``commitEvidence``'s roots and proof) is
-    its offset in the head and its length and items in the tail, in argument order."""
+    """A call's data: selector, then the head words; an array of a static type (``bytes32[]``:
+    ``commitBatch``'s roots, ``commitEvidence``'s roots and proof; ``address[]`` and ``uint256[]``:
+    ``balanceOfBatch``'s) is its offset in the head and its length and items in the tail, in
+    argument order."""
     kinds = signature[signature.index("(") + 1 : -1].split(",") if not signature.endswith("()") else []
     if len(kinds) != len(args):
         raise ChainError(f"{signature} takes {len(kinds)} argument(s), got {len(args)}")
     head, tail = b"", b""
     for kind, value in zip(kinds, args, strict=True):
-        if kind == "bytes32[]":
+        if kind.endswith("[]"):
             head += word(32 * len(kinds) + len(tail), "uint256")
-            tail += word(len(value), "uint256") + b"".join(word(v, "bytes32") for v in value)
+            tail += word(len(value), "uint256") + b"".join(word(v, kind[:-2]) for v in value)
         else:
             head += word(value, kind)
     return selector(signature) + head + tail
@@ -143,6 +153,59 @@ def decode_word(data: bytes, kind: str) -> Any:
             raise ChainError(f"a bool result is 0 or 1, got 0x{data.hex()}")
         return n == 1
     raise ChainError(f"the light ABI codec has no {kind}")
+
+
+def _tail(data: bytes, at: int, what: str) -> tuple[int, int]:
+    """The (start, length) of a dynamic value whose offset word is at ``at``: strict, so a reply
+    that is not exactly one ABI encoding is refused (no overlap, no words past the end)."""
+    if len(data) < at + 32:
+        raise ChainError(f"{what}: the reply is {len(data)} bytes, too short for its offset")
+    offset = int.from_bytes(data[at : at + 32], "big")
+    if offset % 32 or len(data) < offset + 32:
+        raise ChainError(f"{what}: the reply's offset {offset} is not a word inside its {len(data)} bytes")
+    return offset + 32, int.from_bytes(data[offset : offset + 32], "big")
+
+
+def decode_string(data: bytes, what: str = "a string result") -> str:
+    """The one ``string`` a view returns (offset, length, bytes zero-padded to a word), as ASCII-or-UTF-8
+    text; any other shape is refused."""
+    start, length = _tail(data, 0, what)
+    padded = -(-length // 32) * 32
+    if start != 64 or len(data) != start + padded or any(data[start + length :]):
+        raise ChainError(f"{what}: {len(data)} bytes are not one ABI-encoded string of {length} bytes")
+    try:
+        return data[start : start + length].decode()
+    except UnicodeDecodeError as exc:
+        raise ChainError(f"{what}: the string is not UTF-8") from exc
+
+
+def decode_uint_array(data: bytes, at: int = 0, what: str = "a uint256[] result") -> list[int]:
+    """A ``uint256[]`` whose offset word is at ``at`` (a view's whole reply: 0)."""
+    start, length = _tail(data, at, what)
+    if len(data) < start + 32 * length:
+        raise ChainError(f"{what}: {length} items do not fit in {len(data)} bytes")
+    return [int.from_bytes(data[i : i + 32], "big") for i in range(start, start + 32 * length, 32)]
+
+
+def decode_transfer(log: Any) -> list[tuple[str, str, int, int]]:
+    """An ERC-1155 ``TransferSingle`` or ``TransferBatch`` log as (from, to, id, value) rows, in order."""
+    topics = [hexbytes(t) for t in log["topics"]]
+    data = hexbytes(log["data"])
+    if len(topics) != 4 or topics[0] not in (TRANSFER_SINGLE, TRANSFER_BATCH) or any(
+        t[:12] != b"\x00" * 12 for t in topics[1:]
+    ):
+        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
+                         "an ERC-1155 TransferSingle or TransferBatch event")  # fmt: skip
+    sender, receiver = checksum(topics[2][12:]), checksum(topics[3][12:])
+    if topics[0] == TRANSFER_SINGLE:
+        if len(data) != 64:
+            raise ChainError("a TransferSingle log holds two words of data (id, value)")
+        return [(sender, receiver, int.from_bytes(data[:32], "big"), int.from_bytes(data[32:], "big"))]
+    ids = decode_uint_array(data, 0, "a TransferBatch log's ids")
+    values = decode_uint_array(data, 32, "a TransferBatch log's values")
+    if len(ids) != len(values):
+        raise ChainError(f"a TransferBatch log has {len(ids)} ids and {len(values)} values")
+    return [(sender, receiver, i, v) for i, v in zip(ids, values, strict=True)]
 
 
 def decode_root_committed(log: Any) -> dict[str, Any]:

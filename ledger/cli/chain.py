@@ -156,6 +156,33 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"evidence      {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
             f"{ev['pending']} to commit" if ev["pending"] is not None
             else "the anchored log is not a prefix of the local one ('ledger verify --chain')"))  # fmt: skip
+    _echo_shares(st["shares"], st["onchain_head"])
+
+
+def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None) -> None:
+    """The share token in plain lines: what a holder's wallet would show, and whether its metadata
+    names the chain's head."""
+    if shares is None:
+        click.echo("shares        none: this agent is not registered on this registry ('ledger chain register')")
+        return
+    supply, held = shares["total_supply"], shares["owner_balance"]
+    holders = shares["holders"]
+    click.echo(f"share token   {shares['token']} (ERC-1155), token id {shares['id']}")
+    click.echo(f"supply        {supply:,} shares; the owner {shares['owner']} holds {held:,}"
+               + (f" ({100 * held / supply:.4g}%)" if supply else ""))  # fmt: skip
+    click.echo(f"holders       {len(holders)}")
+    for h in holders[:10]:
+        click.echo(f"  {h['address']}  {h['balance']:,}")
+    if len(holders) > 10:
+        click.echo(f"  … and {len(holders) - 10} more ('ledger chain status --json' lists them all)")
+    meta = shares["metadata"]
+    if meta["head"] is None:
+        click.echo("metadata      no head yet (nothing committed); it follows every commit")
+    else:
+        same = "= on-chain head" if meta["head"] == onchain_head else "differs from the on-chain head"
+        click.echo(f"metadata      head {meta['head']} {same} (sequence {meta['sequence']})")
+    if meta["location"]:
+        click.echo(f"location      {meta['location']}")
 
 
 @chain.command("deploy")
@@ -187,8 +214,59 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
         from ledger.exchange.anchoring import register
 
         cfg = register(brain, shares=shares, key=key, password=_prompt_password)
+        from ledger.chain.registry import Registry
+        from ledger.exchange.anchoring import shares_of
+
+        token = shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
     agent = f"0x{cfg.agent_id:064x}"
-    emit({"agent": agent, "registry": cfg.registry, "shares": shares}) if as_json else click.echo(f"agent {agent}")
+    if as_json:
+        emit({"agent": agent, "registry": cfg.registry, "shares": token})
+        return
+    click.echo(f"agent {agent}")
+    if token is not None:
+        click.echo(f"share token {token['token']} (ERC-1155), token id {token['id']}: {token['total_supply']:,} "
+                   f"shares, {token['owner_balance']:,} held by the owner {token['owner']}")  # fmt: skip
+
+
+@chain.command("location")
+@click.argument("url", required=False)
+@click.option("--clear", is_flag=True, help="Remove the published location.")
+@key_flag
+@json_flag
+@click.pass_context
+def chain_location(ctx: click.Context, url: str | None, clear: bool, key: str | None, as_json: bool) -> None:
+    """Show, set (URL) or --clear where this brain is published, as the share token's metadata shows it.
+
+    URL is up to 256 printable ASCII characters, without spaces, quotes or backslashes
+    (percent-encode them). Setting or clearing is the agent owner's transaction.
+    """
+    from ledger.errors import UsageError
+
+    if url is not None and clear:
+        raise UsageError("give a URL to set, or --clear, not both")
+    if url is not None:
+        from ledger.chain.shares import check_location
+
+        if url == "":
+            raise UsageError("the location is empty", hint="use --clear to remove it")
+        try:
+            check_location(url)
+        except ChainError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from exc
+    with open_brain(ctx) as brain:
+        cfg = _configured(brain, "registry", "agent_id")
+        from ledger.exchange.anchoring import location, set_location
+
+        tx = None
+        if url is not None or clear:
+            tx = set_location(brain, url or "", key=key, password=_prompt_password)
+        where = location(brain)
+    if as_json:
+        emit({"agent": f"0x{cfg.agent_id:064x}", "registry": cfg.registry, "location": where, "tx": tx})
+    elif tx is None:
+        click.echo(where or "no location published ('ledger chain location URL' publishes one)")
+    else:
+        click.echo(f"location {'set to ' + where if where else 'cleared'} in tx {tx}")
 
 
 @chain.command("authorize")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommitResult", "EvidenceNotPrefixError", "as_json", "authorize", "chain_status", "commit_pending", "deploy",
-    "register",
+    "location", "register", "set_location", "shares_of",
 ]  # fmt: skip
 
 DEFAULT_BATCH = 32
@@ -357,14 +357,55 @@ def authorize(
     reg.send(account, call, what="setting a committer")
 
 
+def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> dict[str, Any] | None:
+    """The agent's shares (:meth:`ledger.chain.shares.Shares.to_json`), or None when the registry has no
+    such agent (never registered there)."""
+    from ledger.chain.shares import read_shares
+
+    assert cfg.agent_id is not None and reg.address is not None
+    if int(reg.owner(cfg.agent_id, "latest" if block is None else block), 16) == 0:
+        return None
+    return read_shares(reg, reg.address, cfg.agent_id, from_block=cfg.deploy_block, block=block).to_json()
+
+
+def set_location(
+    brain: Brain, where: str, *, key: str | None = None, password: PasswordSource | None = None
+) -> str:
+    """Publish (``where`` non-empty) or clear (``""``) the brain's location in the share token's
+    metadata (owner only); the transaction's hash."""
+    from ledger.chain.shares import check_location
+
+    check_location(where)
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    account = _account(cfg, key, reg.chain_id, password)
+    call = reg.bound().functions.setLocation(cfg.agent_id, where)
+    receipt = reg.send(account, call, what="setting the location")
+    return "0x" + hexbytes(receipt["transactionHash"]).hex()
+
+
+def location(brain: Brain) -> str | None:
+    """The location the owner published for this brain's agent (None: none)."""
+    from ledger.chain.abi import decode_string
+
+    cfg = ChainConfig.of(brain)
+    cfg.require("registry", "agent_id")
+    reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    data = "0x" + call_data("locationOf(uint256)", cfg.agent_id).hex()
+    text = decode_string(hexbytes(reg.node.call("eth_call", {"to": reg.address, "data": data}, "latest")))
+    return text or None
+
+
 def chain_status(brain: Brain) -> dict[str, Any]:
-    """The agent's on-chain head and sequence next to the local head."""
+    """The agent's on-chain head and sequence next to the local head, and its shares: all read at one block."""
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
     assert cfg.agent_id is not None
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
-    head = reg.head(cfg.agent_id)
-    seq = reg.sequence(cfg.agent_id)
+    tip = reg.block_number()
+    head = reg.head(cfg.agent_id, tip)
+    seq = reg.sequence(cfg.agent_id, tip)
     local = brain.head().snap.root
     lineage = _lineage(brain)
     # Pending is counted from the chain's own sequence: local receipts can outlive a chain
@@ -373,7 +414,7 @@ def chain_status(brain: Brain) -> dict[str, Any]:
     pending = len(lineage) - seq if on_lineage or seq == 0 else None
     stale = [c for c, r in read_receipts(brain.store).items() if r.get("seq", 0) > seq]
     evidence = log_of(brain.store, brain.store.snapshot(brain.head().commit))
-    ev_size, ev_root = reg.evidence(cfg.agent_id)
+    ev_size, ev_root = reg.evidence(cfg.agent_id, tip)
     on_log = prefix_problem(evidence, ev_size, ev_root) is None
     return {
         "rpc": cfg.rpc,
@@ -392,6 +433,8 @@ def chain_status(brain: Brain) -> dict[str, Any]:
             "chain": {"size": ev_size, "root": "0x" + ev_root.hex() if ev_size else None},
             "pending": evidence.size - ev_size if on_log else None,  # None: the anchored log is not a prefix
         },
+        "block": tip,
+        "shares": shares_of(reg, cfg, tip),
     }
 
 
