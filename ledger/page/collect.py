@@ -242,7 +242,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
         head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
         size, root = reg.evidence(agent)
         evidence = {"size": size, "root": "0x" + root.hex()} if size else None
-        shares = _shares(reg, cfg["registry"], agent, checked, head)
+        shares = _shares(reg, cfg, agent, checked, head)
     else:  # the newest receipt's root: what this copy says the chain holds, a claim until checked
         newest = max((t for t in timeline if t["anchor"] is not None), key=lambda t: t["anchor"]["seq"], default=None)
         head = newest["root"] if newest else None
@@ -255,7 +255,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
             "evidence": evidence, "shares": shares}  # fmt: skip
 
 
-def _shares(reg: Any, registry: str, agent: int, checked: bool, head: str | None) -> dict[str, Any] | None:
+def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any] | None:
     """The share token as the chain holds it (ledger.chain.shares), or None where this ledger has no
     share reader yet.  Checked: the audit checked the chain and the token metadata names the head on
     chain (the page's head, unless newer snapshots are pending)."""
@@ -263,7 +263,7 @@ def _shares(reg: Any, registry: str, agent: int, checked: bool, head: str | None
         from ledger.chain.shares import read_shares
     except ImportError:
         return None
-    found = read_shares(reg, registry, agent).to_json()
+    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0))).to_json()
     found["checked"] = bool(checked and found["metadata"]["head"] == head)
     return found
 
