@@ -4,23 +4,29 @@ rendered in real headless Chromium; and the same brain tampered with, shown as f
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ledger.chain.keys import DEV_KEY_NAME
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import DEV_KEY_NAME, dev_account
+from ledger.chain.registry import Registry
 from ledger.exchange.anchoring import commit_pending
-from tests.chromium import visit
+from tests.chromium import artifacts, visit
 from tests.conftest import run_ledger
 from tests.test_page import GEOMETRY
 
 pytestmark = [pytest.mark.browser, pytest.mark.chain]
+ROOT = Path(__file__).resolve().parent.parent
 
 SKILL = "---\nname: s\ndescription: The s skill\n---\n{body}\n"
 
 
-def _rows(prefix: str, passed: int, failed: int) -> str:
-    return "".join(json.dumps({"skill": "s", "task": f"{prefix}{i}", "success": i < passed}) + "\n"
+def _rows(prefix: str, passed: int, failed: int, skill: str = "s") -> str:
+    return "".join(json.dumps({"skill": skill, "task": f"{prefix}{i}", "success": i < passed}) + "\n"
                    for i in range(passed + failed))  # fmt: skip
 
 
@@ -76,3 +82,131 @@ def _flip_a_failure(git_dir: Path) -> None:
     parent = git(git_dir, "rev-parse", f"{tip}^").strip()
     forged = git(git_dir, "commit-tree", tree, "-p", parent, input=message).strip()
     git(git_dir, "update-ref", "refs/heads/main", forged)
+
+
+# --------------------------------------------------------------------------- a shareholder reads the page
+
+# The questions a shareholder asks, answered from the DOM alone (ids and data attributes of docs/report.md).
+SHAREHOLDER = """(() => {
+  const q = s => document.querySelector(s), all = s => [...document.querySelectorAll(s)];
+  const data = e => e ? Object.assign({}, e.dataset) : null;
+  const text = e => e ? e.innerText.replace(/\\s+/g, ' ').trim() : null;
+  const checks = q('#checks'), body = document.body.cloneNode(true);
+  body.querySelectorAll('#checks .d').forEach(e => e.remove());  // the audit's own words, verbatim
+  return {
+    word: text(q('#verdict .word')), summary: data(q('#summary')),
+    canDo: data(q('#can-do')), can: all('#can-do li[data-can]').map(li => [li.dataset.can, text(li)]),
+    categories: all('#can-do h4').map(h => h.dataset.category),
+    changes: data(q('#changes')), lastChange: text(q('#changes li')),
+    howWell: data(q('#how-well')), howWellText: text(q('#how-well')),
+    shares: data(q('#shares')), sharesText: text(q('#shares')),
+    holders: all('#shares li[data-holder]').map(li => [li.dataset.holder, +li.dataset.balance]),
+    anchored: data(q('#anchored')), anchoredText: text(q('#anchored')),
+    commands: all('#check-yourself li').map(li => [li.dataset.what, li.querySelector('code').textContent]),
+    pendingRows: all('tr[data-index] .pill.st-WARN').length, rows: all('tr[data-index]').length,
+    order: ['summary', 'check-yourself', 'checks', 'timeline'].map(id => q('#' + id).getBoundingClientRect().top),
+    overflow: document.documentElement.scrollWidth - innerWidth,
+    text: body.innerText, checks: !!checks,
+  };
+})()"""
+
+PLAIN = re.compile(r"§|\bissue \d+|\bNone\b|\{'|\['|\bb'")  # project vocabulary and Python reprs
+
+
+def _read(page: Path, name: str, *, width: int = 1280) -> dict:
+    seen = visit(page, SHAREHOLDER, width=width, screenshot=True, timeout=240)
+    assert seen.problems() == [], seen.problems()
+    assert seen.screenshot and seen.screenshot.startswith(b"\x89PNG")
+    (artifacts() / f"{name}-{width}.png").write_bytes(seen.screenshot)  # for a person to look at; not committed
+    v = seen.value
+    assert not PLAIN.search(v["text"]), PLAIN.search(v["text"])
+    assert v["order"] == sorted(v["order"]), "the summary and the commands come above the audit detail"
+    assert v["overflow"] <= 1, f"{v['overflow']} px wider than a {width} px screen"
+    return v
+
+
+def _report(path: Path, out: Path, *args: str) -> Path:
+    proc = run_ledger("--brain", str(path), "report", "-o", str(out), *args)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return out / "index.html"
+
+
+def _transfer(brain, amount: int) -> str:
+    cfg = ChainConfig.of(brain)
+    reg = Registry(cfg.rpc, cfg.registry)
+    owner, other = dev_account(0), dev_account(1)
+    reg.send(owner, reg.bound().functions.safeTransferFrom(owner.address, other.address, cfg.agent_id, amount, b""),
+             what="a share transfer")  # fmt: skip
+    return other.address
+
+
+def _cast(command: str) -> str:
+    """Run one of the page's "check this yourself" commands as a reader would paste it (cast from Foundry)."""
+    env = {**os.environ, "PATH": f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, check=True,
+                          timeout=60).stdout.strip()  # fmt: skip
+
+
+def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, tmp_path: Path) -> None:
+    brain = chained
+    b = ("--brain", str(brain.root))
+    run_ledger(*b, "skill", "create", "oracle-manipulation", "--category", "security", "--description",
+               "Check oracle freshness and prefer TWAP over spot price", "--body", "Check staleness.\n", check=True)
+    run_ledger(*b, "skill", "create", "pdf-extraction", "--category", "documents", "--description",
+               "Extract text and tables from PDFs", "--body", "Use pdftotext -layout first.\n", check=True)
+    run_ledger(*b, "skill", "patch", "oracle-manipulation", "--old", "staleness.", "--new",
+               "staleness.\nPrefer a TWAP.\nNever a spot read.", check=True)  # fmt: skip
+    address = json.loads(run_ledger(*b, "keys", "generate", "verifier", "--json", check=True).stdout)["address"]
+    run_ledger(*b, "keys", "trust", "verifier", address, check=True)
+    run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("a", 3, 1, "oracle-manipulation"),
+               check=True)  # fmt: skip
+    brain.snapshots.current = None
+    commit_pending(brain, key=DEV_KEY_NAME)
+    holder = _transfer(brain, 250)
+    # then more work, not yet on chain: a new root, and an outcome recorded on it
+    run_ledger(*b, "skill", "patch", "pdf-extraction", "--old", "layout first.", "--new",
+               "layout first; OCR for scans.", check=True)  # fmt: skip
+    run_ledger(*b, "outcome", "record", "pdf-extraction", "--task", "t1", "--success", check=True)
+    log = json.loads(run_ledger(*b, "log", "--json", check=True).stdout)
+    rpc = brain.config["chain"]["rpc"]
+
+    for args, name in (((), "pending-norpc"), (("--rpc", rpc), "pending-rpc")):
+        page = _report(brain.root, tmp_path / name, *args)
+        for width in (1280, 390):
+            v = _read(page, name, width=width)
+            # what can it do
+            assert v["canDo"]["skills"] == "2" and sorted(v["categories"]) == ["documents", "security"]
+            assert dict(v["can"])["oracle-manipulation"].endswith("Check oracle freshness and prefer TWAP over spot "
+                                                                  "price")  # fmt: skip
+            # what changed last
+            assert "patch" in v["changes"]["lastMessage"] and "pdf-extraction" in v["lastChange"]
+            assert "1 file(s) changed; +2 −2 lines" in v["lastChange"]  # the line and the version counter
+            # is it verified
+            assert v["howWell"]["verifiedN"] == "4" and v["howWell"]["verifiedOk"] == "3"
+            assert "75% success over 4 outcome(s) judged by an independent verifier" in v["howWellText"]
+            # where is it anchored: one count of pending, the rows agree with it, anchored + pending = snapshots
+            a = v["anchored"]
+            assert a["chain"] == "local test chain" and a["local"] == "true" and a["chainId"] == "31337"
+            assert int(a["pending"]) == v["pendingRows"] == 2 and int(a["anchored"]) + 2 == v["rows"]
+            assert int(a["seq"]) >= 1 and "chain sequence" in v["anchoredText"]
+            whats = dict(v["commands"])
+            assert any("verify-commit HEAD" in c for c in whats.values())
+            assert any("model_signing verify key" in c for c in whats.values())
+            if not args:  # the chain was not checked, and the page says so first
+                assert v["word"] == "PASSING — chain not checked" and v["summary"]["verdict"] == (
+                    "passing-chain-not-checked")
+                assert v["shares"]["shares"] == "unread" and "the chain was not checked" in v["sharesText"]
+                assert "chain was not checked" in v["anchoredText"] and a["checked"] == "false"
+                continue
+            assert v["word"] == "PASSING" and a["checked"] == "true"
+            # how many shares, who holds them; the token metadata names the head on chain, this head is newer
+            s = v["shares"]
+            assert (s["supply"], s["ownerBalance"], s["holders"], s["checked"]) == ("1000", "750", "2", "true")
+            assert [[h.lower(), n] for h, n in v["holders"]] == [[dev_account(0).address.lower(), 750],
+                                                                 [holder.lower(), 250]]  # fmt: skip
+            assert s["headMatch"] == "false" and "names the head on chain" in v["sharesText"]
+            # the page's own commands, pasted: the head on chain, and the token metadata a wallet reads
+            on_chain = _cast(next(c for w, c in v["commands"] if "head on chain" in w)).splitlines()[0]
+            assert "blake3-tree-v1:" + on_chain[2:] == s["metadataHead"]
+            meta = json.loads(_cast(next(c for w, c in v["commands"] if "token metadata" in w)))
+            assert meta["properties"]["head"] == s["metadataHead"] != log[0]["root"]

@@ -96,7 +96,9 @@ dl.kv dt{color:var(--muted)} dl.kv dd{margin:0;word-break:break-all}
 footer{color:var(--muted);font-size:12px;margin-top:28px}
 .verdict.ok.unchecked{background:linear-gradient(90deg,#9a6a05,#c27c0e)}
 #summary .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:14px}
-#summary .box{border:1px solid var(--line);border-radius:10px;padding:12px 14px;min-width:0}
+#summary .box{border:1px solid var(--line);border-radius:10px;padding:12px 14px;min-width:0;overflow-wrap:anywhere}
+#summary dl.kv{grid-template-columns:max-content minmax(0,1fr)} #summary dl.kv dd{word-break:normal}
+#summary code{word-break:break-all} #summary .fig{white-space:normal}
 #summary h3{word-break:normal;font-size:15px} #summary h4{font-size:13px;margin:8px 0 2px;color:#4f566b}
 #summary ul,#summary ol{margin:4px 0;padding-left:20px} #summary li{margin:3px 0;word-break:break-word}
 #summary .lead{margin:4px 0 8px} #summary .when{color:var(--muted);font-size:12px}
