@@ -514,7 +514,8 @@ def _shares(data: Mapping[str, Any], trusted: bool) -> str:
     return (
         f'<div id="shares" class="box" data-shares="read" data-supply="{sh["total_supply"]}" '
         f'data-owner="{_e(sh["owner"])}" data-owner-balance="{sh["owner_balance"]}" '
-        f'data-holders="{len(sh["holders"])}" data-head-match="{_yes(meta["head"] == head)}" data-metadata-head="{_e(meta["head"] or "")}" '
+        f'data-holders="{len(sh["holders"])}" data-head-match="{_yes(meta["head"] == head)}" '
+        f'data-metadata-head="{_e(meta["head"] or "")}" '
         f'data-checked="{_yes(ok)}"><h3>The shares</h3>'
         f'<dl class="kv"><dt>total supply</dt><dd>{fig(_count(sh["total_supply"], "shares"), ok)}</dd>'
         f"<dt>owner</dt><dd>{_link(c, 'address', sh['owner'])} holds "
