@@ -210,3 +210,44 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
             assert "blake3-tree-v1:" + on_chain[2:] == s["metadataHead"]
             meta = json.loads(_cast(next(c for w, c in v["commands"] if "token metadata" in w)))
             assert meta["properties"]["head"] == s["metadataHead"] != log[0]["root"]
+
+
+CATEGORIES = ["research", "documents", "security/audits", "ops"]
+
+
+def _hermes_tree(src: Path, n: int) -> None:
+    """``n`` skills in Hermes's layout (category/name/SKILL.md), four categories: one import, one snapshot."""
+    for i in range(n):
+        d = src / CATEGORIES[i % 4] / f"skill-{i:04d}"
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(f"---\nname: skill-{i:04d}\ndescription: Does task {i} of "
+                                    f"{CATEGORIES[i % 4]} well\n---\nStep one for {i}.\nStep two.\n")  # fmt: skip
+    for c in CATEGORIES:
+        (src / c / "DESCRIPTION.md").write_text(f"---\ndescription: {c} skills\n---\n")
+
+
+def test_a_shareholder_reads_a_thousand_skill_brain(chained, tmp_path: Path) -> None:
+    brain = chained
+    b = ("--brain", str(brain.root))
+    _hermes_tree(tmp_path / "src", 1000)
+    run_ledger(*b, "import", str(tmp_path / "src"), check=True)  # the bulk path: every object in one pack
+    brain.snapshots.current = None
+    commit_pending(brain, key=DEV_KEY_NAME)
+    rpc = brain.config["chain"]["rpc"]
+    for args, name in (((), "big-norpc"), (("--rpc", rpc), "big-rpc")):
+        page = _report(brain.root, tmp_path / name, *args)
+        for width in (1280, 390):
+            v = _read(page, name, width=width)
+            assert v["canDo"]["skills"] == "1000" and len(v["can"]) == 1000  # 40 open, the rest one click away
+            assert sorted(v["categories"]) == sorted(CATEGORIES)
+            assert dict(v["can"])["skill-0002"].endswith("Does task 2 of security/audits well")
+            assert v["changes"]["lastMessage"].startswith("import") and "1,000 file(s) added" in v["lastChange"]
+            assert v["howWell"]["measure"] == "rates" and "no outcome judged by an independent verifier yet" in (
+                v["howWellText"])
+            a = v["anchored"]
+            assert (a["chain"], a["anchored"], a["pending"], v["pendingRows"]) == ("local test chain", "2", "0", 0)
+            if args:
+                assert v["word"] == "PASSING" and v["shares"]["supply"] == "1000"
+                assert v["shares"]["headMatch"] == "true" and "names this page's head" in v["sharesText"]
+            else:
+                assert v["word"] == "PASSING — chain not checked" and v["shares"]["shares"] == "unread"

@@ -377,21 +377,17 @@ def _can_do(data: Mapping[str, Any]) -> str:
         desc = _e(sk["description"]) if sk["description"] else '<span class="none">no description</span>'
         return f'<li data-can="{hook(sk["name"])}"><b>{_e(sk["name"])}</b>: {desc}</li>'
 
-    shown, html = 0, []
-    rest: list[str] = []
+    per = max(3, SUMMARY_SKILLS // len(order))  # every category shown, each with its first few skills open
+    html = []
     for g in order:
         title = _e(g) if g else ("Skills" if len(order) == 1 else "Other skills")
         items = [item(sk) for sk in groups[g]]
-        room = max(0, SUMMARY_SKILLS - shown)
-        if room:
-            html.append(f'<h4 data-category="{hook(g)}">{title} <span class="sub">({len(items):,})</span></h4>'
-                        f"<ul>{''.join(items[:room])}</ul>")  # fmt: skip
-        rest += items[room:]
-        shown += min(room, len(items))
-    more = (f'<details class="more sum"><summary>show the other {len(rest):,} skills</summary><ul>{"".join(rest)}'
-            "</ul></details>") if rest else ""  # fmt: skip
+        more = (f'<details class="more sum"><summary>and {len(items) - per:,} more</summary><ul>'
+                f'{"".join(items[per:])}</ul></details>') if len(items) > per else ""  # fmt: skip
+        html.append(f'<h4 data-category="{hook(g)}">{title} <span class="sub">({len(items):,})</span></h4>'
+                    f"<ul>{''.join(items[:per])}</ul>{more}")  # fmt: skip
     return (f'<div id="can-do" class="box" data-skills="{len(live)}" data-categories="{len(order)}">'
-            f'<h3>What it can do <span class="sub">({len(live):,} skills)</span></h3>{"".join(html)}{more}</div>')
+            f'<h3>What it can do <span class="sub">({len(live):,} skills)</span></h3>{"".join(html)}</div>')
 
 
 def _note(s: Mapping[str, Any]) -> str:
