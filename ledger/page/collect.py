@@ -275,12 +275,12 @@ def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str,
         {"what": "the head root: the skills folder hashed from scratch (equals the page's head root)",
          "command": "ledger hash ."},
         {"what": "the head commit and its signature, with plain git (the keys exported first)",
-         "command": "ledger keys export --allowed-signers -o allowed_signers && git -c gpg.format=ssh "
-                    "-c gpg.ssh.allowedSignersFile=allowed_signers verify-commit HEAD"},
+         "command": 'd=$(mktemp -d) && ledger keys export --allowed-signers -o "$d/allowed_signers" && git -c '
+                    'gpg.format=ssh -c gpg.ssh.allowedSignersFile="$d/allowed_signers" verify-commit HEAD'},
         {"what": "the skills as files, signed in the OpenSSF model-signing format, checked with the stock tool",
-         "command": "ledger export out && ledger attest --format oms -o skills.sig && ledger keys export "
-                    "--public user > user.pem && model_signing verify key out --signature skills.sig "
-                    "--public_key user.pem"},
+         "command": 'd=$(mktemp -d) && ledger export "$d/out" && ledger attest --format oms -o "$d/skills.sig" && '
+                    'ledger keys export --public user > "$d/user.pem" && model_signing verify key "$d/out" '
+                    '--signature "$d/skills.sig" --public_key "$d/user.pem"'},
     ]  # fmt: skip
     if chain is not None:
         url = q(rpc or str(cfg.get("rpc") or "$RPC"))
