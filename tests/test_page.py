@@ -458,3 +458,30 @@ def test_a_stray_external_reference_fails_loudly(tmp_path: Path) -> None:
     bare.write_text(f"<!DOCTYPE html><html><body>{stray}</body></html>", encoding="utf-8")
     problems = visit(bare).problems()
     assert any(p.startswith("request: https://example.invalid/") for p in problems), problems
+
+
+def test_a_known_public_chain_is_named_and_linked_and_a_local_one_is_said_to_be_local() -> None:
+    from ledger.chain.networks import network
+
+    assert (network(31337).name, network(31337).local, network(31337).explorer) == ("local test chain", True, None)
+    assert network(1337).local and not network(11155111).local and network(424242).explorer is None
+    data = pagedata.brain(skills=3, versions=2)
+    sepolia = network(11155111)
+    data["chain"].update(chain_id=sepolia.chain_id, name=sepolia.name, local=False, explorer=sepolia.explorer)
+    page = render_page(data)
+    registry = data["chain"]["registry"]
+    assert f'href="https://sepolia.etherscan.io/address/{registry}"' in page
+    assert f'href="https://sepolia.etherscan.io/token/{registry}"' in page  # the share token, as a wallet shows it
+    assert 'data-chain="Sepolia (Ethereum test network)"' in page and 'data-local="false"' in page
+    local = render_page(pagedata.brain(skills=3, versions=2))
+    assert "href=" not in local and "a test chain on one machine, not a public network" in local
+
+
+def test_without_the_chain_checked_the_verdict_says_so_first() -> None:
+    data = pagedata.brain(skills=3, versions=2)
+    data["chain"]["checked"] = data["verdict"]["chain_checked"] = False
+    doc = parse(render_page(data))
+    verdict = next(a for _, a in doc.tags if a.get("id") == "verdict")
+    assert verdict["class"] == "verdict ok unchecked" and verdict["data-chain-checked"] == "false"
+    assert "PASSING — chain not checked" in render_page(data)
+    assert "<title>acme-research-agent: PASSING, chain not checked" in render_page(data)
