@@ -198,6 +198,10 @@ def hostile() -> dict[str, Any]:
     d["verdict"]["checks"][0]["detail"] = "detail " + HOSTILE
     d["verdict"]["checks"][0]["name"] = "check" + HOSTILE
     d["timeline"][0]["operation"] = "op" + HOSTILE
+    d["timeline"][-1]["message"] = "message " + HOSTILE  # the newest release note, and its data attribute
+    d["skills"][0]["description"] = "does " + HOSTILE
+    d["skills"][2]["category"] = "cat" + HOSTILE
+    d["verify"][0] = {"what": "what " + HOSTILE, "command": "ledger audit . " + HOSTILE}
     d["timeline"][0]["changes"][0]["skill"] = "c" + HOSTILE
     d["timeline"][1]["role"] = "role" + HOSTILE
     d["signers"][0]["role"] = "r" + HOSTILE
