@@ -99,7 +99,7 @@ contract BrainRegistry is IBrainRegistry, ERC1155, EIP712, Nonces {
         if (raw.length > 256) revert InvalidLocation();
         for (uint256 i; i < raw.length; ++i) {
             bytes1 c = raw[i];
-            if (c < 0x21 || c > 0x7e || c == 0x22 || c == 0x5c) revert InvalidLocation();
+            if (c < 0x21 || c > 0x7e || c == 0x22 || c == 0x5c || c == 0x7b || c == 0x7d) revert InvalidLocation();
         }
         _locations[agentId] = location;
         emit LocationSet(agentId, location);

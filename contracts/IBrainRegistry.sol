@@ -42,7 +42,7 @@ interface IBrainRegistry {
     /// @dev The consistency proof does not show the agent's last anchored evidence log is a prefix
     ///      of this one (RFC 9162 §2.1.4.2): an anchored outcome was rewritten or dropped, or the proof is wrong.
     error InconsistentEvidence(uint256 agentId, uint64 size);
-    /// @dev A location is 0 to 256 bytes of printable ASCII (0x21-0x7E) without `"` or `\`.
+    /// @dev A location is 0 to 256 bytes of printable ASCII (0x21-0x7E) without `"`, `\`, `{` or `}`.
     error InvalidLocation();
 
     /*//////////////////////////////////////////////////////////////
@@ -100,8 +100,9 @@ interface IBrainRegistry {
 
     /// @notice Publish where the brain can be fetched (a URL, say), shown in the share token's
     ///         metadata (`uri`); empty clears it. Owner only.
-    /// @dev 0 to 256 bytes of printable ASCII 0x21-0x7E except `"` and `\` (`InvalidLocation`
-    ///      otherwise), so the metadata JSON holds it without escaping. Emits `LocationSet`.
+    /// @dev 0 to 256 bytes of printable ASCII 0x21-0x7E except `"`, `\`, `{` and `}` (`InvalidLocation`
+    ///      otherwise): the metadata JSON holds it without escaping, and no `{id}` in it is substituted
+    ///      by ERC-1155 clients. Emits `LocationSet`.
     function setLocation(uint256 agentId, string calldata location) external;
 
     /// @notice The brain's published location ("" if none).

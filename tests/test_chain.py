@@ -166,7 +166,9 @@ def test_gas_figures(chained: Brain) -> None:
     (batch_gas,) = batch
     per_extra = (batch_gas - singles[-1]) / 9
     assert per_extra <= 8_000, per_extra
-    assert singles[-1] <= 37_000  # regression guard; the 35,000 target is missed (see README)
+    # the budget: a steady-state commit within 35,000 gas a transaction (docs/BENCHMARKS.md), the share
+    # token's metadata included (a view: `uri` builds it at call time, `commit` writes nothing for it)
+    assert singles[-1] <= 35_000, singles
     print(f"\nGAS single-commit={singles[-1]} batch10={batch_gas} per-extra-root={per_extra:.0f}")
 
 

@@ -392,18 +392,26 @@ CASES = [
     c("chain use", "usage", *B, "chain", "use", "notaurl"),
     c("chain use", "usage", *B, "chain", "use", "{rpc}", "--registry", "0x12", shows="not a contract address"),
     c("chain status", "ok", *B, "chain", "status", shows="in sync"),
+    c("chain status", "ok", *B, "chain", "status", shows="= on-chain head"),  # the share token's metadata
     c("chain status", "refused", "--brain", "{t}/plain", "chain", "status"),
     c("chain status", "usage", *B, "chain", "status", "extra"),
     c("chain deploy", "ok", *B, "chain", "deploy", "--force"),
     c("chain deploy", "refused", *B, "chain", "deploy", shows="--force"),
     c("chain deploy", "usage", *B, "chain", "deploy", "--key"),
-    c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", setup=(
+    c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", shows="1,000,000 held by the owner", setup=(
         ("--brain", "{t}/plain", "chain", "use", "{rpc}"), ("--brain", "{t}/plain", "chain", "deploy"))),
     # a new brain on the registry another brain deployed
     c("chain register", "ok", "--brain", "{t}/plain", "chain", "register", shows="agent 0x",
       setup=(("--brain", "{t}/plain", "chain", "use", "{rpc}", "--registry", "{registry}"),)),
     c("chain register", "refused", *B, "chain", "register", shows="AgentAlreadyRegistered(agentId=0x"),
     c("chain register", "usage", *B, "chain", "register", "--shares", "-1"),
+    # its own registry for the one that sets it, so that the template's agent keeps no location
+    c("chain location", "ok", *B, "chain", "location", "https://example.org/b.git", shows="location set to",
+      setup=OWN_REGISTRY),
+    c("chain location", "noop", *B, "chain", "location", shows="no location published"),
+    c("chain location", "refused", "--brain", "{t}/plain", "chain", "location", shows="no chain configured"),
+    c("chain location", "usage", *B, "chain", "location", "https://example.org/a b", shows="percent-encode"),
+    c("chain location", "usage", *B, "chain", "location", "x", "--clear", shows="not both"),
     c("chain authorize", "ok", *B, "chain", "authorize", "0x" + "22" * 20),
     c("chain authorize", "refused", "--brain", "{t}/plain", "chain", "authorize", "0x" + "22" * 20),
     c("chain authorize", "usage", *B, "chain", "authorize"),

@@ -104,7 +104,9 @@ def test_decode_refuses_anything_but_the_exact_form() -> None:
         assert info.value.hint, what
 
 
-@pytest.mark.parametrize("location", ["a b", 'say"', "back\\slash", "tab\t", "é", "\x7f", "x" * 257])
+@pytest.mark.parametrize(
+    "location", ["a b", 'say"', "back\\slash", "x/{id}.json", "}", "tab\t", "é", "\x7f", "x" * 257]
+)
 def test_a_location_outside_the_charset_is_refused(location: str) -> None:
     with pytest.raises(ChainError):
         check_location(location)

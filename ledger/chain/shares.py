@@ -100,18 +100,20 @@ class Shares:
 
 
 def check_location(location: str) -> str:
-    """A location as the registry takes it: 0..256 bytes of printable ASCII 0x21-0x7E without ``"``
-    or ``\\`` (so the JSON holds it unescaped); anything else is refused, saying which character."""
+    """A location as the registry takes it: 0..256 bytes of printable ASCII 0x21-0x7E without ``"``,
+    ``\\``, ``{`` or ``}`` (so the JSON holds it unescaped, and ERC-1155 clients substitute no ``{id}``
+    in it); anything else is refused, saying which character."""
     if not isinstance(location, str):
         raise ChainError(f"a location is text, got {type(location).__name__}")
     if len(location) > MAX_LOCATION:
         raise ChainError(f"the location is {len(location)} characters; at most {MAX_LOCATION} are allowed",
                          hint="publish a shorter URL")  # fmt: skip
     for i, c in enumerate(location, 1):
-        if not 0x21 <= ord(c) <= 0x7E or c in '"\\':
-            named = {" ": "a space", '"': 'a double quote (")', "\\": "a backslash (\\)"}.get(c, f"U+{ord(c):04X}")
+        if not 0x21 <= ord(c) <= 0x7E or c in '"\\{}':
+            named = {" ": "a space", '"': 'a double quote (")', "\\": "a backslash (\\)", "{": "a brace ({)",
+                     "}": "a brace (})"}.get(c, f"U+{ord(c):04X}")  # fmt: skip
             raise ChainError(f"the location's character {i} is {named}: only printable ASCII without spaces, "
-                             "double quotes or backslashes is allowed",
+                             "double quotes, backslashes or braces is allowed",
                              hint="percent-encode it (%20 for a space)")  # fmt: skip
     return location
 

@@ -23,6 +23,7 @@ from ledger.chain.abi import (
     checksum,
     decode_evidence_committed,
     decode_root_committed,
+    decode_string,
     hexbytes,
     sequenced,
 )
@@ -31,6 +32,7 @@ from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry
+from ledger.chain.shares import check_location, read_shares
 from ledger.errors import ChainError, LedgerError
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
@@ -360,8 +362,6 @@ def authorize(
 def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> dict[str, Any] | None:
     """The agent's shares (:meth:`ledger.chain.shares.Shares.to_json`), or None when the registry has no
     such agent (never registered there)."""
-    from ledger.chain.shares import read_shares
-
     assert cfg.agent_id is not None and reg.address is not None
     if int(reg.owner(cfg.agent_id, "latest" if block is None else block), 16) == 0:
         return None
@@ -373,8 +373,6 @@ def set_location(
 ) -> str:
     """Publish (``where`` non-empty) or clear (``""``) the brain's location in the share token's
     metadata (owner only); the transaction's hash."""
-    from ledger.chain.shares import check_location
-
     check_location(where)
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
@@ -387,8 +385,6 @@ def set_location(
 
 def location(brain: Brain) -> str | None:
     """The location the owner published for this brain's agent (None: none)."""
-    from ledger.chain.abi import decode_string
-
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
