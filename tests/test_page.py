@@ -141,7 +141,7 @@ def test_control_and_bidi_characters_are_shown_not_obeyed() -> None:
 def test_an_empty_brain_and_a_brain_without_a_chain() -> None:
     page = render_page(pagedata.empty())
     assert "No skills yet." in page and "No signing keys" in page and "No chain configured" in page
-    assert "every skill is this brain's own" in page and 'class="plot' not in page
+    assert "Every skill is this brain's own: none was installed" in page and 'class="plot' not in page
     assert 'data-index="0"' in page and "unsigned" in page
     page = render_page(pagedata.brain(chain=False))
     assert "No chain configured" in page and "not anchored" in page and "pending</span>" not in page

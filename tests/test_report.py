@@ -91,8 +91,10 @@ SHAREHOLDER = """(() => {
   const q = s => document.querySelector(s), all = s => [...document.querySelectorAll(s)];
   const data = e => e ? Object.assign({}, e.dataset) : null;
   const text = e => e ? e.innerText.replace(/\\s+/g, ' ').trim() : null;
-  const checks = q('#checks'), body = document.body.cloneNode(true);
-  body.querySelectorAll('#checks .d').forEach(e => e.remove());  // the audit's own words, verbatim
+  const checks = q('#checks'), words = [];  // every text node the page shows, but the audit's own words
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode())
+    if (!n.parentElement.closest('#checks .d, script, style')) words.push(n.textContent);
   return {
     word: text(q('#verdict .word')), summary: data(q('#summary')),
     canDo: data(q('#can-do')), can: all('#can-do li[data-can]').map(li => [li.dataset.can, text(li)]),
@@ -106,7 +108,7 @@ SHAREHOLDER = """(() => {
     pendingRows: all('tr[data-index] .pill.st-WARN').length, rows: all('tr[data-index]').length,
     order: ['summary', 'check-yourself', 'checks', 'timeline'].map(id => q('#' + id).getBoundingClientRect().top),
     overflow: document.documentElement.scrollWidth - innerWidth,
-    text: body.innerText, checks: !!checks,
+    text: words.join(' | '), checks: !!checks,
   };
 })()"""
 

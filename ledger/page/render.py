@@ -578,8 +578,8 @@ def _check_yourself(data: Mapping[str, Any]) -> str:
 def _supply(data: Mapping[str, Any]) -> str:
     if not data["supply"]:
         return (
-            '<section id="supply"><h2>Installed skills</h2><p class="none">None: every skill is this brain\'s '
-            "own.</p></section>"
+            '<section id="supply"><h2>Installed skills</h2><p class="none">Every skill is this brain\'s own: none '
+            "was installed from elsewhere.</p></section>"
         )
     rows = "".join(
         f"<tr><td class='name'>{_e(s['name'])}</td><td><code>{_e(s['source'])}</code></td>"
