@@ -485,3 +485,17 @@ def test_without_the_chain_checked_the_verdict_says_so_first() -> None:
     assert verdict["class"] == "verdict ok unchecked" and verdict["data-chain-checked"] == "false"
     assert "PASSING — chain not checked" in render_page(data)
     assert "<title>acme-research-agent: PASSING, chain not checked" in render_page(data)
+
+
+def test_a_snapshot_is_anchored_by_its_run_of_the_same_root_and_pending_counts_roots() -> None:
+    from ledger.page.model import covering, pending_roots
+
+    def snap(i: int, root: str, anchored: bool) -> dict[str, Any]:
+        return {"index": i, "root": root, "anchor": {"seq": i} if anchored else None}
+
+    # A (anchored), A (an outcome), B (anchored), A again (a revert: the chain must take A again), A, C
+    tl = [snap(0, "A", True), snap(1, "A", False), snap(2, "B", True), snap(3, "A", False), snap(4, "A", False),
+          snap(5, "C", False)]  # fmt: skip
+    cover = covering(tl)
+    assert [c and c["index"] for c in cover] == [0, 0, 2, None, None, None]
+    assert pending_roots(tl, cover) == 2  # A again and C: what 'ledger commit' would send

@@ -172,6 +172,7 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
                "layout first; OCR for scans.", check=True)  # fmt: skip
     run_ledger(*b, "outcome", "record", "pdf-extraction", "--task", "t1", "--success", check=True)
     log = json.loads(run_ledger(*b, "log", "--json", check=True).stdout)
+    status = json.loads(run_ledger(*b, "chain", "status", "--json", check=True).stdout)
     rpc = brain.config["chain"]["rpc"]
 
     for args, name in (((), "pending-norpc"), (("--rpc", rpc), "pending-rpc")):
@@ -191,7 +192,8 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
             # where is it anchored: one count of pending, the rows agree with it, anchored + pending = snapshots
             a = v["anchored"]
             assert a["chain"] == "local test chain" and a["local"] == "true" and a["chainId"] == "31337"
-            assert int(a["pending"]) == v["pendingRows"] == 2 and int(a["anchored"]) + 2 == v["rows"]
+            assert int(a["pendingSnapshots"]) == v["pendingRows"] == 2 and int(a["anchored"]) + 2 == v["rows"]
+            assert a["pending"] == "1" == str(status["pending"])  # one root to commit, as 'ledger chain status' says
             assert int(a["seq"]) >= 1 and "chain sequence" in v["anchoredText"]
             whats = dict(v["commands"])
             assert any("model_signing verify key" in c for c in whats.values())

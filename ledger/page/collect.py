@@ -21,7 +21,7 @@ from ledger.chain.receipts import read_receipts
 from ledger.chain.shares import read_shares
 from ledger.errors import ChainError, LedgerError
 from ledger.evals.lift import version_json
-from ledger.page.model import FORMAT, LIFT, anchored_roots
+from ledger.page.model import FORMAT, LIFT, covering, pending_roots
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
 
@@ -225,14 +225,13 @@ def _described(brain: Brain) -> dict[str, tuple[str, str | None]]:
 def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, checked: bool,
            timeline: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """The chain part.  Anchored and pending come from one source, the timeline's anchors (the chain's
-    events with ``rpc``, else this copy's receipts): a snapshot is anchored when its root is on chain
-    (its own anchor, or an earlier or later snapshot's with the same root: an outcome or a key change
-    keeps the root), pending otherwise; the two add up to the snapshots."""
+    events with ``rpc``, else this copy's receipts), by :func:`ledger.page.model.covering`: anchored
+    counts snapshots, pending counts the roots ``ledger commit`` would send (as ``ledger chain status``)."""
     if not (cfg.get("registry") and cfg.get("agent_id")):
         return None
     agent = int(cfg["agent_id"], 16)
-    roots = anchored_roots(timeline)
-    anchored = sum(1 for t in timeline if t["root"] in roots)
+    cover = covering(timeline)
+    anchored = sum(1 for c in cover if c is not None)
     seq = max((t["anchor"]["seq"] for t in timeline if t["anchor"] is not None), default=0)
     evidence = head = shares = None
     if rpc is not None:
@@ -252,7 +251,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
     net = network(int(cfg.get("chain_id") or 0))
     return {"chain_id": net.chain_id, "name": net.name, "local": net.local, "explorer": net.explorer,
             "registry": cfg["registry"], "agent": f"0x{agent:064x}", "checked": checked, "detail": detail,
-            "anchored": anchored, "pending": len(timeline) - anchored, "seq": seq, "head": head,
+            "anchored": anchored, "pending": pending_roots(timeline, cover), "seq": seq, "head": head,
             "evidence": evidence, "shares": shares}  # fmt: skip
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ledger.errors import PageDataError
 
-__all__ = ["FORMAT", "anchored_roots", "validate"]
+__all__ = ["FORMAT", "covering", "pending_roots", "validate"]
 
 FORMAT = 2
 
@@ -212,9 +212,27 @@ def validate(data: Any) -> None:
         _refuse("signers", "an address appears twice")
 
 
-def anchored_roots(timeline: list[Mapping[str, Any]]) -> set[str]:
-    """The roots the chain holds (by the snapshots' own anchors): a snapshot is anchored when its root is one."""
-    return {s["root"] for s in timeline if s["anchor"] is not None}
+def covering(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
+    """Each snapshot's anchoring snapshot, or None while it is pending.  The chain holds a sequence of
+    roots, one per run of consecutive snapshots with the same root (an outcome or a key change keeps
+    the root), as ``ledger commit`` sends them: a snapshot is anchored when a snapshot of its run has
+    an anchor (the receipt sits on one of them, usually the first)."""
+    out: list[Mapping[str, Any] | None] = []
+    i = 0
+    while i < len(timeline):
+        j = i
+        while j + 1 < len(timeline) and timeline[j + 1]["root"] == timeline[i]["root"]:
+            j += 1
+        anchor = next((s for s in timeline[i : j + 1] if s["anchor"] is not None), None)
+        out += [anchor] * (j + 1 - i)
+        i = j + 1
+    return out
+
+
+def pending_roots(timeline: Sequence[Mapping[str, Any]], cover: Sequence[Mapping[str, Any] | None]) -> int:
+    """How many roots ``ledger commit`` would send: the runs of consecutive same-root snapshots not anchored."""
+    return sum(1 for i, c in enumerate(cover) if c is None and (i == 0 or timeline[i]["root"] != timeline[i - 1]["root"]
+                                                                or cover[i - 1] is not None))
 
 
 def _consistent(data: Mapping[str, Any]) -> None:
@@ -226,11 +244,11 @@ def _consistent(data: Mapping[str, Any]) -> None:
         return
     if data["verdict"]["chain_checked"] != chain["checked"]:
         _refuse("verdict.chain_checked", "differs from chain.checked: the verdict and the chain part disagree")
-    roots = anchored_roots(tl)
-    anchored = sum(1 for s in tl if s["root"] in roots)
-    if (chain["anchored"], chain["pending"]) != (anchored, len(tl) - anchored):
+    cover = covering(tl)
+    anchored, pending = sum(1 for c in cover if c is not None), pending_roots(tl, cover)
+    if (chain["anchored"], chain["pending"]) != (anchored, pending):
         _refuse("chain.anchored", f"anchored {chain['anchored']}, pending {chain['pending']}, but the lineage has "
-                f"{anchored} snapshot(s) whose root is anchored and {len(tl) - anchored} whose root is not")
+                f"{anchored} snapshot(s) whose root is anchored and {pending} root(s) not yet on chain")
     seqs = [s["anchor"]["seq"] for s in tl if s["anchor"] is not None]
     if chain["seq"] != max(seqs, default=0):
         _refuse("chain.seq", f"{chain['seq']} is not the newest anchor's chain sequence {max(seqs, default=0)}")

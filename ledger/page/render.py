@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.page import svg
-from ledger.page.model import validate
+from ledger.page.model import covering, validate
 from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
@@ -209,7 +209,7 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
 
 
 def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False,
-              first: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+              first: Mapping[int, Mapping[str, Any] | None] | None = None) -> str:
     """One lineage row; ``compact`` (the older rows) leaves out the full hashes, kept in the newest rows."""
     changes = s["changes"]
     shown = ", ".join(f"<b>{_e(c['skill'])}</b> {c['action']} v{c['version']}" for c in changes[:6])
@@ -225,11 +225,11 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     role = f"<div class='sub'>{_e(s['role'])}</div>" if s["role"] else ""
     msg = "" if compact else f'<div class="msg">{_e(s["message"])}</div>'
     a = s["anchor"]
-    same = (first or {}).get(s["root"])
+    same = (first or {}).get(s["index"])
     if a is not None:
         tx = "" if compact else " " + _short(a["tx"], 8)
         anchor = fig(f"⚓ chain sequence {a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
-    elif same is not None:  # an outcome or a key change: the root is the one already on chain
+    elif same is not None:  # an outcome or a key change: the root is the one anchored with that snapshot
         anchor = fig(f"⚓ same root as #{same['index']}", trusted and same["anchor"]["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
@@ -350,13 +350,9 @@ def _yes(flag: bool) -> str:
     return "true" if flag else "false"
 
 
-def _anchors(tl: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Each anchored root's first snapshot with an anchor of its own."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for s in tl:
-        if s["anchor"] is not None:
-            out.setdefault(s["root"], s)
-    return out
+def _anchors(tl: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any] | None]:
+    """Each snapshot's (by index) anchoring snapshot, or None while pending (:func:`ledger.page.model.covering`)."""
+    return {s["index"]: c for s, c in zip(tl, covering(tl), strict=True)}
 
 
 SUMMARY_SKILLS = 40  # skill descriptions shown open in the summary; the rest in a <details>
@@ -536,12 +532,15 @@ def _anchored(data: Mapping[str, Any], trusted: bool) -> str:
     tx = f" in transaction {_link(c, 'tx', last['anchor']['tx'], last['anchor']['tx'][:12] + '…')}" if last else ""
     note = "" if c["checked"] else " <span class='sub'>(from this copy's receipts; the chain was not checked)</span>"
     anchored = fig(f"{c['anchored']:,} of {len(tl):,}", cc)
-    pending = fig(_count(c["pending"], "snapshot(s) whose root is not yet on chain"), cc)
+    waiting = sum(1 for x in covering(tl) if x is None)
+    pending = fig(_count(c["pending"], "root(s) not yet on chain"), cc) + (
+        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger commit' anchors them)</span>" if waiting else "")
     seq = fig(f"{c['seq']:,}", cc)
     newest = f", the newest{tx}" if tx else ""
     return (
         f'<div id="anchored" class="box" data-chain="{_e(c["name"])}" data-chain-id="{c["chain_id"]}" '
         f'data-local="{_yes(c["local"])}" data-anchored="{c["anchored"]}" data-pending="{c["pending"]}" '
+        f'data-pending-snapshots="{waiting}" '
         f'data-seq="{c["seq"]}" data-checked="{_yes(cc)}"><h3>Where it is anchored</h3>'
         f'<dl class="kv"><dt>chain</dt><dd><b>{_e(c["name"])}</b> <span class="sub">(chain id {c["chain_id"]})</span>'
         f"{local}</dd><dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd>"
