@@ -130,8 +130,11 @@ def _port(profile: Path, proc: subprocess.Popen[bytes], deadline: float) -> tupl
 
 
 def visit(page: Path, expression: str = "null", *, javascript: bool = True, timeout: float = 90.0,
-          screenshot: bool = False, settle: float = 0.3) -> Visit:  # fmt: skip
-    """Load ``page`` (a local file), evaluate ``expression`` after its load event, and report everything."""
+          screenshot: bool = False, settle: float = 0.3, width: int | None = None) -> Visit:  # fmt: skip
+    """Load ``page`` (a local file), evaluate ``expression`` after its load event, and report everything.
+
+    ``width``: lay the page out in a viewport that wide (CSS pixels; under 600 as a phone does, with
+    touch-sized text), instead of the window's 1280."""
     from websockets.sync.client import connect
 
     chromium = require()
@@ -151,6 +154,10 @@ def visit(page: Path, expression: str = "null", *, javascript: bool = True, time
                     s.call(f"{domain}.enable")
                 if not javascript:
                     s.call("Emulation.setScriptExecutionDisabled", value=True)
+                if width is not None:
+                    phone = width < 600
+                    s.call("Emulation.setDeviceMetricsOverride", width=width, height=844 if phone else 900,
+                           deviceScaleFactor=1, mobile=phone)  # fmt: skip
                 s.call("Page.navigate", url=page.resolve().as_uri())
                 s.wait_for("Page.loadEventFired")
                 time.sleep(settle)  # anything the page does just after load gets to report
@@ -183,3 +190,12 @@ def _collect(events: list[dict[str, Any]], out: Visit) -> None:
             out.log.append(p["entry"])
         elif m == "Network.requestWillBeSent":
             out.requests.append(p["request"]["url"])
+
+
+def artifacts() -> Path:
+    """Where a test run leaves what a person may want to look at (screenshots): ``$LEDGER_TEST_ARTIFACTS``,
+    else ``.build/test-artifacts/`` in the repository (git-ignored; never committed)."""
+    where = os.environ.get("LEDGER_TEST_ARTIFACTS")
+    out = Path(where) if where else Path(__file__).resolve().parent.parent / ".build" / "test-artifacts"
+    out.mkdir(parents=True, exist_ok=True)
+    return out

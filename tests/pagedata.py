@@ -1,4 +1,4 @@
-"""Report-page documents (format 1) for tests and scripts/bench_page.py, with realistic variety.
+"""Report-page documents (format 2) for tests and scripts/bench_page.py, with realistic variety.
 
 Deterministic (a seeded generator, fixed times), so a page renders to the same bytes twice.
 The Wilson interval is computed here independently of the collector (z = 1.96).
@@ -39,6 +39,7 @@ def _time(i: int) -> str:
     return f"2026-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z"
 
 
+CATEGORIES = ["research", "documents", "security/audits", None]
 SIGNERS = ["0x" + _hex(f"signer{i}", 40) for i in range(3)]
 VERIFIER = "0x" + _hex("verifier", 40)
 
@@ -80,7 +81,9 @@ def brain(skills: int = 12, versions: int = 5, snapshots: int | None = None, cha
                        "verified": tier(ok_ver, n_ver - ok_ver), "self": tier(ok_self, n_self - ok_self),
                        "lift": {"verified": lift(rng, v) if s % 3 == 1 else None,
                                 "self": lift(rng, v) if s % 10 == 2 else None}})  # fmt: skip
-        skill_list.append({"name": name, "live": s % 11 != 5, "versions": vs, "regression": None})
+        skill_list.append({"name": name, "live": s % 11 != 5, "description": f"Does task {s} well ({name})",
+                           "category": CATEGORIES[s % len(CATEGORIES)], "versions": vs,
+                           "regression": None})  # fmt: skip
     for s in range(min(regressions, skills)):
         sk = skill_list[s * 5 % skills]
         if len(sk["versions"]) >= 2:
@@ -101,18 +104,21 @@ def brain(skills: int = 12, versions: int = 5, snapshots: int | None = None, cha
             "signer": SIGNERS[i % 2], "role": "agent" if i % 2 else "operator", "signature": "ok",
             "anchor": {"seq": i, "tx": "0x" + _hex(f"tx{i}", 64), "block": 100 + i, "checked": True}
             if anchored else None,
-            "outcomes": i % 7,
+            "outcomes": i % 7, "message": f"{'create' if i < skills else 'patch'}: 1 skill(s)",
+            "files": {"added": 1, "changed": 0, "removed": 0} if i < skills else {"added": 0, "changed": 1,
+                                                                                 "removed": 0},
+            "lines": {"added": 5 + i % 9, "removed": 0 if i < skills else i % 4},
         })  # fmt: skip
     verified = sum(v["verified"]["successes"] + v["verified"]["failures"] for s in skill_list for v in s["versions"])
     own = sum(v["self"]["successes"] + v["self"]["failures"] for s in skill_list for v in s["versions"])
     ev_root = "0x" + _hex("evidence", 64)
     head = timeline[-1]
     return {
-        "format": 1,
+        "format": 2,
         "generated": "2026-11-26T16:00:00Z",
         "brain": {"name": "acme-research-agent", "genesis": timeline[0]["commit"],
                   "head": {"commit": head["commit"], "root": head["root"], "index": head["index"]}},
-        "verdict": {"ok": True, "checks": [
+        "verdict": {"ok": True, "chain_checked": chain, "checks": [
             {"name": "lineage", "status": "OK", "detail": f"{n_snap} snapshots re-hashed"},
             {"name": "signatures", "status": "OK", "detail": "every snapshot signed by a trusted key"},
             {"name": "evidence", "status": "OK", "detail": f"{verified + own} outcome records verified"},
@@ -131,18 +137,40 @@ def brain(skills: int = 12, versions: int = 5, snapshots: int | None = None, cha
             {"address": SIGNERS[2], "role": "agent", "state": "revoked", "snapshots": 0, "outcomes": 0,
              "checked": True},
         ],
-        "chain": {"chain_id": 31337, "registry": "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-                  "agent": "0x" + _hex("agent", 64), "checked": True,
+        "chain": {"chain_id": 31337, "name": "local test chain", "local": True, "explorer": None,
+                  "registry": REGISTRY, "agent": AGENT, "checked": True,
                   "detail": "the registry's head is two snapshots behind the local head",
-                  "anchored": max(0, n_snap - 2), "pending": min(2, n_snap),
+                  "anchored": max(0, n_snap - 2), "pending": min(2, n_snap), "seq": max(0, n_snap - 3),
                   "head": timeline[max(0, n_snap - 3)]["root"],
-                  "evidence": {"size": verified + own, "root": ev_root}} if chain else None,
+                  "evidence": {"size": verified + own, "root": ev_root},
+                  "shares": shares(timeline[max(0, n_snap - 3)]["root"], n_snap - 3, (verified + own, ev_root))}
+        if chain else None,
         "evidence": {"size": verified + own, "root": ev_root, "verified": verified, "self": own, "checked": True},
         "supply": [
             {"name": "skill-0001", "source": "github:anthropics/skills@main", "pin": _hex("pin", 40),
              "state": "approved", "worst": "low"},
         ],
+        "verify": [{"what": "the whole audit", "command": "ledger audit ."},
+                   {"what": "the head root", "command": "ledger hash ."}],
     }  # fmt: skip
+
+
+REGISTRY = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+AGENT = "0x" + _hex("agent", 64)
+OWNER = "0x" + _hex("owner", 40)
+
+
+def shares(head: str | None, seq: int, evidence: tuple[int, str], holders: int = 3) -> dict[str, Any]:
+    """The chain's share token as ``Shares.to_json()`` gives it (its metadata naming the head on chain),
+    plus the page's ``checked``."""
+    balances = [("0x" + _hex(f"holder{i}", 40), 1000 * (i + 1)) for i in range(holders - 1)]
+    rows = sorted([(OWNER, 1_000_000 - sum(b for _, b in balances)), *balances], key=lambda r: (-r[1], r[0]))
+    return {"token": REGISTRY, "id": AGENT, "total_supply": 1_000_000, "owner": OWNER,
+            "owner_balance": rows[0][1], "holders": [{"address": a, "balance": b} for a, b in rows],
+            "metadata": {"uri": "data:application/json;base64,e30=", "head": head, "sequence": max(0, seq),
+                         "evidence": {"size": evidence[0], "root": evidence[1]} if evidence[0] else None,
+                         "location": None},
+            "checked": True}  # fmt: skip
 
 
 def failing(data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -170,6 +198,10 @@ def hostile() -> dict[str, Any]:
     d["verdict"]["checks"][0]["detail"] = "detail " + HOSTILE
     d["verdict"]["checks"][0]["name"] = "check" + HOSTILE
     d["timeline"][0]["operation"] = "op" + HOSTILE
+    d["timeline"][-1]["message"] = "message " + HOSTILE  # the newest release note, and its data attribute
+    d["skills"][0]["description"] = "does " + HOSTILE
+    d["skills"][2]["category"] = "cat" + HOSTILE
+    d["verify"][0] = {"what": "what " + HOSTILE, "command": "ledger audit . " + HOSTILE}
     d["timeline"][0]["changes"][0]["skill"] = "c" + HOSTILE
     d["timeline"][1]["role"] = "role" + HOSTILE
     d["signers"][0]["role"] = "r" + HOSTILE

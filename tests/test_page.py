@@ -122,7 +122,7 @@ def test_hostile_strings_render_inert() -> None:
     assert not [(t, k) for t, a in doc.tags for k in a if k.startswith("on")]
     assert "window.__pwned=1</script>" not in page
     text = "".join(doc.text)
-    assert text.count(pagedata.HOSTILE) >= 10  # each one shown, as text
+    assert text.count(pagedata.HOSTILE) >= 30  # each one shown, as text (the summary and its commands too)
     assert '&lt;script&gt;' in page and "javascript:alert(1)" in text
     assert not [a for _, a in doc.tags if any(v and "javascript:" in v for k, v in a.items() if k != "data-skill")]
 
@@ -141,7 +141,7 @@ def test_control_and_bidi_characters_are_shown_not_obeyed() -> None:
 def test_an_empty_brain_and_a_brain_without_a_chain() -> None:
     page = render_page(pagedata.empty())
     assert "No skills yet." in page and "No signing keys" in page and "No chain configured" in page
-    assert "every skill is this brain's own" in page and 'class="plot' not in page
+    assert "Every skill is this brain's own: none was installed" in page and 'class="plot' not in page
     assert 'data-index="0"' in page and "unsigned" in page
     page = render_page(pagedata.brain(chain=False))
     assert "No chain configured" in page and "not anchored" in page and "pending</span>" not in page
@@ -237,7 +237,7 @@ def _set(path: str, value: Any):
 
 _DELETE = object()
 MALFORMED = [
-    ("format", 2, "format 2 is not 1"),
+    ("format", 1, "format 1 is not 2"),
     ("format", True, "format: expected a non-negative integer"),
     ("generated", "2026-11-26 16:00:00", "generated: expected a string"),
     ("generated", "2026-13-40T16:00:00Z", "not a valid ISO 8601 time"),
@@ -288,6 +288,20 @@ MALFORMED = [
     ("skills[1].versions[0].lift.verified.arm", 3, "an old_skill baseline names its version"),
     ("skills[1].versions[0].lift.verified.pairs", 0, "a lift has at least one pair"),
     ("skills[1].versions[0].lift", {"verified": None}, "missing ['self']"),
+    ("skills[0].description", None, "skills[0].description: expected a string"),
+    ("skills[0].category", 3, "skills[0].category"),
+    ("timeline[0].files.added", -1, "timeline[0].files.added"),
+    ("timeline[0].lines", {"added": 1}, "missing ['removed']"),
+    ("timeline[0].message", None, "timeline[0].message"),
+    ("verify[0].command", "", "verify[0].command: expected a non-empty string"),
+    ("verdict.chain_checked", False, "differs from chain.checked"),
+    ("chain.pending", 0, "whose root is anchored"),  # "pending 0" beside pending rows: a contradiction
+    ("chain.anchored", 9_999, "whose root is anchored"),
+    ("chain.seq", 99, "is not the newest anchor's chain sequence"),
+    ("chain.local", "yes", "chain.local"),
+    ("chain.shares.total_supply", 5, "is not the sum of the holders' balances"),
+    ("chain.shares.metadata.head", "blake3-tree-v1:" + "ab" * 32, "the token metadata's head is not the head on"),
+    ("chain.shares.holders[0].balance", -3, "chain.shares.holders[0].balance"),
 ]
 
 
@@ -390,7 +404,7 @@ def test_pages_render_in_chromium_drawn_and_silent(tmp_path: Path) -> None:
     for name, d in (("empty", pagedata.empty()), ("nochain", pagedata.brain(chain=False))):
         v = _open(tmp_path, d, name)
         _drawn(v, d) if d["skills"] else None
-        assert v["verdict"]["word"] == "PASSING" and v["snapshots"] == len(d["timeline"])
+        assert v["verdict"]["word"] == "PASSING — not on any chain" and v["snapshots"] == len(d["timeline"])
 
 
 @pytest.mark.browser
@@ -444,3 +458,44 @@ def test_a_stray_external_reference_fails_loudly(tmp_path: Path) -> None:
     bare.write_text(f"<!DOCTYPE html><html><body>{stray}</body></html>", encoding="utf-8")
     problems = visit(bare).problems()
     assert any(p.startswith("request: https://example.invalid/") for p in problems), problems
+
+
+def test_a_known_public_chain_is_named_and_linked_and_a_local_one_is_said_to_be_local() -> None:
+    from ledger.chain.networks import network
+
+    assert (network(31337).name, network(31337).local, network(31337).explorer) == ("local test chain", True, None)
+    assert network(1337).local and not network(11155111).local and network(424242).explorer is None
+    data = pagedata.brain(skills=3, versions=2)
+    sepolia = network(11155111)
+    data["chain"].update(chain_id=sepolia.chain_id, name=sepolia.name, local=False, explorer=sepolia.explorer)
+    page = render_page(data)
+    registry = data["chain"]["registry"]
+    assert f'href="https://sepolia.etherscan.io/address/{registry}"' in page
+    assert f'href="https://sepolia.etherscan.io/token/{registry}"' in page  # the share token, as a wallet shows it
+    assert 'data-chain="Sepolia (Ethereum test network)"' in page and 'data-local="false"' in page
+    local = render_page(pagedata.brain(skills=3, versions=2))
+    assert "href=" not in local and "a test chain on one machine, not a public network" in local
+
+
+def test_without_the_chain_checked_the_verdict_says_so_first() -> None:
+    data = pagedata.brain(skills=3, versions=2)
+    data["chain"]["checked"] = data["verdict"]["chain_checked"] = False
+    doc = parse(render_page(data))
+    verdict = next(a for _, a in doc.tags if a.get("id") == "verdict")
+    assert verdict["class"] == "verdict ok unchecked" and verdict["data-chain-checked"] == "false"
+    assert "PASSING — chain not checked" in render_page(data)
+    assert "<title>acme-research-agent: PASSING, chain not checked" in render_page(data)
+
+
+def test_a_snapshot_is_anchored_by_its_run_of_the_same_root_and_pending_counts_roots() -> None:
+    from ledger.page.model import covering, pending_roots
+
+    def snap(i: int, root: str, anchored: bool) -> dict[str, Any]:
+        return {"index": i, "root": root, "anchor": {"seq": i} if anchored else None}
+
+    # A (anchored), A (an outcome), B (anchored), A again (a revert: the chain must take A again), A, C
+    tl = [snap(0, "A", True), snap(1, "A", False), snap(2, "B", True), snap(3, "A", False), snap(4, "A", False),
+          snap(5, "C", False)]  # fmt: skip
+    cover = covering(tl)
+    assert [c and c["index"] for c in cover] == [0, 0, 2, None, None, None]
+    assert pending_roots(tl, cover) == 2  # A again and C: what 'ledger commit' would send

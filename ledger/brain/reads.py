@@ -149,14 +149,28 @@ class Reads:
         return out
 
     def _declared_name(self, folder: str, tree: bytes) -> str | None:
+        doc = self._head_doc(folder, tree)
+        return doc.name if doc is not None else None
+
+    def _head_doc(self, folder: str, tree: bytes) -> Any:
+        """The frontmatter of the skill tree's SKILL.md (None when it has none or it does not parse)."""
         files = self.snapshots.files(tree)
         if SKILL_MD not in files:
             return None
         try:
             text = self.snapshots.text(files[SKILL_MD][1], folder)
-            return parse_skill_md(_frontmatter_only(text.encode(), folder), limit=1 << 31).name
+            return parse_skill_md(_frontmatter_only(text.encode(), folder), limit=1 << 31)
         except LedgerError:
             return None
+
+    def described(self, head: Any) -> dict[str, tuple[str, str | None]]:
+        """Each skill of snapshot ``head``: (its SKILL.md description, its Hermes category or None)."""
+        cats = self.categories_of(head)
+        out = {}
+        for folder, tree in head.skills.items():
+            doc = self._head_doc(folder, tree)
+            out[folder] = (doc.description if doc is not None else "", cats.get(folder))
+        return out
 
     def categories_of(self, head: Any) -> dict[str, str]:
         tree = self.snapshots.categories_tree(head)

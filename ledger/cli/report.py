@@ -13,11 +13,14 @@ from ledger.cli.common import main, open_brain
 @main.command()
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The directory to write index.html into (made if missing).")  # fmt: skip
-@click.option("--rpc", metavar="URL", help="Check the chain too: anchors, pending roots, the evidence root on chain.")
+@click.option("--rpc", metavar="URL", help="Check the chain too: anchors, pending roots, the evidence root on chain, "
+              "the shares.  Without it the page says the chain was not checked.")  # fmt: skip
 @click.pass_context
 def report(ctx: click.Context, out: Path, rpc: str | None) -> None:
-    """Write OUTPUT/index.html: the lineage as a timeline, competence per skill version as plots, who
-    signed what, what is anchored and pending, skills from elsewhere.
+    """Write OUTPUT/index.html: first a summary a shareholder can read (what the agent can do, what
+    changed and when, how well it works, the shares, where it is anchored) and the commands to check
+    it yourself; then the audit in detail: the lineage as a timeline, competence per skill version
+    as plots, who signed what, what is anchored and pending, skills from elsewhere.
 
     One static page, no network when viewed.  Everything on it is audited first: a checked
     figure is drawn solid with a tick, a figure the audit could not check is marked 'claimed',

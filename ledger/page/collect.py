@@ -9,16 +9,19 @@ the page draws it as a claim (:mod:`ledger.page.render`).
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, wilson
+from ledger.chain.evidencelog import EvidenceLog
+from ledger.chain.networks import network
 from ledger.chain.receipts import read_receipts
-from ledger.chain.tlog import root_of
+from ledger.chain.shares import read_shares
 from ledger.errors import ChainError, LedgerError
 from ledger.evals.lift import version_json
-from ledger.page.model import LIFT
+from ledger.page.model import FORMAT, LIFT, covering, pending_roots
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
 
@@ -39,7 +42,7 @@ def _tier(t: Any) -> dict[str, Any]:
 
 
 def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
-    """The page document (format 1) for ``brain``; with ``rpc``, the chain checked too."""
+    """The page document (format 2) for ``brain``; with ``rpc``, the chain checked too."""
 
     cfg = brain.config.get("chain") or {}
     kwargs: dict[str, Any] = {}
@@ -72,6 +75,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
 
     timeline, created = _timeline(brain, report, rpc is not None and chain_ok, sig_ok)
     live = brain.evidence.live()
+    described = _described(brain)
     skills = []
     for name in sorted(set(created) | set(per)):
         stats = per.get(name, {})
@@ -85,7 +89,9 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
                              "lift": {t: {k: x[k] for k in LIFT} if (x := lift[t]) else None
                                       for t in lift}})  # fmt: skip
         flagged = brain.evidence.regression(name, live[name], stats) if name in live else None
-        skills.append({"name": name, "live": name in live, "versions": versions,
+        desc, category = described.get(name, ("", None))
+        skills.append({"name": name, "live": name in live, "description": desc, "category": category,
+                       "versions": versions,
                        "regression": {k: flagged[k] for k in ("version", "from", "revert")} if flagged else None})
     signed_count: dict[str, int] = {}
     for snap in timeline:
@@ -98,21 +104,25 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     tiers = [roles.get(who) for e in entries if (who := _signer(e)) is not None]
     verified = sum(1 for r in tiers if r == "verifier")
     head = report.timeline[-1] if report.timeline else None
+    chain = _chain(brain, cfg, report, rpc, chain_ok, timeline)
+    evidence = EvidenceLog(entries)
     return {
-        "format": 1,
+        "format": FORMAT,
         "generated": _iso(time.time()),
         "brain": {"name": brain.root.name or "brain", "genesis": brain.evidence.genesis,
                   "head": {"commit": head["commit"], "root": head["root"], "index": head["index"]}},
-        "verdict": {"ok": ok, "checks": [{"name": n, "status": c.status, "detail": c.summary}
+        "verdict": {"ok": ok, "chain_checked": chain is not None and chain["checked"],
+                    "checks": [{"name": n, "status": c.status, "detail": c.summary}
                                          for n, c in checks.items()]},
         "timeline": timeline,
         "skills": skills,
         "signers": signers,
-        "chain": _chain(brain, cfg, report, rpc, chain_ok),
-        "evidence": {"size": len(entries), "root": "0x" + root_of(entries).hex(), "verified": verified,
+        "chain": chain,
+        "evidence": {"size": evidence.size, "root": "0x" + evidence.root.hex(), "verified": verified,
                      "self": sum(1 for r in tiers if r is not None) - verified, "checked": ok and ev_ok},
         "supply": [{"name": s["skill"], "source": f"{s['type']} {s['source']}", "pin": _pin(s["pin"]),
                     "state": s["state"], "worst": str(s["verdict"])} for s in report.supply],
+        "verify": _verify(brain, cfg, rpc, chain),
     }  # fmt: skip
 
 
@@ -165,37 +175,129 @@ def _timeline(brain: Brain, report: Any, chain_checked: bool,
         elif t["commit"] in receipts:
             r = receipts[t["commit"]]
             anchor = {"seq": int(r["seq"]), "tx": r["tx"], "block": int(r["block"]), "checked": False}
+        files, lines = _release_diff(brain, out[-1] if out else None, t)
         out.append({"index": t["index"], "commit": t["commit"], "time": _iso(t["timestamp"]),
                     "operation": t["operation"], "root": t["root"], "changes": t["changes"],
                     "signer": signer if not bad else None, "role": t["actor"] if signer and not bad else None,
                     "signature": "fail" if bad else "ok" if signer else "unsigned", "anchor": anchor,
-                    "outcomes": max(0, added)})  # fmt: skip
+                    "outcomes": max(0, added), "message": _subject(store, t["commit"]),
+                    "files": files, "lines": lines})  # fmt: skip
     return out, created
 
 
-def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, checked: bool) -> dict[str, Any] | None:
+def _subject(store: Any, commit: str) -> str:
+    """The commit message's subject line, as ``git log --format=%s`` shows it (its first paragraph, one line)."""
+    try:
+        message = store.commit_info(bytes.fromhex(commit))[3]
+    except LedgerError:
+        return ""
+    return " ".join(message.strip().split("\n\n")[0].split())
+
+
+def _release_diff(brain: Brain, parent: dict[str, Any] | None,
+                  t: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:  # fmt: skip
+    """What the snapshot changed under skills/ against the one before it on the mainline: files added,
+    changed and removed, lines added and removed (as ``git diff --stat`` counts them).  A snapshot with
+    its parent's root changed no skill file (an outcome, a key), so its diff is not read."""
+    files, lines = {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
+    if parent is None or parent["root"] == t["root"]:
+        return files, lines
+    try:
+        diff = brain.reads.diff(parent["commit"], t["commit"])
+    except LedgerError:
+        return files, lines
+    for d in diff.files:
+        files["added" if d.status == "added" else "removed" if d.status == "deleted" else "changed"] += 1
+        plus, minus = d.counts()
+        lines["added"] += plus
+        lines["removed"] += minus
+    return files, lines
+
+
+def _described(brain: Brain) -> dict[str, tuple[str, str | None]]:
+    """Each live skill's description and category, from the head snapshot."""
+    try:
+        return brain.reads.described(brain.snapshots.head())
+    except LedgerError:
+        return {}
+
+
+def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, checked: bool,
+           timeline: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+    """The chain part.  Anchored and pending come from one source, the timeline's anchors (the chain's
+    events with ``rpc``, else this copy's receipts), by :func:`ledger.page.model.covering`: anchored
+    counts snapshots, pending counts the roots ``ledger commit`` would send (as ``ledger chain status``)."""
     if not (cfg.get("registry") and cfg.get("agent_id")):
         return None
-    anchored = sum(1 for t in report.timeline if t.get("chain")) if rpc else 0
-    if rpc is None:
-        anchored = len(read_receipts(brain.store))
-    evidence = None
-    head = None
+    agent = int(cfg["agent_id"], 16)
+    cover = covering(timeline)
+    anchored = sum(1 for c in cover if c is not None)
+    seq = max((t["anchor"]["seq"] for t in timeline if t["anchor"] is not None), default=0)
+    evidence = head = shares = None
     if rpc is not None:
         from ledger.chain.registry import Registry
 
         reg = Registry(rpc, cfg["registry"])
-        raw = reg.head(int(cfg["agent_id"], 16))
+        raw = reg.head(agent)
         head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
-        if hasattr(reg, "evidence"):
-            size, root = reg.evidence(int(cfg["agent_id"], 16))
-            evidence = {"size": size, "root": "0x" + root.hex()} if size else None
+        size, root = reg.evidence(agent)
+        evidence = {"size": size, "root": "0x" + root.hex()} if size else None
+        shares = _shares(reg, cfg, agent, checked, head)
+    else:  # the newest receipt's root: what this copy says the chain holds, a claim until checked
+        newest = max((t for t in timeline if t["anchor"] is not None), key=lambda t: t["anchor"]["seq"], default=None)
+        head = newest["root"] if newest else None
     detail = "; ".join(f"{n}: {c.summary}" for n, c in report.checks.items() if n.startswith("chain.")) \
-        if rpc else "not checked: no --rpc given; anchors shown are this copy's receipts, claims until checked"
-    pending = len(report.pending)
-    if rpc is None:
-        roots = sum(1 for i, t in enumerate(report.timeline) if i == 0 or t["root"] != report.timeline[i - 1]["root"])
-        pending = max(0, roots - anchored)
-    return {"chain_id": int(cfg.get("chain_id") or 0), "registry": cfg["registry"],
-            "agent": f"0x{int(cfg['agent_id'], 16):064x}", "checked": checked, "detail": detail,
-            "anchored": anchored, "pending": pending, "head": head, "evidence": evidence}  # fmt: skip
+        if rpc else "not checked: no --rpc given; the anchors shown are this copy's receipts, claims until checked"
+    net = network(int(cfg.get("chain_id") or 0))
+    return {"chain_id": net.chain_id, "name": net.name, "local": net.local, "explorer": net.explorer,
+            "registry": cfg["registry"], "agent": f"0x{agent:064x}", "checked": checked, "detail": detail,
+            "anchored": anchored, "pending": pending_roots(timeline, cover), "seq": seq, "head": head,
+            "evidence": evidence, "shares": shares}  # fmt: skip
+
+
+def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any]:
+    """The share token as the chain holds it (ledger.chain.shares).  Checked: the audit checked the chain
+    and the token metadata names the head on chain (the page's head, unless newer snapshots are pending)."""
+    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0))).to_json()
+    found["checked"] = bool(checked and found["metadata"]["head"] == head)
+    return found
+
+
+def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The "check this yourself" block: commands that re-derive the page's main figures, run in a clone
+    of the brain (``git clone`` of its remote, or a copy of the folder)."""
+    q = shlex.quote
+    out = [
+        {"what": "the whole audit behind this page: every snapshot re-hashed, every signature and outcome checked",
+         "command": "ledger audit ." + (f" --rpc {q(rpc)} --registry {chain['registry']} --agent {chain['agent']}"
+                                         if rpc and chain else "")},
+        {"what": "the head root: the skills folder hashed from scratch (equals the page's head root)",
+         "command": "ledger hash ."},
+        {"what": "the head commit and its signature, with plain git (the keys exported first)",
+         "command": 'd=$(mktemp -d) && ledger keys export --allowed-signers -o "$d/allowed_signers" && git -c '
+                    'gpg.format=ssh -c gpg.ssh.allowedSignersFile="$d/allowed_signers" verify-commit HEAD'},
+        {"what": "the skills as files, signed in the OpenSSF model-signing format, checked with the stock tool",
+         "command": 'd=$(mktemp -d) && ledger export "$d/out" && ledger attest --format oms -o "$d/skills.sig" && '
+                    'ledger keys export --public user > "$d/user.pem" && model_signing verify key "$d/out" '
+                    '--signature "$d/skills.sig" --public_key "$d/user.pem"'},
+    ]  # fmt: skip
+    if chain is not None:
+        url = q(rpc or str(cfg.get("rpc") or "$RPC"))
+        reg, agent = chain["registry"], chain["agent"]
+        out += [
+            {"what": "the head on chain and the chain sequence (compare with the page's head root)",
+             "command": f"cast call {reg} 'headOf(uint256)(bytes32)' {agent} --rpc-url {url} && "
+                        f"cast call {reg} 'sequenceOf(uint256)(uint64)' {agent} --rpc-url {url}"},
+            {"what": "the evidence log's size and root on chain",
+             "command": f"cast call {reg} 'evidenceOf(uint256)(uint64,bytes32)' {agent} --rpc-url {url}"},
+            {"what": "the shares: token, supply, owner balance and holders",
+             "command": "ledger chain status --json"},
+            {"what": "the owner's balance of shares, with plain cast",
+             "command": f"cast call {reg} 'balanceOf(address,uint256)(uint256)' "
+                        f"$(cast call {reg} 'ownerOf(uint256)(address)' {agent} --rpc-url {url}) {agent} "
+                        f"--rpc-url {url}"},
+            {"what": "the token metadata a wallet shows (its head is the on-chain head)",
+             "command": f"cast call {reg} 'uri(uint256)(string)' {agent} --rpc-url {url} | "
+                        "cut -d, -f2 | tr -d '\"' | base64 -d"},
+        ]  # fmt: skip
+    return out

@@ -4,22 +4,22 @@ The page is read by people who will not re-derive its numbers, so a malformed or
 self-contradictory input is refused (:class:`~ledger.errors.PageDataError`) rather than
 drawn: a wrong type anywhere, an unknown or missing key, a rate that is not
 ``successes / n``, an interval that does not contain its rate, versions out of order.
-The shape is the contract with the collector (docs/_draft_report.md, "Input").
+The shape is the contract with the collector (docs/report.md, "Input").
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ledger.errors import PageDataError
 
-__all__ = ["FORMAT", "validate"]
+__all__ = ["FORMAT", "covering", "pending_roots", "validate"]
 
-FORMAT = 1
+FORMAT = 2
 
 HEX40 = re.compile(r"[0-9a-f]{40}")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
@@ -35,34 +35,43 @@ LIFT = {"delta": "diff", "interval": ("pair", "diff"), "pairs": "int", "with_rat
         "stale": "bool", "regressed": ("list", "str")}  # fmt: skip
 VERSION = {"version": "int", "created": TIME, "commit": HEX40, "verified": TIER, "self": TIER,
            "lift": {"verified": ("opt", LIFT), "self": ("opt", LIFT)}}  # fmt: skip
-SKILL = {"name": "name", "live": "bool", "versions": ("list", VERSION),
+SKILL = {"name": "name", "live": "bool", "description": "str", "category": ("opt", "str"),
+         "versions": ("list", VERSION),
          "regression": ("opt", {"version": "int", "from": "int", "revert": "name"})}  # fmt: skip
 ANCHOR = {"seq": "int", "tx": WORD, "block": "int", "checked": "bool"}
 CHANGE = {"skill": "name", "action": ("enum", ("create", "update", "delete")), "version": "int"}
 SNAPSHOT = {"index": "int", "commit": HEX40, "time": TIME, "operation": "name", "root": ROOT,
             "changes": ("list", CHANGE), "signer": ("opt", ADDRESS), "role": ("opt", "str"),
             "signature": ("enum", ("ok", "fail", "unsigned")), "anchor": ("opt", ANCHOR),
-            "outcomes": "int"}  # fmt: skip
+            "outcomes": "int", "message": "str", "files": {"added": "int", "changed": "int", "removed": "int"},
+            "lines": {"added": "int", "removed": "int"}}  # fmt: skip
 SIGNER = {"address": ADDRESS, "role": "str", "state": ("enum", ("active", "revoked")), "snapshots": "int",
           "outcomes": "int", "checked": "bool"}  # fmt: skip
 LOGROOT = {"size": "int", "root": WORD}
-CHAIN = {"chain_id": "int", "registry": ADDRESS, "agent": WORD, "checked": "bool", "detail": "str",
-         "anchored": "int", "pending": "int", "head": ("opt", ROOT), "evidence": ("opt", LOGROOT)}  # fmt: skip
+HOLDER = {"address": ADDRESS, "balance": "int"}
+SHARES = {"token": ADDRESS, "id": WORD, "total_supply": "int", "owner": ADDRESS, "owner_balance": "int",
+          "holders": ("list", HOLDER), "checked": "bool",
+          "metadata": {"uri": "str", "head": ("opt", ROOT), "sequence": "int", "evidence": ("opt", LOGROOT),
+                       "location": ("opt", "str")}}  # fmt: skip
+CHAIN = {"chain_id": "int", "name": "name", "local": "bool", "explorer": ("opt", "str"), "registry": ADDRESS,
+         "agent": WORD, "checked": "bool", "detail": "str", "anchored": "int", "pending": "int", "seq": "int",
+         "head": ("opt", ROOT), "evidence": ("opt", LOGROOT), "shares": ("opt", SHARES)}  # fmt: skip
 CHECK = {"name": "name", "status": ("enum", ("OK", "FAIL", "SKIP", "WARN")), "detail": "str"}
 PAGE = {
     "format": "int",
     "generated": TIME,
     "brain": {"name": "name", "genesis": HEX40, "head": {"commit": HEX40, "root": ROOT, "index": "int"}},
-    "verdict": {"ok": "bool", "checks": ("list", CHECK)},
+    "verdict": {"ok": "bool", "chain_checked": "bool", "checks": ("list", CHECK)},
     "timeline": ("list", SNAPSHOT),
     "skills": ("list", SKILL),
     "signers": ("list", SIGNER),
     "chain": ("opt", CHAIN),
     "evidence": {"size": "int", "root": WORD, "verified": "int", "self": "int", "checked": "bool"},
     "supply": ("list", {"name": "name", "source": "str", "pin": "str", "state": "str", "worst": "str"}),
+    "verify": ("list", {"what": "name", "command": "name"}),
 }
 
-_HINT = "the page draws only what the collector produced: fix the collector (docs/_draft_report.md, 'Input')"
+_HINT = "the page draws only what the collector produced: fix the collector (docs/report.md, 'Input')"
 
 
 def _refuse(path: str, what: str) -> None:
@@ -158,7 +167,7 @@ def _increasing(values: list[int], path: str, what: str) -> None:
 
 
 def validate(data: Any) -> None:
-    """Refuse ``data`` unless it is a well-formed, self-consistent page document (format 1)."""
+    """Refuse ``data`` unless it is a well-formed, self-consistent page document (format 2)."""
     _check(data, PAGE, "")
     if data["format"] != FORMAT:
         _refuse("format", f"format {data['format']} is not {FORMAT}; this renderer draws format {FORMAT} only")
@@ -197,6 +206,55 @@ def validate(data: Any) -> None:
             _refuse(f"{path}.regression", f"v{reg['version']} from v{reg['from']}: not among the versions {versions}")
         if reg is not None and reg["from"] >= reg["version"]:
             _refuse(f"{path}.regression", f"v{reg['version']} cannot regress from a later or the same v{reg['from']}")
+    _consistent(data)
     addresses = [s["address"].lower() for s in data["signers"]]
     if len(set(addresses)) != len(addresses):
         _refuse("signers", "an address appears twice")
+
+
+def covering(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
+    """Each snapshot's anchoring snapshot, or None while it is pending.  The chain holds a sequence of
+    roots, one per run of consecutive snapshots with the same root (an outcome or a key change keeps
+    the root), as ``ledger commit`` sends them: a snapshot is anchored when a snapshot of its run has
+    an anchor (the receipt sits on one of them, usually the first)."""
+    out: list[Mapping[str, Any] | None] = []
+    i = 0
+    while i < len(timeline):
+        j = i
+        while j + 1 < len(timeline) and timeline[j + 1]["root"] == timeline[i]["root"]:
+            j += 1
+        anchor = next((s for s in timeline[i : j + 1] if s["anchor"] is not None), None)
+        out += [anchor] * (j + 1 - i)
+        i = j + 1
+    return out
+
+
+def pending_roots(timeline: Sequence[Mapping[str, Any]], cover: Sequence[Mapping[str, Any] | None]) -> int:
+    """How many roots ``ledger commit`` would send: the runs of consecutive same-root snapshots not anchored."""
+    return sum(1 for i, c in enumerate(cover) if c is None and (i == 0 or timeline[i]["root"] != timeline[i - 1]["root"]
+                                                                or cover[i - 1] is not None))
+
+
+def _consistent(data: Mapping[str, Any]) -> None:
+    """The figures that could contradict each other, checked against their one source."""
+    chain, tl = data["chain"], data["timeline"]
+    if chain is None:
+        if data["verdict"]["chain_checked"]:
+            _refuse("verdict.chain_checked", "true, yet there is no chain")
+        return
+    if data["verdict"]["chain_checked"] != chain["checked"]:
+        _refuse("verdict.chain_checked", "differs from chain.checked: the verdict and the chain part disagree")
+    cover = covering(tl)
+    anchored, pending = sum(1 for c in cover if c is not None), pending_roots(tl, cover)
+    if (chain["anchored"], chain["pending"]) != (anchored, pending):
+        _refuse("chain.anchored", f"anchored {chain['anchored']}, pending {chain['pending']}, but the lineage has "
+                f"{anchored} snapshot(s) whose root is anchored and {pending} root(s) not yet on chain")
+    seqs = [s["anchor"]["seq"] for s in tl if s["anchor"] is not None]
+    if chain["seq"] != max(seqs, default=0):
+        _refuse("chain.seq", f"{chain['seq']} is not the newest anchor's chain sequence {max(seqs, default=0)}")
+    shares = chain["shares"]
+    if shares is not None:
+        if shares["total_supply"] != sum(h["balance"] for h in shares["holders"]):
+            _refuse("chain.shares.total_supply", "is not the sum of the holders' balances")
+        if shares["checked"] and shares["metadata"]["head"] != chain["head"]:
+            _refuse("chain.shares.checked", "true, yet the token metadata's head is not the head on chain")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.page import svg
-from ledger.page.model import validate
+from ledger.page.model import covering, validate
 from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
@@ -64,24 +64,37 @@ def _verdict(data: Mapping[str, Any]) -> str:
     v = data["verdict"]
     failed = [c for c in v["checks"] if c["status"] == "FAIL"]
     order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
-    checks = "".join(
-        f'<li data-check="{hook(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
-        f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
-        for c in sorted(v["checks"], key=lambda c: order[c["status"]])
-    )
     if v["ok"]:
         tally = ", ".join(f"{n} {k}" for k in order if (n := sum(c["status"] == k for c in v["checks"])))
         word, why = "PASSING", f"The audit re-derived this brain and no check failed ({tally or 'no checks'})."
+        if not v["chain_checked"] and data["chain"] is None:
+            word = "PASSING — not on any chain"
+            why = "Nothing to check on a chain: this brain is not registered on one. " + why
+        elif not v["chain_checked"]:
+            word = "PASSING — chain not checked"
+            why = ("The chain was not checked: the page was made without a chain endpoint (ledger report --rpc URL "
+                   "checks it), so what it says about the chain is this copy's claim. " + why)  # fmt: skip
     else:
         names = ", ".join(_e(c["name"]) for c in failed) or "the audit"
         why = (f"The audit failed ({names}). Every figure on this page is what the brain <b>claims</b>; "
                "none of it is checked.")  # fmt: skip
         word = "FAILING"
-    cls = "ok" if v["ok"] else "fail"
+    cls = ("ok" if v["chain_checked"] else "ok unchecked") if v["ok"] else "fail"
     return (
-        f'<div id="verdict" class="verdict {cls}" role="status"><span class="word">{word}</span>'
-        f'<span class="why">{why}</span><ul class="checks">{checks}</ul></div>'
+        f'<div id="verdict" class="verdict {cls}" role="status" data-chain-checked="{_yes(v["chain_checked"])}">'
+        f'<span class="word">{word}</span><span class="why">{why}</span></div>'
     )
+
+
+def _checks(data: Mapping[str, Any]) -> str:
+    """Every audit check with its status and detail, failed checks first (the verdict's grounds)."""
+    order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
+    checks = "".join(
+        f'<li data-check="{hook(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
+        f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
+        for c in sorted(data["verdict"]["checks"], key=lambda c: order[c["status"]])
+    )
+    return f'<section id="checks"><h2>Every check of the audit</h2><ul class="checks">{checks}</ul></section>'
 
 
 def _legend() -> str:
@@ -101,7 +114,7 @@ def _legend() -> str:
 
 
 def _cards(data: Mapping[str, Any], trusted: bool) -> str:
-    skills, ev, chain = data["skills"], data["evidence"], data["chain"]
+    skills, ev = data["skills"], data["evidence"]
     evc = trusted and ev["checked"]
     cards = [
         (
@@ -114,11 +127,6 @@ def _cards(data: Mapping[str, Any], trusted: bool) -> str:
         ("self-reported outcomes", fig(f"{ev['self']:,}", evc)),
         ("regressions", fig(f"{sum(s['regression'] is not None for s in skills):,}", evc)),
     ]
-    if chain is not None:
-        cc = trusted and chain["checked"]
-        cards += [("anchored", fig(f"{chain['anchored']:,}", cc)), ("pending", fig(f"{chain['pending']:,}", cc))]
-    else:
-        cards.append(("on chain", "<span class='none'>no chain</span>"))
     return (
         '<div class="cards">'
         + "".join(f'<div class="card"><div class="k">{k}</div><div class="v">{v}</div></div>' for k, v in cards)
@@ -200,7 +208,8 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
     )
 
 
-def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False) -> str:
+def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False,
+              first: Mapping[int, Mapping[str, Any] | None] | None = None) -> str:
     """One lineage row; ``compact`` (the older rows) leaves out the full hashes, kept in the newest rows."""
     changes = s["changes"]
     shown = ", ".join(f"<b>{_e(c['skill'])}</b> {c['action']} v{c['version']}" for c in changes[:6])
@@ -214,30 +223,36 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     else:
         sig = '<span class="none">unsigned</span>'
     role = f"<div class='sub'>{_e(s['role'])}</div>" if s["role"] else ""
+    msg = "" if compact else f'<div class="msg">{_e(s["message"])}</div>'
     a = s["anchor"]
+    same = (first or {}).get(s["index"])
     if a is not None:
         tx = "" if compact else " " + _short(a["tx"], 8)
-        anchor = fig(f"⚓ #{a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
+        anchor = fig(f"⚓ chain sequence {a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
+    elif same is not None:  # an outcome or a key change: the root is the one anchored with that snapshot
+        anchor = fig(f"⚓ same root as #{same['index']}", trusted and same["anchor"]["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
     ids = "" if compact else f'<td class="ids">{_short(s["root"])}<br>{_short(s["commit"], 8)}</td>'
     return (f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
-            f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">{shown}</td>'
+            f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">'
+            f'{msg}{shown}</td>'
             f'<td>{sig}{role}</td><td>{anchor}</td><td>{s["outcomes"]:,}</td>{ids}</tr>')  # fmt: skip
 
 
 def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
     tl, chain = data["timeline"], data["chain"] is not None
+    first = _anchors(tl)
     if not tl:
         return '<section id="timeline"><h2>Lineage</h2><p class="none">No snapshots.</p></section>'
     newest = list(reversed(tl[-NEWEST:]))
     older = list(reversed(tl[:-NEWEST])) if len(tl) > NEWEST else []
     head = "<tr><th>#</th><th>snapshot</th><th>changes</th><th>signed by</th><th>anchored</th><th>outcomes</th>"
-    rows = "".join(_snapshot(s, chain, trusted) for s in newest)
+    rows = "".join(_snapshot(s, chain, trusted, first=first) for s in newest)
     more = (
         (
             f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
-            f'<table class="tl">{head}</tr>{"".join(_snapshot(s, chain, trusted, True) for s in older)}</table>'
+            f'<table class="tl">{head}</tr>{"".join(_snapshot(s, chain, trusted, True, first) for s in older)}</table>'
             "</details>"
         )
         if older
@@ -247,7 +262,7 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
         f'<span><i class="sw s-{k}"></i>{t}</span>'
         for k, t in (
             ("ok", "signed and anchored"),
-            ("pending", "not yet anchored"),
+            ("pending", "not yet anchored (its root is not on chain)"),
             ("unsigned", "unsigned"),
             ("bad", "a signature fails"),
             ("claimed", "claimed, not checked"),
@@ -281,10 +296,12 @@ def _signers(data: Mapping[str, Any], trusted: bool) -> str:
 
 
 def _chain(data: Mapping[str, Any], trusted: bool) -> str:
+    """The chain in detail: registry, agent, the head and the evidence log on chain against this copy's.
+    Anchored and pending counts are in the summary's "where anchored" only (one place, one source)."""
     c, ev, head = data["chain"], data["evidence"], data["brain"]["head"]["root"]
     evc = trusted and ev["checked"]
     local = (
-        f"<dt>evidence log</dt><dd>{fig(_count(ev['size'], 'records'), evc)} · root "
+        f"<dt>evidence log here</dt><dd>{fig(_count(ev['size'], 'records'), evc)} · root "
         f"{fig(_short(ev['root'], 16), evc)} · {fig(_count(ev['verified'], 'verified'), evc)} · "
         f"{fig(_count(ev['self'], 'self-reported'), evc)}</dd>"
     )
@@ -299,27 +316,269 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
     else:
         same = " (the local head)" if c["head"] == head else " <span class='sub'>(behind the local head)</span>"
         at = fig(_short(c["head"], 16), cc) + same
-    if c["evidence"] is None:
+        if not c["checked"]:
+            at += " <span class='sub'>(from this copy's receipts: the chain was not read)</span>"
+    if not c["checked"] and data["verdict"]["chain_checked"] is False and c["evidence"] is None:
+        evon = '<span class="none">not read: the chain was not checked</span>'
+    elif c["evidence"] is None:
         evon = '<span class="none">no evidence root on chain yet</span>'
     else:
         o = c["evidence"]
-        match = "" if o["root"].lower() == ev["root"].lower() and o["size"] == ev["size"] else \
-            f' <span class="sub">(local log: {ev["size"]:,} records)</span>'  # fmt: skip
-        evon = fig(f"{o['size']:,} records, root {_short(o['root'], 16)}", cc) + match
+        if o["root"].lower() == ev["root"].lower() and o["size"] == ev["size"]:
+            evon = fig(f"{o['size']:,} records", cc) + " (the same log as here, the same root)"
+        else:
+            evon = fig(f"{o['size']:,} records, root {_short(o['root'], 16)}", cc) + (
+                f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>')
     return (
-        f'<section id="chain"><h2>On chain</h2><dl class="kv"><dt>chain</dt><dd>{c["chain_id"]}</dd>'
-        f"<dt>registry</dt><dd><code>{_e(c['registry'])}</code></dd><dt>agent</dt><dd><code>{_e(c['agent'])}"
-        f"</code></dd><dt>anchored</dt><dd>{fig(_count(c['anchored'], 'snapshots'), cc)}</dd><dt>pending</dt>"
-        f"<dd>{fig(_count(c['pending'], 'snapshots'), cc)}</dd><dt>head on chain</dt><dd>{at}</dd>"
-        f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}<dt>check</dt><dd>{_e(c['detail'])}</dd></dl></section>"
+        f'<section id="chain"><h2>On chain</h2><dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
+        f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
+        f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>{_e(c['agent'])}"
+        f"</code></dd><dt>head on chain</dt><dd>{at}</dd>"
+        f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl></section>"
+    )
+
+
+def _link(c: Mapping[str, Any], kind: str, value: str, text: str | None = None) -> str:
+    """``value`` as code, linked to the chain's explorer when the chain is a known public one."""
+    shown = f"<code>{_e(text or value)}</code>"
+    if not c["explorer"]:
+        return shown
+    return f'<a href="{_e(c["explorer"])}/{kind}/{_e(value)}" rel="noopener noreferrer">{shown}</a>'
+
+
+def _yes(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _anchors(tl: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any] | None]:
+    """Each snapshot's (by index) anchoring snapshot, or None while pending (:func:`ledger.page.model.covering`)."""
+    return {s["index"]: c for s, c in zip(tl, covering(tl), strict=True)}
+
+
+SUMMARY_SKILLS = 40  # skill descriptions shown open in the summary; the rest in a <details>
+SUMMARY_CHANGES = 8  # release notes shown open
+
+
+def _can_do(data: Mapping[str, Any]) -> str:
+    live = [s for s in data["skills"] if s["live"]]
+    if not live:
+        return ('<div id="can-do" class="box" data-skills="0"><h3>What it can do</h3><p class="none">No skills yet.'
+                "</p></div>")
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for sk in live:
+        groups.setdefault(sk["category"] or "", []).append(sk)
+    order = sorted(groups, key=lambda g: (g == "", g))
+
+    def item(sk: Mapping[str, Any]) -> str:
+        desc = _e(sk["description"]) if sk["description"] else '<span class="none">no description</span>'
+        return f'<li data-can="{hook(sk["name"])}"><b>{_e(sk["name"])}</b>: {desc}</li>'
+
+    per = max(3, SUMMARY_SKILLS // len(order))  # every category shown, each with its first few skills open
+    html = []
+    for g in order:
+        title = _e(g) if g else ("Skills" if len(order) == 1 else "Other skills")
+        items = [item(sk) for sk in groups[g]]
+        more = (f'<details class="more sum"><summary>and {len(items) - per:,} more</summary><ul>'
+                f'{"".join(items[per:])}</ul></details>') if len(items) > per else ""  # fmt: skip
+        html.append(f'<h4 data-category="{hook(g)}">{title} <span class="sub">({len(items):,})</span></h4>'
+                    f"<ul>{''.join(items[:per])}</ul>{more}")  # fmt: skip
+    return (f'<div id="can-do" class="box" data-skills="{len(live)}" data-categories="{len(order)}">'
+            f'<h3>What it can do <span class="sub">({len(live):,} skills)</span></h3>{"".join(html)}</div>')
+
+
+def _note(s: Mapping[str, Any]) -> str:
+    f, n = s["files"], s["lines"]
+    if s["root"] and not any(f.values()):
+        return f"{s['outcomes']:,} outcome(s) recorded; no skill changed" if s["outcomes"] else "no skill changed"
+    parts = [f"{f[k]:,} file(s) {k}" for k in ("added", "changed", "removed") if f[k]]
+    return ", ".join(parts) + f"; +{n['added']:,} −{n['removed']:,} lines"
+
+
+def _changes(data: Mapping[str, Any]) -> str:
+    tl = data["timeline"]
+    notes = [x for x in reversed(tl) if any(x["files"].values()) or x["changes"]]
+    if not notes:
+        return ('<div id="changes" class="box" data-releases="0"><h3>What changed, and when</h3>'
+                '<p class="none">No skill has changed yet.</p></div>')
+
+    def row(x: Mapping[str, Any]) -> str:
+        return (f'<li data-release="{x["index"]}"><span class="when">{_e(x["time"][:10])}</span> '
+                f'<b>#{x["index"]}</b> <span class="msg">{_e(x["message"]) or _e(x["operation"])}</span>'
+                f'<div class="sub">{_e(_note(x))}</div></li>')  # fmt: skip
+
+    last = notes[0]
+    rest = len(notes) - SUMMARY_CHANGES
+    more = f'<p class="sub">and {rest:,} earlier, in the lineage below</p>' if rest > 0 else ""
+    return (f'<div id="changes" class="box" data-releases="{len(notes)}" data-last-index="{last["index"]}" '
+            f'data-last-time="{_e(last["time"])}" data-last-message="{hook(last["message"])}">'
+            f'<h3>What changed, and when <span class="sub">(newest first; each snapshot\'s commit message and its '
+            f'diff under skills/)</span></h3><ol>{"".join(row(x) for x in notes[:SUMMARY_CHANGES])}</ol>{more}</div>')
+
+
+def _sum_tier(data: Mapping[str, Any], tier: str) -> tuple[int, int]:
+    """Successes and outcomes of the tier over each live skill's latest version (the versions in use)."""
+    ok = n = 0
+    for sk in data["skills"]:
+        if sk["live"] and sk["versions"]:
+            t = sk["versions"][-1][tier]
+            ok, n = ok + t["successes"], n + t["successes"] + t["failures"]
+    return ok, n
+
+
+def _how_well(data: Mapping[str, Any], checked: bool) -> str:
+    lifts = []
+    for sk in data["skills"]:
+        if sk["live"] and sk["versions"]:
+            v = sk["versions"][-1]
+            for tier in ("verified", "self"):
+                if v["lift"][tier]:
+                    lifts.append((sk, v, tier, v["lift"][tier]))
+                    break
+    vok, vn = _sum_tier(data, "verified")
+    sok, sn = _sum_tier(data, "self")
+
+    def rate(ok: int, n: int) -> str:
+        return f"{ok / n * 100:.0f}%"
+
+    lines = []
+    if lifts:
+        better = sum(1 for *_, x in lifts if x["interval"][0] > 0)
+        worse = sum(1 for *_, x in lifts if x["interval"][1] < 0)
+        lines.append(f'<p class="lead">Measured by paired evaluations (each task run with the skill and without '
+                     f"it): {better:,} of {len(lifts):,} evaluated skills clearly help, {worse:,} clearly hurt, "
+                     "the rest are not yet distinguishable.</p>")  # fmt: skip
+        items = []
+        for sk, v, tier, x in lifts[:SUMMARY_SKILLS]:
+            lo, hi = x["interval"]
+            word = "helps" if lo > 0 else "hurts" if hi < 0 else "unclear"
+            base = "without the skill" if x["baseline"] == "without_skill" else f"with v{x['arm']}"
+            items.append(f'<li data-lift-summary="{hook(sk["name"])}" data-effect="{word}"><b>{_e(sk["name"])}</b> '
+                         f"v{v['version']}: " + fig(f"{_pts(x['delta'])} points", checked) +
+                         f" ({x['with_rate'] * 100:.0f}% of tasks pass with it, {x['baseline_rate'] * 100:.0f}% "
+                         f"{base}; 95% interval {_pts(lo)} to {_pts(hi)}; {x['pairs']:,} pairs; "
+                         f"{'judged by an independent verifier' if tier == 'verified' else 'self-reported'}): "
+                         f"<b>{word}</b></li>")  # fmt: skip
+        lines.append(f"<ul>{''.join(items)}</ul>")
+    verified = (fig(f"{rate(vok, vn)} success", checked) + f" over {vn:,} outcome(s) judged by an independent "
+                "verifier key") if vn else '<span class="none">no outcome judged by an independent verifier yet</span>'
+    own = (fig(f"{rate(sok, sn)} success", checked) + f" over {sn:,} outcome(s) the agent reported itself (not "
+           "independently judged)") if sn else '<span class="none">no self-reported outcome</span>'
+    lines.append(f'<dl class="kv"><dt>verified</dt><dd>{verified}</dd><dt>self-reported</dt><dd>{own}</dd></dl>'
+                 '<p class="sub">Latest version of each skill in use; the two kinds are never added together.</p>')
+    return (f'<div id="how-well" class="box" data-measure="{"lift" if lifts else "rates"}" data-lifts="{len(lifts)}" '
+            f'data-verified-n="{vn}" data-verified-ok="{vok}" data-self-n="{sn}" data-self-ok="{sok}">'
+            f'<h3>How well it works</h3>{"".join(lines)}</div>')
+
+
+def _shares(data: Mapping[str, Any], trusted: bool) -> str:
+    c = data["chain"]
+    head = data["brain"]["head"]["root"]
+    if c is None:
+        return ('<div id="shares" class="box" data-shares="none"><h3>The shares</h3><p class="none">No share token: '
+                "this brain is not registered on a chain.</p></div>")
+    sh = c["shares"]
+    if sh is None:
+        why = ("not read: the chain was not checked (ledger report --rpc URL reads them)" if not c["checked"]
+               else "this version of the ledger does not read the share token")  # fmt: skip
+        return (f'<div id="shares" class="box" data-shares="unread"><h3>The shares</h3><p class="none">{why}.</p>'
+                f"<p class='sub'>Token contract {_link(c, 'address', c['registry'])}, token id "
+                f"<code>{_e(c['agent'])}</code>.</p></div>")
+    ok = trusted and sh["checked"]
+    meta = sh["metadata"]
+    if meta["head"] == head:
+        match = fig("the token's metadata names this page's head", ok)
+    elif meta["head"] is not None and meta["head"] == c["head"]:
+        match = fig("the token's metadata names the head on chain", ok) + (
+            f" <span class='sub'>(this page's head is newer: {c['pending']:,} snapshot(s) pending)</span>")
+    else:
+        match = '<span class="bad">✗ the token\'s metadata names a different head</span> ' + (
+            f"<code>{_e(meta['head'] or 'none')}</code>")
+    holders = "".join(
+        f'<li data-holder="{hook(h["address"])}" data-balance="{h["balance"]}">{_link(c, "address", h["address"])} '
+        f"{fig(_count(h['balance'], 'shares'), ok)}"
+        + (f" ({h['balance'] / sh['total_supply'] * 100:.1f}%)" if sh["total_supply"] else "")
+        + (" <span class='tag active'>owner</span>" if h["address"].lower() == sh["owner"].lower() else "")
+        + "</li>"
+        for h in sh["holders"][:20]
+    )
+    more = f"<li class='sub'>and {len(sh['holders']) - 20:,} more</li>" if len(sh["holders"]) > 20 else ""
+    loc = f"<dt>published at</dt><dd><code>{_e(meta['location'])}</code></dd>" if meta["location"] else ""
+    return (
+        f'<div id="shares" class="box" data-shares="read" data-supply="{sh["total_supply"]}" '
+        f'data-owner="{_e(sh["owner"])}" data-owner-balance="{sh["owner_balance"]}" '
+        f'data-holders="{len(sh["holders"])}" data-head-match="{_yes(meta["head"] == head)}" '
+        f'data-metadata-head="{_e(meta["head"] or "")}" '
+        f'data-checked="{_yes(ok)}"><h3>The shares</h3>'
+        f'<dl class="kv"><dt>total supply</dt><dd>{fig(_count(sh["total_supply"], "shares"), ok)}</dd>'
+        f"<dt>owner</dt><dd>{_link(c, 'address', sh['owner'])} holds "
+        f"{fig(_count(sh['owner_balance'], 'shares'), ok)}</dd>"
+        f"<dt>holders</dt><dd><ul class='holders'>{holders}{more}</ul></dd>"
+        f"<dt>token</dt><dd>ERC-1155 contract {_link(c, 'token', sh['token'])}, id <code>{_e(sh['id'])}</code></dd>"
+        f"<dt>metadata</dt><dd>{match}</dd>{loc}</dl>"
+        "<p class='sub'>A share is a claim on this lineage: the head root names exactly which skills, the "
+        "evidence root which outcomes. It is not a claim on money, the agent's keys or control of the brain.</p>"
+        "</div>"
+    )
+
+
+def _anchored(data: Mapping[str, Any], trusted: bool) -> str:
+    c, tl = data["chain"], data["timeline"]
+    if c is None:
+        return ('<div id="anchored" class="box" data-chain="none"><h3>Where it is anchored</h3><p class="none">'
+                "Nowhere: no chain is configured, every figure on this page is local.</p></div>")
+    cc = trusted and c["checked"]
+    local = " <span class='tag del'>a test chain on one machine, not a public network</span>" if c["local"] else ""
+    last = next((s for s in reversed(tl) if s["anchor"] is not None), None)
+    tx = f" in transaction {_link(c, 'tx', last['anchor']['tx'], last['anchor']['tx'][:12] + '…')}" if last else ""
+    note = "" if c["checked"] else " <span class='sub'>(from this copy's receipts; the chain was not checked)</span>"
+    anchored = fig(f"{c['anchored']:,} of {len(tl):,}", cc)
+    waiting = sum(1 for x in covering(tl) if x is None)
+    pending = fig(_count(c["pending"], "root(s) not yet on chain"), cc) + (
+        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger commit' anchors them)</span>" if waiting else "")
+    seq = fig(f"{c['seq']:,}", cc)
+    newest = f", the newest{tx}" if tx else ""
+    return (
+        f'<div id="anchored" class="box" data-chain="{_e(c["name"])}" data-chain-id="{c["chain_id"]}" '
+        f'data-local="{_yes(c["local"])}" data-anchored="{c["anchored"]}" data-pending="{c["pending"]}" '
+        f'data-pending-snapshots="{waiting}" '
+        f'data-seq="{c["seq"]}" data-checked="{_yes(cc)}"><h3>Where it is anchored</h3>'
+        f'<dl class="kv"><dt>chain</dt><dd><b>{_e(c["name"])}</b> <span class="sub">(chain id {c["chain_id"]})</span>'
+        f"{local}</dd><dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd>"
+        f"<dt>snapshots anchored</dt><dd>{anchored}{note}</dd><dt>pending</dt><dd>{pending}</dd>"
+        f"<dt>chain sequence</dt><dd>{seq} <span class='sub'>(roots the chain holds for this agent{newest})</span>"
+        "</dd></dl></div>"
+    )
+
+
+def _summary(data: Mapping[str, Any], trusted: bool) -> str:
+    evc = trusted and data["evidence"]["checked"]
+    v = data["verdict"]
+    state = "failing" if not v["ok"] else "passing" if v["chain_checked"] else "passing-chain-not-checked"
+    return (
+        f'<section id="summary" data-verdict="{state}" aria-label="summary"><h2>In short</h2><div class="grid">'
+        + _can_do(data) + _changes(data) + _how_well(data, evc) + _shares(data, trusted) + _anchored(data, trusted)
+        + "</div></section>"
+    )
+
+
+def _check_yourself(data: Mapping[str, Any]) -> str:
+    items = "".join(
+        f'<li data-what="{hook(x["what"])}"><p>{_e(x["what"])}</p><pre><code>{_e(x["command"])}</code></pre></li>'
+        for x in data["verify"]
+    )
+    return (
+        '<section id="check-yourself"><h2>Check this yourself</h2><p class="sub">Each command re-derives a figure '
+        "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger installed; "
+        "<code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the standard tools, no "
+        f"ledger code involved.</p><ol>{items}</ol></section>"
     )
 
 
 def _supply(data: Mapping[str, Any]) -> str:
     if not data["supply"]:
         return (
-            '<section id="supply"><h2>Installed skills</h2><p class="none">None: every skill is this brain\'s '
-            "own.</p></section>"
+            '<section id="supply"><h2>Installed skills</h2><p class="none">Every skill is this brain\'s own: none '
+            "was installed from elsewhere.</p></section>"
         )
     rows = "".join(
         f"<tr><td class='name'>{_e(s['name'])}</td><td><code>{_e(s['source'])}</code></td>"
@@ -373,8 +632,16 @@ def _lifts(data: Mapping[str, Any], checked: bool) -> str:
     )
 
 
+def _title_word(data: Mapping[str, Any]) -> str:
+    v = data["verdict"]
+    if not v["ok"]:
+        return "FAILING"
+    return "PASSING" if v["chain_checked"] else "PASSING, not on any chain" if data["chain"] is None else (
+        "PASSING, chain not checked")
+
+
 def render_page(data: Mapping[str, Any]) -> str:
-    """The whole HTML document for ``data`` (format 1), or :class:`~ledger.errors.PageDataError`."""
+    """The whole HTML document for ``data`` (format 2), or :class:`~ledger.errors.PageDataError`."""
     validate(data)
     trusted = data["verdict"]["ok"]
     evidence_checked = trusted and data["evidence"]["checked"]
@@ -386,6 +653,10 @@ def render_page(data: Mapping[str, Any]) -> str:
         [
             head,
             _verdict(data),
+            _summary(data, trusted),
+            _check_yourself(data),
+            '<h2 class="detail">The audit in detail</h2>',
+            _checks(data),
             _legend(),
             _cards(data, trusted),
             _skills(data, evidence_checked),
@@ -400,7 +671,7 @@ def render_page(data: Mapping[str, Any]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{_e(b['name'])}: {'PASSING' if trusted else 'FAILING'} · brain-ledger report</title>"
+        f"<title>{_e(b['name'])}: {_title_word(data)} · brain-ledger report</title>"
         f"<style>{CSS}</style></head><body>{svg.DEFS}<main>{body}<footer>brain-ledger report page, format "
         f"{data['format']}. Static and self-contained: it loads nothing. Checked figures carry ✓; claimed figures "
         f"are grey, hatched and labelled.</footer></main><script>{JS}</script></body></html>\n"

@@ -35,7 +35,7 @@ align-items:center;gap:8px 20px;box-shadow:0 2px 6px rgba(26,31,54,.12)}
 .pill{display:inline-block;border-radius:999px;padding:1px 9px;font-size:12px;font-weight:600;white-space:nowrap}
 .st-OK{background:#e3f6ee;color:#0b7a55} .st-FAIL{background:#ffe4e8;color:#b0002a} .st-WARN{background:#fff3d6;
 color:#8a5a00} .st-SKIP{background:#eef0f3;color:#596273}
-.checks li{background:#fff;border-radius:8px;padding:4px 10px;color:var(--ink);font-size:13px;max-width:100%}
+.checks li{background:#f7f9fc;border-radius:8px;padding:4px 10px;color:var(--ink);font-size:13px;max-width:100%}
 .checks li .d{color:var(--muted);margin-left:6px;word-break:break-word}
 .legend{display:flex;flex-wrap:wrap;gap:10px 26px;align-items:center;font-size:13px}
 .legend .item{display:flex;align-items:center;gap:8px}
@@ -94,6 +94,21 @@ details>summary{cursor:pointer;color:var(--ver);font-weight:600;margin:10px 0}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;margin:0}
 dl.kv dt{color:var(--muted)} dl.kv dd{margin:0;word-break:break-all}
 footer{color:var(--muted);font-size:12px;margin-top:28px}
+.verdict.ok.unchecked{background:linear-gradient(90deg,#9a6a05,#c27c0e)}
+#summary .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:14px}
+#summary .box{border:1px solid var(--line);border-radius:10px;padding:12px 14px;min-width:0;overflow-wrap:anywhere}
+#summary dl.kv{grid-template-columns:max-content minmax(0,1fr)} #summary dl.kv dd{word-break:normal}
+#summary code{word-break:break-all} #summary .fig{white-space:normal}
+#summary h3{word-break:normal;font-size:15px} #summary h4{font-size:13px;margin:8px 0 2px;color:#4f566b}
+#summary ul,#summary ol{margin:4px 0;padding-left:20px} #summary li{margin:3px 0;word-break:break-word}
+#summary .lead{margin:4px 0 8px} #summary .when{color:var(--muted);font-size:12px}
+.msg{font-size:12.5px;color:#4f566b;word-break:break-word}
+ul.holders{list-style:none;padding:0;margin:0} h2.detail{margin:28px 0 0;font-size:19px}
+#check-yourself ol{padding-left:20px} #check-yourself li p{margin:8px 0 4px}
+#check-yourself pre{margin:0;background:#f3f5f8;border:1px solid var(--line);border-radius:6px;padding:8px 10px;
+white-space:pre-wrap;word-break:break-all}
+@media (max-width:600px){main{padding:12px 10px 40px}section{padding:12px}.verdict .word{font-size:22px}
+#summary .grid{grid-template-columns:1fr}td.name{max-width:140px}table{display:block;overflow-x:auto}}
 """
 
 JS = """

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.errors import printable
+from ledger.page.model import covering
 
 __all__ = ["DEFS", "big_plot", "hook", "legend_marks", "sparkline", "strip", "text"]
 
@@ -147,13 +148,14 @@ def strip(timeline: Sequence[Mapping[str, Any]], chain: bool, trusted: bool) -> 
         return ""
     bins = min(240, len(timeline))
     w, h = 960, 30
+    cover = covering(timeline)  # anchored: a snapshot of its run of the same root has an anchor
     out = []
     for b in range(bins):
         part = timeline[b * len(timeline) // bins : (b + 1) * len(timeline) // bins]
         state = "ok"
         if any(s["signature"] == "fail" for s in part):
             state = "bad"
-        elif chain and any(s["anchor"] is None for s in part):
+        elif chain and any(c is None for c in cover[b * len(timeline) // bins : (b + 1) * len(timeline) // bins]):
             state = "pending"
         elif any(s["signature"] == "unsigned" for s in part):
             state = "unsigned"
