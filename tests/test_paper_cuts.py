@@ -1,0 +1,55 @@
+"""Paper cuts a new user meets: each refused or reported plainly, with the real CLI."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+ROW = '{"skill": "s", "task": "t1", "success": true}\n'
+
+
+def _brain(ledger, tmp_path: Path) -> list[str]:
+    b = ["--brain", str(tmp_path / "b")]
+    ledger("init", str(tmp_path / "b"), check=True)
+    ledger(*b, "skill", "create", "s", "--description", "d", "--body", "x\n", check=True)
+    return b
+
+
+def test_outcome_import_of_rows_without_actor_is_a_usage_error(ledger, tmp_path: Path) -> None:
+    """An unjudged row is never turned into a verified outcome by a default: rows need --actor."""
+    b = _brain(ledger, tmp_path)
+    ledger(*b, "keys", "generate", "verifier", check=True)
+    ledger(*b, "keys", "trust", "verifier", check=True)
+    before = ledger(*b, "log", "--json", check=True).stdout
+    proc = ledger(*b, "outcome", "import", "-", input=ROW)
+    assert proc.returncode == 2, proc.stderr
+    assert "--actor" in proc.stderr and "verifier" in proc.stderr and "agent" in proc.stderr
+    assert ledger(*b, "log", "--json", check=True).stdout == before  # nothing written
+    assert json.loads(ledger(*b, "outcome", "list", "--json", check=True).stdout) == []
+    ok = ledger(*b, "outcome", "import", "-", "--actor", "agent", input=ROW, check=True)
+    assert "imported 1" in ok.stdout
+    [row] = json.loads(ledger(*b, "outcome", "list", "--json", check=True).stdout)
+    assert row["tier"] == "self"
+
+
+def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
+    b = _brain(ledger, tmp_path)
+    proc = ledger(*b, "install", "../upstrem", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first == "error: ../upstrem: no such file or directory", proc.stderr
+    assert "repository exists" not in proc.stderr
+
+
+def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
+    b = _brain(ledger, tmp_path)
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        url = f"https://127.0.0.1:{s.getsockname()[1]}/team/skills.git"
+        proc = ledger(*b, "install", url)
+    assert proc.returncode == 1, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"error: cannot reach {url}: "), proc.stderr
+    assert "refused" in first.lower()
+    assert "index.json" not in proc.stderr and "ConnectionError" not in proc.stderr
