@@ -53,3 +53,16 @@ def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_pat
     assert first.startswith(f"error: cannot reach {url}: "), proc.stderr
     assert "refused" in first.lower()
     assert "index.json" not in proc.stderr and "ConnectionError" not in proc.stderr
+
+
+def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> None:
+    """The CLI shows the lines the agent tool returns as data (one function finds them: ledger.bundle.textpatch)."""
+    b = _brain(ledger, tmp_path)
+    ledger(*b, "skill", "create", "p", "--description", "d", "--body", "Use pdftotext -layout first.\nThen OCR.\n",
+           check=True)  # fmt: skip
+    proc = ledger(*b, "skill", "patch", "p", "--old", "Use pdftotext -layout frist.", "--new", "x")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "error: patch text not found in p/SKILL.md", proc.stderr
+    assert any(ln.endswith(": Use pdftotext -layout first.") and ln.lstrip().startswith("line ") for ln in lines[1:])
+    assert lines[-1] == "hint: copy the text exactly, including whitespace; the closest lines are listed"

@@ -103,8 +103,9 @@ def _reachable(url: str, source: str) -> None:
     index URL the user never named) stands in for it."""
     parts = urlsplit(url)
     if parts.scheme in ("http", "https"):
-        if parts.hostname is None or urllib.request.getproxies().keys() & {parts.scheme, "all"}:
-            return  # behind a proxy only the proxy knows: the forms below say what fails
+        if parts.hostname is None or urllib.request.getproxies().keys() & {parts.scheme, "all"} or (
+                parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1")):
+            return  # behind a proxy only the proxy knows; plain http off this machine is the forms' to refuse
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
             socket.create_connection((parts.hostname, port), timeout=indexsource.TIMEOUT[0]).close()
