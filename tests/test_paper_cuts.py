@@ -66,3 +66,41 @@ def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> N
     assert lines[0] == "error: patch text not found in p/SKILL.md", proc.stderr
     assert any(ln.endswith(": Use pdftotext -layout first.") and ln.lstrip().startswith("line ") for ln in lines[1:])
     assert lines[-1] == "hint: copy the text exactly, including whitespace; the closest lines are listed"
+
+
+def test_push_into_an_empty_remote_says_what_it_pushed(ledger, tmp_path: Path) -> None:
+    b = _brain(ledger, tmp_path)
+    proc = ledger(*b, "push", str(tmp_path / "r.git"), check=True)
+    head = ledger(*b, "log", "--json", check=True)
+    count = len(json.loads(head.stdout))
+    tip = json.loads(head.stdout)[0]["commit"][:12]
+    assert proc.stdout.splitlines() == [
+        f"pushed the whole lineage, {count} snapshot(s) up to {tip}, to {tmp_path / 'r.git'} (it held none)"
+    ], proc.stdout
+    assert "(nothing)" not in proc.stdout
+
+
+def test_the_fleet_walkthroughs_last_sync_reports_each_projection_once(ledger, tmp_path: Path) -> None:
+    """The README's "Many machines, one brain": a sync that merges the remote's change projects the skill again;
+    it says so once."""
+    b = _brain(ledger, tmp_path)
+    body = tmp_path / "SKILL.md"
+    body.write_text("---\nname: s\ndescription: d\n---\nRead the whole diff.\nRun the tests.\n")
+    ledger(*b, "skill", "edit", "s", "--file", str(body), check=True)
+    ledger(*b, "link", str(tmp_path / "agents-skills"), "--name", "agents", check=True)
+    ledger(*b, "sync", check=True)
+    ledger(*b, "remote", "set", "--create", str(tmp_path / "shared.git"), check=True)
+    ledger(*b, "sync", check=True)
+    server = tmp_path / "server"
+    ledger("clone", str(tmp_path / "shared.git"), str(server), check=True)
+    s = ["--brain", str(server)]
+    ledger(*s, "remote", "set", str(tmp_path / "shared.git"), check=True)
+    ledger(*s, "skill", "patch", "s", "--old", "Read the whole diff.", "--new", "Read the diff twice.", check=True)
+    ledger(*s, "sync", check=True)
+    (tmp_path / "checklist.md").write_text("Check error paths.\n")
+    ledger(*b, "skill", "write-file", "s", "references/checklist.md", "--from", str(tmp_path / "checklist.md"),
+           check=True)  # fmt: skip
+    last = ledger(*b, "sync", check=True).stdout.splitlines()
+    assert last.count("projected s → agents") == 1, last
+    assert any(ln.startswith("merged ") for ln in last), last  # the merge happened: the case the README shows
+    assert "Read the diff twice." in (tmp_path / "agents-skills" / "s" / "SKILL.md").read_text()
