@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
-import socket
 from pathlib import Path
+
+from tests.localhttp import refused_url, serving
 
 ROW = '{"skill": "s", "task": "t1", "success": true}\n'
 
@@ -44,15 +47,25 @@ def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: P
 
 def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
     b = _brain(ledger, tmp_path)
-    with socket.socket() as s:  # a port nothing listens on: bound, never listening
-        s.bind(("127.0.0.1", 0))
-        url = f"https://127.0.0.1:{s.getsockname()[1]}/team/skills.git"
-        proc = ledger(*b, "install", url)
+    url = refused_url().replace("http://", "https://", 1) + "/team/skills.git"  # a closed port on this machine
+    proc = ledger(*b, "install", url)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"error: cannot reach {url}: "), proc.stderr
     assert "refused" in first.lower()
     assert "index.json" not in proc.stderr and "ConnectionError" not in proc.stderr
+
+
+def test_install_from_a_url_that_is_no_source_says_so_once(ledger, tmp_path: Path) -> None:
+    b = _brain(ledger, tmp_path)
+    (tmp_path / "www").mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
+    with serving(handler) as base:
+        url = f"{base}/team/skills.git"
+        proc = ledger(*b, "install", url)
+    assert proc.returncode == 1, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"error: {url} is neither a git repository nor a skills index"), proc.stderr
 
 
 def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> None:
