@@ -26,6 +26,7 @@ from ledger.signatures import identity
 from tests.conftest import LEDGER, run_ledger
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+INSTALLED = "/home/me/brain-ledger/.venv/bin/ledger"  # the README's example of what `command -v ledger` prints
 SKILL = "---\nname: review\ndescription: Review a change before it ships\n---\nRead the diff.\n"
 
 
@@ -38,19 +39,40 @@ def _recipes() -> dict[str, tuple[str, str]]:
 def _server(name: str, brain: Path) -> tuple[str, list[str], dict[str, str] | None]:
     """(command, args, env) as the runtime would read them from the recipe, for ``brain``."""
     lang, body = _recipes()[name]
-    if name == "claude-code":
+    if name == "claude-code":  # the shell expands "$(command -v ledger)" where `ledger` is on PATH: the README says so
+        body = body.replace('"$(command -v ledger)"', shlex.quote(LEDGER))
         words = shlex.split(body.replace('"$PWD/brain"', shlex.quote(str(brain))))
         command, *args = words[words.index("--") + 1 :]
         return command, args, None
     doc = {"yaml": yaml.safe_load, "toml": tomllib.loads, "json": json.loads}[lang](body)
     servers = doc.get("mcp_servers") or doc.get("mcpServers")
     entry = servers["brain-ledger"]
+    assert entry["command"] == INSTALLED, entry  # the placeholder the README tells the reader to replace
     args = [str(brain) if a == "/home/me/brain" else a for a in entry["args"]]
-    return entry["command"], args, entry.get("env")
+    return LEDGER, args, entry.get("env")
 
 
 def test_the_readme_has_the_four_recipes() -> None:
     assert sorted(_recipes()) == ["claude-code", "codex", "generic", "hermes"]
+
+
+def test_each_recipe_names_ledger_by_its_absolute_path_and_says_how_to_find_it(tmp_path: Path) -> None:
+    """A runtime's PATH seldom holds .venv/bin: a bare `ledger` fails to start there."""
+    text = README.read_text()
+    assert "`command -v ledger`" in text
+    for name in sorted(_recipes()):
+        command, _, _ = _server(name, tmp_path / "brain")
+        assert Path(command).is_absolute(), (name, command)
+    assert "-- ledger " not in text  # no bare `ledger` in a `claude mcp add` / `codex mcp add` line
+
+
+def test_no_doc_names_a_command_that_is_not_installed() -> None:
+    """The package installs one console script, `ledger`: no page tells a reader to run another."""
+    root = README.parent
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert sorted(scripts) == ["ledger"]
+    for page in [README, *sorted((root / "docs").rglob("*.md"))]:
+        assert "ledger-mcp" not in page.read_text(), page
 
 
 def _session(command: str, args: list[str], env: dict[str, str] | None, log: Path) -> dict:
@@ -78,7 +100,7 @@ def test_each_recipe_signs_with_the_brains_agent_key(recipe: str, tmp_path: Path
     keys = tmp_path / "made-with-keys"
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), env={"LEDGER_KEYS": str(keys)}, check=True)
-    monkeypatch.setenv("PATH", f"{Path(LEDGER).parent}:/usr/bin:/bin")  # `ledger` on PATH, as installed
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a runtime's PATH, without .venv/bin: the recipe names the path
     monkeypatch.delenv("LEDGER_KEYS", raising=False)  # not even in this process: the default env has none
     command, args, env = _server(recipe, brain)
     log = tmp_path / "server.err"
@@ -98,7 +120,7 @@ def test_without_the_agent_key_the_server_refuses_writes(tmp_path: Path, monkeyp
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), env={"LEDGER_KEYS": str(keys)}, check=True)
     (keys / "agent.key").unlink()  # the runtime's key is not on this machine
-    monkeypatch.setenv("PATH", f"{Path(LEDGER).parent}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     command, args, env = _server("generic", brain)
     log = tmp_path / "server.err"

@@ -68,7 +68,7 @@ def test_epoch_receipts_travel_verify_on_a_clone_join_and_refuse_tampering(tmp_p
     a.create("second", "The second skill", "a two\n")
     remote = tmp_path / "r.git"
     pushed = _cli(a.root, "push", str(remote))
-    assert pushed.returncode == 0 and "pushed (nothing) →" in pushed.stdout, pushed.stderr  # output as before
+    assert pushed.returncode == 0 and "pushed the whole lineage, " in pushed.stdout, pushed.stderr
     assert _ref(remote, EPOCH_NOTES_REF) is None
     b = clone(str(remote), tmp_path / "b")  # before the operator anchors: b holds no epoch receipt
     assert anchor(operator, a)[0] == 0

@@ -45,10 +45,10 @@ def test_a_real_brain_renders_checked_and_a_tampered_copy_renders_failing(chaine
     run_ledger(*b, "skill", "create", "s", "--description", "The s skill", check=True)
     address = json.loads(run_ledger(*b, "keys", "generate", "verifier", "--json", check=True).stdout)["address"]
     run_ledger(*b, "keys", "trust", "verifier", address, check=True)
-    run_ledger(*b, "outcome", "import", "-", input=_rows("a", 19, 1), check=True)
+    run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("a", 19, 1), check=True)
     (tmp_path / "v2.md").write_text(SKILL.format(body="worse"))
     run_ledger(*b, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
-    run_ledger(*b, "outcome", "import", "-", input=_rows("b", 2, 18), check=True)
+    run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("b", 2, 18), check=True)
     run_ledger(*b, "outcome", "record", "s", "--task", "self-1", "--success", check=True)  # the agent's own
     brain.snapshots.current = None
     commit_pending(brain, key=DEV_KEY_NAME)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,7 @@ def test_demo_runs_twice_on_the_same_directory_and_leaves_no_scratch(tmp_path: P
                               text=True, timeout=600)  # fmt: skip
         assert proc.returncode == 0, (run, proc.stderr[-3000:])
         assert "OK: the on-chain head equals the local head" in proc.stdout
+        _tells_a_new_user(proc.stdout, proc.stderr, brain)
         assert list(scratch.iterdir()) == [], f"run {run} left {list(scratch.iterdir())}"
     assert "starting it over" in proc.stderr
     other = tmp_path / "not-a-demo"
@@ -30,3 +32,36 @@ def test_demo_runs_twice_on_the_same_directory_and_leaves_no_scratch(tmp_path: P
     refused = subprocess.run([str(REPO / "scripts" / "demo"), str(other)], env=env, capture_output=True, text=True,
                              timeout=600)  # fmt: skip
     assert refused.returncode == 1 and (other / "keep.txt").read_text() == "mine\n"
+
+
+def _argv(line: str) -> list[str]:
+    """The words bash reads from an echoed command line, as a user pasting it would run it."""
+    out = subprocess.run(["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, text=True, check=True)
+    return out.stdout.split("\0")[:-1]
+
+
+def _tells_a_new_user(out: str, err: str, brain: Path) -> None:
+    """Each step narrated in one line, its command pasteable, and the last lines: where the page is, what the
+    shares are."""
+    lines = out.splitlines()
+    commands = [i for i, ln in enumerate(lines) if ln.startswith("$ ")]
+    assert len(commands) > 30
+    for i in commands:  # "# what it does", then "$ the command"
+        assert lines[i - 1].startswith("# ") and len(lines[i - 1]) > 10, lines[i - 1 : i + 1]
+        assert lines[i - 2] == "", lines[i - 2 : i + 1]
+    create = next(lines[i][2:] for i in commands if lines[i].startswith("$ ledger skill create oracle-manipulation"))
+    assert _argv(create) == [
+        "ledger", "skill", "create", "oracle-manipulation",
+        "--description", "Check oracle freshness and prefer TWAP over spot price",
+        "--body", "When a contract reads a price, check staleness.\nPrefer a TWAP; a spot read is manipulable.\n",
+    ]  # fmt: skip
+    patch = next(lines[i][2:] for i in commands if lines[i].startswith("$ ledger skill patch pdf-extraction"))
+    assert _argv(patch)[5:8] == ["layout first.", "--new", "layout first; fall back to OCR for scans."]
+    page = brain / ".ledger" / "report" / "index.html"
+    tail = lines[-8:]
+    assert f"report page:        {page}" in tail, tail
+    assert f"open it:            {page.as_uri()}" in tail, tail
+    assert page.is_file()
+    shares = next(ln for ln in tail if ln.startswith("shares: "))
+    assert re.search(r"\b1000000\b", shares) and re.search(r"token 0x[0-9a-fA-F]{40} id 0x[0-9a-f]{64}", shares), shares
+    assert "!!" not in err and "Deprecat" not in err  # no setuptools banner from bootstrap

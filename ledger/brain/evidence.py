@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
 Lifted: TypeAlias = "dict[str, dict[int, dict[str, list[lf.Lift]]]]"  # skill -> version -> tier -> comparisons
 
-__all__ = ["IMPORT_KEYS", "Evidence", "Served"]
+__all__ = ["IMPORT_KEYS", "Evidence", "Served", "signed_elsewhere"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
@@ -56,6 +56,20 @@ IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "s
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
 _PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
+
+
+def _is_signed(doc: object) -> bool:
+    """Whether an import line's document is an entry signed elsewhere ({kind, "signature"}), not a row."""
+    return isinstance(doc, dict) and "signature" in doc and len(doc) == 2 and bool(set(doc) & set(oc.KINDS))
+
+
+def signed_elsewhere(line: bytes) -> bool:
+    """Whether a line of an outcome import is an entry signed elsewhere (taken as it is, its tier its signer's);
+    anything else is a row to sign here (or a line the import refuses)."""
+    try:
+        return _is_signed(oc.loads(line.strip()))
+    except StoreError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -487,7 +501,7 @@ class Evidence:
             doc = oc.loads(line)
         except StoreError as exc:
             raise StoreError(exc.message.replace("an evidence entry", "the line")) from None
-        if isinstance(doc, dict) and "signature" in doc and len(doc) == 2 and set(doc) & set(oc.KINDS):
+        if _is_signed(doc):
             return oc.parse_entry(line)  # a record, plan or approval signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger.errors import PatchError
 
-__all__ = ["replace"]
+__all__ = ["replace", "shown"]
 
 
 def replace(text: str, old: str, new: str, *, where: str, replace_all: bool = False) -> str:
@@ -23,10 +23,12 @@ def replace(text: str, old: str, new: str, *, where: str, replace_all: bool = Fa
         raise PatchError("the text to replace is empty", hint="pass the exact text to replace")
     first = text.find(old)
     if first < 0:
+        closest = _closest(text, old)
         raise PatchError(
             f"patch text not found in {where}",
-            hint="copy the text exactly, including whitespace; the closest lines are listed",
-            closest=_closest(text, old),
+            hint="copy the text exactly, including whitespace; "
+            + ("the closest lines are listed" if closest else "no line of it resembles the text"),
+            closest=closest,
         )
     if replace_all:
         return text.replace(old, new)
@@ -38,6 +40,13 @@ def replace(text: str, old: str, new: str, *, where: str, replace_all: bool = Fa
             matches=_places(text, old),
         )
     return text[:first] + new + text[first + len(old) :]
+
+
+def shown(detail: dict[str, Any]) -> list[str]:
+    """A refusal's ``closest`` or ``matches`` detail as lines for a person (the CLI prints what the agent
+    tools return as data): ``line N: TEXT``."""
+    rows = detail.get("closest") or detail.get("matches") or []
+    return [f"  line {r['line']}: {r.get('text', r.get('context', ''))}" for r in rows]
 
 
 def _closest(text: str, needle: str) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from ledger.bundle.skill import MAX_SKILL_MD
-from ledger.errors import LedgerError, UsageError, printable
+from ledger.errors import LedgerError, PatchError, UsageError, printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,6 +44,11 @@ class _Group(click.Group):
 
 def _fail(exc: LedgerError, code: int) -> None:
     click.secho(f"error: {printable(exc.message)}", fg="red", err=True)
+    if isinstance(exc, PatchError):  # the lines an agent tool returns as data, for a person
+        from ledger.bundle.textpatch import shown
+
+        for line in shown(exc.detail):
+            click.echo(printable(line), err=True)
     if exc.hint:
         click.echo(f"hint: {printable(exc.hint)}", err=True)
     sys.exit(code)

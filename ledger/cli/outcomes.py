@@ -85,13 +85,14 @@ def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: 
 
 @outcome.command("import")
 @click.argument("source", metavar="FILE|-")
-@click.option("--actor", type=_ROLES, default="verifier", show_default=True,
-              help="Whose key signs the rows (entries already signed are taken as they are).")  # fmt: skip
+@click.option("--actor", type=_ROLES, default=None,
+              help="Whose key signs the rows: required for rows (verifier: verified; agent: self-reported); "
+                   "entries already signed are taken as they are, their tier their signer's.")  # fmt: skip
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
-def outcome_import(ctx: click.Context, source: str, actor: str, note: str, chain_commit: bool | None,
+def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str, chain_commit: bool | None,
                    as_json: bool) -> None:  # fmt: skip
     """Import outcomes from JSONL (docs/reference.md, "Outcome JSONL") as one snapshot.
 
@@ -101,6 +102,8 @@ def outcome_import(ctx: click.Context, source: str, actor: str, note: str, chain
     so does part of a verifier's batch; nothing is written.  Outcomes already in the log are skipped.
     """
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
+    if actor is None:
+        actor = _actor_of(data.splitlines())
     want_commit(ctx, chain_commit)
     with open_brain(ctx) as brain, brain.acting(actor):
         before = brain.evidence.size()
@@ -115,6 +118,19 @@ def outcome_import(ctx: click.Context, source: str, actor: str, note: str, chain
         print_receipt(ctx, receipt, False)
         return
     print_receipt(ctx, receipt, True, {"read": counts["read"], "added": added, "log_size": after})
+
+
+def _actor_of(lines: list[bytes]) -> str:
+    """The acting role when ``--actor`` is not given: only a file of entries signed elsewhere needs none (each
+    entry's tier is its own signer's); a row is signed here, and whose word it is is never guessed."""
+    from ledger.brain.evidence import signed_elsewhere
+
+    rows = [n for n, line in enumerate(lines, 1) if line.strip() and not signed_elsewhere(line)]
+    if rows:
+        raise UsageError(f"line {rows[0]} is a row to sign here, and no --actor says whose word it is",
+                         hint="add --actor verifier (a verified outcome, signed by the verifier key) or --actor agent "
+                              "(the agent's own word: self-reported)")  # fmt: skip
+    return "verifier"  # every line is signed already: the key only signs the snapshot that holds them
 
 
 def _read(source: str) -> bytes:

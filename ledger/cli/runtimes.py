@@ -228,8 +228,10 @@ def _fold(report: dict[str, Any], again: dict[str, Any]) -> None:
         if into is None:
             report["targets"].append(t)
             continue
-        for key in ("recorded", "projected", "removed", "rescued"):
+        for key in ("recorded", "rescued"):
             into[key] = into[key] + t[key]
+        for key in ("projected", "removed"):  # a skill projected again after the merge is reported once
+            into[key] = list(dict.fromkeys(into[key] + t[key]))
         for key in ("status", "conflicts", "left_alone", "ignored_held", "reason", "hint"):
             if key in t:
                 into[key] = t[key]

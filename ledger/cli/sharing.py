@@ -52,9 +52,11 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
         click.echo(f"{remote} is up to date at {out['head'][:12]}")
     elif out["was"] == out["head"]:
         click.echo(f"pushed receipts to {remote} (its snapshots were up to date at {out['head'][:12]})")
+    elif not out["was"]:
+        click.echo(f"pushed the whole lineage, {out['snapshots']} snapshot(s) up to {out['head'][:12]}, to {remote} "
+                   "(it held none)")  # fmt: skip
     else:
-        was = out["was"][:12] if out["was"] else "(nothing)"
-        click.echo(f"pushed {was} → {out['head'][:12]} to {remote}")
+        click.echo(f"pushed {out['was'][:12]} → {out['head'][:12]} to {remote}")
     _exit_if(say_refused_refs(remote, refused))
 
 

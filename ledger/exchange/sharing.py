@@ -208,7 +208,11 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
                                "--", remote, *specs], capture_output=True, text=True, env=child_env(),
                               timeout=600)  # fmt: skip
         if proc.returncode == 0:
-            return _pushed(remote, head, theirs, True, receipts, merges)
+            out = _pushed(remote, head, theirs, True, receipts, merges)
+            if theirs is None:  # the remote had no lineage: it now holds all of this one
+                out["snapshots"] = int(_git(store.git_dir, "rev-list", "--count", "--first-parent", head,
+                                            what="counting the snapshots pushed"))  # fmt: skip
+            return out
         if not _raced(proc.stdout + proc.stderr) or "brain-ledger guard" in proc.stderr:
             guard = [ln.removeprefix("remote: ") for ln in proc.stderr.splitlines() if ln.startswith("remote: ")]
             detail = "\n".join(guard) if guard else (proc.stderr.strip().splitlines() or ["git failed"])[-1]

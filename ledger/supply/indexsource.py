@@ -168,7 +168,8 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
             raise SourceError(f"{where} is index version {version!r}; this ledger reads 0.1 and 0.2",
                               hint="upgrade brain-ledger")  # fmt: skip
         return where, doc
-    raise SourceError(f"{url} serves no skills index at {' or '.join(tries)}", hint="pass the index's URL")
+    raise SourceError(f"{url} is neither a git repository nor a skills index (none at {' or '.join(tries)})",
+                      hint="check the URL: a git repository's clone URL, or an index's URL")  # fmt: skip
 
 
 def _schema_version(schema: Any) -> str:

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ledger.errors import SourceError, StoreError
 from ledger.exchange.sharing import fetched
@@ -71,6 +74,7 @@ def resolve(
     (:mod:`~ledger.supply.origins`)."""
     source = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
     url, ref = gitsource.split_ref(source)
+    _reachable(url, source)
     if "://" not in url and Path(url).exists():
         url = str(Path(url).absolute())  # recorded in the pin: it must mean the same from any directory
     path = Path(url)
@@ -91,6 +95,33 @@ def resolve(
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
             return marketplace.marketplace_candidates(url, ref, marketplace.MARKETPLACE, names, commit, repo)
         return gitsource.candidates_at(repo, url, ref, commit, names)
+
+
+def _reachable(url: str, source: str) -> None:
+    """Refuse, naming ``source`` as given and the one reason, a local path that does not exist or an http(s)
+    host that cannot be reached; before any form is tried, so no later form's error (git's last line, an
+    index URL the user never named) stands in for it."""
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        if parts.hostname is None or urllib.request.getproxies().keys() & {parts.scheme, "all"} or (
+                parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1")):
+            return  # behind a proxy only the proxy knows; plain http off this machine is the forms' to refuse
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            socket.create_connection((parts.hostname, port), timeout=indexsource.TIMEOUT[0]).close()
+        except ValueError:
+            raise SourceError(f"{source}: the port is not a number", hint="check the URL") from None
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise SourceError(f"cannot reach {source}: {reason[:1].lower()}{reason[1:]}",
+                              hint="check the URL and the network, then install again") from None  # fmt: skip
+        return
+    # git's scp-like ssh form (host:path, git@host:path) has a colon before any slash; a local path has none
+    local = parts.path if parts.scheme == "file" else None if "://" in url or ":" in url.split("/")[0] else url
+    if local is not None and not Path(local).exists():
+        raise SourceError(f"{source}: no such file or directory",
+                          hint="give the path of a brain, a git repository of skills, a marketplace.json or a "
+                               "skills-lock.json (a URL starts with https://)")  # fmt: skip
 
 
 def _no_credentials(url: str) -> None:
