@@ -201,7 +201,7 @@ def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report
     if not count:
         chk.skip("no receipts in this repository (fetch refs/notes/ledger-chain to check them)")
     elif chk.ok:
-        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and seq; "
+        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and chain sequence; "
                        "their blocks, transactions and committers need --rpc (chain.receipts)")  # fmt: skip
 
 
