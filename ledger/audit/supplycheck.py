@@ -59,7 +59,7 @@ def check_supply(store: gs.GitStore, walked: Walked, report: Report, signed: Seq
         except LedgerError as exc:  # a SKILL.md the rules cannot read is a failure of this snapshot, not a crash
             problem = exc.message
         if problem:
-            chk.fail(f"{label}: {problem} (docs/lineage.md §1.6)", path=sp.RECORD, **where)
+            chk.fail(f"{label}: {problem} (see docs/lineage.md, 'The supply record')", path=sp.RECORD, **where)
         if now is not None and snap.commit == walked.order[-1].commit:
             installed = len(now.skills)
             report.supply = [_credit(n, e) for n, e in sorted(now.skills.items())]

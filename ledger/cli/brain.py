@@ -205,7 +205,7 @@ class _LogCommand(click.Command):
 @click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
               "$GIT_PAGER, $PAGER or less).")  # fmt: skip
 @click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes and lift per "
-              "version, verified and self-reported apart (docs/lineage.md §14.6).")  # fmt: skip
+              "version, verified and self-reported apart (see docs/lineage.md, 'Competence').")  # fmt: skip
 @click.pass_context
 def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
         oneline: bool, no_pager: bool, stats: bool) -> None:  # fmt: skip

@@ -162,7 +162,7 @@ def parse_record(data: bytes) -> Supply:
     skills = {name: _entry(name, raw, doc["format"]) for name, raw in _dict(doc["skills"], "skills").items()}
     supply = Supply(skills, revoked, doc["format"])
     if format_record(supply) != data:
-        raise StoreError("the supply record is not in canonical form (docs/lineage.md §1.6)")
+        raise StoreError("the supply record is not in canonical form (see docs/lineage.md, 'The supply record')")
     return supply
 
 
@@ -261,7 +261,7 @@ def _int(v: Any) -> bool:
 
 def _check(ok: bool, what: str) -> None:
     if not ok:
-        raise StoreError(f"the supply record's {what} is not valid (docs/supply-chain.md §3)")
+        raise StoreError(f"the supply record's {what} is not valid (see docs/supply-chain.md, 'Pins and digests')")
 
 
 def is_digest(text: str) -> bool:
