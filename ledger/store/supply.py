@@ -150,7 +150,7 @@ def parse_record(data: bytes) -> Supply:
         raise StoreError(f"the supply record is not ASCII JSON within bounds: {str(exc)[:200]}") from exc
     _keys(doc, {"format", "revoked", "skills"}, "the supply record")
     if type(doc["format"]) is not int or doc["format"] not in FORMATS:
-        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {list(FORMATS)}",
+        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {', '.join(map(str, FORMATS))}",
                          hint="a newer ledger wrote it; upgrade")  # fmt: skip
     revoked = _dict(doc["revoked"], "revoked")
     for digest, why in revoked.items():
@@ -241,8 +241,8 @@ def _verdict(raw: Any, where: str) -> dict[str, Any]:
 
 def _keys(obj: Any, keys: set[str], where: str) -> None:
     if not isinstance(obj, dict) or set(obj) != keys:
-        have = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
-        raise StoreError(f"{where} must have exactly the keys {sorted(keys)}, not {have}")
+        have = (", ".join(sorted(obj)) or "none") if isinstance(obj, dict) else f"a {type(obj).__name__}"
+        raise StoreError(f"{where} must have exactly the keys {', '.join(sorted(keys))}, not {have}")
 
 
 def _dict(obj: Any, where: str) -> dict[str, Any]:
