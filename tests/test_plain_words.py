@@ -25,7 +25,7 @@ PATTERNS = {
     "a Python None": re.compile(r"\bNone\b"),
     "a dict repr": re.compile(r"\{'"),
     "a list repr": re.compile(r"\['"),
-    "a bytes repr": re.compile(r"(?<![A-Za-z0-9_])b'"),
+    "a bytes repr": re.compile(r"(?<![\w'])b'"),
 }
 
 
@@ -40,7 +40,24 @@ def problems(text: str) -> list[str]:
 def test_the_checker_finds_each_pattern() -> None:
     for bad in ("see §7", "(issue 38)", "signer None", "pin {'commit': 'ab'}", "holds ['README']", "got b'\\x00'"):
         assert problems(bad), bad
-    assert not problems("see docs/lineage.md, 'The anchoring rule'; Bob's notes; snapshot #3 (chain sequence 4)")
+    assert not problems("see docs/lineage.md, 'The anchoring rule'; Bob's notes; skill 'b'; snapshot #3")
+
+
+def test_every_help_speaks_plainly() -> None:
+    """Every command's --help (the same click objects the console script runs, in process: ~100 commands)."""
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    paths: list[list[str]] = [[]]
+    for name, cmd in main.commands.items():
+        paths += [[name]] + [[name, sub] for sub in getattr(cmd, "commands", None) or {}]
+    found = []
+    for path in paths:
+        result = CliRunner().invoke(main, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        found += [f"ledger {' '.join(path)} --help\n    {p}" for p in problems(result.output)]
+    assert len(paths) > 50 and not found, "\n".join(found)
 
 
 pytestmark = pytest.mark.chain

@@ -122,7 +122,8 @@ def check_chain(
         head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
     elif events:
         at = timeline_at.get(snaps[len(events) - 1].commit) if len(events) <= len(snaps) else None
-        head_chk.summary = (f"the on-chain head {format_root(head)[:27]}… is snapshot #{at}'s root "
+        which = f"snapshot #{at}'s" if at is not None else "a snapshot's"
+        head_chk.summary = (f"the on-chain head {format_root(head)[:27]}… is {which} root "
                             f"(chain sequence {len(events)})")  # fmt: skip
     else:
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
