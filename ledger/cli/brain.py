@@ -254,7 +254,7 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
         lines.append(f"{doc['operation']:8} {changes}")
         if doc.get("chain"):
             chain = doc["chain"]
-            lines.append(f"chain    chain sequence {chain['seq']}, block {chain['block']}, tx {chain['tx']}")
+            lines.append(f"anchored chain sequence {chain['seq']}, block {chain['block']}, tx {chain['tx']}")
         if doc["note"]:
             lines += ["", *(f"    {line}" for line in doc["note"].splitlines())]
         lines.append("")

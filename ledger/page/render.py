@@ -217,7 +217,7 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     a = s["anchor"]
     if a is not None:
         tx = "" if compact else " " + _short(a["tx"], 8)
-        anchor = fig(f"⚓ #{a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
+        anchor = fig(f"⚓ chain sequence {a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
     ids = "" if compact else f'<td class="ids">{_short(s["root"])}<br>{_short(s["commit"], 8)}</td>'
