@@ -289,8 +289,8 @@ CLASSES = [
     SupplyCase("supply-digest-not-of-its-files", _digest_forged,
                r"install\): proofread's entry sha256 is not the folder hash of the files it pins \(rule 6\)"),
     SupplyCase("supply-revocation-reason-rewritten", _reason_rewritten,
-               r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was 'sends the "
-               r"text elsewhere', now 'false alarm'; a revocation never changes once written \(rule 2\)"),
+               r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was \"sends the "
+               r"text elsewhere\", now \"false alarm\"; a revocation never changes once written \(rule 2\)"),
     SupplyCase("supply-withheld-entry-dropped-by-a-delete", _withheld_entry_dropped,
                r"delete\): the delete of setup-helper drops its quarantined entry; a withheld entry stays when its "
                r"skill is deleted \(rule 5\)"),

@@ -106,7 +106,7 @@ def test_stale_parent_reverts_and_the_client_says_why(chained: Brain, tmp_path: 
     fork = Brain.init(tmp_path / "fork")
     fork.update_config(chain=chained.config["chain"])
     proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=_env(fork))
-    assert proc.returncode == 1 and "diverges from this brain at seq 2" in proc.stderr
+    assert proc.returncode == 1 and "diverges from this brain at chain sequence 2" in proc.stderr
     fork.close()
 
 

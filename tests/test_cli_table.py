@@ -21,6 +21,7 @@ import pytest
 from ledger.chain import anvil
 from ledger.cli import main
 from tests.conftest import fingerprint, run_ledger
+from tests.test_plain_words import problems
 
 pytestmark = pytest.mark.chain
 
@@ -553,6 +554,7 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
         assert proc.stderr.startswith("error:") or "FAIL" in proc.stdout + proc.stderr, proc.stderr
     if case.code == 2:
         assert "error:" in proc.stderr.lower()
+    assert not problems(proc.stdout + proc.stderr), (args, problems(proc.stdout + proc.stderr))  # plain words
 
 
 def test_the_table_covers_every_command() -> None:

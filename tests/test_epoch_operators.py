@@ -70,7 +70,7 @@ def test_a_fork_anchored_by_two_operators_fails_both_copies(tmp_path: Path, chai
     # given where the other operator publishes, its log anchors another root for this copy's seq
     for copy, other, at in ((a, Y, y), (b, X, chained)):
         code, chk = audit(copy, log_of(at, other))
-        assert code == 1 and f"anchors seq {fork_seq} of this agent as" in chk["summary"], chk
+        assert code == 1 and f"anchors chain sequence {fork_seq} of this agent as" in chk["summary"], chk
         assert "but this brain's snapshot there is" in chk["summary"], chk
     # a copy from before the fork agrees with both logs, which disagree with each other on the next seq
     subprocess.run(["git", "clone", "-q", "--mirror", str(a.store.git_dir), str(tmp_path / "old")], check=True)
@@ -83,7 +83,8 @@ def test_a_fork_anchored_by_two_operators_fails_both_copies(tmp_path: Path, chai
                       hex(cfg.agent_id or 0), "--json", log_of(chained, X), log_of(y, Y))  # fmt: skip
     chk = json.loads(proc.stdout)["checks"]["chain.epochs"]
     assert proc.returncode == 1 and chk["summary"].startswith("forked agent: operator "), chk
-    assert f"anchors seq {fork_seq} of agent" in chk["summary"] and X in chk["summary"] and Y in chk["summary"], chk
+    assert f"anchors chain sequence {fork_seq} of agent" in chk["summary"], chk
+    assert X in chk["summary"] and Y in chk["summary"], chk
 
 
 def test_a_copy_without_receipts_is_checked_not_skipped(tmp_path: Path, chained: Brain) -> None:
@@ -156,7 +157,7 @@ def test_replay_refuses_a_zero_root_and_a_root_equal_to_its_parent(tmp_path: Pat
     anchor_raw(chained, entries, f"a {case} root\n")
     code, chk = audit(a)
     seq = 1 if case == "zero" else 2
-    assert code == 1 and f"agent {other:#x} seq {seq} with root" in chk["summary"], chk
+    assert code == 1 and f"agent {other:#x} chain sequence {seq} with root" in chk["summary"], chk
     assert "zero or repeats its parent" in chk["summary"], chk
 
 

@@ -141,7 +141,7 @@ def test_audit_with_the_chain_catches_what_offline_cannot(anchored, tmp_path: Pa
                                          second: {**real[second], "committer": "0x" + "12" * 20}})  # fmt: skip
     code, rep, _ = _audit(remote, *args)
     chk = rep["checks"]["chain.receipts"]
-    assert code == 1 and chk["snapshot"] == second and "its committer is not event seq 2's" in chk["summary"], chk
+    assert code == 1 and chk["snapshot"] == second and "its committer is not chain sequence 2's" in chk["summary"], chk
     # A malformed note with the chain: a named FAIL, never a traceback.
     _raw_note(gs.GitStore(remote), forged, b'{"seq": 3, "tx": "0x00"}')
     code, rep, err = _audit(remote, *args)

@@ -17,6 +17,7 @@ from ledger.errors import StoreError
 from ledger.store.gitstore import GitStore
 from tests import tamper, tamper_outcomes, tamper_supply
 from tests.conftest import run_ledger
+from tests.test_plain_words import problems
 
 CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
 
@@ -74,6 +75,8 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
         if named:
             assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
+        shown = [str(c[k]) for c in report["checks"].values() for k in ("summary", "expected", "computed") if c[k]]
+        assert not problems("\n".join(shown)), (case.name, problems("\n".join(shown)))  # plain words, as printed
     cited = (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"
 

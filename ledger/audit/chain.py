@@ -74,8 +74,8 @@ def check_chain(
     for i, ev in enumerate(events):  # what commit refuses: a zero root, or the head committed again
         if ev["root"] == ZERO or ev["root"] == ev["parent"]:
             ev_chk.fail(
-                f"event seq {ev['seq']}: its root {format_root(ev['root'])} is zero or repeats its parent",
-                index=i,
+                f"chain sequence {ev['seq']}: its root {format_root(ev['root'])} is zero or repeats its parent",
+                index=timeline_at.get(snaps[i].commit) if i < len(snaps) else None,
                 computed=format_root(ev["root"]),
             )
     if ev_chk.ok:
@@ -84,16 +84,16 @@ def check_chain(
     for i, ev in enumerate(events):
         if i >= len(snaps):
             roots_chk.fail(
-                f"on-chain seq {ev['seq']} commits {format_root(ev['root'])}, beyond the last snapshot",
-                index=i,
+                f"chain sequence {ev['seq']} commits {format_root(ev['root'])}, beyond the last snapshot",
                 computed=format_root(ev["root"]),
             )
             break
         if ev["root"] != snaps[i].root:
             roots_chk.fail(
-                f"on-chain seq {ev['seq']} (tx {ev['tx'][:12]}…) commits a root that is not snapshot #{i}'s",
+                f"chain sequence {ev['seq']} (tx {ev['tx'][:12]}…) commits a root that is not snapshot "
+                f"#{timeline_at[snaps[i].commit]}'s",
                 snapshot=snaps[i].commit,
-                index=i,
+                index=timeline_at[snaps[i].commit],
                 expected=format_root(snaps[i].root),
                 computed=format_root(ev["root"]),
             )
@@ -122,22 +122,25 @@ def check_chain(
         head_chk.fail("the on-chain head is not a snapshot root", computed=format_root(head))
     elif events:
         at = timeline_at.get(snaps[len(events) - 1].commit) if len(events) <= len(snaps) else None
-        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is snapshot #{at}"
+        which = f"snapshot #{at}'s" if at is not None else "a snapshot's"
+        head_chk.summary = (f"the on-chain head {format_root(head)[:27]}… is {which} root "
+                            f"(chain sequence {len(events)})")  # fmt: skip
     else:
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
-    _check_receipts(store, snaps, report, reg, events)
+    _check_receipts(store, snaps, report, reg, events, timeline_at)
     history = _committer_history(reg, agent, from_block)
     everyone = [history[0]] if history[0] else []  # every address that ever could commit: each may anchor epochs
     check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
                  epoch_logs, mainline)  # fmt: skip
-    _check_committers(report, history, events)
+    _check_committers(report, history, events, [timeline_at[s.commit] for s in snaps])
     check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
 
 
 def _check_receipts(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]]
+    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]],
+    number: Mapping[str, int],
 ) -> None:
     """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
     claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
@@ -151,11 +154,10 @@ def _check_receipts(
         chk.skip("no receipts for this registry and agent in this repository, so none were checked "
                  "(fetch refs/notes/ledger-chain)")  # fmt: skip
         return
-    by_commit = {s.commit: i for i, s in enumerate(snaps)}
     by_seq = {e["seq"]: e for e in events}
     hashes: dict[int, str | None] = {}
     for commit, note in sorted(receipts.items(), key=lambda kv: kv[1]["seq"]):
-        i = by_commit.get(commit)
+        i = number.get(commit)  # the snapshot's number, mainline or not anchored alike
         label = f"receipt of snapshot {commit[:12]}" + (f" (#{i})" if i is not None else " (not in the lineage)")
         where = {"snapshot": commit, "index": i}
         block = note["block"]
@@ -167,14 +169,15 @@ def _check_receipts(
                      expected=note["block_hash"], computed=hashes[block] or "no such block", **where)  # fmt: skip
             continue
         if ev is None:
-            chk.fail(f"{label}: seq {note['seq']} is not among the registry's events for this agent", **where)
+            chk.fail(f"{label}: chain sequence {note['seq']} is not among the registry's events for this agent",
+                     **where)  # fmt: skip
             continue
         for key, theirs in (("tx", ev["tx"]), ("block", ev["block"]), ("block_hash", ev["block_hash"]),
                             ("log_index", ev["log_index"]), ("root", format_root(ev["root"])),
                             ("committer", ev["committer"]), ("chain_id", reg.chain_id)):  # fmt: skip
             ours = note[key].lower() if isinstance(note[key], str) else note[key]
             if ours != (theirs.lower() if isinstance(theirs, str) else theirs):
-                chk.fail(f"{label}: its {key} is not event seq {note['seq']}'s", expected=str(theirs),
+                chk.fail(f"{label}: its {key} is not chain sequence {note['seq']}'s", expected=str(theirs),
                          computed=str(note[key]), **where)  # fmt: skip
                 break
     if chk.ok:
@@ -202,7 +205,8 @@ def _allowed(history: tuple[str | None, list[tuple[int, int, str, bool]]], who: 
 
 
 def _check_committers(
-    report: Report, history: tuple[str | None, list[tuple[int, int, str, bool]]], events: list[dict[str, Any]]
+    report: Report, history: tuple[str | None, list[tuple[int, int, str, bool]]], events: list[dict[str, Any]],
+    number: list[int],
 ) -> None:
     """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""
     chk = report.check("chain.committers")
@@ -212,8 +216,8 @@ def _check_committers(
     for ev in events:
         if not _allowed(history, ev["committer"], (ev["block"], ev["log_index"])):
             chk.fail(
-                f"on-chain seq {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
-                index=ev["seq"] - 1,
+                f"chain sequence {ev['seq']}: committer {ev['committer']} was not authorized at block {ev['block']}",
+                index=number[ev["seq"] - 1] if ev["seq"] - 1 < len(number) else None,
             )
     if chk.ok:
         chk.summary = f"all {len(events)} root(s) were committed by the owner or an authorized key"
@@ -238,7 +242,7 @@ def _check_signers(
         k = bisect.bisect_left(anchored_at, s.index)  # the first anchored snapshot at or after this one
         at: tuple[float, float] = (events[k]["block"], events[k]["log_index"]) if k < len(events) else (inf, inf)
         if not _allowed(history, s.address, at):
-            where = f"block {events[k]['block']} (on-chain seq {events[k]['seq']})" if k < len(events) else "the head"
+            where = f"block {events[k]['block']} (chain sequence {events[k]['seq']})" if k < len(events) else "the head"
             chk.fail(
                 f"snapshot #{s.index} ({s.commit[:12]}) is signed by agent key {s.address}, which was not a "
                 f"committer of the agent at {where} (the owner runs 'ledger chain authorize {s.address}')",

@@ -121,7 +121,8 @@ def check_chain_evidence(
                 continue  # not a record at all: the store-side 'evidence' check fails it
             if named is not None and named != wanted:
                 chk.fail(f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "
-                         "(docs/lineage.md §14.5)", snapshot=head.commit if head else None)  # fmt: skip
+                         "(see docs/lineage.md, 'Audit rules (check evidence)')",
+                         snapshot=head.commit if head else None)  # fmt: skip
                 break
     if chk.ok:
         chk.summary = (f"{len(events)} evidence root(s), each bound to a snapshot that records it; the head's log "

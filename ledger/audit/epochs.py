@@ -116,7 +116,7 @@ def check_epochs(
             for seq, root in sorted(mine.items()):
                 root0, by = anchored.setdefault(seq, (root, operator))
                 if root0 != root:
-                    chk.fail(f"forked agent: operator {operator} anchors seq {seq} of agent {agent:#x} as "
+                    chk.fail(f"forked agent: operator {operator} anchors chain sequence {seq} of agent {agent:#x} as "
                              f"{format_root(root)}, operator {by} as {format_root(root0)}",
                              expected=format_root(root0), computed=format_root(root))  # fmt: skip
     if chk.ok and not notes and not ev_notes and not replayed:
@@ -156,8 +156,8 @@ def _check_receipt(
 ) -> None:
     """§13.7 steps 2 to 5 for one receipt that verified offline."""
     if facts["agent"] != agent or i is None or facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        chk.fail(f"the epoch receipt on {commit[:12]} names agent {facts['agent']:#x} seq {facts['seq']}, which is "
-                 "not that snapshot of this agent's anchored lineage", snapshot=commit)  # fmt: skip
+        chk.fail(f"the epoch receipt on {commit[:12]} names agent {facts['agent']:#x} chain sequence {facts['seq']}, "
+                 "which is not that snapshot of this agent's anchored lineage", snapshot=commit)  # fmt: skip
         return
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
         chk.fail(f"the epoch receipt on {commit[:12]} gives a parent that is not the snapshot before",
@@ -242,22 +242,23 @@ def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps
         prev_seq, prev_root = last.get(who, (0, ZERO))
         if seq != prev_seq + 1 or parent != prev_root:
             what = "anchors a second root for" if seq <= prev_seq else "skips to"
-            chk.fail(f"forked operator: entry {n} of {operator}'s log {what} agent {who:#x} seq {seq} "
-                     f"(root {format_root(root)}); the agent's entries must be one chain, seq {prev_seq + 1} next "
-                     f"with parent {format_root(prev_root)}", index=n,
-                     expected=f"seq {prev_seq + 1}", computed=f"seq {seq}")  # fmt: skip
+            chk.fail(f"forked operator: entry {n} of {operator}'s log {what} agent {who:#x} chain sequence {seq} "
+                     f"(root {format_root(root)}); the agent's entries must be one chain, chain sequence "
+                     f"{prev_seq + 1} next with parent {format_root(prev_root)}", index=n,
+                     expected=f"chain sequence {prev_seq + 1}", computed=f"chain sequence {seq}")  # fmt: skip
             return None
         if root in (ZERO, parent):  # §13.1: what anchor refuses, whoever the agent
-            chk.fail(f"forked operator: entry {n} of {operator}'s log anchors agent {who:#x} seq {seq} with root "
-                     f"{format_root(root)}, which is zero or repeats its parent", index=n,
+            chk.fail(f"forked operator: entry {n} of {operator}'s log anchors agent {who:#x} chain sequence {seq} "
+                     f"with root {format_root(root)}, which is zero or repeats its parent", index=n,
                      computed=format_root(root))  # fmt: skip
             return None
         last[who] = (seq, root)
         if who == agent:
             mine[seq] = root
         if who == agent and seq <= len(snaps) and snaps[seq - 1].root != root:
-            chk.fail(f"entry {n} of the log anchors seq {seq} of this agent as {format_root(root)}, but this brain's "
-                     f"snapshot there is {format_root(snaps[seq - 1].root)}", index=n, snapshot=snaps[seq - 1].commit,
+            chk.fail(f"entry {n} of the log anchors chain sequence {seq} of this agent as {format_root(root)}, "
+                     f"but this brain's snapshot there is {format_root(snaps[seq - 1].root)}", index=n,
+                     snapshot=snaps[seq - 1].commit,
                      expected=format_root(snaps[seq - 1].root), computed=format_root(root))  # fmt: skip
             return None
     if store is not None and evidence:

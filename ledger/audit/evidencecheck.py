@@ -167,25 +167,29 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             if snap.operation not in ("outcome", "merge"):
                 if mine != first:
                     chk.fail(f"{label}: changes the evidence log, which only an 'outcome' snapshot or a merge "
-                             "may (docs/lineage.md §14.4)", **where)  # fmt: skip
+                             "may (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
                 continue
             size, new, cut = _appended(store, first, mine)
             if cut is not None:
                 chk.fail(f"{label}: the evidence log is not its first parent's with entries appended: entry {cut} "
-                         f"of {size} was dropped or rewritten (docs/lineage.md §14.4)", **where)  # fmt: skip
+                         f"of {size} was dropped or rewritten"
+                         " (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
                 continue
             if snap.operation == "merge":
                 before = _log(store, first, logs)
                 expected = _merged(before, _log(store, parents[1], logs) if len(parents) > 1 else [])
                 if new != expected:
                     chk.fail(f"{label}: the merge's evidence log is not its first parent's followed by the second "
-                             "parent's entries it lacks, in order (docs/lineage.md §14.4)", **where)  # fmt: skip
+                             "parent's entries it lacks, in order"
+                             " (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
                 continue
             if not new:
-                chk.fail(f"{label}: an 'outcome' snapshot appends no entry (docs/lineage.md §14.4)", **where)
+                chk.fail(f"{label}: an 'outcome' snapshot appends no entry"
+                         " (see docs/lineage.md, 'How the log changes')", **where)
                 continue
             if _others(tops, _top(store, report, snap.parents[0]) if snap.parents else {}):
-                chk.fail(f"{label}: an 'outcome' snapshot changes more than evidence/ (docs/lineage.md §14.4)",
+                chk.fail(f"{label}: an 'outcome' snapshot changes more than evidence/"
+                         " (see docs/lineage.md, 'How the log changes')",
                          **where)  # fmt: skip
                 continue
             trust = _trust(store, snap, trusts)
@@ -502,7 +506,8 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
             continue
         if entry.level == 2 and v3_before:
             return (f"outcome {i}: {short} is a v2 record ({oc.FORMAT_V2}), appended after the log's first v3 "
-                    f"record: from then on every record is {oc.FORMAT} (docs/lineage.md §14.10)")  # fmt: skip
+                    f"record: from then on every record is {oc.FORMAT}"
+                    " (see docs/lineage.md, 'Evaluations')")  # fmt: skip
         v2_before = True  # a v1 record after a v2 one in the same snapshot is after the log's first v2 record
         v3_before = v3_before or entry.level == 3
         key = (entry.signer, batch["id"])
@@ -531,7 +536,8 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
             what = (f"index {', '.join(map(str, missing[:5]))} missing" if missing
                     else f"index {', '.join(map(str, twice[:5]))} twice")  # fmt: skip
             return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} holds {len(members)} of its {count} "
-                    f"outcomes ({what}): a verifier's batch is appended whole (docs/lineage.md §14.9)")  # fmt: skip
+                    f"outcomes ({what}): a verifier's batch is appended whole"
+                    " (see docs/lineage.md, 'A signer's record is complete: batches')")  # fmt: skip
         if any(e.eval is not None for _, e in members):
             problem = _grid_problem(members, f"outcome {members[0][0]}: batch {bid[:12]} of {signer}", plans)
             if problem is not None:
@@ -568,4 +574,4 @@ def _grid_problem(members: Sequence[tuple[int, oc.Entry]], label: str,
     what = f"case {cell[0]!r} run {cell[1]} {cell[2]} {'missing' if missing else 'twice or not in the plan'}"
     return (f"{label} holds {len(runs)} runs of plan {pid[:12]}, whose grid is {sum(want.values())} ({what}): "
             "an evaluation is recorded whole, every case × run × condition of its plan once "
-            "(docs/lineage.md §14.10)")  # fmt: skip
+            "(see docs/lineage.md, 'Evaluations')")  # fmt: skip

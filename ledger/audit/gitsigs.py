@@ -80,7 +80,8 @@ def _certified(snap: gs.Snapshot, values: list[str], address: str | None,
     certifies = siblings.Siblings.from_trailers(values)
     if [v.split(" ")[0] for v in values] != list(siblings.SCHEMES):
         raise SignatureError(f"its Ledger-Sibling trailers are {len(values)}; a signed snapshot names exactly "
-                             f"two, {siblings.ED25519} then {siblings.P256} (lineage.md §8.7)")  # fmt: skip
+                             f"two, {siblings.ED25519} then {siblings.P256}"
+                             " (see docs/lineage.md, 'Sibling keys')")  # fmt: skip
     if address is not None:
         first = certified.setdefault(address, (certifies, snap.commit))
         if first[0] != certifies:

@@ -81,14 +81,14 @@ CHECKS = (
 
 # What each chain check verifies, said on its SKIP line when an audit is given no chain.
 CHAIN_CHECKS = {
-    "chain.events": "registry events unbroken (§7 rules 1, 2)",
-    "chain.roots": "on-chain roots = snapshots (§7 rule 3)",
-    "chain.head": "registry head = last root (§7 rule 4)",
-    "chain.receipts": "receipts vs the chain's events (§6.3)",
+    "chain.events": "registry events unbroken (docs/lineage.md, 'The anchoring rule', rules 1 and 2)",
+    "chain.roots": "on-chain roots = snapshots (docs/lineage.md, 'The anchoring rule', rule 3)",
+    "chain.head": "registry head = last root (docs/lineage.md, 'The anchoring rule', rule 4)",
+    "chain.receipts": "receipts vs the chain's events (docs/lineage.md, 'Checks against the chain')",
     "chain.epochs": "epoch receipts vs the chain and the operator's log",
-    "chain.committers": "committers vs CommitterSet (§7 rule 5)",
-    "chain.signers": "agent keys vs CommitterSet (§8.5)",
-    "chain.evidence": "anchored evidence logs vs the snapshots' (issue 38)",
+    "chain.committers": "committers vs CommitterSet (docs/lineage.md, 'The anchoring rule', rule 5)",
+    "chain.signers": "agent keys vs CommitterSet (docs/lineage.md, 'Against the chain')",
+    "chain.evidence": "anchored evidence logs vs the snapshots' (docs/lineage.md, 'Audit rules (check evidence)')",
 }
 NO_RPC = ("no --rpc", "pass --rpc URL --registry ADDR --agent ID")
 
@@ -201,7 +201,7 @@ def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report
     if not count:
         chk.skip("no receipts in this repository (fetch refs/notes/ledger-chain to check them)")
     elif chk.ok:
-        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and seq; "
+        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and chain sequence; "
                        "their blocks, transactions and committers need --rpc (chain.receipts)")  # fmt: skip
 
 
@@ -274,7 +274,8 @@ def _check_fsck(path: Path, report: Report) -> None:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
     grafts = _git(path, "rev-parse", "--git-path", "info/grafts").stdout.strip()
     if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
-        chk.fail("info/grafts rewrites parents for git's own history commands (docs/lineage.md §1)", path=grafts)
+        chk.fail("info/grafts rewrites parents for git's own history commands"
+                 " (see docs/lineage.md, 'The store')", path=grafts)
     control = path / ".ledger"  # a brain (not a clone): its background packer must not repack under fsck
     with no_repack(control) if (control / "config.json").is_file() else contextlib.nullcontext():
         proc = _git(path, "fsck", "--no-dangling", "--no-progress", timeout=600)

@@ -159,7 +159,8 @@ def epoch_receipt(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int
     if agent is not None and facts["agent"] != agent:
         return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
     if facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        return None, f"names seq {facts['seq']} and its root, but that snapshot is anchored as seq {i + 1}"
+        return None, (f"names chain sequence {facts['seq']} and its root, but that snapshot is anchored as "
+                      f"chain sequence {i + 1}")  # fmt: skip
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
         return None, "names a parent that is not the root of the snapshot before"
     return (doc, facts), None

@@ -70,7 +70,7 @@ def render_html(report: Report) -> str:
         if chain:
             state = "ok" if chain["ok"] else "fail"
             onchain = (
-                f"<span class='tag {state}'>seq {chain['seq']}</span> block {chain['block']} "
+                f"<span class='tag {state}'>chain sequence {chain['seq']}</span> block {chain['block']} "
                 f"<code title='{_e(chain['tx'])}'>{_e(chain['tx'][:12])}…</code>"
             )
         elif snap["commit"] in pending:
@@ -80,7 +80,7 @@ def render_html(report: Report) -> str:
         bad = not snap["ok"] or (chain is not None and not chain["ok"])
         cls = "bad" if bad else ("pend" if snap["commit"] in pending else "")
         rows.append(
-            f"<tr class='{cls}' data-index='{snap['index']}'><td>{snap['index']}</td>"
+            f"<tr class='{cls}' data-index='{snap['index']}'><td>#{snap['index']}</td>"
             f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(_when(snap.get('timestamp')))}</td>"
             f"<td>{_e(snap['operation'])}</td><td class='actor'>{_e(snap.get('actor', '—'))}</td>"
             f"<td>{_e(changes)}</td><td>{_short(snap['root'])}</td><td>{onchain}</td>"
@@ -91,7 +91,8 @@ def render_html(report: Report) -> str:
         detail = ""
         if not chk.ok:
             parts = [
-                f"snapshot <code>{_e(chk.snapshot[:12])}</code> (#{chk.index})" if chk.snapshot else "",
+                f"snapshot <code>{_e(chk.snapshot[:12])}</code>" + (f" (#{chk.index})" if chk.index is not None else "")
+                if chk.snapshot else "",
                 f"path <code>{_e(chk.path)}</code>" if chk.path else "",
                 f"expected <code>{_e(chk.expected)}</code>" if chk.expected else "",
                 f"computed <code>{_e(chk.computed)}</code>" if chk.computed else "",

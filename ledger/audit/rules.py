@@ -45,7 +45,7 @@ def check_trailers(snap: gs.Snapshot, genesis: bool, label: str, chk: Check, whe
         chk.fail(f"{label}: operation {snap.operation!r} records {len(actions)} change(s)", **where)
     elif (snap.operation == "merge") != (snap.merged() is not None):
         chk.fail(f"{label}: Ledger-Merge-Parent and Ledger-Merge-Root belong to a merge snapshot, and a merge "
-                 "needs both (docs/lineage.md §9)", **where)  # fmt: skip
+                 "needs both (see docs/lineage.md, 'Merges')", **where)  # fmt: skip
     elif any(a not in allowed for a in actions):
         chk.fail(f"{label}: operation {snap.operation!r} cannot {'/'.join(sorted(set(actions)))} a skill", **where)
     elif (canonical := _canonical(snap)) != snap.message:

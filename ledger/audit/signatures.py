@@ -58,7 +58,7 @@ def check_signatures(
             changes = [parse_key_change(v) for v in snap.trailers.get(KEY_TRAILER, [])]
             if changes and side:
                 raise TrustError("a merged branch changes the trust set; key changes travel on the mainline "
-                                 "(docs/lineage.md §9.2)")  # fmt: skip
+                                 "(see docs/lineage.md, 'Merges', 'Trust')")  # fmt: skip
             signer = signer_of(snap)
             actor = snap.attribution.get("actor")
             trust.authorize(snap.operation, changes, signer, actor)

@@ -13,6 +13,7 @@ declares an older format than its parents'.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -59,7 +60,7 @@ def check_supply(store: gs.GitStore, walked: Walked, report: Report, signed: Seq
         except LedgerError as exc:  # a SKILL.md the rules cannot read is a failure of this snapshot, not a crash
             problem = exc.message
         if problem:
-            chk.fail(f"{label}: {problem} (docs/lineage.md §1.6)", path=sp.RECORD, **where)
+            chk.fail(f"{label}: {problem} (see docs/lineage.md, 'The supply record')", path=sp.RECORD, **where)
         if now is not None and snap.commit == walked.order[-1].commit:
             installed = len(now.skills)
             report.supply = [_credit(n, e) for n, e in sorted(now.skills.items())]
@@ -136,8 +137,8 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
                 return f"{name} is approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} " \
                        "snapshot; approvals are a user's or a curator's (rule 7)"  # fmt: skip
             if signer is not None and (new.approval or {}).get("by") != signer.address:
-                return f"{name}'s approval names {(new.approval or {}).get('by')}, not its signer {signer.address} " \
-                       "(rule 7)"  # fmt: skip
+                return f"{name}'s approval names {(new.approval or {}).get('by') or 'no key'}, not its signer " \
+                       f"{signer.address} (rule 7)"  # fmt: skip
         elif new.state != sp.REVOKED or _without(old, "state") != _without(new, "state") \
                 or not after.is_revoked(*new.digests()):  # fmt: skip
             return f"the revocation changes {name}'s entry beyond marking it revoked (rule 8)"
@@ -176,7 +177,11 @@ def _revocations(before: sp.Supply, after: sp.Supply) -> str | None:
 
 def _rewritten(digest: str, was: dict[str, Any], now: dict[str, Any]) -> str:
     field = next(k for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k))
-    return (f"it rewrites the revocation of {digest}: its {field} was {was.get(field)!r}, now {now.get(field)!r}; "
+    def shown(value: Any) -> str:  # JSON, as the record holds it; absent when the member is missing
+        return "absent" if value is None else json.dumps(value, sort_keys=True)
+
+    return (f"it rewrites the revocation of {digest}: its {field} was {shown(was.get(field))}, "
+            f"now {shown(now.get(field))}; "
             "a revocation never changes once written (rule 2)")  # fmt: skip
 
 
@@ -264,7 +269,8 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
                        "snapshot; an install by an agent's or a verifier's key writes it quarantined: approvals, " \
                        "auto-approvals included, are a user's or a curator's (rule 6)"  # fmt: skip
             if signer is not None and entry.approval.get("by") != signer.address:
-                return f"{name}'s approval names {entry.approval.get('by')}, not its signer {signer.address} (rule 6)"
+                return f"{name}'s approval names {entry.approval.get('by') or 'no key'}, not its signer " \
+                       f"{signer.address} (rule 6)"  # fmt: skip
         if name not in skills:
             return f"it installs {name}, but its tree does not hold {name} (rule 6)"
         files = th.files_of(store, skills[name])

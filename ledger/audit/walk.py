@@ -203,7 +203,8 @@ def _step(
     label = f"{_name(snap.commit, i, side)[:-1]}, {rules.describe(snap)})"
     stray = rules.stray_entries(store, snap, report.tops)
     if stray:
-        snaps_chk.fail(f"{label}: its tree holds {stray}, which a snapshot may not (docs/lineage.md §1.2)",
+        snaps_chk.fail(f"{label}: its tree holds {stray}, which a snapshot may not"
+                       " (see docs/lineage.md, 'A snapshot's tree')",
                        path=stray, **where)  # fmt: skip
     prev_entries, computed = st.entries, None
     entries: dict[str, bytes] = {}
@@ -229,7 +230,8 @@ def _step(
     categories = store.categories_tree(bytes.fromhex(snap.tree))
     if snap.operation == "sync" and not snap.changes and categories == st.categories and not genesis:
         checks["trailers"].fail(f"{label}: a sync that records no change must change categories/ "
-                                "(docs/lineage.md §3); this one changes nothing", path="categories", **where)
+                                "(see docs/lineage.md, 'Operations'); this one changes nothing",
+                                path="categories", **where)  # fmt: skip
     st.categories = categories
     if "actor" in snap.attribution:
         st.attributed = True
@@ -238,7 +240,8 @@ def _step(
     in_store = "versions" in report.tops.get(snap.commit, {})
     if st.in_store is not None and in_store != st.in_store and (not in_store or st.live or st.retired):
         versions_chk.fail(f"{label}: its tree {'adds' if in_store else 'drops'} the 'versions' record "
-                          "(where versions live is fixed once a brain holds skills, docs/lineage.md §4.2)",
+                          "(where versions live is fixed once a brain holds skills,"
+                          " see docs/lineage.md, 'Where versions live')",
                           path="versions", **where)  # fmt: skip
     st.in_store = in_store
     if snap.operation == "merge" and second is not None:
@@ -273,7 +276,7 @@ def _check_parents(snap: gs.Snapshot, st: _State, second: _State | None, genesis
     if (genesis and n) or (not genesis and n != (2 if merge else 1)):
         why = ("a merge snapshot has exactly two parents" if merge
                else "snapshot 0 alone has no parent; a merge (operation 'merge') two; every other snapshot one")
-        chk.fail(f"{label}: has {n} parent commit(s); {why} (docs/lineage.md §1.1, §9)",
+        chk.fail(f"{label}: has {n} parent commit(s); {why} (see docs/lineage.md, 'The lineage' and 'Merges')",
                  computed=" ".join(snap.parents) or "none", **where)  # fmt: skip
     if snap.parent_root != st.root:
         chk.fail(f"{label}: parent root is not the previous snapshot's root "
@@ -288,7 +291,7 @@ def _check_parents(snap: gs.Snapshot, st: _State, second: _State | None, genesis
                      **where)  # fmt: skip
         elif named is None or named != actual:
             chk.fail(f"{label}: Ledger-Merge-Parent/Ledger-Merge-Root do not name its second parent and that "
-                     "parent's root (docs/lineage.md §9.1)",
+                     "parent's root (see docs/lineage.md, 'Merges', 'Form')",
                      expected=f"{actual[0]} {format_root(actual[1]) if actual[1] else 'none'}",
                      computed=f"{named[0]} {format_root(named[1])}" if named else "none", **where)  # fmt: skip
 

@@ -615,13 +615,16 @@ class Evidence:
                 if entry.kind == "record" and entry.batch is None:
                     raise StoreError(f"outcome {i + 1} of {len(entries)} is a {oc.FORMAT_V1} record: a v1.7 brain "
                                      f"appends only {oc.FORMAT} records, each whole in its signer's batch "
-                                     "(docs/lineage.md §14.9); nothing was written",
+                                     "(see docs/lineage.md, 'A signer's record is complete: batches'); "
+                                     "nothing was written",
                                      hint="have the verifier sign its outcomes as a batch (ledger.store.outcomes."
                                           "sign_batch, or ledger outcome record|import on its own brain)")  # fmt: skip
                 if registered is not None and entry.kind == "record" and entry.record["agent"] != registered:
                     raise StoreError(f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
                                      f"this brain is registered as agent {registered}: an outcome of a registered "
-                                     "brain names its agent (docs/lineage.md §14.5 rule 7); nothing was written",
+                                     "brain names its agent"
+                                     " (see docs/lineage.md, 'Audit rules (check evidence)', rule 7); "
+                                     "nothing was written",
                                      hint="have the verifier sign the record with the agent id "
                                           "('ledger chain status' shows it)")  # fmt: skip
                 if entry.id in seen:  # in the log, or earlier in this batch: appended once

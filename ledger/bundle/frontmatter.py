@@ -278,11 +278,11 @@ def counter_line(text: str) -> tuple[int, str] | None:
         if present or candidates:
             raise SkillError(f"SKILL.md writes its counter metadata.{key} in a spelling the ledger cannot set aside",
                              hint="write it on its own line of a block 'metadata:' mapping, as "
-                                  f"{key}: '{value}' (docs/lineage.md §1.6)")  # fmt: skip
+                                  f"{key}: '{value}' (see docs/lineage.md, 'The supply record')")  # fmt: skip
         return None
     written = COUNTER_LINE.match(found[1])
     if written is None or int(written.group(3).strip("'\"")) != value:
-        raise SkillError("SKILL.md's counter line and its YAML disagree (docs/lineage.md §1.6)",
+        raise SkillError("SKILL.md's counter line and its YAML disagree (see docs/lineage.md, 'The supply record')",
                          hint="write the counter once, on its own line of a block 'metadata:' mapping")  # fmt: skip
     return found
 
@@ -295,14 +295,16 @@ def set_aside(text: str, served: str | None) -> str:
     found = counter_line(text)
     if found is None:
         raise SkillError("SKILL.md carries no version counter to set aside",
-                         hint="an installed skill's SKILL.md carries the ledger's counter (docs/lineage.md §4.2)")
+                         hint="an installed skill's SKILL.md carries the ledger's counter"
+                              " (see docs/lineage.md, 'Where versions live')")
     at, line = found
     lines, _ = _lines(text)
     if served is not None:
         theirs, mine = COUNTER_LINE.match(served), COUNTER_LINE.match(line)
         if theirs is None or mine is None or theirs.group(1, 2) != mine.group(1, 2):
             raise SkillError(f"the served counter line {served!r} is not one the installed counter replaces",
-                             hint="the same key at the same indentation, a whole number (docs/lineage.md §1.6)")
+                             hint="the same key at the same indentation, a whole number"
+                                  " (see docs/lineage.md, 'The supply record')")
         lines[at] = served + lines[at][len(line):]
         return "".join(lines)
     del lines[at]

@@ -139,7 +139,8 @@ def read_at(store: GitStore, head: bytes) -> EpochLog:
     files = {name: sha for sha, _, name in store.read_tree(tree)}
     names = sorted(set(files) - {"log.json"})
     if len(files) != 2 or "log.json" not in files or names[0] not in ("entries", ENTRIES_V2):
-        raise ChainError(f"{EPOCHS_REF} holds {sorted(files)}, not log.json and one of entries, {ENTRIES_V2}")
+        raise ChainError(f"{EPOCHS_REF} holds {', '.join(sorted(files)) or 'nothing'}, not log.json and one of "
+                         f"entries, {ENTRIES_V2}")  # fmt: skip
     return _parse(names[0], store.read(files[names[0]], b"blob"), store.read(files["log.json"], b"blob"), head)
 
 

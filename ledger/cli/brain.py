@@ -201,11 +201,11 @@ class _LogCommand(click.Command):
 @click.option("--actor", type=click.Choice(["user", "agent", "curator", "verifier", "unsigned"]),
               help="Only snapshots by this actor ('unsigned': those no key signed, whatever they claim).")
 @click.option("--skill", "skill_name", help="Only snapshots that change this skill.")
-@click.option("--oneline", is_flag=True, help="One line per snapshot: commit, date, change, actor, full root.")
+@click.option("--oneline", is_flag=True, help="One line per snapshot: number, commit, date, change, actor, full root.")
 @click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
               "$GIT_PAGER, $PAGER or less).")  # fmt: skip
 @click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes and lift per "
-              "version, verified and self-reported apart (docs/lineage.md §14.6).")  # fmt: skip
+              "version, verified and self-reported apart (see docs/lineage.md, 'Competence').")  # fmt: skip
 @click.pass_context
 def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
         oneline: bool, no_pager: bool, stats: bool) -> None:  # fmt: skip
@@ -221,14 +221,16 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
     with open_brain(ctx) as brain:
         receipts = _receipts(brain)
         out = []
+        number = brain.store.number() + 1  # the head's number; each first parent is one less
         for snap in brain.store.lineage():
+            number -= 1
             if max_count is not None and len(out) >= max_count:
                 break
             if actor is not None and snap.shown_actor != actor:
                 continue
             if skill_name is not None and all(c.skill != skill_name for c in snap.changes):
                 continue
-            doc = snap.to_json()
+            doc = {"number": number, **snap.to_json()}
             doc["chain"] = receipts.get(snap.commit)
             doc["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.timestamp))
             doc["note"] = _note_of(snap)
@@ -242,15 +244,17 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
         attr = doc["attribution"]
         who = attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor")
         if oneline:
-            lines.append(f"{doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  [{who}]  {doc['root']}")
+            lines.append(f"#{doc['number']:<4} {doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  "
+                         f"[{who}]  {doc['root']}")  # fmt: skip
             continue
-        lines.append(click.style(f"snapshot {doc['commit']}", fg="yellow"))
+        lines.append(click.style(f"snapshot #{doc['number']} {doc['commit']}", fg="yellow"))
         lines.append(f"date     {doc['date']}")
         lines.append(f"root     {doc['root']}")
         lines.append(f"actor    {who}")
         lines.append(f"{doc['operation']:8} {changes}")
         if doc.get("chain"):
-            lines.append(f"chain    seq {doc['chain']['seq']}, block {doc['chain']['block']}, tx {doc['chain']['tx']}")
+            chain = doc["chain"]
+            lines.append(f"anchored chain sequence {chain['seq']}, block {chain['block']}, tx {chain['tx']}")
         if doc["note"]:
             lines += ["", *(f"    {line}" for line in doc["note"].splitlines())]
         lines.append("")
@@ -386,8 +390,9 @@ def verify_proof(
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
         if matched is not None:
-            head = "the current on-chain head" if matched["is_head"] else f"the on-chain head is seq {matched['head']}"
-            at = f"seq {matched['seq']}, block {matched['block']}, tx {matched['tx']}"
+            head = ("the current on-chain head" if matched["is_head"]
+                    else f"the on-chain head is chain sequence {matched['head']}")  # fmt: skip
+            at = f"chain sequence {matched['seq']}, block {matched['block']}, tx {matched['tx']}"
             click.echo(f"    committed on chain at {at} ({head})")
 
 
@@ -407,8 +412,8 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
     ev, head = hits[-1], events[-1]
     if at_head and ev is not head:
         raise LedgerError(
-            f"FAIL: {format_root(root)} was committed at seq {ev['seq']} (block {ev['block']}), but the on-chain "
-            f"head is seq {head['seq']} ({format_root(head['root'])})",
+            f"FAIL: {format_root(root)} was committed at chain sequence {ev['seq']} (block {ev['block']}), but the "
+            f"on-chain head is chain sequence {head['seq']} ({format_root(head['root'])})",
             hint="prove the file at the head snapshot, or drop --head to accept any committed root",
         )
     return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}

@@ -335,7 +335,7 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
                    f"in tx {result.evidence['tx']}")
     if result.reconciled:
         click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
-    click.echo(f"on-chain head {result.head} (seq {result.seq})")
+    click.echo(f"on-chain head {result.head} (chain sequence {result.seq})")
 
 
 @main.command("anchor")

@@ -368,7 +368,7 @@ def _revs(args: list[str]) -> list[str | None]:
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--stats", is_flag=True, help="Outcomes per version instead: verified and self-reported, each with "
               "its success rate and 95% Wilson interval, never summed; and each version's lift from paired "
-              "evaluation runs with its 95% Newcombe interval (docs/lineage.md §14.6).")  # fmt: skip
+              "evaluation runs with its 95% Newcombe interval (see docs/lineage.md, 'Competence').")  # fmt: skip
 @json_flag
 @click.pass_context
 def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:

@@ -28,7 +28,7 @@ def split_ref(ref: str) -> tuple[str, int | None]:
 
 @main.group()
 def outcome() -> None:
-    """Signed outcomes of skill versions: did version N work on a task (docs/lineage.md §14).
+    """Signed outcomes of skill versions: did version N work on a task (see docs/lineage.md, 'Outcome evidence').
 
     Each outcome is signed by its actor's key: a key the brain trusts as 'verifier' makes it
     verified (ledger keys generate verifier; ledger keys trust verifier ADDRESS), the agent's
@@ -98,8 +98,9 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
 
     Each line is a row (skill, task, success or score, …) signed here by the actor's key (the rows:
     one batch), or an entry signed elsewhere ({"record", "signature"}), taken byte for byte, in
-    whole batches (docs/lineage.md §14.9).  One bad line refuses the whole file, naming the line;
-    so does part of a verifier's batch; nothing is written.  Outcomes already in the log are skipped.
+    whole batches (see docs/lineage.md, 'A signer's record is complete: batches').  One bad line refuses
+    the whole file, naming the line; so does part of a verifier's batch; nothing is written.  Outcomes
+    already in the log are skipped.
     """
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
     if actor is None:
@@ -186,7 +187,8 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
 @json_flag
 @click.pass_context
 def outcome_batches(ctx: click.Context, signer: str | None, as_json: bool) -> None:
-    """Each signer's batches in the log, and the newest of each chain (docs/lineage.md §14.9).
+    """Each signer's batches in the log, and the newest of each chain (see docs/lineage.md,
+    'A signer's record is complete: batches').
 
     The audit holds every batch whole and every batch a kept one follows; what it cannot see is a
     chain's newest batch left out whole.  A verifier checks that its newest batch (the id and count it

@@ -34,7 +34,7 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     A path that does not exist becomes a bare repository an auditor can clone.  The
     remote's branch moves only by compare-and-swap, never by force: when REMOTE holds
     snapshots this brain lacks, they are fetched, audited and merged, and the push tried
-    again (docs/lineage.md §9).
+    again (see docs/lineage.md, 'Merges').
     """
     from ledger.exchange import sharing
 

@@ -183,6 +183,17 @@ def _finding(f: dict[str, Any]) -> str:
     return f"  {f['severity']:8} {f['rule']} {printable(f['file'])}:{f['line'] or '-'} {printable(f['detail'])}"
 
 
+def _words(value: Any) -> str:
+    """A member of the record as a user reads it: ``key value`` pairs, comma-separated lists, "none"."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_words(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_words(v) for v in value)
+    return printable(str(value))
+
+
 def _pin(pin: dict[str, Any]) -> str:
     return str(pin.get("commit") or pin.get("sha256") or "")[:12]
 
@@ -222,13 +233,13 @@ def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
         emit(doc)
         return
     for key in ("state", "version", "blake3", "sha256", "signer"):
-        click.echo(f"{key:12} {doc[key]}")
+        click.echo(f"{key:12} {_words(doc[key])}")
     click.echo(f"{'source':12} {doc['source']['type']} {printable(doc['source']['url'])} {doc['source']['path']}")
-    click.echo(f"{'pin':12} {doc['pin']}")
+    click.echo(f"{'pin':12} {_words(doc['pin'])}")
     if doc["derived_from"]:
-        click.echo(f"{'derived from':12} {doc['derived_from']}")
+        click.echo(f"{'derived from':12} {_words(doc['derived_from'])}")
     if doc["approval"]:
-        click.echo(f"{'approval':12} {doc['approval']}")
+        click.echo(f"{'approval':12} {_words(doc['approval'])}")
     click.echo(f"{'scan':12} {doc['verdict']['worst']}")
     for f in doc["verdict"].get("findings", []):
         click.echo(_finding(f))

@@ -168,7 +168,7 @@ def commit_pending(
             if i >= len(lineage) or lineage[i].root != ev["root"]:
                 local = format_root(lineage[i].root) if i < len(lineage) else "nothing"
                 raise ChainError(
-                    f"the on-chain lineage diverges from this brain at seq {i + 1}: chain has "
+                    f"the on-chain lineage diverges from this brain at chain sequence {i + 1}: chain has "
                     f"{format_root(ev['root'])}, the brain has {local}",
                     hint="this brain was forked or rewritten after it was committed; run 'ledger verify --chain'",
                 )

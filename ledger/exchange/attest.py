@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
 from ledger.chain.receipts import receipt_of
-from ledger.errors import UsageError
+from ledger.errors import StoreError, UsageError
 from ledger.exchange import intoto, oms
 from ledger.exchange.attested import (
     AttestationError,
@@ -42,12 +42,11 @@ MAX_ATTESTATION = 64 << 20  # bytes: a statement lists every file, ~200 bytes ea
 
 
 def _sequence(brain: Brain, commit: bytes) -> int:
-    """The snapshot's position on its first-parent line, from 0 (docs/lineage.md §1.1)."""
-    argv = ["git", f"--git-dir={brain.store.git_dir}", "rev-list", "--first-parent", "--count", commit.hex(), "--"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=child_env(), check=False)
-    if proc.returncode != 0:
-        raise AttestationError(f"cannot count the snapshots before {commit.hex()[:12]}: {proc.stderr.strip()}")
-    return int(proc.stdout) - 1
+    """The in-toto statement's ``sequence``: the snapshot's number (docs/lineage.md §1.1)."""
+    try:
+        return brain.store.number(commit)
+    except StoreError as exc:
+        raise AttestationError(exc.message) from exc
 
 
 def _in_lineage(brain: Brain, commit: bytes, head: bytes) -> None:

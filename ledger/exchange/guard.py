@@ -124,7 +124,8 @@ def main() -> int:
         if ref.startswith("refs/replace/") and new != _ZERO:  # removing one is a repair, and passes
             refused = True
             print(f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
-                  "audit fails a repository that holds one (docs/lineage.md §10, fsck); nothing was taken",
+                  "audit fails a repository that holds one"
+                  " (see docs/lineage.md, 'The audit's verdicts', fsck); nothing was taken",
                   file=sys.stderr)  # fmt: skip
     others = [(old, new, ref) for old, new, ref in updates if ref != BRANCH and refs.owned(ref)]
     if others:

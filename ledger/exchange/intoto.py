@@ -154,7 +154,8 @@ def problems(stmt: dict[str, Any], expected: dict[str, Any]) -> list[str]:
         return ["two subjects have the same name"]
     out = []
     if set(stmt) != set(expected):
-        out.append(f"the statement's members are {sorted(stmt)}, not this format's {sorted(expected)}")
+        out.append(f"the statement's members are {', '.join(sorted(stmt))}, "
+                   f"not this format's {', '.join(sorted(expected))}")  # fmt: skip
     if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
         out.append("the statement's _type or predicateType is not ours")
     odd = [str(s.get("name"))[:80] for s in stmt["subject"] if set(s) != {"name", "digest"}]

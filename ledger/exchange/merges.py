@@ -310,11 +310,12 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
         if ours.keys != base.keys:
             raise StoreError(
                 "this brain changed its trust set since it last matched the remote, and the remote moved too; "
-                "a merge cannot carry key changes (docs/lineage.md §9)",
+                "a merge cannot carry key changes (see docs/lineage.md, 'Merges')",
                 hint="key changes travel by fast-forward: pull on a machine with no unshared snapshots, then rotate",
             )
         if (ours.record is None) != (other.record is None):
-            raise StoreError("the two lineages keep their versions in different places (docs/lineage.md §4.2)")
+            raise StoreError("the two lineages keep their versions in different places"
+                             " (see docs/lineage.md, 'Where versions live')")
         plan = _Planner(brain, base, ours, other).run()
         commit, names = _write_merge(brain, base, ours, other, plan)
         _record_conflicts(brain, plan.conflicts, commit)

@@ -108,7 +108,8 @@ def skill_key(folder: str) -> str:
             return check_name(slugify(folder))
         except LedgerError as exc:
             raise LedgerError(f"its folder name {folder!r} cannot be a skill key: {exc.message}",
-                              hint="rename it with letters a-z, digits and '-' (see docs/lineage.md §4.1)") from None
+                              hint="rename it with letters a-z, digits and '-'"
+                                   " (see docs/lineage.md, 'Names')") from None
 
 
 def key_of(folder: str) -> str | None:

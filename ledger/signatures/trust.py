@@ -143,7 +143,8 @@ class Trust:
         role = self._role(operation, list(changes), signer)
         if signer is None and self.signed:
             raise TrustError("the snapshot is unsigned, and the brain's policy requires every snapshot to be "
-                             "signed by a key it trusts (docs/lineage.md §8.4)")  # fmt: skip
+                             "signed by a key it trusts"
+                             " (see docs/lineage.md, 'Unsigned snapshots and the policy')")  # fmt: skip
         if signer is not None and actor != role:
             raise TrustError(f"signed by {signer}, {_a(role)} key, but its Ledger-Actor is {actor or 'missing'}")
 
@@ -175,7 +176,7 @@ class Trust:
             raise TrustError(f"key changes must be signed by a user key; {signer} is {_a(role)} key")
         if role == "verifier" and operation != "outcome":
             raise TrustError(f"{signer} is a verifier key, which signs outcomes and 'outcome' snapshots only, "
-                             f"not {operation!r} (docs/lineage.md §14.3)")  # fmt: skip
+                             f"not {operation!r} (see docs/lineage.md, 'Tiers and the verifier role')")  # fmt: skip
         return role
 
     def apply(self, changes: Iterable[KeyChange]) -> Trust:

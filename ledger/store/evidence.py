@@ -31,7 +31,8 @@ def evidence_tree(store: gs.GitStore, top: bytes) -> bytes | None:
     for sha, mode, name in store.read_tree(top):
         if name == EVIDENCE:
             if mode != MODE_DIR:
-                raise StoreError("'evidence' in the snapshot is not a directory (docs/lineage.md §14.2)")
+                raise StoreError("'evidence' in the snapshot is not a directory"
+                                 " (see docs/lineage.md, 'The evidence log')")
             return sha
     return None
 

@@ -339,6 +339,19 @@ class GitStore:
             yield snap
             commit = bytes.fromhex(snap.parents[0]) if snap.parents else None
 
+    def number(self, commit: bytes | None = None) -> int:
+        """The snapshot's number (docs/lineage.md, 'The lineage'): how many commits lie behind it on its
+        first-parent line, so genesis is #0 and each later snapshot is its first parent's number + 1.
+        The one place it is computed; whoever walks the first-parent line counts down from it."""
+        commit = commit if commit is not None else self.head()
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.git_dir}", "rev-list", "--first-parent", "--count", commit.hex(), "--"],
+            capture_output=True, text=True, env=child_env(), check=False,
+        )  # fmt: skip
+        if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+            raise StoreError(f"cannot count the snapshots before {commit.hex()[:12]}: {proc.stderr.strip()}")
+        return int(proc.stdout) - 1
+
     def resolve(self, rev: str) -> bytes:
         """Resolve a revision (hex, ``HEAD~2``, a root) to a commit id."""
         if rev.startswith("blake3-tree-v1:"):

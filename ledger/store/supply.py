@@ -150,7 +150,7 @@ def parse_record(data: bytes) -> Supply:
         raise StoreError(f"the supply record is not ASCII JSON within bounds: {str(exc)[:200]}") from exc
     _keys(doc, {"format", "revoked", "skills"}, "the supply record")
     if type(doc["format"]) is not int or doc["format"] not in FORMATS:
-        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {list(FORMATS)}",
+        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {', '.join(map(str, FORMATS))}",
                          hint="a newer ledger wrote it; upgrade")  # fmt: skip
     revoked = _dict(doc["revoked"], "revoked")
     for digest, why in revoked.items():
@@ -162,7 +162,7 @@ def parse_record(data: bytes) -> Supply:
     skills = {name: _entry(name, raw, doc["format"]) for name, raw in _dict(doc["skills"], "skills").items()}
     supply = Supply(skills, revoked, doc["format"])
     if format_record(supply) != data:
-        raise StoreError("the supply record is not in canonical form (docs/lineage.md §1.6)")
+        raise StoreError("the supply record is not in canonical form (see docs/lineage.md, 'The supply record')")
     return supply
 
 
@@ -241,8 +241,8 @@ def _verdict(raw: Any, where: str) -> dict[str, Any]:
 
 def _keys(obj: Any, keys: set[str], where: str) -> None:
     if not isinstance(obj, dict) or set(obj) != keys:
-        have = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
-        raise StoreError(f"{where} must have exactly the keys {sorted(keys)}, not {have}")
+        have = (", ".join(sorted(obj)) or "none") if isinstance(obj, dict) else f"a {type(obj).__name__}"
+        raise StoreError(f"{where} must have exactly the keys {', '.join(sorted(keys))}, not {have}")
 
 
 def _dict(obj: Any, where: str) -> dict[str, Any]:
@@ -261,7 +261,7 @@ def _int(v: Any) -> bool:
 
 def _check(ok: bool, what: str) -> None:
     if not ok:
-        raise StoreError(f"the supply record's {what} is not valid (docs/supply-chain.md §3)")
+        raise StoreError(f"the supply record's {what} is not valid (see docs/supply-chain.md, 'Pins and digests')")
 
 
 def is_digest(text: str) -> bool:

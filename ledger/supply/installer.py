@@ -33,7 +33,7 @@ __all__ = ["Installer"]
 
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
 HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
-        "(docs/lineage.md §1.6 rule 6)")  # why an agent's install of a skill the policy would pass stays quarantined
+        "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
 
 
 def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
@@ -196,7 +196,8 @@ class Installer:
                                   "flow mapping such as {...}); nothing was installed",
                                   hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
                                   "or no 'metadata:' at all; or install into a brain that keeps versions in the store "
-                                  "('ledger init --versions store', docs/lineage.md §1.6, §4.2)")  # fmt: skip
+                                  "('ledger init --versions store',"
+                                  " see docs/lineage.md, 'The supply record' and 'Where versions live')")  # fmt: skip
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
         return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
 

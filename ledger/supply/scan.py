@@ -72,7 +72,7 @@ class Verdict:
         if not isinstance(d, dict) or set(d) != {"scanner", "worst", "findings"}:
             raise SkillError(
                 "verdict: expected keys scanner, worst, findings; "
-                f"got {sorted(d) if isinstance(d, dict) else type(d).__name__}"
+                f"got {', '.join(sorted(d)) if isinstance(d, dict) else type(d).__name__}"
             )
         if not isinstance(d["scanner"], str) or not d["scanner"] or not isinstance(d["findings"], list):
             raise SkillError("verdict: scanner must be a non-empty string and findings a list")
@@ -85,7 +85,8 @@ class Verdict:
 def _finding(x: object, *, prefix: str = "") -> Finding:
     if not isinstance(x, dict) or set(x) != set(_FIELDS):
         raise SkillError(
-            f"finding: expected keys {sorted(_FIELDS)}; got {sorted(x) if isinstance(x, dict) else type(x).__name__}"
+            f"finding: expected keys {', '.join(sorted(_FIELDS))}; "
+            f"got {', '.join(sorted(x)) if isinstance(x, dict) else type(x).__name__}"
         )
     for key, kind in _FIELDS.items():
         if not isinstance(x[key], kind) or isinstance(x[key], bool):

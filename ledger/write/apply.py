@@ -236,7 +236,7 @@ class Writer:
                 raise SupplyError(
                     f"skill {c.skill!r} was installed from elsewhere and deleted, and its supply entry "
                     f"({entry.state}) is still in the record: it comes back only by 'ledger install', "
-                    f"not by {operation!r} (docs/lineage.md §1.6 rule 5)",
+                    f"not by {operation!r} (see docs/lineage.md, 'The supply record', rule 5)",
                     hint=f"run 'ledger install {entry.source['url']} {c.skill}': an install checks it again against "
                     "its pin, the scan and the revocations",
                 )  # fmt: skip
