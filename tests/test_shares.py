@@ -219,7 +219,7 @@ def test_holders_and_supply_follow_transfers(chained: Brain) -> None:
                                  {"address": two.address, "balance": 351}]  # one holds none now: not listed
     assert read_shares(cfg.rpc, cfg.registry, cfg.agent_id).to_json() == shares
     human = run_ledger("chain", "status", env=_env(chained), check=True).stdout
-    assert "supply        1,000 shares" in human and f"{two.address}  351" in human and "holders       2" in human
+    assert "supply          1,000 shares" in human and f"{two.address}  351" in human and "holders         2" in human
 
 
 def test_a_location_is_set_by_the_owner_only_and_shown_in_the_metadata(chained: Brain) -> None:
@@ -284,4 +284,4 @@ def test_a_registry_from_before_the_token_metadata_still_gives_a_status(chained:
     status = _status(chained)
     assert status["shares"] is None and "deployed before share tokens had metadata" in status["shares_unavailable"]
     human = run_ledger("chain", "status", env=_env(chained), check=True).stdout
-    assert "shares        not shown: the registry" in human
+    assert "shares          not shown: the registry" in human

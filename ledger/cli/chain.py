@@ -143,8 +143,15 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit(st)
         return
-    for key in ("rpc", "chain_id", "registry", "agent", "onchain_head", "onchain_seq", "local_head", "pending"):
-        click.echo(f"{key:13} {st[key]}")
+    from ledger.chain.networks import network
+
+    rows = [("rpc", st["rpc"]), ("chain", f"{st['chain_id']} ({network(st['chain_id']).name})"),
+            ("registry", st["registry"]), ("agent", st["agent"]),
+            ("on-chain head", st["onchain_head"] or "none yet (nothing committed)"),
+            ("chain sequence", st["onchain_seq"]), ("local head", st["local_head"]),
+            ("pending", f"{st['pending']} root(s) to commit")]  # fmt: skip
+    for label, value in rows:
+        click.echo(f"{label:15} {value}")
     if st["stale_receipts"]:
         click.echo(f"warning: {st['stale_receipts']} local receipt(s) are beyond the chain's sequence (reset or reorg)")
     if st["diverged"]:
@@ -153,7 +160,7 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
     ev = st["evidence"]
     if ev["local"]["size"] or ev["chain"]["size"]:
-        click.echo(f"evidence      {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
+        click.echo(f"evidence        {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
             f"{ev['pending']} to commit" if ev["pending"] is not None
             else "the anchored log is not a prefix of the local one ('ledger verify --chain')"))  # fmt: skip
     _echo_shares(st["shares"], st["onchain_head"], st["shares_unavailable"])
@@ -163,26 +170,26 @@ def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: s
     """The share token in plain lines: what a holder's wallet would show, and whether its metadata
     names the chain's head."""
     if shares is None:
-        click.echo(f"shares        not shown: {why}")
+        click.echo(f"shares          not shown: {why}")
         return
     supply, held = shares["total_supply"], shares["owner_balance"]
     holders = shares["holders"]
-    click.echo(f"share token   {shares['token']} (ERC-1155), token id {shares['id']}")
-    click.echo(f"supply        {supply:,} shares; the owner {shares['owner']} holds {held:,}"
+    click.echo(f"share token     {shares['token']} (ERC-1155), token id {shares['id']}")
+    click.echo(f"supply          {supply:,} shares; the owner {shares['owner']} holds {held:,}"
                + (f" ({100 * held / supply:.4g}%)" if supply else ""))  # fmt: skip
-    click.echo(f"holders       {len(holders)}")
+    click.echo(f"holders         {len(holders)}")
     for h in holders[:10]:
         click.echo(f"  {h['address']}  {h['balance']:,}")
     if len(holders) > 10:
         click.echo(f"  … and {len(holders) - 10} more ('ledger chain status --json' lists them all)")
     meta = shares["metadata"]
     if meta["head"] is None:
-        click.echo("metadata      no head yet (nothing committed); it follows every commit")
+        click.echo("metadata        no head yet (nothing committed); it follows every commit")
     else:
         same = "= on-chain head" if meta["head"] == onchain_head else "differs from the on-chain head"
-        click.echo(f"metadata      head {meta['head']} {same} (sequence {meta['sequence']})")
+        click.echo(f"metadata        head {meta['head']} {same} (chain sequence {meta['sequence']})")
     if meta["location"]:
-        click.echo(f"location      {meta['location']}")
+        click.echo(f"location        {meta['location']}")
 
 
 @chain.command("deploy")
