@@ -391,8 +391,8 @@ def verify_proof(
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
         if matched is not None:
             head = ("the current on-chain head" if matched["is_head"]
-                    else f"the on-chain head is chain sequence {matched['head']}")  # fmt: skip
-            at = f"chain sequence {matched['seq']}, block {matched['block']}, tx {matched['tx']}"
+                    else f"the on-chain head is seq {matched['head']}")  # fmt: skip
+            at = f"seq {matched['seq']} of the chain sequence, block {matched['block']}, tx {matched['tx']}"
             click.echo(f"    committed on chain at {at} ({head})")
 
 
@@ -412,8 +412,8 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
     ev, head = hits[-1], events[-1]
     if at_head and ev is not head:
         raise LedgerError(
-            f"FAIL: {format_root(root)} was committed at chain sequence {ev['seq']} (block {ev['block']}), but the "
-            f"on-chain head is chain sequence {head['seq']} ({format_root(head['root'])})",
+            f"FAIL: {format_root(root)} was committed at seq {ev['seq']} of the chain sequence (block {ev['block']}), "
+            f"but the on-chain head is seq {head['seq']} ({format_root(head['root'])})",
             hint="prove the file at the head snapshot, or drop --head to accept any committed root",
         )
     return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}
