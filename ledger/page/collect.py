@@ -50,6 +50,11 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
         if not (cfg.get("registry") and cfg.get("agent_id")):
             raise ChainError("this brain has no registered agent to check on chain",
                              hint="ledger chain deploy / register; or leave out --rpc")  # fmt: skip
+        from ledger.chain.registry import Registry
+
+        # The page names the chain from the config: the endpoint must serve that chain ("wrong chain" otherwise),
+        # or a brain configured for chain 1 would be shown as checked on Ethereum mainnet from any test node.
+        Registry(rpc, cfg["registry"], expected_chain_id=int(cfg["chain_id"]) if cfg.get("chain_id") else None)
         kwargs = {"rpc": rpc, "registry": cfg["registry"], "agent": int(cfg["agent_id"], 16),
                   "from_block": int(cfg.get("deploy_block", 0))}  # fmt: skip
     report = audit_repo(brain.root, worktree=True, without_chain=("no --rpc", "pass --rpc URL"), **kwargs)

@@ -1,0 +1,40 @@
+"""The report page and ``ledger chain location`` against a hostile brain or registry: what they
+show must be what the chain they read says, never the brain's config's word for it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ledger.brain import Brain
+from ledger.chain.config import ChainConfig
+from ledger.chain.keys import dev_account
+from ledger.chain.registry import Registry
+from tests.conftest import run_ledger
+from tests.test_shares import _plant
+
+
+def test_the_page_does_not_name_a_chain_the_rpc_does_not_serve(chained: Brain, tmp_path: Path) -> None:
+    """A brain whose config says chain 1 (Ethereum mainnet), checked against an RPC that serves a
+    local anvil: the page must not show "Ethereum mainnet" with etherscan links as checked."""
+    cfg = ChainConfig.of(chained)
+    chained.update_config(chain={**chained.config["chain"], "chain_id": 1})
+    out = tmp_path / "page"
+    proc = run_ledger("--brain", str(chained.root), "report", "-o", str(out), "--rpc", str(cfg.rpc))
+    page = (out / "index.html").read_text() if (out / "index.html").is_file() else ""
+    assert "Ethereum mainnet" not in page and "etherscan.io" not in page
+    assert proc.returncode == 1 and "wrong chain" in proc.stderr and "31337" in proc.stderr, proc.stderr
+
+
+def test_a_location_that_is_not_in_the_charset_is_refused_not_printed(chained: Brain) -> None:
+    """``ledger chain location`` shows what ``locationOf`` answers: a registry that answers terminal
+    escapes (planted past setLocation's checks) must be refused, not written to the terminal."""
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc, cfg.registry)
+    status = {"agent_id": f"0x{cfg.agent_id:064x}", "owner": dev_account(0).address, "sequence": 0, "head": None,
+              "evidence": None, "location": "https://ok.example/\x1b]0;pwned\x07\x1b[2J\u202egnp.exe"}  # fmt: skip
+    _plant(reg, reg.address, status)
+    for args in (("chain", "location"), ("chain", "location", "--json")):
+        proc = run_ledger("--brain", str(chained.root), *args)
+        assert "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout + proc.stderr
+        assert proc.returncode == 1 and re.search(r"location.*not", proc.stderr), proc.stderr
