@@ -38,3 +38,22 @@ def test_a_location_that_is_not_in_the_charset_is_refused_not_printed(chained: B
         proc = run_ledger("--brain", str(chained.root), *args)
         assert "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout + proc.stderr
         assert proc.returncode == 1 and re.search(r"location.*not", proc.stderr), proc.stderr
+
+
+def test_a_chain_ahead_of_the_brain_shows_its_sequence_and_status_is_plain(chained: Brain, tmp_path: Path) -> None:
+    """The owner commits a root this copy lacks: the page's "chain sequence" is the chain's (the token
+    metadata's sequence beside it says so), and ``chain status`` says pending is unknown in words."""
+    b = ("--brain", str(chained.root))
+    run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
+    run_ledger(*b, "commit", check=True)
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc, cfg.registry)
+    reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), b"\x33" * 32),
+             what="a root this copy lacks")  # fmt: skip
+    out = tmp_path / "page"
+    proc = run_ledger(*b, "report", "-o", str(out), "--rpc", str(cfg.rpc))
+    assert proc.returncode == 1 and (out / "index.html").is_file(), proc.stdout + proc.stderr  # the audit fails
+    page = (out / "index.html").read_text()
+    assert 'data-seq="3"' in page and 'data-seq="2"' not in page
+    status = run_ledger(*b, "chain", "status")
+    assert "None" not in status.stdout and "pending         unknown" in status.stdout, status.stdout

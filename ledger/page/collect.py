@@ -243,6 +243,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
         from ledger.chain.registry import Registry
 
         reg = Registry(rpc, cfg["registry"])
+        seq = reg.sequence(agent)  # the chain's own count, also of roots this copy does not have
         raw = reg.head(agent)
         head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
         size, root = reg.evidence(agent)
