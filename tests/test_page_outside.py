@@ -57,3 +57,15 @@ def test_a_chain_ahead_of_the_brain_shows_its_sequence_and_status_is_plain(chain
     assert 'data-seq="3"' in page and 'data-seq="2"' not in page
     status = run_ledger(*b, "chain", "status")
     assert "None" not in status.stdout and "pending         unknown" in status.stdout, status.stdout
+
+
+def test_check_yourself_commands_quote_what_the_config_holds(chained: Brain, tmp_path: Path) -> None:
+    """The page's commands are pasted into a shell: a registry address from a tampered config must not
+    run anything there."""
+    from ledger.page.collect import collect
+
+    bad = "0x5FbDB2315678afecb367f032d93F642f64180aa3;touch${IFS}pwned"
+    chained.update_config(chain={**chained.config["chain"], "registry": bad})
+    commands = [item["command"] for item in collect(chained)["verify"]]
+    assert any(f" '{bad}' " in c for c in commands)  # shell-quoted where it is named
+    assert not any(f" {bad}" in c for c in commands), commands

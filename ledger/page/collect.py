@@ -275,7 +275,7 @@ def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str,
     q = shlex.quote
     out = [
         {"what": "the whole audit behind this page: every snapshot re-hashed, every signature and outcome checked",
-         "command": "ledger audit ." + (f" --rpc {q(rpc)} --registry {chain['registry']} --agent {chain['agent']}"
+         "command": "ledger audit ." + (f" --rpc {q(rpc)} --registry {q(chain['registry'])} --agent {q(chain['agent'])}"
                                          if rpc and chain else "")},
         {"what": "the head root: the skills folder hashed from scratch (equals the page's head root)",
          "command": "ledger hash ."},
@@ -289,7 +289,7 @@ def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str,
     ]  # fmt: skip
     if chain is not None:
         url = q(rpc or str(cfg.get("rpc") or "$RPC"))
-        reg, agent = chain["registry"], chain["agent"]
+        reg, agent = q(chain["registry"]), q(chain["agent"])  # from the config: quoted, whatever it holds
         out += [
             {"what": "the head on chain and the chain sequence (compare with the page's head root)",
              "command": f"cast call {reg} 'headOf(uint256)(bytes32)' {agent} --rpc-url {url} && "
