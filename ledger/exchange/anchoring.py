@@ -432,7 +432,7 @@ def chain_status(brain: Brain) -> dict[str, Any]:
         "pending": pending,
         "diverged": pending is None,
         "stale_receipts": len(stale),
-        "in_sync": head == local,
+        "in_sync": head == local and pending == 0,  # the same root again (a revert) is not anchored yet
         "evidence": {
             "local": evidence.as_json(),
             "chain": {"size": ev_size, "root": "0x" + ev_root.hex() if ev_size else None},
