@@ -18,7 +18,7 @@ from ledger.brain.competence import VersionStats, competence, wilson
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.networks import network
 from ledger.chain.receipts import read_receipts
-from ledger.chain.shares import read_shares
+from ledger.chain.shares import read_shares, unavailable
 from ledger.errors import ChainError, LedgerError
 from ledger.evals.lift import version_json
 from ledger.page.model import FORMAT, LIFT, covering, pending_roots
@@ -261,9 +261,11 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
             "evidence": evidence, "shares": shares}  # fmt: skip
 
 
-def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any]:
+def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any] | None:
     """The share token as the chain holds it (ledger.chain.shares).  Checked: the audit checked the chain
     and the token metadata names the head on chain (the page's head, unless newer snapshots are pending)."""
+    if unavailable(reg, agent) is not None:  # a registry from before the token metadata: no shares, as chain status
+        return None
     found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0))).to_json()
     found["checked"] = bool(checked and found["metadata"]["head"] == head)
     return found
