@@ -95,3 +95,37 @@ def test_a_page_for_a_brain_on_a_registry_from_before_the_token_metadata(chained
     import re as _re
     box = _re.search(r'<div id="shares".*?</div>', page, _re.S).group(0)
     assert 'data-shares="unread"' in box and "deployed before it had any" in box, box
+
+
+def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain, tmp_path: Path) -> None:
+    """A root committed on chain after the audit read it (and before the page read the token) is not
+    what the audit checked: the page must not show it as the head on chain, ticked."""
+    import os
+    import subprocess
+    import time
+
+    from tests.conftest import LEDGER
+
+    b = ("--brain", str(chained.root))
+    run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
+    run_ledger(*b, "commit", check=True)
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc, cfg.registry)
+    head = reg.head(cfg.agent_id)
+    gate, out = tmp_path / "gate", tmp_path / "page"
+    env = {**os.environ, "LEDGER_PAUSEPOINT": "report.chain", "LEDGER_PAUSE_FILE": str(gate)}
+    proc = subprocess.Popen([str(LEDGER), *b, "report", "-o", str(out), "--rpc", str(cfg.rpc)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(str(gate) + ".ready").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, head, b"\x44" * 32), what="a late root")
+    finally:
+        gate.unlink(missing_ok=True)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stdout + stderr
+    page = (out / "index.html").read_text()
+    assert "44" * 32 not in page  # the late root is not on the page, ticked or not
+    assert f'data-metadata-head="blake3-tree-v1:{head.hex()}"' in page and 'data-head-match="true"' in page

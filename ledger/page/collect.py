@@ -13,6 +13,7 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from ledger._faults import pausepoint
 from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, wilson
 from ledger.chain.evidencelog import EvidenceLog
@@ -242,13 +243,15 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
     if rpc is not None:
         from ledger.chain.registry import Registry
 
+        pausepoint("report.chain")  # tests commit on chain here, after the audit read it
         reg = Registry(rpc, cfg["registry"])
-        seq = reg.sequence(agent)  # the chain's own count, also of roots this copy does not have
-        raw = reg.head(agent)
+        at = int(report.chain["block_height"])  # every read at the block the audit checked, not a later tip
+        seq = reg.sequence(agent, at)  # the chain's own count, also of roots this copy does not have
+        raw = reg.head(agent, at)
         head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
-        size, root = reg.evidence(agent)
+        size, root = reg.evidence(agent, at)
         evidence = {"size": size, "root": "0x" + root.hex()} if size else None
-        shares = _shares(reg, cfg, agent, checked, head)
+        shares = _shares(reg, cfg, agent, checked, head, at)
     else:  # the newest receipt's root: what this copy says the chain holds, a claim until checked
         newest = max((t for t in timeline if t["anchor"] is not None), key=lambda t: t["anchor"]["seq"], default=None)
         head = newest["root"] if newest else None
@@ -261,12 +264,13 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
             "evidence": evidence, "shares": shares}  # fmt: skip
 
 
-def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any] | None:
+def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None,
+            at: int) -> dict[str, Any] | None:  # fmt: skip
     """The share token as the chain holds it (ledger.chain.shares).  Checked: the audit checked the chain
     and the token metadata names the head on chain (the page's head, unless newer snapshots are pending)."""
-    if unavailable(reg, agent) is not None:  # a registry from before the token metadata: no shares, as chain status
+    if unavailable(reg, agent, block=at) is not None:  # a registry from before the token metadata, as chain status
         return None
-    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0))).to_json()
+    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0)), block=at).to_json()
     found["checked"] = bool(checked and found["metadata"]["head"] == head)
     return found
 
