@@ -129,3 +129,34 @@ def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain,
     page = (out / "index.html").read_text()
     assert "44" * 32 not in page  # the late root is not on the page, ticked or not
     assert f'data-metadata-head="blake3-tree-v1:{head.hex()}"' in page and 'data-head-match="true"' in page
+
+
+def test_the_cast_commands_of_check_yourself_run_as_pasted(chained: Brain, tmp_path: Path) -> None:
+    """Each plain-cast command the page gives, run by bash as pasted: the head, the evidence, the
+    owner's balance and the token metadata it prints are the page's figures."""
+    import json
+    import os
+    import subprocess
+
+    from ledger.page.collect import collect
+    from tests.test_shares import CAST
+
+    b = ("--brain", str(chained.root))
+    run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
+    run_ledger(*b, "commit", check=True)
+    data = collect(chained, rpc=str(ChainConfig.of(chained).rpc))
+    env = {**os.environ, "PATH": f"{CAST.parent}:{os.environ['PATH']}"}
+    said = {}
+    for item in data["verify"]:
+        if item["command"].startswith("cast "):
+            run = subprocess.run(["bash", "-c", item["command"]], env=env, capture_output=True, text=True,
+                                 cwd=chained.root, timeout=60)  # fmt: skip
+            assert run.returncode == 0, (item, run.stderr)
+            said[item["what"]] = run.stdout
+    head = data["brain"]["head"]["root"].split(":")[1]
+    assert any(f"0x{head}" in out for out in said.values())
+    shares = data["chain"]["shares"]
+    meta = next(out for what, out in said.items() if "metadata" in what)
+    assert json.loads(meta)["properties"]["head"] == data["brain"]["head"]["root"]
+    balance = next(out for what, out in said.items() if "balance" in what)
+    assert balance.split()[0] == str(shares["owner_balance"])
