@@ -284,16 +284,25 @@ def read_shares(client: Registry | str, registry: str, agent_id: int, *, from_bl
     metadata = read_metadata(reg, agent_id, block=at)
     owner = reg.owner(agent_id, at)
     seen: dict[str, None] = {owner: None}
+    minted = 0  # the shares the logs create (from the zero address) less those they destroy (to it)
     for log in reg.logs([TRANSFER_SINGLE], from_block, at) + reg.logs([TRANSFER_BATCH], from_block, at):
-        for sender, receiver, token_id, _value in decode_transfer(log):
+        for sender, receiver, token_id, value in decode_transfer(log):
             if token_id == agent_id:
                 seen.update({a: None for a in (sender, receiver) if a.lower() != _ZERO_ADDRESS})
+                minted += (value if sender.lower() == _ZERO_ADDRESS else 0) - (
+                    value if receiver.lower() == _ZERO_ADDRESS else 0)  # fmt: skip
     accounts = list(seen)
     reply = _call(reg, "balanceOfBatch(address[],uint256[])", accounts, [agent_id] * len(accounts), block=at)
     balances = decode_uint_array(reply, 0, "balanceOfBatch")
     if len(balances) != len(accounts):
         raise ChainError(f"balanceOfBatch answered {len(balances)} balances for {len(accounts)} accounts")
     by_account = dict(zip(accounts, balances, strict=True))
+    if sum(by_account.values()) != minted:  # a holder the logs never named holds the rest: the list is incomplete
+        raise ChainError(f"the transfer logs of token 0x{agent_id:064x} from block {from_block} mint {minted:,} "
+                         f"share(s), but the addresses they name hold {sum(by_account.values()):,}: some logs are "
+                         "missing, so the holders and supply would be wrong",
+                         hint="the config's deploy_block must not be after the agent's registration; or use a node "
+                         "that keeps every log (an archive node)")  # fmt: skip
     holders = sorted((Holder(checksum(a), b) for a, b in by_account.items() if b > 0),
                      key=lambda h: (-h.balance, h.address.lower()))  # fmt: skip
     return Shares(

@@ -25,7 +25,7 @@ from ledger.cli.common import (
     read_text,
     want_commit,
 )
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import LedgerError, UsageError, printable
 
 
 @main.command()
@@ -242,7 +242,7 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
     for doc in out:
         changes = ", ".join(f"{c['action']} {c['skill']} v{c['version']}" for c in doc["changes"]) or "no change"
         attr = doc["attribution"]
-        who = attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor")
+        who = printable(attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor"))
         if oneline:
             lines.append(f"#{doc['number']:<4} {doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  "
                          f"[{who}]  {doc['root']}")  # fmt: skip
@@ -256,7 +256,7 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
             chain = doc["chain"]
             lines.append(f"anchored chain sequence {chain['seq']}, block {chain['block']}, tx {chain['tx']}")
         if doc["note"]:
-            lines += ["", *(f"    {line}" for line in doc["note"].splitlines())]
+            lines += ["", *(f"    {printable(line)}" for line in doc["note"].splitlines())]  # a peer's words
         lines.append("")
     page("".join(f"{line}\n" for line in lines), enabled=not no_pager)
 

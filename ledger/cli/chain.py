@@ -149,7 +149,8 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
             ("registry", st["registry"]), ("agent", st["agent"]),
             ("on-chain head", st["onchain_head"] or "none yet (nothing committed)"),
             ("chain sequence", st["onchain_seq"]), ("local head", st["local_head"]),
-            ("pending", f"{st['pending']} root(s) to commit")]  # fmt: skip
+            ("pending", f"{st['pending']} root(s) to commit" if st["pending"] is not None
+             else "unknown: the on-chain head is not on this brain's lineage")]  # fmt: skip
     for label, value in rows:
         click.echo(f"{label:15} {value}")
     if st["stale_receipts"]:

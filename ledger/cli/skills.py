@@ -20,7 +20,7 @@ from ledger.cli.common import (
     read_input,
     read_text,
 )
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import LedgerError, UsageError, printable
 
 
 @main.group()
@@ -140,7 +140,8 @@ def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
         emit([{**s.to_json(), "category": cats.get(s.name), **({"supply": held[s.name]} if s.name in held else {})}
               for s in skills])  # fmt: skip
         return
-    click.echo("".join(list_line(s.name, s.version, s.description, held.get(s.name)) for s in skills), nl=False)
+    lines = (list_line(s.name, s.version, printable(s.description), held.get(s.name)) for s in skills)
+    click.echo("".join(lines), nl=False)
 
 
 @skill.command("move")
@@ -176,7 +177,7 @@ def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) ->
         click.echo(doc["content"], nl=False)
     else:
         marker = f" [{state}]" if state else ""
-        click.echo(f"# {doc['name']} (v{doc['version']}){marker}: {doc['description']}\n")
+        click.echo(f"# {doc['name']} (v{doc['version']}){marker}: {printable(doc['description'])}\n")
         click.echo(doc["body"], nl=False)
         for sub, files in doc["files"].items():
             click.echo(f"\n[{sub}] " + ", ".join(files))

@@ -392,6 +392,12 @@ def location(brain: Brain) -> str | None:
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     data = "0x" + call_data("locationOf(uint256)", cfg.agent_id).hex()
     text = decode_string(hexbytes(reg.node.call("eth_call", {"to": reg.address, "data": data}, "latest")))
+    try:  # what setLocation lets through, and nothing else reaches a terminal (escapes, bidi controls)
+        check_location(text)
+    except ChainError as exc:
+        raise ChainError(f"the registry {reg.address} answers a location that is not one setLocation accepts "
+                         f"({exc.message})", hint="this is not the BrainRegistry of docs/lineage.md; check its "
+                         "address") from exc  # fmt: skip
     return text or None
 
 
@@ -426,7 +432,7 @@ def chain_status(brain: Brain) -> dict[str, Any]:
         "pending": pending,
         "diverged": pending is None,
         "stale_receipts": len(stale),
-        "in_sync": head == local,
+        "in_sync": head == local and pending == 0,  # the same root again (a revert) is not anchored yet
         "evidence": {
             "local": evidence.as_json(),
             "chain": {"size": ev_size, "root": "0x" + ev_root.hex() if ev_size else None},

@@ -13,12 +13,13 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from ledger._faults import pausepoint
 from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, wilson
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.networks import network
 from ledger.chain.receipts import read_receipts
-from ledger.chain.shares import read_shares
+from ledger.chain.shares import read_shares, unavailable
 from ledger.errors import ChainError, LedgerError
 from ledger.evals.lift import version_json
 from ledger.page.model import FORMAT, LIFT, covering, pending_roots
@@ -50,6 +51,11 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
         if not (cfg.get("registry") and cfg.get("agent_id")):
             raise ChainError("this brain has no registered agent to check on chain",
                              hint="ledger chain deploy / register; or leave out --rpc")  # fmt: skip
+        from ledger.chain.registry import Registry
+
+        # The page names the chain from the config: the endpoint must serve that chain ("wrong chain" otherwise),
+        # or a brain configured for chain 1 would be shown as checked on Ethereum mainnet from any test node.
+        Registry(rpc, cfg["registry"], expected_chain_id=int(cfg["chain_id"]) if cfg.get("chain_id") else None)
         kwargs = {"rpc": rpc, "registry": cfg["registry"], "agent": int(cfg["agent_id"], 16),
                   "from_block": int(cfg.get("deploy_block", 0))}  # fmt: skip
     report = audit_repo(brain.root, worktree=True, without_chain=("no --rpc", "pass --rpc URL"), **kwargs)
@@ -237,12 +243,15 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
     if rpc is not None:
         from ledger.chain.registry import Registry
 
+        pausepoint("report.chain")  # tests commit on chain here, after the audit read it
         reg = Registry(rpc, cfg["registry"])
-        raw = reg.head(agent)
+        at = int(report.chain["block_height"])  # every read at the block the audit checked, not a later tip
+        seq = reg.sequence(agent, at)  # the chain's own count, also of roots this copy does not have
+        raw = reg.head(agent, at)
         head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
-        size, root = reg.evidence(agent)
+        size, root = reg.evidence(agent, at)
         evidence = {"size": size, "root": "0x" + root.hex()} if size else None
-        shares = _shares(reg, cfg, agent, checked, head)
+        shares = _shares(reg, cfg, agent, checked, head, at)
     else:  # the newest receipt's root: what this copy says the chain holds, a claim until checked
         newest = max((t for t in timeline if t["anchor"] is not None), key=lambda t: t["anchor"]["seq"], default=None)
         head = newest["root"] if newest else None
@@ -255,10 +264,13 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
             "evidence": evidence, "shares": shares}  # fmt: skip
 
 
-def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None) -> dict[str, Any]:
+def _shares(reg: Any, cfg: dict[str, Any], agent: int, checked: bool, head: str | None,
+            at: int) -> dict[str, Any] | None:  # fmt: skip
     """The share token as the chain holds it (ledger.chain.shares).  Checked: the audit checked the chain
     and the token metadata names the head on chain (the page's head, unless newer snapshots are pending)."""
-    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0))).to_json()
+    if unavailable(reg, agent, block=at) is not None:  # a registry from before the token metadata, as chain status
+        return None
+    found = read_shares(reg, cfg["registry"], agent, from_block=int(cfg.get("deploy_block", 0)), block=at).to_json()
     found["checked"] = bool(checked and found["metadata"]["head"] == head)
     return found
 
@@ -269,7 +281,7 @@ def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str,
     q = shlex.quote
     out = [
         {"what": "the whole audit behind this page: every snapshot re-hashed, every signature and outcome checked",
-         "command": "ledger audit ." + (f" --rpc {q(rpc)} --registry {chain['registry']} --agent {chain['agent']}"
+         "command": "ledger audit ." + (f" --rpc {q(rpc)} --registry {q(chain['registry'])} --agent {q(chain['agent'])}"
                                          if rpc and chain else "")},
         {"what": "the head root: the skills folder hashed from scratch (equals the page's head root)",
          "command": "ledger hash ."},
@@ -283,7 +295,7 @@ def _verify(brain: Brain, cfg: dict[str, Any], rpc: str | None, chain: dict[str,
     ]  # fmt: skip
     if chain is not None:
         url = q(rpc or str(cfg.get("rpc") or "$RPC"))
-        reg, agent = chain["registry"], chain["agent"]
+        reg, agent = q(chain["registry"]), q(chain["agent"])  # from the config: quoted, whatever it holds
         out += [
             {"what": "the head on chain and the chain sequence (compare with the page's head root)",
              "command": f"cast call {reg} 'headOf(uint256)(bytes32)' {agent} --rpc-url {url} && "

@@ -478,8 +478,10 @@ def _shares(data: Mapping[str, Any], trusted: bool) -> str:
                 "this brain is not registered on a chain.</p></div>")
     sh = c["shares"]
     if sh is None:
-        why = ("not read: the chain was not checked (ledger report --rpc URL reads them)" if not c["checked"]
-               else "this version of the ledger does not read the share token")  # fmt: skip
+        read = any(x["name"] == "chain.events" and x["status"] != "SKIP" for x in data["verdict"]["checks"])
+        why = ("not read: the chain was not checked (ledger report --rpc URL reads them)" if not read
+               else "not shown: the registry publishes no share-token metadata (deployed before it had any; "
+               "'ledger chain status' says why)")  # fmt: skip
         return (f'<div id="shares" class="box" data-shares="unread"><h3>The shares</h3><p class="none">{why}.</p>'
                 f"<p class='sub'>Token contract {_link(c, 'address', c['registry'])}, token id "
                 f"<code>{_e(c['agent'])}</code>.</p></div>")
