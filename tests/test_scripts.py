@@ -63,5 +63,6 @@ def _tells_a_new_user(out: str, err: str, brain: Path) -> None:
     assert f"open it:            {page.as_uri()}" in tail, tail
     assert page.is_file()
     shares = next(ln for ln in tail if ln.startswith("shares: "))
-    assert re.search(r"\b1,000,000\b", shares) and re.search(r"token 0x[0-9a-fA-F]{40} id 0x[0-9a-f]{64}", shares), shares
+    assert re.search(r"\b1,000,000\b", shares), shares
+    assert re.search(r"token 0x[0-9a-fA-F]{40} id 0x[0-9a-f]{64}", shares), shares
     assert "!!" not in err and "Deprecat" not in err  # no setuptools banner from bootstrap
