@@ -17,8 +17,9 @@ def _records(b: Path) -> list[dict]:
     return json.loads(run_ledger("--brain", str(b), "outcome", "list", "--json", check=True).stdout)
 
 
-def test_eval_import_of_a_workspace_without_actor_is_a_usage_error(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_eval_import_of_a_workspace_without_actor_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A workspace's grading.json was written by whoever ran it (skill-creator, the agent itself, a hand):
     importing it must not make its runs *verified* by a default, as `outcome import`'s rows (ADR 0053)."""
     b = verifier_brain(tmp_path, monkeypatch, FAMILY)
@@ -32,3 +33,66 @@ def test_eval_import_of_a_workspace_without_actor_is_a_usage_error(tmp_path: Pat
     done = run_ledger("--brain", str(b), "eval", "import", str(ws), "--skill", "csv-sum", "--actor", "agent")
     assert done.returncode == 0, done.stderr
     assert {r["tier"] for r in _records(b)} == {"self"}
+
+
+def test_an_import_of_entries_signed_elsewhere_needs_no_verifier_key_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of entries signed elsewhere needs no --actor (ADR 0053); on a machine that holds no verifier key
+    the import must not ask for one (the key here only signs the snapshot; each entry's tier is its signer's)."""
+    from ledger.brain import Brain
+    from ledger.signatures.identity import KeyDir
+    from ledger.store import outcomes as oc
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    run_ledger("--brain", str(b), "skill", "create", "s", "--description", "d", "--body", "x\n", check=True)
+    reporter = KeyDir(tmp_path / "agent-machine").generate("agent")  # an agent elsewhere, trusted as agent here
+    run_ledger("--brain", str(b), "keys", "trust", "agent", reporter.address, check=True)
+    brain = Brain.open(b)
+    try:
+        served = brain.evidence.served("s")
+        record = oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=served.version,
+                                digest=served.digest, receipt={"commit": served.commit, "root": served.root},
+                                task_id="t1", task_digest=None, result="success", verifier="verifier",
+                                signer=reporter.address)  # fmt: skip
+        line = oc.sign_batch([record], reporter.secret, prev=None)[0].data.decode() + "\n"
+    finally:
+        brain.close()
+    proc = run_ledger("--brain", str(b), "outcome", "import", "-", input=line)
+    assert proc.returncode == 0, proc.stderr
+    [row] = _records(b)
+    assert row["tier"] == "self"  # its signer's role, whatever its 'verifier' field says
+    assert run_ledger("--brain", str(b), "verify").returncode == 0
+
+
+HOSTILE_ROWS = [  # a row's members of the wrong JSON type: each refused plainly, naming the member, nothing written
+    ('{"skill": {"a": 1}, "task": "t", "success": true}', "'skill'"),
+    ('{"skill": ["s"], "task": "t", "success": true}', "'skill'"),
+    ('{"skill": null, "task": "t", "success": true}', "'skill'"),
+    ('{"skill": "s", "version": "1", "task": "t", "success": true}', "'version'"),
+    ('{"skill": "s", "version": [1], "task": "t", "success": true}', "'version'"),
+    ('{"skill": "s", "version": true, "task": "t", "success": true}', "'version'"),
+    ('{"skill": "s", "version": 1.0, "task": "t", "success": true}', "'version'"),
+    ('{"skill": "s", "receipt": ["x"], "task": "t", "success": true}', "'receipt'"),
+    ('{"skill": "s", "receipt": "abc", "task": "t", "success": true}', "'receipt'"),
+    ('{"skill": "s", "receipt": {"commit": null}, "task": "t", "success": true}', "receipt commit"),
+]
+
+
+@pytest.mark.parametrize(("row", "named"), HOSTILE_ROWS)
+def test_a_row_of_the_wrong_types_is_refused_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str,
+                                                     named: str) -> None:  # fmt: skip
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    run_ledger("--brain", str(b), "skill", "create", "s", "--description", "d", "--body", "x\n", check=True)
+    head = run_ledger("--brain", str(b), "log", "--json", check=True).stdout
+    proc = run_ledger("--brain", str(b), "outcome", "import", "-", "--actor", "agent", input=row + "\n")
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in said, said
+    assert "line 1" in proc.stderr and named in proc.stderr and not problems(said), said
+    assert run_ledger("--brain", str(b), "log", "--json", check=True).stdout == head
