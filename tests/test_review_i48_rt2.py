@@ -96,3 +96,56 @@ def test_a_row_of_the_wrong_types_is_refused_plainly(tmp_path: Path, monkeypatch
     assert proc.returncode == 1 and "Traceback" not in said, said
     assert "line 1" in proc.stderr and named in proc.stderr and not problems(said), said
     assert run_ledger("--brain", str(b), "log", "--json", check=True).stdout == head
+
+
+_P = '{"format": "blake3-tree-v1/inclusion", "kind": "file", "path": "a", "content": "' + "a" * 64 + '", '
+HOSTILE_PROOFS = [  # a proof file from anyone: each refused as a malformed proof, in words, never a traceback
+    '{"format": null}', '{"format": ["x"]}', '[]', 'null', '"x"',
+    '{"format": "blake3-tree-v1/inclusion", "kind": null}',
+    _P + '"steps": [{"index": null, "count": 1, "siblings": []}], "root": "r"}',
+    _P + '"steps": [], "root": null}',
+    _P + '"steps": null, "root": "r"}',
+    _P.replace('"a", "content"', '{"x": 1}, "content"') + '"steps": [], "root": "r"}',
+    _P.replace('"' + "a" * 64 + '"', '["ab"]') + '"steps": [], "root": "r"}',
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("doc", HOSTILE_PROOFS)
+def test_a_malformed_proof_is_refused_in_plain_words(tmp_path: Path, doc: str) -> None:
+    from tests.test_plain_words import problems
+
+    (tmp_path / "p.json").write_text(doc)
+    proc = run_ledger("verify-proof", str(tmp_path / "p.json"), "--root", "blake3-tree-v1:" + "a" * 64)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in said and "proof" in proc.stderr, said
+    assert not problems(said) and "indices" not in said and "subscriptable" not in said, said
+
+
+@pytest.mark.parametrize("value", ["~", "[a]", "{a: 1}"])
+def test_a_malformed_version_counter_is_shown_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         value: str) -> None:  # fmt: skip
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    run_ledger("init", str(tmp_path / "b"), check=True)
+    (tmp_path / "in" / "fm").mkdir(parents=True)
+    (tmp_path / "in" / "fm" / "SKILL.md").write_text(f"---\nname: fm\ndescription: d\nmetadata:\n"
+                                                     f"  ledger-version: {value}\n---\nbody\n")  # fmt: skip
+    proc = run_ledger("--brain", str(tmp_path / "b"), "import", str(tmp_path / "in"))
+    said = proc.stdout + proc.stderr
+    assert "refused" in said and "metadata.ledger-version" in said and not problems(said), said
+
+
+@pytest.mark.parametrize("limits", [{"file": None}, {"skill_md": ["x"]}, ["file"], "x"])
+def test_a_malformed_config_limit_is_shown_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      limits: object) -> None:  # fmt: skip
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    config = b / ".ledger" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "limits": limits}))
+    proc = run_ledger("--brain", str(b), "status")
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "limits" in said and "Traceback" not in said and not problems(said), said

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger._json import shown
 from ledger.brain.catalog import Catalog
 from ledger.brain.categories import Categories
 from ledger.brain.evidence import Evidence
@@ -79,9 +80,12 @@ _CONFIG_FORMAT = 1
 def _limits(given: dict[str, Any]) -> dict[str, int]:
     """Size limits from ``.ledger/config.json`` ``{"limits": {"skill_md": chars, "file": bytes}}``."""
     limits = {"skill_md": MAX_SKILL_MD, "file": MAX_SUPPORT_FILE}
+    if not isinstance(given, dict):
+        raise StoreError(f"config limits = {shown(given)} is not an object", hint='{"skill_md": N, "file": N}')
     for key, value in given.items():
         if key not in limits or not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise StoreError(f"config limits.{key} = {value!r} is not a known positive limit", hint="skill_md, file")
+            raise StoreError(f"config limits.{key} = {shown(value)} is not a known positive limit",
+                             hint="skill_md, file")  # fmt: skip
         limits[key] = value
     return limits
 
