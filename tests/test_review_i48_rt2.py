@@ -149,3 +149,36 @@ def test_a_malformed_config_limit_is_shown_as_written(tmp_path: Path, monkeypatc
     proc = run_ledger("--brain", str(b), "status")
     said = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "limits" in said and "Traceback" not in said and not problems(said), said
+
+
+HOSTILE_INDEXES = [  # an index.json from a hostile host: each refused naming what is wrong, as JSON writes it
+    ('{"version": null, "skills": []}', "version"),
+    ('{"version": ["0.1"], "skills": []}', "version"),
+    ('{"skills": [{"name": "x", "url": "x"}], "version": "0.2.0"}', "type"),
+    ('{"skills": [{"name": "x", "type": "skill-md", "url": "x", "digest": null}], "version": "0.2.0"}', "digest"),
+    ('{"skills": [{"name": "x", "files": [5]}], "version": "0.1.0"}', "file entry"),
+    ('{"skills": [{"name": "x", "files": [null]}], "version": "0.1.0"}', "file entry"),
+    ('{"skills": [{"name": "x", "files": [{"path": "SKILL.md", "digest": ["a"]}]}], "version": "0.1.0"}', "digest"),
+]
+
+
+@pytest.mark.parametrize(("index", "named"), HOSTILE_INDEXES)
+def test_a_hostile_index_is_refused_in_plain_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str,
+                                                   named: str) -> None:  # fmt: skip
+    import functools
+    import http.server
+
+    from tests.localhttp import serving
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "index.json").write_text(index)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
+    with serving(handler) as base:
+        proc = run_ledger("--brain", str(b), "install", f"{base}/index.json")
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in said and named in proc.stderr, said
+    assert not problems(said) and "upgrade" not in said, said
