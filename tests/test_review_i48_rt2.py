@@ -182,3 +182,62 @@ def test_a_hostile_index_is_refused_in_plain_words(tmp_path: Path, monkeypatch: 
     said = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in said and named in proc.stderr, said
     assert not problems(said) and "upgrade" not in said, said
+
+
+def _install(tmp_path: Path, source: str) -> tuple[int, str, str]:
+    b = tmp_path / "b"
+    if not b.exists():
+        run_ledger("init", str(b), check=True)
+    before = run_ledger("--brain", str(b), "log", "--json", check=True).stdout
+    proc = run_ledger("--brain", str(b), "install", source, cwd=tmp_path)
+    assert run_ledger("--brain", str(b), "log", "--json", check=True).stdout == before  # nothing written
+    return proc.returncode, proc.stderr, proc.stdout + proc.stderr
+
+
+def test_install_from_a_folder_that_is_no_repository_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's 'reading ../upstrem: and the repository exists.' on a path that does exist but is a plain folder."""
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    (tmp_path / "skills" / "s").mkdir(parents=True)
+    (tmp_path / "skills" / "s" / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\nx\n")
+    code, err, said = _install(tmp_path, "skills")
+    assert code == 1 and err.startswith("error: skills is a folder, but neither a brain nor a git repository"), said
+    assert "ledger import skills" in err and "and the repository exists" not in said, said
+
+
+@pytest.mark.parametrize("url", ["ssh://git@127.0.0.1:1/team/skills.git", "git@127.0.0.1:team/skills.git"])
+def test_install_from_an_unreachable_ssh_url_names_it_and_the_reason(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     url: str) -> None:  # fmt: skip
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=5 -p 1")
+    code, err, said = _install(tmp_path, url)
+    first = err.splitlines()[0]
+    assert code == 1 and url in first and "connection refused" in first.lower(), said
+    assert "and the repository exists" not in said, said
+
+
+def test_install_of_an_empty_source_or_a_file_that_is_not_json(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    code, err, said = _install(tmp_path, "")
+    assert code in (1, 2) and "no source" in err and "repository exists" not in said, said
+    (tmp_path / "notes.txt").write_text("hello\n")
+    code, err, said = _install(tmp_path, "notes.txt")
+    assert code == 1 and "neither a skills-lock.json nor a marketplace.json" in err, said
+    assert "Expecting value" not in said and "char 0" not in said, said
+
+
+def test_a_patch_that_matches_twice_hints_an_option_the_cli_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint names how to replace every match; on the command line that option must exist, and work."""
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = ["--brain", str(tmp_path / "b")]
+    run_ledger("init", str(tmp_path / "b"), check=True)
+    run_ledger(*b, "skill", "create", "pp", "--description", "d", "--body", "first line\nsecond line\n", check=True)
+    proc = run_ledger(*b, "skill", "patch", "pp", "--old", "line", "--new", "row")
+    assert proc.returncode == 1 and "--replace-all" in proc.stderr, proc.stderr
+    assert "--replace-all" in run_ledger(*b, "skill", "patch", "--help", check=True).stdout
+    run_ledger(*b, "skill", "patch", "pp", "--old", "line", "--new", "row", "--replace-all", check=True)
+    text = (tmp_path / "b" / "skills" / "pp" / "SKILL.md").read_text()
+    assert "first row\nsecond row\n" in text and "line" not in text.split("---")[-1], text
