@@ -241,3 +241,15 @@ def test_a_patch_that_matches_twice_hints_an_option_the_cli_has(
     run_ledger(*b, "skill", "patch", "pp", "--old", "line", "--new", "row", "--replace-all", check=True)
     text = (tmp_path / "b" / "skills" / "pp" / "SKILL.md").read_text()
     assert "first row\nsecond row\n" in text and "line" not in text.split("---")[-1], text
+
+
+def test_the_docs_meant_for_users_speak_plainly() -> None:
+    """README, docs/shares.md and docs/report.md name spec sections by title, never by a section sign, and no
+    issue number (the spec itself may keep its section numbers)."""
+    from tests.test_plain_words import PATTERNS
+
+    root = Path(__file__).parent.parent
+    found = [f"{doc}:{n}: {line.strip()}" for doc in ("README.md", "docs/shares.md", "docs/report.md")
+             for n, line in enumerate((root / doc).read_text().splitlines(), 1)
+             for what in ("a section sign", "an issue number") if PATTERNS[what].search(line)]  # fmt: skip
+    assert not found, "\n".join(found)
