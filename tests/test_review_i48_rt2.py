@@ -253,3 +253,25 @@ def test_the_docs_meant_for_users_speak_plainly() -> None:
              for n, line in enumerate((root / doc).read_text().splitlines(), 1)
              for what in ("a section sign", "an issue number") if PATTERNS[what].search(line)]  # fmt: skip
     assert not found, "\n".join(found)
+
+
+def test_the_readmes_trust_step_reruns_on_a_machine_that_has_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: 'ledger keys generate curator && ledger keys trust curator', "'generate' is re-runnable". On a machine
+    that already holds a curator key (any earlier brain, the README followed once before), 'init' trusts it, and the
+    trust step failed: it is a no-op that says so (exit 0, no snapshot); another role for that key is still refused."""
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    run_ledger("init", str(tmp_path / "first"), check=True)
+    run_ledger("--brain", str(tmp_path / "first"), "keys", "generate", "curator", check=True)
+    b = ["--brain", str(tmp_path / "b")]
+    run_ledger("init", str(tmp_path / "b"), check=True)  # trusts this machine's curator key already
+    before = run_ledger(*b, "log", "--json", check=True).stdout
+    run_ledger(*b, "keys", "generate", "curator", check=True)
+    proc = run_ledger(*b, "keys", "trust", "curator")
+    assert proc.returncode == 0 and "already trusted as a curator key" in proc.stdout + proc.stderr, proc.stderr
+    assert run_ledger(*b, "log", "--json", check=True).stdout == before  # nothing written
+    done = json.loads(run_ledger(*b, "keys", "trust", "curator", "--json", check=True).stdout)
+    assert done["changed"] is False and done["role"] == "curator"
+    other = run_ledger(*b, "keys", "trust", "verifier", done["address"])
+    assert other.returncode == 1 and "already trusted as a curator key" in other.stderr, other.stderr
