@@ -275,3 +275,25 @@ def test_the_readmes_trust_step_reruns_on_a_machine_that_has_the_key(
     assert done["changed"] is False and done["role"] == "curator"
     other = run_ledger(*b, "keys", "trust", "verifier", done["address"])
     assert other.returncode == 1 and "already trusted as a curator key" in other.stderr, other.stderr
+
+
+def test_a_skillevolbench_payload_of_the_wrong_types_is_shown_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'ledger apply PAYLOAD.json': an operation_type that is null or a list is named as JSON writes it, and a null
+    summary never becomes the word 'None' in the snapshot's message ('ledger log' shows it)."""
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = ["--brain", str(tmp_path / "b")]
+    run_ledger("init", str(tmp_path / "b"), check=True)
+    for op in (None, ["revise"]):
+        (tmp_path / "p.json").write_text(json.dumps({"upsert_files": {}, "operation_type": op}))
+        proc = run_ledger(*b, "apply", str(tmp_path / "p.json"))
+        assert proc.returncode == 1 and "operation_type" in proc.stderr and not problems(proc.stderr), proc.stderr
+    md = "---\nname: a\ndescription: d\n---\nbody\n"
+    (tmp_path / "p.json").write_text(json.dumps({"upsert_files": {"a/SKILL.md": md}, "operation_type": "create",
+                                                 "summary": None}))  # fmt: skip
+    run_ledger(*b, "apply", str(tmp_path / "p.json"), check=True)
+    said = run_ledger(*b, "log", check=True).stdout
+    assert not problems(said), said
