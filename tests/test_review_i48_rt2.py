@@ -297,3 +297,21 @@ def test_a_skillevolbench_payload_of_the_wrong_types_is_shown_as_written(
     run_ledger(*b, "apply", str(tmp_path / "p.json"), check=True)
     said = run_ledger(*b, "log", check=True).stdout
     assert not problems(said), said
+
+
+@pytest.mark.parametrize("chain", ["x", [], {"rpc": ["x"]}, {"agent_id": [1]}, {"agent_id": {"a": 1}},
+                                   {"agent_id": "zz"}, {"chain_id": "1"}])  # fmt: skip
+def test_a_hand_edited_chain_config_is_refused_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        chain: object) -> None:  # fmt: skip
+    from tests.test_plain_words import problems
+
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    config = b / ".ledger" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "chain": chain}))
+    for args in (["chain", "status"], ["skill", "list"]):
+        proc = run_ledger("--brain", str(b), *args)
+        said = proc.stdout + proc.stderr
+        assert proc.returncode == 1 and "config chain" in proc.stderr and "Traceback" not in said, said
+        assert not problems(said), said
