@@ -315,3 +315,14 @@ def test_a_hand_edited_chain_config_is_refused_in_words(tmp_path: Path, monkeypa
         said = proc.stdout + proc.stderr
         assert proc.returncode == 1 and "config chain" in proc.stderr and "Traceback" not in said, said
         assert not problems(said), said
+
+
+def test_an_import_of_rows_says_whose_word_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tier is the point of the import's --actor: its report says which one the rows got."""
+    monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
+    b = ["--brain", str(tmp_path / "b")]
+    run_ledger("init", str(tmp_path / "b"), check=True)
+    run_ledger(*b, "skill", "create", "s", "--description", "d", "--body", "x\n", check=True)
+    row = '{"skill": "s", "task": "t1", "success": true}\n'
+    done = run_ledger(*b, "outcome", "import", "-", "--actor", "agent", input=row, check=True)
+    assert "self-reported" in done.stdout and "verified" not in done.stdout, done.stdout

@@ -115,7 +115,13 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
         emit({"read": 0, "added": 0}) if as_json else click.echo("nothing to import: the file holds no line", err=True)
         return
     if not as_json:
-        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s); the log holds {after}")
+        from ledger.brain.evidence import signed_elsewhere
+
+        said = ""
+        if actor is not None and any(line.strip() and not signed_elsewhere(line) for line in data.splitlines()):
+            said = (f", the rows signed here by the {actor} key: "
+                    f"{'verified' if actor == 'verifier' else 'self-reported'}")  # fmt: skip
+        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s){said}; the log holds {after}")
         print_receipt(ctx, receipt, False)
         return
     print_receipt(ctx, receipt, True, {"read": counts["read"], "added": added, "log_size": after})
