@@ -8,10 +8,11 @@ documents two readers must not read two ways (attestations, epoch receipts): a k
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-__all__ = ["STRING", "STRINGS", "depth", "no_constant", "unique_keys"]
+__all__ = ["STRING", "STRINGS", "depth", "no_constant", "shown", "unique_keys"]
 
 # A string, whole: an unterminated one runs to the end of the input, so no scan starts again inside it
 # (a required closing quote made a line of escaped quotes take quadratic time).
@@ -44,3 +45,10 @@ def no_constant(name: str) -> Any:
     """``json.loads(..., parse_constant=no_constant)``: ``NaN``, ``Infinity`` and ``-Infinity``, which
     Python's json reads and RFC 8259 does not have, are a ValueError."""
     raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def shown(value: Any, most: int = 80) -> str:
+    """A value from a document, in a message, as JSON writes it (``null``, ``["a"]``, ``"text"``): what the
+    user's file says, never a Python repr (``None``, ``['a']``); cut to ``most`` characters."""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -134,7 +134,7 @@ def test_a_skill_creator_workspace_imports_with_its_verdicts_and_hashes(brain: P
     linted = _ledger(brain, "lint", "report-totals")
     assert "warning: evals/evals.json: eval 0: 'expectations' is skill-creator's name" in linted.stdout
     assert "calls it 'assertions'" in linted.stdout and "INVALID" not in linted.stdout
-    done = json.loads(_ledger(brain, "eval", "import", str(ws), "--skill", "report-totals",
+    done = json.loads(_ledger(brain, "eval", "import", str(ws), "--actor", "verifier", "--skill", "report-totals",
                               "--runner-id", "claude-code 2.1 / claude-sonnet-4-5", "--grader-id",
                               "skill-creator grader / claude-sonnet-4-5", "--json").stdout)  # fmt: skip
     assert done["plan"] is None and done["baseline"] == "without_skill" and len(done["runs"]) == 4
@@ -172,13 +172,13 @@ def test_ambiguous_skill_creator_input_is_refused_and_changes_nothing(brain: Pat
     both = json.loads(good)
     both["assertion_results"] = [dict(e, passed=False) for e in both["expectations"]]
     g.write_text(json.dumps(both))
-    refused = _ledger(brain, "eval", "import", str(ws), "--skill", "report-totals", code=1)
+    refused = _ledger(brain, "eval", "import", str(ws), "--actor", "verifier", "--skill", "report-totals", code=1)
     assert "holds both 'assertion_results' and 'expectations'" in refused.stderr
     g.write_bytes(good)
     # an eval folder named for one case whose eval_metadata.json names another
     meta = ws / "iteration-1/eval-0/eval_metadata.json"
     meta.write_text(json.dumps({"eval_id": 1, "eval_name": "0", "prompt": CASES[1]["prompt"], "assertions": []}))
-    refused = _ledger(brain, "eval", "import", str(ws), "--skill", "report-totals", code=1)
+    refused = _ledger(brain, "eval", "import", str(ws), "--actor", "verifier", "--skill", "report-totals", code=1)
     assert "eval-0 is case 0, but its eval_metadata.json says eval_id 1" in refused.stderr
     assert _state(brain) == before and _records(brain) == []
     # an evals.json case with both `assertions` and `expectations`: lint calls it invalid, import refuses it
@@ -187,7 +187,7 @@ def test_ambiguous_skill_creator_input_is_refused_and_changes_nothing(brain: Pat
     linted = _ledger(brain, "lint", "both-keys", code=1)
     assert "eval 0: both 'assertions' and 'expectations'" in linted.stdout
     before = _state(brain)
-    refused = _ledger(brain, "eval", "import", str(ws), "--skill", "both-keys", code=1)
+    refused = _ledger(brain, "eval", "import", str(ws), "--actor", "verifier", "--skill", "both-keys", code=1)
     assert "both 'assertions' and 'expectations'" in refused.stderr
     assert _state(brain) == before and _records(brain) == []
 

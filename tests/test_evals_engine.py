@@ -241,23 +241,24 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
     # refusals first, each changing nothing: a missing grading.json; a workspace run against another eval set
     moved = ws / "iteration-1/eval-units-total/without_skill/grading.json"
     moved.rename(tmp_path / "aside.json")
-    refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", code=1)
+    refused = _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", code=1)
     assert "eval-units-total/without_skill/grading.json is missing" in refused.stderr
     assert "nothing was recorded" in refused.stderr
     (tmp_path / "aside.json").rename(moved)
     other = "blake3-tree-v1:" + "ab" * 32
-    refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", "--set", other, code=1)
+    refused = _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", "--set", other,
+                      code=1)  # fmt: skip
     assert f"run against eval set {other}" in refused.stderr
     good = (ws / "iteration-1/eval-1/with_skill/grading.json").read_text()
     bad = json.loads(good)
     bad["summary"]["passed"] = 5
     (ws / "iteration-1/eval-1/with_skill/grading.json").write_text(json.dumps(bad))
-    assert "is not what its assertion_results say" in _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum",
-                                                              code=1).stderr  # fmt: skip
+    refused = _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", code=1)
+    assert "is not what its assertion_results say" in refused.stderr
     (ws / "iteration-1/eval-1/with_skill/grading.json").write_text(good)
     # a condition the guide does not name (skill-creator's new_skill/) is refused, never left out
     shutil.copytree(ws / "iteration-1/eval-1/with_skill", ws / "iteration-1/eval-1/new_skill")
-    refused = _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum", code=1)
+    refused = _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", code=1)
     assert "new_skill/ is no condition of the guide" in refused.stderr
     shutil.rmtree(ws / "iteration-1/eval-1/new_skill")
     assert (_head(family), len(_entries(family))) == (head, log)
@@ -265,8 +266,9 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
         from ledger.brain.evaluations import Evaluations
 
         digest = Evaluations(brain).version("csv-sum").set_digest
-    done = json.loads(_ledger(family, "eval", "import", str(ws), "--skill", "csv-sum@1", "--set", digest,
-                              "--runner-id", "claude-code 2.1 / claude-sonnet-4-5", "--json").stdout)  # fmt: skip
+    done = json.loads(_ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum@1",
+                              "--set", digest, "--runner-id", "claude-code 2.1 / claude-sonnet-4-5",
+                              "--json").stdout)  # fmt: skip
     assert done["plan"] is None and len(done["runs"]) == 4
     assert done["benchmark"]["run_summary"]["delta"] == {"pass_rate": 1.0, "time_seconds": 0.0, "tokens": 0.0}
     records = _records(family, "csv-sum")

@@ -148,7 +148,7 @@ def _workspace(tmp_path: Path) -> tuple[Path, list[dict[str, object]]]:
 
 def _refused(family_: Path, ws: Path, said: str) -> None:
     head, log = _head(family_), len(_entries(family_))
-    proc = run_ledger("--brain", str(family_), "eval", "import", str(ws), "--skill", "csv-sum")
+    proc = run_ledger("--brain", str(family_), "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum")
     _no_trace(proc)
     assert proc.returncode == 1, f"accepted:\n{proc.stdout}"
     assert said in proc.stderr, proc.stderr
@@ -321,9 +321,9 @@ def test_the_same_workspace_imported_twice_is_not_counted_twice(family: Path, tm
     """A second import of the same runs (same grading.json bytes, same cells) would double every pair of the lift
     and narrow its interval with no new evidence: refused, naming the records that hold them."""
     ws, _ = _workspace(tmp_path)
-    _ledger(family, "eval", "import", str(ws), "--skill", "csv-sum")
+    _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum")
     head, log = _head(family), len(_entries(family))
-    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--skill", "csv-sum")
+    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum")
     _no_trace(proc)
     assert proc.returncode == 1 and "already" in proc.stderr, proc.stdout + proc.stderr
     assert (_head(family), len(_entries(family))) == (head, log)
@@ -347,7 +347,7 @@ def test_a_workspace_eval_run_recorded_is_not_imported_again(family: Path, tmp_p
     ws = tmp_path / "ws"
     _ledger(family, "eval", "run", "word-count", "--workspace", str(ws))
     head, log = _head(family), len(_entries(family))
-    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--skill", "word-count")
+    proc = run_ledger("--brain", str(family), "eval", "import", str(ws), "--actor", "verifier", "--skill", "word-count")
     _no_trace(proc)
     assert proc.returncode == 1 and "already" in proc.stderr, proc.stdout + proc.stderr
     assert (_head(family), len(_entries(family))) == (head, log)

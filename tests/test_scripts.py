@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -57,6 +58,9 @@ def _tells_a_new_user(out: str, err: str, brain: Path) -> None:
     ]  # fmt: skip
     patch = next(lines[i][2:] for i in commands if lines[i].startswith("$ ledger skill patch pdf-extraction"))
     assert _argv(patch)[5:8] == ["layout first.", "--new", "layout first; fall back to OCR for scans."]
+    # the echoed commands name no --brain (the demo sets LEDGER_BRAIN): the last lines say how to paste them back
+    assert any(ln.startswith("this brain:") and shlex.join(["export", f"LEDGER_BRAIN={brain}"]) in ln
+               for ln in lines[-16:]), lines[-16:]  # fmt: skip
     page = brain / ".ledger" / "report" / "index.html"
     tail = lines[-8:]
     assert f"report page:        {page}" in tail, tail

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ledger._json import shown
 from ledger.brain.withholding import refusal, supply_of
 from ledger.bundle.lint import introduced_errors
 from ledger.bundle.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
@@ -44,8 +45,10 @@ def apply_payload(
         raise _refuse("it must be a JSON object with 'upsert_files'", hint="see SkillEvolBench's update format")
     op = payload.get("operation_type")
     if op not in OPERATIONS:
-        raise _refuse(f"operation_type {op!r} is not one of {', '.join(OPERATIONS)}")
-    summary = " ".join(str(payload.get("summary", "")).split())[:200] or op
+        raise _refuse(f"operation_type {shown(op)} is not one of {', '.join(OPERATIONS)}")
+    said = payload.get("summary")
+    summary = " ".join(said.split())[:200] if isinstance(said, str) else ""
+    summary = summary or op
     grouped: dict[str, dict[str, str]] = {}
     for path, text in payload["upsert_files"].items():
         if not isinstance(path, str) or not isinstance(text, str):

@@ -131,13 +131,16 @@ class Evidence:
         name = brain.resolve(name)
         store = brain.store
         if receipt is not None:
-            commit = str(receipt.get("commit", ""))
+            commit = receipt.get("commit")
             try:
+                if not isinstance(commit, str):
+                    raise ValueError
                 raw = bytes.fromhex(commit)
                 if len(raw) != 20 or not _is_ancestor(store, raw, brain.head().commit):
                     raise ValueError
             except (ValueError, LedgerError):
-                raise StoreError(f"receipt commit {commit[:40]!r} is not a snapshot of this brain's lineage",
+                shown = json.dumps(commit)[:42] if commit is not None else "(none given)"
+                raise StoreError(f"receipt commit {shown} is not a snapshot of this brain's lineage",
                                  hint="pass the receipt a skill view returned, unchanged") from None  # fmt: skip
         elif version is None:
             if name not in brain.head().skills:
@@ -154,7 +157,8 @@ class Evidence:
         if version is not None and have != version:
             raise StoreError(f"snapshot {commit[:12]} holds {name} v{have}, not v{version}")
         if receipt is not None and receipt.get("root") not in (None, format_root(snap.root)):
-            raise StoreError(f"receipt root {receipt.get('root')} is not snapshot {commit[:12]}'s root")
+            raise StoreError(f"receipt root {json.dumps(receipt.get('root'))[:80]} is not snapshot {commit[:12]}'s "
+                             "root")  # fmt: skip
         digest = format_root(th.tree_digest(store, tree, brain.cache, name))
         return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
 
@@ -507,6 +511,13 @@ class Evidence:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
             raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
                              + (f"; unknown: {', '.join(unknown)}" if unknown else ""))  # fmt: skip
+        if not isinstance(doc["skill"], str):
+            raise StoreError("a row's 'skill' is the skill's name, a string")
+        version = doc.get("version")
+        if version is not None and (type(version) is not int or version < 1):
+            raise StoreError("a row's 'version' is a version number (1, 2, …), or absent for the head's")
+        if not isinstance(doc.get("receipt", {}), dict):
+            raise StoreError("a row's 'receipt' is the object a skill view returned (commit, root, …), or absent")
         if ("success" in doc) == ("score" in doc):
             raise StoreError("a row has exactly one of 'success' (true or false) and 'score'")
         if "success" in doc and not isinstance(doc["success"], bool):
@@ -555,6 +566,13 @@ class Evidence:
                              f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
                              hint="an outcome comes at or after the snapshot that served the version")  # fmt: skip
         return record
+
+    def holder_role(self) -> str:
+        """The role whose key signs a snapshot that only holds entries signed elsewhere (each entry's tier is
+        its own signer's): the verifier's, if this machine holds a key the brain trusts as verifier, else the
+        user's, which every brain's writer has."""
+        found = self.brain.sealer.key_for(self._trust(), "verifier")
+        return "user" if isinstance(found, tuple) else "verifier"
 
     def _key(self) -> Any:
         """The acting role's key, loaded once per head and role (a bulk import signs thousands)."""

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger._json import shown
 from ledger.brain.catalog import Catalog
 from ledger.brain.categories import Categories
 from ledger.brain.evidence import Evidence
@@ -76,12 +77,41 @@ _CONFIG_FORMAT = 1
 
 
 
+_CHAIN_TYPES: dict[str, tuple[type, ...]] = {"rpc": (str,), "registry": (str,), "agent_id": (str, int),
+                                             "chain_id": (int,), "deploy_block": (int,), "key": (str,)}  # fmt: skip
+
+
+def _check_chain(chain: Any) -> None:
+    """The ``chain`` section of ``.ledger/config.json`` (written by 'ledger chain use|deploy|register'), checked
+    for what every reader of it assumes, so a hand edit is refused in words rather than met with a crash."""
+    hint = "fix or remove the chain section of .ledger/config.json (then 'ledger chain use RPC' sets it again)"
+    if chain is None:
+        return
+    if not isinstance(chain, dict):
+        raise StoreError(f"config chain = {shown(chain)} is not an object", hint=hint)
+    for key, types in _CHAIN_TYPES.items():
+        value = chain.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise StoreError(f"config chain.{key} = {shown(value)} is not "
+                             f"{'text' if types == (str,) else 'a number' if types == (int,) else 'text or a number'}",
+                             hint=hint)  # fmt: skip
+    agent = chain.get("agent_id")
+    if isinstance(agent, str):
+        try:
+            int(agent, 16)
+        except ValueError:
+            raise StoreError(f"config chain.agent_id = {shown(agent)} is not a hex number", hint=hint) from None
+
+
 def _limits(given: dict[str, Any]) -> dict[str, int]:
     """Size limits from ``.ledger/config.json`` ``{"limits": {"skill_md": chars, "file": bytes}}``."""
     limits = {"skill_md": MAX_SKILL_MD, "file": MAX_SUPPORT_FILE}
+    if not isinstance(given, dict):
+        raise StoreError(f"config limits = {shown(given)} is not an object", hint='{"skill_md": N, "file": N}')
     for key, value in given.items():
         if key not in limits or not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise StoreError(f"config limits.{key} = {value!r} is not a known positive limit", hint="skill_md, file")
+            raise StoreError(f"config limits.{key} = {shown(value)} is not a known positive limit",
+                             hint="skill_md, file")  # fmt: skip
         limits[key] = value
     return limits
 
@@ -108,6 +138,7 @@ class Brain:
         if self.skills_dir.is_symlink():
             raise StoreError(f"{self.skills_dir} is a symbolic link; the brain refuses to follow it")
         config = json.loads((self.control / CONFIG).read_text())
+        _check_chain(config.get("chain"))
         self.limits = _limits(config.get("limits") or {})
         gc = config.get("gc") or {}
         self.store = gs.GitStore(root)

@@ -18,6 +18,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
+from ledger._json import shown
 from ledger.errors import SkillError
 
 if TYPE_CHECKING:
@@ -156,7 +157,8 @@ def counter_key(fm: dict[str, Any]) -> tuple[str, int]:
             if value is not None:
                 return key, value
             if key == "ledger-version":
-                raise SkillError(f"malformed frontmatter: metadata.ledger-version {meta[key]!r} is not a whole number")
+                raise SkillError(f"malformed frontmatter: metadata.ledger-version {shown(meta[key])} is not a "
+                                 "whole number")  # fmt: skip
     return ("ledger-version" if "version" in meta else "version"), 0
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from blake3 import blake3
 
+from ledger._json import shown
 from ledger.bundle.hashing import (  # re-exported: the hash in memory
     _CONTENT,
     _HEX64,
@@ -270,37 +271,50 @@ class InclusionProof:
 
     @classmethod
     def from_json(cls, doc: Any) -> InclusionProof:
+        if not isinstance(doc, dict):
+            raise ProofError(f"malformed proof: a proof is a JSON object, not {shown(doc, 40)}")
+        missing = [k for k in ("format", "kind", "path", "content", "steps", "root") if k not in doc]
+        if missing:
+            raise ProofError(f"malformed proof: it has no {', '.join(missing)}")
+        if doc["format"] != f"{VERSION}/inclusion":
+            raise ProofError(f"unsupported proof format {shown(doc['format'])}", hint=f"expected {VERSION}/inclusion")
+        kinds = {v: k for k, v in _KIND_NAMES.items() if k != KIND_DIR}
+        if doc["kind"] not in kinds:
+            raise ProofError(f"proof kind must be 'file' or 'exec', got {shown(doc['kind'])}")
+        if not isinstance(doc["path"], str) or not isinstance(doc["root"], str):
+            what = "path" if not isinstance(doc["path"], str) else "root"
+            raise ProofError(f"malformed proof: its {what} {shown(doc[what])} is not text")
+        if not isinstance(doc["steps"], list) or not all(isinstance(s, dict) for s in doc["steps"]):
+            raise ProofError(f"malformed proof: its steps {shown(doc['steps'])} are not a list of objects")
         try:
-            if doc["format"] != f"{VERSION}/inclusion":
-                raise ProofError(f"unsupported proof format {doc['format']!r}")
-            kinds = {v: k for k, v in _KIND_NAMES.items() if k != KIND_DIR}
-            if doc["kind"] not in kinds:
-                raise ProofError(f"proof kind must be 'file' or 'exec', got {doc['kind']!r}")
             steps = tuple(
-                ProofStep(_int(s["index"]), _int(s["count"]), tuple(_hash32(h) for h in s["siblings"]))
+                ProofStep(_int(s["index"]), _int(s["count"]), tuple(_hash32(h) for h in _list(s["siblings"])))
                 for s in doc["steps"]
             )
-            return cls(
-                path=str(doc["path"]),
-                kind=kinds[doc["kind"]],
-                content=_hash32(doc["content"]),
-                steps=steps,
-                root=parse_root(doc["root"]),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ProofError(f"malformed proof: missing or mistyped field {exc}") from None
+        except KeyError as exc:
+            raise ProofError(f"malformed proof: a step has no {exc.args[0]}") from None
+        return cls(
+            path=doc["path"], kind=kinds[doc["kind"]], content=_hash32(doc["content"]), steps=steps,
+            root=parse_root(doc["root"]),
+        )  # fmt: skip
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProofError(f"malformed proof: a step's siblings {shown(value)} are not a list")
+    return value
 
 
 def _int(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ProofError(f"malformed proof: {value!r} is not a non-negative integer")
+        raise ProofError(f"malformed proof: {shown(value)} is not a non-negative integer")
     return value
 
 
 def _hash32(value: Any) -> bytes:
     """A digest in a proof: exactly 64 lower-case hex digits, the one form ``to_json`` writes."""
     if not isinstance(value, str) or not _HEX64.fullmatch(value):
-        raise ProofError(f"malformed proof: {value!r} is not 64 lower-case hex digits")
+        raise ProofError(f"malformed proof: {shown(value)} is not 64 lower-case hex digits")
     return bytes.fromhex(value)
 
 

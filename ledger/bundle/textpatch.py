@@ -36,7 +36,8 @@ def replace(text: str, old: str, new: str, *, where: str, replace_all: bool = Fa
         count = text.count(old)
         raise PatchError(
             f"patch text matches {max(count, 2)} times in {where}; it must match exactly once",
-            hint="include more surrounding context to make it unique, or replace every match (replace_all)",
+            hint="include more surrounding context to make it unique, or replace every match (--replace-all on the "
+                 "command line, replace_all in the agent tool)",
             matches=_places(text, old),
         )
     return text[:first] + new + text[first + len(old) :]

@@ -167,13 +167,14 @@ def _run_stale(ctx: click.Context, name: str, actor: str, as_json: bool, **optio
 @click.option("--baseline", type=click.IntRange(1), help="The version old_skill/ ran [default: the previous].")
 @click.option("--set", "set_digest", metavar="blake3-tree-v1:HEX",
               help="The eval set's digest the workspace ran; refused unless it is the version's.")  # fmt: skip
-@click.option("--actor", type=_ACTORS, default="verifier", show_default=True, help="Whose key signs the runs.")
+@click.option("--actor", type=_ACTORS, default=None,
+              help="Whose key signs the runs (required: verifier makes them verified, agent self-reported).")
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
 def eval_import(ctx: click.Context, workspace: Path, ref: str, iteration: int | None, runner_id: str,
-                grader_id: str, baseline: int | None, set_digest: str | None, actor: str, note: str,
+                grader_id: str, baseline: int | None, set_digest: str | None, actor: str | None, note: str,
                 chain_commit: bool | None, as_json: bool) -> None:  # fmt: skip
     """Record every run of an agentskills WORKSPACE (skill-creator's, or written by hand) as one batch.
 
@@ -183,6 +184,10 @@ def eval_import(ctx: click.Context, workspace: Path, ref: str, iteration: int | 
     """
     if not workspace.is_dir():
         raise UsageError(f"no such folder: {workspace}")
+    if actor is None:  # its grading.json is whoever wrote it's word: never verified by a default (ADR 0053)
+        raise UsageError(f"{workspace}'s runs were graded elsewhere, and no --actor says whose word they are",
+                         hint="add --actor verifier (verified runs, signed by the verifier key) or --actor agent "
+                              "(the agent's own word: self-reported)")  # fmt: skip
     name, version = split_ref(ref)
     want_commit(ctx, chain_commit)
     with open_brain(ctx) as brain, brain.acting(actor):

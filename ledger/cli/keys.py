@@ -201,7 +201,16 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
         if address is None:
             raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
     with open_brain(ctx) as brain:
-        receipt = brain.keyring.trust(address, role, note=note)
+        if {"address": address.lower(), "role": role} in brain.keyring.show()["trusted"]:
+            receipt = None  # trusting it again changes nothing: re-runnable, as 'keys generate' is
+        else:
+            receipt = brain.keyring.trust(address, role, note=note)
+    if receipt is None:
+        if as_json:
+            emit({"changed": False, "address": address.lower(), "role": role})
+        else:
+            click.echo(f"{address.lower()} is already trusted as a {role} key; nothing changed")
+        return
     print_receipt(ctx, receipt, as_json)
 
 

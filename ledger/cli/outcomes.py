@@ -104,9 +104,9 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
     """
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
     if actor is None:
-        actor = _actor_of(data.splitlines())
+        _no_rows(data.splitlines())
     want_commit(ctx, chain_commit)
-    with open_brain(ctx) as brain, brain.acting(actor):
+    with open_brain(ctx) as brain, brain.acting(actor or brain.evidence.holder_role()):
         before = brain.evidence.size()
         receipt, counts = brain.evidence.import_lines(data.splitlines(), note=note)
         after = brain.evidence.size()
@@ -115,15 +115,21 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
         emit({"read": 0, "added": 0}) if as_json else click.echo("nothing to import: the file holds no line", err=True)
         return
     if not as_json:
-        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s); the log holds {after}")
+        from ledger.brain.evidence import signed_elsewhere
+
+        said = ""
+        if actor is not None and any(line.strip() and not signed_elsewhere(line) for line in data.splitlines()):
+            said = (f", the rows signed here by the {actor} key: "
+                    f"{'verified' if actor == 'verifier' else 'self-reported'}")  # fmt: skip
+        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s){said}; the log holds {after}")
         print_receipt(ctx, receipt, False)
         return
     print_receipt(ctx, receipt, True, {"read": counts["read"], "added": added, "log_size": after})
 
 
-def _actor_of(lines: list[bytes]) -> str:
-    """The acting role when ``--actor`` is not given: only a file of entries signed elsewhere needs none (each
-    entry's tier is its own signer's); a row is signed here, and whose word it is is never guessed."""
+def _no_rows(lines: list[bytes]) -> None:
+    """Refuse a file holding a row when ``--actor`` is not given: only a file of entries signed elsewhere needs
+    none (each entry's tier is its own signer's); a row is signed here, and whose word it is is never guessed."""
     from ledger.brain.evidence import signed_elsewhere
 
     rows = [n for n, line in enumerate(lines, 1) if line.strip() and not signed_elsewhere(line)]
@@ -131,7 +137,6 @@ def _actor_of(lines: list[bytes]) -> str:
         raise UsageError(f"line {rows[0]} is a row to sign here, and no --actor says whose word it is",
                          hint="add --actor verifier (a verified outcome, signed by the verifier key) or --actor agent "
                               "(the agent's own word: self-reported)")  # fmt: skip
-    return "verifier"  # every line is signed already: the key only signs the snapshot that holds them
 
 
 def _read(source: str) -> bytes:

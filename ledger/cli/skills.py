@@ -76,12 +76,14 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
 @click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
 @click.option("--new", required=True, help="Replacement text.")
 @click.option("--file", "rel", help="A supporting file (e.g. references/x.md) instead of SKILL.md.")
+@click.option("--replace-all", is_flag=True, help="Replace every occurrence of --old (at least one).")
 @allow_invalid_flag
 @mutation
 @click.pass_context
-def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, **kw: Any) -> None:
-    """Replace one exact occurrence of --old with --new."""
-    mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, note=kw["note"]))
+def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, replace_all: bool,
+                **kw: Any) -> None:  # fmt: skip
+    """Replace one exact occurrence of --old with --new (every one with --replace-all)."""
+    mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, replace_all=replace_all, note=kw["note"]))
 
 
 @skill.command("delete")

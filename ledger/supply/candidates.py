@@ -104,6 +104,13 @@ def git(*args: str, what: str, git_dir: str | None = None, data: bytes | None = 
     except subprocess.TimeoutExpired:
         raise SourceError(f"{what}: git took longer than {timeout} s", hint="try again, or check the source") from None
     if proc.returncode != 0:
-        detail = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1]
-        raise SourceError(f"{what}: {detail.removeprefix('fatal: ')}", hint="check the path or URL and the ref")
+        raise SourceError(f"{what}: {git_reason(proc.stderr)}", hint="check the path or URL and the ref")
     return proc.stdout
+
+
+def git_reason(stderr: bytes) -> str:
+    """The one reason a failed git gives: its first line that says why (ssh's, or the first fatal or error
+    line), never the closing boilerplate ("Please make sure … and the repository exists.")."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    said = next((ln for ln in lines if ln.startswith(("ssh:", "fatal:", "error:"))), lines[0] if lines else "")
+    return said.removeprefix("fatal: ").removeprefix("error: ") or "git failed"

@@ -36,7 +36,7 @@ from typing import Any
 from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, declared_name
 from ledger.errors import SourceError
 from ledger.exchange.layouts import HOMES
-from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, git_env, pick, source_doc
+from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, git_env, git_reason, pick, source_doc
 
 __all__ = [
     "MAX_FETCH_BYTES",
@@ -125,8 +125,7 @@ def _fetch(tmp: Path, url: str, specs: Sequence[str], *, depth: bool, what: str,
                 proc.wait()
         if proc.returncode != 0:
             err.seek(0)
-            lines = err.read(65536).decode("utf-8", "replace").strip().splitlines() or ["git failed"]
-            raise SourceError(f"{what}: {lines[-1].removeprefix('fatal: ')}",
+            raise SourceError(f"{what}: {git_reason(err.read(65536))}",
                               hint="check the path or URL and the ref")  # fmt: skip
     if _written(tmp) > cap:
         raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",

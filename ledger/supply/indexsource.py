@@ -42,6 +42,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from ledger._json import shown as json_shown
 from ledger.bundle.skill import MAX_SUPPORT_FILE
 from ledger.errors import SourceError
 from ledger.supply import origins
@@ -164,8 +165,11 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
         if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list):
             raise SourceError(f"{where} is not a skills index: it has no 'skills' list")
         version = doc.get("version", _schema_version(doc.get("$schema")))
-        if not isinstance(version, str) or not version.startswith("0."):
-            raise SourceError(f"{where} is index version {version!r}; this ledger reads 0.1 and 0.2",
+        if not isinstance(version, str):
+            raise SourceError(f"{where} is not a skills index: its version {json_shown(version)} is not text",
+                              hint='an index names its version as text: "0.1.0" or "0.2.0"')  # fmt: skip
+        if not version.startswith("0."):
+            raise SourceError(f"{where} is index version {json_shown(version)}; this ledger reads 0.1 and 0.2",
                               hint="upgrade brain-ledger")  # fmt: skip
         return where, doc
     raise SourceError(f"{url} is neither a git repository nor a skills index (none at {' or '.join(tries)})",
@@ -180,7 +184,7 @@ def _schema_version(schema: Any) -> str:
 
 def _hex(digest: Any, where: str) -> str:
     if not isinstance(digest, str) or not digest.startswith("sha256:") or len(digest) != 71:
-        raise SourceError(f"{where}: digest {digest!r} is not sha256:<64 hex>")
+        raise SourceError(f"{where}: digest {json_shown(digest)} is not sha256:<64 hex>")
     return digest[7:].lower()
 
 
@@ -202,6 +206,8 @@ def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
         raise SourceError(f"{where}: the entry lists no files")
     wanted: dict[str, str | None] = {}
     for item in listed:
+        if not isinstance(item, (str, dict)):
+            raise SourceError(f"{where}: a file entry is a path or {{\"path\", \"digest\"}}, not {json_shown(item)}")
         path, digest = (item, None) if isinstance(item, str) else (item.get("path"), item.get("digest"))
         if not isinstance(path, str):
             raise SourceError(f"{where}: a file entry has no path")
@@ -234,8 +240,11 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
     and its digest checked over every byte served before anything of it is used."""
     name, kind = entry["name"], entry.get("type")
     candidate(name, {"SKILL.md": (b"", False)}, source_doc("index", index_url, name, None), {})  # the name first
-    if kind not in ("skill-md", "archive") or not isinstance(entry.get("url"), str):
-        raise SourceError(f"{where}: entry type {kind!r} is not one this ledger reads (skill-md, archive)")
+    if kind not in ("skill-md", "archive"):
+        said = "has no type" if kind is None else f"is of type {json_shown(kind)}"
+        raise SourceError(f"{where}: the entry {said}, not one this ledger reads (skill-md, archive)")
+    if not isinstance(entry.get("url"), str):
+        raise SourceError(f"{where}: the entry's url {json_shown(entry.get('url'))} is not text")
     want = _hex(entry.get("digest"), where)
     url = _entry_url(index_url, entry["url"], where)
     shown = origins.redacted(url)

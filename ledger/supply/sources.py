@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import socket
 import urllib.request
 from collections.abc import Sequence
@@ -45,6 +46,10 @@ __all__ = [
 ]  # fmt: skip
 
 
+_WHAT = ("give the path of a brain, a git repository of skills, a marketplace.json or a skills-lock.json "
+         "(a URL starts with https://)")
+
+
 def _file_kind(path: Path) -> str:
     if path.name == LOCK_NAME:
         return "skills-lock"
@@ -52,8 +57,10 @@ def _file_kind(path: Path) -> str:
         return "marketplace"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SourceError(f"{path} is a file, but not JSON: {exc}") from exc
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror}") from exc
+    except ValueError:
+        doc = None  # not JSON (or not UTF-8): no source file this ledger reads
     if isinstance(doc, dict) and isinstance(doc.get("plugins"), list):
         return "marketplace"
     if isinstance(doc, dict) and isinstance(doc.get("skills"), dict):
@@ -72,8 +79,11 @@ def resolve(
     named skill the source lacks is a :class:`SourceError` listing what it has.  A source that
     carries credentials is refused, or with ``strip_credentials`` read without them
     (:mod:`~ledger.supply.origins`)."""
+    if not source.strip():
+        raise SourceError("no source given", hint=_WHAT)
     source = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
     url, ref = gitsource.split_ref(source)
+    given = url
     _reachable(url, source)
     if "://" not in url and Path(url).exists():
         url = str(Path(url).absolute())  # recorded in the pin: it must mean the same from any directory
@@ -90,6 +100,10 @@ def resolve(
         return brain
     if url.startswith(("https://", "http://")) and not gitsource.is_repo(url):
         return _index(url, names, pin)  # not a git repository: an index's base URL
+    if path.is_dir() and not ((path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())):
+        raise SourceError(f"{source} is a folder, but neither a brain nor a git repository",
+                          hint=f"a folder of skills is read with 'ledger import {shlex.quote(given)}'; "
+                               f"install takes {_WHAT.removeprefix('give ')}")  # fmt: skip
     with gitsource.mirrored(url, pin or ref) as repo:
         commit = gitsource.commit_of(repo, pin or ref, url)
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
@@ -119,9 +133,7 @@ def _reachable(url: str, source: str) -> None:
     # git's scp-like ssh form (host:path, git@host:path) has a colon before any slash; a local path has none
     local = parts.path if parts.scheme == "file" else None if "://" in url or ":" in url.split("/")[0] else url
     if local is not None and not Path(local).exists():
-        raise SourceError(f"{source}: no such file or directory",
-                          hint="give the path of a brain, a git repository of skills, a marketplace.json or a "
-                               "skills-lock.json (a URL starts with https://)")  # fmt: skip
+        raise SourceError(f"{source}: no such file or directory", hint=_WHAT)
 
 
 def _no_credentials(url: str) -> None:
