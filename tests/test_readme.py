@@ -18,7 +18,7 @@ def test_the_readme_cli_section_runs_top_to_bottom() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "every step of the README's CLI section ran" in proc.stderr
-    for shown in ("pushed", "cloned", "committed on chain at chain sequence", "Verified OK"):
+    for shown in ("pushed", "cloned", "committed on chain at seq", "Verified OK"):
         assert shown in proc.stdout + proc.stderr, shown
 
 
