@@ -17,6 +17,7 @@ from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
 from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_log, word
+from ledger.chain.identity import check_registry_code
 from ledger.chain.receipts import read_receipts
 from ledger.errors import ChainError
 from ledger.store import gitstore as gs
@@ -42,7 +43,6 @@ def check_chain(
 ) -> bool:
     """Every ``chain.*`` check; False (``chain.code`` failed, nothing else read) when the contract at
     ``registry`` is not a BrainRegistry this ledger knows: its answers would prove nothing."""
-    from ledger.chain.identity import check_registry_code
     from ledger.chain.receipts import anchored
     from ledger.chain.registry import ZERO, Registry
 

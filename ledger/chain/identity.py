@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.chain.abi import checksum, hexbytes, keccak
+from ledger.chain.registry import artifact
 from ledger.errors import ChainError, RpcUnreachableError
 
 __all__ = ["KnownBuild", "check_registry_code", "expected_immutables", "known_builds", "masked_hash"]
@@ -95,8 +96,6 @@ def masked_hash(code: bytes, immutables: dict[str, tuple[int, ...]]) -> bytes:
 
 def known_builds() -> tuple[KnownBuild, ...]:
     """This release's registry (from the shipped artifact) and the previous release's (pinned)."""
-    from ledger.chain.registry import artifact
-
     art = artifact()
     code = hexbytes(art["deployedBytecode"])
     immutables = {name: tuple(offsets) for name, offsets in art["immutables"].items()}
