@@ -36,3 +36,10 @@ def test_shipped_artifact_matches_fresh_forge_build(tmp_path: Path) -> None:
     assert shipped["abi"] == fresh["abi"], "ABI drifted: run scripts/export-artifact"
     assert shipped["bytecode"] == fresh["bytecode"]["object"], "bytecode drifted: run scripts/export-artifact"
     assert shipped["deployedBytecode"] == fresh["deployedBytecode"]["object"]
+    # The immutables' offsets (ledger/chain/identity.py checks each in the code on chain), by AST id order.
+    from ledger.chain.identity import IMMUTABLES
+
+    refs = fresh["deployedBytecode"]["immutableReferences"]
+    assert shipped["immutables"] == {
+        name: sorted(r["start"] for r in refs[k]) for name, k in zip(IMMUTABLES, sorted(refs, key=int), strict=True)
+    }, "immutables drifted: run scripts/export-artifact"

@@ -17,7 +17,9 @@ from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
 from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_log, word
+from ledger.chain.identity import check_registry_code
 from ledger.chain.receipts import read_receipts
+from ledger.errors import ChainError
 from ledger.store import gitstore as gs
 
 __all__ = ["check_chain"]
@@ -38,7 +40,9 @@ def check_chain(
     store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int,
     signed: Sequence[Signed] = (),
     epoch_logs: Mapping[str, str] | None = None,
-) -> None:
+) -> bool:
+    """Every ``chain.*`` check; False (``chain.code`` failed, nothing else read) when the contract at
+    ``registry`` is not a BrainRegistry this ledger knows: its answers would prove nothing."""
     from ledger.chain.receipts import anchored
     from ledger.chain.registry import ZERO, Registry
 
@@ -61,6 +65,14 @@ def check_chain(
         "chain_id": reg.chain_id,
         "onchain_seq": onchain_seq,
     }
+    code_chk = report.check("chain.code")
+    try:
+        build = check_registry_code(reg, reg.address, reg.chain_id, height)
+    except ChainError as exc:
+        code_chk.fail(exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        return False
+    code_chk.summary = (f"the code at {reg.address} is the {build.name}, each of its immutables the value a "
+                        f"deployment there on chain {reg.chain_id} gives it")  # fmt: skip
     ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
     # The k-th event is sequence k only if none is missing: the registry's own count says so.
     if len(events) != onchain_seq:
@@ -136,6 +148,7 @@ def check_chain(
     _check_committers(report, history, events, [timeline_at[s.commit] for s in snaps])
     check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
+    return True
 
 
 def _check_receipts(

@@ -29,6 +29,7 @@ from ledger.chain.abi import (
 )
 from ledger.chain.config import ChainConfig
 from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
+from ledger.chain.identity import check_registry_code
 from ledger.chain.keys import PasswordSource, load_account
 from ledger.chain.receipts import anchored, read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry
@@ -390,6 +391,7 @@ def location(brain: Brain) -> str | None:
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
+    check_registry_code(reg, str(reg.address), reg.chain_id)
     data = "0x" + call_data("locationOf(uint256)", cfg.agent_id).hex()
     text = decode_string(hexbytes(reg.node.call("eth_call", {"to": reg.address, "data": data}, "latest")))
     try:  # what setLocation lets through, and nothing else reaches a terminal (escapes, bidi controls)
@@ -408,6 +410,8 @@ def chain_status(brain: Brain) -> dict[str, Any]:
     assert cfg.agent_id is not None
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     tip = reg.block_number()
+    # Refused, not warned: every figure below (head, sequence, evidence, shares) is that contract's word.
+    check_registry_code(reg, str(reg.address), reg.chain_id, tip)
     head = reg.head(cfg.agent_id, tip)
     seq = reg.sequence(cfg.agent_id, tip)
     local = brain.head().snap.root

@@ -63,7 +63,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     ok = report.ok
     sig_ok, ev_ok = checks["signatures"].ok, checks["evidence"].ok
     chain_ok = rpc is not None and all(c.ok and not c.skipped for n, c in checks.items()
-                                       if n in ("chain.events", "chain.roots", "chain.head"))  # fmt: skip
+                                       if n in ("chain.code", "chain.events", "chain.roots", "chain.head"))  # fmt: skip
     entries = brain.evidence.entries()
     try:
         counted = brain.evidence.checked()  # what the figures count: entries whose signatures verify
