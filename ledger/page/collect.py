@@ -205,19 +205,12 @@ def _release_diff(brain: Brain, parent: dict[str, Any] | None,
     """What the snapshot changed under skills/ against the one before it on the mainline: files added,
     changed and removed, lines added and removed (as ``git diff --stat`` counts them).  A snapshot with
     its parent's root changed no skill file (an outcome, a key), so its diff is not read."""
-    files, lines = {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
     if parent is None or parent["root"] == t["root"]:
-        return files, lines
+        return {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
     try:
-        diff = brain.reads.diff(parent["commit"], t["commit"])
+        return brain.store.diffstat(bytes.fromhex(parent["commit"]), bytes.fromhex(t["commit"]), "skills")
     except LedgerError:
-        return files, lines
-    for d in diff.files:
-        files["added" if d.status == "added" else "removed" if d.status == "deleted" else "changed"] += 1
-        plus, minus = d.counts()
-        lines["added"] += plus
-        lines["removed"] += minus
-    return files, lines
+        return {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
 
 
 def _described(brain: Brain) -> dict[str, tuple[str, str | None]]:
