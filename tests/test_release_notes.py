@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 
 from ledger.page.collect import collect
@@ -24,7 +25,7 @@ def test_each_snapshot_counts_its_files_and_lines_as_git_does(brain) -> None:
     timeline = collect(brain)["timeline"]
     git_dir = str(brain.store.git_dir)
     checked = 0
-    for parent, snap in zip(timeline, timeline[1:]):
+    for parent, snap in itertools.pairwise(timeline):
         if parent["root"] == snap["root"]:
             assert snap["files"] == {"added": 0, "changed": 0, "removed": 0}
             continue
