@@ -74,20 +74,10 @@ def test_check_yourself_commands_quote_what_the_config_holds(chained: Brain, tmp
 def test_a_page_for_a_brain_on_a_registry_from_before_the_token_metadata(chained: Brain, tmp_path: Path) -> None:
     """``chain status`` answers for a v1.8 registry (its ``uri`` is empty: no shares shown, and why);
     ``ledger report --rpc`` must too, not fail on the token it cannot read."""
-    import json
 
-    from tests.test_shares import ROOT
+    from tests.test_shares import use_a_v18_registry
 
-    old = json.loads((ROOT / "tests" / "fixtures" / "BrainRegistry-v1.8.json").read_text())["bytecode"]
-    cfg = ChainConfig.of(chained)
-    reg = Registry(cfg.rpc)
-    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(),
-                       what="deploying a v1.8 registry")  # fmt: skip
-    legacy = Registry(cfg.rpc, receipt["contractAddress"])
-    reg.send(dev_account(0), legacy.bound().functions.register(b"\x01" * 32, 10), what="registering")
-    agent = legacy.bound().functions.agentIdOf(dev_account(0).address, b"\x01" * 32).call()
-    chained.update_config(chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}",
-                                 "deploy_block": 0})  # fmt: skip
+    cfg = use_a_v18_registry(chained)
     out = tmp_path / "page"
     proc = run_ledger("--brain", str(chained.root), "report", "-o", str(out), "--rpc", str(cfg.rpc))
     assert proc.returncode == 0, proc.stderr

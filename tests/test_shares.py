@@ -44,6 +44,22 @@ def _env(brain: Brain) -> dict[str, str]:
     return {"LEDGER_BRAIN": str(brain.root)}
 
 
+def use_a_v18_registry(chained: Brain) -> ChainConfig:
+    """Deploy the previous release's registry (lineage v1.8: its ``uri`` is empty), register an agent on
+    it with 10 shares, and point ``chained`` at it; returns the brain's chain config before the switch."""
+    old = json.loads((ROOT / "tests" / "fixtures" / "BrainRegistry-v1.8.json").read_text())["bytecode"]
+    cfg = ChainConfig.of(chained)
+    reg = Registry(cfg.rpc)
+    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(),
+                       what="deploying a v1.8 registry")  # fmt: skip
+    legacy = Registry(cfg.rpc, receipt["contractAddress"])
+    reg.send(dev_account(0), legacy.bound().functions.register(b"\x01" * 32, 10), what="registering")
+    agent = legacy.bound().functions.agentIdOf(dev_account(0).address, b"\x01" * 32).call()
+    chained.update_config(chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}",
+                                 "deploy_block": 0})  # fmt: skip
+    return cfg
+
+
 def _status(brain: Brain) -> dict[str, Any]:
     return json.loads(run_ledger("chain", "status", "--json", env=_env(brain), check=True).stdout)
 
@@ -271,16 +287,7 @@ def test_register_shows_the_share_token(tmp_path: Path, node: anvil.Node) -> Non
 def test_a_registry_from_before_the_token_metadata_still_gives_a_status(chained: Brain) -> None:
     """A brain on a v1.8 registry (deployed before this version; its ``uri`` is empty): ``chain status``
     still answers, and says why it shows no shares instead of failing or guessing."""
-    old = json.loads((ROOT / "tests" / "fixtures" / "BrainRegistry-v1.8.json").read_text())["bytecode"]
-    cfg = ChainConfig.of(chained)
-    reg = Registry(cfg.rpc)
-    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(),
-                       what="deploying a v1.8 registry")  # fmt: skip
-    legacy = Registry(cfg.rpc, receipt["contractAddress"])
-    reg.send(dev_account(0), legacy.bound().functions.register(b"\x01" * 32, 10), what="registering")
-    agent = legacy.bound().functions.agentIdOf(dev_account(0).address, b"\x01" * 32).call()
-    chained.update_config(chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}",
-                                 "deploy_block": 0})  # fmt: skip
+    use_a_v18_registry(chained)
     status = _status(chained)
     assert status["shares"] is None and "deployed before share tokens had metadata" in status["shares_unavailable"]
     human = run_ledger("chain", "status", env=_env(chained), check=True).stdout
