@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ledger.bundle.hashing import VERSION, format_root
 from ledger.chain.abi import (
     TRANSFER_BATCH,
     TRANSFER_SINGLE,
@@ -41,7 +42,7 @@ __all__ = [
 ]  # fmt: skip
 
 DATA_URI_PREFIX = "data:application/json;base64,"
-ROOT_PREFIX = "blake3-tree-v1:"
+ROOT_PREFIX = VERSION + ":"  # a root as the spec prints it: blake3-tree-v1:<64 hex>
 # The registry's fixed description (contracts/BrainRegistry.sol `_DESCRIPTION`, docs/lineage.md §15).
 DESCRIPTION = (
     "One share of this AI agent. A share is a claim on the agent's brain lineage: the head below is the "
@@ -257,7 +258,7 @@ def read_metadata(reg: Registry, agent_id: int, *, block: Any = "latest") -> Tok
     location = decode_string(_call(reg, "locationOf(uint256)", agent_id, block=block), "locationOf(agentId)")
     expected = metadata_json(
         agent_id=agent_id, chain_id=reg.chain_id, registry=str(reg.address), owner=owner,
-        head=ROOT_PREFIX + head.hex() if seq else None, sequence=seq,
+        head=format_root(head) if seq else None, sequence=seq,
         evidence=(size, "0x" + root.hex()) if size else None, location=location or None,
     )  # fmt: skip
     if expected != base64.b64decode(meta.uri[len(DATA_URI_PREFIX) :]):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ledger._faults import pausepoint
 from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, wilson
+from ledger.bundle.hashing import format_root
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.networks import network
 from ledger.chain.receipts import read_receipts
@@ -241,7 +242,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
         at = int(report.chain["block_height"])  # every read at the block the audit checked, not a later tip
         seq = reg.sequence(agent, at)  # the chain's own count, also of roots this copy does not have
         raw = reg.head(agent, at)
-        head = None if raw == b"\0" * 32 else "blake3-tree-v1:" + raw.hex()
+        head = None if raw == b"\0" * 32 else format_root(raw)
         size, root = reg.evidence(agent, at)
         evidence = {"size": size, "root": "0x" + root.hex()} if size else None
         shares = _shares(reg, cfg, agent, checked, head, at)
