@@ -27,12 +27,33 @@ def test_demo_runs_twice_on_the_same_directory_and_leaves_no_scratch(tmp_path: P
         _tells_a_new_user(proc.stdout, proc.stderr, brain)
         assert list(scratch.iterdir()) == [], f"run {run} left {list(scratch.iterdir())}"
     assert "starting it over" in proc.stderr
+    _a_shareholder_reads_the_demo_page(brain / ".ledger" / "report" / "index.html")
     other = tmp_path / "not-a-demo"
     other.mkdir()
     (other / "keep.txt").write_text("mine\n")
     refused = subprocess.run([str(REPO / "scripts" / "demo"), str(other)], env=env, capture_output=True, text=True,
                              timeout=600)  # fmt: skip
     assert refused.returncode == 1 and (other / "keep.txt").read_text() == "mine\n"
+
+
+def _a_shareholder_reads_the_demo_page(page: Path) -> None:
+    """The demo's own page, read from the DOM as a shareholder would (tests/test_report.py's reader):
+    what can it do, what changed last, is it verified, how many shares, who holds them, where is it anchored."""
+    from tests.test_report import _read
+
+    for width in (1280, 390):
+        v = _read(page, "demo", width=width)
+        can = dict(v["can"])
+        assert {"oracle-manipulation", "pdf-extraction", "csv-sum", "title-case"} <= set(can), can
+        assert "TWAP" in can["oracle-manipulation"] and "scratch-notes" not in can  # deleted: not something it can do
+        assert v["changes"]["lastMessage"] and v["lastChange"], v["changes"]
+        assert v["word"] == "PASSING" and v["anchored"]["checked"] == "true"  # the demo reports with --rpc
+        assert "helps" in v["howWellText"] and "csv-sum" in v["howWellText"]  # the lift of the eval family
+        s = v["shares"]
+        assert (s["supply"], s["ownerBalance"], s["holders"], s["checked"]) == ("1000000", "1000000", "1", "true"), s
+        assert len(v["holders"]) == 1 and v["holders"][0][1] == 1_000_000
+        assert s["headMatch"] == "true" and s["metadataHead"].startswith("blake3-tree-v1:")
+        assert v["anchored"]["chain"] == "local test chain" and v["anchored"]["pending"] == "0"
 
 
 def _argv(line: str) -> list[str]:
