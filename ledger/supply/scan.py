@@ -24,6 +24,7 @@ from typing import Any
 from ledger._env import child_env
 from ledger.bundle import frontmatter
 from ledger.errors import SkillError
+from ledger.supply.meaning import analyse_skill
 from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
 from ledger.supply.scantext import detail, hosts
 
@@ -216,7 +217,7 @@ def scan(
     files: Mapping[str, tuple[bytes, bool]],
     *,
     vetted: Mapping[str, tuple[bytes, bool]] | None = None,
-    symlinks: Sequence[str] = (),
+    symlinks: Sequence[str] | Mapping[str, str | None] = (),
 ) -> Verdict:
     """The built-in rules over one skill: ``files`` maps a path relative to the skill
     directory to ``(bytes, executable bit)``; ``vetted`` is the approved version's files
@@ -237,6 +238,8 @@ def scan(
         except UnicodeDecodeError:
             continue  # not text: only the magic numbers above apply
         out.extend(check_text(path, text, executable))
+    targets = dict(symlinks) if isinstance(symlinks, Mapping) else dict.fromkeys(symlinks)
+    out.extend(analyse_skill(files, targets))
     if vetted is not None:
         out.extend(_widening(files, vetted))
     return Verdict(_capped(out))

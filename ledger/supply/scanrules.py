@@ -60,8 +60,13 @@ LS205 high     exfiltration directive | the skill tells the agent to send secret
 LS301 critical network content piped to an interpreter | ClawHavoc: 'curl … | bash' runs whatever the host serves
 LS302 critical download then execute | a fetched file made executable and run: the same risk as a pipe, one step removed
 LS303 high     drop host | webhook, paste and tunnel services are where stolen data and second stages live
+LS311 critical fetch then execute (behaviour) | any spelling of running what a host serves
+LS312 critical network shell (behaviour) | a reverse or bind shell: a connection that carries a shell or a descriptor
+LS313 critical decoded and executed (behaviour) | a payload decoded (base64, hex, rot13, escapes), then run
 LS401 critical credential read sent to the network | stealers read SSH keys, cloud keys, wallets, cookies; post them
 LS402 medium   credential path | a mention of a secret store: fine in setup docs, worth a look in code
+LS411 high     credential read (behaviour) | a command reads SSH keys, cloud or wallet files, browser stores, .env
+LS412 critical credential sent out (behaviour) | stealers: a credential read or the environment leaves the machine
 LS501 high     large encoded blob | base64 or hex payloads hide code from review
 LS502 critical decoded and executed | 'base64 -d | sh', eval(atob(…)), exec(b64decode(…)): a hidden payload run
 LS601 high     eval of a computed string | code assembled at run time so no reader sees it
@@ -72,10 +77,13 @@ LS701 high     symlink | a link can point outside the skill, at a secret or a sy
 LS702 medium   executable script | a file marked executable runs as code; review it as code
 LS703 critical binary executable | compiled programs (ELF, Mach-O, PE) cannot be reviewed; fake tools ship them
 LS704 medium   archive | an archive's contents are not scanned; ClawHavoc shipped payloads in zips
+LS705 critical symlink out of the skill | a link out of the skill; critical when it names secrets or system files
 LS801 critical allowed-tools widened | MCP rug pull: an update grants tools the approved version never had
 LS802 medium   unreadable frontmatter | allowed-tools cannot be compared when the frontmatter does not parse
 LS803 high     new executable | an update that adds code to run deserves the review a first install got
 LS804 low      new host | an update that talks to a host the approved version never named
+LS911 critical persistence (behaviour) | cron, systemd, login items, shell rc, agent hooks: it outlives its run
+LS912 critical safety turned off (behaviour) | permission prompts, sandboxes, TLS checks turned off
 """
 RULES: dict[str, Rule] = {
     row[0]: Rule(row[0], row[1], *row[2].split(" | ", 1))

@@ -1,0 +1,54 @@
+"""Behaviours, not spellings: the scanner's second reading of a skill (docs/scanner.md, "Behaviours").
+
+The text rules of :mod:`ledger.supply.scanrules` match how an attack is usually written; this
+package judges what a command *does*.  Every place a skill holds code (SKILL.md prose, inline
+code and fenced blocks in every Markdown file, the scripts it ships in any language, the
+configuration it writes) is cut into :class:`~ledger.supply.meaning.units.Unit`\\ s; each unit is
+parsed (shell with bashlex, Python with ``ast``), normalised (quoting, variables, ``$(…)``,
+``eval``, decoders, ``python -c``, ``node -e``, ``powershell -enc``) and judged by behaviour:
+fetch-then-execute, a connection that carries a shell, a credential read and sent out,
+persistence, safety settings turned off, links out of the skill.
+
+Each finding's ``rule`` names the behaviour (:data:`BEHAVIOURS`) and its ``detail`` starts with
+the evidence, so a curator sees what was understood and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ledger.supply.meaning import config, links, python, script, shell
+from ledger.supply.meaning.extract import units
+from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
+from ledger.supply.scanrules import Finding
+
+__all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
+
+# rule id -> (behaviour, the most it reports); docs/scanner.md "Behaviours" says when it reports less
+BEHAVIOURS: dict[str, tuple[str, str]] = {
+    "LS311": ("fetch-then-execute", "critical"),
+    "LS312": ("network-shell", "critical"),
+    "LS313": ("decoded-execute", "critical"),
+    "LS411": ("credential-read", "high"),
+    "LS412": ("credential-exfiltration", "critical"),
+    "LS705": ("symlink-escape", "critical"),
+    "LS911": ("persistence", "critical"),
+    "LS912": ("safety-off", "critical"),
+}
+
+ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse})
+ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
+
+
+def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str, str | None]) -> list[Finding]:
+    """Every behaviour finding for one skill: its text files cut into units, each unit judged,
+    and its symlinks' targets (``None`` when the source did not say where a link points)."""
+    out: list[Finding] = list(links.analyse(symlinks))
+    for path, (data, executable) in sorted(files.items()):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for unit in units(path, text.removeprefix("\ufeff"), executable):
+            out.extend(analyse(unit))
+    return out

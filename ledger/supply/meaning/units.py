@@ -1,0 +1,64 @@
+"""What the behaviour analysers read: a :class:`Unit` of code in one language, cut from a file.
+
+A unit is a shell command line, a fenced block, a script, a ``python -c`` argument, a decoded
+payload, a hook command in a settings file: anything that a host or an agent could run.  The
+analysers never see files, only units, so a payload found inside another (``bash -c "$(echo …|
+base64 -d)"``) is judged by the same code as one written out.
+
+The registry breaks what would be an import cycle: the shell analyser hands a ``python -c``
+argument to :func:`analyse`, which finds the Python analyser in :data:`ANALYSERS`, filled in by
+the package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ledger.supply.scanrules import Finding
+
+__all__ = ["ANALYSERS", "MAX_DEPTH", "Unit", "analyse"]
+
+MAX_DEPTH = 4  # nested payloads (a decoded string that holds another) followed at most this deep
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of code to judge.
+
+    ``lang``: ``sh``, ``python``, ``js``, ``powershell``, ``ruby``, ``perl``, ``php`` or
+    ``config:<kind>`` (``config:settings``, ``config:crontab``, ``config:rc``, ``config:systemd``,
+    ``config:plist``).  ``path`` is the file it came from, ``line`` the 1-based line of
+    ``text``'s first line in that file.  ``where`` is the file's role: ``instructions``
+    (SKILL.md), ``script`` (runs unread) or ``document``; ``context`` how it sits there:
+    ``prose`` (a command written in a sentence), ``inline`` (an inline code span), ``fenced``
+    (a fenced block), ``file`` (the whole file is code), ``decoded`` (a payload decoded from
+    another unit), ``argument`` (``bash -c``, ``python -c`` and the like).  ``discussed`` is
+    true when the text around it talks about the attack rather than asks for it (see
+    ``scanrules._discussed``).  ``depth`` counts the nesting.
+    """
+
+    lang: str
+    text: str
+    path: str
+    line: int
+    where: str
+    context: str
+    discussed: bool = False
+    depth: int = 0
+
+    def inner(self, lang: str, text: str, *, line_offset: int = 0, context: str = "argument") -> Unit:
+        """A unit found inside this one: same file and role, one level deeper."""
+        return replace(self, lang=lang, text=text, line=self.line + line_offset, context=context, depth=self.depth + 1)
+
+
+ANALYSERS: dict[str, Callable[[Unit], list[Finding]]] = {}
+
+
+def analyse(unit: Unit) -> list[Finding]:
+    """The findings of the analyser for ``unit.lang``; none past :data:`MAX_DEPTH` or for a language
+    no analyser reads (a ``config:`` kind falls back to its prefix's analyser)."""
+    if unit.depth > MAX_DEPTH:
+        return []
+    fn = ANALYSERS.get(unit.lang) or ANALYSERS.get(unit.lang.split(":", 1)[0])
+    return fn(unit) if fn else []
