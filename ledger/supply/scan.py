@@ -30,7 +30,7 @@ from ledger.supply.scantext import detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
-SCANNER = "ledger-scan/1"
+SCANNER = "ledger-scan/2"
 MAX_PER_RULE = 25  # findings kept per file and rule; the rest become one "and N more" finding
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 _FIELDS = {"rule": str, "severity": str, "file": str, "line": (int, type(None)), "detail": str}
