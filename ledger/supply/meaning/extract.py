@@ -62,8 +62,8 @@ _FENCE = re.compile(r"\s{0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _INLINE = re.compile(r"(?<!`)(`{1,2})(?!`)(.+?)(?<!`)\1(?!`)")
 # a prose line that asks for a command: "$ cmd", "Run: cmd", "execute cmd", "1. cmd"
 _PROSE = re.compile(
-    r"^\s*(?:(?:\d{1,2}[.)]|[-*+])\s+)?(?:\*\*)?"
-    r"(?:\$\s+|(?:please\s+)?(?:run|execute|exec|type|paste|enter|then\s+run|now\s+run)\b(?:\s+this|\s+the\s+following)?(?:\s+command)?\s*:?\s+)"
+    r"^\s*(?P<lead>(?:\d{1,2}[.)]|[-*+])\s+)?(?:\*\*)?"
+    r"(?P<ask>\$\s+|(?:please\s+)?(?:run|execute|exec|type|paste|enter|then\s+run|now\s+run)\b(?:\s+this|\s+the\s+following)?(?:\s+command)?\s*:?\s+)?"
     r"(?P<cmd>.+)$",
     re.I,
 )
@@ -196,7 +196,7 @@ def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iter
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
     prose = _INLINE.sub(" ", line) if "`" in line else line
     m = _PROSE.match(prose)
-    if m:
+    if m and (m.group("lead") or m.group("ask")):
         cmd = m.group("cmd").strip().rstrip(".").strip("*").strip()
         if _COMMAND_START.match(cmd) and worth(cmd):
             yield Unit("sh", cmd, f.path, lineno, where, "prose", _discussed(f, lineno, heading, cmd))

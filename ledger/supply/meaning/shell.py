@@ -44,7 +44,7 @@ __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|nc\s|mkfifo)\b|/dev/(?:tcp|udp)/"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
     r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"]*\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
@@ -64,7 +64,13 @@ GATE = re.compile(
 
 def worth(text: str) -> bool:
     """Whether a shell unit is worth parsing (:data:`GATE`)."""
-    return GATE.search(text) is not None
+    if GATE.search(text):
+        return True
+    bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
+    return bare != text and GATE.search(bare) is not None
+
+
+_BARE = re.compile(r"[\"'\\]|\$\{?\w+\}?(?=\w)")
 
 
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "tcsh", "csh", "busybox"}
@@ -174,7 +180,7 @@ _BENIGN_RC = re.compile(
     r"^\s*(?:export\s+(?:PATH|[A-Z_][A-Z0-9_]*)=|alias\s+\w+=|(?:source|\.)\s+\S+|eval\s+\"?\$\(\s*[\w.-]+\s+(?:init|env|shellenv|activate|hook)\b|#|$)",
 )
 _CROSS_FETCH = re.compile(
-    r"urlopen|urllib\.request|requests\.(?:get|post)|httpx\.|http\.client|fetch\(|https?\.get\(|XMLHttpRequest|"
+    r"require\(\s*['\"]https?['\"]\s*\)|urlopen|urllib\.request|requests\.(?:get|post)|httpx\.|http\.client|fetch\(|https?\.get\(|XMLHttpRequest|"
     r"Net\.WebClient|DownloadString|Invoke-WebRequest|\biwr\b|\birm\b|Invoke-RestMethod|LWP::|HTTP::Tiny|open-uri|"
     r"Net::HTTP|file_get_contents\(\s*['\"]https?:|\bcurl\b|\bwget\b",
     re.I,
@@ -408,7 +414,28 @@ def _tolerant(line: str) -> list[_Pipe]:
             (cur.assigns if not cur.words and re.match(r"^\w+=", tok) else cur.words).append(w)
     cmds.append(cur)
     pipes.append(_Pipe([c for c in cmds if c.words or c.redirs]))
+    for p in pipes:
+        for c in p.cmds:
+            _unwrap(c)
     return [p for p in pipes if p.cmds]
+
+
+_RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac", "{", "}", "!", "(", ")"}
+
+
+def _unwrap(cmd: _Cmd) -> None:
+    """A command the tokeniser cut out of a compound (``case x in p) cmd``, ``then cmd``): its
+    reserved words and case patterns dropped."""
+    words = cmd.words
+    while words:
+        w = words[0].s
+        if w == "case" and "in" in [x.s for x in words]:
+            words = words[[x.s for x in words].index("in") + 1 :]
+        elif w in _RESERVED or (w.endswith(")") and not w.startswith(("$(", "__sub"))):
+            words = words[1:]
+        else:
+            break
+    cmd.words = words
 
 
 def _sub_word(tok: str, subs: list[list[_Pipe]], procs: set[int]) -> _W:
@@ -598,6 +625,9 @@ class _Reader:
             prefix.append(name)
             i = 1
             if name == "env":
+                if all(a.startswith("-") or "=" in a for a in argv[1:]):
+                    prefix.pop()
+                    break
                 while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
                     if "=" in argv[i] and not argv[i].startswith("-"):
                         k, _, v = argv[i].partition("=")
@@ -654,7 +684,9 @@ class _Reader:
         if "xargs" in prefix and tin.taint:
             taint = {**taint, **tin.taint}
         self.safety(name, args)
-        self.creds_read(name, args)
+        read = self.creds_read(name, args)
+        if read:
+            taint = {**taint, "cred": read}
         if name in _FETCHERS or (name == "python" and args[:2] == ["-m", "urllib.request"]):
             return self.fetch(name, args, tin, taint)
         if name in _NETTOOLS and not (name == "openssl" and args[:1] != ["s_client"]):
@@ -1094,23 +1126,25 @@ class _Reader:
         body = " ".join(a for a in args if not (name == "echo" and a in ("-n", "-E")))
         return _Flow(dict(taint), body)
 
-    def creds_read(self, name: str, args: list[str]) -> None:
+    def creds_read(self, name: str, args: list[str]) -> str:
+        """What secret store this command reads ("" when none), noted for the unit."""
         if (
             name == "security"
             and args[:1]
             and re.match(r"(?:find|dump)-(?:generic|internet)-password|dump-keychain|find-certificate", args[0])
         ):
             self.creds.append((self.line, f"keychain ({args[0]})"))
-            return
+            return "keychain"
         if name in _NOT_READERS or name in _FETCHERS:
-            return
+            return ""
         files = [a for a in args if not a.startswith("-")]
         if name in ("cp",) and len(files) >= 2:
             files = files[:-1]
         for a in files:
             if places.credential(a):
                 self.creds.append((self.line, f"{name} {a}"))
-                return
+                return a
+        return ""
 
     def crontab(self, args: list[str], tin: _Flow) -> _Flow:
         if "-l" in args or "-r" in args:
