@@ -90,6 +90,7 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("repo.anaconda.com", "/miniconda/"),
     ("repo.anaconda.com", "/archive/"),
     ("github.com", "/conda-forge/miniforge/releases/"),
+    ("github.com", "/cloudflare/cloudflared/releases/"),
     ("raw.githubusercontent.com", "/xdevplatform/xurl/"),
     ("ntn.dev", ""),
     ("pyenv.run", ""),

@@ -37,19 +37,19 @@ import bashlex
 from ledger.supply.meaning import decode, places
 from ledger.supply.meaning.units import Unit
 from ledger.supply.meaning.units import analyse as analyse_unit
-from ledger.supply.scanrules import Finding
+from ledger.supply.scanrules import _CRED, _SEND, Finding
 from ledger.supply.scantext import detail
 
 __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
     r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"]*\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
     r"|\b(?:ba|z|da|k|a)?sh\s+-\w*c|\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:ba|z|da|k|a)?sh\b|\b(?:ba|z|da|k)?sh\s+-\w*[is]\b"
-    r"|\b(?:python[\d.]*|node|nodejs|deno|bun)\s+(?:-\w+\s+)*-(?:c|e|p|-eval)\b|\bperl\s+-\w*[eE]|\bruby\s+-\w*e|\bphp\s+-r"
+    r"|\b(?:python[\d.]*|node|nodejs|deno|bun)\s+(?:-\w+\s+)*-(?:c|e|p|-eval)\b|\b(?:perl|ruby|php|node)\b[^\n|;]{0,80}\s-\w*[eEr]"
     r"|\b(?:pwsh|powershell|osascript)\b|\|\s*(?:sudo\s+)?(?:python[\d.]*|perl|ruby|node|php)\b"
     r"|crontab|/etc/cron|/var/spool/cron|systemctl|launchctl|launch(?:agents|daemons)|autostart|update-rc\.d|chkconfig|schtasks"
     r"|\.(?:bashrc|zshrc|zshenv|zprofile|bash_profile|bash_login|profile)\b|/etc/(?:profile|bash\.bashrc|rc\.local|ld\.so)"
@@ -73,7 +73,7 @@ def worth(text: str) -> bool:
 _BARE = re.compile(r"[\"'\\]|\$\{?\w+\}?(?=\w)")
 
 
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "tcsh", "csh", "busybox"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "tcsh", "csh"}
 _LANG_FLAGS = {  # interpreter -> (language, flags that take inline code)
     "python": ("python", ("-c",)),
     "node": ("js", ("-e", "--eval", "-p", "--print")),
@@ -112,6 +112,7 @@ _PREFIXES = {
     "runuser",
     "su",
     "watch",
+    "busybox",
     "flock",
 }
 _AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
@@ -173,7 +174,7 @@ _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
 _ESC = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{4}|[0-7]{1,3}|[abefnrtv\\'\"])")
 _NETWORK_WORDS = re.compile(
     r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|aria2c|fetch|python\d?\s+-c|perl\s+-e|base64|/dev/tcp|/dev/udp)\b"
-    r"|https?://|\|\s*(?:ba|z)?sh\b",
+    r"|\|\s*(?:ba|z)?sh\b",
     re.I,
 )
 _BENIGN_RC = re.compile(
@@ -191,7 +192,9 @@ _CROSS_EXEC = re.compile(
     re.I,
 )
 _CROSS_SOCKET = re.compile(r"socket|TCPSocket|fsockopen|IO::Socket|net\.Socket|net\.connect|Sockets\.TCPClient", re.I)
-_CROSS_SHELL = re.compile(r"/bin/(?:ba|z)?sh|cmd\.exe|pty\.spawn|\bdup2\b|sh\s+-i|powershell", re.I)
+_CROSS_SHELL = re.compile(
+    r"/bin/(?:ba|z)?sh|cmd\.exe|pty\.spawn|\bdup2\b|sh\s+-i|powershell|\bsystem\b|\bexec\b|popen|spawn", re.I
+)
 
 
 # --- the normalised form -------------------------------------------------------------
@@ -337,6 +340,41 @@ def _unescape(s: str) -> str:
     return _ESC.sub(one, s)
 
 
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
+
+
+def _heredocs(text: str) -> tuple[str, list[str]]:
+    """Here-documents lifted out before parsing: each ``<<WORD`` becomes ``<<< __heredocN__`` and its
+    body lines are blanked (line numbers hold), so neither bashlex nor the tokeniser reads a body
+    as commands; the body is what the command reads on stdin."""
+    if "<<" not in text:
+        return text, []
+    lines = text.split("\n")
+    bodies: list[str] = []
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        found = list(_HEREDOC.finditer(lines[i]))
+        if not found:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        line = lines[i]
+        for m in found:
+            body = []
+            while j < len(lines) and (lines[j].lstrip("\t") if m.group(1) else lines[j]).rstrip() != m.group(3):
+                body.append(lines[j])
+                j += 1
+            j += 1
+            bodies.append("\n".join(body))
+            line = line.replace(m.group(0), f"<<< __heredoc{len(bodies) - 1}__", 1)
+        out.append(line)
+        out.extend([""] * (min(j, len(lines)) - i - 1))
+        i = j
+    return "\n".join(out), bodies
+
+
 def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
     """``(offset, pipelines)`` pieces of ``text``: one piece when bashlex reads it whole, else one per
     logical line, a line bashlex refuses split by :func:`_tolerant`."""
@@ -457,6 +495,8 @@ class _Reader:
         self.vars: dict[str, tuple[str, dict[str, object]]] = {}
         self.files: dict[str, _Flow] = {}
         self.netfds: set[str] = set()
+        self.heredocs: list[str] = []
+        self.cwd = ""
         self.creds: list[tuple[int, str]] = []
         self.sends: list[tuple[int, str]] = []
         self.exfil = False
@@ -570,7 +610,12 @@ class _Reader:
                 tin = _Flow(tin.taint, body)
             elif kind == "<<<" and isinstance(target, _W):
                 s, t = self.expand(target)
-                tin = _Flow(t, s)
+                m = re.fullmatch(r"__heredoc(\d+)__", s)
+                tin = (
+                    _Flow({}, self.heredocs[int(m.group(1))])
+                    if m and int(m.group(1)) < len(self.heredocs)
+                    else _Flow(t, s)
+                )
             elif kind in ("<", "<&") and isinstance(target, _W):
                 s, t = self.expand(target)
                 p = self.norm(s)
@@ -679,8 +724,11 @@ class _Reader:
     ) -> _Flow:
         hidden = pipe.background or bool({"nohup", "setsid"} & set(prefix))
         p0 = self.norm(path0)
-        if p0 in self.files and "fetch" in self.files[p0].taint:
-            self.fetch_exec(self.files[p0].taint["fetch"], path0, hidden)
+        ran = self.files.get(p0)
+        if ran is None and "/" not in path0:
+            ran = next((f for k, f in self.files.items() if "/" in k and posixpath.basename(k) == path0), None)
+        if ran is not None and "fetch" in ran.taint:
+            self.fetch_exec(ran.taint["fetch"], path0, hidden)
         if "xargs" in prefix and tin.taint:
             taint = {**taint, **tin.taint}
         self.safety(name, args)
@@ -699,9 +747,14 @@ class _Reader:
                 self.files[self.norm(target)] = _Flow({"fetch": _Fetch(f"git clone {urls[0]}", urls[0])})
                 self.dirs_fetched = (*getattr(self, "dirs_fetched", ()), self.norm(target))
             return _Flow()
+        if name == "cd" and args:
+            self.cwd = self.norm(args[0])
         for d in getattr(self, "dirs_fetched", ()):
-            if p0.startswith(d + "/") or any(a.startswith((d + "/", "./" + d + "/")) for a in args[:1]):
-                self.fetch_exec(self.files[d].taint["fetch"], path0, hidden)
+            inside = self.cwd == d and (
+                path0.startswith("./") or name == "make" or (name in _SHELLS and args and not args[0].startswith("-"))
+            )
+            if inside or p0.startswith(d + "/") or any(a.startswith((d + "/", "./" + d + "/")) for a in args[:1]):
+                self.fetch_exec(self.files[d].taint["fetch"], f"{path0} {' '.join(args)}".strip(), hidden)
         if name in _SHELLS or name in _LANG_FLAGS or name in ("powershell", "source", ".", "eval"):
             return self.interpreter(name, args, ws, tin, taint, netstage, stages, hidden)
         if (
@@ -743,6 +796,8 @@ class _Reader:
                 self.persist(f"sed -i … {target}", _Flow(taint, " ".join(args)), self.norm(target))
         if name in ("systemctl", "launchctl", "update-rc.d", "chkconfig", "rc-update", "schtasks"):
             return self.service(name, args)
+        if name in ("awk", "gawk") and any("/inet/tcp/" in a or "/inet/udp/" in a for a in args):
+            self.add("LS312", self.sev(), f"{name} /inet/tcp", "network-shell")
         if name == "mkfifo":
             return _Flow()
         if name == "chmod" and args and any("x" in a or a.lstrip("0").startswith(("7", "5")) for a in args[:1]):
@@ -845,6 +900,7 @@ class _Reader:
                 and not url
                 and (
                     _URLISH.match(a)
+                    or a.startswith("$")
                     or ("$" in a and "/" in a)
                     or (name in ("http", "https") and a not in ("GET", "POST", "PUT") and "." in a)
                 )
@@ -958,6 +1014,10 @@ class _Reader:
                 if payload:
                     self.inner("powershell", payload, "decoded")
                 return _Flow()
+            attached = next((f for f in code_flags if len(f) == 2 and low.startswith(f) and len(a) > 2), "")
+            if attached and lang != "sh":
+                self.run_code(lang, a[2:], dict(taint), f"{name} {a}", hidden)
+                return _Flow()
             if low in code_flags and i + 1 < len(args):
                 body = args[i + 1]
                 _, t = self.expand(ws[i + 1]) if i + 1 < len(ws) else ("", {})
@@ -1048,6 +1108,8 @@ class _Reader:
             )
         elif _CROSS_SOCKET.search(body) and _CROSS_SHELL.search(body):
             self.add("LS312", self.sev(), f"{lang}: {body}", "network-shell")
+        elif _CRED.search(body) and _SEND.search(body):
+            self.add("LS412", self.sev(), f"{lang}: {body}", "credential-exfiltration")
 
     def fetch_exec(self, fetched: object, sink: str, hidden: bool, decoded: bool = False) -> None:
         f = fetched if isinstance(fetched, _Fetch) else _Fetch(str(fetched), "")
@@ -1187,6 +1249,10 @@ class _Reader:
         else:
             severity = "high"
         self.add("LS911", severity, ev, "persistence")
+        if re.search(r"settings[\w.-]*\.json$", place) and re.search(
+            r"bypassPermissions|dangerously|disableAllHooks\W+true|\"sandbox\W+(?:false|off)", text, re.I
+        ):
+            self.add("LS912", self.sev(), f"{ev}: {text}", "safety-off")
 
     def safety(self, name: str, args: list[str]) -> None:
         low = [a.lower() for a in args]
@@ -1201,6 +1267,12 @@ class _Reader:
             or (name == "ufw" and "disable" in low)
             or (name == "spctl" and any(a in ("--master-disable", "--global-disable") for a in low))
             or (name == "csrutil" and "disable" in low)
+        ):
+            self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+        if (
+            (name == "iptables" and ("-F" in args or "--flush" in low or args[-2:] == ["INPUT", "ACCEPT"]))
+            or (name == "defaults" and "lsquarantine" in " ".join(low) and any(v in low for v in ("no", "false", "0")))
+            or (name == "sed" and "/etc/selinux/config" in args and "disabled" in joined.lower())
         ):
             self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
         if name == "git" and "config" in low and re.search(r"http\.sslverify\s+(?:false|0|no)", joined, re.I):
@@ -1304,7 +1376,9 @@ def analyse(unit: Unit) -> list[Finding]:
     if not worth(unit.text):
         return []
     text, obfuscated = _ansi_c(unit.text)
+    text, bodies = _heredocs(text)
     reader = _Reader(unit, obfuscated)
+    reader.heredocs = bodies
     for offset, pipes in _parse(text):
         reader.text = text[offset:]
         reader.base_line = text.count("\n", 0, offset)
