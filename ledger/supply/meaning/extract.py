@@ -14,6 +14,7 @@ a warning counts (a "for example" is too cheap a disguise there), elsewhere eith
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -71,6 +72,13 @@ _COMMAND_START = re.compile(
     r"^(?:sudo\s+|env\s+|nohup\s+|\(|\{)?(?:[\w./-]*/)?(?:curl|wget|fetch|aria2c|http|https|lwp-\w+|bash|sh|zsh|dash|ksh|eval|exec|source|python[\d.]*|node|perl|ruby|php|pwsh|powershell|nc|ncat|netcat|socat|telnet|openssl|base64|xxd|echo|printf|cat|cp|tar|zip|scp|rsync|crontab|systemctl|launchctl|chmod|chattr|xattr|spctl|setenforce|ufw|git|export|unset|set|mkfifo|rm|claude|codex|security|osascript)\b|^\.\s+|^\w+=\S",
 )
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+# "To install, run this in a terminal: cmd"
+_CLAUSE = re.compile(
+    r"^.{0,80}?\b(?:run|execute|paste|type|enter)\b(?:\s+(?:this|the\s+following|it))?(?:\s+command)?"
+    r"(?:\s+(?:in|into)\s+(?:your|a|the)\s+(?:terminal|shell|console))?\s*:\s+(?P<cmd>.+)$",
+    re.I,
+)
+_DOCKER_RUN = re.compile(r"^\s*RUN\s+(?!\[)(.*)$", re.I)
 
 
 def _role(path: str, f: TextFile) -> str:
@@ -134,7 +142,17 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
         if lang:
             yield Unit(lang, text, path, 1, "script", "file")
         return
-    if not f.doc:
+    name = path.rsplit("/", 1)[-1]
+    if name == "package.json":
+        yield from _npm_scripts(path, text)
+        return
+    if name in ("Dockerfile", "Containerfile") or name.endswith(".dockerfile"):
+        yield from _build_lines(path, text, _DOCKER_RUN)
+        return
+    if name in ("Makefile", "makefile", "GNUmakefile") or name.endswith(".mk"):
+        yield from _build_lines(path, text, re.compile(r"^\t(.*)$"))
+        return
+    if not f.doc or (text.startswith("#!") and not f.ext):
         lang = _script_lang(f, text) if text.startswith("#!") else None
         if lang:
             yield Unit(lang, text, path, 1, "script", "file")
@@ -196,7 +214,48 @@ def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iter
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
     prose = _INLINE.sub(" ", line) if "`" in line else line
     m = _PROSE.match(prose)
-    if m and (m.group("lead") or m.group("ask")):
+    c = None if m and (m.group("lead") or m.group("ask")) else _CLAUSE.match(prose)
+    if not (m and (m.group("lead") or m.group("ask"))) and not c and prose.startswith(("    ", "\t")):
+        c = re.match(r"\s+(?P<cmd>.+)$", prose)  # an indented code block
+    m = c or m
+    if m and (c or m.group("lead") or m.group("ask")):
         cmd = m.group("cmd").strip().rstrip(".").strip("*").strip()
         if _COMMAND_START.match(cmd) and worth(cmd):
             yield Unit("sh", cmd, f.path, lineno, where, "prose", _discussed(f, lineno, heading, cmd))
+
+
+def _npm_scripts(path: str, text: str) -> Iterator[Unit]:
+    """``package.json`` lifecycle and run scripts: npm runs ``preinstall``/``postinstall`` unread."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return
+    scripts = doc.get("scripts") if isinstance(doc, dict) else None
+    if not isinstance(scripts, dict):
+        return
+    for key, value in scripts.items():
+        if isinstance(value, str) and worth(value):
+            at = text.find(json.dumps(key))
+            line = text.count("\n", 0, at) + 1 if at >= 0 else 1
+            yield Unit("sh", value, path, line, "script", "argument")
+
+
+def _build_lines(path: str, text: str, pattern: re.Pattern[str]) -> Iterator[Unit]:
+    """Dockerfile ``RUN`` lines and Makefile recipe lines (joined at a trailing backslash): build
+    steps a user runs without reading them."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = pattern.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start, body = i, [m.group(1)]
+        while body[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            body[-1] = body[-1].rstrip()[:-1]
+            body.append(lines[i].strip())
+        cmd = " ".join(body).strip().lstrip("@-")
+        if worth(cmd):
+            yield Unit("sh", cmd, path, start + 1, "script", "argument")
+        i += 1
