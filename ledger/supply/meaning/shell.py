@@ -513,13 +513,17 @@ class _Reader:
         if key not in self.findings:
             self.findings[key] = Finding(rule, severity, self.unit.path, self.line, text)
 
-    def sev(self, *, vouched: bool = False, floor: str = "critical") -> str:
-        """The severity of a run-anywhere behaviour here (docs/scanner.md, severity policy)."""
+    def sev(self, *, vouched: bool = False, floor: str = "critical", always: bool = False) -> str:
+        """The severity of a behaviour here (docs/scanner.md, severity policy); ``always``: a
+        behaviour no honest SKILL.md asks for (network shells, decoded payloads, exfiltration),
+        critical there even when the text around it discusses it."""
         u = self.unit
         if u.where == "script" or u.context == "file":
             return "high" if vouched else floor
         if vouched:
             return "medium"
+        if always and u.where == "instructions":
+            return floor
         return "high" if u.discussed else floor
 
     # words
@@ -585,7 +589,7 @@ class _Reader:
         tin = self.stdin(cmd, tin)
         if not argv:
             if any(isinstance(t, _W) and "/dev/tcp/" in t.s and k == "<>" for k, t, _ in cmd.redirs):
-                self.add("LS312", self.sev(), "exec <>/dev/tcp: a descriptor on a socket", "network-shell")
+                self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket", "network-shell")
             return tin, ""
         argv, ws, prefix = self.peel(argv, ws, tin)
         if not argv:
@@ -637,20 +641,22 @@ class _Reader:
         for kind, target, body in cmd.redirs:
             if body is not None or not isinstance(target, _W) or kind in ("<", "<<<", "<<", "<<-"):
                 if isinstance(target, int) and kind in (">&", "<&") and str(target) in self.netfds and is_shell:
-                    self.add("LS312", self.sev(), f"{name} on descriptor {target} (a socket)", "network-shell")
+                    self.add(
+                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)", "network-shell"
+                    )
                 continue
             s, _ = self.expand(target)
             if s.startswith(("/dev/tcp/", "/dev/udp/")):
                 if kind == "<>" and name in ("", "exec"):
-                    self.add("LS312", self.sev(), f"exec <>{s}: a descriptor on a socket", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"exec <>{s}: a descriptor on a socket", "network-shell")
                     continue
                 if is_shell:
-                    self.add("LS312", self.sev(), f"{name} >& {s}", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"{name} >& {s}", "network-shell")
                 else:
                     self.send(f"{name} > {s}", flow)
                 continue
             if s in self.netfds and is_shell:
-                self.add("LS312", self.sev(), f"{name} on descriptor {s} (a socket)", "network-shell")
+                self.add("LS312", self.sev(always=True), f"{name} on descriptor {s} (a socket)", "network-shell")
             if kind in (">", ">>", "&>", ">|", "&>>", ">&"):
                 p = self.norm(s)
                 if s in ("/dev/null", "&1", "1", "2") or s.startswith("/dev/std"):
@@ -797,7 +803,7 @@ class _Reader:
         if name in ("systemctl", "launchctl", "update-rc.d", "chkconfig", "rc-update", "schtasks"):
             return self.service(name, args)
         if name in ("awk", "gawk") and any("/inet/tcp/" in a or "/inet/udp/" in a for a in args):
-            self.add("LS312", self.sev(), f"{name} /inet/tcp", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} /inet/tcp", "network-shell")
         if name == "mkfifo":
             return _Flow()
         if name == "chmod" and args and any("x" in a or a.lstrip("0").startswith(("7", "5")) for a in args[:1]):
@@ -953,7 +959,7 @@ class _Reader:
         what = flow.taint.get("cred") or flow.taint.get("env")
         if what:
             self.exfil = True
-            self.add("LS412", self.sev(), f"{what} sent: {ev}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{what} sent: {ev}", "credential-exfiltration")
 
     def nettool(self, name: str, args: list[str], tin: _Flow, stages: list[str]) -> _Flow:
         low = [a.lower() for a in args]
@@ -962,17 +968,17 @@ class _Reader:
             a in ("-e", "-c", "--exec", "--sh-exec", "--lua-exec") or (re.match(r"^-\w*e$", a) and len(a) <= 5)
             for a in args
         ):
-            self.add("LS312", self.sev(), f"{name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} {joined}", "network-shell")
         if (
             name == "socat"
             and any(a.startswith(("exec:", "system:")) for a in low)
             and any(re.match(r"^(?:tcp|udp|openssl|ssl)[\w-]*[:-]", a) for a in low)
         ):
-            self.add("LS312", self.sev(), f"socat {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"socat {joined}", "network-shell")
         if any(s in _SHELLS or s in ("python", "perl", "ruby") for s in stages) and (
             stages[-1:] and (stages[-1] in _SHELLS)
         ):
-            self.add("LS312", self.sev(), f"{' | '.join(stages)} | {name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name} {joined}", "network-shell")
         hosts = [a for a in args if not a.startswith("-") and (("." in a or ":" in a) and not a.startswith("/"))]
         if tin.taint or tin.text:
             self.send(f"{name} {joined}", tin)
@@ -1010,7 +1016,7 @@ class _Reader:
                 and i + 1 < len(args)
             ):
                 payload = _ps_decode(args[i + 1])
-                self.add("LS313", self.sev(), f"{name} -enc {payload or args[i + 1]}", "decoded-execute")
+                self.add("LS313", self.sev(always=True), f"{name} -enc {payload or args[i + 1]}", "decoded-execute")
                 if payload:
                     self.inner("powershell", payload, "decoded")
                 return _Flow()
@@ -1038,7 +1044,7 @@ class _Reader:
             return _Flow()
         # reads its program from stdin
         if (netstage or (stages and stages[0] in _NETTOOLS)) and lang == "sh":
-            self.add("LS312", self.sev(), f"{' | '.join(stages)} | {name}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name}", "network-shell")
         self.run_code(lang, tin.text, dict(tin.taint), f"… | {name}", hidden, piped=True)
         return _Flow()
 
@@ -1060,7 +1066,7 @@ class _Reader:
                 decoded="decode" in flow.taint,
             )
         elif "decode" in flow.taint:
-            self.add("LS313", self.sev(), f"{name} {path} ({flow.taint['decode']})", "decoded-execute")
+            self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})", "decoded-execute")
             if flow.text:
                 self.inner("sh", flow.text, "decoded")
 
@@ -1078,7 +1084,7 @@ class _Reader:
         if "decode" in taint:
             self.add(
                 "LS313",
-                self.sev(),
+                self.sev(always=True),
                 f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}",
                 "decoded-execute",
             )
@@ -1107,9 +1113,9 @@ class _Reader:
                 "fetch-then-execute",
             )
         elif _CROSS_SOCKET.search(body) and _CROSS_SHELL.search(body):
-            self.add("LS312", self.sev(), f"{lang}: {body}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{lang}: {body}", "network-shell")
         elif _CRED.search(body) and _SEND.search(body):
-            self.add("LS412", self.sev(), f"{lang}: {body}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{lang}: {body}", "credential-exfiltration")
 
     def fetch_exec(self, fetched: object, sink: str, hidden: bool, decoded: bool = False) -> None:
         f = fetched if isinstance(fetched, _Fetch) else _Fetch(str(fetched), "")
@@ -1387,7 +1393,9 @@ def analyse(unit: Unit) -> list[Finding]:
     if reader.creds and reader.sends and not reader.exfil:
         line, what = reader.creds[0]
         reader.line = reader.sends[0][0]
-        reader.add("LS412", reader.sev(), f"{what} read, sent: {reader.sends[0][1]}", "credential-exfiltration")
+        reader.add(
+            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}", "credential-exfiltration"
+        )
     elif reader.creds and not reader.exfil:
         for line, what in reader.creds[:3]:
             reader.line = line
