@@ -179,6 +179,8 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
                 j += 1
             lang = FENCE_LANGS.get(info.split(",")[0])
             body = lines[i + 1 : j]
+            if info in ("json", "jsonc", "json5") and body:
+                yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
                 body = _prompts(body)
             if lang and body and (lang != "sh" or worth("\n".join(body))):
@@ -259,3 +261,26 @@ def _build_lines(path: str, text: str, pattern: re.Pattern[str]) -> Iterator[Uni
         if worth(cmd):
             yield Unit("sh", cmd, path, start + 1, "script", "argument")
         i += 1
+
+
+_SETTINGS_NEAR = re.compile(r"settings(?:\.local)?\.json|\.claude/|\bhooks?\b", re.I)
+_HOOK_COMMAND = re.compile(r'"command"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _settings_block(f: TextFile, where: str, fence: int, body: list[str], heading: str) -> Iterator[Unit]:
+    """A JSON block shown as agent settings (``settings.json`` or hooks named just before it): the
+    settings as a ``config:settings`` unit, and each hook ``command`` as shell."""
+    near = " ".join(f.lines[max(0, fence - 3) : fence]) + " " + heading
+    text = "\n".join(body)
+    if not (_SETTINGS_NEAR.search(near) or '"hooks"' in text):
+        return
+    discussed = _discussed(f, fence + 1, heading)
+    yield Unit("config:settings", text, f.path, fence + 2, where, "fenced", discussed)
+    for k, line in enumerate(body):
+        for m in _HOOK_COMMAND.finditer(line):
+            try:
+                cmd = json.loads('"' + m.group(1) + '"')
+            except ValueError:
+                continue
+            if worth(cmd):
+                yield Unit("sh", cmd, f.path, fence + 2 + k, where, "fenced", discussed)

@@ -595,6 +595,11 @@ class _Reader:
             if any(isinstance(t, _W) and "/dev/tcp/" in t.s and k == "<>" for k, t, _ in cmd.redirs):
                 self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket", "network-shell")
             return tin, ""
+        cron = _cron_fields(argv)
+        if cron:
+            rest = " ".join(argv[cron:])
+            self.persist(f"cron line: {' '.join(argv)}", _Flow(dict(taint), rest), "crontab")
+            argv, ws = argv[cron:], ws[cron:]
         argv, ws, prefix = self.peel(argv, ws, tin)
         if not argv:
             out = self.redirects(cmd, "", tin, False)
@@ -1341,6 +1346,18 @@ class _Reader:
             name in ("HISTSIZE", "HISTFILESIZE", "SAVEHIST") and v == "0"
         ):
             self.add("LS912", "high", f"{name}={value}", "safety-off")
+
+
+_CRON_FIELD = re.compile(r"^(?:\*|\d{1,2}|\*/\d{1,2}|\d{1,2}(?:[-,/]\d{1,2})+|[a-z]{3}(?:-[a-z]{3})?)$", re.I)
+
+
+def _cron_fields(argv: list[str]) -> int:
+    """How many leading words are a cron schedule (``*/5 * * * *``, ``@reboot``): 0 when none."""
+    if argv and argv[0] in ("@reboot", "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually", "@midnight"):
+        return 1 if len(argv) > 1 else 0
+    if len(argv) > 5 and all(_CRON_FIELD.match(a) for a in argv[:5]) and any(c in argv[0] + argv[1] for c in "*/"):
+        return 5
+    return 0
 
 
 def _kind(place: str) -> str:
