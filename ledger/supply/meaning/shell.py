@@ -379,37 +379,53 @@ def _heredocs(text: str) -> tuple[str, list[str]]:
     return "\n".join(out), bodies
 
 
-def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
-    """``(offset, pipelines)`` pieces of ``text``: one piece when bashlex reads it whole, else one per
-    logical line, a line bashlex refuses split by :func:`_tolerant`."""
+def _bashlex(text: str) -> list[_Pipe] | None:
     try:
         pipes: list[_Pipe] = []
         for node in bashlex.parse(text):
             _walk(node, pipes)
-        return [(0, pipes)]
-    except Exception:
-        pass
+        return pipes
+    except Exception:  # bashlex raises many kinds (ParsingError, NotImplementedError, IndexError…)
+        return None
+
+
+_OPEN_QUOTE = re.compile(r"""^(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*+['"]""", re.S)
+JOIN_LINES = 40  # a quoted string left open on one line is looked for this many lines further
+
+
+def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
+    """``(offset, pipelines)`` pieces of ``text``: one piece when bashlex reads it whole, else one per
+    logical line (a line that opens a quote it does not close is joined with the lines that close
+    it, as in a multi-line ``python -c "…"``), a piece bashlex refuses split by :func:`_tolerant`."""
+    whole = _bashlex(text)
+    if whole is not None:
+        return [(0, whole)]
     out: list[tuple[int, list[_Pipe]]] = []
-    offset = 0
-    logical = ""
-    start = 0
-    for line in text.split("\n"):
-        if not logical:
-            start = offset
-        logical += line
-        offset += len(line) + 1
-        if line.endswith("\\"):
-            logical = logical[:-1] + " "
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    i = 0
+    while i < len(lines):
+        j = i
+        while lines[j].endswith("\\") and j + 1 < len(lines):
+            j += 1
+        logical = "\n".join(lines[i : j + 1])
+        if not logical.strip() or logical.lstrip().startswith("#"):
+            i = j + 1
             continue
-        if logical.strip() and not logical.lstrip().startswith("#"):
-            try:
-                pipes = []
-                for node in bashlex.parse(logical):
-                    _walk(node, pipes)
-            except Exception:
-                pipes = _tolerant(logical)
-            out.append((start, pipes))
-        logical = ""
+        pipes = _bashlex(logical)
+        if pipes is None and _OPEN_QUOTE.match(logical):
+            for k in range(j + 1, min(len(lines), j + 1 + JOIN_LINES)):
+                if not _OPEN_QUOTE.match("\n".join(lines[i : k + 1])):
+                    joined = _bashlex("\n".join(lines[i : k + 1]))
+                    if joined is not None:
+                        pipes, j = joined, k
+                    break
+        if pipes is None:
+            pipes = _tolerant(logical.replace("\\\n", " "))
+        out.append((starts[i], pipes))
+        i = j + 1
     return out
 
 
