@@ -120,58 +120,12 @@ _PS_VALUE_FLAGS = {
     "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
 }  # fmt: skip
 _AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
-_NOT_READERS = {
-    "ls",
-    "chmod",
-    "chown",
-    "mkdir",
-    "ssh-keygen",
-    "ssh-add",
-    "ssh",
-    "ssh-copy-id",
-    "touch",
-    "rm",
-    "echo",
-    "printf",
-    "export",
-    "test",
-    "[",
-    "cd",
-    "stat",
-    "aws",
-    "gcloud",
-    "kubectl",
-    "docker",
-    "source",
-    ".",
-    "git",
-    "vim",
-    "vi",
-    "nano",
-    "code",
-    "open",
-    "mv",
-    "ln",
-    "find",
-    "exists",
-    "dirname",
-    "basename",
-    "realpath",
-    "unset",
-    "read",
-    "local",
-    "declare",
-    "set",
-    "if",
-    "[[",
-    "umask",
-    "install",
-    "eval",
-    "python",
-    "node",
-    "uv",
-    "pip",
-}
+_READERS = {  # commands that read the files they are given (a credential path among them is a read)
+    "cat", "tac", "less", "more", "head", "tail", "cp", "tar", "zip", "7z", "7za", "gzip", "bzip2", "xz", "zstd",
+    "scp", "rsync", "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "sqlite3", "gpg", "openssl",
+    "dd", "grep", "egrep", "fgrep", "rg", "awk", "gawk", "jq", "yq", "sort", "uniq", "cut", "nl", "zcat", "tee",
+    "nc", "ncat", "netcat", "socat", "uuencode", "split", "install", "mail", "sendmail", "mutt", "python", "perl",
+}  # fmt: skip
 _URLISH = re.compile(r"^(?:[a-z][\w+.-]*://|www\.|(?:\d{1,3}\.){3}\d{1,3}\b|[\w-]+(?:\.[\w-]+)+(?::\d+)?/)", re.I)
 _VAR = re.compile(r"\$(?:\{(\w+)(?::?[-=?+][^}]*)?\}|(\w+))")
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
@@ -1248,7 +1202,7 @@ class _Reader:
         ):
             self.creds.append((self.line, f"keychain ({args[0]})"))
             return "keychain"
-        if name in _NOT_READERS or name in _FETCHERS:
+        if name not in _READERS:
             return ""
         files = [a for a in args if not a.startswith("-")]
         if name in ("cp",) and len(files) >= 2:
