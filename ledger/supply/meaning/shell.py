@@ -44,12 +44,12 @@ __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|\binstall\b[^\n]*(?:http://|://\d)"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc(?:\.\w+)?\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|export-secret|hookspath|\$\{?(?:SHELL|BASH)\b|\binstall\b[^\n]*(?:http://|://\d)"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
     r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"]*\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
     r"|\b(?:ba|z|da|k|a)?sh\s+-\w*c|\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:ba|z|da|k|a)?sh\b|\b(?:ba|z|da|k)?sh\s+-\w*[is]\b"
-    r"|\b(?:python[\d.]*|node|nodejs|deno|bun)\s+(?:-\w+\s+)*-(?:c|e|p|-eval)\b|\b(?:perl|ruby|php|node)\b[^\n|;]{0,80}\s-\w*[eEr]"
+    r"|\b(?:python[\d.]*|node|nodejs|deno|bun)\s+(?:-\w+\s+)*-(?:c|e|p|-eval)\b|\b(?:perl|ruby|php|node|lua)\b[^\n|;]{0,80}\s-\w*[eEr]"
     r"|\b(?:pwsh|powershell|osascript)\b|\|\s*(?:sudo\s+)?(?:python[\d.]*|perl|ruby|node|php)\b"
     r"|crontab|/etc/cron|/var/spool/cron|systemctl|launchctl|launch(?:agents|daemons)|autostart|update-rc\.d|chkconfig|schtasks"
     r"|\.(?:bashrc|zshrc|zshenv|zprofile|bash_profile|bash_login|profile)\b|/etc/(?:profile|bash\.bashrc|rc\.local|ld\.so)"
@@ -84,6 +84,7 @@ _LANG_FLAGS = {  # interpreter -> (language, flags that take inline code)
     "php": ("php", ("-r",)),
     "pwsh": ("powershell", ("-c", "-command", "-commandwithargs")),
     "osascript": ("applescript", ("-e",)),
+    "lua": ("lua", ("-e",)),
 }
 _FETCHERS = {"curl", "wget", "fetch", "aria2c", "http", "https", "lwp-download", "lwp-request", "lwp-mirror", "GET"}
 _NETTOOLS = {"nc", "ncat", "netcat", "socat", "telnet", "openssl", "cryptcat", "pwncat"}
@@ -136,7 +137,7 @@ _NETWORK_WORDS = re.compile(
     re.I,
 )
 _BENIGN_RC = re.compile(
-    r"^\s*(?:export\s+(?:PATH|[A-Z_][A-Z0-9_]*)=|alias\s+\w+=|(?:source|\.)\s+\S+|eval\s+\"?\$\(\s*[\w.-]+\s+(?:init|env|shellenv|activate|hook)\b|#|$)",
+    r"^\s*(?:export\s+(?:PATH|[A-Z_][A-Z0-9_]*)=|alias\s+(?!(?:sudo|su|doas|ssh|passwd|login|git)=)\w+=|(?:source|\.)\s+\S+|eval\s+\"?\$\(\s*[\w.-]+\s+(?:init|env|shellenv|activate|hook)\b|#|$)",
 )
 _CROSS_FETCH = re.compile(
     r"require\(\s*['\"]https?['\"]\s*\)|urlopen|urllib\.request|requests\.(?:get|post)|httpx\.|http\.client|fetch\(|https?\.get\(|XMLHttpRequest|"
@@ -149,6 +150,7 @@ _CROSS_EXEC = re.compile(
     r"subprocess|child_process|execSync|\bspawn\(|\|\s*(?:ba|z)?sh\b|\bsh\s+-c\b|`[^`]*`|\beval\b",
     re.I,
 )
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,2000})"|\'((?:[^\'\\\n]|\\.){0,2000})\'')
 _CROSS_SOCKET = re.compile(r"socket|TCPSocket|fsockopen|IO::Socket|net\.Socket|net\.connect|Sockets\.TCPClient", re.I)
 _CROSS_SHELL = re.compile(
     r"/bin/(?:ba|z)?sh|cmd\.exe|pty\.spawn|\bdup2\b|sh\s+-i|powershell|\bsystem\b|\bexec\b|popen|spawn", re.I
@@ -1068,6 +1070,8 @@ class _Reader:
             self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})", "decoded-execute")
             if flow.text:
                 self.inner("sh", flow.text, "decoded")
+        elif flow.text and name in _SHELLS | {"source", "."}:
+            self.inner("sh", flow.text, "decoded")  # a script the unit wrote itself, then ran
 
     def run_code(
         self, lang: str, body: str, taint: dict[str, object], ev: str, hidden: bool, piped: bool = False
@@ -1102,7 +1106,15 @@ class _Reader:
             self.cross_language(lang, body)
 
     def cross_language(self, lang: str, body: str) -> None:
-        """A cheap reading of inline code in another language, kept until its own analyser says more."""
+        """A cheap reading of inline code in another language, kept until its own analyser says more:
+        string literals that read as shell (``os.system("…")``, ``exec("…")``) are read as shell."""
+        before = len(self.findings)
+        for m in _STRING.finditer(body):
+            lit = m.group(1) if m.group(1) is not None else m.group(2)
+            if len(lit) >= 6 and worth(lit):
+                self.inner("sh", lit, "argument")
+        if len(self.findings) > before:
+            return
         if _CROSS_FETCH.search(body) and _CROSS_EXEC.search(body):
             urls = re.findall(r"https?://[^\s'\")]+", body)
             self.add(
@@ -1202,6 +1214,9 @@ class _Reader:
         ):
             self.creds.append((self.line, f"keychain ({args[0]})"))
             return "keychain"
+        if name == "gpg" and any(a.startswith("--export-secret") for a in args):
+            self.creds.append((self.line, "gpg --export-secret-keys"))
+            return "gpg secret keys"
         if name not in _READERS:
             return ""
         files = [a for a in args if not a.startswith("-")]
@@ -1280,6 +1295,8 @@ class _Reader:
             or (name == "sed" and "/etc/selinux/config" in args and "disabled" in joined.lower())
         ):
             self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+        if name == "git" and "config" in low and "core.hookspath" in low:
+            self.add("LS911", self.sev(floor="high"), f"git {joined}", "persistence")
         if name == "git" and "config" in low and re.search(r"http\.sslverify\s+(?:false|0|no)", joined, re.I):
             self.add("LS912", "high", f"git {joined}", "safety-off")
         if name in ("npm", "yarn", "pnpm") and "strict-ssl" in joined and "false" in low:
@@ -1343,6 +1360,10 @@ def _name(path0: str) -> str:
         return "node"
     if name.lower() in ("powershell", "pwsh"):
         return "powershell" if name.lower() == "powershell" else "pwsh"
+    if name in ("$SHELL", "${SHELL}", "$BASH", "${BASH}"):
+        return "sh"
+    if name.startswith(("nc.", "netcat.")):
+        return "nc"
     return name
 
 
