@@ -1102,7 +1102,7 @@ class _Reader:
         found = analyse_unit(unit)
         for f in found:
             self.findings.setdefault((f.rule, f.line or 0, f.detail), f)
-        if lang != "sh" and not any(f.rule in ("LS311", "LS312", "LS313") for f in found):
+        if lang != "sh" and not any(f.rule in ("LS311", "LS312", "LS313", "LS412") for f in found):
             self.cross_language(lang, body)
 
     def cross_language(self, lang: str, body: str) -> None:
