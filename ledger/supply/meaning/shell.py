@@ -1347,6 +1347,9 @@ def _cron_fields(argv: list[str]) -> int:
     return 0
 
 
+_DOTENV = re.compile(r"(?:^|[\s/])\.env(?:\.\w+)?$")
+
+
 def _kind(place: str) -> str:
     return "rc" if re.search(r"(?:rc|profile|zshenv|zlogin|bash_login|config\.fish|environment)$", place) else "other"
 
@@ -1422,8 +1425,11 @@ def analyse(unit: Unit) -> list[Finding]:
         reader.base_line = text.count("\n", 0, offset)
         reader.line = unit.line + reader.base_line
         reader.run(pipes)
-    if reader.creds and reader.sends and not reader.exfil:
-        line, what = reader.creds[0]
+    # a read and a send in one unit meet even when no pipe joins them (tar to a file, then curl -T
+    # it); a .env file is loaded by every API client, so only a flow from it counts
+    secrets = [(line, what) for line, what in reader.creds if not _DOTENV.search(what)]
+    if secrets and reader.sends and not reader.exfil:
+        line, what = secrets[0]
         reader.line = reader.sends[0][0]
         reader.add(
             "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}", "credential-exfiltration"
