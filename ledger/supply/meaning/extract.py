@@ -14,6 +14,7 @@ a warning counts (a "for example" is too cheap a disguise there), elsewhere eith
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -59,8 +60,8 @@ _SHEBANG_LANGS = (
     (re.compile(r"php"), "php"),
 )
 _RC = {".bashrc", ".zshrc", ".profile", ".bash_profile", ".zprofile", ".zshenv", ".bash_login", ".kshrc"}
-_FENCE = re.compile(r"\s{0,3}(`{3,}|~{3,})\s*([^`\s]*)")
-_INLINE = re.compile(r"(?<!`)(`{1,2})(?!`)(.+?)(?<!`)\1(?!`)")
+_FENCE = re.compile(r"[ \t]*(?:>\s*)?(`{3,}|~{3,})\s*([^`\s]*)")  # indented in a list item or quoted too
+_INLINE = re.compile(r"(?<!`)(`{1,2})(?!`)(.+?)(?<!`)\1(?!`)|<code>(.+?)</code>", re.I)
 # a prose line that asks for a command: "$ cmd", "Run: cmd", "execute cmd", "1. cmd"
 _PROSE = re.compile(
     r"^\s*(?P<lead>(?:\d{1,2}[.)]|[-*+])\s+)?(?:\*\*)?"
@@ -179,6 +180,8 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
                 j += 1
             lang = FENCE_LANGS.get(info.split(",")[0])
             body = lines[i + 1 : j]
+            if line.lstrip().startswith(">"):
+                body = [re.sub(r"^\s*>\s?", "", b) for b in body]
             if info in ("json", "jsonc", "json5") and body:
                 yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
@@ -209,12 +212,13 @@ def _prompts(body: list[str]) -> list[str]:
 
 
 def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iterator[Unit]:
-    if "`" in line:
+    if "`" in line or "<code>" in line.lower():
         for m in _INLINE.finditer(line):
-            code = m.group(2).strip().removeprefix("$ ")
+            code = html.unescape(m.group(2) or m.group(3) or "").strip().removeprefix("$ ")
             if code and worth(code):
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
-    prose = _INLINE.sub(" ", line) if "`" in line else line
+    prose = _INLINE.sub(" ", line) if "`" in line or "<code>" in line.lower() else line
+    prose = re.sub(r"^\s*>\s?", "", prose)  # a quoted line reads like any other
     m = _PROSE.match(prose)
     c = None if m and (m.group("lead") or m.group("ask")) else _CLAUSE.match(prose)
     if not (m and (m.group("lead") or m.group("ask"))) and not c and prose.startswith(("    ", "\t")):
