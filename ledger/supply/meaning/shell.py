@@ -1137,6 +1137,7 @@ class _Reader:
             or decoded
             or hidden
             or url.lower().startswith(("http://", "ftp://"))
+            or ("://" not in url and bool(url) and not url.startswith("$") and bool(_URLISH.match(url)))
             or any(places.ip_host(h) for h in host_names)
             or places.drop_host(url)
         )
