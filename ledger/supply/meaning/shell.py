@@ -44,9 +44,9 @@ __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc(?:\.\w+)?\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|export-secret|hookspath|\$\{?(?:SHELL|BASH)\b|\binstall\b[^\n]*(?:http://|://\d)"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc(?:\.\w+)?\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|export-secret|hookspath|\$\{?(?:SHELL|BASH)\b|\binstall\b[^\n]{0,300}?(?:http://|://\d)"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
-    r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"]*\\[x0-7u]|\becho\s+-\w*e"
+    r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"\n]{0,200}?\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
     r"|\b(?:ba|z|da|k|a)?sh\s+-\w*c|\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:ba|z|da|k|a)?sh\b|\b(?:ba|z|da|k)?sh\s+-\w*[is]\b"
     r"|\b(?:python[\d.]*|node|nodejs|deno|bun)\s+(?:-\w+\s+)*-(?:c|e|p|-eval)\b|\b(?:perl|ruby|php|node|lua)\b[^\n|;]{0,80}\s-\w*[eEr]"
@@ -57,7 +57,7 @@ GATE = re.compile(
     r"|login\s+data|cookies|keychain|\.env\b|\.netrc|git-credentials|\.gnupg|\.docker/config|/etc/shadow|\.electrum|solana"
     r"|dangerously|--yolo|bypasspermissions|setenforce|\bufw\b|sslverify|tls_reject|httpsverify|ssl_no_verify|strict-ssl"
     r"|\bhist(?:file|size|filesize)\b|\bhistory\b|chattr|spctl|csrutil|quarantine|\bsecurity\s+(?:find|dump)"
-    r"|\b(?:scp|rsync)\b.*@|git\s+clone\s+\S*(?:\d{1,3}\.){3}\d",
+    r"|\b(?:scp|rsync)\b[^\n]{0,300}?@|git\s+clone\s+\S*(?:\d{1,3}\.){3}\d",
     re.I | re.M,
 )
 
