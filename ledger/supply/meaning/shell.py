@@ -44,7 +44,7 @@ __all__ = ["GATE", "analyse", "worth"]
 
 # a unit matching none of these is not parsed: none of the behaviours can be spelled without one
 GATE = re.compile(
-    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc(?:\.\w+)?\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|export-secret|hookspath|\$\{?(?:SHELL|BASH)\b|\binstall\b[^\n]{0,300}?(?:http://|://\d)"
+    r"\b(?:curl|wget|aria2c|lwp-\w+|fetch\s+-|s_client|ncat|netcat|socat|telnet|mkfifo)\b|\bnc(?:\.\w+)?\s|/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/|\bcertutil\b|\bcmd(?:\.exe)?\s+/[ckr]\b|\b(?:mshta|regsvr32|rundll32)\b|\bdeno\s+(?:run|eval)\b[^\n]{0,200}?https?://|export-secret|hookspath|\$\{?(?:SHELL|BASH)\b|\binstall\b[^\n]{0,300}?(?:http://|://\d)"
     r"|^\s*(?:sudo\s+)?https?\s+(?:GET|POST|PUT|-)|urllib"
     r"|\b(?:base64|base32|basenc|xxd|uudecode)\b|\brev\b|\btr\s+['\"]?\[?[a-z]-|\bprintf\s+['\"]?[^'\"\n]{0,200}?\\[x0-7u]|\becho\s+-\w*e"
     r"|\$'|\beval\b|\bexec\b|\bsource\s|(?:^|[;&|(]\s*)\.\s+\S|<\(|\bxargs\b"
@@ -85,6 +85,7 @@ _LANG_FLAGS = {  # interpreter -> (language, flags that take inline code)
     "pwsh": ("powershell", ("-c", "-command", "-commandwithargs")),
     "osascript": ("applescript", ("-e",)),
     "lua": ("lua", ("-e",)),
+    "cmd": ("sh", ("/c", "/k", "/r")),
 }
 _FETCHERS = {"curl", "wget", "fetch", "aria2c", "http", "https", "lwp-download", "lwp-request", "lwp-mirror", "GET"}
 _NETTOOLS = {"nc", "ncat", "netcat", "socat", "telnet", "openssl", "cryptcat", "pwncat"}
@@ -726,6 +727,16 @@ class _Reader:
             return self.fetch(name, args, tin, taint)
         if name in _NETTOOLS and not (name == "openssl" and args[:1] != ["s_client"]):
             return self.nettool(name, args, tin, stages)
+        if name in ("mshta", "regsvr32", "rundll32") and any("http" in a.lower() for a in args):
+            url = next(re.search(r"https?://\S+", a).group(0) for a in args if re.search(r"https?://\S+", a))
+            self.fetch_exec(_Fetch(f"{name} {url}", url), name, hidden)
+            return _Flow()
+        if name == "deno" and args[:1] in (["run"], ["eval"]):
+            url = next((a for a in args[1:] if a.startswith(("http://", "https://"))), "")
+            if url and not re.match(r"https://(?:deno\.land/(?:x|std)\b|jsr\.io/|esm\.sh/)", url):
+                self.fetch_exec(_Fetch(f"deno run {url}", url), "deno", hidden)
+            if url:
+                return _Flow()
         if name == "certutil" and any(a.lower() in ("-urlcache", "/urlcache") for a in args):
             urls = [a for a in args if "://" in a]
             if urls:
