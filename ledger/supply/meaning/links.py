@@ -49,5 +49,8 @@ def _climbs_to_secret(rel: str) -> bool:
     rest = rel
     while rest.startswith("../"):
         rest = rest[3:]
-    return rest not in ("", "..") and (_known.credential(rest) is not None or _known.credential("~/" + rest) is not None
-                                        or rest.split("/")[0] in (".ssh", ".aws", ".gnupg", ".kube", ".docker", "etc"))
+    return rest not in ("", "..") and (
+        _known.credential(rest) is not None
+        or _known.credential("~/" + rest) is not None
+        or rest.split("/")[0] in (".ssh", ".aws", ".gnupg", ".kube", ".docker", "etc")
+    )

@@ -864,8 +864,8 @@ def _conclude(st: _State) -> None:
     if st.creds:
         line, label, ev = st.creds[0]
         strong = [c for c in st.creds if c[1] != "env file"]
-        if (st.sends or (st.env_dumps and st.sends)) and not already:
-            c = strong[0] if strong else st.creds[0]
+        if st.sends and strong and not already:  # a .env file alone is every API client's: only its flow out counts
+            c = strong[0]
             st.add("LS412", "critical", c[0], f"{c[1]} read ({c[2]}), sent out: {st.sends[0][1]}")
         for c in strong[:1]:
             st.add("LS411", "high", c[0], f"{c[1]} read: {c[2]}")
