@@ -216,7 +216,8 @@ def _qual(node: ast.AST, st: _State) -> str:
         if inner == "getattr" and len(node.args) >= 2:
             attr = _const(node.args[1], st).const
             if isinstance(attr, str):
-                return f"{_qual(node.args[0], st)}.{attr}"
+                base = _qual(node.args[0], st)
+                return attr if base in ("__builtins__", "builtins") else f"{base}.{attr}"
         if inner in ("pathlib.Path", "Path", "pathlib.PosixPath"):
             return "Path()"
         return inner + "()"
@@ -322,6 +323,9 @@ def _const(node: ast.AST, st: _State, depth: int = 0) -> _Val:
         return _Val(None, base.tags)
     if isinstance(node, ast.Call):
         return _call_value(node, st, d)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _const(node.operand, st, d)
+        return _Val(-v.const if isinstance(v.const, int) else None, v.tags)
     if isinstance(node, (ast.Await, ast.Starred)):
         return _const(node.value, st, d)
     if isinstance(node, ast.IfExp):
@@ -571,6 +575,11 @@ def _read(tree: ast.AST, st: _State) -> None:
             for t in targets:
                 if isinstance(t, ast.Attribute) and _qual(t, st) == "ssl._create_default_https_context":
                     st.add("LS912", "high", node, "TLS verification off: " + st.ev(node))
+                if isinstance(t, ast.Name) and isinstance(node.value, (ast.Name, ast.Attribute, ast.Call)):
+                    alias = _qual(node.value, st)  # y = getattr(__builtins__, 'exec'): y is exec
+                    alias = alias.removeprefix("__builtins__.").removeprefix("builtins.")
+                    if alias in _EXEC or alias in _RUN or alias in _DECODERS or alias.startswith(_RUN_PREFIX):
+                        st.aliases[t.id] = alias
                 for name in _targets(t):
                     if isinstance(node, ast.AugAssign) and name in st.names:
                         old = st.names[name]
@@ -669,10 +678,10 @@ def _call(node: ast.Call, st: _State) -> None:
             if isinstance(cmdv.const, str) and all(isinstance(x, str) for x in flat) and flat:
                 cmdv = _Val([cmdv.const, *flat[1:]], cmdv.tags)
         cmd = _cmd_text(cmdv.const)
-        if _cmd_tainted(node, st, "net") and not _PIP_URL.search(cmd or ""):
-            st.add("LS311", "critical", node, "runs a command fetched from the network: " + ev)
-        elif _cmd_tainted(node, st, "sock"):
+        if _cmd_tainted(node, st, "sock"):
             st.add("LS312", "critical", node, "runs commands read from a socket: " + ev)
+        elif _cmd_tainted(node, st, "net") and not _PIP_URL.search(cmd or ""):
+            st.add("LS311", "critical", node, "runs a command fetched from the network: " + ev)
         elif "decoded" in cmdv.tags:
             st.add("LS313", "critical", node, "runs a decoded command: " + ev)
         mentioned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -770,8 +779,10 @@ def _call(node: ast.Call, st: _State) -> None:
     ) or tail in (".read_text", ".read_bytes", ".glob", ".rglob", ".iterdir"):
         if q in ("open", "io.open", "codecs.open") and any(c in _mode(node, st) for c in "wax+"):
             pass
-        elif tail in (".read_text", ".read_bytes", ".glob", ".rglob", ".iterdir") and isinstance(
-            node.func, ast.Attribute
+        elif (
+            tail in (".read_text", ".read_bytes", ".glob", ".rglob", ".iterdir")
+            and isinstance(node.func, ast.Attribute)
+            and not q.startswith("glob.")
         ):
             base = _text(_const(node.func.value, st).const)
             if base is not None:
@@ -880,7 +891,7 @@ def _conclude(st: _State) -> None:
 
 _T_FETCH = re.compile(r"urlopen|urlretrieve|requests\.(?:get|post)|httpx\.|urllib3|\.recv\(")
 _T_EXEC = re.compile(r"\b(?:exec|eval)\s*[\s(]|subprocess\.|os\.system|os\.popen")
-_T_DECODE = re.compile(r"b64decode|fromhex|unhexlify|decode\(\s*['\"]rot|zlib\.decompress|marshal\.loads")
+_T_DECODE = re.compile(r"b64decode|fromhex|unhexlify|['\"]rot_?13['\"]|zlib\.decompress|marshal\.loads|\[::-1\]")
 _T_CONNECT = re.compile(r"\.connect\s*\(\s*\(|create_connection")
 _T_SHELL = re.compile(
     r"pty\.spawn|/bin/(?:ba)?sh|os\.exec[lv]|subprocess\.(?:call|Popen)\(\s*\[?\s*['\"](?:/bin/)?(?:ba)?sh"
