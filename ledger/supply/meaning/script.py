@@ -104,9 +104,24 @@ def _vouched(unit: Unit, segment: str) -> bool:
     if unit.where == "script" or not segment:
         return False
     urls = re.findall(r"https?://[^\s'\"|)]+", segment)
-    return bool(urls) and all(
-        u.startswith("https://") and any(u[8:].startswith(v) for v in _VENDORS) for u in urls
-    ) and not re.search(r"-SkipCertificateCheck|\d{1,3}(?:\.\d{1,3}){3}", segment)  # fmt: skip
+    return (
+        bool(urls)
+        and all(_vendor(u) for u in urls)
+        and not re.search(r"-SkipCertificateCheck|\d{1,3}(?:\.\d{1,3}){3}", segment)
+    )
+
+
+def _vendor(url: str) -> bool:
+    """``url`` is HTTPS on a vendor's host (exactly), under the vendor's path when one is listed."""
+    if not url.startswith("https://"):
+        return False
+    host, _, path = url[8:].partition("/")
+    host = host.lower()
+    for v in _VENDORS:
+        vhost, _, vpath = v.partition("/")
+        if host == vhost and ("/" + path).startswith("/" + vpath):
+            return True
+    return False
 
 
 def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
