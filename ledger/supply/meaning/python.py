@@ -164,13 +164,25 @@ class _State:
     runs: list[tuple[int, str, set[str]]] = field(default_factory=list)  # (line, evidence, names it mentions)
     file_execs: list[tuple[int, str]] = field(default_factory=list)
     inner_seen: set[str] = field(default_factory=set)
+    _lines: list[bytes] | None = None
 
     def line(self, node: ast.AST) -> int:
         return self.unit.line + getattr(node, "lineno", 1) - 1
 
     def ev(self, node: ast.AST) -> str:
-        seg = ast.get_source_segment(self.src, node) if hasattr(node, "lineno") else None
-        return seg if seg else ast.unparse(node)
+        """The source text of ``node``, at most a few hundred characters (the evidence shown)."""
+        if self._lines is None:
+            self._lines = [ln.encode("utf-8") for ln in self.src.split("\n")]
+        lo, hi = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        c0, c1 = getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None)
+        if lo is None or hi is None or c1 is None or hi > len(self._lines):
+            return ast.unparse(node)[:400]
+        if lo == hi:
+            seg = self._lines[lo - 1][c0:c1]
+        else:
+            middle = self._lines[lo : min(hi - 1, lo + 4)]
+            seg = b"\n".join([self._lines[lo - 1][c0:], *middle, self._lines[hi - 1][:c1]])
+        return seg.decode("utf-8", "replace")[:400]
 
     def add(self, rule: str, top: str, node: ast.AST | int, text: str) -> None:
         line = node if isinstance(node, int) else self.line(node)
@@ -475,7 +487,12 @@ def _call_value(node: ast.Call, st: _State, d: int) -> _Val:
             label = _known.credential(path)
             if label:
                 tags.add("cred:" + label)
+    if q not in _ENV_CARRIERS and not q.endswith((".encode", ".format", ".dumps", "b64encode", ".urlencode")):
+        tags -= {"env", "environ"}  # what a call returns is not the environment it was given (env=os.environ)
     return _Val(None, tags)
+
+
+_ENV_CARRIERS = {"dict", "str", "repr", "bytes", "list", "json.dumps", "pickle.dumps", "urllib.parse.urlencode"}
 
 
 def _decode(q: str, a0: object, how: object) -> object:
@@ -811,8 +828,10 @@ def _call(node: ast.Call, st: _State) -> None:
         if leaked:
             what = "the environment" if leaked[0] == "env" else leaked[0][5:]
             st.add("LS412", "critical", node, f"{what} sent out: {ev}")
-    if "env" in tags:
-        st.env_dumps.append((st.line(node), ev))
+    child_env = {id(k.value) for k in node.keywords if k.arg == "env"}
+    passed = [v for a, v in zip(argv, vals, strict=True) if id(a) not in child_env]
+    if any("env" in v.tags for v in passed) and q not in _RUN and not q.startswith(_RUN_PREFIX):
+        st.env_dumps.append((st.line(node), ev))  # the environment handed to a child process is not a dump
 
 
 def _cmd_tainted(node: ast.Call, st: _State, tag: str) -> bool:
