@@ -35,6 +35,7 @@ __all__ = ["analyse", "severity"]
 
 MAX_PARSE = 512 * 1024  # characters: a bigger file is read with the line patterns only
 MAX_VALUE = 64 * 1024  # a resolved constant longer than this is not followed
+MAX_STEPS = 400_000  # expressions resolved in one unit; past it, values are unknown (never an error)
 _GATE = re.compile(
     r"exec|eval|compile|__import__|subprocess|system|popen|spawn|socket|urlopen|urlretrieve|requests|httpx|urllib"
     r"|aiohttp|ssl|verify|b64decode|fromhex|codecs|zlib|marshal|smtplib|ftplib|crontab|dup2|execv|execl|dangerously"
@@ -164,6 +165,10 @@ class _State:
     runs: list[tuple[int, str, set[str]]] = field(default_factory=list)  # (line, evidence, names it mentions)
     file_execs: list[tuple[int, str]] = field(default_factory=list)
     inner_seen: set[str] = field(default_factory=set)
+    funcs: dict[str, list[ast.expr]] = field(default_factory=dict)  # a local function's return values
+    calling: set[str] = field(default_factory=set)
+    returns: dict[str, set[str]] = field(default_factory=dict)  # memo: the tags a local function returns
+    steps: int = 0  # expressions resolved: bounded work on hostile input (MAX_STEPS)
     _lines: list[bytes] | None = None
 
     def line(self, node: ast.AST) -> int:
@@ -262,7 +267,8 @@ def _join_path(a: object, b: object) -> object:
 
 def _const(node: ast.AST, st: _State, depth: int = 0) -> _Val:
     """The constant ``node`` resolves to (str, bytes, int, list) and the tags of what it holds."""
-    if depth > 40:
+    st.steps += 1
+    if depth > 40 or st.steps > MAX_STEPS:
         return _Val()
     d = depth + 1
     if isinstance(node, ast.Constant):
@@ -428,6 +434,18 @@ def _call_value(node: ast.Call, st: _State, d: int) -> _Val:
                 return _Val(None, tags | {"env"})
         except (LookupError, TypeError, ValueError):
             return _Val(None, tags)
+    if q in st.returns:
+        tags |= st.returns[q]
+    elif q in st.funcs and q not in st.calling and len(st.calling) < 8:
+        st.calling.add(q)  # a local function: what it returns, read with the names as the module leaves them
+        got: set[str] = set()
+        try:
+            for ret in st.funcs[q]:
+                got |= _const(ret, st, d).tags
+        finally:
+            st.calling.discard(q)
+        st.returns[q] = got
+        tags |= got
     if _is_fetch(q):
         tags.add("net")
     if q in ("socket.socket", "socket.create_connection", "socket.fromfd"):
@@ -583,6 +601,10 @@ def _targets(t: ast.AST) -> Iterator[str]:
 
 def _read(tree: ast.AST, st: _State) -> None:
     _imports(tree, st)
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+            st.funcs.setdefault(fn.name, []).extend(rets[:8])
     nodes = sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")),
                    key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
     for node in nodes:
@@ -707,6 +729,8 @@ def _call(node: ast.Call, st: _State) -> None:
             first = cmd.split()[0] if cmd.split() else ""
             if _SHELLS.search(first.strip("'\"")) or (q == "pty.spawn" and "sh" in first):
                 st.shells.append((st.line(node), ev))
+            if re.search(r"\bsecurity\s+(?:find-generic-password|find-internet-password|dump-keychain)\b", cmd):
+                st.creds.append((st.line(node), "keychain", ev))
             if _PIP_URL.search(cmd):
                 st.add("LS311", "medium", node, "pip install from a URL: " + cmd)
             if re.search(r"\bcrontab\b", cmd) and not re.search(r"crontab\s+-l\s*$", cmd):
