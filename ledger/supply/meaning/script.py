@@ -286,7 +286,11 @@ _JS_RUNFILE = re.compile(r"\bchmodSync\s*\(|\bchmod\s*\(|\bexecFile\w*\s*\(|\bsp
 def _js(unit: Unit, text: str) -> Iterator[Finding]:
     hit = _near(_JS_FETCH, _JS_EXEC, text)
     if hit and not _vouched(unit, _snip(text, hit.start())):
-        piped = re.search(
+        variable = re.match(
+            r"(?:exec|execSync|spawn\w*|execFile\w*)\s*\(\s*[A-Za-z_$][\w$.]*\s*[,)]",
+            hit.group() + text[hit.end() : hit.end() + 80],
+        )
+        piped = variable or re.search(
             r"\.pipe\s*\(\s*(?:\w+\.)?stdin|\beval\s*\(|Function\s*\(|vm\.run",
             text[max(0, hit.start() - NEAR) : hit.end() + NEAR],
         )
@@ -315,7 +319,8 @@ def _js(unit: Unit, text: str) -> Iterator[Finding]:
 # --- PowerShell ----------------------------------------------------------------------------
 
 _PS_ENC = re.compile(
-    r"(?:^|\s)-(?:e|ec|en|enc|enco|encod|encode|encoded|encodedc\w*|EncodedCommand)\s+['\"]?([A-Za-z0-9+/=]{8,})", re.I
+    r"(?:^|[\s'\"(,])[-/](?:e|ec|en|enc|enco|encod|encode|encoded|encodedc\w*|EncodedCommand)\s+['\"]?([A-Za-z0-9+/=]{8,})",
+    re.I,
 )
 _PS_FETCH = re.compile(
     r"DownloadString|DownloadData|DownloadFile|\b(?:iwr|irm|curl|wget)\b|Invoke-WebRequest|"
@@ -406,7 +411,8 @@ _R_SOCK = re.compile(
 )
 _R_SHELL = re.compile(
     r"""/bin/(?:ba|z|da)?sh\b|\bcmd(?:\.exe)?\b|\bsh\s+-i\b|<&\s*\d|>&\s*\d|\bopen\s*\(\s*STD(?:IN|OUT|ERR)|"""
-    r"""\$stdin\.reopen|\.reopen\s*\(|proc_open|\bdup2\b""",
+    r"""\$stdin\.reopen|\.reopen\s*\(|proc_open|\bdup2\b|fdopen|\bsystem\s*\$_|popen\s*\(\s*\$_|"""
+    r"""\.gets\b[^\n]{0,200}(?:popen|system|exec|`)""",
     re.I,
 )
 _R_FETCH = re.compile(
@@ -416,7 +422,7 @@ _R_FETCH = re.compile(
     re.I,
 )
 _R_EXEC = re.compile(
-    r"\beval\s*[\s(]|\binstance_eval\b|\bsystem\s*[\s(]|\bexec\s*[\s(]|`|%x\{|\bqx\s*[{(/]|\bshell_exec\s*\(|"
+    r"\beval\s*[\s(]|\binstance_eval\b|\bsystem\s*[\s($]|\bexec\s*[\s(]|`|%x\{|\bqx\s*[{(/]|\bshell_exec\s*\(|"
     r"\bpassthru\s*\(|\bpopen\s*\(|\bproc_open\s*\(|\bassert\s*\(|\bcreate_function\s*\(|"
     r"\bKernel\.(?:exec|system|spawn)|\bspawn\s*\(|\binclude\s*\(?\s*['\"]https?:",
     re.I,
