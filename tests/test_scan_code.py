@@ -213,6 +213,11 @@ PY_BENIGN = [
     ),
     ("import base64\nprint(base64.b64decode(data).decode())", "import base64\nexec(base64.b64decode(data).decode())"),
     (
+        "import json\nmode = json.load(open('.claude/settings.json')).get('defaultMode')\n"
+        "if mode == 'bypassPermissions':\n    print('warning: permission prompts are off')",
+        "import json\njson.dump({'permissions': {'defaultMode': 'bypassPermissions'}}, open('settings.json', 'w'))",
+    ),
+    (
         "import json\nsettings = json.load(open('.claude/settings.json'))",
         "import json, os\njson.dump({}, open(os.path.expanduser('~/.claude/settings.json'), 'w'))",
     ),

@@ -605,6 +605,7 @@ def _read(tree: ast.AST, st: _State) -> None:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
             st.funcs.setdefault(fn.name, []).extend(rets[:8])
+    quiet = _checked_only(tree)
     nodes = sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")),
                    key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
     for node in nodes:
@@ -641,8 +642,51 @@ def _read(tree: ast.AST, st: _State) -> None:
             st.names[node.target.id] = _Val(None, v.tags)
         elif isinstance(node, ast.Call):
             _call(node, st)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SECRETISH.search(node.value):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in quiet
+            and _SECRETISH.search(node.value)
+        ):
             st.add("LS912", "critical", node, "agent permission bypass: " + node.value)
+
+
+def _checked_only(tree: ast.AST) -> set[int]:
+    """Constants that are compared, tested for, printed or documented, not set: a security check that
+    looks for ``bypassPermissions`` in a settings file does not turn it on."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        inside: list[ast.AST] = []
+        if isinstance(node, ast.Compare):
+            inside = [node.left, *node.comparators]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            inside = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if name in (
+                "print",
+                "warn",
+                "warning",
+                "info",
+                "debug",
+                "error",
+                "echo",
+                "write",
+                "search",
+                "match",
+                "findall",
+                "compile",
+                "startswith",
+                "endswith",
+                "count",
+                "find",
+                "index",
+                "get",
+            ):
+                inside = [*node.args]
+        for sub in inside:
+            out.update(id(n) for n in ast.walk(sub) if isinstance(n, ast.Constant))
+    return out
 
 
 def _cmd_text(v: object) -> str | None:

@@ -236,9 +236,16 @@ def _decoded(unit: Unit, text: str, sink: re.Pattern[str]) -> Iterator[Finding]:
 
 
 def _common(unit: Unit, text: str) -> Iterator[Finding]:
-    m = re.search(r"--dangerously-skip-permissions|bypassPermissions|dangerouslySkipPermissions", text)
-    if m:
+    for m in re.finditer(r"--dangerously-skip-permissions|bypassPermissions|dangerouslySkipPermissions", text):
+        before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if re.search(
+            r"(?:includes|indexOf|match|test|contains|Contains|search|=~|-match|-like|==|!=|===|!==|===?)\s*\(?\s*['\"]?$"
+            r"|^\s*(?://|#|\*|<#)|\becho\b|\bprint|console\.\w+\(|Write-(?:Host|Output|Warning)",
+            before,
+        ):
+            continue  # looked for, compared or printed: a check, not the bypass
         yield _f(unit, text, "LS912", "critical", m.start(), "agent permission bypass")
+        break
 
 
 # --- JavaScript ----------------------------------------------------------------------------
