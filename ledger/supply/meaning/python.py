@@ -162,6 +162,7 @@ class _State:
     shells: list[tuple[int, str]] = field(default_factory=list)
     downloads: list[tuple[int, str]] = field(default_factory=list)  # (line, path or name)
     chmods: list[int] = field(default_factory=list)
+    sock_stdio: bool = False  # a child's stdin/stdout given a socket
     runs: list[tuple[int, str, set[str]]] = field(default_factory=list)  # (line, evidence, names it mentions)
     file_execs: list[tuple[int, str]] = field(default_factory=list)
     inner_seen: set[str] = field(default_factory=set)
@@ -767,6 +768,8 @@ def _call(node: ast.Call, st: _State) -> None:
             st.add("LS311", "critical", node, "runs a command fetched from the network: " + ev)
         elif "decoded" in cmdv.tags:
             st.add("LS313", "critical", node, "runs a decoded command: " + ev)
+        if any(k.arg in ("stdin", "stdout", "stderr") and "sock" in _const(k.value, st).tags for k in node.keywords):
+            st.sock_stdio = True
         mentioned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         if cmd:
             mentioned |= set(cmd.split())
@@ -946,7 +949,7 @@ def _conclude(st: _State) -> None:
     u = st.unit
     # reverse or bind shell: a connection, descriptors duplicated onto it (or its fileno given as stdin), a shell
     fileno = "fileno()" in st.src
-    if st.connects and st.shells and (st.dup2 or fileno):
+    if st.connects and st.shells and (st.dup2 or fileno or st.sock_stdio):
         line, ev = st.connects[0]
         st.add("LS312", "critical", line, f"shell over a socket: {ev}; {st.shells[0][1]}")
     # download then run
