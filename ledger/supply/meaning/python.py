@@ -21,6 +21,7 @@ import binascii
 import codecs
 import re
 import shlex
+import textwrap
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -202,9 +203,8 @@ def analyse(unit: Unit) -> list[Finding]:
         return []
     if len(text) > MAX_PARSE:
         return list(_tolerant(unit))
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse(text)
+    if tree is None:
         return list(_tolerant(unit))
     st = _State(unit, text)
     try:
@@ -213,6 +213,23 @@ def analyse(unit: Unit) -> list[Finding]:
         return list(_tolerant(unit))
     _conclude(st)
     return st.out
+
+
+def _parse(text: str) -> ast.Module | None:
+    """``text`` parsed; a REPL transcript (``>>>``/``...`` prompts) or indented block is read as the code
+    it shows, line numbers kept.  None when it still does not parse."""
+    tries = [text]
+    if re.search(r"^\s*>>>", text, re.M):
+        prompt = re.compile(r"^\s*(?:>>>|\.\.\.)(?: |$)")
+        tries.append("\n".join(prompt.sub("", ln) if prompt.match(ln) else "" for ln in text.split("\n")))
+    elif text[:1] in (" ", "\t"):
+        tries.append(textwrap.dedent(text))
+    for t in tries:
+        try:
+            return ast.parse(t)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None
 
 
 # --- names, constants, taint -----------------------------------------------------------
@@ -1012,8 +1029,10 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
                     else f("LS311", "critical", execm, "runs what it fetched (unparsed)")
                 )
                 break
-    dec = _T_DECODE.search(text)
-    if dec and execm:
+    dec = re.search(
+        r"(?:\bexec|\beval|system|popen|subprocess\.\w+)\s*\(?[^\n]{0,200}?(?:" + _T_DECODE.pattern + ")", text
+    )
+    if dec:
         yield f("LS313", "critical", dec, "decodes, then runs (unparsed)")
     con, sh = _T_CONNECT.search(text), _T_SHELL.search(text)
     if con and sh and ("dup2" in text or "fileno" in text):
@@ -1021,7 +1040,8 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
     send = _T_SEND.search(text)
     for m in _T_PATH.finditer(text):
         label = _known.credential(m.group(1))
-        if label and label != "env file":
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if label and label != "env file" and re.search(r"open|read|copy|glob|Path|listdir|connect|=\s*$", line):
             yield f("LS412" if send else "LS411", "critical" if send else "high", m, f"{label} read")
             break
     for m in _T_PATH.finditer(text):
