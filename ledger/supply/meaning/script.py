@@ -298,7 +298,7 @@ def _js(unit: Unit, text: str) -> Iterator[Finding]:
             hit.group() + text[hit.end() : hit.end() + 80],
         )
         piped = variable or re.search(
-            r"\.pipe\s*\(\s*(?:\w+\.)?stdin|\beval\s*\(|Function\s*\(|vm\.run",
+            r"\.pipe\s*\(\s*(?:\w+\.)?stdin|\.pipe\s*\([^;]{0,160}?(?:spawn|exec)\w*\s*\(|\beval\s*\(|Function\s*\(|vm\.run",
             text[max(0, hit.start() - NEAR) : hit.end() + NEAR],
         )
         download = _JS_DOWNLOAD.search(text)
