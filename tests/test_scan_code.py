@@ -508,6 +508,7 @@ def test_load_reports_link_targets_never_followed(linked: Path):
     ("target", "severity"),
     [("/etc/shadow", "critical"), ("~/.ssh/id_rsa", "critical"), ("/var/run/docker.sock", "critical"),
      ("../../../.aws/credentials", "critical"), ("/proc/self/environ", "critical"), ("/root", "critical"),
+     ("~", "critical"), ("C:\\Windows\\System32\\config\\SAM", "critical"),
      ("/opt/tools/readme.txt", "high"), ("../../elsewhere/notes.md", "high")],
 )  # fmt: skip
 def test_ledger_scan_rates_a_link_out_of_the_skill(linked: Path, ledger, target: str, severity: str):

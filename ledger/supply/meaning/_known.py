@@ -78,6 +78,8 @@ _PERSISTENCE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 _SYSTEM = re.compile(
     r"^/(?:etc|proc|sys|root|var|dev|boot)(?:/|$)|^~/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud)(?:/|$)"
+    r"|^/$|^~/?$|^[A-Za-z]:/(?:Windows|Users)?(?:/|$)",
+    re.I,
 )
 
 
