@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,11 @@ __all__ = ["Installer"]
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
 HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
         "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
+
+
+def _links(c: sources.Candidate) -> dict[str, str | None]:
+    """A candidate's symlinks mapped to their targets (``None`` where its source did not say)."""
+    return {rel: c.link_targets.get(rel) for rel in c.symlinks}
 
 
 def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
@@ -115,7 +120,7 @@ class Installer:
 
     def _write(self, found: Sequence[sources.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
         brain = self.brain
-        verdicts = {c.name: self._scan(c.files, c.symlinks, None) for c in found}
+        verdicts = {c.name: self._scan(c.files, _links(c), None) for c in found}
         report: list[dict[str, Any]] = []
         with brain.locked():
             head = brain.head()
@@ -201,7 +206,7 @@ class Installer:
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
         return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
 
-    def _scan(self, files: Files, symlinks: Sequence[str], vetted: Files | None) -> scanner.Verdict:
+    def _scan(self, files: Files, symlinks: Mapping[str, str | None], vetted: Files | None) -> scanner.Verdict:
         verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
         if not self.scanners:
             return verdict
@@ -320,7 +325,7 @@ class Installer:
         current = installed_files(self.brain, name, None)
         counted = self.brain.writer.versions.record(self.brain.head()) is None
         plan = review(vetted, current, cand.files, counted=counted)
-        verdict = self._scan(cand.files, cand.symlinks, vetted)
+        verdict = self._scan(cand.files, _links(cand), vetted)
         out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
                "verdict": verdict.to_json(), "applied": False}  # fmt: skip
         if sha256 == entry.sha256:
