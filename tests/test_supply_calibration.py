@@ -144,3 +144,20 @@ def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstre
                        supply=s.with_entry("summarise", replace(s.skills["summarise"], verdict=forged)))  # fmt: skip
     report = audit_repo(home)
     assert not report.checks["supply"].ok and "calibration" in report.checks["supply"].summary
+
+
+def test_the_spec_names_every_member_of_a_recorded_calibration() -> None:
+    """§1.7's CAL and COUNTS name exactly the members of the vector's recorded calibration, and the verdict's
+    table marks `calibration` optional (absent in formats 1 and 2)."""
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "lineage.md").read_text("utf-8")
+    spec = text[text.index("### 1.7"):text.index("### 1.8")]
+    block = spec[spec.index("CAL = {"):spec.index("```", spec.index("CAL = {"))]
+    cal_part, counts_part = block.split("COUNTS =")
+    cal = next(iter(v for v in sp.parse_record(VECTOR["accepted"]["record"].encode()).skills["summarise"]
+                    .verdict["calibration"].values() if v is not None))  # fmt: skip
+    assert set(re.findall(r'"([a-z]+)":', cal_part)) == set(cal)
+    assert set(re.findall(r'"([a-z]+)":', counts_part)) == set(cal["malicious"]) == set(cal["benign"])
+    row = next(ln for ln in spec.splitlines() if ln.startswith("| `calibration` |"))
+    assert "*optional*" in row and "format 3" in row

@@ -23,6 +23,7 @@ from typing import Any
 
 from ledger.errors import SkillError
 from ledger.store.supply import calibration_problem
+from ledger.supply import cisco
 
 __all__ = ["FILE", "attach", "describe", "load", "rates", "wilson"]
 
@@ -50,8 +51,6 @@ def _version(name: str) -> str | None:
     """The version of scanner ``name`` that runs here, when the ledger knows it."""
     if name.startswith("ledger-"):
         return name  # the built-in scanners' names carry their version (ledger-scan/2, ledger-run/1)
-    from ledger.supply import cisco  # deferred: only a verdict that names it needs its lock
-
     return cisco.version() if name == cisco.SCANNER else None
 
 
