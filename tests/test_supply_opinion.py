@@ -165,3 +165,16 @@ def test_ledger_scan_with_cisco_runs_it_from_its_own_venv(tmp_path: Path, monkey
     assert all(not f["file"].startswith("/") for f in ext)
     missing = run_ledger("scan", "--with", "cisco-ai-skill-scanner", str(tmp_path / "nowhere"))
     assert missing.returncode == 2
+
+
+def test_a_scanner_that_cannot_be_installed_is_refused_clearly(tmp_path: Path) -> None:
+    """Its venv's folder cannot be made (here a file is in the way): the scan is refused, saying what and how to
+    fix it, and nothing is reported clean."""
+    skill = tmp_path / "s"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: s\ndescription: A skill\n---\nHello.\n")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    proc = run_ledger("scan", "--with", cisco.NAME, "--json", str(skill), env={cisco.HOME_VAR: str(blocker)})
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    assert f"cannot install {cisco.NAME} 2.3.2" in proc.stderr and "LEDGER_SCANNERS_DIR" in proc.stderr, proc.stderr

@@ -93,8 +93,13 @@ def ensure() -> Path:
     if exe is not None:
         return exe
     venv = home()
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.with_name(venv.name + ".lock"), "a") as guard:
+    try:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        guard = open(venv.with_name(venv.name + ".lock"), "a")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise SkillError(f"cannot install {NAME} {version()} into {venv}: {exc.strerror or exc}",
+                         hint=_INSTALL_HINT) from exc  # fmt: skip
+    with guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # another ledger may be installing it: wait for that one
         exe = installed()
         if exe is not None:
