@@ -46,6 +46,9 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
     SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
     marketplace.json, a skills-lock.json, or an https index.  Nothing is projected to a
     runtime, listed by 'ledger index' or served to an agent until 'ledger approve NAME'.
+    A skill that is refused (an external scanner failed on it, its digest is revoked, the brain
+    has a skill of its name) is named with the reason and the others are installed; the exit
+    status is then 1.  --frozen installs all of the lock or nothing.
     """
     if (source is None) == (frozen is None):
         raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
