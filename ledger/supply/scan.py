@@ -300,13 +300,14 @@ def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60
     return Verdict(_capped(findings), f"ext:{name}")
 
 
-def _run(argv: list[str], cwd: str, timeout: float, name: str) -> tuple[int, bytes, bytes]:
+def _run(argv: list[str], cwd: str, timeout: float, name: str,
+         env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:  # fmt: skip
     """Run ``argv`` in its own process group, so a timeout kills whatever it started too."""
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=child_env(),
+            env=child_env() if env is None else env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
