@@ -167,7 +167,9 @@ _CISCO_SEVERITY = {"critical": "critical", "high": "high", "medium": "medium", "
 def cisco_version(python: str) -> str:
     proc = subprocess.run(
         [python, "-c", "import importlib.metadata as m; print(m.version('cisco-ai-skill-scanner'))"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode:
         why = proc.stderr.strip()[-300:]
@@ -199,8 +201,13 @@ def cisco_ratings(python: str, samples: list[Path]) -> dict[Path, str]:
                 units[str(dest)] = sample
         env = dict(os.environ, SKILL_SCANNER_LLM_API_KEY="", OPENAI_API_KEY="", ANTHROPIC_API_KEY="")
         proc = subprocess.run(
-            [python, "-c", _CISCO_DRIVER], input=json.dumps(sorted(units)), capture_output=True,
-            text=True, check=False, env=env, cwd=tmp,
+            [python, "-c", _CISCO_DRIVER],
+            input=json.dumps(sorted(units)),
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            cwd=tmp,
         )
         if proc.returncode:
             raise SystemExit(f"scan-bench: cisco-ai-skill-scanner failed: {proc.stderr.strip()[-600:]}")
@@ -291,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--list", action="store_true", help="name each sample and its ratings")
     parser.add_argument("--write-calibration", action="store_true", help=f"write {CALIBRATION.relative_to(ROOT)}")
+    parser.add_argument("--calibration-out", type=Path, default=CALIBRATION, help=argparse.SUPPRESS)  # tests
     args = parser.parse_args(argv)
     samples: list[Sample] = []
     for spec in args.labelled:
@@ -321,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_calibration:
         day = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         cal = calibration(samples, versions, args.corpora, day)
-        CALIBRATION.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        args.calibration_out.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.list:
         for s in samples:
             print(f"{s.label:9} {s.family:24} " + " ".join(f"{sc}={s.ratings[sc]}" for sc in scanners) + f"  {s.path}")
