@@ -45,6 +45,29 @@ CISCO = "ext:cisco-ai-skill-scanner"
 HIGH = ("critical", "high")
 Z95 = 1.96
 SKIP = frozenset({"_meta.json"})  # crawler bookkeeping beside a sample's SKILL.md, not the skill
+# The standard corpora (docs/scanner.md, "Measured error rates", fetches them under one ROOT):
+# --standard ROOT names them all, and the line the calibration records.
+MALSKILLS = "ShenaoW/MalSkills@46d60f09cef00fd3a9c01272be63dbd273ab4444"
+ANTHROPICS = "anthropics/skills@9d2f1ae187231d8199c64b5b762e1bdf2244733d"
+HERMES = "hermes-agent==0.19.0"
+STANDARD_LINE = (
+    f"{MALSKILLS} data/ground_truth/ground_truth_final.csv (100 malicious, 100 benign); "
+    f"{ANTHROPICS} skills; {HERMES} sdist skills, optional-skills"
+)
+
+
+def standard(root: Path) -> tuple[list[str], list[str]]:
+    """The --labelled and --benign specs of the standard corpora under ``root``."""
+    hermes = root / "hermes-sdist" / "hermes_agent-0.19.0"
+    labelled = [f"malskills={root / 'malskills' / 'data' / 'ground_truth' / 'ground_truth_final.csv'}"]
+    benign = [
+        f"anthropics={root / 'anthropics-skills'}",
+        f"hermes={hermes / 'skills'}",
+        f"hermes-optional={hermes / 'optional-skills'}",
+    ]
+    return labelled, benign
+
+
 _LABEL = ("Label", "label", "classification", "Classification")
 _PATH = ("Ground_truth_path", "path", "Path")
 _FAMILY = ("Family", "family", "Source", "source")
@@ -221,6 +244,51 @@ def cisco_ratings(python: str, samples: list[Path]) -> dict[Path, str]:
     return {s: _worst(v) for s, v in per.items()}
 
 
+def scan_seconds(code: Path, dirs: list[Path]) -> float:
+    """Wall time of ``scripts/scan-corpus`` (the static scan, as a user runs it) over ``dirs``, with
+    the code under ``code`` (this checkout, or another revision's ``ledger/`` and scan_corpus.py)."""
+    env = dict(os.environ, PYTHONPATH=str(code))
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(code / "scripts" / "scan_corpus.py"), "--json", *map(str, dirs)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=code,
+        env=env,
+    )
+    seconds = time.monotonic() - start
+    if proc.returncode:
+        raise SystemExit(f"scan-bench: scan-corpus under {code} failed: {proc.stderr.strip()[-600:]}")
+    return seconds
+
+
+def timing(anchor: str, dirs: list[Path], repeat: int) -> dict[str, object]:
+    """The static scan of ``dirs`` today against the scanner at revision ``anchor``, in this run;
+    the best of ``repeat`` runs each, taken in turn so both see the same machine load."""
+    with tempfile.TemporaryDirectory(prefix="scan-bench-anchor-") as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", anchor, "ledger", "scripts/scan_corpus.py"],
+            capture_output=True,
+            check=False,
+        )
+        if archive.returncode:
+            raise SystemExit(f"scan-bench: cannot read revision {anchor!r}: {archive.stderr.decode()[-300:]}")
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        now, then = [], []
+        for _ in range(repeat):
+            then.append(scan_seconds(Path(tmp), dirs))
+            now.append(scan_seconds(ROOT, dirs))
+    skills = sum(len(skill_dirs(d)) for d in dirs)
+    return {
+        "skills": skills,
+        "seconds": round(min(now), 2),
+        "anchor": anchor,
+        "anchor_seconds": round(min(then), 2),
+        "ratio": round(min(now) / min(then), 2),
+    }
+
+
 # --- the figures ----------------------------------------------------------------------------
 
 
@@ -293,13 +361,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labelled", action="append", default=[], metavar="NAME=CSV")
     parser.add_argument("--benign", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--malicious", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--standard", type=Path, metavar="ROOT", help="the standard corpora fetched under ROOT")
     parser.add_argument("--cisco", metavar="PYTHON", help="the python of a venv holding cisco-ai-skill-scanner")
     parser.add_argument("--corpora", default="", help="one line naming the corpora and their commits (calibration)")
+    parser.add_argument("--anchor", metavar="REV", help="also time the static scan of the --benign dirs against REV")
+    parser.add_argument("--repeat", type=int, default=1, help="timing runs each (--anchor); the best is kept")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--list", action="store_true", help="name each sample and its ratings")
     parser.add_argument("--write-calibration", action="store_true", help=f"write {CALIBRATION.relative_to(ROOT)}")
     parser.add_argument("--calibration-out", type=Path, default=CALIBRATION, help=argparse.SUPPRESS)  # tests
     args = parser.parse_args(argv)
+    if args.standard:
+        more_labelled, more_benign = standard(args.standard)
+        args.labelled, args.benign = more_labelled + args.labelled, more_benign + args.benign
+        if not args.corpora and not (args.malicious or len(args.labelled) > 1 or len(args.benign) > 3):
+            args.corpora = STANDARD_LINE
     samples: list[Sample] = []
     for spec in args.labelled:
         samples += labelled(*_split(spec, "--labelled"))
@@ -326,9 +402,16 @@ def main(argv: list[str] | None = None) -> int:
             s.ratings[CISCO] = rated[s.path]
     scanners = list(versions)
     result = report(samples, scanners) | {"versions": versions, "seconds": seconds}
+    if args.anchor:
+        dirs = [_split(spec, "--benign")[1] for spec in args.benign]
+        if not dirs:
+            parser.error("--anchor times the static scan of the --benign folders: name at least one")
+        result["timing"] = timing(args.anchor, dirs, max(1, args.repeat))
     if args.write_calibration:
         day = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-        cal = calibration(samples, versions, args.corpora, day)
+        # Scanners measured before and not in this run keep their entry: their verdicts stay calibrated.
+        old = json.loads(args.calibration_out.read_text(encoding="utf-8")) if args.calibration_out.is_file() else {}
+        cal = old | calibration(samples, versions, args.corpora, day)
         args.calibration_out.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.list:
         for s in samples:
@@ -339,6 +422,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_table(result, scanners)
         print("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+        if "timing" in result:
+            t = result["timing"]
+            print(
+                f"static scan of {t['skills']} skills: {t['seconds']} s; at {t['anchor']}: {t['anchor_seconds']} s "
+                f"({t['ratio']}x)"
+            )
     return 0
 
 

@@ -89,6 +89,10 @@ def test_bench_counts_and_rates_on_the_fixture() -> None:
 
 def test_write_calibration_writes_integers_in_the_designed_shape(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
+    earlier = {"ledger-scan/0": {"version": "ledger-scan/0", "measured": "2026-01-01", "corpora": "x",
+                                 "malicious": {"samples": 1, "critical": 1, "high": 1},
+                                 "benign": {"samples": 1, "critical": 0, "high": 0}}}  # fmt: skip
+    out.write_text(json.dumps(earlier))
     proc = _run(
         "--labelled",
         f"fx={LABELS}",
@@ -102,8 +106,9 @@ def test_write_calibration_writes_integers_in_the_designed_shape(tmp_path: Path)
     )
     assert proc.returncode == 0, proc.stderr
     cal = json.loads(out.read_text())
-    assert list(cal) == [next(iter(cal))] and next(iter(cal)).startswith("ledger-scan/")
+    assert cal.pop("ledger-scan/0") == earlier["ledger-scan/0"]  # a scanner not measured now keeps its entry
     ((name, entry),) = cal.items()
+    assert name.startswith("ledger-scan/") and name != "ledger-scan/0"
     assert entry["version"] == name
     assert entry["corpora"] == "fixture tests/bench"
     datetime.date.fromisoformat(entry["measured"])
