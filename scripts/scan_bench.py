@@ -347,6 +347,32 @@ def print_table(result: dict[str, object], scanners: list[str]) -> None:
             print(f"{name} | {sc} | " + " | ".join(_pct(f[c]) for c in cols))
 
 
+def _cell(r: dict[str, object]) -> str:
+    if not r["n"]:
+        return "–"
+    return f"{r['k']}/{r['n']} ({100 * r['rate']:.1f}%, {100 * r['low']:.1f}–{100 * r['high']:.1f})"
+
+
+def markdown(result: dict[str, object], scanners: list[str]) -> list[str]:
+    """The results table of docs/scanner.md, "Measured error rates" (rate, 95% Wilson interval)."""
+    lines = [
+        "| group | scanner | malicious refused (critical) | malicious high or above "
+        "| benign refused (critical) | benign high or above | precision at critical |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows = [("all corpora", result["total"])]
+    rows += [(f"corpus `{k}`", v) for k, v in result["corpora"].items()]
+    rows += [(f"family {k}", v) for k, v in result["families"].items()]
+    for name, block in rows:
+        for sc in scanners:
+            f = block[sc]["figures"]
+            label = f"`{sc}` {result['versions'][sc]}" if sc.startswith("ext:") else f"`{sc}`"
+            cells = [_cell(f[c]) for c in ("recall_critical", "recall_high", "fpr_critical", "fpr_high")]
+            cells.append("–" if name.startswith("family") else _cell(f["precision_critical"]))  # no benign in a family
+            lines.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def calibration(samples: list[Sample], scanners: dict[str, str], corpora_line: str, day: str) -> dict[str, object]:
     return {
         sc: {"version": version, "measured": day, "corpora": corpora_line} | counts(samples, sc)
@@ -367,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", metavar="REV", help="also time the static scan of the --benign dirs against REV")
     parser.add_argument("--repeat", type=int, default=1, help="timing runs each (--anchor); the best is kept")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the table docs/scanner.md shows")
     parser.add_argument("--list", action="store_true", help="name each sample and its ratings")
     parser.add_argument("--write-calibration", action="store_true", help=f"write {CALIBRATION.relative_to(ROOT)}")
     parser.add_argument("--calibration-out", type=Path, default=CALIBRATION, help=argparse.SUPPRESS)  # tests
@@ -419,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
+    elif args.markdown:
+        print("\n".join(markdown(result, scanners)))
     else:
         print_table(result, scanners)
         print("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
