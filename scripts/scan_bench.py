@@ -394,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="timing runs each (--anchor); the best is kept")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--markdown", action="store_true", help="print the table docs/scanner.md shows")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON to FILE (bench-out/scan.json)")
     parser.add_argument("--list", action="store_true", help="name each sample and its ratings")
     parser.add_argument("--write-calibration", action="store_true", help=f"write {CALIBRATION.relative_to(ROOT)}")
     parser.add_argument("--calibration-out", type=Path, default=CALIBRATION, help=argparse.SUPPRESS)  # tests
@@ -440,9 +441,13 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(args.calibration_out.read_text(encoding="utf-8")) if args.calibration_out.is_file() else {}
         cal = old | calibration(samples, versions, args.corpora, day)
         args.calibration_out.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if args.list:
         for s in samples:
-            print(f"{s.label:9} {s.family:24} " + " ".join(f"{sc}={s.ratings[sc]}" for sc in scanners) + f"  {s.path}")
+            family = s.family.replace(" ", "_")  # one word: the listing splits on blanks
+            print(f"{s.label:9} {family:24} " + " ".join(f"{sc}={s.ratings[sc]}" for sc in scanners) + f"  {s.path}")
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()

@@ -49,11 +49,12 @@ def test_wilson_of_no_samples_is_the_whole_range() -> None:
     assert _module().wilson(0, 0) == (0.0, 1.0)
 
 
-def test_bench_counts_and_rates_on_the_fixture() -> None:
-    proc = _run("--labelled", f"fx={LABELS}", "--json", "--list")
+def test_bench_counts_and_rates_on_the_fixture(tmp_path: Path) -> None:
+    proc = _run("--labelled", f"fx={LABELS}", "--json", "--list", "--out", str(tmp_path / "scan.json"))
     assert proc.returncode == 0, proc.stderr
     listing, _, body = proc.stdout.partition("{")
     result = json.loads("{" + body)
+    assert json.loads((tmp_path / "scan.json").read_text()) == result
     ratings = {}
     for line in listing.splitlines():
         label, _family, rating, path = line.split(maxsplit=3)
