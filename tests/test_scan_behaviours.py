@@ -46,7 +46,8 @@ THROUGH_CLI = {
     "benign": "ssh-public-key-setup",
 }
 # The only real hosts a sample may name: vendor installers and documentation hosts, all in benign samples.
-VENDOR_HOSTS = {"sh.rustup.rs", "astral.sh", "raw.githubusercontent.com", "bun.sh", "github.com", "localhost"}
+VENDOR_HOSTS = {"sh.rustup.rs", "astral.sh", "raw.githubusercontent.com", "bun.sh", "github.com", "ollama.com"}
+VENDOR_HOSTS |= {"get.docker.com"}
 TEST_NETS = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")]
 
 
