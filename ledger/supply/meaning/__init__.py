@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ledger.supply.meaning import config, links, python, script, shell
+from ledger.supply.meaning import config, links, prose, python, script, shell
 from ledger.supply.meaning.extract import units
 from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
 from ledger.supply.scanrules import Finding
@@ -36,7 +36,7 @@ BEHAVIOURS: dict[str, tuple[str, str]] = {
     "LS912": ("safety-off", "critical"),
 }
 
-ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse})
+ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
 ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
 
 

@@ -158,6 +158,8 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
         if lang:
             yield Unit(lang, text, path, 1, "script", "file")
         return
+    if f.ext in (".md", ".markdown", ".mdx"):
+        yield Unit("prose", text, path, 1, where, "prose")  # the whole file, read as steps (meaning/prose.py)
     yield from _document(f, where)
 
 

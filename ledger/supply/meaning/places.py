@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ledger.supply.scanrules import DROP_HOSTS
+from ledger.supply.scantext import words
 
 __all__ = [
     "CREDENTIALS",
@@ -180,3 +181,42 @@ def vendor(url: str) -> bool:
         return False
     host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
     return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)
+
+
+# --- prose (meaning/prose.py): download-and-run written in sentences -----------------------
+
+# Paste sites: a "page" whose text the reader is told to paste into a terminal.
+PASTE_HOSTS: tuple[str, ...] = (
+    "glot.io", "pastebin.com", "pastebin.pl", "rentry.co", "rentry.org", "hastebin.com", "hastebin.skyra.pw",
+    "paste.ee", "ghostbin.com", "ghostbin.co", "controlc.com", "dpaste.org", "dpaste.com", "justpaste.it",
+    "paste.rs", "termbin.com", "ix.io", "sprunge.us", "pastes.io", "paste.mozilla.org", "katb.in", "0bin.net",
+    "privatebin.net", "telegra.ph", "gist.githubusercontent.com",
+)  # fmt: skip
+
+# Official download sites (host, path prefix; a host vouches for its subdomains): where vendors
+# publish their installers and binaries.  A download-and-run from here is not a finding (a raw
+# binary is medium); docs/scanner.md, "Prose".
+OFFICIAL_DOWNLOADS: tuple[tuple[str, str], ...] = tuple(
+    (h, "")
+    for h in words(
+        "python.org nodejs.org docker.com git-scm.com golang.org go.dev rust-lang.org rustup.rs brew.sh "
+        "code.visualstudio.com visualstudio.microsoft.com microsoft.com apple.com mozilla.org jetbrains.com "
+        "cli.github.com desktop.github.com git-lfs.com nodesource.com npmjs.com pypi.org anaconda.com "
+        "conda.io java.com oracle.com adoptium.net postgresql.org mysql.com mongodb.com redis.io sqlite.org "
+        "cloud.google.com dl.google.com developer.android.com aws.amazon.com awscli.amazonaws.com "
+        "azure.microsoft.com hashicorp.com releases.hashicorp.com kubernetes.io dl.k8s.io helm.sh ollama.com "
+        "anthropic.com claude.ai claude.com openai.com ffmpeg.org imagemagick.org pandoc.org tug.org "
+        "latex-project.org libreoffice.org inkscape.org gimp.org blender.org obsproject.com videolan.org "
+        "7-zip.org ubuntu.com debian.org fedoraproject.org archlinux.org deno.com deno.land bun.sh astral.sh "
+        "tailscale.com cloudflare.com wireguard.com nvidia.com cursor.com zed.dev warp.dev iterm2.com "
+        "obsidian.md notion.so slack.com discord.com zoom.us google.com chrome.google.com signal.org "
+        "telegram.org whatsapp.com spotify.com figma.com canva.com postman.com getcomposer.org php.net "
+        "ruby-lang.org rubygems.org perl.org julialang.org r-project.org cran.r-project.org posit.co "
+        "dotnet.microsoft.com chocolatey.org scoop.sh winget.run flutter.dev dart.dev kotlinlang.org "
+        "gradle.org maven.apache.org apache.org nginx.org caddyserver.com terraform.io pulumi.com vercel.com "
+        "netlify.com fly.io heroku.com supabase.com firebase.google.com mitmproxy.org wireshark.org nmap.org "
+        "huggingface.co pytorch.org tensorflow.org lmstudio.ai jan.ai gpt4all.io nousresearch.com "
+        "hermes-agent.nousresearch.com tesseract-ocr.github.io calibre-ebook.com zotero.org yt-dlp.org "
+        "ytdl-org.github.io "
+    )
+)
