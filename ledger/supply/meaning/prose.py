@@ -37,7 +37,8 @@ from ledger.supply.scantext import TextFile, detail, words
 __all__ = ["MARKDOWN", "analyse"]
 
 MARKDOWN = (".md", ".markdown", ".mdx")
-_WINDOW_CHARS = 700  # a step and the next one, at most this long: prose far apart is not one instruction
+_WINDOW_CHARS = 600  # a step and the ones after it, at most this long: prose far apart is not one instruction
+_FOLLOW = 2  # how many steps after a step its window takes
 
 _EXE = r"zip|7z|rar|tar\.gz|tgz|exe|msi|dmg|pkg|app|appimage|deb|rpm|sh|bat|cmd|ps1|jar|scr|vbs|command|bin|run"
 _FILE = re.compile(rf"(?<![\w/.-])[\w.-]*\w\.(?:{_EXE})(?![\w.-]*\w)", re.I)
@@ -48,7 +49,8 @@ _BARE = re.compile(
     rf"(?<![\w/@.-])(?:www\.)?(?:[a-z0-9][a-z0-9-]*\.)+(?:{_TLDS})(?:/[^\s<>()\[\]`'\"*|]*)?(?![\w-])", re.I
 )
 _LOCAL = re.compile(
-    r"^(?:localhost|127\.|0\.0\.0\.0|\[?::1\]?$|[\w.-]*\.(?:local|localhost|internal|test|example|invalid)$)|[<{$]",
+    r"^(?:localhost|127\.|0\.0\.0\.0|\[?::1\]?$|[\w.-]*\.(?:local|localhost|internal)$|(?:[\w-]+\.)*example\.(?:com|org|net)$)"
+    r"|[<{$]",
     re.I,
 )
 
@@ -80,7 +82,8 @@ _NOT_OBTAIN = re.compile(
 )
 _PROGRAM = re.compile(
     r"\b(?:installer|executable|binary|binaries|setup\s+(?:file|program|wizard)|installation\s+(?:command|script)"
-    r"|the\s+(?:agent|helper|tool|utility|cli|app|client|launcher|driver|plugin|extension|daemon|script|package))\b",
+    r"|the\s+(?:agent|helper|tool|utility|cli|app|client|launcher|driver|plugin|extension|daemon|script|package)"
+    r"|[\w-]+\s+(?:cli|agent|helper|utility|launcher|daemon|installer))\b",
     re.I,
 )
 # a step that is a command line (an indented block, a list of commands): the shell analyser reads it
@@ -95,9 +98,11 @@ _BYPASS = re.compile(
     re.I,
 )
 _FRAMING = re.compile(
-    r"\bbefore\s+(?:using|running|proceeding|you\s+(?:use|start|continue|proceed))\b|\brequired\s+(?:for|to|by)\b|\brequires\b"
-    r"|\bmust\s+(?:be\s+)?(?:install|download|run)|\bprerequisites?\b|\bwon'?t\s+work\s+without\b|\bneeds?\s+to\s+be\s+(?:installed|running)\b"
-    r"|\bfirst\b|\bimportant\b",
+    r"\bbefore\s+(?:using|running|proceeding|continuing|you\s+(?:use|start|continue|proceed)|(?:any|other)\s+commands?)\b"
+    r"|\b(?:required|needed|necessary)\s+(?:for|to|by|before)\b|\b(?:skill|it|this)\s+(?:requires|needs)\b"
+    r"|\bmust\s+(?:be\s+)?(?:install|download|run|start|launch)|\bprerequisites?\b|\b(?:won'?t|will\s+not|cannot|can'?t)\s+"
+    r"(?:work|function|run)\s+without\b|\bneeds?\s+to\s+be\s+(?:installed|running)\b"
+    r"|\b(?:install|run|download|start|launch|execute)\b.{0,50}\bfirst\b|(?-i:\bIMPORTANT\b)|\*\*important",
     re.I,
 )
 _NEGATED = re.compile(
@@ -158,7 +163,9 @@ def _links(text: str) -> list[str]:
     return [u for u in out if not _LOCAL.search(_host(u)[0])]
 
 
-def _aggravations(window: str, links: list[str], files: list[str], instructions: bool) -> list[str]:
+def _aggravations(
+    window: str, step: str, lead: str, links: list[str], files: list[str], instructions: bool
+) -> list[str]:
     """What makes this download-and-run critical (empty: nothing)."""
     why: list[str] = []
     if _PASSWORD.search(window) and (_ARCHIVE.search(window) or files):
@@ -189,17 +196,20 @@ def _aggravations(window: str, links: list[str], files: list[str], instructions:
         why.append("paste into terminal")
     if _BYPASS.search(window):
         why.append("security prompt bypassed")
-    if unofficial and _FRAMING.search(window) and instructions:
+    if unofficial and (_FRAMING.search(step) or _FRAMING.search(lead)) and instructions:
         why.append("required before use")
     return list(dict.fromkeys(why))
 
 
 def _steps(f: TextFile) -> list[tuple[int, str]]:
-    """The file's steps: (first line, text), fence markers dropped (a block's lines are a step each)."""
+    """The file's steps: (first line, text).  A paragraph, a list item, a heading, a table row; a
+    fenced block becomes one step of only its URLs, marked with a leading ``\x00`` (the shell
+    analyser reads its commands; a step that leads into it with "download this:" reads its links)."""
     steps: list[tuple[int, str]] = []
     cur: list[str] = []
     start = 0
-    in_fence = ""
+    fence = ""
+    urls: list[str] = []
 
     def flush() -> None:
         nonlocal cur
@@ -209,19 +219,27 @@ def _steps(f: TextFile) -> list[tuple[int, str]]:
 
     for i, raw in enumerate(f.lines):
         line = raw.strip()
-        fence = re.match(r"(?:>\s*)?(`{3,}|~{3,})", line)
-        if fence:
+        m = re.match(r"(?:>\s*)?(`{3,}|~{3,})", line)
+        if m:
             flush()
-            in_fence = "" if in_fence else fence.group(1)
+            if fence and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                if urls:
+                    steps.append((start, "\x00" + " ".join(urls)))
+                fence, urls = "", []
+            elif not fence:
+                fence, start = m.group(1), i + 2
             continue
-        if not line or in_fence or re.match(r"(?:>\s*)?(?:#{1,6}\s|[-*+]\s|\d{1,2}[.)]\s|\|)", line):
+        if fence:
+            urls.extend(u.group() for u in _URL.finditer(line))
+            continue
+        if not line or re.match(r"(?:>\s*)?(?:#{1,6}\s|[-*+]\s|\d{1,2}[.)]\s|\|)", line):
             flush()
         if not line:
             continue
         if not cur:
             start = i + 1
         cur.append(line)
-        if in_fence or line.startswith("#"):
+        if line.startswith("#"):
             flush()
     flush()
     return steps
@@ -237,34 +255,39 @@ def analyse(unit: Unit) -> list[Finding]:
 def _judge(unit: Unit) -> Iterator[Finding]:
     f = TextFile(unit.path, unit.text, False)
     steps = _steps(f)
-    headings: dict[int, str] = {}
     heading = ""
-    for line, text in steps:
-        if text.startswith("#"):
-            heading = text.lstrip("#").strip()
-        headings[line] = heading
-    seen: set[int] = set()
     for k, (line, text) in enumerate(steps):
         if text.startswith("#"):
+            heading = text.lstrip("#").strip()
             continue
-        window = text
-        if k + 1 < len(steps) and not steps[k + 1][1].startswith("#"):
-            window = (text + " " + steps[k + 1][1])[:_WINDOW_CHARS]
-        found = _read(window, text)
-        if not found:
+        if text.startswith("\x00"):
             continue
-        links, files = found
-        if line in seen:
-            continue
-        seen.add(line)
-        yield from _finding(unit, f, line, window, links, files, headings.get(line, ""))
+        # the window: this step and the next ones, up to _FOLLOW of them and _WINDOW_CHARS, not past a heading
+        window, fenced = text, ""
+        for _, nxt in steps[k + 1 : k + 1 + _FOLLOW]:
+            if nxt.startswith("#") or len(window) + len(nxt) > _WINDOW_CHARS:
+                break
+            if nxt.startswith("\x00"):
+                fenced = fenced or nxt[1:]
+                window += " " + nxt[1:]
+            else:
+                window += " " + nxt
+        lead = steps[k - 1][1] if k and re.search(r":\W*$", steps[k - 1][1]) else ""
+        found = _read(window, text + (" " + fenced if re.search(r":\W*$", text) and fenced else ""))
+        if found:
+            yield from _finding(unit, f, line, window, text, lead, *found, heading)
 
 
 def _prose(text: str) -> str:
     """A step as prose: images out, an inline code span that holds a command (a space) out, a
     one-word span (a URL, a file name, a password) kept without its backticks."""
     text = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", text)
-    return re.sub(r"(`{1,2})([^`]*)\1", lambda m: " " if " " in m.group(2).strip() else m.group(2), text)
+    return re.sub(r"(`{1,2})([^`]*)\1", lambda m: _span(m.group(2)), text)
+
+
+def _span(code: str) -> str:
+    code = code.strip()
+    return " ".join(u.group() for u in _URL.finditer(code)) if " " in code else code
 
 
 def _read(window: str, step: str) -> tuple[list[str], list[str]] | None:
@@ -283,12 +306,14 @@ def _read(window: str, step: str) -> tuple[list[str], list[str]] | None:
         files = [x for x in files if not _BARE.fullmatch(x)]
         if not links and not files:
             continue
-        if not (files or any(_program_link(u) for u in links) or _PROGRAM.search(step)):
+        if not (files or any(_program_link(u) for u in links) or _PROGRAM.search(step) or _FRAMING.search(step)):
             continue
         if _PASTE.search(masked) and links:
             return links, files
         if any(m.start() != ob.start() for m in _RUN.finditer(masked)):
             return links, files
+        if ob.group().lower() == "install" and _FRAMING.search(step):
+            return links, files  # "install it first", "install X before using this skill": installing is running
     return None
 
 
@@ -314,10 +339,18 @@ def _program_link(url: str) -> bool:
 
 
 def _finding(
-    unit: Unit, f: TextFile, line: int, window: str, links: list[str], files: list[str], heading: str
+    unit: Unit,
+    f: TextFile,
+    line: int,
+    window: str,
+    step: str,
+    lead: str,
+    links: list[str],
+    files: list[str],
+    heading: str,
 ) -> Iterator[Finding]:
     instructions = unit.where == "instructions"
-    why = _aggravations(window, links, files, instructions)
+    why = _aggravations(window, step, lead, links, files, instructions)
     unofficial = [u for u in links if not official(u)]
     discussed = (
         _discussed(f, line, heading) or bool(_NEGATED.search(window)) or bool(_CAMPAIGN.search(window + " " + heading))
@@ -337,4 +370,6 @@ def _finding(
     label = "fetch-then-execute"
     room = 80 - len(label) - 3
     ev = ev if len(ev) <= room else ev[: room - 1] + "…"
-    yield Finding("LS311", severity, unit.path, line, detail(f"{ev} ({label})"))
+    obj = (unofficial or links or files)[0]
+    at = next((i + 1 for i in range(line - 1, len(f.lines)) if obj in f.lines[i]), line)  # the line naming it
+    yield Finding("LS311", severity, unit.path, at, detail(f"{ev} ({label})"))
