@@ -201,7 +201,12 @@ def _aggravations(
     return list(dict.fromkeys(why))
 
 
-def _steps(f: TextFile) -> list[tuple[int, str]]:
+_FENCE = re.compile(r"(?:>\s*)?(`{3,}|~{3,})")
+_BREAK = re.compile(r"(?:>\s*)?(?:#{1,6}\s|[-*+]\s|\d{1,2}[.)]\s|\|)")  # a line that starts a step
+_COLON = re.compile(r":\W*$")
+
+
+def _steps(lines: list[str]) -> list[tuple[int, str]]:
     """The file's steps: (first line, text).  A paragraph, a list item, a heading, a table row; a
     fenced block becomes one step of only its URLs, marked with a leading ``\x00`` (the shell
     analyser reads its commands; a step that leads into it with "download this:" reads its links)."""
@@ -217,9 +222,9 @@ def _steps(f: TextFile) -> list[tuple[int, str]]:
             steps.append((start, " ".join(cur)))
         cur = []
 
-    for i, raw in enumerate(f.lines):
+    for i, raw in enumerate(lines):
         line = raw.strip()
-        m = re.match(r"(?:>\s*)?(`{3,}|~{3,})", line)
+        m = _FENCE.match(line)
         if m:
             flush()
             if fence and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
@@ -232,7 +237,7 @@ def _steps(f: TextFile) -> list[tuple[int, str]]:
         if fence:
             urls.extend(u.group() for u in _URL.finditer(line))
             continue
-        if not line or re.match(r"(?:>\s*)?(?:#{1,6}\s|[-*+]\s|\d{1,2}[.)]\s|\|)", line):
+        if not line or _BREAK.match(line):
             flush()
         if not line:
             continue
@@ -253,14 +258,15 @@ def analyse(unit: Unit) -> list[Finding]:
 
 
 def _judge(unit: Unit) -> Iterator[Finding]:
-    f = TextFile(unit.path, unit.text, False)
-    steps = _steps(f)
+    lines = unit.text.split("\n")  # as TextFile splits them, so line numbers agree
+    steps = _steps(lines)
+    f: TextFile | None = None  # built only for a finding (its discussion reads the lines around it)
     heading = ""
     for k, (line, text) in enumerate(steps):
         if text.startswith("#"):
             heading = text.lstrip("#").strip()
             continue
-        if text.startswith("\x00"):
+        if text.startswith("\x00") or not _OBTAIN.search(text):
             continue
         # the window: this step and the next ones, up to _FOLLOW of them and _WINDOW_CHARS, not past a heading
         window, fenced = text, ""
@@ -272,9 +278,10 @@ def _judge(unit: Unit) -> Iterator[Finding]:
                 window += " " + nxt[1:]
             else:
                 window += " " + nxt
-        lead = steps[k - 1][1] if k and re.search(r":\W*$", steps[k - 1][1]) else ""
-        found = _read(window, text + (" " + fenced if re.search(r":\W*$", text) and fenced else ""))
+        lead = steps[k - 1][1] if k and _COLON.search(steps[k - 1][1]) else ""
+        found = _read(window, text + (" " + fenced if _COLON.search(text) and fenced else ""))
         if found:
+            f = f or TextFile(unit.path, unit.text, False)
             yield from _finding(unit, f, line, window, text, lead, *found, heading)
 
 
