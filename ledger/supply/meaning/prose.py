@@ -29,7 +29,6 @@ import re
 from collections.abc import Iterator
 
 from ledger.supply.meaning import places
-from ledger.supply.meaning.extract import _discussed
 from ledger.supply.meaning.units import Unit
 from ledger.supply.scanrules import Finding
 from ledger.supply.scantext import TextFile, detail, words
@@ -44,7 +43,9 @@ _EXE = r"zip|7z|rar|tar\.gz|tgz|exe|msi|dmg|pkg|app|appimage|deb|rpm|sh|bat|cmd|
 _FILE = re.compile(rf"(?<![\w/.-])[\w.-]*\w\.(?:{_EXE})(?![\w.-]*\w)", re.I)
 _BINARY = re.compile(r"\.(?:exe|msi|dmg|pkg|app|appimage|jar|scr|bin|run)(?:$|[?#])", re.I)
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]`'\"*|]+", re.I)
-_TLDS = "com|net|org|io|ai|dev|co|me|xyz|top|site|online|info|biz|cc|tk|ru|cn|pw|live|tech|cloud|pro|link|click|vip"
+_TLDS = (
+    "com|net|org|io|ai|dev|co|me|xyz|top|site|online|info|biz|cc|tk|ru|cn|pw|live|tech|cloud|pro|link|click|vip|invalid"
+)
 _BARE = re.compile(
     rf"(?<![\w/@.-])(?:www\.)?(?:[a-z0-9][a-z0-9-]*\.)+(?:{_TLDS})(?:/[^\s<>()\[\]`'\"*|]*)?(?![\w-])", re.I
 )
@@ -111,7 +112,8 @@ _NEGATED = re.compile(
 )
 _CAMPAIGN = re.compile(
     r"\b(?:malware|trojan|stealer|infostealer|phishing|campaign|attackers?|malicious|clawhavoc|ioc|indicators?\s+of|"
-    r"red\s+flags?|scam|lure|social[\s-]engineering|amos|atomic\s+stealer)\b",
+    r"red\s+flags?|scam|lure|social[\s-]engineering|amos|atomic\s+stealer|inject\w*|attacks?|dangerous|suspicious"
+    r"|detect\w*)\b",
     re.I,
 )
 
@@ -186,7 +188,7 @@ def _aggravations(
         elif (
             host in ("github.com", "raw.githubusercontent.com")
             and not official(u)
-            and ("/releases/" in path or host.startswith("raw.") or "/raw/" in path)
+            and (re.search(r"/releases/(?:latest/)?download/", path) or host.startswith("raw.") or "/raw/" in path)
             and _STRONG_RUN.search(_mask(window))
         ):
             why.append("GitHub download of " + path.strip("/").split("/", 1)[0])
@@ -304,6 +306,10 @@ def _read(window: str, step: str) -> tuple[list[str], list[str]] | None:
     if _CODE_LINE.match(step):
         return None
     masked = _mask(window)  # verbs inside a URL ("/releases/download/", "/install") are not verbs
+    if _PASTE.search(masked[: len(step)]):  # "visit <link>, copy the command and paste it into Terminal"
+        links = _links(step)
+        if links:
+            return links, []
     for ob in _OBTAIN.finditer(masked[: len(step)]):
         if _NOT_OBTAIN.search(step[max(0, ob.start() - 12) : ob.end() + 12]):
             continue
@@ -359,8 +365,11 @@ def _finding(
     instructions = unit.where == "instructions"
     why = _aggravations(window, step, lead, links, files, instructions)
     unofficial = [u for u in links if not official(u)]
+    before = " ".join(f.lines[max(0, line - 3) : line - 1])
     discussed = (
-        _discussed(f, line, heading) or bool(_NEGATED.search(window)) or bool(_CAMPAIGN.search(window + " " + heading))
+        f.lines[line - 1].lstrip().startswith(("|", ">"))  # a table row or a quote
+        or bool(_NEGATED.search(window))
+        or bool(_CAMPAIGN.search(" ".join((before, window, heading))))
     )
     if why:
         severity = "critical"
