@@ -98,6 +98,12 @@ _BYPASS = re.compile(
     r"|\b(?:allow|open|run)\s+anyway\b|\bunidentified\s+developer\b|spctl\s+--master-disable",
     re.I,
 )
+_ADMIN = re.compile(
+    r"\bas\s+(?:an?\s+)?admin(?:istrator)?\b|\b(?:with\s+)?(?:elevated|admin)\s+(?:rights|privileges)\b", re.I
+)
+_ARCHIVE_RUN = re.compile(r"\b(?:executable|\.exe|binary|double[\s-]?click|setup\s+file|installer\s+inside)\b", re.I)
+_ARCHIVE_EXT = re.compile(r"\.(?:zip|7z|rar)(?:$|[?#])", re.I)
+_MD_LINK = re.compile(r"\[([^\]]{3,80})\]\(\s*((?:https?|ftp)://[^)\s]+)")
 _FRAMING = re.compile(
     r"\bbefore\s+(?:using|running|proceeding|continuing|you\s+(?:use|start|continue|proceed)|(?:any|other)\s+commands?)\b"
     r"|\b(?:required|needed|necessary)\s+(?:for|to|by|before)\b|\b(?:skill|it|this)\s+(?:requires|needs)\b"
@@ -131,7 +137,7 @@ GITHUB_OWNERS = frozenset(
     rust-lang golang denoland oven-sh homebrew git-for-windows neovim vim junegunn ajeetdsouza aws awslabs azure
     conda-forge pyenv nvm-sh helm derailed prometheus grafana mozilla yt-dlp ffmpeg tesseract-ocr ub-mannheim
     jgm pandoc typst obsproject jesseduffield dandavison eza-community ogham charmbracelet zellij-org tmux
-    cli-guidelines github actions vercel supabase nousresearch huggingface pytorch tensorflow apple"""
+    cli-guidelines github actions vercel supabase nousresearch huggingface pytorch tensorflow apple unslothai"""
     )
 )
 
@@ -173,6 +179,12 @@ def _aggravations(
     if _PASSWORD.search(window) and (_ARCHIVE.search(window) or files):
         why.append("archive password")
     unofficial = [u for u in links if not official(u)]
+    if unofficial and _ADMIN.search(window) and instructions:
+        why.append("run as administrator")
+    for text, href in _MD_LINK.findall(step):
+        named = _BARE.search(text) or _URL.search(text)
+        if named and _host(named.group())[0].removeprefix("www.") != _host(href)[0].removeprefix("www."):
+            why.append(f"link text names {_host(named.group())[0]}")  # [openclaw.ai](https://look-alike…)
     for u in links:
         host, path = _host(u)
         if places.drop_host(u) or any(host == d or host.endswith("." + d) for d in places.PASTE_HOSTS):
@@ -194,6 +206,12 @@ def _aggravations(
             why.append("GitHub download of " + path.strip("/").split("/", 1)[0])
     if files and any(_BINARY.search(f) for f in files) and unofficial:
         why.append("binary from " + _host(unofficial[0])[0])
+    if (
+        unofficial
+        and _ARCHIVE_RUN.search(window)
+        and (any(_ARCHIVE_EXT.search(x) for x in files) or any(_ARCHIVE_EXT.search(_host(u)[1]) for u in unofficial))
+    ):
+        why.append("binary in an archive from " + _host(unofficial[0])[0])
     if links and _PASTE.search(window):
         why.append("paste into terminal")
     if _BYPASS.search(window):
@@ -382,7 +400,7 @@ def _finding(
     if discussed:
         severity = "high" if (instructions and severity == "critical") else "medium"
     what = (unofficial or links or files)[0].split("://", 1)[-1]
-    ev = (f"{', '.join(why)}: " if why else "") + f"download {what} and run"
+    ev = (f"{', '.join(why[:2])}: " if why else "") + f"download {what} and run"
     label = "fetch-then-execute"
     room = 80 - len(label) - 3
     ev = ev if len(ev) <= room else ev[: room - 1] + "…"
