@@ -217,6 +217,6 @@ OFFICIAL_DOWNLOADS: tuple[tuple[str, str], ...] = tuple(
         "netlify.com fly.io heroku.com supabase.com firebase.google.com mitmproxy.org wireshark.org nmap.org "
         "huggingface.co pytorch.org tensorflow.org lmstudio.ai jan.ai gpt4all.io nousresearch.com "
         "hermes-agent.nousresearch.com tesseract-ocr.github.io calibre-ebook.com zotero.org yt-dlp.org "
-        "ytdl-org.github.io stripe.com "
+        "ytdl-org.github.io stripe.com ngrok.com ghostscript.com "
     )
 )

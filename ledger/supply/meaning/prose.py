@@ -102,6 +102,9 @@ _ADMIN = re.compile(
     r"\bas\s+(?:an?\s+)?admin(?:istrator)?\b|\b(?:with\s+)?(?:elevated|admin)\s+(?:rights|privileges)\b", re.I
 )
 _ARCHIVE_RUN = re.compile(r"\b(?:executable|\.exe|binary|double[\s-]?click|setup\s+file|installer\s+inside)\b", re.I)
+_REPO_PAGE = re.compile(
+    r"(?:www\.)?(?:github|gitlab|codeberg)\.(?:com|org)/[\w.-]+/[\w.-]+/?(?:(?:tree|blob)/\S*|#\S*)?$", re.I
+)
 _ARCHIVE_EXT = re.compile(r"\.(?:zip|7z|rar)(?:$|[?#])", re.I)
 _MD_LINK = re.compile(r"\[([^\]]{3,80})\]\(\s*((?:https?|ftp)://[^)\s]+)")
 _FRAMING = re.compile(
@@ -110,6 +113,15 @@ _FRAMING = re.compile(
     r"|\bmust\s+(?:be\s+)?(?:install|download|run|start|launch)|\bprerequisites?\b|\b(?:won'?t|will\s+not|cannot|can'?t)\s+"
     r"(?:work|function|run)\s+without\b|\bneeds?\s+to\s+be\s+(?:installed|running)\b"
     r"|\b(?:install|run|download|start|launch|execute)\b.{0,50}\bfirst\b|(?-i:\bIMPORTANT\b)|\*\*important",
+    re.I,
+)
+# the framing that aggravates (ClawHavoc's "run it before using this skill", "required for the skill to work");
+# "install X first", "prerequisite", "this skill requires" are how honest skills name a dependency
+_URGENT = re.compile(
+    r"\bbefore\s+(?:using|running|proceeding|continuing|you\s+(?:use|start|continue|proceed)|(?:any|other)\s+commands?)\b"
+    r"|\b(?:required|needed|necessary)\s+(?:for|by)\s+(?:the|this)\s+skill\b|\b(?:won'?t|will\s+not|cannot|can'?t)\s+"
+    r"(?:work|function|run)\s+without\b|\bmust\s+be\s+(?:installed|running)\s+(?:first|before)\b"
+    r"|(?-i:\bIMPORTANT\b)|\*\*important",
     re.I,
 )
 _NEGATED = re.compile(
@@ -187,7 +199,9 @@ def _aggravations(
             why.append(f"link text names {_host(named.group())[0]}")  # [openclaw.ai](https://look-alike…)
     for u in links:
         host, path = _host(u)
-        if places.drop_host(u) or any(host == d or host.endswith("." + d) for d in places.PASTE_HOSTS):
+        if not official(u) and (
+            places.drop_host(u) or any(host == d or host.endswith("." + d) for d in places.PASTE_HOSTS)
+        ):
             why.append(f"paste/drop host {host}")
         elif places.ip_host(host.strip("[]")):
             why.append(f"IP host {host}")
@@ -216,7 +230,8 @@ def _aggravations(
         why.append("paste into terminal")
     if _BYPASS.search(window):
         why.append("security prompt bypassed")
-    if unofficial and (_FRAMING.search(step) or _FRAMING.search(lead)) and instructions:
+    downloads = [u for u in unofficial if not _REPO_PAGE.match(u.split("://", 1)[-1])]  # a repo's page is its source
+    if downloads and (_URGENT.search(step) or _URGENT.search(lead)) and instructions:
         why.append("required before use")
     return list(dict.fromkeys(why))
 
