@@ -32,10 +32,12 @@ from pathlib import Path
 
 from ledger._env import child_env
 from ledger.errors import SkillError
+from ledger.supply.scan import Verdict, _capped
 from ledger.supply.scanrules import Finding
 from ledger.supply.scantext import detail
 
-__all__ = ["OUTPUT_CAP", "RUNNER", "TIMEOUT", "Item", "SandboxUnavailable", "available", "items", "run_skill"]
+__all__ = ["OUTPUT_CAP", "RUNNER", "TIMEOUT", "Item", "SandboxUnavailable", "available", "items", "run_skill",
+           "run_verdict"]
 
 RUNNER = "ledger-run/1"
 TIMEOUT = 10.0  # seconds per script or block
@@ -232,6 +234,12 @@ def run_skill(files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEO
     for item in items(files):
         out.extend(_run_one(item, files, bwrap, strace, timeout, output_cap))
     return out
+
+
+def run_verdict(files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEOUT,
+                output_cap: int = OUTPUT_CAP) -> Verdict:  # fmt: skip
+    """The run's own verdict (scanner ``ledger-run/1``), merged after the static one like an external scanner's."""
+    return Verdict(_capped(run_skill(files, timeout=timeout, output_cap=output_cap)), RUNNER)
 
 
 def _seed(tmp: Path, files: Mapping[str, tuple[bytes, bool]], item: Item, token: str) -> None:

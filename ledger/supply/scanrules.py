@@ -84,6 +84,11 @@ LS803 high     new executable | an update that adds code to run deserves the rev
 LS804 low      new host | an update that talks to a host the approved version never named
 LS911 critical persistence (behaviour) | cron, systemd, login items, shell rc, agent hooks: it outlives its run
 LS912 critical safety turned off (behaviour) | permission prompts, sandboxes, TLS checks turned off
+LS951 critical connection attempted (run) | the sandboxed run tried a host, a port or a DNS name; critical with data
+LS952 critical canary credential read (run) | a script opened a planted SSH, cloud, wallet or browser secret
+LS953 critical write outside the scratch dir (run) | rc files, crontab, systemd, agent settings: critical
+LS954 low      process tree (run) | a shell, an interpreter or a network tool that a script started
+LS955 medium   sandbox limit reached (run) | the time or output cap stopped the run: what came after is unseen
 """
 RULES: dict[str, Rule] = {
     row[0]: Rule(row[0], row[1], *row[2].split(" | ", 1))
