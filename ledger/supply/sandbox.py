@@ -514,7 +514,8 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
             elif call in ("sendto", "sendmsg", "sendmmsg"):
                 fd = args.split("<", 1)[0]
                 addr = _address(args) or sockets.get(fd)
-                for data in strs:
+                iov = [_hex(m.group(1)) for m in re.finditer(r'iov_base="((?:\\x[0-9a-f]{2})*)"', args)]
+                for data in iov if call != "sendto" else strs[:1]:
                     name = _dns_name(data)
                     if name is not None:
                         if name not in sent_dns:
