@@ -197,5 +197,49 @@ def test_scan_run_json_keeps_the_shape(tmp_path: Path) -> None:
     assert any(f["rule"] == "LS952" for f in verdict["findings"])
 
 
+def _brain_with_policy(tmp_path: Path, supply: dict) -> Path:
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    cfg_path = brain / ".ledger/config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["supply"] = supply
+    cfg_path.write_text(json.dumps(cfg))
+    return brain
+
+
+def test_an_install_with_scan_run_records_the_runs_verdict(tmp_path: Path) -> None:
+    from tests.test_supply import GOOD, Upstream, record
+
+    up = Upstream(tmp_path)
+    up.put("probe", {"SKILL.md": GOOD.format(name="probe", desc="Probe the sandbox"),
+                     "scripts/check.py": CREDENTIAL})  # fmt: skip
+    up.publish()
+    brain = _brain_with_policy(tmp_path, {"scan_run": True, "scan_run_timeout": 5})
+    proc = run_ledger("--brain", str(brain), "install", str(up.bare), "probe", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["skills"][0]["verdict"] == "critical"
+    verdict = record(brain).skills["probe"].verdict
+    assert verdict["scanner"] == f"{SCANNER}+ledger-run/1"
+    assert any(f["rule"] == "LS952" and f["file"] == "scripts/check.py" for f in verdict["findings"])
+
+
+def test_an_install_with_scan_run_refuses_where_the_sandbox_cannot_be_built(tmp_path: Path) -> None:
+    from tests.test_supply import GOOD, Upstream
+
+    up = Upstream(tmp_path)
+    up.put("probe", {"SKILL.md": GOOD.format(name="probe", desc="Probe the sandbox")})
+    up.publish()
+    brain = _brain_with_policy(tmp_path, {"scan_run": True})
+    git_dir = Path(shutil.which("git") or "/usr/bin/git").parent
+    bare = tmp_path / "bin"  # git, but no bwrap: PATH of a folder holding only a link to git
+    bare.mkdir()
+    (bare / "git").symlink_to(git_dir / "git")
+    proc = run_ledger("--brain", str(brain), "install", str(up.bare), "probe", "--json", env={"PATH": str(bare)})
+    assert proc.returncode == 1
+    assert "sandboxed run is off" in proc.stderr
+    listed = run_ledger("--brain", str(brain), "supply", "list", "--json", check=True)
+    assert json.loads(listed.stdout)["skills"] == {}  # nothing installed: never skipped silently
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
