@@ -67,6 +67,21 @@ _CANARIES = {
     f"{HOME}/.netrc": "machine github.com login user password {token}\n",
     f"{WORK}/.env": "API_KEY={token}\nDATABASE_URL=postgres://app:{token}@db/app\n",
 }
+# the host's tools that read a canary as their own configuration: such a read is reported low (the token
+# leaving the sandbox or being copied is still critical); matched on the reading process's program (the
+# execve'd file, or the script an interpreter from /usr runs), which must live under /usr: never the skill's
+_OWNERS = {
+    f"{HOME}/.npmrc": frozenset({"npm", "npx", "npm-cli.js", "npx-cli.js", "pnpm", "yarn", "bun"}),
+    f"{HOME}/.docker/config.json": frozenset({"docker", "podman", "buildah", "skopeo"}),
+    f"{HOME}/.kube/config": frozenset({"kubectl", "helm", "k9s"}),
+    f"{HOME}/.git-credentials": frozenset({"git", "git-credential-store"}),
+    f"{HOME}/.netrc": frozenset({"curl", "git", "git-remote-https", "wget", "ftp", "pip", "pip3"}),
+    f"{HOME}/.aws/credentials": frozenset({"aws"}),
+    f"{HOME}/.ssh/id_rsa": frozenset({"ssh", "scp", "sftp", "ssh-add"}),
+    f"{HOME}/.ssh/id_ed25519": frozenset({"ssh", "scp", "sftp", "ssh-add"}),
+}
+_CACHES = re.compile(r"^/home/user/(?:\.cache|\.npm|\.yarn|\.pnpm-store|\.bun/install/cache|\.cargo/registry"
+                     r"|\.local/share/pnpm|\.node-gyp|\.config/configstore)(?:/|$)")  # fmt: skip
 _ENV_CANARY = "GITHUB_TOKEN"  # a secret in the environment, so sending the environment out shows too
 _ALLOWED = (WORK, "/tmp", "/dev/null", "/dev/tty", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self")
 _PERSIST = re.compile(
@@ -304,7 +319,8 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
             return []
         env = {k: v for k, v in child_env().items() if k in ("LANG", "LC_ALL", "TZ")}
         env.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=HOME, USER="user", LOGNAME="user", SHELL="/bin/sh",
-                   TERM="dumb", PWD=WORK, TMPDIR="/tmp", **{_ENV_CANARY: "ghp_" + token})  # fmt: skip
+                   TERM="dumb", PWD=WORK, TMPDIR="/tmp", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+        env[_ENV_CANARY] = "ghp_" + token
         sets = [a for k, v in sorted(env.items()) for a in ("--setenv", k, v)]
         cmd = [strace, "-ff", "-qq", "-xx", "-yy", "-s", "4096", "--seccomp-bpf", "--decode-pids=pidns",
                "-e", f"trace={_TRACED}", "-o", str(tmp / "trace" / "t"),
@@ -475,6 +491,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
     for pid in sorted(start):
         cwd = WORK
         sockets: dict[str, str] = {}
+        programs: set[str] = set()  # the reading process's program names: its latest execve's argv
         for call, args, ret, rest in per_pid[pid][start[pid] :]:
             strs = _strings(args)
             ok = ret != "?" and not ret.startswith("-")
@@ -483,6 +500,9 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                 cwd = _text(_hex(m.group(1)))
             if call == "execve":
                 out.extend(_exec(run, strs, ok))
+                if ok:
+                    programs = {posixpath.basename(_text(a)) for a in strs[:3]  # the host's tools only, not the skill's
+                                if _text(a).startswith(("/usr/", "/bin/", "/sbin/"))}  # fmt: skip
             elif call in ("chdir", "fchdir") and ok:
                 d = _DECOR.search(args)
                 cwd = _text(_hex(d.group(1))) if call == "fchdir" and d else posixpath.normpath(
@@ -492,7 +512,11 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                 path = _text(_hex(resolved.group(1))) if resolved else posixpath.normpath(
                     posixpath.join(cwd, _text(strs[0]) if strs else ""))  # fmt: skip
                 if path in canaries:
-                    out.append(_f(run, "LS952", "critical", f"read canary credential {path.replace(HOME, '~')}"))
+                    owner = sorted(programs & _OWNERS.get(path, frozenset()))
+                    if owner:
+                        out.append(_f(run, "LS952", "low", f"{owner[0]} read its own {path.replace(HOME, '~')}"))
+                    else:
+                        out.append(_f(run, "LS952", "critical", f"read canary credential {path.replace(HOME, '~')}"))
                 if call == "creat" or any(flag in args for flag in _WRITE_FLAGS):
                     out.extend(_write(run, path, ok))
             elif call in ("mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "symlink",
@@ -509,7 +533,8 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                     out.append(_f(run, "LS951", "high", f"connect {addr}" + ("" if ok else f" ({rest.split()[0]})")))
             elif call in ("bind", "listen"):
                 addr = _address(args)
-                if call == "bind" and addr:
+                loopback = addr is None or addr.startswith(("127.", "[::1]", "localhost"))
+                if call == "bind" and addr and not loopback and not addr.endswith(":0"):
                     out.append(_f(run, "LS951", "high", f"listen on {addr} (a bind shell waits here)"))
             elif call in ("sendto", "sendmsg", "sendmmsg"):
                 fd = args.split("<", 1)[0]
@@ -553,6 +578,8 @@ def _write(run: _Run, path: str, ok: bool) -> list[Finding]:
     how = "" if ok else " (refused)"
     if _PERSIST.match(path):
         return [_f(run, "LS953", "critical", f"write to a persistence place {place}{how}")]
+    if _CACHES.match(path):
+        return [_f(run, "LS953", "low", f"write to a package cache {place}{how}")]
     if path == SKILL or path.startswith(SKILL + "/"):
         return [_f(run, "LS953", "high", f"write into the skill itself {place}{how}")]
     return [_f(run, "LS953", "high", f"write outside the scratch dir {place}{how}")]
