@@ -405,8 +405,33 @@ def _pid_files(trace: Path) -> dict[int, list[tuple[str, str, str, str]]]:
     return out
 
 
-def _payload(per_pid: dict[int, list[tuple[str, str, str, str]]]) -> dict[int, int]:
-    """For each process of the run, the index of its first row that is the skill's (not bwrap's)."""
+def _programs(strs: list[bytes]) -> set[str]:
+    """The program names an execve runs, from the host's own folders only (never a file of the skill)."""
+    return {posixpath.basename(_text(a)) for a in strs[:3] if _text(a).startswith(("/usr/", "/bin/", "/sbin/"))}
+
+
+def _inherited(per_pid: dict[int, list[tuple[str, str, str, str]]],
+               parent: dict[int, tuple[int, int]]) -> dict[int, set[str]]:  # fmt: skip
+    """Each process's program names when it started: its parent's at the clone (a thread or a fork
+    runs what its parent ran until it execs)."""
+    memo: dict[int, set[str]] = {}
+
+    def at(pid: int, depth: int = 0) -> set[str]:
+        if pid not in memo:
+            memo[pid] = set()
+            if pid in parent and depth < 64:
+                ppid, index = parent[pid]
+                names = at(ppid, depth + 1)
+                for call, args, ret, _ in per_pid.get(ppid, [])[:index]:
+                    if call == "execve" and ret == "0":
+                        names = _programs(_strings(args))
+                memo[pid] = names
+        return memo[pid]
+
+    return {pid: at(pid) for pid in per_pid}
+
+
+def _parents(per_pid: dict[int, list[tuple[str, str, str, str]]]) -> dict[int, tuple[int, int]]:
     parent: dict[int, tuple[int, int]] = {}
     for pid, rows in per_pid.items():
         for i, (call, _args, ret, rest) in enumerate(rows):
@@ -414,6 +439,11 @@ def _payload(per_pid: dict[int, list[tuple[str, str, str, str]]]) -> dict[int, i
                 m = _CHILD.match(ret + rest)
                 child = int(m.group(2) or m.group(1)) if m else int(ret)
                 parent[child] = (pid, i)
+    return parent
+
+
+def _payload(per_pid: dict[int, list[tuple[str, str, str, str]]], parent: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """For each process of the run, the index of its first row that is the skill's (not bwrap's)."""
     start: dict[int, int] = {}
 
     def first(pid: int, depth: int = 0) -> int | None:
@@ -481,7 +511,9 @@ def _f(run: _Run, rule: str, severity: str, what: str) -> Finding:
 
 def _read_trace(trace: Path, run: _Run) -> list[Finding]:
     per_pid = _pid_files(trace)
-    start = _payload(per_pid)
+    parent = _parents(per_pid)
+    start = _payload(per_pid, parent)
+    started_as = _inherited(per_pid, parent)
     if not start and not run.timed_out:
         raise SandboxUnavailable(f"sandboxed run of {run.item.file}: the sandbox did not start (status "
                                  f"{run.status}): {detail(_text(run.tail), 160)}; nothing ran")  # fmt: skip
@@ -491,7 +523,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
     for pid in sorted(start):
         cwd = WORK
         sockets: dict[str, str] = {}
-        programs: set[str] = set()  # the reading process's program names: its latest execve's argv
+        programs = started_as[pid]  # the reading process's program names: its latest execve's
         for call, args, ret, rest in per_pid[pid][start[pid] :]:
             strs = _strings(args)
             ok = ret != "?" and not ret.startswith("-")
@@ -501,8 +533,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
             if call == "execve":
                 out.extend(_exec(run, strs, ok))
                 if ok:
-                    programs = {posixpath.basename(_text(a)) for a in strs[:3]  # the host's tools only, not the skill's
-                                if _text(a).startswith(("/usr/", "/bin/", "/sbin/"))}  # fmt: skip
+                    programs = _programs(strs)
             elif call in ("chdir", "fchdir") and ok:
                 d = _DECOR.search(args)
                 cwd = _text(_hex(d.group(1))) if call == "fchdir" and d else posixpath.normpath(
