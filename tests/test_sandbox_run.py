@@ -183,6 +183,15 @@ def test_the_output_cap_stops_a_flood() -> None:
     assert [f.detail for f in run.findings if f.rule == "LS955"] == ["stopped at the output cap (65536 bytes)"]
 
 
+def test_the_file_size_cap_stops_a_disk_filler() -> None:
+    fill = b"head -c 100000000 /dev/zero > big; echo done\n"
+    files: Files = {"SKILL.md": (SKILL_MD, False), "fill.sh": (fill, False)}
+    run = sandbox.run_verdict(files)
+    assert [f.detail for f in run.findings if f.rule == "LS955"] == [
+        f"stopped at the file size cap ({sandbox.FILE_CAP} bytes)"
+    ]
+
+
 def test_the_run_is_off_and_says_so_without_bwrap(tmp_path: Path) -> None:
     probe = skill(tmp_path, {"run.sh": (b"echo hi\n", False)})
     bare = tmp_path / "bin"  # a PATH with the interpreter's folder only: no bwrap there

@@ -42,7 +42,8 @@ __all__ = ["OUTPUT_CAP", "RUNNER", "TIMEOUT", "Item", "SandboxUnavailable", "ava
 RUNNER = "ledger-run/1"
 TIMEOUT = 10.0  # seconds per script or block
 OUTPUT_CAP = 1 << 20  # bytes of stdout+stderr per script before it is stopped
-FILE_CAP = 64 << 20  # bytes one file written in the sandbox may reach (RLIMIT_FSIZE)
+FILE_CAP = 64 << 20  # bytes one file written in the sandbox may reach (RLIMIT_FSIZE; strace's trace files too)
+TRACE_CAP = 32 << 20  # bytes of one process's trace read back
 PROC_HEADROOM = 256  # processes the sandbox may add to this user's count (RLIMIT_NPROC)
 HOME, WORK, SKILL, RUN = "/home/user", "/work", "/skill", "/ledger-run"
 _TRACED = ("execve,connect,bind,listen,sendto,sendmsg,sendmmsg,openat,open,creat,mkdir,mkdirat,rename,renameat,"
@@ -236,6 +237,8 @@ class _Run:
     tail: bytes = b""
     timed_out: bool = False
     output_capped: bool = False
+    trace_cut: bool = False
+    file_capped: bool = False
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -332,6 +335,10 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
         run.findings.append(_f(run, "LS955", "medium", f"stopped at the time cap ({timeout:g} s)"))
     if run.output_capped:
         run.findings.append(_f(run, "LS955", "medium", f"stopped at the output cap ({output_cap} bytes)"))
+    if run.file_capped or run.status == -signal.SIGXFSZ:
+        run.findings.append(_f(run, "LS955", "medium", f"stopped at the file size cap ({FILE_CAP} bytes)"))
+    if run.trace_cut:
+        run.findings.append(_f(run, "LS955", "medium", f"trace read up to {TRACE_CAP} bytes per process"))
     return run.findings
 
 
@@ -393,14 +400,22 @@ def _strings(args: str) -> list[bytes]:
     return [_hex(m.group(1)) for m in _STR.finditer(args)]
 
 
-def _pid_files(trace: Path) -> dict[int, list[tuple[str, str, str, str]]]:
+def _pid_files(trace: Path, run: _Run) -> dict[int, list[tuple[str, str, str, str]]]:
+    """Each process's calls, from its trace file; a file past :data:`TRACE_CAP` is read that far."""
     out: dict[int, list[tuple[str, str, str, str]]] = {}
-    for f in trace.iterdir():
+    for f in sorted(trace.iterdir()):
         rows = []
-        for line in f.read_text("ascii", "replace").splitlines():
+        with f.open("rb") as fh:
+            data = fh.read(TRACE_CAP + 1)
+        if len(data) > TRACE_CAP:
+            data = data[: data.rfind(b"\n", 0, TRACE_CAP) + 1]
+            run.trace_cut = True
+        for line in data.decode("ascii", "replace").splitlines():
             m = _LINE.match(line)
             if m:
                 rows.append((m.group(1), m.group(2), m.group(3), m.group(4)))
+            elif line.startswith("--- SIGXFSZ"):
+                run.file_capped = True
         out[int(f.name.rsplit(".", 1)[1])] = rows
     return out
 
@@ -510,7 +525,7 @@ def _f(run: _Run, rule: str, severity: str, what: str) -> Finding:
 
 
 def _read_trace(trace: Path, run: _Run) -> list[Finding]:
-    per_pid = _pid_files(trace)
+    per_pid = _pid_files(trace, run)
     parent = _parents(per_pid)
     start = _payload(per_pid, parent)
     started_as = _inherited(per_pid, parent)
