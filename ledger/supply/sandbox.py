@@ -83,6 +83,7 @@ _OWNERS = {
 }
 _CACHES = re.compile(r"^/home/user/(?:\.cache|\.npm|\.yarn|\.pnpm-store|\.bun/install/cache|\.cargo/registry"
                      r"|\.local/share/pnpm|\.node-gyp|\.config/configstore)(?:/|$)")  # fmt: skip
+_RESOLVER = ("127.0.0.1:53", "[::1]:53")  # the fake /etc/resolv.conf's nameserver
 _ENV_CANARY = "GITHUB_TOKEN"  # a secret in the environment, so sending the environment out shows too
 _ALLOWED = (WORK, "/tmp", "/dev/null", "/dev/tty", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self")
 _PERSIST = re.compile(
@@ -117,7 +118,7 @@ class Item:
     line: int | None
     argv: tuple[str, ...]  # inside the sandbox
     label: str  # what a finding names: the script, or the block's first line
-    block: str | None = None  # the block's text, written to RUN/block-N
+    block: str | None = None  # the block's text, written to RUN/block and run by argv
 
 
 # --------------------------------------------------------------------------- what runs
@@ -575,7 +576,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                     continue
                 fd = args.split("<", 1)[0]
                 sockets[fd] = addr
-                if addr not in ("127.0.0.1:53", "[::1]:53"):
+                if addr not in _RESOLVER:
                     out.append(_f(run, "LS951", "high", f"connect {addr}" + ("" if ok else f" ({rest.split()[0]})")))
             elif call in ("bind", "listen"):
                 addr = _address(args)
@@ -587,7 +588,9 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                 addr = _address(args) or sockets.get(fd)
                 iov = [_hex(m.group(1)) for m in re.finditer(r'iov_base="((?:\\x[0-9a-f]{2})*)"', args)]
                 for data in iov if call != "sendto" else strs[:1]:
-                    name = _dns_name(data)
+                    name = _dns_name(data) or _dns_name(data[2:])  # UDP, or TCP's two-byte length first
+                    if name is None and addr in _RESOLVER and not _has_token(data, run):
+                        continue  # to the fake resolver, not a query: a TCP length alone, a retry
                     if name is not None:
                         if name not in sent_dns:
                             sent_dns.add(name)
