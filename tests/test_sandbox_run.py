@@ -121,6 +121,7 @@ def test_no_write_escapes_the_sandbox(tmp_path: Path) -> None:
     host_file.parent.mkdir()
     host_tmp = Path("/tmp") / f"ledger-escape-{mark}"
     real_home = Path(os.path.expanduser("~")) / f".ledger-escape-{mark}"
+    usr_file = Path("/usr") / f".ledger-escape-{mark}"
     probe = skill(tmp_path, {})
     script = (
         "#!/bin/sh\n"
@@ -130,6 +131,8 @@ def test_no_write_escapes_the_sandbox(tmp_path: Path) -> None:
         f"echo x > {host_tmp}\n"  # /tmp of the host
         f"echo x > {probe}/SKILL.md\n"  # the skill, by its host path
         "echo x > /skill/SKILL.md\n"  # the skill, where the sandbox shows it
+        "mount -o remount,bind,rw /skill; echo x > /skill/SKILL.md\n"  # root in the sandbox: remount it writable
+        f"mount -o remount,bind,rw /usr; echo x > {usr_file}\n"  # /usr is the host's own, bound read-only
         "mkdir -p /etc/cron.d && echo x > /etc/cron.d/job\n"
         "echo done\n"
     )
@@ -137,7 +140,11 @@ def test_no_write_escapes_the_sandbox(tmp_path: Path) -> None:
     (probe / "run.sh").chmod(0o755)
     before, home_before = _tree(probe), sorted(os.listdir(Path(os.path.expanduser("~"))))
     files = {rel: ((probe / rel).read_bytes(), os.access(probe / rel, os.X_OK)) for rel in _tree(probe)}
-    run = sandbox.run_verdict(files)
+    try:
+        run = sandbox.run_verdict(files)
+        assert not usr_file.exists(), "the sandbox kept capabilities: /usr was remounted writable and written"
+    finally:
+        usr_file.unlink(missing_ok=True)
     assert not host_file.exists() and not host_tmp.exists() and not real_home.exists()
     assert _tree(probe) == before
     assert sorted(os.listdir(Path(os.path.expanduser("~")))) == home_before
