@@ -235,12 +235,14 @@ def _base_args(tmp: Path, *, empty: bool = False) -> list[str]:
 @dataclass
 class _Run:
     item: Item
-    token: str
+    token: str  # in every canary file
+    env_token: str = ""  # in the environment's canary: a skill may pass it to its own API, so less severe
     status: int | None = None
     tail: bytes = b""
     timed_out: bool = False
     output_capped: bool = False
     trace_cut: bool = False
+    persisted: set[str] = field(default_factory=set)
     file_capped: bool = False
     findings: list[Finding] = field(default_factory=list)
 
@@ -316,7 +318,7 @@ def _limits() -> None:  # runs in the child before exec
 def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, strace: str, timeout: float,
              output_cap: int) -> list[Finding]:  # fmt: skip
     token = "lgcanary" + secrets.token_hex(12)
-    run = _Run(item, token)
+    run = _Run(item, token, "lgenv" + secrets.token_hex(12))
     with tempfile.TemporaryDirectory(prefix="ledger-run-") as name:
         tmp = Path(name)
         _seed(tmp, files, item, token)
@@ -326,7 +328,7 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
         env = {k: v for k, v in child_env().items() if k in ("LANG", "LC_ALL", "TZ")}
         env.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=HOME, USER="user", LOGNAME="user", SHELL="/bin/sh",
                    TERM="dumb", PWD=WORK, TMPDIR="/tmp", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
-        env[_ENV_CANARY] = "ghp_" + token
+        env[_ENV_CANARY] = "ghp_" + run.env_token
         sets = [a for k, v in sorted(env.items()) for a in ("--setenv", k, v)]
         cmd = [strace, "-ff", "-qq", "-xx", "-yy", "-s", "4096", "--seccomp-bpf", "--decode-pids=pidns",
                "-e", f"trace={_TRACED}", "-o", str(tmp / "trace" / "t"),
@@ -334,6 +336,7 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
         _execute(cmd, run, timeout, output_cap)
         run.findings.extend(_read_trace(tmp / "trace", run))
         run.findings.extend(_copied(tmp, run))
+        run.findings = _settled(tmp, run)
     if run.timed_out:
         run.findings.append(_f(run, "LS955", "medium", f"stopped at the time cap ({timeout:g} s)"))
     if run.output_capped:
@@ -496,8 +499,10 @@ def _needles(token: str) -> list[bytes]:
     return out
 
 
-def _has_token(data: bytes, run: _Run) -> bool:
-    return any(n and n in data for n in _needles(run.token))
+def _has_token(data: bytes, run: _Run, *, env: bool = False) -> bool:
+    """A canary file's token in ``data`` (``env``: or the environment canary's)."""
+    tokens = (run.token, run.env_token) if env else (run.token,)
+    return any(n and n in data for t in tokens for n in _needles(t))
 
 
 def _dns_name(data: bytes) -> str | None:
@@ -591,16 +596,16 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                 iov = [_hex(m.group(1)) for m in re.finditer(r'iov_base="((?:\\x[0-9a-f]{2})*)"', args)]
                 for data in iov if call != "sendto" else strs[:1]:
                     name = _dns_name(data) or _dns_name(data[2:])  # UDP, or TCP's two-byte length first
-                    if name is None and addr in _RESOLVER and not _has_token(data, run):
+                    if name is None and addr in _RESOLVER and not _has_token(data, run, env=True):
                         continue  # to the fake resolver, not a query: a TCP length alone, a retry
                     if name is not None:
                         if name not in sent_dns:
                             sent_dns.add(name)
-                            sev = "critical" if _has_token(data, run) else "high"
+                            sev = "critical" if _has_token(data, run, env=True) else "high"
                             out.append(_f(run, "LS951", sev, f"DNS lookup {name}"))
                     elif addr and data:
                         sev = "critical"
-                        what = "canary credential" if _has_token(data, run) else f"{len(data)} bytes"
+                        what = "canary credential" if _has_token(data, run, env=True) else f"{len(data)} bytes"
                         out.append(_f(run, "LS951", sev, f"sent {what} to {addr}"))
             elif call in ("dup2", "dup3") and ok:
                 src = args.split("<", 1)[0]
@@ -627,8 +632,11 @@ def _write(run: _Run, path: str, ok: bool) -> list[Finding]:
         return []
     place = path.replace(HOME, "~")
     how = "" if ok else " (refused)"
-    if _PERSIST.match(path):
-        return [_f(run, "LS953", "critical", f"write to a persistence place {place}{how}")]
+    if _PERSIST.match(path):  # a script's: critical; a Markdown block's (install docs): high, or less below
+        if ok and path.startswith(HOME + "/"):
+            run.persisted.add(path)
+        sev = "critical" if run.item.line is None else "high"
+        return [_f(run, "LS953", sev, f"write to a persistence place {place}{how}")]
     if _CACHES.match(path):
         return [_f(run, "LS953", "low", f"write to a package cache {place}{how}")]
     if path == SKILL or path.startswith(SKILL + "/"):
@@ -645,12 +653,44 @@ def _exec(run: _Run, strs: list[bytes], ok: bool) -> list[Finding]:
     out = []
     if any(_has_token(s, run) for s in strs[1:]):
         out.append(_f(run, "LS952", "critical", f"canary credential in the arguments of {prog}"))
+    elif any(_has_token(s, run, env=True) for s in strs[1:]):
+        out.append(_f(run, "LS952", "low", f"canary ${_ENV_CANARY} passed to {prog}"))
     if prog in _PERSIST_TOOLS:
-        out.append(_f(run, "LS953", "critical", f"ran {line}" + ("" if ok else " (not installed here)")))
+        sev = "critical" if run.item.line is None else "high"
+        out.append(_f(run, "LS953", sev, f"ran {line}" + ("" if ok else " (not installed here)")))
     elif prog in _NET_TOOLS:
         out.append(_f(run, "LS954", "low", f"ran {line}" + ("" if ok else " (not installed here)")))
     elif ok and not top and (prog in _SHELLS or _INTERPRETERS.match(prog)):
         out.append(_f(run, "LS954", "low", f"spawned {line}"))
+    return out
+
+
+_RC = re.compile(r"^/home/user/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|kshrc)$")
+_ASSIGN = re.compile(r"^\s*(?:#.*|(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*="
+                     r"(?:[^`$();|&<>]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*)?$")  # NAME=value, $VAR only: no code
+_PAYLOAD = re.compile(r"curl|wget|\bnc\b|ncat|socat|/dev/tcp|base64|python[0-9.]*\s+-c|\beval\b|\bsh\s+-c|bash\s+-c")
+
+
+def _settled(tmp: Path, run: _Run) -> list[Finding]:
+    """A Markdown block's persistence judged by what it left (install docs add a PATH line to an rc file):
+    a rc file holding only variable assignments is medium; anything persisted that fetches, decodes or
+    opens a shell is critical."""
+    verdict: dict[str, str] = {}
+    for path in run.persisted:
+        try:
+            text = (tmp / "home" / path[len(HOME) + 1 :]).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        if _PAYLOAD.search(text):
+            verdict[path.replace(HOME, "~")] = "critical"
+        elif _RC.match(path) and all(_ASSIGN.match(ln) for ln in text.splitlines()):
+            verdict[path.replace(HOME, "~")] = "medium"
+    out = []
+    for f in run.findings:
+        place = f.detail.rsplit("write to a persistence place ", 1)[-1] if f.rule == "LS953" else ""
+        if run.item.line is not None and place in verdict:
+            f = Finding(f.rule, verdict[place], f.file, f.line, f.detail)
+        out.append(f)
     return out
 
 
@@ -663,7 +703,10 @@ def _copied(tmp: Path, run: _Run) -> list[Finding]:
             if p in originals or p.is_symlink() or not p.is_file():
                 continue
             with contextlib.suppress(OSError):
-                if _has_token(p.read_bytes()[: 8 << 20], run):
-                    where = f"{inside}/{p.relative_to(tmp / root).as_posix()}".replace(HOME, "~")
+                data = p.read_bytes()[: 8 << 20]
+                where = f"{inside}/{p.relative_to(tmp / root).as_posix()}".replace(HOME, "~")
+                if _has_token(data, run):
                     out.append(_f(run, "LS952", "critical", f"canary credential copied into {where}"))
+                elif _has_token(data, run, env=True):
+                    out.append(_f(run, "LS952", "medium", f"${_ENV_CANARY} (a canary) written into {where}"))
     return out
