@@ -227,6 +227,19 @@ def test_the_run_is_off_and_says_so_without_bwrap(tmp_path: Path) -> None:
     assert plain.returncode == 0, plain.stderr
 
 
+def test_the_run_is_off_and_says_so_where_bwrap_cannot_build_the_sandbox(tmp_path: Path) -> None:
+    probe = skill(tmp_path, {"run.sh": (b"echo hi\n", False)})
+    bin_dir = tmp_path / "bin"  # a machine whose kernel refuses user namespaces: bwrap says so and exits 1
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    (bin_dir / "bwrap").chmod(0o755)
+    (bin_dir / "strace").symlink_to(shutil.which("strace") or "/usr/bin/strace")
+    proc = run_ledger("scan", "--run", str(probe), env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 1, proc.stderr
+    assert "sandboxed run is off: bubblewrap under strace cannot build the sandbox here" in proc.stderr
+    assert "No permissions to creating new namespace" in proc.stderr and proc.stdout == ""
+
+
 def test_scan_run_json_keeps_the_shape(tmp_path: Path) -> None:
     probe = skill(tmp_path, {"scripts/check.py": (CREDENTIAL.encode(), False)})
     proc = run_ledger("scan", "--run", "--json", str(tmp_path))

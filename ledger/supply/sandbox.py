@@ -191,21 +191,24 @@ def _tools() -> tuple[str, str]:
 
 
 def available() -> tuple[str, str]:
-    """bwrap's and strace's paths once a trial sandbox ran ``true``; :class:`SandboxUnavailable` otherwise."""
+    """bwrap's and strace's paths once a trial sandbox ran ``true`` under strace (the options a run uses);
+    :class:`SandboxUnavailable` otherwise."""
     tools = _tools()
     if tools not in _checked:
         with tempfile.TemporaryDirectory(prefix="ledger-run-") as tmp:
             try:
-                argv = [tools[0], *_base_args(Path(tmp), empty=True), "--", "/usr/bin/true"]
+                argv = [tools[1], "-f", "-qq", "-o", os.devnull, "--seccomp-bpf", "--decode-pids=pidns", "-e",
+                        "trace=execve", tools[0], *_base_args(Path(tmp), empty=True), "--", "/usr/bin/true"]
                 proc = subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, capture_output=True, timeout=20, check=False)
                 _checked[tools] = None if proc.returncode == 0 else detail(proc.stderr.decode("utf-8", "replace"), 160)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 _checked[tools] = detail(str(exc), 160)
     why = _checked[tools]
     if why is not None:
-        raise SandboxUnavailable(f"sandboxed run is off: bubblewrap cannot build the sandbox here ({why}); "
-                                 "nothing was run", hint="unprivileged user namespaces must be allowed "
-                                 "(sysctl kernel.unprivileged_userns_clone=1)")  # fmt: skip
+        raise SandboxUnavailable(f"sandboxed run is off: bubblewrap under strace cannot build the sandbox here "
+                                 f"({why}); nothing was run", hint="unprivileged user namespaces and ptrace must be "
+                                 "allowed (sysctl kernel.unprivileged_userns_clone=1; in a container, a seccomp "
+                                 "profile that permits ptrace)")  # fmt: skip
     return tools
 
 
