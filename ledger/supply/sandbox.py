@@ -435,20 +435,21 @@ def _programs(strs: list[bytes]) -> set[str]:
 
 
 def _inherited(per_pid: dict[int, list[tuple[str, str, str, str]]],
-               parent: dict[int, tuple[int, int]]) -> dict[int, set[str]]:  # fmt: skip
-    """Each process's program names when it started: its parent's at the clone (a thread or a fork
-    runs what its parent ran until it execs)."""
-    memo: dict[int, set[str]] = {}
+               parent: dict[int, tuple[int, int]]) -> dict[int, tuple[set[str], str]]:  # fmt: skip
+    """Each process's program when it started: its parent's at the clone (a thread or a fork runs what
+    its parent ran until it execs), as the host-tool names :func:`_programs` gives and as a plain name."""
+    memo: dict[int, tuple[set[str], str]] = {}
 
-    def at(pid: int, depth: int = 0) -> set[str]:
+    def at(pid: int, depth: int = 0) -> tuple[set[str], str]:
         if pid not in memo:
-            memo[pid] = set()
+            memo[pid] = (set(), "")
             if pid in parent and depth < 64:
                 ppid, index = parent[pid]
                 names = at(ppid, depth + 1)
                 for call, args, ret, _ in per_pid.get(ppid, [])[:index]:
                     if call == "execve" and ret == "0":
-                        names = _programs(_strings(args))
+                        strs = _strings(args)
+                        names = (_programs(strs), posixpath.basename(_text(strs[0])) if strs else "")
                 memo[pid] = names
         return memo[pid]
 
@@ -549,7 +550,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
     for pid in sorted(start):
         cwd = WORK
         sockets: dict[str, str] = {}
-        programs = started_as[pid]  # the reading process's program names: its latest execve's
+        programs, current = started_as[pid]  # the process's program: its latest execve's
         for call, args, ret, rest in per_pid[pid][start[pid] :]:
             strs = _strings(args)
             ok = ret != "?" and not ret.startswith("-")
@@ -557,9 +558,9 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
             if m:
                 cwd = _text(_hex(m.group(1)))
             if call == "execve":
-                out.extend(_exec(run, strs, ok))
+                out.extend(_exec(run, strs, ok, current))
                 if ok:
-                    programs = _programs(strs)
+                    programs, current = _programs(strs), posixpath.basename(_text(strs[0])) if strs else ""
             elif call in ("chdir", "fchdir") and ok:
                 d = _DECOR.search(args)
                 cwd = _text(_hex(d.group(1))) if call == "fchdir" and d else posixpath.normpath(
@@ -647,7 +648,7 @@ def _write(run: _Run, path: str, ok: bool) -> list[Finding]:
     return [_f(run, "LS953", "high", f"write outside the scratch dir {place}{how}")]
 
 
-def _exec(run: _Run, strs: list[bytes], ok: bool) -> list[Finding]:
+def _exec(run: _Run, strs: list[bytes], ok: bool, parent: str = "") -> list[Finding]:
     if not strs:
         return []
     prog = posixpath.basename(_text(strs[0]))
@@ -662,9 +663,9 @@ def _exec(run: _Run, strs: list[bytes], ok: bool) -> list[Finding]:
         sev = "critical" if run.item.line is None else "high"
         out.append(_f(run, "LS953", sev, f"ran {line}" + ("" if ok else " (not installed here)")))
     elif prog in _NET_TOOLS:
-        out.append(_f(run, "LS954", "low", f"ran {line}" + ("" if ok else " (not installed here)")))
+        out.append(_f(run, "LS954", "low", f"{parent or 'it'} ran {line}" + ("" if ok else " (not installed here)")))
     elif ok and not top and (prog in _SHELLS or _INTERPRETERS.match(prog)):
-        out.append(_f(run, "LS954", "low", f"spawned {line}"))
+        out.append(_f(run, "LS954", "low", f"{parent or 'it'} spawned {line}"))
     return out
 
 
