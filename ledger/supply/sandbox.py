@@ -83,6 +83,7 @@ _OWNERS = {
 }
 _CACHES = re.compile(r"^/home/user/(?:\.cache|\.npm|\.yarn|\.pnpm-store|\.bun/install/cache|\.cargo/registry"
                      r"|\.local/share/pnpm|\.node-gyp|\.config/configstore)(?:/|$)")  # fmt: skip
+_WALKERS = frozenset({"git", "tar", "zip", "rsync", "cp", "grep", "rg", "find", "du", "ls", "fd", "zstd", "7z"})
 _RESOLVER = ("127.0.0.1:53", "[::1]:53")  # the fake /etc/resolv.conf's nameserver
 _ENV_CANARY = "GITHUB_TOKEN"  # a secret in the environment, so sending the environment out shows too
 _ALLOWED = (WORK, "/tmp", "/dev/null", "/dev/tty", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self")
@@ -546,6 +547,7 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                                  f"{run.status}): {detail(_text(run.tail), 160)}; nothing ran")  # fmt: skip
     canaries = {p: p for p in _CANARIES}
     out: list[Finding] = []
+    reads: list[tuple[str, bool]] = []  # canary reads: path, by a network tool
     sent_dns: set[str] = set()
     for pid in sorted(start):
         cwd = WORK
@@ -571,10 +573,13 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                     posixpath.join(cwd, _text(strs[0]) if strs else ""))  # fmt: skip
                 if path in canaries:
                     owner = sorted(programs & _OWNERS.get(path, frozenset()))
+                    walker = sorted(programs & _WALKERS) if path == f"{WORK}/.env" else []
                     if owner:
                         out.append(_f(run, "LS952", "low", f"{owner[0]} read its own {path.replace(HOME, '~')}"))
+                    elif walker:
+                        out.append(_f(run, "LS952", "low", f"{walker[0]} read the work dir's .env with the rest"))
                     else:
-                        out.append(_f(run, "LS952", "critical", f"read canary credential {path.replace(HOME, '~')}"))
+                        reads.append((path, bool(programs & _NET_TOOLS)))
                 if call == "creat" or any(flag in args for flag in _WRITE_FLAGS):
                     out.extend(_write(run, path, ok))
             elif call in ("mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "symlink",
@@ -616,6 +621,12 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                 dst = args.split(", ", 1)[1].split("<", 1)[0] if ", " in args else ""
                 if src in sockets and dst.strip() in ("0", "1", "2"):
                     out.append(_f(run, "LS951", "critical", f"socket to {sockets[src]} made stdin/stdout (a shell)"))
+    # a script's read is critical; a Markdown block's (an agent following docs) is high, unless the block also
+    # reached for the network or the reader is a network tool: read and send, the stealer's pattern
+    networked = any(f.rule == "LS951" for f in out)
+    for path, by_net_tool in dict.fromkeys(reads):
+        sev = "critical" if run.item.line is None or networked or by_net_tool else "high"
+        out.append(_f(run, "LS952", sev, f"read canary credential {path.replace(HOME, '~')}"))
     return out
 
 
