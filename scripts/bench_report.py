@@ -206,6 +206,36 @@ def sandbox_rows(sb: dict | None) -> list[tuple[str, str, str, float, float]]:
              sb["ratio"], 5.0)]  # fmt: skip
 
 
+def scan_rows(scan: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 49: the static scan of the public skills, against the scanner at an earlier revision
+    timed in the same run (``scripts/scan-bench --anchor REV --json``, docs/scanner.md)."""
+    if not scan or "timing" not in scan:
+        return []
+    t = scan["timing"]
+    return [(f"static scan (`scripts/scan-corpus`) of {t['skills']} public skills", f"{t['seconds']:.1f} s",
+             f"the scanner at `{t['anchor']}` {t['anchor_seconds']:.1f} s", t["ratio"], 2.0)]
+
+
+def _rate_cell(r: dict) -> str:
+    return f"{r['k']}/{r['n']} ({100 * r['rate']:.1f}%, {100 * r['low']:.1f}–{100 * r['high']:.1f})" if r["n"] else "–"
+
+
+def scan_rate_lines(scan: dict | None) -> list[str]:
+    """Issue 49: the scanners' error rates on the public corpora (scripts/scan-bench --json)."""
+    if not scan:
+        return []
+    lines = ["", "Scanner error rates on the public corpora (`scripts/scan-bench`, docs/scanner.md "
+             "\"Measured error rates\"; k/n, rate, 95% Wilson interval):", "",
+             "| scanner | malicious refused | malicious high or above | benign refused | benign high or above |",
+             "|---|---|---|---|---|"]
+    for name, block in scan["total"].items():
+        label = f"`{name}` {scan['versions'][name]}" if name.startswith("ext:") else f"`{name}`"
+        rates = ("recall_critical", "recall_high", "fpr_critical", "fpr_high")
+        cells = [_rate_cell(block["figures"][c]) for c in rates]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 # The figures before issue 35, beside the rows it targets: BENCHMARKS.md at 56f4480, and the
 # issue's own measurements on main 0b7d61d where that file had no row.
 BEFORE = {
@@ -272,6 +302,7 @@ def main() -> None:
     ap.add_argument("--evals", default="bench-out/evals.json")
     ap.add_argument("--lift", default="bench-out/lift.json")
     ap.add_argument("--sandbox", default="bench-out/sandbox.json")
+    ap.add_argument("--scan", default="bench-out/scan.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
     args = ap.parse_args()
@@ -286,6 +317,7 @@ def main() -> None:
     evals = json.loads(Path(args.evals).read_text()) if Path(args.evals).exists() else None
     lift = json.loads(Path(args.lift).read_text()) if Path(args.lift).exists() else None
     sb = json.loads(Path(args.sandbox).read_text()) if Path(args.sandbox).exists() else None
+    scan = json.loads(Path(args.scan).read_text()) if Path(args.scan).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
@@ -308,16 +340,17 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     table = (rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
-             + eval_rows(evals) + lift_rows(lift) + sandbox_rows(sb))
+             + eval_rows(evals) + lift_rows(lift) + sandbox_rows(sb) + scan_rows(scan))
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
         lines.append("| " + " | ".join(cells) + " |")
+    lines += scan_rate_lines(scan)
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
     lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `sandbox.json` "
-              "(not committed).",
+              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `sandbox.json`, "
+              "`scan.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:

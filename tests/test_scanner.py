@@ -230,13 +230,13 @@ def test_detail_is_short_and_printable() -> None:
 def test_verdict_json_round_trip_sorted_and_deterministic() -> None:
     verdict = scan_case(CORPUS / "malicious" / "wallet-stealer")
     d = verdict.to_json()
-    assert list(d) == ["scanner", "worst", "findings"] and d["scanner"] == "ledger-scan/1" and d["worst"] == "critical"
+    assert list(d) == ["scanner", "worst", "findings"] and d["scanner"] == "ledger-scan/2" and d["worst"] == "critical"
     keys = [(f["file"], f["line"] or 0, f["rule"]) for f in d["findings"]]
     assert keys == sorted(keys)
     assert Verdict.from_json(json.loads(json.dumps(d))) == verdict
     assert Verdict(tuple(reversed(verdict.findings))).to_json() == d
     clean = Verdict(())
-    assert clean.to_json() == {"scanner": "ledger-scan/1", "worst": "clean", "findings": []} and not clean.blocking
+    assert clean.to_json() == {"scanner": "ledger-scan/2", "worst": "clean", "findings": []} and not clean.blocking
     assert Verdict.from_json(clean.to_json()) == clean
 
 
@@ -274,7 +274,7 @@ def test_merge_keeps_every_distinct_finding_and_names_the_scanners() -> None:
     a = Finding("LS301", "critical", "SKILL.md", 3, "x")
     b = Finding("ext:secret", "high", "a.py", None, "y")
     merged = merge(Verdict((a,)), Verdict((b, a), "ext:tool"))
-    assert merged.findings == (a, b) and merged.scanner == "ledger-scan/1+ext:tool" and merged.worst == "critical"
+    assert merged.findings == (a, b) and merged.scanner == "ledger-scan/2+ext:tool" and merged.worst == "critical"
     assert Verdict.from_json(merged.to_json()) == merged
 
 

@@ -592,4 +592,4 @@ def test_a_revocation_is_never_rewritten(up: Upstream, home: Path) -> None:
     assert again.returncode == 1 and "already revoked (sends the text elsewhere)" in again.stderr, again.stderr
     assert git(home, "rev-parse", "HEAD") == head
     assert record(home).revoked[digest]["reason"] == "sends the text elsewhere"
-    assert record(home).format == sp.FORMAT == 2 and audit_ok(home)["supply"] == "OK"
+    assert record(home).format == sp.FORMAT == 3 and audit_ok(home)["supply"] == "OK"

@@ -144,6 +144,7 @@ def test_git_source_pins_reads_objects_and_reports_symlinks(skills_repo: Path):
     assert alpha.files["SKILL.md"] == (skill_md("alpha", "two\n"), False)
     assert alpha.files["scripts/run.sh"] == (b"#!/bin/sh\necho\n", True)
     assert alpha.symlinks == ("references/passwd",) and "references/passwd" not in alpha.files
+    assert alpha.link_targets == {"references/passwd": "/etc/passwd"}  # read from the blob, never followed
     (old,) = resolve(f"{skills_repo}#v1", ["alpha"])
     assert old.files["SKILL.md"][0] == skill_md("alpha") and old.source["ref"] == "v1"
     assert old.pin == {"commit": sh(skills_repo, "rev-parse", "v1^{commit}")}
@@ -441,6 +442,7 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
         one, two = resolve(url, ["one", "two"])
         assert one.files == {"SKILL.md": (skill_md("one"), False)} and one.pin["version"] == "0.2.0"
         assert two.files["scripts/go.sh"] == (b"#!/bin/sh\n", True) and two.symlinks == ("references/link",)
+        assert two.link_targets == {"references/link": "/etc/passwd"}
         assert two.pin["digest"] == doc["skills"][1]["digest"]
         with pytest.raises(SourceError, match="no brain may hold"):
             resolve(url, ["evil"])
@@ -454,7 +456,9 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     home = tmp_path / "home"
     run_ledger("init", str(home), check=True)
     run_ledger("--brain", str(home), "install", str(skills_repo), "beta", "alpha", check=True)
-    run_ledger("--brain", str(home), "approve", "alpha", check=True)
+    refused = run_ledger("--brain", str(home), "approve", "alpha")
+    assert refused.returncode == 1 and "LS705" in refused.stderr  # its link to /etc/passwd is critical
+    run_ledger("--brain", str(home), "approve", "alpha", "--override", "the fixture's link", check=True)
     with Brain.open(home) as b:
         digest = b.writer.supply().skills["beta"].blake3
     run_ledger("--brain", str(home), "revoke", digest, "--reason", "bad", check=True)

@@ -300,7 +300,7 @@ def _mirror(brain: Path, to: Path) -> Path:
 
 def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: Path) -> None:
     """Two signed copies that installed skills, approved, revoked and published to one remote: the ledger's own
-    merge writes the record derived from its parents (docs/lineage.md §1.6 rule 4), in format 2, and audits OK."""
+    merge writes the record derived from its parents (docs/lineage.md §1.6 rule 4), in format 3, and audits OK."""
     brain, _ = honest_supply_merged
     code, report = _audit(_mirror(brain, tmp_path / "honest.git"), "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
@@ -310,7 +310,7 @@ def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: P
                                        text=True, check=True).stdout)  # fmt: skip
     first = json.loads(subprocess.run(["git", "-C", str(brain), "show", "HEAD^1:supply"], capture_output=True,
                                       text=True, check=True).stdout)  # fmt: skip
-    assert record == first and record["format"] == 2  # the first parent's, as it holds it
+    assert record == first and record["format"] == 3  # the first parent's, as it holds it (format 3 from v1.10)
     assert {n: e["state"] for n, e in record["skills"].items()} == {
         "setup-helper": "quarantined", "summarise": "approved", "translate": "revoked"}  # fmt: skip
     assert all(e["counter"] is None for e in record["skills"].values())  # the sources' SKILL.md had no counter

@@ -271,6 +271,8 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
             if signer is not None and entry.approval.get("by") != signer.address:
                 return f"{name}'s approval names {entry.approval.get('by') or 'no key'}, not its signer " \
                        f"{signer.address} (rule 6)"  # fmt: skip
+        if after.format >= 3 and "calibration" not in entry.verdict:
+            return f"{name}'s verdict has no 'calibration'; an install writes it from format 3 on (rule 6)"
         if name not in skills:
             return f"it installs {name}, but its tree does not hold {name} (rule 6)"
         files = th.files_of(store, skills[name])

@@ -11,6 +11,8 @@ import click
 from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt
 from ledger.errors import UsageError, printable
 
+CISCO = "cisco-ai-skill-scanner"  # ledger.supply.cisco.NAME, named here so that --help loads no scanner
+
 actor_option = click.option(
     "--actor", type=click.Choice(["user", "curator", "agent"]), default="user", show_default=True,
     help="Who acts (recorded and signed in the snapshot).",
@@ -44,6 +46,9 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
     SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
     marketplace.json, a skills-lock.json, or an https index.  Nothing is projected to a
     runtime, listed by 'ledger index' or served to an agent until 'ledger approve NAME'.
+    A skill that is refused (an external scanner failed on it, its digest is revoked, the brain
+    has a skill of its name) is named with the reason and the others are installed; the exit
+    status is then 1.  --frozen installs all of the lock or nothing.
     """
     if (source is None) == (frozen is None):
         raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
@@ -56,10 +61,14 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
                    + ", ".join(out["stripped"]), err=True)  # fmt: skip
     if as_json:
         emit(out)
+        _refused(out)
         return
     for row in out["skills"]:
         if row["status"] == "unchanged":
             click.echo(f"unchanged  {row['skill']} ({row['state']})")
+            continue
+        if row["status"] == "refused":
+            click.echo(f"refused    {row['skill']}: {printable(row['error'])}")
             continue
         pin_text = row["pin"].get("commit") or row["pin"].get("sha256") or ""
         click.echo(f"installed  {row['skill']} v{row['version']} @ {pin_text[:12]}  {row['state']}  "
@@ -71,6 +80,21 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
     if any(r.get("state") == "quarantined" for r in out["skills"]):
         click.echo("quarantined skills reach no runtime until approved: 'ledger supply show NAME', then "
                    "'ledger approve NAME'", err=True)  # fmt: skip
+    _refused(out)
+
+
+def _refused(out: dict[str, Any]) -> None:
+    """Each refused skill and why on stderr, and exit 1 when any was refused (the rest were installed)."""
+    rows = [r for r in out["skills"] if r["status"] == "refused"]
+    if not rows:
+        return
+    for row in rows:
+        click.secho(f"error: {row['skill']} was refused: {printable(row['error'])}", fg="red", err=True)
+        if row.get("hint"):
+            click.echo(f"  hint: {printable(row['hint'])}", err=True)
+    done = f"the other {len(out['installed'])} were installed" if out["installed"] else "nothing was installed"
+    click.secho(f"error: {len(rows)} skill(s) refused; {done}", fg="red", err=True)
+    sys.exit(1)
 
 
 @main.command()
@@ -240,9 +264,21 @@ def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"{'derived from':12} {_words(doc['derived_from'])}")
     if doc["approval"]:
         click.echo(f"{'approval':12} {_words(doc['approval'])}")
-    click.echo(f"{'scan':12} {doc['verdict']['worst']}")
+    click.echo(f"{'scan':12} {doc['verdict']['worst']} ({printable(doc['verdict']['scanner'])})")
     for f in doc["verdict"].get("findings", []):
         click.echo(_finding(f))
+    _calibration(doc["verdict"])
+
+
+def _calibration(verdict: dict[str, Any]) -> None:
+    """The error rates recorded for each scanner of a verdict (format 3), or that none were recorded."""
+    from ledger.supply.calibration import describe
+
+    if "calibration" not in verdict:
+        click.echo(f"{'calibration':12} none recorded (a supply record of format 1 or 2)")
+        return
+    for name, cal in verdict["calibration"].items():
+        click.echo(f"{'calibration':12} {printable(describe(name, cal))}")
 
 
 @main.command()
@@ -254,10 +290,23 @@ def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
                    "credentials, strace) and report what it did (ledger-run/1); exit 1 if the sandbox cannot be built.")
 @click.option("--run-timeout", type=click.FloatRange(0, 600, min_open=True), default=10.0, show_default=True,
               metavar="SECONDS", help="With --run: the time cap per script or block.")
+@click.option("--with", "also", multiple=True, type=click.Choice([CISCO]), metavar="SCANNER",
+              help=f"Also run this supported external scanner for this run ({CISCO}); the verdict is the worse of "
+                   "the two, both named.")  # fmt: skip
 @json_flag
-def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: float, as_json: bool) -> None:
+def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: float, also: tuple[str, ...],
+         as_json: bool) -> None:
     """Scan skill folders (every folder holding a SKILL.md under PATHS) as an install would; exit 1 on a
-    critical finding.  Nothing is installed or written (docs/scanner.md)."""
+    critical finding.  Nothing is installed or written (docs/scanner.md).
+
+    \b
+    A second opinion: --with cisco-ai-skill-scanner adds Cisco's scanner (its static analyzers only: no
+    LLM, no network service), installed on first use into a venv of its own from a hash-pinned lock
+    (under $XDG_CACHE_HOME/brain-ledger/scanners, or $LEDGER_SCANNERS_DIR).  For every install, set
+    "supply": {"scanners": ["cisco-ai-skill-scanner"]} in .ledger/config.json.  It is off by default:
+    on a held-out corpus it flagged 4 of 10 tricky benign skills (high or above) where the built-in
+    rules refused 1, and it takes seconds per skill (docs/scanner.md, "A second opinion").
+    """
     from ledger.supply.scan import merge
     from ledger.supply.scan import scan as scan_files
     from ledger.supply.scanfiles import load, skill_dirs
@@ -278,6 +327,10 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: f
         verdict = scan_files(files, vetted=before, symlinks=links)
         if run:
             verdict = merge(verdict, sandbox.run_verdict(files, timeout=run_timeout))
+        if also:
+            from ledger.supply.installer import external
+
+            verdict = merge(verdict, *(external(name, skill) for name in also))
         verdicts[str(skill)] = verdict.to_json()
     if as_json:
         emit(verdicts)

@@ -29,12 +29,12 @@ from ledger.errors import StoreError
 
 __all__ = [
     "APPROVED", "APPROVERS", "QUARANTINED", "RECORD", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",
-    "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
+    "calibration_problem", "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
 ]  # fmt: skip
 
 RECORD = "supply"  # the top-tree entry's name
-FORMAT = 2  # what this ledger writes (lineage v1.7: entries carry `counter`; the rules of §1.6 for format 2)
-FORMATS = (1, 2)  # what it reads; a record never declares a format below its parent's (§1.6)
+FORMAT = 3  # what this ledger writes (lineage v1.10: verdicts carry `calibration`; v1.7's format 2: `counter`)
+FORMATS = (1, 2, 3)  # what it reads; a record never declares a format below its parent's (§1.6)
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
 APPROVERS = ("user", "curator")  # the roles whose snapshot may make an entry approved (§1.6 rules 6 and 7)
@@ -51,6 +51,8 @@ _DIGEST = re.compile(r"(blake3-tree-v1|sha256):[0-9a-f]{64}")  # what a revocati
 _SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 _RULE = re.compile(r"LS[0-9]{3}|ext:.+", re.S)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DATE = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])")
+_COUNTS = ("samples", "critical", "high")
 SEVERITIES = ("critical", "high", "medium", "low")  # most severe first (docs/scanner.md)
 
 
@@ -194,7 +196,7 @@ def _entry(name: str, raw: Any, fmt: int) -> Entry:
     _check(raw["signer"] is None or (_text(raw["signer"]) and raw["signer"] != ""), f"{where}: signer")
     _check(raw["derived_from"] is None or _derived(raw["derived_from"]), f"{where}: derived_from")
     _check(raw["state"] in STATES, f"{where}: state")
-    verdict = _verdict(raw["verdict"], f"{where}: verdict")
+    verdict = _verdict(raw["verdict"], f"{where}: verdict", fmt)
     approval = raw["approval"]
     if approval is not None:
         _keys(approval, {"by", "auto", "override"}, f"{where}: approval")
@@ -218,11 +220,16 @@ def _derived(raw: Any) -> bool:
                                   and isinstance(registry, str) and _ADDRESS.fullmatch(registry) is not None)
 
 
-def _verdict(raw: Any, where: str) -> dict[str, Any]:
+def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
     """The scanners' verdict, held to docs/lineage.md §1.7 (the schema of docs/scanner.md): every member
-    typed, the findings sorted and distinct, and ``worst`` the one the findings give."""
-    _keys(raw, {"scanner", "worst", "findings"}, where)
+    typed, the findings sorted and distinct, and ``worst`` the one the findings give; from format 3 it
+    MAY carry ``calibration`` (§1.7, v1.10), one member per scanner it names."""
+    keys = {"scanner", "worst", "findings"}
+    _keys(raw, keys | {"calibration"} if fmt >= 3 and isinstance(raw, dict) and "calibration" in raw else keys, where)
     _check(_text(raw["scanner"]) and raw["scanner"] != "" and isinstance(raw["findings"], list), where)
+    if "calibration" in raw:
+        problem = calibration_problem(raw["calibration"], raw["scanner"])
+        _check(problem is None, f"{where}: calibration ({problem})")
     keys = []
     for i, f in enumerate(raw["findings"]):
         _keys(f, {"rule", "severity", "file", "line", "detail"}, f"{where}: finding {i}")
@@ -237,6 +244,45 @@ def _verdict(raw: Any, where: str) -> dict[str, Any]:
     worst = min((f["severity"] for f in raw["findings"]), key=SEVERITIES.index, default="clean")
     _check(raw["worst"] == worst, f"{where}: worst (the findings say {worst})")
     return raw
+
+
+def calibration_problem(cal: Any, scanner: str | None) -> str | None:
+    """Why ``cal`` is not a verdict's ``calibration`` (docs/lineage.md §1.7, v1.10), or None when it is:
+    an object with exactly one member per name of ``scanner`` split on ``+``, each null or a CAL.  With
+    ``scanner`` None, the members' names are not checked (ledger/supply/calibration.json's shape)."""
+    if not isinstance(cal, dict):
+        return "not an object"
+    if scanner is not None:
+        names = scanner.split("+")
+        if "" in names or len(set(names)) != len(names):
+            return f"the scanner name {scanner!r} does not split on '+' into distinct names"
+        if set(cal) != set(names):
+            return f"its keys ({', '.join(sorted(cal)) or 'none'}) are not the scanners named ({', '.join(names)})"
+    for name, one in cal.items():
+        if one is None and scanner is not None:
+            continue
+        why = _cal_problem(one)
+        if why is not None:
+            return f"{name}: {why}"
+    return None
+
+
+def _cal_problem(one: Any) -> str | None:
+    if not isinstance(one, dict) or set(one) != {"version", "measured", "corpora", "malicious", "benign"}:
+        return "expected exactly the members version, measured, corpora, malicious, benign"
+    if not _text(one["version"]) or not one["version"] or _CONTROL.search(one["version"]):
+        return "version must be non-empty printable text"
+    if not _text(one["measured"]) or _DATE.fullmatch(one["measured"]) is None:
+        return "measured must be a date YYYY-MM-DD"
+    if not _text(one["corpora"]) or not one["corpora"].strip() or _CONTROL.search(one["corpora"]):
+        return "corpora must be one non-blank line of text"
+    for side in ("malicious", "benign"):
+        counts = one[side]
+        if not isinstance(counts, dict) or set(counts) != set(_COUNTS) or not all(_int(counts[k]) for k in _COUNTS):
+            return f"{side} must be {{samples, critical, high}}, each an integer >= 0"
+        if not 0 <= counts["critical"] <= counts["high"] <= counts["samples"] or counts["samples"] < 1:
+            return f"{side} must have 0 <= critical <= high <= samples and samples >= 1"
+    return None
 
 
 def _keys(obj: Any, keys: set[str], where: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger._env import child_env
@@ -34,6 +34,7 @@ class Candidate:
     signer: str | None
     derived_from: dict[str, Any] | None
     revoked: frozenset[str]
+    link_targets: Mapping[str, str] = field(default_factory=dict)  # link -> its target, when the source knows it
 
 
 def source_doc(kind: str, url: str, path: str, ref: str | None, **extra: Any) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def source_doc(kind: str, url: str, path: str, ref: str | None, **extra: Any) ->
 def candidate(
     name: str, files: Mapping[str, tuple[bytes, bool]], source: dict[str, Any], pin: dict[str, Any], *,
     symlinks: Sequence[str] = (), signer: str | None = None, derived_from: dict[str, Any] | None = None,
-    revoked: frozenset[str] = frozenset(),
+    revoked: frozenset[str] = frozenset(), link_targets: Mapping[str, str] | None = None,
 ) -> Candidate:  # fmt: skip
     """A :class:`Candidate` whose name and every path pass the project's rules, or :class:`SourceError`."""
     where = f"{source['url']}" + (f" ({source['path']})" if source.get("path") else "")
@@ -65,8 +66,9 @@ def candidate(
         _check_path(name, rel, where)
     if total > MAX_SKILL_BYTES:
         raise SourceError(f"{where}: skill {name!r} holds {total} bytes; one skill is limited to {MAX_SKILL_BYTES}")
+    targets = {rel: t for rel, t in (link_targets or {}).items() if rel in symlinks}
     return Candidate(name, dict(sorted(files.items())), tuple(sorted(symlinks)), source, pin, signer,
-                     derived_from, revoked)  # fmt: skip
+                     derived_from, revoked, dict(sorted(targets.items())))  # fmt: skip
 
 
 def _check_path(name: str, rel: str, where: str) -> None:

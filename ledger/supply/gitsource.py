@@ -49,6 +49,7 @@ __all__ = [
     "pinned",
     "read_candidate",
     "read_dir",
+    "read_links",
     "skill_dirs",
     "split_ref",
 ]
@@ -331,8 +332,28 @@ def root_name(repo: Path, rows: Listing, url: str) -> str:
 
 def read_candidate(repo: Path, rows: Listing, commit: str, folder: str, name: str, doc: dict[str, Any]) -> Candidate:
     """The candidate ``name`` whose files are ``folder`` of ``commit``, with the source record ``doc``."""
-    files, links = read_dir(repo, rows, folder, f"{doc['url']}@{commit[:12]}")
-    return candidate(name, files, doc, {"commit": commit}, symlinks=links, signer=signer_of(repo, commit))
+    where = f"{doc['url']}@{commit[:12]}"
+    files, links = read_dir(repo, rows, folder, where)
+    return candidate(name, files, doc, {"commit": commit}, symlinks=links, signer=signer_of(repo, commit),
+                     link_targets=read_links(repo, rows, folder, where))  # fmt: skip
+
+
+def read_links(repo: Path, rows: Listing, folder: str, where: str) -> dict[str, str]:
+    """The targets of the symlinks (mode 120000) under ``folder``, as written in their blobs, never followed;
+    the scanner judges where they point (LS705).  A target that is not UTF-8 is left out."""
+    prefix = f"{folder}/" if folder else ""
+    shas = {path[len(prefix) :]: sha for mode, sha, path in rows if mode == "120000" and path.startswith(prefix)}
+    if not shas:
+        return {}
+    _sizes_within(repo, shas, where)
+    data = _blobs(repo, sorted(set(shas.values())))
+    out = {}
+    for rel, sha in shas.items():
+        try:
+            out[rel] = data[sha][:4096].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return out
 
 
 def git_candidates(source: str, names: Sequence[str] = (), pin: str | None = None) -> list[Candidate]:

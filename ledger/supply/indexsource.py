@@ -255,7 +255,7 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
             raise SourceError(f"{where}: {shown} is listed but not served")
         body = _Body(resp, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES, shown)
         if kind == "skill-md":
-            files, links = {"SKILL.md": (body.read(), False)}, []
+            files, links = {"SKILL.md": (body.read(), False)}, {}
         else:
             try:
                 files, links = _unpacked(body, name, where)
@@ -269,7 +269,8 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
     if body.sha256.hexdigest() != want:
         raise mismatch
     pin = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
-    return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=links)
+    return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=list(links),
+                     link_targets={rel: t for rel, t in links.items() if t is not None})  # fmt: skip
 
 
 def _entry_url(index_url: str, given: str, where: str) -> str:
@@ -311,9 +312,12 @@ def _decompressed(body: io.RawIOBase, where: str) -> Any:
     return stream
 
 
-def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
-    """The regular files (and the links, unread) of a ``.tar.gz`` read as a stream; its one top folder
-    named ``name`` is taken as the skill's root.
+def _unpacked(
+    body: io.RawIOBase, name: str, where: str
+) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None]]:
+    """The regular files (and the links, never followed: a symlink's target as written, a hard
+    link's ``None``) of a ``.tar.gz`` read as a stream; its one top folder named ``name`` is taken
+    as the skill's root.
 
     Each member's size is checked against the per-file limit, and the running total against the
     skill's, from its header before its bytes are read; the decompressed stream itself is capped at
@@ -322,7 +326,7 @@ def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tupl
     whatever the archive claims."""
     total_cap = MAX_SKILL_BYTES
     files: dict[str, tuple[bytes, bool]] = {}
-    links: list[str] = []
+    links: dict[str, str | None] = {}
     total = count = 0
     try:
         stream = _Capped(_decompressed(body, where), _HEADER_ROOM, where)  # grows by each file taken
@@ -345,7 +349,7 @@ def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tupl
                     data = handle.read(m.size) if handle else b""
                     files[rel] = (data, bool(m.mode & 0o100))
                 elif m.issym() or m.islnk():
-                    links.append(rel)
+                    links[rel] = m.linkname if m.issym() else None
                 elif not m.isdir():
                     raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
     except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
@@ -356,7 +360,7 @@ def _unpacked(body: io.RawIOBase, name: str, where: str) -> tuple[dict[str, tupl
             raise SourceError(f"{where}: the archive holds {outside[0]!r} beside its folder {name!r}")
         cut = len(name) + 1
         files = {p[cut:]: v for p, v in files.items() if p.startswith(f"{name}/")}
-        links = [p[cut:] for p in links if p.startswith(f"{name}/")]
+        links = {p[cut:]: t for p, t in links.items() if p.startswith(f"{name}/")}
     return files, links
 
 

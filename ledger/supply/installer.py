@@ -4,14 +4,17 @@ Every step reads the source first, outside the writer lock, then takes the lock,
 head's ``supply`` record again (an approval or a revocation may have landed meanwhile) and
 hands one write to the writer: an ``install`` snapshot (skills and their pins, in quarantine
 unless the brain's policy approves them and a user or a curator installs), an ``approve`` or a
-``revoke`` snapshot (the record alone).  Nothing is written when any skill of a request is refused.
+``revoke`` snapshot (the record alone).  A skill of a request that is refused (its scan failed, its
+digest is revoked, the brain holds a skill of its name, its SKILL.md cannot carry the counter) is
+reported with why, and the rest are installed; only ``install --frozen`` is all or nothing, since a
+lock names a set.
 """
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +24,7 @@ from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from ledger.supply import origins, pins, sandbox, sources
+from ledger.supply import calibration, cisco, origins, pins, sandbox, sources
 from ledger.supply import scan as scanner
 from ledger.supply.review import Files, installed_files, review, upstream_digests
 
@@ -29,11 +32,16 @@ if TYPE_CHECKING:
     from ledger.brain import Brain
     from ledger.write.records import Receipt
 
-__all__ = ["Installer"]
+__all__ = ["Installer", "external", "scanner_spec"]
 
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
 HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
         "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
+
+
+def _links(c: sources.Candidate) -> dict[str, str | None]:
+    """A candidate's symlinks mapped to their targets (``None`` where its source did not say)."""
+    return {rel: c.link_targets.get(rel) for rel in c.symlinks}
 
 
 def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
@@ -61,17 +69,43 @@ def _run_policy(policy: dict[str, Any]) -> tuple[bool, float]:
     return run, float(timeout)
 
 
+def scanner_spec(value: object) -> str | list[str]:
+    """One member of ``supply.scanners``: the name of a supported scanner, or an argv list (docs/scanner.md)."""
+    if isinstance(value, str):
+        if value == cisco.NAME:
+            return value
+        raise SupplyError(f"supply.scanners: {value!r} is not a scanner this ledger knows by name",
+                          hint=f'name "{cisco.NAME}", or give a command as an argv list such as '
+                               '["my-scanner", "--json"] (docs/scanner.md, "External scanners")')  # fmt: skip
+    if isinstance(value, list | tuple) and value and all(isinstance(a, str) and a for a in value):
+        return list(value)
+    raise SupplyError(f"supply.scanners: {str(value)[:80]!r} is neither a scanner's name nor an argv list of strings",
+                      hint=f'"{cisco.NAME}", or ["my-scanner", "--json"]')  # fmt: skip
+
+
+def external(spec: str | Sequence[str], skill_dir: Path) -> scanner.Verdict:
+    """The verdict of one configured external scanner on ``skill_dir``."""
+    if isinstance(spec, str):
+        return cisco.run(skill_dir)
+    return scanner.run_external(spec, skill_dir)
+
+
+def _refusal(name: str, exc: LedgerError) -> dict[str, Any]:
+    return {"skill": name, "status": "refused", "error": exc.message, "hint": exc.hint or ""}
+
+
 class Installer:
     """The supply services of one brain: what ``ledger install``, ``approve``, ``revoke``, ``outdated``,
     ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
     (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator, when a
     user or a curator installs them (an agent's install writes every skill quarantined, §1.6 rule 6)."""
 
-    def __init__(self, brain: Brain, *, scanners: Sequence[Sequence[str]] | None = None,
+    def __init__(self, brain: Brain, *, scanners: Sequence[str | Sequence[str]] | None = None,
                  auto_approve: Iterable[str] | None = None) -> None:  # fmt: skip
         self.brain = brain
         policy = brain.config.get("supply") or {}
-        self.scanners = [list(c) for c in (scanners if scanners is not None else policy.get("scanners") or [])]
+        # each a supported scanner's name or an argv list; checked where a scan runs (scanner_spec)
+        self.scanners = list(scanners if scanners is not None else policy.get("scanners") or [])
         self.scan_run, self.run_timeout = _run_policy(policy)
         self.auto_approve = {a.lower() for a in (auto_approve if auto_approve is not None
                                                  else policy.get("auto_approve") or [])}  # fmt: skip
@@ -127,8 +161,22 @@ class Installer:
         return self._write(found, f"installed exactly {lock}", frozen=True)
 
     def _write(self, found: Sequence[sources.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
+        """One ``install`` snapshot of every candidate that is not refused.  Each refusal (a scan that
+        failed, a revoked digest, a name the brain holds, a SKILL.md that cannot carry the counter) is
+        that skill's own outcome, ``{"skill", "status": "refused", "error", "hint"}``, and the rest are
+        installed; with ``frozen`` (a lock names a set) any refusal refuses them all."""
         brain = self.brain
-        verdicts = {c.name: self._scan(c.files, c.symlinks, None) for c in found}
+        refused: dict[str, LedgerError] = {}
+        verdicts: dict[str, scanner.Verdict] = {}
+        for c in found:
+            try:
+                verdicts[c.name] = self._scan(c.files, _links(c), None)
+            except LedgerError as exc:
+                refused[c.name] = exc
+        if frozen and refused:
+            name, exc = next(iter(refused.items()))
+            raise SupplyError(f"{name}: {exc.message}; nothing was installed (install --frozen is all or nothing)",
+                              hint=exc.hint)  # fmt: skip
         report: list[dict[str, Any]] = []
         with brain.locked():
             head = brain.head()
@@ -136,43 +184,61 @@ class Installer:
             updates: dict[str, gs.FileMap] = {}
             changes: list[gs.Change] = []
             for cand in found:
-                blake3, sha256, per_file = upstream_digests(cand.files)
-                self._refuse_revoked(record, cand, blake3, sha256)
-                old = record.skills.get(cand.name)
-                if old is not None and old.sha256 == sha256 and old.source == cand.source:
-                    report.append({"skill": cand.name, "status": "unchanged", "state": old.state})
+                if cand.name in refused:
+                    report.append(_refusal(cand.name, refused[cand.name]))
                     continue
-                if cand.name in head.skills:
-                    why = ("it was installed from " + old.source["url"]) if old else "it is this brain's own skill"
-                    raise SupplyError(f"{cand.name!r} is already in this brain ({why}); nothing was installed",
-                                      hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
-                                      else "rename or delete the brain's own skill first")  # fmt: skip
-                version = brain.writer.first_version(cand.name, head)
-                updates[cand.name], counter = self._blobs(head, cand.name, cand.files, version)
-                changes.append(gs.Change("create", cand.name, version))
-                verdict = verdicts[cand.name]
-                trusted = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
-                auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
-                entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
-                                 cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED, verdict.to_json(),
-                                 {"by": self._address(), "auto": True, "override": None} if auto else None, counter)
-                record = record.with_entry(cand.name, entry)
-                report.append({"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
-                               "verdict": verdict.worst, "findings": len(verdict.findings), "pin": cand.pin,
-                               "blake3": blake3, "sha256": sha256,
-                               **({"held": HELD} if trusted and not auto else {})})  # fmt: skip
+                try:
+                    row, record = self._one(cand, head, record, verdicts[cand.name], updates, changes)
+                except LedgerError as exc:
+                    if frozen:
+                        raise
+                    refused[cand.name] = exc
+                    row = _refusal(cand.name, exc)
+                report.append(row)
+            out = {"installed": [c.skill for c in changes], "skills": report, "frozen": frozen,
+                   "refused": [r["skill"] for r in report if r["status"] == "refused"]}  # fmt: skip
             if not changes:
-                return {"installed": [], "skills": report, "frozen": frozen}
+                return out
             receipt = brain.writer.apply("install", updates, changes, note, supply=record)
-        return {"installed": [c.skill for c in changes], "skills": report, "commit": receipt.commit,
-                "root": receipt.root, "signer": receipt.signer, "frozen": frozen}  # fmt: skip
+        return {**out, "commit": receipt.commit, "root": receipt.root, "signer": receipt.signer}
+
+    def _one(self, cand: sources.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
+             updates: dict[str, gs.FileMap], changes: list[gs.Change]) -> tuple[dict[str, Any], sp.Supply]:  # fmt: skip
+        """One candidate's row and the record with its entry; ``updates`` and ``changes`` gain its write.
+        Raises (changing nothing) when this skill is refused."""
+        brain = self.brain
+        blake3, sha256, per_file = upstream_digests(cand.files)
+        self._refuse_revoked(record, cand, blake3, sha256)
+        old = record.skills.get(cand.name)
+        if old is not None and old.sha256 == sha256 and old.source == cand.source:
+            return {"skill": cand.name, "status": "unchanged", "state": old.state}, record
+        if cand.name in head.skills:
+            why = ("it was installed from " + old.source["url"]) if old else "it is this brain's own skill"
+            raise SupplyError(f"{cand.name!r} is already in this brain ({why}); it was not installed",
+                              hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
+                              else "rename or delete the brain's own skill first")  # fmt: skip
+        version = brain.writer.first_version(cand.name, head)
+        blobs, counter = self._blobs(head, cand.name, cand.files, version)
+        trusted = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+        auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
+        entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
+                         cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED,
+                         calibration.attach(verdict.to_json()),
+                         {"by": self._address(), "auto": True, "override": None} if auto else None, counter)
+        updates[cand.name] = blobs
+        changes.append(gs.Change("create", cand.name, version))
+        row = {"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
+               "verdict": verdict.worst, "scanner": verdict.scanner, "findings": len(verdict.findings),
+               "pin": cand.pin, "blake3": blake3, "sha256": sha256,
+               **({"held": HELD} if trusted and not auto else {})}  # fmt: skip
+        return row, record.with_entry(cand.name, entry)
 
     def _refuse_revoked(self, record: sp.Supply, cand: sources.Candidate, blake3: str, sha256: str) -> None:
         digests = (blake3, "sha256:" + sha256)
         hit = record.is_revoked(*digests) or next((d for d in digests if d in cand.revoked), None)
         if hit is not None:
             why = record.revoked.get(hit, {}).get("reason") or "revoked by its source"
-            raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); nothing was installed",
+            raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); it was not installed",
                               hint="a revoked digest is never installed again: ask its author for a fixed version")
 
     def _blobs(self, head: Any, name: str, files: Files, version: int,
@@ -197,7 +263,7 @@ class Installer:
             try:  # the source's own counter, if it has one, in a spelling the audit can restore
                 found = frontmatter.counter_line(text)
             except SkillError as exc:
-                raise SupplyError(f"{name}: {exc.message}; nothing was installed", hint=exc.hint) from exc
+                raise SupplyError(f"{name}: {exc.message}; it was not installed", hint=exc.hint) from exc
             counter = found[1] if found is not None else None
             try:  # and ours, written so that it is the only line that differs (lineage.md §1.6)
                 exact = frontmatter.set_aside(installed, counter) == text
@@ -206,7 +272,7 @@ class Installer:
             if not exact:
                 raise SupplyError(f"{name}: the ledger cannot write its version counter into this SKILL.md so that "
                                   "only the counter's line differs from the source's (its 'metadata:' is empty or a "
-                                  "flow mapping such as {...}); nothing was installed",
+                                  "flow mapping such as {...}); it was not installed",
                                   hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
                                   "or no 'metadata:' at all; or install into a brain that keeps versions in the store "
                                   "('ledger init --versions store',"
@@ -214,7 +280,7 @@ class Installer:
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
         return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
 
-    def _scan(self, files: Files, symlinks: Sequence[str], vetted: Files | None) -> scanner.Verdict:
+    def _scan(self, files: Files, symlinks: Mapping[str, str | None], vetted: Files | None) -> scanner.Verdict:
         verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
         if self.scan_run:  # the sandboxed run (docs/scanner.md); off where it cannot run: the install refuses
             verdict = scanner.merge(verdict, sandbox.run_verdict(files, timeout=self.run_timeout))
@@ -227,7 +293,8 @@ class Installer:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
                 path.chmod(0o755 if exe else 0o644)
-            return scanner.merge(verdict, *(scanner.run_external(cmd, root) for cmd in self.scanners))
+            specs = [scanner_spec(s) for s in self.scanners]
+            return scanner.merge(verdict, *(external(spec, root) for spec in specs))
 
     def _address(self) -> str | None:
         """The address that will sign the next snapshot, or None when it will be unsigned."""
@@ -335,7 +402,7 @@ class Installer:
         current = installed_files(self.brain, name, None)
         counted = self.brain.writer.versions.record(self.brain.head()) is None
         plan = review(vetted, current, cand.files, counted=counted)
-        verdict = self._scan(cand.files, cand.symlinks, vetted)
+        verdict = self._scan(cand.files, _links(cand), vetted)
         out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
                "verdict": verdict.to_json(), "applied": False}  # fmt: skip
         if sha256 == entry.sha256:
@@ -359,7 +426,8 @@ class Installer:
             blobs, counter = self._blobs(head, name, cand.files, version)
             new = replace(entry, source=cand.source, pin=cand.pin, version=version, blake3=blake3, sha256=sha256,
                           files=per_file, signer=cand.signer, derived_from=cand.derived_from,
-                          state=sp.QUARANTINED, verdict=verdict.to_json(), approval=None, counter=counter)  # fmt: skip
+                          state=sp.QUARANTINED, verdict=calibration.attach(verdict.to_json()), approval=None,
+                          counter=counter)  # fmt: skip
             receipt = self.brain.writer.apply("install", {name: blobs}, [gs.Change("update", name, version)],
                                               f"updated {name} from {entry.source['url']}",
                                               supply=self.record().with_entry(name, new))  # fmt: skip

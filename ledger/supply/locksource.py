@@ -72,7 +72,8 @@ def _locked(source: dict[str, Any], name: str, sha256: str, start: str | None, c
                 doc = {**source, "path": folder}
                 found = gsrc.read_candidate(repo, here, at, folder, name, doc)
                 return Candidate(found.name, found.files, found.symlinks, found.source,
-                                 {"commit": at, "sha256": sha256}, found.signer, None, frozenset())  # fmt: skip
+                                 {"commit": at, "sha256": sha256}, found.signer, None, frozenset(),
+                                 found.link_targets)  # fmt: skip
     if commit is not None:
         raise SourceError(
             f"{url} no longer serves the locked {name!r}: {commit[:12]} hashes to {seen[0]}, not {sha256}"
@@ -109,4 +110,5 @@ def latest(source: dict[str, Any], name: str) -> Candidate:
         folder = _folder(source, name, rows, f"{source['url']}@{commit[:12]}")
         found = gsrc.read_candidate(repo, rows, commit, folder, name, {**source, "path": folder})
     pin = {"commit": commit, "sha256": folder_sha256(found.files)}
-    return Candidate(found.name, found.files, found.symlinks, found.source, pin, found.signer, None, frozenset())
+    return Candidate(found.name, found.files, found.symlinks, found.source, pin, found.signer, None, frozenset(),
+                     found.link_targets)

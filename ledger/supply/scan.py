@@ -30,7 +30,7 @@ from ledger.supply.scantext import detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
-SCANNER = "ledger-scan/1"
+SCANNER = "ledger-scan/2"
 MAX_PER_RULE = 25  # findings kept per file and rule; the rest become one "and N more" finding
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 _FIELDS = {"rule": str, "severity": str, "file": str, "line": (int, type(None)), "detail": str}
@@ -300,13 +300,14 @@ def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60
     return Verdict(_capped(findings), f"ext:{name}")
 
 
-def _run(argv: list[str], cwd: str, timeout: float, name: str) -> tuple[int, bytes, bytes]:
+def _run(argv: list[str], cwd: str, timeout: float, name: str,
+         env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:  # fmt: skip
     """Run ``argv`` in its own process group, so a timeout kills whatever it started too."""
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=child_env(),
+            env=child_env() if env is None else env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

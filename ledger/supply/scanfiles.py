@@ -1,7 +1,7 @@
 """Skills on disk read for the scanner: ``ledger scan`` and ``scripts/scan-corpus`` read folders alike.
 
-Symbolic links are reported, never followed; a nested skill (a folder of its own with a
-SKILL.md) is left to that skill; ``.git`` trees are skipped.
+Symbolic links are reported with their targets (``os.readlink``), never followed; a nested skill
+(a folder of its own with a SKILL.md) is left to that skill; ``.git`` trees are skipped.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ def skill_dirs(root: Path) -> list[Path]:
     return sorted(out)
 
 
-def load(skill: Path) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
-    """The scanner's input for one skill: its files (a nested skill's left to that skill), its symlinks."""
+def load(skill: Path) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None]]:
+    """The scanner's input for one skill: its files (a nested skill's left to that skill), its symlinks
+    mapped to their targets as written in the link (``None`` when the target cannot be read)."""
     files: dict[str, tuple[bytes, bool]] = {}
-    links: list[str] = []
+    links: dict[str, str | None] = {}
     for d, dirs, names in os.walk(skill):
         here = Path(d)
         dirs[:] = sorted(x for x in dirs if x != ".git" and not (here / x / "SKILL.md").is_file())
@@ -29,7 +30,10 @@ def load(skill: Path) -> tuple[dict[str, tuple[bytes, bool]], list[str]]:
             path = here / name
             rel = path.relative_to(skill).as_posix()
             if path.is_symlink():
-                links.append(rel)
+                try:
+                    links[rel] = os.readlink(path)
+                except OSError:
+                    links[rel] = None
             elif path.is_file():
                 files[rel] = (path.read_bytes(), os.access(path, os.X_OK))
     return files, links

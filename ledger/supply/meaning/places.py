@@ -1,5 +1,182 @@
-"""Where secrets, persistence and trusted installers live: the knowledge every analyser shares (skeleton)."""
+"""Where secrets, persistence and trusted installers live: the knowledge every analyser shares.
+
+Paths are matched after normalisation (``$HOME``, ``${HOME}``, ``/home/NAME``, ``/Users/NAME``,
+``/root`` and ``%USERPROFILE%`` all read as ``~``), lower-cased where the platform is
+case-insensitive anyway.  The lists are documented in docs/scanner.md ("Behaviours").
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import re
+
+from ledger.supply.scanrules import DROP_HOSTS
+
+__all__ = [
+    "CREDENTIALS",
+    "DROP_HOSTS",
+    "PERSISTENCE",
+    "VENDOR_INSTALLERS",
+    "credential",
+    "drop_host",
+    "home",
+    "ip_host",
+    "persistence",
+    "vendor",
+]
+
+# A secret store, as a pattern over a path with the home directory spelled ``~``.
+CREDENTIALS = re.compile(
+    r"~/\.ssh/(?!(?:config|known_hosts\w*|authorized_keys\w*|[\w.-]+\.pub)$)[\w.-]*$|~/\.ssh/?$"
+    r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:_[\w-]+)?$"
+    r"|\.aws/(?:credentials|config)$|\.aws/?$|\.config/gcloud\b|\.kube/config$|\.docker/config\.json$"
+    r"|\.git-credentials$|\.netrc$|\.npmrc$|\.pypirc$|\.gnupg\b|\.password-store\b"
+    r"|wallet\.dat$|\.ethereum/keystore|\.electrum\b|\.bitcoin\b|/exodus\b|/atomic/|solana/id\.json$|\.config/solana\b"
+    r"|\blogin data$|\bcookies(?:\.sqlite)?$|\bkey[34]\.db$|\blogins\.json$|\bweb data$|local state$"
+    r"|\.mozilla/firefox|google/chrome|chromium/|bravesoftware|/keychains?/|\.keychain(?:-db)?$"
+    r"|(?:^|/)\.env(?:\.local|\.production|\.prod|\.development)?$"
+    r"|^/etc/(?:shadow|gshadow|sudoers)$|/proc/self/environ$|\.claude/\.credentials\.json$|\.config/gh/hosts\.yml$",
+    re.I,
+)
+
+# A place whose contents run again later: shell start-up files, schedulers, service managers,
+# login items, agent settings and hooks, SSH access.
+PERSISTENCE = re.compile(
+    r"~/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|kshrc|cshrc|tcshrc)$"
+    r"|~/\.config/fish/config\.fish$|^/etc/(?:profile|bash\.bashrc|zsh/zshrc|environment|rc\.local|ld\.so\.preload)\b"
+    r"|^/etc/profile\.d/|^/etc/cron|^/var/spool/cron|^/etc/anacrontab|^/etc/init\.d/|^/etc/sudoers"
+    r"|^/etc/systemd/|^/lib/systemd/|^/usr/lib/systemd/|~/\.config/systemd/|\.(?:service|timer)$"
+    r"|/library/launch(?:agents|daemons)/|~/\.config/autostart/|\.desktop$"
+    r"|(?:^|/)\.claude/settings(?:\.local)?\.json$|(?:^|/)\.claude/hooks/|(?:^|/)\.git/hooks/"
+    r"|~/\.ssh/authorized_keys\w*$|~/\.config/(?:codex|gemini|cursor)/|(?:^|/)\.cursor/|(?:^|/)\.gemini/settings\.json$",
+    re.I,
+)
+
+# HTTPS installer origins that vendors publish as ``curl … | sh``: host, and the path prefix the
+# installer lives under ("" = any path on that host).  Built from what the public skills of
+# anthropics/skills and hermes-agent use, plus well-known vendors (docs/scanner.md).
+VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
+    ("sh.rustup.rs", ""),
+    ("static.rust-lang.org", "/rustup/"),
+    ("astral.sh", ""),
+    ("get.docker.com", ""),
+    ("bun.sh", "/install"),
+    ("deno.land", "/install.sh"),
+    ("deno.land", "/x/install/"),
+    ("raw.githubusercontent.com", "/homebrew/"),
+    ("ollama.com", "/install.sh"),
+    ("ollama.ai", "/install.sh"),
+    ("install.python-poetry.org", ""),
+    ("get.pnpm.io", ""),
+    ("raw.githubusercontent.com", "/nvm-sh/nvm/"),
+    ("fnm.vercel.app", "/install"),
+    ("get.volta.sh", ""),
+    ("starship.rs", "/install.sh"),
+    ("sdk.cloud.google.com", ""),
+    ("cli.github.com", ""),
+    ("claude.ai", "/install.sh"),
+    ("hermes-agent.nousresearch.com", "/install.sh"),
+    ("hf.co", "/cli/install.sh"),
+    ("huggingface.co", "/cli/install.sh"),
+    ("cli.inference.sh", ""),
+    ("byterover.dev", "/install.sh"),
+    ("lambdalabs.com", "/install-lambda-stack.sh"),
+    ("x.ai", "/cli/install.sh"),
+    ("parallel.ai", "/install.sh"),
+    ("antigravity.google", "/cli/"),
+    ("deb.nodesource.com", ""),
+    ("rpm.nodesource.com", ""),
+    ("raw.githubusercontent.com", "/pimalaya/himalaya/"),
+    ("raw.githubusercontent.com", "/unslothai/unsloth/"),
+    ("repo.anaconda.com", "/miniconda/"),
+    ("repo.anaconda.com", "/archive/"),
+    ("github.com", "/conda-forge/miniforge/releases/"),
+    ("github.com", "/cloudflare/cloudflared/releases/"),
+    ("raw.githubusercontent.com", "/xdevplatform/xurl/"),
+    ("ntn.dev", ""),
+    ("pyenv.run", ""),
+    ("get.sdkman.io", ""),
+    ("foundry.paradigm.xyz", ""),
+    ("sh.flox.dev", ""),
+    ("install.determinate.systems", "/nix"),
+    ("nixos.org", "/nix/install"),
+    ("tailscale.com", "/install.sh"),
+    ("get.k3s.io", ""),
+    ("raw.githubusercontent.com", "/helm/helm/"),
+    ("opencode.ai", "/install"),
+    ("cursor.com", "/install"),
+    ("mise.run", ""),
+    ("pixi.sh", "/install.sh"),
+    ("modular.com", "/install"),
+    ("fly.io", "/install.sh"),
+    ("get.jenkins.io", ""),
+    ("cli.doppler.com", "/install.sh"),
+    ("supabase.com", "/install"),
+    ("vercel.com", "/install"),
+    ("aka.ms", "/installazurecli"),
+    ("get.rvm.io", ""),
+    ("raw.githubusercontent.com", "/ohmyzsh/ohmyzsh/"),
+    ("raw.githubusercontent.com", "/pyenv/pyenv-installer/"),
+    ("raw.githubusercontent.com", "/rbenv/rbenv-installer/"),
+    ("raw.githubusercontent.com", "/nodesource/distributions/"),
+    ("dot.net", "/v1/dotnet-install"),
+    ("get.pulumi.com", ""),
+    ("cli-assets.heroku.com", "/install"),
+    ("get.acme.sh", ""),
+    ("sh.vector.dev", ""),
+    ("get.jetify.com", ""),
+    ("install.duckdb.org", ""),
+    ("get.trunk.io", ""),
+    ("dprint.dev", "/install.sh"),
+    ("moonrepo.dev", "/install/"),
+    ("get.rke2.io", ""),
+    ("install.meteor.com", ""),
+    ("get.haskellstack.org", ""),
+    ("get-ghcup.haskell.org", ""),
+    ("install.julialang.org", ""),
+    ("micro.mamba.pm", "/install.sh"),
+    ("developer.download.nvidia.com", ""),
+    ("www.npmjs.com", "/install.sh"),
+    ("test.docker.com", ""),
+    ("get.scoop.sh", ""),
+    ("community.chocolatey.org", "/install.ps1"),
+)
+
+_HOME = re.compile(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|/home/[^/]+|/Users/[^/]+|/root)(?=/|$)")
+_IP = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^\[?[0-9a-f]*:[0-9a-f:]+\]?$|^0x[0-9a-f]{8}$|^\d{8,10}$", re.I)
+
+
+def home(path: str) -> str:
+    """``path`` with its home directory spelled ``~`` (and ``~user`` read as ``~``)."""
+    path = path.strip().strip("\"'")
+    path = re.sub(r"^~[\w.-]+(?=/|$)", "~", path)
+    return _HOME.sub("~", path).replace("\\", "/")
+
+
+def credential(path: str) -> bool:
+    """Whether ``path`` names a secret store (SSH keys, cloud and wallet files, browser stores, .env)."""
+    p = home(path).rstrip("/") or path
+    return bool(CREDENTIALS.search(p))
+
+
+def persistence(path: str) -> bool:
+    """Whether writing ``path`` makes something run again later (rc files, cron, systemd, login items, hooks)."""
+    return bool(PERSISTENCE.search(home(path)))
+
+
+def ip_host(host: str) -> bool:
+    return bool(_IP.match(host))
+
+
+def drop_host(url: str) -> bool:
+    low = url.lower().split("://", 1)[-1].split("?")[0][:160]
+    return any(d in low for d in DROP_HOSTS)
+
+
+def vendor(url: str) -> bool:
+    """Whether ``url`` is an HTTPS installer origin on :data:`VENDOR_INSTALLERS` (a host listed without
+    a path prefix vouches for its subdomains too: ``rye.astral.sh``)."""
+    m = re.match(r"https://([^/\s:@]+)(?::443)?(/[^\s?#]*)?", url.strip(), re.I)
+    if not m:
+        return False
+    host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
+    return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)

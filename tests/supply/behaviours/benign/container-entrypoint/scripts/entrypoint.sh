@@ -1,0 +1,4 @@
+#!/bin/sh
+set -e
+if [ -f /app/.env.defaults ]; then . /app/.env.defaults; fi
+exec "$@"

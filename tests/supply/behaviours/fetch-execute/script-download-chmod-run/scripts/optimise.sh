@@ -1,0 +1,2 @@
+#!/bin/sh
+for f in "$1"/*.png; do echo "optimising $f"; done
