@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ledger.supply.meaning import config, links, python, script, shell
-from ledger.supply.meaning.extract import units
+from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
 from ledger.supply.scanrules import Finding
 
@@ -49,6 +49,12 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        for unit in units(path, text.removeprefix("\ufeff"), executable):
-            out.extend(analyse(unit))
+        found = list(units(path, text.removeprefix("\ufeff"), executable))
+        seen: set[tuple[str, int | None]] = set()
+        for unit in found:
+            for f in analyse(unit):
+                seen.add((f.rule, f.line))
+                out.append(f)
+        for unit in steps(found):  # a download in one step run in a later one
+            out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
     return out

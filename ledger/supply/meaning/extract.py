@@ -24,7 +24,7 @@ from ledger.supply.meaning.units import Unit
 from ledger.supply.scanrules import _DISCUSS, _WARNED
 from ledger.supply.scantext import TextFile
 
-__all__ = ["FENCE_LANGS", "units"]
+__all__ = ["FENCE_LANGS", "steps", "units"]
 
 FENCE_LANGS = {
     **dict.fromkeys(
@@ -159,6 +159,34 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
             yield Unit(lang, text, path, 1, "script", "file")
         return
     yield from _document(f, where)
+
+
+# a download to a named file: curl -o F, wget -O F, curl … > F (F is looked for in a later step)
+_SAVED = re.compile(
+    r"\b(?:curl|wget|aria2c|fetch)\b[^\n|;&]*?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
+)
+
+
+def steps(found: list[Unit]) -> Iterator[Unit]:
+    """The shell units of one document that belong together read as one: a file downloaded in one
+    step (``wget -O /tmp/p URL``) and run in a later one (``source /tmp/p``) is fetch-then-execute
+    however many blocks and sentences lie between.  Yields one unit spanning the steps, its text
+    padded with blank lines so each line keeps its number, only when a later step names a file an
+    earlier one downloaded (the single units are judged as well)."""
+    shell = [u for u in found if u.lang == "sh" and u.where != "script"]
+    for i, u in enumerate(shell):
+        names = {m.group(1) for m in _SAVED.finditer(u.text)}
+        later = [v for v in shell[i + 1 :] if v.line > u.line and any(n in v.text for n in names)]
+        if not later:
+            continue
+        group = [w for w in shell[i:] if w.line <= later[-1].line]
+        rows: dict[int, list[str]] = {}
+        for w in group:
+            for k, row in enumerate(w.text.split("\n")):
+                rows.setdefault(w.line - u.line + k, []).append(row)
+        text = "\n".join(" ; ".join(rows.get(k, [""])) for k in range(max(rows) + 1))
+        context = "fenced" if all(w.context == "fenced" for w in group) else u.context
+        yield Unit("sh", text, u.path, u.line, u.where, context, all(w.discussed for w in group))
 
 
 def _document(f: TextFile, where: str) -> Iterator[Unit]:

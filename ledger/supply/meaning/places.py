@@ -15,11 +15,13 @@ __all__ = [
     "CREDENTIALS",
     "DROP_HOSTS",
     "PERSISTENCE",
+    "TOKEN_COMMANDS",
     "VENDOR_INSTALLERS",
     "credential",
     "drop_host",
     "home",
     "ip_host",
+    "issuer",
     "persistence",
     "vendor",
 ]
@@ -141,6 +143,30 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("community.chocolatey.org", "/install.ps1"),
 )
 
+# Commands that print a credential (their non-option words): reading their output is reading the secret.
+TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gh": (("auth", "token"),),
+    "glab": (("auth", "token"),),
+    "aws": (("configure", "get"), ("configure", "export-credentials"), ("sts", "get-session-token")),
+    "gcloud": (("auth", "print-access-token"), ("auth", "print-identity-token"), ("auth", "application-default")),
+    "az": (("account", "get-access-token"),),
+    "op": (("read",), ("item", "get")),
+    "vault": (("read",), ("kv", "get"), ("token", "lookup")),
+    "doctl": (("auth", "token"),),
+    "heroku": (("auth:token",),),
+    "npm": (("token", "list"),),
+}
+# The hosts a printed credential is meant for (sending it there is using it, not exfiltrating it).
+_ISSUERS = {
+    "gh": ("github.com", "githubusercontent.com"),
+    "glab": ("gitlab.com",),
+    "aws": ("amazonaws.com",),
+    "gcloud": ("googleapis.com", "google.com"),
+    "az": ("azure.com", "microsoft.com", "windows.net", "azure.net"),
+    "doctl": ("digitalocean.com",),
+    "heroku": ("heroku.com",),
+}
+
 _HOME = re.compile(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|/home/[^/]+|/Users/[^/]+|/root)(?=/|$)")
 _IP = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^\[?[0-9a-f]*:[0-9a-f:]+\]?$|^0x[0-9a-f]{8}$|^\d{8,10}$", re.I)
 
@@ -180,3 +206,12 @@ def vendor(url: str) -> bool:
         return False
     host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
     return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)
+
+
+def issuer(credential: str, url: str) -> bool:
+    """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read,
+    ``"gh auth token"``): ``curl -H "Authorization: $(gh auth token)" https://api.github.com/…``."""
+    hosts = _ISSUERS.get(credential.split(" ", 1)[0], ())
+    m = re.match(r"https://([^/\s:@]+)", url.strip(), re.I)
+    host = m.group(1).lower().rstrip(".") if m else ""
+    return bool(host) and any(host == h or host.endswith("." + h) for h in hosts)

@@ -67,7 +67,25 @@ def worth(text: str) -> bool:
     if GATE.search(text):
         return True
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
-    return bare != text and GATE.search(bare) is not None
+    if bare != text and GATE.search(bare) is not None:
+        return True
+    return _assembled(text) is not None
+
+
+_ASSIGN = re.compile(r"(?:^|[\s;&|(])(\w+)=(?:\"([^\"$`\n]*)\"|'([^'\n]*)'|([^\s;&|'\"$`]*))")
+
+
+def _assembled(text: str) -> str | None:
+    """The text with literal assignments made earlier put into the ``$name`` that use them, when that
+    spells something :data:`GATE` knows (``a=cu; b="rl -s"; $a$b URL | $s$t``), else ``None``: a
+    command assembled from variables is the same command."""
+    if "=" not in text or "$" not in text:
+        return None
+    values = {m.group(1): next(g for g in m.groups()[1:] if g is not None) for m in _ASSIGN.finditer(text)}
+    if not values:
+        return None
+    spelled = _VAR.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), text)
+    return spelled if spelled != text and GATE.search(_ASSIGN.sub(" ", spelled)) else None
 
 
 _BARE = re.compile(r"[\"'\\]|\$\{?\w+\}?(?=\w)")
@@ -122,6 +140,9 @@ _PS_VALUE_FLAGS = {
     "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
 }  # fmt: skip
 _AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
+_RESOLVERS = {"dig", "nslookup", "host", "drill", "resolvectl", "kdig", "ping", "getent"}
+_UNPACKERS = {"unzip", "tar", "bsdtar", "7z", "7za", "unrar"}
+_UNPACK_VALUE = (["-P"], ["-d"], ["-C"], ["--directory"], ["-p"])  # options whose value follows
 _READERS = {  # commands that read the files they are given (a credential path among them is a read)
     "cat", "tac", "less", "more", "head", "tail", "cp", "tar", "zip", "7z", "7za", "gzip", "bzip2", "xz", "zstd",
     "scp", "rsync", "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "sqlite3", "gpg", "openssl",
@@ -264,6 +285,12 @@ def _walk(node: bashlex.ast.node, out: list[_Pipe]) -> None:
         else:
             out.extend(inner)
     elif kind in ("if", "for", "while", "until", "function"):
+        if kind == "for":  # for c in WORDS: c holds what WORDS expand to (and carries their taint)
+            ws = [p for p in node.parts if p.kind == "word"]
+            if len(ws) >= 2:
+                items = [_words(w) for w in ws[1:]]
+                value = _W(f"{ws[0].word}=" + " ".join(w.s for w in items), [p for w in items for p in w.subs])
+                out.append(_Pipe([_Cmd([], [value], [], node.pos[0])]))
         for part in node.parts:
             if part.kind in ("list", "pipeline", "command", "compound", "if", "for", "while", "until"):
                 _walk(part, out)
@@ -563,6 +590,11 @@ class _Reader:
             argv.append(s)
             taint.update(t)
             ws.append(w)
+        if argv and "$" in ws[0].s and re.search(r"\s", argv[0].strip()):
+            # an unquoted expansion in command position is split into words: $a$b with b="rl -s"
+            head = argv[0].split()
+            argv[:1] = head
+            ws[:1] = [_W(h) for h in head]
         tin = self.stdin(cmd, tin)
         if not argv:
             if any(isinstance(t, _W) and "/dev/tcp/" in t.s and k == "<>" for k, t, _ in cmd.redirs):
@@ -723,6 +755,13 @@ class _Reader:
         read = self.creds_read(name, args)
         if read:
             taint = {**taint, "cred": read}
+        if name in _RESOLVERS and ("cred" in taint or "env" in taint):
+            # a name looked up is a name sent to whoever serves its domain: a secret in it is sent out
+            self.send(f"{name} {' '.join(args)}", _Flow(dict(taint)))
+            return _Flow()
+        token = self.token(name, args)
+        if token:
+            return _Flow({"cred": token})
         if name in _FETCHERS or (name == "python" and args[:2] == ["-m", "urllib.request"]):
             return self.fetch(name, args, tin, taint)
         if name in _NETTOOLS and not (name == "openssl" and args[:1] != ["s_client"]):
@@ -763,6 +802,8 @@ class _Reader:
                 self.files[self.norm(target)] = _Flow({"fetch": _Fetch(f"git clone {urls[0]}", urls[0])})
                 self.dirs_fetched = (*getattr(self, "dirs_fetched", ()), self.norm(target))
             return _Flow()
+        if name in _UNPACKERS:
+            self.unpack(name, args)
         if name == "cd" and args:
             self.cwd = self.norm(args[0])
         for d in getattr(self, "dirs_fetched", ()):
@@ -819,6 +860,22 @@ class _Reader:
         if name == "chmod" and args and any("x" in a or a.lstrip("0").startswith(("7", "5")) for a in args[:1]):
             return _Flow()
         return _Flow({**tin.taint, **taint}) if (tin.taint or taint) else _Flow()
+
+    def unpack(self, name: str, args: list[str]) -> None:
+        """An archive that was fetched, unpacked: what comes out of it is fetched too (``curl -o a.zip``,
+        ``unzip -P pw a.zip -d out``, then ``out/agent`` runs what was downloaded)."""
+        operands = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] not in _UNPACK_VALUE]
+        archive = next((a for a in operands if self.norm(a) in self.files), None)
+        if archive is None or "fetch" not in self.files[self.norm(archive)].taint:
+            return
+        out = self.cwd
+        for i, a in enumerate(args[:-1]):
+            if (name in ("unzip",) and a == "-d") or (name != "unzip" and a in ("-C", "--directory", "-o")):
+                out = self.norm(args[i + 1])
+            elif name == "7z" and a.startswith("-o") and len(a) > 2:
+                out = self.norm(a[2:])
+        self.files[out] = self.files[self.norm(archive)]
+        self.dirs_fetched = (*getattr(self, "dirs_fetched", ()), out)
 
     def fetch(self, name: str, args: list[str], tin: _Flow, taint: dict[str, object]) -> _Flow:
         url, out, insecure, data = "", None, False, []
@@ -940,6 +997,8 @@ class _Reader:
         fetched = _Fetch(ev, url, insecure or "decode" in taint or self.obfuscated)
         if data:
             self.send_data(name, data, tin, taint, url)
+        elif "cred" in taint and not places.issuer(str(taint["cred"]), url):
+            self.send(f"{name} {url} (in a header or the URL)", _Flow(dict(taint)))
         if stdout:
             return _Flow({"fetch": fetched})
         target = out or posixpath.basename(url.split("?")[0].rstrip("/")) or "index.html"
@@ -952,6 +1011,8 @@ class _Reader:
 
     def send_data(self, name: str, data: list[str], tin: _Flow, taint: dict[str, object], url: str = "") -> None:
         flow = _Flow(dict(taint))
+        if "cred" in flow.taint and places.issuer(str(flow.taint["cred"]), url):
+            del flow.taint["cred"]  # a token sent to the service that issued it
         for d in data:
             for m in re.finditer(r"@([^\s;]+)|^([~/$][^\s=]*)$|=@?([~/$][^\s;]+)", d):
                 f = m.group(1) or m.group(2) or m.group(3) or ""
@@ -1216,6 +1277,15 @@ class _Reader:
             return flow
         body = " ".join(a for a in args if not (name == "echo" and a in ("-n", "-E")))
         return _Flow(dict(taint), body)
+
+    def token(self, name: str, args: list[str]) -> str:
+        """The credential a command prints (``gh auth token``, ``aws configure export-credentials``,
+        ``gcloud auth print-access-token`` …), "" when none."""
+        words = [a for a in args if not a.startswith("-")]
+        for cli, verbs in places.TOKEN_COMMANDS.items():
+            if name == cli and any(tuple(words[: len(v)]) == v for v in verbs):
+                return f"{name} {' '.join(words[:3])}".strip()  # a read only when it is sent on
+        return ""
 
     def creds_read(self, name: str, args: list[str]) -> str:
         """What secret store this command reads ("" when none), noted for the unit."""
