@@ -16,9 +16,11 @@ the evidence, so a curator sees what was understood and where.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ledger.supply.meaning import config, links, python, script, shell
 from ledger.supply.meaning.extract import steps, units
+from ledger.supply.meaning.places import documented_flags
 from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
 from ledger.supply.scanrules import Finding
 
@@ -44,12 +46,15 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
     """Every behaviour finding for one skill: its text files cut into units, each unit judged,
     and its symlinks' targets (``None`` when the source did not say where a link points)."""
     out: list[Finding] = list(links.analyse(symlinks))
+    texts: dict[str, tuple[str, bool]] = {}
     for path, (data, executable) in sorted(files.items()):
         try:
-            text = data.decode("utf-8")
+            texts[path] = (data.decode("utf-8").removeprefix("\ufeff"), executable)
         except UnicodeDecodeError:
             continue
-        found = list(units(path, text.removeprefix("\ufeff"), executable))
+    documented = frozenset().union(*(documented_flags(t) for p, (t, _) in texts.items() if p.lower().endswith(".md")))
+    for path, (text, executable) in texts.items():
+        found = [replace(u, documented=documented) if documented else u for u in units(path, text, executable)]
         seen: set[tuple[str, int | None]] = set()
         for unit in found:
             for f in analyse(unit):

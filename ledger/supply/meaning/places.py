@@ -12,12 +12,14 @@ import re
 from ledger.supply.scanrules import DROP_HOSTS
 
 __all__ = [
+    "AGENT_SAFETY_OFF",
     "CREDENTIALS",
     "DROP_HOSTS",
     "PERSISTENCE",
     "TOKEN_COMMANDS",
     "VENDOR_INSTALLERS",
     "credential",
+    "documented_flags",
     "drop_host",
     "home",
     "ip_host",
@@ -143,6 +145,34 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("community.chocolatey.org", "/install.ps1"),
 )
 
+# Flags that start a coding agent with its permission prompts or its sandbox off (lower-cased words).
+AGENT_SAFETY_OFF = frozenset(
+    {
+        "--dangerously-skip-permissions",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--yolo",
+        "bypasspermissions",
+        "danger-full-access",
+    }
+)
+# A line that documents a command-line flag: a table row, a list item or a help line that starts
+# with the flag and goes on to say what it does ("| `--yolo` | No sandbox, no approvals |").
+_FLAG_DOC = re.compile(r"^\s*(?:\|\s*|[-*+]\s+)?`?(--[a-z][\w-]*)[^|\n]*?`?\s*(?:\||\s{2,}|:|—|-\s)\s*\S", re.I)
+
+
+def documented_flags(text: str) -> frozenset[str]:
+    """The :data:`AGENT_SAFETY_OFF` flags a document explains (a flags table row, a list item or a
+    help line naming the flag and what it does): a skill that documents an agent CLI's options,
+    dangerous ones among them, lets its reader choose; one that only uses them does not."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        m = _FLAG_DOC.match(line)
+        if m:
+            low = line.lower()
+            out.update(f for f in AGENT_SAFETY_OFF if f in low)
+    return frozenset(out)
+
+
 # Commands that print a credential (their non-option words): reading their output is reading the secret.
 TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "gh": (("auth", "token"),),
@@ -156,16 +186,20 @@ TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "heroku": (("auth:token",),),
     "npm": (("token", "list"),),
 }
-# The hosts a printed credential is meant for (sending it there is using it, not exfiltrating it).
-_ISSUERS = {
-    "gh": ("github.com", "githubusercontent.com"),
-    "glab": ("gitlab.com",),
-    "aws": ("amazonaws.com",),
-    "gcloud": ("googleapis.com", "google.com"),
-    "az": ("azure.com", "microsoft.com", "windows.net", "azure.net"),
-    "doctl": ("digitalocean.com",),
-    "heroku": ("heroku.com",),
-}
+# The hosts a credential is meant for, by a word of where it was read (a token command, a
+# credential file): sending it there is using it, not exfiltrating it.
+_ISSUERS = (
+    (re.compile(r"^gh\b|git-credentials|/gh/hosts", re.I), ("github.com", "githubusercontent.com", "gitlab.com")),
+    (re.compile(r"^glab\b", re.I), ("gitlab.com",)),
+    (re.compile(r"^aws\b|\.aws\b", re.I), ("amazonaws.com",)),
+    (re.compile(r"^gcloud\b|gcloud", re.I), ("googleapis.com", "google.com")),
+    (re.compile(r"^az\b|\.azure\b", re.I), ("azure.com", "microsoft.com", "windows.net", "azure.net")),
+    (re.compile(r"^doctl\b", re.I), ("digitalocean.com",)),
+    (re.compile(r"^heroku\b", re.I), ("heroku.com",)),
+    (re.compile(r"\.npmrc", re.I), ("npmjs.org", "npmjs.com")),
+    (re.compile(r"\.pypirc", re.I), ("pypi.org",)),
+    (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
+)
 
 _HOME = re.compile(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|/home/[^/]+|/Users/[^/]+|/root)(?=/|$)")
 _IP = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^\[?[0-9a-f]*:[0-9a-f:]+\]?$|^0x[0-9a-f]{8}$|^\d{8,10}$", re.I)
@@ -209,9 +243,10 @@ def vendor(url: str) -> bool:
 
 
 def issuer(credential: str, url: str) -> bool:
-    """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read,
-    ``"gh auth token"``): ``curl -H "Authorization: $(gh auth token)" https://api.github.com/…``."""
-    hosts = _ISSUERS.get(credential.split(" ", 1)[0], ())
+    """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read such
+    as ``"gh auth token"``, or a credential file): ``curl -H "Authorization: $(gh auth token)"
+    https://api.github.com/…`` uses the token, it does not send it out."""
+    hosts = [h for pattern, named in _ISSUERS if pattern.search(credential) for h in named]
     m = re.match(r"https://([^/\s:@]+)", url.strip(), re.I)
     host = m.group(1).lower().rstrip(".") if m else ""
     return bool(host) and any(host == h or host.endswith("." + h) for h in hosts)

@@ -139,7 +139,7 @@ _PS_VALUE_FLAGS = {
     "-ep", "-ex", "-exec", "-executionpolicy", "-w", "-win", "-windowstyle", "-version", "-inputformat",
     "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
 }  # fmt: skip
-_AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
+_AGENTS = {"claude", "codex", "gemini", "agy", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
 _RESOLVERS = {"dig", "nslookup", "host", "drill", "resolvectl", "kdig", "ping", "getent"}
 _UNPACKERS = {"unzip", "tar", "bsdtar", "7z", "7za", "unrar"}
 _UNPACK_VALUE = (["-P"], ["-d"], ["-C"], ["--directory"], ["-p"])  # options whose value follows
@@ -1359,11 +1359,17 @@ class _Reader:
     def safety(self, name: str, args: list[str]) -> None:
         low = [a.lower() for a in args]
         joined = " ".join(args)
-        agent_flags = {"--dangerously-skip-permissions", "--dangerously-bypass-approvals-and-sandbox", "--yolo"}
-        if (agent_flags & set(low) and (name in _AGENTS or "--yolo" not in low)) or (
-            "--permission-mode" in low and "bypasspermissions" in low
+        off = places.AGENT_SAFETY_OFF & set(low)
+        if (
+            off - {"--yolo", "bypasspermissions", "danger-full-access"}
+            or ("--yolo" in off and name in _AGENTS)
+            or ("bypasspermissions" in off and "--permission-mode" in low)
+            or ("danger-full-access" in off and {"--sandbox", "-s"} & set(low))
         ):
-            self.add("LS912", "critical" if self.unit.where == "script" else "high", f"{name} {joined}", "safety-off")
+            # an agent started with its prompts or sandbox off: critical unless the skill documents
+            # the flag among the CLI's options (a skill about driving that CLI) or discusses it
+            told = off <= self.unit.documented and self.unit.where != "script" and self.unit.context != "file"
+            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}", "safety-off")
         if (
             (name == "setenforce" and low[:1] in (["0"], ["permissive"]))
             or (name == "ufw" and "disable" in low)

@@ -35,7 +35,8 @@ class Unit:
     (a fenced block), ``file`` (the whole file is code), ``decoded`` (a payload decoded from
     another unit), ``argument`` (``bash -c``, ``python -c`` and the like).  ``discussed`` is
     true when the text around it talks about the attack rather than asks for it (see
-    ``scanrules._discussed``).  ``depth`` counts the nesting.
+    ``scanrules._discussed``).  ``depth`` counts the nesting.  ``documented`` holds the agent
+    safety flags the skill's own documents explain (:func:`ledger.supply.meaning.places.documented_flags`).
     """
 
     lang: str
@@ -46,6 +47,7 @@ class Unit:
     context: str
     discussed: bool = False
     depth: int = 0
+    documented: frozenset[str] = frozenset()
 
     def inner(self, lang: str, text: str, *, line_offset: int = 0, context: str = "argument") -> Unit:
         """A unit found inside this one: same file and role, one level deeper."""
