@@ -286,6 +286,19 @@ _WARNED = re.compile(
 )
 
 
+def _quoted_as_example(f: TextFile, lineno: int) -> bool:
+    """Whether line ``lineno`` sits in a fenced block that a warning or a discussion introduces: the
+    three lines before the fence, or the heading of its section, warn against it or discuss it."""
+    start = lineno - 1
+    if not f.fenced[start]:
+        return False
+    while start > 0 and f.fenced[start - 1]:
+        start -= 1
+    near = " ".join(f.lines[max(0, start - 3) : start])
+    heading = next((ln for ln in reversed(f.lines[:start]) if ln.startswith("#")), "")
+    return any(p.search(near) or p.search(heading) for p in (_WARNED, _DISCUSS))
+
+
 def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     """How bad a pipe from the network is here.
 
@@ -298,6 +311,8 @@ def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     lineno = f.line_of(m.start())
     line = f.lines[lineno - 1]
     names = hosts(m.group())
+    if f.doc and not f.instructions and _quoted_as_example(f, lineno):
+        return "high"  # a reference document showing the attack under a warning: high at most
     if f.script or _AGGRAVATED.search(m.group()) or _AGGRAVATED.search(line[m.end() - f._starts[lineno - 1] :]):
         return "critical"
     if any(_IP_HOST.match(h) for h in names) or any(d in m.group().lower() for d in DROP_HOSTS):
