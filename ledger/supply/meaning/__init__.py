@@ -21,22 +21,10 @@ from dataclasses import replace
 from ledger.supply.meaning import config, links, python, script, shell
 from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.places import documented_flags
-from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
+from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
 from ledger.supply.scanrules import Finding
 
 __all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
-
-# rule id -> (behaviour, the most it reports); docs/scanner.md "Behaviours" says when it reports less
-BEHAVIOURS: dict[str, tuple[str, str]] = {
-    "LS311": ("fetch-then-execute", "critical"),
-    "LS312": ("network-shell", "critical"),
-    "LS313": ("decoded-execute", "critical"),
-    "LS411": ("credential-read", "high"),
-    "LS412": ("credential-exfiltration", "critical"),
-    "LS705": ("symlink-escape", "critical"),
-    "LS911": ("persistence", "critical"),
-    "LS912": ("safety-off", "critical"),
-}
 
 ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse})
 ANALYSERS.update({lang: script.analyse for lang in script.LANGS})

@@ -13,8 +13,8 @@ import posixpath
 from collections.abc import Iterator, Mapping
 
 from ledger.supply.meaning import _known
+from ledger.supply.meaning.units import finding
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["analyse", "escapes"]
 
@@ -41,7 +41,7 @@ def analyse(symlinks: Mapping[str, str | None]) -> Iterator[Finding]:
         names = _known.system_file(target) or _known.system_file(out) or _climbs_to_secret(out)
         severity = "critical" if names else "high"
         what = "a secret or system file" if names else "outside the skill"
-        yield Finding("LS705", severity, path, None, detail(f"-> {target} ({what})"))
+        yield finding("LS705", severity, path, None, f"-> {target}: {what}")
 
 
 def _climbs_to_secret(rel: str) -> bool:

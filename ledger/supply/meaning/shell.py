@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 import bashlex
 
 from ledger.supply.meaning import decode, places
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import _CRED, _SEND, Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["GATE", "analyse", "worth"]
 
@@ -508,14 +507,9 @@ class _Reader:
         self.line = unit.line
 
     # findings
-    def add(self, rule: str, severity: str, evidence: str, label: str) -> None:
-        room = 80 - len(label) - 3
-        ev = " ".join(evidence.split())
-        ev = ev if len(ev) <= room else ev[: room - 1] + "…"
-        text = detail(f"{ev} ({label})")
-        key = (rule, self.line, text)
-        if key not in self.findings:
-            self.findings[key] = Finding(rule, severity, self.unit.path, self.line, text)
+    def add(self, rule: str, severity: str, evidence: str) -> None:
+        f = finding(rule, severity, self.unit.path, self.line, evidence)
+        self.findings.setdefault((rule, self.line, f.detail), f)
 
     def sev(self, *, vouched: bool = False, floor: str = "critical", always: bool = False) -> str:
         """The severity of a behaviour here (docs/scanner.md, severity policy); ``always``: a
@@ -598,7 +592,7 @@ class _Reader:
         tin = self.stdin(cmd, tin)
         if not argv:
             if any(isinstance(t, _W) and "/dev/tcp/" in t.s and k == "<>" for k, t, _ in cmd.redirs):
-                self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket", "network-shell")
+                self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket")
             return tin, ""
         cron = _cron_fields(argv)
         if cron:
@@ -656,21 +650,20 @@ class _Reader:
             if body is not None or not isinstance(target, _W) or kind in ("<", "<<<", "<<", "<<-"):
                 if isinstance(target, int) and kind in (">&", "<&") and str(target) in self.netfds and is_shell:
                     self.add(
-                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)", "network-shell"
-                    )
+                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)")
                 continue
             s, _ = self.expand(target)
             if s.startswith(("/dev/tcp/", "/dev/udp/")):
                 if kind == "<>" and name in ("", "exec"):
-                    self.add("LS312", self.sev(always=True), f"exec <>{s}: a descriptor on a socket", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"exec <>{s}: a descriptor on a socket")
                     continue
                 if is_shell:
-                    self.add("LS312", self.sev(always=True), f"{name} >& {s}", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"{name} >& {s}")
                 else:
                     self.send(f"{name} > {s}", flow)
                 continue
             if s in self.netfds and is_shell:
-                self.add("LS312", self.sev(always=True), f"{name} on descriptor {s} (a socket)", "network-shell")
+                self.add("LS312", self.sev(always=True), f"{name} on descriptor {s} (a socket)")
             if kind in (">", ">>", "&>", ">|", "&>>", ">&"):
                 p = self.norm(s)
                 if s in ("/dev/null", "&1", "1", "2") or s.startswith("/dev/std"):
@@ -854,7 +847,7 @@ class _Reader:
         if name in ("systemctl", "launchctl", "update-rc.d", "chkconfig", "rc-update", "schtasks"):
             return self.service(name, args)
         if name in ("awk", "gawk") and any("/inet/tcp/" in a or "/inet/udp/" in a for a in args):
-            self.add("LS312", self.sev(always=True), f"{name} /inet/tcp", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} /inet/tcp")
         if name == "mkfifo":
             return _Flow()
         if name == "chmod" and args and any("x" in a or a.lstrip("0").startswith(("7", "5")) for a in args[:1]):
@@ -1030,7 +1023,7 @@ class _Reader:
         what = flow.taint.get("cred") or flow.taint.get("env")
         if what:
             self.exfil = True
-            self.add("LS412", self.sev(always=True), f"{what} sent: {ev}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{what} sent: {ev}")
 
     def nettool(self, name: str, args: list[str], tin: _Flow, stages: list[str]) -> _Flow:
         low = [a.lower() for a in args]
@@ -1039,17 +1032,17 @@ class _Reader:
             a in ("-e", "-c", "--exec", "--sh-exec", "--lua-exec") or (re.match(r"^-\w*e$", a) and len(a) <= 5)
             for a in args
         ):
-            self.add("LS312", self.sev(always=True), f"{name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} {joined}")
         if (
             name == "socat"
             and any(a.startswith(("exec:", "system:")) for a in low)
             and any(re.match(r"^(?:tcp|udp|openssl|ssl)[\w-]*[:-]", a) for a in low)
         ):
-            self.add("LS312", self.sev(always=True), f"socat {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"socat {joined}")
         if any(s in _SHELLS or s in ("python", "perl", "ruby") for s in stages) and (
             stages[-1:] and (stages[-1] in _SHELLS)
         ):
-            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name} {joined}")
         hosts = [a for a in args if not a.startswith("-") and (("." in a or ":" in a) and not a.startswith("/"))]
         if tin.taint or tin.text:
             self.send(f"{name} {joined}", tin)
@@ -1087,7 +1080,7 @@ class _Reader:
                 and i + 1 < len(args)
             ):
                 payload = _ps_decode(args[i + 1])
-                self.add("LS313", self.sev(always=True), f"{name} -enc {payload or args[i + 1]}", "decoded-execute")
+                self.add("LS313", self.sev(always=True), f"{name} -enc {payload or args[i + 1]}")
                 if payload:
                     self.inner("powershell", payload, "decoded")
                 return _Flow()
@@ -1117,7 +1110,7 @@ class _Reader:
             return _Flow()
         # reads its program from stdin
         if (netstage or (stages and stages[0] in _NETTOOLS)) and lang == "sh":
-            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name}")
         self.run_code(lang, tin.text, dict(tin.taint), f"… | {name}", hidden, piped=True)
         return _Flow()
 
@@ -1139,7 +1132,7 @@ class _Reader:
                 decoded="decode" in flow.taint,
             )
         elif "decode" in flow.taint:
-            self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})", "decoded-execute")
+            self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})")
             if flow.text:
                 self.inner("sh", flow.text, "decoded")
         elif flow.text and name in _SHELLS | {"source", "."}:
@@ -1160,9 +1153,7 @@ class _Reader:
             self.add(
                 "LS313",
                 self.sev(always=True),
-                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}",
-                "decoded-execute",
-            )
+                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}")
             if body:
                 self.inner(lang, body, "decoded")
             return
@@ -1192,13 +1183,11 @@ class _Reader:
             self.add(
                 "LS311",
                 self.sev(vouched=bool(urls) and all(places.vendor(u) for u in urls)),
-                f"{lang}: {body}",
-                "fetch-then-execute",
-            )
+                f"{lang}: {body}")
         elif _CROSS_SOCKET.search(body) and _CROSS_SHELL.search(body):
-            self.add("LS312", self.sev(always=True), f"{lang}: {body}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{lang}: {body}")
         elif _CRED.search(body) and _SEND.search(body):
-            self.add("LS412", self.sev(always=True), f"{lang}: {body}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{lang}: {body}")
 
     def fetch_exec(self, fetched: object, sink: str, hidden: bool, decoded: bool = False) -> None:
         f = fetched if isinstance(fetched, _Fetch) else _Fetch(str(fetched), "")
@@ -1224,7 +1213,7 @@ class _Reader:
             # an HTTPS installer of a named host in a reference document: how vendors document their
             # CLIs, and text cannot tell it from a fake one (tests/supply/benign/vendor-cli-install)
             severity = "high"
-        self.add("LS311", severity, f"{f.ev} | {sink}", "fetch-then-execute")
+        self.add("LS311", severity, f"{f.ev} | {sink}")
 
     def decoder(self, name: str, args: list[str], tin: _Flow, taint: dict[str, object]) -> _Flow:
         text = tin.text
@@ -1314,7 +1303,7 @@ class _Reader:
         if "-l" in args or "-r" in args:
             return _Flow(text="")
         if "-e" in args:
-            self.add("LS911", "medium" if self.unit.where != "script" else "high", "crontab -e", "persistence")
+            self.add("LS911", "medium" if self.unit.where != "script" else "high", "crontab -e")
             return _Flow()
         files = [a for a in args if not a.startswith("-") or a == "-"]
         content = tin if not files or files[0] == "-" else self.files.get(self.norm(files[0]), _Flow())
@@ -1325,13 +1314,13 @@ class _Reader:
         verbs = {"enable", "load", "bootstrap", "submit", "defaults", "on", "add", "/create", "link"}
         if any(a.lower() in verbs for a in args):
             unit = " ".join(a for a in args if not a.startswith("-"))
-            self.add("LS911", self.sev(floor="high"), f"{name} {unit}", "persistence")
+            self.add("LS911", self.sev(floor="high"), f"{name} {unit}")
         if (
             name == "systemctl"
             and any(a in ("stop", "disable", "mask") for a in args)
             and any(re.match(r"(?:firewalld|apparmor|ufw|auditd|selinux|clamav|falcon|osquery)", a) for a in args)
         ):
-            self.add("LS912", self.sev(), f"systemctl {' '.join(args)}", "safety-off")
+            self.add("LS912", self.sev(), f"systemctl {' '.join(args)}")
         return _Flow()
 
     def persist(self, ev: str, content: _Flow, place: str, copied: bool = False) -> None:
@@ -1350,11 +1339,11 @@ class _Reader:
             severity = "medium"
         else:
             severity = "high"
-        self.add("LS911", severity, ev, "persistence")
+        self.add("LS911", severity, ev)
         if re.search(r"settings[\w.-]*\.json$", place) and re.search(
             r"bypassPermissions|dangerously|disableAllHooks\W+true|\"sandbox\W+(?:false|off)", text, re.I
         ):
-            self.add("LS912", self.sev(), f"{ev}: {text}", "safety-off")
+            self.add("LS912", self.sev(), f"{ev}: {text}")
 
     def safety(self, name: str, args: list[str]) -> None:
         low = [a.lower() for a in args]
@@ -1369,32 +1358,32 @@ class _Reader:
             # an agent started with its prompts or sandbox off: critical unless the skill documents
             # the flag among the CLI's options (a skill about driving that CLI) or discusses it
             told = off <= self.unit.documented and self.unit.where != "script" and self.unit.context != "file"
-            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}", "safety-off")
+            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}")
         if (
             (name == "setenforce" and low[:1] in (["0"], ["permissive"]))
             or (name == "ufw" and "disable" in low)
             or (name == "spctl" and any(a in ("--master-disable", "--global-disable") for a in low))
             or (name == "csrutil" and "disable" in low)
         ):
-            self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+            self.add("LS912", self.sev(), f"{name} {joined}")
         if (
             (name == "iptables" and ("-F" in args or "--flush" in low or args[-2:] == ["INPUT", "ACCEPT"]))
             or (name == "defaults" and "lsquarantine" in " ".join(low) and any(v in low for v in ("no", "false", "0")))
             or (name == "sed" and "/etc/selinux/config" in args and "disabled" in joined.lower())
         ):
-            self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+            self.add("LS912", self.sev(), f"{name} {joined}")
         if name == "git" and "config" in low and "core.hookspath" in low:
-            self.add("LS911", self.sev(floor="high"), f"git {joined}", "persistence")
+            self.add("LS911", self.sev(floor="high"), f"git {joined}")
         if name == "git" and "config" in low and re.search(r"http\.sslverify\s+(?:false|0|no)", joined, re.I):
-            self.add("LS912", "high", f"git {joined}", "safety-off")
+            self.add("LS912", "high", f"git {joined}")
         if name in ("npm", "yarn", "pnpm") and "strict-ssl" in joined and "false" in low:
-            self.add("LS912", "high", f"{name} {joined}", "safety-off")
+            self.add("LS912", "high", f"{name} {joined}")
         if (
             (name == "unset" and any(a in ("histfile", "histsize") for a in low))
             or (name == "set" and low[:2] == ["+o", "history"])
             or (name == "history" and "-c" in low)
         ):
-            self.add("LS912", "high", f"{name} {joined}", "safety-off")
+            self.add("LS912", "high", f"{name} {joined}")
         if name == "export" or name in ("declare", "local"):
             for a in args:
                 k, eq, v = a.partition("=")
@@ -1402,11 +1391,11 @@ class _Reader:
                     self.vars[k] = (v, {})
                     self.safety_env(k, v)
         if name == "chattr" and any(re.match(r"^[+-]\w*[ia]", a) for a in args):
-            self.add("LS912", "high", f"chattr {joined}", "safety-off")
+            self.add("LS912", "high", f"chattr {joined}")
         if (name == "xattr" and any("com.apple.quarantine" in a for a in args)) or (name == "xattr" and "-c" in low):
             target = args[-1] if args else ""
             fetched = "fetch" in self.files.get(self.norm(target), _Flow()).taint
-            self.add("LS912", self.sev() if fetched else "high", f"xattr {joined}", "safety-off")
+            self.add("LS912", self.sev() if fetched else "high", f"xattr {joined}")
 
     def safety_env(self, name: str, value: str) -> None:
         v = value.strip("'\"").lower()
@@ -1416,11 +1405,11 @@ class _Reader:
             or (name == "GIT_SSL_NO_VERIFY" and v in ("1", "true", "yes"))
             or (name in ("CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE") and v == "")
         ):
-            self.add("LS912", "high", f"{name}={value}", "safety-off")
+            self.add("LS912", "high", f"{name}={value}")
         if (name in ("HISTFILE",) and v in ("/dev/null", "")) or (
             name in ("HISTSIZE", "HISTFILESIZE", "SAVEHIST") and v == "0"
         ):
-            self.add("LS912", "high", f"{name}={value}", "safety-off")
+            self.add("LS912", "high", f"{name}={value}")
 
 
 _CRON_FIELD = re.compile(r"^(?:\*|\d{1,2}|\*/\d{1,2}|\d{1,2}(?:[-,/]\d{1,2})+|[a-z]{3}(?:-[a-z]{3})?)$", re.I)
@@ -1520,11 +1509,10 @@ def analyse(unit: Unit) -> list[Finding]:
         line, what = secrets[0]
         reader.line = reader.sends[0][0]
         reader.add(
-            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}", "credential-exfiltration"
-        )
+            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}")
     elif reader.creds and not reader.exfil:
         for line, what in reader.creds[:3]:
             reader.line = line
             severity = "high" if unit.where in ("script", "instructions") else "medium"
-            reader.add("LS411", severity, what, "credential-read")
+            reader.add("LS411", severity, what)
     return list(reader.findings.values())
