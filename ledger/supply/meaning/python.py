@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ledger.supply.meaning import _known
+from ledger.supply.meaning import places
 from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import Finding
@@ -519,7 +519,7 @@ def _call_value(node: ast.Call, st: _State, d: int) -> _Val:
     if q.endswith((".read", ".read_text", ".read_bytes", ".readlines", ".readline")) or q in ("open", "io.open"):
         path = _path_of_read(node, st)
         if path is not None:
-            label = _known.credential(path)
+            label = places.credential(path)
             if label:
                 tags.add("cred:" + label)
     if q not in _ENV_CARRIERS and not q.endswith((".encode", ".format", ".dumps", "b64encode", ".urlencode")):
@@ -854,7 +854,7 @@ def _call(node: ast.Call, st: _State) -> None:
     ):
         wpath = _write_path(node.func.value, st)
     if wpath:
-        label = _known.persistence(wpath)
+        label = places.persistence(wpath)
         if label:
             top = "high" if st.unit.where == "document" and not _payload_nearby(st) else "critical"
             st.add("LS911", top, node, f"writes {label} {wpath}")
@@ -897,7 +897,7 @@ def _call(node: ast.Call, st: _State) -> None:
             if t0:
                 rpaths.append(t0)
     for p in rpaths:
-        label = _known.credential(p)
+        label = places.credential(p)
         if label:
             st.creds.append((st.line(node), label, ev))
 
@@ -1039,13 +1039,13 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
         yield f("LS312", "critical", con, "")
     send = _T_SEND.search(text)
     for m in _T_PATH.finditer(text):
-        label = _known.credential(m.group(1))
+        label = places.credential(m.group(1))
         line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
         if label and label != "env file" and re.search(r"open|read|copy|glob|Path|listdir|connect|=\s*$", line):
             yield f("LS412" if send else "LS411", "critical" if send else "high", m, f"{label} read")
             break
     for m in _T_PATH.finditer(text):
-        label = _known.persistence(m.group(1))
+        label = places.persistence(m.group(1))
         if label and re.search(r"open\([^)]*['\"][wa]", text):
             yield f("LS911", "critical" if unit.where != "document" else "high", m, f"writes {label}")
             break

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ledger.supply.meaning import _known
+from ledger.supply.meaning import places
 from ledger.supply.meaning.decode import b64, decodings
 from ledger.supply.meaning.python import severity
 from ledger.supply.meaning.units import Unit, finding
@@ -26,12 +26,6 @@ __all__ = ["LANGS", "analyse", "normalise"]
 LANGS = ("js", "powershell", "ruby", "perl", "php")
 MAX_TEXT = 512 * 1024  # characters read of one unit
 NEAR = 400  # characters: a fetch this close to an eval is one statement's work
-
-# HTTPS installers that vendors publish for PowerShell and Node; in a document, running one is medium
-_VENDORS = ("astral.sh", "bun.sh", "get.scoop.sh", "community.chocolatey.org", "chocolatey.org", "deno.land",
-            "win.rustup.rs", "sh.rustup.rs", "dot.net", "aka.ms", "ollama.com", "get.pnpm.io",
-            "install.python-poetry.org", "raw.githubusercontent.com/Homebrew/", "claude.ai/install.ps1", "opencode.ai",
-            "fnm.vercel.app")  # fmt: skip
 
 _CONCAT = re.compile(r"""(['"])([^'"\n\\]{0,200})\1\s*(?:\+|\.(?!\w))\s*(['"])([^'"\n\\]{0,200})\3""")
 _PSCHAR = re.compile(r"\[char\]\s*(\d{1,3})", re.I)
@@ -106,22 +100,9 @@ def _vouched(unit: Unit, segment: str) -> bool:
     urls = re.findall(r"https?://[^\s'\"|)]+", segment)
     return (
         bool(urls)
-        and all(_vendor(u) for u in urls)
+        and all(places.vendor(u) for u in urls)
         and not re.search(r"-SkipCertificateCheck|\d{1,3}(?:\.\d{1,3}){3}", segment)
     )
-
-
-def _vendor(url: str) -> bool:
-    """``url`` is HTTPS on a vendor's host (exactly), under the vendor's path when one is listed."""
-    if not url.startswith("https://"):
-        return False
-    host, _, path = url[8:].partition("/")
-    host = host.lower()
-    for v in _VENDORS:
-        vhost, _, vpath = v.partition("/")
-        if host == vhost and ("/" + path).startswith("/" + vpath):
-            return True
-    return False
 
 
 def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
@@ -140,7 +121,7 @@ def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
         for i in range(len(lits)):
             for j in range(i + 1, min(len(lits), i + 5) + 1):
                 path = "/".join(x.strip("/\\") if k else x.rstrip("/\\") for k, x in enumerate(lits[i:j]))
-                label = _known.credential(path) or _known.credential(lits[j - 1])
+                label = places.credential(path) or places.credential(lits[j - 1])
                 if label:
                     found = (lm.start(), label, path)
                     break
@@ -148,7 +129,7 @@ def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
                 break
         if not found:
             m = re.search(r"[~/][^\s'\"`;,)]*", line)
-            label = _known.credential(m.group()) if m else None
+            label = places.credential(m.group()) if m else None
             if m and label:
                 found = (lm.start(), label, m.group())
         if found:
@@ -183,7 +164,7 @@ def _persistence(unit: Unit, text: str, writes: re.Pattern[str]) -> Iterator[Fin
     for m in writes.finditer(text):
         window = text[m.start() : m.end() + 300]
         for lit in [x.group(2) for x in _LIT.finditer(window)] + re.findall(r"[~/][^\s'\"`;,)]+", window)[:4]:
-            label = _known.persistence(lit)
+            label = places.persistence(lit)
             if label:
                 top = "high" if unit.where == "document" else "critical"
                 yield _f(unit, text, "LS911", top, m.start(), f"writes {label}")
