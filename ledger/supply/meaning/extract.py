@@ -191,6 +191,9 @@ def steps(found: list[Unit]) -> Iterator[Unit]:
 
 def _document(f: TextFile, where: str) -> Iterator[Unit]:
     lines = f.lines
+    # where the document saves a download to a file, shell outside the gate is kept too: a later
+    # step may run the file (see :func:`steps`)
+    saves = _SAVED.search(f.text) is not None
     heading = ""
     i, n = 0, len(lines)
     while i < n:
@@ -214,7 +217,7 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
                 yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
                 body = _prompts(body)
-            if lang and body and (lang != "sh" or worth("\n".join(body))):
+            if lang and body and (lang != "sh" or saves or worth("\n".join(body))):
                 yield Unit(
                     lang, "\n".join(body), f.path, i + 2, where, "fenced", _discussed(f, i + 1, heading + " " + info)
                 )
@@ -223,7 +226,7 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
         h = _HEADING.match(line)
         if h:
             heading = h.group(1)
-        yield from _line(f, where, i + 1, line, heading)
+        yield from _line(f, where, i + 1, line, heading, saves)
         i += 1
 
 
@@ -239,11 +242,11 @@ def _prompts(body: list[str]) -> list[str]:
     return out
 
 
-def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iterator[Unit]:
+def _line(f: TextFile, where: str, lineno: int, line: str, heading: str, saves: bool = False) -> Iterator[Unit]:
     if "`" in line or "<code>" in line.lower():
         for m in _INLINE.finditer(line):
             code = html.unescape(m.group(2) or m.group(3) or "").strip().removeprefix("$ ")
-            if code and worth(code):
+            if code and (saves or worth(code)):
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
     prose = _INLINE.sub(" ", line) if "`" in line or "<code>" in line.lower() else line
     prose = re.sub(r"^\s*>\s?", "", prose)  # a quoted line reads like any other
