@@ -24,7 +24,7 @@ from ledger.supply.meaning.units import Unit
 from ledger.supply.scanrules import _DISCUSS, _WARNED
 from ledger.supply.scantext import TextFile
 
-__all__ = ["FENCE_LANGS", "units"]
+__all__ = ["FENCE_LANGS", "steps", "units"]
 
 FENCE_LANGS = {
     **dict.fromkeys(
@@ -161,8 +161,39 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
     yield from _document(f, where)
 
 
+# a download to a named file: curl -o F, wget -O F, curl … > F (F is looked for in a later step)
+_SAVED = re.compile(
+    r"\b(?:curl|wget|aria2c|fetch)\b[^\n|;&]*?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
+)
+
+
+def steps(found: list[Unit]) -> Iterator[Unit]:
+    """The shell units of one document that belong together read as one: a file downloaded in one
+    step (``wget -O /tmp/p URL``) and run in a later one (``source /tmp/p``) is fetch-then-execute
+    however many blocks and sentences lie between.  Yields one unit spanning the steps, its text
+    padded with blank lines so each line keeps its number, only when a later step names a file an
+    earlier one downloaded (the single units are judged as well)."""
+    shell = [u for u in found if u.lang == "sh" and u.where != "script"]
+    for i, u in enumerate(shell):
+        names = {m.group(1) for m in _SAVED.finditer(u.text)}
+        later = [v for v in shell[i + 1 :] if v.line > u.line and any(n in v.text for n in names)]
+        if not later:
+            continue
+        group = [w for w in shell[i:] if w.line <= later[-1].line]
+        rows: dict[int, list[str]] = {}
+        for w in group:
+            for k, row in enumerate(w.text.split("\n")):
+                rows.setdefault(w.line - u.line + k, []).append(row)
+        text = "\n".join(" ; ".join(rows.get(k, [""])) for k in range(max(rows) + 1))
+        context = "fenced" if all(w.context == "fenced" for w in group) else u.context
+        yield Unit("sh", text, u.path, u.line, u.where, context, all(w.discussed for w in group))
+
+
 def _document(f: TextFile, where: str) -> Iterator[Unit]:
     lines = f.lines
+    # where the document saves a download to a file, shell outside the gate is kept too: a later
+    # step may run the file (see :func:`steps`)
+    saves = _SAVED.search(f.text) is not None
     heading = ""
     i, n = 0, len(lines)
     while i < n:
@@ -186,7 +217,7 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
                 yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
                 body = _prompts(body)
-            if lang and body and (lang != "sh" or worth("\n".join(body))):
+            if lang and body and (lang != "sh" or saves or worth("\n".join(body))):
                 yield Unit(
                     lang, "\n".join(body), f.path, i + 2, where, "fenced", _discussed(f, i + 1, heading + " " + info)
                 )
@@ -195,7 +226,7 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
         h = _HEADING.match(line)
         if h:
             heading = h.group(1)
-        yield from _line(f, where, i + 1, line, heading)
+        yield from _line(f, where, i + 1, line, heading, saves)
         i += 1
 
 
@@ -211,11 +242,11 @@ def _prompts(body: list[str]) -> list[str]:
     return out
 
 
-def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iterator[Unit]:
+def _line(f: TextFile, where: str, lineno: int, line: str, heading: str, saves: bool = False) -> Iterator[Unit]:
     if "`" in line or "<code>" in line.lower():
         for m in _INLINE.finditer(line):
             code = html.unescape(m.group(2) or m.group(3) or "").strip().removeprefix("$ ")
-            if code and worth(code):
+            if code and (saves or worth(code)):
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
     prose = _INLINE.sub(" ", line) if "`" in line or "<code>" in line.lower() else line
     prose = re.sub(r"^\s*>\s?", "", prose)  # a quoted line reads like any other
