@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ledger._env import child_env
 from ledger.errors import SkillError
+from ledger.supply.meaning.extract import fence_at, prompts
 from ledger.supply.scan import Verdict, _capped
 from ledger.supply.scanrules import Finding
 from ledger.supply.scantext import detail
@@ -104,7 +105,6 @@ _BY_EXT = {".sh": ["sh"], ".bash": ["bash"], ".zsh": ["zsh"], ".py": ["python3"]
 _BLOCKS = {"sh": "sh", "shell": "bash", "bash": "bash", "zsh": "bash", "console": "bash", "shell-session": "bash",
            "python": "python3", "py": "python3", "python3": "python3"}  # fmt: skip
 _ETC_BINDS = ("alternatives", "ld.so.cache", "ssl")  # read from the host's /etc: commands need them
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+.-]*)")
 
 
 class SandboxUnavailable(SkillError):
@@ -151,23 +151,20 @@ def _interpreter(path: str, data: bytes, executable: bool) -> list[str] | None:
 
 
 def _blocks(path: str, text: str) -> Iterator[Item]:
+    """The command blocks of a Markdown file, read as the static analysers read them
+    (:func:`ledger.supply.meaning.extract.fence_at`); a console transcript keeps its commands."""
     lines = text.split("\n")
     i = 0
     while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if not m:
+        block = fence_at(lines, i)
+        if block is None:
             i += 1
             continue
-        fence, lang = m.group(1), m.group(2).lower()
-        body, j = [], i + 1
-        while j < len(lines) and not lines[j].lstrip().startswith(fence):
-            body.append(lines[j])
-            j += 1
-        start, i = i + 2, j + 1
+        start, i = i + 2, block.end + 1
+        lang = block.info.split(",")[0]
         if lang not in _BLOCKS:
             continue
-        if lang in ("console", "shell-session"):
-            body = [ln.lstrip()[2:] for ln in body if ln.lstrip().startswith(("$ ", "# "))]
+        body = prompts(block.body) if _BLOCKS[lang] != "python3" else block.body
         code = "\n".join(body).strip("\n")
         if not code.strip():
             continue

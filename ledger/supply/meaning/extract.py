@@ -18,13 +18,14 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ledger.supply.meaning.shell import worth
 from ledger.supply.meaning.units import Unit
 from ledger.supply.scanrules import _DISCUSS, _WARNED
 from ledger.supply.scantext import TextFile
 
-__all__ = ["FENCE_LANGS", "steps", "units"]
+__all__ = ["FENCE_LANGS", "Fence", "fence_at", "prompts", "steps", "units"]
 
 FENCE_LANGS = {
     **dict.fromkeys(
@@ -189,6 +190,35 @@ def steps(found: list[Unit]) -> Iterator[Unit]:
         yield Unit("sh", text, u.path, u.line, u.where, context, all(w.discussed for w in group))
 
 
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block: ``info`` its info string (lower case), ``body`` its lines (a quoted
+    block's ``>`` taken off), ``end`` the index of its closing fence (or of the end of the text)."""
+
+    info: str
+    body: list[str]
+    end: int
+
+
+def fence_at(lines: list[str], i: int) -> Fence | None:
+    """The fenced block that opens at ``lines[i]``, if one does: the one reading of Markdown fences
+    that the analysers and the sandboxed run share (indented in a list item or quoted too; closed by
+    a bare fence of the same character, at least as long)."""
+    m = _FENCE.match(lines[i])
+    if not m:
+        return None
+    fence, info = m.group(1), m.group(2).lower().strip("{}.")
+    j, n = i + 1, len(lines)
+    while j < n and not (
+        (c := _FENCE.match(lines[j])) and c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence) and not c.group(2)
+    ):
+        j += 1
+    body = lines[i + 1 : j]
+    if lines[i].lstrip().startswith(">"):
+        body = [re.sub(r"^\s*>\s?", "", b) for b in body]
+    return Fence(info, body, j)
+
+
 def _document(f: TextFile, where: str) -> Iterator[Unit]:
     lines = f.lines
     # where the document saves a download to a file, shell outside the gate is kept too: a later
@@ -198,25 +228,14 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        m = _FENCE.match(line)
-        if m:
-            fence, info = m.group(1), m.group(2).lower().strip("{}.")
-            j = i + 1
-            while j < n and not (
-                (c := _FENCE.match(lines[j]))
-                and c.group(1)[0] == fence[0]
-                and len(c.group(1)) >= len(fence)
-                and not c.group(2)
-            ):
-                j += 1
+        block = fence_at(lines, i)
+        if block:
+            info, body, j = block.info, block.body, block.end
             lang = FENCE_LANGS.get(info.split(",")[0])
-            body = lines[i + 1 : j]
-            if line.lstrip().startswith(">"):
-                body = [re.sub(r"^\s*>\s?", "", b) for b in body]
             if info in ("json", "jsonc", "json5") and body:
                 yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
-                body = _prompts(body)
+                body = prompts(body)
             if lang and body and (lang != "sh" or saves or worth("\n".join(body))):
                 yield Unit(
                     lang, "\n".join(body), f.path, i + 2, where, "fenced", _discussed(f, i + 1, heading + " " + info)
@@ -230,7 +249,7 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
         i += 1
 
 
-def _prompts(body: list[str]) -> list[str]:
+def prompts(body: list[str]) -> list[str]:
     """A console transcript keeps only its commands: lines after a ``$ `` prompt (others blanked,
     so line numbers hold); a block without prompts is all commands."""
     if not any(ln.lstrip().startswith("$ ") for ln in body):
