@@ -197,6 +197,15 @@ def lift_rows(lift: dict | None) -> list[tuple[str, str, str, float, float]]:
              lift["show_vs_plain_list"], 4.0)]  # the issue's anchor: plain `skill list` (the faster, so the harder)
 
 
+def sandbox_rows(sb: dict | None) -> list[tuple[str, str, str, float, float]]:
+    """Issue 49: one script run in the sandbox (bwrap + strace, canaries, the trace read), against it run bare."""
+    if not sb:
+        return []
+    return [(f"`ledger scan --run`: one small script in the sandbox (bwrap + strace, {sb['scripts']} scripts)",
+             f"{sb['sandbox_ms_per_script']:.0f} ms", f"the same script run bare {sb['bare_ms_per_script']:.0f} ms",
+             sb["ratio"], 5.0)]  # fmt: skip
+
+
 def scan_rows(scan: dict | None) -> list[tuple[str, str, str, float, float]]:
     """Issue 49: the static scan of the public skills, against the scanner at an earlier revision
     timed in the same run (``scripts/scan-bench --anchor REV --json``, docs/scanner.md)."""
@@ -292,6 +301,7 @@ def main() -> None:
     ap.add_argument("--outcomes", default="bench-out/outcomes.json")
     ap.add_argument("--evals", default="bench-out/evals.json")
     ap.add_argument("--lift", default="bench-out/lift.json")
+    ap.add_argument("--sandbox", default="bench-out/sandbox.json")
     ap.add_argument("--scan", default="bench-out/scan.json")
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--plot", default="docs/benchmarks.png", help="'' for none (scripts/bench --quick)")
@@ -306,6 +316,7 @@ def main() -> None:
     outcomes = json.loads(Path(args.outcomes).read_text()) if Path(args.outcomes).exists() else None
     evals = json.loads(Path(args.evals).read_text()) if Path(args.evals).exists() else None
     lift = json.loads(Path(args.lift).read_text()) if Path(args.lift).exists() else None
+    sb = json.loads(Path(args.sandbox).read_text()) if Path(args.sandbox).exists() else None
     scan = json.loads(Path(args.scan).read_text()) if Path(args.scan).exists() else None
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
@@ -329,7 +340,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     table = (rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
-             + eval_rows(evals) + lift_rows(lift) + scan_rows(scan))
+             + eval_rows(evals) + lift_rows(lift) + sandbox_rows(sb) + scan_rows(scan))
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
@@ -338,7 +349,8 @@ def main() -> None:
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
     lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `scan.json` (not committed).",
+              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `sandbox.json`, "
+              "`scan.json` (not committed).",
               ""]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:

@@ -285,11 +285,17 @@ def _calibration(verdict: dict[str, Any]) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--vetted", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The approved version of the (one) skill scanned: report what the update widens.")
+@click.option("--run", "run", is_flag=True,
+              help="Also run each script and Markdown command block in a bubblewrap sandbox (no network, canary "
+                   "credentials, strace) and report what it did (ledger-run/1); exit 1 if the sandbox cannot be built.")
+@click.option("--run-timeout", type=click.FloatRange(0, 600, min_open=True), default=10.0, show_default=True,
+              metavar="SECONDS", help="With --run: the time cap per script or block.")
 @click.option("--with", "also", multiple=True, type=click.Choice([CISCO]), metavar="SCANNER",
               help=f"Also run this supported external scanner for this run ({CISCO}); the verdict is the worse of "
                    "the two, both named.")  # fmt: skip
 @json_flag
-def scan(paths: tuple[Path, ...], vetted: Path | None, also: tuple[str, ...], as_json: bool) -> None:
+def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: float, also: tuple[str, ...],
+         as_json: bool) -> None:
     """Scan skill folders (every folder holding a SKILL.md under PATHS) as an install would; exit 1 on a
     critical finding.  Nothing is installed or written (docs/scanner.md).
 
@@ -311,10 +317,16 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, also: tuple[str, ...], as
     if vetted is not None and len(found) != 1:
         raise UsageError("--vetted compares one skill with its approved version: scan one skill")
     before = load(vetted)[0] if vetted is not None else None
+    if run:
+        from ledger.supply import sandbox
+
+        sandbox.available()  # off where the sandbox cannot be built: said before anything is scanned
     verdicts = {}
     for skill in found:
         files, links = load(skill)
         verdict = scan_files(files, vetted=before, symlinks=links)
+        if run:
+            verdict = merge(verdict, sandbox.run_verdict(files, timeout=run_timeout))
         if also:
             from ledger.supply.installer import external
 

@@ -24,7 +24,7 @@ from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from ledger.supply import calibration, cisco, origins, pins, sources
+from ledger.supply import calibration, cisco, origins, pins, sandbox, sources
 from ledger.supply import scan as scanner
 from ledger.supply.review import Files, installed_files, review, upstream_digests
 
@@ -55,6 +55,18 @@ def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
         return entry
     fields["source"] = where.relative_to(lock_dir.resolve()).as_posix() or "."
     return replace(entry, fields=tuple(fields.items()))
+
+
+def _run_policy(policy: dict[str, Any]) -> tuple[bool, float]:
+    """``supply.scan_run`` (true: every install also runs the skill in the sandbox) and
+    ``supply.scan_run_timeout`` (seconds per script), checked."""
+    run, timeout = policy.get("scan_run", False), policy.get("scan_run_timeout", sandbox.TIMEOUT)
+    if not isinstance(run, bool):
+        raise SupplyError("config: supply.scan_run must be true or false", hint="edit .ledger/config.json")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600:
+        raise SupplyError("config: supply.scan_run_timeout must be a number of seconds in (0, 600]",
+                          hint="edit .ledger/config.json")  # fmt: skip
+    return run, float(timeout)
 
 
 def scanner_spec(value: object) -> str | list[str]:
@@ -94,6 +106,7 @@ class Installer:
         policy = brain.config.get("supply") or {}
         # each a supported scanner's name or an argv list; checked where a scan runs (scanner_spec)
         self.scanners = list(scanners if scanners is not None else policy.get("scanners") or [])
+        self.scan_run, self.run_timeout = _run_policy(policy)
         self.auto_approve = {a.lower() for a in (auto_approve if auto_approve is not None
                                                  else policy.get("auto_approve") or [])}  # fmt: skip
 
@@ -269,6 +282,8 @@ class Installer:
 
     def _scan(self, files: Files, symlinks: Mapping[str, str | None], vetted: Files | None) -> scanner.Verdict:
         verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
+        if self.scan_run:  # the sandboxed run (docs/scanner.md); off where it cannot run: the install refuses
+            verdict = scanner.merge(verdict, sandbox.run_verdict(files, timeout=self.run_timeout))
         if not self.scanners:
             return verdict
         with tempfile.TemporaryDirectory(prefix="ledger-scan-") as tmp:

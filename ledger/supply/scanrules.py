@@ -84,6 +84,11 @@ LS803 high     new executable | an update that adds code to run deserves the rev
 LS804 low      new host | an update that talks to a host the approved version never named
 LS911 critical persistence (behaviour) | cron, systemd, login items, shell rc, agent hooks: it outlives its run
 LS912 critical safety turned off (behaviour) | permission prompts, sandboxes, TLS checks turned off
+LS951 critical connection attempted (run) | the sandboxed run tried a host, a port or a DNS name; critical with data
+LS952 critical canary credential read (run) | a script opened a planted SSH, cloud, wallet or browser secret
+LS953 critical write outside the scratch dir (run) | rc files, crontab, systemd, agent settings: critical
+LS954 low      process tree (run) | a shell, an interpreter or a network tool that a script started
+LS955 medium   sandbox limit reached (run) | the time or output cap stopped the run: what came after is unseen
 """
 RULES: dict[str, Rule] = {
     row[0]: Rule(row[0], row[1], *row[2].split(" | ", 1))
@@ -286,6 +291,19 @@ _WARNED = re.compile(
 )
 
 
+def _quoted_as_example(f: TextFile, lineno: int) -> bool:
+    """Whether line ``lineno`` sits in a fenced block that a warning or a discussion introduces: the
+    three lines before the fence, or the heading of its section, warn against it or discuss it."""
+    start = lineno - 1
+    if not f.fenced[start]:
+        return False
+    while start > 0 and f.fenced[start - 1]:
+        start -= 1
+    near = " ".join(f.lines[max(0, start - 3) : start])
+    heading = next((ln for ln in reversed(f.lines[:start]) if ln.startswith("#")), "")
+    return any(p.search(near) or p.search(heading) for p in (_WARNED, _DISCUSS))
+
+
 def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     """How bad a pipe from the network is here.
 
@@ -293,18 +311,28 @@ def _pipe_severity(f: TextFile, m: re.Match[str]) -> str:
     an IP address or a drop host, obfuscated, hidden from the terminal, or with TLS checks
     off.  A TLS installer from a named host, in documentation, is how vendors ship their
     CLIs, and text cannot tell it from a fake one (docs/scanner.md): high in SKILL.md,
-    medium in reference docs, and medium where the text warns against it.
+    medium in reference docs, and medium where the text warns against it.  A reference document
+    that quotes an attack in a fenced block under a warning or a discussion is high at most.
     """
     lineno = f.line_of(m.start())
     line = f.lines[lineno - 1]
     names = hosts(m.group())
+    severity = _pipe_unvouched(f, m, lineno, line, names) or ("high" if f.instructions else "medium")
+    if severity == "critical" and f.doc and not f.instructions and _quoted_as_example(f, lineno):
+        return "high"  # a reference document showing the attack under a warning: high at most
+    return severity
+
+
+def _pipe_unvouched(f: TextFile, m: re.Match[str], lineno: int, line: str, names: list[str]) -> str:
+    """``critical`` when nothing vouches for the pipe, ``medium`` when the text warns against it,
+    "" when neither (a TLS installer of a named host)."""
     if f.script or _AGGRAVATED.search(m.group()) or _AGGRAVATED.search(line[m.end() - f._starts[lineno - 1] :]):
         return "critical"
     if any(_IP_HOST.match(h) for h in names) or any(d in m.group().lower() for d in DROP_HOSTS):
         return "critical"
     if _WARNED.search(" ".join(f.lines[max(0, lineno - 2) : lineno])) or line.lstrip().startswith("|") or not names:
         return "medium"
-    return "high" if f.instructions else "medium"
+    return ""
 
 
 _FETCH_WORDS = words(

@@ -16,25 +16,15 @@ the evidence, so a curator sees what was understood and where.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ledger.supply.meaning import config, links, prose, python, script, shell
-from ledger.supply.meaning.extract import units
-from ledger.supply.meaning.units import ANALYSERS, Unit, analyse
+from ledger.supply.meaning.extract import steps, units
+from ledger.supply.meaning.places import documented_flags
+from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
 from ledger.supply.scanrules import Finding
 
 __all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
-
-# rule id -> (behaviour, the most it reports); docs/scanner.md "Behaviours" says when it reports less
-BEHAVIOURS: dict[str, tuple[str, str]] = {
-    "LS311": ("fetch-then-execute", "critical"),
-    "LS312": ("network-shell", "critical"),
-    "LS313": ("decoded-execute", "critical"),
-    "LS411": ("credential-read", "high"),
-    "LS412": ("credential-exfiltration", "critical"),
-    "LS705": ("symlink-escape", "critical"),
-    "LS911": ("persistence", "critical"),
-    "LS912": ("safety-off", "critical"),
-}
 
 ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
 ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
@@ -44,11 +34,20 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
     """Every behaviour finding for one skill: its text files cut into units, each unit judged,
     and its symlinks' targets (``None`` when the source did not say where a link points)."""
     out: list[Finding] = list(links.analyse(symlinks))
+    texts: dict[str, tuple[str, bool]] = {}
     for path, (data, executable) in sorted(files.items()):
         try:
-            text = data.decode("utf-8")
+            texts[path] = (data.decode("utf-8").removeprefix("\ufeff"), executable)
         except UnicodeDecodeError:
             continue
-        for unit in units(path, text.removeprefix("\ufeff"), executable):
-            out.extend(analyse(unit))
+    documented = frozenset().union(*(documented_flags(t) for p, (t, _) in texts.items() if p.lower().endswith(".md")))
+    for path, (text, executable) in texts.items():
+        found = [replace(u, documented=documented) if documented else u for u in units(path, text, executable)]
+        seen: set[tuple[str, int | None]] = set()
+        for unit in found:
+            for f in analyse(unit):
+                seen.add((f.rule, f.line))
+                out.append(f)
+        for unit in steps(found):  # a download in one step run in a later one
+            out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
     return out

@@ -19,10 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger.supply.meaning.python import severity
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["KINDS", "analyse"]
 
@@ -70,7 +69,7 @@ def _run(unit: Unit, cmd: str, line_offset: int) -> tuple[list[Finding], bool]:
 
 def _persist(unit: Unit, line_offset: int, what: str, payload: bool, plain: bool = False) -> Finding:
     top = "critical" if payload or unit.where == "script" else "medium" if plain else "high"
-    return Finding("LS911", severity(unit, top), unit.path, unit.line + line_offset, detail(what))
+    return finding("LS911", severity(unit, top), unit.path, unit.line + line_offset, what)
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -159,7 +158,7 @@ def _walk_keys(doc: Any, depth: int = 0) -> Iterator[str]:
 
 
 def _off(unit: Unit, offset: int, top: str, what: str) -> Finding:
-    return Finding("LS912", severity(unit, top), unit.path, unit.line + offset, detail(what))
+    return finding("LS912", severity(unit, top), unit.path, unit.line + offset, what)
 
 
 def _settings_text(unit: Unit) -> Iterator[Finding]:

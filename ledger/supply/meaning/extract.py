@@ -18,13 +18,14 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ledger.supply.meaning.shell import worth
 from ledger.supply.meaning.units import Unit
 from ledger.supply.scanrules import _DISCUSS, _WARNED
 from ledger.supply.scantext import TextFile
 
-__all__ = ["FENCE_LANGS", "units"]
+__all__ = ["FENCE_LANGS", "Fence", "fence_at", "prompts", "steps", "units"]
 
 FENCE_LANGS = {
     **dict.fromkeys(
@@ -163,32 +164,81 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
     yield from _document(f, where)
 
 
+# a download to a named file: curl -o F, wget -O F, curl … > F (F is looked for in a later step)
+_SAVED = re.compile(
+    r"\b(?:curl|wget|aria2c|fetch)\b[^\n|;&]*?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
+)
+
+
+def steps(found: list[Unit]) -> Iterator[Unit]:
+    """The shell units of one document that belong together read as one: a file downloaded in one
+    step (``wget -O /tmp/p URL``) and run in a later one (``source /tmp/p``) is fetch-then-execute
+    however many blocks and sentences lie between.  Yields one unit spanning the steps, its text
+    padded with blank lines so each line keeps its number, only when a later step names a file an
+    earlier one downloaded (the single units are judged as well)."""
+    shell = [u for u in found if u.lang == "sh" and u.where != "script"]
+    for i, u in enumerate(shell):
+        names = {m.group(1) for m in _SAVED.finditer(u.text)}
+        later = [v for v in shell[i + 1 :] if v.line > u.line and any(n in v.text for n in names)]
+        if not later:
+            continue
+        group = [w for w in shell[i:] if w.line <= later[-1].line]
+        rows: dict[int, list[str]] = {}
+        for w in group:
+            for k, row in enumerate(w.text.split("\n")):
+                rows.setdefault(w.line - u.line + k, []).append(row)
+        text = "\n".join(" ; ".join(rows.get(k, [""])) for k in range(max(rows) + 1))
+        context = "fenced" if all(w.context == "fenced" for w in group) else u.context
+        yield Unit("sh", text, u.path, u.line, u.where, context, all(w.discussed for w in group))
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block: ``info`` its info string (lower case), ``body`` its lines (a quoted
+    block's ``>`` taken off), ``end`` the index of its closing fence (or of the end of the text)."""
+
+    info: str
+    body: list[str]
+    end: int
+
+
+def fence_at(lines: list[str], i: int) -> Fence | None:
+    """The fenced block that opens at ``lines[i]``, if one does: the one reading of Markdown fences
+    that the analysers and the sandboxed run share (indented in a list item or quoted too; closed by
+    a bare fence of the same character, at least as long)."""
+    m = _FENCE.match(lines[i])
+    if not m:
+        return None
+    fence, info = m.group(1), m.group(2).lower().strip("{}.")
+    j, n = i + 1, len(lines)
+    while j < n and not (
+        (c := _FENCE.match(lines[j])) and c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence) and not c.group(2)
+    ):
+        j += 1
+    body = lines[i + 1 : j]
+    if lines[i].lstrip().startswith(">"):
+        body = [re.sub(r"^\s*>\s?", "", b) for b in body]
+    return Fence(info, body, j)
+
+
 def _document(f: TextFile, where: str) -> Iterator[Unit]:
     lines = f.lines
+    # where the document saves a download to a file, shell outside the gate is kept too: a later
+    # step may run the file (see :func:`steps`)
+    saves = _SAVED.search(f.text) is not None
     heading = ""
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        m = _FENCE.match(line)
-        if m:
-            fence, info = m.group(1), m.group(2).lower().strip("{}.")
-            j = i + 1
-            while j < n and not (
-                (c := _FENCE.match(lines[j]))
-                and c.group(1)[0] == fence[0]
-                and len(c.group(1)) >= len(fence)
-                and not c.group(2)
-            ):
-                j += 1
+        block = fence_at(lines, i)
+        if block:
+            info, body, j = block.info, block.body, block.end
             lang = FENCE_LANGS.get(info.split(",")[0])
-            body = lines[i + 1 : j]
-            if line.lstrip().startswith(">"):
-                body = [re.sub(r"^\s*>\s?", "", b) for b in body]
             if info in ("json", "jsonc", "json5") and body:
                 yield from _settings_block(f, where, i, body, heading)
             if lang == "sh":
-                body = _prompts(body)
-            if lang and body and (lang != "sh" or worth("\n".join(body))):
+                body = prompts(body)
+            if lang and body and (lang != "sh" or saves or worth("\n".join(body))):
                 yield Unit(
                     lang, "\n".join(body), f.path, i + 2, where, "fenced", _discussed(f, i + 1, heading + " " + info)
                 )
@@ -197,11 +247,11 @@ def _document(f: TextFile, where: str) -> Iterator[Unit]:
         h = _HEADING.match(line)
         if h:
             heading = h.group(1)
-        yield from _line(f, where, i + 1, line, heading)
+        yield from _line(f, where, i + 1, line, heading, saves)
         i += 1
 
 
-def _prompts(body: list[str]) -> list[str]:
+def prompts(body: list[str]) -> list[str]:
     """A console transcript keeps only its commands: lines after a ``$ `` prompt (others blanked,
     so line numbers hold); a block without prompts is all commands."""
     if not any(ln.lstrip().startswith("$ ") for ln in body):
@@ -213,11 +263,11 @@ def _prompts(body: list[str]) -> list[str]:
     return out
 
 
-def _line(f: TextFile, where: str, lineno: int, line: str, heading: str) -> Iterator[Unit]:
+def _line(f: TextFile, where: str, lineno: int, line: str, heading: str, saves: bool = False) -> Iterator[Unit]:
     if "`" in line or "<code>" in line.lower():
         for m in _INLINE.finditer(line):
             code = html.unescape(m.group(2) or m.group(3) or "").strip().removeprefix("$ ")
-            if code and worth(code):
+            if code and (saves or worth(code)):
                 yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
     prose = _INLINE.sub(" ", line) if "`" in line or "<code>" in line.lower() else line
     prose = re.sub(r"^\s*>\s?", "", prose)  # a quoted line reads like any other

@@ -12,9 +12,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator, Mapping
 
-from ledger.supply.meaning import _known
+from ledger.supply.meaning import places
+from ledger.supply.meaning.units import finding
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["analyse", "escapes"]
 
@@ -38,10 +38,10 @@ def analyse(symlinks: Mapping[str, str | None]) -> Iterator[Finding]:
         out = escapes(path, target)
         if out is None:
             continue
-        names = _known.system_file(target) or _known.system_file(out) or _climbs_to_secret(out)
+        names = places.system_file(target) or places.system_file(out) or _climbs_to_secret(out)
         severity = "critical" if names else "high"
         what = "a secret or system file" if names else "outside the skill"
-        yield Finding("LS705", severity, path, None, detail(f"-> {target} ({what})"))
+        yield finding("LS705", severity, path, None, f"-> {target}: {what}")
 
 
 def _climbs_to_secret(rel: str) -> bool:
@@ -50,7 +50,7 @@ def _climbs_to_secret(rel: str) -> bool:
     while rest.startswith("../"):
         rest = rest[3:]
     return rest not in ("", "..") and (
-        _known.credential(rest) is not None
-        or _known.credential("~/" + rest) is not None
+        places.credential(rest) is not None
+        or places.credential("~/" + rest) is not None
         or rest.split("/")[0] in (".ssh", ".aws", ".gnupg", ".kube", ".docker", "etc")
     )

@@ -1,8 +1,10 @@
 """Where secrets, persistence and trusted installers live: the knowledge every analyser shares.
 
-Paths are matched after normalisation (``$HOME``, ``${HOME}``, ``/home/NAME``, ``/Users/NAME``,
-``/root`` and ``%USERPROFILE%`` all read as ``~``), lower-cased where the platform is
-case-insensitive anyway.  The lists are documented in docs/scanner.md ("Behaviours").
+Paths are matched after normalisation (:func:`home`: ``$HOME``, ``${HOME}``, ``/home/NAME``,
+``/Users/NAME``, ``/root``, ``C:\\Users\\NAME``, ``%USERPROFILE%`` and ``$env:USERPROFILE`` all read
+as ``~``), case-insensitively.  The shell, Python, script, configuration and symlink analysers all
+read these lists: one list of credential places, one of persistence places, one of vendor
+installers.  The lists are documented in docs/scanner.md ("Behaviours").
 """
 
 from __future__ import annotations
@@ -13,42 +15,98 @@ from ledger.supply.scanrules import DROP_HOSTS
 from ledger.supply.scantext import words
 
 __all__ = [
+    "AGENT_SAFETY_OFF",
     "CREDENTIALS",
     "DROP_HOSTS",
     "PERSISTENCE",
+    "TOKEN_COMMANDS",
     "VENDOR_INSTALLERS",
     "credential",
+    "documented_flags",
     "drop_host",
     "home",
     "ip_host",
+    "issuer",
     "persistence",
+    "system_file",
     "vendor",
 ]
 
-# A secret store, as a pattern over a path with the home directory spelled ``~``.
-CREDENTIALS = re.compile(
-    r"~/\.ssh/(?!(?:config|known_hosts\w*|authorized_keys\w*|[\w.-]+\.pub)$)[\w.-]*$|~/\.ssh/?$"
-    r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:_[\w-]+)?$"
-    r"|\.aws/(?:credentials|config)$|\.aws/?$|\.config/gcloud\b|\.kube/config$|\.docker/config\.json$"
-    r"|\.git-credentials$|\.netrc$|\.npmrc$|\.pypirc$|\.gnupg\b|\.password-store\b"
-    r"|wallet\.dat$|\.ethereum/keystore|\.electrum\b|\.bitcoin\b|/exodus\b|/atomic/|solana/id\.json$|\.config/solana\b"
-    r"|\blogin data$|\bcookies(?:\.sqlite)?$|\bkey[34]\.db$|\blogins\.json$|\bweb data$|local state$"
-    r"|\.mozilla/firefox|google/chrome|chromium/|bravesoftware|/keychains?/|\.keychain(?:-db)?$"
-    r"|(?:^|/)\.env(?:\.local|\.production|\.prod|\.development)?$"
-    r"|^/etc/(?:shadow|gshadow|sudoers)$|/proc/self/environ$|\.claude/\.credentials\.json$|\.config/gh/hosts\.yml$",
-    re.I,
+# A secret store: (pattern over a path with the home directory spelled ``~``, what it holds).
+# SSH: private keys and the whole folder, never config, known_hosts, authorized_keys or a .pub
+# key.  ``.env`` files are "env file": alone a medium (every API client loads one).
+CREDENTIALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), label)
+    for p, label in (
+        (
+            r"~/\.ssh/(?!(?:config|known_hosts\w*|authorized_keys\w*|[\w.-]+\.pub)$)[\w.*-]*$|(?:^|/)\.ssh/?$"
+            r"|(?:^|/)\.ssh/(?:id_[\w-]+(?<!\.pub)|identity|\*[^/]*)$|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:_[\w-]+)?$",
+            "SSH private key",
+        ),
+        (r"(?:^|/)\.aws(?:/credentials|/config|/\*|/?$)", "AWS credentials"),
+        (r"(?:^|/)\.config/gcloud\b", "gcloud credentials"),
+        (r"(?:^|/)\.azure(?:/|$)", "Azure credentials"),
+        (r"(?:^|/)\.kube/config$", "kubeconfig"),
+        (r"(?:^|/)\.docker/config\.json$", "docker credentials"),
+        (
+            r"(?:^|/)\.(?:git-credentials|netrc|pgpass|npmrc|pypirc)$|\.config/gh/hosts\.yml$|\.claude/\.credentials\.json$",
+            "token file",
+        ),
+        (r"\.gnupg\b", "GnuPG keys"),
+        (r"\.password-store\b", "password store"),
+        (
+            r"wallet\.dat$|(?:^|/)\.(?:bitcoin|ethereum|electrum|monero)\b|/keystore(?:/|$)|\.ethereum/keystore"
+            r"|(?:^|/)(?:exodus|atomic|electrum)/|/exodus\b|solana/id\.json$|\.config/solana\b"
+            r"|nkbihfbeogaeaoehlefnkodbefgpgknn",
+            "crypto wallet",
+        ),
+        (
+            r"\blogin data$|\bcookies(?:\.sqlite)?$|\bkey[34]\.db$|\blogins\.json$|\bweb data$|local state$",
+            "browser store",
+        ),
+        (r"(?:google/chrome|chromium|bravesoftware|microsoft/edge)(?:/|$)|\.mozilla/firefox", "browser profile"),
+        (r"/keychains?/|library/keychains(?:/|$)|\.keychain(?:-db)?$", "keychain"),
+        (r"(?:^|/)tdata(?:/|$)|discord/local storage", "messenger token"),
+        (r"^/etc/(?:shadow|gshadow|sudoers)$|/proc/self/environ$", "system secrets"),
+        (r"(?:^|/)\.env(?:\.local|\.production|\.prod|\.development)?$", "env file"),
+    )
 )
 
-# A place whose contents run again later: shell start-up files, schedulers, service managers,
-# login items, agent settings and hooks, SSH access.
-PERSISTENCE = re.compile(
-    r"~/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|kshrc|cshrc|tcshrc)$"
-    r"|~/\.config/fish/config\.fish$|^/etc/(?:profile|bash\.bashrc|zsh/zshrc|environment|rc\.local|ld\.so\.preload)\b"
-    r"|^/etc/profile\.d/|^/etc/cron|^/var/spool/cron|^/etc/anacrontab|^/etc/init\.d/|^/etc/sudoers"
-    r"|^/etc/systemd/|^/lib/systemd/|^/usr/lib/systemd/|~/\.config/systemd/|\.(?:service|timer)$"
-    r"|/library/launch(?:agents|daemons)/|~/\.config/autostart/|\.desktop$"
-    r"|(?:^|/)\.claude/settings(?:\.local)?\.json$|(?:^|/)\.claude/hooks/|(?:^|/)\.git/hooks/"
-    r"|~/\.ssh/authorized_keys\w*$|~/\.config/(?:codex|gemini|cursor)/|(?:^|/)\.cursor/|(?:^|/)\.gemini/settings\.json$",
+# A place whose contents run again later: (pattern over a normalised path, what it is).
+PERSISTENCE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), label)
+    for p, label in (
+        (
+            r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|kshrc|cshrc"
+            r"|tcshrc)$|(?:^|/)\.config/fish/(?:config\.fish|conf\.d/)"
+            r"|^/etc/(?:profile|bash\.bashrc|zsh/zshrc|environment)\b|^/etc/profile\.d/",
+            "shell rc file",
+        ),
+        (r"^/etc/cron|^/var/spool/cron|^/etc/anacrontab|(?:^|/)crontab$", "crontab"),
+        (r"^/etc/systemd/|^/(?:usr/)?lib/systemd/|(?:^|/)\.config/systemd/|\.(?:service|timer)$", "systemd unit"),
+        (r"library/launch(?:agents|daemons)(?:/|$)", "launchd job"),
+        (
+            r"(?:^|/)\.config/autostart(?:/|$)|^/etc/xdg/autostart|^/etc/rc\.local\b|^/etc/init\.d/|\.desktop$",
+            "autostart",
+        ),
+        (r"start menu/programs/startup|currentversion/run", "Windows autostart"),
+        (r"(?:^|/)\.ssh/authorized_keys\w*$", "SSH authorized_keys"),
+        (r"^/etc/ld\.so\.preload\b", "preload"),
+        (r"^/etc/sudoers", "sudoers"),
+        (r"(?:^|/)\.git/hooks/", "git hook"),
+        (
+            r"(?:^|/)\.claude/(?:settings(?:\.local)?\.json$|hooks(?:/|$)|CLAUDE\.md$)|~/\.claude\.json$"
+            r"|(?:^|/)\.(?:cursor|gemini|codex|hermes|windsurf)/(?:mcp\.json|settings\.json|config\.(?:toml|ya?ml)|hooks)"
+            r"|~/\.config/(?:codex|gemini|cursor)/|(?:^|/)\.cursor/",
+            "agent settings",
+        ),
+    )
+)
+
+# System files and folders: a symlink to one is critical (and so is one to a secret store).
+_SYSTEM = re.compile(
+    r"^/(?:etc|proc|sys|root|var|dev|boot)(?:/|$)|^~/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud)(?:/|$)"
+    r"|^/$|^~/?$|^[A-Za-z]:/(?:Windows|Users)?(?:/|$)",
     re.I,
 )
 
@@ -101,6 +159,15 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("install.determinate.systems", "/nix"),
     ("nixos.org", "/nix/install"),
     ("tailscale.com", "/install.sh"),
+    # PowerShell and Node installers (the script analyser's list, folded in)
+    ("win.rustup.rs", ""),
+    ("dot.net", ""),
+    ("aka.ms", ""),
+    ("chocolatey.org", ""),
+    ("opencode.ai", ""),
+    ("ollama.com", "/install.ps1"),
+    ("claude.ai", "/install.ps1"),
+    ("deno.land", "/install.ps1"),
     ("get.k3s.io", ""),
     ("raw.githubusercontent.com", "/helm/helm/"),
     ("opencode.ai", "/install"),
@@ -142,26 +209,100 @@ VENDOR_INSTALLERS: tuple[tuple[str, str], ...] = (
     ("community.chocolatey.org", "/install.ps1"),
 )
 
-_HOME = re.compile(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|/home/[^/]+|/Users/[^/]+|/root)(?=/|$)")
+# Flags that start a coding agent with its permission prompts or its sandbox off (lower-cased words).
+AGENT_SAFETY_OFF = frozenset(
+    {
+        "--dangerously-skip-permissions",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--yolo",
+        "bypasspermissions",
+        "danger-full-access",
+    }
+)
+# A line that documents a command-line flag: a table row, a list item or a help line that starts
+# with the flag and goes on to say what it does ("| `--yolo` | No sandbox, no approvals |").
+_FLAG_DOC = re.compile(r"^\s*(?:\|\s*|[-*+]\s+)?`?(--[a-z][\w-]*)[^|\n]*?`?\s*(?:\||\s{2,}|:|—|-\s)\s*\S", re.I)
+
+
+def documented_flags(text: str) -> frozenset[str]:
+    """The :data:`AGENT_SAFETY_OFF` flags a document explains (a flags table row, a list item or a
+    help line naming the flag and what it does): a skill that documents an agent CLI's options,
+    dangerous ones among them, lets its reader choose; one that only uses them does not."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        m = _FLAG_DOC.match(line)
+        if m:
+            low = line.lower()
+            out.update(f for f in AGENT_SAFETY_OFF if f in low)
+    return frozenset(out)
+
+
+# Commands that print a credential (their non-option words): reading their output is reading the secret.
+TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gh": (("auth", "token"),),
+    "glab": (("auth", "token"),),
+    "aws": (("configure", "get"), ("configure", "export-credentials"), ("sts", "get-session-token")),
+    "gcloud": (("auth", "print-access-token"), ("auth", "print-identity-token"), ("auth", "application-default")),
+    "az": (("account", "get-access-token"),),
+    "op": (("read",), ("item", "get")),
+    "vault": (("read",), ("kv", "get"), ("token", "lookup")),
+    "doctl": (("auth", "token"),),
+    "heroku": (("auth:token",),),
+    "npm": (("token", "list"),),
+}
+# The hosts a credential is meant for, by a word of where it was read (a token command, a
+# credential file): sending it there is using it, not exfiltrating it.
+_ISSUERS = (
+    (re.compile(r"^gh\b|git-credentials|/gh/hosts", re.I), ("github.com", "githubusercontent.com", "gitlab.com")),
+    (re.compile(r"^glab\b", re.I), ("gitlab.com",)),
+    (re.compile(r"^aws\b|\.aws\b", re.I), ("amazonaws.com",)),
+    (re.compile(r"^gcloud\b|gcloud", re.I), ("googleapis.com", "google.com")),
+    (re.compile(r"^az\b|\.azure\b", re.I), ("azure.com", "microsoft.com", "windows.net", "azure.net")),
+    (re.compile(r"^doctl\b", re.I), ("digitalocean.com",)),
+    (re.compile(r"^heroku\b", re.I), ("heroku.com",)),
+    (re.compile(r"\.npmrc", re.I), ("npmjs.org", "npmjs.com")),
+    (re.compile(r"\.pypirc", re.I), ("pypi.org",)),
+    (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
+)
+
+_HOME = re.compile(
+    r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE|/home/[^/]+|/Users/[^/]+|/root|C:/Users/[^/]+)(?=/|$)",
+    re.I,
+)
 _IP = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^\[?[0-9a-f]*:[0-9a-f:]+\]?$|^0x[0-9a-f]{8}$|^\d{8,10}$", re.I)
 
 
 def home(path: str) -> str:
-    """``path`` with its home directory spelled ``~`` (and ``~user`` read as ``~``)."""
-    path = path.strip().strip("\"'")
-    path = re.sub(r"^~[\w.-]+(?=/|$)", "~", path)
-    return _HOME.sub("~", path).replace("\\", "/")
+    """``path`` with slashes, its home directory spelled ``~`` (``~user`` too), no ``./`` or doubled
+    slashes."""
+    p = path.strip().strip("\"'").replace("\\", "/")
+    p = re.sub(r"^~[\w.-]+(?=/|$)", "~", p)
+    p = _HOME.sub("~", p)
+    p = re.sub(r"/{2,}", "/", p)
+    return re.sub(r"(?:^|(?<=/))\./", "", p)
 
 
-def credential(path: str) -> bool:
-    """Whether ``path`` names a secret store (SSH keys, cloud and wallet files, browser stores, .env)."""
-    p = home(path).rstrip("/") or path
-    return bool(CREDENTIALS.search(p))
+def _label(places: tuple[tuple[re.Pattern[str], str], ...], path: str) -> str | None:
+    p = home(path)
+    p = p.rstrip("/") or p
+    return next((label for pattern, label in places if pattern.search(p)), None)
 
 
-def persistence(path: str) -> bool:
-    """Whether writing ``path`` makes something run again later (rc files, cron, systemd, login items, hooks)."""
-    return bool(PERSISTENCE.search(home(path)))
+def credential(path: str) -> str | None:
+    """What secret store ``path`` names (``"SSH private key"``, ``"env file"``, …), or None."""
+    return _label(CREDENTIALS, path)
+
+
+def persistence(path: str) -> str | None:
+    """What persistence place ``path`` is (``"shell rc file"``, ``"crontab"``, …), or None: writing it
+    makes something run again later."""
+    return _label(PERSISTENCE, path)
+
+
+def system_file(path: str) -> bool:
+    """True for system files and folders (/etc, /proc, /root, /var, ~/.ssh and kin) and secret stores."""
+    raw = path.strip().replace("\\", "/")
+    return bool(_SYSTEM.search(raw) or _SYSTEM.search(home(path))) or credential(path) is not None
 
 
 def ip_host(host: str) -> bool:
@@ -181,6 +322,16 @@ def vendor(url: str) -> bool:
         return False
     host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
     return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)
+
+
+def issuer(credential: str, url: str) -> bool:
+    """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read such
+    as ``"gh auth token"``, or a credential file): ``curl -H "Authorization: $(gh auth token)"
+    https://api.github.com/…`` uses the token, it does not send it out."""
+    hosts = [h for pattern, named in _ISSUERS if pattern.search(credential) for h in named]
+    m = re.match(r"https://([^/\s:@]+)", url.strip(), re.I)
+    host = m.group(1).lower().rstrip(".") if m else ""
+    return bool(host) and any(host == h or host.endswith("." + h) for h in hosts)
 
 
 # --- prose (meaning/prose.py): download-and-run written in sentences -----------------------

@@ -29,9 +29,9 @@ import re
 from collections.abc import Iterator
 
 from ledger.supply.meaning import places
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import TextFile, detail, words
+from ledger.supply.scantext import TextFile, words
 
 __all__ = ["MARKDOWN", "analyse"]
 
@@ -416,9 +416,6 @@ def _finding(
         severity = "high" if (instructions and severity == "critical") else "medium"
     what = (unofficial or links or files)[0].split("://", 1)[-1]
     ev = (f"{', '.join(why[:2])}: " if why else "") + f"download {what} and run"
-    label = "fetch-then-execute"
-    room = 80 - len(label) - 3
-    ev = ev if len(ev) <= room else ev[: room - 1] + "…"
     obj = (unofficial or links or files)[0]
     at = next((i + 1 for i in range(line - 1, len(f.lines)) if obj in f.lines[i]), line)  # the line naming it
-    yield Finding("LS311", severity, unit.path, at, detail(f"{ev} ({label})"))
+    yield finding("LS311", severity, unit.path, at, ev)

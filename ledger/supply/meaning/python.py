@@ -26,11 +26,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ledger.supply.meaning import _known
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning import places
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["analyse", "severity"]
 
@@ -193,7 +192,7 @@ class _State:
 
     def add(self, rule: str, top: str, node: ast.AST | int, text: str) -> None:
         line = node if isinstance(node, int) else self.line(node)
-        self.out.append(Finding(rule, severity(self.unit, top), self.unit.path, line, detail(text)))
+        self.out.append(finding(rule, severity(self.unit, top), self.unit.path, line, text))
 
 
 def analyse(unit: Unit) -> list[Finding]:
@@ -520,7 +519,7 @@ def _call_value(node: ast.Call, st: _State, d: int) -> _Val:
     if q.endswith((".read", ".read_text", ".read_bytes", ".readlines", ".readline")) or q in ("open", "io.open"):
         path = _path_of_read(node, st)
         if path is not None:
-            label = _known.credential(path)
+            label = places.credential(path)
             if label:
                 tags.add("cred:" + label)
     if q not in _ENV_CARRIERS and not q.endswith((".encode", ".format", ".dumps", "b64encode", ".urlencode")):
@@ -666,7 +665,7 @@ def _read(tree: ast.AST, st: _State) -> None:
             and id(node) not in quiet
             and _SECRETISH.search(node.value)
         ):
-            st.add("LS912", "critical", node, "agent permission bypass: " + node.value)
+            st.add("LS912", "critical", node, node.value)
 
 
 def _checked_only(tree: ast.AST) -> set[int]:
@@ -749,11 +748,11 @@ def _call(node: ast.Call, st: _State) -> None:
     # code run
     if q in _EXEC or (q in ("exec", "eval") and not node.args):
         if "net" in tags:
-            st.add("LS311", "critical", node, "runs code fetched from the network: " + ev)
+            st.add("LS311", "critical", node, ev)
         elif "sock" in tags:
-            st.add("LS312", "critical", node, "runs code read from a socket: " + ev)
+            st.add("LS312", "critical", node, "read from a socket: " + ev)
         elif "decoded" in tags:
-            st.add("LS313", "critical", node, "runs decoded code: " + ev)
+            st.add("LS313", "critical", node, ev)
         if node.args and isinstance(node.args[0], ast.Call) and _qual(node.args[0].func, st).endswith(".read"):
             inner = node.args[0].func.value  # type: ignore[attr-defined]
             if isinstance(inner, ast.Call):
@@ -780,11 +779,11 @@ def _call(node: ast.Call, st: _State) -> None:
                 cmdv = _Val([cmdv.const, *flat[1:]], cmdv.tags)
         cmd = _cmd_text(cmdv.const)
         if _cmd_tainted(node, st, "sock"):
-            st.add("LS312", "critical", node, "runs commands read from a socket: " + ev)
+            st.add("LS312", "critical", node, "read from a socket: " + ev)
         elif _cmd_tainted(node, st, "net") and not _PIP_URL.search(cmd or ""):
-            st.add("LS311", "critical", node, "runs a command fetched from the network: " + ev)
+            st.add("LS311", "critical", node, ev)
         elif "decoded" in cmdv.tags:
-            st.add("LS313", "critical", node, "runs a decoded command: " + ev)
+            st.add("LS313", "critical", node, ev)
         if any(k.arg in ("stdin", "stdout", "stderr") and "sock" in _const(k.value, st).tags for k in node.keywords):
             st.sock_stdio = True
         mentioned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -855,7 +854,7 @@ def _call(node: ast.Call, st: _State) -> None:
     ):
         wpath = _write_path(node.func.value, st)
     if wpath:
-        label = _known.persistence(wpath)
+        label = places.persistence(wpath)
         if label:
             top = "high" if st.unit.where == "document" and not _payload_nearby(st) else "critical"
             st.add("LS911", top, node, f"writes {label} {wpath}")
@@ -898,7 +897,7 @@ def _call(node: ast.Call, st: _State) -> None:
             if t0:
                 rpaths.append(t0)
     for p in rpaths:
-        label = _known.credential(p)
+        label = places.credential(p)
         if label:
             st.creds.append((st.line(node), label, ev))
 
@@ -1016,7 +1015,8 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
 
     def f(rule: str, top: str, m: re.Match[str], what: str) -> Finding:
         line_text = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.start()) % (len(text) + 1) or None]
-        return Finding(rule, severity(unit, top), unit.path, at(m), detail(f"{what}: {line_text.strip()}"))
+        evidence = f"{what}: {line_text.strip()}" if what else line_text
+        return finding(rule, severity(unit, top), unit.path, at(m), evidence)
 
     fetch, execm = _T_FETCH.search(text), _T_EXEC.search(text)
     if fetch and execm:
@@ -1024,33 +1024,33 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
             if _T_FETCH.search(line) and _T_EXEC.search(line):
                 m = _T_EXEC.search(text[text.find(line) :])
                 yield (
-                    f("LS311", "critical", fetch, "runs what it fetched (unparsed)")
+                    f("LS311", "critical", fetch, "")
                     if m is None
-                    else f("LS311", "critical", execm, "runs what it fetched (unparsed)")
+                    else f("LS311", "critical", execm, "")
                 )
                 break
     dec = re.search(
         r"(?:\bexec|\beval|system|popen|subprocess\.\w+)\s*\(?[^\n]{0,200}?(?:" + _T_DECODE.pattern + ")", text
     )
     if dec:
-        yield f("LS313", "critical", dec, "decodes, then runs (unparsed)")
+        yield f("LS313", "critical", dec, "")
     con, sh = _T_CONNECT.search(text), _T_SHELL.search(text)
     if con and sh and ("dup2" in text or "fileno" in text):
-        yield f("LS312", "critical", con, "shell over a socket (unparsed)")
+        yield f("LS312", "critical", con, "")
     send = _T_SEND.search(text)
     for m in _T_PATH.finditer(text):
-        label = _known.credential(m.group(1))
+        label = places.credential(m.group(1))
         line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
         if label and label != "env file" and re.search(r"open|read|copy|glob|Path|listdir|connect|=\s*$", line):
             yield f("LS412" if send else "LS411", "critical" if send else "high", m, f"{label} read")
             break
     for m in _T_PATH.finditer(text):
-        label = _known.persistence(m.group(1))
+        label = places.persistence(m.group(1))
         if label and re.search(r"open\([^)]*['\"][wa]", text):
             yield f("LS911", "critical" if unit.where != "document" else "high", m, f"writes {label}")
             break
     for m in _SECRETISH.finditer(text):
-        yield f("LS912", "critical", m, "agent permission bypass")
+        yield f("LS912", "critical", m, "")
         break
     m2 = re.search(r"verify\s*=\s*False|_create_unverified_context", text)
     if m2:

@@ -14,25 +14,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ledger.supply.meaning import _known
+from ledger.supply.meaning import places
 from ledger.supply.meaning.decode import b64, decodings
 from ledger.supply.meaning.python import severity
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["LANGS", "analyse", "normalise"]
 
 LANGS = ("js", "powershell", "ruby", "perl", "php")
 MAX_TEXT = 512 * 1024  # characters read of one unit
 NEAR = 400  # characters: a fetch this close to an eval is one statement's work
-
-# HTTPS installers that vendors publish for PowerShell and Node; in a document, running one is medium
-_VENDORS = ("astral.sh", "bun.sh", "get.scoop.sh", "community.chocolatey.org", "chocolatey.org", "deno.land",
-            "win.rustup.rs", "sh.rustup.rs", "dot.net", "aka.ms", "ollama.com", "get.pnpm.io",
-            "install.python-poetry.org", "raw.githubusercontent.com/Homebrew/", "claude.ai/install.ps1", "opencode.ai",
-            "fnm.vercel.app")  # fmt: skip
 
 _CONCAT = re.compile(r"""(['"])([^'"\n\\]{0,200})\1\s*(?:\+|\.(?!\w))\s*(['"])([^'"\n\\]{0,200})\3""")
 _PSCHAR = re.compile(r"\[char\]\s*(\d{1,3})", re.I)
@@ -86,7 +79,8 @@ def _snip(text: str, pos: int) -> str:
 
 
 def _f(unit: Unit, text: str, rule: str, top: str, pos: int, what: str) -> Finding:
-    return Finding(rule, severity(unit, top), unit.path, _line(unit, text, pos), detail(f"{what}: {_snip(text, pos)}"))
+    evidence = f"{what}: {_snip(text, pos)}" if what else _snip(text, pos)
+    return finding(rule, severity(unit, top), unit.path, _line(unit, text, pos), evidence)
 
 
 def _near(a: re.Pattern[str], b: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -106,22 +100,9 @@ def _vouched(unit: Unit, segment: str) -> bool:
     urls = re.findall(r"https?://[^\s'\"|)]+", segment)
     return (
         bool(urls)
-        and all(_vendor(u) for u in urls)
+        and all(places.vendor(u) for u in urls)
         and not re.search(r"-SkipCertificateCheck|\d{1,3}(?:\.\d{1,3}){3}", segment)
     )
-
-
-def _vendor(url: str) -> bool:
-    """``url`` is HTTPS on a vendor's host (exactly), under the vendor's path when one is listed."""
-    if not url.startswith("https://"):
-        return False
-    host, _, path = url[8:].partition("/")
-    host = host.lower()
-    for v in _VENDORS:
-        vhost, _, vpath = v.partition("/")
-        if host == vhost and ("/" + path).startswith("/" + vpath):
-            return True
-    return False
 
 
 def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
@@ -140,7 +121,7 @@ def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
         for i in range(len(lits)):
             for j in range(i + 1, min(len(lits), i + 5) + 1):
                 path = "/".join(x.strip("/\\") if k else x.rstrip("/\\") for k, x in enumerate(lits[i:j]))
-                label = _known.credential(path) or _known.credential(lits[j - 1])
+                label = places.credential(path) or places.credential(lits[j - 1])
                 if label:
                     found = (lm.start(), label, path)
                     break
@@ -148,7 +129,7 @@ def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
                 break
         if not found:
             m = re.search(r"[~/][^\s'\"`;,)]*", line)
-            label = _known.credential(m.group()) if m else None
+            label = places.credential(m.group()) if m else None
             if m and label:
                 found = (lm.start(), label, m.group())
         if found:
@@ -183,7 +164,7 @@ def _persistence(unit: Unit, text: str, writes: re.Pattern[str]) -> Iterator[Fin
     for m in writes.finditer(text):
         window = text[m.start() : m.end() + 300]
         for lit in [x.group(2) for x in _LIT.finditer(window)] + re.findall(r"[~/][^\s'\"`;,)]+", window)[:4]:
-            label = _known.persistence(lit)
+            label = places.persistence(lit)
             if label:
                 top = "high" if unit.where == "document" else "critical"
                 yield _f(unit, text, "LS911", top, m.start(), f"writes {label}")
@@ -230,7 +211,7 @@ def _decoded(unit: Unit, text: str, sink: re.Pattern[str]) -> Iterator[Finding]:
         done += 1
         before = text[max(0, site.start() - 120) : site.start()]
         if sink.search(before) or sink.search(text[site.end() : site.end() + 40]):
-            yield _f(unit, text, "LS313", "critical", site.start(), "runs a decoded payload")
+            yield _f(unit, text, "LS313", "critical", site.start(), "")
         offset = text.count("\n", 0, site.start())
         yield from analyse_unit(unit.inner(unit.lang, payload, line_offset=offset, context="decoded"))
 
@@ -244,7 +225,7 @@ def _common(unit: Unit, text: str) -> Iterator[Finding]:
             before,
         ):
             continue  # looked for, compared or printed: a check, not the bypass
-        yield _f(unit, text, "LS912", "critical", m.start(), "agent permission bypass")
+        yield _f(unit, text, "LS912", "critical", m.start(), "")
         break
 
 
@@ -303,7 +284,7 @@ def _js(unit: Unit, text: str) -> Iterator[Finding]:
         )
         download = _JS_DOWNLOAD.search(text)
         if piped or (download and _JS_RUNFILE.search(text, download.end())):
-            yield _f(unit, text, "LS311", "critical", hit.start(), "runs what it fetched")
+            yield _f(unit, text, "LS311", "critical", hit.start(), "")
     elif _JS_DOWNLOAD.search(text) and _JS_FETCH.search(text):
         d = _JS_DOWNLOAD.search(text)
         assert d is not None
@@ -312,7 +293,7 @@ def _js(unit: Unit, text: str) -> Iterator[Finding]:
     if _JS_SOCK.search(text) and (_JS_SHELL.search(text) or re.search(r"\.pipe\s*\(\s*\w+\.stdin", text)):
         s = _JS_SOCK.search(text)
         assert s is not None
-        yield _f(unit, text, "LS312", "critical", s.start(), "shell over a socket")
+        yield _f(unit, text, "LS312", "critical", s.start(), "")
     yield from _creds(unit, text, _JS_READ, _JS_SEND, _JS_ENV)
     yield from _persistence(unit, text, _JS_WRITE)
     m = re.search(r"rejectUnauthorized\s*:\s*false|NODE_TLS_REJECT_UNAUTHORIZED['\"]?\s*\]?\s*=\s*['\"]?0", text)
@@ -382,7 +363,7 @@ def _powershell(unit: Unit, text: str) -> Iterator[Finding]:
     if hit:
         seg = _snip(text, hit.start())
         yield _f(unit, text, "LS311", "medium" if _vouched(unit, seg) else "critical", hit.start(),
-                 "runs what it fetched")  # fmt: skip
+                 "")  # fmt: skip
     for m in _PS_OUT.finditer(text):
         name = m.group(1).rsplit("\\", 1)[-1].rsplit("/", 1)[-1]
         run = _PS_RUN.search(text, m.end())
@@ -395,12 +376,12 @@ def _powershell(unit: Unit, text: str) -> Iterator[Finding]:
         and re.search(r"GetStream\s*\(\)", text)
         and (_PS_IEX.search(text) or re.search(r"cmd(?:\.exe)?|powershell", text, re.I))
     ):
-        yield _f(unit, text, "LS312", "critical", sock.start(), "shell over a socket")
+        yield _f(unit, text, "LS312", "critical", sock.start(), "")
     m2 = _PS_PERSIST.search(text)
     if m2:
         payload = bool(_PS_FETCH.search(text) or _PS_IEX.search(text) or _PS_ENC.search(text))
         top = "critical" if payload or unit.where == "script" else "high"
-        yield _f(unit, text, "LS911", top, m2.start(), "persistence")
+        yield _f(unit, text, "LS911", top, m2.start(), "")
     m3 = _PS_AV.search(text)
     if m3:
         av = "MpPreference" in m3.group() or "WinDefend" in m3.group()
@@ -466,7 +447,7 @@ _R_CRON = re.compile(r"\bcrontab\b[^\n]*(?:-\s*['\"`)]|\|)|\|\s*crontab\b")
 def _rpp(unit: Unit, text: str) -> Iterator[Finding]:
     sock = _R_SOCK.search(text)
     if sock and _R_SHELL.search(text) and _R_EXEC.search(text):
-        yield _f(unit, text, "LS312", "critical", sock.start(), "shell over a socket")
+        yield _f(unit, text, "LS312", "critical", sock.start(), "")
     hit = _near(_R_FETCH, _R_EXEC, text)
     backtick = hit is not None and hit.group().strip() == "`"
     if (
@@ -474,7 +455,7 @@ def _rpp(unit: Unit, text: str) -> Iterator[Finding]:
         and not (backtick and not re.search(r"`[^`\n]*\b(?:sh|bash|ruby|perl|php|python)\b", text))
         and not _vouched(unit, _snip(text, hit.start()))
     ):
-        yield _f(unit, text, "LS311", "critical", hit.start(), "runs what it fetched")
+        yield _f(unit, text, "LS311", "critical", hit.start(), "")
     m = re.search(
         r"\beval\s*\(?\s*(?:gzinflate|gzuncompress|str_rot13|base64_decode|Base64\.decode64|decode_base64|"
         r"MIME::Base64|pack\s*\(\s*['\"]H|unpack|\[.*\]\.pack|hex2bin|convert_uudecode)",
@@ -482,7 +463,7 @@ def _rpp(unit: Unit, text: str) -> Iterator[Finding]:
         re.I,
     )
     if m:
-        yield _f(unit, text, "LS313", "critical", m.start(), "runs decoded code")
+        yield _f(unit, text, "LS313", "critical", m.start(), "")
     if _R_CRON.search(text):
         c = _R_CRON.search(text)
         assert c is not None

@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 import bashlex
 
 from ledger.supply.meaning import decode, places
-from ledger.supply.meaning.units import Unit
+from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import _CRED, _SEND, Finding
-from ledger.supply.scantext import detail
 
 __all__ = ["GATE", "analyse", "worth"]
 
@@ -67,7 +66,25 @@ def worth(text: str) -> bool:
     if GATE.search(text):
         return True
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
-    return bare != text and GATE.search(bare) is not None
+    if bare != text and GATE.search(bare) is not None:
+        return True
+    return _assembled(text) is not None
+
+
+_ASSIGN = re.compile(r"(?:^|[\s;&|(])(\w+)=(?:\"([^\"$`\n]*)\"|'([^'\n]*)'|([^\s;&|'\"$`]*))")
+
+
+def _assembled(text: str) -> str | None:
+    """The text with literal assignments made earlier put into the ``$name`` that use them, when that
+    spells something :data:`GATE` knows (``a=cu; b="rl -s"; $a$b URL | $s$t``), else ``None``: a
+    command assembled from variables is the same command."""
+    if "=" not in text or "$" not in text:
+        return None
+    values = {m.group(1): next(g for g in m.groups()[1:] if g is not None) for m in _ASSIGN.finditer(text)}
+    if not values:
+        return None
+    spelled = _VAR.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), text)
+    return spelled if spelled != text and GATE.search(_ASSIGN.sub(" ", spelled)) else None
 
 
 _BARE = re.compile(r"[\"'\\]|\$\{?\w+\}?(?=\w)")
@@ -121,7 +138,10 @@ _PS_VALUE_FLAGS = {
     "-ep", "-ex", "-exec", "-executionpolicy", "-w", "-win", "-windowstyle", "-version", "-inputformat",
     "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
 }  # fmt: skip
-_AGENTS = {"claude", "codex", "gemini", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
+_AGENTS = {"claude", "codex", "gemini", "agy", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
+_RESOLVERS = {"dig", "nslookup", "host", "drill", "resolvectl", "kdig", "ping", "getent"}
+_UNPACKERS = {"unzip", "tar", "bsdtar", "7z", "7za", "unrar"}
+_UNPACK_VALUE = (["-P"], ["-d"], ["-C"], ["--directory"], ["-p"])  # options whose value follows
 _READERS = {  # commands that read the files they are given (a credential path among them is a read)
     "cat", "tac", "less", "more", "head", "tail", "cp", "tar", "zip", "7z", "7za", "gzip", "bzip2", "xz", "zstd",
     "scp", "rsync", "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "sqlite3", "gpg", "openssl",
@@ -264,6 +284,12 @@ def _walk(node: bashlex.ast.node, out: list[_Pipe]) -> None:
         else:
             out.extend(inner)
     elif kind in ("if", "for", "while", "until", "function"):
+        if kind == "for":  # for c in WORDS: c holds what WORDS expand to (and carries their taint)
+            ws = [p for p in node.parts if p.kind == "word"]
+            if len(ws) >= 2:
+                items = [_words(w) for w in ws[1:]]
+                value = _W(f"{ws[0].word}=" + " ".join(w.s for w in items), [p for w in items for p in w.subs])
+                out.append(_Pipe([_Cmd([], [value], [], node.pos[0])]))
         for part in node.parts:
             if part.kind in ("list", "pipeline", "command", "compound", "if", "for", "while", "until"):
                 _walk(part, out)
@@ -481,14 +507,9 @@ class _Reader:
         self.line = unit.line
 
     # findings
-    def add(self, rule: str, severity: str, evidence: str, label: str) -> None:
-        room = 80 - len(label) - 3
-        ev = " ".join(evidence.split())
-        ev = ev if len(ev) <= room else ev[: room - 1] + "…"
-        text = detail(f"{ev} ({label})")
-        key = (rule, self.line, text)
-        if key not in self.findings:
-            self.findings[key] = Finding(rule, severity, self.unit.path, self.line, text)
+    def add(self, rule: str, severity: str, evidence: str) -> None:
+        f = finding(rule, severity, self.unit.path, self.line, evidence)
+        self.findings.setdefault((rule, self.line, f.detail), f)
 
     def sev(self, *, vouched: bool = False, floor: str = "critical", always: bool = False) -> str:
         """The severity of a behaviour here (docs/scanner.md, severity policy); ``always``: a
@@ -563,10 +584,15 @@ class _Reader:
             argv.append(s)
             taint.update(t)
             ws.append(w)
+        if argv and "$" in ws[0].s and re.search(r"\s", argv[0].strip()):
+            # an unquoted expansion in command position is split into words: $a$b with b="rl -s"
+            head = argv[0].split()
+            argv[:1] = head
+            ws[:1] = [_W(h) for h in head]
         tin = self.stdin(cmd, tin)
         if not argv:
             if any(isinstance(t, _W) and "/dev/tcp/" in t.s and k == "<>" for k, t, _ in cmd.redirs):
-                self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket", "network-shell")
+                self.add("LS312", self.sev(always=True), "exec <>/dev/tcp: a descriptor on a socket")
             return tin, ""
         cron = _cron_fields(argv)
         if cron:
@@ -624,21 +650,20 @@ class _Reader:
             if body is not None or not isinstance(target, _W) or kind in ("<", "<<<", "<<", "<<-"):
                 if isinstance(target, int) and kind in (">&", "<&") and str(target) in self.netfds and is_shell:
                     self.add(
-                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)", "network-shell"
-                    )
+                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)")
                 continue
             s, _ = self.expand(target)
             if s.startswith(("/dev/tcp/", "/dev/udp/")):
                 if kind == "<>" and name in ("", "exec"):
-                    self.add("LS312", self.sev(always=True), f"exec <>{s}: a descriptor on a socket", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"exec <>{s}: a descriptor on a socket")
                     continue
                 if is_shell:
-                    self.add("LS312", self.sev(always=True), f"{name} >& {s}", "network-shell")
+                    self.add("LS312", self.sev(always=True), f"{name} >& {s}")
                 else:
                     self.send(f"{name} > {s}", flow)
                 continue
             if s in self.netfds and is_shell:
-                self.add("LS312", self.sev(always=True), f"{name} on descriptor {s} (a socket)", "network-shell")
+                self.add("LS312", self.sev(always=True), f"{name} on descriptor {s} (a socket)")
             if kind in (">", ">>", "&>", ">|", "&>>", ">&"):
                 p = self.norm(s)
                 if s in ("/dev/null", "&1", "1", "2") or s.startswith("/dev/std"):
@@ -723,6 +748,13 @@ class _Reader:
         read = self.creds_read(name, args)
         if read:
             taint = {**taint, "cred": read}
+        if name in _RESOLVERS and ("cred" in taint or "env" in taint):
+            # a name looked up is a name sent to whoever serves its domain: a secret in it is sent out
+            self.send(f"{name} {' '.join(args)}", _Flow(dict(taint)))
+            return _Flow()
+        token = self.token(name, args)
+        if token:
+            return _Flow({"cred": token})
         if name in _FETCHERS or (name == "python" and args[:2] == ["-m", "urllib.request"]):
             return self.fetch(name, args, tin, taint)
         if name in _NETTOOLS and not (name == "openssl" and args[:1] != ["s_client"]):
@@ -763,6 +795,8 @@ class _Reader:
                 self.files[self.norm(target)] = _Flow({"fetch": _Fetch(f"git clone {urls[0]}", urls[0])})
                 self.dirs_fetched = (*getattr(self, "dirs_fetched", ()), self.norm(target))
             return _Flow()
+        if name in _UNPACKERS:
+            self.unpack(name, args)
         if name == "cd" and args:
             self.cwd = self.norm(args[0])
         for d in getattr(self, "dirs_fetched", ()):
@@ -813,12 +847,28 @@ class _Reader:
         if name in ("systemctl", "launchctl", "update-rc.d", "chkconfig", "rc-update", "schtasks"):
             return self.service(name, args)
         if name in ("awk", "gawk") and any("/inet/tcp/" in a or "/inet/udp/" in a for a in args):
-            self.add("LS312", self.sev(always=True), f"{name} /inet/tcp", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} /inet/tcp")
         if name == "mkfifo":
             return _Flow()
         if name == "chmod" and args and any("x" in a or a.lstrip("0").startswith(("7", "5")) for a in args[:1]):
             return _Flow()
         return _Flow({**tin.taint, **taint}) if (tin.taint or taint) else _Flow()
+
+    def unpack(self, name: str, args: list[str]) -> None:
+        """An archive that was fetched, unpacked: what comes out of it is fetched too (``curl -o a.zip``,
+        ``unzip -P pw a.zip -d out``, then ``out/agent`` runs what was downloaded)."""
+        operands = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] not in _UNPACK_VALUE]
+        archive = next((a for a in operands if self.norm(a) in self.files), None)
+        if archive is None or "fetch" not in self.files[self.norm(archive)].taint:
+            return
+        out = self.cwd
+        for i, a in enumerate(args[:-1]):
+            if (name in ("unzip",) and a == "-d") or (name != "unzip" and a in ("-C", "--directory", "-o")):
+                out = self.norm(args[i + 1])
+            elif name == "7z" and a.startswith("-o") and len(a) > 2:
+                out = self.norm(a[2:])
+        self.files[out] = self.files[self.norm(archive)]
+        self.dirs_fetched = (*getattr(self, "dirs_fetched", ()), out)
 
     def fetch(self, name: str, args: list[str], tin: _Flow, taint: dict[str, object]) -> _Flow:
         url, out, insecure, data = "", None, False, []
@@ -940,6 +990,8 @@ class _Reader:
         fetched = _Fetch(ev, url, insecure or "decode" in taint or self.obfuscated)
         if data:
             self.send_data(name, data, tin, taint, url)
+        elif "cred" in taint and not places.issuer(str(taint["cred"]), url):
+            self.send(f"{name} {url} (in a header or the URL)", _Flow(dict(taint)))
         if stdout:
             return _Flow({"fetch": fetched})
         target = out or posixpath.basename(url.split("?")[0].rstrip("/")) or "index.html"
@@ -952,6 +1004,8 @@ class _Reader:
 
     def send_data(self, name: str, data: list[str], tin: _Flow, taint: dict[str, object], url: str = "") -> None:
         flow = _Flow(dict(taint))
+        if "cred" in flow.taint and places.issuer(str(flow.taint["cred"]), url):
+            del flow.taint["cred"]  # a token sent to the service that issued it
         for d in data:
             for m in re.finditer(r"@([^\s;]+)|^([~/$][^\s=]*)$|=@?([~/$][^\s;]+)", d):
                 f = m.group(1) or m.group(2) or m.group(3) or ""
@@ -969,7 +1023,7 @@ class _Reader:
         what = flow.taint.get("cred") or flow.taint.get("env")
         if what:
             self.exfil = True
-            self.add("LS412", self.sev(always=True), f"{what} sent: {ev}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{what} sent: {ev}")
 
     def nettool(self, name: str, args: list[str], tin: _Flow, stages: list[str]) -> _Flow:
         low = [a.lower() for a in args]
@@ -978,17 +1032,17 @@ class _Reader:
             a in ("-e", "-c", "--exec", "--sh-exec", "--lua-exec") or (re.match(r"^-\w*e$", a) and len(a) <= 5)
             for a in args
         ):
-            self.add("LS312", self.sev(always=True), f"{name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{name} {joined}")
         if (
             name == "socat"
             and any(a.startswith(("exec:", "system:")) for a in low)
             and any(re.match(r"^(?:tcp|udp|openssl|ssl)[\w-]*[:-]", a) for a in low)
         ):
-            self.add("LS312", self.sev(always=True), f"socat {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"socat {joined}")
         if any(s in _SHELLS or s in ("python", "perl", "ruby") for s in stages) and (
             stages[-1:] and (stages[-1] in _SHELLS)
         ):
-            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name} {joined}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name} {joined}")
         hosts = [a for a in args if not a.startswith("-") and (("." in a or ":" in a) and not a.startswith("/"))]
         if tin.taint or tin.text:
             self.send(f"{name} {joined}", tin)
@@ -1026,7 +1080,7 @@ class _Reader:
                 and i + 1 < len(args)
             ):
                 payload = _ps_decode(args[i + 1])
-                self.add("LS313", self.sev(always=True), f"{name} -enc {payload or args[i + 1]}", "decoded-execute")
+                self.add("LS313", self.sev(always=True), f"{name} -enc {payload or args[i + 1]}")
                 if payload:
                     self.inner("powershell", payload, "decoded")
                 return _Flow()
@@ -1056,7 +1110,7 @@ class _Reader:
             return _Flow()
         # reads its program from stdin
         if (netstage or (stages and stages[0] in _NETTOOLS)) and lang == "sh":
-            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{' | '.join(stages)} | {name}")
         self.run_code(lang, tin.text, dict(tin.taint), f"… | {name}", hidden, piped=True)
         return _Flow()
 
@@ -1078,7 +1132,7 @@ class _Reader:
                 decoded="decode" in flow.taint,
             )
         elif "decode" in flow.taint:
-            self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})", "decoded-execute")
+            self.add("LS313", self.sev(always=True), f"{name} {path} ({flow.taint['decode']})")
             if flow.text:
                 self.inner("sh", flow.text, "decoded")
         elif flow.text and name in _SHELLS | {"source", "."}:
@@ -1099,9 +1153,7 @@ class _Reader:
             self.add(
                 "LS313",
                 self.sev(always=True),
-                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}",
-                "decoded-execute",
-            )
+                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}")
             if body:
                 self.inner(lang, body, "decoded")
             return
@@ -1131,13 +1183,11 @@ class _Reader:
             self.add(
                 "LS311",
                 self.sev(vouched=bool(urls) and all(places.vendor(u) for u in urls)),
-                f"{lang}: {body}",
-                "fetch-then-execute",
-            )
+                f"{lang}: {body}")
         elif _CROSS_SOCKET.search(body) and _CROSS_SHELL.search(body):
-            self.add("LS312", self.sev(always=True), f"{lang}: {body}", "network-shell")
+            self.add("LS312", self.sev(always=True), f"{lang}: {body}")
         elif _CRED.search(body) and _SEND.search(body):
-            self.add("LS412", self.sev(always=True), f"{lang}: {body}", "credential-exfiltration")
+            self.add("LS412", self.sev(always=True), f"{lang}: {body}")
 
     def fetch_exec(self, fetched: object, sink: str, hidden: bool, decoded: bool = False) -> None:
         f = fetched if isinstance(fetched, _Fetch) else _Fetch(str(fetched), "")
@@ -1163,7 +1213,7 @@ class _Reader:
             # an HTTPS installer of a named host in a reference document: how vendors document their
             # CLIs, and text cannot tell it from a fake one (tests/supply/benign/vendor-cli-install)
             severity = "high"
-        self.add("LS311", severity, f"{f.ev} | {sink}", "fetch-then-execute")
+        self.add("LS311", severity, f"{f.ev} | {sink}")
 
     def decoder(self, name: str, args: list[str], tin: _Flow, taint: dict[str, object]) -> _Flow:
         text = tin.text
@@ -1217,6 +1267,15 @@ class _Reader:
         body = " ".join(a for a in args if not (name == "echo" and a in ("-n", "-E")))
         return _Flow(dict(taint), body)
 
+    def token(self, name: str, args: list[str]) -> str:
+        """The credential a command prints (``gh auth token``, ``aws configure export-credentials``,
+        ``gcloud auth print-access-token`` …), "" when none."""
+        words = [a for a in args if not a.startswith("-")]
+        for cli, verbs in places.TOKEN_COMMANDS.items():
+            if name == cli and any(tuple(words[: len(v)]) == v for v in verbs):
+                return f"{name} {' '.join(words[:3])}".strip()  # a read only when it is sent on
+        return ""
+
     def creds_read(self, name: str, args: list[str]) -> str:
         """What secret store this command reads ("" when none), noted for the unit."""
         if (
@@ -1244,7 +1303,7 @@ class _Reader:
         if "-l" in args or "-r" in args:
             return _Flow(text="")
         if "-e" in args:
-            self.add("LS911", "medium" if self.unit.where != "script" else "high", "crontab -e", "persistence")
+            self.add("LS911", "medium" if self.unit.where != "script" else "high", "crontab -e")
             return _Flow()
         files = [a for a in args if not a.startswith("-") or a == "-"]
         content = tin if not files or files[0] == "-" else self.files.get(self.norm(files[0]), _Flow())
@@ -1255,13 +1314,13 @@ class _Reader:
         verbs = {"enable", "load", "bootstrap", "submit", "defaults", "on", "add", "/create", "link"}
         if any(a.lower() in verbs for a in args):
             unit = " ".join(a for a in args if not a.startswith("-"))
-            self.add("LS911", self.sev(floor="high"), f"{name} {unit}", "persistence")
+            self.add("LS911", self.sev(floor="high"), f"{name} {unit}")
         if (
             name == "systemctl"
             and any(a in ("stop", "disable", "mask") for a in args)
             and any(re.match(r"(?:firewalld|apparmor|ufw|auditd|selinux|clamav|falcon|osquery)", a) for a in args)
         ):
-            self.add("LS912", self.sev(), f"systemctl {' '.join(args)}", "safety-off")
+            self.add("LS912", self.sev(), f"systemctl {' '.join(args)}")
         return _Flow()
 
     def persist(self, ev: str, content: _Flow, place: str, copied: bool = False) -> None:
@@ -1280,45 +1339,51 @@ class _Reader:
             severity = "medium"
         else:
             severity = "high"
-        self.add("LS911", severity, ev, "persistence")
+        self.add("LS911", severity, ev)
         if re.search(r"settings[\w.-]*\.json$", place) and re.search(
             r"bypassPermissions|dangerously|disableAllHooks\W+true|\"sandbox\W+(?:false|off)", text, re.I
         ):
-            self.add("LS912", self.sev(), f"{ev}: {text}", "safety-off")
+            self.add("LS912", self.sev(), f"{ev}: {text}")
 
     def safety(self, name: str, args: list[str]) -> None:
         low = [a.lower() for a in args]
         joined = " ".join(args)
-        agent_flags = {"--dangerously-skip-permissions", "--dangerously-bypass-approvals-and-sandbox", "--yolo"}
-        if (agent_flags & set(low) and (name in _AGENTS or "--yolo" not in low)) or (
-            "--permission-mode" in low and "bypasspermissions" in low
+        off = places.AGENT_SAFETY_OFF & set(low)
+        if (
+            off - {"--yolo", "bypasspermissions", "danger-full-access"}
+            or ("--yolo" in off and name in _AGENTS)
+            or ("bypasspermissions" in off and "--permission-mode" in low)
+            or ("danger-full-access" in off and {"--sandbox", "-s"} & set(low))
         ):
-            self.add("LS912", "critical" if self.unit.where == "script" else "high", f"{name} {joined}", "safety-off")
+            # an agent started with its prompts or sandbox off: critical unless the skill documents
+            # the flag among the CLI's options (a skill about driving that CLI) or discusses it
+            told = off <= self.unit.documented and self.unit.where != "script" and self.unit.context != "file"
+            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}")
         if (
             (name == "setenforce" and low[:1] in (["0"], ["permissive"]))
             or (name == "ufw" and "disable" in low)
             or (name == "spctl" and any(a in ("--master-disable", "--global-disable") for a in low))
             or (name == "csrutil" and "disable" in low)
         ):
-            self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+            self.add("LS912", self.sev(), f"{name} {joined}")
         if (
             (name == "iptables" and ("-F" in args or "--flush" in low or args[-2:] == ["INPUT", "ACCEPT"]))
             or (name == "defaults" and "lsquarantine" in " ".join(low) and any(v in low for v in ("no", "false", "0")))
             or (name == "sed" and "/etc/selinux/config" in args and "disabled" in joined.lower())
         ):
-            self.add("LS912", self.sev(), f"{name} {joined}", "safety-off")
+            self.add("LS912", self.sev(), f"{name} {joined}")
         if name == "git" and "config" in low and "core.hookspath" in low:
-            self.add("LS911", self.sev(floor="high"), f"git {joined}", "persistence")
+            self.add("LS911", self.sev(floor="high"), f"git {joined}")
         if name == "git" and "config" in low and re.search(r"http\.sslverify\s+(?:false|0|no)", joined, re.I):
-            self.add("LS912", "high", f"git {joined}", "safety-off")
+            self.add("LS912", "high", f"git {joined}")
         if name in ("npm", "yarn", "pnpm") and "strict-ssl" in joined and "false" in low:
-            self.add("LS912", "high", f"{name} {joined}", "safety-off")
+            self.add("LS912", "high", f"{name} {joined}")
         if (
             (name == "unset" and any(a in ("histfile", "histsize") for a in low))
             or (name == "set" and low[:2] == ["+o", "history"])
             or (name == "history" and "-c" in low)
         ):
-            self.add("LS912", "high", f"{name} {joined}", "safety-off")
+            self.add("LS912", "high", f"{name} {joined}")
         if name == "export" or name in ("declare", "local"):
             for a in args:
                 k, eq, v = a.partition("=")
@@ -1326,11 +1391,11 @@ class _Reader:
                     self.vars[k] = (v, {})
                     self.safety_env(k, v)
         if name == "chattr" and any(re.match(r"^[+-]\w*[ia]", a) for a in args):
-            self.add("LS912", "high", f"chattr {joined}", "safety-off")
+            self.add("LS912", "high", f"chattr {joined}")
         if (name == "xattr" and any("com.apple.quarantine" in a for a in args)) or (name == "xattr" and "-c" in low):
             target = args[-1] if args else ""
             fetched = "fetch" in self.files.get(self.norm(target), _Flow()).taint
-            self.add("LS912", self.sev() if fetched else "high", f"xattr {joined}", "safety-off")
+            self.add("LS912", self.sev() if fetched else "high", f"xattr {joined}")
 
     def safety_env(self, name: str, value: str) -> None:
         v = value.strip("'\"").lower()
@@ -1340,11 +1405,11 @@ class _Reader:
             or (name == "GIT_SSL_NO_VERIFY" and v in ("1", "true", "yes"))
             or (name in ("CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE") and v == "")
         ):
-            self.add("LS912", "high", f"{name}={value}", "safety-off")
+            self.add("LS912", "high", f"{name}={value}")
         if (name in ("HISTFILE",) and v in ("/dev/null", "")) or (
             name in ("HISTSIZE", "HISTFILESIZE", "SAVEHIST") and v == "0"
         ):
-            self.add("LS912", "high", f"{name}={value}", "safety-off")
+            self.add("LS912", "high", f"{name}={value}")
 
 
 _CRON_FIELD = re.compile(r"^(?:\*|\d{1,2}|\*/\d{1,2}|\d{1,2}(?:[-,/]\d{1,2})+|[a-z]{3}(?:-[a-z]{3})?)$", re.I)
@@ -1444,11 +1509,10 @@ def analyse(unit: Unit) -> list[Finding]:
         line, what = secrets[0]
         reader.line = reader.sends[0][0]
         reader.add(
-            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}", "credential-exfiltration"
-        )
+            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}")
     elif reader.creds and not reader.exfil:
         for line, what in reader.creds[:3]:
             reader.line = line
             severity = "high" if unit.where in ("script", "instructions") else "medium"
-            reader.add("LS411", severity, what, "credential-read")
+            reader.add("LS411", severity, what)
     return list(reader.findings.values())

@@ -16,8 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ledger.supply.scanrules import Finding
+from ledger.supply.scantext import detail
 
-__all__ = ["ANALYSERS", "MAX_DEPTH", "Unit", "analyse"]
+__all__ = ["ANALYSERS", "BEHAVIOURS", "MAX_DEPTH", "Unit", "analyse", "finding"]
+
+# rule id -> (behaviour, the most it reports); docs/scanner.md "Behaviours" says when it reports less
+BEHAVIOURS: dict[str, tuple[str, str]] = {
+    "LS311": ("fetch-then-execute", "critical"),
+    "LS312": ("network-shell", "critical"),
+    "LS313": ("decoded-execute", "critical"),
+    "LS411": ("credential-read", "high"),
+    "LS412": ("credential-exfiltration", "critical"),
+    "LS705": ("symlink-escape", "critical"),
+    "LS911": ("persistence", "critical"),
+    "LS912": ("safety-off", "critical"),
+}
 
 MAX_DEPTH = 4  # nested payloads (a decoded string that holds another) followed at most this deep
 
@@ -35,7 +48,8 @@ class Unit:
     (a fenced block), ``file`` (the whole file is code), ``decoded`` (a payload decoded from
     another unit), ``argument`` (``bash -c``, ``python -c`` and the like).  ``discussed`` is
     true when the text around it talks about the attack rather than asks for it (see
-    ``scanrules._discussed``).  ``depth`` counts the nesting.
+    ``scanrules._discussed``).  ``depth`` counts the nesting.  ``documented`` holds the agent
+    safety flags the skill's own documents explain (:func:`ledger.supply.meaning.places.documented_flags`).
     """
 
     lang: str
@@ -46,6 +60,7 @@ class Unit:
     context: str
     discussed: bool = False
     depth: int = 0
+    documented: frozenset[str] = frozenset()
 
     def inner(self, lang: str, text: str, *, line_offset: int = 0, context: str = "argument") -> Unit:
         """A unit found inside this one: same file and role, one level deeper."""
@@ -53,6 +68,17 @@ class Unit:
 
 
 ANALYSERS: dict[str, Callable[[Unit], list[Finding]]] = {}
+
+
+def finding(rule: str, severity: str, path: str, line: int | None, evidence: str) -> Finding:
+    """The one way an analyser reports a behaviour: its detail is ``EVIDENCE (behaviour)``, the
+    evidence (what was seen, whitespace folded) shortened with ``…`` so the whole fits 80
+    characters, the behaviour :data:`BEHAVIOURS`\\ ``[rule][0]``."""
+    label = BEHAVIOURS[rule][0]
+    room = 80 - len(label) - 3
+    ev = " ".join(evidence.split())
+    ev = ev if len(ev) <= room else ev[: room - 1] + "…"
+    return Finding(rule, severity, path, line, detail(f"{ev} ({label})"))
 
 
 def analyse(unit: Unit) -> list[Finding]:
