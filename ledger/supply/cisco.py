@@ -2,7 +2,7 @@
 
 It is not a dependency of the ledger.  The first run installs it on demand into a virtual
 environment of its own, from the hash-pinned lock shipped beside this module
-(``cisco-scanner.txt``, made by ``scripts/lock`` from requirements/cisco-scanner.in), with
+(``cisco-scanner.txt`` beside this module, made by ``scripts/lock`` from requirements/cisco-scanner.in), with
 ``pip install --require-hashes --no-deps``: exactly the pinned wheels, nothing resolved at
 install time.  Where that cannot be done the scan is refused, never reported clean.
 
