@@ -1,8 +1,9 @@
 """An outside red team's misses (issue 49): spellings of each behaviour class the scanner rates
 below critical, benign skills it refuses, and hostile inputs that make it slow or exhaust memory.
 
-Every sample under tests/supply/redteam/<class>/<name>/ is a skill (SKILL.md and its files, symlinks
-kept as links) plus a ``label.json`` {"class", "expect": "critical"|"not-critical", "why"}; the label
+Every sample under tests/supply/redteam/<class>/<name>/ is a skill (SKILL.md and its files; the
+symlinks its label names under "links" are made at run time) plus a ``label.json`` {"class",
+"expect": "critical"|"not-critical", "why"}; the label
 is not part of the skill and is left out of the scan.  Only the spellings the scanner got wrong on
 i49-int were committed, so every case here failed there.  Nothing in a sample is ever run: hosts are
 ``*.invalid`` / ``*.example`` / TEST-NET-1 (192.0.2.0/24), or a real vendor's API in a benign sample.
@@ -11,8 +12,10 @@ i49-int were committed, so every case here failed there.  Nothing in a sample is
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,15 +37,25 @@ def _label(case: Path) -> dict[str, str]:
     return json.loads((case / "label.json").read_text())
 
 
-def _worst(case: Path) -> tuple[str, list[dict[str, object]]]:
-    files, links = load(case)
-    files.pop("label.json")
+def _worst(case: Path, tmp: Path) -> tuple[str, list[dict[str, object]]]:
+    """The skill as an installer would see it: a copy without label.json, with the symlinks its label
+    names made at run time (never committed: a link that climbs to ``/`` would send every tool that
+    walks the checkout, setuptools' package discovery among them, through the whole file system)."""
+    skill = tmp / "skill"
+    shutil.copytree(case, skill, ignore=shutil.ignore_patterns("label.json"))
+    for path, target in _label(case).get("links", {}).items():
+        link = skill / path
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+    files, links = load(skill)
     verdict = scan(files, symlinks=links).to_json()
     return verdict["worst"], verdict["findings"]
 
 
 def test_the_samples_are_labelled_and_inert() -> None:
     assert len(CASES) >= 60
+    committed_links = [Path(d, n) for d, dirs, names in os.walk(ROOT) for n in dirs + names if Path(d, n).is_symlink()]
+    assert not committed_links, "symlink samples are made at run time from label.json's links"
     for case in CASES:
         label = _label(case)
         assert label["class"] == case.parent.name and label["expect"] in ("critical", "not-critical"), case
@@ -57,9 +70,9 @@ def test_the_samples_are_labelled_and_inert() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_redteam_sample(case: Path) -> None:
+def test_redteam_sample(case: Path, tmp_path: Path) -> None:
     label = _label(case)
-    worst, findings = _worst(case)
+    worst, findings = _worst(case, tmp_path)
     shown = [f"{f['rule']} {f['severity']} {f['file']}:{f['line']}" for f in findings]
     if label["expect"] == "critical":
         assert worst == "critical", f"{label['why']}: rated {worst} {shown}"
