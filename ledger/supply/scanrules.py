@@ -207,19 +207,27 @@ def _quoted(line: str, start: int, end: int) -> bool:
     return False
 
 
-def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
+def _discussed(f: TextFile, lineno: int, start: int, end: int, near_cache: dict[int, bool] | None = None) -> bool:
     """Text *about* an attack rather than one: in code, next to words that discuss it, or quoted
-    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise)."""
+    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise).  ``near_cache`` keeps the
+    answer for the lines around ``lineno`` (it does not depend on the hit), so a line with thousands
+    of hits is searched once, not once per hit."""
     line = f.lines[lineno - 1]
     if f.fenced[lineno - 1] or (not f.instructions and _quoted(line, start, end)):
         return True
+    if near_cache is not None and lineno in near_cache:
+        return near_cache[lineno]
     near = " ".join(f.lines[max(0, lineno - 2) : lineno + 1])
-    return bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
+    found = bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
+    if near_cache is not None:
+        near_cache[lineno] = found
+    return found
 
 
 def _phrases(f: TextFile) -> Iterator[Finding]:
     hidden = [(m.start(), m.end()) for m in _COMMENT.finditer(f.text)] if f.doc else []
     starts = [a for a, _ in hidden]
+    near_cache: dict[int, bool] = {}
     for rule, pattern, bare in (
         ("LS201", _OVERRIDE, "critical"),
         ("LS202", _CONCEAL, "high"),
@@ -233,7 +241,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
             in_comment = at >= 0 and m.start() < hidden[at][1]
             if in_comment and not f.fenced[lineno - 1]:
                 continue  # reported once, as LS203, below
-            severity = "medium" if _discussed(f, lineno, col, col + len(m.group())) else bare
+            severity = "medium" if _discussed(f, lineno, col, col + len(m.group()), near_cache) else bare
             yield Finding(rule, severity, f.path, lineno, detail(m.group()))
     for m in _COMMENT.finditer(f.text) if f.doc else ():
         body = m.group(1)
@@ -340,11 +348,18 @@ _FETCH_WORDS = words(
 )
 
 
+_PIPE_TOKENS = ("|", "<(", "-c", "eval", "iex", "invoke-expression", "exec", "function")  # one in each _PIPE branch
+_RUN_TOKENS = ("-o", "--output", "-outfile")  # one in _DOWNLOAD_RUN (lower case: -O is -o)
+
+
 def _network(f: TextFile) -> Iterator[Finding]:
     for start, end in f.spans(_FETCH_WORDS):  # every pipe and download names its fetcher on its line
-        for m in _PIPE.finditer(f.text, start, end):
+        # each pattern tries a bounded window after every fetcher: a line of 28,000 fetchers costs
+        # seconds, so a line without a token every alternative needs is not searched (exact, linear)
+        low = f.text[start:end].lower()
+        for m in _PIPE.finditer(f.text, start, end) if any(t in low for t in _PIPE_TOKENS) else ():
             yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-        for m in _DOWNLOAD_RUN.finditer(f.text, start, end):
+        for m in _DOWNLOAD_RUN.finditer(f.text, start, end) if any(t in low for t in _RUN_TOKENS) else ():
             yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
     for m in URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
