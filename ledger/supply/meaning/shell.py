@@ -30,6 +30,9 @@ import codecs
 import posixpath
 import re
 import shlex
+import signal
+import threading
+import time
 from dataclasses import dataclass, field
 
 import bashlex
@@ -362,14 +365,63 @@ def _heredocs(text: str) -> tuple[str, list[str]]:
     return "\n".join(out), bodies
 
 
+# bashlex loops forever on a ``${`` its word does not close (``PS1='${curl'``: subst._paramexpand's
+# ``find('}')`` returns -1 and the scan restarts at 0), so such text never reaches it; and a budget
+# bounds any other loop: BASHLEX_SECONDS of wall time per unit (SIGALRM via setitimer, main thread
+# only; elsewhere, and where an outer timer is running, no call gets more than BASHLEX_MAX_CHARS).
+# Text refused or out of time is read by the tolerant tokeniser, never taken as clean.
+_UNCLOSED_PARAM = re.compile(r"\$\{(?![^}\n]*\})")
+BASHLEX_SECONDS = 1.0
+BASHLEX_MAX_CHARS = 20_000  # unguarded calls only
+BASHLEX_MAX_PIPES = 256  # a text with more `|` than this is read by the tokeniser (bashlex is slow on it)
+
+
+_DEADLINE: list[float] = []  # when the unit being read runs out of bashlex time (set by analyse)
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _OutOfTime
+
+
+def _bashlex_safe(text: str) -> bool:
+    return _UNCLOSED_PARAM.search(text) is None and text.count("|") <= BASHLEX_MAX_PIPES
+
+
 def _bashlex(text: str) -> list[_Pipe] | None:
-    try:
-        pipes: list[_Pipe] = []
-        for node in bashlex.parse(text):
-            _walk(node, pipes)
-        return pipes
-    except Exception:  # bashlex raises many kinds (ParsingError, NotImplementedError, IndexError…)
+    if not _bashlex_safe(text):
         return None
+    timed = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+    if not timed and len(text) > BASHLEX_MAX_CHARS:
+        return None
+    left = _DEADLINE[0] - time.monotonic() if _DEADLINE else BASHLEX_SECONDS
+    if left <= 0:
+        return None
+    old = signal.signal(signal.SIGALRM, _alarm) if timed else None
+    try:
+        try:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, left)
+            pipes: list[_Pipe] = []
+            for node in bashlex.parse(text):
+                _walk(node, pipes)
+            return pipes
+        finally:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except Exception:  # bashlex raises many kinds (ParsingError, NotImplementedError, IndexError…), _OutOfTime
+        return None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
 
 
 _OPEN_QUOTE = re.compile(r"""^(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*+['"]""", re.S)
@@ -489,13 +541,32 @@ def _sub_word(tok: str, subs: list[list[_Pipe]], procs: set[int]) -> _W:
 # --- judging ---------------------------------------------------------------------------
 
 
+MAX_VAR_CHARS = 4096  # a variable's value is kept up to this many characters (a="$a$a" doubles it)
+MAX_UNIT_VAR_CHARS = 65536  # all the variables of one unit together
+
+
+class _Vars(dict[str, tuple[str, dict[str, object]]]):
+    """The variables a unit assigned, each value capped at MAX_VAR_CHARS and all of them together at
+    MAX_UNIT_VAR_CHARS: past the cap a value is cut (its start, what names a command, is kept)."""
+
+    total = 0
+
+    def __setitem__(self, name: str, item: tuple[str, dict[str, object]]) -> None:
+        value, taint = item
+        old = self.get(name)
+        self.total -= len(old[0]) if old else 0
+        value = value[: max(0, min(MAX_VAR_CHARS, MAX_UNIT_VAR_CHARS - self.total))]
+        self.total += len(value)
+        super().__setitem__(name, (value, taint))
+
+
 class _Reader:
     """One unit's abstract run: assignments, files written, reads and sends, and the findings."""
 
     def __init__(self, unit: Unit, obfuscated: bool) -> None:
         self.unit = unit
         self.obfuscated = obfuscated
-        self.vars: dict[str, tuple[str, dict[str, object]]] = {}
+        self.vars: dict[str, tuple[str, dict[str, object]]] = _Vars()
         self.files: dict[str, _Flow] = {}
         self.netfds: set[str] = set()
         self.heredocs: list[str] = []
@@ -1490,7 +1561,18 @@ def _ps_decode(payload: str) -> str:
 
 
 def analyse(unit: Unit) -> list[Finding]:
-    """The behaviour findings of one shell unit (docs/scanner.md, "Behaviours")."""
+    """The behaviour findings of one shell unit (docs/scanner.md, "Behaviours").  bashlex gets at
+    most BASHLEX_SECONDS for the whole unit (nested ``eval``/``bash -c`` readings included)."""
+    if _DEADLINE:
+        return _analyse(unit)
+    _DEADLINE.append(time.monotonic() + BASHLEX_SECONDS)
+    try:
+        return _analyse(unit)
+    finally:
+        _DEADLINE.clear()
+
+
+def _analyse(unit: Unit) -> list[Finding]:
     if not worth(unit.text):
         return []
     text, obfuscated = _ansi_c(unit.text)
