@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import posixpath
 import re
 import shlex
@@ -428,10 +429,43 @@ _OPEN_QUOTE = re.compile(r"""^(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*+['"]"""
 JOIN_LINES = 40  # a quoted string left open on one line is looked for this many lines further
 
 
+MAX_STAGES = 64  # stages kept of one pipeline line with more than BASHLEX_MAX_PIPES `|`
+
+
+def _bound_stages(text: str) -> str:
+    """A line of more than BASHLEX_MAX_PIPES ``|`` (``curl … | cat | cat … | sh``, 33,000 stages) with
+    repeated stages read once, and past MAX_STAGES only its first and last stages and those that
+    name a fetcher, shell, decoder or network tool kept: what flows from a fetch to a shell still
+    flows, in linear time."""
+    if text.count("|") <= BASHLEX_MAX_PIPES:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if line.count("|") <= BASHLEX_MAX_PIPES:
+            out.append(line)
+            continue
+        parts: list[str] = []
+        for part in line.split("|"):
+            if not parts or part.strip() != parts[-1].strip():
+                parts.append(part)
+        if len(parts) > MAX_STAGES:
+            keep = MAX_STAGES // 2
+            middle = [p for p in parts[keep:-keep] if _KEY_STAGE.search(p)][:MAX_STAGES]
+            parts = parts[:keep] + middle + parts[-keep:]
+        out.append("|".join(parts))
+    return "\n".join(out)
+
+
+_KEY_STAGE = re.compile(
+    r"\b(?:curl|wget|nc|ncat|socat|base64|xxd|eval|exec|(?:ba|z|da|k)?sh|python[\d.]*|perl|ruby|node|php)\b|/dev/"
+)
+
+
 def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
     """``(offset, pipelines)`` pieces of ``text``: one piece when bashlex reads it whole, else one per
     logical line (a line that opens a quote it does not close is joined with the lines that close
     it, as in a multi-line ``python -c "…"``), a piece bashlex refuses split by :func:`_tolerant`."""
+    text = _bound_stages(text)
     whole = _bashlex(text)
     if whole is not None:
         return [(0, whole)]
@@ -464,6 +498,7 @@ def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
     return out
 
 
+@functools.lru_cache(maxsize=512)  # a script of 7,000 equal lines is tokenised once (the result is not changed)
 def _tolerant(line: str) -> list[_Pipe]:
     """A line bashlex refused, split with ``shlex``: substitutions first lifted out and read on their own."""
     subs: list[list[_Pipe]] = []
@@ -628,7 +663,7 @@ class _Reader:
             stages: list[str] = []
             for cmd in pipe.cmds:
                 if cmd.pos and not capture:
-                    self.line = self.unit.line + self.text[: cmd.pos].count("\n") + self.base_line
+                    self.line = self.unit.line + self.text.count("\n", 0, cmd.pos) + self.base_line
                 flow, name = self.command(cmd, flow, pipe, netstage, stages)
                 netstage = netstage or name in _NETTOOLS or name == "/dev/tcp"
                 stages.append(name)
@@ -1579,9 +1614,12 @@ def _analyse(unit: Unit) -> list[Finding]:
     text, bodies = _heredocs(text)
     reader = _Reader(unit, obfuscated)
     reader.heredocs = bodies
-    for offset, pipes in _parse(text):
-        reader.text = text[offset:]
-        reader.base_line = text.count("\n", 0, offset)
+    pieces = _parse(text)
+    base, at = 0, 0  # newlines before the piece, counted once over the text (linear)
+    for k, (offset, pipes) in enumerate(pieces):
+        reader.text = text[offset : pieces[k + 1][0] if k + 1 < len(pieces) else len(text)]
+        base, at = base + text.count("\n", at, offset), offset
+        reader.base_line = base
         reader.line = unit.line + reader.base_line
         reader.run(pipes)
     # a read and a send in one unit meet even when no pipe joins them (tar to a file, then curl -T
