@@ -26,7 +26,7 @@ from ledger.bundle import frontmatter
 from ledger.errors import SkillError
 from ledger.supply.meaning import analyse_skill
 from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
-from ledger.supply.scantext import detail, hosts
+from ledger.supply.scantext import TextFile, decoded, detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
@@ -233,10 +233,14 @@ def scan(
             out.append(Finding("LS704", "medium", path, None, f"{archive} archive, contents not scanned"))
         if executable:
             out.append(Finding("LS702", "medium", path, None, "executable bit set"))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # not text: only the magic numbers above apply
+        text_bad = decoded(data)
+        if text_bad is None:
+            continue  # binary (a NUL byte): only the magic numbers above apply
+        text, bad = text_bad
+        if bad is not None:
+            f = TextFile(path, text, executable)
+            severity = "medium" if f.instructions or f.script or f.doc else "low"
+            out.append(Finding("LS105", severity, path, f.line_of(bad), "invalid UTF-8 byte, read as U+FFFD"))
         out.extend(check_text(path, text, executable))
     targets = dict(symlinks) if isinstance(symlinks, Mapping) else dict.fromkeys(symlinks)
     out.extend(analyse_skill(files, targets))

@@ -52,6 +52,7 @@ _TABLE = """
 LS101 critical bidirectional control character | Trojan Source: text that displays differently from what the agent reads
 LS102 critical Unicode tag characters | ASCII smuggling: invisible tag characters spell instructions only the model sees
 LS103 critical zero-width characters | invisible characters hide or encode text (a long run of them is a hidden message)
+LS105 medium   text that is not valid UTF-8 | a stray byte must not switch the text rules off: read with U+FFFD and said
 LS201 critical instruction override | prompt injection: 'ignore previous instructions' and kin, said to the agent
 LS202 high     concealment from the user | ToxicSkills: the skill tells the agent to hide what it does from the user
 LS203 critical instructions in a hidden HTML comment | hidden when rendered, read by the model: unseen by a reviewer
