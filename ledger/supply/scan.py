@@ -26,6 +26,8 @@ from ledger.bundle import frontmatter
 from ledger.errors import SkillError
 from ledger.supply.meaning import analyse_skill
 from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
+from ledger.supply.scantext import ARCHIVES as _ARCHIVES
+from ledger.supply.scantext import MAGIC as _MAGIC
 from ledger.supply.scantext import TextFile, decoded, detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
@@ -120,21 +122,6 @@ def merge(*verdicts: Verdict) -> Verdict:
 
 # --- the whole-skill rules -----------------------------------------------------------
 
-_MAGIC = (
-    (b"\x7fELF", "ELF"),
-    (b"\xfe\xed\xfa\xce", "Mach-O"),
-    (b"\xfe\xed\xfa\xcf", "Mach-O"),
-    (b"\xce\xfa\xed\xfe", "Mach-O"),
-    (b"\xcf\xfa\xed\xfe", "Mach-O"),
-    (b"\xca\xfe\xba\xbe", "Mach-O universal or Java class"),
-)
-_ARCHIVES = (
-    (b"PK\x03\x04", "zip"),
-    (b"\x1f\x8b", "gzip"),
-    (b"7z\xbc\xaf\x27\x1c", "7z"),
-    (b"Rar!", "rar"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
 _OFFICE = frozenset({"docx", "xlsx", "pptx", "odt", "ods", "odp", "potx", "dotx", "xltx", "epub"})
 
 
