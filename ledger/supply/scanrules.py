@@ -263,18 +263,19 @@ _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:/usr/bin/|/bin/)
 _INTERP = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:python[\d.]*|perl|ruby|node|php|pwsh|powershell|osascript)(?:\s+-)?\s*(?=$|[;&|)`'\"])"
 )
-_PIPE = re.compile(
-    rf"\b{_FETCH}\b{_ARGS}\|\s*(?:{_SHELL}|{_INTERP})"
-    rf"|\b(?:ba|z)?sh\s+(?:-s\s+)?<\(\s*{_FETCH}\b"
+_PIPE_BAR = rf"\b{_FETCH}\b{_ARGS}\|\s*(?:{_SHELL}|{_INTERP})|"  # the costly branches need a `|`
+_PIPE_BAR += r"\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*(?:iex|Invoke-Expression)\b|"
+_PIPE_NOBAR = re.compile(
+    rf"\b(?:ba|z)?sh\s+(?:-s\s+)?<\(\s*{_FETCH}\b"
     rf"|(?:\bsource|(?:^|[;&|]\s*)\.)\s+<\(\s*{_FETCH}\b"
     rf"|\b(?:ba|z)?sh\s+-c\s+[\"']?(?:\$\(|`)\s*{_FETCH}\b"
     rf"|\beval\s+[\"']?(?:\$\(|`)\s*{_FETCH}\b"
     r"|\b(?:iex|Invoke-Expression)\b[^\n]{0,80}\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod|DownloadString|Net\.WebClient)\b"
-    r"|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*(?:iex|Invoke-Expression)\b"
     r"|\b(?:exec|eval)\s*\(\s*(?:requests|httpx|urllib\.request|urllib2|urlopen)\b[^\n]{0,120}(?:\.text|\.content|\.read\(\))"
     r"|\b(?:eval|new\s+Function)\s*\(\s*await\s+\(?\s*(?:await\s+)?fetch\(",
     re.I | re.M,
 )
+_PIPE = re.compile(_PIPE_BAR + _PIPE_NOBAR.pattern, re.I | re.M)
 _DOWNLOAD_RUN = re.compile(
     rf"\b{_FETCH}\b(?>[^\n]{{0,300}}?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+))(\S{{1,300}}+)[^\n&;]{{0,300}}+"
     r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]{0,300}?(?:&&|;)\s*)?(?:sudo\s+)?"
@@ -349,7 +350,7 @@ _FETCH_WORDS = words(
 )
 
 
-_PIPE_TOKENS = ("|", "<(", "-c", "eval", "iex", "invoke-expression", "exec", "function")  # one in each _PIPE branch
+_PIPE_TOKENS = ("<(", "-c", "eval", "iex", "invoke-expression", "exec", "function")  # one in each _PIPE_NOBAR branch
 _RUN_TOKENS = ("-o", "--output", "-outfile")  # one in _DOWNLOAD_RUN (lower case: -O is -o)
 
 
@@ -358,7 +359,8 @@ def _network(f: TextFile) -> Iterator[Finding]:
         # each pattern tries a bounded window after every fetcher: a line of 28,000 fetchers costs
         # seconds, so a line without a token every alternative needs is not searched (exact, linear)
         low = f.text[start:end].lower()
-        for m in _PIPE.finditer(f.text, start, end) if any(t in low for t in _PIPE_TOKENS) else ():
+        pipe = _PIPE if "|" in low else _PIPE_NOBAR if any(t in low for t in _PIPE_TOKENS) else None
+        for m in pipe.finditer(f.text, start, end) if pipe else ():
             yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
         for m in _DOWNLOAD_RUN.finditer(f.text, start, end) if any(t in low for t in _RUN_TOKENS) else ():
             yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
@@ -394,6 +396,9 @@ _SEND = re.compile(
     r"|\baxios\.post\s*\(|XMLHttpRequest|\bsocket\.(?:send|sendall)\(",
     re.I,
 )
+# one of these is in every _SEND branch (lower case): a file without any is not searched
+_SEND_WORDS = ("-d", "--data", "-f", "--form", "-t", "--upload-file", "post", "put", "data=", "nc", "netcat", "scp",
+               "xmlhttprequest", "socket.send")  # fmt: skip
 _ENV_DUMP = re.compile(
     r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]{0,400}\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
     re.I,
@@ -408,7 +413,7 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
     matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)] if f.has((".env",)) else []
     if not matches:
         return
-    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)})
+    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)}) if f.has(_SEND_WORDS) else []
     on_line = set(sends)
     seen: set[int] = set()
     for m, kind in sorted(matches, key=lambda x: x[0].start()):

@@ -578,6 +578,7 @@ def _sub_word(tok: str, subs: list[list[_Pipe]], procs: set[int]) -> _W:
 
 MAX_VAR_CHARS = 4096  # a variable's value is kept up to this many characters (a="$a$a" doubles it)
 MAX_UNIT_VAR_CHARS = 65536  # all the variables of one unit together
+MAX_REPEATS = 32  # an identical line under identical variables is judged this many times per unit
 
 
 class _Vars(dict[str, tuple[str, dict[str, object]]]):
@@ -585,6 +586,7 @@ class _Vars(dict[str, tuple[str, dict[str, object]]]):
     MAX_UNIT_VAR_CHARS: past the cap a value is cut (its start, what names a command, is kept)."""
 
     total = 0
+    version = 0  # changes with every assignment
 
     def __setitem__(self, name: str, item: tuple[str, dict[str, object]]) -> None:
         value, taint = item
@@ -592,6 +594,7 @@ class _Vars(dict[str, tuple[str, dict[str, object]]]):
         self.total -= len(old[0]) if old else 0
         value = value[: max(0, min(MAX_VAR_CHARS, MAX_UNIT_VAR_CHARS - self.total))]
         self.total += len(value)
+        self.version += 1
         super().__setitem__(name, (value, taint))
 
 
@@ -601,7 +604,7 @@ class _Reader:
     def __init__(self, unit: Unit, obfuscated: bool) -> None:
         self.unit = unit
         self.obfuscated = obfuscated
-        self.vars: dict[str, tuple[str, dict[str, object]]] = _Vars()
+        self.vars = _Vars()
         self.files: dict[str, _Flow] = {}
         self.netfds: set[str] = set()
         self.heredocs: list[str] = []
@@ -1616,10 +1619,14 @@ def _analyse(unit: Unit) -> list[Finding]:
     reader.heredocs = bodies
     pieces = _parse(text)
     base, at = 0, 0  # newlines before the piece, counted once over the text (linear)
+    repeats: dict[tuple[str, int], int] = {}
     for k, (offset, pipes) in enumerate(pieces):
         reader.text = text[offset : pieces[k + 1][0] if k + 1 < len(pieces) else len(text)]
         base, at = base + text.count("\n", at, offset), offset
         reader.base_line = base
+        seen = repeats[key] = repeats.get(key := (reader.text.strip(), reader.vars.version), 0) + 1
+        if seen > MAX_REPEATS:
+            continue  # the same line, with the same variables, judged MAX_REPEATS times already
         reader.line = unit.line + reader.base_line
         reader.run(pipes)
     # a read and a send in one unit meet even when no pipe joins them (tar to a file, then curl -T
