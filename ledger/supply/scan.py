@@ -26,7 +26,9 @@ from ledger.bundle import frontmatter
 from ledger.errors import SkillError
 from ledger.supply.meaning import analyse_skill
 from ledger.supply.scanrules import RULES, SEVERITIES, Finding, Rule, check_text
-from ledger.supply.scantext import detail, hosts
+from ledger.supply.scantext import ARCHIVES as _ARCHIVES
+from ledger.supply.scantext import MAGIC as _MAGIC
+from ledger.supply.scantext import TextFile, decoded, detail, hosts
 
 __all__ = ["RULES", "SCANNER", "Finding", "Rule", "Verdict", "merge", "run_external", "scan"]
 
@@ -120,21 +122,6 @@ def merge(*verdicts: Verdict) -> Verdict:
 
 # --- the whole-skill rules -----------------------------------------------------------
 
-_MAGIC = (
-    (b"\x7fELF", "ELF"),
-    (b"\xfe\xed\xfa\xce", "Mach-O"),
-    (b"\xfe\xed\xfa\xcf", "Mach-O"),
-    (b"\xce\xfa\xed\xfe", "Mach-O"),
-    (b"\xcf\xfa\xed\xfe", "Mach-O"),
-    (b"\xca\xfe\xba\xbe", "Mach-O universal or Java class"),
-)
-_ARCHIVES = (
-    (b"PK\x03\x04", "zip"),
-    (b"\x1f\x8b", "gzip"),
-    (b"7z\xbc\xaf\x27\x1c", "7z"),
-    (b"Rar!", "rar"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
 _OFFICE = frozenset({"docx", "xlsx", "pptx", "odt", "ods", "odp", "potx", "dotx", "xltx", "epub"})
 
 
@@ -233,10 +220,14 @@ def scan(
             out.append(Finding("LS704", "medium", path, None, f"{archive} archive, contents not scanned"))
         if executable:
             out.append(Finding("LS702", "medium", path, None, "executable bit set"))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # not text: only the magic numbers above apply
+        text_bad = decoded(data)
+        if text_bad is None:
+            continue  # binary (a NUL byte): only the magic numbers above apply
+        text, bad = text_bad
+        if bad is not None:
+            f = TextFile(path, text, executable)
+            severity = "medium" if f.instructions or f.script or f.doc else "low"
+            out.append(Finding("LS105", severity, path, f.line_of(bad), "invalid UTF-8 byte, read as U+FFFD"))
         out.extend(check_text(path, text, executable))
     targets = dict(symlinks) if isinstance(symlinks, Mapping) else dict.fromkeys(symlinks)
     out.extend(analyse_skill(files, targets))

@@ -52,6 +52,7 @@ _TABLE = """
 LS101 critical bidirectional control character | Trojan Source: text that displays differently from what the agent reads
 LS102 critical Unicode tag characters | ASCII smuggling: invisible tag characters spell instructions only the model sees
 LS103 critical zero-width characters | invisible characters hide or encode text (a long run of them is a hidden message)
+LS105 medium   text that is not valid UTF-8 | a stray byte must not switch the text rules off: read with U+FFFD and said
 LS201 critical instruction override | prompt injection: 'ignore previous instructions' and kin, said to the agent
 LS202 high     concealment from the user | ToxicSkills: the skill tells the agent to hide what it does from the user
 LS203 critical instructions in a hidden HTML comment | hidden when rendered, read by the model: unseen by a reviewer
@@ -207,19 +208,27 @@ def _quoted(line: str, start: int, end: int) -> bool:
     return False
 
 
-def _discussed(f: TextFile, lineno: int, start: int, end: int) -> bool:
+def _discussed(f: TextFile, lineno: int, start: int, end: int, near_cache: dict[int, bool] | None = None) -> bool:
     """Text *about* an attack rather than one: in code, next to words that discuss it, or quoted
-    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise)."""
+    outside SKILL.md (in SKILL.md quotes alone are too cheap a disguise).  ``near_cache`` keeps the
+    answer for the lines around ``lineno`` (it does not depend on the hit), so a line with thousands
+    of hits is searched once, not once per hit."""
     line = f.lines[lineno - 1]
     if f.fenced[lineno - 1] or (not f.instructions and _quoted(line, start, end)):
         return True
+    if near_cache is not None and lineno in near_cache:
+        return near_cache[lineno]
     near = " ".join(f.lines[max(0, lineno - 2) : lineno + 1])
-    return bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
+    found = bool(_DISCUSS.search(near)) or line.lstrip().startswith(("|", ">"))
+    if near_cache is not None:
+        near_cache[lineno] = found
+    return found
 
 
 def _phrases(f: TextFile) -> Iterator[Finding]:
     hidden = [(m.start(), m.end()) for m in _COMMENT.finditer(f.text)] if f.doc else []
     starts = [a for a, _ in hidden]
+    near_cache: dict[int, bool] = {}
     for rule, pattern, bare in (
         ("LS201", _OVERRIDE, "critical"),
         ("LS202", _CONCEAL, "high"),
@@ -233,7 +242,7 @@ def _phrases(f: TextFile) -> Iterator[Finding]:
             in_comment = at >= 0 and m.start() < hidden[at][1]
             if in_comment and not f.fenced[lineno - 1]:
                 continue  # reported once, as LS203, below
-            severity = "medium" if _discussed(f, lineno, col, col + len(m.group())) else bare
+            severity = "medium" if _discussed(f, lineno, col, col + len(m.group()), near_cache) else bare
             yield Finding(rule, severity, f.path, lineno, detail(m.group()))
     for m in _COMMENT.finditer(f.text) if f.doc else ():
         body = m.group(1)
@@ -254,18 +263,19 @@ _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:/usr/bin/|/bin/)
 _INTERP = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:python[\d.]*|perl|ruby|node|php|pwsh|powershell|osascript)(?:\s+-)?\s*(?=$|[;&|)`'\"])"
 )
-_PIPE = re.compile(
-    rf"\b{_FETCH}\b{_ARGS}\|\s*(?:{_SHELL}|{_INTERP})"
-    rf"|\b(?:ba|z)?sh\s+(?:-s\s+)?<\(\s*{_FETCH}\b"
+_PIPE_BAR = rf"\b{_FETCH}\b{_ARGS}\|\s*(?:{_SHELL}|{_INTERP})|"  # the costly branches need a `|`
+_PIPE_BAR += r"\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*(?:iex|Invoke-Expression)\b|"
+_PIPE_NOBAR = re.compile(
+    rf"\b(?:ba|z)?sh\s+(?:-s\s+)?<\(\s*{_FETCH}\b"
     rf"|(?:\bsource|(?:^|[;&|]\s*)\.)\s+<\(\s*{_FETCH}\b"
     rf"|\b(?:ba|z)?sh\s+-c\s+[\"']?(?:\$\(|`)\s*{_FETCH}\b"
     rf"|\beval\s+[\"']?(?:\$\(|`)\s*{_FETCH}\b"
     r"|\b(?:iex|Invoke-Expression)\b[^\n]{0,80}\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod|DownloadString|Net\.WebClient)\b"
-    r"|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*(?:iex|Invoke-Expression)\b"
     r"|\b(?:exec|eval)\s*\(\s*(?:requests|httpx|urllib\.request|urllib2|urlopen)\b[^\n]{0,120}(?:\.text|\.content|\.read\(\))"
     r"|\b(?:eval|new\s+Function)\s*\(\s*await\s+\(?\s*(?:await\s+)?fetch\(",
     re.I | re.M,
 )
+_PIPE = re.compile(_PIPE_BAR + _PIPE_NOBAR.pattern, re.I | re.M)
 _DOWNLOAD_RUN = re.compile(
     rf"\b{_FETCH}\b(?>[^\n]{{0,300}}?(?:\s-o\s*|\s-O\s*|--output[ =]|-outfile\s+))(\S{{1,300}}+)[^\n&;]{{0,300}}+"
     r"(?:&&|;)\s*(?:chmod\s+\+?[0-7]*x[^\n]{0,300}?(?:&&|;)\s*)?(?:sudo\s+)?"
@@ -340,11 +350,19 @@ _FETCH_WORDS = words(
 )
 
 
+_PIPE_TOKENS = ("<(", "-c", "eval", "iex", "invoke-expression", "exec", "function")  # one in each _PIPE_NOBAR branch
+_RUN_TOKENS = ("-o", "--output", "-outfile")  # one in _DOWNLOAD_RUN (lower case: -O is -o)
+
+
 def _network(f: TextFile) -> Iterator[Finding]:
     for start, end in f.spans(_FETCH_WORDS):  # every pipe and download names its fetcher on its line
-        for m in _PIPE.finditer(f.text, start, end):
+        # each pattern tries a bounded window after every fetcher: a line of 28,000 fetchers costs
+        # seconds, so a line without a token every alternative needs is not searched (exact, linear)
+        low = f.text[start:end].lower()
+        pipe = _PIPE if "|" in low else _PIPE_NOBAR if any(t in low for t in _PIPE_TOKENS) else None
+        for m in pipe.finditer(f.text, start, end) if pipe else ():
             yield Finding("LS301", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
-        for m in _DOWNLOAD_RUN.finditer(f.text, start, end):
+        for m in _DOWNLOAD_RUN.finditer(f.text, start, end) if any(t in low for t in _RUN_TOKENS) else ():
             yield Finding("LS302", _pipe_severity(f, m), f.path, f.line_of(m.start()), detail(m.group()))
     for m in URL.finditer(f.text):
         url = f.text[m.start() : m.start() + 200].split()[0].lower()
@@ -378,6 +396,9 @@ _SEND = re.compile(
     r"|\baxios\.post\s*\(|XMLHttpRequest|\bsocket\.(?:send|sendall)\(",
     re.I,
 )
+# one of these is in every _SEND branch (lower case): a file without any is not searched
+_SEND_WORDS = ("-d", "--data", "-f", "--form", "-t", "--upload-file", "post", "put", "data=", "nc", "netcat", "scp",
+               "xmlhttprequest", "socket.send")  # fmt: skip
 _ENV_DUMP = re.compile(
     r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]{0,400}\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
     re.I,
@@ -392,7 +413,7 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
     matches += [(m, "dotenv") for m in _DOTENV.finditer(f.text)] if f.has((".env",)) else []
     if not matches:
         return
-    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)})
+    sends = sorted({f.line_of(m.start()) for m in _SEND.finditer(f.text)}) if f.has(_SEND_WORDS) else []
     on_line = set(sends)
     seen: set[int] = set()
     for m, kind in sorted(matches, key=lambda x: x[0].start()):

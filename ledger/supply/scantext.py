@@ -43,6 +43,37 @@ SCRIPT_EXT = frozenset(words(".sh .bash .zsh .fish .py .js .mjs .cjs .ts .ps1 .p
 DOC_EXT = frozenset({".md", ".markdown", ".mdx", ".txt", ".rst", ".html", ".htm"})
 
 
+MAGIC = (  # executables (LS703)
+    (b"\x7fELF", "ELF"),
+    (b"\xfe\xed\xfa\xce", "Mach-O"),
+    (b"\xfe\xed\xfa\xcf", "Mach-O"),
+    (b"\xce\xfa\xed\xfe", "Mach-O"),
+    (b"\xcf\xfa\xed\xfe", "Mach-O"),
+    (b"\xca\xfe\xba\xbe", "Mach-O universal or Java class"),
+)
+ARCHIVES = (  # archives (LS704)
+    (b"PK\x03\x04", "zip"),
+    (b"\x1f\x8b", "gzip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"Rar!", "rar"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+
+
+def decoded(data: bytes) -> tuple[str, int | None] | None:
+    """The text of a file and the offset (in the text) of its first invalid UTF-8 byte (``None``
+    when it is all valid), or ``None`` when the file looks binary: an executable's or archive's magic
+    number (:data:`MAGIC`, :data:`ARCHIVES`) or a NUL byte in its first 8 KiB.
+    A text file with a stray invalid byte is still text: it is decoded with U+FFFD for each bad
+    byte and every rule reads it (one ``<!-- \\xff -->`` must not switch the text rules off)."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        if b"\x00" in data[:8192] or any(data.startswith(m) for m, _ in MAGIC + ARCHIVES):
+            return None
+        return data.decode("utf-8", "replace"), len(data[: e.start].decode("utf-8"))
+
+
 class TextFile:
     """One decoded file and what the rules ask of it: lines, code fences, its role."""
 

@@ -23,6 +23,7 @@ from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.places import documented_flags
 from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
 from ledger.supply.scanrules import Finding
+from ledger.supply.scantext import decoded
 
 __all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
 
@@ -36,10 +37,9 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
     out: list[Finding] = list(links.analyse(symlinks))
     texts: dict[str, tuple[str, bool]] = {}
     for path, (data, executable) in sorted(files.items()):
-        try:
-            texts[path] = (data.decode("utf-8").removeprefix("\ufeff"), executable)
-        except UnicodeDecodeError:
-            continue
+        text_bad = decoded(data)
+        if text_bad is not None:  # None: binary
+            texts[path] = (text_bad[0].removeprefix("\ufeff"), executable)
     documented = frozenset().union(*(documented_flags(t) for p, (t, _) in texts.items() if p.lower().endswith(".md")))
     for path, (text, executable) in texts.items():
         found = [replace(u, documented=documented) if documented else u for u in units(path, text, executable)]

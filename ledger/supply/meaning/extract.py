@@ -117,6 +117,10 @@ def _script_lang(f: TextFile, text: str) -> str | None:
     return "sh" if f.script and not f.ext else None
 
 
+EXACT_SPANS = 8  # inline spans per line whose discussion is judged with only their own code taken out
+MAX_INLINE_UNITS = 64  # distinct inline spans per line read one by one; the rest are read as one unit
+
+
 def _discussed(f: TextFile, lineno: int, heading: str, code: str = "") -> bool:
     """The text near line ``lineno`` (1-based; two lines before it and the line itself, its code
     taken out) or the section heading talks about an attack."""
@@ -128,6 +132,13 @@ def _discussed(f: TextFile, lineno: int, heading: str, code: str = "") -> bool:
         return True
     patterns = (_WARNED,) if f.instructions else (_WARNED, _DISCUSS)
     return any(p.search(near) or p.search(heading) for p in patterns)
+
+
+def _discussed_bare(f: TextFile, lineno: int, heading: str) -> bool:
+    near = _INLINE.sub(" ", " ".join(f.lines[max(0, lineno - 3) : lineno]))
+    line = f.lines[lineno - 1].lstrip()
+    patterns = (_WARNED,) if f.instructions else (_WARNED, _DISCUSS)
+    return line.startswith(("|", ">")) or any(p.search(near) or p.search(heading) for p in patterns)
 
 
 def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
@@ -166,7 +177,7 @@ def units(path: str, text: str, executable: bool) -> Iterator[Unit]:
 
 # a download to a named file: curl -o F, wget -O F, curl … > F (F is looked for in a later step)
 _SAVED = re.compile(
-    r"\b(?:curl|wget|aria2c|fetch)\b[^\n|;&]*?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
+    r"\b(?:curl|wget|aria2c|fetch)\b[^\n|;&]{0,400}?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
 )
 
 
@@ -265,10 +276,26 @@ def prompts(body: list[str]) -> list[str]:
 
 def _line(f: TextFile, where: str, lineno: int, line: str, heading: str, saves: bool = False) -> Iterator[Unit]:
     if "`" in line or "<code>" in line.lower():
+        seen: set[str] = set()
+        rest: list[str] = []
+        bare: list[bool] = []  # past EXACT_SPANS: judged once for the line, all its code taken out (linear)
         for m in _INLINE.finditer(line):
             code = html.unescape(m.group(2) or m.group(3) or "").strip().removeprefix("$ ")
-            if code and (saves or worth(code)):
-                yield Unit("sh", code, f.path, lineno, where, "inline", _discussed(f, lineno, heading, m.group(0)))
+            if not code or code in seen or not (saves or worth(code)):
+                continue
+            seen.add(code)
+            if len(seen) > MAX_INLINE_UNITS:
+                rest.append(code)
+                continue
+            if len(seen) <= EXACT_SPANS:
+                discussed = _discussed(f, lineno, heading, m.group(0))
+            else:
+                bare = bare or [_discussed_bare(f, lineno, heading)]
+                discussed = bare[0]
+            yield Unit("sh", code, f.path, lineno, where, "inline", discussed)
+        if rest:  # the spans past the cap are read together, one per line, never skipped
+            bare = bare or [_discussed_bare(f, lineno, heading)]
+            yield Unit("sh", "\n".join(rest), f.path, lineno, where, "inline", bare[0])
     prose = _INLINE.sub(" ", line) if "`" in line or "<code>" in line.lower() else line
     prose = re.sub(r"^\s*>\s?", "", prose)  # a quoted line reads like any other
     m = _PROSE.match(prose)

@@ -27,9 +27,13 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import posixpath
 import re
 import shlex
+import signal
+import threading
+import time
 from dataclasses import dataclass, field
 
 import bashlex
@@ -362,24 +366,106 @@ def _heredocs(text: str) -> tuple[str, list[str]]:
     return "\n".join(out), bodies
 
 
+# bashlex loops forever on a ``${`` its word does not close (``PS1='${curl'``: subst._paramexpand's
+# ``find('}')`` returns -1 and the scan restarts at 0), so such text never reaches it; and a budget
+# bounds any other loop: BASHLEX_SECONDS of wall time per unit (SIGALRM via setitimer, main thread
+# only; elsewhere, and where an outer timer is running, no call gets more than BASHLEX_MAX_CHARS).
+# Text refused or out of time is read by the tolerant tokeniser, never taken as clean.
+_UNCLOSED_PARAM = re.compile(r"\$\{(?![^}\n]*\})")
+BASHLEX_SECONDS = 1.0
+BASHLEX_MAX_CHARS = 20_000  # unguarded calls only
+BASHLEX_MAX_PIPES = 256  # a text with more `|` than this is read by the tokeniser (bashlex is slow on it)
+
+
+_DEADLINE: list[float] = []  # when the unit being read runs out of bashlex time (set by analyse)
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _OutOfTime
+
+
+def _bashlex_safe(text: str) -> bool:
+    return _UNCLOSED_PARAM.search(text) is None and text.count("|") <= BASHLEX_MAX_PIPES
+
+
 def _bashlex(text: str) -> list[_Pipe] | None:
-    try:
-        pipes: list[_Pipe] = []
-        for node in bashlex.parse(text):
-            _walk(node, pipes)
-        return pipes
-    except Exception:  # bashlex raises many kinds (ParsingError, NotImplementedError, IndexError…)
+    if not _bashlex_safe(text):
         return None
+    timed = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+    if not timed and len(text) > BASHLEX_MAX_CHARS:
+        return None
+    left = _DEADLINE[0] - time.monotonic() if _DEADLINE else BASHLEX_SECONDS
+    if left <= 0:
+        return None
+    old = signal.signal(signal.SIGALRM, _alarm) if timed else None
+    try:
+        try:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, left)
+            pipes: list[_Pipe] = []
+            for node in bashlex.parse(text):
+                _walk(node, pipes)
+            return pipes
+        finally:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except Exception:  # bashlex raises many kinds (ParsingError, NotImplementedError, IndexError…), _OutOfTime
+        return None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
 
 
 _OPEN_QUOTE = re.compile(r"""^(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*+['"]""", re.S)
 JOIN_LINES = 40  # a quoted string left open on one line is looked for this many lines further
 
 
+MAX_STAGES = 64  # stages kept of one pipeline line with more than BASHLEX_MAX_PIPES `|`
+
+
+def _bound_stages(text: str) -> str:
+    """A line of more than BASHLEX_MAX_PIPES ``|`` (``curl … | cat | cat … | sh``, 33,000 stages) with
+    repeated stages read once, and past MAX_STAGES only its first and last stages and those that
+    name a fetcher, shell, decoder or network tool kept: what flows from a fetch to a shell still
+    flows, in linear time."""
+    if text.count("|") <= BASHLEX_MAX_PIPES:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if line.count("|") <= BASHLEX_MAX_PIPES:
+            out.append(line)
+            continue
+        parts: list[str] = []
+        for part in line.split("|"):
+            if not parts or part.strip() != parts[-1].strip():
+                parts.append(part)
+        if len(parts) > MAX_STAGES:
+            keep = MAX_STAGES // 2
+            middle = [p for p in parts[keep:-keep] if _KEY_STAGE.search(p)][:MAX_STAGES]
+            parts = parts[:keep] + middle + parts[-keep:]
+        out.append("|".join(parts))
+    return "\n".join(out)
+
+
+_KEY_STAGE = re.compile(
+    r"\b(?:curl|wget|nc|ncat|socat|base64|xxd|eval|exec|(?:ba|z|da|k)?sh|python[\d.]*|perl|ruby|node|php)\b|/dev/"
+)
+
+
 def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
     """``(offset, pipelines)`` pieces of ``text``: one piece when bashlex reads it whole, else one per
     logical line (a line that opens a quote it does not close is joined with the lines that close
     it, as in a multi-line ``python -c "…"``), a piece bashlex refuses split by :func:`_tolerant`."""
+    text = _bound_stages(text)
     whole = _bashlex(text)
     if whole is not None:
         return [(0, whole)]
@@ -412,6 +498,7 @@ def _parse(text: str) -> list[tuple[int, list[_Pipe]]]:
     return out
 
 
+@functools.lru_cache(maxsize=512)  # a script of 7,000 equal lines is tokenised once (the result is not changed)
 def _tolerant(line: str) -> list[_Pipe]:
     """A line bashlex refused, split with ``shlex``: substitutions first lifted out and read on their own."""
     subs: list[list[_Pipe]] = []
@@ -489,13 +576,35 @@ def _sub_word(tok: str, subs: list[list[_Pipe]], procs: set[int]) -> _W:
 # --- judging ---------------------------------------------------------------------------
 
 
+MAX_VAR_CHARS = 4096  # a variable's value is kept up to this many characters (a="$a$a" doubles it)
+MAX_UNIT_VAR_CHARS = 65536  # all the variables of one unit together
+MAX_REPEATS = 32  # an identical line under identical variables is judged this many times per unit
+
+
+class _Vars(dict[str, tuple[str, dict[str, object]]]):
+    """The variables a unit assigned, each value capped at MAX_VAR_CHARS and all of them together at
+    MAX_UNIT_VAR_CHARS: past the cap a value is cut (its start, what names a command, is kept)."""
+
+    total = 0
+    version = 0  # changes with every assignment
+
+    def __setitem__(self, name: str, item: tuple[str, dict[str, object]]) -> None:
+        value, taint = item
+        old = self.get(name)
+        self.total -= len(old[0]) if old else 0
+        value = value[: max(0, min(MAX_VAR_CHARS, MAX_UNIT_VAR_CHARS - self.total))]
+        self.total += len(value)
+        self.version += 1
+        super().__setitem__(name, (value, taint))
+
+
 class _Reader:
     """One unit's abstract run: assignments, files written, reads and sends, and the findings."""
 
     def __init__(self, unit: Unit, obfuscated: bool) -> None:
         self.unit = unit
         self.obfuscated = obfuscated
-        self.vars: dict[str, tuple[str, dict[str, object]]] = {}
+        self.vars = _Vars()
         self.files: dict[str, _Flow] = {}
         self.netfds: set[str] = set()
         self.heredocs: list[str] = []
@@ -557,7 +666,7 @@ class _Reader:
             stages: list[str] = []
             for cmd in pipe.cmds:
                 if cmd.pos and not capture:
-                    self.line = self.unit.line + self.text[: cmd.pos].count("\n") + self.base_line
+                    self.line = self.unit.line + self.text.count("\n", 0, cmd.pos) + self.base_line
                 flow, name = self.command(cmd, flow, pipe, netstage, stages)
                 netstage = netstage or name in _NETTOOLS or name == "/dev/tcp"
                 stages.append(name)
@@ -1490,16 +1599,34 @@ def _ps_decode(payload: str) -> str:
 
 
 def analyse(unit: Unit) -> list[Finding]:
-    """The behaviour findings of one shell unit (docs/scanner.md, "Behaviours")."""
+    """The behaviour findings of one shell unit (docs/scanner.md, "Behaviours").  bashlex gets at
+    most BASHLEX_SECONDS for the whole unit (nested ``eval``/``bash -c`` readings included)."""
+    if _DEADLINE:
+        return _analyse(unit)
+    _DEADLINE.append(time.monotonic() + BASHLEX_SECONDS)
+    try:
+        return _analyse(unit)
+    finally:
+        _DEADLINE.clear()
+
+
+def _analyse(unit: Unit) -> list[Finding]:
     if not worth(unit.text):
         return []
     text, obfuscated = _ansi_c(unit.text)
     text, bodies = _heredocs(text)
     reader = _Reader(unit, obfuscated)
     reader.heredocs = bodies
-    for offset, pipes in _parse(text):
-        reader.text = text[offset:]
-        reader.base_line = text.count("\n", 0, offset)
+    pieces = _parse(text)
+    base, at = 0, 0  # newlines before the piece, counted once over the text (linear)
+    repeats: dict[tuple[str, int], int] = {}
+    for k, (offset, pipes) in enumerate(pieces):
+        reader.text = text[offset : pieces[k + 1][0] if k + 1 < len(pieces) else len(text)]
+        base, at = base + text.count("\n", at, offset), offset
+        reader.base_line = base
+        seen = repeats[key] = repeats.get(key := (reader.text.strip(), reader.vars.version), 0) + 1
+        if seen > MAX_REPEATS:
+            continue  # the same line, with the same variables, judged MAX_REPEATS times already
         reader.line = unit.line + reader.base_line
         reader.run(pipes)
     # a read and a send in one unit meet even when no pipe joins them (tar to a file, then curl -T
