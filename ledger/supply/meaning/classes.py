@@ -25,10 +25,11 @@ from typing import Any
 __all__ = ["GATE", "judge", "preload"]
 
 GATE = re.compile(
-    r"\bztcp\b|telnetd|\bttyd\b|\bgotty\b|websocat|\bxterm\b|\bssh\b[^\n]*\s-\w*R|\bngrok\b|\bbore\b|\btmate\b|\bupterm\b"
+    r"\bztcp\b|telnetd|\bttyd\b|\bgotty\b|websocat|\b(?:xterm|u?rxvt)\b|ssh\b[^\n]*\s-\w*R|\bngrok\b|\bbore\b|\btmate\b|\bupterm\b"
     r"|\btelnet\b|credential\s+fill|secret-tool|\bmail\b|\bmailx\b|sendmail|\bmutt\b|\brclone\b|git\s+push"
     r"|_(?:KEY|TOKEN|SECRET)\b|environ\b|ld\.so\.preload|LD_PRELOAD|pam_environment|login\s+item|mcp\s+add"
-    r"|config\s+set|\.claude/skills|aa-teardown|apparmor|iptables|\bnft\b|netsh|advfirewall|ptrace_scope|NOPASSWD"
+    r"|config\s+set|\.(?:claude|codex|hermes|agents|cursor|gemini)/skills|aa-teardown|apparmor|iptables|\bnft\b|netsh|advfirewall|ptrace_scope|NOPASSWD"
+    r"|\bsshx\b|\bpass\s+show|gopass|\bbw\s+get|cloudflared|localtunnel|pinggy|msmtp|swaks|ip6tables"
     r"|approval-mode|ask-for-approval|defaultMode|CA_BUNDLE|SSL_CERT_FILE|trusted-host|\bln\s+-\w*s",
     re.I,
 )
@@ -57,6 +58,12 @@ def judge(r: Any, name: str, args: list[str], tin: Any, taint: dict[str, object]
     joined = " ".join(args)
     _remote_shell(r, name, args, low, joined, stages)
     _line_loop(r, name, args, tin, taint)
+    if (
+        name == "tee"
+        and tin.text.strip() == "0"
+        and any(re.search(r"/proc/sys/kernel/yama/ptrace_scope$", a) for a in args)
+    ):
+        r.add("LS912", r.sev(), f"tee {joined}: ptrace protection off"[:160])
     _safety(r, name, args, low, joined)
     _persistence(r, name, args, low, joined)
     sent = _secret_vars(r, name, args, joined)
@@ -171,15 +178,15 @@ _NET = {"telnet", "nc", "ncat", "netcat", "socat", "websocat", "openssl", "crypt
 def _safety(r: Any, name: str, args: list[str], low: list[str], joined: str) -> None:
     text = joined.lower()
     hit = ""
-    if name == "aa-teardown" or (
+    if name in ("aa-teardown", "aa-disable") or (
         name in ("systemctl", "service") and "apparmor" in low and {"stop", "disable", "mask"} & set(low)
     ):
         hit = "AppArmor torn down"
-    elif name == "iptables" and "-P" in args and args[-1:] == ["ACCEPT"]:
+    elif name in ("iptables", "ip6tables") and {"-P", "--policy"} & set(args) and args[-1:] == ["ACCEPT"]:
         hit = "firewall policy set to accept"
-    elif name == "nft" and "flush" in low and "ruleset" in low:
+    elif name == "nft" and (("flush" in low and "ruleset" in low) or low[:2] == ["delete", "table"]):
         hit = "firewall rules flushed"
-    elif name == "netsh" and "advfirewall" in low and "off" in low:
+    elif name == "netsh" and {"advfirewall", "firewall"} & set(low) and {"off", "disable"} & set(low):
         hit = "Windows firewall off"
     elif name == "sysctl" and re.search(r"kernel\.yama\.ptrace_scope\s*=\s*0|kernel\.randomize_va_space\s*=\s*0", text):
         hit = "kernel protection off"
