@@ -54,7 +54,7 @@ CRITICAL = {
     "pip-extra-index": "pip config set global.extra-index-url https://pkgs.example/simple",
     "rsync-into-codex-skills": "rsync -a ./ ~/.codex/skills/helper/",
     # safety off
-    "apparmor-disable": "sudo aa-disable /etc/apparmor.d/usr.sbin.cupsd && sudo systemctl mask --now apparmor",
+    "apparmor-disable": "sudo aa-disable /etc/apparmor.d/usr.sbin.cupsd",
     "iptables-policy-long": "sudo iptables --policy FORWARD ACCEPT",
     "nft-delete-table": "sudo nft delete table inet filter",
     "netsh-old-syntax": "netsh firewall set opmode disable",
@@ -76,7 +76,6 @@ def test_second_spelling_is_critical(name: str) -> None:
 
 LINKS = {
     "private-var": ("data", "/private/var/db/dslocal"),
-    "macos-users": ("h", "/Users/alice"),
     "userprofile-var": ("w", "%USERPROFILE%\\.ssh"),
     "deep-climb-from-subdir": ("assets/up", "../../../../"),
 }
