@@ -106,6 +106,7 @@ BENIGN = {
     "ngrok-http": "ngrok http 3000",
     # public registries and a named MCP package
     "npm-public-registry": "npm config set registry https://registry.npmjs.org/",
+    "mcp-remote-endpoint": "claude mcp add exa -- npx -y mcp-remote https://mcp.example/mcp",
     "mcp-named-package": "claude mcp add --scope user github -- npx -y @modelcontextprotocol/server-github",
     "xterm-local": "xterm -display :0 &",
 }

@@ -216,7 +216,7 @@ def _persistence(r: Any, name: str, args: list[str], low: list[str], joined: str
     if (name in _AGENT_CLIS and words[:2] == ["mcp", "add"]) or words[:2] == ["mcp", "add-json"]:
         scope = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-s", "--scope")), "")
         scope = scope or next((a.split("=", 1)[1] for a in args if a.startswith("--scope=")), "")
-        fetched = any(_FETCHED_SOURCE.search(a) for a in words[2:])
+        fetched = any(_FETCHED_SOURCE.search(a) for a in _mcp_sources(args))
         if fetched:
             sev = r.sev() if scope in ("user", "global") else "high"
             r.add("LS911", sev, f"{name} {joined}: an MCP server fetched at every session"[:160])
@@ -235,6 +235,27 @@ def _persistence(r: Any, name: str, args: list[str], low: list[str], joined: str
             "script",
         ):
             r.add("LS911", r.sev(), f"{name} {' '.join(words)}: copied into the agent's global skills"[:160])
+
+
+def _mcp_sources(args: list[str]) -> list[str]:
+    """What an MCP server's runner fetches: the package after ``npx``/``uvx``/``bunx``/``pipx run``
+    (and a ``--from``/``--package`` value), not the arguments given to that package."""
+    out: list[str] = []
+    for i, a in enumerate(args):
+        if a.rsplit("/", 1)[-1] in ("npx", "uvx", "bunx", "pnpx", "pipx", "uv", "deno", "bun"):
+            rest = args[i + 1 :]
+            j = 0
+            while j < len(rest):
+                if rest[j] in ("--from", "--package", "-p", "--spec") and j + 1 < len(rest):
+                    out.append(rest[j + 1])
+                    j += 2
+                elif rest[j].startswith("-") or rest[j] in ("run", "x", "tool", "dlx"):
+                    j += 1
+                else:
+                    out.append(rest[j])
+                    break
+            break
+    return out
 
 
 _AGENT_CLIS = {"claude", "codex", "gemini", "cursor-agent", "amp", "goose", "qwen", "opencode"}
