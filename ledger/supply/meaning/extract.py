@@ -32,6 +32,7 @@ FENCE_LANGS = {
         ("", "sh", "bash", "zsh", "shell", "console", "shell-session", "shellsession", "terminal", "ksh"), "sh"
     ),
     **dict.fromkeys(("text", "txt", "plaintext", "plain", "cmd", "command", "commands", "fish", "dash", "ash"), "sh"),
+    **dict.fromkeys(("bat", "batch", "doscon"), "sh"),  # Windows command lines: netsh, reg, schtasks
     **dict.fromkeys(("python", "py", "python3", "pycon", "ipython"), "python"),
     **dict.fromkeys(("js", "javascript", "node", "nodejs", "mjs", "cjs", "ts", "typescript"), "js"),
     **dict.fromkeys(("powershell", "ps1", "pwsh", "ps", "posh"), "powershell"),

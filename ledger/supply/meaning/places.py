@@ -67,7 +67,7 @@ CREDENTIALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"(?:google/chrome|chromium|bravesoftware|microsoft/edge)(?:/|$)|\.mozilla/firefox", "browser profile"),
         (r"/keychains?/|library/keychains(?:/|$)|\.keychain(?:-db)?$", "keychain"),
         (r"(?:^|/)tdata(?:/|$)|discord/local storage", "messenger token"),
-        (r"^/etc/(?:shadow|gshadow|sudoers)$|/proc/self/environ$", "system secrets"),
+        (r"^/etc/(?:shadow|gshadow|sudoers)$|/proc/(?:self|\d+|\$\w+|\*)/environ$", "system secrets"),
         (r"(?:^|/)\.env(?:\.local|\.production|\.prod|\.development)?$", "env file"),
     )
 )
@@ -79,7 +79,7 @@ PERSISTENCE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|kshrc|cshrc"
             r"|tcshrc)$|(?:^|/)\.config/fish/(?:config\.fish|conf\.d/)"
-            r"|^/etc/(?:profile|bash\.bashrc|zsh/zshrc|environment)\b|^/etc/profile\.d/",
+            r"|^/etc/(?:profile|bash\.bashrc|zsh/zshrc|environment)\b|^/etc/profile\.d/|(?:^|/)\.pam_environment$",
             "shell rc file",
         ),
         (r"^/etc/cron|^/var/spool/cron|^/etc/anacrontab|(?:^|/)crontab$", "crontab"),

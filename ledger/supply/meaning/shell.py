@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import bashlex
 
-from ledger.supply.meaning import decode, places
+from ledger.supply.meaning import classes, decode, places
 from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import _CRED, _SEND, Finding
@@ -66,8 +66,8 @@ GATE = re.compile(
 
 
 def worth(text: str) -> bool:
-    """Whether a shell unit is worth parsing (:data:`GATE`)."""
-    if GATE.search(text):
+    """Whether a shell unit is worth parsing (:data:`GATE`, :data:`classes.GATE`)."""
+    if GATE.search(text) or classes.GATE.search(text):
         return True
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
     if bare != text and GATE.search(bare) is not None:
@@ -854,6 +854,9 @@ class _Reader:
         if "xargs" in prefix and tin.taint:
             taint = {**taint, **tin.taint}
         self.safety(name, args)
+        classed = self.classes(name, args, tin, taint, stages)
+        if classed is not None:
+            return classed
         read = self.creds_read(name, args)
         if read:
             taint = {**taint, "cred": read}
@@ -1449,6 +1452,7 @@ class _Reader:
         else:
             severity = "high"
         self.add("LS911", severity, ev)
+        self.preload(ev, content, place)
         if re.search(r"settings[\w.-]*\.json$", place) and re.search(
             r"bypassPermissions|dangerously|disableAllHooks\W+true|\"sandbox\W+(?:false|off)", text, re.I
         ):
@@ -1505,6 +1509,16 @@ class _Reader:
             target = args[-1] if args else ""
             fetched = "fetch" in self.files.get(self.norm(target), _Flow()).taint
             self.add("LS912", self.sev() if fetched else "high", f"xattr {joined}")
+
+    def classes(
+        self, name: str, args: list[str], tin: _Flow, taint: dict[str, object], stages: list[str]
+    ) -> _Flow | None:
+        """Remote shells, credential sends, persistence and safety-off spellings judged in
+        :mod:`ledger.supply.meaning.classes`; a flow when the command's output is decided there."""
+        return classes.judge(self, name, args, tin, taint, stages)
+
+    def preload(self, ev: str, content: _Flow, place: str) -> None:
+        classes.preload(self, ev, content, place)
 
     def safety_env(self, name: str, value: str) -> None:
         v = value.strip("'\"").lower()
