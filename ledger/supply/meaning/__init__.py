@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ledger.supply.meaning import config, links, prose, python, script, shell
+from ledger.supply.meaning import config, fetchrun, links, prose, python, script, shell
 from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.places import documented_flags
 from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
@@ -26,7 +26,14 @@ from ledger.supply.scanrules import Finding
 
 __all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
 
-ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
+
+def _sh(unit: Unit) -> list[Finding]:
+    """The shell reader, then what it misses as written (:mod:`ledger.supply.meaning.fetchrun`)."""
+    first = shell.analyse(unit)
+    return first + fetchrun.analyse(unit, first, shell.analyse)
+
+
+ANALYSERS.update({"sh": _sh, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
 ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
 
 
