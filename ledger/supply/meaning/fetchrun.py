@@ -33,7 +33,7 @@ __all__ = ["WORTH", "analyse", "normalise", "runners"]
 
 # what :func:`ledger.supply.meaning.shell.worth` lets through besides its own gate: every spelling here
 WORTH = re.compile(
-    r"\b(?:npx|bunx|pnpx|dlx|uvx|pipx|Rscript|tftp|scp|sftp|rsync)\b|\buv\s+(?:tool\s+)?run\b|\bgo\s+run\b"
+    r"\bgit\s+clone\b|\b(?:npx|bunx|pnpx|dlx|uvx|pipx|Rscript|tftp|scp|sftp|rsync)\b|\buv\s+(?:tool\s+)?run\b|\bgo\s+run\b"
     r"|\bgit\+|--(?:extra-)?index-url|--registry\b|\b(?:docker|podman)\s+(?:container\s+)?run\b"
     r"|\bssh\b[^\n|]*\||\bgh\s+(?:gist|api|release)\b|/dev/stdin|/dev/fd/0|(?:\$\(|`)\s*(?:which|command\s+-v|type\s+-p)\s"
     r"|(?<![\w:/.])/[\w.\[\]-]*[?*][\w.?*\[\]/-]*|\bIFS=|\$\{\w+\[[@*]\]\}|^\s*(?:function\s+)?[A-Za-z_][\w-]*\s*\(\s*\)\s*\{",
@@ -77,8 +77,8 @@ _RSYNC = re.compile(r"\brsync\s+(?:-\S+\s+)*((?:rsync://\S+)|(?:[\w.-]+@)?[\w.-]
 _TFTP = re.compile(r"\btftp\s+(\S+)\s+(?:-m\s+\S+\s+)?-c\s+get\s+(\S+)(?:\s+(\S+))?")
 _GH = re.compile(r"\bgh\s+(?:gist\s+view\s+(\S+)|api\s+(\S+)|release\s+download\b[^|;&\n]*)[^|;&\n]*")
 _CURL_K = re.compile(r"\bcurl\s+(?:-[A-Za-z]*K\s*|--config[= ])(\S+)")
-_CFG_URL = re.compile(r"""\burl\s*=\s*["']?([^"'\s\\]+)""")
-_CFG_OUT = re.compile(r"""\boutput\s*=\s*["']?([^"'\s\\]+)""")
+_CFG_URL = re.compile(r"""(?:\b|(?<=\\n))url\s*=\s*["']?([^"'\s\\]+)""")
+_CFG_OUT = re.compile(r"""(?:\b|(?<=\\n))output\s*=\s*["']?([^"'\s\\]+)""")
 
 
 def _glob(text: str) -> str:
@@ -117,7 +117,7 @@ def _ifs(text: str) -> str:
             lambda a, c=ch: a.group(1) + a.group(2).replace(c, " "),
             rest,
         )
-    return text[: m.start()] + rest
+    return text[: m.start()] + "true" + rest
 
 
 def _functions(text: str) -> str:
@@ -153,7 +153,8 @@ def _functions(text: str) -> str:
 def _xargs(text: str) -> str:
     def one(m: re.Match[str]) -> str:
         item = next((g for g in m.groups()[:3] if g is not None), "")
-        holder = m.group(4) or m.group(5)
+        opt = re.search(r"\s(?:-I\s*|--replace[= ]|-i)(\S+)", m.group(0).split("xargs", 1)[1])
+        holder = m.group(4) or m.group(5) or (opt.group(1).strip("'\"") if opt else "")
         body = m.group(6) if m.group(6) is not None else m.group(7)
         if holder:
             body = body.replace(holder, item)
@@ -248,6 +249,34 @@ _RSOURCE = re.compile(
 )
 
 
+_CLONE = re.compile(r"\bgit\s+clone\s+(?:-\S+(?:\s+\d+)?\s+)*[\"']?((?:https?|git|ssh)://\S+?|git@\S+?)[\"']?(?:\s+([^\s;&|]+))?\s*(?:&&|;|\n)")
+_CLONE_RUN = re.compile(r"(?:^|[;&|]\s*|\n\s*)(?:sudo\s+)?(?:(?:ba|z|da)?sh|python3?|node|perl|ruby|source|\.|make)\s+(\S+)|(?:^|[;&|]\s*|\n\s*)(\.?/\S+)")  # noqa: E501
+_PIPE_EVAL = re.compile(
+    r"\b(?:curl|wget|aria2c)\b[^|\n]*\|\s*(?:sudo\s+)?(?:python[\d.]*|node|perl|ruby|php)\s+-\w*[cer]\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")"
+)
+_EVAL_WORD = re.compile(r"\b(?:exec|eval|compile|system|Function|execSync|spawn|popen|check_output)\s*\(|\bsubprocess\b|child_process")  # noqa: E501
+
+
+def _clones(unit: Unit, add: Callable[[int, str, str], None]) -> None:
+    """A repository cloned from a host no forge vouches for (or over plain HTTP, or by IP), then a
+    script from it run: fetch-then-execute.  A forge-hosted clone then ``make`` is ordinary."""
+    text = unit.text
+    for m in _CLONE.finditer(text):
+        url = m.group(1)
+        if not _aggravated(url):
+            continue
+        name = m.group(2) or url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+        rest = text[m.end() : m.end() + 2000].lstrip()
+        for r in _CLONE_RUN.finditer(rest):
+            target = (r.group(1) or r.group(2) or "").strip("\"'")
+            if name and (name in target or target.startswith("./") or target == "install"):
+                add(m.start(), _sev(unit, True), f"git clone {_host(url)} then {target} run: fetch-then-execute")
+                return
+            if re.match(r"^cd\s", rest.lstrip()) and name in rest.split("\n", 1)[0]:
+                add(m.start(), _sev(unit, True), f"git clone {_host(url)} then its code run: fetch-then-execute")
+                return
+
+
 def _host(url: str) -> str:
     m = re.match(r"(?:git\+)?[a-z][\w+.-]*://(?:[^@/\s]*@)?([^/\s:]+)", url, re.I) or re.match(r"git@([\w.-]+):", url)
     return m.group(1).lower().rstrip(".") if m else ""
@@ -336,6 +365,10 @@ def runners(unit: Unit) -> list[Finding]:
         if places.vendor(url) and not _aggravated(url.replace("https://", "https://github.com/", 0)):
             continue
         add(m.start(), _sev(unit, not places.vendor(url)), f"{url} unpacked and run: fetch-then-execute")
+    for m in _PIPE_EVAL.finditer(text):
+        if _EVAL_WORD.search(m.group(1) or m.group(2) or ""):
+            add(m.start(), _sev(unit, True), "fetched data executed by an interpreter's inline code")
+    _clones(unit, add)
     for m in _RSOURCE.finditer(text):
         add(m.start(), _sev(unit, True), f"R source({m.group(1)}): fetch-then-execute")
     return out
