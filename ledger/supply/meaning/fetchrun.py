@@ -36,7 +36,7 @@ WORTH = re.compile(
     r"\bgit\s+clone\b|\b(?:npx|bunx|pnpx|dlx|uvx|pipx|Rscript|tftp|scp|sftp|rsync)\b|\buv\s+(?:tool\s+)?run\b|\bgo\s+run\b"
     r"|\bgit\+|--(?:extra-)?index-url|--registry\b|\b(?:docker|podman)\s+(?:container\s+)?run\b"
     r"|\bssh\b[^\n|]*\||\bgh\s+(?:gist|api|release)\b|/dev/stdin|/dev/fd/0|(?:\$\(|`)\s*(?:which|command\s+-v|type\s+-p)\s"
-    r"|(?<![\w:/.])/[\w.\[\]-]*[?*][\w.?*\[\]/-]*|\bIFS=|\$\{\w+\[[@*]\]\}|^\s*(?:function\s+)?[A-Za-z_][\w-]*\s*\(\s*\)\s*\{",
+    r"|(?<![\w:/.])/[\w.\[\]/-]*[?*\[][\w.?*\[\]/-]*|\bR\s+(?:--?[\w-]+\s+)*-e\s|\bIFS=|\$\{\w+\[[@*]\]\}|^\s*(?:function\s+)?[A-Za-z_][\w-]*\s*\(\s*\)\s*\{",
     re.M,
 )
 
@@ -59,10 +59,10 @@ _STDIN_SRC = re.compile(
 )
 _ARRAY = re.compile(r"(?:^|(?<=[\s;&|(]))(\w+)=\(([^()\n]*)\)")
 _IFS = re.compile(r"(?:^|(?<=[\s;&|(]))IFS=(?:'([^'\n]{1,3})'|\"([^\"\n]{1,3})\"|([^\s;'\"$]{1,3}))")
-_FUNC = re.compile(r"(?m)^[ \t]*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\s*\)\s*\{[ \t]*\n((?:[^\n]*\n){0,40}?)[ \t]*\}[ \t]*;?[ \t]*$")  # noqa: E501
+_FUNC = re.compile(r"(?m)^[ \t]*(?:function\s+([A-Za-z_][\w-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w-]*)\s*\(\s*\))\s*\{[ \t]*\n((?:[^\n]*\n){0,40}?)[ \t]*\}[ \t]*;?[ \t]*$")  # noqa: E501
 _FUNC_ONE = re.compile(r"(?:^|(?<=[\s;&|]))(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\s*\)\s*\{([^{}\n]*)\}")
 _XARGS = re.compile(
-    r"(?:echo|printf)\s+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))\s*\|\s*xargs\b[^|\n]*?(?:-I\s*(\S+)|--replace[= ](\S+))?[^|\n]*?\b(?:sh|bash|zsh|dash)\s+-c\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")"  # noqa: E501
+    r"(?:echo|printf)\s+([^|\n]*?)\s*\|\s*xargs\b[^|\n]*?\b(?:sh|bash|zsh|dash)\s+-c\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")"
 )
 _XARGS_ANY = re.compile(r"\bxargs\b[^|\n]*?\b(?:sh|bash|zsh|dash)\s+-c\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")")
 _HEREDOC_SHELL = re.compile(
@@ -72,9 +72,9 @@ _SUBST_FETCH = re.compile(r"\$\(\s*((?:curl|wget|fetch|aria2c)\b[^()\n]*)\)")
 _SSH = re.compile(
     r"\bssh\s+((?:-\w+(?:\s+[^-\s]\S*)?\s+)*)([\w.-]+@)?([\w.-]+)\s+(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^|;&\n]+?))\s*(?=\|)"
 )
-_SCP = re.compile(r"\b(?:scp|sftp)\s+(?:-\S+\s+)*(?:[\w.-]+@)?([\w.-]+):(\S+)\s+(\S+)")
-_RSYNC = re.compile(r"\brsync\s+(?:-\S+\s+)*((?:rsync://\S+)|(?:[\w.-]+@)?[\w.-]+::?\S+)\s+(\S+)")
-_TFTP = re.compile(r"\btftp\s+(\S+)\s+(?:-m\s+\S+\s+)?-c\s+get\s+(\S+)(?:\s+(\S+))?")
+_SCP = re.compile(r"\b(?:scp|sftp)\s+(?:-\S+\s+)*(?:[\w.-]+@)?([\w.-]+):(\S+)\s+([^\s;&|]+)")
+_RSYNC = re.compile(r"\brsync\s+(?:-\S+\s+)*((?:rsync://\S+)|(?:[\w.-]+@)?[\w.-]+::?\S+)\s+([^\s;&|]+)")
+_TFTP = re.compile(r"\btftp\s+(\S+)\s+(?:-m\s+\S+\s+)?-c\s+get\s+([^\s;&|]+)(?:[ \t]+([^\s;&|]+))?")
 _GH = re.compile(r"\bgh\s+(?:gist\s+view\s+(\S+)|api\s+(\S+)|release\s+download\b[^|;&\n]*)[^|;&\n]*")
 _CURL_K = re.compile(r"\bcurl\s+(?:-[A-Za-z]*K\s*|--config[= ])(\S+)")
 _CFG_URL = re.compile(r"""(?:\b|(?<=\\n))url\s*=\s*["']?([^"'\s\\]+)""")
@@ -124,9 +124,10 @@ def _functions(text: str) -> str:
     defs: dict[str, str] = {}
     for pattern in (_FUNC, _FUNC_ONE):
         for m in pattern.finditer(text):
-            body = " ; ".join(s.strip().rstrip(";") for s in m.group(2).strip().splitlines() if s.strip())
-            if body and m.group(1) not in ("if", "then", "do", "while", "for"):
-                defs.setdefault(m.group(1), body)
+            name, raw = (m.group(1) or m.group(2), m.group(3)) if pattern is _FUNC else (m.group(1), m.group(2))
+            body = " ; ".join(s.strip().rstrip(";") for s in raw.strip().splitlines() if s.strip())
+            if body and name not in ("if", "then", "do", "while", "for"):
+                defs.setdefault(name, body)
     if not defs:
         return text
     names = "|".join(re.escape(n) for n in sorted(defs, key=len, reverse=True))
@@ -143,7 +144,7 @@ def _functions(text: str) -> str:
 
     out = []
     for line in text.split("\n"):
-        if _FUNC_ONE.search(line) or re.match(r"^\s*(?:function\s+)?[A-Za-z_][\w-]*\s*\(\s*\)\s*\{?\s*$", line):
+        if _FUNC_ONE.search(line) or re.match(r"^\s*(?:function\s+[A-Za-z_][\w-]*|[A-Za-z_][\w-]*\s*\(\s*\))", line):
             out.append(line)
             continue
         out.append(call.sub(one, line))
@@ -152,10 +153,11 @@ def _functions(text: str) -> str:
 
 def _xargs(text: str) -> str:
     def one(m: re.Match[str]) -> str:
-        item = next((g for g in m.groups()[:3] if g is not None), "")
+        words = m.group(1).split()
+        item = words[-1].strip("'\"") if words else ""
         opt = re.search(r"\s(?:-I\s*|--replace[= ]|-i)(\S+)", m.group(0).split("xargs", 1)[1])
-        holder = m.group(4) or m.group(5) or (opt.group(1).strip("'\"") if opt else "")
-        body = m.group(6) if m.group(6) is not None else m.group(7)
+        holder = opt.group(1).strip("'\"") if opt else ""
+        body = m.group(2) if m.group(2) is not None else m.group(3)
         if holder:
             body = body.replace(holder, item)
         else:
@@ -225,7 +227,8 @@ def normalise(text: str) -> str:
 FORGES = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "huggingface.co", "git.sr.ht")
 OFFICIAL_INDEXES = (
     "pypi.org", "pypi.python.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com",
-    "npm.pkg.github.com", "download.pytorch.org", "test.pypi.org",
+    "npm.pkg.github.com", "download.pytorch.org", "test.pypi.org", "wheels.vllm.ai", "pypi.nvidia.com",
+    "pypi.ngc.nvidia.com", "data.pyg.org", "flashinfer.ai",
 )  # fmt: skip
 _RUNNER = re.compile(
     r"\b(npx|bunx|pnpx|(?:pnpm|yarn|bun)\s+(?:dlx|x)|uvx|pipx\s+run|uv\s+(?:tool\s+)?run|go\s+run)\b((?:\s+(?:-[-\w]+(?:[= ](?:git\+|https?://)\S+)?))*)\s+([^\s;&|]+)"  # noqa: E501
@@ -330,7 +333,11 @@ def runners(unit: Unit) -> list[Finding]:
         for i in _INDEX.finditer(args):
             host = _host(i.group(1))
             if host and not any(host == h or host.endswith("." + h) for h in OFFICIAL_INDEXES):
-                add(m.start(), _sev(unit, True), f"package index {host}: unvetted packages installed")
+                # an alternate HTTPS index named in a reference document is a documented choice: high
+                bad = not i.group(1).startswith("https://") or "--trusted-host" in args
+                bad = bad or bool(re.match(r"^[\d.]+$", host))
+                documented = unit.where == "document" and not bad
+                add(m.start(), _sev(unit, not documented), f"package index {host}: unvetted packages installed")
                 break
         else:
             for g in _GIT_SPEC.finditer(_INDEX.sub(" ", args)):
