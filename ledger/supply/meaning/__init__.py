@@ -57,4 +57,8 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
                 out.append(f)
         for unit in steps(found):  # a download in one step run in a later one
             out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
+        recipes = fetchrun.makefile_unit(path, text)
+        if recipes is not None:
+            out.extend(analyse(recipes))
+    out.extend(fetchrun.cross({p: t for p, (t, _) in texts.items()}))
     return out

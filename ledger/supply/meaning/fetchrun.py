@@ -391,3 +391,60 @@ def analyse(unit: Unit, first: list[Finding], read: Callable[[Unit], list[Findin
         out.extend(f for f in read(replace(unit, text=plain)) if (f.rule, f.line) not in seen)
     out.extend(f for f in runners(unit) if (f.rule, f.line) not in seen)
     return out
+
+
+# --- across files: Makefile recipes, a download in a document run by a shipped script --------
+
+_MAKE_ASSIGN = re.compile(r"(?m)^[ \t]*(?:export\s+|override\s+)?([A-Za-z_][\w.-]*)\s*(?:::?=|\?=|\+=|=)[ \t]*(.*)$")
+_MAKE_REF = re.compile(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
+_SAVED = re.compile(
+    r"\b(?:curl|wget|aria2c)\b[^\n|;&]*?(?:\s-\w*[oO]\s*|\s--output(?:-document)?[=\s]|\s>\s*)([^\s;&|'\"-][^\s;&|'\"]*)"
+)
+
+
+def makefile_unit(path: str, text: str) -> Unit | None:
+    """A Makefile's recipes as one shell script, its variables expanded (``$(FETCH) $(SRC) | $(RUN)``)."""
+    name = path.rsplit("/", 1)[-1]
+    if name not in ("Makefile", "makefile", "GNUmakefile") and not name.endswith(".mk"):
+        return None
+    values: dict[str, str] = {}
+    for m in _MAKE_ASSIGN.finditer(text):
+        values[m.group(1)] = m.group(2).strip()
+    rows = []
+    for line in text.split("\n"):
+        if line.startswith("\t"):
+            body = line[1:].lstrip("@-+ ")
+            for _ in range(4):  # nested variables, a few levels
+                body = _MAKE_REF.sub(lambda r: values.get(r.group(1), r.group(0)), body)
+            rows.append(body.replace("$$", "$"))
+        else:
+            rows.append("")
+    if not any(rows):
+        return None
+    return Unit("sh", "\n".join(rows), path, 1, "script", "file")
+
+
+def cross(texts: dict[str, str]) -> list[Finding]:
+    """A file a document downloads (``curl URL -o /tmp/x``) and a script the skill ships runs or
+    sources (``. /tmp/x``): fetch-then-execute split across two files."""
+    saved: list[tuple[str, int, str]] = []
+    for path, text in texts.items():
+        if path.lower().endswith(".md"):
+            for m in _SAVED.finditer(text):
+                target = m.group(1)
+                if len(target) > 3 and "/" in target:
+                    saved.append((path, text.count("\n", 0, m.start()) + 1, target))
+    out: list[Finding] = []
+    for path, text in texts.items():
+        if path.lower().endswith(".md"):
+            continue
+        for doc, line, target in saved:
+            runs = re.compile(
+                r"(?:^|[\s;&|(\[,\"'])(?:\.|source|sh|bash|zsh|dash|python3?|node|perl|ruby|exec|eval|chmod\s+\+x)[\"']?[\s\"',]+"
+                + re.escape(target)
+                + r"(?:[\"'\s;&|)]|$)",
+                re.M,
+            )
+            if runs.search(text):
+                out.append(finding("LS311", "critical", doc, line, f"{target} downloaded, run by {path}"))
+    return out
