@@ -60,5 +60,9 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
         recipes = fetchrun.makefile_unit(path, text)
         if recipes is not None:
             out.extend(analyse(recipes))
+        if path.lower().endswith(".md") and ("<pre" in text or "<code" in text or "\\|" in text):
+            for unit in fetchrun.markup_units(path, text):
+                out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
+        out.extend(fetchrun.script_sinks(path, text))
     out.extend(fetchrun.cross({p: t for p, (t, _) in texts.items()}))
     return out

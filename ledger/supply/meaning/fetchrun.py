@@ -21,6 +21,7 @@ Two halves, both judged by behaviour:
 from __future__ import annotations
 
 import fnmatch
+import html
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -447,4 +448,63 @@ def cross(texts: dict[str, str]) -> list[Finding]:
             )
             if runs.search(text):
                 out.append(finding("LS311", "critical", doc, line, f"{target} downloaded, run by {path}"))
+    return out
+
+
+# --- Markdown the extractor does not cut: HTML code blocks, table cells ------------------------
+
+_HTML_CODE = re.compile(r"<(pre|code)\b[^>]*>(.*?)</\1>", re.S | re.I)
+_TABLE_CODE = re.compile(r"^\s*\|.*$", re.M)
+_INLINE = re.compile(r"`((?:[^`\\]|\\.)+)`")
+
+
+def markup_units(path: str, text: str) -> list[Unit]:
+    """Shell in an HTML ``<pre>``/``<code>`` block (entities decoded: ``&#124;`` is ``|``) and in a
+    table cell's inline code (``\\|`` is ``|``): what a reader copies from the rendered page."""
+
+    where = "instructions" if path.rsplit("/", 1)[-1].lower() == "skill.md" else "document"
+    out: list[Unit] = []
+    for m in _HTML_CODE.finditer(text):
+        body = html.unescape(re.sub(r"<[^>]+>", "", m.group(2)))
+        if body.strip():
+            out.append(Unit("sh", body, path, text.count("\n", 0, m.start()) + 1, where, "fenced"))
+    for row in _TABLE_CODE.finditer(text):
+        for c in _INLINE.finditer(row.group(0)):
+            body = c.group(1).replace("\\|", "|")
+            if "|" in body or "&" in body or ";" in body:
+                out.append(Unit("sh", body, path, text.count("\n", 0, row.start()) + 1, where, "inline"))
+    return out
+
+
+# --- scripts that hand fetched code to a shell or to exec -------------------------------------
+
+_PY_FETCH = re.compile(
+    r"urlopen|urlretrieve|requests\.(?:get|post)|httpx\.|\bfetch\s*\(|https?\.get\s*\(|axios|"
+    r"""\[\s*['"](?:curl|wget)['"]|['"](?:url|URL)['"]\s*\+|['"]url['"]\s*\+\s*['"]open['"]"""
+)
+_SHELL_FED = re.compile(
+    r"""\[\s*['"](?:/bin/|/usr/bin/)?(?:sh|bash|zsh|dash)['"]\s*(?:,\s*['"]-s['"]\s*)?\]\s*,[^)\n]*\binput\s*="""
+    r"""|(?:execSync|spawnSync|execFileSync)\s*\(\s*['"](?:sh|bash|zsh|dash)['"]\s*,\s*(?:\[[^\]]*\]\s*,\s*)?\{[^}\n]*\binput\b"""
+    r"""|getattr\s*\([^)\n]*['"]ex['"]\s*\+\s*['"]ec['"]|['"]ex['"]\s*\+\s*['"]ec['"]|['"]ev['"]\s*\+\s*['"]al['"]"""
+)
+_PTH_WRITE = re.compile(r"""['"][\w-]*\.pth['"]|sitecustomize\.py|usercustomize\.py""")
+_PTH_BODY = re.compile(r"import\s[^\n]*(?:urlopen|urllib|requests|exec\s*\(|eval\s*\(|subprocess|os\.system|base64)")
+
+
+def script_sinks(path: str, text: str) -> list[Finding]:
+    """A Python or JavaScript script that fetches and hands what it fetched to a shell's standard
+    input or to an ``exec`` it spells in pieces, or writes a ``.pth``/``sitecustomize`` line that
+    fetches or executes code at every interpreter start."""
+    if not path.endswith((".py", ".js", ".mjs", ".cjs", ".ts")):
+        return []
+    out: list[Finding] = []
+    fetch = _PY_FETCH.search(text)
+    sink = _SHELL_FED.search(text)
+    if fetch and sink:
+        line = text.count("\n", 0, sink.start()) + 1
+        out.append(finding("LS311", "critical", path, line, f"fetched code handed to {sink.group(0)[:30]}"))
+    if _PTH_WRITE.search(text) and _PTH_BODY.search(text):
+        m = _PTH_WRITE.search(text)
+        line = text.count("\n", 0, m.start()) + 1 if m else None
+        out.append(finding("LS311", "critical", path, line, "startup hook (.pth/sitecustomize) that runs fetched code"))
     return out
