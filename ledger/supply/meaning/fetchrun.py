@@ -60,7 +60,9 @@ _STDIN_SRC = re.compile(
 )
 _ARRAY = re.compile(r"(?:^|(?<=[\s;&|(]))(\w+)=\(([^()\n]*)\)")
 _IFS = re.compile(r"(?:^|(?<=[\s;&|(]))IFS=(?:'([^'\n]{1,3})'|\"([^\"\n]{1,3})\"|([^\s;'\"$]{1,3}))")
-_FUNC = re.compile(r"(?m)^[ \t]*(?:function\s+([A-Za-z_][\w-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w-]*)\s*\(\s*\))\s*\{[ \t]*\n((?:[^\n]*\n){0,40}?)[ \t]*\}[ \t]*;?[ \t]*$")  # noqa: E501
+_FUNC = re.compile(
+    r"(?m)^[ \t]*(?:function\s+([A-Za-z_][\w-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w-]*)\s*\(\s*\))\s*\{[ \t]*\n((?:[^\n]*\n){0,40}?)[ \t]*\}[ \t]*;?[ \t]*$"  # noqa: E501
+)
 _FUNC_ONE = re.compile(r"(?:^|(?<=[\s;&|]))(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\s*\)\s*\{([^{}\n]*)\}")
 _XARGS = re.compile(
     r"(?:echo|printf)\s+([^|\n]*?)\s*\|\s*xargs\b[^|\n]*?\b(?:sh|bash|zsh|dash)\s+-c\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")"
@@ -239,7 +241,9 @@ _INSTALL = re.compile(
     r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|uv\s+tool|pipx|npm|pnpm|yarn|bun)\s+(?:install|add|i|tool\s+install)\b([^;&|\n]*)"
 )
 _INDEX = re.compile(r"(?:--(?:extra-)?index-url|-i|--registry|--find-links|-f)[= ]\s*[\"']?(https?://[^\s\"']+)")
-_GIT_SPEC = re.compile(r"(?:^|\s)[\"']?((?:git\+)[^\s\"']+|git@[\w.-]+:\S+|(?:https?|ftp)://[^\s\"']+\.(?:tar\.gz|tgz|whl|zip|git)\b)")
+_GIT_SPEC = re.compile(
+    r"(?:^|\s)[\"']?((?:git\+)[^\s\"']+|git@[\w.-]+:\S+|(?:https?|ftp)://[^\s\"']+\.(?:tar\.gz|tgz|whl|zip|git)\b)"
+)
 _DOCKER = re.compile(r"\b(?:docker|podman)\s+(?:container\s+)?run\b([^;&|\n]*)")
 _MOUNT = re.compile(r"(?:-v|--volume|--mount)[= ]\s*[\"']?(?:type=bind,\s*)?(?:source|src)?=?([^\s:,\"']+)")
 _HOST_ROOT = re.compile(r"^(?:/|~/?|\$HOME/?|\$\{HOME\}/?|/home/?|/Users/?|/root/?|/etc/?|/var/run/docker\.sock)$")
@@ -253,12 +257,18 @@ _RSOURCE = re.compile(
 )
 
 
-_CLONE = re.compile(r"\bgit\s+clone\s+(?:-\S+(?:\s+\d+)?\s+)*[\"']?((?:https?|git|ssh)://\S+?|git@\S+?)[\"']?(?:\s+([^\s;&|]+))?\s*(?:&&|;|\n)")
-_CLONE_RUN = re.compile(r"(?:^|[;&|]\s*|\n\s*)(?:sudo\s+)?(?:(?:ba|z|da)?sh|python3?|node|perl|ruby|source|\.|make)\s+(\S+)|(?:^|[;&|]\s*|\n\s*)(\.?/\S+)")  # noqa: E501
+_CLONE = re.compile(
+    r"\bgit\s+clone\s+(?:-\S+(?:\s+\d+)?\s+)*[\"']?((?:https?|git|ssh)://\S+?|git@\S+?)[\"']?(?:\s+([^\s;&|]+))?\s*(?:&&|;|\n)"
+)
+_CLONE_RUN = re.compile(
+    r"(?:^|[;&|]\s*|\n\s*)(?:sudo\s+)?(?:(?:ba|z|da)?sh|python3?|node|perl|ruby|source|\.|make)\s+(\S+)|(?:^|[;&|]\s*|\n\s*)(\.?/\S+)"
+)
 _PIPE_EVAL = re.compile(
     r"\b(?:curl|wget|aria2c)\b[^|\n]*\|\s*(?:sudo\s+)?(?:python[\d.]*|node|perl|ruby|php)\s+-\w*[cer]\s+(?:'([^'\n]*)'|\"([^\"\n]*)\")"
 )
-_EVAL_WORD = re.compile(r"\b(?:exec|eval|compile|system|Function|execSync|spawn|popen|check_output)\s*\(|\bsubprocess\b|child_process")  # noqa: E501
+_EVAL_WORD = re.compile(
+    r"\b(?:exec|eval|compile|system|Function|execSync|spawn|popen|check_output)\s*\(|\bsubprocess\b|child_process"
+)
 
 
 def _clones(unit: Unit, add: Callable[[int, str, str], None]) -> None:
