@@ -84,6 +84,17 @@ _CFG_URL = re.compile(r"""(?:\b|(?<=\\n))url\s*=\s*["']?([^"'\s\\]+)""")
 _CFG_OUT = re.compile(r"""(?:\b|(?<=\\n))output\s*=\s*["']?([^"'\s\\]+)""")
 
 
+LINE_CAP = 2000  # these passes read at most this much of a line (linear time on hostile input)
+
+
+def _cut(text: str) -> str:
+    """``text`` with each line cut to :data:`LINE_CAP` characters: the regular expressions here
+    scan forward from each fetcher's name, so an unbounded line would cost its length squared."""
+    if len(text) <= LINE_CAP or all(len(row) <= LINE_CAP for row in text.split("\n")):
+        return text
+    return "\n".join(row[:LINE_CAP] for row in text.split("\n"))
+
+
 def _glob(text: str) -> str:
     def one(m: re.Match[str]) -> str:
         path = m.group(1)
@@ -214,6 +225,7 @@ def _fetchers(text: str) -> str:
 
 def normalise(text: str) -> str:
     """``text`` with renaming tricks spelled plainly (the module docstring lists them)."""
+    text = _cut(text)
     text = _WHICH.sub(lambda m: m.group(1) or m.group(2), text)
     text = _glob(text)
     text = _STDIN_SRC.sub("sh", text)
@@ -274,7 +286,7 @@ _EVAL_WORD = re.compile(
 def _clones(unit: Unit, add: Callable[[int, str, str], None]) -> None:
     """A repository cloned from a host no forge vouches for (or over plain HTTP, or by IP), then a
     script from it run: fetch-then-execute.  A forge-hosted clone then ``make`` is ordinary."""
-    text = unit.text
+    text = _cut(unit.text)
     for m in _CLONE.finditer(text):
         url = m.group(1)
         if not _aggravated(url):
@@ -318,7 +330,7 @@ def _sev(unit: Unit, critical: bool) -> str:
 def runners(unit: Unit) -> list[Finding]:
     """Code run or installed from outside a registry, and containers given the host (module docstring)."""
     out: list[Finding] = []
-    text = unit.text
+    text = _cut(unit.text)
 
     def add(offset: int, severity: str, evidence: str) -> None:
         line = unit.line + text.count("\n", 0, offset)
@@ -439,6 +451,7 @@ def cross(texts: dict[str, str]) -> list[Finding]:
     """A file a document downloads (``curl URL -o /tmp/x``) and a script the skill ships runs or
     sources (``. /tmp/x``): fetch-then-execute split across two files."""
     saved: list[tuple[str, int, str]] = []
+    texts = {path: _cut(text) for path, text in texts.items()}
     for path, text in texts.items():
         if path.lower().endswith(".md"):
             for m in _SAVED.finditer(text):
@@ -473,6 +486,7 @@ def markup_units(path: str, text: str) -> list[Unit]:
     table cell's inline code (``\\|`` is ``|``): what a reader copies from the rendered page."""
 
     where = "instructions" if path.rsplit("/", 1)[-1].lower() == "skill.md" else "document"
+    text = _cut(text)
     out: list[Unit] = []
     for m in _HTML_CODE.finditer(text):
         body = html.unescape(re.sub(r"<[^>]+>", "", m.group(2)))
@@ -508,6 +522,7 @@ def script_sinks(path: str, text: str) -> list[Finding]:
     if not path.endswith((".py", ".js", ".mjs", ".cjs", ".ts")):
         return []
     out: list[Finding] = []
+    text = _cut(text)
     fetch = _PY_FETCH.search(text)
     sink = _SHELL_FED.search(text)
     if fetch and sink:
