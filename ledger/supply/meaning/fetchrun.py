@@ -261,8 +261,8 @@ _MOUNT = re.compile(r"(?:-v|--volume|--mount)[= ]\s*[\"']?(?:type=bind,\s*)?(?:s
 _HOST_ROOT = re.compile(r"^(?:/|~/?|\$HOME/?|\$\{HOME\}/?|/home/?|/Users/?|/root/?|/etc/?|/var/run/docker\.sock)$")
 _SECRET_MOUNT = re.compile(r"(?:~|\$HOME|\$\{HOME\})/\.(?:ssh|aws|gnupg|kube|docker|config/gcloud|netrc)|/\.ssh\b")
 _ARCHIVE_FETCH = re.compile(
-    r"\b(?:curl|wget|aria2c)\b[^\n;&]*?((?:https?|ftp)://[^\s\"'|;&]+)[^\n]*?\b(?:tar|bsdtar|unzip|7z|7za)\b[^;&|\n]*?(?:-C|-d|--directory)[= ]?\s*(\S+)"  # noqa: E501
-    r"[^\n]*?(?:&&|;|\n)\s*(?:sudo\s+)?(?:(?:sh|bash|python3?|node|\.|source)\s+)?[\"']?(\2[^\s\"';&|]*)",
+    r"\b(?:curl|wget|aria2c)\b[^\n;&]{0,300}?((?:https?|ftp)://[^\s\"'|;&]+)[^\n]{0,300}?\b(?:tar|bsdtar|unzip|7z|7za)\b[^;&|\n]{0,200}?(?:-C|-d|--directory)[= ]?\s*(\S+)"  # noqa: E501
+    r"[^\n]{0,300}?(?:&&|;|\n)\s*(?:sudo\s+)?(?:(?:sh|bash|python3?|node|\.|source)\s+)?[\"']?(\2[^\s\"';&|]*)",
 )
 _RSOURCE = re.compile(
     r"\b(?:Rscript|R)\b[^\n]*?-e\s+[\"'][^\n]*?\b(?:source|source_url|eval\s*\(\s*parse)\s*\(\s*(?:file\s*=\s*|text\s*=\s*)?(?:url\s*\(\s*)?\\?[\"']((?:https?|ftp)://[^\"'\\\s]+)"
