@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ledger.supply.meaning import config, links, prose, python, script, shell
+from ledger.supply.meaning import config, fetchrun, links, prose, python, script, shell
 from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.places import documented_flags
 from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
@@ -27,7 +27,14 @@ from ledger.supply.scantext import decoded
 
 __all__ = ["BEHAVIOURS", "Unit", "analyse", "analyse_skill"]
 
-ANALYSERS.update({"sh": shell.analyse, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
+
+def _sh(unit: Unit) -> list[Finding]:
+    """The shell reader, then what it misses as written (:mod:`ledger.supply.meaning.fetchrun`)."""
+    first = shell.analyse(unit)
+    return first + fetchrun.analyse(unit, first, shell.analyse)
+
+
+ANALYSERS.update({"sh": _sh, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
 ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
 
 
@@ -50,4 +57,12 @@ def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str
                 out.append(f)
         for unit in steps(found):  # a download in one step run in a later one
             out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
+        recipes = fetchrun.makefile_unit(path, text)
+        if recipes is not None:
+            out.extend(analyse(recipes))
+        if path.lower().endswith(".md") and ("<pre" in text or "<code" in text or "\\|" in text):
+            for unit in fetchrun.markup_units(path, text):
+                out.extend(f for f in analyse(unit) if (f.rule, f.line) not in seen)
+        out.extend(fetchrun.script_sinks(path, text))
+    out.extend(fetchrun.cross({p: t for p, (t, _) in texts.items()}))
     return out

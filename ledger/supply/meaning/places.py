@@ -318,7 +318,8 @@ def vendor(url: str) -> bool:
     """Whether ``url`` is an HTTPS installer origin on :data:`VENDOR_INSTALLERS` (a host listed without
     a path prefix vouches for its subdomains too: ``rye.astral.sh``)."""
     m = re.match(r"https://([^/\s:@]+)(?::443)?(/[^\s?#]*)?", url.strip(), re.I)
-    if not m:
+    # userinfo: https://sh.rustup.rs@dl.invalid/ goes to dl.invalid
+    if not m or "@" in url.strip()[8:].split("/", 1)[0]:
         return False
     host, path = m.group(1).lower().rstrip("."), (m.group(2) or "/").lower()
     return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)

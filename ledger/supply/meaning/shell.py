@@ -72,7 +72,14 @@ def worth(text: str) -> bool:
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
     if bare != text and GATE.search(bare) is not None:
         return True
-    return _assembled(text) is not None
+    return _assembled(text) is not None or _more(text)
+
+
+def _more(text: str) -> bool:
+    """The spellings :mod:`ledger.supply.meaning.fetchrun` reads (its ``WORTH`` gate)."""
+    from ledger.supply.meaning.fetchrun import WORTH
+
+    return WORTH.search(text) is not None
 
 
 _ASSIGN = re.compile(r"(?:^|[\s;&|(])(\w+)=(?:\"([^\"$`\n]*)\"|'([^'\n]*)'|([^\s;&|'\"$`]*))")
