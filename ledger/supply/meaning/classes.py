@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ledger.supply.meaning import places
+from ledger.supply.meaning.flow import Flow
+
 __all__ = ["GATE", "judge", "preload"]
 
 GATE = re.compile(
@@ -101,14 +104,10 @@ def judge(r: Any, name: str, args: list[str], tin: Any, taint: dict[str, object]
 
 
 def _credential(r: Any, path: str) -> bool:
-    from ledger.supply.meaning import places
-
     return places.credential(path) is not None or bool(re.match(r"^/proc/(?:\d+|self|\$\w+|\*)/environ$", path))
 
 
 def _system(path: str) -> bool:
-    from ledger.supply.meaning import places
-
     return places.system_file(path)
 
 
@@ -301,6 +300,4 @@ def _secret_vars(r: Any, name: str, args: list[str], joined: str) -> bool | None
 
 
 def _flow_env(r: Any, names: list[str]) -> Any:
-    from ledger.supply.meaning.shell import _Flow
-
-    return _Flow({"env": "$" + ", $".join(names)})
+    return Flow({"env": "$" + ", $".join(names)})

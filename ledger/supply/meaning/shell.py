@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 import bashlex
 
 from ledger.supply.meaning import classes, decode, places
+from ledger.supply.meaning.fetchrun import WORTH as _FETCHRUN_WORTH
+from ledger.supply.meaning.flow import Flow as _Flow
 from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import _CRED, _SEND, Finding
@@ -77,9 +79,7 @@ def worth(text: str) -> bool:
 
 def _more(text: str) -> bool:
     """The spellings :mod:`ledger.supply.meaning.fetchrun` reads (its ``WORTH`` gate)."""
-    from ledger.supply.meaning.fetchrun import WORTH
-
-    return WORTH.search(text) is not None
+    return _FETCHRUN_WORTH.search(text) is not None
 
 
 _ASSIGN = re.compile(r"(?:^|[\s;&|(])(\w+)=(?:\"([^\"$`\n]*)\"|'([^'\n]*)'|([^\s;&|'\"$`]*))")
@@ -223,15 +223,6 @@ class _Fetch:
     insecure: bool = False
 
 
-@dataclass
-class _Flow:
-    """What a stage writes: its taints (fetch/decode/cred/env -> evidence) and, when literal, its text."""
-
-    taint: dict[str, object] = field(default_factory=dict)
-    text: str = ""
-
-    def merged(self, other: _Flow) -> _Flow:
-        return _Flow({**self.taint, **other.taint}, (self.text + "\n" + other.text).strip("\n"))
 
 
 def _words(node: bashlex.ast.node) -> _W:
