@@ -597,8 +597,8 @@ def _mode(node: ast.Call, st: _State) -> str:
 # --- the walk ---------------------------------------------------------------------------
 
 
-def _imports(tree: ast.AST, st: _State) -> None:
-    for node in ast.walk(tree):
+def _imports(every: list[ast.AST], st: _State) -> None:
+    for node in every:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -617,13 +617,14 @@ def _targets(t: ast.AST) -> Iterator[str]:
 
 
 def _read(tree: ast.AST, st: _State) -> None:
-    _imports(tree, st)
-    for fn in ast.walk(tree):
+    every = list(ast.walk(tree))  # one walk, read four times: the nodes of a big script are many
+    _imports(every, st)
+    for fn in every:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
             st.funcs.setdefault(fn.name, []).extend(rets[:8])
-    quiet = _checked_only(tree)
-    nodes = sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")),
+    quiet = _checked_only(every)
+    nodes = sorted((n for n in every if hasattr(n, "lineno")),
                    key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
@@ -668,11 +669,11 @@ def _read(tree: ast.AST, st: _State) -> None:
             st.add("LS912", "critical", node, node.value)
 
 
-def _checked_only(tree: ast.AST) -> set[int]:
+def _checked_only(every: list[ast.AST]) -> set[int]:
     """Constants that are compared, tested for, printed or documented, not set: a security check that
     looks for ``bypassPermissions`` in a settings file does not turn it on."""
     out: set[int] = set()
-    for node in ast.walk(tree):
+    for node in every:
         inside: list[ast.AST] = []
         if isinstance(node, ast.Compare):
             inside = [node.left, *node.comparators]

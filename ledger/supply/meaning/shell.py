@@ -67,8 +67,10 @@ GATE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def worth(text: str) -> bool:
-    """Whether a shell unit is worth parsing (:data:`GATE`, :data:`classes.GATE`)."""
+    """Whether a shell unit is worth parsing (:data:`GATE`, :data:`classes.GATE`); remembered per text,
+    since the same span is asked about by the extractor and again by the reader, and recurs across skills."""
     if GATE.search(text) or classes.GATE.search(text):
         return True
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
