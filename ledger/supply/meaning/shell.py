@@ -72,7 +72,7 @@ def worth(text: str) -> bool:
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
     if bare != text and GATE.search(bare) is not None:
         return True
-    return _assembled(text) is not None or _more(text)
+    return _assembled(text) is not None or _more(text) or bool(decode.respelled(text))
 
 
 def _more(text: str) -> bool:
@@ -1341,6 +1341,8 @@ class _Reader:
             body = " ".join(a for a in args if not (name == "echo" and a.startswith("-")))
             if name == "printf" and args:
                 body = args[0] if len(args) == 1 or "%" not in args[0] else args[0].replace("%s", " ".join(args[1:]), 1)
+                if "%b" in body and len(args) > 1:  # %b expands the escapes of its argument
+                    body = body.replace("%b", " ".join(args[1:]), 1)
             if not re.search(r"\\(?:x[0-9a-f]{2}|[0-7]{3}|u[0-9a-f]{4})", body, re.I):
                 return _Flow({**taint}, body)
             return _Flow({**taint, "decode": f"{name} escapes"}, _unescape(body))
