@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ledger.supply.scanrules import DROP_HOSTS
+from ledger.supply.scanrules import DROP_HOSTS, issued_by
 from ledger.supply.scantext import words
 
 __all__ = [
@@ -250,21 +250,6 @@ TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "heroku": (("auth:token",),),
     "npm": (("token", "list"),),
 }
-# The hosts a credential is meant for, by a word of where it was read (a token command, a
-# credential file): sending it there is using it, not exfiltrating it.
-_ISSUERS = (
-    (re.compile(r"^gh\b|git-credentials|/gh/hosts", re.I), ("github.com", "githubusercontent.com", "gitlab.com")),
-    (re.compile(r"^glab\b", re.I), ("gitlab.com",)),
-    (re.compile(r"^aws\b|\.aws\b", re.I), ("amazonaws.com",)),
-    (re.compile(r"^gcloud\b|gcloud", re.I), ("googleapis.com", "google.com")),
-    (re.compile(r"^az\b|\.azure\b", re.I), ("azure.com", "microsoft.com", "windows.net", "azure.net")),
-    (re.compile(r"^doctl\b", re.I), ("digitalocean.com",)),
-    (re.compile(r"^heroku\b", re.I), ("heroku.com",)),
-    (re.compile(r"\.npmrc", re.I), ("npmjs.org", "npmjs.com")),
-    (re.compile(r"\.pypirc", re.I), ("pypi.org",)),
-    (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
-)
-
 _HOME = re.compile(
     r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE|/home/[^/]+|/Users/[^/]+|/root|C:/Users/[^/]+)(?=/|$)",
     re.I,
@@ -329,10 +314,8 @@ def issuer(credential: str, url: str) -> bool:
     """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read such
     as ``"gh auth token"``, or a credential file): ``curl -H "Authorization: $(gh auth token)"
     https://api.github.com/…`` uses the token, it does not send it out."""
-    hosts = [h for pattern, named in _ISSUERS if pattern.search(credential) for h in named]
     m = re.match(r"https://([^/\s:@]+)", url.strip(), re.I)
-    host = m.group(1).lower().rstrip(".") if m else ""
-    return bool(host) and any(host == h or host.endswith("." + h) for h in hosts)
+    return bool(m) and issued_by(credential, m.group(1))
 
 
 # --- prose (meaning/prose.py): download-and-run written in sentences -----------------------
