@@ -61,3 +61,13 @@ def test_credentials_sent_to_their_issuer_are_used_not_stolen() -> None:
     skill = {"SKILL.md": FM + "Run `python3 scripts/token.py`.\n"}
     assert _worst({**skill, "scripts/token.py": _ADC.format(host="oauth2.googleapis.com")}) != "critical"
     assert _worst({**skill, "scripts/token.py": _ADC.format(host="collect.invalid")}) == "critical"
+
+
+def test_an_agent_without_prompts_inside_a_container_is_high_unless_the_container_reaches_the_host() -> None:
+    skill = {"SKILL.md": FM + "Run `bash scripts/agent.sh`.\n"}
+    boxed = "#!/bin/sh\npodman run --rm -v \"$PWD\":/src localhost/agent-box claude --dangerously-skip-permissions -p go\n"
+    assert _worst({**skill, "scripts/agent.sh": boxed}) == "high"
+    host = boxed.replace('-v "$PWD":/src', "-v /var/run/docker.sock:/var/run/docker.sock")
+    assert _worst({**skill, "scripts/agent.sh": host}) == "critical"
+    home = boxed.replace('"$PWD":/src', '"$HOME":/root')
+    assert _worst({**skill, "scripts/agent.sh": home}) == "critical"

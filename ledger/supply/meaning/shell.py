@@ -28,6 +28,7 @@ import base64
 import binascii
 import codecs
 import functools
+import itertools
 import posixpath
 import re
 import shlex
@@ -1480,7 +1481,7 @@ class _Reader:
             # an agent started with its prompts or sandbox off: critical unless the skill documents
             # the flag among the CLI's options (a skill about driving that CLI) or discusses it
             told = off <= self.unit.documented and self.unit.where != "script" and self.unit.context != "file"
-            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}")
+            self.add("LS912", "high" if told or _contained(name, args) else self.sev(), f"{name} {joined}")
         if (
             (name == "setenforce" and low[:1] in (["0"], ["permissive"]))
             or (name == "ufw" and "disable" in low)
@@ -1545,6 +1546,25 @@ class _Reader:
 
 
 _CRON_FIELD = re.compile(r"^(?:\*|\d{1,2}|\*/\d{1,2}|\d{1,2}(?:[-,/]\d{1,2})+|[a-z]{3}(?:-[a-z]{3})?)$", re.I)
+
+
+_HOST_REACH = re.compile(
+    r"^--privileged$|^--(?:pid|ipc|uts|userns)=?host$|docker\.sock|^(?:-v|--volume|--mount)?=?\s*(?:/|~|\$HOME|\$\{HOME\}|/home/[^/:]*|/root|/etc|/Users/[^/:]*)(?::|$|,)"
+    r"|(?:source|src)=(?:/|~|\$HOME|/home/[^/,]*|/root|/etc)(?:,|$)|^--cap-add=?(?:ALL|SYS_ADMIN)$",
+    re.I,
+)
+
+
+def _contained(name: str, args: list[str]) -> bool:
+    """Whether ``name args`` starts its command inside a container (``docker``/``podman run|exec``,
+    ``devcontainer exec``) that reaches none of the host: not privileged, no host namespace, no
+    mount of the home directory, ``/``, ``/etc`` or the container engine's socket.  An agent with
+    its prompts off in there is what a devcontainer is for: high, not critical."""
+    engine = name in ("docker", "podman", "nerdctl") and args[:1] in (["run"], ["exec"], ["container"])
+    if not (engine or (name == "devcontainer" and args[:1] == ["exec"])):
+        return False
+    words = [a for a in args if a != "-v"] + [a + b for a, b in itertools.pairwise(args) if a == "-v"]
+    return not any(_HOST_REACH.search(w) for w in words)
 
 
 def _cron_fields(argv: list[str]) -> int:
