@@ -958,7 +958,10 @@ class _Reader:
             src = self.files.get(self.norm(files[0]), _Flow())
             self.files[dest] = src
             if places.persistence(dest) or places.persistence(dest + "/" + posixpath.basename(files[0])):
-                self.persist(f"{name} {files[0]} {files[-1]}", src, dest, copied=True)
+                # copied=True only for a file of the skill itself (a path beside the script, not one
+                # the unit fetched or wrote); a copy of anything else is judged by what is known of it
+                shipped = not src.taint and not src.text and _skill_path(files[0])
+                self.persist(f"{name} {files[0]} {files[-1]}", src, dest, copied=shipped)
             return _Flow()
         if name == "sed" and any(a.startswith("-i") for a in args):
             target = next((a for a in reversed(args) if not a.startswith("-")), "")
@@ -1448,7 +1451,9 @@ class _Reader:
     def persist(self, ev: str, content: _Flow, place: str, copied: bool = False) -> None:
         text = content.text
         payload = "fetch" in content.taint or "decode" in content.taint or bool(_NETWORK_WORDS.search(text))
-        if payload or self.unit.where == "script":
+        if not payload and self.unit.where == "script" and places.inert(text, place, shipped=copied and not text):
+            severity = "high"  # a PATH line, a service running a local program, a file the skill ships
+        elif payload or self.unit.where == "script":
             severity = self.sev(floor="critical") if payload else "critical"
             if self.unit.where != "script" and self.unit.discussed:
                 severity = "high"
@@ -1565,6 +1570,12 @@ def _contained(name: str, args: list[str]) -> bool:
         return False
     words = [a for a in args if a != "-v"] + [a + b for a, b in itertools.pairwise(args) if a == "-v"]
     return not any(_HOST_REACH.search(w) for w in words)
+
+
+def _skill_path(path: str) -> bool:
+    """Whether ``path`` names a file of the skill: relative, or beside the running script."""
+    p = re.sub(r"^\$\(\s*dirname\s+\S*\$\{?0\}?\S*\s*\)|^\$\{?(?:SCRIPT_DIR|HERE|DIR|SKILL_DIR)\}?", ".", path.strip())
+    return not p.startswith(("/", "~", "$", "-")) and "://" not in p and ".." not in p.split("/")
 
 
 def _cron_fields(argv: list[str]) -> int:
