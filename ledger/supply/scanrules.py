@@ -26,6 +26,28 @@ LONG_LINE = 1000  # characters on one line of a script
 NEAR = 6  # lines: a credential read and a network send this close in a document are one command
 
 
+# The hosts a credential is meant for, by a word of where it was read (a token command, a
+# credential file): sending it there is using it, not exfiltrating it.
+ISSUERS = (
+    (re.compile(r"^gh\b|git-credentials|/gh/hosts", re.I), ("github.com", "githubusercontent.com", "gitlab.com")),
+    (re.compile(r"^glab\b", re.I), ("gitlab.com",)),
+    (re.compile(r"^aws\b|\.aws\b", re.I), ("amazonaws.com",)),
+    (re.compile(r"^gcloud\b|gcloud", re.I), ("googleapis.com", "google.com")),
+    (re.compile(r"^az\b|\.azure\b", re.I), ("azure.com", "microsoft.com", "windows.net", "azure.net")),
+    (re.compile(r"^doctl\b", re.I), ("digitalocean.com",)),
+    (re.compile(r"^heroku\b", re.I), ("heroku.com",)),
+    (re.compile(r"\.npmrc", re.I), ("npmjs.org", "npmjs.com")),
+    (re.compile(r"\.pypirc", re.I), ("pypi.org",)),
+    (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
+)
+
+def issued_by(credential: str, host: str) -> bool:
+    """Whether ``host`` belongs to the service that issued ``credential`` (:data:`ISSUERS`)."""
+    host = host.lower().rstrip(".")
+    named = [h for pattern, hs in ISSUERS if pattern.search(credential) for h in hs]
+    return bool(host) and any(host == h or host.endswith("." + h) for h in named)
+
+
 @dataclass(frozen=True)
 class Rule:
     """A rule's stable id, its most severe level (a finding may report less; docs/scanner.md says when)."""
@@ -433,8 +455,11 @@ def _credentials(f: TextFile) -> Iterator[Finding]:
             i = bisect.bisect_left(sends, lineno - NEAR)
             close = [s for s in sends[i : i + 2 * NEAR + 1] if abs(s - lineno) <= NEAR and f.fenced[s - 1]]
             near = close[0] if close else None
-        if near:
-            where = sorted(hosts(f.lines[near - 1])) or ["?"]
+        where = sorted(hosts(f.lines[near - 1])) if near else []
+        if where and all(issued_by(shown, h) for h in where):  # sent back to its issuer: used, not stolen
+            yield Finding("LS402", "medium", f.path, lineno, detail(shown))
+        elif near:
+            where = where or ["?"]
             yield Finding("LS401", "critical", f.path, lineno, detail(f"{shown} read, sent to {where[0]}"))
         elif not kind:
             yield Finding("LS402", "medium", f.path, lineno, detail(shown))

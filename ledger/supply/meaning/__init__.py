@@ -15,13 +15,13 @@ the evidence, so a curator sees what was understood and where.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from ledger.supply.meaning import config, fetchrun, links, prose, python, script, shell
+from ledger.supply.meaning import config, decode, fetchrun, links, prose, python, script, shell
 from ledger.supply.meaning.extract import steps, units
 from ledger.supply.meaning.places import documented_flags
-from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, Unit, analyse
+from ledger.supply.meaning.units import ANALYSERS, BEHAVIOURS, MAX_DEPTH, Unit, analyse, finding
 from ledger.supply.scanrules import Finding
 from ledger.supply.scantext import decoded
 
@@ -34,8 +34,28 @@ def _sh(unit: Unit) -> list[Finding]:
     return first + fetchrun.analyse(unit, first, shell.analyse)
 
 
-ANALYSERS.update({"sh": _sh, "python": python.analyse, "config": config.analyse, "prose": prose.analyse})
-ANALYSERS.update({lang: script.analyse for lang in script.LANGS})
+def _spelled(fn: Callable[[Unit], list[Finding]]) -> Callable[[Unit], list[Finding]]:
+    """``fn``, then what a payload spelled past every decoder (character codes, string slices, a
+    custom ``tr`` map, ``printf %b`` of a variable: :func:`decode.respelled`) runs once read back:
+    when that fetches and runs code, opens a shell or sends secrets, the unit decoded and ran it."""
+
+    def run(unit: Unit) -> list[Finding]:
+        found = fn(unit)
+        if unit.depth >= MAX_DEPTH or any(f.rule == "LS313" for f in found):
+            return found
+        for text in decode.respelled(unit.text):
+            inner = analyse(unit.inner("sh", text, context="decoded"))
+            hit = next((f for f in inner if f.rule in ("LS311", "LS312", "LS412")), None)
+            if hit:
+                return [*found, finding("LS313", "critical", unit.path, hit.line, f"spelled → {text}")]
+        return found
+
+    return run
+
+
+ANALYSERS.update({"sh": _spelled(_sh), "python": _spelled(python.analyse), "config": config.analyse})
+ANALYSERS.update({"prose": prose.analyse})
+ANALYSERS.update({lang: _spelled(script.analyse) for lang in script.LANGS})
 
 
 def analyse_skill(files: Mapping[str, tuple[bytes, bool]], symlinks: Mapping[str, str | None]) -> list[Finding]:

@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from ledger.supply.meaning import places
 from ledger.supply.meaning.python import severity
 from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
@@ -63,7 +64,8 @@ def _guess(unit: Unit) -> str:
 def _run(unit: Unit, cmd: str, line_offset: int) -> tuple[list[Finding], bool]:
     """The shell analyser's findings for ``cmd``, and whether it carries network or payload code."""
     found = analyse_unit(unit.inner("sh", cmd, line_offset=line_offset, context="argument"))
-    payload = bool(_PAYLOAD.search(cmd)) or any(f.rule in _STRONG or f.severity == "critical" for f in found)
+    named = bool(_PAYLOAD.search(cmd)) and not places.backup_job(cmd)  # restic's https:// repository is no payload
+    payload = named or any(f.rule in _STRONG or f.severity == "critical" for f in found)
     return found, payload
 
 

@@ -12,7 +12,7 @@ import binascii
 import codecs
 import re
 
-__all__ = ["MAX_INPUT", "b64", "decodings", "looks_like_code", "printable_text"]
+__all__ = ["MAX_INPUT", "b64", "decodings", "looks_like_code", "printable_text", "respelled"]
 
 MAX_INPUT = 256 * 1024  # characters of one token tried: a payload is a few kilobytes, not a megabyte
 MIN_TOKEN = 8  # shorter runs are words, not payloads
@@ -125,4 +125,67 @@ def decodings(text: str) -> list[str]:
         rot = codecs.decode(whole, "rot13")
         if _STRONG.search(rot):
             add(rot)
+    return out[:16]
+
+
+_CODES = re.compile(r"(?:fromCharCode|chr|bytes|pack)\W{0,40}?[(\[]\s*(\d{1,3}(?:\s*,\s*\d{1,3}){5,})\s*,?\s*[)\]]")
+_SINK = re.compile(r"\b(?:system|exec\w*|eval|spawn\w*|popen|Function|subprocess|run|call)\b|\|\s*(?:ba|z|da|k)?sh\b")
+_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)=(['\"]?)([^\s'\";|&]{8,})\2")
+_QASSIGN = re.compile(r"\b([A-Za-z_]\w*)=(['\"])([^'\"\n]*\\[x0-7u][^'\"\n]*)\2")
+_SLICE = re.compile(r"\$\{([A-Za-z_]\w*):(\d{1,4}):(\d{1,4})\}")
+_TR = re.compile(
+    r"(?:echo|printf)\s+(['\"])([^'\"\n]{4,})\1\s*\|\s*tr\s+(['\"]?)(\S+?)\3\s+(['\"]?)(\S+?)\5"
+    r"(\s*\|\s*(?:ba|z|da|k)?sh\b)"
+)
+
+
+def _expand(spec: str) -> str:
+    out, i = [], 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-" and spec[i] <= spec[i + 2]:
+            out.extend(chr(c) for c in range(ord(spec[i]), ord(spec[i + 2]) + 1))
+            i += 3
+        else:
+            out.append(spec[i])
+            i += 1
+    return "".join(out)
+
+
+def respelled(text: str) -> list[str]:
+    """Payloads spelled so that no decoder above sees them, read back as the text that runs: a list
+    of character codes (``String.fromCharCode(…)``, ``map(chr, […])``, ``bytes([…])``) in a unit
+    that executes something; ``${a:N:M}`` slices of a string variable; ``echo X | tr SET1 SET2 | sh``
+    with any mapping.  Only results that read like code come back (the caller judges them)."""
+    text = text[:MAX_INPUT]
+    out: list[str] = []
+
+    def add(s: str) -> None:
+        if s and s not in out and _STRONG.search(s):
+            out.append(s)
+
+    if _SINK.search(text):
+        for m in list(_CODES.finditer(text))[:8]:
+            codes = [int(n) for n in m.group(1).split(",")]
+            if all(9 <= c <= 126 for c in codes):
+                add("".join(map(chr, codes)))
+    slices = list(_SLICE.finditer(text))
+    if len(slices) >= 3:
+        values = {m.group(1): m.group(3) for m in _ASSIGN.finditer(text)}
+        if any(s.group(1) in values for s in slices):
+            add(_SLICE.sub(
+                lambda s: values[s.group(1)][int(s.group(2)) : int(s.group(2)) + int(s.group(3))]
+                if s.group(1) in values else s.group(0), text))
+    for m in list(_QASSIGN.finditer(text))[:8]:
+        name, value = m.group(1), m.group(3)
+        expands = (
+            rf"(?:printf\s+['\"]?[^'\"\s]*%b\S*|echo\s+-\w*e\w*)\s+\"?\$\{{?{name}\b"
+            r"[^\n|]*\|\s*(?:ba|z|da|k)?sh\b"
+        )
+        if re.search(expands, text):
+            add(_escapes(value) or "")
+    for m in list(_TR.finditer(text))[:8]:
+        src, dst = _expand(m.group(4)), _expand(m.group(6))
+        if src and dst:
+            dst = dst + dst[-1] * (len(src) - len(dst))
+            add(m.group(2).translate(str.maketrans(src, dst[: len(src)])))
     return out[:16]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ledger.supply.scanrules import DROP_HOSTS
+from ledger.supply.scanrules import DROP_HOSTS, issued_by
 from ledger.supply.scantext import words
 
 __all__ = [
@@ -250,21 +250,6 @@ TOKEN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "heroku": (("auth:token",),),
     "npm": (("token", "list"),),
 }
-# The hosts a credential is meant for, by a word of where it was read (a token command, a
-# credential file): sending it there is using it, not exfiltrating it.
-_ISSUERS = (
-    (re.compile(r"^gh\b|git-credentials|/gh/hosts", re.I), ("github.com", "githubusercontent.com", "gitlab.com")),
-    (re.compile(r"^glab\b", re.I), ("gitlab.com",)),
-    (re.compile(r"^aws\b|\.aws\b", re.I), ("amazonaws.com",)),
-    (re.compile(r"^gcloud\b|gcloud", re.I), ("googleapis.com", "google.com")),
-    (re.compile(r"^az\b|\.azure\b", re.I), ("azure.com", "microsoft.com", "windows.net", "azure.net")),
-    (re.compile(r"^doctl\b", re.I), ("digitalocean.com",)),
-    (re.compile(r"^heroku\b", re.I), ("heroku.com",)),
-    (re.compile(r"\.npmrc", re.I), ("npmjs.org", "npmjs.com")),
-    (re.compile(r"\.pypirc", re.I), ("pypi.org",)),
-    (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
-)
-
 _HOME = re.compile(
     r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE|/home/[^/]+|/Users/[^/]+|/root|C:/Users/[^/]+)(?=/|$)",
     re.I,
@@ -325,14 +310,56 @@ def vendor(url: str) -> bool:
     return any((host == h or (not p and host.endswith("." + h))) and path.startswith(p) for h, p in VENDOR_INSTALLERS)
 
 
+# --- persistence (shell.py, config.py): what persists and whether it can do harm ---------------
+
+# Backup tools whose scheduled run names a remote repository: the URL is where backups go, not code
+BACKUP_TOOLS = frozenset({"restic", "borg", "borgmatic", "rclone", "duplicity", "kopia", "rsnapshot", "tarsnap"})
+_LIVE = re.compile(
+    r"\b(?:ba|z|da|k)?sh\s+-\w*[ci]\b|\b(?:python[\d.]*|perl|ruby|node|php|osascript)\s+-\w*[ce]\b|\beval\b|\$\(|`"
+    r"|/tmp/|/dev/shm|/var/tmp|\bLD_PRELOAD|\bLD_LIBRARY_PATH|\bDYLD_|PROMPT_COMMAND|\btrap\b|\bsource\s|^\s*\.\s"
+    r"|\b(?:curl|wget|nc|ncat|socat|base64|xxd)\b|https?://|/dev/(?:tcp|udp)",
+    re.I | re.M,
+)
+_INERT_RC = re.compile(
+    r"^\s*(?:export\s+PATH=|PATH=|alias\s+(?!(?:sudo|su|doas|ssh|passwd|login|git|ls|cd|cat|curl)=)[\w.-]+=|#|$)"
+)
+_AGENT_PLACES = re.compile(
+    r"\.(?:claude|cursor|codex|gemini|continue|windsurf)\b|/skills?/|settings[\w.-]*\.json|mcp", re.I
+)
+
+
+def backup_job(cmd: str) -> bool:
+    """Whether ``cmd`` is one run of a named backup tool (:data:`BACKUP_TOOLS`): a simple command,
+    no pipe, list, substitution or redirection."""
+    words = cmd.strip().split()
+    while words and (words[0] in ("nice", "ionice", "sudo", "flock") or words[0].startswith("-") or "=" in words[0]):
+        words = words[1:]
+    return bool(words) and words[0].rsplit("/", 1)[-1] in BACKUP_TOOLS and not re.search(r"[|;&<>`]|\$\(", cmd)
+
+
+def inert(text: str, place: str, *, shipped: bool = False) -> bool:
+    """Whether what a script makes persist can do no harm by itself: PATH and alias lines in a
+    shell rc file, a unit, cron line or other file that runs a program without fetching, decoding,
+    opening a shell or preloading code (``text``: what was written, when known), or a copy of a
+    file the skill itself ships (``shipped``; that file is scanned on its own).  Never for the
+    places an agent reads its skills, settings or MCP servers from."""
+    if _AGENT_PLACES.search(place):
+        return False
+    if shipped:
+        return True
+    if not text.strip():
+        return False
+    if re.search(r"(?:^|/)\.(?:bash|zsh|ksh)?(?:rc|profile|_profile|_login|env)$|/etc/profile", place):
+        return all(_INERT_RC.match(ln) for ln in text.split("\n"))
+    return not _LIVE.search(text)
+
+
 def issuer(credential: str, url: str) -> bool:
     """Whether ``url`` goes to the service that issued ``credential`` (a :data:`TOKEN_COMMANDS` read such
     as ``"gh auth token"``, or a credential file): ``curl -H "Authorization: $(gh auth token)"
     https://api.github.com/…`` uses the token, it does not send it out."""
-    hosts = [h for pattern, named in _ISSUERS if pattern.search(credential) for h in named]
     m = re.match(r"https://([^/\s:@]+)", url.strip(), re.I)
-    host = m.group(1).lower().rstrip(".") if m else ""
-    return bool(host) and any(host == h or host.endswith("." + h) for h in hosts)
+    return bool(m) and issued_by(credential, m.group(1))
 
 
 # --- prose (meaning/prose.py): download-and-run written in sentences -----------------------

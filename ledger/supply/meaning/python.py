@@ -33,6 +33,12 @@ from ledger.supply.scanrules import Finding
 
 __all__ = ["analyse", "severity"]
 
+
+def _to_issuer(credential: str, ev: str) -> bool:
+    """Whether the send ``ev`` goes (over HTTPS) to the service that issued ``credential``."""
+    m = re.search(r"https://[^\s'\"]+", ev)
+    return bool(m) and places.issuer(credential, m.group())
+
 MAX_PARSE = 512 * 1024  # characters: a bigger file is read with the line patterns only
 MAX_VALUE = 64 * 1024  # a resolved constant longer than this is not followed
 MAX_STEPS = 400_000  # expressions resolved in one unit; past it, values are unknown (never an error)
@@ -912,7 +918,7 @@ def _call(node: ast.Call, st: _State) -> None:
         send = True
     if send:
         st.sends.append((st.line(node), ev))
-        leaked = sorted(t for t in tags if t.startswith("cred:") or t == "env")
+        leaked = sorted(t for t in tags if (t.startswith("cred:") and not _to_issuer(t[5:], ev)) or t == "env")
         if leaked:
             what = "the environment" if leaked[0] == "env" else leaked[0][5:]
             st.add("LS412", "critical", node, f"{what} sent out: {ev}")
@@ -982,9 +988,12 @@ def _conclude(st: _State) -> None:
     if st.creds:
         line, label, ev = st.creds[0]
         strong = [c for c in st.creds if c[1] != "env file"]
-        if st.sends and strong and not already:  # a .env file alone is every API client's: only its flow out counts
+        # a .env file alone is every API client's: only its flow out counts; a credential sent to
+        # the service that issued it (a refresh at its token endpoint) is used, not stolen
+        out = [s for s in st.sends if not all(_to_issuer(c[1], s[1]) for c in strong)]
+        if out and strong and not already:
             c = strong[0]
-            st.add("LS412", "critical", c[0], f"{c[1]} read ({c[2]}), sent out: {st.sends[0][1]}")
+            st.add("LS412", "critical", c[0], f"{c[1]} read ({c[2]}), sent out: {out[0][1]}")
         for c in strong[:1]:
             st.add("LS411", "high", c[0], f"{c[1]} read: {c[2]}")
         if not strong:

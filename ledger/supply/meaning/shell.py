@@ -28,6 +28,7 @@ import base64
 import binascii
 import codecs
 import functools
+import itertools
 import posixpath
 import re
 import shlex
@@ -76,7 +77,7 @@ def worth(text: str) -> bool:
     bare = _BARE.sub("", text)  # c''url, "cu"rl, \c\u\r\l
     if bare != text and GATE.search(bare) is not None:
         return True
-    return _assembled(text) is not None or _more(text)
+    return _assembled(text) is not None or _more(text) or bool(decode.respelled(text))
 
 
 def _more(text: str) -> bool:
@@ -950,7 +951,10 @@ class _Reader:
             src = self.files.get(self.norm(files[0]), _Flow())
             self.files[dest] = src
             if places.persistence(dest) or places.persistence(dest + "/" + posixpath.basename(files[0])):
-                self.persist(f"{name} {files[0]} {files[-1]}", src, dest, copied=True)
+                # copied=True only for a file of the skill itself (a path beside the script, not one
+                # the unit fetched or wrote); a copy of anything else is judged by what is known of it
+                shipped = not src.taint and not src.text and _skill_path(files[0])
+                self.persist(f"{name} {files[0]} {files[-1]}", src, dest, copied=shipped)
             return _Flow()
         if name == "sed" and any(a.startswith("-i") for a in args):
             target = next((a for a in reversed(args) if not a.startswith("-")), "")
@@ -1334,6 +1338,8 @@ class _Reader:
             body = " ".join(a for a in args if not (name == "echo" and a.startswith("-")))
             if name == "printf" and args:
                 body = args[0] if len(args) == 1 or "%" not in args[0] else args[0].replace("%s", " ".join(args[1:]), 1)
+                if "%b" in body and len(args) > 1:  # %b expands the escapes of its argument
+                    body = body.replace("%b", " ".join(args[1:]), 1)
             if not re.search(r"\\(?:x[0-9a-f]{2}|[0-7]{3}|u[0-9a-f]{4})", body, re.I):
                 return _Flow({**taint}, body)
             return _Flow({**taint, "decode": f"{name} escapes"}, _unescape(body))
@@ -1438,7 +1444,9 @@ class _Reader:
     def persist(self, ev: str, content: _Flow, place: str, copied: bool = False) -> None:
         text = content.text
         payload = "fetch" in content.taint or "decode" in content.taint or bool(_NETWORK_WORDS.search(text))
-        if payload or self.unit.where == "script":
+        if not payload and self.unit.where == "script" and places.inert(text, place, shipped=copied and not text):
+            severity = "high"  # a PATH line, a service running a local program, a file the skill ships
+        elif payload or self.unit.where == "script":
             severity = self.sev(floor="critical") if payload else "critical"
             if self.unit.where != "script" and self.unit.discussed:
                 severity = "high"
@@ -1471,7 +1479,7 @@ class _Reader:
             # an agent started with its prompts or sandbox off: critical unless the skill documents
             # the flag among the CLI's options (a skill about driving that CLI) or discusses it
             told = off <= self.unit.documented and self.unit.where != "script" and self.unit.context != "file"
-            self.add("LS912", "high" if told else self.sev(), f"{name} {joined}")
+            self.add("LS912", "high" if told or _contained(name, args) else self.sev(), f"{name} {joined}")
         if (
             (name == "setenforce" and low[:1] in (["0"], ["permissive"]))
             or (name == "ufw" and "disable" in low)
@@ -1536,6 +1544,31 @@ class _Reader:
 
 
 _CRON_FIELD = re.compile(r"^(?:\*|\d{1,2}|\*/\d{1,2}|\d{1,2}(?:[-,/]\d{1,2})+|[a-z]{3}(?:-[a-z]{3})?)$", re.I)
+
+
+_HOST_REACH = re.compile(
+    r"^--privileged$|^--(?:pid|ipc|uts|userns)=?host$|docker\.sock|^(?:-v|--volume|--mount)?=?\s*(?:/|~|\$HOME|\$\{HOME\}|/home/[^/:]*|/root|/etc|/Users/[^/:]*)(?::|$|,)"
+    r"|(?:source|src)=(?:/|~|\$HOME|/home/[^/,]*|/root|/etc)(?:,|$)|^--cap-add=?(?:ALL|SYS_ADMIN)$",
+    re.I,
+)
+
+
+def _contained(name: str, args: list[str]) -> bool:
+    """Whether ``name args`` starts its command inside a container (``docker``/``podman run|exec``,
+    ``devcontainer exec``) that reaches none of the host: not privileged, no host namespace, no
+    mount of the home directory, ``/``, ``/etc`` or the container engine's socket.  An agent with
+    its prompts off in there is what a devcontainer is for: high, not critical."""
+    engine = name in ("docker", "podman", "nerdctl") and args[:1] in (["run"], ["exec"], ["container"])
+    if not (engine or (name == "devcontainer" and args[:1] == ["exec"])):
+        return False
+    words = [a for a in args if a != "-v"] + [a + b for a, b in itertools.pairwise(args) if a == "-v"]
+    return not any(_HOST_REACH.search(w) for w in words)
+
+
+def _skill_path(path: str) -> bool:
+    """Whether ``path`` names a file of the skill: relative, or beside the running script."""
+    p = re.sub(r"^\$\(\s*dirname\s+\S*\$\{?0\}?\S*\s*\)|^\$\{?(?:SCRIPT_DIR|HERE|DIR|SKILL_DIR)\}?", ".", path.strip())
+    return not p.startswith(("/", "~", "$", "-")) and "://" not in p and ".." not in p.split("/")
 
 
 def _cron_fields(argv: list[str]) -> int:
