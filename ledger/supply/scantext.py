@@ -5,6 +5,7 @@ a text names).  Kept apart from the patterns so each module reads on its own."""
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 
@@ -102,6 +103,11 @@ class TextFile:
             out.append(inside)
         return out
 
+    @functools.cached_property
+    def low_lines(self) -> list[str]:
+        """The lines of :attr:`low`: lower() keeps every line feed, so they line up with :attr:`lines`."""
+        return self.low.split("\n")
+
     def has(self, words: tuple[str, ...]) -> bool:
         """Whether any of ``words`` (lower case) occurs: a gate that spares most files a slow pattern."""
         return any(w in self.low for w in words)
@@ -110,12 +116,13 @@ class TextFile:
         """Offsets of each logical line (joined at a trailing backslash) that holds one of ``words``."""
         if not self.has(words):
             return
+        low = self.low_lines
         i, n = 0, len(self.lines)
         while i < n:
             j = i
             while self.lines[j].rstrip("\r").endswith("\\") and j + 1 < n:
                 j += 1
-            if any(w in self.lines[k].lower() for k in range(i, j + 1) for w in words):
+            if any(w in low[k] for k in range(i, j + 1) for w in words):
                 yield self._starts[i], self._starts[j] + len(self.lines[j])
             i = j + 1
 
