@@ -45,6 +45,7 @@ from ledger.supply.meaning.flow import Flow as _Flow
 from ledger.supply.meaning.units import Unit, finding
 from ledger.supply.meaning.units import analyse as analyse_unit
 from ledger.supply.scanrules import _CRED, _SEND, Finding
+from ledger.supply.scantext import words
 
 __all__ = ["GATE", "analyse", "worth"]
 
@@ -66,6 +67,13 @@ GATE = re.compile(
     r"|\b(?:scp|rsync)\b[^\n]{0,300}?@|git\s+clone\s+\S*(?:\d{1,3}\.){3}\d",
     re.I | re.M,
 )
+
+
+# curl's and wget's long options that send data, and every long option that takes a value
+_SEND_OPTS = frozenset(words("--data --data-binary --data-raw --data-urlencode --form --upload-file --post-file"
+                             " --post-data --json --body-data --body-file"))  # fmt: skip
+_VALUED_OPTS = _SEND_OPTS | frozenset(words("--output --output-document --url --header --user-agent --request"
+                                            " --output-dir --directory-prefix"))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=8192)
@@ -1026,26 +1034,7 @@ class _Reader:
                         break
             elif a.startswith("--"):
                 key, eq, val = a.partition("=")
-                if not eq and key in (
-                    "--output",
-                    "--output-document",
-                    "--data",
-                    "--data-binary",
-                    "--data-raw",
-                    "--data-urlencode",
-                    "--form",
-                    "--upload-file",
-                    "--post-file",
-                    "--post-data",
-                    "--url",
-                    "--json",
-                    "--header",
-                    "--user-agent",
-                    "--request",
-                    "--output-dir",
-                    "--directory-prefix",
-                    "--body-data",
-                ):
+                if not eq and key in _VALUED_OPTS:
                     val = nxt
                     i += 1
                 if key in ("--insecure", "--no-check-certificate", "--verify") and (
@@ -1056,19 +1045,7 @@ class _Reader:
                     out, stdout = val, val == "-"
                 elif key in ("--remote-name", "--remote-name-all", "--download"):
                     out, stdout = "", False
-                elif key in (
-                    "--data",
-                    "--data-binary",
-                    "--data-raw",
-                    "--data-urlencode",
-                    "--form",
-                    "--upload-file",
-                    "--post-file",
-                    "--post-data",
-                    "--json",
-                    "--body-data",
-                    "--body-file",
-                ):
+                elif key in _SEND_OPTS:
                     data.append(val)
                 elif key == "--url":
                     url = val
