@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
     ("ledger.brain", "ledger.evals.gate", "ledger.evals.lift"),  # the facade; the gate and lift read its evidence
+    ("ledger.publish",),  # skills published to hosts: MCP Skills entries, discovery sites, the skill anchor
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
     ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
