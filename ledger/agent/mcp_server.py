@@ -139,9 +139,12 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.exceptions import MCPError
 
+    from ledger.agent import skills_ext
     from ledger.agent.wire import Wire
+    from ledger.publish.entries import Entries
 
     tools = SkillTools(brain)
+    entries = Entries(brain)  # the Skills extension's entries, of the same head the tools read
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_worker(fn: Any, *args: Any) -> Any:
@@ -187,6 +190,9 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
 
     async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if uri.startswith(skills_ext.SCHEME):  # a skill's file: the Skills extension's, -32602 if not served
+            text, data, mime = await skills_ext.answer(in_worker, skills_ext.read, entries, uri)
+            return types.ReadResourceResult(contents=[skills_ext.contents(uri, text, data, mime)])
         try:
             text, mime = await in_worker(read, uri)
         except LedgerError as exc:
@@ -203,6 +209,7 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
+    skills_ext.register(server, entries, in_worker)
 
     async def main() -> None:
         wire = Wire()
