@@ -293,3 +293,82 @@ def test_a_write_at_the_cli_shows_in_the_next_listing_and_a_cursor_spans_it(tmp_
             assert gone.code == INVALID_PARAMS
 
     asyncio.run(asyncio.wait_for(session(), timeout=180))
+
+
+CASE = {"id": 1, "prompt": "Sum column 1", "expected_output": "the sum", "files": [],
+        "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"]}  # fmt: skip
+EVALS = {"skill_name": "csv-sum", "evals": [CASE]}
+CSV_V1 = "---\nname: csv-sum\ndescription: Sum a CSV column.\n---\n# csv-sum\n\nStep one: read the file.\n"
+
+
+def test_the_gate_serves_the_released_version_and_hides_a_skill_with_none(tmp_path: Path) -> None:
+    """With ``eval.gate`` on, a host gets what a runtime gets: csv-sum's released v1 (its files, not v2's
+    evals/evals.json, nor v3's patch), and word-count, whose first version waits for its evaluation, not at all."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    src = tmp_path / "src"
+    _write(src, {"csv-sum/SKILL.md": CSV_V1})
+    _ledger(brain, "import", str(src))
+    v1 = (brain / "skills/csv-sum/SKILL.md").read_bytes()
+    (tmp_path / "evals.json").write_text(json.dumps(EVALS))
+    _ledger(brain, "skill", "write-file", "csv-sum", "evals/evals.json", "--from", str(tmp_path / "evals.json"))
+    _ledger(brain, "eval", "gate", "on")
+    _ledger(brain, "skill", "patch", "csv-sum", "--old", "Step one: read the file.", "--new", "Step one: guess.")
+    new = tmp_path / "incoming"
+    _write(new, {"word-count/SKILL.md": "---\nname: word-count\ndescription: Count words.\n---\nCount them.\n",
+                 "word-count/evals/evals.json": json.dumps({**EVALS, "skill_name": "word-count"})})  # fmt: skip
+    _ledger(brain, "import", str(new))
+
+    async def session() -> None:
+        async with stdio_client(_params(brain)) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            raw = Raw(s)
+            entries, _ = await _list_all(raw)
+            assert [e["uri"] for e in entries] == ["skill://csv-sum/SKILL.md"]
+            [entry] = entries
+            assert [r["uri"] for r in entry["resources"]] == ["skill://csv-sum/SKILL.md"]
+            content = (await raw("resources/read", {"uri": "skill://csv-sum/SKILL.md"}))["contents"][0]
+            assert _bytes(content) == v1
+            assert entry["resources"][0]["digest"] == "sha256:" + hashlib.sha256(v1).hexdigest()
+            for method, uri in (("resources/read", "skill://csv-sum/evals/evals.json"),
+                                ("skills/get", "skill://word-count/SKILL.md"),
+                                ("resources/read", "skill://word-count/SKILL.md"),
+                                ("resources/directory/read", "skill://csv-sum/evals")):  # fmt: skip
+                assert (await raw.error(method, {"uri": uri})).code == INVALID_PARAMS, (method, uri)
+
+    asyncio.run(asyncio.wait_for(session(), timeout=120))
+
+
+def test_the_2026_07_28_wire_carries_the_same_extension(tmp_path: Path) -> None:
+    """The spec is written against protocol revision 2026-07-28; the SDK reaches it through ``server/discover``
+    (the per-request envelope), where the declaration is the SDK's own and results carry ``resultType``."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    _ledger(brain, "skill", "create", "demo", "--description", "A demo skill", "--body", "Hello.\n")
+
+    async def session() -> None:
+        async with stdio_client(_params(brain)) as (read, write), ClientSession(read, write) as s:
+            found = await s.discover()
+            assert s.protocol_version == "2026-07-28"
+            caps = found.capabilities.model_dump(by_alias=True, exclude_none=True)
+            assert caps["extensions"][EXT] == {"directoryRead": True} and "resources" in caps
+            raw = Raw(s)
+            [entry] = (await raw("skills/list", {}))["skills"]
+            got = await raw("skills/get", {"uri": entry["uri"]})
+            assert got["skill"] == entry and got["resultType"] == "complete"
+            read_ = await raw("resources/read", {"uri": entry["uri"]})
+            assert read_["resultType"] == "complete" and {"ttlMs", "cacheScope"} <= read_.keys()
+            data = _bytes(read_["contents"][0])
+            assert entry["resources"][0]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest()
+            children = await raw("resources/directory/read", {"uri": "skill://demo"})
+            assert children["resultType"] == "complete"
+            assert children["resources"] == [{"uri": "skill://demo/SKILL.md", "name": "SKILL.md",
+                                              "mimeType": "text/markdown"}]  # fmt: skip
+
+    asyncio.run(asyncio.wait_for(session(), timeout=60))
