@@ -18,13 +18,13 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import mimetypes
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.publish.entries import mime_type
 
-__all__ = ["EXTENSION", "PAGE", "SCHEME", "answer", "contents", "mime_type", "read", "register"]
+__all__ = ["EXTENSION", "PAGE", "SCHEME", "answer", "contents", "read", "register"]
 
 EXTENSION = "io.modelcontextprotocol/skills"
 SCHEME = "skill://"
@@ -34,21 +34,6 @@ INVALID_PARAMS = -32602  # the spec's code for a URI not served and a cursor not
 TTL_MS = 0  # the brain changes whenever a CLI or agent writes: an entry is current only as it is read
 SCOPE = "private"  # a brain is one user's; a shared cache must not serve it to another
 _CURSOR_TAG = "skills-after:"  # the cursor: base64url of this tag and the URI the page before ended with
-_TYPES = mimetypes.MimeTypes()  # Python's own table only, not the machine's /etc/mime.types: the same answer everywhere
-
-
-def mime_type(path: str, data: bytes | None = None) -> str:
-    """The ``mimeType`` of a skill's file: ``text/markdown`` for Markdown (the spec's for ``SKILL.md``), else
-    the type its name says in Python's built-in table, else ``text/plain`` for UTF-8 text and
-    ``application/octet-stream`` for other bytes."""
-    if path.endswith(".md"):
-        return "text/markdown"
-    guessed, _ = _TYPES.guess_type(path, strict=True)
-    if guessed:
-        return guessed
-    if data is not None and _text(data) is None:
-        return "application/octet-stream"
-    return "text/plain"
 
 
 def _text(data: bytes) -> str | None:
@@ -82,7 +67,8 @@ class Invalid(LedgerError):
 class _Pages:
     """Pages of a list of dicts keyed by ``uri``, continued after the URI a cursor names (so a listing
     that spans a write neither repeats nor skips an entry that stayed). The sorted keys are kept for the
-    last list seen: ``Entries`` memoises its list per head, so a warm page is a bisect and a slice."""
+    last list seen: ``Entries`` keeps its entries per head and skill tree, so the same listing is the same
+    objects, and a warm page is an identity check, a bisect and a slice."""
 
     def __init__(self) -> None:
         self._of: Sequence[dict[str, Any]] | None = None
@@ -90,7 +76,8 @@ class _Pages:
         self._order: list[dict[str, Any]] = []
 
     def page(self, items: Sequence[dict[str, Any]], cursor: str | None, size: int) -> tuple[list, str | None]:
-        if items is not self._of:
+        kept = self._of
+        if kept is None or len(items) != len(kept) or any(a is not b for a, b in zip(items, kept, strict=True)):
             self._order = sorted(items, key=lambda e: e["uri"])
             self._keys = [e["uri"] for e in self._order]
             self._of = items
@@ -144,8 +131,7 @@ def register(server: Any, entries: Any, in_worker: Callable[..., Awaitable[Any]]
             raise Invalid(f"{uri} is not a directory resource this server serves (only {SCHEME} ones)")
         found = entries.children(uri)
         chunk, after = children.page(found, cursor, page)
-        listed = [{**r, "mimeType": r.get("mimeType") or mime_type(r["uri"])} for r in chunk]
-        return {"resultType": "complete", "resources": listed, **({"nextCursor": after} if after else {})}
+        return {"resultType": "complete", "resources": chunk, **({"nextCursor": after} if after else {})}
 
     async def on_list(_ctx: Any, params: types.PaginatedRequestParams) -> dict[str, Any]:
         return await answer(in_worker, list_page, params.cursor)
@@ -178,7 +164,7 @@ def read(entries: Any, uri: str) -> tuple[str | None, bytes, str]:
     that are not UTF-8, which go as a base64 blob. Raises :class:`LedgerError` for a file not served."""
     data = entries.read(uri)
     text = _text(data)
-    return text, data, mime_type(uri, data)
+    return text, data, mime_type(uri)
 
 
 def contents(uri: str, text: str | None, data: bytes, mime: str) -> Any:
