@@ -25,7 +25,7 @@ INVALID_PARAMS = -32602
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*$")  # Agent Skills naming rules (and at most 64 characters)
 BINARY = b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary, not UTF-8 \x80\x81"
 ALPHA = ("---\nname: alpha\ndescription: Alpha does the first thing\nlicense: Apache-2.0\n"
-         "metadata:\n  author: someone\n  tags: [a, b]\nallowed-tools: Bash(git:*)\n---\n"
+         "metadata:\n  author: someone\n  tags: a, b\nallowed-tools: Bash(git:*)\n---\n"
          "# Alpha\n\nSee references/guide.md.\n")  # fmt: skip
 INNER = "---\nname: inner\ndescription: A skill nested inside alpha\n---\nInner body.\n"
 BULK = 230  # more than one page (skills_ext.PAGE)
@@ -210,7 +210,7 @@ def test_a_host_reads_every_skill_and_file_as_the_spec_requires(brain: Path) -> 
             assert "blob" in logo and logo["mimeType"] == "image/png"
             assert alpha["frontmatter"]["allowed-tools"] == "Bash(git:*)"  # verbatim: every field the author wrote
             meta = alpha["frontmatter"]["metadata"]  # the author's keys kept (the ledger adds its version)
-            assert (meta["author"], meta["tags"]) == ("someone", ["a", "b"])
+            assert (meta["author"], meta["tags"]) == ("someone", "a, b")
             # Nested Skills: published flat, its own entry with its own files only
             inner = by_uri["skill://alpha/references/inner/SKILL.md"]
             assert {r["uri"] for r in inner["resources"]} == {
@@ -372,3 +372,38 @@ def test_the_2026_07_28_wire_carries_the_same_extension(tmp_path: Path) -> None:
                                               "mimeType": "text/markdown"}]  # fmt: skip
 
     asyncio.run(asyncio.wait_for(session(), timeout=60))
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_official_typescript_host_reads_and_verifies_every_skill(brain: Path) -> None:
+    """An outside implementation of the extension: the MCP TypeScript SDK's own ``SkillsClient``
+    (``@modelcontextprotocol/client/ext/skills``, pinned in package-lock.json) lists every page, gets each
+    entry, reads every file with its own size, digest and frontmatter checks, reads each skill's directory,
+    refuses a forged digest, and gets -32602 for what the brain withholds."""
+    host = REPO / "tests/js/skills_host.mjs"
+    assert (REPO / "node_modules/@modelcontextprotocol/client/package.json").is_file(), "run scripts/bootstrap"
+    withheld = ["skill://translate/SKILL.md", "skill://summarise/SKILL.md", "skill://nosuch/SKILL.md"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
+    proc = subprocess.run(["node", str(host), LEDGER, str(brain), *withheld], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    # It negotiates the handshake (2025-11-25) and still sees the declaration (ADR 63)
+    assert out["protocolVersion"] == "2025-11-25" and out["supported"] and out["directoryRead"]
+    assert out["invalid"] == [] and out["forged"] == "digest"
+    uris = {s["uri"] for s in out["skills"]}
+    assert len(uris) == BULK + 2 and "skill://alpha/references/inner/SKILL.md" in uris
+    alpha_files = _served_files(brain, "alpha")
+    for skill in out["skills"]:
+        assert skill["same"] and skill["anchor"] == ["dev.brain-ledger/anchor"]
+        assert skill["files"] and all(f["verified"] for f in skill["files"])
+        [own] = [f for f in skill["files"] if f["uri"] == skill["uri"]]
+        assert own["frontmatter"]["name"] == skill["uri"].split("/")[-2]  # the SDK's parse equals the entry's
+        if skill["uri"] == "skill://alpha/SKILL.md":
+            got = {f["uri"]: (f["size"], f["sha256"]) for f in skill["files"]}
+            assert got == {f"skill://alpha/{p}": (len(d), "sha256:" + hashlib.sha256(d).hexdigest())
+                           for p, d in alpha_files.items()}  # fmt: skip
+            assert ["skill://alpha/assets", "inode/directory"] in skill["children"]
+    assert out["refused"] == dict.fromkeys(withheld, INVALID_PARAMS)
