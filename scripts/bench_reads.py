@@ -69,6 +69,44 @@ async def mcp_reads(brain: Path, n: int, calls: int) -> dict[str, dict[str, floa
     return {k: summary(v) for k, v in out.items()}
 
 
+async def mcp_skills(brain: Path, n: int, calls: int) -> dict[str, dict[str, float]]:
+    """The MCP Skills extension's `skills/list` (issue 50) through a warm `ledger mcp`: the first page after
+    start (every entry and anchor of the head built), a warm page, and every page cursor after cursor."""
+    import mcp_types as types
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from pydantic import TypeAdapter
+
+    def skills_list(cursor: str | None = None) -> types.Request:
+        return types.Request[dict, str](method="skills/list", params={"cursor": cursor} if cursor else {})
+
+    raw = TypeAdapter(dict)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
+    params = StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
+    out: dict[str, list[float]] = {"first": [], "page": [], "all": []}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        t = time.perf_counter()
+        page = await s.send_request(skills_list(), raw)
+        out["first"].append(time.perf_counter() - t)
+        assert page["skills"][0]["_meta"], page
+        size = {"page_bytes": len(json.dumps(page)), "page_skills": len(page["skills"])}
+        for _ in range(max(10, calls // 10)):
+            t = time.perf_counter()
+            page = await s.send_request(skills_list(), raw)
+            out["page"].append(time.perf_counter() - t)
+        for _ in range(3):  # a host's registry build: every page
+            t, cursor, seen = time.perf_counter(), None, 0
+            while True:
+                page = await s.send_request(skills_list(cursor), raw)
+                seen += len(page["skills"])
+                if (cursor := page.get("nextCursor")) is None:
+                    break
+            out["all"].append(time.perf_counter() - t)
+            assert seen == n, (seen, n)
+    return {**{k: summary(v) for k, v in out.items()}, **size}
+
+
 def in_process(brain, n: int, calls: int) -> dict[str, dict[str, float]]:
     from ledger.agent.tools import SkillTools
 
@@ -179,10 +217,17 @@ def main() -> None:
             root = brain.root
             brain.close()
             warm = asyncio.run(mcp_reads(root, n, args.calls))
-            result["sizes"][str(n)] = {"mcp": warm, "in_process": local}
-            for where, figs in (("warm MCP", warm), ("in process", local)):
+            # The Skills extension: after one ordinary write, as a brain is used. Each entry's anchor carries
+            # the head snapshot's commit object, and the import's names all N skills (ledger/publish/entries.py).
+            from ledger.brain import Brain
+
+            with Brain.open(root) as b:
+                b.patch("skill-00000", "Step 0:", "Step zero:")
+            ext = asyncio.run(mcp_skills(root, n, args.calls))
+            result["sizes"][str(n)] = {"mcp": warm, "in_process": local, "skills_ext": ext}
+            for where, figs in (("warm MCP", warm), ("in process", local), ("skills/list", ext)):
                 line = "  ".join(f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"
-                                 for k, v in figs.items())  # fmt: skip
+                                 for k, v in figs.items() if isinstance(v, dict))  # fmt: skip
                 print(f"{n:>7} skills, {where:10}: {line}", file=sys.stderr)
             shutil.rmtree(root)
         if not args.reads_only:
