@@ -122,8 +122,8 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
     def forged_root(e: Any, x: Any, f: Files) -> None:
         resign(x, OTHER_KEY, root="blake3-tree-v1:" + "11" * 32)
 
-    yield case("a forged root, re-signed by another key", forged_root, "not the trusted")
-    yield case("a signature by another key", lambda e, x, f: resign(x, OTHER_KEY), "not the trusted")
+    yield case("a forged root, re-signed by another key", forged_root, "not by the trusted")
+    yield case("a signature by another key", lambda e, x, f: resign(x, OTHER_KEY), "not by the trusted")
 
     def wrong_signer(e: Any, x: Any, f: Files) -> None:
         x["signer"]["address"] = signing.address_of(OTHER_KEY)
@@ -160,7 +160,7 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
     yield case("non-hex (upper-case) content", non_hex, "lower-case hex")
 
     def oversize(e: Any, x: Any, f: Files) -> None:
-        x["files"] = [{**x["files"][0], "path": f"{pre}f{i:04}"} for i in range(an.MAX_FILES + 1)]
+        x["files"] = [{**x["files"][0], "path": f"{pre}f{i:04}", "steps": []} for i in range(an.MAX_FILES + 1)]
 
     yield case("oversize: more files than a skill may hold", oversize, "files are not a list of 1 to")
 
@@ -190,9 +190,10 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
                     rows.append((f"valid, trusting its root: {entry['uri']}", entry, files, {"root": a["root"]}, None))
                     rows.extend(tampers(entry, files, signer))
                 for name, e, f, trust, refusal in rows:
+                    verdict = {"ok": True} if refusal is None else {"ok": False, "refusal": refusal}
                     cases.append({"name": name, "entry": e, "trust": trust,
                                   "files": {k: base64.b64encode(v).decode() for k, v in sorted(f.items())},
-                                  "ok": refusal is None, **({"refusal": refusal} if refusal is not None else {})})  # fmt: skip
+                                  **verdict})  # fmt: skip
     VECTOR.parent.mkdir(parents=True, exist_ok=True)
     doc = {"about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
            "cases": cases}  # fmt: skip
