@@ -287,3 +287,16 @@ def test_with_the_gate_on_a_held_skill_is_served_at_its_released_version_from_it
     ledger("eval", "gate", "off")
     with Brain.open(path) as brain:
         assert len(Entries(brain).list()) == 3
+
+
+def test_the_spec_names_every_member_of_a_served_entry_and_anchor(brain: Brain) -> None:
+    """docs/lineage.md §16.1's two tables name exactly the members a real entry and its anchor have."""
+    import re
+
+    _served_brain(brain)
+    entry = Entries(brain).get("skill://pdf-tools/forms/SKILL.md")
+    text = (Path(__file__).resolve().parent.parent / "docs" / "lineage.md").read_text(encoding="utf-8")
+    section = text[text.index("### 16.1 ") : text.index("### 16.2 ")]
+    tables = [re.findall(r"^\| `([^`]+)` \|", t, re.M) for t in section.split("| member | value |")[1:]]
+    assert tables == [list(entry), list(entry["_meta"][an.KEY])]
+    assert f'`"{an.FORMAT}"`' in section and f"`_meta` key `{an.KEY}`" in text
