@@ -20,6 +20,7 @@ tree id (a content hash: never stale) and the listing per head commit, so a warm
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import mimetypes
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from ledger.bundle.merkle import (
     ProofStep,
     audit_path,
     file_digest,
+    leaf_hash,
+    merkle_levels,
     prove,
     tree_of,
     verify_proof,
@@ -153,6 +156,8 @@ class Entries:
             return self._at[1]
         picks = self._picks(head, key[1])
         served = _Served()
+        levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
+        sound = bool(levels) and merkle_levels(levels[0]) == levels and levels[-1][0] == head.snap.root
         for name, pick in picks.items():
             try:
                 tree = self._tree(name, pick.tree)
@@ -160,12 +165,15 @@ class Entries:
                 served.refused[an.skill_uri(name, "")] = exc.message
                 continue
             served.picks[name] = (pick, tree)
+            step = None
             for prefix, fm, why in tree.skills:
                 uri = an.skill_uri(name, prefix)
                 if fm is None:
                     served.refused[uri] = why or "it is not a skill"
                     continue
-                entry = self._entry(name, prefix, fm, pick, tree)
+                if step is None:
+                    step = self._folder_step(name, tree.node.digest, pick, head, sound)
+                entry = self._entry(name, prefix, fm, pick, tree, step)
                 served.by_uri[uri] = entry
                 served.listing.append(entry)
         self._at = (key, served)
@@ -239,9 +247,9 @@ class Entries:
 
     # ------------------------------------------------------------------ an entry
 
-    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree) -> dict[str, Any]:
+    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
+               folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
         raw, snap, signer, chain = self._snapshot(pick.commit)
-        folder_step = self._folder_step(name, tree.node.digest, pick, snap.root)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
         anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
@@ -270,25 +278,23 @@ class Entries:
         self._snaps[commit] = (raw, snap, signer, chain)
         return self._snaps[commit]
 
-    def _folder_step(self, name: str, folder: bytes, pick: _Pick, root: bytes) -> ProofStep:
-        """The one step from skill folder ``name`` (digest ``folder``) to the snapshot's root, checked."""
-        head = self.brain.snapshots.head()
-        step = None
-        if pick.commit == head.commit:
+    def _folder_step(self, name: str, folder: bytes, pick: _Pick, head: Any, sound: bool) -> ProofStep:
+        """The one step from skill folder ``name`` (digest ``folder``) to its snapshot's root, checked: at the
+        head from its root index (``sound``: its levels hash to the head's root), the folder's leaf compared;
+        elsewhere, or when that fails, proven afresh from the snapshot's objects and verified."""
+        if pick.commit == head.commit and sound:
             names = head.bundle.names
-            i = names.index(name) if name in names else -1
-            if i >= 0:
-                step = ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
-        for attempt in (step, None):
-            if attempt is None:
-                attempt = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
-            try:
-                verify_proof(InclusionProof(name, KIND_DIR, folder, (attempt,), root), root)
-                return attempt
-            except LedgerError:
-                continue
-        raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
-                          hint="run 'ledger verify'")  # fmt: skip
+            i = bisect.bisect_left(names, name)
+            if i < len(names) and names[i] == name and head.bundle.levels[0][i] == leaf_hash(KIND_DIR, name, folder):
+                return ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
+        step = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
+        root = self._snapshot(pick.commit)[1].root
+        try:
+            verify_proof(InclusionProof(name, KIND_DIR, folder, (step,), root), root)
+        except LedgerError:
+            raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
+                              hint="run 'ledger verify'") from None  # fmt: skip
+        return step
 
 
 @dataclass
