@@ -300,3 +300,36 @@ def test_the_spec_names_every_member_of_a_served_entry_and_anchor(brain: Brain) 
     tables = [re.findall(r"^\| `([^`]+)` \|", t, re.M) for t in section.split("| member | value |")[1:]]
     assert tables == [list(entry), list(entry["_meta"][an.KEY])]
     assert f'`"{an.FORMAT}"`' in section and f"`_meta` key `{an.KEY}`" in text
+
+
+@pytest.mark.chain
+def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_the_chain(
+        chained: Brain, tmp_path: Path) -> None:  # fmt: skip
+    """Real anvil: the anchor's ``chain`` is the commit's receipt; ``verify-proof --chain`` finds its root
+    committed by the agent at that seq and tx, and refuses an anchor that states another."""
+    from ledger.chain.keys import DEV_KEY_NAME
+    from ledger.chain.receipts import receipt_of
+    from ledger.exchange.anchoring import commit_pending
+    from tests.test_audit import chain_args
+
+    chained.create("s", "S skill", "body\n")
+    commit_pending(chained, key=DEV_KEY_NAME)
+    receipt = receipt_of(chained.store, chained.head().commit.hex())
+    entry = Entries(chained).get("skill://s/SKILL.md")
+    a = entry["_meta"][an.KEY]
+    assert receipt is not None and a["chain"] == {"chainId": receipt["chain_id"], "registry": receipt["registry"],
+                                                  "agent": receipt["agent"], "seq": receipt["seq"],
+                                                  "block": receipt["block"], "tx": receipt["tx"]}  # fmt: skip
+    doc = tmp_path / "s.json"
+    doc.write_text(json.dumps(entry))
+    ok = run_ledger("verify-proof", str(doc), "--chain", "--head", *chain_args(chained), "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["onchain"]["seq"] == receipt["seq"]
+    a["chain"]["seq"] += 1
+    doc.write_text(json.dumps(entry))
+    bad = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
+    assert bad.returncode == 1 and f"the anchor says seq {receipt['seq'] + 1}" in bad.stderr, bad.stderr
+    chained.create("t", "T skill", "body\n")  # a newer snapshot, not on chain: its entries' root is not there
+    doc.write_text(json.dumps(Entries(chained).get("skill://t/SKILL.md")))
+    late = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
+    assert late.returncode == 1 and "was never committed on chain" in late.stderr, late.stderr
