@@ -192,6 +192,7 @@ def test_entries_serve_what_a_runtime_may_see_from_the_store(brain: Brain) -> No
                       (entries.children, "skill://hidden"), (entries.get, "skill://pdf-tools/other/SKILL.md"),
                       (entries.get, "skill://pdf-tools/scripts/extract.py"), (entries.read, "skill://pdf-tools/nope"),
                       (entries.children, "skill://pdf-tools/SKILL.md"), (entries.children, "skill://pdf-tools/x"),
+                      (entries.children, "skill://pdf-tools/"), (entries.read, "skill://pdf-tools/../x/SKILL.md"),
                       (entries.get, "file:///etc/passwd")):  # fmt: skip
         with pytest.raises(SkillNotFoundError):
             call(uri)

@@ -135,12 +135,11 @@ class Entries:
         if not isinstance(node, DirNode):
             what = "a file, not a directory resource" if rel in tree.files else "not a directory the brain serves"
             raise SkillNotFoundError(f"{uri} is {what}", hint=f"skills/get skill://{name}/SKILL.md lists its files")
-        base = uri.rstrip("/")
         out = []
         for child in node.names:
             sub = node.entries[child]
             mime = DIRECTORY if isinstance(sub, DirNode) else mime_type(child)
-            out.append({"uri": f"{base}/{child}", "name": child, "mimeType": mime})
+            out.append({"uri": f"{uri}/{child}", "name": child, "mimeType": mime})
         return out
 
     def refused(self) -> dict[str, str]:
@@ -203,7 +202,7 @@ class Entries:
             raise SkillNotFoundError(f"{uri!r} is not a skill:// URI the brain serves")
         name, _, rel = uri[len(an.SCHEME) :].partition("/")
         found = self._served().picks.get(name)
-        if found is None or (not rel and not directory) or rel.endswith("/"):
+        if found is None or (not rel and not directory) or uri.endswith("/"):
             raise SkillNotFoundError(f"{uri} is not a resource the brain serves",
                                      hint="skills/list names the served skills")  # fmt: skip
         return name, rel, *found
