@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.signatures import signer_of
+from ledger.brain.memo import files_of_trees
 from ledger.bundle.frontmatter import as_json
 from ledger.bundle.merkle import (
     KIND_DIR,
-    KIND_EXEC,
-    KIND_FILE,
     Digest,
     DirNode,
     InclusionProof,
@@ -48,7 +47,7 @@ from ledger.chain.receipts import receipt_of
 from ledger.errors import LedgerError, SkillNotFoundError
 from ledger.evals import gate
 from ledger.publish import anchor as an
-from ledger.store.gitstore import MODE_EXEC, snapshot_of
+from ledger.store.gitstore import kind_of_mode, snapshot_of
 
 if TYPE_CHECKING:
     from ledger.brain.facade import Brain
@@ -154,6 +153,7 @@ class Entries:
         if self._at is not None and self._at[0] == key:
             return self._at[1]
         picks = self._picks(head, key[1])
+        self._prefetch(picks)
         served = _Served()
         levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
         sound = bool(levels) and merkle_levels(levels[0]) == levels and levels[-1][0] == head.snap.root
@@ -216,13 +216,34 @@ class Entries:
             kept = self._trees[key] = self._read_tree(name, tree_id)
         return kept
 
+    def _prefetch(self, picks: dict[str, _Pick]) -> None:
+        """Read the skill trees not yet kept, many at once: their listings level by level and their blobs in
+        pipelined requests of about a thousand trees (a first listing of 10,000 skills is not 10,000 round
+        trips). A tree that fails here is left to :meth:`_tree`, which names what is wrong with it."""
+        missing = [(n, p.tree) for n, p in picks.items() if (n, p.tree) not in self._trees]
+        for i in range(0, len(missing), 1024):
+            chunk = missing[i : i + 1024]
+            try:
+                listings = files_of_trees(self.brain.store, [t for _, t in chunk])
+                blobs = iter(self.brain.store.read_blobs([sha for _, t in chunk for _, sha in listings[t].values()]))
+            except LedgerError:
+                continue
+            for name, tree in chunk:
+                listing = sorted(listings[tree].items(), key=lambda kv: kv[0].encode())
+                data = dict(zip(listings[tree], (next(blobs) for _ in listings[tree]), strict=True))
+                try:
+                    self._trees[(name, tree)] = self._build(name, listing, [data[rel] for rel, _ in listing])
+                except LedgerError:
+                    continue
+
     def _read_tree(self, name: str, tree_id: bytes) -> _Tree:
-        store = self.brain.store
         listing = sorted(self.brain.snapshots.files(tree_id).items(), key=lambda kv: kv[0].encode())
-        blobs = store.read_blobs([sha for _, (_, sha) in listing])
+        return self._build(name, listing, self.brain.store.read_blobs([sha for _, (_, sha) in listing]))
+
+    def _build(self, name: str, listing: list[tuple[str, tuple[int, bytes]]], blobs: list[bytes]) -> _Tree:
         files = {}
         for (rel, (mode, sha)), data in zip(listing, blobs, strict=True):
-            kind = KIND_EXEC if mode == MODE_EXEC else KIND_FILE
+            kind = kind_of_mode(mode, f"{name}/{rel}")
             files[rel] = _File(kind, sha, file_digest(data), hashlib.sha256(data).hexdigest(), len(data))
         node = tree_of({rel: Digest(f.kind, f.content) for rel, f in files.items()})
         proofs = {rel: an.FileProof(rel, f.kind, f.content, prove(node, rel).steps) for rel, f in files.items()}
