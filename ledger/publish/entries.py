@@ -20,23 +20,25 @@ tree id (a content hash: never stale) and the listing per head commit, so a warm
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import mimetypes
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.signatures import signer_of
+from ledger.brain.memo import files_of_trees
 from ledger.bundle.frontmatter import as_json
 from ledger.bundle.merkle import (
     KIND_DIR,
-    KIND_EXEC,
-    KIND_FILE,
     Digest,
     DirNode,
     InclusionProof,
     ProofStep,
     audit_path,
     file_digest,
+    leaf_hash,
+    merkle_levels,
     prove,
     tree_of,
     verify_proof,
@@ -45,7 +47,7 @@ from ledger.chain.receipts import receipt_of
 from ledger.errors import LedgerError, SkillNotFoundError
 from ledger.evals import gate
 from ledger.publish import anchor as an
-from ledger.store.gitstore import MODE_EXEC, snapshot_of
+from ledger.store.gitstore import kind_of_mode, snapshot_of
 
 if TYPE_CHECKING:
     from ledger.brain.facade import Brain
@@ -132,12 +134,11 @@ class Entries:
         if not isinstance(node, DirNode):
             what = "a file, not a directory resource" if rel in tree.files else "not a directory the brain serves"
             raise SkillNotFoundError(f"{uri} is {what}", hint=f"skills/get skill://{name}/SKILL.md lists its files")
-        base = uri.rstrip("/")
         out = []
         for child in node.names:
             sub = node.entries[child]
             mime = DIRECTORY if isinstance(sub, DirNode) else mime_type(child)
-            out.append({"uri": f"{base}/{child}", "name": child, "mimeType": mime})
+            out.append({"uri": f"{uri}/{child}", "name": child, "mimeType": mime})
         return out
 
     def refused(self) -> dict[str, str]:
@@ -152,7 +153,10 @@ class Entries:
         if self._at is not None and self._at[0] == key:
             return self._at[1]
         picks = self._picks(head, key[1])
+        self._prefetch(picks)
         served = _Served()
+        levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
+        sound = bool(levels) and merkle_levels(levels[0]) == levels and levels[-1][0] == head.snap.root
         for name, pick in picks.items():
             try:
                 tree = self._tree(name, pick.tree)
@@ -160,12 +164,15 @@ class Entries:
                 served.refused[an.skill_uri(name, "")] = exc.message
                 continue
             served.picks[name] = (pick, tree)
+            step = None
             for prefix, fm, why in tree.skills:
                 uri = an.skill_uri(name, prefix)
                 if fm is None:
                     served.refused[uri] = why or "it is not a skill"
                     continue
-                entry = self._entry(name, prefix, fm, pick, tree)
+                if step is None:
+                    step = self._folder_step(name, tree.node.digest, pick, head, sound)
+                entry = self._entry(name, prefix, fm, pick, tree, step)
                 served.by_uri[uri] = entry
                 served.listing.append(entry)
         self._at = (key, served)
@@ -195,7 +202,7 @@ class Entries:
             raise SkillNotFoundError(f"{uri!r} is not a skill:// URI the brain serves")
         name, _, rel = uri[len(an.SCHEME) :].partition("/")
         found = self._served().picks.get(name)
-        if found is None or (not rel and not directory) or rel.endswith("/"):
+        if found is None or (not rel and not directory) or uri.endswith("/"):
             raise SkillNotFoundError(f"{uri} is not a resource the brain serves",
                                      hint="skills/list names the served skills")  # fmt: skip
         return name, rel, *found
@@ -209,13 +216,34 @@ class Entries:
             kept = self._trees[key] = self._read_tree(name, tree_id)
         return kept
 
+    def _prefetch(self, picks: dict[str, _Pick]) -> None:
+        """Read the skill trees not yet kept, many at once: their listings level by level and their blobs in
+        pipelined requests of about a thousand trees (a first listing of 10,000 skills is not 10,000 round
+        trips). A tree that fails here is left to :meth:`_tree`, which names what is wrong with it."""
+        missing = [(n, p.tree) for n, p in picks.items() if (n, p.tree) not in self._trees]
+        for i in range(0, len(missing), 1024):
+            chunk = missing[i : i + 1024]
+            try:
+                listings = files_of_trees(self.brain.store, [t for _, t in chunk])
+                blobs = iter(self.brain.store.read_blobs([sha for _, t in chunk for _, sha in listings[t].values()]))
+            except LedgerError:
+                continue
+            for name, tree in chunk:
+                listing = sorted(listings[tree].items(), key=lambda kv: kv[0].encode())
+                data = dict(zip(listings[tree], (next(blobs) for _ in listings[tree]), strict=True))
+                try:
+                    self._trees[(name, tree)] = self._build(name, listing, [data[rel] for rel, _ in listing])
+                except LedgerError:
+                    continue
+
     def _read_tree(self, name: str, tree_id: bytes) -> _Tree:
-        store = self.brain.store
         listing = sorted(self.brain.snapshots.files(tree_id).items(), key=lambda kv: kv[0].encode())
-        blobs = store.read_blobs([sha for _, (_, sha) in listing])
+        return self._build(name, listing, self.brain.store.read_blobs([sha for _, (_, sha) in listing]))
+
+    def _build(self, name: str, listing: list[tuple[str, tuple[int, bytes]]], blobs: list[bytes]) -> _Tree:
         files = {}
         for (rel, (mode, sha)), data in zip(listing, blobs, strict=True):
-            kind = KIND_EXEC if mode == MODE_EXEC else KIND_FILE
+            kind = kind_of_mode(mode, f"{name}/{rel}")
             files[rel] = _File(kind, sha, file_digest(data), hashlib.sha256(data).hexdigest(), len(data))
         node = tree_of({rel: Digest(f.kind, f.content) for rel, f in files.items()})
         proofs = {rel: an.FileProof(rel, f.kind, f.content, prove(node, rel).steps) for rel, f in files.items()}
@@ -239,9 +267,9 @@ class Entries:
 
     # ------------------------------------------------------------------ an entry
 
-    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree) -> dict[str, Any]:
+    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
+               folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
         raw, snap, signer, chain = self._snapshot(pick.commit)
-        folder_step = self._folder_step(name, tree.node.digest, pick, snap.root)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
         anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
@@ -270,25 +298,23 @@ class Entries:
         self._snaps[commit] = (raw, snap, signer, chain)
         return self._snaps[commit]
 
-    def _folder_step(self, name: str, folder: bytes, pick: _Pick, root: bytes) -> ProofStep:
-        """The one step from skill folder ``name`` (digest ``folder``) to the snapshot's root, checked."""
-        head = self.brain.snapshots.head()
-        step = None
-        if pick.commit == head.commit:
+    def _folder_step(self, name: str, folder: bytes, pick: _Pick, head: Any, sound: bool) -> ProofStep:
+        """The one step from skill folder ``name`` (digest ``folder``) to its snapshot's root, checked: at the
+        head from its root index (``sound``: its levels hash to the head's root), the folder's leaf compared;
+        elsewhere, or when that fails, proven afresh from the snapshot's objects and verified."""
+        if pick.commit == head.commit and sound:
             names = head.bundle.names
-            i = names.index(name) if name in names else -1
-            if i >= 0:
-                step = ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
-        for attempt in (step, None):
-            if attempt is None:
-                attempt = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
-            try:
-                verify_proof(InclusionProof(name, KIND_DIR, folder, (attempt,), root), root)
-                return attempt
-            except LedgerError:
-                continue
-        raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
-                          hint="run 'ledger verify'")  # fmt: skip
+            i = bisect.bisect_left(names, name)
+            if i < len(names) and names[i] == name and head.bundle.levels[0][i] == leaf_hash(KIND_DIR, name, folder):
+                return ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
+        step = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
+        root = self._snapshot(pick.commit)[1].root
+        try:
+            verify_proof(InclusionProof(name, KIND_DIR, folder, (step,), root), root)
+        except LedgerError:
+            raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
+                              hint="run 'ledger verify'") from None  # fmt: skip
+        return step
 
 
 @dataclass
