@@ -407,3 +407,24 @@ def test_the_official_typescript_host_reads_and_verifies_every_skill(brain: Path
                            for p, d in alpha_files.items()}  # fmt: skip
             assert ["skill://alpha/assets", "inode/directory"] in skill["children"]
     assert out["refused"] == dict.fromkeys(withheld, INVALID_PARAMS)
+
+
+def test_the_wire_answers_every_malformed_extension_request(tmp_path: Path) -> None:
+    """The extension's methods go through the same screened wire (ledger/agent/wire.py): each malformed
+    request gets its error, with its id, and the server goes on serving."""
+    from tests.mcpwire import RawMcp
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    _ledger(brain, "skill", "create", "demo", "--description", "A demo skill", "--body", "Hello.\n")
+    with RawMcp(brain) as server:
+        server.initialize()
+        for method, params in (("skills/get", None), ("skills/get", {"uri": 5}), ("skills/list", {"cursor": 5}),
+                               ("resources/directory/read", {}), ("skills/get", {"uri": "skill://d\ud800/SKILL.md"}),
+                               ("resources/read", {"uri": "skill://demo"})):  # fmt: skip
+            got = server.request(method, params)
+            assert got is not None and got["error"]["code"] == INVALID_PARAMS, (method, params, got)
+        ok = server.request("skills/get", {"uri": "skill://demo/SKILL.md"})
+        assert ok is not None and ok["result"]["skill"]["frontmatter"]["name"] == "demo"
+        stderr = server.close()
+    assert "Traceback" not in stderr, stderr
