@@ -57,6 +57,10 @@ DEFERRED: dict[tuple[str, str], str] = {
     "edit (whose machine made it): 'ledger status' loads no signature check",
     ("ledger.exchange.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
     ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
+    ("ledger.agent.mcp_server", "ledger.agent.skills_ext"): "the Skills extension's handlers load with the SDK, "
+    "when the server starts (ADR 32)",
+    ("ledger.agent.skills_ext", "ledger.publish.entries"): "the entries and their anchors load on the first "
+    "Skills extension call, not on every MCP server's start",
     ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",
     ("ledger.chain.config", "ledger.chain.rpc"): "config is read by every chain command before it may touch a node",
     ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "the chain client loads only for a remote set to --commit",

@@ -141,10 +141,9 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
 
     from ledger.agent import skills_ext
     from ledger.agent.wire import Wire
-    from ledger.publish.entries import Entries
 
     tools = SkillTools(brain)
-    entries = Entries(brain)  # the Skills extension's entries, of the same head the tools read
+    entries = skills_ext.Lazy(brain)  # the Skills extension's entries, of the same head the tools read
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_worker(fn: Any, *args: Any) -> Any:

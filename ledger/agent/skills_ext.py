@@ -22,9 +22,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ledger.errors import LedgerError
-from ledger.publish.entries import mime_type
 
-__all__ = ["EXTENSION", "PAGE", "SCHEME", "answer", "contents", "read", "register"]
+__all__ = ["EXTENSION", "PAGE", "SCHEME", "Lazy", "answer", "contents", "read", "register"]
 
 EXTENSION = "io.modelcontextprotocol/skills"
 SCHEME = "skill://"
@@ -159,9 +158,27 @@ async def answer(in_worker: Callable[..., Awaitable[Any]], fn: Callable[..., Any
         raise MCPError(INVALID_PARAMS, exc.message, data) from None
 
 
+class Lazy:
+    """The brain's :class:`~ledger.publish.entries.Entries`, made on the first extension call (in the worker),
+    so the entries and their anchors' code load then, not on every server's start (ADR 32)."""
+
+    def __init__(self, brain: Any) -> None:
+        self.brain = brain
+        self._entries: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._entries is None:
+            from ledger.publish.entries import Entries
+
+            self._entries = Entries(self.brain)
+        return getattr(self._entries, name)
+
+
 def read(entries: Any, uri: str) -> tuple[str | None, bytes, str]:
     """``resources/read`` of a ``skill://`` file: (text, bytes, mimeType); ``text`` is ``None`` for bytes
     that are not UTF-8, which go as a base64 blob. Raises :class:`LedgerError` for a file not served."""
+    from ledger.publish.entries import mime_type
+
     data = entries.read(uri)
     text = _text(data)
     return text, data, mime_type(uri)
