@@ -334,3 +334,29 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
     doc.write_text(json.dumps(Entries(chained).get("skill://t/SKILL.md")))
     late = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
     assert late.returncode == 1 and "was never committed on chain" in late.stderr, late.stderr
+
+
+def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_only(tmp_path: Path) -> None:
+    """``signer`` is null; a pinned signer is refused; the version is the store's (no counter in SKILL.md)."""
+    with Brain.init(tmp_path / "brain", sign=False, versions="store") as brain:
+        brain.create("notes", "Take notes", "v1\n")
+        brain.edit("notes", "---\nname: notes\ndescription: Take notes\n---\nv2\n")
+        entries = Entries(brain)
+        entry = entries.get("skill://notes/SKILL.md")
+        files = files_of(entries, entry)
+    a = entry["_meta"][an.KEY]
+    assert a["signer"] is None and a["version"] == 2 and files["SKILL.md"].endswith(b"---\nv2\n")
+    assert entry["frontmatter"] == {"name": "notes", "description": "Take notes"}  # no counter: the store keeps it
+    root = bytes.fromhex(a["root"][15:])
+    assert an.verify_entry(entry, files, root=root).signer is None
+    with pytest.raises(ProofError, match="is unsigned, not by the trusted"):
+        an.verify_entry(entry, files, signer="0x" + "11" * 20)
+    lying = json.loads(json.dumps(entry))
+    lying["_meta"][an.KEY]["version"] = 3  # the commit's Ledger-Change says v2
+    with pytest.raises(ProofError, match="it says version 3 but commit"):
+        an.verify_entry(lying, files, root=root)
+    doc, folder = _write(tmp_path, "notes", entry, files)
+    lie, _ = _write(tmp_path, "lie", lying, files)
+    runs = [[str(doc), "--root", a["root"], "--files", str(folder)], [str(doc), "--signer", "0x" + "11" * 20],
+            [str(lie), "--root", a["root"]]]  # fmt: skip
+    assert [p.returncode for p in _scripts(runs)] == [0, 1, 1]
