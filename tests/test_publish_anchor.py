@@ -171,6 +171,12 @@ def test_verify_proof_takes_an_entry_as_it_comes(brain: Brain, tmp_path: Path) -
     (folder / "SKILL.md").write_bytes(NESTED.replace(b"Fill PDF forms", b"Fill PDF forms!"))
     said = run_ledger("verify-proof", str(path), "--root", a["root"], "--files", str(folder))
     assert said.returncode == 1 and "error: FAIL: the anchor does not verify: file 'SKILL.md'" in said.stderr
+    twice = tmp_path / "twice.json"  # a key given twice reads one way in one parser, another in the next
+    twice.write_text('{"uri": "skill://x/SKILL.md", ' + json.dumps(entry)[1:])
+    dup = run_ledger("verify-proof", str(twice), "--root", a["root"])
+    assert dup.returncode == 1 and "is ambiguous JSON: the key 'uri' appears twice" in dup.stderr, dup.stderr
+    [script] = _scripts([[str(twice), "--root", a["root"]]])
+    assert script.returncode == 1 and "a JSON key given twice" in script.stderr
     proof = run_ledger("--brain", str(brain.root), "prove", "pdf-tools/SKILL.md")  # inclusion proofs as before
     (tmp_path / "p.json").write_text(proof.stdout)
     assert run_ledger("verify-proof", str(tmp_path / "p.json"), "--root", a["root"]).returncode == 0
