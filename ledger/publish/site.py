@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError
+from ledger.publish.anchor import KEY
 
 if TYPE_CHECKING:
     from ledger.publish.entries import Entries
 
-__all__ = ["BASE", "SCHEMA", "is_site", "site_files", "tarball"]
+__all__ = ["BASE", "INDEX", "SCHEMA", "is_site", "site_files", "tarball"]
 
 SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"  # the RFC's v0.2.0 $schema URI
 BASE = ".well-known/agent-skills"  # the index's folder under the site's root
@@ -75,8 +76,6 @@ def site_files(entries: Entries) -> dict[str, bytes]:
 
     Two served skills of one name (a nested skill named as another) cannot both be in one index, whose
     entries are found by name: that is refused, naming both, and nothing is written."""
-    from ledger.publish.anchor import KEY
-
     out: dict[str, bytes] = {}
     skills: list[dict[str, Any]] = []
     seen: dict[str, str] = {}

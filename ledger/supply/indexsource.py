@@ -50,6 +50,7 @@ import requests
 from ledger._json import shown as json_shown
 from ledger.bundle.skill import MAX_SUPPORT_FILE
 from ledger.errors import LedgerError, SourceError
+from ledger.publish import anchor as anchors
 from ledger.supply import origins
 from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, pick, source_doc
 from ledger.supply.lockfile import folder_sha256
@@ -303,7 +304,6 @@ def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], l
     body = _get(url, MAX_ANCHOR)
     if body is None:
         return None
-    from ledger.publish import anchor as anchors
     shown = origins.redacted(url)
     try:
         doc = json.loads(body)
@@ -331,7 +331,7 @@ def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], l
                               f"but its anchor says {json_shown(kinds[rel])}; nothing was taken",
                               hint="the archive was altered after it was published")  # fmt: skip
     try:
-        check = anchors.verify_anchor(found, {rel: data for rel, (data, _) in served.items()})
+        check = anchors.verify_anchor(found, {rel: data for rel, (data, _) in files.items()})
     except LedgerError as exc:
         raise SourceError(f"{where}: {exc.message}; nothing was taken",
                           hint="the site's files do not prove into the anchor's signed root: they, the "
