@@ -18,11 +18,19 @@ read as it is; otherwise the ``agent-skills`` location is tried, then ``skills``
 is fetched, except plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what
 the tests serve).  Redirects are followed only within the same scheme and host, at most
 :data:`MAX_REDIRECTS`; every response is capped (:data:`MAX_INDEX`, the project's per-file limit,
-:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive is
-read as a stream (:func:`_unpacked`): its caps apply as bytes are decompressed, never after, and
-links in it are reported as ``symlinks``, never written anywhere.  An entry's URL stays on the
-index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
+:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  A ``$schema`` is
+matched against the known URIs (:data:`SCHEMAS`) and an unknown one refused; an entry of a type this
+ledger does not read is skipped.  An archive (``.tar.gz``, other tar compressions, or ``.zip``) is
+downloaded whole and its digest checked before it is unpacked; unpacking applies its caps as bytes
+are decompressed, never after, refuses a member named twice, a ``..`` or absolute name and a link that
+resolves outside the skill, and reports the links inside it as ``symlinks``, never written anywhere.
+An entry's URL stays on the index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
 The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
+
+A site written by ``ledger export --discovery`` serves beside the index each skill's anchor
+(``<name>.anchor.json``, docs/lineage.md §16.5): when one is there every file is proven into its
+root with :func:`ledger.publish.anchor.verify_anchor`, the pin gains ``root`` and ``commit`` and the
+candidate's signer is the address the snapshot's signature recovers (ADR 64).
 """
 
 from __future__ import annotations
@@ -534,4 +542,8 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
         raise SourceError(f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
                           f"{found.pin['sha256']}, not {pin.get('sha256')}",
                           hint="the index's content changed; 'ledger outdated' shows the new version")  # fmt: skip
+    if "root" in pin and found.pin.get("root") is None:
+        raise SourceError(f"{source['url']} serves {name!r} without the anchor it was pinned to (root "
+                          f"{pin['root']}); its files are no longer proven",
+                          hint="ask the publisher to export the site again with its anchors")  # fmt: skip
     return found
