@@ -26,7 +26,7 @@ from ledger.publish.anchor import KEY, verify_anchor
 from ledger.publish.entries import Entries
 from ledger.publish.site import SCHEMA, tarball
 from ledger.store import supply as sp
-from ledger.supply.sources import resolve
+from ledger.supply.sources import fetch_pinned, resolve
 from tests.conftest import fingerprint, run_ledger
 from tests.fixtures import publish_index
 from tests.localhttp import serving
@@ -171,9 +171,13 @@ def test_a_brain_exported_as_a_discovery_site_installs_into_another_with_its_pin
 
 def test_a_site_without_anchors_installs_on_its_digests_alone(published: tuple[Path, Path], tmp_path: Path) -> None:
     site = _site(published, tmp_path)
-    for anchor in (site / BASE).glob("*.anchor.json"):
-        anchor.unlink()
     with served(site) as url:
+        (anchored,) = resolve(url, ["pdf-tools"])
+        assert anchored.pin["root"].startswith("blake3-tree-v1:") and anchored.signer is not None
+        for anchor in (site / BASE).glob("*.anchor.json"):
+            anchor.unlink()
+        with pytest.raises(SourceError, match="without the anchor it was pinned to"):
+            fetch_pinned(anchored.source, anchored.pin, "pdf-tools")  # a pinned root is not dropped silently
         pdf, notes = resolve(url, ["pdf-tools", "notes"])
     assert "root" not in pdf.pin and "commit" not in pdf.pin and pdf.signer is None
     have = _served(published[0])
