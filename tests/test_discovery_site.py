@@ -358,3 +358,22 @@ def test_the_archive_is_a_gzip_stream_with_no_time_in_it() -> None:
     with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
         gz.read()
         assert gz.mtime == 0
+
+
+def test_a_nested_skill_is_published_flat_and_proven_with_its_prefix(tmp_path: Path) -> None:
+    kit = {"SKILL.md": b"---\nname: kit\ndescription: A kit.\n---\nKit.\n", "helper/x.md": b"x\n",
+           "helper/SKILL.md": b"---\nname: helper\ndescription: Helps.\n---\nHelp.\n"}  # fmt: skip
+    a = _brain(tmp_path / "a", {"kit": kit})
+    ledger(a, "export", "--discovery", str(tmp_path / "site"))
+    helper = _members((tmp_path / "site" / BASE / "helper.tar.gz").read_bytes())
+    assert [m.name for m in helper] == ["SKILL.md", "x.md"]  # the nested folder's files, at the archive's root
+    anchor = json.loads((tmp_path / "site" / BASE / "helper.anchor.json").read_bytes())[KEY]
+    assert anchor["skill"] == "kit" and anchor["prefix"] == "helper"
+    with served(tmp_path / "site") as url:
+        (found,) = resolve(url, ["helper"])
+        assert found.pin["root"] == anchor["root"] and found.files["x.md"] == (b"x\n", False)
+        _republish(tmp_path / "site", "helper", _tar([("SKILL.md", helper_md := found.files["SKILL.md"][0], 0o644,
+                                                       None), ("x.md", b"y\n", 0o644, None)]))  # fmt: skip
+        with pytest.raises(SourceError, match=r"file 'x\.md' is not the file the root holds"):
+            resolve(url, ["helper"])
+    assert helper_md.startswith(b"---\nname: helper")
