@@ -120,6 +120,7 @@ def test_the_auditors_environment_has_no_ledger(tmp_path: Path) -> None:
     assert probe.stdout == "", probe.stdout
 
 
+@pytest.mark.chain  # the published brain is anchored on anvil
 def test_oms_with_the_stock_model_signing_cli(given: Path) -> None:
     ok = auditor("oms", given)
     assert ok.returncode == 0 and "Verification succeeded" in ok.stdout, ok.stdout + ok.stderr
@@ -128,6 +129,7 @@ def test_oms_with_the_stock_model_signing_cli(given: Path) -> None:
     assert bad.returncode != 0 and "code-review/scripts/run.sh" in bad.stdout + bad.stderr, bad.stdout + bad.stderr
 
 
+@pytest.mark.chain  # the published brain is anchored on anvil
 def test_intoto_with_securesystemslib_defaults(given: Path) -> None:
     ok = auditor("intoto", given)
     assert ok.returncode == 0 and "in-toto: OK, 4 files" in ok.stdout, ok.stdout + ok.stderr
@@ -144,6 +146,7 @@ def _tamper_payload(envelope: Path) -> None:
     envelope.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
 
 
+@pytest.mark.chain  # the published brain is anchored on anvil
 def test_intoto_signature_with_the_in_toto_package(given: Path) -> None:
     for name in ("intoto", "in-toto"):
         ok = auditor(name, given)
@@ -160,6 +163,7 @@ STRANGER = ("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY
             "ojaIfb0KsmSEU+LUMNLp6xFxkMKjipYIzjWv7v80ez3muhQ+xmGaF86PQLw=\n")  # fmt: skip
 
 
+@pytest.mark.chain  # the published brain is anchored on anvil
 def test_git_verify_commit_and_the_certified_p256_key(given: Path, tmp_path: Path) -> None:
     again = Path(shutil.copytree(given, tmp_path / "other"))
     ok = auditor("git", given)
