@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     import yaml
 
 __all__ = [
-    "COUNTER_LINE", "MAX_YAML_DEPTH", "bounded", "counter_key", "counter_line", "load", "set_aside", "set_counter",
-    "split", "whole_number",
+    "COUNTER_LINE", "MAX_YAML_DEPTH", "as_json", "bounded", "counter_key", "counter_line", "load", "set_aside",
+    "set_counter", "split", "whole_number",
 ]  # fmt: skip
 
 MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
@@ -128,6 +128,75 @@ def load(text: str) -> tuple[dict[str, Any], int]:
     if not isinstance(fm, dict):
         raise SkillError("malformed frontmatter: it must be a YAML mapping of fields")
     return fm, body
+
+
+@functools.cache
+def _json_loader() -> type:
+    """The unique-key loader with YAML timestamps kept as the text written (see :func:`as_json`)."""
+    _, _, unique = _yaml()
+
+    class AsWritten(unique):  # type: ignore[misc,valid-type]
+        """A timestamp (``2024-01-15``) is the scalar as written: JSON has no date, YAML 1.2 reads it as text."""
+
+    AsWritten.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+    return AsWritten
+
+
+MAX_JSON_INT = 2**53 - 1  # beyond it a JSON number is not one value to every reader (I-JSON, RFC 7493)
+
+
+def as_json(text: str) -> dict[str, Any]:
+    """A SKILL.md's frontmatter as the JSON object the MCP Skills extension serves (docs/lineage.md §16.1).
+
+    The YAML is read as :func:`load` reads it (YAML 1.1 safe schema, unique string keys, bounded), with one
+    change: a timestamp is the string written (``2024-01-15`` → ``"2024-01-15"``).  Refused, naming the
+    field, is whatever has no single JSON rendering: a key that is not a string (``1:``, ``yes:``), a
+    float that is not finite, an integer beyond ±(2^53 − 1), binary data, sets and ordered pairs.
+    """
+    found = split(text)
+    if found is None:
+        load(text)  # raises the reason
+    assert found is not None
+    source = text[found[0] : found[1]]
+    yaml, _, _ = _yaml()
+    try:
+        bounded(source)
+        fm = yaml.load(source, Loader=_json_loader()) if source.strip() else {}
+    except yaml.YAMLError as exc:
+        raise SkillError(f"malformed frontmatter: YAML error: {exc}".replace("\n", " ")) from exc
+    if not isinstance(fm, dict):
+        raise SkillError("malformed frontmatter: it must be a YAML mapping of fields")
+    _check_json(fm, "")
+    return fm
+
+
+def _check_json(value: Any, where: str) -> None:
+    stack = [(value, where)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SkillError(
+                        f"frontmatter {where or 'mapping'} has the key {shown(key)}, which YAML reads as a "
+                        f"{type(key).__name__}, not text; JSON keys are text, so it has no one rendering",
+                        hint="quote the key",
+                    )
+                stack.append((item, f"{where}.{key}" if where else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_JSON_INT:
+                raise SkillError(f"frontmatter {where} is {value}, beyond ±(2^53 - 1): JSON readers disagree on it",
+                                 hint="quote it")  # fmt: skip
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise SkillError(f"frontmatter {where} is {value}, which JSON cannot hold", hint="quote it")
+        else:
+            raise SkillError(f"frontmatter {where} is a YAML {type(value).__name__}, which has no JSON rendering",
+                             hint="write it as text, a number, a list or a mapping")  # fmt: skip
 
 
 def whole_number(value: Any) -> int | None:

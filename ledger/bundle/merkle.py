@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,7 @@ __all__ = [
     "prove",
     "read_tree",
     "root_from_path",
+    "tree_of",
     "update_levels",
     "verify_proof",
 ]
@@ -213,6 +214,31 @@ def read_tree(root: str | os.PathLike[str], progress: Progress | None = None) ->
             parent, _, name = d.rpartition("/")
             children[parent][name] = DirNode(children[d], d)
     return DirNode(children[""])
+
+
+def tree_of(files: Mapping[str, Digest]) -> DirNode:
+    """The :class:`DirNode` of a folder holding ``files`` (``rel → Digest`` of a file), built bottom-up with
+    no recursion; every name is checked as :func:`read_tree` checks one, and a path that is both a file and
+    a directory is refused."""
+    dirs: dict[str, dict[str, Node | str]] = {"": {}}
+    for rel, digest in files.items():
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            parent, here = "/".join(parts[: i - 1]), "/".join(parts[:i])
+            if here not in dirs:
+                if parts[i - 1] in dirs[parent]:
+                    raise TreeError(f"{here!r} is both a file and a directory")
+                dirs[here] = {}
+                dirs[parent][parts[i - 1]] = here
+        where, name = "/".join(parts[:-1]), parts[-1]
+        if name in dirs[where]:
+            raise TreeError(f"{rel!r} is both a file and a directory")
+        dirs[where][name] = digest
+    nodes: dict[str, DirNode] = {}
+    for path in sorted(dirs, key=lambda p: -p.count("/") - (p != "")):  # deepest first, the folder last
+        entries = {n: nodes[v] if isinstance(v, str) else v for n, v in dirs[path].items()}
+        nodes[path] = DirNode(entries, path)
+    return nodes[""]
 
 
 def hash_path(root: str | os.PathLike[str]) -> bytes:

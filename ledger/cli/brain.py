@@ -331,6 +331,9 @@ def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
 @click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
 @click.option("--file", "content", help="Also check that this file is the proven content.")
+@click.option("--signer", help="An MCP skill entry: trust snapshots this address signed (0x and 40 hex digits).")
+@click.option("--files", "files_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="An MCP skill entry: also check the skill's files, laid out in this directory from its root.")
 @click.option("--chain", is_flag=True, help="Check the root was committed on chain by the agent (needs --rpc etc.).")
 @click.option("--head", "at_head", is_flag=True, help="With --chain: the root must be the agent's current head.")
 @click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
@@ -341,6 +344,8 @@ def verify_proof(
     proof_file: Any,
     root: str | None,
     content: Any,
+    signer: str | None,
+    files_dir: Path | None,
     chain: bool,
     at_head: bool,
     rpc: str | None,
@@ -348,17 +353,32 @@ def verify_proof(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    """Check an inclusion proof (or a usage receipt holding one) against a root; needs nothing but the proof."""
+    """Check an inclusion proof (or a usage receipt holding one) against a root; needs nothing but the proof.
+
+    An MCP skill entry (a Skill object, a skills/get result or its dev.brain-ledger/anchor object alone) is
+    checked whole, as docs/lineage.md §16.3 says: against --root, a --signer you trust, or --chain."""
     from ledger.bundle.merkle import InclusionProof, format_root, parse_root, verify_proof
 
-    if (root is None) == (not chain):
-        raise UsageError("give exactly one of --root ROOT or --chain")
+    if root is not None and chain:
+        raise UsageError("give one of --root ROOT or --chain, not both")
     if at_head and not chain:
         raise UsageError("--head goes with --chain")
     try:
         doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
     except (json.JSONDecodeError, RecursionError) as exc:
         raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
+    if _is_entry(doc):
+        if root is None and not chain and signer is None:
+            raise UsageError("say what you trust: --root ROOT, --signer ADDRESS or --chain")
+        if content is not None:
+            raise UsageError("an entry's files are checked with --files DIR, not --file")
+        _verify_entry(doc, root, signer, files_dir, (rpc, registry, agent, at_head) if chain else None, as_json)
+        return
+    if signer is not None or files_dir is not None:
+        raise UsageError("--signer and --files go with an MCP skill entry; this is an inclusion proof",
+                         hint="check a proof with --root ROOT or --chain")  # fmt: skip
+    if root is None and not chain:
+        raise UsageError("give exactly one of --root ROOT or --chain")
     if isinstance(doc, dict) and isinstance(doc.get("receipt"), dict):
         doc = doc["receipt"]  # the whole output of 'skill view --json' or MCP skill_view
     if isinstance(doc, dict) and isinstance(doc.get("proof"), dict):
@@ -394,6 +414,81 @@ def verify_proof(
                     else f"the on-chain head is seq {matched['head']}")  # fmt: skip
             at = f"seq {matched['seq']} of the chain sequence, block {matched['block']}, tx {matched['tx']}"
             click.echo(f"    committed on chain at {at} ({head})")
+
+
+def _is_entry(doc: Any) -> bool:
+    """Whether ``doc`` is an MCP skill entry as it comes: a Skill, a skills/get result, or the anchor alone."""
+    from ledger.publish.anchor import FORMAT
+
+    return isinstance(doc, dict) and (doc.get("format") == FORMAT or "_meta" in doc or "resources" in doc or
+                                      (isinstance(doc.get("skill"), dict) and "format" not in doc))  # fmt: skip
+
+
+def _read_files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by its ``/``-separated path, refusing links and special files, within the
+    MCP Skills extension's limits (one file over them is enough to refuse)."""
+    import stat
+
+    from ledger.publish.anchor import MAX_FILES, MAX_TOTAL
+
+    if not folder.is_dir() or folder.is_symlink():
+        raise UsageError(f"--files {folder} is not a directory")
+    out: dict[str, bytes] = {}
+    total = 0
+    for base, dirs, names in os.walk(folder):
+        for name in sorted(dirs + names):
+            path = Path(base) / name
+            rel = path.relative_to(folder).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise LedgerError(f"FAIL: {rel!r} in {folder} is a link or a special file, not a skill's file")
+            if stat.S_ISREG(mode):
+                out[rel] = read_input(str(path), MAX_TOTAL + 1, "a file")
+                total += len(out[rel])
+                if total > MAX_TOTAL or len(out) > MAX_FILES:
+                    raise LedgerError(f"FAIL: {folder} holds more than a skill may ({MAX_FILES} files, "
+                                      f"{MAX_TOTAL} bytes)")  # fmt: skip
+    return out
+
+
+def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Path | None,
+                  chain: tuple[Any, ...] | None, as_json: bool) -> None:  # fmt: skip
+    """``ledger verify-proof`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
+    from ledger.bundle.merkle import parse_root
+    from ledger.publish.anchor import anchor_of, verify_entry
+
+    files = _read_files(files_dir) if files_dir is not None else None
+    try:
+        check = verify_entry(doc, files, root=parse_root(root) if root is not None else None, signer=signer)
+        matched = None
+        if chain is not None:
+            rpc, registry, agent, at_head = chain
+            if not (rpc and registry and agent):
+                raise UsageError("--chain needs --rpc, --registry and --agent")
+            matched = _onchain_match(parse_root(check.root), rpc, registry, agent, at_head)
+            stated = anchor_of(doc)[1]["chain"]
+            if stated is not None and (stated["seq"], stated["tx"], stated["block"]) != \
+                    (matched["seq"], matched["tx"], matched["block"]):  # fmt: skip
+                raise LedgerError(f"FAIL: the anchor says seq {stated['seq']} (tx {stated['tx']}), but the chain "
+                                  f"committed its root at seq {matched['seq']} (tx {matched['tx']})")  # fmt: skip
+    except UsageError:
+        raise
+    except LedgerError as exc:
+        if as_json:
+            emit({"ok": False, "error": exc.message, "hint": exc.hint})
+            sys.exit(1)
+        raise LedgerError(exc.message if exc.message.startswith("FAIL") else f"FAIL: {exc.message}",
+                          hint=exc.hint) from exc  # fmt: skip
+    if as_json:
+        emit({**check.to_json(), "onchain": matched})
+        return
+    who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
+    uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
+    click.echo(f"OK: {uri} v{check.version} is in {check.root} (commit {check.commit}, {who})")
+    click.echo(f"    {len(check.files)} file(s)" + (", each checked byte for byte" if check.bytes_checked else
+                                                  ", proven (give --files DIR to check their bytes)"))  # fmt: skip
+    if matched is not None:
+        click.echo(f"    committed on chain at seq {matched['seq']}, block {matched['block']}, tx {matched['tx']}")
 
 
 def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bool) -> dict[str, Any]:

@@ -300,6 +300,7 @@ class Version:
     operation: str
     attribution: Mapping[str, str]
     signer: str | None = None  # a sync snapshot's signing address ("" when its signature is malformed)
+    commit: str = ""  # the snapshot (40 hex) that holds it: what a runtime served this version reads its files from
 
 
 def gated(brain: Brain) -> dict[str, bytes]:
@@ -342,7 +343,7 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
                 tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
                 if tree is not None:
                     out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution,
-                                                        _sync_signer(snap))  # fmt: skip
+                                                        _sync_signer(snap), snap.commit)  # fmt: skip
             if change.action == "create" and change.version == 1:
                 done.add(name)  # where this skill began: nothing older is its
         if done >= want:

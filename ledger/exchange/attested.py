@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
 from ledger._json import depth, unique_keys
-from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode
+from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest
+from ledger.bundle.merkle import file_digest, tree_of
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
 from ledger.signatures import siblings, signing
 from ledger.store import gitstore as gs
@@ -87,22 +88,8 @@ def attested(store: gs.GitStore, commit: bytes, name: str | None = None) -> Atte
 def folder_digest(files: dict[str, tuple[bytes, bool]]) -> bytes:
     """The ``blake3-tree-v1`` digest (docs/bundle-hash.md §4) of a folder holding ``files``: what
     ``ledger hash`` prints for the exported folder.  Built bottom-up, with no recursion."""
-    from ledger.bundle.hashing import file_digest
-
-    dirs: dict[str, dict[str, Any]] = {"": {}}
-    for rel, (data, executable) in files.items():
-        parts = rel.split("/")
-        for i in range(1, len(parts)):
-            parent, here = "/".join(parts[: i - 1]), "/".join(parts[:i])
-            if here not in dirs:
-                dirs[here] = {}
-                dirs[parent][parts[i - 1]] = here
-        dirs["/".join(parts[:-1])][parts[-1]] = Digest(KIND_EXEC if executable else KIND_FILE, file_digest(data))
-    nodes: dict[str, DirNode] = {}
-    for path in sorted(dirs, key=lambda p: -p.count("/") - (p != "")):  # deepest first, the folder last
-        entries = {n: nodes[v] if isinstance(v, str) else v for n, v in dirs[path].items()}
-        nodes[path] = DirNode(entries, path)
-    return nodes[""].digest
+    return tree_of({rel: Digest(KIND_EXEC if executable else KIND_FILE, file_digest(data))
+                    for rel, (data, executable) in files.items()}).digest  # fmt: skip
 
 
 def canonical(doc: Any) -> bytes:

@@ -82,8 +82,10 @@ __all__ = [
     "git_order",
     "kind_of_mode",
     "mode_of_kind",
+    "parse_commit",
     "parse_record",
     "parse_tree",
+    "snapshot_of",
     "split_note",
 ]
 
@@ -271,65 +273,11 @@ class GitStore:
     # ------------------------------------------------------------------ snapshots
 
     def commit_info(self, commit: bytes) -> tuple[bytes, tuple[str, ...], int, str]:
-        """(tree id, parent ids, committer time, message) parsed from the raw commit object, as git reads it.
-
-        git takes the *first* line as the tree, the ``parent`` lines right after it, then ``author``
-        and ``committer``; any header after those is one git ignores.  A commit that names a tree,
-        a parent, an author or a committer anywhere else is refused: it would read one way here and
-        another way in git (a second ``tree`` line after ``committer`` is the attack)."""
-        raw = self.read(commit, b"commit")
-        head, sep, body = raw.partition(b"\n\n")
-        lines = head.split(b"\n")
-        if not sep or not lines[0].startswith(b"tree ") or not _HEX40.fullmatch(lines[0][5:]):
-            raise StoreError(f"commit {commit.hex()} is malformed: its first line is not 'tree <id>'")
-        tree, i, parents = bytes.fromhex(lines[0][5:].decode()), 1, []
-        while i < len(lines) and lines[i].startswith(b"parent "):
-            if not _HEX40.fullmatch(lines[i][7:]):
-                raise StoreError(f"commit {commit.hex()} is malformed: a parent line is not 'parent <id>'")
-            parents.append(lines[i][7:].decode())
-            i += 1
-        if len(lines) < i + 2 or not lines[i].startswith(b"author ") or not lines[i + 1].startswith(b"committer "):
-            raise StoreError(f"commit {commit.hex()} is malformed: 'author' and 'committer' must follow its parents")
-        stamp = int(lines[i + 1].rsplit(b" ", 2)[-2])
-        for line in lines[i + 2 :]:
-            name = line.split(b" ", 1)[0]
-            if name in _CORE_HEADERS:
-                raise StoreError(f"commit {commit.hex()} names a second {name.decode()!r} after its committer, "
-                                 "which git would not read: refusing a commit that reads two ways")  # fmt: skip
-        try:
-            return tree, tuple(parents), stamp, body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StoreError(f"commit {commit.hex()} has a message that is not UTF-8") from exc
+        """(tree id, parent ids, committer time, message) parsed from the raw commit object (:func:`parse_commit`)."""
+        return parse_commit(commit, self.read(commit, b"commit"))
 
     def snapshot(self, commit: bytes) -> Snapshot:
-        tree, parents, stamp, message = self.commit_info(commit)
-        trailers = parse_trailers(message)
-
-        def one(key: str) -> str:
-            values = trailers.get(key, [])
-            if len(values) != 1:
-                raise StoreError(f"commit {commit.hex()[:12]} has {len(values)} {key} trailers, expected 1")
-            return values[0]
-
-        try:
-            root = parse_root(one("Ledger-Root"))
-            pr = one("Ledger-Parent-Root")
-            parent_root = None if pr == "none" else parse_root(pr)
-            changes = tuple(parse_change(v) for v in trailers.get("Ledger-Change", []))
-        except (ValueError, StoreError) as exc:
-            raise StoreError(f"commit {commit.hex()[:12]} is not a ledger snapshot: {exc}") from exc
-        return Snapshot(
-            commit=commit.hex(),
-            tree=tree.hex(),
-            parents=parents,
-            root=root,
-            parent_root=parent_root,
-            operation=one("Ledger-Operation"),
-            changes=changes,
-            message=message,
-            timestamp=int(stamp),
-            trailers=trailers,
-        )
+        return snapshot_of(commit, self.read(commit, b"commit"))
 
     def lineage(self, start: bytes | None = None) -> Iterator[Snapshot]:
         """Snapshots from ``start`` (default: head) back to genesis, first parent only."""
@@ -492,6 +440,70 @@ class GitStore:
         """The ``categories/`` tree of a snapshot's top tree, if any (docs/layouts.md)."""
         found = (sha for sha, mode, name in self.read_tree(tree) if name == "categories" and mode == MODE_DIR)
         return next(found, None)
+
+
+
+def parse_commit(commit: bytes, raw: bytes) -> tuple[bytes, tuple[str, ...], int, str]:
+    """(tree id, parent ids, committer time, message) of commit ``commit``'s raw object ``raw``, as git reads it.
+
+    git takes the *first* line as the tree, the ``parent`` lines right after it, then ``author``
+    and ``committer``; any header after those is one git ignores.  A commit that names a tree,
+    a parent, an author or a committer anywhere else is refused: it would read one way here and
+    another way in git (a second ``tree`` line after ``committer`` is the attack)."""
+    head, sep, body = raw.partition(b"\n\n")
+    lines = head.split(b"\n")
+    if not sep or not lines[0].startswith(b"tree ") or not _HEX40.fullmatch(lines[0][5:]):
+        raise StoreError(f"commit {commit.hex()} is malformed: its first line is not 'tree <id>'")
+    tree, i, parents = bytes.fromhex(lines[0][5:].decode()), 1, []
+    while i < len(lines) and lines[i].startswith(b"parent "):
+        if not _HEX40.fullmatch(lines[i][7:]):
+            raise StoreError(f"commit {commit.hex()} is malformed: a parent line is not 'parent <id>'")
+        parents.append(lines[i][7:].decode())
+        i += 1
+    if len(lines) < i + 2 or not lines[i].startswith(b"author ") or not lines[i + 1].startswith(b"committer "):
+        raise StoreError(f"commit {commit.hex()} is malformed: 'author' and 'committer' must follow its parents")
+    stamp = int(lines[i + 1].rsplit(b" ", 2)[-2])
+    for line in lines[i + 2 :]:
+        name = line.split(b" ", 1)[0]
+        if name in _CORE_HEADERS:
+            raise StoreError(f"commit {commit.hex()} names a second {name.decode()!r} after its committer, "
+                             "which git would not read: refusing a commit that reads two ways")  # fmt: skip
+    try:
+        return tree, tuple(parents), stamp, body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"commit {commit.hex()} has a message that is not UTF-8") from exc
+
+
+def snapshot_of(commit: bytes, raw: bytes) -> Snapshot:
+    """The ledger snapshot that commit ``commit``'s raw object ``raw`` records (refuses what is not one)."""
+    tree, parents, stamp, message = parse_commit(commit, raw)
+    trailers = parse_trailers(message)
+
+    def one(key: str) -> str:
+        values = trailers.get(key, [])
+        if len(values) != 1:
+            raise StoreError(f"commit {commit.hex()[:12]} has {len(values)} {key} trailers, expected 1")
+        return values[0]
+
+    try:
+        root = parse_root(one("Ledger-Root"))
+        pr = one("Ledger-Parent-Root")
+        parent_root = None if pr == "none" else parse_root(pr)
+        changes = tuple(parse_change(v) for v in trailers.get("Ledger-Change", []))
+    except (ValueError, StoreError) as exc:
+        raise StoreError(f"commit {commit.hex()[:12]} is not a ledger snapshot: {exc}") from exc
+    return Snapshot(
+        commit=commit.hex(),
+        tree=tree.hex(),
+        parents=parents,
+        root=root,
+        parent_root=parent_root,
+        operation=one("Ledger-Operation"),
+        changes=changes,
+        message=message,
+        timestamp=int(stamp),
+        trailers=trailers,
+    )
 
 
 def format_record(versions: dict[str, int]) -> bytes:

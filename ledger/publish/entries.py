@@ -1,0 +1,324 @@
+"""The brain's skills as the MCP Skills extension's ``Skill`` entries, each with its anchor (docs/lineage.md §16).
+
+:class:`Entries` answers what ``skills/list``, ``skills/get``, ``resources/read`` and
+``resources/directory/read`` serve, and nothing more than a runtime may see:
+
+- the head's skills less those its supply record withholds (quarantined, revoked), as the agents'
+  listing (:class:`ledger.brain.catalog.Catalog`) has them;
+- with the evaluation gate on, a gated skill at its newest **released** version, its files read from
+  the snapshot that holds that version (the gate's own :func:`ledger.evals.gate.read` and
+  :func:`~ledger.evals.gate.versions_of`, as ``ledger sync`` projects it); one with no released
+  version is not served;
+- a skill whose SKILL.md the spec's rules refuse (a ``name`` that is not its folder, no
+  ``description``, frontmatter with no one JSON rendering, over the spec's limits) is not served,
+  and :meth:`Entries.refused` says why.
+
+Every byte comes from the store (git objects), never the work tree. A nested skill (a descendant
+``SKILL.md`` whose folder is its valid ``name``) gets its own flat entry. Entries are kept per skill
+tree id (a content hash: never stale) and the listing per head commit, so a warm listing is a lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ledger.audit.signatures import signer_of
+from ledger.bundle.frontmatter import as_json
+from ledger.bundle.merkle import (
+    KIND_DIR,
+    KIND_EXEC,
+    KIND_FILE,
+    Digest,
+    DirNode,
+    InclusionProof,
+    ProofStep,
+    audit_path,
+    file_digest,
+    prove,
+    tree_of,
+    verify_proof,
+)
+from ledger.chain.receipts import receipt_of
+from ledger.errors import LedgerError, SkillNotFoundError
+from ledger.evals import gate
+from ledger.publish import anchor as an
+from ledger.store.gitstore import MODE_EXEC, snapshot_of
+
+if TYPE_CHECKING:
+    from ledger.brain.facade import Brain
+
+__all__ = ["DIRECTORY", "Entries", "mime_type"]
+
+DIRECTORY = "inode/directory"  # the extension's mimeType of a directory resource
+
+
+def mime_type(path: str) -> str:
+    """A file's ``mimeType``: ``text/markdown`` for Markdown (SKILL.md first), else by its extension."""
+    if path.endswith((".md", ".markdown")) or path.rsplit("/", 1)[-1] == "SKILL.md":
+        return "text/markdown"
+    return mimetypes.guess_type(path, strict=False)[0] or "application/octet-stream"
+
+
+@dataclass(frozen=True)
+class _File:
+    kind: int
+    blob: bytes
+    content: bytes  # C(bytes), bundle-hash.md §3
+    sha256: str
+    size: int
+
+
+@dataclass
+class _Tree:
+    """One skill tree's part of its entries: what depends on its files alone (kept by tree id)."""
+
+    files: dict[str, _File]  # rel → file, in byte order of rel
+    node: DirNode  # the folder, every directory expanded
+    skills: list[tuple[str, dict[str, Any] | None, str | None]]  # (prefix, frontmatter, why not served)
+    proofs: dict[str, an.FileProof]  # rel → its proof up to the folder
+
+
+@dataclass(frozen=True)
+class _Pick:
+    tree: bytes
+    version: int
+    commit: bytes
+
+
+class Entries:
+    """The served skills of ``brain`` as spec ``Skill`` entries (docs/lineage.md §16)."""
+
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+        self._trees: dict[tuple[str, bytes], _Tree] = {}
+        self._snaps: dict[bytes, tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]] = {}
+        self._at: tuple[tuple[bytes, bool], _Served] | None = None
+
+    # ------------------------------------------------------------------ the API
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every served skill's entry, outer skills in byte order of name, each followed by its nested ones."""
+        return list(self._served().listing)
+
+    def get(self, uri: str) -> dict[str, Any]:
+        """The entry whose ``uri`` (a SKILL.md's) is ``uri``; :class:`SkillNotFoundError` when none is served."""
+        served = self._served()
+        found = served.by_uri.get(uri)
+        if found is None:
+            why = served.refused.get(uri)
+            raise SkillNotFoundError(f"no skill is served at {uri}" + (f": {why}" if why else ""),
+                                     hint="skills/list names the served skills' URIs")  # fmt: skip
+        return found
+
+    def read(self, uri: str) -> bytes:
+        """The exact bytes of file ``uri``, from the snapshot its skill's entry names."""
+        name, rel, _, tree = self._locate(uri)
+        f = tree.files.get(rel)
+        if f is None:
+            raise SkillNotFoundError(f"{uri} is not a file the brain serves",
+                                     hint=f"skills/get skill://{name}/SKILL.md lists its files")  # fmt: skip
+        return self.brain.store.read(f.blob, b"blob")
+
+    def children(self, uri: str) -> list[dict[str, Any]]:
+        """The direct children of directory ``uri`` (``skill://<name>`` or a directory in it), as the
+        extension's ``Resource`` objects, in byte order of name."""
+        name, rel, _, tree = self._locate(uri, directory=True)
+        node: Any = tree.node
+        for part in rel.split("/") if rel else ():
+            node = node.entries.get(part) if isinstance(node, DirNode) else None
+        if not isinstance(node, DirNode):
+            what = "a file, not a directory resource" if rel in tree.files else "not a directory the brain serves"
+            raise SkillNotFoundError(f"{uri} is {what}", hint=f"skills/get skill://{name}/SKILL.md lists its files")
+        base = uri.rstrip("/")
+        out = []
+        for child in node.names:
+            sub = node.entries[child]
+            mime = DIRECTORY if isinstance(sub, DirNode) else mime_type(child)
+            out.append({"uri": f"{base}/{child}", "name": child, "mimeType": mime})
+        return out
+
+    def refused(self) -> dict[str, str]:
+        """Each skill ``uri`` in the head that is not served for a reason of the spec, and the reason."""
+        return dict(self._served().refused)
+
+    # ------------------------------------------------------------------ what is served
+
+    def _served(self) -> _Served:
+        head = self.brain.snapshots.head()
+        key = (head.commit, gate.enabled(self.brain.config))
+        if self._at is not None and self._at[0] == key:
+            return self._at[1]
+        picks = self._picks(head, key[1])
+        served = _Served()
+        for name, pick in picks.items():
+            try:
+                tree = self._tree(name, pick.tree)
+            except LedgerError as exc:
+                served.refused[an.skill_uri(name, "")] = exc.message
+                continue
+            served.picks[name] = (pick, tree)
+            for prefix, fm, why in tree.skills:
+                uri = an.skill_uri(name, prefix)
+                if fm is None:
+                    served.refused[uri] = why or "it is not a skill"
+                    continue
+                entry = self._entry(name, prefix, fm, pick, tree)
+                served.by_uri[uri] = entry
+                served.listing.append(entry)
+        self._at = (key, served)
+        if len(self._trees) > 2 * len(head.skills) + 1024:  # trees of skills long since rewritten
+            live = {(n, p.tree) for n, p in picks.items()}
+            self._trees = {k: t for k, t in self._trees.items() if k in live}
+        return served
+
+    def _picks(self, head: Any, gated: bool) -> dict[str, _Pick]:
+        """Each served skill's tree, version and snapshot: the head's, less the withheld (the catalog's
+        rule), and with the gate on a held skill's newest released version (or none)."""
+        out = {e.name: _Pick(head.skills[e.name], e.version, head.commit) for e in self.brain.catalog.entries()}
+        if not gated:
+            return out
+        held = {n: g for n, g in gate.read(self.brain).items() if n in out and g.released != g.head}
+        versions = gate.versions_of(self.brain, held) if held else {}
+        for name, g in held.items():
+            v = versions[name].get(g.released) if g.released is not None else None
+            if v is None:
+                del out[name]  # nothing released: no runtime gets it
+            else:
+                out[name] = _Pick(v.tree, v.version, bytes.fromhex(v.commit))
+        return out
+
+    def _locate(self, uri: str, directory: bool = False) -> tuple[str, str, _Pick, _Tree]:
+        if not isinstance(uri, str) or not uri.startswith(an.SCHEME):
+            raise SkillNotFoundError(f"{uri!r} is not a skill:// URI the brain serves")
+        name, _, rel = uri[len(an.SCHEME) :].partition("/")
+        found = self._served().picks.get(name)
+        if found is None or (not rel and not directory) or rel.endswith("/"):
+            raise SkillNotFoundError(f"{uri} is not a resource the brain serves",
+                                     hint="skills/list names the served skills")  # fmt: skip
+        return name, rel, *found
+
+    # ------------------------------------------------------------------ a skill tree
+
+    def _tree(self, name: str, tree_id: bytes) -> _Tree:
+        key = (name, tree_id)
+        kept = self._trees.get(key)
+        if kept is None:
+            kept = self._trees[key] = self._read_tree(name, tree_id)
+        return kept
+
+    def _read_tree(self, name: str, tree_id: bytes) -> _Tree:
+        store = self.brain.store
+        listing = sorted(self.brain.snapshots.files(tree_id).items(), key=lambda kv: kv[0].encode())
+        blobs = store.read_blobs([sha for _, (_, sha) in listing])
+        files = {}
+        for (rel, (mode, sha)), data in zip(listing, blobs, strict=True):
+            kind = KIND_EXEC if mode == MODE_EXEC else KIND_FILE
+            files[rel] = _File(kind, sha, file_digest(data), hashlib.sha256(data).hexdigest(), len(data))
+        node = tree_of({rel: Digest(f.kind, f.content) for rel, f in files.items()})
+        proofs = {rel: an.FileProof(rel, f.kind, f.content, prove(node, rel).steps) for rel, f in files.items()}
+        named = [(rel, data) for (rel, _), data in zip(listing, blobs, strict=True)]
+        text = {rel: data for rel, data in named if rel.rsplit("/", 1)[-1] == "SKILL.md"}
+        skills = []
+        for rel in sorted(text, key=lambda r: (r.count("/"), r.encode())):
+            prefix = rel[: -len("/SKILL.md")] if "/" in rel else ""
+            fm, why = _frontmatter(text[rel], prefix.rsplit("/", 1)[-1] if prefix else name)
+            if prefix and fm is None:
+                continue  # not a nested skill: an ordinary supporting file of the skill around it
+            inner = prefix + "/" if prefix else ""
+            mine = [f for r, f in files.items() if r.startswith(inner)]
+            if fm is not None and len(mine) > an.MAX_FILES:
+                fm, why = None, f"it has {len(mine)} files, over the {an.MAX_FILES} a host must accept"
+            elif fm is not None and sum(f.size for f in mine) > an.MAX_TOTAL:
+                fm, why = None, f"its files total over the {an.MAX_TOTAL} bytes a host must accept"
+            skills.append((prefix, fm, why))
+        skills.sort(key=lambda s: s[0].encode())
+        return _Tree(files, node, skills, proofs)
+
+    # ------------------------------------------------------------------ an entry
+
+    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree) -> dict[str, Any]:
+        raw, snap, signer, chain = self._snapshot(pick.commit)
+        folder_step = self._folder_step(name, tree.node.digest, pick, snap.root)
+        inner = prefix + "/" if prefix else ""
+        mine = [rel for rel in tree.files if rel.startswith(inner)]
+        anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
+                          snapshot=raw, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
+                          files=[tree.proofs[rel] for rel in mine])  # fmt: skip
+        resources = [{"uri": an.skill_uri(name, "", rel), "digest": "sha256:" + tree.files[rel].sha256,
+                      "size": tree.files[rel].size} for rel in sorted(mine, key=str.encode)]  # fmt: skip
+        return {"uri": an.skill_uri(name, prefix), "frontmatter": fm, "resources": resources, "_meta": {an.KEY: anchor}}
+
+    def _snapshot(self, commit: bytes) -> tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]:
+        """A snapshot's raw commit object, parsed, its signer (address, role) and its chain receipt, if any."""
+        kept = self._snaps.get(commit)
+        if kept is not None:
+            return kept
+        raw = self.brain.store.read(commit, b"commit")
+        snap = snapshot_of(commit, raw)
+        address = signer_of(snap)
+        signer = (address, snap.attribution.get("actor", "")) if address is not None else None
+        note = receipt_of(self.brain.store, commit.hex())
+        chain = None
+        if note is not None:
+            chain = {"chainId": note["chain_id"], "registry": note["registry"], "agent": note["agent"],
+                     "seq": note["seq"], "block": note["block"], "tx": note["tx"]}  # fmt: skip
+        if len(self._snaps) >= 64:
+            self._snaps.pop(next(iter(self._snaps)))
+        self._snaps[commit] = (raw, snap, signer, chain)
+        return self._snaps[commit]
+
+    def _folder_step(self, name: str, folder: bytes, pick: _Pick, root: bytes) -> ProofStep:
+        """The one step from skill folder ``name`` (digest ``folder``) to the snapshot's root, checked."""
+        head = self.brain.snapshots.head()
+        step = None
+        if pick.commit == head.commit:
+            names = head.bundle.names
+            i = names.index(name) if name in names else -1
+            if i >= 0:
+                step = ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
+        for attempt in (step, None):
+            if attempt is None:
+                attempt = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
+            try:
+                verify_proof(InclusionProof(name, KIND_DIR, folder, (attempt,), root), root)
+                return attempt
+            except LedgerError:
+                continue
+        raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
+                          hint="run 'ledger verify'")  # fmt: skip
+
+
+@dataclass
+class _Served:
+    listing: list[dict[str, Any]]
+    by_uri: dict[str, dict[str, Any]]
+    picks: dict[str, tuple[_Pick, _Tree]]
+    refused: dict[str, str]
+
+    def __init__(self) -> None:
+        self.listing, self.by_uri, self.picks, self.refused = [], {}, {}, {}
+
+
+def _frontmatter(data: bytes, folder: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A SKILL.md's frontmatter as JSON when it makes a skill the spec serves at ``folder``; else why not."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "its SKILL.md is not UTF-8"
+    if text.startswith("\ufeff"):
+        return None, "its SKILL.md starts with a byte-order mark"
+    try:
+        fm = as_json(text)
+    except (LedgerError, RecursionError) as exc:
+        return None, exc.message if isinstance(exc, LedgerError) else "its frontmatter nests too deep"
+    name, description = fm.get("name"), fm.get("description")
+    if name != folder:
+        return None, f"its frontmatter name {name!r} is not its folder {folder!r} (the spec: the URI ends in the name)"
+    if not an.is_skill_name(name):
+        return None, f"its name {name!r} breaks the Agent Skills naming rules"
+    if not isinstance(description, str) or not description.strip():
+        return None, "its frontmatter has no description"
+    return fm, None

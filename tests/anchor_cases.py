@@ -1,0 +1,204 @@
+"""The skill anchor's tamper corpus (docs/lineage.md §16.4), and the vector tests/vectors/anchor/ made from it.
+
+:func:`tampers` turns one verified entry (and its files' bytes) into the cases a host must refuse, each a
+self-contained (entry, files, what the host trusts). tests/test_publish_anchor.py runs them on every entry of
+a served brain, through :func:`ledger.publish.anchor.verify_entry`, ``ledger verify-proof`` and the
+stand-alone scripts/verify-entry.py; ``python -m tests.anchor_cases`` writes the committed vector from a small
+brain (its bytes hold a fresh signing key and timestamps, so it is made once and kept, not regenerated).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ledger.publish import anchor as an
+from ledger.signatures import signing
+
+VECTOR = Path(__file__).parent / "vectors" / "anchor" / "vector.json"
+OTHER_KEY = bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")  # not the brain's
+
+Files = dict[str, bytes]
+Case = tuple[str, dict[str, Any], Files, dict[str, str], str]  # name, entry, files, trust, refusal (a substring)
+
+
+def files_of(entries: Any, entry: dict[str, Any]) -> Files:
+    """The bytes of an entry's files, keyed by path from the skill's root, as a host reads them."""
+    return {r["uri"][len(entry["uri"]) - len("SKILL.md") :]: entries.read(r["uri"]) for r in entry["resources"]}
+
+
+def _anchor(entry: dict[str, Any]) -> dict[str, Any]:
+    return entry["_meta"][an.KEY]
+
+
+def resign(anchor: dict[str, Any], key: bytes, *, root: str | None = None) -> None:
+    """Re-make the anchor's commit object signed by ``key`` (and naming ``root``), with its new id: a forgery
+    that is a well-formed signed snapshot, by another key."""
+    raw = base64.b64decode(anchor["snapshot"])
+    head, _, message = raw.decode().partition("\n\n")
+    if root is not None:
+        message = message.replace(f"Ledger-Root: {anchor['root']}\n", f"Ledger-Root: {root}\n")
+        anchor["root"] = root
+    text, _ = signing.split_signature(message)
+    lines = head.split("\n")
+    lines = [ln for ln in lines if not ln.startswith(("gpgsig ", " "))]  # the git signature would not verify: gone
+    tree = bytes.fromhex(lines[0][5:])
+    parents = [bytes.fromhex(ln[7:]) for ln in lines if ln.startswith("parent ")]
+    trailers = {ln.partition(": ")[0]: ln.partition(": ")[2] for ln in text.split("\n")}
+    parent_root = trailers["Ledger-Parent-Root"]
+    digest = signing.digest(bytes.fromhex(anchor["root"][15:]),
+                            None if parent_root == "none" else bytes.fromhex(parent_root[15:]),
+                            parents[0] if parents else None, tree, trailers.get("Ledger-Actor", ""), text)  # fmt: skip
+    new = ("\n".join(lines) + "\n\n" + text + f"Ledger-Signature: {signing.sign(key, digest)}\n").encode()
+    anchor["snapshot"] = base64.b64encode(new).decode()
+    anchor["commit"] = hashlib.sha1(b"commit %d\x00" % len(new) + new).hexdigest()
+    anchor["signer"] = {"address": signing.address_of(key), "role": trailers.get("Ledger-Actor", "")}
+
+
+def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, Any] | None = None) -> Iterator[Case]:
+    """Every way §16.4 names of making a host take what the brain did not serve; ``other`` is an entry of
+    another snapshot of the same skill, when there is one."""
+    trust = {"signer": signer}
+    a = _anchor(entry)
+    rels = sorted(files, key=str.encode)
+    pre = a["prefix"] + "/" if a["prefix"] else ""
+
+    def case(name: str, change: Callable[[dict[str, Any], dict[str, Any], Files], Any], refusal: str,
+             pinned: dict[str, str] | None = None) -> Case:  # fmt: skip
+        e, f = copy.deepcopy(entry), dict(files)
+        change(e, _anchor(e), f)
+        return name, e, f, pinned or trust, refusal
+
+    def change_byte(e: Any, x: Any, f: Files) -> None:
+        f[rels[-1]] = bytes([f[rels[-1]][0] ^ 1]) + f[rels[-1]][1:]
+
+    yield case("a changed byte", change_byte, "is not the file the root holds")
+    if len(rels) > 1 and files[rels[0]] != files[rels[1]]:
+
+        def swap(e: Any, x: Any, f: Files) -> None:
+            f[rels[0]], f[rels[1]] = f[rels[1]], f[rels[0]]
+
+        yield case("two files swapped", swap, "is not the file the root holds")
+
+    def drop(e: Any, x: Any, f: Files) -> None:
+        i = next(i for i, g in enumerate(x["files"]) if g["path"] != pre + "SKILL.md")
+        path = x["files"].pop(i)["path"]
+        e["resources"].pop(i)
+        f.pop(path[len(pre) :])
+
+    if len(rels) > 1:
+        yield case("a dropped file (from entry, anchor and files alike)", drop, "not the whole")
+
+    def extra_file(e: Any, x: Any, f: Files) -> None:
+        f["zz-extra.md"] = b"an extra file\n"
+
+    yield case("an extra file beside the skill's", extra_file, "is not one of the skill's files")
+
+    def extra_listed(e: Any, x: Any, f: Files) -> None:
+        data = b"an extra file\n"
+        x["files"].append({**x["files"][-1], "path": pre + "zz-extra.md"})
+        e["resources"].append({"uri": an.skill_uri(x["skill"], x["prefix"], "zz-extra.md"),
+                               "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)})  # fmt: skip
+        f["zz-extra.md"] = data
+
+    yield case("an extra file listed in entry and anchor", extra_listed, "is not in the skill folder")
+    yield case("a wrong trusted root", lambda e, x, f: None, "not the trusted",
+               {"root": "blake3-tree-v1:" + "00" * 32})  # fmt: skip
+
+    def forged(e: Any, x: Any, f: Files) -> None:
+        raw = base64.b64decode(x["snapshot"]).replace(b"Ledger-Operation: ", b"Ledger-Operation:  ", 1)
+        x["snapshot"] = base64.b64encode(raw).decode()
+
+    yield case("a forged commit object (its id unchanged)", forged, "is not commit")
+
+    def forged_root(e: Any, x: Any, f: Files) -> None:
+        resign(x, OTHER_KEY, root="blake3-tree-v1:" + "11" * 32)
+
+    yield case("a forged root, re-signed by another key", forged_root, "not the trusted")
+    yield case("a signature by another key", lambda e, x, f: resign(x, OTHER_KEY), "not the trusted")
+
+    def wrong_signer(e: Any, x: Any, f: Files) -> None:
+        x["signer"]["address"] = signing.address_of(OTHER_KEY)
+
+    yield case("a wrong signer named", wrong_signer, "names signer")
+    if other is not None:
+
+        def another(e: Any, x: Any, f: Files) -> None:
+            o = _anchor(other)
+            for k in ("root", "commit", "snapshot", "signer", "chain", "folder"):
+                x[k] = copy.deepcopy(o[k])
+
+        yield case("the proof of another snapshot", another, "")
+
+    def kind(e: Any, x: Any, f: Files) -> None:
+        x["files"][0]["kind"] = "exec" if x["files"][0]["kind"] == "file" else "file"
+
+    yield case("a wrong kind", kind, "is not in the skill folder")
+
+    def traversal(e: Any, x: Any, f: Files) -> None:
+        x["files"][0]["path"] = pre + "../../etc/passwd"
+
+    yield case("a path traversal", traversal, "not a path in a skill")
+
+    def duplicate(e: Any, x: Any, f: Files) -> None:
+        x["files"].insert(0, copy.deepcopy(x["files"][0]))
+        e["resources"].insert(0, copy.deepcopy(e["resources"][0]))
+
+    yield case("a duplicate path", duplicate, "twice")
+
+    def non_hex(e: Any, x: Any, f: Files) -> None:
+        x["files"][0]["content"] = x["files"][0]["content"].upper()
+
+    yield case("non-hex (upper-case) content", non_hex, "lower-case hex")
+
+    def oversize(e: Any, x: Any, f: Files) -> None:
+        x["files"] = [{**x["files"][0], "path": f"{pre}f{i:04}"} for i in range(an.MAX_FILES + 1)]
+
+    yield case("oversize: more files than a skill may hold", oversize, "files are not a list of 1 to")
+
+
+def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.anchor_cases
+    """Make a small signed brain and write tests/vectors/anchor/vector.json from its entries."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["LEDGER_KEYS"] = f"{tmp}/keys"
+        from ledger.brain import Brain
+        from ledger.publish.entries import Entries
+
+        with Brain.init(Path(tmp) / "brain") as brain:
+            brain.create("pdf-tools", "Work with PDF files", "# PDF tools\n\nRun scripts/extract.py.\n")
+            brain.write_file("pdf-tools", "scripts/extract.py", b"#!/usr/bin/env python3\nprint('pdf')\n",
+                             executable=True)  # fmt: skip
+            brain.write_file("pdf-tools", "references/forms/FORMS.md", b"# Forms\r\nbinary \x00\xff end\n")
+            brain.write_file("pdf-tools", "forms/SKILL.md",
+                             b"---\nname: forms\ndescription: Fill PDF forms\ndate: 2024-01-15\n---\nFill them.\n")
+            entries = Entries(brain)
+            cases: list[dict[str, Any]] = []
+            for entry in entries.list():
+                a = _anchor(entry)
+                files = files_of(entries, entry)
+                signer = a["signer"]["address"]
+                rows = [(f"valid: {entry['uri']}", entry, files, {"signer": signer}, None)]
+                if not a["prefix"]:
+                    rows.append((f"valid, trusting its root: {entry['uri']}", entry, files, {"root": a["root"]}, None))
+                    rows.extend(tampers(entry, files, signer))
+                for name, e, f, trust, refusal in rows:
+                    cases.append({"name": name, "entry": e, "trust": trust,
+                                  "files": {k: base64.b64encode(v).decode() for k, v in sorted(f.items())},
+                                  "ok": refusal is None, **({"refusal": refusal} if refusal is not None else {})})  # fmt: skip
+    VECTOR.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
+           "cases": cases}  # fmt: skip
+    VECTOR.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {len(cases)} cases to {VECTOR}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    write_vector()
