@@ -75,7 +75,14 @@ def published(tmp_path_factory: pytest.TempPathFactory, node) -> Path:
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks()["publish"]], cwd=root / "brain", env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    return root / "for-auditor"
+    given = root / "for-auditor"
+    from ledger.publish.entries import Entries
+
+    with Brain.open(root / "brain") as brain:  # an entry as `ledger mcp` serves it (skills/get)
+        entry = Entries(brain).get("skill://code-review/SKILL.md")
+    (given / "code-review.entry.json").write_text(json.dumps(entry, indent=1, ensure_ascii=False))
+    shutil.copy(REPO / "scripts" / "verify-entry.py", given / "verify-entry.py")  # as an auditor fetches it
+    return given
 
 
 @pytest.fixture
@@ -196,3 +203,19 @@ def test_the_chain_with_cast(given: Path) -> None:
     _rewrite_head(given / "brain.git", root.group(1), bytes(reversed(root.group(1))))  # a lineage the chain never saw
     bad = auditor("chain", given)
     assert bad.returncode != 0 and "not the lineage's anchored roots" in bad.stderr, bad.stdout + bad.stderr
+
+
+@pytest.mark.chain
+def test_an_mcp_entry_with_the_stand_alone_verify_entry_script(given: Path) -> None:
+    ok = auditor("anchor", given)
+    assert ok.returncode == 0 and ok.stdout.startswith("OK: skill://code-review/SKILL.md v"), ok.stdout + ok.stderr
+    again = Path(shutil.copytree(given, given.with_name("again")))
+    _flip(given / "skills" / "code-review" / "scripts" / "run.sh", 3)
+    bad = auditor("anchor", given)
+    assert bad.returncode == 1 and "scripts/run.sh" in bad.stderr and "FAIL" in bad.stderr, bad.stdout + bad.stderr
+    entry = json.loads((again / "code-review.entry.json").read_text())
+    first = entry["_meta"]["dev.brain-ledger/anchor"]["files"][0]
+    first["content"] = first["content"][:-1] + ("0" if first["content"][-1] != "0" else "1")
+    (again / "code-review.entry.json").write_text(json.dumps(entry))
+    bad = auditor("anchor", again)
+    assert bad.returncode == 1 and "FAIL" in bad.stderr, bad.stdout + bad.stderr
