@@ -274,6 +274,15 @@ def test_the_sslib_key_id_vector() -> None:
     vec = json.loads(SSLIB_VECTOR.read_text())
     old = json.loads(VECTORS.read_text())
     pem = p256_pem(bytes.fromhex(vec["secret"]))
+    if os.environ.get("LEDGER_WRITE_VECTORS"):  # regenerate: LEDGER_WRITE_VECTORS=1 pytest tests/test_attest.py
+        from ledger.signatures.siblings import p256_key
+
+        obj = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
+        vec.update(p256_pem=pem.decode(), pem_keyid=key_id(pem), key_object=obj.decode(),
+                   sslib_keyid=hashlib.sha256(obj).hexdigest(),
+                   intoto_envelope=intoto.make(json.loads(old["intoto_statement"]),
+                                               p256_key(bytes.fromhex(vec["secret"]))).decode())  # fmt: skip
+        SSLIB_VECTOR.write_text(json.dumps(vec, indent=2, ensure_ascii=False) + "\n")
     assert pem.decode() == vec["p256_pem"] == old["p256_pem"] and key_id(pem) == vec["pem_keyid"] == old["keyid"]
     key_object = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
     assert vec["key_object"].encode() == key_object
