@@ -53,7 +53,8 @@ ap = argparse.ArgumentParser()
 o = [ap.add_argument(arg) for arg in ("entry", "--signer", "--root", "--files")] and ap.parse_args()
 if not (o.signer or o.root):
     ap.error("pin what you trust: --signer ADDRESS or --root ROOT")
-doc = json.loads(Path(o.entry).read_bytes())
+once = lambda pairs: dict(pairs) if len(dict(pairs)) == len(pairs) else need(False, "a JSON key given twice")  # noqa: E731
+doc = json.loads(Path(o.entry).read_bytes(), object_pairs_hook=once)
 doc = doc["skill"] if isinstance(doc.get("skill"), dict) and "format" not in doc else doc
 entry, a = (None, doc) if doc.get("format") == FMT else (doc, (doc.get("_meta") or {}).get("dev.brain-ledger/anchor"))
 need(isinstance(a, dict) and set(a) == KEYS and a["format"] == FMT, f"the entry carries no {FMT} object")

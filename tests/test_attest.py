@@ -22,7 +22,7 @@ from blake3 import blake3
 
 from ledger.brain import Brain
 from ledger.exchange import intoto, oms
-from ledger.exchange.attested import AttestationError, Attested, canonical, key_id, p256_pem
+from ledger.exchange.attested import AttestationError, Attested, canonical, key_id, p256_pem, sslib_key_id
 from ledger.signatures.siblings import P256, Siblings
 from ledger.store.messages import Snapshot
 from tests.conftest import run_ledger
@@ -31,6 +31,7 @@ from tests.venvs import venv_python
 VENV = Path(__file__).resolve().parent.parent / ".venv-model-signing"
 LOCK = VENV.parent / "requirements" / "model-signing.txt"
 VECTORS = Path(__file__).resolve().parent / "vectors" / "attest" / "vectors.json"
+SSLIB_VECTOR = VECTORS.with_name("intoto-sslib-keyid.json")
 
 
 def _model_signing() -> Path:
@@ -108,7 +109,7 @@ def test_securesystemslib_verifies_an_intoto_attestation_of_every_exported_file(
     out = tmp_path / "brain.intoto.json"
     run_ledger("--brain", str(made), "attest", "--format", "intoto", "-o", str(out), check=True)
     pem = _pem(made)
-    key = SSlibKey.from_crypto(serialization.load_pem_public_key(pem), keyid=hashlib.sha256(pem).hexdigest())
+    key = SSlibKey.from_crypto(serialization.load_pem_public_key(pem))  # securesystemslib's defaults: no keyid
     env = Envelope.from_dict(json.loads(out.read_bytes()))
     assert env.payload_type == "application/vnd.in-toto+json"
     assert list(env.verify([key], 1)) == [key.keyid]
@@ -260,6 +261,72 @@ def test_committed_vectors() -> None:
     kid, env, _ = intoto.open_envelope(json.loads(vec["intoto_envelope"]))
     assert kid == vec["keyid"] and env.payload == canonical(it) and intoto.check_signature(env, pem, kid)
     assert not intoto.check_signature(env, p256_pem(b"\x22" * 32), kid)
+
+
+def test_the_sslib_key_id_vector() -> None:
+    """The v1.11 key id, byte for byte as §12.2 writes it, is securesystemslib's own default; the envelope signed
+    with it verifies with a stock key, and the pre-v1.11 envelope (PEM key id) does not, but both verify here."""
+    from cryptography.hazmat.primitives import serialization
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+    from securesystemslib.signer import SSlibKey
+
+    vec = json.loads(SSLIB_VECTOR.read_text())
+    old = json.loads(VECTORS.read_text())
+    pem = p256_pem(bytes.fromhex(vec["secret"]))
+    if os.environ.get("LEDGER_WRITE_VECTORS"):  # regenerate: LEDGER_WRITE_VECTORS=1 pytest tests/test_attest.py
+        from ledger.signatures.siblings import p256_key
+
+        obj = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
+        vec.update(p256_pem=pem.decode(), pem_keyid=key_id(pem), key_object=obj.decode(),
+                   sslib_keyid=hashlib.sha256(obj).hexdigest(),
+                   intoto_envelope=intoto.make(json.loads(old["intoto_statement"]),
+                                               p256_key(bytes.fromhex(vec["secret"]))).decode())  # fmt: skip
+        SSLIB_VECTOR.write_text(json.dumps(vec, indent=2, ensure_ascii=False) + "\n")
+    assert pem.decode() == vec["p256_pem"] == old["p256_pem"] and key_id(pem) == vec["pem_keyid"] == old["keyid"]
+    key_object = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
+    assert vec["key_object"].encode() == key_object
+    assert sslib_key_id(pem) == hashlib.sha256(vec["key_object"].encode()).hexdigest() == vec["sslib_keyid"]
+    stock = SSlibKey.from_crypto(serialization.load_pem_public_key(pem))
+    assert stock.keyid == vec["sslib_keyid"]
+    assert list(Envelope.from_dict(json.loads(vec["intoto_envelope"])).verify([stock], 1)) == [stock.keyid]
+    with pytest.raises(VerificationError):  # the old form names the key otherwise: a stock key is not found
+        Envelope.from_dict(json.loads(old["intoto_envelope"])).verify([stock], 1)
+    for doc, kid in ((vec["intoto_envelope"], vec["sslib_keyid"]), (old["intoto_envelope"], old["keyid"])):
+        got, env, stmt = intoto.open_envelope(json.loads(doc))
+        assert got == kid and canonical(stmt).decode() == old["intoto_statement"]
+        assert intoto.check_signature(env, pem, kid) and not intoto.check_signature(env, p256_pem(b"\x22" * 32), kid)
+
+
+def test_an_envelope_naming_its_key_by_the_pem_key_id_still_verifies(made: Path, tmp_path: Path) -> None:
+    """New envelopes carry securesystemslib's key id; one made before v1.11 (PEM key id) verifies all the same,
+    and an OMS bundle whose hint is the securesystemslib key id is refused (its hint is the PEM key id)."""
+    b = ("--brain", str(made))
+    new = tmp_path / "new.intoto"
+    shown = json.loads(run_ledger(*b, "attest", "--format", "intoto", "-o", str(new), "--json", check=True).stdout)
+    pem = _pem(made)
+    assert json.loads(new.read_bytes())["signatures"][0]["keyid"] == shown["keyid"] == sslib_key_id(pem)
+    with Brain.open(made) as brain:
+        doc = json.loads(new.read_bytes())
+        stmt = json.loads(base64.b64decode(doc["payload"]))
+        secret = brain.sealer.key_for(brain.store.trust_at(brain.store.commit_info(brain.head().commit)[0].hex())[1],
+                                      "user").secret  # fmt: skip
+    from ledger.signatures.siblings import p256_key
+
+    old = tmp_path / "old.intoto"
+    old.write_bytes(intoto.make(stmt, p256_key(secret), key_id(pem)))
+    assert json.loads(old.read_bytes())["signatures"][0]["keyid"] == key_id(pem)
+    for path, kid in ((new, sslib_key_id(pem)), (old, key_id(pem))):
+        ok = json.loads(run_ledger(*b, "verify", "--attestation", str(path), "--json", check=True).stdout)
+        assert ok["ok"] is True and ok["keyid"] == kid, ok
+    oms_doc = tmp_path / "a.oms"
+    run_ledger(*b, "attest", "--format", "oms", "-o", str(oms_doc), check=True)
+    doc = json.loads(oms_doc.read_bytes())
+    assert doc["verificationMaterial"]["publicKey"]["hint"] == key_id(pem)  # OMS unchanged
+    doc["verificationMaterial"]["publicKey"]["hint"] = sslib_key_id(pem)
+    oms_doc.write_text(json.dumps(doc, separators=(",", ":")))
+    bad = run_ledger(*b, "verify", "--attestation", str(oms_doc))
+    assert bad.returncode == 1 and "hint" in bad.stderr + bad.stdout, bad
 
 
 def test_an_oms_folder_with_a_top_level_git_file_is_refused() -> None:

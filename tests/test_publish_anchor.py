@@ -171,6 +171,12 @@ def test_verify_proof_takes_an_entry_as_it_comes(brain: Brain, tmp_path: Path) -
     (folder / "SKILL.md").write_bytes(NESTED.replace(b"Fill PDF forms", b"Fill PDF forms!"))
     said = run_ledger("verify-proof", str(path), "--root", a["root"], "--files", str(folder))
     assert said.returncode == 1 and "error: FAIL: the anchor does not verify: file 'SKILL.md'" in said.stderr
+    twice = tmp_path / "twice.json"  # a key given twice reads one way in one parser, another in the next
+    twice.write_text('{"uri": "skill://x/SKILL.md", ' + json.dumps(entry)[1:])
+    dup = run_ledger("verify-proof", str(twice), "--root", a["root"])
+    assert dup.returncode == 1 and "is ambiguous JSON: the key 'uri' appears twice" in dup.stderr, dup.stderr
+    [script] = _scripts([[str(twice), "--root", a["root"]]])
+    assert script.returncode == 1 and "a JSON key given twice" in script.stderr
     proof = run_ledger("--brain", str(brain.root), "prove", "pdf-tools/SKILL.md")  # inclusion proofs as before
     (tmp_path / "p.json").write_text(proof.stdout)
     assert run_ledger("verify-proof", str(tmp_path / "p.json"), "--root", a["root"]).returncode == 0
@@ -215,26 +221,30 @@ def test_entries_serve_what_a_runtime_may_see_from_the_store(brain: Brain) -> No
 
 def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_served(brain: Brain) -> None:
     odd = ("---\nname: odd-yaml\ndescription: >-\n  Folded\n  text\nlicense: Apache-2.0\ncreated: 2024-01-15\n"
-           "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\nflags: [yes, no, ~, 1.5, -3, 0x1f]\n"
+           "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\n"
+           "flags: [true, False, ~, 1.5, -3, 0x1f, 1.]\n"
            "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: [a, b]\n  version: 1\n---\nbody\n")  # fmt: skip
     brain.allow_invalid = True  # lint calls these fields unexpected; the spec passes every field through
     brain.create("odd-yaml", "x", "body\n")
     brain.edit("odd-yaml", odd)
     brain.create("bad-key", "x", "body\n")
     brain.edit("bad-key", "---\nname: bad-key\ndescription: a key that is a number\n1: one\n---\n")
+    brain.create("two-readings", "x", "body\n")  # YAML 1.1 reads `on` as true, YAML 1.2 as "on"
+    brain.edit("two-readings", "---\nname: two-readings\ndescription: two readings\nuser-invocable: on\n---\n")
     brain.create("foo-bar", "x", "body\n")
     brain.edit("foo-bar", "---\nname: Foo Bar\ndescription: a name that is not its folder\n---\n")
     entries = Entries(brain)
     got = entries.get("skill://odd-yaml/SKILL.md")["frontmatter"]
     assert got == {"name": "odd-yaml", "description": "Folded text", "license": "Apache-2.0",
                    "created": "2024-01-15", "when": "2001-12-14t21:59:43.10-05:00",
-                   "allowed-tools": "Bash(git:*) Read", "flags": [True, False, None, 1.5, -3, 31],
+                   "allowed-tools": "Bash(git:*) Read", "flags": [True, False, None, 1.5, -3, 31, 1.0],
                    "quoted": "2024-01-15", "metadata": {"author": "me", "tags": ["a", "b"], "version": 2}}  # fmt: skip
     assert list(got) == ["name", "description", "license", "created", "when", "allowed-tools", "flags", "quoted",
                          "metadata"]  # the author's order  # fmt: skip
     refused = entries.refused()
     assert "which YAML reads as a int, not text" in refused["skill://bad-key/SKILL.md"]
     assert "is not its folder 'foo-bar'" in refused["skill://foo-bar/SKILL.md"]
+    assert "'on' reads as True in YAML 1.1 but as 'on' in YAML 1.2" in refused["skill://two-readings/SKILL.md"]
     with pytest.raises(SkillNotFoundError, match=r"no skill is served at skill://foo-bar/SKILL\.md: its frontmatter"):
         entries.get("skill://foo-bar/SKILL.md")
     assert {e["uri"] for e in entries.list()} == {"skill://odd-yaml/SKILL.md"}
@@ -334,3 +344,29 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
     doc.write_text(json.dumps(Entries(chained).get("skill://t/SKILL.md")))
     late = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
     assert late.returncode == 1 and "was never committed on chain" in late.stderr, late.stderr
+
+
+def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_only(tmp_path: Path) -> None:
+    """``signer`` is null; a pinned signer is refused; the version is the store's (no counter in SKILL.md)."""
+    with Brain.init(tmp_path / "brain", sign=False, versions="store") as brain:
+        brain.create("notes", "Take notes", "v1\n")
+        brain.edit("notes", "---\nname: notes\ndescription: Take notes\n---\nv2\n")
+        entries = Entries(brain)
+        entry = entries.get("skill://notes/SKILL.md")
+        files = files_of(entries, entry)
+    a = entry["_meta"][an.KEY]
+    assert a["signer"] is None and a["version"] == 2 and files["SKILL.md"].endswith(b"---\nv2\n")
+    assert entry["frontmatter"] == {"name": "notes", "description": "Take notes"}  # no counter: the store keeps it
+    root = bytes.fromhex(a["root"][15:])
+    assert an.verify_entry(entry, files, root=root).signer is None
+    with pytest.raises(ProofError, match="is unsigned, not by the trusted"):
+        an.verify_entry(entry, files, signer="0x" + "11" * 20)
+    lying = json.loads(json.dumps(entry))
+    lying["_meta"][an.KEY]["version"] = 3  # the commit's Ledger-Change says v2
+    with pytest.raises(ProofError, match="it says version 3 but commit"):
+        an.verify_entry(lying, files, root=root)
+    doc, folder = _write(tmp_path, "notes", entry, files)
+    lie, _ = _write(tmp_path, "lie", lying, files)
+    runs = [[str(doc), "--root", a["root"], "--files", str(folder)], [str(doc), "--signer", "0x" + "11" * 20],
+            [str(lie), "--root", a["root"]]]  # fmt: skip
+    assert [p.returncode for p in _scripts(runs)] == [0, 1, 1]

@@ -422,7 +422,7 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
     (base / "one").mkdir(parents=True)
     (base / "one" / "SKILL.md").write_bytes(skill_md("one"))
     archive = _tar([("two/SKILL.md", skill_md("two"), None), ("two/scripts/go.sh", b"#!/bin/sh\n", None),
-                    ("two/references/link", None, "/etc/passwd")])  # fmt: skip
+                    ("two/references/link", None, "../SKILL.md")])  # fmt: skip
     (base / "two.tar.gz").write_bytes(archive)
     evil = _tar([("SKILL.md", skill_md("evil"), None), ("../../escape", b"x", None)])
     (base / "evil.tar.gz").write_bytes(evil)
@@ -442,9 +442,9 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
         one, two = resolve(url, ["one", "two"])
         assert one.files == {"SKILL.md": (skill_md("one"), False)} and one.pin["version"] == "0.2.0"
         assert two.files["scripts/go.sh"] == (b"#!/bin/sh\n", True) and two.symlinks == ("references/link",)
-        assert two.link_targets == {"references/link": "/etc/passwd"}
+        assert two.link_targets == {"references/link": "../SKILL.md"}  # inside the skill: kept, reported
         assert two.pin["digest"] == doc["skills"][1]["digest"]
-        with pytest.raises(SourceError, match="no brain may hold"):
+        with pytest.raises(SourceError, match="escape' leaves the skill's folder"):
             resolve(url, ["evil"])
         (base / "two.tar.gz").write_bytes(archive + b"\0")
         with pytest.raises(SourceError, match="does not match its digest"):

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from ledger.exchange.descriptors import EXCHANGE, renameat2
 from tests.conftest import LEDGER
 from tests.test_sync import _body, _ledger, _linked, _sync
 
@@ -26,6 +27,22 @@ def _hermes_write(path: Path, data: str) -> None:
     tmp = path.parent / f".{path.name}.{random.getrandbits(32):08x}.tmp"
     tmp.write_text(data)
     os.replace(tmp, path)
+
+
+def _rewrite(path: Path, read: str, data: str) -> set[str]:
+    """A read-modify-write of ``path`` as Hermes makes it (``data`` made from ``read``; a temporary file
+    beside it, renamed over it), but renamed by an exchange, so that the test learns what its rename
+    replaced: the lines that were in the file when the write landed and are not in ``data`` (the runtime
+    wrote over them without having read them; empty when the file was still as read, or cannot be told)."""
+    tmp = path.parent / f".{path.name}.{random.getrandbits(32):08x}.tmp"
+    tmp.write_text(data)
+    renameat2(-1, str(tmp), -1, str(path), EXCHANGE)  # absolute paths: resolved at the rename, as os.replace's
+    try:
+        replaced = tmp.read_text()
+        tmp.unlink()
+    except OSError:  # the folder was exchanged meanwhile: the displaced copy is the ledger's to settle
+        return set()
+    return set(replaced.splitlines()) - set(data.splitlines()) if replaced != read else set()
 
 
 def _head_files(brain: Path, name: str) -> dict[str, str]:
@@ -55,6 +72,7 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
     skill = target / "alpha"
     done = threading.Event()
     acked: list[tuple[str, str]] = []
+    overwritten: set[str] = set()  # lines the runtime's own rewrite of SKILL.md replaced unread
     syncs: list[int] = []
     rng = random.Random(46)
 
@@ -64,8 +82,10 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
             marker, i = f"rt-{i}", i + 1
             try:
                 if rng.random() < 0.5:
-                    _hermes_write(skill / "SKILL.md", (skill / "SKILL.md").read_text() + marker + "\n")
+                    read = (skill / "SKILL.md").read_text()
+                    replaced = _rewrite(skill / "SKILL.md", read, read + marker + "\n")
                     acked.append(("line", marker))
+                    overwritten.update(replaced)
                 else:
                     (skill / "references").mkdir(exist_ok=True)
                     _hermes_write(skill / "references" / f"{marker}.md", marker + "\n")
@@ -95,13 +115,20 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
         report = _sync(brain, env)
         if not any(t["recorded"] or t["projected"] for t in report["targets"]):
             break
+    else:
+        raise AssertionError(f"four syncs after the runtime stopped still changed something: {report}")
     head = _head_files(brain, "alpha")
     head_lines = set(head["SKILL.md"].splitlines())
     missing = [m for kind, m in acked
                if (m not in head_lines if kind == "line" else head.get(f"references/{m}.md") != m + "\n")]  # fmt: skip
+    # A line the runtime's own rewrite replaced unread is the runtime's lost update, not the ledger's: its
+    # read-modify-write read SKILL.md while a sync had the folder exchanged, before the sync merged the line
+    # back, and renamed after (tests/edgemodel.py: nothing at the edge can tell that from an edit).  Only
+    # lines that were in the file at that rename are excused; a line the ledger dropped never is.
+    lost = [m for m in missing if m not in overwritten]
     kept = [str(p) for p in _rescued(brain)]
     assert len(syncs) >= 12 and len(acked) >= 300, (len(syncs), len(acked))
-    assert (missing, kept) == ([], []), f"{len(missing)} of {len(acked)} acknowledged edits not in the head"
+    assert (lost, kept) == ([], []), f"{len(lost)} of {len(acked)} acknowledged edits not in the head: {lost}"
     kind, last = acked[-1]
     in_folder = (skill / "SKILL.md").read_text().splitlines() if kind == "line" else \
         [(skill / "references" / f"{last}.md").read_text().strip()]  # fmt: skip

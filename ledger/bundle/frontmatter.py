@@ -130,15 +130,63 @@ def load(text: str) -> tuple[dict[str, Any], int]:
     return fm, body
 
 
+_CORE = (  # how YAML 1.2's core schema (most parsers outside Python) reads a plain scalar, in this order
+    ("null", re.compile(r"(?:~|null|Null|NULL|)\Z")),
+    ("bool", re.compile(r"(?:true|True|TRUE|false|False|FALSE)\Z")),
+    ("int", re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")),
+    ("float", re.compile(r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+                         r"|\.(?:nan|NaN|NAN))\Z")),
+)
+
+
+def _core(text: str) -> tuple[str, Any]:
+    """A plain scalar as YAML 1.2's core schema reads it: (kind, value); kind ``str`` for the rest."""
+    kind = next((k for k, pattern in _CORE if pattern.match(text)), "str")
+    if kind == "str":
+        return kind, text
+    if kind == "null":
+        return kind, None
+    if kind == "bool":
+        return kind, text[0] in "tT"
+    if kind == "int":
+        return kind, int(text[2:], 8) if text.startswith("0o") else int(text, 16 if text.startswith("0x") else 10)
+    if text.lower().endswith((".inf", ".nan")):
+        return kind, float(text.lower().replace(".", ""))
+    return kind, float(text)
+
+
 @functools.cache
 def _json_loader() -> type:
-    """The unique-key loader with YAML timestamps kept as the text written (see :func:`as_json`)."""
-    _, _, unique = _yaml()
+    """The unique-key loader with YAML timestamps kept as the text written, refusing a plain scalar that YAML
+    1.1 (PyYAML) and YAML 1.2's core schema read as two values (see :func:`as_json`)."""
+    yaml, _, unique = _yaml()
+    safe = yaml.constructor.SafeConstructor
 
     class AsWritten(unique):  # type: ignore[misc,valid-type]
         """A timestamp (``2024-01-15``) is the scalar as written: JSON has no date, YAML 1.2 reads it as text."""
 
-    AsWritten.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+    def one_reading(construct: Any) -> Any:
+        def constructor(loader: Any, node: Any) -> Any:
+            value = construct(loader, node)
+            if not node.style:  # a plain scalar (None, or "" from libyaml): quoted and block ones are text to all
+                kind, core = _core(node.value)
+                nan = core != core and value != value
+                same = kind == "str" if isinstance(value, str) else (
+                    kind != "str" and type(core) is type(value) and (core == value or nan))
+                if not same:
+                    raise SkillError(
+                        f"frontmatter value {node.value!r} reads as {value!r} in YAML 1.1 but as {core!r} in YAML "
+                        "1.2, so hosts would not agree on it", hint="quote it to make it text")  # fmt: skip
+            return value
+
+        return constructor
+
+    as_written = one_reading(lambda loader, node: loader.construct_scalar(node))
+    AsWritten.add_constructor("tag:yaml.org,2002:timestamp", as_written)
+    for tag, construct in (("bool", safe.construct_yaml_bool), ("int", safe.construct_yaml_int),
+                           ("float", safe.construct_yaml_float), ("str", safe.construct_yaml_str),
+                           ("null", safe.construct_yaml_null)):  # fmt: skip
+        AsWritten.add_constructor(f"tag:yaml.org,2002:{tag}", one_reading(construct))
     return AsWritten
 
 

@@ -364,10 +364,17 @@ def verify_proof(
     if at_head and not chain:
         raise UsageError("--head goes with --chain")
     try:
-        doc = json.loads(read_text(proof_file, 16 << 20, "proof"))
+        text = read_text(proof_file, 16 << 20, "proof")
+        doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise LedgerError(f"{proof_file} is not a JSON proof: {type(exc).__name__}") from exc
     if _is_entry(doc):
+        from ledger._json import unique_keys
+
+        try:  # the entry is not signed: a key given twice would read one way here and another elsewhere
+            doc = json.loads(text, object_pairs_hook=unique_keys)
+        except ValueError as exc:
+            raise LedgerError(f"FAIL: {proof_file} is ambiguous JSON: {exc}") from exc
         if root is None and not chain and signer is None:
             raise UsageError("say what you trust: --root ROOT, --signer ADDRESS or --chain")
         if content is not None:

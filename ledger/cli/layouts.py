@@ -80,17 +80,23 @@ def import_cmd(
 @click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root (default: head).")
 @click.option("--lock", "lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the installed skills' pins as the skills CLI's skills-lock.json instead.")
+@click.option("--discovery", "site", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the served skills as a static Agent Skills Discovery v0.2.0 site into this folder "
+                   "instead, each with its anchor (docs/lineage.md §16.5).")  # fmt: skip
 @json_flag
 @click.pass_context
 def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | None, lock: Path | None,
-               as_json: bool) -> None:  # fmt: skip
+               site: Path | None, as_json: bool) -> None:  # fmt: skip
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
     from ledger.exchange.export import export
 
-    if (dest is None) == (lock is None):
+    if [dest, lock, site].count(None) != 2 or (site is not None and rev is not None):
         from ledger.errors import UsageError
 
-        raise UsageError("give DEST, or --lock FILE")
+        raise UsageError("give DEST, or --lock FILE, or --discovery DIR (which publishes the head: no --at)")
+    if site is not None:
+        _discovery(ctx, site, as_json)
+        return
     if lock is not None:
         from ledger.supply.installer import Installer
 
@@ -109,6 +115,29 @@ def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | No
         if result["withheld"]:
             click.echo(f"left out {len(result['withheld'])} quarantined or revoked skill(s): "
                        + ", ".join(result["withheld"]))
+
+
+def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
+    """``ledger export --discovery DIR``: the site's bytes from the served entries, written as one tree."""
+    import json
+
+    from ledger.exchange.export import write_tree
+    from ledger.publish.entries import Entries
+    from ledger.publish.site import INDEX, is_site, site_files
+
+    with open_brain(ctx) as brain:
+        files = site_files(Entries(brain))
+        head = brain.head()
+    count = write_tree(site, files, is_site, "discovery export")
+    skills = json.loads(files[INDEX])["skills"]
+    out = {"dest": str(site), "index": str(site / INDEX), "commit": head.commit.hex(), "files": count,
+           "skills": [{k: s[k] for k in ("name", "type", "url", "digest")} for s in skills]}  # fmt: skip
+    if as_json:
+        emit(out)
+        return
+    for s in out["skills"]:
+        click.echo(f"{s['type']:9} {s['name']:32} {s['url']}")
+    click.echo(f"published {len(skills)} skill(s) with their anchors: {out['index']}")
 
 
 @main.command()

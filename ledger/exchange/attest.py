@@ -28,6 +28,7 @@ from ledger.exchange.attested import (
     key_id,
     p256_pem,
     signing_key,
+    sslib_key_id,
     strict_loads,
 )
 from ledger.signatures import siblings
@@ -92,7 +93,8 @@ def attest(brain: Brain, rev: str | None, name: str | None, fmt: str, actor: str
         brain_name, agent = _context(brain)
         stmt = intoto.statement(att, brain=brain_name, sequence=_sequence(brain, commit), agent=agent, actor=actor,
                                 signer=key.address, receipt=_receipt(brain, commit))  # fmt: skip
-        data = intoto.make(stmt, sibling, kid)
+        kid = sslib_key_id(pem)  # the envelope's keyid: securesystemslib's default (lineage.md §12.2)
+        data = intoto.make(stmt, sibling)
     summary = {"format": fmt, "commit": commit.hex(), "skill": name, "files": len(att.files), "signer": key.address,
                "role": actor, "keyid": kid, "certified_by": found[1], "withheld": att.withheld}  # fmt: skip
     return data, summary
@@ -149,6 +151,8 @@ def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
                                hint="the attestation was signed by a key this brain never named")  # fmt: skip
     address, cert_commit, certified = found
     pem = certified.pem(siblings.P256)
+    if fmt == "oms" and kid != key_id(pem):  # model_signing's hint is the PEM key id alone (§12.4.1)
+        raise AttestationError(f"unknown key {kid[:16]}…: an OMS hint is the SHA-256 of the key's PEM")
     good = oms.check_signature(pem, payload, sig) if fmt == "oms" else intoto.check_signature(env, pem, kid)
     if not good:
         raise AttestationError(f"bad signature: the statement was not signed by {address}'s sibling key {kid[:16]}…")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ledger.signatures.identity import LocalKey
 
 __all__ = ["AttestationError", "Attested", "attested", "b64_strict", "canonical", "certifier", "folder_digest",
-           "key_id", "p256_pem", "signing_key", "strict_loads"]  # fmt: skip
+           "key_id", "key_ids", "p256_pem", "signing_key", "sslib_key_id", "strict_loads"]  # fmt: skip
 
 _MAX_DEPTH = 16  # our documents nest 5 deep; a deeper one is refused before the parser sees it
 
@@ -128,9 +128,23 @@ def b64_strict(value: Any, what: str) -> bytes:
 
 
 def key_id(pem: bytes) -> str:
-    """How both formats name a P-256 sibling: SHA-256 of its SubjectPublicKeyInfo PEM, in hex
-    (model_signing's ``verificationMaterial.publicKey.hint``; the DSSE ``keyid``)."""
+    """The PEM key id of a P-256 sibling: SHA-256 of its SubjectPublicKeyInfo PEM, in hex
+    (model_signing's ``verificationMaterial.publicKey.hint``; the DSSE ``keyid`` of in-toto envelopes
+    made before lineage v1.11, which verifiers still accept: docs/lineage.md §12.2)."""
     return hashlib.sha256(pem).hexdigest()
+
+
+def sslib_key_id(pem: bytes) -> str:
+    """securesystemslib's default key id of a P-256 sibling (lineage.md §12.2, v1.11), the DSSE ``keyid`` of
+    in-toto envelopes: SHA-256 of the OLPC canonical JSON of its key object.  That JSON escapes only ``"``
+    and backslash, which no PEM holds, so the PEM's bytes (line feeds included) stand in it as they are."""
+    key = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
+    return hashlib.sha256(key).hexdigest()
+
+
+def key_ids(pem: bytes) -> tuple[str, str]:
+    """Every key id a verifier accepts for a P-256 sibling: securesystemslib's default, then the PEM key id."""
+    return sslib_key_id(pem), key_id(pem)
 
 
 def p256_pem(secret: bytes) -> bytes:
@@ -175,7 +189,7 @@ def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, sibl
                           capture_output=True, env=child_env(), check=False)  # fmt: skip
     if proc.returncode != 0:
         raise AttestationError(f"cannot read the brain's history: {proc.stderr.decode(errors='replace')[-200:]}")
-    ids: dict[str, str] = {}
+    ids: dict[str, tuple[str, ...]] = {}
     found: dict[str, tuple[str, str, siblings.Siblings]] = {}  # address → its newest certification
     for record in proc.stdout.decode("utf-8", "replace").split("\x1e"):
         commit, *values = record.strip("\n").split("\x1f")
@@ -184,10 +198,10 @@ def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, sibl
                 continue
             if value not in ids:
                 try:
-                    ids[value] = key_id(siblings.Siblings(None, value).pem(siblings.P256))
+                    ids[value] = key_ids(siblings.Siblings(None, value).pem(siblings.P256))
                 except (LedgerError, ValueError):
-                    ids[value] = ""
-            if ids[value] != kid:
+                    ids[value] = ()
+            if kid not in ids[value]:
                 continue
             snap = store.snapshot(bytes.fromhex(commit))
             try:

@@ -25,7 +25,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from ledger._faults import crashpoint, pausepoint
 from ledger.bundle.collection import hermes_conflicts
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, UsageError
+from ledger.exchange.descriptors import EXCHANGE, renameat2
 from ledger.exchange.targetfs import STAGING, TargetFS
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
@@ -40,7 +41,7 @@ from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record
 from ledger.write.importer import CATEGORY_INDEX
 
-__all__ = ["EXPORT_LAYOUTS", "export"]
+__all__ = ["EXPORT_LAYOUTS", "export", "write_tree"]
 
 EXPORT_LAYOUTS = ("agentskills", "claude", "hermes", "slopstock")
 _ASIDE = ".ledger-export-"  # the folder an export is built in, beside DEST: .DEST.ledger-export-PID-RANDOM
@@ -122,6 +123,51 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
     count = _build(dest, write, tops)
     return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest),
             "withheld": held}
+
+
+def write_tree(dest: Path, files: Mapping[str, bytes], replaceable: Callable[[Path], bool], what: str) -> int:
+    """Write ``files`` ({path relative to ``dest``: bytes}) as the whole of ``dest``, atomically: the tree is
+    built beside ``dest`` and renamed to it (:func:`_build`), so ``dest`` is absent, as it was, or whole.
+
+    A ``dest`` that is not empty is replaced only when ``replaceable(dest)`` says it is a previous export
+    of ``what``: the new tree is exchanged with it in one ``renameat2(RENAME_EXCHANGE)`` and the old one
+    removed; anything else is refused, naming it, and nothing is written.  No path leaves ``dest``."""
+    for rel in files:
+        if rel.startswith("/") or not rel or any(p in ("", ".", "..") for p in rel.split("/")):
+            raise LedgerError(f"refusing to write {rel!r}: it is not a path inside {dest}")
+
+    def write(root: Path) -> int:
+        for rel, data in files.items():
+            _write(root / rel, data, False)
+        return len(files)
+
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise LedgerError(f"{dest} exists and is not a directory; nothing was written",
+                          hint="export into a new directory")  # fmt: skip
+    if not (dest.is_dir() and any(dest.iterdir())):
+        return _build(dest, write, {rel.split("/")[0] for rel in files})
+    if not replaceable(dest):
+        raise LedgerError(f"{dest} is not empty and is not a previous {what}; nothing was written",
+                          hint=f"export into a new or empty directory, or into a previous {what}")  # fmt: skip
+    dest = Path(os.path.abspath(dest))
+    root = dest.parent / f".{dest.name}{_ASIDE}{os.getpid()}-{secrets.token_hex(4)}"
+    os.mkdir(root, 0o777)
+    try:
+        count = write(root)
+        os.chmod(root, stat.S_IMODE(os.stat(dest).st_mode))
+        parent = os.open(dest.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            renameat2(parent, root.name, parent, dest.name, EXCHANGE)  # root now holds the old tree
+        finally:
+            os.close(parent)
+    except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise LedgerError(f"cannot export to {dest}: {exc.strerror or exc}; nothing was written") from None
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    shutil.rmtree(root, ignore_errors=True)
+    return count
 
 
 def _refuse_unwritable(files: dict[str, gs.FileMap], index: dict[str, str], cat_files: dict[str, Any],

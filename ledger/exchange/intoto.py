@@ -8,7 +8,9 @@ brain itself, named ``brain:<agent id or folder name>``, digested by its bundle 
 OMS defines (:func:`ledger.exchange.oms.folder_sha256`), so every subject carries sha256.  The predicate
 (:data:`PREDICATE_TYPE`) says which snapshot, who attests and what the chain recorded.
 securesystemslib's :class:`~securesystemslib.dsse.Envelope` signs and verifies; its
-``keyid`` is the sibling's key id (SHA-256 of its PEM).
+``keyid`` is securesystemslib's default key id of the sibling (lineage.md §12.2, v1.11), so a stock
+``SSlibKey.from_crypto(public_key)`` verifies it.  Envelopes made before v1.11 name the key by the SHA-256 of
+its PEM; they still verify here.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ def statement(att: Attested, *, brain: str, sequence: int, agent: str | None, ac
     }
 
 
-def make(stmt: dict[str, Any], key: EllipticCurvePrivateKey, kid: str) -> bytes:
-    """The DSSE envelope JSON (one line) over the canonical statement, signed by securesystemslib."""
+def make(stmt: dict[str, Any], key: EllipticCurvePrivateKey, kid: str | None = None) -> bytes:
+    """The DSSE envelope JSON (one line) over the canonical statement, signed by securesystemslib; its
+    ``keyid`` is ``kid`` when given (tests make pre-v1.11 envelopes so), else securesystemslib's default."""
     from securesystemslib.dsse import Envelope
     from securesystemslib.signer import CryptoSigner, SSlibKey
 

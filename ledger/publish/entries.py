@@ -262,6 +262,8 @@ class Entries:
             elif fm is not None and sum(f.size for f in mine) > an.MAX_TOTAL:
                 fm, why = None, f"its files total over the {an.MAX_TOTAL} bytes a host must accept"
             skills.append((prefix, fm, why))
+        if "SKILL.md" not in files:
+            skills.append(("", None, "it has no SKILL.md at its root"))
         skills.sort(key=lambda s: s[0].encode())
         return _Tree(files, node, skills, proofs)
 

@@ -18,11 +18,19 @@ read as it is; otherwise the ``agent-skills`` location is tried, then ``skills``
 is fetched, except plain ``http`` to a loopback host (``127.0.0.1``, ``localhost``, ``::1``: what
 the tests serve).  Redirects are followed only within the same scheme and host, at most
 :data:`MAX_REDIRECTS`; every response is capped (:data:`MAX_INDEX`, the project's per-file limit,
-:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  An archive is
-read as a stream (:func:`_unpacked`): its caps apply as bytes are decompressed, never after, and
-links in it are reported as ``symlinks``, never written anywhere.  An entry's URL stays on the
-index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
+:data:`~ledger.supply.candidates.MAX_SKILL_BYTES` for an archive) and timed out.  A ``$schema`` is
+matched against the known URIs (:data:`SCHEMAS`) and an unknown one refused; an entry of a type this
+ledger does not read is skipped.  An archive (``.tar.gz``, other tar compressions, or ``.zip``) is
+downloaded whole and its digest checked before it is unpacked; unpacking applies its caps as bytes
+are decompressed, never after, refuses a member named twice, a ``..`` or absolute name and a link that
+resolves outside the skill, and reports the links inside it as ``symlinks``, never written anywhere.
+An entry's URL stays on the index's origin or is a remote https URL (:mod:`~ledger.supply.origins`).
 The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
+
+A site written by ``ledger export --discovery`` serves beside the index each skill's anchor
+(``<name>.anchor.json``, docs/lineage.md §16.5): when one is there every file is proven into its
+root with :func:`ledger.publish.anchor.verify_anchor`, the pin gains ``root`` and ``commit`` and the
+candidate's signer is the address the snapshot's signature recovers (ADR 64).
 """
 
 from __future__ import annotations
@@ -35,16 +43,22 @@ import io
 import json
 import lzma
 import posixpath
+import re
+import stat
 import tarfile
+import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urljoin, urlsplit
 
 import requests
 
 from ledger._json import shown as json_shown
 from ledger.bundle.skill import MAX_SUPPORT_FILE
-from ledger.errors import SourceError
+from ledger.errors import LedgerError, SourceError
+from ledger.publish import anchor as anchors
 from ledger.supply import origins
 from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, pick, source_doc
 from ledger.supply.lockfile import folder_sha256
@@ -53,10 +67,15 @@ __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pi
 
 MAX_INDEX = 1024 * 1024  # bytes of index.json
 MAX_REDIRECTS = 3
+MAX_ANCHOR = 16 * 1024 * 1024  # bytes of one anchor file: the snapshot commit and one proof per file
 MAX_MEMBERS = 10_000  # entries of one archive
+_SPOOL = 8 * 1024 * 1024  # bytes of a downloaded archive held in memory before it is spooled to disk
 _HEADER_ROOM = 16 * 1024 * 1024  # decompressed bytes an archive may spend on anything but the files taken
 _CHUNK = 65536
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 TIMEOUT = (5.0, 30.0)  # connect, read (seconds)
+SCHEMAS = {"https://schemas.agentskills.io/discovery/0.2.0/schema.json": "0.2.0"}  # $schema URI -> version
+KINDS = ("skill-md", "archive")  # the v0.2.0 entry types this ledger reads
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _LOCATIONS = (".well-known/agent-skills/index.json", ".well-known/skills/index.json")
 
@@ -164,7 +183,7 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
             raise SourceError(f"{where} is not JSON: {exc}") from exc
         if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list):
             raise SourceError(f"{where} is not a skills index: it has no 'skills' list")
-        version = doc.get("version", _schema_version(doc.get("$schema")))
+        version = _version(doc, where)
         if not isinstance(version, str):
             raise SourceError(f"{where} is not a skills index: its version {json_shown(version)} is not text",
                               hint='an index names its version as text: "0.1.0" or "0.2.0"')  # fmt: skip
@@ -176,16 +195,26 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
                       hint="check the URL: a git repository's clone URL, or an index's URL")  # fmt: skip
 
 
-def _schema_version(schema: Any) -> str:
-    """The version a ``$schema`` URL names (``…/discovery/0.2.0/schema.json``), else 0.1.0."""
-    parts = schema.split("/") if isinstance(schema, str) else []
-    return parts[-2] if len(parts) >= 2 and parts[-1] == "schema.json" else "0.1.0"
+def _version(doc: dict[str, Any], where: str) -> Any:
+    """The index's version: the one a known ``$schema`` URI names, else its draft ``version``, else 0.1.0.
+
+    The RFC makes ``$schema`` an opaque identifier matched against known URIs, and an index with one
+    this ledger does not know is not processed (its structure may have changed incompatibly)."""
+    if "$schema" not in doc:
+        return doc.get("version", "0.1.0")
+    version = SCHEMAS.get(doc["$schema"]) if isinstance(doc["$schema"], str) else None
+    if version is None:
+        raise SourceError(f"{where} declares the index schema {json_shown(doc['$schema'])}, which this ledger "
+                          f"does not know; not read", hint="it reads " + ", ".join(SCHEMAS) + "; upgrade "
+                          "brain-ledger, or ask the publisher which schema the index follows")  # fmt: skip
+    return version
 
 
 def _hex(digest: Any, where: str) -> str:
-    if not isinstance(digest, str) or not digest.startswith("sha256:") or len(digest) != 71:
-        raise SourceError(f"{where}: digest {json_shown(digest)} is not sha256:<64 hex>")
-    return digest[7:].lower()
+    """The hex of a ``sha256:{hex}`` digest: exactly 64 lower-case hex digits, as the RFC writes it."""
+    if not isinstance(digest, str) or _DIGEST.fullmatch(digest) is None:
+        raise SourceError(f"{where}: digest {json_shown(digest)} is not sha256: and 64 lower-case hex digits")
+    return digest[7:]
 
 
 def skill_digest(files: dict[str, str]) -> str:
@@ -195,11 +224,11 @@ def skill_digest(files: dict[str, str]) -> str:
     return "sha256:" + hashlib.sha256(lines).hexdigest()
 
 
-def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
+def _skill(index_url: str, version: str, entry: dict[str, Any], published: bool = False) -> Candidate:
     """One index entry's files, fetched and checked against every digest the index gives."""
     name = entry["name"]
     where = f"{index_url} ({name})"
-    if "url" in entry and "files" not in entry:
+    if published or ("url" in entry and "files" not in entry):
         return _artifact(index_url, version, entry, where)
     listed = entry.get("files")
     if not isinstance(listed, list) or not listed:
@@ -236,11 +265,13 @@ def _skill(index_url: str, version: str, entry: dict[str, Any]) -> Candidate:
 def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -> Candidate:
     """A published v0.2.0 entry: one ``SKILL.md`` or one archive at ``url``, checked against ``digest``.
 
-    An archive is read as it arrives (:func:`_unpacked`), its caps applied as bytes are decompressed,
-    and its digest checked over every byte served before anything of it is used."""
+    The artifact is downloaded whole (capped as it arrives, an archive spooled to a temporary file past
+    :data:`_SPOOL` bytes) and its digest checked before an archive is unpacked, in the RFC's order; the
+    unpacking applies its own caps as bytes are decompressed (:func:`_unpacked`).  When the site serves
+    the skill's anchor beside the index (:func:`_anchored`), every file is then proven into its root."""
     name, kind = entry["name"], entry.get("type")
     candidate(name, {"SKILL.md": (b"", False)}, source_doc("index", index_url, name, None), {})  # the name first
-    if kind not in ("skill-md", "archive"):
+    if kind not in KINDS:
         said = "has no type" if kind is None else f"is of type {json_shown(kind)}"
         raise SourceError(f"{where}: the entry {said}, not one this ledger reads (skill-md, archive)")
     if not isinstance(entry.get("url"), str):
@@ -248,29 +279,73 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
     want = _hex(entry.get("digest"), where)
     url = _entry_url(index_url, entry["url"], where)
     shown = origins.redacted(url)
-    mismatch = SourceError(f"{where}: {shown} does not match its digest in the index",
-                           hint="the file or the index was altered; nothing was taken")  # fmt: skip
-    with _response(url) as resp:
-        if resp is None:
-            raise SourceError(f"{where}: {shown} is listed but not served")
-        body = _Body(resp, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES, shown)
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as spool:
+        with _response(url) as resp:
+            if resp is None:
+                raise SourceError(f"{where}: {shown} is listed but not served")
+            body = _Body(resp, MAX_SUPPORT_FILE if kind == "skill-md" else MAX_SKILL_BYTES, shown)
+            while chunk := body.read(_CHUNK):
+                spool.write(chunk)
+        if body.sha256.hexdigest() != want:
+            raise SourceError(f"{where}: {shown} does not match its digest in the index",
+                              hint="the file or the index was altered; nothing was taken")  # fmt: skip
+        spool.seek(0)
         if kind == "skill-md":
-            files, links = {"SKILL.md": (body.read(), False)}, {}
+            files, links = {"SKILL.md": (spool.read(), False)}, {}
         else:
-            try:
-                files, links = _unpacked(body, name, where)
-            except SourceError:
-                with contextlib.suppress(SourceError):
-                    body.drain()
-                    if body.sha256.hexdigest() != want:
-                        raise mismatch from None
-                raise
-        body.drain()
-    if body.sha256.hexdigest() != want:
-        raise mismatch
-    pin = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
+            files, links = _unpacked(spool, name, where)
+    pin: dict[str, Any] = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
+    signer = _anchored(index_url, name, files, links, pin, where)
     return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=list(links),
-                     link_targets={rel: t for rel, t in links.items() if t is not None})  # fmt: skip
+                     signer=signer, link_targets={rel: t for rel, t in links.items() if t is not None})  # fmt: skip
+
+
+def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], links: dict[str, str | None],
+              pin: dict[str, Any], where: str) -> str | None:  # fmt: skip
+    """Prove ``files`` into the root of the anchor served beside the index, if there is one (docs/lineage.md
+    §16.5: ``<index folder>/<name>.anchor.json``, the entry's ``_meta`` object); ``pin`` gains its root and
+    commit, and the anchor's signer is returned.  None (and ``pin`` as it was) when no anchor is served.
+
+    Every file must be one the anchor lists, with the same bytes and kind, and the anchor must list no
+    other: a file that does not prove is refused by name, and nothing is taken."""
+    url = urljoin(index_url, f"{name}.anchor.json")
+    body = _get(url, MAX_ANCHOR)
+    if body is None:
+        return None
+    shown = origins.redacted(url)
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}") from None
+    found = doc.get(anchors.KEY) if isinstance(doc, dict) else None
+    if not isinstance(found, dict):
+        raise SourceError(f"{where}: its anchor {shown} holds no {anchors.KEY!r} object",
+                          hint="the anchor file is the entry's _meta object (docs/lineage.md §16.5)")  # fmt: skip
+    if links:
+        rel = sorted(links)[0]
+        raise SourceError(f"{where}: {rel} is a link, which no anchored skill holds; nothing was taken",
+                          hint="the archive was altered after it was published")  # fmt: skip
+    prefix = found.get("prefix") or ""
+    outer = found.get("skill")
+    if (prefix.rsplit("/", 1)[-1] if prefix else outer) != name:
+        raise SourceError(f"{where}: its anchor is for the skill {json_shown(outer)}"
+                          + (f" at {json_shown(prefix)}" if prefix else "") + f", not {name!r}; nothing was taken",
+                          hint="the anchor beside this skill belongs to another skill")  # fmt: skip
+    kinds = {e.get("path"): e.get("kind") for e in found.get("files", []) if isinstance(e, dict)}
+    served = {(f"{prefix}/{rel}" if prefix else rel): v for rel, v in files.items()}
+    for rel, (_, executable) in sorted(served.items()):
+        if rel in kinds and kinds[rel] != ("exec" if executable else "file"):
+            raise SourceError(f"{where}: {rel} is served {'executable' if executable else 'not executable'}, "
+                              f"but its anchor says {json_shown(kinds[rel])}; nothing was taken",
+                              hint="the archive was altered after it was published")  # fmt: skip
+    try:
+        check = anchors.verify_anchor(found, {rel: data for rel, (data, _) in files.items()})
+    except LedgerError as exc:
+        raise SourceError(f"{where}: {exc.message}; nothing was taken",
+                          hint="the site's files do not prove into the anchor's signed root: they, the "
+                               "index or the anchor were altered") from None  # fmt: skip
+    pin["root"], pin["commit"] = check.root, check.commit
+    return check.signer
 
 
 def _entry_url(index_url: str, given: str, where: str) -> str:
@@ -299,77 +374,165 @@ class _Capped(io.RawIOBase):
         return len(data)
 
 
-def _decompressed(body: io.RawIOBase, where: str) -> Any:
-    """``body`` decompressed as a stream, by its magic bytes (gzip, bzip2, xz, or a plain tar)."""
-    stream = io.BufferedReader(body, _CHUNK)
-    magic = stream.peek(6)[:6]
+def _decompressed(fh: BinaryIO) -> Any:
+    """``fh`` decompressed as a stream, by its magic bytes (gzip, bzip2, xz, or a plain tar)."""
+    magic = fh.read(6)
+    fh.seek(0)
     if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=stream, mode="rb")
+        return gzip.GzipFile(fileobj=fh, mode="rb")
     if magic.startswith(b"BZh"):
-        return bz2.BZ2File(stream)
+        return bz2.BZ2File(fh)
     if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(stream)
-    return stream
+        return lzma.LZMAFile(fh)
+    return fh
 
 
-def _unpacked(
-    body: io.RawIOBase, name: str, where: str
-) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None]]:
-    """The regular files (and the links, never followed: a symlink's target as written, a hard
-    link's ``None``) of a ``.tar.gz`` read as a stream; its one top folder named ``name`` is taken
-    as the skill's root.
-
-    Each member's size is checked against the per-file limit, and the running total against the
-    skill's, from its header before its bytes are read; the decompressed stream itself is capped at
-    the files taken plus :data:`_HEADER_ROOM`, checked before each read, so nothing else (a long name,
-    a pax record, a folder's data) can inflate past that room.  Memory stays within those caps
-    whatever the archive claims."""
-    total_cap = MAX_SKILL_BYTES
-    files: dict[str, tuple[bytes, bool]] = {}
-    links: dict[str, str | None] = {}
-    total = count = 0
-    try:
-        stream = _Capped(_decompressed(body, where), _HEADER_ROOM, where)  # grows by each file taken
-        capped = io.BufferedReader(stream, _CHUNK)
-        with tarfile.open(fileobj=capped, mode="r|") as tar:
-            for m in tar:
-                count += 1
-                if count > MAX_MEMBERS:
-                    raise SourceError(f"{where}: the archive holds more than {MAX_MEMBERS} entries; refused")
-                rel = m.name.removeprefix("./")
-                if m.isfile() and not m.issparse():
-                    if m.size > MAX_SUPPORT_FILE:
-                        raise SourceError(f"{where}: {rel} is {m.size} bytes; the limit is {MAX_SUPPORT_FILE}")
-                    total += m.size
-                    if total > total_cap:
-                        raise SourceError(f"{where}: the archive's files hold more than {total_cap} bytes; one "
-                                          f"skill is limited to {total_cap}")  # fmt: skip
-                    stream.limit += -(-m.size // 512) * 512  # its blocks, padding included
-                    handle = tar.extractfile(m)
-                    data = handle.read(m.size) if handle else b""
-                    files[rel] = (data, bool(m.mode & 0o100))
-                elif m.issym() or m.islnk():
-                    links[rel] = m.linkname if m.issym() else None
-                elif not m.isdir():
-                    raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
-    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
-        raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
+def _unpacked(fh: BinaryIO, name: str, where: str) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None]]:
+    """The regular files and the links (a symlink's target as written, a hard link's ``None``) of an
+    archive whose digest was checked: a ``.zip`` (by its magic bytes) or a tar, plain or compressed.
+    Its one top folder named ``name`` is taken as the skill's root (the RFC puts the files at the root;
+    a wrapper folder named as the skill is read too).  A link that resolves outside the skill's folder,
+    a member named twice, and a name with ``..`` or an absolute path are refused, naming it."""
+    if fh.read(4) in (b"PK\x03\x04", b"PK\x05\x06"):
+        fh.seek(0)
+        files, links, hard = _unzipped(fh, where)
+    else:
+        fh.seek(0)
+        files, links, hard = _untarred(fh, where)
     if "SKILL.md" not in files and f"{name}/SKILL.md" in files:
         outside = [p for p in [*files, *links] if not p.startswith(f"{name}/")]
         if outside:
             raise SourceError(f"{where}: the archive holds {outside[0]!r} beside its folder {name!r}")
         cut = len(name) + 1
-        files = {p[cut:]: v for p, v in files.items() if p.startswith(f"{name}/")}
-        links = {p[cut:]: t for p, t in links.items() if p.startswith(f"{name}/")}
+        files = {p[cut:]: v for p, v in files.items()}
+        links = {p[cut:]: t for p, t in links.items()}
+        hard = {p[cut:]: t[cut:] if t.startswith(f"{name}/") else f"../{t}" for p, t in hard.items()}
+    for rel in [*files, *links]:
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise SourceError(f"{where}: archive member {rel!r} leaves the skill's folder; refused",
+                              hint="the RFC forbids '..' and absolute paths; nothing was taken")  # fmt: skip
+    for rel, target in sorted(links.items()):
+        dest = hard.get(rel) if target is None else posixpath.join(posixpath.dirname(rel), target)
+        if dest is None or (target is not None and target.startswith("/")) or \
+                posixpath.normpath(dest).split("/")[0] == "..":  # fmt: skip
+            said = "a hard link to" if target is None else "a symlink to"
+            raise SourceError(f"{where}: archive member {rel!r} is {said} {json_shown(target or hard.get(rel))}, "
+                              "outside the skill's folder; refused",
+                              hint="the RFC forbids links that leave the skill; nothing was taken")  # fmt: skip
     return files, links
 
 
+class _Files:
+    """What an archive holds as it is read: files, links and hard links' targets, with the caps applied."""
+
+    def __init__(self, where: str) -> None:
+        self.where, self.total, self.count = where, 0, 0
+        self.files: dict[str, tuple[bytes, bool]] = {}
+        self.links: dict[str, str | None] = {}
+        self.hard: dict[str, str] = {}
+
+    def member(self, rel: str) -> str:
+        """A member's name, counted, refused past :data:`MAX_MEMBERS` or when it was seen before."""
+        self.count += 1
+        if self.count > MAX_MEMBERS:
+            raise SourceError(f"{self.where}: the archive holds more than {MAX_MEMBERS} entries; refused")
+        rel = rel.removeprefix("./")
+        if rel in self.files or rel in self.links:
+            raise SourceError(f"{self.where}: the archive holds {rel!r} twice; which one is meant is ambiguous")
+        return rel
+
+    def size(self, rel: str, size: int) -> None:
+        """Refuse a file over the per-file limit, or one that takes the total over one skill's."""
+        if size > MAX_SUPPORT_FILE:
+            raise SourceError(f"{self.where}: {rel} is {size} bytes; the limit is {MAX_SUPPORT_FILE}")
+        self.total += size
+        if self.total > MAX_SKILL_BYTES:
+            raise SourceError(f"{self.where}: the archive's files hold more than {MAX_SKILL_BYTES} bytes; one "
+                              f"skill is limited to {MAX_SKILL_BYTES}")  # fmt: skip
+
+
+def _untarred(fh: BinaryIO, where: str) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None], dict[str, str]]:
+    """A tar read as a stream.  Each member's size is checked against the per-file limit, and the running
+    total against the skill's, from its header before its bytes are read; the decompressed stream itself
+    is capped at the files taken plus :data:`_HEADER_ROOM`, checked before each read, so nothing else (a
+    long name, a pax record, a folder's data) can inflate past that room."""
+    got = _Files(where)
+    try:
+        stream = _Capped(_decompressed(fh), _HEADER_ROOM, where)  # grows by each file taken
+        capped = io.BufferedReader(stream, _CHUNK)
+        with tarfile.open(fileobj=capped, mode="r|") as tar:
+            for m in tar:
+                rel = got.member(m.name)
+                if m.isfile() and not m.issparse():
+                    got.size(rel, m.size)
+                    stream.limit += -(-m.size // 512) * 512  # its blocks, padding included
+                    handle = tar.extractfile(m)
+                    data = handle.read(m.size) if handle else b""
+                    got.files[rel] = (data, bool(m.mode & 0o100))
+                elif m.issym() or m.islnk():
+                    got.links[rel] = m.linkname if m.issym() else None
+                    if m.islnk():
+                        got.hard[rel] = m.linkname.removeprefix("./")
+                elif not m.isdir():
+                    raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
+    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
+    return got.files, got.links, got.hard
+
+
+def _unzipped(fh: BinaryIO, where: str) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None], dict[str, str]]:
+    """A ``.zip`` (the RFC's other archive format): each member's declared size is checked against the
+    caps before it is read, and no more than that size (plus one byte, to see a lie) is ever read."""
+    got = _Files(where)
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            for info in zf.infolist():
+                rel = got.member(info.filename)
+                mode = info.external_attr >> 16
+                if info.is_dir():
+                    continue
+                if stat.S_ISLNK(mode):
+                    with zf.open(info) as h:
+                        got.links[rel] = h.read(4097).decode("utf-8", "replace")
+                    continue
+                if mode and not stat.S_ISREG(mode):
+                    raise SourceError(f"{where}: archive member {rel!r} is not a file, folder or link")
+                got.size(rel, info.file_size)
+                with zf.open(info) as h:
+                    data = h.read(info.file_size + 1)
+                if len(data) != info.file_size:
+                    raise SourceError(f"{where}: archive member {rel!r} is not the size its header says; refused")
+                got.files[rel] = (data, bool(mode & 0o100))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, zlib.error,
+            lzma.LZMAError, RuntimeError) as exc:  # fmt: skip
+        raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
+    return got.files, got.links, got.hard
+
+
 def index_candidates(url: str, names: Sequence[str] = ()) -> list[Candidate]:
-    """The skills an index at (or under) ``url`` lists, each fetched and checked."""
+    """The skills an index at (or under) ``url`` lists, each fetched and checked.
+
+    Two entries of one name are refused (which one is meant is ambiguous).  A v0.2.0 entry of a type
+    this ledger does not read is skipped, as the RFC asks, and refused only when it is asked for by name."""
     index_url, doc = _index(url)
-    entries = {e["name"]: e for e in doc["skills"] if isinstance(e, dict) and isinstance(e.get("name"), str)}
-    version = doc.get("version", _schema_version(doc.get("$schema")))
-    return [_skill(index_url, version, entries[n]) for n in pick(entries, names, index_url)]
+    version = _version(doc, index_url)
+    entries: dict[str, dict[str, Any]] = {}
+    for e in doc["skills"]:
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            continue
+        if e["name"] in entries:
+            raise SourceError(f"{index_url} lists the skill {e['name']!r} twice; which one is meant is ambiguous",
+                              hint="ask the publisher to list each skill once")  # fmt: skip
+        entries[e["name"]] = e
+    unread = {n for n, e in entries.items() if "$schema" in doc and e.get("type") not in KINDS}
+    asked = [n for n in names if n in unread]
+    if asked:
+        e = entries[asked[0]]
+        said = "has no type" if e.get("type") is None else f"is of type {json_shown(e.get('type'))}"
+        raise SourceError(f"{index_url} ({asked[0]}): the entry {said}, not one this ledger reads "
+                          f"({', '.join(KINDS)})", hint="ask the publisher for a skill-md or an archive")  # fmt: skip
+    listed = {n: e for n, e in entries.items() if n not in unread}
+    return [_skill(index_url, version, listed[n], "$schema" in doc) for n in pick(listed, names, index_url)]
 
 
 def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
@@ -379,4 +542,8 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
         raise SourceError(f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
                           f"{found.pin['sha256']}, not {pin.get('sha256')}",
                           hint="the index's content changed; 'ledger outdated' shows the new version")  # fmt: skip
+    if "root" in pin and found.pin.get("root") is None:
+        raise SourceError(f"{source['url']} serves {name!r} without the anchor it was pinned to (root "
+                          f"{pin['root']}); its files are no longer proven",
+                          hint="ask the publisher to export the site again with its anchors")  # fmt: skip
     return found

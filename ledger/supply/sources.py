@@ -148,7 +148,7 @@ def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
     found = indexsource.index_candidates(url, names)
     if pin is None:
         return found
-    kept = [c for c in found if pin in (c.pin["sha256"], c.pin.get("digest"))]
+    kept = [c for c in found if pin in (c.pin["sha256"], c.pin.get("digest"), c.pin.get("root"), c.pin.get("commit"))]
     if not kept:
         raise SourceError(f"{url} no longer serves {pin}: an index serves only its current files",
                           hint="resolve it without a pin to see what it serves now")  # fmt: skip
