@@ -313,6 +313,26 @@ def test_an_index_of_an_unknown_schema_or_with_an_upper_case_digest_is_not_read(
         resolve(url)
 
 
+def test_an_index_of_a_big_brain_reads_back_and_one_over_the_cap_is_refused(tmp_path: Path) -> None:
+    """An index of 6,000 skills with long descriptions (over 1 MiB, what a big brain's own export writes) is read;
+    one over :data:`MAX_INDEX` is refused, naming the cap."""
+    from ledger.supply.indexsource import MAX_INDEX
+
+    _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES)
+    doc = json.loads((tmp_path / BASE / "index.json").read_bytes())
+    doc["skills"] += [_entry(f"s-{i}", "skill-md", f"s-{i}/SKILL.md", NOTES) | {"description": "x" * 300}
+                      for i in range(6000)]  # fmt: skip
+    body = json.dumps(doc).encode()
+    assert 1 << 20 < len(body) < MAX_INDEX
+    (tmp_path / BASE / "index.json").write_bytes(body)
+    with served(tmp_path) as url:
+        (notes,) = resolve(url, ["notes"])
+        assert notes.name == "notes"
+    (tmp_path / BASE / "index.json").write_bytes(body[:-1] + b" " * (MAX_INDEX - len(body) + 1) + b"}")
+    with served(tmp_path) as url, pytest.raises(SourceError, match=r"over|cap|limit|bytes"):
+        resolve(url, ["notes"])
+
+
 def test_an_entry_of_an_unknown_type_is_skipped_and_a_name_listed_twice_refused(tmp_path: Path) -> None:
     base = tmp_path / BASE
     _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES)

@@ -65,7 +65,8 @@ from ledger.supply.lockfile import folder_sha256
 
 __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pinned", "skill_digest"]
 
-MAX_INDEX = 1024 * 1024  # bytes of index.json
+# bytes of index.json: ~12,000 entries at the spec's longest description, so a big brain's own export reads back
+MAX_INDEX = 16 * 1024 * 1024
 MAX_REDIRECTS = 3
 MAX_ANCHOR = 16 * 1024 * 1024  # bytes of one anchor file: the snapshot commit and one proof per file
 MAX_MEMBERS = 10_000  # entries of one archive
