@@ -1,7 +1,8 @@
 """``ledger attest`` and ``ledger verify --attestation`` (issue 37), against the real verifiers.
 
 OMS: the stock ``model_signing`` CLI (PyPI ``model-signing``), in a virtual environment of its own
-(``.venv-model-signing/``, made on first use from the hashed lock requirements/model-signing.txt,
+(``.venv-verify/``, the outside verifiers of docs/verify-without-ledger.md, made on first use from the
+hashed lock requirements/verify-without-ledger.txt,
 and brought to it again when the lock changes), verifies ``ledger export``'s folder with the
 P-256 sibling's PEM taken from the certified ``Ledger-Sibling`` trailer.  Outside CI the OMS
 test skips, saying why, when the package cannot be installed; in CI (LEDGER_CI=1) it must run.
@@ -28,15 +29,15 @@ from ledger.store.messages import Snapshot
 from tests.conftest import run_ledger
 from tests.venvs import venv_python
 
-VENV = Path(__file__).resolve().parent.parent / ".venv-model-signing"
-LOCK = VENV.parent / "requirements" / "model-signing.txt"
+VENV = Path(__file__).resolve().parent.parent / ".venv-verify"  # the one outside-verifier venv (verify-without-ledger)
+LOCK = VENV.parent / "requirements" / "verify-without-ledger.txt"
 VECTORS = Path(__file__).resolve().parent / "vectors" / "attest" / "vectors.json"
 SSLIB_VECTOR = VECTORS.with_name("intoto-sslib-keyid.json")
 
 
 def _model_signing() -> Path:
     """The stock ``model_signing`` console script, installed from the hashed lock on first use."""
-    return venv_python(VENV, LOCK, "model-signing").with_name("model_signing")
+    return venv_python(VENV, LOCK, "the tools of docs/verify-without-ledger.md").with_name("model_signing")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Virtual environments of their own for outside tools (Hermes, model-signing), from hash-pinned locks.
+"""Virtual environments of their own for outside tools (Hermes; the verifiers of verify-without-ledger.md), hash-pinned.
 
 Each is made once per lock (a stamp names the lock's digest) under a file lock, so parallel
 test workers wait for one install instead of racing two pips into one directory.  Outside CI a
