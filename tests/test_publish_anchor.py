@@ -347,7 +347,8 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
 
 
 def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_only(tmp_path: Path) -> None:
-    """``signer`` is null; a pinned signer is refused; the version is the store's (no counter in SKILL.md)."""
+    """``signed`` and ``signer`` are null; a pinned signer is refused; the version is the store's (no counter in
+    SKILL.md), a claim the anchor does not bind offline (§16.4: checked in a clone)."""
     with Brain.init(tmp_path / "brain", sign=False, versions="store") as brain:
         brain.create("notes", "Take notes", "v1\n")
         brain.edit("notes", "---\nname: notes\ndescription: Take notes\n---\nv2\n")
@@ -355,18 +356,40 @@ def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_onl
         entry = entries.get("skill://notes/SKILL.md")
         files = files_of(entries, entry)
     a = entry["_meta"][an.KEY]
-    assert a["signer"] is None and a["version"] == 2 and files["SKILL.md"].endswith(b"---\nv2\n")
+    assert a["signer"] is None and a["signed"] is None and a["version"] == 2
+    assert files["SKILL.md"].endswith(b"---\nv2\n")
     assert entry["frontmatter"] == {"name": "notes", "description": "Take notes"}  # no counter: the store keeps it
     root = bytes.fromhex(a["root"][15:])
     assert an.verify_entry(entry, files, root=root).signer is None
     with pytest.raises(ProofError, match="is unsigned, not by the trusted"):
         an.verify_entry(entry, files, signer="0x" + "11" * 20)
-    lying = json.loads(json.dumps(entry))
-    lying["_meta"][an.KEY]["version"] = 3  # the commit's Ledger-Change says v2
-    with pytest.raises(ProofError, match="it says version 3 but commit"):
-        an.verify_entry(lying, files, root=root)
+    named = json.loads(json.dumps(entry))
+    named["_meta"][an.KEY]["signer"] = {"address": "0x" + "11" * 20, "role": "agent"}
+    with pytest.raises(ProofError, match=r"names signer .* but carries no signature"):
+        an.verify_entry(named, files, root=root)
     doc, folder = _write(tmp_path, "notes", entry, files)
-    lie, _ = _write(tmp_path, "lie", lying, files)
+    lie, _ = _write(tmp_path, "lie", named, files)
     runs = [[str(doc), "--root", a["root"], "--files", str(folder)], [str(doc), "--signer", "0x" + "11" * 20],
             [str(lie), "--root", a["root"]]]  # fmt: skip
     assert [p.returncode for p in _scripts(runs)] == [0, 1, 1]
+
+
+def test_an_anchor_s_size_does_not_grow_with_the_commit_message(brain: Brain) -> None:
+    """An import of many skills names each in a Ledger-Change trailer; the anchors it serves carry the signed
+    fields (the message as its keccak-256), not the commit, and the entries of one snapshot share them."""
+    src = brain.root.parent / "incoming"
+    for i in range(300):
+        (src / f"skill-{i:03}").mkdir(parents=True)
+        (src / f"skill-{i:03}" / "SKILL.md").write_text(f"---\nname: skill-{i:03}\ndescription: Skill {i}\n---\nb\n")
+    from ledger.exchange.layouts import read
+
+    brain.import_collection(read(src, "auto", 1 << 20))
+    message = brain.store.read(brain.head().commit, b"commit")
+    assert message.count(b"Ledger-Change: ") == 300 and len(message) > 10_000
+    listed = Entries(brain).list()
+    assert len(listed) == 300
+    sizes = {len(json.dumps(e["_meta"])) for e in listed}
+    assert max(sizes) < 2_000, max(sizes)  # about 1 KB each, whatever the message holds
+    assert listed[0]["_meta"][an.KEY]["signed"] is listed[-1]["_meta"][an.KEY]["signed"]  # made once per commit
+    a = listed[0]["_meta"][an.KEY]
+    assert an.verify_entry(listed[0], signer=a["signer"]["address"]).commit == brain.head().commit.hex()

@@ -96,7 +96,7 @@ class Entries:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
         self._trees: dict[tuple[str, bytes], _Tree] = {}
-        self._snaps: dict[bytes, tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]] = {}
+        self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None]] = {}
         self._at: tuple[tuple[bytes, bool], _Served] | None = None
 
     # ------------------------------------------------------------------ the API
@@ -271,18 +271,20 @@ class Entries:
 
     def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
                folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
-        raw, snap, signer, chain = self._snapshot(pick.commit)
+        snap, signed, signer, chain = self._snapshot(pick.commit)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
         anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
-                          snapshot=raw, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
+                          signed=signed, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
                           files=[tree.proofs[rel] for rel in mine])  # fmt: skip
         resources = [{"uri": an.skill_uri(name, "", rel), "digest": "sha256:" + tree.files[rel].sha256,
                       "size": tree.files[rel].size} for rel in sorted(mine, key=str.encode)]  # fmt: skip
         return {"uri": an.skill_uri(name, prefix), "frontmatter": fm, "resources": resources, "_meta": {an.KEY: anchor}}
 
-    def _snapshot(self, commit: bytes) -> tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]:
-        """A snapshot's raw commit object, parsed, its signer (address, role) and its chain receipt, if any."""
+    def _snapshot(self, commit: bytes) -> tuple[Any, dict[str, str] | None, tuple[str, str] | None,
+                                                dict[str, Any] | None]:  # fmt: skip
+        """A snapshot's per-commit part of its anchors, made once and shared by all its entries: the parsed
+        snapshot, the anchor's ``signed`` member, its signer (address, role) and its chain receipt, if any."""
         kept = self._snaps.get(commit)
         if kept is not None:
             return kept
@@ -297,7 +299,7 @@ class Entries:
                      "seq": note["seq"], "block": note["block"], "tx": note["tx"]}  # fmt: skip
         if len(self._snaps) >= 64:
             self._snaps.pop(next(iter(self._snaps)))
-        self._snaps[commit] = (raw, snap, signer, chain)
+        self._snaps[commit] = (snap, an.signed_of(snap), signer, chain)
         return self._snaps[commit]
 
     def _folder_step(self, name: str, folder: bytes, pick: _Pick, head: Any, sound: bool) -> ProofStep:
@@ -310,7 +312,7 @@ class Entries:
             if i < len(names) and names[i] == name and head.bundle.levels[0][i] == leaf_hash(KIND_DIR, name, folder):
                 return ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
         step = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
-        root = self._snapshot(pick.commit)[1].root
+        root = self._snapshot(pick.commit)[0].root
         try:
             verify_proof(InclusionProof(name, KIND_DIR, folder, (step,), root), root)
         except LedgerError:
