@@ -256,7 +256,7 @@ TAMPERS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "the-exec-bit-dropped": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([(r, d, 0o644, t) for r, d, _m, t in _pdf(s)])),
         "scripts/run.sh is served not executable, but its anchor says \"exec\""),
-    "the-anchor-root-swapped": (_swap_root, "Ledger-Root"),
+    "the-anchor-root-swapped": (_swap_root, "but its signature is by"),
     "the-anchor-of-another-brain": (_other_brains_anchor, "file 'references/r.md' is not the file the root holds"),
     "a-symlink-member": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([*_pdf(s), ("references/link", None, 0o777, "r.md")])),

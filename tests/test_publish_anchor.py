@@ -223,7 +223,7 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
     odd = ("---\nname: odd-yaml\ndescription: >-\n  Folded\n  text\nlicense: Apache-2.0\ncreated: 2024-01-15\n"
            "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\n"
            "flags: [true, False, ~, 1.5, -3, 0x1f, 1.]\n"
-           "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: [a, b]\n  version: 1\n---\nbody\n")  # fmt: skip
+           "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: a b\n  version: '1'\n---\nbody\n")  # fmt: skip
     brain.allow_invalid = True  # lint calls these fields unexpected; the spec passes every field through
     brain.create("odd-yaml", "x", "body\n")
     brain.edit("odd-yaml", odd)
@@ -233,18 +233,34 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
     brain.edit("two-readings", "---\nname: two-readings\ndescription: two readings\nuser-invocable: on\n---\n")
     brain.create("foo-bar", "x", "body\n")
     brain.edit("foo-bar", "---\nname: Foo Bar\ndescription: a name that is not its folder\n---\n")
+    spec = {  # spec-invalid frontmatter, each with its lint message (ledger.bundle.lint.served_errors)
+        "meta-int": ("metadata:\n  build: 7\n",
+                     "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')"),
+        "meta-list": ("metadata:\n  tags: [a, b]\n", "Field 'metadata.tags' must be a string, not a list"),
+        "long-desc": ("", "Description exceeds 1024 character limit (1025 chars)"),
+        "compat": ("compatibility: ''\n", "Field 'compatibility' must be a string of 1 to 500 characters"),
+        "tools-list": ("allowed-tools: [Read, Bash]\n", "Field 'allowed-tools' must be a string, not list"),
+        "proto": ("__proto__: x\n", "'__proto__', which JavaScript hosts refuse"),
+    }
+    for name, (extra, _) in spec.items():
+        brain.create(name, "x", "body\n")
+        desc = "d" * 1025 if name == "long-desc" else "a skill"
+        brain.edit(name, f"---\nname: {name}\ndescription: {desc}\n{extra}---\n")
     entries = Entries(brain)
     got = entries.get("skill://odd-yaml/SKILL.md")["frontmatter"]
     assert got == {"name": "odd-yaml", "description": "Folded text", "license": "Apache-2.0",
                    "created": "2024-01-15", "when": "2001-12-14t21:59:43.10-05:00",
                    "allowed-tools": "Bash(git:*) Read", "flags": [True, False, None, 1.5, -3, 31, 1.0],
-                   "quoted": "2024-01-15", "metadata": {"author": "me", "tags": ["a", "b"], "version": 2}}  # fmt: skip
+                   "quoted": "2024-01-15", "metadata": {"author": "me", "tags": "a b", "version": "2"}}  # fmt: skip
     assert list(got) == ["name", "description", "license", "created", "when", "allowed-tools", "flags", "quoted",
                          "metadata"]  # the author's order  # fmt: skip
     refused = entries.refused()
     assert "which YAML reads as a int, not text" in refused["skill://bad-key/SKILL.md"]
     assert "is not its folder 'foo-bar'" in refused["skill://foo-bar/SKILL.md"]
     assert "'on' reads as True in YAML 1.1 but as 'on' in YAML 1.2" in refused["skill://two-readings/SKILL.md"]
+    for name, (_, said) in spec.items():
+        assert "does not conform to the Agent Skills spec" in refused[f"skill://{name}/SKILL.md"], name
+        assert said in refused[f"skill://{name}/SKILL.md"], (name, refused[f"skill://{name}/SKILL.md"])
     with pytest.raises(SkillNotFoundError, match=r"no skill is served at skill://foo-bar/SKILL\.md: its frontmatter"):
         entries.get("skill://foo-bar/SKILL.md")
     assert {e["uri"] for e in entries.list()} == {"skill://odd-yaml/SKILL.md"}

@@ -9,9 +9,10 @@
   the snapshot that holds that version (the gate's own :func:`ledger.evals.gate.read` and
   :func:`~ledger.evals.gate.versions_of`, as ``ledger sync`` projects it); one with no released
   version is not served;
-- a skill whose SKILL.md the spec's rules refuse (a ``name`` that is not its folder, no
-  ``description``, frontmatter with no one JSON rendering, over the spec's limits) is not served,
-  and :meth:`Entries.refused` says why.
+- a skill whose SKILL.md the spec's rules refuse (a ``name`` that is not its folder, frontmatter
+  with no one JSON rendering, a field the spec types otherwise, such as ``metadata`` that is not
+  strings to strings: :func:`ledger.bundle.lint.served_errors`; over the spec's limits) is not
+  served, and :meth:`Entries.refused` says why and how to fix it.
 
 Every byte comes from the store (git objects), never the work tree. A nested skill (a descendant
 ``SKILL.md`` whose folder is its valid ``name``) gets its own flat entry. Entries are kept per skill
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.audit.signatures import signer_of
 from ledger.brain.memo import files_of_trees
 from ledger.bundle.frontmatter import as_json
+from ledger.bundle.lint import served_errors
 from ledger.bundle.merkle import (
     KIND_DIR,
     Digest,
@@ -344,11 +346,12 @@ def _frontmatter(data: bytes, folder: str) -> tuple[dict[str, Any] | None, str |
         fm = as_json(text)
     except (LedgerError, RecursionError) as exc:
         return None, exc.message if isinstance(exc, LedgerError) else "its frontmatter nests too deep"
-    name, description = fm.get("name"), fm.get("description")
+    name = fm.get("name")
     if name != folder:
         return None, f"its frontmatter name {name!r} is not its folder {folder!r} (the spec: the URI ends in the name)"
     if not an.is_skill_name(name):
         return None, f"its name {name!r} breaks the Agent Skills naming rules"
-    if not isinstance(description, str) or not description.strip():
-        return None, "its frontmatter has no description"
+    errors = served_errors(folder, fm)  # the lint's spec rules, over the frontmatter as served
+    if errors:
+        return None, "its frontmatter does not conform to the Agent Skills spec: " + "; ".join(errors)
     return fm, None
