@@ -100,6 +100,7 @@ class Entries:
         self._trees: dict[tuple[str, bytes], _Tree] = {}
         self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None]] = {}
         self._at: tuple[tuple[bytes, bool], _Served] | None = None
+        self.generation = 0  # how many listings were made: it changes when the head (or the gate) does
 
     # ------------------------------------------------------------------ the API
 
@@ -178,6 +179,7 @@ class Entries:
                 served.by_uri[uri] = entry
                 served.listing.append(entry)
         self._at = (key, served)
+        self.generation += 1
         if len(self._trees) > 2 * len(head.skills) + 1024:  # trees of skills long since rewritten
             live = {(n, p.tree) for n, p in picks.items()}
             self._trees = {k: t for k, t in self._trees.items() if k in live}
@@ -345,7 +347,9 @@ def _frontmatter(data: bytes, folder: str) -> tuple[dict[str, Any] | None, str |
     try:
         fm = as_json(text)
     except (LedgerError, RecursionError) as exc:
-        return None, exc.message if isinstance(exc, LedgerError) else "its frontmatter nests too deep"
+        if not isinstance(exc, LedgerError):
+            return None, "its frontmatter nests too deep"
+        return None, exc.message + (f" (fix: {exc.hint})" if exc.hint else "")
     name = fm.get("name")
     if name != folder:
         return None, f"its frontmatter name {name!r} is not its folder {folder!r} (the spec: the URI ends in the name)"
