@@ -409,3 +409,26 @@ def test_an_anchor_s_size_does_not_grow_with_the_commit_message(brain: Brain) ->
     assert listed[0]["_meta"][an.KEY]["signed"] is listed[-1]["_meta"][an.KEY]["signed"]  # made once per commit
     a = listed[0]["_meta"][an.KEY]
     assert an.verify_entry(listed[0], signer=a["signer"]["address"]).commit == brain.head().commit.hex()
+
+
+MIME = {"SKILL.md": "text/markdown", "references/guide.md": "text/markdown", "scripts/run.py": "text/x-python",
+        "scripts/run.sh": "application/x-sh", "assets/logo.png": "image/png", "data/x.json": "application/json",
+        "notes.txt": "text/plain", "page.html": "text/html", "a.pdf": "application/pdf",
+        "Makefile": "application/octet-stream", "x.unknown-ext": "application/octet-stream"}  # fmt: skip
+
+
+def test_a_file_s_mime_type_is_the_same_on_every_machine(tmp_path: Path) -> None:
+    """``mime_type`` answers from Python's built-in table, never the machine's: a process whose system tables
+    (``mimetypes.knownfiles``, read by the module's own ``init``) say otherwise gets the pinned answers."""
+    from ledger.publish.entries import mime_type
+
+    assert {p: mime_type(p) for p in MIME} == MIME
+    odd = tmp_path / "mime.types"
+    odd.write_text("application/x-odd py sh png json txt html pdf\n")
+    code = ("import json, mimetypes, sys\nmimetypes.knownfiles[:] = [sys.argv[1]]\nmimetypes.init()\n"
+            "assert mimetypes.guess_type('a.py')[0] == 'application/x-odd'  # the machine's table, as read\n"
+            "from ledger.publish.entries import mime_type\n"
+            "print(json.dumps({p: mime_type(p) for p in json.loads(sys.argv[2])}))\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, str(odd), json.dumps(list(MIME))], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert json.loads(out.stdout) == MIME

@@ -59,11 +59,20 @@ __all__ = ["DIRECTORY", "Entries", "mime_type"]
 DIRECTORY = "inode/directory"  # the extension's mimeType of a directory resource
 
 
+_MIME: mimetypes.MimeTypes | None = None
+
+
 def mime_type(path: str) -> str:
-    """A file's ``mimeType``: ``text/markdown`` for Markdown (SKILL.md first), else by its extension."""
+    """A file's ``mimeType``: ``text/markdown`` for Markdown (SKILL.md first), else by its extension, from
+    Python's built-in table only: a ``MimeTypes`` made with no file names holds the module's defaults and
+    never the machine's (``/etc/mime.types`` and the like, which the module-level ``guess_type`` reads),
+    so every machine serves the same ``mimeType`` for the same file. Unknown: ``application/octet-stream``."""
+    global _MIME
     if path.endswith((".md", ".markdown")) or path.rsplit("/", 1)[-1] == "SKILL.md":
         return "text/markdown"
-    return mimetypes.guess_type(path, strict=False)[0] or "application/octet-stream"
+    if _MIME is None:
+        _MIME = mimetypes.MimeTypes()
+    return _MIME.guess_type(path, strict=False)[0] or "application/octet-stream"
 
 
 @dataclass(frozen=True)
