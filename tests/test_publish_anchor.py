@@ -432,3 +432,16 @@ def test_a_file_s_mime_type_is_the_same_on_every_machine(tmp_path: Path) -> None
     out = subprocess.run([sys.executable, "-c", code, str(odd), json.dumps(list(MIME))], capture_output=True,
                          text=True, check=True)  # fmt: skip
     assert json.loads(out.stdout) == MIME
+
+
+def test_the_stand_alone_verifier_is_a_page_of_code_that_imports_no_ledger() -> None:
+    """Issue 50: "a stand-alone script of at most about 100 lines that imports no ledger code"."""
+    import ast
+
+    tree = ast.parse(SCRIPT.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert names - set(sys.stdlib_module_names) == {"blake3", "eth_account"}, names
+    body = SCRIPT.read_text().split('"""', 2)[2].splitlines()  # after the docstring
+    code = [ln for ln in body if ln.strip() and not ln.strip().startswith("#")]
+    assert len(code) <= 110, len(code)
