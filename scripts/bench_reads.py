@@ -217,13 +217,16 @@ def main() -> None:
             root = brain.root
             brain.close()
             warm = asyncio.run(mcp_reads(root, n, args.calls))
-            # The Skills extension: after one ordinary write, as a brain is used. Each entry's anchor carries
-            # the head snapshot's commit object, and the import's names all N skills (ledger/publish/entries.py).
+            # The Skills extension at the head the bulk snapshot made, whose message names all N skills in
+            # its Ledger-Change trailers: the worst case for the per-commit part every anchor carries.
             from ledger.brain import Brain
 
             with Brain.open(root) as b:
-                b.patch("skill-00000", "Step 0:", "Step zero:")
+                message = b.store.read(b.head().commit, b"commit")
+            print(f"  head commit object: {len(message):,} bytes, {message.count(b'Ledger-Change: '):,} changes",
+                  file=sys.stderr)  # fmt: skip
             ext = asyncio.run(mcp_skills(root, n, args.calls))
+            ext["head_commit_bytes"] = len(message)
             result["sizes"][str(n)] = {"mcp": warm, "in_process": local, "skills_ext": ext}
             for where, figs in (("warm MCP", warm), ("in process", local), ("skills/list", ext)):
                 line = "  ".join(f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"

@@ -100,8 +100,10 @@ def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
         absolute(f"warm MCP `skills_list` p50, {k} skills", m["list"]["p50_s"], 25)
         if "skills_ext" in sizes[at]:  # issue 50: the Skills extension's listing, a page with each entry's anchor
             e = sizes[at]["skills_ext"]
+            head = (f", at the import that made them (its commit {e['head_commit_bytes'] / 1e6:.2f} MB)"
+                    if "head_commit_bytes" in e else "")  # fmt: skip
             absolute(f"warm MCP `skills/list` p50 (Skills extension), a page of {e['page_skills']} entries with "
-                     f"anchors ({e['page_bytes'] / 1e6:.2f} MB), {k} skills", e["page"]["p50_s"], 25)  # fmt: skip
+                     f"anchors ({e['page_bytes'] / 1e6:.2f} MB), {k} skills{head}", e["page"]["p50_s"], 25)  # fmt: skip
         absolute(f"warm MCP index (`ledger://index`) p50, {k} skills", m["index"]["p50_s"], 25)
         if at == "10000" and "100000" in sizes:
             big = sizes["100000"]["mcp"]["view"]["p50_s"]

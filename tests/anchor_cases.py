@@ -4,7 +4,8 @@
 self-contained (entry, files, what the host trusts). tests/test_publish_anchor.py runs them on every entry of
 a served brain, through :func:`ledger.publish.anchor.verify_entry`, ``ledger verify-proof`` and the
 stand-alone scripts/verify-entry.py; ``python -m tests.anchor_cases`` writes the committed vector from a small
-brain (its bytes hold a fresh signing key and timestamps, so it is made once and kept, not regenerated).
+brain (its bytes hold a fresh signing key and timestamps, so it is made once and kept; rewritten only when the
+format changes before release).
 """
 
 from __future__ import annotations
@@ -40,27 +41,16 @@ def _anchor(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def resign(anchor: dict[str, Any], key: bytes, *, root: str | None = None) -> None:
-    """Re-make the anchor's commit object signed by ``key`` (and naming ``root``), with its new id: a forgery
-    that is a well-formed signed snapshot, by another key."""
-    raw = base64.b64decode(anchor["snapshot"])
-    head, _, message = raw.decode().partition("\n\n")
+    """Re-sign the anchor's EIP-712 fields with ``key`` (over ``root``, when given): a forgery that is a
+    well-formed signed snapshot, by another key."""
     if root is not None:
-        message = message.replace(f"Ledger-Root: {anchor['root']}\n", f"Ledger-Root: {root}\n")
         anchor["root"] = root
-    text, _ = signing.split_signature(message)
-    lines = head.split("\n")
-    lines = [ln for ln in lines if not ln.startswith(("gpgsig ", " "))]  # the git signature would not verify: gone
-    tree = bytes.fromhex(lines[0][5:])
-    parents = [bytes.fromhex(ln[7:]) for ln in lines if ln.startswith("parent ")]
-    trailers = {ln.partition(": ")[0]: ln.partition(": ")[2] for ln in text.split("\n")}
-    parent_root = trailers["Ledger-Parent-Root"]
-    digest = signing.digest(bytes.fromhex(anchor["root"][15:]),
-                            None if parent_root == "none" else bytes.fromhex(parent_root[15:]),
-                            parents[0] if parents else None, tree, trailers.get("Ledger-Actor", ""), text)  # fmt: skip
-    new = ("\n".join(lines) + "\n\n" + text + f"Ledger-Signature: {signing.sign(key, digest)}\n").encode()
-    anchor["snapshot"] = base64.b64encode(new).decode()
-    anchor["commit"] = hashlib.sha1(b"commit %d\x00" % len(new) + new).hexdigest()
-    anchor["signer"] = {"address": signing.address_of(key), "role": trailers.get("Ledger-Actor", "")}
+    s = anchor["signed"]
+    digest = signing.digest_of(bytes.fromhex(anchor["root"][15:]), bytes.fromhex(s["parentRoot"]),
+                               bytes.fromhex(s["parentCommit"]), bytes.fromhex(s["tree"]), s["actor"],
+                               bytes.fromhex(s["message"]))  # fmt: skip
+    s["signature"] = signing.sign(key, digest)
+    anchor["signer"] = {"address": signing.address_of(key), "role": s["actor"]}
 
 
 def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, Any] | None = None) -> Iterator[Case]:
@@ -114,10 +104,9 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
                {"root": "blake3-tree-v1:" + "00" * 32})  # fmt: skip
 
     def forged(e: Any, x: Any, f: Files) -> None:
-        raw = base64.b64decode(x["snapshot"]).replace(b"Ledger-Operation: ", b"Ledger-Operation:  ", 1)
-        x["snapshot"] = base64.b64encode(raw).decode()
+        x["signed"]["tree"] = "00" * 20
 
-    yield case("a forged commit object (its id unchanged)", forged, "is not commit")
+    yield case("a forged signed field (the tree), the signature kept", forged, "but its signature is by")
 
     def forged_root(e: Any, x: Any, f: Files) -> None:
         resign(x, OTHER_KEY, root="blake3-tree-v1:" + "11" * 32)
@@ -133,7 +122,7 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
 
         def another(e: Any, x: Any, f: Files) -> None:
             o = _anchor(other)
-            for k in ("root", "commit", "snapshot", "signer", "chain", "folder"):
+            for k in ("root", "commit", "signed", "signer", "chain", "folder"):
                 x[k] = copy.deepcopy(o[k])
 
         yield case("the proof of another snapshot", another, "")

@@ -256,7 +256,7 @@ TAMPERS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "the-exec-bit-dropped": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([(r, d, 0o644, t) for r, d, _m, t in _pdf(s)])),
         "scripts/run.sh is served not executable, but its anchor says \"exec\""),
-    "the-anchor-root-swapped": (_swap_root, "Ledger-Root"),
+    "the-anchor-root-swapped": (_swap_root, "but its signature is by"),
     "the-anchor-of-another-brain": (_other_brains_anchor, "file 'references/r.md' is not the file the root holds"),
     "a-symlink-member": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([*_pdf(s), ("references/link", None, 0o777, "r.md")])),
@@ -397,3 +397,22 @@ def test_a_nested_skill_is_published_flat_and_proven_with_its_prefix(tmp_path: P
         with pytest.raises(SourceError, match=r"file 'x\.md' is not the file the root holds"):
             resolve(url, ["helper"])
     assert helper_md.startswith(b"---\nname: helper")
+
+
+def test_an_export_names_every_skill_it_does_not_publish_and_why(tmp_path: Path) -> None:
+    """A skill whose frontmatter breaks the spec (or reads two ways) is not on the site, and the export says so
+    in its text and its --json report, with the reason and the fix: never silently left out."""
+    a = _brain(tmp_path / "a", {
+        "good": {"SKILL.md": b"---\nname: good\ndescription: Good.\n---\nGood.\n"},
+        "bad-meta": {"SKILL.md": b"---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n"},
+        "two-ways": {"SKILL.md": b"---\nname: two-ways\ndescription: Two.\nuser-invocable: on\n---\nTwo.\n"},
+    })  # fmt: skip
+    text = ledger(a, "export", "--discovery", str(tmp_path / "site")).stdout
+    assert "not published: skill://bad-meta/SKILL.md: its frontmatter does not conform to the Agent Skills spec: " \
+           "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')" in text, text
+    assert "not published: skill://two-ways/SKILL.md: " in text and "quote" in text
+    assert "published 1 skill(s) with their anchors" in text and "; 2 not published (above)" in text
+    out = json.loads(ledger(a, "export", "--discovery", str(tmp_path / "site"), "--json").stdout)
+    assert [s["name"] for s in out["skills"]] == ["good"]
+    assert [r["uri"] for r in out["refused"]] == ["skill://bad-meta/SKILL.md", "skill://two-ways/SKILL.md"]
+    assert all(r["reason"] for r in out["refused"])

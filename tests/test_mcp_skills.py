@@ -432,3 +432,32 @@ def test_the_wire_answers_every_malformed_extension_request(tmp_path: Path) -> N
         assert ok is not None and ok["result"]["skill"]["frontmatter"]["name"] == "demo"
         stderr = server.close()
     assert "Traceback" not in stderr, stderr
+
+
+def test_the_operator_sees_each_skill_not_served_on_stderr(tmp_path: Path) -> None:
+    """A skill the extension does not serve (spec-invalid frontmatter, a scalar YAML reads two ways) is one
+    stderr line on the first listing, with its reason and fix; after a head change, the newly refused one."""
+    from tests.mcpwire import RawMcp
+
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    src = tmp_path / "src"
+    _write(src, {"good/SKILL.md": "---\nname: good\ndescription: Good.\n---\nGood.\n",
+                 "bad-meta/SKILL.md": "---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n"})
+    _ledger(brain, "import", str(src))
+    with RawMcp(brain) as server:
+        server.initialize()
+        got = server.request("skills/list", {})
+        assert got is not None and [e["uri"] for e in got["result"]["skills"]] == ["skill://good/SKILL.md"]
+        assert server.request("skills/list", {}) is not None  # the same head: nothing said twice
+        _write(tmp_path / "more", {"two-ways/SKILL.md": "---\nname: two-ways\ndescription: Two.\non: yes\n---\n"})
+        _ledger(brain, "import", str(tmp_path / "more"))
+        assert server.request("skills/list", {}) is not None
+        stderr = server.close()
+    said = [ln for ln in stderr.splitlines() if ln.startswith("ledger mcp: not serving ")]
+    assert said == [
+        "ledger mcp: not serving skill://bad-meta/SKILL.md: its frontmatter does not conform to the Agent Skills "
+        "spec: Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')",
+        next(ln for ln in said if ln.startswith("ledger mcp: not serving skill://two-ways/SKILL.md: ")),
+    ], stderr
+    assert "quote" in said[1]

@@ -223,7 +223,7 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
     odd = ("---\nname: odd-yaml\ndescription: >-\n  Folded\n  text\nlicense: Apache-2.0\ncreated: 2024-01-15\n"
            "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\n"
            "flags: [true, False, ~, 1.5, -3, 0x1f, 1.]\n"
-           "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: [a, b]\n  version: 1\n---\nbody\n")  # fmt: skip
+           "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: a b\n  version: '1'\n---\nbody\n")  # fmt: skip
     brain.allow_invalid = True  # lint calls these fields unexpected; the spec passes every field through
     brain.create("odd-yaml", "x", "body\n")
     brain.edit("odd-yaml", odd)
@@ -233,18 +233,34 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
     brain.edit("two-readings", "---\nname: two-readings\ndescription: two readings\nuser-invocable: on\n---\n")
     brain.create("foo-bar", "x", "body\n")
     brain.edit("foo-bar", "---\nname: Foo Bar\ndescription: a name that is not its folder\n---\n")
+    spec = {  # spec-invalid frontmatter, each with its lint message (ledger.bundle.lint.served_errors)
+        "meta-int": ("metadata:\n  build: 7\n",
+                     "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')"),
+        "meta-list": ("metadata:\n  tags: [a, b]\n", "Field 'metadata.tags' must be a string, not a list"),
+        "long-desc": ("", "Description exceeds 1024 character limit (1025 chars)"),
+        "compat": ("compatibility: ''\n", "Field 'compatibility' must be a string of 1 to 500 characters"),
+        "tools-list": ("allowed-tools: [Read, Bash]\n", "Field 'allowed-tools' must be a string, not list"),
+        "proto": ("__proto__: x\n", "'__proto__', which JavaScript hosts refuse"),
+    }
+    for name, (extra, _) in spec.items():
+        brain.create(name, "x", "body\n")
+        desc = "d" * 1025 if name == "long-desc" else "a skill"
+        brain.edit(name, f"---\nname: {name}\ndescription: {desc}\n{extra}---\n")
     entries = Entries(brain)
     got = entries.get("skill://odd-yaml/SKILL.md")["frontmatter"]
     assert got == {"name": "odd-yaml", "description": "Folded text", "license": "Apache-2.0",
                    "created": "2024-01-15", "when": "2001-12-14t21:59:43.10-05:00",
                    "allowed-tools": "Bash(git:*) Read", "flags": [True, False, None, 1.5, -3, 31, 1.0],
-                   "quoted": "2024-01-15", "metadata": {"author": "me", "tags": ["a", "b"], "version": 2}}  # fmt: skip
+                   "quoted": "2024-01-15", "metadata": {"author": "me", "tags": "a b", "version": "2"}}  # fmt: skip
     assert list(got) == ["name", "description", "license", "created", "when", "allowed-tools", "flags", "quoted",
                          "metadata"]  # the author's order  # fmt: skip
     refused = entries.refused()
     assert "which YAML reads as a int, not text" in refused["skill://bad-key/SKILL.md"]
     assert "is not its folder 'foo-bar'" in refused["skill://foo-bar/SKILL.md"]
     assert "'on' reads as True in YAML 1.1 but as 'on' in YAML 1.2" in refused["skill://two-readings/SKILL.md"]
+    for name, (_, said) in spec.items():
+        assert "does not conform to the Agent Skills spec" in refused[f"skill://{name}/SKILL.md"], name
+        assert said in refused[f"skill://{name}/SKILL.md"], (name, refused[f"skill://{name}/SKILL.md"])
     with pytest.raises(SkillNotFoundError, match=r"no skill is served at skill://foo-bar/SKILL\.md: its frontmatter"):
         entries.get("skill://foo-bar/SKILL.md")
     assert {e["uri"] for e in entries.list()} == {"skill://odd-yaml/SKILL.md"}
@@ -347,7 +363,8 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
 
 
 def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_only(tmp_path: Path) -> None:
-    """``signer`` is null; a pinned signer is refused; the version is the store's (no counter in SKILL.md)."""
+    """``signed`` and ``signer`` are null; a pinned signer is refused; the version is the store's (no counter in
+    SKILL.md), a claim the anchor does not bind offline (§16.4: checked in a clone)."""
     with Brain.init(tmp_path / "brain", sign=False, versions="store") as brain:
         brain.create("notes", "Take notes", "v1\n")
         brain.edit("notes", "---\nname: notes\ndescription: Take notes\n---\nv2\n")
@@ -355,18 +372,76 @@ def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_onl
         entry = entries.get("skill://notes/SKILL.md")
         files = files_of(entries, entry)
     a = entry["_meta"][an.KEY]
-    assert a["signer"] is None and a["version"] == 2 and files["SKILL.md"].endswith(b"---\nv2\n")
+    assert a["signer"] is None and a["signed"] is None and a["version"] == 2
+    assert files["SKILL.md"].endswith(b"---\nv2\n")
     assert entry["frontmatter"] == {"name": "notes", "description": "Take notes"}  # no counter: the store keeps it
     root = bytes.fromhex(a["root"][15:])
     assert an.verify_entry(entry, files, root=root).signer is None
     with pytest.raises(ProofError, match="is unsigned, not by the trusted"):
         an.verify_entry(entry, files, signer="0x" + "11" * 20)
-    lying = json.loads(json.dumps(entry))
-    lying["_meta"][an.KEY]["version"] = 3  # the commit's Ledger-Change says v2
-    with pytest.raises(ProofError, match="it says version 3 but commit"):
-        an.verify_entry(lying, files, root=root)
+    named = json.loads(json.dumps(entry))
+    named["_meta"][an.KEY]["signer"] = {"address": "0x" + "11" * 20, "role": "agent"}
+    with pytest.raises(ProofError, match=r"names signer .* but carries no signature"):
+        an.verify_entry(named, files, root=root)
     doc, folder = _write(tmp_path, "notes", entry, files)
-    lie, _ = _write(tmp_path, "lie", lying, files)
+    lie, _ = _write(tmp_path, "lie", named, files)
     runs = [[str(doc), "--root", a["root"], "--files", str(folder)], [str(doc), "--signer", "0x" + "11" * 20],
             [str(lie), "--root", a["root"]]]  # fmt: skip
     assert [p.returncode for p in _scripts(runs)] == [0, 1, 1]
+
+
+def test_an_anchor_s_size_does_not_grow_with_the_commit_message(brain: Brain) -> None:
+    """An import of many skills names each in a Ledger-Change trailer; the anchors it serves carry the signed
+    fields (the message as its keccak-256), not the commit, and the entries of one snapshot share them."""
+    src = brain.root.parent / "incoming"
+    for i in range(300):
+        (src / f"skill-{i:03}").mkdir(parents=True)
+        (src / f"skill-{i:03}" / "SKILL.md").write_text(f"---\nname: skill-{i:03}\ndescription: Skill {i}\n---\nb\n")
+    from ledger.exchange.layouts import read
+
+    brain.import_collection(read(src, "auto", 1 << 20))
+    message = brain.store.read(brain.head().commit, b"commit")
+    assert message.count(b"Ledger-Change: ") == 300 and len(message) > 10_000
+    listed = Entries(brain).list()
+    assert len(listed) == 300
+    sizes = {len(json.dumps(e["_meta"])) for e in listed}
+    assert max(sizes) < 2_000, max(sizes)  # about 1 KB each, whatever the message holds
+    assert listed[0]["_meta"][an.KEY]["signed"] is listed[-1]["_meta"][an.KEY]["signed"]  # made once per commit
+    a = listed[0]["_meta"][an.KEY]
+    assert an.verify_entry(listed[0], signer=a["signer"]["address"]).commit == brain.head().commit.hex()
+
+
+MIME = {"SKILL.md": "text/markdown", "references/guide.md": "text/markdown", "scripts/run.py": "text/x-python",
+        "scripts/run.sh": "application/x-sh", "assets/logo.png": "image/png", "data/x.json": "application/json",
+        "notes.txt": "text/plain", "page.html": "text/html", "a.pdf": "application/pdf",
+        "Makefile": "application/octet-stream", "x.unknown-ext": "application/octet-stream"}  # fmt: skip
+
+
+def test_a_file_s_mime_type_is_the_same_on_every_machine(tmp_path: Path) -> None:
+    """``mime_type`` answers from Python's built-in table, never the machine's: a process whose system tables
+    (``mimetypes.knownfiles``, read by the module's own ``init``) say otherwise gets the pinned answers."""
+    from ledger.publish.entries import mime_type
+
+    assert {p: mime_type(p) for p in MIME} == MIME
+    odd = tmp_path / "mime.types"
+    odd.write_text("application/x-odd py sh png json txt html pdf\n")
+    code = ("import json, mimetypes, sys\nmimetypes.knownfiles[:] = [sys.argv[1]]\nmimetypes.init()\n"
+            "assert mimetypes.guess_type('a.py')[0] == 'application/x-odd'  # the machine's table, as read\n"
+            "from ledger.publish.entries import mime_type\n"
+            "print(json.dumps({p: mime_type(p) for p in json.loads(sys.argv[2])}))\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, str(odd), json.dumps(list(MIME))], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert json.loads(out.stdout) == MIME
+
+
+def test_the_stand_alone_verifier_is_a_page_of_code_that_imports_no_ledger() -> None:
+    """Issue 50: "a stand-alone script of at most about 100 lines that imports no ledger code"."""
+    import ast
+
+    tree = ast.parse(SCRIPT.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert names - set(sys.stdlib_module_names) == {"blake3", "eth_account"}, names
+    body = SCRIPT.read_text().split('"""', 2)[2].splitlines()  # after the docstring
+    code = [ln for ln in body if ln.strip() and not ln.strip().startswith("#")]
+    assert len(code) <= 110, len(code)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -120,9 +121,24 @@ def register(server: Any, entries: Any, in_worker: Callable[..., Awaitable[Any]]
         uri: str = Field(description="URI of the directory resource to read")
 
     skills, children = _Pages(), _Pages()
+    told: set[tuple[str, str]] = set()
+    seen = [-1]
+
+    def tell_refused() -> None:
+        """One stderr line per skill the brain does not serve for a reason of the spec (with the fix), on the
+        first listing and again after the head changes, for what is newly refused: never silent."""
+        if entries.generation == seen[0]:
+            return
+        seen[0] = entries.generation
+        for uri, why in entries.refused().items():
+            if (uri, why) not in told:
+                told.add((uri, why))
+                print(f"ledger mcp: not serving {uri}: {why}", file=sys.stderr, flush=True)
 
     def list_page(cursor: str | None) -> dict[str, Any]:
-        chunk, after = skills.page(entries.list(), cursor, page)
+        listed = entries.list()
+        tell_refused()
+        chunk, after = skills.page(listed, cursor, page)
         return _cacheable({"skills": chunk, **({"nextCursor": after} if after else {})})
 
     def directory_page(uri: str, cursor: str | None) -> dict[str, Any]:

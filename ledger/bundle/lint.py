@@ -23,6 +23,7 @@ write adds counts as an error, since what the ledger itself authors must be spec
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ from typing import Any
 from ledger.bundle.frontmatter import bounded
 from ledger.errors import SkillError
 
-__all__ = ["Verdict", "introduced_errors", "lint_skill"]
+__all__ = ["Verdict", "introduced_errors", "lint_skill", "served_errors"]
 
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
 # top-level keys Hermes's bundled skills carry beyond the spec (its metadata.hermes sits inside the spec's metadata)
@@ -127,6 +128,64 @@ def _name_errors(verdict: Verdict, name: Any, folder: str) -> None:
         verdict.error("name-folder", f"Directory name '{folder}' must match skill name '{name}'")
 
 
+def _field_errors(verdict: Verdict, fm: Mapping[str, Any], folder: str) -> None:
+    """The spec's rules for the fields of frontmatter ``fm`` of the skill in ``folder``."""
+    err = verdict.error
+    if "name" not in fm:
+        err("name-missing", "Missing required field in frontmatter: name")
+    else:
+        _name_errors(verdict, fm["name"], folder)
+    desc = fm.get("description")
+    if "description" not in fm:
+        err("description-missing", "Missing required field in frontmatter: description")
+    elif not isinstance(desc, str) or not desc.strip():
+        err("description-empty", "Field 'description' must be a non-empty string")
+    elif len(desc) > 1024:
+        err("description-length", f"Description exceeds 1024 character limit ({len(desc)} chars)")
+    compat = fm.get("compatibility")
+    if "compatibility" in fm and (not isinstance(compat, str) or not compat.strip() or len(compat) > 500):
+        err("compatibility", "Field 'compatibility' must be a string of 1 to 500 characters")
+
+
+def served_errors(folder: str, fm: Mapping[str, Any]) -> list[str]:
+    """What keeps frontmatter ``fm``, read with its types as a server serves it (the JSON rendering of
+    docs/lineage.md §16.2), from conforming to the agentskills spec, each with its fix; [] when it does.
+
+    The lint's own rules (:func:`lint_skill`: name, description, compatibility), plus those its
+    string-only reading cannot see: ``license`` and ``allowed-tools`` are strings, ``metadata`` maps
+    strings to strings (a host's schema refuses a whole listing for one ``version: 1``), and no key is
+    ``__proto__`` (JavaScript hosts refuse it). Fields outside the spec's pass through, as the spec has."""
+    verdict = Verdict(folder, True)
+    _field_errors(verdict, fm, folder)
+    out = list(verdict.errors)
+    for key in ("license", "allowed-tools"):
+        if key in fm and not isinstance(fm[key], str):
+            out.append(f"Field '{key}' must be a string, not {type(fm[key]).__name__} (fix: quote it, or write "
+                       f"it as one line of text)")  # fmt: skip
+    meta = fm.get("metadata")
+    if "metadata" in fm:
+        if not isinstance(meta, Mapping):
+            out.append("Field 'metadata' must map strings to strings (fix: write it as 'key: value' lines)")
+        else:
+            for key, value in meta.items():
+                if isinstance(value, list | dict):
+                    out.append(f"Field 'metadata.{key}' must be a string, not a list or mapping (fix: write it "
+                               "as one string, or move it out of metadata)")  # fmt: skip
+                elif not isinstance(value, str):
+                    shown = json.dumps(value)
+                    out.append(f"Field 'metadata.{key}' must be a string, not {shown} (fix: quote it: "
+                               f"{key}: '{shown}')")  # fmt: skip
+    if _has_proto(fm):
+        out.append("A frontmatter key is '__proto__', which JavaScript hosts refuse (fix: rename it)")
+    return out
+
+
+def _has_proto(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return "__proto__" in value or any(_has_proto(v) for v in value.values())
+    return isinstance(value, list) and any(_has_proto(v) for v in value)
+
+
 def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> Verdict:
     """The verdict for one skill: its folder name, its SKILL.md text, and ``{path: size}`` of every file."""
     verdict = Verdict(folder, True)
@@ -141,20 +200,7 @@ def lint_skill(folder: str, skill_md: str | None, files: Mapping[str, int]) -> V
             assert fm is not None
             for key in sorted(set(fm) - SPEC_FIELDS):
                 verdict.extra_field(key)
-            if "name" not in fm:
-                err("name-missing", "Missing required field in frontmatter: name")
-            else:
-                _name_errors(verdict, fm["name"], folder)
-            desc = fm.get("description")
-            if "description" not in fm:
-                err("description-missing", "Missing required field in frontmatter: description")
-            elif not isinstance(desc, str) or not desc.strip():
-                err("description-empty", "Field 'description' must be a non-empty string")
-            elif len(desc) > 1024:
-                err("description-length", f"Description exceeds 1024 character limit ({len(desc)} chars)")
-            compat = fm.get("compatibility")
-            if "compatibility" in fm and (not isinstance(compat, str) or len(compat) > 500):
-                err("compatibility", "Field 'compatibility' must be a string of at most 500 characters")
+            _field_errors(verdict, fm, folder)
         if len(skill_md) > HERMES_SKILL_MD:
             verdict.hermes.append(f"SKILL.md is {len(skill_md)} characters; Hermes's tools cap it at {HERMES_SKILL_MD}")
     for rel, size in sorted(files.items()):

@@ -126,18 +126,24 @@ def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
     from ledger.publish.site import INDEX, is_site, site_files
 
     with open_brain(ctx) as brain:
-        files = site_files(Entries(brain))
+        entries = Entries(brain)
+        files = site_files(entries)
+        refused = entries.refused()
         head = brain.head()
     count = write_tree(site, files, is_site, "discovery export")
     skills = json.loads(files[INDEX])["skills"]
     out = {"dest": str(site), "index": str(site / INDEX), "commit": head.commit.hex(), "files": count,
-           "skills": [{k: s[k] for k in ("name", "type", "url", "digest")} for s in skills]}  # fmt: skip
+           "skills": [{k: s[k] for k in ("name", "type", "url", "digest")} for s in skills],
+           "refused": [{"uri": uri, "reason": why} for uri, why in refused.items()]}  # fmt: skip
     if as_json:
         emit(out)
         return
     for s in out["skills"]:
         click.echo(f"{s['type']:9} {s['name']:32} {s['url']}")
-    click.echo(f"published {len(skills)} skill(s) with their anchors: {out['index']}")
+    for r in out["refused"]:  # never silent: what a host will not find, and why
+        click.echo(f"not published: {r['uri']}: {r['reason']}")
+    click.echo(f"published {len(skills)} skill(s) with their anchors: {out['index']}"
+               + (f"; {len(refused)} not published (above)" if refused else ""))
 
 
 @main.command()

@@ -9,14 +9,13 @@ git, no RPC): :func:`build` makes the ``_meta`` object :mod:`ledger.publish.entr
 The proofs are the bundle hash's own (docs/bundle-hash.md §6, :mod:`ledger.bundle.merkle`): a
 file's full inclusion proof is its ``steps`` followed by the folder's, each part checked with
 the one :func:`~ledger.bundle.merkle.verify_proof`. The signature is the snapshot's EIP-712 one
-(§8.1), recovered by :func:`ledger.audit.signatures.signer_of` from the raw commit object the
-anchor carries, parsed by the store's own :func:`~ledger.store.gitstore.snapshot_of`.
+(§8.1): the anchor carries the typed data's fields as signed (the message as its keccak-256, so an
+anchor's size never depends on the commit message) and the signature, and the signer is recovered
+with :func:`ledger.signatures.signing.digest_of`; no commit object is needed.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import itertools
 import json
@@ -26,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger._json import shown
-from ledger.audit.signatures import signer_of
 from ledger.bundle.frontmatter import as_json
 from ledger.bundle.merkle import (
     KIND_DIR,
@@ -43,7 +41,7 @@ from ledger.bundle.merkle import (
     verify_proof,
 )
 from ledger.errors import LedgerError, ProofError
-from ledger.store.gitstore import snapshot_of
+from ledger.signatures import signing
 
 __all__ = [
     "FORMAT",
@@ -55,6 +53,7 @@ __all__ = [
     "anchor_of",
     "build",
     "is_skill_name",
+    "signed_of",
     "skill_uri",
     "verify_anchor",
     "verify_entry",
@@ -68,7 +67,8 @@ SCHEME = "skill://"
 
 _KINDS = {"file": KIND_FILE, "exec": KIND_EXEC}
 _NAMES = {v: k for k, v in _KINDS.items()}
-_KEYS = {"format", "skill", "prefix", "version", "root", "commit", "snapshot", "signer", "chain", "folder", "files"}
+_KEYS = {"format", "skill", "prefix", "version", "root", "commit", "signed", "signer", "chain", "folder", "files"}
+_SIGNED_KEYS = ("parentRoot", "parentCommit", "tree", "actor", "message", "signature")
 _CHAIN_KEYS = {"chainId", "registry", "agent", "seq", "block", "tx"}
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -125,12 +125,30 @@ def _steps_json(steps: Sequence[ProofStep]) -> list[dict[str, Any]]:
     return [{"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]} for s in steps]
 
 
+def signed_of(snap: Any) -> dict[str, str] | None:
+    """The anchor's ``signed`` member for a parsed snapshot (:class:`ledger.store.gitstore.Snapshot`): the
+    EIP-712 fields its signature covers (§8.1), the message as its keccak-256, and the signature; ``None``
+    when the snapshot is unsigned. Its size does not depend on the commit message."""
+    if snap.signature is None:
+        return None
+    text, value = signing.split_signature(snap.message)
+    return {
+        "parentRoot": (snap.parent_root or bytes(32)).hex(),
+        "parentCommit": snap.parents[0] if snap.parents else "0" * 40,
+        "tree": snap.tree,
+        "actor": snap.attribution.get("actor", ""),
+        "message": signing.message_hash(text).hex(),
+        "signature": value or "",
+    }
+
+
 def build(
-    *, skill: str, prefix: str, version: int, root: bytes, commit: bytes, snapshot: bytes,
+    *, skill: str, prefix: str, version: int, root: bytes, commit: bytes, signed: Mapping[str, str] | None,
     signer: tuple[str, str] | None, chain: Mapping[str, Any] | None, folder: bytes, folder_step: ProofStep,
     files: Sequence[FileProof],
 ) -> dict[str, Any]:  # fmt: skip
-    """The anchor object (§16.1), members in the order the spec writes them; ``files`` in byte order of path."""
+    """The anchor object (§16.1), members in the order the spec writes them; ``files`` in byte order of path.
+    ``signed`` (from :func:`signed_of`) is used as it is, not copied: the entries of one snapshot share it."""
     return {
         "format": FORMAT,
         "skill": skill,
@@ -138,7 +156,7 @@ def build(
         "version": version,
         "root": format_root(root),
         "commit": commit.hex(),
-        "snapshot": base64.b64encode(snapshot).decode("ascii"),
+        "signed": signed,
         "signer": {"address": signer[0], "role": signer[1]} if signer is not None else None,
         "chain": dict(chain) if chain is not None else None,
         "folder": {"content": folder.hex(), "steps": _steps_json([folder_step])},
@@ -214,21 +232,21 @@ def _steps(value: Any, what: str) -> tuple[ProofStep, ...]:
     return tuple(out)
 
 
-def _snapshot(anchor: Mapping[str, Any]) -> tuple[bytes, Any]:
-    text, commit = anchor["snapshot"], _hex(anchor["commit"], _HEX40, "its commit")
+def _recover(signed: Any, root: bytes) -> tuple[str | None, str | None]:
+    """(address, role) that the ``signed`` member's signature recovers to over root ``root`` (§16.3 step 2)."""
+    if signed is None:
+        return None, None
+    if not isinstance(signed, dict) or set(signed) != set(_SIGNED_KEYS):
+        raise _fail(f"its signed member {shown(signed, 60)} is not null or exactly {list(_SIGNED_KEYS)}")
+    words = [bytes.fromhex(_hex(signed[k], p, f"its signed {k}"))
+             for k, p in (("parentRoot", _HEX64), ("parentCommit", _HEX40), ("tree", _HEX40), ("message", _HEX64))]
+    if not isinstance(signed["actor"], str) or not isinstance(signed["signature"], str):
+        raise _fail("its signed actor or signature is not a string")
     try:
-        raw = base64.b64decode(text, validate=True) if isinstance(text, str) else None
-    except (binascii.Error, ValueError):
-        raw = None
-    if raw is None or base64.b64encode(raw).decode("ascii") != text:
-        raise _fail("its snapshot is not the raw commit object in base64 (RFC 4648 §4, padded, no line breaks)")
-    if hashlib.sha1(b"commit %d\x00" % len(raw) + raw).hexdigest() != commit:
-        raise _fail(f"its snapshot is not commit {commit} (the object's SHA-1 is another)",
-                    hint="the commit object was altered or is another snapshot's")  # fmt: skip
-    try:
-        return raw, snapshot_of(bytes.fromhex(commit), raw)
+        digest = signing.digest_of(root, words[0], words[1], words[2], signed["actor"], words[3])
+        return signing.recover(digest, signed["signature"]), signed["actor"]
     except LedgerError as exc:
-        raise _fail(f"commit {commit} is not a ledger snapshot ({exc.message})") from None
+        raise _fail(f"its signature is malformed ({exc.message})") from None
 
 
 def verify_anchor(
@@ -260,32 +278,22 @@ def verify_anchor(
     if root is not None and have_root != root:
         raise _fail(f"it is for root {anchor['root']}, not the trusted {format_root(root)}",
                     hint="the server serves another snapshot than the one you pinned")  # fmt: skip
-    # 1. the snapshot: the commit object, its root, its signature
-    _raw, snap = _snapshot(anchor)
-    if snap.root != have_root:
-        raise _fail(f"commit {snap.commit} records Ledger-Root {format_root(snap.root)}, not the anchor's root")
-    try:
-        recovered = signer_of(snap)
-    except LedgerError as exc:
-        raise _fail(f"commit {snap.commit}'s signature is malformed ({exc.message})") from None
+    # 1. the signature: the signer that vouches for root (with its tree and parent)
+    commit = _hex(anchor["commit"], _HEX40, "its commit")
+    recovered, role = _recover(anchor["signed"], have_root)
     stated = anchor["signer"]
-    role = snap.attribution.get("actor")
     if recovered is None:
         if stated is not None:
-            raise _fail(f"it names signer {shown(stated, 60)} but commit {snap.commit} is unsigned")
+            raise _fail(f"it names signer {shown(stated, 60)} but carries no signature")
     elif not isinstance(stated, dict) or set(stated) != {"address", "role"} or \
             not isinstance(stated["address"], str) or stated["address"].lower() != recovered or stated["role"] != role:
-        raise _fail(f"it names signer {shown(stated, 80)} but commit {snap.commit} is signed by {recovered} as "
-                    f"{role!r}")  # fmt: skip
+        raise _fail(f"it names signer {shown(stated, 80)} but its signature is by {recovered} as {role!r}")
     if signer is not None:
         if not _ADDRESS.fullmatch(signer):
             raise ProofError(f"the trusted signer {signer!r} is not an address (0x and 40 hex digits)")
         if recovered != signer.lower():
-            raise _fail(f"commit {snap.commit} is {'unsigned' if recovered is None else 'signed by ' + recovered}, "
+            raise _fail(f"root {anchor['root']} is {'unsigned' if recovered is None else 'signed by ' + recovered}, "
                         f"not by the trusted {signer.lower()}", hint="do not load it; ask its publisher")  # fmt: skip
-    for change in snap.changes:
-        if change.skill == skill and change.action != "delete" and change.version != version:
-            raise _fail(f"it says version {version} but commit {snap.commit} records {skill} v{change.version}")
     chain = anchor["chain"]
     if chain is not None:
         if not isinstance(chain, dict) or set(chain) != _CHAIN_KEYS:
@@ -372,7 +380,7 @@ def verify_anchor(
             if file_digest(data) != p.content:
                 raise _fail(f"file {rel!r} is not the file the root holds (its content digest differs)",
                             hint="do not load it: it was altered, or belongs to another snapshot")  # fmt: skip
-    return AnchorCheck(skill, prefix, version, anchor["root"], snap.commit, recovered, role if recovered else None,
+    return AnchorCheck(skill, prefix, version, anchor["root"], commit, recovered, role,
                        chain, tuple(p.path[len(inner):] for p in proofs), files is not None,
                        "signer" if signer is not None else "root" if root is not None else None)  # fmt: skip
 

@@ -9,9 +9,10 @@
   the snapshot that holds that version (the gate's own :func:`ledger.evals.gate.read` and
   :func:`~ledger.evals.gate.versions_of`, as ``ledger sync`` projects it); one with no released
   version is not served;
-- a skill whose SKILL.md the spec's rules refuse (a ``name`` that is not its folder, no
-  ``description``, frontmatter with no one JSON rendering, over the spec's limits) is not served,
-  and :meth:`Entries.refused` says why.
+- a skill whose SKILL.md the spec's rules refuse (a ``name`` that is not its folder, frontmatter
+  with no one JSON rendering, a field the spec types otherwise, such as ``metadata`` that is not
+  strings to strings: :func:`ledger.bundle.lint.served_errors`; over the spec's limits) is not
+  served, and :meth:`Entries.refused` says why and how to fix it.
 
 Every byte comes from the store (git objects), never the work tree. A nested skill (a descendant
 ``SKILL.md`` whose folder is its valid ``name``) gets its own flat entry. Entries are kept per skill
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.audit.signatures import signer_of
 from ledger.brain.memo import files_of_trees
 from ledger.bundle.frontmatter import as_json
+from ledger.bundle.lint import served_errors
 from ledger.bundle.merkle import (
     KIND_DIR,
     Digest,
@@ -57,11 +59,20 @@ __all__ = ["DIRECTORY", "Entries", "mime_type"]
 DIRECTORY = "inode/directory"  # the extension's mimeType of a directory resource
 
 
+_MIME: mimetypes.MimeTypes | None = None
+
+
 def mime_type(path: str) -> str:
-    """A file's ``mimeType``: ``text/markdown`` for Markdown (SKILL.md first), else by its extension."""
+    """A file's ``mimeType``: ``text/markdown`` for Markdown (SKILL.md first), else by its extension, from
+    Python's built-in table only: a ``MimeTypes`` made with no file names holds the module's defaults and
+    never the machine's (``/etc/mime.types`` and the like, which the module-level ``guess_type`` reads),
+    so every machine serves the same ``mimeType`` for the same file. Unknown: ``application/octet-stream``."""
+    global _MIME
     if path.endswith((".md", ".markdown")) or path.rsplit("/", 1)[-1] == "SKILL.md":
         return "text/markdown"
-    return mimetypes.guess_type(path, strict=False)[0] or "application/octet-stream"
+    if _MIME is None:
+        _MIME = mimetypes.MimeTypes()
+    return _MIME.guess_type(path, strict=False)[0] or "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -96,8 +107,9 @@ class Entries:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
         self._trees: dict[tuple[str, bytes], _Tree] = {}
-        self._snaps: dict[bytes, tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]] = {}
+        self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None]] = {}
         self._at: tuple[tuple[bytes, bool], _Served] | None = None
+        self.generation = 0  # how many listings were made: it changes when the head (or the gate) does
 
     # ------------------------------------------------------------------ the API
 
@@ -176,6 +188,7 @@ class Entries:
                 served.by_uri[uri] = entry
                 served.listing.append(entry)
         self._at = (key, served)
+        self.generation += 1
         if len(self._trees) > 2 * len(head.skills) + 1024:  # trees of skills long since rewritten
             live = {(n, p.tree) for n, p in picks.items()}
             self._trees = {k: t for k, t in self._trees.items() if k in live}
@@ -271,18 +284,20 @@ class Entries:
 
     def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
                folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
-        raw, snap, signer, chain = self._snapshot(pick.commit)
+        snap, signed, signer, chain = self._snapshot(pick.commit)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
         anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
-                          snapshot=raw, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
+                          signed=signed, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
                           files=[tree.proofs[rel] for rel in mine])  # fmt: skip
         resources = [{"uri": an.skill_uri(name, "", rel), "digest": "sha256:" + tree.files[rel].sha256,
                       "size": tree.files[rel].size} for rel in sorted(mine, key=str.encode)]  # fmt: skip
         return {"uri": an.skill_uri(name, prefix), "frontmatter": fm, "resources": resources, "_meta": {an.KEY: anchor}}
 
-    def _snapshot(self, commit: bytes) -> tuple[bytes, Any, tuple[str, str] | None, dict[str, Any] | None]:
-        """A snapshot's raw commit object, parsed, its signer (address, role) and its chain receipt, if any."""
+    def _snapshot(self, commit: bytes) -> tuple[Any, dict[str, str] | None, tuple[str, str] | None,
+                                                dict[str, Any] | None]:  # fmt: skip
+        """A snapshot's per-commit part of its anchors, made once and shared by all its entries: the parsed
+        snapshot, the anchor's ``signed`` member, its signer (address, role) and its chain receipt, if any."""
         kept = self._snaps.get(commit)
         if kept is not None:
             return kept
@@ -297,7 +312,7 @@ class Entries:
                      "seq": note["seq"], "block": note["block"], "tx": note["tx"]}  # fmt: skip
         if len(self._snaps) >= 64:
             self._snaps.pop(next(iter(self._snaps)))
-        self._snaps[commit] = (raw, snap, signer, chain)
+        self._snaps[commit] = (snap, an.signed_of(snap), signer, chain)
         return self._snaps[commit]
 
     def _folder_step(self, name: str, folder: bytes, pick: _Pick, head: Any, sound: bool) -> ProofStep:
@@ -310,7 +325,7 @@ class Entries:
             if i < len(names) and names[i] == name and head.bundle.levels[0][i] == leaf_hash(KIND_DIR, name, folder):
                 return ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
         step = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
-        root = self._snapshot(pick.commit)[1].root
+        root = self._snapshot(pick.commit)[0].root
         try:
             verify_proof(InclusionProof(name, KIND_DIR, folder, (step,), root), root)
         except LedgerError:
@@ -341,12 +356,15 @@ def _frontmatter(data: bytes, folder: str) -> tuple[dict[str, Any] | None, str |
     try:
         fm = as_json(text)
     except (LedgerError, RecursionError) as exc:
-        return None, exc.message if isinstance(exc, LedgerError) else "its frontmatter nests too deep"
-    name, description = fm.get("name"), fm.get("description")
+        if not isinstance(exc, LedgerError):
+            return None, "its frontmatter nests too deep"
+        return None, exc.message + (f" (fix: {exc.hint})" if exc.hint else "")
+    name = fm.get("name")
     if name != folder:
         return None, f"its frontmatter name {name!r} is not its folder {folder!r} (the spec: the URI ends in the name)"
     if not an.is_skill_name(name):
         return None, f"its name {name!r} breaks the Agent Skills naming rules"
-    if not isinstance(description, str) or not description.strip():
-        return None, "its frontmatter has no description"
+    errors = served_errors(folder, fm)  # the lint's spec rules, over the frontmatter as served
+    if errors:
+        return None, "its frontmatter does not conform to the Agent Skills spec: " + "; ".join(errors)
     return fm, None

@@ -20,6 +20,8 @@ __all__ = [
     "SignatureError",
     "address_of",
     "digest",
+    "digest_of",
+    "message_hash",
     "recover",
     "sign",
     "split_signature",
@@ -73,6 +75,19 @@ def digest(
     ``parent_root`` and ``parent_commit`` are ``None`` for snapshot 0 (encoded as zeros);
     ``signed_text`` is the commit message without its ``Ledger-Signature`` line.
     """
+    return digest_of(root, parent_root, parent_commit, tree, actor, message_hash(signed_text))
+
+
+def message_hash(signed_text: str) -> bytes:
+    """The typed data's ``message``: keccak-256 of the signed text (UTF-8)."""
+    return _keccak(signed_text.encode("utf-8"))
+
+
+def digest_of(
+    root: bytes, parent_root: bytes | None, parent_commit: bytes | None, tree: bytes, actor: str, message: bytes
+) -> bytes:
+    """:func:`digest` from the typed data's fields as signed, ``message`` already hashed (:func:`message_hash`):
+    what a holder of those fields alone, without the commit message, recomputes (docs/lineage.md §16)."""
     struct = _keccak(
         _keccak(SNAPSHOT_TYPE)
         + _word(root, 32, "root")
@@ -80,7 +95,7 @@ def digest(
         + _word(parent_commit or b"\x00" * 20, 20, "parent commit")
         + _word(tree, 20, "tree")
         + _keccak(actor.encode())
-        + _keccak(signed_text.encode("utf-8"))
+        + _word(message, 32, "message")
     )
     return _keccak(b"\x19\x01" + _domain_separator() + struct)
 

@@ -68,7 +68,7 @@ __all__ = ["MAX_INDEX", "MAX_REDIRECTS", "index_candidates", "is_index_url", "pi
 # bytes of index.json: ~12,000 entries at the spec's longest description, so a big brain's own export reads back
 MAX_INDEX = 16 * 1024 * 1024
 MAX_REDIRECTS = 3
-MAX_ANCHOR = 16 * 1024 * 1024  # bytes of one anchor file: the snapshot commit and one proof per file
+MAX_ANCHOR = 16 * 1024 * 1024  # bytes of one anchor file: its signed fields and one proof per file (at most 512)
 MAX_MEMBERS = 10_000  # entries of one archive
 _SPOOL = 8 * 1024 * 1024  # bytes of a downloaded archive held in memory before it is spooled to disk
 _HEADER_ROOM = 16 * 1024 * 1024  # decompressed bytes an archive may spend on anything but the files taken
