@@ -737,3 +737,64 @@ def test_a_valid_anchor_of_another_brain_for_the_same_name_pins_that_brain(site:
     assert pin.pin["root"] == theirs_anchor["root"] != mine_anchor["root"]
     assert pin.signer == theirs_anchor["signer"]["address"]  # (the suite's brains share one test key)
     assert (b / "skills/pdf-tools/references/r.md").read_bytes() == theirs["references/r.md"]
+
+
+def _index_of(site: Path, name: str, data: bytes) -> None:
+    """A v0.2.0 index at ``site`` of one archive skill ``name`` (no anchor): what any site may serve."""
+    (site / BASE).mkdir(parents=True, exist_ok=True)
+    (site / BASE / f"{name}.tar.gz").write_bytes(data)
+    from ledger.publish.site import SCHEMA
+
+    entry = {"name": name, "type": "archive", "description": "d", "url": f"{name}.tar.gz",
+             "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+    (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
+
+
+SK = b"---\nname: pdf\ndescription: d\n---\nbody\n"
+
+
+@pytest.mark.parametrize("members", [
+    [("SKILL.md", SK), ("references/r.md", b"good\n"), ("references/R.md", b"evil\n")],
+    [("SKILL.md", SK), ("skill.md", b"---\nname: pdf\ndescription: another\n---\n")],
+], ids=["two-names-in-one-case", "skill-md-in-two-cases"])  # fmt: skip
+def test_an_unanchored_archive_with_case_colliding_names_is_refused(members: list, tmp_path: Path) -> None:
+    _index_of(tmp_path / "site", "pdf", _tar(members))
+    got, before, after, _ = _install(tmp_path / "site", tmp_path)
+    assert got.returncode == 1 and "collide on a case-insensitive filesystem" in got.stderr, got.stderr
+    assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (low): an archive holding a file and a folder of one name "
+                   "('references' and 'references/r.md') crashes ledger install with a TypeError traceback "
+                   "(ledger/store/supply.py skill_blake3) instead of a clear refusal naming the path")  # fmt: skip
+def test_an_archive_with_a_file_and_a_folder_of_one_name_is_refused_clearly(tmp_path: Path) -> None:
+    _index_of(tmp_path / "site", "pdf", _tar([("SKILL.md", SK), ("references", b"file\n"),
+                                              ("references/r.md", b"x\n")]))  # fmt: skip
+    got, before, after, _ = _install(tmp_path / "site", tmp_path)
+    assert after == before and got.returncode == 1
+    assert "Traceback" not in got.stderr and "references" in got.stderr, got.stderr
+
+
+def _installed_from(site: Path, tmp: Path, url: str) -> Path:
+    b = tmp / "b"
+    run_ledger("init", str(b), check=True)
+    ledger(b, "install", url + "/", "pdf-tools")
+    return b
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (medium): `ledger update` of a skill pinned to an anchor's signed "
+                   "root takes a version the site serves with no anchor (a tampered file, the index digest "
+                   "recomputed): the root, commit and signer are dropped from the pin silently. fetch_pinned "
+                   "refuses exactly this ('without the anchor it was pinned to'); sources.latest does not, and "
+                   "pins.require_descends skips index sources")  # fmt: skip
+def test_an_update_that_drops_the_anchor_is_refused(site: Path, tmp_path: Path) -> None:
+    s = _copy(site, tmp_path)
+    with served(s) as url:
+        b = _installed_from(s, tmp_path, url)
+        (s / BASE / "pdf-tools.anchor.json").unlink()
+        files = _pdf_files(s) | {"references/r.md": b"Reference, quietly changed.\n"}
+        _republish(s, "pdf-tools", _tar(sorted(files.items())))
+        before = fingerprint(b)
+        got = ledger(b, "update", "pdf-tools", "--yes", check=False)
+    assert got.returncode == 1, got.stdout
+    assert fingerprint(b) == before
