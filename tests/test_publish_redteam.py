@@ -798,3 +798,50 @@ def test_an_update_that_drops_the_anchor_is_refused(site: Path, tmp_path: Path) 
         got = ledger(b, "update", "pdf-tools", "--yes", check=False)
     assert got.returncode == 1, got.stdout
     assert fingerprint(b) == before
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (high): with eval.gate on, a revoked version is served. csv-sum v1 "
+                   "(installed, approved) is the gate's released version while v2 waits for evaluation; revoking "
+                   "v1's digest withholds nothing (the supply entry's digests are v2's), and Entries._picks swaps "
+                   "in the released v1 tree without asking whether its digest is revoked: skills/list, skills/get, "
+                   "resources/read and export --discovery all serve the revoked bytes")  # fmt: skip
+def test_a_revoked_version_is_not_served_as_the_gate_s_released_one(tmp_path: Path) -> None:
+    from tests.test_mcp_skills import CSV_V1, EVALS
+
+    b = tmp_path / "brain"
+    run_ledger("init", str(b), check=True)
+    v1 = {"SKILL.md": CSV_V1.encode()}
+    v2 = {"SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
+          "evals/evals.json": json.dumps(EVALS).encode()}  # fmt: skip
+    publish_index(tmp_path / "up", "csv-sum", v1)
+    with served(tmp_path / "up") as url:
+        ledger(b, "install", url, "csv-sum")
+        ledger(b, "approve", "csv-sum")
+        revoked = json.loads(ledger(b, "supply", "show", "csv-sum", "--json").stdout)["blake3"]
+        ledger(b, "eval", "gate", "on")
+        shutil.rmtree(tmp_path / "up")
+        publish_index(tmp_path / "up", "csv-sum", v2)
+        ledger(b, "update", "csv-sum", "--yes")
+    ledger(b, "approve", "csv-sum")
+    assert b"read the file twice" in (b / "skills/csv-sum/SKILL.md").read_bytes()  # the head is v2
+    ledger(b, "revoke", revoked, "--reason", "v1 sends the CSV elsewhere")
+    from ledger.brain import Brain
+    from ledger.evals import gate
+
+    with Brain.open(b) as brain:
+        assert {n: (g.head, g.released) for n, g in gate.read(brain).items()} == {"csv-sum": (2, 1)}
+    served_v1: list[str] = []
+
+    async def body(raw: Raw) -> None:
+        entries, _ = await _list_all(raw)
+        for e in entries:
+            for r in e["resources"]:
+                data = _bytes((await raw("resources/read", {"uri": r["uri"]}))["contents"][0])
+                if r["uri"].endswith("/SKILL.md") and b"read the file twice" not in data:
+                    served_v1.append(r["uri"])
+
+    _session(b, body)
+    ledger(b, "export", "--discovery", str(tmp_path / "site"))
+    exported = tmp_path / "site" / BASE / "csv-sum/SKILL.md"
+    assert not served_v1, served_v1
+    assert not (exported.exists() and b"read the file twice" not in exported.read_bytes())
