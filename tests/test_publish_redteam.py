@@ -845,3 +845,31 @@ def test_a_revoked_version_is_not_served_as_the_gate_s_released_one(tmp_path: Pa
     exported = tmp_path / "site" / BASE / "csv-sum/SKILL.md"
     assert not served_v1, served_v1
     assert not (exported.exists() and b"read the file twice" not in exported.read_bytes())
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (medium, rollback): `ledger update` from a site takes an anchor of an "
+                   "OLDER snapshot of the same skill by the same signer (v1, after v2 was pinned): a hostile site "
+                   "host replays a superseded signed version, e.g. one its publisher fixed. The anchor carries the "
+                   "version and the pin the commit, but neither is compared (§16.4: the anchor gives no freshness; "
+                   "the installer, which holds the pin, could)")  # fmt: skip
+def test_an_update_to_an_older_signed_snapshot_is_refused(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    run_ledger("init", str(a), check=True)
+    ledger(a, "import", str(_tree(tmp_path / "src", {"pdf-tools": PDF})))
+    ledger(a, "export", "--discovery", str(tmp_path / "v1"))
+    (tmp_path / "r.md").write_text("Reference, version 2: the fixed one.\n")
+    ledger(a, "skill", "write-file", "pdf-tools", "references/r.md", "--from", str(tmp_path / "r.md"))
+    ledger(a, "export", "--discovery", str(tmp_path / "v2"))
+    versions = [json.loads((tmp_path / v / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["version"]
+                for v in ("v1", "v2")]  # fmt: skip
+    assert versions == [1, 2]
+    www = tmp_path / "www"
+    shutil.copytree(tmp_path / "v2", www)
+    with served(www) as url:
+        b = _installed_from(www, tmp_path, url)
+        shutil.rmtree(www)
+        shutil.copytree(tmp_path / "v1", www)  # the site now serves the older, validly signed snapshot
+        before = fingerprint(b)
+        got = ledger(b, "update", "pdf-tools", "--yes", check=False)
+    assert got.returncode == 1, got.stdout
+    assert fingerprint(b) == before
