@@ -328,6 +328,10 @@ def _resource_digest(e: dict[str, Any], _f: dict[str, bytes]) -> None:
     e["resources"][-1]["digest"] = "sha256:" + "00" * 32
 
 
+def _resource_size(e: dict[str, Any], _f: dict[str, bytes]) -> None:
+    e["resources"][-1]["size"] += 1
+
+
 def _extra_resource(e: dict[str, Any], _f: dict[str, bytes]) -> None:
     e["resources"].append({"uri": "skill://alpha/evil.sh", "digest": "sha256:" + "00" * 32, "size": 1})
 
@@ -397,6 +401,8 @@ ATTACKS: dict[str, tuple[Callable[[dict[str, Any], dict[str, bytes]], None], str
     "a-signed-commit-said-unsigned": (_unsigned, "refuse"),
     "resources-in-another-order": (_resource_swapped, "refuse"),
     "a-resource-more": (_extra_resource, "refuse"),
+    "a-resource-digest-that-lies": (_resource_digest, "refuse"),
+    "a-resource-size-that-lies": (_resource_size, "refuse"),
     "a-step-count-inflated": (
         _count,
         "xfail: HOLE (low, malleability): a file step's count raised by one still verifies in both (an RFC 6962 "
@@ -873,3 +879,67 @@ def test_an_update_to_an_older_signed_snapshot_is_refused(tmp_path: Path) -> Non
         got = ledger(b, "update", "pdf-tools", "--yes", check=False)
     assert got.returncode == 1, got.stdout
     assert fingerprint(b) == before
+
+
+def test_a_files_folder_holding_a_link_is_refused_by_both(brain: Path, tmp_path: Path) -> None:
+    """The files a host checks are read as they are: a symlink standing in for a file (even to the right
+    bytes) is refused by ``ledger verify-proof --files`` and by the stand-alone script."""
+    entry, files = _alpha(brain)
+    entry.pop("_beta")
+    signer = _anchor(entry)["signer"]["address"]
+    assert _verdicts(tmp_path, entry, files, signer)[:2] == (0, 0)
+    guide = tmp_path / "files" / "references" / "guide.md"
+    (tmp_path / "elsewhere.md").write_bytes(guide.read_bytes())
+    guide.unlink()
+    guide.symlink_to(tmp_path / "elsewhere.md")
+    doc, folder = tmp_path / "entry.json", tmp_path / "files"
+    mine = run_ledger("verify-proof", str(doc), "--signer", signer, "--files", str(folder), check=False)
+    script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout)
+
+
+def test_a_redirect_loop_on_the_same_host_is_cut(site: Path, tmp_path: Path) -> None:
+    class Looping(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if "index.json" in self.path:
+                self.send_response(302)
+                self.send_header("Location", self.path + ("x" if "?" in self.path else "?x"))
+                self.end_headers()
+                return
+            super().do_GET()
+
+    got, before, after, _ = _install(_copy(site, tmp_path), tmp_path, Looping)
+    assert got.returncode == 1 and "redirects more than 3 times" in got.stderr, got.stderr
+    assert after == before
+
+
+def _zip(members: list[tuple[str, bytes, int]]) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data, mode in members:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+ZIPS: dict[str, tuple[list[tuple[str, bytes, int]], str]] = {
+    "an-absolute-member": ([("SKILL.md", SK, 0o100644), ("/etc/x", b"x", 0o100644)], "leaves the skill's folder"),
+    "a-dotdot-member": ([("SKILL.md", SK, 0o100644), ("a/../../x", b"x", 0o100644)], "leaves the skill's folder"),
+    "a-symlink-out": ([("SKILL.md", SK, 0o100644), ("out", b"../../../etc/passwd", 0o120777)], "outside the skill"),
+    "a-device": ([("SKILL.md", SK, 0o100644), ("tty", b"", 0o020666)], "is not a file, folder or link"),
+    "a-member-twice": ([("SKILL.md", SK, 0o100644), ("SKILL.md", SK + b"more", 0o100644)], "twice"),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@pytest.mark.parametrize("attack", sorted(ZIPS))
+def test_a_hostile_zip_archive_is_refused_and_the_brain_is_unchanged(attack: str, tmp_path: Path) -> None:
+    members, said = ZIPS[attack]
+    _index_of(tmp_path / "site", "pdf", _zip(members))
+    got, before, after, _ = _install(tmp_path / "site", tmp_path)
+    assert got.returncode == 1 and said in got.stderr, got.stderr
+    assert after == before
