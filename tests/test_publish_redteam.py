@@ -943,3 +943,33 @@ def test_a_hostile_zip_archive_is_refused_and_the_brain_is_unchanged(attack: str
     got, before, after, _ = _install(tmp_path / "site", tmp_path)
     assert got.returncode == 1 and said in got.stderr, got.stderr
     assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (medium-high, key substitution): `ledger update` takes a version whose "
+                   "anchor is signed by ANOTHER key than the pinned signer (the site host exported its own brain "
+                   "under the skill's name): the record's signer changes silently, the review shows only the pin "
+                   "hashes and the diff. With a site host able to re-sign, the anchor protects an update from "
+                   "nothing unless the signer is held to the pinned one (or the change is at least said)")  # fmt: skip
+def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> None:
+    a, c = tmp_path / "a", tmp_path / "c"
+    run_ledger("init", str(a), check=True)
+    ledger(a, "import", str(_tree(tmp_path / "src-a", {"pdf-tools": PDF})))
+    ledger(a, "export", "--discovery", str(tmp_path / "site-a"))
+    env = {"LEDGER_KEYS": str(tmp_path / "mallory-keys")}  # another machine's keys: another signer
+    run_ledger("init", str(c), env=env, check=True)
+    theirs = {**PDF, "references/r.md": b"Mallory's reference.\n"}
+    run_ledger("--brain", str(c), "import", str(_tree(tmp_path / "src-c", {"pdf-tools": theirs})), env=env, check=True)
+    run_ledger("--brain", str(c), "export", "--discovery", str(tmp_path / "site-c"), env=env, check=True)
+    old, new = (json.loads((tmp_path / s / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["signer"]["address"]
+                for s in ("site-a", "site-c"))  # fmt: skip
+    assert old != new
+    www = tmp_path / "www"
+    shutil.copytree(tmp_path / "site-a", www)
+    with served(www) as url:
+        b = _installed_from(www, tmp_path, url)
+        shutil.rmtree(www)
+        shutil.copytree(tmp_path / "site-c", www)
+        before = fingerprint(b)
+        got = ledger(b, "update", "pdf-tools", "--yes", check=False)
+    said = old in got.stdout + got.stderr and new in got.stdout + got.stderr
+    assert (got.returncode == 1 and fingerprint(b) == before) or said, got.stdout
