@@ -973,3 +973,49 @@ def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> N
         got = ledger(b, "update", "pdf-tools", "--yes", check=False)
     said = old in got.stdout + got.stderr and new in got.stdout + got.stderr
     assert (got.returncode == 1 and fingerprint(b) == before) or said, got.stdout
+
+
+SAMPLE = b"---\nname: a-sample\ndescription: A sample SKILL.md the scanner's tests read; not a skill.\n---\nSample.\n"
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (high with auto_approve): an anchor can be CARVED out of any signed "
+                   "skill for any sub-folder holding a SKILL.md (here scanner-tests/fixtures/evil-sample, whose "
+                   "SKILL.md names another skill, so the brain never serves it as a skill): keep the files under the "
+                   "folder, set prefix, reuse their published proofs. verify_anchor checks the folder is whole but "
+                   "not that its SKILL.md is the skill the prefix names (its frontmatter name), so ledger install "
+                   "takes it as the signer's skill 'evil-sample' and the policy auto-approves it")  # fmt: skip
+def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    run_ledger("init", str(a), check=True)
+    folder = {"SKILL.md": b"---\nname: scanner-tests\ndescription: Tests of a scanner.\n---\nSee fixtures/.\n",
+              "fixtures/evil-sample/SKILL.md": SAMPLE}  # fmt: skip
+    ledger(a, "import", str(_tree(tmp_path / "src", {"scanner-tests": folder})))
+    ledger(a, "export", "--discovery", str(tmp_path / "published"))
+    outer = json.loads((tmp_path / "published" / BASE / "scanner-tests.anchor.json").read_bytes())[KEY]
+    from ledger.brain import Brain
+    from ledger.publish.entries import Entries
+
+    with Brain.open(a) as brain:  # the brain does not serve the sample as a skill
+        assert [e["uri"] for e in Entries(brain).list()] == ["skill://scanner-tests/SKILL.md"]
+    carved = dict(outer, prefix="fixtures/evil-sample",
+                  files=[f for f in outer["files"] if f["path"].startswith("fixtures/evil-sample/")])  # fmt: skip
+    from ledger.publish.anchor import verify_anchor
+
+    verify_anchor(carved, {"SKILL.md": SAMPLE})  # it verifies: the sub-folder is whole and in the signed root
+    site = tmp_path / "site"
+    (site / BASE / "evil-sample").mkdir(parents=True)
+    (site / BASE / "evil-sample/SKILL.md").write_bytes(SAMPLE)
+    (site / BASE / "evil-sample.anchor.json").write_text(json.dumps({KEY: carved}))
+    from ledger.publish.site import SCHEMA
+
+    entry = {"name": "evil-sample", "type": "skill-md", "description": "d", "url": "evil-sample/SKILL.md",
+             "digest": "sha256:" + hashlib.sha256(SAMPLE).hexdigest()}  # fmt: skip
+    (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    config = json.loads((b / ".ledger/config.json").read_text())
+    config["supply"] = {"auto_approve": [outer["signer"]["address"]]}  # B trusts A's signer's clean skills
+    (b / ".ledger/config.json").write_text(json.dumps(config))
+    got, before, after, _ = _install(site, tmp_path)
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert after == before
