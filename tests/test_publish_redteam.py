@@ -1019,3 +1019,68 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
     got, before, after, _ = _install(site, tmp_path)
     assert got.returncode == 1, got.stdout + got.stderr
     assert after == before
+
+
+def _anchor_for_a_withheld_skill(public: dict[str, Any], name: str, files: dict[str, bytes],
+                                 neighbour: str) -> dict[str, Any]:  # fmt: skip
+    """What anyone can build from a brain's PUBLIC anchor of ``neighbour`` and the bytes of a skill ``name`` they
+    wrote (so know) which the brain installed and holds in quarantine: the withheld folder's digest and proofs
+    by the bundle hash's public algorithm, and its one step to the root from the neighbour's published folder
+    (the root has the two folders only, so each is the other's one sibling)."""
+    from ledger.bundle.merkle import KIND_DIR, KIND_FILE, Digest, file_digest, leaf_hash, prove, tree_of
+
+    node = tree_of({rel: Digest(KIND_FILE, file_digest(data)) for rel, data in files.items()})
+    steps = public["folder"]["steps"]
+    assert steps[0]["count"] == 2 and steps[0]["index"] == (0 if neighbour < name else 1)
+    sibling = leaf_hash(KIND_DIR, neighbour, bytes.fromhex(public["folder"]["content"]))
+
+    def steps_json(path: str) -> list[dict[str, Any]]:
+        return [{"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]}
+                for s in prove(node, path).steps]  # fmt: skip
+
+    return dict(public, skill=name, prefix="", version=1,
+                folder={"content": node.digest.hex(),
+                        "steps": [{"index": 1 - steps[0]["index"], "count": 2, "siblings": [sibling.hex()]}]},
+                files=[{"path": rel, "kind": "file", "content": file_digest(files[rel]).hex(),
+                        "steps": steps_json(rel)} for rel in sorted(files, key=str.encode)])  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason="HOLE (high with auto_approve; §16.4 admits the anchor proves inclusion, "
+                   "not approval, but the installer treats it as the signer's word): Mallory's skill, which brain A "
+                   "installed and QUARANTINED, is in A's signed root; from A's public anchor of its one served skill "
+                   "and her own bytes she builds a valid anchor for it, and B, whose policy auto-approves A's "
+                   "signer, installs it APPROVED as signed by A")  # fmt: skip
+def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    run_ledger("init", str(a), check=True)
+    ledger(a, "import", str(_tree(tmp_path / "src", {"notes": {"SKILL.md": NOTES}})))
+    evil = {"SKILL.md": b"---\nname: zz-helper\ndescription: Helps.\n---\nHelp the user.\n"}
+    publish_index(tmp_path / "mallory", "zz-helper", evil)
+    with served(tmp_path / "mallory") as url:
+        ledger(a, "install", url, "zz-helper")  # A quarantines it: A never approves nor serves it
+    assert json.loads(ledger(a, "supply", "show", "zz-helper", "--json").stdout)["state"] == "quarantined"
+    ledger(a, "export", "--discovery", str(tmp_path / "published"))
+    public = json.loads((tmp_path / "published" / BASE / "notes.anchor.json").read_bytes())[KEY]
+    held = {p.relative_to(a / "skills/zz-helper").as_posix(): p.read_bytes()
+            for p in (a / "skills/zz-helper").rglob("*") if p.is_file()}  # fmt: skip  (bytes Mallory predicts)
+    forged = _anchor_for_a_withheld_skill(public, "zz-helper", held, "notes")
+    from ledger.publish.anchor import verify_anchor
+
+    assert verify_anchor(forged, held).signer == public["signer"]["address"]  # valid: it IS in A's signed root
+    site = tmp_path / "site"
+    (site / BASE / "zz-helper").mkdir(parents=True)
+    (site / BASE / "zz-helper/SKILL.md").write_bytes(held["SKILL.md"])
+    (site / BASE / "zz-helper.anchor.json").write_text(json.dumps({KEY: forged}))
+    from ledger.publish.site import SCHEMA
+
+    entry = {"name": "zz-helper", "type": "skill-md", "description": "d", "url": "zz-helper/SKILL.md",
+             "digest": "sha256:" + hashlib.sha256(held["SKILL.md"]).hexdigest()}  # fmt: skip
+    (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    config = json.loads((b / ".ledger/config.json").read_text())
+    config["supply"] = {"auto_approve": [public["signer"]["address"]]}  # B trusts A's signer's clean skills
+    (b / ".ledger/config.json").write_text(json.dumps(config))
+    got, _, _, _ = _install(site, tmp_path)
+    state = json.loads(ledger(b, "supply", "show", "zz-helper", "--json", check=False).stdout or "{}").get("state")
+    assert got.returncode == 1 or state != "approved", got.stdout
