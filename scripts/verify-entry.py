@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """verify-entry.py ENTRY.json (--signer 0xADDRESS | --root blake3-tree-v1:HEX) [--files DIR]: docs/lineage.md §16.3.
 ENTRY.json: a Skill entry, a skills/get result or the anchor alone; DIR: the skill's files, laid out from its root.
-Stdlib, blake3 and eth-account only, no ledger code. Exit 0: verified; 1: refused, and why; 2: usage."""
+Stdlib, blake3, eth-account and PyYAML only, no ledger code. Exit 0: verified; 1: refused, and why; 2: usage."""
 import argparse, hashlib, json, os, re, sys, unicodedata  # noqa: E401, I001
 from pathlib import Path
-import eth_account, eth_account.messages  # noqa: E401
+import eth_account, eth_account.messages, yaml  # noqa: E401
 from blake3 import blake3
 
 FORMAT, KEY, KINDS, DIR = "brain-ledger/skill-anchor/1", "dev.brain-ledger/anchor", {"file": 1, "exec": 2}, 3
@@ -12,6 +12,8 @@ KEYS = {"format", "skill", "prefix", "version", "root", "commit", "signed", "sig
 SIGNED = {"parentRoot": "bytes32", "parentCommit": "bytes20", "tree": "bytes20", "actor": "string",
           "message": "bytes32"}  # lineage.md §8.1's Snapshot fields after root, as §16.1's anchor carries them
 NAME, N = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*"), 2**256 - 0x14551231950B75FC4402DA1732FC9BEBF  # N: secp256k1's order
+AS_WRITTEN = type("AsWritten", (yaml.SafeLoader,), {"yaml_implicit_resolvers": {c: [r for r in rs if "timestamp" not in
+    r[0]] for c, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()}})  # §16.2: YAML 1.1, a date as written
 def need(ok, why): return ok or sys.exit(f"FAIL: {why}")  # refuse, saying why
 def node(left, right): return blake3(b"\x01" + left + right).digest()  # bundle-hash.md §4: an interior node...
 def leaf(kind, name, digest):  # ...and an entry leaf
@@ -45,6 +47,9 @@ def directory(files):  # bundle-hash.md §4: D of a directory holding exactly th
     while len(level) > 1:  # pair left to right; an odd last node goes up as it is
         level = [node(*level[i : i + 2]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
     return level[0]
+
+def counter(v):  # lineage.md §4.2: a version counter is a whole number, or a string of ASCII digits
+    return v if type(v) is int and v >= 0 else int(v) if str(v).strip().isascii() and str(v).strip().isdigit() else None
 
 def path_ok(p):  # bundle-hash.md §1's names, and no '\' or control character
     return isinstance(p, str) and 0 < len(p.encode()) <= 4000 and all(
@@ -98,12 +103,22 @@ need(pre + "SKILL.md" in paths and all(f["kind"] in KINDS for f in files), "no S
 for f in files:
     content = hexed(f["content"], 32, f"the content of {f['path']!r}")
     need(walk(f["path"], KINDS[f["kind"]], content, f["steps"]) == fc, f"{f['path']!r} is not in the folder")
-whole = directory([(f["path"][len(pre) :], KINDS[f["kind"]], bytes.fromhex(f["content"])) for f in files])
+rels, kids = [p[len(pre) :] for p in paths], {}  # kids: the names in each directory under the skill's
+whole = directory([(r, KINDS[f["kind"]], bytes.fromhex(f["content"])) for r, f in zip(rels, files, strict=True)])
+for s in (r.split("/") for r in rels):
+    [kids.setdefault(tuple(s[:j]), set()).add(s[j]) for j in range(len(s))]
+spot = lambda s, j: (sorted(kids[tuple(s[:j])], key=str.encode).index(s[j]), len(kids[tuple(s[:j])]))  # noqa: E731
 up = files[0]["steps"][paths[0].count("/") - prefix.count("/") :]
 need((walk(prefix, DIR, whole, up) if prefix else whole) == fc, "the files are not the whole directory")
+for s, f in zip((r.split("/") for r in rels), files, strict=True):  # step 7: one form of each proof
+    need([(x["index"], x["count"]) for x in f["steps"][: len(s)]] == [spot(s, j) for j in reversed(range(len(s)))],
+         f"{f['path']!r}: a step's index or count is not the file's place in the listed files")
 need(walk(skill, DIR, fc, a["folder"].get("steps")) == root, f"the folder {skill!r} is not in root {text_root}")
 # 4. the entry: its uri, its resources exactly the anchor's files
-res = entry.get("resources") if entry is not None else None
+res, fm = (entry.get("resources"), entry.get("frontmatter")) if entry is not None else (None, None)
+name = (prefix or skill).rsplit("/", 1)[-1]  # the last segment of skill/prefix: the skill's name
+need(entry is None or (isinstance(fm, dict) and fm.get("name") == name and isinstance(fm.get("description"), str)),
+     f"the entry's frontmatter does not name the skill {name!r} with a description")
 need(entry is None or entry.get("uri") == f"skill://{skill}/{pre}SKILL.md", "the entry's uri is not the anchor's")
 uris = [f"skill://{skill}/{p}" for p in paths]
 need(entry is None or (isinstance(res, list) and [r.get("uri") for r in res] == uris), "resources are not its files")
@@ -118,4 +133,13 @@ if o.files:  # 5. the bytes: C, the entry's sha256 and size; no file more, none 
         need(blake3(b"\x02" + data).hexdigest() == files[i]["content"], f"file {rel!r} is not the root's")
         sha = "sha256:" + hashlib.sha256(data).hexdigest()
         need(res is None or (res[i]["size"], res[i]["digest"]) == (len(data), sha), f"file {rel!r} is not the entry's")
+    text = Path(o.files, "SKILL.md").read_bytes().decode()  # §16.2: its frontmatter as JSON; §4.2: its counter
+    m = re.match(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", text, re.S | re.M)
+    mine = (yaml.load(m.group(1), Loader=AS_WRITTEN) or {}) if m else None
+    need(isinstance(mine, dict) and mine.get("name") == name, f"SKILL.md does not name the skill {name!r}")
+    meta = mine["metadata"] if isinstance(mine.get("metadata"), dict) else {}
+    n = [c for c in (counter(meta.get("version")), counter(meta.get("ledger-version"))) if c is not None][:1]
+    need(n in ([], [a["version"]]), f"SKILL.md is at version {n}, not the anchor's {a['version']}")
+    need(entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True), "the entry's "
+         "frontmatter is not SKILL.md's")
 print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']} is in {text_root} (commit {commit}, signer {signer})")

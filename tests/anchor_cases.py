@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ledger.bundle.frontmatter import as_json
 from ledger.publish import anchor as an
 from ledger.signatures import signing
 
@@ -148,6 +149,53 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
 
     yield case("non-hex (upper-case) content", non_hex, "lower-case hex")
 
+    step = next(((g, j) for g in a["files"] for j, st in enumerate(g["steps"][: g["path"].count("/") + 1 -
+                 pre.count("/")]) if st["index"] == 0 and st["count"] % 2 and st["count"] > 1), None)  # fmt: skip
+    if step is not None:  # at index 0 of an odd count, count + 1 walks to the same digest: only the count check sees it
+
+        def count(e: Any, x: Any, f: Files) -> None:
+            g = next(g for g in x["files"] if g["path"] == step[0]["path"])
+            g["steps"][step[1]]["count"] += 1
+
+        yield case("a step's count raised by one (its walk unchanged)", count, "index or count is not its place")
+    if an.counter_of(as_json(files["SKILL.md"].decode())) is not None:
+
+        def version(e: Any, x: Any, f: Files) -> None:
+            x["version"] += 1
+
+        yield case("a version its SKILL.md's counter contradicts", version, "not the anchor's")
+
+    def frontmatter(key: str, value: Any) -> Callable[[Any, Any, Files], None]:
+        return lambda e, x, f: e["frontmatter"].__setitem__(key, value)
+
+    yield case("the frontmatter name of another skill", frontmatter("name", "zz-other"), "does not name the skill")
+    yield case("a frontmatter description not SKILL.md's", frontmatter("description", "Harmless."),
+               "frontmatter is not file 'SKILL.md''s")  # fmt: skip
+    yield case("a frontmatter field added (allowed-tools)", frontmatter("allowed-tools", "Read"),
+               "frontmatter is not file 'SKILL.md''s")  # fmt: skip
+    if a["signer"] is not None:
+
+        def checksummed(e: Any, x: Any, f: Files) -> None:
+            x["signer"]["address"] = "0x" + x["signer"]["address"][2:].upper()  # any case but the recovered one
+
+        yield case("a signer address not in lower case", checksummed, "names signer")
+    for rel in rels:  # a sub-folder holding a SKILL.md that is not a nested skill: cut an anchor from it
+        sub = rel[: -len("/SKILL.md")]
+        if rel.endswith("/SKILL.md") and an.is_skill_name(sub.rsplit("/", 1)[-1]) and \
+                as_json(files[rel].decode()).get("name") != sub.rsplit("/", 1)[-1]:  # fmt: skip
+
+            def carve(e: Any, x: Any, f: Files, sub: str = sub) -> None:
+                keep = [i for i, g in enumerate(x["files"]) if g["path"].startswith(f"{pre}{sub}/")]
+                x["prefix"], x["files"] = pre + sub, [x["files"][i] for i in keep]
+                e["resources"], e["uri"] = [e["resources"][i] for i in keep], an.skill_uri(x["skill"], pre + sub)
+                e["frontmatter"] = dict(as_json(f[f"{sub}/SKILL.md"].decode()), name=sub.rsplit("/", 1)[-1])
+                kept = {k[len(sub) + 1 :]: v for k, v in f.items() if k.startswith(f"{sub}/")}
+                f.clear()
+                f.update(kept)
+
+            yield case(f"an anchor cut from {sub}/, whose SKILL.md is not a skill of that name", carve,
+                       f"'{pre}{sub}/SKILL.md' names the skill")
+
     def oversize(e: Any, x: Any, f: Files) -> None:
         x["files"] = [{**x["files"][0], "path": f"{pre}f{i:04}", "steps": []} for i in range(an.MAX_FILES + 1)]
 
@@ -166,6 +214,8 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
             brain.write_file("pdf-tools", "scripts/extract.py", b"#!/usr/bin/env python3\nprint('pdf')\n",
                              executable=True)  # fmt: skip
             brain.write_file("pdf-tools", "references/forms/FORMS.md", b"# Forms\r\nbinary \x00\xff end\n")
+            brain.write_file("pdf-tools", "examples/sample/SKILL.md",
+                             b"---\nname: a-sample\ndescription: An example; not a skill.\n---\nSample.\n")
             brain.write_file("pdf-tools", "forms/SKILL.md",
                              b"---\nname: forms\ndescription: Fill PDF forms\ndate: 2024-01-15\n---\nFill them.\n")
             entries = Entries(brain)

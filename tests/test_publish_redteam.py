@@ -403,37 +403,18 @@ ATTACKS: dict[str, tuple[Callable[[dict[str, Any], dict[str, bytes]], None], str
     "a-resource-more": (_extra_resource, "refuse"),
     "a-resource-digest-that-lies": (_resource_digest, "refuse"),
     "a-resource-size-that-lies": (_resource_size, "refuse"),
-    "a-step-count-inflated": (
-        _count,
-        "xfail: HOLE (low, malleability): a file step's count raised by one still verifies in both (an RFC 6962 "
-        "audit path does not bind the tree size, and neither verifier checks a step's count against the "
-        "directory the complete file list gives), so one entry has many accepted forms"),
+    "a-step-count-inflated": (_count, "refuse"),
     "a-folder-index-out-of-range": (_index, "refuse"),
     "513-files": (_oversize, "refuse"),
     "the-entry-uri-of-another-skill": (_uri, "refuse"),
     "a-prefix-into-a-supporting-folder": (_prefix, "refuse"),
     "a-file-byte-changed": (_file_byte, "refuse"),
     "a-file-more-on-disk": (_extra_file, "refuse"),
-    "a-version-the-signed-skill-md-contradicts": (
-        _version,
-        "xfail: HOLE (medium): the anchor's version is not checked against SKILL.md's metadata.version, which "
-        "§16.4 says the root binds; at a head that did not change the skill both verifiers print 'OK: ... v99'"),
-    "the-frontmatter-name-of-another-skill": (
-        _frontmatter_name,
-        "xfail: HOLE (stand-alone verifier): scripts/verify-entry.py never checks the entry's frontmatter "
-        "(§16.3 step 9: its name is the skill's), so it accepts an entry named as another skill"),
-    "a-frontmatter-description-not-the-skill-md-s": (
-        _description,
-        "xfail: HOLE (stand-alone verifier): scripts/verify-entry.py never compares the entry's frontmatter "
-        "with SKILL.md's (§16.3 step 10), so a host approving by the description it shows is lied to"),
-    "a-frontmatter-field-added": (
-        _allowed_tools,
-        "xfail: HOLE (stand-alone verifier): an allowed-tools the SKILL.md does not have passes "
-        "scripts/verify-entry.py (§16.3 step 10 unchecked), though ledger verify-proof refuses it"),
-    "a-signer-address-in-checksum-case": (
-        _checksummed_signer,
-        "xfail: DISAGREEMENT: verify_anchor compares the stated signer address without case and accepts; "
-        "scripts/verify-entry.py compares exactly and refuses (§16.3 does not say which)"),
+    "a-version-the-signed-skill-md-contradicts": (_version, "refuse"),
+    "the-frontmatter-name-of-another-skill": (_frontmatter_name, "refuse"),
+    "a-frontmatter-description-not-the-skill-md-s": (_description, "refuse"),
+    "a-frontmatter-field-added": (_allowed_tools, "refuse"),
+    "a-signer-address-in-checksum-case": (_checksummed_signer, "refuse"),
 }
 
 
@@ -978,12 +959,6 @@ def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> N
 SAMPLE = b"---\nname: a-sample\ndescription: A sample SKILL.md the scanner's tests read; not a skill.\n---\nSample.\n"
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (high with auto_approve): an anchor can be CARVED out of any signed "
-                   "skill for any sub-folder holding a SKILL.md (here scanner-tests/fixtures/evil-sample, whose "
-                   "SKILL.md names another skill, so the brain never serves it as a skill): keep the files under the "
-                   "folder, set prefix, reuse their published proofs. verify_anchor checks the folder is whole but "
-                   "not that its SKILL.md is the skill the prefix names (its frontmatter name), so ledger install "
-                   "takes it as the signer's skill 'evil-sample' and the policy auto-approves it")  # fmt: skip
 def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
@@ -999,9 +974,13 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
         assert [e["uri"] for e in Entries(brain).list()] == ["skill://scanner-tests/SKILL.md"]
     carved = dict(outer, prefix="fixtures/evil-sample",
                   files=[f for f in outer["files"] if f["path"].startswith("fixtures/evil-sample/")])  # fmt: skip
+    from ledger.errors import ProofError
     from ledger.publish.anchor import verify_anchor
 
-    verify_anchor(carved, {"SKILL.md": SAMPLE})  # it verifies: the sub-folder is whole and in the signed root
+    verify_anchor(carved)  # without the bytes, only this: the sub-folder is whole and in the signed root (§16.3)
+    with pytest.raises(ProofError, match=r"'fixtures/evil-sample/SKILL\.md' names the skill \"a-sample\", not "
+                                         r"'evil-sample'"):  # fmt: skip
+        verify_anchor(carved, {"SKILL.md": SAMPLE})  # its SKILL.md says which skill it is: not the prefix's
     site = tmp_path / "site"
     (site / BASE / "evil-sample").mkdir(parents=True)
     (site / BASE / "evil-sample/SKILL.md").write_bytes(SAMPLE)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger._json import shown
-from ledger.bundle.frontmatter import as_json
+from ledger.bundle.frontmatter import as_json, whole_number
 from ledger.bundle.merkle import (
     KIND_DIR,
     KIND_EXEC,
@@ -37,6 +37,7 @@ from ledger.bundle.merkle import (
     check_name,
     file_digest,
     format_root,
+    prove,
     tree_of,
     verify_proof,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "FileProof",
     "anchor_of",
     "build",
+    "counter_of",
     "is_skill_name",
     "signed_of",
     "skill_uri",
@@ -249,6 +251,30 @@ def _recover(signed: Any, root: bytes) -> tuple[str | None, str | None]:
         raise _fail(f"its signature is malformed ({exc.message})") from None
 
 
+def counter_of(fm: Mapping[str, Any]) -> int | None:
+    """The ledger's version counter a SKILL.md's frontmatter carries (§4.2: ``metadata.version`` when a whole
+    number, else ``metadata.ledger-version`` when one), or ``None`` when it carries none."""
+    meta = fm.get("metadata")
+    found = [whole_number(meta.get(k)) for k in ("version", "ledger-version")] if isinstance(meta, dict) else []
+    return next((n for n in found if n is not None), None)
+
+
+def _which_skill(data: bytes, path: str, name: str, version: int) -> None:
+    """§16.3 step 10: the SKILL.md the anchor ends at is the skill it names (its frontmatter ``name`` is the
+    last segment of ``skill/prefix``) at the version it states, where the file carries the counter (§4.2)."""
+    try:
+        fm = as_json(data.decode("utf-8"))
+    except (LedgerError, UnicodeDecodeError) as exc:
+        raise _fail(f"file {path!r} has no frontmatter that renders as JSON ({exc})") from None
+    if fm.get("name") != name or not is_skill_name(name):
+        raise _fail(f"file {path!r} names the skill {shown(fm.get('name'))}, not {name!r}: it is not the skill "
+                    "the anchor names", hint="a sub-folder of a skill is not a skill unless its SKILL.md says so")
+    found = counter_of(fm)
+    if found is not None and found != version:
+        raise _fail(f"file {path!r} is at version {found}, not the anchor's {version}",
+                    hint="the anchor's version was altered, or belongs to another snapshot")  # fmt: skip
+
+
 def verify_anchor(
     anchor: Mapping[str, Any], files: Mapping[str, bytes] | None = None, *, root: bytes | None = None,
     signer: str | None = None,
@@ -285,8 +311,8 @@ def verify_anchor(
     if recovered is None:
         if stated is not None:
             raise _fail(f"it names signer {shown(stated, 60)} but carries no signature")
-    elif not isinstance(stated, dict) or set(stated) != {"address", "role"} or \
-            not isinstance(stated["address"], str) or stated["address"].lower() != recovered or stated["role"] != role:
+    elif not isinstance(stated, dict) or set(stated) != {"address", "role"} or stated["address"] != recovered or \
+            stated["role"] != role:  # the address exactly as recovered: 0x and 40 lower-case hex digits
         raise _fail(f"it names signer {shown(stated, 80)} but its signature is by {recovered} as {role!r}")
     if signer is not None:
         if not _ADDRESS.fullmatch(signer):
@@ -341,9 +367,10 @@ def verify_anchor(
             raise _fail(f"file {p.path!r} is not in the skill folder ({exc.message})",
                         hint="the file, its kind or its proof was altered") from None  # fmt: skip
     try:
-        here = tree_of({p.path[len(inner):]: Digest(p.kind, p.content) for p in proofs}).digest
+        tree = tree_of({p.path[len(inner):]: Digest(p.kind, p.content) for p in proofs})
     except LedgerError as exc:
         raise _fail(f"its files do not form a directory ({exc.message})") from None
+    here = tree.digest
     if not prefix:
         if here != folder_content:
             raise _fail("its files are not the whole skill folder (their directory digest is not the folder's)",
@@ -356,6 +383,11 @@ def verify_anchor(
         except LedgerError as exc:
             raise _fail(f"its files are not the whole directory {prefix!r} ({exc.message})",
                         hint="a file was dropped or added") from None  # fmt: skip
+    for p in proofs:  # below the skill's directory every (index, count) is known: one accepted form (§16.3 step 7)
+        exact = prove(tree, p.path[len(inner):]).steps
+        if [(s.index, s.count) for s in p.steps[: len(exact)]] != [(s.index, s.count) for s in exact]:
+            raise _fail(f"file {p.path!r} has a step whose index or count is not its place in the listed files",
+                        hint="the proof was altered")  # fmt: skip
     # 3. the folder in the root
     try:
         verify_proof(InclusionProof(skill, KIND_DIR, folder_content, _steps(folder["steps"], "the folder"),
@@ -380,6 +412,7 @@ def verify_anchor(
             if file_digest(data) != p.content:
                 raise _fail(f"file {rel!r} is not the file the root holds (its content digest differs)",
                             hint="do not load it: it was altered, or belongs to another snapshot")  # fmt: skip
+        _which_skill(files["SKILL.md"], f"{inner}SKILL.md", (prefix or skill).rsplit("/", 1)[-1], version)
     return AnchorCheck(skill, prefix, version, anchor["root"], commit, recovered, role,
                        chain, tuple(p.path[len(inner):] for p in proofs), files is not None,
                        "signer" if signer is not None else "root" if root is not None else None)  # fmt: skip
