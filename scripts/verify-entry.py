@@ -9,8 +9,9 @@ from blake3 import blake3
 
 FORMAT, KEY, KINDS, DIR = "brain-ledger/skill-anchor/1", "dev.brain-ledger/anchor", {"file": 1, "exec": 2}, 3
 KEYS = {"format", "skill", "prefix", "version", "root", "commit", "signed", "signer", "chain", "folder", "files"}
-SIGNED = {"parentRoot": "bytes32", "parentCommit": "bytes20", "tree": "bytes20", "actor": "string",
-          "message": "bytes32"}  # lineage.md §8.1's Snapshot fields after root, as §16.1's anchor carries them
+# lineage.md §8.1's Snapshot fields after root, as §16.1's anchor carries them; the frontmatter, as docs/layouts.md
+SIGNED = dict(parentRoot="bytes32", parentCommit="bytes20", tree="bytes20", actor="string", message="bytes32")
+FM = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 NAME, N = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*"), 2**256 - 0x14551231950B75FC4402DA1732FC9BEBF  # N: secp256k1's order
 AS_WRITTEN = type("AsWritten", (yaml.SafeLoader,), {"yaml_implicit_resolvers": {c: [r for r in rs if "timestamp" not in
     r[0]] for c, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()}})  # §16.2: YAML 1.1, a date as written
@@ -19,8 +20,8 @@ def node(left, right): return blake3(b"\x01" + left + right).digest()  # bundle-
 def leaf(kind, name, digest):  # ...and an entry leaf
     return blake3(bytes([0, kind]) + len(name.encode()).to_bytes(2, "big") + name.encode() + digest).digest()
 def hexed(value, size, what):  # `size` bytes as lower-case hex
-    need(isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{2 * size}}}", value), f"{what} is not {size} bytes hex")
-    return bytes.fromhex(value)
+    return need(isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{2 * size}}}", value),
+                f"{what} is not {size} bytes hex") and bytes.fromhex(value)
 
 def walk(path, kind, digest, steps):  # bundle-hash.md §6: one RFC 6962 audit path per segment, the deepest first
     need(isinstance(steps, list) and len(steps) == len(path.split("/")), f"{path!r}: not one step per segment")
@@ -37,19 +38,13 @@ def walk(path, kind, digest, steps):  # bundle-hash.md §6: one RFC 6962 audit p
         need(not sib, f"{path!r}: an audit path is too long")
     return digest
 
-def directory(files):  # bundle-hash.md §4: D of a directory holding exactly these (path, kind, content)
-    here, subdirs = [], {}
-    for path, kind, content in files:
-        first, _, rest = path.partition("/")
-        (subdirs.setdefault(first, []).append((rest, kind, content)) if rest else here.append((first, kind, content)))
-    entries = sorted(here + [(d, DIR, directory(sub)) for d, sub in subdirs.items()], key=lambda e: e[0].encode())
-    level = [leaf(kind, name, digest) for name, kind, digest in entries]
+def directory(d):  # bundle-hash.md §4: D of directory d (its names under the skill's) holding the listed files
+    level = [leaf(*leaves[t]) if t in leaves else leaf(DIR, t[-1], directory(t)) for t in ((*d, n) for n in kids[d])]
     while len(level) > 1:  # pair left to right; an odd last node goes up as it is
         level = [node(*level[i : i + 2]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
     return level[0]
 
-def counter(v):  # lineage.md §4.2: a version counter is a whole number, or a string of ASCII digits
-    return v if type(v) is int and v >= 0 else int(v) if str(v).strip().isascii() and str(v).strip().isdigit() else None
+def counter(v): return v if type(v) is int and v >= 0 else int(v) if re.fullmatch(r"\s*[0-9]+\s*", str(v)) else None
 
 def path_ok(p):  # bundle-hash.md §1's names, and no '\' or control character
     return isinstance(p, str) and 0 < len(p.encode()) <= 4000 and all(
@@ -72,8 +67,7 @@ def signer_of(s, root):  # §16.3 step 2: the signer, recovered from the EIP-712
 sys.excepthook = lambda kind, exc, tb: (sys.stderr.write(f"FAIL: malformed ({kind.__name__}: {exc})\n"), os._exit(1))
 ap = argparse.ArgumentParser()
 o = [ap.add_argument(arg) for arg in ("entry", "--signer", "--root", "--files")] and ap.parse_args()
-if not (o.signer or o.root):
-    ap.error("pin what you trust: --signer ADDRESS or --root ROOT")
+o.signer or o.root or ap.error("pin what you trust: --signer ADDRESS or --root ROOT")
 once = lambda pairs: dict(pairs) if len(dict(pairs)) == len(pairs) else need(False, "a JSON key given twice")  # noqa: E731
 doc = json.loads(Path(o.entry).read_bytes(), object_pairs_hook=once)
 doc = doc["skill"] if isinstance(doc.get("skill"), dict) and "format" not in doc else doc
@@ -84,8 +78,8 @@ skill, prefix, text_root = a["skill"], a["prefix"], a["root"]
 need(isinstance(skill, str) and len(skill) <= 64 and NAME.fullmatch(skill), f"skill {skill!r} is not a name")
 need(prefix == "" or (path_ok(prefix) and NAME.fullmatch(prefix.rsplit("/")[-1])), f"bad prefix {prefix!r}")
 need(type(a["version"]) is int and a["version"] >= 1, f"version {a['version']!r} is not a whole number >= 1")
-need(isinstance(text_root, str) and text_root.startswith("blake3-tree-v1:"), f"bad root {text_root!r}")
-root, commit = hexed(text_root[15:], 32, "the root"), hexed(a["commit"], 20, "the commit").hex()
+root = hexed(text_root[15:] if str(text_root).startswith("blake3-tree-v1:") else text_root, 32, "the root")
+commit = hexed(a["commit"], 20, "the commit").hex()
 need(not o.root or text_root == o.root, f"the anchor is for root {text_root}, not the trusted {o.root}")
 # 2. the signature: who vouches for this root
 signer, actor = signer_of(a["signed"], root) if a["signed"] is not None else (None, None)
@@ -100,19 +94,16 @@ need(all(path_ok(p) and p.startswith(pre) for p in paths), f"a file path is not 
 need([p.encode() for p in paths] == sorted({p.encode() for p in paths}), "files are not in byte order, each once")
 need(len({unicodedata.normalize("NFC", p.casefold()) for p in paths}) == len(paths), "two paths differ only in case")
 need(pre + "SKILL.md" in paths and all(f["kind"] in KINDS for f in files), "no SKILL.md, or a bad kind")
-for f in files:
-    content = hexed(f["content"], 32, f"the content of {f['path']!r}")
-    need(walk(f["path"], KINDS[f["kind"]], content, f["steps"]) == fc, f"{f['path']!r} is not in the folder")
-rels, kids = [p[len(pre) :] for p in paths], {}  # kids: the names in each directory under the skill's
-whole = directory([(r, KINDS[f["kind"]], bytes.fromhex(f["content"])) for r, f in zip(rels, files, strict=True)])
-for s in (r.split("/") for r in rels):
-    [kids.setdefault(tuple(s[:j]), set()).add(s[j]) for j in range(len(s))]
-spot = lambda s, j: (sorted(kids[tuple(s[:j])], key=str.encode).index(s[j]), len(kids[tuple(s[:j])]))  # noqa: E731
+for f, p in zip(files, paths, strict=True):
+    need(walk(p, KINDS[f["kind"]], hexed(f["content"], 32, f"{p!r}'s content"), f["steps"]) == fc, f"{p!r} is not in F")
+leaves = {tuple(p[len(pre) :].split("/")): (KINDS[f["kind"]], p.rsplit("/")[-1], bytes.fromhex(f["content"]))
+          for p, f in zip(paths, files, strict=True)}  # each file below the skill's directory, and its leaf
+kids = {t[:j]: sorted({u[j] for u in leaves if u[:j] == t[:j]}, key=str.encode) for t in leaves for j in range(len(t))}
 up = files[0]["steps"][paths[0].count("/") - prefix.count("/") :]
-need((walk(prefix, DIR, whole, up) if prefix else whole) == fc, "the files are not the whole directory")
-for s, f in zip((r.split("/") for r in rels), files, strict=True):  # step 7: one form of each proof
-    need([(x["index"], x["count"]) for x in f["steps"][: len(s)]] == [spot(s, j) for j in reversed(range(len(s)))],
-         f"{f['path']!r}: a step's index or count is not the file's place in the listed files")
+need((walk(prefix, DIR, directory(()), up) if prefix else directory(())) == fc, "the files are not the whole directory")
+for t, f in zip(leaves, files, strict=True):  # step 7: each file's place in each directory, so one form of its proof
+    need([(x["index"], x["count"]) for x in f["steps"][: len(t)]] == [(kids[t[:j]].index(t[j]), len(kids[t[:j]]))
+         for j in reversed(range(len(t)))], f"{f['path']!r}: a step's index or count is not its place in the files")
 need(walk(skill, DIR, fc, a["folder"].get("steps")) == root, f"the folder {skill!r} is not in root {text_root}")
 # 4. the entry: its uri, its resources exactly the anchor's files
 res, fm = (entry.get("resources"), entry.get("frontmatter")) if entry is not None else (None, None)
@@ -133,13 +124,12 @@ if o.files:  # 5. the bytes: C, the entry's sha256 and size; no file more, none 
         need(blake3(b"\x02" + data).hexdigest() == files[i]["content"], f"file {rel!r} is not the root's")
         sha = "sha256:" + hashlib.sha256(data).hexdigest()
         need(res is None or (res[i]["size"], res[i]["digest"]) == (len(data), sha), f"file {rel!r} is not the entry's")
-    text = Path(o.files, "SKILL.md").read_bytes().decode()  # §16.2: its frontmatter as JSON; §4.2: its counter
-    m = re.match(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", text, re.S | re.M)
+    m = FM.match(Path(o.files, "SKILL.md").read_bytes().decode())  # its frontmatter (§16.2), name and counter (§4.2)
     mine = (yaml.load(m.group(1), Loader=AS_WRITTEN) or {}) if m else None
     need(isinstance(mine, dict) and mine.get("name") == name, f"SKILL.md does not name the skill {name!r}")
     meta = mine["metadata"] if isinstance(mine.get("metadata"), dict) else {}
-    n = [c for c in (counter(meta.get("version")), counter(meta.get("ledger-version"))) if c is not None][:1]
-    need(n in ([], [a["version"]]), f"SKILL.md is at version {n}, not the anchor's {a['version']}")
-    need(entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True), "the entry's "
-         "frontmatter is not SKILL.md's")
+    n = next((c for c in map(counter, (meta.get("version"), meta.get("ledger-version"))) if c is not None), None)
+    need(n in (None, a["version"]), f"SKILL.md is at version {n}, not the anchor's {a['version']}")
+    same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True)  # §16.3 step 10
+    need(same, "the entry's frontmatter is not SKILL.md's")
 print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']} is in {text_root} (commit {commit}, signer {signer})")

@@ -444,4 +444,4 @@ def test_the_stand_alone_verifier_is_a_page_of_code_that_imports_no_ledger() -> 
     assert names - set(sys.stdlib_module_names) == {"blake3", "eth_account", "yaml"}, names
     body = SCRIPT.read_text().split('"""', 2)[2].splitlines()  # after the docstring
     code = [ln for ln in body if ln.strip() and not ln.strip().startswith("#")]
-    assert len(code) <= 110, len(code)
+    assert len(code) <= 120, len(code)  # 107 before the frontmatter, version and step-count checks (issue 50)
