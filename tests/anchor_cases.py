@@ -193,8 +193,10 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
                 f.clear()
                 f.update(kept)
 
-            yield case(f"an anchor cut from {sub}/, whose SKILL.md is not a skill of that name", carve,
-                       f"'{pre}{sub}/SKILL.md' names the skill")
+            cut = case(f"an anchor cut from {sub}/, whose SKILL.md is not a skill of that name", carve,
+                       f"'{pre}{sub}/SKILL.md' names the skill")  # fmt: skip
+            yield cut
+            yield (cut[0] + " (the anchor alone)", _anchor(cut[1]), *cut[2:])
 
     def oversize(e: Any, x: Any, f: Files) -> None:
         x["files"] = [{**x["files"][0], "path": f"{pre}f{i:04}", "steps": []} for i in range(an.MAX_FILES + 1)]
