@@ -504,3 +504,29 @@ def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
     for case in vec["refused"]:
         with pytest.raises(LedgerError, match=case["why"]):
             oc.parse_entry(case["entry"].encode())
+
+
+def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_path: Path, keys: Path) -> None:
+    """A target linked ``--best-verified`` never gets a version the head's supply record revokes: with v1
+    (the best verified) revoked, it gets the head's version, as a skill with no verified version does."""
+    from ledger.brain import Brain
+    from ledger.bundle.hashing import format_root
+    from ledger.evals import gate
+    from ledger.store import treehash as th
+
+    b = _brain(tmp_path, keys)
+    B = ("--brain", str(b))
+    target = tmp_path / "runtime"
+    run_ledger(*B, "link", str(target), "--best-verified", "--name", "prod", check=True)
+    _import(b, _rows("a", 18, 2))
+    (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="v2: a worse body"))
+    run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
+    _import(b, _rows("b", 4, 16))
+    run_ledger(*B, "sync", check=True)
+    assert "v2: a worse body" not in (target / "s" / "SKILL.md").read_text()  # v1: its evidence is better
+    with Brain.open(b) as brain:
+        v1 = gate.versions_of(brain, ["s"])["s"][1].tree
+        digest = format_root(th.tree_digest(brain.store, v1, brain.cache, "s"))
+    run_ledger(*B, "revoke", digest, "--reason", "v1 leaks the data", check=True)
+    run_ledger(*B, "sync", check=True)
+    assert "v2: a worse body" in (target / "s" / "SKILL.md").read_text()  # not the revoked v1

@@ -185,10 +185,6 @@ def test_a_forged_cursor_or_an_oversized_request_is_refused_and_the_server_goes_
     _session(brain, body, timeout=180)
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: Entries.read/children serve every file of a skill folder whose "
-                   "SKILL.md the spec's rules refuse (skills/get says it is not served), and an outer folder's "
-                   "own files around a served nested skill: _served() puts every pick in `picks` before it "
-                   "knows any skill of the tree is served")  # fmt: skip
 def test_a_skill_the_server_refuses_has_no_file_served(brain: Path) -> None:
     async def body(raw: Raw) -> None:
         assert (await raw.error("skills/get", {"uri": "skill://badname/SKILL.md"})).code == INVALID_PARAMS
@@ -229,8 +225,6 @@ def test_a_gated_skill_s_unreleased_files_are_not_served_by_any_spelling(tmp_pat
     _session(b, body)
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: skills/list on a brain with no skills is an internal error, not an "
-                   "empty page: Entries._served indexes levels[-1][0] of an empty root index (IndexError)")  # fmt: skip
 def test_an_empty_brain_lists_no_skills(tmp_path: Path) -> None:
     b = tmp_path / "brain"
     run_ledger("init", str(b), check=True)
@@ -787,11 +781,6 @@ def test_an_update_that_drops_the_anchor_is_refused(site: Path, tmp_path: Path) 
     assert fingerprint(b) == before
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (high): with eval.gate on, a revoked version is served. csv-sum v1 "
-                   "(installed, approved) is the gate's released version while v2 waits for evaluation; revoking "
-                   "v1's digest withholds nothing (the supply entry's digests are v2's), and Entries._picks swaps "
-                   "in the released v1 tree without asking whether its digest is revoked: skills/list, skills/get, "
-                   "resources/read and export --discovery all serve the revoked bytes")  # fmt: skip
 def test_a_revoked_version_is_not_served_as_the_gate_s_released_one(tmp_path: Path) -> None:
     from tests.test_mcp_skills import CSV_V1, EVALS
 
@@ -832,6 +821,69 @@ def test_a_revoked_version_is_not_served_as_the_gate_s_released_one(tmp_path: Pa
     exported = tmp_path / "site" / BASE / "csv-sum/SKILL.md"
     assert not served_v1, served_v1
     assert not (exported.exists() and b"read the file twice" not in exported.read_bytes())
+
+
+def test_sync_takes_a_revoked_released_version_out_of_a_runtime_and_entries_say_why(tmp_path: Path) -> None:
+    """``ledger sync`` picks a gated skill's released version by the same rule (``gate.releases``): a runtime
+    folder that got v1 loses it once v1's digest is revoked while v2 waits for the gate, and is given nothing
+    else; ``Entries.refused`` names the revocation and the fix."""
+    from tests.test_mcp_skills import CSV_V1, EVALS
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home), "HERMES_HOME": str(tmp_path / "hermes")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        got = run_ledger("--brain", str(b), *args, env=env)
+        assert got.returncode == 0, got.stdout + got.stderr
+        return got
+
+    b = tmp_path / "brain"
+    run_ledger("init", str(b), check=True, env=env)
+    run("link", "claude")
+    folder = home / ".claude/skills/csv-sum"
+    v2 = {"SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
+          "evals/evals.json": json.dumps(EVALS).encode()}  # fmt: skip
+    publish_index(tmp_path / "up", "csv-sum", {"SKILL.md": CSV_V1.encode()})
+    with served(tmp_path / "up") as url:
+        run("install", url, "csv-sum")
+        run("approve", "csv-sum")
+        revoked = json.loads(run("supply", "show", "csv-sum", "--json").stdout)["blake3"]
+        run("eval", "gate", "on")
+        run("sync")
+        assert b"read the file." in (folder / "SKILL.md").read_bytes()  # the runtime has v1
+        shutil.rmtree(tmp_path / "up")
+        publish_index(tmp_path / "up", "csv-sum", v2)
+        run("update", "csv-sum", "--yes")
+    run("approve", "csv-sum")
+    run("sync")
+    assert b"read the file twice" not in (folder / "SKILL.md").read_bytes()  # v2 is held: the runtime keeps v1
+    run("revoke", revoked, "--reason", "v1 sends the CSV elsewhere")
+    report = json.loads(run("sync", "--json").stdout)["targets"]
+    assert not folder.exists()  # the revoked v1 is taken out, and the held v2 is not put in its place
+    [held] = [h for t in report for h in t["held"]]
+    assert held["shows"] is None and not held["kept"] and "revoked" in held["why"], held
+    from ledger.brain import Brain
+    from ledger.publish.entries import Entries
+
+    with Brain.open(b) as brain:
+        entries = Entries(brain)
+        assert entries.list() == []
+        why = entries.refused()["skill://csv-sum/SKILL.md"]
+    assert "v1, is revoked" in why and "v1 sends the CSV elsewhere" in why and "ledger eval approve csv-sum@2" in why
+
+
+def test_only_the_served_nested_skill_s_part_of_an_unserved_outer_folder_is_listed(brain: Path) -> None:
+    """``resources/directory/read`` of an outer folder that is not a skill names only the way to the nested
+    skill it serves, never the outer folder's own files."""
+
+    async def body(raw: Raw) -> None:
+        top = await raw("resources/directory/read", {"uri": "skill://outer"})
+        assert [c["uri"] for c in top["resources"]] == ["skill://outer/inner"], top
+        inner = await raw("resources/directory/read", {"uri": "skill://outer/inner"})
+        assert [c["uri"] for c in inner["resources"]] == ["skill://outer/inner/SKILL.md"]
+
+    _session(brain, body)
 
 
 @pytest.mark.xfail(strict=True, reason="HOLE (medium, rollback): `ledger update` from a site takes an anchor of an "

@@ -269,6 +269,33 @@ def test_committed_targets_show_the_root_on_chain(chained) -> None:
     assert "draft body" in (published / "alpha/SKILL.md").read_text()
 
 
+@pytest.mark.chain
+def test_a_committed_target_never_gets_a_revoked_version(chained) -> None:
+    """A ``--committed`` target shows the root on chain, but not a version whose digest the head's supply
+    record revokes since: that skill is taken out of it (``gate.revoked_version``, the rule every surface
+    serves an older version by); a target that follows the head keeps the head's version."""
+    from ledger.bundle.hashing import format_root
+    from ledger.evals import gate
+    from ledger.store import treehash as th
+
+    brain = chained.root
+    env: dict[str, str] = {"HOME": str(brain.parent / "home")}
+    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--commit")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-commit")
+    published, draft = brain.parent / "published", brain.parent / "draft"
+    _ledger(brain, env, "link", str(published), "--committed")
+    _ledger(brain, env, "link", str(draft))
+    _sync(brain, env)
+    assert "v1 body" in (published / "alpha/SKILL.md").read_text()
+    with Brain.open(brain) as b:
+        v1 = gate.versions_of(b, ["alpha"])["alpha"][1].tree
+        digest = format_root(th.tree_digest(b.store, v1, b.cache, "alpha"))
+    _ledger(brain, env, "revoke", digest, "--reason", "v1 leaks")
+    _sync(brain, env)
+    assert not (published / "alpha").exists()
+    assert "draft body" in (draft / "alpha/SKILL.md").read_text()
+
+
 def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
     """``--watch`` is event-driven: an edit in a target becomes a version, a snapshot reaches the targets."""
     brain, env = _setup(tmp_path, "alpha")

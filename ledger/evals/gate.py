@@ -43,12 +43,14 @@ from ledger.evals.lift import TRUSTED, newcombe_paired, passed
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
+from ledger.store.supply import Supply
+from ledger.store.supply import parse_record as parse_supply
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
-__all__ = ["APPROVERS", "RELEASERS", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read",
-           "trusted_plans"]
+__all__ = ["APPROVERS", "RELEASERS", "Release", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read",
+           "releases", "revoked_version", "trusted_plans"]
 
 EVALS_JSON = "evals/evals.json"
 RELEASERS = TRUSTED  # roles whose evaluation can release a version, and whose plans count
@@ -385,6 +387,79 @@ def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGat
                     for v, x in found.items()}  # fmt: skip
         out[name] = decide(name, versions, plans, records, approvals, roles)
     return out
+
+
+@dataclass(frozen=True)
+class Release:
+    """A gated skill whose head version is held: its gate, its versions, and those a runtime may never get
+    because the head's supply record revokes their digest (version → why, in words a person acts on)."""
+
+    gate: SkillGate
+    versions: Mapping[int, Version]
+    revoked: Mapping[int, str]
+
+    @property
+    def served(self) -> int | None:
+        """The version runtimes get: the newest released one, unless it is revoked (then none)."""
+        r = self.gate.released
+        return r if r is not None and r not in self.revoked else None
+
+    def refusal(self) -> str:
+        """Why no version of the skill is served, and how to fix it."""
+        g = self.gate
+        if g.released is None:
+            return (f"the gate holds {g.skill} v{g.head} and no version of it is released (fix: "
+                    f"'ledger eval run {g.skill}', or 'ledger eval approve {g.skill}@{g.head} --reason TEXT')")
+        return (f"the gate's released version of {g.skill}, v{g.released}, is revoked ({self.revoked[g.released]}) "
+                f"and v{g.head} is held (fix: release v{g.head} with 'ledger eval run {g.skill}' or "
+                f"'ledger eval approve {g.skill}@{g.head} --reason TEXT', or delete {g.skill})")  # fmt: skip
+
+
+def releases(brain: Brain) -> dict[str, Release]:
+    """Each gated skill whose head version the gate holds (none with the gate off), with the versions a
+    runtime may get in its stead.  The one rule for every surface that serves a gated skill's older version
+    (``ledger sync``, the MCP Skills extension, discovery sites): a version whose digest the head's supply
+    record revokes is never served.  A version's digests are its stored tree's (``blake3-tree-v1``) and
+    those its supply entry recorded when it was installed (the source's bytes, the ledger's counter aside),
+    read from the snapshot that holds it."""
+    held = {n: g for n, g in read(brain).items() if g.released != g.head}
+    if not held:
+        return {}
+    versions = versions_of(brain, held)
+    supply = head_supply_record(brain)
+    out = {}
+    for name, g in held.items():
+        revoked = {v: why for v, x in versions[name].items()
+                   if (why := revoked_version(brain, supply, name, x.tree, x.commit)) is not None}  # fmt: skip
+        out[name] = Release(g, versions[name], revoked)
+    return out
+
+
+def head_supply_record(brain: Brain) -> Supply:
+    """The head's supply record (what it revokes)."""
+    return _supply_at(brain.store, bytes.fromhex(brain.head().snap.tree)) if brain.head().snap.tree else Supply()
+
+
+def revoked_version(brain: Brain, supply: Supply, name: str, tree: bytes, commit: str | None) -> str | None:
+    """Why a runtime may not get skill ``name`` as stored in ``tree`` (held by snapshot ``commit``, 40 hex,
+    if known), or None: ``supply`` (the head's record) revokes the tree's digest (``blake3-tree-v1``), or a
+    digest the supply entry of ``name`` in that snapshot recorded (the installed version it is, or was edited
+    from: the source's bytes, the ledger's counter aside), as the head's record withholds a revoked skill."""
+    if not supply.revoked:
+        return None
+    store = brain.store
+    digests = [format_root(th.tree_digest(store, tree, brain.cache, name))]
+    if commit:
+        entry = _supply_at(store, store.commit_info(bytes.fromhex(commit))[0]).skills.get(name)
+        if entry is not None:
+            digests += entry.digests()
+    hit = supply.is_revoked(*digests)
+    return None if hit is None else f"its digest {hit} is revoked: {supply.revoked[hit].get('reason')}"
+
+
+def _supply_at(store: Any, tree: bytes) -> Supply:
+    sha, data = store.supply_record(tree)
+    return parse_supply(data) if sha is not None else Supply()
 
 
 def _content(brain: Brain, tree: bytes) -> str:

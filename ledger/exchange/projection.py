@@ -63,7 +63,7 @@ class Projection:
         self.config = instant.read_file(str(brain.control / "config.json"))  # about what the brain was opened with
         self.recorder = Recorder(brain, lambda p, entries: self.settler.journal(p, entries))
         self.settler = Settler(self.targets, self.recorder.landed)
-        self._gates: tuple[bytes | None, dict[str, Any], dict[str, Any]] | None = None  # per head (ledger.evals.gate)
+        self._gates: tuple[bytes | None, dict[str, gate.Release]] | None = None  # per head (ledger.evals.gate)
 
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
@@ -257,13 +257,32 @@ class Projection:
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         """What the target is to hold: the head's skills (or those ``committed``, or each skill's best
         verified version), less the withheld."""
+        head = self.brain.head().skills
         if p.target.committed and committed is not None:
-            return self._visible(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
-        source = self._visible(self.brain.head().skills)
+            source = self._visible(skills_of(self.brain.store, self.brain.store.commit_info(committed)[0])[1])
+            for name in self._revoked({n: (t, committed.hex()) for n, t in source.items() if t != head.get(n)}):
+                del source[name]  # a version the head's record revokes: never projected (gate.revoked_version)
+            return source
+        source = self._visible(head)
         if p.target.best_verified:
-            source.update(self.brain.evidence.pinned(source))
+            pinned = self.brain.evidence.pinned(source)
+            if pinned:
+                found = gate.versions_of(self.brain, pinned)
+                at = {n: next((x.commit for x in found[n].values() if x.tree == t), None) for n, t in pinned.items()}
+                for name in self._revoked({n: (t, at[n]) for n, t in pinned.items()}):
+                    del pinned[name]  # its best verified version is revoked: the head's, as with no pin
+            source.update(pinned)
         self._gate(source, p)
         return source
+
+    def _revoked(self, versions: Mapping[str, tuple[bytes, str | None]]) -> list[str]:
+        """Those of ``versions`` (name → tree and the snapshot holding it) the head's supply record revokes:
+        the one rule (:func:`ledger.evals.gate.revoked_version`) by which no surface serves a revoked version."""
+        if not versions:
+            return []
+        supply = gate.head_supply_record(self.brain)
+        return [n for n, (tree, commit) in versions.items()
+                if gate.revoked_version(self.brain, supply, n, tree, commit) is not None]  # fmt: skip
 
     def _gate(self, source: dict[str, bytes], p: Pass) -> None:
         """With the gate on (ledger.evals.gate), each gated skill at its newest released version; or at the
@@ -271,25 +290,28 @@ class Projection:
         neither, the target keeps what it has and a skill it does not hold is not projected."""
         head = self.brain.head().commit
         if self._gates is None or self._gates[0] != head:  # decided once per head, for every target
-            gates = gate.read(self.brain)
-            held = {n: g for n, g in gates.items() if g.released != g.head}
-            self._gates = (head, held, gate.versions_of(self.brain, held) if held else {})
-        _, held, versions = self._gates
+            self._gates = (head, gate.releases(self.brain))  # the one rule: Entries serves by it, too
+        _, held = self._gates
         mine = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]  # as recording writes it
-        for name, g in held.items():
+        for name, r in held.items():
             if name not in source:
                 continue
+            g, versions = r.gate, r.versions
             floor = g.released or 0
-            own = [v for v, x in versions[name].items() if v > floor and x.operation == "sync"
+            own = [v for v, x in versions.items() if v > floor and x.operation == "sync" and v not in r.revoked
                    and x.attribution.get("target") == mine and self._signed_here(x.signer, p.target.actor)]  # fmt: skip
-            pick = max(own) if own else g.released
+            pick = max(own) if own else r.served
             entry = p.manifest.skills.get(name)
             said = p.report.setdefault("held", [])
             if pick != g.head and not any(h["skill"] == name for h in said):  # said once per target and sync
+                gone = pick is None and g.released in r.revoked
                 said.append({"skill": name, "version": g.head, "shows": pick, "kept": pick is not None or (
-                    entry is not None and bool(entry.get("tree"))), "why": g.verdicts[g.head].why})  # fmt: skip
+                    not gone and entry is not None and bool(entry.get("tree"))),
+                    "why": r.refusal() if gone else g.verdicts[g.head].why})  # fmt: skip
             if pick is not None:
-                source[name] = versions[name][pick].tree
+                source[name] = versions[pick].tree
+            elif g.released in r.revoked:
+                del source[name]  # its released version is revoked: taken out of a target that holds it
             elif entry is not None and entry.get("tree"):
                 source[name] = bytes.fromhex(entry["tree"])  # nothing released: it keeps what it has
             else:

@@ -128,9 +128,10 @@ class Entries:
         return found
 
     def read(self, uri: str) -> bytes:
-        """The exact bytes of file ``uri``, from the snapshot its skill's entry names."""
-        name, rel, _, tree = self._locate(uri)
-        f = tree.files.get(rel)
+        """The exact bytes of file ``uri``, from the snapshot its skill's entry names: a file one of the
+        served entries lists in its ``resources``, and no other."""
+        name, rel, _, tree, files, _ = self._locate(uri)
+        f = tree.files.get(rel) if rel in files else None
         if f is None:
             raise SkillNotFoundError(f"{uri} is not a file the brain serves",
                                      hint=f"skills/get skill://{name}/SKILL.md lists its files")  # fmt: skip
@@ -139,15 +140,18 @@ class Entries:
     def children(self, uri: str) -> list[dict[str, Any]]:
         """The direct children of directory ``uri`` (``skill://<name>`` or a directory in it), as the
         extension's ``Resource`` objects, in byte order of name."""
-        name, rel, _, tree = self._locate(uri, directory=True)
-        node: Any = tree.node
-        for part in rel.split("/") if rel else ():
+        name, rel, _, tree, files, dirs = self._locate(uri, directory=True)
+        node: Any = tree.node if rel in dirs else None
+        for part in rel.split("/") if rel and node is not None else ():
             node = node.entries.get(part) if isinstance(node, DirNode) else None
         if not isinstance(node, DirNode):
-            what = "a file, not a directory resource" if rel in tree.files else "not a directory the brain serves"
+            what = "a file, not a directory resource" if rel in files else "not a directory the brain serves"
             raise SkillNotFoundError(f"{uri} is {what}", hint=f"skills/get skill://{name}/SKILL.md lists its files")
         out = []
+        inner = rel + "/" if rel else ""
         for child in node.names:
+            if inner + child not in files and inner + child not in dirs:
+                continue  # a file of no served entry (an unserved outer skill's own): not even named
             sub = node.entries[child]
             mime = DIRECTORY if isinstance(sub, DirNode) else mime_type(child)
             out.append({"uri": f"{uri}/{child}", "name": child, "mimeType": mime})
@@ -164,19 +168,20 @@ class Entries:
         key = (head.commit, gate.enabled(self.brain.config))
         if self._at is not None and self._at[0] == key:
             return self._at[1]
-        picks = self._picks(head, key[1])
-        self._prefetch(picks)
         served = _Served()
+        picks = self._picks(head, key[1], served.refused)
+        self._prefetch(picks)
         levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
-        sound = bool(levels) and merkle_levels(levels[0]) == levels and levels[-1][0] == head.snap.root
+        sound = bool(levels) and bool(levels[0]) and merkle_levels(levels[0]) == levels \
+            and levels[-1][0] == head.snap.root  # fmt: skip
         for name, pick in picks.items():
             try:
                 tree = self._tree(name, pick.tree)
             except LedgerError as exc:
                 served.refused[an.skill_uri(name, "")] = exc.message
                 continue
-            served.picks[name] = (pick, tree)
             step = None
+            files: set[str] = set()
             for prefix, fm, why in tree.skills:
                 uri = an.skill_uri(name, prefix)
                 if fm is None:
@@ -187,6 +192,15 @@ class Entries:
                 entry = self._entry(name, prefix, fm, pick, tree, step)
                 served.by_uri[uri] = entry
                 served.listing.append(entry)
+                files.update(r["uri"][len(an.SCHEME) + len(name) + 1 :] for r in entry["resources"])
+            if files:  # only a served entry's files, and the directories on the way to them, are readable
+                ways: set[str] = set()
+                for rel in files:
+                    d = rel.rsplit("/", 1)[0] if "/" in rel else ""
+                    while d not in ways:
+                        ways.add(d)
+                        d = d.rsplit("/", 1)[0] if "/" in d else ""
+                served.picks[name] = (pick, tree, frozenset(files), frozenset(ways))
         self._at = (key, served)
         self.generation += 1
         if len(self._trees) > 2 * len(head.skills) + 1024:  # trees of skills long since rewritten
@@ -194,23 +208,26 @@ class Entries:
             self._trees = {k: t for k, t in self._trees.items() if k in live}
         return served
 
-    def _picks(self, head: Any, gated: bool) -> dict[str, _Pick]:
+    def _picks(self, head: Any, gated: bool, refused: dict[str, str]) -> dict[str, _Pick]:
         """Each served skill's tree, version and snapshot: the head's, less the withheld (the catalog's
-        rule), and with the gate on a held skill's newest released version (or none)."""
+        rule), and with the gate on a held skill's newest released version unless it is revoked (else none:
+        why goes in ``refused``)."""
         out = {e.name: _Pick(head.skills[e.name], e.version, head.commit) for e in self.brain.catalog.entries()}
         if not gated:
             return out
-        held = {n: g for n, g in gate.read(self.brain).items() if n in out and g.released != g.head}
-        versions = gate.versions_of(self.brain, held) if held else {}
-        for name, g in held.items():
-            v = versions[name].get(g.released) if g.released is not None else None
+        for name, r in gate.releases(self.brain).items():  # the one rule ledger sync projects by, too
+            if name not in out:
+                continue
+            v = r.versions.get(r.served) if r.served is not None else None
             if v is None:
-                del out[name]  # nothing released: no runtime gets it
+                del out[name]  # nothing released, or the released version is revoked: no runtime gets it
+                refused[an.skill_uri(name, "")] = r.refusal()
             else:
                 out[name] = _Pick(v.tree, v.version, bytes.fromhex(v.commit))
         return out
 
-    def _locate(self, uri: str, directory: bool = False) -> tuple[str, str, _Pick, _Tree]:
+    def _locate(self, uri: str, directory: bool = False) -> tuple[str, str, _Pick, _Tree, frozenset[str],
+                                                                  frozenset[str]]:  # fmt: skip
         if not isinstance(uri, str) or not uri.startswith(an.SCHEME):
             raise SkillNotFoundError(f"{uri!r} is not a skill:// URI the brain serves")
         name, _, rel = uri[len(an.SCHEME) :].partition("/")
@@ -338,7 +355,7 @@ class Entries:
 class _Served:
     listing: list[dict[str, Any]]
     by_uri: dict[str, dict[str, Any]]
-    picks: dict[str, tuple[_Pick, _Tree]]
+    picks: dict[str, tuple[_Pick, _Tree, frozenset[str], frozenset[str]]]  # name → (…, its served files, dirs)
     refused: dict[str, str]
 
     def __init__(self) -> None:
