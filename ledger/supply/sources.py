@@ -41,8 +41,8 @@ from ledger.supply.candidates import Candidate
 from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, lock_entry, read_lock, write_lock
 
 __all__ = [
-    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "resolve",
-    "supply_of", "write_lock",
+    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "require_kept",
+    "resolve", "supply_of", "write_lock",
 ]  # fmt: skip
 
 
@@ -219,3 +219,10 @@ def latest(source: dict[str, Any], name: str) -> Candidate:
     else:
         raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
     return found[0]
+
+
+def require_kept(source: dict[str, Any], name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """What a pin keeps whatever way its next version was read (``latest``, a ``--pin``, ``fetch_pinned``):
+    an index skill pinned to an anchor's root is never taken again without one."""
+    if source.get("type") == "index":
+        indexsource.keeps_anchor(source["url"], name, old, new)
