@@ -384,7 +384,8 @@ class Installer:
         out = []
         for name, entry in sorted(self.record().skills.items()):
             try:
-                cand = sources.latest(entry.source, name)
+                cand = sources.latest(entry.source, name, entry.pin)
+                pins.require_held(entry.source, name, entry.pin, entry.signer, cand)  # what update would refuse
             except LedgerError as exc:
                 out.append({"skill": name, "pin": entry.pin, "error": exc.message})
                 continue
@@ -402,7 +403,7 @@ class Installer:
         if entry.state == sp.REVOKED:
             raise SupplyError(f"{name} is revoked; it is not updated", hint="delete it, or install another skill")
         cand = (sources.resolve(entry.source["url"], [name], pin=pin)[0] if pin
-                else sources.latest(entry.source, name))  # fmt: skip
+                else sources.latest(entry.source, name, entry.pin))  # fmt: skip
         pins.require_descends(entry.source, entry.pin, cand.pin)
         pins.require_held(entry.source, name, entry.pin, entry.signer, cand)
         blake3, sha256, per_file = upstream_digests(cand.files)

@@ -199,8 +199,16 @@ def fetch_pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Cand
     raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
 
 
-def latest(source: dict[str, Any], name: str) -> Candidate:
-    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``)."""
+def latest(source: dict[str, Any], name: str, pin: dict[str, Any] | None = None) -> Candidate:
+    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``); with the recorded
+    ``pin``, refused when it gives up what the pin holds (:func:`require_kept`)."""
+    found = _latest(source, name)
+    if pin is not None:
+        require_kept(source, name, pin, found.pin)
+    return found
+
+
+def _latest(source: dict[str, Any], name: str) -> Candidate:
     kind, url, ref = source.get("type"), source["url"], source.get("ref")
     at = f"{url}#{ref}" if ref else url
     if kind == "brain":
