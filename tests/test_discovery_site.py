@@ -416,3 +416,45 @@ def test_an_export_names_every_skill_it_does_not_publish_and_why(tmp_path: Path)
     assert [s["name"] for s in out["skills"]] == ["good"]
     assert [r["uri"] for r in out["refused"]] == ["skill://bad-meta/SKILL.md", "skill://two-ways/SKILL.md"]
     assert all(r["reason"] for r in out["refused"])
+
+
+def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_install(
+        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    """A genuine anchor proves the files are in the signer's signed root, not that the signer serves or approves
+    them (§16.4; a quarantined skill is in that root too): only a brain source, whose audited supply record shows
+    the skill served, lets the policy approve. The skill is installed quarantined, pinned to the anchor's version,
+    and the output says why it was not approved."""
+    site = _site(published, tmp_path)
+    signer = json.loads((site / BASE / "notes.anchor.json").read_bytes())[KEY]["signer"]["address"]
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    config = json.loads((b / ".ledger/config.json").read_text())
+    config["supply"] = {"auto_approve": [signer]}
+    (b / ".ledger/config.json").write_text(json.dumps(config))
+    with served(site) as url:
+        got = ledger(b, "install", url + "/", "notes")
+    with Brain.open(b) as brain:
+        entry = brain.writer.supply().skills["notes"]
+    assert entry.signer == signer and entry.state == "quarantined" and entry.approval is None
+    assert entry.pin["upstream"] == 1
+    assert "notes: not auto-approved: auto-approval trusts a signer only for a skill from its brain" in got.stderr
+
+
+def test_outdated_says_what_update_would_refuse_of_an_anchored_pin(
+        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    """``ledger outdated`` applies update's rule for an anchored pin (lineage §16.5): a version served without
+    its anchor is not listed as a newer version to take, but as an error naming the pinned root."""
+    site = _site(published, tmp_path)
+    b = tmp_path / "b"
+    run_ledger("init", str(b), check=True)
+    with served(site) as url:
+        ledger(b, "install", url + "/", "pdf-tools")
+        (site / BASE / "pdf-tools.anchor.json").unlink()
+        changed = {**PDF, "references/r.md": b"Changed.\n"}
+        _republish(site, "pdf-tools", tarball({rel: (data, rel.endswith(".sh")) for rel, data in changed.items()}))
+        rows = json.loads(ledger(b, "outdated", "--json").stdout)
+        before = fingerprint(b)
+        got = ledger(b, "update", "pdf-tools", "--yes", check=False)
+    (row,) = rows
+    assert "latest" not in row and "without the anchor it was pinned to" in row["error"], row
+    assert got.returncode == 1 and "without the anchor it was pinned to" in got.stderr and fingerprint(b) == before

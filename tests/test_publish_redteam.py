@@ -667,10 +667,6 @@ def test_a_body_in_a_transport_encoding_is_refused(site: Path, tmp_path: Path) -
     assert after == before
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (low): a discovery skill-md whose SKILL.md names another skill "
-                   "(here the site's other skill, pdf-tools) installs under the index's name; the RFC makes the "
-                   "name the directory's and Agent Skills the SKILL.md's, and this ledger's own MCP server then "
-                   "refuses to serve it (name is not its folder): a name confusion the installer lets in")  # fmt: skip
 def test_a_skill_md_that_names_another_skill_is_refused_at_install(site: Path, tmp_path: Path) -> None:
     s = _copy(site, tmp_path)
     _skill_md_named_otherwise(s, tmp_path)
@@ -679,9 +675,6 @@ def test_a_skill_md_that_names_another_skill_is_refused_at_install(site: Path, t
     assert "pdf-tools" in got.stderr and after == before
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (spec MUST, lineage §16.3 step 1): ledger install reads a site's "
-                   "anchor with plain json.loads, so an anchor naming a member twice (read one way here, another "
-                   "way by another verifier) is accepted; verify-proof and verify-entry.py refuse it")  # fmt: skip
 def test_an_anchor_with_a_member_named_twice_is_refused_at_install(site: Path, tmp_path: Path) -> None:
     s = _copy(site, tmp_path)
     path = s / BASE / "pdf-tools.anchor.json"
@@ -745,9 +738,6 @@ def test_an_unanchored_archive_with_case_colliding_names_is_refused(members: lis
     assert after == before
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (low): an archive holding a file and a folder of one name "
-                   "('references' and 'references/r.md') crashes ledger install with a TypeError traceback "
-                   "(ledger/store/supply.py skill_blake3) instead of a clear refusal naming the path")  # fmt: skip
 def test_an_archive_with_a_file_and_a_folder_of_one_name_is_refused_clearly(tmp_path: Path) -> None:
     _index_of(tmp_path / "site", "pdf", _tar([("SKILL.md", SK), ("references", b"file\n"),
                                               ("references/r.md", b"x\n")]))  # fmt: skip
@@ -763,11 +753,6 @@ def _installed_from(site: Path, tmp: Path, url: str) -> Path:
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (medium): `ledger update` of a skill pinned to an anchor's signed "
-                   "root takes a version the site serves with no anchor (a tampered file, the index digest "
-                   "recomputed): the root, commit and signer are dropped from the pin silently. fetch_pinned "
-                   "refuses exactly this ('without the anchor it was pinned to'); sources.latest does not, and "
-                   "pins.require_descends skips index sources")  # fmt: skip
 def test_an_update_that_drops_the_anchor_is_refused(site: Path, tmp_path: Path) -> None:
     s = _copy(site, tmp_path)
     with served(s) as url:
@@ -886,11 +871,6 @@ def test_only_the_served_nested_skill_s_part_of_an_unserved_outer_folder_is_list
     _session(brain, body)
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (medium, rollback): `ledger update` from a site takes an anchor of an "
-                   "OLDER snapshot of the same skill by the same signer (v1, after v2 was pinned): a hostile site "
-                   "host replays a superseded signed version, e.g. one its publisher fixed. The anchor carries the "
-                   "version and the pin the commit, but neither is compared (§16.4: the anchor gives no freshness; "
-                   "the installer, which holds the pin, could)")  # fmt: skip
 def test_an_update_to_an_older_signed_snapshot_is_refused(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
@@ -978,11 +958,6 @@ def test_a_hostile_zip_archive_is_refused_and_the_brain_is_unchanged(attack: str
     assert after == before
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (medium-high, key substitution): `ledger update` takes a version whose "
-                   "anchor is signed by ANOTHER key than the pinned signer (the site host exported its own brain "
-                   "under the skill's name): the record's signer changes silently, the review shows only the pin "
-                   "hashes and the diff. With a site host able to re-sign, the anchor protects an update from "
-                   "nothing unless the signer is held to the pinned one (or the change is at least said)")  # fmt: skip
 def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> None:
     a, c = tmp_path / "a", tmp_path / "c"
     run_ledger("init", str(a), check=True)
@@ -1076,11 +1051,6 @@ def _anchor_for_a_withheld_skill(public: dict[str, Any], name: str, files: dict[
                         "steps": steps_json(rel)} for rel in sorted(files, key=str.encode)])  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (high with auto_approve; §16.4 admits the anchor proves inclusion, "
-                   "not approval, but the installer treats it as the signer's word): Mallory's skill, which brain A "
-                   "installed and QUARANTINED, is in A's signed root; from A's public anchor of its one served skill "
-                   "and her own bytes she builds a valid anchor for it, and B, whose policy auto-approves A's "
-                   "signer, installs it APPROVED as signed by A")  # fmt: skip
 def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)

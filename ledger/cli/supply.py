@@ -188,6 +188,10 @@ def update(ctx: click.Context, name: str, pin: str | None, yes: bool, actor: str
 def _say_review(review: dict[str, Any]) -> None:
     diff = review["diff"]
     click.echo(f"{review['skill']}: {_pin(review['from'])} → {_pin(review['to'])}")
+    if review.get("signer"):
+        was, now = review["signer"]["from"], review["signer"]["to"]
+        click.secho(f"  ! signer changes: {printable(str(was or 'none'))} → {printable(str(now or 'none'))}",
+                    fg="yellow")  # fmt: skip
     for item in diff["safety"]:
         click.secho(f"  ! {item['kind']:13} {printable(item['file'])}: {printable(item['what'])}", fg="yellow")
     for key in ("added", "removed", "changed"):

@@ -181,7 +181,9 @@ def _entry(name: str, raw: Any, fmt: int) -> Entry:
            and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
            and _text(source["path"]), f"{where}: source")  # fmt: skip
     pin = _dict(raw["pin"], f"{where}: pin")
-    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version", "digest"}, f"{where}: pin")
+    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version", "digest", "upstream"},
+           f"{where}: pin")
+    _check("upstream" not in pin or (_int(pin["upstream"]) and pin["upstream"] >= 1), f"{where}: pin upstream")
     _check("version" not in pin or _text(pin["version"]), f"{where}: pin version")
     _check("commit" not in pin or _HEX40.fullmatch(str(pin["commit"])) is not None, f"{where}: pin commit")
     _check("root" not in pin or _ROOT.fullmatch(str(pin["root"])) is not None, f"{where}: pin root")

@@ -64,6 +64,14 @@ def candidate(
         total += len(data)
     for rel in symlinks:
         _check_path(name, rel, where)
+    paths = {*files, *symlinks}
+    for rel in sorted(paths):  # a file and a folder of one name: no file system (and no bundle) holds both
+        parts = rel.split("/")
+        clash = next(("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in paths), None)
+        if clash is not None:
+            raise SourceError(f"{where}: skill {name!r} holds {clash!r} both as a file and as the folder of "
+                              f"{rel!r}; nothing was taken",
+                              hint="ask the source's publisher to rename one of them")  # fmt: skip
     if total > MAX_SKILL_BYTES:
         raise SourceError(f"{where}: skill {name!r} holds {total} bytes; one skill is limited to {MAX_SKILL_BYTES}")
     targets = {rel: t for rel, t in (link_targets or {}).items() if rel in symlinks}

@@ -56,7 +56,8 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from ledger._json import shown as json_shown
-from ledger.bundle.skill import MAX_SUPPORT_FILE
+from ledger._json import unique_keys
+from ledger.bundle.skill import MAX_SUPPORT_FILE, declared_name
 from ledger.errors import LedgerError, SourceError
 from ledger.publish import anchor as anchors
 from ledger.supply import origins
@@ -179,7 +180,7 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
         if body is None:
             continue
         try:
-            doc = json.loads(body)
+            doc = json.loads(body, object_pairs_hook=unique_keys)  # read one way only (RFC 8259 §4)
         except ValueError as exc:
             raise SourceError(f"{where} is not JSON: {exc}") from exc
         if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list):
@@ -230,7 +231,7 @@ def _skill(index_url: str, version: str, entry: dict[str, Any], published: bool 
     name = entry["name"]
     where = f"{index_url} ({name})"
     if published or ("url" in entry and "files" not in entry):
-        return _artifact(index_url, version, entry, where)
+        return _named(_artifact(index_url, version, entry, where), where)
     listed = entry.get("files")
     if not isinstance(listed, list) or not listed:
         raise SourceError(f"{where}: the entry lists no files")
@@ -260,7 +261,19 @@ def _skill(index_url: str, version: str, entry: dict[str, Any], published: bool 
             raise SourceError(f"{where}: the files' skill digest {got} is not the index's {entry['digest']}",
                               hint="the index and its files disagree; nothing was taken")  # fmt: skip
         pin["digest"] = got
-    return candidate(name, files, source_doc("index", index_url, name, None), pin)
+    return _named(candidate(name, files, source_doc("index", index_url, name, None), pin), where)
+
+
+def _named(found: Candidate, where: str) -> Candidate:
+    """``found`` unless its SKILL.md declares another name than the index's: the RFC names a skill by its
+    directory, Agent Skills by its frontmatter, and the two must be one (a brain serves no other)."""
+    declared = declared_name(found.files["SKILL.md"][0].decode("utf-8", "replace"))
+    if declared is not None and declared != found.name:
+        raise SourceError(f"{where}: the index names the skill {found.name!r}, but its SKILL.md names it "
+                          f"{declared!r}; nothing was taken",
+                          hint="a skill's name is its folder's and its frontmatter's: ask the publisher to "
+                               "make them one")  # fmt: skip
+    return found
 
 
 def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -> Candidate:
@@ -315,9 +328,9 @@ def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], l
         return None
     shown = origins.redacted(url)
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, object_pairs_hook=unique_keys)  # §16.3 step 1: a key named twice is refused
     except ValueError as exc:
-        raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}") from None
+        raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}; nothing was taken") from None
     found = doc.get(anchors.KEY) if isinstance(doc, dict) else None
     if not isinstance(found, dict):
         raise SourceError(f"{where}: its anchor {shown} holds no {anchors.KEY!r} object",
@@ -345,7 +358,7 @@ def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], l
         raise SourceError(f"{where}: {exc.message}; nothing was taken",
                           hint="the site's files do not prove into the anchor's signed root: they, the "
                                "index or the anchor were altered") from None  # fmt: skip
-    pin["root"], pin["commit"] = check.root, check.commit
+    pin["root"], pin["commit"], pin["upstream"] = check.root, check.commit, check.version
     return check.signer
 
 
@@ -543,8 +556,14 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
         raise SourceError(f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
                           f"{found.pin['sha256']}, not {pin.get('sha256')}",
                           hint="the index's content changed; 'ledger outdated' shows the new version")  # fmt: skip
-    if "root" in pin and found.pin.get("root") is None:
-        raise SourceError(f"{source['url']} serves {name!r} without the anchor it was pinned to (root "
-                          f"{pin['root']}); its files are no longer proven",
-                          hint="ask the publisher to export the site again with its anchors")  # fmt: skip
+    keeps_anchor(source["url"], name, pin, found.pin)
     return found
+
+
+def keeps_anchor(url: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Refuse ``new`` (what the index serves now) when ``old`` was pinned to an anchor's root and ``new``
+    has none: a skill once proven is never taken again on the index's digests alone (lineage §16.5)."""
+    if "root" in old and new.get("root") is None:
+        raise SourceError(f"{url} serves {name!r} without the anchor it was pinned to (root "
+                          f"{old['root']}); its files are no longer proven; nothing changed",
+                          hint="ask the publisher to export the site again with its anchors")  # fmt: skip

@@ -37,6 +37,12 @@ __all__ = ["Installer", "external", "scanner_spec"]
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
 HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
         "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
+# The one source whose signer's word on a skill can be checked: a brain, whose whole lineage is audited and
+# whose signed supply record shows the skill is served, not held (docs/sources.md §3.1, lineage §16.5).
+VOUCHING = ("brain",)
+UNVOUCHED = ("auto-approval trusts a signer only for a skill from its brain, whose audited lineage shows it "
+             "serves the skill: an anchor or a signed commit proves the bytes are in what the key signed, not that "
+             "it approves them; approve with ledger approve")  # fmt: skip
 
 
 def _links(c: sources.Candidate) -> dict[str, str | None]:
@@ -219,7 +225,8 @@ class Installer:
                               else "rename or delete the brain's own skill first")  # fmt: skip
         version = brain.writer.first_version(cand.name, head)
         blobs, counter = self._blobs(head, cand.name, cand.files, version)
-        trusted = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+        listed = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
+        trusted = listed and cand.source.get("type") in VOUCHING
         auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
         entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
                          cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED,
@@ -230,7 +237,8 @@ class Installer:
         row = {"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
                "verdict": verdict.worst, "scanner": verdict.scanner, "findings": len(verdict.findings),
                "pin": cand.pin, "blake3": blake3, "sha256": sha256,
-               **({"held": HELD} if trusted and not auto else {})}  # fmt: skip
+               **({"held": HELD} if trusted and not auto else {"held": UNVOUCHED} if listed and not trusted
+                  else {})}  # fmt: skip
         return row, record.with_entry(cand.name, entry)
 
     def _refuse_revoked(self, record: sp.Supply, cand: sources.Candidate, blake3: str, sha256: str) -> None:
@@ -376,7 +384,8 @@ class Installer:
         out = []
         for name, entry in sorted(self.record().skills.items()):
             try:
-                cand = sources.latest(entry.source, name)
+                cand = sources.latest(entry.source, name, entry.pin)
+                pins.require_held(entry.source, name, entry.pin, entry.signer, cand)  # what update would refuse
             except LedgerError as exc:
                 out.append({"skill": name, "pin": entry.pin, "error": exc.message})
                 continue
@@ -394,8 +403,9 @@ class Installer:
         if entry.state == sp.REVOKED:
             raise SupplyError(f"{name} is revoked; it is not updated", hint="delete it, or install another skill")
         cand = (sources.resolve(entry.source["url"], [name], pin=pin)[0] if pin
-                else sources.latest(entry.source, name))  # fmt: skip
+                else sources.latest(entry.source, name, entry.pin))  # fmt: skip
         pins.require_descends(entry.source, entry.pin, cand.pin)
+        pins.require_held(entry.source, name, entry.pin, entry.signer, cand)
         blake3, sha256, per_file = upstream_digests(cand.files)
         self._refuse_revoked(self.record(), cand, blake3, sha256)
         vetted = installed_files(self.brain, name, entry.version)
@@ -405,6 +415,8 @@ class Installer:
         verdict = self._scan(cand.files, _links(cand), vetted)
         out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
                "verdict": verdict.to_json(), "applied": False}  # fmt: skip
+        if (entry.signer or "").lower() != (cand.signer or "").lower():  # said for every kind, held for an anchor's
+            out["signer"] = {"from": entry.signer, "to": cand.signer}
         if sha256 == entry.sha256:
             return {**out, "unchanged": True}
         if plan.conflicts:

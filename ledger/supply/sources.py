@@ -41,8 +41,8 @@ from ledger.supply.candidates import Candidate
 from ledger.supply.lockfile import LOCK_NAME, LockEntry, folder_sha256, lock_entry, read_lock, write_lock
 
 __all__ = [
-    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "resolve",
-    "supply_of", "write_lock",
+    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "require_kept",
+    "resolve", "supply_of", "write_lock",
 ]  # fmt: skip
 
 
@@ -199,8 +199,16 @@ def fetch_pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Cand
     raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
 
 
-def latest(source: dict[str, Any], name: str) -> Candidate:
-    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``)."""
+def latest(source: dict[str, Any], name: str, pin: dict[str, Any] | None = None) -> Candidate:
+    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``); with the recorded
+    ``pin``, refused when it gives up what the pin holds (:func:`require_kept`)."""
+    found = _latest(source, name)
+    if pin is not None:
+        require_kept(source, name, pin, found.pin)
+    return found
+
+
+def _latest(source: dict[str, Any], name: str) -> Candidate:
     kind, url, ref = source.get("type"), source["url"], source.get("ref")
     at = f"{url}#{ref}" if ref else url
     if kind == "brain":
@@ -219,3 +227,10 @@ def latest(source: dict[str, Any], name: str) -> Candidate:
     else:
         raise SourceError(f"unknown source type {kind!r}", hint="the record was written by a newer brain-ledger")
     return found[0]
+
+
+def require_kept(source: dict[str, Any], name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """What a pin keeps whatever way its next version was read (``latest``, a ``--pin``, ``fetch_pinned``):
+    an index skill pinned to an anchor's root is never taken again without one."""
+    if source.get("type") == "index":
+        indexsource.keeps_anchor(source["url"], name, old, new)
