@@ -8,7 +8,7 @@ import eth_account, eth_account.messages, yaml  # noqa: E401
 from blake3 import blake3
 
 FORMAT, KEY, KINDS, DIR = "brain-ledger/skill-anchor/1", "dev.brain-ledger/anchor", {"file": 1, "exec": 2}, 3
-KEYS = {"format", "skill", "prefix", "version", "root", "commit", "signed", "signer", "chain", "folder", "files"}
+KEYS = set("format skill prefix version versions root commit signed signer chain folder files".split())  # noqa: SIM905
 # lineage.md §8.1's Snapshot fields after root, as §16.1's anchor carries them; the frontmatter, as docs/layouts.md
 SIGNED = dict(parentRoot="bytes32", parentCommit="bytes20", tree="bytes20", actor="string", message="bytes32")
 FM = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -78,6 +78,7 @@ skill, prefix, text_root = a["skill"], a["prefix"], a["root"]
 need(isinstance(skill, str) and len(skill) <= 64 and NAME.fullmatch(skill), f"skill {skill!r} is not a name")
 need(prefix == "" or (path_ok(prefix) and NAME.fullmatch(prefix.rsplit("/")[-1])), f"bad prefix {prefix!r}")
 need(type(a["version"]) is int and a["version"] >= 1, f"version {a['version']!r} is not a whole number >= 1")
+need(a["versions"] in ("skill-md", "store"), f"versions {a['versions']!r} is not 'skill-md' or 'store'")
 root = hexed(text_root[15:] if str(text_root).startswith("blake3-tree-v1:") else text_root, 32, "the root")
 commit = hexed(a["commit"], 20, "the commit").hex()
 need(not o.root or text_root == o.root, f"the anchor is for root {text_root}, not the trusted {o.root}")
@@ -106,8 +107,8 @@ for t, f in zip(leaves, files, strict=True):  # step 7: each file's place in eac
          for j in reversed(range(len(t)))], f"{f['path']!r}: a step's index or count is not its place in the files")
 need(walk(skill, DIR, fc, a["folder"].get("steps")) == root, f"the folder {skill!r} is not in root {text_root}")
 # 4. the entry: its uri, its resources exactly the anchor's files
-res, fm = (entry.get("resources"), entry.get("frontmatter")) if entry is not None else (None, None)
-name = (prefix or skill).rsplit("/", 1)[-1]  # the last segment of skill/prefix: the skill's name
+# the entry's resources and frontmatter, and the skill's name: the last segment of skill/prefix
+res, fm, name = (entry or {}).get("resources"), (entry or {}).get("frontmatter"), (prefix or skill).rsplit("/")[-1]
 need(entry is None or (isinstance(fm, dict) and fm.get("name") == name and isinstance(fm.get("description"), str)),
      f"the entry's frontmatter does not name the skill {name!r} with a description")
 need(entry is None or entry.get("uri") == f"skill://{skill}/{pre}SKILL.md", "the entry's uri is not the anchor's")
@@ -128,8 +129,9 @@ if o.files:  # 5. the bytes: C, the entry's sha256 and size; no file more, none 
     mine = (yaml.load(m.group(1), Loader=AS_WRITTEN) or {}) if m else None
     need(isinstance(mine, dict) and mine.get("name") == name, f"SKILL.md does not name the skill {name!r}")
     meta = mine["metadata"] if isinstance(mine.get("metadata"), dict) else {}
-    n = next((c for c in map(counter, (meta.get("version"), meta.get("ledger-version"))) if c is not None), None)
-    need(n in (None, a["version"]), f"SKILL.md is at version {n}, not the anchor's {a['version']}")
+    n = next((c for c in map(counter, (meta.get("version"), meta.get("ledger-version"))) if c is not None), 0)
+    need(a["versions"] == "store" or prefix or n == a["version"], f"SKILL.md is at version {n}, not {a['version']}")
     same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True)  # §16.3 step 10
     need(same, "the entry's frontmatter is not SKILL.md's")
-print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']} is in {text_root} (commit {commit}, signer {signer})")
+claim = "" if o.files and a["versions"] == "skill-md" and not prefix else " (claimed)"  # else a clone checks it
+print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']}{claim} is in {text_root} (commit {commit}, signer {signer})")

@@ -158,12 +158,22 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
             g["steps"][step[1]]["count"] += 1
 
         yield case("a step's count raised by one (its walk unchanged)", count, "index or count is not its place")
-    if an.counter_of(as_json(files["SKILL.md"].decode())) is not None:
+    if a["versions"] == "skill-md" and not a["prefix"]:  # the counter is in its SKILL.md (absent: 0)
 
         def version(e: Any, x: Any, f: Files) -> None:
             x["version"] += 1
 
         yield case("a version its SKILL.md's counter contradicts", version, "not the anchor's")
+    if a["versions"] == "store" and (an.counter_of(as_json(files["SKILL.md"].decode())) or 0) != a["version"]:
+        relabel = "a store entry relabelled skill-md, its SKILL.md's metadata.version the author's"
+        yield case(relabel, lambda e, x, f: x.__setitem__("versions", "skill-md"), "not the anchor's")
+
+    def no_versions(e: Any, x: Any, f: Files) -> None:
+        del x["versions"]
+
+    yield case("no versions member", no_versions, "its members are")
+    yield case("an unknown versions value", lambda e, x, f: x.__setitem__("versions", "frontmatter"),
+               "not 'skill-md' or 'store'")  # fmt: skip
 
     def frontmatter(key: str, value: Any) -> Callable[[Any, Any, Files], None]:
         return lambda e, x, f: e["frontmatter"].__setitem__(key, value)
@@ -211,6 +221,15 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
         from ledger.brain import Brain
         from ledger.publish.entries import Entries
 
+        def verdict(refusal: str | None, bound: bool) -> dict[str, Any]:
+            return {"ok": True, "version_bound": bound} if refusal is None else {"ok": False, "refusal": refusal}
+
+        with Brain.init(Path(tmp) / "store", versions="store") as store:  # the author's metadata.version is not 2
+            store.create("notes", "Take notes", "v1\n")
+            store.edit("notes", "---\nname: notes\ndescription: Take notes\nmetadata:\n  version: '7'\n---\nv2\n")
+            kept = Entries(store)
+            stored = kept.get("skill://notes/SKILL.md")
+            stored_files = files_of(kept, stored)
         with Brain.init(Path(tmp) / "brain") as brain:
             brain.create("pdf-tools", "Work with PDF files", "# PDF tools\n\nRun scripts/extract.py.\n")
             brain.write_file("pdf-tools", "scripts/extract.py", b"#!/usr/bin/env python3\nprint('pdf')\n",
@@ -222,19 +241,26 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
                              b"---\nname: forms\ndescription: Fill PDF forms\ndate: 2024-01-15\n---\nFill them.\n")
             entries = Entries(brain)
             cases: list[dict[str, Any]] = []
-            for entry in entries.list():
+            for entry in [*entries.list(), stored]:
                 a = _anchor(entry)
-                files = files_of(entries, entry)
+                files = stored_files if entry is stored else files_of(entries, entry)
                 signer = a["signer"]["address"]
-                rows = [(f"valid: {entry['uri']}", entry, files, {"signer": signer}, None)]
+                rows = [(f"valid ({a['versions']}): {entry['uri']}", entry, files, {"signer": signer}, None)]
                 if not a["prefix"]:
                     rows.append((f"valid, trusting its root: {entry['uri']}", entry, files, {"root": a["root"]}, None))
-                    rows.extend(tampers(entry, files, signer))
+                if a["versions"] == "skill-md" and not a["prefix"]:  # relabelled: its version only a claim
+                    down = copy.deepcopy(entry)
+                    _anchor(down)["versions"] = "store"
+                    rows.append((f"valid, relabelled store (its version claimed): {entry['uri']}", down, files,
+                                 {"signer": signer}, None))  # fmt: skip
+                if not a["prefix"]:  # of the store entry, the cases about versions (the others are the same)
+                    rows.extend((f"{n} ({a['versions']})", *rest) for n, *rest in tampers(entry, files, signer)
+                                if entry is not stored or "version" in n)  # fmt: skip
                 for name, e, f, trust, refusal in rows:
-                    verdict = {"ok": True} if refusal is None else {"ok": False, "refusal": refusal}
+                    x = an.anchor_of(e)[1]
                     cases.append({"name": name, "entry": e, "trust": trust,
                                   "files": {k: base64.b64encode(v).decode() for k, v in sorted(f.items())},
-                                  **verdict})  # fmt: skip
+                                  **verdict(refusal, x.get("versions") == "skill-md" and not x["prefix"])})  # fmt: skip
     VECTOR.parent.mkdir(parents=True, exist_ok=True)
     doc = {"about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
            "cases": cases}  # fmt: skip

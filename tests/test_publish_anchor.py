@@ -127,7 +127,8 @@ def test_the_vector_verdicts_of_ledger_and_the_stand_alone_script(tmp_path: Path
     for i, c in enumerate(cases):
         files = {k: base64.b64decode(v) for k, v in c["files"].items()}
         if c["ok"]:
-            assert _ledger_check(c["entry"], files, c["trust"]).bytes_checked, c["name"]
+            check = _ledger_check(c["entry"], files, c["trust"])
+            assert check.bytes_checked and check.version_bound == c["version_bound"], c["name"]
         else:
             with pytest.raises(ProofError) as refused:
                 _ledger_check(c["entry"], files, c["trust"])
@@ -136,6 +137,63 @@ def test_the_vector_verdicts_of_ledger_and_the_stand_alone_script(tmp_path: Path
         runs.append([str(doc), *_trust(c["trust"]), "--files", str(folder)])
     for proc, c in zip(_scripts(runs), cases, strict=True):
         assert proc.returncode == (0 if c["ok"] else 1), (c["name"], proc.stdout, proc.stderr)
+        assert not c["ok"] or ("(claimed)" in proc.stdout) == (not c["version_bound"]), (c["name"], proc.stdout)
+    assert {c["entry"]["_meta"][an.KEY]["versions"] for c in cases if c["ok"] and "_meta" in c["entry"]} == \
+        {"skill-md", "store"}  # fmt: skip
+
+
+def test_a_store_brain_s_version_is_a_claim_and_its_author_s_metadata_version_is_no_counter(tmp_path: Path) -> None:
+    """§16.3 step 10, §16.4: the anchor's ``versions`` says where the brain counted at that snapshot. In the store
+    the SKILL.md's ``metadata.version`` is the author's (7 here, the ledger's version 2): the entry verifies, its
+    version reported as claimed; in SKILL.md the counter (absent: 0) must be ``version``, which is then bound.
+    Relabelling only moves a version from bound to claimed, never makes a false one pass as bound."""
+    authored = "---\nname: notes\ndescription: Take notes\nmetadata:\n  version: '7'\n---\nv2\n"
+    got = {}
+    for mode in ("store", "frontmatter"):
+        with Brain.init(tmp_path / mode, sign=False, versions=mode) as brain:
+            brain.create("notes", "Take notes", "v1\n")
+            brain.edit("notes", authored)
+            entries = Entries(brain)
+            entry = entries.get("skill://notes/SKILL.md")
+            got[mode] = (entry, files_of(entries, entry))
+    (stored, s_files), (counted, c_files) = got["store"], got["frontmatter"]
+    sa, ca = stored["_meta"][an.KEY], counted["_meta"][an.KEY]
+    assert (sa["versions"], sa["version"], an.counter_of(stored["frontmatter"])) == ("store", 2, 7)
+    assert (ca["versions"], ca["version"], an.counter_of(counted["frontmatter"])) == ("skill-md", 2, 2)
+    root = {"store": bytes.fromhex(sa["root"][15:]), "skill-md": bytes.fromhex(ca["root"][15:])}
+    check = an.verify_entry(stored, s_files, root=root["store"])
+    assert (check.version, check.versions, check.version_bound) == (2, "store", False)
+    assert an.verify_entry(counted, c_files, root=root["skill-md"]).version_bound
+    assert not an.verify_entry(counted, root=root["skill-md"]).version_bound  # without the bytes, a claim
+    down = json.loads(json.dumps(counted))
+    down["_meta"][an.KEY]["versions"] = "store"  # relabelled: verifies, its version downgraded to a claim
+    assert not an.verify_entry(down, c_files, root=root["skill-md"]).version_bound
+    up = json.loads(json.dumps(stored))
+    up["_meta"][an.KEY]["versions"] = "skill-md"  # the author's 7 is not the claimed 2: refused, not bound
+    with pytest.raises(ProofError, match=r"file 'SKILL\.md' is at version 7, not the anchor's 2"):
+        an.verify_entry(up, s_files, root=root["store"])
+    for bad in ("frontmatter", None):
+        odd = json.loads(json.dumps(counted))
+        odd["_meta"][an.KEY]["versions"] = bad
+        with pytest.raises(ProofError, match=r"its versions is .*, not 'skill-md' or 'store'"):
+            an.verify_entry(odd, c_files, root=root["skill-md"])
+    del odd["_meta"][an.KEY]["versions"]
+    with pytest.raises(ProofError, match="its members are"):
+        an.verify_entry(odd, c_files, root=root["skill-md"])
+    runs, said = [], []
+    for name, e, f, r in (("stored", stored, s_files, sa["root"]), ("counted", counted, c_files, ca["root"]),
+                          ("down", down, c_files, ca["root"]), ("up", up, s_files, sa["root"]),
+                          ("odd", odd, c_files, ca["root"])):  # fmt: skip
+        doc, folder = _write(tmp_path, name, e, f)
+        runs.append([str(doc), "--root", r, "--files", str(folder)])
+        said.append(run_ledger("verify-proof", *runs[-1]))
+    out = _scripts(runs)
+    assert [p.returncode for p in out] == [p.returncode for p in said] == [0, 0, 0, 1, 1], [p.stderr for p in out]
+    for proc in (out, said):
+        assert "v2 (claimed) is in" in proc[0].stdout and "v2 is in" in proc[1].stdout, proc[1].stdout
+        assert "v2 (claimed) is in" in proc[2].stdout and "is at version 7, not" in proc[3].stderr
+    as_json = run_ledger("verify-proof", *runs[0], "--json")
+    assert json.loads(as_json.stdout)["version_bound"] is False and json.loads(as_json.stdout)["versions"] == "store"
 
 
 def test_verify_proof_takes_an_entry_as_it_comes(brain: Brain, tmp_path: Path) -> None:

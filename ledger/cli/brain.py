@@ -491,7 +491,8 @@ def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Pat
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
-    click.echo(f"OK: {uri} v{check.version} is in {check.root} (commit {check.commit}, {who})")
+    claim = "" if check.version_bound else " (claimed)"  # §16.3: SKILL.md does not bind it; a clone checks it
+    click.echo(f"OK: {uri} v{check.version}{claim} is in {check.root} (commit {check.commit}, {who})")
     click.echo(f"    {len(check.files)} file(s)" + (", each checked byte for byte" if check.bytes_checked else
                                                   ", proven (give --files DIR to check their bytes)"))  # fmt: skip
     if matched is not None:

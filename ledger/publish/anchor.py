@@ -49,6 +49,7 @@ __all__ = [
     "KEY",
     "MAX_FILES",
     "MAX_TOTAL",
+    "VERSIONS",
     "AnchorCheck",
     "FileProof",
     "anchor_of",
@@ -69,7 +70,8 @@ SCHEME = "skill://"
 
 _KINDS = {"file": KIND_FILE, "exec": KIND_EXEC}
 _NAMES = {v: k for k, v in _KINDS.items()}
-_KEYS = {"format", "skill", "prefix", "version", "root", "commit", "signed", "signer", "chain", "folder", "files"}
+_KEYS = {"format", "skill", "prefix", "version", "versions", "root", "commit", "signed", "signer", "chain", "folder",
+         "files"}
 _SIGNED_KEYS = ("parentRoot", "parentCommit", "tree", "actor", "message", "signature")
 _CHAIN_KEYS = {"chainId", "registry", "agent", "seq", "block", "tx"}
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
@@ -79,6 +81,7 @@ _SKILL = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # the Agent Skills name rule
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}\Z")
 _ROLES = ("agent", "curator", "user", "verifier")
+VERSIONS = ("skill-md", "store")  # where the brain keeps its counter at the snapshot (§4.2): the anchor's versions
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class AnchorCheck:
     skill: str  # the folder in the bundle
     prefix: str  # the nested skill's folder inside it ("" for the skill itself)
     version: int
+    versions: str  # "skill-md" or "store": where the brain kept the counter at that snapshot (§4.2)
+    version_bound: bool  # the served SKILL.md's counter was checked to be version; else version is a claim (§16.3)
     root: str  # blake3-tree-v1:<hex>
     commit: str
     signer: str | None  # the address the snapshot's signature recovers to (None: unsigned)
@@ -108,7 +113,8 @@ class AnchorCheck:
     trusted: str | None  # "root" or "signer": what the caller pinned; None when it pinned nothing
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": True, "skill": self.skill, "prefix": self.prefix, "version": self.version, "root": self.root,
+        return {"ok": True, "skill": self.skill, "prefix": self.prefix, "version": self.version,
+                "versions": self.versions, "version_bound": self.version_bound, "root": self.root,
                 "commit": self.commit, "signer": self.signer, "role": self.role, "chain": self.chain,
                 "files": list(self.files), "bytes_checked": self.bytes_checked, "trusted": self.trusted}  # fmt: skip
 
@@ -145,9 +151,9 @@ def signed_of(snap: Any) -> dict[str, str] | None:
 
 
 def build(
-    *, skill: str, prefix: str, version: int, root: bytes, commit: bytes, signed: Mapping[str, str] | None,
-    signer: tuple[str, str] | None, chain: Mapping[str, Any] | None, folder: bytes, folder_step: ProofStep,
-    files: Sequence[FileProof],
+    *, skill: str, prefix: str, version: int, versions: str, root: bytes, commit: bytes,
+    signed: Mapping[str, str] | None, signer: tuple[str, str] | None, chain: Mapping[str, Any] | None,
+    folder: bytes, folder_step: ProofStep, files: Sequence[FileProof],
 ) -> dict[str, Any]:  # fmt: skip
     """The anchor object (§16.1), members in the order the spec writes them; ``files`` in byte order of path.
     ``signed`` (from :func:`signed_of`) is used as it is, not copied: the entries of one snapshot share it."""
@@ -156,6 +162,7 @@ def build(
         "skill": skill,
         "prefix": prefix,
         "version": version,
+        "versions": versions,
         "root": format_root(root),
         "commit": commit.hex(),
         "signed": signed,
@@ -259,9 +266,10 @@ def counter_of(fm: Mapping[str, Any]) -> int | None:
     return next((n for n in found if n is not None), None)
 
 
-def _which_skill(data: bytes, path: str, name: str, version: int) -> None:
+def _which_skill(data: bytes, path: str, name: str, version: int | None) -> None:
     """§16.3 step 10: the SKILL.md the anchor ends at is the skill it names (its frontmatter ``name`` is the
-    last segment of ``skill/prefix``) at the version it states, where the file carries the counter (§4.2)."""
+    last segment of ``skill/prefix``) and, with ``version`` (a folder's own SKILL.md where the brain counts
+    there), at that version (§4.2: no counter is 0). Else the file's ``metadata.version`` is the author's."""
     try:
         fm = as_json(data.decode("utf-8"))
     except (LedgerError, UnicodeDecodeError) as exc:
@@ -269,8 +277,8 @@ def _which_skill(data: bytes, path: str, name: str, version: int) -> None:
     if fm.get("name") != name or not is_skill_name(name):
         raise _fail(f"file {path!r} names the skill {shown(fm.get('name'))}, not {name!r}: it is not the skill "
                     "the anchor names", hint="a sub-folder of a skill is not a skill unless its SKILL.md says so")
-    found = counter_of(fm)
-    if found is not None and found != version:
+    found = counter_of(fm) or 0
+    if version is not None and found != version:
         raise _fail(f"file {path!r} is at version {found}, not the anchor's {version}",
                     hint="the anchor's version was altered, or belongs to another snapshot")  # fmt: skip
 
@@ -298,6 +306,10 @@ def verify_anchor(
         if not is_skill_name(prefix.rsplit("/", 1)[-1]):
             raise _fail(f"its prefix {shown(prefix)} does not end in a skill name")
     version = _int(anchor["version"], "its version", 1)
+    versions = anchor["versions"]
+    if versions not in VERSIONS:
+        raise _fail(f"its versions is {shown(versions)}, not 'skill-md' or 'store'",
+                    hint="it says where the brain keeps the version counter (docs/lineage.md §4.2)")  # fmt: skip
     if not isinstance(anchor["root"], str) or not _ROOT.fullmatch(anchor["root"]):
         raise _fail(f"its root {shown(anchor['root'])} is not blake3-tree-v1:<64 lower-case hex>")
     have_root = bytes.fromhex(anchor["root"].split(":", 1)[1])
@@ -412,8 +424,13 @@ def verify_anchor(
             if file_digest(data) != p.content:
                 raise _fail(f"file {rel!r} is not the file the root holds (its content digest differs)",
                             hint="do not load it: it was altered, or belongs to another snapshot")  # fmt: skip
-        _which_skill(files["SKILL.md"], f"{inner}SKILL.md", (prefix or skill).rsplit("/", 1)[-1], version)
-    return AnchorCheck(skill, prefix, version, anchor["root"], commit, recovered, role,
+    # the version is bound where the skill's own SKILL.md carries the counter: in a brain that counts there, and
+    # not for a nested skill (its folder's SKILL.md does, which is not one of its files); else it is a claim
+    bound = files is not None and versions == "skill-md" and not prefix
+    if files is not None:
+        _which_skill(files["SKILL.md"], f"{inner}SKILL.md", (prefix or skill).rsplit("/", 1)[-1],
+                     version if bound else None)  # fmt: skip
+    return AnchorCheck(skill, prefix, version, versions, bound, anchor["root"], commit, recovered, role,
                        chain, tuple(p.path[len(inner):] for p in proofs), files is not None,
                        "signer" if signer is not None else "root" if root is not None else None)  # fmt: skip
 

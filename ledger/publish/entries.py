@@ -107,7 +107,8 @@ class Entries:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
         self._trees: dict[tuple[str, bytes], _Tree] = {}
-        self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None]] = {}
+        self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None,
+                                       str]] = {}  # fmt: skip
         self._at: tuple[tuple[bytes, bool], _Served] | None = None
         self.generation = 0  # how many listings were made: it changes when the head (or the gate) does
 
@@ -301,20 +302,23 @@ class Entries:
 
     def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
                folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
-        snap, signed, signer, chain = self._snapshot(pick.commit)
+        snap, signed, signer, chain, versions = self._snapshot(pick.commit)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
-        anchor = an.build(skill=name, prefix=prefix, version=pick.version, root=snap.root, commit=pick.commit,
-                          signed=signed, signer=signer, chain=chain, folder=tree.node.digest, folder_step=folder_step,
+        anchor = an.build(skill=name, prefix=prefix, version=pick.version, versions=versions, root=snap.root,
+                          commit=pick.commit, signed=signed, signer=signer, chain=chain, folder=tree.node.digest,
+                          folder_step=folder_step,
                           files=[tree.proofs[rel] for rel in mine])  # fmt: skip
         resources = [{"uri": an.skill_uri(name, "", rel), "digest": "sha256:" + tree.files[rel].sha256,
                       "size": tree.files[rel].size} for rel in sorted(mine, key=str.encode)]  # fmt: skip
         return {"uri": an.skill_uri(name, prefix), "frontmatter": fm, "resources": resources, "_meta": {an.KEY: anchor}}
 
     def _snapshot(self, commit: bytes) -> tuple[Any, dict[str, str] | None, tuple[str, str] | None,
-                                                dict[str, Any] | None]:  # fmt: skip
+                                                dict[str, Any] | None, str]:  # fmt: skip
         """A snapshot's per-commit part of its anchors, made once and shared by all its entries: the parsed
-        snapshot, the anchor's ``signed`` member, its signer (address, role) and its chain receipt, if any."""
+        snapshot, the anchor's ``signed`` member, its signer (address, role), its chain receipt, if any, and
+        where the brain kept its counter there (``versions``: "store" when its tree holds a ``versions``
+        record, lineage.md §4.2, else "skill-md")."""
         kept = self._snaps.get(commit)
         if kept is not None:
             return kept
@@ -329,7 +333,8 @@ class Entries:
                      "seq": note["seq"], "block": note["block"], "tx": note["tx"]}  # fmt: skip
         if len(self._snaps) >= 64:
             self._snaps.pop(next(iter(self._snaps)))
-        self._snaps[commit] = (snap, an.signed_of(snap), signer, chain)
+        versions = "store" if self.brain.store.versions(bytes.fromhex(snap.tree))[0] is not None else "skill-md"
+        self._snaps[commit] = (snap, an.signed_of(snap), signer, chain, versions)
         return self._snaps[commit]
 
     def _folder_step(self, name: str, folder: bytes, pick: _Pick, head: Any, sound: bool) -> ProofStep:
