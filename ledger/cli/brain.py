@@ -356,7 +356,7 @@ def verify_proof(
     """Check an inclusion proof (or a usage receipt holding one) against a root; needs nothing but the proof.
 
     An MCP skill entry (a Skill object, a skills/get result or its dev.brain-ledger/anchor object alone) is
-    checked whole, as docs/lineage.md §16.3 says: against --root, a --signer you trust, or --chain."""
+    checked whole, as docs/lineage.md section 16.3 says: against --root, a --signer you trust, or --chain."""
     from ledger.bundle.merkle import InclusionProof, format_root, parse_root, verify_proof
 
     if root is not None and chain:

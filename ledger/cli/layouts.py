@@ -82,7 +82,7 @@ def import_cmd(
               help="Write the installed skills' pins as the skills CLI's skills-lock.json instead.")
 @click.option("--discovery", "site", type=click.Path(file_okay=False, path_type=Path),
               help="Write the served skills as a static Agent Skills Discovery v0.2.0 site into this folder "
-                   "instead, each with its anchor (docs/lineage.md §16.5).")  # fmt: skip
+                   "instead, each with its anchor (docs/lineage.md section 16.5).")  # fmt: skip
 @json_flag
 @click.pass_context
 def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | None, lock: Path | None,
