@@ -40,7 +40,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger._json import depth, no_constant, unique_keys
+from ledger._json import MAX_INT, depth, no_constant, unique_keys
 from ledger.bundle.skill import check_support_path
 from ledger.errors import LedgerError, SkillError
 from ledger.store.outcomes import canonical
@@ -53,7 +53,6 @@ MAX_EVALS_JSON = 4 * 1024 * 1024  # bytes
 MAX_CASES = 10_000
 MAX_PROMPT = 128 * 1024 - len("EVAL_PROMPT=") - 1  # bytes: Linux holds one environment string of 128 KiB
 MAX_DEPTH = 16  # JSON nesting: the guide's shape needs 4
-MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493): an id beyond has no agreed RFC 8785 form
 _TOP_KEYS = ("skill_name", "evals")
 _CASE_KEYS = ("id", "prompt", "expected_output", "files", "assertions")
 CREATOR_ASSERTIONS = "expectations"  # skill-creator's name for the guide's "assertions" (read; lint warns)

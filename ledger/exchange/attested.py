@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
+from ledger._json import canonical as jcs
 from ledger._json import depth, unique_keys
 from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest
 from ledger.bundle.merkle import file_digest, tree_of
@@ -93,13 +94,11 @@ def folder_digest(files: dict[str, tuple[bytes, bool]]) -> bytes:
 
 
 def canonical(doc: Any) -> bytes:
-    """The one serialisation of a signed statement: RFC 8785 canonical JSON (the ``rfc8785`` library,
-    as ERC-8239 manifests use), so that no two parsers read one attestation two ways."""
-    import rfc8785
-
+    """The one serialisation of a signed statement: RFC 8785 canonical JSON (:func:`ledger._json.canonical`,
+    as outcome records and ERC-8239 manifests use), so that no two parsers read one attestation two ways."""
     try:
-        return rfc8785.dumps(doc)
-    except (rfc8785.CanonicalizationError, UnicodeError) as exc:
+        return jcs(doc)
+    except ValueError as exc:
         raise AttestationError(f"a statement value has no canonical JSON form: {exc}") from exc
 
 

@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ledger._json import depth, no_constant, unique_keys
+from ledger._json import MAX_INT, depth, no_constant, unique_keys
+from ledger._json import canonical as jcs
 from ledger.errors import StoreError
 from ledger.signatures.signing import SignatureError, recover, sign
 
@@ -86,7 +87,6 @@ MAX_RUN = 999  # a record's run index
 CONDITIONS = ("with_skill", "without_skill", "old_skill")
 BASELINES = {"none": "without_skill", "previous": "old_skill"}  # a plan's baseline → its records' other arm
 INTERVAL = "newcombe-paired-95"
-MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493 §2.2), all RFC 8785 writes
 MAX_DEPTH = 8  # JSON nesting: an entry needs 4
 RESULTS = ("success", "failure", "score")
 
@@ -110,41 +110,11 @@ _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*\Z")
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of ``value``.
-
-    The ``rfc8785`` library (as attestations and manifests use) is the reference; a record's
-    values (ASCII keys, strings, integers within 2^53, non-integral floats in [1e-4, 1e16)) are
-    written by ``json.dumps``, whose output is the same bytes for them (same escapes, same
-    shortest round-trip digits; tests/test_outcomes.py checks the two against each other), at a
-    tenth of the cost: a bulk import writes 100,000 of them.
-    """
-    if _plain(value):
-        try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False).encode("utf-8")  # fmt: skip
-        except (ValueError, UnicodeEncodeError) as exc:
-            raise StoreError(f"an outcome record cannot be written as RFC 8785 JSON: {exc}") from exc
-    import rfc8785
-
+    """RFC 8785 bytes of an outcome record: the project's one JCS writer (:func:`ledger._json.canonical`)."""
     try:
-        return rfc8785.dumps(value)
-    except (rfc8785.CanonicalizationError, UnicodeError, ValueError, TypeError) as exc:
+        return jcs(value)
+    except ValueError as exc:
         raise StoreError(f"an outcome record cannot be written as RFC 8785 JSON: {exc}") from exc
-
-
-def _plain(value: Any) -> bool:
-    """Whether ``json.dumps`` writes ``value`` exactly as RFC 8785 does."""
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return abs(value) <= MAX_INT
-    if isinstance(value, float):
-        return math.isfinite(value) and not value.is_integer() and 1e-4 <= abs(value) < 1e16
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and k.isascii() and _plain(v) for k, v in value.items())
-    return False
 
 
 def signed_text(oid: bytes, kind: str = "record") -> str:

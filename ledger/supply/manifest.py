@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger._json import canonical as jcs
 from ledger._json import depth
 from ledger.bundle.hashing import KIND_EXEC, format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
@@ -85,17 +86,15 @@ def manifest_hash(data: bytes) -> str:
 
 
 def canonical_json(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``, written by Trail of Bits' ``rfc8785`` (a maintained
-    implementation checked against the RFC's vectors), within the domain a manifest holds:
+    """RFC 8785 (JCS) bytes of ``value``, by the project's one JCS writer (:func:`ledger._json.canonical`,
+    Trail of Bits' ``rfc8785`` for anything unusual), within the domain a manifest holds:
     objects with string keys, arrays, strings, integers within ±(2**53 - 1), booleans and null.
     A float is refused here (the ledger writes integers only, and a frontmatter float would
     otherwise hash by ECMAScript's number formatting), as are larger integers and lone surrogates."""
-    import rfc8785
-
     _domain(value, 0)
     try:
-        return rfc8785.dumps(value)
-    except (rfc8785.CanonicalizationError, UnicodeError) as exc:
+        return jcs(value)
+    except ValueError as exc:
         raise ManifestError(f"a manifest value has no RFC 8785 form: {exc}",
                             hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
 
