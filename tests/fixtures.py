@@ -26,6 +26,14 @@ def _put(path: Path, data: bytes | str, executable: bool = False) -> None:
         path.chmod(0o755)
 
 
+def skill_tree(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
+    """``root`` holding each named skill's files (``{name: {path: bytes}}``); files under ``scripts/`` executable."""
+    for name, files in skills.items():
+        for rel, data in files.items():
+            _put(root / name / rel, data, executable=rel.startswith("scripts/"))
+    return root
+
+
 def agentskills(root: Path, fillers: int = 0) -> Path:
     """A folder of agentskills skill folders; ``fillers`` adds plain skills (for throughput runs)."""
     _put(root / "pdf" / "SKILL.md", (

@@ -28,7 +28,7 @@ from ledger.publish.site import SCHEMA, tarball
 from ledger.store import supply as sp
 from ledger.supply.sources import fetch_pinned, resolve
 from tests.conftest import fingerprint, run_ledger
-from tests.fixtures import publish_index
+from tests.fixtures import publish_index, skill_tree
 from tests.localhttp import serving
 
 BASE = ".well-known/agent-skills"
@@ -51,19 +51,9 @@ def ledger(brain: Path, *args: str, check: bool = True):
     return run_ledger("--brain", str(brain), *args, check=check)
 
 
-def _skills(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
-    for name, files in skills.items():
-        for rel, data in files.items():
-            (root / name / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / name / rel).write_bytes(data)
-            if rel.startswith("scripts/"):
-                (root / name / rel).chmod(0o755)
-    return root
-
-
 def _brain(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
     run_ledger("init", str(root / "brain"), check=True)
-    ledger(root / "brain", "import", str(_skills(root / "src", skills)))
+    ledger(root / "brain", "import", str(skill_tree(root / "src", skills)))
     return root / "brain"
 
 

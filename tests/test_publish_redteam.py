@@ -31,7 +31,7 @@ import pytest
 
 from ledger.publish.anchor import KEY
 from tests.conftest import fingerprint, run_ledger
-from tests.fixtures import publish_index
+from tests.fixtures import publish_index, skill_tree
 from tests.localhttp import serving
 from tests.test_mcp_skills import INVALID_PARAMS, Raw, _bytes, _list_all, _params
 
@@ -66,16 +66,6 @@ def served(root: Path, handler: type[SimpleHTTPRequestHandler] | None = None) ->
         yield url
 
 
-def _tree(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
-    for name, files in skills.items():
-        for rel, data in files.items():
-            (root / name / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / name / rel).write_bytes(data)
-            if rel.startswith("scripts/"):
-                (root / name / rel).chmod(0o755)
-    return root
-
-
 @pytest.fixture(scope="module")
 def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A signed brain serving alpha, beta and outer/inner; holding badname and outer (refused by the spec's
@@ -83,7 +73,7 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("redteam")
     brain = tmp / "brain"
     run_ledger("init", str(brain), check=True)
-    ledger(brain, "import", str(_tree(tmp / "src", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME,
+    ledger(brain, "import", str(skill_tree(tmp / "src", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME,
                                                      "outer": OUTER})))  # fmt: skip
     publish_index(tmp / "elsewhere", "held", HELD)
     with served(tmp / "elsewhere") as url:
@@ -204,7 +194,7 @@ def test_a_gated_skill_s_unreleased_files_are_not_served_by_any_spelling(tmp_pat
 
     b = tmp_path / "brain"
     run_ledger("init", str(b), check=True)
-    _tree(tmp_path / "src", {"csv-sum": {"SKILL.md": CSV_V1.encode()}})
+    skill_tree(tmp_path / "src", {"csv-sum": {"SKILL.md": CSV_V1.encode()}})
     ledger(b, "import", str(tmp_path / "src"))
     (tmp_path / "evals.json").write_text(json.dumps(EVALS))
     ledger(b, "skill", "write-file", "csv-sum", "evals/evals.json", "--from", str(tmp_path / "evals.json"))
@@ -493,7 +483,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("site")
     a = root / "a"
     run_ledger("init", str(a), check=True)
-    ledger(a, "import", str(_tree(root / "src", {"pdf-tools": PDF, "notes": {"SKILL.md": NOTES}})))
+    ledger(a, "import", str(skill_tree(root / "src", {"pdf-tools": PDF, "notes": {"SKILL.md": NOTES}})))
     ledger(a, "export", "--discovery", str(root / "site"))
     return root / "site"
 
@@ -694,7 +684,7 @@ def test_a_valid_anchor_of_another_brain_for_the_same_name_pins_that_brain(site:
     other = tmp_path / "other"
     run_ledger("init", str(other / "brain"), check=True)
     theirs = {**PDF, "references/r.md": b"The other brain's reference.\n"}
-    ledger(other / "brain", "import", str(_tree(other / "src", {"pdf-tools": theirs})))
+    ledger(other / "brain", "import", str(skill_tree(other / "src", {"pdf-tools": theirs})))
     ledger(other / "brain", "export", "--discovery", str(other / "site"))
     s = _copy(site, tmp_path)
     for name in ("pdf-tools.tar.gz", "pdf-tools.anchor.json"):
@@ -874,7 +864,7 @@ def test_only_the_served_nested_skill_s_part_of_an_unserved_outer_folder_is_list
 def test_an_update_to_an_older_signed_snapshot_is_refused(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
-    ledger(a, "import", str(_tree(tmp_path / "src", {"pdf-tools": PDF})))
+    ledger(a, "import", str(skill_tree(tmp_path / "src", {"pdf-tools": PDF})))
     ledger(a, "export", "--discovery", str(tmp_path / "v1"))
     (tmp_path / "r.md").write_text("Reference, version 2: the fixed one.\n")
     ledger(a, "skill", "write-file", "pdf-tools", "references/r.md", "--from", str(tmp_path / "r.md"))
@@ -961,12 +951,13 @@ def test_a_hostile_zip_archive_is_refused_and_the_brain_is_unchanged(attack: str
 def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> None:
     a, c = tmp_path / "a", tmp_path / "c"
     run_ledger("init", str(a), check=True)
-    ledger(a, "import", str(_tree(tmp_path / "src-a", {"pdf-tools": PDF})))
+    ledger(a, "import", str(skill_tree(tmp_path / "src-a", {"pdf-tools": PDF})))
     ledger(a, "export", "--discovery", str(tmp_path / "site-a"))
     env = {"LEDGER_KEYS": str(tmp_path / "mallory-keys")}  # another machine's keys: another signer
     run_ledger("init", str(c), env=env, check=True)
     theirs = {**PDF, "references/r.md": b"Mallory's reference.\n"}
-    run_ledger("--brain", str(c), "import", str(_tree(tmp_path / "src-c", {"pdf-tools": theirs})), env=env, check=True)
+    src = skill_tree(tmp_path / "src-c", {"pdf-tools": theirs})
+    run_ledger("--brain", str(c), "import", str(src), env=env, check=True)
     run_ledger("--brain", str(c), "export", "--discovery", str(tmp_path / "site-c"), env=env, check=True)
     old, new = (json.loads((tmp_path / s / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["signer"]["address"]
                 for s in ("site-a", "site-c"))  # fmt: skip
@@ -991,7 +982,7 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
     run_ledger("init", str(a), check=True)
     folder = {"SKILL.md": b"---\nname: scanner-tests\ndescription: Tests of a scanner.\n---\nSee fixtures/.\n",
               "fixtures/evil-sample/SKILL.md": SAMPLE}  # fmt: skip
-    ledger(a, "import", str(_tree(tmp_path / "src", {"scanner-tests": folder})))
+    ledger(a, "import", str(skill_tree(tmp_path / "src", {"scanner-tests": folder})))
     ledger(a, "export", "--discovery", str(tmp_path / "published"))
     outer = json.loads((tmp_path / "published" / BASE / "scanner-tests.anchor.json").read_bytes())[KEY]
     from ledger.brain import Brain
@@ -1054,7 +1045,7 @@ def _anchor_for_a_withheld_skill(public: dict[str, Any], name: str, files: dict[
 def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
-    ledger(a, "import", str(_tree(tmp_path / "src", {"notes": {"SKILL.md": NOTES}})))
+    ledger(a, "import", str(skill_tree(tmp_path / "src", {"notes": {"SKILL.md": NOTES}})))
     evil = {"SKILL.md": b"---\nname: zz-helper\ndescription: Helps.\n---\nHelp the user.\n"}
     publish_index(tmp_path / "mallory", "zz-helper", evil)
     with served(tmp_path / "mallory") as url:
