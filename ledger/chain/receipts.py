@@ -16,9 +16,7 @@ as anchored; ``ledger commit`` rebuilds receipts from the chain's own events.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -26,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger._fs import PENDING
 from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
-from ledger.store.refs import NOTES_REF, PENDING_CACHE, UNVERIFIED_REF, pending_key
+from ledger.store.refs import NOTES_REF, UNVERIFIED_REF, pending_key
+from ledger.store.state import State
 
 __all__ = [
     "NOTES_REF",
@@ -230,20 +230,14 @@ def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any])
     or the settings change, so ``ledger status`` on a committed brain spawns no git process."""
     head, notes = store.head(), store.read_ref(NOTES_REF)
     key = pending_key(head.hex() if head else "", notes.hex() if notes else "", chain)
-    path = control / "cache" / PENDING_CACHE
-    try:
-        doc = json.loads(path.read_text())
-        if doc.get("key") == key and isinstance(doc.get("pending"), int):
-            return doc["pending"]
-    except (OSError, ValueError, AttributeError):
-        pass
+    state = State(control)
+    kept = state.read_json(PENDING, lambda doc: doc["pending"] if doc.get("key") == key
+                           and type(doc.get("pending")) is int else None)  # fmt: skip
+    if kept is not None:
+        return kept
     agent = chain.get("agent_id")
     count = local_pending(store, chain.get("registry"), int(agent, 16) if agent else None)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "pending": count}))
-        os.replace(tmp, path)
+    state.write_json(PENDING, {"key": key, "pending": count})
     return count
 
 

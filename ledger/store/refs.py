@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ledger._fs import PENDING, REGRESSIONS, cache_name
+
 __all__ = ["BRANCH", "EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "KEPT", "NAMESPACES", "NOTES_REF",
            "PENDING_CACHE", "PUBLISHED", "REGRESSIONS_CACHE", "UNVERIFIED_REF", "pending_key"]  # fmt: skip
 
@@ -21,8 +23,8 @@ UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere
 PUBLISHED = (BRANCH, NOTES_REF, EPOCH_NOTES_REF, EVIDENCE_NOTES_REF, EPOCHS_REF)
 KEPT = (UNVERIFIED_REF,)
 NAMESPACES = ("refs/ledger/", "refs/notes/ledger-")
-PENDING_CACHE = "pending-v1.json"  # in .ledger/cache/: the last pending count and what it was counted from
-REGRESSIONS_CACHE = "regressions-v1.json"  # in .ledger/cache/: the last head whose outcomes flag no regression
+# ledger._quick reads these two cache files by name (ledger._fs declares every cache file)
+PENDING_CACHE, REGRESSIONS_CACHE = cache_name(*PENDING), cache_name(*REGRESSIONS)
 
 
 def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
