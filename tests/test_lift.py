@@ -282,9 +282,9 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
 def test_the_figures_cache_extends_by_each_append_and_equals_a_fresh_count(tmp_path, keys, monkeypatch) -> None:
     """The figures cache (keyed by the log's tree id and the trust set) extended append by append gives what a
     count from scratch gives, byte for byte."""
+    from ledger._fs import EVIDENCE_FIGURES, cache_name
     from ledger.brain import Brain
     from ledger.brain import evidence as evmod
-    from ledger._fs import EVIDENCE_FIGURES, cache_name
     from ledger.brain.evidence import stats_doc
 
     extended_by: list[bool] = []
