@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from ledger._env import child_env
+from ledger._fs import atomic_write
 from ledger.audit import refs
 from ledger.audit.lineage import audit_repo
 from ledger.errors import LedgerError, StoreError
@@ -77,10 +78,7 @@ def install(git_dir: Path) -> Path:
         raise StoreError(f"cannot set receive.denyNonFastForwards in {git_dir}: {detail}; the guard is not installed",
                          hint="check that the path is a bare git repository you can write to")  # fmt: skip
     hook.parent.mkdir(exist_ok=True)
-    tmp = hook.with_name(f".{HOOK}.{os.getpid()}.tmp")
-    tmp.write_text(_script())
-    tmp.chmod(0o755)
-    os.replace(tmp, hook)
+    atomic_write(hook, _script().encode(), mode=0o755)
     return hook
 
 

@@ -256,7 +256,7 @@ class GitStore:
             os.fsync(fd)
             os.close(fd)
             fd = -1
-            os.replace(lock, ref)
+            os.replace(lock, ref)  # git's lock protocol (compare, then rename the lock): not ledger._fs.atomic_write
         finally:
             if fd >= 0:
                 os.close(fd)

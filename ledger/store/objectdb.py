@@ -235,7 +235,7 @@ class ObjectDB:
                         os.mkdir(f"{self._objects}/{hexsha[:2]}")
                     self._fanout.add(hexsha[:2])
                 try:
-                    os.replace(tmp, path)
+                    os.replace(tmp, path)  # staged elsewhere, renamed into a fan-out that may vanish: not atomic_write
                     break
                 except FileNotFoundError:
                     continue  # the fan-out directory was pruned between mkdir and rename
