@@ -27,13 +27,13 @@ from tests.test_sync import _ledger, _setup
 
 SEEDS = (1, 2, 3)
 STEPS = 7
-# (args, may fail): each read is compared with its exit status; verify may not fail at all.
+# Each read is compared with its exit status and both streams; verify must pass besides.
 READS = (("status",), ("status", "--json"), ("skill", "list"), ("index",), ("verify",), ("outcome", "batches"),
          ("sync",))  # fmt: skip
 SHAPES = (  # JSON of other shapes
     '{"format": 3, "names": "x"}', "[]", "null", '{"key": 1, "pending": "2"}', '{"head": null, "regressions": 0}',
-          '{"commit": 1, "blob": null, "withheld": "ab"}',
-    '{"alpha": {"SKILL.md": [1]}, "beta": []}')
+    '{"commit": 1, "blob": null, "withheld": "ab"}', '{"alpha": {"SKILL.md": [1]}, "beta": []}',
+)
 
 
 def _answers(brain: Path, env: dict[str, str], names: list[str]) -> dict[str, tuple[int, str, str]]:
