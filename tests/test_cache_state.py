@@ -30,6 +30,7 @@ STEPS = 7
 # Each read is compared with its exit status and both streams; verify must pass besides.
 READS = (("status",), ("status", "--json"), ("skill", "list"), ("index",), ("verify",), ("outcome", "batches"),
          ("sync",))  # fmt: skip
+MODES = ("none", "none", "none", "delete", "truncate", "flip", "noise", "shape", "stale", "stale", "stale")
 SHAPES = (  # JSON of other shapes
     '{"format": 3, "names": "x"}', "[]", "null", '{"key": 1, "pending": "2"}', '{"head": null, "regressions": 0}',
     '{"commit": 1, "blob": null, "withheld": "ab"}', '{"alpha": {"SKILL.md": [1]}, "beta": []}',
@@ -55,36 +56,38 @@ def _age(*folders: Path) -> None:
 
 
 def _damage(rng: random.Random, cache: Path, kept: list[dict[str, bytes]]) -> str:
-    """Damage the cache one random way; what was done (for the failure message)."""
-    files = sorted(p for p in cache.iterdir() if p.is_file()) if cache.is_dir() else []
-    how = rng.choice(["none", "rmdir", "delete", "truncate", "flip", "noise", "shape", "stale", "stale", "stale"])
-    if how == "rmdir":
+    """Damage the cache: now and then the whole directory, else each file (and each file an earlier
+    step had) one random way; what was done (for the failure message)."""
+    if rng.random() < 0.1:
         shutil.rmtree(cache, ignore_errors=True)
-        return how
-    if how == "stale":
-        old = rng.choice(kept) if kept else {}
-        name = rng.choice(sorted(old)) if old else None
-        if name is None:
-            return "none"
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / name).write_bytes(old[name])
-        return f"stale {name}"
-    if how == "none" or not files:
-        return "none"
-    path = rng.choice(files)
-    data = path.read_bytes()
-    if how == "delete":
-        path.unlink()
-    elif how == "truncate":
-        path.write_bytes(data[: rng.randrange(len(data) + 1)])
-    elif how == "flip" and data:
-        at = rng.randrange(len(data))
-        path.write_bytes(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :])
-    elif how == "noise":
-        path.write_bytes(rng.randbytes(rng.randrange(1, 200)))
-    elif how == "shape":
-        path.write_text(rng.choice(SHAPES))
-    return f"{how} {path.name}"
+        return "rmdir"
+    done = []
+    here = {p.name for p in cache.iterdir() if p.is_file()} if cache.is_dir() else set()
+    for name in sorted(here | {n for old in kept for n in old}):
+        path = cache / name
+        data = path.read_bytes() if path.is_file() else None
+        how = rng.choice(MODES)
+        if how == "stale":
+            old = [o[name] for o in kept if name in o and o[name] != data]
+            if not old:
+                continue
+            cache.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(rng.choice(old))
+        elif how == "none" or data is None:
+            continue
+        elif how == "delete":
+            path.unlink()
+        elif how == "truncate":
+            path.write_bytes(data[: rng.randrange(len(data) + 1)])
+        elif how == "flip" and data:
+            at = rng.randrange(len(data))
+            path.write_bytes(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :])
+        elif how == "noise":
+            path.write_bytes(rng.randbytes(rng.randrange(1, 200)))
+        elif how == "shape":
+            path.write_text(rng.choice(SHAPES))
+        done.append(f"{how} {name}")
+    return ", ".join(done) or "none"
 
 
 def _step(rng: random.Random, brain: Path, env: dict[str, str], target: Path, names: list[str], i: int) -> str:
@@ -142,3 +145,41 @@ def test_a_damaged_or_stale_cache_changes_no_answer(tmp_path: Path, seed: int) -
         kept.append({p.name: p.read_bytes() for p in cache.iterdir() if p.is_file()})
     used = set().union(*kept)  # the caches really were there to be damaged
     assert used >= {"stat-v1.json", "supply-v1.json", "digests-v2.bin", "catalog-v1.json", "sync-rt.json"}, used
+
+
+def test_atomic_write_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The one atomic write: the bytes land whole with the mode asked (else the umask's), and a write
+    that fails leaves the old file and no temporary file beside it."""
+    from ledger._fs import atomic_write
+
+    path = tmp_path / "hook"
+    atomic_write(path, b"old")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.read_bytes() == b"old" and path.stat().st_mode & 0o777 == 0o666 & ~umask
+    atomic_write(path, b"#!/bin/sh\n", mode=0o755, durable=False)
+    assert path.read_bytes() == b"#!/bin/sh\n" and path.stat().st_mode & 0o777 == 0o755
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "x").write_text("in the way")
+    with pytest.raises(OSError):
+        atomic_write(tmp_path / "dir", b"new")  # a non-empty directory cannot be replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "hook"]
+
+
+def test_a_cache_reader_misses_and_never_raises(tmp_path: Path) -> None:
+    """The one rule (ledger._fs): missing, undecodable or of another shape is ``None``; the version is in the name."""
+    from ledger._fs import PENDING, cache_name, cache_path, read_cache, read_cache_json, sync_stats
+    from ledger.store.state import State
+
+    assert cache_name(*PENDING) == "pending-v1.json" and cache_name(*sync_stats("a")) == "sync-a.json"
+    state = State(tmp_path / ".ledger")
+    assert state.path(PENDING) == cache_path(tmp_path / ".ledger", *PENDING)
+    want = lambda doc: doc["pending"] if type(doc["pending"]) is int else None  # noqa: E731
+    assert state.read_json(PENDING, want) is None  # missing
+    for junk in (b"", b"\xff\xfe", b"[" * 100_000, b"[]", b'{"pending": "1"}', b"1e999999"):
+        state.path(PENDING).parent.mkdir(parents=True, exist_ok=True)
+        state.path(PENDING).write_bytes(junk)
+        assert state.read_json(PENDING, want) is None, junk
+    assert state.write_json(PENDING, {"pending": 3}) and state.read_json(PENDING, want) == 3
+    assert read_cache(tmp_path / "nowhere" / "x.bin", bytes) is None
+    assert read_cache_json(state.path(PENDING), want) == 3
