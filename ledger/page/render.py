@@ -20,11 +20,37 @@ from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
 
-__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "render_page"]
+__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "banner", "document", "render_page", "section", "table"]
 
 NEWEST = 50  # timeline rows shown open; the rest sit in a "show all" <details>
 OPEN_SKILLS = 100  # skill rows shown open, most in need of attention first
 ATTENTION = 4  # larger plots, for the regressed and the weakest skills
+
+
+def document(title: str, body: str, *, script: bool = True) -> str:
+    """The one HTML skeleton: the policy that pins the one stylesheet (and script), ``title`` and ``body``
+    already escaped.  Both pages are drawn in it; a page without the filter box leaves the script out."""
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
+            + (f"<script>{JS}</script>" if script else "") + "</body></html>\n")  # fmt: skip
+
+
+def section(hook_id: str, title: str, inner: str) -> str:
+    """A section: its id (what tests and readers find it by), its heading and content (markup)."""
+    return f'<section id="{hook_id}"><h2>{title}</h2>{inner}</section>'
+
+
+def table(heads: Sequence[str], rows: str, attrs: str = "") -> str:
+    """A table: one header row of ``heads`` (markup), then ``rows`` (markup, ``<tr>`` each)."""
+    return f"<table{attrs}><tr>{''.join(f'<th>{h}</th>' for h in heads)}</tr>{rows}</table>"
+
+
+def banner(cls: str, word: str, why: str, attrs: str = "") -> str:
+    """The verdict, first on either page: ``word`` large on a green (``ok``) or striped red (``fail``) band."""
+    return (f'<div id="verdict" class="verdict {cls}" role="status"{attrs}>'
+            f'<span class="word">{word}</span><span class="why">{why}</span></div>')  # fmt: skip
 
 
 def fig(text: str, checked: bool) -> str:
@@ -80,10 +106,7 @@ def _verdict(data: Mapping[str, Any]) -> str:
                "none of it is checked.")  # fmt: skip
         word = "FAILING"
     cls = ("ok" if v["chain_checked"] else "ok unchecked") if v["ok"] else "fail"
-    return (
-        f'<div id="verdict" class="verdict {cls}" role="status" data-chain-checked="{_yes(v["chain_checked"])}">'
-        f'<span class="word">{word}</span><span class="why">{why}</span></div>'
-    )
+    return banner(cls, word, why, f' data-chain-checked="{_yes(v["chain_checked"])}"')
 
 
 def _checks(data: Mapping[str, Any]) -> str:
@@ -94,7 +117,7 @@ def _checks(data: Mapping[str, Any]) -> str:
         f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
         for c in sorted(data["verdict"]["checks"], key=lambda c: order[c["status"]])
     )
-    return f'<section id="checks"><h2>Every check of the audit</h2><ul class="checks">{checks}</ul></section>'
+    return section("checks", "Every check of the audit", f'<ul class="checks">{checks}</ul>')
 
 
 def _legend() -> str:
@@ -167,7 +190,7 @@ def _skill_row(s: Mapping[str, Any], checked: bool) -> str:
 def _skills(data: Mapping[str, Any], checked: bool) -> str:
     skills = _attention(data["skills"])
     if not skills:
-        return '<section id="skills"><h2>Competence</h2><p class="none">No skills yet.</p></section>'
+        return section("skills", "Competence", '<p class="none">No skills yet.</p>')
     worst = [
         s for s in skills if s["regression"] or (s["versions"] and s["versions"][-1]["verified"]["rate"] is not None)
     ]
@@ -183,29 +206,15 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
         + "</figcaption></figure>"
         for s in worst
     )
-    head = ("<tr><th>skill</th><th>latest</th><th>verified (latest)</th><th>self-reported (latest)</th>"
-            "<th>success rate per version</th><th>regression</th></tr>")  # fmt: skip
+    head = ("skill", "latest", "verified (latest)", "self-reported (latest)", "success rate per version", "regression")
     first = "".join(_skill_row(s, checked) for s in skills[:OPEN_SKILLS])
     rest = skills[OPEN_SKILLS:]
-    more = (
-        (
-            f'<details class="more"><summary>show the other {len(rest):,} skills</summary><table>{head}'
-            + "".join(_skill_row(s, checked) for s in rest)
-            + "</table></details>"
-        )
-        if rest
-        else ""
-    )
-    return (
-        f'<section id="attention"><h2>Needs attention</h2><div class="attention">{figures}</div></section>'
-        if figures
-        else ""
-    ) + (
-        f'<section id="skills"><h2>Competence per skill <span class="sub">({len(skills):,}, most in need of '
-        f'attention first)</span></h2><div class="toolbar"><input id="filter" type="search" hidden '
-        f'placeholder="filter skills by name" aria-label="filter skills"></div><table>{head}{first}</table>{more}'
-        "</section>"
-    )
+    more = (f'<details class="more"><summary>show the other {len(rest):,} skills</summary>'
+            + table(head, "".join(_skill_row(s, checked) for s in rest)) + "</details>") if rest else ""  # fmt: skip
+    return (section("attention", "Needs attention", f'<div class="attention">{figures}</div>') if figures else "") + (
+        section("skills", f'Competence per skill <span class="sub">({len(skills):,}, most in need of attention '
+                "first)</span>", '<div class="toolbar"><input id="filter" type="search" hidden placeholder="filter '
+                'skills by name" aria-label="filter skills"></div>' + table(head, first) + more))  # fmt: skip
 
 
 def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False,
@@ -244,20 +253,14 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
     tl, chain = data["timeline"], data["chain"] is not None
     first = _anchors(tl)
     if not tl:
-        return '<section id="timeline"><h2>Lineage</h2><p class="none">No snapshots.</p></section>'
+        return section("timeline", "Lineage", '<p class="none">No snapshots.</p>')
     newest = list(reversed(tl[-NEWEST:]))
     older = list(reversed(tl[:-NEWEST])) if len(tl) > NEWEST else []
-    head = "<tr><th>#</th><th>snapshot</th><th>changes</th><th>signed by</th><th>anchored</th><th>outcomes</th>"
+    head = ("#", "snapshot", "changes", "signed by", "anchored", "outcomes")
     rows = "".join(_snapshot(s, chain, trusted, first=first) for s in newest)
-    more = (
-        (
-            f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
-            f'<table class="tl">{head}</tr>{"".join(_snapshot(s, chain, trusted, True, first) for s in older)}</table>'
-            "</details>"
-        )
-        if older
-        else ""
-    )
+    more = (f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
+            + table(head, "".join(_snapshot(s, chain, trusted, True, first) for s in older), ' class="tl"')
+            + "</details>") if older else ""  # fmt: skip
     keys = "".join(
         f'<span><i class="sw s-{k}"></i>{t}</span>'
         for k, t in (
@@ -268,20 +271,14 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
             ("claimed", "claimed, not checked"),
         )
     )
-    return (
-        f'<section id="timeline"><h2>Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>'
-        f'</h2>{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
-        f'<table class="tl">{head}<th>root · commit</th></tr>{rows}</table>{more}'
-        "</section>"
-    )
+    return section("timeline", f'Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>',
+                   f'{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
+                   + table((*head, "root · commit"), rows, ' class="tl"') + more)
 
 
 def _signers(data: Mapping[str, Any], trusted: bool) -> str:
     if not data["signers"]:
-        return (
-            '<section id="signers"><h2>Who signed what</h2><p class="none">No signing keys: nothing is signed.'
-            "</p></section>"
-        )
+        return section("signers", "Who signed what", '<p class="none">No signing keys: nothing is signed.</p>')
     rows = "".join(
         f'<tr data-address="{hook(s["address"])}"><td><code>{_e(s["address"])}</code></td><td>{_e(s["role"])}</td>'
         f'<td><span class="tag {s["state"]}">{s["state"]}</span></td>'
@@ -289,10 +286,8 @@ def _signers(data: Mapping[str, Any], trusted: bool) -> str:
         f"<td>{fig(_count(s['outcomes']), trusted and s['checked'])}</td></tr>"
         for s in data["signers"]
     )
-    return (
-        '<section id="signers"><h2>Who signed what</h2><table><tr><th>address</th><th>role</th><th>state</th>'
-        f"<th>snapshots signed</th><th>outcomes signed</th></tr>{rows}</table></section>"
-    )
+    return section("signers", "Who signed what",
+                   table(("address", "role", "state", "snapshots signed", "outcomes signed"), rows))
 
 
 def _chain(data: Mapping[str, Any], trusted: bool) -> str:
@@ -306,10 +301,8 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         f"{fig(_count(ev['self'], 'self-reported'), evc)}</dd>"
     )
     if c is None:
-        return (
-            f'<section id="chain"><h2>On chain</h2><p class="none">No chain configured: nothing is anchored, '
-            f'every figure here is local.</p><dl class="kv">{local}</dl></section>'
-        )
+        return section("chain", "On chain", '<p class="none">No chain configured: nothing is anchored, every figure '
+                       f'here is local.</p><dl class="kv">{local}</dl>')
     cc = trusted and c["checked"]
     if c["head"] is None:
         at = '<span class="none">nothing anchored yet</span>'
@@ -329,13 +322,11 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         else:
             evon = fig(f"{o['size']:,} records, root {_short(o['root'], 16)}", cc) + (
                 f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>')
-    return (
-        f'<section id="chain"><h2>On chain</h2><dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
-        f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
-        f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>{_e(c['agent'])}"
-        f"</code></dd><dt>head on chain</dt><dd>{at}</dd>"
-        f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl></section>"
-    )
+    return section("chain", "On chain", f'<dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
+                   f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
+                   f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>"
+                   f"{_e(c['agent'])}</code></dd><dt>head on chain</dt><dd>{at}</dd>"
+                   f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl>")
 
 
 def _link(c: Mapping[str, Any], kind: str, value: str, text: str | None = None) -> str:
@@ -568,29 +559,23 @@ def _check_yourself(data: Mapping[str, Any]) -> str:
         f'<li data-what="{hook(x["what"])}"><p>{_e(x["what"])}</p><pre><code>{_e(x["command"])}</code></pre></li>'
         for x in data["verify"]
     )
-    return (
-        '<section id="check-yourself"><h2>Check this yourself</h2><p class="sub">Each command re-derives a figure '
-        "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger installed; "
-        "<code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the standard tools, no "
-        f"ledger code involved.</p><ol>{items}</ol></section>"
-    )
+    return section("check-yourself", "Check this yourself", '<p class="sub">Each command re-derives a figure '
+                   "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger "
+                   "installed; <code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the "
+                   f"standard tools, no ledger code involved.</p><ol>{items}</ol>")
 
 
 def _supply(data: Mapping[str, Any]) -> str:
     if not data["supply"]:
-        return (
-            '<section id="supply"><h2>Installed skills</h2><p class="none">Every skill is this brain\'s own: none '
-            "was installed from elsewhere.</p></section>"
-        )
+        return section("supply", "Installed skills", '<p class="none">Every skill is this brain\'s own: none was '
+                       "installed from elsewhere.</p>")
     rows = "".join(
         f"<tr><td class='name'>{_e(s['name'])}</td><td><code>{_e(s['source'])}</code></td>"
         f"<td><code>{_e(s['pin'])}</code></td><td>{_e(s['state'])}</td><td>{_e(s['worst'])}</td></tr>"
         for s in data["supply"]
     )
-    return (
-        '<section id="supply"><h2>Installed skills and their sources</h2><table><tr><th>skill</th><th>source</th>'
-        f"<th>pin</th><th>state</th><th>worst scan finding</th></tr>{rows}</table></section>"
-    )
+    return section("supply", "Installed skills and their sources",
+                   table(("skill", "source", "pin", "state", "worst scan finding"), rows))
 
 
 def _pts(x: float) -> str:
@@ -620,18 +605,15 @@ def _lifts(data: Mapping[str, Any], checked: bool) -> str:
     if not rows:
         return ""
     rows.sort(key=lambda r: (r[3]["interval"][1], r[0]["name"], -r[1]["version"], r[2]))
-    head = ("<tr><th>skill</th><th>version, tier</th><th>pass rate: with the skill vs the baseline</th>"
-            "<th>lift, points (95% interval)</th><th>pairs</th><th>pre-registered</th><th>stale</th>"
-            "<th>regressed cases</th></tr>")  # fmt: skip
+    head = ("skill", "version, tier", "pass rate: with the skill vs the baseline", "lift, points (95% interval)",
+            "pairs", "pre-registered", "stale", "regressed cases")
     first = "".join(_lift_row(*r, checked) for r in rows[:OPEN_SKILLS])
     rest = rows[OPEN_SKILLS:]
-    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary><table>{head}'
-            + "".join(_lift_row(*r, checked) for r in rest) + "</table></details>") if rest else ""  # fmt: skip
-    return (
-        '<section id="lift"><h2>Lift per skill and version <span class="sub">(pass rate with the skill minus '
-        "the baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
-        f"never added; most harmful first)</span></h2><table>{head}{first}</table>{more}</section>"
-    )
+    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary>'
+            + table(head, "".join(_lift_row(*r, checked) for r in rest)) + "</details>") if rest else ""  # fmt: skip
+    return section("lift", 'Lift per skill and version <span class="sub">(pass rate with the skill minus the '
+                   "baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
+                   "never added; most harmful first)</span>", table(head, first) + more)
 
 
 def _title_word(data: Mapping[str, Any]) -> str:
@@ -669,12 +651,7 @@ def render_page(data: Mapping[str, Any]) -> str:
             _supply(data),
         ]
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{_e(b['name'])}: {_title_word(data)} · brain-ledger report</title>"
-        f"<style>{CSS}</style></head><body>{svg.DEFS}<main>{body}<footer>brain-ledger report page, format "
-        f"{data['format']}. Static and self-contained: it loads nothing. Checked figures carry ✓; claimed figures "
-        f"are grey, hatched and labelled.</footer></main><script>{JS}</script></body></html>\n"
-    )
+    return document(f"{_e(b['name'])}: {_title_word(data)} · brain-ledger report",
+                    f"{svg.DEFS}<main>{body}<footer>brain-ledger report page, format {data['format']}. Static and "
+                    "self-contained: it loads nothing. Checked figures carry ✓; claimed figures are grey, hatched "
+                    "and labelled.</footer></main>")  # fmt: skip
