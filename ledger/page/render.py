@@ -11,7 +11,7 @@ figures is shown as checked, whatever the part flags say: a failed audit vouches
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.page import svg
@@ -20,7 +20,8 @@ from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
 
-__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "banner", "document", "render_page", "section", "table"]
+__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "banner", "checks", "document", "render_page", "section", "short",
+           "table"]
 
 NEWEST = 50  # timeline rows shown open; the rest sit in a "show all" <details>
 OPEN_SKILLS = 100  # skill rows shown open, most in need of attention first
@@ -66,7 +67,7 @@ def _count(n: int, unit: str = "") -> str:
     return f"{n:,} {unit}".rstrip()
 
 
-def _short(value: str, keep: int = 10) -> str:
+def short(value: str, keep: int = 10) -> str:
     text = value.partition(":")[2] or value
     shown = value[: len(value) - len(text)] + text[:keep] + ("…" if len(text) > keep else "")
     return f'<code title="{_e(value)}">{_e(shown)}</code>'
@@ -109,15 +110,18 @@ def _verdict(data: Mapping[str, Any]) -> str:
     return banner(cls, word, why, f' data-chain-checked="{_yes(v["chain_checked"])}"')
 
 
-def _checks(data: Mapping[str, Any]) -> str:
-    """Every audit check with its status and detail, failed checks first (the verdict's grounds)."""
+def checks(rows: Iterable[tuple[str, str, str]]) -> str:
+    """Every audit check as ``(name, status, detail markup)``, failed checks first (the verdict's grounds)."""
     order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
-    checks = "".join(
-        f'<li data-check="{hook(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
-        f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
-        for c in sorted(data["verdict"]["checks"], key=lambda c: order[c["status"]])
-    )
-    return section("checks", "Every check of the audit", f'<ul class="checks">{checks}</ul>')
+    items = "".join(f'<li data-check="{hook(name)}"><span class="pill st-{status}">{status}</span> '
+                    f'<b>{_e(name)}</b><span class="d">{detail}</span></li>'
+                    for name, status, detail in sorted(rows, key=lambda c: order[c[1]]))  # fmt: skip
+    return f'<ul class="checks">{items}</ul>'
+
+
+def _checks(data: Mapping[str, Any]) -> str:
+    rows = ((c["name"], c["status"], _e(c["detail"])) for c in data["verdict"]["checks"])
+    return section("checks", "Every check of the audit", checks(rows))
 
 
 def _legend() -> str:
@@ -224,11 +228,11 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     shown = ", ".join(f"<b>{_e(c['skill'])}</b> {c['action']} v{c['version']}" for c in changes[:6])
     if len(changes) > 6:
         shown += f" <span class='sub'>and {len(changes) - 6:,} more</span>"
-    short = (lambda v, k=10: _e(v[:k])) if compact else _short
+    cut = (lambda v, k=10: _e(v[:k])) if compact else short
     if s["signature"] == "ok":
-        sig = fig(f"signed {short(s['signer'] or '', 8)}", trusted)
+        sig = fig(f"signed {cut(s['signer'] or '', 8)}", trusted)
     elif s["signature"] == "fail":
-        sig = f'<span class="bad">✗ signature does not verify {short(s["signer"] or "", 8)}</span>'
+        sig = f'<span class="bad">✗ signature does not verify {cut(s["signer"] or "", 8)}</span>'
     else:
         sig = '<span class="none">unsigned</span>'
     role = f"<div class='sub'>{_e(s['role'])}</div>" if s["role"] else ""
@@ -236,13 +240,13 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     a = s["anchor"]
     same = (first or {}).get(s["index"])
     if a is not None:
-        tx = "" if compact else " " + _short(a["tx"], 8)
+        tx = "" if compact else " " + cut(a["tx"], 8)
         anchor = fig(f"⚓ chain sequence {a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
     elif same is not None:  # an outcome or a key change: the root is the one anchored with that snapshot
         anchor = fig(f"⚓ same root as #{same['index']}", trusted and same["anchor"]["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
-    ids = "" if compact else f'<td class="ids">{_short(s["root"])}<br>{_short(s["commit"], 8)}</td>'
+    ids = "" if compact else f'<td class="ids">{short(s["root"])}<br>{short(s["commit"], 8)}</td>'
     return (f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
             f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">'
             f'{msg}{shown}</td>'
@@ -297,7 +301,7 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
     evc = trusted and ev["checked"]
     local = (
         f"<dt>evidence log here</dt><dd>{fig(_count(ev['size'], 'records'), evc)} · root "
-        f"{fig(_short(ev['root'], 16), evc)} · {fig(_count(ev['verified'], 'verified'), evc)} · "
+        f"{fig(short(ev['root'], 16), evc)} · {fig(_count(ev['verified'], 'verified'), evc)} · "
         f"{fig(_count(ev['self'], 'self-reported'), evc)}</dd>"
     )
     if c is None:
@@ -308,7 +312,7 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         at = '<span class="none">nothing anchored yet</span>'
     else:
         same = " (the local head)" if c["head"] == head else " <span class='sub'>(behind the local head)</span>"
-        at = fig(_short(c["head"], 16), cc) + same
+        at = fig(short(c["head"], 16), cc) + same
         if not c["checked"]:
             at += " <span class='sub'>(from this copy's receipts: the chain was not read)</span>"
     if not c["checked"] and data["verdict"]["chain_checked"] is False and c["evidence"] is None:
@@ -320,7 +324,7 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         if o["root"].lower() == ev["root"].lower() and o["size"] == ev["size"]:
             evon = fig(f"{o['size']:,} records", cc) + " (the same log as here, the same root)"
         else:
-            evon = fig(f"{o['size']:,} records, root {_short(o['root'], 16)}", cc) + (
+            evon = fig(f"{o['size']:,} records, root {short(o['root'], 16)}", cc) + (
                 f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>')
     return section("chain", "On chain", f'<dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
                    f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
@@ -631,8 +635,8 @@ def render_page(data: Mapping[str, Any]) -> str:
     evidence_checked = trusted and data["evidence"]["checked"]
     b = data["brain"]
     head = (f'<header class="top"><h1>{_e(b["name"])}</h1><span class="sub">head #{b["head"]["index"]} '
-            f'{fig(_short(b["head"]["root"], 16), trusted)} · commit {_short(b["head"]["commit"], 10)} · genesis '
-            f'{_short(b["genesis"], 10)} · generated {_e(data["generated"])}</span></header>')  # fmt: skip
+            f'{fig(short(b["head"]["root"], 16), trusted)} · commit {short(b["head"]["commit"], 10)} · genesis '
+            f'{short(b["genesis"], 10)} · generated {_e(data["generated"])}</span></header>')  # fmt: skip
     body = "".join(
         [
             head,
