@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.publish",),  # skills published to hosts: MCP Skills entries, discovery sites, the skill anchor
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
-    ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
+    ("ledger.page",),  # the report pages (ledger report, the audit's --html): one renderer of collected data
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
     ("ledger", "ledger.__main__", "ledger._entry", "ledger._quick"),  # entry points

@@ -9,28 +9,27 @@ reproduced.  The audit is passed in as its :class:`~ledger.audit.verdicts.Report
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from ledger.page.render import banner, checks, document, section, short, table
 from ledger.page.svg import text as _e
+from ledger.store.outcomes import format_time
 
 if TYPE_CHECKING:
-    from ledger.audit.verdicts import Report
+    from ledger.audit.verdicts import Check, Report
 
 __all__ = ["render_audit"]
 
 
 def _when(stamp: Any) -> str:
-    """A Unix time as ISO 8601 UTC, or a dash."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stamp))) if stamp is not None else "—"
+    return format_time(stamp) if stamp is not None else "—"
 
 
 def _root(root: str | None) -> str:
     return short(root, 16) if root else "—"
 
 
-def _check(chk: Any) -> tuple[str, str, str]:
+def _check(chk: Check) -> tuple[str, str, str]:
     """A check's row: its summary, and where a failure first diverged."""
     where = [] if chk.ok else [
         f"snapshot <code>{_e(chk.snapshot[:12])}</code>" + (f" (#{chk.index})" if chk.index is not None else "")
@@ -105,7 +104,7 @@ def render_audit(report: Report) -> str:
         for name in sorted(report.skills)
     )
     ctx = report.context
-    when = ctx.get("audited_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    when = ctx.get("audited_at") or format_time()
     heads = ("#", "commit", "recorded (UTC)", "operation", "signed by", "changes", "root", "on chain", "root ok")
     body = "".join([
         f'<header class="top"><h1>Brain lineage audit</h1><span class="sub" id="context"><code>{_e(report.repo)}'
