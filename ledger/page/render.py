@@ -49,7 +49,7 @@ def table(heads: Sequence[str], rows: str, attrs: str = "") -> str:
 
 
 def banner(cls: str, word: str, why: str, attrs: str = "") -> str:
-    """The verdict, first on either page: ``word`` large on a green (``ok``) or striped red (``fail``) band."""
+    """The verdict, first on either page: ``word`` large on a green (``ok``), amber (``ok unchecked``) or red band."""
     return (f'<div id="verdict" class="verdict {cls}" role="status"{attrs}>'
             f'<span class="word">{word}</span><span class="why">{why}</span></div>')  # fmt: skip
 
