@@ -1,5 +1,5 @@
 """The store's own ref names, and the pending-count cache key: plain constants, so the CLI's
-stat-cache fast path (:mod:`ledger._quick`) can read them without importing git or the chain."""
+stat-cache fast path (:mod:`ledger.fastpath.reads`) can read them without importing git or the chain."""
 
 from __future__ import annotations
 
