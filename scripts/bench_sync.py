@@ -1,7 +1,9 @@
 """Benchmarks of ``ledger sync`` (issue 22), each a ratio against an anchor measured in the same run.
 
 - **no-op sync**: 4 targets × N skills in step, ``ledger sync`` vs ``git status`` on the brain
-  (with an index of its own, in a temporary file, so the brain is not touched);
+  (with an index of its own, in a temporary file, so the brain is not touched); and
+  ``ledger sync --no-remote`` (the flag a runtime's hook passes) vs ``ledger sync`` (issue 51: the
+  fast path answers both);
 - **watch latency**: an edit in a target until its version is on the brain's branch, with
   ``ledger sync --watch`` running (p50, p90);
 - **first projection**: M skills into an empty target, ``ledger sync`` vs ``cp -r`` of the
@@ -71,6 +73,7 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     _ledger(brain, "sync")
     _ledger(brain, "sync")
     sync = _time([LEDGER, "--brain", str(brain), "sync"], repeat)
+    no_remote = _time([LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat)
     index = work / "bench.index"
     genv = {**ENV, "GIT_INDEX_FILE": str(index), "GIT_DIR": str(brain / ".git"), "GIT_WORK_TREE": str(brain)}
     subprocess.run(["git", "read-tree", "HEAD"], check=True, env=genv)
@@ -78,7 +81,8 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     subprocess.run(["git", "status", "--porcelain"], check=True, capture_output=True, env=genv)
     status = _time(["git", "-c", "core.bare=false", "status", "--porcelain"], repeat, genv)
     return {"skills": n, "targets": 4, "files_per_skill": 3, "sync_s": round(sync, 4), "git_status_s": round(status, 4),
-            "ratio": round(sync / status, 2), "target_ratio": 1.5}  # fmt: skip
+            "ratio": round(sync / status, 2), "target_ratio": 1.5, "sync_no_remote_s": round(no_remote, 4),
+            "no_remote_ratio": round(no_remote / sync, 2), "no_remote_target_ratio": 1.5}  # fmt: skip
 
 
 def watch(work: Path, n: int, edits: int) -> dict:

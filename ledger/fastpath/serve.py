@@ -15,7 +15,10 @@ __all__ = ["answer"]
 def answer(brain: str | None, words: list[str]) -> int | None:
     from ledger._paths import brain_root
 
-    root = brain_root(brain, search_up=brain is None)
+    try:
+        root = brain_root(brain, search_up=brain is None)
+    except OSError:  # the current directory is gone: click says so
+        return None
     if root is None:
         return None
     from ledger.agent.mcp_server import quick_serve  # the server is this row's answer
