@@ -55,6 +55,17 @@ def _time(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> flo
     return statistics.median(runs)
 
 
+def _time_pair(a: list[str], b: list[str], repeat: int) -> tuple[float, float]:
+    """Medians of two commands run in turn, so a busy machine slows both alike."""
+    runs: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for cmd, out in ((a, runs[0]), (b, runs[1])):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=ENV)
+            out.append(time.perf_counter() - t0)
+    return statistics.median(runs[0]), statistics.median(runs[1])
+
+
 def _brain(work: Path, n: int, tag: str = "") -> Path:
     """A brain of ``n`` imported skills; ``tag`` keeps two brains of one size apart (noop and first)."""
     src, brain = work / f"src-{n}{tag}", work / f"brain-{n}{tag}"
@@ -72,8 +83,8 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     time.sleep(1.2)  # past the stat entries' racy window (targetfs.RACY_NS): the next sync re-hashes once
     _ledger(brain, "sync")
     _ledger(brain, "sync")
-    sync = _time([LEDGER, "--brain", str(brain), "sync"], repeat)
-    no_remote = _time([LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat)
+    sync, no_remote = _time_pair([LEDGER, "--brain", str(brain), "sync"],
+                                 [LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat)  # fmt: skip
     index = work / "bench.index"
     genv = {**ENV, "GIT_INDEX_FILE": str(index), "GIT_DIR": str(brain / ".git"), "GIT_WORK_TREE": str(brain)}
     subprocess.run(["git", "read-tree", "HEAD"], check=True, env=genv)
