@@ -1,4 +1,4 @@
-"""THE table of command lines answered before click (see :mod:`ledger.fastpath`).
+"""The one table of the command lines answered before click (see :mod:`ledger.fastpath`).
 
 A command line is read once, here, as click reads it: an optional leading ``--brain DIR`` or
 ``--brain=DIR`` (else ``$LEDGER_BRAIN``; an empty one is unset, as click takes it), then the
