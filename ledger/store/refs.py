@@ -1,15 +1,13 @@
 """The store's own ref names, and the pending-count cache key: plain constants, so the CLI's
-stat-cache fast path (:mod:`ledger._quick`) can read them without importing git or the chain."""
+stat-cache fast path (:mod:`ledger.fastpath.reads`) can read them without importing git or the chain."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ledger._fs import PENDING, REGRESSIONS, cache_name
-
 __all__ = ["BRANCH", "EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "KEPT", "NAMESPACES", "NOTES_REF",
-           "PENDING_CACHE", "PUBLISHED", "REGRESSIONS_CACHE", "UNVERIFIED_REF", "pending_key"]  # fmt: skip
+           "PUBLISHED", "UNVERIFIED_REF", "pending_key"]  # fmt: skip
 
 BRANCH = "refs/heads/main"  # the lineage
 NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.chain.receipts), as git notes
@@ -23,8 +21,6 @@ UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere
 PUBLISHED = (BRANCH, NOTES_REF, EPOCH_NOTES_REF, EVIDENCE_NOTES_REF, EPOCHS_REF)
 KEPT = (UNVERIFIED_REF,)
 NAMESPACES = ("refs/ledger/", "refs/notes/ledger-")
-# ledger._quick reads these two cache files by name (ledger._fs declares every cache file)
-PENDING_CACHE, REGRESSIONS_CACHE = cache_name(*PENDING), cache_name(*REGRESSIONS)
 
 
 def pending_key(head: str, notes: str, chain: Mapping[str, Any]) -> list[Any]:
