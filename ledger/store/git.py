@@ -114,8 +114,12 @@ class Git:
     # ---------------------------------------------------------------- the operations callers share
 
     def is_ancestor(self, a: bytes | str, b: bytes | str) -> bool:
-        """Whether commit ``a`` is ``b`` or an ancestor of it (False too when either is unknown here)."""
-        return self.call("merge-base", "--is-ancestor", _hex(a), _hex(b)).returncode == 0
+        """Whether commit ``a`` is ``b`` or an ancestor of it (False too when either is unknown here, or is
+        no revision at all: neither is ever read as an option)."""
+        revs = [_hex(a), _hex(b)]
+        if any(not r or r.startswith("-") for r in revs):
+            return False
+        return self.call("merge-base", "--is-ancestor", *revs).returncode == 0
 
     def merge_base(self, a: bytes, b: bytes) -> bytes | None:
         """The best common ancestor of two commits, or None when they share none."""
