@@ -67,7 +67,13 @@ class Git:
 
     def _shown(self, text: str) -> str:
         """``text`` with each word as ``redact`` shows it."""
-        return re.sub(r"\S+", lambda m: self.redact(m.group()), text)
+        return re.sub(r"\S+", lambda m: self._word(m.group()), text)
+
+    def _word(self, word: str) -> str:
+        try:
+            return self.redact(word)
+        except ValueError:  # a word the redaction cannot parse is not shown at all
+            return "…"
 
     def _fail(self, args: Sequence[str], what: str | None, why: str, hint: str | None, stderr: str = "") -> LedgerError:
         command = self._shown(" ".join(self.argv(*args)))
