@@ -13,14 +13,12 @@ import contextlib
 import functools
 import hashlib
 import json
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import ledger.evals.lift as lf  # a module reference, read when called: lift imports ledger.brain (either loads first)
-from ledger._env import child_env
 from ledger._fs import EVIDENCE_BATCHES, EVIDENCE_CHECKED, EVIDENCE_FIGURES, EVIDENCE_IDS, REGRESSIONS
 from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
 from ledger.bundle.hashing import format_root
@@ -31,6 +29,7 @@ from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
+from ledger.store.git import WHOLE, Git
 from ledger.store.skilltree import skills_of
 from ledger.store.state import State
 from ledger.write.head import head_evidence
@@ -104,9 +103,8 @@ class Evidence:
     @functools.cached_property
     def genesis(self) -> str:
         """Snapshot 0's commit id: the brain's identity in every record it holds."""
-        proc = subprocess.run(["git", "--git-dir", str(self.brain.store.git_dir), "rev-list", "--max-parents=0",
-                               "main"], capture_output=True, text=True, env=child_env())  # fmt: skip
-        roots = proc.stdout.split()
+        proc = Git(self.brain.store.git_dir).call("rev-list", "--max-parents=0", "main", timeout=WHOLE)
+        roots = proc.stdout.decode().split()
         if proc.returncode != 0 or len(roots) != 1:
             raise StoreError("the brain's lineage has no single snapshot 0", hint="run 'ledger verify'")
         return roots[0]
@@ -130,7 +128,7 @@ class Evidence:
                 if not isinstance(commit, str):
                     raise ValueError
                 raw = bytes.fromhex(commit)
-                if len(raw) != 20 or not _is_ancestor(store, raw, brain.head().commit):
+                if len(raw) != 20 or not Git(store.git_dir).is_ancestor(raw, brain.head().commit):
                     raise ValueError
             except (ValueError, LedgerError):
                 shown = json.dumps(commit)[:42] if commit is not None else "(none given)"
@@ -827,12 +825,6 @@ def _check_signer(entry: oc.Entry, trust: Trust) -> None:
     if role is None:
         raise StoreError(f"{what} {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
                          "trust", hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'")  # fmt: skip
-
-
-def _is_ancestor(store: gs.GitStore, a: bytes, b: bytes) -> bool:
-    proc = subprocess.run(["git", "--git-dir", str(store.git_dir), "merge-base", "--is-ancestor", a.hex(), b.hex()],
-                          capture_output=True, env=child_env())  # fmt: skip
-    return proc.returncode == 0
 
 
 def _version_at(store: gs.GitStore, versions: tuple[bytes | None, dict[str, int]], name: str, tree: bytes) -> int:

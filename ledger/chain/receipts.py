@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger._fs import PENDING
+from ledger.store.git import WHOLE, Git
 from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
 from ledger.store.refs import NOTES_REF, UNVERIFIED_REF, pending_key
 from ledger.store.state import State
@@ -270,12 +269,9 @@ def local_pending(store: GitStore, registry: str | None = None, agent: int | Non
     # Python costs ~0.2 ms each. A snapshot whose root equals its parent's is never anchored.
     trailers = ("Ledger-Root", "Ledger-Parent-Root")
     fmt = "%H " + " ".join(f"%(trailers:key={k},valueonly,separator=%x20)" for k in trailers)
-    proc = subprocess.run(
-        ["git", f"--git-dir={store.git_dir}", "log", "--first-parent", f"--format={fmt}", head.hex()],
-        capture_output=True, text=True, env=child_env(),
-    )  # fmt: skip
+    proc = Git(store.git_dir).call("log", "--first-parent", f"--format={fmt}", head.hex(), timeout=WHOLE)
     count = 0
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.decode().splitlines():
         commit, _, roots = line.partition(" ")
         if counts(commit):
             break
