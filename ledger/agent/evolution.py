@@ -63,7 +63,7 @@ def apply_payload(
         grouped.setdefault(slug, {})[rel] = text
     # The merge reads the committed skill: under the writer lock, in the import's critical section,
     # so a write acknowledged meanwhile is the base we merge onto, never overwritten by a stale copy.
-    with brain.locked():
+    with brain.writing():
         return _apply_locked(brain, op, summary, grouped, actor, evidence or {})
 
 
@@ -109,10 +109,8 @@ def _apply_locked(
                               hint="fix it ('ledger lint' says why), or apply with --allow-invalid")  # fmt: skip
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
-    with brain.acting(actor, **{**evidence, "evolution": op, "summary": summary}):
-        report = brain.import_collection(
-            Collection("payload", found), note=summary, all_or_nothing=True, operation="apply"
-        )
+    with brain.writing(actor, **{**evidence, "evolution": op, "summary": summary}) as w:
+        report = w.import_collection(Collection("payload", found), note=summary, all_or_nothing=True, operation="apply")
     return {"operation_type": op, "summary": summary, "snapshot": report["snapshot"], "skills": report["skills"]}
 
 

@@ -380,7 +380,7 @@ class SkillTools:
         # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
         # critical section: the lock is held from the first read to the acknowledgement.
         evidence = {**self.evidence, **({"task": task} if task else {})}  # what the caller says it works on
-        with self.brain.acting(self.actor, **evidence), self.brain.locked():
+        with self.brain.writing(self.actor, **evidence):
             # the folder, a category path or the declared name, as Hermes takes them; withheld: refused
             name = self._visible(name, resolve=action != "create")
             receipt = handler(name, **args)

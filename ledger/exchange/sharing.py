@@ -240,7 +240,7 @@ def pull(brain: Brain, remote: str) -> dict[str, Any]:
     The working tree is brought to the new head by the writer's journaled roll-forward; a
     skill with changes not in a snapshot refuses the pull and nothing changes.
     """
-    with brain.locked():
+    with brain.writing():
         local = brain.head().commit.hex()
         merged, receipts = _take(brain, remote)
         to = brain.head().commit.hex()
