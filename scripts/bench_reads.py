@@ -122,7 +122,7 @@ def in_process(brain, n: int, calls: int) -> dict[str, dict[str, float]]:
         tools.skills_list()
         out["list"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        brain.catalog.index()
+        brain.listing_index()
         out["index"].append(time.perf_counter() - t)
     return {k: summary(v) for k, v in out.items()}
 

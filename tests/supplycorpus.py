@@ -65,7 +65,7 @@ def build_honest_supply(root: Path) -> tuple[Path, dict[str, str]]:
     do("update", "summarise", "--yes")
     do("approve", "summarise")
     with Brain.open(brain) as b:
-        digest = b.writer.supply().skills["translate"].blake3
+        digest = b.supply().skills["translate"].blake3
     do("revoke", digest, "--reason", "sends the text elsewhere")
     return brain, env
 
@@ -76,7 +76,7 @@ def _forge(brain: Path, env: dict[str, str], actor: str, operation: str,
     os.environ["LEDGER_KEYS"] = env["LEDGER_KEYS"]
     try:
         with Brain.open(brain) as b, b.acting(actor):
-            b.writer.apply(operation, {}, [], "forged", supply=change(b.writer.supply()))
+            b._writer.apply(operation, {}, [], "forged", supply=change(b.supply()))
     finally:
         if keys is None:
             os.environ.pop("LEDGER_KEYS", None)

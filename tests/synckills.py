@@ -216,7 +216,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                     stats["lost"] += 1
                     problems.append(f"{tname}/{name}: the last acknowledged token {token} never arrived")
         for name, lines in acked_lines.items():
-            text = b.snapshots.committed(name)[1].text
+            text = b.committed(name)[1].text
             rescued = _texts(_work(brain, T_SKILLS[name]) / ".ledger-rescued")
             missing = [x for x in lines if x + "\n" not in text and x + "\n" not in rescued]
             stats["rescued_lines"] |= {x for x in lines if x + "\n" not in text and x + "\n" in rescued}

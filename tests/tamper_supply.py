@@ -55,7 +55,7 @@ def build_honest_supply_merged(root: Path) -> tuple[Path, dict[str, str]]:
     from ledger.brain import Brain
 
     with Brain.open(a) as brain:
-        digest = brain.writer.supply().skills["translate"].blake3
+        digest = brain.supply().skills["translate"].blake3
     do(a, "revoke", digest, "--reason", "sends the text elsewhere")
     do(a, "push", str(remote))
     do(b, "skill", "create", "notes", "--description", "Notes", "--body", "n\n", "--actor", "agent")
@@ -96,7 +96,7 @@ def _exfiltrating(orig: Callable[..., tuple[dict, str | None]]) -> Callable[...,
         out = orig(self, *args, **kw)
         fm = out[0] if isinstance(out, tuple) else out
         data = self.brain.store.read(fm["SKILL.md"][1], b"blob") + EXFIL
-        fm = self.brain.writer.trees.blobs({"SKILL.md": (data, False)}, dict(fm), self.brain.writer.snapshots.held)
+        fm = self.brain._writer.trees.blobs({"SKILL.md": (data, False)}, dict(fm), self.brain._writer.snapshots.held)
         return (fm, *out[1:]) if isinstance(out, tuple) else fm
 
     return blobs
@@ -135,7 +135,7 @@ def _digest_forged(brain: Path, env: dict[str, str]) -> str:
 
 def _upstream(b: object) -> str:
     """The git repository the honest brain installed from (its entries name it)."""
-    return str(b.writer.supply().skills["summarise"].source["url"])  # type: ignore[attr-defined]
+    return str(b.supply().skills["summarise"].source["url"])  # type: ignore[attr-defined]
 
 
 def _update_edited(brain: Path, env: dict[str, str]) -> str:
@@ -155,12 +155,12 @@ def _reason_rewritten(brain: Path, env: dict[str, str]) -> str:
     from ledger.store import supply as sp
 
     with _keys(env), Brain.open(brain) as b, b.acting("user"):
-        s = b.writer.supply()
+        s = b.supply()
         entry = s.skills["setup-helper"]
         address = _address("user")
         approved = replace(entry, state=sp.APPROVED, approval={"by": address, "auto": False, "override": "ours"})
         revoked = {d: {**why, "reason": "false alarm"} for d, why in s.revoked.items()}
-        b.writer.apply("approve", {}, [], "approved setup-helper",
+        b._writer.apply("approve", {}, [], "approved setup-helper",
                        supply=replace(s.with_entry("setup-helper", approved), revoked=revoked))  # fmt: skip
     return _tip(brain)
 

@@ -127,7 +127,7 @@ def test_securesystemslib_verifies_an_intoto_attestation_of_every_exported_file(
     }
     with Brain.open(made) as b:
         head = b.store.snapshot(b.head().commit)
-        user = b.keys.peek("user")
+        user = b._keys.peek("user")
     # sha256 as OMS digests a folder: SHA-256 over the files' SHA-256 digests, by path components
     folder = hashlib.sha256(b"".join(hashlib.sha256(files[rel]).digest()
                                      for rel in sorted(files, key=lambda r: r.split("/")))).hexdigest()  # fmt: skip
@@ -310,7 +310,7 @@ def test_an_envelope_naming_its_key_by_the_pem_key_id_still_verifies(made: Path,
     with Brain.open(made) as brain:
         doc = json.loads(new.read_bytes())
         stmt = json.loads(base64.b64decode(doc["payload"]))
-        secret = brain.sealer.key_for(brain.store.trust_at(brain.store.commit_info(brain.head().commit)[0].hex())[1],
+        secret = brain._sealer.key_for(brain.store.trust_at(brain.store.commit_info(brain.head().commit)[0].hex())[1],
                                       "user").secret  # fmt: skip
     from ledger.signatures.siblings import p256_key
 
@@ -457,7 +457,7 @@ def test_a_resigned_statement_with_extra_members_fails_verification(made: Path) 
         stmt["note"] = "unchecked"
         stmt["subject"][0]["annotations"] = {"x": 1}
         stmt["subject"].reverse()
-        keys = b.writer.sealer.keys
+        keys = b._writer.sealer.keys
         trust = b.store.trust_at(b.store.snapshot(b.head().commit).tree)[1]
         trusted = [a for a, r in trust.active.items() if r == "user"]
         key = keys.load("user", None, keys.find("user", trusted)[1])

@@ -18,7 +18,7 @@ from ledger.brain import Brain, NoChangeError
 from ledger.bundle.merkle import RootIndex, format_root, hash_path, parse_root, verify_proof
 from ledger.errors import LedgerError, LockedError, PatchError, SkillError, SkillExistsError, StoreError
 from ledger.store import gitstore as gs
-from ledger.store.treehash import DigestCache, bundle_of_tree, tree_digest
+from ledger.store.treehash import DigestCache, bundle_of_tree
 
 
 def git(brain: Path, *args: str) -> str:
@@ -186,7 +186,7 @@ def test_audit_refuses_a_recreate_that_repeats_a_version(brain: Brain) -> None:
     skill = brain.store.write_tree([(blob, gs.MODE_FILE, "SKILL.md")])
     skills = brain.store.write_tree([(skill, gs.MODE_DIR, "a")])
     retired = brain.store.retired(bytes.fromhex(head.snap.tree))[0]
-    root = RootIndex({"a": tree_digest(brain.store, skill, brain.cache, "a")}).root
+    root = RootIndex({"a": brain.tree_digest(skill, "a")}).root
     msg = gs.format_message("create", root, head.snap.root, [gs.Change("create", "a", 1)], "", attribution={})
     commit = brain.store.write_commit(brain.store.root_tree(skills, None, retired), [head.commit], msg)
     brain.store.move_head(commit, head.commit)

@@ -144,7 +144,7 @@ def test_a_brain_exported_as_a_discovery_site_installs_into_another_with_its_pin
         out = json.loads(ledger(b, "install", url + "/", "--json").stdout)
     assert out["installed"] == ["notes", "pdf-tools"]
     with Brain.open(b) as brain:
-        record = brain.writer.supply()
+        record = brain.supply()
     for name, files in have.items():
         anchor = json.loads((site / BASE / f"{name}.anchor.json").read_bytes())[KEY]
         entry = record.skills[name]
@@ -424,7 +424,7 @@ def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_instal
     with served(site) as url:
         got = ledger(b, "install", url + "/", "notes")
     with Brain.open(b) as brain:
-        entry = brain.writer.supply().skills["notes"]
+        entry = brain.supply().skills["notes"]
     assert entry.signer == signer and entry.state == "quarantined" and entry.approval is None
     assert entry.pin["upstream"] == 1
     assert "notes: not auto-approved: auto-approval trusts a signer only for a skill from its brain" in got.stderr

@@ -19,7 +19,7 @@ CSV = (FAMILY / "csv-sum/evals/files/sales.csv").read_text()
 
 def _files(brain_dir: Path, name: str) -> set[str]:
     with Brain.open(brain_dir) as b:
-        return set(b.snapshots.committed(name)[0])
+        return set(b.committed(name)[0])
 
 
 def test_the_agent_tools_write_an_evals_folder(tmp_path: Path) -> None:

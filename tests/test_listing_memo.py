@@ -110,15 +110,15 @@ def test_a_fresh_process_lists_from_the_memo_what_it_has_seen(tmp_path: Path) ->
     with Brain.open(brain) as b:
         tools = SkillTools(b)
         assert {json.dumps(a): tools.call("skills_list", a) for a in ARGS} == expected
-        assert [e.name for e in b.catalog.entries()] == sorted(b.head().skills, key=str.encode)
-        assert tools._hermes_listing.memo.unsaved == 0 and b.catalog.memo.unsaved == 0  # every entry was kept
+        assert [e.name for e in b.listing()] == sorted(b.head().skills, key=str.encode)
+        assert tools._hermes_listing.memo.unsaved == 0 and b._catalog.memo.unsaved == 0  # every entry was kept
 
 
 def test_a_corrupt_foreign_or_stale_memo_is_a_miss(tmp_path: Path) -> None:
     brain = _brain(tmp_path)
     expected = _uncached(brain, {})
     with Brain.open(brain) as b:
-        entries = [(e.name, e.description, e.version, e.platforms) for e in b.catalog.entries()]
+        entries = [(e.name, e.description, e.version, e.platforms) for e in b.listing()]
     listing, cat = _memos(brain)
     good = json.loads(listing.read_text())
     assert good["format"] == 1 and good["entries"]
@@ -138,7 +138,7 @@ def test_a_corrupt_foreign_or_stale_memo_is_a_miss(tmp_path: Path) -> None:
         cat.write_bytes(data)
         with Brain.open(brain) as b:
             assert SkillTools(b).call("skills_list", {}) == expected, data[:60]
-            assert [(e.name, e.description, e.version, e.platforms) for e in b.catalog.entries()] == entries
+            assert [(e.name, e.description, e.version, e.platforms) for e in b.listing()] == entries
         assert json.loads(listing.read_text())["entries"], data[:60]  # written again, whole
 
 
@@ -152,7 +152,7 @@ def test_values_json_does_not_carry_exactly_are_kept_in_memory_only(tmp_path: Pa
     run_ledger("--brain", str(brain), "snapshot", check=True)
     for _ in range(2):  # the second from a memo file the first left
         with Brain.open(brain) as b:
-            (entry,) = b.catalog.entries()
+            (entry,) = b.listing()
             assert repr(entry.platforms) == "datetime.date(2024, 1, 1)"
     memo = ObjectMemo(_memos(brain)[1], SOURCES)
     memo.put(b"\x01" * 20, {"when": entry.platforms})

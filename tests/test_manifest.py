@@ -308,7 +308,7 @@ def test_a_recorded_credential_or_local_path_is_not_published(tmp_path: Path) ->
     }  # fmt: skip
     with Brain.open(home) as brain:  # the installer's own write path, given what an older resolve returned
         Installer(brain)._write([cand(n, src) for n, src in recorded.items()], "older records")
-        assert {n: e.source for n, e in brain.writer.supply().skills.items()} == recorded
+        assert {n: e.source for n, e in brain.supply().skills.items()} == recorded
     published = {}
     for name in recorded:
         data, shown = printed(home, f"{name}@1")

@@ -512,7 +512,6 @@ def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_pa
     from ledger.brain import Brain
     from ledger.bundle.hashing import format_root
     from ledger.evals import gate
-    from ledger.store import treehash as th
 
     b = _brain(tmp_path, keys)
     B = ("--brain", str(b))
@@ -526,7 +525,7 @@ def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_pa
     assert "v2: a worse body" not in (target / "s" / "SKILL.md").read_text()  # v1: its evidence is better
     with Brain.open(b) as brain:
         v1 = gate.versions_of(brain, ["s"])["s"][1].tree
-        digest = format_root(th.tree_digest(brain.store, v1, brain.cache, "s"))
+        digest = format_root(brain.tree_digest(v1, "s"))
     run_ledger(*B, "revoke", digest, "--reason", "v1 leaks the data", check=True)
     run_ledger(*B, "sync", check=True)
     assert "v2: a worse body" in (target / "s" / "SKILL.md").read_text()  # not the revoked v1

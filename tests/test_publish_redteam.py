@@ -695,7 +695,7 @@ def test_a_valid_anchor_of_another_brain_for_the_same_name_pins_that_brain(site:
     from ledger.brain import Brain
 
     with Brain.open(b) as brain:
-        pin = brain.writer.supply().skills["pdf-tools"]
+        pin = brain.supply().skills["pdf-tools"]
     theirs_anchor = json.loads((other / "site" / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]
     mine_anchor = json.loads((site / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]
     assert pin.pin["root"] == theirs_anchor["root"] != mine_anchor["root"]

@@ -44,7 +44,7 @@ def _mark(brain: Path | Brain, **states: str) -> None:
     """The head's supply record set to ``states`` (name → quarantined | approved | revoked)."""
     revoked = {DIGEST: {"reason": REASON, "source": None, "pin": None}} if REVOKED in states.values() else {}
     with contextlib.nullcontext(brain) if isinstance(brain, Brain) else Brain.open(brain) as b:
-        b.writer.apply("approve", {}, [], "supply: " + ", ".join(f"{n} {s}" for n, s in states.items()),
+        b._writer.apply("approve", {}, [], "supply: " + ", ".join(f"{n} {s}" for n, s in states.items()),
                        supply=Supply({n: _entry(s) for n, s in states.items()}, revoked))  # fmt: skip
 
 
@@ -240,7 +240,7 @@ def test_a_runtime_folder_named_as_a_withheld_skill_is_left_alone_not_recorded(t
     report = _sync(brain, env, 1)["claude"]
     assert report["recorded"] == [] and [e["dir"] for e in report["left_alone"]] == ["beta"]
     with Brain.open(brain) as b:
-        assert len(b.history("beta")) == 1 and b.snapshots.committed("beta")[1].description == "Do beta."
+        assert len(b.history("beta")) == 1 and b.committed("beta")[1].description == "Do beta."
 
 
 def test_export_leaves_withheld_skills_out_and_says_so(tmp_path: Path) -> None:
@@ -267,4 +267,4 @@ def test_evolution_helpers_neither_point_at_nor_change_a_withheld_skill(brain: B
     md = "---\nname: oracle-check\ndescription: Mine now.\n---\nz\n"
     with pytest.raises(SupplyError, match="quarantined"):
         apply_payload(brain, {"operation_type": "revise", "upsert_files": {"oracle-check/SKILL.md": md}})
-    assert brain.snapshots.committed("oracle-check")[1].description.startswith("Check")
+    assert brain.committed("oracle-check")[1].description.startswith("Check")

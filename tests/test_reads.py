@@ -101,12 +101,12 @@ def test_listing_and_index_follow_the_head(tmp_path: Path) -> None:
     with Brain.open(brain) as b:
         tools = SkillTools(b)
         first = tools.skills_list()
-        assert first["count"] == N and b.catalog.index().count("\n") == N
+        assert first["count"] == N and b.listing_index().count("\n") == N
         tools.skill_manage("patch", "s-007", old_string="Step 7.", new_string="Step seven.")
         tools.skill_manage("edit", "s-008", content="---\nname: s-008\ndescription: Eight, renamed.\n---\nB.\n")
         listed = {s["name"]: s for s in tools.skills_list()["skills"]}
         assert listed["s-007"]["version"] == 2 and listed["s-008"]["description"] == "Eight, renamed."
-        assert "▸ s-008: Eight, renamed.\n" in b.catalog.index()
+        assert "▸ s-008: Eight, renamed.\n" in b.listing_index()
         # A hand edit not yet snapshotted is not what the head records: the agent's listing is the head's.
         (b.skills_dir / "s-009" / "SKILL.md").write_text("---\nname: s-009\ndescription: Hand.\n---\nx\n")
         assert {s["name"]: s for s in tools.skills_list()["skills"]}["s-009"]["description"] == "Skill 9."

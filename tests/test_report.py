@@ -50,7 +50,7 @@ def test_a_real_brain_renders_checked_and_a_tampered_copy_renders_failing(chaine
     run_ledger(*b, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
     run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("b", 2, 18), check=True)
     run_ledger(*b, "outcome", "record", "s", "--task", "self-1", "--success", check=True)  # the agent's own
-    brain.snapshots.current = None
+    brain._snapshots.current = None
     commit_pending(brain, key=DEV_KEY_NAME)
     rpc = brain.config["chain"]["rpc"]
 
@@ -164,7 +164,7 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
     run_ledger(*b, "keys", "trust", "verifier", address, check=True)
     run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("a", 3, 1, "oracle-manipulation"),
                check=True)  # fmt: skip
-    brain.snapshots.current = None
+    brain._snapshots.current = None
     commit_pending(brain, key=DEV_KEY_NAME)
     holder = _transfer(brain, 250)
     # then more work, not yet on chain: a new root, and an outcome recorded on it
@@ -240,7 +240,7 @@ def test_a_shareholder_reads_a_thousand_skill_brain(chained, tmp_path: Path) -> 
     b = ("--brain", str(brain.root))
     _hermes_tree(tmp_path / "src", 1000)
     run_ledger(*b, "import", str(tmp_path / "src"), check=True)  # the bulk path: every object in one pack
-    brain.snapshots.current = None
+    brain._snapshots.current = None
     commit_pending(brain, key=DEV_KEY_NAME)
     rpc = brain.config["chain"]["rpc"]
     for args, name in (((), "big-norpc"), (("--rpc", rpc), "big-rpc")):

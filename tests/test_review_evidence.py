@@ -156,8 +156,8 @@ def test_a_deeply_nested_entry_is_refused_not_a_crash() -> None:
 
 def test_the_audit_fails_a_hostile_entry_instead_of_crashing(tmp_path: Path, keys: Path) -> None:
     path, _ = _brain(tmp_path)
-    with _opened(path) as brain, brain.writer.lock.locked():  # what a hostile copy's git objects would hold
-        brain.writer.apply("outcome", {}, [], "hostile", evidence=ev.append(brain.store, None, [NESTED]))
+    with _opened(path) as brain, brain.locked():  # what a hostile copy's git objects would hold
+        brain._writer.apply("outcome", {}, [], "hostile", evidence=ev.append(brain.store, None, [NESTED]))
     ok, why = _evidence_check(path)
     assert not ok and "outcome 0" in " ".join(why)
 
@@ -189,8 +189,8 @@ def test_withholding_a_verifiers_failures_is_detected(tmp_path: Path, keys: Path
         with pytest.raises(LedgerError, match=r"holds 3 of its 10 outcomes \(index 3, 4, 5, 6, 7 missing\)"):
             brain.evidence.append(signed[:3], "import: only what went well")  # refused at the door
         assert brain.evidence.size() == 0
-        with brain.writer.lock.locked():  # what a hostile writer's git objects would hold: the audit must see it
-            brain.writer.apply("outcome", {}, [], "import: only what went well",
+        with brain.locked():  # what a hostile writer's git objects would hold: the audit must see it
+            brain._writer.apply("outcome", {}, [], "import: only what went well",
                                evidence=ev.append(brain.store, None, signed[:3]))  # fmt: skip
     ok, why = _evidence_check(path)
     assert not ok, "the audit passes a log from which 7 of the verifier's 10 judgements were withheld"
@@ -214,8 +214,8 @@ def test_stats_never_credit_a_forged_outcome_to_the_verifier(tmp_path: Path, key
         entry = json.loads(oc.sign_entry(_record(brain, stranger.address), stranger.secret))
         entry["record"]["signer"] = verifier.address  # claims the trusted verifier; the signature is not its
         forged = oc.canonical(entry)
-        with brain.writer.lock.locked():
-            brain.writer.apply("outcome", {}, [], "forged", evidence=ev.append(brain.store, None, [forged]))
+        with brain.locked():
+            brain._writer.apply("outcome", {}, [], "forged", evidence=ev.append(brain.store, None, [forged]))
     assert not _evidence_check(path)[0]  # the audit sees it
     shown = run_ledger("--brain", str(path), "show", "s", "--stats", "--json")  # and the figures refuse to count it
     assert shown.returncode == 1 and "does not verify" in shown.stderr and "ledger verify" in shown.stderr

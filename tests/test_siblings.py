@@ -45,7 +45,7 @@ def test_every_signed_snapshot_certifies_its_signers_siblings(tmp_path: Path) ->
     brain = Brain.init(tmp_path / "b")
     try:
         brain.create("s", "The s skill", "one")
-        store = brain.writer.store
+        store = brain._writer.store
         certified: dict[str, siblings.Siblings] = {}
         for snap in store.lineage():
             pair = siblings.Siblings.from_trailers(snap.trailers.get(siblings.SIBLING_TRAILER, []))
@@ -53,11 +53,11 @@ def test_every_signed_snapshot_certifies_its_signers_siblings(tmp_path: Path) ->
             assert snap.message.index("Ledger-Sibling") < snap.message.index("Ledger-Signature")
             signer = snap.trailers["Ledger-Actor"][0]
             assert certified.setdefault(signer, pair) == pair  # one pair per key, every time
-        with brain.writer.acting("agent"):
+        with brain._writer.acting("agent"):
             brain.create("t", "The t skill", "two")
         last = next(store.lineage())
         assert last.trailers["Ledger-Actor"] == ["agent"]
-        key = brain.writer.sealer.keys.load("agent")
+        key = brain._writer.sealer.keys.load("agent")
         agent = siblings.Siblings.from_trailers(last.trailers[siblings.SIBLING_TRAILER])
         assert agent == siblings.Siblings(*siblings.public_lines(key.secret)) != certified["user"]
         assert agent.pem(siblings.P256).startswith(b"-----BEGIN PUBLIC KEY-----")

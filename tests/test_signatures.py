@@ -236,28 +236,28 @@ def test_the_writer_keeps_the_trust_rules(tmp_path: Path, monkeypatch: pytest.Mo
         head = brain.store.head()
         user = _peek("user")
         with pytest.raises(LedgerError, match="no trusted user key"):
-            brain.keyring.revoke(user)
+            brain._keyring.revoke(user)
         agent = _peek("agent")
-        brain.keyring.revoke(agent)
+        brain._keyring.revoke(agent)
         with pytest.raises(LedgerError, match="never trusted again"):
-            brain.keyring.trust(agent, "agent")
+            brain._keyring.trust(agent, "agent")
         with pytest.raises(LedgerError, match="not an Ethereum address"):
-            brain.keyring.trust("0x12", "agent")
+            brain._keyring.trust("0x12", "agent")
         with pytest.raises(LedgerError, match="founds the trust set"):
-            brain.keyring.adopt()
+            brain._keyring.adopt()
         assert len(_commits(brain.root)) == 2 and brain.store.head() != head  # one good change, nothing else
         with brain.acting("agent"), pytest.raises(LedgerError, match="requires every snapshot to be signed"):
             brain.create("a", "A", "a\n")  # the agent key was revoked: refused under the policy 'signed'
         assert "a" not in brain.head().skills
-        brain.keyring.set_policy("open")
+        brain._keyring.set_policy("open")
         with brain.acting("agent"):
             receipt = brain.create("a", "A", "a\n")  # policy open: unsigned, and the reason kept
-        assert receipt.signer is None and "is not one the brain trusts" in (brain.sealer.unsigned or "")
-        receipt = brain.keyring.rotate("agent")
+        assert receipt.signer is None and "is not one the brain trusts" in (brain._sealer.unsigned or "")
+        receipt = brain._keyring.rotate("agent")
         assert receipt.signer == user and _peek("agent") != agent
         with brain.acting("agent"):
             assert brain.patch("a", "\na\n", "\nb\n").signer == _peek("agent")
-        rotated = brain.keyring.rotate("user")
+        rotated = brain._keyring.rotate("user")
         assert rotated.signer == user  # the old user key signs its own replacement
         assert brain.patch("a", "\nb\n", "\nc\n").signer == _peek("user") != user
     code, report = _audit(tmp_path / "b")

@@ -87,7 +87,7 @@ def home(tmp_path: Path) -> Path:
 
 def record(path: Path) -> sp.Supply:
     with Brain.open(path) as b:
-        return b.writer.supply()
+        return b.supply()
 
 
 def audit_ok(path: Path) -> dict:
@@ -290,7 +290,7 @@ def test_auto_approval_policy_and_an_external_scanner(up: Upstream, home: Path, 
 def _rogue(path: Path, operation: str, change, actor: str = "user") -> None:
     """A writer that bypasses the supply services: what the audit must catch."""
     with Brain.open(path) as b, b.acting(actor):
-        b.writer.apply(operation, {}, [], "forged", supply=change(b.writer.supply()))
+        b._writer.apply(operation, {}, [], "forged", supply=change(b.supply()))
 
 
 def test_the_audit_refuses_forged_supply_records(up: Upstream, home: Path) -> None:
@@ -310,9 +310,9 @@ def test_the_audit_refuses_records_changed_by_other_operations(up: Upstream, hom
 
     ledger(home, "install", str(up.bare), "summarise")
     with Brain.open(home) as b:
-        s = b.writer.supply()
+        s = b.supply()
         forged = s.with_entry("summarise", replace(s.skills["summarise"], signer="0x" + "1" * 40))
-        b.writer.apply("move", {}, [], "forged", supply=forged)
+        b._writer.apply("move", {}, [], "forged", supply=forged)
     report = audit_repo(home)
     assert not report.checks["supply"].ok
     assert "only install, approve and revoke" in report.checks["supply"].summary
@@ -432,7 +432,7 @@ def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream,
     published = tmp_path / "published.git"
     ledger(home, "push", str(published))
     with Brain.open(home) as b:
-        signer = b.store.snapshot(b.head().commit).signature and b.writer.sealer.key_for(
+        signer = b.store.snapshot(b.head().commit).signature and b._writer.sealer.key_for(
             b.store.trust_at(b.head().snap.tree)[1], "user").address  # fmt: skip
     down = tmp_path / "down"
     run_ledger("init", str(down), check=True)
@@ -462,7 +462,7 @@ def test_an_agents_install_is_quarantined_whatever_the_policy(up: Upstream, home
     published = tmp_path / "published.git"
     ledger(home, "push", str(published))
     with Brain.open(home) as b:
-        signer = b.writer.sealer.key_for(b.store.trust_at(b.head().snap.tree)[1], "user").address
+        signer = b._writer.sealer.key_for(b.store.trust_at(b.head().snap.tree)[1], "user").address
     down = tmp_path / "down"
     run_ledger("init", str(down), check=True)
     cfg_path = down / ".ledger/config.json"

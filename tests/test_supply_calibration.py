@@ -49,7 +49,7 @@ def home(tmp_path: Path) -> Path:
 
 def _record(path: Path) -> sp.Supply:
     with Brain.open(path) as b:
-        return b.writer.supply()
+        return b.supply()
 
 
 def test_the_calibrated_verdict_vector() -> None:
@@ -139,8 +139,8 @@ def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstre
     with pytest.raises(StoreError, match="not the scanners named"):
         sp.parse_record(sp.format_record(sp.Supply({"summarise": replace(entry, verdict=forged)})))
     with Brain.open(home) as b, b.acting("user"):
-        s = b.writer.supply()
-        b.writer.apply("approve", {}, [], "forged",
+        s = b.supply()
+        b._writer.apply("approve", {}, [], "forged",
                        supply=s.with_entry("summarise", replace(s.skills["summarise"], verdict=forged)))  # fmt: skip
     report = audit_repo(home)
     assert not report.checks["supply"].ok and "calibration" in report.checks["supply"].summary

@@ -61,7 +61,7 @@ def home(tmp_path: Path) -> Path:
 
 def _record(path: Path) -> sp.Supply:
     with Brain.open(path) as b:
-        return b.writer.supply()
+        return b.supply()
 
 
 def test_a_skill_whose_external_scan_fails_is_refused_and_the_rest_installed(up: Upstream, home: Path) -> None:

@@ -460,7 +460,7 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     assert refused.returncode == 1 and "LS705" in refused.stderr  # its link to /etc/passwd is critical
     run_ledger("--brain", str(home), "approve", "alpha", "--override", "the fixture's link", check=True)
     with Brain.open(home) as b:
-        digest = b.writer.supply().skills["beta"].blake3
+        digest = b.supply().skills["beta"].blake3
     run_ledger("--brain", str(home), "revoke", digest, "--reason", "bad", check=True)
     remote = tmp_path / "home.git"
     run_ledger("--brain", str(home), "push", str(remote), check=True)

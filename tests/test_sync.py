@@ -52,7 +52,7 @@ def _sync(brain: Path, env: dict[str, str], *args: str, code: int = 0) -> dict:
 
 def _body(brain: Path, name: str) -> str:
     with Brain.open(brain) as b:
-        return b.snapshots.committed(name)[1].text
+        return b.committed(name)[1].text
 
 
 def test_claude_and_agents_layouts_are_projected_and_edits_recorded_back(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_a_symlink_planted_in_a_target_is_not_followed(tmp_path: Path) -> None:
     assert "symbolic link" in alone["stolen"] and "symbolic link" in alone["beta"]
     with Brain.open(brain) as b:
         assert "stolen" not in b.head().skills
-        assert "references/key.md" not in b.snapshots.files(b.head().skills["beta"])
+        assert "references/key.md" not in b.files(b.head().skills["beta"])
     assert (target / "beta/references/key.md").is_symlink()  # left as it is, not replaced
     # The ledger changes beta: its folder holds a link, so it is not replaced (nor written through).
     _ledger(brain, env, "skill", "patch", "beta", "--old", "Step one.", "--new", "Step one!")
@@ -276,7 +276,6 @@ def test_a_committed_target_never_gets_a_revoked_version(chained) -> None:
     serves an older version by); a target that follows the head keeps the head's version."""
     from ledger.bundle.hashing import format_root
     from ledger.evals import gate
-    from ledger.store import treehash as th
 
     brain = chained.root
     env: dict[str, str] = {"HOME": str(brain.parent / "home")}
@@ -289,7 +288,7 @@ def test_a_committed_target_never_gets_a_revoked_version(chained) -> None:
     assert "v1 body" in (published / "alpha/SKILL.md").read_text()
     with Brain.open(brain) as b:
         v1 = gate.versions_of(b, ["alpha"])["alpha"][1].tree
-        digest = format_root(th.tree_digest(b.store, v1, b.cache, "alpha"))
+        digest = format_root(b.tree_digest(v1, "alpha"))
     _ledger(brain, env, "revoke", digest, "--reason", "v1 leaks")
     _sync(brain, env)
     assert not (published / "alpha").exists()

@@ -26,7 +26,7 @@ def _head(brain: Path) -> str:
 
 def _files(brain: Path, name: str) -> dict[str, bytes]:
     with Brain.open(brain) as b:
-        return {rel: b.snapshots.read_blob(blob) for rel, (_, blob) in b.snapshots.files(b.head().skills[name]).items()}
+        return {rel: b.read_blob(blob) for rel, (_, blob) in b.files(b.head().skills[name]).items()}
 
 
 def _verify(brain: Path, env: dict[str, str]) -> None:

@@ -36,7 +36,7 @@ def test_hermes_skill_manage_edits_become_versions(tmp_path: Path) -> None:
     md = hermes_home / "skills/research/arxiv/SKILL.md"
     assert md.is_file()
     with Brain.open(brain) as b:
-        before = b.snapshots.committed("arxiv")[1]
+        before = b.committed("arxiv")[1]
     calls = [{"action": "patch", "name": "arxiv", "old_string": "Read the abstract.",
               "new_string": "Read the abstract, then the method."},
              {"action": "write_file", "name": "arxiv", "file_path": "references/api.md",
@@ -51,12 +51,12 @@ def test_hermes_skill_manage_edits_become_versions(tmp_path: Path) -> None:
     by = {t["name"]: t for t in out["targets"]}
     assert by["hermes"]["recorded"] == [{"skill": "arxiv", "version": before.version + 1, "action": "updated"}]
     with Brain.open(brain) as b:
-        files, doc = b.snapshots.committed("arxiv")
+        files, doc = b.committed("arxiv")
         snap = next(iter(b.store.lineage()))
         # Exactly Hermes's change: its SKILL.md with the ledger's version value, and its new file.
-        assert doc.text == b.versions.doc(b.head(), hermes_md).with_counter(before.version + 1)
+        assert doc.text == b.version_doc(b.head(), hermes_md).with_counter(before.version + 1)
         assert sorted(files) == ["SKILL.md", "references/api.md"]
-        assert b.snapshots.read_blob(files["references/api.md"][1]) == b"# arXiv API\n"
+        assert b.read_blob(files["references/api.md"][1]) == b"# arXiv API\n"
     assert snap.operation == "sync" and snap.changes[0].skill == "arxiv"
     assert snap.attribution["runtime"] == "hermes" and snap.attribution["actor"] == "agent"
     assert snap.attribution["target"] == str(hermes_home / "skills")

@@ -203,8 +203,8 @@ def test_every_change_makes_the_next_sync_read_the_target(tmp_path: Path) -> Non
     }, recorded  # fmt: skip
     assert [a["dir"] for a in reports["symlink"]["left_alone"]] == ["symlink"]
     with Brain.open(brain) as b:
-        files = {k: b.snapshots.files(b.head().skills[k]) for k in ("edit", "add-file", "delete-file", "chmod")}
-        assert b"# EDIT" in b.snapshots.read_blob(files["edit"]["SKILL.md"][1])
+        files = {k: b.files(b.head().skills[k]) for k in ("edit", "add-file", "delete-file", "chmod")}
+        assert b"# EDIT" in b.read_blob(files["edit"]["SKILL.md"][1])
     assert "references/more.md" in files["add-file"] and "references/notes.md" not in files["delete-file"]
     assert files["chmod"]["references/notes.md"][0] == 0o100755
     # A file dated within the racy window of a pass (here: in the future) is never keyed, so that

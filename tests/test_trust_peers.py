@@ -95,7 +95,7 @@ def _forge(brain: Path, keys: Path, how: str) -> str:
             digest = signing.digest(root, parent_root, parent, tree, actor, message)
             return Sealed(message + f"{signing.SIGNATURE_TRAILER}: {signing.sign(key.secret, digest)}\n", key.address)
 
-        b.sealer.seal = seal  # type: ignore[method-assign]
+        b._sealer.seal = seal  # type: ignore[method-assign]
         if how == "unsigned":
             b.delete("deploy")
         else:

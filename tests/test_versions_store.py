@@ -107,7 +107,7 @@ def test_agent_tools_report_the_stored_version(tmp_path: Path) -> None:
         assert view["version"] == 2 and view["receipt"]["version"] == 2
         assert view["content"].endswith("Run it twice.\n") and "version" not in view["content"]
         assert [s["version"] for s in tools.skills_list()["skills"]] == [2]
-        assert b.versions.mode(b.head()) == "store"
+        assert b._versions.mode(b.head()) == "store"
 
 
 def test_the_setting_is_chosen_on_an_empty_brain_and_kept(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_the_setting_is_chosen_on_an_empty_brain_and_kept(tmp_path: Path) -> Non
     dry = _ledger(brain, "import", str(src), "--versions", "store", "--dry-run")
     assert dry.returncode == 0
     with Brain.open(brain) as b:
-        assert b.versions.mode(b.head()) == "frontmatter"  # a dry run chooses nothing
+        assert b._versions.mode(b.head()) == "frontmatter"  # a dry run chooses nothing
     _ledger(brain, "import", str(src), "--versions", "store")
     assert (brain / "skills" / "wild" / "SKILL.md").read_bytes() == WILD
     back = _ledger(brain, "import", str(src), "--versions", "frontmatter", check=False)

@@ -19,7 +19,7 @@ import difflib
 from typing import Any
 
 from ledger._json import shown
-from ledger.brain.withholding import refusal, supply_of
+from ledger.brain.withholding import refusal
 from ledger.bundle.lint import introduced_errors
 from ledger.bundle.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
 from ledger.errors import SkillError
@@ -63,7 +63,7 @@ def apply_payload(
         grouped.setdefault(slug, {})[rel] = text
     # The merge reads the committed skill: under the writer lock, in the import's critical section,
     # so a write acknowledged meanwhile is the base we merge onto, never overwritten by a stale copy.
-    with brain.locked():
+    with brain.writing():
         return _apply_locked(brain, op, summary, grouped, actor, evidence or {})
 
 
@@ -71,7 +71,7 @@ def _apply_locked(
     brain: Any, op: str, summary: str, grouped: dict[str, dict[str, str]], actor: str, evidence: dict[str, str]
 ) -> dict[str, Any]:
     head = brain.head()
-    found, supply = [], supply_of(brain.snapshots, head)
+    found, supply = [], brain.supply(head)
     for slug, files in sorted(grouped.items()):
         if (refused := refusal(supply, slug)) is not None:
             raise refused  # quarantined or revoked: an agent's payload may not change it
@@ -86,7 +86,7 @@ def _apply_locked(
             raise _refuse(f"{op} of {slug!r}, which does not exist", hint="use operation_type create")
         current: dict[str, tuple[bytes, bool]] = {}
         if slug in head.skills and op_note != "replace":
-            committed, _ = brain.snapshots.committed(slug)
+            committed, _ = brain.committed(slug)
             current = {
                 r: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC) for r, (mode, sha) in committed.items()
             }
@@ -109,16 +109,14 @@ def _apply_locked(
                               hint="fix it ('ledger lint' says why), or apply with --allow-invalid")  # fmt: skip
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
-    with brain.acting(actor, **{**evidence, "evolution": op, "summary": summary}):
-        report = brain.import_collection(
-            Collection("payload", found), note=summary, all_or_nothing=True, operation="apply"
-        )
+    with brain.writing(actor, **{**evidence, "evolution": op, "summary": summary}) as w:
+        report = w.import_collection(Collection("payload", found), note=summary, all_or_nothing=True, operation="apply")
     return {"operation_type": op, "summary": summary, "snapshot": report["snapshot"], "skills": report["skills"]}
 
 
 def _resubmitted(brain: Any, slug: str, files: dict[str, str]) -> bool:
     """Whether ``files`` are exactly skill ``slug`` as committed (SKILL.md up to the version counter)."""
-    committed, doc = brain.snapshots.committed(slug)
+    committed, doc = brain.committed(slug)
     for rel, text in files.items():
         if rel not in committed:
             return False
@@ -143,7 +141,7 @@ def synthesis_advice(brain: Any, *, tool_calls: int, recovered_from_error: bool 
     if recovered_from_error:
         reasons.append("an error was followed by a recovery")
     words = task.lower()
-    hidden = brain.reads.withheld()  # quarantined or revoked: no agent is pointed at them
+    hidden = brain.withheld()  # quarantined or revoked: no agent is pointed at them
     scored = sorted(
         (difflib.SequenceMatcher(None, words, f"{s.name} {s.description}".lower()).ratio(), s.name)
         for s in brain.list() if s.name not in hidden
@@ -167,7 +165,7 @@ def render_skill_turn(brain: Any, names: list[str], token_budget: int) -> dict[s
     """
     budget = max(token_budget, 0) * 4
     parts: list[str] = []
-    supply = supply_of(brain.snapshots)
+    supply = brain.supply()
     for name in names:
         if (refused := refusal(supply, brain.resolve(name))) is not None:
             raise refused

@@ -29,7 +29,6 @@ from ledger.agent.hermes_shapes import (
     read_card,
 )
 from ledger.brain.memo import ObjectMemo, files_of_trees, plain
-from ledger.brain.withholding import withheld
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, StoreError
 from ledger.exchange.targets import Targets
@@ -69,7 +68,7 @@ class Listing:
         key = (head.commit, all_platforms, sys.platform, configs, env)
         if self._listing is not None and self._listing[0] == key:
             return self._listing[1], self._listing[2]
-        versions = {e.name: e.version for e in self.brain.catalog.entries()}
+        versions = {e.name: e.version for e in self.brain.listing()}
         try:
             found = self._found(head)
         except StoreError:  # an object the memo names is missing (a damaged file): read all from the store
@@ -104,7 +103,7 @@ class Listing:
         """Every SKILL.md Hermes would find in the home: each skill's that the supply record does not
         withhold (``ledger sync`` never projects one), and any in the categories tree."""
         categories = self.brain.categories.of()
-        hidden = withheld(self.brain.snapshots, head)
+        hidden = self.brain.supply(head).withheld()
         skills = {n: t for n, t in head.skills.items() if n not in hidden} if hidden else head.skills
         self._fill(skills)
         found = []
@@ -112,8 +111,8 @@ class Listing:
             where = f"{categories[name]}/{name}" if name in categories else name
             for rel, blob in self._skill_mds(tree):
                 found.append(Found(f"{where}/{rel}", name, rel, self._card(blob), blob))
-        cats = self.brain.snapshots.categories_tree(head)
-        for rel, (_, blob) in (self.brain.snapshots.files(cats) if cats else {}).items():
+        cats = self.brain.categories_tree(head)
+        for rel, (_, blob) in (self.brain.files(cats) if cats else {}).items():
             if rel.rpartition("/")[2] == SKILL_MD:  # Hermes would read one there as a skill too
                 found.append(Found(rel, None, rel, self._card(blob), blob))
         return found
@@ -165,7 +164,7 @@ class Listing:
         """The SKILL.md files of a skill tree, as (path in the skill, blob id)."""
         known = self._trees.get(tree)
         if known is None:
-            files = self.brain.snapshots.files(tree)
+            files = self.brain.files(tree)
             known = self._trees[tree] = sorted(
                 (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD)
         return known

@@ -44,12 +44,12 @@ def _report_signer(brain: Brain, failed: list[BaseException]) -> None:
     import sys
 
     try:
-        who = brain.keyring.signer("agent")
+        who = brain.signer("agent")
     except BaseException as exc:  # raised again by the server before it serves
         failed.append(exc)
         return
     if who["address"] is not None:
-        line = f"signing as agent {who['address']} (keys: {brain.keys.home}; policy {who['policy']})"
+        line = f"signing as agent {who['address']} (keys: {brain.keys_home}; policy {who['policy']})"
     elif who["policy"] == "signed":
         line = f"writes will be REFUSED: {who['why']} (policy signed). Fix: {who['hint']}"
     else:
@@ -165,7 +165,7 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
 
     def read(uri: str) -> tuple[str, str]:
         if uri == _INDEX_URI:
-            return brain.catalog.index(), "text/plain"  # the head's, as every agent read
+            return brain.listing_index(), "text/plain"  # the head's, as every agent read
         if uri.startswith(_SKILL_PREFIX):
             result = tools.call("skill_view", {"name": uri[len(_SKILL_PREFIX) :]})
             if result["success"] and "content" in result:

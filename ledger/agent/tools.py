@@ -23,7 +23,7 @@ from typing import Any
 
 from ledger.agent import hermes_listing, hermes_shapes, outcome_tool
 from ledger.brain.categories import check_category
-from ledger.brain.withholding import refusal, supply_of
+from ledger.brain.withholding import refusal
 from ledger.bundle import textpatch
 from ledger.bundle.lint import HERMES_DIRS, HERMES_FILE, HERMES_SKILL_MD
 from ledger.bundle.merkle import format_root
@@ -306,7 +306,7 @@ class SkillTools:
         folder, a ``category/…/folder`` path or the declared name, as Hermes's skill_view takes them;
         the result has Hermes's fields (docs/layouts.md) and ours (version, receipt, proof)."""
         name = self._visible(name)
-        files, doc = self.brain.snapshots.committed(name)
+        files, doc = self.brain.committed(name)
         rel = file_path or SKILL_MD
         if rel not in files:
             raise SkillNotFoundError(f"skill {name!r} has no file {rel!r}", hint="see the files skill_view lists")
@@ -359,7 +359,7 @@ class SkillTools:
     def _visible(self, name: str, resolve: bool = True) -> str:
         """``name``'s folder; refused if the head's supply record withholds it (ledger.brain.withholding)."""
         name = self.brain.resolve(name) if resolve else name
-        if (refused := refusal(supply_of(self.brain.snapshots), name)) is not None:
+        if (refused := refusal(self.brain.supply(), name)) is not None:
             raise refused
         return name
 
@@ -380,7 +380,7 @@ class SkillTools:
         # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
         # critical section: the lock is held from the first read to the acknowledgement.
         evidence = {**self.evidence, **({"task": task} if task else {})}  # what the caller says it works on
-        with self.brain.acting(self.actor, **evidence), self.brain.locked():
+        with self.brain.writing(self.actor, **evidence):
             # the folder, a category path or the declared name, as Hermes takes them; withheld: refused
             name = self._visible(name, resolve=action != "create")
             receipt = handler(name, **args)
@@ -412,7 +412,7 @@ class SkillTools:
         return self.brain.upsert(content, name=name, category=category)  # Hermes's create(category=…)
 
     def _edit(self, name: str, content: str) -> Any:
-        declared = self.brain.snapshots.committed(name)[1].name  # the name its committed SKILL.md declares now
+        declared = self.brain.committed(name)[1].name  # the name its committed SKILL.md declares now
         self._check_skill_md(name, content, keep=declared)
         return self.brain.edit(name, content)
 
@@ -496,7 +496,7 @@ class SkillTools:
 
     def _refuse_near_duplicate(self, name: str, content: str) -> None:
         description = parse_skill_md(content).description.lower()
-        for other in self.brain.catalog.entries():
+        for other in self.brain.listing():
             by_name = difflib.SequenceMatcher(None, name, other.name).ratio()
             by_desc = difflib.SequenceMatcher(None, description, other.description.lower()).ratio()
             if max(by_name, by_desc) >= self.policy.duplicate_ratio:

@@ -1,5 +1,6 @@
-"""The brain: a facade (:class:`Brain`) over its named parts: the store, the head, the lock,
-the writer, the reads, and the agent-facing catalog and categories.
+"""The brain: a narrow facade (:class:`Brain`) over its parts: it shows its store (read-only) and
+root; the head, the lock, the writer, the reads and the catalog stay behind it, and services
+write through ``brain.writing()`` (ADR 67).
 
 ``from ledger.brain import Brain`` is the public way in; the parts' modules are the brain's own.
 """

@@ -75,7 +75,7 @@ class Evaluations:
         tree = ev._snapshot(served.commit)[1][served.skill]
         files = {rel: (store.read(sha, b"blob"), mode == gs.MODE_EXEC)
                  for rel, (mode, sha) in th.files_of(store, tree).items()}  # fmt: skip
-        return Version(served, files, th.evals_digest(store, tree, self.brain.cache))
+        return Version(served, files, self.brain.evals_digest(tree))
 
     def evalset(self, v: Version) -> EvalSet:
         if v.set_digest is None or EVALS_JSON not in v.files:
@@ -92,7 +92,7 @@ class Evaluations:
 
         plans = self.brain.evidence.plans(name)
         if self.brain.attribution["actor"] != "agent":
-            roles = self.brain.evidence._trust().active
+            roles = self.brain.trust().active
             plans = [p for p in plans if roles.get(p.body["signer"]) in gate.RELEASERS]
         return plans[-1] if plans else None
 

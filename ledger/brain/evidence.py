@@ -36,7 +36,10 @@ from ledger.write.head import head_evidence
 from ledger.write.records import Receipt
 
 if TYPE_CHECKING:
-    from ledger.brain import Brain
+    from ledger.brain.catalog import Catalog
+    from ledger.brain.reads import Reads
+    from ledger.write.apply import Writer
+    from ledger.write.head import Head
 
 PerVersion = dict[str, dict[int, VersionStats]]  # skill -> version -> outcomes by tier
 Lifted: TypeAlias = "dict[str, dict[int, dict[str, list[lf.Lift]]]]"  # skill -> version -> tier -> comparisons
@@ -80,16 +83,22 @@ class Served:
 class Evidence:
     """The brain's evidence log: what is in it, and the one way to add to it."""
 
-    def __init__(self, brain: Brain) -> None:
-        self.brain = brain
+    def __init__(self, writer: Writer, reads: Reads, catalog: Catalog, config: Callable[[], Mapping[str, Any]]) -> None:
+        """Built like its siblings, from the parts it reads and writes through: the writer (the store, the head,
+        the lock, the sealer), the reads (names, history), the catalog (live versions) and the brain's config."""
+        self._writer, self._reads, self._catalog, self._config = writer, reads, catalog, config
+        self._store, self._control, self._cache = writer.store, writer.control, writer.cache
+
+    def _head(self) -> Head:
+        return self._writer.snapshots.head()
 
     # ------------------------------------------------------------------ reading
 
     def entries(self, commit: bytes | None = None) -> list[bytes]:
         """The log's entries at ``commit`` (default: the head), in order."""
-        store = self.brain.store
+        store = self._store
         if commit is None:
-            tree = head_evidence(store, self.brain.head())
+            tree = head_evidence(store, self._head())
             return ev.entries_of(store, tree) if tree is not None else []
         return ev.read_entries(store, store.commit_info(commit)[0])
 
@@ -98,12 +107,12 @@ class Evidence:
             yield oc.parse_entry(data)
 
     def size(self) -> int:
-        return ev.size_of(self.brain.store, head_evidence(self.brain.store, self.brain.head()))
+        return ev.size_of(self._store, head_evidence(self._store, self._head()))
 
     @functools.cached_property
     def genesis(self) -> str:
         """Snapshot 0's commit id: the brain's identity in every record it holds."""
-        proc = Git(self.brain.store.git_dir).call("rev-list", "--max-parents=0", "main", timeout=WHOLE)
+        proc = Git(self._store.git_dir).call("rev-list", "--max-parents=0", "main", timeout=WHOLE)
         roots = proc.stdout.decode().split()
         if proc.returncode != 0 or len(roots) != 1:
             raise StoreError("the brain's lineage has no single snapshot 0", hint="run 'ledger verify'")
@@ -111,7 +120,7 @@ class Evidence:
 
     def agent(self) -> str | None:
         """The registry's agent id, once the brain is registered on a chain."""
-        agent = (self.brain.config.get("chain") or {}).get("agent_id")
+        agent = (self._config().get("chain") or {}).get("agent_id")
         if isinstance(agent, str):
             agent = int(agent, 16)
         return f"0x{agent:064x}" if isinstance(agent, int) else None
@@ -119,28 +128,27 @@ class Evidence:
     def served(self, name: str, version: int | None = None, receipt: Mapping[str, Any] | None = None) -> Served:
         """Where ``name`` at ``version`` (None: the head's) was served: ``receipt`` (a view's ``commit`` and
         ``root``), checked against the lineage, or else the newest snapshot holding that version."""
-        brain = self.brain
-        name = brain.resolve(name)
-        store = brain.store
+        name = self._reads.resolve(name)
+        store = self._store
         if receipt is not None:
             commit = receipt.get("commit")
             try:
                 if not isinstance(commit, str):
                     raise ValueError
                 raw = bytes.fromhex(commit)
-                if len(raw) != 20 or not Git(store.git_dir).is_ancestor(raw, brain.head().commit):
+                if len(raw) != 20 or not Git(store.git_dir).is_ancestor(raw, self._head().commit):
                     raise ValueError
             except (ValueError, LedgerError):
                 shown = json.dumps(commit)[:42] if commit is not None else "(none given)"
                 raise StoreError(f"receipt commit {shown} is not a snapshot of this brain's lineage",
                                  hint="pass the receipt a skill view returned, unchanged") from None  # fmt: skip
         elif version is None:
-            if name not in brain.head().skills:
+            if name not in self._head().skills:
                 raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
                                          hint="see 'ledger skill list'; NAME@VERSION names a version of the past")
-            commit = brain.head().commit.hex()
+            commit = self._head().commit.hex()
         else:
-            commit = brain.reads.version_commit(name, version).hex()
+            commit = self._reads.version_commit(name, version).hex()
         snap, skills = self._snapshot(commit)
         tree = skills.get(name)
         if tree is None:
@@ -151,7 +159,7 @@ class Evidence:
         if receipt is not None and receipt.get("root") not in (None, format_root(snap.root)):
             raise StoreError(f"receipt root {json.dumps(receipt.get('root'))[:80]} is not snapshot {commit[:12]}'s "
                              "root")  # fmt: skip
-        digest = format_root(th.tree_digest(store, tree, brain.cache, name))
+        digest = format_root(th.tree_digest(store, tree, self._cache, name))
         return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
 
     def stats(self) -> dict[str, dict[int, VersionStats]]:
@@ -191,14 +199,14 @@ class Evidence:
         it) and the head's active keys and roles.  So ``show NAME --stats`` on a log of 100,000 runs reads one
         line of the cache instead of parsing 100,000 entries.  A trust change recomputes them; an append
         (a log whose first entries are the cached log's, checked by chunk id) extends them by its entries."""
-        store = self.brain.store
-        tree = head_evidence(store, self.brain.head())
+        store = self._store
+        tree = head_evidence(store, self._head())
         if tree is None:
             return {}, {}
         trust = self._trust()
         roles = json.dumps(sorted(trust.active.items()), separators=(",", ":"))
         digest = hashlib.sha256(roles.encode()).hexdigest()
-        state = State(self.brain.control)
+        state = State(self._control)
         data = state.read(EVIDENCE_FIGURES, bytes) or b""
         first = data.split(b"\n", 1)[0].split()
         if first[:2] == [tree.hex().encode(), digest.encode()]:
@@ -232,8 +240,8 @@ class Evidence:
         """The head's entries, each chunk's signatures verified once and remembered by the chunk's blob id
         (content-addressed: a chunk never changes under its id), so figures never count a forged entry
         and a second look costs a read, not 100,000 signature recoveries."""
-        store = self.brain.store
-        tree = head_evidence(store, self.brain.head())
+        store = self._store
+        tree = head_evidence(store, self._head())
         if tree is None:
             return []
         shas = ev.chunk_ids(store, tree)
@@ -255,13 +263,13 @@ class Evidence:
         return out
 
     def _known(self) -> set[bytes]:
-        return State(self.brain.control).read(EVIDENCE_CHECKED, lambda data: {
+        return State(self._control).read(EVIDENCE_CHECKED, lambda data: {
             bytes.fromhex(line) for line in data.decode("ascii").split() if len(line) == 40}) or set()  # fmt: skip
 
     def _remember(self, shas: Iterable[bytes]) -> None:
         lines = "".join(sha.hex() + "\n" for sha in shas)
         if lines:
-            State(self.brain.control).append(EVIDENCE_CHECKED, lines.encode())
+            State(self._control).append(EVIDENCE_CHECKED, lines.encode())
 
     def batches(self, signer: str | None = None) -> list[dict[str, Any]]:
         """Each signer's batches in the head's log (docs/lineage.md §14.9), oldest first: id, prev, count, the
@@ -312,7 +320,7 @@ class Evidence:
                     lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None) -> dict[str, Any]:
         """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
         if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
-        name = self.brain.resolve(name)
+        name = self._reads.resolve(name)
         if per is None or lifted is None:
             per_, lifted_ = self.figures(only=name)
             per, lifted = (per if per is not None else per_), (lifted if lifted is not None else lifted_)
@@ -320,7 +328,7 @@ class Evidence:
         mine = lifted.get(name, {})
         live = None
         try:
-            history = self.brain.history(name)
+            history = self._reads.history(name)
         except SkillNotFoundError:
             history = []
         for h in history:
@@ -332,7 +340,7 @@ class Evidence:
 
     def live(self) -> dict[str, int]:
         """Each skill of the head and its version, from the head's listing (kept per head and per tree)."""
-        return {e.name: e.version for e in self.brain.catalog.entries()}
+        return {e.name: e.version for e in self._catalog.entries()}
 
     def regression(self, name: str, live: int, versions: Mapping[int, VersionStats]) -> dict[str, Any] | None:
         """:func:`~ledger.brain.competence.regression`, unless the live version is the content of the version
@@ -343,10 +351,10 @@ class Evidence:
         return flagged
 
     def _same_as(self, name: str, version: int) -> bool:
-        store = self.brain.store
-        now = self.brain.head().skills.get(name)
+        store = self._store
+        now = self._head().skills.get(name)
         try:
-            then = skills_of(store, store.commit_info(self.brain.reads.version_commit(name, version))[0])[1].get(name)
+            then = skills_of(store, store.commit_info(self._reads.version_commit(name, version))[0])[1].get(name)
         except LedgerError:
             return False
         if now is None or then is None or now == then:
@@ -358,8 +366,8 @@ class Evidence:
 
     def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
         """Each live skill whose live version's verified rate is significantly worse than its predecessor's."""
-        head = self.brain.head()
-        if per is None and head_evidence(self.brain.store, head) is None:
+        head = self._head()
+        if per is None and head_evidence(self._store, head) is None:
             per = {}  # no outcome at all: nothing to read
         if per is None:
             per, lifted = self.figures()
@@ -373,18 +381,18 @@ class Evidence:
             if name in lifted:
                 out += lf.lift_regressions(name, version, lifted[name])
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
-        State(self.brain.control).write_json(REGRESSIONS, remembered)  # what `ledger status` answers from the cache
+        State(self._control).write_json(REGRESSIONS, remembered)  # what `ledger status` answers from the cache
         return out
 
     def pinned(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
         """For each of ``skills`` (name → the head's tree) whose best verified version is not the head's,
         that version's tree: the pin-by-evidence policy of a target linked with ``--best-verified``."""
-        per = self.stats() if head_evidence(self.brain.store, self.brain.head()) is not None else {}
+        per = self.stats() if head_evidence(self._store, self._head()) is not None else {}
         live = self.live() if per else {}
         wanted = {(n, best) for n in skills if n in per and n in live
                   and (best := best_verified(per[n])) is not None and best != live[n]}  # fmt: skip
         out: dict[str, bytes] = {}
-        store = self.brain.store
+        store = self._store
         for snap in store.lineage() if wanted else ():  # newest first: each version's newest writer
             for change in snap.changes:
                 key = (change.skill, change.version)
@@ -404,14 +412,14 @@ class Evidence:
         if commit not in cache:
             if len(cache) > 64:
                 cache.clear()
-            snap = self.brain.store.snapshot(bytes.fromhex(commit))
-            cache[commit] = (snap, skills_of(self.brain.store, bytes.fromhex(snap.tree))[1])
+            snap = self._store.snapshot(bytes.fromhex(commit))
+            cache[commit] = (snap, skills_of(self._store, bytes.fromhex(snap.tree))[1])
         return cache[commit]
 
     def _versions(self, snap: gs.Snapshot) -> tuple[bytes | None, dict[str, int]]:
         cache = self.__dict__.setdefault("_records", {})
         if snap.tree not in cache:
-            cache[snap.tree] = self.brain.store.versions(bytes.fromhex(snap.tree))
+            cache[snap.tree] = self._store.versions(bytes.fromhex(snap.tree))
         return cache[snap.tree]
 
     # ------------------------------------------------------------------ writing
@@ -443,7 +451,7 @@ class Evidence:
         wanted = {"skill", "set", "cases", "baseline", "runs", "runner", "grader", "min_lift"}
         if not wanted <= set(fields) or not set(fields) <= wanted | {"time"}:
             raise StoreError(f"a plan's fields are {', '.join(sorted(wanted))} and optionally time")
-        plan = oc.make_plan(brain=self.genesis, skill=self.brain.resolve(str(fields["skill"])), set=fields["set"],
+        plan = oc.make_plan(brain=self.genesis, skill=self._reads.resolve(str(fields["skill"])), set=fields["set"],
                             cases=fields["cases"], baseline=fields["baseline"], runs=fields["runs"],
                             runner=fields["runner"], grader=fields["grader"], min_lift=fields["min_lift"],
                             signer=key.address, when=fields.get("time"))  # fmt: skip
@@ -550,15 +558,14 @@ class Evidence:
         """The role whose key signs a snapshot that only holds entries signed elsewhere (each entry's tier is
         its own signer's): the verifier's, if this machine holds a key the brain trusts as verifier, else the
         user's, which every brain's writer has."""
-        found = self.brain.sealer.key_for(self._trust(), "verifier")
+        found = self._writer.sealer.key_for(self._trust(), "verifier")
         return "user" if isinstance(found, tuple) else "verifier"
 
     def _key(self) -> Any:
         """The acting role's key, loaded once per head and role (a bulk import signs thousands)."""
-        brain = self.brain
-        slot = (brain.head().commit, brain.attribution["actor"])
+        slot = (self._head().commit, self._writer.attribution["actor"])
         if getattr(self, "_keyed", (None, None))[0] != slot:
-            key = brain.sealer.key_for(self._trust(), slot[1])
+            key = self._writer.sealer.key_for(self._trust(), slot[1])
             if isinstance(key, tuple):
                 why, fix = key
                 raise StoreError(f"an outcome is signed by its actor's key, and {why}", hint=fix)
@@ -577,12 +584,11 @@ class Evidence:
         batch, signed under the lock so that it follows the signer's newest batch in the head's log."""
         from ledger.audit.evidencecheck import Plans, Receipts, Tally, batch_problem, entry_problem
 
-        brain = self.brain
-        writer = brain.writer
+        writer = self._writer
         with writer.lock.locked():
-            head = brain.head()
+            head = self._head()
             trust = self._trust()
-            tree = head_evidence(brain.store, head)
+            tree = head_evidence(self._store, head)
             seen, log_agent = self._index(tree)
             held, level = self._batches(tree)
             rows = [e for e in entries if isinstance(e, dict)]
@@ -601,7 +607,7 @@ class Evidence:
             # one the audit passes, since the append-only log could never drop it afterwards.
             tally = Tally(agent=log_agent)
             registered = self.agent()
-            receipts = Receipts(brain.store, None, brain.cache)
+            receipts = Receipts(self._store, None, self._cache)
             now, at = int(time.time()), head.commit.hex()
             plans = Plans(self._plans_in(tree))
             fresh: list[oc.Entry] = []
@@ -635,7 +641,7 @@ class Evidence:
                 fresh.append(entry)
             if not fresh:
                 raise StoreError("every outcome given is already in the log; nothing was written")
-            size = ev.size_of(brain.store, tree)
+            size = ev.size_of(self._store, tree)
             known = {(signer, bid) for signer, ids in held.items() for bid in ids}
             problem = batch_problem(list(enumerate(fresh, size)), v2_before=level >= 2, v3_before=level >= 3,
                                     known=lambda signer, bid: (signer, bid) in known, plans=plans)  # fmt: skip
@@ -643,12 +649,12 @@ class Evidence:
                 raise StoreError(f"{problem}; nothing was written",
                                  hint="import every outcome of the verifier's batch, and its earlier batches "
                                       "first, as the verifier signed them")  # fmt: skip
-            new_tree = ev.append(brain.store, tree, [e.data for e in fresh])
+            new_tree = ev.append(self._store, tree, [e.data for e in fresh])
             receipt = writer.apply("outcome", {}, [], note, evidence=new_tree)
-            old = ev.chunk_ids(brain.store, tree) if tree is not None else []
+            old = ev.chunk_ids(self._store, tree) if tree is not None else []
             assert new_tree is not None
             if not old or old[-1] in self._known():  # every entry of the new chunks was verified here or before
-                self._remember(set(ev.chunk_ids(brain.store, new_tree)) - set(old))
+                self._remember(set(ev.chunk_ids(self._store, new_tree)) - set(old))
             self._save_index(new_tree, seen, tally.agent)  # entry_problem added each appended id to ``seen``
             for e in fresh:
                 if e.batch is None:  # an eval plan or an approval: in no batch
@@ -667,7 +673,7 @@ class Evidence:
             nonlocal found
             if found is None:
                 found = {}
-                for data in ev.entries_of(self.brain.store, tree) if tree is not None else ():
+                for data in ev.entries_of(self._store, tree) if tree is not None else ():
                     if oc.kind_of(data) == "plan":
                         entry = oc.parse_entry(data)
                         found[entry.id.hex()] = entry
@@ -689,12 +695,12 @@ class Evidence:
                 held.setdefault("0x" + data[i : i + 20].hex(), []).append(data[i + 20 : i + 52].hex())
             return held, data[20]
 
-        kept = State(self.brain.control).read(EVIDENCE_BATCHES, decode)
+        kept = State(self._control).read(EVIDENCE_BATCHES, decode)
         if kept is not None:
             return kept
         held: dict[str, list[str]] = {}
         level = 0
-        for entry in ev.entries_of(self.brain.store, tree):
+        for entry in ev.entries_of(self._store, tree):
             record = oc.loads(entry).get("record")
             if record is None:  # an eval plan or an approval
                 continue
@@ -709,7 +715,7 @@ class Evidence:
     def _save_batches(self, tree: bytes, held: Mapping[str, list[str]], level: int) -> None:
         pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items()
                          for bid in ids)  # fmt: skip
-        State(self.brain.control).write(EVIDENCE_BATCHES, tree + bytes([level]) + pairs)
+        State(self._control).write(EVIDENCE_BATCHES, tree + bytes([level]) + pairs)
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
         """The ids in ``tree``'s log and the agent its records name: from ``.ledger/cache`` when it was kept
@@ -723,18 +729,18 @@ class Evidence:
             agent = data[20:86].decode("ascii") if data[20:22] == b"0x" else None
             return {data[i : i + 32] for i in range(86, len(data), 32)}, agent
 
-        kept = State(self.brain.control).read(EVIDENCE_IDS, decode)
+        kept = State(self._control).read(EVIDENCE_IDS, decode)
         if kept is not None:
             return kept
-        logged = ev.entries_of(self.brain.store, tree)
+        logged = ev.entries_of(self._store, tree)
         return {oc.outcome_id_of(e) for e in logged}, _log_agent(logged)
 
     def _save_index(self, tree: bytes, ids: set[bytes], agent: str | None) -> None:
         agent_field = (agent or "").encode("ascii").ljust(66, b"\0")
-        State(self.brain.control).write(EVIDENCE_IDS, tree + agent_field + b"".join(ids))
+        State(self._control).write(EVIDENCE_IDS, tree + agent_field + b"".join(ids))
 
     def _trust(self) -> Trust:
-        return self.brain.writer._trust(self.brain.head())[1]
+        return self._writer._trust(self._head())[1]
 
 
 def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],

@@ -25,7 +25,7 @@ __all__ = ["Keyring"]
 
 
 class Keyring:
-    """A brain's trust-set changes (``brain.keyring``), each written by the writer as the user.
+    """A brain's trust-set changes (``brain._keyring``), each written by the writer as the user.
 
     ``enable_signing`` records in the brain's config that it signs from now on (adoption)."""
 

@@ -1,7 +1,7 @@
 """The brain's public mutations, each one snapshot: create, upsert, edit, patch, rewrite,
 write-file, remove-file, delete, revert, and the snapshot of hand edits.
 
-A brain *has* a :class:`Mutations` (``brain.mutations``); :class:`ledger.brain.Brain`'s
+A brain *has* a :class:`Mutations` (``brain._mutations``); :class:`ledger.brain.Brain`'s
 methods of the same names delegate to it.  Every mutation runs entirely under the writer
 lock: it reads its base there (``writer.base``, so a branch moved under it is refused)
 and ends in :meth:`ledger.write.apply.Writer.apply`.

@@ -63,7 +63,7 @@ __all__ = ["Reads"]
 
 
 class Reads:
-    """The read-only operations of a brain (``brain.reads``): the working tree and the head, never the writer."""
+    """The read-only operations of a brain (``brain._reads``): the working tree and the head, never the writer."""
 
     def __init__(self, root: Path, control: Path, snapshots: Snapshots, versions: Versions) -> None:
         self.root, self.control, self.skills_dir = root, control, root / "skills"

@@ -53,7 +53,7 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
         head = brain.head()
         click.echo(f"initialised brain in {brain.root}")
         click.echo(f"root   {head.snap.to_json()['root']}")
-        for k in brain.keyring.show()["trusted"]:
+        for k in brain.trusted_keys()["trusted"]:
             new = " (new key, " + str(keys.path(k["role"])) + ")" if k["role"] in made else ""
             click.echo(f"trusts {k['role']:7} {k['address']}{new}")
         if not unsigned:

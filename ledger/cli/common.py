@@ -175,10 +175,10 @@ def open_brain(ctx: click.Context) -> Iterator[Any]:
             click.secho(f"warning: {printable(brain.pending_recovery.message)}", fg="yellow", err=True)
             click.echo("warning: showing the last snapshot; run 'ledger recover' to settle the write", err=True)
         if sys.stdin.isatty():
-            brain.sealer.passphrase = prompt_passphrase
+            brain.ask_passphrase(prompt_passphrase)
         yield brain
-        if brain.sealer.enabled and brain.sealer.unsigned:
-            click.secho(f"warning: the snapshot is unsigned: {brain.sealer.unsigned}", fg="yellow", err=True)
+        if brain.unsigned:
+            click.secho(f"warning: the snapshot is unsigned: {brain.unsigned}", fg="yellow", err=True)
 
 
 def prompt_passphrase(confirm: bool) -> str:

@@ -45,8 +45,8 @@ def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None
         changed = bool(section.get("gate")) is not on
         section["gate"] = on
         if changed and not on:
-            trust = brain.evidence._trust()
-            key = brain.sealer.key_for(trust, actor) if trust.established else None
+            trust = brain.trust()
+            key = brain.key_for(trust, actor) if trust.established else None
             if isinstance(key, tuple):
                 raise LedgerError(f"turning the gate off takes a {actor}'s key, and {key[0]}",
                                   hint=f"{key[1]}; then 'ledger eval gate off' (--actor user or curator)")  # fmt: skip

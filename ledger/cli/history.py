@@ -296,7 +296,7 @@ def _versions(brain: Any, args: list[str]) -> tuple[list[str], str | None]:
             continue
         name = brain.resolve(m.group(1))
         names.add(name)
-        out.append(brain.reads.version_commit(name, int(m.group(2))).hex())
+        out.append(brain.version_commit(name, int(m.group(2))).hex())
     if len(names) > 1:
         raise UsageError(f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
                          hint="compare versions of one skill, or two revisions with --skill")  # fmt: skip
@@ -388,8 +388,8 @@ def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:
         emit(doc) if as_json else print_stats(doc)
         return
     with open_brain(ctx) as brain:
-        text = brain.show(name, int(version)) if sep else brain.reads.show(ref)
-        state = brain.reads.withheld().get(brain.resolve(name if sep else ref))
+        text = brain.show(name, int(version)) if sep else brain.show(ref)
+        state = brain.withheld().get(brain.resolve(name if sep else ref))
     if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
         click.echo(f"note: skill {name if sep else ref!r} is {state}: no runtime, index or agent sees it", err=True)
     click.echo(text, nl=False)

@@ -37,7 +37,7 @@ def keys() -> None:
 def keys_show(ctx: click.Context, as_json: bool) -> None:
     """This machine's signing keys and the keys this brain trusts."""
     with open_brain(ctx) as brain:
-        doc = brain.keyring.show()
+        doc = brain.trusted_keys()
     if as_json:
         emit(doc)
         return
@@ -128,7 +128,7 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
                        err=True)  # fmt: skip
         return
     with open_brain(ctx) as brain:
-        entries, notes = brain.keyring.allowed_signers()
+        entries, notes = brain.allowed_signers()
     if not entries:
         raise KeystoreError("no snapshot certifies a sibling key of a trusted or revoked key yet, so the "
                             "allowed_signers file would be empty", hint="make one signed change, then export again")
@@ -160,7 +160,7 @@ def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None
                    f"key {address}'s sibling (give --brain to export the one a brain certifies)", err=True)  # fmt: skip
         return address, pem
     with open_brain(ctx) as brain:
-        return brain.keyring.sibling_pem(role, scheme, address)
+        return brain.sibling_pem(role, scheme, address)
 
 
 def _write(output: str | None, text: str) -> None:
@@ -194,10 +194,11 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
         if address is None:
             raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
     with open_brain(ctx) as brain:
-        if {"address": address.lower(), "role": role} in brain.keyring.show()["trusted"]:
+        if {"address": address.lower(), "role": role} in brain.trusted_keys()["trusted"]:
             receipt = None  # trusting it again changes nothing: re-runnable, as 'keys generate' is
         else:
-            receipt = brain.keyring.trust(address, role, note=note)
+            with brain.writing() as w:
+                receipt = w.trust(address, role, note=note)
     if receipt is None:
         if as_json:
             emit({"changed": False, "address": address.lower(), "role": role})
@@ -214,8 +215,8 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
 @click.pass_context
 def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> None:
     """Stop trusting ADDRESS: snapshots it signs from now on fail the audit; earlier ones stand."""
-    with open_brain(ctx) as brain:
-        receipt = brain.keyring.revoke(address, note=note)
+    with open_brain(ctx) as brain, brain.writing() as w:
+        receipt = w.revoke(address, note=note)
     print_receipt(ctx, receipt, as_json)
 
 
@@ -227,8 +228,8 @@ def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> N
 @click.pass_context
 def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json: bool) -> None:
     """Replace this machine's ROLE key: the new one is trusted and the old revoked, in one signed snapshot."""
-    with open_brain(ctx) as brain:
-        receipt = brain.keyring.rotate(role, note=note, encrypt=encrypt)
+    with open_brain(ctx) as brain, brain.writing() as w:
+        receipt = w.rotate(role, note=note, encrypt=encrypt)
     print_receipt(ctx, receipt, as_json)
 
 
@@ -240,8 +241,8 @@ def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json
 def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> None:
     """Set the brain's signature policy, in a snapshot signed by the user key: 'signed' refuses every
     unsigned snapshot from now on (writes here, and pulls, syncs and clones of peers'); 'open' allows them."""
-    with open_brain(ctx) as brain:
-        receipt = brain.keyring.set_policy(policy, note=note)
+    with open_brain(ctx) as brain, brain.writing() as w:
+        receipt = w.set_policy(policy, note=note)
     print_receipt(ctx, receipt, as_json)
 
 
@@ -253,8 +254,8 @@ def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> No
 def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
     """Adopt signing for a brain made without it: one 'adopt' snapshot, signed by this machine's user key,
     trusts its user and agent keys and attests the head (and so all history) as it is.  Nothing is rewritten."""
-    with open_brain(ctx) as brain:
-        receipt = brain.keyring.adopt(note=note)
+    with open_brain(ctx) as brain, brain.writing() as w:
+        receipt = w.adopt(note=note)
     print_receipt(ctx, receipt, as_json)
 
 

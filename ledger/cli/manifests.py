@@ -34,7 +34,7 @@ def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> N
         raise UsageError(f"expected NAME or NAME@VERSION (a version from 1, in ASCII digits), got {ref!r}")
     with open_brain(ctx) as brain:
         m = build(brain, name, int(version) if sep else None)
-        state = brain.reads.withheld().get(m.name)
+        state = brain.withheld().get(m.name)
     if state is not None:  # a manifest describes a version; whether a runtime may use it is the brain's call
         click.echo(f"note: skill {m.name!r} is {state} here: no runtime, index or agent sees it", err=True)
     if out is not None:

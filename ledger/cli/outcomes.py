@@ -160,7 +160,7 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
         if name is not None:
             name = brain.resolve(name)
             brain.history(name)  # a name this brain never had is refused, not listed as empty
-        roles = brain.evidence._trust().active
+        roles = brain.trust().active
         for i, data in enumerate(brain.evidence.entries()):
             doc = oc.loads(data)
             kind = oc.kind_of(data)

@@ -133,7 +133,7 @@ def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
     """List skills (name, version, description) without reading bodies."""
     with open_brain(ctx) as brain:
         skills = brain.list()
-        held = brain.reads.withheld()  # quarantined or revoked: listed here, marked; no runtime or index sees them
+        held = brain.withheld()  # quarantined or revoked: listed here, marked; no runtime or index sees them
         cats = brain.categories.of() if as_json or category else {}
         if category:
             members = set(brain.categories.members(category))
@@ -165,7 +165,7 @@ def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) ->
     """Show a skill's body and linked files, or one supporting file."""
     with open_brain(ctx) as brain:
         doc = brain.view(name, rel)
-        state = brain.reads.withheld().get(doc["name"])
+        state = brain.withheld().get(doc["name"])
     if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
         click.echo(f"note: skill {doc['name']!r} is {state}: no runtime, index or agent sees it"
                    + (f" (review it, then 'ledger approve {doc['name']}')" if state == "quarantined" else ""),

@@ -41,7 +41,6 @@ from ledger.bundle.skill import counter_zeroed
 from ledger.errors import LedgerError
 from ledger.evals.lift import TRUSTED, newcombe_paired, passed
 from ledger.store import outcomes as oc
-from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import Supply
 from ledger.store.supply import parse_record as parse_supply
@@ -378,12 +377,12 @@ def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGat
         skills = {n: t for n, t in skills.items() if n in set(names)}
     if not skills:
         return {}
-    roles = brain.evidence._trust().active
+    roles = brain.trust().active
     out = {}
     for name, found in versions_of(brain, skills).items():
-        versions = {v: {"digest": format_root(th.tree_digest(brain.store, x.tree, brain.cache, name)),
-                        "evals": EVALS_JSON in brain.snapshots.files(x.tree), "content": _content(brain, x.tree),
-                        "set": th.evals_digest(brain.store, x.tree, brain.cache)}
+        versions = {v: {"digest": format_root(brain.tree_digest(x.tree, name)),
+                        "evals": EVALS_JSON in brain.files(x.tree), "content": _content(brain, x.tree),
+                        "set": brain.evals_digest(x.tree)}
                     for v, x in found.items()}  # fmt: skip
         out[name] = decide(name, versions, plans, records, approvals, roles)
     return out
@@ -448,7 +447,7 @@ def revoked_version(brain: Brain, supply: Supply, name: str, tree: bytes, commit
     if not supply.revoked:
         return None
     store = brain.store
-    digests = [format_root(th.tree_digest(store, tree, brain.cache, name))]
+    digests = [format_root(brain.tree_digest(tree, name))]
     if commit:
         entry = _supply_at(store, store.commit_info(bytes.fromhex(commit))[0]).skills.get(name)
         if entry is not None:
@@ -467,7 +466,7 @@ def _content(brain: Brain, tree: bytes) -> str:
     version holds that version's content under a new number, and is released with it."""
     zero, store = counter_zeroed(True), brain.store
     files = {rel: [mode, hashlib.sha256(zero(rel, store.read(sha, b"blob"))).hexdigest()]
-             for rel, (mode, sha) in brain.snapshots.files(tree).items()}  # fmt: skip
+             for rel, (mode, sha) in brain.files(tree).items()}  # fmt: skip
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 

@@ -161,7 +161,7 @@ def commit_pending(
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
     assert cfg.agent_id is not None
-    with brain.locked():
+    with brain.writing():
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
         lineage = _lineage(brain)
         events = reg.lineage(cfg.agent_id, cfg.deploy_block)

@@ -155,7 +155,7 @@ def p256_pem(secret: bytes) -> bytes:
 def signing_key(brain: Brain, commit: bytes, role: str) -> LocalKey:
     """This machine's ``role`` key that the trust set at ``commit`` names (the writer's own choice, ADR 26)."""
     trust = brain.store.trust_at(brain.store.commit_info(commit)[0].hex())[1]
-    key = brain.sealer.key_for(trust, role)
+    key = brain.key_for(trust, role)
     if isinstance(key, tuple):
         why, fix = key
         raise KeystoreError(f"cannot attest as {role}: {why} at {commit.hex()[:12]}", hint=fix)

@@ -133,7 +133,7 @@ def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], 
                                                             location)  # fmt: skip
                     break
         if docs:
-            with brain.locked():
+            with brain.writing():
                 write_receipts(brain.store, docs, ref=epochevidence.EVIDENCE_NOTES_REF)
             given.add(str(brain.root))
     return given
@@ -157,7 +157,7 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
                 for snap, item in items
                 if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)}  # fmt: skip
         if docs:
-            with brain.locked():
+            with brain.writing():
                 write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
             given.add(str(brain.root))
     return given
@@ -238,7 +238,7 @@ def anchor_epoch(
     cfg = ChainConfig.of(operator)
     cfg.require("registry")
     location = location or str(Path(operator.root).resolve())
-    with operator.locked():
+    with operator.writing():
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
         account = _account(cfg, key, reg.chain_id, password)
         sender = account.address

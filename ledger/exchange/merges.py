@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ledger.brain import Brain
+from ledger.brain.writing import Writing
 from ledger.bundle.merkle import RootIndex
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, StoreError
@@ -101,8 +102,8 @@ class _Plan:
 
 
 class _Planner:
-    def __init__(self, brain: Brain, base: Side, ours: Side, theirs: Side) -> None:
-        self.brain, self.base, self.ours, self.theirs = brain, base, ours, theirs
+    def __init__(self, brain: Brain, w: Writing, base: Side, ours: Side, theirs: Side) -> None:
+        self.w, self.base, self.ours, self.theirs = w, base, ours, theirs
         self.store = brain.store
         self.plan = _Plan()
 
@@ -171,7 +172,7 @@ class _Planner:
             text = out[SKILL_MD][0].decode("utf-8")
             out[SKILL_MD] = (parse_skill_md(text, limit=1 << 31).with_counter(version).encode(), out[SKILL_MD][1])
         fm = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.store.write_blob(d)) for rel, (d, x) in out.items()}
-        return self.brain.writer.trees.write(fm, name)[0]
+        return self.w.write_tree(fm, name)[0]
 
 
 def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str],
@@ -280,13 +281,13 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
     roll-forward.  Returns what happened: ``nothing``, ``fast-forward`` or ``merge``.
     """
     store = brain.store
-    with brain.locked():
+    with brain.writing() as w:
         head = brain.head()
         ours_c = head.commit
         if ours_c == theirs or Git(store.git_dir).is_ancestor(theirs, ours_c):
             return {"action": "nothing", "head": ours_c.hex()}
         if Git(store.git_dir).is_ancestor(ours_c, theirs):
-            names = brain.writer.joins.fast_forward(theirs)
+            names = w.fast_forward(theirs)
             return {"action": "fast-forward", "head": theirs.hex(), "skills": names}
         base_c = Git(store.git_dir).merge_base(ours_c, theirs)
         if base_c is None:
@@ -302,15 +303,16 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
         if (ours.record is None) != (other.record is None):
             raise StoreError("the two lineages keep their versions in different places"
                              " (see docs/lineage.md, 'Where versions live')")
-        plan = _Planner(brain, base, ours, other).run()
-        commit, names = _write_merge(brain, base, ours, other, plan)
+        plan = _Planner(brain, w, base, ours, other).run()
+        commit, names = _write_merge(brain, w, base, ours, other, plan)
         _record_conflicts(brain, plan.conflicts, commit)
         return {"action": "merge", "head": commit.hex(), "skills": names, "merged": plan.merged,
                 "changes": [c.trailer() for c in plan.changes], "conflicts": sorted(plan.conflicts),
                 "notes": plan.notes}  # fmt: skip
 
 
-def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan) -> tuple[bytes, list[str]]:
+def _write_merge(brain: Brain, w: Writing, base: Side, ours: Side, theirs: Side,
+                 plan: _Plan) -> tuple[bytes, list[str]]:  # fmt: skip
     store = brain.store
     trees = dict(theirs.skills)
     for name, tree in plan.trees.items():
@@ -318,7 +320,7 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
             trees.pop(name, None)
         else:
             trees[name] = tree
-    digests = {n: th.tree_digest(store, t, brain.cache, n) for n, t in trees.items()}
+    digests = {n: brain.tree_digest(t, n) for n, t in trees.items()}
     root = RootIndex(digests).root
     skills_tree, layout = _skills_tree(store, trees)
     retired = dict(theirs.retired)
@@ -337,7 +339,7 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
             else:
                 live[change.skill] = change.version
         versions_blob = store.write_blob(gs.format_record(live))
-    cats = _merge_categories(store, base, ours, theirs, set(trees), brain.writer.trees.write)
+    cats = _merge_categories(store, base, ours, theirs, set(trees), w.write_tree)
     supply = _merge_supply(store, base, ours, theirs, trees)
     evidence = _merge_evidence(store, ours, theirs)
     top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply, evidence)
@@ -346,8 +348,8 @@ def _write_merge(brain: Brain, base: Side, ours: Side, theirs: Side, plan: _Plan
         + [f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "
            f"parent (tree {c['other_tree']}) stays in its history" for n, c in sorted(plan.conflicts.items())]
     )  # fmt: skip
-    return brain.writer.joins.merge(top, root, (theirs.commit, theirs.snap), (ours.commit, ours.snap.root),
-                                    plan.changes, note)  # sealed, published and moved by the write layer
+    return w.merge(top, root, (theirs.commit, theirs.snap), (ours.commit, ours.snap.root),
+                   plan.changes, note)  # sealed, published and moved by the write layer
 
 
 # --------------------------------------------------------------------------- conflicts
@@ -378,7 +380,7 @@ def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
     skill as a ``resolve`` snapshot, after every version either side used."""
     if take not in ("kept", "other"):
         raise LedgerError(f"--take must be 'kept' or 'other', not {take!r}")
-    with brain.locked():
+    with brain.writing() as w:
         known = conflicts(brain)
         if name not in known:
             raise LedgerError(f"no merge conflict on {name!r}", hint="see 'ledger status'")
@@ -391,15 +393,15 @@ def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
             head = brain.head()
             if name not in head.skills:
                 raise LedgerError(f"{name!r} was deleted since the merge", hint="recreate it with 'ledger revert'")
-            current = brain.snapshots.committed(name)[1].version
+            current = brain.committed(name)[1].version
             version = max(current, int(c["other_version"])) + 1  # after every version either side used
-            if brain.versions.record(head) is None:
+            if brain.version_record(head) is None:
                 text = parse_skill_md(files[SKILL_MD][0].decode(), limit=1 << 31).with_counter(version)
                 files[SKILL_MD] = (text.encode(), files[SKILL_MD][1])
-            writes = {**dict.fromkeys(brain.snapshots.files(head.skills[name])), **files}
-            receipt = brain.writer.write_skill("resolve", name, writes, base=brain.snapshots.files(head.skills[name]),
-                                               note=f"took the other side of the merge conflict ({c['merge'][:12]})",
-                                               version=version)  # fmt: skip
+            writes = {**dict.fromkeys(brain.files(head.skills[name])), **files}
+            receipt = w.write_skill("resolve", name, writes, base=brain.files(head.skills[name]),
+                                    note=f"took the other side of the merge conflict ({c['merge'][:12]})",
+                                    version=version)  # fmt: skip
             out["snapshot"] = receipt.to_json()
         del known[name]
         write_json(brain.control / CONFLICTS, {"format": 1, "conflicts": known})

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import crashpoint, pausepoint
-from ledger.brain.withholding import states, supply_of, withheld
+from ledger.brain.withholding import states
 from ledger.errors import LedgerError
 from ledger.evals import gate
 from ledger.exchange import instant, reading
@@ -191,7 +191,7 @@ class Projection:
                                                          f"{target.path}/{IGNORE_FILE}")  # fmt: skip
         head = self.brain.head()
         p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
-                 commit=head.commit, withheld=states(supply_of(self.brain.snapshots, head)))  # fmt: skip
+                 commit=head.commit, withheld=states(self.brain.supply(head)))  # fmt: skip
         fs.held = Held(p.manifest.skills, reading.key_of, self.recorder.paths)  # no rule hides what the brain holds
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
@@ -323,11 +323,11 @@ class Projection:
         whose runtime made it.  An unsigned brain's snapshots say nothing more than the path."""
         if signer is None:
             return True
-        return bool(signer) and self.brain.keys.find(actor, {signer, signer.lower()}) is not None
+        return bool(signer) and self.brain.has_key(actor, {signer, signer.lower()})
 
     def _visible(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
         """``skills`` less those the head's supply record withholds: no runtime gets them."""
-        hidden = withheld(self.brain.snapshots)
+        hidden = self.brain.supply().withheld()
         return {k: t for k, t in skills.items() if k not in hidden}
 
     # ------------------------------------------------------------------ phase 2: project
@@ -355,7 +355,7 @@ class Projection:
                     p.manifest.dirty = True
                     m.skills.pop(key)
                 continue
-            l_files = self.brain.snapshots.files(lt)
+            l_files = self.brain.files(lt)
             rel = p.dirs.get(key) or (f"{index[key]}/{key}" if key in index else key)
             if t == l_files:
                 p.manifest.dirty = True
@@ -383,7 +383,7 @@ class Projection:
                 self._step(p, staged, info, blobs)
 
     def _category_index(self) -> dict[str, str]:
-        cats = self.brain.snapshots.categories_tree(self.brain.head())
+        cats = self.brain.categories_tree(self.brain.head())
         if not cats:
             return {}
         files = th.files_of(self.brain.store, cats)

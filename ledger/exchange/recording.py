@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import pausepoint
-from ledger.brain.withholding import withheld
 from ledger.bundle.collection import Collection, Found
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError
@@ -51,7 +50,7 @@ class Recorder:
         self._paths: dict[bytes, frozenset[str]] = {}  # a skill tree's file paths (ignoring.Held asks them)
 
     def files(self, sha: bytes | None) -> gs.FileMap | None:
-        return self.brain.snapshots.files(sha) if sha is not None else None
+        return self.brain.files(sha) if sha is not None else None
 
     def paths(self, key: str) -> frozenset[str] | None:
         """The file paths of the head's version of skill ``key`` (None if the head holds no such skill)."""
@@ -59,11 +58,11 @@ class Recorder:
         if tree is None:
             return None
         if tree not in self._paths:
-            self._paths[tree] = frozenset(self.brain.snapshots.files(tree))
+            self._paths[tree] = frozenset(self.brain.files(tree))
         return self._paths[tree]
 
     def data(self, files: gs.FileMap) -> dict[str, tuple[bytes, bool]]:
-        read = self.brain.snapshots.read_blob
+        read = self.brain.read_blob
         return {rel: (read(blob), mode == gs.MODE_EXEC) for rel, (mode, blob) in files.items()}
 
     def record(self, p: Pass, take: tuple[str, str] | None) -> None:
@@ -74,7 +73,7 @@ class Recorder:
             p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {},
                                                  None)  # fmt: skip
             return
-        with self.brain.lock.locked():
+        with self.brain.writing():
             self._record_locked(p, take)
 
     @staticmethod
@@ -98,7 +97,7 @@ class Recorder:
 
     def _record_locked(self, p: Pass, take: tuple[str, str] | None) -> None:
         m, head = p.manifest, self.brain.head().skills
-        held = set(p.withheld) | withheld(self.brain.snapshots)  # as the pass began, and as it is now
+        held = set(p.withheld) | self.brain.supply().withheld()  # as the pass began, and as it is now
         found: list[Found] = []
         deletions: list[str] = []
         self._duplicates(p)
@@ -203,12 +202,12 @@ class Recorder:
 
     def _category_files(self) -> dict[str, bytes]:
         """The brain's Hermes category files (``categories/`` without its membership index), kept per tree id."""
-        tree = self.brain.snapshots.categories_tree(self.brain.head())
+        tree = self.brain.categories_tree(self.brain.head())
         if tree is None:
             return {}
         if self._cats is None or self._cats[0] != tree:
             files = th.files_of(self.brain.store, tree)
-            self._cats = (tree, {rel: self.brain.snapshots.read_blob(blob) for rel, (_, blob) in files.items()
+            self._cats = (tree, {rel: self.brain.read_blob(blob) for rel, (_, blob) in files.items()
                                  if rel != CATEGORY_INDEX})  # fmt: skip
         return self._cats[1]
 
@@ -225,13 +224,13 @@ class Recorder:
         if state_of(t_data) != theirs:
             p.changed = True  # changed again while read: the next pass looks again
             return
-        version = self.brain.snapshots.committed(key)[1].version
+        version = self.brain.committed(key)[1].version
 
         def counter(rel: str, data: bytes) -> bytes:
             if rel != SKILL_MD:
                 return data
             with contextlib.suppress(LedgerError, UnicodeDecodeError):
-                return self.brain.versions.doc(head, data.decode()).with_counter(version).encode()
+                return self.brain.version_doc(head, data.decode()).with_counter(version).encode()
             return data
 
         result = merge(self.data(base), self.data(ours), t_data, normalize=counter)
@@ -246,7 +245,8 @@ class Recorder:
         # target's state as recorded, kept as a tree of its own (the store never prunes, so it stays).
         blobs = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.brain.store.write_blob(d)) for rel, (d, x)
                  in t_data.items()}  # fmt: skip
-        p.recording[key]["base_tree"] = self.brain.writer.trees.write(blobs, key)[0].hex()
+        with self.brain.writing() as w:  # held already (record): the tree is written in the same hold
+            p.recording[key]["base_tree"] = w.write_tree(blobs, key)[0].hex()
 
     def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.dirty = True
@@ -281,7 +281,7 @@ class Recorder:
         head = self.brain.head()
         if "on" not in rec:  # journaled by an older ledger: only the head can say
             lt = head.skills.get(key)
-            return lt if lt is not None and self.norm(self.data(self.brain.snapshots.files(lt))) == rec["norm"] \
+            return lt if lt is not None and self.norm(self.data(self.brain.files(lt))) == rec["norm"] \
                 else None  # fmt: skip
         store, on, commit, child = self.brain.store, bytes.fromhex(rec["on"]), head.commit, None
         for _ in range(_LOOKBACK):
@@ -296,7 +296,7 @@ class Recorder:
         if child is None:
             return None  # the head is still the one it was made on
         tree = skills_of(store, store.commit_info(child)[0])[1].get(key)
-        if tree is None or self.norm(self.data(self.brain.snapshots.files(tree))) != rec["norm"]:
+        if tree is None or self.norm(self.data(self.brain.files(tree))) != rec["norm"]:
             return None
         return tree
 
@@ -305,7 +305,7 @@ class Recorder:
         def one(rel: str, data: bytes) -> bytes:
             if rel == SKILL_MD:
                 with contextlib.suppress(LedgerError, UnicodeDecodeError):
-                    return self.brain.versions.doc(self.brain.head(), data.decode()).with_counter(1).encode()
+                    return self.brain.version_doc(self.brain.head(), data.decode()).with_counter(1).encode()
             return data
 
         return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
@@ -320,10 +320,10 @@ class Recorder:
             rec["on"] = on
         self.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
-        with self.brain.acting(p.target.actor, runtime=p.target.runtime, target=evidence):
-            result = self.brain.importer.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
-                                                           moves=moves, category_removals=removals,
-                                                           note=f"recorded from target {p.target.name}")  # fmt: skip
+        with self.brain.writing(p.target.actor, runtime=p.target.runtime, target=evidence) as w:
+            result = w.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
+                                         moves=moves, category_removals=removals,
+                                         note=f"recorded from target {p.target.name}")  # fmt: skip
         for row in result["skills"]:
             if row["status"] == "refused":
                 p.may_replace.discard(row["skill"])

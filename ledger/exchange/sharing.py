@@ -222,7 +222,7 @@ def pull(brain: Brain, remote: str) -> dict[str, Any]:
     The working tree is brought to the new head by the writer's journaled roll-forward; a
     skill with changes not in a snapshot refuses the pull and nothing changes.
     """
-    with brain.locked():
+    with brain.writing():
         local = brain.head().commit.hex()
         merged, receipts = _take(brain, remote)
         to = brain.head().commit.hex()
@@ -264,10 +264,10 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
         _audited(q, remote, (head,) if head is not None else ())
         theirs = (q / "refs" / "heads" / "main").read_text().strip()
         refused = _refuse_refs(q)  # a bad ref beside main is refused whole, named, and main still taken
-        with brain.locked():
+        with brain.writing() as w:
             if head is not None:  # a refusal changes nothing, not even the object store
-                brain.writer.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
-                                               "pull again")  # fmt: skip
+                w.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
+                                    "pull again")  # fmt: skip
             log = _checked_log(store, q, remote, refused)  # a rewritten log is neither taken nor published
             Git(store.git_dir).fetch(str(q), "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")
             try:

@@ -71,7 +71,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
         who = _signer(entry)
         if who is not None:
             outcomes_by[who] = outcomes_by.get(who, 0) + 1
-    trust = brain.evidence._trust()
+    trust = brain.trust()
     per = competence(counted, trust)
     lifted = brain.evidence.lifts(counted)
     roles = trust.active
@@ -213,7 +213,7 @@ def _release_diff(brain: Brain, parent: dict[str, Any] | None,
 def _described(brain: Brain) -> dict[str, tuple[str, str | None]]:
     """Each live skill's description and category, from the head snapshot."""
     try:
-        return brain.reads.described(brain.snapshots.head())
+        return brain.described(brain.head())
     except LedgerError:
         return {}
 

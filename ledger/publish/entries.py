@@ -165,7 +165,7 @@ class Entries:
     # ------------------------------------------------------------------ what is served
 
     def _served(self) -> _Served:
-        head = self.brain.snapshots.head()
+        head = self.brain.head()
         key = (head.commit, gate.enabled(self.brain.config))
         if self._at is not None and self._at[0] == key:
             return self._at[1]
@@ -213,7 +213,7 @@ class Entries:
         """Each served skill's tree, version and snapshot: the head's, less the withheld (the catalog's
         rule), and with the gate on a held skill's newest released version unless it is revoked (else none:
         why goes in ``refused``)."""
-        out = {e.name: _Pick(head.skills[e.name], e.version, head.commit) for e in self.brain.catalog.entries()}
+        out = {e.name: _Pick(head.skills[e.name], e.version, head.commit) for e in self.brain.listing()}
         if not gated:
             return out
         for name, r in gate.releases(self.brain).items():  # the one rule ledger sync projects by, too
@@ -268,7 +268,7 @@ class Entries:
                     continue
 
     def _read_tree(self, name: str, tree_id: bytes) -> _Tree:
-        listing = sorted(self.brain.snapshots.files(tree_id).items(), key=lambda kv: kv[0].encode())
+        listing = sorted(self.brain.files(tree_id).items(), key=lambda kv: kv[0].encode())
         return self._build(name, listing, self.brain.store.read_blobs([sha for _, (_, sha) in listing]))
 
     def _build(self, name: str, listing: list[tuple[str, tuple[int, bytes]]], blobs: list[bytes]) -> _Tree:

@@ -30,6 +30,7 @@ from ledger.supply.review import Files, installed_files, review, upstream_digest
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
+    from ledger.brain.writing import Writing
     from ledger.write.records import Receipt
 
 __all__ = ["Installer", "external", "scanner_spec"]
@@ -120,7 +121,7 @@ class Installer:
 
     def record(self) -> sp.Supply:
         """The head's supply record."""
-        return self.brain.writer.supply()
+        return self.brain.supply()
 
     def entry(self, name: str) -> sp.Entry:
         entry = self.record().skills.get(name)
@@ -184,7 +185,7 @@ class Installer:
             raise SupplyError(f"{name}: {exc.message}; nothing was installed (install --frozen is all or nothing)",
                               hint=exc.hint)  # fmt: skip
         report: list[dict[str, Any]] = []
-        with brain.locked():
+        with brain.writing() as w:
             head = brain.head()
             record = self.record()
             updates: dict[str, gs.FileMap] = {}
@@ -194,7 +195,7 @@ class Installer:
                     report.append(_refusal(cand.name, refused[cand.name]))
                     continue
                 try:
-                    row, record = self._one(cand, head, record, verdicts[cand.name], updates, changes)
+                    row, record = self._one(w, cand, head, record, verdicts[cand.name], updates, changes)
                 except LedgerError as exc:
                     if frozen:
                         raise
@@ -205,10 +206,10 @@ class Installer:
                    "refused": [r["skill"] for r in report if r["status"] == "refused"]}  # fmt: skip
             if not changes:
                 return out
-            receipt = brain.writer.apply("install", updates, changes, note, supply=record)
+            receipt = w.apply("install", updates, changes, note, supply=record)
         return {**out, "commit": receipt.commit, "root": receipt.root, "signer": receipt.signer}
 
-    def _one(self, cand: sources.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
+    def _one(self, w: Writing, cand: sources.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
              updates: dict[str, gs.FileMap], changes: list[gs.Change]) -> tuple[dict[str, Any], sp.Supply]:  # fmt: skip
         """One candidate's row and the record with its entry; ``updates`` and ``changes`` gain its write.
         Raises (changing nothing) when this skill is refused."""
@@ -223,8 +224,8 @@ class Installer:
             raise SupplyError(f"{cand.name!r} is already in this brain ({why}); it was not installed",
                               hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
                               else "rename or delete the brain's own skill first")  # fmt: skip
-        version = brain.writer.first_version(cand.name, head)
-        blobs, counter = self._blobs(head, cand.name, cand.files, version)
+        version = brain.first_version(cand.name, head)
+        blobs, counter = self._blobs(w, head, cand.name, cand.files, version)
         listed = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
         trusted = listed and cand.source.get("type") in VOUCHING
         auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
@@ -249,14 +250,14 @@ class Installer:
             raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); it was not installed",
                               hint="a revoked digest is never installed again: ask its author for a fixed version")
 
-    def _blobs(self, head: Any, name: str, files: Files, version: int,
+    def _blobs(self, w: Writing, head: Any, name: str, files: Files, version: int,
                served: bool = True) -> tuple[gs.FileMap, str | None]:  # fmt: skip
         """The skill's blobs as this brain stores them: byte for byte, with the ledger's counter where
         the brain keeps versions in SKILL.md (docs/lineage.md §4.2); and the served SKILL.md's counter
         line (None: it had none), which the entry records so that the audit can set the installed
         counter aside and hold SKILL.md to its pin (§1.6 rule 6).  A SKILL.md whose counter could not
         be set aside exactly is refused: nothing is installed that the audit could not check."""
-        writer = self.brain.writer
+        brain = self.brain
         writes = dict(files)
         if SKILL_MD not in writes:
             raise SkillError(f"{name} has no {SKILL_MD}")
@@ -264,10 +265,10 @@ class Installer:
             text = writes[SKILL_MD][0].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SkillError(f"{name}/{SKILL_MD} is not valid UTF-8") from exc
-        doc = writer.versions.doc(head, text, limit=writer.limits["skill_md"])
+        doc = brain.version_doc(head, text, limit=brain.limits["skill_md"])
         installed = doc.with_counter(version)
         counter = None
-        if served and writer.versions.record(head) is None:  # the counter lives in SKILL.md
+        if served and brain.version_record(head) is None:  # the counter lives in SKILL.md
             try:  # the source's own counter, if it has one, in a spelling the audit can restore
                 found = frontmatter.counter_line(text)
             except SkillError as exc:
@@ -286,7 +287,7 @@ class Installer:
                                   "('ledger init --versions store',"
                                   " see docs/lineage.md, 'The supply record' and 'Where versions live')")  # fmt: skip
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
-        return writer.trees.blobs(writes, {}, writer.snapshots.held), counter
+        return w.blobs(writes), counter
 
     def _scan(self, files: Files, symlinks: Mapping[str, str | None], vetted: Files | None) -> scanner.Verdict:
         verdict = scanner.scan(files, vetted=vetted, symlinks=symlinks)
@@ -306,10 +307,7 @@ class Installer:
 
     def _address(self) -> str | None:
         """The address that will sign the next snapshot, or None when it will be unsigned."""
-        writer = self.brain.writer
-        key = writer.sealer.key_for(writer.store.trust_at(self.brain.head().snap.tree)[1],
-                                    writer.attribution["actor"])  # fmt: skip
-        return None if isinstance(key, tuple) else key.address
+        return self.brain.signing_address(self.brain.head())
 
     # ------------------------------------------------------------------ approve and revoke
 
@@ -320,7 +318,7 @@ class Installer:
                               hint="a user or curator approves: run 'ledger approve' as the user")
         if override is not None and not override.strip():
             raise SupplyError("--override needs a reason", hint='--override "why this finding is acceptable"')
-        with self.brain.locked():
+        with self.brain.writing() as w:
             record = self.record()
             for name in names:
                 entry = self.entry(name)
@@ -337,8 +335,7 @@ class Installer:
                 record = record.with_entry(name, replace(entry, state=sp.APPROVED, approval=approval))
             actor = self.brain.attribution["actor"]
             with self.brain.acting(actor, reason=override[:200]) if override else contextlib.nullcontext():
-                return self.brain.writer.apply("approve", {}, [], note or "approved " + ", ".join(names),
-                                               supply=record)  # fmt: skip
+                return w.apply("approve", {}, [], note or "approved " + ", ".join(names), supply=record)
 
     def revoke(self, target: str, reason: str, *, note: str = "") -> dict[str, Any]:
         """Revoke a digest (``blake3-tree-v1:…`` or ``sha256:…``), or every skill of ``SOURCE@PIN``."""
@@ -363,7 +360,7 @@ class Installer:
             for pair in found:
                 for digest in pair:
                     digests[digest] = {"reason": reason, "source": url, "pin": pin}
-        with self.brain.locked():
+        with self.brain.writing(self.brain.attribution["actor"], reason=reason[:200]) as w:
             record = self.record()
             fresh = {d: why for d, why in digests.items() if d not in record.revoked}
             if not fresh:  # a revocation never changes once written (docs/lineage.md §1.6 rule 2)
@@ -372,9 +369,7 @@ class Installer:
             revoked = {**record.revoked, **fresh}
             hit = [n for n, e in record.skills.items() if any(d in revoked for d in e.digests())]
             skills = {n: replace(e, state=sp.REVOKED) if n in hit else e for n, e in record.skills.items()}
-            with self.brain.acting(self.brain.attribution["actor"], reason=reason[:200]):
-                receipt = self.brain.writer.apply("revoke", {}, [], note or f"revoked {target}",
-                                                  supply=sp.Supply(skills, revoked))  # fmt: skip
+            receipt = w.apply("revoke", {}, [], note or f"revoked {target}", supply=sp.Supply(skills, revoked))
         return {"revoked": sorted(digests), "skills": hit, "commit": receipt.commit, "signer": receipt.signer}
 
     # ------------------------------------------------------------------ updates
@@ -410,7 +405,7 @@ class Installer:
         self._refuse_revoked(self.record(), cand, blake3, sha256)
         vetted = installed_files(self.brain, name, entry.version)
         current = installed_files(self.brain, name, None)
-        counted = self.brain.writer.versions.record(self.brain.head()) is None
+        counted = self.brain.version_record(self.brain.head()) is None
         plan = review(vetted, current, cand.files, counted=counted)
         verdict = self._scan(cand.files, _links(cand), vetted)
         out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
@@ -425,30 +420,30 @@ class Installer:
                               "edits, then update again")  # fmt: skip
         if not apply:
             return out
-        with self.brain.locked():
+        with self.brain.writing() as w:
             head = self.brain.head()
             now = self.record().skills.get(name)
             if now != entry:
                 raise SupplyError(f"{name}'s pin changed while the update was reviewed; nothing changed",
                                   hint="run the update again")  # fmt: skip
-            version = self.brain.writer.snapshots.committed(name)[1].version + 1 if counted else \
-                (self.brain.writer.versions.record(head) or {}).get(name, 0) + 1  # fmt: skip
+            version = self.brain.committed(name)[1].version + 1 if counted else \
+                (self.brain.version_record(head) or {}).get(name, 0) + 1  # fmt: skip
             # The install writes exactly what the source serves (§1.6 rule 6); local edits kept as a fork
             # follow as an edit of their own, so the lineage shows both and the pin holds.
-            blobs, counter = self._blobs(head, name, cand.files, version)
+            blobs, counter = self._blobs(w, head, name, cand.files, version)
             new = replace(entry, source=cand.source, pin=cand.pin, version=version, blake3=blake3, sha256=sha256,
                           files=per_file, signer=cand.signer, derived_from=cand.derived_from,
                           state=sp.QUARANTINED, verdict=calibration.attach(verdict.to_json()), approval=None,
                           counter=counter)  # fmt: skip
-            receipt = self.brain.writer.apply("install", {name: blobs}, [gs.Change("update", name, version)],
-                                              f"updated {name} from {entry.source['url']}",
-                                              supply=self.record().with_entry(name, new))  # fmt: skip
+            receipt = w.apply("install", {name: blobs}, [gs.Change("update", name, version)],
+                              f"updated {name} from {entry.source['url']}",
+                              supply=self.record().with_entry(name, new))  # fmt: skip
             if plan.forked and dict(plan.files) != dict(cand.files):
                 version += 1
-                forked = self._blobs(self.brain.head(), name, plan.files, version, served=False)[0]
-                receipt = self.brain.writer.apply("edit", {name: forked}, [gs.Change("update", name, version)],
-                                                  f"kept the local edits of {name} ({', '.join(plan.local)}) over "
-                                                  f"the update, merged three ways")  # fmt: skip
+                forked = self._blobs(w, self.brain.head(), name, plan.files, version, served=False)[0]
+                receipt = w.apply("edit", {name: forked}, [gs.Change("update", name, version)],
+                                  f"kept the local edits of {name} ({', '.join(plan.local)}) over "
+                                  f"the update, merged three ways")  # fmt: skip
         return {**out, "applied": True, "version": version, "commit": receipt.commit, "state": sp.QUARANTINED}
 
     # ------------------------------------------------------------------ frozen
@@ -456,7 +451,7 @@ class Installer:
     def verify_frozen(self, *, sources_too: bool = True) -> dict[str, Any]:
         """Every installed skill against its pin: local drift (files named) and whether the source still
         serves the pin byte for byte.  ``ok`` is False on any difference."""
-        counted = self.brain.writer.versions.record(self.brain.head()) is None
+        counted = self.brain.version_record(self.brain.head()) is None
         skills = []
         for name, entry in sorted(self.record().skills.items()):
             row: dict[str, Any] = {"skill": name, "state": entry.state, "pin": entry.pin, "drift": [],

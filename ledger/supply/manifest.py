@@ -218,14 +218,14 @@ def build(brain: Any, name: str, version: int | None = None) -> Manifest:
 
     ``brainLedger.supersedes`` chains each version to the one before it by ``manifestHash``, so the
     manifests of every earlier version are built too, oldest first (one read of each)."""
-    name = brain.reads.resolve(name)  # as 'ledger show' resolves it
+    name = brain.resolve(name)  # as 'ledger show' resolves it
     if version is None:
-        if name not in brain.snapshots.head().skills:
+        if name not in brain.head().skills:
             raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
                                      hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
                                           f"then 'ledger manifest {name}@N'")  # fmt: skip
-        version = brain.snapshots.committed(name)[1].version  # the store's version in a store-mode brain
-    history = brain.reads.history(name)  # refuses a name with no history
+        version = brain.committed(name)[1].version  # the store's version in a store-mode brain
+    history = brain.history(name)  # refuses a name with no history
     written: dict[int, str] = {}
     for row in history:  # newest first: a version written twice is the newest snapshot's, as 'show' reads it
         if row["action"] != "delete":
@@ -246,7 +246,7 @@ def _one(brain: Any, name: str, version: int, commit: str, previous: Manifest | 
     if tree is None:
         raise ManifestError(f"snapshot {commit[:12]} records {name} v{version} but holds no such skill",
                             hint="run 'ledger audit': the lineage is inconsistent")  # fmt: skip
-    listing = brain.snapshots.files(tree)
+    listing = brain.files(tree)
     rels = sorted(listing)
     blobs = store.read_blobs([listing[r][1] for r in rels])
     files = {r: (data, gs.kind_of_mode(listing[r][0], r) == KIND_EXEC) for r, data in zip(rels, blobs, strict=True)}

@@ -52,7 +52,7 @@ def installed_files(brain: Brain, name: str, version: int | None) -> dict[str, t
         tree = brain.head().skills.get(name)
     else:
         try:
-            commit = brain.reads.version_commit(name, version)
+            commit = brain.version_commit(name, version)
         except LedgerError:
             return {}
         tree = skills_of(store, store.commit_info(commit)[0])[1].get(name)

@@ -74,7 +74,7 @@ def _file_changes(old: gs.FileMap | None, new: gs.FileMap | None) -> dict[str, s
 
 
 class Writer:
-    """The one write path of a brain, under its writer lock: a brain *has* one (``brain.writer``).
+    """The one write path of a brain, under its writer lock: a brain *has* one (``brain._writer``).
 
     Every mutation ends in :meth:`apply`; the journal it writes is rolled forward by
     :meth:`settle` when the lock is next taken, or by :meth:`recover`.

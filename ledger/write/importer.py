@@ -32,7 +32,7 @@ CATEGORY_INDEX = ".ledger-categories.json"  # in categories/: {"format": 1, "ski
 
 
 class Importer:
-    """Records a whole collection as one snapshot through the writer: a brain *has* one (``brain.importer``)."""
+    """Records a whole collection as one snapshot through the writer: a brain *has* one (``brain._importer``)."""
 
     def __init__(self, writer: Writer) -> None:
         self.writer = writer

@@ -1,6 +1,6 @@
 """The head snapshot and the skills it records, read from the store with the caches a write needs.
 
-A brain *has* a :class:`Snapshots` (``brain.snapshots``); the writer, the reads and the
+A brain *has* a :class:`Snapshots` (``brain._snapshots``); the writer, the reads and the
 agent-facing parts all read the head through it, so it is loaded, verified and kept in
 one place.  The head's root index is verified against the root its commit records
 before it is used, and saved at close for the next process (ADR 21); a skill tree's
