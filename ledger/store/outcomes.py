@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger._json import MAX_INT, depth, no_constant, unique_keys
-from ledger._json import canonical as jcs
 from ledger.errors import StoreError
+from ledger.protocol.jcs import canonical as jcs
 from ledger.signatures.signing import SignatureError, recover, sign
 
 __all__ = [
@@ -110,7 +110,7 @@ _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*\Z")
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of an outcome record: the project's one JCS writer (:func:`ledger._json.canonical`)."""
+    """RFC 8785 bytes of an outcome record: the project's one JCS writer (:func:`ledger.protocol.jcs.canonical`)."""
     try:
         return jcs(value)
     except ValueError as exc:

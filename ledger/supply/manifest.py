@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger._json import canonical as jcs
 from ledger._json import depth
 from ledger.bundle.hashing import KIND_EXEC, format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError
+from ledger.protocol.jcs import canonical as jcs
 from ledger.signatures import signing
 from ledger.store import gitstore as gs
 from ledger.store.skilltree import skills_of
@@ -86,7 +86,7 @@ def manifest_hash(data: bytes) -> str:
 
 
 def canonical_json(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``, by the project's one JCS writer (:func:`ledger._json.canonical`,
+    """RFC 8785 (JCS) bytes of ``value``, by the project's one JCS writer (:func:`ledger.protocol.jcs.canonical`,
     Trail of Bits' ``rfc8785`` for anything unusual), within the domain a manifest holds:
     objects with string keys, arrays, strings, integers within ±(2**53 - 1), booleans and null.
     A float is refused here (the ledger writes integers only, and a frontmatter float would
