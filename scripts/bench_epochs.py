@@ -51,12 +51,13 @@ def main() -> None:
     ap.add_argument("--out", default="bench-out/epochs.json")
     args = ap.parse_args()
     from ledger.brain import Brain
-    from ledger.chain import anvil, epochlog, epochproof, tlog
+    from ledger.chain import anvil, epochlog, epochproof
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import read_notes, read_receipts
     from ledger.exchange.anchoring import commit_pending, deploy, register
     from ledger.exchange.epochs import anchor_epoch
+    from ledger.protocol import tlog
 
     started = time.perf_counter()
     with scratch_dir(prefix="bench-epochs-") as d:

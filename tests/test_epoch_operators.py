@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochlog, tlog
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.exchange.epochs import anchor_epoch
+from ledger.protocol import tlog
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw, fork_two_operators
 from tests.test_epochs import epochlog_receipts, member

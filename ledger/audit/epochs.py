@@ -21,11 +21,12 @@ from typing import Any
 from ledger.audit.epochevidence import EvidenceRule, check_agent_evidence, check_evidence_receipt
 from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof, tlog
+from ledger.chain import epochevidence, epochlog, epochproof
 from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
+from ledger.protocol import tlog
 from ledger.store import gitstore as gs
 
 __all__ = ["anchored_event", "check_epochs", "replay"]

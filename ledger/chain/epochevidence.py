@@ -6,7 +6,7 @@ gets a receipt whose tlog-proof covers that entry.  An evidence entry is 105 byt
 
     0x02 ‖ agent (uint256 BE) ‖ head (32) ‖ size (uint64 BE) ‖ evidence root (32)
 
-so its length alone tells it from a 104-byte head entry (:mod:`ledger.chain.tlog`), and the
+so its length alone tells it from a 104-byte head entry (:mod:`ledger.protocol.tlog`), and the
 leading tag is checked as well.  ``head`` names the bundle root the evidence is bound to, as
 ``EvidenceCommitted``'s ``head`` does on the direct path (docs/lineage.md §14.7.1): the receipt
 then proves the binding offline, and the log replay checks it is the agent's last head entry.
@@ -18,8 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.chain import epochproof, tlog
+from ledger.chain import epochproof
 from ledger.errors import ChainError
+from ledger.protocol import tlog
 from ledger.store.refs import EVIDENCE_NOTES_REF  # beside refs/notes/ledger-epochs: one note per commit per ref
 
 __all__ = ["EVIDENCE_ENTRY_SIZE", "EVIDENCE_NOTES_REF", "KIND", "TAG", "build", "evidence_entry", "is_evidence",

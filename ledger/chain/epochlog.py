@@ -4,7 +4,7 @@ One commit per epoch (its parent the epoch before), so the log survives restarts
 and fetched like any ref (``git push REMOTE refs/ledger/epochs``), and an auditor replays it
 from a copy.  Each commit's tree holds two files:
 
-- ``entries``: every entry so far, 104 bytes each (:func:`ledger.chain.tlog.entry`), in log order;
+- ``entries``: every entry so far, 104 bytes each (:func:`ledger.protocol.tlog.entry`), in log order;
   or, once the log holds an evidence entry (105 bytes, :mod:`ledger.chain.epochevidence`),
   ``entries-v2`` instead: each entry preceded by its length as one byte (104 or 105), so a
   reader that knows only heads refuses the log rather than misreading it;
@@ -27,8 +27,8 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.chain.epochevidence import EVIDENCE_ENTRY_SIZE, parse_item
-from ledger.chain.tlog import ENTRY_SIZE, leaf_hash
 from ledger.errors import ChainError
+from ledger.protocol.tlog import ENTRY_SIZE, leaf_hash
 from ledger.store.gitstore import MODE_FILE, GitStore
 from ledger.store.refs import EPOCH_NOTES_REF, EPOCHS_REF
 

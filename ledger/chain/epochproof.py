@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger._json import unique_keys
-from ledger.chain import notes, tlog
+from ledger.chain import notes
 from ledger.errors import ChainError
+from ledger.protocol import tlog
 
 __all__ = ["KIND", "MAX_RECEIPT", "build", "parse_receipt", "verify_offline", "verify_signed"]
 

@@ -3,7 +3,7 @@ and the consistency proof from the anchored prefix.
 
 The log's entries (signed outcome records) live in the snapshot's top tree, ``evidence/``, beside
 the bundle (:mod:`ledger.store.evidence` reads them, in log order).  What goes on chain is the
-RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.chain.tlog`): the same tree as the
+RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.protocol.tlog`): the same tree as the
 epoch log, so the registry checks append-only with the verifier it already has.  Shared by the
 anchoring (what to send) and the audit (what the chain's events must match).
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ledger.chain.tlog import Tree, leaf_hash
 from ledger.errors import ChainError
+from ledger.protocol.tlog import Tree, leaf_hash
 from ledger.store import gitstore as gs
 from ledger.store.evidence import EVIDENCE, read_entries
 

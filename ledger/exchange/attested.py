@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from ledger._env import child_env
 from ledger._json import depth, unique_keys
-from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest
 from ledger.bundle.merkle import file_digest, tree_of
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
+from ledger.protocol.bundlehash import KIND_EXEC, KIND_FILE, Digest
 from ledger.protocol.jcs import canonical as jcs
 from ledger.signatures import siblings, signing
 from ledger.store import gitstore as gs

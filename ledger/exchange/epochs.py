@@ -21,7 +21,7 @@ from ledger._faults import crashpoint
 from ledger.audit.epochs import anchored_event
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof, notes, tlog
+from ledger.chain import epochevidence, epochlog, epochproof, notes
 from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
 from ledger.chain.config import ChainConfig
 from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
@@ -30,6 +30,7 @@ from ledger.chain.receipts import anchored, read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.exchange.anchoring import _account, _check_roots
+from ledger.protocol import tlog
 from ledger.signatures.siblings import ed25519_key
 
 __all__ = ["EpochResult", "anchor_epoch"]

@@ -7,7 +7,7 @@ chunk from one to :data:`CHUNK`.  Appending rewrites the last chunk and adds new
 outcome costs one blob of at most a chunk, never the whole log.  Anything else under
 ``evidence/`` is refused: one log has one tree.
 
-The log's root is the RFC 9162 tree hash of its entries (:mod:`ledger.chain.tlog`); this
+The log's root is the RFC 9162 tree hash of its entries (:mod:`ledger.protocol.tlog`); this
 module only reads and writes the bytes.
 """
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger._json import depth
-from ledger.bundle.hashing import KIND_EXEC, format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError
+from ledger.protocol.bundlehash import KIND_EXEC, format_root
 from ledger.protocol.jcs import canonical as jcs
 from ledger.signatures import signing
 from ledger.store import gitstore as gs
