@@ -29,7 +29,8 @@ import os
 from pathlib import Path
 
 from ledger.bundle import render
-from ledger.store.refs import BRANCH, NOTES_REF, PENDING_CACHE, REGRESSIONS_CACHE, pending_key
+from ledger.protocol.refs import BRANCH, NOTES_REF
+from ledger.store.refs import PENDING_CACHE, REGRESSIONS_CACHE, pending_key
 
 __all__ = ["answer"]
 

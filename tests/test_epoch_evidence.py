@@ -20,12 +20,12 @@ import pytest
 from ledger.brain import Brain
 from ledger.chain import epochevidence, epochlog, epochproof
 from ledger.chain.config import ChainConfig
-from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, StoreError
 from ledger.protocol import tlog
+from ledger.protocol.refs import EVIDENCE_NOTES_REF
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw
 from tests.test_epochs import anchor, audit, member

@@ -157,7 +157,7 @@ def _check_receipts(
 ) -> None:
     """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
     claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
-    from ledger.chain.receipts import UNVERIFIED_REF
+    from ledger.protocol.refs import UNVERIFIED_REF
 
     chk = report.check("chain.receipts")
     receipts = {**read_receipts(store, UNVERIFIED_REF), **read_receipts(store)}

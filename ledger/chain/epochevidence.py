@@ -21,9 +21,8 @@ from typing import Any
 from ledger.chain import epochproof
 from ledger.errors import ChainError
 from ledger.protocol import tlog
-from ledger.store.refs import EVIDENCE_NOTES_REF  # beside refs/notes/ledger-epochs: one note per commit per ref
 
-__all__ = ["EVIDENCE_ENTRY_SIZE", "EVIDENCE_NOTES_REF", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
+__all__ = ["EVIDENCE_ENTRY_SIZE", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
            "parse_evidence_entry", "parse_item", "verify_offline"]  # fmt: skip
 
 TAG = 0x02
@@ -93,7 +92,7 @@ def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
         f"0x{agent:064x}", "0x" + head.hex(), ev_size, "0x" + ev_root.hex()
     ):
         raise ChainError("the proof's entry is not the receipt's agent, head, size and evidence root")
-    tlog.verify_inclusion(index, size, tlog.leaf_hash(extra), path, tree_root)
+    epochproof.included(index, size, extra, path, tree_root)
     return {"operator": doc["operator"], "epoch": doc["epoch"], "size": size, "tree_root": tree_root,
             "index": index, "agent": agent, "head": head, "evidence_size": ev_size,
             "evidence_root": ev_root}  # fmt: skip

@@ -28,11 +28,11 @@ from typing import Any
 from ledger._env import child_env
 from ledger.chain.epochevidence import EVIDENCE_ENTRY_SIZE, parse_item
 from ledger.errors import ChainError
+from ledger.protocol.refs import EPOCHS_REF
 from ledger.protocol.tlog import ENTRY_SIZE, leaf_hash
 from ledger.store.gitstore import MODE_FILE, GitStore
-from ledger.store.refs import EPOCH_NOTES_REF, EPOCHS_REF
 
-__all__ = ["ENTRIES_V2", "EPOCHS_REF", "EPOCH_NOTES_REF", "EpochLog", "decode_entries", "encode_entries",
+__all__ = ["ENTRIES_V2", "EpochLog", "decode_entries", "encode_entries",
            "read_at", "read_local", "read_remote", "save"]  # fmt: skip
 
 _MAX_ENTRIES = 1 << 24

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ledger.errors import ChainError
+from ledger.errors import ChainError, ProofError
 from ledger.protocol.tlog import Tree, leaf_hash
 from ledger.store import gitstore as gs
 from ledger.store.evidence import EVIDENCE, read_entries
@@ -54,7 +54,10 @@ class EvidenceLog:
 
     def consistency(self, first: int) -> list[bytes]:
         """The RFC 9162 proof from the first ``first`` entries to the whole log ([] for ``first`` 0)."""
-        return self.tree.consistency(first) if first else []
+        try:
+            return self.tree.consistency(first) if first else []
+        except ProofError as exc:  # a size past the log: refused as the chain's record it is asked for
+            raise ChainError(exc.message, hint=exc.hint) from exc
 
     def as_json(self) -> dict[str, object]:
         return {"size": self.size, "root": "0x" + self.root.hex() if self.size else None}

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from ledger._env import child_env
+from ledger.protocol.refs import NOTES_REF
 from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
-from ledger.store.refs import NOTES_REF, PENDING_CACHE, UNVERIFIED_REF, pending_key
+from ledger.store.refs import PENDING_CACHE, pending_key
 
 __all__ = [
-    "NOTES_REF",
-    "UNVERIFIED_REF",
     "anchored",
     "join_receipts",
     "local_pending",

@@ -31,6 +31,7 @@ from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.exchange.anchoring import _account, _check_roots
 from ledger.protocol import tlog
+from ledger.protocol.refs import EPOCH_NOTES_REF, EVIDENCE_NOTES_REF
 from ledger.signatures.siblings import ed25519_key
 
 __all__ = ["EpochResult", "anchor_epoch"]
@@ -113,7 +114,7 @@ def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], 
                   if epochevidence.is_evidence(e) and epochevidence.parse_evidence_entry(e)[0] == agent}  # fmt: skip
         if not wanted:
             continue
-        have = read_notes(brain.store, epochevidence.EVIDENCE_NOTES_REF)
+        have = read_notes(brain.store, EVIDENCE_NOTES_REF)
         held = {}  # entry → commit, for receipts this log vouches for
         for commit, note in have.items():
             if _vouched(note, log, location, reg, from_block, epochevidence.verify_offline):
@@ -135,7 +136,7 @@ def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], 
                     break
         if docs:
             with brain.locked():
-                write_receipts(brain.store, docs, ref=epochevidence.EVIDENCE_NOTES_REF)
+                write_receipts(brain.store, docs, ref=EVIDENCE_NOTES_REF)
             given.add(str(brain.root))
     return given
 
@@ -152,14 +153,14 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
     tree, index = tlog.Tree([tlog.leaf_hash(e) for e in entries]), {e: i for i, e in enumerate(entries)}
     given: set[str] = set()
     for brain, items in brains:
-        have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
+        have = read_notes(brain.store, EPOCH_NOTES_REF)
         docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
                                               location)
                 for snap, item in items
                 if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)}  # fmt: skip
         if docs:
             with brain.locked():
-                write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
+                write_receipts(brain.store, docs, ref=EPOCH_NOTES_REF)
             given.add(str(brain.root))
     return given
 

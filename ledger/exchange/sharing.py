@@ -26,8 +26,6 @@ from typing import Any
 from ledger._env import child_env
 from ledger.brain import Brain
 from ledger.chain.receipts import (
-    NOTES_REF,
-    UNVERIFIED_REF,
     join_receipts,
     note_problems,
     notes_of,
@@ -37,11 +35,11 @@ from ledger.chain.receipts import (
     write_receipts,
 )
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.refs import BRANCH, EPOCHS_REF, NOTES_REF, PUBLISHED, UNVERIFIED_REF
+from ledger.protocol.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
+from ledger.protocol.refs import EPOCHS_REF as _EPOCH_LOG
+from ledger.protocol.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 from ledger.store import gitstore as gs
-from ledger.store.refs import BRANCH, EPOCHS_REF, PUBLISHED
-from ledger.store.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
-from ledger.store.refs import EPOCHS_REF as _EPOCH_LOG
-from ledger.store.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
@@ -91,7 +89,7 @@ def _remote_refs(remote: str) -> dict[str, str]:
 
 def _fetch_into(git_dir: Path, remote: str) -> None:
     refs = _remote_refs(remote)
-    if "refs/heads/main" not in refs:
+    if BRANCH not in refs:
         raise StoreError(f"{remote!r} holds no brain (it has no 'main' branch of snapshots)")
     specs = [s for s in _FETCH if s.split(":")[1] in refs]
     _git(git_dir, "-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", remote,
@@ -184,7 +182,7 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
     receipts: dict[str, Any] = {}
     for _attempt in range(max(1, attempts)):
         refs = _remote_refs(remote)  # no lock held while the network is used: writers go on
-        theirs = refs.get("refs/heads/main")
+        theirs = refs.get(BRANCH)
         ours_notes = store.read_ref(NOTES_REF)
         notes_moved = NOTES_REF in refs and refs[NOTES_REF] != (ours_notes.hex() if ours_notes else None)
         notes_moved = notes_moved or epochsync.differs(store, refs)

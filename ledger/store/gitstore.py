@@ -29,6 +29,7 @@ from pathlib import Path
 from ledger._env import child_env
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
+from ledger.protocol.refs import BRANCH
 from ledger.signatures import trust as trustset
 from ledger.store import commitsig
 from ledger.store.messages import (  # re-exported: the store reads and writes these
@@ -58,7 +59,6 @@ from ledger.store.objectdb import (  # re-exported: callers name them as the sto
     mode_of_kind,
     parse_tree,
 )
-from ledger.store.refs import BRANCH
 
 __all__ = [
     "ACTORS",
