@@ -24,8 +24,8 @@ from blake3 import blake3
 from ledger.brain import Brain
 from ledger.exchange import intoto, oms
 from ledger.exchange.attested import AttestationError, Attested, canonical, key_id, p256_pem, sslib_key_id
+from ledger.protocol.messages import Snapshot
 from ledger.signatures.siblings import P256, Siblings
-from ledger.store.messages import Snapshot
 from tests.conftest import run_ledger
 from tests.venvs import venv_python
 

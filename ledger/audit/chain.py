@@ -20,6 +20,7 @@ from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_l
 from ledger.chain.identity import check_registry_code
 from ledger.chain.receipts import read_receipts
 from ledger.errors import ChainError
+from ledger.protocol.refs import UNVERIFIED_REF
 from ledger.store import gitstore as gs
 
 __all__ = ["check_chain"]
@@ -157,8 +158,6 @@ def _check_receipts(
 ) -> None:
     """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
     claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
-    from ledger.protocol.refs import UNVERIFIED_REF
-
     chk = report.check("chain.receipts")
     receipts = {**read_receipts(store, UNVERIFIED_REF), **read_receipts(store)}
     mine = (reg.address.lower(), report.chain["agent"] if report.chain else "")

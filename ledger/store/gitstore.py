@@ -11,7 +11,7 @@ is what the snapshot holds.
 
 The object database (the cat-file reader, loose and bulk writes, git's tree and mode formats) is
 :mod:`ledger.store.objectdb`, which :class:`GitStore` composes; the commit message grammar (subject,
-note, ``Ledger-*`` trailers) is :mod:`ledger.store.messages`.  Their names are re-exported here,
+note, ``Ledger-*`` trailers) is :mod:`ledger.protocol.messages`.  Their names are re-exported here,
 where the store reads and writes them.  This module holds the repository itself: refs, commits,
 snapshots and the records of a snapshot's top tree.
 """
@@ -29,10 +29,7 @@ from pathlib import Path
 from ledger._env import child_env
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
-from ledger.protocol.refs import BRANCH
-from ledger.signatures import trust as trustset
-from ledger.store import commitsig
-from ledger.store.messages import (  # re-exported: the store reads and writes these
+from ledger.protocol.messages import (  # re-exported: the store reads and writes these
     ACTORS,
     EVIDENCE,
     OPERATIONS,
@@ -45,6 +42,9 @@ from ledger.store.messages import (  # re-exported: the store reads and writes t
     parse_trailers,
     split_note,
 )
+from ledger.protocol.refs import BRANCH
+from ledger.signatures import trust as trustset
+from ledger.store import commitsig
 from ledger.store.objectdb import (  # re-exported: callers name them as the store's
     MODE_DIR,
     MODE_EXEC,

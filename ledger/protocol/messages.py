@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ledger.bundle.merkle import format_root, parse_root
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.bundlehash import format_root, parse_root
 
 __all__ = [
     "ACTORS",
