@@ -61,7 +61,7 @@ def resign(msg: Message, key: bytes, parent: str | None, tree: Tree) -> Message:
     from eth_account import Account
     from eth_account.messages import encode_typed_data
 
-    from ledger.signatures.signing import typed_data
+    from ledger.protocol.signing import typed_data
 
     text = re.sub(r"^Ledger-Signature: .*\n", "", msg, flags=re.M)
     root = bytes.fromhex(re.search(r"^Ledger-Root: blake3-tree-v1:([0-9a-f]{64})$", text, re.M).group(1))

@@ -21,9 +21,10 @@ from ledger._env import child_env
 from ledger._json import depth, unique_keys
 from ledger.bundle.merkle import file_digest, tree_of
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
+from ledger.protocol import signing
 from ledger.protocol.bundlehash import KIND_EXEC, KIND_FILE, Digest
 from ledger.protocol.jcs import canonical as jcs
-from ledger.signatures import siblings, signing
+from ledger.signatures import siblings
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of

@@ -232,7 +232,7 @@ def format_message(
     which is how ``verify`` checks every trailer.  ``nonce`` (genesis only) makes two
     brains created in the same second distinct, and so their registration salts.
     ``keys`` are ``Ledger-Key`` trailer values (:mod:`ledger.signatures.trust`); ``signature`` is
-    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.signatures.signing`), after
+    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.protocol.signing`), after
     the ``Ledger-Sibling`` keys it certifies (:mod:`ledger.signatures.siblings`).
     """
     if len(changes) == 1:

@@ -26,9 +26,9 @@ from typing import Any
 from ledger._json import depth
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError
+from ledger.protocol import signing
 from ledger.protocol.bundlehash import KIND_EXEC, format_root
 from ledger.protocol.jcs import canonical as jcs
-from ledger.signatures import signing
 from ledger.store import gitstore as gs
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record, skill_blake3
@@ -80,7 +80,7 @@ class Manifest:
 
 def manifest_hash(data: bytes) -> str:
     """ERC-8239's ``manifestHash``: ``keccak256`` of the manifest's bytes, as ``0x`` and 64 lowercase hex."""
-    from sha3 import keccak_256  # safe-pysha3, the signer's own keccak (ledger.signatures.signing)
+    from sha3 import keccak_256  # safe-pysha3, the signer's own keccak (ledger.protocol.signing)
 
     return "0x" + keccak_256(data).hexdigest()
 
