@@ -25,7 +25,7 @@ from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, StoreError
 from ledger.protocol import tlog
-from ledger.protocol.refs import EVIDENCE_NOTES_REF
+from ledger.protocol.refs import EPOCHS_REF, EVIDENCE_NOTES_REF
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw
 from tests.test_epochs import anchor, audit, member
@@ -180,7 +180,7 @@ def test_two_brains_outcomes_in_one_epoch(tmp_path: Path, chained: Brain) -> Non
         assert code == 0 and chk["ok"] and "1 evidence receipt(s)" in chk["summary"], chk
     # the log is stored as entries-v2 and read back the same
     git = ["git", f"--git-dir={operator.store.git_dir}"]
-    files = subprocess.run([*git, "ls-tree", "--name-only", epochlog.EPOCHS_REF], capture_output=True, text=True,
+    files = subprocess.run([*git, "ls-tree", "--name-only", EPOCHS_REF], capture_output=True, text=True,
                            check=True).stdout.split()  # fmt: skip
     assert files == ["entries-v2", "log.json"]
     assert epochlog.read_remote(str(operator.root)).entries == log.entries

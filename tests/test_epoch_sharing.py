@@ -247,7 +247,7 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     s = snaps[-1]
     planted = _forged(agent, len(snaps), snaps[-2].root, s.root)
     assert epochproof.verify_offline(planted)
-    write_receipts(p.store, {s.commit: planted}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(p.store, {s.commit: planted}, ref=EPOCH_NOTES_REF)
     assert run_ledger("--brain", str(p.root), "push", str(remote)).returncode == 0
     pulled = run_ledger("--brain", str(a.root), "pull", str(remote))
     assert pulled.returncode == 0 and "refused an epoch receipt" in pulled.stderr, pulled.stderr

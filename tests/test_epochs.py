@@ -22,6 +22,7 @@ from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import ChainError, ProofError
 from ledger.protocol import tlog
+from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
 from tests.conftest import run_ledger
 from tests.tamper import fork_operator
 
@@ -261,7 +262,7 @@ def test_anchor_two_epochs_receipts_and_audit(tmp_path: Path, chained: Brain) ->
 def epochlog_receipts(b: Brain) -> dict[str, dict[str, Any]]:
     from ledger.chain.receipts import read_notes
 
-    return {c: json.loads(d) for c, d in read_notes(b.store, epochlog.EPOCH_NOTES_REF).items()}
+    return {c: json.loads(d) for c, d in read_notes(b.store, EPOCH_NOTES_REF).items()}
 
 
 @pytest.mark.chain
@@ -293,7 +294,7 @@ def test_an_operator_hiding_an_epoch_fails_the_audit(tmp_path: Path, chained: Br
     assert anchor(operator, a)[0] == 0
     published = epochlog.read_local(operator.store).commit
     fork_operator(operator, a)
-    operator.store.move_ref(epochlog.EPOCHS_REF, published, epochlog.read_local(operator.store).commit)
+    operator.store.move_ref(EPOCHS_REF, published, epochlog.read_local(operator.store).commit)
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and "holds 1 epoch(s) but the chain 2" in chk["summary"], chk
@@ -352,7 +353,7 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     a = member(tmp_path, operator, "a")
     assert anchor(operator, a)[0] == 0
     commit, doc = next(iter(epochlog_receipts(a).items()))
-    write_receipts(a.store, {commit: dict(doc, tx="0x" + "ee" * 32)}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(a.store, {commit: dict(doc, tx="0x" + "ee" * 32)}, ref=EPOCH_NOTES_REF)
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk
@@ -365,7 +366,7 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     # of another operator and registry on the snapshot: the operator's log anchors it, its receipt wins
     respelled = dict(doc, tx="0x" + "ee" * 32, operator=doc["operator"].lower())
     epochproof.verify_offline(respelled)
-    write_receipts(a.store, {commit: respelled}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(a.store, {commit: respelled}, ref=EPOCH_NOTES_REF)
     assert anchor(operator, a)[0] == 0
     assert epochlog_receipts(a)[commit] == doc and audit(a)[0] == 0
 
@@ -383,7 +384,7 @@ def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained
     assert {r["log"] for r in epochlog_receipts(a).values()} == {str(remote)}
     code, report = audit(a)  # not pushed yet: the log cannot be replayed
     assert code == 1 and "cannot be replayed" in report["checks"]["chain.epochs"]["summary"]
-    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), epochlog.EPOCHS_REF],
+    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF],
                    check=True)  # fmt: skip
     assert epochlog.read_remote(str(remote)).entries == epochlog.read_local(operator.store).entries
     code, report = audit(a)
