@@ -15,7 +15,7 @@ Figures (transaction level: 21,000 intrinsic and calldata included, from the rec
 ``epochs``: each epoch's heads, gas and gas per head, beside ``direct_commit_gas``, one
 steady-state single-root ``commit`` of a real brain on the same registry (the issue's figure,
 36,448, predates ADR 29's cheaper event); ``verify_receipt_us``: the median over
-``--repeat`` runs of :func:`ledger.chain.epochproof.verify_offline` on a real brain's receipt
+``--repeat`` runs of :func:`ledger.protocol.epochproof.verify_offline` on a real brain's receipt
 (the key certification's secp256k1 recovery, the checkpoint's Ed25519 signature, the inclusion
 proof), in microseconds; the target is 1 ms.
 
@@ -51,13 +51,13 @@ def main() -> None:
     ap.add_argument("--out", default="bench-out/epochs.json")
     args = ap.parse_args()
     from ledger.brain import Brain
-    from ledger.chain import anvil, epochproof
+    from ledger.chain import anvil
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import read_notes, read_receipts
     from ledger.exchange.anchoring import commit_pending, deploy, register
     from ledger.exchange.epochs import anchor_epoch
-    from ledger.protocol import tlog
+    from ledger.protocol import epochproof, tlog
     from ledger.protocol.refs import EPOCH_NOTES_REF
 
     started = time.perf_counter()

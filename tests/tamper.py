@@ -620,12 +620,12 @@ def anchor_raw(operator: Any, entries: list[bytes], message: str) -> None:
     """Append ``entries`` to the operator brain's log as they are (no compare-and-swap, no receipt), anchor
     that epoch with the dev key and publish it: what a dishonest operator can do, since the chain checks
     only that the log grew."""
-    from ledger.chain import epochlog, notes
+    from ledger.chain import epochlog
     from ledger.chain.abi import call_data
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME, load_account
     from ledger.chain.registry import Registry
-    from ledger.protocol import tlog
+    from ledger.protocol import notes, tlog
     from ledger.signatures.siblings import ed25519_key
 
     cfg = ChainConfig.of(operator)

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochevidence, epochlog, epochproof
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, StoreError
-from ledger.protocol import tlog
+from ledger.protocol import epochevidence, epochproof, tlog
 from ledger.protocol.refs import EPOCHS_REF, EVIDENCE_NOTES_REF
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw
@@ -72,7 +72,7 @@ def test_worked_example_vector() -> None:
 
 
 def notes_sign(v: dict[str, Any], root: bytes, key: Any) -> str:
-    from ledger.chain import notes
+    from ledger.protocol import notes
 
     origin = notes.origin_of(v["chain_id"], v["registry"], v["operator"])
     return notes.sign_note(notes.checkpoint_text(origin, 4, root), origin, key)

@@ -213,9 +213,10 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     """A hostile peer plants, on its new snapshot, an epoch receipt of another registry signed by a key of its
     own (it verifies offline); a pull whose chain is up refuses it, and the operator's next anchor writes the
     snapshot's real receipt (review of issue 37, finding 3)."""
-    from ledger.chain import epochproof, keys, notes
-    from ledger.chain.receipts import anchored, write_receipts
-    from ledger.protocol import tlog
+    from ledger.chain import keys
+    from ledger.chain.receipts import write_receipts
+    from ledger.protocol import epochproof, notes, tlog
+    from ledger.protocol.receipts import anchored
     from ledger.signatures.siblings import ed25519_key
     from tests.test_epochs import anchor, audit, epochlog_receipts, member
 

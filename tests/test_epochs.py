@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochlog, epochproof, notes
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import ChainError, ProofError
-from ledger.protocol import tlog
+from ledger.protocol import epochproof, notes, tlog
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
 from tests.conftest import run_ledger
 from tests.tamper import fork_operator

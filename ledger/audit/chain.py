@@ -20,6 +20,7 @@ from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_l
 from ledger.chain.identity import check_registry_code
 from ledger.chain.receipts import read_receipts
 from ledger.errors import ChainError
+from ledger.protocol.receipts import anchored
 from ledger.protocol.refs import UNVERIFIED_REF
 from ledger.store import gitstore as gs
 
@@ -44,7 +45,6 @@ def check_chain(
 ) -> bool:
     """Every ``chain.*`` check; False (``chain.code`` failed, nothing else read) when the contract at
     ``registry`` is not a BrainRegistry this ledger knows: its answers would prove nothing."""
-    from ledger.chain.receipts import anchored
     from ledger.chain.registry import ZERO, Registry
 
     timeline_at = {s.commit: i for i, s in enumerate(snaps)}

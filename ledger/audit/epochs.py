@@ -1,6 +1,6 @@
 """``chain.epochs``: a brain's epoch receipts, and every log that may anchor its agent, against the chain.
 
-Each receipt (``refs/notes/ledger-epochs``) is checked offline (:mod:`ledger.chain.epochproof`),
+Each receipt (``refs/notes/ledger-epochs``) is checked offline (:mod:`ledger.protocol.epochproof`),
 sits on the anchored snapshot its seq names, and names an epoch the registry holds with the
 checkpoint's size and root, by an operator that may commit for this agent.  Then the log of every
 *operator of the agent* (every address ever its owner or a committer, and every receipt's operator,
@@ -21,12 +21,12 @@ from typing import Any
 from ledger.audit.epochevidence import EvidenceRule, check_agent_evidence, check_evidence_receipt
 from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof
+from ledger.chain import epochlog
 from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
 from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
-from ledger.protocol import tlog
+from ledger.protocol import epochevidence, epochproof, tlog
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF
 from ledger.store import gitstore as gs
 

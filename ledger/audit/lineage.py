@@ -45,8 +45,9 @@ from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
 from ledger.audit.walk import Walked, walk
 from ledger.bundle.merkle import DirNode, file_entries, format_root, read_tree
-from ledger.chain.receipts import note_problems, parse_note, positions, read_notes
+from ledger.chain.receipts import read_notes
 from ledger.errors import AuditError, LedgerError, StoreError
+from ledger.protocol.receipts import note_problems, parse_note, positions
 from ledger.protocol.refs import NOTES_REF, UNVERIFIED_REF
 from ledger.signatures.siblings import SIBLING_TRAILER
 from ledger.signatures.trust import check_address

@@ -27,10 +27,11 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.audit.verdicts import Report
-from ledger.chain import epochevidence, epochlog, epochproof
+from ledger.chain import epochlog
 from ledger.chain.evidencelog import log_of
-from ledger.chain.receipts import anchored, note_problems, parse_note, positions
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol import epochevidence, epochproof
+from ledger.protocol.receipts import anchored, note_problems, parse_note, positions
 from ledger.protocol.refs import (
     BRANCH,
     EPOCH_NOTES_REF,

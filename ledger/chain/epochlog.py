@@ -5,7 +5,7 @@ and fetched like any ref (``git push REMOTE refs/ledger/epochs``), and an audito
 from a copy.  Each commit's tree holds two files:
 
 - ``entries``: every entry so far, 104 bytes each (:func:`ledger.protocol.tlog.entry`), in log order;
-  or, once the log holds an evidence entry (105 bytes, :mod:`ledger.chain.epochevidence`),
+  or, once the log holds an evidence entry (105 bytes, :mod:`ledger.protocol.epochevidence`),
   ``entries-v2`` instead: each entry preceded by its length as one byte (104 or 105), so a
   reader that knows only heads refuses the log rather than misreading it;
 - ``log.json``: the origin, the chain and operator, the checkpoint key and its certification,
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger._env import child_env
-from ledger.chain.epochevidence import EVIDENCE_ENTRY_SIZE, parse_item
 from ledger.errors import ChainError
+from ledger.protocol.epochevidence import EVIDENCE_ENTRY_SIZE, parse_item
 from ledger.protocol.refs import EPOCHS_REF
 from ledger.protocol.tlog import ENTRY_SIZE, leaf_hash
 from ledger.store.gitstore import MODE_FILE, GitStore

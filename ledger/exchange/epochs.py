@@ -2,7 +2,7 @@
 
 A service that takes brains: the operator brain (its chain config and key send the
 transaction; its store keeps the log, :mod:`ledger.chain.epochlog`) and the brains whose
-heads it anchors (each gets epoch receipts, :mod:`ledger.chain.epochproof`).  The log is
+heads it anchors (each gets epoch receipts, :mod:`ledger.protocol.epochproof`).  The log is
 cumulative and append-only: each agent's entries are its anchored lineage from seq 1, in
 order (the anchoring rule of :func:`ledger.chain.receipts.anchored`), so an entry's parent is
 the agent's entry before it.  That compare-and-swap is checked here, off chain; the chain
@@ -21,16 +21,17 @@ from ledger._faults import crashpoint
 from ledger.audit.epochs import anchored_event
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof, notes
+from ledger.chain import epochlog
 from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
 from ledger.chain.config import ChainConfig
 from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource
-from ledger.chain.receipts import anchored, read_notes, write_receipts
+from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.exchange.anchoring import _account, _check_roots
-from ledger.protocol import tlog
+from ledger.protocol import epochevidence, epochproof, notes, tlog
+from ledger.protocol.receipts import anchored
 from ledger.protocol.refs import EPOCH_NOTES_REF, EVIDENCE_NOTES_REF
 from ledger.signatures.siblings import ed25519_key
 

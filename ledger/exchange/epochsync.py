@@ -28,9 +28,10 @@ from ledger.audit.epochs import anchored_event
 from ledger.audit.refs import epoch_receipt, evidence_receipt, log_keeps
 from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
+from ledger.chain.receipts import join_receipts, notes_of, read_notes
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, LedgerError, StoreError
+from ledger.protocol.receipts import anchored
 from ledger.protocol.refs import BRANCH, EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF
 from ledger.protocol.refs import INCOMING_EPOCH_EVIDENCE as _INCOMING_EVIDENCE
 from ledger.protocol.refs import INCOMING_EPOCH_NOTES as _INCOMING_NOTES

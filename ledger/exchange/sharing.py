@@ -25,16 +25,9 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.brain import Brain
-from ledger.chain.receipts import (
-    join_receipts,
-    note_problems,
-    notes_of,
-    parse_note,
-    positions,
-    read_notes,
-    write_receipts,
-)
+from ledger.chain.receipts import join_receipts, notes_of, read_notes, write_receipts
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.receipts import note_problems, parse_note, positions
 from ledger.protocol.refs import BRANCH, EPOCHS_REF, NOTES_REF, PUBLISHED, UNVERIFIED_REF
 from ledger.protocol.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
 from ledger.protocol.refs import EPOCHS_REF as _EPOCH_LOG

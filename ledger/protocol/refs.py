@@ -12,7 +12,7 @@ __all__ = ["BRANCH", "EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "INC
 BRANCH = "refs/heads/main"  # the lineage
 NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.chain.receipts), as git notes
 EPOCH_NOTES_REF = "refs/notes/ledger-epochs"  # each brain's epoch receipts (ledger.chain.epochlog)
-EVIDENCE_NOTES_REF = "refs/notes/ledger-epoch-evidence"  # its evidence epoch receipts (ledger.chain.epochevidence)
+EVIDENCE_NOTES_REF = "refs/notes/ledger-epoch-evidence"  # its evidence epoch receipts (ledger.protocol.epochevidence)
 EPOCHS_REF = "refs/ledger/epochs"  # an operator's epoch log (ledger.chain.epochlog)
 UNVERIFIED_REF = "refs/notes/ledger-chain-unverified"  # receipts from elsewhere not yet checked against a chain
 # Every ref a copy publishes (push) and takes (pull, clone), each checked on arrival and by a guarded

@@ -18,9 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.chain import epochproof
 from ledger.errors import ChainError
-from ledger.protocol import tlog
+from ledger.protocol import epochproof, tlog
 
 __all__ = ["EVIDENCE_ENTRY_SIZE", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
            "parse_evidence_entry", "parse_item", "verify_offline"]  # fmt: skip

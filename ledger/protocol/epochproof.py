@@ -16,9 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger._json import unique_keys
-from ledger.chain import notes
 from ledger.errors import ChainError, ProofError
-from ledger.protocol import tlog
+from ledger.protocol import notes, tlog
 
 __all__ = ["KIND", "MAX_RECEIPT", "build", "included", "parse_receipt", "verify_offline", "verify_signed"]
 
