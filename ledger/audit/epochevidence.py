@@ -16,10 +16,11 @@ from typing import Any
 
 from ledger.audit.verdicts import Check
 from ledger.bundle.merkle import format_root
-from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.errors import LedgerError
 from ledger.protocol import epochevidence
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
 from ledger.store import gitstore as gs
+from ledger.store.evidence import log_of
 
 __all__ = ["EvidenceRule", "check_agent_evidence", "check_evidence_receipt", "snapshot_log"]
 

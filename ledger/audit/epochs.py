@@ -23,10 +23,10 @@ from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
 from ledger.chain import epochlog
 from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
-from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
 from ledger.protocol import epochevidence, epochproof, tlog
+from ledger.protocol.evidencelog import EvidenceLog
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF
 from ledger.store import gitstore as gs
 

@@ -28,9 +28,9 @@ from typing import Any
 from ledger._env import child_env
 from ledger.audit.verdicts import Report
 from ledger.chain import epochlog
-from ledger.chain.evidencelog import log_of
 from ledger.errors import LedgerError, StoreError
 from ledger.protocol import epochevidence, epochproof
+from ledger.protocol.epochlog import EpochLog
 from ledger.protocol.receipts import anchored, note_problems, parse_note, positions
 from ledger.protocol.refs import (
     BRANCH,
@@ -44,6 +44,7 @@ from ledger.protocol.refs import (
     PUBLISHED,
 )
 from ledger.store import gitstore as gs
+from ledger.store.evidence import log_of
 
 __all__ = ["NOTES", "Lineage", "check_refs", "epoch_receipt", "evidence_receipt", "listed", "log_keeps", "owned",
            "receipt_problem", "shape", "update_problems"]  # fmt: skip
@@ -208,7 +209,7 @@ def receipt_problem(store: gs.GitStore, ref: str, commit: str, data: bytes, line
 # ------------------------------------------------------------------ the operator's log
 
 
-def log_keeps(old: epochlog.EpochLog, new: epochlog.EpochLog) -> str | None:
+def log_keeps(old: EpochLog, new: EpochLog) -> str | None:
     """Why ``new`` is not ``old`` grown (None when it is): every anchored epoch of ``old`` (``tx`` set) must be in
     ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped (§13.8)."""
     if old.header and new.header != old.header:
