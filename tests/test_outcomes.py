@@ -509,10 +509,9 @@ def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
 def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_path: Path, keys: Path) -> None:
     """A target linked ``--best-verified`` never gets a version the head's supply record revokes: with v1
     (the best verified) revoked, it gets the head's version, as a skill with no verified version does."""
-    from ledger.bundle.hashing import format_root
-
     from ledger.brain import Brain
     from ledger.evals import gate
+    from ledger.protocol.bundlehash import format_root
     from ledger.store import treehash as th
 
     b = _brain(tmp_path, keys)
