@@ -1,7 +1,9 @@
 """Benchmarks of ``ledger sync`` (issue 22), each a ratio against an anchor measured in the same run.
 
 - **no-op sync**: 4 targets × N skills in step, ``ledger sync`` vs ``git status`` on the brain
-  (with an index of its own, in a temporary file, so the brain is not touched);
+  (with an index of its own, in a temporary file, so the brain is not touched); and
+  ``ledger sync --no-remote`` (the flag a runtime's hook passes) vs ``ledger sync`` (issue 51: the
+  fast path answers both);
 - **watch latency**: an edit in a target until its version is on the brain's branch, with
   ``ledger sync --watch`` running (p50, p90);
 - **first projection**: M skills into an empty target, ``ledger sync`` vs ``cp -r`` of the
@@ -53,6 +55,17 @@ def _time(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> flo
     return statistics.median(runs)
 
 
+def _time_pair(a: list[str], b: list[str], repeat: int) -> tuple[float, float]:
+    """Medians of two commands run in turn, so a busy machine slows both alike."""
+    runs: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for cmd, out in ((a, runs[0]), (b, runs[1])):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=ENV)
+            out.append(time.perf_counter() - t0)
+    return statistics.median(runs[0]), statistics.median(runs[1])
+
+
 def _brain(work: Path, n: int, tag: str = "") -> Path:
     """A brain of ``n`` imported skills; ``tag`` keeps two brains of one size apart (noop and first)."""
     src, brain = work / f"src-{n}{tag}", work / f"brain-{n}{tag}"
@@ -70,7 +83,8 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     time.sleep(1.2)  # past the stat entries' racy window (targetfs.RACY_NS): the next sync re-hashes once
     _ledger(brain, "sync")
     _ledger(brain, "sync")
-    sync = _time([LEDGER, "--brain", str(brain), "sync"], repeat)
+    sync, no_remote = _time_pair([LEDGER, "--brain", str(brain), "sync"],
+                                 [LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat)  # fmt: skip
     index = work / "bench.index"
     genv = {**ENV, "GIT_INDEX_FILE": str(index), "GIT_DIR": str(brain / ".git"), "GIT_WORK_TREE": str(brain)}
     subprocess.run(["git", "read-tree", "HEAD"], check=True, env=genv)
@@ -78,7 +92,8 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     subprocess.run(["git", "status", "--porcelain"], check=True, capture_output=True, env=genv)
     status = _time(["git", "-c", "core.bare=false", "status", "--porcelain"], repeat, genv)
     return {"skills": n, "targets": 4, "files_per_skill": 3, "sync_s": round(sync, 4), "git_status_s": round(status, 4),
-            "ratio": round(sync / status, 2), "target_ratio": 1.5}  # fmt: skip
+            "ratio": round(sync / status, 2), "target_ratio": 1.5, "sync_no_remote_s": round(no_remote, 4),
+            "no_remote_ratio": round(no_remote / sync, 2), "no_remote_target_ratio": 1.5}  # fmt: skip
 
 
 def watch(work: Path, n: int, edits: int) -> dict:

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ledger"
 
 # Bottom-up.  A module may import its own package and any package below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("ledger.errors", "ledger._env", "ledger._faults", "ledger._json", "ledger._native"),  # errors, utilities
+    ("ledger.errors", "ledger._env", "ledger._faults", "ledger._json", "ledger._native", "ledger._paths"),  # utilities
     ("ledger.protocol",),  # the spec as pure code: bytes in, bytes out; no git, no RPC, no disk
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
@@ -30,10 +30,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.publish",),  # skills published to hosts: MCP Skills entries, discovery sites, the skill anchor
     ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
     ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
-    ("ledger.page",),  # the report page: draws collected data, imports only ledger.errors
+    ("ledger.page",),  # the report pages (ledger report, the audit's --html): one renderer of collected data
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
-    ("ledger", "ledger.__main__", "ledger._entry", "ledger._quick"),  # entry points
+    ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath"),  # entry points
 ]
 
 # Deferred imports that stay, each with its reason.  Keys are (importer, imported); an
@@ -41,7 +41,11 @@ LAYERS: list[tuple[str, ...]] = [
 DEFERRED: dict[tuple[str, str], str] = {
     ("ledger", "ledger.brain"): "the package's names load lazily, so 'ledger hash' imports nothing it does not use",
     ("ledger", "ledger.errors"): "the same lazy names",
-    ("ledger._entry", "*"): "the console script answers 'ledger hash' and the stat-cache reads before click loads",
+    ("ledger._entry", "*"): "the console script asks the fast path's table before click loads",
+    ("ledger.fastpath.*", "*"): "each row of the fast path loads what it answers with only for a command line it "
+    "takes: 'ledger hash' loads no stat cache, 'ledger index' no MCP server",
+    ("ledger.fastpath", "ledger._paths"): "the same: the head reader loads only for a row that reads a brain",
+    ("ledger._paths", "ledger._native"): "the C stat batch loads only when keys are checked",
     ("ledger.cli.*", "*"): "each command imports what it runs when it runs: 'ledger --help' loads no web3 or git",
     ("ledger.audit.chain", "ledger.chain.registry"): "the chain client loads only for an audit with --chain",
     ("ledger.page.collect", "ledger.chain.registry"): "the same: a report reads the chain only with --rpc",
@@ -49,7 +53,6 @@ DEFERRED: dict[tuple[str, str], str] = {
                                                                 "appended, not on every brain's start-up",
     ("ledger.audit.lineage", "ledger.audit.chain"): "the same: the chain half of an audit loads only with --chain",
     ("ledger.write.apply", "ledger.bundle.lint"): "the spec lint (PyYAML's loader) loads on a first authored write",
-    ("ledger._quick", "ledger.store.statcache"): "the stat cache loads only for a command line it can answer",
     ("ledger.brain.reads", "ledger.bundle.lint"): "the same, for 'ledger lint' and views that report a verdict",
     ("ledger.brain.reads", "ledger.evals.evalset"): "the same: evals.json is checked only by 'ledger lint'",
     ("ledger.brain.evaluations", "ledger.evals.gate"): "the gate reads the brain (its plans, versions, trust "
@@ -67,7 +70,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.chain.config", "ledger.chain.rpc"): "config is read by every chain command before it may touch a node",
     ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "the chain client loads only for a remote set to --commit",
     ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",
-    ("ledger.exchange.instant", "ledger._native"): "the C stat batch loads only when a record is checked",
 }
 
 

@@ -243,7 +243,8 @@ def test_dot_git_is_handed_back_and_refused_by_the_reference(tmp_path: Path, nam
 
 def test_stat_keys_match_the_python_keys(tmp_path: Path) -> None:
     """The batch lstat the stat cache validates with gives the keys ledger.store.statcache computes."""
-    from ledger.store.statcache import _current_key, signature
+    from ledger._paths import current_keys
+    from ledger.store.statcache import signature
 
     for name in ("a", "b"):
         (tmp_path / name / "references").mkdir(parents=True)
@@ -251,7 +252,8 @@ def test_stat_keys_match_the_python_keys(tmp_path: Path) -> None:
         (tmp_path / name / "references" / "r.md").write_text("r\n")
     names, groups = ["a", "b", "gone"], [signature(tmp_path / "a")[0], signature(tmp_path / "b")[0], [""]]
     keys = _native.stat_keys(str(tmp_path), names, groups)
-    assert keys[:2] == [_current_key(str(tmp_path / n), g) for n, g in zip(names[:2], groups[:2], strict=True)]
+    assert keys[:2] == [current_keys(str(tmp_path), [n], [g], native=False)[0] for n, g in zip(names[:2], groups[:2],
+                                                                                                 strict=True)]
     assert keys[2] is None and keys[0] != keys[1]
     (tmp_path / "b" / "references" / "r.md").write_text("R\n")
     assert _native.stat_keys(str(tmp_path), names[:2], groups[:2])[1] != keys[1]

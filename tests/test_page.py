@@ -177,6 +177,38 @@ def test_the_page_loads_nothing_and_pins_its_style_and_script() -> None:
         assert f"{tag}-src 'sha256-{digest}'" in csp
 
 
+def test_the_audits_page_is_drawn_in_the_same_skeleton_stylesheet_and_escaping() -> None:
+    """Issue 51, item 6: the audit's ``--html`` page and the report page share one renderer: the same pinned
+    policy and stylesheet, the same verdict banner and check list, control and bidi characters shown, no script."""
+    from ledger.audit.verdicts import Report
+    from ledger.page.audit import render_audit
+
+    report = Report(repo="/brains/evil\u202eadmin")
+    report.check("snapshots").fail("a root differs", snapshot="ab" * 20, index=1, path="s/SKILL.md\x1b[31m")
+    report.check("fsck").summary = "git fsck found no problems"
+    report.skills["s"] = [{"action": "create", "version": 1}, {"action": "update", "version": 2}]
+    report.timeline.append({"index": 0, "commit": "cd" * 20, "operation": "init", "changes": [], "ok": True,
+                            "root": "blake3-tree-v1:" + "0" * 64, "timestamp": 0, "chain": None, "actor": "user"})
+    page = render_audit(report)
+    doc, ours = parse(page), parse(render_page(pagedata.brain()))
+
+    def policy(d: _Elements) -> str:
+        (csp,) = [a["content"] for t, a in d.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+        return csp
+
+    assert policy(doc) == policy(ours) and "default-src 'none'" in policy(doc)
+    style = re.search("<style>(.*?)</style>", page, re.S).group(1)
+    assert style == re.search("<style>(.*?)</style>", render_page(pagedata.brain()), re.S).group(1)
+    assert "script" not in [t for t, _ in doc.tags]
+    assert not [(t, k) for t, a in doc.tags for k in a if k in ("src", "href", "style", "srcset", "action")]
+    (verdict,) = [a for _, a in doc.tags if a.get("id") == "verdict"]
+    assert verdict["class"] == "verdict fail" and "FAILED" in page
+    assert [a["data-check"] for _, a in doc.tags if "data-check" in a] == ["snapshots", "fsck"]
+    text = "".join(doc.text)
+    assert "\u202e" not in text and "\x1b" not in text and "evil\\u202eadmin" in text and "SKILL.md\\x1b[31m" in text
+    assert "<b>s</b>: v1 → v2" in page and "<td>1970-01-01T00:00:00Z</td>" in page
+
+
 def test_a_thousand_skills_of_ten_versions_render_compactly() -> None:
     data = pagedata.brain(skills=1000, versions=10, snapshots=10_000)
     page = render_page(data)

@@ -46,7 +46,7 @@ def heavy_name(module: str) -> str | None:
 SKILL = "alpha"
 
 # (id, argv after --brain BRAIN or as given, extra environment).  LEDGER_FULL_PATH sends
-# status / skill list / index through click instead of the stat-cache answer (ledger/_quick.py);
+# status / skill list / index through click instead of the stat-cache answer (ledger/fastpath/reads.py);
 # LEDGER_PURE_PYTHON sends hash through click instead of the native hasher (ledger/_entry.py).
 FULL, PURE = {"LEDGER_FULL_PATH": "1"}, {"LEDGER_PURE_PYTHON": "1"}
 LIGHT: list[tuple[str, list[str], dict[str, str]]] = [
@@ -140,7 +140,7 @@ def test_light_commands_import_nothing_heavy(small_brain: Path, args: list[str],
     if "LEDGER_FULL_PATH" in env or "LEDGER_PURE_PYTHON" in env:
         assert "ledger.cli" in seen, f"{env} did not force the click path"
     elif args in (["status"], ["skill", "list"]) or args[0] == "hash":
-        assert "click" not in seen, "the quick path (ledger/_quick.py, ledger/_entry.py) did not answer"
+        assert "click" not in seen, "the quick path (ledger/fastpath/, ledger/_entry.py) did not answer"
     ways, packages = heavy_imports(proc.stderr)
     assert not packages, (
         f"`ledger {' '.join(argv)}` imports heavy modules on its start-up path:\n  "

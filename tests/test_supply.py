@@ -425,7 +425,7 @@ def test_a_fleet_merge_keeps_every_revocation(up: Upstream, home: Path, tmp_path
 
 
 def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream, home: Path, tmp_path: Path) -> None:
-    from ledger.audit.report import render_html
+    from ledger.page.audit import render_audit as render_html
 
     ledger(home, "install", str(up.bare))
     ledger(home, "approve", "summarise", "translate")

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ledger._paths import current_keys
 from ledger.brain import Brain
 from ledger.exchange import instant
 from tests.test_sync import _ledger, _setup
@@ -121,9 +122,11 @@ def test_a_noop_sync_is_answered_from_metadata_as_the_full_path_answers(tmp_path
     assert _run(brain, {}, f"--brain={brain}", "sync", cwd=tmp_path)[0] == "QUICK"
     assert _quick(brain, env, cwd=brain / "skills") == "rt: in step\nhome: in step\n"  # found by searching up
     assert _quick(brain, {**env, "LEDGER_BRAIN": str(brain)}, cwd=tmp_path) == "rt: in step\nhome: in step\n"
-    # Whatever the quick path cannot answer goes to click: --full, --no-remote, an unknown target, a
-    # name twice, the pure-Python build.
-    for args in (["--full"], ["--no-remote"], ["nosuch"], ["rt", "rt"]):
+    assert _quick(brain, env, "--no-remote") == "rt: in step\nhome: in step\n"  # the flag users pass (issue 51)
+    _quick(brain, env, "home", "--no-remote", "--json")
+    # Whatever the quick path cannot answer goes to click: --full, an unknown target, a name twice,
+    # the pure-Python build.
+    for args in (["--full"], ["nosuch"], ["rt", "rt"]):
         assert _run(brain, env, "sync", *args)[0] == "FULL", args
     assert _run(brain, {**env, "LEDGER_PURE_PYTHON": "1"}, "sync")[0] == "FULL"
     assert _run(brain, env, "sync", "nosuch")[2] == 1
@@ -136,13 +139,13 @@ def test_the_c_and_python_keys_agree(tmp_path: Path) -> None:
     (tmp_path / "s/references/n.md").write_text("y" * 70000)
     os.symlink("SKILL.md", tmp_path / "s/link")
     groups = [["", "SKILL.md", "references", "references/n.md", "link"], ["SKILL.md"], ["missing"]]
-    native = instant.current_keys(str(tmp_path), ["s", "s", "s"], groups)
-    assert native == instant.current_keys(str(tmp_path), ["s", "s", "s"], groups, native=False)
+    native = current_keys(str(tmp_path), ["s", "s", "s"], groups)
+    assert native == current_keys(str(tmp_path), ["s", "s", "s"], groups, native=False)
     assert native[2] is None and native[0] != native[1]
     group = instant.Group(since=time.time_ns() + 10 * instant.RACY_NS)
     for rel in groups[0]:
         group.add(rel, os.lstat(tmp_path / "s" / rel if rel else tmp_path / "s"))
-    assert group.sealed() == (sorted(groups[0]), instant.current_keys(str(tmp_path), ["s"], [sorted(groups[0])])[0])
+    assert group.sealed() == (sorted(groups[0]), current_keys(str(tmp_path), ["s"], [sorted(groups[0])])[0])
     assert instant.Group().sealed() is None  # nothing keyed, or keyed within the window: no key
 
 

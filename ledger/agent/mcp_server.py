@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.agent.tools import ANNOTATIONS, TOOLS, SkillTools
-from ledger.brain import Brain, find_brain
+from ledger.brain import Brain
 from ledger.errors import LedgerError
 
 __all__ = ["serve"]
@@ -84,27 +84,14 @@ def _server_half_of_the_sdk() -> None:
         sys.modules[name] = shell
 
 
-def quick_serve(args: list[str]) -> bool:
-    """``ledger [--brain DIR] mcp`` (``args``: what precedes ``mcp``) without click, whose import is
-    about 30 ms of every agent session's start (ADR 32). The brain is found as the click command
-    finds it (``--brain``, else ``$LEDGER_BRAIN``, else the current directory or its nearest brain
-    parent). ``False``, with nothing read from stdin and nothing started, for any other command
-    line or a brain that does not open: click then does it again and reports as usual."""
-    import os
+def quick_serve(root: str) -> bool:
+    """Serve the brain found at ``root`` by the fast path's ``mcp`` row (:mod:`ledger.fastpath.serve`),
+    without click (ADR 32).  ``False``, with nothing read from stdin and nothing started, for a
+    brain that does not open: click then does it again and reports as usual."""
     import sys
 
-    if args[:1] == ["--brain"] and len(args) == 2:
-        path: str | None = args[1]
-    elif len(args) == 1 and args[0].startswith("--brain="):
-        path = args[0][len("--brain=") :]
-    elif not args:
-        path = os.environ.get("LEDGER_BRAIN")
-    else:
-        return False
-    if path == "":
-        return False  # click's reading of an empty --brain or $LEDGER_BRAIN decides
     try:
-        brain = Brain.open(find_brain(path, search_up=path is None))
+        brain = Brain.open(root)
     except (LedgerError, OSError, ValueError):
         return False
     try:

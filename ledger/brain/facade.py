@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger._json import shown
+from ledger._paths import CONFIG, CONTROL, find_brain
 from ledger.brain.catalog import Catalog
 from ledger.brain.categories import Categories
 from ledger.brain.evidence import Evidence
@@ -71,8 +72,6 @@ from ledger.write.versioning import FRONTMATTER, Versions, check_mode
 
 __all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status", "find_brain"]
 
-CONTROL = ".ledger"
-CONFIG = "config.json"
 _CONFIG_FORMAT = 1
 
 
@@ -114,18 +113,6 @@ def _limits(given: dict[str, Any]) -> dict[str, int]:
                              hint="skill_md, file")  # fmt: skip
         limits[key] = value
     return limits
-
-
-def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool = False) -> Path:
-    """Locate a brain: ``start`` itself, or (``search_up``) its nearest ancestor, like git."""
-    here = Path(start if start is not None else os.getcwd()).absolute()
-    for cand in [here, *here.parents] if search_up else [here]:
-        if (cand / CONTROL / CONFIG).is_file():
-            return cand
-    raise StoreError(
-        f"{here} is not a brain (no {CONTROL}/{CONFIG})",
-        hint="run 'ledger init DIR', or pass --brain / set LEDGER_BRAIN",
-    )
 
 
 class Brain:

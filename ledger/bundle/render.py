@@ -1,6 +1,6 @@
 """The text of ``status``, ``index`` and ``skill list``, in one place.
 
-Both the click commands and the quick path (:mod:`ledger._quick`) print through these,
+Both the click commands and the quick path (:mod:`ledger.fastpath.reads`) print through these,
 so the two cannot drift apart.  No imports: the quick path loads this module and
 little else.
 """

@@ -548,8 +548,8 @@ def _mb(n: int) -> str:
 @click.pass_context
 def mcp(ctx: click.Context) -> None:
     """Serve the skill tools over MCP on stdio (skills_list, skill_view, skill_manage, history, diff)."""
+    from ledger._paths import find_brain
     from ledger.agent.mcp_server import serve
-    from ledger.brain import find_brain
 
     path = ctx.obj["brain"]
     serve(find_brain(path if path is not None else None, search_up=path is None))

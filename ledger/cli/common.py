@@ -321,7 +321,7 @@ def nothing_to_do(message: str, as_json: bool) -> None:
 
 def want_commit(ctx: click.Context, flag: bool | None) -> None:
     if flag is None:
-        from ledger.brain.facade import CONFIG, CONTROL, find_brain
+        from ledger._paths import CONFIG, CONTROL, find_brain
 
         path = ctx.obj["brain"]
         root = find_brain(path if path is not None else None, search_up=path is None)

@@ -22,9 +22,9 @@ from ledger.errors import ChainError, LedgerError, UsageError, printable
 
 def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
     if html_file is not None:
-        from ledger.audit.report import render_html
+        from ledger.page.audit import render_audit
 
-        html_file.write_text(render_html(report), encoding="utf-8")
+        html_file.write_text(render_audit(report), encoding="utf-8")
     if as_json:
         emit(report.to_json())
     else:

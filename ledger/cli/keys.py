@@ -83,7 +83,7 @@ def keys_generate(ctx: click.Context, role: str, encrypt: bool, as_json: bool) -
 
 def _key_dir(ctx: click.Context) -> Any:
     """The key directory of the brain in scope (--brain, or found upward), else $LEDGER_KEYS or the default."""
-    from ledger.brain.facade import find_brain
+    from ledger._paths import find_brain
     from ledger.errors import StoreError
     from ledger.signatures.identity import KeyDir, keys_home
 
@@ -142,7 +142,7 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
 def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None) -> tuple[str, bytes]:
     """The certified sibling of the brain in scope's trusted ROLE key (keyring.sibling_pem), else, with no
     brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it."""
-    from ledger.brain.facade import find_brain
+    from ledger._paths import find_brain
     from ledger.brain.signers import local_sibling
     from ledger.errors import StoreError, UsageError
 

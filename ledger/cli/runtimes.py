@@ -24,7 +24,7 @@ def runtimes(ctx: click.Context, as_json: bool) -> None:
     """The runtimes' skills folders on this machine, and which are linked to the brain."""
     from dataclasses import asdict
 
-    from ledger.brain import find_brain
+    from ledger._paths import find_brain
     from ledger.exchange.targets import Targets
     from ledger.exchange.targets import runtimes as known
 

@@ -9,8 +9,8 @@ deletes the old one before it does anything else.  It holds:
 
 - the folders the pass listed to find the skills, the folders it looked into for a ``SKILL.md``
   (and a Hermes home's category files), and, for each skill, the paths of its folders and files:
-  each group with a key of their ``lstat`` fields (mode, inode, size, mtime, ctime; git's index
-  compares the same), computed as :func:`ledger._native.stat_keys` computes it;
+  each group with the key of their ``lstat`` fields (:func:`ledger._paths.stat_key`: mode, inode,
+  size, mtime, ctime, as git's index compares them; in C by :func:`ledger._native.stat_keys`);
 - digests of all else the pass depended on: ``targets.json``, ``config.json``, the brain's
   ``syncignore``, the target's ``.ledgerignore``, and the manifest as the pass saved it;
 - ``commit``: the head commit the target was found in step with.
@@ -24,22 +24,24 @@ mtime restored *and* ctime unchanged: a clock set back, a raw device write) is r
 ``ledger sync --full``, which reads every file (ADR 30).
 
 The record is bookkeeping: lost or corrupt, the next pass reads the target as it always did.
-This module imports nothing heavy: :func:`answer` runs before click and the write engine load.
+This module imports nothing heavy: :mod:`ledger.fastpath` reads the records before click and the
+write engine load, and answers a no-op ``ledger sync`` from them (:func:`in_step`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from blake3 import blake3
 
-__all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "answer", "controls", "current_keys", "digest_of", "in_step",
-           "read_file", "read_ignore", "record_file"]  # fmt: skip
+from ledger._paths import current_keys, stat_fields, stat_key
+
+__all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "controls", "digest_of", "in_step", "read_file",
+           "read_ignore", "record_file"]  # fmt: skip
 
 RACY_NS = 2_000_000_000  # a path is trusted once it is this much older than its reading (FAT keeps 2 s mtimes)
 LISTS = ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued", "ignored_held")  # of a report
@@ -48,19 +50,6 @@ _FORMAT = 1
 _DECLINE = object()  # read_ignore: a .ledgerignore no record can stand for (a link, a fifo, a huge file)
 _IGNORE_FILE = ".ledgerignore"
 _STAGING = ".ledger-staging"
-
-
-def fields(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What a key covers of one ``lstat``: mode, inode, size (0 for a folder), mtime, ctime."""
-    return st.st_mode, st.st_ino, 0 if stat.S_ISDIR(st.st_mode) else st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
-def key(rows: Iterable[tuple[int, ...]]) -> str:
-    """The key of a group's fields, path by path: BLAKE3 over them as native int64s, first 16 bytes."""
-    from array import array
-
-    flat = array("q", [v if v < 1 << 63 else v - (1 << 64) for row in rows for v in row])
-    return blake3(flat.tobytes()).hexdigest()[:32]
 
 
 class Group:
@@ -76,7 +65,7 @@ class Group:
 
     def add(self, rel: str, st: os.stat_result) -> None:
         """``rel``'s fields, unless it has some already: the first look is the one a reading relied on."""
-        self.rows.setdefault(rel, fields(st))
+        self.rows.setdefault(rel, stat_fields(st))
 
     def without(self, paths: Iterable[str]) -> Group:
         """The same group less ``paths`` (keyed in another group already)."""
@@ -93,28 +82,7 @@ class Group:
         if not self.rows or any(max(r[3], r[4]) >= limit for r in self.rows.values()):
             return None
         paths = sorted(self.rows)
-        return paths, key(self.rows[p] for p in paths)
-
-
-def current_keys(base: str, names: Sequence[str], groups: Sequence[Sequence[str]], *,
-                 native: bool = True) -> list[str | None]:  # fmt: skip
-    """The key of each group ``groups[i]`` of paths under ``base/names[i]`` now (None: a path is gone):
-    in C on several threads when the native module is built (and ``native``), as git's preloaded
-    index does."""
-    if native:
-        try:
-            from ledger import _native
-        except ImportError:  # pragma: no cover - the pure-Python build
-            pass
-        else:
-            return _native.stat_keys(base, list(names), [list(g) for g in groups])
-    out: list[str | None] = []
-    for name, paths in zip(names, groups, strict=True):
-        try:
-            out.append(key(fields(os.lstat(f"{base}/{name}/{rel}" if rel else f"{base}/{name}")) for rel in paths))
-        except OSError:
-            out.append(None)
-    return out
+        return paths, stat_key(self.rows[p] for p in paths)
 
 
 def record_file(control: str, name: str) -> str:
@@ -262,96 +230,3 @@ def in_step(control: str, name: str, path: str, commit: str, *, rec: Record | No
     if rec.manifest != digest_of(read_file(f"{control}/sync/{name}.json")):
         return False
     return rec.unchanged(path)
-
-
-# ---------------------------------------------------------------------------------------------- the quick path
-
-
-def answer(args: list[str]) -> str | None:
-    """The whole output of ``ledger [--brain B] sync [NAME…] [--json]`` when every target is in
-    step with the head by its record and there is nothing else to do (no remote, no merge conflict,
-    no killed write); else None, and the click CLI does the whole job (the same output: tested)."""
-    try:
-        return _answer(args)
-    except Exception:
-        return None
-
-
-def _answer(args: list[str]) -> str | None:
-    given = None
-    if args[:1] == ["--brain"] and len(args) > 1:
-        given, args = args[1], args[2:]
-    elif args[:1] and args[0].startswith("--brain="):
-        given, args = args[0].split("=", 1)[1], args[1:]
-    else:
-        given = os.environ.get("LEDGER_BRAIN") or None
-    if args[:1] != ["sync"] or (given is not None and not given) or os.environ.get("LEDGER_PURE_PYTHON"):
-        return None  # (LEDGER_FULL_PATH is honoured by the caller, ledger._entry)
-    rest = args[1:]
-    as_json = "--json" in rest
-    names = [a for a in rest if a != "--json"]
-    if rest.count("--json") > 1 or any(n.startswith("-") or not n for n in names) or len(set(names)) < len(names):
-        return None
-    root = _brain(given)
-    if root is None:
-        return None
-    control, git_dir = f"{root}/.ledger", f"{root}/.git"
-    if os.path.islink(f"{root}/skills") or os.path.lexists(f"{control}/journal.json"):
-        return None  # opening the brain would refuse, or roll a killed write forward
-    if any(os.path.lexists(f"{git_dir}/{ref}.lock") for ref in ("refs/heads/main", "refs/notes/ledger-chain")):
-        return None
-    if os.path.lexists(f"{control}/fleet/conflicts.json"):
-        return None  # merge conflicts are listed by the full path
-    with open(f"{control}/config.json", "rb") as fh:
-        remote = json.loads(fh.read()).get("remote")
-    if not names and isinstance(remote, dict) and remote.get("url"):
-        return None  # the remote half runs in the full path
-    with open(f"{control}/targets.json", "rb") as fh:
-        targets = json.loads(fh.read())["targets"]
-    by_name = {t["name"]: t for t in targets}
-    chosen = [by_name[n] for n in names] if names else targets
-    if not chosen or any(t.get("committed") for t in chosen):
-        return None
-    commit = _head(git_dir)
-    if commit is None:
-        return None
-    fd = os.open(f"{control}/sync.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None  # a sync is running: the full path waits its turn
-        if not all(in_step(control, t["name"], t["path"], commit) for t in chosen):
-            return None
-    finally:
-        os.close(fd)
-    if not as_json:
-        return "\n".join(f"{t['name']}: in step" for t in chosen)
-    empty = {k: [] for k in LISTS}
-    doc = {"targets": [{"name": t["name"], "path": t["path"], "status": "ok", **empty} for t in chosen],
-           "conflicts": 0, "refused": 0, "merge_conflicts": []}  # fmt: skip
-    return json.dumps(doc, indent=2, ensure_ascii=False)
-
-
-def _brain(given: str | None) -> str | None:
-    """The brain the CLI would open (``--brain`` itself, else the nearest holding ``.ledger/config.json``)."""
-    here = os.path.join(os.getcwd(), given) if given is not None else os.getcwd()
-    while True:
-        if os.path.isfile(f"{here}/.ledger/config.json"):
-            return here
-        up = os.path.dirname(here)
-        if given is not None or up == here:
-            return None
-        here = up
-
-
-def _head(git_dir: str) -> str | None:
-    """``refs/heads/main``, loose or packed."""
-    data = read_file(f"{git_dir}/refs/heads/main")
-    if data is None:
-        for line in (read_file(f"{git_dir}/packed-refs") or b"").decode().splitlines():
-            if line.endswith(" refs/heads/main"):
-                data = line.split(" ", 1)[0].encode()
-                break
-    text = (data or b"").decode().strip()
-    return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None

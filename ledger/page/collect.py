@@ -10,7 +10,6 @@ the page draws it as a claim (:mod:`ledger.page.render`).
 from __future__ import annotations
 
 import shlex
-import time
 from typing import TYPE_CHECKING, Any
 
 from ledger._faults import pausepoint
@@ -26,15 +25,12 @@ from ledger.protocol.bundlehash import format_root
 from ledger.protocol.evidencelog import EvidenceLog
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
+from ledger.store.outcomes import format_time
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
 __all__ = ["collect"]
-
-
-def _iso(stamp: int | float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stamp)))
 
 
 def _tier(t: Any) -> dict[str, Any]:
@@ -91,7 +87,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
             when, commit = created[name][v]
             vs = stats.get(v) or VersionStats(v)
             lift = version_json(lifted.get(name, {}).get(v))
-            versions.append({"version": v, "created": _iso(when), "commit": commit,
+            versions.append({"version": v, "created": format_time(when), "commit": commit,
                              "verified": _tier(vs.verified), "self": _tier(vs.self),
                              "lift": {t: {k: x[k] for k in LIFT} if (x := lift[t]) else None
                                       for t in lift}})  # fmt: skip
@@ -115,7 +111,7 @@ def collect(brain: Brain, *, rpc: str | None = None) -> dict[str, Any]:
     evidence = EvidenceLog(entries)
     return {
         "format": FORMAT,
-        "generated": _iso(time.time()),
+        "generated": format_time(),
         "brain": {"name": brain.root.name or "brain", "genesis": brain.evidence.genesis,
                   "head": {"commit": head["commit"], "root": head["root"], "index": head["index"]}},
         "verdict": {"ok": ok, "chain_checked": chain is not None and chain["checked"],
@@ -183,7 +179,7 @@ def _timeline(brain: Brain, report: Any, chain_checked: bool,
             r = receipts[t["commit"]]
             anchor = {"seq": int(r["seq"]), "tx": r["tx"], "block": int(r["block"]), "checked": False}
         files, lines = _release_diff(brain, out[-1] if out else None, t)
-        out.append({"index": t["index"], "commit": t["commit"], "time": _iso(t["timestamp"]),
+        out.append({"index": t["index"], "commit": t["commit"], "time": format_time(t["timestamp"]),
                     "operation": t["operation"], "root": t["root"], "changes": t["changes"],
                     "signer": signer if not bad else None, "role": t["actor"] if signer and not bad else None,
                     "signature": "fail" if bad else "ok" if signer else "unsigned", "anchor": anchor,

@@ -11,7 +11,7 @@ figures is shown as checked, whatever the part flags say: a failed audit vouches
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.page import svg
@@ -20,11 +20,38 @@ from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
 
-__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "render_page"]
+__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "banner", "checks", "document", "render_page", "section", "short",
+           "table"]
 
 NEWEST = 50  # timeline rows shown open; the rest sit in a "show all" <details>
 OPEN_SKILLS = 100  # skill rows shown open, most in need of attention first
 ATTENTION = 4  # larger plots, for the regressed and the weakest skills
+
+
+def document(title: str, body: str, *, script: bool = True) -> str:
+    """The one HTML skeleton: the policy that pins the one stylesheet (and script), ``title`` and ``body``
+    already escaped.  Both pages are drawn in it; a page without the filter box leaves the script out."""
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
+            + (f"<script>{JS}</script>" if script else "") + "</body></html>\n")  # fmt: skip
+
+
+def section(hook_id: str, title: str, inner: str) -> str:
+    """A section: its id (what tests and readers find it by), its heading and content (markup)."""
+    return f'<section id="{hook_id}"><h2>{title}</h2>{inner}</section>'
+
+
+def table(heads: Sequence[str], rows: str, attrs: str = "") -> str:
+    """A table: one header row of ``heads`` (markup), then ``rows`` (markup, ``<tr>`` each)."""
+    return f"<table{attrs}><tr>{''.join(f'<th>{h}</th>' for h in heads)}</tr>{rows}</table>"
+
+
+def banner(cls: str, word: str, why: str, attrs: str = "") -> str:
+    """The verdict, first on either page: ``word`` large on a green (``ok``), amber (``ok unchecked``) or red band."""
+    return (f'<div id="verdict" class="verdict {cls}" role="status"{attrs}>'
+            f'<span class="word">{word}</span><span class="why">{why}</span></div>')  # fmt: skip
 
 
 def fig(text: str, checked: bool) -> str:
@@ -40,7 +67,7 @@ def _count(n: int, unit: str = "") -> str:
     return f"{n:,} {unit}".rstrip()
 
 
-def _short(value: str, keep: int = 10) -> str:
+def short(value: str, keep: int = 10) -> str:
     text = value.partition(":")[2] or value
     shown = value[: len(value) - len(text)] + text[:keep] + ("…" if len(text) > keep else "")
     return f'<code title="{_e(value)}">{_e(shown)}</code>'
@@ -80,21 +107,21 @@ def _verdict(data: Mapping[str, Any]) -> str:
                "none of it is checked.")  # fmt: skip
         word = "FAILING"
     cls = ("ok" if v["chain_checked"] else "ok unchecked") if v["ok"] else "fail"
-    return (
-        f'<div id="verdict" class="verdict {cls}" role="status" data-chain-checked="{_yes(v["chain_checked"])}">'
-        f'<span class="word">{word}</span><span class="why">{why}</span></div>'
-    )
+    return banner(cls, word, why, f' data-chain-checked="{_yes(v["chain_checked"])}"')
+
+
+def checks(rows: Iterable[tuple[str, str, str]]) -> str:
+    """Every audit check as ``(name, status, detail markup)``, failed checks first (the verdict's grounds)."""
+    order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
+    items = "".join(f'<li data-check="{hook(name)}"><span class="pill st-{status}">{status}</span> '
+                    f'<b>{_e(name)}</b><span class="d">{detail}</span></li>'
+                    for name, status, detail in sorted(rows, key=lambda c: order[c[1]]))  # fmt: skip
+    return f'<ul class="checks">{items}</ul>'
 
 
 def _checks(data: Mapping[str, Any]) -> str:
-    """Every audit check with its status and detail, failed checks first (the verdict's grounds)."""
-    order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
-    checks = "".join(
-        f'<li data-check="{hook(c["name"])}"><span class="pill st-{c["status"]}">{c["status"]}</span> '
-        f'<b>{_e(c["name"])}</b><span class="d">{_e(c["detail"])}</span></li>'
-        for c in sorted(data["verdict"]["checks"], key=lambda c: order[c["status"]])
-    )
-    return f'<section id="checks"><h2>Every check of the audit</h2><ul class="checks">{checks}</ul></section>'
+    rows = ((c["name"], c["status"], _e(c["detail"])) for c in data["verdict"]["checks"])
+    return section("checks", "Every check of the audit", checks(rows))
 
 
 def _legend() -> str:
@@ -167,7 +194,7 @@ def _skill_row(s: Mapping[str, Any], checked: bool) -> str:
 def _skills(data: Mapping[str, Any], checked: bool) -> str:
     skills = _attention(data["skills"])
     if not skills:
-        return '<section id="skills"><h2>Competence</h2><p class="none">No skills yet.</p></section>'
+        return section("skills", "Competence", '<p class="none">No skills yet.</p>')
     worst = [
         s for s in skills if s["regression"] or (s["versions"] and s["versions"][-1]["verified"]["rate"] is not None)
     ]
@@ -183,29 +210,15 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
         + "</figcaption></figure>"
         for s in worst
     )
-    head = ("<tr><th>skill</th><th>latest</th><th>verified (latest)</th><th>self-reported (latest)</th>"
-            "<th>success rate per version</th><th>regression</th></tr>")  # fmt: skip
+    head = ("skill", "latest", "verified (latest)", "self-reported (latest)", "success rate per version", "regression")
     first = "".join(_skill_row(s, checked) for s in skills[:OPEN_SKILLS])
     rest = skills[OPEN_SKILLS:]
-    more = (
-        (
-            f'<details class="more"><summary>show the other {len(rest):,} skills</summary><table>{head}'
-            + "".join(_skill_row(s, checked) for s in rest)
-            + "</table></details>"
-        )
-        if rest
-        else ""
-    )
-    return (
-        f'<section id="attention"><h2>Needs attention</h2><div class="attention">{figures}</div></section>'
-        if figures
-        else ""
-    ) + (
-        f'<section id="skills"><h2>Competence per skill <span class="sub">({len(skills):,}, most in need of '
-        f'attention first)</span></h2><div class="toolbar"><input id="filter" type="search" hidden '
-        f'placeholder="filter skills by name" aria-label="filter skills"></div><table>{head}{first}</table>{more}'
-        "</section>"
-    )
+    more = (f'<details class="more"><summary>show the other {len(rest):,} skills</summary>'
+            + table(head, "".join(_skill_row(s, checked) for s in rest)) + "</details>") if rest else ""  # fmt: skip
+    return (section("attention", "Needs attention", f'<div class="attention">{figures}</div>') if figures else "") + (
+        section("skills", f'Competence per skill <span class="sub">({len(skills):,}, most in need of attention '
+                "first)</span>", '<div class="toolbar"><input id="filter" type="search" hidden placeholder="filter '
+                'skills by name" aria-label="filter skills"></div>' + table(head, first) + more))  # fmt: skip
 
 
 def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False,
@@ -215,11 +228,11 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     shown = ", ".join(f"<b>{_e(c['skill'])}</b> {c['action']} v{c['version']}" for c in changes[:6])
     if len(changes) > 6:
         shown += f" <span class='sub'>and {len(changes) - 6:,} more</span>"
-    short = (lambda v, k=10: _e(v[:k])) if compact else _short
+    cut = (lambda v, k=10: _e(v[:k])) if compact else short
     if s["signature"] == "ok":
-        sig = fig(f"signed {short(s['signer'] or '', 8)}", trusted)
+        sig = fig(f"signed {cut(s['signer'] or '', 8)}", trusted)
     elif s["signature"] == "fail":
-        sig = f'<span class="bad">✗ signature does not verify {short(s["signer"] or "", 8)}</span>'
+        sig = f'<span class="bad">✗ signature does not verify {cut(s["signer"] or "", 8)}</span>'
     else:
         sig = '<span class="none">unsigned</span>'
     role = f"<div class='sub'>{_e(s['role'])}</div>" if s["role"] else ""
@@ -227,13 +240,13 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     a = s["anchor"]
     same = (first or {}).get(s["index"])
     if a is not None:
-        tx = "" if compact else " " + _short(a["tx"], 8)
+        tx = "" if compact else " " + cut(a["tx"], 8)
         anchor = fig(f"⚓ chain sequence {a['seq']} · block {a['block']:,}{tx}", trusted and a["checked"])
     elif same is not None:  # an outcome or a key change: the root is the one anchored with that snapshot
         anchor = fig(f"⚓ same root as #{same['index']}", trusted and same["anchor"]["checked"])
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
-    ids = "" if compact else f'<td class="ids">{_short(s["root"])}<br>{_short(s["commit"], 8)}</td>'
+    ids = "" if compact else f'<td class="ids">{short(s["root"])}<br>{short(s["commit"], 8)}</td>'
     return (f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
             f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">'
             f'{msg}{shown}</td>'
@@ -244,20 +257,14 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
     tl, chain = data["timeline"], data["chain"] is not None
     first = _anchors(tl)
     if not tl:
-        return '<section id="timeline"><h2>Lineage</h2><p class="none">No snapshots.</p></section>'
+        return section("timeline", "Lineage", '<p class="none">No snapshots.</p>')
     newest = list(reversed(tl[-NEWEST:]))
     older = list(reversed(tl[:-NEWEST])) if len(tl) > NEWEST else []
-    head = "<tr><th>#</th><th>snapshot</th><th>changes</th><th>signed by</th><th>anchored</th><th>outcomes</th>"
+    head = ("#", "snapshot", "changes", "signed by", "anchored", "outcomes")
     rows = "".join(_snapshot(s, chain, trusted, first=first) for s in newest)
-    more = (
-        (
-            f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
-            f'<table class="tl">{head}</tr>{"".join(_snapshot(s, chain, trusted, True, first) for s in older)}</table>'
-            "</details>"
-        )
-        if older
-        else ""
-    )
+    more = (f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
+            + table(head, "".join(_snapshot(s, chain, trusted, True, first) for s in older), ' class="tl"')
+            + "</details>") if older else ""  # fmt: skip
     keys = "".join(
         f'<span><i class="sw s-{k}"></i>{t}</span>'
         for k, t in (
@@ -268,20 +275,14 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
             ("claimed", "claimed, not checked"),
         )
     )
-    return (
-        f'<section id="timeline"><h2>Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>'
-        f'</h2>{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
-        f'<table class="tl">{head}<th>root · commit</th></tr>{rows}</table>{more}'
-        "</section>"
-    )
+    return section("timeline", f'Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>',
+                   f'{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
+                   + table((*head, "root · commit"), rows, ' class="tl"') + more)
 
 
 def _signers(data: Mapping[str, Any], trusted: bool) -> str:
     if not data["signers"]:
-        return (
-            '<section id="signers"><h2>Who signed what</h2><p class="none">No signing keys: nothing is signed.'
-            "</p></section>"
-        )
+        return section("signers", "Who signed what", '<p class="none">No signing keys: nothing is signed.</p>')
     rows = "".join(
         f'<tr data-address="{hook(s["address"])}"><td><code>{_e(s["address"])}</code></td><td>{_e(s["role"])}</td>'
         f'<td><span class="tag {s["state"]}">{s["state"]}</span></td>'
@@ -289,10 +290,8 @@ def _signers(data: Mapping[str, Any], trusted: bool) -> str:
         f"<td>{fig(_count(s['outcomes']), trusted and s['checked'])}</td></tr>"
         for s in data["signers"]
     )
-    return (
-        '<section id="signers"><h2>Who signed what</h2><table><tr><th>address</th><th>role</th><th>state</th>'
-        f"<th>snapshots signed</th><th>outcomes signed</th></tr>{rows}</table></section>"
-    )
+    return section("signers", "Who signed what",
+                   table(("address", "role", "state", "snapshots signed", "outcomes signed"), rows))
 
 
 def _chain(data: Mapping[str, Any], trusted: bool) -> str:
@@ -302,20 +301,18 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
     evc = trusted and ev["checked"]
     local = (
         f"<dt>evidence log here</dt><dd>{fig(_count(ev['size'], 'records'), evc)} · root "
-        f"{fig(_short(ev['root'], 16), evc)} · {fig(_count(ev['verified'], 'verified'), evc)} · "
+        f"{fig(short(ev['root'], 16), evc)} · {fig(_count(ev['verified'], 'verified'), evc)} · "
         f"{fig(_count(ev['self'], 'self-reported'), evc)}</dd>"
     )
     if c is None:
-        return (
-            f'<section id="chain"><h2>On chain</h2><p class="none">No chain configured: nothing is anchored, '
-            f'every figure here is local.</p><dl class="kv">{local}</dl></section>'
-        )
+        return section("chain", "On chain", '<p class="none">No chain configured: nothing is anchored, every figure '
+                       f'here is local.</p><dl class="kv">{local}</dl>')
     cc = trusted and c["checked"]
     if c["head"] is None:
         at = '<span class="none">nothing anchored yet</span>'
     else:
         same = " (the local head)" if c["head"] == head else " <span class='sub'>(behind the local head)</span>"
-        at = fig(_short(c["head"], 16), cc) + same
+        at = fig(short(c["head"], 16), cc) + same
         if not c["checked"]:
             at += " <span class='sub'>(from this copy's receipts: the chain was not read)</span>"
     if not c["checked"] and data["verdict"]["chain_checked"] is False and c["evidence"] is None:
@@ -327,15 +324,13 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         if o["root"].lower() == ev["root"].lower() and o["size"] == ev["size"]:
             evon = fig(f"{o['size']:,} records", cc) + " (the same log as here, the same root)"
         else:
-            evon = fig(f"{o['size']:,} records, root {_short(o['root'], 16)}", cc) + (
+            evon = fig(f"{o['size']:,} records, root {short(o['root'], 16)}", cc) + (
                 f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>')
-    return (
-        f'<section id="chain"><h2>On chain</h2><dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
-        f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
-        f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>{_e(c['agent'])}"
-        f"</code></dd><dt>head on chain</dt><dd>{at}</dd>"
-        f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl></section>"
-    )
+    return section("chain", "On chain", f'<dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
+                   f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
+                   f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>"
+                   f"{_e(c['agent'])}</code></dd><dt>head on chain</dt><dd>{at}</dd>"
+                   f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl>")
 
 
 def _link(c: Mapping[str, Any], kind: str, value: str, text: str | None = None) -> str:
@@ -568,29 +563,23 @@ def _check_yourself(data: Mapping[str, Any]) -> str:
         f'<li data-what="{hook(x["what"])}"><p>{_e(x["what"])}</p><pre><code>{_e(x["command"])}</code></pre></li>'
         for x in data["verify"]
     )
-    return (
-        '<section id="check-yourself"><h2>Check this yourself</h2><p class="sub">Each command re-derives a figure '
-        "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger installed; "
-        "<code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the standard tools, no "
-        f"ledger code involved.</p><ol>{items}</ol></section>"
-    )
+    return section("check-yourself", "Check this yourself", '<p class="sub">Each command re-derives a figure '
+                   "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger "
+                   "installed; <code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the "
+                   f"standard tools, no ledger code involved.</p><ol>{items}</ol>")
 
 
 def _supply(data: Mapping[str, Any]) -> str:
     if not data["supply"]:
-        return (
-            '<section id="supply"><h2>Installed skills</h2><p class="none">Every skill is this brain\'s own: none '
-            "was installed from elsewhere.</p></section>"
-        )
+        return section("supply", "Installed skills", '<p class="none">Every skill is this brain\'s own: none was '
+                       "installed from elsewhere.</p>")
     rows = "".join(
         f"<tr><td class='name'>{_e(s['name'])}</td><td><code>{_e(s['source'])}</code></td>"
         f"<td><code>{_e(s['pin'])}</code></td><td>{_e(s['state'])}</td><td>{_e(s['worst'])}</td></tr>"
         for s in data["supply"]
     )
-    return (
-        '<section id="supply"><h2>Installed skills and their sources</h2><table><tr><th>skill</th><th>source</th>'
-        f"<th>pin</th><th>state</th><th>worst scan finding</th></tr>{rows}</table></section>"
-    )
+    return section("supply", "Installed skills and their sources",
+                   table(("skill", "source", "pin", "state", "worst scan finding"), rows))
 
 
 def _pts(x: float) -> str:
@@ -620,18 +609,15 @@ def _lifts(data: Mapping[str, Any], checked: bool) -> str:
     if not rows:
         return ""
     rows.sort(key=lambda r: (r[3]["interval"][1], r[0]["name"], -r[1]["version"], r[2]))
-    head = ("<tr><th>skill</th><th>version, tier</th><th>pass rate: with the skill vs the baseline</th>"
-            "<th>lift, points (95% interval)</th><th>pairs</th><th>pre-registered</th><th>stale</th>"
-            "<th>regressed cases</th></tr>")  # fmt: skip
+    head = ("skill", "version, tier", "pass rate: with the skill vs the baseline", "lift, points (95% interval)",
+            "pairs", "pre-registered", "stale", "regressed cases")
     first = "".join(_lift_row(*r, checked) for r in rows[:OPEN_SKILLS])
     rest = rows[OPEN_SKILLS:]
-    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary><table>{head}'
-            + "".join(_lift_row(*r, checked) for r in rest) + "</table></details>") if rest else ""  # fmt: skip
-    return (
-        '<section id="lift"><h2>Lift per skill and version <span class="sub">(pass rate with the skill minus '
-        "the baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
-        f"never added; most harmful first)</span></h2><table>{head}{first}</table>{more}</section>"
-    )
+    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary>'
+            + table(head, "".join(_lift_row(*r, checked) for r in rest)) + "</details>") if rest else ""  # fmt: skip
+    return section("lift", 'Lift per skill and version <span class="sub">(pass rate with the skill minus the '
+                   "baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
+                   "never added; most harmful first)</span>", table(head, first) + more)
 
 
 def _title_word(data: Mapping[str, Any]) -> str:
@@ -649,8 +635,8 @@ def render_page(data: Mapping[str, Any]) -> str:
     evidence_checked = trusted and data["evidence"]["checked"]
     b = data["brain"]
     head = (f'<header class="top"><h1>{_e(b["name"])}</h1><span class="sub">head #{b["head"]["index"]} '
-            f'{fig(_short(b["head"]["root"], 16), trusted)} · commit {_short(b["head"]["commit"], 10)} · genesis '
-            f'{_short(b["genesis"], 10)} · generated {_e(data["generated"])}</span></header>')  # fmt: skip
+            f'{fig(short(b["head"]["root"], 16), trusted)} · commit {short(b["head"]["commit"], 10)} · genesis '
+            f'{short(b["genesis"], 10)} · generated {_e(data["generated"])}</span></header>')  # fmt: skip
     body = "".join(
         [
             head,
@@ -669,12 +655,7 @@ def render_page(data: Mapping[str, Any]) -> str:
             _supply(data),
         ]
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{_e(b['name'])}: {_title_word(data)} · brain-ledger report</title>"
-        f"<style>{CSS}</style></head><body>{svg.DEFS}<main>{body}<footer>brain-ledger report page, format "
-        f"{data['format']}. Static and self-contained: it loads nothing. Checked figures carry ✓; claimed figures "
-        f"are grey, hatched and labelled.</footer></main><script>{JS}</script></body></html>\n"
-    )
+    return document(f"{_e(b['name'])}: {_title_word(data)} · brain-ledger report",
+                    f"{svg.DEFS}<main>{body}<footer>brain-ledger report page, format {data['format']}. Static and "
+                    "self-contained: it loads nothing. Checked figures carry ✓; claimed figures are grey, hatched "
+                    "and labelled.</footer></main>")  # fmt: skip

@@ -87,7 +87,8 @@ svg.big{width:100%;max-width:560px;height:auto}
 table.tl td{padding:7px 8px} table.tl td.idx{font-weight:700;white-space:nowrap;border-left:3px solid #34c38f}
 table.tl tr.sig-fail td{background:#fff1f3} table.tl tr.sig-fail td.idx{border-left-color:var(--bad)}
 table.tl tr.sig-unsigned td.idx{border-left-color:var(--grey)} table.tl .ch{font-size:12.5px;word-break:break-word}
-table.tl td.ids{white-space:nowrap}
+table.tl td.ids{white-space:nowrap} table.tl tr.bad td{background:#fff1f3} table.tl tr.pend td{background:#fff8e6}
+ul.skills{columns:2;padding-left:20px}
 details>summary{cursor:pointer;color:var(--ver);font-weight:600;margin:10px 0}
 .toolbar{display:flex;gap:12px;align-items:center;margin:0 0 10px}
 #filter{border:1px solid var(--line);border-radius:8px;padding:7px 10px;font:inherit;width:280px}

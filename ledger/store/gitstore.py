@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ledger._env import child_env
+from ledger._paths import read_ref
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
 from ledger.protocol.messages import (  # re-exported: the store reads and writes these
@@ -217,18 +218,9 @@ class GitStore:
         return self.read_ref(BRANCH)
 
     def read_ref(self, ref: str) -> bytes | None:
-        loose = self.git_dir / ref
-        try:
-            return bytes.fromhex(loose.read_text().strip())
-        except FileNotFoundError:
-            pass
-        try:
-            for line in (self.git_dir / "packed-refs").read_text().splitlines():
-                if line.endswith(" " + ref):
-                    return bytes.fromhex(line.split(" ", 1)[0])
-        except FileNotFoundError:
-            pass
-        return None
+        """The commit ``ref`` names, loose or packed (:func:`ledger._paths.read_ref`); None if none."""
+        text = read_ref(self.git_dir, ref)
+        return None if text is None else bytes.fromhex(text)
 
     def move_head(self, new: bytes, expected: bytes | None) -> None:
         """Point ``main`` at ``new`` if it still points at ``expected`` (git's lock protocol)."""

@@ -1,5 +1,5 @@
 """The pending-count cache key and the store's cache file names: plain constants, so the CLI's
-stat-cache fast path (:mod:`ledger._quick`) can read them without importing git or the chain.
+stat-cache fast path (:mod:`ledger.fastpath.reads`) can read them without importing git or the chain.
 The ref names are :mod:`ledger.protocol.refs`'s."""
 
 from __future__ import annotations

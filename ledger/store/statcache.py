@@ -29,18 +29,12 @@ import json
 import os
 import stat
 import zlib
-from array import array
 from pathlib import Path
 from typing import Any
 
-from blake3 import blake3
+from ledger._paths import current_keys, stat_fields, stat_key
 
-try:  # the optional C accelerator (ledger/_native.c): the same keys, lstat'ed on several threads
-    from ledger import _native
-except ImportError:  # pragma: no cover - the pure-Python build
-    _native = None  # type: ignore[assignment]
-
-__all__ = ["SUPPLY_FILE", "StatCache", "current_keys", "remember_withheld", "signature", "withheld_at"]
+__all__ = ["SUPPLY_FILE", "StatCache", "remember_withheld", "signature", "withheld_at"]
 
 SUPPLY_FILE = "supply-v1.json"  # in .ledger/cache/: the names a head's supply record withholds
 _FORMAT = 3  # columns, not a dict per skill: 10,000 entries load in 6 ms, not 28
@@ -48,10 +42,10 @@ _RACY_NS = 2_000_000_000
 
 
 def signature(skill_dir: Path) -> tuple[list[str], str, int] | None:
-    """The paths of a skill directory's whole tree (directories and files), a digest of their
-    lstat fields, and the newest mtime; ``None`` if it holds a link or special file."""
+    """The paths of a skill directory's whole tree (directories and files), their ``lstat`` key
+    (:func:`ledger._paths.stat_key`), and the newest mtime; ``None`` if it holds a link or special file."""
     paths: list[str] = []
-    fields: list[int] = []
+    rows: list[tuple[int, ...]] = []
     newest = 0
     stack = [""]
     base = os.fspath(skill_dir)
@@ -66,7 +60,7 @@ def signature(skill_dir: Path) -> tuple[list[str], str, int] | None:
         except OSError:
             return None
         paths.append(rel)
-        fields += _fields(st)
+        rows.append(stat_fields(st))
         newest = max(newest, st.st_mtime_ns)
         for entry in entries:
             sub = f"{rel}/{entry.name}" if rel else entry.name
@@ -78,40 +72,11 @@ def signature(skill_dir: Path) -> tuple[list[str], str, int] | None:
                 stack.append(sub)
             elif stat.S_ISREG(est.st_mode):
                 paths.append(sub)
-                fields += _fields(est)
+                rows.append(stat_fields(est))
                 newest = max(newest, est.st_mtime_ns)
             else:
                 return None  # a link or special file: the slow path explains what is wrong
-    return paths, _key(fields), newest
-
-
-def _fields(st: os.stat_result) -> tuple[int, ...]:
-    size = 0 if stat.S_ISDIR(st.st_mode) else st.st_size
-    return st.st_mode, st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _key(fields: list[int]) -> str:
-    return blake3(array("q", fields).tobytes()).hexdigest()[:32]
-
-
-def _current_key(skill_dir: str, paths: list[str]) -> str | None:
-    """The lstat digest of ``paths`` now (no directory listing: a directory's mtime covers its entries)."""
-    fields: list[int] = []
-    for rel in paths:
-        try:
-            fields += _fields(os.lstat(f"{skill_dir}/{rel}" if rel else skill_dir))
-        except OSError:
-            return None
-    return _key(fields)
-
-
-def current_keys(skills_dir: Path, names: list[str], groups: list[list[str]]) -> list[str | None]:
-    """:func:`_current_key` of many skills at once: in C on several threads when the native
-    module is built (git's preloaded index does the same), else one by one."""
-    if _native is not None and not os.environ.get("LEDGER_PURE_PYTHON"):
-        return _native.stat_keys(os.fspath(skills_dir), names, groups)
-    base = os.fspath(skills_dir)
-    return [_current_key(f"{base}/{name}", paths) for name, paths in zip(names, groups, strict=True)]
+    return paths, stat_key(rows), newest
 
 
 class StatCache:
@@ -235,7 +200,7 @@ def _from_columns(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------- withheld names
-# The quick path (ledger._quick) answers ``index`` and ``skill list`` from the working tree's stat entries; a
+# The quick path (ledger.fastpath.reads) answers ``index`` and ``skill list`` from the working tree's stat entries; a
 # skill the head's ``supply`` record withholds (ledger.brain.withholding) must not be listed, and the quick
 # path loads no brain.  So the full path remembers, per head commit, the record's blob id and the names it
 # withholds; the quick path trusts that for the same commit, or for another commit whose top tree (read from
