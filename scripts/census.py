@@ -58,7 +58,9 @@ def census(root: Path) -> dict[str, object]:
     reach: Counter[str] = Counter()
     for name, (path, tree) in mods.items():
         text = path.read_text()
-        caches.update(re.findall(r'"([a-z0-9_-]+-v\d+\.(?:json|bin|jsonl))"', text))
+        caches.update(re.findall(r'"([a-z0-9_-]+-v\d+\.(?:json|bin|jsonl))"', text))  # a name written out
+        caches.update(f"{m[0]}-v{m[2]}{m[1]}" for m in  # a (name, version) row of the one cache's table
+                      re.findall(r'^[A-Z_]+ = \("([a-z0-9_-]+)(\.[a-z]+)", (\d+)\)', text, flags=re.M))
         for node in ast.walk(tree):
             if _is_git_argv(node):
                 git_sites[name] += 1

@@ -282,9 +282,10 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
 def test_the_figures_cache_extends_by_each_append_and_equals_a_fresh_count(tmp_path, keys, monkeypatch) -> None:
     """The figures cache (keyed by the log's tree id and the trust set) extended append by append gives what a
     count from scratch gives, byte for byte."""
+    from ledger._fs import EVIDENCE_FIGURES, cache_name
     from ledger.brain import Brain
     from ledger.brain import evidence as evmod
-    from ledger.brain.evidence import FIGURES_CACHE, stats_doc
+    from ledger.brain.evidence import stats_doc
 
     extended_by: list[bool] = []
     real = evmod._extends
@@ -300,7 +301,7 @@ def test_the_figures_cache_extends_by_each_append_and_equals_a_fresh_count(tmp_p
         _skill(path, "v1")
         brain.snapshot(note="s v1")
         plan = _plan(brain)
-        cache = path / ".ledger" / "cache" / FIGURES_CACHE
+        cache = path / ".ledger" / "cache" / cache_name(*EVIDENCE_FIGURES)
         seen = []
         for i in range(3):
             _evaluate(brain, passes_with=set(CASES[: 3 + i]), passes_base=set(CASES[:4]), plan=plan,

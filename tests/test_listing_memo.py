@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger.agent import hermes_listing
+from ledger._fs import CATALOG, HERMES_LISTING, cache_name
 from ledger.agent.tools import SkillTools, compact_json
-from ledger.brain import Brain, catalog
+from ledger.brain import Brain
 from ledger.brain.memo import ObjectMemo
 from tests.conftest import run_ledger
 from tests.test_hermes_listing import _brain
@@ -28,7 +28,7 @@ SOURCES = ("ledger.brain.catalog", "ledger.bundle.skill", "ledger.bundle.frontma
 
 
 def _memos(brain: Path) -> list[Path]:
-    return [brain / ".ledger" / "cache" / name for name in (hermes_listing.MEMO_FILE, catalog.MEMO_FILE)]
+    return [brain / ".ledger" / "cache" / cache_name(*entry) for entry in (HERMES_LISTING, CATALOG)]
 
 
 def _uncached(brain: Path, args: dict) -> dict:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import HERMES_LISTING
 from ledger.agent.hermes_shapes import (
     MAX_DESCRIPTION,
     Card,
@@ -33,10 +34,10 @@ from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, StoreError
 from ledger.exchange.targets import Targets
 from ledger.store import gitstore as gs
+from ledger.store.state import State
 
 __all__ = ["Listing"]
 
-MEMO_FILE = "hermes-listing-v1.json"  # in .ledger/cache/
 _ABSENT = Card().name  # a card's name when the frontmatter has none
 _CARD_KEYS = {"n": "name", "d": "description", "p": "platforms", "e": "environments", "u": "unreadable",
               "b": "bad_description"}  # fmt: skip
@@ -58,7 +59,7 @@ class Listing:
         self._configs: dict[Any, tuple[set[str], bool]] = {}  # (config, stat, platform) → what it says
         # skill tree id → its SKILL.md files, and SKILL.md blob id → its card, for the next process too
         sources = ("ledger.agent.hermes_listing", "ledger.agent.hermes_shapes", "ledger.bundle.frontmatter")
-        self.memo = ObjectMemo(brain.control / "cache" / MEMO_FILE, sources)
+        self.memo = ObjectMemo(State(brain.control).path(HERMES_LISTING), sources)
 
     def __call__(self, all_platforms: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(shown, hidden) for the head; ``all_platforms``: as if every ``platforms:`` held this host."""

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger._env import child_env
 from ledger.audit.verdicts import Report
 from ledger.audit.walk import Walked
 from ledger.bundle.merkle import format_root
@@ -29,6 +27,7 @@ from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
+from ledger.store.git import Git
 from ledger.store.skilltree import skills_of
 
 __all__ = ["MAX_SKEW", "Plans", "Receipts", "Tally", "batch_problem", "check_evidence", "entry_problem"]
@@ -131,9 +130,7 @@ class Receipts:
         if key not in self.ancestry:
             if not _HEX40.fullmatch(commit):
                 return False
-            proc = subprocess.run(["git", "--git-dir", str(self.store.git_dir), "merge-base", "--is-ancestor", commit,
-                                   at], capture_output=True, env=child_env())  # fmt: skip
-            self.ancestry[key] = proc.returncode == 0 and commit != at
+            self.ancestry[key] = Git(self.store.git_dir).is_ancestor(commit, at) and commit != at
             if self.ancestry[key] and commit not in self.snaps:
                 self.snaps[commit] = self.store.snapshot(bytes.fromhex(commit))
         return self.ancestry[key]

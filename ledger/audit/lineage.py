@@ -30,13 +30,11 @@ document gives them, so each check reads beside its rule.
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.audit.evidencecheck import check_evidence
 from ledger.audit.gitsigs import check_siblings
 from ledger.audit.refs import check_refs
@@ -48,11 +46,12 @@ from ledger.bundle.merkle import DirNode, file_entries, format_root, read_tree
 from ledger.chain.receipts import read_notes
 from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.protocol.receipts import note_problems, parse_note, positions
-from ledger.protocol.refs import NOTES_REF, UNVERIFIED_REF
+from ledger.protocol.refs import NOTES_REF, REPLACE, UNVERIFIED_REF
 from ledger.signatures.siblings import SIBLING_TRAILER
 from ledger.signatures.trust import check_address
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.store.git import WHOLE, Git
 from ledger.store.packing import no_repack
 from ledger.store.skilltree import skills_of
 
@@ -270,27 +269,24 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
     )
 
 
-def _git(path: Path, *args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=timeout,
-                          env=child_env())  # fmt: skip
-
-
 def _check_fsck(path: Path, report: Report) -> None:
     chk = report.check("fsck")
-    replaced = _git(path, "for-each-ref", "--format=%(refname)", "refs/replace/").stdout.split()
+    git = Git(None, error=AuditError)
+    replaced = git.call("-C", str(path), "for-each-ref", "--format=%(refname)", REPLACE).stdout.decode().split()
     if replaced:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
-    grafts = _git(path, "rev-parse", "--git-path", "info/grafts").stdout.strip()
+    grafts = git.call("-C", str(path), "rev-parse", "--git-path", "info/grafts").stdout.decode().strip()
     if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
         chk.fail("info/grafts rewrites parents for git's own history commands"
                  " (see docs/lineage.md, 'The store')", path=grafts)
     control = path / ".ledger"  # a brain (not a clone): its background packer must not repack under fsck
     with no_repack(control) if (control / "config.json").is_file() else contextlib.nullcontext():
-        proc = _git(path, "fsck", "--no-dangling", "--no-progress", timeout=600)
+        proc = git.call("-C", str(path), "fsck", "--no-dangling", "--no-progress", timeout=WHOLE)
+    stdout, stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     # fsck exits 0 on warnings such as hasDotgit ("contains '.git'"); for a ledger they are failures.
-    warnings = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith(("warning", "error"))]
+    warnings = [ln for ln in (stderr + stdout).splitlines() if ln.startswith(("warning", "error"))]
     if proc.returncode != 0 or warnings:
-        first = warnings or (proc.stderr or proc.stdout).strip().splitlines()
+        first = warnings or (stderr or stdout).strip().splitlines()
         chk.fail("git fsck: " + (first[0] if first else f"exit {proc.returncode}"))
     elif chk.ok:
         chk.summary = "git fsck found no problems"

@@ -21,11 +21,9 @@ Under the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) no othe
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.audit.verdicts import Report
 from ledger.chain import epochlog
 from ledger.errors import LedgerError, StoreError
@@ -45,6 +43,7 @@ from ledger.protocol.refs import (
 )
 from ledger.store import gitstore as gs
 from ledger.store.evidence import log_of
+from ledger.store.git import WHOLE, Git
 
 __all__ = ["NOTES", "Lineage", "check_refs", "epoch_receipt", "evidence_receipt", "listed", "log_keeps", "owned",
            "receipt_problem", "shape", "update_problems"]  # fmt: skip
@@ -76,10 +75,9 @@ class Lineage:
         if self._snaps is None:
             self._snaps = []
             if self.head is not None:
-                proc = subprocess.run(["git", f"--git-dir={self.store.git_dir}", "rev-list", "--first-parent",
-                                       "--reverse", self.head.hex()], capture_output=True, text=True,
-                                      env=child_env(), timeout=600)  # fmt: skip
-                for commit in proc.stdout.split():
+                proc = Git(self.store.git_dir).call("rev-list", "--first-parent", "--reverse", self.head.hex(),
+                                                    timeout=WHOLE)  # fmt: skip
+                for commit in proc.stdout.decode().split():
                     try:
                         self._snaps.append(self.store.snapshot(bytes.fromhex(commit)))
                     except (LedgerError, ValueError):
@@ -228,12 +226,6 @@ def log_keeps(old: EpochLog, new: EpochLog) -> str | None:
 # ------------------------------------------------------------------ a push, ref by ref
 
 
-def _is_ancestor(store: gs.GitStore, old: bytes, new: bytes) -> bool:
-    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "merge-base", "--is-ancestor", old.hex(), new.hex()],
-                          capture_output=True, env=child_env(), timeout=120)  # fmt: skip
-    return proc.returncode == 0
-
-
 def update_problems(store: gs.GitStore, ref: str, old: bytes | None, new: bytes | None, lineage: Lineage, *,
                     receipts: bool = True) -> list[str]:  # fmt: skip
     """Why moving ``ref`` (not ``main``) from ``old`` to ``new`` is refused (None: absent); empty when it passes.
@@ -250,7 +242,7 @@ def update_problems(store: gs.GitStore, ref: str, old: bytes | None, new: bytes 
     why = shape(store, ref, new)
     if why is not None:
         return [why]
-    if old is not None and old != new and not _is_ancestor(store, old, new):
+    if old is not None and old != new and not Git(store.git_dir).is_ancestor(old, new):
         return [f"it does not extend {old.hex()[:12]} (a non-fast-forward): {ref} only grows"]
     if ref == EPOCHS_REF:
         if old is None:
@@ -279,10 +271,9 @@ def update_problems(store: gs.GitStore, ref: str, old: bytes | None, new: bytes 
 
 def listed(git_dir: Path) -> dict[str, bytes]:
     """Every ref of the repository under the ledger's namespaces → its object id (``main`` aside)."""
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "for-each-ref", "--format=%(objectname) %(refname)"],
-                          capture_output=True, text=True, env=child_env(), timeout=120)  # fmt: skip
+    proc = Git(git_dir).call("for-each-ref", "--format=%(objectname) %(refname)")
     out = {}
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.decode().splitlines():
         sha, _, ref = line.partition(" ")
         if owned(ref) and ref != BRANCH:
             out[ref] = bytes.fromhex(sha)

@@ -11,12 +11,10 @@ what it did before merges existed.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ledger._env import child_env
 from ledger.audit import rules
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import RootIndex, format_root
@@ -25,6 +23,7 @@ from ledger.errors import AuditError, LedgerError, StoreError
 from ledger.protocol.refs import ORIGIN_BRANCH
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.store.git import WHOLE, Git
 from ledger.store.skilltree import skills_of
 
 __all__ = ["Walked", "walk"]
@@ -87,14 +86,12 @@ def _head(store: gs.GitStore) -> bytes:
 
 def _graph(store: gs.GitStore, head: bytes, since: tuple[bytes, ...] = ()) -> tuple[list[str], dict[str, list[str]]]:
     exclude = [f"^{c.hex()}" for c in since]
-    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "rev-list", "--topo-order", "--reverse", "--parents",
-                           head.hex(), *exclude], capture_output=True, text=True, env=child_env(),
-                          timeout=600)  # fmt: skip
-    if proc.returncode != 0:
-        raise AuditError(f"git rev-list cannot walk the history: {proc.stderr.strip()}")
+    out = Git(store.git_dir, error=AuditError).run("rev-list", "--topo-order", "--reverse", "--parents", head.hex(),
+                                                   *exclude, timeout=WHOLE,
+                                                   what="git rev-list cannot walk the history")  # fmt: skip
     parents = {}
     order = []
-    for line in proc.stdout.splitlines():
+    for line in out.decode().splitlines():
         commit, *ps = line.split()
         order.append(commit)
         parents[commit] = ps

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ledger._fs import CATALOG
 from ledger.brain.memo import ObjectMemo, files_of_trees
 from ledger.brain.withholding import withheld
 from ledger.bundle import frontmatter
@@ -28,6 +29,7 @@ from ledger.bundle.render import index_line
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, StoreError
 from ledger.store import treehash as th
+from ledger.store.state import State
 
 if TYPE_CHECKING:
     from ledger.brain.categories import Categories
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Catalog", "Entry"]
 
-MEMO_FILE = "catalog-v1.json"  # in .ledger/cache/
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Catalog:
         self._at: tuple[bytes, list[Entry]] | None = None  # the last head's listing
         self._index: tuple[bytes, str] | None = None  # and its Level-0 index
         sources = ("ledger.brain.catalog", "ledger.bundle.skill", "ledger.bundle.frontmatter")
-        self.memo = ObjectMemo(snapshots.control / "cache" / MEMO_FILE, sources)  # for the next process
+        self.memo = ObjectMemo(State(snapshots.control).path(CATALOG), sources)  # for the next process
 
     def entries(self) -> list[Entry]:
         """Every skill in the head snapshot that its supply record does not withhold, in byte order of the name."""

@@ -13,15 +13,13 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import ledger.evals.lift as lf  # a module reference, read when called: lift imports ledger.brain (either loads first)
-from ledger._env import child_env
+from ledger._fs import EVIDENCE_BATCHES, EVIDENCE_CHECKED, EVIDENCE_FIGURES, EVIDENCE_IDS, REGRESSIONS
 from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
@@ -31,10 +29,10 @@ from ledger.store import evidence as ev
 from ledger.store import gitstore as gs
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
-from ledger.store.refs import REGRESSIONS_CACHE
+from ledger.store.git import WHOLE, Git
 from ledger.store.skilltree import skills_of
+from ledger.store.state import State
 from ledger.write.head import head_evidence
-from ledger.write.journal import write_json
 from ledger.write.records import Receipt
 
 if TYPE_CHECKING:
@@ -47,11 +45,6 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served", "signed_elsewhere"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
-IDS_CACHE = "evidence-ids-v1.bin"  # in .ledger/cache/: a log's tree id, its agent, and every outcome id in it
-BATCHES_CACHE = "evidence-batches-v2.bin"  # in .ledger/cache/: a log's tree id, its newest record format, then
-# each batch's signer and id
-CHECKED_CACHE = "evidence-checked-v1.txt"  # in .ledger/cache/: chunk blob ids whose every entry was verified
-FIGURES_CACHE = "evidence-figures-v1.txt"  # in .ledger/cache/: a log's tree id and trust digest, then per skill
 IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
                "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
 _PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
@@ -110,9 +103,8 @@ class Evidence:
     @functools.cached_property
     def genesis(self) -> str:
         """Snapshot 0's commit id: the brain's identity in every record it holds."""
-        proc = subprocess.run(["git", "--git-dir", str(self.brain.store.git_dir), "rev-list", "--max-parents=0",
-                               "main"], capture_output=True, text=True, env=child_env())  # fmt: skip
-        roots = proc.stdout.split()
+        proc = Git(self.brain.store.git_dir).call("rev-list", "--max-parents=0", "main", timeout=WHOLE)
+        roots = proc.stdout.decode().split()
         if proc.returncode != 0 or len(roots) != 1:
             raise StoreError("the brain's lineage has no single snapshot 0", hint="run 'ledger verify'")
         return roots[0]
@@ -136,7 +128,7 @@ class Evidence:
                 if not isinstance(commit, str):
                     raise ValueError
                 raw = bytes.fromhex(commit)
-                if len(raw) != 20 or not _is_ancestor(store, raw, brain.head().commit):
+                if len(raw) != 20 or not Git(store.git_dir).is_ancestor(raw, brain.head().commit):
                     raise ValueError
             except (ValueError, LedgerError):
                 shown = json.dumps(commit)[:42] if commit is not None else "(none given)"
@@ -206,11 +198,8 @@ class Evidence:
         trust = self._trust()
         roles = json.dumps(sorted(trust.active.items()), separators=(",", ":"))
         digest = hashlib.sha256(roles.encode()).hexdigest()
-        path = self.brain.control / "cache" / FIGURES_CACHE
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = b""
+        state = State(self.brain.control)
+        data = state.read(EVIDENCE_FIGURES, bytes) or b""
         first = data.split(b"\n", 1)[0].split()
         if first[:2] == [tree.hex().encode(), digest.encode()]:
             try:
@@ -232,12 +221,9 @@ class Evidence:
             for version, stats in versions.items():
                 mine[version] = _sum(mine[version], stats) if version in mine else stats
         lifted = self._pairing_of(docs, pairing, start).result()
-        tmp = path.with_name(f".{FIGURES_CACHE}.{os.getpid()}")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(f"{tree.hex()} {digest} {len(entries)}\n".encode() + b"".join(
-                _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
-                for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))))  # fmt: skip
-            os.replace(tmp, path)
+        state.write(EVIDENCE_FIGURES, f"{tree.hex()} {digest} {len(entries)}\n".encode() + b"".join(
+            _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
+            for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))))  # fmt: skip
         if only is not None:
             return ({only: per[only]} if only in per else {}), ({only: lifted[only]} if only in lifted else {})
         return per, lifted
@@ -269,17 +255,13 @@ class Evidence:
         return out
 
     def _known(self) -> set[bytes]:
-        try:
-            text = (self.brain.control / "cache" / CHECKED_CACHE).read_text()
-        except OSError:
-            return set()
-        return {bytes.fromhex(line) for line in text.split() if len(line) == 40}
+        return State(self.brain.control).read(EVIDENCE_CHECKED, lambda data: {
+            bytes.fromhex(line) for line in data.decode("ascii").split() if len(line) == 40}) or set()  # fmt: skip
 
     def _remember(self, shas: Iterable[bytes]) -> None:
         lines = "".join(sha.hex() + "\n" for sha in shas)
         if lines:
-            with contextlib.suppress(OSError), open(self.brain.control / "cache" / CHECKED_CACHE, "a") as f:
-                f.write(lines)
+            State(self.brain.control).append(EVIDENCE_CHECKED, lines.encode())
 
     def batches(self, signer: str | None = None) -> list[dict[str, Any]]:
         """Each signer's batches in the head's log (docs/lineage.md §14.9), oldest first: id, prev, count, the
@@ -391,10 +373,7 @@ class Evidence:
             if name in lifted:
                 out += lf.lift_regressions(name, version, lifted[name])
         remembered = {"head": head.commit.hex(), "regressions": len(out)}
-        path = self.brain.control / "cache" / REGRESSIONS_CACHE
-        with contextlib.suppress(OSError, ValueError):  # what `ledger status` answers from the stat cache
-            if not path.exists() or json.loads(path.read_text()) != remembered:
-                write_json(path, remembered)
+        State(self.brain.control).write_json(REGRESSIONS, remembered)  # what `ledger status` answers from the cache
         return out
 
     def pinned(self, skills: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -702,13 +681,18 @@ class Evidence:
         very tree (content-addressed, as the ids' cache), else read from the log."""
         if tree is None:
             return {}, 0
+        def decode(data: bytes) -> tuple[dict[str, list[str]], int] | None:
+            if data[:20] != tree or (len(data) - 21) % 52 or data[20] > 3:
+                return None
+            held: dict[str, list[str]] = {}
+            for i in range(21, len(data), 52):
+                held.setdefault("0x" + data[i : i + 20].hex(), []).append(data[i + 20 : i + 52].hex())
+            return held, data[20]
+
+        kept = State(self.brain.control).read(EVIDENCE_BATCHES, decode)
+        if kept is not None:
+            return kept
         held: dict[str, list[str]] = {}
-        with contextlib.suppress(OSError):
-            data = (self.brain.control / "cache" / BATCHES_CACHE).read_bytes()
-            if data[:20] == tree and (len(data) - 21) % 52 == 0 and data[20] <= 3:
-                for i in range(21, len(data), 52):
-                    held.setdefault("0x" + data[i : i + 20].hex(), []).append(data[i + 20 : i + 52].hex())
-                return held, data[20]
         level = 0
         for entry in ev.entries_of(self.brain.store, tree):
             record = oc.loads(entry).get("record")
@@ -723,13 +707,9 @@ class Evidence:
         return held, level
 
     def _save_batches(self, tree: bytes, held: Mapping[str, list[str]], level: int) -> None:
-        path = self.brain.control / "cache" / BATCHES_CACHE
-        tmp = path.with_name(f".{BATCHES_CACHE}.{os.getpid()}")
-        with contextlib.suppress(OSError):
-            pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items()
-                             for bid in ids)  # fmt: skip
-            tmp.write_bytes(tree + bytes([level]) + pairs)
-            os.replace(tmp, path)
+        pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items()
+                         for bid in ids)  # fmt: skip
+        State(self.brain.control).write(EVIDENCE_BATCHES, tree + bytes([level]) + pairs)
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
         """The ids in ``tree``'s log and the agent its records name: from ``.ledger/cache`` when it was kept
@@ -737,20 +717,21 @@ class Evidence:
         a log of 100,000 does not parse 100,000 entries."""
         if tree is None:
             return set(), None
-        with contextlib.suppress(OSError):
-            data = (self.brain.control / "cache" / IDS_CACHE).read_bytes()
-            if data[:20] == tree and (len(data) - 86) % 32 == 0:
-                agent = data[20:86].decode("ascii") if data[20:22] == b"0x" else None
-                return {data[i : i + 32] for i in range(86, len(data), 32)}, agent
+        def decode(data: bytes) -> tuple[set[bytes], str | None] | None:
+            if data[:20] != tree or (len(data) - 86) % 32:
+                return None
+            agent = data[20:86].decode("ascii") if data[20:22] == b"0x" else None
+            return {data[i : i + 32] for i in range(86, len(data), 32)}, agent
+
+        kept = State(self.brain.control).read(EVIDENCE_IDS, decode)
+        if kept is not None:
+            return kept
         logged = ev.entries_of(self.brain.store, tree)
         return {oc.outcome_id_of(e) for e in logged}, _log_agent(logged)
 
     def _save_index(self, tree: bytes, ids: set[bytes], agent: str | None) -> None:
-        path = self.brain.control / "cache" / IDS_CACHE
-        tmp = path.with_name(f".{IDS_CACHE}.{os.getpid()}")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(tree + (agent or "").encode("ascii").ljust(66, b"\0") + b"".join(ids))
-            os.replace(tmp, path)
+        agent_field = (agent or "").encode("ascii").ljust(66, b"\0")
+        State(self.brain.control).write(EVIDENCE_IDS, tree + agent_field + b"".join(ids))
 
     def _trust(self) -> Trust:
         return self.brain.writer._trust(self.brain.head())[1]
@@ -844,12 +825,6 @@ def _check_signer(entry: oc.Entry, trust: Trust) -> None:
     if role is None:
         raise StoreError(f"{what} {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
                          "trust", hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'")  # fmt: skip
-
-
-def _is_ancestor(store: gs.GitStore, a: bytes, b: bytes) -> bool:
-    proc = subprocess.run(["git", "--git-dir", str(store.git_dir), "merge-base", "--is-ancestor", a.hex(), b.hex()],
-                          capture_output=True, env=child_env())  # fmt: skip
-    return proc.returncode == 0
 
 
 def _version_at(store: gs.GitStore, versions: tuple[bytes | None, dict[str, int]], name: str, tree: bytes) -> int:

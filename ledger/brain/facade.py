@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import DIGESTS
 from ledger._json import shown
 from ledger._paths import CONFIG, CONTROL, find_brain
 from ledger.brain.catalog import Catalog
@@ -59,6 +60,7 @@ from ledger.store import gitstore as gs
 from ledger.store import packing
 from ledger.store import treehash as th
 from ledger.store.diffs import Diff
+from ledger.store.state import State
 from ledger.write import writepath as wp
 from ledger.write.apply import Writer
 from ledger.write.head import Head
@@ -129,7 +131,7 @@ class Brain:
         self.limits = _limits(config.get("limits") or {})
         gc = config.get("gc") or {}
         self.store = gs.GitStore(root)
-        self.cache = th.DigestCache(self.control / "cache" / "digests-v2.bin")
+        self.cache = th.DigestCache(State(self.control).path(DIGESTS))
         self.versions = Versions(self.store)  # where skill versions live: SKILL.md or the store (ADR 20)
         self.keys = KeyDir(keys_home(config.get("keys")))  # this brain's signing keys (ADR 26)
         self.sealer = Sealer(self.keys, enabled=config.get("signing", True) is not False)  # signs each snapshot

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import read_cache, write_cache
 from ledger.store import gitstore as gs
 from ledger.store.objectdb import MODE_DIR, parse_tree
 
@@ -120,14 +121,18 @@ class ObjectMemo:
         self._tag = _tag(self.sources) if self.path is not None else None
         if self._tag is None:
             return self._entries
-        try:
-            doc = _DECODER.decode(self.path.read_bytes().decode("utf-8"))  # type: ignore[union-attr]
-            if (isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("tag") == self._tag
+        tag = self._tag
+
+        def decode(data: bytes) -> dict[str, Any] | None:
+            doc = _DECODER.decode(data.decode("utf-8"))
+            if (isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("tag") == tag
                     and isinstance(doc.get("entries"), dict)):  # fmt: skip
-                self._entries = doc["entries"]
-                self._on_disk = True
-        except (OSError, ValueError, RecursionError):  # missing, unreadable, not JSON (UnicodeDecodeError too)
-            pass
+                return doc["entries"]
+            return None
+
+        held = read_cache(self.path, decode)  # type: ignore[arg-type]  # missing, corrupt, another tag: a miss
+        if held is not None:
+            self._entries, self._on_disk = held, True
         return self._entries
 
     def get(self, key: bytes) -> Any:
@@ -163,15 +168,8 @@ class ObjectMemo:
             if len(entries) > 2 * len(keep) + 1024:
                 entries = self._entries = {k: v for k, v in entries.items() if k in keep}
         doc = {"format": _FORMAT, "tag": self._tag, "entries": entries}
-        with contextlib.suppress(OSError, ValueError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="ascii")
-                os.replace(tmp, self.path)
-            finally:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+        with contextlib.suppress(ValueError):
+            write_cache(self.path, json.dumps(doc, separators=(",", ":")).encode("ascii"))
         self.unsaved, self._on_disk = 0, True
 
 

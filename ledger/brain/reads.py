@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import STAT
 from ledger.brain.withholding import states
 from ledger.bundle import naming
 from ledger.bundle.merkle import (
@@ -50,6 +51,7 @@ from ledger.store.diffs import Diff, Side, compare
 from ledger.store.proofs import prove_at
 from ledger.store.skilltree import skills_of
 from ledger.store.statcache import StatCache, remember_withheld, signature
+from ledger.store.state import State
 from ledger.write import writepath as wp
 from ledger.write.head import head_supply
 from ledger.write.records import SkillInfo, Status
@@ -98,7 +100,7 @@ class Reads:
         return out
 
     def _stat_cache(self) -> StatCache:
-        return StatCache(self.control / "cache" / "stat-v1.json")
+        return StatCache(State(self.control).path(STAT))
 
     def _cached_digests(self, cache: StatCache, read: dict[str, DirNode]) -> tuple[dict[str, bytes], bool] | None:
         """Each skill's bundle digest, from the stat cache where its tree is unchanged, and whether

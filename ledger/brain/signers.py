@@ -14,17 +14,16 @@ exports it); :func:`local_sibling` is this machine's side, for when no brain is 
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 
-from ledger._env import child_env
 from ledger.audit.signatures import signer_of
 from ledger.errors import KeystoreError, LedgerError, StoreError
 from ledger.protocol.messages import Snapshot
 from ledger.signatures import identity, siblings
 from ledger.signatures.trust import KEY_TRAILER, parse_key_change
 from ledger.store import gitstore as gs
+from ledger.store.git import WHOLE, Git
 
 __all__ = ["AllowedSigner", "allowed_signers", "certified_sibling", "local_sibling", "principal"]
 
@@ -131,11 +130,8 @@ def _accepted(store: gs.GitStore, snap: Snapshot, signer: str) -> bool:
 
 
 def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
-    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "rev-list", *flags, head.hex()],
-                          capture_output=True, text=True, env=child_env(), timeout=600)  # fmt: skip
-    if proc.returncode != 0:
-        raise StoreError(f"git rev-list cannot walk the history: {proc.stderr.strip()}")
-    return proc.stdout.split()
+    return Git(store.git_dir).run("rev-list", *flags, head.hex(), timeout=WHOLE,
+                                  what="git rev-list cannot walk the history").decode().split()  # fmt: skip
 
 
 def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity.KeyDir,

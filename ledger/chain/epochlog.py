@@ -20,13 +20,12 @@ root from the entries and compares it with the chain's.
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 
-from ledger._env import child_env
 from ledger.errors import ChainError
 from ledger.protocol.epochlog import ENTRIES_V2, EpochLog, encode_entries, parse
 from ledger.protocol.refs import EPOCHS_REF
+from ledger.store.git import NETWORK, Git
 from ledger.store.gitstore import MODE_FILE, GitStore
 
 __all__ = ["read_at", "read_local", "read_remote", "save"]
@@ -67,24 +66,21 @@ def read_remote(location: str) -> EpochLog:
     (``--end-of-options``), and only the file, git, ssh and http(s) transports may serve it (no ``ext::``)."""
     if not location or location.startswith("-") or any(ord(c) < 0x20 for c in location):
         raise ChainError(f"the operator's log location {location[:80]!r} is not a path or git URL")
-    env = {**child_env(), "GIT_ALLOW_PROTOCOL": "file:git:ssh:http:https", "GIT_TERMINAL_PROMPT": "0"}
     with tempfile.TemporaryDirectory(prefix="ledger-epochs-") as tmp:
-
-        def git(*args: str) -> bytes:
-            proc = subprocess.run(["git", f"--git-dir={tmp}", *args], capture_output=True, env=env, timeout=120)
-            if proc.returncode:
-                raise ChainError(f"cannot read the operator's epoch log at {location}: "
-                                 f"{proc.stderr.decode(errors='replace').strip()[:300]}",
-                                 hint="the receipt's 'log' names where the operator publishes refs/ledger/epochs; "
-                                      "ask the operator to push it there")  # fmt: skip
-            return proc.stdout
-
-        git("init", "-q", "--bare")
-        git("fetch", "-q", "--no-tags", "--end-of-options", location, f"+{EPOCHS_REF}:{EPOCHS_REF}")
-        head = git("rev-parse", EPOCHS_REF).strip()
-        names = sorted(git("ls-tree", "--name-only", "--end-of-options", EPOCHS_REF).decode().split("\n")[:-1])
+        what = f"cannot read the operator's epoch log at {location}"
+        hint = ("the receipt's 'log' names where the operator publishes refs/ledger/epochs; "
+                "ask the operator to push it there")
+        git = Git(tmp, env={"GIT_ALLOW_PROTOCOL": "file:git:ssh:http:https", "GIT_TERMINAL_PROMPT": "0"},
+                  error=ChainError).run  # fmt: skip
+        git("init", "-q", "--bare", what=what, hint=hint)
+        git("fetch", "-q", "--no-tags", "--end-of-options", location, f"+{EPOCHS_REF}:{EPOCHS_REF}", what=what,
+            hint=hint, timeout=NETWORK)  # fmt: skip
+        head = git("rev-parse", EPOCHS_REF, what=what, hint=hint).strip()
+        listed = git("ls-tree", "--name-only", "--end-of-options", EPOCHS_REF, what=what, hint=hint)
+        names = sorted(listed.decode().split("\n")[:-1])
         wanted = [n for n in names if n in ("entries", ENTRIES_V2)]
         if len(names) != 2 or "log.json" not in names or len(wanted) != 1:
             raise ChainError(f"the log at {location} holds {names}, not log.json and one of entries, {ENTRIES_V2}")
-        return parse(wanted[0], git("cat-file", "blob", f"{EPOCHS_REF}:{wanted[0]}"),
-                      git("cat-file", "blob", f"{EPOCHS_REF}:log.json"), bytes.fromhex(head.decode()))  # fmt: skip
+        entries = git("cat-file", "blob", f"{EPOCHS_REF}:{wanted[0]}", what=what, hint=hint)
+        doc = git("cat-file", "blob", f"{EPOCHS_REF}:log.json", what=what, hint=hint)
+        return parse(wanted[0], entries, doc, bytes.fromhex(head.decode()))

@@ -16,19 +16,18 @@ as anchored; ``ledger commit`` rebuilds receipts from the chain's own events.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
+from ledger._fs import PENDING
 from ledger.protocol.receipts import parse_note
 from ledger.protocol.refs import NOTES_REF
+from ledger.store.git import WHOLE, Git
 from ledger.store.gitstore import MODE_DIR, MODE_FILE, GitStore
-from ledger.store.refs import PENDING_CACHE, pending_key
+from ledger.store.refs import pending_key
+from ledger.store.state import State
 
 __all__ = [
     "join_receipts",
@@ -147,20 +146,14 @@ def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any])
     or the settings change, so ``ledger status`` on a committed brain spawns no git process."""
     head, notes = store.head(), store.read_ref(NOTES_REF)
     key = pending_key(head.hex() if head else "", notes.hex() if notes else "", chain)
-    path = control / "cache" / PENDING_CACHE
-    try:
-        doc = json.loads(path.read_text())
-        if doc.get("key") == key and isinstance(doc.get("pending"), int):
-            return doc["pending"]
-    except (OSError, ValueError, AttributeError):
-        pass
+    state = State(control)
+    kept = state.read_json(PENDING, lambda doc: doc["pending"] if doc.get("key") == key
+                           and type(doc.get("pending")) is int else None)  # fmt: skip
+    if kept is not None:
+        return kept
     agent = chain.get("agent_id")
     count = local_pending(store, chain.get("registry"), int(agent, 16) if agent else None)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "pending": count}))
-        os.replace(tmp, path)
+    state.write_json(PENDING, {"key": key, "pending": count})
     return count
 
 
@@ -193,12 +186,9 @@ def local_pending(store: GitStore, registry: str | None = None, agent: int | Non
     # Python costs ~0.2 ms each. A snapshot whose root equals its parent's is never anchored.
     trailers = ("Ledger-Root", "Ledger-Parent-Root")
     fmt = "%H " + " ".join(f"%(trailers:key={k},valueonly,separator=%x20)" for k in trailers)
-    proc = subprocess.run(
-        ["git", f"--git-dir={store.git_dir}", "log", "--first-parent", f"--format={fmt}", head.hex()],
-        capture_output=True, text=True, env=child_env(),
-    )  # fmt: skip
+    proc = Git(store.git_dir).call("log", "--first-parent", f"--format={fmt}", head.hex(), timeout=WHOLE)
     count = 0
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.decode().splitlines():
         commit, _, roots = line.partition(" ")
         if counts(commit):
             break

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ledger._fs import atomic_write
 from ledger.cli.common import emit, main, open_brain
 from ledger.errors import LedgerError, UsageError
 
@@ -38,13 +38,9 @@ def _rev_and_name(brain: Any, args: tuple[str, ...]) -> tuple[str | None, str | 
 
 def _write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole (a temporary file renamed over it), never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise LedgerError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

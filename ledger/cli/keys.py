@@ -168,20 +168,13 @@ def _write(output: str | None, text: str) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    import contextlib
-    import os
-    from pathlib import Path
-
+    from ledger._fs import atomic_write
     from ledger.errors import LedgerError
 
-    path = Path(output)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    path = output
     try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        atomic_write(path, text.encode())
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         raise LedgerError(f"cannot write {path}: {exc.strerror or exc}",
                           hint="give -o a path in a directory that exists and you may write") from None  # fmt: skip
 

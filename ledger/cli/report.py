@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ledger._fs import atomic_write
 from ledger.cli.common import main, open_brain
 
 
@@ -34,9 +35,7 @@ def report(ctx: click.Context, out: Path, rpc: str | None) -> None:
     html = render_page(data)
     out.mkdir(parents=True, exist_ok=True)
     target = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(target)
+    atomic_write(target, html.encode("utf-8"))
     verdict = "verified OK" if data["verdict"]["ok"] else "verification FAILED"
     click.echo(f"report written to {target} ({verdict}; {len(data['skills'])} skill(s), "
                f"{len(data['timeline'])} snapshot(s), {data['evidence']['size']} outcome(s))")  # fmt: skip

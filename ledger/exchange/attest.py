@@ -13,11 +13,9 @@ address; the signature over the statement; that address trusted by the snapshot'
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger._env import child_env
 from ledger.chain.receipts import receipt_of
 from ledger.errors import StoreError, UsageError
 from ledger.exchange import intoto, oms
@@ -32,6 +30,7 @@ from ledger.exchange.attested import (
     strict_loads,
 )
 from ledger.signatures import siblings
+from ledger.store.git import Git
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
@@ -51,8 +50,7 @@ def _sequence(brain: Brain, commit: bytes) -> int:
 
 
 def _in_lineage(brain: Brain, commit: bytes, head: bytes) -> None:
-    argv = ["git", f"--git-dir={brain.store.git_dir}", "merge-base", "--is-ancestor", commit.hex(), head.hex()]
-    if subprocess.run(argv, capture_output=True, env=child_env(), check=False).returncode != 0:
+    if not Git(brain.store.git_dir).is_ancestor(commit, head):
         raise AttestationError(f"{commit.hex()[:12]} is not a snapshot of this brain's lineage",
                                hint="verify against the brain the attestation was made from, once it has that snapshot")
 

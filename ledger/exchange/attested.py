@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ledger._env import child_env
 from ledger._json import depth, unique_keys
 from ledger.bundle.merkle import file_digest, tree_of
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
@@ -27,6 +25,7 @@ from ledger.protocol.jcs import canonical as jcs
 from ledger.signatures import siblings
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
+from ledger.store.git import WHOLE, Git
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record
 
@@ -185,8 +184,7 @@ def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, sibl
     whose ``Ledger-Sibling`` P-256 key has key id ``kid``; None when no snapshot certifies it.  A key
     that two addresses certify is refused: whose attestation it signs would be ambiguous."""
     fmt = f"%H%x1f%(trailers:key={siblings.SIBLING_TRAILER},valueonly,separator=%x1f)%x1e"
-    proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "log", f"--format={fmt}", head.hex(), "--"],
-                          capture_output=True, env=child_env(), check=False)  # fmt: skip
+    proc = Git(store.git_dir).call("log", f"--format={fmt}", head.hex(), "--", timeout=WHOLE)
     if proc.returncode != 0:
         raise AttestationError(f"cannot read the brain's history: {proc.stderr.decode(errors='replace')[-200:]}")
     ids: dict[str, tuple[str, ...]] = {}

@@ -19,11 +19,9 @@ Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.audit.epochs import anchored_event
 from ledger.audit.refs import epoch_receipt, evidence_receipt, log_keeps
 from ledger.chain import epochlog
@@ -37,17 +35,10 @@ from ledger.protocol.refs import INCOMING_EPOCH_EVIDENCE as _INCOMING_EVIDENCE
 from ledger.protocol.refs import INCOMING_EPOCH_NOTES as _INCOMING_NOTES
 from ledger.protocol.refs import INCOMING_EPOCHS as _INCOMING_LOG
 from ledger.store import gitstore as gs
+from ledger.store.git import WHOLE, Git
 
 __all__ = ["check_log", "differs", "on_chain", "push_specs",
            "receipt_problems", "take_log", "take_receipts"]  # fmt: skip
-
-
-def _git(git_dir: Path, *args: str, what: str) -> str:
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env(),
-                          timeout=600)  # fmt: skip
-    if proc.returncode != 0:
-        raise StoreError(f"{what}: {(proc.stderr.strip().splitlines() or ['git failed'])[-1]}")
-    return proc.stdout
 
 
 def _ref(git_dir: Path, ref: str) -> bytes | None:
@@ -56,12 +47,6 @@ def _ref(git_dir: Path, ref: str) -> bytes | None:
 
 
 # ------------------------------------------------------------------ the operator's log
-
-
-def _is_ancestor(git_dir: Path, old: bytes, new: bytes) -> bool:
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "merge-base", "--is-ancestor", old.hex(), new.hex()],
-                          capture_output=True, env=child_env(), timeout=120)  # fmt: skip
-    return proc.returncode == 0
 
 
 def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
@@ -88,9 +73,9 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
                          ) from exc  # fmt: skip
     if old is None:
         return theirs
-    if _is_ancestor(q, ours, theirs):  # type: ignore[arg-type]
+    if Git(q).is_ancestor(ours, theirs):  # type: ignore[arg-type]
         why, grown, base, taker = log_keeps(old, new), theirs, "this brain's", "the remote"
-    elif _is_ancestor(q, theirs, ours):  # type: ignore[arg-type]
+    elif Git(q).is_ancestor(theirs, ours):  # type: ignore[arg-type]
         why, grown, base, taker = log_keeps(new, old), None, "the remote's", "this brain"
     else:
         why, grown, base, taker = "neither log extends the other (a non-fast-forward)", None, "", ""
@@ -109,12 +94,11 @@ def take_log(store: gs.GitStore, q: Path, theirs: bytes) -> None:
     """Bring the log commit ``theirs`` (checked by :func:`check_log`) from ``q`` into ``store``, by
     compare-and-swap on the log as it was checked."""
     ours = store.read_ref(EPOCHS_REF)
-    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), f"+{EPOCHS_REF}:{_INCOMING_LOG}",
-         what="taking the fetched epoch log")  # fmt: skip
+    Git(store.git_dir).fetch(str(q), f"+{EPOCHS_REF}:{_INCOMING_LOG}", what="taking the fetched epoch log")
     try:
         store.move_ref(EPOCHS_REF, theirs, ours)
     finally:
-        _git(store.git_dir, "update-ref", "-d", _INCOMING_LOG, what="cleaning up")
+        Git(store.git_dir).run("update-ref", "-d", _INCOMING_LOG, what="cleaning up")
 
 
 # ------------------------------------------------------------------ epoch receipts
@@ -126,9 +110,10 @@ def _lineage(store: gs.GitStore, q: Path, everything: bool = False) -> list[gs.S
     head = _ref(q, BRANCH)
     if head is None:
         return []
-    commits = _git(q, "rev-list", "--first-parent", "--reverse", head.hex(), what="reading the fetched lineage")
+    commits = Git(q).run("rev-list", "--first-parent", "--reverse", head.hex(), timeout=WHOLE,
+                         what="reading the fetched lineage")  # fmt: skip
     snaps = []
-    for commit in commits.split():
+    for commit in commits.decode().split():
         try:
             snaps.append(store.snapshot(bytes.fromhex(commit)))
         except (StoreError, ValueError):
@@ -177,8 +162,8 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
     notes = _ref(q, EVIDENCE_NOTES_REF)
     if notes is None:
         return None
-    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
-         f"+{EVIDENCE_NOTES_REF}:{_INCOMING_EVIDENCE}", what="taking the fetched evidence receipts")  # fmt: skip
+    Git(store.git_dir).fetch(str(q), f"+{EVIDENCE_NOTES_REF}:{_INCOMING_EVIDENCE}",
+                             what="taking the fetched evidence receipts")  # fmt: skip
     try:
         ours = read_notes(store, EVIDENCE_NOTES_REF)
         incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
@@ -197,7 +182,7 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
         taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
         join_receipts(store, notes, taken, ref=EVIDENCE_NOTES_REF)
     finally:
-        _git(store.git_dir, "update-ref", "-d", _INCOMING_EVIDENCE, what="cleaning up")
+        Git(store.git_dir).run("update-ref", "-d", _INCOMING_EVIDENCE, what="cleaning up")
     return {"taken": len(taken), "refused": refused}
 
 
@@ -219,8 +204,7 @@ def _take_heads(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig
     notes = _ref(q, EPOCH_NOTES_REF)
     if notes is None:
         return None
-    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), f"+{EPOCH_NOTES_REF}:{_INCOMING_NOTES}",
-         what="taking the fetched epoch receipts")  # fmt: skip
+    Git(store.git_dir).fetch(str(q), f"+{EPOCH_NOTES_REF}:{_INCOMING_NOTES}", what="taking the fetched epoch receipts")
     try:
         ours = read_notes(store, EPOCH_NOTES_REF)
         incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
@@ -238,7 +222,7 @@ def _take_heads(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig
         taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
         join_receipts(store, notes, taken, ref=EPOCH_NOTES_REF)
     finally:
-        _git(store.git_dir, "update-ref", "-d", _INCOMING_NOTES, what="cleaning up")
+        Git(store.git_dir).run("update-ref", "-d", _INCOMING_NOTES, what="cleaning up")
     return {"taken": len(taken), "refused": refused}
 
 

@@ -17,7 +17,6 @@ A remote that cannot be reached is not an error of the brain: the sync reports
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -77,10 +76,7 @@ def remote_location(remote: str, base: Path, *, create: bool = False) -> tuple[s
                          hint=f"check the path, or make a new bare repository there: "
                               f"'ledger remote set --create {remote}'")  # fmt: skip
     try:
-        sharing.init_remote(str(local))
-    except subprocess.CalledProcessError as exc:
-        detail = (exc.stderr or b"").decode(errors="replace").strip() or "git init failed"
-        raise StoreError(f"cannot make a bare repository at {local}: {detail}") from exc
+        sharing.init_remote(str(local))  # a git that fails raises StoreError: "cannot make a bare repository at …"
     except OSError as exc:
         raise StoreError(f"cannot make a bare repository at {local}: {exc}") from exc
     return stored, True

@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
-from ledger._env import child_env
+from ledger._fs import atomic_write
 from ledger.audit import refs
 from ledger.audit.lineage import audit_repo
 from ledger.errors import LedgerError, StoreError
-from ledger.exchange.merges import is_ancestor
 from ledger.protocol.refs import BRANCH, REPLACE
+from ledger.store.git import Git, reason
 from ledger.store.gitstore import GitStore
 
 __all__ = ["install", "installed", "main"]
@@ -70,17 +69,12 @@ def install(git_dir: Path) -> Path:
     if hook.exists() and MARK not in hook.read_text(errors="replace"):
         raise StoreError(f"{hook} is a hook the ledger did not write; it is left as it is",
                          hint="merge the two by hand: the guard runs 'python3 -m ledger.exchange.guard'")  # fmt: skip
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "config", "receive.denyNonFastForwards", "true"],
-                          capture_output=True, text=True, env=child_env())  # fmt: skip
+    proc = Git(git_dir).call("config", "receive.denyNonFastForwards", "true")
     if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["no answer"])[0].removeprefix("fatal: ")
-        raise StoreError(f"cannot set receive.denyNonFastForwards in {git_dir}: {detail}; the guard is not installed",
-                         hint="check that the path is a bare git repository you can write to")  # fmt: skip
+        raise StoreError(f"cannot set receive.denyNonFastForwards in {git_dir}: {reason(proc.stderr)}; the guard is "
+                         "not installed", hint="check that the path is a bare git repository you can write to")
     hook.parent.mkdir(exist_ok=True)
-    tmp = hook.with_name(f".{HOOK}.{os.getpid()}.tmp")
-    tmp.write_text(_script())
-    tmp.chmod(0o755)
-    os.replace(tmp, hook)
+    atomic_write(hook, _script().encode(), mode=0o755)
     return hook
 
 
@@ -93,7 +87,7 @@ def check(git_dir: Path, old: str, new: str) -> list[str]:
     """Why the update of ``main`` from ``old`` to ``new`` is refused; empty when it passes."""
     if new == _ZERO:
         return ["deleting main: a shared brain's lineage is never removed"]
-    if old != _ZERO and old != new and not is_ancestor(git_dir, bytes.fromhex(old), bytes.fromhex(new)):
+    if old != _ZERO and old != new and not Git(git_dir).is_ancestor(bytes.fromhex(old), bytes.fromhex(new)):
         return [f"main does not extend {old[:12]} (a non-fast-forward): a shared brain's lineage only grows, and "
                 "a rewind would drop its newest snapshots (a revocation among them) from every fresh clone"]
     try:

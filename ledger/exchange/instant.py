@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 
 from blake3 import blake3
 
+from ledger._fs import CACHE_DIR, atomic_write, cache_name, instant_record
 from ledger._paths import current_keys, stat_fields, stat_key
 
 __all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "controls", "digest_of", "in_step", "read_file",
@@ -88,7 +89,7 @@ class Group:
 def record_file(control: str, name: str) -> str:
     """Where target ``name``'s record is kept (``sync-<name>.json`` beside it is the manifest's stat
     entries: a target may be named ``x.instant``, so the record's name starts differently)."""
-    return f"{control}/cache/instant-{name}.json"
+    return f"{control}/{CACHE_DIR}/{cache_name(*instant_record(name))}"
 
 
 def digest_of(data: bytes | None) -> str:
@@ -200,10 +201,7 @@ class Record:
                "scan": self.scan[0], "scan_key": self.scan[1], "names": self.names, "dirs": self.dirs,
                "shape": self.shape, "shapes": self.shapes, "keys": self.keys}  # fmt: skip
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(json.dumps(doc, separators=(",", ":")).encode())
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
 
     def unchanged(self, base: str) -> bool:
         """Whether every path it keys under ``base`` still has the ``lstat`` fields it recorded."""

@@ -24,13 +24,10 @@ base is refused: key changes travel by fast-forward (pull, then rotate).
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.brain import Brain
 from ledger.bundle.merkle import RootIndex
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
@@ -41,12 +38,13 @@ from ledger.store import skilltree
 from ledger.store import supply as sp
 from ledger.store import treehash as th
 from ledger.store.evidence import append, entries_of, evidence_tree
+from ledger.store.git import Git
 from ledger.store.outcomes import outcome_id_of
 from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
 from ledger.write.journal import write_json
 
-__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_base", "merge_into", "resolve"]
+__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_into", "resolve"]
 
 CONFLICTS = "fleet/conflicts.json"  # under .ledger/: merge conflicts this brain has to settle
 
@@ -91,18 +89,6 @@ class Side:
     def known(self, name: str) -> int:
         """The highest version ``name`` has had on this side: live or retired."""
         return max(self.version(name), self.retired.get(name, 0))
-
-
-def merge_base(git_dir: Path, a: bytes, b: bytes) -> bytes | None:
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "merge-base", a.hex(), b.hex()],
-                          capture_output=True, text=True, env=child_env())  # fmt: skip
-    return bytes.fromhex(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
-
-
-def is_ancestor(git_dir: Path, a: bytes, b: bytes) -> bool:
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "merge-base", "--is-ancestor", a.hex(), b.hex()],
-                          capture_output=True, env=child_env())  # fmt: skip
-    return proc.returncode == 0
 
 
 @dataclass
@@ -297,12 +283,12 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
     with brain.locked():
         head = brain.head()
         ours_c = head.commit
-        if ours_c == theirs or is_ancestor(store.git_dir, theirs, ours_c):
+        if ours_c == theirs or Git(store.git_dir).is_ancestor(theirs, ours_c):
             return {"action": "nothing", "head": ours_c.hex()}
-        if is_ancestor(store.git_dir, ours_c, theirs):
+        if Git(store.git_dir).is_ancestor(ours_c, theirs):
             names = brain.writer.joins.fast_forward(theirs)
             return {"action": "fast-forward", "head": theirs.hex(), "skills": names}
-        base_c = merge_base(store.git_dir, ours_c, theirs)
+        base_c = Git(store.git_dir).merge_base(ours_c, theirs)
         if base_c is None:
             raise StoreError("this brain and the remote share no snapshot: they are different brains",
                              hint="clone the remote into a new directory instead")  # fmt: skip

@@ -13,11 +13,12 @@ line, the earlier first (``git merge-file --union``).
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ledger.store.git import Git
 
 __all__ = ["Merge", "merge", "union"]
 
@@ -42,8 +43,7 @@ def _text_merge(base: bytes, ours: bytes, theirs: bytes, scratch: Path, *, both:
         p = scratch / name
         p.write_bytes(data)
         paths.append(str(p))
-    proc = subprocess.run(["git", "merge-file", "-p", "-q", *(["--union"] if both else []), *paths],
-                          capture_output=True, timeout=60)  # fmt: skip
+    proc = Git().call("merge-file", "-p", "-q", *(["--union"] if both else []), *paths)
     return proc.stdout if proc.returncode == 0 else None
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import atomic_write
 from ledger.errors import LedgerError
 from ledger.exchange.ignoring import DEFAULT_SOURCE, IN_FLIGHT
 from ledger.exchange.instant import Group
@@ -92,12 +92,7 @@ class Settler:
             path.unlink(missing_ok=True)
             return
         self.targets.dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(p.manifest.pending, separators=(",", ":")))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(p.manifest.pending, separators=(",", ":")).encode())
 
     def settle(self, p: Pass, staged: str, info: dict[str, Any], race: tuple[Files, Files] | None = None) -> str:
         """Look at what a step left staged and in place; delete only what is known to be the ledger's

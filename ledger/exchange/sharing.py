@@ -16,39 +16,36 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.brain import Brain
 from ledger.chain.receipts import join_receipts, notes_of, read_notes, write_receipts
 from ledger.errors import LedgerError, StoreError
 from ledger.protocol.receipts import note_problems, parse_note, positions
-from ledger.protocol.refs import BRANCH, EPOCHS_REF, NOTES_REF, PUBLISHED, UNVERIFIED_REF
+from ledger.protocol.refs import (
+    BRANCH,
+    EPOCHS_REF,
+    INCOMING_BRANCH,
+    INCOMING_NOTES,
+    NOTES_REF,
+    PUBLISHED,
+    UNVERIFIED_REF,
+)
 from ledger.protocol.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
 from ledger.protocol.refs import EPOCHS_REF as _EPOCH_LOG
 from ledger.protocol.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 from ledger.store import gitstore as gs
+from ledger.store.git import WHOLE, Git, reason
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
+_FETCH = [f"+{BRANCH}:{BRANCH}", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
           f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
-
-
-def _git(git_dir: Path, *args: str, what: str) -> str:
-    proc = subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env(), timeout=600
-    )
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise StoreError(f"{what}: {detail}")
-    return proc.stdout
 
 
 def init_remote(remote: str) -> bool:
@@ -60,8 +57,8 @@ def init_remote(remote: str) -> bool:
 
 
 def _init_bare(path: Path) -> None:
-    args = ["git", "init", "-q", "--bare", "--initial-branch=main", str(path)]
-    subprocess.run(args, check=True, env=child_env(), capture_output=True)
+    Git().run("init", "-q", "--bare", "--initial-branch=main", str(path),
+              what=f"cannot make a bare repository at {path}")  # fmt: skip
     from ledger.exchange.guard import install
 
     # The branch moves only forward, even for a client that forces (docs/lineage.md §9; the guard sets
@@ -70,14 +67,9 @@ def _init_bare(path: Path) -> None:
 
 
 def _remote_refs(remote: str) -> dict[str, str]:
-    proc = subprocess.run(
-        ["git", "ls-remote", "--", remote, "refs/heads/main", NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG],
-        capture_output=True, text=True, env=child_env(), timeout=120,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["no answer"])[0].removeprefix("fatal: ")
-        raise StoreError(f"cannot read the remote {remote!r}: {detail}", hint="check the path or URL")
-    return {ref: sha for sha, ref in (ln.split("\t") for ln in proc.stdout.splitlines())}
+    out = Git().ls_remote(remote, BRANCH, NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG,
+                          what=f"cannot read the remote {remote!r}", hint="check the path or URL")  # fmt: skip
+    return {ref: sha for sha, ref in (ln.split("\t") for ln in out.decode().splitlines())}
 
 
 def _fetch_into(git_dir: Path, remote: str) -> None:
@@ -85,8 +77,7 @@ def _fetch_into(git_dir: Path, remote: str) -> None:
     if BRANCH not in refs:
         raise StoreError(f"{remote!r} holds no brain (it has no 'main' branch of snapshots)")
     specs = [s for s in _FETCH if s.split(":")[1] in refs]
-    _git(git_dir, "-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", remote,
-         *specs, what=f"fetching {remote}")  # fmt: skip
+    Git(git_dir).fetch(remote, *specs, options=["-c", "fetch.fsckObjects=true"], what=f"fetching {remote}")
 
 
 @contextlib.contextmanager
@@ -186,7 +177,7 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         refused = receipts.get("refused_refs", {})  # left as they are on the remote, and not published over
         head = brain.store.head().hex()  # type: ignore[union-attr]
         notes = store.read_ref(NOTES_REF) if NOTES_REF not in refused else None
-        specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
+        specs = [f"{head}:{BRANCH}"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
         extra = {ref: sha for ref, sha in epochsync.push_specs(store).items() if ref not in refused}
         # epoch receipts, an operator's log: checked by _take against theirs
         specs += [f"{sha}:{ref}" for ref, sha in extra.items()]
@@ -195,18 +186,17 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         ):
             return _pushed(remote, head, theirs, False, receipts, merges)
         _publishable(brain, remote, theirs)
-        proc = subprocess.run(["git", f"--git-dir={store.git_dir}", "push", "--atomic", "--porcelain", "-q",
-                               "--", remote, *specs], capture_output=True, text=True, env=child_env(),
-                              timeout=600)  # fmt: skip
+        proc = Git(store.git_dir).push(remote, *specs, options=["--atomic", "--porcelain", "-q"])
+        said, stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
         if proc.returncode == 0:
             out = _pushed(remote, head, theirs, True, receipts, merges)
             if theirs is None:  # the remote had no lineage: it now holds all of this one
-                out["snapshots"] = int(_git(store.git_dir, "rev-list", "--count", "--first-parent", head,
-                                            what="counting the snapshots pushed"))  # fmt: skip
+                out["snapshots"] = int(Git(store.git_dir).run("rev-list", "--count", "--first-parent", head,
+                                                              timeout=WHOLE, what="counting the snapshots pushed"))
             return out
-        if not _raced(proc.stdout + proc.stderr) or "brain-ledger guard" in proc.stderr:
-            guard = [ln.removeprefix("remote: ") for ln in proc.stderr.splitlines() if ln.startswith("remote: ")]
-            detail = "\n".join(guard) if guard else (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+        if not _raced(said + stderr) or "brain-ledger guard" in stderr:
+            guard = [ln.removeprefix("remote: ") for ln in stderr.splitlines() if ln.startswith("remote: ")]
+            detail = "\n".join(guard) if guard else reason(stderr)
             raise StoreError(f"pushing to {remote}: {detail}",
                              hint="the remote is unchanged; nothing of this brain was lost")  # fmt: skip
     raise StoreError(f"{remote!r} kept moving: {attempts} fetch-merge-push rounds all lost the race",
@@ -278,8 +268,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 brain.writer.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
                                                "pull again")  # fmt: skip
             log = _checked_log(store, q, remote, refused)  # a rewritten log is neither taken nor published
-            _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
-                 "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")  # fmt: skip
+            Git(store.git_dir).fetch(str(q), f"+{BRANCH}:{INCOMING_BRANCH}", what="taking the fetched objects")
             try:
                 merged = merge_into(brain, bytes.fromhex(theirs))
                 receipts = _take_receipts(brain, q)
@@ -289,7 +278,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 if log is not None:
                     epochsync.take_log(store, q, log)
             finally:
-                _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
+                Git(store.git_dir).run("update-ref", "-d", INCOMING_BRANCH, what="cleaning up")
     receipts["refused_refs"] = refused
     return merged, receipts
 
@@ -308,7 +297,7 @@ def _refuse_refs(q: Path) -> dict[str, str]:
             if why is not None:
                 out[ref] = why
     for ref in out:
-        _git(q, "update-ref", "-d", ref, what="setting a refused ref aside")
+        Git(q).run("update-ref", "-d", ref, what="setting a refused ref aside")
     return out
 
 
@@ -321,7 +310,7 @@ def _checked_log(store: gs.GitStore, q: Path, remote: str, refused: dict[str, st
         return epochsync.check_log(store, q, remote)
     except StoreError as exc:
         refused[EPOCHS_REF] = exc.message
-        _git(q, "update-ref", "-d", EPOCHS_REF, what="setting a refused ref aside")
+        Git(q).run("update-ref", "-d", EPOCHS_REF, what="setting a refused ref aside")
         return None
 
 
@@ -338,8 +327,7 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
     counts: dict[str, Any] = {"taken": 0, "unverified": 0, "refused": []}
     if notes is None:
         return counts
-    _git(store.git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q),
-         f"+{NOTES_REF}:refs/ledger/incoming-notes", what="taking the fetched receipts")  # fmt: skip
+    Git(store.git_dir).fetch(str(q), f"+{NOTES_REF}:{INCOMING_NOTES}", what="taking the fetched receipts")
     try:
         theirs = bytes.fromhex(notes)
         ours = read_notes(store)
@@ -362,7 +350,7 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
         join_receipts(store, theirs, taken)
         counts.update(taken=len(taken), unverified=len(unverified), refused=refused)
     finally:
-        _git(store.git_dir, "update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
+        Git(store.git_dir).run("update-ref", "-d", INCOMING_NOTES, what="cleaning up")
     return counts
 
 
@@ -380,7 +368,8 @@ def _chain_of(brain: Brain) -> tuple[int | None, Any]:
 def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
     """Each anchored snapshot commit of the fetched lineage (hex) → its position and root, for receipts."""
     head = (q / "refs" / "heads" / "main").read_text().strip()
-    commits = _git(q, "rev-list", "--first-parent", "--reverse", head, what="reading the fetched lineage").split()
+    commits = Git(q).run("rev-list", "--first-parent", "--reverse", head, timeout=WHOLE,
+                         what="reading the fetched lineage").decode().split()  # fmt: skip
     snaps = []
     for commit in commits:
         try:
@@ -444,8 +433,7 @@ def clone(remote: str, dest: str | Path, report: dict[str, str] | None = None) -
             notes = [_CLONE_NOTES] if (q / NOTES_REF).exists() else []
             with gs.GitStore(root) as store:
                 log = _checked_log(store, q, remote, refused)  # a clone has no log: a malformed one is refused
-                _git(git_dir, "fetch", "-q", "--no-write-fetch-head", "--", str(q), *_FETCH[:1], *notes,
-                     what="taking the fetched snapshots")  # fmt: skip
+                Git(git_dir).fetch(str(q), *_FETCH[:1], *notes, what="taking the fetched snapshots")
                 epochs = epochsync.take_receipts(store, q, None)
                 if epochs and epochs["refused"]:
                     raise StoreError(f"what {remote!r} holds fails the audit, so nothing was cloned from it: "

@@ -20,9 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import atomic_write, sync_stats
 from ledger.errors import LedgerError, UsageError
 from ledger.exchange.ignoring import IGNORE_FILE, brain_rules, hidden
 from ledger.exchange.instant import read_ignore, record_file
+from ledger.store.state import State
 from ledger.write.journal import write_json
 
 __all__ = ["Manifest", "Runtime", "Target", "Targets", "runtimes"]
@@ -168,7 +170,7 @@ class Targets:
         write_json(self.file, {"format": _FORMAT, "targets": [asdict(t) for t in targets]})
 
     def _stats_file(self, name: str) -> Path:
-        return self.control / "cache" / f"sync-{name}.json"
+        return State(self.control).path(sync_stats(name))
 
     def manifest(self, name: str) -> Manifest:
         path = self.dir / f"{name}.json"
@@ -180,11 +182,8 @@ class Targets:
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerError(f"manifest {path} is unreadable: {exc}",
                               hint="unlink and link the target again (its files are left alone)") from None  # fmt: skip
-        try:  # stat entries are a cache: lost or damaged, every file is read again
-            stats = json.loads(self._stats_file(name).read_text())
-            manifest.stats = stats if isinstance(stats, dict) else {}
-        except (OSError, ValueError):
-            pass
+        # stat entries are a cache: lost or damaged, every file is read again
+        manifest.stats = State(self.control).read_json(sync_stats(name), _stats_of) or {}
         return manifest
 
     def conflicts(self) -> list[dict[str, Any]]:
@@ -228,12 +227,29 @@ class Targets:
         if manifest.dirty:
             doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts,
                    **({"categories": manifest.categories} if manifest.categories else {})}
-            _write(self.dir / f"{name}.json", doc, durable=True)
+            _write(self.dir / f"{name}.json", doc)
             manifest.dirty = False
         if manifest.stats_dirty:
             live = {k: v for k, v in manifest.stats.items() if k in manifest.skills}
-            _write(self._stats_file(name), live, durable=False)
+            data = json.dumps(live, separators=(",", ":"), sort_keys=True).encode()
+            State(self.control).write(sync_stats(name), data)
             manifest.stats_dirty = False
+
+
+def _stats_of(doc: Any) -> dict[str, dict[str, list]] | None:
+    """A target's stat entries (skill → path → [mode, blob hex, size, mtime, ctime, inode, hashed at]);
+    ``None`` (a miss: every file is read again) for a document of any other shape."""
+    if type(doc) is not dict:
+        return None
+    for files in doc.values():
+        if type(files) is not dict:
+            return None
+        for e in files.values():
+            if not (type(e) is list and len(e) == 7 and type(e[1]) is str and len(e[1]) == 40
+                    and all(type(v) is int for i, v in enumerate(e) if i != 1)):  # fmt: skip
+                return None
+            bytes.fromhex(e[1])  # ValueError: a miss
+    return doc
 
 
 def _rescue_note(path: Path) -> dict[str, str]:
@@ -247,12 +263,6 @@ def _rescue_note(path: Path) -> dict[str, str]:
                 "compare it with the skill, merge what is missing by hand, then remove it"}  # fmt: skip
 
 
-def _write(path: Path, doc: Any, *, durable: bool) -> None:
+def _write(path: Path, doc: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(doc, separators=(",", ":"), sort_keys=True))  # the C encoder: dump() is Python
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(doc, separators=(",", ":"), sort_keys=True).encode())  # the C encoder

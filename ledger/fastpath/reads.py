@@ -54,6 +54,7 @@ def answer(brain: str | None, words: list[str]) -> int | None:
 def _answer(given: str | None, command: str) -> str | None:
     from pathlib import Path
 
+    from ledger._fs import STAT, cache_path
     from ledger._paths import brain_root
     from ledger.bundle import render
     from ledger.store.statcache import StatCache, withheld_at
@@ -63,7 +64,7 @@ def _answer(given: str | None, command: str) -> str | None:
         return None
     root = Path(found)
     control, skills_dir, git_dir = root / ".ledger", root / "skills", root / ".git"
-    cache = StatCache(control / "cache" / "stat-v1.json")
+    cache = StatCache(cache_path(control, *STAT))
     try:
         with os.scandir(skills_dir) as it:
             entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
@@ -112,22 +113,20 @@ def _answer(given: str | None, command: str) -> str | None:
 def _pending(control: Path, root: str, head: str, chain: dict) -> int | None:
     """The count :func:`ledger.chain.receipts.remembered_pending` kept, if it is still for this head,
     these receipts and these chain settings."""
+    from ledger._fs import PENDING, cache_path, read_cache_json
     from ledger._paths import read_ref
     from ledger.protocol.refs import NOTES_REF
-    from ledger.store.refs import PENDING_CACHE, pending_key
+    from ledger.store.refs import pending_key
 
     notes = read_ref(f"{root}/.git", NOTES_REF)
-    doc = json.loads((control / "cache" / PENDING_CACHE).read_text())
     key = pending_key(head, bytes.fromhex(notes).hex() if notes else "", chain)
-    return doc["pending"] if doc.get("key") == key and isinstance(doc.get("pending"), int) else None
+    return read_cache_json(cache_path(control, *PENDING), lambda doc: doc["pending"] if doc.get("key") == key
+                           and type(doc.get("pending")) is int else None)  # fmt: skip
 
 
 def _no_regression(control: Path, head: str) -> bool:
     """Whether the full path found no regression at this very head (a head fixes its outcomes and trust set)."""
-    from ledger.store.refs import REGRESSIONS_CACHE
+    from ledger._fs import REGRESSIONS, cache_path, read_cache_json
 
-    try:
-        doc = json.loads((control / "cache" / REGRESSIONS_CACHE).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("head") == head and doc.get("regressions") == 0
+    return read_cache_json(cache_path(control, *REGRESSIONS), lambda doc: doc.get("head") == head
+                           and type(doc.get("regressions")) is int and doc["regressions"] == 0) is True  # fmt: skip

@@ -197,7 +197,7 @@ class KeyDir:
         old = path.with_name(f"{role}.{address}.key")
         if address is not None and not old.exists():
             os.link(path, old)
-        os.replace(path.with_name(path.name + suffix), path)
+        os.replace(path.with_name(path.name + suffix), path)  # a key already written and kept: a rename, no bytes
         return old
 
     def discard(self, role: str, suffix: str) -> None:

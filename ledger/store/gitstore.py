@@ -21,12 +21,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ledger._env import child_env
 from ledger._paths import read_ref
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
@@ -46,6 +44,7 @@ from ledger.protocol.messages import (  # re-exported: the store reads and write
 from ledger.protocol.refs import BRANCH
 from ledger.signatures import trust as trustset
 from ledger.store import commitsig
+from ledger.store.git import WHOLE, Git
 from ledger.store.objectdb import (  # re-exported: callers name them as the store's
     MODE_DIR,
     MODE_EXEC,
@@ -248,7 +247,7 @@ class GitStore:
             os.fsync(fd)
             os.close(fd)
             fd = -1
-            os.replace(lock, ref)
+            os.replace(lock, ref)  # git's lock protocol (compare, then rename the lock): not ledger._fs.atomic_write
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -284,28 +283,23 @@ class GitStore:
         first-parent line, so genesis is #0 and each later snapshot is its first parent's number + 1.
         The one place it is computed; whoever walks the first-parent line counts down from it."""
         commit = commit if commit is not None else self.head()
-        proc = subprocess.run(
-            ["git", f"--git-dir={self.git_dir}", "rev-list", "--first-parent", "--count", commit.hex(), "--"],
-            capture_output=True, text=True, env=child_env(), check=False,
-        )  # fmt: skip
-        if proc.returncode != 0 or not proc.stdout.strip().isdigit():
-            raise StoreError(f"cannot count the snapshots before {commit.hex()[:12]}: {proc.stderr.strip()}")
-        return int(proc.stdout) - 1
+        what = f"cannot count the snapshots before {commit.hex()[:12]}"
+        out = Git(self.git_dir).run("rev-list", "--first-parent", "--count", commit.hex(), "--", timeout=WHOLE,
+                                    what=what)  # fmt: skip
+        if not out.strip().isdigit():
+            raise StoreError(f"{what}: git counted {out.strip()[:40]!r}")
+        return int(out) - 1
 
     def diffstat(self, old: bytes, new: bytes, prefix: str) -> tuple[dict[str, int], dict[str, int]]:
         """Files added, changed and removed under ``prefix`` from commit ``old`` to ``new``, and lines added
         and removed, as ``git diff --stat`` counts them (a binary file's lines count 0; no renames).
         Git diffs the two trees itself: one process for the whole snapshot, where reading each changed
         file's two sides here costs a round trip per object (the page's release notes, ADR 0052)."""
-        proc = subprocess.run(
-            ["git", f"--git-dir={self.git_dir}", "diff-tree", "-r", "--no-renames", "--no-commit-id", "-z",
-             "--raw", "--numstat", old.hex(), new.hex(), "--", prefix],
-            capture_output=True, env=child_env(), check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise StoreError(f"cannot diff {old.hex()[:12]}..{new.hex()[:12]}: {proc.stderr.decode(errors='replace')}")
+        out = Git(self.git_dir).run("diff-tree", "-r", "--no-renames", "--no-commit-id", "-z", "--raw", "--numstat",
+                                    old.hex(), new.hex(), "--", prefix,
+                                    what=f"cannot diff {old.hex()[:12]}..{new.hex()[:12]}")  # fmt: skip
         files, lines = {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
-        tokens = proc.stdout.split(b"\0")
+        tokens = out.split(b"\0")
         i = 0
         while i < len(tokens):
             token = tokens[i]
@@ -329,26 +323,10 @@ class GitStore:
                 if snap.root == want:
                     return bytes.fromhex(snap.commit)
             raise StoreError(f"no snapshot has root {rev}")
-        proc = subprocess.run(
-            [
-                "git",
-                f"--git-dir={self.git_dir}",
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                f"{rev}^{{commit}}",
-            ],
-            capture_output=True,
-            text=True,
-            env=child_env(),
-        )
-        try:
-            if proc.returncode != 0:
-                raise ValueError(proc.stderr.strip())
-            return bytes.fromhex(proc.stdout.strip())
-        except ValueError as exc:
-            raise StoreError(f"unknown revision {rev!r}", hint="use a commit id, main~N or a root") from exc
+        commit = Git(self.git_dir).rev_parse(rev)
+        if commit is None:
+            raise StoreError(f"unknown revision {rev!r}", hint="use a commit id, main~N or a root")
+        return commit
 
     def skills_tree(self, commit: bytes, tree: bytes | None = None) -> bytes | None:
         """The ``skills/`` tree id of a snapshot (``None`` for the empty brain)."""

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Sequence
 from itertools import count
 from pathlib import Path
 
-from ledger._env import child_env
 from ledger.bundle.merkle import KIND_DIR, KIND_EXEC, KIND_FILE
 from ledger.errors import StoreError, TreeError
+from ledger.store.git import Git
 from ledger.store.packwrite import PackWriter
 
 __all__ = [
@@ -128,13 +128,7 @@ class CatFile:
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=child_env(),
-            )
+            self._proc = Git(self._git_dir).popen("cat-file", "--batch")
         return self._proc
 
     def read(self, binsha: bytes) -> tuple[bytes, bytes] | None:
@@ -235,7 +229,7 @@ class ObjectDB:
                         os.mkdir(f"{self._objects}/{hexsha[:2]}")
                     self._fanout.add(hexsha[:2])
                 try:
-                    os.replace(tmp, path)
+                    os.replace(tmp, path)  # staged elsewhere, renamed into a fan-out that may vanish: not atomic_write
                     break
                 except FileNotFoundError:
                     continue  # the fan-out directory was pruned between mkdir and rename

@@ -41,6 +41,7 @@ from typing import Any
 
 from ledger._env import child_env
 from ledger.errors import StoreError
+from ledger.store.git import WHOLE, Git
 
 __all__ = ["DEFAULT_EVERY", "no_repack", "note_write", "pack", "store_size"]
 
@@ -137,10 +138,6 @@ def no_repack(control: Path) -> Iterator[None]:
         yield
 
 
-def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=child_env())
-
-
 QUIET_S = 0.5  # an automatic pack starts once writes pause this long ...
 MAX_DEFER_S = 30.0  # ... or after this long at most ...
 DEFER_BYTES = 8 * DEFAULT_BYTES  # ... or once this many loose bytes wait, whichever comes first
@@ -203,9 +200,7 @@ def pack(
             args = ["repack", "-d", "-q", "-a", "-k", "-f"]  # -f: search deltas for what the bulk pack stored whole
         else:
             args = ["repack", "-d", "-q", "--geometric=2"]
-        proc = _git(git_dir, *args)
-        if proc.returncode != 0:
-            raise StoreError(f"git repack failed: {proc.stderr.strip()}")
+        Git(git_dir).run(*args, timeout=WHOLE, what="git repack failed")
         with contextlib.suppress(FileNotFoundError):
             if asked is not None and flag.stat().st_mtime_ns == asked:
                 flag.unlink()
@@ -227,14 +222,16 @@ def _connected(git_dir: Path) -> None:
     missing, so a failure is believed when an object it names is absent, or when three
     runs in a row fail.
     """
+    git = Git(git_dir)
     for _ in range(3):
-        fsck = _git(git_dir, "fsck", "--connectivity-only", "--no-dangling")
+        fsck = git.call("fsck", "--connectivity-only", "--no-dangling", timeout=WHOLE)
         if fsck.returncode == 0:
             return
-        named = set(re.findall(r"\b[0-9a-f]{40}\b", fsck.stderr))
-        if not named or not all(_git(git_dir, "cat-file", "-e", sha).returncode == 0 for sha in named):
+        stderr = fsck.stderr.decode("utf-8", "replace")
+        named = set(re.findall(r"\b[0-9a-f]{40}\b", stderr))
+        if not named or not all(git.call("cat-file", "-e", sha).returncode == 0 for sha in named):
             break  # really missing
-    raise StoreError(f"after packing, git fsck finds the store incomplete: {fsck.stderr.strip()}")
+    raise StoreError(f"after packing, git fsck finds the store incomplete: {stderr.strip()}")
 
 
 def _yield_to_writers() -> None:

@@ -108,6 +108,7 @@ class PackWriter:
         os.chmod(idx_tmp, 0o444)
         # git finds packs by their .idx: the .pack goes first, so a kill between the two renames leaves
         # a .pack git does not list (the next packer's garbage), never an index naming a missing pack.
+        # a pack and its index published as a pair, then their directory fsynced: not ledger._fs.atomic_write
         os.replace(self._tmp, self._dir / f"{name}.pack")
         os.replace(idx_tmp, self._dir / f"{name}.idx")
         _fsync_dir(self._dir)

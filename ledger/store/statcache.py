@@ -24,7 +24,6 @@ The cache is bookkeeping: deleting ``.ledger/cache/stat-v1.json`` loses nothing.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -32,11 +31,11 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import SUPPLY, cache_path, read_cache_json, write_cache
 from ledger._paths import current_keys, stat_fields, stat_key
 
-__all__ = ["SUPPLY_FILE", "StatCache", "remember_withheld", "signature", "withheld_at"]
+__all__ = ["StatCache", "remember_withheld", "signature", "withheld_at"]
 
-SUPPLY_FILE = "supply-v1.json"  # in .ledger/cache/: the names a head's supply record withholds
 _FORMAT = 3  # columns, not a dict per skill: 10,000 entries load in 6 ms, not 28
 _RACY_NS = 2_000_000_000
 
@@ -93,14 +92,9 @@ class StatCache:
         self._changed = False
         self._clean: dict[str, str] | None = None
         self._entries: dict[str, dict[str, Any]] = {}
-        try:
-            doc = json.loads(path.read_text())
-            if doc.get("format") == _FORMAT:
-                self._entries = _from_columns(doc)
-                if self._entries and isinstance(doc.get("clean"), dict):
-                    self._clean = doc["clean"]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
-            self._entries = {}
+        loaded = read_cache_json(path, _loaded)  # missing, corrupt, an older layout: a miss (ledger._fs)
+        if loaded is not None:
+            self._entries, self._clean = loaded
 
     def validate(self, skills_dir: Path, names: list[str]) -> bool:
         """Drop every entry that is not in ``names`` or whose tree changed; ``True`` if each of
@@ -162,11 +156,7 @@ class StatCache:
         doc = _to_columns(self._entries)
         if self._clean is not None:
             doc["clean"] = self._clean
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(doc, separators=(",", ":")))
-            os.replace(tmp, self.path)
+        write_cache(self.path, json.dumps(doc, separators=(",", ":")).encode())
         self._changed = False
 
 
@@ -183,6 +173,15 @@ def _to_columns(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "digest": [e.get("digest") for e in rows],
         "info": [e.get("info") for e in rows],
     }
+
+
+def _loaded(doc: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str] | None] | None:
+    """The entries and clean record of a cache document; ``None`` if it is of another layout."""
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        return None
+    entries = _from_columns(doc)
+    clean = doc.get("clean")
+    return entries, (clean if entries and isinstance(clean, dict) else None)
 
 
 def _from_columns(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -209,25 +208,16 @@ def _from_columns(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def remember_withheld(control: Path, commit: str, blob: str | None, names: list[str]) -> None:
     """Keep what head ``commit``'s supply record (blob id ``blob``, None: none) withholds."""
-    path = control / "cache" / SUPPLY_FILE
+    path = cache_path(control, *SUPPLY)
     doc = {"commit": commit, "blob": blob, "withheld": sorted(names)}
-    with contextlib.suppress(OSError, ValueError):
-        if json.loads(path.read_text()) == doc:
-            return
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, path)
+    if read_cache_json(path, lambda held: held == doc):
+        return
+    write_cache(path, json.dumps(doc).encode())
 
 
 def withheld_at(control: Path, git_dir: Path, commit: str) -> frozenset[str] | None:
     """The names head ``commit``'s supply record withholds, or None when that is not known cheaply."""
-    try:
-        doc = json.loads((control / "cache" / SUPPLY_FILE).read_text())
-        kept = (doc["commit"], doc["blob"], frozenset(doc["withheld"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        kept = None
+    kept = read_cache_json(cache_path(control, *SUPPLY), _withheld)
     if kept is not None and kept[0] == commit:
         return kept[2]
     try:
@@ -248,6 +238,14 @@ def withheld_at(control: Path, git_dir: Path, commit: str) -> frozenset[str] | N
             return kept[2] if kept is not None and kept[1] == blob and mode == b"100644" else None
         at = nul + 21
     return frozenset()  # no record: nothing is withheld
+
+
+def _withheld(doc: Any) -> tuple[str, str | None, frozenset[str]] | None:
+    if type(doc["withheld"]) is not list:
+        return None
+    kept = (doc["commit"], doc["blob"], frozenset(doc["withheld"]))
+    ok = type(kept[0]) is str and (kept[1] is None or type(kept[1]) is str) and all(type(n) is str for n in kept[2])
+    return kept if ok else None
 
 
 def _loose(git_dir: Path, sha: str, kind: bytes) -> bytes | None:

@@ -7,12 +7,12 @@ anchored on chain is recomputed without it (:func:`recompute_roots`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from blake3 import blake3
 
+from ledger._fs import append_cache, read_cache
 from ledger.bundle.merkle import KIND_DIR, Digest, DirNode, RootIndex, file_digest, format_root
 from ledger.errors import TreeError
 from ledger.store.gitstore import MODE_DIR, GitStore, TreeEntry, kind_of_mode
@@ -53,8 +53,7 @@ class DigestCache:
     def _map(self) -> dict[bytes, bytes]:
         if self._loaded is None:
             self._loaded = {}
-            with contextlib.suppress(FileNotFoundError):
-                self._load(self.path.read_bytes() if self.path is not None else b"")
+            self._load((read_cache(self.path, bytes) if self.path is not None else None) or b"")
         return self._loaded
 
     def _load(self, data: bytes) -> None:
@@ -83,9 +82,7 @@ class DigestCache:
         if self.path is None or not self._pending:
             return
         block = self._MAGIC + len(self._pending).to_bytes(4, "big") + b"".join(self._pending)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as fh:
-            fh.write(block + blake3(block).digest())
+        append_cache(self.path, block + blake3(block).digest())  # refused: recomputed next time
         self._pending.clear()
 
 

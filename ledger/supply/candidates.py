@@ -8,16 +8,17 @@ comes from, and a source cannot smuggle a path a brain would refuse.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, check_bundle_path, check_name, check_support_path
 from ledger.errors import SkillError, SourceError
+from ledger.store.git import NETWORK, Git
+from ledger.supply.origins import redacted
 
-__all__ = ["MAX_SKILL_BYTES", "Candidate", "candidate", "git", "git_env", "pick", "source_doc"]
+__all__ = ["MAX_SKILL_BYTES", "SOURCE_ENV", "Candidate", "candidate", "git", "pick", "source_doc", "source_git"]
 
 MAX_SKILL_BYTES = 256 * 1024 * 1024  # one skill's files together: a source cannot fill the disk through one skill
 
@@ -101,26 +102,17 @@ def pick(found: Mapping[str, Any], names: Sequence[str], where: str) -> list[str
     return list(dict.fromkeys(names))
 
 
-def git_env() -> dict[str, str]:
-    """The environment git runs in for a source: no terminal prompts, no LFS smudging, no secret of this process."""
-    return child_env() | {"GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
+SOURCE_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}  # git for a source: no prompts, no LFS smudging
 
 
-def git(*args: str, what: str, git_dir: str | None = None, data: bytes | None = None, timeout: int = 300) -> bytes:
-    """Run git (no terminal prompts, this process's secrets withheld); a failure is a :class:`SourceError`."""
-    cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir else []), *args]
-    try:
-        proc = subprocess.run(cmd, input=data, capture_output=True, env=git_env(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SourceError(f"{what}: git took longer than {timeout} s", hint="try again, or check the source") from None
-    if proc.returncode != 0:
-        raise SourceError(f"{what}: {git_reason(proc.stderr)}", hint="check the path or URL and the ref")
-    return proc.stdout
+def source_git(git_dir: str | Path | None = None) -> Git:
+    """The store's git runner as a source uses it: :data:`SOURCE_ENV`, a failure is a :class:`SourceError`, and a
+    location is shown :func:`~ledger.supply.origins.redacted`."""
+    return Git(git_dir, env=SOURCE_ENV, error=SourceError, redact=redacted)
 
 
-def git_reason(stderr: bytes) -> str:
-    """The one reason a failed git gives: its first line that says why (ssh's, or the first fatal or error
-    line), never the closing boilerplate ("Please make sure … and the repository exists.")."""
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    said = next((ln for ln in lines if ln.startswith(("ssh:", "fatal:", "error:"))), lines[0] if lines else "")
-    return said.removeprefix("fatal: ").removeprefix("error: ") or "git failed"
+def git(*args: str, what: str, git_dir: str | Path | None = None, data: bytes | None = None,
+        timeout: float = NETWORK) -> bytes:  # fmt: skip
+    """``git args`` for a source (:func:`source_git`), its output; a failure is a :class:`SourceError`."""
+    return source_git(git_dir).run(*args, input=data, timeout=timeout, what=what,
+                                   hint="check the path or URL and the ref")  # fmt: skip

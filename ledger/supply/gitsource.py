@@ -25,10 +25,7 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +33,8 @@ from typing import Any
 from ledger.bundle.skill import MAX_SUPPORT_FILE, SKILL_MD, declared_name
 from ledger.errors import SourceError
 from ledger.exchange.layouts import HOMES
-from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, git_env, git_reason, pick, source_doc
+from ledger.store.git import LOCAL
+from ledger.supply.candidates import MAX_SKILL_BYTES, Candidate, candidate, git, pick, source_doc, source_git
 
 __all__ = [
     "MAX_FETCH_BYTES",
@@ -72,7 +70,6 @@ def _url(source: str) -> str:
 
 
 MAX_FETCH_BYTES = 1024 * 1024 * 1024  # what one fetch of a source may write; LEDGER_MAX_FETCH_BYTES lowers or raises it
-_POLL = 0.05  # seconds between two looks at what a running fetch has written
 
 
 def fetch_cap() -> int:
@@ -95,39 +92,19 @@ def _written(tmp: Path) -> int:
     return total
 
 
-def _fetch(tmp: Path, url: str, specs: Sequence[str], *, depth: bool, what: str, timeout: float = 600) -> None:
+def _fetch(tmp: Path, url: str, specs: Sequence[str], *, depth: bool, what: str) -> None:
     """``git fetch`` of ``specs`` into ``tmp``, objects checked, stopped and refused as soon as what it has
     written passes :func:`fetch_cap` (the source's size is learned as its bytes arrive, not trusted)."""
     cap = fetch_cap()
-    cmd = ["git", f"--git-dir={tmp}", "-c", "fetch.fsckObjects=true", "fetch", "-q", "--no-tags",
-           "--no-write-fetch-head", *(["--depth=1"] if depth else []), "--", url, *specs]  # fmt: skip
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=git_env(),
-                                start_new_session=True)  # fmt: skip
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=_POLL)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if _written(tmp) > cap:
-                    raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
-                                      hint="a skill's source is read one ref at a time; if this one is that large "
-                                           "and trusted, raise LEDGER_MAX_FETCH_BYTES")  # fmt: skip
-                if time.monotonic() > deadline:
-                    raise SourceError(f"{what}: git took longer than {int(timeout)} s",
-                                      hint="try again, or check the source")  # fmt: skip
-        finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if proc.returncode != 0:
-            err.seek(0)
-            raise SourceError(f"{what}: {git_reason(err.read(65536))}",
-                              hint="check the path or URL and the ref")  # fmt: skip
+
+    def within_cap() -> None:
+        if _written(tmp) > cap:
+            raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
+                              hint="a skill's source is read one ref at a time; if this one is that large "
+                                   "and trusted, raise LEDGER_MAX_FETCH_BYTES")  # fmt: skip
+
+    source_git(tmp).fetch(url, *specs, options=["-c", "fetch.fsckObjects=true", *(["--depth=1"] if depth else [])],
+                          what=what, hint="check the path or URL and the ref", watch=within_cap)  # fmt: skip
     if _written(tmp) > cap:
         raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
                           hint="raise LEDGER_MAX_FETCH_BYTES if this source is trusted and that large")  # fmt: skip
@@ -376,7 +353,7 @@ def candidates_at(repo: Path, url: str, ref: str | None, commit: str, names: Seq
 def is_repo(source: str) -> bool:
     """Whether git can read ``source`` as a repository (one ``ls-remote``, nothing fetched)."""
     try:
-        git("ls-remote", "--", _url(source), "HEAD", what=f"reading {source}", timeout=60)
+        git("ls-remote", "--", _url(source), "HEAD", what=f"reading {source}", timeout=LOCAL)  # a probe: quick or not
     except SourceError:
         return False
     return True

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import atomic_write
 from ledger.bundle.folderhash import folder_sha256
 from ledger.errors import SourceError
 from ledger.supply import origins
@@ -166,7 +167,4 @@ def render_lock(entries: Iterable[LockEntry]) -> str:
 
 def write_lock(entries: Iterable[LockEntry], path: Path) -> None:
     """Write ``skills-lock.json`` as the skills CLI does, replacing the file atomically."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(render_lock(entries), encoding="utf-8")
-    tmp.replace(target)
+    atomic_write(path, render_lock(entries).encode("utf-8"))

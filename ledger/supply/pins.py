@@ -8,20 +8,19 @@ refused, like a fetch that is not a fast-forward (docs/supply-chain.md §4).
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger._env import child_env
 from ledger.errors import SourceError, SupplyError
 from ledger.store import supply as sp
+from ledger.store.git import Git
 from ledger.supply import gitsource, origins, sources
 
 __all__ = ["Locked", "lock_entries", "locked", "require_descends", "require_held"]
 
-HISTORY = ("git", "brain")  # source types whose pins are commits of one repository
+HISTORY = ("brain", "git")  # source types whose pins are commits of one repository
 
 
 def require_descends(source: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -31,9 +30,8 @@ def require_descends(source: Mapping[str, Any], old: Mapping[str, Any], new: Map
         return
     url = source["url"]
     with gitsource.mirrored(url, b, history=True) as git:  # the new commit's history alone, capped
-        ok = subprocess.run(["git", f"--git-dir={git}", "merge-base", "--is-ancestor", a, b],
-                            capture_output=True, env=child_env(), timeout=600)  # fmt: skip
-    if ok.returncode != 0:
+        descends = Git(git).is_ancestor(a, b)
+    if not descends:
         raise SupplyError(
             f"{url} rewrote its history: the pinned commit {a[:12]} is not an ancestor of {b[:12]}; nothing changed",
             hint="a source that rewrites what it published is not trusted forward: review it as a new install, "

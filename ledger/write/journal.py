@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ledger._fs import atomic_write
 from ledger.bundle.skill import check_name
 from ledger.errors import LedgerError, StoreError
 from ledger.protocol.refs import BRANCH, NOTES_REF
@@ -132,10 +133,5 @@ class Journal:
 
 
 def write_json(path: Path, doc: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """``doc`` as the ledger's control files hold JSON (indented, sorted keys), written whole and durable."""
+    atomic_write(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())

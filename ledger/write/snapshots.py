@@ -9,21 +9,21 @@ files are remembered by tree id, which is a content hash, so they can never be s
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from ledger._fs import ROOT_INDEX
 from ledger.bundle.merkle import RootIndex, format_root
 from ledger.bundle.skill import SKILL_MD, SkillDoc
 from ledger.errors import SkillError, SkillNotFoundError, StoreError
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.skilltree import Fanout, skills_of
+from ledger.store.state import State
 from ledger.write.head import KEEP, Head
 from ledger.write.versioning import Versions
 
 __all__ = ["Snapshots"]
 
-INDEX_FILE = "root-index-v1.bin"  # in .ledger/cache/
 
 
 class Snapshots:
@@ -66,10 +66,7 @@ class Snapshots:
         """The root index saved for this exact ``skills/`` tree id, if any (see :meth:`save_index`)."""
         if skills_tree is None:
             return None
-        try:
-            index = RootIndex.load((self.control / "cache" / INDEX_FILE).read_bytes(), skills_tree)
-        except FileNotFoundError:
-            return None
+        index = State(self.control).read(ROOT_INDEX, lambda data: RootIndex.load(data, skills_tree))
         if index is not None:
             self.index_saved = skills_tree
         return index
@@ -83,11 +80,7 @@ class Snapshots:
         tree = self.store.skills_tree(head.commit, key)
         if tree is None or tree == self.index_saved:
             return
-        path = self.control / "cache" / INDEX_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(head.bundle.dump(tree))
-        os.replace(tmp, path)
+        State(self.control).write(ROOT_INDEX, head.bundle.dump(tree))
         self.index_saved = tree
 
     def categories_tree(self, head: Head) -> bytes | None:
