@@ -4,18 +4,16 @@ Python's json recurses in C per level; a hostile document nested deep enough exh
 (a segfault where a test raised the recursion limit).  The MCP wire and the supply record both
 refuse depth first, with this one function.  :func:`unique_keys` is the ``object_pairs_hook`` for
 documents two readers must not read two ways (attestations, epoch receipts): a key named twice is refused.
-:func:`canonical` is the project's one RFC 8785 (JCS) writer: outcome records, attestation statements and
-ERC-8239 manifests are all written by it, each caller adding only its own domain rules and error type.
+:data:`MAX_INT` bounds every integer an RFC 8785 write takes (:mod:`ledger.protocol.jcs`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
-__all__ = ["MAX_INT", "STRING", "STRINGS", "canonical", "depth", "no_constant", "shown", "unique_keys"]
+__all__ = ["MAX_INT", "STRING", "STRINGS", "depth", "no_constant", "shown", "unique_keys"]
 
 MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493 §2.2), all RFC 8785 writes
 
@@ -57,42 +55,3 @@ def shown(value: Any, most: int = 80) -> str:
     user's file says, never a Python repr (``None``, ``['a']``); cut to ``most`` characters."""
     text = json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def canonical(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``; a ``ValueError`` when it has none (a NaN, a lone surrogate, an
-    integer past 2^53, a key that is not a string).
-
-    Trail of Bits' ``rfc8785`` is the reference and writes anything unusual. Values whose
-    ``json.dumps`` bytes are the same as RFC 8785's (ASCII keys, strings, integers within 2^53,
-    non-integral floats in [1e-4, 1e16): same escapes, same shortest round-trip digits, and ASCII keys
-    sort the same by code point as by UTF-16 unit) are written by ``json.dumps`` at a tenth of the cost,
-    since a bulk import writes 100,000 outcome records (tests/test_outcomes.py checks the two agree).
-    """
-    if _plain(value):
-        try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False).encode("utf-8")  # fmt: skip
-        except UnicodeEncodeError as exc:
-            raise ValueError(str(exc)) from exc
-    import rfc8785
-
-    try:
-        return rfc8785.dumps(value)
-    except (rfc8785.CanonicalizationError, UnicodeError, TypeError) as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def _plain(value: Any) -> bool:
-    """Whether ``json.dumps`` writes ``value`` exactly as RFC 8785 does."""
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return abs(value) <= MAX_INT
-    if isinstance(value, float):
-        return math.isfinite(value) and not value.is_integer() and 1e-4 <= abs(value) < 1e16
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and k.isascii() and _plain(v) for k, v in value.items())
-    return False

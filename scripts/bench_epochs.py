@@ -15,7 +15,7 @@ Figures (transaction level: 21,000 intrinsic and calldata included, from the rec
 ``epochs``: each epoch's heads, gas and gas per head, beside ``direct_commit_gas``, one
 steady-state single-root ``commit`` of a real brain on the same registry (the issue's figure,
 36,448, predates ADR 29's cheaper event); ``verify_receipt_us``: the median over
-``--repeat`` runs of :func:`ledger.chain.epochproof.verify_offline` on a real brain's receipt
+``--repeat`` runs of :func:`ledger.protocol.epochproof.verify_offline` on a real brain's receipt
 (the key certification's secp256k1 recovery, the checkpoint's Ed25519 signature, the inclusion
 proof), in microseconds; the target is 1 ms.
 
@@ -51,12 +51,14 @@ def main() -> None:
     ap.add_argument("--out", default="bench-out/epochs.json")
     args = ap.parse_args()
     from ledger.brain import Brain
-    from ledger.chain import anvil, epochlog, epochproof, tlog
+    from ledger.chain import anvil
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import read_notes, read_receipts
     from ledger.exchange.anchoring import commit_pending, deploy, register
     from ledger.exchange.epochs import anchor_epoch
+    from ledger.protocol import epochproof, tlog
+    from ledger.protocol.refs import EPOCH_NOTES_REF
 
     started = time.perf_counter()
     with scratch_dir(prefix="bench-epochs-") as d:
@@ -111,7 +113,7 @@ def main() -> None:
             direct.create("direct", "A directly committed skill", "direct\n")
             commit_pending(direct, key=DEV_KEY_NAME)
             direct_gas = max(read_receipts(direct.store).values(), key=lambda r: r["seq"])["gas_used"]
-            receipt = json.loads(next(iter(read_notes(brains[0].store, epochlog.EPOCH_NOTES_REF).values())))
+            receipt = json.loads(next(iter(read_notes(brains[0].store, EPOCH_NOTES_REF).values())))
             for _ in range(50):
                 epochproof.verify_offline(receipt)
             times = []

@@ -95,7 +95,7 @@ def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
             commit.append(_timed(lambda: (_git(plain, "add", "-A"), _git(plain, "commit", "-qm", "one"))))
     import hashlib
 
-    from ledger.signatures.signing import recover, sign
+    from ledger.protocol.signing import recover, sign
 
     secret = hashlib.sha256(b"bench").digest()
     digests = [hashlib.sha256(b"%d" % i).digest() for i in range(n)]

@@ -23,7 +23,7 @@ from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' pac
 
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
-from ledger.signatures import signing
+from ledger.protocol import signing
 
 
 def _brain(root: Path, signed: bool, snapshots: int) -> tuple[Path, list[float]]:

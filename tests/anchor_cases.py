@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.bundle.frontmatter import as_json
+from ledger.protocol import signing
 from ledger.publish import anchor as an
-from ledger.signatures import signing
 
 VECTOR = Path(__file__).parent / "vectors" / "anchor" / "vector.json"
 OTHER_KEY = bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")  # not the brain's

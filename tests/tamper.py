@@ -61,7 +61,7 @@ def resign(msg: Message, key: bytes, parent: str | None, tree: Tree) -> Message:
     from eth_account import Account
     from eth_account.messages import encode_typed_data
 
-    from ledger.signatures.signing import typed_data
+    from ledger.protocol.signing import typed_data
 
     text = re.sub(r"^Ledger-Signature: .*\n", "", msg, flags=re.M)
     root = bytes.fromhex(re.search(r"^Ledger-Root: blake3-tree-v1:([0-9a-f]{64})$", text, re.M).group(1))
@@ -607,9 +607,9 @@ def fork_operator(operator: Any, victim: Any) -> None:
     (agent, seq). bypassing the service's compare-and-swap, it appends a second root for the
     victim's seq 1 and anchors that epoch.  The chain accepts it (the log only grew), and the operator
     publishes the log, since the chain's roots must replay from it."""
-    from ledger.chain import tlog
     from ledger.chain.config import ChainConfig
     from ledger.chain.registry import ZERO
+    from ledger.protocol import tlog
 
     agent = ChainConfig.of(victim).agent_id
     assert agent is not None
@@ -620,11 +620,12 @@ def anchor_raw(operator: Any, entries: list[bytes], message: str) -> None:
     """Append ``entries`` to the operator brain's log as they are (no compare-and-swap, no receipt), anchor
     that epoch with the dev key and publish it: what a dishonest operator can do, since the chain checks
     only that the log grew."""
-    from ledger.chain import epochlog, notes, tlog
+    from ledger.chain import epochlog
     from ledger.chain.abi import call_data
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME, load_account
     from ledger.chain.registry import Registry
+    from ledger.protocol import notes, tlog
     from ledger.signatures.siblings import ed25519_key
 
     cfg = ChainConfig.of(operator)

@@ -24,8 +24,8 @@ from blake3 import blake3
 from ledger.brain import Brain
 from ledger.exchange import intoto, oms
 from ledger.exchange.attested import AttestationError, Attested, canonical, key_id, p256_pem, sslib_key_id
+from ledger.protocol.messages import Snapshot
 from ledger.signatures.siblings import P256, Siblings
-from ledger.store.messages import Snapshot
 from tests.conftest import run_ledger
 from tests.venvs import venv_python
 
@@ -342,7 +342,7 @@ def test_a_sibling_certified_by_two_addresses_is_ambiguous(made: Path, tmp_path:
     """A forged head re-signs the user's signed text, Ledger-Sibling trailers and all, with another key:
     two addresses then certify one sibling, and no attestation by it is believed."""
     from ledger.exchange.attest import attest, verify_attestation
-    from ledger.signatures import signing
+    from ledger.protocol import signing
 
     with Brain.open(made) as b:
         data, _ = attest(b, None, None, "intoto")

@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochevidence, epochlog, epochproof, tlog
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
-from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, StoreError
+from ledger.protocol import epochevidence, epochproof, tlog
+from ledger.protocol.epochlog import decode_entries, encode_entries
+from ledger.protocol.evidencelog import EvidenceLog
+from ledger.protocol.refs import EPOCHS_REF, EVIDENCE_NOTES_REF
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw
 from tests.test_epochs import anchor, audit, member
@@ -52,11 +54,11 @@ def test_worked_example_vector() -> None:
     tree = tlog.Tree([tlog.leaf_hash(e) for e in entries])
     assert tlog.leaf_hash(item).hex() == "70177e01e883d134ea18768100a7f93a38340e67b008430c38a6e60ea2b9af4a"
     assert tree.root().hex() == v["root"] == "58e0698ecee9c1838fc4ad68fdb50c3e05cb93936dda3c3b4562c27e6820113b"
-    name, data = epochlog.encode_entries(entries)
+    name, data = encode_entries(entries)
     assert (name, len(data), hashlib.sha256(data).hexdigest()) == (
         "entries-v2", 421, "7c6c7477d0de6b0cc9a850feebf52d738475624870c2416f3bdcbc450a9621f6")  # fmt: skip
     assert data[:1] == b"\x68" and data[3 * 105 : 3 * 105 + 2] == b"\x69\x02"
-    assert epochlog.decode_entries(name, data) == entries
+    assert decode_entries(name, data) == entries
     checkpoint = notes_sign(v, tree.root(), ed25519_key(bytes.fromhex(v["secret"])))
     assert checkpoint == v["checkpoint"]
     header = {k: v[k] for k in ("chain_id", "registry", "operator")}
@@ -71,7 +73,7 @@ def test_worked_example_vector() -> None:
 
 
 def notes_sign(v: dict[str, Any], root: bytes, key: Any) -> str:
-    from ledger.chain import notes
+    from ledger.protocol import notes
 
     origin = notes.origin_of(v["chain_id"], v["registry"], v["operator"])
     return notes.sign_note(notes.checkpoint_text(origin, 4, root), origin, key)
@@ -94,8 +96,8 @@ def test_malformed_entries_and_files_are_refused() -> None:
         with pytest.raises(ChainError):
             epochevidence.evidence_entry(*args)
     # one log, one encoding: heads only stay 'entries'; a log with evidence is entries-v2, and nothing else parses
-    assert epochlog.encode_entries([head]) == ("entries", head)
-    name, data = epochlog.encode_entries([head, good])
+    assert encode_entries([head]) == ("entries", head)
+    name, data = encode_entries([head, good])
     assert name == "entries-v2" and data == b"\x68" + head + b"\x69" + good
     for bad_name, bad in (("entries-v2", b"\x68" + head),  # heads only: must be 'entries'
                           ("entries-v2", data[:-1]),  # cut
@@ -104,7 +106,7 @@ def test_malformed_entries_and_files_are_refused() -> None:
                           ("entries", head + good),  # evidence in a v1 file
                           ("entries-v3", data)):  # fmt: skip
         with pytest.raises(ChainError):
-            for item in epochlog.decode_entries(bad_name, bad):
+            for item in decode_entries(bad_name, bad):
                 epochevidence.parse_item(item)
 
 
@@ -179,7 +181,7 @@ def test_two_brains_outcomes_in_one_epoch(tmp_path: Path, chained: Brain) -> Non
         assert code == 0 and chk["ok"] and "1 evidence receipt(s)" in chk["summary"], chk
     # the log is stored as entries-v2 and read back the same
     git = ["git", f"--git-dir={operator.store.git_dir}"]
-    files = subprocess.run([*git, "ls-tree", "--name-only", epochlog.EPOCHS_REF], capture_output=True, text=True,
+    files = subprocess.run([*git, "ls-tree", "--name-only", EPOCHS_REF], capture_output=True, text=True,
                            check=True).stdout.split()  # fmt: skip
     assert files == ["entries-v2", "log.json"]
     assert epochlog.read_remote(str(operator.root)).entries == log.entries

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochlog, tlog
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.exchange.epochs import anchor_epoch
+from ledger.protocol import tlog
+from ledger.protocol.refs import EPOCH_NOTES_REF
 from tests.conftest import run_ledger
 from tests.tamper import anchor_raw, fork_two_operators
 from tests.test_epochs import epochlog_receipts, member
@@ -53,7 +55,7 @@ def log_of(operator: Brain, address: str) -> str:
 
 
 def drop_receipts(b: Brain) -> None:
-    subprocess.run(["git", f"--git-dir={b.store.git_dir}", "update-ref", "-d", epochlog.EPOCH_NOTES_REF], check=True)
+    subprocess.run(["git", f"--git-dir={b.store.git_dir}", "update-ref", "-d", EPOCH_NOTES_REF], check=True)
 
 
 def test_a_fork_anchored_by_two_operators_fails_both_copies(tmp_path: Path, chained: Brain, keystore: None) -> None:
@@ -77,7 +79,7 @@ def test_a_fork_anchored_by_two_operators_fails_both_copies(tmp_path: Path, chai
     git = ["git", f"--git-dir={tmp_path / 'old'}"]
     parent = subprocess.run([*git, "rev-parse", "main~1"], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([*git, "update-ref", "refs/heads/main", parent], check=True)
-    subprocess.run([*git, "update-ref", "-d", epochlog.EPOCH_NOTES_REF], check=True)
+    subprocess.run([*git, "update-ref", "-d", EPOCH_NOTES_REF], check=True)
     cfg = ChainConfig.of(a)
     proc = run_ledger("audit", str(tmp_path / "old"), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
                       hex(cfg.agent_id or 0), "--json", log_of(chained, X), log_of(y, Y))  # fmt: skip

@@ -18,10 +18,10 @@ import pytest
 from ledger.brain import Brain
 from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
 from ledger.chain.receipts import read_notes, write_receipts
 from ledger.errors import StoreError
 from ledger.exchange.sharing import clone
+from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
 from ledger.store import gitstore as gs
 from tests.conftest import fingerprint, run_ledger
 from tests.test_epochs import anchor, epochlog_receipts, member
@@ -213,8 +213,10 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     """A hostile peer plants, on its new snapshot, an epoch receipt of another registry signed by a key of its
     own (it verifies offline); a pull whose chain is up refuses it, and the operator's next anchor writes the
     snapshot's real receipt (review of issue 37, finding 3)."""
-    from ledger.chain import epochproof, keys, notes, tlog
-    from ledger.chain.receipts import anchored, write_receipts
+    from ledger.chain import keys
+    from ledger.chain.receipts import write_receipts
+    from ledger.protocol import epochproof, notes, tlog
+    from ledger.protocol.receipts import anchored
     from ledger.signatures.siblings import ed25519_key
     from tests.test_epochs import anchor, audit, epochlog_receipts, member
 
@@ -246,7 +248,7 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     s = snaps[-1]
     planted = _forged(agent, len(snaps), snaps[-2].root, s.root)
     assert epochproof.verify_offline(planted)
-    write_receipts(p.store, {s.commit: planted}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(p.store, {s.commit: planted}, ref=EPOCH_NOTES_REF)
     assert run_ledger("--brain", str(p.root), "push", str(remote)).returncode == 0
     pulled = run_ledger("--brain", str(a.root), "pull", str(remote))
     assert pulled.returncode == 0 and "refused an epoch receipt" in pulled.stderr, pulled.stderr

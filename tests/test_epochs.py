@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain import epochlog, epochproof, notes, tlog
+from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
-from ledger.errors import ChainError
+from ledger.errors import ChainError, ProofError
+from ledger.protocol import epochproof, notes, tlog
+from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
 from tests.conftest import run_ledger
 from tests.tamper import fork_operator
 
@@ -52,7 +54,7 @@ def test_transparency_dev_vectors(kind: str) -> None:
             else:
                 tlog.verify_consistency(c["size1"], c["size2"], _b64(c["root1"]), _b64(c["root2"]), proof)
             ok = True
-        except tlog.ProofError:
+        except ProofError:
             ok = False
         want = not c["wantErr"] and c["file"] not in STRICTER
         assert ok == want, (c["file"], c["desc"])
@@ -78,9 +80,9 @@ def test_tree_matches_the_definition_and_every_proof_verifies() -> None:
         for m in range(1, n + 1):
             tlog.verify_consistency(m, n, _mth(leaves[:m]), tree.root(), tree.consistency(m))
     tree = tlog.Tree(leaves[:13])
-    with pytest.raises(tlog.ProofError):  # a proof for another index
+    with pytest.raises(ProofError):  # a proof for another index
         tlog.verify_inclusion(4, 13, leaves[4], tree.inclusion(5), tree.root())
-    with pytest.raises(tlog.ProofError):  # a rewritten leaf
+    with pytest.raises(ProofError):  # a rewritten leaf
         tlog.verify_consistency(7, 13, _mth([*leaves[:6], leaves[20]]), tree.root(), tree.consistency(7))
 
 
@@ -260,7 +262,7 @@ def test_anchor_two_epochs_receipts_and_audit(tmp_path: Path, chained: Brain) ->
 def epochlog_receipts(b: Brain) -> dict[str, dict[str, Any]]:
     from ledger.chain.receipts import read_notes
 
-    return {c: json.loads(d) for c, d in read_notes(b.store, epochlog.EPOCH_NOTES_REF).items()}
+    return {c: json.loads(d) for c, d in read_notes(b.store, EPOCH_NOTES_REF).items()}
 
 
 @pytest.mark.chain
@@ -292,7 +294,7 @@ def test_an_operator_hiding_an_epoch_fails_the_audit(tmp_path: Path, chained: Br
     assert anchor(operator, a)[0] == 0
     published = epochlog.read_local(operator.store).commit
     fork_operator(operator, a)
-    operator.store.move_ref(epochlog.EPOCHS_REF, published, epochlog.read_local(operator.store).commit)
+    operator.store.move_ref(EPOCHS_REF, published, epochlog.read_local(operator.store).commit)
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and "holds 1 epoch(s) but the chain 2" in chk["summary"], chk
@@ -351,7 +353,7 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     a = member(tmp_path, operator, "a")
     assert anchor(operator, a)[0] == 0
     commit, doc = next(iter(epochlog_receipts(a).items()))
-    write_receipts(a.store, {commit: dict(doc, tx="0x" + "ee" * 32)}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(a.store, {commit: dict(doc, tx="0x" + "ee" * 32)}, ref=EPOCH_NOTES_REF)
     code, report = audit(a)
     chk = report["checks"]["chain.epochs"]
     assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk
@@ -364,7 +366,7 @@ def test_a_receipt_naming_another_transaction_fails_the_audit(tmp_path: Path, ch
     # of another operator and registry on the snapshot: the operator's log anchors it, its receipt wins
     respelled = dict(doc, tx="0x" + "ee" * 32, operator=doc["operator"].lower())
     epochproof.verify_offline(respelled)
-    write_receipts(a.store, {commit: respelled}, ref=epochlog.EPOCH_NOTES_REF)
+    write_receipts(a.store, {commit: respelled}, ref=EPOCH_NOTES_REF)
     assert anchor(operator, a)[0] == 0
     assert epochlog_receipts(a)[commit] == doc and audit(a)[0] == 0
 
@@ -382,7 +384,7 @@ def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained
     assert {r["log"] for r in epochlog_receipts(a).values()} == {str(remote)}
     code, report = audit(a)  # not pushed yet: the log cannot be replayed
     assert code == 1 and "cannot be replayed" in report["checks"]["chain.epochs"]["summary"]
-    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), epochlog.EPOCHS_REF],
+    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF],
                    check=True)  # fmt: skip
     assert epochlog.read_remote(str(remote)).entries == epochlog.read_local(operator.store).entries
     code, report = audit(a)

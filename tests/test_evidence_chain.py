@@ -20,14 +20,14 @@ import pytest
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
-from ledger.chain import tlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.evidencelog import EvidenceLog, prefix_problem
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError
 from ledger.exchange.anchoring import chain_status, commit_pending
+from ledger.protocol import tlog
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
 from ledger.store.evidence import read_entries
 from ledger.store.objectdb import MODE_DIR, MODE_FILE
 from tests.conftest import run_ledger

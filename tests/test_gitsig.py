@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.errors import StoreError
+from ledger.protocol.signing import SignatureError
 from ledger.signatures import siblings, sshsig
-from ledger.signatures.signing import SignatureError
 from ledger.store import commitsig
 from tests import tamper
 from tests.conftest import run_ledger

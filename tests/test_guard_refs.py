@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger.chain import epochlog
-from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
-from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
-from ledger.chain.receipts import NOTES_REF
+from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF, NOTES_REF
 from ledger.store import gitstore as gs
 from tests.conftest import run_ledger
 

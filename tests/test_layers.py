@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ledger"
 LAYERS: list[tuple[str, ...]] = [
     ("ledger.errors", "ledger._env", "ledger._faults", "ledger._json", "ledger._native", "ledger._paths",
      "ledger._fs"),  # errors, utilities
+    ("ledger.protocol",),  # the spec as pure code: bytes in, bytes out; no git, no RPC, no disk
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
     ("ledger.store",),  # git snapshots, packs, digests of stored trees, proofs
@@ -65,7 +66,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     "when the server starts (ADR 32)",
     ("ledger.agent.skills_ext", "ledger.publish.entries"): "the entries and their anchors load on the first "
     "Skills extension call, not on every MCP server's start",
-    ("ledger.chain.receipts", "ledger.bundle.merkle"): "receipts' quick count reads no hash; a full check does",
+    ("ledger.protocol.receipts", "ledger.protocol.bundlehash"): "receipts' quick count reads no hash; a full "
+    "check does",
     ("ledger.chain.config", "ledger.chain.rpc"): "config is read by every chain command before it may touch a node",
     ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "the chain client loads only for a remote set to --commit",
     ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",

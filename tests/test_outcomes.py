@@ -510,8 +510,8 @@ def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_pa
     """A target linked ``--best-verified`` never gets a version the head's supply record revokes: with v1
     (the best verified) revoked, it gets the head's version, as a skill with no verified version does."""
     from ledger.brain import Brain
-    from ledger.bundle.hashing import format_root
     from ledger.evals import gate
+    from ledger.protocol.bundlehash import format_root
 
     b = _brain(tmp_path, keys)
     B = ("--brain", str(b))

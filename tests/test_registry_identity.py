@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
-from ledger.chain.abi import hexbytes, keccak
+from ledger.chain.abi import hexbytes
 from ledger.chain.config import ChainConfig
 from ledger.chain.identity import check_registry_code, expected_immutables, known_builds
 from ledger.chain.keys import dev_account
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError
+from ledger.protocol.signing import keccak
 from tests.conftest import run_ledger
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.chain import anvil
-from ledger.chain.abi import call_data, decode_string, keccak
+from ledger.chain.abi import call_data, decode_string
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.chain.registry import Registry
@@ -31,6 +31,7 @@ from ledger.chain.shares import (
     token_uri,
 )
 from ledger.errors import ChainError
+from ledger.protocol.signing import keccak
 from tests.conftest import run_ledger
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ledger.brain import Brain
+from ledger.protocol.signing import SignatureError, address_of
 from ledger.signatures import siblings
-from ledger.signatures.signing import SignatureError, address_of
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "siblings" / "derivation.json").read_text())["vectors"]
 N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ledger.protocol.messages import ACTORS
 from ledger.signatures.trust import ROLES
-from ledger.store.messages import ACTORS
 from tests.fixtures import publish_index
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "lineage.md"

@@ -23,7 +23,7 @@ from tests.conftest import run_ledger
 HEAVY: dict[str, str] = {
     "web3": "the chain client, ~0.7 s to import; only chain commands (commit, chain ...) need it",
     "eth_abi": "web3's ABI codec, imported with it; nothing local encodes ABI",
-    "eth_account": "~0.5 s; snapshot signing uses coincurve + safe-pysha3 instead (ledger/signatures/signing.py)",
+    "eth_account": "~0.5 s; snapshot signing uses coincurve + safe-pysha3 instead (ledger/protocol/signing.py)",
     "mcp": "the MCP SDK, ~0.6 s (its __init__ loads the client too); only `ledger mcp` serving needs it",
     "mcp_types": "the MCP SDK's protocol models, ~0.2 s; imported by ledger.agent.mcp_server.serve only",
     "anyio": "the MCP server's async runtime; no CLI command is async",

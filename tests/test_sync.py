@@ -274,8 +274,8 @@ def test_a_committed_target_never_gets_a_revoked_version(chained) -> None:
     """A ``--committed`` target shows the root on chain, but not a version whose digest the head's supply
     record revokes since: that skill is taken out of it (``gate.revoked_version``, the rule every surface
     serves an older version by); a target that follows the head keeps the head's version."""
-    from ledger.bundle.hashing import format_root
     from ledger.evals import gate
+    from ledger.protocol.bundlehash import format_root
 
     brain = chained.root
     env: dict[str, str] = {"HOME": str(brain.parent / "home")}

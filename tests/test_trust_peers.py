@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
-from ledger.signatures import identity, signing
+from ledger.protocol import signing
+from ledger.signatures import identity
 from ledger.write.sealing import Sealed
 from tests.conftest import run_ledger
 

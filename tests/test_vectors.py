@@ -190,7 +190,7 @@ def test_outcome_number_vectors(case: dict) -> None:
     import rfc8785
 
     from ledger.errors import StoreError
-    from ledger.signatures.signing import address_of
+    from ledger.protocol.signing import address_of
     from ledger.store import outcomes as oc
 
     (value,) = struct.unpack(">d", bytes.fromhex(case["double"]))

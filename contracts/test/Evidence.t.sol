@@ -9,7 +9,7 @@ import {Test} from "./Vm.sol";
 /// @dev `commitEvidence`: an agent's evidence log (size, RFC 9162 root) committed with, and bound
 ///      to, its lineage head. Proofs come from the recursive RFC 9162 helper of Epochs.t.sol, which
 ///      shares no code with the registry's iterative verifier; `test_pythonVector` pins one pair of
-///      roots and a proof produced by ledger/chain/tlog.py, so the two implementations agree.
+///      roots and a proof produced by ledger/protocol/tlog.py, so the two implementations agree.
 contract EvidenceTest is Test {
     BrainRegistry internal reg;
     address internal owner = address(0xA11CE);
@@ -98,7 +98,7 @@ contract EvidenceTest is Test {
         assertEq(root, Rfc9162.mth(0, 300), "root");
     }
 
-    /// @dev Roots and proof from ledger/chain/tlog.py over the entries b"outcome 0" … b"outcome 6":
+    /// @dev Roots and proof from ledger/protocol/tlog.py over the entries b"outcome 0" … b"outcome 6":
     ///      Tree([leaf_hash(b"outcome %d" % i) for i in range(n)]), consistency(3) of the 7-leaf tree.
     function test_pythonVector() public {
         bytes32 root3 = 0xbf03ec14fde275a37f45d340d8d1672953f3d1624fea042dfe623f1ad6df4787;

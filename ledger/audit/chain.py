@@ -20,6 +20,8 @@ from ledger.chain.abi import AGENT_REGISTERED, COMMITTER_SET, decode_committer_l
 from ledger.chain.identity import check_registry_code
 from ledger.chain.receipts import read_receipts
 from ledger.errors import ChainError
+from ledger.protocol.receipts import anchored
+from ledger.protocol.refs import UNVERIFIED_REF
 from ledger.store import gitstore as gs
 
 __all__ = ["check_chain"]
@@ -43,7 +45,6 @@ def check_chain(
 ) -> bool:
     """Every ``chain.*`` check; False (``chain.code`` failed, nothing else read) when the contract at
     ``registry`` is not a BrainRegistry this ledger knows: its answers would prove nothing."""
-    from ledger.chain.receipts import anchored
     from ledger.chain.registry import ZERO, Registry
 
     timeline_at = {s.commit: i for i, s in enumerate(snaps)}
@@ -157,8 +158,6 @@ def _check_receipts(
 ) -> None:
     """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
     claims, and its block is still canonical. Malformed notes are the offline ``receipts`` check's FAIL."""
-    from ledger.chain.receipts import UNVERIFIED_REF
-
     chk = report.check("chain.receipts")
     receipts = {**read_receipts(store, UNVERIFIED_REF), **read_receipts(store)}
     mine = (reg.address.lower(), report.chain["agent"] if report.chain else "")

@@ -14,8 +14,8 @@ from typing import Any
 
 from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import format_root
-from ledger.chain.evidencelog import EvidenceLog, prefix_problem
 from ledger.errors import LedgerError
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
 from ledger.store import gitstore as gs
 from ledger.store import outcomes as oc
 from ledger.store.evidence import entries_of, evidence_tree, size_of

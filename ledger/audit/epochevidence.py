@@ -1,6 +1,6 @@
 """Evidence through epochs, in ``chain.epochs``: evidence receipts and the evidence entries of an operator's log.
 
-An evidence entry (:mod:`ledger.chain.epochevidence`) says "when agent A's last head entry in this
+An evidence entry (:mod:`ledger.protocol.epochevidence`) says "when agent A's last head entry in this
 log was ``head``, its evidence log had ``size`` entries with tree hash ``root``".  The replay holds
 every agent's evidence entries to the log's rule (each bound to the agent's last head entry before
 it, sizes strictly growing) and this agent's to the clone (some mainline snapshot with root ``head``
@@ -16,10 +16,11 @@ from typing import Any
 
 from ledger.audit.verdicts import Check
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence
-from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.errors import LedgerError
+from ledger.protocol import epochevidence
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
 from ledger.store import gitstore as gs
+from ledger.store.evidence import log_of
 
 __all__ = ["EvidenceRule", "check_agent_evidence", "check_evidence_receipt", "snapshot_log"]
 

@@ -1,6 +1,6 @@
 """``chain.epochs``: a brain's epoch receipts, and every log that may anchor its agent, against the chain.
 
-Each receipt (``refs/notes/ledger-epochs``) is checked offline (:mod:`ledger.chain.epochproof`),
+Each receipt (``refs/notes/ledger-epochs``) is checked offline (:mod:`ledger.protocol.epochproof`),
 sits on the anchored snapshot its seq names, and names an epoch the registry holds with the
 checkpoint's size and root, by an operator that may commit for this agent.  Then the log of every
 *operator of the agent* (every address ever its owner or a committer, and every receipt's operator,
@@ -21,11 +21,13 @@ from typing import Any
 from ledger.audit.epochevidence import EvidenceRule, check_agent_evidence, check_evidence_receipt
 from ledger.audit.verdicts import Check, Report
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof, tlog
+from ledger.chain import epochlog
 from ledger.chain.abi import EPOCH_ANCHORED, hexbytes, word
-from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.receipts import read_notes
 from ledger.errors import LedgerError
+from ledger.protocol import epochevidence, epochproof, tlog
+from ledger.protocol.evidencelog import EvidenceLog
+from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF
 from ledger.store import gitstore as gs
 
 __all__ = ["anchored_event", "check_epochs", "replay"]
@@ -55,7 +57,7 @@ def check_epochs(
     operator no receipt names.
     """
     chk = report.check("chain.epochs")
-    notes = read_notes(store, epochlog.EPOCH_NOTES_REF)
+    notes = read_notes(store, EPOCH_NOTES_REF)
     position = {s.commit: i for i, s in enumerate(snaps)}
     located: dict[str, set[str]] = {}  # operator → where its receipts (or --epoch-log) say its log is
     named: set[str] = set()  # the operators of receipts that verify offline
@@ -73,7 +75,7 @@ def check_epochs(
         _check_receipt(chk, reg, agent, height, from_block, snaps, position.get(commit), commit, doc, facts)
     mainline = snaps if mainline is None else mainline
     cache: dict[str, EvidenceLog | None] = {}
-    ev_notes = read_notes(store, epochevidence.EVIDENCE_NOTES_REF)
+    ev_notes = read_notes(store, EVIDENCE_NOTES_REF)
     for commit, data in sorted(ev_notes.items()):
         try:
             doc = epochproof.parse_receipt(data)
@@ -104,7 +106,7 @@ def check_epochs(
             chk.fail(f"operator {operator} has {count} epoch(s) on chain and could commit for agent {agent:#x}, but "
                      "no log location is known (no epoch receipt of it here): its epochs may anchor this agent and "
                      f"cannot be checked; pass --epoch-log {operator}=LOCATION (where it publishes "
-                     f"{epochlog.EPOCHS_REF})", expected=f"{count} epoch(s) replayed", computed="no log")  # fmt: skip
+                     f"{EPOCHS_REF})", expected=f"{count} epoch(s) replayed", computed="no log")  # fmt: skip
             continue
         for location in sorted(located[operator]):
             mine = replay(chk, reg, operator, location, agent, snaps, height, store=store, mainline=mainline,
@@ -133,7 +135,7 @@ def check_epochs(
 
 def _own_log_operator(store: gs.GitStore) -> str | None:
     """The operator whose log the audited repository itself holds (``refs/ledger/epochs``), if any."""
-    if store.read_ref(epochlog.EPOCHS_REF) is None:
+    if store.read_ref(EPOCHS_REF) is None:
         return None
     try:
         operator = epochlog.read_local(store).header.get("operator")

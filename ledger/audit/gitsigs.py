@@ -22,8 +22,8 @@ from ledger.audit.signatures import Signed
 from ledger.audit.verdicts import Report
 from ledger.audit.walk import Walked
 from ledger.errors import LedgerError
+from ledger.protocol.signing import SignatureError
 from ledger.signatures import siblings, sshsig
-from ledger.signatures.signing import SignatureError
 from ledger.store import commitsig
 from ledger.store import gitstore as gs
 

@@ -43,8 +43,10 @@ from ledger.audit.supplycheck import check_supply
 from ledger.audit.verdicts import Check, Report
 from ledger.audit.walk import Walked, walk
 from ledger.bundle.merkle import DirNode, file_entries, format_root, read_tree
-from ledger.chain.receipts import NOTES_REF, UNVERIFIED_REF, note_problems, parse_note, positions, read_notes
+from ledger.chain.receipts import read_notes
 from ledger.errors import AuditError, LedgerError, StoreError
+from ledger.protocol.receipts import note_problems, parse_note, positions
+from ledger.protocol.refs import NOTES_REF, REPLACE, UNVERIFIED_REF
 from ledger.signatures.siblings import SIBLING_TRAILER
 from ledger.signatures.trust import check_address
 from ledger.store import gitstore as gs
@@ -270,7 +272,7 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
 def _check_fsck(path: Path, report: Report) -> None:
     chk = report.check("fsck")
     git = Git(None, error=AuditError)
-    replaced = git.call("-C", str(path), "for-each-ref", "--format=%(refname)", "refs/replace/").stdout.decode().split()
+    replaced = git.call("-C", str(path), "for-each-ref", "--format=%(refname)", REPLACE).stdout.decode().split()
     if replaced:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
     grafts = git.call("-C", str(path), "rev-parse", "--git-path", "info/grafts").stdout.decode().strip()

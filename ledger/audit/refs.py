@@ -1,7 +1,7 @@
 """Every ref the ledger publishes, checked as a copy takes it: by a peer on arrival, by a guarded remote
 before git takes a push, and by ``ledger audit`` (the ``refs`` check), with the same rules (docs/adr/0027).
 
-The refs (:data:`ledger.store.refs.PUBLISHED`): ``main``, audited as a lineage elsewhere
+The refs (:data:`ledger.protocol.refs.PUBLISHED`): ``main``, audited as a lineage elsewhere
 (:func:`ledger.audit.lineage.audit_repo`); three notes refs of receipts and an operator's epoch log.
 Under the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) no other name is published.
 
@@ -25,22 +25,25 @@ from pathlib import Path
 from typing import Any
 
 from ledger.audit.verdicts import Report
-from ledger.chain import epochevidence, epochlog, epochproof
-from ledger.chain.evidencelog import log_of
-from ledger.chain.receipts import anchored, note_problems, parse_note, positions
+from ledger.chain import epochlog
 from ledger.errors import LedgerError, StoreError
-from ledger.store import gitstore as gs
-from ledger.store.git import WHOLE, Git
-from ledger.store.refs import (
+from ledger.protocol import epochevidence, epochproof
+from ledger.protocol.epochlog import EpochLog
+from ledger.protocol.receipts import anchored, note_problems, parse_note, positions
+from ledger.protocol.refs import (
     BRANCH,
     EPOCH_NOTES_REF,
     EPOCHS_REF,
     EVIDENCE_NOTES_REF,
+    INCOMING,
     KEPT,
     NAMESPACES,
     NOTES_REF,
     PUBLISHED,
 )
+from ledger.store import gitstore as gs
+from ledger.store.evidence import log_of
+from ledger.store.git import WHOLE, Git
 
 __all__ = ["NOTES", "Lineage", "check_refs", "epoch_receipt", "evidence_receipt", "listed", "log_keeps", "owned",
            "receipt_problem", "shape", "update_problems"]  # fmt: skip
@@ -204,7 +207,7 @@ def receipt_problem(store: gs.GitStore, ref: str, commit: str, data: bytes, line
 # ------------------------------------------------------------------ the operator's log
 
 
-def log_keeps(old: epochlog.EpochLog, new: epochlog.EpochLog) -> str | None:
+def log_keeps(old: EpochLog, new: EpochLog) -> str | None:
     """Why ``new`` is not ``old`` grown (None when it is): every anchored epoch of ``old`` (``tx`` set) must be in
     ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped (§13.8)."""
     if old.header and new.header != old.header:
@@ -284,7 +287,7 @@ def check_refs(store: gs.GitStore, head: bytes | None, report: Report) -> None:
     ref beside ``main`` the check still says something true: there is none a peer refuses."""
     chk = report.check("refs")
     lineage = Lineage(store, head)
-    refs = {r: c for r, c in listed(store.git_dir).items() if not r.startswith("refs/ledger/incoming")}
+    refs = {r: c for r, c in listed(store.git_dir).items() if not r.startswith(INCOMING)}
     refused: dict[str, list[str]] = {}
     for ref, commit in sorted(refs.items()):  # a pull's own refs/ledger/incoming*, while it runs, aside
         if ref in KEPT:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ledger.audit.verdicts import Check, Report
 from ledger.audit.walk import Walked
 from ledger.errors import LedgerError
-from ledger.signatures import signing
+from ledger.protocol import signing
 from ledger.signatures.trust import KEY_TRAILER, Trust, TrustError, format_record, parse_key_change, parse_record
 from ledger.store import gitstore as gs
 

@@ -20,6 +20,7 @@ from ledger.audit.verdicts import Report
 from ledger.bundle.merkle import RootIndex, format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import AuditError, LedgerError, StoreError
+from ledger.protocol.refs import ORIGIN_BRANCH
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.git import WHOLE, Git
@@ -77,7 +78,7 @@ class Walked:
 
 
 def _head(store: gs.GitStore) -> bytes:
-    head = store.head() or store.read_ref("refs/remotes/origin/main")
+    head = store.head() or store.read_ref(ORIGIN_BRANCH)
     if head is None:
         raise AuditError("the repository has no 'main' branch of snapshots")
     return head

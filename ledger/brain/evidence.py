@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import ledger.evals.lift as lf  # a module reference, read when called: lift imports ledger.brain (either loads first)
 from ledger._fs import EVIDENCE_BATCHES, EVIDENCE_CHECKED, EVIDENCE_FIGURES, EVIDENCE_IDS, REGRESSIONS
 from ledger.brain.competence import Tier, VersionStats, best_verified, competence, regression
-from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError, StoreError
+from ledger.protocol.bundlehash import format_root
 from ledger.signatures.trust import Trust
 from ledger.store import evidence as ev
 from ledger.store import gitstore as gs

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from ledger.audit.signatures import signer_of
 from ledger.errors import KeystoreError, LedgerError, StoreError
+from ledger.protocol.messages import Snapshot
 from ledger.signatures import identity, siblings
 from ledger.signatures.trust import KEY_TRAILER, parse_key_change
 from ledger.store import gitstore as gs
 from ledger.store.git import WHOLE, Git
-from ledger.store.messages import Snapshot
 
 __all__ = ["AllowedSigner", "allowed_signers", "certified_sibling", "local_sibling", "principal"]
 

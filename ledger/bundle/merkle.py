@@ -8,7 +8,7 @@ one RFC 6962 audit path per directory level, so they grow as depth × log2(fan-o
 
 Read it in this order, beside the document:
 
-- :mod:`ledger.bundle.hashing`: the hash itself, in memory (digests, levels, the naming
+- :mod:`ledger.protocol.bundlehash`: the hash itself, in memory (digests, levels, the naming
   rules, :class:`DirNode`, the text form of a root);
 - this module: a directory on disk read into a :class:`DirNode` (:func:`read_tree`,
   :func:`hash_path`, every refusal of the filesystem), and inclusion proofs
@@ -30,7 +30,9 @@ from typing import Any
 from blake3 import blake3
 
 from ledger._json import shown
-from ledger.bundle.hashing import (  # re-exported: the hash in memory
+from ledger.bundle.rootindex import RootIndex  # re-exported: the bundle root kept incrementally
+from ledger.errors import ProofError, TreeError
+from ledger.protocol.bundlehash import (  # re-exported: the hash in memory
     _CONTENT,
     _HEX64,
     EMPTY_ROOT,
@@ -38,26 +40,20 @@ from ledger.bundle.hashing import (  # re-exported: the hash in memory
     KIND_EXEC,
     KIND_FILE,
     MAX_PATH_BYTES,
+    TREE,
     UNICODE_VERSION,
     VERSION,
     Digest,
     DirNode,
     Node,
-    audit_path,
     check_name,
     file_digest,
     file_entries,
     format_root,
     iter_files,
     leaf_hash,
-    merkle_levels,
-    merkle_root,
     parse_root,
-    root_from_path,
-    update_levels,
 )
-from ledger.bundle.rootindex import RootIndex  # re-exported: the bundle root kept incrementally
-from ledger.errors import ProofError, TreeError
 
 try:  # the optional C accelerator for hash_path (ledger/_native.c); same roots, several times faster
     from ledger import _native
@@ -70,6 +66,7 @@ __all__ = [
     "KIND_EXEC",
     "KIND_FILE",
     "MAX_PATH_BYTES",
+    "TREE",
     "UNICODE_VERSION",
     "VERSION",
     "Digest",
@@ -78,7 +75,6 @@ __all__ = [
     "Node",
     "ProofStep",
     "RootIndex",
-    "audit_path",
     "check_name",
     "file_digest",
     "file_entries",
@@ -86,14 +82,10 @@ __all__ = [
     "hash_path",
     "iter_files",
     "leaf_hash",
-    "merkle_levels",
-    "merkle_root",
     "parse_root",
     "prove",
     "read_tree",
-    "root_from_path",
     "tree_of",
-    "update_levels",
     "verify_proof",
 ]
 
@@ -379,7 +371,7 @@ def verify_proof(proof: InclusionProof, root: bytes, content: bytes | None = Non
         raise ProofError(f"proof has {len(proof.steps)} steps but {proof.path!r} has {len(parts)} segments")
     child, kind = proof.content, proof.kind
     for name, step in zip(reversed(parts), proof.steps, strict=True):
-        child = root_from_path(leaf_hash(kind, name, child), step.index, step.count, step.siblings)
+        child = TREE.root_from_path(step.index, step.count, leaf_hash(kind, name, child), step.siblings)
         kind = KIND_DIR
     if child != root:
         raise ProofError(f"proof does not verify: computed {format_root(child)}, expected {format_root(root)}")

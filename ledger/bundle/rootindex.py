@@ -4,8 +4,8 @@ The bundle root is a directory of skill directories.  A writer that changes one 
 should not rehash every other, so :class:`RootIndex` keeps the root directory's RFC 6962
 levels and recomputes one leaf-to-root path per change; :meth:`RootIndex.dump` and
 :meth:`RootIndex.load` keep it in ``.ledger/cache`` between runs.  Kept apart from
-:mod:`ledger.bundle.hashing` because it is an optimisation, not part of the spec: the root
-it holds is the one :class:`~ledger.bundle.hashing.DirNode` computes, only cheaper to update.
+:mod:`ledger.protocol.bundlehash` because it is an optimisation, not part of the spec: the root
+it holds is the one :class:`~ledger.protocol.bundlehash.DirNode` computes, only cheaper to update.
 Import it from :mod:`ledger.bundle.merkle`, which re-exports it.
 """
 
@@ -16,17 +16,8 @@ from collections.abc import Mapping
 
 from blake3 import blake3
 
-from ledger.bundle.hashing import (
-    _MAX_NAME_BYTES,
-    EMPTY_ROOT,
-    KIND_DIR,
-    _fold,
-    check_name,
-    leaf_hash,
-    merkle_levels,
-    update_levels,
-)
 from ledger.errors import TreeError
+from ledger.protocol.bundlehash import _MAX_NAME_BYTES, EMPTY_ROOT, KIND_DIR, TREE, _fold, check_name, leaf_hash
 
 __all__ = ["RootIndex"]
 
@@ -45,7 +36,7 @@ class RootIndex:
         self._fold_map: dict[str, str] | None = {}
         for name in self.names:
             self._admit(name)
-        self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
+        self.levels = TREE.levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
 
     def _admit(self, name: str) -> None:
         if name.isascii() and 0 < len(name) <= _MAX_NAME_BYTES and "/" not in name and "\x00" not in name:
@@ -75,7 +66,7 @@ class RootIndex:
         present = i < len(self.names) and self.names[i] == name
         if digest is not None and present:
             self.digests[name] = digest
-            update_levels(self.levels, i, leaf_hash(KIND_DIR, name, digest))
+            TREE.update(self.levels, i, leaf_hash(KIND_DIR, name, digest))
             return
         leaves = self.levels[0]
         if digest is None:
@@ -87,7 +78,7 @@ class RootIndex:
             self.names.insert(i, name)
             leaves.insert(i, leaf_hash(KIND_DIR, name, digest))
             self.digests[name] = digest
-        self.levels = merkle_levels(leaves)
+        self.levels = TREE.levels(leaves)
 
     def update(self, changes: Mapping[str, bytes | None]) -> None:
         """Apply many changes; adds and removals rebuild the levels once, not once each."""
@@ -104,7 +95,7 @@ class RootIndex:
                     self._admit(name)
                 self.digests[name] = digest
         self.names = sorted(self.digests)
-        self.levels = merkle_levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
+        self.levels = TREE.levels([leaf_hash(KIND_DIR, n, self.digests[n]) for n in self.names])
 
     _MAGIC = b"LRI1"
 

@@ -4,7 +4,7 @@ A chain command reads a head, a sequence, an owner and the agent's logs, and sen
 ``commit``: every argument and result is a single 32-byte word (``uint256``, ``uint64``,
 ``bytes32``, ``address``, ``bool``) or, for ``commitBatch``, one ``bytes32[]``.  Encoding
 those takes a few lines; importing eth-abi and web3 for them takes about a second.  As with
-the EIP-712 digest (:mod:`ledger.signatures.signing`, ADR 18), the tests check every encoding
+the EIP-712 digest (:mod:`ledger.protocol.signing`, ADR 18), the tests check every encoding
 and decoding here against eth-abi's and web3's own, so the two can never disagree unseen.
 Custom-error revert data stays on eth-abi (:meth:`ledger.chain.registry.Registry.explain`):
 it is decoded only when a refusal needs explaining.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.errors import ChainError
+from ledger.protocol.signing import keccak
 
 __all__ = [
     "AGENT_REGISTERED",
@@ -34,20 +35,12 @@ __all__ = [
     "decode_transfer",
     "decode_uint_array",
     "hexbytes",
-    "keccak",
     "selector",
     "sequenced",
     "word",
 ]
 
 ZERO = b"\x00" * 32
-
-
-def keccak(data: bytes) -> bytes:
-    # safe-pysha3, as the signatures use (ledger/signatures/signing.py): ~2 ms to import.
-    from sha3 import keccak_256
-
-    return keccak_256(data).digest()
 
 
 def selector(signature: str) -> bytes:

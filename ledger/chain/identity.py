@@ -32,9 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.chain.abi import checksum, hexbytes, keccak
+from ledger.chain.abi import checksum, hexbytes
 from ledger.chain.registry import artifact
 from ledger.errors import ChainError, RpcUnreachableError
+from ledger.protocol.signing import keccak
 
 __all__ = ["KnownBuild", "check_registry_code", "expected_immutables", "known_builds", "masked_hash"]
 

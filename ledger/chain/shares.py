@@ -20,7 +20,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ledger.bundle.hashing import VERSION, format_root
 from ledger.chain.abi import (
     TRANSFER_BATCH,
     TRANSFER_SINGLE,
@@ -32,6 +31,7 @@ from ledger.chain.abi import (
     hexbytes,
 )
 from ledger.errors import ChainError
+from ledger.protocol.bundlehash import VERSION, format_root
 
 if TYPE_CHECKING:
     from ledger.chain.registry import Registry

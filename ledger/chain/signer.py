@@ -3,7 +3,7 @@
 ``ledger commit`` signs one EIP-1559 transaction; eth-account takes ~0.5 s to import for it
 (and web3, which a build_transaction needs, ~1 s: issue 35).  The arithmetic is short: RLP,
 keccak (safe-pysha3) and a recoverable secp256k1 signature (coincurve, RFC 6979 nonces, low
-``s``), as :mod:`ledger.signatures.signing` already does for snapshots (ADR 18).  The tests
+``s``), as :mod:`ledger.protocol.signing` already does for snapshots (ADR 18).  The tests
 check every transaction byte for byte against eth-account's ``sign_transaction``, anvil's
 development keys against its ``from_mnemonic``, and keystores against its ``decrypt``.
 Deploying (a contract creation) still goes through eth-account: :meth:`Signer.local_account`.
@@ -15,8 +15,9 @@ import hashlib
 import hmac
 from typing import Any
 
-from ledger.chain.abi import checksum, hexbytes, keccak
+from ledger.chain.abi import checksum, hexbytes
 from ledger.errors import ChainError, KeystoreError
+from ledger.protocol.signing import keccak
 
 __all__ = ["Signer", "decrypt_keystore", "derive_hd_key", "rlp", "sign_1559"]
 

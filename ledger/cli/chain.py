@@ -306,8 +306,8 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     local head there is nothing to commit, and the registry client is never loaded.
     """
     from ledger.chain.config import onchain_head
-    from ledger.chain.evidencelog import has_evidence
     from ledger.chain.receipts import local_pending, receipt_of
+    from ledger.store.evidence import has_evidence
 
     with open_brain(ctx) as brain:
         cfg = _configured(brain, "registry", "agent_id")

@@ -36,10 +36,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ledger.bundle.hashing import format_root
 from ledger.bundle.skill import counter_zeroed
 from ledger.errors import LedgerError
 from ledger.evals.lift import TRUSTED, newcombe_paired, passed
+from ledger.protocol.bundlehash import format_root
 from ledger.store import outcomes as oc
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import Supply

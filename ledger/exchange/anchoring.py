@@ -28,13 +28,15 @@ from ledger.chain.abi import (
     sequenced,
 )
 from ledger.chain.config import ChainConfig
-from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.identity import check_registry_code
 from ledger.chain.keys import PasswordSource, load_account
-from ledger.chain.receipts import anchored, read_receipts, write_receipts
+from ledger.chain.receipts import read_receipts, write_receipts
 from ledger.chain.registry import ZERO, Registry
 from ledger.chain.shares import check_location, read_shares, unavailable
 from ledger.errors import ChainError, LedgerError
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
+from ledger.protocol.receipts import anchored
+from ledger.store.evidence import log_of
 from ledger.store.gitstore import Snapshot
 from ledger.store.treehash import recompute_roots
 

@@ -16,12 +16,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ledger._json import canonical as jcs
 from ledger._json import depth, unique_keys
-from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest
 from ledger.bundle.merkle import file_digest, tree_of
 from ledger.errors import KeystoreError, LedgerError, SkillNotFoundError
-from ledger.signatures import siblings, signing
+from ledger.protocol import signing
+from ledger.protocol.bundlehash import KIND_EXEC, KIND_FILE, Digest
+from ledger.protocol.jcs import canonical as jcs
+from ledger.signatures import siblings
 from ledger.store import gitstore as gs
 from ledger.store import treehash as th
 from ledger.store.git import WHOLE, Git
@@ -93,7 +94,7 @@ def folder_digest(files: dict[str, tuple[bytes, bool]]) -> bytes:
 
 
 def canonical(doc: Any) -> bytes:
-    """The one serialisation of a signed statement: RFC 8785 canonical JSON (:func:`ledger._json.canonical`,
+    """The one serialisation of a signed statement: RFC 8785 canonical JSON (:func:`ledger.protocol.jcs.canonical`,
     as outcome records and ERC-8239 manifests use), so that no two parsers read one attestation two ways."""
     try:
         return jcs(doc)

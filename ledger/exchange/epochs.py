@@ -2,7 +2,7 @@
 
 A service that takes brains: the operator brain (its chain config and key send the
 transaction; its store keeps the log, :mod:`ledger.chain.epochlog`) and the brains whose
-heads it anchors (each gets epoch receipts, :mod:`ledger.chain.epochproof`).  The log is
+heads it anchors (each gets epoch receipts, :mod:`ledger.protocol.epochproof`).  The log is
 cumulative and append-only: each agent's entries are its anchored lineage from seq 1, in
 order (the anchoring rule of :func:`ledger.chain.receipts.anchored`), so an entry's parent is
 the agent's entry before it.  That compare-and-swap is checked here, off chain; the chain
@@ -21,16 +21,21 @@ from ledger._faults import crashpoint
 from ledger.audit.epochs import anchored_event
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
-from ledger.chain import epochevidence, epochlog, epochproof, notes, tlog
+from ledger.chain import epochlog
 from ledger.chain.abi import EPOCH_ANCHORED, call_data, hexbytes, word
 from ledger.chain.config import ChainConfig
-from ledger.chain.evidencelog import EvidenceLog, log_of, prefix_problem
 from ledger.chain.keys import PasswordSource
-from ledger.chain.receipts import anchored, read_notes, write_receipts
+from ledger.chain.receipts import read_notes, write_receipts
 from ledger.chain.registry import ZERO, Registry
 from ledger.errors import ChainError, LedgerError
 from ledger.exchange.anchoring import _account, _check_roots
+from ledger.protocol import epochevidence, epochproof, notes, tlog
+from ledger.protocol.epochlog import EpochLog
+from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
+from ledger.protocol.receipts import anchored
+from ledger.protocol.refs import EPOCH_NOTES_REF, EVIDENCE_NOTES_REF
 from ledger.signatures.siblings import ed25519_key
+from ledger.store.evidence import log_of
 
 __all__ = ["EpochResult", "anchor_epoch"]
 
@@ -96,7 +101,7 @@ def _evidence_item(brain: Brain, agent: int, last: tuple[int, bytes]) -> bytes |
     return epochevidence.evidence_entry(agent, snap.root, evlog.size, evlog.root)
 
 
-def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], location: str, reg: Registry,
+def _evidence_receipts(log: EpochLog, brains: list[tuple[Brain, int]], location: str, reg: Registry,
                        from_block: int) -> set[str]:  # fmt: skip
     """Give each evidence entry of the brains' agents in the log's last anchored epoch a receipt (on the newest
     mainline snapshot whose root is the entry's head and whose log is exactly the entry's), unless one it vouches
@@ -112,7 +117,7 @@ def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], 
                   if epochevidence.is_evidence(e) and epochevidence.parse_evidence_entry(e)[0] == agent}  # fmt: skip
         if not wanted:
             continue
-        have = read_notes(brain.store, epochevidence.EVIDENCE_NOTES_REF)
+        have = read_notes(brain.store, EVIDENCE_NOTES_REF)
         held = {}  # entry → commit, for receipts this log vouches for
         for commit, note in have.items():
             if _vouched(note, log, location, reg, from_block, epochevidence.verify_offline):
@@ -134,12 +139,12 @@ def _evidence_receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, int]], 
                     break
         if docs:
             with brain.writing():
-                write_receipts(brain.store, docs, ref=epochevidence.EVIDENCE_NOTES_REF)
+                write_receipts(brain.store, docs, ref=EVIDENCE_NOTES_REF)
             given.add(str(brain.root))
     return given
 
 
-def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
+def _receipts(log: EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
               reg: Registry, from_block: int) -> set[str]:  # fmt: skip
     """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
     run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
@@ -151,19 +156,19 @@ def _receipts(log: epochlog.EpochLog, brains: list[tuple[Brain, list[tuple[Any, 
     tree, index = tlog.Tree([tlog.leaf_hash(e) for e in entries]), {e: i for i, e in enumerate(entries)}
     given: set[str] = set()
     for brain, items in brains:
-        have = read_notes(brain.store, epochlog.EPOCH_NOTES_REF)
+        have = read_notes(brain.store, EPOCH_NOTES_REF)
         docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
                                               location)
                 for snap, item in items
                 if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)}  # fmt: skip
         if docs:
             with brain.writing():
-                write_receipts(brain.store, docs, ref=epochlog.EPOCH_NOTES_REF)
+                write_receipts(brain.store, docs, ref=EPOCH_NOTES_REF)
             given.add(str(brain.root))
     return given
 
 
-def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Registry, from_block: int,
+def _vouched(note: bytes | None, log: EpochLog, location: str, reg: Registry, from_block: int,
              verify: Any = epochproof.verify_offline) -> bool:  # fmt: skip
     """Whether a held epoch receipt stands: ours, spelled as the log writes it, verifying offline and naming
     an epoch of the log with its transaction and this log; or another operator's of this registry, verifying
@@ -195,7 +200,7 @@ def _vouched(note: bytes | None, log: epochlog.EpochLog, location: str, reg: Reg
     return (ours["tx"], ours["block"], location) == (doc["tx"], doc["block"], doc["log"])
 
 
-def _settle(reg: Registry, log: epochlog.EpochLog, operator: str, store: Any) -> None:
+def _settle(reg: Registry, log: EpochLog, operator: str, store: Any) -> None:
     """A pending last epoch (recorded, its transaction's outcome unknown): keep it if the chain holds
     it, with its transaction found from the event; drop it and its entries if not."""
     if not log.epochs or log.epochs[-1]["tx"] is not None:

@@ -26,19 +26,19 @@ from ledger.audit.epochs import anchored_event
 from ledger.audit.refs import epoch_receipt, evidence_receipt, log_keeps
 from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
-from ledger.chain.epochevidence import EVIDENCE_NOTES_REF
-from ledger.chain.epochlog import EPOCH_NOTES_REF, EPOCHS_REF
-from ledger.chain.receipts import anchored, join_receipts, notes_of, read_notes
+from ledger.chain.receipts import join_receipts, notes_of, read_notes
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, LedgerError, StoreError
+from ledger.protocol.receipts import anchored
+from ledger.protocol.refs import BRANCH, EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF
+from ledger.protocol.refs import INCOMING_EPOCH_EVIDENCE as _INCOMING_EVIDENCE
+from ledger.protocol.refs import INCOMING_EPOCH_NOTES as _INCOMING_NOTES
+from ledger.protocol.refs import INCOMING_EPOCHS as _INCOMING_LOG
 from ledger.store import gitstore as gs
 from ledger.store.git import WHOLE, Git
 
-__all__ = ["EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "check_log", "differs", "on_chain", "push_specs",
+__all__ = ["check_log", "differs", "on_chain", "push_specs",
            "receipt_problems", "take_log", "take_receipts"]  # fmt: skip
-_INCOMING_NOTES = "refs/ledger/incoming-epoch-notes"
-_INCOMING_EVIDENCE = "refs/ledger/incoming-epoch-evidence"
-_INCOMING_LOG = "refs/ledger/incoming-epochs"
 
 
 def _ref(git_dir: Path, ref: str) -> bytes | None:
@@ -107,7 +107,7 @@ def take_log(store: gs.GitStore, q: Path, theirs: bytes) -> None:
 def _lineage(store: gs.GitStore, q: Path, everything: bool = False) -> list[gs.Snapshot]:
     """The fetched lineage's anchored snapshots, oldest first (seq k is item k - 1), or with ``everything`` its
     whole mainline; read from ``store``, which holds the fetched ``main`` already."""
-    head = _ref(q, "refs/heads/main")
+    head = _ref(q, BRANCH)
     if head is None:
         return []
     commits = Git(q).run("rev-list", "--first-parent", "--reverse", head.hex(), timeout=WHOLE,

@@ -34,9 +34,9 @@ from ledger._fs import atomic_write
 from ledger.audit import refs
 from ledger.audit.lineage import audit_repo
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.refs import BRANCH, REPLACE
 from ledger.store.git import Git, reason
 from ledger.store.gitstore import GitStore
-from ledger.store.refs import BRANCH
 
 __all__ = ["install", "installed", "main"]
 
@@ -115,7 +115,7 @@ def main() -> int:
                   "  or drop them: 'ledger pull' from this remote brings a copy back to its head.",
                   file=sys.stderr)  # fmt: skip
     for _old, new, ref in updates:
-        if ref.startswith("refs/replace/") and new != _ZERO:  # removing one is a repair, and passes
+        if ref.startswith(REPLACE) and new != _ZERO:  # removing one is a repair, and passes
             refused = True
             print(f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
                   "audit fails a repository that holds one"

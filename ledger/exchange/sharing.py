@@ -23,28 +23,27 @@ from pathlib import Path
 from typing import Any
 
 from ledger.brain import Brain
-from ledger.chain.receipts import (
-    NOTES_REF,
-    UNVERIFIED_REF,
-    join_receipts,
-    note_problems,
-    notes_of,
-    parse_note,
-    positions,
-    read_notes,
-    write_receipts,
-)
+from ledger.chain.receipts import join_receipts, notes_of, read_notes, write_receipts
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.receipts import note_problems, parse_note, positions
+from ledger.protocol.refs import (
+    BRANCH,
+    EPOCHS_REF,
+    INCOMING_BRANCH,
+    INCOMING_NOTES,
+    NOTES_REF,
+    PUBLISHED,
+    UNVERIFIED_REF,
+)
+from ledger.protocol.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
+from ledger.protocol.refs import EPOCHS_REF as _EPOCH_LOG
+from ledger.protocol.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 from ledger.store import gitstore as gs
 from ledger.store.git import WHOLE, Git, reason
-from ledger.store.refs import BRANCH, EPOCHS_REF, PUBLISHED
-from ledger.store.refs import EPOCH_NOTES_REF as _EPOCH_NOTES
-from ledger.store.refs import EPOCHS_REF as _EPOCH_LOG
-from ledger.store.refs import EVIDENCE_NOTES_REF as _EVIDENCE_NOTES
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_FETCH = ["+refs/heads/main:refs/heads/main", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
+_FETCH = [f"+{BRANCH}:{BRANCH}", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
           f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
 
@@ -68,14 +67,14 @@ def _init_bare(path: Path) -> None:
 
 
 def _remote_refs(remote: str) -> dict[str, str]:
-    out = Git().ls_remote(remote, "refs/heads/main", NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG,
+    out = Git().ls_remote(remote, BRANCH, NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG,
                           what=f"cannot read the remote {remote!r}", hint="check the path or URL")  # fmt: skip
     return {ref: sha for sha, ref in (ln.split("\t") for ln in out.decode().splitlines())}
 
 
 def _fetch_into(git_dir: Path, remote: str) -> None:
     refs = _remote_refs(remote)
-    if "refs/heads/main" not in refs:
+    if BRANCH not in refs:
         raise StoreError(f"{remote!r} holds no brain (it has no 'main' branch of snapshots)")
     specs = [s for s in _FETCH if s.split(":")[1] in refs]
     Git(git_dir).fetch(remote, *specs, options=["-c", "fetch.fsckObjects=true"], what=f"fetching {remote}")
@@ -167,7 +166,7 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
     receipts: dict[str, Any] = {}
     for _attempt in range(max(1, attempts)):
         refs = _remote_refs(remote)  # no lock held while the network is used: writers go on
-        theirs = refs.get("refs/heads/main")
+        theirs = refs.get(BRANCH)
         ours_notes = store.read_ref(NOTES_REF)
         notes_moved = NOTES_REF in refs and refs[NOTES_REF] != (ours_notes.hex() if ours_notes else None)
         notes_moved = notes_moved or epochsync.differs(store, refs)
@@ -178,7 +177,7 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         refused = receipts.get("refused_refs", {})  # left as they are on the remote, and not published over
         head = brain.store.head().hex()  # type: ignore[union-attr]
         notes = store.read_ref(NOTES_REF) if NOTES_REF not in refused else None
-        specs = [f"{head}:refs/heads/main"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
+        specs = [f"{head}:{BRANCH}"] + ([f"{notes.hex()}:{NOTES_REF}"] if notes is not None else [])
         extra = {ref: sha for ref, sha in epochsync.push_specs(store).items() if ref not in refused}
         # epoch receipts, an operator's log: checked by _take against theirs
         specs += [f"{sha}:{ref}" for ref, sha in extra.items()]
@@ -269,7 +268,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 w.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
                                     "pull again")  # fmt: skip
             log = _checked_log(store, q, remote, refused)  # a rewritten log is neither taken nor published
-            Git(store.git_dir).fetch(str(q), "+refs/heads/main:refs/ledger/incoming", what="taking the fetched objects")
+            Git(store.git_dir).fetch(str(q), f"+{BRANCH}:{INCOMING_BRANCH}", what="taking the fetched objects")
             try:
                 merged = merge_into(brain, bytes.fromhex(theirs))
                 receipts = _take_receipts(brain, q)
@@ -279,7 +278,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 if log is not None:
                     epochsync.take_log(store, q, log)
             finally:
-                Git(store.git_dir).run("update-ref", "-d", "refs/ledger/incoming", what="cleaning up")
+                Git(store.git_dir).run("update-ref", "-d", INCOMING_BRANCH, what="cleaning up")
     receipts["refused_refs"] = refused
     return merged, receipts
 
@@ -328,7 +327,7 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
     counts: dict[str, Any] = {"taken": 0, "unverified": 0, "refused": []}
     if notes is None:
         return counts
-    Git(store.git_dir).fetch(str(q), f"+{NOTES_REF}:refs/ledger/incoming-notes", what="taking the fetched receipts")
+    Git(store.git_dir).fetch(str(q), f"+{NOTES_REF}:{INCOMING_NOTES}", what="taking the fetched receipts")
     try:
         theirs = bytes.fromhex(notes)
         ours = read_notes(store)
@@ -351,7 +350,7 @@ def _take_receipts(brain: Brain, q: Path) -> dict[str, Any]:
         join_receipts(store, theirs, taken)
         counts.update(taken=len(taken), unverified=len(unverified), refused=refused)
     finally:
-        Git(store.git_dir).run("update-ref", "-d", "refs/ledger/incoming-notes", what="cleaning up")
+        Git(store.git_dir).run("update-ref", "-d", INCOMING_NOTES, what="cleaning up")
     return counts
 
 

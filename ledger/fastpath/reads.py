@@ -115,7 +115,8 @@ def _pending(control: Path, root: str, head: str, chain: dict) -> int | None:
     these receipts and these chain settings."""
     from ledger._fs import PENDING, cache_path, read_cache_json
     from ledger._paths import read_ref
-    from ledger.store.refs import NOTES_REF, pending_key
+    from ledger.protocol.refs import NOTES_REF
+    from ledger.store.refs import pending_key
 
     notes = read_ref(f"{root}/.git", NOTES_REF)
     key = pending_key(head, bytes.fromhex(notes).hex() if notes else "", chain)

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from ledger._faults import pausepoint
 from ledger.audit.lineage import audit_repo
 from ledger.brain.competence import VersionStats, competence, wilson
-from ledger.bundle.hashing import format_root
-from ledger.chain.evidencelog import EvidenceLog
 from ledger.chain.networks import network
 from ledger.chain.receipts import read_receipts
 from ledger.chain.shares import read_shares, unavailable
 from ledger.errors import ChainError, LedgerError
 from ledger.evals.lift import version_json
 from ledger.page.model import FORMAT, LIFT, covering, pending_roots
+from ledger.protocol.bundlehash import format_root
+from ledger.protocol.evidencelog import EvidenceLog
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
 from ledger.store.outcomes import format_time

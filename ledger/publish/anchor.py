@@ -11,7 +11,7 @@ file's full inclusion proof is its ``steps`` followed by the folder's, each part
 the one :func:`~ledger.bundle.merkle.verify_proof`. The signature is the snapshot's EIP-712 one
 (§8.1): the anchor carries the typed data's fields as signed (the message as its keccak-256, so an
 anchor's size never depends on the commit message) and the signature, and the signer is recovered
-with :func:`ledger.signatures.signing.digest_of`; no commit object is needed.
+with :func:`ledger.protocol.signing.digest_of`; no commit object is needed.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ledger.bundle.merkle import (
     verify_proof,
 )
 from ledger.errors import LedgerError, ProofError
-from ledger.signatures import signing
+from ledger.protocol import signing
 
 __all__ = [
     "FORMAT",

@@ -33,14 +33,13 @@ from ledger.bundle.frontmatter import as_json
 from ledger.bundle.lint import served_errors
 from ledger.bundle.merkle import (
     KIND_DIR,
+    TREE,
     Digest,
     DirNode,
     InclusionProof,
     ProofStep,
-    audit_path,
     file_digest,
     leaf_hash,
-    merkle_levels,
     prove,
     tree_of,
     verify_proof,
@@ -173,7 +172,7 @@ class Entries:
         picks = self._picks(head, key[1], served.refused)
         self._prefetch(picks)
         levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
-        sound = bool(levels) and bool(levels[0]) and merkle_levels(levels[0]) == levels \
+        sound = bool(levels) and bool(levels[0]) and TREE.levels(levels[0]) == levels \
             and levels[-1][0] == head.snap.root  # fmt: skip
         for name, pick in picks.items():
             try:
@@ -345,7 +344,7 @@ class Entries:
             names = head.bundle.names
             i = bisect.bisect_left(names, name)
             if i < len(names) and names[i] == name and head.bundle.levels[0][i] == leaf_hash(KIND_DIR, name, folder):
-                return ProofStep(i, len(names), tuple(audit_path(head.bundle.levels, i)))
+                return ProofStep(i, len(names), tuple(TREE.path(head.bundle.levels, i)))
         step = self.brain.prove(f"{name}/SKILL.md", pick.commit.hex()).steps[-1]
         root = self._snapshot(pick.commit)[0].root
         try:

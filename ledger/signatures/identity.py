@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ledger._env import secret
 from ledger.errors import KeystoreError
-from ledger.signatures.signing import address_of
+from ledger.protocol.signing import address_of
 from ledger.signatures.trust import ROLES
 
 __all__ = ["KeyDir", "KeyExistsError", "LocalKey", "Passphrase", "keys_home"]

@@ -18,7 +18,7 @@ import os
 import uuid
 from typing import Any
 
-from ledger.signatures.signing import address_of
+from ledger.protocol.signing import address_of
 
 __all__ = ["SCRYPT_N", "SECP256K1_ORDER", "checksum_address", "encrypt"]
 

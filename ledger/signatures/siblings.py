@@ -21,7 +21,7 @@ import hmac
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ledger.signatures.signing import SignatureError
+from ledger.protocol.signing import SignatureError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey

@@ -20,7 +20,7 @@ import hashlib
 import struct
 from typing import TYPE_CHECKING
 
-from ledger.signatures.signing import SignatureError
+from ledger.protocol.signing import SignatureError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -7,7 +7,7 @@ chunk from one to :data:`CHUNK`.  Appending rewrites the last chunk and adds new
 outcome costs one blob of at most a chunk, never the whole log.  Anything else under
 ``evidence/`` is refused: one log has one tree.
 
-The log's root is the RFC 9162 tree hash of its entries (:mod:`ledger.chain.tlog`); this
+The log's root is the RFC 9162 tree hash of its entries (:mod:`ledger.protocol.tlog`); this
 module only reads and writes the bytes.
 """
 
@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ledger.errors import StoreError
+from ledger.protocol.evidencelog import EvidenceLog
 from ledger.store import gitstore as gs
 from ledger.store.objectdb import MODE_DIR, MODE_FILE
 
-__all__ = ["CHUNK", "EVIDENCE", "append", "chunk_ids", "evidence_tree", "lines_of", "read_entries", "size_of"]
+__all__ = ["CHUNK", "EVIDENCE", "append", "chunk_ids", "evidence_tree", "has_evidence", "lines_of", "log_of",
+           "read_entries", "size_of"]  # fmt: skip
 
 EVIDENCE = "evidence"  # the top-tree entry's name
 CHUNK = 256  # entries per chunk file
@@ -121,3 +123,14 @@ def append(store: gs.GitStore, tree: bytes | None, entries: Sequence[bytes]) -> 
     if len(shas) > MAX_CHUNKS:
         raise StoreError(f"an evidence log holds at most {MAX_CHUNKS * CHUNK} entries")
     return store.write_tree([(sha, MODE_FILE, f"{i:08d}") for i, sha in enumerate(shas)])
+
+
+def has_evidence(store: gs.GitStore, tree: str) -> bool:
+    """Whether a snapshot's top tree (hex) has ``evidence/``: one tree read, no entry read (``ledger
+    commit`` says "nothing to commit" from the chain's head only for a head without one)."""
+    return bool(tree) and any(name == EVIDENCE for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
+
+
+def log_of(store: gs.GitStore, snap: gs.Snapshot) -> EvidenceLog:
+    """The evidence log a snapshot records (empty for one without ``evidence/``)."""
+    return EvidenceLog(read_entries(store, bytes.fromhex(snap.tree)) if snap.tree else [])

@@ -11,7 +11,7 @@ is what the snapshot holds.
 
 The object database (the cat-file reader, loose and bulk writes, git's tree and mode formats) is
 :mod:`ledger.store.objectdb`, which :class:`GitStore` composes; the commit message grammar (subject,
-note, ``Ledger-*`` trailers) is :mod:`ledger.store.messages`.  Their names are re-exported here,
+note, ``Ledger-*`` trailers) is :mod:`ledger.protocol.messages`.  Their names are re-exported here,
 where the store reads and writes them.  This module holds the repository itself: refs, commits,
 snapshots and the records of a snapshot's top tree.
 """
@@ -28,10 +28,7 @@ from pathlib import Path
 from ledger._paths import read_ref
 from ledger.bundle.merkle import parse_root
 from ledger.errors import StoreError, TreeError
-from ledger.signatures import trust as trustset
-from ledger.store import commitsig
-from ledger.store.git import WHOLE, Git
-from ledger.store.messages import (  # re-exported: the store reads and writes these
+from ledger.protocol.messages import (  # re-exported: the store reads and writes these
     ACTORS,
     EVIDENCE,
     OPERATIONS,
@@ -44,6 +41,10 @@ from ledger.store.messages import (  # re-exported: the store reads and writes t
     parse_trailers,
     split_note,
 )
+from ledger.protocol.refs import BRANCH
+from ledger.signatures import trust as trustset
+from ledger.store import commitsig
+from ledger.store.git import WHOLE, Git
 from ledger.store.objectdb import (  # re-exported: callers name them as the store's
     MODE_DIR,
     MODE_EXEC,
@@ -58,7 +59,6 @@ from ledger.store.objectdb import (  # re-exported: callers name them as the sto
     mode_of_kind,
     parse_tree,
 )
-from ledger.store.refs import BRANCH
 
 __all__ = [
     "ACTORS",

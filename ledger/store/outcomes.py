@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger._json import MAX_INT, depth, no_constant, unique_keys
-from ledger._json import canonical as jcs
 from ledger.errors import StoreError
-from ledger.signatures.signing import SignatureError, recover, sign
+from ledger.protocol.jcs import canonical as jcs
+from ledger.protocol.signing import SignatureError, keccak, recover, sign
 
 __all__ = [
     "APPROVAL_FORMAT",
@@ -110,7 +110,7 @@ _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*\Z")
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of an outcome record: the project's one JCS writer (:func:`ledger._json.canonical`)."""
+    """RFC 8785 bytes of an outcome record: the project's one JCS writer (:func:`ledger.protocol.jcs.canonical`)."""
     try:
         return jcs(value)
     except ValueError as exc:
@@ -123,10 +123,8 @@ def signed_text(oid: bytes, kind: str = "record") -> str:
 
 
 def _eip191(text: str) -> bytes:
-    from ledger.signatures.signing import _keccak
-
     data = text.encode()
-    return _keccak(b"\x19Ethereum Signed Message:\n" + str(len(data)).encode() + data)
+    return keccak(b"\x19Ethereum Signed Message:\n" + str(len(data)).encode() + data)
 
 
 def format_time(stamp: float | None = None) -> str:
@@ -215,7 +213,7 @@ def sign_batch(records: list[dict[str, Any]], secret: bytes, *, prev: str | None
         raise StoreError("a batch holds at least one outcome")
     if len(records) > MAX_BATCH:
         raise StoreError(f"a batch holds at most {MAX_BATCH} outcomes; sign more batches, each naming the last")
-    from ledger.signatures.signing import address_of
+    from ledger.protocol.signing import address_of
 
     bid = bid or batch_id()
     address = address_of(secret)
@@ -244,7 +242,7 @@ def signed_entry(record: dict[str, Any], secret: bytes, address: str | None = No
 def sign_body(kind: str, body: dict[str, Any], secret: bytes, address: str | None = None) -> Entry:
     """An entry of ``kind`` (``record``, ``plan`` or ``approval``) holding ``body``, signed by ``secret``
     (whose address must be the body's ``signer``), as :func:`parse_entry` would give it back."""
-    from ledger.signatures.signing import address_of
+    from ledger.protocol.signing import address_of
 
     _CHECKS[kind](body)
     if (address or address_of(secret)) != body["signer"]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping
 
-from ledger.bundle.merkle import InclusionProof, ProofStep, RootIndex, audit_path, prove, verify_proof
+from ledger.bundle.merkle import TREE, InclusionProof, ProofStep, RootIndex, prove, verify_proof
 from ledger.errors import ProofError, StoreError
 from ledger.store import treehash as th
 from ledger.store.gitstore import GitStore
@@ -61,5 +61,5 @@ def _prove(
     skill = th.expand(store, tree, cache, parts[1:])
     within = prove(skill, "/".join(parts[1:]))  # its last step is the skill's own directory
     i = bisect.bisect_left(bundle.names, name)  # the head checked its index lists exactly its skills
-    top = ProofStep(i, len(bundle.names), tuple(audit_path(bundle.levels, i)))
+    top = ProofStep(i, len(bundle.names), tuple(TREE.path(bundle.levels, i)))
     return InclusionProof(rel, within.kind, within.content, (*within.steps, top), root)

@@ -24,8 +24,8 @@ from typing import Any
 
 from ledger._json import depth
 from ledger.bundle.frontmatter import COUNTER_LINE
-from ledger.bundle.hashing import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
 from ledger.errors import StoreError
+from ledger.protocol.bundlehash import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
 
 __all__ = [
     "APPROVED", "APPROVERS", "QUARANTINED", "RECORD", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",

@@ -33,7 +33,7 @@ from ledger.chain.receipts import read_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError, LedgerError, SourceError, StoreError
 from ledger.exchange.sharing import fetched
-from ledger.signatures import signing
+from ledger.protocol import signing
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
 from ledger.store import treehash as th

@@ -23,12 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger._json import canonical as jcs
 from ledger._json import depth
-from ledger.bundle.hashing import KIND_EXEC, format_root
 from ledger.bundle.skill import SKILL_MD, parse_skill_md
 from ledger.errors import LedgerError, SkillNotFoundError
-from ledger.signatures import signing
+from ledger.protocol import signing
+from ledger.protocol.bundlehash import KIND_EXEC, format_root
+from ledger.protocol.jcs import canonical as jcs
 from ledger.store import gitstore as gs
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record, skill_blake3
@@ -80,13 +80,13 @@ class Manifest:
 
 def manifest_hash(data: bytes) -> str:
     """ERC-8239's ``manifestHash``: ``keccak256`` of the manifest's bytes, as ``0x`` and 64 lowercase hex."""
-    from sha3 import keccak_256  # safe-pysha3, the signer's own keccak (ledger.signatures.signing)
+    from sha3 import keccak_256  # safe-pysha3, the signer's own keccak (ledger.protocol.signing)
 
     return "0x" + keccak_256(data).hexdigest()
 
 
 def canonical_json(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``, by the project's one JCS writer (:func:`ledger._json.canonical`,
+    """RFC 8785 (JCS) bytes of ``value``, by the project's one JCS writer (:func:`ledger.protocol.jcs.canonical`,
     Trail of Bits' ``rfc8785`` for anything unusual), within the domain a manifest holds:
     objects with string keys, arrays, strings, integers within ±(2**53 - 1), booleans and null.
     A float is refused here (the ledger writes integers only, and a frontmatter float would

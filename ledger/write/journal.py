@@ -20,9 +20,9 @@ from typing import Any
 from ledger._fs import atomic_write
 from ledger.bundle.skill import check_name
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.refs import BRANCH, NOTES_REF
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
-from ledger.store.refs import NOTES_REF
 from ledger.write import writepath as wp
 from ledger.write.records import RecoveryError
 from ledger.write.snapshots import Snapshots
@@ -30,7 +30,7 @@ from ledger.write.snapshots import Snapshots
 __all__ = ["JOURNAL", "Journal", "write_json"]
 
 JOURNAL = "journal.json"  # in .ledger/
-OWN_REFS = (gs.BRANCH, NOTES_REF)  # the refs only a writer holding the lock moves
+OWN_REFS = (BRANCH, NOTES_REF)  # the refs only a writer holding the lock moves
 
 
 class Journal:

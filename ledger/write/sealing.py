@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ledger.errors import KeystoreError
-from ledger.signatures import identity, siblings, signing, sshsig
+from ledger.protocol import signing
+from ledger.signatures import identity, siblings, sshsig
 from ledger.signatures.trust import KeyChange, Trust, TrustError, policy_change
 
 __all__ = ["Sealed", "Sealer", "SignatureRequiredError", "founding_keys"]

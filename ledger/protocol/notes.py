@@ -17,9 +17,8 @@ import binascii
 import hashlib
 import re
 
-from ledger.chain.abi import keccak
 from ledger.errors import ChainError
-from ledger.signatures.signing import SignatureError, recover, sign
+from ledger.protocol.signing import SignatureError, keccak, recover, sign
 
 __all__ = [
     "CHECKPOINT_KEY_STATEMENT",

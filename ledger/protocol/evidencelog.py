@@ -2,8 +2,9 @@
 and the consistency proof from the anchored prefix.
 
 The log's entries (signed outcome records) live in the snapshot's top tree, ``evidence/``, beside
-the bundle (:mod:`ledger.store.evidence` reads them, in log order).  What goes on chain is the
-RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.chain.tlog`): the same tree as the
+the bundle (:mod:`ledger.store.evidence` reads them, in log order, and :func:`ledger.store.evidence.log_of`
+builds a snapshot's log).  What goes on chain is the
+RFC 9162 tree hash over them (leaf ``SHA-256(0x00 ‖ entry)``, :mod:`ledger.protocol.tlog`): the same tree as the
 epoch log, so the registry checks append-only with the verifier it already has.  Shared by the
 anchoring (what to send) and the audit (what the chain's events must match).
 """
@@ -13,18 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ledger.chain.tlog import Tree, leaf_hash
-from ledger.errors import ChainError
-from ledger.store import gitstore as gs
-from ledger.store.evidence import EVIDENCE, read_entries
+from ledger.errors import ChainError, ProofError
+from ledger.protocol.tlog import Tree, leaf_hash
 
-__all__ = ["EvidenceLog", "has_evidence", "log_of", "prefix_problem"]
-
-
-def has_evidence(store: gs.GitStore, tree: str) -> bool:
-    """Whether a snapshot's top tree (hex) has ``evidence/``: one tree read, no entry read (``ledger
-    commit`` says "nothing to commit" from the chain's head only for a head without one)."""
-    return bool(tree) and any(name == EVIDENCE for _sha, _mode, name in store.read_tree(bytes.fromhex(tree)))
+__all__ = ["EvidenceLog", "prefix_problem"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +47,13 @@ class EvidenceLog:
 
     def consistency(self, first: int) -> list[bytes]:
         """The RFC 9162 proof from the first ``first`` entries to the whole log ([] for ``first`` 0)."""
-        return self.tree.consistency(first) if first else []
+        try:
+            return self.tree.consistency(first) if first else []
+        except ProofError as exc:  # a size past the log: refused as the chain's record it is asked for
+            raise ChainError(exc.message, hint=exc.hint) from exc
 
     def as_json(self) -> dict[str, object]:
         return {"size": self.size, "root": "0x" + self.root.hex() if self.size else None}
-
-
-def log_of(store: gs.GitStore, snap: gs.Snapshot) -> EvidenceLog:
-    """The evidence log a snapshot records (empty for one without ``evidence/``)."""
-    return EvidenceLog(read_entries(store, bytes.fromhex(snap.tree)) if snap.tree else [])
 
 
 def prefix_problem(log: EvidenceLog, size: int, root: bytes) -> str | None:

@@ -21,6 +21,7 @@ __all__ = [
     "address_of",
     "digest",
     "digest_of",
+    "keccak",
     "message_hash",
     "recover",
     "sign",
@@ -41,7 +42,8 @@ class SignatureError(LedgerError):
     """A signature that is malformed, non-canonical, or by another key than expected."""
 
 
-def _keccak(data: bytes) -> bytes:
+def keccak(data: bytes) -> bytes:
+    """Keccak-256 (Ethereum's, not SHA3-256): the one in the ledger."""
     # safe-pysha3 (eth-hash's own fast backend) imports in ~2 ms; pycryptodome's keccak costs
     # ~30 ms of every signing CLI start, parsing its C declarations with cffi (issue 35).
     from sha3 import keccak_256
@@ -55,8 +57,8 @@ _DOMAIN_SEPARATOR: bytes | None = None
 def _domain_separator() -> bytes:
     global _DOMAIN_SEPARATOR
     if _DOMAIN_SEPARATOR is None:
-        _DOMAIN_SEPARATOR = _keccak(
-            _keccak(_DOMAIN_TYPE) + _keccak(DOMAIN["name"].encode()) + _keccak(DOMAIN["version"].encode())
+        _DOMAIN_SEPARATOR = keccak(
+            keccak(_DOMAIN_TYPE) + keccak(DOMAIN["name"].encode()) + keccak(DOMAIN["version"].encode())
         )
     return _DOMAIN_SEPARATOR
 
@@ -80,7 +82,7 @@ def digest(
 
 def message_hash(signed_text: str) -> bytes:
     """The typed data's ``message``: keccak-256 of the signed text (UTF-8)."""
-    return _keccak(signed_text.encode("utf-8"))
+    return keccak(signed_text.encode("utf-8"))
 
 
 def digest_of(
@@ -88,16 +90,16 @@ def digest_of(
 ) -> bytes:
     """:func:`digest` from the typed data's fields as signed, ``message`` already hashed (:func:`message_hash`):
     what a holder of those fields alone, without the commit message, recomputes (docs/lineage.md §16)."""
-    struct = _keccak(
-        _keccak(SNAPSHOT_TYPE)
+    struct = keccak(
+        keccak(SNAPSHOT_TYPE)
         + _word(root, 32, "root")
         + _word(parent_root or b"\x00" * 32, 32, "parent root")
         + _word(parent_commit or b"\x00" * 20, 20, "parent commit")
         + _word(tree, 20, "tree")
-        + _keccak(actor.encode())
+        + keccak(actor.encode())
         + _word(message, 32, "message")
     )
-    return _keccak(b"\x19\x01" + _domain_separator() + struct)
+    return keccak(b"\x19\x01" + _domain_separator() + struct)
 
 
 def typed_data(
@@ -124,7 +126,7 @@ def typed_data(
             "parentCommit": "0x" + (parent_commit or b"\x00" * 20).hex(),
             "tree": "0x" + tree.hex(),
             "actor": actor,
-            "message": "0x" + _keccak(signed_text.encode("utf-8")).hex(),
+            "message": "0x" + keccak(signed_text.encode("utf-8")).hex(),
         },
     }
 
@@ -134,7 +136,7 @@ def address_of(private_key: bytes) -> str:
     from coincurve import PrivateKey
 
     public = PrivateKey(private_key).public_key.format(compressed=False)[1:]
-    return "0x" + _keccak(public)[12:].hex()
+    return "0x" + keccak(public)[12:].hex()
 
 
 def sign(private_key: bytes, message_digest: bytes) -> str:
@@ -162,7 +164,7 @@ def recover(message_digest: bytes, signature: str) -> str:
         public = PublicKey.from_signature_and_message(raw[:64] + bytes([v - 27]), message_digest, hasher=None)
     except Exception as exc:  # coincurve raises plain Exception for an unrecoverable point
         raise SignatureError(f"the signature recovers no key: {exc}") from exc
-    return "0x" + _keccak(public.format(compressed=False)[1:])[12:].hex()
+    return "0x" + keccak(public.format(compressed=False)[1:])[12:].hex()
 
 
 def split_signature(message: str) -> tuple[str, str | None]:

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ledger.bundle.merkle import format_root, parse_root
 from ledger.errors import LedgerError, StoreError
+from ledger.protocol.bundlehash import format_root, parse_root
 
 __all__ = [
     "ACTORS",
@@ -232,7 +232,7 @@ def format_message(
     which is how ``verify`` checks every trailer.  ``nonce`` (genesis only) makes two
     brains created in the same second distinct, and so their registration salts.
     ``keys`` are ``Ledger-Key`` trailer values (:mod:`ledger.signatures.trust`); ``signature`` is
-    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.signatures.signing`), after
+    the ``Ledger-Signature`` a key made over the rest (:mod:`ledger.protocol.signing`), after
     the ``Ledger-Sibling`` keys it certifies (:mod:`ledger.signatures.siblings`).
     """
     if len(changes) == 1:

@@ -6,7 +6,7 @@ gets a receipt whose tlog-proof covers that entry.  An evidence entry is 105 byt
 
     0x02 ‖ agent (uint256 BE) ‖ head (32) ‖ size (uint64 BE) ‖ evidence root (32)
 
-so its length alone tells it from a 104-byte head entry (:mod:`ledger.chain.tlog`), and the
+so its length alone tells it from a 104-byte head entry (:mod:`ledger.protocol.tlog`), and the
 leading tag is checked as well.  ``head`` names the bundle root the evidence is bound to, as
 ``EvidenceCommitted``'s ``head`` does on the direct path (docs/lineage.md §14.7.1): the receipt
 then proves the binding offline, and the log replay checks it is the agent's last head entry.
@@ -18,11 +18,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.chain import epochproof, tlog
 from ledger.errors import ChainError
-from ledger.store.refs import EVIDENCE_NOTES_REF  # beside refs/notes/ledger-epochs: one note per commit per ref
+from ledger.protocol import epochproof, tlog
 
-__all__ = ["EVIDENCE_ENTRY_SIZE", "EVIDENCE_NOTES_REF", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
+__all__ = ["EVIDENCE_ENTRY_SIZE", "KIND", "TAG", "build", "evidence_entry", "is_evidence",
            "parse_evidence_entry", "parse_item", "verify_offline"]  # fmt: skip
 
 TAG = 0x02
@@ -92,7 +91,7 @@ def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
         f"0x{agent:064x}", "0x" + head.hex(), ev_size, "0x" + ev_root.hex()
     ):
         raise ChainError("the proof's entry is not the receipt's agent, head, size and evidence root")
-    tlog.verify_inclusion(index, size, tlog.leaf_hash(extra), path, tree_root)
+    epochproof.included(index, size, extra, path, tree_root)
     return {"operator": doc["operator"], "epoch": doc["epoch"], "size": size, "tree_root": tree_root,
             "index": index, "agent": agent, "head": head, "evidence_size": ev_size,
             "evidence_root": ev_root}  # fmt: skip

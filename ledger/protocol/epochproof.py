@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger._json import unique_keys
-from ledger.chain import notes, tlog
-from ledger.errors import ChainError
+from ledger.errors import ChainError, ProofError
+from ledger.protocol import notes, tlog
 
-__all__ = ["KIND", "MAX_RECEIPT", "build", "parse_receipt", "verify_offline", "verify_signed"]
+__all__ = ["KIND", "MAX_RECEIPT", "build", "included", "parse_receipt", "verify_offline", "verify_signed"]
 
 KIND = "ledger-epoch-receipt/v1"
 _FIELDS: dict[str, type] = {"kind": str, "chain_id": int, "registry": str, "operator": str, "agent": str, "seq": int,
@@ -100,6 +100,15 @@ def verify_signed(
     return extra, index, path, size, root
 
 
+def included(index: int, size: int, extra: bytes, path: list[bytes], root: bytes) -> None:
+    """Raise :class:`ChainError` unless the entry ``extra`` is leaf ``index`` of the log ``root`` of ``size``: a
+    receipt that does not hold up is refused as a chain record is, with the proof's own words."""
+    try:
+        tlog.verify_inclusion(index, size, tlog.leaf_hash(extra), path, root)
+    except ProofError as exc:
+        raise ChainError(exc.message, hint=exc.hint) from exc
+
+
 def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Check a receipt without a chain; return what the chain must confirm: operator, epoch, size, root,
     and the entry (agent, seq, parent, root, index).  Raises :class:`ChainError` saying what is wrong."""
@@ -107,6 +116,6 @@ def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
     agent, seq, parent, head = tlog.parse_entry(extra)
     if (f"0x{agent:064x}", seq, "0x" + head.hex()) != (doc["agent"].lower(), doc["seq"], doc["root"].lower()):
         raise ChainError("the proof's entry is not the receipt's agent, seq and root")
-    tlog.verify_inclusion(index, size, tlog.leaf_hash(extra), path, root)
+    included(index, size, extra, path, root)
     return {"operator": doc["operator"], "epoch": doc["epoch"], "size": size, "tree_root": root, "index": index,
             "agent": agent, "seq": seq, "parent": parent, "root": head}  # fmt: skip

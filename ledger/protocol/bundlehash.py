@@ -1,24 +1,25 @@
-"""Bundle hash v1 in memory: the digests, the RFC 6962 levels, the naming rules, :class:`DirNode`.
+"""Bundle hash v1 in memory: the digests, the leaf and node hashes, the naming rules, :class:`DirNode`.
 
 This is the hash itself, as ``docs/bundle-hash.md`` defines it: domain-separated content
 digests, entry leaves binding (kind, name, child digest), every directory an RFC 6962-shaped
-binary Merkle tree over its sorted entries, the names the spec refuses, and the text form
-of a root.  Kept apart from :mod:`ledger.bundle.merkle` (reading a directory on disk,
-inclusion proofs) and :mod:`ledger.bundle.rootindex` (the bundle root kept incrementally),
-which both build on it; it touches no filesystem.  Import its names from
-:mod:`ledger.bundle.merkle`, which re-exports them.
+binary Merkle tree over its sorted entries (:data:`TREE`, the one core of
+:mod:`ledger.protocol.merkle` with BLAKE3's hashes), the names the spec refuses, and the text
+form of a root.  It touches no filesystem: :mod:`ledger.bundle.merkle` reads a directory on
+disk and proves a file, :mod:`ledger.bundle.rootindex` keeps the bundle root incrementally,
+both on top of this module; the former re-exports its names.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from blake3 import blake3
 
 from ledger.errors import ProofError, TreeError
+from ledger.protocol.merkle import Merkle
 
 __all__ = [
     "EMPTY_ROOT",
@@ -26,23 +27,19 @@ __all__ = [
     "KIND_EXEC",
     "KIND_FILE",
     "MAX_PATH_BYTES",
+    "TREE",
     "UNICODE_VERSION",
     "VERSION",
     "Digest",
     "DirNode",
     "Node",
-    "audit_path",
     "check_name",
     "file_digest",
     "file_entries",
     "format_root",
     "iter_files",
     "leaf_hash",
-    "merkle_levels",
-    "merkle_root",
     "parse_root",
-    "root_from_path",
-    "update_levels",
 ]
 
 VERSION = "blake3-tree-v1"
@@ -75,68 +72,11 @@ def leaf_hash(kind: int, name: str, child: bytes) -> bytes:
 
 
 def _node(left: bytes, right: bytes) -> bytes:
+    """Interior node: ``BLAKE3(0x01 ‖ left ‖ right)``."""
     return blake3(_NODE + left + right).digest()
 
 
-def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
-    """All levels of the RFC 6962 tree, leaves first, root last.
-
-    Pairing left to right and promoting an odd last node unchanged yields the
-    same shape as RFC 6962's "split at the largest power of two" recursion.
-    """
-    levels = [list(leaves)]
-    while len(levels[-1]) > 1:
-        cur = levels[-1]
-        nxt = [_node(cur[i], cur[i + 1]) for i in range(0, len(cur) - 1, 2)]
-        if len(cur) % 2:
-            nxt.append(cur[-1])
-        levels.append(nxt)
-    return levels
-
-
-def merkle_root(leaves: Sequence[bytes]) -> bytes:
-    if not leaves:
-        return EMPTY_ROOT
-    return merkle_levels(leaves)[-1][0]
-
-
-def update_levels(levels: list[list[bytes]], index: int, leaf: bytes) -> None:
-    """Replace one leaf in place and recompute only its path: O(log n)."""
-    levels[0][index] = leaf
-    for depth in range(1, len(levels)):
-        below = levels[depth - 1]
-        index //= 2
-        left = 2 * index
-        levels[depth][index] = below[left] if left + 1 >= len(below) else _node(below[left], below[left + 1])
-
-
-def audit_path(levels: Sequence[Sequence[bytes]], index: int) -> list[bytes]:
-    path = []
-    for level in levels[:-1]:
-        sibling = index ^ 1
-        if sibling < len(level):
-            path.append(level[sibling])
-        index //= 2
-    return path
-
-
-def root_from_path(leaf: bytes, index: int, count: int, path: Sequence[bytes]) -> bytes:
-    """Recompute an RFC 6962 root from one leaf and its audit path."""
-    if not 0 <= index < count:
-        raise ProofError(f"leaf index {index} is outside a directory of {count} entries")
-    node, it = leaf, iter(path)
-    try:
-        while count > 1:
-            if index % 2:
-                node = _node(next(it), node)
-            elif index + 1 < count:
-                node = _node(node, next(it))
-            index, count = index // 2, (count + 1) // 2
-    except StopIteration:
-        raise ProofError("audit path is too short for the directory size") from None
-    if next(it, None) is not None:
-        raise ProofError("audit path is longer than the directory size allows")
-    return node
+TREE = Merkle(leaf=leaf_hash, node=_node, empty=EMPTY_ROOT)  # every directory's tree: levels, paths, proofs
 
 
 def check_name(name: str, where: str = "") -> str:
@@ -202,12 +142,12 @@ class DirNode:
         self.names = names
         self.entries = {n: entries[n] for n in names}
         leaves = [leaf_hash(_kind(self.entries[n]), n, self.entries[n].digest) for n in names]
-        self._levels = merkle_levels(leaves)
-        self.digest = self._levels[-1][0] if leaves else EMPTY_ROOT
+        self._levels = TREE.levels(leaves)
+        self.digest = TREE.top(self._levels)
 
     def audit(self, name: str) -> tuple[int, int, list[bytes]]:
         index = self.names.index(name)
-        return index, len(self.names), audit_path(self._levels, index)
+        return index, len(self.names), TREE.path(self._levels, index)
 
 
 Node = Digest | DirNode
