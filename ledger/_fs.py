@@ -88,12 +88,12 @@ SUPPLY = ("supply.json", 1)  # the names a head's supply record withholds
 
 
 def sync_stats(target: str) -> tuple[str, int]:
-    """A sync target's stat entries (ledger.exchange.targets): version 0, the name it always had."""
+    """A sync target's stat entries (ledger.sync.targets): version 0, the name it always had."""
     return (f"sync-{target}.json", 0)
 
 
 def instant_record(target: str) -> tuple[str, int]:
-    """A sync target's instant record (ledger.exchange.instant): version 0, the name it always had."""
+    """A sync target's instant record (ledger.folders.instant): version 0, the name it always had."""
     return (f"instant-{target}.json", 0)
 
 

@@ -2,7 +2,7 @@
 
 Starts its own anvil on a free 127.0.0.1 port (always stopped), an operator brain with a
 deployed registry, and ``--brains`` real brains (each registered, with its own lineage), then
-anchors two epochs through the Python API (:func:`ledger.exchange.epochs.anchor_epoch`):
+anchors two epochs through the Python API (:func:`ledger.anchoring.epochs.anchor_epoch`):
 
 - epoch 1: every real brain's heads plus **synthetic** heads (seq 1 of made-up agent ids, through
   the API's ``extra`` entries: the same compare-and-swap, no brain, no receipt) up to ``--heads``;
@@ -50,13 +50,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2000, help="offline verifications timed (median)")
     ap.add_argument("--out", default="bench-out/epochs.json")
     args = ap.parse_args()
+    from ledger.anchoring.commits import commit_pending, deploy, register
+    from ledger.anchoring.epochs import anchor_epoch
     from ledger.brain import Brain
     from ledger.chain import anvil
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import read_notes, read_receipts
-    from ledger.exchange.anchoring import commit_pending, deploy, register
-    from ledger.exchange.epochs import anchor_epoch
     from ledger.protocol import epochproof, tlog
     from ledger.protocol.refs import EPOCH_NOTES_REF
 

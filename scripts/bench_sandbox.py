@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger.supply import sandbox
+from ledger.scanner import sandbox
 
 SKILL_MD = (b"---\nname: bench\ndescription: Bench the sandbox.\n---\n# Bench\n\n```bash\n"
             b"wc -c SKILL.md data.json\n```\n")  # fmt: skip

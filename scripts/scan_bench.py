@@ -18,7 +18,7 @@ For each scanner (ledger's built-in rules, and cisco-ai-skill-scanner's static a
 ``--cisco PYTHON`` names the interpreter of a venv it is installed in) it counts malicious samples
 rated critical (approval refused) and high or above, benign samples likewise, and prints recall,
 false-positive rate and precision with 95% Wilson intervals, per corpus and per family.
-``--write-calibration`` writes ledger/supply/calibration.json (integers only; docs/scanner.md).
+``--write-calibration`` writes ledger/scanner/calibration.json (integers only; docs/scanner.md).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.supply.scan import SCANNER, scan
-from ledger.supply.scanfiles import load, skill_dirs
+from ledger.scanner.files import load, skill_dirs
+from ledger.scanner.static import SCANNER, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 CALIBRATION = ROOT / "ledger" / "supply" / "calibration.json"

@@ -8,8 +8,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ledger.supply.scan import RULES, Verdict, scan
-from ledger.supply.scanfiles import load, skill_dirs
+from ledger.scanner.files import load, skill_dirs
+from ledger.scanner.static import RULES, Verdict, scan
 
 HIGH = ("critical", "high")
 

@@ -73,8 +73,8 @@ def node(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def chained(tmp_path: Path, node):
     """A brain with its own freshly deployed registry and registered agent (dev key, real anvil)."""
+    from ledger.anchoring.commits import deploy, register
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.anchoring import deploy, register
 
     brain = Brain.init(tmp_path / "brain")
     brain.update_config(chain={"rpc": node.url})
@@ -165,7 +165,7 @@ def fingerprint(root: Path) -> dict[str, str]:
 @contextlib.contextmanager
 def two_copies(tmp_path: Path, skills: dict[str, str]) -> Iterator[tuple[Any, Path, Any]]:
     """Brain ``a`` with ``skills`` (name → body), pushed to a bare remote, and ``b`` cloned from it."""
-    from ledger.exchange import sharing
+    from ledger.remotes import sharing
 
     a = Brain.init(tmp_path / "a")
     for name, body in skills.items():

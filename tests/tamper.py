@@ -651,11 +651,11 @@ def fork_two_operators(root: Path, operator: Any, member: Callable[[Path, Any, s
     (its key ``opy`` in ``$LEDGER_KEYSTORE``, which the caller sets)."""
     import shutil
 
+    from ledger.anchoring.commits import authorize
+    from ledger.anchoring.epochs import anchor_epoch
     from ledger.brain import Brain
     from ledger.chain import keys
     from ledger.chain.config import ChainConfig
-    from ledger.exchange.anchoring import authorize
-    from ledger.exchange.epochs import anchor_epoch
 
     second = keys.dev_account(1)
     keys.import_key("opy", "0x" + bytes(second.key).hex())

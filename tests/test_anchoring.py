@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.brain import Brain
 from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
-from ledger.exchange import sharing
-from ledger.exchange.anchoring import commit_pending
+from ledger.remotes import sharing
 from tests.conftest import run_ledger
 
 
@@ -57,7 +57,7 @@ def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, chained: Brai
 def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvil.Node, chained: Brain) -> None:
     """Issue 18, item 1: after a commit from another copy (the chain moved under us), and with a key the
     agent never authorized, the message names the way back, and following it makes the brain committable."""
-    from ledger.exchange.sharing import clone
+    from ledger.remotes.sharing import clone
 
     a = chained
     a.create("s", "S", "one\n")

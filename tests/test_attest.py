@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
+from ledger.attestations import intoto, oms
+from ledger.attestations.subjects import AttestationError, Attested, canonical, key_id, p256_pem, sslib_key_id
 from ledger.brain import Brain
-from ledger.exchange import intoto, oms
-from ledger.exchange.attested import AttestationError, Attested, canonical, key_id, p256_pem, sslib_key_id
 from ledger.protocol.messages import Snapshot
 from ledger.signatures.siblings import P256, Siblings
 from tests.conftest import run_ledger
@@ -166,7 +166,7 @@ def test_verify_attestation_names_what_failed(made: Path, tmp_path: Path) -> Non
     from cryptography.hazmat.primitives.asymmetric import ec
 
     with Brain.open(made) as brain:  # a well-formed statement signed by a key no snapshot certifies
-        from ledger.exchange.attested import attested
+        from ledger.attestations.subjects import attested
 
         att = attested(brain.store, brain.head().commit)
     stranger = ec.generate_private_key(ec.SECP256R1())
@@ -341,7 +341,7 @@ def test_an_oms_folder_with_a_top_level_git_file_is_refused() -> None:
 def test_a_sibling_certified_by_two_addresses_is_ambiguous(made: Path, tmp_path: Path) -> None:
     """A forged head re-signs the user's signed text, Ledger-Sibling trailers and all, with another key:
     two addresses then certify one sibling, and no attestation by it is believed."""
-    from ledger.exchange.attest import attest, verify_attestation
+    from ledger.attestations.attest import attest, verify_attestation
     from ledger.protocol import signing
 
     with Brain.open(made) as b:
@@ -360,7 +360,7 @@ def test_a_sibling_certified_by_two_addresses_is_ambiguous(made: Path, tmp_path:
 
 
 def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_path: Path) -> None:
-    from ledger.exchange.attested import attested
+    from ledger.attestations.subjects import attested
     from ledger.store.supply import QUARANTINED
     from tests.test_quarantine import _mark
 
@@ -383,10 +383,10 @@ def test_withheld_skills_are_left_out_as_export_leaves_them_out(made: Path, tmp_
 @pytest.mark.chain
 def test_an_anchored_snapshot_carries_its_agent_and_receipt(chained: Brain) -> None:
     """Real anvil: the predicate holds the registered agent and the snapshot's chain receipt."""
+    from ledger.anchoring.commits import commit_pending
+    from ledger.attestations.attest import attest, verify_attestation
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import receipt_of
-    from ledger.exchange.anchoring import commit_pending
-    from ledger.exchange.attest import attest, verify_attestation
 
     chained.create("s", "S", "body")
     commit_pending(chained, key=DEV_KEY_NAME)
@@ -446,7 +446,7 @@ def test_an_intoto_statement_must_equal_the_expected_one_but_for_what_the_spec_l
 def test_a_resigned_statement_with_extra_members_fails_verification(made: Path) -> None:
     """End to end, as the review's PoC did it: the user's own sibling signs a statement with members the
     format does not define and its subjects reversed; the signature is good, the statement is refused."""
-    from ledger.exchange.attest import attest, verify_attestation
+    from ledger.attestations.attest import attest, verify_attestation
     from ledger.signatures.siblings import p256_key
 
     with Brain.open(made) as b:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending, deploy, register
 from ledger.brain import Brain
 from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.chain.registry import Registry
-from ledger.exchange.anchoring import commit_pending, deploy, register
 from tests.conftest import run_ledger
 from tests.localhttp import refused_url
 

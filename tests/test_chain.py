@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.brain import Brain
 from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
@@ -17,7 +18,6 @@ from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError
-from ledger.exchange.anchoring import commit_pending
 from tests.conftest import fingerprint, run_ledger
 from tests.localhttp import refused_url
 

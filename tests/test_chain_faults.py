@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import deploy, register
 from ledger.brain import Brain
 from ledger.bundle.merkle import KIND_DIR, KIND_FILE, Digest, DirNode, file_digest
 from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.registry import Registry
-from ledger.exchange.anchoring import deploy, register
 from ledger.store import gitstore as gs
 from tests.conftest import run_ledger
 

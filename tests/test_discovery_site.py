@@ -1,7 +1,7 @@
 """``ledger export --discovery`` and ``ledger install`` from such a site (issue 50, docs/lineage.md §16.5):
 a real brain exported with the real CLI, the site served by a loopback HTTP server, installed into a
 second brain with its pins; every tamper refused by name with the second brain unchanged.  Also the
-Agent Skills Discovery RFC v0.2.0's client rules (ledger/supply/indexsource.py)."""
+Agent Skills Discovery RFC v0.2.0's client rules (ledger/sources/indexsource.py)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from ledger.errors import SourceError
 from ledger.publish.anchor import KEY, verify_anchor
 from ledger.publish.entries import Entries
 from ledger.publish.site import SCHEMA, tarball
+from ledger.sources.resolve import fetch_pinned, resolve
 from ledger.store import supply as sp
-from ledger.supply.sources import fetch_pinned, resolve
 from tests.conftest import fingerprint, run_ledger
 from tests.fixtures import publish_index, skill_tree
 from tests.localhttp import serving
@@ -306,7 +306,7 @@ def test_an_index_of_an_unknown_schema_or_with_an_upper_case_digest_is_not_read(
 def test_an_index_of_a_big_brain_reads_back_and_one_over_the_cap_is_refused(tmp_path: Path) -> None:
     """An index of 6,000 skills with long descriptions (over 1 MiB, what a big brain's own export writes) is read;
     one over :data:`MAX_INDEX` is refused, naming the cap."""
-    from ledger.supply.indexsource import MAX_INDEX
+    from ledger.sources.indexsource import MAX_INDEX
 
     _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES)
     doc = json.loads((tmp_path / BASE / "index.json").read_bytes())

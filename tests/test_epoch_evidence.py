@@ -241,8 +241,8 @@ def test_evidence_bound_to_another_head_is_a_forked_operator(tmp_path: Path, cha
     code, chk = epochs_check(a)
     assert code == 1 and "forked operator" in chk["summary"] and "bound to head" in chk["summary"], chk
     # and the writer's own API refuses both shapes before anything is sent
+    from ledger.anchoring.epochs import anchor_epoch
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.epochs import anchor_epoch
 
     with pytest.raises(ChainError, match="not bound to its last head entry"):
         anchor_epoch(operator, [], key=DEV_KEY_NAME, extra=[epochevidence.evidence_entry(99, b"\x01" * 32, 1,
@@ -251,7 +251,7 @@ def test_evidence_bound_to_another_head_is_a_forked_operator(tmp_path: Path, cha
 
 @pytest.mark.chain
 def test_evidence_receipts_survive_a_clone_and_a_tampered_one_refuses_it(tmp_path: Path, chained: Brain) -> None:
-    from ledger.exchange.sharing import clone
+    from ledger.remotes.sharing import clone
 
     operator = chained
     a = member(tmp_path, operator, "a")

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from ledger.anchoring.epochs import anchor_epoch
 from ledger.brain import Brain
 from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
-from ledger.exchange.epochs import anchor_epoch
 from ledger.protocol import tlog
 from ledger.protocol.refs import EPOCH_NOTES_REF
 from tests.conftest import run_ledger
@@ -122,8 +122,8 @@ def test_an_agent_no_committer_anchored_is_skipped(tmp_path: Path, chained: Brai
 
 
 def test_an_honest_agent_with_two_operators_passes(tmp_path: Path, chained: Brain, keystore: None) -> None:
+    from ledger.anchoring.commits import authorize
     from ledger.chain import keys
-    from ledger.exchange.anchoring import authorize
 
     keys.import_key("opy", "0x" + bytes(dev_account(1).key).hex())
     a = member(tmp_path, chained, "a")

@@ -20,8 +20,8 @@ from ledger.chain import epochlog
 from ledger.chain.config import ChainConfig
 from ledger.chain.receipts import read_notes, write_receipts
 from ledger.errors import StoreError
-from ledger.exchange.sharing import clone
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
+from ledger.remotes.sharing import clone
 from ledger.store import gitstore as gs
 from tests.conftest import fingerprint, run_ledger
 from tests.test_epochs import anchor, epochlog_receipts, member

@@ -199,7 +199,7 @@ def test_a_receipts_log_location_is_never_an_option_or_a_command(tmp_path: Path)
 
 def member(root: Path, operator: Brain, name: str) -> Brain:
     """A brain registered on the operator's registry (dev key: the owner, so the operator may commit)."""
-    from ledger.exchange.anchoring import register
+    from ledger.anchoring.commits import register
 
     b = Brain.init(root / name)
     cfg = ChainConfig.of(operator)
@@ -306,7 +306,7 @@ def test_a_thousand_heads_cost_under_100_gas_each(chained: Brain) -> None:
     issue's bound is asserted for a first epoch (three new slots) and a next one (a consistency proof)."""
     import hashlib
 
-    from ledger.exchange.epochs import anchor_epoch
+    from ledger.anchoring.epochs import anchor_epoch
 
     def root(a: int, seq: int) -> bytes:
         return hashlib.sha256(b"%d %d" % (a, seq)).digest()

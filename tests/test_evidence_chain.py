@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ledger.anchoring.commits import chain_status, commit_pending
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
@@ -25,7 +26,6 @@ from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts
 from ledger.chain.registry import Registry
 from ledger.errors import ChainError
-from ledger.exchange.anchoring import chain_status, commit_pending
 from ledger.protocol import tlog
 from ledger.protocol.evidencelog import EvidenceLog, prefix_problem
 from ledger.store.evidence import read_entries
@@ -287,7 +287,7 @@ def test_the_audit_fails_evidence_no_snapshot_of_its_head_records(chained: Brain
 
 
 def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
-    from ledger.exchange.anchoring import register
+    from ledger.anchoring.commits import register
 
     other = Brain.init(tmp_path / "other")
     try:

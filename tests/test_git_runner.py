@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import SourceError, StoreError
+from ledger.sources.origins import redacted
 from ledger.store.git import LOCAL, NETWORK, WHOLE, Git, reason
-from ledger.supply.origins import redacted
 
 ROOT = Path(__file__).resolve().parent.parent
 

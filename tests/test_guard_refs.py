@@ -195,3 +195,16 @@ def test_the_audit_names_every_ref_a_peer_refuses(shared: dict[str, Path]) -> No
     assert "not a commit" in summary and "not a ref the ledger publishes" in summary
     mine = run_ledger("audit", str(shared["a"]))
     assert mine.returncode == 0 and "OK   refs" in mine.stdout, mine.stdout
+
+
+def test_a_guard_installed_before_the_move_to_ledger_remotes_still_guards(shared: dict[str, Path]) -> None:
+    """Hooks installed before issue 51 run ``python3 -m ledger.remotes.guard``: that path still loads the
+    guard, so a shared remote keeps auditing pushes after an upgrade, rather than refusing every one."""
+    git, remote = shared["git"], shared["remote"]
+    hook = remote / "hooks" / "pre-receive"
+    text = hook.read_text()
+    assert "ledger.remotes.guard" in text
+    hook.write_text(text.replace("ledger.remotes.guard", "ledger.remotes.guard"))  # as an older install wrote it
+    raw = _git(git, "push", str(remote), f"+{_junk(git)}:{NOTES_REF}", check=False)
+    assert raw.returncode != 0 and f"brain-ledger guard: refused {NOTES_REF}" in raw.stderr, raw.stderr
+    assert "is not installed where git runs this hook" not in raw.stderr

@@ -330,8 +330,8 @@ def test_an_export_written_in_place_removes_only_its_own_on_failure(tmp_path: Pa
     (the one case without a build folder beside it), and a failure part-way removes what it made there,
     staging included, and nothing another process put there meanwhile."""
     from ledger.brain import Brain
-    from ledger.exchange import export as exporting
-    from ledger.exchange.targetfs import TargetFS
+    from ledger.folders import export as exporting
+    from ledger.folders.folder import TargetFS
 
     skills, optional = _roots(tmp_path / "src")
     brain = _brain(tmp_path / "b")

@@ -29,12 +29,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.write",),  # the one write path, the lock, the head in memory
     ("ledger.brain", "ledger.evals.gate", "ledger.evals.lift"),  # the facade; the gate and lift read its evidence
     ("ledger.publish",),  # skills published to hosts: MCP Skills entries, discovery sites, the skill anchor
-    ("ledger.exchange",),  # layouts, import, export, remotes, anchoring on chain
-    ("ledger.supply",),  # skills from elsewhere: sources, pins, the scanner, quarantine, revocation
+    ("ledger.folders",),  # runtimes' skill folders: reached through descriptors, read in a layout, exported
+    ("ledger.attestations",),  # OMS and in-toto attestations of a snapshot, made and checked
+    ("ledger.anchoring",),  # the brain on chain: deploy, register, commit roots, epochs
+    ("ledger.sync",),  # ledger sync: passes over targets, the journal, the three-way file merge
+    ("ledger.remotes",),  # git remotes: push, pull, clone, the fleet, the guard, lineage merges
+    ("ledger.scanner",),  # the scanner: static rules, what scripts mean, the sandboxed run, a second opinion
+    ("ledger.sources",),  # where skills from elsewhere come from, each read into pinned candidates
+    ("ledger.supply",),  # skills from elsewhere installed: pins, review, quarantine, revocation, manifests
     ("ledger.page",),  # the report pages (ledger report, the audit's --html): one renderer of collected data
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
-    ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath"),  # entry points
+    ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath", "ledger.exchange"),  # entry points
 ]
 
 # Deferred imports that stay, each with its reason.  Keys are (importer, imported); an
@@ -60,7 +66,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     "set): only 'eval run' needs it, to pick the plans and baseline it may run",
     ("ledger.evals.gate", "ledger.audit.signatures"): "a signature is recovered only for a gated skill's runtime "
     "edit (whose machine made it): 'ledger status' loads no signature check",
-    ("ledger.exchange.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
+    ("ledger.remotes.sharing", "*"): "a pull audits and checks receipts on arrival; the chain loads only then",
     ("ledger.agent.mcp_server", "ledger.agent.wire"): "the MCP SDK and anyio load only when the server starts",
     ("ledger.agent.mcp_server", "ledger.agent.skills_ext"): "the Skills extension's handlers load with the SDK, "
     "when the server starts (ADR 32)",
@@ -69,7 +75,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.protocol.receipts", "ledger.protocol.bundlehash"): "receipts' quick count reads no hash; a full "
     "check does",
     ("ledger.chain.config", "ledger.chain.rpc"): "config is read by every chain command before it may touch a node",
-    ("ledger.exchange.fleet", "ledger.exchange.anchoring"): "the chain client loads only for a remote set to --commit",
+    ("ledger.remotes.fleet", "ledger.anchoring.commits"): "the chain client loads only for a remote set to --commit",
     ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",
 }
 
@@ -295,5 +301,5 @@ def test_only_the_write_layer_commits_and_publishes(tmp_path: Path) -> None:
     assert commit_calls() == []
     stray = tmp_path / "merges.py"
     stray.write_text("def f(store):\n    store.write_commit(b'', [], '')\n    store.publish()\n")
-    assert commit_calls({"ledger.exchange.merges": stray}) == [
-        "ledger.exchange.merges:2 calls write_commit", "ledger.exchange.merges:3 calls publish"]
+    assert commit_calls({"ledger.remotes.lineagemerge": stray}) == [
+        "ledger.remotes.lineagemerge:2 calls write_commit", "ledger.remotes.lineagemerge:3 calls publish"]

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.brain import Brain
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import LedgerError
-from ledger.exchange import sharing
-from ledger.exchange.anchoring import commit_pending
-from ledger.supply.candidates import Candidate, candidate, source_doc
+from ledger.remotes import sharing
+from ledger.sources.candidates import Candidate, candidate, source_doc
 from ledger.supply.installer import Installer
 from ledger.supply.manifest import (
     LEDGER_KEYS,

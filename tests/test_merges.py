@@ -13,9 +13,9 @@ from ledger.agent.tools import SkillTools
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.errors import StoreError
-from ledger.exchange import sharing
-from ledger.exchange.merges import conflicts, resolve
-from ledger.exchange.sharing import clone
+from ledger.remotes import sharing
+from ledger.remotes.lineagemerge import conflicts, resolve
+from ledger.remotes.sharing import clone
 from ledger.store.gitstore import GitStore
 from tests import tamper
 from tests.conftest import run_ledger, two_copies
@@ -226,10 +226,10 @@ def test_merge_relabelled_as_patch_fails(trio) -> None:
 def test_receipts_from_both_machines_merge_and_the_chain_orders_commits(tmp_path: Path, node) -> None:
     """Two machines anchor: the second gets StaleParent, merges, and commits the merge on top; the
     receipt notes of both are joined on the remote, none replaced."""
+    from ledger.anchoring.commits import deploy, register
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import read_receipts
-    from ledger.exchange.anchoring import deploy, register
-    from ledger.exchange.fleet import sync_remote
+    from ledger.remotes.fleet import sync_remote
 
     a = Brain.init(tmp_path / "a")
     a.create("s", "S", "one\n")

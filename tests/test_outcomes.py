@@ -15,7 +15,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.errors import LedgerError
-from ledger.exchange import sharing
+from ledger.remotes import sharing
 from ledger.signatures.identity import KeyDir
 from ledger.store import outcomes as oc
 from tests.conftest import LEDGER, run_ledger

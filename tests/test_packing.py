@@ -10,7 +10,7 @@ from pathlib import Path
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.bundle.merkle import InclusionProof, parse_root, verify_proof
-from ledger.exchange.layouts import read
+from ledger.folders.layouts import read
 from ledger.store.packing import pack, store_size
 from tests.conftest import run_ledger
 

@@ -69,7 +69,7 @@ def test_an_import_that_fails_publishes_no_pack(tmp_path: Path, monkeypatch: pyt
         raise SkillError("injected after the objects were written")
 
     monkeypatch.setattr(type(brain.store), "write_commit", fail)
-    from ledger.exchange.layouts import read
+    from ledger.folders.layouts import read
 
     with pytest.raises(SkillError, match="injected"):
         brain.import_collection(read(src, "auto", 1 << 20))

@@ -189,7 +189,7 @@ def test_remote_set_keeps_a_file_url_that_exists(brain: Path, tmp_path: Path) ->
 
 
 def test_a_relative_remote_recorded_earlier_is_the_brain_s(brain: Path, tmp_path: Path) -> None:
-    from ledger.exchange.fleet import remote_of
+    from ledger.remotes.fleet import remote_of
 
     with Brain.open(brain) as b:
         b.update_config(remote={"url": "../shared.git", "commit": False})

@@ -392,9 +392,9 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
         chained: Brain, tmp_path: Path) -> None:  # fmt: skip
     """Real anvil: the anchor's ``chain`` is the commit's receipt; ``verify-proof --chain`` finds its root
     committed by the agent at that seq and tx, and refuses an anchor that states another."""
+    from ledger.anchoring.commits import commit_pending
     from ledger.chain.keys import DEV_KEY_NAME
     from ledger.chain.receipts import receipt_of
-    from ledger.exchange.anchoring import commit_pending
     from tests.test_audit import chain_args
 
     chained.create("s", "S skill", "body\n")
@@ -455,7 +455,7 @@ def test_an_anchor_s_size_does_not_grow_with_the_commit_message(brain: Brain) ->
     for i in range(300):
         (src / f"skill-{i:03}").mkdir(parents=True)
         (src / f"skill-{i:03}" / "SKILL.md").write_text(f"---\nname: skill-{i:03}\ndescription: Skill {i}\n---\nb\n")
-    from ledger.exchange.layouts import read
+    from ledger.folders.layouts import read
 
     brain.import_collection(read(src, "auto", 1 << 20))
     message = brain.store.read(brain.head().commit, b"commit")

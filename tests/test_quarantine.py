@@ -19,7 +19,7 @@ import pytest
 from ledger.agent.evolution import apply_payload, render_index, render_skill_turn, synthesis_advice
 from ledger.brain import Brain
 from ledger.errors import SupplyError
-from ledger.exchange import instant
+from ledger.folders import instant
 from ledger.store.supply import APPROVED, QUARANTINED, REVOKED, Entry, Supply
 from tests.conftest import LEDGER, run_ledger
 from tests.test_statcache import _age, _both

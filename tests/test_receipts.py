@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.brain import Brain
 from ledger.bundle.merkle import format_root
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts, write_receipts
 from ledger.errors import StoreError
-from ledger.exchange import sharing
-from ledger.exchange.anchoring import commit_pending
-from ledger.exchange.sharing import clone
 from ledger.protocol.refs import NOTES_REF
+from ledger.remotes import sharing
+from ledger.remotes.sharing import clone
 from ledger.store import gitstore as gs
 from tests.conftest import run_ledger
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.chain.registry import Registry
-from ledger.exchange.anchoring import commit_pending
 from tests.chromium import artifacts, visit
 from tests.conftest import LEDGER, run_ledger
 from tests.test_page import GEOMETRY

@@ -321,9 +321,9 @@ def test_a_record_the_reference_canonicaliser_refuses_is_refused() -> None:
 
 @pytest.mark.chain
 def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Brain, tmp_path: Path) -> None:
+    from ledger.anchoring.commits import commit_pending
     from ledger.chain.config import ChainConfig
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.anchoring import commit_pending
 
     chained.create("s", "S", "one\n")
     verifier = KeyDir(tmp_path / "verifier-machine").generate("verifier")

@@ -128,7 +128,7 @@ def test_other_spellings_of_this_machine_are_refused_in_a_marketplace_and_a_lock
 ])  # fmt: skip
 def test_credentials_are_seen_after_either_separator_and_stripped_keeping_the_rest(url: str, clean: str) -> None:
     """';' separates parameters as '&' does; 'hmac' and 'pass' name secrets.  What is kept keeps its bytes."""
-    from ledger.supply import origins
+    from ledger.sources import origins
 
     assert origins.credentials(url) and "SECRETTOKEN" not in origins.redacted(url)
     assert origins.refuse_credentials(url, "the source URL", strip=True) == clean

@@ -1,4 +1,4 @@
-"""The sandboxed run (ledger/supply/sandbox.py, docs/scanner.md "The sandboxed run"): real bubblewrap and
+"""The sandboxed run (ledger/scanner/sandbox.py, docs/scanner.md "The sandboxed run"): real bubblewrap and
 strace.  It catches what the static rules cannot read (an obfuscated credential read, an obfuscated
 connection), no write leaves the sandbox, the time cap stops a sleeper and a fork loop, it is off and
 says so where bwrap is missing, and ``ledger scan --run --json`` keeps the verdict's shape."""
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.supply import sandbox
-from ledger.supply.scan import SCANNER, merge, scan
-from ledger.supply.scanrules import SEVERITIES
+from ledger.scanner import sandbox
+from ledger.scanner.rules import SEVERITIES
+from ledger.scanner.static import SCANNER, merge, scan
 from tests.conftest import run_ledger
 
 pytestmark = pytest.mark.skipif(

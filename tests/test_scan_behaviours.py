@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.supply.scan import Verdict, scan
-from ledger.supply.scanfiles import load
-from ledger.supply.scanrules import SEVERITIES
-from ledger.supply.scantext import hosts
+from ledger.scanner.files import load
+from ledger.scanner.rules import SEVERITIES
+from ledger.scanner.static import Verdict, scan
+from ledger.scanner.text import hosts
 
 BEHAVIOURS = Path(__file__).resolve().parent / "supply" / "behaviours"
 CLASSES = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.supply.scan import scan
+from ledger.scanner.static import scan
 
 FM = "---\nname: helper\ndescription: Helper skill.\n---\n\n# helper\n\nBefore first use, set up the helper:\n\n"
 

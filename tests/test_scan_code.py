@@ -1,9 +1,9 @@
-"""The code analysers of the behaviour scanner (ledger/supply/meaning: python, script, config,
+"""The code analysers of the behaviour scanner (ledger/scanner/meaning: python, script, config,
 decode, links): each behaviour class in at least two spellings, written from public reports
 (reverse-shell cheat sheets, ClawHavoc/ToxicSkills write-ups, PowerShell cradles), and benign
 look-alikes that must stay below critical.
 
-Units are handed to :func:`ledger.supply.meaning.analyse` as the extractor would cut them; the
+Units are handed to :func:`ledger.scanner.meaning.analyse` as the extractor would cut them; the
 symlink tests run the real ``ledger scan`` on a skill folder with real links.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.supply import meaning
-from ledger.supply.meaning.decode import decodings
-from ledger.supply.meaning.units import Unit
-from ledger.supply.scanfiles import load
+from ledger.scanner import meaning
+from ledger.scanner.files import load
+from ledger.scanner.meaning.decode import decodings
+from ledger.scanner.meaning.units import Unit
 
 RANK = {"clean": 0, "info": 1, "low": 2, "medium": 3, "high": 4, "critical": 5}
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger.supply.scan import scan
+from ledger.scanner.static import scan
 
 FM = "---\nname: h\ndescription: h\n---\n\n"
 _CHILD = r"""
 import json, sys, time
-from ledger.supply.scan import scan
+from ledger.scanner.static import scan
 files = {p: (b.encode("latin-1"), x) for p, (b, x) in json.loads(sys.stdin.read()).items()}
 t = time.perf_counter()
 v = scan(files).to_json()

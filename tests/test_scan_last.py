@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.supply.scan import scan
+from ledger.scanner.static import scan
 
 FM = "---\nname: s\ndescription: s\n---\n\n# s\n\n"
 

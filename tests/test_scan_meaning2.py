@@ -1,14 +1,14 @@
 """Fetch-then-execute spellings the red team found (tests/supply/redteam/README.md), each in a
 second spelling of our own: the scanner must read the behaviour, not the red team's text
-(ledger/supply/meaning/fetchrun.py).  Look-alikes honest READMEs use stay below critical.
+(ledger/scanner/meaning/fetchrun.py).  Look-alikes honest READMEs use stay below critical.
 Hosts are TEST-NET addresses or ``.invalid`` names; nothing here is run."""
 
 from __future__ import annotations
 
 import pytest
 
-from ledger.supply.scan import Verdict, scan
-from ledger.supply.scanrules import SEVERITIES
+from ledger.scanner.rules import SEVERITIES
+from ledger.scanner.static import Verdict, scan
 
 RANK = {s: i for i, s in enumerate(("clean", *reversed(SEVERITIES)))}
 

@@ -1,4 +1,4 @@
-"""Download-and-run written in prose (ledger/supply/meaning/prose.py, docs/scanner.md "Behaviours",
+"""Download-and-run written in prose (ledger/scanner/meaning/prose.py, docs/scanner.md "Behaviours",
 *Prose*): no command to parse, only a sentence that says to get a program and run it.
 
 The shapes follow Koi Security's public ClawHavoc report: a "Prerequisites" step that says to
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.supply.scan import Verdict, scan
-from ledger.supply.scanrules import SEVERITIES
+from ledger.scanner.rules import SEVERITIES
+from ledger.scanner.static import Verdict, scan
 
 RANK = {s: i for i, s in enumerate(("clean", *reversed(SEVERITIES)))}
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.supply.scan import scan
-from ledger.supply.scanfiles import load
+from ledger.scanner.files import load
+from ledger.scanner.static import scan
 
 ROOT = Path(__file__).parent / "supply" / "redteam"
 CASES = sorted(p.parent for p in ROOT.rglob("label.json"))
@@ -84,7 +84,7 @@ def test_redteam_sample(case: Path, tmp_path: Path) -> None:
 # The child builds the input itself (nothing this size is committed) and prints the scan's time.
 _CHILD = r"""
 import sys, time
-from ledger.supply.scan import scan
+from ledger.scanner.static import scan
 FM = "---\nname: h\ndescription: h\n---\n\n"
 kind = sys.argv[1]
 doc = lambda t: {"SKILL.md": ((FM + t).encode(), False)}

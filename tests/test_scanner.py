@@ -1,4 +1,4 @@
-"""The built-in skill scanner (ledger/supply/scan.py, docs/scanner.md): every malicious
+"""The built-in skill scanner (ledger/scanner/static.py, docs/scanner.md): every malicious
 case in tests/supply/ blocks with its rules, no benign one has a critical finding, each
 rule reports the right line, verdicts round-trip exactly, and an external scanner that
 fails is an error, never a clean verdict."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import LedgerError
-from ledger.supply.scan import RULES, Finding, Verdict, merge, run_external, scan
-from ledger.supply.scanfiles import load
-from ledger.supply.scantext import hosts
+from ledger.scanner.files import load
+from ledger.scanner.static import RULES, Finding, Verdict, merge, run_external, scan
+from ledger.scanner.text import hosts
 
 CORPUS = Path(__file__).resolve().parent / "supply"
 Files = dict[str, tuple[bytes, bool]]

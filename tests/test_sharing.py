@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending, deploy, register
 from ledger.brain import Brain
 from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.receipts import read_receipts
 from ledger.errors import StoreError
-from ledger.exchange import sharing
-from ledger.exchange.anchoring import commit_pending, deploy, register
-from ledger.exchange.sharing import clone
 from ledger.protocol.refs import UNVERIFIED_REF
+from ledger.remotes import sharing
+from ledger.remotes.sharing import clone
 from tests.conftest import fingerprint, run_ledger, two_copies
 
 

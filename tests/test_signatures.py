@@ -268,8 +268,8 @@ def test_the_writer_keeps_the_trust_rules(tmp_path: Path, monkeypatch: pytest.Mo
 def test_agent_keys_must_be_committers_of_the_agent_on_chain(tmp_path: Path, node) -> None:
     """§8.5: registering authorizes the brain's agent keys, so an honest chained brain, committed in
     batches, audits clean with --rpc; an agent key not authorized at its snapshot's block fails."""
+    from ledger.anchoring.commits import authorize, commit_pending, deploy, register
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.anchoring import authorize, commit_pending, deploy, register
 
     def chained(name: str) -> Brain:
         brain = Brain.init(tmp_path / name)

@@ -61,7 +61,7 @@ def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monk
     import shutil
     import subprocess
 
-    from ledger.supply.gitsource import signer_of
+    from ledger.sources.gitsource import signer_of
 
     gpg = shutil.which("gpg")
     assert gpg is not None, "gpg is part of the test machine (real signatures, never mocked)"

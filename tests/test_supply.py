@@ -336,9 +336,9 @@ def test_end_to_end_a_brain_on_chain_then_rewritten(chained, node, tmp_path: Pat
     """Brain A publishes signed skills and commits its root on anvil; brain B installs one with its proof
     checked against A's on-chain root.  Then A's remote is rewritten by force: B's update refuses, and
     ``verify --frozen`` names the drift."""
+    from ledger.anchoring.commits import commit_pending
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.anchoring import commit_pending
-    from ledger.exchange.sharing import push
+    from ledger.remotes.sharing import push
 
     a = chained
     a.create("summarise", "Summarise a document", "Read it.\nWrite the summary.\n")

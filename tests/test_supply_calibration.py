@@ -14,11 +14,11 @@ import pytest
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.errors import StoreError
+from ledger.scanner import calibration
+from ledger.scanner.static import SCANNER
 from ledger.store import supply as sp
-from ledger.supply import calibration
 from ledger.supply import installer as installer_mod
 from ledger.supply.installer import Installer
-from ledger.supply.scan import SCANNER
 from tests import tamper_supply as ts
 from tests.conftest import run_ledger
 from tests.test_supply import GOOD, Upstream

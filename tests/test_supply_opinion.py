@@ -13,9 +13,9 @@ import pytest
 from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.errors import SkillError
+from ledger.scanner import cisco
+from ledger.scanner.static import SCANNER
 from ledger.store import supply as sp
-from ledger.supply import cisco
-from ledger.supply.scan import SCANNER
 from tests.conftest import run_ledger
 from tests.test_supply import GOOD, Upstream
 

@@ -1,4 +1,4 @@
-"""ledger.supply.sources: every SOURCE form resolved to pinned candidates, from local fixtures only
+"""ledger.sources.resolve: every SOURCE form resolved to pinned candidates, from local fixtures only
 (git repositories made with plain git, a brain made with the project's API, an HTTP server on loopback)."""
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from ledger.anchoring.commits import commit_pending
 from ledger.brain import Brain
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.registry import Registry
 from ledger.errors import SourceError
-from ledger.exchange import sharing
-from ledger.exchange.anchoring import commit_pending
-from ledger.supply import brainsource
-from ledger.supply.lockfile import render_lock
-from ledger.supply.sources import (
+from ledger.remotes import sharing
+from ledger.sources import brainsource
+from ledger.sources.lockfile import render_lock
+from ledger.sources.resolve import (
     fetch_pinned,
     folder_sha256,
     latest,
@@ -452,7 +452,7 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
 
 
 def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: Path, tmp_path: Path):
-    pytest.importorskip("ledger.supply.scan", reason="'ledger install' needs the scanner, not merged here yet")
+    pytest.importorskip("ledger.scanner.static", reason="'ledger install' needs the scanner, not merged here yet")
     home = tmp_path / "home"
     run_ledger("init", str(home), check=True)
     run_ledger("--brain", str(home), "install", str(skills_repo), "beta", "alpha", check=True)
@@ -491,7 +491,7 @@ def test_a_source_url_with_credentials_is_refused_before_anything_is_fetched(url
 
 
 def test_an_ssh_url_names_its_user_and_is_not_refused_for_it() -> None:
-    from ledger.supply.sources import _no_credentials
+    from ledger.sources.resolve import _no_credentials
 
     _no_credentials("ssh://git@example.invalid/org/skills.git")  # the user of an SSH URL is no secret
 
@@ -648,8 +648,9 @@ def test_the_manifest_never_publishes_a_token_an_older_record_holds() -> None:
 _PEAK = """
 import resource, sys, json
 from ledger.errors import SourceError
-from ledger.supply import candidates, indexsource
-from ledger.supply.sources import resolve
+from ledger.sources import candidates
+from ledger.sources import indexsource
+from ledger.sources.resolve import resolve
 if len(sys.argv) > 2:
     indexsource.MAX_SKILL_BYTES = candidates.MAX_SKILL_BYTES = int(sys.argv[2])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

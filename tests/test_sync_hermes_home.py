@@ -39,7 +39,7 @@ def _category(brain: Path, name: str) -> str | None:
 
 
 def _category_file(brain: Path, rel: str) -> bytes | None:
-    from ledger.exchange.recording import Recorder
+    from ledger.sync.recording import Recorder
 
     with Brain.open(brain) as b:
         return Recorder(b, lambda *_: None)._category_files().get(rel)

@@ -1,5 +1,5 @@
 """A no-op ``ledger sync`` answered from metadata alone (issue 35): the instant record a pass leaves
-for a target it found wholly in step (ledger/exchange/instant.py; docs/layouts.md, "No-op syncs").
+for a target it found wholly in step (ledger/folders/instant.py; docs/layouts.md, "No-op syncs").
 
 Every sync runs the real console entry in a subprocess on real folders.  Which path answered is
 read from the process itself (``click`` and ``ledger.cli`` loaded or not), never from timing.  A
@@ -21,13 +21,13 @@ from pathlib import Path
 
 from ledger._paths import current_keys
 from ledger.brain import Brain
-from ledger.exchange import instant
+from ledger.folders import instant
 from tests.test_sync import _ledger, _setup
 from tests.test_sync_edge import _head
 
 PROBE = (  # which path answered: click exits through SystemExit, so report from atexit
     "import atexit, sys; from ledger._entry import main; sys.argv = ['ledger'] + sys.argv[1:]; "
-    "atexit.register(lambda: print('\\nQUICK' if not {'click', 'ledger.cli', 'ledger.exchange.projection'} "
+    "atexit.register(lambda: print('\\nQUICK' if not {'click', 'ledger.cli', 'ledger.sync.projection'} "
     "& set(sys.modules) else '\\nFULL', file=sys.stderr)); main()"
 )
 NOTES = "Notes.\n" * 8

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from ledger.exchange.descriptors import EXCHANGE, renameat2
+from ledger.folders.descriptors import EXCHANGE, renameat2
 from tests.conftest import LEDGER
 from tests.test_sync import _body, _ledger, _linked, _sync
 

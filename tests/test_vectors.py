@@ -148,7 +148,7 @@ def spec_order(paths: list[str]) -> list[str]:
 def test_folder_sha256_vectors(case: dict) -> None:
     from hashlib import sha256
 
-    from ledger.supply.lockfile import folder_sha256
+    from ledger.sources.lockfile import folder_sha256
 
     files = {f["path"]: (f["utf8"].encode(), f["executable"]) for f in case["files"]}
     assert spec_order(list(files)) == case["order"], "the spec's order"

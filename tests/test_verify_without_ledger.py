@@ -55,8 +55,8 @@ def auditor(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory, node) -> Path:
     """``for-auditor/`` as the page's publish block writes it, from a brain whose head is anchored."""
+    from ledger.anchoring.commits import deploy, register
     from ledger.chain.keys import DEV_KEY_NAME
-    from ledger.exchange.anchoring import deploy, register
 
     root = tmp_path_factory.mktemp("publisher")
     with Brain.init(root / "brain") as brain:

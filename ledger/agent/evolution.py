@@ -23,7 +23,7 @@ from ledger.brain.withholding import refusal
 from ledger.bundle.lint import introduced_errors
 from ledger.bundle.skill import SKILL_MD, check_name, check_support_path, parse_skill_md
 from ledger.errors import SkillError
-from ledger.exchange.layouts import Collection, Found
+from ledger.folders.layouts import Collection, Found
 from ledger.store import gitstore as gs
 
 __all__ = ["apply_payload", "render_index", "render_skill_turn", "synthesis_advice"]

@@ -31,9 +31,9 @@ from ledger.agent.hermes_shapes import (
 from ledger.brain.memo import ObjectMemo, files_of_trees, plain
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, StoreError
-from ledger.exchange.targets import Targets
 from ledger.store import gitstore as gs
 from ledger.store.state import State
+from ledger.sync.targets import Targets
 
 __all__ = ["Listing"]
 

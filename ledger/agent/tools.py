@@ -30,8 +30,8 @@ from ledger.bundle.merkle import format_root
 from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
 from ledger.evals import gate
-from ledger.exchange import merges
-from ledger.exchange.targets import Targets
+from ledger.remotes import lineagemerge
+from ledger.sync.targets import Targets
 
 __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 
@@ -351,7 +351,7 @@ class SkillTools:
         return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
                 "conflicts": targets.conflicts(), "rescued": targets.rescued(),
                 "ignored_held": targets.ignored_held(),  # rules that would hide a file the brain holds: not obeyed
-                "merge_conflicts": merges.describe(merges.conflicts(self.brain))}  # fmt: skip
+                "merge_conflicts": lineagemerge.describe(lineagemerge.conflicts(self.brain))}  # fmt: skip
 
     def skill_outcome(self, **args: Any) -> dict[str, Any]:  # ledger.agent.outcome_tool
         return outcome_tool.record(self.brain, self.actor, self.evidence, {**args, "name": self._visible(args["name"])})

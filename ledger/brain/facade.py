@@ -25,7 +25,8 @@ and read through the named methods below.
 
 This module holds the brain's lifecycle and its public API, each method a delegation to
 the part that does the work.  Sharing, import from folders and the chain are
-services in :mod:`ledger.exchange` that take a brain; the audit never sees one.
+services that take a brain (:mod:`ledger.folders`, :mod:`ledger.sync`, :mod:`ledger.remotes`,
+:mod:`ledger.anchoring`); the audit never sees one.
 """
 
 from __future__ import annotations
@@ -440,7 +441,7 @@ class Brain:
         return self._writer.recover(move_aside=move_aside)
 
     def import_collection(self, coll: Collection, **options: Any) -> dict[str, Any]:
-        """Record ``coll`` (read by :mod:`ledger.exchange.layouts`) as one snapshot, with a report for
+        """Record ``coll`` (read by :mod:`ledger.folders.layouts`) as one snapshot, with a report for
         every skill; see :meth:`ledger.write.importer.Importer.import_collection` for the options."""
         return self._importer.import_collection(coll, **options)
 

@@ -1,5 +1,5 @@
 """A collection of skills as found in a folder: each skill's files, or why it cannot be recorded,
-and the category files beside them.  What :mod:`ledger.exchange.layouts` reads from a
+and the category files beside them.  What :mod:`ledger.folders.layouts` reads from a
 runtime's folder and :class:`ledger.write.importer.Importer` records as one snapshot.
 
 It also holds how Hermes reads a folder (:func:`hermes_shape`) and whether a brain's skills and

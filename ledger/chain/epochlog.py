@@ -12,7 +12,7 @@ from a copy.  Each commit's tree holds two files (their bytes are :mod:`ledger.p
   and each epoch's ``size``, ``root`` (hex), checkpoint (a signed note), ``tx`` and ``block``.
 
 An epoch is recorded *before* its transaction is sent (``tx`` null), so a run killed after
-sending finds it and settles it from the chain (:mod:`ledger.exchange.epochs`).  A copy read
+sending finds it and settles it from the chain (:mod:`ledger.anchoring.epochs`).  A copy read
 from elsewhere is a claim: :func:`read_remote` parses it strictly, and the audit recomputes every
 root from the entries and compares it with the chain's.
 """

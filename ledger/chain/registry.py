@@ -8,7 +8,7 @@ static ABI encoded by hand (:mod:`ledger.chain.abi`), so ``ledger chain status``
 loaded on first use: deploying, registering, authorizing (:meth:`Registry.send`) and the
 users' API (:attr:`Registry.w3`, :meth:`Registry.bound`).  Custom-error revert data is decoded
 with eth-abi, loaded only when a refusal needs explaining.  It knows nothing of a brain: what
-a brain does with the chain is :mod:`ledger.exchange.anchoring`.
+a brain does with the chain is :mod:`ledger.anchoring.commits`.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def attest(ctx: click.Context, args: tuple[str, ...], fmt: str, output: Path | N
      "role": "user"|"agent"|"curator", "keyid": HEX64, "certified_by": HEX40, "withheld": [NAME, ...],
      "output": FILE}
     """
-    from ledger.exchange.attest import attest as make
+    from ledger.attestations.attest import attest as make
 
     if len(args) > 2:
         raise UsageError("give at most REV and NAME")

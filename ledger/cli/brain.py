@@ -83,15 +83,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
         st.pending_chain = pending
         conflicts, rescued, hidden = None, [], []
         if (brain.control / "targets.json").exists():
-            from ledger.exchange.targets import Targets
+            from ledger.sync.targets import Targets
 
             targets = Targets(brain.control)
             conflicts, rescued, hidden = targets.conflicts(), targets.rescued(), targets.ignored_held()
         regressions = st.regressions if st.regressions is not None else brain.evidence.regressions()
         merged: list[dict] | None = None
         if (brain.control / "fleet").is_dir():
-            from ledger.exchange.merges import conflicts as merge_conflicts
-            from ledger.exchange.merges import describe
+            from ledger.remotes.lineagemerge import conflicts as merge_conflicts
+            from ledger.remotes.lineagemerge import describe
 
             merged = describe(merge_conflicts(brain))
         from ledger.evals import gate

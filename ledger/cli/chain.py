@@ -137,7 +137,7 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
     """Compare the on-chain head of this brain's agent with the local head."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry", "agent_id")  # before the chain client is loaded
-        from ledger.exchange.anchoring import chain_status as status_of
+        from ledger.anchoring.commits import chain_status as status_of
 
         st = status_of(brain)
     if as_json:
@@ -202,7 +202,7 @@ def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool
     """Deploy the registry (and its share token) and record the address in the brain's config."""
     with open_brain(ctx) as brain:
         _configured(brain)
-        from ledger.exchange.anchoring import deploy
+        from ledger.anchoring.commits import deploy
 
         cfg = deploy(brain, key=key, password=_prompt_password, force=force)
     emit({"registry": cfg.registry, "chain_id": cfg.chain_id, "block": cfg.deploy_block}) if as_json else click.echo(
@@ -219,11 +219,11 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
     """Register this brain's agent and mint its shares to the signing key."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry")
-        from ledger.exchange.anchoring import register
+        from ledger.anchoring.commits import register
 
         cfg = register(brain, shares=shares, key=key, password=_prompt_password)
+        from ledger.anchoring.commits import shares_of
         from ledger.chain.registry import Registry
-        from ledger.exchange.anchoring import shares_of
 
         token, why = shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
     agent = f"0x{cfg.agent_id:064x}"
@@ -265,7 +265,7 @@ def chain_location(ctx: click.Context, url: str | None, clear: bool, key: str | 
             raise UsageError(exc.message, hint=exc.hint) from exc
     with open_brain(ctx) as brain:
         cfg = _configured(brain, "registry", "agent_id")
-        from ledger.exchange.anchoring import location, set_location
+        from ledger.anchoring.commits import location, set_location
 
         tx = None
         if url is not None or clear:
@@ -288,7 +288,7 @@ def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | N
     """Let ADDRESS commit roots for this agent (owner only)."""
     with open_brain(ctx) as brain:
         _configured(brain, "registry", "agent_id")
-        from ledger.exchange.anchoring import authorize
+        from ledger.anchoring.commits import authorize
 
         authorize(brain, address, not revoke, key=key, password=_prompt_password)
     click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
@@ -325,8 +325,8 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
             else:
                 click.echo(f"nothing to commit: the on-chain head is the local head ({root})")
             return
-        from ledger.exchange.anchoring import as_json as result_json
-        from ledger.exchange.anchoring import commit_pending
+        from ledger.anchoring.commits import as_json as result_json
+        from ledger.anchoring.commits import commit_pending
 
         result = commit_pending(
             brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing")
@@ -374,7 +374,7 @@ def anchor_cmd(
 
     with open_brain(ctx) as operator, ExitStack() as stack:
         _configured(operator, "registry")
-        from ledger.exchange.epochs import anchor_epoch
+        from ledger.anchoring.epochs import anchor_epoch
 
         opened = [stack.enter_context(Brain.open(path)) for path in brains]
         result = anchor_epoch(operator, opened, key=key, password=_prompt_password, location=log_url)

@@ -197,7 +197,7 @@ def print_receipt(ctx: click.Context, receipt: Any, as_json: bool, extra: dict[s
     """
     failed: LedgerError | None = None
     if ctx.obj.get("commit"):
-        from ledger.exchange.anchoring import commit_pending
+        from ledger.anchoring.commits import commit_pending
 
         try:
             with open_brain(ctx) as brain:

@@ -179,8 +179,8 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
 
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
-    from ledger.exchange.attest import read_attestation, verify_attestation
-    from ledger.exchange.attested import AttestationError
+    from ledger.attestations.attest import read_attestation, verify_attestation
+    from ledger.attestations.subjects import AttestationError
 
     try:
         data = read_attestation(path)
@@ -227,7 +227,7 @@ def audit(
 ) -> None:
     """Audit a brain, a clone of one, or its URL (fetched with its receipts); needs no keys and no config."""
     from ledger.audit.lineage import audit_repo
-    from ledger.exchange.sharing import audit_target
+    from ledger.remotes.sharing import audit_target
 
     given = [v is not None for v in (rpc, registry, agent)]
     if any(given) and not all(given):

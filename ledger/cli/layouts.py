@@ -32,7 +32,7 @@ def import_cmd(
     versions: str | None, as_json: bool, **kw: Any,
 ) -> None:  # fmt: skip
     """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
-    from ledger.exchange.layouts import Collection, read
+    from ledger.folders.layouts import Collection, read
 
     with open_brain(ctx) as brain, acting(brain, kw):
         parts = [read(src, layout, brain.limits["file"]) for src in sources]
@@ -88,7 +88,7 @@ def import_cmd(
 def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | None, lock: Path | None,
                site: Path | None, as_json: bool) -> None:  # fmt: skip
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
-    from ledger.exchange.export import export
+    from ledger.folders.export import export
 
     if [dest, lock, site].count(None) != 2 or (site is not None and rev is not None):
         from ledger.errors import UsageError
@@ -121,7 +121,7 @@ def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
     """``ledger export --discovery DIR``: the site's bytes from the served entries, written as one tree."""
     import json
 
-    from ledger.exchange.export import write_tree
+    from ledger.folders.export import write_tree
     from ledger.publish.entries import Entries
     from ledger.publish.site import INDEX, is_site, site_files
 

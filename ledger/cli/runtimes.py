@@ -25,8 +25,8 @@ def runtimes(ctx: click.Context, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ledger._paths import find_brain
-    from ledger.exchange.targets import Targets
-    from ledger.exchange.targets import runtimes as known
+    from ledger.sync.targets import Targets
+    from ledger.sync.targets import runtimes as known
 
     linked: dict[str, str] = {}
     try:
@@ -34,7 +34,7 @@ def runtimes(ctx: click.Context, as_json: bool) -> None:
         linked = {t.path: t.name for t in Targets(root / ".ledger").all()}
     except LedgerError:
         pass  # outside a brain: the runtimes alone
-    from ledger.exchange.targetfs import TargetFS
+    from ledger.folders.folder import TargetFS
 
     rows = []
     for rt in known():
@@ -80,8 +80,8 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
     The folder is made if missing.  Nothing is written until 'ledger sync', which adopts the
     skills already there and projects the brain's.
     """
-    from ledger.exchange.targets import Target, Targets
-    from ledger.exchange.targets import runtimes as known
+    from ledger.sync.targets import Target, Targets
+    from ledger.sync.targets import runtimes as known
 
     if committed and best_verified:
         raise UsageError("--committed and --best-verified are two pins; choose one")
@@ -124,7 +124,7 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
 @click.pass_context
 def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
     """Remove a target; its files are left as they are."""
-    from ledger.exchange.targets import Targets
+    from ledger.sync.targets import Targets
 
     with open_brain(ctx) as brain:
         gone = Targets(brain.control).remove(name)
@@ -161,9 +161,9 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
     --json, after printing the report).  A target found in step by its last pass is checked by
     its files' metadata alone (lstat); --full reads every file.
     """
-    from ledger.exchange.fleet import remote_of
-    from ledger.exchange.projection import Projection
-    from ledger.exchange.targets import Targets
+    from ledger.remotes.fleet import remote_of
+    from ledger.sync.projection import Projection
+    from ledger.sync.targets import Targets
 
     with open_brain(ctx) as brain:
         targets = Targets(brain.control)
@@ -175,7 +175,7 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         committed = _committed_or_none(brain) if any(t.committed for t in chosen) else None
         engine = Projection(brain, targets)
         if watch:
-            from ledger.exchange.watching import watch as run_watch
+            from ledger.sync.watching import watch as run_watch
 
             if take or confirm or restore or full:
                 raise UsageError("--watch does not take --take, --confirm-deletions, --restore or --full",
@@ -196,7 +196,7 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
             if chosen and brain.head().commit != before:  # the targets show the merged result, not one behind
                 again = _committed_or_none(brain) if any(t.committed for t in chosen) else None
                 _fold(report, engine.sync(names, committed=again, full=full))
-        from ledger.exchange.merges import conflicts as merge_conflicts
+        from ledger.remotes.lineagemerge import conflicts as merge_conflicts
 
         report["merge_conflicts"] = sorted(merge_conflicts(brain))
     _say(report, as_json)
@@ -240,8 +240,8 @@ def _fold(report: dict[str, Any], again: dict[str, Any]) -> None:
 
 def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: bool) -> None:
     """``ledger resolve NAME --take ledger|TARGET``: one sync of the targets in conflict on NAME."""
-    from ledger.exchange.projection import Projection
-    from ledger.exchange.targets import Targets
+    from ledger.sync.projection import Projection
+    from ledger.sync.targets import Targets
 
     with open_brain(ctx) as brain:
         targets = Targets(brain.control)
@@ -261,7 +261,7 @@ def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: b
 
 
 def _sync_remote(brain: Any, remote: dict[str, Any]) -> dict[str, Any]:
-    from ledger.exchange.fleet import sync_remote
+    from ledger.remotes.fleet import sync_remote
 
     return sync_remote(brain, remote["url"], commit=bool(remote.get("commit")), key=remote.get("key"))
 
@@ -309,7 +309,7 @@ def remote(ctx: click.Context, as_json: bool) -> None:
     """The shared git remote this brain syncs with (one per brain); shows it."""
     if ctx.invoked_subcommand is not None:
         return
-    from ledger.exchange.fleet import remote_of
+    from ledger.remotes.fleet import remote_of
 
     with open_brain(ctx) as brain:
         doc = remote_of(brain)
@@ -332,7 +332,7 @@ def remote_set(ctx: click.Context, url: str, create: bool, commit: bool, key: st
     recorded absolute, so a sync from anywhere finds it; URLs (ssh://, https://, host:path,
     file://) are kept as given.  A path that does not exist is refused: --create makes it a new
     bare repository.  Later a missing remote is an unreachable one, never made again."""
-    from ledger.exchange.fleet import remote_location
+    from ledger.remotes.fleet import remote_location
 
     with open_brain(ctx) as brain:
         stored, made = remote_location(url, brain.root, create=create)
@@ -356,7 +356,7 @@ def remote_guard(path: Path) -> None:
     """Guard the bare repository PATH: git's pre-receive hook audits every update of main before
     git takes it, so a plain 'git push' of snapshots the brain would refuse is refused there (ADR 27).
     A remote the ledger creates is guarded already."""
-    from ledger.exchange.guard import install
+    from ledger.remotes.guard import install
     from ledger.store.gitstore import GitStore
 
     GitStore(path).close()  # refuses what is not a git repository
@@ -373,7 +373,7 @@ def _committed_or_none(brain: Any) -> bytes | None:
 
 
 def _committed(brain: Any) -> bytes:
-    from ledger.exchange.anchoring import committed_snapshot
+    from ledger.anchoring.commits import committed_snapshot
 
     return committed_snapshot(brain)
 

@@ -36,7 +36,7 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     snapshots this brain lacks, they are fetched, audited and merged, and the push tried
     again (see docs/lineage.md, 'Merges').
     """
-    from ledger.exchange import sharing
+    from ledger.remotes import sharing
 
     with open_brain(ctx) as brain:
         out = sharing.push(brain, remote)
@@ -84,7 +84,7 @@ def _say_merge(merged: dict) -> None:
 @click.pass_context
 def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     """Take REMOTE's snapshots and receipts once they pass the audit; merge where the lineages diverged."""
-    from ledger.exchange import sharing
+    from ledger.remotes import sharing
 
     with open_brain(ctx) as brain:
         out = sharing.pull(brain, remote)
@@ -106,7 +106,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def clone_cmd(remote: str, directory: Path) -> None:
     """Make a new brain in DIRECTORY from REMOTE: snapshots and receipts, audited before use."""
-    from ledger.exchange.sharing import clone
+    from ledger.remotes.sharing import clone
 
     refused: dict[str, str] = {}
     with clone(remote, directory, refused) as brain:
@@ -128,7 +128,7 @@ def resolve(ctx: click.Context, name: str, take: str, as_json: bool) -> None:
 
     Nothing is lost either way: the side not taken stays in the lineage (a merge's second
     parent), or is kept aside and named (a target's copy taken away by 'ledger')."""
-    from ledger.exchange.merges import resolve as settle
+    from ledger.remotes.lineagemerge import resolve as settle
 
     if take in ("kept", "other"):
         with open_brain(ctx) as brain:

@@ -11,7 +11,7 @@ import click
 from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt
 from ledger.errors import UsageError, printable
 
-CISCO = "cisco-ai-skill-scanner"  # ledger.supply.cisco.NAME, named here so that --help loads no scanner
+CISCO = "cisco-ai-skill-scanner"  # ledger.scanner.cisco.NAME, named here so that --help loads no scanner
 
 actor_option = click.option(
     "--actor", type=click.Choice(["user", "curator", "agent"]), default="user", show_default=True,
@@ -276,7 +276,7 @@ def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
 
 def _calibration(verdict: dict[str, Any]) -> None:
     """The error rates recorded for each scanner of a verdict (format 3), or that none were recorded."""
-    from ledger.supply.calibration import describe
+    from ledger.scanner.calibration import describe
 
     if "calibration" not in verdict:
         click.echo(f"{'calibration':12} none recorded (a supply record of format 1 or 2)")
@@ -311,9 +311,9 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: f
     on a held-out corpus it flagged 4 of 10 tricky benign skills (high or above) where the built-in
     rules refused 1, and it takes seconds per skill (docs/scanner.md, "A second opinion").
     """
-    from ledger.supply.scan import merge
-    from ledger.supply.scan import scan as scan_files
-    from ledger.supply.scanfiles import load, skill_dirs
+    from ledger.scanner.files import load, skill_dirs
+    from ledger.scanner.static import merge
+    from ledger.scanner.static import scan as scan_files
 
     found = [d for p in paths for d in skill_dirs(p)]
     if not found:
@@ -322,7 +322,7 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: f
         raise UsageError("--vetted compares one skill with its approved version: scan one skill")
     before = load(vetted)[0] if vetted is not None else None
     if run:
-        from ledger.supply import sandbox
+        from ledger.scanner import sandbox
 
         sandbox.available()  # off where the sandbox cannot be built: said before anything is scanned
     verdicts = {}

@@ -1,4 +1,4 @@
-"""How a brain meets the outside: runtimes' skill folders (layouts, import, export), git
-remotes (push, pull, clone), and the chain (deploy, register, commit).  Services that take
-a brain; the brain never imports them.
+"""Kept only as the import path that guards installed before issue 51 run (their pre-receive hook runs
+``python3 -m ledger.exchange.guard``): a shared remote keeps taking pushes after an upgrade.  Nothing
+else lives here; new hooks run :mod:`ledger.remotes.guard`.
 """

@@ -1,8 +1,8 @@
 """``ledger [--brain B] sync [NAME…] [--no-remote] [--json]`` from the instant records
-(:mod:`ledger.exchange.instant`; docs/layouts.md, "No-op syncs").
+(:mod:`ledger.folders.instant`; docs/layouts.md, "No-op syncs").
 
 Answered when, for every target named (default: all), its record says the whole target was in
-step with the head and nothing it depends on has changed since (:func:`ledger.exchange.instant.in_step`),
+step with the head and nothing it depends on has changed since (:func:`ledger.folders.instant.in_step`),
 and there is nothing else to do: no remote to sync with (none set, or ``--no-remote``, or targets
 named), no merge conflict to list, no killed write, no ``--committed`` target, no sync running.
 Then it prints what the full path prints, byte for byte (tests/test_sync_instant.py), and writes
@@ -38,7 +38,7 @@ def _answer(given: str | None, rest: list[str]) -> str | None:
     import fcntl
 
     from ledger._paths import brain_root
-    from ledger.exchange.instant import LISTS, in_step
+    from ledger.folders.instant import LISTS, in_step
 
     root = brain_root(given, search_up=given is None)
     if root is None or not quiet(root):

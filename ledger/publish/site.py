@@ -11,7 +11,7 @@ each ``<name>.anchor.json``: the entry's ``_meta`` object as the MCP Skills exte
 The skills are exactly those :class:`~ledger.publish.entries.Entries` serves (what the brain withholds,
 or an evaluation gate holds back, is not published), read from the same snapshot.  This module only
 computes the site's bytes (:func:`site_files`) and recognises a previous export (:func:`is_site`); the
-CLI writes them with the export's one atomic tree write (:func:`ledger.exchange.export.write_tree`).
+CLI writes them with the export's one atomic tree write (:func:`ledger.folders.export.write_tree`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ One timeout policy, by what the command does (a timeout is an error, never a han
 One error rule: a failure raises the caller's error class (:class:`~ledger.errors.StoreError` unless
 it names another) saying what failed (``what``, else the command) and why, in git's own words
 (:func:`reason`); ``detail`` holds the command line and git's stderr, passed through the caller's
-``redact`` (a source's URL may carry a credential: :func:`ledger.supply.origins.redacted`).
+``redact`` (a source's URL may carry a credential: :func:`ledger.sources.origins.redacted`).
 """
 
 from __future__ import annotations

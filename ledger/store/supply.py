@@ -251,7 +251,7 @@ def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
 def calibration_problem(cal: Any, scanner: str | None) -> str | None:
     """Why ``cal`` is not a verdict's ``calibration`` (docs/lineage.md §1.7, v1.10), or None when it is:
     an object with exactly one member per name of ``scanner`` split on ``+``, each null or a CAL.  With
-    ``scanner`` None, the members' names are not checked (ledger/supply/calibration.json's shape)."""
+    ``scanner`` None, the members' names are not checked (ledger/scanner/calibration.json's shape)."""
     if not isinstance(cal, dict):
         return "not an object"
     if scanner is not None:

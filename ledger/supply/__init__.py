@@ -1,4 +1,5 @@
-"""Skills from elsewhere: install from other brains and public sources, pinned, scanned,
-quarantined until approved, and revocable (docs/supply-chain.md).  Services that take a
-brain, like :mod:`ledger.exchange`; the brain never imports them.
+"""Skills from elsewhere: installed from a source (:mod:`ledger.sources`) once the scanner
+(:mod:`ledger.scanner`) has read them, pinned, quarantined until approved, and revocable
+(docs/supply-chain.md).  Services that take a brain, like :mod:`ledger.sync` and
+:mod:`ledger.remotes`; the brain never imports them.
 """

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 from ledger.bundle import frontmatter
 from ledger.bundle.skill import SKILL_MD
 from ledger.errors import LedgerError, SkillError, SupplyError
+from ledger.scanner import calibration, cisco, sandbox
+from ledger.scanner import static as scanner
+from ledger.sources import origins, resolve
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from ledger.supply import calibration, cisco, origins, pins, sandbox, sources
-from ledger.supply import scan as scanner
+from ledger.supply import pins
 from ledger.supply.review import Files, installed_files, review, upstream_digests
 
 if TYPE_CHECKING:
@@ -39,21 +41,21 @@ CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/su
 HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
         "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
 # The one source whose signer's word on a skill can be checked: a brain, whose whole lineage is audited and
-# whose signed supply record shows the skill is served, not held (docs/sources.md §3.1, lineage §16.5).
+# whose signed supply record shows the skill is served, not held (docs/resolve.md §3.1, lineage §16.5).
 VOUCHING = ("brain",)
 UNVOUCHED = ("auto-approval trusts a signer only for a skill from its brain, whose audited lineage shows it "
              "serves the skill: an anchor or a signed commit proves the bytes are in what the key signed, not that "
              "it approves them; approve with ledger approve")  # fmt: skip
 
 
-def _links(c: sources.Candidate) -> dict[str, str | None]:
+def _links(c: resolve.Candidate) -> dict[str, str | None]:
     """A candidate's symlinks mapped to their targets (``None`` where its source did not say)."""
     return {rel: c.link_targets.get(rel) for rel in c.symlinks}
 
 
-def _relative(entry: sources.LockEntry, lock_dir: Path) -> sources.LockEntry:
+def _relative(entry: resolve.LockEntry, lock_dir: Path) -> resolve.LockEntry:
     """A ``local`` entry named relative to the lock's folder when it lies inside it: a lock's line may name
-    only such a path (docs/sources.md §1.1); one outside stays as it is, and is refused where it is read."""
+    only such a path (docs/resolve.md §1.1); one outside stays as it is, and is refused where it is read."""
     fields = dict(entry.fields)
     if fields.get("sourceType") != "local" or not isinstance(fields.get("source"), str):
         return entry
@@ -140,7 +142,7 @@ class Installer:
         named without them, and ``stripped`` in the result names what was removed (never a value)."""
         clean = origins.refuse_credentials(source, "the source URL", strip=strip_credentials)
         stripped = origins.credentials(source) if clean != source else []
-        found = sources.resolve(clean, names, pin=pin, rpc=rpc)
+        found = resolve.resolve(clean, names, pin=pin, rpc=rpc)
         if not found:
             raise SupplyError(f"{clean} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
                               "a marketplace.json, a skills-lock.json or an index")  # fmt: skip
@@ -152,7 +154,7 @@ class Installer:
         wanted = pins.locked(lock, rpc=rpc)
         found = []
         for want in wanted:
-            cand = sources.fetch_pinned(want.source, want.pin, want.name)
+            cand = resolve.fetch_pinned(want.source, want.pin, want.name)
             blake3, sha256, _ = upstream_digests(cand.files)
             if (want.sha256 and want.sha256 != sha256) or (want.blake3 and want.blake3 != blake3):
                 raise SupplyError(f"{want.name}: the source serves other bytes at the locked pin "
@@ -167,7 +169,7 @@ class Installer:
                                   hint="install --frozen reproduces a set into a brain that does not hold it yet")
         return self._write(found, f"installed exactly {lock}", frozen=True)
 
-    def _write(self, found: Sequence[sources.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
+    def _write(self, found: Sequence[resolve.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
         """One ``install`` snapshot of every candidate that is not refused.  Each refusal (a scan that
         failed, a revoked digest, a name the brain holds, a SKILL.md that cannot carry the counter) is
         that skill's own outcome, ``{"skill", "status": "refused", "error", "hint"}``, and the rest are
@@ -209,7 +211,7 @@ class Installer:
             receipt = w.apply("install", updates, changes, note, supply=record)
         return {**out, "commit": receipt.commit, "root": receipt.root, "signer": receipt.signer}
 
-    def _one(self, w: Writing, cand: sources.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
+    def _one(self, w: Writing, cand: resolve.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
              updates: dict[str, gs.FileMap], changes: list[gs.Change]) -> tuple[dict[str, Any], sp.Supply]:  # fmt: skip
         """One candidate's row and the record with its entry; ``updates`` and ``changes`` gain its write.
         Raises (changing nothing) when this skill is refused."""
@@ -242,7 +244,7 @@ class Installer:
                   else {})}  # fmt: skip
         return row, record.with_entry(cand.name, entry)
 
-    def _refuse_revoked(self, record: sp.Supply, cand: sources.Candidate, blake3: str, sha256: str) -> None:
+    def _refuse_revoked(self, record: sp.Supply, cand: resolve.Candidate, blake3: str, sha256: str) -> None:
         digests = (blake3, "sha256:" + sha256)
         hit = record.is_revoked(*digests) or next((d for d in digests if d in cand.revoked), None)
         if hit is not None:
@@ -354,7 +356,7 @@ class Installer:
             found = [e.digests() for e in record.skills.values() if e.source["url"] == url
                      and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
             if not found:  # nothing of it installed here: revoke what the source serves at that pin
-                for cand in sources.resolve(url, (), pin=pin):
+                for cand in resolve.resolve(url, (), pin=pin):
                     blake3, sha256, _ = upstream_digests(cand.files)
                     found.append((blake3, "sha256:" + sha256))
             for pair in found:
@@ -379,7 +381,7 @@ class Installer:
         out = []
         for name, entry in sorted(self.record().skills.items()):
             try:
-                cand = sources.latest(entry.source, name, entry.pin)
+                cand = resolve.latest(entry.source, name, entry.pin)
                 pins.require_held(entry.source, name, entry.pin, entry.signer, cand)  # what update would refuse
             except LedgerError as exc:
                 out.append({"skill": name, "pin": entry.pin, "error": exc.message})
@@ -397,8 +399,8 @@ class Installer:
         entry = self.entry(name)
         if entry.state == sp.REVOKED:
             raise SupplyError(f"{name} is revoked; it is not updated", hint="delete it, or install another skill")
-        cand = (sources.resolve(entry.source["url"], [name], pin=pin)[0] if pin
-                else sources.latest(entry.source, name, entry.pin))  # fmt: skip
+        cand = (resolve.resolve(entry.source["url"], [name], pin=pin)[0] if pin
+                else resolve.latest(entry.source, name, entry.pin))  # fmt: skip
         pins.require_descends(entry.source, entry.pin, cand.pin)
         pins.require_held(entry.source, name, entry.pin, entry.signer, cand)
         blake3, sha256, per_file = upstream_digests(cand.files)
@@ -462,7 +464,7 @@ class Installer:
                 row["problem"] = "revoked"
             if sources_too:
                 try:
-                    cand = sources.fetch_pinned(entry.source, entry.pin, name)
+                    cand = resolve.fetch_pinned(entry.source, entry.pin, name)
                     served = upstream_digests(cand.files)
                     row["source"] = "serves the pin" if served[1] == entry.sha256 else "serves other bytes"
                     if served[1] != entry.sha256:
@@ -478,5 +480,5 @@ class Installer:
     def export_lock(self, path: Path) -> dict[str, Any]:
         """This brain's installed set as the ``skills`` CLI's ``skills-lock.json``."""
         entries = [_relative(e, Path(path).absolute().parent) for e in pins.lock_entries(self.record().skills)]
-        sources.write_lock(entries, path)
+        resolve.write_lock(entries, path)
         return {"path": str(path), "skills": sorted(self.record().skills)}

@@ -29,11 +29,11 @@ from ledger.errors import LedgerError, SkillNotFoundError
 from ledger.protocol import signing
 from ledger.protocol.bundlehash import KIND_EXEC, format_root
 from ledger.protocol.jcs import canonical as jcs
+from ledger.sources import origins
+from ledger.sources.lockfile import folder_sha256
 from ledger.store import gitstore as gs
 from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record, skill_blake3
-from ledger.supply import origins
-from ledger.supply.lockfile import folder_sha256
 
 __all__ = [
     "ERC8239_TYPE", "EXTENSION", "FORMAT", "LEDGER_KEYS", "Manifest", "ManifestError", "build", "canonical_json",
@@ -175,7 +175,7 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 def public_location(value: str) -> str:
     """A recorded source location as a published manifest may name it: a URL without its userinfo
     (``user:pass@``, ``token@``, ``git@``: the ledger cannot tell a login from a secret) and without a query
-    parameter or fragment that carries a credential (:func:`~ledger.supply.origins.credentials`), an scp-like
+    parameter or fragment that carries a credential (:func:`~ledger.sources.origins.credentials`), an scp-like
     ``user@host:path`` as ``host:path``, and a local path or ``file://`` URL as ``local:<basename>``
     (where a machine keeps a repository says nothing to a reader and may name a person)."""
     scheme, sep, rest = value.partition("://")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import SourceError, SupplyError
+from ledger.sources import gitsource, origins, resolve
 from ledger.store import supply as sp
 from ledger.store.git import Git
-from ledger.supply import gitsource, origins, sources
 
 __all__ = ["Locked", "lock_entries", "locked", "require_descends", "require_held"]
 
@@ -43,13 +43,13 @@ PINNED_SIGNER = ("index",)  # source types whose signer is the one key of a sign
 
 
 def require_held(source: Mapping[str, Any], name: str, old: Mapping[str, Any], signer: str | None,
-                 cand: sources.Candidate) -> None:  # fmt: skip
+                 cand: resolve.Candidate) -> None:  # fmt: skip
     """Refuse an update ``cand`` of ``name`` that gives up what its pin ``old`` (signed by ``signer``) held:
-    an anchor (the same rule as :func:`~ledger.supply.sources.fetch_pinned`), the anchor's signer (a new
+    an anchor (the same rule as :func:`~ledger.sources.resolve.fetch_pinned`), the anchor's signer (a new
     version by another key is another publisher's, taken only by a deliberate new install), and the
     anchor's version, which never goes back (a replayed older signed snapshot)."""
     url = origins.redacted(str(source.get("url", "")))
-    sources.require_kept(dict(source), name, dict(old), dict(cand.pin))
+    resolve.require_kept(dict(source), name, dict(old), dict(cand.pin))
     if source.get("type") not in PINNED_SIGNER or "root" not in old:
         return
     if signer and (cand.signer or "").lower() != signer.lower():
@@ -79,8 +79,8 @@ def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
     """The set a ``skills-lock.json`` pins, or the set another brain's supply record pins."""
     path = Path(lock)
     if path.is_file():
-        return [Locked(e.name, e.source, e.pin, e.sha256, None) for e in sources.read_lock(path)]
-    record = sources.supply_of(lock, rpc=rpc)
+        return [Locked(e.name, e.source, e.pin, e.sha256, None) for e in resolve.read_lock(path)]
+    record = resolve.supply_of(lock, rpc=rpc)
     if not record.skills:
         raise SupplyError(f"{lock} installed no skill from elsewhere: there is nothing to reproduce")
     for name, entry in record.skills.items():  # another brain's record is a third party's document
@@ -89,7 +89,7 @@ def locked(lock: str, *, rpc: str | None = None) -> list[Locked]:
 
 
 def _remote_source(source: Mapping[str, Any], where: str) -> None:
-    """Every location of a recorded source as a third party may name it (:func:`~ledger.supply.origins.remote`;
+    """Every location of a recorded source as a third party may name it (:func:`~ledger.sources.origins.remote`;
     an index at an https URL): a brain's record cannot send this installer to its own disk."""
     for value in source.values():
         if isinstance(value, str):
@@ -107,4 +107,4 @@ def _remote_source(source: Mapping[str, Any], where: str) -> None:
 
 def lock_entries(installed: Mapping[str, sp.Entry]) -> list[Any]:
     """This brain's installed set as ``skills-lock.json`` entries."""
-    return [sources.lock_entry(n, e.source, e.pin, e.sha256) for n, e in sorted(installed.items())]
+    return [resolve.lock_entry(n, e.source, e.pin, e.sha256) for n, e in sorted(installed.items())]

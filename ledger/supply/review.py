@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from ledger.bundle import frontmatter
 from ledger.bundle.skill import SKILL_MD, counter_zeroed
 from ledger.errors import LedgerError
-from ledger.exchange.merging import merge
+from ledger.sources.resolve import folder_sha256
 from ledger.store import supply as sp
 from ledger.store import treehash as th
 from ledger.store.skilltree import skills_of
-from ledger.supply.sources import folder_sha256
+from ledger.sync.filemerge import merge
 
 if TYPE_CHECKING:
     from ledger.brain import Brain

@@ -3,7 +3,7 @@
 Every commit on ``main`` is sealed, written, published and moved here, in the write layer,
 beside :class:`~ledger.write.apply.Writer`, whose lock the caller holds: one place that
 checks the base, signs (refusing under the policy ``signed``, ADR 26) and moves the head by
-the journaled roll-forward.  A merge is *planned* by :mod:`ledger.exchange.merges` (which
+the journaled roll-forward.  A merge is *planned* by :mod:`ledger.remotes.lineagemerge` (which
 skills, which versions, which trees); only its commit is made here (docs/lineage.md §9).
 """
 
