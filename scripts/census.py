@@ -54,7 +54,7 @@ def census(root: Path) -> dict[str, object]:
     git_sites: Counter[str] = Counter()
     runners, find_brain, proof_errors, jcs, merkle, replaces = [], [], [], set(), set(), Counter()
     caches: set[str] = set()
-    parts = _brain_parts(mods)
+    parts = {p.lstrip("_") for p in _brain_parts(mods)}  # a part made private and shown by a property still counts
     reach: Counter[str] = Counter()
     for name, (path, tree) in mods.items():
         text = path.read_text()
@@ -76,13 +76,13 @@ def census(root: Path) -> dict[str, object]:
                 replaces[name] += 1
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rfc8785":
                 jcs.add(name)
-            if isinstance(node, ast.Attribute) and node.attr in parts and not name.startswith("ledger.brain"):
+            outside = not name.startswith("ledger.brain")
+            if isinstance(node, ast.Attribute) and node.attr.lstrip("_") in parts and outside:
                 base = ast.unparse(node.value)
                 if base == "brain" or base.endswith(".brain"):
-                    reach[node.attr] += 1
-        defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        if defs & {"leaf_hash", "_leaf_hash"} and defs & {"_node", "node_hash", "_node_hash", "interior"}:
-            merkle.add(name)  # an RFC 6962-shaped core: a leaf hash and an interior-node hash
+                    reach[node.attr.lstrip("_")] += 1
+        if re.search(r"for i in range\(0, len\((\w+)\) - 1, 2\)", text):
+            merkle.add(name)  # a Merkle core: a level's nodes paired into the next
     packages = Counter(n.rsplit(".", 1)[0] if n.count(".") > 1 else n for n in mods)
     return {
         "lines": lines, "modules": len(mods),

@@ -1,4 +1,4 @@
-"""A narrow Brain (ADR 67): the store shown read-only, every other part private, one write context."""
+"""A narrow Brain (ADR 72): the store shown read-only, every other part private, one write context."""
 
 from __future__ import annotations
 

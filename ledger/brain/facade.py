@@ -6,7 +6,7 @@ A brain is a directory::
     <brain>/.git/                        the snapshot store (configured bare)
     <brain>/.ledger/                     control: config, lock, journal, cache
 
-:class:`Brain` is a facade over parts, each with its own state (ADR 22), and narrow (ADR 67): as dulwich's
+:class:`Brain` is a facade over parts, each with its own state (ADR 22), and narrow (ADR 72): as dulwich's
 ``Repo`` shows ``object_store`` and ``refs``, a brain shows ``root``, its snapshot store ``store`` (read-only),
 the paths ``control`` and ``skills_dir``, the outcome log ``evidence`` and the ``categories`` docs/layouts.md
 names.  Every other part is private:

@@ -1,4 +1,4 @@
-"""The one write context a service holds: ``with brain.writing(actor=…) as w:`` (ADR 67).
+"""The one write context a service holds: ``with brain.writing(actor=…) as w:`` (ADR 72).
 
 Inside the block the brain's writer lock is held (re-entrant, so the writes that take it
 themselves nest) and every snapshot is attributed to ``actor`` and its evidence, exactly as

@@ -1,4 +1,4 @@
-"""The one git runner: every ``git`` command line the ledger runs is built and run here (ADR 68).
+"""The one git runner: every ``git`` command line the ledger runs is built and run here (ADR 71).
 
 One environment rule: a child git gets :func:`ledger._env.child_env` (this process's secrets
 withheld), plus whatever variables a caller adds (``GIT_ALLOW_PROTOCOL``, no terminal prompts).
