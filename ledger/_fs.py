@@ -23,12 +23,13 @@ the store, reads by the very same rule:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from ledger._json import loads_local
 
 __all__ = ["CACHE_DIR", "CATALOG", "DIGESTS", "EVIDENCE_BATCHES", "EVIDENCE_CHECKED", "EVIDENCE_FIGURES",
            "EVIDENCE_IDS", "HERMES_LISTING", "MISS", "PENDING", "REGRESSIONS", "ROOT_INDEX", "STAT", "SUPPLY",
@@ -122,7 +123,7 @@ def read_cache(path: str | os.PathLike[str], decode: Callable[[bytes], T | None]
 def read_cache_json(path: str | os.PathLike[str], check: Callable[[Any], T | None]) -> T | None:
     """:func:`read_cache` of a JSON file: ``check`` of the parsed document (any shape: ``check``
     looks at what it uses and returns ``None`` for what it does not want)."""
-    return read_cache(path, lambda data: check(json.loads(data)))
+    return read_cache(path, lambda data: check(loads_local(data)))
 
 
 def append_cache(path: str | os.PathLike[str], data: bytes) -> bool:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
-__all__ = ["MAX_INT", "STRING", "STRINGS", "depth", "no_constant", "shown", "unique_keys"]
+__all__ = ["MAX_INT", "STRING", "STRINGS", "depth", "loads_local", "no_constant", "shown", "unique_keys"]
 
 MAX_INT = 2**53 - 1  # I-JSON's safe integers (RFC 7493 §2.2), all RFC 8785 writes
 
@@ -31,6 +32,26 @@ def depth(data: bytes) -> int:
         level += 1 if match.group() in (b"[", b"{") else -1
         deepest = max(deepest, level)
     return deepest
+
+
+_SAFE_LIMIT = 2000  # nesting json's C decoder can reach on any thread's stack; Python's default is 1000
+
+
+def loads_local(data: bytes | str) -> Any:
+    """``json.loads`` of a file this machine wrote (a cache), which a crash or a hand may have damaged.
+
+    py_ecc (imported with eth-account) raises the recursion limit to 100,000 on import, past what the C
+    stack holds, so a deeply nested file would crash the process instead of raising RecursionError.  Too
+    big to measure with :func:`depth` on every read (a 10,000-skill stat cache is 2.6 MB), it is parsed
+    under a limit the stack holds; any failure is the caller's miss."""
+    limit = sys.getrecursionlimit()
+    if limit <= _SAFE_LIMIT:
+        return json.loads(data)
+    sys.setrecursionlimit(_SAFE_LIMIT)
+    try:
+        return json.loads(data)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

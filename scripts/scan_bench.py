@@ -40,7 +40,7 @@ from ledger.scanner.files import load, skill_dirs
 from ledger.scanner.static import SCANNER, scan
 
 ROOT = Path(__file__).resolve().parent.parent
-CALIBRATION = ROOT / "ledger" / "supply" / "calibration.json"
+CALIBRATION = ROOT / "ledger" / "scanner" / "calibration.json"
 CISCO = "ext:cisco-ai-skill-scanner"
 HIGH = ("critical", "high")
 Z95 = 1.96

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -183,3 +185,18 @@ def test_a_cache_reader_misses_and_never_raises(tmp_path: Path) -> None:
     assert state.write_json(PENDING, {"pending": 3}) and state.read_json(PENDING, want) == 3
     assert read_cache(tmp_path / "nowhere" / "x.bin", bytes) is None
     assert read_cache_json(state.path(PENDING), want) == 3
+
+
+def test_a_deeply_nested_cache_file_is_a_miss_even_after_eth_account_raised_the_recursion_limit(
+        tmp_path: Path) -> None:  # fmt: skip
+    """py_ecc (imported with eth-account, as every signing command does) raises the recursion limit to
+    100,000 on import, past what the C stack holds: a damaged cache file nested that deep must still be a
+    miss, not a segfault.  In a child process, so a crash fails this test rather than the test worker."""
+    deep = tmp_path / "pending-v1.json"
+    deep.write_bytes(b"[" * 200_000)
+    code = ("import sys, eth_account; from ledger._fs import read_cache_json; "
+            "assert sys.getrecursionlimit() >= 100_000; "
+            f"print(read_cache_json({str(deep)!r}, lambda doc: doc), sys.getrecursionlimit())")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.split() == ["None", "100000"]  # a miss, and the limit is given back

@@ -137,7 +137,7 @@ def test_the_cisco_report_maps_onto_our_severities(tmp_path: Path) -> None:
 
 
 def test_the_cisco_lock_pins_its_version_and_ships_in_the_package() -> None:
-    assert cisco.LOCK == ROOT / "ledger" / "supply" / "cisco-scanner.txt"
+    assert cisco.LOCK == ROOT / "ledger" / "scanner" / "cisco-scanner.txt"
     assert cisco.version() == "2.3.2"
     assert "--hash=sha256:" in cisco.LOCK.read_text()
 

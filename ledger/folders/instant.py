@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from blake3 import blake3
 
 from ledger._fs import CACHE_DIR, atomic_write, cache_name, instant_record
+from ledger._json import loads_local
 from ledger._paths import current_keys, stat_fields, stat_key
 
 __all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "controls", "digest_of", "in_step", "read_file",
@@ -176,7 +177,7 @@ class Record:
         """The record at ``path``; None if there is none, or it is damaged in any way."""
         try:
             with open(path, "rb") as fh:
-                doc = json.loads(fh.read())
+                doc = loads_local(fh.read())
             if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
                 return None
             rec = cls.__new__(cls)
@@ -184,7 +185,7 @@ class Record:
             rec.scan = (doc["scan"], doc["scan_key"])
             rec.names, rec.dirs, rec.shape, rec.shapes, rec.keys = (doc[k] for k in ("names", "dirs", "shape",
                                                                                       "shapes", "keys"))  # fmt: skip
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None  # a corrupt record is no record
         strings = (rec.controls, rec.manifest, rec.commit, rec.scan[1])
         columns = (rec.names, rec.dirs, rec.keys, rec.scan[0], *rec.shapes)
