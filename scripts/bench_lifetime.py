@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bench import make_brain, median_time, skill_text  # scripts/ is on sys.path when run as a script
-from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
+from scratch import remove_brain, scratch_dir, wait_for_packer  # scripts/scratch.py: waits for the packers
 
 from ledger.brain import Brain
 from ledger.chain import anvil
@@ -52,29 +52,7 @@ def dir_size(path: Path) -> int:
 
 def settle(brain: Brain) -> None:
     """Wait for a detached packer to finish (it holds .ledger/gc.lock)."""
-    _wait_for_packer(brain.control)
-
-
-def _wait_for_packer(control: Path) -> None:
-    import fcntl
-
-    fd = os.open(control / "gc.lock", os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.close(fd)
-
-
-def remove(path: Path) -> None:
-    """Delete a directory that may hold a brain whose detached packer is still starting or running:
-    it takes .ledger/gc.lock only once it runs, so wait for the lock and retry until the tree is gone."""
-    for _ in range(100):
-        if (path / ".ledger").is_dir():
-            _wait_for_packer(path / ".ledger")
-        try:
-            shutil.rmtree(path)
-            return
-        except OSError:
-            time.sleep(0.1)
-    shutil.rmtree(path)
+    wait_for_packer(brain.root)
 
 
 def storage_and_latency(tmp: Path, skills: int, upserts: int) -> dict:
@@ -170,7 +148,7 @@ def bulk(tmp: Path, skills: int, rounds: int = 3) -> dict:
             times[key].append(time.perf_counter() - t)
             assert proc.returncode == 0, proc.stderr
         for path in (gitwork, cpwork, snap, imp):
-            remove(path)
+            remove_brain(path)
     med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
     return {"bulk_skills": skills, "bulk_rounds": rounds, "git_add_commit_bulk_s": med["git"],
             "cp_git_add_commit_bulk_s": med["cp_git"],
@@ -196,7 +174,7 @@ def scale(tmp: Path, big: int, small: int, k: int) -> dict:
             assert proc.returncode == 0, proc.stderr
             out["cli_upsert_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
         settle(brain)
-        remove(tmp / f"scale-{n}")
+        remove_brain(tmp / f"scale-{n}")
     out["upsert_small_s"] = out["curve"][0][1]
     out["upsert_big_s"] = out["curve"][-1][1]
     return out
@@ -259,7 +237,7 @@ def main() -> None:
         res.update(chain_free(tmp, brain_root, args.repeat))
         with Brain.open(brain_root) as done:
             settle(done)
-        remove(brain_root)
+        remove_brain(brain_root)
         print(f"== bulk: {args.skills} skills", file=sys.stderr)
         res.update(bulk(tmp, args.skills))
         print(f"== scale: up to {args.big} skills", file=sys.stderr)

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import BODY, make_brain
-from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
+from scratch import remove_brain, scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
@@ -155,7 +155,7 @@ def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
                     times[key].append(time.perf_counter() - t)
                     assert proc.returncode == 0, proc.stderr
                 shutil.rmtree(work)
-                shutil.rmtree(brain)
+                remove_brain(brain)  # the snapshot's detached packer may still be writing in it
             tag = f"{'counters' if counter else 'no_counters'}_{'sync' if synced else 'nosync'}"
             out[f"snapshot_{tag}_s"] = statistics.median(times["snapshot"])
             out[f"git_{tag}_s"] = statistics.median(times["git"])
@@ -232,7 +232,7 @@ def main() -> None:
                 line = "  ".join(f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"
                                  for k, v in figs.items() if isinstance(v, dict))  # fmt: skip
                 print(f"{n:>7} skills, {where:10}: {line}", file=sys.stderr)
-            shutil.rmtree(root)
+            remove_brain(root)
         if not args.reads_only:
             result.update(bulk(Path(d), args.bulk, args.rounds))
             result.update(gas(Path(d)))
