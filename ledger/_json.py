@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing stays out of the fast path's start: every annotation here is a string
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_INT", "STRING", "STRINGS", "depth", "loads_local", "no_constant", "shown", "unique_keys"]
 
