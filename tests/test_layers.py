@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ledger"
 # Bottom-up.  A module may import its own package and any package below it.
 LAYERS: list[tuple[str, ...]] = [
     ("ledger.errors", "ledger._env", "ledger._faults", "ledger._json", "ledger._native", "ledger._paths",
-     "ledger._fs"),  # errors, utilities
+     "ledger._fs", "ledger.reports"),  # errors, utilities
     ("ledger.protocol",),  # the spec as pure code: bytes in, bytes out; no git, no RPC, no disk
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys

@@ -86,7 +86,36 @@ def read_text(source: str, limit: int, what: str) -> str:
 
 
 def emit(doc: Any) -> None:
+    """Print one JSON document: a :class:`~ledger.reports.Report` (its ``to_json()``) or plain data."""
+    if hasattr(doc, "to_json"):
+        doc = doc.to_json()
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def returns(*reports: type) -> Callable[[F], F]:
+    """Name the reports a command's ``--json`` prints (:class:`~ledger.reports.Report` subclasses;
+    more than one when it prints one of several, as a write prints :class:`~ledger.reports.NoChange`).
+
+    Put it above ``@main.command()``/``@group.command()`` (it marks the command) or below
+    (it marks the function); ``report_of`` finds it either way. docs/json.md and the tests
+    that walk click's tree read it: a command's JSON has one schema, shared with MCP.
+    """
+
+    def mark(obj: F) -> F:
+        obj.ledger_reports = reports  # type: ignore[attr-defined]
+        return obj
+
+    return mark
+
+
+def reports_of(cmd: click.Command) -> tuple[type, ...]:
+    """The reports ``cmd`` prints with ``--json`` (see :func:`returns`); empty when unnamed."""
+    found = getattr(cmd, "ledger_reports", ())
+    fn = cmd.callback
+    while not found and fn is not None:
+        found = getattr(fn, "ledger_reports", ())
+        fn = getattr(fn, "__wrapped__", None)
+    return tuple(found)
 
 
 PAGERS = ("LEDGER_PAGER", "GIT_PAGER", "PAGER")  # the first one set is the pager, as git reads GIT_PAGER then PAGER
@@ -314,7 +343,9 @@ def mutate(ctx: click.Context, kw: dict[str, Any], op: Callable[[Any], Any]) -> 
 
 def nothing_to_do(message: str, as_json: bool) -> None:
     if as_json:
-        emit({"changed": False, "reason": message})
+        from ledger.reports import NoChange
+
+        emit(NoChange(reason=message))
     else:
         click.echo(f"nothing to do: {message}", err=True)
 
