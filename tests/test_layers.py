@@ -33,8 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.attestations",),  # OMS and in-toto attestations of a snapshot, made and checked
     ("ledger.anchoring",),  # the brain on chain: deploy, register, commit roots, epochs
     ("ledger.sync",),  # ledger sync: passes over targets, the journal, the three-way file merge
-    ("ledger.remotes", "ledger.sync.run"),  # git remotes: push, pull, clone, the fleet, the guard, lineage merges;
-    # the sync use case, both halves: the targets' passes and the shared remote's
+    ("ledger.remotes", "ledger.sync.run", "ledger.sync.status"),  # git remotes: push, pull, clone, the fleet, the
+    # guard, lineage merges; the sync use cases, both halves: the targets' passes (and what they left unsettled)
+    # and the shared remote's
     ("ledger.scanner",),  # the scanner: static rules, what scripts mean, the sandboxed run, a second opinion
     ("ledger.sources",),  # where skills from elsewhere come from, each read into pinned candidates
     ("ledger.supply",),  # skills from elsewhere installed: pins, review, quarantine, revocation, manifests

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from ledger.reports import OMIT, Report, optional
 
-__all__ = ["Held", "IgnoredHeld", "LeftAlone", "LinkReport", "Recorded", "RemoteSyncReport", "RemoteTick",
-           "Rescued", "RuntimeRow", "RuntimesReport", "SyncReport", "TargetReport", "UnlinkReport"]  # fmt: skip
+__all__ = ["Held", "HiddenHeld", "IgnoredHeld", "KeptCopy", "LeftAlone", "LinkReport", "LinkedTarget", "Recorded",
+           "RemoteSyncReport", "RemoteTick", "Rescued", "RuntimeRow", "RuntimesReport", "SyncReport",
+           "SyncStatusReport", "TargetReport", "UnlinkReport"]  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,3 +243,51 @@ class UnlinkReport(Report):
 
     unlinked: str
     path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkedTarget(Report):
+    """A linked target: its name, folder and layout."""
+
+    name: str
+    path: str
+    layout: str
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptCopy(Report):
+    """A copy a sync kept aside in a target (``path``), what it is (``kind``) and why; ``at``: when."""
+
+    target: str
+    path: str
+    skill: str
+    kind: str
+    why: str
+    at: str = optional()
+
+
+@dataclasses.dataclass(frozen=True)
+class HiddenHeld(Report):
+    """A file the brain holds in ``target`` that an ignore rule would hide: the rule is not obeyed for it."""
+
+    target: str
+    skill: str
+    path: str
+    rule: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncStatusReport(Report):
+    """What is unsettled between the brain and its targets, read from ``.ledger/`` alone (no target is
+    read, nothing is written): the MCP tool ``skills_sync_status``.
+
+    ``conflicts``: each skill changed on both sides since the last sync (``target``, ``path``,
+    ``skill`` and the conflict's detail); ``merge_conflicts``: each skill two machines changed in
+    ways that did not merge (``skill`` and its detail)."""
+
+    targets: tuple[LinkedTarget, ...]
+    conflicts: tuple[dict[str, Any], ...]  # the manifests' entries as they are (three kinds, each its own detail)
+    rescued: tuple[KeptCopy, ...]
+    ignored_held: tuple[HiddenHeld, ...]
+    merge_conflicts: tuple[dict[str, Any], ...]  # ledger.remotes.lineagemerge.describe: the merge's own detail
