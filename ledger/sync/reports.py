@@ -19,6 +19,13 @@ __all__ = ["Held", "HiddenHeld", "IgnoredHeld", "KeptCopy", "LeftAlone", "LinkRe
            "SyncStatusReport", "TargetReport", "UnlinkReport"]  # fmt: skip
 
 
+def _known(cls: type, doc: Mapping[str, Any]) -> None:
+    """Refuse a key the report does not carry: it would be dropped from the document silently."""
+    unknown = set(doc) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field for {', '.join(sorted(unknown))}: add it to the report")
+
+
 @dataclasses.dataclass(frozen=True)
 class Recorded(Report):
     """A change found in a target and recorded in the brain (``version`` null: no new version)."""
@@ -92,6 +99,7 @@ class TargetReport(Report):
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> TargetReport:
         """The engine's document of one target, typed; its keys keep the engine's order."""
+        _known(cls, doc)
         report = cls(name=doc["name"], path=doc["path"], status=doc["status"],
                      recorded=tuple(Recorded(**r) for r in doc["recorded"]), projected=tuple(doc["projected"]),
                      removed=tuple(doc["removed"]), conflicts=tuple(dict(c) for c in doc["conflicts"]),
@@ -157,6 +165,7 @@ class SyncReport(Report):
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> SyncReport:
+        _known(cls, doc)
         return cls(targets=tuple(TargetReport.of(t) for t in doc["targets"]), conflicts=doc["conflicts"],
                    refused=doc["refused"],
                    remote=RemoteSyncReport.of(doc["remote"]) if doc.get("remote") is not None else OMIT,
