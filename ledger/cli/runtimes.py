@@ -16,8 +16,18 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain, returns, say_refused_refs
 from ledger.errors import LedgerError, UsageError
-from ledger.remotes.fleet import GuardReport, RemoteReport, RemoteSetReport, RemoteUnsetReport
-from ledger.sync.reports import LinkReport, RemoteSyncReport, RemoteTick, RuntimesReport, SyncReport, UnlinkReport
+from ledger.sync.reports import (
+    GuardReport,
+    LinkReport,
+    RemoteReport,
+    RemoteSetReport,
+    RemoteSyncReport,
+    RemoteTick,
+    RemoteUnsetReport,
+    RuntimesReport,
+    SyncReport,
+    UnlinkReport,
+)
 
 if TYPE_CHECKING:
     from ledger.sync.reports import RuntimeRow

@@ -16,7 +16,6 @@ A remote that cannot be reached is not an error of the brain: the sync reports
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -26,63 +25,14 @@ from urllib.parse import unquote, urlsplit
 from ledger.brain import Brain
 from ledger.errors import ChainError, LedgerError, StoreError, UsageError
 from ledger.remotes import sharing
-from ledger.reports import OMIT, Report, optional
+from ledger.reports import OMIT
+from ledger.sync.reports import GuardReport, RemoteReport, RemoteSetReport, RemoteUnsetReport
 
 __all__ = ["COMMIT_ATTEMPTS", "GuardReport", "RemoteReport", "RemoteSetReport", "RemoteUnsetReport",
            "is_url", "remote_location", "remote_of", "set_remote", "show_remote", "sync_remote",
            "unset_remote"]  # fmt: skip
 
 COMMIT_ATTEMPTS = 6  # StaleParent → fetch, merge, push, commit again; each round another machine won
-
-
-_SCHEMA = "https://json-schema.org/draft/2020-12/schema"
-
-
-@dataclasses.dataclass(frozen=True)
-class RemoteReport(Report):
-    """``ledger remote``: the shared remote as ``.ledger/config.json`` records it (``url``; ``commit``:
-    anchored on chain after each push, by ``key`` when named), or null when none is set."""
-
-    remote: dict[str, Any] | None  # the config's entry as it is: a key another release wrote is shown too
-
-    def to_json(self) -> dict[str, Any] | None:  # type: ignore[override]
-        return None if self.remote is None else dict(self.remote)
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return {"$schema": _SCHEMA, "title": cls.__name__, **cls.json_schema()}
-
-    @classmethod
-    def json_schema(cls) -> dict[str, Any]:
-        entry = {"type": "object", "required": ["url"], "additionalProperties": True,
-                 "properties": {"url": {"type": "string"}, "commit": {"type": "boolean"}, "key": {"type": "string"}}}
-        return {"anyOf": [entry, {"type": "null"}], "description": " ".join((cls.__doc__ or "").split())}
-
-
-@dataclasses.dataclass(frozen=True)
-class RemoteSetReport(Report):
-    """``ledger remote set``: the remote recorded (``url``: a path made absolute), whether it anchors on
-    chain after each push (``commit``, by ``key`` when named), and whether a new bare repository was made."""
-
-    url: str
-    commit: bool
-    key: str = optional()
-    created: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class RemoteUnsetReport(Report):
-    """``ledger remote unset``: the brain syncs with no remote now; ``url`` is the one it had (null: none)."""
-
-    unset: bool
-    url: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class GuardReport(Report):
-    """``ledger remote guard``: the hook that audits every update of main (``guarded``: its path)."""
-
-    guarded: str
 
 
 def show_remote(brain: Brain) -> RemoteReport:

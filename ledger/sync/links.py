@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -24,7 +25,9 @@ __all__ = ["add", "folder_name", "link", "plan", "runtimes", "unlink"]
 def runtimes(root: Path | None = None) -> RuntimesReport:
     """The runtimes' skills folders on this machine, each with how many skills it holds (counted as
     sync reads it) and the target it is linked as in the brain at ``root`` (None: outside a brain)."""
-    linked = {t.path: t.name for t in Targets(root / ".ledger").all()} if root is not None else {}
+    linked: dict[str, str] = {}
+    with contextlib.suppress(LedgerError):  # targets that cannot be read: the runtimes alone, as outside a brain
+        linked = {t.path: t.name for t in Targets(root / ".ledger").all()} if root is not None else {}
     rows = []
     for rt in known():
         path = Path(rt.path)

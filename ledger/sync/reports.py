@@ -14,9 +14,31 @@ from typing import Any, Literal
 
 from ledger.reports import OMIT, Report, optional
 
-__all__ = ["Held", "HiddenHeld", "IgnoredHeld", "KeptCopy", "LeftAlone", "LinkReport", "LinkedTarget", "Recorded",
-           "RemoteSyncReport", "RemoteTick", "Rescued", "RuntimeRow", "RuntimesReport", "SyncReport",
-           "SyncStatusReport", "TargetReport", "UnlinkReport"]  # fmt: skip
+_SCHEMA = "https://json-schema.org/draft/2020-12/schema"
+
+__all__ = [
+    "GuardReport",
+    "Held",
+    "HiddenHeld",
+    "IgnoredHeld",
+    "KeptCopy",
+    "LeftAlone",
+    "LinkReport",
+    "LinkedTarget",
+    "Recorded",
+    "RemoteReport",
+    "RemoteSetReport",
+    "RemoteSyncReport",
+    "RemoteTick",
+    "RemoteUnsetReport",
+    "Rescued",
+    "RuntimeRow",
+    "RuntimesReport",
+    "SyncReport",
+    "SyncStatusReport",
+    "TargetReport",
+    "UnlinkReport",
+]  # fmt: skip
 
 
 def _known(cls: type, doc: Mapping[str, Any]) -> None:
@@ -219,8 +241,7 @@ class RuntimesReport(Report):
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                **cls.json_schema()}  # fmt: skip
+        return {"$schema": _SCHEMA, "title": cls.__name__, **cls.json_schema()}
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -300,3 +321,50 @@ class SyncStatusReport(Report):
     rescued: tuple[KeptCopy, ...]
     ignored_held: tuple[HiddenHeld, ...]
     merge_conflicts: tuple[dict[str, Any], ...]  # ledger.remotes.lineagemerge.describe: the merge's own detail
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteReport(Report):
+    """``ledger remote``: the shared remote as ``.ledger/config.json`` records it (``url``; ``commit``:
+    anchored on chain after each push, by ``key`` when named), or null when none is set."""
+
+    remote: dict[str, Any] | None  # the config's entry as it is: a key another release wrote is shown too
+
+    def to_json(self) -> dict[str, Any] | None:  # type: ignore[override]
+        return None if self.remote is None else dict(self.remote)
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {"$schema": _SCHEMA, "title": cls.__name__, **cls.json_schema()}
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        entry = {"type": "object", "required": ["url"], "additionalProperties": True,
+                 "properties": {"url": {"type": "string"}, "commit": {"type": "boolean"}, "key": {"type": "string"}}}
+        return {"anyOf": [entry, {"type": "null"}], "description": " ".join((cls.__doc__ or "").split())}
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteSetReport(Report):
+    """``ledger remote set``: the remote recorded (``url``: a path made absolute), whether it anchors on
+    chain after each push (``commit``, by ``key`` when named), and whether a new bare repository was made."""
+
+    url: str
+    commit: bool
+    key: str = optional()
+    created: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteUnsetReport(Report):
+    """``ledger remote unset``: the brain syncs with no remote now; ``url`` is the one it had (null: none)."""
+
+    unset: bool
+    url: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardReport(Report):
+    """``ledger remote guard``: the hook that audits every update of main (``guarded``: its path)."""
+
+    guarded: str
