@@ -236,3 +236,34 @@ def test_every_command_of_the_runtimes_module_names_its_report() -> None:
             cmd = cmd.commands[word]  # type: ignore[attr-defined]
         assert report in reports_of(cmd), path
         assert any(p.name == "as_json" for p in cmd.params), path  # every one takes --json
+
+
+def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``run.watch`` from Python: the first sync, then one per edit, each a SyncReport; ``stop`` ends it."""
+    import threading
+    import time
+
+    place = _Place(tmp_path, monkeypatch, "alpha")
+    seen: list[sr.SyncReport] = []
+    stop = threading.Event()
+    with Brain.open(place.brain) as b:
+        links.link(b, str(place.root / "rt"))
+        worker = threading.Thread(target=run.watch, args=(b,), kwargs={"remote": False, "debounce": 0.05,
+                                                                       "on_report": seen.append, "stop": stop})
+        worker.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not seen and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert seen and seen[0].targets[0].projected == ("alpha",)
+            md = place.root / "rt" / "alpha" / "SKILL.md"
+            md.write_text(md.read_text() + "\nan edit while watched\n")
+            while len(seen) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            worker.join(30)
+        assert not worker.is_alive()
+        assert [r.skill for r in seen[1].targets[0].recorded] == ["alpha"]
+        assert all(isinstance(r, sr.SyncReport) and "merge_conflicts" not in _valid(r) for r in seen)
