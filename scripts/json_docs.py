@@ -41,7 +41,7 @@ MCP_SHARED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "skill_manage",
         "receipt",
         ("skill create",),
-        "the receipt every write command prints (`skill create`, `skill patch`, `revert`, `import`, …)",
+        "the receipt every write of a snapshot prints (`skill create`, `skill patch`, `revert`, `snapshot`, …)",
     ),
     (
         "skill_outcome",
@@ -339,9 +339,9 @@ HEADER = """\
 
 Every command but `ledger mcp` takes `--json`: it then prints **one JSON document** on stdout and
 nothing else (what it would say to a person goes to stderr, or is in the document), and keeps its
-exit code: 0 ok or nothing to do, 1 refused or failed (a command that prints a report before it
-fails, as `ledger sync` with a conflict, still exits 1), 2 usage. An error prints no document:
-`error: …` and `hint: …` on stderr.
+exit code: 0 ok or nothing to do, 1 refused or failed, 2 usage. A refusal (bad input, a missing
+skill) prints no document, only `error: …` and `hint: …` on stderr; a check that fails (`verify`,
+`audit`) or a `sync` that leaves a conflict prints its report, then exits 1.
 
 ```sh
 ledger status --json | jq -r .root
@@ -367,7 +367,9 @@ def render() -> str:
     from ledger.agent.tools import TOOLS
 
     listed = [(path, cmd) for path, cmd in commands() if not hidden(path) and path != "mcp"]
-    by_report: dict[type, list[str]] = {}
+    from ledger.reports import NoChange
+
+    by_report: dict[type, list[str]] = {NoChange: []}  # the document of every write that changes nothing
     lines = [HEADER, "## Commands", "",
              "Each command, and the report (or reports: one of them) its `--json` prints.", "",
              "| command | `--json` prints |", "|---|---|"]  # fmt: skip

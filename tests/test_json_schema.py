@@ -9,17 +9,19 @@ reports' schemas (``reports_of``), and where an MCP tool's result carries a comm
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 import jsonschema
 import pytest
 
+from ledger.reports import Report, key, optional
 from tests.conftest import run_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,3 +263,57 @@ def _shape(doc: Any) -> Any:
     if isinstance(doc, list):
         return sorted({json.dumps(_shape(v), sort_keys=True) for v in doc})
     return type(doc).__name__
+
+
+# ------------------------------------------------------------------------------------ the doc's renderer
+
+
+@dataclasses.dataclass(frozen=True)
+class _Part(Report):
+    """One file the sample touched."""
+
+    path: str  # the file, from the skill's folder
+    # what happened to it
+    status: Literal["added", "modified", "deleted"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sample(Report):
+    """A sample report.
+
+    Only its first paragraph is the schema's description."""
+
+    name: str  # the skill's folder | its key
+    signer: str | None
+    parts: tuple[_Part, ...] = ()
+    by_path: dict[str, _Part] = dataclasses.field(default_factory=dict)
+    source: str = key("from", default="here")  # where it came from
+    gate: str = optional()  # fmt: skip
+
+
+def test_the_doc_shows_each_key_with_its_type_whether_required_and_its_comment() -> None:
+    text = json_docs.render_report(_Sample, ["skill create", "revert"])
+    assert text.startswith("### `_Sample`\n")
+    assert "Printed by `ledger skill create`, `ledger revert`." in text
+    for row in ("| `name` | string | yes | the skill's folder \\| its key |",
+                "| `signer` | string or null | yes |  |",
+                "| `parts` | array of object | yes | One file the sample touched. |",
+                "| `parts[].path` | string | yes | the file, from the skill's folder |",
+                '| `parts[].status` | "added" \\| "modified" \\| "deleted" | yes | what happened to it |',
+                "| `by_path.*.path` | string | yes | the file, from the skill's folder |",
+                "| `from` | string | yes | where it came from |",
+                "| `gate` | string | no |  |"):  # fmt: skip
+        assert row + "\n" in text, row
+    block = text.split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(block) == _Sample.schema()
+
+
+def test_a_document_its_reports_do_not_describe_is_named_with_why(scenario: dict[str, Any]) -> None:
+    """The scenario's check on the one report every write shares: a write that changes nothing."""
+    from ledger.reports import NoChange
+
+    doc = json.loads(scenario["skill-upsert-nochange"][2].stdout)
+    assert doc["changed"] is False and not _validate(doc, (NoChange,))
+    assert _validate({**doc, "changed": True}, (NoChange,)) == ["NoChange: changed: True is not one of [False]"]
+    assert _validate({"reason": "x"}, (NoChange, _Sample)) == [
+        "NoChange: document: 'changed' is a required property", "_Sample: document: 'name' is a required property"]
