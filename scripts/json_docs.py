@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 import io
 import json
+import re
 import sys
 import textwrap
 import tokenize
@@ -41,7 +42,7 @@ MCP_SHARED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "skill_manage",
         "receipt",
         ("skill create",),
-        "the receipt every write of a snapshot prints (`skill create`, `skill patch`, `revert`, `snapshot`, …)",
+        "the receipt every write of a snapshot prints (`skill create`, `skill patch`, `skill revert`, `snapshot`, …)",
     ),
     (
         "skill_outcome",
@@ -53,7 +54,7 @@ MCP_SHARED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "skill_view",
         "receipt.proof",
         ("proof make", "prove"),
-        "the inclusion proof of the file returned, which `ledger verify-proof` checks; "
+        "the inclusion proof of the file returned, which `ledger proof check` checks; "
         "`ledger skill view --json` carries the same as its `receipt.proof`",
     ),
 )
@@ -287,8 +288,18 @@ def _description(node: Any) -> str:
     return ""
 
 
+def _markdown(text: str) -> str:
+    """A docstring's or comment's reST as Markdown: ``x`` and :role:`~a.b.x` are `x`."""
+    text = re.sub(
+        r":[a-z]+:`~?([^`]+)`",
+        lambda m: f"`{m.group(1).rsplit('.', 1)[-1] if '~' in m.group(0) else m.group(1)}`",
+        text,
+    )
+    return text.replace("``", "`")
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _markdown(" ".join(text.split())).replace("|", "\\|")
 
 
 def report_name(report: type) -> str:
@@ -309,7 +320,9 @@ def render_report(report: type, printed_by: list[str]) -> str:
     said = comments_by_path(report)
     out = [f"### `{report_name(report)}`", ""]
     doc = inspect.cleandoc(report.__doc__ or "") if report.__doc__ else ""
-    out.append(f"`{report.__module__}.{report.__qualname__}`" + (f": {' '.join(doc.split())}" if doc else ""))
+    out.append(
+        f"`{report.__module__}.{report.__qualname__}`" + (f": {_markdown(' '.join(doc.split()))}" if doc else "")
+    )
     out.append("")
     if printed_by:
         out += ["Printed by " + ", ".join(f"`ledger {p}`" for p in printed_by) + ".", ""]
