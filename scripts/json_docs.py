@@ -383,7 +383,14 @@ def render() -> str:
     from ledger.reports import NoChange
 
     by_report: dict[type, list[str]] = {NoChange: []}  # the document of every write that changes nothing
-    lines = [HEADER, "## Commands", "",
+    getters = [path for path, cmd in listed if any("--get" in getattr(p, "opts", ()) for p in cmd.params)]
+    lines = [HEADER]
+    if getters:  # the one-field reader, for scripts that need no JSON parser
+        example = "status --get root" if "status" in getters else f"{getters[0]} --get KEY"
+        on = ", ".join(f"`ledger {p}`" for p in getters)
+        lines += [f"`--get FIELD` (on {on}) prints one field of the document instead, by its dotted path: a string "
+                  f"as it is, anything else as JSON (`ledger {example}`).", ""]  # fmt: skip
+    lines += ["## Commands", "",
              "Each command, and the report (or reports: one of them) its `--json` prints.", "",
              "| command | `--json` prints |", "|---|---|"]  # fmt: skip
     missing = []
