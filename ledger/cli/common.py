@@ -375,18 +375,22 @@ def renamed_option(new: str, old: str, dest: str, **attrs: Any) -> Callable[[F],
     the old one is hidden and, when used, says so on stderr in one line (ADR 74)."""
     pairs = dict(zip(old.split("/"), new.split("/"), strict=True))
 
-    def said_old(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    def said_old(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         from click.core import ParameterSource
 
-        if not ctx.resilient_parsing and ctx.get_parameter_source(dest) is ParameterSource.COMMANDLINE:
-            spelling = list(pairs)[0 if value or len(pairs) == 1 else 1]
+        assert param.name is not None
+        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            return
+        ctx.params[dest] = value  # the new option, given or not, keeps this (click keeps a value set so)
+        if not ctx.resilient_parsing:
             from ledger.cli.tree import warn
 
+            spelling = list(pairs)[0 if value or len(pairs) == 1 else 1]
             warn(f"{_spelled(ctx)} {spelling}", f"{_spelled(ctx)} {pairs[spelling]}")
-        return value
 
     shown = click.option(new, dest, **attrs)
-    hidden = click.option(old, dest, **{**attrs, "help": None}, hidden=True, callback=said_old)
+    hidden = click.option(old, f"{dest}_as_was", **{**attrs, "help": None}, hidden=True, expose_value=False,
+                          callback=said_old)  # fmt: skip
 
     def both(fn: F) -> F:
         return shown(hidden(fn))
