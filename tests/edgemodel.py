@@ -161,8 +161,8 @@ class EdgeModel(RuleBasedStateMachine):
         for name, cat in START.items():
             self._ledger("skill", "create", name, "--description", f"Do {name}.", "--body", _body(name), "--category",
                          cat, must=True)  # fmt: skip
-        self._ledger("link", str(self.home / "skills"), "--layout", "hermes", "--name", "hermes", must=True)
-        self._ledger("link", str(self.claude), "--layout", "claude", "--name", "claude", must=True)
+        self._ledger("target", "add", str(self.home / "skills"), "--layout", "hermes", "--name", "hermes", must=True)
+        self._ledger("target", "add", str(self.claude), "--layout", "claude", "--name", "claude", must=True)
         self._sync()
 
     def _fail(self, what: str) -> None:
