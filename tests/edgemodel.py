@@ -396,7 +396,7 @@ class EdgeModel(RuleBasedStateMachine):
         if side != "ledger":  # the ledger's side, not taken: changed on purpose
             self.excused.update({t: f"resolve {key} --take {side} at step {self.step}" for t in ours - theirs
                                  if t not in self.excused})  # fmt: skip
-        rc, doc = self._json("resolve", key, "--take", side)
+        rc, doc = self._json("skill", "resolve", key, "--take", side)
         STATS[f"resolve_take_{'ledger' if side == 'ledger' else 'target'}_exit_{rc}"] += 1
         if rc != 0:
             return self._fail(f"resolve {key} --take {side} exited {rc}")

@@ -71,7 +71,8 @@ def test_crash_between_send_and_record_recovers_without_duplicates(chained: Brai
     for i in range(5):
         chained.create(f"s{i}", "S", "x\n")
     proc = run_ledger(
-        "commit", "--key", DEV_KEY_NAME, "--batch", "2", env=_env(chained, LEDGER_CRASHPOINT="chain-after-send")
+        "chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2",
+        env=_env(chained, LEDGER_CRASHPOINT="chain-after-send"),
     )
     assert proc.returncode == 86
     assert read_receipts(chained.store) == {}  # sent, but nothing recorded
