@@ -84,7 +84,7 @@ def setup(tmp: Path, url: str) -> Path:
         ledger(*step)
     for i in range(4):
         ledger("skill", "create", f"g{i}", "--description", "G.", "--body", "x\n")
-    ledger("commit", "--batch", "1")
+    ledger("chain", "anchor", "--batch", "1")
     return brain
 
 

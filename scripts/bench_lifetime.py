@@ -95,7 +95,8 @@ def chain_free(tmp: Path, brain_root: Path, k: int) -> dict:
     node_dir = tmp / "anvil"
     node = anvil.start(node_dir, persist=False, lifetime=1800)
     try:
-        steps = (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"], ["commit", "--batch", "100"])
+        steps = (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"],
+                 ["chain", "anchor", "--batch", "100"])
         for step in steps:
             proc = run(LEDGER, "--brain", str(brain_root), *step)
             assert proc.returncode == 0, (step, proc.stderr)

@@ -140,18 +140,19 @@ def main() -> None:
         name, runs = build(work / "brain", args.skills, args.runs)
         built = time.perf_counter() - t
         b = ("--brain", str(work / "brain"))
-        cold = _run(*b, "show", name, "--stats", "--json", env=env)
-        shown = json.loads(subprocess.run([LEDGER, *b, "show", name, "--stats", "--json"], check=True,
+        cold = _run(*b, "skill", "show", name, "--stats", "--json", env=env)
+        shown = json.loads(subprocess.run([LEDGER, *b, "skill", "show", name, "--stats", "--json"], check=True,
                                           capture_output=True, env=env).stdout)  # fmt: skip
         assert shown["versions"][0]["lift"]["self"]["pairs"] == runs // args.skills // 2, shown
         _run(*b, "skill", "list", "--json", env=env)
         _run(*b, "skill", "list", env=env)
         anchor = statistics.median(_run(*b, "skill", "list", "--json", env=env) for _ in range(args.repeat))
         plain = statistics.median(_run(*b, "skill", "list", env=env) for _ in range(args.repeat))
-        show = statistics.median(_run(*b, "show", name, "--stats", "--json", env=env) for _ in range(args.repeat))
-        text = statistics.median(_run(*b, "show", name, "--stats", env=env) for _ in range(args.repeat))
+        show = statistics.median(_run(*b, "skill", "show", name, "--stats", "--json", env=env)
+                                 for _ in range(args.repeat))
+        text = statistics.median(_run(*b, "skill", "show", name, "--stats", env=env) for _ in range(args.repeat))
         one_more(work / "brain", name)
-        after = _run(*b, "show", name, "--stats", "--json", env=env)
+        after = _run(*b, "skill", "show", name, "--stats", "--json", env=env)
     out = {"skills": args.skills, "runs": runs, "build_s": built, "show_stats_cold_s": cold, "show_stats_s": show,
            "show_stats_after_append_s": after,
            "show_stats_text_s": text, "skill_list_json_s": anchor, "skill_list_s": plain,

@@ -130,7 +130,8 @@ def bench_stats(work: Path, skills: int, per: int, env: dict[str, str]) -> dict:
     _run(*b, "skill", "list", "--json", env=env)  # warm the caches, as a second run finds them
     anchor = statistics.median(_run(*b, "skill", "list", "--json", env=env) for _ in range(3))
     log_stats = statistics.median(_run(*b, "log", "--stats", "--json", env=env) for _ in range(3))
-    show = statistics.median(_run(*b, "show", names[skills // 2], "--stats", "--json", env=env) for _ in range(3))
+    show = statistics.median(_run(*b, "skill", "show", names[skills // 2], "--stats", "--json", env=env)
+                             for _ in range(3))
     return {"skills": skills, "outcomes": skills * per, "log_stats_s": log_stats, "show_stats_s": show,
             "skill_list_s": anchor, "log_stats_vs_list": log_stats / anchor, "show_stats_vs_list": show / anchor}
 

@@ -183,12 +183,12 @@ def gas(tmp: Path) -> dict[str, int]:
             ledger(*step)
         for i in range(4):
             ledger("skill", "create", f"g{i}", "--description", "G.", "--body", "x\n")
-        ledger("commit", "--batch", "1")
+        ledger("chain", "anchor", "--batch", "1")
         for i in range(4):
             ledger("skill", "patch", f"g{i}", "--old", "x", "--new", f"y{i}")
         for i in range(10):
             ledger("skill", "create", f"h{i}", "--description", "H.", "--body", "x\n")
-        ledger("commit", "--batch", "100")
+        ledger("chain", "anchor", "--batch", "100")
     finally:
         anvil.stop(tmp / "anvil")
     from ledger.brain import Brain

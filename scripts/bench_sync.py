@@ -78,7 +78,7 @@ def _brain(work: Path, n: int, tag: str = "") -> Path:
 def noop(work: Path, n: int, repeat: int) -> dict:
     brain = _brain(work, n)
     for t in range(4):
-        _ledger(brain, "link", str(work / f"target-{t}"))
+        _ledger(brain, "target", "add", str(work / f"target-{t}"))
     _ledger(brain, "sync")
     time.sleep(1.2)  # past the stat entries' racy window (targetfs.RACY_NS): the next sync re-hashes once
     _ledger(brain, "sync")
@@ -134,12 +134,12 @@ def first(work: Path, m: int, repeat: int) -> dict:
         subprocess.run(["cp", "-r", str(brain / "skills"), str(dest)], check=True)
         cps.append(time.perf_counter() - t0)
         target = work / f"first-{r}"
-        _ledger(brain, "link", str(target), "--name", f"first-{r}")
+        _ledger(brain, "target", "add", str(target), "--name", f"first-{r}")
         subprocess.run(["sync"], check=True)
         t0 = time.perf_counter()
         _ledger(brain, "sync", f"first-{r}")
         syncs.append(time.perf_counter() - t0)
-        _ledger(brain, "unlink", f"first-{r}")
+        _ledger(brain, "target", "remove", f"first-{r}")
         shutil.rmtree(dest)
         shutil.rmtree(target)
     sync, cp = statistics.median(syncs), statistics.median(cps)

@@ -64,7 +64,7 @@ def fleet(tmp: Path, env: dict[str, str]) -> Path:
     ledger("--brain", str(a), "sync")
     ledger("--brain", str(b), "skill", "create", "gamma", "--description", "Gamma.", "--body", "c\n")
     # and a runtime's folder on the second machine, in which the runtime edited a skill since the last pass
-    ledger("--brain", str(b), "link", str(tmp / "runtime"), "--layout", "hermes")
+    ledger("--brain", str(b), "target", "add", str(tmp / "runtime"), "--layout", "hermes")
     ledger("--brain", str(b), "sync")
     (tmp / "runtime" / "gamma" / "SKILL.md").write_text("---\nname: gamma\ndescription: Gamma.\n---\nc, edited\n")
     ledger("--brain", str(a), "skill", "create", "delta", "--description", "Delta.", "--body", "d\n")

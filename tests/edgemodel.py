@@ -161,8 +161,8 @@ class EdgeModel(RuleBasedStateMachine):
         for name, cat in START.items():
             self._ledger("skill", "create", name, "--description", f"Do {name}.", "--body", _body(name), "--category",
                          cat, must=True)  # fmt: skip
-        self._ledger("link", str(self.home / "skills"), "--layout", "hermes", "--name", "hermes", must=True)
-        self._ledger("link", str(self.claude), "--layout", "claude", "--name", "claude", must=True)
+        self._ledger("target", "add", str(self.home / "skills"), "--layout", "hermes", "--name", "hermes", must=True)
+        self._ledger("target", "add", str(self.claude), "--layout", "claude", "--name", "claude", must=True)
         self._sync()
 
     def _fail(self, what: str) -> None:
@@ -396,7 +396,7 @@ class EdgeModel(RuleBasedStateMachine):
         if side != "ledger":  # the ledger's side, not taken: changed on purpose
             self.excused.update({t: f"resolve {key} --take {side} at step {self.step}" for t in ours - theirs
                                  if t not in self.excused})  # fmt: skip
-        rc, doc = self._json("resolve", key, "--take", side)
+        rc, doc = self._json("skill", "resolve", key, "--take", side)
         STATS[f"resolve_take_{'ledger' if side == 'ledger' else 'target'}_exit_{rc}"] += 1
         if rc != 0:
             return self._fail(f"resolve {key} --take {side} exited {rc}")

@@ -95,7 +95,7 @@ def _setup(work: Path) -> tuple[Path, Path]:
     made = run(brain, "skill", "create", SKILL, "--description", "one skill, edited at the edge", "--body",
                f"# {SKILL}\n{END}\n{RUNTIME}\n")  # fmt: skip
     assert made.returncode == 0, made.stderr
-    linked = run(brain, "link", str(target), "--name", "rt")
+    linked = run(brain, "target", "add", str(target), "--name", "rt")
     assert linked.returncode == 0, linked.stderr
     first = run(brain, "sync")
     assert first.returncode == 0 and (target / SKILL / "SKILL.md").is_file(), first.stdout + first.stderr

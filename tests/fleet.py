@@ -152,18 +152,18 @@ def setup(work: Path, machines: int, node_url: str, children: procs.Children | N
         m0.ledger("chain", "authorize", agent, "--key", "anvil-dev", check=True)
         m.cli("keys", "import", f"m{m.k}", input=dev_account(m.k).key.hex() + "\n", check=True)
         m0.ledger("chain", "authorize", dev_account(m.k).address, "--key", "anvil-dev", check=True)
-    m0.ledger("remote", "set", "--create", str(remote), "--commit", "--key", "anvil-dev", check=True)
+    m0.ledger("remote", "set", "--create", str(remote), "--anchor", "--key", "anvil-dev", check=True)
     first = m0.ledger("sync")
     assert first.returncode == 0, first.stderr
     _point(link, remote.name)
-    m0.ledger("remote", "set", str(link), "--commit", "--key", "anvil-dev", check=True)
+    m0.ledger("remote", "set", str(link), "--anchor", "--key", "anvil-dev", check=True)
     chain = dict(Brain.open(m0.brain).config["chain"])
     chain.pop("key", None)
     for m in ms[1:]:
         m.cli("clone", str(link), str(m.brain), check=True)
         with Brain.open(m.brain) as b:
             b.update_config(chain=chain)
-        m.ledger("remote", "set", str(link), "--commit", "--key", f"m{m.k}", check=True)
+        m.ledger("remote", "set", str(link), "--anchor", "--key", f"m{m.k}", check=True)
     return ms, chain
 
 

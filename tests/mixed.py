@@ -119,7 +119,7 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                     tmp.write_text(json.dumps({"summary": m, "operation_type": "revise",
                                                "upsert_files": {f"{SKILL}/{rel}": f"{m}\n"}}))  # fmt: skip
                     entry["args"] = {"rel": rel, "data": f"{m}\n"}
-                    args = ["apply", str(tmp), "--json"]
+                    args = ["skill", "apply", str(tmp), "--json"]
                 elif kind == "import":
                     (tmp / SKILL).mkdir(parents=True)
                     text = _skill_md(f"imported {m}\n")
@@ -133,7 +133,7 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                         top = max([e["version"] for e in log if "version" in e] or [1])
                     to = rng.randint(1, top)
                     entry["args"] = {"to": to}
-                    args = ["revert", SKILL, "--to", str(to), "--json"]
+                    args = ["skill", "revert", SKILL, "--to", str(to), "--json"]
                 rc, stdout, stderr = await asyncio.to_thread(_cli, brain, *args)
                 entry["rc"], entry["stderr"] = rc, stderr[-400:]
                 if rc == 0:
@@ -219,7 +219,7 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
 
     def reader(r: int) -> None:
         nonlocal reader_runs
-        cmds = [["skill", "view", SKILL], ["skill", "list"], ["status"], ["index"], ["show", f"{SKILL}@1"]]
+        cmds = [["skill", "view", SKILL], ["skill", "list"], ["status"], ["index"], ["skill", "show", f"{SKILL}@1"]]
         i = r
         while not done.is_set():
             rc, _, stderr = _cli(brain, *cmds[i % len(cmds)])

@@ -141,7 +141,7 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
         victims = [s for s in names if s[0] in "hu"]
         return ["skill", "delete", rng.choice(victims)] if victims else _plan("create", n, state, rng, tmp, brain)
     if op == "revert":
-        return ["revert", pick, "--to", "1"]
+        return ["skill", "revert", pick, "--to", "1"]
     if op == "import":  # the bulk path: every object in one pack (ledger.store.packwrite)
         src = tmp / f"import-{n}"
         for name in {pick, f"i{n}", f"i{n}b"}:
@@ -484,7 +484,7 @@ def hostile_corpus(workdir: Path) -> dict[str, Any]:
 
     brain = workdir / "brain"
     _init(brain, ["s"])
-    good = run(brain, "prove", "s/SKILL.md")
+    good = run(brain, "proof", "make", "s/SKILL.md")
     root = json.loads(good.stdout)["root"]
     inputs = workdir / "hostile"
     inputs.mkdir()
@@ -530,11 +530,11 @@ def hostile_corpus(workdir: Path) -> dict[str, Any]:
         ("from /dev/zero", ["skill", "write-file", "s", "references/z", "--from", "/dev/zero"]),
         ("file /dev/zero", ["skill", "upsert", "--file", "/dev/zero"]),
         ("from fifo-like dir", ["skill", "write-file", "s", "references/z", "--from", str(inputs)]),
-        ("prove dir", ["prove", "s"]),
-        ("prove missing", ["prove", "s/nope.md"]),
-        ("prove traversal", ["prove", "../../etc/passwd"]),
-        ("show bad", ["show", "s@x"]),
-        ("revert missing", ["revert", "s", "--to", "99"]),
+        ("prove dir", ["proof", "make", "s"]),
+        ("prove missing", ["proof", "make", "s/nope.md"]),
+        ("prove traversal", ["proof", "make", "../../etc/passwd"]),
+        ("show bad", ["skill", "show", "s@x"]),
+        ("revert missing", ["skill", "revert", "s", "--to", "99"]),
     ]
     proof_cases = {
         "deep": "[" * 200_000,
@@ -548,7 +548,7 @@ def hostile_corpus(workdir: Path) -> dict[str, Any]:
         "huge": "[" + "1," * 10_000_000 + "1]",
     }
     for label, text in proof_cases.items():
-        cases.append((f"proof {label}", ["verify-proof", f(f"proof-{label}.json", text), "--root", root]))
+        cases.append((f"proof {label}", ["proof", "check", f(f"proof-{label}.json", text), "--root", root]))
     before = fingerprint(brain)
     failures = []
     for label, argv in cases:

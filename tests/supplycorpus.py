@@ -58,15 +58,15 @@ def build_honest_supply(root: Path) -> tuple[Path, dict[str, str]]:
     def do(*args: str) -> None:
         run_ledger("--brain", str(brain), *args, check=True, env=env)
 
-    do("install", str(up))
-    do("approve", "summarise", "translate")
-    do("approve", "setup-helper", "--override", "the helper host is ours")
+    do("supply", "install", str(up))
+    do("supply", "approve", "summarise", "translate")
+    do("supply", "approve", "setup-helper", "--override", "the helper host is ours")
     _put(up, "summarise", {"SKILL.md": SKILL.format(name="summarise", desc="Summarise a document well")})
     do("update", "summarise", "--yes")
-    do("approve", "summarise")
+    do("supply", "approve", "summarise")
     with Brain.open(brain) as b:
         digest = b.supply().skills["translate"].blake3
-    do("revoke", digest, "--reason", "sends the text elsewhere")
+    do("supply", "revoke", digest, "--reason", "sends the text elsewhere")
     return brain, env
 
 

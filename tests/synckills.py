@@ -56,7 +56,7 @@ def _setup(work: Path) -> tuple[Path, dict[str, Path]]:
             b.write_file(name, "references/token.md", b"0\n")
     targets = {"a": work / "a", "b": work / "b"}
     for name, path in targets.items():
-        assert run(brain, "link", str(path), "--name", name).returncode == 0
+        assert run(brain, "target", "add", str(path), "--name", name).returncode == 0
     first = run(brain, "sync")
     assert first.returncode == 0, first.stderr
     return brain, targets

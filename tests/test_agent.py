@@ -76,7 +76,7 @@ def test_payload_create_then_revise_then_verbatim_noop(tmp_path: Path, brain: Br
     payload = tmp_path / "p.json"
     payload.write_text(json.dumps(_payload("revise", {"oracle/SKILL.md": md2})))
     before = fingerprint(brain.root)
-    again = run_ledger("--brain", str(brain.root), "apply", str(payload))
+    again = run_ledger("--brain", str(brain.root), "skill", "apply", str(payload))
     assert again.returncode == 0 and "nothing to apply" in again.stdout
     assert fingerprint(brain.root) == before
     assert run_ledger("--brain", str(brain.root), "verify").returncode == 0

@@ -37,13 +37,13 @@ def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, chained: Brai
     assert json.loads(moved.stdout)["snapshot"] is not None
     head = b.head().snap
     assert head.root == head.parent_root  # a snapshot whose root equals its parent's
-    idle = run_ledger("--brain", str(b.root), "commit", "--key", DEV_KEY_NAME)
+    idle = run_ledger("--brain", str(b.root), "chain", "anchor", "--key", DEV_KEY_NAME)
     assert idle.returncode == 0, idle.stderr  # nothing to anchor: the root is on chain already
     status = json.loads(run_ledger("--brain", str(b.root), "status", "--json", check=True).stdout)
     assert status["pending_chain"] == 0
     b.create("t", "T", "a real change\n")
     assert json.loads(run_ledger("--brain", str(b.root), "status", "--json", check=True).stdout)["pending_chain"] == 1
-    done = run_ledger("--brain", str(b.root), "commit", "--key", DEV_KEY_NAME)
+    done = run_ledger("--brain", str(b.root), "chain", "anchor", "--key", DEV_KEY_NAME)
     assert done.returncode == 0, done.stderr
     cfg = ChainConfig.of(b)
     args = ["--rpc", cfg.rpc, "--registry", cfg.registry, "--agent", hex(cfg.agent_id), "--json"]
@@ -69,7 +69,7 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
     assert commit_pending(b, key=DEV_KEY_NAME).committed == 2
     b.close()
     env = {"LEDGER_BRAIN": str(a.root)}
-    caught_up = run_ledger("commit", "--key", DEV_KEY_NAME, env=env)
+    caught_up = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=env)
     assert caught_up.returncode == 0, caught_up.stderr  # the chain already holds a's lineage: receipts recovered
     assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
     # A key the agent never authorized: refused, and the message says how to authorize it.
@@ -79,10 +79,10 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
 
     Registry(node.url).w3.provider.make_request("anvil_setBalance", [address, hex(10**18)])  # funded, not authorized
     a.create("t", "T", "two\n")
-    refused = run_ledger("commit", "--key", "stranger", env=keys)
+    refused = run_ledger("chain", "anchor", "--key", "stranger", env=keys)
     assert refused.returncode == 1 and "ledger chain authorize" in refused.stderr, refused.stderr
     run_ledger("chain", "authorize", address, "--key", DEV_KEY_NAME, env=keys, check=True)
-    retried = run_ledger("commit", "--key", DEV_KEY_NAME, env=keys)
+    retried = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=keys)
     assert retried.returncode == 0, retried.stderr
     assert json.loads(run_ledger("status", "--json", env=env, check=True).stdout)["pending_chain"] == 0
 

@@ -243,14 +243,14 @@ def test_verify_proof_against_the_chain(chained, tmp_path: Path) -> None:
     commit_pending(b, key=DEV_KEY_NAME)
     proof = tmp_path / "p.json"
     proof.write_text(
-        run_ledger("--brain", str(b.root), "prove", "alpha/SKILL.md", "--at", commits[3], check=True).stdout
+        run_ledger("--brain", str(b.root), "proof", "make", "alpha/SKILL.md", "--at", commits[3], check=True).stdout
     )
-    ok = run_ledger("verify-proof", str(proof), "--chain", *chain_args(b))
+    ok = run_ledger("proof", "check", str(proof), "--chain", *chain_args(b))
     assert ok.returncode == 0 and ok.stdout.startswith("OK: alpha/SKILL.md")
     doc = json.loads(proof.read_text())
     doc["root"] = "blake3-tree-v1:" + "00" * 31 + "01"
     proof.write_text(json.dumps(doc))
-    bad = run_ledger("verify-proof", str(proof), "--chain", *chain_args(b))
+    bad = run_ledger("proof", "check", str(proof), "--chain", *chain_args(b))
     assert bad.returncode == 1 and "never committed on chain" in bad.stderr
 
 

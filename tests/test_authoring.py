@@ -46,9 +46,9 @@ def test_a_payload_that_breaks_frontmatter_is_refused_unless_allowed(tmp_path: P
     text = "---\nname: git-bisect\ndescription: Find a bad commit\ncolour: red\n---\nRun git bisect.\n"
     payload = {"summary": "add a field", "operation_type": "revise", "upsert_files": {"git-bisect/SKILL.md": text}}
     (tmp_path / "p.json").write_text(json.dumps(payload))
-    refused = run_ledger("--brain", str(brain), "apply", str(tmp_path / "p.json"))
+    refused = run_ledger("--brain", str(brain), "skill", "apply", str(tmp_path / "p.json"))
     assert refused.returncode == 1 and "Unexpected fields in frontmatter: colour" in refused.stderr
-    run_ledger("--brain", str(brain), "apply", str(tmp_path / "p.json"), "--allow-invalid", check=True)
+    run_ledger("--brain", str(brain), "skill", "apply", str(tmp_path / "p.json"), "--allow-invalid", check=True)
     assert b"colour: red" in (brain / "skills" / "git-bisect" / "SKILL.md").read_bytes()
 
 

@@ -42,7 +42,7 @@ def _dev_address() -> str:
 def test_twenty_upserts_committed_in_batches_match_git_lineage(chained: Brain) -> None:
     for i in range(20):
         chained.upsert(f"---\nname: skill-{i % 4}\ndescription: d\n---\nrevision {i}\n")
-    proc = run_ledger("commit", "--key", DEV_KEY_NAME, "--batch", "6", "--json", env=_env(chained), check=True)
+    proc = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "6", "--json", env=_env(chained), check=True)
     result = json.loads(proc.stdout)
     lineage = list(reversed(list(chained.store.lineage())))
     assert result["committed"] == len(lineage) == 21
@@ -62,7 +62,7 @@ def test_second_commit_sends_no_transaction(chained: Brain) -> None:
     chained.create("a", "A", "x\n")
     commit_pending(chained, key=DEV_KEY_NAME)
     before = _nonce(chained, _dev_address())
-    proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=_env(chained), check=True)
+    proc = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=_env(chained), check=True)
     assert "nothing to commit" in proc.stdout
     assert _nonce(chained, _dev_address()) == before
 
@@ -71,13 +71,15 @@ def test_crash_between_send_and_record_recovers_without_duplicates(chained: Brai
     for i in range(5):
         chained.create(f"s{i}", "S", "x\n")
     proc = run_ledger(
-        "commit", "--key", DEV_KEY_NAME, "--batch", "2", env=_env(chained, LEDGER_CRASHPOINT="chain-after-send")
+        "chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2",
+        env=_env(chained, LEDGER_CRASHPOINT="chain-after-send"),
     )
     assert proc.returncode == 86
     assert read_receipts(chained.store) == {}  # sent, but nothing recorded
     nonce_after_crash = _nonce(chained, _dev_address())
     again = json.loads(
-        run_ledger("commit", "--key", DEV_KEY_NAME, "--batch", "2", "--json", env=_env(chained), check=True).stdout
+        run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2", "--json", env=_env(chained),
+                   check=True).stdout
     )
     assert again["reconciled"] == 2  # the crashed batch, recovered from events
     assert again["committed"] == 4  # the rest: 6 snapshots in all
@@ -105,7 +107,7 @@ def test_stale_parent_reverts_and_the_client_says_why(chained: Brain, tmp_path: 
     # (seq 1 is the empty genesis root, which every brain shares).
     fork = Brain.init(tmp_path / "fork")
     fork.update_config(chain=chained.config["chain"])
-    proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=_env(fork))
+    proc = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=_env(fork))
     assert proc.returncode == 1 and "diverges from this brain at chain sequence 2" in proc.stderr
     fork.close()
 
@@ -118,15 +120,15 @@ def test_refusals_lose_nothing(chained: Brain, node: anvil.Node, tmp_path: Path)
     # an unfunded key
     address = run_ledger("keys", "new", "poor", env=env, check=True).stdout.strip()
     proc = run_ledger("chain", "authorize", address, "--key", DEV_KEY_NAME, env=env, check=True)
-    proc = run_ledger("commit", "--key", "poor", env=env)
+    proc = run_ledger("chain", "anchor", "--key", "poor", env=env)
     assert proc.returncode == 1 and "insufficient funds" in proc.stderr, proc.stderr
     # an unreachable RPC
     chained.update_config(chain={**cfg, "rpc": refused_url()})
-    proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=env)
+    proc = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=env)
     assert proc.returncode == 1 and "cannot reach the RPC endpoint" in proc.stderr
     # a wrong chain id
     chained.update_config(chain={**cfg, "chain_id": 1})
-    proc = run_ledger("commit", "--key", DEV_KEY_NAME, env=env)
+    proc = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=env)
     assert proc.returncode == 1 and "wrong chain" in proc.stderr
     chained.update_config(chain=cfg)
     after = {k: v for k, v in fingerprint(chained.root).items() if k != ".ledger/config.json"}
@@ -137,7 +139,7 @@ def test_refusals_lose_nothing(chained: Brain, node: anvil.Node, tmp_path: Path)
 def test_auto_commit_flag_and_config(chained: Brain) -> None:
     env = _env(chained)
     chained.update_config(chain={**chained.config["chain"], "key": DEV_KEY_NAME})
-    proc = run_ledger("skill", "create", "a", "--description", "A", "--commit", "--json", env=env, check=True)
+    proc = run_ledger("skill", "create", "a", "--description", "A", "--anchor", "--json", env=env, check=True)
     receipt = json.loads(proc.stdout)
     assert receipt["chain"]["seq"] == 2 and receipt["chain"]["root"] == receipt["root"]
     chained.update_config(auto_commit=True)
@@ -252,4 +254,4 @@ def test_status_and_an_idle_commit_never_load_web3(chained: Brain) -> None:
         assert proc.returncode == 0, (args, proc.stderr[-2000:])
         imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
         assert not {m for m in imported if m == "web3" or m.startswith("web3.")}, args
-    assert "nothing to commit" in run_ledger("--brain", str(chained.root), "commit").stdout
+    assert "nothing to commit" in run_ledger("--brain", str(chained.root), "chain", "anchor").stdout

@@ -118,7 +118,7 @@ def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Pat
             assert proc.returncode in (1, 2) and "cannot reach" in proc.stderr and "Traceback" not in proc.stderr
         assert run_ledger("status", env=env).returncode == 0
         run_ledger("chain", "up", env=env, check=True)
-        done = run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env)
+        done = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--json", env=env)
         assert done.returncode == 0, done.stderr
         assert run_ledger("verify", "--chain", env=env).returncode == 0
     finally:

@@ -94,16 +94,17 @@ def test_prove_and_verify_proof(cli_brain: Path, tmp_path: Path) -> None:
     b = ["--brain", str(cli_brain)]
     old_root = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)["root"]
     run_ledger(*b, "skill", "patch", "pdf", "--old", "API", "--new", "Api", "--file", "references/api.md", check=True)
-    proof = run_ledger(*b, "prove", "pdf/references/api.md", "--at", "main~1", check=True).stdout
+    proof = run_ledger(*b, "proof", "make", "pdf/references/api.md", "--at", "main~1", check=True).stdout
     pf = _file(tmp_path / "proof.json", proof.encode())
-    ok = run_ledger("verify-proof", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "c", b"API notes\n")))
+    ok = run_ledger("proof", "check", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "c", b"API notes\n")))
     assert ok.returncode == 0 and ok.stdout.startswith("OK: pdf/references/api.md")
     new_root = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)["root"]
-    bad = run_ledger("verify-proof", str(pf), "--root", new_root)
+    bad = run_ledger("proof", "check", str(pf), "--root", new_root)
     assert bad.returncode == 1 and "FAIL" in bad.stderr
-    wrong_content = run_ledger("verify-proof", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "d", b"x")))
+    wrong_content = run_ledger("proof", "check", str(pf), "--root", old_root,
+                               "--file", str(_file(tmp_path / "d", b"x")))
     assert wrong_content.returncode == 1
-    assert run_ledger("verify-proof", str(pf)).returncode == 2
+    assert run_ledger("proof", "check", str(pf)).returncode == 2
 
 
 def _bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
@@ -222,7 +223,7 @@ def test_small_things_a_new_user_trips_on(tmp_path: Path) -> None:
     view = tmp_path / "view.json"
     view.write_text(run_ledger("--brain", str(brain), "skill", "view", "a", "--json", check=True).stdout)
     root = json.loads(view.read_text())["receipt"]["root"]
-    ok = run_ledger("verify-proof", str(view), "--root", root)
+    ok = run_ledger("proof", "check", str(view), "--root", root)
     assert ok.returncode == 0, ok.stderr
 
 

@@ -127,9 +127,9 @@ def test_receipts_list_every_skill_file_and_version_touched(cli: Path, tmp_path:
     b = ["--brain", str(cli)]
     (tmp_path / "r.md").write_text("ref\n")
     run_ledger(*b, "skill", "write-file", "s", "references/r.md", "--from", str(tmp_path / "r.md"), check=True)
-    revert = run_ledger(*b, "revert", "s", "--to", "1")
+    revert = run_ledger(*b, "skill", "revert", "s", "--to", "1")
     assert re.search(r"^  deleted  references/r\.md$", revert.stdout, re.M), revert.stdout  # said, not silent
-    js = json.loads(run_ledger(*b, "revert", "s", "--to", "2", "--json", check=True).stdout)
+    js = json.loads(run_ledger(*b, "skill", "revert", "s", "--to", "2", "--json", check=True).stdout)
     assert js["changes"] == [{"skill": "s", "action": "update", "version": 4,
                               "files": {"SKILL.md": "modified", "references/r.md": "added"}}]  # fmt: skip
     run_ledger(*b, "skill", "create", "t", "--description", "d", check=True)
@@ -172,11 +172,11 @@ def _dead_chain(brain: Path) -> None:
 def test_a_failed_chain_step_exits_3_and_says_what_stands(cli: Path) -> None:
     _dead_chain(cli)
     b = ["--brain", str(cli)]
-    proc = run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "second-body", "--commit")
+    proc = run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "second-body", "--anchor")
     assert proc.returncode == 3, proc.stderr
     assert "recorded locally" in proc.stderr and "ledger commit" in proc.stderr and "patch s v2" in proc.stdout
     assert "update s v2" in run_ledger(*b, "log", "--oneline", check=True).stdout  # the snapshot stands
-    js = run_ledger(*b, "skill", "patch", "s", "--old", "second-body", "--new", "third-body", "--commit", "--json")
+    js = run_ledger(*b, "skill", "patch", "s", "--old", "second-body", "--new", "third-body", "--anchor", "--json")
     assert js.returncode == 3 and json.loads(js.stdout)["chain"]["committed"] is False
 
 
@@ -211,15 +211,15 @@ def test_chain_errors_are_decoded_and_proofs_name_their_sequence(cli: Path, node
     run_ledger(*b, "chain", "register", check=True)
     again = run_ledger(*b, "chain", "register")
     assert again.returncode == 1 and re.search(r"AgentAlreadyRegistered\(agentId=0x[0-9a-f]+\)", again.stderr)
-    run_ledger(*b, "commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
     proof = tmp_path / "old.json"
-    proof.write_text(run_ledger(*b, "prove", "s/SKILL.md", check=True).stdout)
-    run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "c", "--commit", check=True)
+    proof.write_text(run_ledger(*b, "proof", "make", "s/SKILL.md", check=True).stdout)
+    run_ledger(*b, "skill", "patch", "s", "--old", "b", "--new", "c", "--anchor", check=True)
     st = json.loads(run_ledger(*b, "chain", "status", "--json", check=True).stdout)
     args = ["--chain", "--rpc", st["rpc"], "--registry", st["registry"], "--agent", st["agent"]]
-    ok = run_ledger("verify-proof", str(proof), *args)
+    ok = run_ledger("proof", "check", str(proof), *args)
     assert ok.returncode == 0 and "committed on chain at seq 2" in ok.stdout and "head is seq 3" in ok.stdout
-    head = run_ledger("verify-proof", str(proof), *args, "--head")
+    head = run_ledger("proof", "check", str(proof), *args, "--head")
     assert head.returncode == 1 and "seq 2" in head.stderr and "head is seq 3" in head.stderr
     html = tmp_path / "r.html"
     run_ledger(*b, "verify", "--chain", "--html", str(html), check=True)
@@ -257,6 +257,6 @@ def test_every_command_that_records_skills_takes_actor_and_evidence(cli: Path, t
     payload = tmp_path / "p.json"
     payload.write_text(json.dumps({"operation_type": "revise", "summary": "tighten", "upsert_files": {
         "imp/SKILL.md": "---\nname: imp\ndescription: Imported, revised.\n---\nx\n"}}))  # fmt: skip
-    run_ledger(*b, "apply", str(payload), "--evidence", "session=S-1", check=True)
+    run_ledger(*b, "skill", "apply", str(payload), "--evidence", "session=S-1", check=True)
     msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
     assert '"actor": "agent"' in msg and "S-1" in msg and "tighten" in msg, msg

@@ -220,7 +220,7 @@ def audit(b: Brain) -> tuple[int, dict[str, Any]]:
 
 
 def anchor(operator: Brain, *brains: Brain, crash: str | None = None) -> tuple[int, dict[str, Any], str]:
-    proc = run_ledger("--brain", str(operator.root), "anchor", *(str(b.root) for b in brains), "--key",
+    proc = run_ledger("--brain", str(operator.root), "chain", "epoch", *(str(b.root) for b in brains), "--key",
                       DEV_KEY_NAME, "--json", env={"LEDGER_CRASHPOINT": crash} if crash else None)  # fmt: skip
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 
@@ -378,7 +378,7 @@ def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained
     a = member(tmp_path, operator, "a")
     remote = tmp_path / "published.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    proc = run_ledger("--brain", str(operator.root), "anchor", str(a.root), "--key", DEV_KEY_NAME, "--log-url",
+    proc = run_ledger("--brain", str(operator.root), "chain", "epoch", str(a.root), "--key", DEV_KEY_NAME, "--log-url",
                       str(remote))  # fmt: skip
     assert proc.returncode == 0 and "as epoch 1" in proc.stdout, proc.stderr
     assert {r["log"] for r in epochlog_receipts(a).values()} == {str(remote)}

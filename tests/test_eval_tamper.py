@@ -398,7 +398,7 @@ def test_the_writer_refuses_an_agents_approval_and_a_v2_record_after_v3(work: Br
 def test_plans_and_approvals_count_in_no_figure_and_baseline_runs_neither(honest) -> None:
     """competence(): v2 had 2 with-skill runs (1 failed) and 2 without-skill runs; only the with-skill ones count."""
     brain, _ = honest
-    stats = json.loads(run_ledger("--brain", str(brain), "show", "s", "--stats", "--json", check=True).stdout)
+    stats = json.loads(run_ledger("--brain", str(brain), "skill", "show", "s", "--stats", "--json", check=True).stdout)
     by = {v["version"]: v["verified"] for v in stats["versions"]}
     assert (by[2]["successes"], by[2]["failures"]) == (1, 1), by
     assert (by[3]["successes"], by[3]["failures"]) == (2, 0), by

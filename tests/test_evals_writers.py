@@ -45,8 +45,8 @@ def test_sync_records_an_evals_folder_from_claude_and_hermes_targets(tmp_path: P
     run_ledger("init", str(b), check=True, env=env)
     for name in ("csv-sum", "word-count"):
         run_ledger("--brain", str(b), "skill", "create", name, "--description", f"Do {name}.", check=True, env=env)
-    run_ledger("--brain", str(b), "link", "claude", check=True, env=env)
-    run_ledger("--brain", str(b), "link", "hermes", check=True, env=env)
+    run_ledger("--brain", str(b), "target", "add", "claude", check=True, env=env)
+    run_ledger("--brain", str(b), "target", "add", "hermes", check=True, env=env)
     run_ledger("--brain", str(b), "sync", check=True, env=env)
     claude = home / ".claude/skills/csv-sum"
     shutil.copytree(FAMILY / "csv-sum/evals", claude / "evals")
@@ -70,7 +70,7 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     b = tmp_path / "b"
     run_ledger("init", str(b), check=True)
     run_ledger("--brain", str(b), "import", str(FAMILY), check=True)
-    verdicts = json.loads(run_ledger("--brain", str(b), "lint", "--json", check=True).stdout)
+    verdicts = json.loads(run_ledger("--brain", str(b), "skill", "lint", "--json", check=True).stdout)
     assert [v["errors"] for v in verdicts] == [[], [], []], verdicts
     bad = json.loads(EVALS)
     bad["evals"][0]["expectations"] = list(bad["evals"][0]["assertions"])  # skill-creator's name, and the guide's
@@ -78,7 +78,7 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     bad["evals"][1]["id"] = 1
     bad["evals"][2]["files"] = ["evals/files/missing.csv", "../outside.csv", "scripts/solve"]
     (b / "skills/csv-sum/evals/evals.json").write_text(json.dumps(bad))
-    proc = run_ledger("--brain", str(b), "lint", "csv-sum", "--json")
+    proc = run_ledger("--brain", str(b), "skill", "lint", "csv-sum", "--json")
     (verdict,) = json.loads(proc.stdout)
     assert not verdict["valid"]
     errors = "\n".join(verdict["errors"])
@@ -89,8 +89,8 @@ def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:
     assert "'../outside.csv' is not a path inside the skill folder" in errors
     assert "'scripts/solve' is not under evals/" in errors
     (b / "skills/csv-sum/evals/evals.json").write_text(EVALS.replace('"csv-sum"', '"word-count"'))
-    (verdict,) = json.loads(run_ledger("--brain", str(b), "lint", "csv-sum", "--json").stdout)
+    (verdict,) = json.loads(run_ledger("--brain", str(b), "skill", "lint", "csv-sum", "--json").stdout)
     assert verdict["errors"] == ["evals/evals.json: 'skill_name' is 'word-count', not this skill's name 'csv-sum'"]
     (b / "skills/csv-sum/evals/evals.json").write_text("{not json")
-    (verdict,) = json.loads(run_ledger("--brain", str(b), "lint", "csv-sum", "--json").stdout)
+    (verdict,) = json.loads(run_ledger("--brain", str(b), "skill", "lint", "csv-sum", "--json").stdout)
     assert any("evals/evals.json: not JSON" in e for e in verdict["errors"])

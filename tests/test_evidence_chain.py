@@ -200,11 +200,11 @@ def test_ledger_commit_sends_evidence_of_an_anchored_head(chained: Brain) -> Non
     env = {"LEDGER_BRAIN": str(chained.root)}
     text = run_ledger("chain", "status", env=env, check=True).stdout
     assert "evidence        2 local, 0 on chain, 2 to commit" in text
-    doc = json.loads(run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout)
+    doc = json.loads(run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout)
     assert doc["committed"] == 0 and doc["evidence"]["size"] == 2 and doc["transactions"] == [doc["evidence"]["tx"]]
     reg, agent = registry(chained)
     assert reg.evidence(agent) == (2, tree_root(entries))
-    again = run_ledger("commit", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout
+    again = run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--json", env=env, check=True).stdout
     assert json.loads(again)["transactions"] == []
 
 

@@ -161,7 +161,7 @@ def test_a_linked_homes_disabled_skills_are_hidden_as_there(tmp_path: Path) -> N
     brain = _brain(tmp_path)
     home = tmp_path / "hermes-home"
     env = {"HOME": str(tmp_path / "user"), "HERMES_HOME": str(home)}
-    run_ledger("--brain", str(brain), "link", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
+    run_ledger("--brain", str(brain), "target", "add", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
                check=True, env=env)  # fmt: skip
     run_ledger("--brain", str(brain), "sync", check=True, env=env)
     (home / "config.yaml").write_text("skills:\n  disabled: [notes, deploy]\n")

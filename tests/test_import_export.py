@@ -131,7 +131,7 @@ def test_lint_agrees_with_skills_ref_on_every_fixture_skill(tmp_path: Path) -> N
             assert mine.strict_valid == (theirs == []), (folder, mine.errors, mine.extra, theirs)
         brain = _brain(tmp_path / f"b-{layout}")
         _import(brain, str(src))
-        listed = json.loads(run_ledger("--brain", str(brain), "lint", "--json").stdout)
+        listed = json.loads(run_ledger("--brain", str(brain), "skill", "lint", "--json").stdout)
         for v in listed:
             skill = brain / "skills" / v["skill"]
             theirs = [] if _refuses_flow_style(skill) else skills_ref_validate(skill)

@@ -238,7 +238,7 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     finally:
         brain.close()
     B = ("--brain", str(path))
-    shown = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    shown = json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json", check=True).stdout)
     v1, v2 = shown["versions"]
     a = v1["lift"]["verified"]
     assert (a["plan"], a["pairs"], a["table"], a["delta"], a["preregistered"], a["stale"]) == (plan, 8, [0, 8, 0, 0],
@@ -258,9 +258,10 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     assert flag["revert"] == "ledger revert s --to 1"
     text = run_ledger(*B, "status", check=True).stdout
     assert "lift regressed s v2" in text and "ledger revert s --to 1" in text
-    text = run_ledger(*B, "show", "s", "--stats", check=True).stdout
+    text = run_ledger(*B, "skill", "show", "s", "--stats", check=True).stdout
     assert "+100.0 pts" in text and "pre-registered" in text and "regressed case(s): 4" in text
-    assert json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout) == shown  # from the cache
+    assert json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json",
+                                 check=True).stdout) == shown  # from the cache
     run_ledger(*B, "report", "-o", str(tmp_path / "page"), check=True)
     page = (tmp_path / "page" / "index.html").read_text()
     drawn = re.findall(r'<tr data-lift="s" data-v="(\d)" data-tier="(\w+)" data-pre="(\w+)" data-stale="(\w+)">', page)
@@ -273,7 +274,7 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
         _plan(brain, runner="claude-code 2.1 / claude-sonnet-4-5")
     finally:
         brain.close()
-    again = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    again = json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json", check=True).stdout)
     assert [v["lift"]["verified"]["stale"] for v in again["versions"]] == [True, True]
     assert [v["lift"]["verified"]["delta"] for v in again["versions"]] == [1.0, -0.125]
     assert run_ledger(*B, "verify").returncode == 0

@@ -49,7 +49,7 @@ def _import(brain: Brain, tmp_path: Path, skills: dict[str, str]) -> None:
 
 
 def _lint(brain: Brain, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_ledger("--brain", str(brain.root), "lint", *args)
+    return run_ledger("--brain", str(brain.root), "skill", "lint", *args)
 
 
 def test_a_hermes_skill_is_valid_with_extra_fields_and_strict_refuses_it(brain: Brain, tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_a_kept_listing_is_what_a_fresh_process_computes(tmp_path: Path) -> None
     brain = _brain(tmp_path)
     home = tmp_path / "hermes-home"
     env = {"HOME": str(tmp_path / "user"), "HERMES_HOME": str(home)}
-    run_ledger("--brain", str(brain), "link", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
+    run_ledger("--brain", str(brain), "target", "add", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
                check=True, env=env)  # fmt: skip
     with Brain.open(brain) as b:
         tools = SkillTools(b)

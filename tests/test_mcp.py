@@ -97,7 +97,7 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
     proof.write_text(json.dumps(receipt["proof"]))
     content = tmp_path / "skill.md"
     content.write_text(view["content"])
-    ok = run_ledger("verify-proof", str(proof), "--root", receipt["root"], "--file", str(content))
+    ok = run_ledger("proof", "check", str(proof), "--root", receipt["root"], "--file", str(content))
     assert ok.returncode == 0, ok.stderr
     assert run_ledger("--brain", str(brain), "verify").returncode == 0
 

@@ -104,7 +104,7 @@ def test_conflict_keeps_both_sides_and_is_settled(trio) -> None:
     settled = resolve(b, "s", "other")
     assert settled["snapshot"]["version"] == 3 and "TWO-B" in _body(b, "s")  # after v2 on both sides
     assert conflicts(b) == {}
-    proc = run_ledger("--brain", str(b.root), "resolve", "s", "--take", "kept")
+    proc = run_ledger("--brain", str(b.root), "skill", "resolve", "s", "--take", "kept")
     assert proc.returncode == 1 and "no merge conflict" in proc.stderr
     sharing.push(b, str(remote))
     _audit_ok(remote, require_signatures=True)

@@ -59,7 +59,7 @@ def test_tiers_stay_apart_and_a_verified_regression_names_its_revert(tmp_path: P
     run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
     _import(b, _rows("b", 3, 17))
     _import(b, _rows("c", 20, 0), actor="agent")  # the agent thinks v2 is perfect: self-reported, never summed
-    shown = json.loads(run_ledger(*B, "show", "s", "--stats", "--json", check=True).stdout)
+    shown = json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json", check=True).stdout)
     v1, v2 = shown["versions"]
     assert (v1["version"], v1["verified"]["successes"], v1["verified"]["failures"]) == (1, 18, 2)
     assert (v2["verified"]["successes"], v2["verified"]["failures"]) == (3, 17)
@@ -75,7 +75,7 @@ def test_tiers_stay_apart_and_a_verified_regression_names_its_revert(tmp_path: P
     assert "regressed s v2" in text and "ledger revert s --to 1" in text
     logged = json.loads(run_ledger(*B, "log", "--stats", "--json", check=True).stdout)
     assert logged[0]["regression"]["revert"] == "ledger revert s --to 1"
-    run_ledger(*B, "revert", "s", "--to", "1", check=True)  # v3: v1's content, no verified outcome yet
+    run_ledger(*B, "skill", "revert", "s", "--to", "1", check=True)  # v3: v1's content, no verified outcome yet
     assert json.loads(run_ledger(*B, "status", "--json", check=True).stdout)["regressions"] == []
     audit = json.loads(run_ledger(*B, "verify", "--json").stdout)
     assert audit["ok"] and "20 verified" not in audit["checks"]["evidence"]["summary"]
@@ -421,8 +421,8 @@ def test_a_target_linked_best_verified_shows_the_version_the_evidence_backs(tmp_
     B = ("--brain", str(b))
     run_ledger(*B, "skill", "create", "other", "--description", "No outcomes at all", check=True)
     target = tmp_path / "runtime"
-    run_ledger(*B, "link", str(target), "--best-verified", "--name", "prod", check=True)
-    run_ledger(*B, "link", str(tmp_path / "canary"), "--name", "canary", check=True)  # follows the head
+    run_ledger(*B, "target", "add", str(target), "--best-verified", "--name", "prod", check=True)
+    run_ledger(*B, "target", "add", str(tmp_path / "canary"), "--name", "canary", check=True)  # follows the head
     _import(b, _rows("a", 18, 2))
     (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="v2: a worse body"))
     run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
@@ -438,7 +438,7 @@ def test_a_target_linked_best_verified_shows_the_version_the_evidence_backs(tmp_
     _import(b, _rows("c", 40, 0))
     run_ledger(*B, "sync", check=True)
     assert "v3: the fix" in (target / "s" / "SKILL.md").read_text()  # better evidence now: v3
-    both = run_ledger(*B, "link", str(tmp_path / "x"), "--best-verified", "--committed")
+    both = run_ledger(*B, "target", "add", str(tmp_path / "x"), "--best-verified", "--anchored")
     assert both.returncode == 2 and "choose one" in both.stderr
     assert run_ledger(*B, "verify").returncode == 0
 
@@ -516,7 +516,7 @@ def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_pa
     b = _brain(tmp_path, keys)
     B = ("--brain", str(b))
     target = tmp_path / "runtime"
-    run_ledger(*B, "link", str(target), "--best-verified", "--name", "prod", check=True)
+    run_ledger(*B, "target", "add", str(target), "--best-verified", "--name", "prod", check=True)
     _import(b, _rows("a", 18, 2))
     (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="v2: a worse body"))
     run_ledger(*B, "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
@@ -526,6 +526,6 @@ def test_a_best_verified_version_whose_digest_is_revoked_is_not_projected(tmp_pa
     with Brain.open(b) as brain:
         v1 = gate.versions_of(brain, ["s"])["s"][1].tree
         digest = format_root(brain.tree_digest(v1, "s"))
-    run_ledger(*B, "revoke", digest, "--reason", "v1 leaks the data", check=True)
+    run_ledger(*B, "supply", "revoke", digest, "--reason", "v1 leaks the data", check=True)
     run_ledger(*B, "sync", check=True)
     assert "v2: a worse body" in (target / "s" / "SKILL.md").read_text()  # not the revoked v1

@@ -45,7 +45,7 @@ def test_a_chain_ahead_of_the_brain_shows_its_sequence_and_status_is_plain(chain
     metadata's sequence beside it says so), and ``chain status`` says pending is unknown in words."""
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
-    run_ledger(*b, "commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), b"\x33" * 32),
@@ -98,7 +98,7 @@ def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain,
 
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
-    run_ledger(*b, "commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     head = reg.head(cfg.agent_id)
@@ -133,7 +133,7 @@ def test_the_cast_commands_of_check_yourself_run_as_pasted(chained: Brain, tmp_p
 
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
-    run_ledger(*b, "commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
     data = collect(chained, rpc=str(ChainConfig.of(chained).rpc))
     env = {**os.environ, "PATH": f"{CAST.parent}:{os.environ['PATH']}"}
     said = {}

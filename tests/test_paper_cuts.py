@@ -38,7 +38,7 @@ def test_outcome_import_of_rows_without_actor_is_a_usage_error(ledger, tmp_path:
 
 def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
     b = _brain(ledger, tmp_path)
-    proc = ledger(*b, "install", "../upstrem", cwd=tmp_path)
+    proc = ledger(*b, "supply", "install", "../upstrem", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first == "error: ../upstrem: no such file or directory", proc.stderr
@@ -48,7 +48,7 @@ def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: P
 def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
     b = _brain(ledger, tmp_path)
     url = refused_url().replace("http://", "https://", 1) + "/team/skills.git"  # a closed port on this machine
-    proc = ledger(*b, "install", url)
+    proc = ledger(*b, "supply", "install", url)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"error: cannot reach {url}: "), proc.stderr
@@ -62,7 +62,7 @@ def test_install_from_a_url_that_is_no_source_says_so_once(ledger, tmp_path: Pat
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
     with serving(handler) as base:
         url = f"{base}/team/skills.git"
-        proc = ledger(*b, "install", url)
+        proc = ledger(*b, "supply", "install", url)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"error: {url} is neither a git repository nor a skills index"), proc.stderr
@@ -100,7 +100,7 @@ def test_the_fleet_walkthroughs_last_sync_reports_each_projection_once(ledger, t
     body = tmp_path / "SKILL.md"
     body.write_text("---\nname: s\ndescription: d\n---\nRead the whole diff.\nRun the tests.\n")
     ledger(*b, "skill", "edit", "s", "--file", str(body), check=True)
-    ledger(*b, "link", str(tmp_path / "agents-skills"), "--name", "agents", check=True)
+    ledger(*b, "target", "add", str(tmp_path / "agents-skills"), "--name", "agents", check=True)
     ledger(*b, "sync", check=True)
     ledger(*b, "remote", "set", "--create", str(tmp_path / "shared.git"), check=True)
     ledger(*b, "sync", check=True)

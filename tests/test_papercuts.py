@@ -67,17 +67,17 @@ def test_the_html_report_and_a_failure_carry_the_same_verdict(brain: Path, tmp_p
 
 def test_show_a_bare_name_prints_the_head_version(brain: Path) -> None:
     b = ["--brain", str(brain)]
-    head = run_ledger(*b, "show", "s", check=True).stdout
+    head = run_ledger(*b, "skill", "show", "s", check=True).stdout
     assert "body-two" in head and "version: '2'" in head
     assert head == (brain / "skills" / "s" / "SKILL.md").read_text()
-    assert "body-one" in run_ledger(*b, "show", "s@1", check=True).stdout
-    missing = run_ledger(*b, "show", "nosuch")
+    assert "body-one" in run_ledger(*b, "skill", "show", "s@1", check=True).stdout
+    missing = run_ledger(*b, "skill", "show", "nosuch")
     assert missing.returncode == 1 and "no skill named 'nosuch'" in missing.stderr
-    assert run_ledger(*b, "show", "s@x").returncode == 2
+    assert run_ledger(*b, "skill", "show", "s@x").returncode == 2
     run_ledger(*b, "skill", "delete", "s", check=True)
-    gone = run_ledger(*b, "show", "s")
+    gone = run_ledger(*b, "skill", "show", "s")
     assert gone.returncode == 1 and "ledger show s@N" in gone.stderr  # the hint names the way to its versions
-    assert "body-two" in run_ledger(*b, "show", "s@2", check=True).stdout
+    assert "body-two" in run_ledger(*b, "skill", "show", "s@2", check=True).stdout
 
 
 # --------------------------------------------------------------------------- 3. log -n, -N, the pager

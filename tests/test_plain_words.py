@@ -144,7 +144,7 @@ def test_one_number_per_snapshot(tmp_path: Path, node: anvil.Node) -> None:
     for task in ("t1", "t2"):
         run_ledger(*b, "outcome", "record", "a", "--task", task, "--success", "--actor", "agent", check=True)
     run_ledger(*b, "skill", "create", "c", "--description", "C", "--body", "x", check=True)
-    run_ledger(*b, "commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
     log = json.loads(run_ledger(*b, "log", "--json", check=True).stdout)
     assert [d["number"] for d in log] == [5, 4, 3, 2, 1, 0]
     head = log[0]["commit"]

@@ -116,7 +116,7 @@ def test_every_served_entry_verifies_stand_alone_and_by_the_cli_and_every_tamper
         assert proc.returncode == code, (proc.args, proc.stdout, proc.stderr)
         assert (proc.stdout.startswith("OK: ") if code == 0 else proc.stderr.startswith("FAIL: ")), proc.stderr
     for args, code, said in cli:
-        proc = run_ledger("verify-proof", *args)
+        proc = run_ledger("proof", "check", *args)
         assert proc.returncode == code and said in (proc.stdout + proc.stderr), (args, proc.stdout, proc.stderr)
 
 
@@ -186,13 +186,13 @@ def test_a_store_brain_s_version_is_a_claim_and_its_author_s_metadata_version_is
                           ("odd", odd, c_files, ca["root"])):  # fmt: skip
         doc, folder = _write(tmp_path, name, e, f)
         runs.append([str(doc), "--root", r, "--files", str(folder)])
-        said.append(run_ledger("verify-proof", *runs[-1]))
+        said.append(run_ledger("proof", "check", *runs[-1]))
     out = _scripts(runs)
     assert [p.returncode for p in out] == [p.returncode for p in said] == [0, 0, 0, 1, 1], [p.stderr for p in out]
     for proc in (out, said):
         assert "v2 (claimed) is in" in proc[0].stdout and "v2 is in" in proc[1].stdout, proc[1].stdout
         assert "v2 (claimed) is in" in proc[2].stdout and "is at version 7, not" in proc[3].stderr
-    as_json = run_ledger("verify-proof", *runs[0], "--json")
+    as_json = run_ledger("proof", "check", *runs[0], "--json")
     assert json.loads(as_json.stdout)["version_bound"] is False and json.loads(as_json.stdout)["versions"] == "store"
 
 
@@ -210,35 +210,35 @@ def test_verify_proof_takes_an_entry_as_it_comes(brain: Brain, tmp_path: Path) -
     for name, doc in forms.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(doc))
-        out = run_ledger("verify-proof", str(path), "--signer", a["signer"]["address"].upper().replace("0X", "0x"),
+        out = run_ledger("proof", "check", str(path), "--signer", a["signer"]["address"].upper().replace("0X", "0x"),
                          "--files", str(folder), "--json")  # fmt: skip
         assert out.returncode == 0, out.stderr
         got = json.loads(out.stdout)
         assert (got["ok"], got["skill"], got["prefix"], got["files"], got["bytes_checked"], got["trusted"]) == \
             (True, "pdf-tools", "forms", ["SKILL.md", "templates/invoice.md"], True, "signer"), got  # fmt: skip
-        text = run_ledger("verify-proof", str(path), "--root", a["root"])
+        text = run_ledger("proof", "check", str(path), "--root", a["root"])
         assert text.returncode == 0 and "OK: skill://pdf-tools/forms/SKILL.md v" in text.stdout, text.stderr
     path = tmp_path / "skill.json"
-    usage = run_ledger("verify-proof", str(path))
+    usage = run_ledger("proof", "check", str(path))
     assert usage.returncode == 2 and "--root ROOT, --signer ADDRESS or --chain" in usage.stderr
     (folder / "templates" / "invoice.md").write_bytes(b"INVOICE\n")
-    bad = run_ledger("verify-proof", str(path), "--root", a["root"], "--files", str(folder), "--json")
+    bad = run_ledger("proof", "check", str(path), "--root", a["root"], "--files", str(folder), "--json")
     assert bad.returncode == 1
     assert "'templates/invoice.md' is not the file the root holds" in json.loads(bad.stdout)["error"]
     (folder / "templates" / "invoice.md").write_bytes(b"invoice\n")
     (folder / "SKILL.md").write_bytes(NESTED.replace(b"Fill PDF forms", b"Fill PDF forms!"))
-    said = run_ledger("verify-proof", str(path), "--root", a["root"], "--files", str(folder))
+    said = run_ledger("proof", "check", str(path), "--root", a["root"], "--files", str(folder))
     assert said.returncode == 1 and "error: FAIL: the anchor does not verify: file 'SKILL.md'" in said.stderr
     twice = tmp_path / "twice.json"  # a key given twice reads one way in one parser, another in the next
     twice.write_text('{"uri": "skill://x/SKILL.md", ' + json.dumps(entry)[1:])
-    dup = run_ledger("verify-proof", str(twice), "--root", a["root"])
+    dup = run_ledger("proof", "check", str(twice), "--root", a["root"])
     assert dup.returncode == 1 and "is ambiguous JSON: the key 'uri' appears twice" in dup.stderr, dup.stderr
     [script] = _scripts([[str(twice), "--root", a["root"]]])
     assert script.returncode == 1 and "a JSON key given twice" in script.stderr
-    proof = run_ledger("--brain", str(brain.root), "prove", "pdf-tools/SKILL.md")  # inclusion proofs as before
+    proof = run_ledger("--brain", str(brain.root), "proof", "make", "pdf-tools/SKILL.md")  # inclusion proofs as before
     (tmp_path / "p.json").write_text(proof.stdout)
-    assert run_ledger("verify-proof", str(tmp_path / "p.json"), "--root", a["root"]).returncode == 0
-    mixed = run_ledger("verify-proof", str(tmp_path / "p.json"), "--signer", a["signer"]["address"])
+    assert run_ledger("proof", "check", str(tmp_path / "p.json"), "--root", a["root"]).returncode == 0
+    mixed = run_ledger("proof", "check", str(tmp_path / "p.json"), "--signer", a["signer"]["address"])
     assert mixed.returncode == 2 and "go with an MCP skill entry" in mixed.stderr
 
 
@@ -407,16 +407,16 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
                                                   "block": receipt["block"], "tx": receipt["tx"]}  # fmt: skip
     doc = tmp_path / "s.json"
     doc.write_text(json.dumps(entry))
-    ok = run_ledger("verify-proof", str(doc), "--chain", "--head", *chain_args(chained), "--json")
+    ok = run_ledger("proof", "check", str(doc), "--chain", "--head", *chain_args(chained), "--json")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["onchain"]["seq"] == receipt["seq"]
     a["chain"]["seq"] += 1
     doc.write_text(json.dumps(entry))
-    bad = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
+    bad = run_ledger("proof", "check", str(doc), "--chain", *chain_args(chained))
     assert bad.returncode == 1 and f"the anchor says seq {receipt['seq'] + 1}" in bad.stderr, bad.stderr
     chained.create("t", "T skill", "body\n")  # a newer snapshot, not on chain: its entries' root is not there
     doc.write_text(json.dumps(Entries(chained).get("skill://t/SKILL.md")))
-    late = run_ledger("verify-proof", str(doc), "--chain", *chain_args(chained))
+    late = run_ledger("proof", "check", str(doc), "--chain", *chain_args(chained))
     assert late.returncode == 1 and "was never committed on chain" in late.stderr, late.stderr
 
 

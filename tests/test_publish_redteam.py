@@ -412,7 +412,7 @@ def _verdicts(tmp: Path, entry: dict[str, Any], files: dict[str, bytes], signer:
     folder.mkdir(exist_ok=True)
     script = subprocess.Popen([sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    mine = run_ledger("verify-proof", str(doc), "--signer", signer, "--files", str(folder), check=False)
+    mine = run_ledger("proof", "check", str(doc), "--signer", signer, "--files", str(folder), check=False)
     out, err = script.communicate(timeout=120)
     return mine.returncode, script.returncode, f"ledger: {mine.stdout}{mine.stderr}\nscript: {out}{err}"
 
@@ -448,11 +448,11 @@ def test_an_untrusted_signer_or_another_root_is_refused_by_both(brain: Path, tmp
     assert _verdicts(tmp_path / "a", entry, files, other)[:2] == (1, 1)
     doc = tmp_path / "a" / "entry.json"
     root = "blake3-tree-v1:" + "ab" * 32
-    mine = run_ledger("verify-proof", str(doc), "--root", root, check=False)
+    mine = run_ledger("proof", "check", str(doc), "--root", root, check=False)
     script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--root", root], capture_output=True, text=True,
                             timeout=120)  # fmt: skip
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout)
-    unpinned = run_ledger("verify-proof", str(doc), check=False)  # no pin: only self-consistent, so refused
+    unpinned = run_ledger("proof", "check", str(doc), check=False)  # no pin: only self-consistent, so refused
     assert unpinned.returncode == 2 and "say what you trust" in unpinned.stderr
 
 
@@ -464,7 +464,7 @@ def test_an_entry_with_a_member_named_twice_is_refused_by_both(brain: Path, tmp_
     doc = tmp_path / "entry.json"
     text = doc.read_text()
     doc.write_text(text.replace('"format": ', '"version": 7, "format": ', 1))  # "version" twice in the anchor
-    mine = run_ledger("verify-proof", str(doc), "--signer", signer, check=False)
+    mine = run_ledger("proof", "check", str(doc), "--signer", signer, check=False)
     script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--signer", signer], capture_output=True,
                             text=True, timeout=120)  # fmt: skip
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout, script.stderr)
@@ -896,7 +896,7 @@ def test_a_files_folder_holding_a_link_is_refused_by_both(brain: Path, tmp_path:
     guide.unlink()
     guide.symlink_to(tmp_path / "elsewhere.md")
     doc, folder = tmp_path / "entry.json", tmp_path / "files"
-    mine = run_ledger("verify-proof", str(doc), "--signer", signer, "--files", str(folder), check=False)
+    mine = run_ledger("proof", "check", str(doc), "--signer", signer, "--files", str(folder), check=False)
     script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout)

@@ -36,7 +36,7 @@ def _check_with_cli(tmp_path: Path, brain: Path, receipt: dict, content: bytes) 
     assert receipt["root"] == logged
     (tmp_path / "receipt.json").write_text(json.dumps(receipt))
     (tmp_path / "content").write_bytes(content)
-    run_ledger("verify-proof", str(tmp_path / "receipt.json"), "--root", logged, "--file", str(tmp_path / "content"),
+    run_ledger("proof", "check", str(tmp_path / "receipt.json"), "--root", logged, "--file", str(tmp_path / "content"),
                check=True)  # fmt: skip
 
 

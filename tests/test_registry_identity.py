@@ -59,7 +59,7 @@ def on_lookalike(chained: Brain, lookalike_bytecode: str) -> Brain:
                                  "deploy_block": 0})  # fmt: skip
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
-    run_ledger(*b, "commit", check=True)  # anchored on the look-alike, which records it as the real one would
+    run_ledger(*b, "chain", "anchor", check=True)  # anchored on the look-alike, which records it as the real one would
     assert fake.sequence(agent) >= 1
     return chained
 

@@ -357,7 +357,7 @@ def test_trees_deeper_than_the_recursion_limit_hash_snapshot_and_verify(deep_bra
     assert native.returncode == pure.returncode == 0 and native.stdout == pure.stdout, pure.stderr[-500:]
     snap = run_ledger("--brain", str(brain.root), "snapshot")
     assert snap.returncode == 0, snap.stderr[-500:]
-    proof = run_ledger("--brain", str(brain.root), "prove", f"s/references/{rel}/f.md")
+    proof = run_ledger("--brain", str(brain.root), "proof", "make", f"s/references/{rel}/f.md")
     assert proof.returncode == 0, proof.stderr[-500:]
     assert _verify(brain.root).returncode == 0
 
@@ -420,7 +420,7 @@ def test_prove_refuses_a_directory(brain: Brain) -> None:
     brain.create("s", "d", "x\n")
     brain.write_file("s", "references/a.md", b"a\n")
     for rel in ("s", "s/references"):
-        proc = run_ledger("--brain", str(brain.root), "prove", rel)
+        proc = run_ledger("--brain", str(brain.root), "proof", "make", rel)
         assert proc.returncode == 1 and "directory" in proc.stderr and proc.stdout == ""
 
 
@@ -474,7 +474,7 @@ def test_support_paths_that_break_portable_checkouts_are_refused(brain: Brain, r
 
 def test_hostile_proofs_are_refused_cleanly(brain: Brain, tmp_path: Path) -> None:
     brain.create("s", "d", "x\n")
-    good = json.loads(run_ledger("--brain", str(brain.root), "prove", "s/SKILL.md").stdout)
+    good = json.loads(run_ledger("--brain", str(brain.root), "proof", "make", "s/SKILL.md").stdout)
     root = good["root"]
     cases = {
         "deep": "[" * 100_000,
@@ -487,7 +487,7 @@ def test_hostile_proofs_are_refused_cleanly(brain: Brain, tmp_path: Path) -> Non
     for label, text in cases.items():
         f = tmp_path / f"{label}.json"
         f.write_text(text, errors="surrogateescape")
-        proc = run_ledger("verify-proof", str(f), "--root", root)
+        proc = run_ledger("proof", "check", str(f), "--root", root)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, (label, proc.stderr[-300:])
 
 

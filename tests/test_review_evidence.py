@@ -217,7 +217,8 @@ def test_stats_never_credit_a_forged_outcome_to_the_verifier(tmp_path: Path, key
         with brain.locked():
             brain._writer.apply("outcome", {}, [], "forged", evidence=ev.append(brain.store, None, [forged]))
     assert not _evidence_check(path)[0]  # the audit sees it
-    shown = run_ledger("--brain", str(path), "show", "s", "--stats", "--json")  # and the figures refuse to count it
+    shown = run_ledger("--brain", str(path), "skill", "show", "s", "--stats",
+                       "--json")  # and the figures refuse to count it
     assert shown.returncode == 1 and "does not verify" in shown.stderr and "ledger verify" in shown.stderr
 
 

@@ -71,7 +71,7 @@ def test_a_marketplace_may_not_name_a_loopback_host_in_another_spelling(host: st
         market = tmp_path / "market"
         commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(), "README.md": b"m\n"})
         before = fingerprint(brain)
-        proc = run_ledger("--brain", str(brain), "install", str(market))
+        proc = run_ledger("--brain", str(brain), "supply", "install", str(market))
     assert b"PRIVATE-CONTENT" not in _objects(brain), "a loopback repository was read into the lineage"
     assert proc.returncode == 1 and "names a source on this machine" in proc.stderr, proc.stdout + proc.stderr
     assert fingerprint(brain) == before
@@ -88,7 +88,7 @@ def test_a_token_after_a_semicolon_in_the_query_never_reaches_the_record(tmp_pat
     run_ledger("init", str(brain), check=True)
     with served(site) as base:
         url = f"{base}/.well-known/skills/index.json?v=2;access_token=SECRETTOKEN"
-        proc = run_ledger("--brain", str(brain), "install", url)
+        proc = run_ledger("--brain", str(brain), "supply", "install", url)
     assert b"SECRETTOKEN" not in _objects(brain), "the token is in the signed supply record"
     assert proc.returncode == 1 and "carries credentials" in proc.stderr, proc.stdout + proc.stderr
 
@@ -114,7 +114,7 @@ def test_other_spellings_of_this_machine_are_refused_in_a_marketplace_and_a_lock
     write_lock_json(lock, {"alpha": {"source": url, "sourceUrl": url, "sourceType": "git",
                                      "computedHash": "0" * 64}})  # fmt: skip
     for source in (market, lock):
-        proc = run_ledger("--brain", str(brain), "install", str(source))
+        proc = run_ledger("--brain", str(brain), "supply", "install", str(source))
         assert proc.returncode == 1 and "names a source on this machine" in proc.stderr, proc.stdout + proc.stderr
     assert fingerprint(brain) == before
 

@@ -160,7 +160,7 @@ def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: s
     b = tmp_path / "b"
     shutil.copytree(brain, b, symlinks=True)
     run_ledger("--brain", str(b), "skill", "delete", name, "--actor", "agent", check=True, env=env)
-    restored = run_ledger("--brain", str(b), "revert", name, "--to", "1", "--actor", "agent", env=env)
+    restored = run_ledger("--brain", str(b), "skill", "revert", name, "--to", "1", "--actor", "agent", env=env)
     if restored.returncode != 0:
         return  # the writer refused to bring withheld files back without their entry
     live = subprocess.run(["git", "-C", str(b), "ls-tree", "-r", "--name-only", "HEAD", f"skills/{name}"],

@@ -27,7 +27,7 @@ def _evals_refused(tmp_path: Path, family_: Path, raw: bytes, said: str) -> None
     src = tmp_path / "evals.json"
     src.write_bytes(raw)
     _ledger(family_, "skill", "write-file", "word-count", "evals/evals.json", "--from", str(src))
-    lint = run_ledger("--brain", str(family_), "lint", "word-count")
+    lint = run_ledger("--brain", str(family_), "skill", "lint", "word-count")
     _no_trace(lint)
     assert lint.returncode == 1 and said in lint.stdout + lint.stderr, lint.stdout + lint.stderr
     head, log = _head(family_), len(_entries(family_))

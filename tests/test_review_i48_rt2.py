@@ -115,7 +115,7 @@ def test_a_malformed_proof_is_refused_in_plain_words(tmp_path: Path, doc: str) -
     from tests.test_plain_words import problems
 
     (tmp_path / "p.json").write_text(doc)
-    proc = run_ledger("verify-proof", str(tmp_path / "p.json"), "--root", "blake3-tree-v1:" + "a" * 64)
+    proc = run_ledger("proof", "check", str(tmp_path / "p.json"), "--root", "blake3-tree-v1:" + "a" * 64)
     said = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in said and "proof" in proc.stderr, said
     assert not problems(said) and "indices" not in said and "subscriptable" not in said, said
@@ -178,7 +178,7 @@ def test_a_hostile_index_is_refused_in_plain_words(tmp_path: Path, monkeypatch: 
     (tmp_path / "www" / "index.json").write_text(index)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
     with serving(handler) as base:
-        proc = run_ledger("--brain", str(b), "install", f"{base}/index.json")
+        proc = run_ledger("--brain", str(b), "supply", "install", f"{base}/index.json")
     said = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in said and named in proc.stderr, said
     assert not problems(said) and "upgrade" not in said, said
@@ -189,7 +189,7 @@ def _install(tmp_path: Path, source: str) -> tuple[int, str, str]:
     if not b.exists():
         run_ledger("init", str(b), check=True)
     before = run_ledger("--brain", str(b), "log", "--json", check=True).stdout
-    proc = run_ledger("--brain", str(b), "install", source, cwd=tmp_path)
+    proc = run_ledger("--brain", str(b), "supply", "install", source, cwd=tmp_path)
     assert run_ledger("--brain", str(b), "log", "--json", check=True).stdout == before  # nothing written
     return proc.returncode, proc.stderr, proc.stdout + proc.stderr
 
@@ -289,12 +289,12 @@ def test_a_skillevolbench_payload_of_the_wrong_types_is_shown_as_written(
     run_ledger("init", str(tmp_path / "b"), check=True)
     for op in (None, ["revise"]):
         (tmp_path / "p.json").write_text(json.dumps({"upsert_files": {}, "operation_type": op}))
-        proc = run_ledger(*b, "apply", str(tmp_path / "p.json"))
+        proc = run_ledger(*b, "skill", "apply", str(tmp_path / "p.json"))
         assert proc.returncode == 1 and "operation_type" in proc.stderr and not problems(proc.stderr), proc.stderr
     md = "---\nname: a\ndescription: d\n---\nbody\n"
     (tmp_path / "p.json").write_text(json.dumps({"upsert_files": {"a/SKILL.md": md}, "operation_type": "create",
                                                  "summary": None}))  # fmt: skip
-    run_ledger(*b, "apply", str(tmp_path / "p.json"), check=True)
+    run_ledger(*b, "skill", "apply", str(tmp_path / "p.json"), check=True)
     said = run_ledger(*b, "log", check=True).stdout
     assert not problems(said), said
 

@@ -234,11 +234,11 @@ def test_the_run_is_off_and_says_so_without_bwrap(tmp_path: Path) -> None:
     probe = skill(tmp_path, {"run.sh": (b"echo hi\n", False)})
     bare = tmp_path / "bin"  # a PATH with the interpreter's folder only: no bwrap there
     bare.mkdir()
-    proc = run_ledger("scan", "--run", str(probe), env={"PATH": str(bare)})
+    proc = run_ledger("supply", "scan", "--run", str(probe), env={"PATH": str(bare)})
     assert proc.returncode == 1, proc.stderr
     assert "sandboxed run is off: bubblewrap (bwrap) is not on PATH; nothing was run" in proc.stderr
     assert proc.stdout == ""
-    plain = run_ledger("scan", str(probe), env={"PATH": str(bare)})  # the static scan still works
+    plain = run_ledger("supply", "scan", str(probe), env={"PATH": str(bare)})  # the static scan still works
     assert plain.returncode == 0, plain.stderr
 
 
@@ -249,7 +249,7 @@ def test_the_run_is_off_and_says_so_where_bwrap_cannot_build_the_sandbox(tmp_pat
     (bin_dir / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
     (bin_dir / "bwrap").chmod(0o755)
     (bin_dir / "strace").symlink_to(shutil.which("strace") or "/usr/bin/strace")
-    proc = run_ledger("scan", "--run", str(probe), env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    proc = run_ledger("supply", "scan", "--run", str(probe), env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
     assert proc.returncode == 1, proc.stderr
     assert "sandboxed run is off: bubblewrap under strace cannot build the sandbox here" in proc.stderr
     assert "No permissions to creating new namespace" in proc.stderr and proc.stdout == ""
@@ -257,7 +257,7 @@ def test_the_run_is_off_and_says_so_where_bwrap_cannot_build_the_sandbox(tmp_pat
 
 def test_scan_run_json_keeps_the_shape(tmp_path: Path) -> None:
     probe = skill(tmp_path, {"scripts/check.py": (CREDENTIAL.encode(), False)})
-    proc = run_ledger("scan", "--run", "--json", str(tmp_path))
+    proc = run_ledger("supply", "scan", "--run", "--json", str(tmp_path))
     assert proc.returncode == 1, proc.stderr  # critical: a canary was read
     out = json.loads(proc.stdout)
     assert list(out) == [str(probe)]
@@ -286,7 +286,7 @@ def test_an_install_with_scan_run_records_the_runs_verdict(tmp_path: Path) -> No
                      "scripts/check.py": CREDENTIAL})  # fmt: skip
     up.publish()
     brain = _brain_with_policy(tmp_path, {"scan_run": True, "scan_run_timeout": 5})
-    proc = run_ledger("--brain", str(brain), "install", str(up.bare), "probe", "--json")
+    proc = run_ledger("--brain", str(brain), "supply", "install", str(up.bare), "probe", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["skills"][0]["verdict"] == "critical"
     verdict = record(brain).skills["probe"].verdict
@@ -305,7 +305,8 @@ def test_an_install_with_scan_run_refuses_where_the_sandbox_cannot_be_built(tmp_
     bare = tmp_path / "bin"  # git, but no bwrap: PATH of a folder holding only a link to git
     bare.mkdir()
     (bare / "git").symlink_to(git_dir / "git")
-    proc = run_ledger("--brain", str(brain), "install", str(up.bare), "probe", "--json", env={"PATH": str(bare)})
+    proc = run_ledger("--brain", str(brain), "supply", "install", str(up.bare), "probe", "--json",
+                      env={"PATH": str(bare)})
     assert proc.returncode == 1
     assert "sandboxed run is off" in proc.stderr
     listed = run_ledger("--brain", str(brain), "supply", "list", "--json", check=True)

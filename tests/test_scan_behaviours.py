@@ -164,7 +164,7 @@ def test_tricky_benign_sample_is_not_critical(sample: Path, tmp_path: Path) -> N
 def test_ledger_scan_json_rates_one_sample_per_class(cls: str, tmp_path: Path, ledger) -> None:
     sample = BEHAVIOURS / cls / THROUGH_CLI[cls]
     skill = _materialise(sample, tmp_path)
-    proc = ledger("scan", "--json", str(skill))
+    proc = ledger("supply", "scan", "--json", str(skill))
     out = json.loads(proc.stdout)
     assert list(out) == [str(skill)], out
     verdict = out[str(skill)]

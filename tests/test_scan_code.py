@@ -513,7 +513,7 @@ def test_load_reports_link_targets_never_followed(linked: Path):
 )  # fmt: skip
 def test_ledger_scan_rates_a_link_out_of_the_skill(linked: Path, ledger, target: str, severity: str):
     os.symlink(target, linked / "references" / "out")
-    proc = ledger("scan", "--json", str(linked))
+    proc = ledger("supply", "scan", "--json", str(linked))
     verdict = json.loads(proc.stdout)[str(linked)]
     ls705 = [f for f in verdict["findings"] if f["rule"] == "LS705"]
     assert [(f["file"], f["severity"]) for f in ls705] == [("references/out", severity)], verdict
@@ -523,7 +523,7 @@ def test_ledger_scan_rates_a_link_out_of_the_skill(linked: Path, ledger, target:
 
 def test_ledger_scan_leaves_a_link_inside_the_skill_to_ls701(linked: Path, ledger):
     os.symlink("../../../.ssh", linked / "references" / "keys")
-    verdict = json.loads(ledger("scan", "--json", str(linked)).stdout)[str(linked)]
+    verdict = json.loads(ledger("supply", "scan", "--json", str(linked)).stdout)[str(linked)]
     assert [(f["file"], f["severity"]) for f in verdict["findings"] if f["rule"] == "LS705"] == [
         ("references/keys", "critical")
     ]

@@ -199,7 +199,7 @@ def test_uri_follows_the_head_across_two_commits(chained: Brain) -> None:
     heads = []
     for name in ("first", "second"):
         chained.create(name, f"The {name} skill", "x\n")
-        run_ledger("commit", "--key", DEV_KEY_NAME, env=_env(chained), check=True)
+        run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, env=_env(chained), check=True)
         status = _status(chained)
         by_cast = _cast_uri(cfg)
         by_web3 = decode_uri(reg.bound().functions.uri(cfg.agent_id).call()).json

@@ -133,14 +133,14 @@ def test_an_unsigned_brain_warns_fails_when_required_and_adopts(tmp_path: Path) 
     code, report = _audit(brain, "--require-signatures")
     assert code == 1 and report["checks"]["signatures"]["snapshot"] == _commits(brain)[0]
     before = _commits(brain)
-    adopted = run_ledger("--brain", str(brain), "sign", "--adopt", "--json", env=env, check=True)
+    adopted = run_ledger("--brain", str(brain), "keys", "adopt", "--json", env=env, check=True)
     assert json.loads(adopted.stdout)["operation"] == "adopt"
     assert _commits(brain)[: len(before)] == before  # history is never rewritten
     run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "\na\n", "--new", "\nb\n", env=env, check=True)
     code, report = _audit(brain, "--require-signatures")
     assert code == 0, report["checks"]["signatures"]
     assert "attested by the adoption at #2" in report["checks"]["signatures"]["summary"]
-    again = run_ledger("--brain", str(brain), "sign", "--adopt", env=env)
+    again = run_ledger("--brain", str(brain), "keys", "adopt", env=env)
     assert again.returncode == 1 and "already has" in again.stderr
 
 

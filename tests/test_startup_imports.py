@@ -197,7 +197,7 @@ CHAIN_LIGHT: list[tuple[str, list[str]]] = [
     ("chain-status-json", ["chain", "status", "--json"]),
     ("commit", ["commit"]),  # a pending snapshot: reads the events, signs and sends one transaction
     ("commit-nothing", ["commit"]),
-    ("patch-commit", ["skill", "patch", SKILL, "--old", "Alpha", "--new", "Beta", "--commit"]),
+    ("patch-commit", ["skill", "patch", SKILL, "--old", "Alpha", "--new", "Beta", "--anchor"]),
     ("verify-chain", ["verify", "--chain"]),
 ]
 

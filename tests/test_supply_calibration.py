@@ -86,7 +86,7 @@ def test_wilson_interval_and_the_line_a_curator_reads() -> None:
 
 def test_an_install_writes_format_3_with_one_calibration_per_scanner(up: Upstream, home: Path) -> None:
     """The committed calibration measures nothing yet for this scanner: its member is null, and the audit passes."""
-    run_ledger("--brain", str(home), "install", str(up.bare), "summarise", check=True)
+    run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise", check=True)
     record = _record(home)
     verdict = record.skills["summarise"].verdict
     assert record.format == sp.FORMAT == 3
@@ -104,7 +104,7 @@ def test_a_measured_scanner_is_recorded_and_shown(up: Upstream, home: Path, tmp_
     cal.write_text(json.dumps({SCANNER: _cal(SCANNER, (100, 93, 97), (200, 1, 9)),
                                "ext:cisco-ai-skill-scanner": _cal("0.0.1", (10, 1, 5), (10, 0, 4))}))  # fmt: skip
     env = {"LEDGER_CALIBRATION": str(cal)}
-    run_ledger("--brain", str(home), "install", str(up.bare), "summarise", check=True, env=env)
+    run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise", check=True, env=env)
     verdict = _record(home).skills["summarise"].verdict
     assert verdict["calibration"][SCANNER]["malicious"] == {"samples": 100, "critical": 93, "high": 97}
     shown = run_ledger("--brain", str(home), "supply", "show", "summarise", check=True).stdout
@@ -116,7 +116,7 @@ def test_a_measured_scanner_is_recorded_and_shown(up: Upstream, home: Path, tmp_
 def test_a_malformed_calibration_file_refuses_the_install(up: Upstream, home: Path, tmp_path: Path) -> None:
     cal = tmp_path / "calibration.json"
     cal.write_text(json.dumps({SCANNER: {**_cal(SCANNER, (100, 93, 97), (200, 1, 9)), "recall": 0.93}}))
-    proc = run_ledger("--brain", str(home), "install", str(up.bare), "summarise",
+    proc = run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise",
                       env={"LEDGER_CALIBRATION": str(cal)})  # fmt: skip
     assert proc.returncode == 1 and "calibration" in proc.stderr, proc.stderr
     assert "summarise" not in _record(home).skills
@@ -133,7 +133,7 @@ def test_the_audit_refuses_a_format_3_install_without_calibration(up: Upstream, 
 
 def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstream, home: Path) -> None:
     """A calibration for a scanner that did not run (or none for one that did) is refused wherever it appears."""
-    run_ledger("--brain", str(home), "install", str(up.bare), "summarise", check=True)
+    run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise", check=True)
     entry = _record(home).skills["summarise"]
     forged = {**entry.verdict, "calibration": {"ext:cisco-ai-skill-scanner": None}}
     with pytest.raises(StoreError, match="not the scanners named"):

@@ -455,13 +455,13 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     pytest.importorskip("ledger.scanner.static", reason="'ledger install' needs the scanner, not merged here yet")
     home = tmp_path / "home"
     run_ledger("init", str(home), check=True)
-    run_ledger("--brain", str(home), "install", str(skills_repo), "beta", "alpha", check=True)
-    refused = run_ledger("--brain", str(home), "approve", "alpha")
+    run_ledger("--brain", str(home), "supply", "install", str(skills_repo), "beta", "alpha", check=True)
+    refused = run_ledger("--brain", str(home), "supply", "approve", "alpha")
     assert refused.returncode == 1 and "LS705" in refused.stderr  # its link to /etc/passwd is critical
-    run_ledger("--brain", str(home), "approve", "alpha", "--override", "the fixture's link", check=True)
+    run_ledger("--brain", str(home), "supply", "approve", "alpha", "--override", "the fixture's link", check=True)
     with Brain.open(home) as b:
         digest = b.supply().skills["beta"].blake3
-    run_ledger("--brain", str(home), "revoke", digest, "--reason", "bad", check=True)
+    run_ledger("--brain", str(home), "supply", "revoke", digest, "--reason", "bad", check=True)
     remote = tmp_path / "home.git"
     run_ledger("--brain", str(home), "push", str(remote), check=True)
     record = supply_of(str(remote))
@@ -484,7 +484,7 @@ def test_a_source_url_with_credentials_is_refused_before_anything_is_fetched(url
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
-    proc = run_ledger("--brain", str(brain), "install", url)
+    proc = run_ledger("--brain", str(brain), "supply", "install", url)
     assert proc.returncode == 1 and "carries credentials" in proc.stderr and "credential helper" in proc.stderr
     assert "SECRETTOKEN" not in proc.stdout + proc.stderr and ":p@" not in proc.stderr
     assert fingerprint(brain) == before
@@ -532,7 +532,7 @@ def test_a_marketplace_may_not_name_a_source_on_the_installers_disk(kind: str, t
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
-    proc = run_ledger("--brain", str(brain), "install", str(market))
+    proc = run_ledger("--brain", str(brain), "supply", "install", str(market))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "names a source on this machine" in proc.stderr and "evil" in proc.stderr, proc.stderr
     assert "hint" in proc.stderr.lower() or "https" in proc.stderr
@@ -621,11 +621,11 @@ def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_me
     before = fingerprint(brain)
     with served(site) as base:
         url = f"{base}/.well-known/skills/index.json?access_token=SECRETTOKEN&v=2"
-        refused = run_ledger("--brain", str(brain), "install", url)
+        refused = run_ledger("--brain", str(brain), "supply", "install", url)
         assert refused.returncode == 1 and "carries credentials" in refused.stderr, refused.stderr
         assert "access_token" in refused.stderr and "SECRETTOKEN" not in refused.stdout + refused.stderr
         assert fingerprint(brain) == before
-        done = run_ledger("--brain", str(brain), "install", url, "--strip-credentials", check=True)
+        done = run_ledger("--brain", str(brain), "supply", "install", url, "--strip-credentials", check=True)
     assert "SECRETTOKEN" not in done.stdout + done.stderr and "access_token" in done.stderr  # says what it removed
     shown = run_ledger("--brain", str(brain), "supply", "show", "web", "--json", check=True).stdout
     assert json.loads(shown)["source"]["url"] == f"{base}/.well-known/skills/index.json?v=2"
@@ -762,7 +762,7 @@ def test_installing_one_skill_fetches_only_its_ref_not_a_huge_blob_on_another_br
     env, log = _counting_git_config(tmp_path)
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "install", f"file://{big_branch_repo}", "tiny", env=env, check=True)
+    run_ledger("--brain", str(brain), "supply", "install", f"file://{big_branch_repo}", "tiny", env=env, check=True)
     assert 0 < _sent(log) < 1 << 20, _sent(log)
     log.unlink()
     run_ledger("--brain", str(brain), "verify", "--frozen", env=env, check=True)
@@ -775,7 +775,7 @@ def test_a_fetch_larger_than_its_cap_is_refused(tmp_path: Path) -> None:
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
-    proc = run_ledger("--brain", str(brain), "install", f"file://{work}", "tiny",
+    proc = run_ledger("--brain", str(brain), "supply", "install", f"file://{work}", "tiny",
                       env={"LEDGER_MAX_FETCH_BYTES": str(4 << 20)})  # fmt: skip
     assert proc.returncode == 1 and "more than" in proc.stderr and "LEDGER_MAX_FETCH_BYTES" in proc.stderr, proc.stderr
     assert fingerprint(brain) == before

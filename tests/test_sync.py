@@ -256,10 +256,10 @@ def test_committed_targets_show_the_root_on_chain(chained) -> None:
     b = chained
     brain = b.root
     env: dict[str, str] = {"HOME": str(brain.parent / "home")}
-    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--commit")
-    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-commit")
+    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--anchor")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-anchor")
     published, draft = brain.parent / "published", brain.parent / "draft"
-    _ledger(brain, env, "link", str(published), "--committed")
+    _ledger(brain, env, "target", "add", str(published), "--anchored")
     _ledger(brain, env, "link", str(draft))
     _sync(brain, env)
     assert "v1 body" in (published / "alpha/SKILL.md").read_text()
@@ -279,10 +279,10 @@ def test_a_committed_target_never_gets_a_revoked_version(chained) -> None:
 
     brain = chained.root
     env: dict[str, str] = {"HOME": str(brain.parent / "home")}
-    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--commit")
-    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-commit")
+    _ledger(brain, env, "skill", "create", "alpha", "--description", "Do alpha.", "--body", "v1 body", "--anchor")
+    _ledger(brain, env, "skill", "patch", "alpha", "--old", "v1 body", "--new", "draft body", "--no-anchor")
     published, draft = brain.parent / "published", brain.parent / "draft"
-    _ledger(brain, env, "link", str(published), "--committed")
+    _ledger(brain, env, "target", "add", str(published), "--anchored")
     _ledger(brain, env, "link", str(draft))
     _sync(brain, env)
     assert "v1 body" in (published / "alpha/SKILL.md").read_text()

@@ -237,7 +237,7 @@ def test_a_wiped_target_is_refused_whatever_its_size_and_restore_puts_it_back(tm
 def test_one_failing_target_fails_only_itself(tmp_path: Path) -> None:
     brain, env, target = _linked(tmp_path, "alpha")
     onchain = tmp_path / "onchain"
-    _ledger(brain, env, "link", str(onchain), "--committed", "--name", "onchain")  # no chain here: unreadable
+    _ledger(brain, env, "target", "add", str(onchain), "--anchored", "--name", "onchain")  # no chain here: unreadable
     _append(target / "alpha/SKILL.md", "Still recorded.\n")
     proc = _ledger(brain, env, "sync", "--json", check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr

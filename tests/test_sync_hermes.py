@@ -30,8 +30,9 @@ def test_hermes_skill_manage_edits_become_versions(tmp_path: Path) -> None:
     run_ledger("--brain", str(brain), "skill", "create", "arxiv", "--description", "Find papers on arXiv.",
                "--body", "Search arXiv.\n\nRead the abstract.\n", "--category", "research",
                check=True, env=env)  # fmt: skip
-    run_ledger("--brain", str(brain), "link", "hermes", check=True, env=env)
-    run_ledger("--brain", str(brain), "link", str(tmp_path / "claude"), "--name", "claude", check=True, env=env)
+    run_ledger("--brain", str(brain), "target", "add", "hermes", check=True, env=env)
+    run_ledger("--brain", str(brain), "target", "add", str(tmp_path / "claude"), "--name", "claude", check=True,
+               env=env)
     run_ledger("--brain", str(brain), "sync", check=True, env=env)
     md = hermes_home / "skills/research/arxiv/SKILL.md"
     assert md.is_file()

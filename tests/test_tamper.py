@@ -33,7 +33,7 @@ def honest(tmp_path_factory: pytest.TempPathFactory, node) -> tuple[Path, dict[s
     run_ledger(*b, "chain", "use", node.url, env=env, check=True)
     run_ledger(*b, "chain", "deploy", env=env, check=True)
     run_ledger(*b, "chain", "register", env=env, check=True)  # authorizes the (rotated) agent key
-    run_ledger(*b, "commit", "--batch", "3", env=env, check=True)
+    run_ledger(*b, "chain", "anchor", "--batch", "3", env=env, check=True)
     cfg = json.loads((brain / ".ledger" / "config.json").read_text())["chain"]
     CHAIN[:] = ["--rpc", node.url, "--registry", cfg["registry"], "--agent", cfg["agent_id"]]
     return brain, idx

@@ -28,9 +28,9 @@ def test_chain_status_is_not_in_sync_with_roots_pending_after_a_revert(chained) 
 
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
-    run_ledger(*b, "commit", check=True)
-    run_ledger(*b, "skill", "create", "t", "--description", "T skill", "--no-commit", check=True)
-    run_ledger(*b, "skill", "delete", "t", "--no-commit", check=True)
+    run_ledger(*b, "chain", "anchor", check=True)
+    run_ledger(*b, "skill", "create", "t", "--description", "T skill", "--no-anchor", check=True)
+    run_ledger(*b, "skill", "delete", "t", "--no-anchor", check=True)
     st = json.loads(run_ledger(*b, "chain", "status", "--json", check=True).stdout)
     assert st["pending"] == 2 and st["onchain_head"] == st["local_head"] and st["in_sync"] is False
     human = run_ledger(*b, "chain", "status", check=True).stdout

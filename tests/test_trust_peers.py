@@ -192,7 +192,7 @@ def test_imports_sync_recordings_and_merges_are_refused_without_a_key_and_lose_n
     run_ledger("init", str(brain), env=env, check=True)
     run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one\n", env=env,
                check=True)  # fmt: skip
-    run_ledger("--brain", str(brain), "link", str(target), env=env, check=True)
+    run_ledger("--brain", str(brain), "target", "add", str(target), env=env, check=True)
     run_ledger("--brain", str(brain), "sync", env=env, check=True)
     head = _head(brain / ".git")
 

@@ -68,9 +68,9 @@ def published(tmp_path_factory: pytest.TempPathFactory, node) -> Path:
         brain.write_file("code-review", "references/r\u00e9sum\u00e9.md", b"caf\xc3\xa9\r\n")
         brain.create("a", "A", "alpha")
     b = ("--brain", str(root / "brain"))
-    run_ledger(*b, "commit", "--key", DEV_KEY_NAME, check=True)
+    run_ledger(*b, "chain", "anchor", "--key", DEV_KEY_NAME, check=True)
     run_ledger(*b, "skill", "patch", "a", "--old", "alpha", "--new", "alpha beta", check=True)
-    run_ledger(*b, "commit", "--key", DEV_KEY_NAME, check=True)
+    run_ledger(*b, "chain", "anchor", "--key", DEV_KEY_NAME, check=True)
     env = _env([str(Path(LEDGER).parent), os.environ["PATH"]]) | {"LEDGER_KEYS": os.environ["LEDGER_KEYS"]}
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks()["publish"]], cwd=root / "brain", env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip

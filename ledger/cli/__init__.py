@@ -23,5 +23,8 @@ from ledger.cli import (  # noqa: F401
     supply,
 )
 from ledger.cli.common import main
+from ledger.cli.tree import build
+
+build(main)  # the moved commands into their noun groups: the tree 'ledger --help' shows (ledger/cli/tree.py)
 
 __all__ = ["main"]

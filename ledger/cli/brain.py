@@ -13,6 +13,7 @@ import click
 from ledger.cli.common import (
     acting,
     emit,
+    get_flag,
     json_flag,
     main,
     mutation,
@@ -74,6 +75,7 @@ def index(ctx: click.Context) -> None:
 
 @main.command()
 @json_flag
+@get_flag
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what differs between the working tree and the head snapshot."""

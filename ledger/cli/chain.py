@@ -9,6 +9,7 @@ import click
 
 from ledger.cli.common import (
     emit,
+    get_flag,
     json_flag,
     main,
     open_brain,
@@ -132,6 +133,7 @@ key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-d
 
 @chain.command("status")
 @json_flag
+@get_flag
 @click.pass_context
 def chain_status(ctx: click.Context, as_json: bool) -> None:
     """Compare the on-chain head of this brain's agent with the local head."""

@@ -1,7 +1,7 @@
 """The ``ledger`` group and what every command shares: error mapping, input limits, output, receipts.
 
 Exit codes: 0 ok or nothing to do, 1 refused or failed (message on stderr, nothing
-changed), 2 usage, 3 recorded locally but the chain step failed (run ``ledger commit``).
+changed), 2 usage, 3 recorded locally but the chain step failed (run ``ledger chain anchor``).
 Chain commands import web3 lazily, so local commands start fast.
 """
 
@@ -40,6 +40,40 @@ class _Group(click.Group):
             where = f" ({exc.filename})" if exc.filename else ""
             _fail(LedgerError(f"{exc.strerror or exc}{where}: the brain's files changed while this command ran",
                               hint="run 'ledger status', then the command again"), 1)  # fmt: skip
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A command by its name; an old spelling (:data:`ledger.cli.tree.MOVES`) says it is one
+        on stderr, once, and runs as its new spelling would, with the same words after it."""
+        from ledger.cli import tree
+
+        words = tree.moved(args)
+        if words is not None:
+            old, new = args[0], tree.MOVES[args[0]]
+            need = tree.NEEDS.get(old)
+            if need and not {need, "-h", "--help"} & set(args[1:]):
+                raise click.UsageError(f"Missing option '{need}'.", ctx)
+            if not ctx.resilient_parsing:
+                tree.warn(old, new)
+            args = words
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The top level in the sections of :data:`ledger.cli.tree.SECTIONS` (any other visible command last)."""
+        from ledger.cli.tree import SECTIONS
+
+        shown = {n: c for n in self.list_commands(ctx) if (c := self.get_command(ctx, n)) is not None and not c.hidden}
+        if not shown:
+            return
+        placed = {n for _, names in SECTIONS for n in names}
+        sections = [*SECTIONS, ("Other commands", tuple(n for n in shown if n not in placed))]
+        limit = formatter.width - 6 - max(len(n) for n in shown)
+        for title, names in sections:
+            rows = [(n, shown[n].get_short_help_str(limit)) for n in names if n in shown]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 def _fail(exc: LedgerError, code: int) -> None:
@@ -86,10 +120,50 @@ def read_text(source: str, limit: int, what: str) -> str:
 
 
 def emit(doc: Any) -> None:
-    """Print one JSON document: a :class:`~ledger.reports.Report` (its ``to_json()``) or plain data."""
+    """Print one JSON document: a :class:`~ledger.reports.Report` (its ``to_json()``) or plain data
+    (with ``--get FIELD``, only that field of it: :func:`get_flag`)."""
     if hasattr(doc, "to_json"):
         doc = doc.to_json()
+    if _wanted() is not None:
+        click.echo(field_of(doc, _wanted()))
+        return
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+_GET = "ledger.get"  # ctx.meta's key for the --get FIELD of this command line
+
+
+def _wanted() -> str | None:
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_GET) if ctx is not None else None
+
+
+def _want_field(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    if not value or any(not part for part in value.split(".")):
+        raise click.BadParameter(f"{value!r} is no field path: name keys joined by '.', such as 'root' or 'chain.rpc'")
+    ctx.meta[_GET] = value
+    ctx.params["as_json"] = True  # --get reads the --json document (a later default --json keeps this)
+
+
+def field_of(doc: Any, path: str) -> str:
+    """The field at dotted ``path`` of a JSON document as ``--get`` prints it: a string as it is,
+    anything else as compact JSON; refuses a path the document lacks, naming what it has there."""
+    value = doc
+    for depth, part in enumerate(path.split(".")):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            where = ".".join(path.split(".")[:depth]) or "the document"
+            has = (f"its keys: {', '.join(map(str, value))}" if isinstance(value, dict) and value
+                   else f"it is a list of {len(value)}" if isinstance(value, list)
+                   else f"it is {json.dumps(value, ensure_ascii=False)}")  # fmt: skip
+            raise LedgerError(f"the JSON document has no field {path!r} ({where}: {has})",
+                              hint="name a field of the command's --json document")  # fmt: skip
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def returns(*reports: type) -> Callable[[F], F]:
@@ -280,10 +354,54 @@ def _print_receipt_text(receipt: Any) -> None:
 TEXT_LIMIT = 4 * MAX_SKILL_MD  # bytes: the default SKILL.md limit, in characters of at most 4 bytes
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+get_flag = click.option(
+    "--get", metavar="FIELD", expose_value=False, callback=_want_field,
+    help="Print one field of the --json document (a dotted path such as 'root'): a string as it is, else as JSON.",
+)  # fmt: skip
 note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
-commit_flag = click.option(
-    "--commit/--no-commit", "chain_commit", default=None, help="Commit the new root on chain now (default: config)."
-)
+
+
+def _spelled(ctx: click.Context) -> str:
+    """The command's words as typed after ``ledger`` (``chain anchor``)."""
+    words = []
+    while ctx.parent is not None:
+        words.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(words))
+
+
+def renamed_option(new: str, old: str, dest: str, **attrs: Any) -> Callable[[F], F]:
+    """Option ``new`` (as ``--a/--no-a`` or ``--a``) and its old spelling ``old``, one parameter ``dest``:
+    the old one is hidden and, when used, says so on stderr in one line (ADR 74)."""
+    pairs = dict(zip(old.split("/"), new.split("/"), strict=True))
+
+    def said_old(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        from click.core import ParameterSource
+
+        assert param.name is not None
+        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            return
+        ctx.params[dest] = value  # the new option, given or not, keeps this (click keeps a value set so)
+        if not ctx.resilient_parsing:
+            from ledger.cli.tree import warn
+
+            spelling = list(pairs)[0 if value or len(pairs) == 1 else 1]
+            warn(f"{_spelled(ctx)} {spelling}", f"{_spelled(ctx)} {pairs[spelling]}")
+
+    shown = click.option(new, dest, **attrs)
+    hidden = click.option(old, f"{dest}_as_was", **{**attrs, "help": None}, hidden=True, expose_value=False,
+                          callback=said_old)  # fmt: skip
+
+    def both(fn: F) -> F:
+        return shown(hidden(fn))
+
+    return both
+
+
+commit_flag = renamed_option(
+    "--anchor/--no-anchor", "--commit/--no-commit", "chain_commit", default=None,
+    help="Anchor the new root on chain now (default: config).",
+)  # fmt: skip
 
 
 actor_flag = click.option(

@@ -247,7 +247,7 @@ def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> No
 
 
 @main.command("sign")
-@click.option("--adopt", is_flag=True, required=True, help="Sign an unsigned brain's head and found its trust set.")
+@click.option("--adopt", is_flag=True, hidden=True, help="(implied: the old 'ledger sign --adopt' passes it)")
 @note_flag
 @json_flag
 @click.pass_context

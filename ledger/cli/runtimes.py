@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain, returns, say_refused_refs
+from ledger.cli.common import emit, json_flag, main, open_brain, renamed_option, returns, say_refused_refs
 from ledger.errors import LedgerError, UsageError
 from ledger.sync.reports import (
     GuardReport,
@@ -68,7 +68,8 @@ def _runtime_line(r: RuntimeRow) -> str:
 @click.option("--layout", type=click.Choice(_LAYOUTS),
               help="The folder's layout (default: the runtime's, or agentskills).")  # fmt: skip
 @click.option("--skills", "pattern", help="Only skills whose key matches this glob (the rest are left alone).")
-@click.option("--committed", is_flag=True, help="Project the root last committed on chain, not the head.")
+@renamed_option("--anchored", "--committed", "committed", is_flag=True,
+                help="Project the root last anchored on chain, not the head.")
 @click.option("--best-verified", is_flag=True, help="Project each skill's version with the best verified outcomes "
               "(highest lower Wilson bound), not the head's; skills with none verified: the head's.")  # fmt: skip
 @click.option("--name", help="The target's name (default: the runtime's, or the folder's).")
@@ -239,7 +240,8 @@ def remote(ctx: click.Context, as_json: bool) -> None:
 @remote.command("set")
 @click.argument("url")
 @click.option("--create", is_flag=True, help="Make URL a new bare repository when it is a path that does not exist.")
-@click.option("--commit", is_flag=True, help="Anchor on chain after each push (any authorized machine may).")
+@renamed_option("--anchor", "--commit", "commit", is_flag=True,
+                help="Anchor on chain after each push (any authorized machine may).")
 @click.option("--key", help="The keystore key that commits (see 'ledger keys list').")
 @json_flag
 @click.pass_context
