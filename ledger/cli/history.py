@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from ledger.attestations.reports import AttestationFailed, AttestationVerified
+from ledger.audit.reports import AuditReport, FrozenFailure
 from ledger.cli.common import (
     emit,
     json_flag,
@@ -16,17 +18,18 @@ from ledger.cli.common import (
     mutation,
     open_brain,
     progress_bar,
+    returns,
 )
-from ledger.errors import ChainError, LedgerError, UsageError, printable
+from ledger.errors import LedgerError, UsageError, printable
 
 
-def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
+def _print_report(report: AuditReport, as_json: bool, html_file: Path | None) -> None:
     if html_file is not None:
-        from ledger.page.audit import render_audit
+        from ledger.page.audit import write_audit
 
-        html_file.write_text(render_audit(report), encoding="utf-8")
+        write_audit(html_file, report)
     if as_json:
-        emit(report.to_json())
+        emit(report)
     else:
         for chk in report.checks.values():
             tag = {
@@ -51,7 +54,7 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
             click.echo(f"PEND {'chain':17} {len(report.pending)} snapshot(s) newer than the on-chain head")
         if html_file is not None:
             click.echo(f"report written to {html_file}")
-        verdict = report.verdict()  # a result, on stdout as git prints its own; OK never hides a SKIP
+        verdict = report.verdict  # a result, on stdout as git prints its own; OK never hides a SKIP
         click.secho(verdict, fg="red" if not report.ok else "yellow" if report.skipped else "green",
                     bold=not report.ok)  # fmt: skip
     if not report.ok:
@@ -65,7 +68,7 @@ def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
     with open_brain(ctx) as brain:
         out = Installer(brain).verify_frozen()
     if as_json and not out["ok"]:
-        emit({"frozen": out})
+        emit(FrozenFailure(frozen=out))
         sys.exit(1)
     for row in out["skills"]:
         if row["ok"]:
@@ -118,6 +121,7 @@ def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+@returns(AuditReport, AttestationVerified, AttestationFailed, FrozenFailure)
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
 @epoch_log_option
@@ -144,7 +148,7 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
                "certified_by": HEX40}
     failed:   {"ok": false, "format": "oms"|"intoto"|null, "problems": [TEXT, ...]}
     """
-    from ledger.audit.lineage import audit_repo
+    from ledger.audit.run import verify as run_verify
 
     logs = _epoch_logs(epoch_logs)
     if logs and not with_chain:
@@ -159,48 +163,35 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
     if frozen:
         _verify_frozen(ctx, as_json)
     with open_brain(ctx) as brain:
-        root, cfg = brain.root, brain.config.get("chain") or {}
-    kwargs: dict[str, Any] = {}
-    if with_chain:
-        if not (cfg.get("rpc") and cfg.get("registry") and cfg.get("agent_id")):
-            raise ChainError("this brain has no registered agent to check", hint="ledger chain deploy / register")
-        kwargs = {
-            "rpc": cfg["rpc"],
-            "registry": cfg["registry"],
-            "agent": int(cfg["agent_id"], 16),
-            "from_block": int(cfg.get("deploy_block", 0)),
-            "epoch_logs": logs,
-        }
-    report = audit_repo(
-        root, worktree=True, progress=progress_bar("verifying"), require_signatures=require,
-        without_chain=("no --chain", "run 'ledger verify --chain'"), **kwargs,
-    )  # fmt: skip
+        report = run_verify(brain, with_chain=with_chain, epoch_logs=logs, require_signatures=require,
+                            progress=progress_bar("verifying"))  # fmt: skip
     _print_report(report, as_json, html_file)
 
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
-    from ledger.attestations.attest import read_attestation, verify_attestation
+    from ledger.attestations.reports import AttestationFailed
+    from ledger.attestations.run import check_attestation, read_attestation
     from ledger.attestations.subjects import AttestationError
 
     try:
         data = read_attestation(path)
         with open_brain(ctx) as brain:
-            out = verify_attestation(brain, data, rev)
+            out = check_attestation(brain, data, rev)
     except AttestationError as exc:
         if not as_json:
             raise
-        emit({"ok": False, "format": exc.detail.get("format"), "problems": list(exc.detail.get("problems") or
-                                                                                [exc.message])})  # fmt: skip
+        emit(AttestationFailed.of(exc))
         click.echo(exc.report(), err=True)
         sys.exit(1)
     if as_json:
         emit(out)
         return
-    what = f"skill {out['skill']}" if out["skill"] else f"{out['files']} file(s)"
-    click.echo(f"Verified OK: {out['format']} attestation of {what} at {out['commit'][:12]}, signed by {out['role']} "
-               f"{out['signer']} (P-256 sibling {out['keyid'][:16]}…, certified in {out['certified_by'][:12]})")
+    what = f"skill {out.skill}" if out.skill else f"{out.files} file(s)"
+    click.echo(f"Verified OK: {out.format} attestation of {what} at {out.commit[:12]}, signed by {out.role} "
+               f"{out.signer} (P-256 sibling {out.keyid[:16]}…, certified in {out.certified_by[:12]})")
 
 
+@returns(AuditReport)
 @main.command()
 @click.argument("repo")
 @click.option("--rpc", help="RPC endpoint of the chain holding the registry.")
@@ -226,7 +217,7 @@ def audit(
     html_file: Path | None,
 ) -> None:
     """Audit a brain, a clone of one, or its URL (fetched with its receipts); needs no keys and no config."""
-    from ledger.audit.lineage import audit_repo
+    from ledger.audit.run import audit as run_audit
     from ledger.remotes.sharing import audit_target
 
     given = [v is not None for v in (rpc, registry, agent)]
@@ -237,11 +228,11 @@ def audit(
         raise UsageError("--epoch-log goes with --rpc", hint="the epoch logs are replayed against the chain")
     agent_id = int(agent, 0) if agent else None
     with audit_target(repo) as path:
-        report = audit_repo(
-            path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block,
-            progress=progress_bar("auditing"), require_signatures=require, founder=founder, epoch_logs=logs,
+        report = run_audit(
+            path, name=repo if not Path(repo).is_dir() else None, rpc=rpc, registry=registry, agent=agent_id,
+            from_block=from_block, epoch_logs=logs, require_signatures=require, founder=founder,
+            progress=progress_bar("auditing"),
         )  # fmt: skip
-    report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
 
 
