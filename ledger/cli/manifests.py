@@ -9,7 +9,7 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain, returns
 from ledger.errors import UsageError
-from ledger.supply.manifesting import ManifestReport
+from ledger.publish.reports import ManifestReport
 
 _VERSION = re.compile(r"[1-9][0-9]*")  # a ledger version in decimal, as the manifest writes it: no sign, no 0 first
 
@@ -42,7 +42,9 @@ def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> N
     if as_json:
         emit(report)
         return
-    data = report.data()
+    from ledger.supply.manifest import canonical_json
+
+    data = canonical_json(report.manifest)  # the exact bytes manifestHash is keccak256 of
     if out is None:
         click.echo(data)  # bytes, as they are hashed, then a newline that is not part of them
     else:
