@@ -10,7 +10,7 @@ from typing import Any
 
 from ledger.reports import Report, key
 
-__all__ = ["ManifestReport"]
+__all__ = ["DiscoveredSkill", "DiscoveryReport", "ManifestReport", "NotPublished"]
 
 
 @dataclass(frozen=True)
@@ -23,3 +23,33 @@ class ManifestReport(Report):
     manifest_hash: str = key("manifestHash")  # keccak256 of the manifest's exact bytes: 0x and 64 hex
     # The manifest object: the ERC's keys and a publisher's own (docs/interop.md §2.2), open by the ERC.
     manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DiscoveredSkill(Report):
+    """One skill a discovery site serves."""
+
+    name: str
+    type: str
+    url: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class NotPublished(Report):
+    """A served skill the site leaves out, and why (never silent)."""
+
+    uri: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DiscoveryReport(Report):
+    """The served skills written as a static Agent Skills Discovery site (``ledger export --discovery``)."""
+
+    dest: str
+    index: str  # the site's index file
+    commit: str  # the head snapshot published
+    files: int
+    skills: list[DiscoveredSkill]
+    refused: list[NotPublished]
