@@ -8,12 +8,12 @@ the HTML page and the Python API share.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ledger.audit.verdicts import Report as Working
-from ledger.reports import Report
+from ledger.reports import Report, key
 
-__all__ = ["AuditCheck", "AuditReport", "FrozenFailure"]
+__all__ = ["AuditCheck", "AuditReport", "DiffReport", "FileChange", "FrozenFailure", "PageReport", "SkillStatsReport"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +73,64 @@ class FrozenFailure(Report):
 
     # Installer.verify_frozen()'s document ({"ok", "skills": [...]}), ledger.supply's to type.
     frozen: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FileChange(Report):
+    """One changed file of a diff."""
+
+    path: str  # skills/NAME/REL
+    status: Literal["added", "deleted", "modified", "mode"]
+    binary: bool
+    insertions: int
+    deletions: int
+
+    def counts(self) -> tuple[int, int]:
+        """(insertions, deletions), as :func:`ledger.store.diffs.render_stat` reads a file's."""
+        return self.insertions, self.deletions
+
+
+@dataclass(frozen=True)
+class DiffReport(Report):
+    """What differs between two states, as ``git diff`` says it (``ledger diff --json``)."""
+
+    old: str = key("from")  # a commit id, or "working tree"
+    new: str = key("to")
+    skills: dict[str, Literal["added", "deleted", "modified"]]  # each changed skill
+    files: list[FileChange]
+    patch: str  # the unified diff, as the text output prints it
+
+    @classmethod
+    def of(cls, diff: Any) -> DiffReport:
+        """From a :class:`ledger.store.diffs.Diff`."""
+        doc = diff.to_json()
+        return cls(old=doc["from"], new=doc["to"], skills=doc["skills"],
+                   files=[FileChange(**f) for f in doc["files"]], patch=doc["patch"])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SkillStatsReport(Report):
+    """A skill's outcomes and lift per version (``ledger show NAME --stats --json``, docs/lineage.md 'Competence')."""
+
+    skill: str
+    live: int | None  # the head's version (None: the skill is deleted)
+    # Each version's outcomes by tier and lift by tier, the regression and the flagged lifts: the
+    # competence records' own objects (ledger.brain.competence, ledger.evals.lift), typed there.
+    versions: list[dict[str, Any]]
+    regression: dict[str, Any] | None
+    lift_regressions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PageReport(Report):
+    """The audited page written (``ledger report --json``): where, its verdict, and the figures the text line gives."""
+
+    output: str  # the index.html written
+    ok: bool  # the audit passed; false: the page shows the brain as FAILING (exit 1, the page still written)
+    verdict: Literal["verified OK", "verification FAILED"]
+    chain_checked: bool  # --rpc: the chain was checked too
+    commit: str  # the head snapshot the page shows
+    root: str
+    skills: int
+    snapshots: int
+    outcomes: int

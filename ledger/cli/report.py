@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from ledger.audit.reports import PageReport
 from ledger.cli.common import emit, json_flag, main, open_brain, returns
-from ledger.page.reports import PageReport
 
 
 @returns(PageReport)

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger._fs import atomic_write
+from ledger.audit.reports import PageReport
 from ledger.page.collect import collect
 from ledger.page.render import render_page
-from ledger.page.reports import PageReport
 
 __all__ = ["PageReport", "write_page"]
 
