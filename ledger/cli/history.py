@@ -171,7 +171,6 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
 
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
-    from ledger.attestations.reports import AttestationFailed
     from ledger.attestations.run import check_attestation, read_attestation
     from ledger.attestations.subjects import AttestationError
 
