@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from ledger.attestations.reports import AttestationFailed, AttestationVerified
+from ledger.audit.reports import AuditReport, DiffReport, FrozenFailure, SkillStatsReport
 from ledger.cli.common import (
     emit,
     json_flag,
@@ -16,17 +18,20 @@ from ledger.cli.common import (
     mutation,
     open_brain,
     progress_bar,
+    returns,
 )
-from ledger.errors import ChainError, LedgerError, UsageError, printable
+from ledger.errors import LedgerError, UsageError, printable
+from ledger.reports import NoChange
+from ledger.write.records import Receipt
 
 
-def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
+def _print_report(report: AuditReport, as_json: bool, html_file: Path | None) -> None:
     if html_file is not None:
-        from ledger.page.audit import render_audit
+        from ledger.page.audit import write_audit
 
-        html_file.write_text(render_audit(report), encoding="utf-8")
+        write_audit(html_file, report)
     if as_json:
-        emit(report.to_json())
+        emit(report)
     else:
         for chk in report.checks.values():
             tag = {
@@ -51,7 +56,7 @@ def _print_report(report: Any, as_json: bool, html_file: Path | None) -> None:
             click.echo(f"PEND {'chain':17} {len(report.pending)} snapshot(s) newer than the on-chain head")
         if html_file is not None:
             click.echo(f"report written to {html_file}")
-        verdict = report.verdict()  # a result, on stdout as git prints its own; OK never hides a SKIP
+        verdict = report.verdict  # a result, on stdout as git prints its own; OK never hides a SKIP
         click.secho(verdict, fg="red" if not report.ok else "yellow" if report.skipped else "green",
                     bold=not report.ok)  # fmt: skip
     if not report.ok:
@@ -65,7 +70,7 @@ def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
     with open_brain(ctx) as brain:
         out = Installer(brain).verify_frozen()
     if as_json and not out["ok"]:
-        emit({"frozen": out})
+        emit(FrozenFailure(frozen=out))
         sys.exit(1)
     for row in out["skills"]:
         if row["ok"]:
@@ -118,6 +123,7 @@ def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+@returns(AuditReport, AttestationVerified, AttestationFailed, FrozenFailure)
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
 @epoch_log_option
@@ -144,7 +150,7 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
                "certified_by": HEX40}
     failed:   {"ok": false, "format": "oms"|"intoto"|null, "problems": [TEXT, ...]}
     """
-    from ledger.audit.lineage import audit_repo
+    from ledger.audit.run import verify as run_verify
 
     logs = _epoch_logs(epoch_logs)
     if logs and not with_chain:
@@ -159,48 +165,34 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
     if frozen:
         _verify_frozen(ctx, as_json)
     with open_brain(ctx) as brain:
-        root, cfg = brain.root, brain.config.get("chain") or {}
-    kwargs: dict[str, Any] = {}
-    if with_chain:
-        if not (cfg.get("rpc") and cfg.get("registry") and cfg.get("agent_id")):
-            raise ChainError("this brain has no registered agent to check", hint="ledger chain deploy / register")
-        kwargs = {
-            "rpc": cfg["rpc"],
-            "registry": cfg["registry"],
-            "agent": int(cfg["agent_id"], 16),
-            "from_block": int(cfg.get("deploy_block", 0)),
-            "epoch_logs": logs,
-        }
-    report = audit_repo(
-        root, worktree=True, progress=progress_bar("verifying"), require_signatures=require,
-        without_chain=("no --chain", "run 'ledger verify --chain'"), **kwargs,
-    )  # fmt: skip
+        report = run_verify(brain, with_chain=with_chain, epoch_logs=logs, require_signatures=require,
+                            progress=progress_bar("verifying"))  # fmt: skip
     _print_report(report, as_json, html_file)
 
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
-    from ledger.attestations.attest import read_attestation, verify_attestation
+    from ledger.attestations.run import check_attestation, read_attestation
     from ledger.attestations.subjects import AttestationError
 
     try:
         data = read_attestation(path)
         with open_brain(ctx) as brain:
-            out = verify_attestation(brain, data, rev)
+            out = check_attestation(brain, data, rev)
     except AttestationError as exc:
         if not as_json:
             raise
-        emit({"ok": False, "format": exc.detail.get("format"), "problems": list(exc.detail.get("problems") or
-                                                                                [exc.message])})  # fmt: skip
+        emit(AttestationFailed.of(exc))
         click.echo(exc.report(), err=True)
         sys.exit(1)
     if as_json:
         emit(out)
         return
-    what = f"skill {out['skill']}" if out["skill"] else f"{out['files']} file(s)"
-    click.echo(f"Verified OK: {out['format']} attestation of {what} at {out['commit'][:12]}, signed by {out['role']} "
-               f"{out['signer']} (P-256 sibling {out['keyid'][:16]}…, certified in {out['certified_by'][:12]})")
+    what = f"skill {out.skill}" if out.skill else f"{out.files} file(s)"
+    click.echo(f"Verified OK: {out.format} attestation of {what} at {out.commit[:12]}, signed by {out.role} "
+               f"{out.signer} (P-256 sibling {out.keyid[:16]}…, certified in {out.certified_by[:12]})")
 
 
+@returns(AuditReport)
 @main.command()
 @click.argument("repo")
 @click.option("--rpc", help="RPC endpoint of the chain holding the registry.")
@@ -226,7 +218,7 @@ def audit(
     html_file: Path | None,
 ) -> None:
     """Audit a brain, a clone of one, or its URL (fetched with its receipts); needs no keys and no config."""
-    from ledger.audit.lineage import audit_repo
+    from ledger.audit.run import audit as run_audit
     from ledger.remotes.sharing import audit_target
 
     given = [v is not None for v in (rpc, registry, agent)]
@@ -237,14 +229,15 @@ def audit(
         raise UsageError("--epoch-log goes with --rpc", hint="the epoch logs are replayed against the chain")
     agent_id = int(agent, 0) if agent else None
     with audit_target(repo) as path:
-        report = audit_repo(
-            path, rpc=rpc, registry=registry, agent=agent_id, from_block=from_block,
-            progress=progress_bar("auditing"), require_signatures=require, founder=founder, epoch_logs=logs,
+        report = run_audit(
+            path, name=repo if not Path(repo).is_dir() else None, rpc=rpc, registry=registry, agent=agent_id,
+            from_block=from_block, epoch_logs=logs, require_signatures=require, founder=founder,
+            progress=progress_bar("auditing"),
         )  # fmt: skip
-    report.repo = repo if not Path(repo).is_dir() else report.repo
     _print_report(report, as_json, html_file)
 
 
+@returns(DiffReport)
 @main.command()
 @click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME] | NAME@A [NAME@B]")
 @click.option("--skill", "skill_name", metavar="NAME", help="Limit the diff to one skill (never read as a revision).")
@@ -261,109 +254,23 @@ def diff(
     skill; --skill NAME says so explicitly. NAME@A NAME@B compares two versions of a skill
     (NAME@A alone: that version → the working tree).
     """
-    from ledger.store.diffs import render_patch, render_stat
+    from ledger.audit.history import diff as run_diff
+    from ledger.store.diffs import render_stat
 
     with open_brain(ctx) as brain:
-        args, versioned = _versions(brain, list(args))
-        if versioned is not None:  # NAME@A [NAME@B]: those versions' snapshots, that skill only
-            if skill_name not in (None, versioned):
-                raise UsageError(f"--skill {skill_name} and {versioned}@… name different skills")
-            skill_name = versioned
-        revs, name = _revs_and_name(brain, list(args)) if skill_name is None else (_revs(list(args)), skill_name)
-        d = brain.diff(*revs, name=name)
-        if name is not None and not d.files:
-            _require_skill(brain, revs, name)  # a typo is an error, not an empty diff
+        d = run_diff(brain, args, skill_name)
     if as_json:
-        emit(d.to_json())
+        emit(d)
     elif as_stat:
-        click.echo(render_stat(d.files), nl=False)
+        click.echo(render_stat(d.files), nl=False)  # type: ignore[arg-type]
     elif name_status:
         for f in d.files:
             click.echo(f"{f.status[0].upper() if f.status != 'mode' else 'M'}\t{f.path}")
     else:
-        click.echo(render_patch(d.files), nl=False)
+        click.echo(d.patch, nl=False)
 
 
-def _versions(brain: Any, args: list[str]) -> tuple[list[str], str | None]:
-    """``NAME@V`` arguments as the commits that wrote those versions, and the one skill they name."""
-    import re
-
-    names, out = set(), []
-    for arg in args:
-        m = re.fullmatch(r"(.+)@(\d+)", arg)
-        if m is None or _resolves(brain, arg):
-            out.append(arg)
-            continue
-        name = brain.resolve(m.group(1))
-        names.add(name)
-        out.append(brain.version_commit(name, int(m.group(2))).hex())
-    if len(names) > 1:
-        raise UsageError(f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
-                         hint="compare versions of one skill, or two revisions with --skill")  # fmt: skip
-    return out, names.pop() if names else None
-
-
-def _revs_and_name(brain: Any, args: list[str]) -> tuple[list[str | None], str | None]:
-    """Split ``[REV [REV]] [NAME]``: a last word that is not a revision is a skill name."""
-    from ledger.errors import StoreError
-
-    name = None
-    if args:
-        last = args[-1]
-        try:
-            brain.store.resolve(last)
-            is_rev = True
-        except StoreError:
-            is_rev = False
-        known = last in brain.head().skills or brain.skills_dir.joinpath(last).is_dir()
-        if is_rev and known:
-            raise UsageError(f"{last!r} is both a revision and a skill", hint=f"write 'ledger diff … --skill {last}'")
-        if not is_rev and not known and len(args) > 1 and not _resolves(brain, args[-2]):
-            raise LedgerError(f"{args[-2]!r} is not a revision", hint="a commit id, main~N, or a root")
-        if not is_rev and not known and not any(_has_skill(brain, r, last) for r in args[:-1]):
-            raise LedgerError(
-                f"{last!r} is neither a revision nor a skill",
-                hint="revisions: a commit id, main~N or a root (see 'ledger log'); skills: 'ledger skill list'",
-            )
-        if not is_rev:
-            args, name = args[:-1], last
-    return _revs(args), name
-
-
-def _resolves(brain: Any, rev: str) -> bool:
-    from ledger.errors import StoreError
-
-    try:
-        brain.store.resolve(rev)
-    except StoreError:
-        return False
-    return True
-
-
-def _has_skill(brain: Any, rev: str | None, name: str) -> bool:
-    """Whether snapshot ``rev`` (None: the head and the working tree) holds skill ``name``."""
-    from ledger.errors import StoreError
-    from ledger.store.skilltree import skills_of
-
-    if rev is None:
-        return name in brain.head().skills or brain.skills_dir.joinpath(name).is_dir()
-    try:
-        return name in skills_of(brain.store, brain.store.commit_info(brain.store.resolve(rev))[0])[1]
-    except StoreError:
-        return False
-
-
-def _require_skill(brain: Any, revs: list[str | None], name: str) -> None:
-    if not any(_has_skill(brain, r, name) for r in {*revs, None}):
-        raise LedgerError(f"no skill named {name!r} on either side of the diff", hint="see 'ledger skill list'")
-
-
-def _revs(args: list[str]) -> list[str | None]:
-    if len(args) > 2:
-        raise UsageError("give at most two revisions", hint="ledger diff [REV [REV]] [NAME]")
-    return [*args, None, None][:2]
-
-
+@returns(SkillStatsReport)
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--stats", is_flag=True, help="Outcomes per version instead: verified and self-reported, each with "
@@ -379,13 +286,12 @@ def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:
     if as_json and not stats:
         raise UsageError("--json goes with --stats (SKILL.md is printed as it is)")
     if stats:
+        from ledger.audit.history import skill_stats
         from ledger.cli.outcomes import print_stats
 
         with open_brain(ctx) as brain:
-            doc = brain.evidence.skill_stats(name if sep else ref)
-        if sep:
-            doc["versions"] = [v for v in doc["versions"] if v["version"] == int(version)]
-        emit(doc) if as_json else print_stats(doc)
+            stats = skill_stats(brain, name if sep else ref, int(version) if sep else None)
+        emit(stats) if as_json else print_stats(stats.to_json())
         return
     with open_brain(ctx) as brain:
         text = brain.show(name, int(version)) if sep else brain.show(ref)
@@ -395,6 +301,7 @@ def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:
     click.echo(text, nl=False)
 
 
+@returns(Receipt, NoChange)
 @main.command()
 @click.argument("name")
 @click.option("--to", "version", type=click.IntRange(min=1), required=True, help="The version to restore.")

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain
-from ledger.errors import LedgerError, UsageError
+from ledger.cli.common import emit, json_flag, main, open_brain, returns
+from ledger.errors import UsageError
+from ledger.publish.reports import ManifestReport
 
 _VERSION = re.compile(r"[1-9][0-9]*")  # a ledger version in decimal, as the manifest writes it: no sign, no 0 first
 
 
+@returns(ManifestReport)
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
@@ -25,7 +27,7 @@ def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> N
     Without --json: the manifest's exact bytes on the first line (canonical JSON holds no
     newline), then 'manifestHash 0x…'.  --json: skill, version, commit, manifestHash, manifest.
     """
-    from ledger.supply.manifest import build
+    from ledger.supply.manifesting import manifest as make
 
     name, sep, version = ref.rpartition("@")
     if not sep:
@@ -33,20 +35,18 @@ def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> N
     elif not name or not _VERSION.fullmatch(version):  # ASCII only: str.isdigit() takes '²' and '١'
         raise UsageError(f"expected NAME or NAME@VERSION (a version from 1, in ASCII digits), got {ref!r}")
     with open_brain(ctx) as brain:
-        m = build(brain, name, int(version) if sep else None)
-        state = brain.withheld().get(m.name)
+        report = make(brain, name, int(version) if sep else None, out)
+        state = brain.withheld().get(report.skill)
     if state is not None:  # a manifest describes a version; whether a runtime may use it is the brain's call
-        click.echo(f"note: skill {m.name!r} is {state} here: no runtime, index or agent sees it", err=True)
-    if out is not None:
-        try:
-            out.write_bytes(m.data)
-        except OSError as exc:
-            raise LedgerError(f"cannot write {out}: {exc.strerror}", hint="choose a writable path") from exc
+        click.echo(f"note: skill {report.skill!r} is {state} here: no runtime, index or agent sees it", err=True)
     if as_json:
-        emit(m.to_json())
+        emit(report)
         return
+    from ledger.supply.manifest import canonical_json
+
+    data = canonical_json(report.manifest)  # the exact bytes manifestHash is keccak256 of
     if out is None:
-        click.echo(m.data)  # bytes, as they are hashed, then a newline that is not part of them
+        click.echo(data)  # bytes, as they are hashed, then a newline that is not part of them
     else:
-        click.echo(f"{len(m.data)} bytes written to {out}")
-    click.echo(f"manifestHash {m.hash}")
+        click.echo(f"{len(data)} bytes written to {out}")
+    click.echo(f"manifestHash {report.manifest_hash}")

@@ -7,17 +7,19 @@ from pathlib import Path
 
 import click
 
-from ledger._fs import atomic_write
-from ledger.cli.common import main, open_brain
+from ledger.audit.reports import PageReport
+from ledger.cli.common import emit, json_flag, main, open_brain, returns
 
 
+@returns(PageReport)
 @main.command()
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The directory to write index.html into (made if missing).")  # fmt: skip
 @click.option("--rpc", metavar="URL", help="Check the chain too: anchors, pending roots, the evidence root on chain, "
               "the shares.  Without it the page says the chain was not checked.")  # fmt: skip
+@json_flag
 @click.pass_context
-def report(ctx: click.Context, out: Path, rpc: str | None) -> None:
+def report(ctx: click.Context, out: Path, rpc: str | None, as_json: bool) -> None:
     """Write OUTPUT/index.html: first a summary a shareholder can read (what the agent can do, what
     changed and when, how well it works, the shares, where it is anchored) and the commands to check
     it yourself; then the audit in detail: the lineage as a timeline, competence per skill version
@@ -26,18 +28,16 @@ def report(ctx: click.Context, out: Path, rpc: str | None) -> None:
     One static page, no network when viewed.  Everything on it is audited first: a checked
     figure is drawn solid with a tick, a figure the audit could not check is marked 'claimed',
     and a brain that fails its audit is shown as FAILING (exit 1, the page still written).
+    --json prints what was written, where, and the figures (the same exit codes).
     """
-    from ledger.page import render_page
-    from ledger.page.collect import collect
+    from ledger.page.run import write_page
 
     with open_brain(ctx) as brain:
-        data = collect(brain, rpc=rpc)
-    html = render_page(data)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / "index.html"
-    atomic_write(target, html.encode("utf-8"))
-    verdict = "verified OK" if data["verdict"]["ok"] else "verification FAILED"
-    click.echo(f"report written to {target} ({verdict}; {len(data['skills'])} skill(s), "
-               f"{len(data['timeline'])} snapshot(s), {data['evidence']['size']} outcome(s))")  # fmt: skip
-    if not data["verdict"]["ok"]:
+        page = write_page(brain, out, rpc=rpc)
+    if as_json:
+        emit(page)
+    else:
+        click.echo(f"report written to {page.output} ({page.verdict}; {page.skills} skill(s), "
+                   f"{page.snapshots} snapshot(s), {page.outcomes} outcome(s))")  # fmt: skip
+    if not page.ok:
         sys.exit(1)

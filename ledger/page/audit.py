@@ -4,7 +4,7 @@ The same skeleton, stylesheet, escaping, sections, tables and verdict banner as 
 (ADR 67); no script.  It shows what the audit found: the verdict, every check (a failure with its
 first divergence), the chain as read, the lineage newest first, each skill's versions and the
 skills from elsewhere, and when, with what and against which node the audit ran, so it can be
-reproduced.  The audit is passed in as its :class:`~ledger.audit.verdicts.Report`, read only.
+reproduced.  The audit is passed in as its :class:`~ledger.audit.reports.AuditReport`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from ledger.page.svg import text as _e
 from ledger.store.outcomes import format_time
 
 if TYPE_CHECKING:
-    from ledger.audit.verdicts import Check, Report
+    from pathlib import Path
+
+    from ledger.audit.reports import AuditCheck as Check
+    from ledger.audit.reports import AuditReport as Report
 
 __all__ = ["render_audit"]
 
@@ -96,7 +99,7 @@ def render_audit(report: Report) -> str:
     """The audit as a page: verdict, checks, chain, timeline, skill histories, skills from elsewhere."""
     pending = set(report.pending)
     failed = [c.name for c in report.checks.values() if not c.ok]
-    why = _e(report.verdict()) if report.ok else f"The audit failed ({_e(', '.join(failed))})."
+    why = _e(report.verdict) if report.ok else f"The audit failed ({_e(', '.join(failed))})."
     skills = "".join(
         f"<li><b>{_e(name)}</b>: "
         + _e(" → ".join("✕" if h["action"] == "delete" else f"v{h['version']}" for h in report.skills[name]))
@@ -120,3 +123,8 @@ def render_audit(report: Report) -> str:
         section("elsewhere", "Skills from elsewhere", _supply(report)),
     ])  # fmt: skip
     return document(f"brain-ledger audit: {_e(report.repo)}", f"<main>{body}</main>", script=False)
+
+
+def write_audit(path: Path, report: Report) -> None:
+    """Write the audit's page to ``path`` (``verify``/``audit --html``)."""
+    path.write_text(render_audit(report), encoding="utf-8")
