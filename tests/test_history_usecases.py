@@ -184,9 +184,12 @@ def test_every_history_command_names_its_reports() -> None:
     from ledger.cli.common import reports_of
     from ledger.reports import Report
 
-    for name in ("verify", "audit", "diff", "show", "revert", "import", "export", "lint", "apply", "report",
-                 "attest", "manifest"):  # fmt: skip
-        found = reports_of(main.commands[name])
+    for name in ("verify", "audit", "diff", "skill show", "skill revert", "import", "export", "skill lint",
+                 "skill apply", "report", "attest", "manifest"):  # fmt: skip
+        cmd = main
+        for word in name.split():
+            cmd = cmd.commands[word]  # type: ignore[attr-defined]
+        found = reports_of(cmd)
         assert found, name
         for cls in found:
             assert issubclass(cls, Report) or hasattr(cls, "json_schema") or hasattr(cls, "to_json"), (name, cls)
