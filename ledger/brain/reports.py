@@ -25,6 +25,7 @@ from ledger.reports import OMIT, Report, _type_schema, optional, plain
 __all__ = [
     "GateState",
     "GcReport",
+    "HashReport",
     "IndexEntry",
     "IndexReport",
     "InitReport",
@@ -244,6 +245,16 @@ class ProveReport(Report):
         """From :meth:`ledger.bundle.merkle.InclusionProof.to_json`."""
         return cls(**{**doc, "steps": tuple(ProofStep(s["index"], s["count"], tuple(s["siblings"]))
                                             for s in doc["steps"])})  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- hash
+
+
+@dataclass(frozen=True)
+class HashReport(Report):
+    """``ledger hash``: the bundle root of a directory (of a brain's skills/)."""
+
+    root: str
 
 
 # ------------------------------------------------------------------------------------------------ gc

@@ -13,6 +13,7 @@ import click
 # The reports (light: no store, no git) are named at import, for --json's schema (@returns).
 from ledger.brain.reports import (
     GcReport,
+    HashReport,
     IndexReport,
     InitReport,
     LogReport,
@@ -264,6 +265,7 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
         print_stats(doc)
 
 
+@returns(HashReport)
 @main.command("hash")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @json_flag
@@ -280,7 +282,7 @@ def hash_cmd(directory: Path, as_json: bool) -> None:
         root = format_root(EMPTY_ROOT)  # a brain with no skills/ holds the empty bundle (docs/bundle-hash.md §1)
     else:
         root = format_root(hash_path(target))
-    emit({"root": root}) if as_json else click.echo(root)
+    emit(HashReport(root)) if as_json else click.echo(root)
 
 
 @returns(ProveReport)
