@@ -23,6 +23,9 @@ from ledger.bundle.render import index_line
 from ledger.reports import OMIT, Report, _type_schema, optional, plain
 
 __all__ = [
+    "ChainMatch",
+    "EntryCheckFailure",
+    "EntryCheckReport",
     "GateState",
     "GcReport",
     "HashReport",
@@ -34,6 +37,7 @@ __all__ = [
     "LogEntry",
     "LogReport",
     "LogStatsReport",
+    "ProofCheckReport",
     "ProofStep",
     "ProveReport",
     "RecoverReport",
@@ -255,6 +259,63 @@ class HashReport(Report):
     """``ledger hash``: the bundle root of a directory (of a brain's skills/)."""
 
     root: str
+
+
+# -------------------------------------------------------------------------------------- verify-proof
+
+
+@dataclass(frozen=True)
+class ChainMatch(Report):
+    """Where the chain committed a root: its sequence, block and tx, and the agent's head sequence."""
+
+    seq: int
+    block: int
+    tx: str
+    head: int
+    is_head: bool
+
+
+@dataclass(frozen=True)
+class ProofCheckReport(Report):
+    """``ledger verify-proof`` of an inclusion proof: whether the file is in the root (with ``--chain``, where
+    the chain committed it); on a failure, ``error`` says why (exit 1)."""
+
+    ok: bool
+    path: str
+    root: str
+    error: str = optional()
+    chain: ChainMatch | None = optional()  # noqa: RUF009 (OMIT, a constant)
+
+
+@dataclass(frozen=True)
+class EntryCheckReport(Report):
+    """``ledger verify-proof`` of an MCP skill entry (docs/lineage.md §16.3): what its verified anchor
+    establishes (:class:`ledger.publish.anchor.AnchorCheck`), and with ``--chain`` where the chain committed it."""
+
+    ok: Literal[True]
+    skill: str
+    prefix: str
+    version: int
+    versions: str
+    version_bound: bool
+    root: str
+    commit: str
+    signer: str | None
+    role: str | None
+    chain: dict[str, Any] | None  # as the anchor states it (docs/lineage.md §16.3)
+    files: tuple[str, ...]
+    bytes_checked: bool
+    trusted: str | None
+    onchain: ChainMatch | None
+
+
+@dataclass(frozen=True)
+class EntryCheckFailure(Report):
+    """``ledger verify-proof`` of an MCP skill entry that does not check (exit 1)."""
+
+    ok: Literal[False]
+    error: str
+    hint: str | None
 
 
 # ------------------------------------------------------------------------------------------------ gc

@@ -12,12 +12,16 @@ import click
 
 # The reports (light: no store, no git) are named at import, for --json's schema (@returns).
 from ledger.brain.reports import (
+    ChainMatch,
+    EntryCheckFailure,
+    EntryCheckReport,
     GcReport,
     HashReport,
     IndexReport,
     InitReport,
     LogReport,
     LogStatsReport,
+    ProofCheckReport,
     ProveReport,
     RecoverReport,
     StatusReport,
@@ -302,6 +306,7 @@ def prove(ctx: click.Context, rel: str, rev: str | None, as_json: bool) -> None:
     emit(report)
 
 
+@returns(ProofCheckReport, EntryCheckReport, EntryCheckFailure)
 @main.command("verify-proof")
 @click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
@@ -377,18 +382,19 @@ def verify_proof(
         if proof.root != want:
             msg = f"the proof is for root {format_root(proof.root)}, not the given {format_root(want)}"
             if as_json:
-                emit({"ok": False, "path": proof.path, "root": format_root(want), "error": msg})
+                emit(ProofCheckReport(ok=False, path=proof.path, root=format_root(want), error=msg))
                 sys.exit(1)
             raise LedgerError(f"FAIL: {msg}", hint="prove the file at that snapshot: ledger prove REL --at ROOT")
     try:
         verify_proof(proof, want, read_input(content, 1 << 31, "--file") if content else None)
     except LedgerError as exc:
         if as_json:
-            emit({"ok": False, "path": proof.path, "root": format_root(want), "error": exc.message})
+            emit(ProofCheckReport(ok=False, path=proof.path, root=format_root(want), error=exc.message))
             sys.exit(1)
         raise LedgerError(f"FAIL: {exc.message}") from exc
     if as_json:
-        emit({"ok": True, "path": proof.path, "root": format_root(want), "chain": matched})
+        emit(ProofCheckReport(ok=True, path=proof.path, root=format_root(want),
+                              chain=ChainMatch(**matched) if matched is not None else None))  # fmt: skip
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
         if matched is not None:
@@ -457,12 +463,14 @@ def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Pat
         raise
     except LedgerError as exc:
         if as_json:
-            emit({"ok": False, "error": exc.message, "hint": exc.hint})
+            emit(EntryCheckFailure(ok=False, error=exc.message, hint=exc.hint))
             sys.exit(1)
         raise LedgerError(exc.message if exc.message.startswith("FAIL") else f"FAIL: {exc.message}",
                           hint=exc.hint) from exc  # fmt: skip
     if as_json:
-        emit({**check.to_json(), "onchain": matched})
+        doc = check.to_json()
+        emit(EntryCheckReport(**{**doc, "files": tuple(doc["files"]),
+                                 "onchain": ChainMatch(**matched) if matched is not None else None}))  # fmt: skip
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
