@@ -273,3 +273,19 @@ def test_listing_reports_are_arrays(opened: Brain) -> None:
     for report in (usecases.index(opened), usecases.log(opened), usecases.skill_list(opened)):
         assert isinstance(report.to_json(), list)
         assert type(report).schema()["type"] == "array"
+
+
+def test_verify_proof_documents_validate(made: Path, tmp_path: Path) -> None:
+    from ledger.brain.reports import ProofCheckReport
+
+    proof = tmp_path / "proof.json"
+    proof.write_text(cli(made, "prove", "alpha/SKILL.md", "--json"))
+    root = json.loads(proof.read_text())["root"]
+    ok = run_ledger("verify-proof", str(proof), "--root", root, "--json", check=True)
+    assert json.loads(ok.stdout) == {"ok": True, "path": "alpha/SKILL.md", "root": root, "chain": None}
+    valid(json.loads(ok.stdout), ProofCheckReport)
+    other = json.loads(cli(made, "prove", "alpha/SKILL.md", "--at", "main~1"))["root"]
+    bad = run_ledger("verify-proof", str(proof), "--root", other, "--json")
+    assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
+    valid(json.loads(bad.stdout), ProofCheckReport)
+    assert reports_of(main.commands["verify-proof"])
