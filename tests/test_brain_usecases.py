@@ -289,3 +289,23 @@ def test_verify_proof_documents_validate(made: Path, tmp_path: Path) -> None:
     assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
     valid(json.loads(bad.stdout), ProofCheckReport)
     assert reports_of(main.commands["verify-proof"])
+
+
+def test_status_with_targets_a_fleet_and_the_gate(copy: Callable[[str], Path], tmp_path: Path) -> None:
+    """The optional parts of status: a sync target's state, a fleet's merges, the eval gate."""
+    root = copy("a")
+    cli(root, "snapshot")
+    (tmp_path / "rt").mkdir()
+    cli(root, "link", str(tmp_path / "rt"))
+    cli(root, "sync")
+    (root / ".ledger" / "fleet").mkdir()
+    config = root / ".ledger" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "eval": {"gate": True}}))
+    shown = cli(root, "status", "--json")
+    with Brain.open(root) as brain:
+        got = status(brain)
+    assert printed(got) == shown
+    doc = json.loads(shown)
+    assert list(doc)[6:] == ["sync_conflicts", "sync_rescued", "sync_ignored_held", "merge_conflicts", "gate",
+                             "regressions"]  # fmt: skip
+    valid(doc, StatusReport)
