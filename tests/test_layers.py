@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.sources",),  # where skills from elsewhere come from, each read into pinned candidates
     ("ledger.supply",),  # skills from elsewhere installed: pins, review, quarantine, revocation, manifests
     ("ledger.page",),  # the report pages (ledger report, the audit's --html): one renderer of collected data
+    ("ledger.overview",),  # ledger status as a use case: the store, sync targets and merges at a glance
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
     ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath", "ledger.exchange"),  # entry points
@@ -80,6 +81,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.sync.run", "ledger.anchoring.commits"): "the chain client loads only for a target that shows the "
     "committed root",
     ("ledger.sync.run", "ledger.sync.watching"): "watchfiles loads only for 'ledger sync --watch'",
+    ("ledger.overview", "ledger.sync.targets"): "sync's state loads only for a brain with sync targets",
+    ("ledger.overview", "ledger.remotes.lineagemerge"): "the merge layer loads only for a brain in a fleet",
     ("ledger.remotes.fleet", "ledger.anchoring.commits"): "the chain client loads only for a remote set to --commit",
     ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",
 }

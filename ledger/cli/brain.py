@@ -10,6 +10,22 @@ from typing import Any
 
 import click
 
+# The reports (light: no store, no git) are named at import, for --json's schema (@returns).
+from ledger.brain.reports import (
+    ChainMatch,
+    EntryCheckFailure,
+    EntryCheckReport,
+    GcReport,
+    HashReport,
+    IndexReport,
+    InitReport,
+    LogReport,
+    LogStatsReport,
+    ProofCheckReport,
+    ProveReport,
+    RecoverReport,
+    StatusReport,
+)
 from ledger.cli.common import (
     acting,
     emit,
@@ -24,11 +40,15 @@ from ledger.cli.common import (
     progress_bar,
     read_input,
     read_text,
+    returns,
     want_commit,
 )
 from ledger.errors import LedgerError, UsageError, printable
+from ledger.reports import NoChange
+from ledger.write.records import Receipt
 
 
+@returns(InitReport)
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--unsigned", is_flag=True, help="Make a brain whose snapshots carry no signature.")
@@ -36,79 +56,71 @@ from ledger.errors import LedgerError, UsageError, printable
 @click.option("--versions", type=click.Choice(["frontmatter", "store"]), default="frontmatter", show_default=True,
               help="Where skill versions live: each SKILL.md's metadata.version, or only the store "
                    "(every SKILL.md kept byte for byte; fixed for the brain's life).")  # fmt: skip
-def init(directory: Path, unsigned: bool, encrypt: bool, versions: str) -> None:
+@json_flag
+def init(directory: Path, unsigned: bool, encrypt: bool, versions: str, as_json: bool) -> None:
     """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY.
 
     Its first snapshot trusts this machine's user and agent keys ($LEDGER_KEYS), made here
     if there are none, as ssh-keygen would, and is signed by the user key.
     """
-    from ledger.brain import Brain
+    from ledger.brain import usecases
     from ledger.cli.common import prompt_passphrase
-    from ledger.signatures.identity import KeyDir, keys_home
 
-    keys = KeyDir(keys_home())
-    made = [r for r in ("user", "agent") if keys.peek(r) is None] if not unsigned else []
-    with Brain.init(
-        directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt, versions=versions
-    ) as brain:
-        head = brain.head()
-        click.echo(f"initialised brain in {brain.root}")
-        click.echo(f"root   {head.snap.to_json()['root']}")
-        for k in brain.trusted_keys()["trusted"]:
-            new = " (new key, " + str(keys.path(k["role"])) + ")" if k["role"] in made else ""
-            click.echo(f"trusts {k['role']:7} {k['address']}{new}")
-        if not unsigned:
-            click.echo("policy signed: every snapshot must be signed by a key it trusts ('ledger keys policy')")
-        if unsigned:
-            click.echo("unsigned: snapshots carry no signature ('ledger sign --adopt' signs the brain later)")
-        if versions == "store":
-            click.echo("versions are kept in the store: no SKILL.md is ever rewritten")
+    report = usecases.init(directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt,
+                           versions=versions)  # fmt: skip
+    if as_json:
+        emit(report)
+        return
+    click.echo(f"initialised brain in {report.brain}")
+    click.echo(f"root   {report.root}")
+    for k in report.trusted:
+        new = f" (new key, {k.new_key})" if k.new_key is not None else ""
+        click.echo(f"trusts {k.role:7} {k.address}{new}")
+    if report.policy == "signed":
+        click.echo("policy signed: every snapshot must be signed by a key it trusts ('ledger keys policy')")
+    else:
+        click.echo("unsigned: snapshots carry no signature ('ledger sign --adopt' signs the brain later)")
+    if report.versions == "store":
+        click.echo("versions are kept in the store: no SKILL.md is ever rewritten")
 
 
+@returns(IndexReport)
 @main.command()
+@json_flag
 @click.pass_context
-def index(ctx: click.Context) -> None:
+def index(ctx: click.Context, as_json: bool) -> None:
     """Print the Level-0 index: one '▸ name: description' line per skill."""
+    from ledger.brain import usecases
+
     with open_brain(ctx) as brain:
-        click.echo(brain.index(), nl=False)
+        report = usecases.index(brain)
+    if as_json:
+        emit(report)
+    else:
+        click.echo(report.text(), nl=False)
 
 
+@returns(StatusReport)
 @main.command()
 @json_flag
 @get_flag
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what differs between the working tree and the head snapshot."""
+    from ledger.bundle.render import status_lines
+    from ledger.overview import status as status_of
+
     with open_brain(ctx) as brain:
-        st = brain.status()
-        pending = _pending(brain)
-        st.pending_chain = pending
-        conflicts, rescued, hidden = None, [], []
-        if (brain.control / "targets.json").exists():
-            from ledger.sync.targets import Targets
-
-            targets = Targets(brain.control)
-            conflicts, rescued, hidden = targets.conflicts(), targets.rescued(), targets.ignored_held()
-        regressions = st.regressions if st.regressions is not None else brain.evidence.regressions()
-        merged: list[dict] | None = None
-        if (brain.control / "fleet").is_dir():
-            from ledger.remotes.lineagemerge import conflicts as merge_conflicts
-            from ledger.remotes.lineagemerge import describe
-
-            merged = describe(merge_conflicts(brain))
-        from ledger.evals import gate
-
-        held = [g.to_json() for g in gate.read(brain).values() if g.held()]
+        report = status_of(brain)
     if as_json:
-        extra = {"sync_conflicts": conflicts, "sync_rescued": rescued, "sync_ignored_held": hidden} \
-            if conflicts is not None else {}  # fmt: skip
-        if merged is not None:
-            extra["merge_conflicts"] = merged
-        if gate.enabled(brain.config):
-            extra["gate"] = {"on": True, "held": held}
-        emit({**st.to_json(), **extra, "regressions": regressions})
+        emit(report)
         return
-    click.echo("".join(line + "\n" for line in st.lines()), nl=False)
+    regressions = report.regressions
+    held = report.gate.held if report.gate else []
+    conflicts, rescued, hidden = report.sync_conflicts or [], report.sync_rescued or [], report.sync_ignored_held or []
+    merged = report.merge_conflicts or []
+    lines = status_lines(report.head, report.root, report.tree_root, report.changes, report.pending_chain)
+    click.echo("".join(line + "\n" for line in lines), nl=False)
     for r in regressions:
         if r.get("kind") == "lift":
             from ledger.cli.outcomes import lift_flag_text
@@ -126,58 +138,53 @@ def status(ctx: click.Context, as_json: bool) -> None:
             click.secho(f"held      {g['skill']} v{v['version']} ({keeps}): {v['why']}; release: ledger eval run "
                         f"{g['skill']}, or ledger eval approve {g['skill']}@{v['version']} --reason TEXT"
                         + (f"; undo: {g['revert']}" if g["revert"] else ""), fg="yellow")  # fmt: skip
-    for c in conflicts or ():
+    for c in conflicts:
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
         click.echo(f"rescued   {r['path']}: {r['why']}")
     for h in hidden:
         click.echo(f"not ignored {h['target']}/{h['path']}: the brain holds it, so the rule {h['rule']!r} in "
                    f"{h['source']} does not hide it (it syncs as any file)")
-    for c in merged or ():
+    for c in merged:
         click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
                    f"v{c['other_version']} is in the lineage; settle with 'ledger resolve {c['skill']} --take "
                    "kept|other'")  # fmt: skip
 
 
+@returns(RecoverReport)
 @main.command()
 @click.option("--move-aside", is_flag=True, help="Keep files changed since the crash in .ledger/rescued/, then finish.")
 @json_flag
 @click.pass_context
 def recover(ctx: click.Context, move_aside: bool, as_json: bool) -> None:
     """Finish a write a crash interrupted; refuses (showing them) if files changed since."""
+    from ledger.brain import usecases
+
     with open_brain(ctx) as brain:
-        result = brain.recover(move_aside=move_aside)
+        report = usecases.recover(brain, move_aside=move_aside)
     if as_json:
-        emit(result)
-    elif not result["pending"]:
+        emit(report)
+    elif not report.pending:
         click.echo("nothing to recover")
     else:
-        click.echo(f"finished the interrupted write {result['commit'][:12]} ({', '.join(result['skills'])})")
-        for path in result["moved"]:
+        click.echo(f"finished the interrupted write {report.commit[:12]} ({', '.join(report.skills)})")
+        for path in report.moved:
             click.echo(f"kept files changed since the crash in {path}")
 
 
-def _pending(brain: Any) -> int | None:
-    """Snapshots without a local receipt, from the notes alone: no web3, no RPC."""
-    cfg = brain.config.get("chain")
-    if not cfg:
-        return None
-    from ledger.chain.receipts import remembered_pending
-
-    return remembered_pending(brain.store, brain.control, cfg)
-
-
+@returns(Receipt, NoChange)
 @main.command()
 @mutation
 @click.pass_context
 def snapshot(ctx: click.Context, as_json: bool, note: str, chain_commit: bool | None, **kw: Any) -> None:
     """Record hand edits in the working tree as one snapshot."""
+    from ledger.brain import usecases
     from ledger.write.records import NoChangeError
 
     want_commit(ctx, chain_commit)
     try:
         with open_brain(ctx) as brain, acting(brain, kw):
-            receipt = brain.snapshot(note, progress_bar("hashing"))
+            receipt = usecases.snapshot(brain, note, progress_bar("hashing"))
     except NoChangeError as exc:
         nothing_to_do(exc.message, as_json)
         return
@@ -197,6 +204,7 @@ class _LogCommand(click.Command):
         return super().parse_args(ctx, out)
 
 
+@returns(LogReport, LogStatsReport)
 @main.command(cls=_LogCommand)
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots (also -N, as git).")
@@ -214,34 +222,19 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
     """Show the lineage of snapshots, newest first: when, what, who, and the full root.
 
     On a terminal the text goes through a pager, as git's does; piped or redirected, never."""
-    import time
+    from ledger.brain import usecases
 
     if stats:
         _log_stats(ctx, as_json, skill_name)
         return
 
     with open_brain(ctx) as brain:
-        receipts = _receipts(brain)
-        out = []
-        number = brain.store.number() + 1  # the head's number; each first parent is one less
-        for snap in brain.store.lineage():
-            number -= 1
-            if max_count is not None and len(out) >= max_count:
-                break
-            if actor is not None and snap.shown_actor != actor:
-                continue
-            if skill_name is not None and all(c.skill != skill_name for c in snap.changes):
-                continue
-            doc = {"number": number, **snap.to_json()}
-            doc["chain"] = receipts.get(snap.commit)
-            doc["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.timestamp))
-            doc["note"] = _note_of(snap)
-            out.append(doc)
+        report = usecases.log(brain, max_count=max_count, actor=actor, skill=skill_name)
     if as_json:
-        emit(out)
+        emit(report)
         return
     lines = []
-    for doc in out:
+    for doc in report.to_json():
         changes = ", ".join(f"{c['action']} {c['skill']} v{c['version']}" for c in doc["changes"]) or "no change"
         attr = doc["attribution"]
         who = printable(attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor"))
@@ -265,40 +258,20 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
 
 def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> None:
     """``log --stats``: each skill with outcomes (or --skill), its versions' competence, regressions flagged."""
-    with open_brain(ctx) as brain:
-        from ledger.brain.evidence import stats_doc
+    from ledger.brain import usecases
 
-        per, lifted = brain.evidence.figures()
-        live = brain.evidence.live()
-        names = [brain.resolve(skill_name)] if skill_name else sorted(set(per) | set(live) | set(lifted))
-        docs = []
-        for name in names:
-            found = per.get(name, {})
-            flagged = brain.evidence.regression(name, live[name], found) if name in live else None
-            docs.append(stats_doc(name, live.get(name), found, lifted.get(name, {}), flagged))
+    with open_brain(ctx) as brain:
+        report = usecases.log_stats(brain, skill_name)
     if as_json:
-        emit(docs)
+        emit(report)
         return
     from ledger.cli.outcomes import print_stats
 
-    for doc in docs:
+    for doc in report.to_json():
         print_stats(doc)
 
 
-def _note_of(snap: Any) -> str:
-    from ledger.store.gitstore import split_note
-
-    return split_note(snap.message)
-
-
-def _receipts(brain: Any) -> dict[str, Any]:
-    if not brain.config.get("chain"):
-        return {}
-    from ledger.chain.receipts import read_receipts
-
-    return read_receipts(brain.store)
-
-
+@returns(HashReport)
 @main.command("hash")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @json_flag
@@ -315,20 +288,27 @@ def hash_cmd(directory: Path, as_json: bool) -> None:
         root = format_root(EMPTY_ROOT)  # a brain with no skills/ holds the empty bundle (docs/bundle-hash.md §1)
     else:
         root = format_root(hash_path(target))
-    emit({"root": root}) if as_json else click.echo(root)
+    emit(HashReport(root)) if as_json else click.echo(root)
 
 
+@returns(ProveReport)
 @main.command()
 @click.argument("rel")
 @click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root.")
+@json_flag
 @click.pass_context
-def prove(ctx: click.Context, rel: str, rev: str | None) -> None:
-    """Print the inclusion proof (JSON) of file REL, given as <skill>/<path>."""
+def prove(ctx: click.Context, rel: str, rev: str | None, as_json: bool) -> None:
+    """Print the inclusion proof (JSON) of file REL, given as <skill>/<path>.
+
+    The proof is a JSON document with or without --json (which says so for a script)."""
+    from ledger.brain import usecases
+
     with open_brain(ctx) as brain:
-        proof = brain.prove(rel, rev)
-    emit(proof.to_json())
+        report = usecases.prove(brain, rel, rev)
+    emit(report)
 
 
+@returns(ProofCheckReport, EntryCheckReport, EntryCheckFailure)
 @main.command("verify-proof")
 @click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
@@ -404,18 +384,19 @@ def verify_proof(
         if proof.root != want:
             msg = f"the proof is for root {format_root(proof.root)}, not the given {format_root(want)}"
             if as_json:
-                emit({"ok": False, "path": proof.path, "root": format_root(want), "error": msg})
+                emit(ProofCheckReport(ok=False, path=proof.path, root=format_root(want), error=msg))
                 sys.exit(1)
             raise LedgerError(f"FAIL: {msg}", hint="prove the file at that snapshot: ledger prove REL --at ROOT")
     try:
         verify_proof(proof, want, read_input(content, 1 << 31, "--file") if content else None)
     except LedgerError as exc:
         if as_json:
-            emit({"ok": False, "path": proof.path, "root": format_root(want), "error": exc.message})
+            emit(ProofCheckReport(ok=False, path=proof.path, root=format_root(want), error=exc.message))
             sys.exit(1)
         raise LedgerError(f"FAIL: {exc.message}") from exc
     if as_json:
-        emit({"ok": True, "path": proof.path, "root": format_root(want), "chain": matched})
+        emit(ProofCheckReport(ok=True, path=proof.path, root=format_root(want),
+                              chain=ChainMatch(**matched) if matched is not None else None))  # fmt: skip
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
         if matched is not None:
@@ -484,12 +465,14 @@ def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Pat
         raise
     except LedgerError as exc:
         if as_json:
-            emit({"ok": False, "error": exc.message, "hint": exc.hint})
+            emit(EntryCheckFailure(ok=False, error=exc.message, hint=exc.hint))
             sys.exit(1)
         raise LedgerError(exc.message if exc.message.startswith("FAIL") else f"FAIL: {exc.message}",
                           hint=exc.hint) from exc  # fmt: skip
     if as_json:
-        emit({**check.to_json(), "onchain": matched})
+        doc = check.to_json()
+        emit(EntryCheckReport(**{**doc, "files": tuple(doc["files"]),
+                                 "onchain": ChainMatch(**matched) if matched is not None else None}))  # fmt: skip
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
@@ -524,22 +507,23 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
     return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}
 
 
+@returns(GcReport)
 @main.command()
 @click.option("--full", is_flag=True, help="Repack everything into one pack (keeping unreachable objects).")
 @json_flag
 @click.pass_context
 def gc(ctx: click.Context, full: bool, as_json: bool) -> None:
     """Pack the snapshot store now (writes do it in the background every gc.every writes)."""
-    from ledger.store.packing import pack
+    from ledger.brain import usecases
 
     with open_brain(ctx) as brain:
-        out = pack(brain.store.git_dir, brain.control, full=full, wait=True, check=True)
+        report = usecases.gc(brain, full=full)
     if as_json:
-        emit(out)
+        emit(report)
         return
-    b, a = out["before"], out["after"]
-    sizes = f"{_mb(b['bytes'])} → {_mb(a['bytes'])} ({a['packs']} pack(s))"
-    click.echo(f"packed {b['loose']} loose object(s) in {out['seconds']} s: {sizes}; connectivity ok")
+    b, a = report.before, report.after
+    sizes = f"{_mb(b.bytes)} → {_mb(a.bytes)} ({a.packs} pack(s))"
+    click.echo(f"packed {b.loose} loose object(s) in {report.seconds} s: {sizes}; connectivity ok")
 
 
 def _mb(n: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ledger.brain.reports import SkillFileReport, SkillListReport, SkillViewReport
 from ledger.bundle.render import list_line
 from ledger.cli.common import (
     TEXT_LIMIT,
@@ -19,8 +20,11 @@ from ledger.cli.common import (
     open_brain,
     read_input,
     read_text,
+    returns,
 )
 from ledger.errors import LedgerError, UsageError, printable
+from ledger.reports import NoChange
+from ledger.write.records import Receipt
 
 
 @main.group()
@@ -28,6 +32,7 @@ def skill() -> None:
     """Create, improve and read skills; every write is one snapshot."""
 
 
+@returns(Receipt, NoChange)
 @skill.command("create")
 @click.argument("name")
 @click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
@@ -47,6 +52,7 @@ def skill_create(
     mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"], category=category))
 
 
+@returns(Receipt, NoChange)
 @skill.command("upsert")
 @click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
 @click.option("--file", "src", required=True, help="SKILL.md text ('-' = stdin).")
@@ -59,6 +65,7 @@ def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> N
     mutate(ctx, kw, lambda brain: brain.upsert(text, name=name, note=kw["note"]))
 
 
+@returns(Receipt, NoChange)
 @skill.command("edit")
 @click.argument("name")
 @click.option("--file", "src", required=True, help="New SKILL.md ('-' = stdin).")
@@ -71,6 +78,7 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
     mutate(ctx, kw, lambda brain: brain.edit(name, text, note=kw["note"]))
 
 
+@returns(Receipt, NoChange)
 @skill.command("patch")
 @click.argument("name")
 @click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
@@ -86,6 +94,7 @@ def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | No
     mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, replace_all=replace_all, note=kw["note"]))
 
 
+@returns(Receipt, NoChange)
 @skill.command("delete")
 @click.argument("name")
 @mutation
@@ -95,6 +104,7 @@ def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
     mutate(ctx, kw, lambda brain: brain.delete(name, note=kw["note"]))
 
 
+@returns(Receipt, NoChange)
 @skill.command("write-file")
 @click.argument("name")
 @click.argument("rel")
@@ -115,6 +125,7 @@ def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executa
     mutate(ctx, kw, lambda brain: brain.write_file(name, rel, data, executable=executable, note=kw["note"]))
 
 
+@returns(Receipt, NoChange)
 @skill.command("remove-file")
 @click.argument("name")
 @click.argument("rel")
@@ -125,27 +136,26 @@ def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> Non
     mutate(ctx, kw, lambda brain: brain.remove_file(name, rel, note=kw["note"]))
 
 
+@returns(SkillListReport)
 @skill.command("list")
 @click.option("--category", help="Only skills in this Hermes category (or under it).")
 @json_flag
 @click.pass_context
 def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
     """List skills (name, version, description) without reading bodies."""
+    from ledger.brain import usecases
+
     with open_brain(ctx) as brain:
-        skills = brain.list()
-        held = brain.withheld()  # quarantined or revoked: listed here, marked; no runtime or index sees them
-        cats = brain.categories.of() if as_json or category else {}
-        if category:
-            members = set(brain.categories.members(category))
-            skills = [s for s in skills if s.name in members]
+        report = usecases.skill_list(brain, category)
     if as_json:
-        emit([{**s.to_json(), "category": cats.get(s.name), **({"supply": held[s.name]} if s.name in held else {})}
-              for s in skills])  # fmt: skip
+        emit(report)
         return
-    lines = (list_line(s.name, s.version, printable(s.description), held.get(s.name)) for s in skills)
+    # quarantined or revoked: listed here, marked; no runtime or index sees them
+    lines = (list_line(s.name, s.version, printable(s.description), s.supply or None) for s in report.entries)
     click.echo("".join(lines), nl=False)
 
 
+@returns(Receipt, NoChange)
 @skill.command("move")
 @click.argument("name")
 @click.argument("category", required=False)
@@ -156,6 +166,7 @@ def skill_move(ctx: click.Context, name: str, category: str | None, **kw: Any) -
     mutate(ctx, kw, lambda brain: brain.categories.move(name, category, note=kw["note"]))
 
 
+@returns(SkillViewReport, SkillFileReport)
 @skill.command("view")
 @click.argument("name")
 @click.option("--file", "rel", help="Show a supporting file instead of the body.")
@@ -163,23 +174,24 @@ def skill_move(ctx: click.Context, name: str, category: str | None, **kw: Any) -
 @click.pass_context
 def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) -> None:
     """Show a skill's body and linked files, or one supporting file."""
+    from ledger.brain import usecases
+
     with open_brain(ctx) as brain:
-        doc = brain.view(name, rel)
-        state = brain.withheld().get(doc["name"])
+        report = usecases.skill_view(brain, name, rel)
+    state = report.supply or None
     if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
-        click.echo(f"note: skill {doc['name']!r} is {state}: no runtime, index or agent sees it"
-                   + (f" (review it, then 'ledger approve {doc['name']}')" if state == "quarantined" else ""),
+        click.echo(f"note: skill {report.name!r} is {state}: no runtime, index or agent sees it"
+                   + (f" (review it, then 'ledger approve {report.name}')" if state == "quarantined" else ""),
                    err=True)  # fmt: skip
-        doc = {**doc, "supply": state}
     if as_json:
-        emit(doc)
-    elif rel is not None:
-        if doc.get("binary"):
-            raise LedgerError(f"{rel} is binary ({doc['size']} bytes)", hint="use --json, or read the file directly")
-        click.echo(doc["content"], nl=False)
+        emit(report)
+    elif isinstance(report, SkillFileReport):
+        if report.binary:
+            raise LedgerError(f"{rel} is binary ({report.size} bytes)", hint="use --json, or read the file directly")
+        click.echo(report.content, nl=False)
     else:
         marker = f" [{state}]" if state else ""
-        click.echo(f"# {doc['name']} (v{doc['version']}){marker}: {printable(doc['description'])}\n")
-        click.echo(doc["body"], nl=False)
-        for sub, files in doc["files"].items():
+        click.echo(f"# {report.name} (v{report.version}){marker}: {printable(report.description)}\n")
+        click.echo(report.body, nl=False)
+        for sub, files in report.files.items():
             click.echo(f"\n[{sub}] " + ", ".join(files))

@@ -8,6 +8,7 @@ from typing import Any
 
 from ledger.bundle.render import status_doc, status_lines
 from ledger.errors import LedgerError, StoreError
+from ledger.reports import Report
 
 __all__ = ["NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "Status"]
 
@@ -33,8 +34,11 @@ def _one_level(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Receipt:
-    """What a mutation returns: enough to find and verify the snapshot it made."""
+class Receipt(Report):
+    """What a mutation returns: enough to find and verify the snapshot it made.
+
+    Its document (``to_json()``) is what every write prints with ``--json``; :meth:`json_schema`
+    says its shape (ADR 73)."""
 
     skill: str | None
     version: int | None
@@ -60,6 +64,46 @@ class Receipt:
         if not self.keys:
             del out["keys"]
         return out
+
+    @classmethod
+    def json_schema(cls, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON Schema of the receipt's document, as a command prints it with ``--json``.
+
+        ``chain`` is there once the snapshot was anchored: its chain receipt note, or
+        ``{"committed": false, "error": …}`` when the chain step failed (exit 3). ``keys`` is
+        there when the trust set changed. A command that prints keys of its own beside the
+        receipt (``print_receipt``'s ``extra``) names their schemas in ``extra``.
+        """
+        change = {"type": "object", "properties": {
+            "skill": {"type": "string"}, "action": {"type": "string"}, "version": {"type": "integer"},
+            "files": {"type": "object", "additionalProperties": {"enum": ["added", "deleted", "modified"]}}},
+            "required": ["skill", "action", "version", "files"], "additionalProperties": False}  # fmt: skip
+        failed = {"type": "object", "properties": {"committed": {"enum": [False]}, "error": {"type": "string"}},
+                  "required": ["committed", "error"], "additionalProperties": False}  # fmt: skip
+        props: dict[str, Any] = {
+            "skill": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "version": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "root": {"type": "string"},
+            "commit": {"type": "string"},
+            "operation": {"type": "string"},
+            # a chain receipt note (ledger.protocol.receipts: its keys are that format's), or the failure
+            "chain": {"anyOf": [failed, {"type": "object"}]},
+            "changes": {"type": "array", "items": change},
+            "signer": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "keys": {"type": "array", "items": {"type": "string"}},
+            "signed": {"type": "boolean"},
+            **(extra or {}),
+        }
+        return {"type": "object", "properties": props,
+                "required": ["skill", "version", "root", "commit", "operation", "changes", "signer", "signed",
+                             *(extra or {})],
+                "description": "A write's receipt: the snapshot it made, every skill and file it touched, who signed.",
+                "additionalProperties": False}  # fmt: skip
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
+                **cls.json_schema()}  # fmt: skip
 
 
 @dataclass(frozen=True)
