@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ledger.reports import OMIT, Report
+from ledger.reports import OMIT, Report, key
 
 Tier = Literal["verified", "self", "withdrawn"]
 
@@ -190,11 +190,23 @@ class Party(Report):
 
 
 @dataclass(frozen=True)
-class Plan(Report):
-    """An eval plan entry (docs/lineage.md §14.10): its id, then the signed plan's members."""
+class PlanRule(Report):
+    """A plan's decision rule: the interval method and the least lift."""
 
-    open_keys = True  # the plan's members as signed (§14.10); those named here are the ones the CLI reads
+    interval: str
+    min_lift: float
+
+
+@dataclass(frozen=True)
+class Plan(Report):
+    """An eval plan entry (docs/lineage.md §14.10): its id, then the signed plan's members.
+
+    A plan read back from the log has its members in the canonical (JCS) order, a plan just signed in the
+    order it was made: ``order`` keeps the entry's, so the document is the entry's key for key."""
+
     id: str
+    format: str
+    brain: str
     skill: str
     set: str
     cases: list[str]
@@ -202,6 +214,28 @@ class Plan(Report):
     runs: int
     runner: Party
     grader: Party
+    rule: PlanRule
+    time: str
+    signer: str
+    order: tuple[str, ...] = field(default=(), repr=False, compare=False, metadata={"key": "_order"})
+
+    def to_json(self) -> dict[str, Any]:
+        doc = super().to_json()
+        doc.pop("_order", None)
+        return {k: doc[k] for k in ("id", *self.order)} if self.order else doc
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        out = super().schema()
+        del out["properties"]["_order"]
+        out["required"].remove("_order")
+        return out
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        out = cls.schema()
+        del out["$schema"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -222,12 +256,19 @@ class EvalPlanUnchanged(Report):
 
 @dataclass(frozen=True)
 class EvalRun(Report):
-    """One run of an evaluation."""
+    """One run of an evaluation: its case, condition and repetition, its grading's figures, and (for a run
+    made here) its failure, time and tokens."""
 
-    open_keys = True  # a run carries its grading's figures (docs/reference.md, "Eval runner contract")
-    case: str | int
+    case: str
     condition: str
     run: int
+    passed: int
+    total: int
+    pass_: bool = key("pass", default=False)
+    failure: str | None = field(default=OMIT)
+    ms: int | float = field(default=OMIT)
+    tokens: int | None = field(default=OMIT)
+    grading: str = ""
 
 
 @dataclass(frozen=True)
