@@ -21,11 +21,11 @@ Tier = Literal["verified", "self", "withdrawn"]
 class ReceiptReport(Report):
     """A write's receipt: enough to find and verify the snapshot it made."""
 
-    skill: str | None
-    version: int | None
-    root: str
-    commit: str
-    operation: str
+    skill: str | None = None
+    version: int | None = None
+    root: str = ""
+    commit: str = ""
+    operation: str = ""
     # The chain step's receipt (its keys are the registry client's: tx, block, …) or, when it failed,
     # {"committed": false, "error": …}: open, as the chain client writes it.
     chain: dict[str, Any] = field(default=OMIT)
