@@ -40,7 +40,7 @@ class ReceiptReport(Report):
         """This report of a ``Receipt`` (its document's keys) and the subclass's own fields in ``extra``."""
         doc = receipt.to_json()
         names = {f.name for f in fields(ReceiptReport)}
-        return cls(**{k: v for k, v in doc.items() if k in names}, **extra)
+        return cls(**{**{k: v for k, v in doc.items() if k in names}, **extra})  # the command's own keys win
 
     def receipt_json(self) -> dict[str, Any]:
         """The receipt's part of the document (the keys :class:`ReceiptReport` holds)."""
