@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import UsageError
-from ledger.scanner.reports import ScanReport, VerdictReport
+from ledger.scanner import sandbox
+from ledger.scanner.files import load, skill_dirs
+from ledger.scanner.reports import FindingReport, ScanReport, VerdictReport
+from ledger.scanner.static import merge
+from ledger.scanner.static import scan as scan_files
+from ledger.supply.installer import Installer, external
 from ledger.supply.reports import (
     ApproveReport,
     InstallReport,
@@ -30,9 +35,7 @@ from ledger.supply.reports import (
 __all__ = ["approve", "entry", "install", "outdated", "record", "revoke", "scan", "update"]
 
 
-def _installer(brain: Any) -> Any:
-    from ledger.supply.installer import Installer
-
+def _installer(brain: Any) -> Installer:
     return Installer(brain)
 
 
@@ -78,9 +81,7 @@ def _update_report(out: dict[str, Any]) -> UpdateReport:
     return UpdateReport(**doc)
 
 
-def _finding(f: dict[str, Any]) -> Any:
-    from ledger.scanner.reports import FindingReport
-
+def _finding(f: dict[str, Any]) -> FindingReport:
     return FindingReport(**f)
 
 
@@ -104,10 +105,6 @@ def scan(paths: Sequence[Path], *, vetted: Path | None = None, run: bool = False
          also: Sequence[str] = ()) -> ScanReport:  # fmt: skip
     """Scan every skill folder under ``paths`` as an install would (``vetted``: the approved version of the one
     skill scanned; ``run``: each script in the sandbox too; ``also``: external scanners).  Writes nothing."""
-    from ledger.scanner.files import load, skill_dirs
-    from ledger.scanner.static import merge
-    from ledger.scanner.static import scan as scan_files
-
     found = [d for p in paths for d in skill_dirs(p)]
     if not found:
         raise UsageError(f"no SKILL.md under {', '.join(map(str, paths))}", hint="point at a skill or a folder of them")
@@ -115,8 +112,6 @@ def scan(paths: Sequence[Path], *, vetted: Path | None = None, run: bool = False
         raise UsageError("--vetted compares one skill with its approved version: scan one skill")
     before = load(vetted)[0] if vetted is not None else None
     if run:
-        from ledger.scanner import sandbox
-
         sandbox.available()  # off where the sandbox cannot be built: said before anything is scanned
     verdicts = {}
     for skill in found:
@@ -125,8 +120,6 @@ def scan(paths: Sequence[Path], *, vetted: Path | None = None, run: bool = False
         if run:
             verdict = merge(verdict, sandbox.run_verdict(files, timeout=run_timeout))
         if also:
-            from ledger.supply.installer import external
-
             verdict = merge(verdict, *(external(name, skill) for name in also))
         verdicts[str(skill)] = VerdictReport.of(verdict)
     return ScanReport(verdicts)
