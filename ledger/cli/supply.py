@@ -29,12 +29,6 @@ actor_option = click.option(
 )  # fmt: skip
 
 
-def _installer(brain: Any) -> Any:
-    from ledger.supply.installer import Installer
-
-    return Installer(brain)
-
-
 @returns(InstallReport)
 @main.command()
 @click.argument("source", required=False)
@@ -269,15 +263,14 @@ def supply_list(ctx: click.Context, as_json: bool) -> None:
 
     with open_brain(ctx) as brain:
         report = uc.record(brain)
-        record = _installer(brain).record() if not as_json else None
     if as_json:
         emit(report)
         return
-    for name, e in sorted(record.skills.items()):
+    for name, e in sorted(report.skills.items()):
         click.echo(f"{name:30} {e.state:11} {e.verdict.get('worst'):8} {e.source['type']:11} "
                    f"{printable(e.source['url'])} @ {_pin(e.pin)}")  # fmt: skip
-    for digest, why in sorted(record.revoked.items()):
-        click.echo(f"revoked {digest}: {printable(why['reason'])}")
+    for digest, why in sorted(report.revoked.items()):
+        click.echo(f"revoked {digest}: {printable(why.reason)}")
 
 
 @returns(SupplyEntryReport)

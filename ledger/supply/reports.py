@@ -124,10 +124,13 @@ class UpdateReport(Report):
 
 @dataclass(frozen=True)
 class Approval(Report):
-    """Who approved an installed skill, whether automatically, and the override's reason (if any)."""
+    """Whether an installed skill was approved automatically, who approved it, and the override's reason.
 
-    by: str | None
+    The members are in the canonical record's order (sorted: the record is JCS-like, docs/supply-chain.md §3),
+    as every record read back holds them."""
+
     auto: bool
+    by: str | None
     override: str | None
 
 
@@ -160,11 +163,13 @@ class SupplyEntryReport(Report):
 
 @dataclass(frozen=True)
 class Revocation(Report):
-    """A revoked digest: why, and the source and pin it was revoked as (null: revoked by digest)."""
+    """A revoked digest: the pin and source it was revoked as (null: revoked by digest), and why.
 
+    The members are in the canonical record's order (sorted), as every record read back holds them."""
+
+    pin: str | None
     reason: str
     source: str | None
-    pin: str | None
 
 
 @dataclass(frozen=True)
