@@ -22,6 +22,7 @@ from ledger.evals import gate, runs
 from ledger.evals import outcomes as oc
 from ledger.reports import Report
 from ledger.supply import usecases as uc
+from ledger.supply.installer import Installer
 from tests.conftest import run_ledger
 from tests.test_evals_engine import FAMILY, verifier_brain
 
@@ -84,6 +85,10 @@ def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> 
     assert _masked(_valid(approved)) == _masked(cli_approved)
     assert installed.skills[0].state == "quarantined" and installed.stripped == []
 
+    digest = "sha256:" + "ab" * 32
+    with Brain.open(a) as brain, brain.acting("user"):
+        revoked = uc.revoke(brain, digest, "a bad upstream build")
+    assert _masked(_valid(revoked)) == _masked(_json(b, "revoke", digest, "--reason", "a bad upstream build"))
     with Brain.open(a) as brain:
         done = oc.record(brain, "agent", "hello", None, result="success", task="t1")
         reads = {("supply", "list"): uc.record(brain), ("supply", "show", "hello"): uc.entry(brain, "hello"),
@@ -96,6 +101,33 @@ def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> 
     for args, report in reads.items():  # the same brain: the same bytes
         assert json.dumps(_valid(report)) == json.dumps(_json(a, *args)), args
     assert reads[("outcome", "list")].entries[0].tier == "self"
+    with Brain.open(a) as brain:  # what these commands printed before they had reports: the library's documents
+        inst = Installer(brain)
+        before = {("supply", "list"): inst.record().to_json(),
+                  ("supply", "show", "hello"): inst.entry("hello").to_json(),
+                  ("outcome", "batches"): brain.evidence.batches(None)}  # fmt: skip
+    for args, doc in before.items():  # the approval and the revocation in the record's own key order, too
+        assert json.dumps(reads[args].to_json()) == json.dumps(doc), args
+
+
+def test_an_outcome_import_and_an_empty_one_give_the_cli_documents(tmp_path: Path) -> None:
+    src = _source(tmp_path)
+    a = tmp_path / "a"
+    run_ledger("init", str(a), check=True)
+    run_ledger("--brain", str(a), "install", str(src), check=True)
+    run_ledger("--brain", str(a), "approve", "hello", check=True)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, symlinks=True)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"skill": "hello", "task": "t3", "success": true}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with Brain.open(a) as brain:
+        imported = oc.import_outcomes(brain, "agent", rows.read_bytes())
+        nothing = oc.import_outcomes(brain, None, b"")
+    assert _masked(_valid(imported)) == _masked(_json(b, "outcome", "import", str(rows), "--actor", "agent"))
+    assert (imported.read, imported.added, imported.log_size) == (1, 1, 1)
+    assert json.dumps(_valid(nothing)) == json.dumps(_json(b, "outcome", "import", str(empty)))
 
 
 def test_the_scan_use_case_gives_the_cli_document_of_the_malicious_samples(tmp_path: Path) -> None:
