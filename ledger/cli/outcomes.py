@@ -100,7 +100,7 @@ def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: 
         said = {"result": result or "score", "score": score, "scale": tuple(scale) if scale else (0.0, 1.0)}
         click.echo(f"outcome {done.outcome[:12]}  {done.skill} v{done.version}  "
                    f"{_said({'outcome': said})}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
-                   f"{done.receipt.signer} ({actor})")  # fmt: skip
+                   f"{done.signer} ({actor})")  # fmt: skip
     print_receipt(ctx, receipt_of(done.receipt), as_json)
 
 

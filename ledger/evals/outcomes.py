@@ -43,7 +43,8 @@ def record(brain: Any, actor: str, name: str, version: int | None, *, result: st
         )  # fmt: skip
     return SkillOutcomeReport(outcome=entry.id.hex(), tier="verified" if actor == "verifier" else "self",
                               skill=entry.record["skill"], version=entry.record["version"],
-                              receipt=OutcomeReport.from_receipt(snapshot), log_size=brain.evidence.size())  # fmt: skip
+                              receipt=OutcomeReport.from_receipt(snapshot), log_size=brain.evidence.size(),
+                              signer=entry.signer)  # fmt: skip
 
 
 def import_outcomes(brain: Any, actor: str | None, data: bytes, *,

@@ -80,6 +80,21 @@ class SkillOutcomeReport(Report):
     version: int
     receipt: OutcomeReport
     log_size: int
+    # The outcome's signer (the acting key), which the snapshot's signer need not be (an unsigned brain's
+    # snapshots carry none): for the text of 'ledger outcome record'; not a member of the document.
+    signer: str = field(default="", repr=False, compare=False, metadata={"key": "_signer"})
+
+    def to_json(self) -> dict[str, Any]:
+        doc = super().to_json()
+        del doc["_signer"]
+        return doc
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        out = super().schema()
+        del out["properties"]["_signer"]
+        out["required"].remove("_signer")
+        return out
 
 
 @dataclass(frozen=True)
