@@ -33,7 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.attestations",),  # OMS and in-toto attestations of a snapshot, made and checked
     ("ledger.anchoring",),  # the brain on chain: deploy, register, commit roots, epochs
     ("ledger.sync",),  # ledger sync: passes over targets, the journal, the three-way file merge
-    ("ledger.remotes",),  # git remotes: push, pull, clone, the fleet, the guard, lineage merges
+    ("ledger.remotes", "ledger.sync.run", "ledger.sync.status"),  # git remotes: push, pull, clone, the fleet, the
+    # guard, lineage merges; the sync use cases, both halves: the targets' passes (and what they left unsettled)
+    # and the shared remote's
     ("ledger.scanner",),  # the scanner: static rules, what scripts mean, the sandboxed run, a second opinion
     ("ledger.sources",),  # where skills from elsewhere come from, each read into pinned candidates
     ("ledger.supply",),  # skills from elsewhere installed: pins, review, quarantine, revocation, manifests
@@ -75,6 +77,9 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.protocol.receipts", "ledger.protocol.bundlehash"): "receipts' quick count reads no hash; a full "
     "check does",
     ("ledger.chain.config", "ledger.chain.rpc"): "config is read by every chain command before it may touch a node",
+    ("ledger.sync.run", "ledger.anchoring.commits"): "the chain client loads only for a target that shows the "
+    "committed root",
+    ("ledger.sync.run", "ledger.sync.watching"): "watchfiles loads only for 'ledger sync --watch'",
     ("ledger.remotes.fleet", "ledger.anchoring.commits"): "the chain client loads only for a remote set to --commit",
     ("ledger.signatures.identity", "ledger.signatures.keystore"): "scrypt and AES load only to lock a key on disk",
 }

@@ -30,8 +30,7 @@ from ledger.bundle.merkle import format_root
 from ledger.bundle.skill import SKILL_MD, check_name, declared_name, parse_skill_md
 from ledger.errors import LedgerError, SkillError, SkillNotFoundError
 from ledger.evals import gate
-from ledger.remotes import lineagemerge
-from ledger.sync.targets import Targets
+from ledger.sync.status import status as sync_status
 
 __all__ = ["ANNOTATIONS", "TOOLS", "Policy", "SkillTools", "check_arguments"]
 
@@ -347,11 +346,7 @@ class SkillTools:
     def skills_sync_status(self) -> dict[str, Any]:
         """The targets (``ledger link``), their unsettled conflicts, and the merge conflicts of lineages
         joined from other machines (``ledger sync`` with a remote), from ``.ledger/`` alone."""
-        targets = Targets(self.brain.control)
-        return {"targets": [{"name": t.name, "path": t.path, "layout": t.layout} for t in targets.all()],
-                "conflicts": targets.conflicts(), "rescued": targets.rescued(),
-                "ignored_held": targets.ignored_held(),  # rules that would hide a file the brain holds: not obeyed
-                "merge_conflicts": lineagemerge.describe(lineagemerge.conflicts(self.brain))}  # fmt: skip
+        return sync_status(self.brain).to_json()  # the use case's report (ledger.sync.status)
 
     def skill_outcome(self, **args: Any) -> dict[str, Any]:  # ledger.agent.outcome_tool
         return outcome_tool.record(self.brain, self.actor, self.evidence, {**args, "name": self._visible(args["name"])})

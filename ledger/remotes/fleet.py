@@ -25,10 +25,35 @@ from urllib.parse import unquote, urlsplit
 from ledger.brain import Brain
 from ledger.errors import ChainError, LedgerError, StoreError, UsageError
 from ledger.remotes import sharing
+from ledger.reports import OMIT
+from ledger.sync.reports import GuardReport, RemoteReport, RemoteSetReport, RemoteUnsetReport
 
-__all__ = ["COMMIT_ATTEMPTS", "is_url", "remote_location", "remote_of", "sync_remote"]
+__all__ = ["COMMIT_ATTEMPTS", "GuardReport", "RemoteReport", "RemoteSetReport", "RemoteUnsetReport",
+           "is_url", "remote_location", "remote_of", "set_remote", "show_remote", "sync_remote",
+           "unset_remote"]  # fmt: skip
 
 COMMIT_ATTEMPTS = 6  # StaleParent → fetch, merge, push, commit again; each round another machine won
+
+
+def show_remote(brain: Brain) -> RemoteReport:
+    """The brain's shared remote (:func:`remote_of`), as a report."""
+    return RemoteReport(remote_of(brain))
+
+
+def set_remote(brain: Brain, url: str, *, create: bool = False, commit: bool = False,
+               key: str | None = None) -> RemoteSetReport:  # fmt: skip
+    """Sync with ``url`` on every sync (:func:`remote_location` says how it is recorded; ``create`` makes
+    a new bare repository at a path that does not exist); ``commit``: anchor after each push."""
+    stored, made = remote_location(url, brain.root, create=create)
+    brain.update_config(remote={"url": stored, "commit": commit, **({"key": key} if key else {})})
+    return RemoteSetReport(url=stored, commit=commit, key=key or OMIT, created=made)
+
+
+def unset_remote(brain: Brain) -> RemoteUnsetReport:
+    """Stop syncing with the remote; nothing on it changes."""
+    was = remote_of(brain)
+    brain.update_config(remote=None)
+    return RemoteUnsetReport(unset=True, url=was["url"] if was else None)
 
 
 def remote_of(brain: Brain) -> dict[str, Any] | None:
