@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.errors import UsageError
+from ledger.evals import outcomes
 
 __all__ = ["ANNOTATION", "SCHEMA", "record"]
 
@@ -45,7 +46,8 @@ ANNOTATION = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint":
 
 
 def record(brain: Any, actor: str, evidence: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """Check the receipt against the call, then sign and append the outcome as ``actor``."""
+    """Check the receipt against the call, then sign and append the outcome as ``actor``: the document of
+    :class:`ledger.evals.reports.SkillOutcomeReport` (the use case 'ledger outcome record' shares)."""
     receipt = args["receipt"]
     name = brain.resolve(args["name"])
     if receipt["skill"] != name:
@@ -54,13 +56,9 @@ def record(brain: Any, actor: str, evidence: dict[str, Any], args: dict[str, Any
     result = args["outcome"]
     if (result == "score") != ("score" in args) or (result != "score" and ({"scale", "threshold"} & set(args))):
         raise UsageError("score, scale and threshold go with outcome=score, and outcome=score needs a score")
-    with brain.acting(actor, **evidence):
-        snapshot, entry = brain.evidence.record(
-            name, int(receipt["version"]), result=result, task=args["task"], score=args.get("score"),
-            scale=tuple(args.get("scale", (0, 1))) if result == "score" else None,
-            threshold=args.get("threshold"), evidence=args.get("evidence"),
-            evidence_digest=args.get("evidence_digest"), receipt=receipt,
-        )  # fmt: skip
-    return {"outcome": entry.id.hex(), "tier": "verified" if actor == "verifier" else "self",
-            "skill": name, "version": entry.record["version"], "receipt": snapshot.to_json(),
-            "log_size": brain.evidence.size()}  # fmt: skip
+    return outcomes.record(
+        brain, actor, name, int(receipt["version"]), result=result, task=args["task"], score=args.get("score"),
+        scale=tuple(args.get("scale", (0, 1))) if result == "score" else None,
+        threshold=args.get("threshold"), evidence=args.get("evidence"),
+        evidence_digest=args.get("evidence_digest"), receipt=receipt, attribution=evidence,
+    ).to_json()  # fmt: skip

@@ -16,10 +16,12 @@ from ledger.cli.common import (
     open_brain,
     print_receipt,
     progress_bar,
+    returns,
     want_commit,
 )
-from ledger.cli.outcomes import split_ref
+from ledger.cli.outcomes import receipt_of, split_ref
 from ledger.errors import UsageError
+from ledger.evals.reports import EvalImportReport, EvalPlanReport, EvalPlanUnchanged, EvalRunReport, EvalStaleReport
 
 _ACTORS = click.Choice(["verifier", "agent", "user", "curator"])
 
@@ -43,10 +45,7 @@ def _evaluations(brain: Any) -> Any:
     return Evaluations(brain)
 
 
-def _plan_json(entry: Any) -> dict[str, Any]:
-    return {"id": entry.id.hex(), **entry.body}
-
-
+@returns(EvalPlanReport, EvalPlanUnchanged)
 @eval_group.command("plan")
 @click.argument("name")
 @click.option("--runner", metavar="CMD", help="The runner's shell command [default: the reference runner].")
@@ -73,15 +72,17 @@ def eval_plan(ctx: click.Context, name: str, runner: str | None, grader: str | N
     serves every version while the set, runner and grader stay.  The same parameters as the current
     plan print it and write nothing.
     """
+    from ledger.evals import runs as uc
+    from ledger.evals.reports import EvalPlanUnchanged
+
     want_commit(ctx, chain_commit)
     with open_brain(ctx) as brain, brain.acting(actor):
-        receipt, entry, written = _evaluations(brain).plan(
-            name, runner=runner, grader=grader, runner_id=runner_id, grader_id=grader_id, baseline=baseline,
-            runs=runs, min_lift=min_lift)  # fmt: skip
-    plan = _plan_json(entry)
-    if not written:
+        done = uc.plan(_evaluations(brain), name, runner=runner, grader=grader, runner_id=runner_id,
+                       grader_id=grader_id, baseline=baseline, runs=runs, min_lift=min_lift)  # fmt: skip
+    plan = done.plan.to_json()
+    if isinstance(done, EvalPlanUnchanged):
         if as_json:
-            emit({"changed": False, "plan": plan})
+            emit(done)
         else:
             click.echo(f"plan {plan['id'][:12]} already registers these parameters for {plan['skill']}; "
                        "nothing was written")  # fmt: skip
@@ -91,9 +92,10 @@ def eval_plan(ctx: click.Context, name: str, runner: str | None, grader: str | N
                    f"baseline {plan['baseline']}, eval set {plan['set']}")  # fmt: skip
         click.echo(f"  runner {plan['runner']['id']}: {plan['runner']['command']}")
         click.echo(f"  grader {plan['grader']['id']}: {plan['grader']['command']}")
-    print_receipt(ctx, receipt, as_json, {"changed": True, "plan": plan})
+    print_receipt(ctx, receipt_of(done), as_json, done.extra_json())
 
 
+@returns(EvalRunReport, EvalStaleReport)
 @eval_group.command("run")
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--runner", metavar="CMD", help="Must be the plan's runner [default: the plan's].")
@@ -131,33 +133,38 @@ def eval_run(ctx: click.Context, ref: str, runner: str | None, grader: str | Non
         _run_stale(ctx, name, actor, as_json, runner=runner, grader=grader, baseline=baseline, runs=runs,
                    workspace=workspace, timeout=timeout, note=note)  # fmt: skip
         return
+    from ledger.evals import runs as uc
+
     with open_brain(ctx) as brain, brain.acting(actor):
-        done = _evaluations(brain).run(name, version, runner=runner, grader=grader, baseline=baseline, runs=runs,
-                                       workspace=workspace, timeout=timeout, note=note,
-                                       progress=None if as_json else progress_bar("eval runs"))  # fmt: skip
-    receipt = done.pop("receipt")
+        done = uc.run(_evaluations(brain), name, version, runner=runner, grader=grader, baseline=baseline, runs=runs,
+                      workspace=workspace, timeout=timeout, note=note,
+                      progress=None if as_json else progress_bar("eval runs"))  # fmt: skip
+    extra = done.extra_json()
     if not as_json:
-        _say(done)
-    print_receipt(ctx, receipt, as_json, done)
+        _say(extra)
+    print_receipt(ctx, receipt_of(done), as_json, extra)
 
 
 def _run_stale(ctx: click.Context, name: str, actor: str, as_json: bool, **options: Any) -> None:
+    from ledger.evals import runs as uc
+
     with open_brain(ctx) as brain, brain.acting(actor):
-        done = _evaluations(brain).rerun_stale(name, **options)
-    receipts = [run.pop("receipt") for run in done["rerun"]]
+        report = uc.rerun_stale(_evaluations(brain), name, **options)
     if as_json:
-        emit({**done, "rerun": [{**r.to_json(), **run} for run, r in zip(done["rerun"], receipts, strict=True)]})
+        emit(report)
         return
+    done = report.to_json()
     if not done["rerun"] and not done["skipped"]:
         click.echo(f"nothing stale: every evaluated version of {done['skill']} ran under plan {done['plan'][:12]}'s "
                    "runner and grader")  # fmt: skip
-    for run, receipt in zip(done["rerun"], receipts, strict=True):
-        _say(run)
-        print_receipt(ctx, receipt, False)
+    for run in report.rerun:
+        _say(run.extra_json())
+        print_receipt(ctx, receipt_of(run), False)
     for s in done["skipped"]:
         click.echo(f"skipped v{s['version']}: {s['reason']}", err=True)
 
 
+@returns(EvalImportReport)
 @eval_group.command("import")
 @click.argument("workspace", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--skill", "ref", required=True, metavar="NAME[@VERSION]", help="The skill version it evaluated.")
@@ -190,14 +197,16 @@ def eval_import(ctx: click.Context, workspace: Path, ref: str, iteration: int | 
                               "(the agent's own word: self-reported)")  # fmt: skip
     name, version = split_ref(ref)
     want_commit(ctx, chain_commit)
+    from ledger.evals import runs as uc
+
     with open_brain(ctx) as brain, brain.acting(actor):
-        done = _evaluations(brain).import_workspace(workspace, name, version, iteration=iteration,
-                                                    runner_id=runner_id, grader_id=grader_id, baseline=baseline,
-                                                    set_digest=set_digest, note=note)  # fmt: skip
-    receipt = done.pop("receipt")
+        done = uc.import_workspace(_evaluations(brain), workspace, name, version, iteration=iteration,
+                                   runner_id=runner_id, grader_id=grader_id, baseline=baseline,
+                                   set_digest=set_digest, note=note)  # fmt: skip
+    extra = done.extra_json()
     if not as_json:
-        _say(done)
-    print_receipt(ctx, receipt, as_json, done)
+        _say(extra)
+    print_receipt(ctx, receipt_of(done), as_json, extra)
 
 
 def _say(done: dict[str, Any]) -> None:

@@ -9,8 +9,25 @@ from typing import Any
 
 import click
 
-from ledger.cli.common import commit_flag, emit, json_flag, main, note_flag, open_brain, print_receipt, want_commit
+from ledger.cli.common import (
+    commit_flag,
+    emit,
+    json_flag,
+    main,
+    note_flag,
+    open_brain,
+    print_receipt,
+    returns,
+    want_commit,
+)
 from ledger.errors import UsageError
+from ledger.evals.reports import (
+    BatchesReport,
+    NothingImported,
+    OutcomeImportReport,
+    OutcomeListReport,
+    OutcomeReport,
+)
 
 _VERSION = re.compile(r"[1-9][0-9]*")
 _ROLES = click.Choice(["agent", "verifier", "user", "curator"])
@@ -37,6 +54,7 @@ def outcome() -> None:
     """
 
 
+@returns(OutcomeReport)
 @outcome.command("record")
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--task", "task", help="The task's id (one printable line, at most 512 characters).")
@@ -70,19 +88,30 @@ def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: 
         raise UsageError("name the task: --task ID, --task-digest sha256:HEX, or both")
     name, version = split_ref(ref)
     want_commit(ctx, chain_commit)
-    with open_brain(ctx) as brain, brain.acting(actor):
-        receipt, entry = brain.evidence.record(
-            name, version, result=result or "score", task=task, task_digest=task_digest, score=score,
+    from ledger.evals import outcomes as uc
+
+    with open_brain(ctx) as brain:
+        done = uc.record(
+            brain, actor, name, version, result=result or "score", task=task, task_digest=task_digest, score=score,
             scale=tuple(scale) if scale else ((0.0, 1.0) if score is not None else None), threshold=threshold,
             evidence=evidence_uri, evidence_digest=evidence_digest, verifier=verifier, when=when, note=note,
         )  # fmt: skip
     if not as_json:
-        click.echo(f"outcome {entry.id.hex()[:12]}  {entry.record['skill']} v{entry.record['version']}  "
-                   f"{_said(entry.record)}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
-                   f"{entry.signer} ({actor})")  # fmt: skip
-    print_receipt(ctx, receipt, as_json)
+        said = {"result": result or "score", "score": score, "scale": tuple(scale) if scale else (0.0, 1.0)}
+        click.echo(f"outcome {done.outcome[:12]}  {done.skill} v{done.version}  "
+                   f"{_said({'outcome': said})}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
+                   f"{done.signer} ({actor})")  # fmt: skip
+    print_receipt(ctx, receipt_of(done.receipt), as_json)
 
 
+def receipt_of(report: Any) -> Any:
+    """The ``Receipt`` a report of a write holds (for the chain step and the receipt's text)."""
+    from ledger.write.records import Receipt
+
+    return Receipt(**report.receipt_fields())
+
+
+@returns(OutcomeImportReport, NothingImported)
 @outcome.command("import")
 @click.argument("source", metavar="FILE|-")
 @click.option("--actor", type=_ROLES, default=None,
@@ -106,14 +135,15 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
     if actor is None:
         _no_rows(data.splitlines())
     want_commit(ctx, chain_commit)
-    with open_brain(ctx) as brain, brain.acting(actor or brain.evidence.holder_role()):
-        before = brain.evidence.size()
-        receipt, counts = brain.evidence.import_lines(data.splitlines(), note=note)
-        after = brain.evidence.size()
-    added = after - before
-    if receipt is None:
-        emit({"read": 0, "added": 0}) if as_json else click.echo("nothing to import: the file holds no line", err=True)
+    from ledger.evals import outcomes as uc
+    from ledger.evals.reports import NothingImported
+
+    with open_brain(ctx) as brain:
+        done = uc.import_outcomes(brain, actor, data, note=note)
+    if isinstance(done, NothingImported):
+        emit(done) if as_json else click.echo("nothing to import: the file holds no line", err=True)
         return
+    receipt = receipt_of(done)
     if not as_json:
         from ledger.brain.evidence import signed_elsewhere
 
@@ -121,10 +151,10 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
         if actor is not None and any(line.strip() and not signed_elsewhere(line) for line in data.splitlines()):
             said = (f", the rows signed here by the {actor} key: "
                     f"{'verified' if actor == 'verifier' else 'self-reported'}")  # fmt: skip
-        click.echo(f"imported {added} outcome(s) of {counts['read']} line(s){said}; the log holds {after}")
+        click.echo(f"imported {done.added} outcome(s) of {done.read} line(s){said}; the log holds {done.log_size}")
         print_receipt(ctx, receipt, False)
         return
-    print_receipt(ctx, receipt, True, {"read": counts["read"], "added": added, "log_size": after})
+    print_receipt(ctx, receipt, True, done.extra_json())
 
 
 def _no_rows(lines: list[bytes]) -> None:
@@ -146,33 +176,22 @@ def _read(source: str) -> bytes:
     return path.read_bytes()
 
 
+@returns(OutcomeListReport)
 @outcome.command("list")
 @click.argument("ref", metavar="[NAME[@VERSION]]", required=False)
 @json_flag
 @click.pass_context
 def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
     """The outcomes in the log, oldest first (of one skill, or one version of it)."""
-    from ledger.store import outcomes as oc
+    from ledger.evals import outcomes as uc
 
     name, version = split_ref(ref) if ref else (None, None)
-    out = []
     with open_brain(ctx) as brain:
-        if name is not None:
-            name = brain.resolve(name)
-            brain.history(name)  # a name this brain never had is refused, not listed as empty
-        roles = brain.trust().active
-        for i, data in enumerate(brain.evidence.entries()):
-            doc = oc.loads(data)
-            kind = oc.kind_of(data)
-            rec = doc[kind]  # an outcome record, an eval plan or an approval (docs/lineage.md §14.10)
-            if (name and rec["skill"] != name) or (version and rec.get("version", version) != version):
-                continue
-            role = roles.get(rec["signer"])
-            tier = "verified" if role == "verifier" else "self" if role else "withdrawn"
-            out.append({"index": i, "tier": tier, **doc})
+        report = uc.list_outcomes(brain, name, version)
     if as_json:
-        emit(out)
+        emit(report)
         return
+    out = report.to_json()
     for o in out:
         if "record" not in o:
             kind = "plan" if "plan" in o else "approval"
@@ -187,6 +206,7 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
                    f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}")  # fmt: skip
 
 
+@returns(BatchesReport)
 @outcome.command("batches")
 @click.option("--signer", metavar="ADDRESS", help="Only this signer's batches (0x and 40 hex).")
 @json_flag
@@ -201,11 +221,14 @@ def outcome_batches(ctx: click.Context, signer: str | None, as_json: bool) -> No
     """
     if signer is not None and not re.fullmatch(r"0x[0-9a-fA-F]{40}", signer):
         raise UsageError(f"--signer is an address, 0x and 40 hex digits, got {signer!r}")
+    from ledger.evals import outcomes as uc
+
     with open_brain(ctx) as brain:
-        found = brain.evidence.batches(signer.lower() if signer else None)
+        report = uc.batches(brain, signer.lower() if signer else None)
     if as_json:
-        emit(found)
+        emit(report)
         return
+    found = report.to_json()
     if not found:
         click.echo("no outcome" + (f" signed by {signer}" if signer else ""))
     for s in found:

@@ -8,8 +8,18 @@ from typing import Any
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt
+from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, returns
 from ledger.errors import UsageError, printable
+from ledger.scanner.reports import ScanReport
+from ledger.supply.reports import (
+    ApproveReport,
+    InstallReport,
+    OutdatedReport,
+    RevokeReport,
+    SupplyEntryReport,
+    SupplyListReport,
+    UpdateReport,
+)
 
 CISCO = "cisco-ai-skill-scanner"  # ledger.scanner.cisco.NAME, named here so that --help loads no scanner
 
@@ -19,12 +29,7 @@ actor_option = click.option(
 )  # fmt: skip
 
 
-def _installer(brain: Any) -> Any:
-    from ledger.supply.installer import Installer
-
-    return Installer(brain)
-
-
+@returns(InstallReport)
 @main.command()
 @click.argument("source", required=False)
 @click.argument("names", nargs=-1)
@@ -50,17 +55,18 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
     has a skill of its name) is named with the reason and the others are installed; the exit
     status is then 1.  --frozen installs all of the lock or nothing.
     """
+    from ledger.supply import usecases as uc
+
     if (source is None) == (frozen is None):
         raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
     with open_brain(ctx) as brain, brain.acting(actor):
-        inst = _installer(brain)
-        out = inst.install_frozen(frozen, rpc=rpc) if frozen else \
-            inst.install(source or "", names, pin=pin, rpc=rpc, note=note, strip_credentials=strip)  # fmt: skip
+        report = uc.install(brain, source, names, pin=pin, rpc=rpc, frozen=frozen, note=note, strip_credentials=strip)
+    out = report.to_json()
     if out.get("stripped"):
         click.echo("removed from the source URL before anything was fetched or written: "
                    + ", ".join(out["stripped"]), err=True)  # fmt: skip
     if as_json:
-        emit(out)
+        emit(report)
         _refused(out)
         return
     for row in out["skills"]:
@@ -97,6 +103,7 @@ def _refused(out: dict[str, Any]) -> None:
     sys.exit(1)
 
 
+@returns(ApproveReport)
 @main.command()
 @click.argument("names", nargs=-1, required=True)
 @click.option("--override", metavar="REASON", help="Approve despite critical findings; the reason is signed.")
@@ -107,12 +114,16 @@ def _refused(out: dict[str, Any]) -> None:
 def approve(ctx: click.Context, names: tuple[str, ...], override: str | None, actor: str, note: str,
             as_json: bool) -> None:  # fmt: skip
     """Approve installed skills out of quarantine: a signed curator decision."""
+    from ledger.cli.outcomes import receipt_of
+    from ledger.supply import usecases as uc
+
     ctx.obj["commit"] = False
     with open_brain(ctx) as brain, brain.acting(actor):
-        receipt = _installer(brain).approve(list(names), override=override, note=note)
-    print_receipt(ctx, receipt, as_json)
+        report = uc.approve(brain, names, override=override, note=note)
+    print_receipt(ctx, receipt_of(report), as_json)
 
 
+@returns(RevokeReport)
 @main.command()
 @click.argument("target")
 @click.option("--reason", required=True, help="Why (signed into the lineage, shown to every installer).")
@@ -122,27 +133,34 @@ def approve(ctx: click.Context, names: tuple[str, ...], override: str | None, ac
 @click.pass_context
 def revoke(ctx: click.Context, target: str, reason: str, actor: str, note: str, as_json: bool) -> None:
     """Revoke SOURCE@PIN or a DIGEST: its skills leave every runtime on the next sync and never come back."""
+    from ledger.supply import usecases as uc
+
     with open_brain(ctx) as brain, brain.acting(actor):
-        out = _installer(brain).revoke(target, reason, note=note)
+        report = uc.revoke(brain, target, reason, note=note)
     if as_json:
-        emit(out)
+        emit(report)
         return
+    out = report.to_json()
     click.echo(f"revoked {', '.join(out['revoked'])}")
     for name in out["skills"]:
         click.echo(f"  {name}: revoked; 'ledger sync' removes it from every runtime")
     click.echo(f"commit {out['commit']}")
 
 
+@returns(OutdatedReport)
 @main.command()
 @json_flag
 @click.pass_context
 def outdated(ctx: click.Context, as_json: bool) -> None:
     """Installed skills whose source now serves a newer version."""
+    from ledger.supply import usecases as uc
+
     with open_brain(ctx) as brain:
-        rows = _installer(brain).outdated()
+        report = uc.outdated(brain)
     if as_json:
-        emit(rows)
+        emit(report)
         return
+    rows = report.to_json()
     if not rows:
         click.echo("every installed skill is at its source's version")
     for row in rows:
@@ -154,6 +172,7 @@ def outdated(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{row['skill']:30} {have[:12]} → {new[:12]}  ({row['state']})")
 
 
+@returns(UpdateReport)
 @main.command()
 @click.argument("name")
 @click.option("--pin", metavar="REF", help="Update to this commit of the source, not its newest.")
@@ -163,23 +182,26 @@ def outdated(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def update(ctx: click.Context, name: str, pin: str | None, yes: bool, actor: str, as_json: bool) -> None:
     """Review NAME's newer upstream version against the vetted one, then install it into quarantine."""
+    from ledger.supply import usecases as uc
+
     with open_brain(ctx) as brain, brain.acting(actor):
-        inst = _installer(brain)
-        review = inst.update(name, pin=pin, apply=False)
+        checked = uc.update(brain, name, pin=pin, apply=False)
+        review = checked.to_json()
         if review.get("unchanged"):
-            emit(review) if as_json else click.echo(f"{name} is at its source's version")
+            emit(checked) if as_json else click.echo(f"{name} is at its source's version")
             return
         if not as_json:
             _say_review(review)
         go = yes or (sys.stdin.isatty() and not as_json and click.confirm("install this update into quarantine?"))
         if not go:
             if as_json:
-                emit(review)
+                emit(checked)
             click.echo("nothing changed; run again with --yes to install it into quarantine", err=True)
             sys.exit(1)
-        out = inst.update(name, pin=pin, apply=True)
+        done = uc.update(brain, name, pin=pin, apply=True)
+    out = done.to_json()
     if as_json:
-        emit(out)
+        emit(done)
     else:
         click.echo(f"updated {name} to v{out['version']}: quarantined until 'ledger approve {name}'")
         click.echo(f"commit {out['commit']}")
@@ -231,35 +253,41 @@ def supply() -> None:
     """The supply record: where each installed skill came from and who vetted it."""
 
 
+@returns(SupplyListReport)
 @supply.command("list")
 @json_flag
 @click.pass_context
 def supply_list(ctx: click.Context, as_json: bool) -> None:
     """Every installed skill with its source, pin, state and verdict; every revoked digest."""
+    from ledger.supply import usecases as uc
+
     with open_brain(ctx) as brain:
-        record = _installer(brain).record()
+        report = uc.record(brain)
     if as_json:
-        emit(record.to_json())
+        emit(report)
         return
-    for name, e in sorted(record.skills.items()):
+    for name, e in sorted(report.skills.items()):
         click.echo(f"{name:30} {e.state:11} {e.verdict.get('worst'):8} {e.source['type']:11} "
                    f"{printable(e.source['url'])} @ {_pin(e.pin)}")  # fmt: skip
-    for digest, why in sorted(record.revoked.items()):
-        click.echo(f"revoked {digest}: {printable(why['reason'])}")
+    for digest, why in sorted(report.revoked.items()):
+        click.echo(f"revoked {digest}: {printable(why.reason)}")
 
 
+@returns(SupplyEntryReport)
 @supply.command("show")
 @click.argument("name")
 @json_flag
 @click.pass_context
 def supply_show(ctx: click.Context, name: str, as_json: bool) -> None:
     """One installed skill's pin, digests, upstream signer, credit, verdict and approval."""
+    from ledger.supply import usecases as uc
+
     with open_brain(ctx) as brain:
-        entry = _installer(brain).entry(name)
-    doc = entry.to_json()
+        report = uc.entry(brain, name)
     if as_json:
-        emit(doc)
+        emit(report)
         return
+    doc = report.to_json()
     for key in ("state", "version", "blake3", "sha256", "signer"):
         click.echo(f"{key:12} {_words(doc[key])}")
     click.echo(f"{'source':12} {doc['source']['type']} {printable(doc['source']['url'])} {doc['source']['path']}")
@@ -285,6 +313,7 @@ def _calibration(verdict: dict[str, Any]) -> None:
         click.echo(f"{'calibration':12} {printable(describe(name, cal))}")
 
 
+@returns(ScanReport)
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--vetted", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -311,39 +340,18 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: f
     on a held-out corpus it flagged 4 of 10 tricky benign skills (high or above) where the built-in
     rules refused 1, and it takes seconds per skill (docs/scanner.md, "A second opinion").
     """
-    from ledger.scanner.files import load, skill_dirs
-    from ledger.scanner.static import merge
-    from ledger.scanner.static import scan as scan_files
+    from ledger.supply import usecases as uc
 
-    found = [d for p in paths for d in skill_dirs(p)]
-    if not found:
-        raise UsageError(f"no SKILL.md under {', '.join(map(str, paths))}", hint="point at a skill or a folder of them")
-    if vetted is not None and len(found) != 1:
-        raise UsageError("--vetted compares one skill with its approved version: scan one skill")
-    before = load(vetted)[0] if vetted is not None else None
-    if run:
-        from ledger.scanner import sandbox
-
-        sandbox.available()  # off where the sandbox cannot be built: said before anything is scanned
-    verdicts = {}
-    for skill in found:
-        files, links = load(skill)
-        verdict = scan_files(files, vetted=before, symlinks=links)
-        if run:
-            verdict = merge(verdict, sandbox.run_verdict(files, timeout=run_timeout))
-        if also:
-            from ledger.supply.installer import external
-
-            verdict = merge(verdict, *(external(name, skill) for name in also))
-        verdicts[str(skill)] = verdict.to_json()
+    report = uc.scan(paths, vetted=vetted, run=run, run_timeout=run_timeout, also=also)
+    verdicts = report.to_json()
     if as_json:
-        emit(verdicts)
+        emit(report)
     else:
         for skill, v in verdicts.items():
             click.echo(f"{v['worst']:8} {printable(skill)}")
             for f in v["findings"]:
                 click.echo(_finding(f))
-    blocked = [k for k, v in verdicts.items() if v["worst"] == "critical"]
+    blocked = report.blocked
     if blocked:
         click.secho(f"error: {len(blocked)} skill(s) with a critical finding; an install of them could not be "
                     "approved without --override", fg="red", err=True)  # fmt: skip
