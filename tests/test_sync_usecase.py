@@ -227,7 +227,8 @@ def test_a_refused_target_keeps_the_order_its_pass_wrote() -> None:
 
 
 def test_every_command_of_the_runtimes_module_names_its_report() -> None:
-    want = {("runtimes",): sr.RuntimesReport, ("link",): sr.LinkReport, ("unlink",): sr.UnlinkReport,
+    want = {("target", "list"): sr.RuntimesReport, ("target", "add"): sr.LinkReport,
+            ("target", "remove"): sr.UnlinkReport,
             ("sync",): sr.SyncReport, ("remote",): RemoteReport, ("remote", "set"): RemoteSetReport,
             ("remote", "unset"): RemoteUnsetReport, ("remote", "guard"): GuardReport}  # fmt: skip
     for path, report in want.items():

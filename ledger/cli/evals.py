@@ -141,7 +141,7 @@ def eval_run(ctx: click.Context, ref: str, runner: str | None, grader: str | Non
                       progress=None if as_json else progress_bar("eval runs"))  # fmt: skip
     extra = done.extra_json()
     if not as_json:
-        _say(extra)
+        _say(done.to_json())
     print_receipt(ctx, receipt_of(done), as_json, extra)
 
 
@@ -158,7 +158,7 @@ def _run_stale(ctx: click.Context, name: str, actor: str, as_json: bool, **optio
         click.echo(f"nothing stale: every evaluated version of {done['skill']} ran under plan {done['plan'][:12]}'s "
                    "runner and grader")  # fmt: skip
     for run in report.rerun:
-        _say(run.extra_json())
+        _say(run.to_json())
         print_receipt(ctx, receipt_of(run), False)
     for s in done["skipped"]:
         click.echo(f"skipped v{s['version']}: {s['reason']}", err=True)
@@ -205,7 +205,7 @@ def eval_import(ctx: click.Context, workspace: Path, ref: str, iteration: int | 
                                    set_digest=set_digest, note=note)  # fmt: skip
     extra = done.extra_json()
     if not as_json:
-        _say(extra)
+        _say(done.to_json())
     print_receipt(ctx, receipt_of(done), as_json, extra)
 
 
