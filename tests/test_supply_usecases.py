@@ -162,7 +162,8 @@ def test_every_command_of_this_part_names_its_reports() -> None:
     from ledger.cli import main
 
     groups = {"outcome": ("record", "import", "list", "batches"), "eval": ("plan", "run", "import", "gate",
-              "approve", "revert"), "supply": ("list", "show", "install", "approve", "revoke", "outdated", "update", "scan")}  # fmt: skip
+              "approve", "revert"),
+              "supply": ("list", "show", "install", "approve", "revoke", "outdated", "update", "scan")}  # fmt: skip
     cmds = []
     cmds += [main.commands[g].commands[n] for g, names in groups.items() for n in names]  # type: ignore[attr-defined]
     for cmd in cmds:
