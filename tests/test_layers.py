@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.overview",),  # ledger status as a use case: the store, sync targets and merges at a glance
     ("ledger.agent",),  # the agent tools and MCP
     ("ledger.cli",),  # the ledger command
-    ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath", "ledger.exchange"),  # entry points
+    ("ledger", "ledger.__main__", "ledger._entry", "ledger.fastpath", "ledger.exchange", "ledger.api"),  # entry points
 ]
 
 # Deferred imports that stay, each with its reason.  Keys are (importer, imported); an
