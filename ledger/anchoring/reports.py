@@ -239,11 +239,11 @@ class EpochReport(Report):
     epoch: int
     tx: str | None  # None: nothing to anchor
     gas_used: int = key("gasUsed")
-    heads: int = key("heads")  # heads added
-    size: int = key("size")  # log entries
-    root: str = key("root")  # the log's root
-    brains: int = key("brains")  # brains given receipts
+    heads: int  # heads added
+    size: int  # log entries
+    root: str  # the log's root
+    brains: int  # brains given receipts
     gas_per_head: float = key("gasPerHead")  # gas per entry added (heads and evidence)
-    evidence: int = key("evidence")  # evidence entries added
+    evidence: int  # evidence entries added
 
 
