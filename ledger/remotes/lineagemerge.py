@@ -46,7 +46,7 @@ from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
 from ledger.write.journal import write_json
 
-__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_into", "resolve"]
+__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_into", "resolve", "settle"]
 
 CONFLICTS = "fleet/conflicts.json"  # under .ledger/: merge conflicts this brain has to settle
 
@@ -376,7 +376,12 @@ def _record_conflicts(brain: Brain, found: Mapping[str, dict[str, Any]], merge: 
     write_json(path, {"format": 1, "conflicts": known})
 
 
-def resolve(brain: Brain, name: str, take: str) -> ResolveReport:
+def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
+    """:func:`settle`'s report as its document: ``{"skill", "took", "snapshot": receipt or None}``."""
+    return settle(brain, name, take).to_json()
+
+
+def settle(brain: Brain, name: str, take: str) -> ResolveReport:
     """Settle a merge conflict: ``kept`` leaves the head as it is; ``other`` records the other side's
     skill as a ``resolve`` snapshot, after every version either side used."""
     if take not in ("kept", "other"):

@@ -37,4 +37,4 @@ def clone(remote: str, directory: str | Path) -> CloneReport:
 
 def resolve(brain: Brain, name: str, take: str) -> ResolveReport:
     """Settle the fleet merge's conflict on skill ``name``: ``kept`` or ``other`` (a new version)."""
-    return lineagemerge.resolve(brain, name, take)
+    return lineagemerge.settle(brain, name, take)
