@@ -39,8 +39,8 @@ from ledger.errors import ChainError, UsageError
 from ledger.store.evidence import has_evidence
 
 __all__ = [
-    "anchor", "authorize", "chain_down", "chain_status", "chain_up", "chain_use", "check_location_arg", "check_rpc",
-    "configured", "deploy", "epoch", "location", "register", "up_to_date",
+    "anchor", "anvil_dir", "authorize", "chain_down", "chain_status", "chain_up", "chain_use", "check_location_arg",
+    "check_rpc", "configured", "deploy", "epoch", "location", "register", "up_to_date",
 ]  # fmt: skip
 
 
@@ -51,7 +51,7 @@ def configured(brain: Brain, *fields: str) -> ChainConfig:
     return cfg
 
 
-def _anvil_dir(brain: Brain) -> Path:
+def anvil_dir(brain: Brain) -> Path:
     return Path(brain.control) / "anvil"
 
 
@@ -64,13 +64,13 @@ def _agent(cfg: ChainConfig) -> str:
 
 def chain_up(brain: Brain, *, port: int | None = None, chain_id: int = 31337) -> ChainUpReport:
     """Start this brain's local anvil (or find it running) and make its URL the brain's rpc."""
-    node = anvil.status(_anvil_dir(brain))
+    node = anvil.status(anvil_dir(brain))
     started = node is None
     if node is not None:
         if port is not None and port != node.port:
             raise ChainError(f"this brain's anvil is running on port {node.port}", hint="ledger chain down first")
     else:
-        node = anvil.start(_anvil_dir(brain), port=port, chain_id=chain_id)
+        node = anvil.start(anvil_dir(brain), port=port, chain_id=chain_id)
     chain_cfg = dict(brain.config.get("chain") or {})
     if chain_cfg.get("rpc") != node.url:
         chain_cfg["rpc"] = node.url
@@ -80,7 +80,7 @@ def chain_up(brain: Brain, *, port: int | None = None, chain_id: int = 31337) ->
 
 def chain_down(brain: Brain) -> ChainDownReport:
     """Stop this brain's local anvil; its state is kept for the next :func:`chain_up`."""
-    node = anvil.stop(_anvil_dir(brain))
+    node = anvil.stop(anvil_dir(brain))
     return ChainDownReport(stopped=node is not None, pid=node.pid if node else None)
 
 

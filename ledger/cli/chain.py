@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -38,6 +39,13 @@ def _prompt_password(confirm: bool) -> str:
 @main.group()
 def chain() -> None:
     """A local anvil testnet and the on-chain registry."""
+
+
+def _anvil_dir(brain: Any) -> Path:
+    """This brain's anvil directory (:func:`ledger.anchoring.run.anvil_dir`)."""
+    from ledger.anchoring.run import anvil_dir
+
+    return anvil_dir(brain)
 
 
 @returns(ChainUpReport)
