@@ -352,14 +352,15 @@ def as_json(result: CommitResult) -> dict[str, Any]:
 
 def authorize(
     brain: Brain, committer: str, allowed: bool, *, key: str | None = None, password: PasswordSource | None = None
-) -> None:
-    """Grant or revoke a committer key for this brain's agent (sent by the owner)."""
+) -> str:
+    """Grant or revoke a committer key for this brain's agent (sent by the owner); the transaction's hash."""
     cfg = ChainConfig.of(brain)
     cfg.require("registry", "agent_id")
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     account = _account(cfg, key, reg.chain_id, password)
     call = reg.bound().functions.setCommitter(cfg.agent_id, checksum(committer), allowed)
-    reg.send(account, call, what="setting a committer")
+    receipt = reg.send(account, call, what="setting a committer")
+    return "0x" + hexbytes(receipt["transactionHash"]).hex()
 
 
 def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> tuple[dict[str, Any] | None, str | None]:

@@ -7,6 +7,18 @@ from typing import Any
 
 import click
 
+from ledger.anchoring.reports import (
+    AnchorReport,
+    AuthorizeReport,
+    ChainDownReport,
+    ChainStatusReport,
+    ChainUpReport,
+    ChainUseReport,
+    DeployReport,
+    EpochReport,
+    LocationReport,
+    RegisterReport,
+)
 from ledger.cli.common import (
     emit,
     get_flag,
@@ -14,21 +26,12 @@ from ledger.cli.common import (
     main,
     open_brain,
     progress_bar,
+    returns,
 )
-from ledger.errors import ChainError
 
 
 def _prompt_password(confirm: bool) -> str:
     return str(click.prompt("keystore password", hide_input=True, confirmation_prompt=confirm, err=True))
-
-
-def _configured(brain: Any, *fields: str) -> Any:
-    """Refuse, before the chain client is imported, a chain command this brain's config cannot serve."""
-    from ledger.chain.config import ChainConfig
-
-    cfg = ChainConfig.of(brain)
-    cfg.require(*fields)
-    return cfg
 
 
 # --------------------------------------------------------------------------- chain
@@ -40,111 +43,92 @@ def chain() -> None:
 
 
 def _anvil_dir(brain: Any) -> Path:
-    return Path(brain.control) / "anvil"
+    """This brain's anvil directory (:func:`ledger.anchoring.run.anvil_dir`)."""
+    from ledger.anchoring.run import anvil_dir
+
+    return anvil_dir(brain)
 
 
+@returns(ChainUpReport)
 @chain.command("up")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @click.option("--chain-id", type=int, default=31337, show_default=True)
+@json_flag
 @click.pass_context
-def chain_up(ctx: click.Context, port: int | None, chain_id: int) -> None:
+def chain_up(ctx: click.Context, port: int | None, chain_id: int, as_json: bool) -> None:
     """Start a local anvil in the background; its state and port persist in .ledger/anvil/.
 
     Idempotent: when this brain's node is already running, it prints its URL and exits 0.
     """
-    from ledger.chain import anvil
+    from ledger.anchoring.run import chain_up as up
 
     with open_brain(ctx) as brain:
-        node = anvil.status(_anvil_dir(brain))
-        if node is not None:
-            if port is not None and port != node.port:
-                raise ChainError(f"this brain's anvil is running on port {node.port}", hint="ledger chain down first")
-            click.echo(f"anvil is already running (pid {node.pid})", err=True)
-        else:
-            node = anvil.start(_anvil_dir(brain), port=port, chain_id=chain_id)
-        chain_cfg = dict(brain.config.get("chain") or {})
-        if chain_cfg.get("rpc") != node.url:
-            chain_cfg["rpc"] = node.url
-            brain.update_config(chain=chain_cfg)
-    click.echo(node.url)
+        report = up(brain, port=port, chain_id=chain_id)
+    if as_json:
+        emit(report)
+        return
+    if not report.started:
+        click.echo(f"anvil is already running (pid {report.pid})", err=True)
+    click.echo(report.rpc)
 
 
+@returns(ChainDownReport)
 @chain.command("down")
+@json_flag
 @click.pass_context
-def chain_down(ctx: click.Context) -> None:
+def chain_down(ctx: click.Context, as_json: bool) -> None:
     """Stop the local anvil (its state is kept for the next 'chain up')."""
-    from ledger.chain import anvil
+    from ledger.anchoring.run import chain_down as down
 
     with open_brain(ctx) as brain:
-        node = anvil.stop(_anvil_dir(brain))
-    click.echo(f"stopped anvil (pid {node.pid})" if node else "anvil was not running")
+        report = down(brain)
+    if as_json:
+        emit(report)
+    else:
+        click.echo(f"stopped anvil (pid {report.pid})" if report.stopped else "anvil was not running")
 
 
+@returns(ChainUseReport)
 @chain.command("use")
 @click.argument("rpc")
 @click.option("--registry", metavar="ADDR",
               help="Also use the BrainRegistry already deployed at ADDR (checked for code on that chain); "
                    "then 'ledger chain register' registers this brain's agent on it.")  # fmt: skip
+@json_flag
 @click.pass_context
-def chain_use(ctx: click.Context, rpc: str, registry: str | None) -> None:
+def chain_use(ctx: click.Context, rpc: str, registry: str | None, as_json: bool) -> None:
     """Point the brain at an existing RPC endpoint (http, https, ws or wss URL), and with --registry ADDR at
     a registry deployed there (by another brain's 'ledger chain deploy', say) instead of deploying one."""
-    from urllib.parse import urlsplit
+    from ledger.anchoring.run import chain_use as use
+    from ledger.anchoring.run import check_rpc
 
-    from ledger.errors import UsageError
-
-    parts = urlsplit(rpc)
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
-        raise UsageError(f"{rpc!r} is not an RPC URL", hint="for example http://127.0.0.1:8545")
-    try:
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError as exc:
-        raise UsageError(f"{rpc!r} has a malformed port") from exc
-    if registry is not None and not (len(registry) == 42 and registry[:2] in ("0x", "0X")
-                                     and all(c in "0123456789abcdefABCDEF" for c in registry[2:])):  # fmt: skip
-        raise UsageError(f"{registry!r} is not a contract address", hint="0x followed by 40 hex digits")
+    check_rpc(rpc, registry)  # a usage error before any brain is opened
     with open_brain(ctx) as brain:
-        chain_cfg = dict(brain.config.get("chain") or {})
-        chain_cfg["rpc"] = rpc
-        if registry is not None:
-            chain_cfg.update(_existing_registry(brain.root, chain_cfg, rpc, registry))
-        brain.update_config(chain=chain_cfg)
-    click.echo(rpc + (f" registry {chain_cfg['registry']} on chain {chain_cfg['chain_id']}" if registry else ""))
-
-
-def _existing_registry(root: Path, cfg: dict[str, Any], rpc: str, address: str) -> dict[str, Any]:
-    """The config fields naming the registry at ``address`` on ``rpc``, refused when no code is there, or
-    when this brain's agent is registered on another registry (switching would orphan its lineage)."""
-    from ledger.chain.registry import Registry
-
-    reg = Registry(rpc, address)  # refuses an address with no code on that chain
-    same = str(cfg.get("registry") or "").lower() == str(reg.address).lower() and cfg.get("chain_id") == reg.chain_id
-    if cfg.get("agent_id") and not same:
-        raise ChainError(f"the brain at {root} has its agent registered on registry {cfg.get('registry')} "
-                         f"(chain {cfg.get('chain_id')}); using {reg.address} would orphan its committed lineage",
-                         hint="use --registry in a brain not yet registered, or keep the registry it has")  # fmt: skip
-    if same:
-        return {}
-    return {"registry": reg.address, "chain_id": reg.chain_id, "deploy_block": 0}
+        report = use(brain, rpc, registry)
+    if as_json:
+        emit(report)
+    else:
+        click.echo(rpc + (f" registry {report.registry} on chain {report.chain_id}" if registry else ""))
 
 
 key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-dev' on chain id 31337.")
 
 
+@returns(ChainStatusReport)
 @chain.command("status")
 @json_flag
 @get_flag
 @click.pass_context
 def chain_status(ctx: click.Context, as_json: bool) -> None:
     """Compare the on-chain head of this brain's agent with the local head."""
-    with open_brain(ctx) as brain:
-        _configured(brain, "registry", "agent_id")  # before the chain client is loaded
-        from ledger.anchoring.commits import chain_status as status_of
+    from ledger.anchoring.run import chain_status as status_of
 
-        st = status_of(brain)
+    with open_brain(ctx) as brain:
+        report = status_of(brain)
     if as_json:
-        emit(st)
+        emit(report)
         return
+    st = report.to_json()
     from ledger.chain.networks import network
 
     rows = [("rpc", st["rpc"]), ("chain", f"{st['chain_id']} ({network(st['chain_id']).name})"),
@@ -195,6 +179,7 @@ def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: s
         click.echo(f"location        {meta['location']}")
 
 
+@returns(DeployReport)
 @chain.command("deploy")
 @key_flag
 @click.option("--force", is_flag=True, help="Replace a registry this brain already uses.")
@@ -202,16 +187,16 @@ def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: s
 @click.pass_context
 def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool) -> None:
     """Deploy the registry (and its share token) and record the address in the brain's config."""
-    with open_brain(ctx) as brain:
-        _configured(brain)
-        from ledger.anchoring.commits import deploy
+    from ledger.anchoring.run import deploy
 
-        cfg = deploy(brain, key=key, password=_prompt_password, force=force)
-    emit({"registry": cfg.registry, "chain_id": cfg.chain_id, "block": cfg.deploy_block}) if as_json else click.echo(
-        f"registry {cfg.registry} on chain {cfg.chain_id} (block {cfg.deploy_block})"
+    with open_brain(ctx) as brain:
+        report = deploy(brain, key=key, password=_prompt_password, force=force)
+    emit(report) if as_json else click.echo(
+        f"registry {report.registry} on chain {report.chain_id} (block {report.block})"
     )
 
 
+@returns(RegisterReport)
 @chain.command("register")
 @click.option("--shares", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @key_flag
@@ -219,27 +204,23 @@ def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool
 @click.pass_context
 def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bool) -> None:
     """Register this brain's agent and mint its shares to the signing key."""
+    from ledger.anchoring.run import register
+
     with open_brain(ctx) as brain:
-        _configured(brain, "registry")
-        from ledger.anchoring.commits import register
-
-        cfg = register(brain, shares=shares, key=key, password=_prompt_password)
-        from ledger.anchoring.commits import shares_of
-        from ledger.chain.registry import Registry
-
-        token, why = shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
-    agent = f"0x{cfg.agent_id:064x}"
+        report = register(brain, shares=shares, key=key, password=_prompt_password)
     if as_json:
-        emit({"agent": agent, "registry": cfg.registry, "shares": token})
+        emit(report)
         return
-    click.echo(f"agent {agent}")
+    click.echo(f"agent {report.agent}")
+    token = report.to_json()["shares"]
     if token is not None:
         click.echo(f"share token {token['token']} (ERC-1155), token id {token['id']}: {token['total_supply']:,} "
                    f"shares, {token['owner_balance']:,} held by the owner {token['owner']}")  # fmt: skip
     else:
-        click.echo(f"shares not shown: {why}")
+        click.echo(f"shares not shown: {report.shares_unavailable}")
 
 
+@returns(LocationReport)
 @chain.command("location")
 @click.argument("url", required=False)
 @click.option("--clear", is_flag=True, help="Remove the published location.")
@@ -252,50 +233,40 @@ def chain_location(ctx: click.Context, url: str | None, clear: bool, key: str | 
     URL is up to 256 printable ASCII characters, without spaces, quotes or backslashes
     (percent-encode them). Setting or clearing is the agent owner's transaction.
     """
-    from ledger.errors import UsageError
+    from ledger.anchoring.run import check_location_arg
+    from ledger.anchoring.run import location as location_of
 
-    if url is not None and clear:
-        raise UsageError("give a URL to set, or --clear, not both")
-    if url is not None:
-        from ledger.chain.shares import check_location
-
-        if url == "":
-            raise UsageError("the location is empty", hint="use --clear to remove it")
-        try:
-            check_location(url)
-        except ChainError as exc:
-            raise UsageError(exc.message, hint=exc.hint) from exc
+    check_location_arg(url, clear)  # a usage error before any brain is opened
     with open_brain(ctx) as brain:
-        cfg = _configured(brain, "registry", "agent_id")
-        from ledger.anchoring.commits import location, set_location
-
-        tx = None
-        if url is not None or clear:
-            tx = set_location(brain, url or "", key=key, password=_prompt_password)
-        where = location(brain)
+        report = location_of(brain, url, clear=clear, key=key, password=_prompt_password)
     if as_json:
-        emit({"agent": f"0x{cfg.agent_id:064x}", "registry": cfg.registry, "location": where, "tx": tx})
-    elif tx is None:
-        click.echo(where or "no location published ('ledger chain location URL' publishes one)")
+        emit(report)
+    elif report.tx is None:
+        click.echo(report.location or "no location published ('ledger chain location URL' publishes one)")
     else:
-        click.echo(f"location {'set to ' + where if where else 'cleared'} in tx {tx}")
+        click.echo(f"location {'set to ' + report.location if report.location else 'cleared'} in tx {report.tx}")
 
 
+@returns(AuthorizeReport)
 @chain.command("authorize")
 @click.argument("address")
 @click.option("--revoke", is_flag=True, help="Revoke instead of grant.")
 @key_flag
+@json_flag
 @click.pass_context
-def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | None) -> None:
+def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | None, as_json: bool) -> None:
     """Let ADDRESS commit roots for this agent (owner only)."""
+    from ledger.anchoring.run import authorize
+
     with open_brain(ctx) as brain:
-        _configured(brain, "registry", "agent_id")
-        from ledger.anchoring.commits import authorize
+        report = authorize(brain, address, revoke=revoke, key=key, password=_prompt_password)
+    if as_json:
+        emit(report)
+    else:
+        click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
 
-        authorize(brain, address, not revoke, key=key, password=_prompt_password)
-    click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
 
-
+@returns(AnchorReport)
 @main.command("commit")
 @key_flag
 @click.option("--batch", type=click.IntRange(1, 500), default=32, show_default=True, help="Roots per transaction.")
@@ -307,47 +278,34 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     It first asks the registry for the agent's head with one raw call; when that is the
     local head there is nothing to commit, and the registry client is never loaded.
     """
-    from ledger.chain.config import onchain_head
-    from ledger.chain.receipts import local_pending, receipt_of
-    from ledger.store.evidence import has_evidence
+    from ledger.anchoring.run import anchor, up_to_date
 
     with open_brain(ctx) as brain:
-        cfg = _configured(brain, "registry", "agent_id")
-        head = brain.store.snapshot(brain.store.head())  # the commit alone: no skills tree, no index
-        if (
-            cfg.rpc.startswith(("http://", "https://"))
-            and local_pending(brain.store, cfg.registry, cfg.agent_id) == 0  # receipts to keep: none missing
-            and onchain_head(cfg.rpc, cfg.registry, cfg.agent_id) == head.root  # the chain agrees (reorgs too)
-            and not has_evidence(brain.store, head.tree)  # an evidence log: evidenceOf is asked by commit_pending
-        ):
-            root = head.to_json()["root"]
-            seq = (receipt_of(brain.store, head.commit) or {}).get("seq")
+        done = up_to_date(brain)
+        if done is not None:
             if as_json:
-                emit({"committed": 0, "transactions": [], "reconciled": 0, "head": root, "seq": seq})
+                emit(done)
             else:
-                click.echo(f"nothing to commit: the on-chain head is the local head ({root})")
+                click.echo(f"nothing to commit: the on-chain head is the local head ({done.head})")
             return
-        from ledger.anchoring.commits import as_json as result_json
-        from ledger.anchoring.commits import commit_pending
-
-        result = commit_pending(
-            brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing")
-        )
+        result = anchor(brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing"),
+                        quick=False)  # fmt: skip
     if as_json:
-        emit(result_json(result))
+        emit(result)
         return
     if not result.committed:
         click.echo("nothing to commit: the on-chain head equals the local head")
     else:
         click.echo(f"committed {result.committed} root(s) in {len(result.transactions)} transaction(s)")
     if result.evidence:
-        click.echo(f"committed the evidence log ({result.evidence['size']} entries, root {result.evidence['root']}) "
-                   f"in tx {result.evidence['tx']}")
+        click.echo(f"committed the evidence log ({result.evidence.size} entries, root {result.evidence.root}) "
+                   f"in tx {result.evidence.tx}")
     if result.reconciled:
         click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
     click.echo(f"on-chain head {result.head} (chain sequence {result.seq})")
 
 
+@returns(EpochReport)
 @main.command("anchor")
 @click.argument("brains", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @key_flag
@@ -372,16 +330,15 @@ def anchor_cmd(
     """
     from contextlib import ExitStack
 
+    from ledger.anchoring.run import configured, epoch
     from ledger.brain import Brain
 
     with open_brain(ctx) as operator, ExitStack() as stack:
-        _configured(operator, "registry")
-        from ledger.anchoring.epochs import anchor_epoch
-
+        configured(operator, "registry")
         opened = [stack.enter_context(Brain.open(path)) for path in brains]
-        result = anchor_epoch(operator, opened, key=key, password=_prompt_password, location=log_url)
+        result = epoch(operator, opened, key=key, password=_prompt_password, log_url=log_url)
     if as_json:
-        emit(result.as_json())
+        emit(result)
     elif result.tx is None:
         click.echo(f"nothing to anchor: every head is in epoch {result.epoch} or before")
         if result.brains:

@@ -8,7 +8,10 @@ from typing import Any
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase
+from ledger.chain.reports import CommitterKeyReport, CommitterKeysReport
+from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase, returns
+from ledger.signatures.reports import KeyExportReport, KeyReport, KeysReport, TrustUnchanged
+from ledger.write.records import Receipt
 
 _ROLE = click.Choice(["user", "agent", "curator", "verifier"])
 
@@ -31,16 +34,20 @@ def keys() -> None:
     """
 
 
+@returns(KeysReport)
 @keys.command("show")
 @json_flag
 @click.pass_context
 def keys_show(ctx: click.Context, as_json: bool) -> None:
     """This machine's signing keys and the keys this brain trusts."""
+    from ledger.signatures.run import show
+
     with open_brain(ctx) as brain:
-        doc = brain.trusted_keys()
+        report = show(brain)
     if as_json:
-        emit(doc)
+        emit(report)
         return
+    doc = report.to_json()
     click.echo(f"this machine ({doc['keys_dir']}):")
     for k in doc["local"]:
         state = "none" if k["address"] is None else "signs" if k["trusted"] else "NOT trusted by this brain"
@@ -56,6 +63,7 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"policy: {doc['policy']} ({rule})")
 
 
+@returns(KeyReport)
 @keys.command("generate")
 @click.argument("role", type=_ROLE)
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect the key with a passphrase (prompted).")
@@ -64,18 +72,14 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
 def keys_generate(ctx: click.Context, role: str, encrypt: bool, as_json: bool) -> None:
     """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600).  Re-runnable: when the key
     exists it is left as it is, named, and the command succeeds ('ledger keys rotate' replaces one)."""
-    from ledger.signatures.identity import KeyExistsError
+    from ledger.signatures.run import generate
 
-    keys = _key_dir(ctx)
-    try:
-        prompt = prompt_passphrase if sys.stdin.isatty() else None  # no terminal: LEDGER_KEY_PASSPHRASE or refused
-        address, made = keys.generate(role, prompt, encrypt=encrypt).address, True
-    except KeyExistsError:
-        address, made = keys.peek(role), False
-    path = str(keys.path(role))
+    prompt = prompt_passphrase if sys.stdin.isatty() else None  # no terminal: LEDGER_KEY_PASSPHRASE or refused
+    report = generate(_key_dir(ctx), role, prompt, encrypt=encrypt)
+    address, path = report.address, report.path
     if as_json:
-        emit({"role": role, "address": address, "path": path, "created": made})
-    elif made:
+        emit(report)
+    elif report.created:
         click.echo(f"{role} key {address} written to {path}")
     else:
         click.echo(f"{role} key {address} exists at {path}; left as it is ('ledger keys rotate {role}' replaces it)")
@@ -96,6 +100,7 @@ def _key_dir(ctx: click.Context) -> Any:
         return KeyDir(keys_home())
 
 
+@returns(KeyExportReport)
 @keys.command("export")
 @click.option("--public", "role", type=_ROLE,
               help="Print the PEM public key of the sibling the brain's lineage certifies for its trusted ROLE key.")
@@ -105,15 +110,17 @@ def _key_dir(ctx: click.Context) -> Any:
 @click.option("--allowed-signers", "allowed", is_flag=True,
               help="Write git's allowed_signers file for the keys this brain's lineage certifies.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@json_flag
 @click.pass_context
 def keys_export(ctx: click.Context, role: str | None, address: str | None, scheme: str | None, allowed: bool,
-                output: str | None) -> None:  # fmt: skip
+                output: str | None, as_json: bool) -> None:  # fmt: skip
     """Public keys for tools outside the ledger; no secret is read.  --public ROLE: the PEM key of the sibling
     that the lineage certifies (Ledger-Sibling trailers of a snapshot the key signed) for the head's trusted
     ROLE key: the only one, else --address, else the one this machine holds; with no brain in scope, this
     machine's ROLE key's.  --allowed-signers: one line per address the head's trust set trusts or revoked
     (revoked ones with valid-before), its Ed25519 sibling as the lineage certifies it, so that
-    'git -c gpg.format=ssh -c gpg.ssh.allowedSignersFile=FILE verify-commit' checks every signed snapshot."""
+    'git -c gpg.format=ssh -c gpg.ssh.allowedSignersFile=FILE verify-commit' checks every signed snapshot.
+    With --json, stdout is one document saying what was exported and where (the text itself when no -o)."""
     from ledger.errors import KeystoreError, UsageError
 
     if (role is None) == (not allowed):
@@ -121,27 +128,37 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
     if allowed and (scheme is not None or address is not None):
         raise UsageError("--scheme and --address go with --public (allowed_signers holds every certified key)")
     if role is not None:
-        address, pem = _sibling_pem(ctx, role, scheme or "p256", address)
-        _write(output, pem.decode())
+        address, pem, said = _sibling_pem(ctx, role, scheme or "p256", address)
+        text = pem.decode()
+        _write(output, None if as_json and output is None else text)
         if output:
             click.echo(f"{role} key {address}: its {scheme or 'p256'} sibling's public key written to {output}",
                        err=True)  # fmt: skip
+        if as_json:
+            emit(KeyExportReport(exported="public", output=output, **({} if output else {"text": text}),
+                                 role=role, address=address, scheme=scheme or "p256",  # type: ignore[arg-type]
+                                 notes=(said,) if said else ()))  # fmt: skip
         return
     with open_brain(ctx) as brain:
         entries, notes = brain.allowed_signers()
     if not entries:
         raise KeystoreError("no snapshot certifies a sibling key of a trusted or revoked key yet, so the "
                             "allowed_signers file would be empty", hint="make one signed change, then export again")
-    _write(output, "".join(e.line() + "\n" for e in entries))
+    text = "".join(e.line() + "\n" for e in entries)
+    _write(output, None if as_json and output is None else text)
     for note in notes:
         click.echo(f"note: {note}", err=True)
     if output:
         click.echo(f"{len(entries)} signer(s) written to {output}", err=True)
+    if as_json:
+        emit(KeyExportReport(exported="allowed-signers", output=output, **({} if output else {"text": text}),
+                             signers=len(entries), notes=tuple(notes)))  # fmt: skip
 
 
-def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None) -> tuple[str, bytes]:
+def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None) -> tuple[str, bytes, str | None]:
     """The certified sibling of the brain in scope's trusted ROLE key (keyring.sibling_pem), else, with no
-    brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it."""
+    brain in scope, of this machine's current ROLE key, saying on stderr that nothing vouches for it (the
+    note, also returned)."""
     from ledger._paths import find_brain
     from ledger.brain.signers import local_sibling
     from ledger.errors import StoreError, UsageError
@@ -156,15 +173,19 @@ def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None
                              hint="give --brain PATH") from None  # fmt: skip
         prompt = prompt_passphrase if sys.stdin.isatty() else None
         address, pem = local_sibling(_key_dir(ctx), role, scheme, None, prompt)
-        click.echo(f"note: no brain here, so no brain vouches for this key: it is this machine's current {role} "
-                   f"key {address}'s sibling (give --brain to export the one a brain certifies)", err=True)  # fmt: skip
-        return address, pem
+        said = (f"no brain here, so no brain vouches for this key: it is this machine's current {role} "
+                f"key {address}'s sibling (give --brain to export the one a brain certifies)")  # fmt: skip
+        click.echo(f"note: {said}", err=True)
+        return address, pem, said
     with open_brain(ctx) as brain:
-        return brain.sibling_pem(role, scheme, address)
+        return (*brain.sibling_pem(role, scheme, address), None)
 
 
-def _write(output: str | None, text: str) -> None:
-    """``text`` to stdout, or to the file ``output``, replaced whole (never left half-written)."""
+def _write(output: str | None, text: str | None) -> None:
+    """``text`` to stdout, or to the file ``output``, replaced whole (never left half-written); None: nothing
+    (--json prints the text in its document)."""
+    if text is None:
+        return
     if output is None:
         click.echo(text, nl=False)
         return
@@ -179,6 +200,7 @@ def _write(output: str | None, text: str) -> None:
                           hint="give -o a path in a directory that exists and you may write") from None  # fmt: skip
 
 
+@returns(Receipt, TrustUnchanged)
 @keys.command("trust")
 @click.argument("role", type=_ROLE)
 @click.argument("address", required=False)
@@ -193,21 +215,20 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
         address = _key_dir(ctx).peek(role)
         if address is None:
             raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
+    from ledger.signatures.run import trust
+
     with open_brain(ctx) as brain:
-        if {"address": address.lower(), "role": role} in brain.trusted_keys()["trusted"]:
-            receipt = None  # trusting it again changes nothing: re-runnable, as 'keys generate' is
-        else:
-            with brain.writing() as w:
-                receipt = w.trust(address, role, note=note)
-    if receipt is None:
+        receipt = trust(brain, role, address, note=note)
+    if isinstance(receipt, TrustUnchanged):  # trusting it again changes nothing: re-runnable, as 'keys generate' is
         if as_json:
-            emit({"changed": False, "address": address.lower(), "role": role})
+            emit(receipt)
         else:
             click.echo(f"{address.lower()} is already trusted as a {role} key; nothing changed")
         return
     print_receipt(ctx, receipt, as_json)
 
 
+@returns(Receipt)
 @keys.command("revoke")
 @click.argument("address")
 @note_flag
@@ -215,11 +236,14 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
 @click.pass_context
 def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> None:
     """Stop trusting ADDRESS: snapshots it signs from now on fail the audit; earlier ones stand."""
-    with open_brain(ctx) as brain, brain.writing() as w:
-        receipt = w.revoke(address, note=note)
+    from ledger.signatures.run import revoke
+
+    with open_brain(ctx) as brain:
+        receipt = revoke(brain, address, note=note)
     print_receipt(ctx, receipt, as_json)
 
 
+@returns(Receipt)
 @keys.command("rotate")
 @click.argument("role", type=_ROLE)
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect the new key with a passphrase (prompted).")
@@ -228,11 +252,14 @@ def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> N
 @click.pass_context
 def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json: bool) -> None:
     """Replace this machine's ROLE key: the new one is trusted and the old revoked, in one signed snapshot."""
-    with open_brain(ctx) as brain, brain.writing() as w:
-        receipt = w.rotate(role, note=note, encrypt=encrypt)
+    from ledger.signatures.run import rotate
+
+    with open_brain(ctx) as brain:
+        receipt = rotate(brain, role, note=note, encrypt=encrypt)
     print_receipt(ctx, receipt, as_json)
 
 
+@returns(Receipt)
 @keys.command("policy")
 @click.argument("policy", type=click.Choice(["signed", "open"]))
 @note_flag
@@ -241,11 +268,14 @@ def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json
 def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> None:
     """Set the brain's signature policy, in a snapshot signed by the user key: 'signed' refuses every
     unsigned snapshot from now on (writes here, and pulls, syncs and clones of peers'); 'open' allows them."""
-    with open_brain(ctx) as brain, brain.writing() as w:
-        receipt = w.set_policy(policy, note=note)
+    from ledger.signatures.run import set_policy
+
+    with open_brain(ctx) as brain:
+        receipt = set_policy(brain, policy, note=note)
     print_receipt(ctx, receipt, as_json)
 
 
+@returns(Receipt)
 @main.command("sign")
 @click.option("--adopt", is_flag=True, hidden=True, help="(implied: the old 'ledger sign --adopt' passes it)")
 @note_flag
@@ -254,44 +284,52 @@ def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> No
 def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
     """Adopt signing for a brain made without it: one 'adopt' snapshot, signed by this machine's user key,
     trusts its user and agent keys and attests the head (and so all history) as it is.  Nothing is rewritten."""
-    with open_brain(ctx) as brain, brain.writing() as w:
-        receipt = w.adopt(note=note)
+    from ledger.signatures.run import adopt
+
+    with open_brain(ctx) as brain:
+        receipt = adopt(brain, note=note)
     print_receipt(ctx, receipt, as_json)
 
 
 # --------------------------------------------------------------------------- committer keystores
 
 
+@returns(CommitterKeyReport)
 @keys.command("new")
 @click.argument("name")
-def keys_new(name: str) -> None:
+@json_flag
+def keys_new(name: str, as_json: bool) -> None:
     """Create a new random committer keystore NAME ($LEDGER_KEYSTORE)."""
-    from ledger.chain.keys import new_key
+    from ledger.chain.committers import new_committer
 
-    click.echo(new_key(name, _prompt_password))
+    report = new_committer(name, _prompt_password)
+    emit(report) if as_json else click.echo(report.address)
 
 
+@returns(CommitterKeyReport)
 @keys.command("import")
 @click.argument("name")
-def keys_import(name: str) -> None:
+@json_flag
+def keys_import(name: str, as_json: bool) -> None:
     """Import a private key as committer keystore NAME, read from stdin or a hidden prompt (never argv)."""
-    from ledger.chain.keys import import_key
+    from ledger.chain.committers import import_committer
 
     tty = sys.stdin.isatty()
     secret = click.prompt("private key", hide_input=True, err=True) if tty else sys.stdin.readline()
-    click.echo(import_key(name, secret, _prompt_password))
+    report = import_committer(name, secret, _prompt_password)
+    emit(report) if as_json else click.echo(report.address)
 
 
+@returns(CommitterKeysReport)
 @keys.command("list")
 @json_flag
 def keys_list(as_json: bool) -> None:
     """List committer keystores with their addresses."""
-    from ledger.chain.keys import DEV_KEY_NAME, dev_account, list_keys
+    from ledger.chain.committers import list_committers
 
-    found: list[dict[str, Any]] = [
-        *list_keys(), {"name": DEV_KEY_NAME, "address": dev_account(0).address, "note": "chain 31337 only"}
-    ]
+    report = list_committers()
     if as_json:
-        emit(found)
-    for k in [] if as_json else found:
+        emit(report)
+        return
+    for k in report.to_json():
         click.echo(f"{k['name']:24} {k['address']}" + (f"  ({k['note']})" if k.get("note") else ""))

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.common import emit, json_flag, main, open_brain, say_refused_refs
+from ledger.cli.common import emit, json_flag, main, open_brain, returns, say_refused_refs
+from ledger.remotes.reports import CloneReport, PullReport, PushReport, ResolveReport
 
 
 def _say_receipts(counts: dict) -> None:
-    """What became of the other copy's receipts: none is believed unchecked."""
+    """What became of the other copy's receipts (an :class:`IncomingReceipts` document): none is believed
+    unchecked."""
     if counts.get("unverified"):
         click.echo(
             f"kept {counts['unverified']} receipt(s) apart as unverified: no chain to check them against "
@@ -24,6 +26,7 @@ def _say_receipts(counts: dict) -> None:
         click.echo(f"warning: refused an epoch receipt that does not hold up: {why}", err=True)
 
 
+@returns(PushReport)
 @main.command()
 @click.argument("remote")
 @json_flag
@@ -36,14 +39,15 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     snapshots this brain lacks, they are fetched, audited and merged, and the push tried
     again (see docs/lineage.md, 'Merges').
     """
-    from ledger.remotes import sharing
+    from ledger.remotes.run import push as push_to
 
     with open_brain(ctx) as brain:
-        out = sharing.push(brain, remote)
+        report = push_to(brain, remote)
+    out = report.to_json()
     _say_receipts(out["incoming_receipts"])
     refused = out["incoming_receipts"].get("refused_refs") or {}
     if as_json:
-        emit(out)
+        emit(report)
         _exit_if(refused)
         return
     for merged in out["merges"]:
@@ -65,7 +69,7 @@ def _exit_if(refused: object) -> None:
         sys.exit(1)
 
 
-def _say_merge(merged: dict) -> None:
+def _say_merge(merged: dict) -> None:  # a MergeReport document
     if merged["action"] == "fast-forward":
         click.echo(f"took {len(merged['skills'])} changed skill(s) from the remote (fast-forward)")
     elif merged["action"] == "merge":
@@ -78,20 +82,22 @@ def _say_merge(merged: dict) -> None:
                        f"the lineage (settle with 'ledger resolve {name} --take kept|other')", err=True)
 
 
+@returns(PullReport)
 @main.command()
 @click.argument("remote")
 @json_flag
 @click.pass_context
 def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     """Take REMOTE's snapshots and receipts once they pass the audit; merge where the lineages diverged."""
-    from ledger.remotes import sharing
+    from ledger.remotes.run import pull as pull_from
 
     with open_brain(ctx) as brain:
-        out = sharing.pull(brain, remote)
+        report = pull_from(brain, remote)
+    out = report.to_json()
     _say_receipts(out["incoming_receipts"])
     refused = out["incoming_receipts"].get("refused_refs") or {}
     if as_json:
-        emit(out)
+        emit(report)
     elif out["moved"]:
         if out["merge"]:
             _say_merge(out["merge"])
@@ -101,21 +107,26 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     _exit_if(say_refused_refs(remote, refused) if not as_json else refused)
 
 
+@returns(CloneReport)
 @main.command("clone")
 @click.argument("remote")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-def clone_cmd(remote: str, directory: Path) -> None:
+@json_flag
+def clone_cmd(remote: str, directory: Path, as_json: bool) -> None:
     """Make a new brain in DIRECTORY from REMOTE: snapshots and receipts, audited before use."""
-    from ledger.remotes.sharing import clone
+    from ledger.remotes.run import clone
 
-    refused: dict[str, str] = {}
-    with clone(remote, directory, refused) as brain:
-        head = brain.head()
-        click.echo(f"cloned {remote} into {brain.root} ({len(head.skills)} skill(s), audited)")
-        click.echo(f"root   {head.snap.to_json()['root']}")
-    _exit_if(say_refused_refs(remote, refused))
+    report = clone(remote, directory)
+    if as_json:
+        emit(report)
+        _exit_if(report.refused_refs)
+        return
+    click.echo(f"cloned {remote} into {report.path} ({report.skills} skill(s), audited)")
+    click.echo(f"root   {report.root}")
+    _exit_if(say_refused_refs(remote, report.refused_refs))
 
 
+@returns(ResolveReport)
 @main.command()
 @click.argument("name")
 @click.option("--take", required=True, metavar="SIDE",
@@ -128,15 +139,15 @@ def resolve(ctx: click.Context, name: str, take: str, as_json: bool) -> None:
 
     Nothing is lost either way: the side not taken stays in the lineage (a merge's second
     parent), or is kept aside and named (a target's copy taken away by 'ledger')."""
-    from ledger.remotes.lineagemerge import resolve as settle
+    from ledger.remotes.run import resolve as settle
 
     if take in ("kept", "other"):
         with open_brain(ctx) as brain:
-            out = settle(brain, name, take)
+            report = settle(brain, name, take)
         if as_json:
-            emit(out)
-        elif out["snapshot"]:
-            click.echo(f"took the other side of {name}: v{out['snapshot']['version']}, root {out['snapshot']['root']}")
+            emit(report)
+        elif report.snapshot:
+            click.echo(f"took the other side of {name}: v{report.snapshot.version}, root {report.snapshot.root}")
         else:
             click.echo(f"kept {name} as the merge left it; the conflict is settled")
         return

@@ -33,6 +33,7 @@ from ledger.brain.writing import Writing
 from ledger.bundle.merkle import RootIndex
 from ledger.bundle.skill import SKILL_MD, counter_zeroed, parse_skill_md
 from ledger.errors import LedgerError, StoreError
+from ledger.remotes.reports import ResolveReport
 from ledger.store import gitstore as gs
 from ledger.store import skilltree
 from ledger.store import supply as sp
@@ -45,7 +46,7 @@ from ledger.write.head import tree_entry
 from ledger.write.importer import CATEGORY_INDEX
 from ledger.write.journal import write_json
 
-__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_into", "resolve"]
+__all__ = ["CONFLICTS", "Side", "conflicts", "describe", "merge_into", "resolve", "settle"]
 
 CONFLICTS = "fleet/conflicts.json"  # under .ledger/: merge conflicts this brain has to settle
 
@@ -376,6 +377,11 @@ def _record_conflicts(brain: Brain, found: Mapping[str, dict[str, Any]], merge: 
 
 
 def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
+    """:func:`settle`'s report as its document: ``{"skill", "took", "snapshot": receipt or None}``."""
+    return settle(brain, name, take).to_json()
+
+
+def settle(brain: Brain, name: str, take: str) -> ResolveReport:
     """Settle a merge conflict: ``kept`` leaves the head as it is; ``other`` records the other side's
     skill as a ``resolve`` snapshot, after every version either side used."""
     if take not in ("kept", "other"):
@@ -385,7 +391,7 @@ def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
         if name not in known:
             raise LedgerError(f"no merge conflict on {name!r}", hint="see 'ledger status'")
         c = known[name]
-        out: dict[str, Any] = {"skill": name, "took": take, "snapshot": None}
+        receipt = None
         if take == "other":
             tree = bytes.fromhex(c["other_tree"])
             files = {rel: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC)
@@ -402,10 +408,9 @@ def resolve(brain: Brain, name: str, take: str) -> dict[str, Any]:
             receipt = w.write_skill("resolve", name, writes, base=brain.files(head.skills[name]),
                                     note=f"took the other side of the merge conflict ({c['merge'][:12]})",
                                     version=version)  # fmt: skip
-            out["snapshot"] = receipt.to_json()
         del known[name]
         write_json(brain.control / CONFLICTS, {"format": 1, "conflicts": known})
-        return out
+        return ResolveReport(skill=name, took=take, snapshot=receipt)  # type: ignore[arg-type]
 
 
 def describe(found: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
