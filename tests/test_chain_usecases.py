@@ -28,6 +28,7 @@ from ledger.anchoring.reports import (
     RegisterReport,
 )
 from ledger.brain import Brain
+from ledger.brain import trustset as keys_run
 from ledger.chain import committers
 from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.reports import CommitterKeyReport, CommitterKeysReport
@@ -35,7 +36,6 @@ from ledger.cli import main
 from ledger.cli.common import reports_of
 from ledger.remotes import run as sharing_run
 from ledger.remotes.reports import CloneReport, PullReport, PushReport
-from ledger.signatures import run as keys_run
 from ledger.signatures.identity import KeyDir
 from ledger.signatures.reports import KeyExportReport, KeyReport, KeysReport, TrustUnchanged
 from tests.conftest import run_ledger
@@ -267,6 +267,9 @@ def test_every_command_here_names_its_reports() -> None:
         cmd = main.commands[group].commands[name]  # type: ignore[attr-defined]
         assert reports_of(cmd), f"{group} {name}"
         assert any(p.name == "as_json" for p in cmd.params), f"{group} {name} has no --json"
-    for name in ("commit", "anchor", "push", "pull", "clone", "resolve", "sign"):
-        assert reports_of(main.commands[name]), name
-        assert any(p.name == "as_json" for p in main.commands[name].params), name
+    for name in ("chain anchor", "chain epoch", "push", "pull", "clone", "skill resolve", "keys adopt"):
+        cmd = main
+        for word in name.split():
+            cmd = cmd.commands[word]  # type: ignore[attr-defined]
+        assert reports_of(cmd), name
+        assert any(p.name == "as_json" for p in cmd.params), name

@@ -40,7 +40,7 @@ def keys() -> None:
 @click.pass_context
 def keys_show(ctx: click.Context, as_json: bool) -> None:
     """This machine's signing keys and the keys this brain trusts."""
-    from ledger.signatures.run import show
+    from ledger.brain.trustset import show
 
     with open_brain(ctx) as brain:
         report = show(brain)
@@ -72,7 +72,7 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
 def keys_generate(ctx: click.Context, role: str, encrypt: bool, as_json: bool) -> None:
     """Make this machine's ROLE key ($LEDGER_KEYS/ROLE.key, mode 0600).  Re-runnable: when the key
     exists it is left as it is, named, and the command succeeds ('ledger keys rotate' replaces one)."""
-    from ledger.signatures.run import generate
+    from ledger.brain.trustset import generate
 
     prompt = prompt_passphrase if sys.stdin.isatty() else None  # no terminal: LEDGER_KEY_PASSPHRASE or refused
     report = generate(_key_dir(ctx), role, prompt, encrypt=encrypt)
@@ -215,7 +215,7 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
         address = _key_dir(ctx).peek(role)
         if address is None:
             raise KeystoreError(f"this machine has no {role} key", hint=f"ledger keys generate {role}")
-    from ledger.signatures.run import trust
+    from ledger.brain.trustset import trust
 
     with open_brain(ctx) as brain:
         receipt = trust(brain, role, address, note=note)
@@ -236,7 +236,7 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
 @click.pass_context
 def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> None:
     """Stop trusting ADDRESS: snapshots it signs from now on fail the audit; earlier ones stand."""
-    from ledger.signatures.run import revoke
+    from ledger.brain.trustset import revoke
 
     with open_brain(ctx) as brain:
         receipt = revoke(brain, address, note=note)
@@ -252,7 +252,7 @@ def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> N
 @click.pass_context
 def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json: bool) -> None:
     """Replace this machine's ROLE key: the new one is trusted and the old revoked, in one signed snapshot."""
-    from ledger.signatures.run import rotate
+    from ledger.brain.trustset import rotate
 
     with open_brain(ctx) as brain:
         receipt = rotate(brain, role, note=note, encrypt=encrypt)
@@ -268,7 +268,7 @@ def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json
 def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> None:
     """Set the brain's signature policy, in a snapshot signed by the user key: 'signed' refuses every
     unsigned snapshot from now on (writes here, and pulls, syncs and clones of peers'); 'open' allows them."""
-    from ledger.signatures.run import set_policy
+    from ledger.brain.trustset import set_policy
 
     with open_brain(ctx) as brain:
         receipt = set_policy(brain, policy, note=note)
@@ -284,7 +284,7 @@ def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> No
 def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
     """Adopt signing for a brain made without it: one 'adopt' snapshot, signed by this machine's user key,
     trusts its user and agent keys and attests the head (and so all history) as it is.  Nothing is rewritten."""
-    from ledger.signatures.run import adopt
+    from ledger.brain.trustset import adopt
 
     with open_brain(ctx) as brain:
         receipt = adopt(brain, note=note)
