@@ -106,7 +106,7 @@ def _apply_locked(
             broken = introduced_errors(slug, old_md, files[SKILL_MD])
             if broken:
                 raise _refuse(f"{slug}/SKILL.md is not a valid skill: {'; '.join(broken)}",
-                              hint="fix it ('ledger lint' says why), or apply with --allow-invalid")  # fmt: skip
+                              hint="fix it ('ledger skill lint' says why), or apply with --allow-invalid")  # fmt: skip
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
     with brain.writing(actor, **{**evidence, "evolution": op, "summary": summary}) as w:

@@ -344,7 +344,7 @@ class SkillTools:
         return {"name": name, "from": a, "to": b, "diff": "".join(diff)}
 
     def skills_sync_status(self) -> dict[str, Any]:
-        """The targets (``ledger link``), their unsettled conflicts, and the merge conflicts of lineages
+        """The targets (``ledger target add``), their unsettled conflicts, and the merge conflicts of lineages
         joined from other machines (``ledger sync`` with a remote), from ``.ledger/`` alone."""
         return sync_status(self.brain).to_json()  # the use case's report (ledger.sync.status)
 

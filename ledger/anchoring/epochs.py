@@ -220,7 +220,7 @@ def _settle(reg: Registry, log: EpochLog, operator: str, store: Any) -> None:
     if int(reg.node.call("eth_getTransactionCount", operator, "pending"), 16) > mined:
         raise ChainError(f"epoch {ep['epoch']} is recorded but not on chain, and a transaction of {operator} "
                          f"(nonce {mined}) is still pending: it may be that epoch's",
-                         hint="run 'ledger anchor' again once it is mined (or dropped); dropping the epoch now "
+                         hint="run 'ledger chain epoch' again once it is mined (or dropped); dropping the epoch now "
                               "could leave the chain with an epoch this log no longer holds")  # fmt: skip
     log.epochs.pop()
     del log.entries[log.size() :]

@@ -222,7 +222,7 @@ class EvidenceSent(Report):
 
 @dataclass(frozen=True)
 class AnchorReport(Report):
-    """Every snapshot not yet on chain committed, in order and batched ('ledger commit')."""
+    """Every snapshot not yet on chain committed, in order and batched ('ledger chain anchor')."""
 
     committed: int  # roots sent in this run
     transactions: tuple[str, ...]
@@ -234,7 +234,7 @@ class AnchorReport(Report):
 
 @dataclass(frozen=True)
 class EpochReport(Report):
-    """One epoch of this operator's log anchoring the new heads of several brains ('ledger anchor')."""
+    """One epoch of this operator's log anchoring the new heads of several brains ('ledger chain epoch')."""
 
     epoch: int
     tx: str | None  # None: nothing to anchor

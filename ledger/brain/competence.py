@@ -8,7 +8,7 @@ key revoked since is withdrawn from both (its outcomes are still in the log, and
 A version **regressed** when its verified success rate is significantly worse than its
 predecessor's: both have verified outcomes, and the upper end of its 95 % Wilson interval is
 below the lower end of the predecessor's.  Non-overlapping intervals is a deliberately strict
-test: a flag is worth acting on (``ledger revert``), and anyone can check it from the two
+test: a flag is worth acting on (``ledger skill revert``), and anyone can check it from the two
 intervals shown beside it.
 """
 

@@ -235,7 +235,7 @@ class ProofStep(Report):
 
 @dataclass(frozen=True)
 class ProveReport(Report):
-    """``ledger prove``: the inclusion proof of one file in a root (docs/lineage.md, "Inclusion proofs")."""
+    """``ledger proof make``: the inclusion proof of one file in a root (docs/lineage.md, "Inclusion proofs")."""
 
     format: str
     root: str
@@ -277,7 +277,7 @@ class ChainMatch(Report):
 
 @dataclass(frozen=True)
 class ProofCheckReport(Report):
-    """``ledger verify-proof`` of an inclusion proof: whether the file is in the root (with ``--chain``, where
+    """``ledger proof check`` of an inclusion proof: whether the file is in the root (with ``--chain``, where
     the chain committed it); on a failure, ``error`` says why (exit 1)."""
 
     ok: bool
@@ -289,7 +289,7 @@ class ProofCheckReport(Report):
 
 @dataclass(frozen=True)
 class EntryCheckReport(Report):
-    """``ledger verify-proof`` of an MCP skill entry (docs/lineage.md §16.3): what its verified anchor
+    """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3): what its verified anchor
     establishes (:class:`ledger.publish.anchor.AnchorCheck`), and with ``--chain`` where the chain committed it."""
 
     ok: Literal[True]
@@ -311,7 +311,7 @@ class EntryCheckReport(Report):
 
 @dataclass(frozen=True)
 class EntryCheckFailure(Report):
-    """``ledger verify-proof`` of an MCP skill entry that does not check (exit 1)."""
+    """``ledger proof check`` of an MCP skill entry that does not check (exit 1)."""
 
     ok: Literal[False]
     error: str

@@ -182,7 +182,7 @@ class SkillDoc:
 
     The ledger records a skill as it is: any frontmatter keys, any values. Only its
     version counter is maintained (:meth:`with_counter`, a surgical edit of
-    :attr:`text`). Conformance to the agentskills spec is a verdict (``ledger lint``),
+    :attr:`text`). Conformance to the agentskills spec is a verdict (``ledger skill lint``),
     not a gate. :meth:`render` is used only for skills the ledger writes from scratch.
     """
 
@@ -261,7 +261,7 @@ def parse_skill_md(text: str, *, limit: int = MAX_SKILL_MD) -> SkillDoc:
     not a mapping or is hostile (too deep, aliases, complex or duplicate keys), and a
     ``metadata`` that is not a mapping. Everything else, unknown keys, long
     descriptions, nested metadata, a name that differs from the folder, is kept and
-    reported by ``ledger lint``.
+    reported by ``ledger skill lint``.
     """
     if len(text) > limit:
         raise SkillError(

@@ -56,7 +56,7 @@ class ChainConfig:
 
 
 def onchain_head(rpc: str, registry: str, agent: int, timeout: float = 5.0) -> bytes:
-    """The agent's on-chain head root, by one ``eth_call`` over the light client (``ledger commit``
+    """The agent's on-chain head root, by one ``eth_call`` over the light client (``ledger chain anchor``
     asks this first, to say "nothing to commit" from the chain itself, reorgs included)."""
     from ledger.chain.rpc import Rpc
     from ledger.errors import RpcUnreachableError

@@ -11,7 +11,7 @@ A receipt is a claim about the chain, so none is believed on arrival (docs/linea
 sits on a snapshot of the lineage, that its root is that snapshot's root, and that its
 seq is the snapshot's position. Receipts that arrive from another copy and cannot be
 checked against the chain are kept apart under :data:`UNVERIFIED_REF`, and never count
-as anchored; ``ledger commit`` rebuilds receipts from the chain's own events.
+as anchored; ``ledger chain anchor`` rebuilds receipts from the chain's own events.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any])
 
 
 def local_pending(store: GitStore, registry: str | None = None, agent: int | None = None) -> int:
-    """Snapshots newer than the newest one with a chain receipt: what ``ledger commit`` would send,
+    """Snapshots newer than the newest one with a chain receipt: what ``ledger chain anchor`` would send,
     as far as this copy knows (``ledger chain status`` asks the chain).
 
     With ``registry`` and ``agent``, only receipts from that registry and agent count, so

@@ -4,7 +4,7 @@ events read back as plain values.
 Its hot paths (the chain id, code, head, sequence, owner, committers, the agent's logs,
 blocks, receipts, and ``commit`` itself) go over :mod:`ledger.chain.rpc` with the registry's
 static ABI encoded by hand (:mod:`ledger.chain.abi`), so ``ledger chain status`` and
-``ledger commit`` never import web3 (~1 s, issue 35).  web3 stays where it earns its place,
+``ledger chain anchor`` never import web3 (~1 s, issue 35).  web3 stays where it earns its place,
 loaded on first use: deploying, registering, authorizing (:meth:`Registry.send`) and the
 users' API (:attr:`Registry.w3`, :meth:`Registry.bound`).  Custom-error revert data is decoded
 with eth-abi, loaded only when a refusal needs explaining.  It knows nothing of a brain: what

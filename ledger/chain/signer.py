@@ -1,6 +1,6 @@
 """A committer key that signs the registry's transactions without eth-account.
 
-``ledger commit`` signs one EIP-1559 transaction; eth-account takes ~0.5 s to import for it
+``ledger chain anchor`` signs one EIP-1559 transaction; eth-account takes ~0.5 s to import for it
 (and web3, which a build_transaction needs, ~1 s: issue 35).  The arithmetic is short: RLP,
 keccak (safe-pysha3) and a recoverable secp256k1 signature (coincurve, RFC 6979 nonces, low
 ``s``), as :mod:`ledger.protocol.signing` already does for snapshots (ADR 18).  The tests

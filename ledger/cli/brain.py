@@ -147,7 +147,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    f"{h['source']} does not hide it (it syncs as any file)")
     for c in merged:
         click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
-                   f"v{c['other_version']} is in the lineage; settle with 'ledger resolve {c['skill']} --take "
+                   f"v{c['other_version']} is in the lineage; settle with 'ledger skill resolve {c['skill']} --take "
                    "kept|other'")  # fmt: skip
 
 
@@ -386,7 +386,7 @@ def verify_proof(
             if as_json:
                 emit(ProofCheckReport(ok=False, path=proof.path, root=format_root(want), error=msg))
                 sys.exit(1)
-            raise LedgerError(f"FAIL: {msg}", hint="prove the file at that snapshot: ledger prove REL --at ROOT")
+            raise LedgerError(f"FAIL: {msg}", hint="prove the file at that snapshot: ledger proof make REL --at ROOT")
     try:
         verify_proof(proof, want, read_input(content, 1 << 31, "--file") if content else None)
     except LedgerError as exc:
@@ -443,7 +443,7 @@ def _read_files(folder: Path) -> dict[str, bytes]:
 
 def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Path | None,
                   chain: tuple[Any, ...] | None, as_json: bool) -> None:  # fmt: skip
-    """``ledger verify-proof`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
+    """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
     from ledger.bundle.merkle import parse_root
     from ledger.publish.anchor import anchor_of, verify_entry
 

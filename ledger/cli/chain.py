@@ -1,4 +1,4 @@
-"""Keys, the local anvil, the registry, and ``ledger commit``: everything that talks to a chain."""
+"""Keys, the local anvil, the registry, and ``ledger chain anchor``: everything that talks to a chain."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
     if st["diverged"]:
         click.echo("the on-chain head is not this brain's snapshot at that sequence; run 'ledger verify --chain'")
     else:
-        click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger commit')")
+        click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger chain anchor')")
     ev = st["evidence"]
     if ev["local"]["size"] or ev["chain"]["size"]:
         click.echo(f"evidence        {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (

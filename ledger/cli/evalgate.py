@@ -85,7 +85,7 @@ def eval_approve(ctx: click.Context, ref: str, reason: str, actor: str, note: st
 @mutation
 @click.pass_context
 def eval_revert(ctx: click.Context, name: str, **kw: Any) -> None:
-    """Restore NAME as it was at its newest released version ('ledger revert NAME --to V'): undoes a
+    """Restore NAME as it was at its newest released version ('ledger skill revert NAME --to V'): undoes a
     version the gate holds back, as a new version that holds the released one's files."""
     from ledger.evals import gate
 

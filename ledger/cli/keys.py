@@ -1,4 +1,4 @@
-"""``ledger keys`` and ``ledger sign``: signing keys and the trust set (docs/lineage.md §8), and the
+"""``ledger keys`` and ``ledger keys adopt``: signing keys and the trust set (docs/lineage.md §8), and the
 encrypted committer keystores that pay for chain transactions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Collections in and out: ``ledger import``, ``ledger export``, and ``ledger lint`` (verdicts, not gates)."""
+"""Collections in and out: ``ledger import``, ``ledger export``, and ``ledger skill lint`` (verdicts, not gates)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def import_cmd(
         if row.status == "refused":
             click.echo(f"{'':15} why:  {row.reason}" + (f"\n{'':15} hint: {row.hint}" if row.hint else ""))
         elif row.lint is not OMIT and not row.lint.valid:
-            click.echo(f"{'':15} lint: {row.lint.errors[0]} (kept as is; see 'ledger lint')")
+            click.echo(f"{'':15} lint: {row.lint.errors[0]} (kept as is; see 'ledger skill lint')")
     counts: dict[str, int] = {}
     for row in report.skills:
         counts[row.status] = counts.get(row.status, 0) + 1
@@ -182,7 +182,7 @@ def lint(ctx: click.Context, names: tuple[str, ...], strict: bool, as_json: bool
 @returns(ApplyReport)
 @main.command("apply")
 @click.argument("payload")
-@click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger lint' calls them invalid.")
+@click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger skill lint' calls them invalid.")
 @click.option("--actor", type=click.Choice(["user", "agent", "curator"]), default="agent", show_default=True,
               help="Who makes this change (recorded in the snapshot's trailers).")  # fmt: skip
 @evidence_flag

@@ -49,7 +49,7 @@ def outcome() -> None:
 
     Each outcome is signed by its actor's key: a key the brain trusts as 'verifier' makes it
     verified (ledger keys generate verifier; ledger keys trust verifier ADDRESS), the agent's
-    or any other trusted key self-reported.  The two are never summed: see 'ledger show NAME
+    or any other trusted key self-reported.  The two are never summed: see 'ledger skill show NAME
     --stats'.  Outcomes never change a skill or the root; each append is one 'outcome' snapshot.
     """
 

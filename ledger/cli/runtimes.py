@@ -1,4 +1,4 @@
-"""Runtimes' folders as targets: ``ledger runtimes``, ``link``, ``unlink`` and ``sync`` (with ``--watch``),
+"""Runtimes' folders as targets: ``ledger target list``, ``link``, ``unlink`` and ``sync`` (with ``--watch``),
 and the shared remote (``ledger remote``).
 
 Each command parses, calls its use case (:mod:`ledger.sync.run`, :mod:`ledger.sync.links`,
@@ -81,7 +81,7 @@ def _runtime_line(r: RuntimeRow) -> str:
 def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None, committed: bool,
          best_verified: bool, name: str | None, actor: str, runtime_name: str | None,
          as_json: bool) -> None:  # fmt: skip
-    """Add a target: WHERE is a runtime from 'ledger runtimes' (claude, hermes, agents, …) or a folder.
+    """Add a target: WHERE is a runtime from 'ledger target list' (claude, hermes, agents, …) or a folder.
 
     The folder is made if missing.  Nothing is written until 'ledger sync', which adopts the
     skills already there and projects the brain's.
@@ -177,7 +177,7 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
 
 
 def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: bool) -> None:
-    """``ledger resolve NAME --take ledger|TARGET``: one sync of the targets in conflict on NAME
+    """``ledger skill resolve NAME --take ledger|TARGET``: one sync of the targets in conflict on NAME
     (:func:`ledger.sync.run.settle`)."""
     from ledger.sync.run import settle
 

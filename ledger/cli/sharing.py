@@ -17,7 +17,7 @@ def _say_receipts(counts: dict) -> None:
     if counts.get("unverified"):
         click.echo(
             f"kept {counts['unverified']} receipt(s) apart as unverified: no chain to check them against "
-            "(they do not count as anchored; 'ledger commit' rebuilds receipts from the chain)",
+            "(they do not count as anchored; 'ledger chain anchor' rebuilds receipts from the chain)",
             err=True,
         )
     for why in counts.get("refused", []):
@@ -79,7 +79,7 @@ def _say_merge(merged: dict) -> None:  # a MergeReport document
             click.echo(f"  {note}")
         for name in merged["conflicts"]:
             click.echo(f"conflict: {name}: both sides changed it; the remote's version was kept and yours stays in "
-                       f"the lineage (settle with 'ledger resolve {name} --take kept|other')", err=True)
+                       f"the lineage (settle with 'ledger skill resolve {name} --take kept|other')", err=True)
 
 
 @returns(PullReport)

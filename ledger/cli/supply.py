@@ -50,7 +50,7 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
 
     SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
     marketplace.json, a skills-lock.json, or an https index.  Nothing is projected to a
-    runtime, listed by 'ledger index' or served to an agent until 'ledger approve NAME'.
+    runtime, listed by 'ledger index' or served to an agent until 'ledger supply approve NAME'.
     A skill that is refused (an external scanner failed on it, its digest is revoked, the brain
     has a skill of its name) is named with the reason and the others are installed; the exit
     status is then 1.  --frozen installs all of the lock or nothing.
@@ -85,7 +85,7 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
         click.echo(f"commit {out['commit']}" + (f"\nsigned {out['signer']}" if out.get("signer") else ""))
     if any(r.get("state") == "quarantined" for r in out["skills"]):
         click.echo("quarantined skills reach no runtime until approved: 'ledger supply show NAME', then "
-                   "'ledger approve NAME'", err=True)  # fmt: skip
+                   "'ledger supply approve NAME'", err=True)  # fmt: skip
     _refused(out)
 
 
@@ -203,7 +203,7 @@ def update(ctx: click.Context, name: str, pin: str | None, yes: bool, actor: str
     if as_json:
         emit(done)
     else:
-        click.echo(f"updated {name} to v{out['version']}: quarantined until 'ledger approve {name}'")
+        click.echo(f"updated {name} to v{out['version']}: quarantined until 'ledger supply approve {name}'")
         click.echo(f"commit {out['commit']}")
 
 

@@ -18,7 +18,7 @@ Rules the guide leaves to a careful reader, made explicit (each refused with wha
   grade);
 - no other key: a misspelt key (``expected``) would silently grade nothing.  One exception, read as
   written: ``expectations``, Anthropic's skill-creator's name for ``assertions`` (its references/schemas.md),
-  so that a set it wrote imports as it is (the case object, and so ``task.digest``, unchanged); ``ledger lint``
+  so that a set it wrote imports as it is (the case object, and so ``task.digest``, unchanged); ``ledger skill lint``
   warns that the guide calls it ``assertions``, and a case holding both keys is refused (which one grades?);
 - what a run cannot carry, refused before anything runs: nesting deeper than :data:`MAX_DEPTH` (the
   parser would recurse), ``NaN``/``Infinity`` (not JSON), an integer id beyond 2^53 − 1 (JSON readers
@@ -125,7 +125,7 @@ def parse_evals(data: bytes, present: Collection[str] | None = None) -> EvalSet:
     if isinstance(problems, EvalSet):
         return problems
     raise EvalError(f"{EVALS_JSON}: {problems[0]}", hint="fix evals/evals.json (the agentskills guide's shape; "
-                    "docs/reference.md, 'Eval runner contract'); 'ledger lint' lists every problem")  # fmt: skip
+                    "docs/reference.md, 'Eval runner contract'); 'ledger skill lint' lists every problem")  # fmt: skip
 
 
 def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str | None = None,

@@ -531,13 +531,13 @@ def revert(brain: Brain, name: str, note: str = "") -> Any:
     if found is None:
         why = "the gate is off" if not enabled(brain.config) else f"{name_} has no evals/evals.json at " \
             "the head, so the gate does not hold it"  # fmt: skip
-        raise LedgerError(f"nothing to revert: {why}", hint=f"'ledger revert {name_} --to V' restores any version")
+        raise LedgerError(f"nothing to revert: {why}", hint=f"'ledger skill revert {name_} --to V' restores any version")
     if found.released is None:
         raise LedgerError(f"{name_} has no released version to go back to",
                           hint=f"run 'ledger eval run {name_}', or approve one: ledger eval approve "
                                f"{name_}@V --reason TEXT")  # fmt: skip
     if found.released == found.head:
         raise LedgerError(f"nothing to revert: {name_} v{found.head} is released",
-                          hint=f"'ledger revert {name_} --to V' restores any version")  # fmt: skip
+                          hint=f"'ledger skill revert {name_} --to V' restores any version")  # fmt: skip
     return brain.revert(name_, found.released, note=note or f"eval revert {name_} to v{found.released}, "
                         "its newest released version")  # fmt: skip

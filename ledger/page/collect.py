@@ -222,7 +222,7 @@ def _chain(brain: Brain, cfg: dict[str, Any], report: Any, rpc: str | None, chec
            timeline: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """The chain part.  Anchored and pending come from one source, the timeline's anchors (the chain's
     events with ``rpc``, else this copy's receipts), by :func:`ledger.page.model.covering`: anchored
-    counts snapshots, pending counts the roots ``ledger commit`` would send (as ``ledger chain status``)."""
+    counts snapshots, pending counts the roots ``ledger chain anchor`` would send (as ``ledger chain status``)."""
     if not (cfg.get("registry") and cfg.get("agent_id")):
         return None
     agent = int(cfg["agent_id"], 16)

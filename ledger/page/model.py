@@ -215,7 +215,7 @@ def validate(data: Any) -> None:
 def covering(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
     """Each snapshot's anchoring snapshot, or None while it is pending.  The chain holds a sequence of
     roots, one per run of consecutive snapshots with the same root (an outcome or a key change keeps
-    the root), as ``ledger commit`` sends them: a snapshot is anchored when a snapshot of its run has
+    the root), as ``ledger chain anchor`` sends them: a snapshot is anchored when a snapshot of its run has
     an anchor (the receipt sits on one of them, usually the first)."""
     out: list[Mapping[str, Any] | None] = []
     i = 0
@@ -230,7 +230,7 @@ def covering(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | 
 
 
 def pending_roots(timeline: Sequence[Mapping[str, Any]], cover: Sequence[Mapping[str, Any] | None]) -> int:
-    """How many roots ``ledger commit`` would send: the runs of consecutive same-root snapshots not anchored."""
+    """How many roots ``ledger chain anchor`` would send: the runs of consecutive same-root snapshots not anchored."""
     return sum(1 for i, c in enumerate(cover) if c is None and (i == 0 or timeline[i]["root"] != timeline[i - 1]["root"]
                                                                 or cover[i - 1] is not None))
 

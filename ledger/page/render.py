@@ -531,7 +531,7 @@ def _anchored(data: Mapping[str, Any], trusted: bool) -> str:
     anchored = fig(f"{c['anchored']:,} of {len(tl):,}", cc)
     waiting = sum(1 for x in covering(tl) if x is None)
     pending = fig(_count(c["pending"], "root(s) not yet on chain"), cc) + (
-        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger commit' anchors them)</span>" if waiting else "")
+        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger chain anchor' anchors them)</span>" if waiting else "")
     seq = fig(f"{c['seq']:,}", cc)
     newest = f", the newest{tx}" if tx else ""
     return (

@@ -11,7 +11,7 @@ chain anchored stays anchored (lineage.md §7).  Per skill, against the merge ba
   merge-file``); clean, it becomes one new version, after both sides' versions;
 - a conflict keeps the first parent's skill; the second parent's stays in the lineage (it
   is a parent), and is recorded in the merge's note and in this brain's conflict record,
-  to be settled by ``ledger resolve``;
+  to be settled by ``ledger skill resolve``;
 - deleted on one side and edited on the other: the edit is kept;
 - a version the first parent already used (a deleted name, or a concurrent write) is
   never reused: the skill is renumbered after both.
@@ -398,7 +398,7 @@ def settle(brain: Brain, name: str, take: str) -> ResolveReport:
                      for rel, (mode, sha) in th.files_of(brain.store, tree).items()}  # fmt: skip
             head = brain.head()
             if name not in head.skills:
-                raise LedgerError(f"{name!r} was deleted since the merge", hint="recreate it with 'ledger revert'")
+                raise LedgerError(f"{name!r} was deleted since the merge", hint="recreate it with 'ledger skill revert'")
             current = brain.committed(name)[1].version
             version = max(current, int(c["other_version"])) + 1  # after every version either side used
             if brain.version_record(head) is None:

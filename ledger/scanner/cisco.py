@@ -36,7 +36,7 @@ from ledger.scanner.text import detail
 
 __all__ = ["LOCK", "NAME", "SCANNER", "SEVERITY", "home", "installed", "run", "verdict", "version"]
 
-NAME = "cisco-ai-skill-scanner"  # the name `supply.scanners` and `ledger scan --with` accept
+NAME = "cisco-ai-skill-scanner"  # the name `supply.scanners` and `ledger supply scan --with` accept
 SCANNER = "ext:" + NAME  # its Verdict's scanner name
 LOCK = Path(__file__).with_name("cisco-scanner.txt")
 HOME_VAR = "LEDGER_SCANNERS_DIR"  # where the scanners' venvs live; default $XDG_CACHE_HOME/brain-ledger/scanners

@@ -1,4 +1,4 @@
-"""Skills on disk read for the scanner: ``ledger scan`` and ``scripts/scan-corpus`` read folders alike.
+"""Skills on disk read for the scanner: ``ledger supply scan`` and ``scripts/scan-corpus`` read folders alike.
 
 Symbolic links are reported with their targets (``os.readlink``), never followed; a nested skill
 (a folder of its own with a SKILL.md) is left to that skill; ``.git`` trees are skipped.

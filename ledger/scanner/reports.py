@@ -1,4 +1,4 @@
-"""The typed results of a scan (``ledger scan --json``; docs/scanner.md): each skill folder's verdict."""
+"""The typed results of a scan (``ledger supply scan --json``; docs/scanner.md): each skill folder's verdict."""
 
 from __future__ import annotations
 

@@ -366,7 +366,7 @@ def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None 
     with mirrored(url, commit) as repo:
         if not reachable(repo, commit):
             raise SourceError(f"{url} no longer serves commit {commit}: it no longer holds it",
-                              hint="the source was rewritten (force-pushed); 'ledger outdated' shows its current "
+                              hint="the source was rewritten (force-pushed); 'ledger supply outdated' shows its current "
                                    "version")  # fmt: skip
         rows = listing(repo, commit)
         prefix = f"{source['path']}/" if source["path"] else ""

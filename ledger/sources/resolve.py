@@ -200,7 +200,7 @@ def fetch_pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Cand
 
 
 def latest(source: dict[str, Any], name: str, pin: dict[str, Any] | None = None) -> Candidate:
-    """The source's current version of ``name`` (for ``ledger outdated`` and ``update``); with the recorded
+    """The source's current version of ``name`` (for ``ledger supply outdated`` and ``update``); with the recorded
     ``pin``, refused when it gives up what the pin holds (:func:`require_kept`)."""
     found = _latest(source, name)
     if pin is not None:

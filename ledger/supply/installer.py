@@ -104,7 +104,7 @@ def _refusal(name: str, exc: LedgerError) -> dict[str, Any]:
 
 
 class Installer:
-    """The supply services of one brain: what ``ledger install``, ``approve``, ``revoke``, ``outdated``,
+    """The supply services of one brain: what ``ledger supply install``, ``approve``, ``revoke``, ``outdated``,
     ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
     (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator, when a
     user or a curator installs them (an agent's install writes every skill quarantined, §1.6 rule 6)."""
@@ -224,7 +224,7 @@ class Installer:
         if cand.name in head.skills:
             why = ("it was installed from " + old.source["url"]) if old else "it is this brain's own skill"
             raise SupplyError(f"{cand.name!r} is already in this brain ({why}); it was not installed",
-                              hint=f"'ledger update {cand.name}' reviews a newer upstream version" if old
+                              hint=f"'ledger supply update {cand.name}' reviews a newer upstream version" if old
                               else "rename or delete the brain's own skill first")  # fmt: skip
         version = brain.first_version(cand.name, head)
         blobs, counter = self._blobs(w, head, cand.name, cand.files, version)
@@ -317,7 +317,7 @@ class Installer:
         """A curator's signed approval: the skills leave quarantine.  A critical verdict needs ``override``."""
         if self.brain.attribution["actor"] == "agent":
             raise SupplyError("an agent cannot approve skills from elsewhere",
-                              hint="a user or curator approves: run 'ledger approve' as the user")
+                              hint="a user or curator approves: run 'ledger supply approve' as the user")
         if override is not None and not override.strip():
             raise SupplyError("--override needs a reason", hint='--override "why this finding is acceptable"')
         with self.brain.writing() as w:
@@ -418,7 +418,7 @@ class Installer:
             return {**out, "unchanged": True}
         if plan.conflicts:
             raise SupplyError(f"{name}: local edits conflict with the update in {', '.join(plan.conflicts)}; "
-                              "nothing changed", hint=f"edit {name} to settle them, or 'ledger revert' the local "
+                              "nothing changed", hint=f"edit {name} to settle them, or 'ledger skill revert' the local "
                               "edits, then update again")  # fmt: skip
         if not apply:
             return out

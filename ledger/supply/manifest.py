@@ -218,7 +218,7 @@ def build(brain: Any, name: str, version: int | None = None) -> Manifest:
 
     ``brainLedger.supersedes`` chains each version to the one before it by ``manifestHash``, so the
     manifests of every earlier version are built too, oldest first (one read of each)."""
-    name = brain.resolve(name)  # as 'ledger show' resolves it
+    name = brain.resolve(name)  # as 'ledger skill show' resolves it
     if version is None:
         if name not in brain.head().skills:
             raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",

@@ -1,4 +1,4 @@
-"""The typed results of the supply use cases (``ledger install|approve|revoke|outdated|update|supply …``,
+"""The typed results of the supply use cases (``ledger supply install|approve|revoke|outdated|update|supply …``,
 docs/supply-chain.md): what each prints with ``--json`` (:mod:`ledger.reports`, ADR 73)."""
 
 from __future__ import annotations

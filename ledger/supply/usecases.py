@@ -1,5 +1,5 @@
 """The supply use cases: install, approve, revoke, outdated, update, the record, and scan
-(``ledger install|approve|revoke|outdated|update|scan|supply …``; docs/supply-chain.md, docs/scanner.md).
+(``ledger supply install|approve|revoke|outdated|update|scan|supply …``; docs/supply-chain.md, docs/scanner.md).
 
 Each takes an open brain acting as its actor (``brain.acting(...)``) — a scan takes none — and returns a
 report of :mod:`ledger.supply.reports` / :mod:`ledger.scanner.reports`.  Refusals raise as the installer

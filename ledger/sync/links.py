@@ -1,5 +1,5 @@
-"""Targets added and removed, and the runtimes' folders listed: the use cases of ``ledger link``,
-``ledger unlink`` and ``ledger runtimes`` (the CLI parses and prints; these do the work)."""
+"""Targets added and removed, and the runtimes' folders listed: the use cases of ``ledger target add``,
+``ledger target remove`` and ``ledger target list`` (the CLI parses and prints; these do the work)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def plan(where: str, *, layout: str | None = None, skills: str | None = None, co
         name = name or rt.name
     else:
         if os.sep not in where and not os.path.exists(where):
-            raise UsageError(f"{where!r} is neither a runtime nor a folder", hint="see 'ledger runtimes'")
+            raise UsageError(f"{where!r} is neither a runtime nor a folder", hint="see 'ledger target list'")
         real = os.path.realpath(where)
         found = next((r for r in by_name.values() if os.path.realpath(r.path) == real), None)
         if found is not None:  # a runtime's own folder, given by path: named and laid out as that runtime

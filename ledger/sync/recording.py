@@ -5,7 +5,7 @@ Each skill is compared three ways: the target (``t``), the manifest of the last 
 recorded as a new version through the importer, attributed to the target (actor,
 ``Ledger-Runtime``, ``Ledger-Target``).  A skill both sides changed is merged
 (:mod:`ledger.sync.filemerge`); a conflict writes nothing on either side and stays until
-someone chooses a side (``ledger resolve``, ``ledger sync --take``).
+someone chooses a side (``ledger skill resolve``, ``ledger sync --take``).
 
 Everything a recording decides on is read under the writer lock, and the snapshot is written
 in the same hold, with a compare-and-swap on the head it read (docs/layouts.md, "Projection").
@@ -253,7 +253,7 @@ class Recorder:
         p.manifest.conflicts[key] = {
             "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
             "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
+            "hint": f"ledger skill resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
                     "both copies stay until then",
         }  # fmt: skip
 

@@ -232,7 +232,7 @@ class RuntimeRow(Report):
 
 @dataclasses.dataclass(frozen=True)
 class RuntimesReport(Report):
-    """``ledger runtimes``: the runtimes' skills folders (the document is their list)."""
+    """``ledger target list``: the runtimes' skills folders (the document is their list)."""
 
     runtimes: tuple[RuntimeRow, ...]
 
@@ -255,7 +255,7 @@ def _bare(schema: dict[str, Any]) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class LinkReport(Report):
-    """``ledger link``: the target added (as ``.ledger/targets.json`` records it)."""
+    """``ledger target add``: the target added (as ``.ledger/targets.json`` records it)."""
 
     name: str
     path: str
@@ -269,7 +269,7 @@ class LinkReport(Report):
 
 @dataclasses.dataclass(frozen=True)
 class UnlinkReport(Report):
-    """``ledger unlink``: the target removed; its files are left as they are."""
+    """``ledger target remove``: the target removed; its files are left as they are."""
 
     unlinked: str
     path: str

@@ -2,7 +2,7 @@
 
 :func:`sync` is what ``ledger sync`` runs, and what the MCP tools and the Python API call: it returns
 a :class:`~ledger.sync.reports.SyncReport`, prints nothing and picks no exit code. :func:`watch` is
-``ledger sync --watch``; :func:`settle` is ``ledger resolve SKILL --take ledger|TARGET`` for a
+``ledger sync --watch``; :func:`settle` is ``ledger skill resolve SKILL --take ledger|TARGET`` for a
 runtime's conflict. The targets' passes are :class:`~ledger.sync.projection.Projection`'s; the
 remote's, :func:`ledger.remotes.fleet.sync_remote`'s. This module sits in the remotes' layer
 (tests/test_layers.py): a sync is both halves.
@@ -112,7 +112,7 @@ def plan(brain: Brain, names: Sequence[str] = (), remote: bool = True,
     shared = None if not remote or names else remote_of(brain)
     if not chosen and shared is None:
         raise LedgerError("no targets are linked and no remote is set",
-                          hint="'ledger link claude' (see 'ledger runtimes') or 'ledger remote set URL'")
+                          hint="'ledger target add claude' (see 'ledger target list') or 'ledger remote set URL'")
     return chosen, shared
 
 

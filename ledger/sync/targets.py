@@ -35,7 +35,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 @dataclass(frozen=True)
 class Runtime:
-    """A runtime's skills folder: ``name`` is what ``ledger link`` takes."""
+    """A runtime's skills folder: ``name`` is what ``ledger target add`` takes."""
 
     name: str
     runtime: str  # recorded as the Ledger-Runtime evidence of what it writes back
@@ -140,7 +140,7 @@ class Targets:
         for t in self.all():
             if t.name == name:
                 return t
-        raise LedgerError(f"no target named {name!r}", hint="'ledger link' adds one; 'ledger runtimes' lists them")
+        raise LedgerError(f"no target named {name!r}", hint="'ledger target add' adds one; 'ledger target list' lists them")
 
     def add(self, target: Target) -> None:
         if not _NAME.match(target.name):

@@ -143,7 +143,7 @@ class Writer:
         if errors:
             raise SkillError(
                 f"the result is not a valid skill ({name}/SKILL.md): " + "; ".join(errors),
-                hint="fix it, or pass --allow-invalid to record it anyway (see 'ledger lint')",
+                hint="fix it, or pass --allow-invalid to record it anyway (see 'ledger skill lint')",
             )
 
     def write_skill(

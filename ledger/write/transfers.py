@@ -20,7 +20,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ImportLint(Report):
-    """An imported skill's spec verdict, kept as it is (see ``ledger lint``)."""
+    """An imported skill's spec verdict, kept as it is (see ``ledger skill lint``)."""
 
     valid: bool
     strict_valid: bool
@@ -74,7 +74,7 @@ class ImportReport(Report):
 
 @dataclass(frozen=True)
 class ApplyReport(Report):
-    """A skill-evolution payload applied as one snapshot (``ledger apply``, the agent's apply tool)."""
+    """A skill-evolution payload applied as one snapshot (``ledger skill apply``, the agent's apply tool)."""
 
     operation_type: str
     summary: str
@@ -108,7 +108,7 @@ class SkillVerdict(Report):
 
 @dataclass(frozen=True)
 class LintReport(Report):
-    """``ledger lint``: each skill's verdict, in order.  Its document is the LIST of verdicts."""
+    """``ledger skill lint``: each skill's verdict, in order.  Its document is the LIST of verdicts."""
 
     verdicts: list[SkillVerdict]
     strict: bool = False  # --strict: extra fields fail too
