@@ -110,7 +110,9 @@ class DiffReport(Report):
 
 @dataclass(frozen=True)
 class SkillStatsReport(Report):
-    """A skill's outcomes and lift per version (``ledger skill show NAME --stats --json``, docs/lineage.md 'Competence')."""
+    """A skill's outcomes and lift per version (``ledger skill show NAME --stats --json``).
+
+    docs/lineage.md, 'Competence'."""
 
     skill: str
     live: int | None  # the head's version (None: the skill is deleted)

@@ -416,7 +416,8 @@ evidence_flag = click.option(
 
 allow_invalid_flag = click.option(
     "--allow-invalid", is_flag=True,
-    help="Record the result even if 'ledger skill lint' calls it invalid (by default a command may not break the spec).",
+    help="Record the result even if 'ledger skill lint' calls it invalid "
+         "(by default a command may not break the spec).",
 )  # fmt: skip
 
 

@@ -531,7 +531,8 @@ def revert(brain: Brain, name: str, note: str = "") -> Any:
     if found is None:
         why = "the gate is off" if not enabled(brain.config) else f"{name_} has no evals/evals.json at " \
             "the head, so the gate does not hold it"  # fmt: skip
-        raise LedgerError(f"nothing to revert: {why}", hint=f"'ledger skill revert {name_} --to V' restores any version")
+        raise LedgerError(f"nothing to revert: {why}",
+                          hint=f"'ledger skill revert {name_} --to V' restores any version")
     if found.released is None:
         raise LedgerError(f"{name_} has no released version to go back to",
                           hint=f"run 'ledger eval run {name_}', or approve one: ledger eval approve "

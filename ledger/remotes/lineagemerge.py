@@ -398,7 +398,8 @@ def settle(brain: Brain, name: str, take: str) -> ResolveReport:
                      for rel, (mode, sha) in th.files_of(brain.store, tree).items()}  # fmt: skip
             head = brain.head()
             if name not in head.skills:
-                raise LedgerError(f"{name!r} was deleted since the merge", hint="recreate it with 'ledger skill revert'")
+                raise LedgerError(f"{name!r} was deleted since the merge",
+                                  hint="recreate it with 'ledger skill revert'")
             current = brain.committed(name)[1].version
             version = max(current, int(c["other_version"])) + 1  # after every version either side used
             if brain.version_record(head) is None:

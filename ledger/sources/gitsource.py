@@ -366,8 +366,8 @@ def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None 
     with mirrored(url, commit) as repo:
         if not reachable(repo, commit):
             raise SourceError(f"{url} no longer serves commit {commit}: it no longer holds it",
-                              hint="the source was rewritten (force-pushed); 'ledger supply outdated' shows its current "
-                                   "version")  # fmt: skip
+                              hint="the source was rewritten (force-pushed); 'ledger supply outdated' shows "
+                                   "its current version")  # fmt: skip
         rows = listing(repo, commit)
         prefix = f"{source['path']}/" if source["path"] else ""
         if not any(p.startswith(prefix) for _, _, p in rows):

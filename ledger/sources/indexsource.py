@@ -555,7 +555,8 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
     if found.pin["sha256"] != pin.get("sha256"):
         raise SourceError(f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
                           f"{found.pin['sha256']}, not {pin.get('sha256')}",
-                          hint="the index's content changed; 'ledger supply outdated' shows the new version")  # fmt: skip
+                          hint="the index's content changed; 'ledger supply outdated' shows the new "
+                               "version")  # fmt: skip
     keeps_anchor(source["url"], name, pin, found.pin)
     return found
 

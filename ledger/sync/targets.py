@@ -140,7 +140,8 @@ class Targets:
         for t in self.all():
             if t.name == name:
                 return t
-        raise LedgerError(f"no target named {name!r}", hint="'ledger target add' adds one; 'ledger target list' lists them")
+        raise LedgerError(f"no target named {name!r}",
+                          hint="'ledger target add' adds one; 'ledger target list' lists them")
 
     def add(self, target: Target) -> None:
         if not _NAME.match(target.name):
