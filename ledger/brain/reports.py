@@ -143,7 +143,7 @@ class StatusReport(Report):
     sync_ignored_held: tuple[dict[str, Any], ...] = optional()
     # With a fleet: unsettled lineage-merge conflicts (ledger.remotes.lineagemerge.describe)
     merge_conflicts: tuple[dict[str, Any], ...] = optional()
-    gate: GateState = optional()  # noqa: RUF009 (OMIT, a constant)  with the eval gate on
+    gate: GateState = optional()  # with the eval gate on
     # Each regression (ledger.brain.evidence: a verified rate's, or with "kind": "lift" a lift's)
     regressions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -284,7 +284,7 @@ class ProofCheckReport(Report):
     path: str
     root: str
     error: str = optional()
-    chain: ChainMatch | None = optional()  # noqa: RUF009 (OMIT, a constant)
+    chain: ChainMatch | None = optional()
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ class RemoteSyncReport(Report):
     conflicts: tuple[str, ...]
     stale_parent: int
     head: str = optional()
-    refused_refs: dict[str, str] = optional()  # noqa: RUF009 (OMIT is immutable: no field shares a value)
+    refused_refs: dict[str, str] = optional()
     reason: str = optional()
     hint: str | None = optional()
     seconds: float = optional()
@@ -182,7 +182,7 @@ class SyncReport(Report):
     targets: tuple[TargetReport, ...]
     conflicts: int
     refused: int
-    remote: RemoteSyncReport = optional()  # noqa: RUF009 (the same)
+    remote: RemoteSyncReport = optional()
     merge_conflicts: tuple[str, ...] = optional()
 
     @classmethod
