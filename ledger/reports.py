@@ -77,6 +77,29 @@ class Report:
                 **_object_schema(cls)}  # fmt: skip
 
 
+class Listing(Report):
+    """A report whose document is a JSON array: the items of its first field, in order.
+
+    ``ledger index``, ``log``, ``skill list``, ``target list``, ``skill lint``, ``supply outdated``,
+    ``outcome list`` … have always printed a list; a field after the first (``strict``) is for the
+    CLI's rendering, not the document."""
+
+    def _items(self) -> Any:
+        return getattr(self, dataclasses.fields(self)[0].name)  # type: ignore[arg-type]
+
+    def to_json(self) -> list[Any]:  # type: ignore[override]
+        return [plain(e) for e in self._items()]
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        first = dataclasses.fields(cls)[0].name  # type: ignore[arg-type]
+        out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
+                               **_type_schema(typing.get_type_hints(cls)[first])}  # fmt: skip
+        if (cls.__doc__ or "").strip():
+            out["description"] = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
+        return out
+
+
 def _object_schema(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     props: dict[str, Any] = {}

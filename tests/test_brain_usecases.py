@@ -246,8 +246,11 @@ def test_the_receipt_schema_refuses_a_wrong_document() -> None:
 
 
 def _commands() -> Iterator[tuple[str, click.Command]]:
-    for name in ("init", "index", "status", "recover", "snapshot", "log", "prove", "gc", "hash"):
-        yield name, main.commands[name]
+    for name in ("init", "index", "status", "recover", "snapshot", "log", "proof make", "gc", "hash"):
+        cmd = main
+        for word in name.split():
+            cmd = cmd.commands[word]  # type: ignore[attr-defined]
+        yield name, cmd
     skill = main.commands["skill"]
     assert isinstance(skill, click.Group)
     for name, cmd in skill.commands.items():
@@ -281,14 +284,14 @@ def test_verify_proof_documents_validate(made: Path, tmp_path: Path) -> None:
     proof = tmp_path / "proof.json"
     proof.write_text(cli(made, "prove", "alpha/SKILL.md", "--json"))
     root = json.loads(proof.read_text())["root"]
-    ok = run_ledger("verify-proof", str(proof), "--root", root, "--json", check=True)
+    ok = run_ledger("proof", "check", str(proof), "--root", root, "--json", check=True)
     assert json.loads(ok.stdout) == {"ok": True, "path": "alpha/SKILL.md", "root": root, "chain": None}
     valid(json.loads(ok.stdout), ProofCheckReport)
     other = json.loads(cli(made, "prove", "alpha/SKILL.md", "--at", "main~1"))["root"]
-    bad = run_ledger("verify-proof", str(proof), "--root", other, "--json")
+    bad = run_ledger("proof", "check", str(proof), "--root", other, "--json")
     assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
     valid(json.loads(bad.stdout), ProofCheckReport)
-    assert reports_of(main.commands["verify-proof"])
+    assert reports_of(main.commands["proof"].commands["check"])  # type: ignore[attr-defined]
 
 
 def test_status_with_targets_a_fleet_and_the_gate(copy: Callable[[str], Path], tmp_path: Path) -> None:

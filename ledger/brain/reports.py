@@ -15,12 +15,11 @@ in the comment beside the field, and it is not repeated here.
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ledger.bundle.render import index_line
-from ledger.reports import OMIT, Report, _type_schema, optional, plain
+from ledger.reports import OMIT, Listing, Report, optional
 
 __all__ = [
     "ChainMatch",
@@ -51,24 +50,6 @@ __all__ = [
     "TrustedKey",
     "UsageReceipt",
 ]  # fmt: skip
-
-
-class Listing(Report):
-    """A report whose document is a JSON array: the list of its ``entries`` (a listing command's ``--json``)."""
-
-    entries: tuple[Any, ...]
-
-    def to_json(self) -> list[Any]:  # type: ignore[override]
-        return [plain(e) for e in self.entries]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        items = _type_schema(typing.get_type_hints(cls)["entries"])["items"]
-        out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                               "type": "array", "items": items}  # fmt: skip
-        if (cls.__doc__ or "").strip():
-            out["description"] = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
-        return out
 
 
 # ---------------------------------------------------------------------------------------------- init

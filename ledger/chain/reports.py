@@ -7,9 +7,8 @@ documents carry a name, an address and where the keystore is, never the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from ledger.reports import OMIT, Report
+from ledger.reports import OMIT, Listing, Report
 
 
 @dataclass(frozen=True)
@@ -33,18 +32,7 @@ class CommitterKey(Report):
 
 
 @dataclass(frozen=True)
-class CommitterKeysReport(Report):
+class CommitterKeysReport(Listing):
     """Every committer keystore, then anvil's dev key; the document is the list itself."""
 
     keys: tuple[CommitterKey, ...]
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [k.to_json() for k in self.keys]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        item = CommitterKey.schema()
-        item.pop("$schema")
-        item.pop("title")
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                "description": " ".join((cls.__doc__ or "").split()), "type": "array", "items": item}  # fmt: skip

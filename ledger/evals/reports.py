@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ledger.reports import OMIT, Report, key
+from ledger.reports import OMIT, Listing, Report, key
 
 Tier = Literal["verified", "self", "withdrawn"]
 
@@ -134,24 +134,11 @@ class OutcomeEntry(Report):
                 "description": "An evidence log entry (docs/lineage.md §14) with its index and tier."}  # fmt: skip
 
 
-def _list_schema(cls: type, items: dict[str, Any]) -> dict[str, Any]:
-    doc = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__, "description": doc,
-            "type": "array", "items": items}  # fmt: skip
-
-
 @dataclass(frozen=True)
-class OutcomeListReport(Report):
+class OutcomeListReport(Listing):
     """The entries of the evidence log, oldest first (a JSON array)."""
 
     entries: tuple[OutcomeEntry, ...] = ()
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [e.to_json() for e in self.entries]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return _list_schema(cls, OutcomeEntry.json_schema())
 
 
 @dataclass(frozen=True)
@@ -178,19 +165,10 @@ class SignerBatches(Report):
 
 
 @dataclass(frozen=True)
-class BatchesReport(Report):
+class BatchesReport(Listing):
     """Each signer's batches in the evidence log (a JSON array, one object a signer)."""
 
     signers: tuple[SignerBatches, ...] = ()
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [s.to_json() for s in self.signers]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        items = SignerBatches.schema()
-        del items["$schema"]
-        return _list_schema(cls, items)
 
 
 # --------------------------------------------------------------------------- evaluations

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ledger.evals.reports import ReceiptReport
-from ledger.reports import OMIT, Report
+from ledger.reports import OMIT, Listing, Report
 from ledger.scanner.reports import VerdictReport
 
 State = Literal["quarantined", "approved", "revoked"]
@@ -78,20 +78,10 @@ class OutdatedRow(Report):
 
 
 @dataclass(frozen=True)
-class OutdatedReport(Report):
+class OutdatedReport(Listing):
     """Every installed skill whose source now serves a newer version (a JSON array)."""
 
     rows: tuple[OutdatedRow, ...] = ()
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [r.to_json() for r in self.rows]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        item = OutdatedRow.schema()
-        del item["$schema"]
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                "description": " ".join((cls.__doc__ or "").split()), "type": "array", "items": item}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ledger.reports import OMIT, Report, optional
+from ledger.reports import OMIT, Listing, Report, optional
 
 _SCHEMA = "https://json-schema.org/draft/2020-12/schema"
 
@@ -231,26 +231,10 @@ class RuntimeRow(Report):
 
 
 @dataclasses.dataclass(frozen=True)
-class RuntimesReport(Report):
+class RuntimesReport(Listing):
     """``ledger target list``: the runtimes' skills folders (the document is their list)."""
 
     runtimes: tuple[RuntimeRow, ...]
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [r.to_json() for r in self.runtimes]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return {"$schema": _SCHEMA, "title": cls.__name__, **cls.json_schema()}
-
-    @classmethod
-    def json_schema(cls) -> dict[str, Any]:
-        return {"type": "array", "items": _bare(RuntimeRow.schema()),
-                "description": "The runtimes' skills folders on this machine, and which are linked to the brain."}
-
-
-def _bare(schema: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in schema.items() if k not in ("$schema", "title")}
 
 
 @dataclasses.dataclass(frozen=True)

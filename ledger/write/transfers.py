@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ledger.reports import OMIT, Report, optional
+from ledger.reports import OMIT, Listing, Report, optional
 
 __all__ = [
     "ApplyReport", "ExportReport", "ImportLint", "ImportReport", "ImportRow", "LintReport", "LockExportReport",
@@ -107,7 +107,7 @@ class SkillVerdict(Report):
 
 
 @dataclass(frozen=True)
-class LintReport(Report):
+class LintReport(Listing):
     """``ledger skill lint``: each skill's verdict, in order.  Its document is the LIST of verdicts."""
 
     verdicts: list[SkillVerdict]
@@ -117,15 +117,6 @@ class LintReport(Report):
     def failed(self) -> list[str]:
         """The skills that fail (exit 1)."""
         return [v.skill for v in self.verdicts if not (v.strict_valid if self.strict else v.valid)]
-
-    def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [v.to_json() for v in self.verdicts]
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        item = {k: v for k, v in SkillVerdict.schema().items() if k not in ("$schema", "title")}
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                "description": " ".join((cls.__doc__ or "").split()), "type": "array", "items": item}  # fmt: skip
 
 
 @dataclass(frozen=True)
