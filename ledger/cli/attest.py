@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from ledger.attestations.reports import AttestReport
 from ledger.cli.common import emit, main, open_brain, returns
 from ledger.errors import UsageError
 
 
-@returns(AttestReport)
+@returns("ledger.attestations.reports:AttestReport")
 @main.command()
 @click.argument("args", nargs=-1, metavar="[REV] [NAME]")
 @click.option("--format", "fmt", type=click.Choice(["oms", "intoto"]), required=True,

@@ -11,21 +11,6 @@ from typing import Any
 import click
 
 # The reports (light: no store, no git) are named at import, for --json's schema (@returns).
-from ledger.brain.reports import (
-    ChainMatch,
-    EntryCheckFailure,
-    EntryCheckReport,
-    GcReport,
-    HashReport,
-    IndexReport,
-    InitReport,
-    LogReport,
-    LogStatsReport,
-    ProofCheckReport,
-    ProveReport,
-    RecoverReport,
-    StatusReport,
-)
 from ledger.cli.common import (
     acting,
     emit,
@@ -45,10 +30,9 @@ from ledger.cli.common import (
 )
 from ledger.errors import LedgerError, UsageError, printable
 from ledger.reports import NoChange
-from ledger.write.records import Receipt
 
 
-@returns(InitReport)
+@returns("ledger.brain.reports:InitReport")
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--unsigned", is_flag=True, help="Make a brain whose snapshots carry no signature.")
@@ -84,7 +68,7 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str, as_json:
         click.echo("versions are kept in the store: no SKILL.md is ever rewritten")
 
 
-@returns(IndexReport)
+@returns("ledger.brain.reports:IndexReport")
 @main.command()
 @json_flag
 @click.pass_context
@@ -100,7 +84,7 @@ def index(ctx: click.Context, as_json: bool) -> None:
         click.echo(report.text(), nl=False)
 
 
-@returns(StatusReport)
+@returns("ledger.brain.reports:StatusReport")
 @main.command()
 @json_flag
 @get_flag
@@ -151,7 +135,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    "kept|other'")  # fmt: skip
 
 
-@returns(RecoverReport)
+@returns("ledger.brain.reports:RecoverReport")
 @main.command()
 @click.option("--move-aside", is_flag=True, help="Keep files changed since the crash in .ledger/rescued/, then finish.")
 @json_flag
@@ -172,7 +156,7 @@ def recover(ctx: click.Context, move_aside: bool, as_json: bool) -> None:
             click.echo(f"kept files changed since the crash in {path}")
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @main.command()
 @mutation
 @click.pass_context
@@ -204,7 +188,7 @@ class _LogCommand(click.Command):
         return super().parse_args(ctx, out)
 
 
-@returns(LogReport, LogStatsReport)
+@returns("ledger.brain.reports:LogReport", "ledger.brain.reports:LogStatsReport")
 @main.command(cls=_LogCommand)
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots (also -N, as git).")
@@ -271,12 +255,13 @@ def _log_stats(ctx: click.Context, as_json: bool, skill_name: str | None) -> Non
         print_stats(doc)
 
 
-@returns(HashReport)
+@returns("ledger.brain.reports:HashReport")
 @main.command("hash")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @json_flag
 def hash_cmd(directory: Path, as_json: bool) -> None:
     """Print the bundle root of DIRECTORY (of its skills/ when it is a brain)."""
+    from ledger.brain.reports import HashReport
     from ledger.bundle.merkle import format_root, hash_path
 
     # A brain is marked by .ledger/config.json (ledger.brain.CONTROL / CONFIG); spelled out here
@@ -291,7 +276,7 @@ def hash_cmd(directory: Path, as_json: bool) -> None:
     emit(HashReport(root)) if as_json else click.echo(root)
 
 
-@returns(ProveReport)
+@returns("ledger.brain.reports:ProveReport")
 @main.command()
 @click.argument("rel")
 @click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root.")
@@ -308,7 +293,11 @@ def prove(ctx: click.Context, rel: str, rev: str | None, as_json: bool) -> None:
     emit(report)
 
 
-@returns(ProofCheckReport, EntryCheckReport, EntryCheckFailure)
+@returns(
+    "ledger.brain.reports:ProofCheckReport",
+    "ledger.brain.reports:EntryCheckReport",
+    "ledger.brain.reports:EntryCheckFailure",
+)
 @main.command("verify-proof")
 @click.argument("proof_file")
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
@@ -339,6 +328,7 @@ def verify_proof(
 
     An MCP skill entry (a Skill object, a skills/get result or its dev.brain-ledger/anchor object alone) is
     checked whole, as docs/lineage.md section 16.3 says: against --root, a --signer you trust, or --chain."""
+    from ledger.brain.reports import ChainMatch, ProofCheckReport
     from ledger.bundle.merkle import InclusionProof, format_root, parse_root, verify_proof
 
     if root is not None and chain:
@@ -444,6 +434,7 @@ def _read_files(folder: Path) -> dict[str, bytes]:
 def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Path | None,
                   chain: tuple[Any, ...] | None, as_json: bool) -> None:  # fmt: skip
     """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
+    from ledger.brain.reports import ChainMatch, EntryCheckFailure, EntryCheckReport
     from ledger.bundle.merkle import parse_root
     from ledger.publish.anchor import anchor_of, verify_entry
 
@@ -507,7 +498,7 @@ def _onchain_match(root: bytes, rpc: str, registry: str, agent: str, at_head: bo
     return {"seq": ev["seq"], "block": ev["block"], "tx": ev["tx"], "head": head["seq"], "is_head": ev is head}
 
 
-@returns(GcReport)
+@returns("ledger.brain.reports:GcReport")
 @main.command()
 @click.option("--full", is_flag=True, help="Repack everything into one pack (keeping unreachable objects).")
 @json_flag

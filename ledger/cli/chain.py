@@ -7,18 +7,6 @@ from typing import Any
 
 import click
 
-from ledger.anchoring.reports import (
-    AnchorReport,
-    AuthorizeReport,
-    ChainDownReport,
-    ChainStatusReport,
-    ChainUpReport,
-    ChainUseReport,
-    DeployReport,
-    EpochReport,
-    LocationReport,
-    RegisterReport,
-)
 from ledger.cli.common import (
     emit,
     get_flag,
@@ -49,7 +37,7 @@ def _anvil_dir(brain: Any) -> Path:
     return anvil_dir(brain)
 
 
-@returns(ChainUpReport)
+@returns("ledger.anchoring.reports:ChainUpReport")
 @chain.command("up")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @click.option("--chain-id", type=int, default=31337, show_default=True)
@@ -72,7 +60,7 @@ def chain_up(ctx: click.Context, port: int | None, chain_id: int, as_json: bool)
     click.echo(report.rpc)
 
 
-@returns(ChainDownReport)
+@returns("ledger.anchoring.reports:ChainDownReport")
 @chain.command("down")
 @json_flag
 @click.pass_context
@@ -88,7 +76,7 @@ def chain_down(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"stopped anvil (pid {report.pid})" if report.stopped else "anvil was not running")
 
 
-@returns(ChainUseReport)
+@returns("ledger.anchoring.reports:ChainUseReport")
 @chain.command("use")
 @click.argument("rpc")
 @click.option("--registry", metavar="ADDR",
@@ -114,7 +102,7 @@ def chain_use(ctx: click.Context, rpc: str, registry: str | None, as_json: bool)
 key_flag = click.option("--key", help="Signing key: a keystore name, or 'anvil-dev' on chain id 31337.")
 
 
-@returns(ChainStatusReport)
+@returns("ledger.anchoring.reports:ChainStatusReport")
 @chain.command("status")
 @json_flag
 @get_flag
@@ -179,7 +167,7 @@ def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: s
         click.echo(f"location        {meta['location']}")
 
 
-@returns(DeployReport)
+@returns("ledger.anchoring.reports:DeployReport")
 @chain.command("deploy")
 @key_flag
 @click.option("--force", is_flag=True, help="Replace a registry this brain already uses.")
@@ -196,7 +184,7 @@ def chain_deploy(ctx: click.Context, key: str | None, force: bool, as_json: bool
     )
 
 
-@returns(RegisterReport)
+@returns("ledger.anchoring.reports:RegisterReport")
 @chain.command("register")
 @click.option("--shares", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @key_flag
@@ -220,7 +208,7 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
         click.echo(f"shares not shown: {report.shares_unavailable}")
 
 
-@returns(LocationReport)
+@returns("ledger.anchoring.reports:LocationReport")
 @chain.command("location")
 @click.argument("url", required=False)
 @click.option("--clear", is_flag=True, help="Remove the published location.")
@@ -247,7 +235,7 @@ def chain_location(ctx: click.Context, url: str | None, clear: bool, key: str | 
         click.echo(f"location {'set to ' + report.location if report.location else 'cleared'} in tx {report.tx}")
 
 
-@returns(AuthorizeReport)
+@returns("ledger.anchoring.reports:AuthorizeReport")
 @chain.command("authorize")
 @click.argument("address")
 @click.option("--revoke", is_flag=True, help="Revoke instead of grant.")
@@ -266,7 +254,7 @@ def chain_authorize(ctx: click.Context, address: str, revoke: bool, key: str | N
         click.echo(f"{'revoked' if revoke else 'authorized'} {address}")
 
 
-@returns(AnchorReport)
+@returns("ledger.anchoring.reports:AnchorReport")
 @main.command("commit")
 @key_flag
 @click.option("--batch", type=click.IntRange(1, 500), default=32, show_default=True, help="Roots per transaction.")
@@ -305,7 +293,7 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     click.echo(f"on-chain head {result.head} (chain sequence {result.seq})")
 
 
-@returns(EpochReport)
+@returns("ledger.anchoring.reports:EpochReport")
 @main.command("anchor")
 @click.argument("brains", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @key_flag

@@ -166,7 +166,7 @@ def field_of(doc: Any, path: str) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def returns(*reports: type) -> Callable[[F], F]:
+def returns(*reports: type | str) -> Callable[[F], F]:
     """Name the reports a command's ``--json`` prints (:class:`~ledger.reports.Report` subclasses;
     more than one when it prints one of several, as a write prints :class:`~ledger.reports.NoChange`).
 
@@ -183,13 +183,25 @@ def returns(*reports: type) -> Callable[[F], F]:
 
 
 def reports_of(cmd: click.Command) -> tuple[type, ...]:
-    """The reports ``cmd`` prints with ``--json`` (see :func:`returns`); empty when unnamed."""
+    """The reports ``cmd`` prints with ``--json`` (see :func:`returns`); empty when unnamed.
+
+    A report may be named ``"module:Class"``: the command modules name them so, and the report
+    modules load only when a command runs (or a walk of the tree asks), not on every start-up.
+    """
+    import importlib
+
     found = getattr(cmd, "ledger_reports", ())
     fn = cmd.callback
     while not found and fn is not None:
         found = getattr(fn, "ledger_reports", ())
         fn = getattr(fn, "__wrapped__", None)
-    return tuple(found)
+    out = []
+    for report in found:
+        if isinstance(report, str):
+            module, _, name = report.partition(":")
+            report = getattr(importlib.import_module(module), name)
+        out.append(report)
+    return tuple(out)
 
 
 PAGERS = ("LEDGER_PAGER", "GIT_PAGER", "PAGER")  # the first one set is the pager, as git reads GIT_PAGER then PAGER

@@ -22,13 +22,12 @@ from ledger.cli.common import (
 from ledger.cli.evals import eval_group
 from ledger.cli.outcomes import receipt_of, split_ref
 from ledger.errors import UsageError
-from ledger.evals.reports import EvalApprovalReport, GateReport, ReceiptReport
 from ledger.reports import NoChange
 
 _APPROVERS = click.Choice(["user", "curator", "agent"])
 
 
-@returns(GateReport)
+@returns("ledger.evals.reports:GateReport")
 @eval_group.command("gate")
 @click.argument("state", type=click.Choice(["on", "off"]))
 @click.option("--actor", type=click.Choice(["user", "curator"]), default="user", show_default=True,
@@ -53,7 +52,7 @@ def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None
         click.echo(f"gate {state}" + ("" if done.changed else " (it already was)"))
 
 
-@returns(EvalApprovalReport)
+@returns("ledger.evals.reports:EvalApprovalReport")
 @eval_group.command("approve")
 @click.argument("ref", metavar="NAME@VERSION")
 @click.option("--reason", required=True, help="Why this version may reach runtimes (1 to 512 characters).")
@@ -79,7 +78,7 @@ def eval_approve(ctx: click.Context, ref: str, reason: str, actor: str, note: st
     print_receipt(ctx, receipt_of(done), as_json, done.extra_json())
 
 
-@returns(ReceiptReport, NoChange)
+@returns("ledger.evals.reports:ReceiptReport", NoChange)
 @eval_group.command("revert")
 @click.argument("name")
 @mutation

@@ -21,7 +21,6 @@ from ledger.cli.common import (
 )
 from ledger.cli.outcomes import receipt_of, split_ref
 from ledger.errors import UsageError
-from ledger.evals.reports import EvalImportReport, EvalPlanReport, EvalPlanUnchanged, EvalRunReport, EvalStaleReport
 
 _ACTORS = click.Choice(["verifier", "agent", "user", "curator"])
 
@@ -45,7 +44,7 @@ def _evaluations(brain: Any) -> Any:
     return Evaluations(brain)
 
 
-@returns(EvalPlanReport, EvalPlanUnchanged)
+@returns("ledger.evals.reports:EvalPlanReport", "ledger.evals.reports:EvalPlanUnchanged")
 @eval_group.command("plan")
 @click.argument("name")
 @click.option("--runner", metavar="CMD", help="The runner's shell command [default: the reference runner].")
@@ -95,7 +94,7 @@ def eval_plan(ctx: click.Context, name: str, runner: str | None, grader: str | N
     print_receipt(ctx, receipt_of(done), as_json, done.extra_json())
 
 
-@returns(EvalRunReport, EvalStaleReport)
+@returns("ledger.evals.reports:EvalRunReport", "ledger.evals.reports:EvalStaleReport")
 @eval_group.command("run")
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--runner", metavar="CMD", help="Must be the plan's runner [default: the plan's].")
@@ -164,7 +163,7 @@ def _run_stale(ctx: click.Context, name: str, actor: str, as_json: bool, **optio
         click.echo(f"skipped v{s['version']}: {s['reason']}", err=True)
 
 
-@returns(EvalImportReport)
+@returns("ledger.evals.reports:EvalImportReport")
 @eval_group.command("import")
 @click.argument("workspace", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--skill", "ref", required=True, metavar="NAME[@VERSION]", help="The skill version it evaluated.")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.attestations.reports import AttestationFailed, AttestationVerified
-from ledger.audit.reports import AuditReport, DiffReport, FrozenFailure, SkillStatsReport
+if TYPE_CHECKING:
+    from ledger.audit.reports import AuditReport
 from ledger.cli.common import (
     emit,
     json_flag,
@@ -22,7 +22,6 @@ from ledger.cli.common import (
 )
 from ledger.errors import LedgerError, UsageError, printable
 from ledger.reports import NoChange
-from ledger.write.records import Receipt
 
 
 def _print_report(report: AuditReport, as_json: bool, html_file: Path | None) -> None:
@@ -65,6 +64,7 @@ def _print_report(report: AuditReport, as_json: bool, html_file: Path | None) ->
 
 def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
     """``verify --frozen``: each installed skill against its pin; exit 1 naming what drifted."""
+    from ledger.audit.reports import FrozenFailure
     from ledger.supply.installer import Installer
 
     with open_brain(ctx) as brain:
@@ -123,7 +123,12 @@ def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@returns(AuditReport, AttestationVerified, AttestationFailed, FrozenFailure)
+@returns(
+    "ledger.audit.reports:AuditReport",
+    "ledger.attestations.reports:AttestationVerified",
+    "ledger.attestations.reports:AttestationFailed",
+    "ledger.audit.reports:FrozenFailure",
+)
 @main.command()
 @click.option("--chain", "with_chain", is_flag=True, help="Also check the registry (from the brain's config).")
 @epoch_log_option
@@ -171,6 +176,7 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
 
 
 def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json: bool) -> None:
+    from ledger.attestations.reports import AttestationFailed
     from ledger.attestations.run import check_attestation, read_attestation
     from ledger.attestations.subjects import AttestationError
 
@@ -192,7 +198,7 @@ def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json
                f"{out.signer} (P-256 sibling {out.keyid[:16]}…, certified in {out.certified_by[:12]})")
 
 
-@returns(AuditReport)
+@returns("ledger.audit.reports:AuditReport")
 @main.command()
 @click.argument("repo")
 @click.option("--rpc", help="RPC endpoint of the chain holding the registry.")
@@ -237,7 +243,7 @@ def audit(
     _print_report(report, as_json, html_file)
 
 
-@returns(DiffReport)
+@returns("ledger.audit.reports:DiffReport")
 @main.command()
 @click.argument("args", nargs=-1, metavar="[REV [REV]] [NAME] | NAME@A [NAME@B]")
 @click.option("--skill", "skill_name", metavar="NAME", help="Limit the diff to one skill (never read as a revision).")
@@ -270,7 +276,7 @@ def diff(
         click.echo(d.patch, nl=False)
 
 
-@returns(SkillStatsReport)
+@returns("ledger.audit.reports:SkillStatsReport")
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--stats", is_flag=True, help="Outcomes per version instead: verified and self-reported, each with "
@@ -301,7 +307,7 @@ def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:
     click.echo(text, nl=False)
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @main.command()
 @click.argument("name")
 @click.option("--to", "version", type=click.IntRange(min=1), required=True, help="The version to restore.")

@@ -8,10 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.chain.reports import CommitterKeyReport, CommitterKeysReport
 from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, prompt_passphrase, returns
-from ledger.signatures.reports import KeyExportReport, KeyReport, KeysReport, TrustUnchanged
-from ledger.write.records import Receipt
 
 _ROLE = click.Choice(["user", "agent", "curator", "verifier"])
 
@@ -34,7 +31,7 @@ def keys() -> None:
     """
 
 
-@returns(KeysReport)
+@returns("ledger.signatures.reports:KeysReport")
 @keys.command("show")
 @json_flag
 @click.pass_context
@@ -63,7 +60,7 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"policy: {doc['policy']} ({rule})")
 
 
-@returns(KeyReport)
+@returns("ledger.signatures.reports:KeyReport")
 @keys.command("generate")
 @click.argument("role", type=_ROLE)
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect the key with a passphrase (prompted).")
@@ -100,7 +97,7 @@ def _key_dir(ctx: click.Context) -> Any:
         return KeyDir(keys_home())
 
 
-@returns(KeyExportReport)
+@returns("ledger.signatures.reports:KeyExportReport")
 @keys.command("export")
 @click.option("--public", "role", type=_ROLE,
               help="Print the PEM public key of the sibling the brain's lineage certifies for its trusted ROLE key.")
@@ -122,6 +119,7 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
     'git -c gpg.format=ssh -c gpg.ssh.allowedSignersFile=FILE verify-commit' checks every signed snapshot.
     With --json, stdout is one document saying what was exported and where (the text itself when no -o)."""
     from ledger.errors import KeystoreError, UsageError
+    from ledger.signatures.reports import KeyExportReport
 
     if (role is None) == (not allowed):
         raise UsageError("give exactly one of --public ROLE or --allowed-signers")
@@ -200,7 +198,7 @@ def _write(output: str | None, text: str | None) -> None:
                           hint="give -o a path in a directory that exists and you may write") from None  # fmt: skip
 
 
-@returns(Receipt, TrustUnchanged)
+@returns("ledger.write.records:Receipt", "ledger.signatures.reports:TrustUnchanged")
 @keys.command("trust")
 @click.argument("role", type=_ROLE)
 @click.argument("address", required=False)
@@ -210,6 +208,7 @@ def _write(output: str | None, text: str | None) -> None:
 def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as_json: bool) -> None:
     """Trust ADDRESS (default: this machine's ROLE key) to sign as ROLE; a snapshot signed by the user key."""
     from ledger.errors import KeystoreError
+    from ledger.signatures.reports import TrustUnchanged
 
     if address is None:
         address = _key_dir(ctx).peek(role)
@@ -228,7 +227,7 @@ def keys_trust(ctx: click.Context, role: str, address: str | None, note: str, as
     print_receipt(ctx, receipt, as_json)
 
 
-@returns(Receipt)
+@returns("ledger.write.records:Receipt")
 @keys.command("revoke")
 @click.argument("address")
 @note_flag
@@ -243,7 +242,7 @@ def keys_revoke(ctx: click.Context, address: str, note: str, as_json: bool) -> N
     print_receipt(ctx, receipt, as_json)
 
 
-@returns(Receipt)
+@returns("ledger.write.records:Receipt")
 @keys.command("rotate")
 @click.argument("role", type=_ROLE)
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect the new key with a passphrase (prompted).")
@@ -259,7 +258,7 @@ def keys_rotate(ctx: click.Context, role: str, encrypt: bool, note: str, as_json
     print_receipt(ctx, receipt, as_json)
 
 
-@returns(Receipt)
+@returns("ledger.write.records:Receipt")
 @keys.command("policy")
 @click.argument("policy", type=click.Choice(["signed", "open"]))
 @note_flag
@@ -275,7 +274,7 @@ def keys_policy(ctx: click.Context, policy: str, note: str, as_json: bool) -> No
     print_receipt(ctx, receipt, as_json)
 
 
-@returns(Receipt)
+@returns("ledger.write.records:Receipt")
 @main.command("sign")
 @click.option("--adopt", is_flag=True, hidden=True, help="(implied: the old 'ledger sign --adopt' passes it)")
 @note_flag
@@ -294,7 +293,7 @@ def sign_cmd(ctx: click.Context, adopt: bool, note: str, as_json: bool) -> None:
 # --------------------------------------------------------------------------- committer keystores
 
 
-@returns(CommitterKeyReport)
+@returns("ledger.chain.reports:CommitterKeyReport")
 @keys.command("new")
 @click.argument("name")
 @json_flag
@@ -306,7 +305,7 @@ def keys_new(name: str, as_json: bool) -> None:
     emit(report) if as_json else click.echo(report.address)
 
 
-@returns(CommitterKeyReport)
+@returns("ledger.chain.reports:CommitterKeyReport")
 @keys.command("import")
 @click.argument("name")
 @json_flag
@@ -320,7 +319,7 @@ def keys_import(name: str, as_json: bool) -> None:
     emit(report) if as_json else click.echo(report.address)
 
 
-@returns(CommitterKeysReport)
+@returns("ledger.chain.reports:CommitterKeysReport")
 @keys.command("list")
 @json_flag
 def keys_list(as_json: bool) -> None:

@@ -19,14 +19,12 @@ from ledger.cli.common import (
     progress_bar,
     returns,
 )
-from ledger.publish.reports import DiscoveryReport
 from ledger.reports import OMIT
-from ledger.write.transfers import ApplyReport, ExportReport, ImportReport, LintReport, LockExportReport
 
 _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused": "red"}
 
 
-@returns(ImportReport)
+@returns("ledger.write.transfers:ImportReport")
 @main.command("import")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--layout", type=click.Choice(["auto", "agentskills", "claude", "hermes", "slopstock"]), default="auto",
@@ -80,7 +78,11 @@ def import_cmd(
         click.echo(f"{summary}; nothing changed, no snapshot")
 
 
-@returns(ExportReport, LockExportReport, DiscoveryReport)
+@returns(
+    "ledger.write.transfers:ExportReport",
+    "ledger.write.transfers:LockExportReport",
+    "ledger.publish.reports:DiscoveryReport",
+)
 @main.command("export")
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path), required=False)
 @click.option("--layout", type=click.Choice(["agentskills", "claude", "hermes", "slopstock"]), default="agentskills",
@@ -97,6 +99,7 @@ def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | No
                site: Path | None, as_json: bool) -> None:  # fmt: skip
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
     from ledger.folders.collections import export_snapshot
+    from ledger.write.transfers import LockExportReport
 
     if [dest, lock, site].count(None) != 2 or (site is not None and rev is not None):
         from ledger.errors import UsageError
@@ -141,7 +144,7 @@ def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
                + (f"; {len(out.refused)} not published (above)" if out.refused else ""))
 
 
-@returns(LintReport)
+@returns("ledger.write.transfers:LintReport")
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--strict", is_flag=True, help="Extra frontmatter fields are errors too, as skills-ref has them.")
@@ -179,7 +182,7 @@ def lint(ctx: click.Context, names: tuple[str, ...], strict: bool, as_json: bool
         sys.exit(1)
 
 
-@returns(ApplyReport)
+@returns("ledger.write.transfers:ApplyReport")
 @main.command("apply")
 @click.argument("payload")
 @click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger skill lint' calls them invalid.")
@@ -195,6 +198,7 @@ def apply_cmd(ctx: click.Context, payload: str, allow_invalid: bool, actor: str,
     from ledger.agent.evolution import apply_payload
     from ledger.cli.common import evidence_of, read_text
     from ledger.errors import LedgerError
+    from ledger.write.transfers import ApplyReport
 
     try:
         doc = json.loads(read_text(payload, 64 << 20, "payload"))

@@ -9,12 +9,11 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain, returns
 from ledger.errors import UsageError
-from ledger.publish.reports import ManifestReport
 
 _VERSION = re.compile(r"[1-9][0-9]*")  # a ledger version in decimal, as the manifest writes it: no sign, no 0 first
 
 
-@returns(ManifestReport)
+@returns("ledger.publish.reports:ManifestReport")
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),

@@ -21,13 +21,6 @@ from ledger.cli.common import (
     want_commit,
 )
 from ledger.errors import UsageError
-from ledger.evals.reports import (
-    BatchesReport,
-    NothingImported,
-    OutcomeImportReport,
-    OutcomeListReport,
-    OutcomeReport,
-)
 
 _VERSION = re.compile(r"[1-9][0-9]*")
 _ROLES = click.Choice(["agent", "verifier", "user", "curator"])
@@ -54,7 +47,7 @@ def outcome() -> None:
     """
 
 
-@returns(OutcomeReport)
+@returns("ledger.evals.reports:OutcomeReport")
 @outcome.command("record")
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--task", "task", help="The task's id (one printable line, at most 512 characters).")
@@ -111,7 +104,7 @@ def receipt_of(report: Any) -> Any:
     return Receipt(**report.receipt_fields())
 
 
-@returns(OutcomeImportReport, NothingImported)
+@returns("ledger.evals.reports:OutcomeImportReport", "ledger.evals.reports:NothingImported")
 @outcome.command("import")
 @click.argument("source", metavar="FILE|-")
 @click.option("--actor", type=_ROLES, default=None,
@@ -131,12 +124,12 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
     the whole file, naming the line; so does part of a verifier's batch; nothing is written.  Outcomes
     already in the log are skipped.
     """
+    from ledger.evals.reports import NothingImported
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
     if actor is None:
         _no_rows(data.splitlines())
     want_commit(ctx, chain_commit)
     from ledger.evals import outcomes as uc
-    from ledger.evals.reports import NothingImported
 
     with open_brain(ctx) as brain:
         done = uc.import_outcomes(brain, actor, data, note=note)
@@ -176,7 +169,7 @@ def _read(source: str) -> bytes:
     return path.read_bytes()
 
 
-@returns(OutcomeListReport)
+@returns("ledger.evals.reports:OutcomeListReport")
 @outcome.command("list")
 @click.argument("ref", metavar="[NAME[@VERSION]]", required=False)
 @json_flag
@@ -206,7 +199,7 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
                    f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}")  # fmt: skip
 
 
-@returns(BatchesReport)
+@returns("ledger.evals.reports:BatchesReport")
 @outcome.command("batches")
 @click.option("--signer", metavar="ADDRESS", help="Only this signer's batches (0x and 40 hex).")
 @json_flag

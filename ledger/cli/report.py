@@ -7,11 +7,10 @@ from pathlib import Path
 
 import click
 
-from ledger.audit.reports import PageReport
 from ledger.cli.common import emit, json_flag, main, open_brain, returns
 
 
-@returns(PageReport)
+@returns("ledger.audit.reports:PageReport")
 @main.command()
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The directory to write index.html into (made if missing).")  # fmt: skip

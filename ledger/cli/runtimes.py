@@ -16,18 +16,9 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain, renamed_option, returns, say_refused_refs
 from ledger.errors import LedgerError, UsageError
-from ledger.sync.reports import (
-    GuardReport,
-    LinkReport,
-    RemoteReport,
-    RemoteSetReport,
-    RemoteSyncReport,
-    RemoteTick,
-    RemoteUnsetReport,
-    RuntimesReport,
-    SyncReport,
-    UnlinkReport,
-)
+
+if TYPE_CHECKING:
+    from ledger.sync.reports import RemoteSyncReport, SyncReport
 
 if TYPE_CHECKING:
     from ledger.sync.reports import RuntimeRow
@@ -35,7 +26,7 @@ if TYPE_CHECKING:
 _LAYOUTS = ("agentskills", "claude", "hermes")
 
 
-@returns(RuntimesReport)
+@returns("ledger.sync.reports:RuntimesReport")
 @main.command()
 @json_flag
 @click.pass_context
@@ -62,7 +53,7 @@ def _runtime_line(r: RuntimeRow) -> str:
     return f"{r.name:15} {r.path:44} {r.layout:12} {state:14} {flags}"
 
 
-@returns(LinkReport)
+@returns("ledger.sync.reports:LinkReport")
 @main.command()
 @click.argument("where")
 @click.option("--layout", type=click.Choice(_LAYOUTS),
@@ -98,7 +89,7 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
         click.echo(f"linked {report.name}: {report.path} ({report.layout}); run 'ledger sync' to project the brain")
 
 
-@returns(UnlinkReport)
+@returns("ledger.sync.reports:UnlinkReport")
 @main.command()
 @click.argument("name")
 @json_flag
@@ -115,7 +106,7 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"unlinked {report.unlinked}; {report.path} is left as it is")
 
 
-@returns(SyncReport, RemoteTick)
+@returns("ledger.sync.reports:SyncReport", "ledger.sync.reports:RemoteTick")
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--take", nargs=2, metavar="SIDE SKILL",
@@ -192,6 +183,7 @@ def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: b
 
 def _say_tick(out: RemoteSyncReport, poll: float, as_json: bool) -> None:
     """One look at the remote while watching: every one with --json, else what changed or failed."""
+    from ledger.sync.reports import RemoteTick
     if as_json:
         emit(RemoteTick(out))
     elif out.status != "ok":
@@ -217,7 +209,7 @@ def _say_remote(out: RemoteSyncReport) -> None:
         say_refused_refs(out.remote, out.refused_refs)
 
 
-@returns(RemoteReport)
+@returns("ledger.sync.reports:RemoteReport")
 @main.group(invoke_without_command=True)
 @json_flag
 @click.pass_context
@@ -236,7 +228,7 @@ def remote(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{doc['url']}" + (" (anchors on chain)" if doc.get("commit") else "") if doc else "no remote set")
 
 
-@returns(RemoteSetReport)
+@returns("ledger.sync.reports:RemoteSetReport")
 @remote.command("set")
 @click.argument("url")
 @click.option("--create", is_flag=True, help="Make URL a new bare repository when it is a path that does not exist.")
@@ -263,7 +255,7 @@ def remote_set(ctx: click.Context, url: str, create: bool, commit: bool, key: st
                + (" (anchors on chain)" if report.commit else ""))  # fmt: skip
 
 
-@returns(RemoteUnsetReport)
+@returns("ledger.sync.reports:RemoteUnsetReport")
 @remote.command("unset")
 @json_flag
 @click.pass_context
@@ -279,7 +271,7 @@ def remote_unset(ctx: click.Context, as_json: bool) -> None:
         click.echo("remote unset")
 
 
-@returns(GuardReport)
+@returns("ledger.sync.reports:GuardReport")
 @remote.command("guard")
 @click.argument("path", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @json_flag
@@ -289,6 +281,7 @@ def remote_guard(path: Path, as_json: bool) -> None:
     A remote the ledger creates is guarded already."""
     from ledger.remotes.guard import install
     from ledger.store.gitstore import GitStore
+    from ledger.sync.reports import GuardReport
 
     GitStore(path).close()  # refuses what is not a git repository
     report = GuardReport(guarded=str(install(path.absolute())))

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ledger.cli.common import emit, json_flag, main, open_brain, returns, say_refused_refs
-from ledger.remotes.reports import CloneReport, PullReport, PushReport, ResolveReport
 
 
 def _say_receipts(counts: dict) -> None:
@@ -26,7 +25,7 @@ def _say_receipts(counts: dict) -> None:
         click.echo(f"warning: refused an epoch receipt that does not hold up: {why}", err=True)
 
 
-@returns(PushReport)
+@returns("ledger.remotes.reports:PushReport")
 @main.command()
 @click.argument("remote")
 @json_flag
@@ -82,7 +81,7 @@ def _say_merge(merged: dict) -> None:  # a MergeReport document
                        f"the lineage (settle with 'ledger skill resolve {name} --take kept|other')", err=True)
 
 
-@returns(PullReport)
+@returns("ledger.remotes.reports:PullReport")
 @main.command()
 @click.argument("remote")
 @json_flag
@@ -107,7 +106,7 @@ def pull(ctx: click.Context, remote: str, as_json: bool) -> None:
     _exit_if(say_refused_refs(remote, refused) if not as_json else refused)
 
 
-@returns(CloneReport)
+@returns("ledger.remotes.reports:CloneReport")
 @main.command("clone")
 @click.argument("remote")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
@@ -126,7 +125,7 @@ def clone_cmd(remote: str, directory: Path, as_json: bool) -> None:
     _exit_if(say_refused_refs(remote, report.refused_refs))
 
 
-@returns(ResolveReport)
+@returns("ledger.remotes.reports:ResolveReport")
 @main.command()
 @click.argument("name")
 @click.option("--take", required=True, metavar="SIDE",

@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from ledger.brain.reports import SkillFileReport, SkillListReport, SkillViewReport
 from ledger.bundle.render import list_line
 from ledger.cli.common import (
     TEXT_LIMIT,
@@ -24,7 +23,6 @@ from ledger.cli.common import (
 )
 from ledger.errors import LedgerError, UsageError, printable
 from ledger.reports import NoChange
-from ledger.write.records import Receipt
 
 
 @main.group()
@@ -32,7 +30,7 @@ def skill() -> None:
     """Create, improve and read skills; every write is one snapshot."""
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("create")
 @click.argument("name")
 @click.option("--description", required=True, help="The one line an agent sees in the index (≤ 1024 chars).")
@@ -52,7 +50,7 @@ def skill_create(
     mutate(ctx, kw, lambda brain: brain.create(name, description, text, note=kw["note"], category=category))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("upsert")
 @click.option("--name", help="Key to write under (slugified); default: the name the frontmatter declares.")
 @click.option("--file", "src", required=True, help="SKILL.md text ('-' = stdin).")
@@ -65,7 +63,7 @@ def skill_upsert(ctx: click.Context, name: str | None, src: Any, **kw: Any) -> N
     mutate(ctx, kw, lambda brain: brain.upsert(text, name=name, note=kw["note"]))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("edit")
 @click.argument("name")
 @click.option("--file", "src", required=True, help="New SKILL.md ('-' = stdin).")
@@ -78,7 +76,7 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
     mutate(ctx, kw, lambda brain: brain.edit(name, text, note=kw["note"]))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("patch")
 @click.argument("name")
 @click.option("--old", required=True, help="Exact text to replace; must occur exactly once.")
@@ -94,7 +92,7 @@ def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | No
     mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, replace_all=replace_all, note=kw["note"]))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("delete")
 @click.argument("name")
 @mutation
@@ -104,7 +102,7 @@ def skill_delete(ctx: click.Context, name: str, **kw: Any) -> None:
     mutate(ctx, kw, lambda brain: brain.delete(name, note=kw["note"]))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("write-file")
 @click.argument("name")
 @click.argument("rel")
@@ -125,7 +123,7 @@ def skill_write_file(ctx: click.Context, name: str, rel: str, src: Path, executa
     mutate(ctx, kw, lambda brain: brain.write_file(name, rel, data, executable=executable, note=kw["note"]))
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("remove-file")
 @click.argument("name")
 @click.argument("rel")
@@ -136,7 +134,7 @@ def skill_remove_file(ctx: click.Context, name: str, rel: str, **kw: Any) -> Non
     mutate(ctx, kw, lambda brain: brain.remove_file(name, rel, note=kw["note"]))
 
 
-@returns(SkillListReport)
+@returns("ledger.brain.reports:SkillListReport")
 @skill.command("list")
 @click.option("--category", help="Only skills in this Hermes category (or under it).")
 @json_flag
@@ -155,7 +153,7 @@ def skill_list(ctx: click.Context, category: str | None, as_json: bool) -> None:
     click.echo("".join(lines), nl=False)
 
 
-@returns(Receipt, NoChange)
+@returns("ledger.write.records:Receipt", NoChange)
 @skill.command("move")
 @click.argument("name")
 @click.argument("category", required=False)
@@ -166,7 +164,7 @@ def skill_move(ctx: click.Context, name: str, category: str | None, **kw: Any) -
     mutate(ctx, kw, lambda brain: brain.categories.move(name, category, note=kw["note"]))
 
 
-@returns(SkillViewReport, SkillFileReport)
+@returns("ledger.brain.reports:SkillViewReport", "ledger.brain.reports:SkillFileReport")
 @skill.command("view")
 @click.argument("name")
 @click.option("--file", "rel", help="Show a supporting file instead of the body.")
@@ -175,6 +173,7 @@ def skill_move(ctx: click.Context, name: str, category: str | None, **kw: Any) -
 def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) -> None:
     """Show a skill's body and linked files, or one supporting file."""
     from ledger.brain import usecases
+    from ledger.brain.reports import SkillFileReport
 
     with open_brain(ctx) as brain:
         report = usecases.skill_view(brain, name, rel)

@@ -10,16 +10,6 @@ import click
 
 from ledger.cli.common import emit, json_flag, main, note_flag, open_brain, print_receipt, returns
 from ledger.errors import UsageError, printable
-from ledger.scanner.reports import ScanReport
-from ledger.supply.reports import (
-    ApproveReport,
-    InstallReport,
-    OutdatedReport,
-    RevokeReport,
-    SupplyEntryReport,
-    SupplyListReport,
-    UpdateReport,
-)
 
 CISCO = "cisco-ai-skill-scanner"  # ledger.scanner.cisco.NAME, named here so that --help loads no scanner
 
@@ -29,7 +19,7 @@ actor_option = click.option(
 )  # fmt: skip
 
 
-@returns(InstallReport)
+@returns("ledger.supply.reports:InstallReport")
 @main.command()
 @click.argument("source", required=False)
 @click.argument("names", nargs=-1)
@@ -103,7 +93,7 @@ def _refused(out: dict[str, Any]) -> None:
     sys.exit(1)
 
 
-@returns(ApproveReport)
+@returns("ledger.supply.reports:ApproveReport")
 @main.command()
 @click.argument("names", nargs=-1, required=True)
 @click.option("--override", metavar="REASON", help="Approve despite critical findings; the reason is signed.")
@@ -123,7 +113,7 @@ def approve(ctx: click.Context, names: tuple[str, ...], override: str | None, ac
     print_receipt(ctx, receipt_of(report), as_json)
 
 
-@returns(RevokeReport)
+@returns("ledger.supply.reports:RevokeReport")
 @main.command()
 @click.argument("target")
 @click.option("--reason", required=True, help="Why (signed into the lineage, shown to every installer).")
@@ -147,7 +137,7 @@ def revoke(ctx: click.Context, target: str, reason: str, actor: str, note: str, 
     click.echo(f"commit {out['commit']}")
 
 
-@returns(OutdatedReport)
+@returns("ledger.supply.reports:OutdatedReport")
 @main.command()
 @json_flag
 @click.pass_context
@@ -172,7 +162,7 @@ def outdated(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{row['skill']:30} {have[:12]} → {new[:12]}  ({row['state']})")
 
 
-@returns(UpdateReport)
+@returns("ledger.supply.reports:UpdateReport")
 @main.command()
 @click.argument("name")
 @click.option("--pin", metavar="REF", help="Update to this commit of the source, not its newest.")
@@ -253,7 +243,7 @@ def supply() -> None:
     """The supply record: where each installed skill came from and who vetted it."""
 
 
-@returns(SupplyListReport)
+@returns("ledger.supply.reports:SupplyListReport")
 @supply.command("list")
 @json_flag
 @click.pass_context
@@ -273,7 +263,7 @@ def supply_list(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"revoked {digest}: {printable(why.reason)}")
 
 
-@returns(SupplyEntryReport)
+@returns("ledger.supply.reports:SupplyEntryReport")
 @supply.command("show")
 @click.argument("name")
 @json_flag
@@ -313,7 +303,7 @@ def _calibration(verdict: dict[str, Any]) -> None:
         click.echo(f"{'calibration':12} {printable(describe(name, cal))}")
 
 
-@returns(ScanReport)
+@returns("ledger.scanner.reports:ScanReport")
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--vetted", type=click.Path(exists=True, file_okay=False, path_type=Path),
