@@ -79,6 +79,6 @@ def plan(p: Pass, brain: Mapping[str, bytes], take: tuple[str, str] | None) -> C
                 "kind": "category-file", "target_blob": t, "ledger_blob": l_, "target_state": None,
                 "ledger_tree": None, "files": [rel],
                 "since": m.conflicts.get(key, {}).get("since") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "hint": f"ledger skill resolve {rel} --take ledger|{p.target.name}; both copies stay until then",
+                "hint": f"ledger resolve {rel} --take ledger|{p.target.name}; both copies stay until then",
             }  # fmt: skip
     return out

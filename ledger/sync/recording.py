@@ -253,7 +253,7 @@ class Recorder:
         p.manifest.conflicts[key] = {
             "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
             "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "hint": f"ledger skill resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
+            "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
                     "both copies stay until then",
         }  # fmt: skip
 

@@ -118,7 +118,7 @@ class Settler:
         elif held == old and info.get("keep"):
             # a side chosen away with --take: kept aside and named, since no version holds it
             _rescue(p, staged, info["key"], "chosen away",
-                    f"the target's copy of {info['key']}, chosen away with --take ledger (or 'ledger skill resolve "
+                    f"the target's copy of {info['key']}, chosen away with --take ledger (or 'ledger resolve "
                     f"{info['key']} --take ledger'); no version holds it; take what you need, then remove it")
             outcome = "done"
         elif held == old:
