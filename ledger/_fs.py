@@ -36,16 +36,46 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["CACHE_DIR", "CATALOG", "DIGESTS", "EVIDENCE_BATCHES", "EVIDENCE_CHECKED", "EVIDENCE_FIGURES",
-           "EVIDENCE_IDS", "HERMES_LISTING", "MISS", "PENDING", "REGRESSIONS", "ROOT_INDEX", "STAT", "SUPPLY",
-           "append_cache", "atomic_write", "cache_name", "cache_path", "instant_record", "read_cache",
-           "read_cache_json", "sync_stats", "write_cache"]  # fmt: skip
+__all__ = [
+    "CACHE_DIR",
+    "CATALOG",
+    "DIGESTS",
+    "EVIDENCE_BATCHES",
+    "EVIDENCE_CHECKED",
+    "EVIDENCE_FIGURES",
+    "EVIDENCE_IDS",
+    "HERMES_LISTING",
+    "MISS",
+    "PENDING",
+    "REGRESSIONS",
+    "ROOT_INDEX",
+    "STAT",
+    "SUPPLY",
+    "append_cache",
+    "atomic_write",
+    "cache_name",
+    "cache_path",
+    "instant_record",
+    "read_cache",
+    "read_cache_json",
+    "sync_stats",
+    "write_cache",
+]
 
 CACHE_DIR = "cache"  # .ledger/cache/
 # What a damaged cache file raises while it is decoded: each is a miss (UnicodeDecodeError and
 # json.JSONDecodeError are ValueErrors; RecursionError: a file nested past the parser's stack).
-MISS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError,
-                                         RecursionError, OverflowError, zlib.error)  # fmt: skip
+MISS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+    zlib.error,
+)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:

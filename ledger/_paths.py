@@ -53,8 +53,10 @@ def find_brain(start: str | os.PathLike[str] | None = None, *, search_up: bool =
     root = brain_root(start, search_up=search_up)
     if root is None:
         here = Path(start if start is not None else os.getcwd()).absolute()
-        raise StoreError(f"{here} is not a brain (no {CONTROL}/{CONFIG})",
-                         hint="run 'ledger init DIR', or pass --brain / set LEDGER_BRAIN")  # fmt: skip
+        raise StoreError(
+            f"{here} is not a brain (no {CONTROL}/{CONFIG})",
+            hint="run 'ledger init DIR', or pass --brain / set LEDGER_BRAIN",
+        )
     return Path(root)
 
 
@@ -93,8 +95,9 @@ def stat_key(rows: Iterable[tuple[int, ...]]) -> str:
     return blake3(flat.tobytes()).hexdigest()[:32]
 
 
-def current_keys(base: str | os.PathLike[str], names: Sequence[str], groups: Sequence[Sequence[str]], *,
-                 native: bool = True) -> list[str | None]:  # fmt: skip
+def current_keys(
+    base: str | os.PathLike[str], names: Sequence[str], groups: Sequence[Sequence[str]], *, native: bool = True
+) -> list[str | None]:
     """The :func:`stat_key` of each group ``groups[i]`` of paths under ``base/names[i]`` now (``""``:
     that folder itself; None: a path is gone): in C on several threads when the native module is
     built, ``native`` is left on and ``LEDGER_PURE_PYTHON`` is unset (git's preloaded index does
@@ -110,8 +113,9 @@ def current_keys(base: str | os.PathLike[str], names: Sequence[str], groups: Seq
     out: list[str | None] = []
     for name, paths in zip(names, groups, strict=True):
         try:
-            out.append(stat_key(stat_fields(os.lstat(f"{base}/{name}/{rel}" if rel else f"{base}/{name}"))
-                                for rel in paths))  # fmt: skip
+            out.append(
+                stat_key(stat_fields(os.lstat(f"{base}/{name}/{rel}" if rel else f"{base}/{name}")) for rel in paths)
+            )
         except OSError:
             out.append(None)
     return out

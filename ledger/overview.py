@@ -30,8 +30,11 @@ def status(brain: Brain) -> StatusReport:
         from ledger.sync.targets import Targets
 
         targets = Targets(brain.control)
-        sync = {"sync_conflicts": tuple(targets.conflicts()), "sync_rescued": tuple(targets.rescued()),
-                "sync_ignored_held": tuple(targets.ignored_held())}  # fmt: skip
+        sync = {
+            "sync_conflicts": tuple(targets.conflicts()),
+            "sync_rescued": tuple(targets.rescued()),
+            "sync_ignored_held": tuple(targets.ignored_held()),
+        }
     regressions = st.regressions if st.regressions is not None else brain.evidence.regressions()
     merged: Any = OMIT
     if (brain.control / "fleet").is_dir():
@@ -40,7 +43,15 @@ def status(brain: Brain) -> StatusReport:
         merged = tuple(describe(conflicts(brain)))
     held = [g.to_json() for g in gate.read(brain).values() if g.held()]
     doc = st.to_json()
-    return StatusReport(head=doc["head"], root=doc["root"], tree_root=doc["tree_root"], clean=doc["clean"],
-                        changes=doc["changes"], pending_chain=pending, **sync, merge_conflicts=merged,
-                        gate=GateState(on=True, held=held) if gate.enabled(brain.config) else OMIT,
-                        regressions=regressions)  # fmt: skip
+    return StatusReport(
+        head=doc["head"],
+        root=doc["root"],
+        tree_root=doc["tree_root"],
+        clean=doc["clean"],
+        changes=doc["changes"],
+        pending_chain=pending,
+        **sync,
+        merge_conflicts=merged,
+        gate=GateState(on=True, held=held) if gate.enabled(brain.config) else OMIT,
+        regressions=regressions,
+    )

@@ -73,8 +73,7 @@ class Report:
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """The JSON Schema of ``to_json()``'s document."""
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                **_object_schema(cls)}  # fmt: skip
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__, **_object_schema(cls)}
 
 
 class Listing(Report):
@@ -93,8 +92,11 @@ class Listing(Report):
     @classmethod
     def schema(cls) -> dict[str, Any]:
         first = dataclasses.fields(cls)[0].name  # type: ignore[arg-type]
-        out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                               **_type_schema(typing.get_type_hints(cls)[first])}  # fmt: skip
+        out: dict[str, Any] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": cls.__name__,
+            **_type_schema(typing.get_type_hints(cls)[first]),
+        }
         if (cls.__doc__ or "").strip():
             out["description"] = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
         return out
@@ -140,8 +142,10 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return dict(tp.json_schema())
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _object_schema(tp)
-    raise TypeError(f"no JSON Schema for {tp!r}: use str, int, float, bool, None, list, dict, Literal, "
-                    "a union of them, or a dataclass")  # fmt: skip
+    raise TypeError(
+        f"no JSON Schema for {tp!r}: use str, int, float, bool, None, list, dict, Literal, "
+        "a union of them, or a dataclass"
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,8 +55,13 @@ def median_time(fn, k: int) -> float:
 def git_baseline(src: Path, work: Path, k: int) -> float:
     """`git add -A && git commit` of a one-file change, in an ordinary repo with an index."""
     shutil.copytree(src, work / "skills")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     subprocess.run("git add -A && git commit -qm init", shell=True, cwd=work, check=True, env=env)
     target = work / "skills" / "skill-00042" / "SKILL.md"
@@ -90,8 +95,11 @@ def cli_patch(root: Path, k: int) -> float:
 
     def one() -> None:
         new = f"Step 5 (cli {next(counter)}):"
-        subprocess.run([LEDGER, "--brain", str(root), "skill", "patch", "skill-00042", "--old", state["old"],
-                        "--new", new], check=True, capture_output=True)
+        subprocess.run(
+            [LEDGER, "--brain", str(root), "skill", "patch", "skill-00042", "--old", state["old"], "--new", new],
+            check=True,
+            capture_output=True,
+        )
         state["old"] = new
 
     one()
@@ -105,7 +113,7 @@ def audit_bench(tmp: Path, snapshots: int, skills: int) -> dict[str, float]:
     for i in range(snapshots - 2):  # init and the bulk import are the first two
         name = f"skill-{(i * 7919) % skills:05d}"
         text = (brain.skills_dir / name / "SKILL.md").read_text()
-        old = text[text.index("Step 0:"):text.index("\n", text.index("Step 0:"))]
+        old = text[text.index("Step 0:") : text.index("\n", text.index("Step 0:"))]
         brain.patch(name, old, f"Step 0: revision {i}.")
     print(f"  {snapshots} snapshots written in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     brain.close()
@@ -135,8 +143,10 @@ def main() -> None:
     if args.audit_only:
         with scratch_dir() as tmp:
             res = audit_bench(Path(tmp), args.audit_snapshots, args.audit_skills)
-        print(f"\naudit of {res['audit_snapshots']} snapshots x {res['audit_skills']} skills: "
-              f"ledger audit {res['audit_s']:.2f}s, ledger verify {res['verify_s']:.2f}s")
+        print(
+            f"\naudit of {res['audit_snapshots']} snapshots x {res['audit_skills']} skills: "
+            f"ledger audit {res['audit_s']:.2f}s, ledger verify {res['verify_s']:.2f}s"
+        )
         return
     with scratch_dir() as tmp:
         tmp_p = Path(tmp)

@@ -40,8 +40,10 @@ async def mcp_patches(brain: Path, names: list[str]) -> list[float]:
         await s.call_tool("skills_list", {})  # warm: brain open, head and index loaded
         for i, name in enumerate(names):
             t = time.perf_counter()
-            r = await s.call_tool("skill_manage", {"action": "patch", "name": name, "old_string": "Step 1:",
-                                                   "new_string": f"Step 1 (mcp {i}):"})  # fmt: skip
+            r = await s.call_tool(
+                "skill_manage",
+                {"action": "patch", "name": name, "old_string": "Step 1:", "new_string": f"Step 1 (mcp {i}):"},
+            )
             times.append(time.perf_counter() - t)
             assert not r.is_error, r
     return times

@@ -73,8 +73,9 @@ def setup(tmp: Path, url: str) -> Path:
     env = _env(tmp)
 
     def ledger(*args: str) -> str:
-        proc = subprocess.run([LEDGER, "--brain", str(brain), *args], env=env, capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [LEDGER, "--brain", str(brain), *args], env=env, capture_output=True, text=True, timeout=120
+        )
         if proc.returncode != 0:
             raise SystemExit(f"ledger {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
         return proc.stdout
@@ -115,8 +116,9 @@ def main() -> None:
             status = [LEDGER, "--brain", str(brain), "chain", "status"]
             env = _env(tmp)
             chain_status_s = _wall(status, env, args.repeat)
-            report = subprocess.run(status, env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, capture_output=True,
-                                    text=True, timeout=120)  # fmt: skip
+            report = subprocess.run(
+                status, env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, capture_output=True, text=True, timeout=120
+            )
             if report.returncode != 0 or "import time:" not in report.stderr:
                 raise SystemExit(f"no import report from chain status:\n{report.stderr[-2000:]}")
             web3_ms = web3_cost_ms(report.stderr)
@@ -133,9 +135,11 @@ def main() -> None:
         "repeat": args.repeat,
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
-    print(f"  chain status {chain_status_s * 1000:.0f} ms (web3 imported: {result['chain_status_imports_web3']}, "
-          f"{web3_ms:.0f} ms); import web3 {import_web3_s * 1000:.0f} ms; steady-state commit {gas:,} gas",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"  chain status {chain_status_s * 1000:.0f} ms (web3 imported: {result['chain_status_imports_web3']}, "
+        f"{web3_ms:.0f} ms); import web3 {import_web3_s * 1000:.0f} ms; steady-state commit {gas:,} gas",
+        file=sys.stderr,
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -30,16 +30,25 @@ from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' pac
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 CLIENT = {"name": "bench", "version": "0"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT},
+}
 LIST = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
 
 
 def mcp_start(brain: Path, env: dict[str, str]) -> tuple[float, float]:
     """(spawn -> initialize answer, spawn -> tools/list answer), in seconds."""
     t = time.perf_counter()
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(INIT).encode() + b"\n")
@@ -127,10 +136,15 @@ def main() -> None:
         result.update(keys_new(tmp, env, args.repeat))
     for key in ("mcp_1", "mcp_big"):
         m = result[key]
-        print(f"  MCP start ({key}): initialize {m['init_s'] * 1000:.0f} ms, tools/list {m['tools_s'] * 1000:.0f} ms"
-              + (f"; first start {m['first_init_s'] * 1000:.0f} ms" if m["first_init_s"] else ""), file=sys.stderr)
-    print(f"  keys new {result['keys_new_s'] * 1000:.0f} ms (scrypt alone {result['kdf_s'] * 1000:.0f} ms)",
-          file=sys.stderr)  # fmt: skip
+        print(
+            f"  MCP start ({key}): initialize {m['init_s'] * 1000:.0f} ms, tools/list {m['tools_s'] * 1000:.0f} ms"
+            + (f"; first start {m['first_init_s'] * 1000:.0f} ms" if m["first_init_s"] else ""),
+            file=sys.stderr,
+        )
+    print(
+        f"  keys new {result['keys_new_s'] * 1000:.0f} ms (scrypt alone {result['kdf_s'] * 1000:.0f} ms)",
+        file=sys.stderr,
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
 

@@ -43,9 +43,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--heads", type=int, default=1000, help="heads per epoch, real and synthetic")
     ap.add_argument("--brains", type=int, default=8, help="real brains among them")
-    ap.add_argument("--one-head", action="store_true",
-                    help="each real brain holds only its first snapshot (with --brains 1000 --heads 1000: "
-                         "1,000 real brains)")
+    ap.add_argument(
+        "--one-head",
+        action="store_true",
+        help="each real brain holds only its first snapshot (with --brains 1000 --heads 1000: 1,000 real brains)",
+    )
     ap.add_argument("--epochs", type=int, default=5, help="epochs anchored (every fourth opens a new sizes word)")
     ap.add_argument("--repeat", type=int, default=2000, help="offline verifications timed (median)")
     ap.add_argument("--out", default="bench-out/epochs.json")
@@ -73,8 +75,14 @@ def main() -> None:
             brains = []
             for i in range(args.brains):
                 b = Brain.init(tmp / f"brain{i}")
-                b.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
-                                       "deploy_block": cfg.deploy_block})  # fmt: skip
+                b.update_config(
+                    chain={
+                        "rpc": cfg.rpc,
+                        "chain_id": cfg.chain_id,
+                        "registry": cfg.registry,
+                        "deploy_block": cfg.deploy_block,
+                    }
+                )
                 register(b, shares=1, key=DEV_KEY_NAME)
                 if not args.one_head:
                     b.create("s", "The s skill", f"brain {i}\n")
@@ -83,6 +91,7 @@ def main() -> None:
             synthetic = args.heads - real  # epoch 1; later epochs: one real head a brain, the rest synthetic
             if synthetic < 0:
                 raise SystemExit(f"{args.brains} brains already hold {real} heads, above --heads {args.heads}")
+
             def agent(i: int) -> int:
                 return int.from_bytes(hashlib.sha256(b"synthetic agent %d" % i).digest(), "big")
 
@@ -133,8 +142,10 @@ def main() -> None:
         "real_brains": args.brains,
         "real_heads_epoch1": first.heads - synthetic,
         "synthetic_heads_epoch1": synthetic,
-        "epochs": [{"epoch": r.epoch, "heads": r.heads, "gas": r.gas_used,
-                    "gas_per_head": round(r.gas_used / r.heads, 2)} for r in results],
+        "epochs": [
+            {"epoch": r.epoch, "heads": r.heads, "gas": r.gas_used, "gas_per_head": round(r.gas_used / r.heads, 2)}
+            for r in results
+        ],
         "max_gas_per_head": max(round(r.gas_used / r.heads, 2) for r in results),
         "direct_commit_gas": direct_gas,
         "direct_commit_gas_in_issue_37": ISSUE_DIRECT_COMMIT_GAS,
@@ -144,10 +155,12 @@ def main() -> None:
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
     per = ", ".join(f"{r.gas_used:,} ({r.gas_used / r.heads:.1f}/head)" for r in results)
-    print(f"  {args.heads} heads an epoch ({synthetic} synthetic in epoch 1): gas {per}; direct commit "
-          f"{direct_gas:,} (the issue says {ISSUE_DIRECT_COMMIT_GAS:,}); receipt verified offline in "
-          f"{verify_us:.0f} us (median of {args.repeat})",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"  {args.heads} heads an epoch ({synthetic} synthetic in epoch 1): gas {per}; direct commit "
+        f"{direct_gas:,} (the issue says {ISSUE_DIRECT_COMMIT_GAS:,}); receipt verified offline in "
+        f"{verify_us:.0f} us (median of {args.repeat})",
+        file=sys.stderr,
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
-GRADING = {"assertion_results": [{"text": "it ran", "passed": True, "evidence": "a no-op grader"}],
-           "summary": {"passed": 1, "failed": 0, "total": 1, "pass_rate": 1.0}}  # fmt: skip
+GRADING = {
+    "assertion_results": [{"text": "it ran", "passed": True, "evidence": "a no-op grader"}],
+    "summary": {"passed": 1, "failed": 0, "total": 1, "pass_rate": 1.0},
+}
 GRADER = 'cat "$EVAL_SET/grading.json"'
 
 
@@ -42,9 +44,17 @@ def _brain(root: Path, cases: int, env: dict[str, str]) -> Path:
     (skill / "evals").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: noop\ndescription: Does nothing, in measured time.\n---\nNothing.\n")
     (skill / "evals/grading.json").write_text(json.dumps(GRADING))
-    (skill / "evals/evals.json").write_text(json.dumps({"skill_name": "noop", "evals": [
-        {"id": i + 1, "prompt": f"case {i + 1}", "expected_output": "nothing", "assertions": ["it ran"]}
-        for i in range(cases)]}))  # fmt: skip
+    (skill / "evals/evals.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "noop",
+                "evals": [
+                    {"id": i + 1, "prompt": f"case {i + 1}", "expected_output": "nothing", "assertions": ["it ran"]}
+                    for i in range(cases)
+                ],
+            }
+        )
+    )
     _ledger("--brain", str(brain), "import", str(root / "src"), env=env)
     address = json.loads(_ledger("--brain", str(brain), "keys", "generate", "verifier", "--json", env=env).stdout)
     _ledger("--brain", str(brain), "keys", "trust", "verifier", address["address"], env=env)
@@ -77,23 +87,49 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
         env["LEDGER_KEYS"] = str(root / "keys")
         brain = _brain(root, args.cases, env)
-        _ledger("--brain", str(brain), "eval", "plan", "noop", "--runner", runner, "--runner-id", "no-op runner",
-                "--grader", GRADER, "--grader-id", "no-op grader", env=env)  # fmt: skip
+        _ledger(
+            "--brain",
+            str(brain),
+            "eval",
+            "plan",
+            "noop",
+            "--runner",
+            runner,
+            "--runner-id",
+            "no-op runner",
+            "--grader",
+            GRADER,
+            "--grader-id",
+            "no-op grader",
+            env=env,
+        )
         (root / "anchor").mkdir()
         for i in range(args.repeat):
             anchor_s.append(_anchor(runs, runner, root / "anchor"))
             t = time.perf_counter()
-            _ledger("--brain", str(brain), "eval", "run", "noop", "--workspace", str(root / f"ws{i}"), "--json",
-                    env=env)  # fmt: skip
+            _ledger(
+                "--brain", str(brain), "eval", "run", "noop", "--workspace", str(root / f"ws{i}"), "--json", env=env
+            )
             ledger_s.append(time.perf_counter() - t)
     led, anc = statistics.median(ledger_s), statistics.median(anchor_s)
-    out = {"cases": args.cases, "runs": runs, "sleep_s": args.sleep, "repeat": args.repeat,
-           "ledger_s": led, "anchor_s": anc, "ratio": led / anc, "overhead_ms_per_run": (led - anc) / runs * 1000,
-           "all_ledger_s": ledger_s, "all_anchor_s": anchor_s}  # fmt: skip
+    out = {
+        "cases": args.cases,
+        "runs": runs,
+        "sleep_s": args.sleep,
+        "repeat": args.repeat,
+        "ledger_s": led,
+        "anchor_s": anc,
+        "ratio": led / anc,
+        "overhead_ms_per_run": (led - anc) / runs * 1000,
+        "all_ledger_s": ledger_s,
+        "all_anchor_s": anchor_s,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2))
-    print(f"eval run, {runs} runs of a {args.sleep:g} s no-op runner: ledger {led:.2f} s, bare loop {anc:.2f} s, "
-          f"ratio {led / anc:.3f} (target ≤ 1.05), overhead {out['overhead_ms_per_run']:.1f} ms per run")
+    print(
+        f"eval run, {runs} runs of a {args.sleep:g} s no-op runner: ledger {led:.2f} s, bare loop {anc:.2f} s, "
+        f"ratio {led / anc:.3f} (target ≤ 1.05), overhead {out['overhead_ms_per_run']:.1f} ms per run"
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,13 @@ from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' pac
 from tests import fixtures
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}  # fmt: skip
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+}
 
 
 def timed(fn) -> float:
@@ -47,14 +52,25 @@ def main() -> None:
         for i in range(args.repeat):
             brain = work / f"brain{i}"
             subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
-            ledger_t.append(timed(lambda b=brain: subprocess.run([LEDGER, "--brain", str(b), "import", str(src)],
-                                                                 check=True, capture_output=True)))  # fmt: skip
+            ledger_t.append(
+                timed(
+                    lambda b=brain: subprocess.run(
+                        [LEDGER, "--brain", str(b), "import", str(src)], check=True, capture_output=True
+                    )
+                )
+            )
             repo = work / f"git{i}"
             subprocess.run(["git", "init", "-q", str(repo)], check=True)
-            git_t.append(timed(lambda r=repo: (
-                shutil.copytree(src, r / "skills"),
-                subprocess.run("git add -A && git commit -qm import", shell=True, cwd=r, check=True, env=GIT_ENV),
-            )))  # fmt: skip
+            git_t.append(
+                timed(
+                    lambda r=repo: (
+                        shutil.copytree(src, r / "skills"),
+                        subprocess.run(
+                            "git add -A && git commit -qm import", shell=True, cwd=r, check=True, env=GIT_ENV
+                        ),
+                    )
+                )
+            )
         lt, gt = statistics.median(ledger_t), statistics.median(git_t)
         print(f"{n} skills, {size / 1e6:.1f} MB, median of {args.repeat}")
         print(f"  ledger import            {lt * 1000:7.0f} ms   {n / lt:6.0f} skills/s   {size / 1e6 / lt:6.1f} MB/s")

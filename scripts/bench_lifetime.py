@@ -25,8 +25,13 @@ from ledger.chain import anvil
 from ledger.store.packing import store_size
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}  # fmt: skip
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+}
 
 
 def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -77,10 +82,18 @@ def storage_and_latency(tmp: Path, skills: int, upserts: int) -> dict:
     lat_sorted = sorted(lat)
     p = lambda q: lat_sorted[min(len(lat_sorted) - 1, int(q * len(lat_sorted)))]  # noqa: E731
     return {
-        "skills": skills, "upserts": upserts, "git_bytes": final["bytes"], "git_packs": final["packs"],
-        "git_loose": final["loose"], "aggressive_bytes": aggressive, "p50_s": p(0.50), "p99_s": p(0.99),
-        "max_s": max(lat), "size_series": sizes, "brain": str(brain.root),
-    }  # fmt: skip
+        "skills": skills,
+        "upserts": upserts,
+        "git_bytes": final["bytes"],
+        "git_packs": final["packs"],
+        "git_loose": final["loose"],
+        "aggressive_bytes": aggressive,
+        "p50_s": p(0.50),
+        "p99_s": p(0.99),
+        "max_s": max(lat),
+        "size_series": sizes,
+        "brain": str(brain.root),
+    }
 
 
 def chain_free(tmp: Path, brain_root: Path, k: int) -> dict:
@@ -95,8 +108,12 @@ def chain_free(tmp: Path, brain_root: Path, k: int) -> dict:
     node_dir = tmp / "anvil"
     node = anvil.start(node_dir, persist=False, lifetime=1800)
     try:
-        steps = (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"],
-                 ["chain", "anchor", "--batch", "100"])
+        steps = (
+            ["chain", "use", node.url],
+            ["chain", "deploy"],
+            ["chain", "register"],
+            ["chain", "anchor", "--batch", "100"],
+        )
         for step in steps:
             proc = run(LEDGER, "--brain", str(brain_root), *step)
             assert proc.returncode == 0, (step, proc.stderr)
@@ -151,9 +168,15 @@ def bulk(tmp: Path, skills: int, rounds: int = 3) -> dict:
         for path in (gitwork, cpwork, snap, imp):
             remove_brain(path)
     med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-    return {"bulk_skills": skills, "bulk_rounds": rounds, "git_add_commit_bulk_s": med["git"],
-            "cp_git_add_commit_bulk_s": med["cp_git"],
-            "first_snapshot_s": med["snapshot"], "import_s": med["import"], "bulk_times": times}  # fmt: skip
+    return {
+        "bulk_skills": skills,
+        "bulk_rounds": rounds,
+        "git_add_commit_bulk_s": med["git"],
+        "cp_git_add_commit_bulk_s": med["cp_git"],
+        "first_snapshot_s": med["snapshot"],
+        "import_s": med["import"],
+        "bulk_times": times,
+    }
 
 
 def scale(tmp: Path, big: int, small: int, k: int) -> dict:
@@ -169,8 +192,21 @@ def scale(tmp: Path, big: int, small: int, k: int) -> dict:
         settle(brain)
         brain.close()
         if n == big:
-            cmd = ["/usr/bin/time", "-f", "%M", LEDGER, "--brain", str(brain.root), "skill", "patch", "skill-00042",
-                   "--old", state["old"], "--new", "Step 9 (cli):"]  # fmt: skip
+            cmd = [
+                "/usr/bin/time",
+                "-f",
+                "%M",
+                LEDGER,
+                "--brain",
+                str(brain.root),
+                "skill",
+                "patch",
+                "skill-00042",
+                "--old",
+                state["old"],
+                "--new",
+                "Step 9 (cli):",
+            ]
             proc = run(*cmd)
             assert proc.returncode == 0, proc.stderr
             out["cli_upsert_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
@@ -200,7 +236,7 @@ def verify_gc(tmp: Path, snapshots: int, skills: int) -> dict:
     for i in range(snapshots - 2):
         name = f"skill-{(i * 7919) % skills:05d}"
         text = (brain.skills_dir / name / "SKILL.md").read_text()
-        old = text[text.index("Step 0:"):text.index("\n", text.index("Step 0:"))]
+        old = text[text.index("Step 0:") : text.index("\n", text.index("Step 0:"))]
         brain.patch(name, old, f"Step 0: revision {i}.")
     brain.close()
     verify = lambda: run(LEDGER, "--brain", str(brain.root), "verify")  # noqa: E731
@@ -209,8 +245,12 @@ def verify_gc(tmp: Path, snapshots: int, skills: int) -> dict:
     assert proc.returncode == 0, proc.stderr
     after = median_time(verify, 3)
     assert verify().returncode == 0
-    return {"verify_snapshots": snapshots, "verify_skills": skills, "verify_before_gc_s": before,
-            "verify_after_gc_s": after}  # fmt: skip
+    return {
+        "verify_snapshots": snapshots,
+        "verify_skills": skills,
+        "verify_before_gc_s": before,
+        "verify_after_gc_s": after,
+    }
 
 
 def main() -> None:
@@ -224,8 +264,13 @@ def main() -> None:
     ap.add_argument("--verify-skills", type=int, default=1000)
     ap.add_argument("--out", default="bench-out/lifetime.json")
     args = ap.parse_args()
-    res: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                             "git": run("git", "--version").stdout.strip()}}  # fmt: skip
+    res: dict = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "git": run("git", "--version").stdout.strip(),
+        }
+    }
     with scratch_dir() as tmp_s:
         tmp = Path(tmp_s)
         print(f"== storage: {args.upserts} upserts on {args.skills} skills", file=sys.stderr)

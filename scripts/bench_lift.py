@@ -47,9 +47,15 @@ def build(root: Path, skills: int, runs: int) -> tuple[str, int]:
     cases = [str(c) for c in range(1, cases_per + 1)]
     brain = Brain.init(root)
     names = [f"skill-{i:05d}" for i in range(skills)]
-    evals = json.dumps({"skill_name": "x", "evals": [
-        {"id": int(c), "prompt": f"case {c}", "expected_output": c, "assertions": [f"`test -s out{c}`"]}
-        for c in cases]})  # fmt: skip
+    evals = json.dumps(
+        {
+            "skill_name": "x",
+            "evals": [
+                {"id": int(c), "prompt": f"case {c}", "expected_output": c, "assertions": [f"`test -s out{c}`"]}
+                for c in cases
+            ],
+        }
+    )
     for n in names:
         d = brain.skills_dir / n
         (d / "evals").mkdir(parents=True)
@@ -65,25 +71,52 @@ def build(root: Path, skills: int, runs: int) -> tuple[str, int]:
         for i, n in enumerate(names):
             served = ev.served(n)
             digest = evals_digest(brain.store, head.skills[n])
-            plan = oc.make_plan(brain=ev.genesis, skill=n, set=digest, cases=cases, baseline="none", runs=1,
-                                runner={"command": "python -m ledger.evals.refrunner", "id": RUNNER},
-                                grader={"command": "python -m ledger.evals.refgrader", "id": GRADER},
-                                min_lift=0, signer=key.address)  # fmt: skip
+            plan = oc.make_plan(
+                brain=ev.genesis,
+                skill=n,
+                set=digest,
+                cases=cases,
+                baseline="none",
+                runs=1,
+                runner={"command": "python -m ledger.evals.refrunner", "id": RUNNER},
+                grader={"command": "python -m ledger.evals.refgrader", "id": GRADER},
+                min_lift=0,
+                signer=key.address,
+            )
             entry = oc.sign_body("plan", plan, key.secret, key.address)
             plans.append(entry)
             rows = []
             for c in cases:
                 for cond in ("with_skill", "without_skill"):
                     ok = (cond == "with_skill") != (int(c) + i) % 3 == 0
-                    run = {"plan": entry.id.hex(), "set": digest, "case": c, "run": 0, "condition": cond,
-                           "arm": served.version if cond == "with_skill" else None, "runner": RUNNER,
-                           "grader": GRADER, "tokens": 100, "ms": 50}  # fmt: skip
-                    rows.append(ev.unsigned(served, {
-                        "task": {"id": c, "digest": "sha256:" + hashlib.sha256(c.encode()).hexdigest()},
-                        "score": int(ok), "scale": (0, 1), "threshold": 1, "verifier": GRADER,
-                        "evidence": f"iteration-1/eval-{c}/{cond}/grading.json",
-                        "evidence_digest": "sha256:" + hashlib.sha256(f"{n}{c}{cond}".encode()).hexdigest(),
-                        "eval": run}, "score"))  # fmt: skip
+                    run = {
+                        "plan": entry.id.hex(),
+                        "set": digest,
+                        "case": c,
+                        "run": 0,
+                        "condition": cond,
+                        "arm": served.version if cond == "with_skill" else None,
+                        "runner": RUNNER,
+                        "grader": GRADER,
+                        "tokens": 100,
+                        "ms": 50,
+                    }
+                    rows.append(
+                        ev.unsigned(
+                            served,
+                            {
+                                "task": {"id": c, "digest": "sha256:" + hashlib.sha256(c.encode()).hexdigest()},
+                                "score": int(ok),
+                                "scale": (0, 1),
+                                "threshold": 1,
+                                "verifier": GRADER,
+                                "evidence": f"iteration-1/eval-{c}/{cond}/grading.json",
+                                "evidence_digest": "sha256:" + hashlib.sha256(f"{n}{c}{cond}".encode()).hexdigest(),
+                                "eval": run,
+                            },
+                            "score",
+                        )
+                    )
             signed = oc.sign_batch(rows, key.secret, prev=prev)
             prev = signed[-1].batch["id"]
             batches += signed
@@ -111,15 +144,34 @@ def one_more(root: Path, name: str) -> None:
             rows = []
             for case in (str(c["id"]) for c in cases):
                 for cond in ("with_skill", "without_skill"):
-                    run = {"plan": plan, "set": digest, "case": case, "run": 0, "condition": cond,
-                           "arm": served.version if cond == "with_skill" else None, "runner": RUNNER,
-                           "grader": GRADER, "tokens": 100, "ms": 50}  # fmt: skip
-                    rows.append(ev.unsigned(served, {
-                        "task": {"id": case, "digest": "sha256:" + hashlib.sha256(case.encode()).hexdigest()},
-                        "score": 1, "scale": (0, 1), "threshold": 1, "verifier": GRADER,
-                        "evidence": f"iteration-2/eval-{case}/{cond}/grading.json",
-                        "evidence_digest": "sha256:" + hashlib.sha256(f"2{case}{cond}".encode()).hexdigest(),
-                        "eval": run}, "score"))  # fmt: skip
+                    run = {
+                        "plan": plan,
+                        "set": digest,
+                        "case": case,
+                        "run": 0,
+                        "condition": cond,
+                        "arm": served.version if cond == "with_skill" else None,
+                        "runner": RUNNER,
+                        "grader": GRADER,
+                        "tokens": 100,
+                        "ms": 50,
+                    }
+                    rows.append(
+                        ev.unsigned(
+                            served,
+                            {
+                                "task": {"id": case, "digest": "sha256:" + hashlib.sha256(case.encode()).hexdigest()},
+                                "score": 1,
+                                "scale": (0, 1),
+                                "threshold": 1,
+                                "verifier": GRADER,
+                                "evidence": f"iteration-2/eval-{case}/{cond}/grading.json",
+                                "evidence_digest": "sha256:" + hashlib.sha256(f"2{case}{cond}".encode()).hexdigest(),
+                                "eval": run,
+                            },
+                            "score",
+                        )
+                    )
             ev.record_runs(rows, f"eval: {name} again")
     finally:
         brain.close()
@@ -141,28 +193,43 @@ def main() -> None:
         built = time.perf_counter() - t
         b = ("--brain", str(work / "brain"))
         cold = _run(*b, "skill", "show", name, "--stats", "--json", env=env)
-        shown = json.loads(subprocess.run([LEDGER, *b, "skill", "show", name, "--stats", "--json"], check=True,
-                                          capture_output=True, env=env).stdout)  # fmt: skip
+        shown = json.loads(
+            subprocess.run(
+                [LEDGER, *b, "skill", "show", name, "--stats", "--json"], check=True, capture_output=True, env=env
+            ).stdout
+        )
         assert shown["versions"][0]["lift"]["self"]["pairs"] == runs // args.skills // 2, shown
         _run(*b, "skill", "list", "--json", env=env)
         _run(*b, "skill", "list", env=env)
         anchor = statistics.median(_run(*b, "skill", "list", "--json", env=env) for _ in range(args.repeat))
         plain = statistics.median(_run(*b, "skill", "list", env=env) for _ in range(args.repeat))
-        show = statistics.median(_run(*b, "skill", "show", name, "--stats", "--json", env=env)
-                                 for _ in range(args.repeat))
+        show = statistics.median(
+            _run(*b, "skill", "show", name, "--stats", "--json", env=env) for _ in range(args.repeat)
+        )
         text = statistics.median(_run(*b, "skill", "show", name, "--stats", env=env) for _ in range(args.repeat))
         one_more(work / "brain", name)
         after = _run(*b, "skill", "show", name, "--stats", "--json", env=env)
-    out = {"skills": args.skills, "runs": runs, "build_s": built, "show_stats_cold_s": cold, "show_stats_s": show,
-           "show_stats_after_append_s": after,
-           "show_stats_text_s": text, "skill_list_json_s": anchor, "skill_list_s": plain,
-           "show_vs_list": show / anchor, "show_vs_plain_list": show / plain}  # fmt: skip
+    out = {
+        "skills": args.skills,
+        "runs": runs,
+        "build_s": built,
+        "show_stats_cold_s": cold,
+        "show_stats_s": show,
+        "show_stats_after_append_s": after,
+        "show_stats_text_s": text,
+        "skill_list_json_s": anchor,
+        "skill_list_s": plain,
+        "show_vs_list": show / anchor,
+        "show_vs_plain_list": show / plain,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"lift    {args.skills:,} skills, {runs:,} eval runs: show --stats --json {show * 1e3:.0f} ms "
-          f"({out['show_vs_list']:.2f}× skill list --json, {anchor * 1e3:.0f} ms; {out['show_vs_plain_list']:.2f}× "
-          f"skill list, {plain * 1e3:.0f} ms); cold {cold * 1e3:.0f} ms, after one more evaluation "
-          f"{after * 1e3:.0f} ms; built in {built:.0f} s")
+    print(
+        f"lift    {args.skills:,} skills, {runs:,} eval runs: show --stats --json {show * 1e3:.0f} ms "
+        f"({out['show_vs_list']:.2f}× skill list --json, {anchor * 1e3:.0f} ms; {out['show_vs_plain_list']:.2f}× "
+        f"skill list, {plain * 1e3:.0f} ms); cold {cold * 1e3:.0f} ms, after one more evaluation "
+        f"{after * 1e3:.0f} ms; built in {built:.0f} s"
+    )
 
 
 if __name__ == "__main__":

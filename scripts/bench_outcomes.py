@@ -64,8 +64,11 @@ def _many(brain, names: list[str], version: int) -> None:
 
 
 def _rows(names: list[str], per: int, prefix: str) -> list[bytes]:
-    return [json.dumps({"skill": n, "task": f"{prefix}-{n}-{i}", "success": i % 3 != 0}).encode()
-            for n in names for i in range(per)]  # fmt: skip
+    return [
+        json.dumps({"skill": n, "task": f"{prefix}-{n}-{i}", "success": i % 3 != 0}).encode()
+        for n in names
+        for i in range(per)
+    ]
 
 
 def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
@@ -77,8 +80,18 @@ def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
 
     brain = Brain.init(work / "record")
     brain.create("s", "The s skill", "body\n")
-    rows = [json.dumps({"skill": "s", "task": f"t{i}", "success": i % 4 != 0, "verifier": "suite",
-                        "evidence": f"https://ci.example/{i}"}).encode() for i in range(n)]  # fmt: skip
+    rows = [
+        json.dumps(
+            {
+                "skill": "s",
+                "task": f"t{i}",
+                "success": i % 4 != 0,
+                "verifier": "suite",
+                "evidence": f"https://ci.example/{i}",
+            }
+        ).encode()
+        for i in range(n)
+    ]
     with brain.acting("agent"):
         bulk = _timed(lambda: brain.evidence.import_lines(rows))
     assert brain.evidence.size() == n
@@ -108,13 +121,22 @@ def bench_record(work: Path, n: int, singles: int, env: dict[str, str]) -> dict:
     audit = _timed(lambda: check_evidence(store, walked, report))
     assert report.checks["evidence"].ok, report.checks["evidence"].summary
     brain.close()
-    return {"outcomes": n, "bulk_import_s": bulk, "per_outcome_us": bulk / n * 1e6, "git_commit_jsonl_s": anchor,
-            "bulk_vs_git": bulk / anchor, "single_record_s": statistics.median(one),
-            "single_git_commit_s": statistics.median(commit),
-            "single_vs_git": statistics.median(one) / statistics.median(commit),
-            "audit_evidence_s": audit, "audit_per_outcome_us": audit / (n + singles) * 1e6,
-            "sign_floor_s": sign_floor, "bulk_vs_sign": bulk / sign_floor, "recover_floor_s": recover_floor,
-            "audit_vs_recover": audit / recover_floor * n / (n + singles)}  # fmt: skip
+    return {
+        "outcomes": n,
+        "bulk_import_s": bulk,
+        "per_outcome_us": bulk / n * 1e6,
+        "git_commit_jsonl_s": anchor,
+        "bulk_vs_git": bulk / anchor,
+        "single_record_s": statistics.median(one),
+        "single_git_commit_s": statistics.median(commit),
+        "single_vs_git": statistics.median(one) / statistics.median(commit),
+        "audit_evidence_s": audit,
+        "audit_per_outcome_us": audit / (n + singles) * 1e6,
+        "sign_floor_s": sign_floor,
+        "bulk_vs_sign": bulk / sign_floor,
+        "recover_floor_s": recover_floor,
+        "audit_vs_recover": audit / recover_floor * n / (n + singles),
+    }
 
 
 def bench_stats(work: Path, skills: int, per: int, env: dict[str, str]) -> dict:
@@ -130,10 +152,18 @@ def bench_stats(work: Path, skills: int, per: int, env: dict[str, str]) -> dict:
     _run(*b, "skill", "list", "--json", env=env)  # warm the caches, as a second run finds them
     anchor = statistics.median(_run(*b, "skill", "list", "--json", env=env) for _ in range(3))
     log_stats = statistics.median(_run(*b, "log", "--stats", "--json", env=env) for _ in range(3))
-    show = statistics.median(_run(*b, "skill", "show", names[skills // 2], "--stats", "--json", env=env)
-                             for _ in range(3))
-    return {"skills": skills, "outcomes": skills * per, "log_stats_s": log_stats, "show_stats_s": show,
-            "skill_list_s": anchor, "log_stats_vs_list": log_stats / anchor, "show_stats_vs_list": show / anchor}
+    show = statistics.median(
+        _run(*b, "skill", "show", names[skills // 2], "--stats", "--json", env=env) for _ in range(3)
+    )
+    return {
+        "skills": skills,
+        "outcomes": skills * per,
+        "log_stats_s": log_stats,
+        "show_stats_s": show,
+        "skill_list_s": anchor,
+        "log_stats_vs_list": log_stats / anchor,
+        "show_stats_vs_list": show / anchor,
+    }
 
 
 def bench_report(work: Path, skills: int, versions: int, env: dict[str, str]) -> dict:
@@ -150,8 +180,15 @@ def bench_report(work: Path, skills: int, versions: int, env: dict[str, str]) ->
     verify = _run(*b, "verify", env=env)
     page = _run(*b, "report", "-o", str(work / "page"), env=env)
     size = (work / "page" / "index.html").stat().st_size
-    return {"skills": skills, "versions": versions, "outcomes": skills * versions * 2, "report_s": page,
-            "verify_s": verify, "report_vs_verify": page / verify, "html_bytes": size}
+    return {
+        "skills": skills,
+        "versions": versions,
+        "outcomes": skills * versions * 2,
+        "report_s": page,
+        "verify_s": verify,
+        "report_vs_verify": page / verify,
+        "html_bytes": size,
+    }
 
 
 def main() -> None:
@@ -168,26 +205,38 @@ def main() -> None:
         work = Path(tmp)
         env = {**os.environ, "LEDGER_KEYS": str(work / "keys")}
         os.environ["LEDGER_KEYS"] = env["LEDGER_KEYS"]
-        out = {"record": bench_record(work, args.outcomes, args.singles, env),
-               "stats": bench_stats(work, args.skills, args.per_skill, env),
-               "report": bench_report(work, args.report_skills, args.versions, env)}
+        out = {
+            "record": bench_record(work, args.outcomes, args.singles, env),
+            "stats": bench_stats(work, args.skills, args.per_skill, env),
+            "report": bench_report(work, args.report_skills, args.versions, env),
+        }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     r, s, p = out["record"], out["stats"], out["report"]
-    print(f"record  {r['outcomes']:,} outcomes by bulk import: {r['bulk_import_s']:.1f} s "
-          f"({r['per_outcome_us']:.0f} µs each; {r['bulk_vs_git']:.1f}× git add+commit of the same JSONL, "
-          f"{r['git_commit_jsonl_s']:.2f} s)")
-    print(f"        one outcome on a {r['outcomes']:,}-entry log: {r['single_record_s'] * 1e3:.1f} ms "
-          f"({r['single_vs_git']:.2f}× one git commit, {r['single_git_commit_s'] * 1e3:.1f} ms)")
+    print(
+        f"record  {r['outcomes']:,} outcomes by bulk import: {r['bulk_import_s']:.1f} s "
+        f"({r['per_outcome_us']:.0f} µs each; {r['bulk_vs_git']:.1f}× git add+commit of the same JSONL, "
+        f"{r['git_commit_jsonl_s']:.2f} s)"
+    )
+    print(
+        f"        one outcome on a {r['outcomes']:,}-entry log: {r['single_record_s'] * 1e3:.1f} ms "
+        f"({r['single_vs_git']:.2f}× one git commit, {r['single_git_commit_s'] * 1e3:.1f} ms)"
+    )
     print(f"        {r['bulk_vs_sign']:.1f}× signing the same number of digests alone ({r['sign_floor_s']:.1f} s)")
-    print(f"        audit of the log: {r['audit_evidence_s']:.1f} s ({r['audit_per_outcome_us']:.0f} µs an outcome; "
-          f"{r['audit_vs_recover']:.1f}× recovering as many signatures alone)")
-    print(f"stats   {s['skills']:,} skills, {s['outcomes']:,} outcomes: log --stats {s['log_stats_s']:.2f} s "
-          f"({s['log_stats_vs_list']:.1f}× skill list, {s['skill_list_s']:.2f} s); show --stats "
-          f"{s['show_stats_s']:.2f} s ({s['show_stats_vs_list']:.1f}×)")
-    print(f"report  {p['skills']:,} skills × {p['versions']} versions, {p['outcomes']:,} outcomes: "
-          f"{p['report_s']:.1f} s ({p['report_vs_verify']:.2f}× verify, {p['verify_s']:.1f} s); "
-          f"{p['html_bytes'] / 1e6:.1f} MB of HTML")
+    print(
+        f"        audit of the log: {r['audit_evidence_s']:.1f} s ({r['audit_per_outcome_us']:.0f} µs an outcome; "
+        f"{r['audit_vs_recover']:.1f}× recovering as many signatures alone)"
+    )
+    print(
+        f"stats   {s['skills']:,} skills, {s['outcomes']:,} outcomes: log --stats {s['log_stats_s']:.2f} s "
+        f"({s['log_stats_vs_list']:.1f}× skill list, {s['skill_list_s']:.2f} s); show --stats "
+        f"{s['show_stats_s']:.2f} s ({s['show_stats_vs_list']:.1f}×)"
+    )
+    print(
+        f"report  {p['skills']:,} skills × {p['versions']} versions, {p['outcomes']:,} outcomes: "
+        f"{p['report_s']:.1f} s ({p['report_vs_verify']:.2f}× verify, {p['verify_s']:.1f} s); "
+        f"{p['html_bytes'] / 1e6:.1f} MB of HTML"
+    )
 
 
 if __name__ == "__main__":

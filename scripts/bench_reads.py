@@ -27,8 +27,13 @@ from bench import BODY, make_brain
 from scratch import remove_brain, scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}  # fmt: skip
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+}
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -136,8 +141,9 @@ def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
             d = src / f"skill-{i:05d}"
             d.mkdir(parents=True)
             meta = "metadata:\n  version: '1'\n" if counter else ""
-            (d / "SKILL.md").write_text(f"---\nname: skill-{i:05d}\ndescription: Benchmark skill {i}\n{meta}---\n"
-                                        + BODY)  # fmt: skip
+            (d / "SKILL.md").write_text(
+                f"---\nname: skill-{i:05d}\ndescription: Benchmark skill {i}\n{meta}---\n" + BODY
+            )
         for synced in (True, False):
             times: dict[str, list[float]] = {"git": [], "snapshot": []}
             for r in range(rounds):
@@ -159,8 +165,10 @@ def bulk(tmp: Path, skills: int, rounds: int) -> dict[str, float]:
             tag = f"{'counters' if counter else 'no_counters'}_{'sync' if synced else 'nosync'}"
             out[f"snapshot_{tag}_s"] = statistics.median(times["snapshot"])
             out[f"git_{tag}_s"] = statistics.median(times["git"])
-            print(f"  first snapshot, {tag}: {out[f'snapshot_{tag}_s']:.2f}s vs git {out[f'git_{tag}_s']:.2f}s",
-                  file=sys.stderr)
+            print(
+                f"  first snapshot, {tag}: {out[f'snapshot_{tag}_s']:.2f}s vs git {out[f'git_{tag}_s']:.2f}s",
+                file=sys.stderr,
+            )
         shutil.rmtree(src)
     return out
 
@@ -174,6 +182,7 @@ def gas(tmp: Path) -> dict[str, int]:
     subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True)
     node = anvil.start(tmp / "anvil", persist=False, lifetime=600)
     try:
+
         def ledger(*args: str) -> str:
             proc = subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, text=True)
             assert proc.returncode == 0, (args, proc.stderr)
@@ -223,14 +232,19 @@ def main() -> None:
 
             with Brain.open(root) as b:
                 message = b.store.read(b.head().commit, b"commit")
-            print(f"  head commit object: {len(message):,} bytes, {message.count(b'Ledger-Change: '):,} changes",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"  head commit object: {len(message):,} bytes, {message.count(b'Ledger-Change: '):,} changes",
+                file=sys.stderr,
+            )
             ext = asyncio.run(mcp_skills(root, n, args.calls))
             ext["head_commit_bytes"] = len(message)
             result["sizes"][str(n)] = {"mcp": warm, "in_process": local, "skills_ext": ext}
             for where, figs in (("warm MCP", warm), ("in process", local), ("skills/list", ext)):
-                line = "  ".join(f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"
-                                 for k, v in figs.items() if isinstance(v, dict))  # fmt: skip
+                line = "  ".join(
+                    f"{k} p50 {v['p50_s'] * 1000:.1f} ms p99 {v['p99_s'] * 1000:.1f} ms"
+                    for k, v in figs.items()
+                    if isinstance(v, dict)
+                )
                 print(f"{n:>7} skills, {where:10}: {line}", file=sys.stderr)
             remove_brain(root)
         if not args.reads_only:

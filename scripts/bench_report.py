@@ -23,8 +23,9 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:,.1f} MB"
 
 
-def rows(core: dict, life: dict, reads: dict | None = None,
-         sync: dict | None = None) -> list[tuple[str, str, str, float, float]]:  # fmt: skip
+def rows(
+    core: dict, life: dict, reads: dict | None = None, sync: dict | None = None
+) -> list[tuple[str, str, str, float, float]]:
     """(figure, measured, anchor, ratio, target) for every target of issues 2, 12, 20 and 22."""
     c, L = core.get("results", {}), life
     out = []
@@ -35,34 +36,92 @@ def rows(core: dict, life: dict, reads: dict | None = None,
     if c:
         n = c.get("skills", 10_000)
         add(f"full `ledger hash`, {n:,} skills", c["ledger_hash_s"], c["b3sum_s"], 1.0, anchor_name="b3sum")
-        add(f"in-process upsert, {n:,} skills", c["upsert_big_s"], c["git_add_commit_s"], 0.25,
-            anchor_name="git add -A && commit")
-        add(f"CLI `skill patch`, {n:,} skills, signing on", c["cli_patch_s"],
-            c["git_add_commit_s"], 0.8, anchor_name="git add -A && commit")
-    add(f"`.git` after {L['upserts']:,} upserts on {L['skills']:,} skills", L["git_bytes"], L["aggressive_bytes"],
-        2.0, _mb, "git gc --aggressive")
+        add(
+            f"in-process upsert, {n:,} skills",
+            c["upsert_big_s"],
+            c["git_add_commit_s"],
+            0.25,
+            anchor_name="git add -A && commit",
+        )
+        add(
+            f"CLI `skill patch`, {n:,} skills, signing on",
+            c["cli_patch_s"],
+            c["git_add_commit_s"],
+            0.8,
+            anchor_name="git add -A && commit",
+        )
+    add(
+        f"`.git` after {L['upserts']:,} upserts on {L['skills']:,} skills",
+        L["git_bytes"],
+        L["aggressive_bytes"],
+        2.0,
+        _mb,
+        "git gc --aggressive",
+    )
     add(f"p99 upsert latency during those {L['upserts']:,}", L["p99_s"], L["p50_s"], 3.0, anchor_name="p50")
-    add("`ledger status`, chain configured, RPC down", L["status_rpc_down_s"], L["status_no_chain_s"], 1.2,
-        anchor_name="no chain")
+    add(
+        "`ledger status`, chain configured, RPC down",
+        L["status_rpc_down_s"],
+        L["status_no_chain_s"],
+        1.2,
+        anchor_name="no chain",
+    )
     add("`ledger commit`, nothing to commit", L["commit_nothing_s"], L["git_status_s"], 5.0, anchor_name="git status")
-    add(f"`ledger status`, {L['skills']:,} skills, clean", L["status_s"], L["git_status_s"], 1.5,
-        anchor_name="git status")
+    add(
+        f"`ledger status`, {L['skills']:,} skills, clean",
+        L["status_s"],
+        L["git_status_s"],
+        1.5,
+        anchor_name="git status",
+    )
     add(f"`ledger skill list`, {L['skills']:,} skills", L["list_s"], L["git_status_s"], 1.5, anchor_name="git status")
     add(f"`ledger index`, {L['skills']:,} skills", L["index_s"], L["git_status_s"], 1.5, anchor_name="git status")
-    add(f"first snapshot of {L['bulk_skills']:,} skills", L["first_snapshot_s"], L["git_add_commit_bulk_s"], 1.0,
-        anchor_name="git add -A && commit")
+    add(
+        f"first snapshot of {L['bulk_skills']:,} skills",
+        L["first_snapshot_s"],
+        L["git_add_commit_bulk_s"],
+        1.0,
+        anchor_name="git add -A && commit",
+    )
     if "cp_git_add_commit_bulk_s" in L:  # the issue-35 anchor: an import copies the files in, too
-        add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["cp_git_add_commit_bulk_s"], 1.0,
-            anchor_name="cp -r && git add -A && commit")
+        add(
+            f"import of {L['bulk_skills']:,} skills",
+            L["import_s"],
+            L["cp_git_add_commit_bulk_s"],
+            1.0,
+            anchor_name="cp -r && git add -A && commit",
+        )
     else:
-        add(f"import of {L['bulk_skills']:,} skills", L["import_s"], L["git_add_commit_bulk_s"], 1.0,
-            anchor_name="git add -A && commit")
-    add(f"in-process upsert at {L['scale_big']:,} skills", L["upsert_big_s"], L["upsert_small_s"], 3.0,
-        anchor_name=f"at {L['scale_small']}")
-    out.append((f"peak RSS, CLI upsert at {L['scale_big']:,} skills", f"{L['cli_upsert_rss_mb']:.0f} MB", "300 MB",
-                L["cli_upsert_rss_mb"] / 300, 1.0))
-    add(f"`ledger verify`, {L['verify_snapshots']:,} snapshots × {L['verify_skills']:,} skills, after gc",
-        L["verify_after_gc_s"], L["verify_before_gc_s"], 1.2, anchor_name="before gc")
+        add(
+            f"import of {L['bulk_skills']:,} skills",
+            L["import_s"],
+            L["git_add_commit_bulk_s"],
+            1.0,
+            anchor_name="git add -A && commit",
+        )
+    add(
+        f"in-process upsert at {L['scale_big']:,} skills",
+        L["upsert_big_s"],
+        L["upsert_small_s"],
+        3.0,
+        anchor_name=f"at {L['scale_small']}",
+    )
+    out.append(
+        (
+            f"peak RSS, CLI upsert at {L['scale_big']:,} skills",
+            f"{L['cli_upsert_rss_mb']:.0f} MB",
+            "300 MB",
+            L["cli_upsert_rss_mb"] / 300,
+            1.0,
+        )
+    )
+    add(
+        f"`ledger verify`, {L['verify_snapshots']:,} snapshots × {L['verify_skills']:,} skills, after gc",
+        L["verify_after_gc_s"],
+        L["verify_before_gc_s"],
+        1.2,
+        anchor_name="before gc",
+    )
     if reads:
         out += read_rows(reads)
     if sync:
@@ -73,18 +132,43 @@ def rows(core: dict, life: dict, reads: dict | None = None,
 def sync_rows(s: dict) -> list[tuple[str, str, str, float, float]]:
     """Issue 22: ``ledger sync`` against git status and cp -r, and the watcher's latency."""
     n, w, f = s["noop"], s["watch"], s["first"]
-    no_remote = [(f"no-op `ledger sync --no-remote`, {n['targets']} targets × {n['skills']:,} skills",
-                  _ms(n["sync_no_remote_s"]), f"`ledger sync` {_ms(n['sync_s'])}", n["no_remote_ratio"],
-                  n["no_remote_target_ratio"])] if "sync_no_remote_s" in n else []  # fmt: skip
+    no_remote = (
+        [
+            (
+                f"no-op `ledger sync --no-remote`, {n['targets']} targets × {n['skills']:,} skills",
+                _ms(n["sync_no_remote_s"]),
+                f"`ledger sync` {_ms(n['sync_s'])}",
+                n["no_remote_ratio"],
+                n["no_remote_target_ratio"],
+            )
+        ]
+        if "sync_no_remote_s" in n
+        else []
+    )
     return [
-        (f"no-op `ledger sync`, {n['targets']} targets × {n['skills']:,} skills", _ms(n["sync_s"]),
-         f"git status {_ms(n['git_status_s'])}", n["ratio"], n["target_ratio"]),
+        (
+            f"no-op `ledger sync`, {n['targets']} targets × {n['skills']:,} skills",
+            _ms(n["sync_s"]),
+            f"git status {_ms(n['git_status_s'])}",
+            n["ratio"],
+            n["target_ratio"],
+        ),
         *no_remote,
-        (f"`sync --watch`: an edit in a target to its version, p50 ({w['edits']} edits)", _ms(w["p50_s"]),
-         "target 1 s", w["p50_s"] / w["target_p50_s"], 1.0),
-        (f"first projection of {f['skills']:,} skills ({f['files']:,} files)", _ms(f["sync_s"]),
-         f"cp -r {_ms(f['cp_r_s'])}", f["ratio"], f["target_ratio"]),
-    ]  # fmt: skip
+        (
+            f"`sync --watch`: an edit in a target to its version, p50 ({w['edits']} edits)",
+            _ms(w["p50_s"]),
+            "target 1 s",
+            w["p50_s"] / w["target_p50_s"],
+            1.0,
+        ),
+        (
+            f"first projection of {f['skills']:,} skills ({f['files']:,} files)",
+            _ms(f["sync_s"]),
+            f"cp -r {_ms(f['cp_r_s'])}",
+            f["ratio"],
+            f["target_ratio"],
+        ),
+    ]
 
 
 def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
@@ -104,15 +188,29 @@ def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
         absolute(f"warm MCP `skills_list` p50, {k} skills", m["list"]["p50_s"], 25)
         if "skills_ext" in sizes[at]:  # issue 50: the Skills extension's listing, a page with each entry's anchor
             e = sizes[at]["skills_ext"]
-            head = (f", at the import that made them (its commit {e['head_commit_bytes'] / 1e6:.2f} MB)"
-                    if "head_commit_bytes" in e else "")  # fmt: skip
-            absolute(f"warm MCP `skills/list` p50 (Skills extension), a page of {e['page_skills']} entries with "
-                     f"anchors ({e['page_bytes'] / 1e6:.2f} MB), {k} skills{head}", e["page"]["p50_s"], 25)  # fmt: skip
+            head = (
+                f", at the import that made them (its commit {e['head_commit_bytes'] / 1e6:.2f} MB)"
+                if "head_commit_bytes" in e
+                else ""
+            )
+            absolute(
+                f"warm MCP `skills/list` p50 (Skills extension), a page of {e['page_skills']} entries with "
+                f"anchors ({e['page_bytes'] / 1e6:.2f} MB), {k} skills{head}",
+                e["page"]["p50_s"],
+                25,
+            )
         absolute(f"warm MCP index (`ledger://index`) p50, {k} skills", m["index"]["p50_s"], 25)
         if at == "10000" and "100000" in sizes:
             big = sizes["100000"]["mcp"]["view"]["p50_s"]
-            out.append(("warm MCP `skill_view` p50, 100k skills", _ms(big), f"10k skills {_ms(m['view']['p50_s'])}",
-                        big / m["view"]["p50_s"], 2.0))
+            out.append(
+                (
+                    "warm MCP `skill_view` p50, 100k skills",
+                    _ms(big),
+                    f"10k skills {_ms(m['view']['p50_s'])}",
+                    big / m["view"]["p50_s"],
+                    2.0,
+                )
+            )
     n = r.get("bulk_skills")
     for counters in ("no_counters", "counters"):
         for synced in ("sync", "nosync"):
@@ -120,12 +218,25 @@ def read_rows(r: dict) -> list[tuple[str, str, str, float, float]]:
             if f"snapshot_{tag}_s" in r:
                 what = "without counters" if counters == "no_counters" else "with counters"
                 when = "after a `sync`" if synced == "sync" else "no `sync`"
-                out.append((f"first snapshot of {n:,} skills {what}, {when}", _ms(r[f"snapshot_{tag}_s"]),
-                            f"git add -A && commit {_ms(r[f'git_{tag}_s'])}",
-                            r[f"snapshot_{tag}_s"] / r[f"git_{tag}_s"], 1.0))
+                out.append(
+                    (
+                        f"first snapshot of {n:,} skills {what}, {when}",
+                        _ms(r[f"snapshot_{tag}_s"]),
+                        f"git add -A && commit {_ms(r[f'git_{tag}_s'])}",
+                        r[f"snapshot_{tag}_s"] / r[f"git_{tag}_s"],
+                        1.0,
+                    )
+                )
     if "commit_gas" in r:
-        out.append(("steady-state `commit` on chain, transaction gas", f"{r['commit_gas']:,} gas", "target 35,000 gas",
-                    r["commit_gas"] / 35_000, 1.0))
+        out.append(
+            (
+                "steady-state `commit` on chain, transaction gas",
+                f"{r['commit_gas']:,} gas",
+                "target 35,000 gas",
+                r["commit_gas"] / 35_000,
+                1.0,
+            )
+        )
     return out
 
 
@@ -134,21 +245,55 @@ def edge_rows(chain: dict | None, edges: dict | None) -> list[tuple[str, str, st
     out = []
     if chain:
         web3_ms = chain["chain_status_web3_ms"] if chain["chain_status_imports_web3"] else 0.0
-        out.append(("`import web3` on a light chain command (`chain status`)",
-                    f"{web3_ms:,.0f} ms" if web3_ms else "not imported",
-                    f"`import web3` {_ms(chain['import_web3_s'])}", web3_ms / 1000 / chain["import_web3_s"], 0.0))
-        out.append(("`ledger chain status` against a running Anvil", _ms(chain["chain_status_s"]), "target 400 ms",
-                    chain["chain_status_s"] / 0.4, 1.0))
+        out.append(
+            (
+                "`import web3` on a light chain command (`chain status`)",
+                f"{web3_ms:,.0f} ms" if web3_ms else "not imported",
+                f"`import web3` {_ms(chain['import_web3_s'])}",
+                web3_ms / 1000 / chain["import_web3_s"],
+                0.0,
+            )
+        )
+        out.append(
+            (
+                "`ledger chain status` against a running Anvil",
+                _ms(chain["chain_status_s"]),
+                "target 400 ms",
+                chain["chain_status_s"] / 0.4,
+                1.0,
+            )
+        )
     if edges:
-        out.append((f"`ledger keys new` (scrypt n=2^{edges['kdf_n'].bit_length() - 1} alone: {_ms(edges['kdf_s'])})",
-                    _ms(edges["keys_new_s"]), "target 1 s", edges["keys_new_s"], 1.0))
+        out.append(
+            (
+                f"`ledger keys new` (scrypt n=2^{edges['kdf_n'].bit_length() - 1} alone: {_ms(edges['kdf_s'])})",
+                _ms(edges["keys_new_s"]),
+                "target 1 s",
+                edges["keys_new_s"],
+                1.0,
+            )
+        )
         for key, size in (("mcp_1", "1 skill"), ("mcp_big", f"{edges['skills']:,} skills")):
             m = edges[key]
-            out.append((f"MCP spawn → `initialize` answer, {size}, warm (`tools/list` {_ms(m['tools_s'])})",
-                        _ms(m["init_s"]), "target 500 ms", m["init_s"] / 0.5, 1.0))
+            out.append(
+                (
+                    f"MCP spawn → `initialize` answer, {size}, warm (`tools/list` {_ms(m['tools_s'])})",
+                    _ms(m["init_s"]),
+                    "target 500 ms",
+                    m["init_s"] / 0.5,
+                    1.0,
+                )
+            )
             if m.get("first_init_s"):
-                out.append((f"MCP spawn → `initialize` answer, {size}, first start (page cache dropped)",
-                            _ms(m["first_init_s"]), "target 500 ms", m["first_init_s"] / 0.5, 1.0))
+                out.append(
+                    (
+                        f"MCP spawn → `initialize` answer, {size}, first start (page cache dropped)",
+                        _ms(m["first_init_s"]),
+                        "target 500 ms",
+                        m["first_init_s"] / 0.5,
+                        1.0,
+                    )
+                )
     return out
 
 
@@ -156,15 +301,26 @@ def epoch_rows(ep: dict | None) -> list[tuple[str, str, str, float, float]]:
     """Issue 37: anchoring many agents per epoch, beside a direct commit on the same registry."""
     if not ep:
         return []
-    real = f"{ep['real_heads_epoch1']:,} real" + (f", {ep['synthetic_heads_epoch1']:,} synthetic"
-                                                  if ep["synthetic_heads_epoch1"] else "")  # fmt: skip
+    real = f"{ep['real_heads_epoch1']:,} real" + (
+        f", {ep['synthetic_heads_epoch1']:,} synthetic" if ep["synthetic_heads_epoch1"] else ""
+    )
     worst = ep["max_gas_per_head"]
     return [
-        (f"gas per anchored head, {ep['heads_per_epoch']:,} heads an epoch ({real} in epoch 1; worst of "
-         f"{len(ep['epochs'])} epochs)", f"{worst:,.1f} gas", f"direct commit {ep['direct_commit_gas']:,} gas",
-         worst / 100, 1.0),
-        ("an epoch receipt verified offline (median)", f"{ep['verify_receipt_us']:,.0f} µs", "target 1 ms",
-         ep["verify_receipt_us"] / 1000, 1.0),
+        (
+            f"gas per anchored head, {ep['heads_per_epoch']:,} heads an epoch ({real} in epoch 1; worst of "
+            f"{len(ep['epochs'])} epochs)",
+            f"{worst:,.1f} gas",
+            f"direct commit {ep['direct_commit_gas']:,} gas",
+            worst / 100,
+            1.0,
+        ),
+        (
+            "an epoch receipt verified offline (median)",
+            f"{ep['verify_receipt_us']:,.0f} µs",
+            "target 1 ms",
+            ep["verify_receipt_us"] / 1000,
+            1.0,
+        ),
     ]
 
 
@@ -174,16 +330,41 @@ def outcome_rows(o: dict | None) -> list[tuple[str, str, str, float, float]]:
         return []
     r, s, p = o["record"], o["stats"], o["report"]
     return [
-        (f"bulk import of {r['outcomes']:,} outcomes (each signed, checked, appended)", f"{r['bulk_import_s']:.1f} s",
-         f"signing {r['outcomes']:,} digests alone {r['sign_floor_s']:.1f} s", r["bulk_vs_sign"], 4.0),
-        (f"one `outcome` snapshot on a {r['outcomes']:,}-entry log", _ms(r["single_record_s"]),
-         f"one `git commit` {_ms(r['single_git_commit_s'])}", r["single_vs_git"], 1.5),
-        (f"audit `evidence` of {r['outcomes']:,} outcomes", f"{r['audit_evidence_s']:.1f} s",
-         f"recovering as many signatures {r['recover_floor_s']:.1f} s", r["audit_vs_recover"], 4.0),
-        (f"`ledger log --stats`, {s['skills']:,} skills, {s['outcomes']:,} outcomes", _ms(s["log_stats_s"]),
-         f"`skill list` {_ms(s['skill_list_s'])}", s["log_stats_vs_list"], 4.0),
-        (f"`ledger report`, {p['skills']:,} skills × {p['versions']} versions, {p['outcomes']:,} outcomes",
-         f"{p['report_s']:.1f} s", f"`ledger verify` {p['verify_s']:.1f} s", p["report_vs_verify"], 1.5),
+        (
+            f"bulk import of {r['outcomes']:,} outcomes (each signed, checked, appended)",
+            f"{r['bulk_import_s']:.1f} s",
+            f"signing {r['outcomes']:,} digests alone {r['sign_floor_s']:.1f} s",
+            r["bulk_vs_sign"],
+            4.0,
+        ),
+        (
+            f"one `outcome` snapshot on a {r['outcomes']:,}-entry log",
+            _ms(r["single_record_s"]),
+            f"one `git commit` {_ms(r['single_git_commit_s'])}",
+            r["single_vs_git"],
+            1.5,
+        ),
+        (
+            f"audit `evidence` of {r['outcomes']:,} outcomes",
+            f"{r['audit_evidence_s']:.1f} s",
+            f"recovering as many signatures {r['recover_floor_s']:.1f} s",
+            r["audit_vs_recover"],
+            4.0,
+        ),
+        (
+            f"`ledger log --stats`, {s['skills']:,} skills, {s['outcomes']:,} outcomes",
+            _ms(s["log_stats_s"]),
+            f"`skill list` {_ms(s['skill_list_s'])}",
+            s["log_stats_vs_list"],
+            4.0,
+        ),
+        (
+            f"`ledger report`, {p['skills']:,} skills × {p['versions']} versions, {p['outcomes']:,} outcomes",
+            f"{p['report_s']:.1f} s",
+            f"`ledger verify` {p['verify_s']:.1f} s",
+            p["report_vs_verify"],
+            1.5,
+        ),
     ]
 
 
@@ -192,9 +373,14 @@ def eval_rows(e: dict | None) -> list[tuple[str, str, str, float, float]]:
     if not e:
         return []
     return [
-        (f"`ledger eval run`, {e['runs']} runs of a {e['sleep_s']:g} s no-op runner (sandboxes, grading, one "
-         f"signed batch); {e['overhead_ms_per_run']:.0f} ms per run", f"{e['ledger_s']:.2f} s",
-         f"the same commands by a bare loop {e['anchor_s']:.2f} s", e["ratio"], 1.05),
+        (
+            f"`ledger eval run`, {e['runs']} runs of a {e['sleep_s']:g} s no-op runner (sandboxes, grading, one "
+            f"signed batch); {e['overhead_ms_per_run']:.0f} ms per run",
+            f"{e['ledger_s']:.2f} s",
+            f"the same commands by a bare loop {e['anchor_s']:.2f} s",
+            e["ratio"],
+            1.05,
+        ),
     ]
 
 
@@ -202,18 +388,30 @@ def lift_rows(lift: dict | None) -> list[tuple[str, str, str, float, float]]:
     """Issue 47: ``show --stats`` with lift at scale, against ``skill list`` on the same brain."""
     if not lift:
         return []
-    return [(f"`ledger show NAME --stats` with lift, {lift['skills']:,} skills, {lift['runs']:,} eval runs",
-             _ms(lift["show_stats_s"]), f"`skill list` {_ms(lift['skill_list_s'])}",
-             lift["show_vs_plain_list"], 4.0)]  # the issue's anchor: plain `skill list` (the faster, so the harder)
+    return [
+        (
+            f"`ledger show NAME --stats` with lift, {lift['skills']:,} skills, {lift['runs']:,} eval runs",
+            _ms(lift["show_stats_s"]),
+            f"`skill list` {_ms(lift['skill_list_s'])}",
+            lift["show_vs_plain_list"],
+            4.0,
+        )
+    ]  # the issue's anchor: plain `skill list` (the faster, so the harder)
 
 
 def sandbox_rows(sb: dict | None) -> list[tuple[str, str, str, float, float]]:
     """Issue 49: one script run in the sandbox (bwrap + strace, canaries, the trace read), against it run bare."""
     if not sb:
         return []
-    return [(f"`ledger scan --run`: one small script in the sandbox (bwrap + strace, {sb['scripts']} scripts)",
-             f"{sb['sandbox_ms_per_script']:.0f} ms", f"the same script run bare {sb['bare_ms_per_script']:.0f} ms",
-             sb["ratio"], 5.0)]  # fmt: skip
+    return [
+        (
+            f"`ledger scan --run`: one small script in the sandbox (bwrap + strace, {sb['scripts']} scripts)",
+            f"{sb['sandbox_ms_per_script']:.0f} ms",
+            f"the same script run bare {sb['bare_ms_per_script']:.0f} ms",
+            sb["ratio"],
+            5.0,
+        )
+    ]
 
 
 def scan_rows(scan: dict | None) -> list[tuple[str, str, str, float, float]]:
@@ -222,8 +420,15 @@ def scan_rows(scan: dict | None) -> list[tuple[str, str, str, float, float]]:
     if not scan or "timing" not in scan:
         return []
     t = scan["timing"]
-    return [(f"static scan (`scripts/scan-corpus`) of {t['skills']} public skills", f"{t['seconds']:.1f} s",
-             f"the scanner at `{t['anchor']}` {t['anchor_seconds']:.1f} s", t["ratio"], 2.0)]
+    return [
+        (
+            f"static scan (`scripts/scan-corpus`) of {t['skills']} public skills",
+            f"{t['seconds']:.1f} s",
+            f"the scanner at `{t['anchor']}` {t['anchor_seconds']:.1f} s",
+            t["ratio"],
+            2.0,
+        )
+    ]
 
 
 def _rate_cell(r: dict) -> str:
@@ -234,10 +439,14 @@ def scan_rate_lines(scan: dict | None) -> list[str]:
     """Issue 49: the scanners' error rates on the public corpora (scripts/scan-bench --json)."""
     if not scan:
         return []
-    lines = ["", "Scanner error rates on the public corpora (`scripts/scan-bench`, docs/scanner.md "
-             "\"Measured error rates\"; k/n, rate, 95% Wilson interval):", "",
-             "| scanner | malicious refused | malicious high or above | benign refused | benign high or above |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "",
+        "Scanner error rates on the public corpora (`scripts/scan-bench`, docs/scanner.md "
+        '"Measured error rates"; k/n, rate, 95% Wilson interval):',
+        "",
+        "| scanner | malicious refused | malicious high or above | benign refused | benign high or above |",
+        "|---|---|---|---|---|",
+    ]
     for name, block in scan["total"].items():
         label = f"`{name}` {scan['versions'][name]}" if name.startswith("ext:") else f"`{name}`"
         rates = ("recall_critical", "recall_high", "fpr_critical", "fpr_high")
@@ -287,8 +496,14 @@ def plot(life: dict, path: Path) -> None:
     left.grid(True, alpha=0.3)
     snaps, git = zip(*life["size_series"], strict=True)
     right.plot(snaps, [b / 1e6 for b in git], label="`.git` during the burst (the packer waits for a pause)")
-    right.plot([snaps[-1]], [life["git_bytes"] / 1e6], marker="o", linestyle="none", color="C1",
-               label="`.git` once the packer has run")  # fmt: skip
+    right.plot(
+        [snaps[-1]],
+        [life["git_bytes"] / 1e6],
+        marker="o",
+        linestyle="none",
+        color="C1",
+        label="`.git` once the packer has run",
+    )
     right.axhline(life["aggressive_bytes"] / 1e6, color="grey", linestyle="--", label="git gc --aggressive")
     right.set_ylim(bottom=0)
     right.set_xlabel(f"upserts on a {life['skills']:,}-skill brain")
@@ -329,8 +544,14 @@ def main() -> None:
     lift = json.loads(Path(args.lift).read_text()) if Path(args.lift).exists() else None
     sb = json.loads(Path(args.sandbox).read_text()) if Path(args.sandbox).exists() else None
     scan = json.loads(Path(args.scan).read_text()) if Path(args.scan).exists() else None
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())  # fmt: skip
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     mem = next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = [
@@ -342,16 +563,23 @@ def main() -> None:
         f"Machine: {life['machine']['cpus']} cores ({cpu}), {int(mem) / 1024 / 1024:.0f} GiB, "
         f"Python {life['machine']['python']}, {life['machine']['git']}, {platform.system()} {platform.release()}.",
         "",
-        "Every ratio divides the figure by an anchor measured in the same run on the same files; "
-        "times are medians.",
+        "Every ratio divides the figure by an anchor measured in the same run on the same files; times are medians.",
         "",
         "The *before* column holds the figure before issue 35 (see `BEFORE` in scripts/bench_report.py).",
         "",
         "| figure | measured | anchor | ratio | target | | before |",
         "|---|---|---|---|---|---|---|",
     ]
-    table = (rows(core, life, reads, sync) + edge_rows(chain, edges) + epoch_rows(epochs) + outcome_rows(outcomes)
-             + eval_rows(evals) + lift_rows(lift) + sandbox_rows(sb) + scan_rows(scan))
+    table = (
+        rows(core, life, reads, sync)
+        + edge_rows(chain, edges)
+        + epoch_rows(epochs)
+        + outcome_rows(outcomes)
+        + eval_rows(evals)
+        + lift_rows(lift)
+        + sandbox_rows(sb)
+        + scan_rows(scan)
+    )
     for figure, measured, anchor, ratio, target in table:
         verdict = "PASS" if ratio <= target else "**MISS**"
         cells = (figure, measured, anchor, f"{ratio:.2f}×", f"≤ {target:g}×", verdict, before(figure))
@@ -359,10 +587,12 @@ def main() -> None:
     lines += scan_rate_lines(scan)
     if args.plot:
         lines += ["", f"![upsert latency and store size]({Path(args.plot).name})", ""]
-    lines += ["Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
-              "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `sandbox.json`, "
-              "`scan.json` (not committed).",
-              ""]
+    lines += [
+        "Raw figures: `bench-out/core.json`, `lifetime.json`, `reads.json`, `sync.json`, `chain.json`, "
+        "`edges.json`, `epochs.json`, `outcomes.json`, `evals.json`, `lift.json`, `sandbox.json`, "
+        "`scan.json` (not committed).",
+        "",
+    ]
     Path(args.out).write_text("\n".join(lines))
     if args.plot:
         plot(life, Path(args.plot))

@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ledger.scanner import sandbox
 
-SKILL_MD = (b"---\nname: bench\ndescription: Bench the sandbox.\n---\n# Bench\n\n```bash\n"
-            b"wc -c SKILL.md data.json\n```\n")  # fmt: skip
+SKILL_MD = (
+    b"---\nname: bench\ndescription: Bench the sandbox.\n---\n# Bench\n\n```bash\nwc -c SKILL.md data.json\n```\n"
+)
 FILES = {
     "SKILL.md": (SKILL_MD, False),
     "data.json": (json.dumps({"rows": list(range(200))}).encode(), False),
@@ -63,8 +64,13 @@ def main() -> None:
             t = time.perf_counter()
             verdict = sandbox.run_verdict(FILES)
             boxed.append((time.perf_counter() - t) / runs)
-    out = {"scripts": runs, "repeat": args.repeat, "sandbox_ms_per_script": statistics.median(boxed) * 1000,
-           "bare_ms_per_script": statistics.median(bare) * 1000, "findings": len(verdict.findings)}  # fmt: skip
+    out = {
+        "scripts": runs,
+        "repeat": args.repeat,
+        "sandbox_ms_per_script": statistics.median(boxed) * 1000,
+        "bare_ms_per_script": statistics.median(bare) * 1000,
+        "findings": len(verdict.findings),
+    }
     out["ratio"] = out["sandbox_ms_per_script"] / out["bare_ms_per_script"]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")

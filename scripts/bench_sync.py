@@ -35,15 +35,16 @@ def _skills(src: Path, n: int) -> None:
     for i in range(n):
         d = src / f"skill-{i:05d}"
         (d / "references").mkdir(parents=True)
-        (d / "SKILL.md").write_text(f"---\nname: skill-{i:05d}\ndescription: Skill number {i}.\n---\n"
-                                    + f"# Skill {i}\n\nStep one.\n\nStep two.\n" * 8)  # fmt: skip
+        (d / "SKILL.md").write_text(
+            f"---\nname: skill-{i:05d}\ndescription: Skill number {i}.\n---\n"
+            + f"# Skill {i}\n\nStep one.\n\nStep two.\n" * 8
+        )
         (d / "references" / "notes.md").write_text(f"Notes for {i}.\n" * 20)
         (d / "references" / "example.py").write_text(f"print({i})\n" * 10)
 
 
 def _ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, text=True, env=ENV,
-                          check=check)  # fmt: skip
+    return subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, text=True, env=ENV, check=check)
 
 
 def _time(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
@@ -83,25 +84,39 @@ def noop(work: Path, n: int, repeat: int) -> dict:
     time.sleep(1.2)  # past the stat entries' racy window (targetfs.RACY_NS): the next sync re-hashes once
     _ledger(brain, "sync")
     _ledger(brain, "sync")
-    sync, no_remote = _time_pair([LEDGER, "--brain", str(brain), "sync"],
-                                 [LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat)  # fmt: skip
+    sync, no_remote = _time_pair(
+        [LEDGER, "--brain", str(brain), "sync"], [LEDGER, "--brain", str(brain), "sync", "--no-remote"], repeat
+    )
     index = work / "bench.index"
     genv = {**ENV, "GIT_INDEX_FILE": str(index), "GIT_DIR": str(brain / ".git"), "GIT_WORK_TREE": str(brain)}
     subprocess.run(["git", "read-tree", "HEAD"], check=True, env=genv)
     subprocess.run(["git", "update-index", "-q", "--refresh"], env=genv)
     subprocess.run(["git", "status", "--porcelain"], check=True, capture_output=True, env=genv)
     status = _time(["git", "-c", "core.bare=false", "status", "--porcelain"], repeat, genv)
-    return {"skills": n, "targets": 4, "files_per_skill": 3, "sync_s": round(sync, 4), "git_status_s": round(status, 4),
-            "ratio": round(sync / status, 2), "target_ratio": 1.5, "sync_no_remote_s": round(no_remote, 4),
-            "no_remote_ratio": round(no_remote / sync, 2), "no_remote_target_ratio": 1.5}  # fmt: skip
+    return {
+        "skills": n,
+        "targets": 4,
+        "files_per_skill": 3,
+        "sync_s": round(sync, 4),
+        "git_status_s": round(status, 4),
+        "ratio": round(sync / status, 2),
+        "target_ratio": 1.5,
+        "sync_no_remote_s": round(no_remote, 4),
+        "no_remote_ratio": round(no_remote / sync, 2),
+        "no_remote_target_ratio": 1.5,
+    }
 
 
 def watch(work: Path, n: int, edits: int) -> dict:
     brain = work / f"brain-{n}"
     ref = brain / ".git" / "refs" / "heads" / "main"
     target = work / "target-0"
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--watch"], env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--watch"],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     lat = []
     try:
         time.sleep(3)  # the watcher's first sync
@@ -120,8 +135,15 @@ def watch(work: Path, n: int, edits: int) -> dict:
         proc.terminate()
         proc.wait(timeout=30)
     lat.sort()
-    return {"skills": n, "edits": edits, "debounce_s": 0.2, "p50_s": round(statistics.median(lat), 3),
-            "p90_s": round(lat[int(0.9 * (len(lat) - 1))], 3), "max_s": round(lat[-1], 3), "target_p50_s": 1.0}
+    return {
+        "skills": n,
+        "edits": edits,
+        "debounce_s": 0.2,
+        "p50_s": round(statistics.median(lat), 3),
+        "p90_s": round(lat[int(0.9 * (len(lat) - 1))], 3),
+        "max_s": round(lat[-1], 3),
+        "target_p50_s": 1.0,
+    }
 
 
 def first(work: Path, m: int, repeat: int) -> dict:
@@ -143,8 +165,14 @@ def first(work: Path, m: int, repeat: int) -> dict:
         shutil.rmtree(dest)
         shutil.rmtree(target)
     sync, cp = statistics.median(syncs), statistics.median(cps)
-    return {"skills": m, "files": 3 * m, "sync_s": round(sync, 3), "cp_r_s": round(cp, 3), "ratio": round(sync / cp, 2),
-            "target_ratio": 1.5}  # fmt: skip
+    return {
+        "skills": m,
+        "files": 3 * m,
+        "sync_s": round(sync, 3),
+        "cp_r_s": round(cp, 3),
+        "ratio": round(sync / cp, 2),
+        "target_ratio": 1.5,
+    }
 
 
 def main() -> None:

@@ -30,8 +30,12 @@ def _modules(pkg: Path) -> dict[str, tuple[Path, ast.Module]]:
 
 def _is_git_argv(node: ast.AST) -> bool:
     """A list or tuple display whose first element is the string ``"git"`` (a git command line)."""
-    return (isinstance(node, (ast.List, ast.Tuple)) and bool(node.elts)
-            and isinstance(node.elts[0], ast.Constant) and node.elts[0].value == "git")  # fmt: skip
+    return (
+        isinstance(node, (ast.List, ast.Tuple))
+        and bool(node.elts)
+        and isinstance(node.elts[0], ast.Constant)
+        and node.elts[0].value == "git"
+    )
 
 
 def _brain_parts(mods: dict[str, tuple[Path, ast.Module]]) -> set[str]:
@@ -42,9 +46,13 @@ def _brain_parts(mods: dict[str, tuple[Path, ast.Module]]) -> set[str]:
                 init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
                 if init is None:
                     continue
-                return {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                        if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self"}  # fmt: skip
+                return {
+                    t.attr
+                    for n in ast.walk(init)
+                    if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self"
+                }
     return set()
 
 
@@ -59,8 +67,12 @@ def census(root: Path) -> dict[str, object]:
     for name, (path, tree) in mods.items():
         text = path.read_text()
         caches.update(re.findall(r'"([a-z0-9_-]+-v\d+\.(?:json|bin|jsonl))"', text))  # a name written out
-        caches.update(f"{m[0]}-v{m[2]}{m[1]}" for m in  # a (name, version) row of the one cache's table
-                      re.findall(r'^[A-Z_]+ = \("([a-z0-9_-]+)(\.[a-z]+)", (\d+)\)', text, flags=re.M))
+        caches.update(
+            f"{m[0]}-v{m[2]}{m[1]}"
+            for m in re.findall(  # a (name, version) row of the one cache's table
+                r'^[A-Z_]+ = \("([a-z0-9_-]+)(\.[a-z]+)", (\d+)\)', text, flags=re.M
+            )
+        )
         for node in ast.walk(tree):
             if _is_git_argv(node):
                 git_sites[name] += 1
@@ -69,8 +81,12 @@ def census(root: Path) -> dict[str, object]:
                     find_brain.append(name)
                 if node.name == "ProofError":
                     proof_errors.append(name)
-                if isinstance(node, ast.FunctionDef) and node.args.vararg and "subprocess" in ast.unparse(node) \
-                        and any(_is_git_argv(n) for n in ast.walk(node)):
+                if (
+                    isinstance(node, ast.FunctionDef)
+                    and node.args.vararg
+                    and "subprocess" in ast.unparse(node)
+                    and any(_is_git_argv(n) for n in ast.walk(node))
+                ):
                     runners.append(f"{name}.{node.name}")
             if isinstance(node, ast.Call) and ast.unparse(node.func) == "os.replace":
                 replaces[name] += 1
@@ -85,14 +101,20 @@ def census(root: Path) -> dict[str, object]:
             merkle.add(name)  # a Merkle core: a level's nodes paired into the next
     packages = Counter(n.rsplit(".", 1)[0] if n.count(".") > 1 else n for n in mods)
     return {
-        "lines": lines, "modules": len(mods),
+        "lines": lines,
+        "modules": len(mods),
         "packages": {p: c for p, c in sorted(packages.items()) if p.count(".") == 1 and c > 1},
-        "git_argv_sites": sum(git_sites.values()), "git_argv_modules": dict(sorted(git_sites.items())),
-        "git_runners": sorted(runners), "cache_files": sorted(caches),
-        "jcs_modules": sorted(jcs), "merkle_cores": sorted(merkle),
-        "find_brain": find_brain, "ProofError": proof_errors,
+        "git_argv_sites": sum(git_sites.values()),
+        "git_argv_modules": dict(sorted(git_sites.items())),
+        "git_runners": sorted(runners),
+        "cache_files": sorted(caches),
+        "jcs_modules": sorted(jcs),
+        "merkle_cores": sorted(merkle),
+        "find_brain": find_brain,
+        "ProofError": proof_errors,
         "os_replace_sites": dict(sorted(replaces.items())),
-        "brain_parts": sorted(parts), "brain_reach_throughs": sum(reach.values()),
+        "brain_parts": sorted(parts),
+        "brain_reach_throughs": sum(reach.values()),
         "reach_by_part": dict(reach.most_common()),
     }
 

@@ -61,18 +61,18 @@ MCP_SHARED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 # Why a tool's result is its own document, not a command's (each was compared on one brain).
 MCP_OWN: dict[str, str] = {
     "skills_list": "Hermes's listing (`name` as SKILL.md declares it, `category`, `hidden`, …); "
-                   "`ledger skill list --json` is a list of the brain's skills by folder, another document",
+    "`ledger skill list --json` is a list of the brain's skills by folder, another document",
     "skill_view": "Hermes's `skill_view` fields and `content` (the whole SKILL.md); `ledger skill view --json` "
-                  "has `body` and `files` by folder, and its `receipt` adds `matches` where the tool's adds `path`",
+    "has `body` and `files` by folder, and its `receipt` adds `matches` where the tool's adds `path`",
     "skill_history": "one skill's versions (`version`, `action`, `time`, …); `ledger log --json` is the lineage "
-                     "of snapshots, each with every change",
+    "of snapshots, each with every change",
     "skill_diff": "`from`/`to` are versions and `diff` is SKILL.md's unified diff; `ledger diff --json` compares "
-                  "commits, file by file, with a git patch",
+    "commits, file by file, with a git patch",
     "skills_sync_status": "what `.ledger/` records of the targets (no pass is run); `ledger sync --json` is the "
-                          "report of a pass, and its `conflicts` a count",
+    "report of a pass, and its `conflicts` a count",
     "skill_manage": "Hermes's `skill_manage` fields, then `action`, `signed`, `signer`",
     "skill_outcome": "the outcome's id, `tier`, `skill`, `version` and `log_size`",
-}  # fmt: skip
+}
 
 
 # ---------------------------------------------------------------------------------------------- the tree
@@ -122,10 +122,14 @@ def schema_of(report: type) -> dict[str, Any]:
     if hasattr(report, "schema"):
         return report.schema()
     if hasattr(report, "json_schema"):
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": report.__name__,
-                **report.json_schema()}  # fmt: skip
-    raise TypeError(f"{report.__module__}.{report.__qualname__} is no report: it has neither schema() nor "
-                    "json_schema()")  # fmt: skip
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": report.__name__,
+            **report.json_schema(),
+        }
+    raise TypeError(
+        f"{report.__module__}.{report.__qualname__} is no report: it has neither schema() nor json_schema()"
+    )
 
 
 def resolve(spellings: tuple[str, ...]) -> tuple[str, click.Command] | None:
@@ -339,8 +343,16 @@ def render_report(report: type, printed_by: list[str]) -> str:
         out += ["| key | type | required | description |", "|---|---|---|---|", *table, ""]
     if schema.get("additionalProperties") is True:
         out += ["The document may carry keys beyond these (`open_keys`).", ""]
-    out += ["<details><summary>JSON Schema</summary>", "", "```json",
-            json.dumps(schema, indent=2, ensure_ascii=False), "```", "", "</details>", ""]  # fmt: skip
+    out += [
+        "<details><summary>JSON Schema</summary>",
+        "",
+        "```json",
+        json.dumps(schema, indent=2, ensure_ascii=False),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -388,11 +400,19 @@ def render() -> str:
     if getters:  # the one-field reader, for scripts that need no JSON parser
         example = "status --get root" if "status" in getters else f"{getters[0]} --get KEY"
         on = ", ".join(f"`ledger {p}`" for p in getters)
-        lines += [f"`--get FIELD` (on {on}) prints one field of the document instead, by its dotted path: a string "
-                  f"as it is, anything else as JSON (`ledger {example}`).", ""]  # fmt: skip
-    lines += ["## Commands", "",
-             "Each command, and the report (or reports: one of them) its `--json` prints.", "",
-             "| command | `--json` prints |", "|---|---|"]  # fmt: skip
+        lines += [
+            f"`--get FIELD` (on {on}) prints one field of the document instead, by its dotted path: a string "
+            f"as it is, anything else as JSON (`ledger {example}`).",
+            "",
+        ]
+    lines += [
+        "## Commands",
+        "",
+        "Each command, and the report (or reports: one of them) its `--json` prints.",
+        "",
+        "| command | `--json` prints |",
+        "|---|---|",
+    ]
     missing = []
     for path, cmd in listed:
         found = reports(cmd)
@@ -404,14 +424,19 @@ def render() -> str:
         lines.append(f"| `ledger {path}` | {says} |")
     lines.append("")
     if missing:
-        lines += [f"{len(missing)} command(s) have no typed report yet: their `--json` document is not described "
-                  "here.", ""]  # fmt: skip
+        lines += [
+            f"{len(missing)} command(s) have no typed report yet: their `--json` document is not described here.",
+            "",
+        ]
 
-    lines += ["## MCP tools", "",
-              "Each tool's result (docs/mcp-tools.md) is a JSON object with `success`. Where it carries the very "
-              "document a command prints with `--json`, that document has one schema, the command's report's "
-              "below; tests/test_json_schema.py runs both on one brain and validates the tool's part against it.",
-              ""]  # fmt: skip
+    lines += [
+        "## MCP tools",
+        "",
+        "Each tool's result (docs/mcp-tools.md) is a JSON object with `success`. Where it carries the very "
+        "document a command prints with `--json`, that document has one schema, the command's report's "
+        "below; tests/test_json_schema.py runs both on one brain and validates the tool's part against it.",
+        "",
+    ]
     tools = [t["name"] for t in TOOLS]
     shared: set[str] = set()
     for tool, where, spellings, what in MCP_SHARED:
@@ -447,8 +472,10 @@ def main(argv: list[str]) -> int:
     if check:
         current = DOC.read_text(encoding="utf-8") if DOC.exists() else None
         if current != text:
-            print(f"docs/json.md is {'stale' if current is not None else 'missing'}: run scripts/json_docs.py",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"docs/json.md is {'stale' if current is not None else 'missing'}: run scripts/json_docs.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     DOC.write_text(text, encoding="utf-8")

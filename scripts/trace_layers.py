@@ -129,8 +129,10 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    print(f"one fleet sync: {total:,} calls between ledger functions, {result['calls_up_a_layer']:,} of them up a "
-          f"layer, from {len(pairs)} distinct (caller -> callee) pairs")
+    print(
+        f"one fleet sync: {total:,} calls between ledger functions, {result['calls_up_a_layer']:,} of them up a "
+        f"layer, from {len(pairs)} distinct (caller -> callee) pairs"
+    )
     for k, n in result["by_layers"].items():
         print(f"  {k}: {n}")
     for k, n in result["pairs"].items():

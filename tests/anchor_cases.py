@@ -47,9 +47,14 @@ def resign(anchor: dict[str, Any], key: bytes, *, root: str | None = None) -> No
     if root is not None:
         anchor["root"] = root
     s = anchor["signed"]
-    digest = signing.digest_of(bytes.fromhex(anchor["root"][15:]), bytes.fromhex(s["parentRoot"]),
-                               bytes.fromhex(s["parentCommit"]), bytes.fromhex(s["tree"]), s["actor"],
-                               bytes.fromhex(s["message"]))  # fmt: skip
+    digest = signing.digest_of(
+        bytes.fromhex(anchor["root"][15:]),
+        bytes.fromhex(s["parentRoot"]),
+        bytes.fromhex(s["parentCommit"]),
+        bytes.fromhex(s["tree"]),
+        s["actor"],
+        bytes.fromhex(s["message"]),
+    )
     s["signature"] = signing.sign(key, digest)
     anchor["signer"] = {"address": signing.address_of(key), "role": s["actor"]}
 
@@ -62,8 +67,12 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
     rels = sorted(files, key=str.encode)
     pre = a["prefix"] + "/" if a["prefix"] else ""
 
-    def case(name: str, change: Callable[[dict[str, Any], dict[str, Any], Files], Any], refusal: str,
-             pinned: dict[str, str] | None = None) -> Case:  # fmt: skip
+    def case(
+        name: str,
+        change: Callable[[dict[str, Any], dict[str, Any], Files], Any],
+        refusal: str,
+        pinned: dict[str, str] | None = None,
+    ) -> Case:
         e, f = copy.deepcopy(entry), dict(files)
         change(e, _anchor(e), f)
         return name, e, f, pinned or trust, refusal
@@ -96,13 +105,17 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
     def extra_listed(e: Any, x: Any, f: Files) -> None:
         data = b"an extra file\n"
         x["files"].append({**x["files"][-1], "path": pre + "zz-extra.md"})
-        e["resources"].append({"uri": an.skill_uri(x["skill"], x["prefix"], "zz-extra.md"),
-                               "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)})  # fmt: skip
+        e["resources"].append(
+            {
+                "uri": an.skill_uri(x["skill"], x["prefix"], "zz-extra.md"),
+                "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+                "size": len(data),
+            }
+        )
         f["zz-extra.md"] = data
 
     yield case("an extra file listed in entry and anchor", extra_listed, "is not in the skill folder")
-    yield case("a wrong trusted root", lambda e, x, f: None, "not the trusted",
-               {"root": "blake3-tree-v1:" + "00" * 32})  # fmt: skip
+    yield case("a wrong trusted root", lambda e, x, f: None, "not the trusted", {"root": "blake3-tree-v1:" + "00" * 32})
 
     def forged(e: Any, x: Any, f: Files) -> None:
         x["signed"]["tree"] = "00" * 20
@@ -149,8 +162,15 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
 
     yield case("non-hex (upper-case) content", non_hex, "lower-case hex")
 
-    step = next(((g, j) for g in a["files"] for j, st in enumerate(g["steps"][: g["path"].count("/") + 1 -
-                 pre.count("/")]) if st["index"] == 0 and st["count"] % 2 and st["count"] > 1), None)  # fmt: skip
+    step = next(
+        (
+            (g, j)
+            for g in a["files"]
+            for j, st in enumerate(g["steps"][: g["path"].count("/") + 1 - pre.count("/")])
+            if st["index"] == 0 and st["count"] % 2 and st["count"] > 1
+        ),
+        None,
+    )
     if step is not None:  # at index 0 of an odd count, count + 1 walks to the same digest: only the count check sees it
 
         def count(e: Any, x: Any, f: Files) -> None:
@@ -172,17 +192,26 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
         del x["versions"]
 
     yield case("no versions member", no_versions, "its members are")
-    yield case("an unknown versions value", lambda e, x, f: x.__setitem__("versions", "frontmatter"),
-               "not 'skill-md' or 'store'")  # fmt: skip
+    yield case(
+        "an unknown versions value",
+        lambda e, x, f: x.__setitem__("versions", "frontmatter"),
+        "not 'skill-md' or 'store'",
+    )
 
     def frontmatter(key: str, value: Any) -> Callable[[Any, Any, Files], None]:
         return lambda e, x, f: e["frontmatter"].__setitem__(key, value)
 
     yield case("the frontmatter name of another skill", frontmatter("name", "zz-other"), "does not name the skill")
-    yield case("a frontmatter description not SKILL.md's", frontmatter("description", "Harmless."),
-               "frontmatter is not file 'SKILL.md''s")  # fmt: skip
-    yield case("a frontmatter field added (allowed-tools)", frontmatter("allowed-tools", "Read"),
-               "frontmatter is not file 'SKILL.md''s")  # fmt: skip
+    yield case(
+        "a frontmatter description not SKILL.md's",
+        frontmatter("description", "Harmless."),
+        "frontmatter is not file 'SKILL.md''s",
+    )
+    yield case(
+        "a frontmatter field added (allowed-tools)",
+        frontmatter("allowed-tools", "Read"),
+        "frontmatter is not file 'SKILL.md''s",
+    )
     if a["signer"] is not None:
 
         def checksummed(e: Any, x: Any, f: Files) -> None:
@@ -191,8 +220,11 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
         yield case("a signer address not in lower case", checksummed, "names signer")
     for rel in rels:  # a sub-folder holding a SKILL.md that is not a nested skill: cut an anchor from it
         sub = rel[: -len("/SKILL.md")]
-        if rel.endswith("/SKILL.md") and an.is_skill_name(sub.rsplit("/", 1)[-1]) and \
-                as_json(files[rel].decode()).get("name") != sub.rsplit("/", 1)[-1]:  # fmt: skip
+        if (
+            rel.endswith("/SKILL.md")
+            and an.is_skill_name(sub.rsplit("/", 1)[-1])
+            and as_json(files[rel].decode()).get("name") != sub.rsplit("/", 1)[-1]
+        ):
 
             def carve(e: Any, x: Any, f: Files, sub: str = sub) -> None:
                 keep = [i for i, g in enumerate(x["files"]) if g["path"].startswith(f"{pre}{sub}/")]
@@ -203,8 +235,11 @@ def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, A
                 f.clear()
                 f.update(kept)
 
-            cut = case(f"an anchor cut from {sub}/, whose SKILL.md is not a skill of that name", carve,
-                       f"'{pre}{sub}/SKILL.md' names the skill")  # fmt: skip
+            cut = case(
+                f"an anchor cut from {sub}/, whose SKILL.md is not a skill of that name",
+                carve,
+                f"'{pre}{sub}/SKILL.md' names the skill",
+            )
             yield cut
             yield (cut[0] + " (the anchor alone)", _anchor(cut[1]), *cut[2:])
 
@@ -232,13 +267,20 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
             stored_files = files_of(kept, stored)
         with Brain.init(Path(tmp) / "brain") as brain:
             brain.create("pdf-tools", "Work with PDF files", "# PDF tools\n\nRun scripts/extract.py.\n")
-            brain.write_file("pdf-tools", "scripts/extract.py", b"#!/usr/bin/env python3\nprint('pdf')\n",
-                             executable=True)  # fmt: skip
+            brain.write_file(
+                "pdf-tools", "scripts/extract.py", b"#!/usr/bin/env python3\nprint('pdf')\n", executable=True
+            )
             brain.write_file("pdf-tools", "references/forms/FORMS.md", b"# Forms\r\nbinary \x00\xff end\n")
-            brain.write_file("pdf-tools", "examples/sample/SKILL.md",
-                             b"---\nname: a-sample\ndescription: An example; not a skill.\n---\nSample.\n")
-            brain.write_file("pdf-tools", "forms/SKILL.md",
-                             b"---\nname: forms\ndescription: Fill PDF forms\ndate: 2024-01-15\n---\nFill them.\n")
+            brain.write_file(
+                "pdf-tools",
+                "examples/sample/SKILL.md",
+                b"---\nname: a-sample\ndescription: An example; not a skill.\n---\nSample.\n",
+            )
+            brain.write_file(
+                "pdf-tools",
+                "forms/SKILL.md",
+                b"---\nname: forms\ndescription: Fill PDF forms\ndate: 2024-01-15\n---\nFill them.\n",
+            )
             entries = Entries(brain)
             cases: list[dict[str, Any]] = []
             for entry in [*entries.list(), stored]:
@@ -251,19 +293,37 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.a
                 if a["versions"] == "skill-md" and not a["prefix"]:  # relabelled: its version only a claim
                     down = copy.deepcopy(entry)
                     _anchor(down)["versions"] = "store"
-                    rows.append((f"valid, relabelled store (its version claimed): {entry['uri']}", down, files,
-                                 {"signer": signer}, None))  # fmt: skip
+                    rows.append(
+                        (
+                            f"valid, relabelled store (its version claimed): {entry['uri']}",
+                            down,
+                            files,
+                            {"signer": signer},
+                            None,
+                        )
+                    )
                 if not a["prefix"]:  # of the store entry, the cases about versions (the others are the same)
-                    rows.extend((f"{n} ({a['versions']})", *rest) for n, *rest in tampers(entry, files, signer)
-                                if entry is not stored or "version" in n)  # fmt: skip
+                    rows.extend(
+                        (f"{n} ({a['versions']})", *rest)
+                        for n, *rest in tampers(entry, files, signer)
+                        if entry is not stored or "version" in n
+                    )
                 for name, e, f, trust, refusal in rows:
                     x = an.anchor_of(e)[1]
-                    cases.append({"name": name, "entry": e, "trust": trust,
-                                  "files": {k: base64.b64encode(v).decode() for k, v in sorted(f.items())},
-                                  **verdict(refusal, x.get("versions") == "skill-md" and not x["prefix"])})  # fmt: skip
+                    cases.append(
+                        {
+                            "name": name,
+                            "entry": e,
+                            "trust": trust,
+                            "files": {k: base64.b64encode(v).decode() for k, v in sorted(f.items())},
+                            **verdict(refusal, x.get("versions") == "skill-md" and not x["prefix"]),
+                        }
+                    )
     VECTOR.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
-           "cases": cases}  # fmt: skip
+    doc = {
+        "about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
+        "cases": cases,
+    }
     VECTOR.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {len(cases)} cases to {VECTOR}", file=sys.stderr)
 

@@ -70,8 +70,11 @@ class Visit:
         """Console errors and warnings, exceptions, error log entries and requests that left file:// or data:."""
         out = [f"console.{c['type']}: {c['text']}" for c in self.console if c["type"] in ("error", "warning", "assert")]
         out += [f"exception: {e}" for e in self.exceptions]
-        out += [f"log {e['level']} ({e.get('source')}): {e['text']} {e.get('url', '')}" for e in self.log
-                if e["level"] in ("error", "warning")]  # fmt: skip
+        out += [
+            f"log {e['level']} ({e.get('source')}): {e['text']} {e.get('url', '')}"
+            for e in self.log
+            if e["level"] in ("error", "warning")
+        ]
         out += [f"request: {u}" for u in self.requests if not u.startswith(("file://", "data:"))]
         return out
 
@@ -129,8 +132,16 @@ def _port(profile: Path, proc: subprocess.Popen[bytes], deadline: float) -> tupl
     raise TimeoutError("chromium: no DevToolsActivePort")
 
 
-def visit(page: Path, expression: str = "null", *, javascript: bool = True, timeout: float = 90.0,
-          screenshot: bool = False, settle: float = 0.3, width: int | None = None) -> Visit:  # fmt: skip
+def visit(
+    page: Path,
+    expression: str = "null",
+    *,
+    javascript: bool = True,
+    timeout: float = 90.0,
+    screenshot: bool = False,
+    settle: float = 0.3,
+    width: int | None = None,
+) -> Visit:
     """Load ``page`` (a local file), evaluate ``expression`` after its load event, and report everything.
 
     ``width``: lay the page out in a viewport that wide (CSS pixels; under 600 as a phone does, with
@@ -156,8 +167,13 @@ def visit(page: Path, expression: str = "null", *, javascript: bool = True, time
                     s.call("Emulation.setScriptExecutionDisabled", value=True)
                 if width is not None:
                     phone = width < 600
-                    s.call("Emulation.setDeviceMetricsOverride", width=width, height=844 if phone else 900,
-                           deviceScaleFactor=1, mobile=phone)  # fmt: skip
+                    s.call(
+                        "Emulation.setDeviceMetricsOverride",
+                        width=width,
+                        height=844 if phone else 900,
+                        deviceScaleFactor=1,
+                        mobile=phone,
+                    )
                 s.call("Page.navigate", url=page.resolve().as_uri())
                 s.wait_for("Page.loadEventFired")
                 time.sleep(settle)  # anything the page does just after load gets to report

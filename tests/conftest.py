@@ -48,6 +48,7 @@ def _stray_processes():
     before = procs.pids()  # none of these can carry the marker: only the test's new processes are read
     with procs.marked(procs.CASE) as mark:
         yield
+
     def spare(pid: int, cmd: str) -> bool:
         return procs.detached(pid) or procs.in_process(pid, cmd)
 
@@ -146,8 +147,10 @@ def fingerprint(root: Path) -> dict[str, str]:
         packed = (store + "objects/", store + "info/refs")  # info/refs: written by gc for dumb transports
         objects = subprocess.run(
             ["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
-            capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         out[store + "objects"] = hashlib.sha256("\n".join(sorted(set(objects))).encode()).hexdigest()
     for path in _walk(root, prune={git_dir / "objects"} if packed else set()):
         rel = path.relative_to(root).as_posix()

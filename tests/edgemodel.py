@@ -85,16 +85,23 @@ def _tokens(files: dict[str, bytes]) -> set[str]:
 def _folders(root: Path, *patterns: str) -> dict[str, Path]:
     """key → folder of each skill in a target (``*/*/SKILL.md`` in a Hermes home, ``*/SKILL.md`` in Claude's)."""
     mds = sorted(md for pattern in patterns for md in root.glob(pattern))
-    return {slugify(md.parent.name): md.parent for md in mds
-            if not any(p.startswith(".") for p in md.parent.relative_to(root).parts)}  # fmt: skip
+    return {
+        slugify(md.parent.name): md.parent
+        for md in mds
+        if not any(p.startswith(".") for p in md.parent.relative_to(root).parts)
+    }
 
 
 def _head(brain: Path) -> dict[str, dict[str, bytes]]:
     """The head's skills (key → rel → bytes), read with plain git."""
     state = _head_state(brain)
     ids = sorted({i.hex() for files in state.values() for i in files.values()})
-    out = subprocess.run(["git", "-C", str(brain), "cat-file", "--batch"], input="".join(f"{i}\n" for i in ids)
-                         .encode(), capture_output=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(brain), "cat-file", "--batch"],
+        input="".join(f"{i}\n" for i in ids).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
     blobs, pos = {}, 0
     for i in ids:
         nl = out.index(b"\n", pos)
@@ -146,8 +153,12 @@ class EdgeModel(RuleBasedStateMachine):
         self.work = Path(tempfile.mkdtemp(prefix="edgemodel-"))
         self.brain, self.home, self.claude = self.work / "brain", self.work / "hermes", self.work / "claude"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("LEDGER_", "HERMES_"))}
-        self.env.update(HOME=str(self.work / "home"), LEDGER_KEYS=str(SETUP["keys"]), LEDGER_LOCK_TIMEOUT="300",
-                        HERMES_HOME=str(self.home))  # fmt: skip
+        self.env.update(
+            HOME=str(self.work / "home"),
+            LEDGER_KEYS=str(SETUP["keys"]),
+            LEDGER_LOCK_TIMEOUT="300",
+            HERMES_HOME=str(self.home),
+        )
         self.lock = threading.Lock()
         self.acks: list[tuple[str, str, str, int]] = []  # (token, side: cli|mcp|hermes|claude, the skill's key, step)
         self.excused: dict[str, str] = {}  # token → the acknowledged write that removed it on purpose
@@ -159,8 +170,18 @@ class EdgeModel(RuleBasedStateMachine):
         STATS["examples"] += 1
         self._ledger("init", str(self.brain), brain=False, must=True)
         for name, cat in START.items():
-            self._ledger("skill", "create", name, "--description", f"Do {name}.", "--body", _body(name), "--category",
-                         cat, must=True)  # fmt: skip
+            self._ledger(
+                "skill",
+                "create",
+                name,
+                "--description",
+                f"Do {name}.",
+                "--body",
+                _body(name),
+                "--category",
+                cat,
+                must=True,
+            )
         self._ledger("target", "add", str(self.home / "skills"), "--layout", "hermes", "--name", "hermes", must=True)
         self._ledger("target", "add", str(self.claude), "--layout", "claude", "--name", "claude", must=True)
         self._sync()
@@ -198,8 +219,14 @@ class EdgeModel(RuleBasedStateMachine):
 
     def _hermes(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Hermes's own ``skill_manage``, in its venv, on this example's Hermes home."""
-        proc = subprocess.run([str(SETUP["python"]), "-c", DRIVER], input=json.dumps(calls), text=True,
-                              capture_output=True, env=self.env, timeout=300)  # fmt: skip
+        proc = subprocess.run(
+            [str(SETUP["python"]), "-c", DRIVER],
+            input=json.dumps(calls),
+            text=True,
+            capture_output=True,
+            env=self.env,
+            timeout=300,
+        )
         if proc.returncode != 0 or "Traceback" in proc.stderr:
             self._fail(f"the Hermes driver failed ({proc.returncode}): {proc.stderr[-1500:]}")
             return [{"success": False}] * len(calls)
@@ -267,9 +294,17 @@ class EdgeModel(RuleBasedStateMachine):
             return
         folder = folders[key]
         tokens = [self._token() for _ in anchors]  # a patch at each anchor, a write_file where there is none
-        calls = [{"action": "patch", "name": folder.name, "old_string": a, "new_string": f"note {t}\n{a}"} if a else
-                 {"action": "write_file", "name": folder.name, "file_path": f"references/{t.strip('@')}.md",
-                  "file_content": f"{t}\n"} for t, a in zip(tokens, anchors, strict=True)]  # fmt: skip
+        calls = [
+            {"action": "patch", "name": folder.name, "old_string": a, "new_string": f"note {t}\n{a}"}
+            if a
+            else {
+                "action": "write_file",
+                "name": folder.name,
+                "file_path": f"references/{t.strip('@')}.md",
+                "file_content": f"{t}\n",
+            }
+            for t, a in zip(tokens, anchors, strict=True)
+        ]
         results: list[dict[str, Any]] = []
         if overlap:
             self._overlapping(lambda: results.extend(self._hermes(calls)), runtime=True)
@@ -364,8 +399,11 @@ class EdgeModel(RuleBasedStateMachine):
             ok, why = proc.returncode == 0, proc.stderr[-300:]
         else:
             assert self.mcp is not None
-            args = ({"action": "patch", "name": key, "old_string": anchor, "new_string": line} if anchor else
-                    {"action": "write_file", "name": key, "file_path": rel, "file_content": f"{token}\n"})  # fmt: skip
+            args = (
+                {"action": "patch", "name": key, "old_string": anchor, "new_string": line}
+                if anchor
+                else {"action": "write_file", "name": key, "file_path": rel, "file_content": f"{token}\n"}
+            )
             res = self.mcp.call("skill_manage", args)
             ok, why = bool(res.get("success")), json.dumps(res)[-300:]
             if "Traceback" in why or res.get("internal"):
@@ -394,8 +432,9 @@ class EdgeModel(RuleBasedStateMachine):
         side, key = c["target"] if take_target else "ledger", c["skill"]
         ours, theirs = _tokens(_head(self.brain).get(key, {})), _tokens(_files(self._copies(c["target"]).get(key)))
         if side != "ledger":  # the ledger's side, not taken: changed on purpose
-            self.excused.update({t: f"resolve {key} --take {side} at step {self.step}" for t in ours - theirs
-                                 if t not in self.excused})  # fmt: skip
+            self.excused.update(
+                {t: f"resolve {key} --take {side} at step {self.step}" for t in ours - theirs if t not in self.excused}
+            )
         rc, doc = self._json("skill", "resolve", key, "--take", side)
         STATS[f"resolve_take_{'ledger' if side == 'ledger' else 'target'}_exit_{rc}"] += 1
         if rc != 0:
@@ -410,15 +449,26 @@ class EdgeModel(RuleBasedStateMachine):
         head, status = _head(self.brain), self._json("status")[1]
         in_head = {key: _tokens(files) for key, files in head.items()}
         copies = {t: self._copies(t) for t in ("hermes", "claude")}
-        held = set().union(*(_tokens(_files(copies.get(c["target"], {}).get(c["skill"])))
-                             for c in status.get("sync_conflicts") or ()))  # fmt: skip
+        held = set().union(
+            *(_tokens(_files(copies.get(c["target"], {}).get(c["skill"]))) for c in status.get("sync_conflicts") or ())
+        )
         rescued = set().union(*(_tokens(_files(Path(r["path"]))) for r in status.get("sync_rescued") or ()))
         out: Counter[str] = Counter()
         for token, who, skill, step in (a for a in self.acks if a[3] < before):
             side = "ledger" if who in ("cli", "mcp") else "runtime"
-            where = ("changed_on_purpose" if token in self.excused else "in_head" if token in in_head.get(skill, ())
-                     else "lost" if side == "ledger" else "in_conflict" if token in held else "rescued"
-                     if token in rescued else "lost")  # fmt: skip
+            where = (
+                "changed_on_purpose"
+                if token in self.excused
+                else "in_head"
+                if token in in_head.get(skill, ())
+                else "lost"
+                if side == "ledger"
+                else "in_conflict"
+                if token in held
+                else "rescued"
+                if token in rescued
+                else "lost"
+            )
             if where == "lost":
                 self._fail(f"{who} write {token} on {skill} (step {step}) lost{' at teardown' * final}")
             out[f"{side}_{where}"] += 1
@@ -428,8 +478,9 @@ class EdgeModel(RuleBasedStateMachine):
         try:
             for _ in range(8):  # until quiet: a pass that records, projects, removes and keeps aside nothing
                 doc = self._sync()
-                if not any(t.get(k) for t in doc.get("targets", ()) for k in ("recorded", "projected", "removed",
-                                                                               "rescued")):  # fmt: skip
+                if not any(
+                    t.get(k) for t in doc.get("targets", ()) for k in ("recorded", "projected", "removed", "rescued")
+                ):
                     break
             else:
                 self._fail("ledger sync never settles")
@@ -452,9 +503,18 @@ def run(examples: int, steps: int, hermes_python: Path, keys: Path, *, seed: int
     STATS.clear()
     FAILURES.clear()
     SETUP.update(python=hermes_python, keys=keys)
-    test = get_state_machine_test(EdgeModel, settings=settings(
-        max_examples=examples, stateful_step_count=steps, deadline=None, database=None, derandomize=seed is None,
-        phases=(Phase.explicit, Phase.generate), suppress_health_check=list(HealthCheck)))  # fmt: skip
+    test = get_state_machine_test(
+        EdgeModel,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            database=None,
+            derandomize=seed is None,
+            phases=(Phase.explicit, Phase.generate),
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
     started = time.monotonic()
     (test if seed is None else hseed(seed)(test))()
     s = STATS
@@ -464,17 +524,23 @@ def run(examples: int, steps: int, hermes_python: Path, keys: Path, *, seed: int
 
     ack = {k: s[f"acknowledged_{k}"] for k in SIDES}
     return {
-        "examples": s["examples"], "steps": s["steps"], "seed": seed, "seconds": round(time.monotonic() - started, 1),
+        "examples": s["examples"],
+        "steps": s["steps"],
+        "seed": seed,
+        "seconds": round(time.monotonic() - started, 1),
         "acknowledged": {"ledger": ack["cli"] + ack["mcp"], "runtime": ack["hermes"] + ack["claude"], **ack},
         "not_acknowledged": {k: s[f"refused_{k}"] for k in SIDES},
         "ledger_writes": {k: s[f"ledger_{k}"] for k in ("in_head", "changed_on_purpose", "lost")},
-        "runtime_writes": {k: s[f"runtime_{k}"] for k in ("in_head", "in_conflict", "rescued", "changed_on_purpose",
-                                                          "lost")},
-        "rules": group("rule_"), "resolves": group("resolve_"), "hermes_home": group("hermes_"),
+        "runtime_writes": {
+            k: s[f"runtime_{k}"] for k in ("in_head", "in_conflict", "rescued", "changed_on_purpose", "lost")
+        },
+        "rules": group("rule_"),
+        "resolves": group("resolve_"),
+        "hermes_home": group("hermes_"),
         "syncs": {"runs": s["syncs"], **group("syncs_"), **group("sync_")},
-        "invariant_failures": s["invariant_failures"], "failures": [{**f, "steps": f["steps"][-30:]}
-                                                                    for f in FAILURES[:5]],
-    }  # fmt: skip
+        "invariant_failures": s["invariant_failures"],
+        "failures": [{**f, "steps": f["steps"][-30:]} for f in FAILURES[:5]],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

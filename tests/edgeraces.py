@@ -68,8 +68,12 @@ def _head_files(brain: Path) -> dict[str, bytes]:
     rels = sorted(ids)
     if not rels:
         return {}
-    out = subprocess.run(["git", "-C", str(brain), "cat-file", "--batch"], input=b"".join(ids[r].hex().encode()
-                         + b"\n" for r in rels), capture_output=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(brain), "cat-file", "--batch"],
+        input=b"".join(ids[r].hex().encode() + b"\n" for r in rels),
+        capture_output=True,
+        check=True,
+    ).stdout
     files: dict[str, bytes] = {}
     pos = 0
     for rel in rels:
@@ -92,8 +96,16 @@ def _lines(data: bytes | str | None) -> set[str]:
 def _setup(work: Path) -> tuple[Path, Path]:
     brain, target = work / "brain", work / "target"
     subprocess.run([LEDGER, "init", str(brain)], check=True, capture_output=True, env=_env())
-    made = run(brain, "skill", "create", SKILL, "--description", "one skill, edited at the edge", "--body",
-               f"# {SKILL}\n{END}\n{RUNTIME}\n")  # fmt: skip
+    made = run(
+        brain,
+        "skill",
+        "create",
+        SKILL,
+        "--description",
+        "one skill, edited at the edge",
+        "--body",
+        f"# {SKILL}\n{END}\n{RUNTIME}\n",
+    )
     assert made.returncode == 0, made.stderr
     linked = run(brain, "target", "add", str(target), "--name", "rt")
     assert linked.returncode == 0, linked.stderr
@@ -139,8 +151,7 @@ class _Log:
         self.crossed = 0
         self.crossed_markers: set[str] = set()  # runtime writes made across an exchange (a stale read)
 
-    def tried_one(self, who: str, kind: str, marker: str, ok: bool, commit: str | None = None,
-                  why: str = "") -> None:  # fmt: skip
+    def tried_one(self, who: str, kind: str, marker: str, ok: bool, commit: str | None = None, why: str = "") -> None:
         with self.lock:
             self.tried[who] += 1
             if ok:
@@ -178,8 +189,15 @@ def _mcp_writer(brain: Path, work: Path, w: int, ops: int, rng: random.Random, l
             if rng.random() < 0.5:
                 kind, args = "line", {"action": "patch", "name": SKILL, "old_string": END, "new_string": f"{m}\n{END}"}
             else:
-                kind, args = "file", {"action": "write_file", "name": SKILL, "file_path": f"references/{m}.md",
-                                      "file_content": f"{m}\n"}  # fmt: skip
+                kind, args = (
+                    "file",
+                    {
+                        "action": "write_file",
+                        "name": SKILL,
+                        "file_path": f"references/{m}.md",
+                        "file_content": f"{m}\n",
+                    },
+                )
             res = await mcp.call("skill_manage", args)
             ok = bool(res.get("success"))
             commit = (res.get("receipt") or {}).get("commit") if ok else None
@@ -195,8 +213,16 @@ def _mcp_writer(brain: Path, work: Path, w: int, ops: int, rng: random.Random, l
 # --------------------------------------------------------------------------- the run
 
 
-def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: int = 1, *,
-             mcp_ops: int | None = None, min_syncs: int = 3) -> dict[str, Any]:  # fmt: skip
+def edge_run(
+    workdir: Path,
+    cli_writers: int,
+    mcp_writers: int,
+    ops: int,
+    seed: int = 1,
+    *,
+    mcp_ops: int | None = None,
+    min_syncs: int = 3,
+) -> dict[str, Any]:
     """``cli_writers`` × ``ops`` CLI writes and ``mcp_writers`` × ``mcp_ops`` (default ``ops``) MCP writes on
     one skill linked into a target, while a runtime edits the target's copy and ``ledger sync`` loops (at
     least ``min_syncs`` times, however fast the writers finish).  Every thread it starts is stopped and
@@ -205,8 +231,16 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
     brain, target = _setup(workdir)
     log = _Log()
     done, enough = threading.Event(), threading.Event()
-    syncs: dict[str, Any] = {"runs": 0, "exit": Counter(), "recorded": 0, "projected": 0, "conflicts": 0,
-                             "rescued": 0, "tracebacks": 0, "unreadable": []}  # fmt: skip
+    syncs: dict[str, Any] = {
+        "runs": 0,
+        "exit": Counter(),
+        "recorded": 0,
+        "projected": 0,
+        "conflicts": 0,
+        "rescued": 0,
+        "tracebacks": 0,
+        "unreadable": [],
+    }
 
     def editor() -> None:
         rng = random.Random(seed * 1000 + 999)
@@ -227,11 +261,17 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
             if syncs["runs"] >= min_syncs:
                 enough.set()
 
-    threads = [threading.Thread(target=_cli_writer, args=(brain, workdir, w, ops, random.Random(seed * 1000 + w),
-                                                          log)) for w in range(cli_writers)]  # fmt: skip
-    threads += [threading.Thread(target=_mcp_writer, args=(brain, workdir, w, ops if mcp_ops is None else mcp_ops,
-                                                           random.Random(seed * 1000 + 500 + w), log))
-                for w in range(mcp_writers)]  # fmt: skip
+    threads = [
+        threading.Thread(target=_cli_writer, args=(brain, workdir, w, ops, random.Random(seed * 1000 + w), log))
+        for w in range(cli_writers)
+    ]
+    threads += [
+        threading.Thread(
+            target=_mcp_writer,
+            args=(brain, workdir, w, ops if mcp_ops is None else mcp_ops, random.Random(seed * 1000 + 500 + w), log),
+        )
+        for w in range(mcp_writers)
+    ]
     sides = [threading.Thread(target=editor), threading.Thread(target=syncer)]
     started = time.monotonic()
     try:
@@ -255,23 +295,41 @@ def edge_run(workdir: Path, cli_writers: int, mcp_writers: int, ops: int, seed: 
     res = _judge(brain, target, log)
     verify = run(brain, "verify")
     server_tracebacks = sum(p.read_text(errors="replace").count("Traceback") for p in workdir.glob("mcp-*.err"))
-    return {**res, "verify_ok": verify.returncode == 0,
-            "verify_problems": [x for x in verify.stdout.splitlines() if not x.startswith("OK")][:5],
-            "cli_writers": cli_writers, "mcp_writers": mcp_writers, "ops": ops,
-            "mcp_ops": ops if mcp_ops is None else mcp_ops, "seed": seed,
-            "syncs": {**syncs, "exit": dict(syncs["exit"]), "unreadable": syncs["unreadable"][:3]},
-            "settle_exits": settle, "settled": bool(settle) and settle[-1] == 0,
-            "refusals": log.refusals[:10], "refused": len(log.refusals),
-            "tracebacks": log.tracebacks, "server_tracebacks": server_tracebacks,
-            "seconds": round(writing, 1)}  # fmt: skip
+    return {
+        **res,
+        "verify_ok": verify.returncode == 0,
+        "verify_problems": [x for x in verify.stdout.splitlines() if not x.startswith("OK")][:5],
+        "cli_writers": cli_writers,
+        "mcp_writers": mcp_writers,
+        "ops": ops,
+        "mcp_ops": ops if mcp_ops is None else mcp_ops,
+        "seed": seed,
+        "syncs": {**syncs, "exit": dict(syncs["exit"]), "unreadable": syncs["unreadable"][:3]},
+        "settle_exits": settle,
+        "settled": bool(settle) and settle[-1] == 0,
+        "refusals": log.refusals[:10],
+        "refused": len(log.refusals),
+        "tracebacks": log.tracebacks,
+        "server_tracebacks": server_tracebacks,
+        "seconds": round(writing, 1),
+    }
 
 
 def _sync_once(brain: Path, syncs: dict[str, Any]) -> dict[str, Any]:
     head = _git(brain, "rev-parse", "--short", "main").strip()
     proc = run(brain, "sync", "--json")
     with open(brain.parent / "syncs.jsonl", "a") as fh:  # every report, with the head it started from
-        fh.write(json.dumps({"head_before": head, "rc": proc.returncode, "stdout": proc.stdout[-4000:],
-                             "stderr": proc.stderr[-1000:]}) + "\n")  # fmt: skip
+        fh.write(
+            json.dumps(
+                {
+                    "head_before": head,
+                    "rc": proc.returncode,
+                    "stdout": proc.stdout[-4000:],
+                    "stderr": proc.stderr[-1000:],
+                }
+            )
+            + "\n"
+        )
     syncs["runs"] += 1
     syncs["exit"][proc.returncode] += 1
     syncs["tracebacks"] += "Traceback" in proc.stderr
@@ -312,8 +370,9 @@ def _rescued_lines(brain: Path, target: Path) -> tuple[set[str], set[str]]:
 def _dropped_by(brain: Path) -> dict[tuple[str, str], str]:
     """(kind, marker) → the newest first-parent commit that removed it ("<sha> <subject>"), from plain git."""
     out: dict[tuple[str, str], str] = {}
-    log = _git(brain, "log", "--first-parent", "-p", "--unified=0", "--format=%x01%h %s", "main", "--",
-               f"skills/{SKILL}/")  # fmt: skip
+    log = _git(
+        brain, "log", "--first-parent", "-p", "--unified=0", "--format=%x01%h %s", "main", "--", f"skills/{SKILL}/"
+    )
     for chunk in log.split("\x01")[1:]:
         head, _, patch = chunk.partition("\n")
         gone = None
@@ -345,17 +404,24 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
         acks = [a for a in log.acks if a["who"] == who]
         lost = [a for a in acks if not in_files(a, files, md)]
         overwritten = [a for a in lost if a["commit"] in lineage]
-        out[who] = {"tried": log.tried[who], "acknowledged": len(acks), "present": len(acks) - len(lost),
-                    "lost": len(lost), "lost_overwritten": len(overwritten),
-                    "lost_orphaned": len(lost) - len(overwritten),
-                    "lost_lines": sum(a["kind"] == "line" for a in lost),
-                    "lost_files": sum(a["kind"] == "file" for a in lost)}  # fmt: skip
+        out[who] = {
+            "tried": log.tried[who],
+            "acknowledged": len(acks),
+            "present": len(acks) - len(lost),
+            "lost": len(lost),
+            "lost_overwritten": len(overwritten),
+            "lost_orphaned": len(lost) - len(overwritten),
+            "lost_lines": sum(a["kind"] == "line" for a in lost),
+            "lost_files": sum(a["kind"] == "file" for a in lost),
+        }
         for a in lost:
             by = dropped.get((a["kind"], a["marker"]), "")
             culprits[by.split(" ")[1] if by else "?"] += 1
-            lost_examples.append(f"{a['marker']} ({who} {a['kind']}) acknowledged in {str(a['commit'])[:12]}"
-                                 f"{'' if a in overwritten else ' (not in the lineage)'}"
-                                 f"{f', dropped by {by}' if by else ''}")  # fmt: skip
+            lost_examples.append(
+                f"{a['marker']} ({who} {a['kind']}) acknowledged in {str(a['commit'])[:12]}"
+                f"{'' if a in overwritten else ' (not in the lineage)'}"
+                f"{f', dropped by {by}' if by else ''}"
+            )
     status = run(brain, "status", "--json")
     try:
         st = json.loads(status.stdout)
@@ -387,20 +453,30 @@ def _judge(brain: Path, target: Path, log: _Log) -> dict[str, Any]:
     acked = out["cli"]["acknowledged"] + out["mcp"]["acknowledged"]
     lost_total = out["cli"]["lost"] + out["mcp"]["lost"]
     return {
-        "acknowledged": acked, "present": acked - lost_total, "lost": lost_total, "cli": out["cli"], "mcp": out["mcp"],
-        "lost_examples": lost_examples[:10], "lost_dropped_by": dict(culprits),
-        "runtime_tried": log.tried["runtime"], "runtime_acknowledged": rt["in_head"] + rt["in_conflict"]
-        + rt["rescued"] + rt["lost"],
-        "runtime_in_head": rt["in_head"], "runtime_in_conflict": rt["in_conflict"], "runtime_rescued": rt["rescued"],
+        "acknowledged": acked,
+        "present": acked - lost_total,
+        "lost": lost_total,
+        "cli": out["cli"],
+        "mcp": out["mcp"],
+        "lost_examples": lost_examples[:10],
+        "lost_dropped_by": dict(culprits),
+        "runtime_tried": log.tried["runtime"],
+        "runtime_acknowledged": rt["in_head"] + rt["in_conflict"] + rt["rescued"] + rt["lost"],
+        "runtime_in_head": rt["in_head"],
+        "runtime_in_conflict": rt["in_conflict"],
+        "runtime_rescued": rt["rescued"],
         "runtime_rescued_outside_conflict": rt["rescued_outside_conflict"],
-        "runtime_lost": rt["lost"], "runtime_lost_still_in_target": rt["lost_in_target"],
-        "runtime_lost_examples": rt_lost[:10], "runtime_crossed_exchange": log.crossed,
+        "runtime_lost": rt["lost"],
+        "runtime_lost_still_in_target": rt["lost_in_target"],
+        "runtime_lost_examples": rt_lost[:10],
+        "runtime_crossed_exchange": log.crossed,
         "runtime_lost_crossed": rt["lost_crossed"],
-        "conflict_left": conflicted, "sync_conflicts": (st.get("sync_conflicts") or [])[:3],
+        "conflict_left": conflicted,
+        "sync_conflicts": (st.get("sync_conflicts") or [])[:3],
         "stray_tmp_in_head": sorted(r for r in files if r.endswith(".tmp"))[:5],
         "staging_left": (target / ".ledger-staging").exists(),
         "head_commit": _git(brain, "rev-parse", "--short=12", "main").strip(),
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str]) -> int:

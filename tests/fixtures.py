@@ -36,11 +36,14 @@ def skill_tree(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
 
 def agentskills(root: Path, fillers: int = 0) -> Path:
     """A folder of agentskills skill folders; ``fillers`` adds plain skills (for throughput runs)."""
-    _put(root / "pdf" / "SKILL.md", (
-        "---\nname: pdf\ndescription: Fill, merge and extract PDF forms. Use when a task involves PDF files.\n"
-        "license: Proprietary. LICENSE.txt has complete terms\n---\n\n# PDF\n\nSee [forms](forms.md) and "
-        "[the API](reference/api.md). Run `scripts/fill.py`.\n"
-    ))  # fmt: skip
+    _put(
+        root / "pdf" / "SKILL.md",
+        (
+            "---\nname: pdf\ndescription: Fill, merge and extract PDF forms. Use when a task involves PDF files.\n"
+            "license: Proprietary. LICENSE.txt has complete terms\n---\n\n# PDF\n\nSee [forms](forms.md) and "
+            "[the API](reference/api.md). Run `scripts/fill.py`.\n"
+        ),
+    )
     _put(root / "pdf" / "LICENSE.txt", "All rights reserved.\n")
     _put(root / "pdf" / "forms.md", "# Forms\n\nFields are named.\n")
     _put(root / "pdf" / "reference" / "api.md", "# API\n\nmerge(a, b)\n")
@@ -52,11 +55,14 @@ def agentskills(root: Path, fillers: int = 0) -> Path:
     _put(root / "brand" / "SKILL.md", "---\nname: brand\ndescription: " + "Brand rules. " * 90 + "\n---\nBody.\n")
     _put(root / "huge" / "SKILL.md", "---\nname: huge\ndescription: A very large skill.\n---\n" + "x" * 149_950 + "\n")
     _put(root / "huge" / "reference" / "big.md", (b"line of reference text\n" * 95_000)[: 2 * 1024 * 1024])
-    _put(root / "crlf" / "SKILL.md", (
-        "---\r\n# a comment the ledger keeps\r\nname: crlf  # trailing comment\r\n"
-        "description: 'Windows line ends'  \r\n"
-        "metadata:\r\n  version: '7'   # imported as 7\r\n  author: someone\r\n---\r\nBody line\r\n"
-    ))  # fmt: skip
+    _put(
+        root / "crlf" / "SKILL.md",
+        (
+            "---\r\n# a comment the ledger keeps\r\nname: crlf  # trailing comment\r\n"
+            "description: 'Windows line ends'  \r\n"
+            "metadata:\r\n  version: '7'   # imported as 7\r\n  author: someone\r\n---\r\nBody line\r\n"
+        ),
+    )
     for i in range(fillers):
         name = f"filler-{i:04d}"
         _put(root / name / "SKILL.md", f"---\nname: {name}\ndescription: Filler skill {i}\n---\n" + "step\n" * 300)
@@ -67,19 +73,25 @@ def agentskills(root: Path, fillers: int = 0) -> Path:
 def hermes(root: Path) -> Path:
     """A Hermes skills tree: categories (with DESCRIPTION.md), a sub-category, a top-level skill."""
     _put(root / "software-development" / "DESCRIPTION.md", "Skills for writing and reviewing code.\n")
-    _put(root / "software-development" / "code-review" / "SKILL.md", (
-        "---\nname: code-review\ndescription: Review a diff for bugs, style and tests.\nversion: 1.2.0\n"
-        "author: Hermes Agent\nlicense: MIT\nplatforms: [linux, macos]\ndependencies: [git]\n"
-        "prerequisites:\n  commands: [git, rg]\n  env: []\nmetadata:\n  hermes:\n    tags: [review, quality]\n"
-        "    related_skills: [testing]\n---\n\n# Code review\n\n1. Read the diff.\n"
-    ))  # fmt: skip
+    _put(
+        root / "software-development" / "code-review" / "SKILL.md",
+        (
+            "---\nname: code-review\ndescription: Review a diff for bugs, style and tests.\nversion: 1.2.0\n"
+            "author: Hermes Agent\nlicense: MIT\nplatforms: [linux, macos]\ndependencies: [git]\n"
+            "prerequisites:\n  commands: [git, rg]\n  env: []\nmetadata:\n  hermes:\n    tags: [review, quality]\n"
+            "    related_skills: [testing]\n---\n\n# Code review\n\n1. Read the diff.\n"
+        ),
+    )
     _put(root / "software-development" / "code-review" / "templates" / "checklist.md", "- [ ] tests\n")
     _put(root / "research" / "DESCRIPTION.md", "Research skills.\n")
     _put(root / "research" / "arxiv" / "DESCRIPTION.md", "Papers from arXiv.\n")
-    _put(root / "research" / "arxiv" / "paper-search" / "SKILL.md", (
-        "---\nname: paper-search\ndescription: Find papers.\nversion: 0.3.1\nmetadata:\n  hermes:\n"
-        "    tags: [arxiv]\n---\nSearch.\n"
-    ))  # fmt: skip
+    _put(
+        root / "research" / "arxiv" / "paper-search" / "SKILL.md",
+        (
+            "---\nname: paper-search\ndescription: Find papers.\nversion: 0.3.1\nmetadata:\n  hermes:\n"
+            "    tags: [arxiv]\n---\nSearch.\n"
+        ),
+    )
     _put(root / "plan" / "SKILL.md", "---\nname: plan\ndescription: Plan a task.\ntags: [planning]\n---\nPlan.\n")
     return root
 
@@ -105,6 +117,10 @@ def publish_index(site: Path, name: str, files: dict[str, bytes], index_name: st
         (base / name / rel).write_bytes(data)
         digests[rel] = hashlib.sha256(data).hexdigest()
     manifest = b"".join(f"{p}\0{h}\n".encode() for p, h in sorted(digests.items()))
-    entry = {"name": index_name or name, "description": "d", "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
-             "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()]}  # fmt: skip
+    entry = {
+        "name": index_name or name,
+        "description": "d",
+        "digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+        "files": [{"path": p, "digest": f"sha256:{h}"} for p, h in digests.items()],
+    }
     (base / "index.json").write_text(json.dumps({"version": "0.2.0", "skills": [entry]}))

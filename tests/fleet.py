@@ -76,8 +76,13 @@ class Machine:
     def ledger(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
         return self.cli("--brain", str(self.brain), *args, timeout=timeout, check=check)
 
-    def cli(self, *args: str, timeout: float = 300, check: bool = False, input: str | None = None,
-            ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    def cli(
+        self,
+        *args: str,
+        timeout: float = 300,
+        check: bool = False,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """``ledger ARGS`` on this machine (its keys, keystore and home), in its own process group."""
         proc = self.children.run([LEDGER, *args], env=self.env, timeout=timeout, input=input)
         if check and proc.returncode != 0:
@@ -87,8 +92,12 @@ class Machine:
     def start_loop(self) -> None:
         if self.loop is None or self.loop.poll() is not None:
             with open(self.root / "loop.log", "ab") as log:  # the child has its own copy of the descriptor
-                self.loop = self.children.popen([LEDGER, "--brain", str(self.brain), "sync", "--watch", "--poll",
-                                                 "1"], stdout=log, stderr=log, env=self.env)  # fmt: skip
+                self.loop = self.children.popen(
+                    [LEDGER, "--brain", str(self.brain), "sync", "--watch", "--poll", "1"],
+                    stdout=log,
+                    stderr=log,
+                    env=self.env,
+                )
 
     def kill_loop(self) -> None:
         """SIGKILL the loop wherever it is, with every git process it started (its whole group)."""
@@ -115,8 +124,9 @@ def _point(link: Path, to: str) -> None:
     os.replace(tmp, link)
 
 
-def setup(work: Path, machines: int, node_url: str, children: procs.Children | None = None,
-          run: str | None = None) -> tuple[list[Machine], dict[str, Any]]:  # fmt: skip
+def setup(
+    work: Path, machines: int, node_url: str, children: procs.Children | None = None, run: str | None = None
+) -> tuple[list[Machine], dict[str, Any]]:
     """Machine 0 founds the brain, deploys and registers; every other machine clones it, and its keys are
     trusted (signing) and authorized (committing) by the founder.
 
@@ -133,8 +143,13 @@ def setup(work: Path, machines: int, node_url: str, children: procs.Children | N
     for k in range(machines):
         root = work / f"m{k}"
         root.mkdir(parents=True)
-        env = _env(LEDGER_KEYS=str(root / "keys"), LEDGER_KEYSTORE=str(root / "keystore"),
-                   LEDGER_KEY_PASSWORD=PASSWORD, HOME=str(root), **{procs.RUN: run})  # fmt: skip
+        env = _env(
+            LEDGER_KEYS=str(root / "keys"),
+            LEDGER_KEYSTORE=str(root / "keystore"),
+            LEDGER_KEY_PASSWORD=PASSWORD,
+            HOME=str(root),
+            **{procs.RUN: run},
+        )
         ms.append(Machine(k, root, str(link), env, children))
     m0 = ms[0]
     m0.cli("init", str(m0.brain), check=True)
@@ -220,8 +235,12 @@ def _mcp_writer(m: Machine, w: int, writes: int, rng: random.Random, stop: threa
                         skill = rng.choice(SHARED)
                         rel = f"references/m{m.k}-w{w}.md"
                         new = [*lines.get(skill, []), tag]
-                        args = {"action": "write_file", "name": skill, "file_path": rel,
-                                "file_content": "".join(x + "\n" for x in new)}  # fmt: skip
+                        args = {
+                            "action": "write_file",
+                            "name": skill,
+                            "file_path": rel,
+                            "file_content": "".join(x + "\n" for x in new),
+                        }
                         kind = "append"
                     result = await s.call_tool("skill_manage", args)
                     out = result.structured_content or {}
@@ -245,14 +264,37 @@ def _writer(fn: Any, m: Machine, w: int, writes: int, rng: random.Random, stop: 
             raise
 
 
-def fleet_run(work: Path, node_url: str, *, machines: int = 8, writers: int = 4, writes: int = 100, seed: int = 1,
-              faults: bool = True, log: Any = None, quiet_timeout: float = 900) -> dict[str, Any]:  # fmt: skip
+def fleet_run(
+    work: Path,
+    node_url: str,
+    *,
+    machines: int = 8,
+    writers: int = 4,
+    writes: int = 100,
+    seed: int = 1,
+    faults: bool = True,
+    log: Any = None,
+    quiet_timeout: float = 900,
+) -> dict[str, Any]:
     """One run; every process it started is stopped before it returns or raises (:func:`_stop`)."""
     children, run, stop = procs.Children(), procs.new_mark(), threading.Event()
     threads: list[threading.Thread] = []
     try:
-        return _fleet_run(work, node_url, children, run, stop, threads, machines=machines, writers=writers,
-                          writes=writes, seed=seed, faults=faults, log=log, quiet_timeout=quiet_timeout)  # fmt: skip
+        return _fleet_run(
+            work,
+            node_url,
+            children,
+            run,
+            stop,
+            threads,
+            machines=machines,
+            writers=writers,
+            writes=writes,
+            seed=seed,
+            faults=faults,
+            log=log,
+            quiet_timeout=quiet_timeout,
+        )
     finally:
         _stop(children, run, stop, threads)
 
@@ -269,9 +311,22 @@ def _stop(children: procs.Children, run: str, stop: threading.Event, threads: li
     procs.reap(procs.RUN, run)  # anything a writer's last call started meanwhile
 
 
-def _fleet_run(work: Path, node_url: str, children: procs.Children, run: str, stop: threading.Event,
-               threads: list[threading.Thread], *, machines: int, writers: int, writes: int, seed: int, faults: bool,
-               log: Any, quiet_timeout: float) -> dict[str, Any]:  # fmt: skip
+def _fleet_run(
+    work: Path,
+    node_url: str,
+    children: procs.Children,
+    run: str,
+    stop: threading.Event,
+    threads: list[threading.Thread],
+    *,
+    machines: int,
+    writers: int,
+    writes: int,
+    seed: int,
+    faults: bool,
+    log: Any,
+    quiet_timeout: float,
+) -> dict[str, Any]:
     say = log or (lambda _m: None)
     rng = random.Random(seed)
     t0 = time.monotonic()
@@ -282,8 +337,9 @@ def _fleet_run(work: Path, node_url: str, children: procs.Children, run: str, st
         m.start_loop()
         for w in range(writers):
             fn = _mcp_writer if w % 2 else _cli_writer
-            t = threading.Thread(target=_writer, args=(fn, m, w, writes, random.Random(rng.random()), stop),
-                                 daemon=True)  # fmt: skip
+            t = threading.Thread(
+                target=_writer, args=(fn, m, w, writes, random.Random(rng.random()), stop), daemon=True
+            )
             threads.append(t)
             t.start()
     counts = {"remote_outages": 0, "loop_kills": 0, "simultaneous_syncs": 0, "oneshot_kills": 0, "long_offline": 0}
@@ -332,8 +388,12 @@ def _fleet_run(work: Path, node_url: str, children: procs.Children, run: str, st
                 m.down_until = now + rng.uniform(0.5, 3.0)
         elif roll < 0.5 and len(oneshots) < 4:
             for x in rng.sample(ms, 2):  # two machines sync, push and commit at once
-                p = children.popen([LEDGER, "--brain", str(x.brain), "sync"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, env=x.env)  # fmt: skip
+                p = children.popen(
+                    [LEDGER, "--brain", str(x.brain), "sync"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=x.env,
+                )
                 oneshots.append((p, now + rng.uniform(0.2, 3.0) if rng.random() < 0.5 else float("inf")))
             counts["simultaneous_syncs"] += 1
     for p, _ in oneshots:
@@ -356,15 +416,23 @@ def _fleet_run(work: Path, node_url: str, children: procs.Children, run: str, st
     result["busy_syncs"] = logs.count("kept moving")  # a sync whose every compare-and-swap lost (8 rounds)
     result["offline_syncs"] = len(re.findall(r"remote\s+offline", logs))  # "remote    offline: ..."
     result["mainline_per_second"] = round(result["mainline"] / max(write_seconds, 1e-9), 2)
-    result.update(counts, machines=machines, writers=writers, writes_per_writer=writes, seed=seed,
-                  write_seconds=round(write_seconds, 1), converged=converged,
-                  converge_seconds=round(converge_seconds, 1))  # fmt: skip
+    result.update(
+        counts,
+        machines=machines,
+        writers=writers,
+        writes_per_writer=writes,
+        seed=seed,
+        write_seconds=round(write_seconds, 1),
+        converged=converged,
+        converge_seconds=round(converge_seconds, 1),
+    )
     return result
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={repo}", *args], check=True, capture_output=True, text=True,
-                          timeout=600).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", f"--git-dir={repo}", *args], check=True, capture_output=True, text=True, timeout=600
+    ).stdout
 
 
 def _converge(ms: list[Machine], remote: Path, chain: dict[str, Any], timeout: float) -> bool:
@@ -414,22 +482,47 @@ def check(ms: list[Machine], remote: Path, chain: dict[str, Any]) -> dict[str, A
             elif f"hot: {a['tag']}" not in history:
                 lost.append(a["tag"])
         repeats = _mainline_repeats(s, bytes.fromhex(head))
-    audit = subprocess.run([LEDGER, "audit", f"file://{remote}", "--rpc", chain["rpc"], "--registry",
-                            chain["registry"], "--agent", str(chain["agent_id"]), "--require-signatures",
-                            "--json"], capture_output=True, text=True, env=_env(), timeout=1800)  # fmt: skip
+    audit = subprocess.run(
+        [
+            LEDGER,
+            "audit",
+            f"file://{remote}",
+            "--rpc",
+            chain["rpc"],
+            "--registry",
+            chain["registry"],
+            "--agent",
+            str(chain["agent_id"]),
+            "--require-signatures",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=1800,
+    )
     report = json.loads(audit.stdout) if audit.stdout.strip().startswith("{") else {"checks": {}}
     failed = {n: c.get("summary") for n, c in report.get("checks", {}).items() if not c.get("ok", True)}
     txs, gas, events = _chain_costs(chain)
     n = len(acks)
     return {
-        "acknowledged": n, "lost": len(lost), "lost_sample": lost[:10], "in_conflict": in_conflict,
-        "conflicts": conflicts, "conflicts_per_1000": round(1000 * conflicts / max(1, n), 1),
-        "version_repeats_on_mainline": repeats, "audit_ok": audit.returncode == 0, "audit_failed": failed,
-        "transactions": txs, "transactions_per_1000": round(1000 * txs / max(1, n), 1), "roots_anchored": events,
-        "gas": gas, "mainline": int(_git(remote, "rev-list", "--first-parent", "--count", "main")),
+        "acknowledged": n,
+        "lost": len(lost),
+        "lost_sample": lost[:10],
+        "in_conflict": in_conflict,
+        "conflicts": conflicts,
+        "conflicts_per_1000": round(1000 * conflicts / max(1, n), 1),
+        "version_repeats_on_mainline": repeats,
+        "audit_ok": audit.returncode == 0,
+        "audit_failed": failed,
+        "transactions": txs,
+        "transactions_per_1000": round(1000 * txs / max(1, n), 1),
+        "roots_anchored": events,
+        "gas": gas,
+        "mainline": int(_git(remote, "rev-list", "--first-parent", "--count", "main")),
         "snapshots": int(_git(remote, "rev-list", "--count", "main")),
         "merges": int(_git(remote, "rev-list", "--merges", "--count", "main")),
-    }  # fmt: skip
+    }
 
 
 def _mainline_repeats(s: Any, head: bytes) -> int:
@@ -480,9 +573,16 @@ def main(argv: list[str]) -> int:
         node = anvil.start(work / "anvil", persist=False, lifetime=7200)
         try:
             t0 = time.monotonic()
-            res = fleet_run(work / "fleet", node.url, machines=args.machines, writers=args.writers,
-                            writes=args.writes, seed=args.seed, faults=not args.no_faults,
-                            log=lambda msg: print(msg, file=sys.stderr, flush=True))  # fmt: skip
+            res = fleet_run(
+                work / "fleet",
+                node.url,
+                machines=args.machines,
+                writers=args.writers,
+                writes=args.writes,
+                seed=args.seed,
+                faults=not args.no_faults,
+                log=lambda msg: print(msg, file=sys.stderr, flush=True),
+            )
             res["seconds"] = round(time.monotonic() - t0, 1)
             print(json.dumps({"fleet": res}, indent=2), flush=True)
         finally:

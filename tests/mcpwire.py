@@ -27,9 +27,13 @@ class RawMcp:
     def __init__(self, brain: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
         self.proc = subprocess.Popen(
-            [LEDGER, "--brain", str(brain), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, start_new_session=True,
-        )  # fmt: skip
+            [LEDGER, "--brain", str(brain), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
         self._buf = b""
         self.next_id = 1000
 
@@ -91,8 +95,14 @@ class RawMcp:
     def initialize(self) -> dict[str, Any]:
         from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-        got = self.request("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
-                                          "clientInfo": {"name": "raw", "version": "0"}})  # fmt: skip
+        got = self.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
         assert got is not None and "result" in got, got
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return got["result"]
@@ -102,10 +112,35 @@ class RawMcp:
 
 _TOOLS = ["skills_list", "skill_view", "skill_manage", "skill_history", "skill_diff", "nosuch", ""]
 _ACTIONS = ["create", "edit", "patch", "delete", "write_file", "remove_file", "revert", "nuke", ""]
-_KEYS = ["name", "content", "old_string", "new_string", "replace_all", "file_path", "file_content", "version",
-         "force", "from", "to", "action", "evil", "__proto__", ""]  # fmt: skip
-_PATHS = ["references/a.md", "../../outside.md", "/etc/passwd", "references/../../x", "scripts/x.sh", "",
-          "references/" + "a" * 300, "references/\x00.md", "SKILL.md", "assets/\u202e.md"]  # fmt: skip
+_KEYS = [
+    "name",
+    "content",
+    "old_string",
+    "new_string",
+    "replace_all",
+    "file_path",
+    "file_content",
+    "version",
+    "force",
+    "from",
+    "to",
+    "action",
+    "evil",
+    "__proto__",
+    "",
+]
+_PATHS = [
+    "references/a.md",
+    "../../outside.md",
+    "/etc/passwd",
+    "references/../../x",
+    "scripts/x.sh",
+    "",
+    "references/" + "a" * 300,
+    "references/\x00.md",
+    "SKILL.md",
+    "assets/\u202e.md",
+]
 
 
 def _value(rng: random.Random, depth: int = 0) -> Any:
@@ -140,9 +175,12 @@ def _plausible(rng: random.Random) -> dict[str, Any]:
         args["content"] = skill_md
         args["force"] = action == "create" or None
     elif action == "patch":
-        args.update(old_string=rng.choice(["<!-- end -->", "step", "missing"]),
-                    new_string=f"x{rng.random()} <!-- end -->", replace_all=rng.random() < 0.5,
-                    file_path=rng.choice([None, None, "references/a.md"]))
+        args.update(
+            old_string=rng.choice(["<!-- end -->", "step", "missing"]),
+            new_string=f"x{rng.random()} <!-- end -->",
+            replace_all=rng.random() < 0.5,
+            file_path=rng.choice([None, None, "references/a.md"]),
+        )
     elif action in ("write_file", "remove_file"):
         args["file_path"] = rng.choice(_PATHS[:3])
         if action == "write_file":
@@ -150,8 +188,10 @@ def _plausible(rng: random.Random) -> dict[str, Any]:
     elif action == "revert":
         args["version"] = rng.randrange(1, 6)
     if rng.random() < 0.3:
-        return {"name": rng.choice(["skill_view", "skills_list", "skill_history", "skill_diff"]),
-                "arguments": {"name": name} if rng.random() < 0.5 else {"name": name, "from": 1, "to": 2}}
+        return {
+            "name": rng.choice(["skill_view", "skills_list", "skill_history", "skill_diff"]),
+            "arguments": {"name": name} if rng.random() < 0.5 else {"name": name, "from": 1, "to": 2},
+        }
     return {"name": "skill_manage", "arguments": {k: v for k, v in args.items() if v is not None}}
 
 
@@ -163,26 +203,43 @@ def fuzz_message(rng: random.Random, ident: int) -> tuple[bytes, bool]:
     if kind == 1:  # deep nesting in the arguments
         depth = rng.choice([70, 1000, 5000])
         args = b'{"name": ' + b"[" * depth + b"]" * depth + b"}"
-        return (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "skill_view", '
-                b'"arguments": %s}}' % (ident, args)), True  # fmt: skip
+        return (
+            b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "skill_view", '
+            b'"arguments": %s}}' % (ident, args)
+        ), True
     if kind == 2:  # a lone surrogate
-        return (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "skill_view", '
-                b'"arguments": {"name": "\\ud800"}}}' % ident), True  # fmt: skip
+        return (
+            b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "skill_view", '
+            b'"arguments": {"name": "\\ud800"}}}' % ident
+        ), True
     if kind == 3:  # a notification: never answered
-        return json.dumps({"jsonrpc": "2.0", "method": rng.choice(["notifications/x", "tools/call"]),
-                           "params": _value(rng)}).encode(), False  # fmt: skip
+        return json.dumps(
+            {"jsonrpc": "2.0", "method": rng.choice(["notifications/x", "tools/call"]), "params": _value(rng)}
+        ).encode(), False
     if kind == 4:  # a batch, or a bare value
         batch = [{"jsonrpc": "2.0", "id": ident, "method": "ping"}]
         return json.dumps(rng.choice([batch, 3, "x", None])).encode(), True
     if kind == 5:  # a malformed envelope
-        doc: dict[str, Any] = {"jsonrpc": rng.choice(["2.0", "1.0", 2]), "id": ident, "method": rng.choice(
-            ["tools/call", "tools/list", "nosuch/method", "resources/read", 7])}
+        doc: dict[str, Any] = {
+            "jsonrpc": rng.choice(["2.0", "1.0", 2]),
+            "id": ident,
+            "method": rng.choice(["tools/call", "tools/list", "nosuch/method", "resources/read", 7]),
+        }
         if rng.random() < 0.7:
             doc["params"] = _value(rng)
         return json.dumps(doc).encode(), doc["jsonrpc"] == "2.0" and isinstance(doc["method"], str)
     if kind in (6, 7):
-        uri = rng.choice(["ledger://index", "ledger://skill/fz", "ledger://skill/nosuch", "ledger://skill/../x",
-                          "file:///etc/passwd", "ledger://skill/" + "a" * 500, "x"])  # fmt: skip
+        uri = rng.choice(
+            [
+                "ledger://index",
+                "ledger://skill/fz",
+                "ledger://skill/nosuch",
+                "ledger://skill/../x",
+                "file:///etc/passwd",
+                "ledger://skill/" + "a" * 500,
+                "x",
+            ]
+        )
         doc = {"jsonrpc": "2.0", "id": ident, "method": "resources/read", "params": {"uri": uri}}
         return json.dumps(doc).encode(), True
     if kind in (8, 9, 10, 11, 12, 13):  # well formed: reaches the write path and the reads
@@ -259,9 +316,16 @@ def fuzz(brain: Path, count: int, seed: int = 1, restart_every: int = 2000) -> d
     finally:
         stderr = server.close()
     outside = sorted(set(_listing(brain.parent, skip=brain).items()) ^ set(around.items()))
-    return {"writes_outside": [p for p, _ in outside][:10],
-            "messages": sent, "answered": answered, "unanswered": unanswered, "crashes": crashes,
-            "tracebacks": stderr.count("Traceback"), "internal_errors": internal, "examples": examples}  # fmt: skip
+    return {
+        "writes_outside": [p for p, _ in outside][:10],
+        "messages": sent,
+        "answered": answered,
+        "unanswered": unanswered,
+        "crashes": crashes,
+        "tracebacks": stderr.count("Traceback"),
+        "internal_errors": internal,
+        "examples": examples,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -280,10 +344,12 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         report = fuzz(brain, args.messages, args.seed)
         verify = subprocess.run([LEDGER, "--brain", str(brain), "verify"], capture_output=True, text=True)
-        commits = subprocess.run(["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True,
-                                 text=True).stdout.strip()  # fmt: skip
-        report.update(verify_ok=verify.returncode == 0, snapshots=int(commits or 0),
-                      seconds=round(time.monotonic() - started, 1))  # fmt: skip
+        commits = subprocess.run(
+            ["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True, text=True
+        ).stdout.strip()
+        report.update(
+            verify_ok=verify.returncode == 0, snapshots=int(commits or 0), seconds=round(time.monotonic() - started, 1)
+        )
     print(json.dumps(report, indent=2))
     bad = report["unanswered"] or report["crashes"] or report["tracebacks"] or report["internal_errors"]
     return 1 if bad or report["writes_outside"] or not report["verify_ok"] else 0

@@ -35,14 +35,28 @@ from typing import Any
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 SKILL = "shared"
 END, TAIL = "<!-- end -->", "<!-- tail -->"
-KINDS = ("cli-patch", "cli-write-file", "mcp-patch", "mcp-patch-all", "mcp-edit", "mcp-write-file", "apply",
-         "import", "revert", "api-patch", "api-patch-all", "tools-patch-all")  # fmt: skip
+KINDS = (
+    "cli-patch",
+    "cli-write-file",
+    "mcp-patch",
+    "mcp-patch-all",
+    "mcp-edit",
+    "mcp-write-file",
+    "apply",
+    "import",
+    "revert",
+    "api-patch",
+    "api-patch-all",
+    "tools-patch-all",
+)
 _COUNTER = re.compile(r"^(\s*version: )'?\d+'?$", re.M)
 
 
 def _skill_md(body: str) -> str:
-    return (f"---\nname: {SKILL}\ndescription: one skill, every surface\nmetadata:\n  version: '1'\n---\n"
-            f"# {SKILL}\n{TAIL} first\n{body}{END}\n{TAIL} second\n")  # fmt: skip
+    return (
+        f"---\nname: {SKILL}\ndescription: one skill, every surface\nmetadata:\n  version: '1'\n---\n"
+        f"# {SKILL}\n{TAIL} first\n{body}{END}\n{TAIL} second\n"
+    )
 
 
 def _env() -> dict[str, str]:
@@ -52,8 +66,9 @@ def _env() -> dict[str, str]:
 
 
 def _cli(brain: Path, *args: str) -> tuple[int, str, str]:
-    proc = subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, text=True, env=_env(),
-                          timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [LEDGER, "--brain", str(brain), *args], capture_output=True, text=True, env=_env(), timeout=600
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -80,8 +95,9 @@ class _Mcp:
         return result.structured_content or {"success": False, "error": "no structured content"}
 
 
-def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int = 2,
-              kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:  # fmt: skip
+def mixed_run(
+    workdir: Path, writers: int, ops: int, seed: int = 1, readers: int = 2, kinds: tuple[str, ...] = KINDS
+) -> dict[str, Any]:
     from ledger.brain import Brain
 
     brain = workdir / "brain"
@@ -116,8 +132,11 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                     args = ["skill", "write-file", SKILL, f"references/{m}.md", "--from", str(tmp), "--json"]
                 elif kind == "apply":
                     rel = f"templates/{m}.md"
-                    tmp.write_text(json.dumps({"summary": m, "operation_type": "revise",
-                                               "upsert_files": {f"{SKILL}/{rel}": f"{m}\n"}}))  # fmt: skip
+                    tmp.write_text(
+                        json.dumps(
+                            {"summary": m, "operation_type": "revise", "upsert_files": {f"{SKILL}/{rel}": f"{m}\n"}}
+                        )
+                    )
                     entry["args"] = {"rel": rel, "data": f"{m}\n"}
                     args = ["skill", "apply", str(tmp), "--json"]
                 elif kind == "import":
@@ -144,18 +163,33 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
             elif kind.startswith("mcp-"):
                 if kind == "mcp-patch":
                     entry["args"] = {"old": END, "new": f"{m}\n{END}"}
-                    res = await mcp.call("skill_manage", {"action": "patch", "name": SKILL, "old_string": END,
-                                                          "new_string": f"{m}\n{END}"})  # fmt: skip
+                    res = await mcp.call(
+                        "skill_manage",
+                        {"action": "patch", "name": SKILL, "old_string": END, "new_string": f"{m}\n{END}"},
+                    )
                 elif kind == "mcp-patch-all":
                     entry["args"] = {"old": TAIL, "new": f"{m} {TAIL}", "all": True}
-                    res = await mcp.call("skill_manage", {"action": "patch", "name": SKILL, "old_string": TAIL,
-                                                          "new_string": f"{m} {TAIL}",
-                                                          "replace_all": True})  # fmt: skip
+                    res = await mcp.call(
+                        "skill_manage",
+                        {
+                            "action": "patch",
+                            "name": SKILL,
+                            "old_string": TAIL,
+                            "new_string": f"{m} {TAIL}",
+                            "replace_all": True,
+                        },
+                    )
                 elif kind == "mcp-write-file":
                     entry["args"] = {"rel": f"references/{m}.md", "data": f"{m}\n"}
-                    res = await mcp.call("skill_manage", {"action": "write_file", "name": SKILL,
-                                                          "file_path": f"references/{m}.md",
-                                                          "file_content": f"{m}\n"})  # fmt: skip
+                    res = await mcp.call(
+                        "skill_manage",
+                        {
+                            "action": "write_file",
+                            "name": SKILL,
+                            "file_path": f"references/{m}.md",
+                            "file_content": f"{m}\n",
+                        },
+                    )
                 else:  # edit: a whole new SKILL.md, written from what the agent last viewed
                     view = await mcp.call("skill_view", {"name": SKILL})
                     text = view["content"].replace(END, f"edited {m}\n{END}")
@@ -170,9 +204,17 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
                 from ledger.agent.tools import SkillTools
 
                 entry["args"] = {"old": TAIL, "new": f"{m} {TAIL}", "all": True}
-                res = await asyncio.to_thread(SkillTools(api).call, "skill_manage", {
-                    "action": "patch", "name": SKILL, "old_string": TAIL, "new_string": f"{m} {TAIL}",
-                    "replace_all": True})  # fmt: skip
+                res = await asyncio.to_thread(
+                    SkillTools(api).call,
+                    "skill_manage",
+                    {
+                        "action": "patch",
+                        "name": SKILL,
+                        "old_string": TAIL,
+                        "new_string": f"{m} {TAIL}",
+                        "replace_all": True,
+                    },
+                )
                 entry["rc"] = 0 if res.get("success") else 1
                 entry["stderr"] = "" if res.get("success") else json.dumps(res)[:400]
                 out = res.get("receipt") if res.get("success") else None
@@ -237,9 +279,15 @@ def mixed_run(workdir: Path, writers: int, ops: int, seed: int = 1, readers: int
         done.set()  # readers stop even when a writer thread could not be joined
         api.close()
     server_tracebacks = sum(p.read_text(errors="replace").count("Traceback") for p in workdir.glob("mcp-*.err"))
-    return {**_judge(brain, log), "writers": writers, "ops": ops, "reader_runs": reader_runs,
-            "reader_failures": reader_failures[:10], "server_tracebacks": server_tracebacks,
-            "seconds": round(elapsed, 1)}  # fmt: skip
+    return {
+        **_judge(brain, log),
+        "writers": writers,
+        "ops": ops,
+        "reader_runs": reader_runs,
+        "reader_failures": reader_failures[:10],
+        "server_tracebacks": server_tracebacks,
+        "seconds": round(elapsed, 1),
+    }
 
 
 # --------------------------------------------------------------------------- judging, from plain git
@@ -273,8 +321,9 @@ class _Blobs:
 
     def __init__(self, brain: Path) -> None:
         self.brain = brain
-        self.proc = subprocess.Popen(["git", "-C", str(brain), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE)  # fmt: skip
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(brain), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
 
     def blob(self, sha: str) -> bytes:
         self.proc.stdin.write(sha.encode() + b"\n")  # type: ignore[union-attr]
@@ -340,8 +389,10 @@ def _judge(brain: Path, log: list[dict[str, Any]]) -> dict[str, Any]:
     try:
         for e in acked:
             if versions.get(e["version"]) != e["commit"]:
-                lost.append(f"{e['marker']} ({e['kind']}): acknowledged as v{e['version']} {e['commit'][:12]}, "
-                            f"which the lineage does not hold")  # fmt: skip
+                lost.append(
+                    f"{e['marker']} ({e['kind']}): acknowledged as v{e['version']} {e['commit'][:12]}, "
+                    f"which the lineage does not hold"
+                )
                 continue
             if e["version"] < 2:
                 continue
@@ -352,8 +403,10 @@ def _judge(brain: Path, log: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             if want != at(e["version"]):
                 diff = sorted(k for k in set(want) | set(at(e["version"])) if want.get(k) != at(e["version"]).get(k))
-                stale.append(f"{e['marker']} ({e['kind']}) v{e['version']}: not its operation on v{e['version'] - 1}"
-                             f" (differs in {diff[:3]})")  # fmt: skip
+                stale.append(
+                    f"{e['marker']} ({e['kind']}) v{e['version']}: not its operation on v{e['version'] - 1}"
+                    f" (differs in {diff[:3]})"
+                )
     finally:
         blobs.close()
     verify = subprocess.run([LEDGER, "--brain", str(brain), "verify"], capture_output=True, text=True, env=_env())

@@ -97,8 +97,13 @@ def in_process(pid: int, cmd: str) -> bool:
     return parent == os.getpid() and " cat-file " in f" {cmd} "
 
 
-def reap(name: str, value: str, *, wait: float = 10.0, spare: Callable[[int, str], bool] | None = None,
-         ) -> list[tuple[int, str]]:
+def reap(
+    name: str,
+    value: str,
+    *,
+    wait: float = 10.0,
+    spare: Callable[[int, str], bool] | None = None,
+) -> list[tuple[int, str]]:
     """SIGKILL every live process carrying ``name=value`` (but those ``spare`` keeps) and wait (bounded) until
     none is left; what was killed."""
     killed: dict[int, str] = {}
@@ -136,11 +141,23 @@ class Children:
             self._live.add(proc)
             return proc
 
-    def run(self, argv: list[str], *, timeout: float, input: str | None = None, **kw: Any,
-            ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        input: str | None = None,
+        **kw: Any,
+    ) -> subprocess.CompletedProcess[str]:
         """As ``subprocess.run(capture_output=True, text=True)``, in its own group, killed whole on a timeout."""
-        proc = self.popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)  # fmt: skip
+        proc = self.popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kw,
+        )
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except BaseException:

@@ -40,9 +40,13 @@ def listed_skills(messages: list[Message]) -> list[str]:
 
 
 def _tool_call(name: str, arguments: dict[str, Any], n: int) -> Message:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": f"call_{n}", "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}  # fmt: skip
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 def _called(messages: list[Message], tool_message: Message) -> str:
@@ -134,8 +138,9 @@ class ScriptedModel:
         assistant turn begins a conversation; any other continues the latest with the same opening two
         messages (system and user)."""
         with self._lock:
-            pairs = [(r.get("messages") or [], u["total_tokens"]) for r, u in zip(self.requests, self.usage,
-                                                                                   strict=True)]  # fmt: skip
+            pairs = [
+                (r.get("messages") or [], u["total_tokens"]) for r, u in zip(self.requests, self.usage, strict=True)
+            ]
         out: list[tuple[list[Message], int]] = []
         for messages, tokens in pairs:
             opening = messages[:2]
@@ -154,8 +159,11 @@ class ScriptedModel:
         """Every tool call the model made, as the runtime sent them back, in order."""
         with self._lock:
             last = self.requests[-1]["messages"] if self.requests else []
-        return [(c["function"]["name"], json.loads(c["function"]["arguments"]))
-                for m in last for c in m.get("tool_calls") or ()]  # fmt: skip
+        return [
+            (c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for m in last
+            for c in m.get("tool_calls") or ()
+        ]
 
 
 def _handler(model: ScriptedModel) -> type[http.server.BaseHTTPRequestHandler]:
@@ -194,21 +202,30 @@ def _handler(model: ScriptedModel) -> type[http.server.BaseHTTPRequestHandler]:
             finish = "tool_calls" if answer.get("tool_calls") else "stop"
             head = {"id": f"chatcmpl-{len(model.requests)}", "created": 0, "model": model.name}
             if not request.get("stream"):
-                self._json({**head, "object": "chat.completion", "usage": usage,
-                            "choices": [{"index": 0, "message": answer, "finish_reason": finish}]})  # fmt: skip
+                self._json(
+                    {
+                        **head,
+                        "object": "chat.completion",
+                        "usage": usage,
+                        "choices": [{"index": 0, "message": answer, "finish_reason": finish}],
+                    }
+                )
                 return
             delta: dict[str, Any] = {"role": "assistant", "content": answer.get("content") or ""}
             if answer.get("tool_calls"):
                 delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer["tool_calls"])]
-            chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-                      {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-                      {"choices": [], "usage": usage}]  # fmt: skip
+            chunks = [
+                {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+                {"choices": [], "usage": usage},
+            ]
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             for chunk in chunks:
-                self.wfile.write(b"data: " + json.dumps({**head, "object": "chat.completion.chunk", **chunk}).encode()
-                                 + b"\n\n")  # fmt: skip
+                self.wfile.write(
+                    b"data: " + json.dumps({**head, "object": "chat.completion.chunk", **chunk}).encode() + b"\n\n"
+                )
             self.wfile.write(b"data: [DONE]\n\n")
 
     return Handler

@@ -41,9 +41,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run(brain: Path, *args: str | bytes, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [LEDGER, "--brain", str(brain), *args], capture_output=True, timeout=timeout, env=_env()
-    )
+    proc = subprocess.run([LEDGER, "--brain", str(brain), *args], capture_output=True, timeout=timeout, env=_env())
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     )
@@ -60,10 +58,13 @@ def _head_state(brain: Path) -> dict[str, dict[str, bytes]]:
     """HEAD's skills → {rel: blob id}, read with plain git (the harness trusts nothing of ours)."""
     out = subprocess.run(
         ["git", "-C", str(brain), "ls-tree", "-r", "--full-tree", "main", "skills/"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    top = subprocess.run(["git", "-C", str(brain), "ls-tree", "--name-only", "main"], capture_output=True,
-                         text=True, check=True).stdout.split()  # fmt: skip
+    top = subprocess.run(
+        ["git", "-C", str(brain), "ls-tree", "--name-only", "main"], capture_output=True, text=True, check=True
+    ).stdout.split()
     fanned = "layout" in top  # skills/<xx>/<name>/… (ledger.store.skilltree)
     state: dict[str, dict[str, bytes]] = {}
     for line in out.splitlines():
@@ -95,7 +96,9 @@ def _skill_versions(brain: Path, skill: str) -> list[int]:
     """Every version a snapshot recorded for ``skill``, oldest first (from the Ledger-Change trailers)."""
     out = subprocess.run(
         ["git", "-C", str(brain), "log", "--first-parent", "--reverse", "--format=%B%x00", "main"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     versions = []
     for msg in out.split("\x00"):
@@ -108,8 +111,21 @@ def _skill_versions(brain: Path, skill: str) -> list[int]:
 
 # --------------------------------------------------------------------------- random kills
 
-OPS = ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "revert", "snapshot", "import",
-       "bulk-snapshot", "outcome", "outcome-import")  # fmt: skip
+OPS = (
+    "create",
+    "upsert",
+    "edit",
+    "patch",
+    "write-file",
+    "remove-file",
+    "delete",
+    "revert",
+    "snapshot",
+    "import",
+    "bulk-snapshot",
+    "outcome",
+    "outcome-import",
+)
 BULK = 40  # hand-copied skills with no version counter per bulk-snapshot: the snapshot writes each SKILL.md back
 
 
@@ -152,8 +168,9 @@ def _plan(op: str, n: int, state: dict[str, dict[str, bytes]], rng: random.Rando
     if op == "outcome":  # an outcome: the evidence log beside the bundle (ledger.brain.evidence)
         return ["outcome", "record", pick, "--task", f"k{n}", "--success" if n % 3 else "--failure"]
     if op == "outcome-import":  # many outcomes, one snapshot
-        doc.write_text("".join(json.dumps({"skill": pick, "task": f"k{n}-{i}", "success": i % 2 == 0}) + "\n"
-                               for i in range(300)))  # fmt: skip
+        doc.write_text(
+            "".join(json.dumps({"skill": pick, "task": f"k{n}-{i}", "success": i % 2 == 0}) + "\n" for i in range(300))
+        )
         return ["outcome", "import", str(doc), "--actor", "agent"]
     if op == "bulk-snapshot":  # skills copied in by hand, no counter: one snapshot inserts one into each
         for k in range(BULK):
@@ -205,7 +222,10 @@ def kill_run(
         start = time.monotonic()
         proc = subprocess.Popen(
             [LEDGER, "--brain", str(brain), *argv, "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            start_new_session=True,
         )
         try:
             out, err = proc.communicate(timeout=delay)
@@ -222,8 +242,9 @@ def kill_run(
             stats["kills"] += 1
             killed_by_op[op] += 1
             left["journal"] += (brain / ".ledger" / "journal.json").exists()
-            left["ref lock"] += any((brain / ".git" / r).exists() for r in ("refs/heads/main.lock",
-                                                                            "refs/notes/ledger-chain.lock"))
+            left["ref lock"] += any(
+                (brain / ".git" / r).exists() for r in ("refs/heads/main.lock", "refs/notes/ledger-chain.lock")
+            )
             left["temp files"] += any((brain / ".ledger" / "tmp").glob("*"))
         elif proc.returncode == 0:
             durations[op].append(time.monotonic() - start)
@@ -262,8 +283,10 @@ def kill_run(
             lost = [c for c in acked if c not in lineage]
             stats["lost"] = len(lost)
             if log:
-                log(f"kills {stats['kills']}/{kills}  acked {stats['acked']}  lost {stats['lost']}  "
-                    f"bricked {stats['bricked']}  torn {stats['torn']}")
+                log(
+                    f"kills {stats['kills']}/{kills}  acked {stats['acked']}  lost {stats['lost']}  "
+                    f"bricked {stats['bricked']}  torn {stats['torn']}"
+                )
     stats["killed_by_op"] = dict(sorted(killed_by_op.items()))
     stats["kills_that_left"] = dict(left)
     stats["snapshots"] = len(_lineage(brain))
@@ -338,8 +361,12 @@ def writers_run(
         if rc != 0:
             continue
         if kind == "patch":
-            text = subprocess.run(["git", "-C", str(brain), "show", f"main:skills/{skill}/SKILL.md"],
-                                  capture_output=True, text=True, check=True).stdout  # fmt: skip
+            text = subprocess.run(
+                ["git", "-C", str(brain), "show", f"main:skills/{skill}/SKILL.md"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             present = f"{marker}\n" in text
         else:
             present = f"references/{marker}.md" in state.get(skill, {})
@@ -441,8 +468,10 @@ def symlink_race(workdir: Path, attempts: int, seed: int = 1) -> dict[str, Any]:
     stop = workdir / "stop"
     swapper = subprocess.Popen(
         [sys.executable, "-c", _SWAPPER, str(target), str(link), str(stop), str(seed)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     outcomes: Counter[str] = Counter()
     try:
         with Brain.open(brain_dir) as brain:
@@ -515,11 +544,29 @@ def hostile_corpus(workdir: Path) -> dict[str, Any]:
         cases.append((f"yaml {label}", ["skill", "upsert", "--file", f(f"{label}.md", text), "--name", "x"]))
         cases.append((f"yaml {label} (edit)", ["skill", "edit", "s", "--file", f(f"{label}-e.md", text)]))
     payload = f("payload.bin", b"data")
-    for rel in ["../escape", "/etc/passwd", "references/../../x", "references//x", "references/./x", ".git/x",
-                "references/con", "references/aux.md", "references/x.", "references/x ", "references/.git/config",
-                "references/.GiT/hooks/x", "references/git~1", "references/\x1b]0;pwn\x07", "references/a\nb",
-                "references/" + "d/" * 2000 + "f", "references/" + "n" * 256, "SKILL.md", "references/a\\b",
-                "references/C:x", "references/a\udcff"]:  # fmt: skip
+    for rel in [
+        "../escape",
+        "/etc/passwd",
+        "references/../../x",
+        "references//x",
+        "references/./x",
+        ".git/x",
+        "references/con",
+        "references/aux.md",
+        "references/x.",
+        "references/x ",
+        "references/.git/config",
+        "references/.GiT/hooks/x",
+        "references/git~1",
+        "references/\x1b]0;pwn\x07",
+        "references/a\nb",
+        "references/" + "d/" * 2000 + "f",
+        "references/" + "n" * 256,
+        "SKILL.md",
+        "references/a\\b",
+        "references/C:x",
+        "references/a\udcff",
+    ]:
         cases.append((f"path {rel[:40]!r}", ["skill", "write-file", "s", rel, "--from", payload]))
     for name in ["con", "NUL", "Com1", "x" * 65, "-x", "x--y", "café", "a/b", "..", "", "\x1b[31m", "a b"]:
         cases.append((f"name {name[:20]!r}", ["skill", "create", name, "--description", "d"]))
@@ -573,8 +620,10 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     ap = argparse.ArgumentParser(description="Full-size reliability harnesses (see docs/RELIABILITY.md)")
-    ap.add_argument("harness", choices=["kills", "writers", "mixed", "symlinks", "hostile", "sync", "sync-watch",
-                                        "edge", "fleet", "all"])  # fmt: skip
+    ap.add_argument(
+        "harness",
+        choices=["kills", "writers", "mixed", "symlinks", "hostile", "sync", "sync-watch", "edge", "fleet", "all"],
+    )
     ap.add_argument("--mcp", type=int, default=2, help="edge: MCP writers beside --writers CLI writers")
     ap.add_argument("--kills", type=int, default=1000)
     ap.add_argument("--writers", type=int, default=8)
@@ -589,18 +638,32 @@ def main(argv: list[str]) -> int:
 
         ops = args.ops if args.ops != 25 else 100
         writers = args.writers if args.writers != 8 else 4
-        return fleet_main(["--machines", str(args.machines), "--writers", str(writers), "--writes", str(ops),
-                           "--seed", str(args.seed)])  # fmt: skip
+        return fleet_main(
+            [
+                "--machines",
+                str(args.machines),
+                "--writers",
+                str(writers),
+                "--writes",
+                str(ops),
+                "--seed",
+                str(args.seed),
+            ]
+        )
     out: dict[str, Any] = {}
-    todo = ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch", "edge"] if args.harness == "all" \
-        else [args.harness]  # fmt: skip
+    todo = (
+        ["hostile", "symlinks", "writers", "mixed", "kills", "sync", "sync-watch", "edge"]
+        if args.harness == "all"
+        else [args.harness]
+    )
     for name in todo:
         with tempfile.TemporaryDirectory(prefix=f"ledger-stress-{name}-") as d:
             work = Path(d)
             t0 = time.monotonic()
             if name == "kills":
-                res: Any = kill_run(work, args.kills, args.seed, log=lambda m: print(m, file=sys.stderr),
-                                    fill=args.fill)
+                res: Any = kill_run(
+                    work, args.kills, args.seed, log=lambda m: print(m, file=sys.stderr), fill=args.fill
+                )
             elif name == "writers":
                 res = {}
                 for kind in ("patch", "write-file"):
@@ -618,8 +681,13 @@ def main(argv: list[str]) -> int:
             elif name in ("sync", "sync-watch"):
                 from tests.synckills import sync_kill_run
 
-                res = sync_kill_run(work, args.kills if args.kills != 1000 else 200, args.seed,
-                                    watch=name == "sync-watch", log=lambda m: print(m, file=sys.stderr))
+                res = sync_kill_run(
+                    work,
+                    args.kills if args.kills != 1000 else 200,
+                    args.seed,
+                    watch=name == "sync-watch",
+                    log=lambda m: print(m, file=sys.stderr),
+                )
             elif name == "edge":  # N CLI + M MCP writers on one linked skill, a sync loop, a runtime editor
                 from tests.edgeraces import edge_run
 

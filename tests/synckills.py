@@ -36,8 +36,7 @@ T_SKILLS = {"t0": "a", "t1": "a", "t2": "b", "t3": "b"}  # each runtime skill is
 
 
 def _md(name: str, token: str) -> str:
-    return (f"---\nname: {name}\ndescription: Skill {name}.\n---\n# {name}\n\nToken {token}; see "
-            "references/token.md.\n")  # fmt: skip
+    return f"---\nname: {name}\ndescription: Skill {name}.\n---\n# {name}\n\nToken {token}; see references/token.md.\n"
 
 
 def _work(brain: Path, target: str) -> Path:
@@ -66,8 +65,9 @@ def _ledger_write(brain: Path, name: str, token: str) -> None:
     from ledger.brain import Brain
 
     with Brain.open(brain) as b:
-        b.rewrite(name, lambda files: {"SKILL.md": _md(name, token).encode(),
-                                       "references/token.md": f"{token}\n".encode()})  # fmt: skip
+        b.rewrite(
+            name, lambda files: {"SKILL.md": _md(name, token).encode(), "references/token.md": f"{token}\n".encode()}
+        )
 
 
 def _runtime_edit(skill_dir: Path, line: str) -> bool:
@@ -85,8 +85,9 @@ def _runtime_edit(skill_dir: Path, line: str) -> bool:
     return True
 
 
-def _check_targets(brain: Path, targets: dict[str, Path], acked_lines: dict[str, list[str]], stats: dict[str, Any],
-                   problems: list[str]) -> None:  # fmt: skip
+def _check_targets(
+    brain: Path, targets: dict[str, Path], acked_lines: dict[str, list[str]], stats: dict[str, Any], problems: list[str]
+) -> None:
     for tname, root in targets.items():
         for name in L_SKILLS:
             try:
@@ -130,9 +131,19 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     """Kill ``ledger sync`` (or ``--watch``) ``kills`` times at random delays while both sides write."""
     rng = random.Random(seed)
     brain, targets = _setup(work)
-    stats: dict[str, Any] = {"kills": 0, "runs": 0, "completed": 0, "ledger_acked": 0, "runtime_acked": 0,
-                             "lost": 0, "torn": 0, "bricked": 0, "conflicts": 0, "rescued_lines": set(),
-                             "lost_lines": set()}  # fmt: skip
+    stats: dict[str, Any] = {
+        "kills": 0,
+        "runs": 0,
+        "completed": 0,
+        "ledger_acked": 0,
+        "runtime_acked": 0,
+        "lost": 0,
+        "torn": 0,
+        "bricked": 0,
+        "conflicts": 0,
+        "rescued_lines": set(),
+        "lost_lines": set(),
+    }
     problems: list[str] = []
     acked_tokens: dict[str, str] = dict.fromkeys(L_SKILLS, "0")
     acked_lines: dict[str, list[str]] = {name: [] for name in T_SKILLS}
@@ -141,8 +152,9 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     while stats["kills"] < kills:
         n += 1
         argv = [LEDGER, "--brain", str(brain), "sync", "--json"] + (["--watch", "--debounce", "0.05"] if watch else [])
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), start_new_session=True
+        )
         stop = threading.Event()
 
         def runtime(round_: int = n, stop: threading.Event = stop) -> None:
@@ -166,8 +178,11 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                 stats["ledger_acked"] += 1
             # A sync's life is mostly interpreter start-up: aim most kills at its later part.
             est = statistics.median(durations[-15:])
-            delay = rng.uniform(0.5, 3.0) if watch else est * (rng.uniform(0.3, 1.1) if rng.random() < 0.8
-                                                               else rng.uniform(0, 0.5))  # fmt: skip
+            delay = (
+                rng.uniform(0.5, 3.0)
+                if watch
+                else est * (rng.uniform(0.3, 1.1) if rng.random() < 0.8 else rng.uniform(0, 0.5))
+            )
             began = time.monotonic()
             try:
                 out, err = proc.communicate(timeout=delay)
@@ -200,8 +215,10 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
             stats["bricked"] += 1
             problems.append(f"round {n}: status: {status.stderr.strip()[-300:]}")
         if log and n % 10 == 0:
-            log(f"sync{' --watch' if watch else ''} kills {stats['kills']}/{kills}  lost {len(stats['lost_lines'])}  "
-                f"torn {stats['torn']}  bricked {stats['bricked']}")
+            log(
+                f"sync{' --watch' if watch else ''} kills {stats['kills']}/{kills}  lost {len(stats['lost_lines'])}  "
+                f"torn {stats['torn']}  bricked {stats['bricked']}"
+            )
     for _ in range(2):  # a clean sync settles everything: the second must find nothing to do
         final = run(brain, "sync", "--json")
         if final.returncode != 0:
@@ -230,8 +247,9 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
     if not stats["verify_ok"]:
         problems.append("verify: " + " | ".join(x for x in verify.stdout.splitlines() if not x.startswith("OK"))[-600:])
     stats["staging_left"] = sum((_work(brain, t) / ".ledger-staging").exists() for t in targets)
-    stats["in_target"] = sum((root / n).exists() for root in targets.values()
-                             for n in (".ledger-staging", ".ledger-rescued"))  # never where a runtime scans
+    stats["in_target"] = sum(
+        (root / n).exists() for root in targets.values() for n in (".ledger-staging", ".ledger-rescued")
+    )  # never where a runtime scans
     stats["rescued"] = len(stats.pop("rescued_lines"))  # kept in .ledger-rescued/ and reported, not recorded
     stats["lost"] += len(stats.pop("lost_lines"))
     stats["problems"] = problems[:20]

@@ -25,8 +25,13 @@ Message = str
 
 
 def git(repo: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})  # fmt: skip
+    proc = subprocess.run(
+        ["git", "--git-dir", str(repo), *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {proc.stderr}")
     return proc.stdout
@@ -44,15 +49,24 @@ def edit_tree(repo: Path, tree: Tree, path: str, data: bytes | None, mode: str =
         if data is None:
             git(repo, "update-index", "--index-info", input=f"0 {'0' * 40}\t{path}\n", env=env)  # mode 0: remove
         else:
-            blob = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"], input=data,
-                                  capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+            blob = (
+                subprocess.run(
+                    ["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"],
+                    input=data,
+                    capture_output=True,
+                    check=True,
+                )
+                .stdout.decode()
+                .strip()
+            )
             git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
         return git(repo, "write-tree", env=env).strip()
 
 
 def blob_at(repo: Path, commit: str, path: str) -> bytes:
-    return subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob", f"{commit}:{path}"],
-                          capture_output=True, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "--git-dir", str(repo), "cat-file", "blob", f"{commit}:{path}"], capture_output=True, check=True
+    ).stdout
 
 
 def resign(msg: Message, key: bytes, parent: str | None, tree: Tree) -> Message:
@@ -67,15 +81,27 @@ def resign(msg: Message, key: bytes, parent: str | None, tree: Tree) -> Message:
     root = bytes.fromhex(re.search(r"^Ledger-Root: blake3-tree-v1:([0-9a-f]{64})$", text, re.M).group(1))
     pr = re.search(r"^Ledger-Parent-Root: (?:blake3-tree-v1:)?(\S+)$", text, re.M).group(1)
     actor = re.search(r"^Ledger-Actor: (.*)$", text, re.M).group(1)
-    doc = typed_data(root, None if pr == "none" else bytes.fromhex(pr), bytes.fromhex(parent) if parent else None,
-                     bytes.fromhex(tree), actor, text)  # fmt: skip
+    doc = typed_data(
+        root,
+        None if pr == "none" else bytes.fromhex(pr),
+        bytes.fromhex(parent) if parent else None,
+        bytes.fromhex(tree),
+        actor,
+        text,
+    )
     sig = Account.sign_message(encode_typed_data(full_message=doc), key).signature
     return text + f"Ledger-Signature: 0x{bytes(sig).hex()}\n"
 
 
-def rewrite(repo: Path, index: int, *, tree: Callable[[Tree], Tree] | None = None,
-            message: Callable[[Message], Message] | None = None, extra_parent: str | None = None,
-            sign_with: bytes | None = None) -> str:  # fmt: skip
+def rewrite(
+    repo: Path,
+    index: int,
+    *,
+    tree: Callable[[Tree], Tree] | None = None,
+    message: Callable[[Message], Message] | None = None,
+    extra_parent: str | None = None,
+    sign_with: bytes | None = None,
+) -> str:
     """Rewrite snapshot ``index`` (and re-parent every later one); return its new commit id.
     ``sign_with`` re-signs the rewritten snapshot with that private key."""
     commits = lineage(repo)
@@ -92,8 +118,14 @@ def rewrite(repo: Path, index: int, *, tree: Callable[[Tree], Tree] | None = Non
             if sign_with is not None:
                 msg = resign(msg, sign_with, parent, t)
         parents = ([parent] if parent else []) + ([extra_parent] if extra_parent and i == index else [])
-        env = {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad, "GIT_COMMITTER_NAME": cn,
-               "GIT_COMMITTER_EMAIL": ce, "GIT_COMMITTER_DATE": cd}  # fmt: skip
+        env = {
+            "GIT_AUTHOR_NAME": an,
+            "GIT_AUTHOR_EMAIL": ae,
+            "GIT_AUTHOR_DATE": ad,
+            "GIT_COMMITTER_NAME": cn,
+            "GIT_COMMITTER_EMAIL": ce,
+            "GIT_COMMITTER_DATE": cd,
+        }
         args = ["commit-tree", t] + [x for p in parents for x in ("-p", p)]
         parent = git(repo, *args, input=msg, env=env).strip()
         if i == index:
@@ -143,7 +175,8 @@ def cases() -> list[Case]:
             def msg(m: Message) -> Message:
                 m = m.replace(f"{skill} v{old}\n", f"{skill} v{new}\n", 1)
                 return m.replace(f"Ledger-Version: {old}\n", f"Ledger-Version: {new}\n").replace(
-                    f" {skill} {old}\n", f" {skill} {new}\n")
+                    f" {skill} {old}\n", f" {skill} {new}\n"
+                )
 
             return rewrite(repo, idx[label], message=msg, tree=_counter_bump(repo, commit, skill, new))
 
@@ -166,7 +199,7 @@ def cases() -> list[Case]:
 
     def replace_ref(repo: Path, idx: dict[str, int]) -> str:
         commits = lineage(repo)
-        git(repo, "update-ref", f"refs/replace/{commits[idx['patch-a']]}", commits[idx['create-a']])
+        git(repo, "update-ref", f"refs/replace/{commits[idx['patch-a']]}", commits[idx["create-a"]])
         return ""  # fsck names no snapshot
 
     def graft(repo: Path, idx: dict[str, int]) -> str:
@@ -181,49 +214,135 @@ def cases() -> list[Case]:
     return [
         Case("tree-byte", "1.4, bundle-hash.md", "snapshots", byte),
         Case("tree-file-added", "1.4", "snapshots", tree_edit("patch-a", "skills/a/references/x.md", b"x\n")),
-        Case("tree-exec-bit", "1.4, bundle-hash.md", "snapshots",
-             lambda repo, idx: rewrite(repo, idx["patch-a"], tree=lambda t: edit_tree(
-                 repo, t, "skills/a/SKILL.md", blob_at(repo, lineage(repo)[idx["patch-a"]], "skills/a/SKILL.md"),
-                 "100755"))),
+        Case(
+            "tree-exec-bit",
+            "1.4, bundle-hash.md",
+            "snapshots",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["patch-a"],
+                tree=lambda t: edit_tree(
+                    repo,
+                    t,
+                    "skills/a/SKILL.md",
+                    blob_at(repo, lineage(repo)[idx["patch-a"]], "skills/a/SKILL.md"),
+                    "100755",
+                ),
+            ),
+        ),
         Case("top-level-entry", "1.2", "snapshots", tree_edit("patch-a", "evil", b"x\n")),
-        Case("layout-record-on-a-flat-tree", "1.2, 1.3", "snapshots",
-             tree_edit("patch-a", "layout", b"skills/<first byte of BLAKE3(name), in hex>/<name>/\n")),
+        Case(
+            "layout-record-on-a-flat-tree",
+            "1.2, 1.3",
+            "snapshots",
+            tree_edit("patch-a", "layout", b"skills/<first byte of BLAKE3(name), in hex>/<name>/\n"),
+        ),
         Case("layout-record-altered", "1.2", "snapshots", tree_edit("patch-a", "layout", b"skills/*/\n")),
-        Case("root-trailer", "2.1", "snapshots", at("patch-a", message=sub(
-            r"^Ledger-Root: blake3-tree-v1:\w+$", "Ledger-Root: blake3-tree-v1:" + "ab" * 32))),
-        Case("parent-root-trailer", "1.1, 2.1", "lineage", at("patch-a", message=sub(
-            r"^Ledger-Parent-Root: blake3-tree-v1:\w+$", "Ledger-Parent-Root: blake3-tree-v1:" + "cd" * 32))),
-        Case("operation-trailer", "2.2, 3", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Operation: patch$", "Ledger-Operation: edit"))),
+        Case(
+            "root-trailer",
+            "2.1",
+            "snapshots",
+            at(
+                "patch-a", message=sub(r"^Ledger-Root: blake3-tree-v1:\w+$", "Ledger-Root: blake3-tree-v1:" + "ab" * 32)
+            ),
+        ),
+        Case(
+            "parent-root-trailer",
+            "1.1, 2.1",
+            "lineage",
+            at(
+                "patch-a",
+                message=sub(
+                    r"^Ledger-Parent-Root: blake3-tree-v1:\w+$", "Ledger-Parent-Root: blake3-tree-v1:" + "cd" * 32
+                ),
+            ),
+        ),
+        Case(
+            "operation-trailer",
+            "2.2, 3",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Operation: patch$", "Ledger-Operation: edit")),
+        ),
         Case("skill-trailer", "2.2", "trailers", at("patch-a", message=sub(r"^Ledger-Skill: a$", "Ledger-Skill: b"))),
-        Case("version-trailer", "2.2", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Version: 2$", "Ledger-Version: 3"))),
-        Case("change-trailer", "2.2, 3", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Change: update a 2$", "Ledger-Change: create a 2"))),
-        Case("actor-trailer-invalid", "2.1", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Actor: user$", "Ledger-Actor: root"))),
+        Case(
+            "version-trailer",
+            "2.2",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Version: 2$", "Ledger-Version: 3")),
+        ),
+        Case(
+            "change-trailer",
+            "2.2, 3",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Change: update a 2$", "Ledger-Change: create a 2")),
+        ),
+        Case(
+            "actor-trailer-invalid",
+            "2.1",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: root")),
+        ),
         Case("actor-trailer-dropped", "2.2", "trailers", at("patch-a", message=sub(r"^Ledger-Actor: user\n", ""))),
-        Case("evidence-trailer-out-of-order", "2.1", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Actor: user$", "Ledger-Task: T-1\nLedger-Actor: user"))),
-        Case("nonce-outside-init", "2.1", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Actor: user$", "Ledger-Nonce: " + "0" * 32 + "\nLedger-Actor: user"))),
+        Case(
+            "evidence-trailer-out-of-order",
+            "2.1",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Task: T-1\nLedger-Actor: user")),
+        ),
+        Case(
+            "nonce-outside-init",
+            "2.1",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Nonce: " + "0" * 32 + "\nLedger-Actor: user")),
+        ),
         Case("subject", "2.1", "trailers", at("patch-a", message=sub(r"^patch a v2$", "patch a v2 (fixed)"))),
-        Case("runtime-trailer-out-of-order", "2.1", "trailers", at("sync-a", message=sub(
-            r"^(Ledger-Runtime: .*)\n(Ledger-Target: .*)$", r"\2\n\1"))),
-        Case("sync-operation-dropped-change", "3", "trailers", at("sync-a", message=sub(
-            r"^Ledger-Operation: sync$", "Ledger-Operation: keys"))),
-        Case("extra-trailer", "2.1", "trailers", at("patch-a", message=sub(
-            r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Evil: 1"))),
+        Case(
+            "runtime-trailer-out-of-order",
+            "2.1",
+            "trailers",
+            at("sync-a", message=sub(r"^(Ledger-Runtime: .*)\n(Ledger-Target: .*)$", r"\2\n\1")),
+        ),
+        Case(
+            "sync-operation-dropped-change",
+            "3",
+            "trailers",
+            at("sync-a", message=sub(r"^Ledger-Operation: sync$", "Ledger-Operation: keys")),
+        ),
+        Case(
+            "extra-trailer",
+            "2.1",
+            "trailers",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Evil: 1")),
+        ),
         Case("missing-trailer", "2.1", "trailers", at("patch-a", message=sub(r"^Ledger-Skill: a\n", ""))),
-        Case("second-trailer-paragraph", "2.1", "snapshots", at("patch-a", message=sub(
-            r"^Ledger-Actor: user$", "Ledger-Actor: user\n\nLedger-Actor: agent"))),
-        Case("init-not-first", "3", "trailers", at("patch-a", message=lambda m: m.replace(
-            "patch a v2", "init: 0 skill(s)", 1).replace("Ledger-Operation: patch", "Ledger-Operation: init"))),
+        Case(
+            "second-trailer-paragraph",
+            "2.1",
+            "snapshots",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: user\n\nLedger-Actor: agent")),
+        ),
+        Case(
+            "init-not-first",
+            "3",
+            "trailers",
+            at(
+                "patch-a",
+                message=lambda m: m.replace("patch a v2", "init: 0 skill(s)", 1).replace(
+                    "Ledger-Operation: patch", "Ledger-Operation: init"
+                ),
+            ),
+        ),
         Case("version-skipped", "5.1", "versions", versions("patch-a", "a", 2, 3)),
         Case("version-repeated", "5.1, 5.2", "versions", versions("revert-a", "a", 3, 2)),
         Case("version-reset-after-recreate", "5.1, 5.4", "versions", versions("recreate-b", "b", 2, 1)),
-        Case("counter-in-skill-md", "4.2", "skills", lambda repo, idx: rewrite(
-            repo, idx["patch-a"], tree=_counter_bump(repo, lineage(repo)[idx["patch-a"]], "a", 9))),
+        Case(
+            "counter-in-skill-md",
+            "4.2",
+            "skills",
+            lambda repo, idx: rewrite(
+                repo, idx["patch-a"], tree=_counter_bump(repo, lineage(repo)[idx["patch-a"]], "a", 9)
+            ),
+        ),
         Case("retired-record", "5.4", "versions", retired),
         Case("versions-record-added", "4.2", "versions", tree_edit("patch-a", "versions", b"a 2\nb 1\n")),
         Case("merge-at-the-tip", "9", "lineage", merge("tip")),
@@ -277,8 +396,11 @@ def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) ->
         return f
 
     def categories(repo: Path, idx: dict[str, int]) -> str:
-        return rewrite(repo, idx["import-c"], tree=lambda t: edit_tree(
-            repo, t, "categories/research/DESCRIPTION.md", b"rewritten\n"))  # fmt: skip
+        return rewrite(
+            repo,
+            idx["import-c"],
+            tree=lambda t: edit_tree(repo, t, "categories/research/DESCRIPTION.md", b"rewritten\n"),
+        )
 
     def high_s(msg: Message) -> Message:
         n = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
@@ -290,59 +412,165 @@ def signature_cases(at: Callable[..., Callable[[Path, dict[str, int]], str]]) ->
     def keys_record(repo: Path, idx: dict[str, int]) -> str:
         commit = lineage(repo)[idx["patch-a"]]
         record = blob_at(repo, commit, "keys") + b"0x" + b"f" * 40 + b" agent\n"
-        return rewrite(repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "keys", record),
-                       sign_with=KEYS["user-old"])  # fmt: skip
+        return rewrite(
+            repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "keys", record), sign_with=KEYS["user-old"]
+        )
 
     user_old, agent = "user-old", "agent"
     return [
-        Case("actor-rewritten-in-signed-snapshot", "8.1, 8.3", "signatures",
-             at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent"))),
-        Case("evidence-added-to-signed-snapshot", "8.1", "signatures",
-             at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Task: T-9"))),
-        Case("note-added-to-signed-snapshot", "8.1", "signatures",
-             at("patch-a", message=sub(r"^patch a v2\n\n", "patch a v2\n\nwritten by someone else\n\n"))),
-        Case("operation-relabelled-with-subject", "8.1", "signatures", at("patch-a", message=lambda m: m.replace(
-            "patch a v2", "edit a v2", 1).replace("Ledger-Operation: patch", "Ledger-Operation: edit"))),
+        Case(
+            "actor-rewritten-in-signed-snapshot",
+            "8.1, 8.3",
+            "signatures",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent")),
+        ),
+        Case(
+            "evidence-added-to-signed-snapshot",
+            "8.1",
+            "signatures",
+            at("patch-a", message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: user\nLedger-Task: T-9")),
+        ),
+        Case(
+            "note-added-to-signed-snapshot",
+            "8.1",
+            "signatures",
+            at("patch-a", message=sub(r"^patch a v2\n\n", "patch a v2\n\nwritten by someone else\n\n")),
+        ),
+        Case(
+            "operation-relabelled-with-subject",
+            "8.1",
+            "signatures",
+            at(
+                "patch-a",
+                message=lambda m: m.replace("patch a v2", "edit a v2", 1).replace(
+                    "Ledger-Operation: patch", "Ledger-Operation: edit"
+                ),
+            ),
+        ),
         Case("categories-rewritten", "8.1, 1.5", "signatures", categories),
-        Case("signature-byte", "8.1", "signatures", at("patch-a", message=lambda m: re.sub(
-            r"^(Ledger-Signature: 0x)(.)", lambda mo: mo.group(1) + ("1" if mo.group(2) != "1" else "2"), m,
-            count=1, flags=re.M))),
+        Case(
+            "signature-byte",
+            "8.1",
+            "signatures",
+            at(
+                "patch-a",
+                message=lambda m: re.sub(
+                    r"^(Ledger-Signature: 0x)(.)",
+                    lambda mo: mo.group(1) + ("1" if mo.group(2) != "1" else "2"),
+                    m,
+                    count=1,
+                    flags=re.M,
+                ),
+            ),
+        ),
         Case("signature-malleated-high-s", "8.1", "signatures", at("patch-a", message=high_s)),
-        Case("signature-stripped", "8.1, 8.4", "signatures",  # the policy 'signed' names the stripped one itself
-             at("patch-a", message=sub(r"^Ledger-Signature: .*\n", ""))),
-        Case("signature-stripped-at-the-tip", "8.4", "signatures",
-             at("tip", message=sub(r"^Ledger-Signature: .*\n", "")), ("--require-signatures",)),
-        Case("signed-by-an-untrusted-key", "8.3", "signatures",
-             lambda repo, idx: rewrite(repo, idx["patch-a"], sign_with=b"\x01" * 32)),
-        Case("signed-by-a-revoked-key", "8.3", "signatures",
-             lambda repo, idx: rewrite(repo, idx["agent-patch-c"], sign_with=KEYS["agent-old"])),
-        Case("agent-key-signs-as-user", "8.3", "signatures", lambda repo, idx: rewrite(
-            repo, idx["agent-patch-c"], message=sub(r"^Ledger-Actor: agent$", "Ledger-Actor: user"),
-            sign_with=KEYS[agent])),
-        Case("key-change-unsigned", "8.3", "signatures",
-             at("rotate-agent", message=sub(r"^Ledger-Signature: .*\n", ""))),
-        Case("key-change-signed-by-an-agent-key", "8.3", "signatures", lambda repo, idx: rewrite(
-            repo, idx["rotate-agent"], message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent"),
-            sign_with=KEYS["agent-old"])),
-        Case("key-added-outside-a-keys-snapshot", "8.3", "signatures", lambda repo, idx: rewrite(
-            repo, idx["patch-a"], message=sub(r"^Ledger-Actor: user$",
-                                              "Ledger-Key: add 0x" + "e" * 40 + " user\nLedger-Actor: user"),
-            sign_with=KEYS[user_old])),
+        Case(
+            "signature-stripped",
+            "8.1, 8.4",
+            "signatures",  # the policy 'signed' names the stripped one itself
+            at("patch-a", message=sub(r"^Ledger-Signature: .*\n", "")),
+        ),
+        Case(
+            "signature-stripped-at-the-tip",
+            "8.4",
+            "signatures",
+            at("tip", message=sub(r"^Ledger-Signature: .*\n", "")),
+            ("--require-signatures",),
+        ),
+        Case(
+            "signed-by-an-untrusted-key",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(repo, idx["patch-a"], sign_with=b"\x01" * 32),
+        ),
+        Case(
+            "signed-by-a-revoked-key",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(repo, idx["agent-patch-c"], sign_with=KEYS["agent-old"]),
+        ),
+        Case(
+            "agent-key-signs-as-user",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["agent-patch-c"],
+                message=sub(r"^Ledger-Actor: agent$", "Ledger-Actor: user"),
+                sign_with=KEYS[agent],
+            ),
+        ),
+        Case(
+            "key-change-unsigned", "8.3", "signatures", at("rotate-agent", message=sub(r"^Ledger-Signature: .*\n", ""))
+        ),
+        Case(
+            "key-change-signed-by-an-agent-key",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["rotate-agent"],
+                message=sub(r"^Ledger-Actor: user$", "Ledger-Actor: agent"),
+                sign_with=KEYS["agent-old"],
+            ),
+        ),
+        Case(
+            "key-added-outside-a-keys-snapshot",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["patch-a"],
+                message=sub(r"^Ledger-Actor: user$", "Ledger-Key: add 0x" + "e" * 40 + " user\nLedger-Actor: user"),
+                sign_with=KEYS[user_old],
+            ),
+        ),
         Case("keys-record-altered", "8.3", "signatures", keys_record),
         # The policy 'signed' (lineage v1.3): a peer can neither write unsigned snapshots nor drop it.
-        Case("unsigned-under-the-signed-policy", "8.4", "signatures",
-             at("tip", message=sub(r"^Ledger-Signature: .*\n", ""))),
-        Case("policy-dropped-from-the-keys-record", "8.3, 8.4", "signatures", lambda repo, idx: rewrite(
-            repo, idx["patch-a"], tree=lambda t: edit_tree(repo, t, "keys", blob_at(
-                repo, lineage(repo)[idx["patch-a"]], "keys").replace(b"policy signed\n", b"")),
-            sign_with=KEYS[user_old])),
-        Case("policy-opened-outside-a-keys-snapshot", "8.3", "signatures", lambda repo, idx: rewrite(
-            repo, idx["patch-a"], message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: user"),
-            sign_with=KEYS[user_old])),
-        Case("policy-opened-by-an-agent-key", "8.3", "signatures", lambda repo, idx: rewrite(
-            repo, idx["rotate-agent"],
-            message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: agent"),
-            sign_with=KEYS["agent-old"])),
+        Case(
+            "unsigned-under-the-signed-policy",
+            "8.4",
+            "signatures",
+            at("tip", message=sub(r"^Ledger-Signature: .*\n", "")),
+        ),
+        Case(
+            "policy-dropped-from-the-keys-record",
+            "8.3, 8.4",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["patch-a"],
+                tree=lambda t: edit_tree(
+                    repo,
+                    t,
+                    "keys",
+                    blob_at(repo, lineage(repo)[idx["patch-a"]], "keys").replace(b"policy signed\n", b""),
+                ),
+                sign_with=KEYS[user_old],
+            ),
+        ),
+        Case(
+            "policy-opened-outside-a-keys-snapshot",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["patch-a"],
+                message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: user"),
+                sign_with=KEYS[user_old],
+            ),
+        ),
+        Case(
+            "policy-opened-by-an-agent-key",
+            "8.3",
+            "signatures",
+            lambda repo, idx: rewrite(
+                repo,
+                idx["rotate-agent"],
+                message=sub(r"^Ledger-Actor: user$", "Ledger-Key: policy open\nLedger-Actor: agent"),
+                sign_with=KEYS["agent-old"],
+            ),
+        ),
     ]
 
 
@@ -382,8 +610,13 @@ def build_honest(root: Path, *, signed: bool = True) -> tuple[Path, dict[str, in
     md = runtime / "a" / "SKILL.md"
     md.write_text(md.read_text() + "edited in the runtime\n")
     do("sync")
-    KEYS.update({"user-old": bytes.fromhex(secret["user"][2:]), "agent-old": bytes.fromhex(secret["agent"][2:]),
-                 "agent": bytes.fromhex(json.loads((keys / "agent.key").read_text())["private_key"][2:])})  # fmt: skip
+    KEYS.update(
+        {
+            "user-old": bytes.fromhex(secret["user"][2:]),
+            "agent-old": bytes.fromhex(secret["agent"][2:]),
+            "agent": bytes.fromhex(json.loads((keys / "agent.key").read_text())["private_key"][2:]),
+        }
+    )
     labels += ["rotate-agent", "agent-patch-c", "rotate-user", "patch-b", "sync-a"]
     idx = {label: i for i, label in enumerate(labels)}
     idx["tip"] = len(labels) - 1
@@ -398,8 +631,11 @@ def store_cases() -> list[Case]:
 
     def skipped(repo: Path, idx: dict[str, int]) -> str:
         def msg(m: Message) -> Message:
-            return m.replace("patch a v2\n", "patch a v3\n").replace("Ledger-Version: 2\n", "Ledger-Version: 3\n") \
+            return (
+                m.replace("patch a v2\n", "patch a v3\n")
+                .replace("Ledger-Version: 2\n", "Ledger-Version: 3\n")
                 .replace("Ledger-Change: update a 2\n", "Ledger-Change: update a 3\n")
+            )
 
         return rewrite(repo, idx["patch-a"], message=msg, tree=lambda t: edit_tree(repo, t, "versions", b"a 3\nb 1\n"))
 
@@ -429,8 +665,9 @@ def build_honest_store(root: Path) -> tuple[Path, dict[str, int]]:
     do("skill", "delete", "b")
     src = root / "src" / "c"
     src.mkdir(parents=True)
-    (src / "SKILL.md").write_bytes(b"---\r\nname: c\r\ndescription: C  # kept\r\n"
-                                   b"metadata:\r\n  version: '7'\r\n---\r\nc\r\n")
+    (src / "SKILL.md").write_bytes(
+        b"---\r\nname: c\r\ndescription: C  # kept\r\nmetadata:\r\n  version: '7'\r\n---\r\nc\r\n"
+    )
     do("import", str(root / "src"))
     labels = ["init", "create-a", "create-b", "patch-a", "write-a", "delete-b", "import-c"]
     return brain, {**{label: i for i, label in enumerate(labels)}, "tip": len(labels) - 1}
@@ -452,8 +689,12 @@ def merge_cases() -> list[Case]:
         tip = lineage(repo)[idx["merge"]]
         p1, p2 = parents(repo, tip)
         tree = git(repo, "rev-parse", f"{p2}^{{tree}}").strip()
-        env = {"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
-               "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+        env = {
+            "GIT_AUTHOR_NAME": "x",
+            "GIT_AUTHOR_EMAIL": "x@x",
+            "GIT_COMMITTER_NAME": "x",
+            "GIT_COMMITTER_EMAIL": "x@x",
+        }
         plain = git(repo, "commit-tree", tree, "-p", p1, input="not a snapshot\n", env=env).strip()
         return rewrite(repo, idx["merge"], message=lambda m: m.replace(p2, plain), extra_parent=plain)
 
@@ -524,10 +765,19 @@ def build_honest_hermes_sync(root: Path) -> tuple[Path, dict[str, int]]:
 
 def retip(repo: Path, edit: Callable[[bytes], bytes]) -> str:
     """Replace the tip's commit object by ``edit`` of it (parents kept: a merge stays a merge); its new id."""
-    raw = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "commit", "main"], capture_output=True,
-                         check=True).stdout  # fmt: skip
-    made = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
-                          input=edit(raw), capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+    raw = subprocess.run(
+        ["git", "--git-dir", str(repo), "cat-file", "commit", "main"], capture_output=True, check=True
+    ).stdout
+    made = (
+        subprocess.run(
+            ["git", "--git-dir", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+            input=edit(raw),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
     git(repo, "update-ref", "refs/heads/main", made)
     return made
 
@@ -572,8 +822,9 @@ def sibling_cases() -> list[Case]:
         Case("gpgsig-by-another-key", "8.8", "siblings", other_key),
         Case("gpgsig-stripped", "8.8", "siblings", stripped),
         Case("sibling-certified-twice", "8.8", "siblings", certified_twice),
-        Case("siblings-on-an-unsigned-snapshot", "8.8", "siblings", unsigned_with_siblings,
-             also_fails=("signatures",)),  # the signature stripped, trailers and gpgsig kept
+        Case(
+            "siblings-on-an-unsigned-snapshot", "8.8", "siblings", unsigned_with_siblings, also_fails=("signatures",)
+        ),  # the signature stripped, trailers and gpgsig kept
     ]
 
 
@@ -635,12 +886,23 @@ def anchor_raw(operator: Any, entries: list[bytes], message: str) -> None:
     old = log.size()
     log.entries.extend(entries)
     tree = tlog.Tree(log.leaves())
-    reg.transact(account, call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, tree.root(),
-                                    tree.consistency(old)), what="a raw epoch")  # fmt: skip
+    reg.transact(
+        account,
+        call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, tree.root(), tree.consistency(old)),
+        what="a raw epoch",
+    )
     origin = log.header["origin"]
     cp = notes.sign_note(notes.checkpoint_text(origin, tree.size, tree.root()), origin, ed25519_key(account.key))
-    log.epochs.append({"epoch": len(log.epochs) + 1, "size": tree.size, "root": tree.root().hex(),
-                       "checkpoint": cp, "tx": None, "block": None})  # fmt: skip
+    log.epochs.append(
+        {
+            "epoch": len(log.epochs) + 1,
+            "size": tree.size,
+            "root": tree.root().hex(),
+            "checkpoint": cp,
+            "tx": None,
+            "block": None,
+        }
+    )
     epochlog.save(operator.store, log, message)
 
 
@@ -668,8 +930,9 @@ def fork_two_operators(root: Path, operator: Any, member: Callable[[Path, Any, s
     authorize(a, second.address, True, key=keys.DEV_KEY_NAME)
     y = Brain.init(root / "opy")
     cfg = ChainConfig.of(operator)
-    y.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
-                           "deploy_block": cfg.deploy_block})  # fmt: skip
+    y.update_config(
+        chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry, "deploy_block": cfg.deploy_block}
+    )
     anchor_epoch(operator, [a], key=keys.DEV_KEY_NAME)
     anchor_epoch(y, [b], key="opy")
     return a, b, y

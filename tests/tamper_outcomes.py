@@ -38,15 +38,13 @@ REASONS = {  # the cause each class's failure must name, not just any failure of
     "outcome-dated-after-its-snapshot": r"after the snapshot that records it",
     "outcome-digest-of-another-version": r"'s digest is not a v2's digest at [0-9a-f]{12}",
     "outcome-receipt-root-forged": r"'s receipt root is not snapshot [0-9a-f]{12}'s root",
-    "evidence-changed-outside-an-outcome-snapshot":
-        r", edit\): changes the evidence log, which only an 'outcome' snapshot or a merge may",
-    "outcome-verifier-failure-dropped-where-appended":
-        r"outcome\): outcome 2: batch [0-9a-f]{12} of 0x[0-9a-f]{40} holds 2 of its 3 outcomes \(index 2 missing\)"
-        r": a verifier's batch is appended whole",
+    "evidence-changed-outside-an-outcome-snapshot": r", edit\): changes the evidence log, which only an 'outcome' snapshot or a merge may",  # noqa: E501
+    "outcome-verifier-failure-dropped-where-appended": r"outcome\): outcome 2: batch [0-9a-f]{12} of 0x[0-9a-f]{40} holds 2 of its 3 outcomes \(index 2 missing\)"  # noqa: E501
+    r": a verifier's batch is appended whole",
     "outcome-verifier-failure-dropped-later": r", edit\): changes the evidence log, which only an 'outcome' "
-                                              r"snapshot or a merge may",
+    r"snapshot or a merge may",
     "outcome-verifier-batch-dropped": r"outcome\): outcome 1: [0-9a-f]{12}'s batch [0-9a-f]{12} follows batch "
-                                      r"[0-9a-f]{12} of 0x[0-9a-f]{40}, which is not in the log before it",
+    r"[0-9a-f]{12} of 0x[0-9a-f]{40}, which is not in the log before it",
 }
 
 _EVIDENCE_CHUNK = "evidence/00000000"  # the corpus's logs are small: one chunk (tests assert it)
@@ -76,19 +74,38 @@ def build_honest_outcomes(root: Path) -> tuple[Path, dict[str, int]]:
     do("keys", "trust", "verifier")
     do("outcome", "record", "a", "--task", "T-2", "--failure", "--actor", "verifier")  # verified, a v2
     rows = root / "outcomes.jsonl"
-    rows.write_text("".join(json.dumps(r) + "\n" for r in (
-        {"skill": "a", "version": 1, "task": "T-3", "success": True},
-        {"skill": "a", "version": 2, "task": "T-4", "score": 0.75, "threshold": 0.5, "verifier": "unit-tests"},
-        {"skill": "a", "version": 2, "task": "T-5", "success": False, "evidence": "https://ci.example/runs/5",
-         "evidence_digest": "sha256:" + "5e" * 32},
-    )))  # fmt: skip
+    rows.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in (
+                {"skill": "a", "version": 1, "task": "T-3", "success": True},
+                {"skill": "a", "version": 2, "task": "T-4", "score": 0.75, "threshold": 0.5, "verifier": "unit-tests"},
+                {
+                    "skill": "a",
+                    "version": 2,
+                    "task": "T-5",
+                    "success": False,
+                    "evidence": "https://ci.example/runs/5",
+                    "evidence_digest": "sha256:" + "5e" * 32,
+                },
+            )
+        )
+    )
     do("outcome", "import", str(rows), "--actor", "verifier")
     md = root / "SKILL.md"
     md.write_text("---\nname: a\ndescription: A, edited\n---\nstep three\n")
     do("skill", "edit", "a", "--file", str(md))
     KEYS.update({role: _secret(keys, role) for role in ("user", "agent", "verifier")})
-    labels = ["init", "create-a", "outcome-agent", "patch-a", "trust-verifier", "outcome-verifier",
-              "outcome-import", "edit-a"]  # fmt: skip
+    labels = [
+        "init",
+        "create-a",
+        "outcome-agent",
+        "patch-a",
+        "trust-verifier",
+        "outcome-verifier",
+        "outcome-import",
+        "edit-a",
+    ]
     assert len(lineage(brain / ".git")) == len(labels), "the honest outcomes brain has an unexpected lineage"
     return brain, {**{label: i for i, label in enumerate(labels)}, "tip": len(labels) - 1}
 
@@ -98,8 +115,11 @@ def _log(repo: Path, commit: str) -> list[bytes]:
     if not listing.strip():
         return []
     assert listing.split() == [_EVIDENCE_CHUNK], listing  # one chunk of at most 256 entries
-    data = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob", f"{commit}:{_EVIDENCE_CHUNK}"],
-                          capture_output=True, check=True).stdout  # fmt: skip
+    data = subprocess.run(
+        ["git", "--git-dir", str(repo), "cat-file", "blob", f"{commit}:{_EVIDENCE_CHUNK}"],
+        capture_output=True,
+        check=True,
+    ).stdout
     return data[:-1].split(b"\n")
 
 
@@ -111,15 +131,21 @@ def _with_log(repo: Path, tree: str, entries: list[bytes]) -> str:
         git(repo, "read-tree", tree, env=env)
         git(repo, "rm", "-q", "-r", "--cached", "--ignore-unmatch", "evidence", env=env)
         if entries:
-            blob = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"],
-                                  input=b"".join(e + b"\n" for e in entries), capture_output=True,
-                                  check=True).stdout.decode().strip()  # fmt: skip
+            blob = (
+                subprocess.run(
+                    ["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"],
+                    input=b"".join(e + b"\n" for e in entries),
+                    capture_output=True,
+                    check=True,
+                )
+                .stdout.decode()
+                .strip()
+            )
             git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{_EVIDENCE_CHUNK}", env=env)
         return git(repo, "write-tree", env=env).strip()
 
 
-def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[bytes]], *,
-                 drop: bool = False) -> str:  # fmt: skip
+def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[bytes]], *, drop: bool = False) -> str:
     """Replace the evidence log of snapshot ``start`` and of every later one by ``change`` of it, each
     snapshot re-parented and re-signed as its actor's key would sign it; the new id of ``start``.
     ``drop``: snapshot ``start`` is left out of the lineage instead, and the rewrite starts after it
@@ -131,8 +157,9 @@ def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[by
     parent = commits[start - 1] if start else None
     first = ""
     for old in commits[start + 1 if drop else start :]:
-        raw = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "commit", old], capture_output=True,
-                             check=True).stdout  # fmt: skip
+        raw = subprocess.run(
+            ["git", "--git-dir", str(repo), "cat-file", "commit", old], capture_output=True, check=True
+        ).stdout
         payload, gpgsig = commitsig.split(raw)
         head, _, msg = payload.decode().partition("\n\n")
         tree = _with_log(repo, re.search(r"^tree (\S+)$", head, re.M).group(1), change(_log(repo, old)))
@@ -145,8 +172,16 @@ def rewrite_logs(repo: Path, start: int, change: Callable[[list[bytes]], list[by
         payload_ = f"{head}\n\n{msg}".encode()
         if gpgsig is not None:
             payload_ = commitsig.insert(payload_, sshsig.sign(siblings.ed25519_key(key), payload_))
-        parent = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
-                                input=payload_, capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+        parent = (
+            subprocess.run(
+                ["git", "--git-dir", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+                input=payload_,
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
         first = first or parent
     git(repo, "update-ref", "refs/heads/main", parent)
     return first
@@ -156,9 +191,19 @@ def _time(repo: Path, commit: str) -> int:
     return int(git(repo, "show", "-s", "--format=%ct", commit).strip())
 
 
-def _entry(repo: Path, idx: dict[str, int], key: bytes, *, version: int, served: str, recorded: str,
-           task: str = "T-9", result: str = "success", when: int | None = None,
-           edit: Callable[[dict], None] | None = None) -> bytes:  # fmt: skip
+def _entry(
+    repo: Path,
+    idx: dict[str, int],
+    key: bytes,
+    *,
+    version: int,
+    served: str,
+    recorded: str,
+    task: str = "T-9",
+    result: str = "success",
+    when: int | None = None,
+    edit: Callable[[dict], None] | None = None,
+) -> bytes:
     """A well-formed entry of skill ``a`` at ``version`` whose receipt names snapshot ``served``, signed by
     ``key`` and dated ``when`` (default: the time of the snapshot ``recorded`` that records it); ``edit``
     changes the record before it is signed."""
@@ -172,11 +217,18 @@ def _entry(repo: Path, idx: dict[str, int], key: bytes, *, version: int, served:
     commit = commits[idx[served]]
     root = re.search(r"^Ledger-Root: (\S+)$", git(repo, "cat-file", "commit", commit), re.M).group(1)
     record = oc.make_record(
-        brain=commits[0], agent=None, skill="a", version=version, digest=digest,
-        receipt={"commit": commit, "root": root}, task_id=task, task_digest=None, result=result,
+        brain=commits[0],
+        agent=None,
+        skill="a",
+        version=version,
+        digest=digest,
+        receipt={"commit": commit, "root": root},
+        task_id=task,
+        task_digest=None,
+        result=result,
         when=oc.format_time(when if when is not None else _time(repo, commits[idx[recorded]])),
         signer=Account.from_key(key).address.lower(),
-    )  # fmt: skip
+    )
     if edit is not None:
         edit(record)
     return oc.sign_batch([record], key, prev=None)[0].data  # a batch of one, the first of a new chain (§14.9)
@@ -220,8 +272,9 @@ def outcome_cases() -> list[Case]:
 
     def by_verifier(**kw: Any) -> Callable[[Path, dict[str, int]], bytes]:
         """An outcome of a v2 served by patch-a, signed by the trusted verifier key, with ``kw`` for ``_entry``."""
-        return lambda repo, idx: _entry(repo, idx, KEYS["verifier"], **{"version": 2, "served": "patch-a",
-                                                                         "recorded": "outcome-import", **kw})
+        return lambda repo, idx: _entry(
+            repo, idx, KEYS["verifier"], **{"version": 2, "served": "patch-a", "recorded": "outcome-import", **kw}
+        )
 
     def v1_digest(repo: Path, idx: dict[str, int]) -> str:
         return str(json.loads(_log(repo, lineage(repo)[idx["outcome-agent"]])[0])["record"]["digest"])
@@ -231,8 +284,7 @@ def outcome_cases() -> list[Case]:
 
     def smuggled(repo: Path, idx: dict[str, int]) -> bytes:
         """A valid verifier outcome, slipped into the ordinary edit that follows the outcomes."""
-        return _entry(repo, idx, KEYS["verifier"], version=2, served="outcome-import", recorded="edit-a",
-                      task="T-6")  # fmt: skip
+        return _entry(repo, idx, KEYS["verifier"], version=2, served="outcome-import", recorded="edit-a", task="T-6")
 
     def failure_of_the_import(repo: Path, idx: dict[str, int]) -> bytes:
         """The verifier's failure in the import (T-5): the last of the three outcomes its batch holds."""
@@ -259,8 +311,7 @@ def outcome_cases() -> list[Case]:
         return rewrite_logs(repo, idx["outcome-verifier"], lambda log: [e for e in log if e != gone], drop=True)
 
     return [
-        Case("outcome-verifier-failure-dropped-where-appended", "14.9", "evidence",
-             failure_dropped("outcome-import")),
+        Case("outcome-verifier-failure-dropped-where-appended", "14.9", "evidence", failure_dropped("outcome-import")),
         Case("outcome-verifier-failure-dropped-later", "14.4, 14.9", "evidence", failure_dropped("edit-a")),
         Case("outcome-verifier-batch-dropped", "14.9", "evidence", batch_dropped),
         Case("outcome-forged", "14.5", "evidence", appended("outcome-import", forged)),
@@ -271,12 +322,34 @@ def outcome_cases() -> list[Case]:
         Case("outcome-duplicated", "14.5", "evidence", appended("outcome-import", duplicated)),
         Case("evidence-changed-outside-an-outcome-snapshot", "14.4", "evidence", appended("edit-a", smuggled)),
         # Each remaining rule of an added entry (§14.5), broken by an outcome the trusted verifier key signs:
-        Case("outcome-of-another-brain", "14.5", "evidence", appended("outcome-import", by_verifier(
-            edit=lambda r: r.update(brain="ab" * 20)))),
-        Case("outcome-dated-after-its-snapshot", "14.5", "evidence", lambda repo, idx: appended(
-            "outcome-import", by_verifier(when=_time(repo, lineage(repo)[idx["outcome-import"]]) + 301))(repo, idx)),
-        Case("outcome-digest-of-another-version", "14.5", "evidence", lambda repo, idx: appended(
-            "outcome-import", by_verifier(edit=lambda r: r.update(digest=v1_digest(repo, idx))))(repo, idx)),
-        Case("outcome-receipt-root-forged", "14.5", "evidence", appended("outcome-import", by_verifier(
-            edit=lambda r: r["receipt"].update(root="blake3-tree-v1:" + "00" * 32)))),
+        Case(
+            "outcome-of-another-brain",
+            "14.5",
+            "evidence",
+            appended("outcome-import", by_verifier(edit=lambda r: r.update(brain="ab" * 20))),
+        ),
+        Case(
+            "outcome-dated-after-its-snapshot",
+            "14.5",
+            "evidence",
+            lambda repo, idx: appended(
+                "outcome-import", by_verifier(when=_time(repo, lineage(repo)[idx["outcome-import"]]) + 301)
+            )(repo, idx),
+        ),
+        Case(
+            "outcome-digest-of-another-version",
+            "14.5",
+            "evidence",
+            lambda repo, idx: appended(
+                "outcome-import", by_verifier(edit=lambda r: r.update(digest=v1_digest(repo, idx)))
+            )(repo, idx),
+        ),
+        Case(
+            "outcome-receipt-root-forged",
+            "14.5",
+            "evidence",
+            appended(
+                "outcome-import", by_verifier(edit=lambda r: r["receipt"].update(root="blake3-tree-v1:" + "00" * 32))
+            ),
+        ),
     ]

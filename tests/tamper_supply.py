@@ -41,8 +41,11 @@ def build_honest_supply_merged(root: Path) -> tuple[Path, dict[str, str]]:
     """The second copy (its tip the merge) and the environment its ``ledger`` commands need."""
     env = {"LEDGER_KEYS": str(root / "keys")}
     up, a, b, remote = upstream(root / "upstream"), root / "a", root / "b", root / "remote.git"
-    _put(up, "proofread", {"SKILL.md": "---\nname: proofread\ndescription: Proofread\nmetadata:\n  author: up\n"
-                                       "---\nRead it twice.\n"})  # fmt: skip
+    _put(
+        up,
+        "proofread",
+        {"SKILL.md": "---\nname: proofread\ndescription: Proofread\nmetadata:\n  author: up\n---\nRead it twice.\n"},
+    )
     run_ledger("init", str(a), check=True, env=env)
 
     def do(brain: Path, *args: str) -> None:
@@ -160,8 +163,13 @@ def _reason_rewritten(brain: Path, env: dict[str, str]) -> str:
         address = _address("user")
         approved = replace(entry, state=sp.APPROVED, approval={"by": address, "auto": False, "override": "ours"})
         revoked = {d: {**why, "reason": "false alarm"} for d, why in s.revoked.items()}
-        b._writer.apply("approve", {}, [], "approved setup-helper",
-                       supply=replace(s.with_entry("setup-helper", approved), revoked=revoked))  # fmt: skip
+        b._writer.apply(
+            "approve",
+            {},
+            [],
+            "approved setup-helper",
+            supply=replace(s.with_entry("setup-helper", approved), revoked=revoked),
+        )
     return _tip(brain)
 
 
@@ -171,8 +179,12 @@ def _withheld_entry_dropped(brain: Path, env: dict[str, str]) -> str:
     from ledger.brain import Brain
     from ledger.write import apply as apply_mod
 
-    with _keys(env), _patched(apply_mod.Writer, "_withheld", lambda self, head, op, changes: set()), \
-            Brain.open(brain) as b, b.acting("agent"):  # fmt: skip
+    with (
+        _keys(env),
+        _patched(apply_mod.Writer, "_withheld", lambda self, head, op, changes: set()),
+        Brain.open(brain) as b,
+        b.acting("agent"),
+    ):
         b.delete("setup-helper")
     return _tip(brain)
 
@@ -189,18 +201,33 @@ def _older_format(brain: Path, env: dict[str, str]) -> str:
     def old(s: sp.Supply) -> sp.Supply:
         if not hasattr(s, "format"):  # a v1.6 ledger writes format 1 whatever it is told
             return s
-        return replace(s, format=1, skills={n: replace(e, counter="", verdict={  # nor format 3's calibration
-            k: v for k, v in e.verdict.items() if k != "calibration"}) for n, e in s.skills.items()})
+        return replace(
+            s,
+            format=1,
+            skills={
+                n: replace(
+                    e,
+                    counter="",
+                    verdict={  # nor format 3's calibration
+                        k: v for k, v in e.verdict.items() if k != "calibration"
+                    },
+                )
+                for n, e in s.skills.items()
+            },
+        )
 
     real = apply_mod.Writer.apply
 
     def rogue(self, operation, updates, changes, note, *args, supply=None, **kw):  # type: ignore[no-untyped-def]
         return real(self, operation, updates, changes, note, *args, supply=old(supply) if supply else None, **kw)
 
-    with _keys(env), _patched(Installer, "_blobs", _exfiltrating(Installer._blobs)), \
-            _patched(head_mod, "FORMAT", 1) if hasattr(head_mod, "FORMAT") else contextlib.nullcontext(), \
-            _patched(apply_mod.Writer, "apply", rogue), \
-            Brain.open(brain) as b:  # fmt: skip
+    with (
+        _keys(env),
+        _patched(Installer, "_blobs", _exfiltrating(Installer._blobs)),
+        _patched(head_mod, "FORMAT", 1) if hasattr(head_mod, "FORMAT") else contextlib.nullcontext(),
+        _patched(apply_mod.Writer, "apply", rogue),
+        Brain.open(brain) as b,
+    ):
         Installer(b).install(_upstream(b), ["proofread"])
     return _tip(brain)
 
@@ -240,23 +267,26 @@ def _merge_approving(role: str, change: Callable = _approve_quarantined) -> Call
         from ledger.store import supply as sp
 
         repo = brain / ".git"
-        record = sp.parse_record(subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob", "main:supply"],
-                                                capture_output=True, check=True).stdout)  # fmt: skip
+        record = sp.parse_record(
+            subprocess.run(
+                ["git", "--git-dir", str(repo), "cat-file", "blob", "main:supply"], capture_output=True, check=True
+            ).stdout
+        )
         forged = change(record)
         key = KEYS[role]
 
         def edit(raw: bytes) -> bytes:
             payload, _ = commitsig.split(raw)
             head, _, msg = payload.decode().partition("\n\n")
-            tree = edit_tree(repo, re.search(r"^tree (\S+)$", head, re.M).group(1), "supply",
-                             sp.format_record(forged))  # fmt: skip
+            tree = edit_tree(repo, re.search(r"^tree (\S+)$", head, re.M).group(1), "supply", sp.format_record(forged))
             head = re.sub(r"^tree \S+$", f"tree {tree}", head, count=1, flags=re.M)
             first = re.search(r"^parent (\S+)$", head, re.M).group(1)
             msg = re.sub(r"^Ledger-Actor: .*$", f"Ledger-Actor: {role}", msg, count=1, flags=re.M)
             lines = siblings.public_lines(key)
             msg = re.sub(r"^Ledger-Sibling: ssh-ed25519 .*$", f"Ledger-Sibling: {lines[0]}", msg, count=1, flags=re.M)
-            msg = re.sub(r"^Ledger-Sibling: ecdsa-sha2-nistp256 .*$", f"Ledger-Sibling: {lines[1]}", msg, count=1,
-                         flags=re.M)  # fmt: skip
+            msg = re.sub(
+                r"^Ledger-Sibling: ecdsa-sha2-nistp256 .*$", f"Ledger-Sibling: {lines[1]}", msg, count=1, flags=re.M
+            )
             signed = f"{head}\n\n{resign(msg, key, first, tree)}".encode()
             return commitsig.insert(signed, sshsig.sign(siblings.ed25519_key(key), signed))
 
@@ -273,31 +303,58 @@ class SupplyCase:
 
 
 CLASSES = [
-    SupplyCase("supply-merge-approves-by-the-agent-key", _merge_approving("agent"),
-               r"merge\): setup-helper's entry is neither parent's: it is approved, but quarantined in the parents "
-               r"\(an approval through a merge\); a merge changes no entry \(rule 4\)"),
-    SupplyCase("supply-merge-approves-by-the-user-key", _merge_approving("user"),
-               r"merge\): setup-helper's entry is neither parent's: it is approved, .*\(rule 4\)"),
-    SupplyCase("supply-merge-drops-a-quarantined-entry", _merge_approving("agent", _drop_quarantined),
-               r"merge\): it drops the entry of setup-helper \(quarantined in parent 1\) while setup-helper stays live "
-               r".*\(rule 4\)"),
-    SupplyCase("supply-skill-md-edited-at-install", _install_edited,
-               r"install\): proofread's SKILL.md \(create\) with the counter set aside is not the file its entry pins "
-               r"\(rule 6\)"),
-    SupplyCase("supply-install-recorded-as-update", _update_edited,
-               r"install\): summarise's SKILL.md \(update\) with the counter set aside is not the file its entry "
-               r"pins \(rule 6\)"),
-    SupplyCase("supply-digest-not-of-its-files", _digest_forged,
-               r"install\): proofread's entry sha256 is not the folder hash of the files it pins \(rule 6\)"),
-    SupplyCase("supply-revocation-reason-rewritten", _reason_rewritten,
-               r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was \"sends the "
-               r"text elsewhere\", now \"false alarm\"; a revocation never changes once written \(rule 2\)"),
-    SupplyCase("supply-withheld-entry-dropped-by-a-delete", _withheld_entry_dropped,
-               r"delete\): the delete of setup-helper drops its quarantined entry; a withheld entry stays when its "
-               r"skill is deleted \(rule 5\)"),
-    SupplyCase("supply-format-declared-older", _older_format,
-               r"install\): the record declares format 1, older than its parent's 3; .*\(rule 1\)"),
-]  # fmt: skip
+    SupplyCase(
+        "supply-merge-approves-by-the-agent-key",
+        _merge_approving("agent"),
+        r"merge\): setup-helper's entry is neither parent's: it is approved, but quarantined in the parents "
+        r"\(an approval through a merge\); a merge changes no entry \(rule 4\)",
+    ),
+    SupplyCase(
+        "supply-merge-approves-by-the-user-key",
+        _merge_approving("user"),
+        r"merge\): setup-helper's entry is neither parent's: it is approved, .*\(rule 4\)",
+    ),
+    SupplyCase(
+        "supply-merge-drops-a-quarantined-entry",
+        _merge_approving("agent", _drop_quarantined),
+        r"merge\): it drops the entry of setup-helper \(quarantined in parent 1\) while setup-helper stays live "
+        r".*\(rule 4\)",
+    ),
+    SupplyCase(
+        "supply-skill-md-edited-at-install",
+        _install_edited,
+        r"install\): proofread's SKILL.md \(create\) with the counter set aside is not the file its entry pins "
+        r"\(rule 6\)",
+    ),
+    SupplyCase(
+        "supply-install-recorded-as-update",
+        _update_edited,
+        r"install\): summarise's SKILL.md \(update\) with the counter set aside is not the file its entry "
+        r"pins \(rule 6\)",
+    ),
+    SupplyCase(
+        "supply-digest-not-of-its-files",
+        _digest_forged,
+        r"install\): proofread's entry sha256 is not the folder hash of the files it pins \(rule 6\)",
+    ),
+    SupplyCase(
+        "supply-revocation-reason-rewritten",
+        _reason_rewritten,
+        r"approve\): it rewrites the revocation of blake3-tree-v1:[0-9a-f]{64}: its reason was \"sends the "
+        r"text elsewhere\", now \"false alarm\"; a revocation never changes once written \(rule 2\)",
+    ),
+    SupplyCase(
+        "supply-withheld-entry-dropped-by-a-delete",
+        _withheld_entry_dropped,
+        r"delete\): the delete of setup-helper drops its quarantined entry; a withheld entry stays when its "
+        r"skill is deleted \(rule 5\)",
+    ),
+    SupplyCase(
+        "supply-format-declared-older",
+        _older_format,
+        r"install\): the record declares format 1, older than its parent's 3; .*\(rule 1\)",
+    ),
+]
 
 
 def forge(brain: Path, env: dict[str, str], name: str) -> str:

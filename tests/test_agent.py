@@ -20,34 +20,84 @@ SKILL = "---\nname: {n}\ndescription: {d}\n---\n{b}\n"
 
 
 def _msg(brain: Brain) -> str:
-    return subprocess.run(["git", "-C", str(brain.root), "log", "-1", "--format=%B"], capture_output=True,
-                          text=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(brain.root), "log", "-1", "--format=%B"], capture_output=True, text=True
+    ).stdout
 
 
 def test_every_hermes_action_with_hermes_argument_names(brain: Brain) -> None:
     tools = SkillTools(brain, task="T-1")
     ok = lambda r: r["success"] or pytest.fail(json.dumps(r))  # noqa: E731
-    ok(tools.call("skill_manage", {"action": "create", "name": "pdf", "content": SKILL.format(
-        n="pdf", d="Fill PDF forms", b="Use fill.\nUse fill again.")}))  # fmt: skip
-    ok(tools.call("skill_manage", {"action": "patch", "name": "pdf", "old_string": "fill", "new_string": "merge",
-                                   "replace_all": True}))  # fmt: skip
+    ok(
+        tools.call(
+            "skill_manage",
+            {
+                "action": "create",
+                "name": "pdf",
+                "content": SKILL.format(n="pdf", d="Fill PDF forms", b="Use fill.\nUse fill again."),
+            },
+        )
+    )
+    ok(
+        tools.call(
+            "skill_manage",
+            {"action": "patch", "name": "pdf", "old_string": "fill", "new_string": "merge", "replace_all": True},
+        )
+    )
     assert brain.view("pdf")["body"].count("merge") == 2
-    ok(tools.call("skill_manage", {"action": "write_file", "name": "pdf", "file_path": "references/api.md",
-                                   "file_content": "# API\n"}))  # fmt: skip
-    ok(tools.call("skill_manage", {"action": "patch", "name": "pdf", "file_path": "references/api.md",
-                                   "old_string": "# API", "new_string": "# The API"}))  # fmt: skip
-    ok(tools.call("skill_manage", {"action": "edit", "name": "pdf", "content": SKILL.format(
-        n="pdf", d="Fill and merge PDF forms", b="Rewritten.")}))  # fmt: skip
+    ok(
+        tools.call(
+            "skill_manage",
+            {"action": "write_file", "name": "pdf", "file_path": "references/api.md", "file_content": "# API\n"},
+        )
+    )
+    ok(
+        tools.call(
+            "skill_manage",
+            {
+                "action": "patch",
+                "name": "pdf",
+                "file_path": "references/api.md",
+                "old_string": "# API",
+                "new_string": "# The API",
+            },
+        )
+    )
+    ok(
+        tools.call(
+            "skill_manage",
+            {
+                "action": "edit",
+                "name": "pdf",
+                "content": SKILL.format(n="pdf", d="Fill and merge PDF forms", b="Rewritten."),
+            },
+        )
+    )
     ok(tools.call("skill_manage", {"action": "remove_file", "name": "pdf", "file_path": "references/api.md"}))
     assert "Ledger-Actor: agent" in _msg(brain) and "Ledger-Task: T-1" in _msg(brain)
     ok(tools.call("skill_manage", {"action": "delete", "name": "pdf"}))
     assert [s.name for s in brain.list()] == []
     refused = tools.call("skill_manage", {"action": "write_file", "name": "x", "file_path": "../x", "file_content": ""})
     assert not refused["success"]
-    nulls = {"content": None, "old_string": None, "new_string": None, "replace_all": None, "file_path": None,
-             "file_content": None}  # fmt: skip
-    ok(tools.call("skill_manage", {"action": "create", "name": "nully", **nulls, "content": SKILL.format(
-        n="nully", d="Accepts null arguments", b="x")}))  # fmt: skip
+    nulls = {
+        "content": None,
+        "old_string": None,
+        "new_string": None,
+        "replace_all": None,
+        "file_path": None,
+        "file_content": None,
+    }
+    ok(
+        tools.call(
+            "skill_manage",
+            {
+                "action": "create",
+                "name": "nully",
+                **nulls,
+                "content": SKILL.format(n="nully", d="Accepts null arguments", b="x"),
+            },
+        )
+    )
 
 
 def test_api_view_returns_a_receipt_that_verifies(brain: Brain) -> None:
@@ -88,8 +138,10 @@ REFUSALS = {
     "tier-3 file not cited": {"a/SKILL.md": SKILL.format(n="a", d="d", b="x"), "a/scripts/run.sh": "echo\n"},
     "path leaves the skill": {"a/SKILL.md": SKILL.format(n="a", d="d", b="x"), "a/references/../../x": "x"},
     "dotdot slug": {"../a/SKILL.md": SKILL.format(n="a", d="d", b="x")},
-    "second skill invalid (atomic)": {"a/SKILL.md": SKILL.format(n="a", d="d", b="x"),
-                                      "b/SKILL.md": SKILL.format(n="c", d="d", b="x")},
+    "second skill invalid (atomic)": {
+        "a/SKILL.md": SKILL.format(n="a", d="d", b="x"),
+        "b/SKILL.md": SKILL.format(n="c", d="d", b="x"),
+    },
 }
 
 

@@ -28,12 +28,21 @@ def _hermes(root: Path, category: str) -> Path:
 @pytest.mark.chain
 def test_a_category_move_never_leaves_commit_stuck(tmp_path: Path, chained: Brain) -> None:
     b = chained
-    run_ledger("--brain", str(b.root), "import", str(_hermes(tmp_path / "one", "research")), "--layout", "hermes",
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(b.root), "import", str(_hermes(tmp_path / "one", "research")), "--layout", "hermes", check=True
+    )
     commit_pending(b, key=DEV_KEY_NAME)
     # The same skill, moved to another category: categories are outside the bundle, so the root stays.
-    moved = run_ledger("--brain", str(b.root), "import", str(_hermes(tmp_path / "two", "papers")), "--layout",
-                       "hermes", "--json", check=True)  # fmt: skip
+    moved = run_ledger(
+        "--brain",
+        str(b.root),
+        "import",
+        str(_hermes(tmp_path / "two", "papers")),
+        "--layout",
+        "hermes",
+        "--json",
+        check=True,
+    )
     assert json.loads(moved.stdout)["snapshot"] is not None
     head = b.head().snap
     assert head.root == head.parent_root  # a snapshot whose root equals its parent's
@@ -88,8 +97,9 @@ def test_every_refusal_of_the_registry_has_a_way_back(tmp_path: Path, node: anvi
 
 
 @pytest.mark.chain
-def test_a_new_brain_joins_an_existing_registry_and_anchor_names_each_brain(tmp_path: Path, node: anvil.Node,
-                                                                             chained: Brain) -> None:  # fmt: skip
+def test_a_new_brain_joins_an_existing_registry_and_anchor_names_each_brain(
+    tmp_path: Path, node: anvil.Node, chained: Brain
+) -> None:
     """'ledger chain use RPC --registry ADDR && ledger chain register' (real anvil); anchor's refusals name
     the brain and the cause."""
     registry = ChainConfig.of(chained).registry
@@ -124,8 +134,10 @@ def test_a_new_brain_joins_an_existing_registry_and_anchor_names_each_brain(tmp_
     with Brain.open(plain) as b:
         other = ChainConfig.of(b).registry
     proc = run_ledger(*op, str(plain), "--key", DEV_KEY_NAME)
-    assert proc.returncode == 1 and f"is registered on registry {other}, not on this operator's registry " \
-        f"{registry}" in proc.stderr, proc.stderr  # fmt: skip
+    assert (
+        proc.returncode == 1
+        and f"is registered on registry {other}, not on this operator's registry {registry}" in proc.stderr
+    ), proc.stderr
     switch = run_ledger("--brain", str(plain), "chain", "use", node.url, "--registry", registry)
     assert switch.returncode == 1 and "would orphan its committed lineage" in switch.stderr, switch.stderr
     anchored = run_ledger(*op, str(new), "--key", DEV_KEY_NAME)

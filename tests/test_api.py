@@ -37,10 +37,22 @@ def test_a_program_gets_the_document_the_command_prints(tmp_path: Path) -> None:
     from ledger.brain import Brain
 
     run_ledger("init", "--unsigned", str(tmp_path / "b"), check=True)
-    run_ledger("--brain", str(tmp_path / "b"), "skill", "create", "alpha", "--description", "Alpha. Use when a.",
-               "--body", "# Alpha", check=True)  # fmt: skip
-    printed = {c: json.loads(run_ledger("--brain", str(tmp_path / "b"), *c.split(), "--json", check=True).stdout)
-               for c in ("status", "skill list", "log", "index")}  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(tmp_path / "b"),
+        "skill",
+        "create",
+        "alpha",
+        "--description",
+        "Alpha. Use when a.",
+        "--body",
+        "# Alpha",
+        check=True,
+    )
+    printed = {
+        c: json.loads(run_ledger("--brain", str(tmp_path / "b"), *c.split(), "--json", check=True).stdout)
+        for c in ("status", "skill list", "log", "index")
+    }
     with Brain.open(tmp_path / "b") as brain:
         assert api.status(brain).to_json() == printed["status"]
         assert api.skill_list(brain).to_json() == printed["skill list"]

@@ -95,8 +95,9 @@ def _session(command: str, args: list[str], env: dict[str, str] | None, log: Pat
 
 
 @pytest.mark.parametrize("recipe", ["claude-code", "hermes", "codex", "generic"])
-def test_each_recipe_signs_with_the_brains_agent_key(recipe: str, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_each_recipe_signs_with_the_brains_agent_key(
+    recipe: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     keys = tmp_path / "made-with-keys"
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), env={"LEDGER_KEYS": str(keys)}, check=True)
@@ -108,8 +109,9 @@ def test_each_recipe_signs_with_the_brains_agent_key(recipe: str, tmp_path: Path
     agent = identity.KeyDir(keys).peek("agent")
     assert result["success"] and result["signed"] is True and result["signer"] == agent, result
     assert f"signing as agent {agent}" in log.read_text(), log.read_text()
-    message = subprocess.run(["git", "-C", str(brain), "log", "-1", "--format=%B"], capture_output=True,
-                             text=True, check=True).stdout  # fmt: skip
+    message = subprocess.run(
+        ["git", "-C", str(brain), "log", "-1", "--format=%B"], capture_output=True, text=True, check=True
+    ).stdout
     assert "Ledger-Actor: agent" in message and "Ledger-Signature: 0x" in message
     audit = run_ledger("audit", str(brain), "--require-signatures")
     assert audit.returncode == 0, audit.stdout

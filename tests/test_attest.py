@@ -81,8 +81,12 @@ def test_the_stock_model_signing_cli_verifies_an_oms_attestation(made: Path, tmp
     pem.write_bytes(_pem(made))
 
     def stock(model: Path, signature: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(script), "verify", "key", str(model), "--signature", str(signature),
-                               "--public_key", str(pem)], capture_output=True, text=True, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [str(script), "verify", "key", str(model), "--signature", str(signature), "--public_key", str(pem)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     ok = stock(folder, sig)
     assert ok.returncode == 0 and "Verification succeeded" in ok.stdout, ok.stdout + ok.stderr
@@ -129,8 +133,9 @@ def test_securesystemslib_verifies_an_intoto_attestation_of_every_exported_file(
         head = b.store.snapshot(b.head().commit)
         user = b._keys.peek("user")
     # sha256 as OMS digests a folder: SHA-256 over the files' SHA-256 digests, by path components
-    folder = hashlib.sha256(b"".join(hashlib.sha256(files[rel]).digest()
-                                     for rel in sorted(files, key=lambda r: r.split("/")))).hexdigest()  # fmt: skip
+    folder = hashlib.sha256(
+        b"".join(hashlib.sha256(files[rel]).digest() for rel in sorted(files, key=lambda r: r.split("/")))
+    ).hexdigest()
     assert subjects[brain[0]] == {"blake3-tree-v1": head.root.hex(), "gitCommit": head.commit, "sha256": folder}
     pred = stmt["predicate"]
     assert (pred["snapshot"]["commit"], pred["snapshot"]["parentCommit"]) == (head.commit, head.parents[0])
@@ -183,17 +188,20 @@ def test_verify_attestation_names_what_failed(made: Path, tmp_path: Path) -> Non
 def test_an_agent_attests_once_its_key_has_certified_its_siblings(made: Path, tmp_path: Path) -> None:
     b = ("--brain", str(made))
     refused = run_ledger(*b, "attest", "--format", "intoto", "--actor", "agent", "-o", str(tmp_path / "x"))
-    assert refused.returncode == 1 and "certified no sibling key" in refused.stderr and "--actor agent" in \
-        refused.stderr, refused.stderr  # fmt: skip
+    assert (
+        refused.returncode == 1 and "certified no sibling key" in refused.stderr and "--actor agent" in refused.stderr
+    ), refused.stderr
     assert not (tmp_path / "x").exists()
     with Brain.open(made) as brain, brain.acting("agent"):
         brain.patch("a", "alpha", "alpha by the agent")
-    run_ledger(*b, "attest", "HEAD~1", "a", "--format", "intoto", "--actor", "agent", "-o", str(tmp_path / "x"),
-               check=True)  # fmt: skip
+    run_ledger(
+        *b, "attest", "HEAD~1", "a", "--format", "intoto", "--actor", "agent", "-o", str(tmp_path / "x"), check=True
+    )
     stmt = json.loads(base64.b64decode(json.loads((tmp_path / "x").read_bytes())["payload"]))
     assert stmt["predicate"]["actor"] == "agent" and stmt["predicate"]["skill"] == "a"
-    assert {s["name"] for s in stmt["subject"]} - {s["name"] for s in stmt["subject"] if s["name"].startswith(
-        "brain:")} == {"skills/a/SKILL.md", "skills/a/b/x.md"}  # fmt: skip
+    assert {s["name"] for s in stmt["subject"]} - {
+        s["name"] for s in stmt["subject"] if s["name"].startswith("brain:")
+    } == {"skills/a/SKILL.md", "skills/a/b/x.md"}
     out = run_ledger(*b, "verify", "--attestation", str(tmp_path / "x"), "--json", check=True)
     assert json.loads(out.stdout)["role"] == "agent"
 
@@ -204,8 +212,13 @@ def test_malformed_and_ambiguous_attestations_are_refused(made: Path, tmp_path: 
     good = sig.read_text()
     doc = json.loads(good)
     payload = base64.b64decode(doc["dsseEnvelope"]["payload"])
-    spaced = {**doc, "dsseEnvelope": {**doc["dsseEnvelope"], "payload": base64.b64encode(
-        json.dumps(json.loads(payload), indent=2).encode()).decode()}}  # fmt: skip
+    spaced = {
+        **doc,
+        "dsseEnvelope": {
+            **doc["dsseEnvelope"],
+            "payload": base64.b64encode(json.dumps(json.loads(payload), indent=2).encode()).decode(),
+        },
+    }
     cases = {
         "duplicate key": good.replace('{"mediaType"', '{"mediaType":"x","mediaType"', 1),
         "not canonical": json.dumps(spaced),
@@ -232,9 +245,17 @@ def test_malformed_and_ambiguous_attestations_are_refused(made: Path, tmp_path: 
 def _vector_attested(vec: dict) -> Attested:
     files = {rel: (base64.b64decode(f["data"]), f["executable"]) for rel, f in vec["files"].items()}
     s = vec["snapshot"]
-    snap = Snapshot(commit=s["commit"], tree=s["tree"], parents=(s["parent"],), root=bytes.fromhex(s["root"]),
-                    parent_root=bytes.fromhex(s["parent_root"]), operation=s["operation"], changes=(), message="",
-                    timestamp=0)  # fmt: skip
+    snap = Snapshot(
+        commit=s["commit"],
+        tree=s["tree"],
+        parents=(s["parent"],),
+        root=bytes.fromhex(s["root"]),
+        parent_root=bytes.fromhex(s["parent_root"]),
+        operation=s["operation"],
+        changes=(),
+        message="",
+        timestamp=0,
+    )
     return Attested(bytes.fromhex(s["commit"]), snap, None, files, [])
 
 
@@ -246,14 +267,16 @@ def test_committed_vectors() -> None:
     assert pem.decode() == vec["p256_pem"] and key_id(pem) == vec["keyid"]
     att = _vector_attested(vec)
     oms_payload = canonical(oms.statement(att))
-    it = intoto.statement(att, brain="vector", sequence=7, agent=None, actor="user", signer=vec["signer"],
-                          receipt=None)  # fmt: skip
+    it = intoto.statement(att, brain="vector", sequence=7, agent=None, actor="user", signer=vec["signer"], receipt=None)
     if os.environ.get("LEDGER_WRITE_VECTORS"):  # regenerate: LEDGER_WRITE_VECTORS=1 pytest tests/test_attest.py
         from ledger.signatures.siblings import p256_key
 
-        vec.update(oms_statement=oms_payload.decode(), intoto_statement=canonical(it).decode(),
-                   oms_bundle=oms.make(att, p256_key(secret), vec["keyid"]).decode(),
-                   intoto_envelope=intoto.make(it, p256_key(secret), vec["keyid"]).decode())  # fmt: skip
+        vec.update(
+            oms_statement=oms_payload.decode(),
+            intoto_statement=canonical(it).decode(),
+            oms_bundle=oms.make(att, p256_key(secret), vec["keyid"]).decode(),
+            intoto_envelope=intoto.make(it, p256_key(secret), vec["keyid"]).decode(),
+        )
         VECTORS.write_text(json.dumps(vec, indent=2, ensure_ascii=False) + "\n")
     assert oms_payload.decode() == vec["oms_statement"]
     assert canonical(it).decode() == vec["intoto_statement"]
@@ -279,10 +302,15 @@ def test_the_sslib_key_id_vector() -> None:
         from ledger.signatures.siblings import p256_key
 
         obj = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
-        vec.update(p256_pem=pem.decode(), pem_keyid=key_id(pem), key_object=obj.decode(),
-                   sslib_keyid=hashlib.sha256(obj).hexdigest(),
-                   intoto_envelope=intoto.make(json.loads(old["intoto_statement"]),
-                                               p256_key(bytes.fromhex(vec["secret"]))).decode())  # fmt: skip
+        vec.update(
+            p256_pem=pem.decode(),
+            pem_keyid=key_id(pem),
+            key_object=obj.decode(),
+            sslib_keyid=hashlib.sha256(obj).hexdigest(),
+            intoto_envelope=intoto.make(
+                json.loads(old["intoto_statement"]), p256_key(bytes.fromhex(vec["secret"]))
+            ).decode(),
+        )
         SSLIB_VECTOR.write_text(json.dumps(vec, indent=2, ensure_ascii=False) + "\n")
     assert pem.decode() == vec["p256_pem"] == old["p256_pem"] and key_id(pem) == vec["pem_keyid"] == old["keyid"]
     key_object = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'
@@ -310,8 +338,9 @@ def test_an_envelope_naming_its_key_by_the_pem_key_id_still_verifies(made: Path,
     with Brain.open(made) as brain:
         doc = json.loads(new.read_bytes())
         stmt = json.loads(base64.b64decode(doc["payload"]))
-        secret = brain._sealer.key_for(brain.store.trust_at(brain.store.commit_info(brain.head().commit)[0].hex())[1],
-                                      "user").secret  # fmt: skip
+        secret = brain._sealer.key_for(
+            brain.store.trust_at(brain.store.commit_info(brain.head().commit)[0].hex())[1], "user"
+        ).secret
     from ledger.signatures.siblings import p256_key
 
     old = tmp_path / "old.intoto"
@@ -402,8 +431,9 @@ def test_an_anchored_snapshot_carries_its_agent_and_receipt(chained: Brain) -> N
 
 def _vector_statement() -> dict:
     vec = json.loads(VECTORS.read_text())
-    return intoto.statement(_vector_attested(vec), brain="vector", sequence=7, agent=None, actor="user",
-                            signer=vec["signer"], receipt=None)  # fmt: skip
+    return intoto.statement(
+        _vector_attested(vec), brain="vector", sequence=7, agent=None, actor="user", signer=vec["signer"], receipt=None
+    )
 
 
 def _tweak(change) -> dict:
@@ -471,9 +501,12 @@ def test_an_oms_statement_must_equal_the_expected_one() -> None:
     att = _vector_attested(json.loads(VECTORS.read_text()))
     want = oms.statement(att)
     assert oms.problems(json.loads(json.dumps(want)), att) == []
-    for change in (lambda s: s.update(note="x"), lambda s: s["subject"][0].update(x=1),
-                   lambda s: s["predicate"]["resources"][0].update(x=1),
-                   lambda s: s["predicate"]["resources"].reverse()):  # fmt: skip
+    for change in (
+        lambda s: s.update(note="x"),
+        lambda s: s["subject"][0].update(x=1),
+        lambda s: s["predicate"]["resources"][0].update(x=1),
+        lambda s: s["predicate"]["resources"].reverse(),
+    ):
         stmt = json.loads(json.dumps(want))
         change(stmt)
         assert oms.problems(stmt, att), stmt
@@ -486,8 +519,9 @@ def test_attest_and_verify_json_share_their_names_and_report_failure(made: Path,
     made_doc = json.loads(run_ledger(*b, "attest", "--format", "intoto", "-o", str(out), "--json", check=True).stdout)
     verified = json.loads(run_ledger(*b, "verify", "--attestation", str(out), "--json", check=True).stdout)
     assert made_doc["role"] == verified["role"] == "user" and "actor" not in made_doc and verified["ok"] is True
-    assert {k: made_doc[k] for k in ("format", "commit", "signer", "keyid")} == \
-        {k: verified[k] for k in ("format", "commit", "signer", "keyid")}  # fmt: skip
+    assert {k: made_doc[k] for k in ("format", "commit", "signer", "keyid")} == {
+        k: verified[k] for k in ("format", "commit", "signer", "keyid")
+    }
     with Brain.open(made) as brain:
         brain.patch("a", "alpha", "alpha changed")
     failed = run_ledger(*b, "verify", "--attestation", str(out), "HEAD", "--json")

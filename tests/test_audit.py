@@ -342,15 +342,23 @@ def test_a_merge_anywhere_in_the_lineage_fails_the_audit(tmp_path: Path) -> None
     b.close()
     git = ["git", "--git-dir", str(tmp_path / "b" / ".git")]
     head = subprocess.run([*git, "rev-parse", "main"], capture_output=True, text=True, check=True).stdout.strip()
-    tree = subprocess.run([*git, "rev-parse", f"{head}^{{tree}}"], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
-    forged = subprocess.run([*git, "commit-tree", tree, "-m", "never hashed"], capture_output=True, text=True,
-                            check=True).stdout.strip()  # fmt: skip
-    message = subprocess.run([*git, "log", "-1", "--format=%B", head], capture_output=True, text=True,
-                             check=True).stdout  # fmt: skip
+    tree = subprocess.run(
+        [*git, "rev-parse", f"{head}^{{tree}}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    forged = subprocess.run(
+        [*git, "commit-tree", tree, "-m", "never hashed"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    message = subprocess.run(
+        [*git, "log", "-1", "--format=%B", head], capture_output=True, text=True, check=True
+    ).stdout
     parent = subprocess.run([*git, "rev-parse", f"{head}^"], capture_output=True, text=True, check=True).stdout.strip()
-    merge = subprocess.run([*git, "commit-tree", tree, "-p", parent, "-p", forged], input=message,
-                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    merge = subprocess.run(
+        [*git, "commit-tree", tree, "-p", parent, "-p", forged],
+        input=message,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     subprocess.run([*git, "update-ref", "refs/heads/main", merge, head], check=True)
     code, rep = audit(tmp_path / "b")
     lineage = rep["checks"]["lineage"]

@@ -15,8 +15,18 @@ from tests.conftest import run_ledger
 def _brain(tmp_path: Path) -> Path:
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "skill", "create", "git-bisect", "--description", "Find a bad commit",
-               "--body", "Run git bisect.\n", check=True)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(brain),
+        "skill",
+        "create",
+        "git-bisect",
+        "--description",
+        "Find a bad commit",
+        "--body",
+        "Run git bisect.\n",
+        check=True,
+    )
     return brain
 
 
@@ -62,8 +72,9 @@ def test_a_skill_recorded_as_it_is_can_still_be_improved(tmp_path: Path) -> None
     run_ledger("init", str(brain), check=True)
     run_ledger("--brain", str(brain), "import", str(tmp_path / "src"), check=True)  # recorded as it is
     run_ledger("--brain", str(brain), "skill", "patch", "tools", "--old", "old", "--new", "new", check=True)
-    worse = run_ledger("--brain", str(brain), "skill", "patch", "tools", "--old", "platforms:", "--new",
-                       "tags: [x]\nplatforms:")  # fmt: skip
+    worse = run_ledger(
+        "--brain", str(brain), "skill", "patch", "tools", "--old", "platforms:", "--new", "tags: [x]\nplatforms:"
+    )
     assert worse.returncode == 1 and "Unexpected fields in frontmatter: tags" in worse.stderr
 
 

@@ -12,8 +12,20 @@ from ledger.brain import Brain
 from ledger.store import gitstore as gs
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ("writer", "snapshots", "lock", "importer", "reads", "mutations", "versions", "sealer", "catalog",
-         "keyring", "keys", "cache")  # fmt: skip
+PARTS = (
+    "writer",
+    "snapshots",
+    "lock",
+    "importer",
+    "reads",
+    "mutations",
+    "versions",
+    "sealer",
+    "catalog",
+    "keyring",
+    "keys",
+    "cache",
+)
 
 
 def test_only_the_store_and_root_are_parts_a_brain_shows(brain: Brain) -> None:
@@ -44,6 +56,10 @@ def test_writing_holds_the_lock_and_attributes_the_actor(brain: Brain) -> None:
         assert brain._lock.held and w.attribution["actor"] == "agent"
         receipt = w.write_skill("create", "beta", {"SKILL.md": (md, False)})
     assert not brain._lock.held and brain.attribution["actor"] == "user"
-    body = subprocess.run(["git", "--git-dir", str(brain.store.git_dir), "log", "-1", "--format=%B", receipt.commit],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    body = subprocess.run(
+        ["git", "--git-dir", str(brain.store.git_dir), "log", "-1", "--format=%B", receipt.commit],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "Ledger-Actor: agent" in body and "Ledger-Task: T-1" in body and "Ledger-Skill: beta" in body

@@ -98,28 +98,49 @@ READS: list[tuple[str, list[str], Callable[[Brain], Any], type]] = [
     ("status", ["status", "--json"], status, StatusReport),
     ("index", ["index", "--json"], usecases.index, IndexReport),
     ("skill-list", ["skill", "list", "--json"], usecases.skill_list, SkillListReport),
-    ("skill-list-category", ["skill", "list", "--category", "research", "--json"],
-     lambda b: usecases.skill_list(b, "research"), SkillListReport),
+    (
+        "skill-list-category",
+        ["skill", "list", "--category", "research", "--json"],
+        lambda b: usecases.skill_list(b, "research"),
+        SkillListReport,
+    ),
     ("skill-view", ["skill", "view", "alpha", "--json"], lambda b: usecases.skill_view(b, "alpha"), SkillViewReport),
-    ("skill-view-file", ["skill", "view", "alpha", "--file", "references/x.md", "--json"],
-     lambda b: usecases.skill_view(b, "alpha", "references/x.md"), SkillFileReport),
-    ("skill-view-binary", ["skill", "view", "alpha", "--file", "assets/blob.bin", "--json"],
-     lambda b: usecases.skill_view(b, "alpha", "assets/blob.bin"), SkillFileReport),
+    (
+        "skill-view-file",
+        ["skill", "view", "alpha", "--file", "references/x.md", "--json"],
+        lambda b: usecases.skill_view(b, "alpha", "references/x.md"),
+        SkillFileReport,
+    ),
+    (
+        "skill-view-binary",
+        ["skill", "view", "alpha", "--file", "assets/blob.bin", "--json"],
+        lambda b: usecases.skill_view(b, "alpha", "assets/blob.bin"),
+        SkillFileReport,
+    ),
     ("log", ["log", "--json"], usecases.log, LogReport),
-    ("log-filtered", ["log", "-1", "--skill", "alpha", "--json"],
-     lambda b: usecases.log(b, max_count=1, skill="alpha"), LogReport),
+    (
+        "log-filtered",
+        ["log", "-1", "--skill", "alpha", "--json"],
+        lambda b: usecases.log(b, max_count=1, skill="alpha"),
+        LogReport,
+    ),
     ("log-actor", ["log", "--actor", "agent", "--json"], lambda b: usecases.log(b, actor="agent"), LogReport),
     ("log-stats", ["log", "--stats", "--json"], usecases.log_stats, LogStatsReport),
     ("prove", ["prove", "alpha/SKILL.md", "--json"], lambda b: usecases.prove(b, "alpha/SKILL.md"), ProveReport),
-    ("prove-at", ["prove", "alpha/assets/blob.bin", "--at", "main~1", "--json"],
-     lambda b: usecases.prove(b, "alpha/assets/blob.bin", "main~1"), ProveReport),
+    (
+        "prove-at",
+        ["prove", "alpha/assets/blob.bin", "--at", "main~1", "--json"],
+        lambda b: usecases.prove(b, "alpha/assets/blob.bin", "main~1"),
+        ProveReport,
+    ),
     ("recover", ["recover", "--json"], usecases.recover, RecoverReport),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("args", "case", "report"), [pytest.param(a, c, r, id=i) for i, a, c, r in READS])
-def test_a_read_use_case_is_the_commands_json(made: Path, args: list[str], case: Callable[[Brain], Any],
-                                              report: type) -> None:  # fmt: skip
+def test_a_read_use_case_is_the_commands_json(
+    made: Path, args: list[str], case: Callable[[Brain], Any], report: type
+) -> None:
     shown = cli(made, *args)
     with Brain.open(made) as brain:
         got = case(brain)
@@ -134,10 +155,16 @@ def test_the_fixture_shows_what_the_reports_carry(made: Path) -> None:
     assert st["changes"] == {"beta/SKILL.md": "modified"} and not st["clean"]
     listed = json.loads(cli(made, "skill", "list", "--json"))
     assert [s["category"] for s in listed] == [None, "research"]
-    assert json.loads(cli(made, "skill", "view", "alpha", "--file", "assets/blob.bin", "--json")) == \
-        {"name": "alpha", "file": "assets/blob.bin", "binary": True, "size": 3}  # fmt: skip
-    assert json.loads(cli(made, "index", "--json")) == [{"name": "alpha", "description": "Alpha skill"},
-                                                         {"name": "beta", "description": "Beta – ünïcode"}]
+    assert json.loads(cli(made, "skill", "view", "alpha", "--file", "assets/blob.bin", "--json")) == {
+        "name": "alpha",
+        "file": "assets/blob.bin",
+        "binary": True,
+        "size": 3,
+    }
+    assert json.loads(cli(made, "index", "--json")) == [
+        {"name": "alpha", "description": "Alpha skill"},
+        {"name": "beta", "description": "Beta – ünïcode"},
+    ]
 
 
 def test_index_json_is_the_text_index_as_data(made: Path) -> None:
@@ -170,8 +197,9 @@ def test_init_json_is_the_init_use_case(tmp_path: Path) -> None:
     assert shown["brain"] == str(tmp_path / "a") and got["brain"] == str(tmp_path / "b")
     assert {**shown, "brain": None} == {**got, "brain": None}
     assert shown["policy"] == "signed" and {k["role"] for k in shown["trusted"]} == {"user", "agent"}
-    unsigned = json.loads(run_ledger("init", str(tmp_path / "c"), "--unsigned", "--versions", "store", "--json",
-                                     check=True).stdout)  # fmt: skip
+    unsigned = json.loads(
+        run_ledger("init", str(tmp_path / "c"), "--unsigned", "--versions", "store", "--json", check=True).stdout
+    )
     assert (unsigned["trusted"], unsigned["policy"], unsigned["versions"]) == ([], "unsigned", "store")
     text = run_ledger("init", str(tmp_path / "d"), check=True).stdout
     assert text.splitlines()[1] == f"root   {shown['root']}"
@@ -179,25 +207,38 @@ def test_init_json_is_the_init_use_case(tmp_path: Path) -> None:
 
 # Each write command (argv after the brain), and the same write through the Python API.
 WRITES: list[tuple[str, list[str], Callable[[Brain, Path], Any]]] = [
-    ("create", ["skill", "create", "gamma", "--description", "Gamma", "--body", "g\n"],
-     lambda b, _: b.create("gamma", "Gamma", "g\n")),
+    (
+        "create",
+        ["skill", "create", "gamma", "--description", "Gamma", "--body", "g\n"],
+        lambda b, _: b.create("gamma", "Gamma", "g\n"),
+    ),
     ("upsert", ["skill", "upsert", "--file", "{src}"], lambda b, src: b.upsert(src.read_text())),
     ("edit", ["skill", "edit", "alpha", "--file", "{src}"], lambda b, src: b.edit("alpha", src.read_text())),
-    ("patch", ["skill", "patch", "alpha", "--old", "Use alpha.", "--new", "Use alpha well."],
-     lambda b, _: b.patch("alpha", "Use alpha.", "Use alpha well.")),
+    (
+        "patch",
+        ["skill", "patch", "alpha", "--old", "Use alpha.", "--new", "Use alpha well."],
+        lambda b, _: b.patch("alpha", "Use alpha.", "Use alpha well."),
+    ),
     ("delete", ["skill", "delete", "alpha"], lambda b, _: b.delete("alpha")),
     ("move", ["skill", "move", "alpha", "research"], lambda b, _: b.categories.move("alpha", "research")),
-    ("write-file", ["skill", "write-file", "alpha", "references/y.md", "--from", "{data}"],
-     lambda b, data: b.write_file("alpha", "references/y.md", data.read_bytes())),
-    ("remove-file", ["skill", "remove-file", "alpha", "references/x.md"],
-     lambda b, _: b.remove_file("alpha", "references/x.md")),
+    (
+        "write-file",
+        ["skill", "write-file", "alpha", "references/y.md", "--from", "{data}"],
+        lambda b, data: b.write_file("alpha", "references/y.md", data.read_bytes()),
+    ),
+    (
+        "remove-file",
+        ["skill", "remove-file", "alpha", "references/x.md"],
+        lambda b, _: b.remove_file("alpha", "references/x.md"),
+    ),
     ("snapshot", ["snapshot"], lambda b, _: usecases.snapshot(b)),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("args", "write"), [pytest.param(a, w, id=i) for i, a, w in WRITES])
-def test_a_write_prints_the_receipt_the_api_returns(copy: Callable[[str], Path], tmp_path: Path, args: list[str],
-                                                    write: Callable[[Brain, Path], Any]) -> None:  # fmt: skip
+def test_a_write_prints_the_receipt_the_api_returns(
+    copy: Callable[[str], Path], tmp_path: Path, args: list[str], write: Callable[[Brain, Path], Any]
+) -> None:
     a, b = copy("a"), copy("b")
     src = tmp_path / "SKILL.md"
     src.write_text((a / "skills" / "alpha" / "SKILL.md").read_text().replace("Use alpha.", "Use alpha, edited."))
@@ -218,8 +259,11 @@ def test_a_write_prints_the_receipt_the_api_returns(copy: Callable[[str], Path],
 def test_a_write_that_changes_nothing_prints_no_change(made: Path, copy: Callable[[str], Path]) -> None:
     a = copy("a")
     run_ledger("--brain", str(a), "snapshot", check=True)
-    for argv in (["snapshot"], ["skill", "move", "alpha"], ["skill", "patch", "alpha", "--old", "Use alpha.",
-                                                              "--new", "Use alpha."]):  # fmt: skip
+    for argv in (
+        ["snapshot"],
+        ["skill", "move", "alpha"],
+        ["skill", "patch", "alpha", "--old", "Use alpha.", "--new", "Use alpha."],
+    ):
         proc = run_ledger("--brain", str(a), *argv, "--json")
         if proc.returncode != 0:  # a refusal is not a "nothing to do"
             assert argv[1] == "patch", proc.stderr
@@ -235,10 +279,13 @@ def test_the_receipt_schema_refuses_a_wrong_document() -> None:
     valid(good.to_json(), Receipt)
     failed = {**good.to_json(), "chain": {"committed": False, "error": "no node"}}
     valid(failed, Receipt)
-    for bad in ({**good.to_json(), "signed": "no"}, {**good.to_json(), "extra": 1},
-                {**good.to_json(), "changes": [{"skill": "s", "action": "x", "version": 1, "files": {"a": "gone"}}]}):
+    for bad in (
+        {**good.to_json(), "signed": "no"},
+        {**good.to_json(), "extra": 1},
+        {**good.to_json(), "changes": [{"skill": "s", "action": "x", "version": 1, "files": {"a": "gone"}}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, Receipt.schema())  # fmt: skip
+            jsonschema.validate(bad, Receipt.schema())
     with_extra = Receipt.json_schema({"read": {"type": "integer"}})
     jsonschema.validate({**good.to_json(), "read": 3}, with_extra)
     with pytest.raises(jsonschema.ValidationError):
@@ -257,8 +304,10 @@ def _commands() -> Iterator[tuple[str, click.Command]]:
         yield f"skill {name}", cmd
 
 
-WRITE_COMMANDS = {"snapshot", *(f"skill {w}" for w in ("create", "upsert", "edit", "patch", "delete", "move",
-                                                         "write-file", "remove-file"))}  # fmt: skip
+WRITE_COMMANDS = {
+    "snapshot",
+    *(f"skill {w}" for w in ("create", "upsert", "edit", "patch", "delete", "move", "write-file", "remove-file")),
+}
 
 
 @pytest.mark.parametrize(("name", "cmd"), [pytest.param(n, c, id=n) for n, c in _commands()])
@@ -309,6 +358,12 @@ def test_status_with_targets_a_fleet_and_the_gate(copy: Callable[[str], Path], t
         got = status(brain)
     assert printed(got) == shown
     doc = json.loads(shown)
-    assert list(doc)[6:] == ["sync_conflicts", "sync_rescued", "sync_ignored_held", "merge_conflicts", "gate",
-                             "regressions"]  # fmt: skip
+    assert list(doc)[6:] == [
+        "sync_conflicts",
+        "sync_rescued",
+        "sync_ignored_held",
+        "merge_conflicts",
+        "gate",
+        "regressions",
+    ]
     valid(doc, StatusReport)

@@ -30,12 +30,24 @@ from tests.test_sync import _ledger, _setup
 SEEDS = (1, 2, 3)
 STEPS = 7
 # Each read is compared with its exit status and both streams; verify must pass besides.
-READS = (("status",), ("status", "--json"), ("skill", "list"), ("index",), ("verify",), ("outcome", "batches"),
-         ("sync",))  # fmt: skip
+READS = (
+    ("status",),
+    ("status", "--json"),
+    ("skill", "list"),
+    ("index",),
+    ("verify",),
+    ("outcome", "batches"),
+    ("sync",),
+)
 MODES = ("none", "none", "none", "delete", "truncate", "flip", "noise", "shape", "stale", "stale", "stale")
 SHAPES = (  # JSON of other shapes
-    '{"format": 3, "names": "x"}', "[]", "null", '{"key": 1, "pending": "2"}', '{"head": null, "regressions": 0}',
-    '{"commit": 1, "blob": null, "withheld": "ab"}', '{"alpha": {"SKILL.md": [1]}, "beta": []}',
+    '{"format": 3, "names": "x"}',
+    "[]",
+    "null",
+    '{"key": 1, "pending": "2"}',
+    '{"head": null, "regressions": 0}',
+    '{"commit": 1, "blob": null, "withheld": "ab"}',
+    '{"alpha": {"SKILL.md": [1]}, "beta": []}',
 )
 
 
@@ -187,16 +199,17 @@ def test_a_cache_reader_misses_and_never_raises(tmp_path: Path) -> None:
     assert read_cache_json(state.path(PENDING), want) == 3
 
 
-def test_a_deeply_nested_cache_file_is_a_miss_even_after_eth_account_raised_the_recursion_limit(
-        tmp_path: Path) -> None:  # fmt: skip
+def test_a_deeply_nested_cache_file_is_a_miss_even_after_eth_account_raised_the_recursion_limit(tmp_path: Path) -> None:
     """py_ecc (imported with eth-account, as every signing command does) raises the recursion limit to
     100,000 on import, past what the C stack holds: a damaged cache file nested that deep must still be a
     miss, not a segfault.  In a child process, so a crash fails this test rather than the test worker."""
     deep = tmp_path / "pending-v1.json"
     deep.write_bytes(b"[" * 200_000)
-    code = ("import sys, eth_account; from ledger._fs import read_cache_json; "
-            "assert sys.getrecursionlimit() >= 100_000; "
-            f"print(read_cache_json({str(deep)!r}, lambda doc: doc), sys.getrecursionlimit())")  # fmt: skip
+    code = (
+        "import sys, eth_account; from ledger._fs import read_cache_json; "
+        "assert sys.getrecursionlimit() >= 100_000; "
+        f"print(read_cache_json({str(deep)!r}, lambda doc: doc), sys.getrecursionlimit())"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert proc.stdout.split() == ["None", "100000"]  # a miss, and the limit is given back

@@ -71,15 +71,21 @@ def test_crash_between_send_and_record_recovers_without_duplicates(chained: Brai
     for i in range(5):
         chained.create(f"s{i}", "S", "x\n")
     proc = run_ledger(
-        "chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2",
+        "chain",
+        "anchor",
+        "--key",
+        DEV_KEY_NAME,
+        "--batch",
+        "2",
         env=_env(chained, LEDGER_CRASHPOINT="chain-after-send"),
     )
     assert proc.returncode == 86
     assert read_receipts(chained.store) == {}  # sent, but nothing recorded
     nonce_after_crash = _nonce(chained, _dev_address())
     again = json.loads(
-        run_ledger("chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2", "--json", env=_env(chained),
-                   check=True).stdout
+        run_ledger(
+            "chain", "anchor", "--key", DEV_KEY_NAME, "--batch", "2", "--json", env=_env(chained), check=True
+        ).stdout
     )
     assert again["reconciled"] == 2  # the crashed batch, recovered from events
     assert again["committed"] == 4  # the rest: 6 snapshots in all
@@ -248,9 +254,21 @@ def test_status_and_an_idle_commit_never_load_web3(chained: Brain) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     for args in (["status"], ["commit"], ["log", "-n", "1"], ["verify"]):
         proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "from ledger._entry import main; main()",
-             "--brain", str(chained.root), *args], capture_output=True, text=True, env=env, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-c",
+                "from ledger._entry import main; main()",
+                "--brain",
+                str(chained.root),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert proc.returncode == 0, (args, proc.stderr[-2000:])
         imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
         assert not {m for m in imported if m == "web3" or m.startswith("web3.")}, args

@@ -32,8 +32,16 @@ def _words(n: int) -> list[bytes]:
 
 
 def test_selectors_and_the_event_topic_are_the_abis() -> None:
-    for name in ("commit", "commitBatch", "commitEvidence", "evidenceOf", "headOf", "sequenceOf", "ownerOf",
-                 "isCommitter"):
+    for name in (
+        "commit",
+        "commitBatch",
+        "commitEvidence",
+        "evidenceOf",
+        "headOf",
+        "sequenceOf",
+        "ownerOf",
+        "isCommitter",
+    ):
         assert abi.selector(_signature(name)) == function_abi_to_4byte_selector(FUNCTIONS[name]), name
     (event,) = (e for e in ABI if e.get("name") == "RootCommitted")
     assert event_abi_to_log_topic(event) == abi.ROOT_COMMITTED
@@ -80,8 +88,12 @@ def test_malformed_words_are_refused_not_truncated() -> None:
     for value, kind in ((2**64, "uint64"), (-1, "uint256"), (b"\x01" * 31, "bytes32"), ("0x" + "11" * 19, "address")):
         with pytest.raises(ChainError):
             abi.word(value, kind)
-    for data, kind in ((b"\x00" * 31, "uint256"), ((2**64).to_bytes(32, "big"), "uint64"),
-                       ((2**160).to_bytes(32, "big"), "address"), ((2).to_bytes(32, "big"), "bool")):  # fmt: skip
+    for data, kind in (
+        (b"\x00" * 31, "uint256"),
+        ((2**64).to_bytes(32, "big"), "uint64"),
+        ((2**160).to_bytes(32, "big"), "address"),
+        ((2).to_bytes(32, "big"), "bool"),
+    ):
         with pytest.raises(ChainError):
             abi.decode_word(data, kind)
 
@@ -108,8 +120,10 @@ def test_a_root_committed_log_decodes_as_web3_decodes_it() -> None:
         }
         theirs = get_event_data(Web3().codec, event, raw)
         if hexed:
-            raw = {k: ("0x" + v.hex() if isinstance(v, bytes) else hex(v) if isinstance(v, int) else v)
-                   for k, v in raw.items()}  # fmt: skip
+            raw = {
+                k: ("0x" + v.hex() if isinstance(v, bytes) else hex(v) if isinstance(v, int) else v)
+                for k, v in raw.items()
+            }
             raw["topics"] = ["0x" + t.hex() for t in (abi.ROOT_COMMITTED, agent.to_bytes(32, "big"), root)]
         ours = abi.decode_root_committed(raw)
         assert ours["agent"] == theirs["args"]["agentId"] and ours["root"] == theirs["args"]["root"]
@@ -137,7 +151,11 @@ def test_an_evidence_committed_log_decodes_as_web3_decodes_it() -> None:
         args = get_event_data(Web3().codec, event, raw)["args"]
         ours = abi.decode_evidence_committed(raw)
         assert (ours["agent"], ours["head"], ours["size"], ours["root"]) == (
-            args["agentId"], args["head"], args["size"], args["root"])
+            args["agentId"],
+            args["head"],
+            args["size"],
+            args["root"],
+        )
         assert (ours["block"], ours["log_index"], ours["registry"]) == (9, 4, CONTRACT.address)
     for bad in ("0x" + "00" * 63, "0x" + "00" * 23 + "01" + "00" * 40):  # short, or a size above uint64
         with pytest.raises(ChainError, match="not an EvidenceCommitted"):
@@ -147,9 +165,15 @@ def test_an_evidence_committed_log_decodes_as_web3_decodes_it() -> None:
 
 
 def test_another_events_log_is_refused() -> None:
-    log = {"address": "0x" + "11" * 20, "topics": [keccak(b"Other(uint256)"), b"\x00" * 32, b"\x00" * 32],
-           "data": b"\x00" * 32, "transactionHash": b"\x00" * 32, "blockHash": b"\x00" * 32, "blockNumber": 1,
-           "logIndex": 0}  # fmt: skip
+    log = {
+        "address": "0x" + "11" * 20,
+        "topics": [keccak(b"Other(uint256)"), b"\x00" * 32, b"\x00" * 32],
+        "data": b"\x00" * 32,
+        "transactionHash": b"\x00" * 32,
+        "blockHash": b"\x00" * 32,
+        "blockNumber": 1,
+        "logIndex": 0,
+    }
     with pytest.raises(ChainError, match="not a RootCommitted event"):
         abi.decode_root_committed(log)
 
@@ -167,8 +191,11 @@ def test_sequenced_numbers_events_by_their_order_and_chains_parents() -> None:
 def test_committer_logs_decode_as_web3_decodes_them() -> None:
     events = {e["name"]: e for e in ABI if e["type"] == "event"}
     agent = RNG.getrandbits(256)
-    cases = [("AgentRegistered", ["bytes32", "uint256"], [RNG.randbytes(32), 10**6]),
-             ("CommitterSet", ["bool"], [True]), ("CommitterSet", ["bool"], [False])]  # fmt: skip
+    cases = [
+        ("AgentRegistered", ["bytes32", "uint256"], [RNG.randbytes(32), 10**6]),
+        ("CommitterSet", ["bool"], [True]),
+        ("CommitterSet", ["bool"], [False]),
+    ]
     for name, data_types, data in cases:
         address = to_checksum_address(RNG.randbytes(20))
         raw = {
@@ -219,8 +246,13 @@ def test_strings_and_uint_arrays_decode_as_eth_abi_does(length: int) -> None:
 
 def test_a_string_reply_of_another_shape_is_refused() -> None:
     good = abi_encode(["string"], ["data:x"])
-    for bad in (good[:-1], good + b"\0" * 32, good[:-1] + b"\1", (64).to_bytes(32, "big") + good[32:],
-                good[:32] + (10**6).to_bytes(32, "big") + good[64:]):  # fmt: skip
+    for bad in (
+        good[:-1],
+        good + b"\0" * 32,
+        good[:-1] + b"\1",
+        (64).to_bytes(32, "big") + good[32:],
+        good[:32] + (10**6).to_bytes(32, "big") + good[64:],
+    ):
         with pytest.raises(ChainError):
             abi.decode_string(bad)
 
@@ -230,10 +262,18 @@ def test_transfer_logs_decode_as_web3_decodes_them() -> None:
     operator, sender, receiver = (RNG.randbytes(20) for _ in range(3))
     ids, values = [RNG.getrandbits(256) for _ in range(3)], [RNG.getrandbits(128) for _ in range(3)]
     topics = [b"\0" * 12 + a for a in (operator, sender, receiver)]
-    where = {"logIndex": 0, "transactionIndex": 0, "transactionHash": b"\1" * 32, "blockHash": b"\2" * 32,
-             "blockNumber": 1, "address": "0x" + "11" * 20}  # fmt: skip
-    for event, data in ((single, abi_encode(["uint256", "uint256"], [ids[0], values[0]])),
-                        (batch, abi_encode(["uint256[]", "uint256[]"], [ids, values]))):  # fmt: skip
+    where = {
+        "logIndex": 0,
+        "transactionIndex": 0,
+        "transactionHash": b"\1" * 32,
+        "blockHash": b"\2" * 32,
+        "blockNumber": 1,
+        "address": "0x" + "11" * 20,
+    }
+    for event, data in (
+        (single, abi_encode(["uint256", "uint256"], [ids[0], values[0]])),
+        (batch, abi_encode(["uint256[]", "uint256[]"], [ids, values])),
+    ):
         log = {**where, "topics": [event_abi_to_log_topic(event), *topics], "data": data}
         args = get_event_data(Web3().codec, event, log)["args"]
         rows = abi.decode_transfer(log)

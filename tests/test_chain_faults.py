@@ -102,8 +102,12 @@ def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Pat
     env = {"LEDGER_BRAIN": str(brain_dir)}
     run_ledger("chain", "up", env=env, check=True)
     try:
-        for args in (["chain", "deploy", "--key", DEV_KEY_NAME], ["chain", "register", "--key", DEV_KEY_NAME],
-                     ["skill", "create", "s", "--description", "d"], ["commit", "--key", DEV_KEY_NAME]):  # fmt: skip
+        for args in (
+            ["chain", "deploy", "--key", DEV_KEY_NAME],
+            ["chain", "register", "--key", DEV_KEY_NAME],
+            ["skill", "create", "s", "--description", "d"],
+            ["commit", "--key", DEV_KEY_NAME],
+        ):
             run_ledger(*args, env=env, check=True)
         _dumped_since(brain_dir / ".ledger" / "anvil" / "state.json", time.time())  # what was committed is saved
         node = json.loads((brain_dir / ".ledger" / "anvil" / "node.json").read_text())
@@ -145,13 +149,18 @@ def test_a_snapshot_whose_root_does_not_match_its_objects_is_never_anchored(chai
     store = chained.store
     blob = store.write_blob(b"---\nname: s\ndescription: d\nmetadata:\n  version: '2'\n---\ny\n")
     tree = store.root_tree(store.write_tree([(store.write_tree([(blob, gs.MODE_FILE, "SKILL.md")]), gs.MODE_DIR, "s")]))
-    true_root = DirNode({"s": Digest(KIND_DIR, DirNode({"SKILL.md": Digest(KIND_FILE, file_digest(
-        store.read(blob, b"blob")))}).digest)}).digest  # fmt: skip
+    true_root = DirNode(
+        {"s": Digest(KIND_DIR, DirNode({"SKILL.md": Digest(KIND_FILE, file_digest(store.read(blob, b"blob")))}).digest)}
+    ).digest
     forged_root = b"\x42" * 32
-    bad = store.write_commit(tree, [bytes.fromhex(head.commit)],
-                             gs.format_message("patch", forged_root, head.root, [gs.Change("update", "s", 2)]))
-    good = store.write_commit(tree, [bad], gs.format_message("edit", true_root, forged_root,
-                                                            [gs.Change("update", "s", 3)]))  # fmt: skip
+    bad = store.write_commit(
+        tree,
+        [bytes.fromhex(head.commit)],
+        gs.format_message("patch", forged_root, head.root, [gs.Change("update", "s", 2)]),
+    )
+    good = store.write_commit(
+        tree, [bad], gs.format_message("edit", true_root, forged_root, [gs.Change("update", "s", 3)])
+    )
     store.move_head(good, bytes.fromhex(head.commit))
     before = _nonce(chained)
     proc = _ledger(chained, "commit", "--key", DEV_KEY_NAME)

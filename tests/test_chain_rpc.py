@@ -77,9 +77,17 @@ def test_a_commit_is_built_as_web3_builds_it_and_refused_in_the_same_words(chain
     reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
     owner, parent, root = dev_account(0), reg.head(cfg.agent_id), b"\x42" * 32
     ours = reg.build(owner.address, call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, root))
-    theirs = reg.bound().functions.commit(cfg.agent_id, parent, root).build_transaction(
-        {"from": owner.address, "nonce": reg.w3.eth.get_transaction_count(owner.address, "pending"),
-         "chainId": reg.chain_id})  # fmt: skip
+    theirs = (
+        reg.bound()
+        .functions.commit(cfg.agent_id, parent, root)
+        .build_transaction(
+            {
+                "from": owner.address,
+                "nonce": reg.w3.eth.get_transaction_count(owner.address, "pending"),
+                "chainId": reg.chain_id,
+            }
+        )
+    )
     for field in ("chainId", "nonce", "to", "value", "gas", "maxPriorityFeePerGas", "maxFeePerGas"):
         assert ours[field] == theirs[field], field
     assert "0x" + ours["data"].hex() == theirs["data"]

@@ -59,8 +59,9 @@ def _valid(report_type: type, doc: Any) -> None:
 
 
 def _skill(brain: Path, name: str) -> None:
-    run_ledger("--brain", str(brain), "skill", "create", name, "--description", f"the {name} skill", "--body", "hi",
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", name, "--description", f"the {name} skill", "--body", "hi", check=True
+    )
 
 
 # --------------------------------------------------------------------------- the chain
@@ -92,8 +93,17 @@ def test_anchor_and_epoch_from_python_match_the_cli(chained: Brain, tmp_path: Pa
     _valid(AnchorReport, cli)
     epoch = chain_run.epoch(chained, [chained], key=DEV_KEY_NAME)
     assert isinstance(epoch, EpochReport) and epoch.tx is not None and epoch.heads == 2
-    assert list(epoch.to_json()) == ["epoch", "tx", "gasUsed", "heads", "size", "root", "brains", "gasPerHead",
-                                     "evidence"]  # fmt: skip
+    assert list(epoch.to_json()) == [
+        "epoch",
+        "tx",
+        "gasUsed",
+        "heads",
+        "size",
+        "root",
+        "brains",
+        "gasPerHead",
+        "evidence",
+    ]
     _valid(EpochReport, epoch.to_json())
     cli = _one_doc(run_ledger("--brain", root, "anchor", root, "--json", "--key", DEV_KEY_NAME))
     assert cli["tx"] is None and list(cli) == list(epoch.to_json())  # nothing new since the epoch just made
@@ -112,12 +122,15 @@ def test_deploy_and_register_from_python_give_the_cli_document(tmp_path: Path, n
     cli = str(tmp_path / "cli")
     assert run_ledger("--brain", cli, "chain", "use", node.url).returncode == 0
     dep = _one_doc(run_ledger("--brain", cli, "chain", "deploy", "--json", "--key", DEV_KEY_NAME))
-    reg = _one_doc(run_ledger("--brain", cli, "chain", "register", "--shares", "500", "--json", "--key",
-                              DEV_KEY_NAME))  # fmt: skip
+    reg = _one_doc(run_ledger("--brain", cli, "chain", "register", "--shares", "500", "--json", "--key", DEV_KEY_NAME))
     assert list(dep) == list(deployed.to_json()) == ["registry", "chain_id", "block"]
     assert list(reg) == list(registered.to_json()) == ["agent", "registry", "shares"]  # no key the text alone needs
-    for kind, doc in ((DeployReport, dep), (RegisterReport, reg), (DeployReport, deployed.to_json()),
-                      (RegisterReport, registered.to_json())):  # fmt: skip
+    for kind, doc in (
+        (DeployReport, dep),
+        (RegisterReport, reg),
+        (DeployReport, deployed.to_json()),
+        (RegisterReport, registered.to_json()),
+    ):
         _valid(kind, doc)
 
 
@@ -261,8 +274,10 @@ def test_committer_use_cases_from_python(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_every_command_here_names_its_reports() -> None:
     owned = {("chain", c) for c in ("up", "down", "use", "status", "deploy", "register", "location", "authorize")}
-    owned |= {("keys", c) for c in ("show", "generate", "export", "trust", "revoke", "rotate", "policy", "new",
-                                    "import", "list")}  # fmt: skip
+    owned |= {
+        ("keys", c)
+        for c in ("show", "generate", "export", "trust", "revoke", "rotate", "policy", "new", "import", "list")
+    }
     for group, name in sorted(owned):
         cmd = main.commands[group].commands[name]  # type: ignore[attr-defined]
         assert reports_of(cmd), f"{group} {name}"

@@ -76,8 +76,14 @@ def test_list_view_status(cli_brain: Path) -> None:
     b = ["--brain", str(cli_brain)]
     listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)
     assert listed == [
-        {"name": "pdf", "description": "Work with PDFs", "version": 2, "license": None, "compatibility": None,
-         "category": None}
+        {
+            "name": "pdf",
+            "description": "Work with PDFs",
+            "version": 2,
+            "license": None,
+            "compatibility": None,
+            "category": None,
+        }
     ]
     view = json.loads(run_ledger(*b, "skill", "view", "pdf", "--json", check=True).stdout)
     assert view["body"] == "Use pdftotext twice. twice.\n" and view["files"] == {"references": ["references/api.md"]}
@@ -101,8 +107,9 @@ def test_prove_and_verify_proof(cli_brain: Path, tmp_path: Path) -> None:
     new_root = json.loads(run_ledger("hash", str(cli_brain), "--json", check=True).stdout)["root"]
     bad = run_ledger("proof", "check", str(pf), "--root", new_root)
     assert bad.returncode == 1 and "FAIL" in bad.stderr
-    wrong_content = run_ledger("proof", "check", str(pf), "--root", old_root,
-                               "--file", str(_file(tmp_path / "d", b"x")))
+    wrong_content = run_ledger(
+        "proof", "check", str(pf), "--root", old_root, "--file", str(_file(tmp_path / "d", b"x"))
+    )
     assert wrong_content.returncode == 1
     assert run_ledger("proof", "check", str(pf)).returncode == 2
 

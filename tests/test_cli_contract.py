@@ -27,8 +27,12 @@ def test_a_write_that_changes_nothing_exits_0_and_says_so(cli: Path, tmp_path: P
     same = tmp_path / "same.md"
     same.write_text((cli / "skills" / "s" / "SKILL.md").read_text())
     before = fingerprint(cli)
-    for args in (["skill", "upsert", "--file", str(same)], ["skill", "edit", "s", "--file", str(same)],
-                 ["revert", "s", "--to", "1"], ["snapshot"]):  # fmt: skip
+    for args in (
+        ["skill", "upsert", "--file", str(same)],
+        ["skill", "edit", "s", "--file", str(same)],
+        ["revert", "s", "--to", "1"],
+        ["snapshot"],
+    ):
         proc = run_ledger("--brain", str(cli), *args)
         assert proc.returncode == 0 and "nothing to do" in proc.stderr, (args, proc.stderr)
         js = run_ledger("--brain", str(cli), *args, "--json")
@@ -130,15 +134,18 @@ def test_receipts_list_every_skill_file_and_version_touched(cli: Path, tmp_path:
     revert = run_ledger(*b, "skill", "revert", "s", "--to", "1")
     assert re.search(r"^  deleted  references/r\.md$", revert.stdout, re.M), revert.stdout  # said, not silent
     js = json.loads(run_ledger(*b, "skill", "revert", "s", "--to", "2", "--json", check=True).stdout)
-    assert js["changes"] == [{"skill": "s", "action": "update", "version": 4,
-                              "files": {"SKILL.md": "modified", "references/r.md": "added"}}]  # fmt: skip
+    assert js["changes"] == [
+        {"skill": "s", "action": "update", "version": 4, "files": {"SKILL.md": "modified", "references/r.md": "added"}}
+    ]
     run_ledger(*b, "skill", "create", "t", "--description", "d", check=True)
     for name in ("s", "t"):
         with open(cli / "skills" / name / "SKILL.md", "a") as fh:
             fh.write("hand edit\n")
     snap = json.loads(run_ledger(*b, "snapshot", "--json", check=True).stdout)
     assert [(c["skill"], c["version"], c["files"]) for c in snap["changes"]] == [
-        ("s", 5, {"SKILL.md": "modified"}), ("t", 2, {"SKILL.md": "modified"})]  # fmt: skip
+        ("s", 5, {"SKILL.md": "modified"}),
+        ("t", 2, {"SKILL.md": "modified"}),
+    ]
 
 
 def test_diff_shows_content_like_git(cli: Path) -> None:
@@ -237,8 +244,13 @@ def test_every_command_that_records_skills_takes_actor_and_evidence(cli: Path, t
         for name, cmd in getattr(group, "commands", {}).items():
             yield from commands(cmd, (*path, name)) if hasattr(cmd, "commands") else [((*path, name), cmd)]
 
-    writers = {("snapshot",), ("revert",), ("import",), ("apply",), *[("skill", c) for c in (
-        "create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "move")]}  # fmt: skip
+    writers = {
+        ("snapshot",),
+        ("revert",),
+        ("import",),
+        ("apply",),
+        *[("skill", c) for c in ("create", "upsert", "edit", "patch", "write-file", "remove-file", "delete", "move")],
+    }
     for path, cmd in commands(main):
         if path in writers:
             opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
@@ -255,8 +267,15 @@ def test_every_command_that_records_skills_takes_actor_and_evidence(cli: Path, t
     msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
     assert '"actor": "curator"' in msg and "T-7" in msg, msg
     payload = tmp_path / "p.json"
-    payload.write_text(json.dumps({"operation_type": "revise", "summary": "tighten", "upsert_files": {
-        "imp/SKILL.md": "---\nname: imp\ndescription: Imported, revised.\n---\nx\n"}}))  # fmt: skip
+    payload.write_text(
+        json.dumps(
+            {
+                "operation_type": "revise",
+                "summary": "tighten",
+                "upsert_files": {"imp/SKILL.md": "---\nname: imp\ndescription: Imported, revised.\n---\nx\n"},
+            }
+        )
+    )
     run_ledger(*b, "skill", "apply", str(payload), "--evidence", "session=S-1", check=True)
     msg = run_ledger(*b, "log", "-n", "1", "--json", check=True).stdout
     assert '"actor": "agent"' in msg and "S-1" in msg and "tighten" in msg, msg

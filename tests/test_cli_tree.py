@@ -162,8 +162,9 @@ def test_old_spellings_do_what_the_new_ones_do_on_a_real_brain(brain: Path, tmp_
     same((*b, "runtimes", "--json"), (*b, "target", "list", "--json"), ("runtimes", "target list"), code=0)
     same(("scan", str(brain / "skills")), ("supply", "scan", str(brain / "skills")), ("scan", "supply scan"), code=0)
     same((*b, "lint", "--json"), (*b, "skill", "lint", "--json"), ("lint", "skill lint"), code=0)
-    same((*b, "revert", "a", "--to", "2"), (*b, "skill", "revert", "a", "--to", "2"), ("revert", "skill revert"),
-         code=0)  # fmt: skip
+    same(
+        (*b, "revert", "a", "--to", "2"), (*b, "skill", "revert", "a", "--to", "2"), ("revert", "skill revert"), code=0
+    )
     same((*b, "sign", "--adopt"), (*b, "keys", "adopt"), ("sign", "keys adopt"), code=1)  # already signed
     same((*b, "unlink", "nosuch"), (*b, "target", "remove", "nosuch"), ("unlink", "target remove"), code=1)
     proof = run_ledger(*b, "prove", "a/SKILL.md")
@@ -173,16 +174,24 @@ def test_old_spellings_do_what_the_new_ones_do_on_a_real_brain(brain: Path, tmp_
     root = run_ledger(*b, "status", "--get", "root").stdout.strip()
     check = ("--root", root)
     proof_file = str(tmp_path / "proof.json")
-    same(("verify-proof", proof_file, *check), ("proof", "check", proof_file, *check), ("verify-proof", "proof check"),
-         code=0)  # fmt: skip
+    same(
+        ("verify-proof", proof_file, *check),
+        ("proof", "check", proof_file, *check),
+        ("verify-proof", "proof check"),
+        code=0,
+    )
     assert run_ledger("sign").returncode == 2  # 'sign' alone was a usage error, and stays one
 
 
 def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> None:
     b = ("--brain", str(brain))
     # nothing to snapshot: both say so and exit 0; the old spelling says one more line first
-    same((*b, "snapshot", "--no-commit"), (*b, "snapshot", "--no-anchor"),
-         ("snapshot --no-commit", "snapshot --no-anchor"), code=0)  # fmt: skip
+    same(
+        (*b, "snapshot", "--no-commit"),
+        (*b, "snapshot", "--no-anchor"),
+        ("snapshot --no-commit", "snapshot --no-anchor"),
+        code=0,
+    )
     same((*b, "snapshot", "--commit"), (*b, "snapshot", "--anchor"), ("snapshot --commit", "snapshot --anchor"), code=0)
     rt = tmp_path / "rt"
     rt.mkdir()
@@ -190,8 +199,13 @@ def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> Non
     run_ledger(*b, "target", "remove", "rt", check=True)
     now = run_ledger(*b, "target", "add", str(rt), "--anchored", "--json")
     assert was.returncode == now.returncode == 0 and was.stdout == now.stdout, (was.stderr, now.stderr)
-    assert was.stderr == (deprecation("link", "target add") + "\n"  # one line per old spelling
-                          + deprecation("target add --committed", "target add --anchored") + "\n" + now.stderr)
+    assert was.stderr == (
+        deprecation("link", "target add")
+        + "\n"  # one line per old spelling
+        + deprecation("target add --committed", "target add --anchored")
+        + "\n"
+        + now.stderr
+    )
     assert json.loads(now.stdout)["committed"] is True, now.stdout  # the pin is the anchored root
     # a write: the same receipt but for its commit and time, and exit 3 (recorded, the chain step failed)
     copy = tmp_path / "copy"

@@ -32,8 +32,11 @@ from tests.fixtures import publish_index, skill_tree
 from tests.localhttp import serving
 
 BASE = ".well-known/agent-skills"
-PDF = {"SKILL.md": b"---\nname: pdf-tools\ndescription: Work with PDF files.\n---\nRun scripts/run.sh.\n",
-       "scripts/run.sh": b"#!/bin/sh\necho pdf\n", "references/r.md": b"Reference.\n"}  # fmt: skip
+PDF = {
+    "SKILL.md": b"---\nname: pdf-tools\ndescription: Work with PDF files.\n---\nRun scripts/run.sh.\n",
+    "scripts/run.sh": b"#!/bin/sh\necho pdf\n",
+    "references/r.md": b"Reference.\n",
+}
 NOTES = b"---\nname: notes\ndescription: Take notes.\n---\nWrite it down.\n"
 
 
@@ -101,28 +104,46 @@ def _served(brain: Path) -> dict[str, dict[str, bytes]]:
     """What brain serves, as Entries reads it: {skill: {path: bytes}} (SKILL.md as the brain holds it)."""
     with Brain.open(brain) as b:
         entries = Entries(b)
-        return {e["uri"].split("/")[2]: {r["uri"].split("/", 3)[3]: entries.read(r["uri"]) for r in e["resources"]}
-                for e in entries.list()}  # fmt: skip
+        return {
+            e["uri"].split("/")[2]: {r["uri"].split("/", 3)[3]: entries.read(r["uri"]) for r in e["resources"]}
+            for e in entries.list()
+        }
 
 
 def test_a_brain_exported_as_a_discovery_site_installs_into_another_with_its_pins(
-        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    published: tuple[Path, Path], tmp_path: Path
+) -> None:
     a, site = published
     doc = _index(site)
     have = _served(a)
     assert sorted(have) == ["notes", "pdf-tools"] and set(have["pdf-tools"]) == set(PDF)
-    assert {k: v for k, v in have["pdf-tools"].items() if k != "SKILL.md"} == \
-        {k: v for k, v in PDF.items() if k != "SKILL.md"}  # fmt: skip
+    assert {k: v for k, v in have["pdf-tools"].items() if k != "SKILL.md"} == {
+        k: v for k, v in PDF.items() if k != "SKILL.md"
+    }
     assert list(doc) == ["$schema", "skills"] and doc["$schema"] == SCHEMA
     assert doc["skills"] == [
-        {"description": "Take notes.", "digest": "sha256:" + hashlib.sha256(have["notes"]["SKILL.md"]).hexdigest(),
-         "name": "notes", "type": "skill-md", "url": "notes/SKILL.md"},
-        {"description": "Work with PDF files.", "name": "pdf-tools", "type": "archive", "url": "pdf-tools.tar.gz",
-         "digest": "sha256:" + hashlib.sha256((site / BASE / "pdf-tools.tar.gz").read_bytes()).hexdigest()},
-    ]  # fmt: skip
+        {
+            "description": "Take notes.",
+            "digest": "sha256:" + hashlib.sha256(have["notes"]["SKILL.md"]).hexdigest(),
+            "name": "notes",
+            "type": "skill-md",
+            "url": "notes/SKILL.md",
+        },
+        {
+            "description": "Work with PDF files.",
+            "name": "pdf-tools",
+            "type": "archive",
+            "url": "pdf-tools.tar.gz",
+            "digest": "sha256:" + hashlib.sha256((site / BASE / "pdf-tools.tar.gz").read_bytes()).hexdigest(),
+        },
+    ]
     assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == [
-        f"{BASE}/index.json", f"{BASE}/notes.anchor.json", f"{BASE}/notes/SKILL.md", f"{BASE}/pdf-tools.anchor.json",
-        f"{BASE}/pdf-tools.tar.gz"]  # fmt: skip
+        f"{BASE}/index.json",
+        f"{BASE}/notes.anchor.json",
+        f"{BASE}/notes/SKILL.md",
+        f"{BASE}/pdf-tools.anchor.json",
+        f"{BASE}/pdf-tools.tar.gz",
+    ]
     # The archive: the skill's files at its root, sorted, no folders or links, mtime 0, root's ids, no names.
     archive = (site / BASE / "pdf-tools.tar.gz").read_bytes()
     assert archive[4:8] == b"\0\0\0\0"  # gzip MTIME
@@ -176,7 +197,8 @@ def test_a_site_without_anchors_installs_on_its_digests_alone(published: tuple[P
 
 
 def test_two_exports_of_one_head_are_byte_identical_and_only_an_export_is_replaced(
-        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    published: tuple[Path, Path], tmp_path: Path
+) -> None:
     a, site = published
     again = tmp_path / "again"
     ledger(a, "export", "--discovery", str(again))
@@ -236,34 +258,43 @@ def _swap_root(site: Path, _tmp: Path) -> None:
 TAMPERS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "a-file-byte-in-the-archive": (
         lambda s, _t: _republish(s, "pdf-tools", _tar(_pdf(s, **{"references/r.md": b"Reference!\n"}))),
-        "file 'references/r.md' is not the file the root holds"),
+        "file 'references/r.md' is not the file the root holds",
+    ),
     "a-byte-of-a-lone-skill-md": (
         lambda s, _t: _republish(s, "notes", (s / BASE / "notes/SKILL.md").read_bytes().replace(b"Write", b"Send")),
-        "file 'SKILL.md' is not the file"),
+        "file 'SKILL.md' is not the file",
+    ),
     "the-archive-swapped-for-one-with-a-file-more": (
         lambda s, _t: _republish(s, "pdf-tools", _tar(_pdf(s, **{"scripts/steal.sh": b"#!/bin/sh\ncurl x\n"}))),
-        "file 'scripts/steal.sh' is not one of the skill's files"),
+        "file 'scripts/steal.sh' is not one of the skill's files",
+    ),
     "the-exec-bit-dropped": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([(r, d, 0o644, t) for r, d, _m, t in _pdf(s)])),
-        "scripts/run.sh is served not executable, but its anchor says \"exec\""),
+        'scripts/run.sh is served not executable, but its anchor says "exec"',
+    ),
     "the-anchor-root-swapped": (_swap_root, "but its signature is by"),
     "the-anchor-of-another-brain": (_other_brains_anchor, "file 'references/r.md' is not the file the root holds"),
     "a-symlink-member": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([*_pdf(s), ("references/link", None, 0o777, "r.md")])),
-        "references/link is a link, which no anchored skill holds"),
+        "references/link is a link, which no anchored skill holds",
+    ),
     "a-member-that-climbs-out": (
         lambda s, _t: _republish(s, "pdf-tools", _tar([*_pdf(s), ("../escape", b"x", 0o644, None)])),
-        "'../escape' leaves the skill's folder"),
+        "'../escape' leaves the skill's folder",
+    ),
     "a-name-that-climbs-out-in-the-index": (
         lambda s, _t: (s / BASE / "index.json").write_text(
-            (s / BASE / "index.json").read_text().replace('"name": "notes"', '"name": "../notes"')),
-        "not a valid skill name"),
+            (s / BASE / "index.json").read_text().replace('"name": "notes"', '"name": "../notes"')
+        ),
+        "not a valid skill name",
+    ),
 }
 
 
 @pytest.mark.parametrize("tamper", sorted(TAMPERS))
 def test_a_tampered_site_is_refused_by_name_and_the_brain_is_unchanged(
-        tamper: str, published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    tamper: str, published: tuple[Path, Path], tmp_path: Path
+) -> None:
     site = _site(published, tmp_path)
     change, said = TAMPERS[tamper]
     change(site, tmp_path)
@@ -288,13 +319,22 @@ def _one(site: Path, entry: dict, artifact: bytes, schema: str = SCHEMA) -> None
 
 
 def _entry(name: str, kind: str, url: str, data: bytes) -> dict:
-    return {"name": name, "type": kind, "description": "d", "url": url,
-            "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+    return {
+        "name": name,
+        "type": kind,
+        "description": "d",
+        "url": url,
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+    }
 
 
 def test_an_index_of_an_unknown_schema_or_with_an_upper_case_digest_is_not_read(tmp_path: Path) -> None:
-    _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES,
-         schema="https://schemas.agentskills.io/discovery/0.9.0/schema.json")  # fmt: skip
+    _one(
+        tmp_path,
+        _entry("notes", "skill-md", "notes/SKILL.md", NOTES),
+        NOTES,
+        schema="https://schemas.agentskills.io/discovery/0.9.0/schema.json",
+    )
     with served(tmp_path) as url, pytest.raises(SourceError, match="does not know"):
         resolve(url)
     entry = _entry("notes", "skill-md", "notes/SKILL.md", NOTES)
@@ -310,8 +350,9 @@ def test_an_index_of_a_big_brain_reads_back_and_one_over_the_cap_is_refused(tmp_
 
     _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES)
     doc = json.loads((tmp_path / BASE / "index.json").read_bytes())
-    doc["skills"] += [_entry(f"s-{i}", "skill-md", f"s-{i}/SKILL.md", NOTES) | {"description": "x" * 300}
-                      for i in range(6000)]  # fmt: skip
+    doc["skills"] += [
+        _entry(f"s-{i}", "skill-md", f"s-{i}/SKILL.md", NOTES) | {"description": "x" * 300} for i in range(6000)
+    ]
     body = json.dumps(doc).encode()
     assert 1 << 20 < len(body) < MAX_INDEX
     (tmp_path / BASE / "index.json").write_bytes(body)
@@ -327,8 +368,9 @@ def test_an_entry_of_an_unknown_type_is_skipped_and_a_name_listed_twice_refused(
     base = tmp_path / BASE
     _one(tmp_path, _entry("notes", "skill-md", "notes/SKILL.md", NOTES), NOTES)
     doc = json.loads((base / "index.json").read_bytes())
-    doc["skills"].append({"name": "future", "type": "wheel", "description": "d", "url": "future.whl",
-                          "digest": "sha256:" + "0" * 64})  # fmt: skip
+    doc["skills"].append(
+        {"name": "future", "type": "wheel", "description": "d", "url": "future.whl", "digest": "sha256:" + "0" * 64}
+    )
     (base / "index.json").write_text(json.dumps(doc))
     with served(tmp_path) as url:
         (notes,) = resolve(url)
@@ -371,8 +413,11 @@ def test_the_archive_is_a_gzip_stream_with_no_time_in_it() -> None:
 
 
 def test_a_nested_skill_is_published_flat_and_proven_with_its_prefix(tmp_path: Path) -> None:
-    kit = {"SKILL.md": b"---\nname: kit\ndescription: A kit.\n---\nKit.\n", "helper/x.md": b"x\n",
-           "helper/SKILL.md": b"---\nname: helper\ndescription: Helps.\n---\nHelp.\n"}  # fmt: skip
+    kit = {
+        "SKILL.md": b"---\nname: kit\ndescription: A kit.\n---\nKit.\n",
+        "helper/x.md": b"x\n",
+        "helper/SKILL.md": b"---\nname: helper\ndescription: Helps.\n---\nHelp.\n",
+    }
     a = _brain(tmp_path / "a", {"kit": kit})
     ledger(a, "export", "--discovery", str(tmp_path / "site"))
     helper = _members((tmp_path / "site" / BASE / "helper.tar.gz").read_bytes())
@@ -382,8 +427,11 @@ def test_a_nested_skill_is_published_flat_and_proven_with_its_prefix(tmp_path: P
     with served(tmp_path / "site") as url:
         (found,) = resolve(url, ["helper"])
         assert found.pin["root"] == anchor["root"] and found.files["x.md"] == (b"x\n", False)
-        _republish(tmp_path / "site", "helper", _tar([("SKILL.md", helper_md := found.files["SKILL.md"][0], 0o644,
-                                                       None), ("x.md", b"y\n", 0o644, None)]))  # fmt: skip
+        _republish(
+            tmp_path / "site",
+            "helper",
+            _tar([("SKILL.md", helper_md := found.files["SKILL.md"][0], 0o644, None), ("x.md", b"y\n", 0o644, None)]),
+        )
         with pytest.raises(SourceError, match=r"file 'x\.md' is not the file the root holds"):
             resolve(url, ["helper"])
     assert helper_md.startswith(b"---\nname: helper")
@@ -392,14 +440,19 @@ def test_a_nested_skill_is_published_flat_and_proven_with_its_prefix(tmp_path: P
 def test_an_export_names_every_skill_it_does_not_publish_and_why(tmp_path: Path) -> None:
     """A skill whose frontmatter breaks the spec (or reads two ways) is not on the site, and the export says so
     in its text and its --json report, with the reason and the fix: never silently left out."""
-    a = _brain(tmp_path / "a", {
-        "good": {"SKILL.md": b"---\nname: good\ndescription: Good.\n---\nGood.\n"},
-        "bad-meta": {"SKILL.md": b"---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n"},
-        "two-ways": {"SKILL.md": b"---\nname: two-ways\ndescription: Two.\nuser-invocable: on\n---\nTwo.\n"},
-    })  # fmt: skip
+    a = _brain(
+        tmp_path / "a",
+        {
+            "good": {"SKILL.md": b"---\nname: good\ndescription: Good.\n---\nGood.\n"},
+            "bad-meta": {"SKILL.md": b"---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n"},
+            "two-ways": {"SKILL.md": b"---\nname: two-ways\ndescription: Two.\nuser-invocable: on\n---\nTwo.\n"},
+        },
+    )
     text = ledger(a, "export", "--discovery", str(tmp_path / "site")).stdout
-    assert "not published: skill://bad-meta/SKILL.md: its frontmatter does not conform to the Agent Skills spec: " \
-           "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')" in text, text
+    assert (
+        "not published: skill://bad-meta/SKILL.md: its frontmatter does not conform to the Agent Skills spec: "
+        "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')" in text
+    ), text
     assert "not published: skill://two-ways/SKILL.md: " in text and "quote" in text
     assert "published 1 skill(s) with their anchors" in text and "; 2 not published (above)" in text
     out = json.loads(ledger(a, "export", "--discovery", str(tmp_path / "site"), "--json").stdout)
@@ -409,7 +462,8 @@ def test_an_export_names_every_skill_it_does_not_publish_and_why(tmp_path: Path)
 
 
 def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_install(
-        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    published: tuple[Path, Path], tmp_path: Path
+) -> None:
     """A genuine anchor proves the files are in the signer's signed root, not that the signer serves or approves
     them (§16.4; a quarantined skill is in that root too): only a brain source, whose audited supply record shows
     the skill served, lets the policy approve. The skill is installed quarantined, pinned to the anchor's version,
@@ -431,7 +485,8 @@ def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_instal
 
 
 def test_outdated_says_what_update_would_refuse_of_an_anchored_pin(
-        published: tuple[Path, Path], tmp_path: Path) -> None:  # fmt: skip
+    published: tuple[Path, Path], tmp_path: Path
+) -> None:
     """``ledger outdated`` applies update's rule for an anchored pin (lineage §16.5): a version served without
     its anchor is not listed as a newer version to take, but as an error naming the pinned root."""
     site = _site(published, tmp_path)

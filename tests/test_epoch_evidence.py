@@ -46,17 +46,27 @@ def test_worked_example_vector() -> None:
     v = json.loads((VECTORS / "epoch-evidence-receipt.json").read_text())
     r5 = EvidenceLog([b"outcome %d" % i for i in range(5)]).root  # lineage §14.7.4's log of 5
     item = epochevidence.evidence_entry(0xA1, b"\x03" * 32, 5, r5)
-    assert item.hex() == ("02" + "00" * 31 + "a1" + "03" * 32 + "0000000000000005"
-                          + "74e09f02e6ded28ea319a97f5e8087fb627fb07df33cf03019b2db327e814ef9")  # fmt: skip
+    assert item.hex() == (
+        "02"
+        + "00" * 31
+        + "a1"
+        + "03" * 32
+        + "0000000000000005"
+        + "74e09f02e6ded28ea319a97f5e8087fb627fb07df33cf03019b2db327e814ef9"
+    )
     entries = [bytes.fromhex(e) for e in v["entries"]]
-    assert entries[3] == item and entries[:3] == [bytes.fromhex(e) for e in json.loads(
-        (VECTORS / "epoch-receipt.json").read_text())["entries"]]  # fmt: skip
+    assert entries[3] == item and entries[:3] == [
+        bytes.fromhex(e) for e in json.loads((VECTORS / "epoch-receipt.json").read_text())["entries"]
+    ]
     tree = tlog.Tree([tlog.leaf_hash(e) for e in entries])
     assert tlog.leaf_hash(item).hex() == "70177e01e883d134ea18768100a7f93a38340e67b008430c38a6e60ea2b9af4a"
     assert tree.root().hex() == v["root"] == "58e0698ecee9c1838fc4ad68fdb50c3e05cb93936dda3c3b4562c27e6820113b"
     name, data = encode_entries(entries)
     assert (name, len(data), hashlib.sha256(data).hexdigest()) == (
-        "entries-v2", 421, "7c6c7477d0de6b0cc9a850feebf52d738475624870c2416f3bdcbc450a9621f6")  # fmt: skip
+        "entries-v2",
+        421,
+        "7c6c7477d0de6b0cc9a850feebf52d738475624870c2416f3bdcbc450a9621f6",
+    )
     assert data[:1] == b"\x68" and data[3 * 105 : 3 * 105 + 2] == b"\x69\x02"
     assert decode_entries(name, data) == entries
     checkpoint = notes_sign(v, tree.root(), ed25519_key(bytes.fromhex(v["secret"])))
@@ -87,24 +97,38 @@ def test_malformed_entries_and_files_are_refused() -> None:
     # length alone tells the kinds apart: 104 bytes are a head whatever they hold; 105 must be a well-formed
     # evidence entry; any other length is refused
     assert epochevidence.parse_item(good[:-1])[0] == "head"
-    for bad in (good[:-2], good + b"\x00", b"\x01" + good[1:], good[:65] + bytes(8) + good[73:],
-                good[:33] + ZERO + good[65:], good[:73] + ZERO, b""):  # fmt: skip
+    for bad in (
+        good[:-2],
+        good + b"\x00",
+        b"\x01" + good[1:],
+        good[:65] + bytes(8) + good[73:],
+        good[:33] + ZERO + good[65:],
+        good[:73] + ZERO,
+        b"",
+    ):
         with pytest.raises(ChainError):
             epochevidence.parse_item(bad)
-    for args in ((7, b"\x03" * 32, 0, b"\x04" * 32), (7, ZERO, 1, b"\x04" * 32), (7, b"\x03" * 32, 1, ZERO),
-                 (7, b"\x03" * 31, 1, b"\x04" * 32), (1 << 256, b"\x03" * 32, 1, b"\x04" * 32)):  # fmt: skip
+    for args in (
+        (7, b"\x03" * 32, 0, b"\x04" * 32),
+        (7, ZERO, 1, b"\x04" * 32),
+        (7, b"\x03" * 32, 1, ZERO),
+        (7, b"\x03" * 31, 1, b"\x04" * 32),
+        (1 << 256, b"\x03" * 32, 1, b"\x04" * 32),
+    ):
         with pytest.raises(ChainError):
             epochevidence.evidence_entry(*args)
     # one log, one encoding: heads only stay 'entries'; a log with evidence is entries-v2, and nothing else parses
     assert encode_entries([head]) == ("entries", head)
     name, data = encode_entries([head, good])
     assert name == "entries-v2" and data == b"\x68" + head + b"\x69" + good
-    for bad_name, bad in (("entries-v2", b"\x68" + head),  # heads only: must be 'entries'
-                          ("entries-v2", data[:-1]),  # cut
-                          ("entries-v2", data + b"\x67" + bytes(103)),  # a length byte not 104 or 105
-                          ("entries-v2", b"\x69" + good + b"\x68" + head[:32] + bytes(8) + head[40:]),  # seq 0
-                          ("entries", head + good),  # evidence in a v1 file
-                          ("entries-v3", data)):  # fmt: skip
+    for bad_name, bad in (
+        ("entries-v2", b"\x68" + head),  # heads only: must be 'entries'
+        ("entries-v2", data[:-1]),  # cut
+        ("entries-v2", data + b"\x67" + bytes(103)),  # a length byte not 104 or 105
+        ("entries-v2", b"\x69" + good + b"\x68" + head[:32] + bytes(8) + head[40:]),  # seq 0
+        ("entries", head + good),  # evidence in a v1 file
+        ("entries-v3", data),
+    ):
         with pytest.raises(ChainError):
             for item in decode_entries(bad_name, bad):
                 epochevidence.parse_item(item)
@@ -114,17 +138,19 @@ def test_every_tampered_evidence_receipt_is_refused_offline() -> None:
     receipt = json.loads((VECTORS / "epoch-evidence-receipt.json").read_text())["receipt"]
     head_receipt = json.loads((VECTORS / "epoch-receipt.json").read_text())["receipt"]
     proof = receipt["proof"]
-    for i, bad in enumerate([
-        dict(receipt, size=4),  # the receipt names another size than its proof's entry
-        dict(receipt, head="0x" + "01" * 32),
-        dict(receipt, evidence_root="0x" + "05" * 32),
-        dict(receipt, agent=receipt["agent"].upper().replace("0X", "0x")),  # one spelling only
-        dict(receipt, proof=proof.replace("index 3", "index 2")),
-        dict(receipt, proof=proof.replace("\n4\n", "\n5\n")),  # the checkpoint's size, under its signature
-        dict(receipt, kind=epochproof.KIND),
-        {**receipt, "seq": 1},  # a field of the head receipt
-        head_receipt,  # a head receipt is not an evidence receipt
-    ]):  # fmt: skip
+    for i, bad in enumerate(
+        [
+            dict(receipt, size=4),  # the receipt names another size than its proof's entry
+            dict(receipt, head="0x" + "01" * 32),
+            dict(receipt, evidence_root="0x" + "05" * 32),
+            dict(receipt, agent=receipt["agent"].upper().replace("0X", "0x")),  # one spelling only
+            dict(receipt, proof=proof.replace("index 3", "index 2")),
+            dict(receipt, proof=proof.replace("\n4\n", "\n5\n")),  # the checkpoint's size, under its signature
+            dict(receipt, kind=epochproof.KIND),
+            {**receipt, "seq": 1},  # a field of the head receipt
+            head_receipt,  # a head receipt is not an evidence receipt
+        ]
+    ):
         with pytest.raises(ChainError):
             epochevidence.verify_offline(bad)
             pytest.fail(f"tampered evidence receipt {i} verified")
@@ -136,8 +162,10 @@ def test_every_tampered_evidence_receipt_is_refused_offline() -> None:
 
 
 def record(brain: Brain, n: int) -> list[bytes]:
-    rows = [json.dumps({"skill": "first", "task": f"t {secrets.token_hex(4)}", "success": i % 2 == 0}).encode()
-            for i in range(n)]  # fmt: skip
+    rows = [
+        json.dumps({"skill": "first", "task": f"t {secrets.token_hex(4)}", "success": i % 2 == 0}).encode()
+        for i in range(n)
+    ]
     with brain.acting("agent"):
         brain.evidence.import_lines(rows)
     return brain.evidence.entries()
@@ -167,7 +195,7 @@ def test_two_brains_outcomes_in_one_epoch(tmp_path: Path, chained: Brain) -> Non
     assert reg.latest_epoch(log.header["operator"])[0] == 1  # one transaction, both brains' heads and evidence
     for name, brain in (("a", a), ("b", b)):
         agent = ChainConfig.of(brain).agent_id
-        (commit, receipt), = evidence_receipts(brain).items()
+        ((commit, receipt),) = evidence_receipts(brain).items()
         assert commit == brain.store.head().hex()  # on the snapshot whose log it anchors
         facts = epochevidence.verify_offline(receipt)
         assert (facts["agent"], facts["evidence_size"]) == (agent, len(logs[name]))
@@ -181,8 +209,9 @@ def test_two_brains_outcomes_in_one_epoch(tmp_path: Path, chained: Brain) -> Non
         assert code == 0 and chk["ok"] and "1 evidence receipt(s)" in chk["summary"], chk
     # the log is stored as entries-v2 and read back the same
     git = ["git", f"--git-dir={operator.store.git_dir}"]
-    files = subprocess.run([*git, "ls-tree", "--name-only", EPOCHS_REF], capture_output=True, text=True,
-                           check=True).stdout.split()  # fmt: skip
+    files = subprocess.run(
+        [*git, "ls-tree", "--name-only", EPOCHS_REF], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert files == ["entries-v2", "log.json"]
     assert epochlog.read_remote(str(operator.root)).entries == log.entries
     # more outcomes, no new head: an epoch of one evidence entry, a second receipt for a; b untouched
@@ -236,8 +265,11 @@ def test_evidence_bound_to_another_head_is_a_forked_operator(tmp_path: Path, cha
     agent = ChainConfig.of(a).agent_id
     assert agent is not None
     first = list(a.store.lineage())[-1].root  # seq 1's root: not the agent's last head entry
-    anchor_raw(operator, [epochevidence.evidence_entry(agent, first, 3, EvidenceLog(entries).root)],
-               "ledger: an unbound entry\n")  # fmt: skip
+    anchor_raw(
+        operator,
+        [epochevidence.evidence_entry(agent, first, 3, EvidenceLog(entries).root)],
+        "ledger: an unbound entry\n",
+    )
     code, chk = epochs_check(a)
     assert code == 1 and "forked operator" in chk["summary"] and "bound to head" in chk["summary"], chk
     # and the writer's own API refuses both shapes before anything is sent
@@ -245,8 +277,9 @@ def test_evidence_bound_to_another_head_is_a_forked_operator(tmp_path: Path, cha
     from ledger.chain.keys import DEV_KEY_NAME
 
     with pytest.raises(ChainError, match="not bound to its last head entry"):
-        anchor_epoch(operator, [], key=DEV_KEY_NAME, extra=[epochevidence.evidence_entry(99, b"\x01" * 32, 1,
-                                                                                        b"\x02" * 32)])  # fmt: skip
+        anchor_epoch(
+            operator, [], key=DEV_KEY_NAME, extra=[epochevidence.evidence_entry(99, b"\x01" * 32, 1, b"\x02" * 32)]
+        )
 
 
 @pytest.mark.chain
@@ -267,14 +300,23 @@ def test_evidence_receipts_survive_a_clone_and_a_tampered_one_refuses_it(tmp_pat
     with Brain.open(tmp_path / "c") as c:
         assert evidence_receipts(c) == mine
     cfg = ChainConfig.of(a)
-    proc = run_ledger("audit", str(tmp_path / "c"), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
-                      hex(cfg.agent_id or 0), "--json")  # fmt: skip
+    proc = run_ledger(
+        "audit",
+        str(tmp_path / "c"),
+        "--rpc",
+        cfg.rpc,
+        "--registry",
+        str(cfg.registry),
+        "--agent",
+        hex(cfg.agent_id or 0),
+        "--json",
+    )
     chk = json.loads(proc.stdout)["checks"]["chain.epochs"]
     assert proc.returncode == 0 and chk["ok"] and "1 evidence receipt(s)" in chk["summary"], chk
     # a receipt altered on the remote (another evidence size) holds up nowhere: the clone is refused whole
     from ledger.store import gitstore as gs
 
-    (commit, receipt), = mine.items()
+    ((commit, receipt),) = mine.items()
     write_receipts(gs.GitStore(remote), {commit: dict(receipt, size=receipt["size"] + 1)}, ref=EVIDENCE_NOTES_REF)
     with pytest.raises(StoreError, match="evidence receipt does not verify offline"):
         clone(str(remote), tmp_path / "d")
@@ -305,8 +347,7 @@ def test_a_pull_takes_evidence_receipts(tmp_path: Path, chained: Brain) -> None:
 
 @pytest.mark.chain
 @pytest.mark.parametrize("point", ["epoch-before-send", "chain-after-send"])
-def test_a_killed_anchor_gives_the_evidence_receipt_on_the_next_run(tmp_path: Path, chained: Brain,
-                                                                    point: str) -> None:  # fmt: skip
+def test_a_killed_anchor_gives_the_evidence_receipt_on_the_next_run(tmp_path: Path, chained: Brain, point: str) -> None:
     operator = chained
     a = member(tmp_path, operator, "a")
     record(a, 3)
@@ -329,7 +370,7 @@ def test_an_altered_or_misplaced_evidence_receipt_fails(tmp_path: Path, chained:
     a = member(tmp_path, operator, "a")
     record(a, 2)
     assert anchor(operator, a)[0] == 0
-    (commit, receipt), = evidence_receipts(a).items()
+    ((commit, receipt),) = evidence_receipts(a).items()
     write_receipts(a.store, {commit: dict(receipt, tx="0x" + "ee" * 32)}, ref=EVIDENCE_NOTES_REF)
     code, chk = epochs_check(a)
     assert code == 1 and chk["snapshot"] == commit and "EpochAnchored event" in chk["summary"], chk

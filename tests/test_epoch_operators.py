@@ -44,8 +44,18 @@ def audit(b: Brain, *extra: str) -> tuple[int, dict[str, Any]]:
     """``ledger audit --rpc … --json`` of ``b``, with ``extra`` options; (exit code, chain.epochs)."""
     cfg = ChainConfig.of(b)
     assert cfg.agent_id is not None
-    proc = run_ledger("audit", str(b.root), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
-                      hex(cfg.agent_id), "--json", *extra)  # fmt: skip
+    proc = run_ledger(
+        "audit",
+        str(b.root),
+        "--rpc",
+        cfg.rpc,
+        "--registry",
+        str(cfg.registry),
+        "--agent",
+        hex(cfg.agent_id),
+        "--json",
+        *extra,
+    )
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)["checks"]["chain.epochs"]
 
@@ -81,8 +91,19 @@ def test_a_fork_anchored_by_two_operators_fails_both_copies(tmp_path: Path, chai
     subprocess.run([*git, "update-ref", "refs/heads/main", parent], check=True)
     subprocess.run([*git, "update-ref", "-d", EPOCH_NOTES_REF], check=True)
     cfg = ChainConfig.of(a)
-    proc = run_ledger("audit", str(tmp_path / "old"), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
-                      hex(cfg.agent_id or 0), "--json", log_of(chained, X), log_of(y, Y))  # fmt: skip
+    proc = run_ledger(
+        "audit",
+        str(tmp_path / "old"),
+        "--rpc",
+        cfg.rpc,
+        "--registry",
+        str(cfg.registry),
+        "--agent",
+        hex(cfg.agent_id or 0),
+        "--json",
+        log_of(chained, X),
+        log_of(y, Y),
+    )
     chk = json.loads(proc.stdout)["checks"]["chain.epochs"]
     assert proc.returncode == 1 and chk["summary"].startswith("forked agent: operator "), chk
     assert f"anchors chain sequence {fork_seq} of agent" in chk["summary"], chk
@@ -132,8 +153,9 @@ def test_an_honest_agent_with_two_operators_passes(tmp_path: Path, chained: Brai
     a.create("second", "The second skill", "more\n")
     y = Brain.init(tmp_path / "opy")
     cfg = ChainConfig.of(chained)
-    y.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
-                           "deploy_block": cfg.deploy_block})  # fmt: skip
+    y.update_config(
+        chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry, "deploy_block": cfg.deploy_block}
+    )
     anchor_epoch(y, [a], key="opy")  # then Y, from seq 1: its log holds the agent's whole lineage
     agent = ChainConfig.of(a).agent_id
     seqs = [tlog.parse_entry(e)[1] for e in epochlog.read_local(y.store).entries if tlog.parse_entry(e)[0] == agent]
@@ -154,8 +176,11 @@ def test_replay_refuses_a_zero_root_and_a_root_equal_to_its_parent(tmp_path: Pat
     anchor_epoch(chained, [a], key=DEV_KEY_NAME)
     assert audit(a)[0] == 0
     other, zero, root = 0xB2, b"\x00" * 32, b"\x11" * 32
-    entries = [tlog.entry(other, 1, zero, zero)] if case == "zero" else [
-        tlog.entry(other, 1, zero, root), tlog.entry(other, 2, root, root)]  # fmt: skip
+    entries = (
+        [tlog.entry(other, 1, zero, zero)]
+        if case == "zero"
+        else [tlog.entry(other, 1, zero, root), tlog.entry(other, 2, root, root)]
+    )
     anchor_raw(chained, entries, f"a {case} root\n")
     code, chk = audit(a)
     seq = 1 if case == "zero" else 2
@@ -165,8 +190,18 @@ def test_replay_refuses_a_zero_root_and_a_root_equal_to_its_parent(tmp_path: Pat
 
 @pytest.mark.parametrize("bad", ["0x12=/x", "nope", f"{'0x' + 'ab' * 20}=", f"{'0x' + 'ab' * 20}"])
 def test_a_malformed_epoch_log_option_is_usage(tmp_path: Path, bad: str) -> None:
-    proc = run_ledger("audit", str(tmp_path), "--rpc", "http://127.0.0.1:1", "--registry", "0x" + "00" * 20,
-                      "--agent", "1", "--epoch-log", bad)  # fmt: skip
+    proc = run_ledger(
+        "audit",
+        str(tmp_path),
+        "--rpc",
+        "http://127.0.0.1:1",
+        "--registry",
+        "0x" + "00" * 20,
+        "--agent",
+        "1",
+        "--epoch-log",
+        bad,
+    )
     assert proc.returncode == 2 and "ADDRESS=LOCATION" in proc.stderr, proc.stderr
     proc = run_ledger("audit", str(tmp_path), "--epoch-log", f"{'0x' + 'ab' * 20}=/x")
     assert proc.returncode == 2 and "--epoch-log goes with --rpc" in proc.stderr, proc.stderr

@@ -28,8 +28,9 @@ from tests.test_epochs import anchor, epochlog_receipts, member
 
 
 def _git(git_dir: Path, *args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _ref(git_dir: Path, ref: str) -> bytes | None:
@@ -41,8 +42,9 @@ def _audit(repo: Path | str, like: Brain) -> tuple[int, dict[str, Any]]:
     """``ledger audit --rpc`` of ``repo`` as the agent of ``like`` (a clone has no chain settings of its own)."""
     cfg = ChainConfig.of(like)
     assert cfg.agent_id is not None
-    proc = run_ledger("audit", str(repo), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
-                      hex(cfg.agent_id), "--json")  # fmt: skip
+    proc = run_ledger(
+        "audit", str(repo), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent", hex(cfg.agent_id), "--json"
+    )
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
@@ -142,7 +144,9 @@ def test_epoch_receipts_travel_verify_on_a_clone_join_and_refuse_tampering(tmp_p
     write_receipts(gs.GitStore(remote), {third: b_receipts[third]}, ref=EPOCH_NOTES_REF)
     pulled = _cli(a.root, "pull", str(remote), "--json")
     assert pulled.returncode == 0 and json.loads(pulled.stdout)["incoming_receipts"]["epochs"] == {
-        "taken": 1, "refused": []}, pulled.stderr  # fmt: skip
+        "taken": 1,
+        "refused": [],
+    }, pulled.stderr
     assert epochlog_receipts(a) == {**mine, third: b_receipts[third]}
     code, report = _audit(a.root, a)
     assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]
@@ -191,8 +195,9 @@ def test_the_operators_log_is_pushed_and_fetched_and_a_rewritten_one_refused(tmp
     # holds the log to the rule a peer applies (ADR 27); an unguarded remote (a git host) takes it, and a pull
     # refuses it there, and so one that rewrites history (a non-fast-forward, by someone with the server's
     # files); nothing of the operator changes either time.
-    raw = subprocess.run(["git", f"--git-dir={op2.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF],
-                         capture_output=True, text=True)  # fmt: skip
+    raw = subprocess.run(
+        ["git", f"--git-dir={op2.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF], capture_output=True, text=True
+    )
     assert raw.returncode != 0 and f"brain-ledger guard: refused {EPOCHS_REF}" in raw.stderr, raw.stderr
     assert "epoch 1" in raw.stderr and _ref(remote, EPOCHS_REF) == published
     (remote / "hooks" / "pre-receive").unlink()
@@ -221,17 +226,23 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     from tests.test_epochs import anchor, audit, epochlog_receipts, member
 
     def _forged(agent: int, seq: int, parent: bytes, root: bytes) -> dict:
-        z = keys.dev_account(3)                            # the attacker: any key, not a committer
-        reg, cid = "0x" + "de" * 20, 31337                 # another registry
+        z = keys.dev_account(3)  # the attacker: any key, not a committer
+        reg, cid = "0x" + "de" * 20, 31337  # another registry
         origin = notes.origin_of(cid, reg, z.address)
         from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
         ed = ed25519_key(z.key)
         vk = notes.vkey(origin, ed.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
         item = tlog.entry(agent, seq, parent, root)
         tree = tlog.Tree([tlog.leaf_hash(item)])
         cp = notes.sign_note(notes.checkpoint_text(origin, 1, tree.root()), origin, ed)
-        header = {"chain_id": cid, "registry": reg, "operator": z.address.lower(), "vkey": vk,
-                  "key_signature": notes.certify_key(z.key, vk)}
+        header = {
+            "chain_id": cid,
+            "registry": reg,
+            "operator": z.address.lower(),
+            "vkey": vk,
+            "key_signature": notes.certify_key(z.key, vk),
+        }
         epoch = {"epoch": 1, "tx": "0x" + "00" * 32, "block": 1, "checkpoint": cp}
         return epochproof.build(header, epoch, 0, [], item, "/nowhere")
 
@@ -242,7 +253,7 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     assert run_ledger("--brain", str(a.root), "push", str(remote)).returncode == 0
     assert run_ledger("clone", str(remote), str(tmp_path / "p")).returncode == 0
     p = Brain.open(tmp_path / "p")
-    p.create("second", "peer's new skill", "peer two\n")       # the peer's new snapshot S
+    p.create("second", "peer's new skill", "peer two\n")  # the peer's new snapshot S
     snaps = anchored(list(reversed(list(p.store.lineage()))))
     agent = ChainConfig.of(a).agent_id
     s = snaps[-1]
@@ -256,6 +267,6 @@ def test_a_planted_receipt_of_another_registry_is_refused_on_pull(tmp_path: Path
     a = Brain.open(tmp_path / "a")
     assert s.commit not in epochlog_receipts(a)  # refused: the chain is up and it names another registry
     code, out, _ = anchor(operator, a)
-    assert code == 0 and out["heads"] == 1                              # S is now in the operator's log...
+    assert code == 0 and out["heads"] == 1  # S is now in the operator's log...
     assert epochlog_receipts(a)[s.commit]["registry"] == ChainConfig.of(a).registry  # its real receipt
     assert audit(a)[0] == 0

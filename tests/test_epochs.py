@@ -112,8 +112,12 @@ def test_go_sumdb_note_vector() -> None:
     assert notes.open_note(doc["note"], name, public) == doc["text"]
     other = doc["note"] + "\u2014 Someone AAAAAA==\n"  # an unknown key's signature line is ignored
     assert notes.open_note(other.replace("\n\n\u2014", "\n\n\u2014", 1), name, public) == doc["text"]
-    for bad in (doc["note"].replace("problem,", "problem;"), doc["note"].replace("x08go", "x08gp"),
-                doc["note"].replace("\n\n", "\n"), doc["note"][:-1]):  # fmt: skip
+    for bad in (
+        doc["note"].replace("problem,", "problem;"),
+        doc["note"].replace("x08go", "x08gp"),
+        doc["note"].replace("\n\n", "\n"),
+        doc["note"][:-1],
+    ):
         with pytest.raises(notes.NoteError):
             notes.open_note(bad, name, public)
     with pytest.raises(notes.NoteError):
@@ -175,8 +179,14 @@ def test_every_tampered_receipt_is_refused_offline() -> None:
 def test_checkpoint_and_proof_parsers_refuse_the_ambiguous() -> None:
     root = base64.b64encode(b"\x05" * 32).decode()
     assert notes.parse_checkpoint(f"o/x\n10\n{root}\n") == ("o/x", 10, b"\x05" * 32)
-    for bad in (f"o/x\n010\n{root}\n", f"o/x\n10\n{root}\next\n", f"o/x\n10\n{root}", f"o/x\n-1\n{root}\n",
-                f"o/x\n10\n{root[:-1]}\n", "o/x\n10\nAAAA\n"):  # fmt: skip
+    for bad in (
+        f"o/x\n010\n{root}\n",
+        f"o/x\n10\n{root}\next\n",
+        f"o/x\n10\n{root}",
+        f"o/x\n-1\n{root}\n",
+        f"o/x\n10\n{root[:-1]}\n",
+        "o/x\n10\nAAAA\n",
+    ):
         with pytest.raises(notes.NoteError):
             notes.parse_checkpoint(bad)
     with pytest.raises(notes.NoteError):
@@ -203,8 +213,9 @@ def member(root: Path, operator: Brain, name: str) -> Brain:
 
     b = Brain.init(root / name)
     cfg = ChainConfig.of(operator)
-    b.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
-                           "deploy_block": cfg.deploy_block})  # fmt: skip
+    b.update_config(
+        chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry, "deploy_block": cfg.deploy_block}
+    )
     register(b, shares=1, key=DEV_KEY_NAME)
     b.create("first", "The first skill", f"{name} body one\n")
     return b
@@ -213,15 +224,25 @@ def member(root: Path, operator: Brain, name: str) -> Brain:
 def audit(b: Brain) -> tuple[int, dict[str, Any]]:
     cfg = ChainConfig.of(b)
     assert cfg.agent_id is not None
-    proc = run_ledger("audit", str(b.root), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent",
-                      hex(cfg.agent_id), "--json")  # fmt: skip
+    proc = run_ledger(
+        "audit", str(b.root), "--rpc", cfg.rpc, "--registry", str(cfg.registry), "--agent", hex(cfg.agent_id), "--json"
+    )
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 
 def anchor(operator: Brain, *brains: Brain, crash: str | None = None) -> tuple[int, dict[str, Any], str]:
-    proc = run_ledger("--brain", str(operator.root), "chain", "epoch", *(str(b.root) for b in brains), "--key",
-                      DEV_KEY_NAME, "--json", env={"LEDGER_CRASHPOINT": crash} if crash else None)  # fmt: skip
+    proc = run_ledger(
+        "--brain",
+        str(operator.root),
+        "chain",
+        "epoch",
+        *(str(b.root) for b in brains),
+        "--key",
+        DEV_KEY_NAME,
+        "--json",
+        env={"LEDGER_CRASHPOINT": crash} if crash else None,
+    )
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 
 
@@ -313,8 +334,9 @@ def test_a_thousand_heads_cost_under_100_gas_each(chained: Brain) -> None:
 
     agents = range(1, 1001)
     first = anchor_epoch(chained, [], key=DEV_KEY_NAME, extra=[tlog.entry(a, 1, ZERO, root(a, 1)) for a in agents])
-    second = anchor_epoch(chained, [], key=DEV_KEY_NAME,
-                          extra=[tlog.entry(a, 2, root(a, 1), root(a, 2)) for a in agents])  # fmt: skip
+    second = anchor_epoch(
+        chained, [], key=DEV_KEY_NAME, extra=[tlog.entry(a, 2, root(a, 1), root(a, 2)) for a in agents]
+    )
     assert (first.heads, second.heads, second.size) == (1000, 1000, 2000)
     assert first.gas_used <= 100_000 and second.gas_used <= 100_000, (first, second)
     with pytest.raises(ChainError, match="does not continue"):  # a second root for seq 2 of agent 1
@@ -378,14 +400,14 @@ def test_the_log_is_pushed_and_audited_from_a_git_remote(tmp_path: Path, chained
     a = member(tmp_path, operator, "a")
     remote = tmp_path / "published.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    proc = run_ledger("--brain", str(operator.root), "chain", "epoch", str(a.root), "--key", DEV_KEY_NAME, "--log-url",
-                      str(remote))  # fmt: skip
+    proc = run_ledger(
+        "--brain", str(operator.root), "chain", "epoch", str(a.root), "--key", DEV_KEY_NAME, "--log-url", str(remote)
+    )
     assert proc.returncode == 0 and "as epoch 1" in proc.stdout, proc.stderr
     assert {r["log"] for r in epochlog_receipts(a).values()} == {str(remote)}
     code, report = audit(a)  # not pushed yet: the log cannot be replayed
     assert code == 1 and "cannot be replayed" in report["checks"]["chain.epochs"]["summary"]
-    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF],
-                   check=True)  # fmt: skip
+    subprocess.run(["git", f"--git-dir={operator.store.git_dir}", "push", "-q", str(remote), EPOCHS_REF], check=True)
     assert epochlog.read_remote(str(remote)).entries == epochlog.read_local(operator.store).entries
     code, report = audit(a)
     assert code == 0 and report["checks"]["chain.epochs"]["ok"], report["checks"]["chain.epochs"]

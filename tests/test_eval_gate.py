@@ -29,21 +29,50 @@ SET = "blake3-tree-v1:" + "ee" * 32
 
 
 def _plan(index: int, pid: str = "p" * 64, baseline: str = "none", skill: str = "s") -> dict[str, Any]:
-    return {"format": "brain-ledger/eval-plan/v1", "skill": skill, "set": SET, "cases": ["1", "2", "3"],
-            "baseline": baseline, "runs": 1, "rule": {"interval": "newcombe-paired-95", "min_lift": 0},
-            "index": index, "id": pid, "signer": VERIFIER}  # fmt: skip
+    return {
+        "format": "brain-ledger/eval-plan/v1",
+        "skill": skill,
+        "set": SET,
+        "cases": ["1", "2", "3"],
+        "baseline": baseline,
+        "runs": 1,
+        "rule": {"interval": "newcombe-paired-95", "min_lift": 0},
+        "index": index,
+        "id": pid,
+        "signer": VERIFIER,
+    }
 
 
-def _runs(index: int, version: int, with_: list[bool], base: list[bool], signer: str = VERIFIER,
-          plan: str = "p" * 64, batch: str = "b") -> list[dict[str, Any]]:  # fmt: skip
+def _runs(
+    index: int,
+    version: int,
+    with_: list[bool],
+    base: list[bool],
+    signer: str = VERIFIER,
+    plan: str = "p" * 64,
+    batch: str = "b",
+) -> list[dict[str, Any]]:
     out = []
     for i, (w, b) in enumerate(zip(with_, base, strict=True)):
         for cond, passed in (("with_skill", w), ("without_skill", b)):
-            out.append({"skill": "s", "version": version, "signer": signer, "index": index + len(out),
-                        "batch": {"id": batch + str(version)},
-                        "outcome": {"result": "score", "score": 2 if passed else 1, "scale": [0, 2], "threshold": 2},
-                        "eval": {"plan": plan, "set": SET, "case": str(i + 1), "run": 0, "condition": cond,
-                                 "arm": version if cond == "with_skill" else None}})  # fmt: skip
+            out.append(
+                {
+                    "skill": "s",
+                    "version": version,
+                    "signer": signer,
+                    "index": index + len(out),
+                    "batch": {"id": batch + str(version)},
+                    "outcome": {"result": "score", "score": 2 if passed else 1, "scale": [0, 2], "threshold": 2},
+                    "eval": {
+                        "plan": plan,
+                        "set": SET,
+                        "case": str(i + 1),
+                        "run": 0,
+                        "condition": cond,
+                        "arm": version if cond == "with_skill" else None,
+                    },
+                }
+            )
     return out
 
 
@@ -55,8 +84,7 @@ T, F = True, False
 
 
 def test_a_harmful_version_is_held_and_a_helpful_one_released_by_a_verifiers_evaluation() -> None:
-    records = _runs(10, 1, [T, T, F], [T, F, F]) + _runs(20, 2, [F, T, F], [T, F, F]) + \
-        _runs(30, 3, [T] * 3, [T, F, F])  # fmt: skip
+    records = _runs(10, 1, [T, T, F], [T, F, F]) + _runs(20, 2, [F, T, F], [T, F, F]) + _runs(30, 3, [T] * 3, [T, F, F])
     g = gate.decide("s", _versions(1, 2, 3), [_plan(0)], records, [], ROLES)
     assert g.released == 3 and g.verdicts[1].released and g.verdicts[3].released
     held = g.verdicts[2]
@@ -90,8 +118,17 @@ def test_baseline_none_holds_a_version_whose_lift_is_below_its_predecessors() ->
     records = _runs(10, 1, [T] * n, [F] * n) + _runs(1000, 2, [T] * 4 + [F] * (n - 4), [F] * n)
     g = gate.decide("s", _versions(1, 2), [_plan(0)], records, [], ROLES)
     assert g.released == 1 and "below v1's" in g.verdicts[2].why and g.verdicts[2].lift["delta"] > 0
-    assert gate.decide("s", _versions(1, 2, 3) | {3: {"digest": "d3", "evals": True, "content": "c1"}},
-                       [_plan(0)], records, [], ROLES).released == 3  # v3 holds v1's files: the revert  # fmt: skip
+    assert (
+        gate.decide(
+            "s",
+            _versions(1, 2, 3) | {3: {"digest": "d3", "evals": True, "content": "c1"}},
+            [_plan(0)],
+            records,
+            [],
+            ROLES,
+        ).released
+        == 3
+    )  # v3 holds v1's files: the revert
     assert gate.decide("s", _versions(1, 2, evals=False), [], [], [], ROLES).released == 2  # nothing to hold to
     dropped = _versions(1, 2) | {3: {"digest": "d3", "evals": False, "content": "c3"}}  # v3 removed evals/
     g = gate.decide("s", dropped, [_plan(0)], records, [], ROLES)
@@ -112,9 +149,19 @@ def test_the_paired_interval_is_newcombes_hybrid_score() -> None:
 
 # ---------------------------------------------------------------------- end to end: real CLI, git, targets, MCP
 
-EVALS = {"skill_name": "csv-sum", "evals": [
-    {"id": i, "prompt": f"Sum column {i} of data.csv", "expected_output": "the sum", "files": [],
-     "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"]} for i in (1, 2, 3)]}  # fmt: skip
+EVALS = {
+    "skill_name": "csv-sum",
+    "evals": [
+        {
+            "id": i,
+            "prompt": f"Sum column {i} of data.csv",
+            "expected_output": "the sum",
+            "files": [],
+            "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"],
+        }
+        for i in (1, 2, 3)
+    ],
+}
 BODY = "# csv-sum\n\nStep one: read the file.\n\nStep two: add the column.\n"
 
 
@@ -177,17 +224,39 @@ def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_ed
         assert not (folder / "evals").exists() and "Step one: read the file." in _version(folder)
     again = json.loads(_ledger(brain, env, "sync", "--json").stdout)["targets"]
     assert [(t["projected"], t["recorded"], t["removed"]) for t in again] == [([], [], [])] * 2  # in step, held
-    assert [t["held"] for t in again] == [[{"skill": "csv-sum", "version": 2, "shows": 1, "kept": True, "why":
-                                           "no plan yet: run 'ledger eval plan csv-sum', then 'ledger eval run "
-                                           "csv-sum'"}]] * 2  # fmt: skip
+    assert [t["held"] for t in again] == [
+        [
+            {
+                "skill": "csv-sum",
+                "version": 2,
+                "shows": 1,
+                "kept": True,
+                "why": "no plan yet: run 'ledger eval plan csv-sum', then 'ledger eval run csv-sum'",
+            }
+        ]
+    ] * 2
     assert "held      csv-sum v2 from claude (it keeps v1): no plan yet" in _ledger(brain, env, "sync").stdout
-    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
-                                          "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
+    [(err, patched)] = _mcp(
+        brain,
+        env,
+        [
+            (
+                "skill_manage",
+                {
+                    "action": "patch",
+                    "name": "csv-sum",
+                    "old_string": "Step one: read the file.",
+                    "new_string": "Step one: guess.",
+                },
+            )
+        ],
+    )
     wait = "gate: csv-sum v3 waits for its evaluation (ledger eval run csv-sum) before runtimes get it"
     assert not err and patched["gate"] == wait and patched["message"].endswith(wait)
     status = json.loads(_ledger(brain, env, "status", "--json").stdout)["gate"]
-    assert status["on"] and [(g["skill"], g["released"], [v["version"] for v in g["held"]]) for g in
-                             status["held"]] == [("csv-sum", 1, [2, 3])]  # fmt: skip
+    assert status["on"] and [
+        (g["skill"], g["released"], [v["version"] for v in g["held"]]) for g in status["held"]
+    ] == [("csv-sum", 1, [2, 3])]
     text = _ledger(brain, env, "status").stdout
     assert "held      csv-sum v3 (runtimes keep v1): no plan yet" in text and "ledger eval approve csv-sum@3" in text
     # The runtime edits its own copy: the version it makes is its own, and its folder keeps it.
@@ -203,9 +272,15 @@ def test_with_nothing_released_targets_keep_what_they_have_and_a_runtimes_own_ed
     (new / "evals/evals.json").write_text(json.dumps({**EVALS, "skill_name": "word-count"}))
     _ledger(brain, env, "import", str(new.parent))
     report = json.loads(_ledger(brain, env, "sync", "--json").stdout)["targets"]
-    assert [h for t in report for h in t["held"] if h["skill"] == "word-count"] == \
-        [{"skill": "word-count", "version": 1, "shows": None, "kept": False, "why": "no plan yet: run 'ledger eval "
-          "plan word-count', then 'ledger eval run word-count'"}] * 2  # fmt: skip
+    assert [h for t in report for h in t["held"] if h["skill"] == "word-count"] == [
+        {
+            "skill": "word-count",
+            "version": 1,
+            "shows": None,
+            "kept": False,
+            "why": "no plan yet: run 'ledger eval plan word-count', then 'ledger eval run word-count'",
+        }
+    ] * 2
     assert not (claude.parent / "word-count").exists() and not (hermes.parent / "word-count").exists()
     assert "held      word-count v1 from hermes (not projected)" in _ledger(brain, env, "sync").stdout
     refused = _ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "mine", "--actor", "agent", code=1)
@@ -226,10 +301,18 @@ def _plan_it(brain: Path) -> str:
     with Brain.open(brain) as b, b.acting("verifier"):
         tree = b.head().skills["csv-sum"]
         digest = th.evals_digest(b.store, tree)
-        _, entry = b.evidence.add_plan({"skill": "csv-sum", "set": digest, "cases": ["1", "2", "3"],
-                                        "baseline": "none", "runs": 1, "min_lift": 0,
-                                        "runner": {"command": "python -m ledger.evals.refrunner", "id": RUNNER},
-                                        "grader": {"command": "python -m ledger.evals.refgrader", "id": GRADER}})
+        _, entry = b.evidence.add_plan(
+            {
+                "skill": "csv-sum",
+                "set": digest,
+                "cases": ["1", "2", "3"],
+                "baseline": "none",
+                "runs": 1,
+                "min_lift": 0,
+                "runner": {"command": "python -m ledger.evals.refrunner", "id": RUNNER},
+                "grader": {"command": "python -m ledger.evals.refgrader", "id": GRADER},
+            }
+        )
     return entry.id.hex()
 
 
@@ -244,20 +327,38 @@ def _evaluate(brain: Path, version: int, with_: list[bool], base: list[bool], ac
             case = EVALS["evals"][i]
             for cond, passed in (("with_skill", w), ("without_skill", x)):
                 grading = json.dumps({"summary": {"passed": int(passed), "failed": 1 - int(passed), "total": 1}})
-                run = {"plan": plan.id.hex(), "set": plan.body["set"], "case": str(case["id"]), "run": 0,
-                       "condition": cond, "arm": version if cond == "with_skill" else None, "runner": RUNNER,
-                       "grader": GRADER, "tokens": None, "ms": 5}  # fmt: skip
-                fields = {"task": {"id": str(case["id"]), "digest": "sha256:" + hashlib.sha256(
-                              oc.canonical(case)).hexdigest()}, "score": int(passed), "scale": (0, 1),
-                          "threshold": 1, "verifier": GRADER, "evidence": f"iteration-1/eval-{case['id']}/{cond}/"
-                          "grading.json", "evidence_digest": "sha256:" + hashlib.sha256(grading.encode()).hexdigest(),
-                          "eval": run}  # fmt: skip
+                run = {
+                    "plan": plan.id.hex(),
+                    "set": plan.body["set"],
+                    "case": str(case["id"]),
+                    "run": 0,
+                    "condition": cond,
+                    "arm": version if cond == "with_skill" else None,
+                    "runner": RUNNER,
+                    "grader": GRADER,
+                    "tokens": None,
+                    "ms": 5,
+                }
+                fields = {
+                    "task": {
+                        "id": str(case["id"]),
+                        "digest": "sha256:" + hashlib.sha256(oc.canonical(case)).hexdigest(),
+                    },
+                    "score": int(passed),
+                    "scale": (0, 1),
+                    "threshold": 1,
+                    "verifier": GRADER,
+                    "evidence": f"iteration-1/eval-{case['id']}/{cond}/grading.json",
+                    "evidence_digest": "sha256:" + hashlib.sha256(grading.encode()).hexdigest(),
+                    "eval": run,
+                }
                 rows.append(b.evidence.unsigned(served, fields, "score"))
         b.evidence.record_runs(rows, note=f"eval csv-sum v{version}")
 
 
 def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_passes_on_its_own(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     brain, env, claude, hermes = _setup(tmp_path)
     monkeypatch.setenv("LEDGER_KEYS", env["LEDGER_KEYS"])
     _plan_it(brain)
@@ -266,8 +367,21 @@ def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_pas
     for folder in (claude, hermes):
         assert (folder / "evals/evals.json").is_file() and "Step one: read the file." in _version(folder)
     # The agent makes v3 over MCP, and is told it waits; a verifier's evaluation shows it harms case 1.
-    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
-                                          "Step one: read the file.", "new_string": "Step one: guess."})])  # fmt: skip
+    [(err, patched)] = _mcp(
+        brain,
+        env,
+        [
+            (
+                "skill_manage",
+                {
+                    "action": "patch",
+                    "name": "csv-sum",
+                    "old_string": "Step one: read the file.",
+                    "new_string": "Step one: guess.",
+                },
+            )
+        ],
+    )
     assert not err and patched["gate"].startswith("gate: csv-sum v3 waits for its evaluation")
     _evaluate(brain, 3, [F, T, T], [T, F, F])
     _ledger(brain, env, "sync")
@@ -277,8 +391,9 @@ def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_pas
     assert (held["released"], held["held"][0]["version"], held["held"][0]["regressed"]) == (2, 3, ["1"])
     assert "case 1 passed before and fails now" in held["held"][0]["why"]
     # A user approves it, with a reason: released, signed, and both layouts get it.
-    approved = json.loads(_ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "case 1 is obsolete",
-                                  "--json").stdout)  # fmt: skip
+    approved = json.loads(
+        _ledger(brain, env, "eval", "approve", "csv-sum@3", "--reason", "case 1 is obsolete", "--json").stdout
+    )
     assert approved["operation"] == "outcome" and len(approved["approval"]) == 64
     _ledger(brain, env, "sync")
     assert all("Step one: guess." in _version(f) for f in (claude, hermes))
@@ -291,8 +406,21 @@ def test_a_harmful_version_is_held_an_approval_releases_it_and_a_helpful_one_pas
     _ledger(brain, env, "sync")
     assert all("Step one: parse it." in _version(f) for f in (claude, hermes))
     # The agent's v5, and its own passing evaluation signed with its own key: still held.
-    [(err, patched)] = _mcp(brain, env, [("skill_manage", {"action": "patch", "name": "csv-sum", "old_string":
-                                          "Step two: add the column.", "new_string": "Step two: skip it."})])
+    [(err, patched)] = _mcp(
+        brain,
+        env,
+        [
+            (
+                "skill_manage",
+                {
+                    "action": "patch",
+                    "name": "csv-sum",
+                    "old_string": "Step two: add the column.",
+                    "new_string": "Step two: skip it.",
+                },
+            )
+        ],
+    )
     assert patched["gate"].startswith("gate: csv-sum v5 waits")
     _evaluate(brain, 5, [T, T, T], [F, F, F], actor="agent")
     _ledger(brain, env, "sync")
@@ -332,6 +460,7 @@ def test_status_shows_held_versions_on_every_path_and_gate_off_leaves_projection
     out = _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "read it myself").stdout
     assert out.startswith("approved csv-sum v2: read it myself")
     assert "held" not in _ledger(brain, env, "status").stdout
-    assert "nothing to revert: csv-sum v2 is released" in _ledger(brain, env, "eval", "revert", "csv-sum",
-                                                                  code=1).stderr  # fmt: skip
+    assert (
+        "nothing to revert: csv-sum v2 is released" in _ledger(brain, env, "eval", "revert", "csv-sum", code=1).stderr
+    )
     _ledger(brain, env, "eval", "approve", "csv-sum@2", "--reason", "again", "--actor", "agent", code=1)

@@ -63,13 +63,36 @@ def _run(tmp: Path, hermes: Path, base_url: str, skill: Path | None) -> tuple[su
     inputs.mkdir(parents=True)
     (inputs / "data.csv").write_text(DATA)
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
-    env.update(EVAL_INPUTS=str(inputs), EVAL_PROMPT=PROMPT, EVAL_ID="1", EVAL_OUTPUTS=str(outputs),
-               EVAL_TIMING=str(timing), HOME=str(tmp / "home"))  # fmt: skip
+    env.update(
+        EVAL_INPUTS=str(inputs),
+        EVAL_PROMPT=PROMPT,
+        EVAL_ID="1",
+        EVAL_OUTPUTS=str(outputs),
+        EVAL_TIMING=str(timing),
+        HOME=str(tmp / "home"),
+    )
     if skill is not None:
         env["EVAL_SKILL"] = str(skill)
-    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(hermes),
-                           "--base-url", base_url, "--model", "scripted", "--timeout", "240"],
-                          cwd=inputs, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ledger.evals.runners.hermes",
+            "--hermes",
+            str(hermes),
+            "--base-url",
+            base_url,
+            "--model",
+            "scripted",
+            "--timeout",
+            "240",
+        ],
+        cwd=inputs,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, tmp
 
 
@@ -111,20 +134,37 @@ def test_the_installed_skill_leaves_out_the_eval_set(tmp_path: Path) -> None:
     args = argparse.Namespace(base_url="http://127.0.0.1:9/v1", provider=None, model="m", max_turns=5)
     home = hermes_runner.make_home(tmp_path / "run", args, skill)
     installed = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
-    assert installed == ["config.yaml", "skills/csv-sum/SKILL.md", "skills/csv-sum/references/evals",
-                         "skills/csv-sum/scripts/solve"]  # fmt: skip
-    assert (home / "config.yaml").read_text() == ('model:\n  provider: "custom"\n  base_url: "http://127.0.0.1:9/v1"\n'
-                                                  '  default: "m"\nagent:\n  max_turns: 5\n')  # fmt: skip
+    assert installed == [
+        "config.yaml",
+        "skills/csv-sum/SKILL.md",
+        "skills/csv-sum/references/evals",
+        "skills/csv-sum/scripts/solve",
+    ]
+    assert (home / "config.yaml").read_text() == (
+        'model:\n  provider: "custom"\n  base_url: "http://127.0.0.1:9/v1"\n  default: "m"\nagent:\n  max_turns: 5\n'
+    )
 
 
 def test_hermes_runner_refuses_outside_the_contract(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
-    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", sys.executable],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", sys.executable],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "EVAL_PROMPT is not set" in proc.stderr, proc.stderr
     env.update(EVAL_PROMPT="p", EVAL_OUTPUTS=str(tmp_path / "o"), EVAL_TIMING=str(tmp_path / "t.json"))
-    proc = subprocess.run([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(tmp_path / "nope")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(tmp_path / "nope")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "no Hermes program" in proc.stderr, proc.stderr
     assert not (tmp_path / "t.json").exists()
 
@@ -143,18 +183,43 @@ def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "home"), "LEDGER_KEYS": str(tmp_path / "keys")}
     run_ledger("init", str(brain), check=True, env=env)
     run_ledger("--brain", str(brain), "import", str(FAMILY), check=True, env=env)
-    address = json.loads(run_ledger("--brain", str(brain), "keys", "generate", "verifier", "--json", check=True,
-                                    env=env).stdout)["address"]  # fmt: skip
+    address = json.loads(
+        run_ledger("--brain", str(brain), "keys", "generate", "verifier", "--json", check=True, env=env).stdout
+    )["address"]
     run_ledger("--brain", str(brain), "keys", "trust", "verifier", address, check=True, env=env)
     model = ScriptedModel(skill_policy(CSV_NAIVE), limit=40)
     cases = json.loads((FAMILY / "csv-sum/evals/evals.json").read_text())["evals"]
     body = (FAMILY / "csv-sum/SKILL.md").read_text().split("---\n", 2)[2]
     with endpoint(model) as url:
         runner = f"python -m ledger.evals.runners.hermes --hermes {hermes} --base-url {url} --model scripted"
-        run_ledger("--brain", str(brain), "eval", "plan", "csv-sum", "--runner", runner, "--runner-id",
-                   "hermes-agent 0.19.0 / scripted", check=True, env=env)  # fmt: skip
-        proc = run_ledger("--brain", str(brain), "eval", "run", "csv-sum", "--runner", runner,
-                          "--workspace", str(tmp_path / "ws"), "--timeout", "240", "--json", env=env)  # fmt: skip
+        run_ledger(
+            "--brain",
+            str(brain),
+            "eval",
+            "plan",
+            "csv-sum",
+            "--runner",
+            runner,
+            "--runner-id",
+            "hermes-agent 0.19.0 / scripted",
+            check=True,
+            env=env,
+        )
+        proc = run_ledger(
+            "--brain",
+            str(brain),
+            "eval",
+            "run",
+            "csv-sum",
+            "--runner",
+            runner,
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--timeout",
+            "240",
+            "--json",
+            env=env,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = json.loads(proc.stdout)
     runs = {(r["case"], r["condition"]): r for r in done["runs"]}
@@ -183,8 +248,9 @@ def test_ledger_eval_run_with_hermes_as_the_runner(tmp_path: Path) -> None:
     # The signed records: one batch, each run's eval member naming Hermes and the tokens the endpoint reported.
     with Brain.open(brain) as b:
         evals = [e.record["eval"] for e in b.evidence.parsed() if e.kind == "record" and e.record.get("eval")]
-    assert [(e["case"], e["condition"], e["tokens"]) for e in evals] == \
-        [(r["case"], r["condition"], tokens) for r, (_, tokens) in zip(done["runs"], talks, strict=True)]  # fmt: skip
+    assert [(e["case"], e["condition"], e["tokens"]) for e in evals] == [
+        (r["case"], r["condition"], tokens) for r, (_, tokens) in zip(done["runs"], talks, strict=True)
+    ]
     assert {e["runner"] for e in evals} == {"hermes-agent 0.19.0 / scripted"}
 
 
@@ -220,14 +286,34 @@ def test_hermes_runner_stops_hermes_at_its_timeout_and_on_sigterm(tmp_path: Path
                 inputs.mkdir(parents=True)
                 marker = f"stop-{how}-{os.getpid()}-{tmp_path.name}"
                 env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_")}
-                env.update(EVAL_PROMPT=PROMPT, EVAL_ID=marker, EVAL_OUTPUTS=str(run / "outputs"),
-                           EVAL_TIMING=str(run / "timing.json"), HOME=str(run / "home"))  # fmt: skip
+                env.update(
+                    EVAL_PROMPT=PROMPT,
+                    EVAL_ID=marker,
+                    EVAL_OUTPUTS=str(run / "outputs"),
+                    EVAL_TIMING=str(run / "timing.json"),
+                    HOME=str(run / "home"),
+                )
                 asked.clear()
-                proc = subprocess.Popen([sys.executable, "-m", "ledger.evals.runners.hermes", "--hermes", str(hermes),
-                                         "--base-url", url, "--model", "scripted",
-                                         "--timeout", "20" if how == "timeout" else "600"],
-                                        cwd=inputs, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)  # fmt: skip
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "ledger.evals.runners.hermes",
+                        "--hermes",
+                        str(hermes),
+                        "--base-url",
+                        url,
+                        "--model",
+                        "scripted",
+                        "--timeout",
+                        "20" if how == "timeout" else "600",
+                    ],
+                    cwd=inputs,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 assert asked.wait(120), "Hermes never called the endpoint"
                 assert _holding(marker), "Hermes is not running under the runner"
                 if how == "sigterm":

@@ -29,24 +29,25 @@ from tests.conftest import run_ledger
 from tests.tamper import git, lineage
 
 RUNNER, GRADER = "brain-ledger reference-runner 1", "brain-ledger reference-grader 1"
-CASES = [{"id": 1, "prompt": "sum the column", "expected_output": "6", "assertions": ["`test -s out`"]},
-         {"id": "two", "prompt": "sum again", "expected_output": "9", "assertions": ["`test -s out`"]}]  # fmt: skip
-LABELS = ["init", "create-s", "trust-verifier", "evals-v2", "plan", "runs", "evals-v3", "plan-v3", "runs-v3",
-          "approve"]  # fmt: skip
+CASES = [
+    {"id": 1, "prompt": "sum the column", "expected_output": "6", "assertions": ["`test -s out`"]},
+    {"id": "two", "prompt": "sum again", "expected_output": "9", "assertions": ["`test -s out`"]},
+]
+LABELS = ["init", "create-s", "trust-verifier", "evals-v2", "plan", "runs", "evals-v3", "plan-v3", "runs-v3", "approve"]
 KEYS: dict[str, bytes] = {}
 
 # The reason each class's failure names (lineage.md §14.10.6), the audit's and the writer's.
 REASONS = {
     "eval-run-under-a-later-plan": r"names plan [0-9a-f]{12}, which is not a plan entry earlier in the log",
     "eval-run-dated-before-its-plan": r"is dated \S+, before its plan [0-9a-f]{12} \(\S+\): a run under a plan made "
-                                      r"after it",
+    r"after it",
     "eval-failed-run-dropped": r"holds 3 runs of plan [0-9a-f]{12}, whose grid is 4 \(case 'two' run 0 with_skill "
-                               r"missing\): an evaluation is recorded whole",
+    r"missing\): an evaluation is recorded whole",
     "eval-set-changed-since-its-plan": r"is a run over eval set blake3-tree-v1:[0-9a-f]{64}, not its plan "
-                                       r"[0-9a-f]{12}'s \(blake3-tree-v1:[0-9a-f]{64}\): the eval set changed since "
-                                       r"the plan",
+    r"[0-9a-f]{12}'s \(blake3-tree-v1:[0-9a-f]{64}\): the eval set changed since "
+    r"the plan",
     "eval-set-not-the-versions": r"is a run over eval set blake3-tree-v1:[0-9a-f]{64}, which is not the digest of "
-                                 r"s v2's evals directory at [0-9a-f]{12}",
+    r"s v2's evals directory at [0-9a-f]{12}",
     "eval-approval-by-an-agent": r"a agent key: an approval is signed by a user or curator key",
     "eval-v2-record-after-v3": r"is a v2 record \(brain-ledger/outcome/v2\), appended after the log's first v3 record",
 }
@@ -56,8 +57,16 @@ def _evals(cases: list[dict[str, Any]]) -> bytes:
     return json.dumps({"skill_name": "s", "evals": cases}, indent=2).encode()
 
 
-def _rows(brain: Brain, version: int, plan: str | None, cases: list[dict[str, Any]], *, failing: tuple[str, ...] = (),
-          evals_set: str | None = None, when: str | None = None) -> list[dict]:  # fmt: skip
+def _rows(
+    brain: Brain,
+    version: int,
+    plan: str | None,
+    cases: list[dict[str, Any]],
+    *,
+    failing: tuple[str, ...] = (),
+    evals_set: str | None = None,
+    when: str | None = None,
+) -> list[dict]:
     """Unsigned v3 records of every case × {with_skill, without_skill} of ``s`` at ``version`` (one run each),
     graded out of 1; the with-skill runs of ``failing`` cases fail, as every without-skill run does."""
     served = brain.evidence.served("s", version)
@@ -70,23 +79,49 @@ def _rows(brain: Brain, version: int, plan: str | None, cases: list[dict[str, An
         cid = str(case["id"])
         for cond in ("with_skill", "without_skill"):
             passed = int(cond == "with_skill" and cid not in failing)
-            rows.append(brain.evidence.unsigned(served, {
-                "task": {"id": cid, "digest": "sha256:" + hashlib.sha256(oc.canonical(case)).hexdigest()},
-                "score": passed, "scale": (0, 1), "threshold": 1, "verifier": GRADER, "time": when,
-                "evidence": f"iteration-1/eval-{cid}/{cond}/grading.json",
-                "evidence_digest": "sha256:" + hashlib.sha256(f"{cid}{cond}{passed}".encode()).hexdigest(),
-                "eval": {"plan": plan, "set": evals_set or have, "case": cid, "run": 0, "condition": cond,
-                         "arm": version if cond == "with_skill" else None, "runner": RUNNER, "grader": GRADER,
-                         "tokens": 1000 + passed, "ms": 2000},
-            }, "score"))  # fmt: skip
+            rows.append(
+                brain.evidence.unsigned(
+                    served,
+                    {
+                        "task": {"id": cid, "digest": "sha256:" + hashlib.sha256(oc.canonical(case)).hexdigest()},
+                        "score": passed,
+                        "scale": (0, 1),
+                        "threshold": 1,
+                        "verifier": GRADER,
+                        "time": when,
+                        "evidence": f"iteration-1/eval-{cid}/{cond}/grading.json",
+                        "evidence_digest": "sha256:" + hashlib.sha256(f"{cid}{cond}{passed}".encode()).hexdigest(),
+                        "eval": {
+                            "plan": plan,
+                            "set": evals_set or have,
+                            "case": cid,
+                            "run": 0,
+                            "condition": cond,
+                            "arm": version if cond == "with_skill" else None,
+                            "runner": RUNNER,
+                            "grader": GRADER,
+                            "tokens": 1000 + passed,
+                            "ms": 2000,
+                        },
+                    },
+                    "score",
+                )
+            )
     return rows
 
 
 def _plan_fields(brain: Brain, cases: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
-    return {"skill": "s", "set": evals_digest(brain.store, brain.head().skills["s"]),
-            "cases": [str(c["id"]) for c in cases], "baseline": "none", "runs": 1,
-            "runner": {"command": "python -m ledger.evals.refrunner", "id": RUNNER},
-            "grader": {"command": "python -m ledger.evals.refgrader", "id": GRADER}, "min_lift": 0, **kw}  # fmt: skip
+    return {
+        "skill": "s",
+        "set": evals_digest(brain.store, brain.head().skills["s"]),
+        "cases": [str(c["id"]) for c in cases],
+        "baseline": "none",
+        "runs": 1,
+        "runner": {"command": "python -m ledger.evals.refrunner", "id": RUNNER},
+        "grader": {"command": "python -m ledger.evals.refgrader", "id": GRADER},
+        "min_lift": 0,
+        **kw,
+    }
 
 
 def build_honest_evals(root: Path) -> tuple[Path, dict[str, int]]:
@@ -94,8 +129,9 @@ def build_honest_evals(root: Path) -> tuple[Path, dict[str, int]]:
     keys = root / "keys"
     env = {"LEDGER_KEYS": str(keys)}
     run_ledger("init", str(brain), check=True, env=env)
-    run_ledger("--brain", str(brain), "skill", "create", "s", "--description", "S", "--body", "step one\n",
-               check=True, env=env)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "s", "--description", "S", "--body", "step one\n", check=True, env=env
+    )
     run_ledger("--brain", str(brain), "keys", "generate", "verifier", check=True, env=env)
     run_ledger("--brain", str(brain), "keys", "trust", "verifier", check=True, env=env)
     with pytest.MonkeyPatch.context() as mp:
@@ -113,8 +149,12 @@ def build_honest_evals(root: Path) -> tuple[Path, dict[str, int]]:
             b.evidence.approve("s", 3, "reviewed by hand")
         finally:
             b.close()
-    KEYS.update({role: bytes.fromhex(json.loads((keys / f"{role}.key").read_text())["private_key"][2:])
-                 for role in ("user", "agent", "verifier")})  # fmt: skip
+    KEYS.update(
+        {
+            role: bytes.fromhex(json.loads((keys / f"{role}.key").read_text())["private_key"][2:])
+            for role in ("user", "agent", "verifier")
+        }
+    )
     assert len(lineage(brain / ".git")) == len(LABELS)
     return brain, {label: i for i, label in enumerate(LABELS)}
 
@@ -170,13 +210,17 @@ def _later_plan(repo: Path, idx: dict[str, int]) -> str:
     """The v2 runs re-signed to name a new plan P', which the snapshot appends after them."""
     commits = lineage(repo)
     plan = _log(repo, commits[idx["plan"]])[-1]
-    later = _plan_like(plan, time=oc.format_time(_time(repo, commits[idx["runs"]])),
-                       rule={"interval": "newcombe-paired-95", "min_lift": 0.05})  # another plan than the honest one
+    later = _plan_like(
+        plan,
+        time=oc.format_time(_time(repo, commits[idx["runs"]])),
+        rule={"interval": "newcombe-paired-95", "min_lift": 0.05},
+    )  # another plan than the honest one
     pid = hashlib.sha256(oc.canonical(json.loads(later)["plan"])).hexdigest()
     old = _runs(_log(repo, commits[idx["runs"]]))
     new = _resign(old, lambda r: r["eval"].update(plan=pid))
-    return _rewrite(repo, idx["runs"], lambda log: [*[e for e in log if e not in old], *new, later]
-                    if old[0] in log else log)  # fmt: skip
+    return _rewrite(
+        repo, idx["runs"], lambda log: [*[e for e in log if e not in old], *new, later] if old[0] in log else log
+    )
 
 
 def _dated_plan(repo: Path, idx: dict[str, int]) -> str:
@@ -188,8 +232,9 @@ def _dated_plan(repo: Path, idx: dict[str, int]) -> str:
     pid = hashlib.sha256(oc.canonical(json.loads(later)["plan"])).hexdigest()
     old = _runs(_log(repo, commits[idx["runs"]]))
     new = _resign(old, lambda r: (r["eval"].update(plan=pid), r.update(time=oc.format_time(when))))
-    return _rewrite(repo, idx["runs"], lambda log: [*[e for e in log if e not in old], later, *new]
-                    if old[0] in log else log)  # fmt: skip
+    return _rewrite(
+        repo, idx["runs"], lambda log: [*[e for e in log if e not in old], later, *new] if old[0] in log else log
+    )
 
 
 def _failed_dropped(repo: Path, idx: dict[str, int]) -> str:
@@ -199,8 +244,7 @@ def _failed_dropped(repo: Path, idx: dict[str, int]) -> str:
     kept = [e for e in old if not (b'"case":"two"' in e and b'"condition":"with_skill"' in e)]
     assert len(kept) == 3 and b'"score":0' in next(e for e in old if e not in kept)
     new = _resign(kept)
-    return _rewrite(repo, idx["runs"], lambda log: [*[e for e in log if e not in old], *new]
-                    if old[0] in log else log)  # fmt: skip
+    return _rewrite(repo, idx["runs"], lambda log: [*[e for e in log if e not in old], *new] if old[0] in log else log)
 
 
 def _set_changed(repo: Path, idx: dict[str, int]) -> str:
@@ -211,8 +255,9 @@ def _set_changed(repo: Path, idx: dict[str, int]) -> str:
     pid = hashlib.sha256(oc.canonical(plan)).hexdigest()
     old = _appended(repo, idx, "runs-v3")
     new = _resign(old, lambda r: r["eval"].update(plan=pid))
-    return _rewrite(repo, idx["runs-v3"], lambda log: [*[e for e in log if e not in old], *new]
-                    if old[0] in log else log)  # fmt: skip
+    return _rewrite(
+        repo, idx["runs-v3"], lambda log: [*[e for e in log if e not in old], *new] if old[0] in log else log
+    )
 
 
 def _set_not_the_versions(repo: Path, idx: dict[str, int]) -> str:
@@ -225,8 +270,9 @@ def _set_not_the_versions(repo: Path, idx: dict[str, int]) -> str:
     pid = hashlib.sha256(oc.canonical(json.loads(other)["plan"])).hexdigest()
     old = _runs(_log(repo, commits[idx["runs"]]))
     new = _resign(old, lambda r: r["eval"].update(plan=pid, set=v3))
-    return _rewrite(repo, idx["runs"], lambda log: [*[e for e in log if e not in old], other, *new]
-                    if old[0] in log else log)  # fmt: skip
+    return _rewrite(
+        repo, idx["runs"], lambda log: [*[e for e in log if e not in old], other, *new] if old[0] in log else log
+    )
 
 
 def _agent_approval(repo: Path, idx: dict[str, int]) -> str:
@@ -235,9 +281,11 @@ def _agent_approval(repo: Path, idx: dict[str, int]) -> str:
     honest = json.loads(_log(repo, commits[idx["approve"]])[-1])["approval"]
     from eth_account import Account
 
-    forged = oc.sign_body("approval", {**honest, "reason": "the agent says so",
-                                       "signer": Account.from_key(KEYS["agent"]).address.lower()},
-                          KEYS["agent"]).data  # fmt: skip
+    forged = oc.sign_body(
+        "approval",
+        {**honest, "reason": "the agent says so", "signer": Account.from_key(KEYS["agent"]).address.lower()},
+        KEYS["agent"],
+    ).data
     return _rewrite(repo, idx["approve"], lambda log: [*log, forged])
 
 
@@ -245,9 +293,13 @@ def _v2_after_v3(repo: Path, idx: dict[str, int]) -> str:
     """A plain v2 record by the verifier (a new batch following its last) slipped in after the v3 records."""
     last = json.loads(_appended(repo, idx, "runs-v3")[-1])["record"]
     record = {k: v for k, v in last.items() if k != "eval"}
-    record.update(format=oc.FORMAT_V2, task={"id": "T-1", "digest": None}, verifier=None,
-                  outcome={"result": "success", "score": None, "scale": None, "threshold": None},
-                  evidence={"uri": None, "digest": None})  # fmt: skip
+    record.update(
+        format=oc.FORMAT_V2,
+        task={"id": "T-1", "digest": None},
+        verifier=None,
+        outcome={"result": "success", "score": None, "scale": None, "threshold": None},
+        evidence={"uri": None, "digest": None},
+    )
     extra = oc.sign_batch([record], KEYS["verifier"], prev=last["batch"]["id"])[0].data
     assert b'"format":"brain-ledger/outcome/v2"' in extra
     return _rewrite(repo, idx["approve"], lambda log: [*log, extra])
@@ -275,9 +327,9 @@ def test_the_honest_evals_brain_passes(honest) -> None:
     code, report = _audit(brain, "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     # 8 runs, 2 plans, 1 approval; the tiers count the runs only.
-    assert report["checks"]["evidence"]["summary"] == ("11 outcome(s), append-only; 11 checked as added: "
-                                                       "8 verified, 0 self-reported, 2 eval plan(s), 1 approval(s)"), \
-        report["checks"]["evidence"]  # fmt: skip
+    assert report["checks"]["evidence"]["summary"] == (
+        "11 outcome(s), append-only; 11 checked as added: 8 verified, 0 self-reported, 2 eval plan(s), 1 approval(s)"
+    ), report["checks"]["evidence"]
     assert run_ledger("--brain", str(brain), "verify").returncode == 0
 
 
@@ -330,9 +382,11 @@ def _refused(b: Brain, name: str, write: Callable[[], Any]) -> None:
 def test_the_writer_refuses_a_run_under_a_later_plan(work: Brain) -> None:
     b = work
     b.write_file("s", "evals/evals.json", _evals([{**c, "prompt": "p2"} for c in CASES]))  # v4
-    plan = oc.sign_body("plan", oc.make_plan(brain=b.evidence.genesis, signer=b.evidence._key().address,
-                                             **_plan_fields(b, CASES)),
-                        b.evidence._key().secret)  # fmt: skip
+    plan = oc.sign_body(
+        "plan",
+        oc.make_plan(brain=b.evidence.genesis, signer=b.evidence._key().address, **_plan_fields(b, CASES)),
+        b.evidence._key().secret,
+    )
     with b.acting("verifier"):
         rows = _rows(b, 4, plan.id.hex(), CASES)
         key = b.evidence._key()
@@ -386,9 +440,18 @@ def test_the_writer_refuses_an_agents_approval_and_a_v2_record_after_v3(work: Br
     with b.acting("verifier"):
         key = b.evidence._key()
         served = b.evidence.served("s")
-        record = oc.make_record(brain=b.evidence.genesis, agent=None, skill="s", version=served.version,
-                                digest=served.digest, receipt={"commit": served.commit, "root": served.root},
-                                task_id="T-1", task_digest=None, result="success", signer=key.address)  # fmt: skip
+        record = oc.make_record(
+            brain=b.evidence.genesis,
+            agent=None,
+            skill="s",
+            version=served.version,
+            digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root},
+            task_id="T-1",
+            task_digest=None,
+            result="success",
+            signer=key.address,
+        )
         record["format"] = oc.FORMAT_V2
         prev = b.evidence.batches(key.address)[0]["batches"][-1]["id"]
         old = oc.sign_batch([record], key.secret, prev=prev)
@@ -425,8 +488,9 @@ def test_a_plan_signed_elsewhere_is_imported_byte_for_byte(honest, tmp_path: Pat
     assert run_ledger("--brain", str(copy), "verify").returncode == 0
 
 
-def test_a_pull_of_runs_under_a_plan_the_copy_holds_audits_ok(honest, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_pull_of_runs_under_a_plan_the_copy_holds_audits_ok(
+    honest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fleet: copy a records a second evaluation of v3 under the plan both copies hold; copy b's pull audits
     the new snapshots alone (incremental), finding the plan in the log it already had."""
     brain, _ = honest

@@ -31,13 +31,21 @@ Add the last column of every row after the header and write the total to `answer
 """
 # references/schemas.md "evals.json", ids from 0 as SKILL.md's eval-0, eval-1 folders
 CASES = [
-    {"id": 0, "prompt": "What's the total in sample1.csv? Put it in answer.txt.",
-     "expected_output": "answer.txt holds 42.", "files": ["evals/files/sample1.csv"],
-     "expectations": ["The output includes answer.txt", "answer.txt holds 42", "The skill's rule was followed"]},
-    {"id": 1, "prompt": "sum the amounts of sample1.csv into answer.txt, no header",
-     "expected_output": "answer.txt holds 42 and nothing else.", "files": ["evals/files/sample1.csv"],
-     "expectations": ["answer.txt holds 42", "answer.txt holds one line"]},
-]  # fmt: skip
+    {
+        "id": 0,
+        "prompt": "What's the total in sample1.csv? Put it in answer.txt.",
+        "expected_output": "answer.txt holds 42.",
+        "files": ["evals/files/sample1.csv"],
+        "expectations": ["The output includes answer.txt", "answer.txt holds 42", "The skill's rule was followed"],
+    },
+    {
+        "id": 1,
+        "prompt": "sum the amounts of sample1.csv into answer.txt, no header",
+        "expected_output": "answer.txt holds 42 and nothing else.",
+        "files": ["evals/files/sample1.csv"],
+        "expectations": ["answer.txt holds 42", "answer.txt holds one line"],
+    },
+]
 
 
 def _skill(root: Path, cases: list[dict[str, Any]], name: str = "report-totals") -> Path:
@@ -70,27 +78,50 @@ def _grading(texts: list[str], passed: list[bool]) -> dict[str, Any]:
     """agents/grader.md's grading.json, every member, in its order."""
     n, ok = len(texts), sum(passed)
     return {
-        "expectations": [{"text": t, "passed": p, "evidence": "Found in answer.txt" if p else "answer.txt holds 3"}
-                         for t, p in zip(texts, passed, strict=True)],
+        "expectations": [
+            {"text": t, "passed": p, "evidence": "Found in answer.txt" if p else "answer.txt holds 3"}
+            for t, p in zip(texts, passed, strict=True)
+        ],
         "summary": {"passed": ok, "failed": n - ok, "total": n, "pass_rate": round(ok / n, 2)},
-        "execution_metrics": {"tool_calls": {"Read": 5, "Write": 2, "Bash": 8}, "total_tool_calls": 15,
-                              "total_steps": 6, "errors_encountered": 0, "output_chars": 12450,
-                              "transcript_chars": 3200},
-        "timing": {"executor_duration_seconds": 165.0, "grader_duration_seconds": 26.0,
-                   "total_duration_seconds": 191.0},
-        "claims": [{"claim": "The total is 42", "type": "factual", "verified": True,
-                    "evidence": "40 + 2 in sample1.csv"}],
-        "user_notes_summary": {"uncertainties": ["Used 2023 data, may be stale"], "needs_review": [],
-                               "workarounds": []},
-        "eval_feedback": {"suggestions": [{"assertion": texts[0], "reason": "A hallucinated file would pass"}],
-                          "overall": "Assertions check presence but not correctness."},
-    }  # fmt: skip
+        "execution_metrics": {
+            "tool_calls": {"Read": 5, "Write": 2, "Bash": 8},
+            "total_tool_calls": 15,
+            "total_steps": 6,
+            "errors_encountered": 0,
+            "output_chars": 12450,
+            "transcript_chars": 3200,
+        },
+        "timing": {
+            "executor_duration_seconds": 165.0,
+            "grader_duration_seconds": 26.0,
+            "total_duration_seconds": 191.0,
+        },
+        "claims": [
+            {"claim": "The total is 42", "type": "factual", "verified": True, "evidence": "40 + 2 in sample1.csv"}
+        ],
+        "user_notes_summary": {
+            "uncertainties": ["Used 2023 data, may be stale"],
+            "needs_review": [],
+            "workarounds": [],
+        },
+        "eval_feedback": {
+            "suggestions": [{"assertion": texts[0], "reason": "A hallucinated file would pass"}],
+            "overall": "Assertions check presence but not correctness.",
+        },
+    }
 
 
-TIMING = {"total_tokens": 84852, "duration_ms": 23332, "total_duration_seconds": 23.3,
-          "executor_start": "2026-01-15T10:30:00Z", "executor_end": "2026-01-15T10:32:45Z",
-          "executor_duration_seconds": 165.0, "grader_start": "2026-01-15T10:32:46Z",
-          "grader_end": "2026-01-15T10:33:12Z", "grader_duration_seconds": 26.0}  # fmt: skip
+TIMING = {
+    "total_tokens": 84852,
+    "duration_ms": 23332,
+    "total_duration_seconds": 23.3,
+    "executor_start": "2026-01-15T10:30:00Z",
+    "executor_end": "2026-01-15T10:32:45Z",
+    "executor_duration_seconds": 165.0,
+    "grader_start": "2026-01-15T10:32:46Z",
+    "grader_end": "2026-01-15T10:33:12Z",
+    "grader_duration_seconds": 26.0,
+}
 
 # (folder name, case id, run folder or "" for SKILL.md's layout) -> condition -> each expectation's verdict
 RUNS = {
@@ -113,15 +144,24 @@ def _workspace(root: Path) -> Path:
         case = CASES[case_id]
         d = it / folder
         d.mkdir()
-        (d / "eval_metadata.json").write_text(json.dumps({"eval_id": case_id, "eval_name": folder[5:],
-                                                          "prompt": case["prompt"],
-                                                          "assertions": case["expectations"]}, indent=2))  # fmt: skip
+        (d / "eval_metadata.json").write_text(
+            json.dumps(
+                {
+                    "eval_id": case_id,
+                    "eval_name": folder[5:],
+                    "prompt": case["prompt"],
+                    "assertions": case["expectations"],
+                },
+                indent=2,
+            )
+        )
         for cond, verdicts in conds.items():
             r = d / cond / run if run else d / cond
             (r / "outputs").mkdir(parents=True)
             (r / "outputs" / "answer.txt").write_text("42\n")
-            (r / "outputs" / "metrics.json").write_text(json.dumps({"tool_calls": {"Read": 5}, "total_tool_calls": 5,
-                                                                    "files_created": ["answer.txt"]}))  # fmt: skip
+            (r / "outputs" / "metrics.json").write_text(
+                json.dumps({"tool_calls": {"Read": 5}, "total_tool_calls": 5, "files_created": ["answer.txt"]})
+            )
             (r / "outputs" / "user_notes.md").write_text("Used 2023 data, may be stale\n")
             (r / "timing.json").write_text(json.dumps(TIMING, indent=2))
             (r / "grading.json").write_text(json.dumps(_grading(case["expectations"], verdicts), indent=2))
@@ -134,9 +174,23 @@ def test_a_skill_creator_workspace_imports_with_its_verdicts_and_hashes(brain: P
     linted = _ledger(brain, "lint", "report-totals")
     assert "warning: evals/evals.json: eval 0: 'expectations' is skill-creator's name" in linted.stdout
     assert "calls it 'assertions'" in linted.stdout and "INVALID" not in linted.stdout
-    done = json.loads(_ledger(brain, "eval", "import", str(ws), "--actor", "verifier", "--skill", "report-totals",
-                              "--runner-id", "claude-code 2.1 / claude-sonnet-4-5", "--grader-id",
-                              "skill-creator grader / claude-sonnet-4-5", "--json").stdout)  # fmt: skip
+    done = json.loads(
+        _ledger(
+            brain,
+            "eval",
+            "import",
+            str(ws),
+            "--actor",
+            "verifier",
+            "--skill",
+            "report-totals",
+            "--runner-id",
+            "claude-code 2.1 / claude-sonnet-4-5",
+            "--grader-id",
+            "skill-creator grader / claude-sonnet-4-5",
+            "--json",
+        ).stdout
+    )
     assert done["plan"] is None and done["baseline"] == "without_skill" and len(done["runs"]) == 4
     records = _records(brain)
     assert len(records) == 4
@@ -147,8 +201,12 @@ def test_a_skill_creator_workspace_imports_with_its_verdicts_and_hashes(brain: P
         for cond, verdicts in conds.items():
             r = got[(str(case_id), cond)]
             assert r["task"] == {"id": str(case_id), "digest": "sha256:" + hashlib.sha256(jcs).hexdigest()}
-            assert r["outcome"] == {"result": "score", "score": sum(verdicts), "scale": [0, len(verdicts)],
-                                    "threshold": len(verdicts)}  # fmt: skip
+            assert r["outcome"] == {
+                "result": "score",
+                "score": sum(verdicts),
+                "scale": [0, len(verdicts)],
+                "threshold": len(verdicts),
+            }
             # the path as found: a run-1 folder or none (single run); a descriptive eval folder's name kept
             assert r["evidence"]["uri"] == "/".join(p for p in ("iteration-1", folder, cond, run, "grading.json") if p)
             data = (ws / r["evidence"]["uri"]).read_bytes()
@@ -158,8 +216,12 @@ def test_a_skill_creator_workspace_imports_with_its_verdicts_and_hashes(brain: P
             assert r["eval"]["arm"] == (r["version"] if cond == "with_skill" else None)
             assert r["verifier"] == r["eval"]["grader"] == "skill-creator grader / claude-sonnet-4-5"
     passes = {k: r["outcome"]["score"] == r["outcome"]["threshold"] for k, r in got.items()}
-    assert passes == {("0", "with_skill"): True, ("0", "without_skill"): False,
-                      ("1", "with_skill"): False, ("1", "without_skill"): False}  # fmt: skip
+    assert passes == {
+        ("0", "with_skill"): True,
+        ("0", "without_skill"): False,
+        ("1", "with_skill"): False,
+        ("1", "without_skill"): False,
+    }
     assert json.loads(_ledger(brain, "verify", "--json").stdout)["ok"] is True
 
 
@@ -193,15 +255,30 @@ def test_ambiguous_skill_creator_input_is_refused_and_changes_nothing(brain: Pat
 
 
 def test_a_skill_creator_eval_set_plans_and_runs_but_the_run_writes_and_takes_the_guides_shapes(
-        brain: Path, tmp_path: Path) -> None:  # fmt: skip
+    brain: Path, tmp_path: Path
+) -> None:
     # the grader gets the `expectations` as $EVAL_ASSERTIONS and prints grading.json under the key in `key`
     key = tmp_path / "key"
-    grader = ("python -c 'import json, os; a = json.load(open(os.environ[\"EVAL_ASSERTIONS\"])); "
-              f"print(json.dumps({{open(\"{key}\").read(): [{{\"text\": t, \"passed\": True, \"evidence\": \"ok\"}} "
-              "for t in a], \"summary\": {\"passed\": len(a), \"failed\": 0, \"total\": len(a), \"pass_rate\": 1}}))'")
+    grader = (
+        'python -c \'import json, os; a = json.load(open(os.environ["EVAL_ASSERTIONS"])); '
+        f'print(json.dumps({{open("{key}").read(): [{{"text": t, "passed": True, "evidence": "ok"}} '
+        'for t in a], "summary": {"passed": len(a), "failed": 0, "total": len(a), "pass_rate": 1}}))\''
+    )
     runner = 'echo 42 > "$EVAL_OUTPUTS/answer.txt"'
-    _ledger(brain, "eval", "plan", "report-totals", "--runner", runner, "--runner-id", "echo 1", "--grader", grader,
-            "--grader-id", "inline 1")  # fmt: skip
+    _ledger(
+        brain,
+        "eval",
+        "plan",
+        "report-totals",
+        "--runner",
+        runner,
+        "--runner-id",
+        "echo 1",
+        "--grader",
+        grader,
+        "--grader-id",
+        "inline 1",
+    )
     ws = tmp_path / "ws"
     key.write_text("expectations")  # skill-creator's dialect is for import; a run's grader prints the guide's
     before = _state(brain)

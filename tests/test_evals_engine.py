@@ -18,16 +18,31 @@ from tests.conftest import run_ledger
 FAMILY = Path(__file__).parent / "fixtures" / "eval-family"
 
 # The agentskills guide's own examples ("Evaluating skill output quality"), verbatim: the shapes to match.
-GUIDE_BENCHMARK = {"run_summary": {
-    "with_skill": {"pass_rate": {"mean": 0.83, "stddev": 0.06}, "time_seconds": {"mean": 45.0, "stddev": 12.0},
-                   "tokens": {"mean": 3800, "stddev": 400}},
-    "without_skill": {"pass_rate": {"mean": 0.33, "stddev": 0.10}, "time_seconds": {"mean": 32.0, "stddev": 8.0},
-                      "tokens": {"mean": 2100, "stddev": 300}},
-    "delta": {"pass_rate": 0.50, "time_seconds": 13.0, "tokens": 1700}}}  # fmt: skip
-GUIDE_GRADING = {"assertion_results": [
-    {"text": "The output includes a bar chart image file", "passed": True,
-     "evidence": "Found chart.png (45KB) in outputs directory"}],
-    "summary": {"passed": 3, "failed": 1, "total": 4, "pass_rate": 0.75}}  # fmt: skip
+GUIDE_BENCHMARK = {
+    "run_summary": {
+        "with_skill": {
+            "pass_rate": {"mean": 0.83, "stddev": 0.06},
+            "time_seconds": {"mean": 45.0, "stddev": 12.0},
+            "tokens": {"mean": 3800, "stddev": 400},
+        },
+        "without_skill": {
+            "pass_rate": {"mean": 0.33, "stddev": 0.10},
+            "time_seconds": {"mean": 32.0, "stddev": 8.0},
+            "tokens": {"mean": 2100, "stddev": 300},
+        },
+        "delta": {"pass_rate": 0.50, "time_seconds": 13.0, "tokens": 1700},
+    }
+}
+GUIDE_GRADING = {
+    "assertion_results": [
+        {
+            "text": "The output includes a bar chart image file",
+            "passed": True,
+            "evidence": "Found chart.png (45KB) in outputs directory",
+        }
+    ],
+    "summary": {"passed": 3, "failed": 1, "total": 4, "pass_rate": 0.75},
+}
 GUIDE_TIMING = {"total_tokens": 84852, "duration_ms": 23332}
 
 
@@ -48,8 +63,9 @@ def verifier_brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skills: Path
     b = tmp_path / "brain"
     run_ledger("init", str(b), check=True)
     run_ledger("--brain", str(b), "import", str(skills), check=True)
-    address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json",
-                                    check=True).stdout)["address"]  # fmt: skip
+    address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json", check=True).stdout)[
+        "address"
+    ]
     run_ledger("--brain", str(b), "keys", "trust", "verifier", address, check=True)
     return b
 
@@ -114,8 +130,9 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
         signers = {r["signer"] for r in records}
         assert len(signers) == 1 and signers != {plan["plan"]["signer"]}  # the verifier's key; the plan, the user's
         grid = {(r["eval"]["case"], r["eval"]["condition"], r["eval"]["run"]) for r in records}
-        assert grid == {(str(c["id"]), cond, r) for c in cases for cond in ("with_skill", "without_skill")
-                        for r in range(runs)}  # fmt: skip
+        assert grid == {
+            (str(c["id"]), cond, r) for c in cases for cond in ("with_skill", "without_skill") for r in range(runs)
+        }
         for r in records:
             e = r["eval"]
             assert e["plan"] == plan["plan"]["id"] and e["set"] == plan["plan"]["set"]
@@ -125,10 +142,13 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
             assert r["outcome"]["result"] == "score" and r["outcome"]["threshold"] == r["outcome"]["scale"][1]
     # the signs: csv-sum helps, word-count is neutral, title-case hurts (on cases 2 and 3)
     assert deltas["csv-sum"] > 0 and deltas["word-count"] == 0 and deltas["title-case"] < 0, deltas
-    passes = {(r["eval"]["case"], r["eval"]["condition"]): r["outcome"]["score"] == r["outcome"]["threshold"]
-              for r in _records(family, "title-case")}  # fmt: skip
-    regressed = sorted(c for c, cond in passes if cond == "without_skill" and passes[c, cond]
-                       and not passes[c, "with_skill"])  # fmt: skip
+    passes = {
+        (r["eval"]["case"], r["eval"]["condition"]): r["outcome"]["score"] == r["outcome"]["threshold"]
+        for r in _records(family, "title-case")
+    }
+    regressed = sorted(
+        c for c, cond in passes if cond == "without_skill" and passes[c, cond] and not passes[c, "with_skill"]
+    )
     assert regressed == ["2", "3"]
     # the ledger's own figures say the same: the paired lift of 'show --stats' (verified tier, pre-registered)
     lifts = {}
@@ -148,15 +168,16 @@ def test_plan_and_run_the_family_make_the_layout_signed_records_and_signs_right(
 
 def test_plan_twice_writes_nothing_and_a_changed_eval_set_needs_a_new_plan(family: Path, tmp_path: Path) -> None:
     # a runner without its declared identity, an identity without its runner, a case with nothing to grade
-    assert "--runner needs --runner-id" in _ledger(family, "eval", "plan", "csv-sum", "--runner", "true",
-                                                   code=2).stderr  # fmt: skip
+    assert "--runner needs --runner-id" in _ledger(family, "eval", "plan", "csv-sum", "--runner", "true", code=2).stderr
     assert "declares its own" in _ledger(family, "eval", "plan", "csv-sum", "--grader-id", "me", code=2).stderr
     bare = json.loads((FAMILY / "word-count/evals/evals.json").read_text())
     del bare["evals"][1]["assertions"]
     (tmp_path / "bare.json").write_text(json.dumps(bare))
     _ledger(family, "skill", "write-file", "word-count", "evals/evals.json", "--from", str(tmp_path / "bare.json"))
-    assert "case(s) 2 of evals/evals.json have no assertions" in _ledger(family, "eval", "plan", "word-count",
-                                                                         code=1).stderr  # fmt: skip
+    assert (
+        "case(s) 2 of evals/evals.json have no assertions"
+        in _ledger(family, "eval", "plan", "word-count", code=1).stderr
+    )
     assert _entries(family) == []
     first = json.loads(_ledger(family, "eval", "plan", "csv-sum", "--json").stdout)
     head, log = _head(family), len(_entries(family))
@@ -185,14 +206,19 @@ def test_plan_twice_writes_nothing_and_a_changed_eval_set_needs_a_new_plan(famil
 
 
 def test_a_crashed_or_timed_out_run_is_recorded_failed_and_no_child_lives(family: Path, tmp_path: Path) -> None:
-    contract = ('[ "$PWD" = "$EVAL_INPUTS" ] && test -f lines.txt && [ -n "$EVAL_PROMPT" ] && '
-                'test ! -e "${EVAL_SKILL:-/none}/evals" && [ -z "$(ls "$EVAL_OUTPUTS")" ] || exit 9')  # fmt: skip
-    runner = ('case "$EVAL_ID" in 1) echo boom >&2; exit 3;; 2) sleep 31.4159 & sleep 31.4159;; '
-              f'*) {contract}; python -m ledger.evals.refrunner;; esac')  # fmt: skip
+    contract = (
+        '[ "$PWD" = "$EVAL_INPUTS" ] && test -f lines.txt && [ -n "$EVAL_PROMPT" ] && '
+        'test ! -e "${EVAL_SKILL:-/none}/evals" && [ -z "$(ls "$EVAL_OUTPUTS")" ] || exit 9'
+    )
+    runner = (
+        'case "$EVAL_ID" in 1) echo boom >&2; exit 3;; 2) sleep 31.4159 & sleep 31.4159;; '
+        f"*) {contract}; python -m ledger.evals.refrunner;; esac"
+    )
     _ledger(family, "eval", "plan", "word-count", "--runner", runner, "--runner-id", "flaky test runner 1")
     ws = tmp_path / "ws"
-    done = json.loads(_ledger(family, "eval", "run", "word-count", "--timeout", "2", "--workspace", str(ws),
-                              "--json").stdout)  # fmt: skip
+    done = json.loads(
+        _ledger(family, "eval", "run", "word-count", "--timeout", "2", "--workspace", str(ws), "--json").stdout
+    )
     by = {(r["case"], r["condition"]): r for r in done["runs"]}
     assert len(by) == 6
     assert "exited with status 3: boom" in by["1", "with_skill"]["failure"]
@@ -217,19 +243,33 @@ def _hand_workspace(root: Path, skill: str, cases: list[dict[str, Any]], passed:
         if case["id"] == 2:  # skill-creator names a folder for what it tests, and says its id in eval_metadata.json
             folder = root / "iteration-1" / "eval-units-total"
             folder.mkdir(parents=True)
-            (folder / "eval_metadata.json").write_text(json.dumps({"eval_id": 2, "eval_name": "units-total",
-                                                                   "prompt": case["prompt"]}))  # fmt: skip
+            (folder / "eval_metadata.json").write_text(
+                json.dumps({"eval_id": 2, "eval_name": "units-total", "prompt": case["prompt"]})
+            )
         for cond in ("with_skill", "without_skill"):
             run = folder / cond
             (run / "outputs").mkdir(parents=True)
             (run / "outputs" / "answer.txt").write_text("42\n")
             ok = passed[cond]
-            results = [{"text": a, "passed": ok, "evidence": "Found 42 in answer.txt" if ok else "answer.txt holds 3"}
-                       for a in case["assertions"]]  # fmt: skip
+            results = [
+                {"text": a, "passed": ok, "evidence": "Found 42 in answer.txt" if ok else "answer.txt holds 3"}
+                for a in case["assertions"]
+            ]
             n = len(results)
-            (run / "grading.json").write_text(json.dumps({"assertion_results": results, "summary": {
-                "passed": n if ok else 0, "failed": 0 if ok else n, "total": n, "pass_rate": 1.0 if ok else 0.0}},
-                indent=2))  # fmt: skip
+            (run / "grading.json").write_text(
+                json.dumps(
+                    {
+                        "assertion_results": results,
+                        "summary": {
+                            "passed": n if ok else 0,
+                            "failed": 0 if ok else n,
+                            "total": n,
+                            "pass_rate": 1.0 if ok else 0.0,
+                        },
+                    },
+                    indent=2,
+                )
+            )
             (run / "timing.json").write_text(json.dumps({"total_tokens": 84852, "duration_ms": 23332}, indent=2))
     return root
 
@@ -246,8 +286,9 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
     assert "nothing was recorded" in refused.stderr
     (tmp_path / "aside.json").rename(moved)
     other = "blake3-tree-v1:" + "ab" * 32
-    refused = _ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", "--set", other,
-                      code=1)  # fmt: skip
+    refused = _ledger(
+        family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum", "--set", other, code=1
+    )
     assert f"run against eval set {other}" in refused.stderr
     good = (ws / "iteration-1/eval-1/with_skill/grading.json").read_text()
     bad = json.loads(good)
@@ -266,9 +307,23 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
         from ledger.brain.evaluations import Evaluations
 
         digest = Evaluations(brain).version("csv-sum").set_digest
-    done = json.loads(_ledger(family, "eval", "import", str(ws), "--actor", "verifier", "--skill", "csv-sum@1",
-                              "--set", digest, "--runner-id", "claude-code 2.1 / claude-sonnet-4-5",
-                              "--json").stdout)  # fmt: skip
+    done = json.loads(
+        _ledger(
+            family,
+            "eval",
+            "import",
+            str(ws),
+            "--actor",
+            "verifier",
+            "--skill",
+            "csv-sum@1",
+            "--set",
+            digest,
+            "--runner-id",
+            "claude-code 2.1 / claude-sonnet-4-5",
+            "--json",
+        ).stdout
+    )
     assert done["plan"] is None and len(done["runs"]) == 4
     assert done["benchmark"]["run_summary"]["delta"] == {"pass_rate": 1.0, "time_seconds": 0.0, "tokens": 0.0}
     records = _records(family, "csv-sum")
@@ -284,15 +339,20 @@ def test_import_of_a_hand_written_workspace_and_its_refusals(family: Path, tmp_p
 
 def test_a_previous_baseline_runs_old_skill_and_stale_evidence_is_rerun(family: Path, tmp_path: Path) -> None:
     # title-case v2 keeps acronyms: against v1 (old_skill) it fixes cases 2 and 3
-    solve = (FAMILY / "title-case/scripts/solve").read_text().replace(
-        "w[:1].upper() + w[1:].lower()", "(w if w.isupper() else w[:1].upper() + w[1:].lower())")
+    solve = (
+        (FAMILY / "title-case/scripts/solve")
+        .read_text()
+        .replace("w[:1].upper() + w[1:].lower()", "(w if w.isupper() else w[:1].upper() + w[1:].lower())")
+    )
     (tmp_path / "solve").write_text(solve)
-    _ledger(family, "skill", "write-file", "title-case", "scripts/solve", "--from", str(tmp_path / "solve"),
-            "--executable")  # fmt: skip
+    _ledger(
+        family, "skill", "write-file", "title-case", "scripts/solve", "--from", str(tmp_path / "solve"), "--executable"
+    )
     plan = json.loads(_ledger(family, "eval", "plan", "title-case", "--baseline", "previous", "--json").stdout)
     assert "no earlier version" in _ledger(family, "eval", "run", "title-case@1", code=1).stderr
-    assert "not with the skill absent" in _ledger(family, "eval", "run", "title-case", "--baseline", "none",
-                                                  code=1).stderr  # fmt: skip
+    assert (
+        "not with the skill absent" in _ledger(family, "eval", "run", "title-case", "--baseline", "none", code=1).stderr
+    )
     ws = tmp_path / "ws"
     done = json.loads(_ledger(family, "eval", "run", "title-case", "--workspace", str(ws), "--json").stdout)
     assert (done["version"], done["baseline"], done["arm"]) == (2, "old_skill", 1)
@@ -301,18 +361,29 @@ def test_a_previous_baseline_runs_old_skill_and_stale_evidence_is_rerun(family: 
     assert bench["run_summary"]["delta"]["pass_rate"] > 0
     assert (ws / "iteration-1/eval-2/old_skill/grading.json").is_file()
     records = _records(family, "title-case")
-    assert {(r["version"], r["eval"]["condition"], r["eval"]["arm"]) for r in records} == \
-        {(2, "with_skill", 2), (2, "old_skill", 1)}  # the pair belongs to the version under test  # fmt: skip
+    assert {(r["version"], r["eval"]["condition"], r["eval"]["arm"]) for r in records} == {
+        (2, "with_skill", 2),
+        (2, "old_skill", 1),
+    }  # the pair belongs to the version under test
     # a new runner identity: a new plan, and the evidence of v2 is stale until it is run again under it
     runner = "python -m ledger.evals.refrunner"
-    _ledger(family, "eval", "plan", "title-case", "--baseline", "previous", "--runner", runner,
-            "--runner-id", "reference runner, second declaration")  # fmt: skip
+    _ledger(
+        family,
+        "eval",
+        "plan",
+        "title-case",
+        "--baseline",
+        "previous",
+        "--runner",
+        runner,
+        "--runner-id",
+        "reference runner, second declaration",
+    )
     with Brain.open(family) as brain:
         from ledger.brain.evaluations import Evaluations
 
         assert Evaluations(brain).stale("title-case") == [2]
-    again = json.loads(_ledger(family, "eval", "run", "title-case", "--stale", "--workspace", str(ws),
-                               "--json").stdout)  # fmt: skip
+    again = json.loads(_ledger(family, "eval", "run", "title-case", "--stale", "--workspace", str(ws), "--json").stdout)
     assert [(r["version"], r["iteration"]) for r in again["rerun"]] == [(2, 2)] and again["plan"] != plan["plan"]["id"]
     assert "nothing stale" in _ledger(family, "eval", "run", "title-case", "--stale").stdout
     assert json.loads(_ledger(family, "verify", "--json").stdout)["ok"] is True
@@ -321,11 +392,18 @@ def test_a_previous_baseline_runs_old_skill_and_stale_evidence_is_rerun(family: 
 def test_benchmark_figures_are_means_and_sample_deviations_of_the_runs() -> None:
     from ledger.evals.workspace import RunCell, benchmark
 
-    cells = [RunCell("with_skill", 1.0, 1500, 100), RunCell("with_skill", 0.5, 2500, None),
-             RunCell("old_skill", 0.0, 1000, 40), RunCell("old_skill", 1 / 3, 1000, 60)]  # fmt: skip
+    cells = [
+        RunCell("with_skill", 1.0, 1500, 100),
+        RunCell("with_skill", 0.5, 2500, None),
+        RunCell("old_skill", 0.0, 1000, 40),
+        RunCell("old_skill", 1 / 3, 1000, 60),
+    ]
     rs = benchmark(cells, "old_skill")["run_summary"]
     assert list(rs) == ["with_skill", "old_skill", "delta"]
-    assert rs["with_skill"] == {"pass_rate": {"mean": 0.75, "stddev": 0.3536}, "time_seconds": {"mean": 2.0,
-                                "stddev": 0.7071}, "tokens": {"mean": 100.0, "stddev": 0.0}}  # fmt: skip
+    assert rs["with_skill"] == {
+        "pass_rate": {"mean": 0.75, "stddev": 0.3536},
+        "time_seconds": {"mean": 2.0, "stddev": 0.7071},
+        "tokens": {"mean": 100.0, "stddev": 0.0},
+    }
     assert rs["old_skill"]["pass_rate"] == {"mean": 0.1667, "stddev": 0.2357}
     assert rs["delta"] == {"pass_rate": 0.5833, "time_seconds": 1.0, "tokens": 50.0}  # from unrounded means

@@ -28,11 +28,13 @@ def test_the_agent_tools_write_an_evals_folder(tmp_path: Path) -> None:
     with Brain.open(tmp_path / "b") as brain:
         tools = SkillTools(brain)
         for rel, text in (("evals/evals.json", EVALS), ("evals/files/sales.csv", CSV)):
-            done = tools.call("skill_manage", {"action": "write_file", "name": "csv-sum", "file_path": rel,
-                                               "file_content": text})  # fmt: skip
+            done = tools.call(
+                "skill_manage", {"action": "write_file", "name": "csv-sum", "file_path": rel, "file_content": text}
+            )
             assert done["success"], done
-        outside = tools.call("skill_manage", {"action": "write_file", "name": "csv-sum", "file_path": "notes/x.md",
-                                              "file_content": "x"})  # fmt: skip
+        outside = tools.call(
+            "skill_manage", {"action": "write_file", "name": "csv-sum", "file_path": "notes/x.md", "file_content": "x"}
+        )
         assert not outside["success"] and "evals/" in outside["hint"]
     assert {"evals/evals.json", "evals/files/sales.csv"} <= _files(tmp_path / "b", "csv-sum")
 
@@ -62,8 +64,9 @@ def test_sync_records_an_evals_folder_from_claude_and_hermes_targets(tmp_path: P
     run_ledger("--brain", str(b), "sync", check=True, env=env)
     hermes_csv = tmp_path / "hermes/skills/csv-sum/evals/evals.json"
     assert hermes_csv.read_bytes() == (claude / "evals/evals.json").read_bytes()
-    assert (home / ".claude/skills/word-count/evals/files/fox.txt").read_bytes() == \
-        (FAMILY / "word-count/evals/files/fox.txt").read_bytes()  # fmt: skip
+    assert (home / ".claude/skills/word-count/evals/files/fox.txt").read_bytes() == (
+        FAMILY / "word-count/evals/files/fox.txt"
+    ).read_bytes()
 
 
 def test_lint_checks_evals_json_and_names_each_problem(tmp_path: Path) -> None:

@@ -47,8 +47,10 @@ def write_log(brain: Brain, entries: list[bytes]) -> bytes:
     if blobs:
         top.append((store.write_tree(blobs), MODE_DIR, "evidence"))
     root = format_root(snap.root)
-    message = (f"outcome: {len(entries)} evidence entries\n\nLedger-Root: {root}\nLedger-Parent-Root: {root}\n"
-               f"Ledger-Operation: outcome\nLedger-Nonce: {secrets.token_hex(16)}\n")  # fmt: skip
+    message = (
+        f"outcome: {len(entries)} evidence entries\n\nLedger-Root: {root}\nLedger-Parent-Root: {root}\n"
+        f"Ledger-Operation: outcome\nLedger-Nonce: {secrets.token_hex(16)}\n"
+    )
     commit = store.write_commit(store.write_tree(top), [head], message)
     store.move_head(commit, head)
     assert read_entries(store, store.commit_info(commit)[0]) == entries
@@ -62,8 +64,10 @@ def outcomes(n: int, start: int = 0) -> list[bytes]:
 
 def record(brain: Brain, n: int, skill: str = "a") -> list[bytes]:
     """Append ``n`` signed outcomes of ``skill`` (one ``outcome`` snapshot) and return the whole log."""
-    rows = [json.dumps({"skill": skill, "task": f"task {secrets.token_hex(4)}", "success": i % 3 != 0}).encode()
-            for i in range(n)]  # fmt: skip
+    rows = [
+        json.dumps({"skill": skill, "task": f"task {secrets.token_hex(4)}", "success": i % 3 != 0}).encode()
+        for i in range(n)
+    ]
     brain.evidence.import_lines(rows)
     assert brain.store.snapshot(brain.store.head()).operation == "outcome"
     return brain.evidence.entries()
@@ -81,8 +85,9 @@ def registry(brain: Brain) -> tuple[Registry, int]:
 
 def audit(brain: Brain) -> Any:
     cfg = ChainConfig.of(brain)
-    return audit_repo(brain.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
-                      from_block=cfg.deploy_block or 0)  # fmt: skip
+    return audit_repo(
+        brain.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id, from_block=cfg.deploy_block or 0
+    )
 
 
 def test_worked_example_vector() -> None:
@@ -93,16 +98,34 @@ def test_worked_example_vector() -> None:
     assert tlog.leaf_hash(b"outcome 0").hex() == "510c44e612c3cd31c06ad55f3e97c803dcf1b81bc79a5e7951fc8b886176e8bc"
     assert log.prefix_root(3).hex() == "bf03ec14fde275a37f45d340d8d1672953f3d1624fea042dfe623f1ad6df4787"
     assert log.root.hex() == "74e09f02e6ded28ea319a97f5e8087fb627fb07df33cf03019b2db327e814ef9"
-    proof = ["2005797e227ec8d0e6d855051037d80fa4dd544e3807def6c5944d3799f4f524",
-             "3897644bbacfae0a2641741fb6439769b766ceba5882bbbfa8c7892c1db6d065",
-             "17df51f0f52d628eb30c44fc8e8baa15fab1a888a3d9487fbbbcd7988428dd98",
-             "860a42254245db5071bd97b952d8491beff6375ddbf068479397e8f66716ff5a"]  # fmt: skip
+    proof = [
+        "2005797e227ec8d0e6d855051037d80fa4dd544e3807def6c5944d3799f4f524",
+        "3897644bbacfae0a2641741fb6439769b766ceba5882bbbfa8c7892c1db6d065",
+        "17df51f0f52d628eb30c44fc8e8baa15fab1a888a3d9487fbbbcd7988428dd98",
+        "860a42254245db5071bd97b952d8491beff6375ddbf068479397e8f66716ff5a",
+    ]
     assert [p.hex() for p in log.consistency(3)] == proof
     tlog.verify_consistency(3, 5, log.prefix_root(3), log.root, log.consistency(3))
-    data = abi.call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", 1, b"\x11" * 32, [],
-                         5, log.root, log.consistency(3))  # fmt: skip
-    words = [(1).to_bytes(32, "big"), b"\x11" * 32, (0xC0).to_bytes(32, "big"), (5).to_bytes(32, "big"), log.root,
-             (0xE0).to_bytes(32, "big"), bytes(32), (4).to_bytes(32, "big"), *map(bytes.fromhex, proof)]  # fmt: skip
+    data = abi.call_data(
+        "commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])",
+        1,
+        b"\x11" * 32,
+        [],
+        5,
+        log.root,
+        log.consistency(3),
+    )
+    words = [
+        (1).to_bytes(32, "big"),
+        b"\x11" * 32,
+        (0xC0).to_bytes(32, "big"),
+        (5).to_bytes(32, "big"),
+        log.root,
+        (0xE0).to_bytes(32, "big"),
+        bytes(32),
+        (4).to_bytes(32, "big"),
+        *map(bytes.fromhex, proof),
+    ]
     assert data == bytes.fromhex("ff9140b8") + b"".join(words)
     assert abi.selector("evidenceOf(uint256)").hex() == "e26fea1d"
     assert abi.EVIDENCE_COMMITTED.hex() == "cbee226895ad31a85a5e8a5a983f8877abfe061cf6f9daa7bcf1524c5dc9f0a7"
@@ -159,8 +182,11 @@ def test_evidence_only_binds_the_chain_head_and_grows_by_proof(chained: Brain) -
     events = reg.evidence_events(agent)
     assert [(e["head"], e["size"]) for e in events] == [(head, 2), (head, 5)]
     status = chain_status(chained)["evidence"]
-    assert status == {"local": {"size": 5, "root": "0x" + tree_root(entries).hex()},
-                      "chain": {"size": 5, "root": "0x" + tree_root(entries).hex()}, "pending": 0}  # fmt: skip
+    assert status == {
+        "local": {"size": 5, "root": "0x" + tree_root(entries).hex()},
+        "chain": {"size": 5, "root": "0x" + tree_root(entries).hex()},
+        "pending": 0,
+    }
     record(chained, 2)
     proc = run_ledger("chain", "status", "--json", env={"LEDGER_BRAIN": str(chained.root)}, check=True)
     assert json.loads(proc.stdout)["evidence"]["pending"] == 2
@@ -254,8 +280,15 @@ def test_the_audit_fails_an_event_whose_head_is_no_snapshot(chained: Brain, tmp_
 
     stray = b"\x5a" * 32
     tree = EvidenceLog(entries)
-    data = call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", agent, reg.head(agent),
-                     [stray], 3, tree.root, tree.consistency(2))  # fmt: skip
+    data = call_data(
+        "commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])",
+        agent,
+        reg.head(agent),
+        [stray],
+        3,
+        tree.root,
+        tree.consistency(2),
+    )
     reg.transact(dev_account(0), data, what="a stray root with evidence")
     report = audit(chained)
     chk = report.checks["chain.evidence"]
@@ -275,8 +308,15 @@ def test_the_audit_fails_evidence_no_snapshot_of_its_head_records(chained: Brain
     from ledger.chain.keys import dev_account
 
     tree = EvidenceLog([*honest, *outcomes(1)])
-    data = call_data("commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])", agent, reg.head(agent),
-                     [], 3, tree.root, tree.consistency(2))  # fmt: skip
+    data = call_data(
+        "commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])",
+        agent,
+        reg.head(agent),
+        [],
+        3,
+        tree.root,
+        tree.consistency(2),
+    )
     reg.transact(dev_account(0), data, what="evidence no snapshot records")
     report = audit(chained)
     chk = report.checks["chain.evidence"]
@@ -292,8 +332,9 @@ def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
     other = Brain.init(tmp_path / "other")
     try:
         cfg = ChainConfig.of(chained)
-        other.update_config(chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry,
-                                   "deploy_block": cfg.deploy_block})  # fmt: skip
+        other.update_config(
+            chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry, "deploy_block": cfg.deploy_block}
+        )
         register(other, shares=1, key=DEV_KEY_NAME)
         other.create("o", "O", "other\n")
         commit_pending(other, key=DEV_KEY_NAME)
@@ -307,8 +348,11 @@ def test_a_second_brain_is_unaffected(chained: Brain, tmp_path: Path) -> None:
         assert read_receipts(other.store) == before
         again = commit_pending(other, key=DEV_KEY_NAME)
         assert (again.committed, again.evidence) == (0, None)
-        assert chain_status(other)["evidence"] == {"local": {"size": 0, "root": None},
-                                                   "chain": {"size": 0, "root": None}, "pending": 0}  # fmt: skip
+        assert chain_status(other)["evidence"] == {
+            "local": {"size": 0, "root": None},
+            "chain": {"size": 0, "root": None},
+            "pending": 0,
+        }
         assert audit(other).checks["chain.evidence"].summary == "no evidence anchored"
     finally:
         other.close()
@@ -337,8 +381,10 @@ def test_gas_of_commit_evidence(chained: Brain) -> None:
     both = commit_pending(chained, key=DEV_KEY_NAME)
     assert only.evidence and both.evidence and both.committed == 1
     assert (only.evidence["size"], both.evidence["size"]) == (101, 102)
-    print(f"\nGAS commit={commit_gas} commitEvidence-only={only.evidence['gas_used']} "
-          f"commitEvidence-1-root={both.evidence['gas_used']}")  # fmt: skip
+    print(
+        f"\nGAS commit={commit_gas} commitEvidence-only={only.evidence['gas_used']} "
+        f"commitEvidence-1-root={both.evidence['gas_used']}"
+    )
     assert only.evidence["gas_used"] < 60_000 and both.evidence["gas_used"] - only.evidence["gas_used"] < 12_000
 
 

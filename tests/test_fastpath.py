@@ -35,14 +35,22 @@ COVERED = {"hash", "sync", "reads", "mcp"}  # the rows a test below runs both wa
 def _run(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None) -> tuple[str, str, str, int]:
     """(FAST or CLICK, stdout, stderr, exit status) of ``ledger ARGS``."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
-                          env={**base, **env}, input=stdin, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**base, **env},
+        input=stdin,
+        timeout=120,
+    )
     err, _, path = proc.stderr.rstrip("\n").rpartition("\n")
     return path, proc.stdout, err, proc.returncode
 
 
-def _both(row: str, args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None,
-          fast: bool = True) -> str:  # fmt: skip
+def _both(
+    row: str, args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None, fast: bool = True
+) -> str:
     """Run ``args`` as it comes and with ``row``'s switch: the same bytes and status; the first took the
     fast path (or, ``fast=False``, stepped aside).  Its stdout."""
     env = env or {}
@@ -143,12 +151,18 @@ def test_no_code_of_ours_sets_the_users_switches() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(t, ast.Subscript) and "environ" in ast.unparse(t.value) \
-                            and ast.unparse(t.slice) in names:  # fmt: skip
+                    if (
+                        isinstance(t, ast.Subscript)
+                        and "environ" in ast.unparse(t.value)
+                        and ast.unparse(t.slice) in names
+                    ):
                         found.append(f"{path.relative_to(package)}:{node.lineno}: {ast.unparse(t)}")
             if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(_SETTERS):
                 text = ast.unparse(node)
-                if "LEDGER_PURE_PYTHON" in text or "LEDGER_FULL_PATH" in text or any(
-                        ast.unparse(a) in names for a in node.args):  # fmt: skip
+                if (
+                    "LEDGER_PURE_PYTHON" in text
+                    or "LEDGER_FULL_PATH" in text
+                    or any(ast.unparse(a) in names for a in node.args)
+                ):
                     found.append(f"{path.relative_to(package)}:{node.lineno}: {text}")
     assert found == []

@@ -22,12 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _repo(path: Path) -> tuple[Path, bytes, bytes, bytes]:
     """A repository with main: a - b, and a side commit c off a; its git dir and the three commits."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True,
-                              env=env).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True, env=env
+        ).stdout.strip()
 
     path.mkdir()
     git("init", "-q", "--initial-branch=main")
@@ -74,8 +80,10 @@ def test_a_failure_names_what_failed_and_why_in_the_callers_class(tmp_path: Path
 
 def test_reason_is_the_line_that_says_why() -> None:
     assert reason(b"warning: x\nfatal: repository 'r' not found\n") == "repository 'r' not found"
-    assert reason("ssh: connect to host h port 22: Connection refused\nfatal: Could not read\n") \
-        == "ssh: connect to host h port 22: Connection refused"  # fmt: skip
+    assert (
+        reason("ssh: connect to host h port 22: Connection refused\nfatal: Could not read\n")
+        == "ssh: connect to host h port 22: Connection refused"
+    )
     assert reason(b"") == "git failed"
 
 
@@ -90,7 +98,8 @@ def test_a_credential_in_a_location_is_never_shown(tmp_path: Path) -> None:
     url = "https://someone:tok3n-value@127.0.0.1:9/repo.git"  # port 9 (discard): refused at once
     with pytest.raises(SourceError) as exc:
         Git(tmp_path, env={"GIT_TERMINAL_PROMPT": "0"}, error=SourceError, redact=redacted).ls_remote(
-            url, "HEAD", what=f"reading {url}", timeout=LOCAL)
+            url, "HEAD", what=f"reading {url}", timeout=LOCAL
+        )
     shown = f"{exc.value.message} {exc.value.detail}"
     assert "tok3n-value" not in shown and "someone:" not in shown
     assert "127.0.0.1:9/repo.git" in exc.value.message

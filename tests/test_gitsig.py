@@ -39,18 +39,30 @@ def _tools() -> dict[str, str]:
         dirs.append(str(Path(found).parent))
     path = os.pathsep.join(dict.fromkeys(dirs))
     assert shutil.which("ledger", path=path) is None, f"{path} holds a ledger command"
-    return {"PATH": path, "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-            "LC_ALL": "C"}  # fmt: skip
+    return {
+        "PATH": path,
+        "HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
 
 
 ENV = _tools()
 
 
-def _git(repo: Path, *args: str, allowed: Path | None = None, input: bytes | None = None
-         ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def _git(
+    repo: Path, *args: str, allowed: Path | None = None, input: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
     config = ["-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed}"] if allowed else []
-    return subprocess.run(["git", *config, f"--git-dir={repo}", *args], input=input, capture_output=True,
-                          env=ENV, timeout=60, **({} if input is not None else {"text": True}))  # type: ignore[call-overload]
+    return subprocess.run(
+        ["git", *config, f"--git-dir={repo}", *args],
+        input=input,
+        capture_output=True,
+        env=ENV,
+        timeout=60,
+        **({} if input is not None else {"text": True}),
+    )  # type: ignore[call-overload]
 
 
 # ---------------------------------------------------------------------------------------------- SSHSIG vectors
@@ -65,22 +77,56 @@ def test_ssh_keygen_signatures_verify_and_ours_are_the_same_bytes(vec: dict, tmp
     # ...and ours checked by ssh-keygen itself, live
     (tmp_path / "allowed").write_text(f'vector namespaces="{vec["namespace"]}" {VECTORS["public"]}\n')
     (tmp_path / "sig").write_text(sshsig.sign(KEY, message, vec["namespace"]))
-    proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(tmp_path / "allowed"), "-I", "vector",
-                           "-n", vec["namespace"], "-s", str(tmp_path / "sig")], input=message, capture_output=True,
-                          env=ENV, timeout=60)  # fmt: skip
-    assert proc.returncode == 0 and b"Good \"" in proc.stdout, proc.stderr
+    proc = subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(tmp_path / "allowed"),
+            "-I",
+            "vector",
+            "-n",
+            vec["namespace"],
+            "-s",
+            str(tmp_path / "sig"),
+        ],
+        input=message,
+        capture_output=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and b'Good "' in proc.stdout, proc.stderr
 
 
 def test_ssh_keygen_refuses_our_signature_over_other_bytes(tmp_path: Path) -> None:
     (tmp_path / "allowed").write_text(f'vector namespaces="git" {VECTORS["public"]}\n')
     (tmp_path / "sig").write_text(sshsig.sign(KEY, b"one"))
-    proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(tmp_path / "allowed"), "-I", "vector", "-n", "git",
-                           "-s", str(tmp_path / "sig")], input=b"two", capture_output=True, env=ENV, timeout=60)
+    proc = subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(tmp_path / "allowed"),
+            "-I",
+            "vector",
+            "-n",
+            "git",
+            "-s",
+            str(tmp_path / "sig"),
+        ],
+        input=b"two",
+        capture_output=True,
+        env=ENV,
+        timeout=60,
+    )
     assert proc.returncode != 0
 
 
 def _blob(namespace: bytes = b"git", hash_name: bytes = b"sha512", reserved: bytes = b"", tail: bytes = b"") -> str:
     """An SSHSIG with chosen fields, signed properly over them: only the field under test is wrong."""
+
     def s(b: bytes) -> bytes:
         return struct.pack(">I", len(b)) + b
 
@@ -91,19 +137,30 @@ def _blob(namespace: bytes = b"git", hash_name: bytes = b"sha512", reserved: byt
     return sshsig.armor(blob)
 
 
-@pytest.mark.parametrize(("text", "message", "public", "why"), [
-    (VECTORS["signatures"][0]["signature"], b"hello, brain-ledger!\n", PUBLIC, "does not verify"),
-    (VECTORS["signatures"][3]["signature"], b"hello, brain-ledger\n", PUBLIC, "namespace"),  # 'file', not 'git'
-    (VECTORS["signatures"][0]["signature"], b"hello, brain-ledger\n",
-     sshsig.public_blob(b"\x01" * 32), "another key"),
-    (VECTORS["signatures"][0]["signature"].replace("\n", "", 2).replace("-----U", "-----\nU", 1),
-     b"hello, brain-ledger\n", PUBLIC, "canonical armor"),
-    (VECTORS["signatures"][0]["signature"].rstrip("\n"), b"hello, brain-ledger\n", PUBLIC, "armored"),
-    (_blob(hash_name=b"sha256"), b"m", PUBLIC, "hash sha512"),
-    (_blob(reserved=b"x"), b"m", PUBLIC, "reserved"),
-    (_blob(tail=b"\0"), b"m", PUBLIC, "trailing"),
-], ids=["other-bytes", "other-namespace", "other-key", "rewrapped", "no-newline", "sha256", "reserved",
-        "trailing"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "message", "public", "why"),
+    [
+        (VECTORS["signatures"][0]["signature"], b"hello, brain-ledger!\n", PUBLIC, "does not verify"),
+        (VECTORS["signatures"][3]["signature"], b"hello, brain-ledger\n", PUBLIC, "namespace"),  # 'file', not 'git'
+        (
+            VECTORS["signatures"][0]["signature"],
+            b"hello, brain-ledger\n",
+            sshsig.public_blob(b"\x01" * 32),
+            "another key",
+        ),
+        (
+            VECTORS["signatures"][0]["signature"].replace("\n", "", 2).replace("-----U", "-----\nU", 1),
+            b"hello, brain-ledger\n",
+            PUBLIC,
+            "canonical armor",
+        ),
+        (VECTORS["signatures"][0]["signature"].rstrip("\n"), b"hello, brain-ledger\n", PUBLIC, "armored"),
+        (_blob(hash_name=b"sha256"), b"m", PUBLIC, "hash sha512"),
+        (_blob(reserved=b"x"), b"m", PUBLIC, "reserved"),
+        (_blob(tail=b"\0"), b"m", PUBLIC, "trailing"),
+    ],
+    ids=["other-bytes", "other-namespace", "other-key", "rewrapped", "no-newline", "sha256", "reserved", "trailing"],
+)
 def test_malformed_or_wrong_signatures_are_refused(text: str, message: bytes, public: bytes, why: str) -> None:
     assert sshsig.verify(_blob(), b"m", PUBLIC) is None  # the control: the helper's blob is a good one
     with pytest.raises(SignatureError, match=why):
@@ -122,17 +179,29 @@ def test_the_gpgsig_header_is_laid_out_as_git_lays_it_out() -> None:
     assert commitsig.split(payload) == (payload, None)
 
 
-@pytest.mark.parametrize(("raw", "why"), [
-    (b"tree 1\nauthor a\ncommitter c\ngpgsig A\n B\ngpgsig C\n\nm\n", "given twice"),
-    (b"tree 1\nauthor a\ncommitter c\ngpgsig A\n B\nencoding x\n\nm\n", "not the last"),
-    (b"tree 1\nauthor a\ncommitter c\ngpgsig-sha256 A\n\nm\n", "other than gpgsig"),
-    (b"tree 1\nauthor a\ncommitter c\nmergetag x\n\nm\n", "other than gpgsig"),
-    (b"tree 1\nauthor a\n committer c\n\nm\n", "continuation line"),
-    (b"tree 1\nauthor a\n committer x\ncommitter c\ngpgsig A\n B\n\nm\n", "continuation line"),
-    (b"tree 1\n x\nauthor a\ncommitter c\ngpgsig A\n\nm\n", "continuation line"),
-    (b"tree 1\nauthor a\ncommitter c\ngpgsig A", "no blank line"),
-], ids=["twice", "not-last", "sha256", "mergetag", "stray-continuation", "signed-continuation",
-        "signed-continuation-first", "no-message"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b"tree 1\nauthor a\ncommitter c\ngpgsig A\n B\ngpgsig C\n\nm\n", "given twice"),
+        (b"tree 1\nauthor a\ncommitter c\ngpgsig A\n B\nencoding x\n\nm\n", "not the last"),
+        (b"tree 1\nauthor a\ncommitter c\ngpgsig-sha256 A\n\nm\n", "other than gpgsig"),
+        (b"tree 1\nauthor a\ncommitter c\nmergetag x\n\nm\n", "other than gpgsig"),
+        (b"tree 1\nauthor a\n committer c\n\nm\n", "continuation line"),
+        (b"tree 1\nauthor a\n committer x\ncommitter c\ngpgsig A\n B\n\nm\n", "continuation line"),
+        (b"tree 1\n x\nauthor a\ncommitter c\ngpgsig A\n\nm\n", "continuation line"),
+        (b"tree 1\nauthor a\ncommitter c\ngpgsig A", "no blank line"),
+    ],
+    ids=[
+        "twice",
+        "not-last",
+        "sha256",
+        "mergetag",
+        "stray-continuation",
+        "signed-continuation",
+        "signed-continuation-first",
+        "no-message",
+    ],
+)
 def test_ambiguous_signature_headers_are_refused(raw: bytes, why: str) -> None:
     with pytest.raises(StoreError, match=why):
         commitsig.split(raw)
@@ -155,14 +224,28 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     b = tamper.build_honest_merged(root)[0]
     env = {"LEDGER_KEYS": str(root / "keys")}
     run_ledger("--brain", str(b), "keys", "rotate", "agent", check=True, env=env)
-    run_ledger("--brain", str(b), "skill", "patch", "u", "--old", "\nu\n", "--new", "\nuu\n", "--actor", "agent",
-               check=True, env=env)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(b),
+        "skill",
+        "patch",
+        "u",
+        "--old",
+        "\nu\n",
+        "--new",
+        "\nuu\n",
+        "--actor",
+        "agent",
+        check=True,
+        env=env,
+    )
     return b, root / "keys"
 
 
 def _export(brain: Path, keys: Path, out: Path) -> list[str]:
-    proc = run_ledger("--brain", str(brain), "keys", "export", "--allowed-signers", "-o", str(out),
-                      env={"LEDGER_KEYS": str(keys)})  # fmt: skip
+    proc = run_ledger(
+        "--brain", str(brain), "keys", "export", "--allowed-signers", "-o", str(out), env={"LEDGER_KEYS": str(keys)}
+    )
     assert proc.returncode == 0, proc.stderr
     return out.read_text().splitlines()
 
@@ -173,8 +256,9 @@ def test_git_verifies_every_snapshot_with_the_exported_allowed_signers(brain, tm
     lines = _export(b, keys, allowed)
     repo = b / ".git"
     commits = _git(repo, "rev-list", "main").stdout.split()
-    assert len(commits) >= 9 and any(len(_git(repo, "cat-file", "-p", c).stdout.split("\nparent ")) == 3
-                                     for c in commits)  # fmt: skip
+    assert len(commits) >= 9 and any(
+        len(_git(repo, "cat-file", "-p", c).stdout.split("\nparent ")) == 3 for c in commits
+    )
     agents = [ln for ln in lines if ln.startswith("agent@")]
     assert len(lines) == 3 and len(agents) == 2 and sum(ln.startswith("user@") for ln in lines) == 1, lines
     revoked = [ln for ln in agents if "valid-before=" in ln]
@@ -200,8 +284,10 @@ def test_a_tampered_or_foreign_commit_fails_in_git(brain, tmp_path: Path) -> Non
     payload = commitsig.split(raw)[0]
     forged = {  # what git says of each
         "message": (raw.replace(b"\nLedger-Actor: ", b"\nLedger-Actor:  ", 1), "incorrect signature"),
-        "other-key": (commitsig.insert(payload, sshsig.sign(Ed25519PrivateKey.generate(), payload)),
-                      "No principal matched"),
+        "other-key": (
+            commitsig.insert(payload, sshsig.sign(Ed25519PrivateKey.generate(), payload)),
+            "No principal matched",
+        ),
         "stripped": (payload, ""),
     }
     for name, (data, says) in forged.items():
@@ -224,12 +310,16 @@ def test_a_revoked_key_verifies_before_its_revocation_only(brain, tmp_path: Path
     sibling = siblings.public_lines(secret)[0]
     repo = tmp_path / "copy.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(b / ".git"), str(repo)], check=True, env=ENV)
-    by_old = [c for c in _git(repo, "rev-list", "main").stdout.split()
-              if f"Ledger-Sibling: {sibling}\n" in _git(repo, "cat-file", "commit", c).stdout]  # fmt: skip
+    by_old = [
+        c
+        for c in _git(repo, "rev-list", "main").stdout.split()
+        if f"Ledger-Sibling: {sibling}\n" in _git(repo, "cat-file", "commit", c).stdout
+    ]
     assert by_old and all(_git(repo, "verify-commit", c, allowed=allowed).returncode == 0 for c in by_old)
     payload = commitsig.split(_git(repo, "cat-file", "commit", by_old[0], input=b"").stdout)[0]
-    later = re.sub(rb"^(committer .*> )(\d+)", lambda m: m[1] + str(int(m[2]) + 86400 * 365).encode(), payload,
-                   count=1, flags=re.M)  # fmt: skip
+    later = re.sub(
+        rb"^(committer .*> )(\d+)", lambda m: m[1] + str(int(m[2]) + 86400 * 365).encode(), payload, count=1, flags=re.M
+    )
     data = commitsig.insert(later, sshsig.sign(siblings.ed25519_key(secret), later))
     commit = _git(repo, "hash-object", "-t", "commit", "-w", "--stdin", input=data).stdout.decode().strip()
     proc = _git(repo, "verify-commit", commit, allowed=allowed)
@@ -280,8 +370,11 @@ def test_a_side_branch_signed_by_a_key_the_mainline_revoked_verifies_in_git(tmp_
     audit = run_ledger("audit", str(b), "--require-signatures", env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     repo = b / ".git"
-    revoking = next(c for c in _git(repo, "rev-list", "--first-parent", "main").stdout.split()
-                    if "\nLedger-Key: revoke " in _git(repo, "cat-file", "commit", c).stdout)  # fmt: skip
+    revoking = next(
+        c
+        for c in _git(repo, "rev-list", "--first-parent", "main").stdout.split()
+        if "\nLedger-Key: revoke " in _git(repo, "cat-file", "commit", c).stdout
+    )
     side = _git(repo, "rev-list", "main", f"^{revoking}", "--no-merges").stdout.split()
     when = int(_git(repo, "log", "-1", "--format=%ct", revoking).stdout)
     assert side and all(int(_git(repo, "log", "-1", "--format=%ct", c).stdout) > when for c in side)
@@ -297,8 +390,17 @@ def test_a_clone_without_keys_exports_the_certified_public_key(brain, tmp_path: 
     """An auditor's copy holds no secret: the key comes from the lineage's Ledger-Sibling trailers."""
     b, keys = brain
     mine = run_ledger("--brain", str(b), "keys", "export", "--public", "user", env={"LEDGER_KEYS": str(keys)})
-    theirs = run_ledger("--brain", str(b), "keys", "export", "--public", "user", "--scheme", "p256",
-                        env={"LEDGER_KEYS": str(tmp_path / "no-keys")})  # fmt: skip
+    theirs = run_ledger(
+        "--brain",
+        str(b),
+        "keys",
+        "export",
+        "--public",
+        "user",
+        "--scheme",
+        "p256",
+        env={"LEDGER_KEYS": str(tmp_path / "no-keys")},
+    )
     assert mine.returncode == 0 and theirs.returncode == 0, theirs.stderr
     assert theirs.stdout == mine.stdout and "BEGIN PUBLIC KEY" in theirs.stdout
 
@@ -328,8 +430,7 @@ def test_several_trusted_keys_of_a_role_need_the_held_one_or_address(brain, tmp_
     mine = next(k["address"] for k in agent["local"] if k["role"] == "agent")
     picked = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", "--address", mine, env=away)
     assert picked.returncode == 0 and picked.stdout == held, picked.stderr
-    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", "--address", "0x" + "ef" * 20,
-                      env=away)  # fmt: skip
+    proc = run_ledger("--brain", str(b), "keys", "export", "--public", "agent", "--address", "0x" + "ef" * 20, env=away)
     assert proc.returncode == 1 and "does not trust" in proc.stderr, proc.stderr
 
 
@@ -350,8 +451,9 @@ def test_a_lineage_that_predates_siblings_exports_no_empty_allowed_signers(tmp_p
     assert len(tamper.lineage(b / ".git")) == 1
     secret = KeyDir(keys).load("user").secret
     strip = tamper.sub(r"^Ledger-Sibling: ssh-ed25519 .*\n", "")
-    tamper.rewrite(b / ".git", 0, message=lambda m: tamper.sub(r"^Ledger-Sibling: ecdsa.*\n", "")(strip(m)),
-                   sign_with=secret)  # fmt: skip
+    tamper.rewrite(
+        b / ".git", 0, message=lambda m: tamper.sub(r"^Ledger-Sibling: ecdsa.*\n", "")(strip(m)), sign_with=secret
+    )
     out = tmp_path / "allowed"
     proc = run_ledger("--brain", str(b), "keys", "export", "--allowed-signers", "-o", str(out), env=env)
     assert proc.returncode == 1 and "make one signed change" in proc.stderr and not out.exists(), proc.stderr
@@ -361,7 +463,15 @@ def test_a_lineage_that_predates_siblings_exports_no_empty_allowed_signers(tmp_p
 
 def test_an_unwritable_output_names_the_path_and_the_os_error(brain, tmp_path: Path) -> None:
     target = tmp_path / "missing-dir" / "allowed"
-    proc = run_ledger("--brain", str(brain[0]), "keys", "export", "--allowed-signers", "-o", str(target),
-                      env={"LEDGER_KEYS": str(brain[1])})  # fmt: skip
+    proc = run_ledger(
+        "--brain",
+        str(brain[0]),
+        "keys",
+        "export",
+        "--allowed-signers",
+        "-o",
+        str(target),
+        env={"LEDGER_KEYS": str(brain[1])},
+    )
     assert proc.returncode == 1 and f"cannot write {target}: No such file or directory" in proc.stderr, proc.stderr
     assert "changed while" not in proc.stderr

@@ -27,8 +27,9 @@ ID = {"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "
 
 
 def _run(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, input=input,
-                          env={**os.environ, **ID})  # fmt: skip
+    return subprocess.run(
+        ["git", *args], capture_output=True, text=True, check=check, input=input, env={**os.environ, **ID}
+    )
 
 
 def _git(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -63,8 +64,19 @@ def shared(tmp_path: Path) -> dict[str, Path]:
     env = {"LEDGER_KEYS": str(tmp_path / "keys")}
     a, remote = tmp_path / "a", tmp_path / "shared.git"
     run_ledger("init", str(a), env=env, check=True)
-    run_ledger("--brain", str(a), "skill", "create", "deploy", "--description", "Deploys", "--body", "safe\n",
-               env=env, check=True)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(a),
+        "skill",
+        "create",
+        "deploy",
+        "--description",
+        "Deploys",
+        "--body",
+        "safe\n",
+        env=env,
+        check=True,
+    )
     run_ledger("--brain", str(a), "remote", "set", "--create", str(remote), env=env, check=True)
     run_ledger("--brain", str(a), "push", str(remote), env=env, check=True)
     return {"a": a, "git": a / ".git", "remote": remote, "tmp": tmp_path, "keys": tmp_path / "keys"}
@@ -86,8 +98,11 @@ def test_a_raw_push_to_a_ref_beside_main_is_refused_by_the_guard(shared: dict[st
     spec = {"junk": f"+{_junk(git, grown)}:{ref}", "delete": f":{ref}", "rewind": f"+{first}:{ref}"}[how]
     raw = _git(git, "push", str(remote), spec, check=False)
     assert raw.returncode != 0 and f"brain-ledger guard: refused {ref}" in raw.stderr, raw.stderr
-    why = {"junk": "'README', which is not a note" if ref != EPOCHS_REF else "not log.json",
-           "delete": "deleting it", "rewind": "non-fast-forward"}[how]  # fmt: skip
+    why = {
+        "junk": "'README', which is not a note" if ref != EPOCHS_REF else "not log.json",
+        "delete": "deleting it",
+        "rewind": "non-fast-forward",
+    }[how]
     assert why in raw.stderr, raw.stderr
     assert _ref(remote, ref) == grown  # nothing was taken
     audit = run_ledger("audit", str(remote))
@@ -95,7 +110,8 @@ def test_a_raw_push_to_a_ref_beside_main_is_refused_by_the_guard(shared: dict[st
 
 
 def test_the_guard_refuses_a_first_junk_value_a_bad_receipt_and_names_outside_the_ledgers(
-        shared: dict[str, Path]) -> None:  # fmt: skip
+    shared: dict[str, Path],
+) -> None:
     git, remote = shared["git"], shared["remote"]
     for ref in BESIDE_MAIN:
         raw = _git(git, "push", str(remote), f"{_junk(git)}:{ref}", check=False)
@@ -116,8 +132,19 @@ def test_the_guard_refuses_a_first_junk_value_a_bad_receipt_and_names_outside_th
     assert raw.returncode != 0 and "a replace ref makes git show substituted objects" in raw.stderr, raw.stderr
     # The ledger's own push still goes through, and the remote audits clean.
     env = {"LEDGER_KEYS": str(shared["keys"])}
-    run_ledger("--brain", str(shared["a"]), "skill", "create", "two", "--description", "Two", "--body", "x\n",
-               env=env, check=True)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(shared["a"]),
+        "skill",
+        "create",
+        "two",
+        "--description",
+        "Two",
+        "--body",
+        "x\n",
+        env=env,
+        check=True,
+    )
     _git(git, "update-ref", "-d", NOTES_REF)
     run_ledger("--brain", str(shared["a"]), "push", str(remote), env=env, check=True)
     audit = run_ledger("audit", str(remote))
@@ -141,8 +168,9 @@ def test_peers_take_main_past_a_bad_ref_and_name_it(shared: dict[str, Path], ref
     run_ledger("--brain", str(b), "remote", "set", str(loose), env=env, check=True)
     _git(git, "push", "-q", str(loose), f"+{_junk(git)}:{ref}")
 
-    run_ledger("--brain", str(a), "skill", "create", "two", "--description", "Two", "--body", "x\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(a), "skill", "create", "two", "--description", "Two", "--body", "x\n", env=env, check=True
+    )
     pushed = run_ledger("--brain", str(a), "push", str(loose), env=env)
     assert pushed.returncode == 1 and f"refused {ref} of {loose}" in pushed.stderr, pushed.stderr
     assert "hint:" in pushed.stderr and "Traceback" not in pushed.stderr
@@ -159,8 +187,9 @@ def test_peers_take_main_past_a_bad_ref_and_name_it(shared: dict[str, Path], ref
     assert _ref(b / ".git", "refs/heads/main") == head and (b / "skills" / "two" / "SKILL.md").exists()
     assert _ref(b / ".git", ref) is None
 
-    run_ledger("--brain", str(a), "skill", "create", "three", "--description", "Three", "--body", "x\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(a), "skill", "create", "three", "--description", "Three", "--body", "x\n", env=env, check=True
+    )
     run_ledger("--brain", str(a), "push", str(loose), env=env)
     synced = run_ledger("--brain", str(b), "sync", env=env)
     out = synced.stdout + synced.stderr

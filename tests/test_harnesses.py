@@ -94,8 +94,9 @@ def test_the_fleet_outage_survives_a_push_under_way(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
     fleet._point(link, remote.name)
     gate.touch()
-    push = subprocess.Popen([*git, "push", "-q", str(link), "main"], stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    push = subprocess.Popen(
+        [*git, "push", "-q", str(link), "main"], stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         for _ in range(3000):
             if (tmp_path / "gate.ready").exists() or push.poll() is not None:

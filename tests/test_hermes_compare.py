@@ -23,8 +23,10 @@ from tests.venvs import venv_python
 HERMES = "hermes-agent==0.19.0"  # requirements/hermes.in; scripts/lock pins its dependencies in LOCK
 VENV = Path(__file__).resolve().parent.parent / ".venv-hermes"
 LOCK = VENV.parent / "requirements" / "hermes.txt"
-REVIEW = ("---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
-          "    tags: [review, quality]\n    related_skills: [testing]\n---\nRead the diff.\n")  # fmt: skip
+REVIEW = (
+    "---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
+    "    tags: [review, quality]\n    related_skills: [testing]\n---\nRead the diff.\n"
+)
 ARXIV = "---\nname: arxiv\ndescription: Find papers.\n---\nSearch.\n"
 CALLS = [  # (tool, kwargs): reads first, then writes, in the same order on both sides
     ("skills_list", {}),
@@ -34,8 +36,10 @@ CALLS = [  # (tool, kwargs): reads first, then writes, in the same order on both
     ("skill_view", {"name": "code-review", "file_path": "assets/logo.png"}),
     ("skill_manage", {"action": "create", "name": "arxiv", "content": ARXIV, "category": "research"}),
     ("skill_manage", {"action": "patch", "name": "arxiv", "old_string": "Search.", "new_string": "Search well."}),
-    ("skill_manage", {"action": "write_file", "name": "arxiv", "file_path": "references/api.md",
-                      "file_content": "# API\n"}),
+    (
+        "skill_manage",
+        {"action": "write_file", "name": "arxiv", "file_path": "references/api.md", "file_content": "# API\n"},
+    ),
     ("skill_manage", {"action": "edit", "name": "arxiv", "content": ARXIV.replace("Search.", "Search twice.")}),
     ("skill_manage", {"action": "delete", "name": "arxiv"}),
 ]
@@ -75,8 +79,14 @@ def test_our_tools_return_every_field_hermes_returns(tmp_path: Path) -> None:
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True)
     run_ledger("--brain", str(brain), "import", str(home), check=True)  # before Hermes writes into it
-    proc = subprocess.run([str(python), "-c", DRIVER], input=json.dumps(CALLS), capture_output=True, text=True,
-                          env={**os.environ, "HERMES_HOME": str(home)}, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [str(python), "-c", DRIVER],
+        input=json.dumps(CALLS),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HERMES_HOME": str(home)},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])
     with Brain.open(brain) as b:
@@ -100,8 +110,9 @@ def test_our_tools_return_every_field_hermes_returns(tmp_path: Path) -> None:
     view_h, view_o = theirs[2], ours[2]
     for key in ("name", "description", "tags", "related_skills", "path", "linked_files", "readiness_status"):
         assert view_o[key] == view_h[key], key
-    assert {k: ours[3][k] for k in ("file", "content", "file_type")} == {k: theirs[3][k] for k in
-                                                                         ("file", "content", "file_type")}
+    assert {k: ours[3][k] for k in ("file", "content", "file_type")} == {
+        k: theirs[3][k] for k in ("file", "content", "file_type")
+    }
     assert (ours[4]["is_binary"], ours[4]["content"]) == (theirs[4]["is_binary"], theirs[4]["content"])
     create_h, create_o, patch_h, patch_o = theirs[5], ours[5], theirs[6], ours[6]
     for key in ("path", "category", "hint", "_change"):  # the same values, not only the same types

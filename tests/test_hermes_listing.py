@@ -161,8 +161,19 @@ def test_a_linked_homes_disabled_skills_are_hidden_as_there(tmp_path: Path) -> N
     brain = _brain(tmp_path)
     home = tmp_path / "hermes-home"
     env = {"HOME": str(tmp_path / "user"), "HERMES_HOME": str(home)}
-    run_ledger("--brain", str(brain), "target", "add", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
-               check=True, env=env)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(brain),
+        "target",
+        "add",
+        str(home / "skills"),
+        "--layout",
+        "hermes",
+        "--name",
+        "hermes",
+        check=True,
+        env=env,
+    )
     run_ledger("--brain", str(brain), "sync", check=True, env=env)
     (home / "config.yaml").write_text("skills:\n  disabled: [notes, deploy]\n")
     theirs = _hermes(python, home)
@@ -183,13 +194,27 @@ def test_a_skill_in_a_folder_hermes_never_enters_is_hidden(brain: Brain) -> None
     """A category named as a folder Hermes's walk skips (venv, node_modules, …): the brain may hold it
     (the export refuses to write it there), and the listing says why Hermes would not show it."""
     tools = SkillTools(brain)
-    made = tools.call("skill_manage", {"action": "create", "name": "to-venv", "category": "venv",
-                                       "content": "---\nname: to-venv\ndescription: In venv/.\n---\nv\n"})  # fmt: skip
+    made = tools.call(
+        "skill_manage",
+        {
+            "action": "create",
+            "name": "to-venv",
+            "category": "venv",
+            "content": "---\nname: to-venv\ndescription: In venv/.\n---\nv\n",
+        },
+    )
     assert made["success"], made
     listed = tools.call("skills_list")
     assert listed["skills"] == [] and listed["message"] == "No skills found in skills/ directory."
-    assert listed["hidden"] == [{"name": "to-venv", "category": "venv", "path": "venv/to-venv", "version": 1,
-                                 "reason": "it is under venv/, and Hermes never looks inside a folder named venv"}]
+    assert listed["hidden"] == [
+        {
+            "name": "to-venv",
+            "category": "venv",
+            "path": "venv/to-venv",
+            "version": 1,
+            "reason": "it is under venv/, and Hermes never looks inside a folder named venv",
+        }
+    ]
     assert tools.call("skills_list", {"category": "venv"})["hidden"] == listed["hidden"]
 
 

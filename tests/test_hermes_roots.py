@@ -85,8 +85,9 @@ def _state(brain: Path) -> tuple[list, list, dict[str, bytes]]:
     listing = json.loads(_ledger(brain, "skill", "list", "--json").stdout)
     members = sorted((s["category"] or "", s["name"]) for s in listing)
     git = ["git", "-C", str(brain)]
-    paths = subprocess.run([*git, "ls-tree", "-r", "--name-only", "main", "categories"], capture_output=True,
-                           text=True, check=True).stdout.split()  # fmt: skip
+    paths = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "main", "categories"], capture_output=True, text=True, check=True
+    ).stdout.split()
     files = {p: subprocess.run([*git, "show", f"main:{p}"], capture_output=True, check=True).stdout for p in paths}
     return listing, members, files
 
@@ -103,42 +104,67 @@ def _debris(out: Path) -> list[str]:
 
 def _hermes_sees(tree: Path) -> list:
     """Every skill Hermes's own walker finds under ``tree`` (folder name, category path)."""
-    proc = subprocess.run([str(_hermes_python()), "-c", WALK, str(tree)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "HERMES_HOME": str(tree.parent / "hermes-home")})  # fmt: skip
+    proc = subprocess.run(
+        [str(_hermes_python()), "-c", WALK, str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HERMES_HOME": str(tree.parent / "hermes-home")},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
 
-EXPECTED = [("", "dogfood"), ("dogfood", "adversarial-ux-test"), ("dogfood", "continue-sessions"),
-            ("dogfood", "wrap-up"), ("research", "arxiv"), ("research", "papers")]  # fmt: skip
+EXPECTED = [
+    ("", "dogfood"),
+    ("dogfood", "adversarial-ux-test"),
+    ("dogfood", "continue-sessions"),
+    ("dogfood", "wrap-up"),
+    ("research", "arxiv"),
+    ("research", "papers"),
+]
 
 
 @pytest.mark.parametrize("order", ["skills-first", "optional-first", "at-once"])
-def test_both_roots_in_any_order_give_one_brain_that_exports_as_hermes_lays_it_out(tmp_path: Path,
-                                                                                   order: str) -> None:
+def test_both_roots_in_any_order_give_one_brain_that_exports_as_hermes_lays_it_out(tmp_path: Path, order: str) -> None:
     skills, optional = _roots(tmp_path / "hermes-agent")
     brain = _brain(tmp_path / "b")
-    sources = {"skills-first": [[skills], [optional]], "optional-first": [[optional], [skills]],
-               "at-once": [[skills, optional]]}[order]  # fmt: skip
+    sources = {
+        "skills-first": [[skills], [optional]],
+        "optional-first": [[optional], [skills]],
+        "at-once": [[skills, optional]],
+    }[order]
     for batch in sources:
         proc = _ledger(brain, "import", *map(str, batch))
         assert proc.returncode == 0, proc.stderr
     listing, members, files = _state(brain)
     assert members == EXPECTED
-    assert sorted(files) == ["categories/.ledger-categories.json", "categories/DESCRIPTION.md",
-                             "categories/dogfood/DESCRIPTION.md", "categories/research/DESCRIPTION.md"]  # fmt: skip
-    stored = sorted(p.relative_to(brain / "skills" / "dogfood").as_posix()
-                    for p in (brain / "skills" / "dogfood").rglob("*") if p.is_file())  # fmt: skip
-    assert stored == ["SKILL.md", "references/issue-taxonomy.md", "references/old/pkg/SKILL.md",
-                      "templates/report.md"]  # fmt: skip
+    assert sorted(files) == [
+        "categories/.ledger-categories.json",
+        "categories/DESCRIPTION.md",
+        "categories/dogfood/DESCRIPTION.md",
+        "categories/research/DESCRIPTION.md",
+    ]
+    stored = sorted(
+        p.relative_to(brain / "skills" / "dogfood").as_posix()
+        for p in (brain / "skills" / "dogfood").rglob("*")
+        if p.is_file()
+    )
+    assert stored == ["SKILL.md", "references/issue-taxonomy.md", "references/old/pkg/SKILL.md", "templates/report.md"]
 
     out = tmp_path / "out"
     proc = _ledger(brain, "export", str(out), "--layout", "hermes")
     assert proc.returncode == 0, proc.stderr
     assert _debris(out) == []
-    for rel in ("dogfood/SKILL.md", "dogfood/DESCRIPTION.md", "dogfood/wrap-up/SKILL.md",
-                "dogfood/adversarial-ux-test/SKILL.md", "dogfood/references/old/pkg/SKILL.md", "DESCRIPTION.md"):
-        assert (out / rel).is_file(), rel  # fmt: skip
+    for rel in (
+        "dogfood/SKILL.md",
+        "dogfood/DESCRIPTION.md",
+        "dogfood/wrap-up/SKILL.md",
+        "dogfood/adversarial-ux-test/SKILL.md",
+        "dogfood/references/old/pkg/SKILL.md",
+        "DESCRIPTION.md",
+    ):
+        assert (out / rel).is_file(), rel
     seen = _hermes_sees(out)
     assert sorted((c or "", n) for n, c in seen) == EXPECTED
 
@@ -241,9 +267,13 @@ def test_an_export_failing_part_way_leaves_nothing_in_dest(tmp_path: Path) -> No
     def paused(out: Path, meddle) -> subprocess.CompletedProcess[str]:
         """Export to ``out``, and ``meddle`` while it has placed its first skill."""
         env = {"LEDGER_PAUSEPOINT": "export-placed", "LEDGER_PAUSE_FILE": str(gate)}
-        proc = subprocess.Popen([LEDGER, "--brain", str(brain), "export",
-                                 str(out), "--layout", "hermes"], env={**os.environ, **env}, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        proc = subprocess.Popen(
+            [LEDGER, "--brain", str(brain), "export", str(out), "--layout", "hermes"],
+            env={**os.environ, **env},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 60
         while not Path(f"{gate}.ready").exists():
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr and proc.stderr.read()
@@ -319,8 +349,10 @@ def test_a_hermes_home_holding_both_roots_and_an_optional_root_alone(tmp_path: P
     proc = _ledger(brain, "import", str(optional), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["layout"] == "hermes" and sorted(r["skill"] for r in report["skills"]) == ["adversarial-ux-test",
-                                                                                           "papers"]  # fmt: skip
+    assert report["layout"] == "hermes" and sorted(r["skill"] for r in report["skills"]) == [
+        "adversarial-ux-test",
+        "papers",
+    ]
     _, members, files = _state(brain)
     assert members == EXPECTED and not any(".ledger-staging" in p for p in files)
 

@@ -12,8 +12,10 @@ from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
 from tests.conftest import run_ledger
 
-REVIEW = ("---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
-          "    tags: [review, quality]\n    related_skills: [testing]\n---\nRead the diff.\n")  # fmt: skip
+REVIEW = (
+    "---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
+    "    tags: [review, quality]\n    related_skills: [testing]\n---\nRead the diff.\n"
+)
 
 
 def _brain(tmp_path: Path) -> Path:
@@ -43,12 +45,17 @@ def test_skill_view_has_hermes_fields(tmp_path: Path) -> None:
         assert view["related_skills"] == ["testing"]
         assert view["path"] == "software-development/code-review/SKILL.md"
         assert view["skill_dir"] == str(b.skills_dir / "code-review")
-        assert view["linked_files"] == {"templates": ["templates/checklist.md"], "assets": ["assets/logo.png"],
-                                        "scripts": ["scripts/run.sh"]}  # fmt: skip
+        assert view["linked_files"] == {
+            "templates": ["templates/checklist.md"],
+            "assets": ["assets/logo.png"],
+            "scripts": ["scripts/run.sh"],
+        }
         assert view["readiness_status"] == "available" and view["setup_needed"] is False
         # metadata as the file holds it, the ledger's version counter included (docs/layouts.md)
-        assert view["metadata"] == {"hermes": {"tags": ["review", "quality"], "related_skills": ["testing"]},
-                                    "version": "1"}
+        assert view["metadata"] == {
+            "hermes": {"tags": ["review", "quality"], "related_skills": ["testing"]},
+            "version": "1",
+        }
         assert view["version"] == 1 and view["receipt"]["proof"]  # ours, beside Hermes's
         text = tools.skill_view("code-review", "templates/checklist.md")
         assert (text["file"], text["file_type"], text["content"]) == ("templates/checklist.md", ".md", "- [ ] tests\n")
@@ -71,8 +78,9 @@ def test_skills_list_hides_other_platforms_as_hermes_does(tmp_path: Path) -> Non
 def test_a_tool_call_names_its_task(tmp_path: Path) -> None:
     with Brain.open(_brain(tmp_path)) as b:
         tools = SkillTools(b)
-        done = tools.skill_manage("patch", "code-review", old_string="Read the diff.", new_string="Read it all.",
-                                  task="T-42")  # fmt: skip
+        done = tools.skill_manage(
+            "patch", "code-review", old_string="Read the diff.", new_string="Read it all.", task="T-42"
+        )
         assert done["success"] is True and done["message"] == "Patched skill 'code-review' (v2)."
         snap = b.store.snapshot(bytes.fromhex(done["receipt"]["commit"]))
         assert snap.attribution == {"actor": "agent", "task": "T-42"}

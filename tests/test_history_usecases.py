@@ -74,8 +74,12 @@ def test_verify_and_audit_give_the_cli_document_on_a_clean_and_a_tampered_brain(
     subprocess.run(["git", "clone", "-q", str(brain.root), str(copy)], check=True)
     git = ["git", "-C", str(copy)]
     text = subprocess.run([*git, "log", "-1", "--format=%B"], capture_output=True, text=True, check=True).stdout
-    forged = subprocess.run([*git, "commit-tree", "HEAD^{tree}", "-p", "HEAD~1", "-m", text.replace("beta", "bet")],
-                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    forged = subprocess.run(
+        [*git, "commit-tree", "HEAD^{tree}", "-p", "HEAD~1", "-m", text.replace("beta", "bet")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     subprocess.run([*git, "update-ref", "refs/heads/main", forged], check=True)
     report = audit(copy)
     assert not report.ok and report.verdict == "Verification FAILED"
@@ -88,7 +92,8 @@ def test_diff_and_stats_give_the_cli_document(brain: Brain) -> None:
     from ledger.audit.history import diff, skill_stats
 
     (brain.skills_dir / "alpha" / "SKILL.md").write_text(
-        (brain.skills_dir / "alpha" / "SKILL.md").read_text() + "more\n")
+        (brain.skills_dir / "alpha" / "SKILL.md").read_text() + "more\n"
+    )
     for args in ((), ("main~2",), ("main~3", "main", "beta"), ("alpha@1", "alpha@2")):
         report = diff(brain, args)
         assert valid(report) == cli(brain, "diff", *args), args
@@ -131,8 +136,15 @@ def test_discovery_and_apply_documents_validate(brain: Brain, tmp_path: Path) ->
     assert doc == cli(brain, "export", "--discovery", str(site))
     jsonschema.validate(doc, DiscoveryReport.schema())
     payload = tmp_path / "payload.json"
-    payload.write_text(json.dumps({"summary": "learned", "operation_type": "create",
-                                   "upsert_files": {"eta/SKILL.md": "---\nname: eta\ndescription: Eta.\n---\nE\n"}}))
+    payload.write_text(
+        json.dumps(
+            {
+                "summary": "learned",
+                "operation_type": "create",
+                "upsert_files": {"eta/SKILL.md": "---\nname: eta\ndescription: Eta.\n---\nE\n"},
+            }
+        )
+    )
     applied = cli(brain, "apply", str(payload))
     jsonschema.validate(applied, ApplyReport.schema())
     assert ApplyReport.of(applied).to_json() == applied
@@ -171,8 +183,9 @@ def test_report_json_says_what_it_wrote(brain: Brain, tmp_path: Path) -> None:
     assert (doc["skills"], doc["snapshots"], doc["outcomes"]) == (2, 5, 0)
     assert doc["commit"] == brain.head().commit.hex()
     proc = run_ledger("--brain", str(brain.root), "report", "-o", str(out))
-    assert proc.stdout == (f"report written to {out / 'index.html'} (verified OK; 2 skill(s), 5 snapshot(s), "
-                           "0 outcome(s))\n")  # fmt: skip
+    assert proc.stdout == (
+        f"report written to {out / 'index.html'} (verified OK; 2 skill(s), 5 snapshot(s), 0 outcome(s))\n"
+    )
     assert valid(write_page(brain, out)) == doc
     (brain.skills_dir / "beta" / "SKILL.md").write_text("tampered\n")
     failing = cli(brain, "report", "-o", str(out), code=1)
@@ -184,8 +197,20 @@ def test_every_history_command_names_its_reports() -> None:
     from ledger.cli.common import reports_of
     from ledger.reports import Report
 
-    for name in ("verify", "audit", "diff", "skill show", "skill revert", "import", "export", "skill lint",
-                 "skill apply", "report", "attest", "manifest"):  # fmt: skip
+    for name in (
+        "verify",
+        "audit",
+        "diff",
+        "skill show",
+        "skill revert",
+        "import",
+        "export",
+        "skill lint",
+        "skill apply",
+        "report",
+        "attest",
+        "manifest",
+    ):
         cmd = main
         for word in name.split():
             cmd = cmd.commands[word]  # type: ignore[attr-defined]

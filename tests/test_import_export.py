@@ -146,8 +146,9 @@ def test_versions_are_kept_and_edits_touch_only_the_counter(tmp_path: Path) -> N
     assert rows["crlf"]["version"] == 7 and rows["pdf"]["version"] == 1
     assert any("differs from the folder" in n for n in rows["docx"]["notes"])
     before = (brain / "skills" / "crlf" / "SKILL.md").read_bytes()
-    run_ledger("--brain", str(brain), "skill", "patch", "crlf", "--old", "Body line", "--new", "Body line 2",
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "patch", "crlf", "--old", "Body line", "--new", "Body line 2", check=True
+    )
     after = (brain / "skills" / "crlf" / "SKILL.md").read_bytes()
     assert after == before.replace(b"version: '7'", b"version: '8'").replace(b"Body line", b"Body line 2")
     assert b"name: docx-tools" in (brain / "skills" / "docx" / "SKILL.md").read_bytes()  # never renamed
@@ -188,10 +189,12 @@ def test_dot_git_is_refused_on_every_write_path_and_fails_verify_and_audit(tmp_p
     snap = run_ledger(*b, "snapshot")
     assert snap.returncode == 1 and ".Git" in snap.stderr
     subprocess.run(["rm", "-rf", str(brain / "skills" / "h")], check=True)
+
     # A snapshot made by hand with git plumbing, holding skills/x/.git/config, in the brain itself.
     def git(*args: str, data: str | None = None) -> str:
-        out = subprocess.run(["git", "--git-dir", str(brain / ".git"), *args], input=data, capture_output=True,
-                             text=True)  # fmt: skip
+        out = subprocess.run(
+            ["git", "--git-dir", str(brain / ".git"), *args], input=data, capture_output=True, text=True
+        )
         return out.stdout.strip()
 
     md = "---\nname: x\ndescription: d\nmetadata:\n  version: '1'\n---\n"

@@ -53,8 +53,10 @@ def test_every_command_names_the_reports_its_json_prints() -> None:
     """``@returns(Report, ...)`` on each command (ledger/cli/common.py). The helpers typing the commands
     (issue 52, design §1) add them; until all are merged this lists the commands still missing one."""
     missing = [path for path, cmd in _walked() if not json_docs.reports(cmd)]
-    assert not missing, (f"{len(missing)} command(s) name no report (not yet typed: mark each with "
-                         f"@returns(XReport, ...) above its @…command()): {', '.join(missing)}")  # fmt: skip
+    assert not missing, (
+        f"{len(missing)} command(s) name no report (not yet typed: mark each with "
+        f"@returns(XReport, ...) above its @…command()): {', '.join(missing)}"
+    )
 
 
 def test_every_report_has_a_valid_draft_2020_12_schema() -> None:
@@ -68,8 +70,9 @@ def test_every_report_has_a_valid_draft_2020_12_schema() -> None:
 
 
 def test_docs_json_md_is_what_the_code_gives() -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "json_docs.py"), "--check"], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "json_docs.py"), "--check"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     text = (ROOT / "docs" / "json.md").read_text()
     assert "draft 2020-12" in text and "## MCP tools" in text
@@ -95,8 +98,12 @@ def test_the_mcp_reference_links_each_shared_document() -> None:
 SCENARIO: list[tuple[str, tuple[str, ...], tuple[str, ...], int]] = [
     ("init", ("init",), ("{tmp}/other", "--json"), 0),
     ("skill-create", ("skill create",), ("foo", "--description", "Takes notes", "--body", "Write it down."), 0),
-    ("skill-create-category", ("skill create",),
-     ("bar", "--description", "Reads papers, slowly", "--body", "Read.", "--category", "research"), 0),
+    (
+        "skill-create-category",
+        ("skill create",),
+        ("bar", "--description", "Reads papers, slowly", "--body", "Read.", "--category", "research"),
+        0,
+    ),
     ("skill-patch", ("skill patch",), ("foo", "--old", "Write it down.", "--new", "Write it all down."), 0),
     ("skill-write-file", ("skill write-file",), ("foo", "references/a.md", "--from", "{tmp}/a.md"), 0),
     ("skill-upsert-nochange", ("skill upsert",), ("--file", "skills/foo/SKILL.md"), 0),
@@ -144,7 +151,7 @@ SCENARIO: list[tuple[str, tuple[str, ...], tuple[str, ...], int]] = [
     ("clone", ("clone",), (".", "{tmp}/cloned"), 0),
     ("gc", ("gc",), (), 0),
     ("recover", ("recover",), (), 0),
-]  # fmt: skip
+]
 
 
 def _spelling(spellings: tuple[str, ...]) -> tuple[str, click.Command]:
@@ -210,8 +217,9 @@ def test_the_scenario_reaches_most_commands(scenario: dict[str, Any]) -> None:
     assert len(ran & walked) >= 45, sorted(walked - ran)
 
 
-def test_mcp_results_carry_the_documents_the_commands_print(scenario: dict[str, Any],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mcp_results_carry_the_documents_the_commands_print(
+    scenario: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """skill_manage's and skill_outcome's ``receipt`` is a write command's receipt; skill_view's
     ``receipt.proof`` is ``ledger prove``'s proof, byte for byte on the same head: one schema each."""
     from ledger.agent.tools import SkillTools
@@ -226,13 +234,16 @@ def test_mcp_results_carry_the_documents_the_commands_print(scenario: dict[str, 
         results = {"skill_manage": tools.call("skill_manage", {"action": "create", "name": "baz", "content": skill_md})}
         viewed = tools.call("skill_view", {"name": "baz"})
         results["skill_view"] = viewed
-        results["skill_outcome"] = tools.call("skill_outcome", {"name": "baz", "receipt": viewed.get("receipt"),
-                                                                "task": "t2", "outcome": "success"})  # fmt: skip
+        results["skill_outcome"] = tools.call(
+            "skill_outcome", {"name": "baz", "receipt": viewed.get("receipt"), "task": "t2", "outcome": "success"}
+        )
     finally:
         brain.close()
-    cli = {"skill_manage": ["skill", "create", "qux", "--description", "Sorts the post", "--body", "Sort."],
-           "skill_outcome": ["outcome", "record", "baz", "--task", "t3", "--success"],
-           "skill_view": ["prove", "baz/SKILL.md"]}  # fmt: skip
+    cli = {
+        "skill_manage": ["skill", "create", "qux", "--description", "Sorts the post", "--body", "Sort."],
+        "skill_outcome": ["outcome", "record", "baz", "--task", "t3", "--success"],
+        "skill_view": ["prove", "baz/SKILL.md"],
+    }
     # the proof first: the CLI's write below moves the head
     for tool, where, spellings, _what in sorted(json_docs.MCP_SHARED, key=lambda s: s[0] != "skill_view"):
         result = results[tool]
@@ -288,21 +299,23 @@ class _Sample(Report):
     parts: tuple[_Part, ...] = ()
     by_path: dict[str, _Part] = dataclasses.field(default_factory=dict)
     source: str = key("from", default="here")  # where it came from
-    gate: str = optional()  # fmt: skip
+    gate: str = optional()
 
 
 def test_the_doc_shows_each_key_with_its_type_whether_required_and_its_comment() -> None:
     text = json_docs.render_report(_Sample, ["skill create", "revert"])
     assert text.startswith("### `_Sample`\n")
     assert "Printed by `ledger skill create`, `ledger revert`." in text
-    for row in ("| `name` | string | yes | the skill's folder \\| its key |",
-                "| `signer` | string or null | yes |  |",
-                "| `parts` | array of object | yes | One file the sample touched. |",
-                "| `parts[].path` | string | yes | the file, from the skill's folder |",
-                '| `parts[].status` | "added" \\| "modified" \\| "deleted" | yes | what happened to it |',
-                "| `by_path.*.path` | string | yes | the file, from the skill's folder |",
-                "| `from` | string | yes | where it came from |",
-                "| `gate` | string | no |  |"):  # fmt: skip
+    for row in (
+        "| `name` | string | yes | the skill's folder \\| its key |",
+        "| `signer` | string or null | yes |  |",
+        "| `parts` | array of object | yes | One file the sample touched. |",
+        "| `parts[].path` | string | yes | the file, from the skill's folder |",
+        '| `parts[].status` | "added" \\| "modified" \\| "deleted" | yes | what happened to it |',
+        "| `by_path.*.path` | string | yes | the file, from the skill's folder |",
+        "| `from` | string | yes | where it came from |",
+        "| `gate` | string | no |  |",
+    ):
         assert row + "\n" in text, row
     block = text.split("```json\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(block) == _Sample.schema()
@@ -316,4 +329,6 @@ def test_a_document_its_reports_do_not_describe_is_named_with_why(scenario: dict
     assert doc["changed"] is False and not _validate(doc, (NoChange,))
     assert _validate({**doc, "changed": True}, (NoChange,)) == ["NoChange: changed: True is not one of [False]"]
     assert _validate({"reason": "x"}, (NoChange, _Sample)) == [
-        "NoChange: document: 'changed' is a required property", "_Sample: document: 'name' is a required property"]
+        "NoChange: document: 'changed' is a required property",
+        "_Sample: document: 'name' is a required property",
+    ]

@@ -39,8 +39,9 @@ def test_the_standard_work_factor_and_the_same_document_as_eth_account() -> None
     key = os.urandom(32)
     ours, theirs = keystore.encrypt(key, "pw"), Account.encrypt(key, "pw")
     assert shape(ours) == shape(theirs)
-    assert {k: v for k, v in ours["crypto"]["kdfparams"].items() if k != "salt"} == \
-        {k: v for k, v in theirs["crypto"]["kdfparams"].items() if k != "salt"}  # fmt: skip
+    assert {k: v for k, v in ours["crypto"]["kdfparams"].items() if k != "salt"} == {
+        k: v for k, v in theirs["crypto"]["kdfparams"].items() if k != "salt"
+    }
     assert ours["crypto"]["kdfparams"]["n"] == 2**18 and ours["crypto"]["cipher"] == theirs["crypto"]["cipher"]
     assert ours["address"] == theirs["address"]
     assert bytes(Account.decrypt(ours, "pw")) == key
@@ -83,5 +84,6 @@ def test_keys_new_writes_a_keystore_eth_account_unlocks_without_importing_it(
     monkeypatch.setenv("LEDGER_KEY_PASSWORD", "pw")
     assert load_account("k1", 1).address == address
     listed = run_ledger("keys", "list", "--json", env=env, check=True)
-    assert {"name": "k1", "address": address} in [{k: e[k] for k in ("name", "address")}
-                                                 for e in json.loads(listed.stdout)]  # fmt: skip
+    assert {"name": "k1", "address": address} in [
+        {k: e[k] for k in ("name", "address")} for e in json.loads(listed.stdout)
+    ]

@@ -17,8 +17,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ledger"
 
 # Bottom-up.  A module may import its own package and any package below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("ledger.errors", "ledger._env", "ledger._faults", "ledger._json", "ledger._native", "ledger._paths",
-     "ledger._fs", "ledger.reports"),  # errors, utilities
+    (
+        "ledger.errors",
+        "ledger._env",
+        "ledger._faults",
+        "ledger._json",
+        "ledger._native",
+        "ledger._paths",
+        "ledger._fs",
+        "ledger.reports",
+    ),  # errors, utilities
     ("ledger.protocol",),  # the spec as pure code: bytes in, bytes out; no git, no RPC, no disk
     ("ledger.bundle",),  # the format and its hash
     ("ledger.signatures",),  # EIP-712 signatures, the trust set, this machine's keys
@@ -60,7 +68,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.audit.chain", "ledger.chain.registry"): "the chain client loads only for an audit with --chain",
     ("ledger.page.collect", "ledger.chain.registry"): "the same: a report reads the chain only with --rpc",
     ("ledger.brain.evidence", "ledger.audit.evidencecheck"): "the audit's entry rules load only when outcomes are "
-                                                                "appended, not on every brain's start-up",
+    "appended, not on every brain's start-up",
     ("ledger.audit.lineage", "ledger.audit.chain"): "the same: the chain half of an audit loads only with --chain",
     ("ledger.write.apply", "ledger.bundle.lint"): "the spec lint (PyYAML's loader) loads on a first authored write",
     ("ledger.brain.reads", "ledger.bundle.lint"): "the same, for 'ledger lint' and views that report a verdict",
@@ -287,8 +295,11 @@ def test_the_checks_catch_what_they_claim_to(tmp_path: Path) -> None:
 # The one write path (ADR 22): only the write layer commits to main and publishes packs. The store
 # defines them; chain.receipts writes notes commits, on refs/notes/ledger-chain and never on main, and
 # chain.epochlog an operator's epoch log, on refs/ledger/epochs and never on main.
-COMMITTERS = {"write_commit": ("ledger.write", "ledger.store", "ledger.chain.receipts", "ledger.chain.epochlog"),
-              "publish": ("ledger.write", "ledger.store"), "move_head": ("ledger.write", "ledger.store")}  # fmt: skip
+COMMITTERS = {
+    "write_commit": ("ledger.write", "ledger.store", "ledger.chain.receipts", "ledger.chain.epochlog"),
+    "publish": ("ledger.write", "ledger.store"),
+    "move_head": ("ledger.write", "ledger.store"),
+}
 
 
 def commit_calls(modules: dict[str, Path] | None = None) -> list[str]:
@@ -310,4 +321,6 @@ def test_only_the_write_layer_commits_and_publishes(tmp_path: Path) -> None:
     stray = tmp_path / "merges.py"
     stray.write_text("def f(store):\n    store.write_commit(b'', [], '')\n    store.publish()\n")
     assert commit_calls({"ledger.remotes.lineagemerge": stray}) == [
-        "ledger.remotes.lineagemerge:2 calls write_commit", "ledger.remotes.lineagemerge:3 calls publish"]
+        "ledger.remotes.lineagemerge:2 calls write_commit",
+        "ledger.remotes.lineagemerge:3 calls publish",
+    ]

@@ -21,16 +21,19 @@ PLAN = "ab" * 32
 # ---------------------------------------------------------------- the interval, against published figures
 
 
-@pytest.mark.parametrize(("table", "published"), [
-    # Newcombe RG (1998), "Improved confidence intervals for the difference between binomial proportions based
-    # on paired data", Statistics in Medicine 17:2635-2650, Table II, method 10 ("score-based hybrid, no CC"):
-    ((36, 12, 2, 0), (0.0569, 0.3404)),  # example (a)
-    ((20, 12, 2, 16), (0.0562, 0.3292)),  # example (b): Armitage & Berry's fifty sputum specimens, two media
-    # Fagerland, Lydersen & Laake (2014), Statistics in Medicine 33:2850-2875, the Newcombe square-and-add
-    # interval (his method 10) of their worked example: airway hyper-responsiveness before and after stem cell
-    # transplantation (Bentur et al. 2009).
-    ((1, 1, 7, 12), (-0.507, -0.026)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("table", "published"),
+    [
+        # Newcombe RG (1998), "Improved confidence intervals for the difference between binomial proportions based
+        # on paired data", Statistics in Medicine 17:2635-2650, Table II, method 10 ("score-based hybrid, no CC"):
+        ((36, 12, 2, 0), (0.0569, 0.3404)),  # example (a)
+        ((20, 12, 2, 16), (0.0562, 0.3292)),  # example (b): Armitage & Berry's fifty sputum specimens, two media
+        # Fagerland, Lydersen & Laake (2014), Statistics in Medicine 33:2850-2875, the Newcombe square-and-add
+        # interval (his method 10) of their worked example: airway hyper-responsiveness before and after stem cell
+        # transplantation (Bentur et al. 2009).
+        ((1, 1, 7, 12), (-0.507, -0.026)),
+    ],
+)
 def test_newcombe_method_10_matches_the_published_examples(table, published):
     low, high = newcombe_paired(*table)
     places = len(str(published[0]).split(".")[1])
@@ -50,17 +53,46 @@ def test_newcombe_edges():
 # ---------------------------------------------------------------- records in the design's v3 shape
 
 
-def rec(case: str, run: int, cond: str, ok: bool, *, skill: str = "s", version: int = 2, signer: str = VERIFIER,
-        plan: str | None = PLAN, batch: str = "b1", arm: int | None = None, ms: int = 100, tokens: int | None = 10,
-        runner: str = "ref-runner 1", grader: str = "ref-grader 1") -> dict[str, Any]:  # fmt: skip
+def rec(
+    case: str,
+    run: int,
+    cond: str,
+    ok: bool,
+    *,
+    skill: str = "s",
+    version: int = 2,
+    signer: str = VERIFIER,
+    plan: str | None = PLAN,
+    batch: str = "b1",
+    arm: int | None = None,
+    ms: int = 100,
+    tokens: int | None = 10,
+    runner: str = "ref-runner 1",
+    grader: str = "ref-grader 1",
+) -> dict[str, Any]:
     """An eval record as §14.10 lays it out (only the members lift reads are filled in faithfully)."""
     if cond == "with_skill":
         arm = version
-    return {"format": "brain-ledger/outcome/v3", "skill": skill, "version": version, "signer": signer,
-            "batch": {"id": batch, "prev": None, "count": 1, "index": 0},
-            "outcome": {"result": "score", "score": 3 if ok else 2, "scale": [0, 3], "threshold": 3},
-            "eval": {"plan": plan, "set": "blake3-tree-v1:" + "0" * 64, "case": case, "run": run, "condition": cond,
-                     "arm": arm, "runner": runner, "grader": grader, "tokens": tokens, "ms": ms}}  # fmt: skip
+    return {
+        "format": "brain-ledger/outcome/v3",
+        "skill": skill,
+        "version": version,
+        "signer": signer,
+        "batch": {"id": batch, "prev": None, "count": 1, "index": 0},
+        "outcome": {"result": "score", "score": 3 if ok else 2, "scale": [0, 3], "threshold": 3},
+        "eval": {
+            "plan": plan,
+            "set": "blake3-tree-v1:" + "0" * 64,
+            "case": case,
+            "run": run,
+            "condition": cond,
+            "arm": arm,
+            "runner": runner,
+            "grader": grader,
+            "tokens": tokens,
+            "ms": ms,
+        },
+    }
 
 
 def grid(with_: dict[str, list[bool]], base: dict[str, list[bool]], **kw: Any) -> list[dict[str, Any]]:
@@ -73,8 +105,10 @@ def grid(with_: dict[str, list[bool]], base: dict[str, list[bool]], **kw: Any) -
 
 
 def test_pairs_by_case_and_run_and_counts_the_table():
-    records = grid({"1": [True, True], "2": [True, False], "3": [False, False]},
-                   {"1": [False, True], "2": [True, True], "3": [False, True]})  # fmt: skip
+    records = grid(
+        {"1": [True, True], "2": [True, False], "3": [False, False]},
+        {"1": [False, True], "2": [True, True], "3": [False, True]},
+    )
     lift = lifts(records, ROLES)["s"][2]["verified"][0]
     assert lift.table == [2, 1, 2, 1]  # (1,1) both; (1,0) with only; (2,1) and (3,1) baseline only; (3,0) neither
     doc = lift.to_json()
@@ -87,15 +121,23 @@ def test_pairs_by_case_and_run_and_counts_the_table():
 
 
 def test_unpaired_runs_and_other_keys_never_pair():
-    records = [rec("1", 0, "with_skill", True), rec("1", 1, "without_skill", False),  # other run index
-               rec("2", 0, "with_skill", True), rec("2", 0, "without_skill", False, batch="b2"),  # other evaluation
-               rec("3", 0, "with_skill", True), rec("3", 0, "without_skill", False, version=3)]  # other version
+    records = [
+        rec("1", 0, "with_skill", True),
+        rec("1", 1, "without_skill", False),  # other run index
+        rec("2", 0, "with_skill", True),
+        rec("2", 0, "without_skill", False, batch="b2"),  # other evaluation
+        rec("3", 0, "with_skill", True),
+        rec("3", 0, "without_skill", False, version=3),
+    ]  # other version
     assert lifts(records, ROLES) == {}
 
 
 def test_tiers_never_summed_and_revoked_keys_withdrawn():
-    records = (grid({"1": [True]}, {"1": [False]}) + grid({"1": [False]}, {"1": [False]}, signer=AGENT, batch="b2")
-               + grid({"1": [True]}, {"1": [True]}, signer=REVOKED, batch="b3"))  # fmt: skip
+    records = (
+        grid({"1": [True]}, {"1": [False]})
+        + grid({"1": [False]}, {"1": [False]}, signer=AGENT, batch="b2")
+        + grid({"1": [True]}, {"1": [True]}, signer=REVOKED, batch="b3")
+    )
     per = lifts(records, ROLES)["s"][2]
     assert per["verified"][0].table == [0, 1, 0, 0]
     assert per["self"][0].table == [0, 0, 0, 1]
@@ -112,8 +154,12 @@ def test_two_evaluations_under_one_plan_pool_their_pairs():
 
 def test_stale_when_the_newest_plan_declares_another_identity():
     old = grid({"1": [True]}, {"1": [False]}, runner="claude-code 2.0 / model-a")
-    new_plan = {"skill": "s", "runner": {"command": "x", "id": "claude-code 2.1 / model-b"},
-                "grader": {"command": "g", "id": "ref-grader 1"}, "signer": VERIFIER}
+    new_plan = {
+        "skill": "s",
+        "runner": {"command": "x", "id": "claude-code 2.1 / model-b"},
+        "grader": {"command": "g", "id": "ref-grader 1"},
+        "signer": VERIFIER,
+    }
     (lift,) = lifts(old, ROLES, [new_plan])["s"][2]["verified"]
     assert lift.stale is True
     # the new runner's evaluation of the same version is shown first; the old one is kept under `earlier`
@@ -173,13 +219,16 @@ def _skill(path, body: str) -> None:
     d = path / "skills" / "s"
     (d / "evals").mkdir(parents=True, exist_ok=True)
     (d / "SKILL.md").write_text(SKILL_MD.format(body=body))
-    cases = [{"id": int(c), "prompt": f"sum file {c}", "expected_output": c, "assertions": [f"`test -s out{c}`"]}
-             for c in CASES]  # fmt: skip
+    cases = [
+        {"id": int(c), "prompt": f"sum file {c}", "expected_output": c, "assertions": [f"`test -s out{c}`"]}
+        for c in CASES
+    ]
     (d / "evals" / "evals.json").write_text(json.dumps({"skill_name": "s", "evals": cases}, indent=2))
 
 
-def _evaluate(brain, *, passes_with, passes_base, plan: str | None, runner: str = REF_RUNNER,
-              actor: str = "verifier") -> None:  # fmt: skip
+def _evaluate(
+    brain, *, passes_with, passes_base, plan: str | None, runner: str = REF_RUNNER, actor: str = "verifier"
+) -> None:
     """Record one evaluation of the head's s: every case once with the skill and once without, as one batch."""
     from ledger.store.treehash import evals_digest
 
@@ -191,15 +240,34 @@ def _evaluate(brain, *, passes_with, passes_base, plan: str | None, runner: str 
         for case in CASES:
             for cond, ok in (("with_skill", case in passes_with), ("without_skill", case in passes_base)):
                 grading = json.dumps({"case": case, "cond": cond, "ok": ok}).encode()
-                run = {"plan": plan, "set": digest, "case": case, "run": 0, "condition": cond,
-                       "arm": served.version if cond == "with_skill" else None, "runner": runner,
-                       "grader": REF_GRADER, "tokens": 300 if cond == "with_skill" else 100,
-                       "ms": 900 if cond == "with_skill" else 400}  # fmt: skip
-                rows.append(brain.evidence.unsigned(served, {
-                    "task": {"id": case, "digest": "sha256:" + hashlib.sha256(case.encode()).hexdigest()},
-                    "score": 1 if ok else 0, "scale": (0, 1), "threshold": 1, "verifier": REF_GRADER,
-                    "evidence": f"iteration-1/eval-{case}/{cond}/grading.json",
-                    "evidence_digest": "sha256:" + hashlib.sha256(grading).hexdigest(), "eval": run}, "score"))
+                run = {
+                    "plan": plan,
+                    "set": digest,
+                    "case": case,
+                    "run": 0,
+                    "condition": cond,
+                    "arm": served.version if cond == "with_skill" else None,
+                    "runner": runner,
+                    "grader": REF_GRADER,
+                    "tokens": 300 if cond == "with_skill" else 100,
+                    "ms": 900 if cond == "with_skill" else 400,
+                }
+                rows.append(
+                    brain.evidence.unsigned(
+                        served,
+                        {
+                            "task": {"id": case, "digest": "sha256:" + hashlib.sha256(case.encode()).hexdigest()},
+                            "score": 1 if ok else 0,
+                            "scale": (0, 1),
+                            "threshold": 1,
+                            "verifier": REF_GRADER,
+                            "evidence": f"iteration-1/eval-{case}/{cond}/grading.json",
+                            "evidence_digest": "sha256:" + hashlib.sha256(grading).hexdigest(),
+                            "eval": run,
+                        },
+                        "score",
+                    )
+                )
         brain.evidence.record_runs(rows, f"eval: s v{served.version}")
 
 
@@ -207,10 +275,18 @@ def _plan(brain, runner: str = REF_RUNNER) -> str:
     from ledger.store.treehash import evals_digest
 
     digest = evals_digest(brain.store, brain.head().skills["s"])
-    _receipt, entry = brain.evidence.add_plan({
-        "skill": "s", "set": digest, "cases": CASES, "baseline": "none", "runs": 1,
-        "runner": {"command": "python -m ledger.evals.refrunner", "id": runner},
-        "grader": {"command": "python -m ledger.evals.refgrader", "id": REF_GRADER}, "min_lift": 0})
+    _receipt, entry = brain.evidence.add_plan(
+        {
+            "skill": "s",
+            "set": digest,
+            "cases": CASES,
+            "baseline": "none",
+            "runs": 1,
+            "runner": {"command": "python -m ledger.evals.refrunner", "id": runner},
+            "grader": {"command": "python -m ledger.evals.refgrader", "id": REF_GRADER},
+            "min_lift": 0,
+        }
+    )
     return entry.id.hex()
 
 
@@ -222,8 +298,9 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     try:
         _skill(path, "v1: sum the column")
         brain.snapshot(note="s v1")
-        address = json.loads(run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json",
-                                        check=True).stdout)["address"]  # fmt: skip
+        address = json.loads(
+            run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json", check=True).stdout
+        )["address"]
         run_ledger("--brain", str(path), "keys", "trust", "verifier", address, check=True)
     finally:
         brain.close()
@@ -241,8 +318,14 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     shown = json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json", check=True).stdout)
     v1, v2 = shown["versions"]
     a = v1["lift"]["verified"]
-    assert (a["plan"], a["pairs"], a["table"], a["delta"], a["preregistered"], a["stale"]) == (plan, 8, [0, 8, 0, 0],
-                                                                                             1.0, True, False)
+    assert (a["plan"], a["pairs"], a["table"], a["delta"], a["preregistered"], a["stale"]) == (
+        plan,
+        8,
+        [0, 8, 0, 0],
+        1.0,
+        True,
+        False,
+    )
     assert a["interval"] == [round(x, 6) for x in newcombe_paired(0, 8, 0, 0)] and a["interval"][0] > 0
     assert (a["time_delta_ms"], a["tokens_delta"], a["regressed"], v1["lift"]["self"]) == (500, 200, [], None)
     b = v2["lift"]["verified"]
@@ -253,15 +336,21 @@ def test_lift_end_to_end_show_log_status_and_stale(tmp_path, keys) -> None:
     assert [v["lift"] for v in logged[0]["versions"]] == [v1["lift"], v2["lift"]]
     status = json.loads(run_ledger(*B, "status", "--json", check=True).stdout)
     (flag,) = [r for r in status["regressions"] if r.get("kind") == "lift"]
-    assert (flag["skill"], flag["version"], flag["from"], flag["tier"], flag["why"]) == ("s", 2, 1, "verified",
-                                                                                         "below its predecessor's")
+    assert (flag["skill"], flag["version"], flag["from"], flag["tier"], flag["why"]) == (
+        "s",
+        2,
+        1,
+        "verified",
+        "below its predecessor's",
+    )
     assert flag["revert"] == "ledger revert s --to 1"
     text = run_ledger(*B, "status", check=True).stdout
     assert "lift regressed s v2" in text and "ledger revert s --to 1" in text
     text = run_ledger(*B, "skill", "show", "s", "--stats", check=True).stdout
     assert "+100.0 pts" in text and "pre-registered" in text and "regressed case(s): 4" in text
-    assert json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json",
-                                 check=True).stdout) == shown  # from the cache
+    assert (
+        json.loads(run_ledger(*B, "skill", "show", "s", "--stats", "--json", check=True).stdout) == shown
+    )  # from the cache
     run_ledger(*B, "report", "-o", str(tmp_path / "page"), check=True)
     page = (tmp_path / "page" / "index.html").read_text()
     drawn = re.findall(r'<tr data-lift="s" data-v="(\d)" data-tier="(\w+)" data-pre="(\w+)" data-stale="(\w+)">', page)
@@ -305,8 +394,7 @@ def test_the_figures_cache_extends_by_each_append_and_equals_a_fresh_count(tmp_p
         cache = path / ".ledger" / "cache" / cache_name(*EVIDENCE_FIGURES)
         seen = []
         for i in range(3):
-            _evaluate(brain, passes_with=set(CASES[: 3 + i]), passes_base=set(CASES[:4]), plan=plan,
-                      actor="agent")  # fmt: skip
+            _evaluate(brain, passes_with=set(CASES[: 3 + i]), passes_base=set(CASES[:4]), plan=plan, actor="agent")
             brain.evidence.record("s", result="success", task=f"plain-{i}")  # a plain outcome between evaluations
             if i == 1:
                 _skill(path, "v2")

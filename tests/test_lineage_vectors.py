@@ -20,8 +20,9 @@ def test_each_lineage_vector_gets_its_verdict(name: str, tmp_path: Path) -> None
     want = VERDICTS[name]
     repo = tmp_path / f"{name}.git"
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
-    subprocess.run(["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"], check=True
+    )
     proc = run_ledger("audit", str(repo), "--json")
     report = json.loads(proc.stdout)
     failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
@@ -38,8 +39,9 @@ def test_honest_vectors_under_require_signatures(name: str, tmp_path: Path) -> N
     """The signed honest brain (keys rotated) passes --require-signatures; the unsigned one fails it."""
     repo = tmp_path / f"{name}.git"
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
-    subprocess.run(["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "--git-dir", str(repo), "fetch", "-q", str(HERE / f"{name}.bundle"), "main:main"], check=True
+    )
     proc = run_ledger("audit", str(repo), "--json", "--require-signatures")
     report = json.loads(proc.stdout)
     assert proc.returncode == (0 if VERDICTS[name]["signed"] else 1)

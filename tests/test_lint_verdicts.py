@@ -19,8 +19,9 @@ from tests.conftest import run_ledger
 
 SKILLS_REF = str(Path(sys.executable).with_name("agentskills"))  # skills-ref's console script
 
-HERMESY = ("---\nname: hermesy\ndescription: A Hermes skill.\nversion: 1.0.0\nauthor: x\n"
-           "platforms: [linux, macos]\n---\nDo.\n")  # fmt: skip
+HERMESY = (
+    "---\nname: hermesy\ndescription: A Hermes skill.\nversion: 1.0.0\nauthor: x\nplatforms: [linux, macos]\n---\nDo.\n"
+)
 
 
 def _md(name: str, fields: str) -> str:
@@ -90,8 +91,9 @@ def test_strict_valid_is_what_skills_ref_says(brain: Brain, tmp_path: Path) -> N
     rows = {r["skill"]: r for r in json.loads(_lint(brain, "--json").stdout)}
     assert set(rows) == set(CASES)
     for name, (_, valid, strict_valid) in CASES.items():
-        theirs = subprocess.run([SKILLS_REF, "validate", str(brain.root / "skills" / name)],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        theirs = subprocess.run(
+            [SKILLS_REF, "validate", str(brain.root / "skills" / name)], capture_output=True, text=True, timeout=60
+        )
         row = rows[name]
         assert (row["valid"], row["strict_valid"]) == (valid, strict_valid), row
         assert row["strict_valid"] == (theirs.returncode == 0), (row, theirs.stdout, theirs.stderr)
@@ -99,13 +101,23 @@ def test_strict_valid_is_what_skills_ref_says(brain: Brain, tmp_path: Path) -> N
     assert rows["unknown-key"]["extra"] == ["extra field 'foo' (not in the agentskills spec)"]
 
 
-@pytest.mark.parametrize(("old", "new", "refused"), [
-    (None, HERMESY, "Unexpected fields in frontmatter: author, platforms, version"),  # a new skill: every field counts
-    (HERMESY, HERMESY.replace("Do.", "Do it."), None),  # fields the skill came with are kept
-    (HERMESY, HERMESY.replace("author: x", "author: x\ntags:\n  - t"), "Unexpected fields in frontmatter: tags"),
-    (HERMESY, HERMESY.replace("description: A Hermes skill.\n", ""),
-     "Missing required field in frontmatter: description"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("old", "new", "refused"),
+    [
+        (
+            None,
+            HERMESY,
+            "Unexpected fields in frontmatter: author, platforms, version",
+        ),  # a new skill: every field counts
+        (HERMESY, HERMESY.replace("Do.", "Do it."), None),  # fields the skill came with are kept
+        (HERMESY, HERMESY.replace("author: x", "author: x\ntags:\n  - t"), "Unexpected fields in frontmatter: tags"),
+        (
+            HERMESY,
+            HERMESY.replace("description: A Hermes skill.\n", ""),
+            "Missing required field in frontmatter: description",
+        ),
+    ],
+)
 def test_what_the_ledger_authors_still_may_not_add_a_field(old: str | None, new: str, refused: str | None) -> None:
     assert lint_skill("hermesy", new, {}).valid == ("description" in new)
     assert introduced_errors("hermesy", old, new) == ([refused] if refused else [])

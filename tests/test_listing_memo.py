@@ -22,8 +22,15 @@ from ledger.brain.memo import ObjectMemo
 from tests.conftest import run_ledger
 from tests.test_hermes_listing import _brain
 
-ARGS = ({}, {"all_platforms": True}, {"category": "devops"}, {"category": "data/etl"}, {"category": "nosuch"},
-        {"category": "Not A Category"}, {"all_platforms": "yes"})  # fmt: skip
+ARGS = (
+    {},
+    {"all_platforms": True},
+    {"category": "devops"},
+    {"category": "data/etl"},
+    {"category": "nosuch"},
+    {"category": "Not A Category"},
+    {"all_platforms": "yes"},
+)
 SOURCES = ("ledger.brain.catalog", "ledger.bundle.skill", "ledger.bundle.frontmatter")
 
 
@@ -57,36 +64,63 @@ def test_a_kept_listing_is_what_a_fresh_process_computes(tmp_path: Path) -> None
     brain = _brain(tmp_path)
     home = tmp_path / "hermes-home"
     env = {"HOME": str(tmp_path / "user"), "HERMES_HOME": str(home)}
-    run_ledger("--brain", str(brain), "target", "add", str(home / "skills"), "--layout", "hermes", "--name", "hermes",
-               check=True, env=env)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(brain),
+        "target",
+        "add",
+        str(home / "skills"),
+        "--layout",
+        "hermes",
+        "--name",
+        "hermes",
+        check=True,
+        env=env,
+    )
     with Brain.open(brain) as b:
         tools = SkillTools(b)
         _agree(tools, brain)
         steps = [
-            {"action": "create", "name": "win-tool", "category": "devops",
-             "content": "---\nname: win-tool\ndescription: Windows, later.\n---\nw\n"},
+            {
+                "action": "create",
+                "name": "win-tool",
+                "category": "devops",
+                "content": "---\nname: win-tool\ndescription: Windows, later.\n---\nw\n",
+            },
             {"action": "edit", "name": "notes", "content": "---\nname: notes\ndescription: Renamed notes.\n---\nn\n"},
             {"action": "patch", "name": "spark", "old_string": "x", "new_string": "y"},
-            {"action": "write_file", "name": "spark", "file_path": "references/inner/SKILL.md",
-             "file_content": "---\nname: inner\ndescription: Nested.\n---\ni\n"},
+            {
+                "action": "write_file",
+                "name": "spark",
+                "file_path": "references/inner/SKILL.md",
+                "file_content": "---\nname: inner\ndescription: Nested.\n---\ni\n",
+            },
             {"action": "move", "name": "unix", "category": "data/etl"},
             {"action": "delete", "name": "crlf"},
-            {"action": "create", "name": "redeploy", "category": "data", "force": True,
-             "content": "---\nname: redeploy\ndescription: Deploy it all again.\n---\nd\n"},
-        ]  # fmt: skip
+            {
+                "action": "create",
+                "name": "redeploy",
+                "category": "data",
+                "force": True,
+                "content": "---\nname: redeploy\ndescription: Deploy it all again.\n---\nd\n",
+            },
+        ]
         for step in steps:
             made = tools.call("skill_manage", step)
             assert made["success"], made
             _agree(tools, brain)
         # By hand, as an agent may not write them: a platforms gate, and a SKILL.md inside another skill.
         (b.skills_dir / "win-tool" / "SKILL.md").write_text(
-            "---\nname: win-tool\ndescription: Windows.\nplatforms: [windows]\n---\nw\n")
+            "---\nname: win-tool\ndescription: Windows.\nplatforms: [windows]\n---\nw\n"
+        )
         (b.skills_dir / "spark" / "extra").mkdir()
         (b.skills_dir / "spark" / "extra" / "SKILL.md").write_text(
-            "---\nname: extra\ndescription: Inside spark.\n---\ne\n")
+            "---\nname: extra\ndescription: Inside spark.\n---\ne\n"
+        )
         (b.skills_dir / "deploy-again").mkdir()  # a third "deploy", at the top level: a duplicate name
         (b.skills_dir / "deploy-again" / "SKILL.md").write_text(
-            "---\nname: deploy\ndescription: A third deploy.\n---\nd\n")
+            "---\nname: deploy\ndescription: A third deploy.\n---\nd\n"
+        )
         b.snapshot("by hand")
         _agree(tools, brain)
         assert '"in_skill":"spark"' in tools.call_json("skills_list", {})[1]
@@ -95,8 +129,18 @@ def test_a_kept_listing_is_what_a_fresh_process_computes(tmp_path: Path) -> None
         (home / "config.yaml").write_text("skills:\n  disabled: []\n")
         _agree(tools, brain)
         # Another process writes: the kept listing is of the old head, and never served for the new one.
-        run_ledger("--brain", str(brain), "skill", "create", "cli-made", "--description", "From the CLI.",
-                   "--body", "c\n", check=True)  # fmt: skip
+        run_ledger(
+            "--brain",
+            str(brain),
+            "skill",
+            "create",
+            "cli-made",
+            "--description",
+            "From the CLI.",
+            "--body",
+            "c\n",
+            check=True,
+        )
         _agree(tools, brain)
         assert "cli-made" in tools.call_json("skills_list", {})[1]
 
@@ -122,11 +166,26 @@ def test_a_corrupt_foreign_or_stale_memo_is_a_miss(tmp_path: Path) -> None:
     listing, cat = _memos(brain)
     good = json.loads(listing.read_text())
     assert good["format"] == 1 and good["entries"]
-    shapes = [{"d": 7}, {"d": None}, {"d": "x", "u": "why"}, {"d": "x", "b": "why"}, {"d": "d" * 1025},
-              [["SKILL.md", "zz"]], [["SKILL.md", "ab" * 20], ["a", "ab" * 20]], [7, 1, None], ["d", "1", None]]
+    shapes = [
+        {"d": 7},
+        {"d": None},
+        {"d": "x", "u": "why"},
+        {"d": "x", "b": "why"},
+        {"d": "d" * 1025},
+        [["SKILL.md", "zz"]],
+        [["SKILL.md", "ab" * 20], ["a", "ab" * 20]],
+        [7, 1, None],
+        ["d", "1", None],
+    ]
     foreign = {k: shapes[i % len(shapes)] for i, k in enumerate(good["entries"])}
     cases = [
-        b"", b"{", b"\xff\xfe", b"[]", b'{"format": 1}', b"1e400", b'{"format": 1, "tag": NaN}',
+        b"",
+        b"{",
+        b"\xff\xfe",
+        b"[]",
+        b'{"format": 1}',
+        b"1e400",
+        b'{"format": 1, "tag": NaN}',
         json.dumps({**good, "tag": "another code's"}).encode(),  # the ledger or PyYAML changed
         json.dumps({**good, "format": 2}).encode(),
         json.dumps({**good, "entries": []}).encode(),

@@ -50,8 +50,9 @@ def keccak(data: bytes) -> str:
 
 def cast_keccak(data: bytes) -> str:
     """keccak256 by foundry's cast, the tool a registrant would use beside ``registerSkill``."""
-    return subprocess.run([str(CAST), "keccak", "0x" + data.hex()], capture_output=True, text=True, check=True,
-                          timeout=60).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        [str(CAST), "keccak", "0x" + data.hex()], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.strip()
 
 
 def ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -120,41 +121,57 @@ def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> No
     # The snapshot that wrote v2: its commit, its root, and the key that signed it.
     log = json.loads(ledger(home, "log", "--json").stdout)
     wrote = next(e for e in log if e["skill"] == "s" and e["version"] == 2)
-    user = next(k["address"] for k in json.loads(ledger(home, "keys", "show", "--json").stdout)["local"]
-                if k["role"] == "user")  # fmt: skip
+    user = next(
+        k["address"] for k in json.loads(ledger(home, "keys", "show", "--json").stdout)["local"] if k["role"] == "user"
+    )
     assert m["snapshot"] == {"commit": wrote["commit"], "root": wrote["root"], "signer": user}
     # v1's digests are of v1's files: the snapshot that wrote v1, exported and hashed.
     v1 = json.loads(printed(home, "s@1")[0])["brainLedger"]
     ledger(home, "export", str(tmp_path / "at-v1"), "--at", v1["snapshot"]["commit"])
     assert v1["digests"]["blake3"] == run_ledger("hash", str(tmp_path / "at-v1" / "s"), check=True).stdout.strip()
-    assert v1["digests"]["sha256"] == "sha256:" + hashlib.sha256(
-        b"SKILL.md" + (tmp_path / "at-v1" / "s" / "SKILL.md").read_bytes()).hexdigest()
+    assert (
+        v1["digests"]["sha256"]
+        == "sha256:" + hashlib.sha256(b"SKILL.md" + (tmp_path / "at-v1" / "s" / "SKILL.md").read_bytes()).hexdigest()
+    )
     assert v1["digests"]["blake3"] != m["digests"]["blake3"]
 
 
 def test_frontmatter_fills_the_fields_the_erc_names(tmp_path: Path) -> None:
     path = tmp_path / "brain"
     run_ledger("init", str(path), check=True)
-    text = ("---\nname: t\ndescription: Résumé \"quoted\" text\nlicense: Apache-2.0\n"
-            "allowed-tools: Read Bash(git:*)\nmetadata:\n  image: https://example.invalid/t.png\n"
-            "  homepage: https://example.invalid/t\n  repository: https://example.invalid/t.git\n"
-            "  author: Example Org\n---\nBody.\n")  # fmt: skip
+    text = (
+        '---\nname: t\ndescription: Résumé "quoted" text\nlicense: Apache-2.0\n'
+        "allowed-tools: Read Bash(git:*)\nmetadata:\n  image: https://example.invalid/t.png\n"
+        "  homepage: https://example.invalid/t\n  repository: https://example.invalid/t.git\n"
+        "  author: Example Org\n---\nBody.\n"
+    )
     (tmp_path / "t.md").write_text(text)
     ledger(path, "skill", "upsert", "--file", str(tmp_path / "t.md"))
     data, shown = printed(path, "t@1")
     m = json.loads(data)
-    assert (m["description"], m["license"], m["image"]) == ('Résumé "quoted" text', "Apache-2.0",
-                                                            "https://example.invalid/t.png")  # fmt: skip
-    assert (m["homepage"], m["repository"], m["author"]) == ("https://example.invalid/t",
-                                                             "https://example.invalid/t.git", {"name": "Example Org"})
+    assert (m["description"], m["license"], m["image"]) == (
+        'Résumé "quoted" text',
+        "Apache-2.0",
+        "https://example.invalid/t.png",
+    )
+    assert (m["homepage"], m["repository"], m["author"]) == (
+        "https://example.invalid/t",
+        "https://example.invalid/t.git",
+        {"name": "Example Org"},
+    )
     assert m["requirements"] == {"tools": ["Read", "Bash(git:*)"]}
     assert "Résumé".encode() in data and shown == keccak(data)  # UTF-8 as is, not \u escapes (RFC 8785)
 
 
 def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -> None:
     up = Upstream(tmp_path)
-    up.put("summarise", {"SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
-                         "references/style.md": "Short sentences.\n"})  # fmt: skip
+    up.put(
+        "summarise",
+        {
+            "SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
+            "references/style.md": "Short sentences.\n",
+        },
+    )
     commit = up.publish()
     home = tmp_path / "store-brain"  # versions in the store: the installed bytes are the source's, unchanged
     run_ledger("init", "--versions", "store", str(home), check=True)
@@ -168,11 +185,13 @@ def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -
     assert "dependencies" not in m and set(m) <= LEDGER_KEYS
     # The upstream is a path on this machine: published as its basename, never the path.
     assert entry.source["url"] == str(up.bare) and str(tmp_path) not in data.decode()
-    assert m["brainLedger"]["dependencies"] == [{
-        "source": {"type": "git", "url": "local:up.git", "path": "skills/summarise", "ref": None},
-        "pin": {"commit": commit},
-        "integrity": [entry.blake3, "sha256:" + entry.sha256],
-    }]  # fmt: skip
+    assert m["brainLedger"]["dependencies"] == [
+        {
+            "source": {"type": "git", "url": "local:up.git", "path": "skills/summarise", "ref": None},
+            "pin": {"commit": commit},
+            "integrity": [entry.blake3, "sha256:" + entry.sha256],
+        }
+    ]
     # What the manifest says of the skill is what the installer computed from the source's bytes.
     assert m["brainLedger"]["digests"] == {"blake3": entry.blake3, "sha256": "sha256:" + entry.sha256}
     assert shown == keccak(data) == cast_keccak(data)
@@ -195,8 +214,12 @@ def test_a_skill_from_an_anchored_brain_credits_its_agent(chained: Brain, tmp_pa
     root = chained.head().snap.to_json()["root"]
     # The agent id is a uint256: a hex string as receipts write it, never a JSON number past 2**53.
     assert cfg.agent_id is not None and cfg.agent_id > 2**53
-    assert dep["derivedFrom"] == {"agent": f"0x{cfg.agent_id:064x}", "chain": cfg.chain_id,
-                                  "registry": cfg.registry.lower(), "root": root}  # fmt: skip
+    assert dep["derivedFrom"] == {
+        "agent": f"0x{cfg.agent_id:064x}",
+        "chain": cfg.chain_id,
+        "registry": cfg.registry.lower(),
+        "root": root,
+    }
     entry = record(home).skills["alpha"]
     assert dep["source"] == {**entry.source, "url": "local:remote.git"} and dep["source"]["type"] == "brain"
     assert dep["pin"] == entry.pin and entry.pin["root"] == root and entry.pin["seq"] >= 1
@@ -256,23 +279,26 @@ def test_published_source_locations(case: dict) -> None:
         assert secret not in published
 
 
-@pytest.mark.parametrize("data, why", [
-    (b'{"b":1, "a":2}', "canonical"),  # whitespace
-    (b'{"b":1,"a":2}', "canonical"),  # key order
-    (b'{"a":"\\u00e9"}', "canonical"),  # an escape JCS does not write
-    (b'{"a":1,"a":2}', "repeats a key"),
-    (b'{"a":1.5}', "integers only"),
-    (b'{"a":NaN}', "integers only"),
-    (b'{"a":1e5}', "integers only"),
-    (b'{"a":-0}', "canonical"),  # parses to 0, which RFC 8785 writes "0"
-    (b'{"a":01}', "not JSON"),
-    (b'{"a":9007199254740992}', r"2\*\*53"),
-    (b"\xef\xbb\xbf{}", "byte-order mark"),
-    (b'{"a":"\xff"}', "not UTF-8"),
-    (b"[]", "JSON object"),
-    (b'{"a":' * 40 + b"1" + b"}" * 40, "deeper"),
-    (b'{"a":', "not JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b'{"b":1, "a":2}', "canonical"),  # whitespace
+        (b'{"b":1,"a":2}', "canonical"),  # key order
+        (b'{"a":"\\u00e9"}', "canonical"),  # an escape JCS does not write
+        (b'{"a":1,"a":2}', "repeats a key"),
+        (b'{"a":1.5}', "integers only"),
+        (b'{"a":NaN}', "integers only"),
+        (b'{"a":1e5}', "integers only"),
+        (b'{"a":-0}', "canonical"),  # parses to 0, which RFC 8785 writes "0"
+        (b'{"a":01}', "not JSON"),
+        (b'{"a":9007199254740992}', r"2\*\*53"),
+        (b"\xef\xbb\xbf{}", "byte-order mark"),
+        (b'{"a":"\xff"}', "not UTF-8"),
+        (b"[]", "JSON object"),
+        (b'{"a":' * 40 + b"1" + b"}" * 40, "deeper"),
+        (b'{"a":', "not JSON"),
+    ],
+)
 def test_non_canonical_or_malformed_manifests_are_refused(data: bytes, why: str) -> None:
     with pytest.raises(ManifestError, match=why) as info:
         parse_manifest(data)
@@ -280,8 +306,13 @@ def test_non_canonical_or_malformed_manifests_are_refused(data: bytes, why: str)
 
 
 def test_values_jcs_cannot_write_exactly_are_refused() -> None:
-    for value, why in (({"a": 0.5}, "integers only"), ({"a": 2**53}, "2\\*\\*53"), ({"a": "\ud800"}, "surrogate"),
-                       ({1: "a"}, "not a string"), ({"a": {1, 2}}, "set")):  # fmt: skip
+    for value, why in (
+        ({"a": 0.5}, "integers only"),
+        ({"a": 2**53}, "2\\*\\*53"),
+        ({"a": "\ud800"}, "surrogate"),
+        ({1: "a"}, "not a string"),
+        ({"a": {1, 2}}, "set"),
+    ):
         with pytest.raises(ManifestError, match=why):
             canonical_json(value)
 
@@ -293,19 +324,34 @@ def test_a_recorded_credential_or_local_path_is_not_published(tmp_path: Path) ->
     run_ledger("init", str(home), check=True)
 
     def cand(name: str, source: dict) -> Candidate:
-        return candidate(name, {"SKILL.md": (GOOD.format(name=name, desc="D").encode(), False)}, source,
-                         {"commit": "ab" * 20})  # fmt: skip
+        return candidate(
+            name, {"SKILL.md": (GOOD.format(name=name, desc="D").encode(), False)}, source, {"commit": "ab" * 20}
+        )
 
     recorded = {
         "tok": source_doc("git", "https://ghp_tok3n@example.invalid/up.git", "skills/tok", "main"),
-        "pass": source_doc("index", "https://alice:s3cret@example.invalid/.well-known/agent-skills/index.json",
-                           "pass", None),
-        "mkt": source_doc("marketplace", "https://bob:pw1@example.invalid/m.git", "plugins/mkt", None, plugin="p",
-                          repo="/home/alice/private/m.git", file=".claude-plugin/marketplace.json"),
-        "lock": source_doc("skills-lock", str(tmp_path / "secret-dir" / "up"), "skills/lock", None,
-                           upstream="../secret-dir/up", sourceType="local"),
+        "pass": source_doc(
+            "index", "https://alice:s3cret@example.invalid/.well-known/agent-skills/index.json", "pass", None
+        ),
+        "mkt": source_doc(
+            "marketplace",
+            "https://bob:pw1@example.invalid/m.git",
+            "plugins/mkt",
+            None,
+            plugin="p",
+            repo="/home/alice/private/m.git",
+            file=".claude-plugin/marketplace.json",
+        ),
+        "lock": source_doc(
+            "skills-lock",
+            str(tmp_path / "secret-dir" / "up"),
+            "skills/lock",
+            None,
+            upstream="../secret-dir/up",
+            sourceType="local",
+        ),
         "scp": source_doc("git", "carol@example.invalid:o/r.git", "skills/scp", None),
-    }  # fmt: skip
+    }
     with Brain.open(home) as brain:  # the installer's own write path, given what an older resolve returned
         Installer(brain)._write([cand(n, src) for n, src in recorded.items()], "older records")
         assert {n: e.source for n, e in brain.supply().skills.items()} == recorded
@@ -330,8 +376,7 @@ def test_the_chain_is_over_the_ledgers_own_bytes(home: Path) -> None:
     with Brain.open(home) as brain:
         v1, v2 = build(brain, "s", 1), build(brain, "s", 2)
     registry = "eip155:31337:0x" + "12" * 20
-    published = canonical_json({**v1.doc, "dependencies": [{"skillId": 7, "skillRegistry": registry,
-                                                            "version": "^1"}]})  # fmt: skip
+    published = canonical_json({**v1.doc, "dependencies": [{"skillId": 7, "skillRegistry": registry, "version": "^1"}]})
     assert keccak(published) != v1.hash  # the registry's manifestHash is of the published bytes
     assert ledger_bytes(parse_manifest(published)) == v1.data
     assert v2.doc["brainLedger"]["supersedes"]["manifestHash"] == keccak(ledger_bytes(json.loads(published)))

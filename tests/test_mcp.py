@@ -46,30 +46,38 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
             assert {"skills_list", "skill_view", "skill_manage", "skill_history", "skill_diff"} <= names
             created = await s.call_tool("skill_manage", {"action": "create", "name": "review", "content": REVIEW})
             assert not created.is_error, _text(created)
-            patched = await s.call_tool("skill_manage", {"action": "patch", "name": "review",
-                                                         "old_string": "run tests.", "new_string": "run all tests."})
+            patched = await s.call_tool(
+                "skill_manage",
+                {"action": "patch", "name": "review", "old_string": "run tests.", "new_string": "run all tests."},
+            )
             assert not patched.is_error, _text(patched)
-            bad = await s.call_tool("skill_manage", {"action": "patch", "name": "review",
-                                                     "old_string": "Step one: read the dif.", "new_string": "x"})
+            bad = await s.call_tool(
+                "skill_manage",
+                {"action": "patch", "name": "review", "old_string": "Step one: read the dif.", "new_string": "x"},
+            )
             assert bad.is_error
             failure = _json(bad)
             assert failure["closest"][0]["text"] == "Step one: read the diff."
-            twice = await s.call_tool("skill_manage", {"action": "patch", "name": "review",
-                                                       "old_string": "Step", "new_string": "Stage"})
+            twice = await s.call_tool(
+                "skill_manage", {"action": "patch", "name": "review", "old_string": "Step", "new_string": "Stage"}
+            )
             matches = _json(twice)["matches"]
             assert twice.is_error and [m["context"][:5] for m in matches] == ["Step ", "Step "]
-            outside = await s.call_tool("skill_manage", {"action": "write_file", "name": "review",
-                                                         "file_path": "notes/x.md", "file_content": "x"})
+            outside = await s.call_tool(
+                "skill_manage",
+                {"action": "write_file", "name": "review", "file_path": "notes/x.md", "file_content": "x"},
+            )
             assert outside.is_error and "outside the folders" in _text(outside)
-            dup = await s.call_tool("skill_manage", {"action": "create", "name": "reviews", "content":
-                                                     REVIEW.replace("name: review", "name: reviews")})
+            dup = await s.call_tool(
+                "skill_manage",
+                {"action": "create", "name": "reviews", "content": REVIEW.replace("name: review", "name: reviews")},
+            )
             assert dup.is_error and _json(dup)["similar"] == "review"
             history = json.loads(_text(await s.call_tool("skill_history", {"name": "review"})))
             assert [v["version"] for v in history["versions"]] == [2, 1]
             reverted = await s.call_tool("skill_manage", {"action": "revert", "name": "review", "version": 1})
             assert not reverted.is_error, _text(reverted)
-            diff = json.loads(_text(await s.call_tool("skill_diff", {"name": "review", "from": 1,
-                                                                     "to": 2})))
+            diff = json.loads(_text(await s.call_tool("skill_diff", {"name": "review", "from": 1, "to": 2})))
             assert "+Step two: run all tests." in diff["diff"]
             view = json.loads(_text(await s.call_tool("skill_view", {"name": "review"})))
             seen["view"] = view
@@ -87,8 +95,13 @@ def test_mcp_server_end_to_end(tmp_path: Path) -> None:
     asyncio.run(asyncio.wait_for(session(), timeout=120))
     log = json.loads(run_ledger("--brain", str(brain), "log", "--json", check=True).stdout)
     actors = [(d["operation"], d["attribution"].get("actor")) for d in reversed(log)]
-    assert actors == [("init", "user"), ("create", "agent"), ("patch", "agent"), ("revert", "agent"),
-                      ("create", "user")]  # fmt: skip
+    assert actors == [
+        ("init", "user"),
+        ("create", "agent"),
+        ("patch", "agent"),
+        ("revert", "agent"),
+        ("create", "user"),
+    ]
     view = seen["view"]
     assert isinstance(view, dict)
     receipt = view["receipt"]
@@ -124,8 +137,15 @@ def test_tools_list_publishes_exactly_the_library_schemas(tmp_path: Path) -> Non
 
     asyncio.run(asyncio.wait_for(session(), timeout=120))
     published = [{k: t[k] for k in ("name", "description", "inputSchema", "annotations")} for t in got["tools"]]
-    library = [{"name": t["name"], "description": t["description"], "inputSchema": t["parameters"],
-                "annotations": ANNOTATIONS[t["name"]]} for t in TOOLS]  # fmt: skip
+    library = [
+        {
+            "name": t["name"],
+            "description": t["description"],
+            "inputSchema": t["parameters"],
+            "annotations": ANNOTATIONS[t["name"]],
+        }
+        for t in TOOLS
+    ]
     assert published == library
     assert got["version"] and got["version"] != "0+unknown"
     is_error, content = got["missing"]
@@ -146,20 +166,25 @@ def test_every_request_gets_an_answer_and_nothing_unchecked_runs(tmp_path: Path)
     run_ledger("--brain", str(brain), "skill", "upsert", "--file", str(src), check=True)
     with RawMcp(brain) as server:
         server.initialize()
-        server.send_raw(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "skill_view", '
-                        b'"arguments": {"name": "\\ud800"}}}')  # fmt: skip
+        server.send_raw(
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "skill_view", '
+            b'"arguments": {"name": "\\ud800"}}}'
+        )
         surrogate = server.reply_to(7)
         assert surrogate is not None and surrogate["error"]["code"] == -32602, surrogate
         deep = b"[" * 1000 + b"]" * 1000
-        server.send_raw(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "skill_view", '
-                        b'"arguments": {"name": ' + deep + b"}}}")  # fmt: skip
+        server.send_raw(
+            b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "skill_view", '
+            b'"arguments": {"name": ' + deep + b"}}}"
+        )
         nested = server.reply_to(8)
         assert nested is not None and nested["error"]["code"] == -32600, nested
         server.send_raw(b"{not json")
         parse = server.reply()
         assert parse is not None and parse["id"] is None and parse["error"]["code"] == -32700
-        evil = server.request("tools/call", {"name": "skill_manage",
-                                             "arguments": {"action": "delete", "name": "foo", "evil": 1}})  # fmt: skip
+        evil = server.request(
+            "tools/call", {"name": "skill_manage", "arguments": {"action": "delete", "name": "foo", "evil": 1}}
+        )
         assert evil is not None and evil["result"]["isError"], evil
         assert "evil" in evil["result"]["structuredContent"]["error"]
         missing = server.request("resources/read", {"uri": "ledger://skill/nosuch"})
@@ -203,26 +228,33 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
     async def session() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            made = _json(await s.call_tool("skill_manage", {"action": "create", "name": "arxiv", "content": arxiv,
-                                                            "category": "research"}))  # fmt: skip
+            made = _json(
+                await s.call_tool(
+                    "skill_manage", {"action": "create", "name": "arxiv", "content": arxiv, "category": "research"}
+                )
+            )
             assert made["receipt"]["signer"] == identity.KeyDir(identity.keys_home()).peek("agent")
             await s.call_tool("skill_manage", {"action": "create", "name": "deploy", "content": other})
             listed = _json(await s.call_tool("skills_list", {"category": "research"}))
             assert [(x["name"], x["category"]) for x in listed["skills"]] == [("arxiv", "research")]
-            moved = _json(await s.call_tool("skill_manage", {"action": "move", "name": "arxiv",
-                                                             "category": "research/papers"}))  # fmt: skip
+            moved = _json(
+                await s.call_tool("skill_manage", {"action": "move", "name": "arxiv", "category": "research/papers"})
+            )
             assert moved["receipt"]["operation"] == "move"
-            assert [x["name"] for x in _json(await s.call_tool("skills_list", {"category": "research"}))["skills"]] \
-                == ["arxiv"]  # research holds research/papers
+            assert [x["name"] for x in _json(await s.call_tool("skills_list", {"category": "research"}))["skills"]] == [
+                "arxiv"
+            ]  # research holds research/papers
             view = _json(await s.call_tool("skill_view", {"name": "research/papers/arxiv"}))
             assert view["name"] == "arxiv"
             bad = await s.call_tool("skill_manage", {"action": "move", "name": "arxiv", "category": "../x"})
             assert bad.is_error and "invalid category" in _text(bad)
-            nowhere = await s.call_tool("skill_manage", {"action": "delete", "name": "deploy",
-                                                         "absorbed_into": "nosuch"})  # fmt: skip
+            nowhere = await s.call_tool(
+                "skill_manage", {"action": "delete", "name": "deploy", "absorbed_into": "nosuch"}
+            )
             assert nowhere.is_error and "absorbed_into names no other skill" in _text(nowhere)
-            gone = _json(await s.call_tool("skill_manage", {"action": "delete", "name": "deploy",
-                                                            "absorbed_into": "arxiv"}))  # fmt: skip
+            gone = _json(
+                await s.call_tool("skill_manage", {"action": "delete", "name": "deploy", "absorbed_into": "arxiv"})
+            )
             assert gone["receipt"]["operation"] == "delete"
 
     asyncio.run(session())
@@ -235,8 +267,10 @@ def test_categories_through_the_mcp_client(tmp_path: Path) -> None:
     assert audit.returncode == 0, audit.stdout
 
 
-INIT = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-        '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')  # fmt: skip
+INIT = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n'
+)
 
 
 def test_ledger_mcp_starts_without_click_as_the_cli_would(tmp_path: Path) -> None:
@@ -245,17 +279,25 @@ def test_ledger_mcp_starts_without_click_as_the_cli_would(tmp_path: Path) -> Non
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True)
     (brain / "skills" / "sub").mkdir()
-    spellings = [(("--brain", str(brain), "mcp"), None, {}), ((f"--brain={brain}", "mcp"), None, {}),
-                 (("mcp",), brain / "skills" / "sub", {}), (("mcp",), tmp_path, {"LEDGER_BRAIN": str(brain)})]
+    spellings = [
+        (("--brain", str(brain), "mcp"), None, {}),
+        ((f"--brain={brain}", "mcp"), None, {}),
+        (("mcp",), brain / "skills" / "sub", {}),
+        (("mcp",), tmp_path, {"LEDGER_BRAIN": str(brain)}),
+    ]
     for args, cwd, env in spellings:
         proc = run_ledger(*args, cwd=cwd, env=env, input=INIT)
         assert proc.returncode == 0, (args, proc.stderr)
         assert json.loads(proc.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "brain-ledger", args
         assert f"ledger mcp: {brain}: " in proc.stderr  # the signer report
     (tmp_path / "a-file").write_text("x")
-    refused = [(("--brain", str(tmp_path / "nope"), "mcp"), None, {}), (("--brain", str(tmp_path / "a-file"), "mcp"),
-               None, {}), (("mcp",), tmp_path, {}), (("mcp",), tmp_path, {"LEDGER_BRAIN": ""}),
-               (("--brain", str(brain), "--brain", str(brain), "mcp"), None, {})]  # fmt: skip
+    refused = [
+        (("--brain", str(tmp_path / "nope"), "mcp"), None, {}),
+        (("--brain", str(tmp_path / "a-file"), "mcp"), None, {}),
+        (("mcp",), tmp_path, {}),
+        (("mcp",), tmp_path, {"LEDGER_BRAIN": ""}),
+        (("--brain", str(brain), "--brain", str(brain), "mcp"), None, {}),
+    ]
     for args, cwd, env in refused:
         quick = run_ledger(*args, cwd=cwd, env=env, input=INIT)
         full = run_ledger(*args, cwd=cwd, env={**env, "LEDGER_FULL_PATH": "1"}, input=INIT)

@@ -46,8 +46,10 @@ def _int(text: str) -> Any:
 
 def _odd_id(raw: str) -> str:
     shown = raw if len(raw) <= 40 else f"{raw[:20]}…({len(raw)} characters)"
-    return (f"request id {shown} is not a string or an integer the server can carry: send a string, or an integer "
-            "of at most 4300 digits with no fraction or exponent")  # fmt: skip
+    return (
+        f"request id {shown} is not a string or an integer the server can carry: send a string, or an integer "
+        "of at most 4300 digits with no fraction or exponent"
+    )
 
 
 def error(ident: Any, code: int, message: str) -> dict[str, Any]:

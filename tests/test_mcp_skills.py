@@ -24,9 +24,11 @@ EXT = "io.modelcontextprotocol/skills"
 INVALID_PARAMS = -32602
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*$")  # Agent Skills naming rules (and at most 64 characters)
 BINARY = b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary, not UTF-8 \x80\x81"
-ALPHA = ("---\nname: alpha\ndescription: Alpha does the first thing\nlicense: Apache-2.0\n"
-         "metadata:\n  author: someone\n  tags: a, b\nallowed-tools: Bash(git:*)\n---\n"
-         "# Alpha\n\nSee references/guide.md.\n")  # fmt: skip
+ALPHA = (
+    "---\nname: alpha\ndescription: Alpha does the first thing\nlicense: Apache-2.0\n"
+    "metadata:\n  author: someone\n  tags: a, b\nallowed-tools: Bash(git:*)\n---\n"
+    "# Alpha\n\nSee references/guide.md.\n"
+)
 INNER = "---\nname: inner\ndescription: A skill nested inside alpha\n---\nInner body.\n"
 BULK = 230  # more than one page (skills_ext.PAGE)
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -55,9 +57,17 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     brain = tmp / "brain"
     run_ledger("init", str(brain), check=True)
     src = tmp / "src"
-    _write(src, {"alpha/SKILL.md": ALPHA, "alpha/references/guide.md": "# Guide\r\nCRLF kept.\n",
-                 "alpha/references/inner/SKILL.md": INNER, "alpha/references/inner/notes.md": "inner notes\n",
-                 "alpha/assets/logo.png": BINARY, "alpha/scripts/run.sh": "#!/bin/sh\necho hi\n"})  # fmt: skip
+    _write(
+        src,
+        {
+            "alpha/SKILL.md": ALPHA,
+            "alpha/references/guide.md": "# Guide\r\nCRLF kept.\n",
+            "alpha/references/inner/SKILL.md": INNER,
+            "alpha/references/inner/notes.md": "inner notes\n",
+            "alpha/assets/logo.png": BINARY,
+            "alpha/scripts/run.sh": "#!/bin/sh\necho hi\n",
+        },
+    )
     (src / "alpha/scripts/run.sh").chmod(0o755)
     for i in range(BULK):
         text = f"---\nname: bulk-{i:03d}\ndescription: Bulk skill {i}\n---\nBody {i}\n"
@@ -159,7 +169,9 @@ def test_a_host_reads_every_skill_and_file_as_the_spec_requires(brain: Path) -> 
             assert len(uris) == len(set(uris))  # an entry is atomic and listed once across pages
             listed = {e["uri"] for e in entries}
             expected = {f"skill://bulk-{i:03d}/SKILL.md" for i in range(BULK)} | {
-                "skill://alpha/SKILL.md", "skill://alpha/references/inner/SKILL.md"}  # fmt: skip
+                "skill://alpha/SKILL.md",
+                "skill://alpha/references/inner/SKILL.md",
+            }
             assert listed == expected  # withheld (quarantined translate, revoked summarise) not served
             names = [e["frontmatter"]["name"] for e in entries]
             tools_list = json.loads((await s.call_tool("skills_list", {})).content[0].text)
@@ -181,7 +193,9 @@ def test_a_host_reads_every_skill_and_file_as_the_spec_requires(brain: Path) -> 
                 assert all(r.startswith(f"skill://{skill_path}/") for r in r_uris)
                 # The trust anchor (docs/lineage.md §16) names exactly the files of `resources`
                 anchor = entry["_meta"]["dev.brain-ledger/anchor"]
-                assert anchor["format"] == "brain-ledger/skill-anchor/1" and uri.startswith(f"skill://{anchor['skill']}/")
+                assert anchor["format"] == "brain-ledger/skill-anchor/1" and uri.startswith(
+                    f"skill://{anchor['skill']}/"
+                )
                 assert {f"skill://{anchor['skill']}/{f['path']}" for f in anchor["files"]} == set(r_uris)
                 # Limits: a served skill stays within 512 resources and 16 MiB (SHOULD NOT exceed)
                 assert len(resources) <= 512 and sum(r["size"] for r in resources) <= 16 * 1024 * 1024
@@ -218,7 +232,9 @@ def test_a_host_reads_every_skill_and_file_as_the_spec_requires(brain: Path) -> 
             # Nested Skills: published flat, its own entry with its own files only
             inner = by_uri["skill://alpha/references/inner/SKILL.md"]
             assert {r["uri"] for r in inner["resources"]} == {
-                "skill://alpha/references/inner/SKILL.md", "skill://alpha/references/inner/notes.md"}  # fmt: skip
+                "skill://alpha/references/inner/SKILL.md",
+                "skill://alpha/references/inner/notes.md",
+            }
 
             # Reading Directories: every direct child, subdirectories as inode/directory; recursion finds all files
             async def walk(directory: str) -> set[str]:
@@ -299,8 +315,13 @@ def test_a_write_at_the_cli_shows_in_the_next_listing_and_a_cursor_spans_it(tmp_
     asyncio.run(asyncio.wait_for(session(), timeout=180))
 
 
-CASE = {"id": 1, "prompt": "Sum column 1", "expected_output": "the sum", "files": [],
-        "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"]}  # fmt: skip
+CASE = {
+    "id": 1,
+    "prompt": "Sum column 1",
+    "expected_output": "the sum",
+    "files": [],
+    "assertions": ["`test -s $EVAL_OUTPUTS/sum.txt`"],
+}
 EVALS = {"skill_name": "csv-sum", "evals": [CASE]}
 CSV_V1 = "---\nname: csv-sum\ndescription: Sum a CSV column.\n---\n# csv-sum\n\nStep one: read the file.\n"
 
@@ -322,8 +343,13 @@ def test_the_gate_serves_the_released_version_and_hides_a_skill_with_none(tmp_pa
     _ledger(brain, "eval", "gate", "on")
     _ledger(brain, "skill", "patch", "csv-sum", "--old", "Step one: read the file.", "--new", "Step one: guess.")
     new = tmp_path / "incoming"
-    _write(new, {"word-count/SKILL.md": "---\nname: word-count\ndescription: Count words.\n---\nCount them.\n",
-                 "word-count/evals/evals.json": json.dumps({**EVALS, "skill_name": "word-count"})})  # fmt: skip
+    _write(
+        new,
+        {
+            "word-count/SKILL.md": "---\nname: word-count\ndescription: Count words.\n---\nCount them.\n",
+            "word-count/evals/evals.json": json.dumps({**EVALS, "skill_name": "word-count"}),
+        },
+    )
     _ledger(brain, "import", str(new))
 
     async def session() -> None:
@@ -337,10 +363,12 @@ def test_the_gate_serves_the_released_version_and_hides_a_skill_with_none(tmp_pa
             content = (await raw("resources/read", {"uri": "skill://csv-sum/SKILL.md"}))["contents"][0]
             assert _bytes(content) == v1
             assert entry["resources"][0]["digest"] == "sha256:" + hashlib.sha256(v1).hexdigest()
-            for method, uri in (("resources/read", "skill://csv-sum/evals/evals.json"),
-                                ("skills/get", "skill://word-count/SKILL.md"),
-                                ("resources/read", "skill://word-count/SKILL.md"),
-                                ("resources/directory/read", "skill://csv-sum/evals")):  # fmt: skip
+            for method, uri in (
+                ("resources/read", "skill://csv-sum/evals/evals.json"),
+                ("skills/get", "skill://word-count/SKILL.md"),
+                ("resources/read", "skill://word-count/SKILL.md"),
+                ("resources/directory/read", "skill://csv-sum/evals"),
+            ):
                 assert (await raw.error(method, {"uri": uri})).code == INVALID_PARAMS, (method, uri)
 
     asyncio.run(asyncio.wait_for(session(), timeout=120))
@@ -372,8 +400,9 @@ def test_the_2026_07_28_wire_carries_the_same_extension(tmp_path: Path) -> None:
             assert entry["resources"][0]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest()
             children = await raw("resources/directory/read", {"uri": "skill://demo"})
             assert children["resultType"] == "complete"
-            assert children["resources"] == [{"uri": "skill://demo/SKILL.md", "name": "SKILL.md",
-                                              "mimeType": "text/markdown"}]  # fmt: skip
+            assert children["resources"] == [
+                {"uri": "skill://demo/SKILL.md", "name": "SKILL.md", "mimeType": "text/markdown"}
+            ]
 
     asyncio.run(asyncio.wait_for(session(), timeout=60))
 
@@ -390,8 +419,14 @@ def test_the_official_typescript_host_reads_and_verifies_every_skill(brain: Path
     assert (REPO / "node_modules/@modelcontextprotocol/client/package.json").is_file(), "run scripts/bootstrap"
     withheld = ["skill://translate/SKILL.md", "skill://summarise/SKILL.md", "skill://nosuch/SKILL.md"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
-    proc = subprocess.run(["node", str(host), LEDGER, str(brain), *withheld], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        ["node", str(host), LEDGER, str(brain), *withheld],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     # It negotiates the handshake (2025-11-25) and still sees the declaration (ADR 63)
@@ -407,8 +442,10 @@ def test_the_official_typescript_host_reads_and_verifies_every_skill(brain: Path
         assert own["frontmatter"]["name"] == skill["uri"].split("/")[-2]  # the SDK's parse equals the entry's
         if skill["uri"] == "skill://alpha/SKILL.md":
             got = {f["uri"]: (f["size"], f["sha256"]) for f in skill["files"]}
-            assert got == {f"skill://alpha/{p}": (len(d), "sha256:" + hashlib.sha256(d).hexdigest())
-                           for p, d in alpha_files.items()}  # fmt: skip
+            assert got == {
+                f"skill://alpha/{p}": (len(d), "sha256:" + hashlib.sha256(d).hexdigest())
+                for p, d in alpha_files.items()
+            }
             assert ["skill://alpha/assets", "inode/directory"] in skill["children"]
     assert out["refused"] == dict.fromkeys(withheld, INVALID_PARAMS)
 
@@ -423,9 +460,14 @@ def test_the_wire_answers_every_malformed_extension_request(tmp_path: Path) -> N
     _ledger(brain, "skill", "create", "demo", "--description", "A demo skill", "--body", "Hello.\n")
     with RawMcp(brain) as server:
         server.initialize()
-        for method, params in (("skills/get", None), ("skills/get", {"uri": 5}), ("skills/list", {"cursor": 5}),
-                               ("resources/directory/read", {}), ("skills/get", {"uri": "skill://d\ud800/SKILL.md"}),
-                               ("resources/read", {"uri": "skill://demo"})):  # fmt: skip
+        for method, params in (
+            ("skills/get", None),
+            ("skills/get", {"uri": 5}),
+            ("skills/list", {"cursor": 5}),
+            ("resources/directory/read", {}),
+            ("skills/get", {"uri": "skill://d\ud800/SKILL.md"}),
+            ("resources/read", {"uri": "skill://demo"}),
+        ):
             got = server.request(method, params)
             assert got is not None and got["error"]["code"] == INVALID_PARAMS, (method, params, got)
         ok = server.request("skills/get", {"uri": "skill://demo/SKILL.md"})
@@ -442,8 +484,13 @@ def test_the_operator_sees_each_skill_not_served_on_stderr(tmp_path: Path) -> No
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True)
     src = tmp_path / "src"
-    _write(src, {"good/SKILL.md": "---\nname: good\ndescription: Good.\n---\nGood.\n",
-                 "bad-meta/SKILL.md": "---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n"})
+    _write(
+        src,
+        {
+            "good/SKILL.md": "---\nname: good\ndescription: Good.\n---\nGood.\n",
+            "bad-meta/SKILL.md": "---\nname: bad-meta\ndescription: Bad.\nmetadata:\n  build: 7\n---\nBad.\n",
+        },
+    )
     _ledger(brain, "import", str(src))
     with RawMcp(brain) as server:
         server.initialize()

@@ -23,8 +23,9 @@ from tests.fixtures import hermes
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          input=input).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, input=input
+    ).stdout
 
 
 @pytest.fixture
@@ -170,8 +171,9 @@ def test_a_push_never_forces_and_the_remote_refuses_non_fast_forwards(trio, tmp_
     a.patch("s", "one", "ONE")
     sharing.push(a, str(remote))
     b.patch("t", "tee", "TEE")
-    proc = subprocess.run(["git", "-C", str(b.root), "push", "-f", str(remote), "main:main"], capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run(
+        ["git", "-C", str(b.root), "push", "-f", str(remote), "main:main"], capture_output=True, text=True
+    )
     assert proc.returncode != 0  # even a forced push cannot rewrite the shared branch
     assert _git(remote, "rev-parse", "main").strip() == a.head().commit.hex()
 
@@ -252,10 +254,10 @@ def test_receipts_from_both_machines_merge_and_the_chain_orders_commits(tmp_path
     assert {a.head().commit.hex(), b.head().commit.hex()} <= set(notes)  # both machines' receipts
     assert [n["seq"] for n in sorted(notes.values(), key=lambda n: n["seq"])] == [1, 2, 3, 4]
     cfg = b.config["chain"]
-    _audit_ok(remote, rpc=node.url, registry=cfg["registry"], agent=int(str(cfg["agent_id"]), 0),
-              require_signatures=True)  # fmt: skip
+    _audit_ok(
+        remote, rpc=node.url, registry=cfg["registry"], agent=int(str(cfg["agent_id"]), 0), require_signatures=True
+    )
     sync_remote(a, str(remote), commit=True, key=DEV_KEY_NAME)
     assert read_receipts(a.store) == notes  # a takes b's receipt: checked against the chain
     a.close()
     b.close()
-

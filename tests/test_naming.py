@@ -11,8 +11,10 @@ from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
 from tests.conftest import run_ledger
 
-VLLM = ("---\nname: serving-llms-vllm\ndescription: Serve LLMs with vLLM.\nmetadata:\n  hermes:\n"
-        "    tags: [serving]\n---\nRun vllm serve.\n")  # fmt: skip
+VLLM = (
+    "---\nname: serving-llms-vllm\ndescription: Serve LLMs with vLLM.\nmetadata:\n  hermes:\n"
+    "    tags: [serving]\n---\nRun vllm serve.\n"
+)
 
 
 def _hermes(tmp_path: Path) -> Path:
@@ -44,8 +46,9 @@ def test_a_skill_named_otherwise_than_its_folder_stays_one_skill(tmp_path: Path)
     run_ledger(*b, "skill", "edit", "serving-llms-vllm", "--file", str(tmp_path / "v3.md"), check=True)
     # Upserted by its declared name: the same skill, not a second one.
     (tmp_path / "v4.md").write_text(VLLM.replace("Run vllm serve.", "Run vllm serve --tp 2."))
-    receipt = json.loads(run_ledger(*b, "skill", "upsert", "--file", str(tmp_path / "v4.md"), "--json",
-                                    check=True).stdout)  # fmt: skip
+    receipt = json.loads(
+        run_ledger(*b, "skill", "upsert", "--file", str(tmp_path / "v4.md"), "--json", check=True).stdout
+    )
     assert (receipt["skill"], receipt["version"], receipt["operation"]) == ("vllm", 4, "edit")
     run_ledger(*b, "skill", "patch", "mlops/inference/vllm", "--old", "--tp 2", "--new", "--tp 4", check=True)
     listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)

@@ -206,8 +206,9 @@ def test_cli_fast_path_skips_click_and_falls_back_for_everything_else(tmp_path: 
     )
     quick = subprocess.run([sys.executable, "-c", probe, "hash", str(skills)], capture_output=True, text=True)
     assert quick.returncode == 0 and quick.stderr.split() == ["False", "False"]
-    slow = subprocess.run([sys.executable, "-c", probe, "hash", "--json", "--json", str(skills)],
-                          capture_output=True, text=True)
+    slow = subprocess.run(
+        [sys.executable, "-c", probe, "hash", "--json", "--json", str(skills)], capture_output=True, text=True
+    )
     assert slow.returncode == 0 and slow.stderr.split() == ["True", "True"]
     assert json.loads(slow.stdout)["root"] == quick.stdout.strip()
 
@@ -252,8 +253,9 @@ def test_stat_keys_match_the_python_keys(tmp_path: Path) -> None:
         (tmp_path / name / "references" / "r.md").write_text("r\n")
     names, groups = ["a", "b", "gone"], [signature(tmp_path / "a")[0], signature(tmp_path / "b")[0], [""]]
     keys = _native.stat_keys(str(tmp_path), names, groups)
-    assert keys[:2] == [current_keys(str(tmp_path), [n], [g], native=False)[0] for n, g in zip(names[:2], groups[:2],
-                                                                                                 strict=True)]
+    assert keys[:2] == [
+        current_keys(str(tmp_path), [n], [g], native=False)[0] for n, g in zip(names[:2], groups[:2], strict=True)
+    ]
     assert keys[2] is None and keys[0] != keys[1]
     (tmp_path / "b" / "references" / "r.md").write_text("R\n")
     assert _native.stat_keys(str(tmp_path), names[:2], groups[:2])[1] != keys[1]

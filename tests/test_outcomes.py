@@ -36,8 +36,9 @@ def _brain(tmp_path: Path, keys: Path, *, verifier: bool = True) -> Path:
     run_ledger("init", str(path), check=True)
     run_ledger("--brain", str(path), "skill", "create", "s", "--description", "The s skill", check=True)
     if verifier:
-        address = json.loads(run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json",
-                                        check=True).stdout)["address"]  # fmt: skip
+        address = json.loads(
+            run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json", check=True).stdout
+        )["address"]
         run_ledger("--brain", str(path), "keys", "trust", "verifier", address, check=True)
     return path
 
@@ -66,11 +67,16 @@ def test_tiers_stay_apart_and_a_verified_regression_names_its_revert(tmp_path: P
     assert (v2["self"]["successes"], v2["self"]["failures"], v2["self"]["rate"]) == (20, 0, 1.0)
     lo, hi = v2["verified"]["interval"]
     assert 0 < lo < v2["verified"]["rate"] == 0.15 < hi < 1
-    assert set(v1) >= {"version", "verified", "self"} and set(v1["verified"]) >= {"successes", "failures", "rate",
-                                                                                    "interval"}  # fmt: skip
+    assert set(v1) >= {"version", "verified", "self"} and set(v1["verified"]) >= {
+        "successes",
+        "failures",
+        "rate",
+        "interval",
+    }
     status = json.loads(run_ledger(*B, "status", "--json", check=True).stdout)
-    assert [(r["skill"], r["version"], r["from"], r["revert"]) for r in status["regressions"]] == \
-        [("s", 2, 1, "ledger revert s --to 1")]  # fmt: skip
+    assert [(r["skill"], r["version"], r["from"], r["revert"]) for r in status["regressions"]] == [
+        ("s", 2, 1, "ledger revert s --to 1")
+    ]
     text = run_ledger(*B, "status", check=True).stdout
     assert "regressed s v2" in text and "ledger revert s --to 1" in text
     logged = json.loads(run_ledger(*B, "log", "--stats", "--json", check=True).stdout)
@@ -102,20 +108,45 @@ def test_bulk_import_takes_rows_and_entries_signed_elsewhere_and_refuses_a_bad_f
     try:
         served = brain.evidence.served("s")
         record = oc.make_record(
-            brain=brain.evidence.genesis, agent=None, skill="s", version=served.version, digest=served.digest,
-            receipt={"commit": served.commit, "root": served.root}, task_id="swe-1", task_digest=None,
-            result="score", score=0.8, scale=(0, 1), threshold=0.5, evidence_uri="https://ci.example/run/1",
-            evidence_digest="sha256:" + "ab" * 32, verifier="held-out-suite", signer=elsewhere.address,
-        )  # fmt: skip
+            brain=brain.evidence.genesis,
+            agent=None,
+            skill="s",
+            version=served.version,
+            digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root},
+            task_id="swe-1",
+            task_digest=None,
+            result="score",
+            score=0.8,
+            scale=(0, 1),
+            threshold=0.5,
+            evidence_uri="https://ci.example/run/1",
+            evidence_digest="sha256:" + "ab" * 32,
+            verifier="held-out-suite",
+            signer=elsewhere.address,
+        )
         signed = oc.sign_batch([record], elsewhere.secret, prev=None)[0].data  # a batch of one, signed elsewhere
         head = brain.head().commit
     finally:
         brain.close()
     # SkillEvolBench-style verifier feedback: a task, pass/fail or a reward, the verifier and its log.
-    rows = [{"skill": "s", "task": "swe-2", "success": False, "verifier": "held-out-suite",
-             "evidence": "https://ci.example/run/2"},
-            {"skill": "s", "version": 1, "task": {"id": "swe-3", "digest": "sha256:" + "cd" * 32},
-             "score": 7, "scale": [0, 10], "threshold": 5}]  # fmt: skip
+    rows = [
+        {
+            "skill": "s",
+            "task": "swe-2",
+            "success": False,
+            "verifier": "held-out-suite",
+            "evidence": "https://ci.example/run/2",
+        },
+        {
+            "skill": "s",
+            "version": 1,
+            "task": {"id": "swe-3", "digest": "sha256:" + "cd" * 32},
+            "score": 7,
+            "scale": [0, 10],
+            "threshold": 5,
+        },
+    ]
     bad = signed.decode() + "\n" + "".join(json.dumps(r) + "\n" for r in rows) + '{"skill": "s", "task": "x"}\n'
     proc = run_ledger("--brain", str(b), "outcome", "import", "-", "--actor", "agent", input=bad)
     assert proc.returncode == 1 and "line 4" in proc.stderr and "exactly one of 'success'" in proc.stderr
@@ -139,9 +170,18 @@ def test_an_untrusted_or_foreign_signer_is_refused_at_the_door(tmp_path: Path, k
     brain = Brain.open(b)
     try:
         served = brain.evidence.served("s")
-        record = oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=1, digest=served.digest,
-                                receipt={"commit": served.commit, "root": served.root}, task_id="t",
-                                task_digest=None, result="success", signer=stranger.address)  # fmt: skip
+        record = oc.make_record(
+            brain=brain.evidence.genesis,
+            agent=None,
+            skill="s",
+            version=1,
+            digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root},
+            task_id="t",
+            task_digest=None,
+            result="success",
+            signer=stranger.address,
+        )
         with pytest.raises(LedgerError, match="does not trust"):
             brain.evidence.append([oc.sign_batch([record], stranger.secret, prev=None)[0].data], "x")
         forged = json.loads(oc.sign_batch([record], stranger.secret, prev=None)[0].data)
@@ -169,18 +209,31 @@ def test_skill_outcome_over_mcp_with_the_official_client(tmp_path: Path, keys: P
             assert "skill_outcome" in tools and tools["skill_outcome"].annotations.read_only_hint is False
             view = json.loads((await s.call_tool("skill_view", {"name": "s"})).content[0].text)
             receipt = view["receipt"]
-            done = await s.call_tool("skill_outcome", {"name": "s", "receipt": receipt, "task": "ticket-42",
-                                                       "outcome": "success", "evidence": "file:///run/42.log"})
+            done = await s.call_tool(
+                "skill_outcome",
+                {
+                    "name": "s",
+                    "receipt": receipt,
+                    "task": "ticket-42",
+                    "outcome": "success",
+                    "evidence": "file:///run/42.log",
+                },
+            )
             assert not done.is_error, done.content[0].text
             seen["done"] = json.loads(done.content[0].text)
-            scored = await s.call_tool("skill_outcome", {"name": "s", "receipt": receipt, "task": "ticket-43",
-                                                         "outcome": "score", "score": 0.25})
+            scored = await s.call_tool(
+                "skill_outcome",
+                {"name": "s", "receipt": receipt, "task": "ticket-43", "outcome": "score", "score": 0.25},
+            )
             assert not scored.is_error, scored.content[0].text
-            wrong = await s.call_tool("skill_outcome", {"name": "s", "receipt": {**receipt, "commit": "0" * 40},
-                                                        "task": "t", "outcome": "success"})
+            wrong = await s.call_tool(
+                "skill_outcome",
+                {"name": "s", "receipt": {**receipt, "commit": "0" * 40}, "task": "t", "outcome": "success"},
+            )
             assert wrong.is_error and "not a snapshot of this brain" in wrong.content[0].text
-            older = await s.call_tool("skill_outcome", {"name": "s", "receipt": {**receipt, "version": 7},
-                                                        "task": "t", "outcome": "failure"})
+            older = await s.call_tool(
+                "skill_outcome", {"name": "s", "receipt": {**receipt, "version": 7}, "task": "t", "outcome": "failure"}
+            )
             assert older.is_error and "not v7" in older.content[0].text
             seen["receipt"] = receipt
 
@@ -237,25 +290,48 @@ def test_copies_appending_one_verifiers_outcomes_merge_whole_and_audit_ok(tmp_pa
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
     run_ledger("--brain", str(a), "skill", "create", "s", "--description", "The s skill", check=True)
-    shared = json.loads(run_ledger("--brain", str(a), "keys", "generate", "verifier", "--json",
-                                   check=True).stdout)["address"]  # fmt: skip
+    shared = json.loads(run_ledger("--brain", str(a), "keys", "generate", "verifier", "--json", check=True).stdout)[
+        "address"
+    ]
     elsewhere = KeyDir(tmp_path / "verifier-machine").generate("verifier")
     for address in (shared, elsewhere.address):
         run_ledger("--brain", str(a), "keys", "trust", "verifier", address, check=True)
     with contextlib.closing(Brain.open(a)) as brain:
         served = brain.evidence.served("s")
-        rows = [oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=1, digest=served.digest,
-                               receipt={"commit": served.commit, "root": served.root}, task_id=f"held-out-{i}",
-                               task_digest=None, result="failure" if i % 2 else "success", signer=elsewhere.address)
-                for i in range(4)]  # fmt: skip
+        rows = [
+            oc.make_record(
+                brain=brain.evidence.genesis,
+                agent=None,
+                skill="s",
+                version=1,
+                digest=served.digest,
+                receipt={"commit": served.commit, "root": served.root},
+                task_id=f"held-out-{i}",
+                task_digest=None,
+                result="failure" if i % 2 else "success",
+                signer=elsewhere.address,
+            )
+            for i in range(4)
+        ]
     remote = str(tmp_path / "remote.git")
     run_ledger("--brain", str(a), "push", remote, check=True)
     b = tmp_path / "b"
     run_ledger("clone", remote, str(b), check=True)
     for copy in (a, b):  # the same verifier key on both machines, each after the other's last pull
         for i, result in enumerate(("--success", "--failure")):
-            run_ledger("--brain", str(copy), "outcome", "record", "s", "--task", f"{copy.name}{i}", result,
-                       "--actor", "verifier", check=True)  # fmt: skip
+            run_ledger(
+                "--brain",
+                str(copy),
+                "outcome",
+                "record",
+                "s",
+                "--task",
+                f"{copy.name}{i}",
+                result,
+                "--actor",
+                "verifier",
+                check=True,
+            )
     first = oc.sign_batch(rows[:3], elsewhere.secret, prev=None)
     second = oc.sign_batch(rows[3:], elsewhere.secret, prev=first[0].batch["id"])
 
@@ -272,14 +348,22 @@ def test_copies_appending_one_verifiers_outcomes_merge_whole_and_audit_ok(tmp_pa
     run_ledger("--brain", str(b), "outcome", "import", "-", input=lines(second), check=True)
     run_ledger("--brain", str(b), "push", remote, check=True)
     run_ledger("--brain", str(a), "pull", remote, check=True)
-    logs = [[o["record"]["task"]["id"] for o in json.loads(run_ledger("--brain", str(c), "outcome", "list", "--json",
-                                                                      check=True).stdout)] for c in (a, b)]  # fmt: skip
-    assert logs[0] == logs[1] and sorted(logs[0]) == sorted(["a0", "a1", "b0", "b1", *(f"held-out-{i}" for i in
-                                                                                         range(4))])  # fmt: skip
+    logs = [
+        [
+            o["record"]["task"]["id"]
+            for o in json.loads(run_ledger("--brain", str(c), "outcome", "list", "--json", check=True).stdout)
+        ]
+        for c in (a, b)
+    ]
+    assert logs[0] == logs[1] and sorted(logs[0]) == sorted(
+        ["a0", "a1", "b0", "b1", *(f"held-out-{i}" for i in range(4))]
+    )
     for copy in (a, b):
         assert run_ledger("--brain", str(copy), "verify").returncode == 0
-    found = {s["signer"]: s for s in json.loads(run_ledger("--brain", str(a), "outcome", "batches", "--json",
-                                                           check=True).stdout)}  # fmt: skip
+    found = {
+        s["signer"]: s
+        for s in json.loads(run_ledger("--brain", str(a), "outcome", "batches", "--json", check=True).stdout)
+    }
     forked = found[shared]["batches"]  # a0, a1 chained on a; b0, b1 chained on b after b0's prev (none): two chains
     assert len(forked) == 4 and sum(x["head"] for x in forked) == 2, forked
     outside = found[elsewhere.address]["batches"]
@@ -300,8 +384,10 @@ b.close()
 
 def test_concurrent_writers_lose_no_outcome(tmp_path: Path, keys: Path) -> None:
     b = _brain(tmp_path, keys, verifier=False)
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(b), f"w{w}", "6"], stderr=subprocess.PIPE)
-             for w in range(4)]  # fmt: skip
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(b), f"w{w}", "6"], stderr=subprocess.PIPE)
+        for w in range(4)
+    ]
     (tmp_path / "v2.md").write_text(SKILL.format(n="s", body="edited beside them"))
     run_ledger("--brain", str(b), "skill", "edit", "s", "--file", str(tmp_path / "v2.md"), check=True)
     for p in procs:
@@ -356,19 +442,24 @@ def test_the_committed_batch_vector_signs_and_its_logs_are_judged_as_the_spec_sa
     secret = bytes.fromhex(vec["secret"][2:])
     ids = vec["batches"]
     rows = [e["record"] for e in vec["entries"]]
-    signed = [*oc.sign_batch(rows[:3], secret, prev=None, bid=ids["A"]),
-              *oc.sign_batch(rows[3:], secret, prev=ids["A"], bid=ids["B"])]  # fmt: skip
+    signed = [
+        *oc.sign_batch(rows[:3], secret, prev=None, bid=ids["A"]),
+        *oc.sign_batch(rows[3:], secret, prev=ids["A"], bid=ids["B"]),
+    ]
     for entry, want in zip(signed, vec["entries"], strict=True):
         assert entry.record == want["record"] and oc.canonical(entry.record).decode() == want["record_jcs"]
         assert entry.record["format"] == "brain-ledger/outcome/v2" and entry.signer == vec["signer"]
         assert hashlib.sha256(want["record_jcs"].encode()).hexdigest() == want["id"] == entry.id.hex()
-        assert entry.data.decode() == want["entry"] and hashlib.sha256(b"\0" + entry.data).hexdigest() == \
-            want["leaf_hash"]  # fmt: skip
+        assert (
+            entry.data.decode() == want["entry"] and hashlib.sha256(b"\0" + entry.data).hexdigest() == want["leaf_hash"]
+        )
         assert oc.parse_entry(want["entry"].encode()) == entry
     assert [e.record["batch"] for e in signed] == [
-        {"count": 3, "id": ids["A"], "index": 0, "prev": None}, {"count": 3, "id": ids["A"], "index": 1, "prev": None},
-        {"count": 3, "id": ids["A"], "index": 2, "prev": None}, {"count": 1, "id": ids["B"], "index": 0,
-                                                                 "prev": ids["A"]}]  # fmt: skip
+        {"count": 3, "id": ids["A"], "index": 0, "prev": None},
+        {"count": 3, "id": ids["A"], "index": 1, "prev": None},
+        {"count": 3, "id": ids["A"], "index": 2, "prev": None},
+        {"count": 1, "id": ids["B"], "index": 0, "prev": ids["A"]},
+    ]
 
     def judge(log: list[int]) -> str | None:
         return batch_problem([(n, signed[k]) for n, k in enumerate(log)], v2_before=False, known=lambda s, b: False)
@@ -384,10 +475,15 @@ def test_the_committed_batch_vector_signs_and_its_logs_are_judged_as_the_spec_sa
         oc.parse_entry(lowered.encode())
     # v1 after v2 (rule 1), and what a v2 record MUST hold.
     v1 = json.loads((Path(__file__).parent / "vectors" / "outcomes" / "record.json").read_text())["entry"]
-    assert "v1 record" in (batch_problem([(4, oc.parse_entry(v1.encode()))], v2_before=True,
-                                         known=lambda s, b: False) or "")  # fmt: skip
-    for bad, why in (({"count": 0}, "batch.count"), ({"index": 3}, "batch.index"), ({"id": "AB" * 32}, "batch.id"),
-                     ({"prev": ids["A"]}, "batch.prev")):  # fmt: skip
+    assert "v1 record" in (
+        batch_problem([(4, oc.parse_entry(v1.encode()))], v2_before=True, known=lambda s, b: False) or ""
+    )
+    for bad, why in (
+        ({"count": 0}, "batch.count"),
+        ({"index": 3}, "batch.index"),
+        ({"id": "AB" * 32}, "batch.id"),
+        ({"prev": ids["A"]}, "batch.prev"),
+    ):
         with pytest.raises(LedgerError, match=why):
             oc.check_record({**rows[0], "batch": {**rows[0]["batch"], **bad}})
     with pytest.raises(LedgerError, match="exactly"):
@@ -406,8 +502,14 @@ def test_the_fast_canonical_form_is_the_rfc8785_librarys_on_random_records() -> 
     floats = [0.5, 0.1, 1 / 3, 2.5e-4, 123456.789, 9.999999999999999e15, 1e-4, 0.30000000000000004]
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
-        number = rng.choice([rng.choice(floats), rng.uniform(1e-4, 1e6), rng.randint(-(2**53), 2**53),
-                             rng.random() * 10 ** rng.randint(-3, 15)])  # fmt: skip
+        number = rng.choice(
+            [
+                rng.choice(floats),
+                rng.uniform(1e-4, 1e6),
+                rng.randint(-(2**53), 2**53),
+                rng.random() * 10 ** rng.randint(-3, 15),
+            ]
+        )
         doc = {"t": text, "n": number, "l": [number, text, None, True], "o": {"b": -number, "a": [text]}}
         assert oc.canonical(doc) == rfc8785.dumps(doc), doc
     for odd in (1.0, 0.0, -0.0, 1e21, 1e-7, 5e-324, 2.0**60, 1e16):  # left to the library: json.dumps differs
@@ -459,15 +561,29 @@ def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
         assert oc.canonical(entry.body).decode() == want[f"{kind}_jcs"]
         assert hashlib.sha256(want[f"{kind}_jcs"].encode()).hexdigest() == want["id"] == entry.id.hex()
         assert oc.signed_text(entry.id, kind) == want["signed_text"]
-        assert entry.data.decode() == want["entry"] and hashlib.sha256(b"\0" + entry.data).hexdigest() == \
-            want["leaf_hash"]  # fmt: skip
+        assert (
+            entry.data.decode() == want["entry"] and hashlib.sha256(b"\0" + entry.data).hexdigest() == want["leaf_hash"]
+        )
         assert oc.parse_entry(want["entry"].encode()) == entry and oc.outcome_id_of(entry.data) == entry.id
 
     p = vec["plan"]["plan"]
-    plan = oc.sign_body("plan", oc.make_plan(brain=p["brain"], skill=p["skill"], set=p["set"], cases=p["cases"],
-                                             baseline=p["baseline"], runs=p["runs"], runner=p["runner"],
-                                             grader=p["grader"], min_lift=p["rule"]["min_lift"], signer=p["signer"],
-                                             when=p["time"]), secret)  # fmt: skip
+    plan = oc.sign_body(
+        "plan",
+        oc.make_plan(
+            brain=p["brain"],
+            skill=p["skill"],
+            set=p["set"],
+            cases=p["cases"],
+            baseline=p["baseline"],
+            runs=p["runs"],
+            runner=p["runner"],
+            grader=p["grader"],
+            min_lift=p["rule"]["min_lift"],
+            signer=p["signer"],
+            when=p["time"],
+        ),
+        secret,
+    )
     same(plan, vec["plan"], "plan")
     assert vec["plan"]["signed_text"].startswith("brain-ledger eval-plan v1\n")
     rows = [{k: v for k, v in r["record"].items() if k != "batch"} for r in vec["records"]]
@@ -480,27 +596,40 @@ def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
         assert entry.record["evidence"]["digest"] == "sha256:" + hashlib.sha256(grading.encode()).hexdigest()
     assert [e.counts for e in signed] == [True, False]  # the without-skill arm counts in no competence figure
     a = vec["approval"]["approval"]
-    approval = oc.sign_body("approval", oc.make_approval(brain=a["brain"], skill=a["skill"], version=a["version"],
-                                                         digest=a["digest"], reason=a["reason"], signer=a["signer"],
-                                                         when=a["time"]), secret)  # fmt: skip
+    approval = oc.sign_body(
+        "approval",
+        oc.make_approval(
+            brain=a["brain"],
+            skill=a["skill"],
+            version=a["version"],
+            digest=a["digest"],
+            reason=a["reason"],
+            signer=a["signer"],
+            when=a["time"],
+        ),
+        secret,
+    )
     same(approval, vec["approval"], "approval")
     # The plan's grid (1 case × 1 run × with/without) is whole in the batch; a batch of the with-skill run alone
     # (re-signed, count 1) is refused, as is the batch when its plan is not before it in the log.
     plans = Plans()
     plans.add(plan)
-    assert batch_problem([(1, signed[0]), (2, signed[1])], v2_before=False, known=lambda s, b: False,
-                         plans=plans) is None  # fmt: skip
+    assert (
+        batch_problem([(1, signed[0]), (2, signed[1])], v2_before=False, known=lambda s, b: False, plans=plans) is None
+    )
     alone = oc.sign_batch(rows[:1], secret, prev=None, bid=vec["batch"])
-    assert "holds 1 runs of plan" in (batch_problem([(1, alone[0])], v2_before=False, known=lambda s, b: False,
-                                                    plans=plans) or "")  # fmt: skip
-    assert "not a plan entry earlier in the log" in (batch_problem(list(enumerate(signed)), v2_before=False,
-                                                                   known=lambda s, b: False, plans=Plans()) or "")
+    assert "holds 1 runs of plan" in (
+        batch_problem([(1, alone[0])], v2_before=False, known=lambda s, b: False, plans=plans) or ""
+    )
+    assert "not a plan entry earlier in the log" in (
+        batch_problem(list(enumerate(signed)), v2_before=False, known=lambda s, b: False, plans=Plans()) or ""
+    )
     # No downgrade: a v2 record after a v3 one.
-    v2 = oc.sign_batch([{**{k: v for k, v in rows[0].items() if k != "eval"}, "format": oc.FORMAT_V2}], secret,
-                       prev=vec["batch"])  # fmt: skip
+    v2 = oc.sign_batch(
+        [{**{k: v for k, v in rows[0].items() if k != "eval"}, "format": oc.FORMAT_V2}], secret, prev=vec["batch"]
+    )
     assert v2[0].record["format"] == oc.FORMAT_V2
-    assert "v2 record" in (batch_problem([(3, v2[0])], v2_before=True, v3_before=True, known=lambda s, b: True)
-                           or "")  # fmt: skip
+    assert "v2 record" in (batch_problem([(3, v2[0])], v2_before=True, v3_before=True, known=lambda s, b: True) or "")
     for case in vec["refused"]:
         with pytest.raises(LedgerError, match=case["why"]):
             oc.parse_entry(case["entry"].encode())

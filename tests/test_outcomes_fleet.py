@@ -38,8 +38,16 @@ def test_a_fleet_merges_outcome_logs_and_anchors_the_union(tmp_path: Path, node:
 
         def work(m: fleet.Machine) -> None:
             for i in range(4):
-                r = m.ledger("outcome", "record", name, "--task", f"m{m.k}-{i}", "--success" if i % 2 else "--failure",
-                             "--actor", "verifier" if i % 2 else "agent")  # fmt: skip
+                r = m.ledger(
+                    "outcome",
+                    "record",
+                    name,
+                    "--task",
+                    f"m{m.k}-{i}",
+                    "--success" if i % 2 else "--failure",
+                    "--actor",
+                    "verifier" if i % 2 else "agent",
+                )
                 if r.returncode != 0:
                     failures.append(f"m{m.k} record {i}: {r.stderr}")
                 if i == 1:  # a skill edit in between: the merges carry versions and outcomes together

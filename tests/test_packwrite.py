@@ -47,8 +47,9 @@ def test_a_bulk_snapshot_writes_one_pack_git_indexes_identically(tmp_path: Path)
     # git's own indexer, run on our pack, writes the very index we wrote.
     idx = git_dir / "objects" / "pack" / pack.replace(".pack", ".idx")
     again = tmp_path / "again.idx"
-    subprocess.run(["git", "index-pack", "-o", str(again), str(idx.with_suffix(".pack"))], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["git", "index-pack", "-o", str(again), str(idx.with_suffix(".pack"))], check=True, capture_output=True
+    )
     assert again.read_bytes() == idx.read_bytes()
     assert "ok" in _git(git_dir, "verify-pack", "-v", str(idx)).stdout.splitlines()[-1]
     _git(git_dir, "fsck", "--strict", "--no-dangling")

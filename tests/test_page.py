@@ -123,7 +123,7 @@ def test_hostile_strings_render_inert() -> None:
     assert "window.__pwned=1</script>" not in page
     text = "".join(doc.text)
     assert text.count(pagedata.HOSTILE) >= 30  # each one shown, as text (the summary and its commands too)
-    assert '&lt;script&gt;' in page and "javascript:alert(1)" in text
+    assert "&lt;script&gt;" in page and "javascript:alert(1)" in text
     assert not [a for _, a in doc.tags if any(v and "javascript:" in v for k, v in a.items() if k != "data-skill")]
 
 
@@ -160,7 +160,7 @@ def test_a_regression_is_flagged_with_its_revert_command() -> None:
     for s in regressed:
         r = s["regression"]
         assert f'<code class="revert" data-revert>ledger revert {s["name"]} {r["from"]}</code>' in page
-        assert f'regressed v{r["version"]}' in page
+        assert f"regressed v{r['version']}" in page
     assert sum(1 for t, a in doc.tags if t == "g" and a.get("class") == "reg") >= 4  # both tiers, sparkline and big
 
 
@@ -187,8 +187,19 @@ def test_the_audits_page_is_drawn_in_the_same_skeleton_stylesheet_and_escaping()
     report.check("snapshots").fail("a root differs", snapshot="ab" * 20, index=1, path="s/SKILL.md\x1b[31m")
     report.check("fsck").summary = "git fsck found no problems"
     report.skills["s"] = [{"action": "create", "version": 1}, {"action": "update", "version": 2}]
-    report.timeline.append({"index": 0, "commit": "cd" * 20, "operation": "init", "changes": [], "ok": True,
-                            "root": "blake3-tree-v1:" + "0" * 64, "timestamp": 0, "chain": None, "actor": "user"})
+    report.timeline.append(
+        {
+            "index": 0,
+            "commit": "cd" * 20,
+            "operation": "init",
+            "changes": [],
+            "ok": True,
+            "root": "blake3-tree-v1:" + "0" * 64,
+            "timestamp": 0,
+            "chain": None,
+            "actor": "user",
+        }
+    )
     page = render_audit(report)
     doc, ours = parse(page), parse(render_page(pagedata.brain()))
 
@@ -228,12 +239,17 @@ def test_lift_per_skill_and_version_side_by_side_with_its_flags() -> None:
     page = render_page(data)
     doc = parse(page)
     rows = [a for _, a in doc.tags if "data-lift" in a]
-    want = [(s["name"], v["version"], t, x) for s in data["skills"] for v in s["versions"]
-            for t in ("verified", "self") if (x := v["lift"][t])]  # fmt: skip
+    want = [
+        (s["name"], v["version"], t, x)
+        for s in data["skills"]
+        for v in s["versions"]
+        for t in ("verified", "self")
+        if (x := v["lift"][t])
+    ]
     assert len(rows) == len(want) > 10
-    assert sorted((r["data-lift"], int(r["data-v"]), r["data-tier"], r["data-pre"], r["data-stale"]) for r in rows) \
-        == sorted((n, v, t, "yes" if x["preregistered"] else "no", "yes" if x["stale"] else "no")
-                  for n, v, t, x in want)  # fmt: skip
+    assert sorted(
+        (r["data-lift"], int(r["data-v"]), r["data-tier"], r["data-pre"], r["data-stale"]) for r in rows
+    ) == sorted((n, v, t, "yes" if x["preregistered"] else "no", "yes" if x["stale"] else "no") for n, v, t, x in want)
     high = {(n, str(v), t): x["interval"][1] for n, v, t, x in want}
     highs = [high[r["data-lift"], r["data-v"], r["data-tier"]] for r in rows]
     assert highs == sorted(highs)  # the most harmful first
@@ -294,16 +310,28 @@ MALFORMED = [
     ("skills[0].versions[1].version", 1, "version 1 does not follow 1"),
     ("skills[0].versions[1].verified.rate", 1.5, "expected a number in [0, 1]"),
     ("skills[0].versions[1].verified.rate", float("nan"), "expected a number in [0, 1]"),
-    ("skills[0].versions[0].verified", {"successes": 3, "failures": 1, "rate": 0.5, "interval": [0.3, 0.9]},
-     "0.5 is not successes / n = 3/4"),
-    ("skills[0].versions[0].verified", {"successes": 3, "failures": 1, "rate": 0.75, "interval": [0.0, 0.5]},
-     "[0.0, 0.5] does not contain the rate 0.75"),
+    (
+        "skills[0].versions[0].verified",
+        {"successes": 3, "failures": 1, "rate": 0.5, "interval": [0.3, 0.9]},
+        "0.5 is not successes / n = 3/4",
+    ),
+    (
+        "skills[0].versions[0].verified",
+        {"successes": 3, "failures": 1, "rate": 0.75, "interval": [0.0, 0.5]},
+        "[0.0, 0.5] does not contain the rate 0.75",
+    ),
     ("skills[0].versions[1].verified.interval", [0.0], "expected a pair"),
     ("skills[0].versions[1].verified.successes", 2.0, "expected a non-negative integer"),
-    ("skills[0].versions[0].verified", {"successes": 0, "failures": 0, "rate": 0.0, "interval": [0, 1]},
-     "no outcomes, yet a rate"),
-    ("skills[0].versions[0].verified", {"successes": 1, "failures": 0, "rate": None, "interval": None},
-     "1 outcomes but no rate"),
+    (
+        "skills[0].versions[0].verified",
+        {"successes": 0, "failures": 0, "rate": 0.0, "interval": [0, 1]},
+        "no outcomes, yet a rate",
+    ),
+    (
+        "skills[0].versions[0].verified",
+        {"successes": 1, "failures": 0, "rate": None, "interval": None},
+        "1 outcomes but no rate",
+    ),
     ("skills[0].regression.from", 99, "not among the versions"),
     ("skills[0].regression.from", 4, "cannot regress from a later or the same v4"),
     ("skills[0].live", "yes", "skills[0].live"),
@@ -337,8 +365,9 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "message"), MALFORMED,
-                         ids=[f"{i}-{p}" for i, (p, _v, _m) in enumerate(MALFORMED)])
+@pytest.mark.parametrize(
+    ("path", "value", "message"), MALFORMED, ids=[f"{i}-{p}" for i, (p, _v, _m) in enumerate(MALFORMED)]
+)
 def test_malformed_data_is_refused_naming_the_place(path: str, value: Any, message: str) -> None:
     data = pagedata.brain()
     _set(path, value)(data)
@@ -526,8 +555,14 @@ def test_a_snapshot_is_anchored_by_its_run_of_the_same_root_and_pending_counts_r
         return {"index": i, "root": root, "anchor": {"seq": i} if anchored else None}
 
     # A (anchored), A (an outcome), B (anchored), A again (a revert: the chain must take A again), A, C
-    tl = [snap(0, "A", True), snap(1, "A", False), snap(2, "B", True), snap(3, "A", False), snap(4, "A", False),
-          snap(5, "C", False)]  # fmt: skip
+    tl = [
+        snap(0, "A", True),
+        snap(1, "A", False),
+        snap(2, "B", True),
+        snap(3, "A", False),
+        snap(4, "A", False),
+        snap(5, "C", False),
+    ]
     cover = covering(tl)
     assert [c and c["index"] for c in cover] == [0, 0, 2, None, None, None]
     assert pending_roots(tl, cover) == 2  # A again and C: what 'ledger commit' would send

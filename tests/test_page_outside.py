@@ -31,8 +31,14 @@ def test_a_location_that_is_not_in_the_charset_is_refused_not_printed(chained: B
     escapes (planted past setLocation's checks) must be refused, not written to the terminal."""
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
-    status = {"agent_id": f"0x{cfg.agent_id:064x}", "owner": dev_account(0).address, "sequence": 0, "head": None,
-              "evidence": None, "location": "https://ok.example/\x1b]0;pwned\x07\x1b[2J\u202egnp.exe"}  # fmt: skip
+    status = {
+        "agent_id": f"0x{cfg.agent_id:064x}",
+        "owner": dev_account(0).address,
+        "sequence": 0,
+        "head": None,
+        "evidence": None,
+        "location": "https://ok.example/\x1b]0;pwned\x07\x1b[2J\u202egnp.exe",
+    }
     _plant(reg, reg.address, status)
     for args in (("chain", "location"), ("chain", "location", "--json")):
         proc = run_ledger("--brain", str(chained.root), *args)
@@ -48,8 +54,11 @@ def test_a_chain_ahead_of_the_brain_shows_its_sequence_and_status_is_plain(chain
     run_ledger(*b, "chain", "anchor", check=True)
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
-    reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), b"\x33" * 32),
-             what="a root this copy lacks")  # fmt: skip
+    reg.send(
+        dev_account(0),
+        reg.bound().functions.commit(cfg.agent_id, reg.head(cfg.agent_id), b"\x33" * 32),
+        what="a root this copy lacks",
+    )
     out = tmp_path / "page"
     proc = run_ledger(*b, "report", "-o", str(out), "--rpc", str(cfg.rpc))
     assert proc.returncode == 1 and (out / "index.html").is_file(), proc.stdout + proc.stderr  # the audit fails
@@ -83,6 +92,7 @@ def test_a_page_for_a_brain_on_a_registry_from_before_the_token_metadata(chained
     assert proc.returncode == 0, proc.stderr
     page = (out / "index.html").read_text()
     import re as _re
+
     box = _re.search(r'<div id="shares".*?</div>', page, _re.S).group(0)
     assert 'data-shares="unread"' in box and "deployed before it had any" in box, box
 
@@ -104,8 +114,13 @@ def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain,
     head = reg.head(cfg.agent_id)
     gate, out = tmp_path / "gate", tmp_path / "page"
     env = {**os.environ, "LEDGER_PAUSEPOINT": "report.chain", "LEDGER_PAUSE_FILE": str(gate)}
-    proc = subprocess.Popen([str(LEDGER), *b, "report", "-o", str(out), "--rpc", str(cfg.rpc)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [str(LEDGER), *b, "report", "-o", str(out), "--rpc", str(cfg.rpc)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not Path(str(gate) + ".ready").exists():
@@ -139,8 +154,9 @@ def test_the_cast_commands_of_check_yourself_run_as_pasted(chained: Brain, tmp_p
     said = {}
     for item in data["verify"]:
         if item["command"].startswith("cast "):
-            run = subprocess.run(["bash", "-c", item["command"]], env=env, capture_output=True, text=True,
-                                 cwd=chained.root, timeout=60)  # fmt: skip
+            run = subprocess.run(
+                ["bash", "-c", item["command"]], env=env, capture_output=True, text=True, cwd=chained.root, timeout=60
+            )
             assert run.returncode == 0, (item, run.stderr)
             said[item["what"]] = run.stdout
     head = data["brain"]["head"]["root"].split(":")[1]

@@ -71,8 +71,17 @@ def test_install_from_a_url_that_is_no_source_says_so_once(ledger, tmp_path: Pat
 def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> None:
     """The CLI shows the lines the agent tool returns as data (one function finds them: ledger.bundle.textpatch)."""
     b = _brain(ledger, tmp_path)
-    ledger(*b, "skill", "create", "p", "--description", "d", "--body", "Use pdftotext -layout first.\nThen OCR.\n",
-           check=True)  # fmt: skip
+    ledger(
+        *b,
+        "skill",
+        "create",
+        "p",
+        "--description",
+        "d",
+        "--body",
+        "Use pdftotext -layout first.\nThen OCR.\n",
+        check=True,
+    )
     proc = ledger(*b, "skill", "patch", "p", "--old", "Use pdftotext -layout frist.", "--new", "x")
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.splitlines()
@@ -111,8 +120,9 @@ def test_the_fleet_walkthroughs_last_sync_reports_each_projection_once(ledger, t
     ledger(*s, "skill", "patch", "s", "--old", "Read the whole diff.", "--new", "Read the diff twice.", check=True)
     ledger(*s, "sync", check=True)
     (tmp_path / "checklist.md").write_text("Check error paths.\n")
-    ledger(*b, "skill", "write-file", "s", "references/checklist.md", "--from", str(tmp_path / "checklist.md"),
-           check=True)  # fmt: skip
+    ledger(
+        *b, "skill", "write-file", "s", "references/checklist.md", "--from", str(tmp_path / "checklist.md"), check=True
+    )
     last = ledger(*b, "sync", check=True).stdout.splitlines()
     assert last.count("projected s → agents") == 1, last
     assert any(ln.startswith("merged ") for ln in last), last  # the merge happened: the case the README shows

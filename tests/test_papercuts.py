@@ -35,8 +35,11 @@ def brain(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", ["audit", "verify"])
 def test_without_a_chain_every_chain_check_is_a_skip_and_the_verdict_says_so(brain: Path, command: str) -> None:
     args = ["audit", str(brain)] if command == "audit" else ["--brain", str(brain), "verify"]
-    why, how = ("no --rpc", "--rpc URL --registry ADDR --agent ID") if command == "audit" else \
-        ("no --chain", "ledger verify --chain")  # fmt: skip
+    why, how = (
+        ("no --rpc", "--rpc URL --registry ADDR --agent ID")
+        if command == "audit"
+        else ("no --chain", "ledger verify --chain")
+    )
     proc = run_ledger(*args)
     assert proc.returncode == 0, proc.stderr
     for name in CHAIN_CHECKS:  # one SKIP line each, saying why and how to run it
@@ -173,8 +176,15 @@ def test_remote_set_never_creates_a_repository_unasked(brain: Path, tmp_path: Pa
     assert not (tmp_path / "nowhere.git").exists() and _config_remote(brain) is None
 
 
-@pytest.mark.parametrize("url", ["ssh://git@host/brains/shared.git", "https://git.example.com/o/shared.git",
-                                 "git@host:brains/shared.git", "host:shared.git"])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ssh://git@host/brains/shared.git",
+        "https://git.example.com/o/shared.git",
+        "git@host:brains/shared.git",
+        "host:shared.git",
+    ],
+)
 def test_remote_set_keeps_urls_as_given(brain: Path, tmp_path: Path, url: str) -> None:
     proc = run_ledger("--brain", str(brain), "remote", "set", url, cwd=tmp_path, check=True)
     assert proc.stdout.strip() == f"remote set: {url}" and _config_remote(brain)["url"] == url

@@ -86,8 +86,20 @@ def test_a_demo_like_flow_speaks_plainly(tmp_path: Path, node: anvil.Node) -> No
     (tmp_path / "checklist.md").write_text("# checklist\n- heartbeat\n")
     run(*b, "skill", "write-file", "pdf", "references/checklist.md", "--from", str(tmp_path / "checklist.md"))
     run(*b, "skill", "delete", "scratch")
-    run(*b, "skill", "patch", "pdf", "--old", "pdftotext.", "--new", "pdftotext; OCR for scans.", "--actor", "agent",
-        "--evidence", "task=t-1")
+    run(
+        *b,
+        "skill",
+        "patch",
+        "pdf",
+        "--old",
+        "pdftotext.",
+        "--new",
+        "pdftotext; OCR for scans.",
+        "--actor",
+        "agent",
+        "--evidence",
+        "task=t-1",
+    )
     run(*b, "outcome", "record", "oracle", "--task", "audit-1", "--success", "--actor", "agent")
     rows = "".join(json.dumps({"skill": "pdf", "task": f"invoice-{i}", "success": True}) + "\n" for i in (1, 2))
     (tmp_path / "outcomes.jsonl").write_text(rows)
@@ -166,8 +178,22 @@ def test_one_number_per_snapshot(tmp_path: Path, node: anvil.Node) -> None:
     import subprocess
 
     bad = {**note, "tx": "0x" + "ee" * 32}
-    subprocess.run(["git", "-C", str(brain), "notes", "--ref=refs/notes/ledger-chain", "add", "-f", "-m",
-                    json.dumps(bad, sort_keys=True), head], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(brain),
+            "notes",
+            "--ref=refs/notes/ledger-chain",
+            "add",
+            "-f",
+            "-m",
+            json.dumps(bad, sort_keys=True),
+            head,
+        ],
+        check=True,
+        capture_output=True,
+    )
     rep = json.loads(run_ledger(*b, "verify", "--chain", "--json").stdout)
     summary = rep["checks"]["chain.receipts"]["summary"]
     assert f"receipt of snapshot {head[:12]} (#5)" in summary and "chain sequence 4" in summary, summary

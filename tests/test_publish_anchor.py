@@ -46,8 +46,12 @@ def _scripts(runs: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
     """scripts/verify-entry.py on each argument list, two at a time (its eth-account import is slow)."""
     out: list[subprocess.CompletedProcess[str]] = []
     for i in range(0, len(runs), 2):
-        procs = [subprocess.Popen([sys.executable, str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for args in runs[i : i + 2]]  # fmt: skip
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for args in runs[i : i + 2]
+        ]
         for p, args in zip(procs, runs[i : i + 2], strict=True):
             stdout, stderr = p.communicate(timeout=120)
             out.append(subprocess.CompletedProcess(args, p.returncode, stdout, stderr))
@@ -76,12 +80,16 @@ def _served_brain(brain: Brain) -> dict[str, Any]:
 
 
 def test_every_served_entry_verifies_stand_alone_and_by_the_cli_and_every_tamper_is_refused(
-        brain: Brain, tmp_path: Path) -> None:  # fmt: skip
+    brain: Brain, tmp_path: Path
+) -> None:
     before = _served_brain(brain)
     entries = Entries(brain)
     listed = entries.list()
-    assert [e["uri"] for e in listed] == ["skill://git-flow/SKILL.md", "skill://pdf-tools/SKILL.md",
-                                          "skill://pdf-tools/forms/SKILL.md"]  # fmt: skip
+    assert [e["uri"] for e in listed] == [
+        "skill://git-flow/SKILL.md",
+        "skill://pdf-tools/SKILL.md",
+        "skill://pdf-tools/forms/SKILL.md",
+    ]
     # the head snapshot's signer (the agent wrote last) vouches for every entry served from it
     assert {e["_meta"][an.KEY]["signer"]["role"] for e in listed} == {"agent"}
     assert before["_meta"][an.KEY]["signer"]["role"] == "user"
@@ -114,7 +122,7 @@ def test_every_served_entry_verifies_stand_alone_and_by_the_cli_and_every_tamper
                 cli.append(([str(doc), *_trust(t), "--files", str(folder)], 1, "FAIL: "))
     for proc, code in zip(_scripts(runs), expect, strict=True):
         assert proc.returncode == code, (proc.args, proc.stdout, proc.stderr)
-        assert (proc.stdout.startswith("OK: ") if code == 0 else proc.stderr.startswith("FAIL: ")), proc.stderr
+        assert proc.stdout.startswith("OK: ") if code == 0 else proc.stderr.startswith("FAIL: "), proc.stderr
     for args, code, said in cli:
         proc = run_ledger("proof", "check", *args)
         assert proc.returncode == code and said in (proc.stdout + proc.stderr), (args, proc.stdout, proc.stderr)
@@ -138,8 +146,10 @@ def test_the_vector_verdicts_of_ledger_and_the_stand_alone_script(tmp_path: Path
     for proc, c in zip(_scripts(runs), cases, strict=True):
         assert proc.returncode == (0 if c["ok"] else 1), (c["name"], proc.stdout, proc.stderr)
         assert not c["ok"] or ("(claimed)" in proc.stdout) == (not c["version_bound"]), (c["name"], proc.stdout)
-    assert {c["entry"]["_meta"][an.KEY]["versions"] for c in cases if c["ok"] and "_meta" in c["entry"]} == \
-        {"skill-md", "store"}  # fmt: skip
+    assert {c["entry"]["_meta"][an.KEY]["versions"] for c in cases if c["ok"] and "_meta" in c["entry"]} == {
+        "skill-md",
+        "store",
+    }
 
 
 def test_a_store_brain_s_version_is_a_claim_and_its_author_s_metadata_version_is_no_counter(tmp_path: Path) -> None:
@@ -181,9 +191,13 @@ def test_a_store_brain_s_version_is_a_claim_and_its_author_s_metadata_version_is
     with pytest.raises(ProofError, match="its members are"):
         an.verify_entry(odd, c_files, root=root["skill-md"])
     runs, said = [], []
-    for name, e, f, r in (("stored", stored, s_files, sa["root"]), ("counted", counted, c_files, ca["root"]),
-                          ("down", down, c_files, ca["root"]), ("up", up, s_files, sa["root"]),
-                          ("odd", odd, c_files, ca["root"])):  # fmt: skip
+    for name, e, f, r in (
+        ("stored", stored, s_files, sa["root"]),
+        ("counted", counted, c_files, ca["root"]),
+        ("down", down, c_files, ca["root"]),
+        ("up", up, s_files, sa["root"]),
+        ("odd", odd, c_files, ca["root"]),
+    ):
         doc, folder = _write(tmp_path, name, e, f)
         runs.append([str(doc), "--root", r, "--files", str(folder)])
         said.append(run_ledger("proof", "check", *runs[-1]))
@@ -205,17 +219,34 @@ def test_verify_proof_takes_an_entry_as_it_comes(brain: Brain, tmp_path: Path) -
     files = files_of(entries, entry)
     assert sorted(files) == ["SKILL.md", "templates/invoice.md"] and a["prefix"] == "forms"
     _, folder = _write(tmp_path, "forms", entry, files)
-    forms = {"skill": entry, "get": {"resultType": "complete", "skill": entry, "ttlMs": 1, "cacheScope": "public"},
-             "anchor": a}  # fmt: skip
+    forms = {
+        "skill": entry,
+        "get": {"resultType": "complete", "skill": entry, "ttlMs": 1, "cacheScope": "public"},
+        "anchor": a,
+    }
     for name, doc in forms.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(doc))
-        out = run_ledger("proof", "check", str(path), "--signer", a["signer"]["address"].upper().replace("0X", "0x"),
-                         "--files", str(folder), "--json")  # fmt: skip
+        out = run_ledger(
+            "proof",
+            "check",
+            str(path),
+            "--signer",
+            a["signer"]["address"].upper().replace("0X", "0x"),
+            "--files",
+            str(folder),
+            "--json",
+        )
         assert out.returncode == 0, out.stderr
         got = json.loads(out.stdout)
-        assert (got["ok"], got["skill"], got["prefix"], got["files"], got["bytes_checked"], got["trusted"]) == \
-            (True, "pdf-tools", "forms", ["SKILL.md", "templates/invoice.md"], True, "signer"), got  # fmt: skip
+        assert (got["ok"], got["skill"], got["prefix"], got["files"], got["bytes_checked"], got["trusted"]) == (
+            True,
+            "pdf-tools",
+            "forms",
+            ["SKILL.md", "templates/invoice.md"],
+            True,
+            "signer",
+        ), got
         text = run_ledger("proof", "check", str(path), "--root", a["root"])
         assert text.returncode == 0 and "OK: skill://pdf-tools/forms/SKILL.md v" in text.stdout, text.stderr
     path = tmp_path / "skill.json"
@@ -252,22 +283,34 @@ def test_entries_serve_what_a_runtime_may_see_from_the_store(brain: Brain) -> No
     assert "skill://hidden/SKILL.md" in {e["uri"] for e in entries.list()}
     _mark(brain, hidden=QUARANTINED)
     assert "skill://hidden/SKILL.md" not in {e["uri"] for e in entries.list()}  # a new head: listed afresh
-    for call, uri in ((entries.get, "skill://hidden/SKILL.md"), (entries.read, "skill://hidden/SKILL.md"),
-                      (entries.children, "skill://hidden"), (entries.get, "skill://pdf-tools/other/SKILL.md"),
-                      (entries.get, "skill://pdf-tools/scripts/extract.py"), (entries.read, "skill://pdf-tools/nope"),
-                      (entries.children, "skill://pdf-tools/SKILL.md"), (entries.children, "skill://pdf-tools/x"),
-                      (entries.children, "skill://pdf-tools/"), (entries.read, "skill://pdf-tools/../x/SKILL.md"),
-                      (entries.get, "file:///etc/passwd")):  # fmt: skip
+    for call, uri in (
+        (entries.get, "skill://hidden/SKILL.md"),
+        (entries.read, "skill://hidden/SKILL.md"),
+        (entries.children, "skill://hidden"),
+        (entries.get, "skill://pdf-tools/other/SKILL.md"),
+        (entries.get, "skill://pdf-tools/scripts/extract.py"),
+        (entries.read, "skill://pdf-tools/nope"),
+        (entries.children, "skill://pdf-tools/SKILL.md"),
+        (entries.children, "skill://pdf-tools/x"),
+        (entries.children, "skill://pdf-tools/"),
+        (entries.read, "skill://pdf-tools/../x/SKILL.md"),
+        (entries.get, "file:///etc/passwd"),
+    ):
         with pytest.raises(SkillNotFoundError):
             call(uri)
     # The store's bytes, not the work tree's: an edit by hand is not served until it is snapshot.
     (brain.skills_dir / "pdf-tools" / "references" / "b.md").write_bytes(b"edited by hand\n")
     assert entries.read("skill://pdf-tools/references/b.md") == b"b\n"
     assert [c["uri"] for c in entries.children("skill://pdf-tools")] == [
-        "skill://pdf-tools/SKILL.md", "skill://pdf-tools/forms", "skill://pdf-tools/other",
-        "skill://pdf-tools/references", "skill://pdf-tools/scripts"]  # fmt: skip
+        "skill://pdf-tools/SKILL.md",
+        "skill://pdf-tools/forms",
+        "skill://pdf-tools/other",
+        "skill://pdf-tools/references",
+        "skill://pdf-tools/scripts",
+    ]
     assert entries.children("skill://pdf-tools/scripts") == [
-        {"uri": "skill://pdf-tools/scripts/extract.py", "name": "extract.py", "mimeType": "text/x-python"}]
+        {"uri": "skill://pdf-tools/scripts/extract.py", "name": "extract.py", "mimeType": "text/x-python"}
+    ]
     assert entries.children("skill://pdf-tools/forms")[1]["mimeType"] == "inode/directory"
     nested = entries.get("skill://pdf-tools/forms/SKILL.md")
     outer = entries.get("skill://pdf-tools/SKILL.md")
@@ -278,10 +321,12 @@ def test_entries_serve_what_a_runtime_may_see_from_the_store(brain: Brain) -> No
 
 
 def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_served(brain: Brain) -> None:
-    odd = ("---\nname: odd-yaml\ndescription: >-\n  Folded\n  text\nlicense: Apache-2.0\ncreated: 2024-01-15\n"
-           "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\n"
-           "flags: [true, False, ~, 1.5, -3, 0x1f, 1.]\n"
-           "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: a b\n  version: '1'\n---\nbody\n")  # fmt: skip
+    odd = (
+        "---\nname: odd-yaml\ndescription: >-\n  Folded\n  text\nlicense: Apache-2.0\ncreated: 2024-01-15\n"
+        "when: 2001-12-14t21:59:43.10-05:00\nallowed-tools: Bash(git:*) Read\n"
+        "flags: [true, False, ~, 1.5, -3, 0x1f, 1.]\n"
+        "quoted: '2024-01-15'\nmetadata:\n  author: me\n  tags: a b\n  version: '1'\n---\nbody\n"
+    )
     brain.allow_invalid = True  # lint calls these fields unexpected; the spec passes every field through
     brain.create("odd-yaml", "x", "body\n")
     brain.edit("odd-yaml", odd)
@@ -292,8 +337,10 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
     brain.create("foo-bar", "x", "body\n")
     brain.edit("foo-bar", "---\nname: Foo Bar\ndescription: a name that is not its folder\n---\n")
     spec = {  # spec-invalid frontmatter, each with its lint message (ledger.bundle.lint.served_errors)
-        "meta-int": ("metadata:\n  build: 7\n",
-                     "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')"),
+        "meta-int": (
+            "metadata:\n  build: 7\n",
+            "Field 'metadata.build' must be a string, not 7 (fix: quote it: build: '7')",
+        ),
         "meta-list": ("metadata:\n  tags: [a, b]\n", "Field 'metadata.tags' must be a string, not a list"),
         "long-desc": ("", "Description exceeds 1024 character limit (1025 chars)"),
         "compat": ("compatibility: ''\n", "Field 'compatibility' must be a string of 1 to 500 characters"),
@@ -306,12 +353,28 @@ def test_frontmatter_is_verbatim_json_and_what_has_no_one_rendering_is_not_serve
         brain.edit(name, f"---\nname: {name}\ndescription: {desc}\n{extra}---\n")
     entries = Entries(brain)
     got = entries.get("skill://odd-yaml/SKILL.md")["frontmatter"]
-    assert got == {"name": "odd-yaml", "description": "Folded text", "license": "Apache-2.0",
-                   "created": "2024-01-15", "when": "2001-12-14t21:59:43.10-05:00",
-                   "allowed-tools": "Bash(git:*) Read", "flags": [True, False, None, 1.5, -3, 31, 1.0],
-                   "quoted": "2024-01-15", "metadata": {"author": "me", "tags": "a b", "version": "2"}}  # fmt: skip
-    assert list(got) == ["name", "description", "license", "created", "when", "allowed-tools", "flags", "quoted",
-                         "metadata"]  # the author's order  # fmt: skip
+    assert got == {
+        "name": "odd-yaml",
+        "description": "Folded text",
+        "license": "Apache-2.0",
+        "created": "2024-01-15",
+        "when": "2001-12-14t21:59:43.10-05:00",
+        "allowed-tools": "Bash(git:*) Read",
+        "flags": [True, False, None, 1.5, -3, 31, 1.0],
+        "quoted": "2024-01-15",
+        "metadata": {"author": "me", "tags": "a b", "version": "2"},
+    }
+    assert list(got) == [
+        "name",
+        "description",
+        "license",
+        "created",
+        "when",
+        "allowed-tools",
+        "flags",
+        "quoted",
+        "metadata",
+    ]  # the author's order
     refused = entries.refused()
     assert "which YAML reads as a int, not text" in refused["skill://bad-key/SKILL.md"]
     assert "is not its folder 'foo-bar'" in refused["skill://foo-bar/SKILL.md"]
@@ -389,7 +452,8 @@ def test_the_spec_names_every_member_of_a_served_entry_and_anchor(brain: Brain) 
 
 @pytest.mark.chain
 def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_the_chain(
-        chained: Brain, tmp_path: Path) -> None:  # fmt: skip
+    chained: Brain, tmp_path: Path
+) -> None:
     """Real anvil: the anchor's ``chain`` is the commit's receipt; ``verify-proof --chain`` finds its root
     committed by the agent at that seq and tx, and refuses an anchor that states another."""
     from ledger.anchoring.commits import commit_pending
@@ -402,9 +466,14 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
     receipt = receipt_of(chained.store, chained.head().commit.hex())
     entry = Entries(chained).get("skill://s/SKILL.md")
     a = entry["_meta"][an.KEY]
-    assert receipt is not None and a["chain"] == {"chainId": receipt["chain_id"], "registry": receipt["registry"],
-                                                  "agent": receipt["agent"], "seq": receipt["seq"],
-                                                  "block": receipt["block"], "tx": receipt["tx"]}  # fmt: skip
+    assert receipt is not None and a["chain"] == {
+        "chainId": receipt["chain_id"],
+        "registry": receipt["registry"],
+        "agent": receipt["agent"],
+        "seq": receipt["seq"],
+        "block": receipt["block"],
+        "tx": receipt["tx"],
+    }
     doc = tmp_path / "s.json"
     doc.write_text(json.dumps(entry))
     ok = run_ledger("proof", "check", str(doc), "--chain", "--head", *chain_args(chained), "--json")
@@ -443,8 +512,11 @@ def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_onl
         an.verify_entry(named, files, root=root)
     doc, folder = _write(tmp_path, "notes", entry, files)
     lie, _ = _write(tmp_path, "lie", named, files)
-    runs = [[str(doc), "--root", a["root"], "--files", str(folder)], [str(doc), "--signer", "0x" + "11" * 20],
-            [str(lie), "--root", a["root"]]]  # fmt: skip
+    runs = [
+        [str(doc), "--root", a["root"], "--files", str(folder)],
+        [str(doc), "--signer", "0x" + "11" * 20],
+        [str(lie), "--root", a["root"]],
+    ]
     assert [p.returncode for p in _scripts(runs)] == [0, 1, 1]
 
 
@@ -469,10 +541,19 @@ def test_an_anchor_s_size_does_not_grow_with_the_commit_message(brain: Brain) ->
     assert an.verify_entry(listed[0], signer=a["signer"]["address"]).commit == brain.head().commit.hex()
 
 
-MIME = {"SKILL.md": "text/markdown", "references/guide.md": "text/markdown", "scripts/run.py": "text/x-python",
-        "scripts/run.sh": "application/x-sh", "assets/logo.png": "image/png", "data/x.json": "application/json",
-        "notes.txt": "text/plain", "page.html": "text/html", "a.pdf": "application/pdf",
-        "Makefile": "application/octet-stream", "x.unknown-ext": "application/octet-stream"}  # fmt: skip
+MIME = {
+    "SKILL.md": "text/markdown",
+    "references/guide.md": "text/markdown",
+    "scripts/run.py": "text/x-python",
+    "scripts/run.sh": "application/x-sh",
+    "assets/logo.png": "image/png",
+    "data/x.json": "application/json",
+    "notes.txt": "text/plain",
+    "page.html": "text/html",
+    "a.pdf": "application/pdf",
+    "Makefile": "application/octet-stream",
+    "x.unknown-ext": "application/octet-stream",
+}
 
 
 def test_a_file_s_mime_type_is_the_same_on_every_machine(tmp_path: Path) -> None:
@@ -483,12 +564,15 @@ def test_a_file_s_mime_type_is_the_same_on_every_machine(tmp_path: Path) -> None
     assert {p: mime_type(p) for p in MIME} == MIME
     odd = tmp_path / "mime.types"
     odd.write_text("application/x-odd py sh png json txt html pdf\n")
-    code = ("import json, mimetypes, sys\nmimetypes.knownfiles[:] = [sys.argv[1]]\nmimetypes.init()\n"
-            "assert mimetypes.guess_type('a.py')[0] == 'application/x-odd'  # the machine's table, as read\n"
-            "from ledger.publish.entries import mime_type\n"
-            "print(json.dumps({p: mime_type(p) for p in json.loads(sys.argv[2])}))\n")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code, str(odd), json.dumps(list(MIME))], capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    code = (
+        "import json, mimetypes, sys\nmimetypes.knownfiles[:] = [sys.argv[1]]\nmimetypes.init()\n"
+        "assert mimetypes.guess_type('a.py')[0] == 'application/x-odd'  # the machine's table, as read\n"
+        "from ledger.publish.entries import mime_type\n"
+        "print(json.dumps({p: mime_type(p) for p in json.loads(sys.argv[2])}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(odd), json.dumps(list(MIME))], capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout) == MIME
 
 

@@ -38,18 +38,28 @@ from tests.test_mcp_skills import INVALID_PARAMS, Raw, _bytes, _list_all, _param
 RESOURCE_NOT_FOUND = -32002  # MCP base protocol: resources/read of a URI the server has no resource for
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "verify-entry.py"
 BASE = ".well-known/agent-skills"
-ALPHA = {"SKILL.md": b"---\nname: alpha\ndescription: Alpha does one thing.\n---\n# Alpha\n",
-         "references/guide.md": b"# Guide\n", "scripts/run.sh": b"#!/bin/sh\necho alpha\n"}  # fmt: skip
+ALPHA = {
+    "SKILL.md": b"---\nname: alpha\ndescription: Alpha does one thing.\n---\n# Alpha\n",
+    "references/guide.md": b"# Guide\n",
+    "scripts/run.sh": b"#!/bin/sh\necho alpha\n",
+}
 BETA = {"SKILL.md": b"---\nname: beta\ndescription: Beta does another.\n---\n# Beta\n"}
 # Not served by the spec's rules: the frontmatter name is not the folder (the import keeps it, with a note).
-BADNAME = {"SKILL.md": b"---\nname: other\ndescription: Its name is not its folder.\n---\nsecret body\n",
-           "secret.txt": b"a file of a skill the server does not serve\n"}  # fmt: skip
+BADNAME = {
+    "SKILL.md": b"---\nname: other\ndescription: Its name is not its folder.\n---\nsecret body\n",
+    "secret.txt": b"a file of a skill the server does not serve\n",
+}
 # An outer folder that is not a skill itself, holding a nested skill that is: only outer/inner is served.
-OUTER = {"SKILL.md": b"---\nname: wrong\ndescription: Not its folder.\n---\n", "private.txt": b"outer's own file\n",
-         "inner/SKILL.md": b"---\nname: inner\ndescription: A nested skill.\n---\nInner.\n"}  # fmt: skip
-HELD = {"SKILL.md": b"---\nname: held\ndescription: Installed from elsewhere, quarantined.\n---\nHeld.\n",
-        "payload.txt": b"quarantined bytes\n",
-        "sub/deep/SKILL.md": b"---\nname: deep\ndescription: Nested in a quarantined skill.\n---\nDeep.\n"}  # fmt: skip
+OUTER = {
+    "SKILL.md": b"---\nname: wrong\ndescription: Not its folder.\n---\n",
+    "private.txt": b"outer's own file\n",
+    "inner/SKILL.md": b"---\nname: inner\ndescription: A nested skill.\n---\nInner.\n",
+}
+HELD = {
+    "SKILL.md": b"---\nname: held\ndescription: Installed from elsewhere, quarantined.\n---\nHeld.\n",
+    "payload.txt": b"quarantined bytes\n",
+    "sub/deep/SKILL.md": b"---\nname: deep\ndescription: Nested in a quarantined skill.\n---\nDeep.\n",
+}
 
 
 def ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -73,8 +83,11 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("redteam")
     brain = tmp / "brain"
     run_ledger("init", str(brain), check=True)
-    ledger(brain, "import", str(skill_tree(tmp / "src", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME,
-                                                     "outer": OUTER})))  # fmt: skip
+    ledger(
+        brain,
+        "import",
+        str(skill_tree(tmp / "src", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME, "outer": OUTER})),
+    )
     publish_index(tmp / "elsewhere", "held", HELD)
     with served(tmp / "elsewhere") as url:
         ledger(brain, "install", url, "held")
@@ -97,21 +110,54 @@ def _session(brain: Path, body: Callable[[Raw], Any], timeout: float = 120) -> N
 
 
 WITHHELD_SPELLINGS = [
-    "skill://held/SKILL.md", "skill://held/payload.txt", "skill://alpha/../held/SKILL.md",
-    "skill://alpha/%2e%2e/held/SKILL.md", "skill://alpha/..%2fheld/SKILL.md", "skill://held%2FSKILL.md",
-    "skill://HELD/SKILL.md", "skill://Held/SKILL.md", "skill://held/./SKILL.md", "skill://held//SKILL.md",
-    "skill:///held/SKILL.md", "SKILL://held/SKILL.md", "skill:held/SKILL.md", "skill://held/SKILL.md?x=1",
-    "skill://held/SKILL.md#f", "skill://held/SKILL.md/", "skill://held/skill.md", "skill://h\u0435ld/SKILL.md",
-    "skill://held/sub/deep/SKILL.md", "skill://held/sub/deep", "skill://held/sub",
-    "skill://held\u200b/SKILL.md", "skill://held/SKILL.md\x00", "skill://held\\SKILL.md", "skill://./held/SKILL.md",
-]  # fmt: skip
+    "skill://held/SKILL.md",
+    "skill://held/payload.txt",
+    "skill://alpha/../held/SKILL.md",
+    "skill://alpha/%2e%2e/held/SKILL.md",
+    "skill://alpha/..%2fheld/SKILL.md",
+    "skill://held%2FSKILL.md",
+    "skill://HELD/SKILL.md",
+    "skill://Held/SKILL.md",
+    "skill://held/./SKILL.md",
+    "skill://held//SKILL.md",
+    "skill:///held/SKILL.md",
+    "SKILL://held/SKILL.md",
+    "skill:held/SKILL.md",
+    "skill://held/SKILL.md?x=1",
+    "skill://held/SKILL.md#f",
+    "skill://held/SKILL.md/",
+    "skill://held/skill.md",
+    "skill://h\u0435ld/SKILL.md",
+    "skill://held/sub/deep/SKILL.md",
+    "skill://held/sub/deep",
+    "skill://held/sub",
+    "skill://held\u200b/SKILL.md",
+    "skill://held/SKILL.md\x00",
+    "skill://held\\SKILL.md",
+    "skill://./held/SKILL.md",
+]
 NOT_SERVED_SPELLINGS = [
-    "skill://alpha/references/../SKILL.md", "skill://alpha/./SKILL.md", "skill://alpha//SKILL.md",
-    "skill://alpha/SKILL.md?x", "skill://alpha/SKILL.md#x", "skill://alpha/SKILL.md/", "skill://alpha/skill.md",
-    "skill://alpha/references/guide.md/", "skill://alpha/references", "skill://alpha/", "skill://alpha",
-    "skill://ALPHA/SKILL.md", "skill://alpha/%53KILL.md", "skill://", "skill:///", "skill://alpha/.git/config",
-    "skill://alpha/../../etc/passwd", "file:///etc/passwd", "ledger://alpha/SKILL.md", "skill://outer/inner/../SKILL.md",
-]  # fmt: skip
+    "skill://alpha/references/../SKILL.md",
+    "skill://alpha/./SKILL.md",
+    "skill://alpha//SKILL.md",
+    "skill://alpha/SKILL.md?x",
+    "skill://alpha/SKILL.md#x",
+    "skill://alpha/SKILL.md/",
+    "skill://alpha/skill.md",
+    "skill://alpha/references/guide.md/",
+    "skill://alpha/references",
+    "skill://alpha/",
+    "skill://alpha",
+    "skill://ALPHA/SKILL.md",
+    "skill://alpha/%53KILL.md",
+    "skill://",
+    "skill:///",
+    "skill://alpha/.git/config",
+    "skill://alpha/../../etc/passwd",
+    "file:///etc/passwd",
+    "ledger://alpha/SKILL.md",
+    "skill://outer/inner/../SKILL.md",
+]
 
 
 def test_no_spelling_of_a_uri_reaches_a_withheld_skill_or_a_file_not_served(brain: Path) -> None:
@@ -121,8 +167,11 @@ def test_no_spelling_of_a_uri_reaches_a_withheld_skill_or_a_file_not_served(brai
 
     async def body(raw: Raw) -> None:
         entries, _ = await _list_all(raw)
-        assert [e["uri"] for e in entries] == ["skill://alpha/SKILL.md", "skill://beta/SKILL.md",
-                                               "skill://outer/inner/SKILL.md"]  # fmt: skip
+        assert [e["uri"] for e in entries] == [
+            "skill://alpha/SKILL.md",
+            "skill://beta/SKILL.md",
+            "skill://outer/inner/SKILL.md",
+        ]
         assert "held" not in json.dumps(entries)
         for uri in WITHHELD_SPELLINGS + NOT_SERVED_SPELLINGS:
             for method in ("skills/get", "resources/read", "resources/directory/read"):
@@ -133,20 +182,33 @@ def test_no_spelling_of_a_uri_reaches_a_withheld_skill_or_a_file_not_served(brai
                 # resources/read, whose "resource not found" is -32002: both are refusals with no content
                 assert err.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND), (method, uri, err)
         # the served ones still read: the refusals above are not a broken server
-        assert _bytes((await raw("resources/read", {"uri": "skill://alpha/SKILL.md"}))["contents"][0]) == \
-            (brain / "skills/alpha/SKILL.md").read_bytes()  # fmt: skip
+        assert (
+            _bytes((await raw("resources/read", {"uri": "skill://alpha/SKILL.md"}))["contents"][0])
+            == (brain / "skills/alpha/SKILL.md").read_bytes()
+        )
 
     _session(brain, body)
 
 
 def test_a_directory_read_of_a_file_of_the_root_or_a_withheld_folder_is_refused(brain: Path) -> None:
     async def body(raw: Raw) -> None:
-        for uri in ("skill://alpha/SKILL.md", "skill://alpha/scripts/run.sh", "skill://", "skill://held",
-                    "skill://held/", "skill://alpha/scripts/", "skill://alpha/nope", "skill://outer/inner/SKILL.md"):
+        for uri in (
+            "skill://alpha/SKILL.md",
+            "skill://alpha/scripts/run.sh",
+            "skill://",
+            "skill://held",
+            "skill://held/",
+            "skill://alpha/scripts/",
+            "skill://alpha/nope",
+            "skill://outer/inner/SKILL.md",
+        ):
             assert (await raw.error("resources/directory/read", {"uri": uri})).code == INVALID_PARAMS, uri
         got = await raw("resources/directory/read", {"uri": "skill://alpha"})
-        assert sorted(r["uri"] for r in got["resources"]) == ["skill://alpha/SKILL.md", "skill://alpha/references",
-                                                               "skill://alpha/scripts"]  # fmt: skip
+        assert sorted(r["uri"] for r in got["resources"]) == [
+            "skill://alpha/SKILL.md",
+            "skill://alpha/references",
+            "skill://alpha/scripts",
+        ]
 
     _session(brain, body)
 
@@ -160,8 +222,15 @@ def test_a_forged_cursor_or_an_oversized_request_is_refused_and_the_server_goes_
         return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
     async def body(raw: Raw) -> None:
-        for cursor in ("", "x", "!!!!", forge("skills-after:file:///etc"), forge("other:skill://a"), "A" * 4_000_000,
-                       forge("skills-after:") + "=="):  # fmt: skip
+        for cursor in (
+            "",
+            "x",
+            "!!!!",
+            forge("skills-after:file:///etc"),
+            forge("other:skill://a"),
+            "A" * 4_000_000,
+            forge("skills-after:") + "==",
+        ):
             assert (await raw.error("skills/list", {"cursor": cursor})).code == INVALID_PARAMS, cursor[:40]
         for after in ("skill://held/SKILL.md", "skill://", "skill://\U0010ffff", "skill://alpha/SKILL.md"):
             page = await raw("skills/list", {"cursor": forge("skills-after:" + after)})
@@ -178,11 +247,13 @@ def test_a_forged_cursor_or_an_oversized_request_is_refused_and_the_server_goes_
 def test_a_skill_the_server_refuses_has_no_file_served(brain: Path) -> None:
     async def body(raw: Raw) -> None:
         assert (await raw.error("skills/get", {"uri": "skill://badname/SKILL.md"})).code == INVALID_PARAMS
-        for method, uri in (("resources/read", "skill://badname/SKILL.md"),
-                            ("resources/read", "skill://badname/secret.txt"),
-                            ("resources/directory/read", "skill://badname"),
-                            ("resources/read", "skill://outer/private.txt"),
-                            ("resources/read", "skill://outer/SKILL.md")):  # fmt: skip
+        for method, uri in (
+            ("resources/read", "skill://badname/SKILL.md"),
+            ("resources/read", "skill://badname/secret.txt"),
+            ("resources/directory/read", "skill://badname"),
+            ("resources/read", "skill://outer/private.txt"),
+            ("resources/read", "skill://outer/SKILL.md"),
+        ):
             assert (await raw.error(method, {"uri": uri})).code == INVALID_PARAMS, (method, uri)
 
     _session(brain, body)
@@ -205,9 +276,14 @@ def test_a_gated_skill_s_unreleased_files_are_not_served_by_any_spelling(tmp_pat
     async def body(raw: Raw) -> None:
         entries, _ = await _list_all(raw)
         assert [r["uri"] for e in entries for r in e["resources"]] == ["skill://csv-sum/SKILL.md"]
-        for uri in ("skill://csv-sum/references/new.md", "skill://csv-sum/evals/evals.json",
-                    "skill://csv-sum/references/../references/new.md", "skill://csv-sum/references//new.md",
-                    "skill://csv-sum/references/new.md?v=head", "skill://csv-sum/REFERENCES/new.md"):  # fmt: skip
+        for uri in (
+            "skill://csv-sum/references/new.md",
+            "skill://csv-sum/evals/evals.json",
+            "skill://csv-sum/references/../references/new.md",
+            "skill://csv-sum/references//new.md",
+            "skill://csv-sum/references/new.md?v=head",
+            "skill://csv-sum/REFERENCES/new.md",
+        ):
             assert (await raw.error("resources/read", {"uri": uri})).code == INVALID_PARAMS, uri
         for uri in ("skill://csv-sum/references", "skill://csv-sum/evals"):
             assert (await raw.error("resources/directory/read", {"uri": uri})).code == INVALID_PARAMS, uri
@@ -410,8 +486,12 @@ def _verdicts(tmp: Path, entry: dict[str, Any], files: dict[str, bytes], signer:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(data)
     folder.mkdir(exist_ok=True)
-    script = subprocess.Popen([sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    script = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     mine = run_ledger("proof", "check", str(doc), "--signer", signer, "--files", str(folder), check=False)
     out, err = script.communicate(timeout=120)
     return mine.returncode, script.returncode, f"ledger: {mine.stdout}{mine.stderr}\nscript: {out}{err}"
@@ -449,8 +529,9 @@ def test_an_untrusted_signer_or_another_root_is_refused_by_both(brain: Path, tmp
     doc = tmp_path / "a" / "entry.json"
     root = "blake3-tree-v1:" + "ab" * 32
     mine = run_ledger("proof", "check", str(doc), "--root", root, check=False)
-    script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--root", root], capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    script = subprocess.run(
+        [sys.executable, str(SCRIPT), str(doc), "--root", root], capture_output=True, text=True, timeout=120
+    )
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout)
     unpinned = run_ledger("proof", "check", str(doc), check=False)  # no pin: only self-consistent, so refused
     assert unpinned.returncode == 2 and "say what you trust" in unpinned.stderr
@@ -465,16 +546,20 @@ def test_an_entry_with_a_member_named_twice_is_refused_by_both(brain: Path, tmp_
     text = doc.read_text()
     doc.write_text(text.replace('"format": ', '"version": 7, "format": ', 1))  # "version" twice in the anchor
     mine = run_ledger("proof", "check", str(doc), "--signer", signer, check=False)
-    script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--signer", signer], capture_output=True,
-                            text=True, timeout=120)  # fmt: skip
+    script = subprocess.run(
+        [sys.executable, str(SCRIPT), str(doc), "--signer", signer], capture_output=True, text=True, timeout=120
+    )
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout, script.stderr)
 
 
 # ---------------------------------------------------------------------- a hostile discovery site
 
 
-PDF = {"SKILL.md": b"---\nname: pdf-tools\ndescription: Work with PDF files.\n---\nRun scripts/run.sh.\n",
-       "scripts/run.sh": b"#!/bin/sh\necho pdf\n", "references/r.md": b"Reference.\n"}  # fmt: skip
+PDF = {
+    "SKILL.md": b"---\nname: pdf-tools\ndescription: Work with PDF files.\n---\nRun scripts/run.sh.\n",
+    "scripts/run.sh": b"#!/bin/sh\necho pdf\n",
+    "references/r.md": b"Reference.\n",
+}
 NOTES = b"---\nname: notes\ndescription: Take notes.\n---\nWrite it down.\n"
 
 
@@ -573,38 +658,51 @@ def _skill_md_named_otherwise(site: Path, _t: Path) -> None:
 
 
 SITE_ATTACKS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
-    "an-absolute-member": (lambda s, _t: _republish(s, "pdf-tools", _with(s, ("/etc/cron.d/x", b"x"))),
-                           "leaves the skill's folder"),
-    "a-dotdot-member-deep": (lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/../../x", b"x"))),
-                             "leaves the skill's folder"),
+    "an-absolute-member": (
+        lambda s, _t: _republish(s, "pdf-tools", _with(s, ("/etc/cron.d/x", b"x"))),
+        "leaves the skill's folder",
+    ),
+    "a-dotdot-member-deep": (
+        lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/../../x", b"x"))),
+        "leaves the skill's folder",
+    ),
     "a-hardlink-to-etc-passwd": (
         lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/pw", tarfile.LNKTYPE, "/etc/passwd"))),
-        "references/pw"),
+        "references/pw",
+    ),
     "a-hardlink-inside": (
-        lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/r2.md", tarfile.LNKTYPE,
-                                                                 "references/r.md"))),
-        "references/r2.md is a link, which no anchored skill holds"),
+        lambda s, _t: _republish(
+            s, "pdf-tools", _with(s, _info("references/r2.md", tarfile.LNKTYPE, "references/r.md"))
+        ),
+        "references/r2.md is a link, which no anchored skill holds",
+    ),
     "a-symlink-out": (
         lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/out", tarfile.SYMTYPE, "../../../etc"))),
-        "references/out"),
+        "references/out",
+    ),
     "a-character-device": (
         lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/tty", tarfile.CHRTYPE))),
-        "is not a file, folder or link"),
-    "a-fifo": (lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/fifo", tarfile.FIFOTYPE))),
-               "is not a file, folder or link"),
-    "a-member-twice": (lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/r.md", b"second\n"))),
-                       "twice"),
-    "a-name-in-another-case": (lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/R.md", b"x\n"))),
-                               "references/R.md"),
+        "is not a file, folder or link",
+    ),
+    "a-fifo": (
+        lambda s, _t: _republish(s, "pdf-tools", _with(s, _info("references/fifo", tarfile.FIFOTYPE))),
+        "is not a file, folder or link",
+    ),
+    "a-member-twice": (lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/r.md", b"second\n"))), "twice"),
+    "a-name-in-another-case": (
+        lambda s, _t: _republish(s, "pdf-tools", _with(s, ("references/R.md", b"x\n"))),
+        "references/R.md",
+    ),
     "a-gzip-bomb": (_gzip_bomb, "references/huge.md is 209715200 bytes"),
     "over-ten-thousand-members": (_many_members, "more than 10000 entries"),
-    "the-anchor-of-the-other-skill": (_anchor_of_the_other_skill, "its anchor is for the skill \"notes\""),
-    "the-anchor-s-skill-renamed": (_anchor_renamed_inside, "its anchor is for the skill \"notes\""),
-    }
+    "the-anchor-of-the-other-skill": (_anchor_of_the_other_skill, 'its anchor is for the skill "notes"'),
+    "the-anchor-s-skill-renamed": (_anchor_renamed_inside, 'its anchor is for the skill "notes"'),
+}
 
 
-def _install(site: Path, tmp: Path, handler: type[SimpleHTTPRequestHandler] | None = None
-             ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, str], Path]:  # fmt: skip
+def _install(
+    site: Path, tmp: Path, handler: type[SimpleHTTPRequestHandler] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, str], Path]:
     b = tmp / "b"
     if not b.exists():
         run_ledger("init", str(b), check=True)
@@ -709,18 +807,27 @@ def _index_of(site: Path, name: str, data: bytes) -> None:
     (site / BASE / f"{name}.tar.gz").write_bytes(data)
     from ledger.publish.site import SCHEMA
 
-    entry = {"name": name, "type": "archive", "description": "d", "url": f"{name}.tar.gz",
-             "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+    entry = {
+        "name": name,
+        "type": "archive",
+        "description": "d",
+        "url": f"{name}.tar.gz",
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+    }
     (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
 
 
 SK = b"---\nname: pdf\ndescription: d\n---\nbody\n"
 
 
-@pytest.mark.parametrize("members", [
-    [("SKILL.md", SK), ("references/r.md", b"good\n"), ("references/R.md", b"evil\n")],
-    [("SKILL.md", SK), ("skill.md", b"---\nname: pdf\ndescription: another\n---\n")],
-], ids=["two-names-in-one-case", "skill-md-in-two-cases"])  # fmt: skip
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("SKILL.md", SK), ("references/r.md", b"good\n"), ("references/R.md", b"evil\n")],
+        [("SKILL.md", SK), ("skill.md", b"---\nname: pdf\ndescription: another\n---\n")],
+    ],
+    ids=["two-names-in-one-case", "skill-md-in-two-cases"],
+)
 def test_an_unanchored_archive_with_case_colliding_names_is_refused(members: list, tmp_path: Path) -> None:
     _index_of(tmp_path / "site", "pdf", _tar(members))
     got, before, after, _ = _install(tmp_path / "site", tmp_path)
@@ -729,8 +836,9 @@ def test_an_unanchored_archive_with_case_colliding_names_is_refused(members: lis
 
 
 def test_an_archive_with_a_file_and_a_folder_of_one_name_is_refused_clearly(tmp_path: Path) -> None:
-    _index_of(tmp_path / "site", "pdf", _tar([("SKILL.md", SK), ("references", b"file\n"),
-                                              ("references/r.md", b"x\n")]))  # fmt: skip
+    _index_of(
+        tmp_path / "site", "pdf", _tar([("SKILL.md", SK), ("references", b"file\n"), ("references/r.md", b"x\n")])
+    )
     got, before, after, _ = _install(tmp_path / "site", tmp_path)
     assert after == before and got.returncode == 1
     assert "Traceback" not in got.stderr and "references" in got.stderr, got.stderr
@@ -762,8 +870,10 @@ def test_a_revoked_version_is_not_served_as_the_gate_s_released_one(tmp_path: Pa
     b = tmp_path / "brain"
     run_ledger("init", str(b), check=True)
     v1 = {"SKILL.md": CSV_V1.encode()}
-    v2 = {"SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
-          "evals/evals.json": json.dumps(EVALS).encode()}  # fmt: skip
+    v2 = {
+        "SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
+        "evals/evals.json": json.dumps(EVALS).encode(),
+    }
     publish_index(tmp_path / "up", "csv-sum", v1)
     with served(tmp_path / "up") as url:
         ledger(b, "install", url, "csv-sum")
@@ -817,8 +927,10 @@ def test_sync_takes_a_revoked_released_version_out_of_a_runtime_and_entries_say_
     run_ledger("init", str(b), check=True, env=env)
     run("link", "claude")
     folder = home / ".claude/skills/csv-sum"
-    v2 = {"SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
-          "evals/evals.json": json.dumps(EVALS).encode()}  # fmt: skip
+    v2 = {
+        "SKILL.md": CSV_V1.encode().replace(b"read the file", b"read the file twice"),
+        "evals/evals.json": json.dumps(EVALS).encode(),
+    }
     publish_index(tmp_path / "up", "csv-sum", {"SKILL.md": CSV_V1.encode()})
     with served(tmp_path / "up") as url:
         run("install", url, "csv-sum")
@@ -869,8 +981,9 @@ def test_an_update_to_an_older_signed_snapshot_is_refused(tmp_path: Path) -> Non
     (tmp_path / "r.md").write_text("Reference, version 2: the fixed one.\n")
     ledger(a, "skill", "write-file", "pdf-tools", "references/r.md", "--from", str(tmp_path / "r.md"))
     ledger(a, "export", "--discovery", str(tmp_path / "v2"))
-    versions = [json.loads((tmp_path / v / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["version"]
-                for v in ("v1", "v2")]  # fmt: skip
+    versions = [
+        json.loads((tmp_path / v / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["version"] for v in ("v1", "v2")
+    ]
     assert versions == [1, 2]
     www = tmp_path / "www"
     shutil.copytree(tmp_path / "v2", www)
@@ -897,8 +1010,12 @@ def test_a_files_folder_holding_a_link_is_refused_by_both(brain: Path, tmp_path:
     guide.symlink_to(tmp_path / "elsewhere.md")
     doc, folder = tmp_path / "entry.json", tmp_path / "files"
     mine = run_ledger("proof", "check", str(doc), "--signer", signer, "--files", str(folder), check=False)
-    script = subprocess.run([sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    script = subprocess.run(
+        [sys.executable, str(SCRIPT), str(doc), "--signer", signer, "--files", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (mine.returncode, script.returncode) == (1, 1), (mine.stderr, script.stdout)
 
 
@@ -959,8 +1076,10 @@ def test_an_update_signed_by_another_key_is_refused_or_said(tmp_path: Path) -> N
     src = skill_tree(tmp_path / "src-c", {"pdf-tools": theirs})
     run_ledger("--brain", str(c), "import", str(src), env=env, check=True)
     run_ledger("--brain", str(c), "export", "--discovery", str(tmp_path / "site-c"), env=env, check=True)
-    old, new = (json.loads((tmp_path / s / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["signer"]["address"]
-                for s in ("site-a", "site-c"))  # fmt: skip
+    old, new = (
+        json.loads((tmp_path / s / BASE / "pdf-tools.anchor.json").read_bytes())[KEY]["signer"]["address"]
+        for s in ("site-a", "site-c")
+    )
     assert old != new
     www = tmp_path / "www"
     shutil.copytree(tmp_path / "site-a", www)
@@ -980,8 +1099,10 @@ SAMPLE = b"---\nname: a-sample\ndescription: A sample SKILL.md the scanner's tes
 def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_path: Path) -> None:
     a = tmp_path / "a"
     run_ledger("init", str(a), check=True)
-    folder = {"SKILL.md": b"---\nname: scanner-tests\ndescription: Tests of a scanner.\n---\nSee fixtures/.\n",
-              "fixtures/evil-sample/SKILL.md": SAMPLE}  # fmt: skip
+    folder = {
+        "SKILL.md": b"---\nname: scanner-tests\ndescription: Tests of a scanner.\n---\nSee fixtures/.\n",
+        "fixtures/evil-sample/SKILL.md": SAMPLE,
+    }
     ledger(a, "import", str(skill_tree(tmp_path / "src", {"scanner-tests": folder})))
     ledger(a, "export", "--discovery", str(tmp_path / "published"))
     outer = json.loads((tmp_path / "published" / BASE / "scanner-tests.anchor.json").read_bytes())[KEY]
@@ -990,14 +1111,20 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
 
     with Brain.open(a) as brain:  # the brain does not serve the sample as a skill
         assert [e["uri"] for e in Entries(brain).list()] == ["skill://scanner-tests/SKILL.md"]
-    carved = dict(outer, prefix="fixtures/evil-sample",
-                  files=[f for f in outer["files"] if f["path"].startswith("fixtures/evil-sample/")])  # fmt: skip
+    carved = dict(
+        outer,
+        prefix="fixtures/evil-sample",
+        files=[f for f in outer["files"] if f["path"].startswith("fixtures/evil-sample/")],
+    )
     from ledger.errors import ProofError
     from ledger.publish.anchor import verify_anchor
 
     verify_anchor(carved)  # without the bytes, only this: the sub-folder is whole and in the signed root (§16.3)
-    with pytest.raises(ProofError, match=r"'fixtures/evil-sample/SKILL\.md' names the skill \"a-sample\", not "
-                                         r"'evil-sample'"):  # fmt: skip
+    with pytest.raises(
+        ProofError,
+        match=r"'fixtures/evil-sample/SKILL\.md' names the skill \"a-sample\", not "
+        r"'evil-sample'",
+    ):
         verify_anchor(carved, {"SKILL.md": SAMPLE})  # its SKILL.md says which skill it is: not the prefix's
     site = tmp_path / "site"
     (site / BASE / "evil-sample").mkdir(parents=True)
@@ -1005,8 +1132,13 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
     (site / BASE / "evil-sample.anchor.json").write_text(json.dumps({KEY: carved}))
     from ledger.publish.site import SCHEMA
 
-    entry = {"name": "evil-sample", "type": "skill-md", "description": "d", "url": "evil-sample/SKILL.md",
-             "digest": "sha256:" + hashlib.sha256(SAMPLE).hexdigest()}  # fmt: skip
+    entry = {
+        "name": "evil-sample",
+        "type": "skill-md",
+        "description": "d",
+        "url": "evil-sample/SKILL.md",
+        "digest": "sha256:" + hashlib.sha256(SAMPLE).hexdigest(),
+    }
     (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
     b = tmp_path / "b"
     run_ledger("init", str(b), check=True)
@@ -1018,8 +1150,9 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
     assert after == before
 
 
-def _anchor_for_a_withheld_skill(public: dict[str, Any], name: str, files: dict[str, bytes],
-                                 neighbour: str) -> dict[str, Any]:  # fmt: skip
+def _anchor_for_a_withheld_skill(
+    public: dict[str, Any], name: str, files: dict[str, bytes], neighbour: str
+) -> dict[str, Any]:
     """What anyone can build from a brain's PUBLIC anchor of ``neighbour`` and the bytes of a skill ``name`` they
     wrote (so know) which the brain installed and holds in quarantine: the withheld folder's digest and proofs
     by the bundle hash's public algorithm, and its one step to the root from the neighbour's published folder
@@ -1032,14 +1165,25 @@ def _anchor_for_a_withheld_skill(public: dict[str, Any], name: str, files: dict[
     sibling = leaf_hash(KIND_DIR, neighbour, bytes.fromhex(public["folder"]["content"]))
 
     def steps_json(path: str) -> list[dict[str, Any]]:
-        return [{"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]}
-                for s in prove(node, path).steps]  # fmt: skip
+        return [
+            {"index": s.index, "count": s.count, "siblings": [h.hex() for h in s.siblings]}
+            for s in prove(node, path).steps
+        ]
 
-    return dict(public, skill=name, prefix="", version=1,
-                folder={"content": node.digest.hex(),
-                        "steps": [{"index": 1 - steps[0]["index"], "count": 2, "siblings": [sibling.hex()]}]},
-                files=[{"path": rel, "kind": "file", "content": file_digest(files[rel]).hex(),
-                        "steps": steps_json(rel)} for rel in sorted(files, key=str.encode)])  # fmt: skip
+    return dict(
+        public,
+        skill=name,
+        prefix="",
+        version=1,
+        folder={
+            "content": node.digest.hex(),
+            "steps": [{"index": 1 - steps[0]["index"], "count": 2, "siblings": [sibling.hex()]}],
+        },
+        files=[
+            {"path": rel, "kind": "file", "content": file_digest(files[rel]).hex(), "steps": steps_json(rel)}
+            for rel in sorted(files, key=str.encode)
+        ],
+    )
 
 
 def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_path: Path) -> None:
@@ -1053,8 +1197,11 @@ def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_p
     assert json.loads(ledger(a, "supply", "show", "zz-helper", "--json").stdout)["state"] == "quarantined"
     ledger(a, "export", "--discovery", str(tmp_path / "published"))
     public = json.loads((tmp_path / "published" / BASE / "notes.anchor.json").read_bytes())[KEY]
-    held = {p.relative_to(a / "skills/zz-helper").as_posix(): p.read_bytes()
-            for p in (a / "skills/zz-helper").rglob("*") if p.is_file()}  # fmt: skip  (bytes Mallory predicts)
+    held = {
+        p.relative_to(a / "skills/zz-helper").as_posix(): p.read_bytes()
+        for p in (a / "skills/zz-helper").rglob("*")
+        if p.is_file()
+    }  # (bytes Mallory predicts)
     forged = _anchor_for_a_withheld_skill(public, "zz-helper", held, "notes")
     from ledger.publish.anchor import verify_anchor
 
@@ -1065,8 +1212,13 @@ def test_an_anchor_of_a_skill_the_signer_withholds_does_not_earn_its_trust(tmp_p
     (site / BASE / "zz-helper.anchor.json").write_text(json.dumps({KEY: forged}))
     from ledger.publish.site import SCHEMA
 
-    entry = {"name": "zz-helper", "type": "skill-md", "description": "d", "url": "zz-helper/SKILL.md",
-             "digest": "sha256:" + hashlib.sha256(held["SKILL.md"]).hexdigest()}  # fmt: skip
+    entry = {
+        "name": "zz-helper",
+        "type": "skill-md",
+        "description": "d",
+        "url": "zz-helper/SKILL.md",
+        "digest": "sha256:" + hashlib.sha256(held["SKILL.md"]).hexdigest(),
+    }
     (site / BASE / "index.json").write_text(json.dumps({"$schema": SCHEMA, "skills": [entry]}))
     b = tmp_path / "b"
     run_ledger("init", str(b), check=True)

@@ -29,23 +29,42 @@ DIGEST = "blake3-tree-v1:" + "ab" * 32
 REASON = "it sent the user's tokens to a paste site"
 
 
-MEDIUM = {"scanner": "ledger-scan/1", "worst": "medium", "findings": [
-    {"rule": "LS702", "severity": "medium", "file": "SKILL.md", "line": None, "detail": "executable bit set"}]}
+MEDIUM = {
+    "scanner": "ledger-scan/1",
+    "worst": "medium",
+    "findings": [
+        {"rule": "LS702", "severity": "medium", "file": "SKILL.md", "line": None, "detail": "executable bit set"}
+    ],
+}
 
 
 def _entry(state: str) -> Entry:
-    return Entry(source={"type": "git", "url": "https://example.com/skills.git", "path": "skills/x", "ref": None},
-                 pin={"commit": "c" * 40}, version=1, blake3=DIGEST, sha256="d" * 64, files={"SKILL.md": "e" * 64},
-                 signer=None, derived_from=None, state=state, verdict=MEDIUM,
-                 approval={"by": None, "auto": False, "override": None} if state == APPROVED else None)  # fmt: skip
+    return Entry(
+        source={"type": "git", "url": "https://example.com/skills.git", "path": "skills/x", "ref": None},
+        pin={"commit": "c" * 40},
+        version=1,
+        blake3=DIGEST,
+        sha256="d" * 64,
+        files={"SKILL.md": "e" * 64},
+        signer=None,
+        derived_from=None,
+        state=state,
+        verdict=MEDIUM,
+        approval={"by": None, "auto": False, "override": None} if state == APPROVED else None,
+    )
 
 
 def _mark(brain: Path | Brain, **states: str) -> None:
     """The head's supply record set to ``states`` (name → quarantined | approved | revoked)."""
     revoked = {DIGEST: {"reason": REASON, "source": None, "pin": None}} if REVOKED in states.values() else {}
     with contextlib.nullcontext(brain) if isinstance(brain, Brain) else Brain.open(brain) as b:
-        b._writer.apply("approve", {}, [], "supply: " + ", ".join(f"{n} {s}" for n, s in states.items()),
-                       supply=Supply({n: _entry(s) for n, s in states.items()}, revoked))  # fmt: skip
+        b._writer.apply(
+            "approve",
+            {},
+            [],
+            "supply: " + ", ".join(f"{n} {s}" for n, s in states.items()),
+            supply=Supply({n: _entry(s) for n, s in states.items()}, revoked),
+        )
 
 
 def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
@@ -55,15 +74,28 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True, env=env)
     for name in skills:
-        run_ledger("--brain", str(brain), "skill", "create", name, "--description", f"Do {name}.", "--body",
-                   f"# {name}\n\nStep one.\n", check=True, env=env)  # fmt: skip
+        run_ledger(
+            "--brain",
+            str(brain),
+            "skill",
+            "create",
+            name,
+            "--description",
+            f"Do {name}.",
+            "--body",
+            f"# {name}\n\nStep one.\n",
+            check=True,
+            env=env,
+        )
     return brain, env
 
 
-def _ledger(brain: Path, env: dict[str, str], *args: str, full: bool = False,
-            check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return run_ledger("--brain", str(brain), *args, env={**env, **({"LEDGER_FULL_PATH": "1"} if full else {})},
-                      check=check)  # fmt: skip
+def _ledger(
+    brain: Path, env: dict[str, str], *args: str, full: bool = False, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return run_ledger(
+        "--brain", str(brain), *args, env={**env, **({"LEDGER_FULL_PATH": "1"} if full else {})}, check=check
+    )
 
 
 def _sync(brain: Path, env: dict[str, str], code: int = 0) -> dict[str, dict]:
@@ -153,17 +185,26 @@ def test_mcp_lists_nothing_withheld_and_refuses_reads_and_writes(tmp_path: Path)
             assert "ledger approve beta" in refused["hint"]
             revoked = body(await s.call_tool("skill_view", {"name": "gamma"}))
             assert revoked["state"] == "revoked" and REASON in revoked["error"] and revoked["reason"] == REASON
-            for tool, args in (("skill_history", {"name": "beta"}), ("skill_diff", {"name": "beta", "from": 1,
-                               "to": 1}), ("skill_manage", {"action": "patch", "name": "beta", "old_string":
-                               "Step one.", "new_string": "Step two."}), ("skill_manage", {"action": "delete",
-                               "name": "gamma"})):  # fmt: skip
+            for tool, args in (
+                ("skill_history", {"name": "beta"}),
+                ("skill_diff", {"name": "beta", "from": 1, "to": 1}),
+                (
+                    "skill_manage",
+                    {"action": "patch", "name": "beta", "old_string": "Step one.", "new_string": "Step two."},
+                ),
+                ("skill_manage", {"action": "delete", "name": "gamma"}),
+            ):
                 result = await s.call_tool(tool, args)
                 assert result.is_error and body(result)["state"] in ("quarantined", "revoked"), tool
-            again = await s.call_tool("skill_manage", {"action": "create", "name": "beta", "content":
-                                      "---\nname: beta\ndescription: Mine.\n---\nGo.\n"})  # fmt: skip
+            again = await s.call_tool(
+                "skill_manage",
+                {"action": "create", "name": "beta", "content": "---\nname: beta\ndescription: Mine.\n---\nGo.\n"},
+            )
             assert again.is_error and body(again)["state"] == "quarantined"
-            near = await s.call_tool("skill_manage", {"action": "create", "name": "betas", "content":
-                                     "---\nname: betas\ndescription: Do beta.\n---\nGo.\n"})  # fmt: skip
+            near = await s.call_tool(
+                "skill_manage",
+                {"action": "create", "name": "betas", "content": "---\nname: betas\ndescription: Do beta.\n---\nGo.\n"},
+            )
             assert not near.is_error  # a withheld skill is not a near-duplicate to name either
             _mark(brain, beta=APPROVED, gamma=REVOKED)  # approved beside the running server: listed at once
             listed = body(await s.call_tool("skills_list", {}))

@@ -17,8 +17,9 @@ def test_a_support_folder_renamed_beside_writes_never_gives_a_traceback(tmp_path
     src = tmp_path / "f.md"
     src.write_text("x\n")
     for i in range(3):
-        run_ledger("--brain", str(brain), "skill", "write-file", "s", f"references/r{i}.md", "--from", str(src),
-                   check=True)  # fmt: skip
+        run_ledger(
+            "--brain", str(brain), "skill", "write-file", "s", f"references/r{i}.md", "--from", str(src), check=True
+        )
     folder, aside = brain / "skills" / "s" / "references", brain / "skills" / "s" / "moved"
     stop = threading.Event()
 
@@ -33,8 +34,9 @@ def test_a_support_folder_renamed_beside_writes_never_gives_a_traceback(tmp_path
     outcomes = []
     try:
         for i in range(30):
-            proc = run_ledger("--brain", str(brain), "skill", "write-file", "s", f"references/w{i}.md",
-                              "--from", str(src))  # fmt: skip
+            proc = run_ledger(
+                "--brain", str(brain), "skill", "write-file", "s", f"references/w{i}.md", "--from", str(src)
+            )
             outcomes.append(proc)
     finally:
         stop.set()

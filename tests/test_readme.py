@@ -13,9 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.chain
 def test_the_readme_cli_section_runs_top_to_bottom() -> None:
-    proc = subprocess.run(
-        [str(REPO / "scripts" / "readme-walkthrough")], capture_output=True, text=True, timeout=600
-    )
+    proc = subprocess.run([str(REPO / "scripts" / "readme-walkthrough")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "every step of the README's CLI section ran" in proc.stderr
     for shown in ("pushed", "cloned", "committed on chain at seq", "Verified OK"):

@@ -36,8 +36,16 @@ def _check_with_cli(tmp_path: Path, brain: Path, receipt: dict, content: bytes) 
     assert receipt["root"] == logged
     (tmp_path / "receipt.json").write_text(json.dumps(receipt))
     (tmp_path / "content").write_bytes(content)
-    run_ledger("proof", "check", str(tmp_path / "receipt.json"), "--root", logged, "--file", str(tmp_path / "content"),
-               check=True)  # fmt: skip
+    run_ledger(
+        "proof",
+        "check",
+        str(tmp_path / "receipt.json"),
+        "--root",
+        logged,
+        "--file",
+        str(tmp_path / "content"),
+        check=True,
+    )
 
 
 def test_view_proofs_verify_after_mixed_writes_reads_and_a_gc(tmp_path: Path) -> None:
@@ -54,8 +62,12 @@ def test_view_proofs_verify_after_mixed_writes_reads_and_a_gc(tmp_path: Path) ->
             elif kind == "write":
                 tools.skill_manage("write_file", name, file_path=f"references/r{step}.md", file_content=f"{step}\n")
             elif kind == "create":
-                tools.skill_manage("create", f"new-{step}", content=f"---\nname: new-{step}\ndescription: New {step}."
-                                   "\n---\nStep new.\n", force=True)  # fmt: skip
+                tools.skill_manage(
+                    "create",
+                    f"new-{step}",
+                    content=f"---\nname: new-{step}\ndescription: New {step}.\n---\nStep new.\n",
+                    force=True,
+                )
             elif kind == "delete" and len(b.head().skills) > N // 2:
                 tools.skill_manage("delete", name)
             elif kind == "list":

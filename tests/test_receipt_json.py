@@ -20,8 +20,17 @@ def expected(receipt: Receipt) -> dict:
 
 
 def test_the_same_document_as_asdict() -> None:
-    full = Receipt("s0", 1, "blake3-tree-v1:00", "ab", "import", {"tx": "0x1", "receipt": {"gas": 1}}, CHANGES,
-                   "0xabc", ["add 0x1 agent"])  # fmt: skip
+    full = Receipt(
+        "s0",
+        1,
+        "blake3-tree-v1:00",
+        "ab",
+        "import",
+        {"tx": "0x1", "receipt": {"gas": 1}},
+        CHANGES,
+        "0xabc",
+        ["add 0x1 agent"],
+    )
     bare = Receipt("s0", 1, "blake3-tree-v1:00", "ab", "patch")
     for receipt in (full, bare):
         assert receipt.to_json() == expected(receipt)

@@ -22,9 +22,18 @@ from tests.conftest import run_ledger
 
 
 def _note(snap: gs.Snapshot, seq: int, **over: object) -> dict:
-    doc = {"chain_id": 31337, "registry": "0x" + "ab" * 20, "agent": "0x" + "01" * 32, "seq": seq,
-           "root": format_root(snap.root), "committer": "0x" + "cd" * 20, "tx": "0x" + "ee" * 32, "block": 1,
-           "block_hash": "0x" + "ff" * 32, "log_index": 0}  # fmt: skip
+    doc = {
+        "chain_id": 31337,
+        "registry": "0x" + "ab" * 20,
+        "agent": "0x" + "01" * 32,
+        "seq": seq,
+        "root": format_root(snap.root),
+        "committer": "0x" + "cd" * 20,
+        "tx": "0x" + "ee" * 32,
+        "block": 1,
+        "block_hash": "0x" + "ff" * 32,
+        "log_index": 0,
+    }
     doc.update(over)
     return doc
 
@@ -66,8 +75,11 @@ def test_offline_audit_checks_each_receipt_against_its_snapshot(tmp_path: Path) 
         code, rep, err = _audit(b.root)
         chk = rep["checks"]["receipts"]
         assert code == 1 and not chk["ok"] and chk["snapshot"] == snaps[2].commit, (case, chk, err)
-    for data, why in ((b"not json", "is not JSON"), (b'{"seq": 3}', "has no 'chain_id'"),
-                      (json.dumps(_note(snaps[2], 3, block="1")).encode(), "'block' is '1'")):  # fmt: skip
+    for data, why in (
+        (b"not json", "is not JSON"),
+        (b'{"seq": 3}', "has no 'chain_id'"),
+        (json.dumps(_note(snaps[2], 3, block="1")).encode(), "'block' is '1'"),
+    ):
         _raw_note(b.store, snaps[2].commit, data)
         code, rep, err = _audit(b.root)
         chk = rep["checks"]["receipts"]
@@ -138,8 +150,13 @@ def test_audit_with_the_chain_catches_what_offline_cannot(anchored, tmp_path: Pa
     # A receipt whose committer (or root, or log index) is not its event's, in the same transaction.
     real = read_receipts(a.store)
     second = max(real, key=lambda c: real[c]["seq"])
-    write_receipts(gs.GitStore(remote), {forged: {**real[second], "seq": 3, "root": format_root(a.head().snap.root)},
-                                         second: {**real[second], "committer": "0x" + "12" * 20}})  # fmt: skip
+    write_receipts(
+        gs.GitStore(remote),
+        {
+            forged: {**real[second], "seq": 3, "root": format_root(a.head().snap.root)},
+            second: {**real[second], "committer": "0x" + "12" * 20},
+        },
+    )
     code, rep, _ = _audit(remote, *args)
     chk = rep["checks"]["chain.receipts"]
     assert code == 1 and chk["snapshot"] == second and "its committer is not chain sequence 2's" in chk["summary"], chk

@@ -27,24 +27,40 @@ from ledger.protocol.signing import keccak
 from tests.conftest import run_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_KNOWN = re.compile(r"the contract at 0x[0-9a-fA-F]{40} is not a BrainRegistry this ledger knows: "
-                       r"code hash 0x[0-9a-f]{64}")  # fmt: skip
+NOT_KNOWN = re.compile(
+    r"the contract at 0x[0-9a-fA-F]{40} is not a BrainRegistry this ledger knows: "
+    r"code hash 0x[0-9a-f]{64}"
+)
 
 
 @pytest.fixture(scope="module")
 def lookalike_bytecode(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("forge")
-    subprocess.run([str(ROOT / "scripts" / "forge"), "build", "tests/fixtures/lookalike/LookAlikeRegistry.sol", "-q",
-                    "--out", str(out / "out"), "--cache-path", str(out / "cache")],
-                   cwd=ROOT, check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [
+            str(ROOT / "scripts" / "forge"),
+            "build",
+            "tests/fixtures/lookalike/LookAlikeRegistry.sol",
+            "-q",
+            "--out",
+            str(out / "out"),
+            "--cache-path",
+            str(out / "cache"),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     built = json.loads((out / "out" / "LookAlikeRegistry.sol" / "LookAlikeRegistry.json").read_text())
     return str(built["bytecode"]["object"])
 
 
 def _deploy(rpc: str, bytecode: str) -> Registry:
     reg = Registry(rpc)
-    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=bytecode).constructor(),
-                       what="deploying a registry")  # fmt: skip
+    receipt = reg.send(
+        dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=bytecode).constructor(), what="deploying a registry"
+    )
     return Registry(rpc, receipt["contractAddress"])
 
 
@@ -55,8 +71,9 @@ def on_lookalike(chained: Brain, lookalike_bytecode: str) -> Brain:
     fake = _deploy(str(cfg.rpc), lookalike_bytecode)
     fake.send(dev_account(0), fake.bound().functions.register(b"\x02" * 32, 1000), what="registering")
     agent = fake.bound().functions.agentIdOf(dev_account(0).address, b"\x02" * 32).call()
-    chained.update_config(chain={**chained.config["chain"], "registry": fake.address, "agent_id": f"0x{agent:064x}",
-                                 "deploy_block": 0})  # fmt: skip
+    chained.update_config(
+        chain={**chained.config["chain"], "registry": fake.address, "agent_id": f"0x{agent:064x}", "deploy_block": 0}
+    )
     b = ("--brain", str(chained.root))
     run_ledger(*b, "skill", "create", "s", "--description", "S skill", check=True)
     run_ledger(*b, "chain", "anchor", check=True)  # anchored on the look-alike, which records it as the real one would

@@ -10,8 +10,12 @@ from ledger.page.collect import collect
 
 def _git_numstat(git_dir: str, old: str, new: str) -> tuple[int, int, int]:
     """Files, lines added and lines removed under skills/, by the git command line itself."""
-    out = subprocess.run(["git", f"--git-dir={git_dir}", "diff", "--numstat", "--no-renames", old, new, "--",
-                          "skills"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "diff", "--numstat", "--no-renames", old, new, "--", "skills"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = [line.split("\t") for line in out.splitlines() if line]
     return len(rows), sum(int(r[0]) for r in rows), sum(int(r[1]) for r in rows)
 

@@ -119,9 +119,17 @@ def test_roll_forward_never_writes_through_a_planted_temp_link(brain: Brain, tmp
     outside, digest = _sentinel(tmp_path)
     brain.create("s", "d", "x\n")
     proc = run_ledger(
-        "--brain", str(brain.root), "skill", "patch", "s", "--old", "x", "--new", "y",
+        "--brain",
+        str(brain.root),
+        "skill",
+        "patch",
+        "s",
+        "--old",
+        "x",
+        "--new",
+        "y",
         env={"LEDGER_CRASHPOINT": "after-journal"},
-    )  # fmt: skip
+    )
     assert proc.returncode == 86
     # Hard links to the outside file where a writer might put its temp file: the old name beside
     # the target, and the new place, .ledger/tmp/.
@@ -138,8 +146,9 @@ def test_roll_forward_never_writes_through_a_planted_temp_link(brain: Brain, tmp
     assert _verify(brain.root).returncode == 0
 
 
-@pytest.mark.parametrize("args", [["skill", "view", "s"], ["skill", "view", "s", "--file", "references/a.md"],
-                                  ["skill", "list"], ["index"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args", [["skill", "view", "s"], ["skill", "view", "s", "--file", "references/a.md"], ["skill", "list"], ["index"]]
+)
 def test_reads_refuse_symlinks_like_writes(brain: Brain, tmp_path: Path, args: list[str]) -> None:
     secret = tmp_path / "secret.md"
     secret.write_text("---\nname: s\ndescription: TOP SECRET\n---\nTOP SECRET BODY\n")
@@ -174,8 +183,9 @@ def test_roll_forward_refuses_to_discard_a_hand_edit_and_recover_settles_it(brai
     brain.create("s", "d", "x\n")
     brain.write_file("s", "references/a.md", b"a\n")
     root = str(brain.root)
-    proc = run_ledger("--brain", root, "skill", "patch", "s", "--old", "x", "--new", "y",
-                      env={"LEDGER_CRASHPOINT": "after-journal"})  # fmt: skip
+    proc = run_ledger(
+        "--brain", root, "skill", "patch", "s", "--old", "x", "--new", "y", env={"LEDGER_CRASHPOINT": "after-journal"}
+    )
     assert proc.returncode == 86
     edited = brain.skills_dir / "s" / "references" / "a.md"
     edited.write_text("my hand edit\n")
@@ -224,8 +234,11 @@ def _hostile_clone(brain: Path, tmp_path: Path, name: str, skill_md: bytes, mess
     subprocess.run(["git", "clone", "-q", "--bare", str(brain), str(clone)], check=True)
 
     def git(*args: str, data: bytes | None = None) -> str:
-        return subprocess.run(["git", "--git-dir", str(clone), *args], input=data, capture_output=True,
-                              check=True).stdout.decode().strip()  # fmt: skip
+        return (
+            subprocess.run(["git", "--git-dir", str(clone), *args], input=data, capture_output=True, check=True)
+            .stdout.decode()
+            .strip()
+        )
 
     blob = git("hash-object", "-w", "--stdin", data=skill_md)
     skill = git("mktree", data=f"100644 blob {blob}\tSKILL.md\n".encode())
@@ -266,8 +279,12 @@ def test_forged_digest_cache_record_cannot_shape_a_snapshot_root(brain: Brain) -
     brain.create("s", "d", "x\n")
     brain.write_file("s", "references/a.md", b"a\n")
     blob = bytes.fromhex(
-        subprocess.run(["git", "-C", str(brain.root), "rev-parse", "main:skills/s/references/a.md"],
-                       capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(
+            ["git", "-C", str(brain.root), "rev-parse", "main:skills/s/references/a.md"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     )
     brain.close()
     cache = brain.control / "cache" / "digests-v2.bin"
@@ -312,8 +329,9 @@ def test_verify_checks_every_trailer(brain: Brain, tmp_path: Path, edit) -> None
     assert forged != msg
     tree = subprocess.run([*git, "rev-parse", "main^{tree}"], capture_output=True, text=True).stdout.strip()
     parent = subprocess.run([*git, "rev-parse", "main~1"], capture_output=True, text=True).stdout.strip()
-    new = subprocess.run([*git, "commit-tree", tree, "-p", parent, "-m", forged.rstrip("\n")],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    new = subprocess.run(
+        [*git, "commit-tree", tree, "-p", parent, "-m", forged.rstrip("\n")], capture_output=True, text=True, check=True
+    ).stdout.strip()
     subprocess.run([*git, "update-ref", "refs/heads/main", new], check=True)
     proc = run_ledger("--brain", str(brain.root), "verify")
     assert proc.returncode == 1 and "FAIL" in proc.stdout and "trailers" in proc.stdout, proc.stdout
@@ -460,10 +478,21 @@ def test_windows_device_names_are_refused_as_skill_names(brain: Brain, name: str
 
 @pytest.mark.parametrize(
     "rel",
-    ["references/con", "references/NUL.md", "references/a.", "references/a ", "references/\x1b[2Jx.md",
-     "references/tab\there.md", "references/.git/config", "references/.GIT/x", "references/git~1/x",
-     "references/.g\u200cit/x", "references/a:b.md", "references/q?.md"],
-)  # fmt: skip
+    [
+        "references/con",
+        "references/NUL.md",
+        "references/a.",
+        "references/a ",
+        "references/\x1b[2Jx.md",
+        "references/tab\there.md",
+        "references/.git/config",
+        "references/.GIT/x",
+        "references/git~1/x",
+        "references/.g\u200cit/x",
+        "references/a:b.md",
+        "references/q?.md",
+    ],
+)
 def test_support_paths_that_break_portable_checkouts_are_refused(brain: Brain, rel: str) -> None:
     brain.create("s", "d", "x\n")
     before = fingerprint(brain.root)

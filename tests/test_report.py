@@ -26,8 +26,10 @@ SKILL = "---\nname: s\ndescription: The s skill\n---\n{body}\n"
 
 
 def _rows(prefix: str, passed: int, failed: int, skill: str = "s") -> str:
-    return "".join(json.dumps({"skill": skill, "task": f"{prefix}{i}", "success": i < passed}) + "\n"
-                   for i in range(passed + failed))  # fmt: skip
+    return "".join(
+        json.dumps({"skill": skill, "task": f"{prefix}{i}", "success": i < passed}) + "\n"
+        for i in range(passed + failed)
+    )
 
 
 def _page(path: Path, out: Path, *args: str) -> tuple[int, dict]:
@@ -76,8 +78,12 @@ def _flip_a_failure(git_dir: Path) -> None:
     tip = git(git_dir, "rev-parse", "main").strip()
     chunk = blob_at(git_dir, tip, "evidence/00000000")
     assert b'"result":"failure"' in chunk
-    tree = edit_tree(git_dir, git(git_dir, "rev-parse", f"{tip}^{{tree}}").strip(), "evidence/00000000",
-                     chunk.replace(b'"result":"failure"', b'"result":"success"', 1))  # fmt: skip
+    tree = edit_tree(
+        git_dir,
+        git(git_dir, "rev-parse", f"{tip}^{{tree}}").strip(),
+        "evidence/00000000",
+        chunk.replace(b'"result":"failure"', b'"result":"success"', 1),
+    )
     message = git(git_dir, "log", "-1", "--format=%B", tip)
     parent = git(git_dir, "rev-parse", f"{tip}^").strip()
     forged = git(git_dir, "commit-tree", tree, "-p", parent, input=message).strip()
@@ -137,8 +143,11 @@ def _transfer(brain, amount: int) -> str:
     cfg = ChainConfig.of(brain)
     reg = Registry(cfg.rpc, cfg.registry)
     owner, other = dev_account(0), dev_account(1)
-    reg.send(owner, reg.bound().functions.safeTransferFrom(owner.address, other.address, cfg.agent_id, amount, b""),
-             what="a share transfer")  # fmt: skip
+    reg.send(
+        owner,
+        reg.bound().functions.safeTransferFrom(owner.address, other.address, cfg.agent_id, amount, b""),
+        what="a share transfer",
+    )
     return other.address
 
 
@@ -147,29 +156,77 @@ def _cast(command: str, cwd: Path | None = None) -> str:
     (cast from Foundry, ledger and git on the PATH)."""
     path = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(Path(LEDGER).parent), os.environ["PATH"]])
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
-    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env={**env, "PATH": path},
-                          cwd=cwd, check=True, timeout=120).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        env={**env, "PATH": path},
+        cwd=cwd,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
 
 
 def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, tmp_path: Path) -> None:
     brain = chained
     b = ("--brain", str(brain.root))
-    run_ledger(*b, "skill", "create", "oracle-manipulation", "--category", "security", "--description",
-               "Check oracle freshness and prefer TWAP over spot price", "--body", "Check staleness.\n", check=True)
-    run_ledger(*b, "skill", "create", "pdf-extraction", "--category", "documents", "--description",
-               "Extract text and tables from PDFs", "--body", "Use pdftotext -layout first.\n", check=True)
-    run_ledger(*b, "skill", "patch", "oracle-manipulation", "--old", "staleness.", "--new",
-               "staleness.\nPrefer a TWAP.\nNever a spot read.", check=True)  # fmt: skip
+    run_ledger(
+        *b,
+        "skill",
+        "create",
+        "oracle-manipulation",
+        "--category",
+        "security",
+        "--description",
+        "Check oracle freshness and prefer TWAP over spot price",
+        "--body",
+        "Check staleness.\n",
+        check=True,
+    )
+    run_ledger(
+        *b,
+        "skill",
+        "create",
+        "pdf-extraction",
+        "--category",
+        "documents",
+        "--description",
+        "Extract text and tables from PDFs",
+        "--body",
+        "Use pdftotext -layout first.\n",
+        check=True,
+    )
+    run_ledger(
+        *b,
+        "skill",
+        "patch",
+        "oracle-manipulation",
+        "--old",
+        "staleness.",
+        "--new",
+        "staleness.\nPrefer a TWAP.\nNever a spot read.",
+        check=True,
+    )
     address = json.loads(run_ledger(*b, "keys", "generate", "verifier", "--json", check=True).stdout)["address"]
     run_ledger(*b, "keys", "trust", "verifier", address, check=True)
-    run_ledger(*b, "outcome", "import", "-", "--actor", "verifier", input=_rows("a", 3, 1, "oracle-manipulation"),
-               check=True)  # fmt: skip
+    run_ledger(
+        *b, "outcome", "import", "-", "--actor", "verifier", input=_rows("a", 3, 1, "oracle-manipulation"), check=True
+    )
     brain._snapshots.current = None
     commit_pending(brain, key=DEV_KEY_NAME)
     holder = _transfer(brain, 250)
     # then more work, not yet on chain: a new root, and an outcome recorded on it
-    run_ledger(*b, "skill", "patch", "pdf-extraction", "--old", "layout first.", "--new",
-               "layout first; OCR for scans.", check=True)  # fmt: skip
+    run_ledger(
+        *b,
+        "skill",
+        "patch",
+        "pdf-extraction",
+        "--old",
+        "layout first.",
+        "--new",
+        "layout first; OCR for scans.",
+        check=True,
+    )
     run_ledger(*b, "outcome", "record", "pdf-extraction", "--task", "t1", "--success", check=True)
     log = json.loads(run_ledger(*b, "log", "--json", check=True).stdout)
     status = json.loads(run_ledger(*b, "chain", "status", "--json", check=True).stdout)
@@ -181,8 +238,9 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
             v = _read(page, name, width=width)
             # what can it do
             assert v["canDo"]["skills"] == "2" and sorted(v["categories"]) == ["documents", "security"]
-            assert dict(v["can"])["oracle-manipulation"].endswith("Check oracle freshness and prefer TWAP over spot "
-                                                                  "price")  # fmt: skip
+            assert dict(v["can"])["oracle-manipulation"].endswith(
+                "Check oracle freshness and prefer TWAP over spot price"
+            )
             # what changed last
             assert "patch" in v["changes"]["lastMessage"] and "pdf-extraction" in v["lastChange"]
             assert "1 file(s) changed; +2 −2 lines" in v["lastChange"]  # the line and the version counter
@@ -198,12 +256,15 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
             whats = dict(v["commands"])
             assert any("model_signing verify key" in c for c in whats.values())
             if width == 1280:  # the head root and its signature, re-derived by the page's own commands
-                assert _cast(next(c for w, c in v["commands"] if w.startswith("the head root")),
-                             brain.root) == log[0]["root"]  # fmt: skip
+                assert (
+                    _cast(next(c for w, c in v["commands"] if w.startswith("the head root")), brain.root)
+                    == log[0]["root"]
+                )
                 _cast(next(c for w, c in v["commands"] if "verify-commit" in c), brain.root)
             if not args:  # the chain was not checked, and the page says so first
                 assert v["word"] == "PASSING — chain not checked" and v["summary"]["verdict"] == (
-                    "passing-chain-not-checked")
+                    "passing-chain-not-checked"
+                )
                 assert v["shares"]["shares"] == "unread" and "the chain was not checked" in v["sharesText"]
                 assert "chain was not checked" in v["anchoredText"] and a["checked"] == "false"
                 continue
@@ -211,8 +272,10 @@ def test_a_shareholder_reads_the_answers_on_a_brain_with_pending_roots(chained, 
             # how many shares, who holds them; the token metadata names the head on chain, this head is newer
             s = v["shares"]
             assert (s["supply"], s["ownerBalance"], s["holders"], s["checked"]) == ("1000", "750", "2", "true")
-            assert [[h.lower(), n] for h, n in v["holders"]] == [[dev_account(0).address.lower(), 750],
-                                                                 [holder.lower(), 250]]  # fmt: skip
+            assert [[h.lower(), n] for h, n in v["holders"]] == [
+                [dev_account(0).address.lower(), 750],
+                [holder.lower(), 250],
+            ]
             assert s["headMatch"] == "false" and "names the head on chain" in v["sharesText"]
             # the page's own commands, pasted: the head on chain, and the token metadata a wallet reads
             on_chain = _cast(next(c for w, c in v["commands"] if "head on chain" in w)).splitlines()[0]
@@ -229,8 +292,10 @@ def _hermes_tree(src: Path, n: int) -> None:
     for i in range(n):
         d = src / CATEGORIES[i % 4] / f"skill-{i:04d}"
         d.mkdir(parents=True)
-        (d / "SKILL.md").write_text(f"---\nname: skill-{i:04d}\ndescription: Does task {i} of "
-                                    f"{CATEGORIES[i % 4]} well\n---\nStep one for {i}.\nStep two.\n")  # fmt: skip
+        (d / "SKILL.md").write_text(
+            f"---\nname: skill-{i:04d}\ndescription: Does task {i} of "
+            f"{CATEGORIES[i % 4]} well\n---\nStep one for {i}.\nStep two.\n"
+        )
     for c in CATEGORIES:
         (src / c / "DESCRIPTION.md").write_text(f"---\ndescription: {c} skills\n---\n")
 
@@ -251,8 +316,10 @@ def test_a_shareholder_reads_a_thousand_skill_brain(chained, tmp_path: Path) -> 
             assert sorted(v["categories"]) == sorted(CATEGORIES)
             assert dict(v["can"])["skill-0002"].endswith("Does task 2 of security/audits well")
             assert v["changes"]["lastMessage"].startswith("import") and "1,000 file(s) added" in v["lastChange"]
-            assert v["howWell"]["measure"] == "rates" and "no outcome judged by an independent verifier yet" in (
-                v["howWellText"])
+            assert (
+                v["howWell"]["measure"] == "rates"
+                and "no outcome judged by an independent verifier yet" in (v["howWellText"])
+            )
             a = v["anchored"]
             assert (a["chain"], a["anchored"], a["pending"], v["pendingRows"]) == ("local test chain", "2", "0", 0)
             if args:

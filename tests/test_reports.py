@@ -37,9 +37,16 @@ class Sample(Report):
 
 def test_the_document_keeps_field_order_and_leaves_omitted_keys_out() -> None:
     r = Sample("a", 2, None, (Inner("x", "added"),), {"b": "c"})
-    assert json.dumps(r.to_json()) == json.dumps({"name": "a", "count": 2, "signer": None,
-                                                   "parts": [{"path": "x", "status": "added"}],
-                                                   "files": {"b": "c"}, "from": "here"})  # fmt: skip
+    assert json.dumps(r.to_json()) == json.dumps(
+        {
+            "name": "a",
+            "count": 2,
+            "signer": None,
+            "parts": [{"path": "x", "status": "added"}],
+            "files": {"b": "c"},
+            "from": "here",
+        }
+    )
     assert "gate" in Sample("a", 2, None, gate="held").to_json()
     assert not OMIT and repr(OMIT) == "OMIT"
 
@@ -51,11 +58,13 @@ def test_the_schema_accepts_every_document_and_refuses_a_wrong_one() -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     for doc in (Sample("a", 2, None).to_json(), Sample("a", 2, "0x1", gate="g").to_json()):
         jsonschema.validate(doc, schema)
-    for bad in ({**Sample("a", 2, None).to_json(), "count": "2"},
-                {**Sample("a", 2, None).to_json(), "extra": 1},
-                {**Sample("a", 2, None, (Inner("x", "added"),)).to_json(), "parts": [{"path": "x", "status": "gone"}]}):
+    for bad in (
+        {**Sample("a", 2, None).to_json(), "count": "2"},
+        {**Sample("a", 2, None).to_json(), "extra": 1},
+        {**Sample("a", 2, None, (Inner("x", "added"),)).to_json(), "parts": [{"path": "x", "status": "gone"}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)  # fmt: skip
+            jsonschema.validate(bad, schema)
 
 
 def test_a_type_with_no_schema_is_refused_not_guessed() -> None:

@@ -56,10 +56,19 @@ def _opened(path: Path) -> Iterator[Brain]:
 def _record(brain: Brain, signer: str, **over: object) -> dict:
     """A record of ``s`` as served by the head, every field valid unless ``over`` changes it."""
     served = brain.evidence.served("s")
-    fields: dict = {"brain": brain.evidence.genesis, "agent": None, "skill": "s", "version": served.version,
-                    "digest": served.digest, "receipt": {"commit": served.commit, "root": served.root},
-                    "task_id": "task-1", "task_digest": None, "result": "success", "signer": signer,
-                    "when": oc.format_time(served.time + 1)}  # fmt: skip
+    fields: dict = {
+        "brain": brain.evidence.genesis,
+        "agent": None,
+        "skill": "s",
+        "version": served.version,
+        "digest": served.digest,
+        "receipt": {"commit": served.commit, "root": served.root},
+        "task_id": "task-1",
+        "task_digest": None,
+        "result": "success",
+        "signer": signer,
+        "when": oc.format_time(served.time + 1),
+    }
     fields.update(over)
     return oc.make_record(**fields)
 
@@ -128,8 +137,11 @@ def _re_registered(path: Path, verifier: KeyDir) -> None:
         run_ledger("--brain", str(path), "outcome", "record", "s", "--task", f"t{agent}", "--success")
 
 
-@pytest.mark.parametrize("write", [_future_dated, _receipt_outside_lineage, _version_never_served, _two_agents,
-                                   _re_registered], ids=lambda f: f.__name__.strip("_"))  # fmt: skip
+@pytest.mark.parametrize(
+    "write",
+    [_future_dated, _receipt_outside_lineage, _version_never_served, _two_agents, _re_registered],
+    ids=lambda f: f.__name__.strip("_"),
+)
 def test_whatever_the_writer_accepts_the_audit_passes(tmp_path: Path, keys: Path, write) -> None:
     path, verifier = _brain(tmp_path)
     assert _evidence_check(path)[0]
@@ -183,15 +195,20 @@ def test_the_cli_refuses_a_nested_import_line_naming_it(tmp_path: Path, keys: Pa
 def test_withholding_a_verifiers_failures_is_detected(tmp_path: Path, keys: Path) -> None:
     path, verifier = _brain(tmp_path)
     with _opened(path) as brain:
-        signed = _signed([_record(brain, verifier.address, task_id=f"held-out-{i}",
-                                  result="success" if i < 3 else "failure") for i in range(10)],
-                         verifier.secret)  # fmt: skip
+        signed = _signed(
+            [
+                _record(brain, verifier.address, task_id=f"held-out-{i}", result="success" if i < 3 else "failure")
+                for i in range(10)
+            ],
+            verifier.secret,
+        )
         with pytest.raises(LedgerError, match=r"holds 3 of its 10 outcomes \(index 3, 4, 5, 6, 7 missing\)"):
             brain.evidence.append(signed[:3], "import: only what went well")  # refused at the door
         assert brain.evidence.size() == 0
         with brain.locked():  # what a hostile writer's git objects would hold: the audit must see it
-            brain._writer.apply("outcome", {}, [], "import: only what went well",
-                               evidence=ev.append(brain.store, None, signed[:3]))  # fmt: skip
+            brain._writer.apply(
+                "outcome", {}, [], "import: only what went well", evidence=ev.append(brain.store, None, signed[:3])
+            )
     ok, why = _evidence_check(path)
     assert not ok, "the audit passes a log from which 7 of the verifier's 10 judgements were withheld"
     assert "holds 3 of its 10 outcomes" in why[0] and "appended whole" in why[0], why
@@ -217,8 +234,9 @@ def test_stats_never_credit_a_forged_outcome_to_the_verifier(tmp_path: Path, key
         with brain.locked():
             brain._writer.apply("outcome", {}, [], "forged", evidence=ev.append(brain.store, None, [forged]))
     assert not _evidence_check(path)[0]  # the audit sees it
-    shown = run_ledger("--brain", str(path), "skill", "show", "s", "--stats",
-                       "--json")  # and the figures refuse to count it
+    shown = run_ledger(
+        "--brain", str(path), "skill", "show", "s", "--stats", "--json"
+    )  # and the figures refuse to count it
     assert shown.returncode == 1 and "does not verify" in shown.stderr and "ledger verify" in shown.stderr
 
 
@@ -337,8 +355,9 @@ def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Bra
     bound = _record(chained, verifier.address, agent=f"0x{cfg.agent_id:064x}")
     chained.evidence.append(_signed([bound], verifier.secret), "the same, naming the agent")
     commit_pending(chained, key=DEV_KEY_NAME)
-    report = audit_repo(chained.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id,
-                        from_block=cfg.deploy_block or 0)  # fmt: skip
+    report = audit_repo(
+        chained.root, rpc=cfg.rpc, registry=cfg.registry, agent=cfg.agent_id, from_block=cfg.deploy_block or 0
+    )
     assert report.checks["evidence"].ok and report.checks["chain.evidence"].ok
 
 
@@ -356,9 +375,15 @@ def test_an_untested_new_version_does_not_hide_a_regression(tmp_path: Path, keys
     with _opened(path) as brain:
 
         def judged(prefix: str, passed: int, failed: int) -> list[bytes]:
-            return _signed([_record(brain, verifier.address, task_id=f"{prefix}{i}",
-                                    result="success" if i < passed else "failure")
-                            for i in range(passed + failed)], verifier.secret)  # fmt: skip
+            return _signed(
+                [
+                    _record(
+                        brain, verifier.address, task_id=f"{prefix}{i}", result="success" if i < passed else "failure"
+                    )
+                    for i in range(passed + failed)
+                ],
+                verifier.secret,
+            )
 
         brain.evidence.append(judged("a", 18, 2), "v1 judged")
         (tmp_path / "v2.md").write_text("---\nname: s\ndescription: The s skill\n---\na worse body\n")

@@ -44,8 +44,7 @@ def _v1(entry: bytes, key: bytes, task: str) -> bytes:
     return oc.sign_entry(record, key)
 
 
-def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_outcomes,
-                                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_outcomes, tmp_path: Path) -> None:
     """§14.9's table: 'a v1 record after a v2 one' fails.  The first outcome snapshot appends the agent's v2
     record; a v1 record slipped in after it, in the same snapshot, is appended after the log's first v2
     record, and escapes rule 1 only if rule 1 looks at the parent's log alone."""
@@ -53,8 +52,9 @@ def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_
     brain = tmp_path / "fresh"
     env = {"LEDGER_KEYS": str(keys)}
     run_ledger("init", str(brain), check=True, env=env)
-    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "x\n", check=True,
-               env=env)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "x\n", check=True, env=env
+    )
     run_ledger("--brain", str(brain), "outcome", "record", "a", "--task", "T-1", "--success", check=True, env=env)
     copy = tmp_path / "copy.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)

@@ -56,9 +56,12 @@ def test_a_merge_cannot_revoke_an_entry_whose_digest_no_parent_revoked(merged, r
     assert chk["snapshot"] == named and "summarise" in chk["summary"] and "rule 4" in chk["summary"], chk
 
 
-@pytest.mark.xfail(strict=True, reason="spec gap (lineage §1.6 rule 1): a brain's first record may declare format 1, "
-                   "so a rogue first install opts out of rule 6's SKILL.md check; nothing in a v1.7 lineage tells "
-                   "the audit the writer was v1.7")  # fmt: skip
+@pytest.mark.xfail(
+    strict=True,
+    reason="spec gap (lineage §1.6 rule 1): a brain's first record may declare format 1, "
+    "so a rogue first install opts out of rule 6's SKILL.md check; nothing in a v1.7 lineage tells "
+    "the audit the writer was v1.7",
+)
 def test_a_first_install_declaring_format_1_cannot_edit_skill_md(tmp_path: Path) -> None:
     """The edited install of tests/tamper_supply.py's 'supply-format-declared-older', but as the brain's first
     install: no parent record declares format 2, so rule 1 does not close the door."""
@@ -78,14 +81,20 @@ def test_a_first_install_declaring_format_1_cannot_edit_skill_md(tmp_path: Path)
             supply = replace(supply, format=1, skills={n: replace(e, counter="") for n, e in supply.skills.items()})
         return real(self, operation, updates, changes, note, *args, supply=supply, **kw)
 
-    with ts._keys(env), ts._patched(Installer, "_blobs", ts._exfiltrating(Installer._blobs)), \
-            ts._patched(apply_mod.Writer, "apply", rogue), ts._patched(head_mod, "FORMAT", 1), \
-            Brain.open(brain) as b:  # fmt: skip
+    with (
+        ts._keys(env),
+        ts._patched(Installer, "_blobs", ts._exfiltrating(Installer._blobs)),
+        ts._patched(apply_mod.Writer, "apply", rogue),
+        ts._patched(head_mod, "FORMAT", 1),
+        Brain.open(brain) as b,
+    ):
         Installer(b).install(str(up), ["summarise"])
-    shown = subprocess.run(["git", "-C", str(brain), "show", "HEAD:skills/summarise/SKILL.md"], capture_output=True,
-                           check=True).stdout  # fmt: skip
-    record = sp.parse_record(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
-                                            check=True).stdout)  # fmt: skip
+    shown = subprocess.run(
+        ["git", "-C", str(brain), "show", "HEAD:skills/summarise/SKILL.md"], capture_output=True, check=True
+    ).stdout
+    record = sp.parse_record(
+        subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True, check=True).stdout
+    )
     assert ts.EXFIL.strip() in shown and record.format == 1  # the forgery is what it says
     report = _audit(brain, tmp_path / "forged.git")
     assert "supply" in _failed(report), "a format-1 first install with an edited SKILL.md passes the audit"
@@ -111,15 +120,23 @@ def test_an_agent_install_cannot_auto_approve_a_critical_skill_by_writing_a_clea
             e = supply.skills["setup-helper"]
             assert e.verdict["worst"] == "critical"  # what the real scan said
             by = Account.from_key(ts._secret(tmp_path / "keys", "agent")).address.lower()
-            supply = supply.with_entry("setup-helper", replace(
-                e, state=sp.APPROVED, signer="3A55F95669CCDE97", approval={"by": by, "auto": True, "override": None},
-                verdict={"scanner": "ledger-scan/1", "worst": "clean", "findings": []}))  # fmt: skip
+            supply = supply.with_entry(
+                "setup-helper",
+                replace(
+                    e,
+                    state=sp.APPROVED,
+                    signer="3A55F95669CCDE97",
+                    approval={"by": by, "auto": True, "override": None},
+                    verdict={"scanner": "ledger-scan/1", "worst": "clean", "findings": []},
+                ),
+            )
         return real(self, operation, updates, changes, note, *args, supply=supply, **kw)
 
     with ts._keys(env), ts._patched(apply_mod.Writer, "apply", rogue), Brain.open(brain) as b, b.acting("agent"):
         Installer(b).install(str(up), ["setup-helper"])
-    record = sp.parse_record(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
-                                            check=True).stdout)  # fmt: skip
+    record = sp.parse_record(
+        subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True, check=True).stdout
+    )
     assert record.skills["setup-helper"].state == sp.APPROVED  # the forgery is what it says
     report = _audit(brain, tmp_path / "forged.git")
     assert "supply" in _failed(report), "a critical skill auto-approved under a forged clean verdict passes the audit"
@@ -144,8 +161,9 @@ def test_a_merge_keeps_the_second_parents_legitimate_approval(merged, tmp_path: 
     do(b, "push", str(remote))  # a merge: the remote's head first, this copy's approval second
     tip = subprocess.run(["git", "-C", str(b), "cat-file", "-p", "HEAD"], capture_output=True, text=True).stdout
     assert "Ledger-Operation: merge" in tip, tip
-    record = json.loads(subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True,
-                                       text=True, check=True).stdout)  # fmt: skip
+    record = json.loads(
+        subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True, text=True, check=True).stdout
+    )
     assert record["skills"]["setup-helper"]["state"] == "approved"
     report = _audit(b, tmp_path / "merged.git")
     assert report["ok"], _failed(report)
@@ -163,18 +181,22 @@ def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: s
     restored = run_ledger("--brain", str(b), "skill", "revert", name, "--to", "1", "--actor", "agent", env=env)
     if restored.returncode != 0:
         return  # the writer refused to bring withheld files back without their entry
-    live = subprocess.run(["git", "-C", str(b), "ls-tree", "-r", "--name-only", "HEAD", f"skills/{name}"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
-    record = json.loads(subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True,
-                                       text=True, check=True).stdout)  # fmt: skip
+    live = subprocess.run(
+        ["git", "-C", str(b), "ls-tree", "-r", "--name-only", "HEAD", f"skills/{name}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    record = json.loads(
+        subprocess.run(["git", "-C", str(b), "show", "HEAD:supply"], capture_output=True, text=True, check=True).stdout
+    )
     assert f"skills/{name}/SKILL.md" in live and name not in record["skills"]  # withheld by nothing
     report = _audit(b, tmp_path / "restored.git")
     assert "supply" in _failed(report), f"{name} deleted and reverted passes the audit, withheld by nothing"
 
 
 @pytest.mark.parametrize("role", ["agent", "user"])
-def test_a_withheld_entry_stays_through_a_delete_and_the_restore_is_refused(merged, role: str,
-                                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_a_withheld_entry_stays_through_a_delete_and_the_restore_is_refused(merged, role: str, tmp_path: Path) -> None:
     """§1.6 rule 5 (v1.7): whoever deletes setup-helper (quarantined), its entry stays as it was; a revert of it
     is then refused, saying why and naming `ledger install`, and writes nothing; the lineage audits OK."""
     brain, env = merged
@@ -189,8 +211,10 @@ def test_a_withheld_entry_stays_through_a_delete_and_the_restore_is_refused(merg
     assert "setup-helper" not in show("ls-tree --name-only HEAD:skills")
     assert json.loads(show("show HEAD:supply"))["skills"]["setup-helper"] == held  # kept, byte for byte
     tip = show("rev-parse HEAD")
-    for argv in (["revert", "setup-helper", "--to", "1"], ["skill", "create", "setup-helper", "--description", "Mine",
-                                                           "--body", "go\n"]):  # fmt: skip
+    for argv in (
+        ["revert", "setup-helper", "--to", "1"],
+        ["skill", "create", "setup-helper", "--description", "Mine", "--body", "go\n"],
+    ):
         refused = run_ledger("--brain", str(b), *argv, "--actor", role, env=env)
         assert refused.returncode == 1 and "only by 'ledger install'" in refused.stderr, refused.stderr
         assert "ledger install " in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

@@ -49,8 +49,9 @@ def _no_trace(proc: subprocess.CompletedProcess[str]) -> None:
 
 
 @pytest.mark.parametrize("planted", ["timing.json", "grading.json"])
-def test_a_runner_cannot_make_the_ledger_write_through_a_link_it_planted(family: Path, tmp_path: Path,
-                                                                         planted: str) -> None:  # fmt: skip
+def test_a_runner_cannot_make_the_ledger_write_through_a_link_it_planted(
+    family: Path, tmp_path: Path, planted: str
+) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     # the runner leaves a link where i47-int's ledger then wrote the run's file, and writes no timing itself
@@ -84,16 +85,24 @@ def test_the_runner_and_grader_see_no_ledger_variable_key_path_or_secret(family:
         assert not [line for line in text.splitlines() if line.startswith("LEDGER_")], text
 
 
-def test_a_runner_whose_timing_json_is_a_fifo_or_dev_zero_is_a_failed_run_not_a_hang(family: Path,
-                                                                                    tmp_path: Path) -> None:
-    runner = ('case "$EVAL_ID" in 1) rm -f "$EVAL_TIMING"; mkfifo "$EVAL_TIMING";; '
-              '2) ln -sf /dev/zero "$EVAL_TIMING";; *) python -m ledger.evals.refrunner;; esac')  # fmt: skip
+def test_a_runner_whose_timing_json_is_a_fifo_or_dev_zero_is_a_failed_run_not_a_hang(
+    family: Path, tmp_path: Path
+) -> None:
+    runner = (
+        'case "$EVAL_ID" in 1) rm -f "$EVAL_TIMING"; mkfifo "$EVAL_TIMING";; '
+        '2) ln -sf /dev/zero "$EVAL_TIMING";; *) python -m ledger.evals.refrunner;; esac'
+    )
     _plan_runner(family, "word-count", runner)
     ws = tmp_path / "ws"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     try:
-        proc = subprocess.run([LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws),
-                               "--json"], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        proc = subprocess.run(
+            [LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("ledger eval run hung reading a runner's timing.json (a FIFO, or /dev/zero)")
     assert proc.returncode == 0, proc.stderr
@@ -102,11 +111,14 @@ def test_a_runner_whose_timing_json_is_a_fifo_or_dev_zero_is_a_failed_run_not_a_
 
 
 def test_a_runner_timing_beyond_2_53_is_a_failed_run_not_a_lost_evaluation(family: Path, tmp_path: Path) -> None:
-    runner = ('python -m ledger.evals.refrunner; [ "$EVAL_ID" = 1 ] && '
-              'echo \'{"total_tokens": 100000000000000000000, "duration_ms": 5}\' > "$EVAL_TIMING"; true')
+    runner = (
+        'python -m ledger.evals.refrunner; [ "$EVAL_ID" = 1 ] && '
+        'echo \'{"total_tokens": 100000000000000000000, "duration_ms": 5}\' > "$EVAL_TIMING"; true'
+    )
     _plan_runner(family, "word-count", runner)
-    proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"),
-                      "--json")  # fmt: skip
+    proc = run_ledger(
+        "--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"), "--json"
+    )
     assert proc.returncode == 0, proc.stderr  # i47-int: every run was lost to a StoreError at record time
     assert len(_records(family, "word-count")) == 6
     runs = {(r["case"], r["condition"]): r for r in json.loads(proc.stdout)["runs"]}
@@ -117,18 +129,27 @@ def test_a_runner_timing_beyond_2_53_is_a_failed_run_not_a_lost_evaluation(famil
 
 
 def _one_case(**case: object) -> bytes:
-    base = {"id": 1, "prompt": "count the words", "expected_output": "a number", "files": ["evals/files/lines.txt"],
-            "assertions": ["answer.txt is written: `test -s answer.txt`"]}  # fmt: skip
+    base = {
+        "id": 1,
+        "prompt": "count the words",
+        "expected_output": "a number",
+        "files": ["evals/files/lines.txt"],
+        "assertions": ["answer.txt is written: `test -s answer.txt`"],
+    }
     base.update(case)
     return json.dumps({"skill_name": "word-count", "evals": [base]}).encode()
 
 
-@pytest.mark.parametrize("raw, said", [
-    (_one_case(id=12345678901234567890), "2^53"),  # a JSON reader that reads numbers as doubles sees another id
-    (_one_case(prompt="count\u0000the words"), "NUL"),  # cannot go into $EVAL_PROMPT: Popen raised ValueError
-    (_one_case(prompt="count \ud800 words"), "surrogate"),  # not Unicode: no RFC 8785 task digest
-    (_one_case(assertions=["a lone \udfff: `true`"]), "surrogate"),
-], ids=["id-beyond-2^53", "nul-in-prompt", "lone-surrogate-prompt", "lone-surrogate-assertion"])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw, said",
+    [
+        (_one_case(id=12345678901234567890), "2^53"),  # a JSON reader that reads numbers as doubles sees another id
+        (_one_case(prompt="count\u0000the words"), "NUL"),  # cannot go into $EVAL_PROMPT: Popen raised ValueError
+        (_one_case(prompt="count \ud800 words"), "surrogate"),  # not Unicode: no RFC 8785 task digest
+        (_one_case(assertions=["a lone \udfff: `true`"]), "surrogate"),
+    ],
+    ids=["id-beyond-2^53", "nul-in-prompt", "lone-surrogate-prompt", "lone-surrogate-assertion"],
+)
 def test_an_eval_set_no_run_can_carry_is_refused(family: Path, tmp_path: Path, raw: bytes, said: str) -> None:
     _evals_refused(tmp_path, family, raw, said)  # i47-int wrote it; a run then crashed or lost it all
 
@@ -175,27 +196,39 @@ def test_import_refuses_a_huge_grading_json_without_reading_it_whole(family: Pat
     _refused(family, ws, "bytes; at most")
 
 
-@pytest.mark.parametrize("doc, said", [
-    ('{"assertion_results": [{"text": "T", "passed": true, "evidence": ""}], "summary": {"passed": 1, '
-     '"failed": 0, "total": 1, "pass_rate": NaN}}', "NaN"),
-    ("[" * 100_000 + "]" * 100_000, "nests deeper"),
-], ids=["pass-rate-nan", "deep"])  # fmt: skip
-def test_import_refuses_a_grading_json_with_nan_or_deep_nesting(family: Path, tmp_path: Path, doc: str,
-                                                                 said: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "doc, said",
+    [
+        (
+            '{"assertion_results": [{"text": "T", "passed": true, "evidence": ""}], "summary": {"passed": 1, '
+            '"failed": 0, "total": 1, "pass_rate": NaN}}',
+            "NaN",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "nests deeper"),
+    ],
+    ids=["pass-rate-nan", "deep"],
+)
+def test_import_refuses_a_grading_json_with_nan_or_deep_nesting(
+    family: Path, tmp_path: Path, doc: str, said: str
+) -> None:
     ws, cases = _workspace(tmp_path)
     grading = ws / "iteration-1/eval-1/with_skill/grading.json"
     # every assertion of case 1 passed, the summary's pass_rate NaN: i47-int's |NaN - 1.0| > 0.005 is False
     results = [{"text": a, "passed": True, "evidence": ""} for a in cases[0]["assertions"]]  # type: ignore[union-attr]
     n = len(results)
-    grading.write_text(doc.replace('[{"text": "T", "passed": true, "evidence": ""}]', json.dumps(results))
-                       .replace('"passed": 1, "failed": 0, "total": 1', f'"passed": {n}, "failed": 0, "total": {n}'))
+    grading.write_text(
+        doc.replace('[{"text": "T", "passed": true, "evidence": ""}]', json.dumps(results)).replace(
+            '"passed": 1, "failed": 0, "total": 1', f'"passed": {n}, "failed": 0, "total": {n}'
+        )
+    )
     _refused(family, ws, said)
 
 
 def test_import_refuses_a_timing_json_beyond_what_a_record_holds(family: Path, tmp_path: Path) -> None:
     ws, _ = _workspace(tmp_path)  # (NaN and Infinity were refused already, as counts that are not integers)
-    (ws / "iteration-1/eval-1/with_skill/timing.json").write_text('{"total_tokens": 100000000000000000000, '
-                                                                  '"duration_ms": 5}')  # fmt: skip
+    (ws / "iteration-1/eval-1/with_skill/timing.json").write_text(
+        '{"total_tokens": 100000000000000000000, "duration_ms": 5}'
+    )
     _refused(family, ws, "timing.json")
 
 
@@ -222,23 +255,28 @@ def test_a_runner_printing_more_than_the_disk_allows_is_not_kept(family: Path, t
     worked; a run's output is drained and only its tail kept, so the disk never holds it."""
     import resource
 
-    runner = 'head -c 100000000 /dev/zero >&2; head -c 100000000 /dev/zero; python -m ledger.evals.refrunner'
+    runner = "head -c 100000000 /dev/zero >&2; head -c 100000000 /dev/zero; python -m ledger.evals.refrunner"
     _plan_runner(family, "word-count", runner)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
 
-    proc = subprocess.run([LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace",
-                           str(tmp_path / "ws"), "--json"], env=env, capture_output=True, text=True, timeout=300,
-                          preexec_fn=limit)  # fmt: skip
+    proc = subprocess.run(
+        [LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     runs = json.loads(proc.stdout)["runs"]
     assert [r["failure"] for r in runs] == [None] * len(runs), [r["failure"] for r in runs]
 
 
 def test_a_child_that_leaves_the_runs_session_does_not_outlive_the_run(family: Path, tmp_path: Path) -> None:
-    runner = 'setsid sleep 37.2113 </dev/null >/dev/null 2>&1 & python -m ledger.evals.refrunner'
+    runner = "setsid sleep 37.2113 </dev/null >/dev/null 2>&1 & python -m ledger.evals.refrunner"
     _plan_runner(family, "word-count", runner)
     try:
         proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"))
@@ -263,8 +301,18 @@ def test_a_plan_whose_cases_are_not_its_sets_is_refused_before_anything_runs(fam
 
     with Brain.open(family) as brain, brain.acting("user"):
         v = Evaluations(brain).version("word-count")
-        brain.evidence.add_plan({"skill": "word-count", "set": v.set_digest, "cases": ["2"], "baseline": "none",
-                                 "runs": 1, "runner": DEFAULT_RUNNER, "grader": DEFAULT_GRADER, "min_lift": 0.0})
+        brain.evidence.add_plan(
+            {
+                "skill": "word-count",
+                "set": v.set_digest,
+                "cases": ["2"],
+                "baseline": "none",
+                "runs": 1,
+                "runner": DEFAULT_RUNNER,
+                "grader": DEFAULT_GRADER,
+                "min_lift": 0.0,
+            }
+        )
     ws = tmp_path / "ws"
     head, log = _head(family), len(_entries(family))
     proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws))
@@ -274,26 +322,41 @@ def test_a_plan_whose_cases_are_not_its_sets_is_refused_before_anything_runs(fam
     assert (_head(family), len(_entries(family))) == (head, log)
 
 
-@pytest.mark.parametrize("command", [
-    "OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c hermes-runner",
-    "hermes-runner --api-key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
-    "env GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 runner",
-    "runner --password=hunter2hunter2",
-], ids=["env-assignment", "api-key-flag", "env-token", "password-flag"])  # fmt: skip
-def test_a_secret_written_into_a_runner_command_is_refused_not_signed_into_a_plan(family: Path, tmp_path: Path,
-                                                                                command: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [
+        "OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c hermes-runner",
+        "hermes-runner --api-key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+        "env GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 runner",
+        "runner --password=hunter2hunter2",
+    ],
+    ids=["env-assignment", "api-key-flag", "env-token", "password-flag"],
+)
+def test_a_secret_written_into_a_runner_command_is_refused_not_signed_into_a_plan(
+    family: Path, tmp_path: Path, command: str
+) -> None:
     head, log = _head(family), len(_entries(family))
     proc = run_ledger("--brain", str(family), "eval", "plan", "word-count", "--runner", command, "--runner-id", "r 1")
     _no_trace(proc)
     assert proc.returncode == 2 and "secret" in proc.stderr, proc.stdout + proc.stderr  # a plan is signed, anchored
     assert (_head(family), len(_entries(family))) == (head, log)
-    ok = run_ledger("--brain", str(family), "eval", "plan", "word-count", "--runner",
-                    'OPENAI_API_KEY="$MY_KEY" hermes-runner --api-key "$OTHER"', "--runner-id", "r 1")  # fmt: skip
+    ok = run_ledger(
+        "--brain",
+        str(family),
+        "eval",
+        "plan",
+        "word-count",
+        "--runner",
+        'OPENAI_API_KEY="$MY_KEY" hermes-runner --api-key "$OTHER"',
+        "--runner-id",
+        "r 1",
+    )
     assert ok.returncode == 0, ok.stderr  # a reference to the environment is no secret
 
 
-def test_a_prompt_longer_than_an_environment_variable_holds_is_refused_by_lint_and_plan(family: Path,
-                                                                                      tmp_path: Path) -> None:
+def test_a_prompt_longer_than_an_environment_variable_holds_is_refused_by_lint_and_plan(
+    family: Path, tmp_path: Path
+) -> None:
     """Linux holds at most 128 KiB in one environment string (MAX_ARG_STRLEN): i47-int planned such a case, then
     every run of it failed to start (E2BIG), the evaluation refused after the runs before it were made."""
     _evals_refused(tmp_path, family, _one_case(prompt="word " * 30_000), "128 KiB")
@@ -332,9 +395,11 @@ def test_the_same_workspace_imported_twice_is_not_counted_twice(family: Path, tm
 
 def test_a_runner_whose_outputs_nest_thousands_deep_is_recorded(family: Path, tmp_path: Path) -> None:
     """Outputs nested 1,500 folders deep (each name one letter): copied to a depth, never a RecursionError."""
-    runner = ('python -c "import os\\nfor _ in range(1500):\\n    os.mkdir(\'d\'); os.chdir(\'d\')" '
-              '&& cd "$EVAL_INPUTS"; cd "$EVAL_OUTPUTS" && python -c "import os\\nfor _ in range(1500):\\n'
-              '    os.mkdir(\'d\'); os.chdir(\'d\')"; cd "$EVAL_INPUTS"; python -m ledger.evals.refrunner')  # fmt: skip
+    runner = (
+        "python -c \"import os\\nfor _ in range(1500):\\n    os.mkdir('d'); os.chdir('d')\" "
+        '&& cd "$EVAL_INPUTS"; cd "$EVAL_OUTPUTS" && python -c "import os\\nfor _ in range(1500):\\n'
+        "    os.mkdir('d'); os.chdir('d')\"; cd \"$EVAL_INPUTS\"; python -m ledger.evals.refrunner"
+    )
     _plan_runner(family, "word-count", runner)
     proc = run_ledger("--brain", str(family), "eval", "run", "word-count", "--workspace", str(tmp_path / "ws"))
     _no_trace(proc)

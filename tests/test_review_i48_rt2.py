@@ -53,10 +53,19 @@ def test_an_import_of_entries_signed_elsewhere_needs_no_verifier_key_here(
     brain = Brain.open(b)
     try:
         served = brain.evidence.served("s")
-        record = oc.make_record(brain=brain.evidence.genesis, agent=None, skill="s", version=served.version,
-                                digest=served.digest, receipt={"commit": served.commit, "root": served.root},
-                                task_id="t1", task_digest=None, result="success", verifier="verifier",
-                                signer=reporter.address)  # fmt: skip
+        record = oc.make_record(
+            brain=brain.evidence.genesis,
+            agent=None,
+            skill="s",
+            version=served.version,
+            digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root},
+            task_id="t1",
+            task_digest=None,
+            result="success",
+            verifier="verifier",
+            signer=reporter.address,
+        )
         line = oc.sign_batch([record], reporter.secret, prev=None)[0].data.decode() + "\n"
     finally:
         brain.close()
@@ -82,8 +91,9 @@ HOSTILE_ROWS = [  # a row's members of the wrong JSON type: each refused plainly
 
 
 @pytest.mark.parametrize(("row", "named"), HOSTILE_ROWS)
-def test_a_row_of_the_wrong_types_is_refused_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str,
-                                                     named: str) -> None:  # fmt: skip
+def test_a_row_of_the_wrong_types_is_refused_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str, named: str
+) -> None:
     from tests.test_plain_words import problems
 
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
@@ -100,14 +110,18 @@ def test_a_row_of_the_wrong_types_is_refused_plainly(tmp_path: Path, monkeypatch
 
 _P = '{"format": "blake3-tree-v1/inclusion", "kind": "file", "path": "a", "content": "' + "a" * 64 + '", '
 HOSTILE_PROOFS = [  # a proof file from anyone: each refused as a malformed proof, in words, never a traceback
-    '{"format": null}', '{"format": ["x"]}', '[]', 'null', '"x"',
+    '{"format": null}',
+    '{"format": ["x"]}',
+    "[]",
+    "null",
+    '"x"',
     '{"format": "blake3-tree-v1/inclusion", "kind": null}',
     _P + '"steps": [{"index": null, "count": 1, "siblings": []}], "root": "r"}',
     _P + '"steps": [], "root": null}',
     _P + '"steps": null, "root": "r"}',
     _P.replace('"a", "content"', '{"x": 1}, "content"') + '"steps": [], "root": "r"}',
     _P.replace('"' + "a" * 64 + '"', '["ab"]') + '"steps": [], "root": "r"}',
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("doc", HOSTILE_PROOFS)
@@ -122,23 +136,26 @@ def test_a_malformed_proof_is_refused_in_plain_words(tmp_path: Path, doc: str) -
 
 
 @pytest.mark.parametrize("value", ["~", "[a]", "{a: 1}"])
-def test_a_malformed_version_counter_is_shown_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         value: str) -> None:  # fmt: skip
+def test_a_malformed_version_counter_is_shown_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     from tests.test_plain_words import problems
 
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
     run_ledger("init", str(tmp_path / "b"), check=True)
     (tmp_path / "in" / "fm").mkdir(parents=True)
-    (tmp_path / "in" / "fm" / "SKILL.md").write_text(f"---\nname: fm\ndescription: d\nmetadata:\n"
-                                                     f"  ledger-version: {value}\n---\nbody\n")  # fmt: skip
+    (tmp_path / "in" / "fm" / "SKILL.md").write_text(
+        f"---\nname: fm\ndescription: d\nmetadata:\n  ledger-version: {value}\n---\nbody\n"
+    )
     proc = run_ledger("--brain", str(tmp_path / "b"), "import", str(tmp_path / "in"))
     said = proc.stdout + proc.stderr
     assert "refused" in said and "metadata.ledger-version" in said and not problems(said), said
 
 
 @pytest.mark.parametrize("limits", [{"file": None}, {"skill_md": ["x"]}, ["file"], "x"])
-def test_a_malformed_config_limit_is_shown_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      limits: object) -> None:  # fmt: skip
+def test_a_malformed_config_limit_is_shown_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limits: object
+) -> None:
     from tests.test_plain_words import problems
 
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
@@ -163,8 +180,9 @@ HOSTILE_INDEXES = [  # an index.json from a hostile host: each refused naming wh
 
 
 @pytest.mark.parametrize(("index", "named"), HOSTILE_INDEXES)
-def test_a_hostile_index_is_refused_in_plain_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str,
-                                                   named: str) -> None:  # fmt: skip
+def test_a_hostile_index_is_refused_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str, named: str
+) -> None:
     import functools
     import http.server
 
@@ -205,9 +223,9 @@ def test_install_from_a_folder_that_is_no_repository_says_so(tmp_path: Path, mon
 
 
 @pytest.mark.parametrize("url", ["ssh://git@127.0.0.1:1/team/skills.git", "git@127.0.0.1:team/skills.git"])
-def test_install_from_an_unreachable_ssh_url_names_it_and_the_reason(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch,
-                                                                     url: str) -> None:  # fmt: skip
+def test_install_from_an_unreachable_ssh_url_names_it_and_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
     monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=5 -p 1")
     code, err, said = _install(tmp_path, url)
@@ -216,8 +234,7 @@ def test_install_from_an_unreachable_ssh_url_names_it_and_the_reason(tmp_path: P
     assert "and the repository exists" not in said, said
 
 
-def test_install_of_an_empty_source_or_a_file_that_is_not_json(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_install_of_an_empty_source_or_a_file_that_is_not_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
     code, err, said = _install(tmp_path, "")
     assert code in (1, 2) and "no source" in err and "repository exists" not in said, said
@@ -249,9 +266,13 @@ def test_the_docs_meant_for_users_speak_plainly() -> None:
     from tests.test_plain_words import PATTERNS
 
     root = Path(__file__).parent.parent
-    found = [f"{doc}:{n}: {line.strip()}" for doc in ("README.md", "docs/shares.md", "docs/report.md")
-             for n, line in enumerate((root / doc).read_text().splitlines(), 1)
-             for what in ("a section sign", "an issue number") if PATTERNS[what].search(line)]  # fmt: skip
+    found = [
+        f"{doc}:{n}: {line.strip()}"
+        for doc in ("README.md", "docs/shares.md", "docs/report.md")
+        for n, line in enumerate((root / doc).read_text().splitlines(), 1)
+        for what in ("a section sign", "an issue number")
+        if PATTERNS[what].search(line)
+    ]
     assert not found, "\n".join(found)
 
 
@@ -292,17 +313,20 @@ def test_a_skillevolbench_payload_of_the_wrong_types_is_shown_as_written(
         proc = run_ledger(*b, "skill", "apply", str(tmp_path / "p.json"))
         assert proc.returncode == 1 and "operation_type" in proc.stderr and not problems(proc.stderr), proc.stderr
     md = "---\nname: a\ndescription: d\n---\nbody\n"
-    (tmp_path / "p.json").write_text(json.dumps({"upsert_files": {"a/SKILL.md": md}, "operation_type": "create",
-                                                 "summary": None}))  # fmt: skip
+    (tmp_path / "p.json").write_text(
+        json.dumps({"upsert_files": {"a/SKILL.md": md}, "operation_type": "create", "summary": None})
+    )
     run_ledger(*b, "skill", "apply", str(tmp_path / "p.json"), check=True)
     said = run_ledger(*b, "log", check=True).stdout
     assert not problems(said), said
 
 
-@pytest.mark.parametrize("chain", ["x", [], {"rpc": ["x"]}, {"agent_id": [1]}, {"agent_id": {"a": 1}},
-                                   {"agent_id": "zz"}, {"chain_id": "1"}])  # fmt: skip
-def test_a_hand_edited_chain_config_is_refused_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        chain: object) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "chain", ["x", [], {"rpc": ["x"]}, {"agent_id": [1]}, {"agent_id": {"a": 1}}, {"agent_id": "zz"}, {"chain_id": "1"}]
+)
+def test_a_hand_edited_chain_config_is_refused_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chain: object
+) -> None:
     from tests.test_plain_words import problems
 
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))

@@ -90,9 +90,15 @@ def test_bench_counts_and_rates_on_the_fixture(tmp_path: Path) -> None:
 
 def test_write_calibration_writes_integers_in_the_designed_shape(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
-    earlier = {"ledger-scan/0": {"version": "ledger-scan/0", "measured": "2026-01-01", "corpora": "x",
-                                 "malicious": {"samples": 1, "critical": 1, "high": 1},
-                                 "benign": {"samples": 1, "critical": 0, "high": 0}}}  # fmt: skip
+    earlier = {
+        "ledger-scan/0": {
+            "version": "ledger-scan/0",
+            "measured": "2026-01-01",
+            "corpora": "x",
+            "malicious": {"samples": 1, "critical": 1, "high": 1},
+            "benign": {"samples": 1, "critical": 0, "high": 0},
+        }
+    }
     out.write_text(json.dumps(earlier))
     proc = _run(
         "--labelled",

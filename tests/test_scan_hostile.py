@@ -34,8 +34,15 @@ def _scan_child(files: dict[str, tuple[str, bool]]) -> dict[str, object]:
     import json
 
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(files), capture_output=True, text=True,
-                              timeout=20, preexec_fn=_limit_memory, cwd=Path(__file__).parent.parent)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD],
+            input=json.dumps(files),
+            capture_output=True,
+            text=True,
+            timeout=20,
+            preexec_fn=_limit_memory,
+            cwd=Path(__file__).parent.parent,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("scan still running after 20 s")
     assert proc.returncode == 0, proc.stderr[-600:]

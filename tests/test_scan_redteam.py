@@ -28,9 +28,14 @@ from ledger.scanner.static import scan
 ROOT = Path(__file__).parent / "supply" / "redteam"
 CASES = sorted(p.parent for p in ROOT.rglob("label.json"))
 BENIGN_HOSTS = {
-    "api.github.com", "github.com", "api.openai.com", "oauth2.googleapis.com", "raw.githubusercontent.com",
-    "ghcr.io", "example.com",
-}  # fmt: skip
+    "api.github.com",
+    "github.com",
+    "api.openai.com",
+    "oauth2.googleapis.com",
+    "raw.githubusercontent.com",
+    "ghcr.io",
+    "example.com",
+}
 
 
 def _label(case: Path) -> dict[str, str]:
@@ -102,8 +107,14 @@ t = time.perf_counter()
 scan(files)
 print(f"{time.perf_counter() - t:.2f}")
 """
-HOSTILE = ["assignment-doubling", "trigger-phrase-line", "inline-code-spans", "nested-eval-lines", "long-pipeline",
-           "unterminated-parameter"]
+HOSTILE = [
+    "assignment-doubling",
+    "trigger-phrase-line",
+    "inline-code-spans",
+    "nested-eval-lines",
+    "long-pipeline",
+    "unterminated-parameter",
+]
 
 
 def _limit_memory() -> None:
@@ -113,8 +124,14 @@ def _limit_memory() -> None:
 @pytest.mark.parametrize("kind", HOSTILE)
 def test_hostile_input_scans_fast_in_bounded_memory(kind: str) -> None:
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, kind], capture_output=True, text=True, timeout=20,
-                              preexec_fn=_limit_memory, cwd=Path(__file__).parent.parent)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, kind],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            preexec_fn=_limit_memory,
+            cwd=Path(__file__).parent.parent,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{kind}: scan still running after 20 s")
     assert proc.returncode == 0, f"{kind}: scanner crashed: {proc.stderr[-600:]}"

@@ -20,8 +20,9 @@ def test_demo_runs_twice_on_the_same_directory_and_leaves_no_scratch(tmp_path: P
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")} | {"TMPDIR": str(scratch)}
     brain = tmp_path / "demo-brain"
     for run in (1, 2):
-        proc = subprocess.run([str(REPO / "scripts" / "demo"), str(brain)], env=env, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
+        proc = subprocess.run(
+            [str(REPO / "scripts" / "demo"), str(brain)], env=env, capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, (run, proc.stderr[-3000:])
         assert "OK: the on-chain head equals the local head" in proc.stdout
         _tells_a_new_user(proc.stdout, proc.stderr, brain)
@@ -31,8 +32,9 @@ def test_demo_runs_twice_on_the_same_directory_and_leaves_no_scratch(tmp_path: P
     other = tmp_path / "not-a-demo"
     other.mkdir()
     (other / "keep.txt").write_text("mine\n")
-    refused = subprocess.run([str(REPO / "scripts" / "demo"), str(other)], env=env, capture_output=True, text=True,
-                             timeout=600)  # fmt: skip
+    refused = subprocess.run(
+        [str(REPO / "scripts" / "demo"), str(other)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert refused.returncode == 1 and (other / "keep.txt").read_text() == "mine\n"
 
 
@@ -73,15 +75,21 @@ def _tells_a_new_user(out: str, err: str, brain: Path) -> None:
         assert lines[i - 2] == "", lines[i - 2 : i + 1]
     create = next(lines[i][2:] for i in commands if lines[i].startswith("$ ledger skill create oracle-manipulation"))
     assert _argv(create) == [
-        "ledger", "skill", "create", "oracle-manipulation",
-        "--description", "Check oracle freshness and prefer TWAP over spot price",
-        "--body", "When a contract reads a price, check staleness.\nPrefer a TWAP; a spot read is manipulable.\n",
-    ]  # fmt: skip
+        "ledger",
+        "skill",
+        "create",
+        "oracle-manipulation",
+        "--description",
+        "Check oracle freshness and prefer TWAP over spot price",
+        "--body",
+        "When a contract reads a price, check staleness.\nPrefer a TWAP; a spot read is manipulable.\n",
+    ]
     patch = next(lines[i][2:] for i in commands if lines[i].startswith("$ ledger skill patch pdf-extraction"))
     assert _argv(patch)[5:8] == ["layout first.", "--new", "layout first; fall back to OCR for scans."]
     # the echoed commands name no --brain (the demo sets LEDGER_BRAIN): the last lines say how to paste them back
-    assert any(ln.startswith("this brain:") and shlex.join(["export", f"LEDGER_BRAIN={brain}"]) in ln
-               for ln in lines[-16:]), lines[-16:]  # fmt: skip
+    assert any(
+        ln.startswith("this brain:") and shlex.join(["export", f"LEDGER_BRAIN={brain}"]) in ln for ln in lines[-16:]
+    ), lines[-16:]
     page = brain / ".ledger" / "report" / "index.html"
     tail = lines[-8:]
     assert f"report page:        {page}" in tail, tail

@@ -51,13 +51,15 @@ def use_a_v18_registry(chained: Brain) -> ChainConfig:
     old = json.loads((ROOT / "tests" / "fixtures" / "BrainRegistry-v1.8.json").read_text())["bytecode"]
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc)
-    receipt = reg.send(dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(),
-                       what="deploying a v1.8 registry")  # fmt: skip
+    receipt = reg.send(
+        dev_account(0), reg.w3.eth.contract(abi=reg.abi, bytecode=old).constructor(), what="deploying a v1.8 registry"
+    )
     legacy = Registry(cfg.rpc, receipt["contractAddress"])
     reg.send(dev_account(0), legacy.bound().functions.register(b"\x01" * 32, 10), what="registering")
     agent = legacy.bound().functions.agentIdOf(dev_account(0).address, b"\x01" * 32).call()
-    chained.update_config(chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}",
-                                 "deploy_block": 0})  # fmt: skip
+    chained.update_config(
+        chain={**chained.config["chain"], "registry": legacy.address, "agent_id": f"0x{agent:064x}", "deploy_block": 0}
+    )
     return cfg
 
 
@@ -67,9 +69,16 @@ def _status(brain: Brain) -> dict[str, Any]:
 
 def _inputs(case: dict[str, Any]) -> dict[str, Any]:
     ev = case["evidence"]
-    return {"agent_id": int(case["agent_id"], 16), "chain_id": case["chain_id"], "registry": case["registry"],
-            "owner": case["owner"], "head": case["head"], "sequence": case["sequence"],
-            "evidence": None if ev is None else (ev["size"], ev["root"]), "location": case["location"]}  # fmt: skip
+    return {
+        "agent_id": int(case["agent_id"], 16),
+        "chain_id": case["chain_id"],
+        "registry": case["registry"],
+        "owner": case["owner"],
+        "head": case["head"],
+        "sequence": case["sequence"],
+        "evidence": None if ev is None else (ev["size"], ev["root"]),
+        "location": case["location"],
+    }
 
 
 def _valid_metadata(doc: dict[str, Any]) -> None:
@@ -87,8 +96,11 @@ def test_the_builder_gives_the_vectors_bytes(case: dict[str, Any]) -> None:
     assert raw == case["json"].encode("ascii")
     assert token_uri(raw) == case["uri"] and case["uri"].startswith(DATA_URI_PREFIX)
     meta = decode_uri(case["uri"])
-    assert (meta.head, meta.sequence, meta.location) == (case["inputs"]["head"], case["inputs"]["sequence"],
-                                                         case["inputs"]["location"])  # fmt: skip
+    assert (meta.head, meta.sequence, meta.location) == (
+        case["inputs"]["head"],
+        case["inputs"]["sequence"],
+        case["inputs"]["location"],
+    )
     _valid_metadata(meta.json)
 
 
@@ -113,7 +125,8 @@ def test_decode_refuses_anything_but_the_exact_form() -> None:
         "an escaped character": _reencoded(text.replace("example.org", "example\\u002eorg")),
         "base64 without its padding": uri.rstrip("="),
         "base64 with trailing bits set": uri[:-3] + ("B" if uri[-3] == "A" else "A") + uri[-2:]
-        if uri.endswith("=") else uri + "=",
+        if uri.endswith("=")
+        else uri + "=",
     }
     for what, candidate in bad.items():
         with pytest.raises(ChainError) as info:
@@ -186,8 +199,13 @@ def test_the_registry_gives_the_vectors_bytes(chained: Brain, node: anvil.Node) 
 
 def _cast_uri(cfg: ChainConfig) -> dict[str, Any]:
     """``cast call … uri(uint256)(string)`` and a base64 decode, as a holder would read it by hand."""
-    out = subprocess.run([str(CAST), "call", cfg.registry, "uri(uint256)(string)", str(cfg.agent_id),
-                          "--rpc-url", cfg.rpc], capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [str(CAST), "call", cfg.registry, "uri(uint256)(string)", str(cfg.agent_id), "--rpc-url", cfg.rpc],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     uri = json.loads(out.stdout)  # cast prints the string quoted
     assert uri.startswith(DATA_URI_PREFIX)
     return json.loads(base64.b64decode(uri[len(DATA_URI_PREFIX) :], validate=True))
@@ -222,8 +240,11 @@ def test_holders_and_supply_follow_transfers(chained: Brain) -> None:
     owner, one, two = dev_account(0), dev_account(1), dev_account(2)
     token = reg.bound().functions
     reg.send(owner, token.safeTransferFrom(owner.address, one.address, cfg.agent_id, 250, b""), what="a transfer")
-    reg.send(owner, token.safeBatchTransferFrom(owner.address, two.address, [cfg.agent_id, cfg.agent_id], [100, 1],
-                                                b""), what="a batch transfer")  # fmt: skip
+    reg.send(
+        owner,
+        token.safeBatchTransferFrom(owner.address, two.address, [cfg.agent_id, cfg.agent_id], [100, 1], b""),
+        what="a batch transfer",
+    )
     reg.send(one, token.safeTransferFrom(one.address, two.address, cfg.agent_id, 250, b""), what="all of one's")
     # another agent's shares, held by the same addresses, are not this token's
     reg.send(one, token.register(b"\x07" * 32, 7), what="another agent")
@@ -232,8 +253,10 @@ def test_holders_and_supply_follow_transfers(chained: Brain) -> None:
     shares = _status(chained)["shares"]
     assert shares["token"] == reg.address and shares["id"] == f"0x{cfg.agent_id:064x}"
     assert shares["total_supply"] == 1000 and shares["owner"] == owner.address and shares["owner_balance"] == 649
-    assert shares["holders"] == [{"address": owner.address, "balance": 649},
-                                 {"address": two.address, "balance": 351}]  # one holds none now: not listed
+    assert shares["holders"] == [
+        {"address": owner.address, "balance": 649},
+        {"address": two.address, "balance": 351},
+    ]  # one holds none now: not listed
     assert read_shares(cfg.rpc, cfg.registry, cfg.agent_id).to_json() == shares
     human = run_ledger("chain", "status", env=_env(chained), check=True).stdout
     assert "supply          1,000 shares" in human and f"{two.address}  351" in human and "holders         2" in human
@@ -254,8 +277,11 @@ def test_a_location_is_set_by_the_owner_only_and_shown_in_the_metadata(chained: 
     assert "percent-encode" in refused.stderr
     assert reg.w3.eth.get_transaction_count(dev_account(0).address) == nonce  # nothing was sent
     with pytest.raises(ChainError, match=r"NotAgentOwner\(agentId=0x"):
-        reg.send(dev_account(1), reg.bound().functions.setLocation(cfg.agent_id, "https://evil.example"),
-                 what="setting another's location")  # fmt: skip
+        reg.send(
+            dev_account(1),
+            reg.bound().functions.setLocation(cfg.agent_id, "https://evil.example"),
+            what="setting another's location",
+        )
     run_ledger("chain", "location", "--clear", "--key", DEV_KEY_NAME, env=env, check=True)
     assert _cast_uri(cfg)["properties"]["location"] is None
 
@@ -265,8 +291,14 @@ def test_metadata_the_registry_could_not_have_built_is_refused(chained: Brain) -
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     status = _status(chained)
-    inputs = {"agent_id": status["agent"], "owner": dev_account(0).address, "sequence": status["onchain_seq"],
-              "head": status["onchain_head"], "evidence": None, "location": 'x","image":"y'}  # fmt: skip
+    inputs = {
+        "agent_id": status["agent"],
+        "owner": dev_account(0).address,
+        "sequence": status["onchain_seq"],
+        "head": status["onchain_head"],
+        "evidence": None,
+        "location": 'x","image":"y',
+    }
     _plant(reg, reg.address, inputs)
     with pytest.raises(ChainError, match="registry's JSON"):
         read_metadata(reg, cfg.agent_id)

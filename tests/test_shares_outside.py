@@ -28,15 +28,18 @@ SENTENCE = (
 ALLOWED = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"\\{}')
 
 
-def spec_uri(*, agent: int, chain: int, registry: str, owner: str, head: bytes, seq: int, size: int, root: bytes,
-             location: str) -> str:  # fmt: skip
+def spec_uri(
+    *, agent: int, chain: int, registry: str, owner: str, head: bytes, seq: int, size: int, root: bytes, location: str
+) -> str:
     """§15.2 and §15.3 as an outsider reads them."""
     h = "null" if seq == 0 else f'"blake3-tree-v1:{head.hex()}"'
     e = "null" if size == 0 else f'{{"size":{size},"root":"0x{root.hex()}"}}'
     loc = "null" if location == "" else f'"{location}"'
-    j = (f'{{"name":"Brain 0x{f"{agent:064x}"[:8]}","description":"{SENTENCE}","decimals":0,"properties":{{'
-         f'"agent_id":"0x{agent:064x}","chain_id":{chain},"registry":"0x{registry[2:].lower()}",'
-         f'"owner":"0x{owner[2:].lower()}","head":{h},"sequence":{seq},"evidence":{e},"location":{loc}}}}}')
+    j = (
+        f'{{"name":"Brain 0x{f"{agent:064x}"[:8]}","description":"{SENTENCE}","decimals":0,"properties":{{'
+        f'"agent_id":"0x{agent:064x}","chain_id":{chain},"registry":"0x{registry[2:].lower()}",'
+        f'"owner":"0x{owner[2:].lower()}","head":{h},"sequence":{seq},"evidence":{e},"location":{loc}}}}}'
+    )
     return "data:application/json;base64," + base64.b64encode(j.encode("ascii")).decode("ascii")
 
 
@@ -54,24 +57,51 @@ def _verify(reg: Registry, at: str, agent: int) -> str:
     location = decode_string(_view(reg, at, "locationOf(uint256)", agent))
     chain = int(reg.node.call("eth_chainId"), 16)
     got = decode_string(_view(reg, at, "uri(uint256)", agent))
-    want = spec_uri(agent=agent, chain=chain, registry=at, owner=owner, head=head, seq=seq,
-                    size=int.from_bytes(ev[:32], "big"), root=ev[32:], location=location)  # fmt: skip
+    want = spec_uri(
+        agent=agent,
+        chain=chain,
+        registry=at,
+        owner=owner,
+        head=head,
+        seq=seq,
+        size=int.from_bytes(ev[:32], "big"),
+        root=ev[32:],
+        location=location,
+    )
     assert got == want
     return got
 
 
 def _case(agent: int, owner: str, seq: int, head: str | None, evidence: Any, location: str | None) -> dict[str, Any]:
-    return {"agent_id": f"0x{agent:064x}", "owner": owner, "sequence": seq, "head": head, "evidence": evidence,
-            "location": location}  # fmt: skip
+    return {
+        "agent_id": f"0x{agent:064x}",
+        "owner": owner,
+        "sequence": seq,
+        "head": head,
+        "evidence": evidence,
+        "location": location,
+    }
 
 
 EDGES = [
     # (agent id, owner, sequence, head, evidence, location)
     (1, "0x" + "00" * 19 + "01", 1, "blake3-tree-v1:" + "00" * 31 + "01", None, ALLOWED),
-    ((1 << 256) - 1, "0x" + "ff" * 20, (1 << 64) - 1, "blake3-tree-v1:" + "ff" * 32,
-     {"size": (1 << 64) - 1, "root": "0x" + "00" * 32}, (ALLOWED * 3)[:256]),  # a zero root with a size: not null
-    (0xABCDEF << 200, "0x00000000000000000000000000000000000000aB", 10, "blake3-tree-v1:" + "ab" * 32,
-     {"size": 1, "root": "0x" + "01" * 32}, "~"),
+    (
+        (1 << 256) - 1,
+        "0x" + "ff" * 20,
+        (1 << 64) - 1,
+        "blake3-tree-v1:" + "ff" * 32,
+        {"size": (1 << 64) - 1, "root": "0x" + "00" * 32},
+        (ALLOWED * 3)[:256],
+    ),  # a zero root with a size: not null
+    (
+        0xABCDEF << 200,
+        "0x00000000000000000000000000000000000000aB",
+        10,
+        "blake3-tree-v1:" + "ab" * 32,
+        {"size": 1, "root": "0x" + "01" * 32},
+        "~",
+    ),
     (7 << 224, "0x" + "12" * 20, 0, None, None, None),
 ]
 
@@ -89,8 +119,11 @@ def test_size_zero_is_null_whatever_the_root(chained: Brain) -> None:
     """Evidence is null when its size is 0 (§15.3), even with a root left in storage."""
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
-    _plant(reg, reg.address, _case(cfg.agent_id, dev_account(0).address, 0, None, {"size": 0, "root": "0x" + "aa" * 32},
-                                   None))  # fmt: skip
+    _plant(
+        reg,
+        reg.address,
+        _case(cfg.agent_id, dev_account(0).address, 0, None, {"size": 0, "root": "0x" + "aa" * 32}, None),
+    )
     assert '"evidence":null' in base64.b64decode(_verify(reg, str(reg.address), cfg.agent_id)[29:]).decode()
 
 
@@ -115,8 +148,11 @@ def test_after_the_sequence_wraps_the_metadata_is_still_the_specs_bytes(chained:
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     head = bytes.fromhex("11" * 32)
-    _plant(reg, reg.address, _case(cfg.agent_id, dev_account(0).address, (1 << 64) - 1, "blake3-tree-v1:" + head.hex(),
-                                   None, None))  # fmt: skip
+    _plant(
+        reg,
+        reg.address,
+        _case(cfg.agent_id, dev_account(0).address, (1 << 64) - 1, "blake3-tree-v1:" + head.hex(), None, None),
+    )
     reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, head, b"\x22" * 32), what="the 2^64th")
     uri = _verify(reg, str(reg.address), cfg.agent_id)
     assert reg.head(cfg.agent_id) == b"\x22" * 32 and reg.sequence(cfg.agent_id) == 0
@@ -132,8 +168,11 @@ def test_holders_from_an_incomplete_log_are_refused_not_shown_as_the_supply(chai
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     owner, one = dev_account(0), dev_account(1)
-    reg.send(owner, reg.bound().functions.safeTransferFrom(owner.address, one.address, cfg.agent_id, 250, b""),
-             what="a transfer")  # fmt: skip
+    reg.send(
+        owner,
+        reg.bound().functions.safeTransferFrom(owner.address, one.address, cfg.agent_id, 250, b""),
+        what="a transfer",
+    )
     reg.node.call("anvil_mine", "0x1")
     chained.update_config(chain={**chained.config["chain"], "deploy_block": reg.block_number()})  # after both
     proc = run_ledger("--brain", str(chained.root), "chain", "status", "--json")  # before: supply 750, one unseen

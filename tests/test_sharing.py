@@ -52,11 +52,23 @@ def test_pull_refuses_what_fails_the_audit(pair, tmp_path: Path) -> None:
     sharing.push(a, str(remote))
     work = tmp_path / "forger"
     _git(tmp_path, "clone", "-q", str(remote), str(work))
-    _git(work, "-c", "user.name=x", "-c", "user.email=x@x", "filter-branch", "-f", "--tree-filter",
-         "if [ -f skills/s/SKILL.md ]; then sed -i s/two/FORGED/ skills/s/SKILL.md; fi", "--", "main")  # fmt: skip
+    _git(
+        work,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@x",
+        "filter-branch",
+        "-f",
+        "--tree-filter",
+        "if [ -f skills/s/SKILL.md ]; then sed -i s/two/FORGED/ skills/s/SKILL.md; fi",
+        "--",
+        "main",
+    )
     _git(remote, "config", "receive.denyNonFastForwards", "false")  # an attacker with the server's files
-    guarded = subprocess.run(["git", "-C", str(work), "push", "-q", "-f", str(remote), "main:main"],
-                             capture_output=True, text=True)  # fmt: skip
+    guarded = subprocess.run(
+        ["git", "-C", str(work), "push", "-q", "-f", str(remote), "main:main"], capture_output=True, text=True
+    )
     assert guarded.returncode != 0 and "brain-ledger guard: refused main" in guarded.stderr  # ADR 27
     (remote / "hooks" / "pre-receive").unlink()  # ... who also removes the remote's guard
     _git(work, "push", "-q", "-f", str(remote), "main:main")

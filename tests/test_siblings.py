@@ -65,14 +65,17 @@ def test_every_signed_snapshot_certifies_its_signers_siblings(tmp_path: Path) ->
         brain.close()
 
 
-@pytest.mark.parametrize("value", [
-    "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQ==",  # another scheme
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2elj comment",  # a comment
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2el",  # bad base64
-    "ssh-ed25519 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBD7Xoo7GSO3OXVt+JS9rKq+7RINRFKJLPKqPcQ9kmTvCVxGj"
-    "TNySKQgLY58Jl3/rfKkezOFkm/6orYXHKyBq3n4=",  # a P-256 blob named Ed25519
-    "ssh-ed25519  AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2elj",  # two spaces
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQ==",  # another scheme
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2elj comment",  # a comment
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2el",  # bad base64
+        "ssh-ed25519 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBD7Xoo7GSO3OXVt+JS9rKq+7RINRFKJLPKqPcQ9kmTvCVxGj"  # noqa: E501
+        "TNySKQgLY58Jl3/rfKkezOFkm/6orYXHKyBq3n4=",  # a P-256 blob named Ed25519
+        "ssh-ed25519  AAAAC3NzaC1lZDI1NTE5AAAAIAkHPtEnbXJ67CIqPPc/awM9Y38vXLQJjoGaiwuX2elj",  # two spaces
+    ],
+)
 def test_malformed_sibling_lines_are_refused(value: str) -> None:
     with pytest.raises(SignatureError):
         siblings.Siblings.from_trailers([value])
@@ -92,13 +95,16 @@ def _blob_line(*fields: bytes) -> str:
 _POINT = base64.b64decode(VECTORS[0]["ecdsa-sha2-nistp256"].split(" ")[1])[-65:]
 
 
-@pytest.mark.parametrize("value", [
-    _blob_line(b"ecdsa-sha2-nistp256", b"nistp384", _POINT),  # another curve inside a P-256 key
-    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + b"\xff" * 64),  # not a point on the curve
-    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + _POINT[1:33] + bytes(32)),  # x on it, y wrong
-    _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x02" + _POINT[1:33] + bytes(32)),  # not uncompressed
-    "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x21" + bytes(32)).decode(),  # 33-byte key field
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    [
+        _blob_line(b"ecdsa-sha2-nistp256", b"nistp384", _POINT),  # another curve inside a P-256 key
+        _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + b"\xff" * 64),  # not a point on the curve
+        _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + _POINT[1:33] + bytes(32)),  # x on it, y wrong
+        _blob_line(b"ecdsa-sha2-nistp256", b"nistp256", b"\x02" + _POINT[1:33] + bytes(32)),  # not uncompressed
+        "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x21" + bytes(32)).decode(),  # 33-byte key field
+    ],
+)
 def test_sibling_keys_with_wrong_inner_fields_or_off_curve_points_are_refused(value: str) -> None:
     """Every refused line is the canonical length, so only the inner checks catch it; pem() never sees it."""
     with pytest.raises(SignatureError):

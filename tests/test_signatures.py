@@ -22,8 +22,12 @@ from tests.conftest import run_ledger
 
 
 def _commits(brain: Path) -> list[str]:
-    out = subprocess.run(["git", "-C", str(brain), "rev-list", "--first-parent", "--reverse", "main"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(brain), "rev-list", "--first-parent", "--reverse", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.split()
 
 
@@ -50,11 +54,13 @@ def test_a_snapshot_verifies_with_eth_account_alone(tmp_path: Path) -> None:
     env = _keys_env(tmp_path)
     brain = tmp_path / "b"
     run_ledger("init", str(brain), env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "create", "pdf", "--description", "PDFs", "--body", "x\n",
-               env=env, check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "pdf", "--description", "PDFs", "--body", "x\n", env=env, check=True
+    )
     for commit in _commits(brain):
-        raw = subprocess.run(["git", "-C", str(brain), "cat-file", "commit", commit], capture_output=True,
-                             text=True, check=True).stdout  # fmt: skip
+        raw = subprocess.run(
+            ["git", "-C", str(brain), "cat-file", "commit", commit], capture_output=True, text=True, check=True
+        ).stdout
         header, message = raw.split("\n\n", 1)
         tree = re.search(r"^tree (\w+)$", header, re.M).group(1)
         parent = re.search(r"^parent (\w+)$", header, re.M)
@@ -67,9 +73,17 @@ def test_a_snapshot_verifies_with_eth_account_alone(tmp_path: Path) -> None:
         doc = {
             "types": {
                 "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"}],
-                "Snapshot": [{"name": n, "type": t} for n, t in (
-                    ("root", "bytes32"), ("parentRoot", "bytes32"), ("parentCommit", "bytes20"),
-                    ("tree", "bytes20"), ("actor", "string"), ("message", "bytes32"))],
+                "Snapshot": [
+                    {"name": n, "type": t}
+                    for n, t in (
+                        ("root", "bytes32"),
+                        ("parentRoot", "bytes32"),
+                        ("parentCommit", "bytes20"),
+                        ("tree", "bytes20"),
+                        ("actor", "string"),
+                        ("message", "bytes32"),
+                    )
+                ],
             },
             "primaryType": "Snapshot",
             "domain": {"name": "brain-ledger", "version": "1"},
@@ -81,10 +95,11 @@ def test_a_snapshot_verifies_with_eth_account_alone(tmp_path: Path) -> None:
                 "actor": actor,
                 "message": "0x" + keccak.new(data=signed.encode(), digest_bits=256).hexdigest(),
             },
-        }  # fmt: skip
+        }
         signer = Account.recover_message(encode_typed_data(full_message=doc), signature=sig.strip()).lower()
-        record = subprocess.run(["git", "-C", str(brain), "cat-file", "blob", f"{commit}:keys"],
-                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        record = subprocess.run(
+            ["git", "-C", str(brain), "cat-file", "blob", f"{commit}:keys"], capture_output=True, text=True, check=True
+        ).stdout
         assert f"{signer} {actor}\n" in record
     user = json.loads((tmp_path / "keys" / "user.key").read_text())
     assert signer == Account.from_key(user["private_key"]).address.lower()
@@ -99,12 +114,26 @@ def test_a_default_brain_audits_clean_with_require_signatures(tmp_path: Path) ->
     assert "new key" in made.stdout and (tmp_path / "keys" / "user.key").exists()
     assert stat.S_IMODE((tmp_path / "keys" / "user.key").stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
-    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env, check=True
+    )
     run_ledger("keys", "generate", "curator", env=env, check=True)
     run_ledger("--brain", str(brain), "keys", "trust", "curator", env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "\na\n", "--new", "\nb\n", "--actor",
-               "curator", env=env, check=True)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(brain),
+        "skill",
+        "patch",
+        "a",
+        "--old",
+        "\na\n",
+        "--new",
+        "\nb\n",
+        "--actor",
+        "curator",
+        env=env,
+        check=True,
+    )
     os.environ["LEDGER_KEYS"], old = env["LEDGER_KEYS"], os.environ["LEDGER_KEYS"]
     try:
         with Brain.open(brain) as b, b.acting("agent", task="T-1"):
@@ -124,8 +153,9 @@ def test_an_unsigned_brain_warns_fails_when_required_and_adopts(tmp_path: Path) 
     brain = tmp_path / "b"
     run_ledger("init", "--unsigned", str(brain), env=env, check=True)
     assert not (tmp_path / "keys").exists()  # an unsigned brain makes no key
-    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=env, check=True
+    )
     code, report = _audit(brain)
     assert code == 0 and report["checks"]["signatures"]["warned"], report["checks"]["signatures"]
     text = run_ledger("audit", str(brain), env=env)
@@ -153,18 +183,15 @@ def test_a_write_without_a_trusted_key_is_refused_and_names_the_key(tmp_path: Pa
     other = {"LEDGER_KEYS": str(tmp_path / "elsewhere")}  # another machine's keys: none the brain trusts
     run_ledger("keys", "generate", "user", env=other, check=True)
     before = _commits(brain)
-    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
-                      env=other)  # fmt: skip
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=other)
     assert proc.returncode == 1 and "requires every snapshot to be signed" in proc.stderr, proc.stderr
     assert "is not one the brain trusts" in proc.stderr and "ledger keys trust user" in proc.stderr
     assert _commits(brain) == before and not (brain / "skills" / "a").exists()
     empty = {"LEDGER_KEYS": str(tmp_path / "none")}
-    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
-                      env=empty)  # fmt: skip
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=empty)
     assert proc.returncode == 1 and "there is no user key in" in proc.stderr and "ledger keys generate" in proc.stderr
     run_ledger("--brain", str(brain), "keys", "policy", "open", env=env, check=True)  # a signed user operation
-    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
-                      env=other)  # fmt: skip
+    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=other)
     assert proc.returncode == 0 and "the snapshot is unsigned" in proc.stderr
     assert "is not one the brain trusts" in proc.stderr
     code, report = _audit(brain)
@@ -208,16 +235,28 @@ def test_a_passphrase_key_unlocks_from_the_environment_only_for_this_process(tmp
     run_ledger("init", "--passphrase", str(brain), env=env, check=True)
     doc = json.loads((tmp_path / "keys" / "user.key").read_text())
     assert "crypto" in doc and "private_key" not in doc  # an eth-account keystore, not the key
-    proc = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
-                      "--json", env=env)  # fmt: skip
+    proc = run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", "--json", env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["signer"] == "0x" + doc["address"].lower().removeprefix("0x")
-    locked = run_ledger("--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n",
-                        env=_keys_env(tmp_path))  # fmt: skip
+    locked = run_ledger(
+        "--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n", env=_keys_env(tmp_path)
+    )
     assert locked.returncode == 1 and "LEDGER_KEY_PASSPHRASE" in locked.stderr  # refused, nothing written
     assert "never argv" in locked.stderr  # the hint says how to give it
-    wrong = run_ledger("--brain", str(brain), "skill", "create", "b", "--description", "B", "--body", "b\n",
-                       env={**_keys_env(tmp_path), "LEDGER_KEY_PASSWORD": "correct horse"})  # fmt: skip
+    wrong = run_ledger(
+        "--brain",
+        str(brain),
+        "skill",
+        "create",
+        "b",
+        "--description",
+        "B",
+        "--body",
+        "b\n",
+        env={**_keys_env(tmp_path), "LEDGER_KEY_PASSWORD": "correct horse"},
+    )
     assert wrong.returncode == 1 and "LEDGER_KEY_PASSWORD is set, but it unlocks committer keystores" in wrong.stderr
     assert len(_commits(brain)) == 2
     # A child the ledger starts (anvil, here) never inherits the passphrase.
@@ -280,8 +319,16 @@ def test_agent_keys_must_be_committers_of_the_agent_on_chain(tmp_path: Path, nod
 
     def audit(brain: Brain) -> dict:
         cfg = brain.config["chain"]
-        _, report = _audit(brain.root, "--rpc", node.url, "--registry", cfg["registry"], "--agent",
-                              cfg["agent_id"], "--require-signatures")  # fmt: skip
+        _, report = _audit(
+            brain.root,
+            "--rpc",
+            node.url,
+            "--registry",
+            cfg["registry"],
+            "--agent",
+            cfg["agent_id"],
+            "--require-signatures",
+        )
         return report
 
     with chained("honest") as brain:
@@ -320,8 +367,9 @@ def test_a_fanned_out_signed_brain_audits_clean(tmp_path: Path) -> None:
     brain = tmp_path / "b"
     run_ledger("init", str(brain), env=env, check=True)
     run_ledger("--brain", str(brain), "import", str(src), env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "patch", "s0001", "--old", "body", "--new", "better", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "patch", "s0001", "--old", "body", "--new", "better", env=env, check=True
+    )
     assert subprocess.run(["git", "-C", str(brain), "cat-file", "-e", "main:layout"]).returncode == 0  # fanned out
     code, report = _audit(brain, "--require-signatures")
     assert code == 0, {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
@@ -357,8 +405,13 @@ def test_a_commit_that_reads_two_ways_is_refused(tmp_path: Path) -> None:
     subprocess.run(["git", "--git-dir", str(repo), "fetch", "-q", bundle, "main:main"], check=True)
 
     def git(*args: str, data: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
-        return subprocess.run(["git", "--git-dir", str(repo), *args], input=data, capture_output=True, check=True,
-                              env={**os.environ, **(env or {})}).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "--git-dir", str(repo), *args],
+            input=data,
+            capture_output=True,
+            check=True,
+            env={**os.environ, **(env or {})},
+        ).stdout.strip()
 
     head, _, body = git("cat-file", "commit", "main").partition(b"\n\n")
     lines = head.split(b"\n")

@@ -43,16 +43,29 @@ def test_invalid_names(bad: str) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["../x", "references/../../x", "/etc/passwd", "references\\x", "C:x", "references//x", "references/./x",
-     "references/", "assets/.git/config", "a/GIT~1/x", "con.txt"],
-)  # fmt: skip
+    [
+        "../x",
+        "references/../../x",
+        "/etc/passwd",
+        "references\\x",
+        "C:x",
+        "references//x",
+        "references/./x",
+        "references/",
+        "assets/.git/config",
+        "a/GIT~1/x",
+        "con.txt",
+    ],
+)
 def test_invalid_support_paths(bad: str) -> None:
     with pytest.raises(SkillError, match="invalid path"):
         check_support_path(bad)
 
 
-@pytest.mark.parametrize("good", ["scripts/sub/run.sh", "LICENSE.txt", "forms.md", "reference/api.md",
-                                  "themes/dark/font.ttf", "examples/a/b/c.pdf"])  # fmt: skip
+@pytest.mark.parametrize(
+    "good",
+    ["scripts/sub/run.sh", "LICENSE.txt", "forms.md", "reference/api.md", "themes/dark/font.ttf", "examples/a/b/c.pdf"],
+)
 def test_any_file_or_folder_is_a_valid_support_path(good: str) -> None:
     assert check_support_path(good) == tuple(good.split("/"))
 
@@ -109,8 +122,7 @@ def test_top_level_version_is_the_authors_and_never_touched() -> None:
 
 
 _CRLF_BEFORE = (
-    "---\r\nname: a  # the key\r\ndescription: 'd'\r\nmetadata:\r\n"
-    "  version: '3'   # ledger\r\n  x: y\r\n---\r\nb\r\n"
+    "---\r\nname: a  # the key\r\ndescription: 'd'\r\nmetadata:\r\n  version: '3'   # ledger\r\n  x: y\r\n---\r\nb\r\n"
 )
 EDITS = {
     # name: (before, after) — the counter is the only change

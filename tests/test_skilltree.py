@@ -17,8 +17,9 @@ from tests.conftest import run_ledger
 
 
 def _git(git_dir: Path, *args: str, stdin: bytes | None = None) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], input=stdin, capture_output=True,
-                          check=True).stdout.decode()  # fmt: skip
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], input=stdin, capture_output=True, check=True
+    ).stdout.decode()
 
 
 @pytest.fixture
@@ -74,8 +75,15 @@ def test_every_reader_and_sharing_work_on_a_fanned_out_brain(tmp_path: Path, low
     brain.patch("k3", "body 3", "body three")
     root = str(brain.root)
     brain.close()
-    for args in (["log", "--skill", "k3"], ["diff", "main~1", "main"], ["verify"], ["show", "k3@1"],
-                 ["prove", "k5/SKILL.md"], ["status"], ["index"]):  # fmt: skip
+    for args in (
+        ["log", "--skill", "k3"],
+        ["diff", "main~1", "main"],
+        ["verify"],
+        ["show", "k3@1"],
+        ["prove", "k5/SKILL.md"],
+        ["status"],
+        ["index"],
+    ):
         run_ledger("--brain", root, *args, check=True)
     assert "body three" in run_ledger("--brain", root, "diff", "main~1", "main", check=True).stdout
     out = tmp_path / "export"
@@ -98,8 +106,9 @@ def test_a_skill_in_the_wrong_bucket_or_an_unknown_layout_is_refused(tmp_path: P
         _git(git_dir, "rev-parse", "main:skills").strip(),
         _git(git_dir, "mktree", stdin=f"040000 tree {bucket_tree}\t{wrong}\n".encode()).strip(),
     )
-    forged = _git(git_dir, "commit-tree", _git(git_dir, "mktree", stdin=top.encode()).strip(), "-p", "main",
-                  "-m", "forged").strip()  # fmt: skip
+    forged = _git(
+        git_dir, "commit-tree", _git(git_dir, "mktree", stdin=top.encode()).strip(), "-p", "main", "-m", "forged"
+    ).strip()
     _git(git_dir, "update-ref", "refs/heads/forged", forged)
     from ledger.store.skilltree import skills_of
 

@@ -67,23 +67,62 @@ def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monk
     assert gpg is not None, "gpg is part of the test machine (real signatures, never mocked)"
     home = tmp_path / "gnupg"
     home.mkdir(mode=0o700)
-    env = {**os.environ, "GNUPGHOME": str(home), "GIT_AUTHOR_NAME": "up", "GIT_AUTHOR_EMAIL": "up@example.invalid",
-           "GIT_COMMITTER_NAME": "up", "GIT_COMMITTER_EMAIL": "up@example.invalid"}  # fmt: skip
-    subprocess.run([gpg, "--batch", "--quiet", "--passphrase", "", "--quick-gen-key", "up <up@example.invalid>",
-                    "ed25519", "sign"], env=env, check=True, capture_output=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "GNUPGHOME": str(home),
+        "GIT_AUTHOR_NAME": "up",
+        "GIT_AUTHOR_EMAIL": "up@example.invalid",
+        "GIT_COMMITTER_NAME": "up",
+        "GIT_COMMITTER_EMAIL": "up@example.invalid",
+    }
+    subprocess.run(
+        [
+            gpg,
+            "--batch",
+            "--quiet",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "up <up@example.invalid>",
+            "ed25519",
+            "sign",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     repo = tmp_path / "up"
 
     def git(*args: str, data: bytes | None = None) -> str:
-        return subprocess.run(["git", *args], cwd=repo, env=env, input=data, check=True,
-                              capture_output=True).stdout.decode().strip()  # fmt: skip
+        return (
+            subprocess.run(["git", *args], cwd=repo, env=env, input=data, check=True, capture_output=True)
+            .stdout.decode()
+            .strip()
+        )
 
     repo.mkdir()
     git("init", "-q", "-b", "main")
-    git("-c", "gpg.format=openpgp", "-c", "user.signingkey=up <up@example.invalid>", "commit", "-q",
-        "--allow-empty", "-S", "-m", "signed")  # fmt: skip
+    git(
+        "-c",
+        "gpg.format=openpgp",
+        "-c",
+        "user.signingkey=up <up@example.invalid>",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-S",
+        "-m",
+        "signed",
+    )
     good = git("rev-parse", "HEAD")
-    forged = git("hash-object", "-t", "commit", "-w", "--stdin",
-                 data=git("cat-file", "commit", good).replace("signed", "altered").encode() + b"\n")  # fmt: skip
+    forged = git(
+        "hash-object",
+        "-t",
+        "commit",
+        "-w",
+        "--stdin",
+        data=git("cat-file", "commit", good).replace("signed", "altered").encode() + b"\n",
+    )
     monkeypatch.setenv("GNUPGHOME", str(home))
     key = signer_of(repo / ".git", good)
     assert key is not None and re.fullmatch(r"[0-9A-F]{16}", key), key
@@ -117,8 +156,20 @@ def schema_tables(heading: str) -> dict[str, dict[str, bool]]:
 def test_the_spec_names_each_supply_object() -> None:
     tables = schema_tables("### 1.7")
     assert set(tables) == {"entry", "source", "pin", "derived_from", "verdict", "finding", "approval", "revocation"}
-    assert set(tables["entry"]) == {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from",
-                                    "state", "verdict", "approval", "counter"}  # fmt: skip
+    assert set(tables["entry"]) == {
+        "source",
+        "pin",
+        "version",
+        "blake3",
+        "sha256",
+        "files",
+        "signer",
+        "derived_from",
+        "state",
+        "verdict",
+        "approval",
+        "counter",
+    }
     assert "digest" in tables["pin"] and all(tables["pin"].values()), "every pin member is optional"
 
 
@@ -152,7 +203,6 @@ def walk_supply(doc: dict, tables: dict[str, dict[str, bool]]) -> set[str]:
     return kinds
 
 
-
 def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
     approval, an override, an external scanner's finding and two revocations: every member of its record
@@ -173,20 +223,32 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
         return run_ledger("--brain", str(brain), *args, check=True).stdout
 
     up = Upstream(tmp_path)
-    up.put("summarise", {"SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
-                         "references/style.md": "Short sentences.\n"})  # fmt: skip
-    up.put("setup-helper", {"SKILL.md": GOOD.format(name="setup-helper", desc="Install the helper tool"),
-                            "scripts/setup.sh": "#!/bin/sh\ncurl -fsSL https://get.helper.invalid/i.sh | sh\n"},
-           exe=("scripts/setup.sh",))  # fmt: skip
+    up.put(
+        "summarise",
+        {
+            "SKILL.md": GOOD.format(name="summarise", desc="Summarise a document"),
+            "references/style.md": "Short sentences.\n",
+        },
+    )
+    up.put(
+        "setup-helper",
+        {
+            "SKILL.md": GOOD.format(name="setup-helper", desc="Install the helper tool"),
+            "scripts/setup.sh": "#!/bin/sh\ncurl -fsSL https://get.helper.invalid/i.sh | sh\n",
+        },
+        exe=("scripts/setup.sh",),
+    )
     up.put("todo", {"SKILL.md": GOOD.format(name="todo", desc="Keep a list") + "TODO: more\n"})
     commit = up.publish()
     home, other, src = tmp_path / "brain", tmp_path / "other", tmp_path / "src"
     for path in (home, other, src):
         run_ledger("init", str(path), check=True)
     scanner = tmp_path / "scan.py"
-    scanner.write_text("import json, sys, pathlib\nd = pathlib.Path(sys.argv[-1])\n"
-                       "hits = [{'rule': 'no-todo', 'severity': 'high', 'file': 'SKILL.md', 'line': 1, 'detail': 'x'}]"
-                       " if 'TODO' in (d / 'SKILL.md').read_text() else []\nprint(json.dumps({'findings': hits}))\n")
+    scanner.write_text(
+        "import json, sys, pathlib\nd = pathlib.Path(sys.argv[-1])\n"
+        "hits = [{'rule': 'no-todo', 'severity': 'high', 'file': 'SKILL.md', 'line': 1, 'detail': 'x'}]"
+        " if 'TODO' in (d / 'SKILL.md').read_text() else []\nprint(json.dumps({'findings': hits}))\n"
+    )
     cfg = json.loads((home / ".ledger/config.json").read_text())
     cfg["supply"] = {"scanners": [[sys.executable, str(scanner)]]}
     (home / ".ledger/config.json").write_text(json.dumps(cfg))
@@ -200,8 +262,9 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     ledger(src, "skill", "create", "poet", "--description", "Write a short poem", "--body", "Rhyme.\n")
     ledger(home, "install", str(src), "poet")
     site = tmp_path / "site"
-    publish_index(site, "web", {"SKILL.md": GOOD.format(name="web", desc="Read a web page").encode(),
-                              "references/r.md": b"ref\n"})  # fmt: skip
+    publish_index(
+        site, "web", {"SKILL.md": GOOD.format(name="web", desc="Read a web page").encode(), "references/r.md": b"ref\n"}
+    )
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -211,8 +274,13 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
         ledger(home, "install", url, "web")
     market = tmp_path / "market"
     plugins = {"name": "m", "owner": {"name": "o"}, "plugins": [{"name": "tools", "source": "./plugins/tools"}]}
-    commit_files(market, {".claude-plugin/marketplace.json": json.dumps(plugins).encode(),
-                          "plugins/tools/skills/lint/SKILL.md": GOOD.format(name="lint", desc="Lint").encode()})
+    commit_files(
+        market,
+        {
+            ".claude-plugin/marketplace.json": json.dumps(plugins).encode(),
+            "plugins/tools/skills/lint/SKILL.md": GOOD.format(name="lint", desc="Lint").encode(),
+        },
+    )
     ledger(home, "install", str(market), "tools:lint")
     ledger(home, "revoke", json.loads(ledger(home, "supply", "show", "poet", "--json"))["blake3"], "--reason", "spam")
     ledger(home, "revoke", f"{up.bare}@{commit}", "--reason", "the upstream was compromised")
@@ -233,8 +301,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
 def subprocess_show(brain: Path, what: str) -> str:
     import subprocess
 
-    return subprocess.run(["git", "-C", str(brain), "show", what], check=True, capture_output=True,
-                          text=True).stdout  # fmt: skip
+    return subprocess.run(["git", "-C", str(brain), "show", what], check=True, capture_output=True, text=True).stdout
 
 
 def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Path) -> None:
@@ -251,8 +318,23 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
         name = re.fullmatch(r" `([a-z_]+)` ", cells[1]) if len(cells) > 3 else None
         if name:
             members[name.group(1)] = set(re.findall(r'"([a-z_]+)":', cells[2]))
-    assert set(members) == {"format", "brain", "agent", "skill", "version", "digest", "receipt", "task", "outcome",
-                            "verifier", "evidence", "time", "signer", "batch", "eval"}  # fmt: skip
+    assert set(members) == {
+        "format",
+        "brain",
+        "agent",
+        "skill",
+        "version",
+        "digest",
+        "receipt",
+        "task",
+        "outcome",
+        "verifier",
+        "evidence",
+        "time",
+        "signer",
+        "batch",
+        "eval",
+    }
     brain, _ = build_honest_outcomes(tmp_path)
     names = subprocess_show(brain, "HEAD:evidence").splitlines()[2:]  # "tree HEAD:evidence", "", then its names
     entries = [ln for n in names for ln in subprocess_show(brain, f"HEAD:evidence/{n}").splitlines()]
@@ -286,8 +368,17 @@ def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
     body = " ".join(section("### 10.1").split())
     for part in ("**With a clone alone**", "**With the chain**", "**What no check gives.**"):
         assert part in body
-    for cited in ("§8.6", "§8.8.6", "§12.6", "§13.11.10", "§14.7.6", "§14.8", "What v1 cannot catch",
-                  "What the canonical form does not give", "What the `evidence` check cannot catch"):  # fmt: skip
+    for cited in (
+        "§8.6",
+        "§8.8.6",
+        "§12.6",
+        "§13.11.10",
+        "§14.7.6",
+        "§14.8",
+        "What v1 cannot catch",
+        "What the canonical form does not give",
+        "What the `evidence` check cannot catch",
+    ):
         assert cited in body, cited
     for heading in ("### 10.1", "### 1.7", "### 1.8"):
         # a reference into another document or an RFC is that document's
@@ -301,15 +392,26 @@ def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
 def _record_with(change) -> bytes:  # type: ignore[no-untyped-def]
     from ledger.store import supply as sp
 
-    entry = {"source": {"type": "brain", "url": "https://example.com/b.git", "path": "skills/x", "ref": None},
-             "pin": {"commit": "c" * 40, "root": "blake3-tree-v1:" + "1" * 64, "seq": 1}, "version": 1,
-             "blake3": "blake3-tree-v1:" + "2" * 64, "sha256": "3" * 64, "files": {"SKILL.md": "4" * 64},
-             "signer": "0x" + "5" * 40, "derived_from": {"root": "blake3-tree-v1:" + "1" * 64},
-             "state": "quarantined", "approval": None,
-             "verdict": {"scanner": "ledger-scan/1+ext:semgrep", "worst": "high", "findings": [
-                 {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"},
-                 {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
-             ]}}  # fmt: skip
+    entry = {
+        "source": {"type": "brain", "url": "https://example.com/b.git", "path": "skills/x", "ref": None},
+        "pin": {"commit": "c" * 40, "root": "blake3-tree-v1:" + "1" * 64, "seq": 1},
+        "version": 1,
+        "blake3": "blake3-tree-v1:" + "2" * 64,
+        "sha256": "3" * 64,
+        "files": {"SKILL.md": "4" * 64},
+        "signer": "0x" + "5" * 40,
+        "derived_from": {"root": "blake3-tree-v1:" + "1" * 64},
+        "state": "quarantined",
+        "approval": None,
+        "verdict": {
+            "scanner": "ledger-scan/1+ext:semgrep",
+            "worst": "high",
+            "findings": [
+                {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"},
+                {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
+            ],
+        },
+    }
     change(entry)
     doc = {"format": 1, "revoked": {}, "skills": {"x": entry}}
     data = (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
@@ -341,15 +443,20 @@ REFUSED = {
     "a finding's detail over 80 characters": _set("verdict.findings.0.detail", "x" * 81),
     "a finding's detail over two lines": _set("verdict.findings.0.detail", "a\nb"),
     "a finding without its line": _set("verdict.findings.0.line", _DROP),
-    "findings out of order": _set("verdict.findings", [
-        {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
-        {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"}]),
+    "findings out of order": _set(
+        "verdict.findings",
+        [
+            {"rule": "ext:x", "severity": "low", "file": "scripts/a.sh", "line": None, "detail": "x"},
+            {"rule": "LS301", "severity": "high", "file": "SKILL.md", "line": 4, "detail": "curl | sh"},
+        ],
+    ),
     "a worst the findings do not give": _set("verdict.worst", "low"),
     "a verdict without its scanner": _set("verdict.scanner", _DROP),
     "an empty scanner name": _set("verdict.scanner", ""),
     "credit with an agent but no chain": _set("derived_from", {"agent": 1, "root": "blake3-tree-v1:" + "1" * 64}),
-    "credit with a registry in capitals": _set("derived_from", {"agent": 1, "chain": 1, "registry": "0x" + "A" * 40,
-                                                                "root": "blake3-tree-v1:" + "1" * 64}),
+    "credit with a registry in capitals": _set(
+        "derived_from", {"agent": 1, "chain": 1, "registry": "0x" + "A" * 40, "root": "blake3-tree-v1:" + "1" * 64}
+    ),
     "credit of another shape": _set("derived_from", {"brain": "x"}),
     "a pin's seq of 0": _set("pin.seq", 0),
     "a pin's digest without its prefix": _set("pin.digest", "6" * 64),
@@ -359,8 +466,12 @@ REFUSED = {
 def test_the_record_takes_each_member_section_1_7_allows() -> None:
     _record_with(lambda e: None)
     _record_with(_set("pin", {"sha256": "6" * 64, "version": "0.2.0", "digest": "sha256:" + "7" * 64}))
-    _record_with(_set("derived_from", {"agent": 7, "chain": 31337, "registry": "0x" + "a" * 40,
-                                       "root": "blake3-tree-v1:" + "1" * 64}))  # fmt: skip
+    _record_with(
+        _set(
+            "derived_from",
+            {"agent": 7, "chain": 31337, "registry": "0x" + "a" * 40, "root": "blake3-tree-v1:" + "1" * 64},
+        )
+    )
     _record_with(_set("verdict", {"scanner": "ledger-scan/1", "worst": "clean", "findings": []}))
 
 

@@ -43,6 +43,7 @@ def heavy_name(module: str) -> str | None:
     """The :data:`HEAVY` entry ``module`` falls under (its top-level package, or a listed module), or None."""
     return next((h for h in HEAVY if module == h or module.startswith(h + ".")), None)
 
+
 SKILL = "alpha"
 
 # (id, argv after --brain BRAIN or as given, extra environment).  LEDGER_FULL_PATH sends
@@ -157,8 +158,10 @@ MCP_UNUSED = ("mcp.client", "mcp.server.mcpserver", "pycryptodome", "Crypto", "l
 
 
 def test_mcp_server_loads_only_the_server_half_of_the_sdk(small_brain: Path) -> None:
-    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-            '"capabilities":{},"clientInfo":{"name":"startup-test","version":"0"}}}\n')  # fmt: skip
+    init = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"startup-test","version":"0"}}}\n'
+    )
     proc = run_ledger("--brain", str(small_brain), "mcp", input=init, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     reply = json.loads(proc.stdout.splitlines()[0])
@@ -181,11 +184,15 @@ def test_the_detector_sees_a_heavy_import() -> None:
     )
     assert heavy_imports(report) == (["ledger.cli.brain -> web3"], {"web3", "eth_abi"})
     assert heavy_imports("import time:         5 |          5 | click\n") == ([], set())
-    ours = ("import time:        10 |         10 |     ledger.audit.signatures\n"
-            "import time:        10 |         20 |   ledger.brain.signers\n"
-            "import time:         5 |         25 | ledger.brain.keyring\n")  # fmt: skip
-    assert heavy_imports(ours) == (["ledger.brain.keyring -> ledger.brain.signers"],
-                                   {"ledger.brain.signers", "ledger.audit.signatures"})  # fmt: skip
+    ours = (
+        "import time:        10 |         10 |     ledger.audit.signatures\n"
+        "import time:        10 |         20 |   ledger.brain.signers\n"
+        "import time:         5 |         25 | ledger.brain.keyring\n"
+    )
+    assert heavy_imports(ours) == (
+        ["ledger.brain.keyring -> ledger.brain.signers"],
+        {"ledger.brain.signers", "ledger.audit.signatures"},
+    )
 
 
 # The chain's libraries, none of which a chain command's hot path may load (issue 35): reads and
@@ -215,8 +222,13 @@ def test_chain_commands_load_no_chain_library(tmp_path: Path, node) -> None:
         imports = imports_of(proc.stderr)
         assert any(m == "ledger.chain.rpc" for _, m in imports), f"{name}: no import report, or no chain read"
         loaded = sorted({m.split(".")[0] for _, m in imports} & {*CHAIN_HEAVY, *HEAVY})
-        ways = sorted({" -> ".join(chain_to(imports, i)) for i, (_, m) in enumerate(imports)
-                       if m.split(".")[0] in loaded and "." not in m})  # fmt: skip
+        ways = sorted(
+            {
+                " -> ".join(chain_to(imports, i))
+                for i, (_, m) in enumerate(imports)
+                if m.split(".")[0] in loaded and "." not in m
+            }
+        )
         assert not loaded, f"`ledger {' '.join(args)}` ({name}) loads {loaded}:\n  " + "\n  ".join(ways)
     status = json.loads(run_ledger("--brain", str(brain), "chain", "status", "--json", check=True).stdout)
     assert status["in_sync"] and status["onchain_seq"] == 3, status  # init, create, patch: all anchored

@@ -139,8 +139,13 @@ def _both(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     base = {**os.environ, **(env or {})}
     base.pop("LEDGER_FULL_PATH", None)
     got = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd, env=base)
-    full = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
-                          env={**base, "LEDGER_FULL_PATH": "1"})  # fmt: skip
+    full = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**base, "LEDGER_FULL_PATH": "1"},
+    )
     assert got.returncode == full.returncode and full.stderr.split()[-1] == "FULL"
     return got.stderr.split()[-1], got.stdout, full.stdout
 
@@ -172,8 +177,21 @@ def test_the_quick_path_steps_aside_whenever_the_cache_cannot_answer(aged: Brain
     assert path == "FULL" and "chain  " in full  # counted from the notes, and remembered
     path, quick, full = _both([*root, "status", "--json"], tmp_path)
     assert path == "QUICK" and quick == full and json.loads(quick)["pending_chain"] == len(list(aged.store.lineage()))
-    subprocess.run(["git", f"--git-dir={aged.store.git_dir}", "notes", "--ref", "ledger-chain", "add", "-m", "{}",
-                    aged.store.head().hex()], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "git",
+            f"--git-dir={aged.store.git_dir}",
+            "notes",
+            "--ref",
+            "ledger-chain",
+            "add",
+            "-m",
+            "{}",
+            aged.store.head().hex(),
+        ],
+        check=True,
+        capture_output=True,
+    )
     path, quick, full = _both([*root, "status"], tmp_path)  # a receipt arrived: counted again
     assert path == "FULL" and quick == full
     assert _both([*root, "status"], tmp_path)[0] == "QUICK"

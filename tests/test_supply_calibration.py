@@ -27,9 +27,13 @@ VECTOR = json.loads((Path(__file__).parent / "vectors" / "supply" / "calibrated-
 
 
 def _cal(version: str, mal: tuple[int, int, int], ben: tuple[int, int, int]) -> dict:
-    return {"version": version, "measured": "2026-11-28", "corpora": "a site's own corpus at commit 0123abc",
-            "malicious": dict(zip(("samples", "critical", "high"), mal, strict=True)),
-            "benign": dict(zip(("samples", "critical", "high"), ben, strict=True))}  # fmt: skip
+    return {
+        "version": version,
+        "measured": "2026-11-28",
+        "corpora": "a site's own corpus at commit 0123abc",
+        "malicious": dict(zip(("samples", "critical", "high"), mal, strict=True)),
+        "benign": dict(zip(("samples", "critical", "high"), ben, strict=True)),
+    }
 
 
 @pytest.fixture
@@ -101,8 +105,14 @@ def test_a_measured_scanner_is_recorded_and_shown(up: Upstream, home: Path, tmp_
     """With a calibration that measured this scanner's version (LEDGER_CALIBRATION: a site's own figures), the
     install records its integers, `supply show` prints the rates with their intervals; another version is null."""
     cal = tmp_path / "calibration.json"
-    cal.write_text(json.dumps({SCANNER: _cal(SCANNER, (100, 93, 97), (200, 1, 9)),
-                               "ext:cisco-ai-skill-scanner": _cal("0.0.1", (10, 1, 5), (10, 0, 4))}))  # fmt: skip
+    cal.write_text(
+        json.dumps(
+            {
+                SCANNER: _cal(SCANNER, (100, 93, 97), (200, 1, 9)),
+                "ext:cisco-ai-skill-scanner": _cal("0.0.1", (10, 1, 5), (10, 0, 4)),
+            }
+        )
+    )
     env = {"LEDGER_CALIBRATION": str(cal)}
     run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise", check=True, env=env)
     verdict = _record(home).skills["summarise"].verdict
@@ -116,8 +126,9 @@ def test_a_measured_scanner_is_recorded_and_shown(up: Upstream, home: Path, tmp_
 def test_a_malformed_calibration_file_refuses_the_install(up: Upstream, home: Path, tmp_path: Path) -> None:
     cal = tmp_path / "calibration.json"
     cal.write_text(json.dumps({SCANNER: {**_cal(SCANNER, (100, 93, 97), (200, 1, 9)), "recall": 0.93}}))
-    proc = run_ledger("--brain", str(home), "supply", "install", str(up.bare), "summarise",
-                      env={"LEDGER_CALIBRATION": str(cal)})  # fmt: skip
+    proc = run_ledger(
+        "--brain", str(home), "supply", "install", str(up.bare), "summarise", env={"LEDGER_CALIBRATION": str(cal)}
+    )
     assert proc.returncode == 1 and "calibration" in proc.stderr, proc.stderr
     assert "summarise" not in _record(home).skills
 
@@ -140,8 +151,13 @@ def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstre
         sp.parse_record(sp.format_record(sp.Supply({"summarise": replace(entry, verdict=forged)})))
     with Brain.open(home) as b, b.acting("user"):
         s = b.supply()
-        b._writer.apply("approve", {}, [], "forged",
-                       supply=s.with_entry("summarise", replace(s.skills["summarise"], verdict=forged)))  # fmt: skip
+        b._writer.apply(
+            "approve",
+            {},
+            [],
+            "forged",
+            supply=s.with_entry("summarise", replace(s.skills["summarise"], verdict=forged)),
+        )
     report = audit_repo(home)
     assert not report.checks["supply"].ok and "calibration" in report.checks["supply"].summary
 
@@ -152,11 +168,19 @@ def test_the_spec_names_every_member_of_a_recorded_calibration() -> None:
     import re
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "lineage.md").read_text("utf-8")
-    spec = text[text.index("### 1.7"):text.index("### 1.8")]
-    block = spec[spec.index("CAL = {"):spec.index("```", spec.index("CAL = {"))]
+    spec = text[text.index("### 1.7") : text.index("### 1.8")]
+    block = spec[spec.index("CAL = {") : spec.index("```", spec.index("CAL = {"))]
     cal_part, counts_part = block.split("COUNTS =")
-    cal = next(iter(v for v in sp.parse_record(VECTOR["accepted"]["record"].encode()).skills["summarise"]
-                    .verdict["calibration"].values() if v is not None))  # fmt: skip
+    cal = next(
+        iter(
+            v
+            for v in sp.parse_record(VECTOR["accepted"]["record"].encode())
+            .skills["summarise"]
+            .verdict["calibration"]
+            .values()
+            if v is not None
+        )
+    )
     assert set(re.findall(r'"([a-z]+)":', cal_part)) == set(cal)
     assert set(re.findall(r'"([a-z]+)":', counts_part)) == set(cal["malicious"]) == set(cal["benign"])
     row = next(ln for ln in spec.splitlines() if ln.startswith("| `calibration` |"))

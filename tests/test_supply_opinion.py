@@ -41,8 +41,14 @@ def up(tmp_path: Path) -> Upstream:
     u = Upstream(tmp_path)
     u.put("summarise", {"SKILL.md": GOOD.format(name="summarise", desc="Summarise a document")})
     u.put("breaker", {"SKILL.md": GOOD.format(name="breaker", desc="Break things") + "BREAK-THE-SCANNER\n"})
-    u.put("alarm", {"SKILL.md": GOOD.format(name="alarm", desc="Raise an alarm") + "CRITICAL-HERE\n",
-                    "scripts/ring.sh": "echo ring\n"}, exe=("scripts/ring.sh",))
+    u.put(
+        "alarm",
+        {
+            "SKILL.md": GOOD.format(name="alarm", desc="Raise an alarm") + "CRITICAL-HERE\n",
+            "scripts/ring.sh": "echo ring\n",
+        },
+        exe=("scripts/ring.sh",),
+    )
     u.publish()
     return u
 
@@ -116,20 +122,36 @@ def test_the_cisco_report_maps_onto_our_severities(tmp_path: Path) -> None:
     """Its JSON report (ScanResult.to_dict) as our verdict: ext: rules, our severities (INFO kept as low, SAFE
     not a finding), files relative to the skill, a finding on no file filed under SKILL.md."""
     root = tmp_path / "skill"
-    report = {"findings": [
-        {"rule_id": "COMMAND_INJECTION_EVAL", "severity": "CRITICAL", "file_path": str(root / "scripts/run.py"),
-         "line_number": 3, "title": "eval of a variable", "description": "x"},
-        {"rule_id": "SOCIAL_ENG_VAGUE", "severity": "INFO", "file_path": "SKILL.md", "line_number": None,
-         "title": "", "description": "vague description"},
-        {"rule_id": "MANIFEST_CHECK", "severity": "SAFE", "file_path": "SKILL.md", "line_number": 1, "title": "ok"},
-        {"rule_id": "CROSS_FILE", "severity": "HIGH", "file_path": None, "line_number": 9, "title": "two files"},
-    ]}  # fmt: skip
+    report = {
+        "findings": [
+            {
+                "rule_id": "COMMAND_INJECTION_EVAL",
+                "severity": "CRITICAL",
+                "file_path": str(root / "scripts/run.py"),
+                "line_number": 3,
+                "title": "eval of a variable",
+                "description": "x",
+            },
+            {
+                "rule_id": "SOCIAL_ENG_VAGUE",
+                "severity": "INFO",
+                "file_path": "SKILL.md",
+                "line_number": None,
+                "title": "",
+                "description": "vague description",
+            },
+            {"rule_id": "MANIFEST_CHECK", "severity": "SAFE", "file_path": "SKILL.md", "line_number": 1, "title": "ok"},
+            {"rule_id": "CROSS_FILE", "severity": "HIGH", "file_path": None, "line_number": 9, "title": "two files"},
+        ]
+    }
     v = cisco.verdict(report, root)
     assert v.scanner == "ext:cisco-ai-skill-scanner" and v.worst == "critical"
     got = {(f.rule, f.severity, f.file, f.line, f.detail) for f in v.findings}
-    assert got == {("ext:COMMAND_INJECTION_EVAL", "critical", "scripts/run.py", 3, "eval of a variable"),
-                   ("ext:SOCIAL_ENG_VAGUE", "low", "SKILL.md", None, "vague description"),
-                   ("ext:CROSS_FILE", "high", "SKILL.md", None, "two files")}  # fmt: skip
+    assert got == {
+        ("ext:COMMAND_INJECTION_EVAL", "critical", "scripts/run.py", 3, "eval of a variable"),
+        ("ext:SOCIAL_ENG_VAGUE", "low", "SKILL.md", None, "vague description"),
+        ("ext:CROSS_FILE", "high", "SKILL.md", None, "two files"),
+    }
     with pytest.raises(SkillError, match="unknown severity"):
         cisco.verdict({"findings": [{"rule_id": "X", "severity": "SEVERE"}]}, root)
     with pytest.raises(SkillError, match="analyzers failed"):

@@ -45,13 +45,23 @@ from tests.conftest import fingerprint, run_ledger
 from tests.fixtures import publish_index
 from tests.localhttp import serving
 
-_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def sh(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **_ENV})  # fmt: skip
+    proc = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_ENV},
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -60,8 +70,14 @@ def skill_md(name: str, body: str = "body\n") -> bytes:
     return f"---\nname: {name}\ndescription: {name.upper()}\n---\n{body}".encode()
 
 
-def commit(work: Path, files: dict[str, bytes], message: str = "c", *, links: dict[str, str] | None = None,
-           execs: tuple[str, ...] = ()) -> str:  # fmt: skip
+def commit(
+    work: Path,
+    files: dict[str, bytes],
+    message: str = "c",
+    *,
+    links: dict[str, str] | None = None,
+    execs: tuple[str, ...] = (),
+) -> str:
     """Write ``files`` (and symlinks) into the work tree ``work`` (made if new) and commit them all."""
     if not (work / ".git").exists():
         work.mkdir(parents=True, exist_ok=True)
@@ -85,11 +101,18 @@ def test_folder_sha256_is_the_skills_cli_computed_hash():
     # vercel-labs/skills src/local-lock.ts (d050d784) computeSkillFolderHash, lines 96-115: files sorted by
     # relativePath.localeCompare, then sha256.update(relativePath); sha256.update(content); node_modules skipped.
     # The order below is ICU's (checked with Node 20): '_' < '-', then r < s, 'scripts' < 'SKILL' (c < k), z last.
-    files = {"SKILL.md": (skill_md("s", "# Hi\n"), False), "references/a.md": (b"A", False),
-             "scripts/run.sh": (b"#!/bin/sh\n", True), "node_modules/x/i.js": (b"x", False),
-             "Zeta.md": (b"b", False), "a_b.md": (b"c", False), "a-b.md": (b"d", False)}  # fmt: skip
-    by_hand = hashlib.sha256(b"a_b.md" b"c" b"a-b.md" b"d" b"references/a.md" b"A" b"scripts/run.sh" b"#!/bin/sh\n"
-                             b"SKILL.md" + skill_md("s", "# Hi\n") + b"Zeta.md" b"b").hexdigest()  # fmt: skip
+    files = {
+        "SKILL.md": (skill_md("s", "# Hi\n"), False),
+        "references/a.md": (b"A", False),
+        "scripts/run.sh": (b"#!/bin/sh\n", True),
+        "node_modules/x/i.js": (b"x", False),
+        "Zeta.md": (b"b", False),
+        "a_b.md": (b"c", False),
+        "a-b.md": (b"d", False),
+    }
+    by_hand = hashlib.sha256(
+        b"a_b.mdca-b.mddreferences/a.mdAscripts/run.sh#!/bin/sh\nSKILL.md" + skill_md("s", "# Hi\n") + b"Zeta.mdb"
+    ).hexdigest()
     assert folder_sha256(files) == by_hand
     # the same folder hashed by that function itself under Node 20 (the file bytes above, on disk):
     assert by_hand == "e5a37e41628aa07b3cbc2eee8143ee2a17b769a88a550ee26bef1061ef4096c1"
@@ -107,13 +130,23 @@ def test_lock_is_read_and_written_exactly_as_the_skills_cli_writes_it(tmp_path: 
     path = tmp_path / "skills-lock.json"
     path.write_text(text)
     alpha, zeta = read_lock(path)
-    assert alpha.source == {"type": "skills-lock", "url": "https://github.com/o/r.git", "path": "skills/alpha",
-                            "ref": "v1", "upstream": "o/r", "sourceType": "github"}  # fmt: skip
+    assert alpha.source == {
+        "type": "skills-lock",
+        "url": "https://github.com/o/r.git",
+        "path": "skills/alpha",
+        "ref": "v1",
+        "upstream": "o/r",
+        "sourceType": "github",
+    }
     assert alpha.pin == {"sha256": "a" * 64} and zeta.source["url"] == str((tmp_path / "x").resolve())
     write_lock([zeta, alpha], tmp_path / "again.json")
     assert (tmp_path / "again.json").read_text() == text
-    made = lock_entry("alpha", {"type": "git", "url": "https://github.com/o/r.git", "path": "skills/alpha",
-                                "ref": "v1"}, {"commit": "c" * 40}, "a" * 64)  # fmt: skip
+    made = lock_entry(
+        "alpha",
+        {"type": "git", "url": "https://github.com/o/r.git", "path": "skills/alpha", "ref": "v1"},
+        {"commit": "c" * 40},
+        "a" * 64,
+    )
     assert render_lock([made, zeta]) == text
 
 
@@ -127,9 +160,17 @@ def write_lock_json(path: Path, entries: dict[str, dict[str, str]]) -> None:
 @pytest.fixture
 def skills_repo(tmp_path: Path) -> Path:
     work = tmp_path / "skills-src"
-    commit(work, {"skills/alpha/SKILL.md": skill_md("alpha"), "skills/alpha/scripts/run.sh": b"#!/bin/sh\necho\n",
-                  "skills/beta/SKILL.md": skill_md("beta"), "README.md": b"not a skill\n"},
-           links={"skills/alpha/references/passwd": "/etc/passwd"}, execs=("skills/alpha/scripts/run.sh",))  # fmt: skip
+    commit(
+        work,
+        {
+            "skills/alpha/SKILL.md": skill_md("alpha"),
+            "skills/alpha/scripts/run.sh": b"#!/bin/sh\necho\n",
+            "skills/beta/SKILL.md": skill_md("beta"),
+            "README.md": b"not a skill\n",
+        },
+        links={"skills/alpha/references/passwd": "/etc/passwd"},
+        execs=("skills/alpha/scripts/run.sh",),
+    )
     sh(work, "tag", "v1")
     commit(work, {"skills/alpha/SKILL.md": skill_md("alpha", "two\n")})
     return work
@@ -165,7 +206,9 @@ def test_root_skill_and_runtime_layouts(tmp_path: Path):
     claude = tmp_path / "claude"
     commit(claude, {".claude/skills/c1/SKILL.md": skill_md("c1"), ".agents/skills/c2/SKILL.md": skill_md("c2")})
     assert [(c.name, c.source["path"]) for c in resolve(str(claude))] == [
-        ("c1", ".claude/skills/c1"), ("c2", ".agents/skills/c2")]  # fmt: skip
+        ("c1", ".claude/skills/c1"),
+        ("c2", ".agents/skills/c2"),
+    ]
 
 
 def test_submodules_and_invalid_names_are_refused(tmp_path: Path):
@@ -206,10 +249,15 @@ def test_marketplace_plugins_and_their_skills(tmp_path: Path):
     market = tmp_path / "market"
     plugins = [{"name": "tools", "source": "./plugins/tools"}, {"name": "npm-one", "source": {"source": "npm"}}]
     doc = {"name": "m", "owner": {"name": "o"}, "plugins": plugins}
-    head = commit(market, {".claude-plugin/marketplace.json": json.dumps(doc).encode(),
-                           "plugins/tools/skills/lint/SKILL.md": skill_md("lint"),
-                           "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools", "skills": "./extra"}',
-                           "plugins/tools/extra/fmt/SKILL.md": skill_md("fmt")})  # fmt: skip
+    head = commit(
+        market,
+        {
+            ".claude-plugin/marketplace.json": json.dumps(doc).encode(),
+            "plugins/tools/skills/lint/SKILL.md": skill_md("lint"),
+            "plugins/tools/.claude-plugin/plugin.json": b'{"name": "tools", "skills": "./extra"}',
+            "plugins/tools/extra/fmt/SKILL.md": skill_md("fmt"),
+        },
+    )
     fmt, lint = resolve(str(market))
     assert fmt.source["path"] == "plugins/tools/extra/fmt" and fmt.files == {"SKILL.md": (skill_md("fmt"), False)}
     assert lint.name == "lint" and lint.pin == {"commit": head}
@@ -267,7 +315,6 @@ def served(root: Path, redirect: str | None = None) -> Iterator[str]:
         yield url
 
 
-
 def test_index_source_checks_every_digest(tmp_path: Path):
     site = tmp_path / "site"
     publish_index(site, "web", {"SKILL.md": skill_md("web"), "references/r.md": b"ref\n"})
@@ -275,8 +322,12 @@ def test_index_source_checks_every_digest(tmp_path: Path):
         (web,) = resolve(url)
         assert web.files["references/r.md"] == (b"ref\n", False)
         assert web.pin["sha256"] == folder_sha256(web.files) and web.pin["digest"].startswith("sha256:")
-        assert web.source == {"type": "index", "url": f"{url}/.well-known/agent-skills/index.json", "path": "web",
-                              "ref": None}  # fmt: skip
+        assert web.source == {
+            "type": "index",
+            "url": f"{url}/.well-known/agent-skills/index.json",
+            "path": "web",
+            "ref": None,
+        }
         assert fetch_pinned(web.source, web.pin, "web") == web
         (site / ".well-known/agent-skills/web/references/r.md").write_bytes(b"altered\n")
         with pytest.raises(SourceError, match="does not match its digest"):
@@ -296,8 +347,9 @@ def test_v01_index_without_digests_is_pinned_by_its_folder_hash(tmp_path: Path):
     (base / "old" / "references").mkdir(parents=True)
     (base / "old" / "SKILL.md").write_bytes(skill_md("old"))
     (base / "old" / "references" / "r.md").write_bytes(b"r\n")
-    (base / "index.json").write_text(json.dumps({"skills": [{"name": "old", "description": "d",
-                                                             "files": ["SKILL.md", "references/r.md"]}]}))  # fmt: skip
+    (base / "index.json").write_text(
+        json.dumps({"skills": [{"name": "old", "description": "d", "files": ["SKILL.md", "references/r.md"]}]})
+    )
     with served(tmp_path / "site") as url:
         (old,) = resolve(url)  # agent-skills/index.json is a 404: the v0.1 location is read
     assert old.pin == {"sha256": folder_sha256(old.files), "version": "0.1.0"}
@@ -369,8 +421,9 @@ def test_a_brain_that_fails_its_audit_is_refused(brain_remote: Path, tmp_path: P
         resolve(str(copy))
 
 
-def test_a_file_that_does_not_prove_into_the_signed_root_is_refused(brain_remote: Path, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+def test_a_file_that_does_not_prove_into_the_signed_root_is_refused(
+    brain_remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     copy = _copy(brain_remote, tmp_path)
     index = len(tamper.lineage(copy)) - 1
     tamper.rewrite(copy, index, tree=lambda t: tamper.edit_tree(copy, t, "skills/alpha/SKILL.md", b"swapped\n"))
@@ -389,8 +442,12 @@ def test_a_brain_source_root_is_checked_on_chain(chained: Brain, node, tmp_path:
     (alpha,) = resolve(str(remote), rpc=node.url)
     events = Registry(node.url, cfg.registry).lineage(cfg.agent_id)
     assert alpha.pin["seq"] == len(events) and alpha.pin["root"] == chained.head().snap.to_json()["root"]
-    assert alpha.derived_from == {"agent": cfg.agent_id, "chain": cfg.chain_id, "registry": cfg.registry.lower(),
-                                  "root": alpha.pin["root"]}  # fmt: skip
+    assert alpha.derived_from == {
+        "agent": cfg.agent_id,
+        "chain": cfg.chain_id,
+        "registry": cfg.registry.lower(),
+        "root": alpha.pin["root"],
+    }
     real = Registry.lineage
 
     def other_root(self: Registry, agent: int, from_block: int = 0) -> list[dict]:
@@ -421,15 +478,25 @@ def test_published_v02_index_with_skill_md_and_archive_entries(tmp_path: Path):
     base = site / ".well-known" / "agent-skills"
     (base / "one").mkdir(parents=True)
     (base / "one" / "SKILL.md").write_bytes(skill_md("one"))
-    archive = _tar([("two/SKILL.md", skill_md("two"), None), ("two/scripts/go.sh", b"#!/bin/sh\n", None),
-                    ("two/references/link", None, "../SKILL.md")])  # fmt: skip
+    archive = _tar(
+        [
+            ("two/SKILL.md", skill_md("two"), None),
+            ("two/scripts/go.sh", b"#!/bin/sh\n", None),
+            ("two/references/link", None, "../SKILL.md"),
+        ]
+    )
     (base / "two.tar.gz").write_bytes(archive)
     evil = _tar([("SKILL.md", skill_md("evil"), None), ("../../escape", b"x", None)])
     (base / "evil.tar.gz").write_bytes(evil)
 
     def entry(name: str, kind: str, url: str, data: bytes) -> dict:
-        return {"name": name, "type": kind, "description": name, "url": url,
-                "digest": "sha256:" + hashlib.sha256(data).hexdigest()}  # fmt: skip
+        return {
+            "name": name,
+            "type": kind,
+            "description": name,
+            "url": url,
+            "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        }
 
     skills = [
         entry("one", "skill-md", "/.well-known/agent-skills/one/SKILL.md", skill_md("one")),
@@ -473,11 +540,14 @@ def test_a_brain_source_carries_its_supply_record_and_revocations(skills_repo: P
     assert alpha.name == "alpha" and digest in alpha.revoked
 
 
-@pytest.mark.parametrize("url", [
-    "https://alice:ghp_SECRETTOKEN@example.invalid/up.git",
-    "https://ghp_SECRETTOKEN@example.invalid/up.git",
-    "http://u:p@127.0.0.1:1/x/.well-known/skills/index.json",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://alice:ghp_SECRETTOKEN@example.invalid/up.git",
+        "https://ghp_SECRETTOKEN@example.invalid/up.git",
+        "http://u:p@127.0.0.1:1/x/.well-known/skills/index.json",
+    ],
+)
 def test_a_source_url_with_credentials_is_refused_before_anything_is_fetched(url: str, tmp_path: Path) -> None:
     """The source is recorded in the signed supply record and published in manifests: a token in it would be
     public for ever (review of issue 37). Refused with the fix, nothing written, the secret never echoed."""
@@ -507,28 +577,51 @@ def _market(root: Path, plugins: list[dict], files: dict[str, bytes] | None = No
 
 def _objects(repo: Path) -> bytes:
     """Every object of a brain's store, raw: what a push would publish."""
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
-                          capture_output=True, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True
+    ).stdout
 
 
-@pytest.mark.parametrize("kind", [
-    "file-url", "absolute-path", "dotdot-path", "ext-transport", "fd-transport", "subdir-file-url",
-    "string-file-url", "string-absolute-path", "string-dotdot-path",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "file-url",
+        "absolute-path",
+        "dotdot-path",
+        "ext-transport",
+        "fd-transport",
+        "subdir-file-url",
+        "string-file-url",
+        "string-absolute-path",
+        "string-dotdot-path",
+    ],
+)
 def test_a_marketplace_may_not_name_a_source_on_the_installers_disk(kind: str, tmp_path: Path) -> None:
     """A marketplace is a third party's document: its plugins stay on its own origin (a path inside its
     repository, or a remote URL). A private repository on the installer's disk is never read into the lineage."""
     private = tmp_path / "private"
     commit(private, {"skills/secret/SKILL.md": skill_md("secret", "PRIVATE-CONTENT\n")})
-    url = {"file-url": f"file://{private}", "absolute-path": str(private), "dotdot-path": "../private",
-           "ext-transport": f"ext::git-upload-pack {private}", "fd-transport": "fd::3",
-           "subdir-file-url": f"file://{private}"}.get(kind, "")  # fmt: skip
-    url = {"string-file-url": f"file://{private}", "string-absolute-path": str(private),
-           "string-dotdot-path": "../private"}.get(kind, url)  # fmt: skip
-    src = {"source": "git-subdir", "url": url, "path": "skills"} if kind == "subdir-file-url" else \
-        url if kind.startswith("string-") else {"source": "url", "url": url}  # fmt: skip
-    market = _market(tmp_path / "market", [{"name": "evil", "source": src}],
-                     {"README.md": b"a marketplace\n"})  # fmt: skip
+    url = {
+        "file-url": f"file://{private}",
+        "absolute-path": str(private),
+        "dotdot-path": "../private",
+        "ext-transport": f"ext::git-upload-pack {private}",
+        "fd-transport": "fd::3",
+        "subdir-file-url": f"file://{private}",
+    }.get(kind, "")
+    url = {
+        "string-file-url": f"file://{private}",
+        "string-absolute-path": str(private),
+        "string-dotdot-path": "../private",
+    }.get(kind, url)
+    src = (
+        {"source": "git-subdir", "url": url, "path": "skills"}
+        if kind == "subdir-file-url"
+        else url
+        if kind.startswith("string-")
+        else {"source": "url", "url": url}
+    )
+    market = _market(tmp_path / "market", [{"name": "evil", "source": src}], {"README.md": b"a marketplace\n"})
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
@@ -549,8 +642,11 @@ def test_a_user_may_still_name_a_local_source_on_the_command_line(skills_repo: P
 def test_only_the_plugin_that_holds_the_named_skill_is_fetched(asked: list[str], tmp_path: Path) -> None:
     """The other plugin's repository does not exist: naming one skill must not read it (nor fail on it)."""
     far = {"name": "far", "source": {"source": "url", "url": "https://example.invalid/does-not-exist.git"}}
-    market = _market(tmp_path / "market", [far, {"name": "tools", "source": "./plugins/tools"}],
-                     {"plugins/tools/skills/lint/SKILL.md": skill_md("lint")})  # fmt: skip
+    market = _market(
+        tmp_path / "market",
+        [far, {"name": "tools", "source": "./plugins/tools"}],
+        {"plugins/tools/skills/lint/SKILL.md": skill_md("lint")},
+    )
     (lint,) = resolve(str(market), asked)
     assert lint.name == "lint" and lint.source["plugin"] == "tools"
     assert fetch_pinned(lint.source, lint.pin, "lint") == lint
@@ -577,8 +673,10 @@ def test_a_lock_line_may_not_name_a_path_outside_the_locks_folder(tmp_path: Path
         write_lock_json(lock, {"alpha": {"source": source, "sourceType": "local", "computedHash": locked}})
         with pytest.raises(SourceError, match="names a source on this machine"):
             resolve(str(lock))
-    write_lock_json(lock, {"alpha": {"source": f"file://{up}", "sourceUrl": f"file://{up}", "sourceType": "git",
-                                     "computedHash": locked}})  # fmt: skip
+    write_lock_json(
+        lock,
+        {"alpha": {"source": f"file://{up}", "sourceUrl": f"file://{up}", "sourceType": "git", "computedHash": locked}},
+    )
     with pytest.raises(SourceError, match="names a source on this machine"):
         resolve(str(lock))
 
@@ -614,8 +712,9 @@ def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_me
     base_dir = site / ".well-known" / "skills"  # a v0.1 index: its pin is {sha256, version}
     (base_dir / "web").mkdir(parents=True)
     (base_dir / "web" / "SKILL.md").write_bytes(skill_md("web"))
-    (base_dir / "index.json").write_text(json.dumps({"skills": [{"name": "web", "description": "d",
-                                                                 "files": ["SKILL.md"]}]}))  # fmt: skip
+    (base_dir / "index.json").write_text(
+        json.dumps({"skills": [{"name": "web", "description": "d", "files": ["SKILL.md"]}]})
+    )
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
@@ -630,8 +729,9 @@ def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_me
     shown = run_ledger("--brain", str(brain), "supply", "show", "web", "--json", check=True).stdout
     assert json.loads(shown)["source"]["url"] == f"{base}/.well-known/skills/index.json?v=2"
     manifest = run_ledger("--brain", str(brain), "manifest", "web", "--json", check=True).stdout
-    log = subprocess.run(["git", "-C", str(brain), "log", "--all", "--format=%B"], capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    log = subprocess.run(
+        ["git", "-C", str(brain), "log", "--all", "--format=%B"], capture_output=True, text=True, check=True
+    ).stdout
     assert "SECRETTOKEN" not in shown + manifest + log
     assert b"SECRETTOKEN" not in _objects(brain)
 
@@ -639,10 +739,14 @@ def test_a_token_in_a_query_string_never_reaches_the_record_the_manifest_or_a_me
 def test_the_manifest_never_publishes_a_token_an_older_record_holds() -> None:
     from ledger.supply.manifest import public_location
 
-    assert public_location("https://h.example/i.json?access_token=SECRETTOKEN&v=2#sig=SECRET") == \
-        "https://h.example/i.json?v=2"  # fmt: skip
-    assert public_location("https://a.blob.core.windows.net/c/i.json?sv=1&se=2&sp=r&sig=SECRETTOKEN") == \
-        "https://a.blob.core.windows.net/c/i.json"  # fmt: skip
+    assert (
+        public_location("https://h.example/i.json?access_token=SECRETTOKEN&v=2#sig=SECRET")
+        == "https://h.example/i.json?v=2"
+    )
+    assert (
+        public_location("https://a.blob.core.windows.net/c/i.json?sv=1&se=2&sp=r&sig=SECRETTOKEN")
+        == "https://a.blob.core.windows.net/c/i.json"
+    )
 
 
 _PEAK = """
@@ -712,9 +816,18 @@ def test_an_archive_bomb_is_refused_with_bounded_memory(shape: str, tmp_path: Pa
     base = site / ".well-known" / "agent-skills"
     base.mkdir(parents=True)
     (base / "bomb.tar.gz").write_bytes(archive)
-    doc = {"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
-           "skills": [{"name": "bomb", "type": "archive", "description": "b", "url": "bomb.tar.gz",
-                       "digest": "sha256:" + hashlib.sha256(archive).hexdigest()}]}  # fmt: skip
+    doc = {
+        "$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+        "skills": [
+            {
+                "name": "bomb",
+                "type": "archive",
+                "description": "b",
+                "url": "bomb.tar.gz",
+                "digest": "sha256:" + hashlib.sha256(archive).hexdigest(),
+            }
+        ],
+    }
     (base / "index.json").write_text(json.dumps(doc))
     with served(site) as url:
         args = [sys.executable, "-c", _PEAK, url] + ([str(cap)] if cap else [])
@@ -775,7 +888,14 @@ def test_a_fetch_larger_than_its_cap_is_refused(tmp_path: Path) -> None:
     brain = tmp_path / "b"
     run_ledger("init", str(brain), check=True)
     before = fingerprint(brain)
-    proc = run_ledger("--brain", str(brain), "supply", "install", f"file://{work}", "tiny",
-                      env={"LEDGER_MAX_FETCH_BYTES": str(4 << 20)})  # fmt: skip
+    proc = run_ledger(
+        "--brain",
+        str(brain),
+        "supply",
+        "install",
+        f"file://{work}",
+        "tiny",
+        env={"LEDGER_MAX_FETCH_BYTES": str(4 << 20)},
+    )
     assert proc.returncode == 1 and "more than" in proc.stderr and "LEDGER_MAX_FETCH_BYTES" in proc.stderr, proc.stderr
     assert fingerprint(brain) == before

@@ -62,10 +62,14 @@ def _keys(doc: Any) -> Any:
 def _source(root: Path) -> Path:
     src = root / "src"
     (src / "skills" / "hello").mkdir(parents=True)
-    (src / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: Says hello to the user.\n"
-                                                       "---\n# Hello\nSay hello.\n")  # fmt: skip
-    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("-c", "user.name=t", "-c", "user.email=t@t",
-                                                               "commit", "-qm", "skills")):  # fmt: skip
+    (src / "skills" / "hello" / "SKILL.md").write_text(
+        "---\nname: hello\ndescription: Says hello to the user.\n---\n# Hello\nSay hello.\n"
+    )
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("add", "-A"),
+        ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "skills"),
+    ):
         subprocess.run(["git", *args], cwd=src, check=True)
     return src
 
@@ -91,21 +95,26 @@ def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> 
     assert _masked(_valid(revoked)) == _masked(_json(b, "revoke", digest, "--reason", "a bad upstream build"))
     with Brain.open(a) as brain:
         done = oc.record(brain, "agent", "hello", None, result="success", task="t1")
-        reads = {("supply", "list"): uc.record(brain), ("supply", "show", "hello"): uc.entry(brain, "hello"),
-                 ("outdated",): uc.outdated(brain), ("outcome", "list"): oc.list_outcomes(brain),
-                 ("outcome", "batches"): oc.batches(brain)}  # fmt: skip
+        reads = {
+            ("supply", "list"): uc.record(brain),
+            ("supply", "show", "hello"): uc.entry(brain, "hello"),
+            ("outdated",): uc.outdated(brain),
+            ("outcome", "list"): oc.list_outcomes(brain),
+            ("outcome", "batches"): oc.batches(brain),
+        }
     assert list(_valid(done)) == ["outcome", "tier", "skill", "version", "receipt", "log_size"]  # skill_outcome's
     assert done.tier == "self" and done.log_size == 1
-    assert _masked(_valid(done.receipt)) == _masked(_json(b, "outcome", "record", "hello", "--task", "t1",
-                                                          "--success"))  # fmt: skip
+    assert _masked(_valid(done.receipt)) == _masked(_json(b, "outcome", "record", "hello", "--task", "t1", "--success"))
     for args, report in reads.items():  # the same brain: the same bytes
         assert json.dumps(_valid(report)) == json.dumps(_json(a, *args)), args
     assert reads[("outcome", "list")].entries[0].tier == "self"
     with Brain.open(a) as brain:  # what these commands printed before they had reports: the library's documents
         inst = Installer(brain)
-        before = {("supply", "list"): inst.record().to_json(),
-                  ("supply", "show", "hello"): inst.entry("hello").to_json(),
-                  ("outcome", "batches"): brain.evidence.batches(None)}  # fmt: skip
+        before = {
+            ("supply", "list"): inst.record().to_json(),
+            ("supply", "show", "hello"): inst.entry("hello").to_json(),
+            ("outcome", "batches"): brain.evidence.batches(None),
+        }
     for args, doc in before.items():  # the approval and the revocation in the record's own key order, too
         assert json.dumps(reads[args].to_json()) == json.dumps(doc), args
 
@@ -161,9 +170,11 @@ def test_eval_use_cases_give_the_cli_documents(tmp_path: Path, monkeypatch: pyte
 def test_every_command_of_this_part_names_its_reports() -> None:
     from ledger.cli import main
 
-    groups = {"outcome": ("record", "import", "list", "batches"), "eval": ("plan", "run", "import", "gate",
-              "approve", "revert"),
-              "supply": ("list", "show", "install", "approve", "revoke", "outdated", "update", "scan")}  # fmt: skip
+    groups = {
+        "outcome": ("record", "import", "list", "batches"),
+        "eval": ("plan", "run", "import", "gate", "approve", "revert"),
+        "supply": ("list", "show", "install", "approve", "revoke", "outdated", "update", "scan"),
+    }
     cmds = []
     cmds += [main.commands[g].commands[n] for g, names in groups.items() for n in names]  # type: ignore[attr-defined]
     for cmd in cmds:

@@ -26,8 +26,19 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True, env=env)
     for name in skills:
-        run_ledger("--brain", str(brain), "skill", "create", name, "--description", f"Do {name}.", "--body",
-                   f"# {name}\n\nStep one.\n\nStep two.\n", check=True, env=env)  # fmt: skip
+        run_ledger(
+            "--brain",
+            str(brain),
+            "skill",
+            "create",
+            name,
+            "--description",
+            f"Do {name}.",
+            "--body",
+            f"# {name}\n\nStep one.\n\nStep two.\n",
+            check=True,
+            env=env,
+        )
     return brain, env
 
 
@@ -66,8 +77,10 @@ def test_claude_and_agents_layouts_are_projected_and_edits_recorded_back(tmp_pat
     _ledger(brain, env, "link", "claude")
     _ledger(brain, env, "link", "agents")
     report = _sync(brain, env)
-    assert {t["name"]: sorted(t["projected"]) for t in report["targets"]} == {"claude": ["alpha", "beta"],
-                                                                            "agents": ["alpha", "beta"]}
+    assert {t["name"]: sorted(t["projected"]) for t in report["targets"]} == {
+        "claude": ["alpha", "beta"],
+        "agents": ["alpha", "beta"],
+    }
     claude, agents = home / ".claude/skills", home / ".agents/skills"
     assert (claude / "alpha/SKILL.md").read_bytes() == (agents / "alpha/SKILL.md").read_bytes()
     assert not (claude / "alpha").is_symlink() and not (claude / ".ledger-staging").exists()
@@ -211,10 +224,19 @@ def test_an_edit_made_during_a_sync_is_never_lost(tmp_path: Path) -> None:
     brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
-            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"},
+        **env,
+        "LEDGER_PAUSEPOINT": "sync.exchange",
+        "LEDGER_PAUSE_FILE": str(gate),
+    }
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--json"],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not Path(str(gate) + ".ready").exists():
@@ -302,8 +324,13 @@ def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
     _ledger(brain, env, "link", str(a))
     _ledger(brain, env, "link", str(b))
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env}
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--watch", "--debounce", "0.1"], env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--watch", "--debounce", "0.1"],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def wait_for(check, what: str) -> None:
         deadline = time.monotonic() + 120  # generous: a loaded 2-core machine; it returns as soon as it holds
@@ -331,11 +358,16 @@ def _killed_mid_exchange(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step one.", "--new", "Step one, ledger.")
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
-            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate),
-            "LEDGER_CRASHPOINT": "sync.exchanged"}  # fmt: skip
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync"], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"},
+        **env,
+        "LEDGER_PAUSEPOINT": "sync.exchange",
+        "LEDGER_PAUSE_FILE": str(gate),
+        "LEDGER_CRASHPOINT": "sync.exchanged",
+    }
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync"], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while not Path(str(gate) + ".ready").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -20,8 +20,9 @@ from tests.test_sync import _body, _ledger, _linked, _setup, _sync
 
 
 def _head(brain: Path) -> str:
-    return subprocess.run(["git", "-C", str(brain), "rev-parse", "main"], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(brain), "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _files(brain: Path, name: str) -> dict[str, bytes]:
@@ -48,8 +49,13 @@ def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> 
     _append(target / "alpha/SKILL.md", "\nA line from the runtime.\n")
     gate = tmp_path / "gate"
     sync_env = {**os.environ, **env, "LEDGER_PAUSEPOINT": "sync.record", "LEDGER_PAUSE_FILE": str(gate)}
-    sync = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=sync_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    sync = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--json"],
+        env=sync_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "gate.ready").exists():
@@ -57,9 +63,13 @@ def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> 
             time.sleep(0.02)
         src = tmp_path / "new.md"
         src.write_text("written while the recording was under way\n")
-        write = subprocess.Popen([LEDGER, "--brain", str(brain), "skill", "write-file", "alpha", "references/new.md",
-                                  "--from", str(src)], env={**os.environ, **env, "LEDGER_LOCK_TIMEOUT": "60"},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        write = subprocess.Popen(
+            [LEDGER, "--brain", str(brain), "skill", "write-file", "alpha", "references/new.md", "--from", str(src)],
+            env={**os.environ, **env, "LEDGER_LOCK_TIMEOUT": "60"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.0)
         assert write.poll() is None, "the write went ahead while the recording held what it decided on"
     finally:
@@ -174,8 +184,15 @@ def test_a_runtime_file_over_the_agent_caps_is_left_alone(tmp_path: Path) -> Non
 
 def test_editor_debris_is_never_recorded_nor_deleted(tmp_path: Path) -> None:
     brain, env, target = _linked(tmp_path, "alpha")
-    debris = {"SKILL.md.swp": b"vim", "references/.api.md.swo": b"vim", "notes~": b"backup", "4913": b"",
-              ".DS_Store": b"mac", ".#SKILL.md": None, ".SKILL.md.tmp.abc123": b"hermes in flight"}  # fmt: skip
+    debris = {
+        "SKILL.md.swp": b"vim",
+        "references/.api.md.swo": b"vim",
+        "notes~": b"backup",
+        "4913": b"",
+        ".DS_Store": b"mac",
+        ".#SKILL.md": None,
+        ".SKILL.md.tmp.abc123": b"hermes in flight",
+    }
     (target / "alpha/references").mkdir()
     for rel, data in debris.items():
         if data is None:
@@ -330,10 +347,14 @@ def test_an_ignore_file_never_hides_what_the_brain_holds(tmp_path: Path, kind: s
     text = _ledger(brain, env, "sync").stdout
     assert f"rt/alpha/references/api.md: the brain holds it, so the rule '{rule}' in {where}" in text, text
     status = json.loads(_ledger(brain, env, "status", "--json").stdout)
-    assert {(h["target"], h["path"], h["rule"]) for h in status["sync_ignored_held"]} == \
-        {("rt", "alpha/references/api.md", rule), ("rt", "beta/SKILL.md", "beta/")} | \
-        ({("other", "alpha/references/api.md", rule), ("other", "beta/SKILL.md", "beta/")}
-         if kind == "syncignore" else set()), status  # fmt: skip
+    assert {(h["target"], h["path"], h["rule"]) for h in status["sync_ignored_held"]} == {
+        ("rt", "alpha/references/api.md", rule),
+        ("rt", "beta/SKILL.md", "beta/"),
+    } | (
+        {("other", "alpha/references/api.md", rule), ("other", "beta/SKILL.md", "beta/")}
+        if kind == "syncignore"
+        else set()
+    ), status
     assert "rt/alpha/references/api.md" in _ledger(brain, env, "status").stdout
     _verify(brain, env)
 
@@ -351,10 +372,19 @@ def _held_at_exchange(tmp_path: Path, brain: Path, env: dict[str, str]) -> tuple
     """A ``ledger sync`` paused in phase 2, before it replaces a skill: its record has landed, its manifest
     is not saved.  The caller kills it, or makes the exchange fail, then lets it go."""
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
-            "LEDGER_PAUSEPOINT": "sync.exchange", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"},
+        **env,
+        "LEDGER_PAUSEPOINT": "sync.exchange",
+        "LEDGER_PAUSE_FILE": str(gate),
+    }
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--json"],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not Path(str(gate) + ".ready").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -386,8 +416,17 @@ def _record_then_interrupt(tmp_path: Path, how: str) -> tuple[Path, dict[str, st
     else:
         assert proc.returncode == 1 and json.loads(out)["targets"][0]["status"] == "refused", out + err
         (tmp_path / "alpha-aside").rename(target / "alpha")
-    _ledger(brain, env, "skill", "patch", "alpha", "--old", "Step two, runtime.", "--new",
-            "Step two, runtime, then brain.\n\nStep three, brain.")  # fmt: skip
+    _ledger(
+        brain,
+        env,
+        "skill",
+        "patch",
+        "alpha",
+        "--old",
+        "Step two, runtime.",
+        "--new",
+        "Step two, runtime, then brain.\n\nStep three, brain.",
+    )
     return brain, env, target
 
 

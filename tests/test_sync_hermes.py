@@ -27,23 +27,47 @@ def test_hermes_skill_manage_edits_become_versions(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "home"), "HERMES_HOME": str(hermes_home)}
     brain = tmp_path / "brain"
     run_ledger("init", str(brain), check=True, env=env)
-    run_ledger("--brain", str(brain), "skill", "create", "arxiv", "--description", "Find papers on arXiv.",
-               "--body", "Search arXiv.\n\nRead the abstract.\n", "--category", "research",
-               check=True, env=env)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(brain),
+        "skill",
+        "create",
+        "arxiv",
+        "--description",
+        "Find papers on arXiv.",
+        "--body",
+        "Search arXiv.\n\nRead the abstract.\n",
+        "--category",
+        "research",
+        check=True,
+        env=env,
+    )
     run_ledger("--brain", str(brain), "target", "add", "hermes", check=True, env=env)
-    run_ledger("--brain", str(brain), "target", "add", str(tmp_path / "claude"), "--name", "claude", check=True,
-               env=env)
+    run_ledger(
+        "--brain", str(brain), "target", "add", str(tmp_path / "claude"), "--name", "claude", check=True, env=env
+    )
     run_ledger("--brain", str(brain), "sync", check=True, env=env)
     md = hermes_home / "skills/research/arxiv/SKILL.md"
     assert md.is_file()
     with Brain.open(brain) as b:
         before = b.committed("arxiv")[1]
-    calls = [{"action": "patch", "name": "arxiv", "old_string": "Read the abstract.",
-              "new_string": "Read the abstract, then the method."},
-             {"action": "write_file", "name": "arxiv", "file_path": "references/api.md",
-              "file_content": "# arXiv API\n"}]  # fmt: skip
-    proc = subprocess.run([str(python), "-c", DRIVER], input=json.dumps(calls), capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=300)  # fmt: skip
+    calls = [
+        {
+            "action": "patch",
+            "name": "arxiv",
+            "old_string": "Read the abstract.",
+            "new_string": "Read the abstract, then the method.",
+        },
+        {"action": "write_file", "name": "arxiv", "file_path": "references/api.md", "file_content": "# arXiv API\n"},
+    ]
+    proc = subprocess.run(
+        [str(python), "-c", DRIVER],
+        input=json.dumps(calls),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert all(r.get("success") for r in results), results

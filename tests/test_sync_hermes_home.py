@@ -13,8 +13,10 @@ from ledger.brain import Brain
 from tests.test_sync import _ledger, _setup, _sync
 from tests.test_sync_edge import _append, _head, _verify
 
-ALPHA = {"tools/DESCRIPTION.md": "---\ndescription: Tools of the trade.\n---\n",
-         "tools/alpha/SKILL.md": "---\nname: alpha\ndescription: Do alpha.\n---\n# alpha\n"}
+ALPHA = {
+    "tools/DESCRIPTION.md": "---\ndescription: Tools of the trade.\n---\n",
+    "tools/alpha/SKILL.md": "---\nname: alpha\ndescription: Do alpha.\n---\n# alpha\n",
+}
 
 
 def _home(tmp_path: Path, files: dict[str, str] = ALPHA, *, sync: bool = True) -> tuple[Path, dict[str, str], Path]:
@@ -184,13 +186,25 @@ def test_every_recording_path_writes_what_verify_accepts(tmp_path: Path) -> None
 
     brain, env, home = _home(tmp_path)
     for name in ("b1", "b2", "b3", "b4"):
-        _ledger(brain, env, "skill", "create", name, "--description", f"Do {name}.", "--body",
-                "Step one.\n\nStep two.\n\nStep three.\n")  # fmt: skip
+        _ledger(
+            brain,
+            env,
+            "skill",
+            "create",
+            name,
+            "--description",
+            f"Do {name}.",
+            "--body",
+            "Step one.\n\nStep two.\n\nStep three.\n",
+        )
     _sync(brain, env)
 
     def count() -> int:
-        return int(subprocess.run(["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True,
-                                  text=True, check=True).stdout)  # fmt: skip
+        return int(
+            subprocess.run(
+                ["git", "-C", str(brain), "rev-list", "--count", "main"], capture_output=True, text=True, check=True
+            ).stdout
+        )
 
     def step(what: str, expect: int, *args: str, code: int = 0) -> None:
         before = count()
@@ -243,9 +257,14 @@ def test_every_recording_path_writes_what_verify_accepts(tmp_path: Path) -> None
 def test_a_skill_and_a_category_of_one_name_are_projected_or_said(tmp_path: Path) -> None:
     """`dogfood` is a skill and a category (Hermes's bundled and optional skills): the skill folder is
     placed before the skills inside it; where a category folder is already in the way, it is said."""
-    brain, env, home = _home(tmp_path, {"dogfood/SKILL.md": "---\nname: dogfood\ndescription: Eat it.\n---\nx\n",
-                                        "dogfood/inner/SKILL.md": "---\nname: inner\ndescription: Inside.\n---\ny\n"},
-                             sync=False)  # fmt: skip
+    brain, env, home = _home(
+        tmp_path,
+        {
+            "dogfood/SKILL.md": "---\nname: dogfood\ndescription: Eat it.\n---\nx\n",
+            "dogfood/inner/SKILL.md": "---\nname: inner\ndescription: Inside.\n---\ny\n",
+        },
+        sync=False,
+    )
     report = _sync(brain, env)
     assert sorted(report["targets"][0]["projected"]) == ["dogfood", "inner"], report
     assert (home / "dogfood/SKILL.md").exists() and (home / "dogfood/inner/SKILL.md").exists()

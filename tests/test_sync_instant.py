@@ -33,16 +33,23 @@ PROBE = (  # which path answered: click exits through SystemExit, so report from
 NOTES = "Notes.\n" * 8
 
 
-def _run(brain: Path, env: dict[str, str], *args: str, full: bool = False,
-         cwd: Path | None = None) -> tuple[str, str, int]:  # fmt: skip
+def _run(
+    brain: Path, env: dict[str, str], *args: str, full: bool = False, cwd: Path | None = None
+) -> tuple[str, str, int]:
     """(QUICK or FULL, stdout, exit status) of ``ledger --brain BRAIN ARGS``."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     base.update(env)
     if full:
         base["LEDGER_FULL_PATH"] = "1"
     argv = [a for a in ("--brain", str(brain)) if cwd is None] + list(args)
-    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=base,
-                          cwd=cwd or brain.parent, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=cwd or brain.parent,
+        timeout=120,
+    )
     return proc.stderr.split()[-1], proc.stdout, proc.returncode
 
 
@@ -69,8 +76,9 @@ def _report(brain: Path, env: dict[str, str], name: str) -> dict:
 
 def _settle(*folders: Path) -> None:
     """Wait until every folder and file under ``folders`` is older than the racily-clean window."""
-    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for f in folders for p in [f, *f.rglob("*")]
-                 for st in [os.lstat(p)])  # fmt: skip
+    newest = max(
+        max(st.st_mtime_ns, st.st_ctime_ns) for f in folders for p in [f, *f.rglob("*")] for st in [os.lstat(p)]
+    )
     wait = (newest + instant.RACY_NS) / 1e9 + 0.2 - time.time()
     if wait > 0:
         time.sleep(wait)
@@ -84,8 +92,12 @@ def _record(brain: Path, name: str) -> Path:
     return Path(instant.record_file(str(brain / ".ledger"), name))
 
 
-def _brain(tmp_path: Path, *targets: tuple[str, str], skills: tuple[str, ...] = ("alpha", "beta"),
-           then: Callable[[dict[str, Path]], None] = lambda _: None) -> tuple[Path, dict[str, str], dict[str, Path]]:
+def _brain(
+    tmp_path: Path,
+    *targets: tuple[str, str],
+    skills: tuple[str, ...] = ("alpha", "beta"),
+    then: Callable[[dict[str, Path]], None] = lambda _: None,
+) -> tuple[Path, dict[str, str], dict[str, Path]]:
     """A brain with ``skills`` (each with references/notes.md) in category ``tools``, linked to
     ``targets`` (name, layout), synced, ``then`` done to them, and synced again once their files are
     past the racy window: every target has its record."""
@@ -160,16 +172,28 @@ def _same_size_edit(path: Path, old: bytes, new: bytes) -> None:
 
 def test_every_change_makes_the_next_sync_read_the_target(tmp_path: Path) -> None:
     """One target per change, each to a skill of its own, so that recording one never merges with another."""
-    names = ["edit", "add-file", "delete-file", "add-skill", "remove-skill", "rename-skill", "chmod", "symlink",
-             "ignore", "racy", "control"]  # fmt: skip
+    names = [
+        "edit",
+        "add-file",
+        "delete-file",
+        "add-skill",
+        "remove-skill",
+        "rename-skill",
+        "chmod",
+        "symlink",
+        "ignore",
+        "racy",
+        "control",
+    ]
 
     def debris(paths: dict[str, Path]) -> None:  # each target's own .ledgerignore, and a swap file it ignores
         for name in names:
             (paths[name] / ".ledgerignore").write_text("# nothing\n")
             (paths[name] / f"{name}/.draft.swp").write_text("draft\n")
 
-    brain, env, t = _brain(tmp_path, *[(n, "agentskills") for n in names], ("hermes", "hermes"), skills=tuple(names),
-                           then=debris)  # fmt: skip
+    brain, env, t = _brain(
+        tmp_path, *[(n, "agentskills") for n in names], ("hermes", "hermes"), skills=tuple(names), then=debris
+    )
     # One change in each target (the control has none).
     _same_size_edit(t["edit"] / "edit/SKILL.md", b"# edit", b"# EDIT")
     (t["add-file"] / "add-file/references/more.md").write_text("More.\n")
@@ -194,13 +218,18 @@ def test_every_change_makes_the_next_sync_read_the_target(tmp_path: Path) -> Non
     reports = {n: _report(brain, env, n) for n in t if n != "control"}
     recorded = {n: [(r["skill"], r["action"]) for r in rep["recorded"]] for n, rep in reports.items()}
     assert recorded == {
-        "edit": [("edit", "updated")], "add-file": [("add-file", "updated")],
-        "delete-file": [("delete-file", "updated")], "add-skill": [("gamma", "imported")],
-        "remove-skill": [("remove-skill", "deleted")], "rename-skill": [("renamed", "imported"),
-                                                                      ("rename-skill", "deleted")],
-        "chmod": [("chmod", "updated")], "symlink": [], "ignore": [],
-        "racy": [], "hermes": [("tools/DESCRIPTION.md", "category file recorded")],
-    }, recorded  # fmt: skip
+        "edit": [("edit", "updated")],
+        "add-file": [("add-file", "updated")],
+        "delete-file": [("delete-file", "updated")],
+        "add-skill": [("gamma", "imported")],
+        "remove-skill": [("remove-skill", "deleted")],
+        "rename-skill": [("renamed", "imported"), ("rename-skill", "deleted")],
+        "chmod": [("chmod", "updated")],
+        "symlink": [],
+        "ignore": [],
+        "racy": [],
+        "hermes": [("tools/DESCRIPTION.md", "category file recorded")],
+    }, recorded
     assert [a["dir"] for a in reports["symlink"]["left_alone"]] == ["symlink"]
     with Brain.open(brain) as b:
         files = {k: b.files(b.head().skills[k]) for k in ("edit", "add-file", "delete-file", "chmod")}

@@ -47,15 +47,17 @@ def _rewrite(path: Path, read: str, data: str) -> set[str]:
 
 def _head_files(brain: Path, name: str) -> dict[str, str]:
     """The skill's files in the head, read with plain git (nothing of ours checks itself)."""
-    listing = subprocess.run(["git", "-C", str(brain), "ls-tree", "-r", "--name-only", "main"], capture_output=True,
-                             text=True, check=True).stdout.split()  # fmt: skip
+    listing = subprocess.run(
+        ["git", "-C", str(brain), "ls-tree", "-r", "--name-only", "main"], capture_output=True, text=True, check=True
+    ).stdout.split()
     out = {}
     for path in listing:
         parts = path.split("/")
         if parts[0] == "skills" and name in parts[1:3]:
             rel = "/".join(parts[parts.index(name, 1) + 1 :])
-            out[rel] = subprocess.run(["git", "-C", str(brain), "show", f"main:{path}"], capture_output=True,
-                                      text=True, check=True).stdout  # fmt: skip
+            out[rel] = subprocess.run(
+                ["git", "-C", str(brain), "show", f"main:{path}"], capture_output=True, text=True, check=True
+            ).stdout
     return out
 
 
@@ -97,8 +99,11 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
     def loop() -> None:
         full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env}
         while not done.is_set():
-            syncs.append(subprocess.run([LEDGER, "--brain", str(brain), "sync", "--json"], env=full,
-                                        capture_output=True, timeout=120).returncode)  # fmt: skip
+            syncs.append(
+                subprocess.run(
+                    [LEDGER, "--brain", str(brain), "sync", "--json"], env=full, capture_output=True, timeout=120
+                ).returncode
+            )
 
     threads = [threading.Thread(target=runtime), threading.Thread(target=loop)]
     for t in threads:
@@ -119,8 +124,11 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
         raise AssertionError(f"four syncs after the runtime stopped still changed something: {report}")
     head = _head_files(brain, "alpha")
     head_lines = set(head["SKILL.md"].splitlines())
-    missing = [m for kind, m in acked
-               if (m not in head_lines if kind == "line" else head.get(f"references/{m}.md") != m + "\n")]  # fmt: skip
+    missing = [
+        m
+        for kind, m in acked
+        if (m not in head_lines if kind == "line" else head.get(f"references/{m}.md") != m + "\n")
+    ]
     # A line the runtime's own rewrite replaced unread is the runtime's lost update, not the ledger's: its
     # read-modify-write read SKILL.md while a sync had the folder exchanged, before the sync merged the line
     # back, and renamed after (tests/edgemodel.py: nothing at the edge can tell that from an edit).  Only
@@ -130,8 +138,11 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
     assert len(syncs) >= 12 and len(acked) >= 300, (len(syncs), len(acked))
     assert (lost, kept) == ([], []), f"{len(lost)} of {len(acked)} acknowledged edits not in the head: {lost}"
     kind, last = acked[-1]
-    in_folder = (skill / "SKILL.md").read_text().splitlines() if kind == "line" else \
-        [(skill / "references" / f"{last}.md").read_text().strip()]  # fmt: skip
+    in_folder = (
+        (skill / "SKILL.md").read_text().splitlines()
+        if kind == "line"
+        else [(skill / "references" / f"{last}.md").read_text().strip()]
+    )
     assert last in in_folder
     status = json.loads(_ledger(brain, env, "status", "--json").stdout)
     assert status["sync_rescued"] == [] and status["sync_conflicts"] == []
@@ -146,10 +157,19 @@ def _held_after_the_exchange(tmp_path: Path, brain_edit: tuple[str, str]) -> Hel
     brain, env, target = _linked(tmp_path, "alpha")
     _ledger(brain, env, "skill", "patch", "alpha", "--old", brain_edit[0], "--new", brain_edit[1])
     gate = tmp_path / "gate"
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env,
-            "LEDGER_PAUSEPOINT": "sync.exchanged", "LEDGER_PAUSE_FILE": str(gate)}  # fmt: skip
-    proc = subprocess.Popen([LEDGER, "--brain", str(brain), "sync", "--json"], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"},
+        **env,
+        "LEDGER_PAUSEPOINT": "sync.exchanged",
+        "LEDGER_PAUSE_FILE": str(gate),
+    }
+    proc = subprocess.Popen(
+        [LEDGER, "--brain", str(brain), "sync", "--json"],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not Path(str(gate) + ".ready").exists():
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -108,8 +108,9 @@ def test_the_sync_use_case_prints_what_the_cli_prints(tmp_path: Path, monkeypatc
 
     # Settled from Python as 'ledger resolve alpha --take ledger' settles it.
     place.cli("sync", code=1)
-    settled, out = place.both(lambda b: run.settle(b, "alpha", "ledger"), "resolve", "alpha", "--take", "ledger",
-                              "--json")  # fmt: skip
+    settled, out = place.both(
+        lambda b: run.settle(b, "alpha", "ledger"), "resolve", "alpha", "--take", "ledger", "--json"
+    )
     assert settled.conflicts == 0 and "merge_conflicts" not in settled.to_json()
     doc = json.loads(out)
     for t in doc["targets"]:  # a copy kept aside is named at random
@@ -132,8 +133,11 @@ def test_a_sync_with_a_remote_reports_both_halves(tmp_path: Path, monkeypatch: p
     report, out = place.both(lambda b: run.sync(b), "sync", "--json")
     assert report.remote.status == "ok" and report.remote.pushed and report.merge_conflicts == ()
     assert _settle_times(_valid(report)) == _settle_times(json.loads(out))
-    assert list(report.to_json()) == list(json.loads(out)) == ["targets", "conflicts", "refused", "remote",
-                                                               "merge_conflicts"]  # fmt: skip
+    assert (
+        list(report.to_json())
+        == list(json.loads(out))
+        == ["targets", "conflicts", "refused", "remote", "merge_conflicts"]
+    )
     # the remote alone: no target named, so no pass
     report, out = place.both(lambda b: run.sync(b, remote=False), "sync", "--no-remote", "--json")
     assert report.remote is None or "remote" not in report.to_json()
@@ -158,8 +162,14 @@ def test_nothing_to_sync_is_refused_before_anything_moves(tmp_path: Path, monkey
 def test_link_unlink_runtimes_and_remote_print_their_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     place = _Place(tmp_path, monkeypatch, "alpha")
     (place.root / "home" / ".claude" / "skills").mkdir(parents=True)
-    linked, out = place.both(lambda b: links.link(b, str(place.root / "rt"), actor="user"),
-                             "link", str(place.root / "rt"), "--actor", "user", "--json")  # fmt: skip
+    linked, out = place.both(
+        lambda b: links.link(b, str(place.root / "rt"), actor="user"),
+        "link",
+        str(place.root / "rt"),
+        "--actor",
+        "user",
+        "--json",
+    )
     assert _dump(_valid(linked)) == out and linked.actor == "user"
     with Brain.open(place.brain) as b:
         links.link(b, "claude")
@@ -171,15 +181,26 @@ def test_link_unlink_runtimes_and_remote_print_their_reports(tmp_path: Path, mon
 
     shown, out = place.both(fleet.show_remote, "remote", "--json")
     assert shown.remote is None and _valid(shown) is None and out == "null\n"
-    made, out = place.both(lambda b: fleet.set_remote(b, str(place.root / "s.git"), create=True, commit=True, key="k"),
-                           "remote", "set", "--create", str(place.root / "s.git"), "--commit", "--key", "k",
-                           "--json")  # fmt: skip
+    made, out = place.both(
+        lambda b: fleet.set_remote(b, str(place.root / "s.git"), create=True, commit=True, key="k"),
+        "remote",
+        "set",
+        "--create",
+        str(place.root / "s.git"),
+        "--commit",
+        "--key",
+        "k",
+        "--json",
+    )
     assert _dump(_valid(made)) == out
     assert json.loads(out) == {"url": str(place.root / "s.git"), "commit": True, "key": "k", "created": True}
     place.cli("remote", "set", str(place.root / "s.git"), "--commit", "--key", "k")
     shown, out = place.both(fleet.show_remote, "remote", "--json")
-    assert _dump(_valid(shown)) == out and shown.remote == {"url": str(place.root / "s.git"), "commit": True,
-                                                            "key": "k"}  # fmt: skip
+    assert _dump(_valid(shown)) == out and shown.remote == {
+        "url": str(place.root / "s.git"),
+        "commit": True,
+        "key": "k",
+    }
     unset, out = place.both(fleet.unset_remote, "remote", "unset", "--json")
     assert _dump(_valid(unset)) == out and unset == RemoteUnsetReport(unset=True, url=str(place.root / "s.git"))
     assert place.cli("remote", "unset") == "remote unset\n"  # the text is as it was
@@ -188,8 +209,10 @@ def test_link_unlink_runtimes_and_remote_print_their_reports(tmp_path: Path, mon
     guarded = json.loads(run_ledger("remote", "guard", str(place.root / "s.git"), "--json", check=True).stdout)
     assert guarded == {"guarded": str(place.root / "s.git" / "hooks" / "pre-receive")}
     _valid(GuardReport(**guarded))
-    assert run_ledger("remote", "guard", str(place.root / "s.git"), check=True).stdout == \
-        f"guarded: {guarded['guarded']}\n"  # fmt: skip
+    assert (
+        run_ledger("remote", "guard", str(place.root / "s.git"), check=True).stdout
+        == f"guarded: {guarded['guarded']}\n"
+    )
 
 
 def test_the_agent_tool_returns_the_sync_status_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,26 +234,43 @@ def test_the_agent_tool_returns_the_sync_status_report(tmp_path: Path, monkeypat
 
 def test_a_refused_target_keeps_the_order_its_pass_wrote() -> None:
     """A target refused before it was read says why first; one refused after, last: the bytes stay."""
-    lists = {k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued",
-                             "ignored_held")}  # fmt: skip
+    lists = {k: [] for k in ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued", "ignored_held")}
     early = {"name": "rt", "path": "/x", "status": "refused", "reason": "gone", "hint": "mount it", **lists}
     late = {"name": "rt", "path": "/x", "status": "refused", **lists, "reason": "gone", "hint": "mount it"}
     for doc in (early, late):
         report = sr.TargetReport.of(doc)
         assert list(report.to_json()) == list(doc) and _valid(report) == doc
     assert sr.TargetReport.of(early) == sr.TargetReport.of(late)  # the same report; only the printing order differs
-    tick = sr.RemoteTick(sr.RemoteSyncReport.of({"remote": "/r", "status": "offline", "merges": [], "pushed": False,
-                                               "committed": 0, "transactions": [], "conflicts": [],
-                                               "stale_parent": 0, "reason": "cannot read the remote",
-                                               "hint": None}))  # fmt: skip
+    tick = sr.RemoteTick(
+        sr.RemoteSyncReport.of(
+            {
+                "remote": "/r",
+                "status": "offline",
+                "merges": [],
+                "pushed": False,
+                "committed": 0,
+                "transactions": [],
+                "conflicts": [],
+                "stale_parent": 0,
+                "reason": "cannot read the remote",
+                "hint": None,
+            }
+        )
+    )
     assert list(_valid(tick)["remote"])[-2:] == ["reason", "hint"]
 
 
 def test_every_command_of_the_runtimes_module_names_its_report() -> None:
-    want = {("target", "list"): sr.RuntimesReport, ("target", "add"): sr.LinkReport,
-            ("target", "remove"): sr.UnlinkReport,
-            ("sync",): sr.SyncReport, ("remote",): RemoteReport, ("remote", "set"): RemoteSetReport,
-            ("remote", "unset"): RemoteUnsetReport, ("remote", "guard"): GuardReport}  # fmt: skip
+    want = {
+        ("target", "list"): sr.RuntimesReport,
+        ("target", "add"): sr.LinkReport,
+        ("target", "remove"): sr.UnlinkReport,
+        ("sync",): sr.SyncReport,
+        ("remote",): RemoteReport,
+        ("remote", "set"): RemoteSetReport,
+        ("remote", "unset"): RemoteUnsetReport,
+        ("remote", "guard"): GuardReport,
+    }
     for path, report in want.items():
         cmd = main
         for word in path:
@@ -239,8 +279,7 @@ def test_every_command_of_the_runtimes_module_names_its_report() -> None:
         assert any(p.name == "as_json" for p in cmd.params), path  # every one takes --json
 
 
-def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``run.watch`` from Python: the first sync, then one per edit, each a SyncReport; ``stop`` ends it."""
     import threading
     import time
@@ -250,8 +289,11 @@ def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path,
     stop = threading.Event()
     with Brain.open(place.brain) as b:
         links.link(b, str(place.root / "rt"))
-        worker = threading.Thread(target=run.watch, args=(b,), kwargs={"remote": False, "debounce": 0.05,
-                                                                       "on_report": seen.append, "stop": stop})
+        worker = threading.Thread(
+            target=run.watch,
+            args=(b,),
+            kwargs={"remote": False, "debounce": 0.05, "on_report": seen.append, "stop": stop},
+        )
         worker.start()
         try:
             deadline = time.monotonic() + 60

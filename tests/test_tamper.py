@@ -161,8 +161,9 @@ def test_the_honest_hermes_sync_brain_passes(honest_hermes_sync) -> None:
     brain, _ = honest_hermes_sync
     code, report = _audit(brain, "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
-    ops = subprocess.run(["git", "-C", str(brain), "log", "--format=%s", "main"], capture_output=True,
-                         text=True, check=True).stdout.split("\n")  # fmt: skip
+    ops = subprocess.run(
+        ["git", "-C", str(brain), "log", "--format=%s", "main"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     assert ops[:3] == ["sync a v2", "sync: 0 skill(s)", "sync: 0 skill(s)"], ops
 
 
@@ -188,8 +189,12 @@ def test_the_honest_outcomes_brain_passes(honest_outcomes) -> None:
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     summary = report["checks"]["evidence"]["summary"]
     assert summary == "5 outcome(s), append-only; 5 checked as added: 4 verified, 1 self-reported", summary
-    ops = subprocess.run(["git", "-C", str(brain), "log", "--format=%(trailers:key=Ledger-Operation,valueonly)",
-                          "main"], capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    ops = subprocess.run(
+        ["git", "-C", str(brain), "log", "--format=%(trailers:key=Ledger-Operation,valueonly)", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert ops == ["edit", "outcome", "outcome", "keys", "patch", "outcome", "create", "init"], ops
     assert idx["tip"] == idx["edit-a"] == len(ops) - 1
 
@@ -201,8 +206,9 @@ def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> 
     brain, idx = honest_outcomes
     copy = tmp_path / "copy.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(brain / ".git"), str(copy)], check=True)
-    valid = tamper_outcomes._entry(copy, idx, tamper_outcomes.KEYS["verifier"], version=2, served="patch-a",
-                                   recorded="outcome-import")  # fmt: skip
+    valid = tamper_outcomes._entry(
+        copy, idx, tamper_outcomes.KEYS["verifier"], version=2, served="patch-a", recorded="outcome-import"
+    )
     new = tamper_outcomes.rewrite_logs(copy, idx["outcome-import"], lambda log: [*log, valid])
     assert new != tamper.lineage(brain / ".git")[idx["outcome-import"]]
     code, report = _audit(copy, "--require-signatures")
@@ -212,15 +218,17 @@ def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> 
     # after), no later batch naming it, is not seen from a clone; the verifier's own word on its newest batch
     # (ledger outcome batches), or an anchored evidence root, shows it.  Here the verifier's import batch of
     # three goes, the slipped-in outcome staying so that the import still appends one.
-    tamper_outcomes.rewrite_logs(copy, idx["outcome-import"], lambda log: [e for e in log if e == valid
-                                                                           or b'"count":3' not in e])  # fmt: skip
+    tamper_outcomes.rewrite_logs(
+        copy, idx["outcome-import"], lambda log: [e for e in log if e == valid or b'"count":3' not in e]
+    )
     code, report = _audit(copy, "--require-signatures")
     assert code == 0 and report["checks"]["evidence"]["summary"].startswith("3 outcome(s)"), report["checks"]
 
 
 @pytest.mark.parametrize("case", tamper_outcomes.outcome_cases(), ids=lambda c: c.name)
-def test_every_outcome_tamper_class_fails_the_evidence_check(honest_outcomes, case: tamper.Case,
-                                                             tmp_path: Path) -> None:  # fmt: skip
+def test_every_outcome_tamper_class_fails_the_evidence_check(
+    honest_outcomes, case: tamper.Case, tmp_path: Path
+) -> None:
     """An attacker holding every key rewrites the evidence log and re-signs each snapshot (EIP-712 and git
     signature): only the 'evidence' check fails, on the snapshot altered, for the reason of its class."""
     copy, named = _tampered(honest_outcomes, case, tmp_path)
@@ -228,8 +236,11 @@ def test_every_outcome_tamper_class_fails_the_evidence_check(honest_outcomes, ca
         code, report = _audit(copy, *case.audit_args, *args)
         chk = report["checks"][case.check]
         failed = sorted(k for k, v in report["checks"].items() if not v["ok"])
-        assert code == 1 and failed == [case.check], (case.name, args, {k: report["checks"][k]["summary"]
-                                                                          for k in failed})  # fmt: skip
+        assert code == 1 and failed == [case.check], (
+            case.name,
+            args,
+            {k: report["checks"][k]["summary"] for k in failed},
+        )
         assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(tamper_outcomes.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
     assert f"`{case.name}`" in (Path(__file__).parent.parent / "docs" / "lineage.md").read_text()
@@ -262,12 +273,27 @@ def test_a_sibling_claimed_by_a_second_address_fails_the_audit(tmp_path: Path) -
     env = {"LEDGER_KEYS": str(keys)}
     brain = tmp_path / "b"
     run_ledger("init", str(brain), env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one", env=env,
-               check=True)  # fmt: skip
-    run_ledger("--brain", str(brain), "skill", "patch", "a", "--old", "one", "--new", "two", "--actor", "agent",
-               env=env, check=True)  # fmt: skip
-    secret = {r: bytes.fromhex(json.loads((keys / f"{r}.key").read_text())["private_key"][2:])
-              for r in ("user", "agent")}  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one", env=env, check=True
+    )
+    run_ledger(
+        "--brain",
+        str(brain),
+        "skill",
+        "patch",
+        "a",
+        "--old",
+        "one",
+        "--new",
+        "two",
+        "--actor",
+        "agent",
+        env=env,
+        check=True,
+    )
+    secret = {
+        r: bytes.fromhex(json.loads((keys / f"{r}.key").read_text())["private_key"][2:]) for r in ("user", "agent")
+    }
     user_p256 = siblings.public_lines(secret["user"])[1]
 
     def claim(raw: bytes) -> bytes:
@@ -275,8 +301,9 @@ def test_a_sibling_claimed_by_a_second_address_fails_the_audit(tmp_path: Path) -
         head, _, msg = payload.decode().partition("\n\n")
         tree = re.search(r"^tree (\S+)$", head, re.M).group(1)
         parent = re.search(r"^parent (\S+)$", head, re.M).group(1)
-        msg = re.sub(r"^Ledger-Sibling: ecdsa-sha2-nistp256 .*$", f"Ledger-Sibling: {user_p256}", msg, count=1,
-                     flags=re.M)  # fmt: skip
+        msg = re.sub(
+            r"^Ledger-Sibling: ecdsa-sha2-nistp256 .*$", f"Ledger-Sibling: {user_p256}", msg, count=1, flags=re.M
+        )
         payload = f"{head}\n\n{tamper.resign(msg, secret['agent'], parent, tree)}".encode()
         return commitsig.insert(payload, sshsig.sign(siblings.ed25519_key(secret["agent"]), payload))
 
@@ -306,19 +333,29 @@ def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: P
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     tip = subprocess.run(["git", "-C", str(brain), "cat-file", "-p", "HEAD"], capture_output=True, text=True).stdout
     assert tip.count("\nparent ") == 2 and "Ledger-Operation: merge" in tip, tip
-    record = json.loads(subprocess.run(["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True,
-                                       text=True, check=True).stdout)  # fmt: skip
-    first = json.loads(subprocess.run(["git", "-C", str(brain), "show", "HEAD^1:supply"], capture_output=True,
-                                      text=True, check=True).stdout)  # fmt: skip
+    record = json.loads(
+        subprocess.run(
+            ["git", "-C", str(brain), "show", "HEAD:supply"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    first = json.loads(
+        subprocess.run(
+            ["git", "-C", str(brain), "show", "HEAD^1:supply"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert record == first and record["format"] == 3  # the first parent's, as it holds it (format 3 from v1.10)
     assert {n: e["state"] for n, e in record["skills"].items()} == {
-        "setup-helper": "quarantined", "summarise": "approved", "translate": "revoked"}  # fmt: skip
+        "setup-helper": "quarantined",
+        "summarise": "approved",
+        "translate": "revoked",
+    }
     assert all(e["counter"] is None for e in record["skills"].values())  # the sources' SKILL.md had no counter
 
 
 @pytest.mark.parametrize("case", tamper_supply.CLASSES, ids=lambda c: c.name)
-def test_every_supply_tamper_class_fails_the_supply_check(honest_supply_merged, case: tamper_supply.SupplyCase,
-                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_every_supply_tamper_class_fails_the_supply_check(
+    honest_supply_merged, case: tamper_supply.SupplyCase, tmp_path: Path
+) -> None:
     """docs/lineage.md §1.6 (v1.7): a merge that approves (by the agent key, by the user key), an installed
     SKILL.md edited, an install recorded as 'update' writing what its pin does not, a revocation's reason
     rewritten by a later approval, and a record declaring an older format than its parent's: each signed by a

@@ -43,8 +43,21 @@ def test_rotating_a_key_in_one_brain_never_changes_what_another_signs_with(tmp_p
     assert keys.peek("agent") != agent and (tmp_path / "keys" / f"agent.{agent}.key").exists()
 
     def write(brain: Path, name: str) -> dict:
-        proc = run_ledger("--brain", str(brain), "skill", "create", name, "--description", "D", "--body", "x\n",
-                          "--actor", "agent", "--json", env=env)  # fmt: skip
+        proc = run_ledger(
+            "--brain",
+            str(brain),
+            "skill",
+            "create",
+            name,
+            "--description",
+            "D",
+            "--body",
+            "x\n",
+            "--actor",
+            "agent",
+            "--json",
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -72,8 +85,19 @@ def fleet(tmp_path: Path) -> dict[str, Path]:
     a, b, shared = tmp_path / "a", tmp_path / "b", tmp_path / "shared.git"
     env_a = {"LEDGER_KEYS": str(a_keys)}
     run_ledger("init", str(a), env=env_a, check=True)
-    run_ledger("--brain", str(a), "skill", "create", "deploy", "--description", "Deploys", "--body", "safe\n",
-               env=env_a, check=True)  # fmt: skip
+    run_ledger(
+        "--brain",
+        str(a),
+        "skill",
+        "create",
+        "deploy",
+        "--description",
+        "Deploys",
+        "--body",
+        "safe\n",
+        env=env_a,
+        check=True,
+    )
     run_ledger("--brain", str(a), "remote", "set", "--create", str(shared), env=env_a, check=True)
     run_ledger("--brain", str(a), "push", str(shared), env=env_a, check=True)
     run_ledger("keys", "generate", "user", env={"LEDGER_KEYS": str(b_keys)}, check=True)
@@ -88,8 +112,16 @@ def _forge(brain: Path, keys: Path, how: str) -> str:
     with Brain.open(brain) as b:
         kd = identity.KeyDir(keys)
 
-        def seal(message: str, *, root: bytes, parent_root: bytes | None, parent: bytes | None, tree: bytes,
-                 actor: str, **_kw: object) -> Sealed:  # fmt: skip
+        def seal(
+            message: str,
+            *,
+            root: bytes,
+            parent_root: bytes | None,
+            parent: bytes | None,
+            tree: bytes,
+            actor: str,
+            **_kw: object,
+        ) -> Sealed:
             if how == "unsigned":
                 return Sealed(message, None, "forged")
             key = kd.load("user" if how == "untrusted" else "agent")
@@ -162,14 +194,14 @@ def test_an_unsigned_snapshot_is_shown_as_unsigned_in_log_audit_and_report(tmp_p
     run_ledger("init", str(brain), env=env, check=True)
     run_ledger("--brain", str(brain), "keys", "policy", "open", env=env, check=True)
     stranger = {"LEDGER_KEYS": str(tmp_path / "stranger")}
-    made = run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n",
-                      env=stranger)  # fmt: skip
+    made = run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "a\n", env=stranger
+    )
     assert made.returncode == 0 and "unsigned" in made.stderr
     text = run_ledger("--brain", str(brain), "log", "--oneline", env=env, check=True).stdout
     newest = text.splitlines()[0]
     assert "[unsigned" in newest and "[user" not in newest, text
-    only = json.loads(run_ledger("--brain", str(brain), "log", "--actor", "user", "--json", env=env,
-                                 check=True).stdout)  # fmt: skip
+    only = json.loads(run_ledger("--brain", str(brain), "log", "--actor", "user", "--json", env=env, check=True).stdout)
     assert all(d["operation"] != "create" for d in only)  # the claim does not count as the role
     report = json.loads(run_ledger("audit", str(brain), "--json").stdout)
     shown = {t["operation"]: t["actor"] for t in report["timeline"]}
@@ -190,8 +222,9 @@ def test_imports_sync_recordings_and_merges_are_refused_without_a_key_and_lose_n
     stranger = {**env, "LEDGER_KEYS": str(tmp_path / "stranger")}
     brain, target = tmp_path / "b", tmp_path / "rt"
     run_ledger("init", str(brain), env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "a", "--description", "A", "--body", "one\n", env=env, check=True
+    )
     run_ledger("--brain", str(brain), "target", "add", str(target), env=env, check=True)
     run_ledger("--brain", str(brain), "sync", env=env, check=True)
     head = _head(brain / ".git")
@@ -213,11 +246,13 @@ def test_imports_sync_recordings_and_merges_are_refused_without_a_key_and_lose_n
     remote = tmp_path / "r.git"
     run_ledger("--brain", str(brain), "push", str(remote), env=env, check=True)
     run_ledger("clone", str(remote), str(other), env=env, check=True)
-    run_ledger("--brain", str(other), "skill", "create", "o", "--description", "O", "--body", "o\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(other), "skill", "create", "o", "--description", "O", "--body", "o\n", env=env, check=True
+    )
     run_ledger("--brain", str(other), "push", str(remote), env=env, check=True)
-    run_ledger("--brain", str(brain), "skill", "create", "m", "--description", "M", "--body", "m\n", env=env,
-               check=True)  # fmt: skip
+    run_ledger(
+        "--brain", str(brain), "skill", "create", "m", "--description", "M", "--body", "m\n", env=env, check=True
+    )
     mine = _head(brain / ".git")
     merged = run_ledger("--brain", str(brain), "pull", str(remote), env=stranger)
     assert merged.returncode == 1 and "requires every snapshot to be signed" in merged.stderr, merged.stderr

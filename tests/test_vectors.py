@@ -198,10 +198,20 @@ def test_outcome_number_vectors(case: dict) -> None:
     assert rfc8785.dumps(value).decode() == case["jcs"], "the reference RFC 8785 library"
     assert oc.canonical(value).decode() == case["jcs"], "the ledger's JCS"
     secret = bytes(range(1, 33))
-    fields = {"brain": "9" * 40, "agent": None, "skill": "s", "version": 1, "digest": "blake3-tree-v1:" + "0" * 64,
-              "receipt": {"commit": "1" * 40, "root": "blake3-tree-v1:" + "2" * 64}, "task_id": "t",
-              "task_digest": None, "result": "score", "scale": (-1.7976931348623157e308, 1.7976931348623157e308),
-              "when": "2026-01-01T00:00:00Z", "signer": address_of(secret)}  # fmt: skip
+    fields = {
+        "brain": "9" * 40,
+        "agent": None,
+        "skill": "s",
+        "version": 1,
+        "digest": "blake3-tree-v1:" + "0" * 64,
+        "receipt": {"commit": "1" * 40, "root": "blake3-tree-v1:" + "2" * 64},
+        "task_id": "t",
+        "task_digest": None,
+        "result": "score",
+        "scale": (-1.7976931348623157e308, 1.7976931348623157e308),
+        "when": "2026-01-01T00:00:00Z",
+        "signer": address_of(secret),
+    }
     if not case["accepted"]:
         with pytest.raises(StoreError, match="2\\^53"):
             oc.make_record(score=value, **fields)  # type: ignore[arg-type]

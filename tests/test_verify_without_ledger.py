@@ -48,8 +48,14 @@ def auditor(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     /usr/bin and /bin (git, ssh-keygen); no ledger anywhere."""
     python = venv_python(VENV, LOCK, "the tools of docs/verify-without-ledger.md")
     env = _env([str(python.parent), str(CAST_DIR), "/usr/bin", "/bin"]) | {"VIRTUAL_ENV": str(VENV)}
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", blocks()[name]], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks()[name]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +78,14 @@ def published(tmp_path_factory: pytest.TempPathFactory, node) -> Path:
     run_ledger(*b, "skill", "patch", "a", "--old", "alpha", "--new", "alpha beta", check=True)
     run_ledger(*b, "chain", "anchor", "--key", DEV_KEY_NAME, check=True)
     env = _env([str(Path(LEDGER).parent), os.environ["PATH"]]) | {"LEDGER_KEYS": os.environ["LEDGER_KEYS"]}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks()["publish"]], cwd=root / "brain", env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks()["publish"]],
+        cwd=root / "brain",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     given = root / "for-auditor"
     from ledger.publish.entries import Entries
@@ -102,8 +114,16 @@ def _rewrite_head(bare: Path, old: bytes, new: bytes) -> None:
     git = ["git", f"--git-dir={bare}"]
     raw = subprocess.run([*git, "cat-file", "commit", "main"], capture_output=True, check=True).stdout
     assert raw.count(old) == 1
-    made = subprocess.run([*git, "hash-object", "-t", "commit", "-w", "--stdin"], input=raw.replace(old, new),
-                          capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+    made = (
+        subprocess.run(
+            [*git, "hash-object", "-t", "commit", "-w", "--stdin"],
+            input=raw.replace(old, new),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
     subprocess.run([*git, "update-ref", "refs/heads/main", made], check=True)
 
 
@@ -121,8 +141,14 @@ def test_the_auditors_environment_has_no_ledger(tmp_path: Path) -> None:
     (tmp_path / "probe.sh").write_text("")
     python = venv_python(VENV, LOCK, "the tools of docs/verify-without-ledger.md")
     env = _env([str(python.parent), str(CAST_DIR), "/usr/bin", "/bin"])
-    probe = subprocess.run(["bash", "-c", "command -v ledger; python3 -c 'import ledger'"], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    probe = subprocess.run(
+        ["bash", "-c", "command -v ledger; python3 -c 'import ledger'"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.returncode != 0 and "No module named 'ledger'" in probe.stderr, probe
     assert probe.stdout == "", probe.stdout
 
@@ -166,8 +192,10 @@ def test_intoto_signature_with_the_in_toto_package(given: Path) -> None:
 
 
 # the P-256 key of the ledger secret 0x11…11 (tests/vectors/attest), which the published lineage never certified
-STRANGER = ("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBG25ruTaaMDQIxTnz0PXSsiOtqj3"
-            "ojaIfb0KsmSEU+LUMNLp6xFxkMKjipYIzjWv7v80ez3muhQ+xmGaF86PQLw=\n")  # fmt: skip
+STRANGER = (
+    "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBG25ruTaaMDQIxTnz0PXSsiOtqj3"
+    "ojaIfb0KsmSEU+LUMNLp6xFxkMKjipYIzjWv7v80ez3muhQ+xmGaF86PQLw=\n"
+)
 
 
 @pytest.mark.chain  # the published brain is anchored on anvil
@@ -177,14 +205,20 @@ def test_git_verify_commit_and_the_certified_p256_key(given: Path, tmp_path: Pat
     assert ok.returncode == 0 and 'Good "git" signature for user@0x' in ok.stderr, ok.stdout + ok.stderr
     assert ok.stdout.count(" G user@0x") >= 5, ok.stdout
     shutil.rmtree(given / "brain")
-    raw = subprocess.run(["git", f"--git-dir={given / 'brain.git'}", "cat-file", "commit", "main"],
-                         capture_output=True, check=True).stdout  # fmt: skip
+    raw = subprocess.run(
+        ["git", f"--git-dir={given / 'brain.git'}", "cat-file", "commit", "main"], capture_output=True, check=True
+    ).stdout
     subject = raw.split(b"\n\n", 1)[1].split(b"\n", 1)[0]
     _rewrite_head(given / "brain.git", subject, subject + b"!")  # the message changed, the signature kept
     bad = auditor("git", given)
     assert bad.returncode != 0 and "Good" not in bad.stderr, bad.stdout + bad.stderr
-    other = subprocess.run(["ssh-keygen", "-e", "-m", "PKCS8", "-f", "/dev/stdin"], input=STRANGER,
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    other = subprocess.run(
+        ["ssh-keygen", "-e", "-m", "PKCS8", "-f", "/dev/stdin"],
+        input=STRANGER,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     (again / "sibling.pem").write_text(other.stdout)  # a P-256 key the lineage does not certify
     bad = auditor("git", again)
     assert bad.returncode != 0 and "differ" in bad.stdout + bad.stderr, bad.stdout + bad.stderr
@@ -196,8 +230,9 @@ def test_the_chain_with_cast(given: Path) -> None:
     seq = json.loads((given / "chain.json").read_text())["onchain_seq"]
     assert seq >= 2 and ok.returncode == 0, ok.stdout + ok.stderr
     assert f"chain: {seq} roots anchored in order" in ok.stdout and "; 0 pending" in ok.stdout, ok.stdout
-    raw = subprocess.run(["git", f"--git-dir={given / 'brain.git'}", "cat-file", "commit", "main"],
-                         capture_output=True, check=True).stdout  # fmt: skip
+    raw = subprocess.run(
+        ["git", f"--git-dir={given / 'brain.git'}", "cat-file", "commit", "main"], capture_output=True, check=True
+    ).stdout
     root = re.search(rb"Ledger-Root: blake3-tree-v1:([0-9a-f]{64})", raw)
     assert root is not None
     _rewrite_head(given / "brain.git", root.group(1), bytes(reversed(root.group(1))))  # a lineage the chain never saw

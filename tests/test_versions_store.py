@@ -14,9 +14,11 @@ from ledger.brain import Brain
 from tests.conftest import run_ledger
 
 # CRLF, comments, a flow list, unknown keys, an author's own metadata.version, no final newline.
-WILD = (b"---\r\nname: wild  # the folder's name\r\ndescription: Kept as written.\r\ntags: [a, b]\r\n"
-        b"x-vendor: {deep: [1, 2]}\r\nmetadata:\r\n  version: '1.0'\r\n  author: someone\r\n---\r\n"
-        b"# Body\r\n\r\nText with trailing spaces   \r\n")  # fmt: skip
+WILD = (
+    b"---\r\nname: wild  # the folder's name\r\ndescription: Kept as written.\r\ntags: [a, b]\r\n"
+    b"x-vendor: {deep: [1, 2]}\r\nmetadata:\r\n  version: '1.0'\r\n  author: someone\r\n---\r\n"
+    b"# Body\r\n\r\nText with trailing spaces   \r\n"
+)
 PLAIN = b"---\nname: plain\ndescription: No counter anywhere.\n---\nbody\n"
 
 
@@ -65,11 +67,17 @@ def test_a_support_file_change_leaves_skill_md_alone_and_versions_still_count(tm
     out = _ledger(brain, "skill", "write-file", "wild", "references/note.md", "--from", str(note)).stdout
     assert "write-file wild v2" in out
     git = ["git", "-C", str(brain)]
-    blobs = [subprocess.run([*git, "rev-parse", f"{rev}:skills/wild/SKILL.md"], capture_output=True, text=True,
-                            check=True).stdout for rev in ("HEAD~1", "HEAD")]  # fmt: skip
+    blobs = [
+        subprocess.run(
+            [*git, "rev-parse", f"{rev}:skills/wild/SKILL.md"], capture_output=True, text=True, check=True
+        ).stdout
+        for rev in ("HEAD~1", "HEAD")
+    ]
     assert blobs[0] == blobs[1]
-    assert subprocess.run([*git, "cat-file", "blob", "HEAD:versions"], capture_output=True, check=True).stdout \
+    assert (
+        subprocess.run([*git, "cat-file", "blob", "HEAD:versions"], capture_output=True, check=True).stdout
         == b"plain 1\nwild 2\n"
+    )
     assert "wild" in _ledger(brain, "skill", "list").stdout.split("v2")[0]
     listed = {s["name"]: s["version"] for s in json.loads(_ledger(brain, "skill", "list", "--json").stdout)}
     assert listed == {"plain": 1, "wild": 2}

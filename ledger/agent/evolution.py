@@ -105,8 +105,10 @@ def _apply_locked(
             old_md = current[SKILL_MD][0].decode("utf-8", "replace") if SKILL_MD in current else None
             broken = introduced_errors(slug, old_md, files[SKILL_MD])
             if broken:
-                raise _refuse(f"{slug}/SKILL.md is not a valid skill: {'; '.join(broken)}",
-                              hint="fix it ('ledger skill lint' says why), or apply with --allow-invalid")  # fmt: skip
+                raise _refuse(
+                    f"{slug}/SKILL.md is not a valid skill: {'; '.join(broken)}",
+                    hint="fix it ('ledger skill lint' says why), or apply with --allow-invalid",
+                )
         merged = {**current, **{r: (t.encode("utf-8"), current.get(r, (b"", False))[1]) for r, t in files.items()}}
         found.append(Found(slug, slug, f"payload:{slug}", merged))
     with brain.writing(actor, **{**evidence, "evolution": op, "summary": summary}) as w:
@@ -129,11 +131,20 @@ def _resubmitted(brain: Any, slug: str, files: dict[str, str]) -> bool:
     return True
 
 
-def synthesis_advice(brain: Any, *, tool_calls: int, recovered_from_error: bool = False, task: str = "",
-                     min_tool_calls: int | None = None, top: int = 3) -> dict[str, Any]:  # fmt: skip
+def synthesis_advice(
+    brain: Any,
+    *,
+    tool_calls: int,
+    recovered_from_error: bool = False,
+    task: str = "",
+    min_tool_calls: int | None = None,
+    top: int = 3,
+) -> dict[str, Any]:
     """Whether a finished task is skill-worthy (5+ tool calls, or an error then a recovery), and the closest skills."""
-    threshold = min_tool_calls if min_tool_calls is not None else int(
-        (brain.config.get("synthesis") or {}).get("min_tool_calls", 5)
+    threshold = (
+        min_tool_calls
+        if min_tool_calls is not None
+        else int((brain.config.get("synthesis") or {}).get("min_tool_calls", 5))
     )
     reasons = []
     if tool_calls >= threshold:
@@ -144,7 +155,8 @@ def synthesis_advice(brain: Any, *, tool_calls: int, recovered_from_error: bool 
     hidden = brain.withheld()  # quarantined or revoked: no agent is pointed at them
     scored = sorted(
         (difflib.SequenceMatcher(None, words, f"{s.name} {s.description}".lower()).ratio(), s.name)
-        for s in brain.list() if s.name not in hidden
+        for s in brain.list()
+        if s.name not in hidden
     )[::-1]
     closest = [{"name": n, "similarity": round(r, 2)} for r, n in scored[:top] if r > 0.2]
     advice = "patch the closest skill" if closest and closest[0]["similarity"] >= 0.5 else "create a skill"

@@ -38,8 +38,14 @@ from ledger.sync.targets import Targets
 __all__ = ["Listing"]
 
 _ABSENT = Card().name  # a card's name when the frontmatter has none
-_CARD_KEYS = {"n": "name", "d": "description", "p": "platforms", "e": "environments", "u": "unreadable",
-              "b": "bad_description"}  # fmt: skip
+_CARD_KEYS = {
+    "n": "name",
+    "d": "description",
+    "p": "platforms",
+    "e": "environments",
+    "u": "unreadable",
+    "b": "bad_description",
+}
 
 
 class Listing:
@@ -80,8 +86,8 @@ class Listing:
         gate = (lambda _p: True) if all_platforms else None
         active = functools.partial(environment_active, kanban_toolset=kanban)
         shown, hidden = list_home(
-            found, disabled=disabled, platform_ok=gate,
-            environment_ok=lambda e: matches_environment(e, active))  # fmt: skip
+            found, disabled=disabled, platform_ok=gate, environment_ok=lambda e: matches_environment(e, active)
+        )
 
         def ours(f: Found, entry: dict[str, Any]) -> dict[str, Any]:
             if f.skill is not None:
@@ -140,7 +146,8 @@ class Listing:
                 read = {}
             for tree, files in read.items():
                 mds = self._trees[tree] = sorted(
-                    (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD)
+                    (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD
+                )
                 self.memo.put(tree, [[rel, blob.hex()] for rel, blob in mds])
         wanted = []
         for tree in dict.fromkeys(skills.values()):
@@ -166,7 +173,8 @@ class Listing:
         if known is None:
             files = self.brain.files(tree)
             known = self._trees[tree] = sorted(
-                (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD)
+                (rel, blob) for rel, (_, blob) in files.items() if rel.rpartition("/")[2] == SKILL_MD
+            )
         return known
 
     def _card(self, blob: bytes) -> Card:
@@ -192,8 +200,11 @@ class Listing:
                 targets = Targets(self.brain.control).all() if stamp else []
             except LedgerError:
                 targets = []
-            paths = [Path(t.path).parent / "config.yaml" for t in targets
-                     if t.layout == "hermes" and Path(t.path).name == "skills"]  # fmt: skip
+            paths = [
+                Path(t.path).parent / "config.yaml"
+                for t in targets
+                if t.layout == "hermes" and Path(t.path).name == "skills"
+            ]
             self._homes = (stamp, paths)
         sig, disabled, kanban = [], {}, False
         for path in self._homes[1]:

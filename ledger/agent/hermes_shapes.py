@@ -28,9 +28,19 @@ from ledger.bundle.frontmatter import bounded
 from ledger.errors import SkillError
 
 __all__ = [
-    "Card", "Found", "frontmatter", "home_config", "linked_files", "list_home", "manage_fields",
-    "matches_environment", "matches_platform", "parse_frontmatter", "read_card", "view_fields",
-]  # fmt: skip
+    "Card",
+    "Found",
+    "frontmatter",
+    "home_config",
+    "linked_files",
+    "list_home",
+    "manage_fields",
+    "matches_environment",
+    "matches_platform",
+    "parse_frontmatter",
+    "read_card",
+    "view_fields",
+]
 
 _PLATFORMS = {"macos": "darwin", "linux": "linux", "windows": "win32"}  # Hermes's PLATFORM_MAP
 _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".ts", ".rb")  # what Hermes lists under scripts/
@@ -72,8 +82,24 @@ def matches_platform(fm: dict[str, Any], platform: str = sys.platform) -> bool:
 
 # agent/skill_utils.py: folder names its walk never enters, and the folders of a skill's files,
 # never entered from a folder that holds a SKILL.md.
-EXCLUDED_DIRS = frozenset((".git", ".github", ".hub", ".archive", ".venv", "venv", "node_modules", "site-packages",
-                           "__pycache__", ".tox", ".nox", ".pytest_cache", ".mypy_cache", ".ruff_cache"))  # fmt: skip
+EXCLUDED_DIRS = frozenset(
+    (
+        ".git",
+        ".github",
+        ".hub",
+        ".archive",
+        ".venv",
+        "venv",
+        "node_modules",
+        "site-packages",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    )
+)
 SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
 _PRUNED = EXCLUDED_DIRS | SUPPORT_DIRS
 READ_CHARS, MAX_NAME, MAX_DESCRIPTION = 4000, 64, 1024  # tools/skills_tool.py
@@ -167,8 +193,10 @@ def _in_container() -> bool:
     """hermes_constants.is_container."""
     if os.environ.get("KUBERNETES_SERVICE_HOST") or any(map(os.path.exists, ("/.dockerenv", "/run/.containerenv"))):
         return True
-    for path, markers in (("/proc/1/cgroup", ("docker", "podman", "/lxc/", "kubepods", "containerd", "crio")),
-                          ("/proc/self/mountinfo", ("kubepods", "containerd", "crio"))):  # fmt: skip
+    for path, markers in (
+        ("/proc/1/cgroup", ("docker", "podman", "/lxc/", "kubepods", "containerd", "crio")),
+        ("/proc/self/mountinfo", ("kubepods", "containerd", "crio")),
+    ):
         try:
             with open(path, encoding="utf-8") as f:
                 if any(m in f.read() for m in markers):
@@ -261,8 +289,10 @@ def _pruned(path: str, holders: set[str]) -> str | None:
         if part in EXCLUDED_DIRS:
             return f"it is under {where}/, and Hermes never looks inside a folder named {part}"
         if part in SUPPORT_DIRS and parent in holders:
-            return (f"it is under {where}/, which Hermes reads as the {part}/ of the skill at "
-                    f"{parent or 'the top'}/, never as a skill")  # fmt: skip
+            return (
+                f"it is under {where}/, which Hermes reads as the {part}/ of the skill at "
+                f"{parent or 'the top'}/, never as a skill"
+            )
     return None
 
 
@@ -362,7 +392,9 @@ def view_fields(text: str, rels: list[str], path: str, skill_dir: str) -> dict[s
         "skill_dir": skill_dir,
         "linked_files": linked,
         "usage_hint": "To view linked files, call skill_view(name, file_path) where file_path is e.g. "
-        "'references/api.md' or 'assets/config.yaml'" if linked else None,
+        "'references/api.md' or 'assets/config.yaml'"
+        if linked
+        else None,
         "required_environment_variables": [],
         "required_commands": [],
         "missing_required_environment_variables": [],
@@ -395,14 +427,17 @@ def manage_fields(action: str, args: dict[str, Any], skill_dir: Path, category: 
         }
         if category:
             out["category"] = category
-        out["hint"] = ("To add reference files, templates, or scripts, use skill_manage(action='write_file', "
-                       f"name='{skill_dir.name}', file_path='references/example.md', file_content='...')")  # fmt: skip
+        out["hint"] = (
+            "To add reference files, templates, or scripts, use skill_manage(action='write_file', "
+            f"name='{skill_dir.name}', file_path='references/example.md', file_content='...')"
+        )
         return out
     if action == "edit":
         return {"path": str(skill_dir), "_change": {"description": _clip_description(args.get("content", ""))}}
     if action == "patch":
-        return {"_change": {"old": _clip(args.get("old_string", ""), 200),
-                            "new": _clip(args.get("new_string", ""), 200)}}  # fmt: skip
+        return {
+            "_change": {"old": _clip(args.get("old_string", ""), 200), "new": _clip(args.get("new_string", ""), 200)}
+        }
     if action == "write_file":
         return {"path": str(skill_dir / args["file_path"])}
     return {}

@@ -76,8 +76,10 @@ def _server_half_of_the_sdk() -> None:
             continue
         spec = importlib.util.find_spec(name)
         if spec is None or spec.submodule_search_locations is None:
-            raise LedgerError(f"the MCP SDK is not installed ({name} not found)",
-                              hint="reinstall brain-ledger with its dependencies (scripts/bootstrap)")  # fmt: skip
+            raise LedgerError(
+                f"the MCP SDK is not installed ({name} not found)",
+                hint="reinstall brain-ledger with its dependencies (scripts/bootstrap)",
+            )
         shell = pytypes.ModuleType(name)
         shell.__path__ = list(spec.submodule_search_locations)
         shell.__spec__, shell.__file__ = spec, spec.origin
@@ -137,11 +139,17 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
         return await anyio.to_thread.run_sync(fn, *args, limiter=one_at_a_time)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t["name"], description=t["description"], input_schema=t["parameters"],
-                       annotations=types.ToolAnnotations.model_validate(ANNOTATIONS[t["name"]]))
-            for t in TOOLS
-        ])  # fmt: skip
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t["name"],
+                    description=t["description"],
+                    input_schema=t["parameters"],
+                    annotations=types.ToolAnnotations.model_validate(ANNOTATIONS[t["name"]]),
+                )
+                for t in TOOLS
+            ]
+        )
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         result, text = await in_worker(tools.call_json, params.name, dict(params.arguments or {}))
@@ -152,16 +160,28 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
         )
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[
-            types.Resource(uri=_INDEX_URI, name="index", mime_type="text/plain",
-                           description="The Level-0 index: '▸ name: description' lines."),
-        ])  # fmt: skip
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=_INDEX_URI,
+                    name="index",
+                    mime_type="text/plain",
+                    description="The Level-0 index: '▸ name: description' lines.",
+                ),
+            ]
+        )
 
     async def list_templates(_ctx: Any, _params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[
-            types.ResourceTemplate(uri_template=_SKILL_PREFIX + "{name}", name="skill", mime_type="text/markdown",
-                                   description="A skill's SKILL.md at the head snapshot."),
-        ])  # fmt: skip
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=_SKILL_PREFIX + "{name}",
+                    name="skill",
+                    mime_type="text/markdown",
+                    description="A skill's SKILL.md at the head snapshot.",
+                ),
+            ]
+        )
 
     def read(uri: str) -> tuple[str, str]:
         if uri == _INDEX_URI:
@@ -170,8 +190,11 @@ def _serve(brain: Brain, signer: Any, failed: list[BaseException]) -> None:
             result = tools.call("skill_view", {"name": uri[len(_SKILL_PREFIX) :]})
             if result["success"] and "content" in result:
                 return result["content"], "text/markdown"
-            raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri}: {result.get('error', 'not text')}",
-                           {"uri": uri, "hint": "list the skills with skills_list"})  # fmt: skip
+            raise MCPError(
+                RESOURCE_NOT_FOUND,
+                f"no resource {uri}: {result.get('error', 'not text')}",
+                {"uri": uri, "hint": "list the skills with skills_list"},
+            )
         raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri}", {"uri": uri, "hint": f"read {_INDEX_URI}"})
 
     async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:

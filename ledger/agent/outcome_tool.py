@@ -18,22 +18,33 @@ __all__ = ["ANNOTATION", "SCHEMA", "record"]
 SCHEMA: dict[str, Any] = {
     "name": "skill_outcome",
     "description": "Record how a task went with a skill you used: pass the receipt skill_view returned, the task, "
-                   "and success, failure or a score. Signed with your key and kept in the skill's evidence log "
-                   "as a self-reported outcome of exactly the version you viewed.",
+    "and success, failure or a score. Signed with your key and kept in the skill's evidence log "
+    "as a self-reported outcome of exactly the version you viewed.",
     "parameters": {
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": "The skill you used."},
-            "receipt": {"type": "object", "description": "The receipt skill_view returned (skill, version, root, "
-                        "commit, …), unchanged.", "properties": {"skill": {"type": "string"},
-                        "version": {"type": "integer", "minimum": 1}, "root": {"type": "string"},
-                        "commit": {"type": "string", "pattern": "^[0-9a-f]{40}$"}},
-                        "required": ["skill", "version", "root", "commit"]},
+            "receipt": {
+                "type": "object",
+                "description": "The receipt skill_view returned (skill, version, root, commit, …), unchanged.",
+                "properties": {
+                    "skill": {"type": "string"},
+                    "version": {"type": "integer", "minimum": 1},
+                    "root": {"type": "string"},
+                    "commit": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
+                },
+                "required": ["skill", "version", "root", "commit"],
+            },
             "task": {"type": "string", "minLength": 1, "maxLength": 512, "description": "The task's id."},
             "outcome": {"type": "string", "enum": ["success", "failure", "score"]},
             "score": {"type": "number", "description": "outcome=score: the score, on scale."},
-            "scale": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
-                      "description": "outcome=score: [lowest, highest]; default [0, 1]."},
+            "scale": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "outcome=score: [lowest, highest]; default [0, 1].",
+            },
             "threshold": {"type": "number", "description": "outcome=score: the score at or above which it passed."},
             "evidence": {"type": "string", "maxLength": 512, "description": "Where the evidence is (a URI)."},
             "evidence_digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
@@ -41,7 +52,7 @@ SCHEMA: dict[str, Any] = {
         "required": ["name", "receipt", "task", "outcome"],
         "additionalProperties": False,
     },
-}  # fmt: skip
+}
 ANNOTATION = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 
 
@@ -51,14 +62,25 @@ def record(brain: Any, actor: str, evidence: dict[str, Any], args: dict[str, Any
     receipt = args["receipt"]
     name = brain.resolve(args["name"])
     if receipt["skill"] != name:
-        raise UsageError(f"the receipt is for {receipt['skill']!r}, not {name!r}",
-                          hint="pass the receipt skill_view returned for this skill")  # fmt: skip
+        raise UsageError(
+            f"the receipt is for {receipt['skill']!r}, not {name!r}",
+            hint="pass the receipt skill_view returned for this skill",
+        )
     result = args["outcome"]
     if (result == "score") != ("score" in args) or (result != "score" and ({"scale", "threshold"} & set(args))):
         raise UsageError("score, scale and threshold go with outcome=score, and outcome=score needs a score")
     return outcomes.record(
-        brain, actor, name, int(receipt["version"]), result=result, task=args["task"], score=args.get("score"),
+        brain,
+        actor,
+        name,
+        int(receipt["version"]),
+        result=result,
+        task=args["task"],
+        score=args.get("score"),
         scale=tuple(args.get("scale", (0, 1))) if result == "score" else None,
-        threshold=args.get("threshold"), evidence=args.get("evidence"),
-        evidence_digest=args.get("evidence_digest"), receipt=receipt, attribution=evidence,
-    ).to_json()  # fmt: skip
+        threshold=args.get("threshold"),
+        evidence=args.get("evidence"),
+        evidence_digest=args.get("evidence_digest"),
+        receipt=receipt,
+        attribution=evidence,
+    ).to_json()

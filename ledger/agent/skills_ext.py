@@ -55,8 +55,10 @@ def decode_cursor(cursor: str) -> str:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raw = ""
     if not raw.startswith(_CURSOR_TAG) or not raw[len(_CURSOR_TAG) :].startswith(SCHEME):
-        raise Invalid(f"invalid cursor {cursor!r}: not one this server wrote; "
-                      "start again without a cursor and pass back only the nextCursor a result gave")  # fmt: skip
+        raise Invalid(
+            f"invalid cursor {cursor!r}: not one this server wrote; "
+            "start again without a cursor and pass back only the nextCursor a result gave"
+        )
     return raw[len(_CURSOR_TAG) :]
 
 

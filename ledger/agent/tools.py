@@ -47,15 +47,21 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_list",
         "description": "List the skills as Hermes lists them: name (as SKILL.md declares it), description, "
-                       "category (the top folder), version and path (which skill_view takes); hidden: each skill "
-                       "Hermes would not show (another platform, a duplicate name, ...) and why.",
+        "category (the top folder), version and path (which skill_view takes); hidden: each skill "
+        "Hermes would not show (another platform, a duplicate name, ...) and why.",
         "parameters": {
             "type": "object",
             "properties": {
-                "category": {"type": "string", "description": "Only skills in this category (or under it), "
-                             "e.g. research or research/papers."},
-                "all_platforms": {"type": "boolean", "default": False, "description": "Also list skills whose "
-                                  "platforms: exclude this host (hidden by default, as Hermes does)."},
+                "category": {
+                    "type": "string",
+                    "description": "Only skills in this category (or under it), e.g. research or research/papers.",
+                },
+                "all_platforms": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also list skills whose "
+                    "platforms: exclude this host (hidden by default, as Hermes does).",
+                },
             },
             "additionalProperties": False,
         },
@@ -67,8 +73,10 @@ TOOLS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {
                 "name": _NAME,
-                "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md; "
-                              "omit it for SKILL.md."},
+                "file_path": {
+                    "type": "string",
+                    "description": "A file in the skill, e.g. references/api.md; omit it for SKILL.md.",
+                },
             },
             "required": ["name"],
             "additionalProperties": False,
@@ -89,18 +97,29 @@ TOOLS: list[dict[str, Any]] = [
                 "content": {"type": "string", "description": "The full SKILL.md (create, edit)."},
                 "old_string": {"type": "string", "description": "patch: the exact text to replace."},
                 "new_string": {"type": "string", "description": "patch: the text to put in its place."},
-                "replace_all": {"type": "boolean", "default": False,
-                                "description": "patch: replace every match, not exactly one."},
+                "replace_all": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "patch: replace every match, not exactly one.",
+                },
                 "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md."},
                 "file_content": {"type": "string", "description": "write_file: the file's full text."},
                 "version": {"type": "integer", "minimum": 1, "description": "revert: the version to restore."},
                 "force": {"type": "boolean", "default": False, "description": "create despite a near-duplicate."},
-                "category": {"type": "string", "description": "create, move: the Hermes category, e.g. research "
-                             "or mlops/inference (move: empty for the top level)."},
-                "absorbed_into": {"type": "string", "description": "delete: the skill this one was merged into "
-                                  "(recorded in the snapshot's note)."},
-                "task": {"type": "string", "description": "Any action: the task this change serves, recorded as "
-                         "the snapshot's Ledger-Task (one line, at most 200 characters)."},
+                "category": {
+                    "type": "string",
+                    "description": "create, move: the Hermes category, e.g. research "
+                    "or mlops/inference (move: empty for the top level).",
+                },
+                "absorbed_into": {
+                    "type": "string",
+                    "description": "delete: the skill this one was merged into (recorded in the snapshot's note).",
+                },
+                "task": {
+                    "type": "string",
+                    "description": "Any action: the task this change serves, recorded as "
+                    "the snapshot's Ledger-Task (one line, at most 200 characters).",
+                },
             },
             "required": ["action", "name"],
             "additionalProperties": False,
@@ -110,7 +129,10 @@ TOOLS: list[dict[str, Any]] = [
         "name": "skill_history",
         "description": "A skill's versions, newest first, each with its root, commit, actor and note.",
         "parameters": {
-            "type": "object", "properties": {"name": _NAME}, "required": ["name"], "additionalProperties": False,
+            "type": "object",
+            "properties": {"name": _NAME},
+            "required": ["name"],
+            "additionalProperties": False,
         },
     },
     {
@@ -130,10 +152,10 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "skills_sync_status",
         "description": "The runtime folders this brain is synced with, and each skill changed on both sides "
-                       "since the last sync (a conflict: nothing was overwritten; settle it by editing one side), "
-                       "each skill two machines changed in ways that did not merge (merge_conflicts), and each file "
-                       "the brain holds that an ignore rule names (ignored_held: still synced, the rule is not "
-                       "obeyed for it).",
+        "since the last sync (a conflict: nothing was overwritten; settle it by editing one side), "
+        "each skill two machines changed in ways that did not merge (merge_conflicts), and each file "
+        "the brain holds that an ignore rule names (ignored_held: still synced, the rule is not "
+        "obeyed for it).",
         "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
     },
     outcome_tool.SCHEMA,
@@ -151,10 +173,14 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
 
 
 _MESSAGES = {  # the messages Hermes's skill_manage returns, with the version the ledger gave
-    "create": "Skill '{name}' created (v{v}).", "edit": "Skill '{name}' updated (full rewrite, v{v}).",
-    "patch": "Patched skill '{name}' (v{v}).", "delete": "Skill '{name}' deleted.",
-    "write_file": "File written to skill '{name}' (v{v}).", "remove_file": "File removed from skill '{name}' (v{v}).",
-    "revert": "Skill '{name}' reverted (v{v}).", "move": "Skill '{name}' moved.",
+    "create": "Skill '{name}' created (v{v}).",
+    "edit": "Skill '{name}' updated (full rewrite, v{v}).",
+    "patch": "Patched skill '{name}' (v{v}).",
+    "delete": "Skill '{name}' deleted.",
+    "write_file": "File written to skill '{name}' (v{v}).",
+    "remove_file": "File removed from skill '{name}' (v{v}).",
+    "revert": "Skill '{name}' reverted (v{v}).",
+    "move": "Skill '{name}' moved.",
 }
 _ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file", "revert", "move")
 # What each action needs beyond ``name``, and what else it may take.
@@ -195,8 +221,11 @@ def check_arguments(tool: str, args: dict[str, Any]) -> None:
     problems = sorted(jsonschema.Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path))
     if problems:
         where = [f"{'.'.join(map(str, p.path)) or 'arguments'}: {p.message}" for p in problems[:5]]
-        raise ToolFailure(f"bad arguments for {tool}: " + "; ".join(where),
-                          hint="see the tool's input schema (tools/list)", problems=where)  # fmt: skip
+        raise ToolFailure(
+            f"bad arguments for {tool}: " + "; ".join(where),
+            hint="see the tool's input schema (tools/list)",
+            problems=where,
+        )
 
 
 # Hints written for a person at the CLI, as an agent can act on them: the tool that does the same.
@@ -245,8 +274,12 @@ class SkillTools:
             out = {"success": False, "error": exc.message, "hint": _tool_hint(exc.hint)}
             return {**out, **getattr(exc, "detail", {})}
         except Exception as exc:  # the contract is a result, never an exception; this is a bug in the ledger
-            return {"success": False, "error": f"internal error: {type(exc).__name__}: {exc}", "internal": True,
-                    "hint": "this is a bug in brain-ledger; the call changed nothing it did not acknowledge"}
+            return {
+                "success": False,
+                "error": f"internal error: {type(exc).__name__}: {exc}",
+                "internal": True,
+                "hint": "this is a bug in brain-ledger; the call changed nothing it did not acknowledge",
+            }
 
     def call_json(self, tool: str, arguments: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
         """:meth:`call` as ``ledger mcp`` sends it: ``(result, its compact JSON)``. A successful
@@ -293,12 +326,16 @@ class SkillTools:
             shown = [e for e in shown if e["category"] and e["path"].startswith(prefix)]
             hidden = [e for e in hidden if e["category"] and e["path"].startswith(prefix)]
         skills = [dict(e) for e in shown]
-        return {"success": True, "skills": skills, "categories": sorted({x["category"] for x in skills
-                if x["category"]}), "count": len(skills),
-                "hint": "Use skill_view(name) to see full content, tags, and linked files",
-                "hidden": [dict(e) for e in hidden],
-                **({"category": category} if category else {}),
-                **({"message": "No skills found in skills/ directory."} if empty else {})}  # fmt: skip
+        return {
+            "success": True,
+            "skills": skills,
+            "categories": sorted({x["category"] for x in skills if x["category"]}),
+            "count": len(skills),
+            "hint": "Use skill_view(name) to see full content, tags, and linked files",
+            "hidden": [dict(e) for e in hidden],
+            **({"category": category} if category else {}),
+            **({"message": "No skills found in skills/ directory."} if empty else {}),
+        }
 
     def skill_view(self, name: str, file_path: str | None = None) -> dict[str, Any]:
         """From the head snapshot, with the receipt a runtime keeps beside its output. ``name`` is the
@@ -312,14 +349,24 @@ class SkillTools:
         data = self.brain.store.read(files[rel][1], b"blob")
         head = self.brain.head()
         proof = self.brain.prove(f"{name}/{rel}")
-        receipt = {"skill": name, "version": doc.version, "root": format_root(head.snap.root),
-                   "commit": head.commit.hex(), "path": f"{name}/{rel}", "proof": proof.to_json()}  # fmt: skip
+        receipt = {
+            "skill": name,
+            "version": doc.version,
+            "root": format_root(head.snap.root),
+            "commit": head.commit.hex(),
+            "path": f"{name}/{rel}",
+            "proof": proof.to_json(),
+        }
         out: dict[str, Any] = {"success": True, "name": name, "version": doc.version, "receipt": receipt}
         try:
             out["content"] = data.decode("utf-8")
         except UnicodeDecodeError:
-            out.update(binary=True, size=len(data), is_binary=True,
-                       content=f"[Binary file: {rel.rsplit('/', 1)[-1]}, size: {len(data)} bytes]")  # fmt: skip
+            out.update(
+                binary=True,
+                size=len(data),
+                is_binary=True,
+                content=f"[Binary file: {rel.rsplit('/', 1)[-1]}, size: {len(data)} bytes]",
+            )
         if file_path is not None:
             out["file"] = file_path
             if not out.get("is_binary"):
@@ -329,8 +376,11 @@ class SkillTools:
         out["files"] = sorted(r for r in files if r != SKILL_MD)
         category = self.brain.categories.of().get(name)
         where = f"{category}/{name}" if category else name
-        out.update(hermes_shapes.view_fields(out.get("content", ""), out["files"], f"{where}/{SKILL_MD}",
-                                             str(self.brain.skills_dir / name)))  # fmt: skip
+        out.update(
+            hermes_shapes.view_fields(
+                out.get("content", ""), out["files"], f"{where}/{SKILL_MD}", str(self.brain.skills_dir / name)
+            )
+        )
         return out
 
     def skill_history(self, name: str) -> dict[str, Any]:
@@ -339,8 +389,9 @@ class SkillTools:
     def skill_diff(self, name: str, old: int, new: int) -> dict[str, Any]:
         a, b, name = int(old), int(new), self._visible(name)
         old, new = self.brain.show(name, a), self.brain.show(name, b)
-        diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                    f"{name}@{a}/SKILL.md", f"{name}@{b}/SKILL.md")  # fmt: skip
+        diff = difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name}@{a}/SKILL.md", f"{name}@{b}/SKILL.md"
+        )
         return {"name": name, "from": a, "to": b, "diff": "".join(diff)}
 
     def skills_sync_status(self) -> dict[str, Any]:
@@ -369,8 +420,10 @@ class SkillTools:
         needs, takes = _ACTION_ARGS[action]
         missing = [k for k in needs if k not in args]
         if missing:  # arguments another action takes are ignored, as Hermes does: its callers send every key
-            raise ToolFailure(f"action={action} needs {', '.join(missing)}",
-                              hint=f"action={action} takes name" + "".join(f", {k}" for k in needs + takes))
+            raise ToolFailure(
+                f"action={action} needs {', '.join(missing)}",
+                hint=f"action={action} takes name" + "".join(f", {k}" for k in needs + takes),
+            )
         args = {k: v for k, v in args.items() if k in needs or k in takes}
         # Every read a handler makes (exists? near-duplicate? the text to patch) is in the write's
         # critical section: the lock is held from the first read to the acknowledgement.
@@ -383,9 +436,16 @@ class SkillTools:
         hermes = hermes_shapes.manage_fields(action, args, self.brain.skills_dir / name, args.get("category"))
         message = _MESSAGES[action].format(name=name, v=doc.get("version"))
         held = self._held(name, doc.get("version"))
-        return {"success": True, "message": message + (" " + held if held else ""),
-                **hermes, "action": action, "signed": receipt.signer is not None, "signer": receipt.signer,
-                "receipt": doc, **({"gate": held} if held else {})}  # fmt: skip
+        return {
+            "success": True,
+            "message": message + (" " + held if held else ""),
+            **hermes,
+            "action": action,
+            "signed": receipt.signer is not None,
+            "signer": receipt.signer,
+            "receipt": doc,
+            **({"gate": held} if held else {}),
+        }
         # Hermes's fields, then ours: whether the snapshot is signed, and by whom; and what the gate holds
 
     def _held(self, name: str, version: Any) -> str | None:
@@ -411,8 +471,9 @@ class SkillTools:
         self._check_skill_md(name, content, keep=declared)
         return self.brain.edit(name, content)
 
-    def _patch(self, name: str, old_string: str, new_string: str, replace_all: bool = False,
-               file_path: str | None = None) -> Any:  # fmt: skip
+    def _patch(
+        self, name: str, old_string: str, new_string: str, replace_all: bool = False, file_path: str | None = None
+    ) -> Any:
         """Read, replace and write in one critical section (``Brain.rewrite``): a write acknowledged
         between our read and our write cannot be overwritten."""
         rel = file_path or SKILL_MD
@@ -440,8 +501,10 @@ class SkillTools:
         if absorbed_into:  # Hermes's argument: this skill was merged into another, which must exist
             target = self.brain.resolve(absorbed_into)  # a name that matches nothing comes back as it is
             if target not in self.brain.head().skills or target == name:
-                raise SkillNotFoundError(f"absorbed_into names no other skill: {absorbed_into!r}",
-                                         hint="name the skill this one was merged into (see skills_list)")
+                raise SkillNotFoundError(
+                    f"absorbed_into names no other skill: {absorbed_into!r}",
+                    hint="name the skill this one was merged into (see skills_list)",
+                )
             note = f"absorbed into {target}"
         return self.brain.delete(name, note=note)
 
@@ -466,8 +529,10 @@ class SkillTools:
     def _check_path(self, rel: str) -> None:
         top = rel.split("/", 1)[0]
         if top not in self.policy.dirs or "/" not in rel or ".." in rel.split("/"):
-            raise ToolFailure(f"{rel!r} is outside the folders an agent may write",
-                              hint="use " + ", ".join(f"{d}/" for d in self.policy.dirs))  # fmt: skip
+            raise ToolFailure(
+                f"{rel!r} is outside the folders an agent may write",
+                hint="use " + ", ".join(f"{d}/" for d in self.policy.dirs),
+            )
 
     def _check_size(self, rel: str, data: bytes) -> None:
         if len(data) > self.policy.max_file:
@@ -498,7 +563,8 @@ class SkillTools:
                 raise ToolFailure(
                     f"skill {other.name!r} is very close to {name!r} ({'name' if by_name >= by_desc else 'description'}"
                     f" {max(by_name, by_desc):.0%} alike)",
-                    hint=f"improve {other.name!r} with action=patch, or pass force=true", similar=other.name,
+                    hint=f"improve {other.name!r} with action=patch, or pass force=true",
+                    similar=other.name,
                 )
 
 
@@ -509,4 +575,3 @@ def as_json(result: dict[str, Any]) -> str:
 def compact_json(result: dict[str, Any]) -> str:
     """A result as ``ledger mcp`` sends it: compact (a listing can be megabytes)."""
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-

@@ -147,8 +147,10 @@ def _unservable(doc: Any) -> str | None:
         elif isinstance(node, dict):
             for key, value in node.items():
                 if _SURROGATE.search(key):
-                    return f"{f'{path}.{key!a}' if path else repr(key)} holds a lone UTF-16 surrogate; " \
-                        "send valid Unicode text"  # fmt: skip
+                    return (
+                        f"{f'{path}.{key!a}' if path else repr(key)} holds a lone UTF-16 surrogate; "
+                        "send valid Unicode text"
+                    )
                 stack.append((f"{path}.{key}" if path else key, value))
         elif isinstance(node, list):
             stack.extend((f"{path}[{i}]", value) for i, value in enumerate(node))
@@ -188,15 +190,19 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
     if not line.strip():
         return None, None
     if json_depth(line) > MAX_DEPTH:
-        return None, _error(_id_json(_top_level_id(line)), INVALID_REQUEST,
-                            f"message nests deeper than {MAX_DEPTH} levels")  # fmt: skip
+        return None, _error(
+            _id_json(_top_level_id(line)), INVALID_REQUEST, f"message nests deeper than {MAX_DEPTH} levels"
+        )
     try:
         doc = _DECODER.decode(line.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return None, _error(None, PARSE_ERROR, f"not JSON: {exc}"[:300])
     if not isinstance(doc, dict):
-        return None, _error(None, INVALID_REQUEST, "a message is one JSON object "
-                            "(MCP has no JSON-RPC batches since protocol 2025-06-18)")  # fmt: skip
+        return None, _error(
+            None,
+            INVALID_REQUEST,
+            "a message is one JSON object (MCP has no JSON-RPC batches since protocol 2025-06-18)",
+        )
     if ("method" not in doc and ("result" in doc or "error" in doc)) or (
         "id" not in doc and isinstance(doc.get("method"), str)
     ):  # a response, or a notification: forwarded if whole, never answered
@@ -209,9 +215,13 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         return None, _error(None, INVALID_REQUEST, _NOT_AN_ID)
     if isinstance(ident, (_RawFloat, _Oversized)):
         shown = id_json if len(id_json) <= 40 else f"{id_json[:20]}…({len(id_json)} characters)"
-        return None, _error(id_json, INVALID_REQUEST, f"request id {shown} is not a string or an integer the server "
-                            f"can carry: send a string, or an integer of at most {MAX_DIGITS} digits with no "
-                            "fraction or exponent")  # fmt: skip
+        return None, _error(
+            id_json,
+            INVALID_REQUEST,
+            f"request id {shown} is not a string or an integer the server "
+            f"can carry: send a string, or an integer of at most {MAX_DIGITS} digits with no "
+            "fraction or exponent",
+        )
     wrong = _envelope(doc)
     if wrong is not None:
         return None, _error(id_json, *wrong)

@@ -44,9 +44,18 @@ if TYPE_CHECKING:
     from ledger.chain.keys import Signer
 
 __all__ = [
-    "CommitResult", "EvidenceNotPrefixError", "as_json", "authorize", "chain_status", "commit_pending", "deploy",
-    "location", "register", "set_location", "shares_of",
-]  # fmt: skip
+    "CommitResult",
+    "EvidenceNotPrefixError",
+    "as_json",
+    "authorize",
+    "chain_status",
+    "commit_pending",
+    "deploy",
+    "location",
+    "register",
+    "set_location",
+    "shares_of",
+]
 
 DEFAULT_BATCH = 32
 
@@ -59,7 +68,6 @@ class CommitResult:
     head: str | None
     seq: int
     evidence: dict[str, Any] | None = None  # the evidence log sent in this run: size, root, tx
-
 
 
 def _account(brain_cfg: ChainConfig, key: str | None, chain_id: int, password: PasswordSource | None) -> Signer:
@@ -201,8 +209,13 @@ def commit_pending(
                 if evidence is not None and n == len(chunks) - 1:
                     data = call_data(
                         "commitEvidence(uint256,bytes32,bytes32[],uint64,bytes32,bytes32[])",
-                        cfg.agent_id, parent, roots, evidence.size, evidence.root, evidence.consistency(anchored_size),
-                    )  # fmt: skip
+                        cfg.agent_id,
+                        parent,
+                        roots,
+                        evidence.size,
+                        evidence.root,
+                        evidence.consistency(anchored_size),
+                    )
                     what = f"committing {len(roots)} root(s) and {evidence.size} evidence entries"
                 elif len(roots) == 1:
                     data = call_data("commit(uint256,bytes32,bytes32)", cfg.agent_id, parent, roots[0])
@@ -218,8 +231,10 @@ def commit_pending(
                     break
                 logs = _receipt_events(reg, cfg.agent_id, receipt, len(events) + done, parent)
                 if len(logs) != len(chunk):
-                    raise ChainError(f"the receipt of tx {logs[0]['tx'] if logs else '?'} holds {len(logs)} "
-                                     f"RootCommitted event(s) of this agent for {len(chunk)} root(s) sent")  # fmt: skip
+                    raise ChainError(
+                        f"the receipt of tx {logs[0]['tx'] if logs else '?'} holds {len(logs)} "
+                        f"RootCommitted event(s) of this agent for {len(chunk)} root(s) sent"
+                    )
                 notes = {}
                 for snap, log in zip(chunk, logs, strict=True):
                     ev = {**log, "gas_used": int(receipt["gasUsed"])}
@@ -279,32 +294,48 @@ def _refuse_unless_prefix(snap: Snapshot, log: EvidenceLog, size: int, root: byt
         raise EvidenceNotPrefixError(
             f"refusing to anchor snapshot {snap.commit[:12]}'s evidence: {problem}",
             hint="the anchored outcomes cannot be removed or changed; restore the evidence log from a copy "
-                 "that has them (pull the snapshots that anchored it, or a clone), then commit again; "
-                 "'ledger verify --chain' shows where it diverged",
-        )  # fmt: skip
+            "that has them (pull the snapshots that anchored it, or a clone), then commit again; "
+            "'ledger verify --chain' shows where it diverged",
+        )
 
 
 def _evidence_receipt(reg: Registry, agent: int, receipt: Any, log: EvidenceLog, head: bytes) -> dict[str, Any]:
     """The one EvidenceCommitted log of a ``commitEvidence`` receipt, checked against what was sent."""
-    logs = [decode_evidence_committed(lg) for lg in receipt["logs"]
-            if lg["topics"] and hexbytes(lg["topics"][0]) == EVIDENCE_COMMITTED]  # fmt: skip
+    logs = [
+        decode_evidence_committed(lg)
+        for lg in receipt["logs"]
+        if lg["topics"] and hexbytes(lg["topics"][0]) == EVIDENCE_COMMITTED
+    ]
     want = (reg.address, agent, head, log.size, log.root)
     if len(logs) != 1 or tuple(logs[0][k] for k in ("registry", "agent", "head", "size", "root")) != want:
-        raise ChainError(f"the receipt of tx {receipt['transactionHash']} does not hold the one EvidenceCommitted "
-                         f"event sent (size {log.size}, root 0x{log.root.hex()})")  # fmt: skip
-    return {"size": log.size, "root": "0x" + log.root.hex(), "head": format_root(head), "tx": logs[0]["tx"],
-            "block": logs[0]["block"], "gas_used": int(receipt["gasUsed"])}  # fmt: skip
+        raise ChainError(
+            f"the receipt of tx {receipt['transactionHash']} does not hold the one EvidenceCommitted "
+            f"event sent (size {log.size}, root 0x{log.root.hex()})"
+        )
+    return {
+        "size": log.size,
+        "root": "0x" + log.root.hex(),
+        "head": format_root(head),
+        "tx": logs[0]["tx"],
+        "block": logs[0]["block"],
+        "gas_used": int(receipt["gasUsed"]),
+    }
 
 
 def _receipt_events(reg: Registry, agent: int, receipt: Any, seq: int, parent: bytes) -> list[dict[str, Any]]:
     """A commit's RootCommitted logs from its receipt, numbered after ``seq``: every one is this
     registry's, of this agent, and they are consecutive (one transaction, nothing between)."""
-    events = [decode_root_committed(log) for log in receipt["logs"]
-              if log["topics"] and hexbytes(log["topics"][0]) == ROOT_COMMITTED]  # fmt: skip
+    events = [
+        decode_root_committed(log)
+        for log in receipt["logs"]
+        if log["topics"] and hexbytes(log["topics"][0]) == ROOT_COMMITTED
+    ]
     for ev in events:
         if ev["registry"] != reg.address or ev["agent"] != agent:
-            raise ChainError(f"the receipt of tx {ev['tx']} holds a RootCommitted event of agent {ev['agent']:#x} "
-                             f"at {ev['registry']}, not this agent's")  # fmt: skip
+            raise ChainError(
+                f"the receipt of tx {ev['tx']} holds a RootCommitted event of agent {ev['agent']:#x} "
+                f"at {ev['registry']}, not this agent's"
+            )
     indexes = [ev["log_index"] for ev in events]
     if indexes and indexes != list(range(indexes[0], indexes[0] + len(indexes))):
         raise ChainError(f"the receipt of tx {events[0]['tx']} holds RootCommitted events out of order: {indexes}")
@@ -345,7 +376,6 @@ def _note(cfg: ChainConfig, reg: Registry, ev: dict[str, Any]) -> dict[str, Any]
     return note
 
 
-
 def as_json(result: CommitResult) -> dict[str, Any]:
     return dataclasses.asdict(result)
 
@@ -374,9 +404,7 @@ def shares_of(reg: Registry, cfg: ChainConfig, block: Any = None) -> tuple[dict[
     return read_shares(reg, reg.address, cfg.agent_id, from_block=cfg.deploy_block, block=at).to_json(), None
 
 
-def set_location(
-    brain: Brain, where: str, *, key: str | None = None, password: PasswordSource | None = None
-) -> str:
+def set_location(brain: Brain, where: str, *, key: str | None = None, password: PasswordSource | None = None) -> str:
     """Publish (``where`` non-empty) or clear (``""``) the brain's location in the share token's
     metadata (owner only); the transaction's hash."""
     check_location(where)
@@ -400,9 +428,10 @@ def location(brain: Brain) -> str | None:
     try:  # what setLocation lets through, and nothing else reaches a terminal (escapes, bidi controls)
         check_location(text)
     except ChainError as exc:
-        raise ChainError(f"the registry {reg.address} answers a location that is not one setLocation accepts "
-                         f"({exc.message})", hint="this is not the BrainRegistry of docs/lineage.md; check its "
-                         "address") from exc  # fmt: skip
+        raise ChainError(
+            f"the registry {reg.address} answers a location that is not one setLocation accepts ({exc.message})",
+            hint="this is not the BrainRegistry of docs/lineage.md; check its address",
+        ) from exc
     return text or None
 
 
@@ -465,6 +494,8 @@ def committed_snapshot(brain: Brain) -> bytes:
     if seq == 0 or head == ZERO:
         raise LedgerError("nothing is committed on chain yet", hint="run 'ledger commit' first")
     if not (seq <= len(lineage) and lineage[seq - 1].root == head):
-        raise LedgerError(f"the chain's head {format_root(head)} is not on this brain's lineage",
-                          hint="pull the snapshots it was committed from ('ledger pull')")  # fmt: skip
+        raise LedgerError(
+            f"the chain's head {format_root(head)} is not on this brain's lineage",
+            hint="pull the snapshots it was committed from ('ledger pull')",
+        )
     return bytes.fromhex(lineage[seq - 1].commit)

@@ -40,7 +40,6 @@ from ledger.store.evidence import log_of
 __all__ = ["EpochResult", "anchor_epoch"]
 
 
-
 @dataclass(frozen=True)
 class EpochResult:
     epoch: int
@@ -54,9 +53,17 @@ class EpochResult:
     evidence: int = 0  # evidence entries added by this epoch
 
     def as_json(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "tx": self.tx, "gasUsed": self.gas_used, "heads": self.heads, "size": self.size,
-                "root": self.root, "brains": self.brains, "gasPerHead": self.gas_per_head,
-                "evidence": self.evidence}  # fmt: skip
+        return {
+            "epoch": self.epoch,
+            "tx": self.tx,
+            "gasUsed": self.gas_used,
+            "heads": self.heads,
+            "size": self.size,
+            "root": self.root,
+            "brains": self.brains,
+            "gasPerHead": self.gas_per_head,
+            "evidence": self.evidence,
+        }
 
 
 def _entries(brain: Brain, agent: int, last: tuple[int, bytes]) -> tuple[list[tuple[Any, bytes]], int]:
@@ -91,18 +98,21 @@ def _evidence_item(brain: Brain, agent: int, last: tuple[int, bytes]) -> bytes |
     evlog = log_of(store, snap)
     problem = prefix_problem(evlog, *last)
     if problem is not None:
-        raise ChainError(f"agent {agent:#x} (the brain at {brain.root}): "
-                         f"{problem.replace('the chain anchored', 'the operator log anchored')} (anchored {last[0]}, "
-                         f"in the brain {evlog.size}); nothing was anchored",
-                         hint="an anchored outcome cannot be removed or changed: restore the brain's evidence/ from "
-                              "a copy that holds it, then anchor again")  # fmt: skip
+        raise ChainError(
+            f"agent {agent:#x} (the brain at {brain.root}): "
+            f"{problem.replace('the chain anchored', 'the operator log anchored')} (anchored {last[0]}, "
+            f"in the brain {evlog.size}); nothing was anchored",
+            hint="an anchored outcome cannot be removed or changed: restore the brain's evidence/ from "
+            "a copy that holds it, then anchor again",
+        )
     if evlog.size <= last[0]:
         return None
     return epochevidence.evidence_entry(agent, snap.root, evlog.size, evlog.root)
 
 
-def _evidence_receipts(log: EpochLog, brains: list[tuple[Brain, int]], location: str, reg: Registry,
-                       from_block: int) -> set[str]:  # fmt: skip
+def _evidence_receipts(
+    log: EpochLog, brains: list[tuple[Brain, int]], location: str, reg: Registry, from_block: int
+) -> set[str]:
     """Give each evidence entry of the brains' agents in the log's last anchored epoch a receipt (on the newest
     mainline snapshot whose root is the entry's head and whose log is exactly the entry's), unless one it vouches
     for (:func:`_vouched`) already covers it; the brains given any."""
@@ -113,8 +123,11 @@ def _evidence_receipts(log: EpochLog, brains: list[tuple[Brain, int]], location:
     tree = None
     given: set[str] = set()
     for brain, agent in brains:
-        wanted = {e: i for i, e in enumerate(entries)
-                  if epochevidence.is_evidence(e) and epochevidence.parse_evidence_entry(e)[0] == agent}  # fmt: skip
+        wanted = {
+            e: i
+            for i, e in enumerate(entries)
+            if epochevidence.is_evidence(e) and epochevidence.parse_evidence_entry(e)[0] == agent
+        }
         if not wanted:
             continue
         have = read_notes(brain.store, EVIDENCE_NOTES_REF)
@@ -134,8 +147,9 @@ def _evidence_receipts(log: EpochLog, brains: list[tuple[Brain, int]], location:
                     logs[snap.tree] = log_of(brain.store, snap)
                 if (logs[snap.tree].size, logs[snap.tree].root) == (size, root):
                     tree = tree or tlog.Tree([tlog.leaf_hash(e) for e in entries])
-                    docs[snap.commit] = epochevidence.build(log.header, epoch, index, tree.inclusion(index), item,
-                                                            location)  # fmt: skip
+                    docs[snap.commit] = epochevidence.build(
+                        log.header, epoch, index, tree.inclusion(index), item, location
+                    )
                     break
         if docs:
             with brain.writing():
@@ -144,8 +158,9 @@ def _evidence_receipts(log: EpochLog, brains: list[tuple[Brain, int]], location:
     return given
 
 
-def _receipts(log: EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str,
-              reg: Registry, from_block: int) -> set[str]:  # fmt: skip
+def _receipts(
+    log: EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]], location: str, reg: Registry, from_block: int
+) -> set[str]:
     """Give each snapshot in the log that has no epoch receipt yet (those of this epoch, and those a killed
     run left without one) its receipt against the log's last anchored epoch, and replace any receipt its
     log does not vouch for (:func:`_vouched`); the brains given any."""
@@ -157,10 +172,11 @@ def _receipts(log: EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]]
     given: set[str] = set()
     for brain, items in brains:
         have = read_notes(brain.store, EPOCH_NOTES_REF)
-        docs = {snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item,
-                                              location)
-                for snap, item in items
-                if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)}  # fmt: skip
+        docs = {
+            snap.commit: epochproof.build(log.header, epoch, index[item], tree.inclusion(index[item]), item, location)
+            for snap, item in items
+            if item in index and not _vouched(have.get(snap.commit), log, location, reg, from_block)
+        }
         if docs:
             with brain.writing():
                 write_receipts(brain.store, docs, ref=EPOCH_NOTES_REF)
@@ -168,8 +184,14 @@ def _receipts(log: EpochLog, brains: list[tuple[Brain, list[tuple[Any, bytes]]]]
     return given
 
 
-def _vouched(note: bytes | None, log: EpochLog, location: str, reg: Registry, from_block: int,
-             verify: Any = epochproof.verify_offline) -> bool:  # fmt: skip
+def _vouched(
+    note: bytes | None,
+    log: EpochLog,
+    location: str,
+    reg: Registry,
+    from_block: int,
+    verify: Any = epochproof.verify_offline,
+) -> bool:
     """Whether a held epoch receipt stands: ours, spelled as the log writes it, verifying offline and naming
     an epoch of the log with its transaction and this log; or another operator's of this registry, verifying
     offline and naming an epoch and a transaction the chain holds (it is kept: it names where that operator's
@@ -218,10 +240,12 @@ def _settle(reg: Registry, log: EpochLog, operator: str, store: Any) -> None:
         raise ChainError(f"the chain's epoch {ep['epoch']} of {operator} is not the one this log recorded")
     mined = int(reg.node.call("eth_getTransactionCount", operator, "latest"), 16)
     if int(reg.node.call("eth_getTransactionCount", operator, "pending"), 16) > mined:
-        raise ChainError(f"epoch {ep['epoch']} is recorded but not on chain, and a transaction of {operator} "
-                         f"(nonce {mined}) is still pending: it may be that epoch's",
-                         hint="run 'ledger chain epoch' again once it is mined (or dropped); dropping the epoch now "
-                              "could leave the chain with an epoch this log no longer holds")  # fmt: skip
+        raise ChainError(
+            f"epoch {ep['epoch']} is recorded but not on chain, and a transaction of {operator} "
+            f"(nonce {mined}) is still pending: it may be that epoch's",
+            hint="run 'ledger chain epoch' again once it is mined (or dropped); dropping the epoch now "
+            "could leave the chain with an epoch this log no longer holds",
+        )
     log.epochs.pop()
     del log.entries[log.size() :]
     epochlog.save(store, log, f"ledger: epoch {ep['epoch']} dropped: never anchored\n")
@@ -250,21 +274,31 @@ def anchor_epoch(
         log = epochlog.read_local(operator.store)
         origin = notes.origin_of(reg.chain_id, str(reg.address), sender)
         if log.header and log.header.get("origin") != origin:
-            raise ChainError(f"this brain's epoch log is {log.header.get('origin')}, not {origin}",
-                             hint="anchor with the key and registry the log was started with")  # fmt: skip
+            raise ChainError(
+                f"this brain's epoch log is {log.header.get('origin')}, not {origin}",
+                hint="anchor with the key and registry the log was started with",
+            )
         _settle(reg, log, sender, operator.store)
         latest = reg.latest_epoch(sender)
         mine = (len(log.epochs), log.size(), bytes.fromhex(log.epochs[-1]["root"]) if log.epochs else ZERO)
         if latest != mine:
-            raise ChainError(f"the chain's last epoch of {sender} is {latest[0]} (size {latest[1]}), but this "
-                             f"brain's log ends at epoch {mine[0]} (size {mine[1]})",
-                             hint="another copy of this operator anchored (anchor from that copy, or fetch its "
-                                  "refs/ledger/epochs), or the chain was reset (a new operator key starts a new "
-                                  "log)")  # fmt: skip
+            raise ChainError(
+                f"the chain's last epoch of {sender} is {latest[0]} (size {latest[1]}), but this "
+                f"brain's log ends at epoch {mine[0]} (size {mine[1]})",
+                hint="another copy of this operator anchored (anchor from that copy, or fetch its "
+                "refs/ledger/epochs), or the chain was reset (a new operator key starts a new "
+                "log)",
+            )
         if not log.header:
             vkey = _vkey(origin, account.key)
-            log.header = {"origin": origin, "chain_id": reg.chain_id, "registry": reg.address, "operator": sender,
-                          "vkey": vkey, "key_signature": notes.certify_key(account.key, vkey)}  # fmt: skip
+            log.header = {
+                "origin": origin,
+                "chain_id": reg.chain_id,
+                "registry": reg.address,
+                "operator": sender,
+                "vkey": vkey,
+                "key_signature": notes.certify_key(account.key, vkey),
+            }
         heads, evidence = log.heads(), log.evidence()
         new: list[bytes] = []
         n_evidence = 0
@@ -277,17 +311,22 @@ def anchor_epoch(
             assert bcfg.agent_id is not None
             agent = bcfg.agent_id
             if (bcfg.registry or "").lower() != str(reg.address).lower() or agent in seen:
-                raise ChainError(f"the brain at {brain.root} (agent {agent:#x}) is named twice" if agent in seen
-                                 else f"the brain at {brain.root} is registered on registry {bcfg.registry}, not "
-                                      f"on this operator's registry {reg.address}",
-                                 hint="name each brain once" if agent in seen else
-                                      f"anchor only brains registered on {reg.address}; that brain's own "
-                                      "operator (on its registry) anchors it")  # fmt: skip
+                raise ChainError(
+                    f"the brain at {brain.root} (agent {agent:#x}) is named twice"
+                    if agent in seen
+                    else f"the brain at {brain.root} is registered on registry {bcfg.registry}, not "
+                    f"on this operator's registry {reg.address}",
+                    hint="name each brain once"
+                    if agent in seen
+                    else f"anchor only brains registered on {reg.address}; that brain's own "
+                    "operator (on its registry) anchors it",
+                )
             seen.add(agent)
             if not reg.is_committer(agent, sender):
-                raise ChainError(f"{sender} may not commit for agent {agent:#x} (the brain at {brain.root})",
-                                 hint=f"the agent's owner runs 'ledger chain authorize {sender}' "
-                                      "in that brain")  # fmt: skip
+                raise ChainError(
+                    f"{sender} may not commit for agent {agent:#x} (the brain at {brain.root})",
+                    hint=f"the agent's owner runs 'ledger chain authorize {sender}' in that brain",
+                )
             items, known = _entries(brain, agent, heads.get(agent, (0, ZERO)))
             per_brain.append((brain, items))
             members.append((brain, agent))
@@ -300,8 +339,10 @@ def anchor_epoch(
             if epochevidence.is_evidence(item):
                 agent, head, size, _root = epochevidence.parse_evidence_entry(item)
                 if agent in seen or heads.get(agent, (0, ZERO))[1] != head or size <= evidence.get(agent, (0,))[0]:
-                    raise ChainError(f"evidence entry of agent {agent:#x} (size {size}) is not bound to its last "
-                                     "head entry, or does not grow its anchored evidence")  # fmt: skip
+                    raise ChainError(
+                        f"evidence entry of agent {agent:#x} (size {size}) is not bound to its last "
+                        "head entry, or does not grow its anchored evidence"
+                    )
                 evidence[agent] = (size, _root)
                 new.append(item)
                 n_evidence += 1
@@ -330,8 +371,9 @@ def anchor_epoch(
         proof = tree.consistency(old_size) if old_size else []
         epoch = len(log.epochs) + 1
         checkpoint = notes.sign_note(notes.checkpoint_text(origin, tree.size, root), origin, ed25519_key(account.key))
-        log.epochs.append({"epoch": epoch, "size": tree.size, "root": root.hex(), "checkpoint": checkpoint,
-                           "tx": None, "block": None})  # fmt: skip
+        log.epochs.append(
+            {"epoch": epoch, "size": tree.size, "root": root.hex(), "checkpoint": checkpoint, "tx": None, "block": None}
+        )
         epochlog.save(operator.store, log, f"ledger: epoch {epoch} ({len(new)} heads), pending\n")
         crashpoint("epoch-before-send")
         data = call_data("anchorEpoch(uint64,bytes32,bytes32[])", tree.size, root, proof)
@@ -344,8 +386,17 @@ def anchor_epoch(
     given = _receipts(log, per_brain, location, reg, cfg.deploy_block or 0)
     given |= _evidence_receipts(log, members, location, reg, cfg.deploy_block or 0)
     gas = int(receipt["gasUsed"])
-    return EpochResult(epoch, receipt["transactionHash"], gas, len(new) - n_evidence, tree.size, "0x" + root.hex(),
-                       len(given), round(gas / len(new), 2), n_evidence)  # fmt: skip
+    return EpochResult(
+        epoch,
+        receipt["transactionHash"],
+        gas,
+        len(new) - n_evidence,
+        tree.size,
+        "0x" + root.hex(),
+        len(given),
+        round(gas / len(new), 2),
+        n_evidence,
+    )
 
 
 def _vkey(origin: str, secret: bytes) -> str:

@@ -96,8 +96,9 @@ class TokenMetadata(Report):
     @classmethod
     def of(cls, doc: dict[str, Any]) -> TokenMetadata:
         ev = doc["evidence"]
-        return cls(doc["uri"], doc["head"], doc["sequence"], None if ev is None else EvidenceRoot(**ev),
-                   doc["location"])  # fmt: skip
+        return cls(
+            doc["uri"], doc["head"], doc["sequence"], None if ev is None else EvidenceRoot(**ev), doc["location"]
+        )
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,15 @@ class ShareToken(Report):
     def of(cls, doc: dict[str, Any] | None) -> ShareToken | None:
         if doc is None:
             return None
-        return cls(doc["token"], doc["id"], doc["total_supply"], doc["owner"], doc["owner_balance"],
-                   tuple(Holder(**h) for h in doc["holders"]), TokenMetadata.of(doc["metadata"]))  # fmt: skip
+        return cls(
+            doc["token"],
+            doc["id"],
+            doc["total_supply"],
+            doc["owner"],
+            doc["owner_balance"],
+            tuple(Holder(**h) for h in doc["holders"]),
+            TokenMetadata.of(doc["metadata"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -245,5 +253,3 @@ class EpochReport(Report):
     brains: int  # brains given receipts
     gas_per_head: float = key("gasPerHead")  # gas per entry added (heads and evidence)
     evidence: int  # evidence entries added
-
-

@@ -39,9 +39,22 @@ from ledger.errors import ChainError, UsageError
 from ledger.store.evidence import has_evidence
 
 __all__ = [
-    "anchor", "anvil_dir", "authorize", "chain_down", "chain_status", "chain_up", "chain_use", "check_location_arg",
-    "check_rpc", "configured", "deploy", "epoch", "location", "register", "up_to_date",
-]  # fmt: skip
+    "anchor",
+    "anvil_dir",
+    "authorize",
+    "chain_down",
+    "chain_status",
+    "chain_up",
+    "chain_use",
+    "check_location_arg",
+    "check_rpc",
+    "configured",
+    "deploy",
+    "epoch",
+    "location",
+    "register",
+    "up_to_date",
+]
 
 
 def configured(brain: Brain, *fields: str) -> ChainConfig:
@@ -93,8 +106,11 @@ def check_rpc(rpc: str, registry: str | None = None) -> None:
         parts.port  # noqa: B018 - raises on a malformed port
     except ValueError as exc:
         raise UsageError(f"{rpc!r} has a malformed port") from exc
-    if registry is not None and not (len(registry) == 42 and registry[:2] in ("0x", "0X")
-                                     and all(c in "0123456789abcdefABCDEF" for c in registry[2:])):  # fmt: skip
+    if registry is not None and not (
+        len(registry) == 42
+        and registry[:2] in ("0x", "0X")
+        and all(c in "0123456789abcdefABCDEF" for c in registry[2:])
+    ):
         raise UsageError(f"{registry!r} is not a contract address", hint="0x followed by 40 hex digits")
 
 
@@ -117,9 +133,11 @@ def _existing_registry(root: Path, cfg: dict[str, Any], rpc: str, address: str) 
     reg = Registry(rpc, address)  # refuses an address with no code on that chain
     same = str(cfg.get("registry") or "").lower() == str(reg.address).lower() and cfg.get("chain_id") == reg.chain_id
     if cfg.get("agent_id") and not same:
-        raise ChainError(f"the brain at {root} has its agent registered on registry {cfg.get('registry')} "
-                         f"(chain {cfg.get('chain_id')}); using {reg.address} would orphan its committed lineage",
-                         hint="use --registry in a brain not yet registered, or keep the registry it has")  # fmt: skip
+        raise ChainError(
+            f"the brain at {root} has its agent registered on registry {cfg.get('registry')} "
+            f"(chain {cfg.get('chain_id')}); using {reg.address} would orphan its committed lineage",
+            hint="use --registry in a brain not yet registered, or keep the registry it has",
+        )
     if same:
         return {}
     return {"registry": reg.address, "chain_id": reg.chain_id, "deploy_block": 0}
@@ -134,8 +152,9 @@ def chain_status(brain: Brain) -> ChainStatusReport:
     return ChainStatusReport.of(commits.chain_status(brain))
 
 
-def deploy(brain: Brain, *, key: str | None = None, password: PasswordSource | None = None,
-           force: bool = False) -> DeployReport:  # fmt: skip
+def deploy(
+    brain: Brain, *, key: str | None = None, password: PasswordSource | None = None, force: bool = False
+) -> DeployReport:
     """Deploy the registry and its share token; record the address in the brain's config."""
     configured(brain)
     cfg = commits.deploy(brain, key=key, password=password, force=force)
@@ -143,15 +162,15 @@ def deploy(brain: Brain, *, key: str | None = None, password: PasswordSource | N
     return DeployReport(registry=cfg.registry, chain_id=cfg.chain_id, block=cfg.deploy_block)
 
 
-def register(brain: Brain, *, shares: int = 1_000_000, key: str | None = None,
-             password: PasswordSource | None = None) -> RegisterReport:  # fmt: skip
+def register(
+    brain: Brain, *, shares: int = 1_000_000, key: str | None = None, password: PasswordSource | None = None
+) -> RegisterReport:
     """Register this brain's agent and mint its shares to the signing key."""
     configured(brain, "registry")
     cfg = commits.register(brain, shares=shares, key=key, password=password)
     assert cfg.registry is not None
     token, why = commits.shares_of(Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id), cfg)
-    return RegisterReport(agent=_agent(cfg), registry=cfg.registry, shares=ShareToken.of(token),
-                          shares_unavailable=why)  # fmt: skip
+    return RegisterReport(agent=_agent(cfg), registry=cfg.registry, shares=ShareToken.of(token), shares_unavailable=why)
 
 
 def check_location_arg(url: str | None, clear: bool) -> None:
@@ -167,8 +186,14 @@ def check_location_arg(url: str | None, clear: bool) -> None:
             raise UsageError(exc.message, hint=exc.hint) from exc
 
 
-def location(brain: Brain, url: str | None = None, *, clear: bool = False, key: str | None = None,
-             password: PasswordSource | None = None) -> LocationReport:  # fmt: skip
+def location(
+    brain: Brain,
+    url: str | None = None,
+    *,
+    clear: bool = False,
+    key: str | None = None,
+    password: PasswordSource | None = None,
+) -> LocationReport:
     """Where the brain is published; set it to ``url`` or ``clear`` it first (the owner's transaction)."""
     check_location_arg(url, clear)
     cfg = configured(brain, "registry", "agent_id")
@@ -179,8 +204,9 @@ def location(brain: Brain, url: str | None = None, *, clear: bool = False, key: 
     return LocationReport(agent=_agent(cfg), registry=cfg.registry, location=commits.location(brain), tx=tx)
 
 
-def authorize(brain: Brain, address: str, *, revoke: bool = False, key: str | None = None,
-              password: PasswordSource | None = None) -> AuthorizeReport:  # fmt: skip
+def authorize(
+    brain: Brain, address: str, *, revoke: bool = False, key: str | None = None, password: PasswordSource | None = None
+) -> AuthorizeReport:
     """Let ``address`` commit roots for this brain's agent, or with ``revoke`` stop it (owner only)."""
     cfg = configured(brain, "registry", "agent_id")
     assert cfg.registry is not None
@@ -208,9 +234,15 @@ def up_to_date(brain: Brain) -> AnchorReport | None:
     return None
 
 
-def anchor(brain: Brain, *, key: str | None = None, batch: int = commits.DEFAULT_BATCH,
-           password: PasswordSource | None = None, progress: Callable[[int, int], None] | None = None,
-           quick: bool = True) -> AnchorReport:  # fmt: skip
+def anchor(
+    brain: Brain,
+    *,
+    key: str | None = None,
+    batch: int = commits.DEFAULT_BATCH,
+    password: PasswordSource | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    quick: bool = True,
+) -> AnchorReport:
     """Commit every snapshot not yet on chain, in order and batched, recording each receipt.
 
     With ``quick`` it first asks :func:`up_to_date` (one raw call); the CLI asks it itself
@@ -223,15 +255,35 @@ def anchor(brain: Brain, *, key: str | None = None, batch: int = commits.DEFAULT
         configured(brain, "registry", "agent_id")
     result = commits.commit_pending(brain, key=key, batch=batch, password=password, progress=progress)
     assert isinstance(result, commits.CommitResult)
-    return AnchorReport(committed=result.committed, transactions=tuple(result.transactions),
-                        reconciled=result.reconciled, head=result.head, seq=result.seq,
-                        evidence=None if result.evidence is None else EvidenceSent(**result.evidence))  # fmt: skip
+    return AnchorReport(
+        committed=result.committed,
+        transactions=tuple(result.transactions),
+        reconciled=result.reconciled,
+        head=result.head,
+        seq=result.seq,
+        evidence=None if result.evidence is None else EvidenceSent(**result.evidence),
+    )
 
 
-def epoch(operator: Brain, brains: Sequence[Brain], *, key: str | None = None, password: PasswordSource | None = None,
-          log_url: str | None = None) -> EpochReport:  # fmt: skip
+def epoch(
+    operator: Brain,
+    brains: Sequence[Brain],
+    *,
+    key: str | None = None,
+    password: PasswordSource | None = None,
+    log_url: str | None = None,
+) -> EpochReport:
     """Anchor every new head of ``brains`` in one epoch of ``operator``'s log: one transaction."""
     configured(operator, "registry")
     r = anchor_epoch(operator, list(brains), key=key, password=password, location=log_url)
-    return EpochReport(epoch=r.epoch, tx=r.tx, gas_used=r.gas_used, heads=r.heads, size=r.size, root=r.root,
-                       brains=r.brains, gas_per_head=r.gas_per_head, evidence=r.evidence)  # fmt: skip
+    return EpochReport(
+        epoch=r.epoch,
+        tx=r.tx,
+        gas_used=r.gas_used,
+        heads=r.heads,
+        size=r.size,
+        root=r.root,
+        brains=r.brains,
+        gas_per_head=r.gas_per_head,
+        evidence=r.evidence,
+    )

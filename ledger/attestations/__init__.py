@@ -1,2 +1,1 @@
-"""Standard attestations of a brain's skills: OpenSSF Model Signing (OMS) and in-toto, made and checked.
-"""
+"""Standard attestations of a brain's skills: OpenSSF Model Signing (OMS) and in-toto, made and checked."""

@@ -51,8 +51,10 @@ def _sequence(brain: Brain, commit: bytes) -> int:
 
 def _in_lineage(brain: Brain, commit: bytes, head: bytes) -> None:
     if not Git(brain.store.git_dir).is_ancestor(commit, head):
-        raise AttestationError(f"{commit.hex()[:12]} is not a snapshot of this brain's lineage",
-                               hint="verify against the brain the attestation was made from, once it has that snapshot")
+        raise AttestationError(
+            f"{commit.hex()[:12]} is not a snapshot of this brain's lineage",
+            hint="verify against the brain the attestation was made from, once it has that snapshot",
+        )
 
 
 def _context(brain: Brain) -> tuple[str, str | None]:
@@ -89,12 +91,28 @@ def attest(brain: Brain, rev: str | None, name: str | None, fmt: str, actor: str
         data = oms.make(att, sibling, kid)
     else:
         brain_name, agent = _context(brain)
-        stmt = intoto.statement(att, brain=brain_name, sequence=_sequence(brain, commit), agent=agent, actor=actor,
-                                signer=key.address, receipt=_receipt(brain, commit))  # fmt: skip
+        stmt = intoto.statement(
+            att,
+            brain=brain_name,
+            sequence=_sequence(brain, commit),
+            agent=agent,
+            actor=actor,
+            signer=key.address,
+            receipt=_receipt(brain, commit),
+        )
         kid = sslib_key_id(pem)  # the envelope's keyid: securesystemslib's default (lineage.md §12.2)
         data = intoto.make(stmt, sibling)
-    summary = {"format": fmt, "commit": commit.hex(), "skill": name, "files": len(att.files), "signer": key.address,
-               "role": actor, "keyid": kid, "certified_by": found[1], "withheld": att.withheld}  # fmt: skip
+    summary = {
+        "format": fmt,
+        "commit": commit.hex(),
+        "skill": name,
+        "files": len(att.files),
+        "signer": key.address,
+        "role": actor,
+        "keyid": kid,
+        "certified_by": found[1],
+        "withheld": att.withheld,
+    }
     return data, summary
 
 
@@ -114,8 +132,13 @@ def verify_attestation(brain: Brain, data: bytes, rev: str | None = None) -> dic
     :class:`AttestationError` naming every failure, with ``detail["format"]`` (``None`` when the document
     is of no known format) and ``detail["problems"]`` (each failure alone) for ``--json``."""
     doc = strict_loads(data, "the attestation")
-    fmt = "oms" if isinstance(doc, dict) and "mediaType" in doc else \
-        "intoto" if isinstance(doc, dict) and "payloadType" in doc else None  # fmt: skip
+    fmt = (
+        "oms"
+        if isinstance(doc, dict) and "mediaType" in doc
+        else "intoto"
+        if isinstance(doc, dict) and "payloadType" in doc
+        else None
+    )
     try:
         return _verify(brain, doc, rev)
     except AttestationError as exc:
@@ -140,13 +163,16 @@ def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
         if not isinstance(claimed, str) or (name is not None and not isinstance(name, str)):
             raise AttestationError("the statement names no snapshot (predicate.snapshot.commit)")
     else:
-        raise AttestationError("not an attestation this ledger knows: neither a Sigstore bundle (OMS) nor a DSSE "
-                               "envelope (in-toto)")  # fmt: skip
+        raise AttestationError(
+            "not an attestation this ledger knows: neither a Sigstore bundle (OMS) nor a DSSE envelope (in-toto)"
+        )
     head = brain.head().commit
     found = certifier(brain.store, head, kid)
     if found is None:
-        raise AttestationError(f"unknown key {kid[:16]}…: no signed snapshot of this brain certifies it",
-                               hint="the attestation was signed by a key this brain never named")  # fmt: skip
+        raise AttestationError(
+            f"unknown key {kid[:16]}…: no signed snapshot of this brain certifies it",
+            hint="the attestation was signed by a key this brain never named",
+        )
     address, cert_commit, certified = found
     pem = certified.pem(siblings.P256)
     if fmt == "oms" and kid != key_id(pem):  # model_signing's hint is the PEM key id alone (§12.4.1)
@@ -161,20 +187,40 @@ def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
     trust = brain.store.trust_at(brain.store.commit_info(commit)[0].hex())[1]
     role = trust.active.get(address)
     if role is None:
-        raise AttestationError(f"unknown key: {address} signed it, and the brain's trust set does not trust that "
-                               f"address at {commit.hex()[:12]}")  # fmt: skip
+        raise AttestationError(
+            f"unknown key: {address} signed it, and the brain's trust set does not trust that "
+            f"address at {commit.hex()[:12]}"
+        )
     att = attested(brain.store, commit, name)
     if fmt == "oms":
         failures = oms.problems(stmt, att)
     else:
         brain_name, agent = _context(brain)
-        expected = intoto.statement(att, brain=brain_name, sequence=_sequence(brain, commit), agent=agent, actor=role,
-                                    signer=address, receipt=_receipt(brain, commit))  # fmt: skip
+        expected = intoto.statement(
+            att,
+            brain=brain_name,
+            sequence=_sequence(brain, commit),
+            agent=agent,
+            actor=role,
+            signer=address,
+            receipt=_receipt(brain, commit),
+        )
         failures = intoto.problems(stmt, expected)
     if failures:
         shown = "; ".join(failures[:20]) + (f"; and {len(failures) - 20} more" if len(failures) > 20 else "")
-        raise AttestationError(f"the attestation does not match the brain at {commit.hex()[:12]}: {shown}",
-                               hint="the skills changed since it was made, or it names another snapshot",
-                               problems=failures)  # fmt: skip
-    return {"ok": True, "format": fmt, "commit": commit.hex(), "skill": name, "files": len(att.files),
-            "signer": address, "role": role, "keyid": kid, "certified_by": cert_commit}  # fmt: skip
+        raise AttestationError(
+            f"the attestation does not match the brain at {commit.hex()[:12]}: {shown}",
+            hint="the skills changed since it was made, or it names another snapshot",
+            problems=failures,
+        )
+    return {
+        "ok": True,
+        "format": fmt,
+        "commit": commit.hex(),
+        "skill": name,
+        "files": len(att.files),
+        "signer": address,
+        "role": role,
+        "keyid": kid,
+        "certified_by": cert_commit,
+    }

@@ -32,17 +32,27 @@ PREDICATE_TYPE = "https://brain-ledger.dev/attestation/snapshot/v1"
 BRAIN_PREFIX = "brain:"
 
 
-def statement(att: Attested, *, brain: str, sequence: int, agent: str | None, actor: str, signer: str,
-              receipt: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+def statement(
+    att: Attested,
+    *,
+    brain: str,
+    sequence: int,
+    agent: str | None,
+    actor: str,
+    signer: str,
+    receipt: dict[str, Any] | None,
+) -> dict[str, Any]:
     """The statement for ``att``; ``brain`` names the brain subject (``brain:`` is prefixed)."""
     from blake3 import blake3
 
     prefix = "skills/" + (f"{att.name}/" if att.name is not None else "")
     subjects: list[dict[str, Any]] = [
-        {"name": prefix + rel,
-         "digest": {"blake3": blake3(data).hexdigest(), "sha256": hashlib.sha256(data).hexdigest()}}
+        {
+            "name": prefix + rel,
+            "digest": {"blake3": blake3(data).hexdigest(), "sha256": hashlib.sha256(data).hexdigest()},
+        }
         for rel, (data, _) in sorted(att.files.items(), key=lambda kv: kv[0].encode())
-    ]  # fmt: skip
+    ]
     snap = att.snapshot
     digest = {"blake3-tree-v1": snap.root.hex(), "gitCommit": snap.commit, "sha256": folder_sha256(att.files)}
     subjects.append({"name": BRAIN_PREFIX + brain, "digest": digest})
@@ -90,8 +100,13 @@ def open_envelope(doc: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
     if doc["payloadType"] != PAYLOAD_TYPE:
         raise AttestationError(f"the envelope's payloadType is not {PAYLOAD_TYPE}")
     sigs = doc["signatures"]
-    if not isinstance(sigs, list) or len(sigs) != 1 or not isinstance(sigs[0], dict) \
-            or set(sigs[0]) != {"keyid", "sig"} or not isinstance(sigs[0]["keyid"], str):  # fmt: skip
+    if (
+        not isinstance(sigs, list)
+        or len(sigs) != 1
+        or not isinstance(sigs[0], dict)
+        or set(sigs[0]) != {"keyid", "sig"}
+        or not isinstance(sigs[0]["keyid"], str)
+    ):
         raise AttestationError("the envelope must hold exactly one signature, with a keyid and a sig")
     b64_strict(doc["payload"], "the payload")
     b64_strict(sigs[0]["sig"], "the signature")
@@ -124,8 +139,11 @@ def _normal(stmt: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     and ``receipt`` when either side has none.  Two statements that attest the same are then equal."""
     out = json.loads(json.dumps(stmt))
     for subject in out["subject"]:
-        if isinstance(subject, dict) and isinstance(subject.get("name"), str) and \
-                subject["name"].startswith(BRAIN_PREFIX):  # fmt: skip
+        if (
+            isinstance(subject, dict)
+            and isinstance(subject.get("name"), str)
+            and subject["name"].startswith(BRAIN_PREFIX)
+        ):
             subject["name"] = BRAIN_PREFIX
     pred = out["predicate"]
     if "agent" in pred:
@@ -157,8 +175,9 @@ def problems(stmt: dict[str, Any], expected: dict[str, Any]) -> list[str]:
         return ["two subjects have the same name"]
     out = []
     if set(stmt) != set(expected):
-        out.append(f"the statement's members are {', '.join(sorted(stmt))}, "
-                   f"not this format's {', '.join(sorted(expected))}")  # fmt: skip
+        out.append(
+            f"the statement's members are {', '.join(sorted(stmt))}, not this format's {', '.join(sorted(expected))}"
+        )
     if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
         out.append("the statement's _type or predicateType is not ours")
     odd = [str(s.get("name"))[:80] for s in stmt["subject"] if set(s) != {"name", "digest"}]
@@ -175,8 +194,11 @@ def problems(stmt: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     def file(n: str) -> str:
         return n.removeprefix("skills/")
 
-    out += ["changed brain (its root or commit)" if n == BRAIN_PREFIX else f"changed file {file(n)}"
-            for n in sorted(set(signed) & set(here)) if signed[n] != here[n]]  # fmt: skip
+    out += [
+        "changed brain (its root or commit)" if n == BRAIN_PREFIX else f"changed file {file(n)}"
+        for n in sorted(set(signed) & set(here))
+        if signed[n] != here[n]
+    ]
     out += [f"missing file {file(n)} (signed, not in the brain)" for n in sorted(set(signed) - set(here))]
     out += [f"extra file {file(n)} (in the brain, not signed)" for n in sorted(set(here) - set(signed))]
     if set(signed) == set(here) and order[id(signed)] != order[id(here)]:

@@ -65,24 +65,33 @@ def statement(att: Attested) -> dict[str, Any]:
     """The in-toto statement model_signing verifies, for the attested folder."""
     tops = sorted({rel.split("/")[0] for rel in att.files} & set(IGNORE_PATHS))
     if tops:
-        raise AttestationError(f"the folder holds {', '.join(tops)} at its top, which model_signing's verifier "
-                               "always leaves out, so an OMS signature could not cover it",
-                               hint="attest the whole brain, or use --format intoto")  # fmt: skip
-    resources = [{"algorithm": "sha256", "digest": hashlib.sha256(att.files[rel][0]).hexdigest(), "name": rel}
-                 for rel in sorted(att.files, key=_order)]  # fmt: skip
+        raise AttestationError(
+            f"the folder holds {', '.join(tops)} at its top, which model_signing's verifier "
+            "always leaves out, so an OMS signature could not cover it",
+            hint="attest the whole brain, or use --format intoto",
+        )
+    resources = [
+        {"algorithm": "sha256", "digest": hashlib.sha256(att.files[rel][0]).hexdigest(), "name": rel}
+        for rel in sorted(att.files, key=_order)
+    ]
     return {
         "_type": STATEMENT_TYPE,
         "predicate": {
             "resources": resources,
             "serialization": {
-                "allow_symlinks": False, "hash_type": "sha256", "ignore_paths": list(IGNORE_PATHS), "method": "files",
+                "allow_symlinks": False,
+                "hash_type": "sha256",
+                "ignore_paths": list(IGNORE_PATHS),
+                "method": "files",
             },
         },
         "predicateType": PREDICATE_TYPE,
-        "subject": [{
-            "digest": {"blake3-tree-v1": folder_digest(att.files).hex(), "sha256": folder_sha256(att.files)},
-            "name": subject_name(att),
-        }],
+        "subject": [
+            {
+                "digest": {"blake3-tree-v1": folder_digest(att.files).hex(), "sha256": folder_sha256(att.files)},
+                "name": subject_name(att),
+            }
+        ],
     }
 
 

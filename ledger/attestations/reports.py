@@ -62,5 +62,8 @@ class AttestationFailed(Report):
 
     @classmethod
     def of(cls, exc: LedgerError) -> AttestationFailed:
-        return cls(ok=False, format=exc.detail.get("format"),  # type: ignore[arg-type]
-                   problems=list(exc.detail.get("problems") or [exc.message]))  # type: ignore[call-overload]
+        return cls(
+            ok=False,
+            format=exc.detail.get("format"),  # type: ignore[arg-type]
+            problems=list(exc.detail.get("problems") or [exc.message]),
+        )  # type: ignore[call-overload]

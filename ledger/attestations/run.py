@@ -32,13 +32,16 @@ def rev_and_name(brain: Any, words: tuple[str, ...] | list[str]) -> tuple[str | 
     if is_rev and is_skill:
         raise UsageError(f"{word!r} is both a revision and a skill", hint=f"write 'ledger attest HEAD {word}'")
     if not is_rev and not is_skill:
-        raise UsageError(f"{word!r} is neither a revision nor a skill of the head",
-                          hint="revisions: a commit id, main~N or a root; for a past skill give REV NAME")  # fmt: skip
+        raise UsageError(
+            f"{word!r} is neither a revision nor a skill of the head",
+            hint="revisions: a commit id, main~N or a root; for a past skill give REV NAME",
+        )
     return (word, None) if is_rev else (None, word)
 
 
-def attest(brain: Any, rev: str | None, name: str | None, fmt: str, actor: str = "user",
-           output: Path | None = None) -> tuple[bytes, AttestReport]:  # fmt: skip
+def attest(
+    brain: Any, rev: str | None, name: str | None, fmt: str, actor: str = "user", output: Path | None = None
+) -> tuple[bytes, AttestReport]:
     """``(attestation bytes, report)`` of snapshot ``rev``'s skills (or skill ``name``), signed by the
     P-256 sibling of this machine's ``actor`` key; with ``output``, the bytes are written there whole."""
     data, summary = make(brain, rev, name, fmt, actor)

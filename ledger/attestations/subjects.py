@@ -33,8 +33,21 @@ if TYPE_CHECKING:
     from ledger.brain import Brain
     from ledger.signatures.identity import LocalKey
 
-__all__ = ["AttestationError", "Attested", "attested", "b64_strict", "canonical", "certifier", "folder_digest",
-           "key_id", "key_ids", "p256_pem", "signing_key", "sslib_key_id", "strict_loads"]  # fmt: skip
+__all__ = [
+    "AttestationError",
+    "Attested",
+    "attested",
+    "b64_strict",
+    "canonical",
+    "certifier",
+    "folder_digest",
+    "key_id",
+    "key_ids",
+    "p256_pem",
+    "signing_key",
+    "sslib_key_id",
+    "strict_loads",
+]
 
 _MAX_DEPTH = 16  # our documents nest 5 deep; a deeper one is refused before the parser sees it
 
@@ -63,15 +76,21 @@ def attested(store: gs.GitStore, commit: bytes, name: str | None = None) -> Atte
     held = sorted(supply.withheld() & set(skills)) if supply is not None else []
     if name is not None:
         if name not in skills:
-            raise SkillNotFoundError(f"snapshot {commit.hex()[:12]} has no skill {name!r}",
-                                     hint="see 'ledger skill list', or pick another revision")  # fmt: skip
+            raise SkillNotFoundError(
+                f"snapshot {commit.hex()[:12]} has no skill {name!r}",
+                hint="see 'ledger skill list', or pick another revision",
+            )
         if name in held:
             assert supply is not None
             state = supply.skills[name].state
-            fix = (f"review it ('ledger supply show {name}'), then 'ledger approve {name}' and attest again"
-                   if state == "quarantined" else "a revoked skill is never attested: attest one the brain serves")
-            raise AttestationError(f"skill {name!r} is {state} at {commit.hex()[:12]}, so export leaves it out",
-                                   hint=fix)
+            fix = (
+                f"review it ('ledger supply show {name}'), then 'ledger approve {name}' and attest again"
+                if state == "quarantined"
+                else "a revoked skill is never attested: attest one the brain serves"
+            )
+            raise AttestationError(
+                f"skill {name!r} is {state} at {commit.hex()[:12]}, so export leaves it out", hint=fix
+            )
         chosen = {name: skills[name]}
     else:
         chosen = {n: t for n, t in skills.items() if n not in held}
@@ -89,8 +108,12 @@ def attested(store: gs.GitStore, commit: bytes, name: str | None = None) -> Atte
 def folder_digest(files: dict[str, tuple[bytes, bool]]) -> bytes:
     """The ``blake3-tree-v1`` digest (docs/bundle-hash.md §4) of a folder holding ``files``: what
     ``ledger hash`` prints for the exported folder.  Built bottom-up, with no recursion."""
-    return tree_of({rel: Digest(KIND_EXEC if executable else KIND_FILE, file_digest(data))
-                    for rel, (data, executable) in files.items()}).digest  # fmt: skip
+    return tree_of(
+        {
+            rel: Digest(KIND_EXEC if executable else KIND_FILE, file_digest(data))
+            for rel, (data, executable) in files.items()
+        }
+    ).digest
 
 
 def canonical(doc: Any) -> bytes:
@@ -107,8 +130,11 @@ def strict_loads(data: bytes, what: str) -> Any:
     if depth(data) > _MAX_DEPTH:
         raise AttestationError(f"{what} nests deeper than {_MAX_DEPTH} levels")
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys,
-                          parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # fmt: skip
+        return json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=unique_keys,
+            parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)),
+        )
     except (UnicodeDecodeError, ValueError) as exc:
         raise AttestationError(f"{what} is not valid JSON: {exc}") from None
 
@@ -172,8 +198,9 @@ def _signer(snap: gs.Snapshot) -> str | None:
         return None
     parent = bytes.fromhex(snap.parents[0]) if snap.parents else None
     try:
-        digest = signing.digest(snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree),
-                                snap.attribution.get("actor", ""), text)  # fmt: skip
+        digest = signing.digest(
+            snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree), snap.attribution.get("actor", ""), text
+        )
         return signing.recover(digest, last)
     except LedgerError:
         return None
@@ -210,6 +237,9 @@ def certifier(store: gs.GitStore, head: bytes, kid: str) -> tuple[str, str, sibl
             if address is not None and certified.p256 == value:
                 found.setdefault(address, (address, commit, certified))
     if len(found) > 1:
-        raise AttestationError(f"the key {kid[:16]}… is certified by {' and '.join(sorted(found))}, so whose "
-                               "attestation it signs is ambiguous", hint="run 'ledger audit'")  # fmt: skip
+        raise AttestationError(
+            f"the key {kid[:16]}… is certified by {' and '.join(sorted(found))}, so whose "
+            "attestation it signs is ambiguous",
+            hint="run 'ledger audit'",
+        )
     return next(iter(found.values()), None)

@@ -39,7 +39,13 @@ def _redacted(rpc: str) -> str:
 
 
 def check_chain(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, rpc: str, registry: str, agent: int, from_block: int,
+    store: gs.GitStore,
+    snaps: list[gs.Snapshot],
+    report: Report,
+    rpc: str,
+    registry: str,
+    agent: int,
+    from_block: int,
     signed: Sequence[Signed] = (),
     epoch_logs: Mapping[str, str] | None = None,
 ) -> bool:
@@ -72,8 +78,10 @@ def check_chain(
     except ChainError as exc:
         code_chk.fail(exc.message + (f" ({exc.hint})" if exc.hint else ""))
         return False
-    code_chk.summary = (f"the code at {reg.address} is the {build.name}, each of its immutables the value a "
-                        f"deployment there on chain {reg.chain_id} gives it")  # fmt: skip
+    code_chk.summary = (
+        f"the code at {reg.address} is the {build.name}, each of its immutables the value a "
+        f"deployment there on chain {reg.chain_id} gives it"
+    )
     ev_chk, roots_chk, head_chk = report.check("chain.events"), report.check("chain.roots"), report.check("chain.head")
     # The k-th event is sequence k only if none is missing: the registry's own count says so.
     if len(events) != onchain_seq:
@@ -92,8 +100,10 @@ def check_chain(
                 computed=format_root(ev["root"]),
             )
     if ev_chk.ok:
-        ev_chk.summary = (f"{len(events)} RootCommitted event(s), as many as the registry's sequence at block "
-                          f"{height}, form an unbroken chain")  # fmt: skip
+        ev_chk.summary = (
+            f"{len(events)} RootCommitted event(s), as many as the registry's sequence at block "
+            f"{height}, form an unbroken chain"
+        )
     for i, ev in enumerate(events):
         if i >= len(snaps):
             roots_chk.fail(
@@ -136,16 +146,25 @@ def check_chain(
     elif events:
         at = timeline_at.get(snaps[len(events) - 1].commit) if len(events) <= len(snaps) else None
         which = f"snapshot #{at}'s" if at is not None else "a snapshot's"
-        head_chk.summary = (f"the on-chain head {format_root(head)[:27]}… is {which} root "
-                            f"(chain sequence {len(events)})")  # fmt: skip
+        head_chk.summary = f"the on-chain head {format_root(head)[:27]}… is {which} root (chain sequence {len(events)})"
     else:
         head_chk.skip("no root committed yet, so there is no on-chain head to compare")
     report.pending = [s.commit for s in snaps[len(events) :]]
     _check_receipts(store, snaps, report, reg, events, timeline_at)
     history = _committer_history(reg, agent, from_block)
     everyone = [history[0]] if history[0] else []  # every address that ever could commit: each may anchor epochs
-    check_epochs(store, snaps, report, reg, agent, height, from_block, everyone + [c for _, _, c, _ in history[1]],
-                 epoch_logs, mainline)  # fmt: skip
+    check_epochs(
+        store,
+        snaps,
+        report,
+        reg,
+        agent,
+        height,
+        from_block,
+        everyone + [c for _, _, c, _ in history[1]],
+        epoch_logs,
+        mainline,
+    )
     _check_committers(report, history, events, [timeline_at[s.commit] for s in snaps])
     check_chain_evidence(store, mainline, report, reg, agent, height, from_block, events)
     _check_signers(report, history, events, [timeline_at[s.commit] for s in snaps], signed)
@@ -153,7 +172,11 @@ def check_chain(
 
 
 def _check_receipts(
-    store: gs.GitStore, snaps: list[gs.Snapshot], report: Report, reg: Any, events: list[dict[str, Any]],
+    store: gs.GitStore,
+    snaps: list[gs.Snapshot],
+    report: Report,
+    reg: Any,
+    events: list[dict[str, Any]],
     number: Mapping[str, int],
 ) -> None:
     """Each well-formed receipt against the registry: its event (by seq) holds exactly what the note
@@ -163,8 +186,10 @@ def _check_receipts(
     mine = (reg.address.lower(), report.chain["agent"] if report.chain else "")
     receipts = {c: n for c, n in receipts.items() if (n["registry"].lower(), n["agent"]) == mine}
     if not receipts:
-        chk.skip("no receipts for this registry and agent in this repository, so none were checked "
-                 "(fetch refs/notes/ledger-chain)")  # fmt: skip
+        chk.skip(
+            "no receipts for this registry and agent in this repository, so none were checked "
+            "(fetch refs/notes/ledger-chain)"
+        )
         return
     by_seq = {e["seq"]: e for e in events}
     hashes: dict[int, str | None] = {}
@@ -177,20 +202,35 @@ def _check_receipts(
             hashes[block] = reg.block_hash(block)
         ev = by_seq.get(note["seq"])
         if hashes[block] != note["block_hash"]:
-            chk.fail(f"{label}: block {block} is no longer canonical (reorganized away)",
-                     expected=note["block_hash"], computed=hashes[block] or "no such block", **where)  # fmt: skip
+            chk.fail(
+                f"{label}: block {block} is no longer canonical (reorganized away)",
+                expected=note["block_hash"],
+                computed=hashes[block] or "no such block",
+                **where,
+            )
             continue
         if ev is None:
-            chk.fail(f"{label}: chain sequence {note['seq']} is not among the registry's events for this agent",
-                     **where)  # fmt: skip
+            chk.fail(
+                f"{label}: chain sequence {note['seq']} is not among the registry's events for this agent", **where
+            )
             continue
-        for key, theirs in (("tx", ev["tx"]), ("block", ev["block"]), ("block_hash", ev["block_hash"]),
-                            ("log_index", ev["log_index"]), ("root", format_root(ev["root"])),
-                            ("committer", ev["committer"]), ("chain_id", reg.chain_id)):  # fmt: skip
+        for key, theirs in (
+            ("tx", ev["tx"]),
+            ("block", ev["block"]),
+            ("block_hash", ev["block_hash"]),
+            ("log_index", ev["log_index"]),
+            ("root", format_root(ev["root"])),
+            ("committer", ev["committer"]),
+            ("chain_id", reg.chain_id),
+        ):
             ours = note[key].lower() if isinstance(note[key], str) else note[key]
             if ours != (theirs.lower() if isinstance(theirs, str) else theirs):
-                chk.fail(f"{label}: its {key} is not chain sequence {note['seq']}'s", expected=str(theirs),
-                         computed=str(note[key]), **where)  # fmt: skip
+                chk.fail(
+                    f"{label}: its {key} is not chain sequence {note['seq']}'s",
+                    expected=str(theirs),
+                    computed=str(note[key]),
+                    **where,
+                )
                 break
     if chk.ok:
         chk.summary = f"{len(receipts)} receipt(s) match the registry's events, in canonical blocks"
@@ -217,7 +257,9 @@ def _allowed(history: tuple[str | None, list[tuple[int, int, str, bool]]], who: 
 
 
 def _check_committers(
-    report: Report, history: tuple[str | None, list[tuple[int, int, str, bool]]], events: list[dict[str, Any]],
+    report: Report,
+    history: tuple[str | None, list[tuple[int, int, str, bool]]],
+    events: list[dict[str, Any]],
     number: list[int],
 ) -> None:
     """Replay AgentRegistered/CommitterSet events to know who could commit at each root."""

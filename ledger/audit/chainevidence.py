@@ -24,9 +24,15 @@ __all__ = ["check_chain_evidence"]
 
 
 def check_chain_evidence(
-    store: gs.GitStore, mainline: list[gs.Snapshot], report: Report, reg: Any, agent: int, height: int,
-    from_block: int, root_events: list[dict[str, Any]],
-) -> None:  # fmt: skip
+    store: gs.GitStore,
+    mainline: list[gs.Snapshot],
+    report: Report,
+    reg: Any,
+    agent: int,
+    height: int,
+    from_block: int,
+    root_events: list[dict[str, Any]],
+) -> None:
     """``mainline``: every mainline snapshot, oldest first; ``root_events``: the agent's
     RootCommitted events (sequenced) read at ``height``, as ``chain.events`` checked them."""
     chk = report.check("chain.evidence")
@@ -34,9 +40,12 @@ def check_chain_evidence(
     onchain_size, root = reg.evidence(agent, height)
     if not events:
         if onchain_size:
-            chk.fail(f"the registry's evidenceOf is size {onchain_size} at block {height}, but the node returned no "
-                     f"EvidenceCommitted event from block {from_block} (pruned logs?)",
-                     expected=str(onchain_size), computed="0")  # fmt: skip
+            chk.fail(
+                f"the registry's evidenceOf is size {onchain_size} at block {height}, but the node returned no "
+                f"EvidenceCommitted event from block {from_block} (pruned logs?)",
+                expected=str(onchain_size),
+                computed="0",
+            )
         else:
             chk.summary = "no evidence anchored"
         return
@@ -76,32 +85,50 @@ def check_chain_evidence(
     for n, ev in enumerate(events):
         label = f"EvidenceCommitted #{n + 1} (tx {ev['tx'][:12]}…, block {ev['block']})"
         if ev["size"] <= last_size:
-            chk.fail(f"{label}: size {ev['size']} does not grow the log of {last_size}", index=n,
-                     expected=f"> {last_size}", computed=str(ev["size"]))  # fmt: skip
+            chk.fail(
+                f"{label}: size {ev['size']} does not grow the log of {last_size}",
+                index=n,
+                expected=f"> {last_size}",
+                computed=str(ev["size"]),
+            )
         last_size = max(last_size, ev["size"])
         bound = _head_at(root_events, (ev["block"], ev["log_index"]))
         if ev["head"] != bound:
-            chk.fail(f"{label}: binds the evidence to {format_root(ev['head'])}, but the registry's head then was "
-                     f"{format_root(bound) if bound else 'none'}", index=n,
-                     expected=format_root(bound) if bound else "none", computed=format_root(ev["head"]))  # fmt: skip
+            chk.fail(
+                f"{label}: binds the evidence to {format_root(ev['head'])}, but the registry's head then was "
+                f"{format_root(bound) if bound else 'none'}",
+                index=n,
+                expected=format_root(bound) if bound else "none",
+                computed=format_root(ev["head"]),
+            )
             continue
         if ev["head"] not in anchored or ev["head"] not in by_root:
-            chk.fail(f"{label}: its head {format_root(ev['head'])} is not a root of the anchored mainline",
-                     index=n, computed=format_root(ev["head"]))  # fmt: skip
+            chk.fail(
+                f"{label}: its head {format_root(ev['head'])} is not a root of the anchored mainline",
+                index=n,
+                computed=format_root(ev["head"]),
+            )
             continue
         candidates = [mainline[i] for i in by_root[ev["head"]]]
         same = [snap for snap in candidates if size(snap) == ev["size"]]
         if not any((lg := log(snap)) is not None and lg.root == ev["root"] for snap in same):
             have = sorted({n for n in (size(snap) for snap in candidates) if n is not None})
             where = mainline[by_root[ev["head"]][-1]].commit
-            chk.fail(f"{label}: no snapshot with root {format_root(ev['head'])[:27]}… records {ev['size']} evidence "
-                     f"entries with root 0x{ev['root'].hex()} (their logs have {have or 'no readable'} entries)",
-                     snapshot=where, index=n, expected=f"0x{ev['root'].hex()}")  # fmt: skip
+            chk.fail(
+                f"{label}: no snapshot with root {format_root(ev['head'])[:27]}… records {ev['size']} evidence "
+                f"entries with root 0x{ev['root'].hex()} (their logs have {have or 'no readable'} entries)",
+                snapshot=where,
+                index=n,
+                expected=f"0x{ev['root'].hex()}",
+            )
     final = events[-1]
     if (final["size"], final["root"]) != (onchain_size, root):
-        chk.fail(f"the last EvidenceCommitted event says size {final['size']}, but evidenceOf answers size "
-                 f"{onchain_size} at block {height}", expected=f"{final['size']} 0x{final['root'].hex()}",
-                 computed=f"{onchain_size} 0x{root.hex()}")  # fmt: skip
+        chk.fail(
+            f"the last EvidenceCommitted event says size {final['size']}, but evidenceOf answers size "
+            f"{onchain_size} at block {height}",
+            expected=f"{final['size']} 0x{final['root'].hex()}",
+            computed=f"{onchain_size} 0x{root.hex()}",
+        )
     head = mainline[-1] if mainline else None
     head_log = log(head) if head is not None else None
     if head is None or head_log is None:
@@ -109,9 +136,13 @@ def check_chain_evidence(
     else:
         problem = prefix_problem(head_log, final["size"], final["root"])
         if problem is not None:
-            chk.fail(f"head snapshot {head.commit[:12]}: {problem} (on chain {final['size']}, in this clone "
-                     f"{head_log.size})", snapshot=head.commit, expected=str(final["size"]),
-                     computed=str(head_log.size))  # fmt: skip
+            chk.fail(
+                f"head snapshot {head.commit[:12]}: {problem} (on chain {final['size']}, in this clone "
+                f"{head_log.size})",
+                snapshot=head.commit,
+                expected=str(final["size"]),
+                computed=str(head_log.size),
+            )
     if head_log is not None:
         wanted = f"0x{agent:064x}"
         for i, entry in enumerate(head_log.entries):
@@ -120,13 +151,17 @@ def check_chain_evidence(
             except (LedgerError, KeyError, TypeError):
                 continue  # not a record at all: the store-side 'evidence' check fails it
             if named is not None and named != wanted:
-                chk.fail(f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "
-                         "(see docs/lineage.md, 'Audit rules (check evidence)')",
-                         snapshot=head.commit if head else None)  # fmt: skip
+                chk.fail(
+                    f"head snapshot's outcome {i} names agent {named}, not the audited agent {wanted} "
+                    "(see docs/lineage.md, 'Audit rules (check evidence)')",
+                    snapshot=head.commit if head else None,
+                )
                 break
     if chk.ok:
-        chk.summary = (f"{len(events)} evidence root(s), each bound to a snapshot that records it; the head's log "
-                       f"({head_log.size if head_log else 0} entries) extends the last ({final['size']})")  # fmt: skip
+        chk.summary = (
+            f"{len(events)} evidence root(s), each bound to a snapshot that records it; the head's log "
+            f"({head_log.size if head_log else 0} entries) extends the last ({final['size']})"
+        )
 
 
 def _head_at(root_events: list[dict[str, Any]], at: tuple[int, int]) -> bytes | None:

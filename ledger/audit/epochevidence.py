@@ -38,16 +38,23 @@ class EvidenceRule:
         agent, head, size, root = epochevidence.parse_evidence_entry(item)
         seq, last_head = heads.get(agent, (0, b""))
         if last_head != head:
-            chk.fail(f"forked operator: entry {n} of {self.operator}'s log anchors evidence of agent {agent:#x} bound "
-                     f"to head {format_root(head)}, but the agent's last head entry before it is "
-                     f"{'seq ' + str(seq) + ' ' + format_root(last_head) if seq else 'none'}", index=n,
-                     expected=format_root(last_head) if seq else "a head entry first",
-                     computed=format_root(head))  # fmt: skip
+            chk.fail(
+                f"forked operator: entry {n} of {self.operator}'s log anchors evidence of agent {agent:#x} bound "
+                f"to head {format_root(head)}, but the agent's last head entry before it is "
+                f"{'seq ' + str(seq) + ' ' + format_root(last_head) if seq else 'none'}",
+                index=n,
+                expected=format_root(last_head) if seq else "a head entry first",
+                computed=format_root(head),
+            )
             return None
         if size <= self.last.get(agent, 0):
-            chk.fail(f"forked operator: entry {n} of {self.operator}'s log anchors {size} evidence entries of agent "
-                     f"{agent:#x}, not more than the {self.last[agent]} it anchored before", index=n,
-                     expected=f"> {self.last[agent]}", computed=str(size))  # fmt: skip
+            chk.fail(
+                f"forked operator: entry {n} of {self.operator}'s log anchors {size} evidence entries of agent "
+                f"{agent:#x}, not more than the {self.last[agent]} it anchored before",
+                index=n,
+                expected=f"> {self.last[agent]}",
+                computed=str(size),
+            )
             return None
         self.last[agent] = size
         return agent, head, size, root
@@ -63,8 +70,14 @@ def snapshot_log(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Evidenc
     return cache[snap.tree]
 
 
-def _recorded(store: gs.GitStore, mainline: list[gs.Snapshot], head: bytes, size: int, root: bytes,
-              cache: dict[str, EvidenceLog | None]) -> gs.Snapshot | None:  # fmt: skip
+def _recorded(
+    store: gs.GitStore,
+    mainline: list[gs.Snapshot],
+    head: bytes,
+    size: int,
+    root: bytes,
+    cache: dict[str, EvidenceLog | None],
+) -> gs.Snapshot | None:
     """The newest mainline snapshot with bundle root ``head`` whose evidence log is exactly (size, root)."""
     for snap in reversed(mainline):
         if snap.root == head:
@@ -74,9 +87,14 @@ def _recorded(store: gs.GitStore, mainline: list[gs.Snapshot], head: bytes, size
     return None
 
 
-def check_agent_evidence(chk: Check, store: gs.GitStore, mainline: list[gs.Snapshot], operator: str,
-                         mine: list[tuple[int, bytes, int, bytes]],
-                         cache: dict[str, EvidenceLog | None]) -> None:  # fmt: skip
+def check_agent_evidence(
+    chk: Check,
+    store: gs.GitStore,
+    mainline: list[gs.Snapshot],
+    operator: str,
+    mine: list[tuple[int, bytes, int, bytes]],
+    cache: dict[str, EvidenceLog | None],
+) -> None:
     """This agent's evidence entries of one operator's log, (index, head, size, root) in log order, against the
     clone.  An entry bound to a head this clone does not have yet is not compared (the copy may be behind)."""
     roots = {s.root for s in mainline}
@@ -85,9 +103,13 @@ def check_agent_evidence(chk: Check, store: gs.GitStore, mainline: list[gs.Snaps
         if head not in roots:
             continue
         if _recorded(store, mainline, head, size, root, cache) is None:
-            chk.fail(f"entry {n} of {operator}'s log anchors {size} evidence entries of this agent with root "
-                     f"0x{root.hex()} bound to head {format_root(head)}, but no mainline snapshot with that root "
-                     "records that log", index=n, expected=f"{size} 0x{root.hex()}")  # fmt: skip
+            chk.fail(
+                f"entry {n} of {operator}'s log anchors {size} evidence entries of this agent with root "
+                f"0x{root.hex()} bound to head {format_root(head)}, but no mainline snapshot with that root "
+                "records that log",
+                index=n,
+                expected=f"{size} 0x{root.hex()}",
+            )
         last = (n, size, root)
     if last is None or not mainline:
         return
@@ -100,27 +122,44 @@ def check_agent_evidence(chk: Check, store: gs.GitStore, mainline: list[gs.Snaps
     problem = prefix_problem(head_log, size, root)
     if problem is not None:
         problem = problem.replace("the chain anchored", "the operator's log anchored")
-        chk.fail(f"head snapshot {head_snap.commit[:12]}: {problem} (entry {n} of {operator}'s log: anchored "
-                 f"{size}, in this clone {head_log.size})", snapshot=head_snap.commit, index=n,
-                 expected=str(size), computed=str(head_log.size))  # fmt: skip
+        chk.fail(
+            f"head snapshot {head_snap.commit[:12]}: {problem} (entry {n} of {operator}'s log: anchored "
+            f"{size}, in this clone {head_log.size})",
+            snapshot=head_snap.commit,
+            index=n,
+            expected=str(size),
+            computed=str(head_log.size),
+        )
 
 
-def check_evidence_receipt(chk: Check, store: gs.GitStore, mainline: list[gs.Snapshot], agent: int, commit: str,
-                           facts: dict[str, Any], cache: dict[str, EvidenceLog | None]) -> bool:  # fmt: skip
+def check_evidence_receipt(
+    chk: Check,
+    store: gs.GitStore,
+    mainline: list[gs.Snapshot],
+    agent: int,
+    commit: str,
+    facts: dict[str, Any],
+    cache: dict[str, EvidenceLog | None],
+) -> bool:
     """The receipt on ``commit`` (verified offline) sits on a mainline snapshot of this agent whose root is its head
     and whose log is exactly its (size, root); the chain's steps are the caller's.  Whether it holds."""
     snap = next((s for s in mainline if s.commit == commit), None)
     if facts["agent"] != agent or snap is None or snap.root != facts["head"]:
-        chk.fail(f"the evidence receipt on {commit[:12]} names agent {facts['agent']:#x} and head "
-                 f"{format_root(facts['head'])}, which is not that mainline snapshot of this agent",
-                 snapshot=commit)  # fmt: skip
+        chk.fail(
+            f"the evidence receipt on {commit[:12]} names agent {facts['agent']:#x} and head "
+            f"{format_root(facts['head'])}, which is not that mainline snapshot of this agent",
+            snapshot=commit,
+        )
         return False
     log = snapshot_log(store, snap, cache)
     if log is None or (log.size, log.root) != (facts["evidence_size"], facts["evidence_root"]):
-        chk.fail(f"the evidence receipt on {commit[:12]} anchors {facts['evidence_size']} evidence entries with root "
-                 f"0x{facts['evidence_root'].hex()}, but that snapshot records "
-                 f"{'an unreadable log' if log is None else str(log.size) + ' with root 0x' + log.root.hex()}",
-                 snapshot=commit, expected=str(facts["evidence_size"]),
-                 computed=str(log.size if log else None))  # fmt: skip
+        chk.fail(
+            f"the evidence receipt on {commit[:12]} anchors {facts['evidence_size']} evidence entries with root "
+            f"0x{facts['evidence_root'].hex()}, but that snapshot records "
+            f"{'an unreadable log' if log is None else str(log.size) + ' with root 0x' + log.root.hex()}",
+            snapshot=commit,
+            expected=str(facts["evidence_size"]),
+            computed=str(log.size if log else None),
+        )
         return False
     return True

@@ -81,8 +81,10 @@ def check_epochs(
             doc = epochproof.parse_receipt(data)
             facts = epochevidence.verify_offline(doc)
         except LedgerError as exc:
-            chk.fail(f"the evidence receipt on {commit[:12]} does not verify: {getattr(exc, 'message', exc)}",
-                     snapshot=commit)  # fmt: skip
+            chk.fail(
+                f"the evidence receipt on {commit[:12]} does not verify: {getattr(exc, 'message', exc)}",
+                snapshot=commit,
+            )
             continue
         named.add(facts["operator"].lower())
         located.setdefault(facts["operator"].lower(), set()).add(doc["log"])
@@ -103,14 +105,19 @@ def check_epochs(
         if count == 0:
             continue
         if operator not in located:
-            chk.fail(f"operator {operator} has {count} epoch(s) on chain and could commit for agent {agent:#x}, but "
-                     "no log location is known (no epoch receipt of it here): its epochs may anchor this agent and "
-                     f"cannot be checked; pass --epoch-log {operator}=LOCATION (where it publishes "
-                     f"{EPOCHS_REF})", expected=f"{count} epoch(s) replayed", computed="no log")  # fmt: skip
+            chk.fail(
+                f"operator {operator} has {count} epoch(s) on chain and could commit for agent {agent:#x}, but "
+                "no log location is known (no epoch receipt of it here): its epochs may anchor this agent and "
+                f"cannot be checked; pass --epoch-log {operator}=LOCATION (where it publishes "
+                f"{EPOCHS_REF})",
+                expected=f"{count} epoch(s) replayed",
+                computed="no log",
+            )
             continue
         for location in sorted(located[operator]):
-            mine = replay(chk, reg, operator, location, agent, snaps, height, store=store, mainline=mainline,
-                          cache=cache)  # fmt: skip
+            mine = replay(
+                chk, reg, operator, location, agent, snaps, height, store=store, mainline=mainline, cache=cache
+            )
             if mine is None:
                 continue
             replayed += 1
@@ -118,19 +125,25 @@ def check_epochs(
             for seq, root in sorted(mine.items()):
                 root0, by = anchored.setdefault(seq, (root, operator))
                 if root0 != root:
-                    chk.fail(f"forked agent: operator {operator} anchors chain sequence {seq} of agent {agent:#x} as "
-                             f"{format_root(root)}, operator {by} as {format_root(root0)}",
-                             expected=format_root(root0), computed=format_root(root))  # fmt: skip
+                    chk.fail(
+                        f"forked agent: operator {operator} anchors chain sequence {seq} of agent {agent:#x} as "
+                        f"{format_root(root)}, operator {by} as {format_root(root0)}",
+                        expected=format_root(root0),
+                        computed=format_root(root),
+                    )
     if chk.ok and not notes and not ev_notes and not replayed:
-        chk.skip("no epoch receipts (refs/notes/ledger-epochs), and no owner or committer of the agent has "
-                 "anchored an epoch: this agent was not anchored through an operator")  # fmt: skip
+        chk.skip(
+            "no epoch receipts (refs/notes/ledger-epochs), and no owner or committer of the agent has "
+            "anchored an epoch: this agent was not anchored through an operator"
+        )
     elif chk.ok:
-        chk.summary = (f"{len(notes)} epoch receipt(s)"
-                       + (f" and {len(ev_notes)} evidence receipt(s)" if ev_notes else "")
-                       + f" verify against the chain, and each of {replayed} operator "
-                       "log(s) of the agent's owner and committers replays to every on-chain epoch root, one chain "
-                       "per agent"
-                       + (f" ({silent} hold no entry of this agent)" if silent else ""))  # fmt: skip
+        chk.summary = (
+            f"{len(notes)} epoch receipt(s)"
+            + (f" and {len(ev_notes)} evidence receipt(s)" if ev_notes else "")
+            + f" verify against the chain, and each of {replayed} operator "
+            "log(s) of the agent's owner and committers replays to every on-chain epoch root, one chain "
+            "per agent" + (f" ({silent} hold no entry of this agent)" if silent else "")
+        )
 
 
 def _own_log_operator(store: gs.GitStore) -> str | None:
@@ -158,35 +171,53 @@ def _check_receipt(
 ) -> None:
     """§13.7 steps 2 to 5 for one receipt that verified offline."""
     if facts["agent"] != agent or i is None or facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        chk.fail(f"the epoch receipt on {commit[:12]} names agent {facts['agent']:#x} chain sequence {facts['seq']}, "
-                 "which is not that snapshot of this agent's anchored lineage", snapshot=commit)  # fmt: skip
+        chk.fail(
+            f"the epoch receipt on {commit[:12]} names agent {facts['agent']:#x} chain sequence {facts['seq']}, "
+            "which is not that snapshot of this agent's anchored lineage",
+            snapshot=commit,
+        )
         return
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
-        chk.fail(f"the epoch receipt on {commit[:12]} gives a parent that is not the snapshot before",
-                 snapshot=commit)  # fmt: skip
+        chk.fail(f"the epoch receipt on {commit[:12]} gives a parent that is not the snapshot before", snapshot=commit)
     _check_on_chain(chk, reg, agent, height, from_block, commit, doc, facts)
 
 
-def _check_on_chain(chk: Check, reg: Any, agent: int, height: int, from_block: int, commit: str,
-                    doc: dict[str, Any], facts: dict[str, Any]) -> None:  # fmt: skip
+def _check_on_chain(
+    chk: Check,
+    reg: Any,
+    agent: int,
+    height: int,
+    from_block: int,
+    commit: str,
+    doc: dict[str, Any],
+    facts: dict[str, Any],
+) -> None:
     """§13.7 steps 3 to 5, for a head or an evidence receipt: the epoch, its event, the operator a committer."""
     size, root = reg.epoch(facts["operator"], facts["epoch"], height)
     if (size, root) != (facts["size"], facts["tree_root"]):
-        chk.fail(f"epoch {facts['epoch']} of operator {facts['operator']} on chain is size {size}, root "
-                 f"0x{root.hex()}, not the receipt's checkpoint", snapshot=commit,
-                 expected=f"{facts['size']} 0x{facts['tree_root'].hex()}",
-                 computed=f"{size} 0x{root.hex()}")  # fmt: skip
+        chk.fail(
+            f"epoch {facts['epoch']} of operator {facts['operator']} on chain is size {size}, root "
+            f"0x{root.hex()}, not the receipt's checkpoint",
+            snapshot=commit,
+            expected=f"{facts['size']} 0x{facts['tree_root'].hex()}",
+            computed=f"{size} 0x{root.hex()}",
+        )
         return
     event = anchored_event(reg, facts["operator"], facts["epoch"], from_block, height)
     if event is None or (event["tx"], event["block"]) != (doc["tx"].lower(), doc["block"]):
-        chk.fail(f"the epoch receipt on {commit[:12]} names tx {doc['tx'][:12]}… block {doc['block']}, but the "
-                 f"chain's EpochAnchored event of epoch {facts['epoch']} is "
-                 f"{'missing' if event is None else event['tx'][:12] + '… block ' + str(event['block'])}",
-                 snapshot=commit)  # fmt: skip
+        chk.fail(
+            f"the epoch receipt on {commit[:12]} names tx {doc['tx'][:12]}… block {doc['block']}, but the "
+            f"chain's EpochAnchored event of epoch {facts['epoch']} is "
+            f"{'missing' if event is None else event['tx'][:12] + '… block ' + str(event['block'])}",
+            snapshot=commit,
+        )
         return
     if not reg.is_committer(agent, facts["operator"], event["block"]):
-        chk.fail(f"the operator {facts['operator']} could not commit for agent {agent:#x} when it anchored "
-                 f"epoch {facts['epoch']} (block {event['block']})", snapshot=commit)  # fmt: skip
+        chk.fail(
+            f"the operator {facts['operator']} could not commit for agent {agent:#x} when it anchored "
+            f"epoch {facts['epoch']} (block {event['block']})",
+            snapshot=commit,
+        )
 
 
 def anchored_event(reg: Any, operator: str, epoch: int, from_block: int, height: int | str) -> dict[str, Any] | None:
@@ -197,9 +228,19 @@ def anchored_event(reg: Any, operator: str, epoch: int, from_block: int, height:
     return {"tx": "0x" + hexbytes(logs[0]["transactionHash"]).hex(), "block": int(logs[0]["blockNumber"], 16)}
 
 
-def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps: list[gs.Snapshot],
-           height: int | str = "latest", *, store: gs.GitStore | None = None, mainline: list[gs.Snapshot] | None = None,
-           cache: dict[str, EvidenceLog | None] | None = None) -> dict[int, bytes] | None:  # fmt: skip
+def replay(
+    chk: Check,
+    reg: Any,
+    operator: str,
+    location: str,
+    agent: int,
+    snaps: list[gs.Snapshot],
+    height: int | str = "latest",
+    *,
+    store: gs.GitStore | None = None,
+    mainline: list[gs.Snapshot] | None = None,
+    cache: dict[str, EvidenceLog | None] | None = None,
+) -> dict[int, bytes] | None:
     """Fail ``chk`` unless the log at ``location`` is the operator's whole on-chain log, unforked; with ``store``,
     this agent's evidence entries are also checked against the clone (:func:`check_agent_evidence`).
 
@@ -215,18 +256,24 @@ def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps
         return None
     count = reg.latest_epoch(operator, height)[0]
     if len(log.epochs) < count:
-        chk.fail(f"the log at {location} holds {len(log.epochs)} epoch(s) but the chain {count}: epochs it does not "
-                 "publish cannot be checked for a fork",
-                 expected=str(count), computed=str(len(log.epochs)))  # fmt: skip
+        chk.fail(
+            f"the log at {location} holds {len(log.epochs)} epoch(s) but the chain {count}: epochs it does not "
+            "publish cannot be checked for a fork",
+            expected=str(count),
+            computed=str(len(log.epochs)),
+        )
         return None
     tree = tlog.Tree(log.leaves())
     for ep in log.epochs[:count]:
         size, root = reg.epoch(operator, ep["epoch"], height)
         computed = tree.subroot(0, ep["size"])
         if (size, root) != (ep["size"], computed):
-            chk.fail(f"epoch {ep['epoch']} recomputed from the log's entries is size {ep['size']}, root "
-                     f"0x{computed.hex()}, but the chain holds size {size}, root 0x{root.hex()}",
-                     expected=f"0x{root.hex()}", computed=f"0x{computed.hex()}")  # fmt: skip
+            chk.fail(
+                f"epoch {ep['epoch']} recomputed from the log's entries is size {ep['size']}, root "
+                f"0x{computed.hex()}, but the chain holds size {size}, root 0x{root.hex()}",
+                expected=f"0x{root.hex()}",
+                computed=f"0x{computed.hex()}",
+            )
             return None
     entries = log.entries[: log.epochs[count - 1]["size"]] if count else []
     last: dict[int, tuple[int, bytes]] = {}
@@ -244,28 +291,40 @@ def replay(chk: Check, reg: Any, operator: str, location: str, agent: int, snaps
         prev_seq, prev_root = last.get(who, (0, ZERO))
         if seq != prev_seq + 1 or parent != prev_root:
             what = "anchors a second root for" if seq <= prev_seq else "skips to"
-            chk.fail(f"forked operator: entry {n} of {operator}'s log {what} agent {who:#x} chain sequence {seq} "
-                     f"(root {format_root(root)}); the agent's entries must be one chain, chain sequence "
-                     f"{prev_seq + 1} next with parent {format_root(prev_root)}", index=n,
-                     expected=f"chain sequence {prev_seq + 1}", computed=f"chain sequence {seq}")  # fmt: skip
+            chk.fail(
+                f"forked operator: entry {n} of {operator}'s log {what} agent {who:#x} chain sequence {seq} "
+                f"(root {format_root(root)}); the agent's entries must be one chain, chain sequence "
+                f"{prev_seq + 1} next with parent {format_root(prev_root)}",
+                index=n,
+                expected=f"chain sequence {prev_seq + 1}",
+                computed=f"chain sequence {seq}",
+            )
             return None
         if root in (ZERO, parent):  # §13.1: what anchor refuses, whoever the agent
-            chk.fail(f"forked operator: entry {n} of {operator}'s log anchors agent {who:#x} chain sequence {seq} "
-                     f"with root {format_root(root)}, which is zero or repeats its parent", index=n,
-                     computed=format_root(root))  # fmt: skip
+            chk.fail(
+                f"forked operator: entry {n} of {operator}'s log anchors agent {who:#x} chain sequence {seq} "
+                f"with root {format_root(root)}, which is zero or repeats its parent",
+                index=n,
+                computed=format_root(root),
+            )
             return None
         last[who] = (seq, root)
         if who == agent:
             mine[seq] = root
         if who == agent and seq <= len(snaps) and snaps[seq - 1].root != root:
-            chk.fail(f"entry {n} of the log anchors chain sequence {seq} of this agent as {format_root(root)}, "
-                     f"but this brain's snapshot there is {format_root(snaps[seq - 1].root)}", index=n,
-                     snapshot=snaps[seq - 1].commit,
-                     expected=format_root(snaps[seq - 1].root), computed=format_root(root))  # fmt: skip
+            chk.fail(
+                f"entry {n} of the log anchors chain sequence {seq} of this agent as {format_root(root)}, "
+                f"but this brain's snapshot there is {format_root(snaps[seq - 1].root)}",
+                index=n,
+                snapshot=snaps[seq - 1].commit,
+                expected=format_root(snaps[seq - 1].root),
+                computed=format_root(root),
+            )
             return None
     if store is not None and evidence:
-        check_agent_evidence(chk, store, snaps if mainline is None else mainline, operator, evidence,
-                             {} if cache is None else cache)  # fmt: skip
+        check_agent_evidence(
+            chk, store, snaps if mainline is None else mainline, operator, evidence, {} if cache is None else cache
+        )
         if not chk.ok:
             return None
     return mine

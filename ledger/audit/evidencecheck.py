@@ -163,31 +163,44 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
         try:
             if snap.operation not in ("outcome", "merge"):
                 if mine != first:
-                    chk.fail(f"{label}: changes the evidence log, which only an 'outcome' snapshot or a merge "
-                             "may (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
+                    chk.fail(
+                        f"{label}: changes the evidence log, which only an 'outcome' snapshot or a merge "
+                        "may (see docs/lineage.md, 'How the log changes')",
+                        **where,
+                    )
                 continue
             size, new, cut = _appended(store, first, mine)
             if cut is not None:
-                chk.fail(f"{label}: the evidence log is not its first parent's with entries appended: entry {cut} "
-                         f"of {size} was dropped or rewritten"
-                         " (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
+                chk.fail(
+                    f"{label}: the evidence log is not its first parent's with entries appended: entry {cut} "
+                    f"of {size} was dropped or rewritten"
+                    " (see docs/lineage.md, 'How the log changes')",
+                    **where,
+                )
                 continue
             if snap.operation == "merge":
                 before = _log(store, first, logs)
                 expected = _merged(before, _log(store, parents[1], logs) if len(parents) > 1 else [])
                 if new != expected:
-                    chk.fail(f"{label}: the merge's evidence log is not its first parent's followed by the second "
-                             "parent's entries it lacks, in order"
-                             " (see docs/lineage.md, 'How the log changes')", **where)  # fmt: skip
+                    chk.fail(
+                        f"{label}: the merge's evidence log is not its first parent's followed by the second "
+                        "parent's entries it lacks, in order"
+                        " (see docs/lineage.md, 'How the log changes')",
+                        **where,
+                    )
                 continue
             if not new:
-                chk.fail(f"{label}: an 'outcome' snapshot appends no entry"
-                         " (see docs/lineage.md, 'How the log changes')", **where)
+                chk.fail(
+                    f"{label}: an 'outcome' snapshot appends no entry (see docs/lineage.md, 'How the log changes')",
+                    **where,
+                )
                 continue
             if _others(tops, _top(store, report, snap.parents[0]) if snap.parents else {}):
-                chk.fail(f"{label}: an 'outcome' snapshot changes more than evidence/"
-                         " (see docs/lineage.md, 'How the log changes')",
-                         **where)  # fmt: skip
+                chk.fail(
+                    f"{label}: an 'outcome' snapshot changes more than evidence/"
+                    " (see docs/lineage.md, 'How the log changes')",
+                    **where,
+                )
                 continue
             trust = _trust(store, snap, trusts)
             # An incremental audit did not walk who appended the parent's entries: it reads the parent's ids.
@@ -199,8 +212,9 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
             for i, data in enumerate(new, size):
                 oid = _id(data)
                 if any(receipts.before(by, snap.commit) for by in adders.get(oid, ())):
-                    chk.fail(f"{label}: outcome {i}: {oid.hex()[:12]} is already in the log (an entry appears once)",
-                             **where)  # fmt: skip
+                    chk.fail(
+                        f"{label}: outcome {i}: {oid.hex()[:12]} is already in the log (an entry appears once)", **where
+                    )
                     break
                 problem, entry = _entry(data, snap, genesis, trust, seen, receipts, tally, plans)
                 if problem or entry is None:
@@ -240,19 +254,26 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     tally.failed = not chk.ok
     if chk.ok:
         verified = sum(1 for t in tally.tiers.values() if t == "verified")
-        others = "".join(f", {n} {what}" for what, n in (("eval plan(s)", tally.kinds["plan"]),
-                                                         ("approval(s)", tally.kinds["approval"])) if n)  # fmt: skip
-        chk.summary = (f"{tally.size} outcome(s), append-only; {added} checked as added: {verified} verified, "
-                       f"{len(tally.tiers) - verified} self-reported{others}" if tally.size or added
-                       else "no outcome recorded")  # fmt: skip
+        others = "".join(
+            f", {n} {what}"
+            for what, n in (("eval plan(s)", tally.kinds["plan"]), ("approval(s)", tally.kinds["approval"]))
+            if n
+        )
+        chk.summary = (
+            f"{tally.size} outcome(s), append-only; {added} checked as added: {verified} verified, "
+            f"{len(tally.tiers) - verified} self-reported{others}"
+            if tally.size or added
+            else "no outcome recorded"
+        )
     return tally
 
 
 def _top(store: gs.GitStore, report: Report, commit: str) -> dict[str, bytes]:
     """A snapshot's top entries: the walk's, or read here for a parent an incremental audit did not walk."""
     if commit not in report.tops:
-        report.tops[commit] = {name: sha for sha, _mode, name in store.read_tree(store.commit_info(
-            bytes.fromhex(commit))[0])}  # fmt: skip
+        report.tops[commit] = {
+            name: sha for sha, _mode, name in store.read_tree(store.commit_info(bytes.fromhex(commit))[0])
+        }
     return report.tops[commit]
 
 
@@ -316,27 +337,47 @@ def _trust(store: gs.GitStore, snap: gs.Snapshot, cache: dict[str, Any]) -> Any:
     return cache[snap.tree]
 
 
-def _entry(data: bytes, snap: gs.Snapshot, genesis: str | None, trust: Any, seen: set[bytes],
-           receipts: Receipts, tally: Tally, plans: Plans) -> tuple[str | None, oc.Entry | None]:  # fmt: skip
+def _entry(
+    data: bytes,
+    snap: gs.Snapshot,
+    genesis: str | None,
+    trust: Any,
+    seen: set[bytes],
+    receipts: Receipts,
+    tally: Tally,
+    plans: Plans,
+) -> tuple[str | None, oc.Entry | None]:
     """Why an appended entry is refused (docs/lineage.md §14.5), or None; and the entry, parsed."""
     try:
         entry = oc.parse_entry(data)
     except LedgerError as exc:
         return f"{exc.message} (altered or forged)", None
-    return entry_problem(entry, at=snap.commit, stamp=snap.timestamp, genesis=genesis, trust=trust, seen=seen,
-                         receipts=receipts, tally=tally, plans=plans), entry
+    return entry_problem(
+        entry,
+        at=snap.commit,
+        stamp=snap.timestamp,
+        genesis=genesis,
+        trust=trust,
+        seen=seen,
+        receipts=receipts,
+        tally=tally,
+        plans=plans,
+    ), entry
 
 
-def _known(before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str]], receipts: Receipts,
-           at: str) -> Callable[[str, str], bool]:  # fmt: skip
+def _known(
+    before: set[tuple[str, str]], batches: dict[tuple[str, str], list[str]], receipts: Receipts, at: str
+) -> Callable[[str, str], bool]:
     """Whether the log before snapshot ``at`` holds a signer's batch: read from it (``before``), or appended by
     a snapshot that is an ancestor of ``at``."""
-    return lambda signer, bid: (signer, bid) in before or any(receipts.before(by, at)
-                                                              for by in batches.get((signer, bid), ()))
+    return lambda signer, bid: (
+        (signer, bid) in before or any(receipts.before(by, at) for by in batches.get((signer, bid), ()))
+    )
 
 
-def _plans_before(before: dict[str, oc.Entry], adders: dict[str, tuple[oc.Entry, list[str]]], receipts: Receipts,
-                  at: str) -> Callable[[str], oc.Entry | None]:  # fmt: skip
+def _plans_before(
+    before: dict[str, oc.Entry], adders: dict[str, tuple[oc.Entry, list[str]]], receipts: Receipts, at: str
+) -> Callable[[str], oc.Entry | None]:
     """The plan of an id in the log before snapshot ``at``: read from it (``before``), or appended by a
     snapshot that is an ancestor of ``at``."""
 
@@ -374,9 +415,19 @@ def _batches_of(log: Sequence[bytes]) -> tuple[set[tuple[str, str]], int]:
     return out, level
 
 
-def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, trust: Any, seen: set[bytes],
-                  receipts: Receipts, tally: Tally, inclusive: bool = False,
-                  plans: Plans | None = None) -> str | None:  # fmt: skip
+def entry_problem(
+    entry: oc.Entry,
+    *,
+    at: str,
+    stamp: int,
+    genesis: str | None,
+    trust: Any,
+    seen: set[bytes],
+    receipts: Receipts,
+    tally: Tally,
+    inclusive: bool = False,
+    plans: Plans | None = None,
+) -> str | None:
     """Why a parsed entry may not be appended by the snapshot ``at`` made at ``stamp`` (§14.5 rules 2-7),
     or None (and its tier recorded in ``tally``).  The audit asks it of each entry a snapshot added; the
     writer of each entry it is about to append (``at`` its head, ``inclusive``), so that it never
@@ -411,14 +462,18 @@ def entry_problem(entry: oc.Entry, *, at: str, stamp: int, genesis: str | None, 
         return f"{short}'s receipt root is not snapshot {commit[:12]}'s root"
     held = receipts.skill(commit, rec["skill"])
     if held is None or held[0] != rec["version"]:
-        return (f"{short} is an outcome of {rec['skill']} v{rec['version']}, which snapshot {commit[:12]} does not "
-                f"hold ({'no such skill' if held is None else f'it holds v{held[0]}'})")  # fmt: skip
+        return (
+            f"{short} is an outcome of {rec['skill']} v{rec['version']}, which snapshot {commit[:12]} does not "
+            f"hold ({'no such skill' if held is None else f'it holds v{held[0]}'})"
+        )
     if held[1] != rec["digest"]:
         return f"{short}'s digest is not {rec['skill']} v{rec['version']}'s digest at {commit[:12]}"
     when = oc.parse_time(rec["time"])
     if when < served.timestamp:
-        return (f"{short} is dated {rec['time']}, before snapshot {commit[:12]} served {rec['skill']} "
-                f"v{rec['version']} ({oc.format_time(served.timestamp)}): back-dated")  # fmt: skip
+        return (
+            f"{short} is dated {rec['time']}, before snapshot {commit[:12]} served {rec['skill']} "
+            f"v{rec['version']} ({oc.format_time(served.timestamp)}): back-dated"
+        )
     if when > stamp + MAX_SKEW:
         return f"{short} is dated {rec['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
     if entry.eval is not None:
@@ -436,37 +491,49 @@ def _run_problem(entry: oc.Entry, short: str, commit: str, receipts: Receipts, p
     assert run is not None
     have = receipts.evals(commit, rec["skill"])
     if run["set"] != have:
-        return (f"{short} is a run over eval set {run['set']}, which is not the digest of {rec['skill']} "
-                f"v{rec['version']}'s evals directory at {commit[:12]} ({have or 'it has none'}): a run names the "
-                "eval set of the version it tested")  # fmt: skip
+        return (
+            f"{short} is a run over eval set {run['set']}, which is not the digest of {rec['skill']} "
+            f"v{rec['version']}'s evals directory at {commit[:12]} ({have or 'it has none'}): a run names the "
+            "eval set of the version it tested"
+        )
     pid = run["plan"]
     if pid is None:
         return None
     found = plans(pid)
     if found is None:
-        return (f"{short} names plan {pid[:12]}, which is not a plan entry earlier in the log: a plan is "
-                "appended before its runs")  # fmt: skip
+        return (
+            f"{short} names plan {pid[:12]}, which is not a plan entry earlier in the log: a plan is "
+            "appended before its runs"
+        )
     plan = found.body
     if oc.parse_time(rec["time"]) < oc.parse_time(plan["time"]):
-        return (f"{short} is dated {rec['time']}, before its plan {pid[:12]} ({plan['time']}): a run under a plan "
-                "made after it")  # fmt: skip
+        return (
+            f"{short} is dated {rec['time']}, before its plan {pid[:12]} ({plan['time']}): a run under a plan "
+            "made after it"
+        )
     if plan["skill"] != rec["skill"]:
         return f"{short} is a run of {rec['skill']}, but its plan {pid[:12]} is {plan['skill']}'s"
     if run["set"] != plan["set"]:
-        return (f"{short} is a run over eval set {run['set']}, not its plan {pid[:12]}'s ({plan['set']}): the "
-                "eval set changed since the plan")  # fmt: skip
+        return (
+            f"{short} is a run over eval set {run['set']}, not its plan {pid[:12]}'s ({plan['set']}): the "
+            "eval set changed since the plan"
+        )
     if run["case"] not in plan["cases"]:
         return f"{short} is a run of case {run['case']!r}, which its plan {pid[:12]} does not name"
     if run["run"] >= plan["runs"]:
         return f"{short} is run {run['run']}, but its plan {pid[:12]} has {plan['runs']} run(s) of each case"
     allowed = ("with_skill", oc.BASELINES[plan["baseline"]])
     if run["condition"] not in allowed:
-        return (f"{short} is a {run['condition']} run, but its plan {pid[:12]} (baseline {plan['baseline']}) "
-                f"runs {' and '.join(allowed)}")  # fmt: skip
+        return (
+            f"{short} is a {run['condition']} run, but its plan {pid[:12]} (baseline {plan['baseline']}) "
+            f"runs {' and '.join(allowed)}"
+        )
     for role in ("runner", "grader"):
         if run[role] != plan[role]["id"]:
-            return (f"{short}'s {role} is {run[role]!r}, not its plan {pid[:12]}'s ({plan[role]['id']!r}): a "
-                    f"different {role} than the plan declared")  # fmt: skip
+            return (
+                f"{short}'s {role} is {run[role]!r}, not its plan {pid[:12]}'s ({plan[role]['id']!r}): a "
+                f"different {role} than the plan declared"
+            )
     return None
 
 
@@ -474,16 +541,20 @@ def _item_problem(entry: oc.Entry, short: str, role: str, stamp: int) -> str | N
     """Why an eval plan or an approval (trusted, of this brain, not in the log before) may not be appended
     by a snapshot made at ``stamp`` (docs/lineage.md §14.10), or None."""
     if entry.kind == "approval" and role not in ("user", "curator"):
-        return (f"{short} is signed by {entry.signer}, a {role} key: an approval is signed by a user or "
-                "curator key")  # fmt: skip
+        return f"{short} is signed by {entry.signer}, a {role} key: an approval is signed by a user or curator key"
     if oc.parse_time(entry.body["time"]) > stamp + MAX_SKEW:
         return f"{short} is dated {entry.body['time']}, after the snapshot that records it ({oc.format_time(stamp)})"
     return None
 
 
-def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
-                  known: Callable[[str, str], bool], v3_before: bool = False,
-                  plans: Callable[[str], oc.Entry | None] | None = None) -> str | None:  # fmt: skip
+def batch_problem(
+    appended: Sequence[tuple[int, oc.Entry]],
+    *,
+    v2_before: bool,
+    known: Callable[[str, str], bool],
+    v3_before: bool = False,
+    plans: Callable[[str], oc.Entry | None] | None = None,
+) -> str | None:
     """Why the entries one ``outcome`` snapshot appends (``(index in the log, entry)``, in log order) break
     docs/lineage.md §14.9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
     each batch they name is new (``known(signer, id)``: the log before holds that batch) and appended whole,
@@ -497,26 +568,34 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
         batch, short = entry.batch, entry.id.hex()[:12]
         if batch is None:
             if v2_before:
-                return (f"outcome {i}: {short} is a v1 record ({oc.FORMAT_V1}), appended after the log's first "
-                        f"v2 record: from then on every record is {oc.FORMAT_V2} or {oc.FORMAT}, whole in its "
-                        "batch")  # fmt: skip
+                return (
+                    f"outcome {i}: {short} is a v1 record ({oc.FORMAT_V1}), appended after the log's first "
+                    f"v2 record: from then on every record is {oc.FORMAT_V2} or {oc.FORMAT}, whole in its "
+                    "batch"
+                )
             continue
         if entry.level == 2 and v3_before:
-            return (f"outcome {i}: {short} is a v2 record ({oc.FORMAT_V2}), appended after the log's first v3 "
-                    f"record: from then on every record is {oc.FORMAT}"
-                    " (see docs/lineage.md, 'Evaluations')")  # fmt: skip
+            return (
+                f"outcome {i}: {short} is a v2 record ({oc.FORMAT_V2}), appended after the log's first v3 "
+                f"record: from then on every record is {oc.FORMAT}"
+                " (see docs/lineage.md, 'Evaluations')"
+            )
         v2_before = True  # a v1 record after a v2 one in the same snapshot is after the log's first v2 record
         v3_before = v3_before or entry.level == 3
         key = (entry.signer, batch["id"])
         if key not in groups:
             if known(*key):
-                return (f"outcome {i}: {short} is of batch {batch['id'][:12]} of {entry.signer}, which the log "
-                        "already holds: a batch is appended whole, once")  # fmt: skip
+                return (
+                    f"outcome {i}: {short} is of batch {batch['id'][:12]} of {entry.signer}, which the log "
+                    "already holds: a batch is appended whole, once"
+                )
             prev = batch["prev"]
             if prev is not None and not (known(entry.signer, prev) or (entry.signer, prev) in groups):
-                return (f"outcome {i}: {short}'s batch {batch['id'][:12]} follows batch {prev[:12]} of "
-                        f"{entry.signer}, which is not in the log before it: a batch of the signer's was "
-                        "dropped")  # fmt: skip
+                return (
+                    f"outcome {i}: {short}'s batch {batch['id'][:12]} follows batch {prev[:12]} of "
+                    f"{entry.signer}, which is not in the log before it: a batch of the signer's was "
+                    "dropped"
+                )
             groups[key] = []
         groups[key].append((i, entry))
     for (signer, bid), members in groups.items():
@@ -525,16 +604,23 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
         count, prev = first["count"], first["prev"]
         indices = sorted(e.batch["index"] for _, e in members if e.batch is not None)
         if any(e.batch != {**first, "index": e.batch["index"]} for _, e in members if e.batch is not None):
-            return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} names more than one count or prev "
-                    "among its outcomes")  # fmt: skip
+            return (
+                f"outcome {members[0][0]}: batch {bid[:12]} of {signer} names more than one count or prev "
+                "among its outcomes"
+            )
         if indices != list(range(count)):
             missing = sorted(set(range(count)) - set(indices))
             twice = sorted(k for k, n in Counter(indices).items() if n > 1)
-            what = (f"index {', '.join(map(str, missing[:5]))} missing" if missing
-                    else f"index {', '.join(map(str, twice[:5]))} twice")  # fmt: skip
-            return (f"outcome {members[0][0]}: batch {bid[:12]} of {signer} holds {len(members)} of its {count} "
-                    f"outcomes ({what}): a verifier's batch is appended whole"
-                    " (see docs/lineage.md, 'A signer's record is complete: batches')")  # fmt: skip
+            what = (
+                f"index {', '.join(map(str, missing[:5]))} missing"
+                if missing
+                else f"index {', '.join(map(str, twice[:5]))} twice"
+            )
+            return (
+                f"outcome {members[0][0]}: batch {bid[:12]} of {signer} holds {len(members)} of its {count} "
+                f"outcomes ({what}): a verifier's batch is appended whole"
+                " (see docs/lineage.md, 'A signer's record is complete: batches')"
+            )
         if any(e.eval is not None for _, e in members):
             problem = _grid_problem(members, f"outcome {members[0][0]}: batch {bid[:12]} of {signer}", plans)
             if problem is not None:
@@ -542,15 +628,18 @@ def batch_problem(appended: Sequence[tuple[int, oc.Entry]], *, v2_before: bool,
     return None
 
 
-def _grid_problem(members: Sequence[tuple[int, oc.Entry]], label: str,
-                  plans: Callable[[str], oc.Entry | None] | None) -> str | None:  # fmt: skip
+def _grid_problem(
+    members: Sequence[tuple[int, oc.Entry]], label: str, plans: Callable[[str], oc.Entry | None] | None
+) -> str | None:
     """Why a whole batch holding a run of an evaluation breaks docs/lineage.md §14.10.5 rule 4, or None: it
     holds only runs, of one plan, one skill and one version; and, under a plan, exactly the plan's grid
     (every case × run × condition once), so a failed run cannot be left out of a re-signed batch."""
     runs = [e for _, e in members if e.eval is not None]
     if len(runs) != len(members):
-        return (f"{label} mixes runs of an evaluation with other outcomes: a batch that holds a run holds only "
-                "the runs of one evaluation")  # fmt: skip
+        return (
+            f"{label} mixes runs of an evaluation with other outcomes: a batch that holds a run holds only "
+            "the runs of one evaluation"
+        )
     which = {(e.eval["plan"], e.body["skill"], e.body["version"]) for e in runs if e.eval is not None}
     if len(which) != 1:
         return f"{label} holds runs of more than one plan, skill or version: a batch is one evaluation"
@@ -569,6 +658,8 @@ def _grid_problem(members: Sequence[tuple[int, oc.Entry]], label: str,
     missing, twice = sorted(want - got), sorted(k for k, n in got.items() if n > 1 or k not in want)
     cell = missing[0] if missing else twice[0]
     what = f"case {cell[0]!r} run {cell[1]} {cell[2]} {'missing' if missing else 'twice or not in the plan'}"
-    return (f"{label} holds {len(runs)} runs of plan {pid[:12]}, whose grid is {sum(want.values())} ({what}): "
-            "an evaluation is recorded whole, every case × run × condition of its plan once "
-            "(see docs/lineage.md, 'Evaluations')")  # fmt: skip
+    return (
+        f"{label} holds {len(runs)} runs of plan {pid[:12]}, whose grid is {sum(want.values())} ({what}): "
+        "an evaluation is recorded whole, every case × run × condition of its plan once "
+        "(see docs/lineage.md, 'Evaluations')"
+    )

@@ -64,34 +64,50 @@ def check_siblings(store: gs.GitStore, walked: Walked, report: Report, signed: l
                 except LedgerError as exc:
                     why = exc.message
             i = walked.index[snap.commit]
-            label = (f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})" if snap.commit in walked.side
-                     else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})")  # fmt: skip
+            label = (
+                f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})"
+                if snap.commit in walked.side
+                else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})"
+            )
             chk.fail(f"{label}: {why}", snapshot=snap.commit, index=i)
     if chk.ok:
-        chk.summary = (f"{count} snapshot(s) carry a git signature by the Ed25519 sibling their signer certifies; "
-                       f"{len(certified)} address(es), each with one pair of siblings")  # fmt: skip
+        chk.summary = (
+            f"{count} snapshot(s) carry a git signature by the Ed25519 sibling their signer certifies; "
+            f"{len(certified)} address(es), each with one pair of siblings"
+        )
 
 
-def _certified(snap: gs.Snapshot, values: list[str], address: str | None,
-               certified: dict[str, tuple[siblings.Siblings, str]], owners: dict[str, str]) -> bytes:  # fmt: skip
+def _certified(
+    snap: gs.Snapshot,
+    values: list[str],
+    address: str | None,
+    certified: dict[str, tuple[siblings.Siblings, str]],
+    owners: dict[str, str],
+) -> bytes:
     """The Ed25519 key blob a snapshot certifies, by rules 1–3; ``address`` is its accepted signer, if any."""
     if snap.signature is None:
         raise SignatureError("it carries Ledger-Sibling trailers but no Ledger-Signature to certify them")
     certifies = siblings.Siblings.from_trailers(values)
     if [v.split(" ")[0] for v in values] != list(siblings.SCHEMES):
-        raise SignatureError(f"its Ledger-Sibling trailers are {len(values)}; a signed snapshot names exactly "
-                             f"two, {siblings.ED25519} then {siblings.P256}"
-                             " (see docs/lineage.md, 'Sibling keys')")  # fmt: skip
+        raise SignatureError(
+            f"its Ledger-Sibling trailers are {len(values)}; a signed snapshot names exactly "
+            f"two, {siblings.ED25519} then {siblings.P256}"
+            " (see docs/lineage.md, 'Sibling keys')"
+        )
     if address is not None:
         first = certified.setdefault(address, (certifies, snap.commit))
         if first[0] != certifies:
-            raise SignatureError(f"{address} certifies other sibling keys here than at snapshot {first[1][:12]}; "
-                                 "an address has one pair of siblings")  # fmt: skip
+            raise SignatureError(
+                f"{address} certifies other sibling keys here than at snapshot {first[1][:12]}; "
+                "an address has one pair of siblings"
+            )
         for line in values:  # a key names one signer: another address may not claim it (lineage.md §8.7 rule 3)
             owner = owners.setdefault(line, address)
             if owner != address:
-                raise SignatureError(f"{address} certifies the {line.split(' ')[0]} sibling that {owner} certified "
-                                     "before; a sibling key belongs to one address")  # fmt: skip
+                raise SignatureError(
+                    f"{address} certifies the {line.split(' ')[0]} sibling that {owner} certified "
+                    "before; a sibling key belongs to one address"
+                )
     return siblings.parse_public(certifies.ed25519)[1]
 
 

@@ -48,8 +48,10 @@ def _versions(brain: Any, args: list[str]) -> tuple[list[str], str | None]:
         names.add(name)
         out.append(brain.version_commit(name, int(m.group(2))).hex())
     if len(names) > 1:
-        raise UsageError(f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
-                         hint="compare versions of one skill, or two revisions with --skill")  # fmt: skip
+        raise UsageError(
+            f"NAME@VERSION arguments name different skills: {', '.join(sorted(names))}",
+            hint="compare versions of one skill, or two revisions with --skill",
+        )
     return out, names.pop() if names else None
 
 

@@ -155,8 +155,9 @@ def audit_repo(
             if not check_chain(store, snaps, report, rpc, registry, agent, from_block, signed, epoch_logs):
                 for name, what in CHAIN_CHECKS.items():  # an unknown contract's answers prove nothing
                     if name != "chain.code":
-                        report.check(name).skip(f"not checked, the registry's code is not one this ledger "
-                                                f"knows: {what}")  # fmt: skip
+                        report.check(name).skip(
+                            f"not checked, the registry's code is not one this ledger knows: {what}"
+                        )
         else:
             _skip_chain(report, *without_chain)
         _check_fsck(path, report)
@@ -208,8 +209,10 @@ def _check_receipts(store: gs.GitStore, snaps: list[gs.Snapshot], report: Report
     if not count:
         chk.skip("no receipts in this repository (fetch refs/notes/ledger-chain to check them)")
     elif chk.ok:
-        chk.summary = (f"{count} receipt(s) sit on their snapshots with the snapshot's root and chain sequence; "
-                       "their blocks, transactions and committers need --rpc (chain.receipts)")  # fmt: skip
+        chk.summary = (
+            f"{count} receipt(s) sit on their snapshots with the snapshot's root and chain sequence; "
+            "their blocks, transactions and committers need --rpc (chain.receipts)"
+        )
 
 
 def _context() -> dict[str, Any]:
@@ -249,8 +252,10 @@ def _check_worktree(path: Path, store: gs.GitStore, snaps: list[gs.Snapshot], re
         node = disk.entries.get(name)
         if node is not None and name in skills and node.digest == th.tree_digest(store, skills[name], cache, name):
             continue
-        old = {f"{name}/{rel}": (gs.kind_of_mode(mode, rel), th.blob_digest(store, sha, cache))
-               for rel, (mode, sha) in th.files_of(store, skills.get(name)).items()}  # fmt: skip
+        old = {
+            f"{name}/{rel}": (gs.kind_of_mode(mode, rel), th.blob_digest(store, sha, cache))
+            for rel, (mode, sha) in th.files_of(store, skills.get(name)).items()
+        }
         new = file_entries(node, name)
         for p in sorted(set(old) | set(new)):
             if old.get(p) != new.get(p):
@@ -277,8 +282,10 @@ def _check_fsck(path: Path, report: Report) -> None:
         chk.fail(f"{len(replaced)} replace ref(s) make git show substituted objects: {replaced[0]}", path=replaced[0])
     grafts = git.call("-C", str(path), "rev-parse", "--git-path", "info/grafts").stdout.decode().strip()
     if grafts and (path / grafts if not Path(grafts).is_absolute() else Path(grafts)).is_file():
-        chk.fail("info/grafts rewrites parents for git's own history commands"
-                 " (see docs/lineage.md, 'The store')", path=grafts)
+        chk.fail(
+            "info/grafts rewrites parents for git's own history commands (see docs/lineage.md, 'The store')",
+            path=grafts,
+        )
     control = path / ".ledger"  # a brain (not a clone): its background packer must not repack under fsck
     with no_repack(control) if (control / "config.json").is_file() else contextlib.nullcontext():
         proc = git.call("-C", str(path), "fsck", "--no-dangling", "--no-progress", timeout=WHOLE)

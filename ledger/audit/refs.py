@@ -45,8 +45,19 @@ from ledger.store import gitstore as gs
 from ledger.store.evidence import log_of
 from ledger.store.git import WHOLE, Git
 
-__all__ = ["NOTES", "Lineage", "check_refs", "epoch_receipt", "evidence_receipt", "listed", "log_keeps", "owned",
-           "receipt_problem", "shape", "update_problems"]  # fmt: skip
+__all__ = [
+    "NOTES",
+    "Lineage",
+    "check_refs",
+    "epoch_receipt",
+    "evidence_receipt",
+    "listed",
+    "log_keeps",
+    "owned",
+    "receipt_problem",
+    "shape",
+    "update_problems",
+]
 
 NOTES = (NOTES_REF, EPOCH_NOTES_REF, EVIDENCE_NOTES_REF)
 ZERO = b"\x00" * 32
@@ -75,8 +86,9 @@ class Lineage:
         if self._snaps is None:
             self._snaps = []
             if self.head is not None:
-                proc = Git(self.store.git_dir).call("rev-list", "--first-parent", "--reverse", self.head.hex(),
-                                                    timeout=WHOLE)  # fmt: skip
+                proc = Git(self.store.git_dir).call(
+                    "rev-list", "--first-parent", "--reverse", self.head.hex(), timeout=WHOLE
+                )
                 for commit in proc.stdout.decode().split():
                     try:
                         self._snaps.append(self.store.snapshot(bytes.fromhex(commit)))
@@ -112,8 +124,10 @@ def notes_tree(store: gs.GitStore, commit: bytes) -> dict[str, bytes]:
                 continue
             key = path.replace("/", "")
             if mode != gs.MODE_FILE or not _NOTE_NAME.fullmatch(key) or not _FANOUT.fullmatch(prefix):
-                raise StoreError(f"its tree holds {path!r}, which is not a note on a commit (40 hex digits, in "
-                                 "git's fan-out directories)")  # fmt: skip
+                raise StoreError(
+                    f"its tree holds {path!r}, which is not a note on a commit (40 hex digits, in "
+                    "git's fan-out directories)"
+                )
             if key in out:
                 raise StoreError(f"its tree holds two notes on {key[:12]}")
             out[key] = sha
@@ -160,15 +174,17 @@ def epoch_receipt(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int
     if agent is not None and facts["agent"] != agent:
         return None, f"names agent {facts['agent']:#x}, not this brain's {agent:#x}"
     if facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
-        return None, (f"names chain sequence {facts['seq']} and its root, but that snapshot is anchored as "
-                      f"chain sequence {i + 1}")  # fmt: skip
+        return None, (
+            f"names chain sequence {facts['seq']} and its root, but that snapshot is anchored as chain sequence {i + 1}"
+        )
     if facts["parent"] != (snaps[i - 1].root if i else ZERO):
         return None, "names a parent that is not the root of the snapshot before"
     return (doc, facts), None
 
 
-def evidence_receipt(data: bytes, commit: str, mainline: list[gs.Snapshot], store: gs.GitStore,
-                     agent: int | None) -> tuple[Any, str | None]:  # fmt: skip
+def evidence_receipt(
+    data: bytes, commit: str, mainline: list[gs.Snapshot], store: gs.GitStore, agent: int | None
+) -> tuple[Any, str | None]:
     """``((doc, facts), None)`` for an evidence receipt that holds up offline, else ``(None, why)``: it verifies
     offline and sits on a mainline snapshot whose root is its head and whose evidence log is exactly its own."""
     try:
@@ -188,8 +204,9 @@ def evidence_receipt(data: bytes, commit: str, mainline: list[gs.Snapshot], stor
     except LedgerError as exc:
         return None, f"sits on a snapshot whose evidence log cannot be read: {exc.message}"
     if (log.size, log.root) != (facts["evidence_size"], facts["evidence_root"]):
-        return None, (f"anchors {facts['evidence_size']} evidence entries, but that snapshot records {log.size} "
-                      "or another root")  # fmt: skip
+        return None, (
+            f"anchors {facts['evidence_size']} evidence entries, but that snapshot records {log.size} or another root"
+        )
     return (doc, facts), None
 
 
@@ -226,8 +243,9 @@ def log_keeps(old: EpochLog, new: EpochLog) -> str | None:
 # ------------------------------------------------------------------ a push, ref by ref
 
 
-def update_problems(store: gs.GitStore, ref: str, old: bytes | None, new: bytes | None, lineage: Lineage, *,
-                    receipts: bool = True) -> list[str]:  # fmt: skip
+def update_problems(
+    store: gs.GitStore, ref: str, old: bytes | None, new: bytes | None, lineage: Lineage, *, receipts: bool = True
+) -> list[str]:
     """Why moving ``ref`` (not ``main``) from ``old`` to ``new`` is refused (None: absent); empty when it passes.
 
     ``lineage`` is ``main`` as it will be once the push lands: the receipts the push adds must sit on it
@@ -235,8 +253,10 @@ def update_problems(store: gs.GitStore, ref: str, old: bytes | None, new: bytes 
     if ref in KEPT:
         return ["a copy keeps it for itself (receipts not yet checked against a chain); it is never published"]
     if ref not in PUBLISHED:
-        return [f"it is not a ref the ledger publishes (under {', '.join(NAMESPACES)} only "
-                f"{', '.join(r for r in PUBLISHED if r != BRANCH)})"]  # fmt: skip
+        return [
+            f"it is not a ref the ledger publishes (under {', '.join(NAMESPACES)} only "
+            f"{', '.join(r for r in PUBLISHED if r != BRANCH)})"
+        ]
     if new is None:
         return ["deleting it: what the ledger publishes is never removed"]
     why = shape(store, ref, new)
@@ -299,9 +319,15 @@ def check_refs(store: gs.GitStore, head: bytes | None, report: Report) -> None:
         if problems:
             refused[ref] = problems
     if refused:
-        chk.fail(f"{len(refused)} ref(s) every peer refuses: "
-                 + "; ".join(f"{ref} ({', '.join(why)})" for ref, why in refused.items()), path=next(iter(refused)))
+        chk.fail(
+            f"{len(refused)} ref(s) every peer refuses: "
+            + "; ".join(f"{ref} ({', '.join(why)})" for ref, why in refused.items()),
+            path=next(iter(refused)),
+        )
         chk.failures = 1  # one line names them all
     else:
-        chk.summary = (f"{len(refs)} ref(s) beside main, each one a peer takes: {', '.join(sorted(refs))}" if refs
-                       else f"no ref beside main under {', '.join(NAMESPACES)}: none a peer refuses")  # fmt: skip
+        chk.summary = (
+            f"{len(refs)} ref(s) beside main, each one a peer takes: {', '.join(sorted(refs))}"
+            if refs
+            else f"no ref beside main under {', '.join(NAMESPACES)}: none a peer refuses"
+        )

@@ -60,11 +60,18 @@ class AuditReport(Report):
         """The verdict of a finished audit (``repo``: the name to print instead of its path)."""
         doc = report.to_json()
         return cls(
-            repo=repo if repo is not None else doc["repo"], ok=doc["ok"], verdict=doc["verdict"],
-            skipped=doc["skipped"], checks={k: AuditCheck(**asdict(v)) for k, v in report.checks.items()},
-            pending=doc["pending"], chain=doc["chain"], context=doc["context"], timeline=doc["timeline"],
-            skills=doc["skills"], supply=doc["supply"],
-        )  # fmt: skip
+            repo=repo if repo is not None else doc["repo"],
+            ok=doc["ok"],
+            verdict=doc["verdict"],
+            skipped=doc["skipped"],
+            checks={k: AuditCheck(**asdict(v)) for k, v in report.checks.items()},
+            pending=doc["pending"],
+            chain=doc["chain"],
+            context=doc["context"],
+            timeline=doc["timeline"],
+            skills=doc["skills"],
+            supply=doc["supply"],
+        )
 
 
 @dataclass(frozen=True)
@@ -104,8 +111,13 @@ class DiffReport(Report):
     def of(cls, diff: Any) -> DiffReport:
         """From a :class:`ledger.store.diffs.Diff`."""
         doc = diff.to_json()
-        return cls(old=doc["from"], new=doc["to"], skills=doc["skills"],
-                   files=[FileChange(**f) for f in doc["files"]], patch=doc["patch"])  # fmt: skip
+        return cls(
+            old=doc["from"],
+            new=doc["to"],
+            skills=doc["skills"],
+            files=[FileChange(**f) for f in doc["files"]],
+            patch=doc["patch"],
+        )
 
 
 @dataclass(frozen=True)

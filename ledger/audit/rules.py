@@ -16,9 +16,15 @@ from ledger.store import treehash as th
 from ledger.store.gitstore import blob_id
 
 _TOP = {
-    "skills": gs.MODE_DIR, "categories": gs.MODE_DIR, "retired": gs.MODE_FILE, "layout": gs.MODE_FILE,
-    "keys": gs.MODE_FILE, "versions": gs.MODE_FILE, "supply": gs.MODE_FILE, "evidence": gs.MODE_DIR,
-}  # fmt: skip
+    "skills": gs.MODE_DIR,
+    "categories": gs.MODE_DIR,
+    "retired": gs.MODE_FILE,
+    "layout": gs.MODE_FILE,
+    "keys": gs.MODE_FILE,
+    "versions": gs.MODE_FILE,
+    "supply": gs.MODE_FILE,
+    "evidence": gs.MODE_DIR,
+}
 
 
 def stray_entries(store: gs.GitStore, snap: gs.Snapshot, tops: dict[str, dict[str, bytes]]) -> str | None:
@@ -44,8 +50,11 @@ def check_trailers(snap: gs.Snapshot, genesis: bool, label: str, chk: Check, whe
     elif not _count_ok(snap.operation, len(actions)):
         chk.fail(f"{label}: operation {snap.operation!r} records {len(actions)} change(s)", **where)
     elif (snap.operation == "merge") != (snap.merged() is not None):
-        chk.fail(f"{label}: Ledger-Merge-Parent and Ledger-Merge-Root belong to a merge snapshot, and a merge "
-                 "needs both (see docs/lineage.md, 'Merges')", **where)  # fmt: skip
+        chk.fail(
+            f"{label}: Ledger-Merge-Parent and Ledger-Merge-Root belong to a merge snapshot, and a merge "
+            "needs both (see docs/lineage.md, 'Merges')",
+            **where,
+        )
     elif any(a not in allowed for a in actions):
         chk.fail(f"{label}: operation {snap.operation!r} cannot {'/'.join(sorted(set(actions)))} a skill", **where)
     elif (canonical := _canonical(snap)) != snap.message:
@@ -205,12 +214,20 @@ def check_versions_record(
         wrong = sorted(n for n in set(recorded) | set(live) if recorded.get(n) != live.get(n))
         chk.fail(
             f"{label}: its 'versions' record does not give every live skill's version (first: {wrong[0]!r})",
-            path="versions", expected=str(live.get(wrong[0])), computed=str(recorded.get(wrong[0])), **where,
-        )  # fmt: skip
+            path="versions",
+            expected=str(live.get(wrong[0])),
+            computed=str(recorded.get(wrong[0])),
+            **where,
+        )
 
 
 def check_skill(
-    store: gs.GitStore, tree: bytes | None, name: str, version: int | None, label: str, chk: Check,
+    store: gs.GitStore,
+    tree: bytes | None,
+    name: str,
+    version: int | None,
+    label: str,
+    chk: Check,
     where: dict[str, Any],
 ) -> None:
     """A written skill is valid; where versions live in SKILL.md (``version`` given), it carries this one."""
@@ -235,21 +252,30 @@ def check_skill(
         chk.fail(f"{label}: invalid skill {name!r}: {msg}", path=name, **where)
 
 
-
-
 def check_merge_versions(
-    store: gs.GitStore, snap: gs.Snapshot, label: str, entries: dict[str, bytes], first: Any, second: Any,
-    versions_chk: Check, skills_chk: Check, where: dict[str, Any], report: Report, in_store: bool,
-) -> None:  # fmt: skip
+    store: gs.GitStore,
+    snap: gs.Snapshot,
+    label: str,
+    entries: dict[str, bytes],
+    first: Any,
+    second: Any,
+    versions_chk: Check,
+    skills_chk: Check,
+    where: dict[str, Any],
+    report: Report,
+    in_store: bool,
+) -> None:
     """docs/lineage.md §9.3: each change of a merge takes the second parent's skill at its own version,
     or records one after every version either parent has had; ``first.live`` becomes the merge's."""
     live = first.live
     for change in snap.changes:
         name, version = change.skill, change.version
         report.skills.setdefault(name, []).append(
-            {"version": version, "action": change.action, "commit": snap.commit, "index": where["index"]})
-        known = max(first.live.get(name, 0), first.retired.get(name, 0), second.live.get(name, 0),
-                    second.retired.get(name, 0))  # fmt: skip
+            {"version": version, "action": change.action, "commit": snap.commit, "index": where["index"]}
+        )
+        known = max(
+            first.live.get(name, 0), first.retired.get(name, 0), second.live.get(name, 0), second.retired.get(name, 0)
+        )
         taken = entries.get(name) == second.entries.get(name) and version == second.live.get(name)
         if change.action == "delete":
             ok = live.get(name) == version and name not in second.live and name not in entries
@@ -259,8 +285,10 @@ def check_merge_versions(
             fresh = version == known + 1
             above = version > max(first.live.get(name, 0), first.retired.get(name, 0))
             ok = (change.action == "create") == (name not in live) and (fresh or (taken and above))
-            why = (f"{change.action}s {name!r} at v{version}: neither the second parent's skill at its version "
-                   f"nor v{known + 1}, after both parents")  # fmt: skip
+            why = (
+                f"{change.action}s {name!r} at v{version}: neither the second parent's skill at its version "
+                f"nor v{known + 1}, after both parents"
+            )
             if ok:
                 live[name] = version
                 check_skill(store, entries.get(name), name, None if in_store else version, label, skills_chk, where)

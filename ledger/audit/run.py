@@ -20,8 +20,14 @@ __all__ = ["audit", "verify"]
 Progress = Callable[[int, int], None]
 
 
-def verify(brain: Any, *, with_chain: bool = False, epoch_logs: Mapping[str, str] | None = None,
-           require_signatures: bool = False, progress: Progress | None = None) -> AuditReport:  # fmt: skip
+def verify(
+    brain: Any,
+    *,
+    with_chain: bool = False,
+    epoch_logs: Mapping[str, str] | None = None,
+    require_signatures: bool = False,
+    progress: Progress | None = None,
+) -> AuditReport:
     """Audit this brain with its working tree; ``with_chain``: against the registry its config names."""
     root, cfg = brain.root, brain.config.get("chain") or {}
     kwargs: dict[str, Any] = {}
@@ -36,20 +42,40 @@ def verify(brain: Any, *, with_chain: bool = False, epoch_logs: Mapping[str, str
             "epoch_logs": dict(epoch_logs or {}),
         }
     report = audit_repo(
-        root, worktree=True, progress=progress, require_signatures=require_signatures,
-        without_chain=("no --chain", "run 'ledger verify --chain'"), **kwargs,
-    )  # fmt: skip
+        root,
+        worktree=True,
+        progress=progress,
+        require_signatures=require_signatures,
+        without_chain=("no --chain", "run 'ledger verify --chain'"),
+        **kwargs,
+    )
     return AuditReport.of(report)
 
 
-def audit(path: Path, *, name: str | None = None, rpc: str | None = None, registry: str | None = None,
-          agent: int | None = None, from_block: int = 0, epoch_logs: Mapping[str, str] | None = None,
-          require_signatures: bool = False, founder: str | None = None,
-          progress: Progress | None = None) -> AuditReport:  # fmt: skip
+def audit(
+    path: Path,
+    *,
+    name: str | None = None,
+    rpc: str | None = None,
+    registry: str | None = None,
+    agent: int | None = None,
+    from_block: int = 0,
+    epoch_logs: Mapping[str, str] | None = None,
+    require_signatures: bool = False,
+    founder: str | None = None,
+    progress: Progress | None = None,
+) -> AuditReport:
     """Audit the git store at ``path`` (a brain, a clone, a bare repository); ``name`` is the report's
     ``repo`` when it is not that path (a URL fetched into ``path``)."""
     report = audit_repo(
-        path, rpc=rpc, registry=registry, agent=agent, from_block=from_block, progress=progress,
-        require_signatures=require_signatures, founder=founder, epoch_logs=dict(epoch_logs or {}),
-    )  # fmt: skip
+        path,
+        rpc=rpc,
+        registry=registry,
+        agent=agent,
+        from_block=from_block,
+        progress=progress,
+        require_signatures=require_signatures,
+        founder=founder,
+        epoch_logs=dict(epoch_logs or {}),
+    )
     return AuditReport.of(report, name)

@@ -50,15 +50,20 @@ def check_signatures(
         i = walked.index[snap.commit]
         side = snap.commit in walked.side
         trust = _trust_of(store, trusts, snap.parents[0]) if snap.parents else Trust()
-        label = (f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})" if side
-                 else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})")  # fmt: skip
+        label = (
+            f"snapshot {snap.commit[:12]} (merged at #{i}, {snap.operation})"
+            if side
+            else f"snapshot #{i} ({snap.commit[:12]}, {snap.operation})"
+        )
         where = {"snapshot": snap.commit, "index": i}
         trusts[snap.commit] = trust
         try:
             changes = [parse_key_change(v) for v in snap.trailers.get(KEY_TRAILER, [])]
             if changes and side:
-                raise TrustError("a merged branch changes the trust set; key changes travel on the mainline "
-                                 "(see docs/lineage.md, 'Merges', 'Trust')")  # fmt: skip
+                raise TrustError(
+                    "a merged branch changes the trust set; key changes travel on the mainline "
+                    "(see docs/lineage.md, 'Merges', 'Trust')"
+                )
             signer = signer_of(snap)
             actor = snap.attribution.get("actor")
             trust.authorize(snap.operation, changes, signer, actor)
@@ -77,10 +82,19 @@ def check_signatures(
                 shown[snap.commit]["actor"], shown[snap.commit]["signer"] = signed[-1].role, signer
         if snap.operation == "adopt":
             adopted_at = i
-        if founder is not None and signer is not None and not trust.established and after.established \
-                and signer != founder.lower():
-            chk.fail(f"{label}: the trust set was founded by {signer}, not by the expected {founder.lower()}",
-                     expected=founder.lower(), computed=signer, **where)  # fmt: skip
+        if (
+            founder is not None
+            and signer is not None
+            and not trust.established
+            and after.established
+            and signer != founder.lower()
+        ):
+            chk.fail(
+                f"{label}: the trust set was founded by {signer}, not by the expected {founder.lower()}",
+                expected=founder.lower(),
+                computed=signer,
+                **where,
+            )
         _check_record(store, snap, after, label, chk, where, report.tops.get(snap.commit), seen)
         if not side:
             final = after
@@ -129,9 +143,15 @@ def signer_of(snap: gs.Snapshot) -> str | None:
 
 
 def _check_record(
-    store: gs.GitStore, snap: gs.Snapshot, trust: Trust, label: str, chk: Check, where: dict,
-    top: dict[str, bytes] | None, seen: dict[bytes, bytes],
-) -> None:  # fmt: skip
+    store: gs.GitStore,
+    snap: gs.Snapshot,
+    trust: Trust,
+    label: str,
+    chk: Check,
+    where: dict,
+    top: dict[str, bytes] | None,
+    seen: dict[bytes, bytes],
+) -> None:
     try:
         if top is None:
             record = format_record(store.trust_at(snap.tree)[1])
@@ -146,6 +166,10 @@ def _check_record(
         chk.fail(f"{label}: {exc.message}", **where)
         return
     if record != format_record(trust):
-        chk.fail(f"{label}: its 'keys' record is not the trust set its lineage gives", path="keys",
-                 expected=format_record(trust).decode() or "(none)",
-                 computed=record.decode() or "(none)", **where)  # fmt: skip
+        chk.fail(
+            f"{label}: its 'keys' record is not the trust set its lineage gives",
+            path="keys",
+            expected=format_record(trust).decode() or "(none)",
+            computed=record.decode() or "(none)",
+            **where,
+        )

@@ -65,15 +65,26 @@ def check_supply(store: gs.GitStore, walked: Walked, report: Report, signed: Seq
             installed = len(now.skills)
             report.supply = [_credit(n, e) for n, e in sorted(now.skills.items())]
     if chk.ok:
-        chk.summary = (f"{installed} skill(s) installed from elsewhere: pins, verdicts, approvals and revocations "
-                       "follow the rules" if any(records.values()) else "no skill was installed from elsewhere")
+        chk.summary = (
+            f"{installed} skill(s) installed from elsewhere: pins, verdicts, approvals and revocations follow the rules"
+            if any(records.values())
+            else "no skill was installed from elsewhere"
+        )
 
 
 def _credit(name: str, entry: sp.Entry) -> dict[str, Any]:
     """What a report shows of an installed skill: whose it is, from where, and its standing."""
-    return {"skill": name, "state": entry.state, "source": entry.source["url"], "type": entry.source["type"],
-            "pin": entry.pin, "signer": entry.signer, "derived_from": entry.derived_from,
-            "verdict": entry.verdict.get("worst"), "approved_by": (entry.approval or {}).get("by")}  # fmt: skip
+    return {
+        "skill": name,
+        "state": entry.state,
+        "source": entry.source["url"],
+        "type": entry.source["type"],
+        "pin": entry.pin,
+        "signer": entry.signer,
+        "derived_from": entry.derived_from,
+        "verdict": entry.verdict.get("worst"),
+        "approved_by": (entry.approval or {}).get("by"),
+    }
 
 
 def _parse(store: gs.GitStore, blob: bytes, blobs: dict[bytes, sp.Supply]) -> sp.Supply:
@@ -82,23 +93,27 @@ def _parse(store: gs.GitStore, blob: bytes, blobs: dict[bytes, sp.Supply]) -> sp
     return blobs[blob]
 
 
-def _parent(store: gs.GitStore, commit: str, records: dict[str, sp.Supply | None],
-            blobs: dict[bytes, sp.Supply]) -> sp.Supply | None:  # fmt: skip
+def _parent(
+    store: gs.GitStore, commit: str, records: dict[str, sp.Supply | None], blobs: dict[bytes, sp.Supply]
+) -> sp.Supply | None:
     if commit not in records:  # outside an incremental audit: read as it stands
         sha, _ = store.supply_record(store.commit_info(bytes.fromhex(commit))[0])
         records[commit] = _parse(store, sha, blobs) if sha is not None else None
     return records[commit]
 
 
-def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None], now: sp.Supply | None,
-           signer: Signed | None) -> str | None:  # fmt: skip
+def _rules(
+    store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None], now: sp.Supply | None, signer: Signed | None
+) -> str | None:
     op = snap.operation
     before = (parents[0] if parents else None) or sp.Supply()
     after = now or sp.Supply()
     declared = [p.format for p in parents if p is not None]
     if now is not None and declared and now.format < max(declared):
-        return (f"the record declares format {now.format}, older than its parent's {max(declared)}; a record never "
-                "goes back to an older format (rule 1)")  # fmt: skip
+        return (
+            f"the record declares format {now.format}, older than its parent's {max(declared)}; a record never "
+            "goes back to an older format (rule 1)"
+        )
     problem = _revocations(before, after) if op != "merge" else _merged_revocations(parents, after)
     if problem:
         return problem
@@ -128,19 +143,31 @@ def _rules(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
     for name in sorted(changed):
         old, new = before.skills[name], after.skills[name]
         if op == "approve":
-            if old.state != sp.QUARANTINED or new.state != sp.APPROVED or \
-                    _without(old, "state", "approval") != _without(new, "state", "approval"):  # fmt: skip
-                return f"the approval of {name} changes more than its state (or approves a skill not in quarantine) " \
-                       "(rule 7)"  # fmt: skip
+            if (
+                old.state != sp.QUARANTINED
+                or new.state != sp.APPROVED
+                or _without(old, "state", "approval") != _without(new, "state", "approval")
+            ):
+                return (
+                    f"the approval of {name} changes more than its state (or approves a skill not in quarantine) "
+                    "(rule 7)"
+                )
             role = signer.role if signer else snap.attribution.get("actor")
             if role not in APPROVERS:
-                return f"{name} is approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} " \
-                       "snapshot; approvals are a user's or a curator's (rule 7)"  # fmt: skip
+                return (
+                    f"{name} is approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} "
+                    "snapshot; approvals are a user's or a curator's (rule 7)"
+                )
             if signer is not None and (new.approval or {}).get("by") != signer.address:
-                return f"{name}'s approval names {(new.approval or {}).get('by') or 'no key'}, not its signer " \
-                       f"{signer.address} (rule 7)"  # fmt: skip
-        elif new.state != sp.REVOKED or _without(old, "state") != _without(new, "state") \
-                or not after.is_revoked(*new.digests()):  # fmt: skip
+                return (
+                    f"{name}'s approval names {(new.approval or {}).get('by') or 'no key'}, not its signer "
+                    f"{signer.address} (rule 7)"
+                )
+        elif (
+            new.state != sp.REVOKED
+            or _without(old, "state") != _without(new, "state")
+            or not after.is_revoked(*new.digests())
+        ):
             return f"the revocation changes {name}'s entry beyond marking it revoked (rule 8)"
     if op == "approve" and not changed:
         return "an approve snapshot that approves nothing (rule 7)"
@@ -154,14 +181,18 @@ def _withheld(snap: gs.Snapshot, before: sp.Supply, after: sp.Supply, deleted: s
     holds an entry for comes back live only by install. Returns the failure, and the entries to drop."""
     for c in snap.changes:
         if c.action == "create" and c.skill in before.skills:
-            return (f"{c.skill} comes back live by {snap.operation!r} while the record holds its entry "
-                    f"({before.skills[c.skill].state}); only install brings back a skill installed from elsewhere "
-                    "(rule 5)"), deleted  # fmt: skip
+            return (
+                f"{c.skill} comes back live by {snap.operation!r} while the record holds its entry "
+                f"({before.skills[c.skill].state}); only install brings back a skill installed from elsewhere "
+                "(rule 5)"
+            ), deleted
     kept = {n for n in deleted if n in before.skills and before.skills[n].state in sp.WITHHELD}
     for name in sorted(kept):
         if name not in after.skills:
-            return (f"the delete of {name} drops its {before.skills[name].state} entry; a withheld entry stays "
-                    "when its skill is deleted (rule 5)"), deleted  # fmt: skip
+            return (
+                f"the delete of {name} drops its {before.skills[name].state} entry; a withheld entry stays "
+                "when its skill is deleted (rule 5)"
+            ), deleted
     return None, deleted - kept
 
 
@@ -177,12 +208,15 @@ def _revocations(before: sp.Supply, after: sp.Supply) -> str | None:
 
 def _rewritten(digest: str, was: dict[str, Any], now: dict[str, Any]) -> str:
     field = next(k for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k))
+
     def shown(value: Any) -> str:  # JSON, as the record holds it; absent when the member is missing
         return "absent" if value is None else json.dumps(value, sort_keys=True)
 
-    return (f"it rewrites the revocation of {digest}: its {field} was {shown(was.get(field))}, "
-            f"now {shown(now.get(field))}; "
-            "a revocation never changes once written (rule 2)")  # fmt: skip
+    return (
+        f"it rewrites the revocation of {digest}: its {field} was {shown(was.get(field))}, "
+        f"now {shown(now.get(field))}; "
+        "a revocation never changes once written (rule 2)"
+    )
 
 
 def _merged_revocations(parents: list[sp.Supply | None], after: sp.Supply) -> str | None:
@@ -208,8 +242,11 @@ def _merge(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
         held = [p.skills[name] for p in sides if name in p.skills]
         if entry in held:
             continue
-        if entry.state == sp.REVOKED and after.is_revoked(*entry.digests()) \
-                and any(replace(h, state=sp.REVOKED) == entry for h in held):  # fmt: skip
+        if (
+            entry.state == sp.REVOKED
+            and after.is_revoked(*entry.digests())
+            and any(replace(h, state=sp.REVOKED) == entry for h in held)
+        ):
             continue  # revoked by the other side's revocation (rule 3 required it)
         if not held:
             return f"{name} has an entry that neither parent holds; no install enters through a merge (rule 4)"
@@ -222,8 +259,10 @@ def _merge(store: gs.GitStore, snap: gs.Snapshot, parents: list[sp.Supply | None
         had = [i for i, p in enumerate(sides) if name in p.skills]
         if had and not any(name not in p.skills and trees[i].get(name) == merged[name] for i, p in enumerate(sides)):
             state = sides[had[0]].skills[name].state
-            return (f"it drops the entry of {name} ({state} in parent {had[0] + 1}) while {name} stays live with files "
-                    "that are not a parent's own skill; a merge keeps the entries of the skills it keeps (rule 4)")
+            return (
+                f"it drops the entry of {name} ({state} in parent {had[0] + 1}) while {name} stays live with files "
+                "that are not a parent's own skill; a merge keeps the entries of the skills it keeps (rule 4)"
+            )
     return None
 
 
@@ -234,15 +273,17 @@ def _difference(held: list[sp.Entry], entry: sp.Entry) -> str:
         return "it is revoked, but neither parent revoked its digest (a revocation through a merge)"
     if entry.state != base.state and all(entry.state != h.state for h in held):
         return f"it is {entry.state}, but {' or '.join(sorted({h.state for h in held}))} in the parents" + (
-            " (an approval through a merge)" if entry.state == sp.APPROVED else "")
+            " (an approval through a merge)" if entry.state == sp.APPROVED else ""
+        )
     if all(entry.pin != h.pin for h in held):
         return "its pin is new"
     keys = sorted(k for k, v in entry.to_json().items() if all(h.to_json().get(k) != v for h in held))
     return f"its {', '.join(keys) or 'fields'} differ"
 
 
-def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp.Supply,
-             signer: Signed | None) -> str | None:  # fmt: skip
+def _install(
+    store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp.Supply, signer: Signed | None
+) -> str | None:
     written = {c.skill: c for c in snap.changes}
     for name in sorted(set(before.skills) | set(after.skills)):
         if name not in written and before.skills.get(name) != after.skills.get(name):
@@ -265,12 +306,16 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
                 return f"{name} is installed approved without a clean verdict from a signed source (rule 6)"
             role = signer.role if signer else snap.attribution.get("actor")
             if after.format >= 2 and role not in APPROVERS:  # a v1.6 writer auto-approved whoever installed
-                return f"{name} is installed approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} " \
-                       "snapshot; an install by an agent's or a verifier's key writes it quarantined: approvals, " \
-                       "auto-approvals included, are a user's or a curator's (rule 6)"  # fmt: skip
+                return (
+                    f"{name} is installed approved by {'an' if role == 'agent' else 'a'} {role or 'unattributed'} "
+                    "snapshot; an install by an agent's or a verifier's key writes it quarantined: approvals, "
+                    "auto-approvals included, are a user's or a curator's (rule 6)"
+                )
             if signer is not None and entry.approval.get("by") != signer.address:
-                return f"{name}'s approval names {entry.approval.get('by') or 'no key'}, not its signer " \
-                       f"{signer.address} (rule 6)"  # fmt: skip
+                return (
+                    f"{name}'s approval names {entry.approval.get('by') or 'no key'}, not its signer "
+                    f"{signer.address} (rule 6)"
+                )
         if after.format >= 3 and "calibration" not in entry.verdict:
             return f"{name}'s verdict has no 'calibration'; an install writes it from format 3 on (rule 6)"
         if name not in skills:
@@ -289,17 +334,20 @@ def _install(store: gs.GitStore, snap: gs.Snapshot, before: sp.Supply, after: sp
     return None
 
 
-def _pinned(store: gs.GitStore, name: str, action: str, entry: sp.Entry, files: dict[str, tuple[int, bytes]],
-            counted: bool) -> str | None:  # fmt: skip
+def _pinned(
+    store: gs.GitStore, name: str, action: str, entry: sp.Entry, files: dict[str, tuple[int, bytes]], counted: bool
+) -> str | None:
     """Rule 6, from format 2: every file the install writes is the one its entry pins, SKILL.md with the
     ledger's counter set aside, and the entry's digests are those of these files."""
     if entry.counter == "":
         return f"{name}'s entry has no 'counter'; an install writes it from format 2 on (rule 6)"
     if set(entry.files) != set(files):
         extra, missing = sorted(set(files) - set(entry.files)), sorted(set(entry.files) - set(files))
-        return f"{name} ({action}) holds {'files its entry does not pin: ' + ', '.join(extra) if extra else ''}" \
-               f"{'; ' if extra and missing else ''}{'lacks pinned files: ' + ', '.join(missing) if missing else ''}" \
-               " (rule 6)"  # fmt: skip
+        return (
+            f"{name} ({action}) holds {'files its entry does not pin: ' + ', '.join(extra) if extra else ''}"
+            f"{'; ' if extra and missing else ''}{'lacks pinned files: ' + ', '.join(missing) if missing else ''}"
+            " (rule 6)"
+        )
     served: dict[str, tuple[bytes, bool]] = {}
     for rel, (mode, sha) in sorted(files.items()):
         data = store.read(sha, b"blob")

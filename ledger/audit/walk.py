@@ -58,13 +58,29 @@ class _State:
                 blob = th.files_of(store, tree)[SKILL_MD][1]
                 live[name] = parse_skill_md(store.read(blob, b"blob").decode("utf-8"), limit=1 << 31).version
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in entries.items()})
-        return cls(live, store.retired(top)[1], entries, index, snap.root, vsha is not None,
-                   "actor" in snap.attribution, store.categories_tree(top))  # fmt: skip
+        return cls(
+            live,
+            store.retired(top)[1],
+            entries,
+            index,
+            snap.root,
+            vsha is not None,
+            "actor" in snap.attribution,
+            store.categories_tree(top),
+        )
 
     def copy(self, store: gs.GitStore, cache: th.DigestCache) -> _State:
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in self.entries.items()})
-        return _State(dict(self.live), dict(self.retired), dict(self.entries), index, self.root, self.in_store,
-                      self.attributed, self.categories)  # fmt: skip
+        return _State(
+            dict(self.live),
+            dict(self.retired),
+            dict(self.entries),
+            index,
+            self.root,
+            self.in_store,
+            self.attributed,
+            self.categories,
+        )
 
 
 @dataclass
@@ -86,9 +102,16 @@ def _head(store: gs.GitStore) -> bytes:
 
 def _graph(store: gs.GitStore, head: bytes, since: tuple[bytes, ...] = ()) -> tuple[list[str], dict[str, list[str]]]:
     exclude = [f"^{c.hex()}" for c in since]
-    out = Git(store.git_dir, error=AuditError).run("rev-list", "--topo-order", "--reverse", "--parents", head.hex(),
-                                                   *exclude, timeout=WHOLE,
-                                                   what="git rev-list cannot walk the history")  # fmt: skip
+    out = Git(store.git_dir, error=AuditError).run(
+        "rev-list",
+        "--topo-order",
+        "--reverse",
+        "--parents",
+        head.hex(),
+        *exclude,
+        timeout=WHOLE,
+        what="git rev-list cannot walk the history",
+    )
     parents = {}
     order = []
     for line in out.decode().splitlines():
@@ -117,8 +140,13 @@ def _placed(head: str, parents: dict[str, list[str]]) -> tuple[list[str], dict[s
     return mainline, index
 
 
-def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None] | None,
-         since: tuple[bytes, ...] = (), tip: bytes | None = None) -> Walked:  # fmt: skip
+def walk(
+    store: gs.GitStore,
+    report: Report,
+    progress: Callable[[int, int], None] | None,
+    since: tuple[bytes, ...] = (),
+    tip: bytes | None = None,
+) -> Walked:
     """Every snapshot from ``main`` (or ``tip``: a push not yet taken) back; with ``since`` (commits
     already trusted, such as this brain's head before a pull), only those not reachable from them,
     each parent outside read as it stands."""
@@ -152,8 +180,7 @@ def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None
         i = index[commit]
         ps = parents[commit]
         where = {"snapshot": commit, "index": i}
-        second = (states.get(ps[1]) if ps[1] in parents else _State.known(store, ps[1], cache)) if len(ps) > 1 \
-            else None  # fmt: skip
+        second = (states.get(ps[1]) if ps[1] in parents else _State.known(store, ps[1], cache)) if len(ps) > 1 else None
         st = state_of(ps[0]) if ps else _State()
         for p in ps[1:]:
             if p in parents:
@@ -161,8 +188,9 @@ def walk(store: gs.GitStore, report: Report, progress: Callable[[int, int], None
         try:
             snap = store.snapshot(bytes.fromhex(commit))
         except StoreError as exc:
-            checks["snapshots"].fail(f"{_name(commit, i, commit not in on_main)} is not a ledger snapshot: "
-                                     f"{exc.message}", **where)  # fmt: skip
+            checks["snapshots"].fail(
+                f"{_name(commit, i, commit not in on_main)} is not a ledger snapshot: {exc.message}", **where
+            )
             states[commit] = st  # passed through: its children are checked against what came before
             _release(states, children, ps)
             continue
@@ -191,19 +219,31 @@ def _name(commit: str, i: int, side: bool) -> str:
 
 
 def _step(
-    store: gs.GitStore, report: Report, snap: gs.Snapshot, st: _State, second: _State | None, genesis: bool,
-    i: int, side: bool, memo: dict[bytes, dict[str, bytes]], cache: th.DigestCache, checks: dict[str, Any],
+    store: gs.GitStore,
+    report: Report,
+    snap: gs.Snapshot,
+    st: _State,
+    second: _State | None,
+    genesis: bool,
+    i: int,
+    side: bool,
+    memo: dict[bytes, dict[str, bytes]],
+    cache: th.DigestCache,
+    checks: dict[str, Any],
     where: dict[str, Any],
-) -> None:  # fmt: skip
+) -> None:
     """One snapshot's rules, against ``st`` (its first parent's state, updated in place to its own)."""
-    snaps_chk, lineage_chk, versions_chk, skills_chk = (checks[k] for k in ("snapshots", "lineage", "versions",
-                                                                             "skills"))  # fmt: skip
+    snaps_chk, lineage_chk, versions_chk, skills_chk = (
+        checks[k] for k in ("snapshots", "lineage", "versions", "skills")
+    )
     label = f"{_name(snap.commit, i, side)[:-1]}, {rules.describe(snap)})"
     stray = rules.stray_entries(store, snap, report.tops)
     if stray:
-        snaps_chk.fail(f"{label}: its tree holds {stray}, which a snapshot may not"
-                       " (see docs/lineage.md, 'A snapshot's tree')",
-                       path=stray, **where)  # fmt: skip
+        snaps_chk.fail(
+            f"{label}: its tree holds {stray}, which a snapshot may not (see docs/lineage.md, 'A snapshot's tree')",
+            path=stray,
+            **where,
+        )
     prev_entries, computed = st.entries, None
     entries: dict[str, bytes] = {}
     try:
@@ -221,15 +261,23 @@ def _step(
     declared = {c.skill for c in snap.changes}
     if computed is not None and computed != snap.root:
         path = rules.divergent_path(store, entries, prev_entries, changed, declared)
-        snaps_chk.fail(f"{label}: the tree hashes to {format_root(computed)}, not the recorded root", path=path,
-                       expected=format_root(snap.root), computed=format_root(computed), **where)  # fmt: skip
+        snaps_chk.fail(
+            f"{label}: the tree hashes to {format_root(computed)}, not the recorded root",
+            path=path,
+            expected=format_root(snap.root),
+            computed=format_root(computed),
+            **where,
+        )
     _check_parents(snap, st, second, genesis, label, lineage_chk, where)
     rules.check_trailers(snap, genesis, label, checks["trailers"], where)
     categories = store.categories_tree(bytes.fromhex(snap.tree))
     if snap.operation == "sync" and not snap.changes and categories == st.categories and not genesis:
-        checks["trailers"].fail(f"{label}: a sync that records no change must change categories/ "
-                                "(see docs/lineage.md, 'Operations'); this one changes nothing",
-                                path="categories", **where)  # fmt: skip
+        checks["trailers"].fail(
+            f"{label}: a sync that records no change must change categories/ "
+            "(see docs/lineage.md, 'Operations'); this one changes nothing",
+            path="categories",
+            **where,
+        )
     st.categories = categories
     if "actor" in snap.attribution:
         st.attributed = True
@@ -237,61 +285,84 @@ def _step(
         checks["trailers"].fail(f"{label}: no Ledger-Actor trailer after snapshots that record one", **where)
     in_store = "versions" in report.tops.get(snap.commit, {})
     if st.in_store is not None and in_store != st.in_store and (not in_store or st.live or st.retired):
-        versions_chk.fail(f"{label}: its tree {'adds' if in_store else 'drops'} the 'versions' record "
-                          "(where versions live is fixed once a brain holds skills,"
-                          " see docs/lineage.md, 'Where versions live')",
-                          path="versions", **where)  # fmt: skip
+        versions_chk.fail(
+            f"{label}: its tree {'adds' if in_store else 'drops'} the 'versions' record "
+            "(where versions live is fixed once a brain holds skills,"
+            " see docs/lineage.md, 'Where versions live')",
+            path="versions",
+            **where,
+        )
     st.in_store = in_store
     if snap.operation == "merge" and second is not None:
         for name in changed:
             if name not in declared:
                 versions_chk.fail(f"{label}: skill {name!r} changed without a declared change", path=name, **where)
-        rules.check_merge_versions(store, snap, label, entries, st, second, versions_chk, skills_chk, where, report,
-                                   in_store)  # fmt: skip
+        rules.check_merge_versions(
+            store, snap, label, entries, st, second, versions_chk, skills_chk, where, report, in_store
+        )
         st.retired = rules.merged_retired(st.retired, second.retired)
     else:
-        rules.check_versions(store, snap, label, entries, changed, declared, st.live, versions_chk, skills_chk, where,
-                             report, in_store)  # fmt: skip
+        rules.check_versions(
+            store, snap, label, entries, changed, declared, st.live, versions_chk, skills_chk, where, report, in_store
+        )
     rules.check_retired(store, snap, label, st.live, st.retired, versions_chk, where)
     if in_store:
         rules.check_versions_record(store, report.tops[snap.commit]["versions"], label, st.live, versions_chk, where)
     if not side:
-        report.timeline.append({
-            "index": i, "commit": snap.commit, "operation": snap.operation,
-            "changes": [asdict(c) for c in snap.changes], "root": format_root(snap.root),
-            "timestamp": snap.timestamp, "ok": computed == snap.root and snap.parent_root == st.root, "chain": None,
-            "actor": snap.shown_actor,  # the signatures check puts the verified role, or "bad signature"
-            "signer": None,  # the signatures check puts the address a signature recovers
-        })  # fmt: skip
+        report.timeline.append(
+            {
+                "index": i,
+                "commit": snap.commit,
+                "operation": snap.operation,
+                "changes": [asdict(c) for c in snap.changes],
+                "root": format_root(snap.root),
+                "timestamp": snap.timestamp,
+                "ok": computed == snap.root and snap.parent_root == st.root,
+                "chain": None,
+                "actor": snap.shown_actor,  # the signatures check puts the verified role, or "bad signature"
+                "signer": None,  # the signatures check puts the address a signature recovers
+            }
+        )
     st.root = snap.root
 
 
-def _check_parents(snap: gs.Snapshot, st: _State, second: _State | None, genesis: bool, label: str, chk: Any,
-                   where: dict[str, Any]) -> None:  # fmt: skip
+def _check_parents(
+    snap: gs.Snapshot, st: _State, second: _State | None, genesis: bool, label: str, chk: Any, where: dict[str, Any]
+) -> None:
     """§1.1 and §9.1: one parent (two for a merge, none for snapshot 0), and trailers naming each parent's root."""
     n = len(snap.parents)
     merge = snap.operation == "merge"
     if (genesis and n) or (not genesis and n != (2 if merge else 1)):
-        why = ("a merge snapshot has exactly two parents" if merge
-               else "snapshot 0 alone has no parent; a merge (operation 'merge') two; every other snapshot one")
-        chk.fail(f"{label}: has {n} parent commit(s); {why} (see docs/lineage.md, 'The lineage' and 'Merges')",
-                 computed=" ".join(snap.parents) or "none", **where)  # fmt: skip
+        why = (
+            "a merge snapshot has exactly two parents"
+            if merge
+            else "snapshot 0 alone has no parent; a merge (operation 'merge') two; every other snapshot one"
+        )
+        chk.fail(
+            f"{label}: has {n} parent commit(s); {why} (see docs/lineage.md, 'The lineage' and 'Merges')",
+            computed=" ".join(snap.parents) or "none",
+            **where,
+        )
     if snap.parent_root != st.root:
-        chk.fail(f"{label}: parent root is not the previous snapshot's root "
-                 "(a snapshot was dropped, reordered or inserted)",
-                 expected=format_root(st.root) if st.root else "none",
-                 computed=format_root(snap.parent_root) if snap.parent_root else "none", **where)  # fmt: skip
+        chk.fail(
+            f"{label}: parent root is not the previous snapshot's root (a snapshot was dropped, reordered or inserted)",
+            expected=format_root(st.root) if st.root else "none",
+            computed=format_root(snap.parent_root) if snap.parent_root else "none",
+            **where,
+        )
     if merge and n == 2:
         named = snap.merged()
         actual = (snap.parents[1], second.root if second is not None else None)
         if second is None or second.root is None:
-            chk.fail(f"{label}: its second parent {snap.parents[1][:12]} is not a snapshot of this lineage",
-                     **where)  # fmt: skip
+            chk.fail(f"{label}: its second parent {snap.parents[1][:12]} is not a snapshot of this lineage", **where)
         elif named is None or named != actual:
-            chk.fail(f"{label}: Ledger-Merge-Parent/Ledger-Merge-Root do not name its second parent and that "
-                     "parent's root (see docs/lineage.md, 'Merges', 'Form')",
-                     expected=f"{actual[0]} {format_root(actual[1]) if actual[1] else 'none'}",
-                     computed=f"{named[0]} {format_root(named[1])}" if named else "none", **where)  # fmt: skip
+            chk.fail(
+                f"{label}: Ledger-Merge-Parent/Ledger-Merge-Root do not name its second parent and that "
+                "parent's root (see docs/lineage.md, 'Merges', 'Form')",
+                expected=f"{actual[0]} {format_root(actual[1]) if actual[1] else 'none'}",
+                computed=f"{named[0]} {format_root(named[1])}" if named else "none",
+                **where,
+            )
 
 
 def _summaries(report: Report, checks: dict[str, Any], n: int, main: int) -> None:

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["Catalog", "Entry"]
 
 
-
 @dataclass(frozen=True)
 class Entry:
     name: str  # the folder, the key

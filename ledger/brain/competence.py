@@ -49,11 +49,14 @@ class Tier:
 
     def to_json(self) -> dict[str, Any]:
         interval = wilson(self.successes, self.n)
-        return {"successes": self.successes, "failures": self.failures,
-                "rate": round(self.successes / self.n, 6) if self.n else None,
-                "interval": [round(interval[0], 6), round(interval[1], 6)] if interval else None,
-                "scored": len(self.scores),
-                "mean_score": round(sum(self.scores) / len(self.scores), 6) if self.scores else None}  # fmt: skip
+        return {
+            "successes": self.successes,
+            "failures": self.failures,
+            "rate": round(self.successes / self.n, 6) if self.n else None,
+            "interval": [round(interval[0], 6), round(interval[1], 6)] if interval else None,
+            "scored": len(self.scores),
+            "mean_score": round(sum(self.scores) / len(self.scores), 6) if self.scores else None,
+        }
 
 
 @dataclass
@@ -65,8 +68,12 @@ class VersionStats:
     digest: str | None = None  # the version's directory digest, as its records name it
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "verified": self.verified.to_json(), "self": self.self.to_json(),
-                "withdrawn": self.withdrawn}  # fmt: skip
+        return {
+            "version": self.version,
+            "verified": self.verified.to_json(),
+            "self": self.self.to_json(),
+            "withdrawn": self.withdrawn,
+        }
 
 
 def competence(entries: Iterable[bytes | Mapping[str, Any]], trust: Trust) -> dict[str, dict[int, VersionStats]]:
@@ -132,8 +139,14 @@ def regression(name: str, live: int, versions: Mapping[int, VersionStats]) -> di
     assert a is not None and b is not None
     if a[1] >= b[0]:
         return None
-    return {"skill": name, "version": cur.version, "live": live, "from": prev.version,
-            "rate": round(cur.verified.successes / cur.verified.n, 6),
-            "from_rate": round(prev.verified.successes / prev.verified.n, 6),
-            "interval": [round(a[0], 6), round(a[1], 6)], "from_interval": [round(b[0], 6), round(b[1], 6)],
-            "revert": f"ledger revert {name} --to {prev.version}"}  # fmt: skip
+    return {
+        "skill": name,
+        "version": cur.version,
+        "live": live,
+        "from": prev.version,
+        "rate": round(cur.verified.successes / cur.verified.n, 6),
+        "from_rate": round(prev.verified.successes / prev.verified.n, 6),
+        "interval": [round(a[0], 6), round(a[1], 6)],
+        "from_interval": [round(b[0], 6), round(b[1], 6)],
+        "revert": f"ledger revert {name} --to {prev.version}",
+    }

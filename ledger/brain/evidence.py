@@ -48,8 +48,21 @@ __all__ = ["IMPORT_KEYS", "Evidence", "Served", "signed_elsewhere"]
 
 # A row of `ledger outcome import` (docs/reference.md, "Outcome JSONL"): SkillEvolBench-style verifier
 # feedback (a task, a pass/fail or a reward, the verifier and its log) maps onto it field by field.
-IMPORT_KEYS = {"skill", "version", "task", "task_digest", "success", "score", "scale", "threshold", "evidence",
-               "evidence_digest", "verifier", "time", "receipt"}  # fmt: skip
+IMPORT_KEYS = {
+    "skill",
+    "version",
+    "task",
+    "task_digest",
+    "success",
+    "score",
+    "scale",
+    "threshold",
+    "evidence",
+    "evidence_digest",
+    "verifier",
+    "time",
+    "receipt",
+}
 _PENDING = {"count": 1, "id": "0" * 64, "index": 0, "prev": None}  # a row's batch until _append signs it
 MAX_SKEW = 300  # seconds an outcome's time may run ahead of the snapshot that records it (clock skew)
 
@@ -140,12 +153,16 @@ class Evidence:
                     raise ValueError
             except (ValueError, LedgerError):
                 shown = json.dumps(commit)[:42] if commit is not None else "(none given)"
-                raise StoreError(f"receipt commit {shown} is not a snapshot of this brain's lineage",
-                                 hint="pass the receipt a skill view returned, unchanged") from None  # fmt: skip
+                raise StoreError(
+                    f"receipt commit {shown} is not a snapshot of this brain's lineage",
+                    hint="pass the receipt a skill view returned, unchanged",
+                ) from None
         elif version is None:
             if name not in self._head().skills:
-                raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
-                                         hint="see 'ledger skill list'; NAME@VERSION names a version of the past")
+                raise SkillNotFoundError(
+                    f"no skill named {name!r} in the head snapshot",
+                    hint="see 'ledger skill list'; NAME@VERSION names a version of the past",
+                )
             commit = self._head().commit.hex()
         else:
             commit = self._reads.version_commit(name, version).hex()
@@ -157,8 +174,9 @@ class Evidence:
         if version is not None and have != version:
             raise StoreError(f"snapshot {commit[:12]} holds {name} v{have}, not v{version}")
         if receipt is not None and receipt.get("root") not in (None, format_root(snap.root)):
-            raise StoreError(f"receipt root {json.dumps(receipt.get('root'))[:80]} is not snapshot {commit[:12]}'s "
-                             "root")  # fmt: skip
+            raise StoreError(
+                f"receipt root {json.dumps(receipt.get('root'))[:80]} is not snapshot {commit[:12]}'s root"
+            )
         digest = format_root(th.tree_digest(store, tree, self._cache, name))
         return Served(name, have, digest, commit, format_root(snap.root), snap.timestamp)
 
@@ -175,8 +193,9 @@ class Evidence:
             return self.figures()[1]
         return self._lifts_of(json.loads(d) if b'"eval":{' in d or oc.kind_of(d) == "plan" else {} for d in entries)
 
-    def _pairing_of(self, docs: Iterable[Mapping[str, Any]], pairing: lf.Pairing | None = None,
-                    start: int = 0) -> lf.Pairing:  # fmt: skip
+    def _pairing_of(
+        self, docs: Iterable[Mapping[str, Any]], pairing: lf.Pairing | None = None, start: int = 0
+    ) -> lf.Pairing:
         """``docs`` (parsed entries from log index ``start``) added to ``pairing``: their eval records (``eval``
         an object) and their plans."""
         records: list[Mapping[str, Any]] = []  # one a log entry, so that a run's index is its log index
@@ -229,9 +248,14 @@ class Evidence:
             for version, stats in versions.items():
                 mine[version] = _sum(mine[version], stats) if version in mine else stats
         lifted = self._pairing_of(docs, pairing, start).result()
-        state.write(EVIDENCE_FIGURES, f"{tree.hex()} {digest} {len(entries)}\n".encode() + b"".join(
-            _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
-            for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))))  # fmt: skip
+        state.write(
+            EVIDENCE_FIGURES,
+            f"{tree.hex()} {digest} {len(entries)}\n".encode()
+            + b"".join(
+                _figure_line(name, per.get(name, {}), lifted.get(name, {}), pairing)
+                for name in sorted(set(per) | set(lifted) | set(pairing.ran) | set(pairing.planned))
+            ),
+        )
         if only is not None:
             return ({only: per[only]} if only in per else {}), ({only: lifted[only]} if only in lifted else {})
         return per, lifted
@@ -255,16 +279,23 @@ class Evidence:
                     try:
                         oc.parse_entry(line)
                     except LedgerError as exc:
-                        raise StoreError(f"outcome {i * ev.CHUNK + k} of the head's evidence log does not verify: "
-                                         f"{exc.message}", hint="run 'ledger verify': the log was altered") from None
+                        raise StoreError(
+                            f"outcome {i * ev.CHUNK + k} of the head's evidence log does not verify: {exc.message}",
+                            hint="run 'ledger verify': the log was altered",
+                        ) from None
                 fresh.append(sha)
             out.extend(lines)
         self._remember(fresh)
         return out
 
     def _known(self) -> set[bytes]:
-        return State(self._control).read(EVIDENCE_CHECKED, lambda data: {
-            bytes.fromhex(line) for line in data.decode("ascii").split() if len(line) == 40}) or set()  # fmt: skip
+        return (
+            State(self._control).read(
+                EVIDENCE_CHECKED,
+                lambda data: {bytes.fromhex(line) for line in data.decode("ascii").split() if len(line) == 40},
+            )
+            or set()
+        )
 
     def _remember(self, shas: Iterable[bytes]) -> None:
         lines = "".join(sha.hex() + "\n" for sha in shas)
@@ -285,15 +316,27 @@ class Evidence:
             if signer is not None and who != signer:
                 continue
             role = roles.get(who)
-            mine = out.setdefault(who, {"signer": who, "tier": "verified" if role == "verifier" else
-                                        "self" if role else "withdrawn", "outcomes": 0, "v1": 0, "batches": {}})
+            mine = out.setdefault(
+                who,
+                {
+                    "signer": who,
+                    "tier": "verified" if role == "verifier" else "self" if role else "withdrawn",
+                    "outcomes": 0,
+                    "v1": 0,
+                    "batches": {},
+                },
+            )
             mine["outcomes"] += 1
             batch = record.get("batch")
             if batch is None:
                 mine["v1"] += 1
             elif batch["id"] not in mine["batches"]:
-                mine["batches"][batch["id"]] = {"id": batch["id"], "prev": batch["prev"], "count": batch["count"],
-                                                "first": i}  # fmt: skip
+                mine["batches"][batch["id"]] = {
+                    "id": batch["id"],
+                    "prev": batch["prev"],
+                    "count": batch["count"],
+                    "first": i,
+                }
         for mine in out.values():
             followed = {b["prev"] for b in mine["batches"].values()}
             mine["batches"] = [{**b, "head": b["id"] not in followed} for b in mine["batches"].values()]
@@ -316,8 +359,12 @@ class Evidence:
                     out.append(entry)
         return out
 
-    def skill_stats(self, name: str, per: Mapping[str, Mapping[int, VersionStats]] | None = None,
-                    lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None) -> dict[str, Any]:
+    def skill_stats(
+        self,
+        name: str,
+        per: Mapping[str, Mapping[int, VersionStats]] | None = None,
+        lifted: Mapping[str, Mapping[int, Mapping[str, list[lf.Lift]]]] | None = None,
+    ) -> dict[str, Any]:
         """``name``'s every version, oldest first, with its outcomes by tier and its lift by tier; its regression,
         if any, and its flagged lifts (:func:`~ledger.evals.lift.lift_regressions`)."""
         name = self._reads.resolve(name)
@@ -360,8 +407,10 @@ class Evidence:
         if now is None or then is None or now == then:
             return now is not None and now == then
         zero = counter_zeroed(True)
-        files = [{r: (m, zero(r, store.read(sha, b"blob"))) for r, (m, sha) in th.files_of(store, t).items()}
-                 for t in (now, then)]  # fmt: skip
+        files = [
+            {r: (m, zero(r, store.read(sha, b"blob"))) for r, (m, sha) in th.files_of(store, t).items()}
+            for t in (now, then)
+        ]
         return files[0] == files[1]
 
     def regressions(self, per: Mapping[str, Mapping[int, VersionStats]] | None = None) -> list[dict[str, Any]]:
@@ -389,8 +438,11 @@ class Evidence:
         that version's tree: the pin-by-evidence policy of a target linked with ``--best-verified``."""
         per = self.stats() if head_evidence(self._store, self._head()) is not None else {}
         live = self.live() if per else {}
-        wanted = {(n, best) for n in skills if n in per and n in live
-                  and (best := best_verified(per[n])) is not None and best != live[n]}  # fmt: skip
+        wanted = {
+            (n, best)
+            for n in skills
+            if n in per and n in live and (best := best_verified(per[n])) is not None and best != live[n]
+        }
         out: dict[str, bytes] = {}
         store = self._store
         for snap in store.lineage() if wanted else ():  # newest first: each version's newest writer
@@ -424,16 +476,41 @@ class Evidence:
 
     # ------------------------------------------------------------------ writing
 
-    def record(self, name: str, version: int | None = None, *, result: str, task: str | None = None,
-               task_digest: str | None = None, score: float | None = None, scale: tuple[float, float] | None = None,
-               threshold: float | None = None, evidence: str | None = None, evidence_digest: str | None = None,
-               verifier: str | None = None, receipt: Mapping[str, Any] | None = None, when: str | None = None,
-               note: str = "") -> tuple[Receipt, oc.Entry]:  # fmt: skip
+    def record(
+        self,
+        name: str,
+        version: int | None = None,
+        *,
+        result: str,
+        task: str | None = None,
+        task_digest: str | None = None,
+        score: float | None = None,
+        scale: tuple[float, float] | None = None,
+        threshold: float | None = None,
+        evidence: str | None = None,
+        evidence_digest: str | None = None,
+        verifier: str | None = None,
+        receipt: Mapping[str, Any] | None = None,
+        when: str | None = None,
+        note: str = "",
+    ) -> tuple[Receipt, oc.Entry]:
         """Sign one outcome with the acting role's key and append it: one ``outcome`` snapshot."""
         served = self.served(name, version, receipt)
-        row = self._unsigned(served, {"task": task, "task_digest": task_digest, "score": score, "scale": scale,
-                                      "threshold": threshold, "evidence": evidence, "evidence_digest": evidence_digest,
-                                      "verifier": verifier, "time": when}, result)  # fmt: skip
+        row = self._unsigned(
+            served,
+            {
+                "task": task,
+                "task_digest": task_digest,
+                "score": score,
+                "scale": scale,
+                "threshold": threshold,
+                "evidence": evidence,
+                "evidence_digest": evidence_digest,
+                "verifier": verifier,
+                "time": when,
+            },
+            result,
+        )
         receipt_, signed = self._append([row], note or f"outcome: {served.skill} v{served.version} {result}")
         return receipt_, signed[0]
 
@@ -451,10 +528,19 @@ class Evidence:
         wanted = {"skill", "set", "cases", "baseline", "runs", "runner", "grader", "min_lift"}
         if not wanted <= set(fields) or not set(fields) <= wanted | {"time"}:
             raise StoreError(f"a plan's fields are {', '.join(sorted(wanted))} and optionally time")
-        plan = oc.make_plan(brain=self.genesis, skill=self._reads.resolve(str(fields["skill"])), set=fields["set"],
-                            cases=fields["cases"], baseline=fields["baseline"], runs=fields["runs"],
-                            runner=fields["runner"], grader=fields["grader"], min_lift=fields["min_lift"],
-                            signer=key.address, when=fields.get("time"))  # fmt: skip
+        plan = oc.make_plan(
+            brain=self.genesis,
+            skill=self._reads.resolve(str(fields["skill"])),
+            set=fields["set"],
+            cases=fields["cases"],
+            baseline=fields["baseline"],
+            runs=fields["runs"],
+            runner=fields["runner"],
+            grader=fields["grader"],
+            min_lift=fields["min_lift"],
+            signer=key.address,
+            when=fields.get("time"),
+        )
         entry = oc.sign_body("plan", plan, key.secret, key.address)
         receipt = self._append([entry], note or f"outcome: eval plan of {plan['skill']} ({entry.id.hex()[:12]})")[0]
         return receipt, entry
@@ -464,8 +550,14 @@ class Evidence:
         acting key, which must be a user or curator key, and append it (§14.10)."""
         served = self.served(skill, version)
         key = self._key()
-        approval = oc.make_approval(brain=self.genesis, skill=served.skill, version=served.version,
-                                    digest=served.digest, reason=reason, signer=key.address)  # fmt: skip
+        approval = oc.make_approval(
+            brain=self.genesis,
+            skill=served.skill,
+            version=served.version,
+            digest=served.digest,
+            reason=reason,
+            signer=key.address,
+        )
         entry = oc.sign_body("approval", approval, key.secret, key.address)
         receipt = self._append([entry], note or f"outcome: approval of {served.skill} v{served.version}")[0]
         return receipt, entry
@@ -481,8 +573,10 @@ class Evidence:
             try:
                 entries.append(self._row(line, served))
             except LedgerError as exc:
-                raise type(exc)(f"line {number}: {exc.message}", hint=exc.hint or "fix the line and import again; "
-                                "nothing was written") from None  # fmt: skip
+                raise type(exc)(
+                    f"line {number}: {exc.message}",
+                    hint=exc.hint or "fix the line and import again; nothing was written",
+                ) from None
         before = len(entries)
         receipt = self._append(entries, note or f"outcome: imported {before} outcome(s)")[0] if entries else None
         return receipt, {"read": before}
@@ -496,8 +590,10 @@ class Evidence:
             return oc.parse_entry(line)  # a record, plan or approval signed elsewhere: taken byte for byte, or refused
         if not isinstance(doc, dict) or not set(doc) <= IMPORT_KEYS or "skill" not in doc:
             unknown = sorted(set(doc) - IMPORT_KEYS) if isinstance(doc, dict) else []
-            raise StoreError("a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
-                             + (f"; unknown: {', '.join(unknown)}" if unknown else ""))  # fmt: skip
+            raise StoreError(
+                "a row is an object with 'skill' and the keys of docs/reference.md (Outcome JSONL)"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            )
         if not isinstance(doc["skill"], str):
             raise StoreError("a row's 'skill' is the skill's name, a string")
         version = doc.get("version")
@@ -517,8 +613,10 @@ class Evidence:
         if key not in cache:
             cache[key] = self.served(str(doc["skill"]), doc.get("version"), doc.get("receipt"))
         served = cache[key]
-        fields = {k: doc.get(k) for k in ("task", "task_digest", "score", "threshold", "evidence", "evidence_digest",
-                                          "verifier", "time")}  # fmt: skip
+        fields = {
+            k: doc.get(k)
+            for k in ("task", "task_digest", "score", "threshold", "evidence", "evidence_digest", "verifier", "time")
+        }
         fields["scale"] = tuple(scale) if scale is not None else None
         return self._unsigned(served, fields, result)
 
@@ -541,17 +639,33 @@ class Evidence:
         else:
             digest = f.get("task_digest")
         record = oc.make_record(
-            brain=self.genesis, agent=agent, skill=served.skill, version=served.version, digest=served.digest,
-            receipt={"commit": served.commit, "root": served.root}, task_id=task, task_digest=digest,
-            result=result, score=f.get("score"), scale=f.get("scale"), threshold=f.get("threshold"),
-            evidence_uri=f.get("evidence"), evidence_digest=f.get("evidence_digest"), verifier=f.get("verifier"),
-            when=when, signer=key.address, batch=_PENDING, eval=f.get("eval"),
-        )  # fmt: skip
+            brain=self.genesis,
+            agent=agent,
+            skill=served.skill,
+            version=served.version,
+            digest=served.digest,
+            receipt={"commit": served.commit, "root": served.root},
+            task_id=task,
+            task_digest=digest,
+            result=result,
+            score=f.get("score"),
+            scale=f.get("scale"),
+            threshold=f.get("threshold"),
+            evidence_uri=f.get("evidence"),
+            evidence_digest=f.get("evidence_digest"),
+            verifier=f.get("verifier"),
+            when=when,
+            signer=key.address,
+            batch=_PENDING,
+            eval=f.get("eval"),
+        )
         stamp = oc.parse_time(record["time"])
         if stamp < served.time:
-            raise StoreError(f"the outcome's time {record['time']} is before {served.skill} v{served.version} was "
-                             f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
-                             hint="an outcome comes at or after the snapshot that served the version")  # fmt: skip
+            raise StoreError(
+                f"the outcome's time {record['time']} is before {served.skill} v{served.version} was "
+                f"served (snapshot {served.commit[:12]}, {oc.format_time(served.time)}): back-dated",
+                hint="an outcome comes at or after the snapshot that served the version",
+            )
         return record
 
     def holder_role(self) -> str:
@@ -578,8 +692,9 @@ class Evidence:
         lost.  An :class:`~oc.Entry` is one this process parsed or signed; bytes are parsed here."""
         return self._append(entries, note)[0]
 
-    def _append(self, entries: Sequence[bytes | oc.Entry | dict[str, Any]],
-                note: str) -> tuple[Receipt, list[oc.Entry]]:  # fmt: skip
+    def _append(
+        self, entries: Sequence[bytes | oc.Entry | dict[str, Any]], note: str
+    ) -> tuple[Receipt, list[oc.Entry]]:
         """:meth:`append`, where a record (a dict) is a row the acting key signs here: the call's rows are one
         batch, signed under the lock so that it follows the signer's newest batch in the head's log."""
         from ledger.audit.evidencecheck import Plans, Receipts, Tally, batch_problem, entry_problem
@@ -616,39 +731,61 @@ class Evidence:
                 entry = given if isinstance(given, oc.Entry) else oc.parse_entry(given)
                 _check_signer(entry, trust)
                 if entry.kind == "record" and entry.batch is None:
-                    raise StoreError(f"outcome {i + 1} of {len(entries)} is a {oc.FORMAT_V1} record: a v1.7 brain "
-                                     f"appends only {oc.FORMAT} records, each whole in its signer's batch "
-                                     "(see docs/lineage.md, 'A signer's record is complete: batches'); "
-                                     "nothing was written",
-                                     hint="have the verifier sign its outcomes as a batch (ledger.store.outcomes."
-                                          "sign_batch, or ledger outcome record|import on its own brain)")  # fmt: skip
+                    raise StoreError(
+                        f"outcome {i + 1} of {len(entries)} is a {oc.FORMAT_V1} record: a v1.7 brain "
+                        f"appends only {oc.FORMAT} records, each whole in its signer's batch "
+                        "(see docs/lineage.md, 'A signer's record is complete: batches'); "
+                        "nothing was written",
+                        hint="have the verifier sign its outcomes as a batch (ledger.store.outcomes."
+                        "sign_batch, or ledger outcome record|import on its own brain)",
+                    )
                 if registered is not None and entry.kind == "record" and entry.record["agent"] != registered:
-                    raise StoreError(f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
-                                     f"this brain is registered as agent {registered}: an outcome of a registered "
-                                     "brain names its agent"
-                                     " (see docs/lineage.md, 'Audit rules (check evidence)', rule 7); "
-                                     "nothing was written",
-                                     hint="have the verifier sign the record with the agent id "
-                                          "('ledger chain status' shows it)")  # fmt: skip
+                    raise StoreError(
+                        f"outcome {i + 1} of {len(entries)} names agent {entry.record['agent']}, but "
+                        f"this brain is registered as agent {registered}: an outcome of a registered "
+                        "brain names its agent"
+                        " (see docs/lineage.md, 'Audit rules (check evidence)', rule 7); "
+                        "nothing was written",
+                        hint="have the verifier sign the record with the agent id ('ledger chain status' shows it)",
+                    )
                 if entry.id in seen:  # in the log, or earlier in this batch: appended once
                     continue
-                problem = entry_problem(entry, at=at, stamp=now, genesis=self.genesis, trust=trust, seen=seen,
-                                        receipts=receipts, tally=tally, inclusive=True, plans=plans)  # fmt: skip
+                problem = entry_problem(
+                    entry,
+                    at=at,
+                    stamp=now,
+                    genesis=self.genesis,
+                    trust=trust,
+                    seen=seen,
+                    receipts=receipts,
+                    tally=tally,
+                    inclusive=True,
+                    plans=plans,
+                )
                 if problem is not None:
-                    raise StoreError(f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
-                                     hint="an outcome is of a version a snapshot of this brain served, dated "
-                                          "between then and now, naming this brain's agent")  # fmt: skip
+                    raise StoreError(
+                        f"outcome {i + 1} of {len(entries)}: {problem}; nothing was written",
+                        hint="an outcome is of a version a snapshot of this brain served, dated "
+                        "between then and now, naming this brain's agent",
+                    )
                 fresh.append(entry)
             if not fresh:
                 raise StoreError("every outcome given is already in the log; nothing was written")
             size = ev.size_of(self._store, tree)
             known = {(signer, bid) for signer, ids in held.items() for bid in ids}
-            problem = batch_problem(list(enumerate(fresh, size)), v2_before=level >= 2, v3_before=level >= 3,
-                                    known=lambda signer, bid: (signer, bid) in known, plans=plans)  # fmt: skip
+            problem = batch_problem(
+                list(enumerate(fresh, size)),
+                v2_before=level >= 2,
+                v3_before=level >= 3,
+                known=lambda signer, bid: (signer, bid) in known,
+                plans=plans,
+            )
             if problem is not None:
-                raise StoreError(f"{problem}; nothing was written",
-                                 hint="import every outcome of the verifier's batch, and its earlier batches "
-                                      "first, as the verifier signed them")  # fmt: skip
+                raise StoreError(
+                    f"{problem}; nothing was written",
+                    hint="import every outcome of the verifier's batch, and its earlier batches "
+                    "first, as the verifier signed them",
+                )
             new_tree = ev.append(self._store, tree, [e.data for e in fresh])
             receipt = writer.apply("outcome", {}, [], note, evidence=new_tree)
             old = ev.chunk_ids(self._store, tree) if tree is not None else []
@@ -687,6 +824,7 @@ class Evidence:
         very tree (content-addressed, as the ids' cache), else read from the log."""
         if tree is None:
             return {}, 0
+
         def decode(data: bytes) -> tuple[dict[str, list[str]], int] | None:
             if data[:20] != tree or (len(data) - 21) % 52 or data[20] > 3:
                 return None
@@ -713,8 +851,7 @@ class Evidence:
         return held, level
 
     def _save_batches(self, tree: bytes, held: Mapping[str, list[str]], level: int) -> None:
-        pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items()
-                         for bid in ids)  # fmt: skip
+        pairs = b"".join(bytes.fromhex(signer[2:]) + bytes.fromhex(bid) for signer, ids in held.items() for bid in ids)
         State(self._control).write(EVIDENCE_BATCHES, tree + bytes([level]) + pairs)
 
     def _index(self, tree: bytes | None) -> tuple[set[bytes], str | None]:
@@ -723,6 +860,7 @@ class Evidence:
         a log of 100,000 does not parse 100,000 entries."""
         if tree is None:
             return set(), None
+
         def decode(data: bytes) -> tuple[set[bytes], str | None] | None:
             if data[:20] != tree or (len(data) - 86) % 32:
                 return None
@@ -743,14 +881,26 @@ class Evidence:
         return self._writer._trust(self._head())[1]
 
 
-def _figure_line(name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
-                 pairing: lf.Pairing) -> bytes:  # fmt: skip
+def _figure_line(
+    name: str, per: Mapping[int, VersionStats], lifted: Mapping[int, Mapping[str, list[lf.Lift]]], pairing: lf.Pairing
+) -> bytes:
     """One skill's figures as a line of the figures cache: its name as JSON, a tab, then the figures as JSON
     (outcomes per version, the comparisons with their running sums, the identities staleness is judged by)."""
-    doc = {"stats": [[s.version, [s.verified.successes, s.verified.failures, s.verified.scores],
-                      [s.self.successes, s.self.failures, s.self.scores], s.withdrawn, s.digest] for s in per.values()],
-           "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found],
-           "ran": pairing.ran.get(name), "planned": pairing.planned.get(name)}  # fmt: skip
+    doc = {
+        "stats": [
+            [
+                s.version,
+                [s.verified.successes, s.verified.failures, s.verified.scores],
+                [s.self.successes, s.self.failures, s.self.scores],
+                s.withdrawn,
+                s.digest,
+            ]
+            for s in per.values()
+        ],
+        "lifts": [x.__dict__ for tiers in lifted.values() for found in tiers.values() for x in found],
+        "ran": pairing.ran.get(name),
+        "planned": pairing.planned.get(name),
+    }
     return (json.dumps(name) + "\t" + json.dumps(doc, separators=(",", ":")) + "\n").encode()
 
 
@@ -804,15 +954,24 @@ def _sum(a: VersionStats, b: VersionStats) -> VersionStats:
     return a
 
 
-def stats_doc(name: str, live: int | None, found: Mapping[int, VersionStats],
-              lifted: Mapping[int, Mapping[str, list[lf.Lift]]], regressed: dict[str, Any] | None) -> dict[str, Any]:
+def stats_doc(
+    name: str,
+    live: int | None,
+    found: Mapping[int, VersionStats],
+    lifted: Mapping[int, Mapping[str, list[lf.Lift]]],
+    regressed: dict[str, Any] | None,
+) -> dict[str, Any]:
     """One skill's ``--stats`` document: every version with outcomes or a lift (and the live one), oldest first."""
     versions = sorted(set(found) | set(lifted) | ({live} if live is not None else set()))
-    return {"skill": name, "live": live,
-            "versions": [{**(found.get(v) or VersionStats(v)).to_json(), "lift": lf.version_json(lifted.get(v))}
-                         for v in versions],
-            "regression": regressed,
-            "lift_regressions": lf.lift_regressions(name, live, lifted) if live is not None else []}  # fmt: skip
+    return {
+        "skill": name,
+        "live": live,
+        "versions": [
+            {**(found.get(v) or VersionStats(v)).to_json(), "lift": lf.version_json(lifted.get(v))} for v in versions
+        ],
+        "regression": regressed,
+        "lift_regressions": lf.lift_regressions(name, live, lifted) if live is not None else [],
+    }
 
 
 def _log_agent(entries: Sequence[bytes]) -> str | None:
@@ -829,8 +988,10 @@ def _check_signer(entry: oc.Entry, trust: Trust) -> None:
     role = trust.active.get(entry.signer)
     what = "outcome" if entry.kind == "record" else entry.kind
     if role is None:
-        raise StoreError(f"{what} {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not "
-                         "trust", hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'")  # fmt: skip
+        raise StoreError(
+            f"{what} {entry.id.hex()[:12]} is signed by {entry.signer}, a key this brain does not trust",
+            hint="trust the verifier first: 'ledger keys trust verifier ADDRESS'",
+        )
 
 
 def _version_at(store: gs.GitStore, versions: tuple[bytes | None, dict[str, int]], name: str, tree: bytes) -> int:

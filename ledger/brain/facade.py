@@ -85,9 +85,14 @@ __all__ = ["Brain", "NoChangeError", "Receipt", "RecoveryError", "SkillInfo", "S
 _CONFIG_FORMAT = 1
 
 
-
-_CHAIN_TYPES: dict[str, tuple[type, ...]] = {"rpc": (str,), "registry": (str,), "agent_id": (str, int),
-                                             "chain_id": (int,), "deploy_block": (int,), "key": (str,)}  # fmt: skip
+_CHAIN_TYPES: dict[str, tuple[type, ...]] = {
+    "rpc": (str,),
+    "registry": (str,),
+    "agent_id": (str, int),
+    "chain_id": (int,),
+    "deploy_block": (int,),
+    "key": (str,),
+}
 
 
 def _check_chain(chain: Any) -> None:
@@ -101,9 +106,11 @@ def _check_chain(chain: Any) -> None:
     for key, types in _CHAIN_TYPES.items():
         value = chain.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
-            raise StoreError(f"config chain.{key} = {shown(value)} is not "
-                             f"{'text' if types == (str,) else 'a number' if types == (int,) else 'text or a number'}",
-                             hint=hint)  # fmt: skip
+            raise StoreError(
+                f"config chain.{key} = {shown(value)} is not "
+                f"{'text' if types == (str,) else 'a number' if types == (int,) else 'text or a number'}",
+                hint=hint,
+            )
     agent = chain.get("agent_id")
     if isinstance(agent, str):
         try:
@@ -119,8 +126,9 @@ def _limits(given: dict[str, Any]) -> dict[str, int]:
         raise StoreError(f"config limits = {shown(given)} is not an object", hint='{"skill_md": N, "file": N}')
     for key, value in given.items():
         if key not in limits or not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise StoreError(f"config limits.{key} = {shown(value)} is not a known positive limit",
-                             hint="skill_md, file")  # fmt: skip
+            raise StoreError(
+                f"config limits.{key} = {shown(value)} is not a known positive limit", hint="skill_md, file"
+            )
         limits[key] = value
     return limits
 
@@ -146,8 +154,17 @@ class Brain:
         self._snapshots = Snapshots(self._store, self._control, self._cache, self._versions, self._limits)
         self._lock = WriterLock(self._control, self._cache, settle=lambda recover: self._writer.settle(recover))
         every, size = int(gc.get("every", packing.DEFAULT_EVERY)), int(gc.get("bytes", packing.DEFAULT_BYTES))
-        self._writer = Writer(root, self._control, self._store, self._snapshots, self._lock, sealer=self._sealer,
-                              versions=self._versions, limits=self._limits, gc=(every, size))  # fmt: skip
+        self._writer = Writer(
+            root,
+            self._control,
+            self._store,
+            self._snapshots,
+            self._lock,
+            sealer=self._sealer,
+            versions=self._versions,
+            limits=self._limits,
+            gc=(every, size),
+        )
         self._importer = Importer(self._writer)
         self._reads = Reads(root, self._control, self._snapshots, self._versions)
         self._categories = Categories(self._writer, self._reads)  # Hermes categories: members, move, create into one
@@ -222,8 +239,13 @@ class Brain:
 
     @classmethod
     def init(
-        cls, path: str | os.PathLike[str], *, sign: bool = True, passphrase: Passphrase | None = None,
-        encrypt: bool = False, versions: str = FRONTMATTER,
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        sign: bool = True,
+        passphrase: Passphrase | None = None,
+        encrypt: bool = False,
+        versions: str = FRONTMATTER,
     ) -> Brain:
         """A new brain whose first snapshot trusts this machine's keys (made if missing) and is signed
         by its user key; ``sign=False`` makes an unsigned brain (``ledger sign --adopt`` signs it later).
@@ -248,8 +270,9 @@ class Brain:
         brain._sealer.passphrase = passphrase
         with brain.locked():
             trust = Trust().apply(founding) if founding else Trust()
-            tree = brain._store.root_tree(None, trust=brain._store.write_trust(trust),
-                                         versions=brain._versions.genesis(versions))  # fmt: skip
+            tree = brain._store.root_tree(
+                None, trust=brain._store.write_trust(trust), versions=brain._versions.genesis(versions)
+            )
             brain._writer.joins.found(tree, founding)
         return brain
 
@@ -263,8 +286,9 @@ class Brain:
         # The keys directory is recorded, so a runtime started with a minimal environment (an MCP
         # client's) signs with the same keys as the shell that made the brain (ADR 26).
         keys = str(keys_home().absolute())
-        write_json(root / CONTROL / CONFIG,
-                   {"format": _CONFIG_FORMAT, "keys": keys, **({} if signing else {"signing": False})})  # fmt: skip
+        write_json(
+            root / CONTROL / CONFIG, {"format": _CONFIG_FORMAT, "keys": keys, **({} if signing else {"signing": False})}
+        )
 
     def checkout_all(self) -> None:
         """Write every skill of the head into an empty working tree (a fresh clone)."""
@@ -482,8 +506,9 @@ class Brain:
 
     # ------------------------------------------------------------------ mutations (brain._mutations)
 
-    def create(self, name: str, description: str, body: str = "", *, note: str = "",
-               category: str | None = None) -> Receipt:  # fmt: skip
+    def create(
+        self, name: str, description: str, body: str = "", *, note: str = "", category: str | None = None
+    ) -> Receipt:
         return self._mutations.create(name, description, body, note=note, category=category)
 
     def upsert(self, text: str, *, name: str | None = None, note: str = "", category: str | None = None) -> Receipt:
@@ -492,12 +517,19 @@ class Brain:
     def edit(self, name: str, text: str, *, note: str = "") -> Receipt:
         return self._mutations.edit(name, text, note=note)
 
-    def patch(self, name: str, old: str, new: str, *, file: str | None = None, replace_all: bool = False,
-              note: str = "") -> Receipt:  # fmt: skip
+    def patch(
+        self, name: str, old: str, new: str, *, file: str | None = None, replace_all: bool = False, note: str = ""
+    ) -> Receipt:
         return self._mutations.patch(name, old, new, file=file, replace_all=replace_all, note=note)
 
-    def rewrite(self, name: str, change: Callable[[Mapping[str, bytes]], Mapping[str, bytes | None]], *,
-                operation: str = "edit", note: str = "") -> Receipt:  # fmt: skip
+    def rewrite(
+        self,
+        name: str,
+        change: Callable[[Mapping[str, bytes]], Mapping[str, bytes | None]],
+        *,
+        operation: str = "edit",
+        note: str = "",
+    ) -> Receipt:
         return self._mutations.rewrite(name, change, operation=operation, note=note)
 
     def write_file(self, name: str, rel: str, data: bytes, *, executable: bool = False, note: str = "") -> Receipt:
@@ -514,4 +546,3 @@ class Brain:
 
     def snapshot(self, note: str = "", progress: Callable[[int, int], None] | None = None) -> Receipt:
         return self._mutations.snapshot(note, progress)
-

@@ -40,8 +40,7 @@ class Keyring:
         for role in ("user", "agent", "curator", "verifier"):
             found = self.keys.find(role, [a for a, r in trust.active.items() if r == role])
             address, path = found if found else (self.keys.peek(role), self.keys.path(role))
-            local.append({"role": role, "address": address, "path": str(path),
-                          "trusted": found is not None})  # fmt: skip
+            local.append({"role": role, "address": address, "path": str(path), "trusted": found is not None})
         return {
             "signing": self.sealer.enabled or trust.signed,
             "policy": trust.policy,
@@ -101,8 +100,10 @@ class Keyring:
         users = self.keys.find("user", [a for a, r in trust.active.items() if r == "user"])
         signer = self.keys.load("user", self.sealer.passphrase, users[1]) if users else None  # unlocked first
         if signer is None:
-            raise KeystoreError("rotating a key needs a user key this brain trusts, which this machine does not have",
-                                hint="run it where the brain's user key is (ledger keys show)")  # fmt: skip
+            raise KeystoreError(
+                "rotating a key needs a user key this brain trusts, which this machine does not have",
+                hint="run it where the brain's user key is (ledger keys show)",
+            )
         fresh = self.keys.generate(role, self.sealer.passphrase, encrypt=encrypt, suffix=".next")
         changes = [KeyChange("add", fresh.address, role)]
         if old in trust.active:  # a key already revoked is only replaced
@@ -121,13 +122,16 @@ class Keyring:
         """Found the trust set of a brain that has none, signing its head as an attestation."""
         trust = self._trust()
         if trust.established or trust.revoked:
-            raise TrustError("'adopt' founds the trust set, which this brain already has",
-                             hint="see 'ledger keys show'; 'ledger keys trust' adds a key")  # fmt: skip
+            raise TrustError(
+                "'adopt' founds the trust set, which this brain already has",
+                hint="see 'ledger keys show'; 'ledger keys trust' adds a key",
+            )
         self.enable_signing()
         self.sealer.enabled = True
         with self.writer.acting("user"):
-            return self.writer.apply("adopt", {}, [], note,
-                                     key_changes=founding_keys(self.keys, self.sealer.passphrase))  # fmt: skip
+            return self.writer.apply(
+                "adopt", {}, [], note, key_changes=founding_keys(self.keys, self.sealer.passphrase)
+            )
 
     def _trust(self) -> Trust:
         """The head's trust set (read from its commit alone, without loading the skills)."""

@@ -125,8 +125,12 @@ class ObjectMemo:
 
         def decode(data: bytes) -> dict[str, Any] | None:
             doc = _DECODER.decode(data.decode("utf-8"))
-            if (isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("tag") == tag
-                    and isinstance(doc.get("entries"), dict)):  # fmt: skip
+            if (
+                isinstance(doc, dict)
+                and doc.get("format") == _FORMAT
+                and doc.get("tag") == tag
+                and isinstance(doc.get("entries"), dict)
+            ):
                 return doc["entries"]
             return None
 

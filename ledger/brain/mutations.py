@@ -48,7 +48,6 @@ from ledger.write.records import NoChangeError, Receipt
 __all__ = ["Mutations"]
 
 
-
 def _writer(method: Callable[..., Receipt]) -> Callable[..., Receipt]:
     """Run a mutation entirely under the writer lock, so its read-modify-write cannot interleave."""
 
@@ -140,8 +139,14 @@ class Mutations:
         text = SkillDoc(name=name, description=description, version=version, body=body, counted=counted).render()
         parse_skill_md(text, limit=self.limits["skill_md"])
         self.writer.check_authored(name, None, text)
-        return self.writer.write_skill("create", name, {SKILL_MD: (text.encode(), False)}, note=note, version=version,
-                                       categories=self._placed(name, category))  # fmt: skip
+        return self.writer.write_skill(
+            "create",
+            name,
+            {SKILL_MD: (text.encode(), False)},
+            note=note,
+            version=version,
+            categories=self._placed(name, category),
+        )
 
     @_writer
     def upsert(self, text: str, *, name: str | None = None, note: str = "", category: str | None = None) -> Receipt:
@@ -166,14 +171,20 @@ class Mutations:
         if name is None and doc.name:  # a folder whose SKILL.md declares this name (vllm/: serving-llms-vllm)
             owners = sorted(k for k, v in self.reads.declared_names(self.snapshots.head()).items() if v == doc.name)
             if len(owners) > 1:
-                raise SkillError(f"skills {', '.join(owners)} all declare name {doc.name!r}",
-                                 hint="edit one of them by its folder: ledger skill edit FOLDER --file …")  # fmt: skip
+                raise SkillError(
+                    f"skills {', '.join(owners)} all declare name {doc.name!r}",
+                    hint="edit one of them by its folder: ledger skill edit FOLDER --file …",
+                )
             if owners:
                 return self.edit(owners[0], text, note=note)
         version = max(doc.version, self.writer.first_version(slug))  # a whole-number version the file brings is kept
         self.writer.check_authored(slug, None, doc.with_counter(version))
         return self.writer.write_skill(
-            "create", slug, {SKILL_MD: (doc.with_counter(version).encode(), False)}, note=note, version=version,
+            "create",
+            slug,
+            {SKILL_MD: (doc.with_counter(version).encode(), False)},
+            note=note,
+            version=version,
             categories=self._placed(slug, check_category(category) if category else None),
         )
 

@@ -61,7 +61,6 @@ from ledger.write.versioning import Versions
 __all__ = ["Reads"]
 
 
-
 class Reads:
     """The read-only operations of a brain (``brain._reads``): the working tree and the head, never the writer."""
 
@@ -265,9 +264,18 @@ class Reads:
         for snap in self.store.lineage():
             for change in snap.changes:
                 if change.skill == name:
-                    out.append({"version": change.version, "action": change.action, "operation": snap.operation,
-                                "root": format_root(snap.root), "commit": snap.commit, "time": snap.timestamp,
-                                "attribution": snap.attribution, "note": gs.split_note(snap.message)})  # fmt: skip
+                    out.append(
+                        {
+                            "version": change.version,
+                            "action": change.action,
+                            "operation": snap.operation,
+                            "root": format_root(snap.root),
+                            "commit": snap.commit,
+                            "time": snap.timestamp,
+                            "attribution": snap.attribution,
+                            "note": gs.split_note(snap.message),
+                        }
+                    )
         if not out:
             raise SkillNotFoundError(f"no history for skill {name!r}", hint="see 'ledger log'")
         return out
@@ -321,8 +329,10 @@ class Reads:
                 return Status(commit.hex(), root, root, {})
         head = self.snapshots.head()
         digests = found[0] if found is not None else None
-        if digests is not None and digests.keys() == head.bundle.digests.keys() and all(
-            d == head.bundle.digests[n] for n, d in digests.items()
+        if (
+            digests is not None
+            and digests.keys() == head.bundle.digests.keys()
+            and all(d == head.bundle.digests[n] for n, d in digests.items())
         ):
             root = format_root(head.bundle.root)
             cache.mark_clean(head.commit.hex(), root)
@@ -386,8 +396,9 @@ class Reads:
         """Inclusion proof of bundle path ``rel`` (``<skill>/<file>``) in a snapshot (default: head)."""
         if at is None:  # the head: its root index's levels, checked by verifying the proof (ledger.store.proofs)
             head = self.snapshots.head()
-            return prove_at(self.store, self.cache, head.skills, head.bundle, head.snap.root, rel,
-                            lambda: self._rebuilt_index(head))  # fmt: skip
+            return prove_at(
+                self.store, self.cache, head.skills, head.bundle, head.snap.root, rel, lambda: self._rebuilt_index(head)
+            )
         commit = self.store.resolve(at)
         snap = self.store.snapshot(commit)
         parts = tuple(p for p in rel.split("/"))
@@ -467,9 +478,10 @@ class Reads:
         if version is None:
             tree = self.snapshots.head().skills
             if name not in tree:
-                raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
-                                         hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
-                                              f"then 'ledger show {name}@N'")  # fmt: skip
+                raise SkillNotFoundError(
+                    f"no skill named {name!r} in the head snapshot",
+                    hint=f"a deleted skill's versions: 'ledger log --skill {name}', then 'ledger show {name}@N'",
+                )
         else:
             tree = skills_of(self.store, self.store.commit_info(self.version_commit(name, version))[0])[1]
         return self.snapshots.text(self.snapshots.files(tree[name])[SKILL_MD][1], f"{name}/{SKILL_MD}")

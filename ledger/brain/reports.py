@@ -49,7 +49,7 @@ __all__ = [
     "StoreSize",
     "TrustedKey",
     "UsageReceipt",
-]  # fmt: skip
+]
 
 
 # ---------------------------------------------------------------------------------------------- init
@@ -163,14 +163,26 @@ class LogEntry(Report):
     note: str = ""
 
     @classmethod
-    def of(cls, number: int, doc: dict[str, Any], chain: dict[str, Any] | None, date: str,
-           note: str) -> LogEntry:  # fmt: skip
+    def of(cls, number: int, doc: dict[str, Any], chain: dict[str, Any] | None, date: str, note: str) -> LogEntry:
         """From a snapshot's ``to_json()`` (:class:`ledger.protocol.messages.Snapshot`)."""
-        return cls(number=number, commit=doc["commit"], root=doc["root"], parent_root=doc["parent_root"],
-                   operation=doc["operation"], skill=doc["skill"], version=doc["version"],
-                   changes=tuple(LogChange(**c) for c in doc["changes"]), timestamp=doc["timestamp"],
-                   signed=doc["signed"], actor=doc["actor"], claimed_actor=doc.get("claimed_actor", OMIT),
-                   attribution=doc["attribution"], chain=chain, date=date, note=note)  # fmt: skip
+        return cls(
+            number=number,
+            commit=doc["commit"],
+            root=doc["root"],
+            parent_root=doc["parent_root"],
+            operation=doc["operation"],
+            skill=doc["skill"],
+            version=doc["version"],
+            changes=tuple(LogChange(**c) for c in doc["changes"]),
+            timestamp=doc["timestamp"],
+            signed=doc["signed"],
+            actor=doc["actor"],
+            claimed_actor=doc.get("claimed_actor", OMIT),
+            attribution=doc["attribution"],
+            chain=chain,
+            date=date,
+            note=note,
+        )
 
 
 @dataclass(frozen=True)
@@ -228,8 +240,9 @@ class ProveReport(Report):
     @classmethod
     def of(cls, doc: dict[str, Any]) -> ProveReport:
         """From :meth:`ledger.bundle.merkle.InclusionProof.to_json`."""
-        return cls(**{**doc, "steps": tuple(ProofStep(s["index"], s["count"], tuple(s["siblings"]))
-                                            for s in doc["steps"])})  # fmt: skip
+        return cls(
+            **{**doc, "steps": tuple(ProofStep(s["index"], s["count"], tuple(s["siblings"])) for s in doc["steps"])}
+        )
 
 
 # ---------------------------------------------------------------------------------------------- hash
@@ -345,8 +358,12 @@ class RecoverReport(Report):
     @classmethod
     def of(cls, doc: dict[str, Any]) -> RecoverReport:
         """From :meth:`ledger.brain.Brain.recover`."""
-        return cls(pending=doc["pending"], commit=doc.get("commit", OMIT),
-                   skills=tuple(doc["skills"]) if "skills" in doc else OMIT, moved=tuple(doc["moved"]))  # fmt: skip
+        return cls(
+            pending=doc["pending"],
+            commit=doc.get("commit", OMIT),
+            skills=tuple(doc["skills"]) if "skills" in doc else OMIT,
+            moved=tuple(doc["moved"]),
+        )
 
 
 # -------------------------------------------------------------------------------------- skill list

@@ -92,8 +92,11 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
             continue  # certified by no key at all
         if signer not in wanted:
             continue
-        if signer not in trust.active and snap.timestamp >= signed_until.get(signer, -1) \
-                and _accepted(store, snap, signer):  # fmt: skip
+        if (
+            signer not in trust.active
+            and snap.timestamp >= signed_until.get(signer, -1)
+            and _accepted(store, snap, signer)
+        ):
             signed_until[signer] = snap.timestamp
         try:
             ed25519 = siblings.Siblings.from_trailers(values).ed25519
@@ -102,13 +105,17 @@ def allowed_signers(store: gs.GitStore) -> tuple[list[AllowedSigner], list[str]]
         if ed25519 is None:
             continue
         if certified.setdefault(signer, ed25519) != ed25519:
-            raise StoreError(f"{signer} certifies two different Ed25519 siblings in this lineage",
-                             hint="run 'ledger audit': the lineage fails its 'siblings' check")  # fmt: skip
+            raise StoreError(
+                f"{signer} certifies two different Ed25519 siblings in this lineage",
+                hint="run 'ledger audit': the lineage fails its 'siblings' check",
+            )
     out, notes = [], []
     for address in [*sorted(trust.active), *sorted(trust.revoked - set(trust.active))]:
         if address not in certified:
-            notes.append(f"{address} ({roles.get(address, 'revoked')}) left out: it signed no snapshot that "
-                         "certifies a sibling key in this lineage")  # fmt: skip
+            notes.append(
+                f"{address} ({roles.get(address, 'revoked')}) left out: it signed no snapshot that "
+                "certifies a sibling key in this lineage"
+            )
             continue
         before = revoked_at.get(address) if address not in trust.active else None
         if address not in trust.active and before is None:
@@ -130,12 +137,17 @@ def _accepted(store: gs.GitStore, snap: Snapshot, signer: str) -> bool:
 
 
 def _commits(store: gs.GitStore, head: bytes, *flags: str) -> list[str]:
-    return Git(store.git_dir).run("rev-list", *flags, head.hex(), timeout=WHOLE,
-                                  what="git rev-list cannot walk the history").decode().split()  # fmt: skip
+    return (
+        Git(store.git_dir)
+        .run("rev-list", *flags, head.hex(), timeout=WHOLE, what="git rev-list cannot walk the history")
+        .decode()
+        .split()
+    )
 
 
-def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity.KeyDir,
-                      address: str | None = None) -> tuple[str, bytes]:  # fmt: skip
+def certified_sibling(
+    store: gs.GitStore, role: str, scheme: str, keys: identity.KeyDir, address: str | None = None
+) -> tuple[str, bytes]:
     """``(address, PEM)`` of the ``scheme`` sibling that the lineage certifies for the head's trusted ``role``
     key: ``address`` when given, else the only one, else the one ``keys`` (this machine) holds.
 
@@ -148,15 +160,18 @@ def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity
         raise StoreError("this brain has no snapshots", hint="ledger init")
     trust = store.trust_at(store.snapshot(head).tree)[1]
     if not trust.active and not trust.revoked:
-        raise KeystoreError("this brain is unsigned: it has no trust set, so no key of it is certified",
-                            hint="ledger sign --adopt")  # fmt: skip
+        raise KeystoreError(
+            "this brain is unsigned: it has no trust set, so no key of it is certified", hint="ledger sign --adopt"
+        )
     candidates = sorted(a for a, r in trust.active.items() if r == role)
     if address is not None:
         address = address.lower()
         if address not in candidates:
             trusts = ", ".join(candidates) or "none"
-            raise KeystoreError(f"this brain does not trust {address} as its {role} key (it trusts: {trusts})",
-                                hint="see 'ledger keys show'")  # fmt: skip
+            raise KeystoreError(
+                f"this brain does not trust {address} as its {role} key (it trusts: {trusts})",
+                hint="see 'ledger keys show'",
+            )
     elif not candidates:
         raise KeystoreError(f"this brain trusts no {role} key", hint=f"ledger keys trust {role} ADDRESS")
     elif len(candidates) == 1:
@@ -164,8 +179,11 @@ def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity
     else:
         found = keys.find(role, candidates)
         if found is None:
-            raise KeystoreError(f"this brain trusts {len(candidates)} {role} keys ({', '.join(candidates)}) and "
-                                "this machine holds none of them", hint="pick one: --address ADDR")  # fmt: skip
+            raise KeystoreError(
+                f"this brain trusts {len(candidates)} {role} keys ({', '.join(candidates)}) and "
+                "this machine holds none of them",
+                hint="pick one: --address ADDR",
+            )
         address = found[0]
     pair: siblings.Siblings | None = None
     for commit in _commits(store, head):
@@ -183,18 +201,27 @@ def certified_sibling(store: gs.GitStore, role: str, scheme: str, keys: identity
         except LedgerError as exc:
             raise StoreError(f"snapshot {commit[:12]}: {exc.message}", hint="run 'ledger audit'") from exc
         if pair is not None and found_pair != pair:
-            raise StoreError(f"{address} certifies two different sibling keys in this lineage",
-                             hint="run 'ledger audit': the lineage fails its 'siblings' check")  # fmt: skip
+            raise StoreError(
+                f"{address} certifies two different sibling keys in this lineage",
+                hint="run 'ledger audit': the lineage fails its 'siblings' check",
+            )
         pair = found_pair
     if pair is None or (pair.p256 if SCHEMES[scheme] == siblings.P256 else pair.ed25519) is None:
-        raise KeystoreError(f"the {role} key {address} has certified no {scheme} sibling in this lineage (it "
-                            "has signed nothing since sibling keys exist)",
-                            hint=f"make one signed change as {role} where that key is, then export again")  # fmt: skip
+        raise KeystoreError(
+            f"the {role} key {address} has certified no {scheme} sibling in this lineage (it "
+            "has signed nothing since sibling keys exist)",
+            hint=f"make one signed change as {role} where that key is, then export again",
+        )
     return address, pair.pem(SCHEMES[scheme])
 
 
-def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[str] | None = None,
-                  passphrase: identity.Passphrase | None = None) -> tuple[str, bytes]:  # fmt: skip
+def local_sibling(
+    keys: identity.KeyDir,
+    role: str,
+    scheme: str,
+    allowed: list[str] | None = None,
+    passphrase: identity.Passphrase | None = None,
+) -> tuple[str, bytes]:
     """``(address, PEM)`` of this machine's ``role`` key's sibling.  ``scheme``: p256 or ed25519.
 
     ``allowed`` (a brain's trusted addresses for the role, perhaps none) picks the local key among
@@ -203,9 +230,11 @@ def local_sibling(keys: identity.KeyDir, role: str, scheme: str, allowed: list[s
     found = keys.find(role, allowed) if allowed else None
     if allowed is not None and found is None:
         trusts = f"it trusts {', '.join(sorted(allowed))}" if allowed else f"it trusts no {role} key"
-        raise KeystoreError(f"this machine has no {role} key this brain trusts ({trusts})",
-                            hint="run it where that key is (ledger keys show), or have the brain trust this "
-                                 f"machine's key: ledger keys trust {role} ADDRESS")  # fmt: skip
+        raise KeystoreError(
+            f"this machine has no {role} key this brain trusts ({trusts})",
+            hint="run it where that key is (ledger keys show), or have the brain trust this "
+            f"machine's key: ledger keys trust {role} ADDRESS",
+        )
     key = keys.load(role, passphrase, found[1] if found else None)
     if key is None:
         raise KeystoreError(f"this machine has no {role} key in {keys.home}", hint=f"ledger keys generate {role}")

@@ -50,18 +50,31 @@ __all__ = ["gc", "index", "init", "log", "log_stats", "prove", "recover", "skill
 Progress = Callable[[int, int], None]
 
 
-def init(directory: str | os.PathLike[str], *, sign: bool = True, passphrase: Callable[[bool], str] | None = None,
-         encrypt: bool = False, versions: str = "frontmatter") -> InitReport:  # fmt: skip
+def init(
+    directory: str | os.PathLike[str],
+    *,
+    sign: bool = True,
+    passphrase: Callable[[bool], str] | None = None,
+    encrypt: bool = False,
+    versions: str = "frontmatter",
+) -> InitReport:
     """Make an empty brain in ``directory`` whose first snapshot trusts this machine's user and agent
     keys ($LEDGER_KEYS), made there if missing (``sign=False``: an unsigned brain, trusting none)."""
     keys = KeyDir(keys_home())
     made = {r for r in ("user", "agent") if keys.peek(r) is None} if sign else set()
     with Brain.init(directory, sign=sign, passphrase=passphrase, encrypt=encrypt, versions=versions) as brain:
         root = brain.head().snap.to_json()["root"]
-        trusted = tuple(TrustedKey(k["role"], k["address"], str(keys.path(k["role"])) if k["role"] in made else None)
-                        for k in brain.trusted_keys()["trusted"])  # fmt: skip
-        return InitReport(brain=str(brain.root), root=str(root), trusted=trusted,
-                          policy="signed" if sign else "unsigned", versions=versions)  # type: ignore[arg-type]
+        trusted = tuple(
+            TrustedKey(k["role"], k["address"], str(keys.path(k["role"])) if k["role"] in made else None)
+            for k in brain.trusted_keys()["trusted"]
+        )
+        return InitReport(
+            brain=str(brain.root),
+            root=str(root),
+            trusted=trusted,
+            policy="signed" if sign else "unsigned",
+            versions=versions,
+        )  # type: ignore[arg-type]
 
 
 def index(brain: Brain) -> IndexReport:
@@ -80,8 +93,7 @@ def snapshot(brain: Brain, note: str = "", progress: Progress | None = None) -> 
     return brain.snapshot(note, progress)
 
 
-def log(brain: Brain, *, max_count: int | None = None, actor: str | None = None,
-        skill: str | None = None) -> LogReport:  # fmt: skip
+def log(brain: Brain, *, max_count: int | None = None, actor: str | None = None, skill: str | None = None) -> LogReport:
     """The lineage, newest first, numbered from the first snapshot: at most ``max_count`` of those by
     ``actor`` (``unsigned``: those no key signed) that change ``skill``."""
     receipts = read_receipts(brain.store) if brain.config.get("chain") else {}
@@ -132,9 +144,14 @@ def skill_list(brain: Brain, category: str | None = None) -> SkillListReport:
     if category:
         members = set(brain.categories.members(category))
         skills = [s for s in skills if s.name in members]
-    return SkillListReport(tuple(
-        SkillListEntry(s.name, s.description, s.version, s.license, s.compatibility, cats.get(s.name),
-                       held.get(s.name, OMIT)) for s in skills))  # type: ignore[arg-type]  # fmt: skip
+    return SkillListReport(
+        tuple(
+            SkillListEntry(
+                s.name, s.description, s.version, s.license, s.compatibility, cats.get(s.name), held.get(s.name, OMIT)
+            )
+            for s in skills
+        )
+    )  # type: ignore[arg-type]
 
 
 def skill_view(brain: Brain, name: str, file: str | None = None) -> SkillViewReport | SkillFileReport:
@@ -142,8 +159,21 @@ def skill_view(brain: Brain, name: str, file: str | None = None) -> SkillViewRep
     doc: dict[str, Any] = brain.view(name, file)
     state = brain.withheld().get(doc["name"], OMIT)
     if file is not None:
-        return SkillFileReport(name=doc["name"], file=doc["file"], content=doc.get("content", OMIT),
-                               binary=doc.get("binary", OMIT), size=doc.get("size", OMIT), supply=state)  # fmt: skip
+        return SkillFileReport(
+            name=doc["name"],
+            file=doc["file"],
+            content=doc.get("content", OMIT),
+            binary=doc.get("binary", OMIT),
+            size=doc.get("size", OMIT),
+            supply=state,
+        )
     receipt = UsageReceipt.of(doc["receipt"]) if doc["receipt"] is not None else None
-    return SkillViewReport(name=doc["name"], description=doc["description"], version=doc["version"],
-                           body=doc["body"], files=doc["files"], receipt=receipt, supply=state)  # fmt: skip
+    return SkillViewReport(
+        name=doc["name"],
+        description=doc["description"],
+        version=doc["version"],
+        body=doc["body"],
+        files=doc["files"],
+        receipt=receipt,
+        supply=state,
+    )

@@ -56,12 +56,15 @@ def refusal(supply: Supply, name: str, what: str = "an agent") -> SupplyError | 
             f"skill {name!r} is quarantined: it was installed from {source} and is not approved, so {what} "
             f"may not see it (scan verdict: {verdict})",
             hint=f"it waits for a curator's review: 'ledger approve {name}'",
-            skill=name, state=QUARANTINED,
+            skill=name,
+            state=QUARANTINED,
         )
     reason = why_revoked(supply, name) or "no reason was recorded"
     assert entry.state == REVOKED
     return SupplyError(
         f"skill {name!r} is revoked ({reason}), so {what} may not see it",
         hint=f"it stays in the brain's history; install a version that is not revoked, or delete {name!r}",
-        skill=name, state=REVOKED, reason=reason,
+        skill=name,
+        state=REVOKED,
+        reason=reason,
     )

@@ -37,8 +37,14 @@ class Writing:
 
     # ------------------------------------------------------------------ snapshots
 
-    def apply(self, operation: str, updates: Mapping[str, gs.FileMap | None], changes: list[gs.Change], note: str,
-              **options: Any) -> Receipt:  # fmt: skip
+    def apply(
+        self,
+        operation: str,
+        updates: Mapping[str, gs.FileMap | None],
+        changes: list[gs.Change],
+        note: str,
+        **options: Any,
+    ) -> Receipt:
         """One snapshot through the one write path (:meth:`ledger.write.apply.Writer.apply`)."""
         return self._writer.apply(operation, updates, changes, note, **options)
 

@@ -19,8 +19,24 @@ from ledger.errors import LedgerError
 __all__ = ["HERMES_SKIP", "Collection", "Found", "HermesShape", "HermesTree", "hermes_conflicts", "hermes_shape"]
 
 # Folder names Hermes's scanner never enters (agent/skill_utils.py EXCLUDED_SKILL_DIRS), and the ledger's own.
-HERMES_SKIP = frozenset({".git", ".github", ".hub", ".archive", ".venv", "venv", "node_modules", "site-packages",
-                         "__pycache__", ".tox", ".nox", ".pytest_cache", ".mypy_cache", ".ruff_cache"})  # fmt: skip
+HERMES_SKIP = frozenset(
+    {
+        ".git",
+        ".github",
+        ".hub",
+        ".archive",
+        ".venv",
+        "venv",
+        "node_modules",
+        "site-packages",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    }
+)
 DESCRIPTION_MD = "DESCRIPTION.md"
 
 
@@ -77,9 +93,11 @@ class Collection:
             for f in (*self.skills, *other.skills):
                 if not f.refused:
                     merged.setdefault(f.key, f)  # the one the importer keeps: a later one of a key is refused
-            problems = hermes_conflicts({k: (f.category, list(f.files)) for k, f in merged.items()},
-                                        [*self.categories, *other.categories],
-                                        {k: f.source for k, f in merged.items()})  # fmt: skip
+            problems = hermes_conflicts(
+                {k: (f.category, list(f.files)) for k, f in merged.items()},
+                [*self.categories, *other.categories],
+                {k: f.source for k, f in merged.items()},
+            )
             if problems:
                 raise LedgerError(
                     f"{where} and the sources before it cannot be one Hermes tree; nothing was imported:"
@@ -208,8 +226,11 @@ def _enclosing(shape: HermesShape, path: str) -> str | None:
     return None
 
 
-def hermes_conflicts(skills: Mapping[str, tuple[str | None, Iterable[str]]], category_files: Iterable[str],
-                     where: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+def hermes_conflicts(
+    skills: Mapping[str, tuple[str | None, Iterable[str]]],
+    category_files: Iterable[str],
+    where: Mapping[str, str] | None = None,
+) -> list[str]:
     """Why the skills (``key → (category, file paths)``) and category files cannot be written as one
     Hermes tree that reads back as them, one sentence each naming both sides; empty when they can.
 
@@ -237,8 +258,11 @@ def hermes_conflicts(skills: Mapping[str, tuple[str | None, Iterable[str]]], cat
     for folder, key in sorted(folders.items()):
         if folder not in shape.skills:
             outer = _enclosing(shape, folder)
-            why = (f"inside {skill(folders.get(outer, outer))}'s {folder[len(outer) + 1:].split('/')[0]}/ folder"
-                   if outer else "in a folder Hermes never enters")  # fmt: skip
+            why = (
+                f"inside {skill(folders.get(outer, outer))}'s {folder[len(outer) + 1 :].split('/')[0]}/ folder"
+                if outer
+                else "in a folder Hermes never enters"
+            )
             problems.append(f"{skill(key)} would be written at {folder}/, {why}, where Hermes does not list it")
             continue
         for rel in sorted(skills[key][1]):
@@ -247,23 +271,34 @@ def hermes_conflicts(skills: Mapping[str, tuple[str | None, Iterable[str]]], cat
                 continue
             inner = f"{folder}/{top[:-1]}"
             if rel == DESCRIPTION_MD:
-                problems.append(f"{skill(key)}'s own {DESCRIPTION_MD} is where category {folder}'s description "
-                                f"goes ({folder}/ also holds skills), so it would read back as the category's")
+                problems.append(
+                    f"{skill(key)}'s own {DESCRIPTION_MD} is where category {folder}'s description "
+                    f"goes ({folder}/ also holds skills), so it would read back as the category's"
+                )
             elif inner in shape.skills:
-                problems.append(f"{skill(key)}'s file {rel} would be inside {skill(folders.get(inner, inner))}'s "
-                                f"folder {inner}/, and read back as that skill's")
+                problems.append(
+                    f"{skill(key)}'s file {rel} would be inside {skill(folders.get(inner, inner))}'s "
+                    f"folder {inner}/, and read back as that skill's"
+                )
             else:
-                problems.append(f"{skill(key)}'s file {rel} would read back as a file of category {inner}: "
-                                f"that folder also holds skills")
+                problems.append(
+                    f"{skill(key)}'s file {rel} would read back as a file of category {inner}: "
+                    f"that folder also holds skills"
+                )
     for folder in sorted(set(shape.skills) - set(folders)):
-        problems.append(f"{plan.claim.get(folder + '/' + SKILL_MD, folder)} would be listed by Hermes as a skill "
-                        f"of its own ({folder}/)")
+        problems.append(
+            f"{plan.claim.get(folder + '/' + SKILL_MD, folder)} would be listed by Hermes as a skill "
+            f"of its own ({folder}/)"
+        )
     found = set(shape.categories)
     for rel in cats:
         if rel not in found and rel not in plan.clashed:
             outer = _enclosing(shape, rel)
-            problems.append(f"category file {rel} would read back as {skill(folders[outer])}'s file"
-                            if outer in folders else f"category file {rel} is in a folder Hermes never enters")
+            problems.append(
+                f"category file {rel} would read back as {skill(folders[outer])}'s file"
+                if outer in folders
+                else f"category file {rel} is in a folder Hermes never enters"
+            )
     return list(dict.fromkeys(problems))
 
 

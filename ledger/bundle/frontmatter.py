@@ -25,9 +25,18 @@ if TYPE_CHECKING:
     import yaml
 
 __all__ = [
-    "COUNTER_LINE", "MAX_YAML_DEPTH", "as_json", "bounded", "counter_key", "counter_line", "load", "set_aside",
-    "set_counter", "split", "whole_number",
-]  # fmt: skip
+    "COUNTER_LINE",
+    "MAX_YAML_DEPTH",
+    "as_json",
+    "bounded",
+    "counter_key",
+    "counter_line",
+    "load",
+    "set_aside",
+    "set_counter",
+    "split",
+    "whole_number",
+]
 
 MAX_YAML_DEPTH = 32  # nesting; checked on the event stream, before anything recursive runs
 _RE = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -134,8 +143,13 @@ _CORE = (  # how YAML 1.2's core schema (most parsers outside Python) reads a pl
     ("null", re.compile(r"(?:~|null|Null|NULL|)\Z")),
     ("bool", re.compile(r"(?:true|True|TRUE|false|False|FALSE)\Z")),
     ("int", re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")),
-    ("float", re.compile(r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
-                         r"|\.(?:nan|NaN|NAN))\Z")),
+    (
+        "float",
+        re.compile(
+            r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+            r"|\.(?:nan|NaN|NAN))\Z"
+        ),
+    ),
 )
 
 
@@ -171,21 +185,30 @@ def _json_loader() -> type:
             if not node.style:  # a plain scalar (None, or "" from libyaml): quoted and block ones are text to all
                 kind, core = _core(node.value)
                 nan = core != core and value != value
-                same = kind == "str" if isinstance(value, str) else (
-                    kind != "str" and type(core) is type(value) and (core == value or nan))
+                same = (
+                    kind == "str"
+                    if isinstance(value, str)
+                    else (kind != "str" and type(core) is type(value) and (core == value or nan))
+                )
                 if not same:
                     raise SkillError(
                         f"frontmatter value {node.value!r} reads as {value!r} in YAML 1.1 but as {core!r} in YAML "
-                        "1.2, so hosts would not agree on it", hint="quote it to make it text")  # fmt: skip
+                        "1.2, so hosts would not agree on it",
+                        hint="quote it to make it text",
+                    )
             return value
 
         return constructor
 
     as_written = one_reading(lambda loader, node: loader.construct_scalar(node))
     AsWritten.add_constructor("tag:yaml.org,2002:timestamp", as_written)
-    for tag, construct in (("bool", safe.construct_yaml_bool), ("int", safe.construct_yaml_int),
-                           ("float", safe.construct_yaml_float), ("str", safe.construct_yaml_str),
-                           ("null", safe.construct_yaml_null)):  # fmt: skip
+    for tag, construct in (
+        ("bool", safe.construct_yaml_bool),
+        ("int", safe.construct_yaml_int),
+        ("float", safe.construct_yaml_float),
+        ("str", safe.construct_yaml_str),
+        ("null", safe.construct_yaml_null),
+    ):
         AsWritten.add_constructor(f"tag:yaml.org,2002:{tag}", one_reading(construct))
     return AsWritten
 
@@ -237,14 +260,17 @@ def _check_json(value: Any, where: str) -> None:
             continue
         elif isinstance(value, int):
             if abs(value) > MAX_JSON_INT:
-                raise SkillError(f"frontmatter {where} is {value}, beyond ±(2^53 - 1): JSON readers disagree on it",
-                                 hint="quote it")  # fmt: skip
+                raise SkillError(
+                    f"frontmatter {where} is {value}, beyond ±(2^53 - 1): JSON readers disagree on it", hint="quote it"
+                )
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
                 raise SkillError(f"frontmatter {where} is {value}, which JSON cannot hold", hint="quote it")
         else:
-            raise SkillError(f"frontmatter {where} is a YAML {type(value).__name__}, which has no JSON rendering",
-                             hint="write it as text, a number, a list or a mapping")  # fmt: skip
+            raise SkillError(
+                f"frontmatter {where} is a YAML {type(value).__name__}, which has no JSON rendering",
+                hint="write it as text, a number, a list or a mapping",
+            )
 
 
 def whole_number(value: Any) -> int | None:
@@ -274,8 +300,9 @@ def counter_key(fm: dict[str, Any]) -> tuple[str, int]:
             if value is not None:
                 return key, value
             if key == "ledger-version":
-                raise SkillError(f"malformed frontmatter: metadata.ledger-version {shown(meta[key])} is not a "
-                                 "whole number")  # fmt: skip
+                raise SkillError(
+                    f"malformed frontmatter: metadata.ledger-version {shown(meta[key])} is not a whole number"
+                )
     return ("ledger-version" if "version" in meta else "version"), 0
 
 
@@ -341,7 +368,6 @@ def _checked(out: str, key: str, value: int) -> str:
     return out
 
 
-
 # The spellings of the counter that an installed SKILL.md may carry (docs/lineage.md §1.6, "the counter set
 # aside"): one line of the block mapping under a line that is exactly ``metadata:``, at that block's
 # indentation, the value a whole number written plain (no leading zero: YAML 1.1 reads 010 as octal), or in
@@ -395,14 +421,18 @@ def counter_line(text: str) -> tuple[int, str] | None:
     found = candidates.get(key) if present else None
     if found is None:
         if present or candidates:
-            raise SkillError(f"SKILL.md writes its counter metadata.{key} in a spelling the ledger cannot set aside",
-                             hint="write it on its own line of a block 'metadata:' mapping, as "
-                                  f"{key}: '{value}' (see docs/lineage.md, 'The supply record')")  # fmt: skip
+            raise SkillError(
+                f"SKILL.md writes its counter metadata.{key} in a spelling the ledger cannot set aside",
+                hint="write it on its own line of a block 'metadata:' mapping, as "
+                f"{key}: '{value}' (see docs/lineage.md, 'The supply record')",
+            )
         return None
     written = COUNTER_LINE.match(found[1])
     if written is None or int(written.group(3).strip("'\"")) != value:
-        raise SkillError("SKILL.md's counter line and its YAML disagree (see docs/lineage.md, 'The supply record')",
-                         hint="write the counter once, on its own line of a block 'metadata:' mapping")  # fmt: skip
+        raise SkillError(
+            "SKILL.md's counter line and its YAML disagree (see docs/lineage.md, 'The supply record')",
+            hint="write the counter once, on its own line of a block 'metadata:' mapping",
+        )
     return found
 
 
@@ -413,18 +443,21 @@ def set_aside(text: str, served: str | None) -> str:
     (docs/lineage.md §1.6).  The result is the served SKILL.md, byte for byte, when only the counter changed."""
     found = counter_line(text)
     if found is None:
-        raise SkillError("SKILL.md carries no version counter to set aside",
-                         hint="an installed skill's SKILL.md carries the ledger's counter"
-                              " (see docs/lineage.md, 'Where versions live')")
+        raise SkillError(
+            "SKILL.md carries no version counter to set aside",
+            hint="an installed skill's SKILL.md carries the ledger's counter"
+            " (see docs/lineage.md, 'Where versions live')",
+        )
     at, line = found
     lines, _ = _lines(text)
     if served is not None:
         theirs, mine = COUNTER_LINE.match(served), COUNTER_LINE.match(line)
         if theirs is None or mine is None or theirs.group(1, 2) != mine.group(1, 2):
-            raise SkillError(f"the served counter line {served!r} is not one the installed counter replaces",
-                             hint="the same key at the same indentation, a whole number"
-                                  " (see docs/lineage.md, 'The supply record')")
-        lines[at] = served + lines[at][len(line):]
+            raise SkillError(
+                f"the served counter line {served!r} is not one the installed counter replaces",
+                hint="the same key at the same indentation, a whole number (see docs/lineage.md, 'The supply record')",
+            )
+        lines[at] = served + lines[at][len(line) :]
         return "".join(lines)
     del lines[at]
     if _bare(lines[at - 1]) == "metadata:" and not lines[at].startswith(" "):

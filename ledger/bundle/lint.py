@@ -36,8 +36,9 @@ __all__ = ["Verdict", "introduced_errors", "lint_skill", "served_errors"]
 
 SPEC_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
 # top-level keys Hermes's bundled skills carry beyond the spec (its metadata.hermes sits inside the spec's metadata)
-HERMES_FIELDS = frozenset({"version", "author", "platforms", "prerequisites", "dependencies", "tags", "triggers",
-                           "category", "environments"})  # fmt: skip
+HERMES_FIELDS = frozenset(
+    {"version", "author", "platforms", "prerequisites", "dependencies", "tags", "triggers", "category", "environments"}
+)
 HERMES_DIRS = ("references", "templates", "scripts", "assets")
 HERMES_SKILL_MD = 100_000  # characters
 HERMES_FILE = 1024 * 1024  # bytes
@@ -72,8 +73,10 @@ class Verdict:
         return out
 
 
-FLOW_WARNING = ("flow style ([…] or {…}) in the frontmatter: skills-ref's strictyaml parser refuses it, "
-                "but the agentskills spec does not forbid it")
+FLOW_WARNING = (
+    "flow style ([…] or {…}) in the frontmatter: skills-ref's strictyaml parser refuses it, "
+    "but the agentskills spec does not forbid it"
+)
 
 
 def _frontmatter(content: str, warnings: list[str]) -> tuple[dict[str, Any] | None, str | None]:
@@ -160,8 +163,10 @@ def served_errors(folder: str, fm: Mapping[str, Any]) -> list[str]:
     out = list(verdict.errors)
     for key in ("license", "allowed-tools"):
         if key in fm and not isinstance(fm[key], str):
-            out.append(f"Field '{key}' must be a string, not {type(fm[key]).__name__} (fix: quote it, or write "
-                       f"it as one line of text)")  # fmt: skip
+            out.append(
+                f"Field '{key}' must be a string, not {type(fm[key]).__name__} (fix: quote it, or write "
+                f"it as one line of text)"
+            )
     meta = fm.get("metadata")
     if "metadata" in fm:
         if not isinstance(meta, Mapping):
@@ -169,12 +174,15 @@ def served_errors(folder: str, fm: Mapping[str, Any]) -> list[str]:
         else:
             for key, value in meta.items():
                 if isinstance(value, list | dict):
-                    out.append(f"Field 'metadata.{key}' must be a string, not a list or mapping (fix: write it "
-                               "as one string, or move it out of metadata)")  # fmt: skip
+                    out.append(
+                        f"Field 'metadata.{key}' must be a string, not a list or mapping (fix: write it "
+                        "as one string, or move it out of metadata)"
+                    )
                 elif not isinstance(value, str):
                     shown = json.dumps(value)
-                    out.append(f"Field 'metadata.{key}' must be a string, not {shown} (fix: quote it: "
-                               f"{key}: '{shown}')")  # fmt: skip
+                    out.append(
+                        f"Field 'metadata.{key}' must be a string, not {shown} (fix: quote it: {key}: '{shown}')"
+                    )
     if _has_proto(fm):
         out.append("A frontmatter key is '__proto__', which JavaScript hosts refuse (fix: rename it)")
     return out

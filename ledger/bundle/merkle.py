@@ -312,9 +312,12 @@ class InclusionProof:
         except KeyError as exc:
             raise ProofError(f"malformed proof: a step has no {exc.args[0]}") from None
         return cls(
-            path=doc["path"], kind=kinds[doc["kind"]], content=_hash32(doc["content"]), steps=steps,
+            path=doc["path"],
+            kind=kinds[doc["kind"]],
+            content=_hash32(doc["content"]),
+            steps=steps,
             root=parse_root(doc["root"]),
-        )  # fmt: skip
+        )
 
 
 def _list(value: Any) -> list[Any]:

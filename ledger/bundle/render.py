@@ -20,12 +20,16 @@ def list_line(name: str, version: int, description: str, state: str | None = Non
     return f"{name:32} v{version:<4} {f'[{state}] ' if state else ''}{description}\n"
 
 
-def status_doc(
-    head: str, root: str, tree_root: str, changes: dict[str, str], pending: int | None
-) -> dict[str, object]:
+def status_doc(head: str, root: str, tree_root: str, changes: dict[str, str], pending: int | None) -> dict[str, object]:
     """``status --json``."""
-    return {"head": head, "root": root, "tree_root": tree_root, "clean": not changes, "changes": changes,
-            "pending_chain": pending}  # fmt: skip
+    return {
+        "head": head,
+        "root": root,
+        "tree_root": tree_root,
+        "clean": not changes,
+        "changes": changes,
+        "pending_chain": pending,
+    }
 
 
 def status_lines(head: str, root: str, tree_root: str, changes: dict[str, str], pending: int | None) -> list[str]:

@@ -168,9 +168,7 @@ def check_support_path(rel: str) -> tuple[str, ...]:
     for part in parts:
         check_component(part, rel)
     if len(rel.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES - MAX_NAME - 1:
-        raise SkillError(
-            f"invalid path {rel[:60]!r}…: file paths are limited to {MAX_PATH_BYTES - MAX_NAME - 1} bytes"
-        )
+        raise SkillError(f"invalid path {rel[:60]!r}…: file paths are limited to {MAX_PATH_BYTES - MAX_NAME - 1} bytes")
     if parts == (SKILL_MD,):
         raise SkillError(f"{SKILL_MD} is the skill itself", hint="use 'ledger skill edit' or 'patch' to change it")
     return parts

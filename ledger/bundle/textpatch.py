@@ -37,7 +37,7 @@ def replace(text: str, old: str, new: str, *, where: str, replace_all: bool = Fa
         raise PatchError(
             f"patch text matches {max(count, 2)} times in {where}; it must match exactly once",
             hint="include more surrounding context to make it unique, or replace every match (--replace-all on the "
-                 "command line, replace_all in the agent tool)",
+            "command line, replace_all in the agent tool)",
             matches=_places(text, old),
         )
     return text[:first] + new + text[first + len(old) :]
@@ -54,8 +54,7 @@ def _closest(text: str, needle: str) -> list[dict[str, Any]]:
     """The lines most like the first line of what was not found, with their line numbers."""
     lines = text.splitlines()
     probe = next((ln for ln in needle.splitlines() if ln.strip()), needle)
-    scored = sorted(((difflib.SequenceMatcher(None, probe, ln).ratio(), i) for i, ln in enumerate(lines)),
-                    reverse=True)  # fmt: skip
+    scored = sorted(((difflib.SequenceMatcher(None, probe, ln).ratio(), i) for i, ln in enumerate(lines)), reverse=True)
     return [{"line": i + 1, "text": lines[i], "similarity": round(r, 2)} for r, i in scored[:3] if r > 0.3]
 
 

@@ -184,11 +184,15 @@ def decode_transfer(log: Any) -> list[tuple[str, str, int, int]]:
     """An ERC-1155 ``TransferSingle`` or ``TransferBatch`` log as (from, to, id, value) rows, in order."""
     topics = [hexbytes(t) for t in log["topics"]]
     data = hexbytes(log["data"])
-    if len(topics) != 4 or topics[0] not in (TRANSFER_SINGLE, TRANSFER_BATCH) or any(
-        t[:12] != b"\x00" * 12 for t in topics[1:]
+    if (
+        len(topics) != 4
+        or topics[0] not in (TRANSFER_SINGLE, TRANSFER_BATCH)
+        or any(t[:12] != b"\x00" * 12 for t in topics[1:])
     ):
-        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
-                         "an ERC-1155 TransferSingle or TransferBatch event")  # fmt: skip
+        raise ChainError(
+            f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
+            "an ERC-1155 TransferSingle or TransferBatch event"
+        )
     sender, receiver = checksum(topics[2][12:]), checksum(topics[3][12:])
     if topics[0] == TRANSFER_SINGLE:
         if len(data) != 64:
@@ -208,8 +212,10 @@ def decode_root_committed(log: Any) -> dict[str, Any]:
     topics = [hexbytes(t) for t in log["topics"]]
     data = hexbytes(log["data"])
     if len(topics) != 3 or topics[0] != ROOT_COMMITTED or len(data) != 32 or data[:12] != b"\x00" * 12:
-        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
-                         "a RootCommitted event of this registry's ABI")  # fmt: skip
+        raise ChainError(
+            f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
+            "a RootCommitted event of this registry's ABI"
+        )
     return {
         "agent": int.from_bytes(topics[1], "big"),
         "root": topics[2],
@@ -228,8 +234,10 @@ def decode_evidence_committed(log: Any) -> dict[str, Any]:
     topics = [hexbytes(t) for t in log["topics"]]
     data = hexbytes(log["data"])
     if len(topics) != 3 or topics[0] != EVIDENCE_COMMITTED or len(data) != 64 or data[:24] != b"\x00" * 24:
-        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
-                         "an EvidenceCommitted event of this registry's ABI")  # fmt: skip
+        raise ChainError(
+            f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is not "
+            "an EvidenceCommitted event of this registry's ABI"
+        )
     return {
         "agent": int.from_bytes(topics[1], "big"),
         "head": topics[2],
@@ -249,8 +257,10 @@ def decode_committer_log(log: Any) -> tuple[int, int, str, bool]:
     topics = [hexbytes(t) for t in log["topics"]]
     data = hexbytes(log["data"])
     if len(topics) != 3 or topics[0] not in (AGENT_REGISTERED, COMMITTER_SET) or topics[2][:12] != b"\x00" * 12:
-        raise ChainError(f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is neither "
-                         "AgentRegistered nor CommitterSet of this registry's ABI")  # fmt: skip
+        raise ChainError(
+            f"log {_int(log['logIndex'])} of tx 0x{hexbytes(log['transactionHash']).hex()} is neither "
+            "AgentRegistered nor CommitterSet of this registry's ABI"
+        )
     if topics[0] == AGENT_REGISTERED:
         if len(data) != 64:
             raise ChainError("an AgentRegistered log holds two words of data (salt, shares)")

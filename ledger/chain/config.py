@@ -29,8 +29,10 @@ class ChainConfig:
         doc = brain.config.get("chain")
         if not doc or not doc.get("rpc"):
             where = f"--brain {brain.root} " if getattr(brain, "root", None) is not None else ""
-            raise ChainError(f"the brain at {getattr(brain, 'root', '?')} has no chain configured",
-                             hint=f"run 'ledger {where}chain up' or 'ledger {where}chain use RPC'")  # fmt: skip
+            raise ChainError(
+                f"the brain at {getattr(brain, 'root', '?')} has no chain configured",
+                hint=f"run 'ledger {where}chain up' or 'ledger {where}chain use RPC'",
+            )
         fields = {f.name for f in dataclasses.fields(cls)}
         doc = {k: v for k, v in doc.items() if k in fields}
         if isinstance(doc.get("agent_id"), str):
@@ -51,8 +53,10 @@ class ChainConfig:
                 step = {"registry": "ledger chain deploy", "agent_id": "ledger chain register"}.get(name, "")
                 root = getattr(self, "_root", None)
                 where, flag = (f" of the brain at {root}", f"--brain {root} ") if root is not None else ("", "")
-                raise ChainError(f"the chain config{where} has no {name}",
-                                 hint=f"run 'ledger {flag}{step.removeprefix('ledger ')}'" if step else None)
+                raise ChainError(
+                    f"the chain config{where} has no {name}",
+                    hint=f"run 'ledger {flag}{step.removeprefix('ledger ')}'" if step else None,
+                )
 
 
 def onchain_head(rpc: str, registry: str, agent: int, timeout: float = 5.0) -> bytes:

@@ -30,6 +30,7 @@ from ledger.store.gitstore import MODE_FILE, GitStore
 
 __all__ = ["read_at", "read_local", "read_remote", "save"]
 
+
 def read_local(store: GitStore) -> EpochLog:
     """This store's log (an empty one before the first epoch)."""
     head = store.read_ref(EPOCHS_REF)
@@ -42,8 +43,9 @@ def read_at(store: GitStore, head: bytes) -> EpochLog:
     files = {name: sha for sha, _, name in store.read_tree(tree)}
     names = sorted(set(files) - {"log.json"})
     if len(files) != 2 or "log.json" not in files or names[0] not in ("entries", ENTRIES_V2):
-        raise ChainError(f"{EPOCHS_REF} holds {', '.join(sorted(files)) or 'nothing'}, not log.json and one of "
-                         f"entries, {ENTRIES_V2}")  # fmt: skip
+        raise ChainError(
+            f"{EPOCHS_REF} holds {', '.join(sorted(files)) or 'nothing'}, not log.json and one of entries, {ENTRIES_V2}"
+        )
     return parse(names[0], store.read(files[names[0]], b"blob"), store.read(files["log.json"], b"blob"), head)
 
 
@@ -51,8 +53,7 @@ def save(store: GitStore, log: EpochLog, message: str) -> bytes:
     """Write ``log`` as the next commit of the ref, by compare-and-swap on the commit it was read from."""
     doc = json.dumps({"header": log.header, "epochs": log.epochs}, sort_keys=True, indent=1).encode() + b"\n"
     name, data = encode_entries(log.entries)
-    tree = store.write_tree([(store.write_blob(data), MODE_FILE, name),
-                             (store.write_blob(doc), MODE_FILE, "log.json")])  # fmt: skip
+    tree = store.write_tree([(store.write_blob(data), MODE_FILE, name), (store.write_blob(doc), MODE_FILE, "log.json")])
     new = store.write_commit(tree, [log.commit] if log.commit else [], message)
     store.move_ref(EPOCHS_REF, new, log.commit)
     log.commit = new
@@ -68,13 +69,25 @@ def read_remote(location: str) -> EpochLog:
         raise ChainError(f"the operator's log location {location[:80]!r} is not a path or git URL")
     with tempfile.TemporaryDirectory(prefix="ledger-epochs-") as tmp:
         what = f"cannot read the operator's epoch log at {location}"
-        hint = ("the receipt's 'log' names where the operator publishes refs/ledger/epochs; "
-                "ask the operator to push it there")
-        git = Git(tmp, env={"GIT_ALLOW_PROTOCOL": "file:git:ssh:http:https", "GIT_TERMINAL_PROMPT": "0"},
-                  error=ChainError).run  # fmt: skip
+        hint = (
+            "the receipt's 'log' names where the operator publishes refs/ledger/epochs; "
+            "ask the operator to push it there"
+        )
+        git = Git(
+            tmp, env={"GIT_ALLOW_PROTOCOL": "file:git:ssh:http:https", "GIT_TERMINAL_PROMPT": "0"}, error=ChainError
+        ).run
         git("init", "-q", "--bare", what=what, hint=hint)
-        git("fetch", "-q", "--no-tags", "--end-of-options", location, f"+{EPOCHS_REF}:{EPOCHS_REF}", what=what,
-            hint=hint, timeout=NETWORK)  # fmt: skip
+        git(
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--end-of-options",
+            location,
+            f"+{EPOCHS_REF}:{EPOCHS_REF}",
+            what=what,
+            hint=hint,
+            timeout=NETWORK,
+        )
         head = git("rev-parse", EPOCHS_REF, what=what, hint=hint).strip()
         listed = git("ls-tree", "--name-only", "--end-of-options", EPOCHS_REF, what=what, hint=hint)
         names = sorted(listed.decode().split("\n")[:-1])

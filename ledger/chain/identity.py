@@ -44,8 +44,15 @@ _TYPEHASH = keccak(b"EIP712Domain(string name,string version,uint256 chainId,add
 
 # OpenZeppelin EIP712's immutables in their declaration order (utils/cryptography/EIP712.sol), which is
 # the order of their AST ids in the compiler's immutableReferences (scripts/export-artifact names them so).
-IMMUTABLES = ("_cachedDomainSeparator", "_cachedChainId", "_cachedThis", "_hashedName", "_hashedVersion",
-              "_name", "_version")  # fmt: skip
+IMMUTABLES = (
+    "_cachedDomainSeparator",
+    "_cachedChainId",
+    "_cachedThis",
+    "_hashedName",
+    "_hashedVersion",
+    "_name",
+    "_version",
+)
 
 
 @dataclass(frozen=True)
@@ -61,9 +68,16 @@ _V1_8 = KnownBuild(
     name="BrainRegistry of lineage v1.8",
     size=13656,
     masked=bytes.fromhex("16d49bbd3c277fa26d25c99881aca737a650a62c462fd72d3699e4559ae5ea11"),
-    immutables={"_cachedDomainSeparator": (10265,), "_cachedChainId": (10223,), "_cachedThis": (10181,),
-                "_hashedName": (10346,), "_hashedVersion": (10386,), "_name": (6182,), "_version": (6230,)},
-)  # fmt: skip
+    immutables={
+        "_cachedDomainSeparator": (10265,),
+        "_cachedChainId": (10223,),
+        "_cachedThis": (10181,),
+        "_hashedName": (10346,),
+        "_hashedVersion": (10386,),
+        "_name": (6182,),
+        "_version": (6230,),
+    },
+)
 
 
 def _short_string(text: bytes) -> bytes:
@@ -117,9 +131,10 @@ def check_registry_code(client: Any, address: str, chain_id: int, block: Any = "
         raise RpcUnreachableError(f"cannot read the code at {address}: {exc.message}") from exc
     shown = checksum(address)
     if not code:
-        raise ChainError(f"there is no contract at {shown} on chain {chain_id}",
-                         hint="check the registry address; after a chain reset run 'ledger chain deploy' and "
-                              "'register' again")  # fmt: skip
+        raise ChainError(
+            f"there is no contract at {shown} on chain {chain_id}",
+            hint="check the registry address; after a chain reset run 'ledger chain deploy' and 'register' again",
+        )
     want = expected_immutables(chain_id, shown)
     for build in known_builds():
         if build.size != len(code) or masked_hash(code, build.immutables) != build.masked:
@@ -132,11 +147,13 @@ def check_registry_code(client: Any, address: str, chain_id: int, block: Any = "
                         f"0x{code[at : at + 32].hex()}, not 0x{want[name].hex()} as a registry deployed at this "
                         f"address on chain {chain_id} must have",
                         hint="it was not deployed here as built (a copy, or another chain's code): deploy a "
-                             "registry with 'ledger chain deploy'")  # fmt: skip
+                        "registry with 'ledger chain deploy'",
+                    )
         return build
     raise ChainError(
         f"the contract at {shown} is not a BrainRegistry this ledger knows: code hash 0x{keccak(code).hex()} "
         f"({len(code)} bytes) matches neither this release's registry nor the previous release's; was the "
         "registry address mistyped?",
         hint="check 'registry' in the brain's chain config ('ledger chain status' names it); a registry deployed "
-             "with 'ledger chain deploy' is one this ledger knows")  # fmt: skip
+        "with 'ledger chain deploy' is one this ledger knows",
+    )

@@ -147,8 +147,9 @@ def remembered_pending(store: GitStore, control: Path, chain: Mapping[str, Any])
     head, notes = store.head(), store.read_ref(NOTES_REF)
     key = pending_key(head.hex() if head else "", notes.hex() if notes else "", chain)
     state = State(control)
-    kept = state.read_json(PENDING, lambda doc: doc["pending"] if doc.get("key") == key
-                           and type(doc.get("pending")) is int else None)  # fmt: skip
+    kept = state.read_json(
+        PENDING, lambda doc: doc["pending"] if doc.get("key") == key and type(doc.get("pending")) is int else None
+    )
     if kept is not None:
         return kept
     agent = chain.get("agent_id")

@@ -186,11 +186,22 @@ class Registry:
         tip = self._priority_fee()
         latest = self.node.call("eth_getBlockByNumber", "latest", False) or {}
         if "baseFeePerGas" not in latest:
-            raise ChainError(f"{what}: chain {self.chain_id} has no EIP-1559 base fee; the registry's commits "
-                             "are signed as EIP-1559 transactions only")  # fmt: skip
+            raise ChainError(
+                f"{what}: chain {self.chain_id} has no EIP-1559 base fee; the registry's commits "
+                "are signed as EIP-1559 transactions only"
+            )
         base = _quantity(latest["baseFeePerGas"])
-        return {"type": 2, "chainId": self.chain_id, "nonce": nonce, "to": self.address, "value": 0, "data": data,
-                "gas": gas, "maxPriorityFeePerGas": tip, "maxFeePerGas": tip + 2 * base}  # fmt: skip
+        return {
+            "type": 2,
+            "chainId": self.chain_id,
+            "nonce": nonce,
+            "to": self.address,
+            "value": 0,
+            "data": data,
+            "gas": gas,
+            "maxPriorityFeePerGas": tip,
+            "maxFeePerGas": tip + 2 * base,
+        }
 
     def _priority_fee(self) -> int:
         """The node's suggested priority fee; where it has no ``eth_maxPriorityFeePerGas`` (the method
@@ -272,14 +283,17 @@ class Registry:
         out = self._agent_logs(EVIDENCE_COMMITTED, decode_evidence_committed, agent, from_block, to_block)
         return sorted(out, key=lambda e: (e["block"], e["log_index"]))
 
-    def _agent_logs(self, topic: bytes, decode: Any, agent: int, from_block: int,
-                    to_block: Any) -> list[dict[str, Any]]:  # fmt: skip
+    def _agent_logs(
+        self, topic: bytes, decode: Any, agent: int, from_block: int, to_block: Any
+    ) -> list[dict[str, Any]]:
         """The agent's logs of one event, decoded; a log of another agent or registry is the node's lie."""
         out = [decode(log) for log in self.logs([topic, word(agent, "uint256")], from_block, to_block)]
         for ev in out:
             if ev["agent"] != agent or ev["registry"] != self.address:
-                raise ChainError(f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
-                                 f"for agent {agent:#x} at {self.address}")  # fmt: skip
+                raise ChainError(
+                    f"the node answered a log of agent {ev['agent']:#x} at {ev['registry']} to a query "
+                    f"for agent {agent:#x} at {self.address}"
+                )
         return out
 
     def logs(self, topics: list[bytes | None], from_block: int = 0, to_block: Any = "latest") -> list[dict[str, Any]]:
@@ -333,8 +347,11 @@ class Registry:
         block = self.node.call("eth_getBlockByNumber", _block(ident), False)
         if block is None:
             return None
-        return {"number": _quantity(block["number"]), "hash": hexbytes(block["hash"]),
-                "timestamp": _quantity(block["timestamp"])}  # fmt: skip
+        return {
+            "number": _quantity(block["number"]),
+            "hash": hexbytes(block["hash"]),
+            "timestamp": _quantity(block["timestamp"]),
+        }
 
     def block_hash(self, number: int) -> str | None:
         try:
@@ -357,8 +374,9 @@ def _block(ident: Any) -> str:
 
 
 def _no_receipt(what: str) -> ChainError:
-    return ChainError(f"{what}: no receipt within {RECEIPT_TIMEOUT:.0f} s",
-                      hint="re-run; the commit reconciles from events")  # fmt: skip
+    return ChainError(
+        f"{what}: no receipt within {RECEIPT_TIMEOUT:.0f} s", hint="re-run; the commit reconciles from events"
+    )
 
 
 def _rejected(what: str, sender: str, text: str) -> ChainError:
@@ -385,11 +403,14 @@ def _hint(reason: str) -> str | None:
     if reason.startswith("StaleParent"):
         return "the on-chain head moved (another writer, or a fork); run 'ledger commit' again to reconcile"
     if reason.startswith("InconsistentEvidence") or reason.startswith("InvalidEvidence"):
-        return ("the anchored evidence log is not a prefix of this one (an outcome was rewritten or dropped); "
-                "run 'ledger chain status' and 'ledger verify --chain'")
+        return (
+            "the anchored evidence log is not a prefix of this one (an outcome was rewritten or dropped); "
+            "run 'ledger chain status' and 'ledger verify --chain'"
+        )
     if reason.startswith("UnauthorizedCommitter"):
         return "ask the agent owner to authorize this key ('ledger chain authorize')"
     return None
+
 
 def onchain_events(rpc: str, registry: str, agent: str | int) -> list[dict[str, Any]]:
     """Every root the agent ever committed, oldest first, with its sequence, block and tx."""

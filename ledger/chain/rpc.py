@@ -22,10 +22,20 @@ __all__ = ["Rpc"]
 # Methods whose request may be sent again on a fresh connection when a kept-alive one turns out
 # closed by the server (its answer never came): reads.  A transaction is never sent twice.
 _RESENDABLE = frozenset(
-    {"eth_chainId", "eth_blockNumber", "eth_call", "eth_getCode", "eth_getLogs", "eth_getBlockByNumber",
-     "eth_getTransactionReceipt", "eth_getTransactionCount", "eth_estimateGas", "eth_maxPriorityFeePerGas",
-     "eth_gasPrice"}
-)  # fmt: skip
+    {
+        "eth_chainId",
+        "eth_blockNumber",
+        "eth_call",
+        "eth_getCode",
+        "eth_getLogs",
+        "eth_getBlockByNumber",
+        "eth_getTransactionReceipt",
+        "eth_getTransactionCount",
+        "eth_estimateGas",
+        "eth_maxPriorityFeePerGas",
+        "eth_gasPrice",
+    }
+)
 
 
 class Rpc:
@@ -70,8 +80,10 @@ class Rpc:
         try:
             reply = json.loads(raw)
         except ValueError as exc:
-            raise RpcUnreachableError(f"{self.url} answered HTTP {status} with no JSON-RPC reply: {raw[:120]!r}",
-                                      hint="is this URL a node's JSON-RPC endpoint?") from exc  # fmt: skip
+            raise RpcUnreachableError(
+                f"{self.url} answered HTTP {status} with no JSON-RPC reply: {raw[:120]!r}",
+                hint="is this URL a node's JSON-RPC endpoint?",
+            ) from exc
         if not isinstance(reply, dict) or ("result" not in reply and "error" not in reply):
             raise RpcUnreachableError(f"{self.url} answered HTTP {status} with no JSON-RPC reply: {raw[:120]!r}")
         error = reply.get("error")

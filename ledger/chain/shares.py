@@ -37,9 +37,18 @@ if TYPE_CHECKING:
     from ledger.chain.registry import Registry
 
 __all__ = [
-    "DATA_URI_PREFIX", "DESCRIPTION", "Holder", "Shares", "TokenMetadata", "check_location", "decode_uri",
-    "metadata_json", "read_metadata", "read_shares", "unavailable",
-]  # fmt: skip
+    "DATA_URI_PREFIX",
+    "DESCRIPTION",
+    "Holder",
+    "Shares",
+    "TokenMetadata",
+    "check_location",
+    "decode_uri",
+    "metadata_json",
+    "read_metadata",
+    "read_shares",
+    "unavailable",
+]
 
 DATA_URI_PREFIX = "data:application/json;base64,"
 ROOT_PREFIX = VERSION + ":"  # a root as the spec prints it: blake3-tree-v1:<64 hex>
@@ -71,8 +80,13 @@ class TokenMetadata:
 
     def to_json(self) -> dict[str, Any]:
         ev = None if self.evidence is None else {"size": self.evidence[0], "root": self.evidence[1]}
-        return {"uri": self.uri, "head": self.head, "sequence": self.sequence, "evidence": ev,
-                "location": self.location}  # fmt: skip
+        return {
+            "uri": self.uri,
+            "head": self.head,
+            "sequence": self.sequence,
+            "evidence": ev,
+            "location": self.location,
+        }
 
 
 @dataclass(frozen=True)
@@ -107,15 +121,24 @@ def check_location(location: str) -> str:
     if not isinstance(location, str):
         raise ChainError(f"a location is text, got {type(location).__name__}")
     if len(location) > MAX_LOCATION:
-        raise ChainError(f"the location is {len(location)} characters; at most {MAX_LOCATION} are allowed",
-                         hint="publish a shorter URL")  # fmt: skip
+        raise ChainError(
+            f"the location is {len(location)} characters; at most {MAX_LOCATION} are allowed",
+            hint="publish a shorter URL",
+        )
     for i, c in enumerate(location, 1):
         if not 0x21 <= ord(c) <= 0x7E or c in '"\\{}':
-            named = {" ": "a space", '"': 'a double quote (")', "\\": "a backslash (\\)", "{": "a brace ({)",
-                     "}": "a brace (})"}.get(c, f"U+{ord(c):04X}")  # fmt: skip
-            raise ChainError(f"the location's character {i} is {named}: only printable ASCII without spaces, "
-                             "double quotes, backslashes or braces is allowed",
-                             hint="percent-encode it (%20 for a space)")  # fmt: skip
+            named = {
+                " ": "a space",
+                '"': 'a double quote (")',
+                "\\": "a backslash (\\)",
+                "{": "a brace ({)",
+                "}": "a brace (})",
+            }.get(c, f"U+{ord(c):04X}")
+            raise ChainError(
+                f"the location's character {i} is {named}: only printable ASCII without spaces, "
+                "double quotes, backslashes or braces is allowed",
+                hint="percent-encode it (%20 for a space)",
+            )
     return location
 
 
@@ -139,8 +162,17 @@ def _uint(value: Any, bits: int, what: str) -> int:
     return value
 
 
-def metadata_json(*, agent_id: int, chain_id: int, registry: str, owner: str, head: str | None, sequence: int,
-                  evidence: tuple[int, str] | None, location: str | None) -> bytes:  # fmt: skip
+def metadata_json(
+    *,
+    agent_id: int,
+    chain_id: int,
+    registry: str,
+    owner: str,
+    head: str | None,
+    sequence: int,
+    evidence: tuple[int, str] | None,
+    location: str | None,
+) -> bytes:
     """The token metadata's exact bytes (docs/lineage.md §15): no whitespace, this key order, lowercase
     hex, decimal integers; ``head`` null iff ``sequence`` is 0, ``evidence`` null iff its size is 0,
     ``location`` null iff unset (None or empty)."""
@@ -148,8 +180,10 @@ def metadata_json(*, agent_id: int, chain_id: int, registry: str, owner: str, he
     _uint(chain_id, 256, "the chain id")
     _uint(sequence, 64, "the sequence")
     if (head is None) != (sequence == 0):
-        raise ChainError(f"the head is {'null' if head is None else head} at sequence {sequence}: "
-                         "it is null exactly when the sequence is 0")  # fmt: skip
+        raise ChainError(
+            f"the head is {'null' if head is None else head} at sequence {sequence}: "
+            "it is null exactly when the sequence is 0"
+        )
     if head is not None:
         digits = head.removeprefix(ROOT_PREFIX)
         if not head.startswith(ROOT_PREFIX) or len(digits) != 64 or digits.strip("0123456789abcdef"):
@@ -207,20 +241,26 @@ def decode_uri(uri: str) -> TokenMetadata:
         ev = props["evidence"]
         evidence = None if ev is None else (ev["size"], ev["root"])
         rebuilt = metadata_json(
-            agent_id=int(props["agent_id"], 16), chain_id=props["chain_id"], registry=props["registry"],
-            owner=props["owner"], head=props["head"], sequence=props["sequence"], evidence=evidence,
+            agent_id=int(props["agent_id"], 16),
+            chain_id=props["chain_id"],
+            registry=props["registry"],
+            owner=props["owner"],
+            head=props["head"],
+            sequence=props["sequence"],
+            evidence=evidence,
             location=props["location"],
-        )  # fmt: skip
+        )
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ChainError(f"the token metadata is not the registry's JSON ({type(exc).__name__}: {exc})",
-                         hint=_HINT) from exc  # fmt: skip
+        raise ChainError(
+            f"the token metadata is not the registry's JSON ({type(exc).__name__}: {exc})", hint=_HINT
+        ) from exc
     except ChainError as exc:
         raise ChainError(f"the token metadata is not the registry's JSON: {exc.message}", hint=_HINT) from exc
     if rebuilt != raw:
-        raise ChainError("the token metadata is not byte for byte the registry's JSON for its own values",
-                         hint=_HINT)  # fmt: skip
-    return TokenMetadata(uri=uri, json=doc, head=props["head"], sequence=props["sequence"], evidence=evidence,
-                         location=props["location"])  # fmt: skip
+        raise ChainError("the token metadata is not byte for byte the registry's JSON for its own values", hint=_HINT)
+    return TokenMetadata(
+        uri=uri, json=doc, head=props["head"], sequence=props["sequence"], evidence=evidence, location=props["location"]
+    )
 
 
 # --------------------------------------------------------------------------- reading the chain
@@ -240,8 +280,10 @@ def unavailable(reg: Registry, agent_id: int, *, block: Any = "latest") -> str |
     if int(reg.owner(agent_id, block), 16) == 0:
         return f"agent 0x{agent_id:064x} is not registered on the registry {reg.address}"
     if decode_string(_call(reg, "uri(uint256)", agent_id, block=block), "uri(agentId)") == "":
-        return (f"the registry {reg.address} was deployed before share tokens had metadata (its uri is empty); "
-                "a registry deployed by this version has it")  # fmt: skip
+        return (
+            f"the registry {reg.address} was deployed before share tokens had metadata (its uri is empty); "
+            "a registry deployed by this version has it"
+        )
     return None
 
 
@@ -250,26 +292,35 @@ def read_metadata(reg: Registry, agent_id: int, *, block: Any = "latest") -> Tok
     own views at the same block; a mismatch is an error (the token would show another head)."""
     owner = reg.owner(agent_id, block)
     if int(owner, 16) == 0:
-        raise ChainError(f"agent 0x{agent_id:064x} is not registered on {reg.address}",
-                         hint="run 'ledger chain register'")  # fmt: skip
+        raise ChainError(
+            f"agent 0x{agent_id:064x} is not registered on {reg.address}", hint="run 'ledger chain register'"
+        )
     meta = decode_uri(decode_string(_call(reg, "uri(uint256)", agent_id, block=block), "uri(agentId)"))
     head, seq = reg.head(agent_id, block), reg.sequence(agent_id, block)
     size, root = reg.evidence(agent_id, block)
     location = decode_string(_call(reg, "locationOf(uint256)", agent_id, block=block), "locationOf(agentId)")
     expected = metadata_json(
-        agent_id=agent_id, chain_id=reg.chain_id, registry=str(reg.address), owner=owner,
-        head=format_root(head) if seq else None, sequence=seq,
-        evidence=(size, "0x" + root.hex()) if size else None, location=location or None,
-    )  # fmt: skip
+        agent_id=agent_id,
+        chain_id=reg.chain_id,
+        registry=str(reg.address),
+        owner=owner,
+        head=format_root(head) if seq else None,
+        sequence=seq,
+        evidence=(size, "0x" + root.hex()) if size else None,
+        location=location or None,
+    )
     if expected != base64.b64decode(meta.uri[len(DATA_URI_PREFIX) :]):
-        raise ChainError(f"the share token's metadata at {reg.address} does not match the registry's own views "
-                         f"(head, sequence, evidence, location, owner) for agent 0x{agent_id:064x}",
-                         hint="this is not the BrainRegistry of docs/lineage.md; check its address")  # fmt: skip
+        raise ChainError(
+            f"the share token's metadata at {reg.address} does not match the registry's own views "
+            f"(head, sequence, evidence, location, owner) for agent 0x{agent_id:064x}",
+            hint="this is not the BrainRegistry of docs/lineage.md; check its address",
+        )
     return meta
 
 
-def read_shares(client: Registry | str, registry: str, agent_id: int, *, from_block: int = 0,
-                block: Any = None) -> Shares:  # fmt: skip
+def read_shares(
+    client: Registry | str, registry: str, agent_id: int, *, from_block: int = 0, block: Any = None
+) -> Shares:
     """The agent's shares on ``registry``: holders from every TransferSingle/TransferBatch log of this id
     since ``from_block`` (the registry's deploy block, where the config has it), balances from state
     (``balanceOfBatch``), all read at one block (the tip unless ``block``), and the checked metadata."""
@@ -291,7 +342,8 @@ def read_shares(client: Registry | str, registry: str, agent_id: int, *, from_bl
             if token_id == agent_id:
                 seen.update({a: None for a in (sender, receiver) if a.lower() != _ZERO_ADDRESS})
                 minted += (value if sender.lower() == _ZERO_ADDRESS else 0) - (
-                    value if receiver.lower() == _ZERO_ADDRESS else 0)  # fmt: skip
+                    value if receiver.lower() == _ZERO_ADDRESS else 0
+                )
     accounts = list(seen)
     reply = _call(reg, "balanceOfBatch(address[],uint256[])", accounts, [agent_id] * len(accounts), block=at)
     balances = decode_uint_array(reply, 0, "balanceOfBatch")
@@ -299,14 +351,22 @@ def read_shares(client: Registry | str, registry: str, agent_id: int, *, from_bl
         raise ChainError(f"balanceOfBatch answered {len(balances)} balances for {len(accounts)} accounts")
     by_account = dict(zip(accounts, balances, strict=True))
     if sum(by_account.values()) != minted:  # a holder the logs never named holds the rest: the list is incomplete
-        raise ChainError(f"the transfer logs of token 0x{agent_id:064x} from block {from_block} mint {minted:,} "
-                         f"share(s), but the addresses they name hold {sum(by_account.values()):,}: some logs are "
-                         "missing, so the holders and supply would be wrong",
-                         hint="the config's deploy_block must not be after the agent's registration; or use a node "
-                         "that keeps every log (an archive node)")  # fmt: skip
-    holders = sorted((Holder(checksum(a), b) for a, b in by_account.items() if b > 0),
-                     key=lambda h: (-h.balance, h.address.lower()))  # fmt: skip
+        raise ChainError(
+            f"the transfer logs of token 0x{agent_id:064x} from block {from_block} mint {minted:,} "
+            f"share(s), but the addresses they name hold {sum(by_account.values()):,}: some logs are "
+            "missing, so the holders and supply would be wrong",
+            hint="the config's deploy_block must not be after the agent's registration; or use a node "
+            "that keeps every log (an archive node)",
+        )
+    holders = sorted(
+        (Holder(checksum(a), b) for a, b in by_account.items() if b > 0), key=lambda h: (-h.balance, h.address.lower())
+    )
     return Shares(
-        token=str(reg.address), id=f"0x{agent_id:064x}", total_supply=sum(by_account.values()), owner=owner,
-        owner_balance=by_account[owner], holders=tuple(holders), metadata=metadata,
-    )  # fmt: skip
+        token=str(reg.address),
+        id=f"0x{agent_id:064x}",
+        total_supply=sum(by_account.values()),
+        owner=owner,
+        owner_balance=by_account[owner],
+        holders=tuple(holders),
+        metadata=metadata,
+    )

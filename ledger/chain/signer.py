@@ -83,8 +83,17 @@ def sign_1559(key: bytes, tx: dict[str, Any]) -> bytes:
     to = hexbytes(tx["to"])
     if len(to) != 20:
         raise ChainError("the light signer signs calls only (a 20-byte 'to'); a deploy goes through eth-account")
-    fields: list[Any] = [tx["chainId"], tx["nonce"], tx["maxPriorityFeePerGas"], tx["maxFeePerGas"], tx["gas"],
-                         to, tx.get("value", 0), hexbytes(tx.get("data", b"")), []]  # fmt: skip
+    fields: list[Any] = [
+        tx["chainId"],
+        tx["nonce"],
+        tx["maxPriorityFeePerGas"],
+        tx["maxFeePerGas"],
+        tx["gas"],
+        to,
+        tx.get("value", 0),
+        hexbytes(tx.get("data", b"")),
+        [],
+    ]
     signature = PrivateKey(key).sign_recoverable(keccak(b"\x02" + rlp(fields)), hasher=None)
     r, s, parity = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:64], "big"), signature[64]
     return b"\x02" + rlp([*fields, parity, r, s])
@@ -122,8 +131,9 @@ def decrypt_keystore(doc: dict[str, Any], password: str) -> bytes:
     salt = bytes.fromhex(params["salt"])
     if crypto["kdf"] == "scrypt":
         n, r, p = int(params["n"]), int(params["r"]), int(params["p"])
-        derived = hashlib.scrypt(secret, salt=salt, n=n, r=r, p=p, dklen=int(params["dklen"]),
-                                 maxmem=128 * r * (n + p + 2) + (1 << 20))  # fmt: skip
+        derived = hashlib.scrypt(
+            secret, salt=salt, n=n, r=r, p=p, dklen=int(params["dklen"]), maxmem=128 * r * (n + p + 2) + (1 << 20)
+        )
     elif crypto["kdf"] == "pbkdf2" and params.get("prf") == "hmac-sha256":
         derived = hashlib.pbkdf2_hmac("sha256", secret, salt, int(params["c"]), int(params["dklen"]))
     else:

@@ -37,9 +37,14 @@ from ledger.reports import NoChange
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--unsigned", is_flag=True, help="Make a brain whose snapshots carry no signature.")
 @click.option("--passphrase", "encrypt", is_flag=True, help="Protect a new user key with a passphrase (prompted).")
-@click.option("--versions", type=click.Choice(["frontmatter", "store"]), default="frontmatter", show_default=True,
-              help="Where skill versions live: each SKILL.md's metadata.version, or only the store "
-                   "(every SKILL.md kept byte for byte; fixed for the brain's life).")  # fmt: skip
+@click.option(
+    "--versions",
+    type=click.Choice(["frontmatter", "store"]),
+    default="frontmatter",
+    show_default=True,
+    help="Where skill versions live: each SKILL.md's metadata.version, or only the store "
+    "(every SKILL.md kept byte for byte; fixed for the brain's life).",
+)
 @json_flag
 def init(directory: Path, unsigned: bool, encrypt: bool, versions: str, as_json: bool) -> None:
     """Create an empty brain (skills/, a git store, .ledger/) in DIRECTORY.
@@ -50,8 +55,9 @@ def init(directory: Path, unsigned: bool, encrypt: bool, versions: str, as_json:
     from ledger.brain import usecases
     from ledger.cli.common import prompt_passphrase
 
-    report = usecases.init(directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt,
-                           versions=versions)  # fmt: skip
+    report = usecases.init(
+        directory, sign=not unsigned, passphrase=prompt_passphrase, encrypt=encrypt, versions=versions
+    )
     if as_json:
         emit(report)
         return
@@ -112,27 +118,36 @@ def status(ctx: click.Context, as_json: bool) -> None:
             click.secho(lift_flag_text(r), fg="red")
             continue
         live = f" (live v{r['live']}, not verified yet)" if r["live"] != r["version"] else ""
-        click.secho(f"regressed {r['skill']} v{r['version']}{live}: verified {r['rate']:.0%} "
-                    f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
-                    f"[{r['from_interval'][0]:.0%}, {r['from_interval'][1]:.0%}]; undo: {r['revert']}",
-                    fg="red")  # fmt: skip
+        click.secho(
+            f"regressed {r['skill']} v{r['version']}{live}: verified {r['rate']:.0%} "
+            f"[{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] vs v{r['from']} {r['from_rate']:.0%} "
+            f"[{r['from_interval'][0]:.0%}, {r['from_interval'][1]:.0%}]; undo: {r['revert']}",
+            fg="red",
+        )
     for g in held:
         keeps = f"runtimes keep v{g['released']}" if g["released"] is not None else "nothing released yet"
         for v in g["held"]:
-            click.secho(f"held      {g['skill']} v{v['version']} ({keeps}): {v['why']}; release: ledger eval run "
-                        f"{g['skill']}, or ledger eval approve {g['skill']}@{v['version']} --reason TEXT"
-                        + (f"; undo: {g['revert']}" if g["revert"] else ""), fg="yellow")  # fmt: skip
+            click.secho(
+                f"held      {g['skill']} v{v['version']} ({keeps}): {v['why']}; release: ledger eval run "
+                f"{g['skill']}, or ledger eval approve {g['skill']}@{v['version']} --reason TEXT"
+                + (f"; undo: {g['revert']}" if g["revert"] else ""),
+                fg="yellow",
+            )
     for c in conflicts:
         click.echo(f"conflict  {c['skill']} in target {c['target']} ({', '.join(c['files'])}): {c['hint']}")
     for r in rescued:
         click.echo(f"rescued   {r['path']}: {r['why']}")
     for h in hidden:
-        click.echo(f"not ignored {h['target']}/{h['path']}: the brain holds it, so the rule {h['rule']!r} in "
-                   f"{h['source']} does not hide it (it syncs as any file)")
+        click.echo(
+            f"not ignored {h['target']}/{h['path']}: the brain holds it, so the rule {h['rule']!r} in "
+            f"{h['source']} does not hide it (it syncs as any file)"
+        )
     for c in merged:
-        click.echo(f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
-                   f"v{c['other_version']} is in the lineage; settle with 'ledger skill resolve {c['skill']} --take "
-                   "kept|other'")  # fmt: skip
+        click.echo(
+            f"conflict  {c['skill']} in a merge: kept v{c['kept_version']}, the other side's "
+            f"v{c['other_version']} is in the lineage; settle with 'ledger skill resolve {c['skill']} --take "
+            "kept|other'"
+        )
 
 
 @returns("ledger.brain.reports:RecoverReport")
@@ -192,17 +207,35 @@ class _LogCommand(click.Command):
 @main.command(cls=_LogCommand)
 @json_flag
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N snapshots (also -N, as git).")
-@click.option("--actor", type=click.Choice(["user", "agent", "curator", "verifier", "unsigned"]),
-              help="Only snapshots by this actor ('unsigned': those no key signed, whatever they claim).")
+@click.option(
+    "--actor",
+    type=click.Choice(["user", "agent", "curator", "verifier", "unsigned"]),
+    help="Only snapshots by this actor ('unsigned': those no key signed, whatever they claim).",
+)
 @click.option("--skill", "skill_name", help="Only snapshots that change this skill.")
 @click.option("--oneline", is_flag=True, help="One line per snapshot: number, commit, date, change, actor, full root.")
-@click.option("--no-pager", is_flag=True, help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, "
-              "$GIT_PAGER, $PAGER or less).")  # fmt: skip
-@click.option("--stats", is_flag=True, help="Competence instead: every skill's (or --skill's) outcomes and lift per "
-              "version, verified and self-reported apart (see docs/lineage.md, 'Competence').")  # fmt: skip
+@click.option(
+    "--no-pager",
+    is_flag=True,
+    help="Never page (by default a terminal pages, as git: $LEDGER_PAGER, $GIT_PAGER, $PAGER or less).",
+)
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="Competence instead: every skill's (or --skill's) outcomes and lift per "
+    "version, verified and self-reported apart (see docs/lineage.md, 'Competence').",
+)
 @click.pass_context
-def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | None, skill_name: str | None,
-        oneline: bool, no_pager: bool, stats: bool) -> None:  # fmt: skip
+def log(
+    ctx: click.Context,
+    as_json: bool,
+    max_count: int | None,
+    actor: str | None,
+    skill_name: str | None,
+    oneline: bool,
+    no_pager: bool,
+    stats: bool,
+) -> None:
     """Show the lineage of snapshots, newest first: when, what, who, and the full root.
 
     On a terminal the text goes through a pager, as git's does; piped or redirected, never."""
@@ -223,8 +256,10 @@ def log(ctx: click.Context, as_json: bool, max_count: int | None, actor: str | N
         attr = doc["attribution"]
         who = printable(attr.get("actor", "-") + "".join(f" {k}={v}" for k, v in attr.items() if k != "actor"))
         if oneline:
-            lines.append(f"#{doc['number']:<4} {doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  "
-                         f"[{who}]  {doc['root']}")  # fmt: skip
+            lines.append(
+                f"#{doc['number']:<4} {doc['commit'][:12]} {doc['date']} {doc['operation']:11} {changes}  "
+                f"[{who}]  {doc['root']}"
+            )
             continue
         lines.append(click.style(f"snapshot #{doc['number']} {doc['commit']}", fg="yellow"))
         lines.append(f"date     {doc['date']}")
@@ -303,8 +338,12 @@ def prove(ctx: click.Context, rel: str, rev: str | None, as_json: bool) -> None:
 @click.option("--root", help="The root to check against (blake3-tree-v1:<hex> or 0x<hex>).")
 @click.option("--file", "content", help="Also check that this file is the proven content.")
 @click.option("--signer", help="An MCP skill entry: trust snapshots this address signed (0x and 40 hex digits).")
-@click.option("--files", "files_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="An MCP skill entry: also check the skill's files, laid out in this directory from its root.")
+@click.option(
+    "--files",
+    "files_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="An MCP skill entry: also check the skill's files, laid out in this directory from its root.",
+)
 @click.option("--chain", is_flag=True, help="Check the root was committed on chain by the agent (needs --rpc etc.).")
 @click.option("--head", "at_head", is_flag=True, help="With --chain: the root must be the agent's current head.")
 @click.option("--rpc", envvar="LEDGER_RPC", help="RPC URL for --chain.")
@@ -354,8 +393,10 @@ def verify_proof(
         _verify_entry(doc, root, signer, files_dir, (rpc, registry, agent, at_head) if chain else None, as_json)
         return
     if signer is not None or files_dir is not None:
-        raise UsageError("--signer and --files go with an MCP skill entry; this is an inclusion proof",
-                         hint="check a proof with --root ROOT or --chain")  # fmt: skip
+        raise UsageError(
+            "--signer and --files go with an MCP skill entry; this is an inclusion proof",
+            hint="check a proof with --root ROOT or --chain",
+        )
     if root is None and not chain:
         raise UsageError("give exactly one of --root ROOT or --chain")
     if isinstance(doc, dict) and isinstance(doc.get("receipt"), dict):
@@ -385,13 +426,18 @@ def verify_proof(
             sys.exit(1)
         raise LedgerError(f"FAIL: {exc.message}") from exc
     if as_json:
-        emit(ProofCheckReport(ok=True, path=proof.path, root=format_root(want),
-                              chain=ChainMatch(**matched) if matched is not None else None))  # fmt: skip
+        emit(
+            ProofCheckReport(
+                ok=True,
+                path=proof.path,
+                root=format_root(want),
+                chain=ChainMatch(**matched) if matched is not None else None,
+            )
+        )
     else:
         click.echo(f"OK: {proof.path} is in {format_root(want)}")
         if matched is not None:
-            head = ("the current on-chain head" if matched["is_head"]
-                    else f"the on-chain head is seq {matched['head']}")  # fmt: skip
+            head = "the current on-chain head" if matched["is_head"] else f"the on-chain head is seq {matched['head']}"
             at = f"seq {matched['seq']} of the chain sequence, block {matched['block']}, tx {matched['tx']}"
             click.echo(f"    committed on chain at {at} ({head})")
 
@@ -400,8 +446,12 @@ def _is_entry(doc: Any) -> bool:
     """Whether ``doc`` is an MCP skill entry as it comes: a Skill, a skills/get result, or the anchor alone."""
     from ledger.publish.anchor import FORMAT
 
-    return isinstance(doc, dict) and (doc.get("format") == FORMAT or "_meta" in doc or "resources" in doc or
-                                      (isinstance(doc.get("skill"), dict) and "format" not in doc))  # fmt: skip
+    return isinstance(doc, dict) and (
+        doc.get("format") == FORMAT
+        or "_meta" in doc
+        or "resources" in doc
+        or (isinstance(doc.get("skill"), dict) and "format" not in doc)
+    )
 
 
 def _read_files(folder: Path) -> dict[str, bytes]:
@@ -426,13 +476,15 @@ def _read_files(folder: Path) -> dict[str, bytes]:
                 out[rel] = read_input(str(path), MAX_TOTAL + 1, "a file")
                 total += len(out[rel])
                 if total > MAX_TOTAL or len(out) > MAX_FILES:
-                    raise LedgerError(f"FAIL: {folder} holds more than a skill may ({MAX_FILES} files, "
-                                      f"{MAX_TOTAL} bytes)")  # fmt: skip
+                    raise LedgerError(
+                        f"FAIL: {folder} holds more than a skill may ({MAX_FILES} files, {MAX_TOTAL} bytes)"
+                    )
     return out
 
 
-def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Path | None,
-                  chain: tuple[Any, ...] | None, as_json: bool) -> None:  # fmt: skip
+def _verify_entry(
+    doc: Any, root: str | None, signer: str | None, files_dir: Path | None, chain: tuple[Any, ...] | None, as_json: bool
+) -> None:
     """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
     from ledger.brain.reports import ChainMatch, EntryCheckFailure, EntryCheckReport
     from ledger.bundle.merkle import parse_root
@@ -448,29 +500,48 @@ def _verify_entry(doc: Any, root: str | None, signer: str | None, files_dir: Pat
                 raise UsageError("--chain needs --rpc, --registry and --agent")
             matched = _onchain_match(parse_root(check.root), rpc, registry, agent, at_head)
             stated = anchor_of(doc)[1]["chain"]
-            if stated is not None and (stated["seq"], stated["tx"], stated["block"]) != \
-                    (matched["seq"], matched["tx"], matched["block"]):  # fmt: skip
-                raise LedgerError(f"FAIL: the anchor says seq {stated['seq']} (tx {stated['tx']}), but the chain "
-                                  f"committed its root at seq {matched['seq']} (tx {matched['tx']})")  # fmt: skip
+            if stated is not None and (stated["seq"], stated["tx"], stated["block"]) != (
+                matched["seq"],
+                matched["tx"],
+                matched["block"],
+            ):
+                raise LedgerError(
+                    f"FAIL: the anchor says seq {stated['seq']} (tx {stated['tx']}), but the chain "
+                    f"committed its root at seq {matched['seq']} (tx {matched['tx']})"
+                )
     except UsageError:
         raise
     except LedgerError as exc:
         if as_json:
             emit(EntryCheckFailure(ok=False, error=exc.message, hint=exc.hint))
             sys.exit(1)
-        raise LedgerError(exc.message if exc.message.startswith("FAIL") else f"FAIL: {exc.message}",
-                          hint=exc.hint) from exc  # fmt: skip
+        raise LedgerError(
+            exc.message if exc.message.startswith("FAIL") else f"FAIL: {exc.message}", hint=exc.hint
+        ) from exc
     if as_json:
         doc = check.to_json()
-        emit(EntryCheckReport(**{**doc, "files": tuple(doc["files"]),
-                                 "onchain": ChainMatch(**matched) if matched is not None else None}))  # fmt: skip
+        emit(
+            EntryCheckReport(
+                **{
+                    **doc,
+                    "files": tuple(doc["files"]),
+                    "onchain": ChainMatch(**matched) if matched is not None else None,
+                }
+            )
+        )
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
     claim = "" if check.version_bound else " (claimed)"  # §16.3: SKILL.md does not bind it; a clone checks it
     click.echo(f"OK: {uri} v{check.version}{claim} is in {check.root} (commit {check.commit}, {who})")
-    click.echo(f"    {len(check.files)} file(s)" + (", each checked byte for byte" if check.bytes_checked else
-                                                  ", proven (give --files DIR to check their bytes)"))  # fmt: skip
+    click.echo(
+        f"    {len(check.files)} file(s)"
+        + (
+            ", each checked byte for byte"
+            if check.bytes_checked
+            else ", proven (give --files DIR to check their bytes)"
+        )
+    )
     if matched is not None:
         click.echo(f"    committed on chain at seq {matched['seq']}, block {matched['block']}, tx {matched['tx']}")
 

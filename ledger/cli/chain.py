@@ -79,9 +79,12 @@ def chain_down(ctx: click.Context, as_json: bool) -> None:
 @returns("ledger.anchoring.reports:ChainUseReport")
 @chain.command("use")
 @click.argument("rpc")
-@click.option("--registry", metavar="ADDR",
-              help="Also use the BrainRegistry already deployed at ADDR (checked for code on that chain); "
-                   "then 'ledger chain register' registers this brain's agent on it.")  # fmt: skip
+@click.option(
+    "--registry",
+    metavar="ADDR",
+    help="Also use the BrainRegistry already deployed at ADDR (checked for code on that chain); "
+    "then 'ledger chain register' registers this brain's agent on it.",
+)
 @json_flag
 @click.pass_context
 def chain_use(ctx: click.Context, rpc: str, registry: str | None, as_json: bool) -> None:
@@ -119,12 +122,21 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
     st = report.to_json()
     from ledger.chain.networks import network
 
-    rows = [("rpc", st["rpc"]), ("chain", f"{st['chain_id']} ({network(st['chain_id']).name})"),
-            ("registry", st["registry"]), ("agent", st["agent"]),
-            ("on-chain head", st["onchain_head"] or "none yet (nothing committed)"),
-            ("chain sequence", st["onchain_seq"]), ("local head", st["local_head"]),
-            ("pending", f"{st['pending']} root(s) to commit" if st["pending"] is not None
-             else "unknown: the on-chain head is not on this brain's lineage")]  # fmt: skip
+    rows = [
+        ("rpc", st["rpc"]),
+        ("chain", f"{st['chain_id']} ({network(st['chain_id']).name})"),
+        ("registry", st["registry"]),
+        ("agent", st["agent"]),
+        ("on-chain head", st["onchain_head"] or "none yet (nothing committed)"),
+        ("chain sequence", st["onchain_seq"]),
+        ("local head", st["local_head"]),
+        (
+            "pending",
+            f"{st['pending']} root(s) to commit"
+            if st["pending"] is not None
+            else "unknown: the on-chain head is not on this brain's lineage",
+        ),
+    ]
     for label, value in rows:
         click.echo(f"{label:15} {value}")
     if st["stale_receipts"]:
@@ -135,9 +147,14 @@ def chain_status(ctx: click.Context, as_json: bool) -> None:
         click.echo("in sync" if st["in_sync"] else f"{st['pending']} snapshot(s) to commit ('ledger chain anchor')")
     ev = st["evidence"]
     if ev["local"]["size"] or ev["chain"]["size"]:
-        click.echo(f"evidence        {ev['local']['size']} local, {ev['chain']['size']} on chain, " + (
-            f"{ev['pending']} to commit" if ev["pending"] is not None
-            else "the anchored log is not a prefix of the local one ('ledger verify --chain')"))  # fmt: skip
+        click.echo(
+            f"evidence        {ev['local']['size']} local, {ev['chain']['size']} on chain, "
+            + (
+                f"{ev['pending']} to commit"
+                if ev["pending"] is not None
+                else "the anchored log is not a prefix of the local one ('ledger verify --chain')"
+            )
+        )
     _echo_shares(st["shares"], st["onchain_head"], st["shares_unavailable"])
 
 
@@ -150,8 +167,10 @@ def _echo_shares(shares: dict[str, Any] | None, onchain_head: str | None, why: s
     supply, held = shares["total_supply"], shares["owner_balance"]
     holders = shares["holders"]
     click.echo(f"share token     {shares['token']} (ERC-1155), token id {shares['id']}")
-    click.echo(f"supply          {supply:,} shares; the owner {shares['owner']} holds {held:,}"
-               + (f" ({100 * held / supply:.4g}%)" if supply else ""))  # fmt: skip
+    click.echo(
+        f"supply          {supply:,} shares; the owner {shares['owner']} holds {held:,}"
+        + (f" ({100 * held / supply:.4g}%)" if supply else "")
+    )
     click.echo(f"holders         {len(holders)}")
     for h in holders[:10]:
         click.echo(f"  {h['address']}  {h['balance']:,}")
@@ -202,8 +221,10 @@ def chain_register(ctx: click.Context, shares: int, key: str | None, as_json: bo
     click.echo(f"agent {report.agent}")
     token = report.to_json()["shares"]
     if token is not None:
-        click.echo(f"share token {token['token']} (ERC-1155), token id {token['id']}: {token['total_supply']:,} "
-                   f"shares, {token['owner_balance']:,} held by the owner {token['owner']}")  # fmt: skip
+        click.echo(
+            f"share token {token['token']} (ERC-1155), token id {token['id']}: {token['total_supply']:,} "
+            f"shares, {token['owner_balance']:,} held by the owner {token['owner']}"
+        )
     else:
         click.echo(f"shares not shown: {report.shares_unavailable}")
 
@@ -276,8 +297,9 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
             else:
                 click.echo(f"nothing to commit: the on-chain head is the local head ({done.head})")
             return
-        result = anchor(brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing"),
-                        quick=False)  # fmt: skip
+        result = anchor(
+            brain, key=key, batch=batch, password=_prompt_password, progress=progress_bar("committing"), quick=False
+        )
     if as_json:
         emit(result)
         return
@@ -286,8 +308,10 @@ def commit_cmd(ctx: click.Context, key: str | None, batch: int, as_json: bool) -
     else:
         click.echo(f"committed {result.committed} root(s) in {len(result.transactions)} transaction(s)")
     if result.evidence:
-        click.echo(f"committed the evidence log ({result.evidence.size} entries, root {result.evidence.root}) "
-                   f"in tx {result.evidence.tx}")
+        click.echo(
+            f"committed the evidence log ({result.evidence.size} entries, root {result.evidence.root}) "
+            f"in tx {result.evidence.tx}"
+        )
     if result.reconciled:
         click.echo(f"recovered {result.reconciled} receipt(s) from chain events")
     click.echo(f"on-chain head {result.head} (chain sequence {result.seq})")
@@ -332,6 +356,8 @@ def anchor_cmd(
         if result.brains:
             click.echo(f"recorded the missing epoch receipts of {result.brains} brain(s)")
     else:
-        click.echo(f"anchored {result.heads} head(s) and {result.evidence} evidence root(s) of {result.brains} "
-                   f"brain(s) as epoch {result.epoch} (log size {result.size}) in {result.tx}: {result.gas_used} gas, "
-                   f"{result.gas_per_head} an entry")  # fmt: skip
+        click.echo(
+            f"anchored {result.heads} head(s) and {result.evidence} evidence root(s) of {result.brains} "
+            f"brain(s) as epoch {result.epoch} (log size {result.size}) in {result.tx}: {result.gas_used} gas, "
+            f"{result.gas_per_head} an entry"
+        )

@@ -38,8 +38,13 @@ class _Group(click.Group):
             sys.exit(1)
         except OSError as exc:  # a file changed or vanished beside us: a refusal, never a traceback
             where = f" ({exc.filename})" if exc.filename else ""
-            _fail(LedgerError(f"{exc.strerror or exc}{where}: the brain's files changed while this command ran",
-                              hint="run 'ledger status', then the command again"), 1)  # fmt: skip
+            _fail(
+                LedgerError(
+                    f"{exc.strerror or exc}{where}: the brain's files changed while this command ran",
+                    hint="run 'ledger status', then the command again",
+                ),
+                1,
+            )
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -158,11 +163,17 @@ def field_of(doc: Any, path: str) -> str:
             value = value[int(part)]
         else:
             where = ".".join(path.split(".")[:depth]) or "the document"
-            has = (f"its keys: {', '.join(map(str, value))}" if isinstance(value, dict) and value
-                   else f"it is a list of {len(value)}" if isinstance(value, list)
-                   else f"it is {json.dumps(value, ensure_ascii=False)}")  # fmt: skip
-            raise LedgerError(f"the JSON document has no field {path!r} ({where}: {has})",
-                              hint="name a field of the command's --json document")  # fmt: skip
+            has = (
+                f"its keys: {', '.join(map(str, value))}"
+                if isinstance(value, dict) and value
+                else f"it is a list of {len(value)}"
+                if isinstance(value, list)
+                else f"it is {json.dumps(value, ensure_ascii=False)}"
+            )
+            raise LedgerError(
+                f"the JSON document has no field {path!r} ({where}: {has})",
+                hint="name a field of the command's --json document",
+            )
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -367,9 +378,12 @@ TEXT_LIMIT = 4 * MAX_SKILL_MD  # bytes: the default SKILL.md limit, in character
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 get_flag = click.option(
-    "--get", metavar="FIELD", expose_value=False, callback=_want_field,
+    "--get",
+    metavar="FIELD",
+    expose_value=False,
+    callback=_want_field,
     help="Print one field of the --json document (a dotted path such as 'root'): a string as it is, else as JSON.",
-)  # fmt: skip
+)
 note_flag = click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
 
 
@@ -401,8 +415,9 @@ def renamed_option(new: str, old: str, dest: str, **attrs: Any) -> Callable[[F],
             warn(f"{_spelled(ctx)} {spelling}", f"{_spelled(ctx)} {pairs[spelling]}")
 
     shown = click.option(new, dest, **attrs)
-    hidden = click.option(old, f"{dest}_as_was", **{**attrs, "help": None}, hidden=True, expose_value=False,
-                          callback=said_old)  # fmt: skip
+    hidden = click.option(
+        old, f"{dest}_as_was", **{**attrs, "help": None}, hidden=True, expose_value=False, callback=said_old
+    )
 
     def both(fn: F) -> F:
         return shown(hidden(fn))
@@ -411,26 +426,35 @@ def renamed_option(new: str, old: str, dest: str, **attrs: Any) -> Callable[[F],
 
 
 commit_flag = renamed_option(
-    "--anchor/--no-anchor", "--commit/--no-commit", "chain_commit", default=None,
+    "--anchor/--no-anchor",
+    "--commit/--no-commit",
+    "chain_commit",
+    default=None,
     help="Anchor the new root on chain now (default: config).",
-)  # fmt: skip
+)
 
 
 actor_flag = click.option(
-    "--actor", type=click.Choice(["user", "agent", "curator"]), default="user", show_default=True,
+    "--actor",
+    type=click.Choice(["user", "agent", "curator"]),
+    default="user",
+    show_default=True,
     help="Who makes this change (recorded in the snapshot's trailers).",
-)  # fmt: skip
+)
 evidence_flag = click.option(
-    "--evidence", multiple=True, metavar="KEY=VALUE",
+    "--evidence",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="Evidence for the change: task=…, session=…, tool-calls=N, reason=… (repeatable).",
-)  # fmt: skip
+)
 
 
 allow_invalid_flag = click.option(
-    "--allow-invalid", is_flag=True,
+    "--allow-invalid",
+    is_flag=True,
     help="Record the result even if 'ledger skill lint' calls it invalid "
-         "(by default a command may not break the spec).",
-)  # fmt: skip
+    "(by default a command may not break the spec).",
+)
 
 
 def mutation(fn: F) -> F:
@@ -496,9 +520,12 @@ def say_refused_refs(remote: str, refused: dict[str, str]) -> bool:
     ``main`` and every other ref were taken (or published) as they would have been without it."""
     for ref, why in sorted(refused.items()):
         click.echo(f"error: refused {ref} of {remote}: {why}", err=True)
-        click.echo(f"hint: main and the other refs went through; {ref} was left as it is on both sides. The "
-                   f"remote's owner restores it from a copy that holds it whole (on the remote's host: 'git "
-                   f"update-ref {ref} GOOD', or 'git update-ref -d {ref}' when no copy does); 'ledger audit "
-                   f"{remote}' names every ref it would refuse, and 'ledger remote guard' keeps a bare remote "
-                   "from taking one again", err=True)  # fmt: skip
+        click.echo(
+            f"hint: main and the other refs went through; {ref} was left as it is on both sides. The "
+            f"remote's owner restores it from a copy that holds it whole (on the remote's host: 'git "
+            f"update-ref {ref} GOOD', or 'git update-ref -d {ref}' when no copy does); 'ledger audit "
+            f"{remote}' names every ref it would refuse, and 'ledger remote guard' keeps a bare remote "
+            "from taking one again",
+            err=True,
+        )
     return bool(refused)

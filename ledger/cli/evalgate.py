@@ -30,8 +30,13 @@ _APPROVERS = click.Choice(["user", "curator", "agent"])
 @returns("ledger.evals.reports:GateReport")
 @eval_group.command("gate")
 @click.argument("state", type=click.Choice(["on", "off"]))
-@click.option("--actor", type=click.Choice(["user", "curator"]), default="user", show_default=True,
-              help="Whose key turns the gate off (on takes none): a user's or a curator's.")  # fmt: skip
+@click.option(
+    "--actor",
+    type=click.Choice(["user", "curator"]),
+    default="user",
+    show_default=True,
+    help="Whose key turns the gate off (on takes none): a user's or a curator's.",
+)
 @json_flag
 @click.pass_context
 def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None:
@@ -56,14 +61,20 @@ def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None
 @eval_group.command("approve")
 @click.argument("ref", metavar="NAME@VERSION")
 @click.option("--reason", required=True, help="Why this version may reach runtimes (1 to 512 characters).")
-@click.option("--actor", type=_APPROVERS, default="user", show_default=True,
-              help="Whose key signs the approval: a user's or a curator's (an agent's is refused).")  # fmt: skip
+@click.option(
+    "--actor",
+    type=_APPROVERS,
+    default="user",
+    show_default=True,
+    help="Whose key signs the approval: a user's or a curator's (an agent's is refused).",
+)
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
-def eval_approve(ctx: click.Context, ref: str, reason: str, actor: str, note: str, chain_commit: bool | None,
-                 as_json: bool) -> None:  # fmt: skip
+def eval_approve(
+    ctx: click.Context, ref: str, reason: str, actor: str, note: str, chain_commit: bool | None, as_json: bool
+) -> None:
     """Release NAME at VERSION through the gate with a signed approval (an entry of the evidence log)."""
     name, version = split_ref(ref)
     if version is None:

@@ -56,8 +56,7 @@ def _print_report(report: AuditReport, as_json: bool, html_file: Path | None) ->
         if html_file is not None:
             click.echo(f"report written to {html_file}")
         verdict = report.verdict  # a result, on stdout as git prints its own; OK never hides a SKIP
-        click.secho(verdict, fg="red" if not report.ok else "yellow" if report.skipped else "green",
-                    bold=not report.ok)  # fmt: skip
+        click.secho(verdict, fg="red" if not report.ok else "yellow" if report.skipped else "green", bold=not report.ok)
     if not report.ok:
         sys.exit(1)
 
@@ -78,8 +77,9 @@ def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
                 click.echo(f"frozen  {row['skill']}: as pinned, and its source serves the pin")
             continue
         for rel in row["drift"]:
-            click.secho(f"drift   {row['skill']}/{printable(rel)}: differs from the pinned version here",
-                        fg="red", err=True)  # fmt: skip
+            click.secho(
+                f"drift   {row['skill']}/{printable(rel)}: differs from the pinned version here", fg="red", err=True
+            )
         if row["source"] != "serves the pin":
             what = printable(row.get("source_error") or ", ".join(row.get("source_drift", [])))
             click.secho(f"source  {row['skill']}: {row['source']} ({what})", fg="red", err=True)
@@ -91,16 +91,21 @@ def _verify_frozen(ctx: click.Context, as_json: bool) -> None:
 
 
 require_flag = click.option(
-    "--require-signatures", "require", is_flag=True,
+    "--require-signatures",
+    "require",
+    is_flag=True,
     help="Fail unsigned snapshots (by default a warning); snapshots attested by 'sign --adopt' pass.",
-)  # fmt: skip
+)
 
 
 epoch_log_option = click.option(
-    "--epoch-log", "epoch_logs", multiple=True, metavar="ADDRESS=LOCATION",
+    "--epoch-log",
+    "epoch_logs",
+    multiple=True,
+    metavar="ADDRESS=LOCATION",
     help="Where operator ADDRESS publishes its epoch log (a path or git URL), for an owner or committer of the "
-         "agent with epochs on chain that no epoch receipt names (repeatable; with the chain).",
-)  # fmt: skip
+    "agent with epochs on chain that no epoch receipt names (repeatable; with the chain).",
+)
 
 
 def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
@@ -115,8 +120,9 @@ def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
         except LedgerError:
             address = ""
         if not sep or not address or not location:
-            raise UsageError(f"--epoch-log {item!r} is not ADDRESS=LOCATION",
-                             hint="0x and 40 hex digits, =, then a path or git URL")  # fmt: skip
+            raise UsageError(
+                f"--epoch-log {item!r} is not ADDRESS=LOCATION", hint="0x and 40 hex digits, =, then a path or git URL"
+            )
         if address in out and out[address] != location:
             raise UsageError(f"--epoch-log names operator {address} twice", hint="give one location per operator")
         out[address] = location
@@ -135,15 +141,30 @@ def _epoch_logs(given: tuple[str, ...]) -> dict[str, str]:
 @require_flag
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
-@click.option("--frozen", is_flag=True,
-              help="Also hold every installed skill to its pin: no local drift, and its source still serves it.")
-@click.option("--attestation", "attestation", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Instead, check FILE ('ledger attest': OMS or in-toto) against the brain at REV or the snapshot "
-                   "it names.")  # fmt: skip
+@click.option(
+    "--frozen",
+    is_flag=True,
+    help="Also hold every installed skill to its pin: no local drift, and its source still serves it.",
+)
+@click.option(
+    "--attestation",
+    "attestation",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Instead, check FILE ('ledger attest': OMS or in-toto) against the brain at REV or the snapshot it names.",
+)
 @click.argument("rev", required=False)
 @click.pass_context
-def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], require: bool, as_json: bool,
-           html_file: Path | None, frozen: bool, attestation: Path | None, rev: str | None) -> None:  # fmt: skip
+def verify(
+    ctx: click.Context,
+    with_chain: bool,
+    epoch_logs: tuple[str, ...],
+    require: bool,
+    as_json: bool,
+    html_file: Path | None,
+    frozen: bool,
+    attestation: Path | None,
+    rev: str | None,
+) -> None:
     """Verify this brain: snapshots, lineage, versions, skills, working tree, fsck (and --chain, --frozen).
 
     With --attestation FILE [REV]: verify an attestation instead (its key, signature and every subject).
@@ -170,8 +191,13 @@ def verify(ctx: click.Context, with_chain: bool, epoch_logs: tuple[str, ...], re
     if frozen:
         _verify_frozen(ctx, as_json)
     with open_brain(ctx) as brain:
-        report = run_verify(brain, with_chain=with_chain, epoch_logs=logs, require_signatures=require,
-                            progress=progress_bar("verifying"))  # fmt: skip
+        report = run_verify(
+            brain,
+            with_chain=with_chain,
+            epoch_logs=logs,
+            require_signatures=require,
+            progress=progress_bar("verifying"),
+        )
     _print_report(report, as_json, html_file)
 
 
@@ -194,8 +220,10 @@ def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json
         emit(out)
         return
     what = f"skill {out.skill}" if out.skill else f"{out.files} file(s)"
-    click.echo(f"Verified OK: {out.format} attestation of {what} at {out.commit[:12]}, signed by {out.role} "
-               f"{out.signer} (P-256 sibling {out.keyid[:16]}…, certified in {out.certified_by[:12]})")
+    click.echo(
+        f"Verified OK: {out.format} attestation of {what} at {out.commit[:12]}, signed by {out.role} "
+        f"{out.signer} (P-256 sibling {out.keyid[:16]}…, certified in {out.certified_by[:12]})"
+    )
 
 
 @returns("ledger.audit.reports:AuditReport")
@@ -207,8 +235,11 @@ def _verify_attestation(ctx: click.Context, path: Path, rev: str | None, as_json
 @click.option("--from-block", type=click.IntRange(min=0), default=0, help="Registry deployment block (faster scans).")
 @epoch_log_option
 @require_flag
-@click.option("--founder", metavar="ADDRESS",
-              help="The user key that must have founded the trust set (otherwise trusted on first use).")
+@click.option(
+    "--founder",
+    metavar="ADDRESS",
+    help="The user key that must have founded the trust set (otherwise trusted on first use).",
+)
 @json_flag
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 def audit(
@@ -236,10 +267,17 @@ def audit(
     agent_id = int(agent, 0) if agent else None
     with audit_target(repo) as path:
         report = run_audit(
-            path, name=repo if not Path(repo).is_dir() else None, rpc=rpc, registry=registry, agent=agent_id,
-            from_block=from_block, epoch_logs=logs, require_signatures=require, founder=founder,
+            path,
+            name=repo if not Path(repo).is_dir() else None,
+            rpc=rpc,
+            registry=registry,
+            agent=agent_id,
+            from_block=from_block,
+            epoch_logs=logs,
+            require_signatures=require,
+            founder=founder,
             progress=progress_bar("auditing"),
-        )  # fmt: skip
+        )
     _print_report(report, as_json, html_file)
 
 
@@ -279,9 +317,13 @@ def diff(
 @returns("ledger.audit.reports:SkillStatsReport")
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
-@click.option("--stats", is_flag=True, help="Outcomes per version instead: verified and self-reported, each with "
-              "its success rate and 95% Wilson interval, never summed; and each version's lift from paired "
-              "evaluation runs with its 95% Newcombe interval (see docs/lineage.md, 'Competence').")  # fmt: skip
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="Outcomes per version instead: verified and self-reported, each with "
+    "its success rate and 95% Wilson interval, never summed; and each version's lift from paired "
+    "evaluation runs with its 95% Newcombe interval (see docs/lineage.md, 'Competence').",
+)
 @json_flag
 @click.pass_context
 def show(ctx: click.Context, ref: str, stats: bool, as_json: bool) -> None:

@@ -55,8 +55,11 @@ def keys_show(ctx: click.Context, as_json: bool) -> None:
     for address in doc["revoked"]:
         click.echo(f"  revoked  {address}")
     if doc["trusted"]:
-        rule = ("every snapshot must be signed" if doc["policy"] == "signed"
-                else "unsigned snapshots are allowed ('ledger keys policy signed' requires signatures)")  # fmt: skip
+        rule = (
+            "every snapshot must be signed"
+            if doc["policy"] == "signed"
+            else "unsigned snapshots are allowed ('ledger keys policy signed' requires signatures)"
+        )
         click.echo(f"policy: {doc['policy']} ({rule})")
 
 
@@ -99,18 +102,37 @@ def _key_dir(ctx: click.Context) -> Any:
 
 @returns("ledger.signatures.reports:KeyExportReport")
 @keys.command("export")
-@click.option("--public", "role", type=_ROLE,
-              help="Print the PEM public key of the sibling the brain's lineage certifies for its trusted ROLE key.")
+@click.option(
+    "--public",
+    "role",
+    type=_ROLE,
+    help="Print the PEM public key of the sibling the brain's lineage certifies for its trusted ROLE key.",
+)
 @click.option("--address", help="With --public: which trusted ROLE key, when the brain trusts several.")
-@click.option("--scheme", type=click.Choice(["p256", "ed25519"]), default=None,
-              help="With --public: which sibling (default p256, the one model-signing and DSSE take).")
-@click.option("--allowed-signers", "allowed", is_flag=True,
-              help="Write git's allowed_signers file for the keys this brain's lineage certifies.")
+@click.option(
+    "--scheme",
+    type=click.Choice(["p256", "ed25519"]),
+    default=None,
+    help="With --public: which sibling (default p256, the one model-signing and DSSE take).",
+)
+@click.option(
+    "--allowed-signers",
+    "allowed",
+    is_flag=True,
+    help="Write git's allowed_signers file for the keys this brain's lineage certifies.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @json_flag
 @click.pass_context
-def keys_export(ctx: click.Context, role: str | None, address: str | None, scheme: str | None, allowed: bool,
-                output: str | None, as_json: bool) -> None:  # fmt: skip
+def keys_export(
+    ctx: click.Context,
+    role: str | None,
+    address: str | None,
+    scheme: str | None,
+    allowed: bool,
+    output: str | None,
+    as_json: bool,
+) -> None:
     """Public keys for tools outside the ledger; no secret is read.  --public ROLE: the PEM key of the sibling
     that the lineage certifies (Ledger-Sibling trailers of a snapshot the key signed) for the head's trusted
     ROLE key: the only one, else --address, else the one this machine holds; with no brain in scope, this
@@ -130,18 +152,30 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
         text = pem.decode()
         _write(output, None if as_json and output is None else text)
         if output:
-            click.echo(f"{role} key {address}: its {scheme or 'p256'} sibling's public key written to {output}",
-                       err=True)  # fmt: skip
+            click.echo(
+                f"{role} key {address}: its {scheme or 'p256'} sibling's public key written to {output}", err=True
+            )
         if as_json:
-            emit(KeyExportReport(exported="public", output=output, **({} if output else {"text": text}),
-                                 role=role, address=address, scheme=scheme or "p256",  # type: ignore[arg-type]
-                                 notes=(said,) if said else ()))  # fmt: skip
+            emit(
+                KeyExportReport(
+                    exported="public",
+                    output=output,
+                    **({} if output else {"text": text}),
+                    role=role,
+                    address=address,
+                    scheme=scheme or "p256",  # type: ignore[arg-type]
+                    notes=(said,) if said else (),
+                )
+            )
         return
     with open_brain(ctx) as brain:
         entries, notes = brain.allowed_signers()
     if not entries:
-        raise KeystoreError("no snapshot certifies a sibling key of a trusted or revoked key yet, so the "
-                            "allowed_signers file would be empty", hint="make one signed change, then export again")
+        raise KeystoreError(
+            "no snapshot certifies a sibling key of a trusted or revoked key yet, so the "
+            "allowed_signers file would be empty",
+            hint="make one signed change, then export again",
+        )
     text = "".join(e.line() + "\n" for e in entries)
     _write(output, None if as_json and output is None else text)
     for note in notes:
@@ -149,8 +183,15 @@ def keys_export(ctx: click.Context, role: str | None, address: str | None, schem
     if output:
         click.echo(f"{len(entries)} signer(s) written to {output}", err=True)
     if as_json:
-        emit(KeyExportReport(exported="allowed-signers", output=output, **({} if output else {"text": text}),
-                             signers=len(entries), notes=tuple(notes)))  # fmt: skip
+        emit(
+            KeyExportReport(
+                exported="allowed-signers",
+                output=output,
+                **({} if output else {"text": text}),
+                signers=len(entries),
+                notes=tuple(notes),
+            )
+        )
 
 
 def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None) -> tuple[str, bytes, str | None]:
@@ -167,12 +208,15 @@ def _sibling_pem(ctx: click.Context, role: str, scheme: str, address: str | None
         if ctx.obj["brain"] is not None:
             raise
         if address is not None:
-            raise UsageError("--address picks among a brain's trusted keys, and no brain is in scope",
-                             hint="give --brain PATH") from None  # fmt: skip
+            raise UsageError(
+                "--address picks among a brain's trusted keys, and no brain is in scope", hint="give --brain PATH"
+            ) from None
         prompt = prompt_passphrase if sys.stdin.isatty() else None
         address, pem = local_sibling(_key_dir(ctx), role, scheme, None, prompt)
-        said = (f"no brain here, so no brain vouches for this key: it is this machine's current {role} "
-                f"key {address}'s sibling (give --brain to export the one a brain certifies)")  # fmt: skip
+        said = (
+            f"no brain here, so no brain vouches for this key: it is this machine's current {role} "
+            f"key {address}'s sibling (give --brain to export the one a brain certifies)"
+        )
         click.echo(f"note: {said}", err=True)
         return address, pem, said
     with open_brain(ctx) as brain:
@@ -194,8 +238,10 @@ def _write(output: str | None, text: str | None) -> None:
     try:
         atomic_write(path, text.encode())
     except OSError as exc:
-        raise LedgerError(f"cannot write {path}: {exc.strerror or exc}",
-                          hint="give -o a path in a directory that exists and you may write") from None  # fmt: skip
+        raise LedgerError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint="give -o a path in a directory that exists and you may write",
+        ) from None
 
 
 @returns("ledger.write.records:Receipt", "ledger.signatures.reports:TrustUnchanged")

@@ -27,28 +27,51 @@ _STATUS = {"imported": "green", "updated": "green", "unchanged": None, "refused"
 @returns("ledger.write.transfers:ImportReport")
 @main.command("import")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--layout", type=click.Choice(["auto", "agentskills", "claude", "hermes", "slopstock"]), default="auto",
-              show_default=True, help="How SOURCES are laid out (auto: detect).")  # fmt: skip
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "agentskills", "claude", "hermes", "slopstock"]),
+    default="auto",
+    show_default=True,
+    help="How SOURCES are laid out (auto: detect).",
+)
 @click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
 @click.option("--all-or-nothing", is_flag=True, help="Import nothing if any skill is refused.")
 @click.option("-m", "--message", "note", default="", help="A note for the snapshot's commit message.")
-@click.option("--versions", type=click.Choice(["frontmatter", "store"]),
-              help="Where versions live, chosen on an empty brain: 'store' keeps every SKILL.md byte for byte "
-                   "(default: the brain's setting, see 'ledger init --versions').")  # fmt: skip
+@click.option(
+    "--versions",
+    type=click.Choice(["frontmatter", "store"]),
+    help="Where versions live, chosen on an empty brain: 'store' keeps every SKILL.md byte for byte "
+    "(default: the brain's setting, see 'ledger init --versions').",
+)
 @actor_flag
 @evidence_flag
 @json_flag
 @click.pass_context
 def import_cmd(
-    ctx: click.Context, sources: tuple[Path, ...], layout: str, dry_run: bool, all_or_nothing: bool, note: str,
-    versions: str | None, as_json: bool, **kw: Any,
-) -> None:  # fmt: skip
+    ctx: click.Context,
+    sources: tuple[Path, ...],
+    layout: str,
+    dry_run: bool,
+    all_or_nothing: bool,
+    note: str,
+    versions: str | None,
+    as_json: bool,
+    **kw: Any,
+) -> None:
     """Import skill collections as ONE snapshot: one version bump per changed skill, bytes kept."""
     from ledger.folders.collections import import_collections
 
     with open_brain(ctx) as brain, acting(brain, kw):
-        report = import_collections(brain, sources, layout, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing,
-                                    versions=versions, progress=progress_bar("importing"))  # fmt: skip
+        report = import_collections(
+            brain,
+            sources,
+            layout,
+            note=note,
+            dry_run=dry_run,
+            all_or_nothing=all_or_nothing,
+            versions=versions,
+            progress=progress_bar("importing"),
+        )
     if as_json:
         emit(report)
         return
@@ -85,18 +108,37 @@ def import_cmd(
 )
 @main.command("export")
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path), required=False)
-@click.option("--layout", type=click.Choice(["agentskills", "claude", "hermes", "slopstock"]), default="agentskills",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--layout",
+    type=click.Choice(["agentskills", "claude", "hermes", "slopstock"]),
+    default="agentskills",
+    show_default=True,
+)
 @click.option("--at", "rev", help="A past snapshot: commit id, main~N or a root (default: head).")
-@click.option("--lock", "lock", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the installed skills' pins as the skills CLI's skills-lock.json instead.")
-@click.option("--discovery", "site", type=click.Path(file_okay=False, path_type=Path),
-              help="Write the served skills as a static Agent Skills Discovery v0.2.0 site into this folder "
-                   "instead, each with its anchor (docs/lineage.md section 16.5).")  # fmt: skip
+@click.option(
+    "--lock",
+    "lock",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the installed skills' pins as the skills CLI's skills-lock.json instead.",
+)
+@click.option(
+    "--discovery",
+    "site",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the served skills as a static Agent Skills Discovery v0.2.0 site into this folder "
+    "instead, each with its anchor (docs/lineage.md section 16.5).",
+)
 @json_flag
 @click.pass_context
-def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | None, lock: Path | None,
-               site: Path | None, as_json: bool) -> None:  # fmt: skip
+def export_cmd(
+    ctx: click.Context,
+    dest: Path | None,
+    layout: str,
+    rev: str | None,
+    lock: Path | None,
+    site: Path | None,
+    as_json: bool,
+) -> None:
     """Write the brain (or any past snapshot) into DEST in a runtime's layout, byte for byte."""
     from ledger.folders.collections import export_snapshot
     from ledger.write.transfers import LockExportReport
@@ -123,8 +165,9 @@ def export_cmd(ctx: click.Context, dest: Path | None, layout: str, rev: str | No
     else:
         click.echo(f"exported {result.skills} skill(s), {result.files} file(s) to {dest} ({layout})")
         if result.withheld:
-            click.echo(f"left out {len(result.withheld)} quarantined or revoked skill(s): "
-                       + ", ".join(result.withheld))
+            click.echo(
+                f"left out {len(result.withheld)} quarantined or revoked skill(s): " + ", ".join(result.withheld)
+            )
 
 
 def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
@@ -140,8 +183,10 @@ def _discovery(ctx: click.Context, site: Path, as_json: bool) -> None:
         click.echo(f"{s.type:9} {s.name:32} {s.url}")
     for r in out.refused:  # never silent: what a host will not find, and why
         click.echo(f"not published: {r.uri}: {r.reason}")
-    click.echo(f"published {len(out.skills)} skill(s) with their anchors: {out.index}"
-               + (f"; {len(out.refused)} not published (above)" if out.refused else ""))
+    click.echo(
+        f"published {len(out.skills)} skill(s) with their anchors: {out.index}"
+        + (f"; {len(out.refused)} not published (above)" if out.refused else "")
+    )
 
 
 @returns("ledger.write.transfers:LintReport")
@@ -186,8 +231,13 @@ def lint(ctx: click.Context, names: tuple[str, ...], strict: bool, as_json: bool
 @main.command("apply")
 @click.argument("payload")
 @click.option("--allow-invalid", is_flag=True, help="Record skills even if 'ledger skill lint' calls them invalid.")
-@click.option("--actor", type=click.Choice(["user", "agent", "curator"]), default="agent", show_default=True,
-              help="Who makes this change (recorded in the snapshot's trailers).")  # fmt: skip
+@click.option(
+    "--actor",
+    type=click.Choice(["user", "agent", "curator"]),
+    default="agent",
+    show_default=True,
+    help="Who makes this change (recorded in the snapshot's trailers).",
+)
 @evidence_flag
 @json_flag
 @click.pass_context

@@ -16,8 +16,12 @@ _VERSION = re.compile(r"[1-9][0-9]*")  # a ledger version in decimal, as the man
 @returns("ledger.publish.reports:ManifestReport")
 @main.command()
 @click.argument("ref", metavar="NAME[@VERSION]")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Write the manifest's exact bytes (what manifestHash is keccak256 of) to this file.")  # fmt: skip
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the manifest's exact bytes (what manifestHash is keccak256 of) to this file.",
+)
 @json_flag
 @click.pass_context
 def manifest(ctx: click.Context, ref: str, out: Path | None, as_json: bool) -> None:

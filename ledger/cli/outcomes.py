@@ -61,16 +61,36 @@ def outcome() -> None:
 @click.option("--evidence-digest", help="sha256:<64 hex> of the evidence's bytes.")
 @click.option("--verifier-name", "verifier", help="The verifier's name (its identity is the signing key).")
 @click.option("--time", "when", metavar="YYYY-MM-DDTHH:MM:SSZ", help="When it was judged [default: now].")
-@click.option("--actor", type=_ROLES, default="agent", show_default=True,
-              help="Whose key signs it: 'verifier' for verified outcomes.")  # fmt: skip
+@click.option(
+    "--actor",
+    type=_ROLES,
+    default="agent",
+    show_default=True,
+    help="Whose key signs it: 'verifier' for verified outcomes.",
+)
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
-def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: str | None, success: bool,
-                   failure: bool, score: float | None, scale: tuple[float, float] | None, threshold: float | None,
-                   evidence_uri: str | None, evidence_digest: str | None, verifier: str | None, when: str | None,
-                   actor: str, note: str, chain_commit: bool | None, as_json: bool) -> None:  # fmt: skip
+def outcome_record(
+    ctx: click.Context,
+    ref: str,
+    task: str | None,
+    task_digest: str | None,
+    success: bool,
+    failure: bool,
+    score: float | None,
+    scale: tuple[float, float] | None,
+    threshold: float | None,
+    evidence_uri: str | None,
+    evidence_digest: str | None,
+    verifier: str | None,
+    when: str | None,
+    actor: str,
+    note: str,
+    chain_commit: bool | None,
+    as_json: bool,
+) -> None:
     """Record one outcome of NAME at VERSION (NAME alone: its version in the head snapshot)."""
     if success + failure + (score is not None) != 1:
         raise UsageError("give exactly one of --success, --failure and --score")
@@ -85,15 +105,29 @@ def outcome_record(ctx: click.Context, ref: str, task: str | None, task_digest: 
 
     with open_brain(ctx) as brain:
         done = uc.record(
-            brain, actor, name, version, result=result or "score", task=task, task_digest=task_digest, score=score,
-            scale=tuple(scale) if scale else ((0.0, 1.0) if score is not None else None), threshold=threshold,
-            evidence=evidence_uri, evidence_digest=evidence_digest, verifier=verifier, when=when, note=note,
-        )  # fmt: skip
+            brain,
+            actor,
+            name,
+            version,
+            result=result or "score",
+            task=task,
+            task_digest=task_digest,
+            score=score,
+            scale=tuple(scale) if scale else ((0.0, 1.0) if score is not None else None),
+            threshold=threshold,
+            evidence=evidence_uri,
+            evidence_digest=evidence_digest,
+            verifier=verifier,
+            when=when,
+            note=note,
+        )
     if not as_json:
         said = {"result": result or "score", "score": score, "scale": tuple(scale) if scale else (0.0, 1.0)}
-        click.echo(f"outcome {done.outcome[:12]}  {done.skill} v{done.version}  "
-                   f"{_said({'outcome': said})}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
-                   f"{done.signer} ({actor})")  # fmt: skip
+        click.echo(
+            f"outcome {done.outcome[:12]}  {done.skill} v{done.version}  "
+            f"{_said({'outcome': said})}  {'verified' if actor == 'verifier' else 'self-reported'}, signed by "
+            f"{done.signer} ({actor})"
+        )
     print_receipt(ctx, receipt_of(done.receipt), as_json)
 
 
@@ -107,15 +141,20 @@ def receipt_of(report: Any) -> Any:
 @returns("ledger.evals.reports:OutcomeImportReport", "ledger.evals.reports:NothingImported")
 @outcome.command("import")
 @click.argument("source", metavar="FILE|-")
-@click.option("--actor", type=_ROLES, default=None,
-              help="Whose key signs the rows: required for rows (verifier: verified; agent: self-reported); "
-                   "entries already signed are taken as they are, their tier their signer's.")  # fmt: skip
+@click.option(
+    "--actor",
+    type=_ROLES,
+    default=None,
+    help="Whose key signs the rows: required for rows (verifier: verified; agent: self-reported); "
+    "entries already signed are taken as they are, their tier their signer's.",
+)
 @note_flag
 @commit_flag
 @json_flag
 @click.pass_context
-def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str, chain_commit: bool | None,
-                   as_json: bool) -> None:  # fmt: skip
+def outcome_import(
+    ctx: click.Context, source: str, actor: str | None, note: str, chain_commit: bool | None, as_json: bool
+) -> None:
     """Import outcomes from JSONL (docs/reference.md, "Outcome JSONL") as one snapshot.
 
     Each line is a row (skill, task, success or score, …) signed here by the actor's key (the rows:
@@ -125,6 +164,7 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
     already in the log are skipped.
     """
     from ledger.evals.reports import NothingImported
+
     data = sys.stdin.buffer.read() if source == "-" else _read(source)
     if actor is None:
         _no_rows(data.splitlines())
@@ -142,8 +182,9 @@ def outcome_import(ctx: click.Context, source: str, actor: str | None, note: str
 
         said = ""
         if actor is not None and any(line.strip() and not signed_elsewhere(line) for line in data.splitlines()):
-            said = (f", the rows signed here by the {actor} key: "
-                    f"{'verified' if actor == 'verifier' else 'self-reported'}")  # fmt: skip
+            said = (
+                f", the rows signed here by the {actor} key: {'verified' if actor == 'verifier' else 'self-reported'}"
+            )
         click.echo(f"imported {done.added} outcome(s) of {done.read} line(s){said}; the log holds {done.log_size}")
         print_receipt(ctx, receipt, False)
         return
@@ -157,9 +198,11 @@ def _no_rows(lines: list[bytes]) -> None:
 
     rows = [n for n, line in enumerate(lines, 1) if line.strip() and not signed_elsewhere(line)]
     if rows:
-        raise UsageError(f"line {rows[0]} is a row to sign here, and no --actor says whose word it is",
-                         hint="add --actor verifier (a verified outcome, signed by the verifier key) or --actor agent "
-                              "(the agent's own word: self-reported)")  # fmt: skip
+        raise UsageError(
+            f"line {rows[0]} is a row to sign here, and no --actor says whose word it is",
+            hint="add --actor verifier (a verified outcome, signed by the verifier key) or --actor agent "
+            "(the agent's own word: self-reported)",
+        )
 
 
 def _read(source: str) -> bytes:
@@ -189,14 +232,19 @@ def outcome_list(ctx: click.Context, ref: str | None, as_json: bool) -> None:
         if "record" not in o:
             kind = "plan" if "plan" in o else "approval"
             body = o[kind]
-            said = f"eval plan ({len(body['cases'])} case(s) x {body['runs']} run(s))" if kind == "plan" else \
-                f"approval v{body['version']}"  # fmt: skip
+            said = (
+                f"eval plan ({len(body['cases'])} case(s) x {body['runs']} run(s))"
+                if kind == "plan"
+                else f"approval v{body['version']}"
+            )
             click.echo(f"{o['index']:>6}  {body['time']}  {body['skill']}  {said}  {body['signer'][:10]}…")
             continue
         rec = o["record"]
         task = rec["task"]["id"] or rec["task"]["digest"]
-        click.echo(f"{o['index']:>6}  {rec['time']}  {rec['skill']} v{rec['version']}  {_said(rec):<16} "
-                   f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}")  # fmt: skip
+        click.echo(
+            f"{o['index']:>6}  {rec['time']}  {rec['skill']} v{rec['version']}  {_said(rec):<16} "
+            f"{o['tier']:<9} {rec['signer'][:10]}…  task {task}"
+        )
 
 
 @returns("ledger.evals.reports:BatchesReport")
@@ -226,8 +274,10 @@ def outcome_batches(ctx: click.Context, signer: str | None, as_json: bool) -> No
         click.echo("no outcome" + (f" signed by {signer}" if signer else ""))
     for s in found:
         heads = [b for b in s["batches"] if b["head"]]
-        click.echo(f"{s['signer']} ({s['tier']}): {s['outcomes']} outcome(s), {len(s['batches'])} batch(es)"
-                   + (f", {s['v1']} v1 record(s) in no batch" if s["v1"] else ""))  # fmt: skip
+        click.echo(
+            f"{s['signer']} ({s['tier']}): {s['outcomes']} outcome(s), {len(s['batches'])} batch(es)"
+            + (f", {s['v1']} v1 record(s) in no batch" if s["v1"] else "")
+        )
         for b in heads:
             click.echo(f"  newest of a chain: batch {b['id']}  {b['count']} outcome(s) from log index {b['first']}")
 
@@ -244,17 +294,28 @@ def print_stats(doc: dict[str, Any]) -> None:
     click.echo(f"{doc['skill']}" + (f" (live v{doc['live']})" if doc.get("live") else " (deleted)"))
     click.echo(f"  {'version':>7}  {'verified':<34}  {'self-reported':<34}")
     for v in doc["versions"]:
-        click.echo(f"  {'v' + str(v['version']):>7}  {_tier(v['verified']):<34}  {_tier(v['self']):<34}"
-                   + (f"  ({v['withdrawn']} withdrawn)" if v["withdrawn"] else ""))  # fmt: skip
+        click.echo(
+            f"  {'v' + str(v['version']):>7}  {_tier(v['verified']):<34}  {_tier(v['self']):<34}"
+            + (f"  ({v['withdrawn']} withdrawn)" if v["withdrawn"] else "")
+        )
     reg = doc.get("regression")
     if reg:
-        click.secho(f"  regression: v{reg['version']} {reg['rate']:.0%} vs v{reg['from']} {reg['from_rate']:.0%} "
-                    f"verified; undo with '{reg['revert']}'", fg="red")  # fmt: skip
-    lifted = [(v["version"], tier, v["lift"][tier]) for v in doc["versions"] for tier in ("verified", "self")
-              if v.get("lift") and v["lift"][tier]]  # fmt: skip
+        click.secho(
+            f"  regression: v{reg['version']} {reg['rate']:.0%} vs v{reg['from']} {reg['from_rate']:.0%} "
+            f"verified; undo with '{reg['revert']}'",
+            fg="red",
+        )
+    lifted = [
+        (v["version"], tier, v["lift"][tier])
+        for v in doc["versions"]
+        for tier in ("verified", "self")
+        if v.get("lift") and v["lift"][tier]
+    ]
     if lifted:
-        click.echo("  lift: pass rate with the skill minus the baseline's, paired runs, 95% interval (Newcombe 1998, "
-                   "method 10)")
+        click.echo(
+            "  lift: pass rate with the skill minus the baseline's, paired runs, 95% interval (Newcombe 1998, "
+            "method 10)"
+        )
         for version, tier, lift in lifted:
             click.echo(f"  {'v' + str(version):>7}  {tier:<8}  {lift_text(lift)}")
             for old in lift["earlier"]:
@@ -267,10 +328,12 @@ def lift_text(lift: dict[str, Any]) -> str:
     """One lift on a line: delta and interval in points, both conditions side by side, the flags."""
     lo, hi = lift["interval"]
     base = "without" if lift["baseline"] == "without_skill" else f"v{lift['arm']}"
-    out = (f"{lift['delta'] * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}]  {lift['pairs']} pair(s): "
-           f"with {lift['with_rate']:.0%} vs {base} {lift['baseline_rate']:.0%}; "
-           f"{'pre-registered' if lift['preregistered'] else 'not pre-registered'}"
-           f"{', stale' if lift['stale'] else ''}; time {lift['time_delta_ms']:+.0f} ms")  # fmt: skip
+    out = (
+        f"{lift['delta'] * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}]  {lift['pairs']} pair(s): "
+        f"with {lift['with_rate']:.0%} vs {base} {lift['baseline_rate']:.0%}; "
+        f"{'pre-registered' if lift['preregistered'] else 'not pre-registered'}"
+        f"{', stale' if lift['stale'] else ''}; time {lift['time_delta_ms']:+.0f} ms"
+    )
     if lift["tokens_delta"] is not None:
         out += f", tokens {lift['tokens_delta']:+.0f}"
     if lift["regressed"]:
@@ -282,12 +345,17 @@ def lift_flag_text(flag: dict[str, Any]) -> str:
     """A flagged lift (``status``, ``show --stats``): which version, why, and the undo."""
     lo, hi = flag["interval"]
     live = f" (live v{flag['live']})" if flag["live"] != flag["version"] else ""
-    why = ("below zero" if flag["why"] == "below zero" else
-           f"below v{flag['from']}'s {flag['from_delta'] * 100:+.1f} pts [{flag['from_interval'][0] * 100:+.1f}, "
-           f"{flag['from_interval'][1] * 100:+.1f}] on the same plan")  # fmt: skip
+    why = (
+        "below zero"
+        if flag["why"] == "below zero"
+        else f"below v{flag['from']}'s {flag['from_delta'] * 100:+.1f} pts [{flag['from_interval'][0] * 100:+.1f}, "
+        f"{flag['from_interval'][1] * 100:+.1f}] on the same plan"
+    )
     undo = f"; undo: {flag['revert']}" if flag["revert"] else ""
-    return (f"lift regressed {flag['skill']} v{flag['version']}{live}: {flag['tier']} lift {flag['delta'] * 100:+.1f} "
-            f"pts [{lo * 100:+.1f}, {hi * 100:+.1f}] is {why}{undo}")
+    return (
+        f"lift regressed {flag['skill']} v{flag['version']}{live}: {flag['tier']} lift {flag['delta'] * 100:+.1f} "
+        f"pts [{lo * 100:+.1f}, {hi * 100:+.1f}] is {why}{undo}"
+    )
 
 
 def _tier(t: dict[str, Any]) -> str:

@@ -12,10 +12,20 @@ from ledger.cli.common import emit, json_flag, main, open_brain, returns
 
 @returns("ledger.audit.reports:PageReport")
 @main.command()
-@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The directory to write index.html into (made if missing).")  # fmt: skip
-@click.option("--rpc", metavar="URL", help="Check the chain too: anchors, pending roots, the evidence root on chain, "
-              "the shares.  Without it the page says the chain was not checked.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The directory to write index.html into (made if missing).",
+)
+@click.option(
+    "--rpc",
+    metavar="URL",
+    help="Check the chain too: anchors, pending roots, the evidence root on chain, "
+    "the shares.  Without it the page says the chain was not checked.",
+)
 @json_flag
 @click.pass_context
 def report(ctx: click.Context, out: Path, rpc: str | None, as_json: bool) -> None:
@@ -36,7 +46,9 @@ def report(ctx: click.Context, out: Path, rpc: str | None, as_json: bool) -> Non
     if as_json:
         emit(page)
     else:
-        click.echo(f"report written to {page.output} ({page.verdict}; {page.skills} skill(s), "
-                   f"{page.snapshots} snapshot(s), {page.outcomes} outcome(s))")  # fmt: skip
+        click.echo(
+            f"report written to {page.output} ({page.verdict}; {page.skills} skill(s), "
+            f"{page.snapshots} snapshot(s), {page.outcomes} outcome(s))"
+        )
     if not page.ok:
         sys.exit(1)

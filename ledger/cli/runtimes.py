@@ -56,22 +56,46 @@ def _runtime_line(r: RuntimeRow) -> str:
 @returns("ledger.sync.reports:LinkReport")
 @main.command()
 @click.argument("where")
-@click.option("--layout", type=click.Choice(_LAYOUTS),
-              help="The folder's layout (default: the runtime's, or agentskills).")  # fmt: skip
+@click.option(
+    "--layout", type=click.Choice(_LAYOUTS), help="The folder's layout (default: the runtime's, or agentskills)."
+)
 @click.option("--skills", "pattern", help="Only skills whose key matches this glob (the rest are left alone).")
-@renamed_option("--anchored", "--committed", "committed", is_flag=True,
-                help="Project the root last anchored on chain, not the head.")
-@click.option("--best-verified", is_flag=True, help="Project each skill's version with the best verified outcomes "
-              "(highest lower Wilson bound), not the head's; skills with none verified: the head's.")  # fmt: skip
+@renamed_option(
+    "--anchored",
+    "--committed",
+    "committed",
+    is_flag=True,
+    help="Project the root last anchored on chain, not the head.",
+)
+@click.option(
+    "--best-verified",
+    is_flag=True,
+    help="Project each skill's version with the best verified outcomes "
+    "(highest lower Wilson bound), not the head's; skills with none verified: the head's.",
+)
 @click.option("--name", help="The target's name (default: the runtime's, or the folder's).")
-@click.option("--actor", type=click.Choice(["agent", "curator", "user"]), default="agent", show_default=True,
-              help="Who is recorded as making the changes found there.")  # fmt: skip
+@click.option(
+    "--actor",
+    type=click.Choice(["agent", "curator", "user"]),
+    default="agent",
+    show_default=True,
+    help="Who is recorded as making the changes found there.",
+)
 @click.option("--runtime", "runtime_name", help="Recorded as Ledger-Runtime (default: the runtime, or the name).")
 @json_flag
 @click.pass_context
-def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None, committed: bool,
-         best_verified: bool, name: str | None, actor: str, runtime_name: str | None,
-         as_json: bool) -> None:  # fmt: skip
+def link(
+    ctx: click.Context,
+    where: str,
+    layout: str | None,
+    pattern: str | None,
+    committed: bool,
+    best_verified: bool,
+    name: str | None,
+    actor: str,
+    runtime_name: str | None,
+    as_json: bool,
+) -> None:
     """Add a target: WHERE is a runtime from 'ledger target list' (claude, hermes, agents, …) or a folder.
 
     The folder is made if missing.  Nothing is written until 'ledger sync', which adopts the
@@ -79,8 +103,16 @@ def link(ctx: click.Context, where: str, layout: str | None, pattern: str | None
     """
     from ledger.sync import links
 
-    target = links.plan(where, layout=layout, skills=pattern, committed=committed, best_verified=best_verified,
-                        name=name, actor=actor, runtime=runtime_name)  # fmt: skip
+    target = links.plan(
+        where,
+        layout=layout,
+        skills=pattern,
+        committed=committed,
+        best_verified=best_verified,
+        name=name,
+        actor=actor,
+        runtime=runtime_name,
+    )
     with open_brain(ctx) as brain:
         report = links.add(brain, target)
     if as_json:
@@ -109,24 +141,52 @@ def unlink(ctx: click.Context, name: str, as_json: bool) -> None:
 @returns("ledger.sync.reports:SyncReport", "ledger.sync.reports:RemoteTick")
 @main.command()
 @click.argument("names", nargs=-1)
-@click.option("--take", nargs=2, metavar="SIDE SKILL",
-              help="Settle a conflict: SIDE is 'ledger' or the target whose copy wins.")  # fmt: skip
-@click.option("--confirm-deletions", "confirm", multiple=True, metavar="TARGET",
-              help="Record the skills gone from TARGET as deletions, however many.")  # fmt: skip
-@click.option("--restore", multiple=True, metavar="TARGET",
-              help="TARGET lost its files (wiped, or a new disk): put the brain's skills back, recording no deletion.")
+@click.option(
+    "--take", nargs=2, metavar="SIDE SKILL", help="Settle a conflict: SIDE is 'ledger' or the target whose copy wins."
+)
+@click.option(
+    "--confirm-deletions",
+    "confirm",
+    multiple=True,
+    metavar="TARGET",
+    help="Record the skills gone from TARGET as deletions, however many.",
+)
+@click.option(
+    "--restore",
+    multiple=True,
+    metavar="TARGET",
+    help="TARGET lost its files (wiped, or a new disk): put the brain's skills back, recording no deletion.",
+)
 @click.option("--watch", is_flag=True, help="Keep syncing as files change (Ctrl-C stops).")
 @click.option("--debounce", type=float, default=0.2, show_default=True, help="Seconds of quiet before a watch sync.")
-@click.option("--poll", type=float, default=2.0, show_default=True,
-              help="With --watch and a remote: seconds between looks at the remote.")  # fmt: skip
+@click.option(
+    "--poll",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="With --watch and a remote: seconds between looks at the remote.",
+)
 @click.option("--no-remote", is_flag=True, help="Leave the shared remote ('ledger remote set') out of this sync.")
-@click.option("--full", is_flag=True,
-              help="Read every file of every target: trust no record or stat entry (docs/layouts.md, No-op syncs).")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Read every file of every target: trust no record or stat entry (docs/layouts.md, No-op syncs).",
+)
 @json_flag
 @click.pass_context
-def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | None, confirm: tuple[str, ...],
-         restore: tuple[str, ...], watch: bool, debounce: float, poll: float, no_remote: bool, full: bool,
-         as_json: bool) -> None:  # fmt: skip
+def sync(
+    ctx: click.Context,
+    names: tuple[str, ...],
+    take: tuple[str, str] | None,
+    confirm: tuple[str, ...],
+    restore: tuple[str, ...],
+    watch: bool,
+    debounce: float,
+    poll: float,
+    no_remote: bool,
+    full: bool,
+    as_json: bool,
+) -> None:
     """Project the brain into every linked target and record what changed there; then publish it to
     the shared remote (merging what other machines published) and anchor it, when one is set.
 
@@ -140,11 +200,18 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
         if watch:
             if take or confirm or restore or full:
                 run.plan(brain, names, not no_remote)  # nothing to sync is said first
-                raise UsageError("--watch does not take --take, --confirm-deletions, --restore or --full",
-                                 hint="run them once first")  # fmt: skip
-            run.watch(brain, names, remote=not no_remote, debounce=debounce, poll=poll,
-                      on_report=lambda r: _say(r, as_json, quiet=True),
-                      on_remote=lambda out: _say_tick(out, poll, as_json))  # fmt: skip
+                raise UsageError(
+                    "--watch does not take --take, --confirm-deletions, --restore or --full", hint="run them once first"
+                )
+            run.watch(
+                brain,
+                names,
+                remote=not no_remote,
+                debounce=debounce,
+                poll=poll,
+                on_report=lambda r: _say(r, as_json, quiet=True),
+                on_remote=lambda out: _say_tick(out, poll, as_json),
+            )
             return
         report = run.sync(brain, names, take=take, confirm=confirm, restore=restore, remote=not no_remote, full=full)
     _say(report, as_json)
@@ -152,17 +219,26 @@ def sync(ctx: click.Context, names: tuple[str, ...], take: tuple[str, str] | Non
     merged = len(report.merge_conflicts or ())
     alone = report.left_alone
     if report.conflicts or report.refused or merged:
-        click.echo(f"error: {report.conflicts + merged} conflict(s) and {report.refused} refused target(s) "
-                   "remain (see above and 'ledger status'); nothing was overwritten", err=True)  # fmt: skip
+        click.echo(
+            f"error: {report.conflicts + merged} conflict(s) and {report.refused} refused target(s) "
+            "remain (see above and 'ledger status'); nothing was overwritten",
+            err=True,
+        )
     if alone:
-        click.echo(f"error: {alone} entr{'y was' if alone == 1 else 'ies were'} left alone (see above): "
-                   "everything else is in step", err=True)  # fmt: skip
+        click.echo(
+            f"error: {alone} entr{'y was' if alone == 1 else 'ies were'} left alone (see above): "
+            "everything else is in step",
+            err=True,
+        )
     if fleet is not None and fleet.status != "ok":
-        click.echo(f"error: the remote is {fleet.status}; this brain keeps every write and the next sync "
-                   "publishes it", err=True)  # fmt: skip
+        click.echo(
+            f"error: the remote is {fleet.status}; this brain keeps every write and the next sync publishes it",
+            err=True,
+        )
     if fleet is not None and fleet.refused_refs:
-        click.echo(f"error: {len(fleet.refused_refs)} ref(s) of the remote refused (see above); main is in step",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"error: {len(fleet.refused_refs)} ref(s) of the remote refused (see above); main is in step", err=True
+        )
     if not report.ok:
         sys.exit(1)
 
@@ -184,6 +260,7 @@ def settle_runtime_conflict(ctx: click.Context, name: str, side: str, as_json: b
 def _say_tick(out: RemoteSyncReport, poll: float, as_json: bool) -> None:
     """One look at the remote while watching: every one with --json, else what changed or failed."""
     from ledger.sync.reports import RemoteTick
+
     if as_json:
         emit(RemoteTick(out))
     elif out.status != "ok":
@@ -232,8 +309,9 @@ def remote(ctx: click.Context, as_json: bool) -> None:
 @remote.command("set")
 @click.argument("url")
 @click.option("--create", is_flag=True, help="Make URL a new bare repository when it is a path that does not exist.")
-@renamed_option("--anchor", "--commit", "commit", is_flag=True,
-                help="Anchor on chain after each push (any authorized machine may).")
+@renamed_option(
+    "--anchor", "--commit", "commit", is_flag=True, help="Anchor on chain after each push (any authorized machine may)."
+)
 @click.option("--key", help="The keystore key that commits (see 'ledger keys list').")
 @json_flag
 @click.pass_context
@@ -251,8 +329,11 @@ def remote_set(ctx: click.Context, url: str, create: bool, commit: bool, key: st
     if as_json:
         emit(report)
         return
-    click.echo(f"remote set: {report.url}" + (" (a new bare repository)" if report.created else "")
-               + (" (anchors on chain)" if report.commit else ""))  # fmt: skip
+    click.echo(
+        f"remote set: {report.url}"
+        + (" (a new bare repository)" if report.created else "")
+        + (" (anchors on chain)" if report.commit else "")
+    )
 
 
 @returns("ledger.sync.reports:RemoteUnsetReport")
@@ -309,24 +390,33 @@ def _say(report: SyncReport, as_json: bool, quiet: bool = False) -> None:
         for r in t.rescued:
             click.echo(click.style("rescued  ", fg="yellow") + f" {r.skill}: kept in {r.kept}")
         for c in t.conflicts:
-            click.echo(click.style("CONFLICT ", fg="red") + f" {c['skill']} in {t.name} ({', '.join(c['files'])})"
-                       f"\n          settle: {c['hint']}")  # fmt: skip
+            click.echo(
+                click.style("CONFLICT ", fg="red") + f" {c['skill']} in {t.name} ({', '.join(c['files'])})"
+                f"\n          settle: {c['hint']}"
+            )
         for h in t.held or ():
-            shows = f"it keeps v{h.shows}" if h.shows is not None else "it keeps what it has" if h.kept \
-                else "not projected"  # fmt: skip
-            click.echo(click.style("held     ", fg="yellow") + f" {h.skill} v{h.version} from {t.name} "
-                       f"({shows}): {h.why}")  # fmt: skip
+            shows = (
+                f"it keeps v{h.shows}" if h.shows is not None else "it keeps what it has" if h.kept else "not projected"
+            )
+            click.echo(
+                click.style("held     ", fg="yellow") + f" {h.skill} v{h.version} from {t.name} ({shows}): {h.why}"
+            )
         if not quiet:
             for a in t.left_alone:
                 click.echo(f"left alone {t.name}/{a.dir}: {a.reason}")
             for h in t.ignored_held:
-                click.echo(click.style("not ignored", fg="yellow") + f" {t.name}/{h.path}: the brain holds it, "
-                           f"so the rule {h.rule!r} in {h.source} does not hide it (it syncs as any "
-                           "file: remove the rule, or delete the file to record its deletion)")  # fmt: skip
+                click.echo(
+                    click.style("not ignored", fg="yellow") + f" {t.name}/{h.path}: the brain holds it, "
+                    f"so the rule {h.rule!r} in {h.source} does not hide it (it syncs as any "
+                    "file: remove the rule, or delete the file to record its deletion)"
+                )
         if not t.busy and not quiet:
             alone = len(t.left_alone)
-            click.echo(f"{t.name}: in step" if not alone else
-                       f"{t.name}: in step but for {alone} entr{'y' if alone == 1 else 'ies'} left alone")
+            click.echo(
+                f"{t.name}: in step"
+                if not alone
+                else f"{t.name}: in step but for {alone} entr{'y' if alone == 1 else 'ies'} left alone"
+            )
     if report.remote:
         _say_remote(report.remote)
         if report.remote.status == "ok" and not (report.remote.pushed or report.remote.merges):

@@ -56,8 +56,10 @@ def push(ctx: click.Context, remote: str, as_json: bool) -> None:
     elif out["was"] == out["head"]:
         click.echo(f"pushed receipts to {remote} (its snapshots were up to date at {out['head'][:12]})")
     elif not out["was"]:
-        click.echo(f"pushed the whole lineage, {out['snapshots']} snapshot(s) up to {out['head'][:12]}, to {remote} "
-                   "(it held none)")  # fmt: skip
+        click.echo(
+            f"pushed the whole lineage, {out['snapshots']} snapshot(s) up to {out['head'][:12]}, to {remote} "
+            "(it held none)"
+        )
     else:
         click.echo(f"pushed {out['was'][:12]} → {out['head'][:12]} to {remote}")
     _exit_if(say_refused_refs(remote, refused))
@@ -72,13 +74,18 @@ def _say_merge(merged: dict) -> None:  # a MergeReport document
     if merged["action"] == "fast-forward":
         click.echo(f"took {len(merged['skills'])} changed skill(s) from the remote (fast-forward)")
     elif merged["action"] == "merge":
-        click.echo(f"merged the remote's lineage: {merged['head'][:12]} "
-                   f"({len(merged['changes'])} change(s), {len(merged['merged'])} skill(s) merged file by file)")
+        click.echo(
+            f"merged the remote's lineage: {merged['head'][:12]} "
+            f"({len(merged['changes'])} change(s), {len(merged['merged'])} skill(s) merged file by file)"
+        )
         for note in merged["notes"]:
             click.echo(f"  {note}")
         for name in merged["conflicts"]:
-            click.echo(f"conflict: {name}: both sides changed it; the remote's version was kept and yours stays in "
-                       f"the lineage (settle with 'ledger skill resolve {name} --take kept|other')", err=True)
+            click.echo(
+                f"conflict: {name}: both sides changed it; the remote's version was kept and yours stays in "
+                f"the lineage (settle with 'ledger skill resolve {name} --take kept|other')",
+                err=True,
+            )
 
 
 @returns("ledger.remotes.reports:PullReport")
@@ -128,9 +135,13 @@ def clone_cmd(remote: str, directory: Path, as_json: bool) -> None:
 @returns("ledger.remotes.reports:ResolveReport")
 @main.command()
 @click.argument("name")
-@click.option("--take", required=True, metavar="SIDE",
-              help="A merge conflict: 'kept' (the head as the merge left it) or 'other' (the other side's skill as a "
-                   "new version).  A runtime conflict: 'ledger' or the target whose copy wins.")  # fmt: skip
+@click.option(
+    "--take",
+    required=True,
+    metavar="SIDE",
+    help="A merge conflict: 'kept' (the head as the merge left it) or 'other' (the other side's skill as a "
+    "new version).  A runtime conflict: 'ledger' or the target whose copy wins.",
+)
 @json_flag
 @click.pass_context
 def resolve(ctx: click.Context, name: str, take: str, as_json: bool) -> None:

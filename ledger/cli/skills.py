@@ -86,8 +86,9 @@ def skill_edit(ctx: click.Context, name: str, src: Any, **kw: Any) -> None:
 @allow_invalid_flag
 @mutation
 @click.pass_context
-def skill_patch(ctx: click.Context, name: str, old: str, new: str, rel: str | None, replace_all: bool,
-                **kw: Any) -> None:  # fmt: skip
+def skill_patch(
+    ctx: click.Context, name: str, old: str, new: str, rel: str | None, replace_all: bool, **kw: Any
+) -> None:
     """Replace one exact occurrence of --old with --new (every one with --replace-all)."""
     mutate(ctx, kw, lambda brain: brain.patch(name, old, new, file=rel, replace_all=replace_all, note=kw["note"]))
 
@@ -179,9 +180,11 @@ def skill_view(ctx: click.Context, name: str, rel: str | None, as_json: bool) ->
         report = usecases.skill_view(brain, name, rel)
     state = report.supply or None
     if state is not None:  # the user curates it, so it is shown; no runtime or agent sees it
-        click.echo(f"note: skill {report.name!r} is {state}: no runtime, index or agent sees it"
-                   + (f" (review it, then 'ledger approve {report.name}')" if state == "quarantined" else ""),
-                   err=True)  # fmt: skip
+        click.echo(
+            f"note: skill {report.name!r} is {state}: no runtime, index or agent sees it"
+            + (f" (review it, then 'ledger approve {report.name}')" if state == "quarantined" else ""),
+            err=True,
+        )
     if as_json:
         emit(report)
     elif isinstance(report, SkillFileReport):

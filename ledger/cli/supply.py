@@ -14,9 +14,12 @@ from ledger.errors import UsageError, printable
 CISCO = "cisco-ai-skill-scanner"  # ledger.scanner.cisco.NAME, named here so that --help loads no scanner
 
 actor_option = click.option(
-    "--actor", type=click.Choice(["user", "curator", "agent"]), default="user", show_default=True,
+    "--actor",
+    type=click.Choice(["user", "curator", "agent"]),
+    default="user",
+    show_default=True,
     help="Who acts (recorded and signed in the snapshot).",
-)  # fmt: skip
+)
 
 
 @returns("ledger.supply.reports:InstallReport")
@@ -25,17 +28,36 @@ actor_option = click.option(
 @click.argument("names", nargs=-1)
 @click.option("--pin", metavar="REF", help="Install at this commit (or ref, resolved to its commit) of the source.")
 @click.option("--rpc", help="Check a brain source's root against its registry on this chain too.")
-@click.option("--frozen", "frozen", metavar="LOCK", default=None,
-              help="Install exactly what LOCK pins (a skills-lock.json or another brain), digests checked, or fail.")
-@click.option("--strip-credentials", "strip", is_flag=True,
-              help="Remove a token from SOURCE (user:token@, access_token=, a presigned URL's signature) before "
-                   "anything is fetched or written, instead of refusing it.")  # fmt: skip
+@click.option(
+    "--frozen",
+    "frozen",
+    metavar="LOCK",
+    default=None,
+    help="Install exactly what LOCK pins (a skills-lock.json or another brain), digests checked, or fail.",
+)
+@click.option(
+    "--strip-credentials",
+    "strip",
+    is_flag=True,
+    help="Remove a token from SOURCE (user:token@, access_token=, a presigned URL's signature) before "
+    "anything is fetched or written, instead of refusing it.",
+)
 @actor_option
 @note_flag
 @json_flag
 @click.pass_context
-def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin: str | None, rpc: str | None,
-            frozen: str | None, strip: bool, actor: str, note: str, as_json: bool) -> None:  # fmt: skip
+def install(
+    ctx: click.Context,
+    source: str | None,
+    names: tuple[str, ...],
+    pin: str | None,
+    rpc: str | None,
+    frozen: str | None,
+    strip: bool,
+    actor: str,
+    note: str,
+    as_json: bool,
+) -> None:
     """Install skills from SOURCE (all of them, or NAMES): pinned, scanned, and held in quarantine.
 
     SOURCE is another brain (path or git URL), a git repository of skills, a Claude Code
@@ -53,8 +75,10 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
         report = uc.install(brain, source, names, pin=pin, rpc=rpc, frozen=frozen, note=note, strip_credentials=strip)
     out = report.to_json()
     if out.get("stripped"):
-        click.echo("removed from the source URL before anything was fetched or written: "
-                   + ", ".join(out["stripped"]), err=True)  # fmt: skip
+        click.echo(
+            "removed from the source URL before anything was fetched or written: " + ", ".join(out["stripped"]),
+            err=True,
+        )
     if as_json:
         emit(report)
         _refused(out)
@@ -67,15 +91,20 @@ def install(ctx: click.Context, source: str | None, names: tuple[str, ...], pin:
             click.echo(f"refused    {row['skill']}: {printable(row['error'])}")
             continue
         pin_text = row["pin"].get("commit") or row["pin"].get("sha256") or ""
-        click.echo(f"installed  {row['skill']} v{row['version']} @ {pin_text[:12]}  {row['state']}  "
-                   f"scan: {row['verdict']} ({row['findings']} finding(s))")  # fmt: skip
+        click.echo(
+            f"installed  {row['skill']} v{row['version']} @ {pin_text[:12]}  {row['state']}  "
+            f"scan: {row['verdict']} ({row['findings']} finding(s))"
+        )
         if row.get("held"):
             click.echo(f"  {row['skill']}: not auto-approved: {row['held']}", err=True)
     if out.get("commit"):
         click.echo(f"commit {out['commit']}" + (f"\nsigned {out['signer']}" if out.get("signer") else ""))
     if any(r.get("state") == "quarantined" for r in out["skills"]):
-        click.echo("quarantined skills reach no runtime until approved: 'ledger supply show NAME', then "
-                   "'ledger supply approve NAME'", err=True)  # fmt: skip
+        click.echo(
+            "quarantined skills reach no runtime until approved: 'ledger supply show NAME', then "
+            "'ledger supply approve NAME'",
+            err=True,
+        )
     _refused(out)
 
 
@@ -101,8 +130,9 @@ def _refused(out: dict[str, Any]) -> None:
 @note_flag
 @json_flag
 @click.pass_context
-def approve(ctx: click.Context, names: tuple[str, ...], override: str | None, actor: str, note: str,
-            as_json: bool) -> None:  # fmt: skip
+def approve(
+    ctx: click.Context, names: tuple[str, ...], override: str | None, actor: str, note: str, as_json: bool
+) -> None:
     """Approve installed skills out of quarantine: a signed curator decision."""
     from ledger.cli.outcomes import receipt_of
     from ledger.supply import usecases as uc
@@ -202,8 +232,9 @@ def _say_review(review: dict[str, Any]) -> None:
     click.echo(f"{review['skill']}: {_pin(review['from'])} → {_pin(review['to'])}")
     if review.get("signer"):
         was, now = review["signer"]["from"], review["signer"]["to"]
-        click.secho(f"  ! signer changes: {printable(str(was or 'none'))} → {printable(str(now or 'none'))}",
-                    fg="yellow")  # fmt: skip
+        click.secho(
+            f"  ! signer changes: {printable(str(was or 'none'))} → {printable(str(now or 'none'))}", fg="yellow"
+        )
     for item in diff["safety"]:
         click.secho(f"  ! {item['kind']:13} {printable(item['file'])}: {printable(item['what'])}", fg="yellow")
     for key in ("added", "removed", "changed"):
@@ -257,8 +288,10 @@ def supply_list(ctx: click.Context, as_json: bool) -> None:
         emit(report)
         return
     for name, e in sorted(report.skills.items()):
-        click.echo(f"{name:30} {e.state:11} {e.verdict.get('worst'):8} {e.source['type']:11} "
-                   f"{printable(e.source['url'])} @ {_pin(e.pin)}")  # fmt: skip
+        click.echo(
+            f"{name:30} {e.state:11} {e.verdict.get('worst'):8} {e.source['type']:11} "
+            f"{printable(e.source['url'])} @ {_pin(e.pin)}"
+        )
     for digest, why in sorted(report.revoked.items()):
         click.echo(f"revoked {digest}: {printable(why.reason)}")
 
@@ -306,19 +339,39 @@ def _calibration(verdict: dict[str, Any]) -> None:
 @returns("ledger.scanner.reports:ScanReport")
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--vetted", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="The approved version of the (one) skill scanned: report what the update widens.")
-@click.option("--run", "run", is_flag=True,
-              help="Also run each script and Markdown command block in a bubblewrap sandbox (no network, canary "
-                   "credentials, strace) and report what it did (ledger-run/1); exit 1 if the sandbox cannot be built.")
-@click.option("--run-timeout", type=click.FloatRange(0, 600, min_open=True), default=10.0, show_default=True,
-              metavar="SECONDS", help="With --run: the time cap per script or block.")
-@click.option("--with", "also", multiple=True, type=click.Choice([CISCO]), metavar="SCANNER",
-              help=f"Also run this supported external scanner for this run ({CISCO}); the verdict is the worse of "
-                   "the two, both named.")  # fmt: skip
+@click.option(
+    "--vetted",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The approved version of the (one) skill scanned: report what the update widens.",
+)
+@click.option(
+    "--run",
+    "run",
+    is_flag=True,
+    help="Also run each script and Markdown command block in a bubblewrap sandbox (no network, canary "
+    "credentials, strace) and report what it did (ledger-run/1); exit 1 if the sandbox cannot be built.",
+)
+@click.option(
+    "--run-timeout",
+    type=click.FloatRange(0, 600, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --run: the time cap per script or block.",
+)
+@click.option(
+    "--with",
+    "also",
+    multiple=True,
+    type=click.Choice([CISCO]),
+    metavar="SCANNER",
+    help=f"Also run this supported external scanner for this run ({CISCO}); the verdict is the worse of "
+    "the two, both named.",
+)
 @json_flag
-def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: float, also: tuple[str, ...],
-         as_json: bool) -> None:
+def scan(
+    paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: float, also: tuple[str, ...], as_json: bool
+) -> None:
     """Scan skill folders (every folder holding a SKILL.md under PATHS) as an install would; exit 1 on a
     critical finding.  Nothing is installed or written (docs/scanner.md).
 
@@ -343,6 +396,10 @@ def scan(paths: tuple[Path, ...], vetted: Path | None, run: bool, run_timeout: f
                 click.echo(_finding(f))
     blocked = report.blocked
     if blocked:
-        click.secho(f"error: {len(blocked)} skill(s) with a critical finding; an install of them could not be "
-                    "approved without --override", fg="red", err=True)  # fmt: skip
+        click.secho(
+            f"error: {len(blocked)} skill(s) with a critical finding; an install of them could not be "
+            "approved without --override",
+            fg="red",
+            err=True,
+        )
         sys.exit(1)

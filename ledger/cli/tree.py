@@ -94,5 +94,6 @@ def warn(old: str, new: str) -> None:
     """The one deprecation line an old spelling prints on stderr."""
     click.secho(
         f"warning: 'ledger {old}' is deprecated; use 'ledger {new}' (the old spelling keeps working)",
-        fg="yellow", err=True,
-    )  # fmt: skip
+        fg="yellow",
+        err=True,
+    )

@@ -99,9 +99,10 @@ class EvalSet:
         """Refuse a set holding a case with no assertion: nothing would grade its runs."""
         bare = [c.key for c in self.cases if not c.assertions]
         if bare:
-            raise EvalError(f"case(s) {', '.join(bare)} of {EVALS_JSON} have no assertions: nothing would grade "
-                            "their runs", hint="add \"assertions\": [...] to each case (the guide's 'Writing "
-                            "assertions'), then plan again")  # fmt: skip
+            raise EvalError(
+                f"case(s) {', '.join(bare)} of {EVALS_JSON} have no assertions: nothing would grade their runs",
+                hint="add \"assertions\": [...] to each case (the guide's 'Writing assertions'), then plan again",
+            )
 
 
 def case_text(value: Any) -> str:
@@ -109,12 +110,16 @@ def case_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise EvalError(f"an eval's id is an integer or a text, not {json.dumps(value)[:40]}")
     if isinstance(value, int) and not 0 <= value <= MAX_INT:
-        raise EvalError(f"an eval's integer id is 0..2^53 - 1 (JSON readers disagree beyond), not {str(value)[:40]}; "
-                        "give it as a text")  # fmt: skip
+        raise EvalError(
+            f"an eval's integer id is 0..2^53 - 1 (JSON readers disagree beyond), not {str(value)[:40]}; "
+            "give it as a text"
+        )
     text = str(value)
     if not _ID.match(text):
-        raise EvalError(f"eval id {text[:60]!r} is not 1..128 of A-Z a-z 0-9 . _ - starting with a letter or digit "
-                        "(it names the run's folder eval-ID)")  # fmt: skip
+        raise EvalError(
+            f"eval id {text[:60]!r} is not 1..128 of A-Z a-z 0-9 . _ - starting with a letter or digit "
+            "(it names the run's folder eval-ID)"
+        )
     return text
 
 
@@ -124,12 +129,16 @@ def parse_evals(data: bytes, present: Collection[str] | None = None) -> EvalSet:
     problems = _problems(data, present)
     if isinstance(problems, EvalSet):
         return problems
-    raise EvalError(f"{EVALS_JSON}: {problems[0]}", hint="fix evals/evals.json (the agentskills guide's shape; "
-                    "docs/reference.md, 'Eval runner contract'); 'ledger skill lint' lists every problem")  # fmt: skip
+    raise EvalError(
+        f"{EVALS_JSON}: {problems[0]}",
+        hint="fix evals/evals.json (the agentskills guide's shape; "
+        "docs/reference.md, 'Eval runner contract'); 'ledger skill lint' lists every problem",
+    )
 
 
-def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str | None = None,
-               warnings: list[str] | None = None) -> list[str]:
+def lint_evals(
+    data: bytes, present: Collection[str] | None = None, skill: str | None = None, warnings: list[str] | None = None
+) -> list[str]:
     """Every problem of ``evals/evals.json`` (empty: it is well formed); ``skill``: the name its
     ``skill_name`` must be (an eval set copied from another skill is one); ``warnings``, when given, gets
     what is read but is not the guide's (skill-creator's ``expectations``)."""
@@ -141,8 +150,7 @@ def lint_evals(data: bytes, present: Collection[str] | None = None, skill: str |
     return [f"{EVALS_JSON}: {p}" for p in found]
 
 
-def _problems(data: bytes, present: Collection[str] | None,
-              warnings: list[str] | None = None) -> EvalSet | list[str]:  # fmt: skip
+def _problems(data: bytes, present: Collection[str] | None, warnings: list[str] | None = None) -> EvalSet | list[str]:
     if len(data) > MAX_EVALS_JSON:
         return [f"{len(data)} bytes; at most {MAX_EVALS_JSON}"]
     if depth(data) > MAX_DEPTH:
@@ -154,7 +162,7 @@ def _problems(data: bytes, present: Collection[str] | None,
     except ValueError as exc:  # a JSON error, NaN/Infinity, or a key given twice (unique_keys)
         return [f"not JSON: {exc}"]
     if not isinstance(doc, dict):
-        return ["the top level is an object {\"skill_name\", \"evals\"}"]
+        return ['the top level is an object {"skill_name", "evals"}']
     out: list[str] = []
     for key in sorted(set(doc) - set(_TOP_KEYS)):
         out.append(f"unknown top-level key {key!r} (the guide's are skill_name and evals)")
@@ -177,8 +185,9 @@ def _problems(data: bytes, present: Collection[str] | None,
         before = len(out)
         for key in sorted(set(raw) - {*_CASE_KEYS, CREATOR_ASSERTIONS}):
             better = f"; the guide calls it {_MISSPELT[key]!r}" if key in _MISSPELT else ""
-            out.append(f"{where}: unknown key {key!r} (a case has id, prompt, expected_output, files, "
-                       f"assertions){better}")  # fmt: skip
+            out.append(
+                f"{where}: unknown key {key!r} (a case has id, prompt, expected_output, files, assertions){better}"
+            )
         key = None
         if "id" not in raw:
             out.append(f"{where}: no 'id'")
@@ -207,19 +216,25 @@ def _problems(data: bytes, present: Collection[str] | None,
                 continue
             base = rel.rsplit("/", 1)[-1]
             if base in names:
-                out.append(f"{where}: files {names[base]!r} and {rel!r} have the same file name (a run's "
-                           "$EVAL_INPUTS holds each under its file name)")  # fmt: skip
+                out.append(
+                    f"{where}: files {names[base]!r} and {rel!r} have the same file name (a run's "
+                    "$EVAL_INPUTS holds each under its file name)"
+                )
             names[base] = rel
         named = "assertions"
         if CREATOR_ASSERTIONS in raw:
             if "assertions" in raw:
-                out.append(f"{where}: both 'assertions' and 'expectations' (skill-creator's name for them): which "
-                           "one grades is ambiguous; keep 'assertions' (the guide's) alone")  # fmt: skip
+                out.append(
+                    f"{where}: both 'assertions' and 'expectations' (skill-creator's name for them): which "
+                    "one grades is ambiguous; keep 'assertions' (the guide's) alone"
+                )
             else:
                 named = CREATOR_ASSERTIONS
                 if warnings is not None:
-                    warnings.append(f"{EVALS_JSON}: {where}: 'expectations' is skill-creator's name; the agentskills "
-                                    "guide calls it 'assertions' (read as them; rename it to be portable)")  # fmt: skip
+                    warnings.append(
+                        f"{EVALS_JSON}: {where}: 'expectations' is skill-creator's name; the agentskills "
+                        "guide calls it 'assertions' (read as them; rename it to be portable)"
+                    )
         assertions = raw.get(named, [])
         if not isinstance(assertions, list) or not all(isinstance(a, str) and a.strip() for a in assertions):
             out.append(f"{where}: {named!r} is an array of non-empty texts")
@@ -245,13 +260,17 @@ def _unencodable(raw: Mapping[str, Any]) -> list[str]:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            out.append(f"{what} holds a lone surrogate (\\u{ord(text[exc.start]):04x}): not Unicode text, so the "
-                       "case has no RFC 8785 digest")  # fmt: skip
+            out.append(
+                f"{what} holds a lone surrogate (\\u{ord(text[exc.start]):04x}): not Unicode text, so the "
+                "case has no RFC 8785 digest"
+            )
     with contextlib.suppress(UnicodeEncodeError):
         if len(raw["prompt"].encode("utf-8")) > MAX_PROMPT:
-            out.append(f"'prompt' is {len(raw['prompt'].encode('utf-8'))} bytes; $EVAL_PROMPT holds at most "
-                       f"{MAX_PROMPT} (Linux's 128 KiB for one environment string): put the long part in a file of "
-                       "'files'")  # fmt: skip
+            out.append(
+                f"'prompt' is {len(raw['prompt'].encode('utf-8'))} bytes; $EVAL_PROMPT holds at most "
+                f"{MAX_PROMPT} (Linux's 128 KiB for one environment string): put the long part in a file of "
+                "'files'"
+            )
     if "\x00" in raw["prompt"]:
         out.append("'prompt' holds a NUL (\\u0000), which $EVAL_PROMPT cannot carry")
     return out

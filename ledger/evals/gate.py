@@ -49,8 +49,20 @@ from ledger.store.supply import parse_record as parse_supply
 if TYPE_CHECKING:
     from ledger.brain import Brain
 
-__all__ = ["APPROVERS", "RELEASERS", "Release", "SkillGate", "Verdict", "decide", "enabled", "paired_lift", "read",
-           "releases", "revoked_version", "trusted_plans"]
+__all__ = [
+    "APPROVERS",
+    "RELEASERS",
+    "Release",
+    "SkillGate",
+    "Verdict",
+    "decide",
+    "enabled",
+    "paired_lift",
+    "read",
+    "releases",
+    "revoked_version",
+    "trusted_plans",
+]
 
 EVALS_JSON = "evals/evals.json"
 RELEASERS = TRUSTED  # roles whose evaluation can release a version, and whose plans count
@@ -75,8 +87,14 @@ class Verdict:
     regressed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "released": self.released, "why": self.why, "by": self.by,
-                "lift": self.lift, "regressed": list(self.regressed)}  # fmt: skip
+        return {
+            "version": self.version,
+            "released": self.released,
+            "why": self.why,
+            "by": self.by,
+            "lift": self.lift,
+            "regressed": list(self.regressed),
+        }
 
 
 @dataclass
@@ -94,9 +112,13 @@ class SkillGate:
         return [v for n, v in sorted(self.verdicts.items()) if n > floor and not v.released]
 
     def to_json(self) -> dict[str, Any]:
-        return {"skill": self.skill, "head": self.head, "released": self.released,
-                "held": [v.to_json() for v in self.held()],
-                "revert": f"ledger eval revert {self.skill}" if self.released is not None else None}  # fmt: skip
+        return {
+            "skill": self.skill,
+            "head": self.head,
+            "released": self.released,
+            "held": [v.to_json() for v in self.held()],
+            "revert": f"ledger eval revert {self.skill}" if self.released is not None else None,
+        }
 
 
 # ---------------------------------------------------------------------- the criterion
@@ -159,13 +181,17 @@ def _regressed(runs: _Runs, before: _Runs | None) -> list[str]:
     mine = runs.by_case("with")
     out = set()
     for reference in [runs.by_case("base")] + ([before.by_case("with")] if before is not None else []):
-        out |= {case for case, passes in reference.items()
-                if passes and all(passes) and case in mine and not all(mine[case])}  # fmt: skip
+        out |= {
+            case
+            for case, passes in reference.items()
+            if passes and all(passes) and case in mine and not all(mine[case])
+        }
     return sorted(out, key=lambda c: (len(c), c))
 
 
-def _judge(version: int, runs: _Runs, before: _Runs | None, before_version: int | None,
-           plan: Mapping[str, Any]) -> Verdict:  # fmt: skip
+def _judge(
+    version: int, runs: _Runs, before: _Runs | None, before_version: int | None, plan: Mapping[str, Any]
+) -> Verdict:
     lift = paired_lift(runs.pairs())
     tag = f"plan {plan['id'][:12]}"
     if lift is None:
@@ -174,47 +200,77 @@ def _judge(version: int, runs: _Runs, before: _Runs | None, before_version: int 
     shown = f"lift {lift['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}] over {lift['pairs']} pairs"
     regressed = _regressed(runs, before)
     if hi < 0:
-        return Verdict(version, False, f"it makes the agent worse ({shown}, under {tag})", "evaluation", lift,
-                       tuple(regressed))  # fmt: skip
+        return Verdict(
+            version, False, f"it makes the agent worse ({shown}, under {tag})", "evaluation", lift, tuple(regressed)
+        )
     prior = paired_lift(before.pairs()) if before is not None else None
     if prior is not None and plan.get("baseline") == "none" and hi < prior["interval"][0]:
-        return Verdict(version, False, f"its {shown} is below v{before_version}'s ({prior['delta']:+.2f} "
-                       f"[{prior['interval'][0]:+.2f}, {prior['interval'][1]:+.2f}]) under {tag}", "evaluation",
-                       lift, tuple(regressed))  # fmt: skip
+        return Verdict(
+            version,
+            False,
+            f"its {shown} is below v{before_version}'s ({prior['delta']:+.2f} "
+            f"[{prior['interval'][0]:+.2f}, {prior['interval'][1]:+.2f}]) under {tag}",
+            "evaluation",
+            lift,
+            tuple(regressed),
+        )
     if regressed:
-        return Verdict(version, False, f"case{'s' if len(regressed) > 1 else ''} {', '.join(regressed)} passed "
-                       f"before and fail{'' if len(regressed) > 1 else 's'} now ({shown}, under {tag})",
-                       "evaluation", lift, tuple(regressed))  # fmt: skip
+        return Verdict(
+            version,
+            False,
+            f"case{'s' if len(regressed) > 1 else ''} {', '.join(regressed)} passed "
+            f"before and fail{'' if len(regressed) > 1 else 's'} now ({shown}, under {tag})",
+            "evaluation",
+            lift,
+            tuple(regressed),
+        )
     return Verdict(version, True, f"evaluated under {tag}: {shown}, no case regressed", "evaluation", lift)
 
 
 # ---------------------------------------------------------------------- the decision
 
 
-def _vetted(skill: str, v: int, versions: Mapping[int, Mapping[str, Any]], released: int | None,
-            plan: Mapping[str, Any], roles: Mapping[str, str]) -> Verdict | None:
+def _vetted(
+    skill: str,
+    v: int,
+    versions: Mapping[int, Mapping[str, Any]],
+    released: int | None,
+    plan: Mapping[str, Any],
+    roles: Mapping[str, str],
+) -> Verdict | None:
     """A held verdict when ``v`` changed the eval set it is judged by (its ``evals/`` is not the released
     predecessor's) and the plan of the new set is not a user's or curator's: evals/ is part of the skill, so
     the agent that wrote the version may have written its yardstick too; accepting a new one is a person's."""
     mine, theirs = versions[v].get("set"), versions[released].get("set") if released is not None else None
     if mine is None or theirs is None or mine == theirs or roles.get(plan.get("signer") or "") in APPROVERS:
         return None
-    return Verdict(v, False, f"its eval set (evals/) is not v{released}'s, and plan {plan['id'][:12]} of the new "
-                   "set is not a user's or curator's: a changed eval set is released by a user or curator key's "
-                   f"plan ('ledger eval plan {skill} --actor user', then 'ledger eval run {skill}') or an approval "
-                   f"(ledger eval approve {skill}@{v} --reason TEXT)", None)  # fmt: skip
+    return Verdict(
+        v,
+        False,
+        f"its eval set (evals/) is not v{released}'s, and plan {plan['id'][:12]} of the new "
+        "set is not a user's or curator's: a changed eval set is released by a user or curator key's "
+        f"plan ('ledger eval plan {skill} --actor user', then 'ledger eval run {skill}') or an approval "
+        f"(ledger eval approve {skill}@{v} --reason TEXT)",
+        None,
+    )
 
 
-def _judge_against(skill: str, v: int, mine: _Runs, before: _Runs | None, released: int | None,
-                   plan: Mapping[str, Any]) -> Verdict:  # fmt: skip
+def _judge_against(
+    skill: str, v: int, mine: _Runs, before: _Runs | None, released: int | None, plan: Mapping[str, Any]
+) -> Verdict:
     """:func:`_judge` over the pairs whose baseline is the released predecessor (baseline previous): a run
     against a held version says nothing of whether ``v`` is worse than what runtimes have."""
     kept, other = mine.against(released)
     if other and not kept.cells:
         to = f"the released v{released}" if released is not None else "a released version (there is none yet)"
-        return Verdict(v, False, f"its evaluation under plan {plan['id'][:12]} compares with "
-                       f"{', '.join(f'v{a}' for a in other)}, not with {to}: run 'ledger eval run {skill}@{v} "
-                       f"--baseline {released if released is not None else 'VERSION'}'", "evaluation")  # fmt: skip
+        return Verdict(
+            v,
+            False,
+            f"its evaluation under plan {plan['id'][:12]} compares with "
+            f"{', '.join(f'v{a}' for a in other)}, not with {to}: run 'ledger eval run {skill}@{v} "
+            f"--baseline {released if released is not None else 'VERSION'}'",
+            "evaluation",
+        )
     return _judge(v, kept, before, released, plan)
 
 
@@ -225,9 +281,14 @@ def trusted_plans(plans: Iterable[Mapping[str, Any]], roles: Mapping[str, str]) 
     return sorted((p for p in plans if roles.get(p.get("signer") or "") in RELEASERS), key=lambda p: p["index"])
 
 
-def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterable[Mapping[str, Any]],
-           records: Iterable[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]],
-           roles: Mapping[str, str]) -> SkillGate:  # fmt: skip
+def decide(
+    skill: str,
+    versions: Mapping[int, Mapping[str, Any]],
+    plans: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]],
+    approvals: Iterable[Mapping[str, Any]],
+    roles: Mapping[str, str],
+) -> SkillGate:
     """``skill``'s gate.  ``versions``: each version number → ``{"digest", "evals", "content", "set"}`` (its
     directory digest, whether it has ``evals/evals.json``, a digest of its files with the version counter aside,
     its ``evals/`` digest or None);
@@ -247,31 +308,51 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
         runs.setdefault((plan["id"], int(r["version"])), _Runs()).add(r)
     approved: dict[int, Mapping[str, Any]] = {}
     for a in approvals:
-        if a["skill"] == skill and roles.get(a["signer"]) in APPROVERS and a["version"] in versions \
-                and versions[a["version"]].get("digest") == a["digest"]:  # fmt: skip
+        if (
+            a["skill"] == skill
+            and roles.get(a["signer"]) in APPROVERS
+            and a["version"] in versions
+            and versions[a["version"]].get("digest") == a["digest"]
+        ):
             approved[a["version"]] = a  # the newest approval of a version speaks for it
     verdicts: dict[int, Verdict] = {}
     released: int | None = None
     for v in sorted(versions):
         # a revert: the files of the NEWEST released version (an older one may fail what a later one fixed)
-        same = released if released is not None and versions[v].get("content") and \
-            versions[v].get("content") == versions[released].get("content") else None  # fmt: skip
+        same = (
+            released
+            if released is not None
+            and versions[v].get("content")
+            and versions[v].get("content") == versions[released].get("content")
+            else None
+        )
         if same is not None:
-            verdicts[v] = Verdict(v, True, f"it holds v{same}'s files (a revert to the newest released version)",
-                                  "revert")  # fmt: skip
+            verdicts[v] = Verdict(
+                v, True, f"it holds v{same}'s files (a revert to the newest released version)", "revert"
+            )
         elif not versions[v].get("evals") and not any(versions[u].get("evals") for u in versions if u < v):
-            verdicts[v] = Verdict(v, True, "it is from before the skill had evals/evals.json: nothing to hold it "
-                                  "to", "no evals")  # fmt: skip
+            verdicts[v] = Verdict(
+                v, True, "it is from before the skill had evals/evals.json: nothing to hold it to", "no evals"
+            )
         elif not versions[v].get("evals") and v not in approved:
-            verdicts[v] = Verdict(v, False, "it removed evals/evals.json, so no evaluation can release it: put "
-                                  f"the evals back, or approve it (ledger eval approve {skill}@{v} --reason "
-                                  "TEXT)", None)  # fmt: skip
+            verdicts[v] = Verdict(
+                v,
+                False,
+                "it removed evals/evals.json, so no evaluation can release it: put "
+                f"the evals back, or approve it (ledger eval approve {skill}@{v} --reason "
+                "TEXT)",
+                None,
+            )
         elif v in approved:
             a = approved[v]
             verdicts[v] = Verdict(v, True, f"approved by {a['signer']}: {a['reason']}", "approval")
         elif current is None:
-            verdicts[v] = Verdict(v, False, "no plan yet: run 'ledger eval plan " + skill + "', then "
-                                  "'ledger eval run " + skill + "'", None)  # fmt: skip
+            verdicts[v] = Verdict(
+                v,
+                False,
+                "no plan yet: run 'ledger eval plan " + skill + "', then 'ledger eval run " + skill + "'",
+                None,
+            )
         else:
             verdict = None
             for plan in reversed(plans):  # the newest plan first; older ones only for what ran before it
@@ -279,11 +360,15 @@ def decide(skill: str, versions: Mapping[int, Mapping[str, Any]], plans: Iterabl
                 if mine is None:
                     continue
                 verdict = _vetted(skill, v, versions, released, plan, roles) or _judge_against(
-                    skill, v, mine, runs.get((plan["id"], released)) if released is not None else None, released,
-                    plan)  # fmt: skip
+                    skill, v, mine, runs.get((plan["id"], released)) if released is not None else None, released, plan
+                )
                 break
-            verdicts[v] = verdict or Verdict(v, False, f"no evaluation under plan {current['id'][:12]} signed by "
-                                             "a verifier, user or curator key", None)  # fmt: skip
+            verdicts[v] = verdict or Verdict(
+                v,
+                False,
+                f"no evaluation under plan {current['id'][:12]} signed by a verifier, user or curator key",
+                None,
+            )
         if verdicts[v].released:
             released = v
     head = max(versions) if versions else 0
@@ -344,8 +429,9 @@ def versions_of(brain: Brain, names: Iterable[str]) -> dict[str, dict[int, Versi
             if change.version not in out[name]:
                 tree = skills_of(store, bytes.fromhex(snap.tree))[1].get(name)
                 if tree is not None:
-                    out[name][change.version] = Version(change.version, tree, snap.operation, snap.attribution,
-                                                        _sync_signer(snap), snap.commit)  # fmt: skip
+                    out[name][change.version] = Version(
+                        change.version, tree, snap.operation, snap.attribution, _sync_signer(snap), snap.commit
+                    )
             if change.action == "create" and change.version == 1:
                 done.add(name)  # where this skill began: nothing older is its
         if done >= want:
@@ -381,10 +467,15 @@ def read(brain: Brain, names: Iterable[str] | None = None) -> dict[str, SkillGat
     roles = brain.trust().active
     out = {}
     for name, found in versions_of(brain, skills).items():
-        versions = {v: {"digest": format_root(brain.tree_digest(x.tree, name)),
-                        "evals": EVALS_JSON in brain.files(x.tree), "content": _content(brain, x.tree),
-                        "set": brain.evals_digest(x.tree)}
-                    for v, x in found.items()}  # fmt: skip
+        versions = {
+            v: {
+                "digest": format_root(brain.tree_digest(x.tree, name)),
+                "evals": EVALS_JSON in brain.files(x.tree),
+                "content": _content(brain, x.tree),
+                "set": brain.evals_digest(x.tree),
+            }
+            for v, x in found.items()
+        }
         out[name] = decide(name, versions, plans, records, approvals, roles)
     return out
 
@@ -408,11 +499,15 @@ class Release:
         """Why no version of the skill is served, and how to fix it."""
         g = self.gate
         if g.released is None:
-            return (f"the gate holds {g.skill} v{g.head} and no version of it is released (fix: "
-                    f"'ledger eval run {g.skill}', or 'ledger eval approve {g.skill}@{g.head} --reason TEXT')")
-        return (f"the gate's released version of {g.skill}, v{g.released}, is revoked ({self.revoked[g.released]}) "
-                f"and v{g.head} is held (fix: release v{g.head} with 'ledger eval run {g.skill}' or "
-                f"'ledger eval approve {g.skill}@{g.head} --reason TEXT', or delete {g.skill})")  # fmt: skip
+            return (
+                f"the gate holds {g.skill} v{g.head} and no version of it is released (fix: "
+                f"'ledger eval run {g.skill}', or 'ledger eval approve {g.skill}@{g.head} --reason TEXT')"
+            )
+        return (
+            f"the gate's released version of {g.skill}, v{g.released}, is revoked ({self.revoked[g.released]}) "
+            f"and v{g.head} is held (fix: release v{g.head} with 'ledger eval run {g.skill}' or "
+            f"'ledger eval approve {g.skill}@{g.head} --reason TEXT', or delete {g.skill})"
+        )
 
 
 def releases(brain: Brain) -> dict[str, Release]:
@@ -429,8 +524,11 @@ def releases(brain: Brain) -> dict[str, Release]:
     supply = head_supply_record(brain)
     out = {}
     for name, g in held.items():
-        revoked = {v: why for v, x in versions[name].items()
-                   if (why := revoked_version(brain, supply, name, x.tree, x.commit)) is not None}  # fmt: skip
+        revoked = {
+            v: why
+            for v, x in versions[name].items()
+            if (why := revoked_version(brain, supply, name, x.tree, x.commit)) is not None
+        }
         out[name] = Release(g, versions[name], revoked)
     return out
 
@@ -466,8 +564,10 @@ def _content(brain: Brain, tree: bytes) -> str:
     """A digest of a skill's files with the ledger's version counter set aside: a revert to a released
     version holds that version's content under a new number, and is released with it."""
     zero, store = counter_zeroed(True), brain.store
-    files = {rel: [mode, hashlib.sha256(zero(rel, store.read(sha, b"blob"))).hexdigest()]
-             for rel, (mode, sha) in brain.files(tree).items()}  # fmt: skip
+    files = {
+        rel: [mode, hashlib.sha256(zero(rel, store.read(sha, b"blob"))).hexdigest()]
+        for rel, (mode, sha) in brain.files(tree).items()
+    }
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
@@ -501,8 +601,10 @@ def switch(brain: Brain, on: bool, actor: str = "user") -> GateReport:
         trust = brain.trust()
         key = brain.key_for(trust, actor) if trust.established else None
         if isinstance(key, tuple):
-            raise LedgerError(f"turning the gate off takes a {actor}'s key, and {key[0]}",
-                              hint=f"{key[1]}; then 'ledger eval gate off' (--actor user or curator)")  # fmt: skip
+            raise LedgerError(
+                f"turning the gate off takes a {actor}'s key, and {key[0]}",
+                hint=f"{key[1]}; then 'ledger eval gate off' (--actor user or curator)",
+            )
     if changed:
         brain.update_config(eval=section)
     return GateReport(gate=on, changed=changed)
@@ -512,10 +614,12 @@ def approve(brain: Brain, actor: str, name: str, version: int, reason: str) -> E
     """Release ``name`` at ``version`` through the gate with ``actor``'s signed approval (an evidence log
     entry).  An agent's key may not approve; the reason is 1 to 512 characters."""
     if actor == "agent":
-        raise LedgerError("an agent's key may not approve a version: the gate holds back what an agent wrote "
-                          "until a verifier's evaluation or a person releases it",
-                          hint=f"approve with your own key: ledger eval approve {name}@{version} --reason TEXT "
-                               "(--actor user or curator)")  # fmt: skip
+        raise LedgerError(
+            "an agent's key may not approve a version: the gate holds back what an agent wrote "
+            "until a verifier's evaluation or a person releases it",
+            hint=f"approve with your own key: ledger eval approve {name}@{version} --reason TEXT "
+            "(--actor user or curator)",
+        )
     if not 1 <= len(reason) <= 512:
         raise UsageError(f"--reason is {len(reason)} characters; give 1 to 512")
     with brain.acting(actor):
@@ -529,16 +633,24 @@ def revert(brain: Brain, name: str, note: str = "") -> Any:
     name_ = brain.resolve(name)
     found = read(brain, [name_]).get(name_)
     if found is None:
-        why = "the gate is off" if not enabled(brain.config) else f"{name_} has no evals/evals.json at " \
-            "the head, so the gate does not hold it"  # fmt: skip
-        raise LedgerError(f"nothing to revert: {why}",
-                          hint=f"'ledger skill revert {name_} --to V' restores any version")
+        why = (
+            "the gate is off"
+            if not enabled(brain.config)
+            else f"{name_} has no evals/evals.json at the head, so the gate does not hold it"
+        )
+        raise LedgerError(
+            f"nothing to revert: {why}", hint=f"'ledger skill revert {name_} --to V' restores any version"
+        )
     if found.released is None:
-        raise LedgerError(f"{name_} has no released version to go back to",
-                          hint=f"run 'ledger eval run {name_}', or approve one: ledger eval approve "
-                               f"{name_}@V --reason TEXT")  # fmt: skip
+        raise LedgerError(
+            f"{name_} has no released version to go back to",
+            hint=f"run 'ledger eval run {name_}', or approve one: ledger eval approve {name_}@V --reason TEXT",
+        )
     if found.released == found.head:
-        raise LedgerError(f"nothing to revert: {name_} v{found.head} is released",
-                          hint=f"'ledger skill revert {name_} --to V' restores any version")  # fmt: skip
-    return brain.revert(name_, found.released, note=note or f"eval revert {name_} to v{found.released}, "
-                        "its newest released version")  # fmt: skip
+        raise LedgerError(
+            f"nothing to revert: {name_} v{found.head} is released",
+            hint=f"'ledger skill revert {name_} --to V' restores any version",
+        )
+    return brain.revert(
+        name_, found.released, note=note or f"eval revert {name_} to v{found.released}, its newest released version"
+    )

@@ -138,13 +138,24 @@ class Lift:
         a, b, c = self.table[:3]
         low, high = self.interval
         tokens = _r((self.tokens[0] - self.tokens[1]) / self.tokens[2]) if self.tokens[2] else None
-        return {"plan": self.plan, "baseline": self.baseline, "arm": self.arm, "runner": self.runner,
-                "grader": self.grader, "pairs": n, "table": list(self.table),
-                "with_rate": _r((a + b) / n), "baseline_rate": _r((a + c) / n),
-                "delta": _r(self.delta), "interval": [_r(low), _r(high)],
-                "preregistered": self.plan is not None, "stale": self.stale, "regressed": self.regressed,
-                "time_delta_ms": _r((self.ms[0] - self.ms[1]) / n),
-                "tokens_delta": tokens}  # fmt: skip
+        return {
+            "plan": self.plan,
+            "baseline": self.baseline,
+            "arm": self.arm,
+            "runner": self.runner,
+            "grader": self.grader,
+            "pairs": n,
+            "table": list(self.table),
+            "with_rate": _r((a + b) / n),
+            "baseline_rate": _r((a + c) / n),
+            "delta": _r(self.delta),
+            "interval": [_r(low), _r(high)],
+            "preregistered": self.plan is not None,
+            "stale": self.stale,
+            "regressed": self.regressed,
+            "time_delta_ms": _r((self.ms[0] - self.ms[1]) / n),
+            "tokens_delta": tokens,
+        }
 
 
 class Pairing:
@@ -159,8 +170,13 @@ class Pairing:
         self.ran: dict[str, list[str]] = {}  # skill -> its newest eval record's [runner, grader]
         self.planned: dict[str, list[str]] = {}  # skill -> its newest plan's [runner id, grader id]
 
-    def add(self, records: Iterable[Mapping[str, Any]], roles: Mapping[str, str], plans: Iterable[Mapping[str, Any]],
-            start: int = 0) -> None:  # fmt: skip
+    def add(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        roles: Mapping[str, str],
+        plans: Iterable[Mapping[str, Any]],
+        start: int = 0,
+    ) -> None:
         """``records`` (log order, the first at log index ``start``) and the ``plans`` among the same entries."""
         cells: dict[tuple[Any, ...], list[Any]] = {}  # pairing key -> [with, baseline, log index]
         for index, rec in enumerate(records, start):
@@ -189,14 +205,16 @@ class Pairing:
             gkey = (skill, version, tier, plan, be["condition"], be["arm"], we["runner"], we["grader"])
             lift = self.groups.get(gkey)
             if lift is None:
-                lift = self.groups[gkey] = Lift(skill, version, tier, plan, be["condition"], be["arm"], gkey[6],
-                                                gkey[7])  # fmt: skip
+                lift = self.groups[gkey] = Lift(
+                    skill, version, tier, plan, be["condition"], be["arm"], gkey[6], gkey[7]
+                )
             lift.add(with_, base, index)
 
     def keep(self, lift: Lift) -> None:
         """A comparison read back from a cache of an earlier :meth:`result`."""
-        self.groups[(lift.skill, lift.version, lift.tier, lift.plan, lift.baseline, lift.arm, lift.runner,
-                     lift.grader)] = lift  # fmt: skip
+        self.groups[
+            (lift.skill, lift.version, lift.tier, lift.plan, lift.baseline, lift.arm, lift.runner, lift.grader)
+        ] = lift
 
     def result(self) -> dict[str, dict[int, dict[str, list[Lift]]]]:
         out: dict[str, dict[int, dict[str, list[Lift]]]] = {}
@@ -211,8 +229,9 @@ class Pairing:
         return out
 
 
-def lifts(records: Iterable[Mapping[str, Any]], roles: Mapping[str, str],
-          plans: Iterable[Mapping[str, Any]] = ()) -> dict[str, dict[int, dict[str, list[Lift]]]]:  # fmt: skip
+def lifts(
+    records: Iterable[Mapping[str, Any]], roles: Mapping[str, str], plans: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, dict[int, dict[str, list[Lift]]]]:
     """Per skill, version and tier (``"verified"``, ``"self"``), every comparison's :class:`Lift`, the one
     shown first first (a current one, then a pre-registered one, then the newest).  ``records`` in log order;
     tiers by ``roles`` (the head's active keys: address → role); staleness against the newest of ``plans``
@@ -251,20 +270,35 @@ def lift_regressions(name: str, live: int, per: Mapping[int, Mapping[str, list[L
         low, high = lift.interval
         before = None
         if lift.plan is not None and lift.baseline == "without_skill":
-            earlier = [(v, x) for v in judged if v < version for x in per[v][tier]
-                       if x.plan == lift.plan and x.baseline == "without_skill"]  # fmt: skip
+            earlier = [
+                (v, x)
+                for v in judged
+                if v < version
+                for x in per[v][tier]
+                if x.plan == lift.plan and x.baseline == "without_skill"
+            ]
             before = max(earlier, key=lambda vx: vx[0]) if earlier else None
         below_zero = high < 0
         below_before = before is not None and high < before[1].interval[0]
         if not (below_zero or below_before):
             continue
         prev = before[0] if before is not None else (lift.arm if lift.arm is not None else version - 1)
-        doc = {"kind": "lift", "skill": name, "version": version, "live": live, "tier": tier, "plan": lift.plan,
-               "delta": _r(lift.delta), "interval": [_r(low), _r(high)], "pairs": lift.pairs,
-               "regressed": lift.regressed, "why": "below zero" if below_zero else "below its predecessor's",
-               "from": before[0] if before is not None else None,
-               "from_delta": _r(before[1].delta) if before is not None else None,
-               "from_interval": [_r(x) for x in before[1].interval] if before is not None else None,
-               "revert": f"ledger revert {name} --to {prev}" if prev and prev >= 1 else None}  # fmt: skip
+        doc = {
+            "kind": "lift",
+            "skill": name,
+            "version": version,
+            "live": live,
+            "tier": tier,
+            "plan": lift.plan,
+            "delta": _r(lift.delta),
+            "interval": [_r(low), _r(high)],
+            "pairs": lift.pairs,
+            "regressed": lift.regressed,
+            "why": "below zero" if below_zero else "below its predecessor's",
+            "from": before[0] if before is not None else None,
+            "from_delta": _r(before[1].delta) if before is not None else None,
+            "from_interval": [_r(x) for x in before[1].interval] if before is not None else None,
+            "revert": f"ledger revert {name} --to {prev}" if prev and prev >= 1 else None,
+        }
         out.append(doc)
     return out

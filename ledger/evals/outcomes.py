@@ -26,29 +26,60 @@ from ledger.store import outcomes as oc
 __all__ = ["batches", "import_outcomes", "list_outcomes", "record"]
 
 
-def record(brain: Any, actor: str, name: str, version: int | None, *, result: str, task: str | None = None,
-           task_digest: str | None = None, score: float | None = None, scale: tuple[float, float] | None = None,
-           threshold: float | None = None, evidence: str | None = None, evidence_digest: str | None = None,
-           verifier: str | None = None, when: str | None = None, note: str = "",
-           receipt: Mapping[str, Any] | None = None, attribution: Mapping[str, str] | None = None,
-           ) -> SkillOutcomeReport:  # fmt: skip
+def record(
+    brain: Any,
+    actor: str,
+    name: str,
+    version: int | None,
+    *,
+    result: str,
+    task: str | None = None,
+    task_digest: str | None = None,
+    score: float | None = None,
+    scale: tuple[float, float] | None = None,
+    threshold: float | None = None,
+    evidence: str | None = None,
+    evidence_digest: str | None = None,
+    verifier: str | None = None,
+    when: str | None = None,
+    note: str = "",
+    receipt: Mapping[str, Any] | None = None,
+    attribution: Mapping[str, str] | None = None,
+) -> SkillOutcomeReport:
     """Sign one outcome of ``name`` at ``version`` (None: the head's) with ``actor``'s key and append it:
     one ``outcome`` snapshot.  ``receipt`` is a usage receipt a ``skill_view`` gave (it pins the version);
     ``attribution`` the snapshot's evidence trailers (task=…, session=…)."""
     with brain.acting(actor, **dict(attribution or {})):
         snapshot, entry = brain.evidence.record(
-            name, version, result=result, task=task, task_digest=task_digest, score=score, scale=scale,
-            threshold=threshold, evidence=evidence, evidence_digest=evidence_digest, verifier=verifier,
-            receipt=receipt, when=when, note=note,
-        )  # fmt: skip
-    return SkillOutcomeReport(outcome=entry.id.hex(), tier="verified" if actor == "verifier" else "self",
-                              skill=entry.record["skill"], version=entry.record["version"],
-                              receipt=OutcomeReport.from_receipt(snapshot), log_size=brain.evidence.size(),
-                              signer=entry.signer)  # fmt: skip
+            name,
+            version,
+            result=result,
+            task=task,
+            task_digest=task_digest,
+            score=score,
+            scale=scale,
+            threshold=threshold,
+            evidence=evidence,
+            evidence_digest=evidence_digest,
+            verifier=verifier,
+            receipt=receipt,
+            when=when,
+            note=note,
+        )
+    return SkillOutcomeReport(
+        outcome=entry.id.hex(),
+        tier="verified" if actor == "verifier" else "self",
+        skill=entry.record["skill"],
+        version=entry.record["version"],
+        receipt=OutcomeReport.from_receipt(snapshot),
+        log_size=brain.evidence.size(),
+        signer=entry.signer,
+    )
 
 
-def import_outcomes(brain: Any, actor: str | None, data: bytes, *,
-                    note: str = "") -> OutcomeImportReport | NothingImported:  # fmt: skip
+def import_outcomes(
+    brain: Any, actor: str | None, data: bytes, *, note: str = ""
+) -> OutcomeImportReport | NothingImported:
     """Import a JSONL of outcomes (docs/reference.md, "Outcome JSONL") as one snapshot signed by ``actor``'s key
     (None: the key that signs a file of entries signed elsewhere).  One bad line refuses the whole file."""
     with brain.acting(actor or brain.evidence.holder_role()):
@@ -82,6 +113,9 @@ def list_outcomes(brain: Any, name: str | None = None, version: int | None = Non
 def batches(brain: Any, signer: str | None = None) -> BatchesReport:
     """Each signer's batches in the head's log (docs/lineage.md §14.9), of one signer (lowercase address)."""
     found = brain.evidence.batches(signer)
-    return BatchesReport(tuple(
-        SignerBatches(s["signer"], s["tier"], s["outcomes"], s["v1"], tuple(Batch(**b) for b in s["batches"]))
-        for s in found))  # fmt: skip
+    return BatchesReport(
+        tuple(
+            SignerBatches(s["signer"], s["tier"], s["outcomes"], s["v1"], tuple(Batch(**b) for b in s["batches"]))
+            for s in found
+        )
+    )

@@ -25,16 +25,23 @@ _SCRIPT = re.compile(r"`([^`]+)`")
 def grade(text: str, outputs: Path) -> dict[str, object]:
     m = _SCRIPT.search(text)
     if m is None:
-        return {"text": text, "passed": False, "evidence": "not a script assertion: the reference grader runs the "
-                "first `command` of an assertion, and this one has none"}
+        return {
+            "text": text,
+            "passed": False,
+            "evidence": "not a script assertion: the reference grader runs the "
+            "first `command` of an assertion, and this one has none",
+        }
     cmd = m.group(1)
     try:
         proc = subprocess.run(["/bin/sh", "-c", cmd], cwd=outputs, capture_output=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return {"text": text, "passed": False, "evidence": f"`{cmd}` timed out after {TIMEOUT} s"}
     said = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip().splitlines()[:1]
-    return {"text": text, "passed": proc.returncode == 0,
-            "evidence": f"`{cmd}` exited {proc.returncode}" + (f": {said[0][:200]}" if said else "")}
+    return {
+        "text": text,
+        "passed": proc.returncode == 0,
+        "evidence": f"`{cmd}` exited {proc.returncode}" + (f": {said[0][:200]}" if said else ""),
+    }
 
 
 def main() -> int:
@@ -42,9 +49,15 @@ def main() -> int:
     outputs = Path(os.environ["EVAL_OUTPUTS"])
     results = [grade(a, outputs) for a in assertions]
     passed = sum(1 for r in results if r["passed"])
-    doc = {"assertion_results": results,
-           "summary": {"passed": passed, "failed": len(results) - passed, "total": len(results),
-                       "pass_rate": round(passed / len(results), 4) if results else 0.0}}
+    doc = {
+        "assertion_results": results,
+        "summary": {
+            "passed": passed,
+            "failed": len(results) - passed,
+            "total": len(results),
+            "pass_rate": round(passed / len(results), 4) if results else 0.0,
+        },
+    }
     sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return 0
 

@@ -129,9 +129,13 @@ class OutcomeEntry(Report):
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        return {"type": "object", "properties": {"index": {"type": "integer"}, "tier": {"enum": list(Tier.__args__)}},
-                "required": ["index", "tier"], "additionalProperties": True,
-                "description": "An evidence log entry (docs/lineage.md §14) with its index and tier."}  # fmt: skip
+        return {
+            "type": "object",
+            "properties": {"index": {"type": "integer"}, "tier": {"enum": list(Tier.__args__)}},
+            "required": ["index", "tier"],
+            "additionalProperties": True,
+            "description": "An evidence log entry (docs/lineage.md §14) with its index and tier.",
+        }
 
 
 @dataclass(frozen=True)

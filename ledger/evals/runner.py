@@ -111,13 +111,21 @@ class Sandbox:
         return base
 
 
-def contract_env(*, inputs: Path, prompt: str, case: str, outputs: Path, skill: Path | None,
-                 timing: Path) -> dict[str, str]:  # fmt: skip
+def contract_env(
+    *, inputs: Path, prompt: str, case: str, outputs: Path, skill: Path | None, timing: Path
+) -> dict[str, str]:
     env = {k: v for k, v in child_env().items() if not k.startswith(("EVAL_", "LEDGER_"))}
     own = os.path.dirname(sys.executable)  # `python` is the ledger's own Python (the reference runner's)
     env["PATH"] = own + os.pathsep + env["PATH"] if env.get("PATH") else own
-    env.update({"EVAL_INPUTS": str(inputs), "EVAL_PROMPT": prompt, "EVAL_ID": case, "EVAL_OUTPUTS": str(outputs),
-                "EVAL_TIMING": str(timing)})  # fmt: skip
+    env.update(
+        {
+            "EVAL_INPUTS": str(inputs),
+            "EVAL_PROMPT": prompt,
+            "EVAL_ID": case,
+            "EVAL_OUTPUTS": str(outputs),
+            "EVAL_TIMING": str(timing),
+        }
+    )
     if skill is not None:
         env["EVAL_SKILL"] = str(skill)
     return env
@@ -134,14 +142,23 @@ def run_command(command: str, env: Mapping[str, str], cwd: Path, timeout: float)
     _subreaper(True)
     try:
         try:
-            proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise EvalError(f"cannot start {command[:80]!r}: {exc.strerror}") from exc
         assert proc.stdout is not None and proc.stderr is not None
         out, err = bytearray(), bytearray()
-        drains = [threading.Thread(target=_drain, args=(proc.stdout, out, MAX_STDOUT + 1, False), daemon=True),
-                  threading.Thread(target=_drain, args=(proc.stderr, err, 4096, True), daemon=True)]  # fmt: skip
+        drains = [
+            threading.Thread(target=_drain, args=(proc.stdout, out, MAX_STDOUT + 1, False), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, err, 4096, True), daemon=True),
+        ]
         for t in drains:
             t.start()
         try:

@@ -28,8 +28,22 @@ from typing import Any
 from ledger._json import depth, no_constant, unique_keys
 from ledger.evals.evalset import EvalError
 
-__all__ = ["CONDITIONS", "Grading", "RunCell", "Timing", "benchmark", "cell_dir", "claim_iteration", "dump",
-           "evidence_uri", "iterations", "load", "next_iteration", "parse_grading", "parse_timing"]  # fmt: skip
+__all__ = [
+    "CONDITIONS",
+    "Grading",
+    "RunCell",
+    "Timing",
+    "benchmark",
+    "cell_dir",
+    "claim_iteration",
+    "dump",
+    "evidence_uri",
+    "iterations",
+    "load",
+    "next_iteration",
+    "parse_grading",
+    "parse_timing",
+]
 
 CONDITIONS = ("with_skill", "without_skill", "old_skill")
 MAX_GRADING = 1024 * 1024  # bytes of a grading.json
@@ -113,8 +127,10 @@ def run_folders(cond_dir: Path) -> list[tuple[int, Path]]:
         return [(0, cond_dir)]
     loose = sorted(n for n in ("outputs", "timing.json", "grading.json") if os.path.lexists(cond_dir / n))
     if loose:
-        raise EvalError(f"{cond_dir} holds both run-R folders and a run's {', '.join(loose)}: which is the run is "
-                        "ambiguous", hint="keep one layout: run-1/ .. run-N/ (runs > 1) or the run's files alone")
+        raise EvalError(
+            f"{cond_dir} holds both run-R folders and a run's {', '.join(loose)}: which is the run is ambiguous",
+            hint="keep one layout: run-1/ .. run-N/ (runs > 1) or the run's files alone",
+        )
     numbers = [n for n, _ in runs]
     if numbers != list(range(1, len(numbers) + 1)):
         raise EvalError(f"{cond_dir}: run folders {', '.join(f'run-{n}' for n in numbers)} are not run-1..run-N")
@@ -136,8 +152,9 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
 
 
-def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None, *,
-                  creator: bool = False) -> Grading:  # fmt: skip
+def parse_grading(
+    data: bytes, what: str = "grading.json", expected: Sequence[str] | None = None, *, creator: bool = False
+) -> Grading:
     """A grading.json in the guide's shape, its summary consistent with its results; ``expected``: the
     case's assertions, which the results must grade one for one, in order.  With ``creator`` (``eval
     import``; a grader of ``eval run`` prints the guide's shape), skill-creator's dialect (its
@@ -148,42 +165,62 @@ def parse_grading(data: bytes, what: str = "grading.json", expected: Sequence[st
     if len(data) > MAX_GRADING:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_GRADING}")
     doc = load(data, what)
-    hint = ("grading.json is {\"assertion_results\": [{\"text\", \"passed\", \"evidence\"}, ...], \"summary\": "
-            "{\"passed\", \"failed\", \"total\", \"pass_rate\"}} (the agentskills guide; skill-creator's "
-            "\"expectations\" in place of \"assertion_results\" is read too)")  # fmt: skip
+    hint = (
+        'grading.json is {"assertion_results": [{"text", "passed", "evidence"}, ...], "summary": '
+        '{"passed", "failed", "total", "pass_rate"}} (the agentskills guide; skill-creator\'s '
+        '"expectations" in place of "assertion_results" is read too)'
+    )
     if isinstance(doc, dict) and {"assertion_results", "expectations"} <= set(doc):
-        raise EvalError(f"{what} holds both 'assertion_results' and 'expectations' (skill-creator's name for them): "
-                        "which one grades the run is ambiguous", hint=hint)  # fmt: skip
+        raise EvalError(
+            f"{what} holds both 'assertion_results' and 'expectations' (skill-creator's name for them): "
+            "which one grades the run is ambiguous",
+            hint=hint,
+        )
     key = "expectations" if creator and isinstance(doc, dict) and "expectations" in doc else "assertion_results"
     if not isinstance(doc, dict) or not {key, "summary"} <= set(doc):
-        raise EvalError(f"{what} lacks 'assertion_results' (or skill-creator's 'expectations') or 'summary'",
-                        hint=hint)  # fmt: skip
+        raise EvalError(f"{what} lacks 'assertion_results' (or skill-creator's 'expectations') or 'summary'", hint=hint)
     results = doc[key]
     if not isinstance(results, list) or not results:
         raise EvalError(f"{what}: {key!r} is a non-empty array", hint=hint)
     texts = []
     for i, r in enumerate(results):
-        if not (isinstance(r, dict) and isinstance(r.get("text"), str) and isinstance(r.get("passed"), bool)
-                and isinstance(r.get("evidence"), str)):  # fmt: skip
-            raise EvalError(f"{what}: {key}[{i}] is {{\"text\": TEXT, \"passed\": true|false, "
-                            "\"evidence\": TEXT}", hint=hint)  # fmt: skip
+        if not (
+            isinstance(r, dict)
+            and isinstance(r.get("text"), str)
+            and isinstance(r.get("passed"), bool)
+            and isinstance(r.get("evidence"), str)
+        ):
+            raise EvalError(
+                f'{what}: {key}[{i}] is {{"text": TEXT, "passed": true|false, "evidence": TEXT}}', hint=hint
+            )
         texts.append(r["text"])
     s = doc["summary"]
-    if not isinstance(s, dict) or not all(_count(s.get(k)) for k in ("passed", "failed", "total")) or \
-            not isinstance(s.get("pass_rate"), (int, float)) or isinstance(s.get("pass_rate"), bool) or \
-            not math.isfinite(s["pass_rate"]):  # fmt: skip
-        raise EvalError(f"{what}: 'summary' is {{\"passed\", \"failed\", \"total\": counts, \"pass_rate\": number}}",
-                        hint=hint)  # fmt: skip
+    if (
+        not isinstance(s, dict)
+        or not all(_count(s.get(k)) for k in ("passed", "failed", "total"))
+        or not isinstance(s.get("pass_rate"), (int, float))
+        or isinstance(s.get("pass_rate"), bool)
+        or not math.isfinite(s["pass_rate"])
+    ):
+        raise EvalError(
+            f'{what}: \'summary\' is {{"passed", "failed", "total": counts, "pass_rate": number}}', hint=hint
+        )
     passed = sum(1 for r in results if r["passed"])
-    if (s["passed"], s["failed"], s["total"]) != (passed, len(results) - passed, len(results)) or \
-            abs(s["pass_rate"] - passed / len(results)) > 0.005:  # fmt: skip
-        raise EvalError(f"{what}: the summary ({s['passed']} passed, {s['failed']} failed, {s['total']} total, "
-                        f"pass_rate {s['pass_rate']}) is not what its {key} say ({passed} of "
-                        f"{len(results)})", hint="a summary counts its assertion_results")  # fmt: skip
+    if (s["passed"], s["failed"], s["total"]) != (passed, len(results) - passed, len(results)) or abs(
+        s["pass_rate"] - passed / len(results)
+    ) > 0.005:
+        raise EvalError(
+            f"{what}: the summary ({s['passed']} passed, {s['failed']} failed, {s['total']} total, "
+            f"pass_rate {s['pass_rate']}) is not what its {key} say ({passed} of "
+            f"{len(results)})",
+            hint="a summary counts its assertion_results",
+        )
     if expected is not None and tuple(texts) != tuple(expected):
-        raise EvalError(f"{what} grades other assertions than the case's in evals/evals.json "
-                        f"({len(texts)} graded, {len(expected)} in the set)",
-                        hint="grade the eval set's assertions, each once, in its order")  # fmt: skip
+        raise EvalError(
+            f"{what} grades other assertions than the case's in evals/evals.json "
+            f"({len(texts)} graded, {len(expected)} in the set)",
+            hint="grade the eval set's assertions, each once, in its order",
+        )
     return Grading(passed, len(results) - passed, len(results), passed / len(results), tuple(texts))
 
 
@@ -194,11 +231,12 @@ def parse_timing(data: bytes, what: str = "timing.json") -> Timing:
         raise EvalError(f"{what} is {len(data)} bytes; at most {MAX_TIMING}")
     doc = load(data, what)
     if not isinstance(doc, dict) or "duration_ms" not in doc or "total_tokens" not in doc:
-        raise EvalError(f"{what} is {{\"total_tokens\": N, \"duration_ms\": N}} (the agentskills guide)")
+        raise EvalError(f'{what} is {{"total_tokens": N, "duration_ms": N}} (the agentskills guide)')
     ms, tokens = _whole(doc["duration_ms"]), _whole(doc["total_tokens"])
     if not _count(ms) or not (tokens is None or _count(tokens)):
-        raise EvalError(f"{what}: 'duration_ms' and 'total_tokens' are numbers from 0 to 2^53 - 1 (total_tokens may "
-                        "be null)")  # fmt: skip
+        raise EvalError(
+            f"{what}: 'duration_ms' and 'total_tokens' are numbers from 0 to 2^53 - 1 (total_tokens may be null)"
+        )
     return Timing(tokens, ms)
 
 
@@ -241,11 +279,14 @@ def benchmark(cells: Iterable[RunCell], baseline: str) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for cond in ("with_skill", baseline):
         runs = per[cond]
-        figures = {"pass_rate": _stats([c.pass_rate for c in runs]),
-                   "time_seconds": _stats([c.ms / 1000 for c in runs]),
-                   "tokens": _stats([c.tokens for c in runs if c.tokens is not None])}  # fmt: skip
+        figures = {
+            "pass_rate": _stats([c.pass_rate for c in runs]),
+            "time_seconds": _stats([c.ms / 1000 for c in runs]),
+            "tokens": _stats([c.tokens for c in runs if c.tokens is not None]),
+        }
         means[cond] = {k: m for k, (m, _) in figures.items()}
         summary[cond] = {k: {"mean": round(m, 4), "stddev": round(sd, 4)} for k, (m, sd) in figures.items()}
-    summary["delta"] = {k: round(means["with_skill"][k] - means[baseline][k], 4)
-                        for k in ("pass_rate", "time_seconds", "tokens")}  # fmt: skip
+    summary["delta"] = {
+        k: round(means["with_skill"][k] - means[baseline][k], 4) for k in ("pass_rate", "time_seconds", "tokens")
+    }
     return {"run_summary": summary}

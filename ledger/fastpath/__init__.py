@@ -54,5 +54,8 @@ def head(root: str) -> str | None:
 def quiet(root: str) -> bool:
     """Whether the brain at ``root`` would open as it is: its ``skills`` is no link (opening refuses
     it), no killed write's journal waits to be rolled forward, and no writer holds a ref lock."""
-    return not (os.path.islink(f"{root}/skills") or os.path.lexists(f"{root}/.ledger/journal.json")
-                or any(os.path.lexists(f"{root}/.git/{ref}.lock") for ref in _OWN_REFS))  # fmt: skip
+    return not (
+        os.path.islink(f"{root}/skills")
+        or os.path.lexists(f"{root}/.ledger/journal.json")
+        or any(os.path.lexists(f"{root}/.git/{ref}.lock") for ref in _OWN_REFS)
+    )

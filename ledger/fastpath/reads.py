@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["answer", "takes"]
 
-_COMMANDS = {("status",): "status", ("status", "--json"): "status-json", ("index",): "index",
-             ("skill", "list"): "list"}  # fmt: skip
+_COMMANDS = {("status",): "status", ("status", "--json"): "status-json", ("index",): "index", ("skill", "list"): "list"}
 
 
 def takes(words: list[str]) -> bool:
@@ -120,13 +119,20 @@ def _pending(control: Path, root: str, head: str, chain: dict) -> int | None:
 
     notes = read_ref(f"{root}/.git", NOTES_REF)
     key = pending_key(head, bytes.fromhex(notes).hex() if notes else "", chain)
-    return read_cache_json(cache_path(control, *PENDING), lambda doc: doc["pending"] if doc.get("key") == key
-                           and type(doc.get("pending")) is int else None)  # fmt: skip
+    return read_cache_json(
+        cache_path(control, *PENDING),
+        lambda doc: doc["pending"] if doc.get("key") == key and type(doc.get("pending")) is int else None,
+    )
 
 
 def _no_regression(control: Path, head: str) -> bool:
     """Whether the full path found no regression at this very head (a head fixes its outcomes and trust set)."""
     from ledger._fs import REGRESSIONS, cache_path, read_cache_json
 
-    return read_cache_json(cache_path(control, *REGRESSIONS), lambda doc: doc.get("head") == head
-                           and type(doc.get("regressions")) is int and doc["regressions"] == 0) is True  # fmt: skip
+    return (
+        read_cache_json(
+            cache_path(control, *REGRESSIONS),
+            lambda doc: doc.get("head") == head and type(doc.get("regressions")) is int and doc["regressions"] == 0,
+        )
+        is True
+    )

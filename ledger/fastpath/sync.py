@@ -32,8 +32,11 @@ def answer(brain: str | None, words: list[str]) -> int | None:
 
 def _answer(given: str | None, rest: list[str]) -> str | None:
     names = [a for a in rest if a not in _FLAGS]
-    if any(rest.count(f) > 1 for f in _FLAGS) or any(n.startswith("-") or not n for n in names) \
-            or len(set(names)) < len(names):  # fmt: skip
+    if (
+        any(rest.count(f) > 1 for f in _FLAGS)
+        or any(n.startswith("-") or not n for n in names)
+        or len(set(names)) < len(names)
+    ):
         return None
     import fcntl
 
@@ -72,6 +75,10 @@ def _answer(given: str | None, rest: list[str]) -> str | None:
     if "--json" not in rest:
         return "\n".join(f"{t['name']}: in step" for t in chosen)
     empty = {k: [] for k in LISTS}
-    doc = {"targets": [{"name": t["name"], "path": t["path"], "status": "ok", **empty} for t in chosen],
-           "conflicts": 0, "refused": 0, "merge_conflicts": []}  # fmt: skip
+    doc = {
+        "targets": [{"name": t["name"], "path": t["path"], "status": "ok", **empty} for t in chosen],
+        "conflicts": 0,
+        "refused": 0,
+        "merge_conflicts": [],
+    }
     return json.dumps(doc, indent=2, ensure_ascii=False)

@@ -22,16 +22,24 @@ __all__ = ["export_discovery", "export_snapshot", "import_collections", "lint_sk
 
 
 def import_collections(
-    brain: Any, sources: Sequence[Path], layout: str = "auto", *, note: str = "", dry_run: bool = False,
-    all_or_nothing: bool = False, versions: str | None = None, progress: Callable[[int, int], None] | None = None,
-) -> ImportReport:  # fmt: skip
+    brain: Any,
+    sources: Sequence[Path],
+    layout: str = "auto",
+    *,
+    note: str = "",
+    dry_run: bool = False,
+    all_or_nothing: bool = False,
+    versions: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
     """Import the skill collections at ``sources`` (read in ``layout``; ``auto``: detected) as ONE snapshot."""
     parts = [read(src, layout, brain.limits["file"]) for src in sources]
     coll = Collection(parts[0].layout, [])
     for src, part in zip(sources, parts, strict=True):
         coll.add(part, str(src))  # a category file two roots disagree on is refused, not overwritten
-    report = brain.import_collection(coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing,
-                                     progress=progress, versions=versions)  # fmt: skip
+    report = brain.import_collection(
+        coll, note=note, dry_run=dry_run, all_or_nothing=all_or_nothing, progress=progress, versions=versions
+    )
     return ImportReport.of(report, coll.notes, coll.skipped)
 
 
@@ -50,10 +58,13 @@ def export_discovery(brain: Any, site: Path) -> DiscoveryReport:
     count = write_tree(site, files, is_site, "discovery export")
     skills = json.loads(files[INDEX])["skills"]
     return DiscoveryReport(
-        dest=str(site), index=str(site / INDEX), commit=head.commit.hex(), files=count,
+        dest=str(site),
+        index=str(site / INDEX),
+        commit=head.commit.hex(),
+        files=count,
         skills=[DiscoveredSkill(**{k: s[k] for k in ("name", "type", "url", "digest")}) for s in skills],
         refused=[NotPublished(uri=uri, reason=why) for uri, why in refused.items()],
-    )  # fmt: skip
+    )
 
 
 def lint_skills(brain: Any, names: Sequence[str] = (), strict: bool = False) -> LintReport:

@@ -15,8 +15,18 @@ from typing import Any
 
 from ledger.errors import LedgerError
 
-__all__ = ["DIR_FLAGS", "EXCHANGE", "NOREPLACE", "TargetError", "descend", "open_path", "printable", "renameat2",
-           "utf8", "work_dir"]  # fmt: skip
+__all__ = [
+    "DIR_FLAGS",
+    "EXCHANGE",
+    "NOREPLACE",
+    "TargetError",
+    "descend",
+    "open_path",
+    "printable",
+    "renameat2",
+    "utf8",
+    "work_dir",
+]
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 NOREPLACE, EXCHANGE = 1, 2  # renameat2(2) flags
@@ -65,9 +75,10 @@ def descend(fd: int, parts: list[str], where: str, *, create: bool) -> int:
                 nfd = os.open(part, _DIR, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise TargetError(f"{where}: {part!r} is a symbolic link or not a folder",
-                                      hint="a link is never followed: link the target by its real path, "
-                                           "or remove the link") from None  # fmt: skip
+                    raise TargetError(
+                        f"{where}: {part!r} is a symbolic link or not a folder",
+                        hint="a link is never followed: link the target by its real path, or remove the link",
+                    ) from None
                 raise
             os.close(fd)
             fd = nfd
@@ -95,9 +106,11 @@ def work_dir(target_fd: int, path: str, work: str) -> tuple[int, str]:
                 return descend(pfd, [sibling], f"{parent}/{sibling}", create=True), f"{parent}/{sibling}"
         finally:
             os.close(pfd)
-    raise TargetError(f"{path} is a filesystem of its own, apart from the brain: a skill cannot be renamed into "
-                      "it in one step from anywhere a runtime does not scan",
-                      hint="link a folder inside it, or keep the brain on the same filesystem")  # fmt: skip
+    raise TargetError(
+        f"{path} is a filesystem of its own, apart from the brain: a skill cannot be renamed into "
+        "it in one step from anywhere a runtime does not scan",
+        hint="link a folder inside it, or keep the brain on the same filesystem",
+    )
 
 
 def utf8(name: str, where: str) -> None:
@@ -106,9 +119,11 @@ def utf8(name: str, where: str) -> None:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        raise TargetError(f"{printable(where.rstrip('/') + '/' + name if where else name)}: the name is not "
-                          "valid UTF-8, so it cannot be recorded; the skill is left as it is",
-                          hint="rename the file to a UTF-8 name") from None  # fmt: skip
+        raise TargetError(
+            f"{printable(where.rstrip('/') + '/' + name if where else name)}: the name is not "
+            "valid UTF-8, so it cannot be recorded; the skill is left as it is",
+            hint="rename the file to a UTF-8 name",
+        ) from None
 
 
 def printable(path: str) -> str:

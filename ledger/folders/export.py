@@ -101,13 +101,15 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
                         _write(root / f"{name}.md", store.read(files[name][SKILL_MD][1], b"blob"), False)
                         count += 1
                         continue
-                    data = {p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in
-                            files[name].items()}  # fmt: skip
+                    data = {
+                        p: (store.read(blob, b"blob"), mode == gs.MODE_EXEC) for p, (mode, blob) in files[name].items()
+                    }
                     staged = fs.new_name()
                     fs.stage(data, staged)
                     if not fs.place_new(staged, placed[name]):
-                        raise LedgerError(f"{dest}/{placed[name]} appeared while exporting",
-                                          hint="export into a new directory")  # fmt: skip
+                        raise LedgerError(
+                            f"{dest}/{placed[name]} appeared while exporting", hint="export into a new directory"
+                        )
                     count += len(data)
                     crashpoint("export-placed")
                     pausepoint("export-placed")
@@ -118,11 +120,20 @@ def export(store: gs.GitStore, commit: bytes, dest: Path, layout: str) -> dict[s
                 fs.tidy()
         return count
 
-    tops = {STAGING, *(f"{n}.md" if layout == "slopstock" else placed[n].split("/")[0] for n in files),
-            *(rel.split("/")[0] for rel in cat_files)}  # fmt: skip
+    tops = {
+        STAGING,
+        *(f"{n}.md" if layout == "slopstock" else placed[n].split("/")[0] for n in files),
+        *(rel.split("/")[0] for rel in cat_files),
+    }
     count = _build(dest, write, tops)
-    return {"layout": layout, "commit": commit.hex(), "skills": len(skills), "files": count, "dest": str(dest),
-            "withheld": held}
+    return {
+        "layout": layout,
+        "commit": commit.hex(),
+        "skills": len(skills),
+        "files": count,
+        "dest": str(dest),
+        "withheld": held,
+    }
 
 
 def write_tree(dest: Path, files: Mapping[str, bytes], replaceable: Callable[[Path], bool], what: str) -> int:
@@ -142,13 +153,16 @@ def write_tree(dest: Path, files: Mapping[str, bytes], replaceable: Callable[[Pa
         return len(files)
 
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
-        raise LedgerError(f"{dest} exists and is not a directory; nothing was written",
-                          hint="export into a new directory")  # fmt: skip
+        raise LedgerError(
+            f"{dest} exists and is not a directory; nothing was written", hint="export into a new directory"
+        )
     if not (dest.is_dir() and any(dest.iterdir())):
         return _build(dest, write, {rel.split("/")[0] for rel in files})
     if not replaceable(dest):
-        raise LedgerError(f"{dest} is not empty and is not a previous {what}; nothing was written",
-                          hint=f"export into a new or empty directory, or into a previous {what}")  # fmt: skip
+        raise LedgerError(
+            f"{dest} is not empty and is not a previous {what}; nothing was written",
+            hint=f"export into a new or empty directory, or into a previous {what}",
+        )
     dest = Path(os.path.abspath(dest))
     root = dest.parent / f".{dest.name}{_ASIDE}{os.getpid()}-{secrets.token_hex(4)}"
     os.mkdir(root, 0o777)
@@ -170,8 +184,9 @@ def write_tree(dest: Path, files: Mapping[str, bytes], replaceable: Callable[[Pa
     return count
 
 
-def _refuse_unwritable(files: dict[str, gs.FileMap], index: dict[str, str], cat_files: dict[str, Any],
-                       dest: Path) -> None:  # fmt: skip
+def _refuse_unwritable(
+    files: dict[str, gs.FileMap], index: dict[str, str], cat_files: dict[str, Any], dest: Path
+) -> None:
     """Refuse, before ``dest`` is touched, a brain Hermes's layout cannot hold so that it reads back the same."""
     problems = hermes_conflicts({n: (index.get(n), list(f)) for n, f in files.items()}, list(cat_files))
     if problems:
@@ -192,8 +207,9 @@ def _build(dest: Path, write: Callable[[Path], int], tops: set[str]) -> int:
     made = _make_parents(dest.parent)
     try:
         existed = dest.is_dir()
-        if existed and (os.stat(dest).st_dev != os.stat(dest.parent).st_dev
-                        or not os.access(dest.parent, os.W_OK | os.X_OK)):  # fmt: skip
+        if existed and (
+            os.stat(dest).st_dev != os.stat(dest.parent).st_dev or not os.access(dest.parent, os.W_OK | os.X_OK)
+        ):
             return _in_place(dest, write, tops)
         _sweep(dest)
         root = dest.parent / f".{dest.name}{_ASIDE}{os.getpid()}-{secrets.token_hex(4)}"
@@ -209,8 +225,9 @@ def _build(dest: Path, write: Callable[[Path], int], tops: set[str]) -> int:
                     shutil.rmtree(root, ignore_errors=True)
                     return _in_place(dest, write, tops)
                 if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
-                    raise LedgerError(f"{dest} appeared while exporting; nothing was written",
-                                      hint="export into a new directory") from None  # fmt: skip
+                    raise LedgerError(
+                        f"{dest} appeared while exporting; nothing was written", hint="export into a new directory"
+                    ) from None
                 raise
             return count
         except BaseException:

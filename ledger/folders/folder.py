@@ -56,8 +56,9 @@ __all__ = ["RACY_NS", "STAGING", "Scan", "TargetError", "TargetFS"]
 STAGING = ".ledger-staging"  # whole skills are written here, then renamed into place
 RESCUED = ".ledger-rescued"  # what an interrupted exchange displaced that nobody recorded yet
 RACY_NS = 1_000_000_000  # a stat entry is trusted once the file is this much older than its hashing
-_SKIP = frozenset({".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__",
-                   STAGING, RESCUED})  # fmt: skip
+_SKIP = frozenset(
+    {".git", ".github", ".hub", ".archive", "node_modules", ".venv", "venv", "__pycache__", STAGING, RESCUED}
+)
 
 
 @dataclass
@@ -169,8 +170,9 @@ class TargetFS:
                     child = f"{rel}/{e.name}" if rel else e.name
                     if e.name in _SKIP or e.name.startswith(".ledger-"):
                         continue
-                    if inside is not None and (not e.is_dir(follow_symlinks=False) or
-                                               (inside == rel and e.name in SUPPORT_DIRS)):  # fmt: skip
+                    if inside is not None and (
+                        not e.is_dir(follow_symlinks=False) or (inside == rel and e.name in SUPPORT_DIRS)
+                    ):
                         continue  # a skill's own files and support folders: read by state(), not here
                     try:
                         utf8(e.name, rel)
@@ -178,7 +180,8 @@ class TargetFS:
                         out.refused[printable(child)] = exc.message
                         continue
                     if self.ignore(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name) and not (
-                            e.is_dir(follow_symlinks=False) and self.held(child, "")):  # fmt: skip
+                        e.is_dir(follow_symlinks=False) and self.held(child, "")
+                    ):
                         continue  # debris, or a folder the brain holds no skill in
                     if e.is_symlink():
                         if rel == "" or self.layout == "hermes":
@@ -237,8 +240,15 @@ class TargetFS:
         finally:
             os.close(fd)
 
-    def state(self, rel: str, cache: Mapping[str, list] | None = None, *, work: bool = False,
-              group: Group | None = None, held_as: str | None = None) -> tuple[FileMap, dict[str, list]]:  # fmt: skip
+    def state(
+        self,
+        rel: str,
+        cache: Mapping[str, list] | None = None,
+        *,
+        work: bool = False,
+        group: Group | None = None,
+        held_as: str | None = None,
+    ) -> tuple[FileMap, dict[str, list]]:
         """The skill at ``rel`` as a file map, and its stat entries; files whose stat entry in
         ``cache`` still holds are not read again; ``group`` gets the ``lstat`` fields of its folders
         and files, each taken before it is read.  Raises :class:`TargetError` for a link or special
@@ -271,15 +281,22 @@ class TargetFS:
             out[path] = (data, bool(st.st_mode & stat.S_IXUSR))
         return out
 
-    def _walk(self, rel: str, work: bool = False, *, ignored: bool = False, group: Group | None = None,
-              held_as: str | None = None) -> Iterator[tuple[str, int, str, os.stat_result]]:  # fmt: skip
+    def _walk(
+        self,
+        rel: str,
+        work: bool = False,
+        *,
+        ignored: bool = False,
+        group: Group | None = None,
+        held_as: str | None = None,
+    ) -> Iterator[tuple[str, int, str, os.stat_result]]:
         """Each regular file of the skill at ``rel`` that the ignore rules keep (or, with ``ignored``,
         each one they leave out); a link or special file that is kept refuses the whole skill.
         A file the brain holds in the skill's folder (:attr:`held`; a staged copy: in ``held_as``)
         is kept whatever the rules say.
         ``group`` gets the ``lstat`` fields of each folder walked (``""``: the skill's own)."""
         folder = held_as if work else rel
-        with (self._wdir(rel) if work else self._dir(rel)) as top:
+        with self._wdir(rel) if work else self._dir(rel) as top:
             if group is not None:
                 group.add("", os.fstat(top))
             stack: list[tuple[int, str, bool]] = [(os.dup(top), "", False)]
@@ -311,9 +328,11 @@ class TargetFS:
                                 yield f"{prefix}{e.name}", fd, e.name, st
                             elif not ignored:
                                 kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
-                                raise TargetError(f"{rel}/{prefix}{e.name} is {kind}; a skill holds only files "
-                                                  "and folders, so it is left as it is",
-                                                  hint="replace the link with the file it points to")  # fmt: skip
+                                raise TargetError(
+                                    f"{rel}/{prefix}{e.name} is {kind}; a skill holds only files "
+                                    "and folders, so it is left as it is",
+                                    hint="replace the link with the file it points to",
+                                )
                     finally:
                         os.close(fd)
             finally:
@@ -346,8 +365,9 @@ class TargetFS:
                     parent, base = self._split(path)
                     with self._subdir(top, parent) as pfd:
                         mode = 0o755 if executable else 0o644
-                        fd = os.open(base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                     mode, dir_fd=pfd)  # fmt: skip
+                        fd = os.open(
+                            base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=pfd
+                        )
                         try:
                             view = memoryview(data)
                             while view:
@@ -357,8 +377,15 @@ class TargetFS:
                         finally:
                             os.close(fd)
                     gmode = MODE_EXEC if executable else MODE_FILE
-                    stats[path] = [gmode, blob_id(data).hex(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                   st.st_ino, _now()]  # fmt: skip
+                    stats[path] = [
+                        gmode,
+                        blob_id(data).hex(),
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_ctime_ns,
+                        st.st_ino,
+                        _now(),
+                    ]
         return stats
 
     @staticmethod
@@ -440,8 +467,12 @@ class TargetFS:
         with self._wdir(STAGING) as sfd, self._wdir(RESCUED, create=True) as rfd:
             if note is not None:  # a fresh name, written before the copy it explains is moved beside it
                 doc = {"skill": key, **note, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-                fd = os.open(f"{name}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o644, dir_fd=rfd)  # fmt: skip
+                fd = os.open(
+                    f"{name}.json",
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o644,
+                    dir_fd=rfd,
+                )
                 try:
                     os.write(fd, json.dumps(doc, sort_keys=True).encode())
                 finally:
@@ -459,8 +490,13 @@ class TargetFS:
             return None
         return data, bool(st.st_mode & stat.S_IXUSR)
 
-    def put_merged(self, rel: str, want: tuple[bytes, bool] | None, expect: tuple[bytes, bool] | None,
-                   join: Callable[[bytes | None, bytes, bytes], bytes | None]) -> bool:  # fmt: skip
+    def put_merged(
+        self,
+        rel: str,
+        want: tuple[bytes, bool] | None,
+        expect: tuple[bytes, bool] | None,
+        join: Callable[[bytes | None, bytes, bytes], bytes | None],
+    ) -> bool:
         """Put ``want`` at ``rel`` (None: take the file out) where ``expect`` is (None: nothing), one rename
         at a time, so a runtime never sees half a file.  A file its writer renamed there in between is
         never dropped: what a rename displaced that is not ``expect`` is joined into what goes in next
@@ -479,8 +515,9 @@ class TargetFS:
                 tmp = self.new_name()
                 if want is not None:
                     mode = 0o755 if want[1] else 0o644
-                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
-                                 dir_fd=sfd)  # fmt: skip
+                    fd = os.open(
+                        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=sfd
+                    )
                     try:
                         view = memoryview(want[0])
                         while view:
@@ -524,16 +561,21 @@ class TargetFS:
                 # ``want``, without that write.  Join it in, and put the result over ``want``.
                 joined = self._join(join, expect[0] if expect else None, want, displaced) if displaced else want
                 if joined is None:  # cannot be joined: the runtime's write goes back, as it was
-                    renameat2(sfd, tmp, pfd, name, EXCHANGE) if want is not None else \
-                        renameat2(sfd, tmp, pfd, name, NOREPLACE)  # fmt: skip
+                    renameat2(sfd, tmp, pfd, name, EXCHANGE) if want is not None else renameat2(
+                        sfd, tmp, pfd, name, NOREPLACE
+                    )
                     return False
                 os.unlink(tmp, dir_fd=sfd)
                 want, expect = joined, want
         return False
 
     @staticmethod
-    def _join(join: Callable[[bytes | None, bytes, bytes], bytes | None], base: bytes | None,
-              earlier: tuple[bytes, bool] | None, later: tuple[bytes, bool]) -> tuple[bytes, bool] | None:  # fmt: skip
+    def _join(
+        join: Callable[[bytes | None, bytes, bytes], bytes | None],
+        base: bytes | None,
+        earlier: tuple[bytes, bool] | None,
+        later: tuple[bytes, bool],
+    ) -> tuple[bytes, bool] | None:
         if earlier is None:
             return later  # a removal, then a write: the write is the later
         data = join(base, earlier[0], later[0])
@@ -566,8 +608,9 @@ class TargetFS:
         staged = self.new_name()
         with self._wdir(STAGING, create=True) as sfd, self._dir(parent, create=data is not None) as pfd:
             if data is not None:
-                fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                             dir_fd=sfd)  # fmt: skip
+                fd = os.open(
+                    staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=sfd
+                )
                 try:
                     os.write(fd, data)
                 finally:

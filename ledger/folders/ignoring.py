@@ -35,11 +35,19 @@ __all__ = ["DEFAULTS", "IGNORE_FILE", "IN_FLIGHT", "Held", "Ignore", "brain_rule
 
 IGNORE_FILE = ".ledgerignore"
 DEFAULTS = (
-    "*.swp", "*.swo", "*.swn", "*~", ".#*", "#*#",  # vim and emacs
+    "*.swp",
+    "*.swo",
+    "*.swn",
+    "*~",
+    ".#*",
+    "#*#",  # vim and emacs
     "4913",  # vim's probe that a folder is writable
-    ".DS_Store", "._*", "Thumbs.db", "desktop.ini",  # macOS and Windows
+    ".DS_Store",
+    "._*",
+    "Thumbs.db",
+    "desktop.ini",  # macOS and Windows
     ".*.tmp.*",  # Hermes's skill_manage writes: a temporary file beside the target, then os.replace
-)  # fmt: skip
+)
 IN_FLIGHT = re.compile(r"\.[^/]*\.tmp\.[^/]*\Z")  # a write in flight is ignored but never carried: a copy of
 # it renamed into place by its writer would put stale (or half-written) bytes over the new file
 
@@ -88,8 +96,11 @@ class Ignore:
         folder on the way down by its name (``research/``, ``alpha/``), then the skill's own
         folders and file by their paths in the skill, so the same is done here."""
         parts = path.split("/")
-        for inner in [name + "/" for name in folder.split("/")] + \
-                ["/".join(parts[:i]) + "/" for i in range(1, len(parts))] + [path]:  # fmt: skip
+        for inner in (
+            [name + "/" for name in folder.split("/")]
+            + ["/".join(parts[:i]) + "/" for i in range(1, len(parts))]
+            + [path]
+        ):
             found = self.rule(inner)
             if found is not None:
                 return found
@@ -123,8 +134,12 @@ class Held:
     and the files of the head's version of that skill (``head``: a folder's key → its file paths, or
     None).  Asked only of a path a rule matched, so a pass with no such rule never reads a tree."""
 
-    def __init__(self, skills: Mapping[str, Mapping[str, Any]], key_of: Callable[[str], str | None],
-                 head: Callable[[str], Iterable[str] | None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        skills: Mapping[str, Mapping[str, Any]],
+        key_of: Callable[[str], str | None],
+        head: Callable[[str], Iterable[str] | None],
+    ) -> None:
         self.skills, self.key_of, self.head = skills, key_of, head
 
     def __call__(self, folder: str, path: str) -> bool:

@@ -42,8 +42,19 @@ from ledger._fs import CACHE_DIR, atomic_write, cache_name, instant_record
 from ledger._json import loads_local
 from ledger._paths import current_keys, stat_fields, stat_key
 
-__all__ = ["LISTS", "RACY_NS", "SCAN", "Group", "Record", "controls", "digest_of", "in_step", "read_file",
-           "read_ignore", "record_file"]  # fmt: skip
+__all__ = [
+    "LISTS",
+    "RACY_NS",
+    "SCAN",
+    "Group",
+    "Record",
+    "controls",
+    "digest_of",
+    "in_step",
+    "read_file",
+    "read_ignore",
+    "record_file",
+]
 
 RACY_NS = 2_000_000_000  # a path is trusted once it is this much older than its reading (FAT keeps 2 s mtimes)
 LISTS = ("recorded", "projected", "removed", "conflicts", "left_alone", "rescued", "ignored_held")  # of a report
@@ -111,8 +122,12 @@ def controls(control: str, ignore: bytes | None) -> str:
     """One digest (BLAKE3: hashlib's OpenSSL takes longer to load than this whole check) of what a
     pass over a target depends on besides the target and its manifest."""
     h = blake3()
-    for data in (read_file(f"{control}/targets.json"), read_file(f"{control}/config.json"),
-                 read_file(f"{control}/syncignore"), ignore):  # fmt: skip
+    for data in (
+        read_file(f"{control}/targets.json"),
+        read_file(f"{control}/config.json"),
+        read_file(f"{control}/syncignore"),
+        ignore,
+    ):
         h.update(b"-" if data is None else b"%d:" % len(data) + data)
     return h.hexdigest()
 
@@ -162,8 +177,14 @@ class Record:
     ``dirs[i]``, the paths keyed under it are ``shapes[shape[i]]`` (shared by skills alike), and their
     key is ``keys[i]``; ``scan`` is ``(paths under the target, key)``."""
 
-    def __init__(self, controls: str, manifest: str, commit: str, scan: tuple[list[str], str],
-                 skills: Mapping[str, tuple[str, list[str], str]]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        controls: str,
+        manifest: str,
+        commit: str,
+        scan: tuple[list[str], str],
+        skills: Mapping[str, tuple[str, list[str], str]],
+    ) -> None:
         self.controls, self.manifest, self.commit, self.scan = controls, manifest, commit, scan
         self.names = sorted(skills)
         self.dirs = [skills[k][0] for k in self.names]
@@ -183,24 +204,38 @@ class Record:
             rec = cls.__new__(cls)
             rec.controls, rec.manifest, rec.commit = doc["controls"], doc["manifest"], doc["commit"]
             rec.scan = (doc["scan"], doc["scan_key"])
-            rec.names, rec.dirs, rec.shape, rec.shapes, rec.keys = (doc[k] for k in ("names", "dirs", "shape",
-                                                                                      "shapes", "keys"))  # fmt: skip
+            rec.names, rec.dirs, rec.shape, rec.shapes, rec.keys = (
+                doc[k] for k in ("names", "dirs", "shape", "shapes", "keys")
+            )
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None  # a corrupt record is no record
         strings = (rec.controls, rec.manifest, rec.commit, rec.scan[1])
         columns = (rec.names, rec.dirs, rec.keys, rec.scan[0], *rec.shapes)
-        if not (all(type(v) is str for v in strings) and all(type(c) is list for c in (*columns, rec.shapes, rec.shape))
-                and len(rec.names) == len(rec.dirs) == len(rec.keys) == len(rec.shape)
-                and all(type(v) is str for c in columns for v in c)
-                and all(type(i) is int and 0 <= i < len(rec.shapes) for i in rec.shape)):  # fmt: skip
+        if not (
+            all(type(v) is str for v in strings)
+            and all(type(c) is list for c in (*columns, rec.shapes, rec.shape))
+            and len(rec.names) == len(rec.dirs) == len(rec.keys) == len(rec.shape)
+            and all(type(v) is str for c in columns for v in c)
+            and all(type(i) is int and 0 <= i < len(rec.shapes) for i in rec.shape)
+        ):
             return None
         return rec
 
     def save(self, path: str) -> None:
         """Written whole and renamed into place; no fsync: it is checked on every use."""
-        doc = {"format": _FORMAT, "controls": self.controls, "manifest": self.manifest, "commit": self.commit,
-               "scan": self.scan[0], "scan_key": self.scan[1], "names": self.names, "dirs": self.dirs,
-               "shape": self.shape, "shapes": self.shapes, "keys": self.keys}  # fmt: skip
+        doc = {
+            "format": _FORMAT,
+            "controls": self.controls,
+            "manifest": self.manifest,
+            "commit": self.commit,
+            "scan": self.scan[0],
+            "scan_key": self.scan[1],
+            "names": self.names,
+            "dirs": self.dirs,
+            "shape": self.shape,
+            "shapes": self.shapes,
+            "keys": self.keys,
+        }
         os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write(path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
 
@@ -218,7 +253,8 @@ def in_step(control: str, name: str, path: str, commit: str, *, rec: Record | No
     if rec is None or rec.commit != commit:
         return False
     if os.path.lexists(f"{control}/sync/{name}.pending.json") or os.path.lexists(
-            f"{control}/sync/work/{name}/{_STAGING}"):  # fmt: skip
+        f"{control}/sync/work/{name}/{_STAGING}"
+    ):
         return False  # a killed pass to settle, or its staging to tidy
     parent, base = os.path.split(path.rstrip("/"))
     if os.path.lexists(f"{parent}/.{base}.ledger-sync/{_STAGING}") or not real_folder(path):

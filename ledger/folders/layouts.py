@@ -80,8 +80,13 @@ def _key(folder: str, notes: list[str]) -> str:
         return key
 
 
-def _skill_folder(path: Path, limit: int, category: str | None = None, foreign: frozenset[str] = frozenset(),
-                  parent: TargetFS | None = None) -> Found:  # fmt: skip
+def _skill_folder(
+    path: Path,
+    limit: int,
+    category: str | None = None,
+    foreign: frozenset[str] = frozenset(),
+    parent: TargetFS | None = None,
+) -> Found:
     """One skill read whole by the projection's reader (:class:`TargetFS`): through descriptors,
     never following a link, so import and ``ledger sync`` read a folder the same way.  ``foreign``
     are its top-level entries that are not its own (a folder of skills inside it, ``x/``, and the
@@ -90,16 +95,22 @@ def _skill_folder(path: Path, limit: int, category: str | None = None, foreign: 
     notes: list[str] = []
     found = Found(_key(path.name, notes), path.name, str(path), category=category, notes=notes)
     try:
-        with contextlib.nullcontext(parent) if parent else TargetFS(os.path.realpath(path.parent), "agentskills",
-                                                                    limit) as fs:  # fmt: skip
+        with (
+            contextlib.nullcontext(parent)
+            if parent
+            else TargetFS(os.path.realpath(path.parent), "agentskills", limit) as fs
+        ):
             fs.ignore = foreign.__contains__
             found.files = fs.read(path.name)
     except (LedgerError, OSError) as exc:
         found.refused = exc.message if isinstance(exc, LedgerError) else f"cannot read it: {exc}"
         found.hint = exc.hint if isinstance(exc, LedgerError) else None
     if foreign:
-        found.notes.append("its folder is also a category: " + ", ".join(sorted(foreign))
-                           + " kept out of this skill, as Hermes lists the skills inside on their own")  # fmt: skip
+        found.notes.append(
+            "its folder is also a category: "
+            + ", ".join(sorted(foreign))
+            + " kept out of this skill, as Hermes lists the skills inside on their own"
+        )
     return found
 
 
@@ -108,22 +119,26 @@ def detect(src: Path) -> str:
     if (src / SKILL_MD).is_file():
         return "agentskills"
     subdirs = [src / n for n, m in _entries(src) if stat.S_ISDIR(m) and n not in _SKIP]
-    deeper = any(not _is_file(d, SKILL_MD) and any(_is_file(d, n, SKILL_MD) for n, _ in _entries(d))
-                 for d in subdirs)  # fmt: skip
+    deeper = any(not _is_file(d, SKILL_MD) and any(_is_file(d, n, SKILL_MD) for n, _ in _entries(d)) for d in subdirs)
     if deeper or any(_is_file(d, "DESCRIPTION.md") for d in subdirs):
         return "hermes"  # a skill below a folder that is not one, as in optional-skills/<category>/<name>/
     if any(_is_file(d, SKILL_MD) for d in subdirs):
         return "agentskills"
     if any(n.endswith(".md") and stat.S_ISREG(m) for n, m in _entries(src)):
         return "slopstock"
-    raise LedgerError(f"{src}: no skills found (no SKILL.md, category tree or .md files)",
-                      hint="point at the folder that holds the skills, or pass --layout")  # fmt: skip
+    raise LedgerError(
+        f"{src}: no skills found (no SKILL.md, category tree or .md files)",
+        hint="point at the folder that holds the skills, or pass --layout",
+    )
 
 
 def _homes(src: Path) -> list[Path]:
     """The skills folders a project or runtime home holds (never through a symbolic link)."""
-    return [src / h for h in HOMES
-            if (src / h).is_dir() and not (src / h).is_symlink() and not (src / Path(h).parts[0]).is_symlink()]
+    return [
+        src / h
+        for h in HOMES
+        if (src / h).is_dir() and not (src / h).is_symlink() and not (src / Path(h).parts[0]).is_symlink()
+    ]
 
 
 def read(src: Path, layout: str, limit: int) -> Collection:
@@ -147,8 +162,9 @@ def read(src: Path, layout: str, limit: int) -> Collection:
             out.add(_read_here(src, "agentskills" if layout == "auto" else layout, limit, exclude=homes), str(src))
         else:
             tops = {h.relative_to(src).parts[0] for h in homes}
-            out.skipped += [_passed_over(src / n) for n, m in _entries(src)
-                            if stat.S_ISDIR(m) and n not in _SKIP and n not in tops]  # fmt: skip
+            out.skipped += [
+                _passed_over(src / n) for n, m in _entries(src) if stat.S_ISDIR(m) and n not in _SKIP and n not in tops
+            ]
         return out
     return _read_here(src, layout, limit)
 

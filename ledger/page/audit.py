@@ -34,12 +34,20 @@ def _root(root: str | None) -> str:
 
 def _check(chk: Check) -> tuple[str, str, str]:
     """A check's row: its summary, and where a failure first diverged."""
-    where = [] if chk.ok else [
-        f"snapshot <code>{_e(chk.snapshot[:12])}</code>" + (f" (#{chk.index})" if chk.index is not None else "")
-        if chk.snapshot else "",
-        *(f"{what} <code>{_e(value)}</code>" for what, value in
-          (("path", chk.path), ("expected", chk.expected), ("computed", chk.computed)) if value),
-    ]  # fmt: skip
+    where = (
+        []
+        if chk.ok
+        else [
+            f"snapshot <code>{_e(chk.snapshot[:12])}</code>" + (f" (#{chk.index})" if chk.index is not None else "")
+            if chk.snapshot
+            else "",
+            *(
+                f"{what} <code>{_e(value)}</code>"
+                for what, value in (("path", chk.path), ("expected", chk.expected), ("computed", chk.computed))
+                if value
+            ),
+        ]
+    )
     detail = "<br>".join(p for p in where if p)
     return chk.name, chk.status, _e(chk.summary) + (f"<br>{detail}" if detail else "")
 
@@ -48,32 +56,38 @@ def _snapshot(snap: dict[str, Any], pending: set[str]) -> str:
     changes = ", ".join(f"{c['action']} {c['skill']} v{c['version']}" for c in snap["changes"]) or "—"
     chain = snap.get("chain")
     if chain:
-        onchain = (f'<span class="pill st-{"OK" if chain["ok"] else "FAIL"}">chain sequence {chain["seq"]}</span> '
-                   f"block {chain['block']} {short(chain['tx'], 12)}")  # fmt: skip
+        onchain = (
+            f'<span class="pill st-{"OK" if chain["ok"] else "FAIL"}">chain sequence {chain["seq"]}</span> '
+            f"block {chain['block']} {short(chain['tx'], 12)}"
+        )
     elif snap["commit"] in pending:
         onchain = '<span class="pill st-WARN">pending</span>'
     else:
         onchain = '<span class="none">—</span>'
     bad = not snap["ok"] or (chain is not None and not chain["ok"])
     cls = "bad" if bad else ("pend" if snap["commit"] in pending else "")
-    return (f'<tr class="{cls}" data-index="{snap["index"]}"><td>#{snap["index"]}</td>'
-            f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(_when(snap.get('timestamp')))}</td>"
-            f"<td>{_e(snap['operation'])}</td><td class='actor'>{_e(snap.get('actor', '—'))}</td>"
-            f"<td>{_e(changes)}</td><td>{_root(snap['root'])}</td><td>{onchain}</td>"
-            f"<td>{'✔' if snap['ok'] else '✘'}</td></tr>")  # fmt: skip
+    return (
+        f'<tr class="{cls}" data-index="{snap["index"]}"><td>#{snap["index"]}</td>'
+        f"<td><code>{_e(snap['commit'][:12])}</code></td><td>{_e(_when(snap.get('timestamp')))}</td>"
+        f"<td>{_e(snap['operation'])}</td><td class='actor'>{_e(snap.get('actor', '—'))}</td>"
+        f"<td>{_e(changes)}</td><td>{_root(snap['root'])}</td><td>{onchain}</td>"
+        f"<td>{'✔' if snap['ok'] else '✘'}</td></tr>"
+    )
 
 
 def _chain(report: Report) -> str:
     chain = report.chain
     if not chain:
         return '<p class="none">No chain was checked (pass --rpc, --registry and --agent).</p>'
-    return (f"<p>Registry <code>{_e(chain['registry'])}</code> on chain {_e(chain['chain_id'])}, agent "
-            f"<code>{_e(chain['agent'][:18])}…</code>: {_e(chain['onchain_seq'])} root(s) on chain, "
-            f"{len(report.pending)} snapshot(s) pending.</p>"
-            f'<dl class="kv" id="context-chain"><dt>RPC endpoint</dt><dd><code>{_e(chain.get("rpc"))}</code></dd>'
-            f"<dt>chain id</dt><dd>{_e(chain['chain_id'])}</dd><dt>block height</dt><dd>"
-            f"{_e(chain.get('block_height'))} <code>{_e(str(chain.get('block_hash'))[:18])}…</code> at "
-            f"{_e(_when(chain.get('block_time')))}</dd></dl>")  # fmt: skip
+    return (
+        f"<p>Registry <code>{_e(chain['registry'])}</code> on chain {_e(chain['chain_id'])}, agent "
+        f"<code>{_e(chain['agent'][:18])}…</code>: {_e(chain['onchain_seq'])} root(s) on chain, "
+        f"{len(report.pending)} snapshot(s) pending.</p>"
+        f'<dl class="kv" id="context-chain"><dt>RPC endpoint</dt><dd><code>{_e(chain.get("rpc"))}</code></dd>'
+        f"<dt>chain id</dt><dd>{_e(chain['chain_id'])}</dd><dt>block height</dt><dd>"
+        f"{_e(chain.get('block_height'))} <code>{_e(str(chain.get('block_hash'))[:18])}…</code> at "
+        f"{_e(_when(chain.get('block_time')))}</dd></dl>"
+    )
 
 
 def _supply(report: Report) -> str:
@@ -85,12 +99,17 @@ def _supply(report: Report) -> str:
     for s in report.supply:
         pin = s["pin"].get("commit") or s["pin"].get("sha256") or ""
         credit = s["derived_from"] or {}
-        upstream = _e(f"agent {credit['agent']:#x} on chain {credit.get('chain')}") if "agent" in credit else \
-            _root(credit.get("root"))  # fmt: skip
-        rows.append(f"<tr><td>{_e(s['skill'])}</td><td>{_e(s['state'])}</td><td>{_e(s['verdict'])}</td>"
-                    f"<td>{_e(s['type'])} <code>{_e(s['source'])}</code></td><td><code>{_e(pin[:12])}</code></td>"
-                    f"<td>{upstream}</td><td><code>{_e(s['signer'] or '')}</code></td>"
-                    f"<td><code>{_e(s['approved_by'] or '')}</code></td></tr>")  # fmt: skip
+        upstream = (
+            _e(f"agent {credit['agent']:#x} on chain {credit.get('chain')}")
+            if "agent" in credit
+            else _root(credit.get("root"))
+        )
+        rows.append(
+            f"<tr><td>{_e(s['skill'])}</td><td>{_e(s['state'])}</td><td>{_e(s['verdict'])}</td>"
+            f"<td>{_e(s['type'])} <code>{_e(s['source'])}</code></td><td><code>{_e(pin[:12])}</code></td>"
+            f"<td>{upstream}</td><td><code>{_e(s['signer'] or '')}</code></td>"
+            f"<td><code>{_e(s['approved_by'] or '')}</code></td></tr>"
+        )
     heads = ("skill", "state", "scan", "source", "pin", "derived from", "upstream signer", "approved by")
     return table(heads, "".join(rows), " id='supply'")
 
@@ -109,19 +128,27 @@ def render_audit(report: Report) -> str:
     ctx = report.context
     when = ctx.get("audited_at") or format_time()
     heads = ("#", "commit", "recorded (UTC)", "operation", "signed by", "changes", "root", "on chain", "root ok")
-    body = "".join([
-        f'<header class="top"><h1>Brain lineage audit</h1><span class="sub" id="context"><code>{_e(report.repo)}'
-        f"</code> · {len(report.timeline)} snapshot(s) · audited <time>{_e(when)}</time> by brain-ledger "
-        f"{_e(ctx.get('ledger_version', '?'))}</span></header>",
-        banner(("ok unchecked" if report.skipped else "ok") if report.ok else "fail",
-               "VERIFIED" if report.ok else "FAILED", why),
-        section("checks", "Checks", checks(_check(c) for c in report.checks.values())),
-        section("chain", "On chain", _chain(report)),
-        section("timeline", "Timeline (newest first)",
-                table(heads, "".join(_snapshot(s, pending) for s in reversed(report.timeline)), ' class="tl"')),
-        section("skills", "Skill versions", f'<ul class="skills">{skills}</ul>'),
-        section("elsewhere", "Skills from elsewhere", _supply(report)),
-    ])  # fmt: skip
+    body = "".join(
+        [
+            f'<header class="top"><h1>Brain lineage audit</h1><span class="sub" id="context"><code>{_e(report.repo)}'
+            f"</code> · {len(report.timeline)} snapshot(s) · audited <time>{_e(when)}</time> by brain-ledger "
+            f"{_e(ctx.get('ledger_version', '?'))}</span></header>",
+            banner(
+                ("ok unchecked" if report.skipped else "ok") if report.ok else "fail",
+                "VERIFIED" if report.ok else "FAILED",
+                why,
+            ),
+            section("checks", "Checks", checks(_check(c) for c in report.checks.values())),
+            section("chain", "On chain", _chain(report)),
+            section(
+                "timeline",
+                "Timeline (newest first)",
+                table(heads, "".join(_snapshot(s, pending) for s in reversed(report.timeline)), ' class="tl"'),
+            ),
+            section("skills", "Skill versions", f'<ul class="skills">{skills}</ul>'),
+            section("elsewhere", "Skills from elsewhere", _supply(report)),
+        ]
+    )
     return document(f"brain-ledger audit: {_e(report.repo)}", f"<main>{body}</main>", script=False)
 
 

@@ -30,32 +30,94 @@ TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d
 # A spec is a type name, a compiled pattern (a string matching it in full), a dict (an object
 # with exactly those keys), ("opt", spec), ("list", spec), ("enum", names) or ("pair", spec).
 TIER = {"successes": "int", "failures": "int", "rate": ("opt", "unit"), "interval": ("opt", ("pair", "unit"))}
-LIFT = {"delta": "diff", "interval": ("pair", "diff"), "pairs": "int", "with_rate": "unit", "baseline_rate": "unit",
-        "baseline": ("enum", ("without_skill", "old_skill")), "arm": ("opt", "int"), "preregistered": "bool",
-        "stale": "bool", "regressed": ("list", "str")}  # fmt: skip
-VERSION = {"version": "int", "created": TIME, "commit": HEX40, "verified": TIER, "self": TIER,
-           "lift": {"verified": ("opt", LIFT), "self": ("opt", LIFT)}}  # fmt: skip
-SKILL = {"name": "name", "live": "bool", "description": "str", "category": ("opt", "str"),
-         "versions": ("list", VERSION),
-         "regression": ("opt", {"version": "int", "from": "int", "revert": "name"})}  # fmt: skip
+LIFT = {
+    "delta": "diff",
+    "interval": ("pair", "diff"),
+    "pairs": "int",
+    "with_rate": "unit",
+    "baseline_rate": "unit",
+    "baseline": ("enum", ("without_skill", "old_skill")),
+    "arm": ("opt", "int"),
+    "preregistered": "bool",
+    "stale": "bool",
+    "regressed": ("list", "str"),
+}
+VERSION = {
+    "version": "int",
+    "created": TIME,
+    "commit": HEX40,
+    "verified": TIER,
+    "self": TIER,
+    "lift": {"verified": ("opt", LIFT), "self": ("opt", LIFT)},
+}
+SKILL = {
+    "name": "name",
+    "live": "bool",
+    "description": "str",
+    "category": ("opt", "str"),
+    "versions": ("list", VERSION),
+    "regression": ("opt", {"version": "int", "from": "int", "revert": "name"}),
+}
 ANCHOR = {"seq": "int", "tx": WORD, "block": "int", "checked": "bool"}
 CHANGE = {"skill": "name", "action": ("enum", ("create", "update", "delete")), "version": "int"}
-SNAPSHOT = {"index": "int", "commit": HEX40, "time": TIME, "operation": "name", "root": ROOT,
-            "changes": ("list", CHANGE), "signer": ("opt", ADDRESS), "role": ("opt", "str"),
-            "signature": ("enum", ("ok", "fail", "unsigned")), "anchor": ("opt", ANCHOR),
-            "outcomes": "int", "message": "str", "files": {"added": "int", "changed": "int", "removed": "int"},
-            "lines": {"added": "int", "removed": "int"}}  # fmt: skip
-SIGNER = {"address": ADDRESS, "role": "str", "state": ("enum", ("active", "revoked")), "snapshots": "int",
-          "outcomes": "int", "checked": "bool"}  # fmt: skip
+SNAPSHOT = {
+    "index": "int",
+    "commit": HEX40,
+    "time": TIME,
+    "operation": "name",
+    "root": ROOT,
+    "changes": ("list", CHANGE),
+    "signer": ("opt", ADDRESS),
+    "role": ("opt", "str"),
+    "signature": ("enum", ("ok", "fail", "unsigned")),
+    "anchor": ("opt", ANCHOR),
+    "outcomes": "int",
+    "message": "str",
+    "files": {"added": "int", "changed": "int", "removed": "int"},
+    "lines": {"added": "int", "removed": "int"},
+}
+SIGNER = {
+    "address": ADDRESS,
+    "role": "str",
+    "state": ("enum", ("active", "revoked")),
+    "snapshots": "int",
+    "outcomes": "int",
+    "checked": "bool",
+}
 LOGROOT = {"size": "int", "root": WORD}
 HOLDER = {"address": ADDRESS, "balance": "int"}
-SHARES = {"token": ADDRESS, "id": WORD, "total_supply": "int", "owner": ADDRESS, "owner_balance": "int",
-          "holders": ("list", HOLDER), "checked": "bool",
-          "metadata": {"uri": "str", "head": ("opt", ROOT), "sequence": "int", "evidence": ("opt", LOGROOT),
-                       "location": ("opt", "str")}}  # fmt: skip
-CHAIN = {"chain_id": "int", "name": "name", "local": "bool", "explorer": ("opt", "str"), "registry": ADDRESS,
-         "agent": WORD, "checked": "bool", "detail": "str", "anchored": "int", "pending": "int", "seq": "int",
-         "head": ("opt", ROOT), "evidence": ("opt", LOGROOT), "shares": ("opt", SHARES)}  # fmt: skip
+SHARES = {
+    "token": ADDRESS,
+    "id": WORD,
+    "total_supply": "int",
+    "owner": ADDRESS,
+    "owner_balance": "int",
+    "holders": ("list", HOLDER),
+    "checked": "bool",
+    "metadata": {
+        "uri": "str",
+        "head": ("opt", ROOT),
+        "sequence": "int",
+        "evidence": ("opt", LOGROOT),
+        "location": ("opt", "str"),
+    },
+}
+CHAIN = {
+    "chain_id": "int",
+    "name": "name",
+    "local": "bool",
+    "explorer": ("opt", "str"),
+    "registry": ADDRESS,
+    "agent": WORD,
+    "checked": "bool",
+    "detail": "str",
+    "anchored": "int",
+    "pending": "int",
+    "seq": "int",
+    "head": ("opt", ROOT),
+    "evidence": ("opt", LOGROOT),
+    "shares": ("opt", SHARES),
+}
 CHECK = {"name": "name", "status": ("enum", ("OK", "FAIL", "SKIP", "WARN")), "detail": "str"}
 PAGE = {
     "format": "int",
@@ -151,8 +213,10 @@ def _lift(lift: Mapping[str, Any] | None, path: str) -> None:
     if lift["pairs"] < 1:
         _refuse(f"{path}.pairs", "a lift has at least one pair")
     if abs(lift["delta"] - (lift["with_rate"] - lift["baseline_rate"])) > 2e-6:
-        _refuse(f"{path}.delta", f"{lift['delta']} is not with_rate − baseline_rate = "
-                f"{lift['with_rate']} − {lift['baseline_rate']}")  # fmt: skip
+        _refuse(
+            f"{path}.delta",
+            f"{lift['delta']} is not with_rate − baseline_rate = {lift['with_rate']} − {lift['baseline_rate']}",
+        )
     lo, hi = lift["interval"]
     if not (lo <= lift["delta"] + 1e-12 and lift["delta"] <= hi + 1e-12):
         _refuse(f"{path}.interval", f"[{lo}, {hi}] does not contain the delta {lift['delta']}")
@@ -183,11 +247,15 @@ def validate(data: Any) -> None:
         _refuse("verdict.ok", "true, yet a check FAILs: a passing verdict with a failed check is a contradiction")
     _increasing([s["index"] for s in data["timeline"]], "timeline", "index")
     for i, snap in enumerate(data["timeline"]):
-        if (snap["signature"] == "ok" and snap["signer"] is None) or (snap["signature"] == "unsigned"
-                                                                      and snap["signer"] is not None):
-            _refuse(f"timeline[{i}].signer", f"signature {snap['signature']!r} with signer {snap['signer']!r}: "
-                    "a good signature names its signer, an unsigned snapshot has none (a failed one may not "
-                    "recover any)")  # fmt: skip
+        if (snap["signature"] == "ok" and snap["signer"] is None) or (
+            snap["signature"] == "unsigned" and snap["signer"] is not None
+        ):
+            _refuse(
+                f"timeline[{i}].signer",
+                f"signature {snap['signature']!r} with signer {snap['signer']!r}: "
+                "a good signature names its signer, an unsigned snapshot has none (a failed one may not "
+                "recover any)",
+            )
     names: set[str] = set()
     for i, skill in enumerate(data["skills"]):
         path = f"skills[{i}]"
@@ -231,8 +299,11 @@ def covering(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | 
 
 def pending_roots(timeline: Sequence[Mapping[str, Any]], cover: Sequence[Mapping[str, Any] | None]) -> int:
     """How many roots ``ledger chain anchor`` would send: the runs of consecutive same-root snapshots not anchored."""
-    return sum(1 for i, c in enumerate(cover) if c is None and (i == 0 or timeline[i]["root"] != timeline[i - 1]["root"]
-                                                                or cover[i - 1] is not None))
+    return sum(
+        1
+        for i, c in enumerate(cover)
+        if c is None and (i == 0 or timeline[i]["root"] != timeline[i - 1]["root"] or cover[i - 1] is not None)
+    )
 
 
 def _consistent(data: Mapping[str, Any]) -> None:
@@ -247,8 +318,11 @@ def _consistent(data: Mapping[str, Any]) -> None:
     cover = covering(tl)
     anchored, pending = sum(1 for c in cover if c is not None), pending_roots(tl, cover)
     if (chain["anchored"], chain["pending"]) != (anchored, pending):
-        _refuse("chain.anchored", f"anchored {chain['anchored']}, pending {chain['pending']}, but the lineage has "
-                f"{anchored} snapshot(s) whose root is anchored and {pending} root(s) not yet on chain")
+        _refuse(
+            "chain.anchored",
+            f"anchored {chain['anchored']}, pending {chain['pending']}, but the lineage has "
+            f"{anchored} snapshot(s) whose root is anchored and {pending} root(s) not yet on chain",
+        )
     seqs = [s["anchor"]["seq"] for s in tl if s["anchor"] is not None]
     # With the chain read, seq is the registry's own count, which can run past this copy's snapshots
     # (roots committed elsewhere: the audit then fails); without, it is the newest receipt's.

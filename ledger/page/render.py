@@ -20,8 +20,18 @@ from ledger.page.style import CSP, CSS, JS
 from ledger.page.svg import hook
 from ledger.page.svg import text as _e
 
-__all__ = ["ATTENTION", "NEWEST", "OPEN_SKILLS", "banner", "checks", "document", "render_page", "section", "short",
-           "table"]
+__all__ = [
+    "ATTENTION",
+    "NEWEST",
+    "OPEN_SKILLS",
+    "banner",
+    "checks",
+    "document",
+    "render_page",
+    "section",
+    "short",
+    "table",
+]
 
 NEWEST = 50  # timeline rows shown open; the rest sit in a "show all" <details>
 OPEN_SKILLS = 100  # skill rows shown open, most in need of attention first
@@ -31,11 +41,14 @@ ATTENTION = 4  # larger plots, for the regressed and the weakest skills
 def document(title: str, body: str, *, script: bool = True) -> str:
     """The one HTML skeleton: the policy that pins the one stylesheet (and script), ``title`` and ``body``
     already escaped.  Both pages are drawn in it; a page without the filter box leaves the script out."""
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
-            + (f"<script>{JS}</script>" if script else "") + "</body></html>\n")  # fmt: skip
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
+        + (f"<script>{JS}</script>" if script else "")
+        + "</body></html>\n"
+    )
 
 
 def section(hook_id: str, title: str, inner: str) -> str:
@@ -50,8 +63,10 @@ def table(heads: Sequence[str], rows: str, attrs: str = "") -> str:
 
 def banner(cls: str, word: str, why: str, attrs: str = "") -> str:
     """The verdict, first on either page: ``word`` large on a green (``ok``), amber (``ok unchecked``) or red band."""
-    return (f'<div id="verdict" class="verdict {cls}" role="status"{attrs}>'
-            f'<span class="word">{word}</span><span class="why">{why}</span></div>')  # fmt: skip
+    return (
+        f'<div id="verdict" class="verdict {cls}" role="status"{attrs}>'
+        f'<span class="word">{word}</span><span class="why">{why}</span></div>'
+    )
 
 
 def fig(text: str, checked: bool) -> str:
@@ -78,8 +93,9 @@ def _rate(tier: Mapping[str, Any]) -> str:
         return '<span class="none">no outcomes</span>'
     n = tier["successes"] + tier["failures"]
     lo, hi = tier["interval"]
-    return (f"{tier['rate'] * 100:.0f}% <span class='sub'>{tier['successes']}/{n} · "
-            f"{lo * 100:.0f}–{hi * 100:.0f}%</span>")  # fmt: skip
+    return (
+        f"{tier['rate'] * 100:.0f}% <span class='sub'>{tier['successes']}/{n} · {lo * 100:.0f}–{hi * 100:.0f}%</span>"
+    )
 
 
 def _tier(tier: Mapping[str, Any], checked: bool) -> str:
@@ -99,12 +115,16 @@ def _verdict(data: Mapping[str, Any]) -> str:
             why = "Nothing to check on a chain: this brain is not registered on one. " + why
         elif not v["chain_checked"]:
             word = "PASSING — chain not checked"
-            why = ("The chain was not checked: the page was made without a chain endpoint (ledger report --rpc URL "
-                   "checks it), so what it says about the chain is this copy's claim. " + why)  # fmt: skip
+            why = (
+                "The chain was not checked: the page was made without a chain endpoint (ledger report --rpc URL "
+                "checks it), so what it says about the chain is this copy's claim. " + why
+            )
     else:
         names = ", ".join(_e(c["name"]) for c in failed) or "the audit"
-        why = (f"The audit failed ({names}). Every figure on this page is what the brain <b>claims</b>; "
-               "none of it is checked.")  # fmt: skip
+        why = (
+            f"The audit failed ({names}). Every figure on this page is what the brain <b>claims</b>; "
+            "none of it is checked."
+        )
         word = "FAILING"
     cls = ("ok" if v["chain_checked"] else "ok unchecked") if v["ok"] else "fail"
     return banner(cls, word, why, f' data-chain-checked="{_yes(v["chain_checked"])}"')
@@ -113,9 +133,11 @@ def _verdict(data: Mapping[str, Any]) -> str:
 def checks(rows: Iterable[tuple[str, str, str]]) -> str:
     """Every audit check as ``(name, status, detail markup)``, failed checks first (the verdict's grounds)."""
     order = {"FAIL": 0, "WARN": 1, "SKIP": 2, "OK": 3}
-    items = "".join(f'<li data-check="{hook(name)}"><span class="pill st-{status}">{status}</span> '
-                    f'<b>{_e(name)}</b><span class="d">{detail}</span></li>'
-                    for name, status, detail in sorted(rows, key=lambda c: order[c[1]]))  # fmt: skip
+    items = "".join(
+        f'<li data-check="{hook(name)}"><span class="pill st-{status}">{status}</span> '
+        f'<b>{_e(name)}</b><span class="d">{detail}</span></li>'
+        for name, status, detail in sorted(rows, key=lambda c: order[c[1]])
+    )
     return f'<ul class="checks">{items}</ul>'
 
 
@@ -179,8 +201,9 @@ def _skill_row(s: Mapping[str, Any], checked: bool) -> str:
     status = ""
     if reg is not None:
         tags += f'<span class="tag reg">regressed v{reg["version"]}</span>'
-        status = (f'v{reg["version"]} is worse than v{reg["from"]}'
-                  f'<code class="revert" data-revert>{_e(reg["revert"])}</code>')  # fmt: skip
+        status = (
+            f'v{reg["version"]} is worse than v{reg["from"]}<code class="revert" data-revert>{_e(reg["revert"])}</code>'
+        )
     ver = _tier(last["verified"], checked) if last else "—"
     own = _tier(last["self"], checked) if last else "—"
     plot = svg.sparkline(s, checked) if s["versions"] else '<span class="none">no versions</span>'
@@ -213,16 +236,32 @@ def _skills(data: Mapping[str, Any], checked: bool) -> str:
     head = ("skill", "latest", "verified (latest)", "self-reported (latest)", "success rate per version", "regression")
     first = "".join(_skill_row(s, checked) for s in skills[:OPEN_SKILLS])
     rest = skills[OPEN_SKILLS:]
-    more = (f'<details class="more"><summary>show the other {len(rest):,} skills</summary>'
-            + table(head, "".join(_skill_row(s, checked) for s in rest)) + "</details>") if rest else ""  # fmt: skip
+    more = (
+        (
+            f'<details class="more"><summary>show the other {len(rest):,} skills</summary>'
+            + table(head, "".join(_skill_row(s, checked) for s in rest))
+            + "</details>"
+        )
+        if rest
+        else ""
+    )
     return (section("attention", "Needs attention", f'<div class="attention">{figures}</div>') if figures else "") + (
-        section("skills", f'Competence per skill <span class="sub">({len(skills):,}, most in need of attention '
-                "first)</span>", '<div class="toolbar"><input id="filter" type="search" hidden placeholder="filter '
-                'skills by name" aria-label="filter skills"></div>' + table(head, first) + more))  # fmt: skip
+        section(
+            "skills",
+            f'Competence per skill <span class="sub">({len(skills):,}, most in need of attention first)</span>',
+            '<div class="toolbar"><input id="filter" type="search" hidden placeholder="filter '
+            'skills by name" aria-label="filter skills"></div>' + table(head, first) + more,
+        )
+    )
 
 
-def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = False,
-              first: Mapping[int, Mapping[str, Any] | None] | None = None) -> str:
+def _snapshot(
+    s: Mapping[str, Any],
+    chain: bool,
+    trusted: bool,
+    compact: bool = False,
+    first: Mapping[int, Mapping[str, Any] | None] | None = None,
+) -> str:
     """One lineage row; ``compact`` (the older rows) leaves out the full hashes, kept in the newest rows."""
     changes = s["changes"]
     shown = ", ".join(f"<b>{_e(c['skill'])}</b> {c['action']} v{c['version']}" for c in changes[:6])
@@ -247,10 +286,12 @@ def _snapshot(s: Mapping[str, Any], chain: bool, trusted: bool, compact: bool = 
     else:
         anchor = '<span class="pill st-WARN">pending</span>' if chain else '<span class="none">not anchored</span>'
     ids = "" if compact else f'<td class="ids">{short(s["root"])}<br>{short(s["commit"], 8)}</td>'
-    return (f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
-            f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">'
-            f'{msg}{shown}</td>'
-            f'<td>{sig}{role}</td><td>{anchor}</td><td>{s["outcomes"]:,}</td>{ids}</tr>')  # fmt: skip
+    return (
+        f'<tr data-index="{s["index"]}" class="sig-{s["signature"]}"><td class="idx">#{s["index"]}</td>'
+        f'<td><b>{_e(s["operation"])}</b><div class="sub">{_e(s["time"])}</div></td><td class="ch">'
+        f"{msg}{shown}</td>"
+        f"<td>{sig}{role}</td><td>{anchor}</td><td>{s['outcomes']:,}</td>{ids}</tr>"
+    )
 
 
 def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
@@ -262,9 +303,15 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
     older = list(reversed(tl[:-NEWEST])) if len(tl) > NEWEST else []
     head = ("#", "snapshot", "changes", "signed by", "anchored", "outcomes")
     rows = "".join(_snapshot(s, chain, trusted, first=first) for s in newest)
-    more = (f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
+    more = (
+        (
+            f'<details class="more"><summary>show all {len(tl):,} snapshots ({len(older):,} older)</summary>'
             + table(head, "".join(_snapshot(s, chain, trusted, True, first) for s in older), ' class="tl"')
-            + "</details>") if older else ""  # fmt: skip
+            + "</details>"
+        )
+        if older
+        else ""
+    )
     keys = "".join(
         f'<span><i class="sw s-{k}"></i>{t}</span>'
         for k, t in (
@@ -275,9 +322,13 @@ def _timeline(data: Mapping[str, Any], trusted: bool) -> str:
             ("claimed", "claimed, not checked"),
         )
     )
-    return section("timeline", f'Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>',
-                   f'{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
-                   + table((*head, "root · commit"), rows, ' class="tl"') + more)
+    return section(
+        "timeline",
+        f'Lineage <span class="sub">({len(tl):,} snapshots, newest first)</span>',
+        f'{svg.strip(tl, chain, trusted)}<div class="keys">{keys}</div>'
+        + table((*head, "root · commit"), rows, ' class="tl"')
+        + more,
+    )
 
 
 def _signers(data: Mapping[str, Any], trusted: bool) -> str:
@@ -290,8 +341,9 @@ def _signers(data: Mapping[str, Any], trusted: bool) -> str:
         f"<td>{fig(_count(s['outcomes']), trusted and s['checked'])}</td></tr>"
         for s in data["signers"]
     )
-    return section("signers", "Who signed what",
-                   table(("address", "role", "state", "snapshots signed", "outcomes signed"), rows))
+    return section(
+        "signers", "Who signed what", table(("address", "role", "state", "snapshots signed", "outcomes signed"), rows)
+    )
 
 
 def _chain(data: Mapping[str, Any], trusted: bool) -> str:
@@ -305,8 +357,12 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
         f"{fig(_count(ev['self'], 'self-reported'), evc)}</dd>"
     )
     if c is None:
-        return section("chain", "On chain", '<p class="none">No chain configured: nothing is anchored, every figure '
-                       f'here is local.</p><dl class="kv">{local}</dl>')
+        return section(
+            "chain",
+            "On chain",
+            '<p class="none">No chain configured: nothing is anchored, every figure '
+            f'here is local.</p><dl class="kv">{local}</dl>',
+        )
     cc = trusted and c["checked"]
     if c["head"] is None:
         at = '<span class="none">nothing anchored yet</span>'
@@ -325,12 +381,17 @@ def _chain(data: Mapping[str, Any], trusted: bool) -> str:
             evon = fig(f"{o['size']:,} records", cc) + " (the same log as here, the same root)"
         else:
             evon = fig(f"{o['size']:,} records, root {short(o['root'], 16)}", cc) + (
-                f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>')
-    return section("chain", "On chain", f'<dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
-                   f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
-                   f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>"
-                   f"{_e(c['agent'])}</code></dd><dt>head on chain</dt><dd>{at}</dd>"
-                   f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl>")
+                f' <span class="sub">({ev["size"] - o["size"]:,} record(s) here not yet on chain)</span>'
+            )
+    return section(
+        "chain",
+        "On chain",
+        f'<dl class="kv"><dt>chain</dt><dd>{_e(c["name"])} '
+        f'<span class="sub">(chain id {c["chain_id"]})</span></dd>'
+        f"<dt>registry</dt><dd>{_link(c, 'address', c['registry'])}</dd><dt>agent</dt><dd><code>"
+        f"{_e(c['agent'])}</code></dd><dt>head on chain</dt><dd>{at}</dd>"
+        f"<dt>evidence on chain</dt><dd>{evon}</dd>{local}</dl>",
+    )
 
 
 def _link(c: Mapping[str, Any], kind: str, value: str, text: str | None = None) -> str:
@@ -357,8 +418,10 @@ SUMMARY_CHANGES = 8  # release notes shown open
 def _can_do(data: Mapping[str, Any]) -> str:
     live = [s for s in data["skills"] if s["live"]]
     if not live:
-        return ('<div id="can-do" class="box" data-skills="0"><h3>What it can do</h3><p class="none">No skills yet.'
-                "</p></div>")
+        return (
+            '<div id="can-do" class="box" data-skills="0"><h3>What it can do</h3><p class="none">No skills yet.'
+            "</p></div>"
+        )
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for sk in live:
         groups.setdefault(sk["category"] or "", []).append(sk)
@@ -373,12 +436,22 @@ def _can_do(data: Mapping[str, Any]) -> str:
     for g in order:
         title = _e(g) if g else ("Skills" if len(order) == 1 else "Other skills")
         items = [item(sk) for sk in groups[g]]
-        more = (f'<details class="more sum"><summary>and {len(items) - per:,} more</summary><ul>'
-                f'{"".join(items[per:])}</ul></details>') if len(items) > per else ""  # fmt: skip
-        html.append(f'<h4 data-category="{hook(g)}">{title} <span class="sub">({len(items):,})</span></h4>'
-                    f"<ul>{''.join(items[:per])}</ul>{more}")  # fmt: skip
-    return (f'<div id="can-do" class="box" data-skills="{len(live)}" data-categories="{len(order)}">'
-            f'<h3>What it can do <span class="sub">({len(live):,} skills)</span></h3>{"".join(html)}</div>')
+        more = (
+            (
+                f'<details class="more sum"><summary>and {len(items) - per:,} more</summary><ul>'
+                f"{''.join(items[per:])}</ul></details>"
+            )
+            if len(items) > per
+            else ""
+        )
+        html.append(
+            f'<h4 data-category="{hook(g)}">{title} <span class="sub">({len(items):,})</span></h4>'
+            f"<ul>{''.join(items[:per])}</ul>{more}"
+        )
+    return (
+        f'<div id="can-do" class="box" data-skills="{len(live)}" data-categories="{len(order)}">'
+        f'<h3>What it can do <span class="sub">({len(live):,} skills)</span></h3>{"".join(html)}</div>'
+    )
 
 
 def _note(s: Mapping[str, Any]) -> str:
@@ -393,21 +466,27 @@ def _changes(data: Mapping[str, Any]) -> str:
     tl = data["timeline"]
     notes = [x for x in reversed(tl) if any(x["files"].values()) or x["changes"]]
     if not notes:
-        return ('<div id="changes" class="box" data-releases="0"><h3>What changed, and when</h3>'
-                '<p class="none">No skill has changed yet.</p></div>')
+        return (
+            '<div id="changes" class="box" data-releases="0"><h3>What changed, and when</h3>'
+            '<p class="none">No skill has changed yet.</p></div>'
+        )
 
     def row(x: Mapping[str, Any]) -> str:
-        return (f'<li data-release="{x["index"]}"><span class="when">{_e(x["time"][:10])}</span> '
-                f'<b>#{x["index"]}</b> <span class="msg">{_e(x["message"]) or _e(x["operation"])}</span>'
-                f'<div class="sub">{_e(_note(x))}</div></li>')  # fmt: skip
+        return (
+            f'<li data-release="{x["index"]}"><span class="when">{_e(x["time"][:10])}</span> '
+            f'<b>#{x["index"]}</b> <span class="msg">{_e(x["message"]) or _e(x["operation"])}</span>'
+            f'<div class="sub">{_e(_note(x))}</div></li>'
+        )
 
     last = notes[0]
     rest = len(notes) - SUMMARY_CHANGES
     more = f'<p class="sub">and {rest:,} earlier, in the lineage below</p>' if rest > 0 else ""
-    return (f'<div id="changes" class="box" data-releases="{len(notes)}" data-last-index="{last["index"]}" '
-            f'data-last-time="{_e(last["time"])}" data-last-message="{hook(last["message"])}">'
-            f'<h3>What changed, and when <span class="sub">(newest first; each snapshot\'s commit message and its '
-            f'diff under skills/)</span></h3><ol>{"".join(row(x) for x in notes[:SUMMARY_CHANGES])}</ol>{more}</div>')
+    return (
+        f'<div id="changes" class="box" data-releases="{len(notes)}" data-last-index="{last["index"]}" '
+        f'data-last-time="{_e(last["time"])}" data-last-message="{hook(last["message"])}">'
+        f'<h3>What changed, and when <span class="sub">(newest first; each snapshot\'s commit message and its '
+        f"diff under skills/)</span></h3><ol>{''.join(row(x) for x in notes[:SUMMARY_CHANGES])}</ol>{more}</div>"
+    )
 
 
 def _sum_tier(data: Mapping[str, Any], tier: str) -> tuple[int, int]:
@@ -439,57 +518,84 @@ def _how_well(data: Mapping[str, Any], checked: bool) -> str:
     if lifts:
         better = sum(1 for *_, x in lifts if x["interval"][0] > 0)
         worse = sum(1 for *_, x in lifts if x["interval"][1] < 0)
-        lines.append(f'<p class="lead">Measured by paired evaluations (each task run with the skill and without '
-                     f"it): {better:,} of {len(lifts):,} evaluated skills clearly help, {worse:,} clearly hurt, "
-                     "the rest are not yet distinguishable.</p>")  # fmt: skip
+        lines.append(
+            f'<p class="lead">Measured by paired evaluations (each task run with the skill and without '
+            f"it): {better:,} of {len(lifts):,} evaluated skills clearly help, {worse:,} clearly hurt, "
+            "the rest are not yet distinguishable.</p>"
+        )
         items = []
         for sk, v, tier, x in lifts[:SUMMARY_SKILLS]:
             lo, hi = x["interval"]
             word = "helps" if lo > 0 else "hurts" if hi < 0 else "unclear"
             base = "without the skill" if x["baseline"] == "without_skill" else f"with v{x['arm']}"
-            items.append(f'<li data-lift-summary="{hook(sk["name"])}" data-effect="{word}"><b>{_e(sk["name"])}</b> '
-                         f"v{v['version']}: " + fig(f"{_pts(x['delta'])} points", checked) +
-                         f" ({x['with_rate'] * 100:.0f}% of tasks pass with it, {x['baseline_rate'] * 100:.0f}% "
-                         f"{base}; 95% interval {_pts(lo)} to {_pts(hi)}; {x['pairs']:,} pairs; "
-                         f"{'judged by an independent verifier' if tier == 'verified' else 'self-reported'}): "
-                         f"<b>{word}</b></li>")  # fmt: skip
+            items.append(
+                f'<li data-lift-summary="{hook(sk["name"])}" data-effect="{word}"><b>{_e(sk["name"])}</b> '
+                f"v{v['version']}: "
+                + fig(f"{_pts(x['delta'])} points", checked)
+                + f" ({x['with_rate'] * 100:.0f}% of tasks pass with it, {x['baseline_rate'] * 100:.0f}% "
+                f"{base}; 95% interval {_pts(lo)} to {_pts(hi)}; {x['pairs']:,} pairs; "
+                f"{'judged by an independent verifier' if tier == 'verified' else 'self-reported'}): "
+                f"<b>{word}</b></li>"
+            )
         lines.append(f"<ul>{''.join(items)}</ul>")
-    verified = (fig(f"{rate(vok, vn)} success", checked) + f" over {vn:,} outcome(s) judged by an independent "
-                "verifier key") if vn else '<span class="none">no outcome judged by an independent verifier yet</span>'
-    own = (fig(f"{rate(sok, sn)} success", checked) + f" over {sn:,} outcome(s) the agent reported itself (not "
-           "independently judged)") if sn else '<span class="none">no self-reported outcome</span>'
-    lines.append(f'<dl class="kv"><dt>verified</dt><dd>{verified}</dd><dt>self-reported</dt><dd>{own}</dd></dl>'
-                 '<p class="sub">Latest version of each skill in use; the two kinds are never added together.</p>')
-    return (f'<div id="how-well" class="box" data-measure="{"lift" if lifts else "rates"}" data-lifts="{len(lifts)}" '
-            f'data-verified-n="{vn}" data-verified-ok="{vok}" data-self-n="{sn}" data-self-ok="{sok}">'
-            f'<h3>How well it works</h3>{"".join(lines)}</div>')
+    verified = (
+        (fig(f"{rate(vok, vn)} success", checked) + f" over {vn:,} outcome(s) judged by an independent verifier key")
+        if vn
+        else '<span class="none">no outcome judged by an independent verifier yet</span>'
+    )
+    own = (
+        (
+            fig(f"{rate(sok, sn)} success", checked) + f" over {sn:,} outcome(s) the agent reported itself (not "
+            "independently judged)"
+        )
+        if sn
+        else '<span class="none">no self-reported outcome</span>'
+    )
+    lines.append(
+        f'<dl class="kv"><dt>verified</dt><dd>{verified}</dd><dt>self-reported</dt><dd>{own}</dd></dl>'
+        '<p class="sub">Latest version of each skill in use; the two kinds are never added together.</p>'
+    )
+    return (
+        f'<div id="how-well" class="box" data-measure="{"lift" if lifts else "rates"}" data-lifts="{len(lifts)}" '
+        f'data-verified-n="{vn}" data-verified-ok="{vok}" data-self-n="{sn}" data-self-ok="{sok}">'
+        f"<h3>How well it works</h3>{''.join(lines)}</div>"
+    )
 
 
 def _shares(data: Mapping[str, Any], trusted: bool) -> str:
     c = data["chain"]
     head = data["brain"]["head"]["root"]
     if c is None:
-        return ('<div id="shares" class="box" data-shares="none"><h3>The shares</h3><p class="none">No share token: '
-                "this brain is not registered on a chain.</p></div>")
+        return (
+            '<div id="shares" class="box" data-shares="none"><h3>The shares</h3><p class="none">No share token: '
+            "this brain is not registered on a chain.</p></div>"
+        )
     sh = c["shares"]
     if sh is None:
         read = any(x["name"] == "chain.events" and x["status"] != "SKIP" for x in data["verdict"]["checks"])
-        why = ("not read: the chain was not checked (ledger report --rpc URL reads them)" if not read
-               else "not shown: the registry publishes no share-token metadata (deployed before it had any; "
-               "'ledger chain status' says why)")  # fmt: skip
-        return (f'<div id="shares" class="box" data-shares="unread"><h3>The shares</h3><p class="none">{why}.</p>'
-                f"<p class='sub'>Token contract {_link(c, 'address', c['registry'])}, token id "
-                f"<code>{_e(c['agent'])}</code>.</p></div>")
+        why = (
+            "not read: the chain was not checked (ledger report --rpc URL reads them)"
+            if not read
+            else "not shown: the registry publishes no share-token metadata (deployed before it had any; "
+            "'ledger chain status' says why)"
+        )
+        return (
+            f'<div id="shares" class="box" data-shares="unread"><h3>The shares</h3><p class="none">{why}.</p>'
+            f"<p class='sub'>Token contract {_link(c, 'address', c['registry'])}, token id "
+            f"<code>{_e(c['agent'])}</code>.</p></div>"
+        )
     ok = trusted and sh["checked"]
     meta = sh["metadata"]
     if meta["head"] == head:
         match = fig("the token's metadata names this page's head", ok)
     elif meta["head"] is not None and meta["head"] == c["head"]:
         match = fig("the token's metadata names the head on chain", ok) + (
-            f" <span class='sub'>(this page's head is newer: {c['pending']:,} snapshot(s) pending)</span>")
+            f" <span class='sub'>(this page's head is newer: {c['pending']:,} snapshot(s) pending)</span>"
+        )
     else:
         match = '<span class="bad">✗ the token\'s metadata names a different head</span> ' + (
-            f"<code>{_e(meta['head'] or 'none')}</code>")
+            f"<code>{_e(meta['head'] or 'none')}</code>"
+        )
     holders = "".join(
         f'<li data-holder="{hook(h["address"])}" data-balance="{h["balance"]}">{_link(c, "address", h["address"])} '
         f"{fig(_count(h['balance'], 'shares'), ok)}"
@@ -521,8 +627,10 @@ def _shares(data: Mapping[str, Any], trusted: bool) -> str:
 def _anchored(data: Mapping[str, Any], trusted: bool) -> str:
     c, tl = data["chain"], data["timeline"]
     if c is None:
-        return ('<div id="anchored" class="box" data-chain="none"><h3>Where it is anchored</h3><p class="none">'
-                "Nowhere: no chain is configured, every figure on this page is local.</p></div>")
+        return (
+            '<div id="anchored" class="box" data-chain="none"><h3>Where it is anchored</h3><p class="none">'
+            "Nowhere: no chain is configured, every figure on this page is local.</p></div>"
+        )
     cc = trusted and c["checked"]
     local = " <span class='tag del'>a test chain on one machine, not a public network</span>" if c["local"] else ""
     last = next((s for s in reversed(tl) if s["anchor"] is not None), None)
@@ -531,7 +639,8 @@ def _anchored(data: Mapping[str, Any], trusted: bool) -> str:
     anchored = fig(f"{c['anchored']:,} of {len(tl):,}", cc)
     waiting = sum(1 for x in covering(tl) if x is None)
     pending = fig(_count(c["pending"], "root(s) not yet on chain"), cc) + (
-        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger chain anchor' anchors them)</span>" if waiting else "")
+        f" <span class='sub'>({waiting:,} snapshot(s); 'ledger chain anchor' anchors them)</span>" if waiting else ""
+    )
     seq = fig(f"{c['seq']:,}", cc)
     newest = f", the newest{tx}" if tx else ""
     return (
@@ -553,7 +662,11 @@ def _summary(data: Mapping[str, Any], trusted: bool) -> str:
     state = "failing" if not v["ok"] else "passing" if v["chain_checked"] else "passing-chain-not-checked"
     return (
         f'<section id="summary" data-verdict="{state}" aria-label="summary"><h2>In short</h2><div class="grid">'
-        + _can_do(data) + _changes(data) + _how_well(data, evc) + _shares(data, trusted) + _anchored(data, trusted)
+        + _can_do(data)
+        + _changes(data)
+        + _how_well(data, evc)
+        + _shares(data, trusted)
+        + _anchored(data, trusted)
         + "</div></section>"
     )
 
@@ -563,23 +676,33 @@ def _check_yourself(data: Mapping[str, Any]) -> str:
         f'<li data-what="{hook(x["what"])}"><p>{_e(x["what"])}</p><pre><code>{_e(x["command"])}</code></pre></li>'
         for x in data["verify"]
     )
-    return section("check-yourself", "Check this yourself", '<p class="sub">Each command re-derives a figure '
-                   "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger "
-                   "installed; <code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the "
-                   f"standard tools, no ledger code involved.</p><ol>{items}</ol>")
+    return section(
+        "check-yourself",
+        "Check this yourself",
+        '<p class="sub">Each command re-derives a figure '
+        "above, run in a copy of this brain (<code>git clone</code> of its remote) with the ledger "
+        "installed; <code>git</code>, <code>cast</code> (Foundry) and <code>model_signing</code> are the "
+        f"standard tools, no ledger code involved.</p><ol>{items}</ol>",
+    )
 
 
 def _supply(data: Mapping[str, Any]) -> str:
     if not data["supply"]:
-        return section("supply", "Installed skills", '<p class="none">Every skill is this brain\'s own: none was '
-                       "installed from elsewhere.</p>")
+        return section(
+            "supply",
+            "Installed skills",
+            '<p class="none">Every skill is this brain\'s own: none was installed from elsewhere.</p>',
+        )
     rows = "".join(
         f"<tr><td class='name'>{_e(s['name'])}</td><td><code>{_e(s['source'])}</code></td>"
         f"<td><code>{_e(s['pin'])}</code></td><td>{_e(s['state'])}</td><td>{_e(s['worst'])}</td></tr>"
         for s in data["supply"]
     )
-    return section("supply", "Installed skills and their sources",
-                   table(("skill", "source", "pin", "state", "worst scan finding"), rows))
+    return section(
+        "supply",
+        "Installed skills and their sources",
+        table(("skill", "source", "pin", "state", "worst scan finding"), rows),
+    )
 
 
 def _pts(x: float) -> str:
@@ -595,37 +718,68 @@ def _lift_row(s: Mapping[str, Any], v: Mapping[str, Any], tier: str, lift: Mappi
     both = fig(f"{lift['with_rate'] * 100:.0f}% vs {lift['baseline_rate'] * 100:.0f}% {base}", checked)
     shown = fig(f"{_pts(lift['delta'])} <span class=sub>{_pts(lo)}…{_pts(hi)}</span>", checked)
     pre, stale = ("yes" if lift["preregistered"] else "no"), ("stale" if lift["stale"] else "")
-    return (f'<tr data-lift="{hook(s["name"])}" data-v="{v["version"]}" data-tier="{tier}" data-pre="{pre}"'
-            f' data-stale="{"yes" if stale else "no"}"><td>{_e(s["name"])}</td><td>v{v["version"]} {tier}</td>'
-            f"<td>{both}</td><td{sig}>{shown}</td><td>{lift['pairs']:,}</td><td>{pre}</td><td>{stale}</td>"
-            f"<td>{', '.join(_e(c) for c in lift['regressed'])}</td></tr>")  # fmt: skip
+    return (
+        f'<tr data-lift="{hook(s["name"])}" data-v="{v["version"]}" data-tier="{tier}" data-pre="{pre}"'
+        f' data-stale="{"yes" if stale else "no"}"><td>{_e(s["name"])}</td><td>v{v["version"]} {tier}</td>'
+        f"<td>{both}</td><td{sig}>{shown}</td><td>{lift['pairs']:,}</td><td>{pre}</td><td>{stale}</td>"
+        f"<td>{', '.join(_e(c) for c in lift['regressed'])}</td></tr>"
+    )
 
 
 def _lifts(data: Mapping[str, Any], checked: bool) -> str:
     """Lift per skill and version: both conditions side by side, the paired difference and its 95% interval
     (Newcombe's method 10), pre-registered or not, stale or not; newest versions first, worst first."""
-    rows = [(s, v, tier, v["lift"][tier]) for s in data["skills"] for v in s["versions"]
-            for tier in ("verified", "self") if v["lift"][tier]]  # fmt: skip
+    rows = [
+        (s, v, tier, v["lift"][tier])
+        for s in data["skills"]
+        for v in s["versions"]
+        for tier in ("verified", "self")
+        if v["lift"][tier]
+    ]
     if not rows:
         return ""
     rows.sort(key=lambda r: (r[3]["interval"][1], r[0]["name"], -r[1]["version"], r[2]))
-    head = ("skill", "version, tier", "pass rate: with the skill vs the baseline", "lift, points (95% interval)",
-            "pairs", "pre-registered", "stale", "regressed cases")
+    head = (
+        "skill",
+        "version, tier",
+        "pass rate: with the skill vs the baseline",
+        "lift, points (95% interval)",
+        "pairs",
+        "pre-registered",
+        "stale",
+        "regressed cases",
+    )
     first = "".join(_lift_row(*r, checked) for r in rows[:OPEN_SKILLS])
     rest = rows[OPEN_SKILLS:]
-    more = (f'<details class="more"><summary>show the other {len(rest):,} lifts</summary>'
-            + table(head, "".join(_lift_row(*r, checked) for r in rest)) + "</details>") if rest else ""  # fmt: skip
-    return section("lift", 'Lift per skill and version <span class="sub">(pass rate with the skill minus the '
-                   "baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
-                   "never added; most harmful first)</span>", table(head, first) + more)
+    more = (
+        (
+            f'<details class="more"><summary>show the other {len(rest):,} lifts</summary>'
+            + table(head, "".join(_lift_row(*r, checked) for r in rest))
+            + "</details>"
+        )
+        if rest
+        else ""
+    )
+    return section(
+        "lift",
+        'Lift per skill and version <span class="sub">(pass rate with the skill minus the '
+        "baseline's over paired runs, in points; 95% interval by Newcombe's paired method; the two tiers "
+        "never added; most harmful first)</span>",
+        table(head, first) + more,
+    )
 
 
 def _title_word(data: Mapping[str, Any]) -> str:
     v = data["verdict"]
     if not v["ok"]:
         return "FAILING"
-    return "PASSING" if v["chain_checked"] else "PASSING, not on any chain" if data["chain"] is None else (
-        "PASSING, chain not checked")
+    return (
+        "PASSING"
+        if v["chain_checked"]
+        else "PASSING, not on any chain"
+        if data["chain"] is None
+        else ("PASSING, chain not checked")
+    )
 
 
 def render_page(data: Mapping[str, Any]) -> str:
@@ -634,9 +788,11 @@ def render_page(data: Mapping[str, Any]) -> str:
     trusted = data["verdict"]["ok"]
     evidence_checked = trusted and data["evidence"]["checked"]
     b = data["brain"]
-    head = (f'<header class="top"><h1>{_e(b["name"])}</h1><span class="sub">head #{b["head"]["index"]} '
-            f'{fig(short(b["head"]["root"], 16), trusted)} · commit {short(b["head"]["commit"], 10)} · genesis '
-            f'{short(b["genesis"], 10)} · generated {_e(data["generated"])}</span></header>')  # fmt: skip
+    head = (
+        f'<header class="top"><h1>{_e(b["name"])}</h1><span class="sub">head #{b["head"]["index"]} '
+        f"{fig(short(b['head']['root'], 16), trusted)} · commit {short(b['head']['commit'], 10)} · genesis "
+        f"{short(b['genesis'], 10)} · generated {_e(data['generated'])}</span></header>"
+    )
     body = "".join(
         [
             head,
@@ -655,7 +811,9 @@ def render_page(data: Mapping[str, Any]) -> str:
             _supply(data),
         ]
     )
-    return document(f"{_e(b['name'])}: {_title_word(data)} · brain-ledger report",
-                    f"{svg.DEFS}<main>{body}<footer>brain-ledger report page, format {data['format']}. Static and "
-                    "self-contained: it loads nothing. Checked figures carry ✓; claimed figures are grey, hatched "
-                    "and labelled.</footer></main>")  # fmt: skip
+    return document(
+        f"{_e(b['name'])}: {_title_word(data)} · brain-ledger report",
+        f"{svg.DEFS}<main>{body}<footer>brain-ledger report page, format {data['format']}. Static and "
+        "self-contained: it loads nothing. Checked figures carry ✓; claimed figures are grey, hatched "
+        "and labelled.</footer></main>",
+    )

@@ -23,7 +23,13 @@ def write_page(brain: Any, out: Path, rpc: str | None = None) -> PageReport:
     ok = bool(data["verdict"]["ok"])
     head = data["brain"]["head"]
     return PageReport(
-        output=str(target), ok=ok, verdict="verified OK" if ok else "verification FAILED",
-        chain_checked=bool(data["verdict"]["chain_checked"]), commit=head["commit"], root=head["root"],
-        skills=len(data["skills"]), snapshots=len(data["timeline"]), outcomes=data["evidence"]["size"],
-    )  # fmt: skip
+        output=str(target),
+        ok=ok,
+        verdict="verified OK" if ok else "verification FAILED",
+        chain_checked=bool(data["verdict"]["chain_checked"]),
+        commit=head["commit"],
+        root=head["root"],
+        skills=len(data["skills"]),
+        snapshots=len(data["timeline"]),
+        outcomes=data["evidence"]["size"],
+    )

@@ -125,5 +125,7 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-CSP = (f"default-src 'none'; style-src {_sha256(CSS)}; script-src {_sha256(JS)}; img-src 'none'; "
-       "base-uri 'none'; form-action 'none'")  # fmt: skip
+CSP = (
+    f"default-src 'none'; style-src {_sha256(CSS)}; script-src {_sha256(JS)}; img-src 'none'; "
+    "base-uri 'none'; form-action 'none'"
+)

@@ -21,10 +21,12 @@ __all__ = ["DEFS", "big_plot", "hook", "legend_marks", "sparkline", "strip", "te
 
 TIERS = ("verified", "self")
 # The one hatch every claimed mark is filled with, defined once for the whole document.
-DEFS = ('<svg class="defs" width="0" height="0" aria-hidden="true"><defs>'
-        '<pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-        '<rect width="4" height="4" fill="#f1f3f6"/><path d="M0 0V4" stroke="#9aa3ae" stroke-width="1.6"/>'
-        "</pattern></defs></svg>")  # fmt: skip
+DEFS = (
+    '<svg class="defs" width="0" height="0" aria-hidden="true"><defs>'
+    '<pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+    '<rect width="4" height="4" fill="#f1f3f6"/><path d="M0 0V4" stroke="#9aa3ae" stroke-width="1.6"/>'
+    "</pattern></defs></svg>"
+)
 
 
 def _e(value: Any) -> str:
@@ -50,8 +52,15 @@ def _pct(rate: float) -> str:
     return f"{rate * 100:.0f}%"
 
 
-def _marks(versions: Sequence[Mapping[str, Any]], xs: list[float], y: Callable[[float], float], checked: bool,
-           size: float, titles: bool, regressed: int | None) -> list[str]:  # fmt: skip
+def _marks(
+    versions: Sequence[Mapping[str, Any]],
+    xs: list[float],
+    y: Callable[[float], float],
+    checked: bool,
+    size: float,
+    titles: bool,
+    regressed: int | None,
+) -> list[str]:
     """The error bars, points and joining lines of both tiers, one ``<g>`` a drawn outcome."""
     out: list[str] = []
     flag = "true" if checked else "false"
@@ -65,20 +74,30 @@ def _marks(versions: Sequence[Mapping[str, Any]], xs: list[float], y: Callable[[
             x, yr = x0 + dx, y(d["rate"])
             lo, hi = d["interval"]
             line.append(f"{'L' if line else 'M'}{_n(x)} {_n(yr)}")
-            cap = f"M{_n(x - size)} {_n(y(hi))}h{_n(2 * size)}M{_n(x - size)} {_n(y(lo))}h{_n(2 * size)}" \
-                if titles else ""  # fmt: skip
+            cap = (
+                f"M{_n(x - size)} {_n(y(hi))}h{_n(2 * size)}M{_n(x - size)} {_n(y(lo))}h{_n(2 * size)}"
+                if titles
+                else ""
+            )
             side = _n(2 * size)
-            point = (f'<circle cx="{_n(x)}" cy="{_n(yr)}" r="{_n(size)}"/>' if tier == "verified" else
-                     f'<rect x="{_n(x - size)}" y="{_n(yr - size)}" width="{side}" height="{side}"/>')  # fmt: skip
+            point = (
+                f'<circle cx="{_n(x)}" cy="{_n(yr)}" r="{_n(size)}"/>'
+                if tier == "verified"
+                else f'<rect x="{_n(x - size)}" y="{_n(yr - size)}" width="{side}" height="{side}"/>'
+            )
             title = ""
             if titles:
                 n = d["successes"] + d["failures"]
-                title = (f"<title>v{v['version']} {'verified' if tier == 'verified' else 'self-reported'}"
-                         f"{'' if checked else ' (claimed)'}: {d['successes']}/{n} = {_pct(d['rate'])}, "
-                         f"95% interval {_pct(lo)}–{_pct(hi)}</title>")  # fmt: skip
+                title = (
+                    f"<title>v{v['version']} {'verified' if tier == 'verified' else 'self-reported'}"
+                    f"{'' if checked else ' (claimed)'}: {d['successes']}/{n} = {_pct(d['rate'])}, "
+                    f"95% interval {_pct(lo)}–{_pct(hi)}</title>"
+                )
             reg = ' class="reg"' if v["version"] == regressed else ""
-            out.append(f'<g data-version="{v["version"]}" data-tier="{tier}" data-checked="{flag}"{reg}>{title}'
-                       f'<path class="eb" d="M{_n(x)} {_n(y(lo))}V{_n(y(hi))}{cap}"/>{point}</g>')  # fmt: skip
+            out.append(
+                f'<g data-version="{v["version"]}" data-tier="{tier}" data-checked="{flag}"{reg}>{title}'
+                f'<path class="eb" d="M{_n(x)} {_n(y(lo))}V{_n(y(hi))}{cap}"/>{point}</g>'
+            )
         if len(line) > 1:
             out.insert(0, f'<path class="ln ln-{tier}" data-checked="{flag}" d="{"".join(line)}"/>')
     return out
@@ -97,8 +116,10 @@ def sparkline(skill: Mapping[str, Any], checked: bool) -> str:
         body.append(f'<rect class="regband" x="{_n(xs[i] - 5)}" y="0" width="10" height="{h}"/>')
     body += _marks(versions, xs, y, checked, 2.2, False, reg and reg["version"])
     label = _e(f"{skill['name']}: success rate per version")
-    return (f'<svg class="plot spark" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" width="{w}" '
-            f'height="{h}" role="img" aria-label="{label}">{"".join(body)}</svg>')  # fmt: skip
+    return (
+        f'<svg class="plot spark" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" width="{w}" '
+        f'height="{h}" role="img" aria-label="{label}">{"".join(body)}</svg>'
+    )
 
 
 def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
@@ -109,8 +130,10 @@ def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
     y = _scale(top, h - bottom)
     body = []
     for r in (0, 0.25, 0.5, 0.75, 1):
-        body.append(f'<path class="grid" d="M{left} {_n(y(r))}H{w - right}"/><text class="tick" '
-                    f'x="{left - 6}" y="{_n(y(r) + 4)}" text-anchor="end">{_pct(r)}</text>')  # fmt: skip
+        body.append(
+            f'<path class="grid" d="M{left} {_n(y(r))}H{w - right}"/><text class="tick" '
+            f'x="{left - 6}" y="{_n(y(r) + 4)}" text-anchor="end">{_pct(r)}</text>'
+        )
     step = max(1, -(-len(versions) // 14))
     for i, (v, x) in enumerate(zip(versions, xs, strict=True)):
         if i % step == 0 or i == len(versions) - 1:
@@ -118,15 +141,21 @@ def big_plot(skill: Mapping[str, Any], checked: bool) -> str:
     reg = skill["regression"]
     if reg is not None:
         i = [v["version"] for v in versions].index(reg["version"])
-        body.append(f'<rect class="regband" x="{_n(xs[i] - 12)}" y="{top}" width="24" height="{h - top - bottom}">'
-                    f'<title>v{reg["version"]} regressed from v{reg["from"]}</title></rect>')  # fmt: skip
+        body.append(
+            f'<rect class="regband" x="{_n(xs[i] - 12)}" y="{top}" width="24" height="{h - top - bottom}">'
+            f"<title>v{reg['version']} regressed from v{reg['from']}</title></rect>"
+        )
     body += _marks(versions, xs, y, checked, 4.0, True, reg and reg["version"])
     if not checked:
-        body.append(f'<text class="claimed-label" x="{w - right}" y="{top - 10}" text-anchor="end">'
-                    "CLAIMED · not checked by the audit</text>")  # fmt: skip
+        body.append(
+            f'<text class="claimed-label" x="{w - right}" y="{top - 10}" text-anchor="end">'
+            "CLAIMED · not checked by the audit</text>"
+        )
     label = _e(f"{skill['name']}: success rate per version, verified and self-reported")
-    return (f'<svg class="plot big" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" role="img" '
-            f'aria-label="{label}">{"".join(body)}</svg>')  # fmt: skip
+    return (
+        f'<svg class="plot big" data-skill="{hook(skill["name"])}" viewBox="0 0 {w} {h}" role="img" '
+        f'aria-label="{label}">{"".join(body)}</svg>'
+    )
 
 
 def legend_marks(tier: str, checked: bool) -> str:
@@ -164,8 +193,10 @@ def strip(timeline: Sequence[Mapping[str, Any]], chain: bool, trusted: bool) -> 
         x0, x1 = b * w / bins, (b + 1) * w / bins
         first, last = part[0]["index"], part[-1]["index"]
         span = f"#{first}" if first == last else f"#{first}–#{last}"
-        out.append(f'<rect class="s-{state}" x="{_n(x0)}" y="0" width="{_n(max(x1 - x0 - 1, 1))}" height="{h}">'
-                   f"<title>{span}: {state}</title></rect>")  # fmt: skip
+        out.append(
+            f'<rect class="s-{state}" x="{_n(x0)}" y="0" width="{_n(max(x1 - x0 - 1, 1))}" height="{h}">'
+            f"<title>{span}: {state}</title></rect>"
+        )
     return (
         f'<svg class="strip" viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img" '
         f'aria-label="the lineage, oldest left">{"".join(out)}</svg>'

@@ -82,8 +82,9 @@ def decode_entries(name: str, data: bytes) -> list[bytes]:
     while i < len(data):
         n = data[i]
         if n not in (ENTRY_SIZE, EVIDENCE_ENTRY_SIZE) or i + 1 + n > len(data) or len(items) >= _MAX_ENTRIES:
-            raise ChainError(f"the epoch log's {ENTRIES_V2} has a length byte {n} at offset {i}: not 104 or 105, "
-                             "or past its end")  # fmt: skip
+            raise ChainError(
+                f"the epoch log's {ENTRIES_V2} has a length byte {n} at offset {i}: not 104 or 105, or past its end"
+            )
         items.append(data[i + 1 : i + 1 + n])
         i += 1 + n
     if all(len(e) == ENTRY_SIZE for e in items):

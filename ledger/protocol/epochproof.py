@@ -22,9 +22,22 @@ from ledger.protocol import notes, tlog
 __all__ = ["KIND", "MAX_RECEIPT", "build", "included", "parse_receipt", "verify_offline", "verify_signed"]
 
 KIND = "ledger-epoch-receipt/v1"
-_FIELDS: dict[str, type] = {"kind": str, "chain_id": int, "registry": str, "operator": str, "agent": str, "seq": int,
-                            "root": str, "epoch": int, "tx": str, "block": int, "log": str, "checkpoint_key": str,
-                            "key_signature": str, "proof": str}  # fmt: skip
+_FIELDS: dict[str, type] = {
+    "kind": str,
+    "chain_id": int,
+    "registry": str,
+    "operator": str,
+    "agent": str,
+    "seq": int,
+    "root": str,
+    "epoch": int,
+    "tx": str,
+    "block": int,
+    "log": str,
+    "checkpoint_key": str,
+    "key_signature": str,
+    "proof": str,
+}
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 MAX_RECEIPT = 64 << 10  # bytes: a receipt is about 1 KiB; its proof is at most 64 hashes
 
@@ -46,25 +59,44 @@ def parse_receipt(data: bytes) -> dict[str, Any]:
     return doc
 
 
-def build(header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes], item: bytes,
-          location: str) -> dict[str, Any]:  # fmt: skip
+def build(
+    header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes], item: bytes, location: str
+) -> dict[str, Any]:
     """The receipt of entry ``index`` (bytes ``item``) in ``epoch`` of the log with ``header``."""
     agent, seq, _, root = tlog.parse_entry(item)
-    return receipt_fields(KIND, header, epoch, index, path, item, location, agent,
-                          {"seq": seq, "root": "0x" + root.hex()})
+    return receipt_fields(
+        KIND, header, epoch, index, path, item, location, agent, {"seq": seq, "root": "0x" + root.hex()}
+    )
 
 
-def receipt_fields(kind: str, header: Mapping[str, Any], epoch: Mapping[str, Any], index: int, path: list[bytes],
-                   item: bytes, location: str, agent: int, own: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def receipt_fields(
+    kind: str,
+    header: Mapping[str, Any],
+    epoch: Mapping[str, Any],
+    index: int,
+    path: list[bytes],
+    item: bytes,
+    location: str,
+    agent: int,
+    own: Mapping[str, Any],
+) -> dict[str, Any]:
     """A receipt of either kind (a head's, an evidence entry's): the operator's header, the epoch and the
     proof, around ``own`` (the entry's fields), in the order receipts are written."""
     return {
-        "kind": kind, "chain_id": header["chain_id"], "registry": header["registry"],
-        "operator": header["operator"], "agent": f"0x{agent:064x}", **own, "epoch": epoch["epoch"],
-        "tx": epoch["tx"], "block": epoch["block"], "log": location, "checkpoint_key": header["vkey"],
+        "kind": kind,
+        "chain_id": header["chain_id"],
+        "registry": header["registry"],
+        "operator": header["operator"],
+        "agent": f"0x{agent:064x}",
+        **own,
+        "epoch": epoch["epoch"],
+        "tx": epoch["tx"],
+        "block": epoch["block"],
+        "log": location,
+        "checkpoint_key": header["vkey"],
         "key_signature": header["key_signature"],
         "proof": notes.format_proof(index, path, epoch["checkpoint"], extra=item),
-    }  # fmt: skip
+    }
 
 
 def verify_signed(
@@ -89,8 +121,10 @@ def verify_signed(
     if name != origin:
         raise ChainError(f"the checkpoint key is named {name!r}, not the log's origin {origin!r}")
     if notes.recover_key_signer(doc["checkpoint_key"], doc["key_signature"]) != doc["operator"].lower():
-        raise ChainError(f"the checkpoint key is not certified by the operator {doc['operator']}",
-                         hint="the key_signature must be the operator's EIP-191 signature of the key")  # fmt: skip
+        raise ChainError(
+            f"the checkpoint key is not certified by the operator {doc['operator']}",
+            hint="the key_signature must be the operator's EIP-191 signature of the key",
+        )
     extra, index, path, signed = notes.parse_proof(doc["proof"])
     cp_origin, size, root = notes.parse_checkpoint(notes.open_note(signed, origin, public))
     if cp_origin != origin:
@@ -117,5 +151,14 @@ def verify_offline(doc: Mapping[str, Any]) -> dict[str, Any]:
     if (f"0x{agent:064x}", seq, "0x" + head.hex()) != (doc["agent"].lower(), doc["seq"], doc["root"].lower()):
         raise ChainError("the proof's entry is not the receipt's agent, seq and root")
     included(index, size, extra, path, root)
-    return {"operator": doc["operator"], "epoch": doc["epoch"], "size": size, "tree_root": root, "index": index,
-            "agent": agent, "seq": seq, "parent": parent, "root": head}  # fmt: skip
+    return {
+        "operator": doc["operator"],
+        "epoch": doc["epoch"],
+        "size": size,
+        "tree_root": root,
+        "index": index,
+        "agent": agent,
+        "seq": seq,
+        "parent": parent,
+        "root": head,
+    }

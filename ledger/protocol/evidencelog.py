@@ -62,11 +62,14 @@ def prefix_problem(log: EvidenceLog, size: int, root: bytes) -> str | None:
     if size == 0:
         return None
     if log.size < size:
-        return (f"the chain anchored {size} evidence entries (root 0x{root.hex()}) but this log has only "
-                f"{log.size}: it was trimmed after it was anchored")  # fmt: skip
+        return (
+            f"the chain anchored {size} evidence entries (root 0x{root.hex()}) but this log has only "
+            f"{log.size}: it was trimmed after it was anchored"
+        )
     mine = log.prefix_root(size)
     if mine != root:
-        return (f"the first {size} evidence entries hash to 0x{mine.hex()} here but the chain anchored "
-                f"0x{root.hex()}: an anchored outcome was rewritten")  # fmt: skip
+        return (
+            f"the first {size} evidence entries hash to 0x{mine.hex()} here but the chain anchored "
+            f"0x{root.hex()}: an anchored outcome was rewritten"
+        )
     return None
-

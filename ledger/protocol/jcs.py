@@ -27,8 +27,9 @@ def canonical(value: Any) -> bytes:
     """
     if _plain(value):
         try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False).encode("utf-8")  # fmt: skip
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+                "utf-8"
+            )
         except UnicodeEncodeError as exc:
             raise ValueError(str(exc)) from exc
     import rfc8785

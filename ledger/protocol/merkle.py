@@ -138,8 +138,9 @@ class Merkle:
         if self.root_from_path(index, size, leaf, path) != root:
             raise ProofError(f"the inclusion proof of leaf {index} does not lead to the root of size {size}")
 
-    def verify_consistency(self, first: int, second: int, first_root: bytes, second_root: bytes,
-                           path: Sequence[bytes]) -> None:  # fmt: skip
+    def verify_consistency(
+        self, first: int, second: int, first_root: bytes, second_root: bytes, path: Sequence[bytes]
+    ) -> None:
         """Raise :class:`ProofError` unless the tree ``second_root`` of ``second`` leaves extends the tree
         ``first_root`` of ``first`` (RFC 9162 §2.1.4.2; equal sizes need an empty proof and equal roots)."""
         width = len(self.empty)

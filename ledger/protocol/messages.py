@@ -134,8 +134,11 @@ class Snapshot:
             "timestamp": self.timestamp,
             "signed": self.signature is not None,
             "actor": self.shown_actor,
-            **({} if self.signature or "actor" not in self.attribution
-               else {"claimed_actor": self.attribution["actor"]}),
+            **(
+                {}
+                if self.signature or "actor" not in self.attribution
+                else {"claimed_actor": self.attribution["actor"]}
+            ),
             "attribution": {**self.attribution, "actor": self.shown_actor},
         }
 
@@ -191,8 +194,9 @@ EVIDENCE = ("task", "session", "tool-calls", "reason", "evolution", "summary", "
 def attribution(actor: str = "user", **evidence: object) -> dict[str, str]:
     """Who made a snapshot and on what evidence, checked: an actor, and one-line evidence values."""
     if actor not in ACTORS:
-        raise StoreError(f"actor {actor!r} is not one of {', '.join(ACTORS)}",
-                         hint="use agent, curator, user or verifier")
+        raise StoreError(
+            f"actor {actor!r} is not one of {', '.join(ACTORS)}", hint="use agent, curator, user or verifier"
+        )
     out = {"actor": actor}
     for key, value in evidence.items():
         key = key.replace("_", "-")
@@ -277,6 +281,15 @@ def canonical_message(snap: Snapshot) -> str:
     attr = snap.attribution
     checked = attribution(attr.pop("actor"), **attr) if "actor" in snap.attribution else None
     return format_message(
-        snap.operation, snap.root, snap.parent_root, snap.changes, split_note(snap.message), nonce, checked,
-        snap.trailers.get("Ledger-Key", []), snap.signature, snap.merged(), snap.trailers.get("Ledger-Sibling", []),
+        snap.operation,
+        snap.root,
+        snap.parent_root,
+        snap.changes,
+        split_note(snap.message),
+        nonce,
+        checked,
+        snap.trailers.get("Ledger-Key", []),
+        snap.signature,
+        snap.merged(),
+        snap.trailers.get("Ledger-Sibling", []),
     )

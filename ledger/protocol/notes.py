@@ -36,7 +36,7 @@ __all__ = [
     "recover_key_signer",
     "sign_note",
     "vkey",
-]  # fmt: skip
+]
 
 TLOG_PROOF_HEADER = "c2sp.org/tlog-proof@v1"
 CHECKPOINT_KEY_STATEMENT = "brain-ledger epoch checkpoint key v1\n"

@@ -85,8 +85,10 @@ def note_problems(note: Mapping[str, Any], commit: str, position: Mapping[str, t
     from ledger.protocol.bundlehash import format_root  # a quick count reads no hash; a full check does
 
     if commit not in position:
-        return ["sits on a commit that is not an anchored snapshot of the lineage (not a snapshot, or one "
-                "whose root equals its parent's, which is never anchored separately)"]  # fmt: skip
+        return [
+            "sits on a commit that is not an anchored snapshot of the lineage (not a snapshot, or one "
+            "whose root equals its parent's, which is never anchored separately)"
+        ]
     index, root = position[commit]
     problems = []
     if note["root"] != format_root(root):

@@ -5,9 +5,25 @@ Plain constants, so the fast path ahead of click can read them without importing
 
 from __future__ import annotations
 
-__all__ = ["BRANCH", "EPOCHS_REF", "EPOCH_NOTES_REF", "EVIDENCE_NOTES_REF", "INCOMING", "INCOMING_BRANCH",
-           "INCOMING_EPOCHS", "INCOMING_EPOCH_EVIDENCE", "INCOMING_EPOCH_NOTES", "INCOMING_NOTES", "KEPT",
-           "NAMESPACES", "NOTES_REF", "ORIGIN_BRANCH", "PUBLISHED", "REPLACE", "UNVERIFIED_REF"]  # fmt: skip
+__all__ = [
+    "BRANCH",
+    "EPOCHS_REF",
+    "EPOCH_NOTES_REF",
+    "EVIDENCE_NOTES_REF",
+    "INCOMING",
+    "INCOMING_BRANCH",
+    "INCOMING_EPOCHS",
+    "INCOMING_EPOCH_EVIDENCE",
+    "INCOMING_EPOCH_NOTES",
+    "INCOMING_NOTES",
+    "KEPT",
+    "NAMESPACES",
+    "NOTES_REF",
+    "ORIGIN_BRANCH",
+    "PUBLISHED",
+    "REPLACE",
+    "UNVERIFIED_REF",
+]
 
 BRANCH = "refs/heads/main"  # the lineage
 NOTES_REF = "refs/notes/ledger-chain"  # chain receipts (ledger.chain.receipts), as git notes

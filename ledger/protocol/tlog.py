@@ -29,7 +29,7 @@ __all__ = [
     "root_of",
     "verify_consistency",
     "verify_inclusion",
-]  # fmt: skip
+]
 
 ENTRY_SIZE = 104  # agent id (32) ‖ seq (8) ‖ parent root (32) ‖ root (32)
 

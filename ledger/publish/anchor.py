@@ -70,8 +70,20 @@ SCHEME = "skill://"
 
 _KINDS = {"file": KIND_FILE, "exec": KIND_EXEC}
 _NAMES = {v: k for k, v in _KINDS.items()}
-_KEYS = {"format", "skill", "prefix", "version", "versions", "root", "commit", "signed", "signer", "chain", "folder",
-         "files"}
+_KEYS = {
+    "format",
+    "skill",
+    "prefix",
+    "version",
+    "versions",
+    "root",
+    "commit",
+    "signed",
+    "signer",
+    "chain",
+    "folder",
+    "files",
+}
 _SIGNED_KEYS = ("parentRoot", "parentCommit", "tree", "actor", "message", "signature")
 _CHAIN_KEYS = {"chainId", "registry", "agent", "seq", "block", "tx"}
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
@@ -113,10 +125,22 @@ class AnchorCheck:
     trusted: str | None  # "root" or "signer": what the caller pinned; None when it pinned nothing
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": True, "skill": self.skill, "prefix": self.prefix, "version": self.version,
-                "versions": self.versions, "version_bound": self.version_bound, "root": self.root,
-                "commit": self.commit, "signer": self.signer, "role": self.role, "chain": self.chain,
-                "files": list(self.files), "bytes_checked": self.bytes_checked, "trusted": self.trusted}  # fmt: skip
+        return {
+            "ok": True,
+            "skill": self.skill,
+            "prefix": self.prefix,
+            "version": self.version,
+            "versions": self.versions,
+            "version_bound": self.version_bound,
+            "root": self.root,
+            "commit": self.commit,
+            "signer": self.signer,
+            "role": self.role,
+            "chain": self.chain,
+            "files": list(self.files),
+            "bytes_checked": self.bytes_checked,
+            "trusted": self.trusted,
+        }
 
 
 def is_skill_name(name: object) -> bool:
@@ -151,10 +175,20 @@ def signed_of(snap: Any) -> dict[str, str] | None:
 
 
 def build(
-    *, skill: str, prefix: str, version: int, versions: str, root: bytes, commit: bytes,
-    signed: Mapping[str, str] | None, signer: tuple[str, str] | None, chain: Mapping[str, Any] | None,
-    folder: bytes, folder_step: ProofStep, files: Sequence[FileProof],
-) -> dict[str, Any]:  # fmt: skip
+    *,
+    skill: str,
+    prefix: str,
+    version: int,
+    versions: str,
+    root: bytes,
+    commit: bytes,
+    signed: Mapping[str, str] | None,
+    signer: tuple[str, str] | None,
+    chain: Mapping[str, Any] | None,
+    folder: bytes,
+    folder_step: ProofStep,
+    files: Sequence[FileProof],
+) -> dict[str, Any]:
     """The anchor object (§16.1), members in the order the spec writes them; ``files`` in byte order of path.
     ``signed`` (from :func:`signed_of`) is used as it is, not copied: the entries of one snapshot share it."""
     return {
@@ -190,8 +224,10 @@ def anchor_of(doc: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         return None, doc
     meta = doc.get("_meta")
     if not isinstance(meta, dict) or not isinstance(meta.get(KEY), dict):
-        raise ProofError(f"the entry {shown(doc.get('uri'))} carries no anchor (its _meta has no {KEY!r} object)",
-                         hint="ask the server for the entry again (skills/get)")  # fmt: skip
+        raise ProofError(
+            f"the entry {shown(doc.get('uri'))} carries no anchor (its _meta has no {KEY!r} object)",
+            hint="ask the server for the entry again (skills/get)",
+        )
     return doc, meta[KEY]
 
 
@@ -209,8 +245,10 @@ def _path(path: Any, where: str) -> str:
         for part in path.split("/"):
             check_name(part)
     except LedgerError as exc:
-        raise _fail(f"{where} has the path {shown(path)}, which is not a path in a skill ({exc.message})",
-                    hint="a path never holds '..', '.', an empty name or '.git'") from None  # fmt: skip
+        raise _fail(
+            f"{where} has the path {shown(path)}, which is not a path in a skill ({exc.message})",
+            hint="a path never holds '..', '.', an empty name or '.git'",
+        ) from None
     return path
 
 
@@ -236,8 +274,13 @@ def _steps(value: Any, what: str) -> tuple[ProofStep, ...]:
         sib = s["siblings"]
         if not isinstance(sib, list) or len(sib) > 64:
             raise _fail(f"{what} has a step whose siblings {shown(sib, 40)} are not a list of at most 64")
-        out.append(ProofStep(_int(s["index"], f"{what}'s step index"), _int(s["count"], f"{what}'s step count", 1),
-                             tuple(bytes.fromhex(_hex(h, _HEX64, f"a sibling in {what}")) for h in sib)))  # fmt: skip
+        out.append(
+            ProofStep(
+                _int(s["index"], f"{what}'s step index"),
+                _int(s["count"], f"{what}'s step count", 1),
+                tuple(bytes.fromhex(_hex(h, _HEX64, f"a sibling in {what}")) for h in sib),
+            )
+        )
     return tuple(out)
 
 
@@ -247,8 +290,10 @@ def _recover(signed: Any, root: bytes) -> tuple[str | None, str | None]:
         return None, None
     if not isinstance(signed, dict) or set(signed) != set(_SIGNED_KEYS):
         raise _fail(f"its signed member {shown(signed, 60)} is not null or exactly {list(_SIGNED_KEYS)}")
-    words = [bytes.fromhex(_hex(signed[k], p, f"its signed {k}"))
-             for k, p in (("parentRoot", _HEX64), ("parentCommit", _HEX40), ("tree", _HEX40), ("message", _HEX64))]
+    words = [
+        bytes.fromhex(_hex(signed[k], p, f"its signed {k}"))
+        for k, p in (("parentRoot", _HEX64), ("parentCommit", _HEX40), ("tree", _HEX40), ("message", _HEX64))
+    ]
     if not isinstance(signed["actor"], str) or not isinstance(signed["signature"], str):
         raise _fail("its signed actor or signature is not a string")
     try:
@@ -275,18 +320,26 @@ def _which_skill(data: bytes, path: str, name: str, version: int | None) -> None
     except (LedgerError, UnicodeDecodeError) as exc:
         raise _fail(f"file {path!r} has no frontmatter that renders as JSON ({exc})") from None
     if fm.get("name") != name or not is_skill_name(name):
-        raise _fail(f"file {path!r} names the skill {shown(fm.get('name'))}, not {name!r}: it is not the skill "
-                    "the anchor names", hint="a sub-folder of a skill is not a skill unless its SKILL.md says so")
+        raise _fail(
+            f"file {path!r} names the skill {shown(fm.get('name'))}, not {name!r}: it is not the skill "
+            "the anchor names",
+            hint="a sub-folder of a skill is not a skill unless its SKILL.md says so",
+        )
     found = counter_of(fm) or 0
     if version is not None and found != version:
-        raise _fail(f"file {path!r} is at version {found}, not the anchor's {version}",
-                    hint="the anchor's version was altered, or belongs to another snapshot")  # fmt: skip
+        raise _fail(
+            f"file {path!r} is at version {found}, not the anchor's {version}",
+            hint="the anchor's version was altered, or belongs to another snapshot",
+        )
 
 
 def verify_anchor(
-    anchor: Mapping[str, Any], files: Mapping[str, bytes] | None = None, *, root: bytes | None = None,
+    anchor: Mapping[str, Any],
+    files: Mapping[str, bytes] | None = None,
+    *,
+    root: bytes | None = None,
     signer: str | None = None,
-) -> AnchorCheck:  # fmt: skip
+) -> AnchorCheck:
     """Check an anchor by docs/lineage.md §16.3; raise :class:`ProofError` naming the file and the fix.
 
     ``files`` (paths relative to the skill's root, the prefix removed) are checked byte for byte and must be
@@ -308,14 +361,18 @@ def verify_anchor(
     version = _int(anchor["version"], "its version", 1)
     versions = anchor["versions"]
     if versions not in VERSIONS:
-        raise _fail(f"its versions is {shown(versions)}, not 'skill-md' or 'store'",
-                    hint="it says where the brain keeps the version counter (docs/lineage.md §4.2)")  # fmt: skip
+        raise _fail(
+            f"its versions is {shown(versions)}, not 'skill-md' or 'store'",
+            hint="it says where the brain keeps the version counter (docs/lineage.md §4.2)",
+        )
     if not isinstance(anchor["root"], str) or not _ROOT.fullmatch(anchor["root"]):
         raise _fail(f"its root {shown(anchor['root'])} is not blake3-tree-v1:<64 lower-case hex>")
     have_root = bytes.fromhex(anchor["root"].split(":", 1)[1])
     if root is not None and have_root != root:
-        raise _fail(f"it is for root {anchor['root']}, not the trusted {format_root(root)}",
-                    hint="the server serves another snapshot than the one you pinned")  # fmt: skip
+        raise _fail(
+            f"it is for root {anchor['root']}, not the trusted {format_root(root)}",
+            hint="the server serves another snapshot than the one you pinned",
+        )
     # 1. the signature: the signer that vouches for root (with its tree and parent)
     commit = _hex(anchor["commit"], _HEX40, "its commit")
     recovered, role = _recover(anchor["signed"], have_root)
@@ -323,15 +380,22 @@ def verify_anchor(
     if recovered is None:
         if stated is not None:
             raise _fail(f"it names signer {shown(stated, 60)} but carries no signature")
-    elif not isinstance(stated, dict) or set(stated) != {"address", "role"} or stated["address"] != recovered or \
-            stated["role"] != role:  # the address exactly as recovered: 0x and 40 lower-case hex digits
+    elif (
+        not isinstance(stated, dict)
+        or set(stated) != {"address", "role"}
+        or stated["address"] != recovered
+        or stated["role"] != role
+    ):  # the address exactly as recovered: 0x and 40 lower-case hex digits
         raise _fail(f"it names signer {shown(stated, 80)} but its signature is by {recovered} as {role!r}")
     if signer is not None:
         if not _ADDRESS.fullmatch(signer):
             raise ProofError(f"the trusted signer {signer!r} is not an address (0x and 40 hex digits)")
         if recovered != signer.lower():
-            raise _fail(f"root {anchor['root']} is {'unsigned' if recovered is None else 'signed by ' + recovered}, "
-                        f"not by the trusted {signer.lower()}", hint="do not load it; ask its publisher")  # fmt: skip
+            raise _fail(
+                f"root {anchor['root']} is {'unsigned' if recovered is None else 'signed by ' + recovered}, "
+                f"not by the trusted {signer.lower()}",
+                hint="do not load it; ask its publisher",
+            )
     chain = anchor["chain"]
     if chain is not None:
         if not isinstance(chain, dict) or set(chain) != _CHAIN_KEYS:
@@ -376,40 +440,50 @@ def verify_anchor(
         try:
             verify_proof(InclusionProof(p.path, p.kind, p.content, p.steps, folder_content), folder_content)
         except LedgerError as exc:
-            raise _fail(f"file {p.path!r} is not in the skill folder ({exc.message})",
-                        hint="the file, its kind or its proof was altered") from None  # fmt: skip
+            raise _fail(
+                f"file {p.path!r} is not in the skill folder ({exc.message})",
+                hint="the file, its kind or its proof was altered",
+            ) from None
     try:
-        tree = tree_of({p.path[len(inner):]: Digest(p.kind, p.content) for p in proofs})
+        tree = tree_of({p.path[len(inner) :]: Digest(p.kind, p.content) for p in proofs})
     except LedgerError as exc:
         raise _fail(f"its files do not form a directory ({exc.message})") from None
     here = tree.digest
     if not prefix:
         if here != folder_content:
-            raise _fail("its files are not the whole skill folder (their directory digest is not the folder's)",
-                        hint="a file was dropped or added")  # fmt: skip
+            raise _fail(
+                "its files are not the whole skill folder (their directory digest is not the folder's)",
+                hint="a file was dropped or added",
+            )
     else:
         depth = prefix.count("/") + 1
         upper = proofs[0].steps[len(proofs[0].path.split("/")) - depth :]
         try:
             verify_proof(InclusionProof(prefix, KIND_DIR, here, upper, folder_content), folder_content)
         except LedgerError as exc:
-            raise _fail(f"its files are not the whole directory {prefix!r} ({exc.message})",
-                        hint="a file was dropped or added") from None  # fmt: skip
+            raise _fail(
+                f"its files are not the whole directory {prefix!r} ({exc.message})", hint="a file was dropped or added"
+            ) from None
     for p in proofs:  # below the skill's directory every (index, count) is known: one accepted form (§16.3 step 7)
-        exact = prove(tree, p.path[len(inner):]).steps
+        exact = prove(tree, p.path[len(inner) :]).steps
         if [(s.index, s.count) for s in p.steps[: len(exact)]] != [(s.index, s.count) for s in exact]:
-            raise _fail(f"file {p.path!r} has a step whose index or count is not its place in the listed files",
-                        hint="the proof was altered")  # fmt: skip
+            raise _fail(
+                f"file {p.path!r} has a step whose index or count is not its place in the listed files",
+                hint="the proof was altered",
+            )
     # 3. the folder in the root
     try:
-        verify_proof(InclusionProof(skill, KIND_DIR, folder_content, _steps(folder["steps"], "the folder"),
-                                    have_root), have_root)  # fmt: skip
+        verify_proof(
+            InclusionProof(skill, KIND_DIR, folder_content, _steps(folder["steps"], "the folder"), have_root), have_root
+        )
     except LedgerError as exc:
-        raise _fail(f"the folder {skill!r} is not in root {anchor['root']} ({exc.message})",
-                    hint="the anchor mixes two snapshots, or was altered") from None  # fmt: skip
+        raise _fail(
+            f"the folder {skill!r} is not in root {anchor['root']} ({exc.message})",
+            hint="the anchor mixes two snapshots, or was altered",
+        ) from None
     # 4. the bytes
     if files is not None:
-        want = {p.path[len(inner):]: p for p in proofs}
+        want = {p.path[len(inner) :]: p for p in proofs}
         extra = sorted(set(files) - set(want))
         if extra:
             raise _fail(f"file {extra[0]!r} is not one of the skill's files", hint="load no file it does not list")
@@ -422,23 +496,42 @@ def verify_anchor(
             if total > MAX_TOTAL:
                 raise _fail(f"the files reach {total} bytes at {rel!r}, over the {MAX_TOTAL} of a skill")
             if file_digest(data) != p.content:
-                raise _fail(f"file {rel!r} is not the file the root holds (its content digest differs)",
-                            hint="do not load it: it was altered, or belongs to another snapshot")  # fmt: skip
+                raise _fail(
+                    f"file {rel!r} is not the file the root holds (its content digest differs)",
+                    hint="do not load it: it was altered, or belongs to another snapshot",
+                )
     # the version is bound where the skill's own SKILL.md carries the counter: in a brain that counts there, and
     # not for a nested skill (its folder's SKILL.md does, which is not one of its files); else it is a claim
     bound = files is not None and versions == "skill-md" and not prefix
     if files is not None:
-        _which_skill(files["SKILL.md"], f"{inner}SKILL.md", (prefix or skill).rsplit("/", 1)[-1],
-                     version if bound else None)  # fmt: skip
-    return AnchorCheck(skill, prefix, version, versions, bound, anchor["root"], commit, recovered, role,
-                       chain, tuple(p.path[len(inner):] for p in proofs), files is not None,
-                       "signer" if signer is not None else "root" if root is not None else None)  # fmt: skip
+        _which_skill(
+            files["SKILL.md"], f"{inner}SKILL.md", (prefix or skill).rsplit("/", 1)[-1], version if bound else None
+        )
+    return AnchorCheck(
+        skill,
+        prefix,
+        version,
+        versions,
+        bound,
+        anchor["root"],
+        commit,
+        recovered,
+        role,
+        chain,
+        tuple(p.path[len(inner) :] for p in proofs),
+        files is not None,
+        "signer" if signer is not None else "root" if root is not None else None,
+    )
 
 
 def verify_entry(
-    doc: Any, files: Mapping[str, bytes] | None = None, *, root: bytes | None = None, signer: str | None = None,
+    doc: Any,
+    files: Mapping[str, bytes] | None = None,
+    *,
+    root: bytes | None = None,
+    signer: str | None = None,
     frontmatter: bool = True,
-) -> AnchorCheck:  # fmt: skip
+) -> AnchorCheck:
     """Check an entry as it comes (a ``Skill``, a ``skills/get`` result or the anchor alone) by §16.3:
     the anchor, and that the entry's ``uri``, ``resources`` and (with the bytes) ``frontmatter`` are the
     anchor's. ``files`` are keyed by path relative to the skill's root."""
@@ -456,8 +549,10 @@ def verify_entry(
     for rel, res in zip(check.files, resources, strict=True):
         uri = skill_uri(skill, prefix, rel)
         if not isinstance(res, dict) or set(res) != {"uri", "digest", "size"} or res["uri"] != uri:
-            raise _fail(f"the entry's resource {shown(res, 80)} is not {uri!r} with its digest and size",
-                        hint="resources list the anchor's files, in its order")  # fmt: skip
+            raise _fail(
+                f"the entry's resource {shown(res, 80)} is not {uri!r} with its digest and size",
+                hint="resources list the anchor's files, in its order",
+            )
         if not isinstance(res["digest"], str) or not _DIGEST.fullmatch(res["digest"]):
             raise _fail(f"the entry's resource {uri} has digest {shown(res['digest'])}, not sha256:<64 lower hex>")
         size = _int(res["size"], f"the size of {uri}")

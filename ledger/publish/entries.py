@@ -106,8 +106,9 @@ class Entries:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
         self._trees: dict[tuple[str, bytes], _Tree] = {}
-        self._snaps: dict[bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None,
-                                       str]] = {}  # fmt: skip
+        self._snaps: dict[
+            bytes, tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None, str]
+        ] = {}
         self._at: tuple[tuple[bytes, bool], _Served] | None = None
         self.generation = 0  # how many listings were made: it changes when the head (or the gate) does
 
@@ -123,8 +124,10 @@ class Entries:
         found = served.by_uri.get(uri)
         if found is None:
             why = served.refused.get(uri)
-            raise SkillNotFoundError(f"no skill is served at {uri}" + (f": {why}" if why else ""),
-                                     hint="skills/list names the served skills' URIs")  # fmt: skip
+            raise SkillNotFoundError(
+                f"no skill is served at {uri}" + (f": {why}" if why else ""),
+                hint="skills/list names the served skills' URIs",
+            )
         return found
 
     def read(self, uri: str) -> bytes:
@@ -133,8 +136,9 @@ class Entries:
         name, rel, _, tree, files, _ = self._locate(uri)
         f = tree.files.get(rel) if rel in files else None
         if f is None:
-            raise SkillNotFoundError(f"{uri} is not a file the brain serves",
-                                     hint=f"skills/get skill://{name}/SKILL.md lists its files")  # fmt: skip
+            raise SkillNotFoundError(
+                f"{uri} is not a file the brain serves", hint=f"skills/get skill://{name}/SKILL.md lists its files"
+            )
         return self.brain.store.read(f.blob, b"blob")
 
     def children(self, uri: str) -> list[dict[str, Any]]:
@@ -172,8 +176,9 @@ class Entries:
         picks = self._picks(head, key[1], served.refused)
         self._prefetch(picks)
         levels = head.bundle.levels  # the head's root index, checked once here, then one leaf per skill
-        sound = bool(levels) and bool(levels[0]) and TREE.levels(levels[0]) == levels \
-            and levels[-1][0] == head.snap.root  # fmt: skip
+        sound = (
+            bool(levels) and bool(levels[0]) and TREE.levels(levels[0]) == levels and levels[-1][0] == head.snap.root
+        )
         for name, pick in picks.items():
             try:
                 tree = self._tree(name, pick.tree)
@@ -226,15 +231,17 @@ class Entries:
                 out[name] = _Pick(v.tree, v.version, bytes.fromhex(v.commit))
         return out
 
-    def _locate(self, uri: str, directory: bool = False) -> tuple[str, str, _Pick, _Tree, frozenset[str],
-                                                                  frozenset[str]]:  # fmt: skip
+    def _locate(
+        self, uri: str, directory: bool = False
+    ) -> tuple[str, str, _Pick, _Tree, frozenset[str], frozenset[str]]:
         if not isinstance(uri, str) or not uri.startswith(an.SCHEME):
             raise SkillNotFoundError(f"{uri!r} is not a skill:// URI the brain serves")
         name, _, rel = uri[len(an.SCHEME) :].partition("/")
         found = self._served().picks.get(name)
         if found is None or (not rel and not directory) or uri.endswith("/"):
-            raise SkillNotFoundError(f"{uri} is not a resource the brain serves",
-                                     hint="skills/list names the served skills")  # fmt: skip
+            raise SkillNotFoundError(
+                f"{uri} is not a resource the brain serves", hint="skills/list names the served skills"
+            )
         return name, rel, *found
 
     # ------------------------------------------------------------------ a skill tree
@@ -299,21 +306,39 @@ class Entries:
 
     # ------------------------------------------------------------------ an entry
 
-    def _entry(self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree,
-               folder_step: ProofStep) -> dict[str, Any]:  # fmt: skip
+    def _entry(
+        self, name: str, prefix: str, fm: dict[str, Any], pick: _Pick, tree: _Tree, folder_step: ProofStep
+    ) -> dict[str, Any]:
         snap, signed, signer, chain, versions = self._snapshot(pick.commit)
         inner = prefix + "/" if prefix else ""
         mine = [rel for rel in tree.files if rel.startswith(inner)]
-        anchor = an.build(skill=name, prefix=prefix, version=pick.version, versions=versions, root=snap.root,
-                          commit=pick.commit, signed=signed, signer=signer, chain=chain, folder=tree.node.digest,
-                          folder_step=folder_step,
-                          files=[tree.proofs[rel] for rel in mine])  # fmt: skip
-        resources = [{"uri": an.skill_uri(name, "", rel), "digest": "sha256:" + tree.files[rel].sha256,
-                      "size": tree.files[rel].size} for rel in sorted(mine, key=str.encode)]  # fmt: skip
+        anchor = an.build(
+            skill=name,
+            prefix=prefix,
+            version=pick.version,
+            versions=versions,
+            root=snap.root,
+            commit=pick.commit,
+            signed=signed,
+            signer=signer,
+            chain=chain,
+            folder=tree.node.digest,
+            folder_step=folder_step,
+            files=[tree.proofs[rel] for rel in mine],
+        )
+        resources = [
+            {
+                "uri": an.skill_uri(name, "", rel),
+                "digest": "sha256:" + tree.files[rel].sha256,
+                "size": tree.files[rel].size,
+            }
+            for rel in sorted(mine, key=str.encode)
+        ]
         return {"uri": an.skill_uri(name, prefix), "frontmatter": fm, "resources": resources, "_meta": {an.KEY: anchor}}
 
-    def _snapshot(self, commit: bytes) -> tuple[Any, dict[str, str] | None, tuple[str, str] | None,
-                                                dict[str, Any] | None, str]:  # fmt: skip
+    def _snapshot(
+        self, commit: bytes
+    ) -> tuple[Any, dict[str, str] | None, tuple[str, str] | None, dict[str, Any] | None, str]:
         """A snapshot's per-commit part of its anchors, made once and shared by all its entries: the parsed
         snapshot, the anchor's ``signed`` member, its signer (address, role), its chain receipt, if any, and
         where the brain kept its counter there (``versions``: "store" when its tree holds a ``versions``
@@ -328,8 +353,14 @@ class Entries:
         note = receipt_of(self.brain.store, commit.hex())
         chain = None
         if note is not None:
-            chain = {"chainId": note["chain_id"], "registry": note["registry"], "agent": note["agent"],
-                     "seq": note["seq"], "block": note["block"], "tx": note["tx"]}  # fmt: skip
+            chain = {
+                "chainId": note["chain_id"],
+                "registry": note["registry"],
+                "agent": note["agent"],
+                "seq": note["seq"],
+                "block": note["block"],
+                "tx": note["tx"],
+            }
         if len(self._snaps) >= 64:
             self._snaps.pop(next(iter(self._snaps)))
         versions = "store" if self.brain.store.versions(bytes.fromhex(snap.tree))[0] is not None else "skill-md"
@@ -350,8 +381,10 @@ class Entries:
         try:
             verify_proof(InclusionProof(name, KIND_DIR, folder, (step,), root), root)
         except LedgerError:
-            raise LedgerError(f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
-                              hint="run 'ledger verify'") from None  # fmt: skip
+            raise LedgerError(
+                f"skill {name!r} does not hash into the root of snapshot {pick.commit.hex()[:12]}",
+                hint="run 'ledger verify'",
+            ) from None
         return step
 
 

@@ -84,9 +84,11 @@ def site_files(entries: Entries) -> dict[str, bytes]:
         path = uri[len(_SKILL) : -len("/" + _SKILL_MD)]
         name = path.rsplit("/", 1)[-1]
         if name in seen:
-            raise LedgerError(f"two served skills are named {name!r} ({seen[name]} and {uri}); a discovery "
-                              "index lists each name once, so nothing was written",
-                              hint="rename one of them ('ledger skill move'), then export again")  # fmt: skip
+            raise LedgerError(
+                f"two served skills are named {name!r} ({seen[name]} and {uri}); a discovery "
+                "index lists each name once, so nothing was written",
+                hint="rename one of them ('ledger skill move'), then export again",
+            )
         seen[name] = uri
         anchor = entry["_meta"][KEY]
         prefix = anchor.get("prefix") or ""
@@ -102,8 +104,15 @@ def site_files(entries: Entries) -> dict[str, bytes]:
         out[f"{BASE}/{url}"] = data
         out[f"{BASE}/{name}.anchor.json"] = _json({KEY: anchor})
         description = entry["frontmatter"].get("description")
-        skills.append({"name": name, "type": kind, "description": description if isinstance(description, str)
-                       else "", "url": url, "digest": _sha256(data)})  # fmt: skip
+        skills.append(
+            {
+                "name": name,
+                "type": kind,
+                "description": description if isinstance(description, str) else "",
+                "url": url,
+                "digest": _sha256(data),
+            }
+        )
     skills.sort(key=lambda s: s["name"])
     out[INDEX] = _json({"$schema": SCHEMA, "skills": skills})
     return dict(sorted(out.items()))
@@ -113,8 +122,9 @@ def is_site(dest: Path) -> bool:
     """Whether ``dest`` holds a previous discovery export and nothing else: only ``.well-known/agent-skills/``,
     whose every file is one its own ``index.json`` names (an artifact, or an anchor beside one), no link."""
     try:
-        if {e.name for e in os.scandir(dest)} != {".well-known"} or \
-                {e.name for e in os.scandir(dest / ".well-known")} != {"agent-skills"}:  # fmt: skip
+        if {e.name for e in os.scandir(dest)} != {".well-known"} or {
+            e.name for e in os.scandir(dest / ".well-known")
+        } != {"agent-skills"}:
             return False
         doc = json.loads((dest / INDEX).read_bytes())
         if not isinstance(doc, dict) or doc.get("$schema") != SCHEMA or not isinstance(doc.get("skills"), list):

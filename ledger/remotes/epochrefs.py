@@ -37,8 +37,7 @@ from ledger.protocol.refs import INCOMING_EPOCHS as _INCOMING_LOG
 from ledger.store import gitstore as gs
 from ledger.store.git import WHOLE, Git
 
-__all__ = ["check_log", "differs", "on_chain", "push_specs",
-           "receipt_problems", "take_log", "take_receipts"]  # fmt: skip
+__all__ = ["check_log", "differs", "on_chain", "push_specs", "receipt_problems", "take_log", "take_receipts"]
 
 
 def _ref(git_dir: Path, ref: str) -> bytes | None:
@@ -67,10 +66,12 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
             new = epochlog.read_local(qs)
         old = epochlog.read_local(store) if ours is not None else None
     except LedgerError as exc:
-        raise StoreError(f"the operator's epoch log ({EPOCHS_REF}) of {remote!r} or of this brain is malformed, so "
-                         f"the log was neither taken nor published: {exc.message}", hint=f"'ledger audit {remote}' "
-                         "names what is wrong; the owner of the bad copy restores it from one that is whole",
-                         ) from exc  # fmt: skip
+        raise StoreError(
+            f"the operator's epoch log ({EPOCHS_REF}) of {remote!r} or of this brain is malformed, so "
+            f"the log was neither taken nor published: {exc.message}",
+            hint=f"'ledger audit {remote}' "
+            "names what is wrong; the owner of the bad copy restores it from one that is whole",
+        ) from exc
     if old is None:
         return theirs
     if Git(q).is_ancestor(ours, theirs):  # type: ignore[arg-type]
@@ -86,8 +87,8 @@ def check_log(store: gs.GitStore, q: Path, remote: str) -> bytes | None:
         f"refusing the epoch log of {remote!r}: an operator's epoch log ({EPOCHS_REF}) only grows, but {side}: "
         f"{why}; the log was neither taken nor published",
         hint="keep the copy whose log the chain holds ('ledger audit --rpc' replays it); the other copy's owner "
-             f"restores {EPOCHS_REF} from it (git fetch REMOTE +{EPOCHS_REF}:{EPOCHS_REF}) before anchoring again",
-    )  # fmt: skip
+        f"restores {EPOCHS_REF} from it (git fetch REMOTE +{EPOCHS_REF}:{EPOCHS_REF}) before anchoring again",
+    )
 
 
 def take_log(store: gs.GitStore, q: Path, theirs: bytes) -> None:
@@ -110,8 +111,9 @@ def _lineage(store: gs.GitStore, q: Path, everything: bool = False) -> list[gs.S
     head = _ref(q, BRANCH)
     if head is None:
         return []
-    commits = Git(q).run("rev-list", "--first-parent", "--reverse", head.hex(), timeout=WHOLE,
-                         what="reading the fetched lineage")  # fmt: skip
+    commits = Git(q).run(
+        "rev-list", "--first-parent", "--reverse", head.hex(), timeout=WHOLE, what="reading the fetched lineage"
+    )
     snaps = []
     for commit in commits.decode().split():
         try:
@@ -138,8 +140,10 @@ def on_chain(cfg: ChainConfig | None, checked: dict[str, tuple[dict[str, Any], d
         reg = Registry(cfg.rpc, cfg.registry, expected_chain_id=cfg.chain_id)
         for commit, (doc, facts) in checked.items():
             if doc["registry"].lower() != str(reg.address).lower() or doc["chain_id"] != reg.chain_id:
-                out[commit] = (f"names registry {doc['registry']} on chain {doc['chain_id']}, not this brain's "
-                               f"{reg.address} on chain {reg.chain_id}")  # fmt: skip
+                out[commit] = (
+                    f"names registry {doc['registry']} on chain {doc['chain_id']}, not this brain's "
+                    f"{reg.address} on chain {reg.chain_id}"
+                )
                 continue
             operator, n = facts["operator"], facts["epoch"]
             if reg.epoch(operator, n) != (facts["size"], facts["tree_root"]):
@@ -162,8 +166,9 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
     notes = _ref(q, EVIDENCE_NOTES_REF)
     if notes is None:
         return None
-    Git(store.git_dir).fetch(str(q), f"+{EVIDENCE_NOTES_REF}:{_INCOMING_EVIDENCE}",
-                             what="taking the fetched evidence receipts")  # fmt: skip
+    Git(store.git_dir).fetch(
+        str(q), f"+{EVIDENCE_NOTES_REF}:{_INCOMING_EVIDENCE}", what="taking the fetched evidence receipts"
+    )
     try:
         ours = read_notes(store, EVIDENCE_NOTES_REF)
         incoming = {c: blob for c, blob in notes_of(store, notes).items() if c not in ours}
@@ -177,8 +182,9 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
             else:
                 refused.append(f"{commit[:12]}: evidence receipt {why}")
         verdicts = on_chain(cfg, checked)
-        refused += [f"{c[:12]}: evidence receipt {why}" for c, why in sorted(verdicts.items())
-                    if why not in ("ok", "unknown")]  # fmt: skip
+        refused += [
+            f"{c[:12]}: evidence receipt {why}" for c, why in sorted(verdicts.items()) if why not in ("ok", "unknown")
+        ]
         taken = {c: incoming[c] for c, why in verdicts.items() if why in ("ok", "unknown")}
         join_receipts(store, notes, taken, ref=EVIDENCE_NOTES_REF)
     finally:
@@ -186,8 +192,9 @@ def _take_evidence(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainCon
     return {"taken": len(taken), "refused": refused}
 
 
-def take_receipts(store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None = None
-                  ) -> dict[str, Any] | None:  # fmt: skip
+def take_receipts(
+    store: gs.GitStore, q: Path, agent: int | None, cfg: ChainConfig | None = None
+) -> dict[str, Any] | None:
     """Take the epoch receipts (head and evidence) of the fetched copy ``q`` that hold up; None when it holds none.
 
     ``store`` must hold the fetched ``main`` already; ``cfg`` is this brain's chain, asked when it answers

@@ -28,9 +28,20 @@ from ledger.remotes import sharing
 from ledger.reports import OMIT
 from ledger.sync.reports import GuardReport, RemoteReport, RemoteSetReport, RemoteUnsetReport
 
-__all__ = ["COMMIT_ATTEMPTS", "GuardReport", "RemoteReport", "RemoteSetReport", "RemoteUnsetReport",
-           "is_url", "remote_location", "remote_of", "set_remote", "show_remote", "sync_remote",
-           "unset_remote"]  # fmt: skip
+__all__ = [
+    "COMMIT_ATTEMPTS",
+    "GuardReport",
+    "RemoteReport",
+    "RemoteSetReport",
+    "RemoteUnsetReport",
+    "is_url",
+    "remote_location",
+    "remote_of",
+    "set_remote",
+    "show_remote",
+    "sync_remote",
+    "unset_remote",
+]
 
 COMMIT_ATTEMPTS = 6  # StaleParent → fetch, merge, push, commit again; each round another machine won
 
@@ -40,8 +51,9 @@ def show_remote(brain: Brain) -> RemoteReport:
     return RemoteReport(remote_of(brain))
 
 
-def set_remote(brain: Brain, url: str, *, create: bool = False, commit: bool = False,
-               key: str | None = None) -> RemoteSetReport:  # fmt: skip
+def set_remote(
+    brain: Brain, url: str, *, create: bool = False, commit: bool = False, key: str | None = None
+) -> RemoteSetReport:
     """Sync with ``url`` on every sync (:func:`remote_location` says how it is recorded; ``create`` makes
     a new bare repository at a path that does not exist); ``commit``: anchor after each push."""
     stored, made = remote_location(url, brain.root, create=create)
@@ -87,8 +99,10 @@ def remote_location(remote: str, base: Path, *, create: bool = False) -> tuple[s
         parts = urlsplit(remote)
         if parts.scheme != "file":
             if create:
-                raise UsageError(f"--create makes a local repository; {remote!r} is on another host",
-                                 hint="make it there ('git init --bare'), then 'ledger remote set URL'")  # fmt: skip
+                raise UsageError(
+                    f"--create makes a local repository; {remote!r} is on another host",
+                    hint="make it there ('git init --bare'), then 'ledger remote set URL'",
+                )
             return remote, False
         stored, local = remote, Path(unquote(parts.path))
     else:
@@ -97,9 +111,10 @@ def remote_location(remote: str, base: Path, *, create: bool = False) -> tuple[s
     if os.path.lexists(local):
         return stored, False
     if not create:
-        raise StoreError(f"no repository at {local}",
-                         hint=f"check the path, or make a new bare repository there: "
-                              f"'ledger remote set --create {remote}'")  # fmt: skip
+        raise StoreError(
+            f"no repository at {local}",
+            hint=f"check the path, or make a new bare repository there: 'ledger remote set --create {remote}'",
+        )
     try:
         sharing.init_remote(str(local))  # a git that fails raises StoreError: "cannot make a bare repository at …"
     except OSError as exc:
@@ -107,8 +122,9 @@ def remote_location(remote: str, base: Path, *, create: bool = False) -> tuple[s
     return stored, True
 
 
-def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None = None,
-                password: Any = None, actor: str = "agent") -> dict[str, Any]:  # fmt: skip
+def sync_remote(
+    brain: Brain, url: str, *, commit: bool = False, key: str | None = None, password: Any = None, actor: str = "agent"
+) -> dict[str, Any]:
     """Publish this brain to ``url`` (merging what others published) and, with ``commit``, anchor it.
 
     Merges are made as ``actor`` (default ``agent``: the loop runs beside the agents, with their key)."""
@@ -117,16 +133,28 @@ def sync_remote(brain: Brain, url: str, *, commit: bool = False, key: str | None
 
 
 def _sync(brain: Brain, url: str, commit: bool, key: str | None, password: Any) -> dict[str, Any]:
-    report: dict[str, Any] = {"remote": url, "status": "ok", "merges": [], "pushed": False, "committed": 0,
-                              "transactions": [], "conflicts": [], "stale_parent": 0}  # fmt: skip
+    report: dict[str, Any] = {
+        "remote": url,
+        "status": "ok",
+        "merges": [],
+        "pushed": False,
+        "committed": 0,
+        "transactions": [],
+        "conflicts": [],
+        "stale_parent": 0,
+    }
     start = time.monotonic()
     try:
         out = sharing.push(brain, url, create=False)
     except StoreError as exc:
         report.update(status=_status(exc), reason=exc.message, hint=exc.hint)
         return report
-    report.update(pushed=out["pushed"], head=out["head"], merges=out["merges"],
-                  refused_refs=out["incoming_receipts"].get("refused_refs") or {})  # fmt: skip
+    report.update(
+        pushed=out["pushed"],
+        head=out["head"],
+        merges=out["merges"],
+        refused_refs=out["incoming_receipts"].get("refused_refs") or {},
+    )
     report["conflicts"] = sorted({c for m in out["merges"] for c in m.get("conflicts", [])})
     if commit:
         _commit(brain, url, report, key, password)
@@ -152,8 +180,12 @@ def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, pas
             # Another machine anchored outcomes this copy lacks: before sending (the check), or while it was sent
             # (the registry's InvalidEvidence or InconsistentEvidence): merge the remote and try again.
             behind = isinstance(exc, EvidenceNotPrefixError) or "Evidence(" in exc.message
-            if not behind and "StaleParent" not in exc.message and "moved" not in str(exc.hint) \
-                    and "diverges" not in exc.message:
+            if (
+                not behind
+                and "StaleParent" not in exc.message
+                and "moved" not in str(exc.hint)
+                and "diverges" not in exc.message
+            ):
                 report.update(status="refused", reason=exc.message, hint=exc.hint)
                 return
             report["stale_parent"] += 1  # another machine committed first: take its work, then ours on top
@@ -173,5 +205,6 @@ def _commit(brain: Brain, url: str, report: dict[str, Any], key: str | None, pas
             except LedgerError as exc:
                 report.update(status=_status(exc), reason=exc.message)
         return
-    report.update(status="refused", reason=f"the chain moved {COMMIT_ATTEMPTS} times while committing",
-                  hint="sync again")  # fmt: skip
+    report.update(
+        status="refused", reason=f"the chain moved {COMMIT_ATTEMPTS} times while committing", hint="sync again"
+    )

@@ -67,12 +67,16 @@ def install(git_dir: Path) -> Path:
     own setting refuses one too, for a remote whose hook cannot run (defence in depth, ADR 27)."""
     hook = git_dir / "hooks" / HOOK
     if hook.exists() and MARK not in hook.read_text(errors="replace"):
-        raise StoreError(f"{hook} is a hook the ledger did not write; it is left as it is",
-                         hint="merge the two by hand: the guard runs 'python3 -m ledger.remotes.guard'")  # fmt: skip
+        raise StoreError(
+            f"{hook} is a hook the ledger did not write; it is left as it is",
+            hint="merge the two by hand: the guard runs 'python3 -m ledger.remotes.guard'",
+        )
     proc = Git(git_dir).call("config", "receive.denyNonFastForwards", "true")
     if proc.returncode != 0:
-        raise StoreError(f"cannot set receive.denyNonFastForwards in {git_dir}: {reason(proc.stderr)}; the guard is "
-                         "not installed", hint="check that the path is a bare git repository you can write to")
+        raise StoreError(
+            f"cannot set receive.denyNonFastForwards in {git_dir}: {reason(proc.stderr)}; the guard is not installed",
+            hint="check that the path is a bare git repository you can write to",
+        )
     hook.parent.mkdir(exist_ok=True)
     atomic_write(hook, _script().encode(), mode=0o755)
     return hook
@@ -88,8 +92,10 @@ def check(git_dir: Path, old: str, new: str) -> list[str]:
     if new == _ZERO:
         return ["deleting main: a shared brain's lineage is never removed"]
     if old != _ZERO and old != new and not Git(git_dir).is_ancestor(bytes.fromhex(old), bytes.fromhex(new)):
-        return [f"main does not extend {old[:12]} (a non-fast-forward): a shared brain's lineage only grows, and "
-                "a rewind would drop its newest snapshots (a revocation among them) from every fresh clone"]
+        return [
+            f"main does not extend {old[:12]} (a non-fast-forward): a shared brain's lineage only grows, and "
+            "a rewind would drop its newest snapshots (a revocation among them) from every fresh clone"
+        ]
     try:
         report = audit_repo(git_dir, since=(bytes.fromhex(old),) if old != _ZERO else (), tip=bytes.fromhex(new))
     except LedgerError as exc:
@@ -110,17 +116,21 @@ def main() -> int:
             print(f"brain-ledger guard: refused main {old[:12]}..{new[:12]}; nothing was taken:", file=sys.stderr)
             for p in problems:
                 print(f"  {p}", file=sys.stderr)
-            print("  the remote is unchanged and usable. Make the refused snapshots again with a key the brain trusts\n"
-                  "  ('ledger keys show'; the brain's user runs 'ledger keys trust ROLE ADDRESS' for a new machine),\n"
-                  "  or drop them: 'ledger pull' from this remote brings a copy back to its head.",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                "  the remote is unchanged and usable. Make the refused snapshots again with a key the brain trusts\n"
+                "  ('ledger keys show'; the brain's user runs 'ledger keys trust ROLE ADDRESS' for a new machine),\n"
+                "  or drop them: 'ledger pull' from this remote brings a copy back to its head.",
+                file=sys.stderr,
+            )
     for _old, new, ref in updates:
         if ref.startswith(REPLACE) and new != _ZERO:  # removing one is a repair, and passes
             refused = True
-            print(f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
-                  "audit fails a repository that holds one"
-                  " (see docs/lineage.md, 'The audit's verdicts', fsck); nothing was taken",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"brain-ledger guard: refused {ref}: a replace ref makes git show substituted objects, and an "
+                "audit fails a repository that holds one"
+                " (see docs/lineage.md, 'The audit's verdicts', fsck); nothing was taken",
+                file=sys.stderr,
+            )
     others = [(old, new, ref) for old, new, ref in updates if ref != BRANCH and refs.owned(ref)]
     if others:
         refused = _check_others(git_dir, updates, others) or refused
@@ -138,8 +148,13 @@ def _check_others(git_dir: Path, updates: list[list[str]], others: list[tuple[st
         lineage = refs.Lineage(store, tip)
         for old, new, ref in others:
             try:
-                problems = refs.update_problems(store, ref, None if old == _ZERO else bytes.fromhex(old),
-                                                None if new == _ZERO else bytes.fromhex(new), lineage)  # fmt: skip
+                problems = refs.update_problems(
+                    store,
+                    ref,
+                    None if old == _ZERO else bytes.fromhex(old),
+                    None if new == _ZERO else bytes.fromhex(new),
+                    lineage,
+                )
             except LedgerError as exc:
                 problems = [exc.message]
             if not problems:
@@ -148,9 +163,11 @@ def _check_others(git_dir: Path, updates: list[list[str]], others: list[tuple[st
             print(f"brain-ledger guard: refused {ref} {old[:12]}..{new[:12]}; nothing was taken:", file=sys.stderr)
             for p in problems:
                 print(f"  {p}", file=sys.stderr)
-            print(f"  the remote is unchanged and usable. {ref} is published by 'ledger push' (or sync) from a brain\n"
-                  "  that holds it, and only grows; a peer takes nothing of a ref it refuses (docs/adr/0027).",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"  the remote is unchanged and usable. {ref} is published by 'ledger push' (or sync) from a brain\n"
+                "  that holds it, and only grows; a peer takes nothing of a ref it refuses (docs/adr/0027).",
+                file=sys.stderr,
+            )
     return refused
 
 

@@ -72,9 +72,18 @@ class Side:
         snap = store.snapshot(commit)
         top = bytes.fromhex(snap.tree)
         vsha, record = store.versions(top)
-        return cls(commit, snap, skilltree.skills_of(store, top)[1], store.retired(top)[1],
-                   record if vsha is not None else None, store.trust_record(top)[0], store.categories_tree(top),
-                   store, store.supply_record(top)[0], evidence_tree(store, top))  # fmt: skip
+        return cls(
+            commit,
+            snap,
+            skilltree.skills_of(store, top)[1],
+            store.retired(top)[1],
+            record if vsha is not None else None,
+            store.trust_record(top)[0],
+            store.categories_tree(top),
+            store,
+            store.supply_record(top)[0],
+            evidence_tree(store, top),
+        )
 
     def version(self, name: str) -> int:
         """The live version of ``name`` here (0 when it is not live)."""
@@ -176,8 +185,9 @@ class _Planner:
         return self.w.write_tree(fm, name)[0]
 
 
-def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str],
-                      write_tree: Any) -> bytes | None:  # fmt: skip
+def _merge_categories(
+    store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: set[str], write_tree: Any
+) -> bytes | None:
     """Category files and memberships, three ways; the first parent wins where both changed one."""
     if ours.categories in (theirs.categories, base.categories):
         if theirs.categories is None:
@@ -199,16 +209,16 @@ def _merge_categories(store: gs.GitStore, base: Side, ours: Side, theirs: Side, 
     return write_tree(files, "categories")[0]
 
 
-def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side,
-                  live: Mapping[str, bytes]) -> bytes | None:  # fmt: skip
+def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: Mapping[str, bytes]) -> bytes | None:
     """The supply record derived from the parents' (docs/lineage.md §1.6 rule 4): entries as categories are
     merged (the first parent wins where both changed one), each exactly as one parent holds it; every
     revocation of either side kept as it was written; an entry whose digest either side revoked left
     revoked; and a skill the merge keeps live keeps its entry.  Nothing new: no approval, state or pin."""
     if ours.supply is None and theirs.supply is None:
         return None
-    b, o, t = (sp.parse_record(store.read(x.supply, b"blob")) if x.supply else sp.Supply()
-               for x in (base, ours, theirs))  # fmt: skip
+    b, o, t = (
+        sp.parse_record(store.read(x.supply, b"blob")) if x.supply else sp.Supply() for x in (base, ours, theirs)
+    )
     skills = dict(t.skills)
     _take_changed(skills, b.skills, o.skills, t.skills)
     for name in set(live) - set(skills):  # a skill kept live keeps an entry unless it is a side's own (§1.6 rule 4c)
@@ -219,8 +229,9 @@ def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side,
     revoked = {**o.revoked, **t.revoked}  # each revocation as a parent holds it: the first parent's where both do
     skills = {
         n: replace(e, state=sp.REVOKED) if any(d in revoked for d in e.digests()) else e
-        for n, e in skills.items() if n in live
-    }  # fmt: skip
+        for n, e in skills.items()
+        if n in live
+    }
     return store.write_blob(sp.format_record(sp.Supply(skills, revoked)))
 
 
@@ -241,8 +252,13 @@ def _merge_evidence(store: gs.GitStore, ours: Side, theirs: Side) -> bytes | Non
     return append(store, theirs.evidence, extra)
 
 
-def _take_changed(out: dict[str, Any], base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any],
-                  skip: str | None = None) -> None:  # fmt: skip
+def _take_changed(
+    out: dict[str, Any],
+    base: Mapping[str, Any],
+    ours: Mapping[str, Any],
+    theirs: Mapping[str, Any],
+    skip: str | None = None,
+) -> None:
     """Into ``out`` (the first parent's), each key only the second parent changed since the base."""
     for key in set(base) | set(ours):
         if key != skip and ours.get(key) != base.get(key) and theirs.get(key) == base.get(key):
@@ -292,8 +308,10 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
             return {"action": "fast-forward", "head": theirs.hex(), "skills": names}
         base_c = Git(store.git_dir).merge_base(ours_c, theirs)
         if base_c is None:
-            raise StoreError("this brain and the remote share no snapshot: they are different brains",
-                             hint="clone the remote into a new directory instead")  # fmt: skip
+            raise StoreError(
+                "this brain and the remote share no snapshot: they are different brains",
+                hint="clone the remote into a new directory instead",
+            )
         base, ours, other = (Side.read(store, c) for c in (base_c, ours_c, theirs))
         if ours.keys != base.keys:
             raise StoreError(
@@ -302,18 +320,26 @@ def merge_into(brain: Brain, theirs: bytes) -> dict[str, Any]:
                 hint="key changes travel by fast-forward: pull on a machine with no unshared snapshots, then rotate",
             )
         if (ours.record is None) != (other.record is None):
-            raise StoreError("the two lineages keep their versions in different places"
-                             " (see docs/lineage.md, 'Where versions live')")
+            raise StoreError(
+                "the two lineages keep their versions in different places (see docs/lineage.md, 'Where versions live')"
+            )
         plan = _Planner(brain, w, base, ours, other).run()
         commit, names = _write_merge(brain, w, base, ours, other, plan)
         _record_conflicts(brain, plan.conflicts, commit)
-        return {"action": "merge", "head": commit.hex(), "skills": names, "merged": plan.merged,
-                "changes": [c.trailer() for c in plan.changes], "conflicts": sorted(plan.conflicts),
-                "notes": plan.notes}  # fmt: skip
+        return {
+            "action": "merge",
+            "head": commit.hex(),
+            "skills": names,
+            "merged": plan.merged,
+            "changes": [c.trailer() for c in plan.changes],
+            "conflicts": sorted(plan.conflicts),
+            "notes": plan.notes,
+        }
 
 
-def _write_merge(brain: Brain, w: Writing, base: Side, ours: Side, theirs: Side,
-                 plan: _Plan) -> tuple[bytes, list[str]]:  # fmt: skip
+def _write_merge(
+    brain: Brain, w: Writing, base: Side, ours: Side, theirs: Side, plan: _Plan
+) -> tuple[bytes, list[str]]:
     store = brain.store
     trees = dict(theirs.skills)
     for name, tree in plan.trees.items():
@@ -346,11 +372,15 @@ def _write_merge(brain: Brain, w: Writing, base: Side, ours: Side, theirs: Side,
     top = store.root_tree(skills_tree, cats, retired_blob, layout, theirs.keys, versions_blob, supply, evidence)
     note = "\n".join(
         plan.notes
-        + [f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "
-           f"parent (tree {c['other_tree']}) stays in its history" for n, c in sorted(plan.conflicts.items())]
-    )  # fmt: skip
-    return w.merge(top, root, (theirs.commit, theirs.snap), (ours.commit, ours.snap.root),
-                   plan.changes, note)  # sealed, published and moved by the write layer
+        + [
+            f"conflict: {n}: kept v{c['kept_version']} of the first parent; v{c['other_version']} of the second "
+            f"parent (tree {c['other_tree']}) stays in its history"
+            for n, c in sorted(plan.conflicts.items())
+        ]
+    )
+    return w.merge(
+        top, root, (theirs.commit, theirs.snap), (ours.commit, ours.snap.root), plan.changes, note
+    )  # sealed, published and moved by the write layer
 
 
 # --------------------------------------------------------------------------- conflicts
@@ -394,21 +424,29 @@ def settle(brain: Brain, name: str, take: str) -> ResolveReport:
         receipt = None
         if take == "other":
             tree = bytes.fromhex(c["other_tree"])
-            files = {rel: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC)
-                     for rel, (mode, sha) in th.files_of(brain.store, tree).items()}  # fmt: skip
+            files = {
+                rel: (brain.store.read(sha, b"blob"), mode == gs.MODE_EXEC)
+                for rel, (mode, sha) in th.files_of(brain.store, tree).items()
+            }
             head = brain.head()
             if name not in head.skills:
-                raise LedgerError(f"{name!r} was deleted since the merge",
-                                  hint="recreate it with 'ledger skill revert'")
+                raise LedgerError(
+                    f"{name!r} was deleted since the merge", hint="recreate it with 'ledger skill revert'"
+                )
             current = brain.committed(name)[1].version
             version = max(current, int(c["other_version"])) + 1  # after every version either side used
             if brain.version_record(head) is None:
                 text = parse_skill_md(files[SKILL_MD][0].decode(), limit=1 << 31).with_counter(version)
                 files[SKILL_MD] = (text.encode(), files[SKILL_MD][1])
             writes = {**dict.fromkeys(brain.files(head.skills[name])), **files}
-            receipt = w.write_skill("resolve", name, writes, base=brain.files(head.skills[name]),
-                                    note=f"took the other side of the merge conflict ({c['merge'][:12]})",
-                                    version=version)  # fmt: skip
+            receipt = w.write_skill(
+                "resolve",
+                name,
+                writes,
+                base=brain.files(head.skills[name]),
+                note=f"took the other side of the merge conflict ({c['merge'][:12]})",
+                version=version,
+            )
         del known[name]
         write_json(brain.control / CONFLICTS, {"format": 1, "conflicts": known})
         return ResolveReport(skill=name, took=take, snapshot=receipt)  # type: ignore[arg-type]

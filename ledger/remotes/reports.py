@@ -68,8 +68,13 @@ class PushReport(Report):
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> PushReport:
-        return cls(**{**doc, "incoming_receipts": IncomingReceipts.of(doc["incoming_receipts"]),
-                      "merges": tuple(MergeReport(**m) for m in doc["merges"])})  # fmt: skip
+        return cls(
+            **{
+                **doc,
+                "incoming_receipts": IncomingReceipts.of(doc["incoming_receipts"]),
+                "merges": tuple(MergeReport(**m) for m in doc["merges"]),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,15 @@ class PullReport(Report):
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> PullReport:
-        return cls(doc["remote"], doc["from"], doc["to"], doc["moved"], doc["action"], MergeReport.of(doc["merge"]),
-                   IncomingReceipts.of(doc["incoming_receipts"]))  # fmt: skip
+        return cls(
+            doc["remote"],
+            doc["from"],
+            doc["to"],
+            doc["moved"],
+            doc["action"],
+            MergeReport.of(doc["merge"]),
+            IncomingReceipts.of(doc["incoming_receipts"]),
+        )
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,13 @@ def clone(remote: str, directory: str | Path) -> CloneReport:
     refused: dict[str, str] = {}
     with sharing.clone(remote, directory, refused) as brain:
         head = brain.head()
-        return CloneReport(remote=remote, path=str(brain.root), skills=len(head.skills),
-                           root=head.snap.to_json()["root"], refused_refs=refused)  # fmt: skip
+        return CloneReport(
+            remote=remote,
+            path=str(brain.root),
+            skills=len(head.skills),
+            root=head.snap.to_json()["root"],
+            refused_refs=refused,
+        )
 
 
 def resolve(brain: Brain, name: str, take: str) -> ResolveReport:

@@ -43,8 +43,13 @@ from ledger.store.git import WHOLE, Git, reason
 
 __all__ = ["audit_target", "clone", "fetched", "init_remote", "pull", "push"]
 
-_FETCH = [f"+{BRANCH}:{BRANCH}", f"+{NOTES_REF}:{NOTES_REF}", f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
-          f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}", f"+{_EPOCH_LOG}:{_EPOCH_LOG}"]  # fmt: skip
+_FETCH = [
+    f"+{BRANCH}:{BRANCH}",
+    f"+{NOTES_REF}:{NOTES_REF}",
+    f"+{_EPOCH_NOTES}:{_EPOCH_NOTES}",
+    f"+{_EVIDENCE_NOTES}:{_EVIDENCE_NOTES}",
+    f"+{_EPOCH_LOG}:{_EPOCH_LOG}",
+]
 _CLONE_NOTES = f"+{NOTES_REF}:{UNVERIFIED_REF}"  # a clone has no chain to check receipts against yet
 
 
@@ -57,8 +62,9 @@ def init_remote(remote: str) -> bool:
 
 
 def _init_bare(path: Path) -> None:
-    Git().run("init", "-q", "--bare", "--initial-branch=main", str(path),
-              what=f"cannot make a bare repository at {path}")  # fmt: skip
+    Git().run(
+        "init", "-q", "--bare", "--initial-branch=main", str(path), what=f"cannot make a bare repository at {path}"
+    )
     from ledger.remotes.guard import install
 
     # The branch moves only forward, even for a client that forces (docs/lineage.md §9; the guard sets
@@ -67,8 +73,16 @@ def _init_bare(path: Path) -> None:
 
 
 def _remote_refs(remote: str) -> dict[str, str]:
-    out = Git().ls_remote(remote, BRANCH, NOTES_REF, _EPOCH_NOTES, _EVIDENCE_NOTES, _EPOCH_LOG,
-                          what=f"cannot read the remote {remote!r}", hint="check the path or URL")  # fmt: skip
+    out = Git().ls_remote(
+        remote,
+        BRANCH,
+        NOTES_REF,
+        _EPOCH_NOTES,
+        _EVIDENCE_NOTES,
+        _EPOCH_LOG,
+        what=f"cannot read the remote {remote!r}",
+        hint="check the path or URL",
+    )
     return {ref: sha for sha, ref in (ln.split("\t") for ln in out.decode().splitlines())}
 
 
@@ -117,10 +131,13 @@ def _audited(repo: Path, remote: str, since: tuple[bytes, ...] = ()) -> None:
             f"what {remote!r} holds fails the audit, so nothing was taken from it:"
             + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
             hint=f"run 'ledger audit {remote}' for the full report"
-            + (f"; the remote's owner drops the refused snapshot {named[:12]} and those after it by moving "
-               "the remote's main back to the last one that passes (on the remote's host: git update-ref "
-               "refs/heads/main GOOD BAD), and 'ledger remote guard' keeps it from happening again"
-               if named and since else ""),
+            + (
+                f"; the remote's owner drops the refused snapshot {named[:12]} and those after it by moving "
+                "the remote's main back to the last one that passes (on the remote's host: git update-ref "
+                "refs/heads/main GOOD BAD), and 'ledger remote guard' keeps it from happening again"
+                if named and since
+                else ""
+            ),
         )
 
 
@@ -139,7 +156,7 @@ def _publishable(brain: Brain, remote: str, theirs: str | None) -> None:
             f"refusing to publish to {remote!r}: this brain holds snapshots its own audit refuses, so no peer "
             "would take them; the remote is unchanged:" + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
             hint="'ledger audit .' names them; under the policy 'signed', each must be made by a key the brain "
-                 "trusts ('ledger keys show')",
+            "trusts ('ledger keys show')",
         )
 
 
@@ -181,8 +198,10 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         extra = {ref: sha for ref, sha in epochrefs.push_specs(store).items() if ref not in refused}
         # epoch receipts, an operator's log: checked by _take against theirs
         specs += [f"{sha}:{ref}" for ref, sha in extra.items()]
-        if theirs == head and (notes is None or refs.get(NOTES_REF) == notes.hex()) and all(
-            refs.get(ref) == sha for ref, sha in extra.items()
+        if (
+            theirs == head
+            and (notes is None or refs.get(NOTES_REF) == notes.hex())
+            and all(refs.get(ref) == sha for ref, sha in extra.items())
         ):
             return _pushed(remote, head, theirs, False, receipts, merges)
         _publishable(brain, remote, theirs)
@@ -191,28 +210,56 @@ def push(brain: Brain, remote: str, *, attempts: int = PUSH_ATTEMPTS, create: bo
         if proc.returncode == 0:
             out = _pushed(remote, head, theirs, True, receipts, merges)
             if theirs is None:  # the remote had no lineage: it now holds all of this one
-                out["snapshots"] = int(Git(store.git_dir).run("rev-list", "--count", "--first-parent", head,
-                                                              timeout=WHOLE, what="counting the snapshots pushed"))
+                out["snapshots"] = int(
+                    Git(store.git_dir).run(
+                        "rev-list",
+                        "--count",
+                        "--first-parent",
+                        head,
+                        timeout=WHOLE,
+                        what="counting the snapshots pushed",
+                    )
+                )
             return out
         if not _raced(said + stderr) or "brain-ledger guard" in stderr:
             guard = [ln.removeprefix("remote: ") for ln in stderr.splitlines() if ln.startswith("remote: ")]
             detail = "\n".join(guard) if guard else reason(stderr)
-            raise StoreError(f"pushing to {remote}: {detail}",
-                             hint="the remote is unchanged; nothing of this brain was lost")  # fmt: skip
-    raise StoreError(f"{remote!r} kept moving: {attempts} fetch-merge-push rounds all lost the race",
-                     hint="run 'ledger push' again (nothing is lost: this brain holds its snapshots)")  # fmt: skip
+            raise StoreError(
+                f"pushing to {remote}: {detail}", hint="the remote is unchanged; nothing of this brain was lost"
+            )
+    raise StoreError(
+        f"{remote!r} kept moving: {attempts} fetch-merge-push rounds all lost the race",
+        hint="run 'ledger push' again (nothing is lost: this brain holds its snapshots)",
+    )
 
 
 def _raced(output: str) -> bool:
     """Whether a refused push lost a compare-and-swap (the remote moved), as git reports it."""
-    return any(w in output for w in ("[rejected]", "fetch first", "non-fast-forward", "stale info",
-                                     "failed to update ref", "cannot lock ref", "atomic push failed"))  # fmt: skip
+    return any(
+        w in output
+        for w in (
+            "[rejected]",
+            "fetch first",
+            "non-fast-forward",
+            "stale info",
+            "failed to update ref",
+            "cannot lock ref",
+            "atomic push failed",
+        )
+    )
 
 
-def _pushed(remote: str, head: str, was: str | None, moved: bool, receipts: dict[str, Any],
-            merges: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
-    return {"remote": remote, "head": head, "was": was, "pushed": moved, "incoming_receipts": receipts,
-            "merges": merges}  # fmt: skip
+def _pushed(
+    remote: str, head: str, was: str | None, moved: bool, receipts: dict[str, Any], merges: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "remote": remote,
+        "head": head,
+        "was": was,
+        "pushed": moved,
+        "incoming_receipts": receipts,
+        "merges": merges,
+    }
 
 
 def pull(brain: Brain, remote: str) -> dict[str, Any]:
@@ -225,8 +272,15 @@ def pull(brain: Brain, remote: str) -> dict[str, Any]:
         local = brain.head().commit.hex()
         merged, receipts = _take(brain, remote)
         to = brain.head().commit.hex()
-    return {"remote": remote, "from": local, "to": to, "moved": to != local, "action": merged["action"],
-            "merge": merged if merged["action"] == "merge" else None, "incoming_receipts": receipts}  # fmt: skip
+    return {
+        "remote": remote,
+        "from": local,
+        "to": to,
+        "moved": to != local,
+        "action": merged["action"],
+        "merge": merged if merged["action"] == "merge" else None,
+        "incoming_receipts": receipts,
+    }
 
 
 def _differing(q: Path, a: bytes, b: bytes) -> list[str]:
@@ -265,8 +319,7 @@ def _take(brain: Brain, remote: str) -> tuple[dict[str, Any], dict[str, Any]]:
         refused = _refuse_refs(q)  # a bad ref beside main is refused whole, named, and main still taken
         with brain.writing() as w:
             if head is not None:  # a refusal changes nothing, not even the object store
-                w.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken",
-                                    "pull again")  # fmt: skip
+                w.require_unchanged(_differing(q, head, bytes.fromhex(theirs)), "nothing was taken", "pull again")
             log = _checked_log(store, q, remote, refused)  # a rewritten log is neither taken nor published
             Git(store.git_dir).fetch(str(q), f"+{BRANCH}:{INCOMING_BRANCH}", what="taking the fetched objects")
             try:
@@ -368,8 +421,12 @@ def _chain_of(brain: Brain) -> tuple[int | None, Any]:
 def _positions(store: gs.GitStore, q: Path) -> dict[str, tuple[int, bytes]]:
     """Each anchored snapshot commit of the fetched lineage (hex) → its position and root, for receipts."""
     head = (q / "refs" / "heads" / "main").read_text().strip()
-    commits = Git(q).run("rev-list", "--first-parent", "--reverse", head, timeout=WHOLE,
-                         what="reading the fetched lineage").decode().split()  # fmt: skip
+    commits = (
+        Git(q)
+        .run("rev-list", "--first-parent", "--reverse", head, timeout=WHOLE, what="reading the fetched lineage")
+        .decode()
+        .split()
+    )
     snaps = []
     for commit in commits:
         try:
@@ -406,10 +463,22 @@ def _on_chain(brain: Brain, notes: dict[str, dict[str, Any]]) -> dict[str, str]:
         elif ev is None:
             out[commit] = f"seq {note['seq']} is not among the registry's events for this agent"
         else:
-            claimed = (note["root"], note["tx"], note["block"], note["block_hash"], note["log_index"],
-                       note["committer"].lower())  # fmt: skip
-            actual = (format_root(ev["root"]), ev["tx"], ev["block"], ev["block_hash"], ev["log_index"],
-                      ev["committer"].lower())  # fmt: skip
+            claimed = (
+                note["root"],
+                note["tx"],
+                note["block"],
+                note["block_hash"],
+                note["log_index"],
+                note["committer"].lower(),
+            )
+            actual = (
+                format_root(ev["root"]),
+                ev["tx"],
+                ev["block"],
+                ev["block_hash"],
+                ev["log_index"],
+                ev["committer"].lower(),
+            )
             out[commit] = "ok" if claimed == actual else f"does not match the registry's event seq {note['seq']}"
     return out
 
@@ -436,10 +505,11 @@ def clone(remote: str, dest: str | Path, report: dict[str, str] | None = None) -
                 Git(git_dir).fetch(str(q), *_FETCH[:1], *notes, what="taking the fetched snapshots")
                 epochs = epochrefs.take_receipts(store, q, None)
                 if epochs and epochs["refused"]:
-                    raise StoreError(f"what {remote!r} holds fails the audit, so nothing was cloned from it: "
-                                     "epoch receipts that do not hold up:" + "".join(
-                                         f"\n  {why}" for why in epochs["refused"]),
-                                     hint=f"run 'ledger audit {remote}' with --rpc for the full report")  # fmt: skip
+                    raise StoreError(
+                        f"what {remote!r} holds fails the audit, so nothing was cloned from it: "
+                        "epoch receipts that do not hold up:" + "".join(f"\n  {why}" for why in epochs["refused"]),
+                        hint=f"run 'ledger audit {remote}' with --rpc for the full report",
+                    )
                 if log is not None:
                     epochrefs.take_log(store, q, log)
         brain = Brain(root)

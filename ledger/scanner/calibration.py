@@ -38,12 +38,16 @@ def load(path: Path | None = None) -> dict[str, dict[str, Any]]:
     try:
         doc = json.loads(where.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SkillError(f"cannot read the scanners' calibration {where}: {exc}",
-                         hint="scripts/scan-bench --write-calibration writes it") from exc  # fmt: skip
+        raise SkillError(
+            f"cannot read the scanners' calibration {where}: {exc}",
+            hint="scripts/scan-bench --write-calibration writes it",
+        ) from exc
     problem = calibration_problem(doc, None)
     if problem is not None:
-        raise SkillError(f"the scanners' calibration {where} is not valid: {problem}",
-                         hint="see docs/scanner.md, 'Calibrated verdicts'")  # fmt: skip
+        raise SkillError(
+            f"the scanners' calibration {where} is not valid: {problem}",
+            hint="see docs/scanner.md, 'Calibrated verdicts'",
+        )
     return doc
 
 
@@ -110,7 +114,9 @@ def describe(name: str, cal: dict[str, Any] | None) -> str:
     r = rates(cal)
     rc, fp = r["recall_critical"], r["refused"]
     named = name if cal["version"] == name else f"{name} {cal['version']}"
-    return (f"{named}: recall at critical {_pct(rc['rate'])} (95% CI {_pct(rc['low'])[:-1]}–"
-            f"{_pct(rc['high'])}) on {rc['n']} malicious samples; refused {_pct(fp['rate'])} (95% CI "
-            f"{_pct(fp['low'])[:-1]}–{_pct(fp['high'])}) of {fp['n']} public skills; measured {cal['measured']} "
-            f"on {cal['corpora']}")  # fmt: skip
+    return (
+        f"{named}: recall at critical {_pct(rc['rate'])} (95% CI {_pct(rc['low'])[:-1]}–"
+        f"{_pct(rc['high'])}) on {rc['n']} malicious samples; refused {_pct(fp['rate'])} (95% CI "
+        f"{_pct(fp['low'])[:-1]}–{_pct(fp['high'])}) of {fp['n']} public skills; measured {cal['measured']} "
+        f"on {cal['corpora']}"
+    )

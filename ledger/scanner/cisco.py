@@ -63,8 +63,10 @@ def _lock_text() -> str:
     try:
         return LOCK.read_text()
     except OSError as exc:
-        raise SkillError(f"the lock of {NAME} is missing from this ledger ({LOCK}: {exc.strerror})",
-                         hint="reinstall the ledger: the lock ships inside the package") from exc  # fmt: skip
+        raise SkillError(
+            f"the lock of {NAME} is missing from this ledger ({LOCK}: {exc.strerror})",
+            hint="reinstall the ledger: the lock ships inside the package",
+        ) from exc
 
 
 def home() -> Path:
@@ -97,8 +99,9 @@ def ensure() -> Path:
         venv.parent.mkdir(parents=True, exist_ok=True)
         guard = open(venv.with_name(venv.name + ".lock"), "a")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
-        raise SkillError(f"cannot install {NAME} {version()} into {venv}: {exc.strerror or exc}",
-                         hint=_INSTALL_HINT) from exc  # fmt: skip
+        raise SkillError(
+            f"cannot install {NAME} {version()} into {venv}: {exc.strerror or exc}", hint=_INSTALL_HINT
+        ) from exc
     with guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # another ledger may be installing it: wait for that one
         exe = installed()
@@ -108,22 +111,39 @@ def ensure() -> Path:
         python = venv / "bin" / "python"
         steps = (
             [sys.executable, "-m", "venv", str(venv)],
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
-             "--no-deps", "-r", str(LOCK)],
-        )  # fmt: skip
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--require-hashes",
+                "--no-deps",
+                "-r",
+                str(LOCK),
+            ],
+        )
         for argv in steps:
             try:
-                done = subprocess.run(argv, env=child_env(), capture_output=True, timeout=INSTALL_TIMEOUT,
-                                      stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+                done = subprocess.run(
+                    argv,
+                    env=child_env(),
+                    capture_output=True,
+                    timeout=INSTALL_TIMEOUT,
+                    stdin=subprocess.DEVNULL,
+                    check=False,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 shutil.rmtree(venv, ignore_errors=True)
-                raise SkillError(f"cannot install {NAME} {version()} into {venv}: {exc}",
-                                 hint=_INSTALL_HINT) from exc  # fmt: skip
+                raise SkillError(f"cannot install {NAME} {version()} into {venv}: {exc}", hint=_INSTALL_HINT) from exc
             if done.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
                 tail = detail(done.stderr.decode("utf-8", "replace").strip()[-300:] or "no stderr", 160)
-                raise SkillError(f"cannot install {NAME} {version()} into {venv} (exit {done.returncode}): {tail}",
-                                 hint=_INSTALL_HINT)  # fmt: skip
+                raise SkillError(
+                    f"cannot install {NAME} {version()} into {venv} (exit {done.returncode}): {tail}",
+                    hint=_INSTALL_HINT,
+                )
         _stamp(venv).touch()
     exe = venv / "bin" / "skill-scanner"
     if not exe.exists():
@@ -131,8 +151,10 @@ def ensure() -> Path:
     return exe
 
 
-_INSTALL_HINT = (f"it is installed from PyPI with pip --require-hashes (Linux, Python 3.11+); check the network "
-                 f"and PyPI, or set {HOME_VAR} to a writable folder; or drop it from supply.scanners")  # fmt: skip
+_INSTALL_HINT = (
+    f"it is installed from PyPI with pip --require-hashes (Linux, Python 3.11+); check the network "
+    f"and PyPI, or set {HOME_VAR} to a writable folder; or drop it from supply.scanners"
+)
 
 
 def run(skill_dir: Path, *, timeout: float = TIMEOUT) -> scanner.Verdict:
@@ -162,8 +184,10 @@ def verdict(report: Any, root: Path) -> scanner.Verdict:
     if not isinstance(report, dict) or not isinstance(report.get("findings"), list):
         raise SkillError(f"external scanner {NAME}: its report has no findings list")
     if report.get("analyzers_failed"):
-        raise SkillError(f"external scanner {NAME}: analyzers failed: {detail(str(report['analyzers_failed']))}",
-                         hint="a scanner that failed has not said clean")  # fmt: skip
+        raise SkillError(
+            f"external scanner {NAME}: analyzers failed: {detail(str(report['analyzers_failed']))}",
+            hint="a scanner that failed has not said clean",
+        )
     findings = []
     for x in report["findings"]:
         if not isinstance(x, dict):
@@ -172,17 +196,25 @@ def verdict(report: Any, root: Path) -> scanner.Verdict:
         if raw in _NOT_FINDINGS:
             continue
         if raw not in SEVERITY:
-            raise SkillError(f"external scanner {NAME}: unknown severity {detail(raw)!r}",
-                             hint=f"this adapter knows {', '.join(SEVERITY)}; a newer scanner needs a newer ledger")
+            raise SkillError(
+                f"external scanner {NAME}: unknown severity {detail(raw)!r}",
+                hint=f"this adapter knows {', '.join(SEVERITY)}; a newer scanner needs a newer ledger",
+            )
         rule = str(x.get("rule_id") or x.get("id") or "unnamed")
         line = x.get("line_number")
         file = _relative(x.get("file_path"), root)
         if file is None:
             file, line = "SKILL.md", None
         text = str(x.get("title") or x.get("description") or rule)
-        findings.append(Finding("ext:" + detail(rule), SEVERITY[raw], file,
-                                line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else None,
-                                detail(text)))  # fmt: skip
+        findings.append(
+            Finding(
+                "ext:" + detail(rule),
+                SEVERITY[raw],
+                file,
+                line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else None,
+                detail(text),
+            )
+        )
     return scanner.Verdict(scanner._capped(findings), SCANNER)
 
 

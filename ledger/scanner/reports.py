@@ -50,9 +50,13 @@ class ScanReport(Report):
     def schema(cls) -> dict[str, Any]:
         item = VerdictReport.schema()
         del item["$schema"]
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                "description": " ".join((cls.__doc__ or "").split()), "type": "object",
-                "additionalProperties": item}  # fmt: skip
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": cls.__name__,
+            "description": " ".join((cls.__doc__ or "").split()),
+            "type": "object",
+            "additionalProperties": item,
+        }
 
     @property
     def blocked(self) -> list[str]:

@@ -41,6 +41,7 @@ ISSUERS = (
     (re.compile(r"\.docker/config", re.I), ("docker.io", "docker.com")),
 )
 
+
 def issued_by(credential: str, host: str) -> bool:
     """Whether ``host`` belongs to the service that issued ``credential`` (:data:`ISSUERS`)."""
     host = host.lower().rstrip(".")
@@ -419,8 +420,22 @@ _SEND = re.compile(
     re.I,
 )
 # one of these is in every _SEND branch (lower case): a file without any is not searched
-_SEND_WORDS = ("-d", "--data", "-f", "--form", "-t", "--upload-file", "post", "put", "data=", "nc", "netcat", "scp",
-               "xmlhttprequest", "socket.send")  # fmt: skip
+_SEND_WORDS = (
+    "-d",
+    "--data",
+    "-f",
+    "--form",
+    "-t",
+    "--upload-file",
+    "post",
+    "put",
+    "data=",
+    "nc",
+    "netcat",
+    "scp",
+    "xmlhttprequest",
+    "socket.send",
+)
 _ENV_DUMP = re.compile(
     r"\b(?:env|printenv)\b\s*\|\s*(?:curl|nc|wget)\b|\bcurl\b[^\n]{0,400}\$\(\s*(?:env|printenv)\s*\)|json\.dumps\(\s*dict\(\s*os\.environ",
     re.I,

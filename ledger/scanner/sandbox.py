@@ -37,8 +37,17 @@ from ledger.scanner.rules import Finding
 from ledger.scanner.static import Verdict, _capped
 from ledger.scanner.text import detail
 
-__all__ = ["OUTPUT_CAP", "RUNNER", "TIMEOUT", "Item", "SandboxUnavailable", "available", "items", "run_skill",
-           "run_verdict"]
+__all__ = [
+    "OUTPUT_CAP",
+    "RUNNER",
+    "TIMEOUT",
+    "Item",
+    "SandboxUnavailable",
+    "available",
+    "items",
+    "run_skill",
+    "run_verdict",
+]
 
 RUNNER = "ledger-run/1"
 TIMEOUT = 10.0  # seconds per script or block
@@ -47,17 +56,18 @@ FILE_CAP = 64 << 20  # bytes one file written in the sandbox may reach (RLIMIT_F
 TRACE_CAP = 32 << 20  # bytes of one process's trace read back
 PROC_HEADROOM = 256  # processes the sandbox may add to this user's count (RLIMIT_NPROC)
 HOME, WORK, SKILL, RUN = "/home/user", "/work", "/skill", "/ledger-run"
-_TRACED = ("execve,connect,bind,listen,sendto,sendmsg,sendmmsg,openat,open,creat,mkdir,mkdirat,rename,renameat,"
-           "renameat2,unlink,unlinkat,symlink,symlinkat,link,linkat,truncate,chdir,fchdir,dup2,dup3,"
-           "clone,clone3,fork,vfork")  # fmt: skip
+_TRACED = (
+    "execve,connect,bind,listen,sendto,sendmsg,sendmmsg,openat,open,creat,mkdir,mkdirat,rename,renameat,"
+    "renameat2,unlink,unlinkat,symlink,symlinkat,link,linkat,truncate,chdir,fchdir,dup2,dup3,"
+    "clone,clone3,fork,vfork"
+)
 
 # canary credentials: path under HOME (or WORK for .env) -> a template holding {token}
 _CANARIES = {
     f"{HOME}/.ssh/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n{token}\n-----END OPENSSH PRIVATE KEY-----\n",
     f"{HOME}/.ssh/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\n{token}\n-----END OPENSSH PRIVATE KEY-----\n",
     f"{HOME}/.aws/credentials": "[default]\naws_access_key_id = AKIA{token}\naws_secret_access_key = {token}\n",
-    f"{HOME}/.config/gcloud/application_default_credentials.json":
-        '{{"type": "authorized_user", "client_secret": "{token}", "refresh_token": "{token}"}}\n',
+    f"{HOME}/.config/gcloud/application_default_credentials.json": '{{"type": "authorized_user", "client_secret": "{token}", "refresh_token": "{token}"}}\n',  # noqa: E501
     f"{HOME}/.bitcoin/wallet.dat": "wallet {token}\n",
     f"{HOME}/.config/Exodus/exodus.wallet/seed.seco": "seed {token}\n",
     f"{HOME}/.config/google-chrome/Default/Login Data": "SQLite format 3\x00 {token}\n",
@@ -82,8 +92,10 @@ _OWNERS = {
     f"{HOME}/.ssh/id_rsa": frozenset({"ssh", "scp", "sftp", "ssh-add"}),
     f"{HOME}/.ssh/id_ed25519": frozenset({"ssh", "scp", "sftp", "ssh-add"}),
 }
-_CACHES = re.compile(r"^/home/user/(?:\.cache|\.npm|\.yarn|\.pnpm-store|\.bun/install/cache|\.cargo/registry"
-                     r"|\.local/share/pnpm|\.node-gyp|\.config/configstore)(?:/|$)")  # fmt: skip
+_CACHES = re.compile(
+    r"^/home/user/(?:\.cache|\.npm|\.yarn|\.pnpm-store|\.bun/install/cache|\.cargo/registry"
+    r"|\.local/share/pnpm|\.node-gyp|\.config/configstore)(?:/|$)"
+)
 _WALKERS = frozenset({"git", "tar", "zip", "rsync", "cp", "grep", "rg", "find", "du", "ls", "fd", "zstd", "7z"})
 _RESOLVER = ("127.0.0.1:53", "[::1]:53")  # the fake /etc/resolv.conf's nameserver
 _ENV_CANARY = "GITHUB_TOKEN"  # a secret in the environment, so sending the environment out shows too
@@ -99,11 +111,30 @@ _PERSIST_TOOLS = frozenset({"crontab", "systemctl", "launchctl", "at", "schtasks
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox"})
 _INTERPRETERS = re.compile(r"^(?:python[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|php[0-9.]*|lua[0-9.]*|pwsh)$")
 _NET_TOOLS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "telnet", "openssl"})
-_BY_EXT = {".sh": ["sh"], ".bash": ["bash"], ".zsh": ["zsh"], ".py": ["python3"], ".js": ["node"],
-           ".mjs": ["node"], ".cjs": ["node"], ".pl": ["perl"], ".rb": ["ruby"], ".php": ["php"],
-           ".ps1": ["pwsh", "-File"]}  # fmt: skip
-_BLOCKS = {"sh": "sh", "shell": "bash", "bash": "bash", "zsh": "bash", "console": "bash", "shell-session": "bash",
-           "python": "python3", "py": "python3", "python3": "python3"}  # fmt: skip
+_BY_EXT = {
+    ".sh": ["sh"],
+    ".bash": ["bash"],
+    ".zsh": ["zsh"],
+    ".py": ["python3"],
+    ".js": ["node"],
+    ".mjs": ["node"],
+    ".cjs": ["node"],
+    ".pl": ["perl"],
+    ".rb": ["ruby"],
+    ".php": ["php"],
+    ".ps1": ["pwsh", "-File"],
+}
+_BLOCKS = {
+    "sh": "sh",
+    "shell": "bash",
+    "bash": "bash",
+    "zsh": "bash",
+    "console": "bash",
+    "shell-session": "bash",
+    "python": "python3",
+    "py": "python3",
+    "python3": "python3",
+}
 _ETC_BINDS = ("alternatives", "ld.so.cache", "ssl")  # read from the host's /etc: commands need them
 
 
@@ -180,11 +211,15 @@ _checked: dict[tuple[str, str], str | None] = {}
 def _tools() -> tuple[str, str]:
     bwrap, strace = shutil.which("bwrap"), shutil.which("strace")
     if not bwrap:
-        raise SandboxUnavailable("sandboxed run is off: bubblewrap (bwrap) is not on PATH; nothing was run",
-                                 hint="apt-get install -y bubblewrap strace (Debian's packages)")  # fmt: skip
+        raise SandboxUnavailable(
+            "sandboxed run is off: bubblewrap (bwrap) is not on PATH; nothing was run",
+            hint="apt-get install -y bubblewrap strace (Debian's packages)",
+        )
     if not strace:
-        raise SandboxUnavailable("sandboxed run is off: strace is not on PATH; nothing was run",
-                                 hint="install Debian's strace: apt-get install -y strace")  # fmt: skip
+        raise SandboxUnavailable(
+            "sandboxed run is off: strace is not on PATH; nothing was run",
+            hint="install Debian's strace: apt-get install -y strace",
+        )
     return bwrap, strace
 
 
@@ -195,18 +230,33 @@ def available() -> tuple[str, str]:
     if tools not in _checked:
         with tempfile.TemporaryDirectory(prefix="ledger-run-") as tmp:
             try:
-                argv = [tools[1], "-f", "-qq", "-o", os.devnull, "--seccomp-bpf", "--decode-pids=pidns", "-e",
-                        "trace=execve", tools[0], *_base_args(Path(tmp), empty=True), "--", "/usr/bin/true"]
+                argv = [
+                    tools[1],
+                    "-f",
+                    "-qq",
+                    "-o",
+                    os.devnull,
+                    "--seccomp-bpf",
+                    "--decode-pids=pidns",
+                    "-e",
+                    "trace=execve",
+                    tools[0],
+                    *_base_args(Path(tmp), empty=True),
+                    "--",
+                    "/usr/bin/true",
+                ]
                 proc = subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, capture_output=True, timeout=20, check=False)
                 _checked[tools] = None if proc.returncode == 0 else detail(proc.stderr.decode("utf-8", "replace"), 160)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 _checked[tools] = detail(str(exc), 160)
     why = _checked[tools]
     if why is not None:
-        raise SandboxUnavailable(f"sandboxed run is off: bubblewrap under strace cannot build the sandbox here "
-                                 f"({why}); nothing was run", hint="unprivileged user namespaces and ptrace must be "
-                                 "allowed (sysctl kernel.unprivileged_userns_clone=1; in a container, a seccomp "
-                                 "profile that permits ptrace)")  # fmt: skip
+        raise SandboxUnavailable(
+            f"sandboxed run is off: bubblewrap under strace cannot build the sandbox here ({why}); nothing was run",
+            hint="unprivileged user namespaces and ptrace must be "
+            "allowed (sysctl kernel.unprivileged_userns_clone=1; in a container, a seccomp "
+            "profile that permits ptrace)",
+        )
     return tools
 
 
@@ -224,9 +274,27 @@ def _base_args(tmp: Path, *, empty: bool = False) -> list[str]:
     for extra in _ETC_BINDS:
         if Path("/etc", extra).exists():
             args += ["--ro-bind", f"/etc/{extra}", f"/etc/{extra}"]
-    args += ["--bind", str(tmp / "home"), HOME, "--bind", str(tmp / "work"), WORK, "--bind", str(tmp / "tmp"), "/tmp",
-             "--ro-bind", str(tmp / "skill"), SKILL, "--ro-bind", str(tmp / "run"), RUN,
-             "--chdir", WORK, "--remount-ro", "/"]  # fmt: skip
+    args += [
+        "--bind",
+        str(tmp / "home"),
+        HOME,
+        "--bind",
+        str(tmp / "work"),
+        WORK,
+        "--bind",
+        str(tmp / "tmp"),
+        "/tmp",
+        "--ro-bind",
+        str(tmp / "skill"),
+        SKILL,
+        "--ro-bind",
+        str(tmp / "run"),
+        RUN,
+        "--chdir",
+        WORK,
+        "--remount-ro",
+        "/",
+    ]
     return args
 
 
@@ -248,8 +316,9 @@ class _Run:
     findings: list[Finding] = field(default_factory=list)
 
 
-def run_skill(files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEOUT,
-              output_cap: int = OUTPUT_CAP) -> list[Finding]:  # fmt: skip
+def run_skill(
+    files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEOUT, output_cap: int = OUTPUT_CAP
+) -> list[Finding]:
     """Run every script and command block of the skill in its own sandbox; the findings of all.
 
     Raises :class:`SandboxUnavailable` (nothing ran) when the sandbox cannot be built here."""
@@ -260,8 +329,9 @@ def run_skill(files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEO
     return out
 
 
-def run_verdict(files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEOUT,
-                output_cap: int = OUTPUT_CAP) -> Verdict:  # fmt: skip
+def run_verdict(
+    files: Mapping[str, tuple[bytes, bool]], *, timeout: float = TIMEOUT, output_cap: int = OUTPUT_CAP
+) -> Verdict:
     """The run's own verdict (scanner ``ledger-run/1``), merged after the static one like an external scanner's."""
     return Verdict(_capped(run_skill(files, timeout=timeout, output_cap=output_cap)), RUNNER)
 
@@ -273,8 +343,10 @@ def _seed(tmp: Path, files: Mapping[str, tuple[bytes, bool]], item: Item, token:
     (etc / "resolv.conf").write_text("nameserver 127.0.0.1\n")
     (etc / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files dns\n")
     (etc / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
-    (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
-                                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")  # fmt: skip
+    (etc / "passwd").write_text(
+        "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
     (etc / "group").write_text("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")
     (etc / "hostname").write_text("sandbox\n")
     for extra in _ETC_BINDS:  # mount points for the host's, made here: /etc is read-only once bound
@@ -316,8 +388,9 @@ def _limits() -> None:  # runs in the child before exec
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_CAP, FILE_CAP))
 
 
-def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, strace: str, timeout: float,
-             output_cap: int) -> list[Finding]:  # fmt: skip
+def _run_one(
+    item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, strace: str, timeout: float, output_cap: int
+) -> list[Finding]:
     token = "lgcanary" + secrets.token_hex(12)
     run = _Run(item, token, "lgenv" + secrets.token_hex(12))
     with tempfile.TemporaryDirectory(prefix="ledger-run-") as name:
@@ -327,13 +400,40 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
         if not argv:
             return []
         env = {k: v for k, v in child_env().items() if k in ("LANG", "LC_ALL", "TZ")}
-        env.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=HOME, USER="user", LOGNAME="user", SHELL="/bin/sh",
-                   TERM="dumb", PWD=WORK, TMPDIR="/tmp", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+        env.update(
+            PATH="/usr/local/bin:/usr/bin:/bin",
+            HOME=HOME,
+            USER="user",
+            LOGNAME="user",
+            SHELL="/bin/sh",
+            TERM="dumb",
+            PWD=WORK,
+            TMPDIR="/tmp",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         env[_ENV_CANARY] = "ghp_" + run.env_token
         sets = [a for k, v in sorted(env.items()) for a in ("--setenv", k, v)]
-        cmd = [strace, "-ff", "-qq", "-xx", "-yy", "-s", "4096", "--seccomp-bpf", "--decode-pids=pidns",
-               "-e", f"trace={_TRACED}", "-o", str(tmp / "trace" / "t"),
-               bwrap, *_base_args(tmp), "--clearenv", *sets, "--", *argv]  # fmt: skip
+        cmd = [
+            strace,
+            "-ff",
+            "-qq",
+            "-xx",
+            "-yy",
+            "-s",
+            "4096",
+            "--seccomp-bpf",
+            "--decode-pids=pidns",
+            "-e",
+            f"trace={_TRACED}",
+            "-o",
+            str(tmp / "trace" / "t"),
+            bwrap,
+            *_base_args(tmp),
+            "--clearenv",
+            *sets,
+            "--",
+            *argv,
+        ]
         _execute(cmd, run, timeout, output_cap)
         run.findings.extend(_read_trace(tmp / "trace", run))
         run.findings.extend(_copied(tmp, run))
@@ -350,8 +450,15 @@ def _run_one(item: Item, files: Mapping[str, tuple[bytes, bool]], bwrap: str, st
 
 
 def _execute(cmd: list[str], run: _Run, timeout: float, output_cap: int) -> None:
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={"PATH": "/usr/bin:/bin"}, start_new_session=True, preexec_fn=_limits)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={"PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+        preexec_fn=_limits,
+    )
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     deadline, seen = time.monotonic() + timeout, 0
@@ -432,8 +539,9 @@ def _programs(strs: list[bytes]) -> set[str]:
     return {posixpath.basename(_text(a)) for a in strs[:3] if _text(a).startswith(("/usr/", "/bin/", "/sbin/"))}
 
 
-def _inherited(per_pid: dict[int, list[tuple[str, str, str, str]]],
-               parent: dict[int, tuple[int, int]]) -> dict[int, tuple[set[str], str]]:  # fmt: skip
+def _inherited(
+    per_pid: dict[int, list[tuple[str, str, str, str]]], parent: dict[int, tuple[int, int]]
+) -> dict[int, tuple[set[str], str]]:
     """Each process's program when it started: its parent's at the clone (a thread or a fork runs what
     its parent ran until it execs), as the host-tool names :func:`_programs` gives and as a plain name."""
     memo: dict[int, tuple[set[str], str]] = {}
@@ -473,8 +581,16 @@ def _payload(per_pid: dict[int, list[tuple[str, str, str, str]]], parent: dict[i
         if pid in start:
             return start[pid]
         rows = per_pid.get(pid, [])
-        own = next((i for i, (call, args, ret, _) in enumerate(rows) if call == "execve" and ret == "0"
-                    and not _text(_strings(args)[0] if _strings(args) else b"").endswith("/bwrap")), None)  # fmt: skip
+        own = next(
+            (
+                i
+                for i, (call, args, ret, _) in enumerate(rows)
+                if call == "execve"
+                and ret == "0"
+                and not _text(_strings(args)[0] if _strings(args) else b"").endswith("/bwrap")
+            ),
+            None,
+        )
         at = None
         if pid in parent and depth < 64:
             ppid, index = parent[pid]
@@ -540,8 +656,10 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
     start = _payload(per_pid, parent)
     started_as = _inherited(per_pid, parent)
     if not start and not run.timed_out:
-        raise SandboxUnavailable(f"sandboxed run of {run.item.file}: the sandbox did not start (status "
-                                 f"{run.status}): {detail(_text(run.tail), 160)}; nothing ran")  # fmt: skip
+        raise SandboxUnavailable(
+            f"sandboxed run of {run.item.file}: the sandbox did not start (status "
+            f"{run.status}): {detail(_text(run.tail), 160)}; nothing ran"
+        )
     canaries = {p: p for p in _CANARIES}
     out: list[Finding] = []
     reads: list[tuple[str, bool]] = []  # canary reads: path, by a network tool
@@ -562,12 +680,18 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                     programs, current = _programs(strs), posixpath.basename(_text(strs[0])) if strs else ""
             elif call in ("chdir", "fchdir") and ok:
                 d = _DECOR.search(args)
-                cwd = _text(_hex(d.group(1))) if call == "fchdir" and d else posixpath.normpath(
-                    posixpath.join(cwd, _text(strs[0]) if strs else ""))  # fmt: skip
+                cwd = (
+                    _text(_hex(d.group(1)))
+                    if call == "fchdir" and d
+                    else posixpath.normpath(posixpath.join(cwd, _text(strs[0]) if strs else ""))
+                )
             elif call in ("openat", "open", "creat"):
                 resolved = _DECOR.search(rest)
-                path = _text(_hex(resolved.group(1))) if resolved else posixpath.normpath(
-                    posixpath.join(cwd, _text(strs[0]) if strs else ""))  # fmt: skip
+                path = (
+                    _text(_hex(resolved.group(1)))
+                    if resolved
+                    else posixpath.normpath(posixpath.join(cwd, _text(strs[0]) if strs else ""))
+                )
                 if path in canaries:
                     owner = sorted(programs & _OWNERS.get(path, frozenset()))
                     walker = sorted(programs & _WALKERS) if path == f"{WORK}/.env" else []
@@ -579,8 +703,20 @@ def _read_trace(trace: Path, run: _Run) -> list[Finding]:
                         reads.append((path, bool(programs & _NET_TOOLS)))
                 if call == "creat" or any(flag in args for flag in _WRITE_FLAGS):
                     out.extend(_write(run, path, ok))
-            elif call in ("mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "symlink",
-                          "symlinkat", "link", "linkat", "truncate"):  # fmt: skip
+            elif call in (
+                "mkdir",
+                "mkdirat",
+                "rename",
+                "renameat",
+                "renameat2",
+                "unlink",
+                "unlinkat",
+                "symlink",
+                "symlinkat",
+                "link",
+                "linkat",
+                "truncate",
+            ):
                 for path in _targets(call, args, strs, cwd):
                     out.extend(_write(run, path, ok))
             elif call == "connect":
@@ -678,8 +814,10 @@ def _exec(run: _Run, strs: list[bytes], ok: bool, parent: str = "") -> list[Find
 
 
 _RC = re.compile(r"^/home/user/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|kshrc)$")
-_ASSIGN = re.compile(r"^\s*(?:#.*|(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*="
-                     r"(?:[^`$();|&<>]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*)?$")  # NAME=value, $VAR only: no code
+_ASSIGN = re.compile(
+    r"^\s*(?:#.*|(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*="
+    r"(?:[^`$();|&<>]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*)?$"
+)  # NAME=value, $VAR only: no code
 _PAYLOAD = re.compile(r"curl|wget|\bnc\b|ncat|socat|/dev/tcp|base64|python[0-9.]*\s+-c|\beval\b|\bsh\s+-c|bash\s+-c")
 
 

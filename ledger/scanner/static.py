@@ -291,8 +291,9 @@ def run_external(command: Sequence[str], skill_dir: Path, *, timeout: float = 60
     return Verdict(_capped(findings), f"ext:{name}")
 
 
-def _run(argv: list[str], cwd: str, timeout: float, name: str,
-         env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:  # fmt: skip
+def _run(
+    argv: list[str], cwd: str, timeout: float, name: str, env: dict[str, str] | None = None
+) -> tuple[int, bytes, bytes]:
     """Run ``argv`` in its own process group, so a timeout kills whatever it started too."""
     try:
         proc = subprocess.Popen(

@@ -95,8 +95,9 @@ class KeyDir:
 
     def path(self, role: str) -> Path:
         if role not in ROLES:
-            raise KeystoreError(f"unknown key role {role!r}",
-                                hint="a signing key is a user, agent, curator or verifier key")
+            raise KeystoreError(
+                f"unknown key role {role!r}", hint="a signing key is a user, agent, curator or verifier key"
+            )
         return self.home / f"{role}.key"
 
     def peek(self, role: str) -> str | None:
@@ -155,8 +156,9 @@ class KeyDir:
         _CACHE[version] = found
         return found
 
-    def generate(self, role: str, passphrase: Passphrase | None = None, *, encrypt: bool = False,
-                 suffix: str = "") -> LocalKey:  # fmt: skip
+    def generate(
+        self, role: str, passphrase: Passphrase | None = None, *, encrypt: bool = False, suffix: str = ""
+    ) -> LocalKey:
         """Make a new random ``role`` key; refuses to overwrite one.  ``encrypt`` asks for a passphrase;
         ``suffix`` writes it beside the current key (``.next``, for a rotation)."""
         path = self.path(role).with_name(self.path(role).name + suffix)
@@ -213,11 +215,16 @@ def _passphrase(source: Passphrase | None, confirm: bool, why: str) -> str:
     if env is not None:
         return env
     if source is None:
-        mixed = (" (LEDGER_KEY_PASSWORD is set, but it unlocks committer keystores, not signing keys)"
-                 if secret("LEDGER_KEY_PASSWORD") is not None else "")  # fmt: skip
-        raise KeystoreError(f"{why} needs its passphrase{mixed}",
-                            hint="set LEDGER_KEY_PASSPHRASE in the environment (never argv), or run on a terminal "
-                                 "to be prompted; an agent runtime's key is best kept without one")  # fmt: skip
+        mixed = (
+            " (LEDGER_KEY_PASSWORD is set, but it unlocks committer keystores, not signing keys)"
+            if secret("LEDGER_KEY_PASSWORD") is not None
+            else ""
+        )
+        raise KeystoreError(
+            f"{why} needs its passphrase{mixed}",
+            hint="set LEDGER_KEY_PASSPHRASE in the environment (never argv), or run on a terminal "
+            "to be prompted; an agent runtime's key is best kept without one",
+        )
     return source(confirm)
 
 
@@ -227,6 +234,8 @@ def _decrypt(path: Path, doc: dict[str, object], source: Passphrase | None) -> b
     try:
         return bytes(Account.decrypt(doc, _passphrase(source, False, f"the key {path}")))
     except ValueError as exc:
-        raise KeystoreError(f"cannot unlock {path}: wrong passphrase or damaged keystore",
-                            hint="check LEDGER_KEY_PASSPHRASE (the key's passphrase, not LEDGER_KEY_PASSWORD, "
-                                 "which unlocks committer keystores)") from exc  # fmt: skip
+        raise KeystoreError(
+            f"cannot unlock {path}: wrong passphrase or damaged keystore",
+            hint="check LEDGER_KEY_PASSPHRASE (the key's passphrase, not LEDGER_KEY_PASSWORD, "
+            "which unlocks committer keystores)",
+        ) from exc

@@ -45,8 +45,14 @@ class KeysReport(Report):
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> KeysReport:
-        return cls(doc["signing"], doc["policy"], doc["keys_dir"], tuple(TrustedKey(**k) for k in doc["trusted"]),
-                   tuple(doc["revoked"]), tuple(LocalKey(**k) for k in doc["local"]))  # fmt: skip
+        return cls(
+            doc["signing"],
+            doc["policy"],
+            doc["keys_dir"],
+            tuple(TrustedKey(**k) for k in doc["trusted"]),
+            tuple(doc["revoked"]),
+            tuple(LocalKey(**k) for k in doc["local"]),
+        )
 
 
 @dataclass(frozen=True)

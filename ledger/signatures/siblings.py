@@ -27,8 +27,18 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["ED25519", "P256", "SCHEMES", "SIBLING_TRAILER", "Siblings", "derive", "ed25519_key", "p256_key",
-           "parse_public", "public_lines"]  # fmt: skip
+__all__ = [
+    "ED25519",
+    "P256",
+    "SCHEMES",
+    "SIBLING_TRAILER",
+    "Siblings",
+    "derive",
+    "ed25519_key",
+    "p256_key",
+    "parse_public",
+    "public_lines",
+]
 
 SIBLING_TRAILER = "Ledger-Sibling"
 ED25519, P256 = "ssh-ed25519", "ecdsa-sha2-nistp256"  # the OpenSSH key type names, as the trailer spells them
@@ -83,8 +93,10 @@ def public_lines(secret: bytes) -> tuple[str, ...]:
         from cryptography.hazmat.primitives import serialization as ser
 
         fmt = (ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH)
-        lines = _LINES[secret] = (ed25519_key(secret).public_key().public_bytes(*fmt).decode(),
-                                  p256_key(secret).public_key().public_bytes(*fmt).decode())  # fmt: skip
+        lines = _LINES[secret] = (
+            ed25519_key(secret).public_key().public_bytes(*fmt).decode(),
+            p256_key(secret).public_key().public_bytes(*fmt).decode(),
+        )
     return lines
 
 
@@ -130,8 +142,10 @@ def parse_public(value: str) -> tuple[str, bytes]:
     if base64.b64encode(blob).decode() != parts[1]:
         raise SignatureError("a Ledger-Sibling key is not canonical base64")
     if not blob.startswith(_PREFIX[parts[0]]):
-        raise SignatureError(f"a Ledger-Sibling key's blob is not a {parts[0]} key (its type, curve or length "
-                             "fields are not the canonical ones)")  # fmt: skip
+        raise SignatureError(
+            f"a Ledger-Sibling key's blob is not a {parts[0]} key (its type, curve or length "
+            "fields are not the canonical ones)"
+        )
     expected = {ED25519: 4 + 11 + 4 + 32, P256: 4 + 19 + 4 + 8 + 4 + 65}[parts[0]]
     if len(blob) != expected:
         raise SignatureError(f"a Ledger-Sibling {parts[0]} key is {len(blob)} bytes, not {expected}")

@@ -94,8 +94,15 @@ def sign(key: Ed25519PrivateKey, message: bytes, namespace: str = NAMESPACE) -> 
 
     raw = key.public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
     signature = _string(ED25519) + _string(key.sign(signed_data(message, namespace)))
-    blob = (MAGIC + struct.pack(">I", VERSION) + _string(public_blob(raw)) + _string(namespace.encode())
-            + _string(b"") + _string(HASH.encode()) + _string(signature))  # fmt: skip
+    blob = (
+        MAGIC
+        + struct.pack(">I", VERSION)
+        + _string(public_blob(raw))
+        + _string(namespace.encode())
+        + _string(b"")
+        + _string(HASH.encode())
+        + _string(signature)
+    )
     return armor(blob)
 
 

@@ -78,8 +78,10 @@ def parse_key_change(value: str) -> KeyChange:
         return KeyChange("revoke", parts[1])
     if len(parts) == 2 and parts[0] == "policy" and parts[1] in POLICIES:
         return KeyChange("policy", "", parts[1])
-    raise TrustError(f"malformed Ledger-Key trailer {value!r}",
-                     hint="'add 0x<40 hex> ROLE', 'revoke 0x<40 hex>' or 'policy signed|open'")  # fmt: skip
+    raise TrustError(
+        f"malformed Ledger-Key trailer {value!r}",
+        hint="'add 0x<40 hex> ROLE', 'revoke 0x<40 hex>' or 'policy signed|open'",
+    )
 
 
 def format_record(trust: Trust) -> bytes:
@@ -142,9 +144,11 @@ class Trust:
         """
         role = self._role(operation, list(changes), signer)
         if signer is None and self.signed:
-            raise TrustError("the snapshot is unsigned, and the brain's policy requires every snapshot to be "
-                             "signed by a key it trusts"
-                             " (see docs/lineage.md, 'Unsigned snapshots and the policy')")  # fmt: skip
+            raise TrustError(
+                "the snapshot is unsigned, and the brain's policy requires every snapshot to be "
+                "signed by a key it trusts"
+                " (see docs/lineage.md, 'Unsigned snapshots and the policy')"
+            )
         if signer is not None and actor != role:
             raise TrustError(f"signed by {signer}, {_a(role)} key, but its Ledger-Actor is {actor or 'missing'}")
 
@@ -170,13 +174,17 @@ class Trust:
         if signer in self.revoked:
             raise TrustError(f"signed by {signer}, a key revoked before this snapshot")
         if role is None:
-            raise TrustError(f"its signature recovers {signer}, which the brain does not trust: the snapshot "
-                             "was altered after it was signed, or signed by a key the brain never trusted")  # fmt: skip
+            raise TrustError(
+                f"its signature recovers {signer}, which the brain does not trust: the snapshot "
+                "was altered after it was signed, or signed by a key the brain never trusted"
+            )
         if operation == "keys" and role != "user":
             raise TrustError(f"key changes must be signed by a user key; {signer} is {_a(role)} key")
         if role == "verifier" and operation != "outcome":
-            raise TrustError(f"{signer} is a verifier key, which signs outcomes and 'outcome' snapshots only, "
-                             f"not {operation!r} (see docs/lineage.md, 'Tiers and the verifier role')")  # fmt: skip
+            raise TrustError(
+                f"{signer} is a verifier key, which signs outcomes and 'outcome' snapshots only, "
+                f"not {operation!r} (see docs/lineage.md, 'Tiers and the verifier role')"
+            )
         return role
 
     def apply(self, changes: Iterable[KeyChange]) -> Trust:
@@ -197,8 +205,10 @@ class Trust:
             seen.add(c.address)
             if c.action == "add":
                 if c.address in out.revoked:
-                    raise TrustError(f"{c.address} was revoked; a revoked key is never trusted again",
-                                     hint="make a new key (ledger keys rotate)")  # fmt: skip
+                    raise TrustError(
+                        f"{c.address} was revoked; a revoked key is never trusted again",
+                        hint="make a new key (ledger keys rotate)",
+                    )
                 if c.address in out.active:
                     raise TrustError(f"{c.address} is already trusted as a {out.active[c.address]} key")
                 out.active[c.address] = c.role or ""

@@ -56,8 +56,9 @@ def is_brain(repo: Path) -> bool:
         return False
 
 
-def brain_candidates(url: str, names: Sequence[str] = (), pin: str | None = None,
-                     rpc: str | None = None) -> list[Candidate]:  # fmt: skip
+def brain_candidates(
+    url: str, names: Sequence[str] = (), pin: str | None = None, rpc: str | None = None
+) -> list[Candidate]:
     """The skills of the brain at ``url`` at ``pin`` (a commit id, ``main~N`` or a root; default: its head)."""
     with _fetched(url) as repo:
         return read_brain(repo, url, names, pin, rpc)
@@ -83,8 +84,9 @@ def _fetched(url: str) -> Iterator[Path]:
         yield repo
 
 
-def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc: str | None,
-               ref: str | None = None) -> list[Candidate]:  # fmt: skip
+def read_brain(
+    repo: Path, url: str, names: Sequence[str], pin: str | None, rpc: str | None, ref: str | None = None
+) -> list[Candidate]:
     """Audit the fetched brain ``repo``, then read, prove and pin its skills."""
     _audited(repo, url)
     with gs.GitStore(repo) as store:
@@ -102,8 +104,12 @@ def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc:
         derived = {"root": format_root(snap.root)}
         if anchor is not None:
             note = anchor[1]
-            derived = {"agent": int(note["agent"], 16), "chain": note["chain_id"], "registry": note["registry"].lower(),
-                       "root": format_root(snap.root)}  # fmt: skip
+            derived = {
+                "agent": int(note["agent"], 16),
+                "chain": note["chain_id"],
+                "registry": note["registry"].lower(),
+                "root": format_root(snap.root),
+            }
         seq = anchor[1]["seq"] if anchor is not None and anchor[0].commit == commit else None
         pin_doc = {"commit": commit, "root": format_root(snap.root), "seq": seq}
         signer = _signer(snap)
@@ -115,17 +121,29 @@ def read_brain(repo: Path, url: str, names: Sequence[str], pin: str | None, rpc:
             held = record.skills.get(name)
             if held is not None and held.state != sp.APPROVED:
                 why = record.revoked.get(next((d for d in held.digests() if d in record.revoked), ""), {})
-                raise SourceError(f"the brain {url} holds {name} {held.state}"
-                                  + (f" ({why.get('reason')})" if why else "") + ": it does not serve it",
-                                  hint="a brain serves only the skills its curator approved")  # fmt: skip
+                raise SourceError(
+                    f"the brain {url} holds {name} {held.state}"
+                    + (f" ({why.get('reason')})" if why else "")
+                    + ": it does not serve it",
+                    hint="a brain serves only the skills its curator approved",
+                )
         served = {n: t for n, t in skills.items() if n not in record.withheld()}
         cache = th.DigestCache(None)
         index = RootIndex({n: th.tree_digest(store, t, cache, n) for n, t in skills.items()})
         out = []
         for name in pick(served, names, f"the brain {url} at {commit[:12]}"):
             files = _proven(store, cache, skills, index, snap.root, name, url)
-            out.append(candidate(name, files, source_doc("brain", url, f"skills/{name}", ref), dict(pin_doc),
-                                 signer=signer, derived_from=dict(derived), revoked=revoked))  # fmt: skip
+            out.append(
+                candidate(
+                    name,
+                    files,
+                    source_doc("brain", url, f"skills/{name}", ref),
+                    dict(pin_doc),
+                    signer=signer,
+                    derived_from=dict(derived),
+                    revoked=revoked,
+                )
+            )
         return out
 
 
@@ -160,9 +178,11 @@ def _audited(repo: Path, url: str) -> None:
         raise SourceError(f"cannot audit the brain {url}: {exc.message}", hint=exc.hint) from exc
     failed = [c for c in report.checks.values() if not c.ok]
     if failed:
-        raise SourceError(f"the brain {url} fails the audit, so nothing was taken from it:"
-                          + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
-                          hint=f"run 'ledger audit {url}' for the full report")  # fmt: skip
+        raise SourceError(
+            f"the brain {url} fails the audit, so nothing was taken from it:"
+            + "".join(f"\n  {c.name}: {c.summary}" for c in failed),
+            hint=f"run 'ledger audit {url}' for the full report",
+        )
 
 
 def _pinned_commit(store: gs.GitStore, head: bytes, pin: str | None, url: str) -> str:
@@ -173,18 +193,30 @@ def _pinned_commit(store: gs.GitStore, head: bytes, pin: str | None, url: str) -
         commit = store.resolve(pin).hex()
     except StoreError:
         if _HEX40.match(pin):
-            raise SourceError(f"the brain {url} no longer serves snapshot {pin}: its main does not hold that commit",
-                              hint="its history was rewritten; pick a new pin with 'latest'") from None  # fmt: skip
-        raise SourceError(f"the brain {url} has no snapshot {pin!r}",
-                          hint="name a commit id, main~N or a root") from None  # fmt: skip
+            raise SourceError(
+                f"the brain {url} no longer serves snapshot {pin}: its main does not hold that commit",
+                hint="its history was rewritten; pick a new pin with 'latest'",
+            ) from None
+        raise SourceError(
+            f"the brain {url} has no snapshot {pin!r}", hint="name a commit id, main~N or a root"
+        ) from None
     if commit not in {s.commit for s in store.lineage(head)}:
-        raise SourceError(f"the brain {url} no longer serves snapshot {commit}: it is not on its main line",
-                          hint="pin a snapshot of its main")  # fmt: skip
+        raise SourceError(
+            f"the brain {url} no longer serves snapshot {commit}: it is not on its main line",
+            hint="pin a snapshot of its main",
+        )
     return commit
 
 
-def _proven(store: gs.GitStore, cache: th.DigestCache, skills: dict[str, bytes], index: RootIndex, root: bytes,
-            name: str, url: str) -> dict[str, tuple[bytes, bool]]:  # fmt: skip
+def _proven(
+    store: gs.GitStore,
+    cache: th.DigestCache,
+    skills: dict[str, bytes],
+    index: RootIndex,
+    root: bytes,
+    name: str,
+    url: str,
+) -> dict[str, tuple[bytes, bool]]:
     """The skill's files, each with an inclusion proof in ``root`` checked against its own bytes."""
     entries = th.files_of(store, skills[name])
     blobs = store.read_blobs([blob for _, blob in entries.values()])
@@ -194,9 +226,10 @@ def _proven(store: gs.GitStore, cache: th.DigestCache, skills: dict[str, bytes],
             proof = prove_at(store, cache, skills, index, root, f"{name}/{rel}", lambda: index)
             verify_proof(proof, root, data)
         except LedgerError as exc:
-            raise SourceError(f"the brain {url}: {name}/{rel} does not prove into its signed root "
-                              f"{format_root(root)}: {exc.message}",
-                              hint="its objects do not match what it signed; nothing was taken") from exc  # fmt: skip
+            raise SourceError(
+                f"the brain {url}: {name}/{rel} does not prove into its signed root {format_root(root)}: {exc.message}",
+                hint="its objects do not match what it signed; nothing was taken",
+            ) from exc
         files[rel] = (data, mode == gs.MODE_EXEC)
     return files
 
@@ -207,8 +240,9 @@ def _signer(snap: gs.Snapshot) -> str | None:
         return None
     text, last = signing.split_signature(snap.message)
     parent = bytes.fromhex(snap.parents[0]) if snap.parents else None
-    digest = signing.digest(snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree),
-                            snap.attribution.get("actor", ""), text)  # fmt: skip
+    digest = signing.digest(
+        snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree), snap.attribution.get("actor", ""), text
+    )
     return signing.recover(digest, last or "").lower()
 
 
@@ -216,8 +250,10 @@ def _on_chain(rpc: str, url: str, snap: gs.Snapshot, note: dict[str, Any]) -> No
     """Refuse unless the registry's event at the receipt's sequence records this snapshot's root."""
     want = format_root(snap.root)
     if note["root"] != want:
-        raise SourceError(f"the brain {url}: the receipt of {snap.commit[:12]} names root {note['root']}, "
-                          f"but the snapshot's root is {want}")  # fmt: skip
+        raise SourceError(
+            f"the brain {url}: the receipt of {snap.commit[:12]} names root {note['root']}, "
+            f"but the snapshot's root is {want}"
+        )
     try:
         reg = Registry(rpc, note["registry"], expected_chain_id=note["chain_id"])
         events = {ev["seq"]: ev for ev in reg.lineage(int(note["agent"], 16))}
@@ -226,6 +262,7 @@ def _on_chain(rpc: str, url: str, snap: gs.Snapshot, note: dict[str, Any]) -> No
     event = events.get(note["seq"])
     if event is None or format_root(event["root"]) != want:
         got = "no event" if event is None else f"root {format_root(event['root'])}"
-        raise SourceError(f"the brain {url}: the chain has {got} at seq {note['seq']} for agent "
-                          f"{int(note['agent'], 16)}, not {want}",
-                          hint="its receipts do not match the registry; nothing was taken")  # fmt: skip
+        raise SourceError(
+            f"the brain {url}: the chain has {got} at seq {note['seq']} for agent {int(note['agent'], 16)}, not {want}",
+            hint="its receipts do not match the registry; nothing was taken",
+        )

@@ -44,17 +44,26 @@ def source_doc(kind: str, url: str, path: str, ref: str | None, **extra: Any) ->
 
 
 def candidate(
-    name: str, files: Mapping[str, tuple[bytes, bool]], source: dict[str, Any], pin: dict[str, Any], *,
-    symlinks: Sequence[str] = (), signer: str | None = None, derived_from: dict[str, Any] | None = None,
-    revoked: frozenset[str] = frozenset(), link_targets: Mapping[str, str] | None = None,
-) -> Candidate:  # fmt: skip
+    name: str,
+    files: Mapping[str, tuple[bytes, bool]],
+    source: dict[str, Any],
+    pin: dict[str, Any],
+    *,
+    symlinks: Sequence[str] = (),
+    signer: str | None = None,
+    derived_from: dict[str, Any] | None = None,
+    revoked: frozenset[str] = frozenset(),
+    link_targets: Mapping[str, str] | None = None,
+) -> Candidate:
     """A :class:`Candidate` whose name and every path pass the project's rules, or :class:`SourceError`."""
     where = f"{source['url']}" + (f" ({source['path']})" if source.get("path") else "")
     try:
         check_name(name)
     except SkillError as exc:
-        raise SourceError(f"{where} offers a skill named {name!r}, which is not a valid skill name: {exc.message}",
-                          hint=exc.hint or "ask its publisher to rename it") from None  # fmt: skip
+        raise SourceError(
+            f"{where} offers a skill named {name!r}, which is not a valid skill name: {exc.message}",
+            hint=exc.hint or "ask its publisher to rename it",
+        ) from None
     if SKILL_MD not in files:
         raise SourceError(f"{where}: skill {name!r} has no {SKILL_MD}", hint="a skill folder holds SKILL.md")
     total = 0
@@ -70,14 +79,25 @@ def candidate(
         parts = rel.split("/")
         clash = next(("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in paths), None)
         if clash is not None:
-            raise SourceError(f"{where}: skill {name!r} holds {clash!r} both as a file and as the folder of "
-                              f"{rel!r}; nothing was taken",
-                              hint="ask the source's publisher to rename one of them")  # fmt: skip
+            raise SourceError(
+                f"{where}: skill {name!r} holds {clash!r} both as a file and as the folder of "
+                f"{rel!r}; nothing was taken",
+                hint="ask the source's publisher to rename one of them",
+            )
     if total > MAX_SKILL_BYTES:
         raise SourceError(f"{where}: skill {name!r} holds {total} bytes; one skill is limited to {MAX_SKILL_BYTES}")
     targets = {rel: t for rel, t in (link_targets or {}).items() if rel in symlinks}
-    return Candidate(name, dict(sorted(files.items())), tuple(sorted(symlinks)), source, pin, signer,
-                     derived_from, revoked, dict(sorted(targets.items())))  # fmt: skip
+    return Candidate(
+        name,
+        dict(sorted(files.items())),
+        tuple(sorted(symlinks)),
+        source,
+        pin,
+        signer,
+        derived_from,
+        revoked,
+        dict(sorted(targets.items())),
+    )
 
 
 def _check_path(name: str, rel: str, where: str) -> None:
@@ -86,8 +106,10 @@ def _check_path(name: str, rel: str, where: str) -> None:
             check_support_path(rel)
         check_bundle_path(name, rel)
     except SkillError as exc:
-        raise SourceError(f"{where}: skill {name!r} holds a path no brain may hold: {exc.message}",
-                          hint="nothing was taken; ask the source's publisher to fix the path") from None  # fmt: skip
+        raise SourceError(
+            f"{where}: skill {name!r} holds a path no brain may hold: {exc.message}",
+            hint="nothing was taken; ask the source's publisher to fix the path",
+        ) from None
 
 
 def pick(found: Mapping[str, Any], names: Sequence[str], where: str) -> list[str]:
@@ -97,8 +119,10 @@ def pick(found: Mapping[str, Any], names: Sequence[str], where: str) -> list[str
     missing = [n for n in names if n not in found]
     if missing:
         has = ", ".join(sorted(found)) or "no skills"
-        raise SourceError(f"{where} has no skill named {', '.join(repr(n) for n in missing)}; it has: {has}",
-                          hint="name one of the skills it has")  # fmt: skip
+        raise SourceError(
+            f"{where} has no skill named {', '.join(repr(n) for n in missing)}; it has: {has}",
+            hint="name one of the skills it has",
+        )
     return list(dict.fromkeys(names))
 
 
@@ -111,8 +135,10 @@ def source_git(git_dir: str | Path | None = None) -> Git:
     return Git(git_dir, env=SOURCE_ENV, error=SourceError, redact=redacted)
 
 
-def git(*args: str, what: str, git_dir: str | Path | None = None, data: bytes | None = None,
-        timeout: float = NETWORK) -> bytes:  # fmt: skip
+def git(
+    *args: str, what: str, git_dir: str | Path | None = None, data: bytes | None = None, timeout: float = NETWORK
+) -> bytes:
     """``git args`` for a source (:func:`source_git`), its output; a failure is a :class:`SourceError`."""
-    return source_git(git_dir).run(*args, input=data, timeout=timeout, what=what,
-                                   hint="check the path or URL and the ref")  # fmt: skip
+    return source_git(git_dir).run(
+        *args, input=data, timeout=timeout, what=what, hint="check the path or URL and the ref"
+    )

@@ -78,8 +78,10 @@ def fetch_cap() -> int:
     if not raw:
         return MAX_FETCH_BYTES
     if not raw.isdigit() or int(raw) <= 0:
-        raise SourceError(f"LEDGER_MAX_FETCH_BYTES={raw!r} is not a positive number of bytes",
-                          hint="unset it, or give a byte count such as 1073741824")  # fmt: skip
+        raise SourceError(
+            f"LEDGER_MAX_FETCH_BYTES={raw!r} is not a positive number of bytes",
+            hint="unset it, or give a byte count such as 1073741824",
+        )
     return int(raw)
 
 
@@ -99,15 +101,25 @@ def _fetch(tmp: Path, url: str, specs: Sequence[str], *, depth: bool, what: str)
 
     def within_cap() -> None:
         if _written(tmp) > cap:
-            raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
-                              hint="a skill's source is read one ref at a time; if this one is that large "
-                                   "and trusted, raise LEDGER_MAX_FETCH_BYTES")  # fmt: skip
+            raise SourceError(
+                f"{what}: the source sent more than {cap} bytes for one ref; refused",
+                hint="a skill's source is read one ref at a time; if this one is that large "
+                "and trusted, raise LEDGER_MAX_FETCH_BYTES",
+            )
 
-    source_git(tmp).fetch(url, *specs, options=["-c", "fetch.fsckObjects=true", *(["--depth=1"] if depth else [])],
-                          what=what, hint="check the path or URL and the ref", watch=within_cap)  # fmt: skip
+    source_git(tmp).fetch(
+        url,
+        *specs,
+        options=["-c", "fetch.fsckObjects=true", *(["--depth=1"] if depth else [])],
+        what=what,
+        hint="check the path or URL and the ref",
+        watch=within_cap,
+    )
     if _written(tmp) > cap:
-        raise SourceError(f"{what}: the source sent more than {cap} bytes for one ref; refused",
-                          hint="raise LEDGER_MAX_FETCH_BYTES if this source is trusted and that large")  # fmt: skip
+        raise SourceError(
+            f"{what}: the source sent more than {cap} bytes for one ref; refused",
+            hint="raise LEDGER_MAX_FETCH_BYTES if this source is trusted and that large",
+        )
 
 
 def _advertised(url: str, patterns: Sequence[str], what: str) -> dict[str, str]:
@@ -171,8 +183,7 @@ def mirrored(source: str, want: str | None = None, *, history: bool = False) -> 
 def _everything(tmp: Path, url: str, source: str) -> None:
     """Every branch and tag of ``url``, whole (a ref this module cannot name on its own), capped."""
     heads = _advertised(url, ["HEAD"], source)
-    _fetch(tmp, url, ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], depth=False,
-           what=f"fetching {source}")  # fmt: skip
+    _fetch(tmp, url, ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], depth=False, what=f"fetching {source}")
     if heads.get("ref: HEAD"):
         git("symbolic-ref", "HEAD", heads["ref: HEAD"], what="recording the default branch", git_dir=str(tmp))
 
@@ -182,14 +193,23 @@ def commit_of(repo: Path, ref: str | None, where: str) -> str:
     rev = ref or "HEAD"
     for candidate_rev in [rev] if ref is None else [f"refs/heads/{ref}", f"refs/tags/{ref}", ref]:
         try:
-            out = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate_rev}^{{commit}}",
-                      what="resolving", git_dir=str(repo))  # fmt: skip
+            out = git(
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{candidate_rev}^{{commit}}",
+                what="resolving",
+                git_dir=str(repo),
+            )
         except SourceError:
             continue
         return out.decode().strip()
     if ref is not None and _HEX40.match(ref):
-        raise SourceError(f"{where} no longer serves commit {ref}: no branch or tag of it reaches that commit",
-                          hint="the source was rewritten (force-pushed); pick a new pin with 'latest'")  # fmt: skip
+        raise SourceError(
+            f"{where} no longer serves commit {ref}: no branch or tag of it reaches that commit",
+            hint="the source was rewritten (force-pushed); pick a new pin with 'latest'",
+        )
     raise SourceError(f"{where} has no branch, tag or commit {rev!r}", hint="name a branch, tag or commit id it has")
 
 
@@ -273,8 +293,10 @@ def read_dir(repo: Path, rows: Listing, folder: str, where: str) -> tuple[dict[s
             continue
         rel = path[len(prefix) :]
         if mode == "160000":
-            raise SourceError(f"{where}: {path} is a submodule, whose content this source does not hold",
-                              hint="a skill must hold its files itself; submodules are refused")  # fmt: skip
+            raise SourceError(
+                f"{where}: {path} is a submodule, whose content this source does not hold",
+                hint="a skill must hold its files itself; submodules are refused",
+            )
         if mode == "120000":
             links.append(rel)
         elif mode in ("100644", "100755"):
@@ -311,8 +333,15 @@ def read_candidate(repo: Path, rows: Listing, commit: str, folder: str, name: st
     """The candidate ``name`` whose files are ``folder`` of ``commit``, with the source record ``doc``."""
     where = f"{doc['url']}@{commit[:12]}"
     files, links = read_dir(repo, rows, folder, where)
-    return candidate(name, files, doc, {"commit": commit}, symlinks=links, signer=signer_of(repo, commit),
-                     link_targets=read_links(repo, rows, folder, where))  # fmt: skip
+    return candidate(
+        name,
+        files,
+        doc,
+        {"commit": commit},
+        symlinks=links,
+        signer=signer_of(repo, commit),
+        link_targets=read_links(repo, rows, folder, where),
+    )
 
 
 def read_links(repo: Path, rows: Listing, folder: str, where: str) -> dict[str, str]:
@@ -346,8 +375,10 @@ def candidates_at(repo: Path, url: str, ref: str | None, commit: str, names: Seq
     dirs = skill_dirs(rows)
     if "" in dirs:
         dirs = {root_name(repo, rows, url): ""}
-    return [read_candidate(repo, rows, commit, dirs[name], name, source_doc("git", url, dirs[name], ref))
-            for name in pick(dirs, names, f"{url}@{commit[:12]}")]  # fmt: skip
+    return [
+        read_candidate(repo, rows, commit, dirs[name], name, source_doc("git", url, dirs[name], ref))
+        for name in pick(dirs, names, f"{url}@{commit[:12]}")
+    ]
 
 
 def is_repo(source: str) -> bool:
@@ -365,9 +396,10 @@ def pinned(source: dict[str, Any], commit: str, name: str, repo_url: str | None 
     url = repo_url or source["url"]
     with mirrored(url, commit) as repo:
         if not reachable(repo, commit):
-            raise SourceError(f"{url} no longer serves commit {commit}: it no longer holds it",
-                              hint="the source was rewritten (force-pushed); 'ledger supply outdated' shows "
-                                   "its current version")  # fmt: skip
+            raise SourceError(
+                f"{url} no longer serves commit {commit}: it no longer holds it",
+                hint="the source was rewritten (force-pushed); 'ledger supply outdated' shows its current version",
+            )
         rows = listing(repo, commit)
         prefix = f"{source['path']}/" if source["path"] else ""
         if not any(p.startswith(prefix) for _, _, p in rows):

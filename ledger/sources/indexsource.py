@@ -91,8 +91,10 @@ def _allowed(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK):
         return
-    raise SourceError(f"refusing to fetch {url}: an index is read over https only",
-                      hint="use the https:// URL (plain http is allowed only to this machine, for tests)")  # fmt: skip
+    raise SourceError(
+        f"refusing to fetch {url}: an index is read over https only",
+        hint="use the https:// URL (plain http is allowed only to this machine, for tests)",
+    )
 
 
 @contextlib.contextmanager
@@ -105,13 +107,15 @@ def _response(url: str) -> Iterator[requests.Response | None]:
         _allowed(url)
         shown = origins.redacted(url)
         try:
-            with requests.get(url, timeout=TIMEOUT, allow_redirects=False, stream=True,
-                              headers={"Accept-Encoding": "identity"}) as resp:  # fmt: skip
+            with requests.get(
+                url, timeout=TIMEOUT, allow_redirects=False, stream=True, headers={"Accept-Encoding": "identity"}
+            ) as resp:
                 if resp.is_redirect:
                     target = urljoin(url, resp.headers.get("location", ""))
                     if urlsplit(target)[:2] != urlsplit(url)[:2]:
-                        raise SourceError(f"{shown} redirects to another host or scheme "
-                                          f"({origins.redacted(target)}); not followed")  # fmt: skip
+                        raise SourceError(
+                            f"{shown} redirects to another host or scheme ({origins.redacted(target)}); not followed"
+                        )
                     url = target
                     continue
                 if resp.status_code == 404:
@@ -121,13 +125,16 @@ def _response(url: str) -> Iterator[requests.Response | None]:
                     raise SourceError(f"{shown} answered HTTP {resp.status_code}", hint="check the URL, or try later")
                 encoding = resp.headers.get("content-encoding", "identity").strip().lower()
                 if encoding not in ("", "identity"):
-                    raise SourceError(f"{shown} answered in Content-Encoding {encoding!r} though asked for none; "
-                                      "refused", hint="serve the file as it is")  # fmt: skip
+                    raise SourceError(
+                        f"{shown} answered in Content-Encoding {encoding!r} though asked for none; refused",
+                        hint="serve the file as it is",
+                    )
                 yield resp
                 return
         except requests.RequestException as exc:
-            raise SourceError(f"cannot fetch {shown}: {type(exc).__name__}",
-                              hint="check the URL and the network") from None  # fmt: skip
+            raise SourceError(
+                f"cannot fetch {shown}: {type(exc).__name__}", hint="check the URL and the network"
+            ) from None
     raise SourceError(f"{origins.redacted(url)} redirects more than {MAX_REDIRECTS} times; not followed")
 
 
@@ -187,14 +194,20 @@ def _index(url: str) -> tuple[str, dict[str, Any]]:
             raise SourceError(f"{where} is not a skills index: it has no 'skills' list")
         version = _version(doc, where)
         if not isinstance(version, str):
-            raise SourceError(f"{where} is not a skills index: its version {json_shown(version)} is not text",
-                              hint='an index names its version as text: "0.1.0" or "0.2.0"')  # fmt: skip
+            raise SourceError(
+                f"{where} is not a skills index: its version {json_shown(version)} is not text",
+                hint='an index names its version as text: "0.1.0" or "0.2.0"',
+            )
         if not version.startswith("0."):
-            raise SourceError(f"{where} is index version {json_shown(version)}; this ledger reads 0.1 and 0.2",
-                              hint="upgrade brain-ledger")  # fmt: skip
+            raise SourceError(
+                f"{where} is index version {json_shown(version)}; this ledger reads 0.1 and 0.2",
+                hint="upgrade brain-ledger",
+            )
         return where, doc
-    raise SourceError(f"{url} is neither a git repository nor a skills index (none at {' or '.join(tries)})",
-                      hint="check the URL: a git repository's clone URL, or an index's URL")  # fmt: skip
+    raise SourceError(
+        f"{url} is neither a git repository nor a skills index (none at {' or '.join(tries)})",
+        hint="check the URL: a git repository's clone URL, or an index's URL",
+    )
 
 
 def _version(doc: dict[str, Any], where: str) -> Any:
@@ -206,9 +219,12 @@ def _version(doc: dict[str, Any], where: str) -> Any:
         return doc.get("version", "0.1.0")
     version = SCHEMAS.get(doc["$schema"]) if isinstance(doc["$schema"], str) else None
     if version is None:
-        raise SourceError(f"{where} declares the index schema {json_shown(doc['$schema'])}, which this ledger "
-                          f"does not know; not read", hint="it reads " + ", ".join(SCHEMAS) + "; upgrade "
-                          "brain-ledger, or ask the publisher which schema the index follows")  # fmt: skip
+        raise SourceError(
+            f"{where} declares the index schema {json_shown(doc['$schema'])}, which this ledger "
+            f"does not know; not read",
+            hint="it reads " + ", ".join(SCHEMAS) + "; upgrade "
+            "brain-ledger, or ask the publisher which schema the index follows",
+        )
     return version
 
 
@@ -238,7 +254,7 @@ def _skill(index_url: str, version: str, entry: dict[str, Any], published: bool 
     wanted: dict[str, str | None] = {}
     for item in listed:
         if not isinstance(item, (str, dict)):
-            raise SourceError(f"{where}: a file entry is a path or {{\"path\", \"digest\"}}, not {json_shown(item)}")
+            raise SourceError(f'{where}: a file entry is a path or {{"path", "digest"}}, not {json_shown(item)}')
         path, digest = (item, None) if isinstance(item, str) else (item.get("path"), item.get("digest"))
         if not isinstance(path, str):
             raise SourceError(f"{where}: a file entry has no path")
@@ -251,15 +267,19 @@ def _skill(index_url: str, version: str, entry: dict[str, Any], published: bool 
         if body is None:
             raise SourceError(f"{where}: {path} is listed but not served ({url})")
         if want is not None and hashlib.sha256(body).hexdigest() != want:
-            raise SourceError(f"{where}: {path} does not match its digest in the index",
-                              hint="the file or the index was altered; nothing was taken")  # fmt: skip
+            raise SourceError(
+                f"{where}: {path} does not match its digest in the index",
+                hint="the file or the index was altered; nothing was taken",
+            )
         files[path] = (body, False)
     pin: dict[str, Any] = {"sha256": folder_sha256(files), "version": version}
     if all(w is not None for w in wanted.values()) and "digest" in entry:
         got = skill_digest({p: hashlib.sha256(b).hexdigest() for p, (b, _) in files.items()})
         if got != f"sha256:{_hex(entry['digest'], where)}":
-            raise SourceError(f"{where}: the files' skill digest {got} is not the index's {entry['digest']}",
-                              hint="the index and its files disagree; nothing was taken")  # fmt: skip
+            raise SourceError(
+                f"{where}: the files' skill digest {got} is not the index's {entry['digest']}",
+                hint="the index and its files disagree; nothing was taken",
+            )
         pin["digest"] = got
     return _named(candidate(name, files, source_doc("index", index_url, name, None), pin), where)
 
@@ -269,10 +289,11 @@ def _named(found: Candidate, where: str) -> Candidate:
     directory, Agent Skills by its frontmatter, and the two must be one (a brain serves no other)."""
     declared = declared_name(found.files["SKILL.md"][0].decode("utf-8", "replace"))
     if declared is not None and declared != found.name:
-        raise SourceError(f"{where}: the index names the skill {found.name!r}, but its SKILL.md names it "
-                          f"{declared!r}; nothing was taken",
-                          hint="a skill's name is its folder's and its frontmatter's: ask the publisher to "
-                               "make them one")  # fmt: skip
+        raise SourceError(
+            f"{where}: the index names the skill {found.name!r}, but its SKILL.md names it "
+            f"{declared!r}; nothing was taken",
+            hint="a skill's name is its folder's and its frontmatter's: ask the publisher to make them one",
+        )
     return found
 
 
@@ -301,8 +322,10 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
             while chunk := body.read(_CHUNK):
                 spool.write(chunk)
         if body.sha256.hexdigest() != want:
-            raise SourceError(f"{where}: {shown} does not match its digest in the index",
-                              hint="the file or the index was altered; nothing was taken")  # fmt: skip
+            raise SourceError(
+                f"{where}: {shown} does not match its digest in the index",
+                hint="the file or the index was altered; nothing was taken",
+            )
         spool.seek(0)
         if kind == "skill-md":
             files, links = {"SKILL.md": (spool.read(), False)}, {}
@@ -310,12 +333,25 @@ def _artifact(index_url: str, version: str, entry: dict[str, Any], where: str) -
             files, links = _unpacked(spool, name, where)
     pin: dict[str, Any] = {"sha256": folder_sha256(files), "version": version, "digest": f"sha256:{want}"}
     signer = _anchored(index_url, name, files, links, pin, where)
-    return candidate(name, files, source_doc("index", index_url, name, None), pin, symlinks=list(links),
-                     signer=signer, link_targets={rel: t for rel, t in links.items() if t is not None})  # fmt: skip
+    return candidate(
+        name,
+        files,
+        source_doc("index", index_url, name, None),
+        pin,
+        symlinks=list(links),
+        signer=signer,
+        link_targets={rel: t for rel, t in links.items() if t is not None},
+    )
 
 
-def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], links: dict[str, str | None],
-              pin: dict[str, Any], where: str) -> str | None:  # fmt: skip
+def _anchored(
+    index_url: str,
+    name: str,
+    files: dict[str, tuple[bytes, bool]],
+    links: dict[str, str | None],
+    pin: dict[str, Any],
+    where: str,
+) -> str | None:
     """Prove ``files`` into the root of the anchor served beside the index, if there is one (docs/lineage.md
     §16.5: ``<index folder>/<name>.anchor.json``, the entry's ``_meta`` object); ``pin`` gains its root and
     commit, and the anchor's signer is returned.  None (and ``pin`` as it was) when no anchor is served.
@@ -333,31 +369,42 @@ def _anchored(index_url: str, name: str, files: dict[str, tuple[bytes, bool]], l
         raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}; nothing was taken") from None
     found = doc.get(anchors.KEY) if isinstance(doc, dict) else None
     if not isinstance(found, dict):
-        raise SourceError(f"{where}: its anchor {shown} holds no {anchors.KEY!r} object",
-                          hint="the anchor file is the entry's _meta object (docs/lineage.md §16.5)")  # fmt: skip
+        raise SourceError(
+            f"{where}: its anchor {shown} holds no {anchors.KEY!r} object",
+            hint="the anchor file is the entry's _meta object (docs/lineage.md §16.5)",
+        )
     if links:
         rel = sorted(links)[0]
-        raise SourceError(f"{where}: {rel} is a link, which no anchored skill holds; nothing was taken",
-                          hint="the archive was altered after it was published")  # fmt: skip
+        raise SourceError(
+            f"{where}: {rel} is a link, which no anchored skill holds; nothing was taken",
+            hint="the archive was altered after it was published",
+        )
     prefix = found.get("prefix") or ""
     outer = found.get("skill")
     if (prefix.rsplit("/", 1)[-1] if prefix else outer) != name:
-        raise SourceError(f"{where}: its anchor is for the skill {json_shown(outer)}"
-                          + (f" at {json_shown(prefix)}" if prefix else "") + f", not {name!r}; nothing was taken",
-                          hint="the anchor beside this skill belongs to another skill")  # fmt: skip
+        raise SourceError(
+            f"{where}: its anchor is for the skill {json_shown(outer)}"
+            + (f" at {json_shown(prefix)}" if prefix else "")
+            + f", not {name!r}; nothing was taken",
+            hint="the anchor beside this skill belongs to another skill",
+        )
     kinds = {e.get("path"): e.get("kind") for e in found.get("files", []) if isinstance(e, dict)}
     served = {(f"{prefix}/{rel}" if prefix else rel): v for rel, v in files.items()}
     for rel, (_, executable) in sorted(served.items()):
         if rel in kinds and kinds[rel] != ("exec" if executable else "file"):
-            raise SourceError(f"{where}: {rel} is served {'executable' if executable else 'not executable'}, "
-                              f"but its anchor says {json_shown(kinds[rel])}; nothing was taken",
-                              hint="the archive was altered after it was published")  # fmt: skip
+            raise SourceError(
+                f"{where}: {rel} is served {'executable' if executable else 'not executable'}, "
+                f"but its anchor says {json_shown(kinds[rel])}; nothing was taken",
+                hint="the archive was altered after it was published",
+            )
     try:
         check = anchors.verify_anchor(found, {rel: data for rel, (data, _) in files.items()})
     except LedgerError as exc:
-        raise SourceError(f"{where}: {exc.message}; nothing was taken",
-                          hint="the site's files do not prove into the anchor's signed root: they, the "
-                               "index or the anchor were altered") from None  # fmt: skip
+        raise SourceError(
+            f"{where}: {exc.message}; nothing was taken",
+            hint="the site's files do not prove into the anchor's signed root: they, the "
+            "index or the anchor were altered",
+        ) from None
     pin["root"], pin["commit"], pin["upstream"] = check.root, check.commit, check.version
     return check.signer
 
@@ -423,16 +470,23 @@ def _unpacked(fh: BinaryIO, name: str, where: str) -> tuple[dict[str, tuple[byte
         hard = {p[cut:]: t[cut:] if t.startswith(f"{name}/") else f"../{t}" for p, t in hard.items()}
     for rel in [*files, *links]:
         if rel.startswith("/") or ".." in rel.split("/"):
-            raise SourceError(f"{where}: archive member {rel!r} leaves the skill's folder; refused",
-                              hint="the RFC forbids '..' and absolute paths; nothing was taken")  # fmt: skip
+            raise SourceError(
+                f"{where}: archive member {rel!r} leaves the skill's folder; refused",
+                hint="the RFC forbids '..' and absolute paths; nothing was taken",
+            )
     for rel, target in sorted(links.items()):
         dest = hard.get(rel) if target is None else posixpath.join(posixpath.dirname(rel), target)
-        if dest is None or (target is not None and target.startswith("/")) or \
-                posixpath.normpath(dest).split("/")[0] == "..":  # fmt: skip
+        if (
+            dest is None
+            or (target is not None and target.startswith("/"))
+            or posixpath.normpath(dest).split("/")[0] == ".."
+        ):
             said = "a hard link to" if target is None else "a symlink to"
-            raise SourceError(f"{where}: archive member {rel!r} is {said} {json_shown(target or hard.get(rel))}, "
-                              "outside the skill's folder; refused",
-                              hint="the RFC forbids links that leave the skill; nothing was taken")  # fmt: skip
+            raise SourceError(
+                f"{where}: archive member {rel!r} is {said} {json_shown(target or hard.get(rel))}, "
+                "outside the skill's folder; refused",
+                hint="the RFC forbids links that leave the skill; nothing was taken",
+            )
     return files, links
 
 
@@ -461,8 +515,10 @@ class _Files:
             raise SourceError(f"{self.where}: {rel} is {size} bytes; the limit is {MAX_SUPPORT_FILE}")
         self.total += size
         if self.total > MAX_SKILL_BYTES:
-            raise SourceError(f"{self.where}: the archive's files hold more than {MAX_SKILL_BYTES} bytes; one "
-                              f"skill is limited to {MAX_SKILL_BYTES}")  # fmt: skip
+            raise SourceError(
+                f"{self.where}: the archive's files hold more than {MAX_SKILL_BYTES} bytes; one "
+                f"skill is limited to {MAX_SKILL_BYTES}"
+            )
 
 
 def _untarred(fh: BinaryIO, where: str) -> tuple[dict[str, tuple[bytes, bool]], dict[str, str | None], dict[str, str]]:
@@ -517,8 +573,16 @@ def _unzipped(fh: BinaryIO, where: str) -> tuple[dict[str, tuple[bytes, bool]], 
                 if len(data) != info.file_size:
                     raise SourceError(f"{where}: archive member {rel!r} is not the size its header says; refused")
                 got.files[rel] = (data, bool(mode & 0o100))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, zlib.error,
-            lzma.LZMAError, RuntimeError) as exc:  # fmt: skip
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        zlib.error,
+        lzma.LZMAError,
+        RuntimeError,
+    ) as exc:
         raise SourceError(f"{where}: the archive cannot be read: {exc}") from exc
     return got.files, got.links, got.hard
 
@@ -535,16 +599,20 @@ def index_candidates(url: str, names: Sequence[str] = ()) -> list[Candidate]:
         if not isinstance(e, dict) or not isinstance(e.get("name"), str):
             continue
         if e["name"] in entries:
-            raise SourceError(f"{index_url} lists the skill {e['name']!r} twice; which one is meant is ambiguous",
-                              hint="ask the publisher to list each skill once")  # fmt: skip
+            raise SourceError(
+                f"{index_url} lists the skill {e['name']!r} twice; which one is meant is ambiguous",
+                hint="ask the publisher to list each skill once",
+            )
         entries[e["name"]] = e
     unread = {n for n, e in entries.items() if "$schema" in doc and e.get("type") not in KINDS}
     asked = [n for n in names if n in unread]
     if asked:
         e = entries[asked[0]]
         said = "has no type" if e.get("type") is None else f"is of type {json_shown(e.get('type'))}"
-        raise SourceError(f"{index_url} ({asked[0]}): the entry {said}, not one this ledger reads "
-                          f"({', '.join(KINDS)})", hint="ask the publisher for a skill-md or an archive")  # fmt: skip
+        raise SourceError(
+            f"{index_url} ({asked[0]}): the entry {said}, not one this ledger reads ({', '.join(KINDS)})",
+            hint="ask the publisher for a skill-md or an archive",
+        )
     listed = {n: e for n, e in entries.items() if n not in unread}
     return [_skill(index_url, version, listed[n], "$schema" in doc) for n in pick(listed, names, index_url)]
 
@@ -553,10 +621,11 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
     """The skill as the index serves it now, refused unless its bytes hash to the recorded pin."""
     (found,) = index_candidates(source["url"], [name])
     if found.pin["sha256"] != pin.get("sha256"):
-        raise SourceError(f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
-                          f"{found.pin['sha256']}, not {pin.get('sha256')}",
-                          hint="the index's content changed; 'ledger supply outdated' shows the new "
-                               "version")  # fmt: skip
+        raise SourceError(
+            f"{source['url']} no longer serves {name!r} as pinned: its folder hashes to "
+            f"{found.pin['sha256']}, not {pin.get('sha256')}",
+            hint="the index's content changed; 'ledger supply outdated' shows the new version",
+        )
     keeps_anchor(source["url"], name, pin, found.pin)
     return found
 
@@ -565,6 +634,8 @@ def keeps_anchor(url: str, name: str, old: dict[str, Any], new: dict[str, Any]) 
     """Refuse ``new`` (what the index serves now) when ``old`` was pinned to an anchor's root and ``new``
     has none: a skill once proven is never taken again on the index's digests alone (lineage §16.5)."""
     if "root" in old and new.get("root") is None:
-        raise SourceError(f"{url} serves {name!r} without the anchor it was pinned to (root "
-                          f"{old['root']}); its files are no longer proven; nothing changed",
-                          hint="ask the publisher to export the site again with its anchors")  # fmt: skip
+        raise SourceError(
+            f"{url} serves {name!r} without the anchor it was pinned to (root "
+            f"{old['root']}); its files are no longer proven; nothing changed",
+            hint="ask the publisher to export the site again with its anchors",
+        )

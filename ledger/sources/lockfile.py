@@ -37,14 +37,19 @@ from ledger.errors import SourceError
 from ledger.sources import origins
 
 __all__ = [
-    "LOCK_NAME", "LOCK_VERSION", "LockEntry", "folder_sha256", "lock_entry", "read_lock", "render_lock",
-    "upstream_url", "write_lock",
-]  # fmt: skip
+    "LOCK_NAME",
+    "LOCK_VERSION",
+    "LockEntry",
+    "folder_sha256",
+    "lock_entry",
+    "read_lock",
+    "render_lock",
+    "upstream_url",
+    "write_lock",
+]
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1
-
-
 
 
 @dataclass(frozen=True)
@@ -83,9 +88,11 @@ def _on_its_origin(url: str, given: str, kind: str, where: str, lock_dir: Path) 
     if kind == "local":
         inside = Path(given).is_absolute() is False and Path(url).is_relative_to(Path(lock_dir).resolve())
         if not inside or "://" in given:
-            raise SourceError(f"{where} names a source on this machine outside the lock's folder: {given!r}",
-                              hint="a lock's local source is a path inside the lock's own folder; to install "
-                                   "from elsewhere here, name the path yourself: 'ledger install PATH'")  # fmt: skip
+            raise SourceError(
+                f"{where} names a source on this machine outside the lock's folder: {given!r}",
+                hint="a lock's local source is a path inside the lock's own folder; to install "
+                "from elsewhere here, name the path yourself: 'ledger install PATH'",
+            )
         return url
     if kind in ("github", "gitlab", "git"):
         return origins.remote(url, where)
@@ -101,19 +108,28 @@ def _folder_of(skill_path: Any) -> str:
 
 def _entry(name: str, doc: Any, path: Path) -> LockEntry:
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) for k in ("source", "sourceType")):
-        raise SourceError(f"{path}: entry {name!r} has no 'source' and 'sourceType' strings",
-                          hint="repair it, or run 'npx skills add' again for that skill")  # fmt: skip
+        raise SourceError(
+            f"{path}: entry {name!r} has no 'source' and 'sourceType' strings",
+            hint="repair it, or run 'npx skills add' again for that skill",
+        )
     digest = doc.get("computedHash")
     if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        raise SourceError(f"{path}: entry {name!r} has no computedHash of 64 lowercase hex digits",
-                          hint="a lock without the hash cannot say which content it locked")  # fmt: skip
+        raise SourceError(
+            f"{path}: entry {name!r} has no computedHash of 64 lowercase hex digits",
+            hint="a lock without the hash cannot say which content it locked",
+        )
     kind, ref = doc["sourceType"], doc.get("ref")
     url = doc["sourceUrl"] if kind == "git" and isinstance(doc.get("sourceUrl"), str) else doc["source"]
     origins.refuse_credentials(doc["source"], f"{path}: entry {name!r}")
     url = _on_its_origin(upstream_url(url, kind, path.parent), url, kind, f"{path}: entry {name!r}", path.parent)
-    source = {"type": "skills-lock", "url": url,
-              "path": _folder_of(doc.get("skillPath")), "ref": ref if isinstance(ref, str) and ref else None,
-              "upstream": doc["source"], "sourceType": kind}  # fmt: skip
+    source = {
+        "type": "skills-lock",
+        "url": url,
+        "path": _folder_of(doc.get("skillPath")),
+        "ref": ref if isinstance(ref, str) and ref else None,
+        "upstream": doc["source"],
+        "sourceType": kind,
+    }
     return LockEntry(name, source, {"sha256": digest}, digest, tuple(doc.items()))
 
 
@@ -149,8 +165,10 @@ def read_lock(path: Path) -> list[LockEntry]:
     if not isinstance(doc, dict) or not isinstance(doc.get("skills"), dict) or not isinstance(doc.get("version"), int):
         raise SourceError(f"{path} is not a skills-lock.json: it needs a numeric 'version' and a 'skills' object")
     if doc["version"] != LOCK_VERSION:
-        raise SourceError(f"{path} is skills-lock version {doc['version']}; this ledger reads {LOCK_VERSION}",
-                          hint="upgrade brain-ledger, or re-create the lock with the skills CLI")  # fmt: skip
+        raise SourceError(
+            f"{path} is skills-lock version {doc['version']}; this ledger reads {LOCK_VERSION}",
+            hint="upgrade brain-ledger, or re-create the lock with the skills CLI",
+        )
     return sorted((_entry(n, e, path) for n, e in doc["skills"].items()), key=lambda e: _utf16(e.name))
 
 

@@ -43,8 +43,10 @@ def _folder(source: dict[str, Any], name: str, rows: gsrc.Listing, where: str) -
 
 def _readable(source: dict[str, Any], name: str) -> None:
     if source.get("sourceType", "git") not in GIT_TYPES:
-        raise SourceError(f"{name!r} comes from a {source.get('sourceType')!r} source, which names no git repository",
-                          hint="install it from its repository or index instead")  # fmt: skip
+        raise SourceError(
+            f"{name!r} comes from a {source.get('sourceType')!r} source, which names no git repository",
+            hint="install it from its repository or index instead",
+        )
 
 
 def _locked(source: dict[str, Any], name: str, sha256: str, start: str | None, commit: str | None) -> Candidate:
@@ -55,14 +57,29 @@ def _locked(source: dict[str, Any], name: str, sha256: str, start: str | None, c
     # a recorded commit is fetched alone; otherwise the one ref's history is searched for the locked hash
     with gsrc.mirrored(url, commit or start or source.get("ref"), history=commit is None) as repo:
         if commit is not None and not gsrc.reachable(repo, commit):
-            raise SourceError(f"{url} no longer serves commit {commit}: no branch or tag reaches it",
-                              hint="the source was rewritten (force-pushed)")  # fmt: skip
+            raise SourceError(
+                f"{url} no longer serves commit {commit}: no branch or tag reaches it",
+                hint="the source was rewritten (force-pushed)",
+            )
         head = commit or gsrc.commit_of(repo, start or source.get("ref"), url)
         where = f"{url}@{head[:12]}"
         rows = gsrc.listing(repo, head)
         folder = _folder(source, name, rows, where)
-        history = [] if commit else git("rev-list", f"--max-count={HISTORY}", head, "--", folder or ".",
-                                         what="reading the history", git_dir=str(repo)).decode().split()  # fmt: skip
+        history = (
+            []
+            if commit
+            else git(
+                "rev-list",
+                f"--max-count={HISTORY}",
+                head,
+                "--",
+                folder or ".",
+                what="reading the history",
+                git_dir=str(repo),
+            )
+            .decode()
+            .split()
+        )
         seen = []
         for at in dict.fromkeys([head, *history]):
             here = rows if at == head else gsrc.listing(repo, at)
@@ -71,17 +88,26 @@ def _locked(source: dict[str, Any], name: str, sha256: str, start: str | None, c
             if seen[-1] == sha256:
                 doc = {**source, "path": folder}
                 found = gsrc.read_candidate(repo, here, at, folder, name, doc)
-                return Candidate(found.name, found.files, found.symlinks, found.source,
-                                 {"commit": at, "sha256": sha256}, found.signer, None, frozenset(),
-                                 found.link_targets)  # fmt: skip
+                return Candidate(
+                    found.name,
+                    found.files,
+                    found.symlinks,
+                    found.source,
+                    {"commit": at, "sha256": sha256},
+                    found.signer,
+                    None,
+                    frozenset(),
+                    found.link_targets,
+                )
     if commit is not None:
         raise SourceError(
             f"{url} no longer serves the locked {name!r}: {commit[:12]} hashes to {seen[0]}, not {sha256}"
         )
-    raise SourceError(f"{name!r} is locked at computedHash {sha256}, but {url} serves {seen[0]} at {head[:12]} "
-                      f"and no earlier version of {folder or 'its root'} matches",
-                      hint="the upstream content differs from what was locked; check it, then re-lock with "
-                           "'npx skills add'")  # fmt: skip
+    raise SourceError(
+        f"{name!r} is locked at computedHash {sha256}, but {url} serves {seen[0]} at {head[:12]} "
+        f"and no earlier version of {folder or 'its root'} matches",
+        hint="the upstream content differs from what was locked; check it, then re-lock with 'npx skills add'",
+    )
 
 
 def lock_candidates(lock: Path, names: Sequence[str] = (), pin: str | None = None) -> list[Candidate]:
@@ -110,5 +136,6 @@ def latest(source: dict[str, Any], name: str) -> Candidate:
         folder = _folder(source, name, rows, f"{source['url']}@{commit[:12]}")
         found = gsrc.read_candidate(repo, rows, commit, folder, name, {**source, "path": folder})
     pin = {"commit": commit, "sha256": folder_sha256(found.files)}
-    return Candidate(found.name, found.files, found.symlinks, found.source, pin, found.signer, None, frozenset(),
-                     found.link_targets)
+    return Candidate(
+        found.name, found.files, found.symlinks, found.source, pin, found.signer, None, frozenset(), found.link_targets
+    )

@@ -54,8 +54,10 @@ def _inside(base: str, rel: str, where: str) -> str:
     """``rel`` joined to ``base`` inside the repository, or refused (no ``..`` escape, no absolute path)."""
     joined = posixpath.normpath(posixpath.join(base, rel.removeprefix("./")))
     if rel.startswith("/") or joined == ".." or joined.startswith("../"):
-        raise SourceError(f"{where}: path {rel!r} leaves the repository: it names a source on this machine, "
-                          "outside the marketplace", hint="plugin paths stay inside the marketplace's repository")
+        raise SourceError(
+            f"{where}: path {rel!r} leaves the repository: it names a source on this machine, outside the marketplace",
+            hint="plugin paths stay inside the marketplace's repository",
+        )
     return "" if joined == "." else joined
 
 
@@ -70,11 +72,19 @@ def _plugin_location(entry: dict[str, Any], url: str, root: str, where: str) -> 
     src = entry.get("source")
     name = entry.get("name")
     if isinstance(src, str):
-        if "://" in src or "::" in src or origins.scp_like(src) or src.startswith(("~", "/", "\\")) or \
-                re.match(r"[A-Za-z]:[\\/]", src):  # fmt: skip
-            raise SourceError(f"{where}: plugin {name!r} names a source on this machine or elsewhere as a path: "
-                              f"{origins.redacted(src)!r}; a plugin's path is relative, inside the marketplace's "
-                              "repository", hint="a remote plugin is {\"source\": \"url\", \"url\": \"https://…\"}")
+        if (
+            "://" in src
+            or "::" in src
+            or origins.scp_like(src)
+            or src.startswith(("~", "/", "\\"))
+            or re.match(r"[A-Za-z]:[\\/]", src)
+        ):
+            raise SourceError(
+                f"{where}: plugin {name!r} names a source on this machine or elsewhere as a path: "
+                f"{origins.redacted(src)!r}; a plugin's path is relative, inside the marketplace's "
+                "repository",
+                hint='a remote plugin is {"source": "url", "url": "https://…"}',
+            )
         base = root if root and "/" not in src.removeprefix("./") else ""
         folder = _inside(base, src, f"{where}: plugin {name!r}")
         return {"url": url, "ref": None, "sha": None, "folder": folder, "same": True}
@@ -84,8 +94,10 @@ def _plugin_location(entry: dict[str, Any], url: str, root: str, where: str) -> 
     if kind == "github" and isinstance(src.get("repo"), str):
         repo = src["repo"].removesuffix(".git")
         if not _GITHUB_REPO.fullmatch(repo) or ".." in repo.split("/"):
-            raise SourceError(f"{where}: plugin {name!r} names GitHub repository {src['repo']!r}, not owner/repo",
-                              hint="a github source is {\"source\": \"github\", \"repo\": \"owner/repo\"}")  # fmt: skip
+            raise SourceError(
+                f"{where}: plugin {name!r} names GitHub repository {src['repo']!r}, not owner/repo",
+                hint='a github source is {"source": "github", "repo": "owner/repo"}',
+            )
         repo_url = f"https://github.com/{repo}.git"
     elif kind in ("url", "git", "git-subdir") and isinstance(src.get("url"), str):
         repo_url = origins.remote(src["url"], f"{where}: plugin {name!r}")
@@ -132,8 +144,14 @@ def _manifest_skills(repo: Path, commit: str, folder: str, rows: gsrc.Listing) -
     return _listed(doc) if isinstance(doc, dict) else []
 
 
-def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, names: Sequence[str] = (),
-                           pin: str | None = None, repo: Path | None = None) -> list[Candidate]:  # fmt: skip
+def marketplace_candidates(
+    url: str,
+    ref: str | None,
+    file: str = MARKETPLACE,
+    names: Sequence[str] = (),
+    pin: str | None = None,
+    repo: Path | None = None,
+) -> list[Candidate]:
     """The skills of the marketplace ``file`` in the repository ``url`` at ``pin`` (default: ``ref``'s head).
 
     Only the plugins that can hold the named skills are read (:func:`_wanted`): ``plugin:skill`` reads
@@ -175,8 +193,9 @@ def marketplace_candidates(url: str, ref: str | None, file: str = MARKETPLACE, n
         return out
 
 
-def _wanted(plugins: dict[str, tuple[dict[str, Any], Any]], names: Sequence[str], read: Any,
-            catalog: dict[str, Any]) -> None:  # fmt: skip
+def _wanted(
+    plugins: dict[str, tuple[dict[str, Any], Any]], names: Sequence[str], read: Any, catalog: dict[str, Any]
+) -> None:
     """Read (``read(plugin)``) only the plugins the ``names`` need into ``catalog``."""
     done: set[str] = set()
 
@@ -241,8 +260,10 @@ def _chosen(catalog: dict[str, Any], names: Sequence[str], where: str) -> list[s
     for name in names:
         hits = [name] if name in catalog else by_skill.get(name, [])
         if len(hits) > 1:
-            raise SourceError(f"{where}: more than one plugin has a skill {name!r}: {', '.join(sorted(hits))}",
-                              hint="name it as plugin:skill")  # fmt: skip
+            raise SourceError(
+                f"{where}: more than one plugin has a skill {name!r}: {', '.join(sorted(hits))}",
+                hint="name it as plugin:skill",
+            )
         keys += hits or [name]
     pick(catalog, keys, where)  # a missing one is refused, with what there is
     return list(dict.fromkeys(keys))

@@ -29,22 +29,82 @@ from ledger.errors import SourceError
 __all__ = ["credentials", "redacted", "refuse_credentials", "remote", "scp_like", "scrubbed"]
 
 # Query and fragment parameters whose value is a secret (names compared case-insensitively).
-_SECRET_NAMES = frozenset({
-    "access_token", "token", "id_token", "refresh_token", "private_token", "auth_token", "oauth_token",
-    "job_token", "auth", "authorization", "bearer", "jwt", "session", "sessionid", "session_token",
-    "api_key", "apikey", "api-key", "key", "secret", "client_secret", "password", "passwd", "pwd",
-    "sig", "signature", "credential", "credentials", "code", "pass", "passphrase", "hmac",
-    "awsaccesskeyid", "expires", "googleaccessid", "policy", "key-pair-id",  # S3 (v2), GCS (v2), CloudFront
-})  # fmt: skip
+_SECRET_NAMES = frozenset(
+    {
+        "access_token",
+        "token",
+        "id_token",
+        "refresh_token",
+        "private_token",
+        "auth_token",
+        "oauth_token",
+        "job_token",
+        "auth",
+        "authorization",
+        "bearer",
+        "jwt",
+        "session",
+        "sessionid",
+        "session_token",
+        "api_key",
+        "apikey",
+        "api-key",
+        "key",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "pwd",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "code",
+        "pass",
+        "passphrase",
+        "hmac",
+        "awsaccesskeyid",
+        "expires",
+        "googleaccessid",
+        "policy",
+        "key-pair-id",  # S3 (v2), GCS (v2), CloudFront
+    }
+)
 _SECRET_PREFIXES = ("x-amz-", "x-goog-")  # S3 and GCS v4 presigned URLs: every parameter goes with the signature
 # Names that contain one of these are secrets too ('pass', 'auth' and 'key' only as whole names: as parts they
 # would take 'bypass', 'author', 'monkey'; 'key' alone is Google's API key, a false positive is one flag away).
 _SECRET_PARTS = ("token", "secret", "signature", "credential", "password", "apikey", "api_key", "api-key", "hmac")
 # Azure SAS: with 'sig', every parameter of the SAS is part of the credential.
-_SAS = frozenset({
-    "sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "si", "sip", "sdd", "skoid", "sktid", "skt", "ske", "sks",
-    "skv", "saoid", "suoid", "scid", "ses", "rscc", "rscd", "rsce", "rscl", "rsct",
-})  # fmt: skip
+_SAS = frozenset(
+    {
+        "sv",
+        "ss",
+        "srt",
+        "sp",
+        "se",
+        "st",
+        "spr",
+        "sr",
+        "si",
+        "sip",
+        "sdd",
+        "skoid",
+        "sktid",
+        "skt",
+        "ske",
+        "sks",
+        "skv",
+        "saoid",
+        "suoid",
+        "scid",
+        "ses",
+        "rscc",
+        "rscd",
+        "rsce",
+        "rscl",
+        "rsct",
+    }
+)
 # Token shapes that are secrets wherever they appear (GitHub, GitLab, Slack, AWS, JWT, npm, Hugging Face, OpenAI).
 _TOKEN = re.compile(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|xox[abposr]-[\w-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
@@ -52,8 +112,10 @@ _TOKEN = re.compile(
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _REMOTE_SCHEMES = frozenset({"https", "ssh", "git", "git+ssh", "ssh+git"})
-_HINT = ("give the URL without them and let git's credential helper (or ~/.netrc, for an index) supply them, or "
-         "pass --strip-credentials to remove them before anything is written")  # fmt: skip
+_HINT = (
+    "give the URL without them and let git's credential helper (or ~/.netrc, for an index) supply them, or "
+    "pass --strip-credentials to remove them before anything is written"
+)
 
 
 def _secret_name(name: str) -> bool:
@@ -173,8 +235,11 @@ def refuse_credentials(url: str, where: str, *, strip: bool = False) -> str:
         if not credentials(clean):
             return clean
         found = credentials(clean)
-    raise SourceError(f"{where} carries credentials ({', '.join(found)}: {redacted(url)}), which would be recorded "
-                      "in the brain's signed history and published with it", hint=_HINT)  # fmt: skip
+    raise SourceError(
+        f"{where} carries credentials ({', '.join(found)}: {redacted(url)}), which would be recorded "
+        "in the brain's signed history and published with it",
+        hint=_HINT,
+    )
 
 
 def scp_like(location: str) -> bool:
@@ -229,29 +294,34 @@ def _scp_host(location: str) -> str:
 def remote(location: str, where: str) -> str:
     """``location`` when a third party may name it: a remote ``https``, ``ssh`` or ``git`` URL or git's
     ``host:path``, on a host that is not this machine, with no credential in it; else :class:`SourceError`."""
-    hint = ("a marketplace, a lock or an index may name a path inside its own repository or a remote https, ssh "
-            "or git URL; to install from this machine, name the path yourself: 'ledger install PATH'")  # fmt: skip
+    hint = (
+        "a marketplace, a lock or an index may name a path inside its own repository or a remote https, ssh "
+        "or git URL; to install from this machine, name the path yourself: 'ledger install PATH'"
+    )
     refuse_credentials(location, where)
     if not isinstance(location, str) or not location or location != location.strip() or "\0" in location:
         raise SourceError(f"{where} names no location", hint=hint)
     if "::" in location.split("/")[0] and "://" not in location:
-        raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} is a git "
-                          f"'{location.split('::')[0]}::' transport, which runs a command or reads a local file",
-                          hint=hint)  # fmt: skip
+        raise SourceError(
+            f"{where} names a source on this machine: {redacted(location)!r} is a git "
+            f"'{location.split('::')[0]}::' transport, which runs a command or reads a local file",
+            hint=hint,
+        )
     parts = _split(location)
     if parts is None:
         if scp_like(location) and not _local_host(_scp_host(location)):
             return location
-        raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} is a local path",
-                          hint=hint)  # fmt: skip
+        raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} is a local path", hint=hint)
     scheme = parts[0]
     host = urlsplit(location).hostname or ""
     if scheme.lower() == "file":
         raise SourceError(f"{where} names a source on this machine: {location!r} is a file:// URL", hint=hint)
     if scheme.lower() not in _REMOTE_SCHEMES:
-        raise SourceError(f"{where} names {redacted(location)!r}, a {scheme}:// URL; a third party may name only "
-                          "https, ssh and git URLs", hint=hint)  # fmt: skip
+        raise SourceError(
+            f"{where} names {redacted(location)!r}, a {scheme}:// URL; a third party may name only "
+            "https, ssh and git URLs",
+            hint=hint,
+        )
     if _local_host(host) or host.startswith("-"):
-        raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} (host {host!r})",
-                          hint=hint)  # fmt: skip
+        raise SourceError(f"{where} names a source on this machine: {redacted(location)!r} (host {host!r})", hint=hint)
     return location

@@ -41,13 +41,24 @@ from ledger.sources.lockfile import LOCK_NAME, LockEntry, folder_sha256, lock_en
 from ledger.store import supply as sp
 
 __all__ = [
-    "Candidate", "LockEntry", "fetch_pinned", "folder_sha256", "latest", "lock_entry", "read_lock", "require_kept",
-    "resolve", "supply_of", "write_lock",
-]  # fmt: skip
+    "Candidate",
+    "LockEntry",
+    "fetch_pinned",
+    "folder_sha256",
+    "latest",
+    "lock_entry",
+    "read_lock",
+    "require_kept",
+    "resolve",
+    "supply_of",
+    "write_lock",
+]
 
 
-_WHAT = ("give the path of a brain, a git repository of skills, a marketplace.json or a skills-lock.json "
-         "(a URL starts with https://)")
+_WHAT = (
+    "give the path of a brain, a git repository of skills, a marketplace.json or a skills-lock.json "
+    "(a URL starts with https://)"
+)
 
 
 def _file_kind(path: Path) -> str:
@@ -65,14 +76,20 @@ def _file_kind(path: Path) -> str:
         return "marketplace"
     if isinstance(doc, dict) and isinstance(doc.get("skills"), dict):
         return "skills-lock"
-    raise SourceError(f"{path} is neither a skills-lock.json nor a marketplace.json",
-                      hint="pass a brain, a git repository, a marketplace, a skills-lock.json or an index")  # fmt: skip
+    raise SourceError(
+        f"{path} is neither a skills-lock.json nor a marketplace.json",
+        hint="pass a brain, a git repository, a marketplace, a skills-lock.json or an index",
+    )
 
 
 def resolve(
-    source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
+    source: str,
+    names: Sequence[str] = (),
+    *,
+    pin: str | None = None,
+    rpc: str | None = None,
     strip_credentials: bool = False,
-) -> list[Candidate]:  # fmt: skip
+) -> list[Candidate]:
     """The skills ``source`` serves (those in ``names``, or all), each read at one pinned state.
 
     ``pin`` is a commit id (or a ref) to read at; None means the source's current head.  A
@@ -101,9 +118,11 @@ def resolve(
     if url.startswith(("https://", "http://")) and not gitsource.is_repo(url):
         return _index(url, names, pin)  # not a git repository: an index's base URL
     if path.is_dir() and not ((path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())):
-        raise SourceError(f"{source} is a folder, but neither a brain nor a git repository",
-                          hint=f"a folder of skills is read with 'ledger import {shlex.quote(given)}'; "
-                               f"install takes {_WHAT.removeprefix('give ')}")  # fmt: skip
+        raise SourceError(
+            f"{source} is a folder, but neither a brain nor a git repository",
+            hint=f"a folder of skills is read with 'ledger import {shlex.quote(given)}'; "
+            f"install takes {_WHAT.removeprefix('give ')}",
+        )
     with gitsource.mirrored(url, pin or ref) as repo:
         commit = gitsource.commit_of(repo, pin or ref, url)
         if any(p == marketplace.MARKETPLACE for _, _, p in gitsource.listing(repo, commit)):
@@ -117,8 +136,11 @@ def _reachable(url: str, source: str) -> None:
     index URL the user never named) stands in for it."""
     parts = urlsplit(url)
     if parts.scheme in ("http", "https"):
-        if parts.hostname is None or urllib.request.getproxies().keys() & {parts.scheme, "all"} or (
-                parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1")):
+        if (
+            parts.hostname is None
+            or urllib.request.getproxies().keys() & {parts.scheme, "all"}
+            or (parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1"))
+        ):
             return  # behind a proxy only the proxy knows; plain http off this machine is the forms' to refuse
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -127,8 +149,10 @@ def _reachable(url: str, source: str) -> None:
             raise SourceError(f"{source}: the port is not a number", hint="check the URL") from None
         except OSError as exc:
             reason = exc.strerror or str(exc) or type(exc).__name__
-            raise SourceError(f"cannot reach {source}: {reason[:1].lower()}{reason[1:]}",
-                              hint="check the URL and the network, then install again") from None  # fmt: skip
+            raise SourceError(
+                f"cannot reach {source}: {reason[:1].lower()}{reason[1:]}",
+                hint="check the URL and the network, then install again",
+            ) from None
         return
     # git's scp-like ssh form (host:path, git@host:path) has a colon before any slash; a local path has none
     local = parts.path if parts.scheme == "file" else None if "://" in url or ":" in url.split("/")[0] else url
@@ -150,8 +174,10 @@ def _index(url: str, names: Sequence[str], pin: str | None) -> list[Candidate]:
         return found
     kept = [c for c in found if pin in (c.pin["sha256"], c.pin.get("digest"), c.pin.get("root"), c.pin.get("commit"))]
     if not kept:
-        raise SourceError(f"{url} no longer serves {pin}: an index serves only its current files",
-                          hint="resolve it without a pin to see what it serves now")  # fmt: skip
+        raise SourceError(
+            f"{url} no longer serves {pin}: an index serves only its current files",
+            hint="resolve it without a pin to see what it serves now",
+        )
     return kept
 
 

@@ -17,7 +17,6 @@ from ledger.store.gitstore import FileMap
 __all__ = ["Diff", "FileDiff", "Side", "compare", "render_patch", "render_stat"]
 
 
-
 @dataclass(frozen=True)
 class Side:
     """One state of a brain: a skill's file map (empty when absent), and a file's bytes."""

@@ -20,8 +20,18 @@ from ledger.protocol.evidencelog import EvidenceLog
 from ledger.store import gitstore as gs
 from ledger.store.objectdb import MODE_DIR, MODE_FILE
 
-__all__ = ["CHUNK", "EVIDENCE", "append", "chunk_ids", "evidence_tree", "has_evidence", "lines_of", "log_of",
-           "read_entries", "size_of"]  # fmt: skip
+__all__ = [
+    "CHUNK",
+    "EVIDENCE",
+    "append",
+    "chunk_ids",
+    "evidence_tree",
+    "has_evidence",
+    "lines_of",
+    "log_of",
+    "read_entries",
+    "size_of",
+]
 
 EVIDENCE = "evidence"  # the top-tree entry's name
 CHUNK = 256  # entries per chunk file
@@ -33,8 +43,9 @@ def evidence_tree(store: gs.GitStore, top: bytes) -> bytes | None:
     for sha, mode, name in store.read_tree(top):
         if name == EVIDENCE:
             if mode != MODE_DIR:
-                raise StoreError("'evidence' in the snapshot is not a directory"
-                                 " (see docs/lineage.md, 'The evidence log')")
+                raise StoreError(
+                    "'evidence' in the snapshot is not a directory (see docs/lineage.md, 'The evidence log')"
+                )
             return sha
     return None
 
@@ -56,8 +67,10 @@ def _chunks(store: gs.GitStore, tree: bytes) -> list[bytes]:
     out = []
     for i, (sha, mode, name) in enumerate(sorted(listing, key=lambda e: e[2])):
         if name != f"{i:08d}" or mode != MODE_FILE:
-            raise StoreError(f"evidence/{name} is not chunk {i:08d} (a regular file): the log's tree is "
-                             "chunks 00000000, 00000001, … and nothing else")  # fmt: skip
+            raise StoreError(
+                f"evidence/{name} is not chunk {i:08d} (a regular file): the log's tree is "
+                "chunks 00000000, 00000001, … and nothing else"
+            )
         out.append(sha)
     return out
 
@@ -69,8 +82,10 @@ def _lines(data: bytes, last: bool, index: int) -> list[bytes]:
     if any(not line for line in lines):
         raise StoreError(f"evidence chunk {index:08d} holds an empty line")
     if len(lines) > CHUNK or (not last and len(lines) != CHUNK):
-        raise StoreError(f"evidence chunk {index:08d} holds {len(lines)} entries; every chunk but the last "
-                         f"holds {CHUNK}, the last 1 to {CHUNK}")  # fmt: skip
+        raise StoreError(
+            f"evidence chunk {index:08d} holds {len(lines)} entries; every chunk but the last "
+            f"holds {CHUNK}, the last 1 to {CHUNK}"
+        )
     return lines
 
 

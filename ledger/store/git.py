@@ -54,9 +54,13 @@ class Git:
     raises; ``redact`` shows an argument or a line of git's output as a message may show it."""
 
     def __init__(
-        self, git_dir: Path | str | None = None, *, env: Mapping[str, str] | None = None,
-        error: type[LedgerError] = StoreError, redact: Callable[[str], str] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        git_dir: Path | str | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        error: type[LedgerError] = StoreError,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         self.git_dir = git_dir
         self.env = dict(env or {})
         self.error = error
@@ -81,9 +85,13 @@ class Git:
         return self.error(said, hint=hint, command=command, stderr=self._shown(stderr))
 
     def call(
-        self, *args: str, input: bytes | None = None, timeout: float = LOCAL, what: str | None = None,
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float = LOCAL,
+        what: str | None = None,
         watch: Callable[[], None] | None = None,
-    ) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+    ) -> subprocess.CompletedProcess[bytes]:
         """Run ``git args`` and return how it ended, whatever its exit status (for a command whose status is
         its answer).  A timeout, or a git that cannot start, raises.  ``watch`` is called every few
         milliseconds while git runs (output then goes to a file, git in its own process group) and may
@@ -92,18 +100,33 @@ class Git:
         try:
             if watch is not None:
                 return _watched(self.argv(*args), env, timeout, watch)
-            return subprocess.run(self.argv(*args), input=input, capture_output=True, env=env, timeout=timeout,
-                                  stdin=None if input is not None else subprocess.DEVNULL)  # fmt: skip
+            return subprocess.run(
+                self.argv(*args),
+                input=input,
+                capture_output=True,
+                env=env,
+                timeout=timeout,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
-            raise self._fail(args, what, f"git took longer than {timeout:g} s", "try again; if it keeps "
-                             "happening, check the repository or the remote") from None  # fmt: skip
+            raise self._fail(
+                args,
+                what,
+                f"git took longer than {timeout:g} s",
+                "try again; if it keeps happening, check the repository or the remote",
+            ) from None
         except OSError as exc:
             raise self._fail(args, what, f"git cannot run ({exc.strerror})", "install git") from None
 
     def run(
-        self, *args: str, input: bytes | None = None, timeout: float = LOCAL, what: str | None = None,
-        hint: str | None = None, watch: Callable[[], None] | None = None,
-    ) -> bytes:  # fmt: skip
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float = LOCAL,
+        what: str | None = None,
+        hint: str | None = None,
+        watch: Callable[[], None] | None = None,
+    ) -> bytes:
         """git's output; a non-zero exit raises the error class with ``what`` (else the command) and git's
         :func:`reason`."""
         proc = self.call(*args, input=input, timeout=timeout, what=what, watch=watch)
@@ -114,8 +137,13 @@ class Git:
 
     def popen(self, *args: str) -> subprocess.Popen[bytes]:
         """A long-lived git reading requests on stdin (``cat-file --batch``); its stderr is discarded."""
-        return subprocess.Popen(self.argv(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env={**child_env(), **self.env})  # fmt: skip
+        return subprocess.Popen(
+            self.argv(*args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**child_env(), **self.env},
+        )
 
     # ---------------------------------------------------------------- the operations callers share
 
@@ -142,21 +170,46 @@ class Git:
             return None
 
     def fetch(
-        self, remote: str, *specs: str, options: Sequence[str] = (), what: str, hint: str | None = None,
+        self,
+        remote: str,
+        *specs: str,
+        options: Sequence[str] = (),
+        what: str,
+        hint: str | None = None,
         watch: Callable[[], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """``git fetch`` of ``specs`` from ``remote`` (never read as an option), quietly, without tags or
         ``FETCH_HEAD``; ``options`` go before the subcommand's own (``-c fetch.fsckObjects=true``)."""
         config, flags = _split_config(options)
-        self.run(*config, "fetch", "-q", "--no-tags", "--no-write-fetch-head", *flags, "--", remote, *specs,
-                 timeout=NETWORK, what=what, hint=hint, watch=watch)  # fmt: skip
+        self.run(
+            *config,
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--no-write-fetch-head",
+            *flags,
+            "--",
+            remote,
+            *specs,
+            timeout=NETWORK,
+            what=what,
+            hint=hint,
+            watch=watch,
+        )
 
     def push(self, remote: str, *specs: str, options: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
         """``git push`` of ``specs`` to ``remote``, and how it ended: a refused push is the caller's to read."""
         return self.call("push", *options, "--", remote, *specs, timeout=NETWORK, what=f"pushing to {remote}")
 
-    def ls_remote(self, remote: str, *patterns: str, options: Sequence[str] = (), what: str,
-                  hint: str | None = None, timeout: float = NETWORK) -> bytes:  # fmt: skip
+    def ls_remote(
+        self,
+        remote: str,
+        *patterns: str,
+        options: Sequence[str] = (),
+        what: str,
+        hint: str | None = None,
+        timeout: float = NETWORK,
+    ) -> bytes:
         """``git ls-remote`` of ``patterns`` at ``remote`` (never read as an option)."""
         return self.run("ls-remote", *options, "--", remote, *patterns, timeout=timeout, what=what, hint=hint)
 
@@ -178,13 +231,13 @@ def _split_config(options: Sequence[str]) -> tuple[list[str], list[str]]:
     return config, flags
 
 
-def _watched(argv: list[str], env: dict[str, str], timeout: float, watch: Callable[[], None]) \
-        -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+def _watched(
+    argv: list[str], env: dict[str, str], timeout: float, watch: Callable[[], None]
+) -> subprocess.CompletedProcess[bytes]:
     """Run ``argv`` in its own process group, calling ``watch`` while it runs; kill the group when ``watch``
     raises or ``timeout`` passes (then :class:`subprocess.TimeoutExpired`)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
         try:
             while True:

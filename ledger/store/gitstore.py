@@ -172,8 +172,9 @@ class GitStore:
         """Store an already serialised tree (entries in git order); the upsert hot path."""
         return self.objects.write(b"tree", data)
 
-    def write_commit(self, tree: bytes, parents: Sequence[bytes], message: str,
-                     sign: Callable[[bytes], str] | None = None) -> bytes:  # fmt: skip
+    def write_commit(
+        self, tree: bytes, parents: Sequence[bytes], message: str, sign: Callable[[bytes], str] | None = None
+    ) -> bytes:
         """Write a commit object; author and committer come from ``LEDGER_COMMITTER``.  ``sign`` (the
         commit without a signature → an armored signature) adds git's ``gpgsig`` header
         (:mod:`ledger.store.commitsig`), so ``git verify-commit`` checks the snapshot."""
@@ -284,8 +285,9 @@ class GitStore:
         The one place it is computed; whoever walks the first-parent line counts down from it."""
         commit = commit if commit is not None else self.head()
         what = f"cannot count the snapshots before {commit.hex()[:12]}"
-        out = Git(self.git_dir).run("rev-list", "--first-parent", "--count", commit.hex(), "--", timeout=WHOLE,
-                                    what=what)  # fmt: skip
+        out = Git(self.git_dir).run(
+            "rev-list", "--first-parent", "--count", commit.hex(), "--", timeout=WHOLE, what=what
+        )
         if not out.strip().isdigit():
             raise StoreError(f"{what}: git counted {out.strip()[:40]!r}")
         return int(out) - 1
@@ -295,9 +297,20 @@ class GitStore:
         and removed, as ``git diff --stat`` counts them (a binary file's lines count 0; no renames).
         Git diffs the two trees itself: one process for the whole snapshot, where reading each changed
         file's two sides here costs a round trip per object (the page's release notes, ADR 0052)."""
-        out = Git(self.git_dir).run("diff-tree", "-r", "--no-renames", "--no-commit-id", "-z", "--raw", "--numstat",
-                                    old.hex(), new.hex(), "--", prefix,
-                                    what=f"cannot diff {old.hex()[:12]}..{new.hex()[:12]}")  # fmt: skip
+        out = Git(self.git_dir).run(
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--no-commit-id",
+            "-z",
+            "--raw",
+            "--numstat",
+            old.hex(),
+            new.hex(),
+            "--",
+            prefix,
+            what=f"cannot diff {old.hex()[:12]}..{new.hex()[:12]}",
+        )
         files, lines = {"added": 0, "changed": 0, "removed": 0}, {"added": 0, "removed": 0}
         tokens = out.split(b"\0")
         i = 0
@@ -339,9 +352,15 @@ class GitStore:
         return None
 
     def root_tree(
-        self, skills: bytes | None, categories: bytes | None = None, retired: bytes | None = None,
-        layout: bytes | None = None, trust: bytes | None = None, versions: bytes | None = None,
-        supply: bytes | None = None, evidence: bytes | None = None,
+        self,
+        skills: bytes | None,
+        categories: bytes | None = None,
+        retired: bytes | None = None,
+        layout: bytes | None = None,
+        trust: bytes | None = None,
+        versions: bytes | None = None,
+        supply: bytes | None = None,
+        evidence: bytes | None = None,
     ) -> bytes:
         """A snapshot's top tree: ``skills/`` (the bundle); ``categories/``, ``retired`` and a
         ``layout`` record (:mod:`ledger.store.skilltree`) and the ``keys`` record
@@ -412,7 +431,6 @@ class GitStore:
         return next(found, None)
 
 
-
 def parse_commit(commit: bytes, raw: bytes) -> tuple[bytes, tuple[str, ...], int, str]:
     """(tree id, parent ids, committer time, message) of commit ``commit``'s raw object ``raw``, as git reads it.
 
@@ -436,8 +454,10 @@ def parse_commit(commit: bytes, raw: bytes) -> tuple[bytes, tuple[str, ...], int
     for line in lines[i + 2 :]:
         name = line.split(b" ", 1)[0]
         if name in _CORE_HEADERS:
-            raise StoreError(f"commit {commit.hex()} names a second {name.decode()!r} after its committer, "
-                             "which git would not read: refusing a commit that reads two ways")  # fmt: skip
+            raise StoreError(
+                f"commit {commit.hex()} names a second {name.decode()!r} after its committer, "
+                "which git would not read: refusing a commit that reads two ways"
+            )
     try:
         return tree, tuple(parents), stamp, body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -497,4 +517,3 @@ def parse_record(data: bytes, entry: str = RETIRED) -> dict[str, int]:
 
 def _hex(sha: bytes | None) -> str:
     return sha.hex() if sha else ""
-

@@ -41,6 +41,7 @@ __all__ = [
     "parse_tree",
 ]
 
+
 def blob_id(data: bytes) -> bytes:
     """The git blob id of ``data``: how the working tree is compared with a snapshot."""
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest()
@@ -175,6 +176,7 @@ class CatFile:
                     stream.close()
             self._proc.wait(timeout=10)
             self._proc = None
+
 
 class ObjectDB:
     """The ``objects/`` directory of a git repository: written in-process, read through :class:`CatFile`."""

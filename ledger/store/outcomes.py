@@ -65,7 +65,7 @@ __all__ = [
     "sign_body",
     "sign_entry",
     "signed_text",
-]  # fmt: skip
+]
 
 FORMAT = "brain-ledger/outcome/v3"  # lineage v1.8: a record may be a run of an evaluation (§14.10)
 FORMAT_V2 = "brain-ledger/outcome/v2"  # lineage v1.7: a record names its batch (§14.9); read and audited
@@ -75,8 +75,7 @@ APPROVAL_FORMAT = "brain-ledger/eval-approval/v1"  # lineage v1.8: a version rel
 KINDS = ("record", "plan", "approval")  # an entry's one member beside "signature"
 MAX_BATCH = 100_000  # outcomes in one batch: a bulk import of 100,000 is one batch
 STATEMENT = "brain-ledger outcome v1\n"  # the signed text: this line, the id in hex, a newline
-STATEMENTS = {"record": STATEMENT, "plan": "brain-ledger eval-plan v1\n",
-              "approval": "brain-ledger eval-approval v1\n"}  # fmt: skip
+STATEMENTS = {"record": STATEMENT, "plan": "brain-ledger eval-plan v1\n", "approval": "brain-ledger eval-approval v1\n"}
 MAX_ENTRY = 8192  # bytes: a record is a few hundred; a log of 100,000 stays well under a gigabyte
 MAX_PLAN = 65536  # bytes of a plan entry (one whose bytes begin {"plan":): two commands of 4,096 and its cases
 MAX_TEXT = 512  # characters (code points) of a task id, a verifier name or an evidence URI
@@ -90,13 +89,38 @@ INTERVAL = "newcombe-paired-95"
 MAX_DEPTH = 8  # JSON nesting: an entry needs 4
 RESULTS = ("success", "failure", "score")
 
-_KEYS_V1 = ("agent", "brain", "digest", "evidence", "format", "outcome", "receipt", "signer", "skill", "task", "time",
-            "verifier", "version")  # fmt: skip
+_KEYS_V1 = (
+    "agent",
+    "brain",
+    "digest",
+    "evidence",
+    "format",
+    "outcome",
+    "receipt",
+    "signer",
+    "skill",
+    "task",
+    "time",
+    "verifier",
+    "version",
+)
 _KEYS_V2 = (*_KEYS_V1, "batch")
 _KEYS = (*_KEYS_V2, "eval")
 _EVAL_KEYS = ("arm", "case", "condition", "grader", "ms", "plan", "run", "runner", "set", "tokens")
-_PLAN_KEYS = ("baseline", "brain", "cases", "format", "grader", "rule", "runner", "runs", "set", "signer", "skill",
-              "time")  # fmt: skip
+_PLAN_KEYS = (
+    "baseline",
+    "brain",
+    "cases",
+    "format",
+    "grader",
+    "rule",
+    "runner",
+    "runs",
+    "set",
+    "signer",
+    "skill",
+    "time",
+)
 _APPROVAL_KEYS = ("brain", "digest", "format", "reason", "signer", "skill", "time", "version")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
@@ -136,32 +160,60 @@ def parse_time(text: str) -> int:
     if not isinstance(text, str) or not _TIME.match(text):
         raise StoreError(f"time {text!r} is not YYYY-MM-DDTHH:MM:SSZ (UTC, whole seconds)")
     try:
-        when = datetime.datetime(int(text[:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]),
-                                 int(text[14:16]), int(text[17:19]))  # fmt: skip
+        when = datetime.datetime(
+            int(text[:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]), int(text[17:19])
+        )
     except ValueError as exc:
         raise StoreError(f"time {text!r} is not a real date: {exc}") from exc
     return calendar.timegm(when.timetuple())
 
 
 def make_record(
-    *, brain: str, agent: str | None, skill: str, version: int, digest: str, receipt: dict[str, str],
-    task_id: str | None, task_digest: str | None, result: str, score: float | None = None,
-    scale: tuple[float, float] | None = None, threshold: float | None = None, evidence_uri: str | None = None,
-    evidence_digest: str | None = None, verifier: str | None = None, when: str | None = None, signer: str,
-    batch: dict[str, Any] | None = None, eval: dict[str, Any] | None = None,
+    *,
+    brain: str,
+    agent: str | None,
+    skill: str,
+    version: int,
+    digest: str,
+    receipt: dict[str, str],
+    task_id: str | None,
+    task_digest: str | None,
+    result: str,
+    score: float | None = None,
+    scale: tuple[float, float] | None = None,
+    threshold: float | None = None,
+    evidence_uri: str | None = None,
+    evidence_digest: str | None = None,
+    verifier: str | None = None,
+    when: str | None = None,
+    signer: str,
+    batch: dict[str, Any] | None = None,
+    eval: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record from its fields, checked as :func:`parse_entry` checks a stored one: a v3 record naming
     ``batch`` (``{"id", "prev", "index", "count"}``, §14.9) and ``eval`` (None, or one run of an evaluation,
     §14.10), or with ``batch`` None a v1 record, which only tests of old brains write (the writer signs v3
     alone; :func:`sign_batch` fills the batch in)."""
     record = {
-        "format": FORMAT, "brain": brain, "agent": agent, "skill": skill, "version": version, "digest": digest,
-        "receipt": dict(receipt), "task": {"id": task_id, "digest": task_digest},
-        "outcome": {"result": result, "score": score, "scale": list(scale) if scale is not None else None,
-                    "threshold": threshold},
-        "verifier": verifier, "evidence": {"uri": evidence_uri, "digest": evidence_digest},
-        "time": when or format_time(), "signer": signer,
-    }  # fmt: skip
+        "format": FORMAT,
+        "brain": brain,
+        "agent": agent,
+        "skill": skill,
+        "version": version,
+        "digest": digest,
+        "receipt": dict(receipt),
+        "task": {"id": task_id, "digest": task_digest},
+        "outcome": {
+            "result": result,
+            "score": score,
+            "scale": list(scale) if scale is not None else None,
+            "threshold": threshold,
+        },
+        "verifier": verifier,
+        "evidence": {"uri": evidence_uri, "digest": evidence_digest},
+        "time": when or format_time(),
+        "signer": signer,
+    }
     if batch is None:
         if eval is not None:
             raise StoreError("a run of an evaluation is a v3 record, which names its batch")
@@ -174,24 +226,53 @@ def make_record(
 
 
 def make_plan(
-    *, brain: str, skill: str, set: str, cases: list[str], baseline: str, runs: int,
-    runner: dict[str, str], grader: dict[str, str], min_lift: float, signer: str, when: str | None = None,
+    *,
+    brain: str,
+    skill: str,
+    set: str,
+    cases: list[str],
+    baseline: str,
+    runs: int,
+    runner: dict[str, str],
+    grader: dict[str, str],
+    min_lift: float,
+    signer: str,
+    when: str | None = None,
 ) -> dict[str, Any]:
     """An eval plan (docs/lineage.md §14.10) from its members, checked as :func:`parse_entry` checks one."""
-    plan = {"format": PLAN_FORMAT, "brain": brain, "skill": skill, "set": set, "cases": list(cases),
-            "baseline": baseline, "runs": runs, "runner": dict(runner), "grader": dict(grader),
-            "rule": {"interval": INTERVAL, "min_lift": min_lift}, "time": when or format_time(),
-            "signer": signer}  # fmt: skip
+    plan = {
+        "format": PLAN_FORMAT,
+        "brain": brain,
+        "skill": skill,
+        "set": set,
+        "cases": list(cases),
+        "baseline": baseline,
+        "runs": runs,
+        "runner": dict(runner),
+        "grader": dict(grader),
+        "rule": {"interval": INTERVAL, "min_lift": min_lift},
+        "time": when or format_time(),
+        "signer": signer,
+    }
     check_plan(plan)
     return plan
 
 
-def make_approval(*, brain: str, skill: str, version: int, digest: str, reason: str, signer: str,
-                  when: str | None = None) -> dict[str, Any]:  # fmt: skip
+def make_approval(
+    *, brain: str, skill: str, version: int, digest: str, reason: str, signer: str, when: str | None = None
+) -> dict[str, Any]:
     """An approval (docs/lineage.md §14.10): ``skill`` at ``version`` (its directory ``digest``) released
     without an evaluation, for ``reason``, by ``signer`` (the audit holds its role to user or curator)."""
-    approval = {"format": APPROVAL_FORMAT, "brain": brain, "skill": skill, "version": version, "digest": digest,
-                "reason": reason, "time": when or format_time(), "signer": signer}  # fmt: skip
+    approval = {
+        "format": APPROVAL_FORMAT,
+        "brain": brain,
+        "skill": skill,
+        "version": version,
+        "digest": digest,
+        "reason": reason,
+        "time": when or format_time(),
+        "signer": signer,
+    }
     check_approval(approval)
     return approval
 
@@ -203,8 +284,9 @@ def batch_id() -> str:
     return os.urandom(32).hex()
 
 
-def sign_batch(records: list[dict[str, Any]], secret: bytes, *, prev: str | None,
-               bid: str | None = None) -> list[Entry]:  # fmt: skip
+def sign_batch(
+    records: list[dict[str, Any]], secret: bytes, *, prev: str | None, bid: str | None = None
+) -> list[Entry]:
     """Sign ``records`` (one signer, any ``batch`` member replaced) as one whole batch (docs/lineage.md §14.9):
     each names the batch's id, ``prev`` (the id of the signer's batch it follows, or None for its first),
     its index and the count.  Each is signed as a v3 record (``eval`` kept, or null), unless it says it is
@@ -325,8 +407,9 @@ def parse_entry(data: bytes) -> Entry:
     doc = loads(data)
     kinds = [k for k in KINDS if isinstance(doc, dict) and k in doc]
     if not isinstance(doc, dict) or len(kinds) != 1 or set(doc) != {kinds[0], "signature"}:
-        raise StoreError("an evidence entry is an object of exactly 'signature' and one of 'record', 'plan' "
-                         "or 'approval'")  # fmt: skip
+        raise StoreError(
+            "an evidence entry is an object of exactly 'signature' and one of 'record', 'plan' or 'approval'"
+        )
     kind = kinds[0]
     body, signature = doc[kind], doc["signature"]
     _CHECKS[kind](body)
@@ -342,8 +425,10 @@ def parse_entry(data: bytes) -> Entry:
     except SignatureError as exc:
         raise StoreError(f"{what} {oid.hex()[:12]}: {exc.message}") from exc
     if signer != body["signer"]:
-        raise StoreError(f"{what} {oid.hex()[:12]} claims signer {body['signer']} but its signature "
-                         f"recovers {signer}: it was altered or forged")  # fmt: skip
+        raise StoreError(
+            f"{what} {oid.hex()[:12]} claims signer {body['signer']} but its signature "
+            f"recovers {signer}: it was altered or forged"
+        )
     return Entry(data, body, signature, oid, kind)
 
 
@@ -374,8 +459,9 @@ def _text(value: Any, what: str, *, null: bool = True, most: int = MAX_TEXT) -> 
     if value is None and null:
         return
     if not isinstance(value, str) or not value or len(value) > most or not _PRINTABLE.match(value):
-        raise StoreError(f"{what} is a non-empty line of at most {most} printable characters"
-                         + (", or null" if null else ""))  # fmt: skip
+        raise StoreError(
+            f"{what} is a non-empty line of at most {most} printable characters" + (", or null" if null else "")
+        )
 
 
 def _number(value: Any, what: str) -> float:
@@ -386,8 +472,10 @@ def _number(value: Any, what: str) -> float:
     if isinstance(value, float) and value.is_integer() and MAX_INT < abs(value) < 1e21:
         # RFC 8785 writes it as an integer (1e16 is 10000000000000000), which a reader refuses as above
         # (docs/lineage.md §14.1, Numbers): refused here too, so nothing is written that cannot be read back.
-        raise StoreError(f"{what} {value:g} is written in RFC 8785 as an integer beyond 2^53 - 1, which JSON "
-                         "readers disagree on", hint="use a smaller scale (below 2^53), or one of 1e21 or more")
+        raise StoreError(
+            f"{what} {value:g} is written in RFC 8785 as an integer beyond 2^53 - 1, which JSON readers disagree on",
+            hint="use a smaller scale (below 2^53), or one of 1e21 or more",
+        )
     return float(value)
 
 
@@ -405,23 +493,33 @@ def check_record(record: Any) -> None:
     keys = _KEYS_V1 if v1 else _KEYS_V2 if v2 else _KEYS
     rec = _exact(record, keys, f"an outcome record of format {fmt if v1 or v2 else FORMAT}")
     checks = (
-        (rec["format"] in (FORMAT, FORMAT_V2, FORMAT_V1),
-         f"format is {FORMAT!r} (or {FORMAT_V2!r} or {FORMAT_V1!r} before lineage v1.8)"),
+        (
+            rec["format"] in (FORMAT, FORMAT_V2, FORMAT_V1),
+            f"format is {FORMAT!r} (or {FORMAT_V2!r} or {FORMAT_V1!r} before lineage v1.8)",
+        ),
         (isinstance(rec["brain"], str) and _HEX40.match(rec["brain"]), "brain is the 40-hex id of snapshot 0"),
-        (rec["agent"] is None or (isinstance(rec["agent"], str) and _AGENT.match(rec["agent"])),
-         "agent is null or 0x and 64 lower-case hex digits"),
-        (isinstance(rec["skill"], str) and len(rec["skill"]) <= 64 and _NAME.match(rec["skill"]),
-         "skill is a skill name (a-z, 0-9, single hyphens, at most 64)"),
+        (
+            rec["agent"] is None or (isinstance(rec["agent"], str) and _AGENT.match(rec["agent"])),
+            "agent is null or 0x and 64 lower-case hex digits",
+        ),
+        (
+            isinstance(rec["skill"], str) and len(rec["skill"]) <= 64 and _NAME.match(rec["skill"]),
+            "skill is a skill name (a-z, 0-9, single hyphens, at most 64)",
+        ),
         (type(rec["version"]) is int and 1 <= rec["version"] <= MAX_INT, "version is an integer from 1 to 2^53 - 1"),
         (isinstance(rec["digest"], str) and _ROOT.match(rec["digest"]), "digest is blake3-tree-v1: and 64 hex"),
         (isinstance(rec["signer"], str) and _ADDRESS.match(rec["signer"]), "signer is 0x and 40 lower-case hex"),
-    )  # fmt: skip
+    )
     for ok, rule in checks:
         if not ok:
             raise StoreError(f"an outcome record's {rule}")
     receipt = _exact(rec["receipt"], ("commit", "root"), "receipt")
-    if not (isinstance(receipt["commit"], str) and _HEX40.match(receipt["commit"])
-            and isinstance(receipt["root"], str) and _ROOT.match(receipt["root"])):  # fmt: skip
+    if not (
+        isinstance(receipt["commit"], str)
+        and _HEX40.match(receipt["commit"])
+        and isinstance(receipt["root"], str)
+        and _ROOT.match(receipt["root"])
+    ):
         raise StoreError("an outcome record's receipt is the serving snapshot's commit (40 hex) and root")
     task = _exact(rec["task"], ("digest", "id"), "task")
     _text(task["id"], "task.id")
@@ -474,10 +572,17 @@ def _check_eval(rec: dict[str, Any]) -> None:
     if task["id"] != run["case"] or task["digest"] is None:
         raise StoreError("a run's task is its case: task.id is eval.case and task.digest the case's sha256")
     total = out["threshold"]
-    if not (out["result"] == "score" and type(total) is int and total >= 1 and out["scale"] == [0, total]
-            and type(out["score"]) is int):  # fmt: skip
-        raise StoreError("a run's outcome is its grading: result 'score', score the assertions passed (an "
-                         "integer), scale [0, TOTAL] and threshold TOTAL (an integer, at least 1)")  # fmt: skip
+    if not (
+        out["result"] == "score"
+        and type(total) is int
+        and total >= 1
+        and out["scale"] == [0, total]
+        and type(out["score"]) is int
+    ):
+        raise StoreError(
+            "a run's outcome is its grading: result 'score', score the assertions passed (an "
+            "integer), scale [0, TOTAL] and threshold TOTAL (an integer, at least 1)"
+        )
     if rec["verifier"] != run["grader"]:
         raise StoreError("a run's verifier is its grader (eval.grader)")
     if ev["uri"] is None or ev["digest"] is None:
@@ -504,8 +609,10 @@ def check_plan(plan: Any) -> None:
     if not (type(p["runs"]) is int and 1 <= p["runs"] <= MAX_RUNS):
         raise StoreError(f"an eval plan's runs is an integer from 1 to {MAX_RUNS}")
     if len(cases) * p["runs"] * 2 > MAX_BATCH:
-        raise StoreError(f"an eval plan's grid (cases × runs × 2 conditions) is at most {MAX_BATCH} runs: its "
-                         "evaluation is one batch")  # fmt: skip
+        raise StoreError(
+            f"an eval plan's grid (cases × runs × 2 conditions) is at most {MAX_BATCH} runs: its "
+            "evaluation is one batch"
+        )
     for role in ("runner", "grader"):
         tool = _exact(p[role], ("command", "id"), f"an eval plan's {role}")
         _text(tool["command"], f"{role}.command", null=False, most=MAX_COMMAND)

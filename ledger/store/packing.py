@@ -67,8 +67,13 @@ def store_size(git_dir: Path) -> dict[str, int]:
             if f.name.endswith((".pack", ".idx")):
                 packs += f.name.endswith(".pack")
                 pack_bytes += f.stat().st_size
-    return {"loose": loose, "loose_bytes": loose_bytes, "packs": packs, "pack_bytes": pack_bytes,
-            "bytes": loose_bytes + pack_bytes}  # fmt: skip
+    return {
+        "loose": loose,
+        "loose_bytes": loose_bytes,
+        "packs": packs,
+        "pack_bytes": pack_bytes,
+        "bytes": loose_bytes + pack_bytes,
+    }
 
 
 def note_write(
@@ -100,9 +105,13 @@ def note_write(
     try:
         subprocess.Popen(
             [sys.executable, "-m", "ledger.store.packing", str(git_dir), str(control), str(8 * limit)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
             env=child_env(),
-        )  # fmt: skip
+        )
     finally:
         log.close()
     return True
@@ -169,7 +178,12 @@ def _await_quiet(control: Path, limit: int) -> float:
 
 
 def pack(
-    git_dir: Path, control: Path, *, full: bool = False, wait: bool = False, check: bool = False,
+    git_dir: Path,
+    control: Path,
+    *,
+    full: bool = False,
+    wait: bool = False,
+    check: bool = False,
     defer_bytes: int = 0,
 ) -> dict[str, Any]:
     """Pack loose objects (geometric roll-up), or with ``full`` everything into one pack.
@@ -205,8 +219,13 @@ def pack(
             if asked is not None and flag.stat().st_mtime_ns == asked:
                 flag.unlink()
         seconds = time.monotonic() - started
-        result = {"full": full or after_bulk, "seconds": round(seconds, 3), "deferred": round(deferred, 3),
-                  "before": before, "after": store_size(git_dir)}  # fmt: skip
+        result = {
+            "full": full or after_bulk,
+            "seconds": round(seconds, 3),
+            "deferred": round(deferred, 3),
+            "before": before,
+            "after": store_size(git_dir),
+        }
         if full or check:
             _connected(git_dir)
             result["connectivity"] = "ok"

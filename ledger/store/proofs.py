@@ -27,7 +27,12 @@ __all__ = ["prove_at"]
 
 
 def prove_at(
-    store: GitStore, cache: th.DigestCache, skills: Mapping[str, bytes], bundle: RootIndex, root: bytes, rel: str,
+    store: GitStore,
+    cache: th.DigestCache,
+    skills: Mapping[str, bytes],
+    bundle: RootIndex,
+    root: bytes,
+    rel: str,
     rebuilt: Callable[[], RootIndex],
 ) -> InclusionProof:
     """The proof of bundle path ``rel`` in ``root``, from ``bundle``'s levels; ``rebuilt`` makes

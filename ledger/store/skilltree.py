@@ -55,8 +55,10 @@ def skills_of(
             skills = sha
         elif name == LAYOUT:
             if mode != MODE_FILE or store.read(sha, b"blob") != FANOUT:
-                raise StoreError("the snapshot's layout record is not one this ledger reads",
-                                 hint="a newer ledger wrote it, or it was altered; run 'ledger audit'")  # fmt: skip
+                raise StoreError(
+                    "the snapshot's layout record is not one this ledger reads",
+                    hint="a newer ledger wrote it, or it was altered; run 'ledger audit'",
+                )
             layout = sha
     if skills is None:
         return None, {}, None
@@ -85,8 +87,9 @@ def skills_of(
                 if mode != MODE_DIR:
                     raise TreeError(f"skills/{key}/{name} in the snapshot is not a skill directory")
                 if bucket(name) != key:
-                    raise TreeError(f"skills/{key}/{name} is in the wrong fan-out directory (it belongs in "
-                                    f"skills/{bucket(name)}/)")  # fmt: skip
+                    raise TreeError(
+                        f"skills/{key}/{name} is in the wrong fan-out directory (it belongs in skills/{bucket(name)}/)"
+                    )
                 listing[name] = child
             if not listing:
                 raise TreeError(f"skills/{key}/ in the snapshot is empty")

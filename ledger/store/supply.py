@@ -28,9 +28,22 @@ from ledger.errors import StoreError
 from ledger.protocol.bundlehash import KIND_EXEC, KIND_FILE, Digest, DirNode, file_digest, format_root
 
 __all__ = [
-    "APPROVED", "APPROVERS", "QUARANTINED", "RECORD", "REVOKED", "STATES", "WITHHELD", "Entry", "Supply",
-    "calibration_problem", "file_sha256", "format_record", "is_digest", "parse_record", "skill_blake3",
-]  # fmt: skip
+    "APPROVED",
+    "APPROVERS",
+    "QUARANTINED",
+    "RECORD",
+    "REVOKED",
+    "STATES",
+    "WITHHELD",
+    "Entry",
+    "Supply",
+    "calibration_problem",
+    "file_sha256",
+    "format_record",
+    "is_digest",
+    "parse_record",
+    "skill_blake3",
+]
 
 RECORD = "supply"  # the top-tree entry's name
 FORMAT = 3  # what this ledger writes (lineage v1.10: verdicts carry `calibration`; v1.7's format 2: `counter`)
@@ -78,10 +91,18 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         doc = {
-            "source": self.source, "pin": self.pin, "version": self.version, "blake3": self.blake3,
-            "sha256": self.sha256, "files": self.files, "signer": self.signer, "derived_from": self.derived_from,
-            "state": self.state, "verdict": self.verdict, "approval": self.approval,
-        }  # fmt: skip
+            "source": self.source,
+            "pin": self.pin,
+            "version": self.version,
+            "blake3": self.blake3,
+            "sha256": self.sha256,
+            "files": self.files,
+            "signer": self.signer,
+            "derived_from": self.derived_from,
+            "state": self.state,
+            "verdict": self.verdict,
+            "approval": self.approval,
+        }
         if self.counter != "":
             doc["counter"] = self.counter
         return doc
@@ -152,8 +173,10 @@ def parse_record(data: bytes) -> Supply:
         raise StoreError(f"the supply record is not ASCII JSON within bounds: {str(exc)[:200]}") from exc
     _keys(doc, {"format", "revoked", "skills"}, "the supply record")
     if type(doc["format"]) is not int or doc["format"] not in FORMATS:
-        raise StoreError(f"the supply record's format {doc['format']!r} is not one of {', '.join(map(str, FORMATS))}",
-                         hint="a newer ledger wrote it; upgrade")  # fmt: skip
+        raise StoreError(
+            f"the supply record's format {doc['format']!r} is not one of {', '.join(map(str, FORMATS))}",
+            hint="a newer ledger wrote it; upgrade",
+        )
     revoked = _dict(doc["revoked"], "revoked")
     for digest, why in revoked.items():
         _check(_DIGEST.fullmatch(digest) is not None, f"revoked digest {digest!r}")
@@ -170,19 +193,40 @@ def parse_record(data: bytes) -> Supply:
 
 def _entry(name: str, raw: Any, fmt: int) -> Entry:
     where = f"supply entry {name!r}"
-    keys = {"source", "pin", "version", "blake3", "sha256", "files", "signer", "derived_from", "state", "verdict",
-            "approval"}  # fmt: skip
+    keys = {
+        "source",
+        "pin",
+        "version",
+        "blake3",
+        "sha256",
+        "files",
+        "signer",
+        "derived_from",
+        "state",
+        "verdict",
+        "approval",
+    }
     _keys(raw, keys | {"counter"} if fmt >= 2 and isinstance(raw, dict) and "counter" in raw else keys, where)
     counter = raw.get("counter", "")
-    _check(counter is None or (counter == "" and "counter" not in raw)
-           or (isinstance(counter, str) and COUNTER_LINE.match(counter) is not None), f"{where}: counter")  # fmt: skip
+    _check(
+        counter is None
+        or (counter == "" and "counter" not in raw)
+        or (isinstance(counter, str) and COUNTER_LINE.match(counter) is not None),
+        f"{where}: counter",
+    )
     source = _dict(raw["source"], f"{where}: source")
-    _check({"type", "url", "path", "ref"} <= set(source) and source["type"] in SOURCE_TYPES
-           and all(v is None or _text(v) for v in source.values()) and _text(source["url"])
-           and _text(source["path"]), f"{where}: source")  # fmt: skip
+    _check(
+        {"type", "url", "path", "ref"} <= set(source)
+        and source["type"] in SOURCE_TYPES
+        and all(v is None or _text(v) for v in source.values())
+        and _text(source["url"])
+        and _text(source["path"]),
+        f"{where}: source",
+    )
     pin = _dict(raw["pin"], f"{where}: pin")
-    _check(bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version", "digest", "upstream"},
-           f"{where}: pin")
+    _check(
+        bool(pin) and set(pin) <= {"commit", "root", "seq", "sha256", "version", "digest", "upstream"}, f"{where}: pin"
+    )
     _check("upstream" not in pin or (_int(pin["upstream"]) and pin["upstream"] >= 1), f"{where}: pin upstream")
     _check("version" not in pin or _text(pin["version"]), f"{where}: pin version")
     _check("commit" not in pin or _HEX40.fullmatch(str(pin["commit"])) is not None, f"{where}: pin commit")
@@ -204,11 +248,25 @@ def _entry(name: str, raw: Any, fmt: int) -> Entry:
         _keys(approval, {"by", "auto", "override"}, f"{where}: approval")
         _check(approval["by"] is None or _ADDRESS.fullmatch(str(approval["by"])) is not None, f"{where}: approval")
         _check(isinstance(approval["auto"], bool), f"{where}: approval auto")
-        _check(approval["override"] is None or (_text(approval["override"]) and approval["override"].strip() != ""),
-               f"{where}: approval override")  # fmt: skip
+        _check(
+            approval["override"] is None or (_text(approval["override"]) and approval["override"].strip() != ""),
+            f"{where}: approval override",
+        )
     _check((approval is not None) == (raw["state"] == APPROVED) or raw["state"] == REVOKED, f"{where}: approval")
-    return Entry(source, pin, raw["version"], raw["blake3"], raw["sha256"], files, raw["signer"],
-                 raw["derived_from"], raw["state"], verdict, approval, counter)  # fmt: skip
+    return Entry(
+        source,
+        pin,
+        raw["version"],
+        raw["blake3"],
+        raw["sha256"],
+        files,
+        raw["signer"],
+        raw["derived_from"],
+        raw["state"],
+        verdict,
+        approval,
+        counter,
+    )
 
 
 def _derived(raw: Any) -> bool:
@@ -218,8 +276,13 @@ def _derived(raw: Any) -> bool:
     if _ROOT.fullmatch(str(raw["root"])) is None or not isinstance(raw["root"], str):
         return False
     registry = raw.get("registry")
-    return "agent" not in raw or (_int(raw["agent"]) and _int(raw["chain"]) and raw["chain"] >= 1
-                                  and isinstance(registry, str) and _ADDRESS.fullmatch(registry) is not None)
+    return "agent" not in raw or (
+        _int(raw["agent"])
+        and _int(raw["chain"])
+        and raw["chain"] >= 1
+        and isinstance(registry, str)
+        and _ADDRESS.fullmatch(registry) is not None
+    )
 
 
 def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
@@ -236,10 +299,17 @@ def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
     for i, f in enumerate(raw["findings"]):
         _keys(f, {"rule", "severity", "file", "line", "detail"}, f"{where}: finding {i}")
         parts = f["file"].split("/") if _text(f["file"]) else [""]
-        ok = (_text(f["rule"]) and _RULE.fullmatch(f["rule"]) is not None and f["severity"] in SEVERITIES
-              and not any(p in ("", ".", "..") for p in parts) and "\x00" not in f["file"]
-              and (f["line"] is None or (_int(f["line"]) and f["line"] >= 1))
-              and _text(f["detail"]) and len(f["detail"]) <= 80 and _CONTROL.search(f["detail"]) is None)  # fmt: skip
+        ok = (
+            _text(f["rule"])
+            and _RULE.fullmatch(f["rule"]) is not None
+            and f["severity"] in SEVERITIES
+            and not any(p in ("", ".", "..") for p in parts)
+            and "\x00" not in f["file"]
+            and (f["line"] is None or (_int(f["line"]) and f["line"] >= 1))
+            and _text(f["detail"])
+            and len(f["detail"]) <= 80
+            and _CONTROL.search(f["detail"]) is None
+        )
         _check(ok, f"{where}: finding {i}")
         keys.append((f["file"], f["line"] or 0, f["rule"], f["severity"], f["detail"]))
     _check(all(a < b for a, b in itertools.pairwise(keys)), f"{where}: findings (sorted, each once)")

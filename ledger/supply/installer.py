@@ -38,14 +38,18 @@ if TYPE_CHECKING:
 __all__ = ["Installer", "external", "scanner_spec"]
 
 CLEAN = ("clean", "low")  # a verdict the auto-approval policy may pass (docs/supply-chain.md §5)
-HELD = ("auto-approval needs a user's or curator's key; approve with ledger approve "
-        "(see docs/lineage.md, 'The supply record', rule 6)")  # why an agent's install the policy would pass is held
+HELD = (
+    "auto-approval needs a user's or curator's key; approve with ledger approve "
+    "(see docs/lineage.md, 'The supply record', rule 6)"
+)  # why an agent's install the policy would pass is held
 # The one source whose signer's word on a skill can be checked: a brain, whose whole lineage is audited and
 # whose signed supply record shows the skill is served, not held (docs/resolve.md §3.1, lineage §16.5).
 VOUCHING = ("brain",)
-UNVOUCHED = ("auto-approval trusts a signer only for a skill from its brain, whose audited lineage shows it "
-             "serves the skill: an anchor or a signed commit proves the bytes are in what the key signed, not that "
-             "it approves them; approve with ledger approve")  # fmt: skip
+UNVOUCHED = (
+    "auto-approval trusts a signer only for a skill from its brain, whose audited lineage shows it "
+    "serves the skill: an anchor or a signed commit proves the bytes are in what the key signed, not that "
+    "it approves them; approve with ledger approve"
+)
 
 
 def _links(c: resolve.Candidate) -> dict[str, str | None]:
@@ -73,8 +77,9 @@ def _run_policy(policy: dict[str, Any]) -> tuple[bool, float]:
     if not isinstance(run, bool):
         raise SupplyError("config: supply.scan_run must be true or false", hint="edit .ledger/config.json")
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600:
-        raise SupplyError("config: supply.scan_run_timeout must be a number of seconds in (0, 600]",
-                          hint="edit .ledger/config.json")  # fmt: skip
+        raise SupplyError(
+            "config: supply.scan_run_timeout must be a number of seconds in (0, 600]", hint="edit .ledger/config.json"
+        )
     return run, float(timeout)
 
 
@@ -83,13 +88,17 @@ def scanner_spec(value: object) -> str | list[str]:
     if isinstance(value, str):
         if value == cisco.NAME:
             return value
-        raise SupplyError(f"supply.scanners: {value!r} is not a scanner this ledger knows by name",
-                          hint=f'name "{cisco.NAME}", or give a command as an argv list such as '
-                               '["my-scanner", "--json"] (docs/scanner.md, "External scanners")')  # fmt: skip
+        raise SupplyError(
+            f"supply.scanners: {value!r} is not a scanner this ledger knows by name",
+            hint=f'name "{cisco.NAME}", or give a command as an argv list such as '
+            '["my-scanner", "--json"] (docs/scanner.md, "External scanners")',
+        )
     if isinstance(value, list | tuple) and value and all(isinstance(a, str) and a for a in value):
         return list(value)
-    raise SupplyError(f"supply.scanners: {str(value)[:80]!r} is neither a scanner's name nor an argv list of strings",
-                      hint=f'"{cisco.NAME}", or ["my-scanner", "--json"]')  # fmt: skip
+    raise SupplyError(
+        f"supply.scanners: {str(value)[:80]!r} is neither a scanner's name nor an argv list of strings",
+        hint=f'"{cisco.NAME}", or ["my-scanner", "--json"]',
+    )
 
 
 def external(spec: str | Sequence[str], skill_dir: Path) -> scanner.Verdict:
@@ -109,15 +118,21 @@ class Installer:
     (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator, when a
     user or a curator installs them (an agent's install writes every skill quarantined, §1.6 rule 6)."""
 
-    def __init__(self, brain: Brain, *, scanners: Sequence[str | Sequence[str]] | None = None,
-                 auto_approve: Iterable[str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        brain: Brain,
+        *,
+        scanners: Sequence[str | Sequence[str]] | None = None,
+        auto_approve: Iterable[str] | None = None,
+    ) -> None:
         self.brain = brain
         policy = brain.config.get("supply") or {}
         # each a supported scanner's name or an argv list; checked where a scan runs (scanner_spec)
         self.scanners = list(scanners if scanners is not None else policy.get("scanners") or [])
         self.scan_run, self.run_timeout = _run_policy(policy)
-        self.auto_approve = {a.lower() for a in (auto_approve if auto_approve is not None
-                                                 else policy.get("auto_approve") or [])}  # fmt: skip
+        self.auto_approve = {
+            a.lower() for a in (auto_approve if auto_approve is not None else policy.get("auto_approve") or [])
+        }
 
     # ------------------------------------------------------------------ reading
 
@@ -128,14 +143,24 @@ class Installer:
     def entry(self, name: str) -> sp.Entry:
         entry = self.record().skills.get(name)
         if entry is None:
-            raise SupplyError(f"{name!r} was not installed from elsewhere (it has no pin)",
-                              hint="'ledger install SOURCE NAME' installs it; 'ledger skill list' shows what is here")
+            raise SupplyError(
+                f"{name!r} was not installed from elsewhere (it has no pin)",
+                hint="'ledger install SOURCE NAME' installs it; 'ledger skill list' shows what is here",
+            )
         return entry
 
     # ------------------------------------------------------------------ install
 
-    def install(self, source: str, names: Sequence[str] = (), *, pin: str | None = None, rpc: str | None = None,
-                note: str = "", strip_credentials: bool = False) -> dict[str, Any]:  # fmt: skip
+    def install(
+        self,
+        source: str,
+        names: Sequence[str] = (),
+        *,
+        pin: str | None = None,
+        rpc: str | None = None,
+        note: str = "",
+        strip_credentials: bool = False,
+    ) -> dict[str, Any]:
         """Install the named skills (every skill when none is named) from ``source``, pinned and scanned.
 
         A source that carries credentials is refused; with ``strip_credentials`` it is read, recorded and
@@ -144,8 +169,11 @@ class Installer:
         stripped = origins.credentials(source) if clean != source else []
         found = resolve.resolve(clean, names, pin=pin, rpc=rpc)
         if not found:
-            raise SupplyError(f"{clean} holds no skill", hint="point at a brain, a repository with skills/*/SKILL.md, "
-                              "a marketplace.json, a skills-lock.json or an index")  # fmt: skip
+            raise SupplyError(
+                f"{clean} holds no skill",
+                hint="point at a brain, a repository with skills/*/SKILL.md, "
+                "a marketplace.json, a skills-lock.json or an index",
+            )
         return {**self._write(found, note or f"installed from {clean}"), "stripped": stripped}
 
     def install_frozen(self, lock: str, *, rpc: str | None = None) -> dict[str, Any]:
@@ -157,16 +185,21 @@ class Installer:
             cand = resolve.fetch_pinned(want.source, want.pin, want.name)
             blake3, sha256, _ = upstream_digests(cand.files)
             if (want.sha256 and want.sha256 != sha256) or (want.blake3 and want.blake3 != blake3):
-                raise SupplyError(f"{want.name}: the source serves other bytes at the locked pin "
-                                  f"({sha256[:12]}…, locked {(want.sha256 or want.blake3 or '')[:12]}…); nothing "
-                                  "was installed", hint="the source was rewritten: find out why before trusting it")
+                raise SupplyError(
+                    f"{want.name}: the source serves other bytes at the locked pin "
+                    f"({sha256[:12]}…, locked {(want.sha256 or want.blake3 or '')[:12]}…); nothing "
+                    "was installed",
+                    hint="the source was rewritten: find out why before trusting it",
+                )
             found.append(cand)
         head = self.brain.head()
         for cand in found:
             entry = self.record().skills.get(cand.name)
             if cand.name in head.skills and (entry is None or entry.sha256 != upstream_digests(cand.files)[1]):
-                raise SupplyError(f"{cand.name}: this brain holds another version than the lock; nothing was installed",
-                                  hint="install --frozen reproduces a set into a brain that does not hold it yet")
+                raise SupplyError(
+                    f"{cand.name}: this brain holds another version than the lock; nothing was installed",
+                    hint="install --frozen reproduces a set into a brain that does not hold it yet",
+                )
         return self._write(found, f"installed exactly {lock}", frozen=True)
 
     def _write(self, found: Sequence[resolve.Candidate], note: str, *, frozen: bool = False) -> dict[str, Any]:
@@ -184,8 +217,9 @@ class Installer:
                 refused[c.name] = exc
         if frozen and refused:
             name, exc = next(iter(refused.items()))
-            raise SupplyError(f"{name}: {exc.message}; nothing was installed (install --frozen is all or nothing)",
-                              hint=exc.hint)  # fmt: skip
+            raise SupplyError(
+                f"{name}: {exc.message}; nothing was installed (install --frozen is all or nothing)", hint=exc.hint
+            )
         report: list[dict[str, Any]] = []
         with brain.writing() as w:
             head = brain.head()
@@ -204,15 +238,27 @@ class Installer:
                     refused[cand.name] = exc
                     row = _refusal(cand.name, exc)
                 report.append(row)
-            out = {"installed": [c.skill for c in changes], "skills": report, "frozen": frozen,
-                   "refused": [r["skill"] for r in report if r["status"] == "refused"]}  # fmt: skip
+            out = {
+                "installed": [c.skill for c in changes],
+                "skills": report,
+                "frozen": frozen,
+                "refused": [r["skill"] for r in report if r["status"] == "refused"],
+            }
             if not changes:
                 return out
             receipt = w.apply("install", updates, changes, note, supply=record)
         return {**out, "commit": receipt.commit, "root": receipt.root, "signer": receipt.signer}
 
-    def _one(self, w: Writing, cand: resolve.Candidate, head: Any, record: sp.Supply, verdict: scanner.Verdict,
-             updates: dict[str, gs.FileMap], changes: list[gs.Change]) -> tuple[dict[str, Any], sp.Supply]:  # fmt: skip
+    def _one(
+        self,
+        w: Writing,
+        cand: resolve.Candidate,
+        head: Any,
+        record: sp.Supply,
+        verdict: scanner.Verdict,
+        updates: dict[str, gs.FileMap],
+        changes: list[gs.Change],
+    ) -> tuple[dict[str, Any], sp.Supply]:
         """One candidate's row and the record with its entry; ``updates`` and ``changes`` gain its write.
         Raises (changing nothing) when this skill is refused."""
         brain = self.brain
@@ -223,25 +269,46 @@ class Installer:
             return {"skill": cand.name, "status": "unchanged", "state": old.state}, record
         if cand.name in head.skills:
             why = ("it was installed from " + old.source["url"]) if old else "it is this brain's own skill"
-            raise SupplyError(f"{cand.name!r} is already in this brain ({why}); it was not installed",
-                              hint=f"'ledger supply update {cand.name}' reviews a newer upstream version" if old
-                              else "rename or delete the brain's own skill first")  # fmt: skip
+            raise SupplyError(
+                f"{cand.name!r} is already in this brain ({why}); it was not installed",
+                hint=f"'ledger supply update {cand.name}' reviews a newer upstream version"
+                if old
+                else "rename or delete the brain's own skill first",
+            )
         version = brain.first_version(cand.name, head)
         blobs, counter = self._blobs(w, head, cand.name, cand.files, version)
         listed = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
         trusted = listed and cand.source.get("type") in VOUCHING
         auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
-        entry = sp.Entry(cand.source, cand.pin, version, blake3, sha256, per_file, cand.signer,
-                         cand.derived_from, sp.APPROVED if auto else sp.QUARANTINED,
-                         calibration.attach(verdict.to_json()),
-                         {"by": self._address(), "auto": True, "override": None} if auto else None, counter)
+        entry = sp.Entry(
+            cand.source,
+            cand.pin,
+            version,
+            blake3,
+            sha256,
+            per_file,
+            cand.signer,
+            cand.derived_from,
+            sp.APPROVED if auto else sp.QUARANTINED,
+            calibration.attach(verdict.to_json()),
+            {"by": self._address(), "auto": True, "override": None} if auto else None,
+            counter,
+        )
         updates[cand.name] = blobs
         changes.append(gs.Change("create", cand.name, version))
-        row = {"skill": cand.name, "status": "installed", "version": version, "state": entry.state,
-               "verdict": verdict.worst, "scanner": verdict.scanner, "findings": len(verdict.findings),
-               "pin": cand.pin, "blake3": blake3, "sha256": sha256,
-               **({"held": HELD} if trusted and not auto else {"held": UNVOUCHED} if listed and not trusted
-                  else {})}  # fmt: skip
+        row = {
+            "skill": cand.name,
+            "status": "installed",
+            "version": version,
+            "state": entry.state,
+            "verdict": verdict.worst,
+            "scanner": verdict.scanner,
+            "findings": len(verdict.findings),
+            "pin": cand.pin,
+            "blake3": blake3,
+            "sha256": sha256,
+            **({"held": HELD} if trusted and not auto else {"held": UNVOUCHED} if listed and not trusted else {}),
+        }
         return row, record.with_entry(cand.name, entry)
 
     def _refuse_revoked(self, record: sp.Supply, cand: resolve.Candidate, blake3: str, sha256: str) -> None:
@@ -249,11 +316,14 @@ class Installer:
         hit = record.is_revoked(*digests) or next((d for d in digests if d in cand.revoked), None)
         if hit is not None:
             why = record.revoked.get(hit, {}).get("reason") or "revoked by its source"
-            raise SupplyError(f"{cand.name}: {hit} is revoked ({why}); it was not installed",
-                              hint="a revoked digest is never installed again: ask its author for a fixed version")
+            raise SupplyError(
+                f"{cand.name}: {hit} is revoked ({why}); it was not installed",
+                hint="a revoked digest is never installed again: ask its author for a fixed version",
+            )
 
-    def _blobs(self, w: Writing, head: Any, name: str, files: Files, version: int,
-               served: bool = True) -> tuple[gs.FileMap, str | None]:  # fmt: skip
+    def _blobs(
+        self, w: Writing, head: Any, name: str, files: Files, version: int, served: bool = True
+    ) -> tuple[gs.FileMap, str | None]:
         """The skill's blobs as this brain stores them: byte for byte, with the ledger's counter where
         the brain keeps versions in SKILL.md (docs/lineage.md §4.2); and the served SKILL.md's counter
         line (None: it had none), which the entry records so that the audit can set the installed
@@ -281,13 +351,15 @@ class Installer:
             except SkillError:
                 exact = False
             if not exact:
-                raise SupplyError(f"{name}: the ledger cannot write its version counter into this SKILL.md so that "
-                                  "only the counter's line differs from the source's (its 'metadata:' is empty or a "
-                                  "flow mapping such as {...}); it was not installed",
-                                  hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
-                                  "or no 'metadata:' at all; or install into a brain that keeps versions in the store "
-                                  "('ledger init --versions store',"
-                                  " see docs/lineage.md, 'The supply record' and 'Where versions live')")  # fmt: skip
+                raise SupplyError(
+                    f"{name}: the ledger cannot write its version counter into this SKILL.md so that "
+                    "only the counter's line differs from the source's (its 'metadata:' is empty or a "
+                    "flow mapping such as {...}); it was not installed",
+                    hint="ask its author to write 'metadata:' as a block mapping with at least one key, "
+                    "or no 'metadata:' at all; or install into a brain that keeps versions in the store "
+                    "('ledger init --versions store',"
+                    " see docs/lineage.md, 'The supply record' and 'Where versions live')",
+                )
         writes[SKILL_MD] = (installed.encode(), writes[SKILL_MD][1])
         return w.blobs(writes), counter
 
@@ -316,8 +388,10 @@ class Installer:
     def approve(self, names: Sequence[str], *, override: str | None = None, note: str = "") -> Receipt:
         """A curator's signed approval: the skills leave quarantine.  A critical verdict needs ``override``."""
         if self.brain.attribution["actor"] == "agent":
-            raise SupplyError("an agent cannot approve skills from elsewhere",
-                              hint="a user or curator approves: run 'ledger supply approve' as the user")
+            raise SupplyError(
+                "an agent cannot approve skills from elsewhere",
+                hint="a user or curator approves: run 'ledger supply approve' as the user",
+            )
         if override is not None and not override.strip():
             raise SupplyError("--override needs a reason", hint='--override "why this finding is acceptable"')
         with self.brain.writing() as w:
@@ -325,14 +399,19 @@ class Installer:
             for name in names:
                 entry = self.entry(name)
                 if entry.state != sp.QUARANTINED:
-                    raise SupplyError(f"{name} is {entry.state}, not quarantined; nothing was approved",
-                                      hint="a revoked skill is never approved" if entry.state == sp.REVOKED else "")
+                    raise SupplyError(
+                        f"{name} is {entry.state}, not quarantined; nothing was approved",
+                        hint="a revoked skill is never approved" if entry.state == sp.REVOKED else "",
+                    )
                 if entry.blocking and override is None:
-                    rules = sorted({f["rule"] for f in entry.verdict.get("findings", [])
-                                    if f.get("severity") == "critical"})  # fmt: skip
-                    raise SupplyError(f"{name} has critical findings ({', '.join(rules)}); nothing was approved",
-                                      hint=f"read them with 'ledger supply show {name}'; approving anyway needs "
-                                           '--override "REASON", which is recorded and signed')  # fmt: skip
+                    rules = sorted(
+                        {f["rule"] for f in entry.verdict.get("findings", []) if f.get("severity") == "critical"}
+                    )
+                    raise SupplyError(
+                        f"{name} has critical findings ({', '.join(rules)}); nothing was approved",
+                        hint=f"read them with 'ledger supply show {name}'; approving anyway needs "
+                        '--override "REASON", which is recorded and signed',
+                    )
                 approval = {"by": self._address(), "auto": False, "override": override if entry.blocking else None}
                 record = record.with_entry(name, replace(entry, state=sp.APPROVED, approval=approval))
             actor = self.brain.attribution["actor"]
@@ -350,11 +429,16 @@ class Installer:
         else:
             url, _, pin = target.rpartition("@")
             if not url or not pin:
-                raise SupplyError(f"{target!r} is neither a digest nor SOURCE@PIN",
-                                  hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT")
+                raise SupplyError(
+                    f"{target!r} is neither a digest nor SOURCE@PIN",
+                    hint="blake3-tree-v1:<64 hex>, sha256:<64 hex>, or SOURCE@COMMIT",
+                )
             origins.refuse_credentials(url, "the source URL")  # it is recorded with the revocation
-            found = [e.digests() for e in record.skills.values() if e.source["url"] == url
-                     and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))]  # fmt: skip
+            found = [
+                e.digests()
+                for e in record.skills.values()
+                if e.source["url"] == url and pin in (e.pin.get("commit"), e.pin.get("root"), e.pin.get("sha256"))
+            ]
             if not found:  # nothing of it installed here: revoke what the source serves at that pin
                 for cand in resolve.resolve(url, (), pin=pin):
                     blake3, sha256, _ = upstream_digests(cand.files)
@@ -366,8 +450,10 @@ class Installer:
             record = self.record()
             fresh = {d: why for d, why in digests.items() if d not in record.revoked}
             if not fresh:  # a revocation never changes once written (docs/lineage.md §1.6 rule 2)
-                raise SupplyError(f"{target} is already revoked ({record.revoked[next(iter(digests))]['reason']}); "
-                                  "nothing changed", hint="a revocation is kept as it was first written")
+                raise SupplyError(
+                    f"{target} is already revoked ({record.revoked[next(iter(digests))]['reason']}); nothing changed",
+                    hint="a revocation is kept as it was first written",
+                )
             revoked = {**record.revoked, **fresh}
             hit = [n for n, e in record.skills.items() if any(d in revoked for d in e.digests())]
             skills = {n: replace(e, state=sp.REVOKED) if n in hit else e for n, e in record.skills.items()}
@@ -399,8 +485,11 @@ class Installer:
         entry = self.entry(name)
         if entry.state == sp.REVOKED:
             raise SupplyError(f"{name} is revoked; it is not updated", hint="delete it, or install another skill")
-        cand = (resolve.resolve(entry.source["url"], [name], pin=pin)[0] if pin
-                else resolve.latest(entry.source, name, entry.pin))  # fmt: skip
+        cand = (
+            resolve.resolve(entry.source["url"], [name], pin=pin)[0]
+            if pin
+            else resolve.latest(entry.source, name, entry.pin)
+        )
         pins.require_descends(entry.source, entry.pin, cand.pin)
         pins.require_held(entry.source, name, entry.pin, entry.signer, cand)
         blake3, sha256, per_file = upstream_digests(cand.files)
@@ -410,42 +499,72 @@ class Installer:
         counted = self.brain.version_record(self.brain.head()) is None
         plan = review(vetted, current, cand.files, counted=counted)
         verdict = self._scan(cand.files, _links(cand), vetted)
-        out = {"skill": name, "from": entry.pin, "to": cand.pin, "diff": plan.report, "forked": plan.forked,
-               "verdict": verdict.to_json(), "applied": False}  # fmt: skip
+        out = {
+            "skill": name,
+            "from": entry.pin,
+            "to": cand.pin,
+            "diff": plan.report,
+            "forked": plan.forked,
+            "verdict": verdict.to_json(),
+            "applied": False,
+        }
         if (entry.signer or "").lower() != (cand.signer or "").lower():  # said for every kind, held for an anchor's
             out["signer"] = {"from": entry.signer, "to": cand.signer}
         if sha256 == entry.sha256:
             return {**out, "unchanged": True}
         if plan.conflicts:
-            raise SupplyError(f"{name}: local edits conflict with the update in {', '.join(plan.conflicts)}; "
-                              "nothing changed", hint=f"edit {name} to settle them, or 'ledger skill revert' the local "
-                              "edits, then update again")  # fmt: skip
+            raise SupplyError(
+                f"{name}: local edits conflict with the update in {', '.join(plan.conflicts)}; nothing changed",
+                hint=f"edit {name} to settle them, or 'ledger skill revert' the local edits, then update again",
+            )
         if not apply:
             return out
         with self.brain.writing() as w:
             head = self.brain.head()
             now = self.record().skills.get(name)
             if now != entry:
-                raise SupplyError(f"{name}'s pin changed while the update was reviewed; nothing changed",
-                                  hint="run the update again")  # fmt: skip
-            version = self.brain.committed(name)[1].version + 1 if counted else \
-                (self.brain.version_record(head) or {}).get(name, 0) + 1  # fmt: skip
+                raise SupplyError(
+                    f"{name}'s pin changed while the update was reviewed; nothing changed", hint="run the update again"
+                )
+            version = (
+                self.brain.committed(name)[1].version + 1
+                if counted
+                else (self.brain.version_record(head) or {}).get(name, 0) + 1
+            )
             # The install writes exactly what the source serves (§1.6 rule 6); local edits kept as a fork
             # follow as an edit of their own, so the lineage shows both and the pin holds.
             blobs, counter = self._blobs(w, head, name, cand.files, version)
-            new = replace(entry, source=cand.source, pin=cand.pin, version=version, blake3=blake3, sha256=sha256,
-                          files=per_file, signer=cand.signer, derived_from=cand.derived_from,
-                          state=sp.QUARANTINED, verdict=calibration.attach(verdict.to_json()), approval=None,
-                          counter=counter)  # fmt: skip
-            receipt = w.apply("install", {name: blobs}, [gs.Change("update", name, version)],
-                              f"updated {name} from {entry.source['url']}",
-                              supply=self.record().with_entry(name, new))  # fmt: skip
+            new = replace(
+                entry,
+                source=cand.source,
+                pin=cand.pin,
+                version=version,
+                blake3=blake3,
+                sha256=sha256,
+                files=per_file,
+                signer=cand.signer,
+                derived_from=cand.derived_from,
+                state=sp.QUARANTINED,
+                verdict=calibration.attach(verdict.to_json()),
+                approval=None,
+                counter=counter,
+            )
+            receipt = w.apply(
+                "install",
+                {name: blobs},
+                [gs.Change("update", name, version)],
+                f"updated {name} from {entry.source['url']}",
+                supply=self.record().with_entry(name, new),
+            )
             if plan.forked and dict(plan.files) != dict(cand.files):
                 version += 1
                 forked = self._blobs(w, self.brain.head(), name, plan.files, version, served=False)[0]
-                receipt = w.apply("edit", {name: forked}, [gs.Change("update", name, version)],
-                                  f"kept the local edits of {name} ({', '.join(plan.local)}) over "
-                                  f"the update, merged three ways")  # fmt: skip
+                receipt = w.apply(
+                    "edit",
+                    {name: forked},
+                    [gs.Change("update", name, version)],
+                    f"kept the local edits of {name} ({', '.join(plan.local)}) over the update, merged three ways",
+                )
         return {**out, "applied": True, "version": version, "commit": receipt.commit, "state": sp.QUARANTINED}
 
     # ------------------------------------------------------------------ frozen
@@ -456,8 +575,13 @@ class Installer:
         counted = self.brain.version_record(self.brain.head()) is None
         skills = []
         for name, entry in sorted(self.record().skills.items()):
-            row: dict[str, Any] = {"skill": name, "state": entry.state, "pin": entry.pin, "drift": [],
-                                   "source": "not checked"}  # fmt: skip
+            row: dict[str, Any] = {
+                "skill": name,
+                "state": entry.state,
+                "pin": entry.pin,
+                "drift": [],
+                "source": "not checked",
+            }
             vetted, current = installed_files(self.brain, name, entry.version), installed_files(self.brain, name, None)
             row["drift"] = review(vetted, current, current, counted=counted).local
             if entry.state == sp.REVOKED:
@@ -468,8 +592,9 @@ class Installer:
                     served = upstream_digests(cand.files)
                     row["source"] = "serves the pin" if served[1] == entry.sha256 else "serves other bytes"
                     if served[1] != entry.sha256:
-                        row["source_drift"] = sorted(r for r in set(served[2]) | set(entry.files)
-                                                     if served[2].get(r) != entry.files.get(r))  # fmt: skip
+                        row["source_drift"] = sorted(
+                            r for r in set(served[2]) | set(entry.files) if served[2].get(r) != entry.files.get(r)
+                        )
                 except LedgerError as exc:
                     row["source"] = "no longer serves the pin"
                     row["source_error"] = exc.message

@@ -36,17 +36,40 @@ from ledger.store.skilltree import skills_of
 from ledger.store.supply import parse_record, skill_blake3
 
 __all__ = [
-    "ERC8239_TYPE", "EXTENSION", "FORMAT", "LEDGER_KEYS", "Manifest", "ManifestError", "build", "canonical_json",
-    "ledger_bytes", "manifest_hash", "parse_manifest", "public_location",
-]  # fmt: skip
+    "ERC8239_TYPE",
+    "EXTENSION",
+    "FORMAT",
+    "LEDGER_KEYS",
+    "Manifest",
+    "ManifestError",
+    "build",
+    "canonical_json",
+    "ledger_bytes",
+    "manifest_hash",
+    "parse_manifest",
+    "public_location",
+]
 
 ERC8239_TYPE = "https://eips.ethereum.org/EIPS/eip-8239#skill-v1"  # the ERC's example ``type`` URL
 EXTENSION = "brainLedger"  # the one author-specific key the ledger adds (the ERC allows any)
 FORMAT = 2  # of the extension object: a change to any byte the ledger writes is a new number (2: supersedes and
 # dependencies moved into the extension, sources written without credentials or local paths)
 # Every top-level key the ledger may write (docs/interop.md §2.2): a publisher's additions are outside it.
-LEDGER_KEYS = frozenset({"type", "name", "description", "image", "version", "license", "homepage", "repository",
-                         "author", "requirements", EXTENSION})  # fmt: skip
+LEDGER_KEYS = frozenset(
+    {
+        "type",
+        "name",
+        "description",
+        "image",
+        "version",
+        "license",
+        "homepage",
+        "repository",
+        "author",
+        "requirements",
+        EXTENSION,
+    }
+)
 MAX_MANIFEST = 4 << 20  # bytes: a SKILL.md's frontmatter is bounded by limits.skill_md (1 M characters)
 MAX_DEPTH = 16  # a ledger manifest nests 6 levels
 MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 serialises numbers as IEEE 754 doubles: larger integers are ambiguous
@@ -71,8 +94,13 @@ class Manifest:
         return manifest_hash(self.data)
 
     def to_json(self) -> dict[str, Any]:
-        return {"skill": self.name, "version": self.version, "commit": self.commit, "manifestHash": self.hash,
-                "manifest": self.doc}  # fmt: skip
+        return {
+            "skill": self.name,
+            "version": self.version,
+            "commit": self.commit,
+            "manifestHash": self.hash,
+            "manifest": self.doc,
+        }
 
 
 # --------------------------------------------------------------------------- bytes
@@ -95,24 +123,29 @@ def canonical_json(value: Any) -> bytes:
     try:
         return jcs(value)
     except ValueError as exc:
-        raise ManifestError(f"a manifest value has no RFC 8785 form: {exc}",
-                            hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
+        raise ManifestError(
+            f"a manifest value has no RFC 8785 form: {exc}", hint="fix the SKILL.md frontmatter value"
+        ) from exc
 
 
 def _domain(value: Any, level: int) -> None:
     if level > MAX_DEPTH:
         raise ManifestError(f"a manifest nests deeper than {MAX_DEPTH} levels")
     if isinstance(value, float):
-        raise ManifestError(f"a manifest holds the number {value!r}; the ledger writes integers only",
-                            hint="quote it as a string in the frontmatter")  # fmt: skip
+        raise ManifestError(
+            f"a manifest holds the number {value!r}; the ledger writes integers only",
+            hint="quote it as a string in the frontmatter",
+        )
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
         raise ManifestError(f"integer {value} is beyond ±(2**53 - 1); RFC 8785 cannot write it exactly")
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise ManifestError("a manifest string holds a lone surrogate, which UTF-8 cannot encode",
-                                hint="fix the SKILL.md frontmatter value") from exc  # fmt: skip
+            raise ManifestError(
+                "a manifest string holds a lone surrogate, which UTF-8 cannot encode",
+                hint="fix the SKILL.md frontmatter value",
+            ) from exc
     elif isinstance(value, (list, tuple)):
         for item in value:
             _domain(item, level + 1)
@@ -150,15 +183,16 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
         raise ManifestError(f"the manifest holds the number {literal}; a ledger manifest holds integers only")
 
     try:
-        doc = json.loads(text, object_pairs_hook=pairs, parse_float=no_float,
-                         parse_constant=no_float)  # fmt: skip
+        doc = json.loads(text, object_pairs_hook=pairs, parse_float=no_float, parse_constant=no_float)
     except ValueError as exc:  # the hooks' ManifestError is no ValueError: it passes as it is
         raise ManifestError(f"the manifest is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise ManifestError("a manifest is a JSON object")
     if canonical_json(doc) != data:
-        raise ManifestError("the manifest's bytes are not its RFC 8785 canonical form",
-                            hint="publish exactly the bytes 'ledger manifest --out FILE' writes")  # fmt: skip
+        raise ManifestError(
+            "the manifest's bytes are not its RFC 8785 canonical form",
+            hint="publish exactly the bytes 'ledger manifest --out FILE' writes",
+        )
     return doc
 
 
@@ -221,9 +255,10 @@ def build(brain: Any, name: str, version: int | None = None) -> Manifest:
     name = brain.resolve(name)  # as 'ledger skill show' resolves it
     if version is None:
         if name not in brain.head().skills:
-            raise SkillNotFoundError(f"no skill named {name!r} in the head snapshot",
-                                     hint=f"a deleted skill's versions: 'ledger log --skill {name}', "
-                                          f"then 'ledger manifest {name}@N'")  # fmt: skip
+            raise SkillNotFoundError(
+                f"no skill named {name!r} in the head snapshot",
+                hint=f"a deleted skill's versions: 'ledger log --skill {name}', then 'ledger manifest {name}@N'",
+            )
         version = brain.committed(name)[1].version  # the store's version in a store-mode brain
     history = brain.history(name)  # refuses a name with no history
     written: dict[int, str] = {}
@@ -244,8 +279,10 @@ def _one(brain: Any, name: str, version: int, commit: str, previous: Manifest | 
     top = store.commit_info(bytes.fromhex(commit))[0]
     tree = skills_of(store, top)[1].get(name)
     if tree is None:
-        raise ManifestError(f"snapshot {commit[:12]} records {name} v{version} but holds no such skill",
-                            hint="run 'ledger audit': the lineage is inconsistent")  # fmt: skip
+        raise ManifestError(
+            f"snapshot {commit[:12]} records {name} v{version} but holds no such skill",
+            hint="run 'ledger audit': the lineage is inconsistent",
+        )
     listing = brain.files(tree)
     rels = sorted(listing)
     blobs = store.read_blobs([listing[r][1] for r in rels])
@@ -305,16 +342,21 @@ def _dependency(store: gs.GitStore, top: bytes, name: str) -> dict[str, Any] | N
     entry = parse_record(data).skills.get(name)
     if entry is None:
         return None
-    out: dict[str, Any] = {"source": _public_source(entry.source), "pin": entry.pin,
-                           "integrity": [entry.blake3, "sha256:" + entry.sha256]}  # fmt: skip
+    out: dict[str, Any] = {
+        "source": _public_source(entry.source),
+        "pin": entry.pin,
+        "integrity": [entry.blake3, "sha256:" + entry.sha256],
+    }
     if entry.derived_from:
         credit = dict(entry.derived_from)
         if isinstance(credit.get("agent"), int) and not isinstance(credit["agent"], bool):
             # an agent id is a uint256 (a keccak), past what a JSON number carries exactly: written as the
             # receipts write it (lineage.md §6.1), 0x and 64 hex digits
             if not 0 <= credit["agent"] < 2**256:
-                raise ManifestError(f"the supply record of {name} credits agent {credit['agent']}, not a uint256",
-                                    hint="run 'ledger audit'")  # fmt: skip
+                raise ManifestError(
+                    f"the supply record of {name} credits agent {credit['agent']}, not a uint256",
+                    hint="run 'ledger audit'",
+                )
             credit["agent"] = f"0x{credit['agent']:064x}"
         out["derivedFrom"] = credit
     return out
@@ -327,9 +369,11 @@ def _signer(snap: gs.Snapshot) -> str | None:
         return None
     text, last = signing.split_signature(snap.message)
     if last != snap.signature:
-        raise ManifestError(f"snapshot {snap.commit[:12]}'s Ledger-Signature is not its message's last line",
-                            hint="run 'ledger audit'")  # fmt: skip
+        raise ManifestError(
+            f"snapshot {snap.commit[:12]}'s Ledger-Signature is not its message's last line", hint="run 'ledger audit'"
+        )
     parent = bytes.fromhex(snap.parents[0]) if snap.parents else None
-    digest = signing.digest(snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree),
-                            snap.attribution.get("actor", ""), text)  # fmt: skip
+    digest = signing.digest(
+        snap.root, snap.parent_root, parent, bytes.fromhex(snap.tree), snap.attribution.get("actor", ""), text
+    )
     return signing.recover(digest, last)

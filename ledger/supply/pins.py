@@ -42,8 +42,9 @@ def require_descends(source: Mapping[str, Any], old: Mapping[str, Any], new: Map
 PINNED_SIGNER = ("index",)  # source types whose signer is the one key of a signed anchor, held to the pin
 
 
-def require_held(source: Mapping[str, Any], name: str, old: Mapping[str, Any], signer: str | None,
-                 cand: resolve.Candidate) -> None:  # fmt: skip
+def require_held(
+    source: Mapping[str, Any], name: str, old: Mapping[str, Any], signer: str | None, cand: resolve.Candidate
+) -> None:
     """Refuse an update ``cand`` of ``name`` that gives up what its pin ``old`` (signed by ``signer``) held:
     an anchor (the same rule as :func:`~ledger.sources.resolve.fetch_pinned`), the anchor's signer (a new
     version by another key is another publisher's, taken only by a deliberate new install), and the
@@ -53,15 +54,19 @@ def require_held(source: Mapping[str, Any], name: str, old: Mapping[str, Any], s
     if source.get("type") not in PINNED_SIGNER or "root" not in old:
         return
     if signer and (cand.signer or "").lower() != signer.lower():
-        raise SupplyError(f"{url} serves {name!r} signed by {cand.signer or 'no key'}, but it is pinned to "
-                          f"{signer}; a new version by another key is another publisher's; nothing changed",
-                          hint=f"to accept the new key deliberately, 'ledger skill delete {name}' and "
-                               f"'ledger install {url} {name}' again, after checking who holds it")  # fmt: skip
+        raise SupplyError(
+            f"{url} serves {name!r} signed by {cand.signer or 'no key'}, but it is pinned to "
+            f"{signer}; a new version by another key is another publisher's; nothing changed",
+            hint=f"to accept the new key deliberately, 'ledger skill delete {name}' and "
+            f"'ledger install {url} {name}' again, after checking who holds it",
+        )
     was, now = old.get("upstream"), cand.pin.get("upstream")
     if isinstance(was, int) and (not isinstance(now, int) or now < was):
-        raise SupplyError(f"{url} serves {name!r} at version {now} of its signed lineage, older than the pinned "
-                          f"version {was} (root {old['root']}): an update never goes back; nothing changed",
-                          hint="the site replays a superseded snapshot: ask its publisher to export again")  # fmt: skip
+        raise SupplyError(
+            f"{url} serves {name!r} at version {now} of its signed lineage, older than the pinned "
+            f"version {was} (root {old['root']}): an update never goes back; nothing changed",
+            hint="the site replays a superseded snapshot: ask its publisher to export again",
+        )
 
 
 @dataclass(frozen=True)

@@ -172,5 +172,8 @@ class SupplyListReport(Report):
 
     @classmethod
     def of(cls, record: Any) -> SupplyListReport:
-        return cls(record.format, {d: Revocation(**why) for d, why in record.revoked.items()},
-                   {n: SupplyEntryReport.of(e) for n, e in record.skills.items()})  # fmt: skip
+        return cls(
+            record.format,
+            {d: Revocation(**why) for d, why in record.revoked.items()},
+            {n: SupplyEntryReport.of(e) for n, e in record.skills.items()},
+        )

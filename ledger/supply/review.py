@@ -58,8 +58,9 @@ def installed_files(brain: Brain, name: str, version: int | None) -> dict[str, t
         tree = skills_of(store, store.commit_info(commit)[0])[1].get(name)
     if tree is None:
         return {}
-    return {rel: (store.read(sha, b"blob"), gsmode == 0o100755)
-            for rel, (gsmode, sha) in th.files_of(store, tree).items()}  # fmt: skip
+    return {
+        rel: (store.read(sha, b"blob"), gsmode == 0o100755) for rel, (gsmode, sha) in th.files_of(store, tree).items()
+    }
 
 
 @dataclass
@@ -79,8 +80,10 @@ class Plan:
 def review(vetted: Files, current: Files, new: Files, *, counted: bool) -> Plan:
     """Review ``new`` (the source's) against ``vetted``; with local edits in ``current``, merge three ways."""
     zero = counter_zeroed(counted)
-    norm = {k: {r: (zero(r, d), x) for r, (d, x) in side.items()} for k, side in
-            (("vetted", vetted), ("current", current), ("new", new))}  # fmt: skip
+    norm = {
+        k: {r: (zero(r, d), x) for r, (d, x) in side.items()}
+        for k, side in (("vetted", vetted), ("current", current), ("new", new))
+    }
     before, now = norm["vetted"], norm["current"]
     local = sorted(r for r in set(before) | set(now) if before.get(r) != now.get(r))
     plan = Plan(report=_report(norm["vetted"], norm["new"]), local=local)
@@ -102,8 +105,9 @@ def _report(old: Files, new: Files) -> dict[str, Any]:
         _data, exe = new[rel]
         was = old.get(rel)
         if exe and (was is None or not was[1]):
-            safety.append({"kind": "executable", "file": rel, "what": "new executable" if was is None else
-                           "became executable"})  # fmt: skip
+            safety.append(
+                {"kind": "executable", "file": rel, "what": "new executable" if was is None else "became executable"}
+            )
         elif rel.startswith(_SCRIPTS) or exe:
             safety.append({"kind": "script", "file": rel, "what": "new script" if was is None else "script changed"})
     hosts_old = {h.lower() for _r, (d, _x) in old.items() for h in _hosts(d)}
@@ -113,13 +117,23 @@ def _report(old: Files, new: Files) -> dict[str, Any]:
     fm_old, fm_new = _frontmatter(old), _frontmatter(new)
     tools_old, tools_new = _tools(fm_old), _tools(fm_new)
     if tools_new - tools_old:
-        safety.append({"kind": "allowed-tools", "file": SKILL_MD,
-                       "what": "allowed-tools widened: " + ", ".join(sorted(tools_new - tools_old))})  # fmt: skip
+        safety.append(
+            {
+                "kind": "allowed-tools",
+                "file": SKILL_MD,
+                "what": "allowed-tools widened: " + ", ".join(sorted(tools_new - tools_old)),
+            }
+        )
     for key in sorted(set(fm_old) | set(fm_new)):
         if key != "metadata" and fm_old.get(key) != fm_new.get(key):
             safety.append({"kind": "frontmatter", "file": SKILL_MD, "what": f"frontmatter {key!r} changed"})
-    return {"added": added, "removed": removed, "changed": changed, "safety": safety,
-            "text": {r: _unified(old.get(r), new.get(r), r) for r in added + removed + changed}}  # fmt: skip
+    return {
+        "added": added,
+        "removed": removed,
+        "changed": changed,
+        "safety": safety,
+        "text": {r: _unified(old.get(r), new.get(r), r) for r in added + removed + changed},
+    }
 
 
 def _hosts(data: bytes) -> list[str]:
@@ -148,9 +162,15 @@ def _unified(old: tuple[bytes, bool] | None, new: tuple[bytes, bool] | None, rel
     a, b = (old[0] if old else b""), (new[0] if new else b"")
     if b"\0" in a + b:
         return f"(binary: {len(a)} → {len(b)} bytes)"
-    lines = list(difflib.unified_diff(a.decode("utf-8", "replace").splitlines(),
-                                      b.decode("utf-8", "replace").splitlines(),
-                                      f"vetted/{rel}", f"update/{rel}", lineterm=""))  # fmt: skip
+    lines = list(
+        difflib.unified_diff(
+            a.decode("utf-8", "replace").splitlines(),
+            b.decode("utf-8", "replace").splitlines(),
+            f"vetted/{rel}",
+            f"update/{rel}",
+            lineterm="",
+        )
+    )
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more line(s)"]
     return "\n".join(lines)

@@ -43,16 +43,27 @@ def _install_report(out: dict[str, Any]) -> InstallReport:
     return InstallReport(**{**out, "skills": tuple(InstallRow(**row) for row in out["skills"])})
 
 
-def install(brain: Any, source: str | None, names: Sequence[str] = (), *, pin: str | None = None,
-            rpc: str | None = None, frozen: str | None = None, note: str = "",
-            strip_credentials: bool = False) -> InstallReport:  # fmt: skip
+def install(
+    brain: Any,
+    source: str | None,
+    names: Sequence[str] = (),
+    *,
+    pin: str | None = None,
+    rpc: str | None = None,
+    frozen: str | None = None,
+    note: str = "",
+    strip_credentials: bool = False,
+) -> InstallReport:
     """Install skills from ``source`` (all of them, or ``names``), pinned, scanned and quarantined; or, with
     ``frozen``, exactly what that lock pins, or nothing."""
     if (source is None) == (frozen is None):
         raise UsageError("give a SOURCE, or --frozen LOCK (not both)")
     inst = _installer(brain)
-    out = inst.install_frozen(frozen, rpc=rpc) if frozen else \
-        inst.install(source or "", names, pin=pin, rpc=rpc, note=note, strip_credentials=strip_credentials)  # fmt: skip
+    out = (
+        inst.install_frozen(frozen, rpc=rpc)
+        if frozen
+        else inst.install(source or "", names, pin=pin, rpc=rpc, note=note, strip_credentials=strip_credentials)
+    )
     return _install_report(out)
 
 
@@ -74,8 +85,9 @@ def outdated(brain: Any) -> OutdatedReport:
 def _update_report(out: dict[str, Any]) -> UpdateReport:
     doc = dict(out)
     doc["from_"] = doc.pop("from")
-    doc["verdict"] = VerdictReport(doc["verdict"]["scanner"], doc["verdict"]["worst"],
-                                   tuple(_finding(f) for f in doc["verdict"]["findings"]))  # fmt: skip
+    doc["verdict"] = VerdictReport(
+        doc["verdict"]["scanner"], doc["verdict"]["worst"], tuple(_finding(f) for f in doc["verdict"]["findings"])
+    )
     if "signer" in doc:
         doc["signer"] = SignerChange(doc["signer"]["from"], doc["signer"]["to"])
     return UpdateReport(**doc)
@@ -101,8 +113,14 @@ def entry(brain: Any, name: str) -> SupplyEntryReport:
     return SupplyEntryReport.of(_installer(brain).entry(name))
 
 
-def scan(paths: Sequence[Path], *, vetted: Path | None = None, run: bool = False, run_timeout: float = 10.0,
-         also: Sequence[str] = ()) -> ScanReport:  # fmt: skip
+def scan(
+    paths: Sequence[Path],
+    *,
+    vetted: Path | None = None,
+    run: bool = False,
+    run_timeout: float = 10.0,
+    also: Sequence[str] = (),
+) -> ScanReport:
     """Scan every skill folder under ``paths`` as an install would (``vetted``: the approved version of the one
     skill scanned; ``run``: each script in the sandbox too; ``also``: external scanners).  Writes nothing."""
     found = [d for p in paths for d in skill_dirs(p)]

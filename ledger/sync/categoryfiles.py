@@ -76,9 +76,13 @@ def plan(p: Pass, brain: Mapping[str, bytes], take: tuple[str, str] | None) -> C
         else:
             m.dirty = True
             m.conflicts[key] = {
-                "kind": "category-file", "target_blob": t, "ledger_blob": l_, "target_state": None,
-                "ledger_tree": None, "files": [rel],
+                "kind": "category-file",
+                "target_blob": t,
+                "ledger_blob": l_,
+                "target_state": None,
+                "ledger_tree": None,
+                "files": [rel],
                 "since": m.conflicts.get(key, {}).get("since") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "hint": f"ledger resolve {rel} --take ledger|{p.target.name}; both copies stay until then",
-            }  # fmt: skip
+            }
     return out

@@ -38,23 +38,54 @@ def runtimes(root: Path | None = None) -> RuntimesReport:
                     count = len(fs.scan().skills)
             except (LedgerError, OSError):
                 count = None
-        rows.append(RuntimeRow(**dataclasses.asdict(rt), exists=path.is_dir(), skills=count,
-                               linked=linked.get(os.path.realpath(path))))  # fmt: skip
+        rows.append(
+            RuntimeRow(
+                **dataclasses.asdict(rt), exists=path.is_dir(), skills=count, linked=linked.get(os.path.realpath(path))
+            )
+        )
     return RuntimesReport(tuple(rows))
 
 
-def link(brain: Brain, where: str, *, layout: str | None = None, skills: str | None = None, committed: bool = False,
-         best_verified: bool = False, name: str | None = None, actor: str = "agent",
-         runtime: str | None = None) -> LinkReport:  # fmt: skip
+def link(
+    brain: Brain,
+    where: str,
+    *,
+    layout: str | None = None,
+    skills: str | None = None,
+    committed: bool = False,
+    best_verified: bool = False,
+    name: str | None = None,
+    actor: str = "agent",
+    runtime: str | None = None,
+) -> LinkReport:
     """Add a target: ``where`` is a runtime's name (:func:`ledger.sync.targets.runtimes`) or a folder,
     made if missing. Nothing is written in it until a sync."""
-    return add(brain, plan(where, layout=layout, skills=skills, committed=committed, best_verified=best_verified,
-                           name=name, actor=actor, runtime=runtime))  # fmt: skip
+    return add(
+        brain,
+        plan(
+            where,
+            layout=layout,
+            skills=skills,
+            committed=committed,
+            best_verified=best_verified,
+            name=name,
+            actor=actor,
+            runtime=runtime,
+        ),
+    )
 
 
-def plan(where: str, *, layout: str | None = None, skills: str | None = None, committed: bool = False,
-         best_verified: bool = False, name: str | None = None, actor: str = "agent",
-         runtime: str | None = None) -> Target:  # fmt: skip
+def plan(
+    where: str,
+    *,
+    layout: str | None = None,
+    skills: str | None = None,
+    committed: bool = False,
+    best_verified: bool = False,
+    name: str | None = None,
+    actor: str = "agent",
+    runtime: str | None = None,
+) -> Target:
     """The target ``where`` names, before any brain is read (its path as given: :func:`add` resolves it);
     refused when the options contradict or ``where`` is neither a runtime nor a folder."""
     if committed and best_verified:
@@ -74,8 +105,9 @@ def plan(where: str, *, layout: str | None = None, skills: str | None = None, co
         else:
             path, layout = where, layout or "agentskills"
             name = name or folder_name(Path(os.path.abspath(where)))
-    return Target(name, path, "hermes" if layout == "hermes" else layout, runtime or name, actor, skills, committed,
-                  best_verified)  # fmt: skip
+    return Target(
+        name, path, "hermes" if layout == "hermes" else layout, runtime or name, actor, skills, committed, best_verified
+    )
 
 
 def add(brain: Brain, target: Target) -> LinkReport:

@@ -98,8 +98,13 @@ class Projection:
                 passes, again = [], False
                 try:
                     for target in targets:  # every target's changes are recorded before any is projected
-                        wiped = "confirm" if target.name in confirm_deletions else \
-                            "restore" if target.name in restore else None  # fmt: skip
+                        wiped = (
+                            "confirm"
+                            if target.name in confirm_deletions
+                            else "restore"
+                            if target.name in restore
+                            else None
+                        )
                         result = self._guarded(target, lambda t=target, w=wiped: self._open(t, w, committed, full))
                         if isinstance(result, Pass):
                             passes.append(result)
@@ -116,8 +121,9 @@ class Projection:
                     for p in passes:
                         failed = self._guarded(p.target, lambda p=p: self._finish(p, committed))
                         if failed is not None:  # its journal stays: the next pass settles what was under way
-                            reports[p.target.name].update(status="refused", reason=failed["reason"],
-                                                          hint=failed["hint"])  # fmt: skip
+                            reports[p.target.name].update(
+                                status="refused", reason=failed["reason"], hint=failed["hint"]
+                            )
                         else:
                             reports[p.target.name]["conflicts"] = p.report["conflicts"]
                         again |= p.changed
@@ -128,8 +134,11 @@ class Projection:
                 if not again:
                     break
         out = list(reports.values())
-        return {"targets": out, "conflicts": sum(len(r["conflicts"]) for r in out),
-                "refused": sum(r["status"] != "ok" for r in out)}  # fmt: skip
+        return {
+            "targets": out,
+            "conflicts": sum(len(r["conflicts"]) for r in out),
+            "refused": sum(r["status"] != "ok" for r in out),
+        }
 
     # ------------------------------------------------------------------ one target
 
@@ -141,8 +150,13 @@ class Projection:
         except (LedgerError, OSError) as exc:
             why = exc.message if isinstance(exc, LedgerError) else f"{exc.strerror}: {exc.filename}"
             hint = (exc.hint if isinstance(exc, LedgerError) else None) or "run 'ledger sync' again once it is fixed"
-            report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "refused", "reason": why,
-                                      "hint": hint}  # fmt: skip
+            report: dict[str, Any] = {
+                "name": target.name,
+                "path": target.path,
+                "status": "refused",
+                "reason": why,
+                "hint": hint,
+            }
             report.update({k: [] for k in instant.LISTS})
             return report
 
@@ -165,15 +179,19 @@ class Projection:
         with contextlib.suppress(OSError, LedgerError):  # bookkeeping: without it, the next sync reads the target
             self._remember(p)
 
-    def _open(self, target: Target, wiped: str | None, committed: bytes | None,
-              full: bool = False) -> Pass | dict[str, Any]:  # fmt: skip
+    def _open(
+        self, target: Target, wiped: str | None, committed: bytes | None, full: bool = False
+    ) -> Pass | dict[str, Any]:
         """The target opened and read, its killed exchanges settled; or a report of why it is refused."""
         Path(self._record_file(target)).unlink(missing_ok=True)  # first: no record outlives what it claims
         report: dict[str, Any] = {"name": target.name, "path": target.path, "status": "ok"}
         report.update({k: [] for k in instant.LISTS})
         if target.committed and committed is None:
-            report.update(status="refused", reason="it shows the root committed on chain, and the chain could not "
-                          "be read", hint="start the chain (or check --rpc), then run 'ledger sync' again")  # fmt: skip
+            report.update(
+                status="refused",
+                reason="it shows the root committed on chain, and the chain could not be read",
+                hint="start the chain (or check --rpc), then run 'ledger sync' again",
+            )
             return report
         try:
             if wiped == "restore":
@@ -182,17 +200,29 @@ class Projection:
             fs = TargetFS(target.path, target.layout, self.brain.limits["file"], work=work)
         except (TargetError, OSError) as exc:
             why = exc.message if isinstance(exc, LedgerError) else f"cannot open it: {exc.strerror}"
-            report.update(status="refused", reason=why,
-                          hint=f"mount it, or put the brain's skills back: ledger sync --restore {target.name} "
-                               "(a missing target is never read as deletions)")  # fmt: skip
+            report.update(
+                status="refused",
+                reason=why,
+                hint=f"mount it, or put the brain's skills back: ledger sync --restore {target.name} "
+                "(a missing target is never read as deletions)",
+            )
             return report
         ignore = fs.read_top(IGNORE_FILE)
         controls = instant.controls(str(self.brain.control), ignore)  # before the files it digests are read
-        fs.ignore = brain_rules(self.brain.control).then((ignore or b"").decode("utf-8", "replace"),
-                                                         f"{target.path}/{IGNORE_FILE}")  # fmt: skip
+        fs.ignore = brain_rules(self.brain.control).then(
+            (ignore or b"").decode("utf-8", "replace"), f"{target.path}/{IGNORE_FILE}"
+        )
         head = self.brain.head()
-        p = Pass(target, fs, self.targets.manifest(target.name), report=report, full=full, controls=controls,
-                 commit=head.commit, withheld=states(self.brain.supply(head)))  # fmt: skip
+        p = Pass(
+            target,
+            fs,
+            self.targets.manifest(target.name),
+            report=report,
+            full=full,
+            controls=controls,
+            commit=head.commit,
+            withheld=states(self.brain.supply(head)),
+        )
         fs.held = Held(p.manifest.skills, reading.key_of, self.recorder.paths)  # no rule hides what the brain holds
         if target.layout == "hermes":  # a folder in a skill that the brain holds as its files stays its files
             held = {e["dir"]: e["files"] for e in p.manifest.skills.values()}
@@ -216,8 +246,11 @@ class Projection:
         if p.commit is None or p.scan is None or self.brain.head().commit != p.commit or not self._in_step(p):
             return
         control = str(self.brain.control)
-        if instant.read_file(f"{control}/config.json") != self.config or p.controls != instant.controls(
-                control, p.fs.read_top(IGNORE_FILE)) or self.targets.get(p.target.name) != p.target:  # fmt: skip
+        if (
+            instant.read_file(f"{control}/config.json") != self.config
+            or p.controls != instant.controls(control, p.fs.read_top(IGNORE_FILE))
+            or self.targets.get(p.target.name) != p.target
+        ):
             return  # changed since the pass (or the brain) read it: this pass may not have seen it
         scan, skills = p.scan.sealed(), {}
         for key, group in p.groups.items():  # a skill's own folder is keyed as the scan saw it, first
@@ -236,15 +269,29 @@ class Projection:
         r, m = p.report, p.manifest
         if r["status"] != "ok" or any(r[k] for k in instant.LISTS):
             return False
-        if p.changed or p.dupes or m.conflicts or m.pending or p.target.committed or p.target.best_verified \
-                or p.scan is None:
+        if (
+            p.changed
+            or p.dupes
+            or m.conflicts
+            or m.pending
+            or p.target.committed
+            or p.target.best_verified
+            or p.scan is None
+        ):
             return False
         head = self._visible(self.brain.head().skills)
         for key in {k for k in head if p.target.includes(k)} | set(m.skills) | set(p.state) | set(p.dirs):
             entry, lt = m.skills.get(key), head.get(key)
-            if entry is None or lt is None or key not in p.state or key not in p.groups or \
-                    entry.get("tree") != lt.hex() or entry["dir"] != p.dirs.get(key) or p.state[key][0] != m.files(key):
-                return False  # fmt: skip
+            if (
+                entry is None
+                or lt is None
+                or key not in p.state
+                or key not in p.groups
+                or entry.get("tree") != lt.hex()
+                or entry["dir"] != p.dirs.get(key)
+                or p.state[key][0] != m.files(key)
+            ):
+                return False
         if p.target.layout == "hermes":
             plan = p.category_plan
             if plan is None or plan.project or plan.record:
@@ -253,7 +300,6 @@ class Projection:
             if found != {rel: b for rel, b in m.categories.items() if b is not None}:
                 return False
         return True
-
 
     def _source(self, committed: bytes | None, p: Pass) -> dict[str, bytes]:
         """What the target is to hold: the head's skills (or those ``committed``, or each skill's best
@@ -282,8 +328,11 @@ class Projection:
         if not versions:
             return []
         supply = gate.head_supply_record(self.brain)
-        return [n for n, (tree, commit) in versions.items()
-                if gate.revoked_version(self.brain, supply, n, tree, commit) is not None]  # fmt: skip
+        return [
+            n
+            for n, (tree, commit) in versions.items()
+            if gate.revoked_version(self.brain, supply, n, tree, commit) is not None
+        ]
 
     def _gate(self, source: dict[str, bytes], p: Pass) -> None:
         """With the gate on (ledger.evals.gate), each gated skill at its newest released version; or at the
@@ -299,16 +348,29 @@ class Projection:
                 continue
             g, versions = r.gate, r.versions
             floor = g.released or 0
-            own = [v for v, x in versions.items() if v > floor and x.operation == "sync" and v not in r.revoked
-                   and x.attribution.get("target") == mine and self._signed_here(x.signer, p.target.actor)]  # fmt: skip
+            own = [
+                v
+                for v, x in versions.items()
+                if v > floor
+                and x.operation == "sync"
+                and v not in r.revoked
+                and x.attribution.get("target") == mine
+                and self._signed_here(x.signer, p.target.actor)
+            ]
             pick = max(own) if own else r.served
             entry = p.manifest.skills.get(name)
             said = p.report.setdefault("held", [])
             if pick != g.head and not any(h["skill"] == name for h in said):  # said once per target and sync
                 gone = pick is None and g.released in r.revoked
-                said.append({"skill": name, "version": g.head, "shows": pick, "kept": pick is not None or (
-                    not gone and entry is not None and bool(entry.get("tree"))),
-                    "why": r.refusal() if gone else g.verdicts[g.head].why})  # fmt: skip
+                said.append(
+                    {
+                        "skill": name,
+                        "version": g.head,
+                        "shows": pick,
+                        "kept": pick is not None or (not gone and entry is not None and bool(entry.get("tree"))),
+                        "why": r.refusal() if gone else g.verdicts[g.head].why,
+                    }
+                )
             if pick is not None:
                 source[name] = versions[pick].tree
             elif g.released in r.revoked:
@@ -350,8 +412,14 @@ class Projection:
                 continue
             if lt is None:
                 if entry is not None and t is not None and may:
-                    steps[p.fs.new_name()] = {"key": key, "dir": p.dirs[key], "old": hexmap(t), "new": None,
-                                              "tree": None, **({"keep": True} if key in p.keep_displaced else {})}
+                    steps[p.fs.new_name()] = {
+                        "key": key,
+                        "dir": p.dirs[key],
+                        "old": hexmap(t),
+                        "new": None,
+                        "tree": None,
+                        **({"keep": True} if key in p.keep_displaced else {}),
+                    }
                 elif entry is not None and t is None:
                     p.manifest.dirty = True
                     m.skills.pop(key)
@@ -365,13 +433,23 @@ class Projection:
             elif t is not None and any(d.startswith(rel + "/") for d in p.dirs.values()):
                 # A skill whose folder holds other skills (a Hermes category inside it): replacing the folder
                 # whole would carry them away, so it is not replaced, and that is said.
-                p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: its folder "
-                                               "holds other skills, which a whole-folder exchange would take "
-                                               "away; move them to a category folder of their own"})  # fmt: skip
+                p.report["left_alone"].append(
+                    {
+                        "dir": rel,
+                        "reason": f"skill {key} is not projected: its folder "
+                        "holds other skills, which a whole-folder exchange would take "
+                        "away; move them to a category folder of their own",
+                    }
+                )
             elif t is None or may:  # else an edit not recorded (refused, or unmanaged): left as it is
-                steps[p.fs.new_name()] = {"key": key, "dir": rel, "old": hexmap(t) if t is not None else None,
-                                          "new": hexmap(l_files), "tree": lt.hex(),
-                                          **({"keep": True} if key in p.keep_displaced else {})}  # fmt: skip
+                steps[p.fs.new_name()] = {
+                    "key": key,
+                    "dir": rel,
+                    "old": hexmap(t) if t is not None else None,
+                    "new": hexmap(l_files),
+                    "tree": lt.hex(),
+                    **({"keep": True} if key in p.keep_displaced else {}),
+                }
         if not steps:
             return
         self.settler.journal(p, steps)  # one durable write names every step before any is taken
@@ -403,21 +481,30 @@ class Projection:
             data = {path: (blobs[blob], mode == gs.MODE_EXEC) for path, (mode, blob) in binmap(info["new"]).items()}
             if info["old"] is not None:
                 with contextlib.suppress(OSError, LedgerError):  # an editor's swap file goes across, never deleted
-                    data = {**{r: d for r, d in p.fs.read(rel, ignored=True).items()
-                               if not IN_FLIGHT.search(r)}, **data}  # fmt: skip
+                    data = {
+                        **{r: d for r, d in p.fs.read(rel, ignored=True).items() if not IN_FLIGHT.search(r)},
+                        **data,
+                    }
             stats = p.fs.stage(data, staged)
             if info["old"] is None:
                 if p.fs.place_new(staged, rel):  # renamed whole, replacing nothing: done, nothing to settle
-                    p.manifest.skills[key], p.manifest.dirty = {"dir": rel, "tree": info["tree"],
-                                                                "files": info["new"]}, True  # fmt: skip
+                    p.manifest.skills[key], p.manifest.dirty = (
+                        {"dir": rel, "tree": info["tree"], "files": info["new"]},
+                        True,
+                    )
                     p.manifest.stats[key], p.manifest.stats_dirty = stats, True
                     p.report["projected"].append(key)
                     return
                 if p.fs.holds_skill(rel):
                     p.changed = True  # a skill appeared there meanwhile: the next pass reads it
                 else:  # a folder that is no skill (a Hermes category of the same name): said, never merged into
-                    p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is not projected: {rel}/ "
-                                                   "is already a folder that holds no SKILL.md (a category?)"})
+                    p.report["left_alone"].append(
+                        {
+                            "dir": rel,
+                            "reason": f"skill {key} is not projected: {rel}/ "
+                            "is already a folder that holds no SKILL.md (a category?)",
+                        }
+                    )
             else:
                 # What is in place is read just before the exchange: edited since the pass read it, it is
                 # not replaced (the next round records it); else a runtime edit landing from here to the

@@ -79,12 +79,15 @@ def read(p: Pass, wiped: str | None) -> bool:
         return True
     if len(missing) < len(managed) and (len(managed) < WIPED_MIN or 2 * len(missing) <= len(managed)):
         return True  # some skills deleted there, most still in place: read as deletions
-    p.report.update(status="refused",
-                    reason=f"{len(missing)} of the {len(managed)} skill(s) the ledger manages there are gone "
-                           "(an unmounted disk or a wiped folder is not read as deletions)",
-                    hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
-                         f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}")  # fmt: skip
+    p.report.update(
+        status="refused",
+        reason=f"{len(missing)} of the {len(managed)} skill(s) the ledger manages there are gone "
+        "(an unmounted disk or a wiped folder is not read as deletions)",
+        hint=f"put the brain's skills back: ledger sync --restore {p.target.name}; or, if they were "
+        f"deleted on purpose: ledger sync --confirm-deletions {p.target.name}",
+    )
     return False
+
 
 def _leave_withheld(p: Pass, key: str, rels: list[str], managed: str | None) -> None:
     """Folders claiming skill ``key``, which the brain withholds: left as they are (present, so never
@@ -92,8 +95,13 @@ def _leave_withheld(p: Pass, key: str, rels: list[str], managed: str | None) -> 
     state = p.withheld[key]
     fix = f"review it, then 'ledger approve {key}'" if state == "quarantined" else "remove the folder"
     for rel in rels:
-        p.report["left_alone"].append({"dir": rel, "reason": f"skill {key} is {state} in the brain: no runtime "
-                                       f"gets it, and this folder is not recorded as it ({fix})"})  # fmt: skip
+        p.report["left_alone"].append(
+            {
+                "dir": rel,
+                "reason": f"skill {key} is {state} in the brain: no runtime "
+                f"gets it, and this folder is not recorded as it ({fix})",
+            }
+        )
     p.dirs[key] = managed if managed in rels else sorted(rels)[0]
 
 
@@ -107,9 +115,10 @@ def skill_key(folder: str) -> str:
         try:
             return check_name(slugify(folder))
         except LedgerError as exc:
-            raise LedgerError(f"its folder name {folder!r} cannot be a skill key: {exc.message}",
-                              hint="rename it with letters a-z, digits and '-'"
-                                   " (see docs/lineage.md, 'Names')") from None
+            raise LedgerError(
+                f"its folder name {folder!r} cannot be a skill key: {exc.message}",
+                hint="rename it with letters a-z, digits and '-' (see docs/lineage.md, 'Names')",
+            ) from None
 
 
 def key_of(folder: str) -> str | None:
@@ -132,10 +141,14 @@ def within_caps(p: Pass, key: str, rel: str) -> None:
         if path == SKILL_MD and size > HERMES_SKILL_MD:  # characters: only a file this large can be over
             chars = len(p.fs.read(rel)[SKILL_MD][0].decode("utf-8", "replace"))
             if chars > HERMES_SKILL_MD:
-                raise TargetError(f"{rel}/{SKILL_MD} is {chars} characters, over the {HERMES_SKILL_MD} an "
-                                  "agent may write; the skill is left as it is",
-                                  hint="move detail into references/ files")  # fmt: skip
+                raise TargetError(
+                    f"{rel}/{SKILL_MD} is {chars} characters, over the {HERMES_SKILL_MD} an "
+                    "agent may write; the skill is left as it is",
+                    hint="move detail into references/ files",
+                )
         elif path != SKILL_MD and size > HERMES_FILE:
-            raise TargetError(f"{rel}/{path} is {size} bytes, over the {HERMES_FILE} an agent may write; "
-                              "the skill is left as it is", hint="keep large files out of skills, or import "
-                              "the skill with 'ledger import' (the brain's own limits)")  # fmt: skip
+            raise TargetError(
+                f"{rel}/{path} is {size} bytes, over the {HERMES_FILE} an agent may write; the skill is left as it is",
+                hint="keep large files out of skills, or import "
+                "the skill with 'ledger import' (the brain's own limits)",
+            )

@@ -70,8 +70,7 @@ class Recorder:
         under the writer lock, and written in the same hold: a brain write can land only before
         (then this pass merges with it three ways) or after (then it builds on what was recorded)."""
         if take is None and self._quiet(p):  # nothing to record: a no-op sync never waits on writers
-            p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {},
-                                                 None)  # fmt: skip
+            p.category_plan = categoryfiles.plan(p, self._category_files() if p.target.layout == "hermes" else {}, None)
             return
         with self.brain.writing():
             self._record_locked(p, take)
@@ -149,25 +148,40 @@ class Recorder:
                 continue  # both sides made the same change: phase 2 notes it in the manifest
             # The merge base is the ledger tree the target was last in step with: always in the store.
             base_tree = entry.get("tree") if entry is not None else None
-            self._merge(p, key, self.files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t,
-                        found, deletions)  # fmt: skip
+            self._merge(
+                p, key, self.files(bytes.fromhex(base_tree)) if base_tree else None, l_files, t, found, deletions
+            )
         recorded = p.category_plan.record
         if found or deletions or moves or recorded:
             pausepoint("sync.record")  # tests race a brain write here: it must wait for the lock, then survive
-            coll = Collection(p.target.layout if p.target.layout == "hermes" else "agentskills", found,
-                              categories={r: d for r, d in recorded.items() if d is not None})  # fmt: skip
-            self._commit(p, coll, deletions, expect={f.key: head.get(f.key) for f in found}
-                         | {k: head.get(k) for k in deletions}, moves=moves,
-                         removals=[r for r, d in recorded.items() if d is None])  # fmt: skip
+            coll = Collection(
+                p.target.layout if p.target.layout == "hermes" else "agentskills",
+                found,
+                categories={r: d for r, d in recorded.items() if d is not None},
+            )
+            self._commit(
+                p,
+                coll,
+                deletions,
+                expect={f.key: head.get(f.key) for f in found} | {k: head.get(k) for k in deletions},
+                moves=moves,
+                removals=[r for r, d in recorded.items() if d is None],
+            )
         for key, category in moves.items():  # the folder's new place is where the ledger now finds and writes it
             m.skills[key]["dir"], m.dirty = p.dirs[key], True
             if key not in {f.key for f in found}:
-                p.report["recorded"].append({"skill": key, "version": None,
-                                             "action": f"moved to {category or 'the top level'}"})  # fmt: skip
+                p.report["recorded"].append(
+                    {"skill": key, "version": None, "action": f"moved to {category or 'the top level'}"}
+                )
         for rel, data in recorded.items():
             m.categories[rel], m.dirty = p.category_plan.in_step[rel], True
-            p.report["recorded"].append({"skill": rel, "version": None,
-                                         "action": "category file " + ("removed" if data is None else "recorded")})
+            p.report["recorded"].append(
+                {
+                    "skill": rel,
+                    "version": None,
+                    "action": "category file " + ("removed" if data is None else "recorded"),
+                }
+            )
 
     def _duplicates(self, p: Pass) -> None:
         """Two folders claiming one skill (the same name in two Hermes categories, or two names with
@@ -182,11 +196,15 @@ class Recorder:
                 continue
             m.dirty = True
             m.conflicts[key] = {
-                "kind": "duplicate", "dirs": dirs, "files": dirs, "target_state": None, "ledger_tree": None,
+                "kind": "duplicate",
+                "dirs": dirs,
+                "files": dirs,
+                "target_state": None,
+                "ledger_tree": None,
                 "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "hint": f"Hermes shows one of them and hides the rest: rename or remove all but one of "
-                        f"{', '.join(dirs)} in {p.target.path}",
-            }  # fmt: skip
+                f"{', '.join(dirs)} in {p.target.path}",
+            }
 
     def _moves(self, p: Pass) -> dict[str, str | None]:
         """Skills a Hermes home moved to another category folder (``mv skills/a/x skills/b/x``): each
@@ -207,18 +225,35 @@ class Recorder:
             return {}
         if self._cats is None or self._cats[0] != tree:
             files = th.files_of(self.brain.store, tree)
-            self._cats = (tree, {rel: self.brain.read_blob(blob) for rel, (_, blob) in files.items()
-                                 if rel != CATEGORY_INDEX})  # fmt: skip
+            self._cats = (
+                tree,
+                {rel: self.brain.read_blob(blob) for rel, (_, blob) in files.items() if rel != CATEGORY_INDEX},
+            )
         return self._cats[1]
 
-    def _merge(self, p: Pass, key: str, base: gs.FileMap | None, ours: gs.FileMap | None, theirs: gs.FileMap | None,
-               found: list[Found], deletions: list[str]) -> None:  # fmt: skip
+    def _merge(
+        self,
+        p: Pass,
+        key: str,
+        base: gs.FileMap | None,
+        ours: gs.FileMap | None,
+        theirs: gs.FileMap | None,
+        found: list[Found],
+        deletions: list[str],
+    ) -> None:
         """Both sides changed ``key`` since the last sync: merge them, or keep both as a conflict."""
         head = self.brain.head()
         lt = head.skills.get(key)
         if base is None or ours is None or theirs is None:
-            self._conflict(p, key, theirs, lt, ["(whole skill)"] if base is not None or theirs is None else
-                           sorted(set(ours or {}) | set(theirs or {})))  # fmt: skip
+            self._conflict(
+                p,
+                key,
+                theirs,
+                lt,
+                ["(whole skill)"]
+                if base is not None or theirs is None
+                else sorted(set(ours or {}) | set(theirs or {})),
+            )
             return
         t_data = p.fs.read(p.dirs[key])
         if state_of(t_data) != theirs:
@@ -243,22 +278,26 @@ class Recorder:
         found.append(self._found(p, key, result.files, state=theirs, note="merged with the ledger's changes"))
         # The record holds more than the target did.  The base from now on is what both hold: the
         # target's state as recorded, kept as a tree of its own (the store never prunes, so it stays).
-        blobs = {rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.brain.store.write_blob(d)) for rel, (d, x)
-                 in t_data.items()}  # fmt: skip
+        blobs = {
+            rel: (gs.MODE_EXEC if x else gs.MODE_FILE, self.brain.store.write_blob(d)) for rel, (d, x) in t_data.items()
+        }
         with self.brain.writing() as w:  # held already (record): the tree is written in the same hold
             p.recording[key]["base_tree"] = w.write_tree(blobs, key)[0].hex()
 
     def _conflict(self, p: Pass, key: str, theirs: gs.FileMap | None, lt: bytes | None, files: list[str]) -> None:
         p.manifest.dirty = True
         p.manifest.conflicts[key] = {
-            "target_state": digest(theirs), "ledger_tree": lt.hex() if lt else None, "files": files,
+            "target_state": digest(theirs),
+            "ledger_tree": lt.hex() if lt else None,
+            "files": files,
             "since": p.conflict_since.get(key) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "hint": f"ledger resolve {key} --take ledger|{p.target.name} (or ledger sync --take ledger {key}); "
-                    "both copies stay until then",
-        }  # fmt: skip
+            "both copies stay until then",
+        }
 
-    def _found(self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap,
-               note: str = "") -> Found:  # fmt: skip
+    def _found(
+        self, p: Pass, key: str, files: dict[str, tuple[bytes, bool]], *, state: gs.FileMap, note: str = ""
+    ) -> Found:
         """A skill to record; ``state`` is the target's own, which the record brings the ledger in step with."""
         p.recording[key] = {"state": hexmap(state), "norm": self.norm(files), **({"merged": True} if note else {})}
         if key in p.state and p.state[key][0] != state:
@@ -281,8 +320,7 @@ class Recorder:
         head = self.brain.head()
         if "on" not in rec:  # journaled by an older ledger: only the head can say
             lt = head.skills.get(key)
-            return lt if lt is not None and self.norm(self.data(self.brain.files(lt))) == rec["norm"] \
-                else None  # fmt: skip
+            return lt if lt is not None and self.norm(self.data(self.brain.files(lt))) == rec["norm"] else None
         store, on, commit, child = self.brain.store, bytes.fromhex(rec["on"]), head.commit, None
         for _ in range(_LOOKBACK):
             if commit == on:
@@ -302,6 +340,7 @@ class Recorder:
 
     def norm(self, files: Mapping[str, tuple[bytes, bool]]) -> str | None:
         """A digest of a skill's content with the ledger's version value set aside."""
+
         def one(rel: str, data: bytes) -> bytes:
             if rel == SKILL_MD:
                 with contextlib.suppress(LedgerError, UnicodeDecodeError):
@@ -310,8 +349,15 @@ class Recorder:
 
         return digest({r: (gs.MODE_EXEC if x else gs.MODE_FILE, gs.blob_id(one(r, d))) for r, (d, x) in files.items()})
 
-    def _commit(self, p: Pass, coll: Collection, deletions: list[str], expect: Mapping[str, bytes | None],
-                moves: Mapping[str, str | None], removals: list[str]) -> None:  # fmt: skip
+    def _commit(
+        self,
+        p: Pass,
+        coll: Collection,
+        deletions: list[str],
+        expect: Mapping[str, bytes | None],
+        moves: Mapping[str, str | None],
+        removals: list[str],
+    ) -> None:
         # Durable first: if this process is killed after the snapshot lands and before the manifest
         # is saved, the next pass still knows which target state the ledger is now in step with, and
         # (by the head it lands on, read under the lock) which snapshot is the record's own.
@@ -321,21 +367,25 @@ class Recorder:
         self.journal(p, {f"@record/{key}": rec for key, rec in p.recording.items()})
         evidence = p.target.path if len(p.target.path) <= 200 else "…" + p.target.path[-199:]
         with self.brain.writing(p.target.actor, runtime=p.target.runtime, target=evidence) as w:
-            result = w.import_collection(coll, operation="sync", deletions=deletions, expect=expect,
-                                         moves=moves, category_removals=removals,
-                                         note=f"recorded from target {p.target.name}")  # fmt: skip
+            result = w.import_collection(
+                coll,
+                operation="sync",
+                deletions=deletions,
+                expect=expect,
+                moves=moves,
+                category_removals=removals,
+                note=f"recorded from target {p.target.name}",
+            )
         for row in result["skills"]:
             if row["status"] == "refused":
                 p.may_replace.discard(row["skill"])
-                p.report["left_alone"].append({"dir": p.dirs.get(row["skill"], row["skill"]),
-                                               "reason": row["reason"]})  # fmt: skip
+                p.report["left_alone"].append({"dir": p.dirs.get(row["skill"], row["skill"]), "reason": row["reason"]})
             elif row["status"] != "unchanged":
                 p.recorded.add(row["skill"])
                 tree = self.brain.head().skills.get(row["skill"])  # still under the lock: this record's own tree
                 if tree is not None and row["skill"] in p.recording:
                     p.recording[row["skill"]]["tree"] = tree.hex()
-                p.report["recorded"].append({"skill": row["skill"], "version": row["version"],
-                                             "action": row["status"]})  # fmt: skip
+                p.report["recorded"].append({"skill": row["skill"], "version": row["version"], "action": row["status"]})
         for key in deletions:
             p.manifest.dirty = True
             p.manifest.skills.pop(key, None)

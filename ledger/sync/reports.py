@@ -38,7 +38,7 @@ __all__ = [
     "SyncStatusReport",
     "TargetReport",
     "UnlinkReport",
-]  # fmt: skip
+]
 
 
 def _known(cls: type, doc: Mapping[str, Any]) -> None:
@@ -122,14 +122,21 @@ class TargetReport(Report):
     def of(cls, doc: Mapping[str, Any]) -> TargetReport:
         """The engine's document of one target, typed; its keys keep the engine's order."""
         _known(cls, doc)
-        report = cls(name=doc["name"], path=doc["path"], status=doc["status"],
-                     recorded=tuple(Recorded(**r) for r in doc["recorded"]), projected=tuple(doc["projected"]),
-                     removed=tuple(doc["removed"]), conflicts=tuple(dict(c) for c in doc["conflicts"]),
-                     left_alone=tuple(LeftAlone(**a) for a in doc["left_alone"]),
-                     rescued=tuple(Rescued(**r) for r in doc["rescued"]),
-                     ignored_held=tuple(IgnoredHeld(**h) for h in doc["ignored_held"]),
-                     held=tuple(Held(**h) for h in doc["held"]) if "held" in doc else OMIT,
-                     reason=doc.get("reason", OMIT), hint=doc.get("hint", OMIT))  # fmt: skip
+        report = cls(
+            name=doc["name"],
+            path=doc["path"],
+            status=doc["status"],
+            recorded=tuple(Recorded(**r) for r in doc["recorded"]),
+            projected=tuple(doc["projected"]),
+            removed=tuple(doc["removed"]),
+            conflicts=tuple(dict(c) for c in doc["conflicts"]),
+            left_alone=tuple(LeftAlone(**a) for a in doc["left_alone"]),
+            rescued=tuple(Rescued(**r) for r in doc["rescued"]),
+            ignored_held=tuple(IgnoredHeld(**h) for h in doc["ignored_held"]),
+            held=tuple(Held(**h) for h in doc["held"]) if "held" in doc else OMIT,
+            reason=doc.get("reason", OMIT),
+            hint=doc.get("hint", OMIT),
+        )
         object.__setattr__(report, "_order", tuple(doc))  # not a field: no part of equality or the schema
         return report
 
@@ -188,10 +195,13 @@ class SyncReport(Report):
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> SyncReport:
         _known(cls, doc)
-        return cls(targets=tuple(TargetReport.of(t) for t in doc["targets"]), conflicts=doc["conflicts"],
-                   refused=doc["refused"],
-                   remote=RemoteSyncReport.of(doc["remote"]) if doc.get("remote") is not None else OMIT,
-                   merge_conflicts=tuple(doc["merge_conflicts"]) if "merge_conflicts" in doc else OMIT)  # fmt: skip
+        return cls(
+            targets=tuple(TargetReport.of(t) for t in doc["targets"]),
+            conflicts=doc["conflicts"],
+            refused=doc["refused"],
+            remote=RemoteSyncReport.of(doc["remote"]) if doc.get("remote") is not None else OMIT,
+            merge_conflicts=tuple(doc["merge_conflicts"]) if "merge_conflicts" in doc else OMIT,
+        )
 
     @property
     def left_alone(self) -> int:
@@ -202,8 +212,13 @@ class SyncReport(Report):
     def ok(self) -> bool:
         """In step: no conflict, refused target, merge conflict, entry left alone, or remote trouble."""
         remote = self.remote or None
-        return not (self.conflicts or self.refused or self.merge_conflicts or self.left_alone
-                    or (remote is not None and (remote.status != "ok" or remote.refused_refs)))  # fmt: skip
+        return not (
+            self.conflicts
+            or self.refused
+            or self.merge_conflicts
+            or self.left_alone
+            or (remote is not None and (remote.status != "ok" or remote.refused_refs))
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,8 +338,12 @@ class RemoteReport(Report):
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        entry = {"type": "object", "required": ["url"], "additionalProperties": True,
-                 "properties": {"url": {"type": "string"}, "commit": {"type": "boolean"}, "key": {"type": "string"}}}
+        entry = {
+            "type": "object",
+            "required": ["url"],
+            "additionalProperties": True,
+            "properties": {"url": {"type": "string"}, "commit": {"type": "boolean"}, "key": {"type": "string"}},
+        }
         return {"anyOf": [entry, {"type": "null"}], "description": " ".join((cls.__doc__ or "").split())}
 
 

@@ -28,9 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["committed_or_none", "plan", "settle", "sync", "watch"]
 
 
-def sync(brain: Brain, names: Sequence[str] = (), *, take: tuple[str, str] | None = None,
-         confirm: Sequence[str] = (), restore: Sequence[str] = (), remote: bool = True,
-         full: bool = False) -> SyncReport:  # fmt: skip
+def sync(
+    brain: Brain,
+    names: Sequence[str] = (),
+    *,
+    take: tuple[str, str] | None = None,
+    confirm: Sequence[str] = (),
+    restore: Sequence[str] = (),
+    remote: bool = True,
+    full: bool = False,
+) -> SyncReport:
     """One sync of the targets ``names`` (default: every linked target), then, with ``remote`` and no
     ``names``, the shared remote's (``ledger remote set``); the targets are synced again when the
     remote brought changes, so they show the merged result.
@@ -45,9 +52,11 @@ def sync(brain: Brain, names: Sequence[str] = (), *, take: tuple[str, str] | Non
     engine = Projection(brain, targets)
     for name in (*confirm, *restore):
         targets.get(name)  # an unknown target is a mistake, said before anything moves
-    report = engine.sync(names, take=take, confirm_deletions=confirm, committed=committed,
-                         restore=restore, full=full) if chosen else \
-        {"targets": [], "conflicts": 0, "refused": 0}  # fmt: skip
+    report = (
+        engine.sync(names, take=take, confirm_deletions=confirm, committed=committed, restore=restore, full=full)
+        if chosen
+        else {"targets": [], "conflicts": 0, "refused": 0}
+    )
     if shared is not None:
         before = brain.head().commit
         report["remote"] = _sync_remote(brain, shared)
@@ -58,10 +67,17 @@ def sync(brain: Brain, names: Sequence[str] = (), *, take: tuple[str, str] | Non
     return SyncReport.of(report)
 
 
-def watch(brain: Brain, names: Sequence[str] = (), *, remote: bool = True, debounce: float = 0.2, poll: float = 2.0,
-          on_report: Callable[[SyncReport], None] | None = None,
-          on_remote: Callable[[RemoteSyncReport], None] | None = None,
-          stop: threading.Event | None = None) -> None:  # fmt: skip
+def watch(
+    brain: Brain,
+    names: Sequence[str] = (),
+    *,
+    remote: bool = True,
+    debounce: float = 0.2,
+    poll: float = 2.0,
+    on_report: Callable[[SyncReport], None] | None = None,
+    on_remote: Callable[[RemoteSyncReport], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
     """Sync ``names`` (default: every target) whenever they or the brain change, until ``stop`` is set
     (or Ctrl-C): ``on_report`` gets each sync that did something (and the first); with ``remote``,
     the shared remote is synced after each change, or every ``poll`` seconds, and ``on_remote``
@@ -72,10 +88,15 @@ def watch(brain: Brain, names: Sequence[str] = (), *, remote: bool = True, debou
     chosen, shared = plan(brain, names, remote, targets)
     pinned = any(t.committed for t in chosen)
     tick = _remote_tick(brain, shared, poll, on_remote) if shared is not None else None
-    run_watch(Projection(brain, targets), chosen, debounce=debounce,
-              on_report=(lambda r: on_report(SyncReport.of(r))) if on_report is not None else None,
-              committed=(lambda: committed_or_none(brain)) if pinned else None, stop=stop,
-              on_tick=tick)  # fmt: skip
+    run_watch(
+        Projection(brain, targets),
+        chosen,
+        debounce=debounce,
+        on_report=(lambda r: on_report(SyncReport.of(r))) if on_report is not None else None,
+        committed=(lambda: committed_or_none(brain)) if pinned else None,
+        stop=stop,
+        on_tick=tick,
+    )
 
 
 def settle(brain: Brain, skill: str, side: str) -> SyncReport:
@@ -86,8 +107,10 @@ def settle(brain: Brain, skill: str, side: str) -> SyncReport:
     if not where:
         raise LedgerError(f"no conflict on {skill!r}", hint="see 'ledger status'")
     if side != "ledger" and side not in where:
-        raise UsageError(f"--take must be kept, other, ledger or a target in conflict on {skill!r} "
-                         f"({', '.join(where)}), not {side!r}")  # fmt: skip
+        raise UsageError(
+            f"--take must be kept, other, ledger or a target in conflict on {skill!r} "
+            f"({', '.join(where)}), not {side!r}"
+        )
     chosen = where if side == "ledger" else [side]
     return SyncReport.of(Projection(brain, targets).sync(chosen, take=(side, skill)))
 
@@ -103,16 +126,19 @@ def committed_or_none(brain: Brain) -> bytes | None:
         return None
 
 
-def plan(brain: Brain, names: Sequence[str] = (), remote: bool = True,
-         targets: Targets | None = None) -> tuple[list[Target], dict[str, Any] | None]:  # fmt: skip
+def plan(
+    brain: Brain, names: Sequence[str] = (), remote: bool = True, targets: Targets | None = None
+) -> tuple[list[Target], dict[str, Any] | None]:
     """The targets a sync of ``names`` syncs and the shared remote it syncs with (None: left out);
     refused when both are none, or a name is not a target's."""
     targets = targets or Targets(brain.control)
     chosen = [targets.get(n) for n in names] if names else targets.all()
     shared = None if not remote or names else remote_of(brain)
     if not chosen and shared is None:
-        raise LedgerError("no targets are linked and no remote is set",
-                          hint="'ledger target add claude' (see 'ledger target list') or 'ledger remote set URL'")
+        raise LedgerError(
+            "no targets are linked and no remote is set",
+            hint="'ledger target add claude' (see 'ledger target list') or 'ledger remote set URL'",
+        )
     return chosen, shared
 
 
@@ -120,8 +146,9 @@ def _sync_remote(brain: Brain, remote: dict[str, Any]) -> dict[str, Any]:
     return sync_remote(brain, remote["url"], commit=bool(remote.get("commit")), key=remote.get("key"))
 
 
-def _remote_tick(brain: Brain, remote: dict[str, Any], poll: float,
-                 on_remote: Callable[[RemoteSyncReport], None] | None) -> Callable[[bool], None]:  # fmt: skip
+def _remote_tick(
+    brain: Brain, remote: dict[str, Any], poll: float, on_remote: Callable[[RemoteSyncReport], None] | None
+) -> Callable[[bool], None]:
     """The watch's remote half: after the brain changed, or every ``poll`` seconds (others may have pushed)."""
     last = [0.0]
 

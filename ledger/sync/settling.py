@@ -117,9 +117,14 @@ class Settler:
             p.fs.discard(staged)  # the ledger's own copy (whole or partly written), never placed
         elif held == old and info.get("keep"):
             # a side chosen away with --take: kept aside and named, since no version holds it
-            _rescue(p, staged, info["key"], "chosen away",
-                    f"the target's copy of {info['key']}, chosen away with --take ledger (or 'ledger resolve "
-                    f"{info['key']} --take ledger'); no version holds it; take what you need, then remove it")
+            _rescue(
+                p,
+                staged,
+                info["key"],
+                "chosen away",
+                f"the target's copy of {info['key']}, chosen away with --take ledger (or 'ledger resolve "
+                f"{info['key']} --take ledger'); no version holds it; take what you need, then remove it",
+            )
             outcome = "done"
         elif held == old:
             # taken out: what the target's rules keep out of the ledger stays there (or is kept aside)
@@ -137,35 +142,58 @@ class Settler:
             if p.fs.staged_state(staged, info["dir"]) == new:
                 p.fs.discard(staged)
             else:  # the ledger's copy was edited in the instant before it went back: keep that too
-                why = "a sync was stopped while replacing" if race is None else \
-                    "a true conflict: the runtime and the brain's new version changed the same lines of"
-                _rescue(p, staged, info["key"], "interrupted" if race is None else "conflict",
-                        f"{why} {info['key']}; the runtime's edit is back in its folder, and this is the brain's "
-                        "copy as the runtime edited it in the instant it was in place; merge it by hand, then "
-                        "remove it")  # fmt: skip
+                why = (
+                    "a sync was stopped while replacing"
+                    if race is None
+                    else "a true conflict: the runtime and the brain's new version changed the same lines of"
+                )
+                _rescue(
+                    p,
+                    staged,
+                    info["key"],
+                    "interrupted" if race is None else "conflict",
+                    f"{why} {info['key']}; the runtime's edit is back in its folder, and this is the brain's "
+                    "copy as the runtime edited it in the instant it was in place; merge it by hand, then "
+                    "remove it",
+                )
             p.changed = True
         elif race is not None and new is not None:  # a true conflict, or a folder that could not take the merge
             if conflicts == [UNPLACED]:
-                _rescue(p, staged, info["key"], "not placed",
-                        f"the runtime edited {info['key']} while a sync replaced it, and the folder was gone or "
-                        "changed in a way the edit could not be merged into; compare this copy with the skill, "
-                        "merge what is missing by hand, then remove it")  # fmt: skip
+                _rescue(
+                    p,
+                    staged,
+                    info["key"],
+                    "not placed",
+                    f"the runtime edited {info['key']} while a sync replaced it, and the folder was gone or "
+                    "changed in a way the edit could not be merged into; compare this copy with the skill, "
+                    "merge what is missing by hand, then remove it",
+                )
             else:
-                _rescue(p, staged, info["key"], "conflict",
-                        f"a true conflict: the runtime edited {', '.join(conflicts)} of {info['key']} while a sync "
-                        "put in the brain's new version, which changed the same lines; the folder holds the "
-                        "brain's version (with the runtime's later edits); merge this copy in by hand, then "
-                        "remove it")  # fmt: skip
+                _rescue(
+                    p,
+                    staged,
+                    info["key"],
+                    "conflict",
+                    f"a true conflict: the runtime edited {', '.join(conflicts)} of {info['key']} while a sync "
+                    "put in the brain's new version, which changed the same lines; the folder holds the "
+                    "brain's version (with the runtime's later edits); merge this copy in by hand, then "
+                    "remove it",
+                )
             p.changed, outcome = True, "rescued"
         elif new is not None and here() == old:
             p.fs.discard(staged)  # never exchanged: the staged copy is the ledger's, partly written
         elif new is None and here() is None and p.fs.put_back(staged, info["dir"]):
             p.changed = True  # taken out just after an edit: put back, recorded next pass
         else:
-            _rescue(p, staged, info["key"], "interrupted",
-                    f"a sync replacing or removing {info['key']} was stopped (or raced by the runtime), and both "
-                    "this copy and the one in the folder were edited since; neither can be put in place without "
-                    "losing the other; merge it by hand, then remove it")  # fmt: skip
+            _rescue(
+                p,
+                staged,
+                info["key"],
+                "interrupted",
+                f"a sync replacing or removing {info['key']} was stopped (or raced by the runtime), and both "
+                "this copy and the one in the folder were edited since; neither can be put in place without "
+                "losing the other; merge it by hand, then remove it",
+            )
             p.changed, outcome = True, "rescued"
         if outcome == "done" and new is not None:
             p.manifest.dirty = True
@@ -234,17 +262,23 @@ def _leave_kept_out(p: Pass, staged: str, info: dict[str, Any]) -> bool:
     if p.fs.place_new(back, info["dir"]):
         return False
     p.fs.discard(back)
-    _rescue(p, staged, info["key"], "kept out",
-            f"{info['key']} was deleted in the brain and taken out of this target; its folder held "
-            f"{', '.join(sorted(mine))}, which this target's ignore rules keep out of the ledger (no version "
-            "holds them), and the folder could not take them back; take what you need, then remove it")
+    _rescue(
+        p,
+        staged,
+        info["key"],
+        "kept out",
+        f"{info['key']} was deleted in the brain and taken out of this target; its folder held "
+        f"{', '.join(sorted(mine))}, which this target's ignore rules keep out of the ledger (no version "
+        "holds them), and the folder could not take them back; take what you need, then remove it",
+    )
     return True
 
 
 def _rescue(p: Pass, staged: str, key: str, kind: str, why: str) -> None:
     """Keep a staged copy aside, with what it is and why, for ``ledger status``."""
-    p.report["rescued"].append({"skill": key, "kept": p.fs.rescue(staged, key, {"kind": kind, "why": why}),
-                                "kind": kind, "why": why})  # fmt: skip
+    p.report["rescued"].append(
+        {"skill": key, "kept": p.fs.rescue(staged, key, {"kind": kind, "why": why}), "kind": kind, "why": why}
+    )
 
 
 class _Lazy:

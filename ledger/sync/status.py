@@ -23,6 +23,8 @@ def status(brain: Brain) -> SyncStatusReport:
     targets = Targets(brain.control)
     return SyncStatusReport(
         targets=tuple(LinkedTarget(t.name, t.path, t.layout) for t in targets.all()),
-        conflicts=tuple(targets.conflicts()), rescued=tuple(KeptCopy(**r) for r in targets.rescued()),
+        conflicts=tuple(targets.conflicts()),
+        rescued=tuple(KeptCopy(**r) for r in targets.rescued()),
         ignored_held=tuple(HiddenHeld(**h) for h in targets.ignored_held()),
-        merge_conflicts=tuple(describe(conflicts(brain))))  # fmt: skip
+        merge_conflicts=tuple(describe(conflicts(brain))),
+    )

@@ -68,19 +68,61 @@ def runtimes(home: Path | None = None, cwd: Path | None = None) -> list[Runtime]
     claude = has("claude", home / ".claude")
     codex = has("codex", codex_home)
     return [
-        Runtime("claude", "claude-code", "user", str(home / ".claude/skills"), "claude", claude,
-                "code.claude.com/docs/en/skills"),
-        Runtime("claude-project", "claude-code", "project", str(project / ".claude/skills"), "claude", claude,
-                "code.claude.com/docs/en/skills"),
-        Runtime("agents", "agents", "user", str(home / ".agents/skills"), "agentskills",
-                codex or (home / ".agents").is_dir(), "developers.openai.com/codex/skills; agentskills.io"),
-        Runtime("agents-project", "agents", "project", str(project / ".agents/skills"), "agentskills",
-                codex or (project / ".agents").is_dir(), "developers.openai.com/codex/skills"),
-        Runtime("codex-legacy", "codex", "user", str(codex_home / "skills"), "agentskills",
-                (codex_home / "skills").is_dir(), "developers.openai.com/codex/skills (older releases)"),
-        Runtime("hermes", "hermes", "user", str(hermes_home / "skills"), "hermes", has("hermes", hermes_home),
-                "NousResearch/hermes-agent tools/skills_tool.py (HERMES_HOME/skills)"),
-    ]  # fmt: skip
+        Runtime(
+            "claude",
+            "claude-code",
+            "user",
+            str(home / ".claude/skills"),
+            "claude",
+            claude,
+            "code.claude.com/docs/en/skills",
+        ),
+        Runtime(
+            "claude-project",
+            "claude-code",
+            "project",
+            str(project / ".claude/skills"),
+            "claude",
+            claude,
+            "code.claude.com/docs/en/skills",
+        ),
+        Runtime(
+            "agents",
+            "agents",
+            "user",
+            str(home / ".agents/skills"),
+            "agentskills",
+            codex or (home / ".agents").is_dir(),
+            "developers.openai.com/codex/skills; agentskills.io",
+        ),
+        Runtime(
+            "agents-project",
+            "agents",
+            "project",
+            str(project / ".agents/skills"),
+            "agentskills",
+            codex or (project / ".agents").is_dir(),
+            "developers.openai.com/codex/skills",
+        ),
+        Runtime(
+            "codex-legacy",
+            "codex",
+            "user",
+            str(codex_home / "skills"),
+            "agentskills",
+            (codex_home / "skills").is_dir(),
+            "developers.openai.com/codex/skills (older releases)",
+        ),
+        Runtime(
+            "hermes",
+            "hermes",
+            "user",
+            str(hermes_home / "skills"),
+            "hermes",
+            has("hermes", hermes_home),
+            "NousResearch/hermes-agent tools/skills_tool.py (HERMES_HOME/skills)",
+        ),
+    ]
 
 
 @dataclass
@@ -140,8 +182,9 @@ class Targets:
         for t in self.all():
             if t.name == name:
                 return t
-        raise LedgerError(f"no target named {name!r}",
-                          hint="'ledger target add' adds one; 'ledger target list' lists them")
+        raise LedgerError(
+            f"no target named {name!r}", hint="'ledger target add' adds one; 'ledger target list' lists them"
+        )
 
     def add(self, target: Target) -> None:
         if not _NAME.match(target.name):
@@ -153,8 +196,9 @@ class Targets:
             a, b = target.path.rstrip("/") + "/", t.path.rstrip("/") + "/"
             inside = a.startswith(b) or b.startswith(a)
             if t.path == target.path or inside:
-                raise LedgerError(f"{target.path} overlaps target {t.name!r} ({t.path})",
-                                 hint="two targets never share files")  # fmt: skip
+                raise LedgerError(
+                    f"{target.path} overlaps target {t.name!r} ({t.path})", hint="two targets never share files"
+                )
         self._save([*current, target])
 
     def remove(self, name: str) -> Target:
@@ -181,16 +225,21 @@ class Targets:
             doc = json.loads(path.read_text())
             manifest = Manifest(doc["skills"], doc.get("conflicts", {}), categories=doc.get("categories", {}))
         except (ValueError, KeyError, TypeError) as exc:
-            raise LedgerError(f"manifest {path} is unreadable: {exc}",
-                              hint="unlink and link the target again (its files are left alone)") from None  # fmt: skip
+            raise LedgerError(
+                f"manifest {path} is unreadable: {exc}",
+                hint="unlink and link the target again (its files are left alone)",
+            ) from None
         # stat entries are a cache: lost or damaged, every file is read again
         manifest.stats = State(self.control).read_json(sync_stats(name), _stats_of) or {}
         return manifest
 
     def conflicts(self) -> list[dict[str, Any]]:
         """Every unsettled conflict, in every target: what ``ledger status`` and the agent tool show."""
-        return [{"target": t.name, "path": t.path, "skill": key, **c}
-                for t in self.all() for key, c in sorted(self.manifest(t.name).conflicts.items())]  # fmt: skip
+        return [
+            {"target": t.name, "path": t.path, "skill": key, **c}
+            for t in self.all()
+            for key, c in sorted(self.manifest(t.name).conflicts.items())
+        ]
 
     def ignored_held(self) -> list[dict[str, str]]:
         """Each file the ledger holds in a target that an ignore rule would hide: the rule is never
@@ -199,8 +248,10 @@ class Targets:
         for t in self.all():
             data = read_ignore(t.path)
             text = data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
-            out += [{"target": t.name, **h} for h in hidden(rules.then(text, f"{t.path}/{IGNORE_FILE}"),
-                                                            self.manifest(t.name).skills)]  # fmt: skip
+            out += [
+                {"target": t.name, **h}
+                for h in hidden(rules.then(text, f"{t.path}/{IGNORE_FILE}"), self.manifest(t.name).skills)
+            ]
         return out
 
     def work(self, name: str) -> Path:
@@ -214,20 +265,34 @@ class Targets:
         out = []
         for t in self.all():
             base = Path(t.path)
-            for folder in (self.work(t.name) / ".ledger-rescued", base.parent / f".{base.name}.ledger-sync" /
-                           ".ledger-rescued", base / ".ledger-rescued"):  # fmt: skip
+            for folder in (
+                self.work(t.name) / ".ledger-rescued",
+                base.parent / f".{base.name}.ledger-sync" / ".ledger-rescued",
+                base / ".ledger-rescued",
+            ):
                 if folder.is_dir() and not folder.is_symlink():
-                    out += [{"target": t.name, "path": str(folder / n), "skill": n.rpartition("-")[0],
-                             **_rescue_note(folder / f"{n}.json")}
-                            for n in sorted(os.listdir(folder)) if not n.endswith(".json")]  # its note: not a copy
+                    out += [
+                        {
+                            "target": t.name,
+                            "path": str(folder / n),
+                            "skill": n.rpartition("-")[0],
+                            **_rescue_note(folder / f"{n}.json"),
+                        }
+                        for n in sorted(os.listdir(folder))
+                        if not n.endswith(".json")
+                    ]  # its note: not a copy
         return out
 
     def save_manifest(self, name: str, manifest: Manifest) -> None:
         """Written whole and durable before it is renamed into place (a kill leaves the old one or this);
         nothing is written when nothing changed.  The stat cache needs no fsync: it is checked on use."""
         if manifest.dirty:
-            doc = {"format": _FORMAT, "skills": manifest.skills, "conflicts": manifest.conflicts,
-                   **({"categories": manifest.categories} if manifest.categories else {})}
+            doc = {
+                "format": _FORMAT,
+                "skills": manifest.skills,
+                "conflicts": manifest.conflicts,
+                **({"categories": manifest.categories} if manifest.categories else {}),
+            }
             _write(self.dir / f"{name}.json", doc)
             manifest.dirty = False
         if manifest.stats_dirty:
@@ -246,8 +311,13 @@ def _stats_of(doc: Any) -> dict[str, dict[str, list]] | None:
         if type(files) is not dict:
             return None
         for e in files.values():
-            if not (type(e) is list and len(e) == 7 and type(e[1]) is str and len(e[1]) == 40
-                    and all(type(v) is int for i, v in enumerate(e) if i != 1)):  # fmt: skip
+            if not (
+                type(e) is list
+                and len(e) == 7
+                and type(e[1]) is str
+                and len(e[1]) == 40
+                and all(type(v) is int for i, v in enumerate(e) if i != 1)
+            ):
                 return None
             bytes.fromhex(e[1])  # ValueError: a miss
     return doc
@@ -257,11 +327,18 @@ def _rescue_note(path: Path) -> dict[str, str]:
     """What a kept copy is and why (written beside it when it was kept aside); said plainly if not known."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return {"skill": str(doc["skill"]), "kind": str(doc["kind"]), "why": str(doc["why"]),
-                "at": str(doc.get("at", ""))}  # fmt: skip
+        return {
+            "skill": str(doc["skill"]),
+            "kind": str(doc["kind"]),
+            "why": str(doc["why"]),
+            "at": str(doc.get("at", "")),
+        }
     except (OSError, ValueError, KeyError, TypeError):
-        return {"kind": "unexplained", "why": "kept aside by a sync that wrote no reason (an older ledger); "
-                "compare it with the skill, merge what is missing by hand, then remove it"}  # fmt: skip
+        return {
+            "kind": "unexplained",
+            "why": "kept aside by a sync that wrote no reason (an older ledger); "
+            "compare it with the skill, merge what is missing by hand, then remove it",
+        }
 
 
 def _write(path: Path, doc: Any) -> None:

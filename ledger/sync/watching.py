@@ -52,8 +52,16 @@ def watch(
     names = [t.name for t in targets]
     first = True
     try:
-        changes = watchfiles.watch(*paths, str(git), watch_filter=relevant, step=quiet, debounce=max(2000, 10 * quiet),
-                                   stop_event=stop, rust_timeout=200, yield_on_timeout=True)  # fmt: skip
+        changes = watchfiles.watch(
+            *paths,
+            str(git),
+            watch_filter=relevant,
+            step=quiet,
+            debounce=max(2000, 10 * quiet),
+            stop_event=stop,
+            rust_timeout=200,
+            yield_on_timeout=True,
+        )
         for batch in changes:
             if not batch and not first:
                 if on_tick is not None:
@@ -61,8 +69,10 @@ def watch(
                 continue  # a timeout: nothing changed
             # The first sync runs once the watch is set up, so no edit falls between the two.
             report = engine.sync(names, committed=committed() if committed else None)
-            busy = any(t["recorded"] or t["projected"] or t["removed"] or t["conflicts"] or t["status"] != "ok"
-                       for t in report["targets"])  # fmt: skip
+            busy = any(
+                t["recorded"] or t["projected"] or t["removed"] or t["conflicts"] or t["status"] != "ok"
+                for t in report["targets"]
+            )
             if (busy or first) and on_report is not None:
                 on_report(report)
             if on_tick is not None:

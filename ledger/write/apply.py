@@ -62,7 +62,6 @@ from ledger.write.versioning import Versions
 __all__ = ["Writer", "check_support_size"]
 
 
-
 def _file_changes(old: gs.FileMap | None, new: gs.FileMap | None) -> dict[str, str]:
     """``rel → added|deleted|modified`` between two versions of a skill's files."""
     a, b = old or {}, new or {}
@@ -199,15 +198,17 @@ class Writer:
             head = self.snapshots.head()
             try:
                 cats = self.snapshots.categories_tree(head) if categories is KEEP else categories
-                receipt = self._apply_locked(head, operation, updates, changes, note, disk or {}, cats, key_changes,
-                                             supply, evidence)  # fmt: skip
+                receipt = self._apply_locked(
+                    head, operation, updates, changes, note, disk or {}, cats, key_changes, supply, evidence
+                )
             except OSError as exc:  # a file changed or vanished beside the write: a refusal, not a traceback
                 self.snapshots.current = None
                 journaled = (self.control / JOURNAL).exists()
                 raise StoreError(
                     f"{exc.strerror or exc} ({exc.filename or 'skills/'}): "
                     "the working tree changed while this write ran",
-                    hint="the next ledger command completes it from the journal; run 'ledger status'" if journaled
+                    hint="the next ledger command completes it from the journal; run 'ledger status'"
+                    if journaled
                     else "nothing was written; run 'ledger status', then the command again",
                 ) from exc
             except BaseException:
@@ -239,9 +240,12 @@ class Writer:
                     f"not by {operation!r} (see docs/lineage.md, 'The supply record', rule 5)",
                     hint=f"run 'ledger install {entry.source['url']} {c.skill}': an install checks it again against "
                     "its pin, the scan and the revocations",
-                )  # fmt: skip
-        return {c.skill for c in changes if c.action == "delete" and c.skill in entries
-                and entries[c.skill].state in WITHHELD}  # fmt: skip
+                )
+        return {
+            c.skill
+            for c in changes
+            if c.action == "delete" and c.skill in entries and entries[c.skill].state in WITHHELD
+        }
 
     def _apply_locked(
         self,
@@ -307,8 +311,15 @@ class Writer:
             if skills_tree is not None:
                 self.cache.put(skills_tree, bundle.root)  # flat: the git tree mirrors the bundle
         root = bundle.root
-        message = gs.format_message(operation, root, head.snap.root, changes, note, attribution=self.attribution,
-                                    keys=[k.trailer() for k in key_changes])  # fmt: skip
+        message = gs.format_message(
+            operation,
+            root,
+            head.snap.root,
+            changes,
+            note,
+            attribution=self.attribution,
+            keys=[k.trailer() for k in key_changes],
+        )
         retired = self._next_retired(head, changes)
         versions = self.versions.next_record(head, changes)  # None: versions live in SKILL.md
         trust = new_trust = self._trust(head)
@@ -319,12 +330,27 @@ class Writer:
         new_supply = next_supply(self.store, head, deleted, supply)
         new_evidence = head_evidence(self.store, head) if evidence is KEEP else evidence
         assert new_evidence is None or isinstance(new_evidence, bytes)
-        root_tree = self.store.root_tree(skills_tree, categories, retired[0], layout, new_trust[0],
-                                         versions[0] if versions else None, new_supply[0], new_evidence)  # fmt: skip
+        root_tree = self.store.root_tree(
+            skills_tree,
+            categories,
+            retired[0],
+            layout,
+            new_trust[0],
+            versions[0] if versions else None,
+            new_supply[0],
+            new_evidence,
+        )
         sealed = self.sealer.seal(
-            message, trust=trust[1], operation=operation, key_changes=key_changes, root=root,
-            parent_root=head.snap.root, parent=head.commit, tree=root_tree, actor=self.attribution["actor"],
-        )  # fmt: skip
+            message,
+            trust=trust[1],
+            operation=operation,
+            key_changes=key_changes,
+            root=root,
+            parent_root=head.snap.root,
+            parent=head.commit,
+            tree=root_tree,
+            actor=self.attribution["actor"],
+        )
         message = sealed.message
         commit = self.store.write_commit(root_tree, [head.commit], message, sealed.git_signer())
         self.store.publish()  # a bulk write's pack: every object exists before the journal names it
@@ -369,10 +395,14 @@ class Writer:
             self.snapshots.current.raw, self.snapshots.current.offsets = raw, head.offsets
         single = changes[0] if len(changes) == 1 else None
         touched = [
-            {"skill": c.skill, "action": c.action, "version": c.version,
-             "files": _file_changes(olds.get(c.skill), updates.get(c.skill))}
+            {
+                "skill": c.skill,
+                "action": c.action,
+                "version": c.version,
+                "files": _file_changes(olds.get(c.skill), updates.get(c.skill)),
+            }
             for c in changes
-        ]  # fmt: skip
+        ]
         return Receipt(
             skill=single.skill if single else None,
             version=single.version if single else None,
@@ -482,9 +512,7 @@ class Writer:
                 hint="run 'ledger status' to see them and 'ledger snapshot' to record them",
             )
 
-    def read_disk_skill(
-        self, tree: wp.WorkTree, name: str, node: Digest | DirNode
-    ) -> dict[str, tuple[bytes, bool]]:
+    def read_disk_skill(self, tree: wp.WorkTree, name: str, node: Digest | DirNode) -> dict[str, tuple[bytes, bool]]:
         """Validate a skill directory from the working tree and return its files."""
         if not isinstance(node, DirNode):
             raise SkillError(f"skills/{name} is a file; every entry in skills/ must be a skill directory")

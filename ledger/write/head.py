@@ -25,7 +25,6 @@ def tree_entry(name: str, tree: bytes) -> bytes:
     return b"40000 " + name.encode() + b"\x00" + tree
 
 
-
 class Head:
     """The head snapshot held in memory, so an upsert touches only what it changes.
 

@@ -63,13 +63,25 @@ class Importer:
             head = self.writer.snapshots.head()
             moved = sorted(k for k, tree in (expect or {}).items() if head.skills.get(k) != tree)
             if moved:
-                raise StaleError(f"skill(s) {', '.join(moved)} changed since this recording read them",
-                                 hint="read the head again and merge; nothing was written")  # fmt: skip
+                raise StaleError(
+                    f"skill(s) {', '.join(moved)} changed since this recording read them",
+                    hint="read the head again and merge; nothing was written",
+                )
             switched = self.writer.versions.choose(head, versions) if versions else False
             report: dict[str, Any] | None = None
             try:
-                report = self._import_locked(coll, note, dry_run, all_or_nothing, progress, operation, switched,
-                                             deletions, moves or {}, category_removals)
+                report = self._import_locked(
+                    coll,
+                    note,
+                    dry_run,
+                    all_or_nothing,
+                    progress,
+                    operation,
+                    switched,
+                    deletions,
+                    moves or {},
+                    category_removals,
+                )
                 return report
             finally:
                 self.writer.snapshots.held.clear()
@@ -121,8 +133,7 @@ class Importer:
         for key in gone:
             updates[key] = None
             changes.append(gs.Change("delete", key, self.writer.snapshots.committed(key)[1].version))
-            rows.append({"skill": key, "source": "", "notes": [], "status": "deleted",
-                         "version": changes[-1].version})  # fmt: skip
+            rows.append({"skill": key, "source": "", "notes": [], "status": "deleted", "version": changes[-1].version})
         old_cats = self.writer.snapshots.categories_tree(head)
         accepted = {r["skill"] for r in rows if r["status"] != "refused"}
         membership = {k: c for k, c in (moves or {}).items() if k in head.skills and k not in gone}
@@ -149,8 +160,10 @@ class Importer:
             if rel != SKILL_MD:
                 check_support_path(rel)
                 if len(data) > limits["file"]:
-                    raise SkillError(f"{rel} is {len(data)} bytes; this brain's limit is {limits['file']}",
-                                     hint="raise limits.file in .ledger/config.json")  # fmt: skip
+                    raise SkillError(
+                        f"{rel} is {len(data)} bytes; this brain's limit is {limits['file']}",
+                        hint="raise limits.file in .ledger/config.json",
+                    )
             check_bundle_path(key, rel)
         if SKILL_MD not in files:
             raise SkillError(f"no {SKILL_MD}")
@@ -160,8 +173,14 @@ class Importer:
             raise SkillError(f"{SKILL_MD} is not valid UTF-8 (byte {exc.start})") from exc
         doc = self.writer.versions.doc(head, text, limit=limits["skill_md"])
         verdict = lint_skill(found.folder, text, {r: len(d) for r, (d, _) in files.items()})
-        out: dict[str, Any] = {"lint": {"valid": verdict.valid, "strict_valid": verdict.strict_valid,
-                                        "errors": verdict.errors, "extra": verdict.extra}}
+        out: dict[str, Any] = {
+            "lint": {
+                "valid": verdict.valid,
+                "strict_valid": verdict.strict_valid,
+                "errors": verdict.errors,
+                "extra": verdict.extra,
+            }
+        }
         if doc.name and doc.name != key:
             found.notes.append(f"frontmatter name {doc.name!r} differs from the folder: stored as {key!r}, name kept")
         if key in head.skills:
@@ -174,8 +193,10 @@ class Importer:
             action, version = "update", current.version + 1
         else:
             if key in on_disk:
-                raise SkillError(f"skills/{key} exists in the working tree but not in a snapshot",
-                                 hint="record it with 'ledger snapshot', or move it away")  # fmt: skip
+                raise SkillError(
+                    f"skills/{key} exists in the working tree but not in a snapshot",
+                    hint="record it with 'ledger snapshot', or move it away",
+                )
             action, version = "create", max(doc.version, self.writer.first_version(key, head))
             if doc.version and version == doc.version:
                 found.notes.append(f"kept the file's version {doc.version}")
@@ -190,8 +211,14 @@ class Importer:
         changes.append(gs.Change(action, key, version))
         return {**out, "status": "imported" if action == "create" else "updated", "version": version}
 
-    def _merge_categories(self, old: bytes | None, coll: Collection, membership: dict[str, str | None],
-                          gone: Sequence[str] = (), removals: Sequence[str] = ()) -> bytes | None:  # fmt: skip
+    def _merge_categories(
+        self,
+        old: bytes | None,
+        coll: Collection,
+        membership: dict[str, str | None],
+        gone: Sequence[str] = (),
+        removals: Sequence[str] = (),
+    ) -> bytes | None:
         """The new ``categories/`` tree: the old one, plus this import's category files and memberships."""
         if old is None and (coll.layout != "hermes" or not (coll.categories or any(membership.values()))):
             return None  # nothing to say about categories: no categories/ tree is made out of nothing

@@ -66,14 +66,24 @@ class Joins:
         store = w.store
         head = w.snapshots.head().commit
         if head != second[0]:
-            raise StaleError("this brain's head moved while the merge was planned; nothing was merged",
-                             hint="sync again")  # fmt: skip
-        message = gs.format_message("merge", root, first[1].root, changes, note, attribution=w.attribution,
-                                    merged=(second[0].hex(), second[1]))  # fmt: skip
+            raise StaleError(
+                "this brain's head moved while the merge was planned; nothing was merged", hint="sync again"
+            )
+        message = gs.format_message(
+            "merge", root, first[1].root, changes, note, attribution=w.attribution, merged=(second[0].hex(), second[1])
+        )
         trust = store.trust_at(first[1].tree)[1]
-        sealed = w.sealer.seal(message, trust=trust, operation="merge", key_changes=(), root=root,
-                               parent_root=first[1].root, parent=first[0], tree=top,
-                               actor=w.attribution["actor"])  # fmt: skip
+        sealed = w.sealer.seal(
+            message,
+            trust=trust,
+            operation="merge",
+            key_changes=(),
+            root=root,
+            parent_root=first[1].root,
+            parent=first[0],
+            tree=top,
+            actor=w.attribution["actor"],
+        )
         commit = store.write_commit(top, [first[0], second[0]], sealed.message, sealed.git_signer())
         store.publish()
         names = differing(store, head, commit)
@@ -93,10 +103,26 @@ class Joins:
         """Snapshot 0 of a new brain: its tree (the trust set's record and the versions mode), signed by
         the user key it founds the trust set with (unsigned when ``founding`` is empty)."""
         w = self.writer
-        msg = gs.format_message("init", EMPTY_ROOT, None, [], nonce=os.urandom(16).hex(), attribution=w.attribution,
-                                keys=[k.trailer() for k in founding])  # fmt: skip
-        sealed = w.sealer.seal(msg, trust=Trust(), operation="init", key_changes=founding, root=EMPTY_ROOT,
-                               parent_root=None, parent=None, tree=tree, actor="user")  # fmt: skip
+        msg = gs.format_message(
+            "init",
+            EMPTY_ROOT,
+            None,
+            [],
+            nonce=os.urandom(16).hex(),
+            attribution=w.attribution,
+            keys=[k.trailer() for k in founding],
+        )
+        sealed = w.sealer.seal(
+            msg,
+            trust=Trust(),
+            operation="init",
+            key_changes=founding,
+            root=EMPTY_ROOT,
+            parent_root=None,
+            parent=None,
+            tree=tree,
+            actor="user",
+        )
         commit = w.store.write_commit(tree, [], sealed.message, sealed.git_signer())
         w.store.move_head(commit, None)
         return commit

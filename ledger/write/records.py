@@ -74,12 +74,23 @@ class Receipt(Report):
         there when the trust set changed. A command that prints keys of its own beside the
         receipt (``print_receipt``'s ``extra``) names their schemas in ``extra``.
         """
-        change = {"type": "object", "properties": {
-            "skill": {"type": "string"}, "action": {"type": "string"}, "version": {"type": "integer"},
-            "files": {"type": "object", "additionalProperties": {"enum": ["added", "deleted", "modified"]}}},
-            "required": ["skill", "action", "version", "files"], "additionalProperties": False}  # fmt: skip
-        failed = {"type": "object", "properties": {"committed": {"enum": [False]}, "error": {"type": "string"}},
-                  "required": ["committed", "error"], "additionalProperties": False}  # fmt: skip
+        change = {
+            "type": "object",
+            "properties": {
+                "skill": {"type": "string"},
+                "action": {"type": "string"},
+                "version": {"type": "integer"},
+                "files": {"type": "object", "additionalProperties": {"enum": ["added", "deleted", "modified"]}},
+            },
+            "required": ["skill", "action", "version", "files"],
+            "additionalProperties": False,
+        }
+        failed = {
+            "type": "object",
+            "properties": {"committed": {"enum": [False]}, "error": {"type": "string"}},
+            "required": ["committed", "error"],
+            "additionalProperties": False,
+        }
         props: dict[str, Any] = {
             "skill": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "version": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
@@ -94,16 +105,27 @@ class Receipt(Report):
             "signed": {"type": "boolean"},
             **(extra or {}),
         }
-        return {"type": "object", "properties": props,
-                "required": ["skill", "version", "root", "commit", "operation", "changes", "signer", "signed",
-                             *(extra or {})],
-                "description": "A write's receipt: the snapshot it made, every skill and file it touched, who signed.",
-                "additionalProperties": False}  # fmt: skip
+        return {
+            "type": "object",
+            "properties": props,
+            "required": [
+                "skill",
+                "version",
+                "root",
+                "commit",
+                "operation",
+                "changes",
+                "signer",
+                "signed",
+                *(extra or {}),
+            ],
+            "description": "A write's receipt: the snapshot it made, every skill and file it touched, who signed.",
+            "additionalProperties": False,
+        }
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__,
-                **cls.json_schema()}  # fmt: skip
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.__name__, **cls.json_schema()}
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ class Sealed:
 
 
 class Sealer:
-    def __init__(self, keys: identity.KeyDir, *, enabled: bool = True,
-                 passphrase: identity.Passphrase | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, keys: identity.KeyDir, *, enabled: bool = True, passphrase: identity.Passphrase | None = None
+    ) -> None:
         self.keys = keys  # where this brain's keys are
         self.enabled = enabled  # False: write unsigned snapshots (a brain made with --unsigned)
         self.passphrase = passphrase  # a prompt, set by an interactive CLI
@@ -77,8 +78,9 @@ class Sealer:
             if key_changes:
                 raise TrustError(f"a key change must be signed, and {why}", hint=fix)
             if trust.signed:
-                raise SignatureRequiredError(f"this brain requires every snapshot to be signed, and {why}; "
-                                             "nothing was written", hint=fix)  # fmt: skip
+                raise SignatureRequiredError(
+                    f"this brain requires every snapshot to be signed, and {why}; nothing was written", hint=fix
+                )
             self.unsigned = why
             return Sealed(message, None, why)
         trust.authorize(operation, key_changes, key.address, actor)  # the audit's own rule, before anything is written
@@ -109,14 +111,18 @@ class Sealer:
             here = self.keys.peek(role)
             where = f"{self.keys.home} (LEDGER_KEYS, or the brain's 'keys' setting)"
             if here is None:
-                return (f"there is no {role} key in {where}",
-                        f"copy this brain's {role} key into {self.keys.home}, or make one with "
-                        f"'ledger keys generate {role}' and have the user trust it: 'ledger keys trust {role} "
-                        "ADDRESS' where the brain's user key is")  # fmt: skip
-            return (f"this machine's {role} key {here} ({self.keys.path(role)}) is not one the brain trusts "
-                    f"as {role} ({', '.join(allowed) or 'none'})",
-                    f"'ledger keys trust {role} {here}' where the brain's user key is, or point LEDGER_KEYS at "
-                    "the directory that holds a trusted key")  # fmt: skip
+                return (
+                    f"there is no {role} key in {where}",
+                    f"copy this brain's {role} key into {self.keys.home}, or make one with "
+                    f"'ledger keys generate {role}' and have the user trust it: 'ledger keys trust {role} "
+                    "ADDRESS' where the brain's user key is",
+                )
+            return (
+                f"this machine's {role} key {here} ({self.keys.path(role)}) is not one the brain trusts "
+                f"as {role} ({', '.join(allowed) or 'none'})",
+                f"'ledger keys trust {role} {here}' where the brain's user key is, or point LEDGER_KEYS at "
+                "the directory that holds a trusted key",
+            )
         path = found[1]
         key = self.keys.load(role, self.passphrase, path)
         if key is None:
@@ -124,8 +130,9 @@ class Sealer:
         return key
 
 
-def founding_keys(keys: identity.KeyDir, passphrase: identity.Passphrase | None = None, *,
-                  encrypt: bool = False) -> list[KeyChange]:  # fmt: skip
+def founding_keys(
+    keys: identity.KeyDir, passphrase: identity.Passphrase | None = None, *, encrypt: bool = False
+) -> list[KeyChange]:
     """The keys a new brain trusts: this machine's user and agent keys (made when missing, as
     ssh-keygen would; ``encrypt`` protects a new user key with a passphrase), and its curator key
     if it has one; and the policy ``signed``."""

@@ -25,7 +25,6 @@ from ledger.write.versioning import Versions
 __all__ = ["Snapshots"]
 
 
-
 class Snapshots:
     """The head and what it records: each skill's files and SKILL.md, read once and remembered."""
 
@@ -43,8 +42,9 @@ class Snapshots:
         """The head snapshot, loaded and its root checked when the branch has moved."""
         commit = self.store.head()
         if commit is None:
-            raise StoreError(f"{self.store.path} has no snapshots",
-                             hint="the brain was not initialised; run 'ledger init'")  # fmt: skip
+            raise StoreError(
+                f"{self.store.path} has no snapshots", hint="the brain was not initialised; run 'ledger init'"
+            )
         if self.current is not None and self.current.commit == commit:
             return self.current
         snap = self.store.snapshot(commit)

@@ -13,9 +13,15 @@ from typing import Any, Literal
 from ledger.reports import OMIT, Listing, Report, optional
 
 __all__ = [
-    "ApplyReport", "ExportReport", "ImportLint", "ImportReport", "ImportRow", "LintReport", "LockExportReport",
+    "ApplyReport",
+    "ExportReport",
+    "ImportLint",
+    "ImportReport",
+    "ImportRow",
+    "LintReport",
+    "LockExportReport",
     "SkillVerdict",
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -63,13 +69,15 @@ class ImportReport(Report):
     skipped: list[str] = field(default=OMIT)  # entries of the sources that are no skill, and why
 
     @classmethod
-    def of(cls, report: dict[str, Any], found: list[str] | None = None,
-           skipped: list[str] | None = None) -> ImportReport:  # fmt: skip
+    def of(
+        cls, report: dict[str, Any], found: list[str] | None = None, skipped: list[str] | None = None
+    ) -> ImportReport:
         """From the importer's document (:meth:`ledger.write.importer.Importer.import_collection`)."""
         extra: dict[str, Any] = {} if found is None else {"found": list(found), "skipped": list(skipped or [])}
         rows = [ImportRow.of(r) for r in report["skills"]]
-        return cls(layout=report["layout"], dry_run=report["dry_run"], skills=rows, snapshot=report["snapshot"],
-                   **extra)  # fmt: skip
+        return cls(
+            layout=report["layout"], dry_run=report["dry_run"], skills=rows, snapshot=report["snapshot"], **extra
+        )
 
 
 @dataclass(frozen=True)
@@ -84,8 +92,12 @@ class ApplyReport(Report):
     @classmethod
     def of(cls, result: dict[str, Any]) -> ApplyReport:
         """From :func:`ledger.agent.evolution.apply_payload`'s document."""
-        return cls(operation_type=result["operation_type"], summary=result["summary"], snapshot=result["snapshot"],
-                   skills=[ImportRow.of(r) for r in result["skills"]])  # fmt: skip
+        return cls(
+            operation_type=result["operation_type"],
+            summary=result["summary"],
+            snapshot=result["snapshot"],
+            skills=[ImportRow.of(r) for r in result["skills"]],
+        )
 
 
 @dataclass(frozen=True)

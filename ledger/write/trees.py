@@ -90,4 +90,3 @@ class SkillTrees:
             digest = self.fresh[sha] = file_digest(self.store.read(sha, b"blob"))
             self.cache.put(sha, digest)
         return digest
-

@@ -186,9 +186,7 @@ class WorkTree:
         finally:
             os.close(fd)
 
-    def scan(
-        self, name: str, sizes: dict[str, int] | None = None
-    ) -> tuple[dict[str, tuple[int, bytes]], list[str]]:
+    def scan(self, name: str, sizes: dict[str, int] | None = None) -> tuple[dict[str, tuple[int, bytes]], list[str]]:
         """Every regular file of ``skills/<name>`` as ``rel → (mode, blob id)``, plus what is not one.
 
         ``sizes``, when given, is filled with each file's size in bytes.
@@ -400,6 +398,7 @@ class WorkTree:
         finally:
             for _, _, fd, _ in stack:
                 os.close(fd)
+
 
 def clear_ref_locks(git_dir: Path, refs: tuple[str, ...]) -> list[str]:
     """Remove ``<ref>.lock`` files of the ledger's own refs; call only under the brain's writer lock."""

@@ -50,8 +50,10 @@ class Refused(Exception):
 def _need(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise Refused(f"{name} is not set: run this under `ledger eval run` (or set the eval runner contract's "
-                      f"variables: EVAL_PROMPT, EVAL_OUTPUTS, EVAL_TIMING)")  # fmt: skip
+        raise Refused(
+            f"{name} is not set: run this under `ledger eval run` (or set the eval runner contract's "
+            f"variables: EVAL_PROMPT, EVAL_OUTPUTS, EVAL_TIMING)"
+        )
     return value
 
 
@@ -81,22 +83,30 @@ def make_home(root: Path, args: argparse.Namespace, skill: Path | None) -> Path:
     lines += ["agent:", f"  max_turns: {args.max_turns}"]
     (home / "config.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     if skill is not None:
-        shutil.copytree(skill, home / "skills" / skill_name(skill), symlinks=True,
-                        ignore=lambda d, names: [n for n in names if Path(d) == skill and n in IGNORED])  # fmt: skip
+        shutil.copytree(
+            skill,
+            home / "skills" / skill_name(skill),
+            symlinks=True,
+            ignore=lambda d, names: [n for n in names if Path(d) == skill and n in IGNORED],
+        )
     return home
 
 
 def prompt_text(prompt: str, outputs: str) -> str:
-    return (f"{prompt}\n\nThe files of this task are in the current directory. Save every file you produce "
-            f"in {outputs} (it is also in the environment variable EVAL_OUTPUTS).")  # fmt: skip
+    return (
+        f"{prompt}\n\nThe files of this task are in the current directory. Save every file you produce "
+        f"in {outputs} (it is also in the environment variable EVAL_OUTPUTS)."
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     prompt, outputs, timing = _need("EVAL_PROMPT"), _need("EVAL_OUTPUTS"), _need("EVAL_TIMING")
     hermes = shutil.which(args.hermes)
     if hermes is None:
-        raise Refused(f"no Hermes program {args.hermes!r}: install hermes-agent (pip install hermes-agent) "
-                      f"and pass --hermes PATH/TO/bin/hermes")  # fmt: skip
+        raise Refused(
+            f"no Hermes program {args.hermes!r}: install hermes-agent (pip install hermes-agent) "
+            f"and pass --hermes PATH/TO/bin/hermes"
+        )
     skill = Path(os.environ["EVAL_SKILL"]) if os.environ.get("EVAL_SKILL") else None
     if skill is not None and not skill.is_dir():
         raise Refused(f"EVAL_SKILL={skill} is not a folder")
@@ -110,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
         if args.model and not args.base_url:
             command += ["--model", args.model] + (["--provider", args.provider] if args.provider else [])
         started = time.monotonic()
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         stop = lambda *_: _kill(proc)  # noqa: E731 (a signal handler)
         signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(1)))
         try:
@@ -133,8 +144,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _timing(path: str, tokens: object, started: float) -> None:
-    record = {"total_tokens": tokens if isinstance(tokens, int) and tokens >= 0 else None,
-              "duration_ms": int((time.monotonic() - started) * 1000)}  # fmt: skip
+    record = {
+        "total_tokens": tokens if isinstance(tokens, int) and tokens >= 0 else None,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+    }
     Path(path).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 

@@ -172,9 +172,16 @@ def respelled(text: str) -> list[str]:
     if len(slices) >= 3:
         values = {m.group(1): m.group(3) for m in _ASSIGN.finditer(text)}
         if any(s.group(1) in values for s in slices):
-            add(_SLICE.sub(
-                lambda s: values[s.group(1)][int(s.group(2)) : int(s.group(2)) + int(s.group(3))]
-                if s.group(1) in values else s.group(0), text))
+            add(
+                _SLICE.sub(
+                    lambda s: (
+                        values[s.group(1)][int(s.group(2)) : int(s.group(2)) + int(s.group(3))]
+                        if s.group(1) in values
+                        else s.group(0)
+                    ),
+                    text,
+                )
+            )
     for m in list(_QASSIGN.finditer(text))[:8]:
         name, value = m.group(1), m.group(3)
         expands = (

@@ -46,10 +46,29 @@ KNOWN_PATHS = tuple(
     f"{d}/{p}"
     for d in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/opt/homebrew/bin")
     for p in (
-        "sh", "bash", "dash", "zsh", "ksh", "ash", "busybox", "curl", "wget", "python", "python3", "perl", "ruby",
-        "node", "php", "nc", "ncat", "socat", "base64", "openssl", "env",
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "ash",
+        "busybox",
+        "curl",
+        "wget",
+        "python",
+        "python3",
+        "perl",
+        "ruby",
+        "node",
+        "php",
+        "nc",
+        "ncat",
+        "socat",
+        "base64",
+        "openssl",
+        "env",
     )
-)  # fmt: skip
+)
 
 _GLOB_PATH = re.compile(r"(?<![\w:/$.-])((?:/[\w.?*\[\]-]+)+)")
 _WHICH = re.compile(
@@ -241,10 +260,20 @@ def normalise(text: str) -> str:
 
 FORGES = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "huggingface.co", "git.sr.ht")
 OFFICIAL_INDEXES = (
-    "pypi.org", "pypi.python.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com",
-    "npm.pkg.github.com", "download.pytorch.org", "test.pypi.org", "wheels.vllm.ai", "pypi.nvidia.com",
-    "pypi.ngc.nvidia.com", "data.pyg.org", "flashinfer.ai",
-)  # fmt: skip
+    "pypi.org",
+    "pypi.python.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "npm.pkg.github.com",
+    "download.pytorch.org",
+    "test.pypi.org",
+    "wheels.vllm.ai",
+    "pypi.nvidia.com",
+    "pypi.ngc.nvidia.com",
+    "data.pyg.org",
+    "flashinfer.ai",
+)
 _RUNNER = re.compile(
     r"\b(npx|bunx|pnpx|(?:pnpm|yarn|bun)\s+(?:dlx|x)|uvx|pipx\s+run|uv\s+(?:tool\s+)?run|go\s+run)\b((?:\s+(?:-[-\w]+(?:[= ](?:git\+|https?://)\S+)?))*)\s+([^\s;&|]+)"  # noqa: E501
 )

@@ -366,11 +366,32 @@ def issuer(credential: str, url: str) -> bool:
 
 # Paste sites: a "page" whose text the reader is told to paste into a terminal.
 PASTE_HOSTS: tuple[str, ...] = (
-    "glot.io", "pastebin.com", "pastebin.pl", "rentry.co", "rentry.org", "hastebin.com", "hastebin.skyra.pw",
-    "paste.ee", "ghostbin.com", "ghostbin.co", "controlc.com", "dpaste.org", "dpaste.com", "justpaste.it",
-    "paste.rs", "termbin.com", "ix.io", "sprunge.us", "pastes.io", "paste.mozilla.org", "katb.in", "0bin.net",
-    "privatebin.net", "telegra.ph", "gist.githubusercontent.com",
-)  # fmt: skip
+    "glot.io",
+    "pastebin.com",
+    "pastebin.pl",
+    "rentry.co",
+    "rentry.org",
+    "hastebin.com",
+    "hastebin.skyra.pw",
+    "paste.ee",
+    "ghostbin.com",
+    "ghostbin.co",
+    "controlc.com",
+    "dpaste.org",
+    "dpaste.com",
+    "justpaste.it",
+    "paste.rs",
+    "termbin.com",
+    "ix.io",
+    "sprunge.us",
+    "pastes.io",
+    "paste.mozilla.org",
+    "katb.in",
+    "0bin.net",
+    "privatebin.net",
+    "telegra.ph",
+    "gist.githubusercontent.com",
+)
 
 # Official download sites (host, path prefix; a host vouches for its subdomains): where vendors
 # publish their installers and binaries.  A download-and-run from here is not a finding (a raw

@@ -137,9 +137,27 @@ _CAMPAIGN = re.compile(
 
 # URL shorteners: the link hides where the program comes from
 SHORTENERS = (
-    "bit.ly", "tinyurl.com", "t.co", "goo.gl", "is.gd", "cutt.ly", "rb.gy", "shorturl.at", "t.ly", "ow.ly",
-    "buff.ly", "rebrand.ly", "tiny.cc", "v.gd", "s.id", "shorturl.com", "bl.ink", "short.io", "tr.im", "clck.ru",
-)  # fmt: skip
+    "bit.ly",
+    "tinyurl.com",
+    "t.co",
+    "goo.gl",
+    "is.gd",
+    "cutt.ly",
+    "rb.gy",
+    "shorturl.at",
+    "t.ly",
+    "ow.ly",
+    "buff.ly",
+    "rebrand.ly",
+    "tiny.cc",
+    "v.gd",
+    "s.id",
+    "shorturl.com",
+    "bl.ink",
+    "short.io",
+    "tr.im",
+    "clck.ru",
+)
 
 # GitHub owners whose release downloads and raw files are well-known tools (lower case)
 GITHUB_OWNERS = frozenset(

@@ -39,6 +39,7 @@ def _to_issuer(credential: str, ev: str) -> bool:
     m = re.search(r"https://[^\s'\"]+", ev)
     return bool(m) and places.issuer(credential, m.group())
 
+
 MAX_PARSE = 512 * 1024  # characters: a bigger file is read with the line patterns only
 MAX_VALUE = 64 * 1024  # a resolved constant longer than this is not followed
 MAX_STEPS = 400_000  # expressions resolved in one unit; past it, values are unknown (never an error)
@@ -630,8 +631,7 @@ def _read(tree: ast.AST, st: _State) -> None:
             rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
             st.funcs.setdefault(fn.name, []).extend(rets[:8])
     quiet = _checked_only(every)
-    nodes = sorted((n for n in every if hasattr(n, "lineno")),
-                   key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
+    nodes = sorted((n for n in every if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
             v = _const(node.value, st)
@@ -1033,11 +1033,7 @@ def _tolerant(unit: Unit) -> Iterator[Finding]:
         for line in text.split("\n"):
             if _T_FETCH.search(line) and _T_EXEC.search(line):
                 m = _T_EXEC.search(text[text.find(line) :])
-                yield (
-                    f("LS311", "critical", fetch, "")
-                    if m is None
-                    else f("LS311", "critical", execm, "")
-                )
+                yield (f("LS311", "critical", fetch, "") if m is None else f("LS311", "critical", execm, ""))
                 break
     dec = re.search(
         r"(?:\bexec|\beval|system|popen|subprocess\.\w+)\s*\(?[^\n]{0,200}?(?:" + _T_DECODE.pattern + ")", text

@@ -110,9 +110,13 @@ def _credential_literals(text: str) -> Iterator[tuple[int, str, str]]:
     (``path.join(os.homedir(), '.ssh', 'id_rsa')``)."""
     for lm in re.finditer(r"[^\n]+", text):
         line = lm.group()
-        if not re.search(r"ssh|aws|gcloud|azure|kube|docker|netrc|npmrc|pypirc|credentials|gnupg|wallet|keystore|"
-                         r"Login Data|Cookies|Local State|key4|logins|Keychain|Exodus|Electrum|solana|tdata|shadow|"
-                         r"\.env|nkbih", line, re.I):  # fmt: skip
+        if not re.search(
+            r"ssh|aws|gcloud|azure|kube|docker|netrc|npmrc|pypirc|credentials|gnupg|wallet|keystore|"
+            r"Login Data|Cookies|Local State|key4|logins|Keychain|Exodus|Electrum|solana|tdata|shadow|"
+            r"\.env|nkbih",
+            line,
+            re.I,
+        ):
             continue
         lits = [m.group(2) for m in _LIT.finditer(line)]
         if "~" in line:
@@ -352,18 +356,22 @@ def _powershell(unit: Unit, text: str) -> Iterator[Finding]:
         payload = b64(m.group(1))
         if not payload:
             continue
-        runs = bool(_PS_FETCH.search(payload) or _PS_IEX.search(payload) or _PS_SOCK.search(payload) or
-                    re.search(r"Start-Process|Invoke-|Add-MpPreference|Set-MpPreference", payload, re.I))  # fmt: skip
+        runs = bool(
+            _PS_FETCH.search(payload)
+            or _PS_IEX.search(payload)
+            or _PS_SOCK.search(payload)
+            or re.search(r"Start-Process|Invoke-|Add-MpPreference|Set-MpPreference", payload, re.I)
+        )
         yield _f(
             unit, text, "LS313", "critical" if runs else "high", m.start(), f"runs an encoded command ({payload[:40]})"
         )
-        yield from analyse_unit(unit.inner("powershell", payload, line_offset=text.count("\n", 0, m.start()),
-                                           context="decoded"))  # fmt: skip
+        yield from analyse_unit(
+            unit.inner("powershell", payload, line_offset=text.count("\n", 0, m.start()), context="decoded")
+        )
     hit = _near(_PS_FETCH, _PS_IEX, text)
     if hit:
         seg = _snip(text, hit.start())
-        yield _f(unit, text, "LS311", "medium" if _vouched(unit, seg) else "critical", hit.start(),
-                 "")  # fmt: skip
+        yield _f(unit, text, "LS311", "medium" if _vouched(unit, seg) else "critical", hit.start(), "")
     for m in _PS_OUT.finditer(text):
         name = m.group(1).rsplit("\\", 1)[-1].rsplit("/", 1)[-1]
         run = _PS_RUN.search(text, m.end())

@@ -70,10 +70,15 @@ GATE = re.compile(
 
 
 # curl's and wget's long options that send data, and every long option that takes a value
-_SEND_OPTS = frozenset(words("--data --data-binary --data-raw --data-urlencode --form --upload-file --post-file"
-                             " --post-data --json --body-data --body-file"))  # fmt: skip
-_VALUED_OPTS = _SEND_OPTS | frozenset(words("--output --output-document --url --header --user-agent --request"
-                                            " --output-dir --directory-prefix"))  # fmt: skip
+_SEND_OPTS = frozenset(
+    words(
+        "--data --data-binary --data-raw --data-urlencode --form --upload-file --post-file"
+        " --post-data --json --body-data --body-file"
+    )
+)
+_VALUED_OPTS = _SEND_OPTS | frozenset(
+    words("--output --output-document --url --header --user-agent --request --output-dir --directory-prefix")
+)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -157,19 +162,81 @@ _PREFIXES = {
     "flock",
 }
 _PS_VALUE_FLAGS = {
-    "-ep", "-ex", "-exec", "-executionpolicy", "-w", "-win", "-windowstyle", "-version", "-inputformat",
-    "-outputformat", "-configurationname", "-settingsfile", "-workingdirectory", "-wd",
-}  # fmt: skip
+    "-ep",
+    "-ex",
+    "-exec",
+    "-executionpolicy",
+    "-w",
+    "-win",
+    "-windowstyle",
+    "-version",
+    "-inputformat",
+    "-outputformat",
+    "-configurationname",
+    "-settingsfile",
+    "-workingdirectory",
+    "-wd",
+}
 _AGENTS = {"claude", "codex", "gemini", "agy", "hermes", "cursor-agent", "aider", "opencode", "amp", "goose", "qwen"}
 _RESOLVERS = {"dig", "nslookup", "host", "drill", "resolvectl", "kdig", "ping", "getent"}
 _UNPACKERS = {"unzip", "tar", "bsdtar", "7z", "7za", "unrar"}
 _UNPACK_VALUE = (["-P"], ["-d"], ["-C"], ["--directory"], ["-p"])  # options whose value follows
 _READERS = {  # commands that read the files they are given (a credential path among them is a read)
-    "cat", "tac", "less", "more", "head", "tail", "cp", "tar", "zip", "7z", "7za", "gzip", "bzip2", "xz", "zstd",
-    "scp", "rsync", "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "sqlite3", "gpg", "openssl",
-    "dd", "grep", "egrep", "fgrep", "rg", "awk", "gawk", "jq", "yq", "sort", "uniq", "cut", "nl", "zcat", "tee",
-    "nc", "ncat", "netcat", "socat", "uuencode", "split", "install", "mail", "sendmail", "mutt", "python", "perl",
-}  # fmt: skip
+    "cat",
+    "tac",
+    "less",
+    "more",
+    "head",
+    "tail",
+    "cp",
+    "tar",
+    "zip",
+    "7z",
+    "7za",
+    "gzip",
+    "bzip2",
+    "xz",
+    "zstd",
+    "scp",
+    "rsync",
+    "base64",
+    "base32",
+    "basenc",
+    "xxd",
+    "od",
+    "hexdump",
+    "strings",
+    "sqlite3",
+    "gpg",
+    "openssl",
+    "dd",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "awk",
+    "gawk",
+    "jq",
+    "yq",
+    "sort",
+    "uniq",
+    "cut",
+    "nl",
+    "zcat",
+    "tee",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "uuencode",
+    "split",
+    "install",
+    "mail",
+    "sendmail",
+    "mutt",
+    "python",
+    "perl",
+}
 _URLISH = re.compile(r"^(?:[a-z][\w+.-]*://|www\.|(?:\d{1,3}\.){3}\d{1,3}\b|[\w-]+(?:\.[\w-]+)+(?::\d+)?/)", re.I)
 _VAR = re.compile(r"\$(?:\{(\w+)(?::?[-=?+][^}]*)?\}|(\w+))")
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
@@ -232,8 +299,6 @@ class _Fetch:
     ev: str  # "curl http://host/x"
     url: str
     insecure: bool = False
-
-
 
 
 def _words(node: bashlex.ast.node) -> _W:
@@ -767,8 +832,7 @@ class _Reader:
         for kind, target, body in cmd.redirs:
             if body is not None or not isinstance(target, _W) or kind in ("<", "<<<", "<<", "<<-"):
                 if isinstance(target, int) and kind in (">&", "<&") and str(target) in self.netfds and is_shell:
-                    self.add(
-                        "LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)")
+                    self.add("LS312", self.sev(always=True), f"{name} on descriptor {target} (a socket)")
                 continue
             s, _ = self.expand(target)
             if s.startswith(("/dev/tcp/", "/dev/udp/")):
@@ -1246,7 +1310,8 @@ class _Reader:
             self.add(
                 "LS313",
                 self.sev(always=True),
-                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}")
+                f"{taint['decode']} → {body[:40]} | {ev.split(' ')[-1] if piped else ev}",
+            )
             if body:
                 self.inner(lang, body, "decoded")
             return
@@ -1273,10 +1338,7 @@ class _Reader:
             return
         if _CROSS_FETCH.search(body) and _CROSS_EXEC.search(body):
             urls = re.findall(r"https?://[^\s'\")]+", body)
-            self.add(
-                "LS311",
-                self.sev(vouched=bool(urls) and all(places.vendor(u) for u in urls)),
-                f"{lang}: {body}")
+            self.add("LS311", self.sev(vouched=bool(urls) and all(places.vendor(u) for u in urls)), f"{lang}: {body}")
         elif _CROSS_SOCKET.search(body) and _CROSS_SHELL.search(body):
             self.add("LS312", self.sev(always=True), f"{lang}: {body}")
         elif _CRED.search(body) and _SEND.search(body):
@@ -1659,8 +1721,7 @@ def _analyse(unit: Unit) -> list[Finding]:
     if secrets and reader.sends and not reader.exfil:
         line, what = secrets[0]
         reader.line = reader.sends[0][0]
-        reader.add(
-            "LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}")
+        reader.add("LS412", reader.sev(always=True), f"{what} read, sent: {reader.sends[0][1]}")
     elif reader.creds and not reader.exfil:
         for line, what in reader.creds[:3]:
             reader.line = line
