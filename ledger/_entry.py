@@ -5,7 +5,7 @@ A few command lines are answered before click loads, from what the full path lef
 (:mod:`ledger.fastpath`, whose :data:`~ledger.fastpath.table.TABLE` lists them).  Each row of
 the table answers, returning the exit status, or returns None, and then the click CLI
 (:mod:`ledger.cli`) does the whole job.  Output is byte-identical either way
-(tests/test_fastpath.py runs both).
+(tests/cli/test_fastpath.py runs both).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scratch import scratch_dir  # scripts/scratch.py: waits for the brains' packers
 
-from tests import fixtures
+from tests.harness import brains as fixtures
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 GIT_ENV = {

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ledger.page import render_page
 from ledger.page.model import validate
-from tests.pagedata import brain
+from tests.harness.pagedata import brain
 
 
 def _median(fn, repeat: int) -> float:

@@ -36,7 +36,7 @@ DOC = ROOT / "docs" / "json.md"
 
 # Where an MCP tool's result (docs/mcp-tools.md) carries the very document a command prints with --json:
 # (tool, the key in its result, dotted, the command, each spelling it may have, first found wins,
-# what it is). tests/test_json_schema.py runs both on one brain and checks they agree.
+# what it is). tests/cli/test_json_schema.py runs both on one brain and checks they agree.
 MCP_SHARED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     (
         "skill_manage",
@@ -381,7 +381,7 @@ ledger skill create notes --description "How I take notes" --json > receipt.json
 - **One schema.** Each document is a typed report (`ledger/reports.py`, ADR 73): a frozen dataclass
   whose `to_json()` is the document and whose `schema()` is its JSON Schema, **draft 2020-12**,
   derived from the field types. The schema below is that method's output, the one
-  `tests/test_json_schema.py` validates every command's output against, and the one the MCP tools
+  `tests/cli/test_json_schema.py` validates every command's output against, and the one the MCP tools
   share where their result carries the same document (below, and docs/mcp-tools.md).
 - A write that would change nothing prints [`NoChange`](#nochange) (`{"changed": false, "reason": …}`)
   and exits 0.
@@ -434,7 +434,7 @@ def render() -> str:
         "",
         "Each tool's result (docs/mcp-tools.md) is a JSON object with `success`. Where it carries the very "
         "document a command prints with `--json`, that document has one schema, the command's report's "
-        "below; tests/test_json_schema.py runs both on one brain and validates the tool's part against it.",
+        "below; tests/cli/test_json_schema.py runs both on one brain and validates the tool's part against it.",
         "",
     ]
     tools = [t["name"] for t in TOOLS]

@@ -5,7 +5,7 @@ DSSE envelope over an in-toto Statement v1 whose predicate (``https://model_sign
 lists every file with its SHA-256, in model_signing's order (by path components), under the
 serialization ``files``/``sha256``; the one subject is the folder, digested as SHA-256 over
 the resource digests in that order.  The stock verifier (``model_signing verify key DIR
---signature FILE --public_key PEM``) accepts it: tests/test_attest.py runs it.
+--signature FILE --public_key PEM``) accepts it: tests/protocol/test_attest.py runs it.
 
 Ours differs from the stock signer's output only where the format leaves a choice: the
 statement is serialised canonically (sorted keys, no white space), the subject is named

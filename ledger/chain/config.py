@@ -10,7 +10,7 @@ from ledger.errors import ChainError
 
 __all__ = ["HEAD_OF_SELECTOR", "ChainConfig", "onchain_head"]
 
-HEAD_OF_SELECTOR = "5ad8a111"  # keccak256("headOf(uint256)")[:4]; tests/test_chain.py recomputes it
+HEAD_OF_SELECTOR = "5ad8a111"  # keccak256("headOf(uint256)")[:4]; tests/unit/chain/test_chain.py recomputes it
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ class Registry:
     def build(self, sender: str, data: bytes, *, what: str = "a transaction") -> dict[str, Any]:
         """The EIP-1559 transaction of ``data`` to the registry from ``sender``, its fields filled as
         web3's ``build_transaction`` fills them (pending nonce, ``eth_estimateGas``, the priority fee
-        and twice the latest base fee on top): ``tests/test_chain_rpc.py`` compares the two."""
+        and twice the latest base fee on top): ``tests/unit/chain/test_chain_rpc.py`` compares the two."""
         if self.address is None:
             raise ChainError("no registry address configured", hint="run 'ledger chain deploy'")
         message = {"from": sender, "to": self.address, "data": "0x" + data.hex()}

@@ -6,7 +6,7 @@ agent session starts ``ledger mcp``.  Importing click and the brain's write engi
 than answering most of these when nothing has changed, so :func:`ledger._entry.main` first asks
 each row of :data:`.table.TABLE`; a row answers (and returns the exit status) or returns None
 ("not mine, or not sure"), and click then does the whole job.  Whatever a row answers, the click
-path answers byte for byte (stdout, stderr, exit status: tests/test_fastpath.py runs both).
+path answers byte for byte (stdout, stderr, exit status: tests/cli/test_fastpath.py runs both).
 
 Rows import only the standard library, blake3, :mod:`ledger._native` and the light modules that
 read what the full path leaves behind (:mod:`ledger._paths`, the stat cache, the instant records,

@@ -3,7 +3,7 @@
 Scripts and CI call it in loops, and on a 10,000-skill brain the native hasher takes less time
 than importing click and :mod:`ledger.bundle.merkle`.  Any tree the native hasher hands back
 (an unusual name, a link, a file that grew while read, an error: see ledger/_native.c) goes to
-the click command, whose reference hasher decides and reports (tests/test_native.py).
+the click command, whose reference hasher decides and reports (tests/unit/bundle/test_native.py).
 """
 
 from __future__ import annotations

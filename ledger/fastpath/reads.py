@@ -18,7 +18,7 @@ stat cache (:mod:`ledger.store.statcache`) can answer them alone:
   to the full path.
 
 Anything else returns None and the click CLI does the whole job, so the output is byte-identical
-either way (tests/test_statcache.py, tests/test_fastpath.py).
+either way (tests/unit/store/test_statcache.py, tests/cli/test_fastpath.py).
 """
 
 from __future__ import annotations

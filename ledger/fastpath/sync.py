@@ -5,7 +5,7 @@ Answered when, for every target named (default: all), its record says the whole 
 step with the head and nothing it depends on has changed since (:func:`ledger.folders.instant.in_step`),
 and there is nothing else to do: no remote to sync with (none set, or ``--no-remote``, or targets
 named), no merge conflict to list, no killed write, no ``--committed`` target, no sync running.
-Then it prints what the full path prints, byte for byte (tests/test_sync_instant.py), and writes
+Then it prints what the full path prints, byte for byte (tests/unit/sync/test_sync_instant.py), and writes
 nothing.  Every other option (``--full``, ``--watch``, ``--take``…) goes to click.
 """
 

@@ -92,7 +92,7 @@ def _chain(report: Report) -> str:
 
 def _supply(report: Report) -> str:
     """Whose skills this brain uses (docs/supply-chain.md §7): source, pin, upstream agent, standing.
-    ``id='supply'``, single-quoted, is what tests/test_supply.py finds it by."""
+    ``id='supply'``, single-quoted, is what tests/unit/supply/test_supply.py finds it by."""
     if not report.supply:
         return "<p class=\"none\" id='supply'>None: every skill is this brain's own.</p>"
     rows = []

@@ -23,7 +23,7 @@ def canonical(value: Any) -> bytes:
     ``json.dumps`` bytes are the same as RFC 8785's (ASCII keys, strings, integers within 2^53,
     non-integral floats in [1e-4, 1e16): same escapes, same shortest round-trip digits, and ASCII keys
     sort the same by code point as by UTF-16 unit) are written by ``json.dumps`` at a tenth of the cost,
-    since a bulk import writes 100,000 outcome records (tests/test_outcomes.py checks the two agree).
+    since a bulk import writes 100,000 outcome records (tests/unit/evals/test_outcomes.py checks the two agree).
     """
     if _plain(value):
         try:

@@ -262,7 +262,7 @@ def available() -> tuple[str, str]:
 
 def _base_args(tmp: Path, *, empty: bool = False) -> list[str]:
     # --cap-drop ALL: run by root, bwrap would keep every capability inside, and a script could remount a
-    # read-only bind writable and write through it to the host (tests/test_sandbox_run.py tries)
+    # read-only bind writable and write through it to the host (tests/unit/scanner/test_sandbox_run.py tries)
     args = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
     for name in ("lib", "lib64", "bin", "sbin"):
         if Path(f"/usr/{name}").is_dir():

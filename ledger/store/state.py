@@ -19,7 +19,7 @@ Every file under it is read and written through :class:`State`, by the one rule 
   write the disk refuses is dropped.
 
 Deleting the directory (or any file in it) changes no answer, only how long it takes
-(tests/test_cache_state.py).
+(tests/reliability/test_cache_state.py).
 """
 
 from __future__ import annotations
