@@ -1,6 +1,6 @@
 """Trace one fleet sync through the layers and count the calls that go back *up* a layer.
 
-ADR 22 orders ``ledger/`` bottom-up (``tests/cli/test_layers.py`` ``LAYERS``): a module imports only its
+ADR 22 orders ``ledger/`` bottom-up (``tests/unit/test_layers.py`` ``LAYERS``): a module imports only its
 own package and those below it.  Imports say nothing of *calls*, though: a lower layer can still
 call a higher one through a callback, a protocol or an object handed down.  This script sets up
 a fleet of two machines on one shared remote (each has written a skill the other has not seen),

@@ -1,7 +1,7 @@
 """History's use cases: ``ledger diff`` (and the agent's skill_diff), as a typed report (ADR 73).
 
 A brain is passed in (its ``store``, ``head``, ``diff``, ``resolve``, ``version_commit``), so this
-stays below the brain (tests/cli/test_layers.py).
+stays below the brain (tests/unit/test_layers.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each returns an :class:`~ledger.audit.reports.AuditReport`; the caller prints it, writes its page
 (:func:`ledger.page.audit.write_audit`) and exits 1 when it is not ok.  A brain is passed in
-(anything with ``root`` and ``config``), so the audit stays below the brain (tests/cli/test_layers.py).
+(anything with ``root`` and ``config``), so the audit stays below the brain (tests/unit/test_layers.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ a :class:`~ledger.sync.reports.SyncReport`, prints nothing and picks no exit cod
 ``ledger sync --watch``; :func:`settle` is ``ledger skill resolve SKILL --take ledger|TARGET`` for a
 runtime's conflict. The targets' passes are :class:`~ledger.sync.projection.Projection`'s; the
 remote's, :func:`ledger.remotes.fleet.sync_remote`'s. This module sits in the remotes' layer
-(tests/cli/test_layers.py): a sync is both halves.
+(tests/unit/test_layers.py): a sync is both halves.
 """
 
 from __future__ import annotations

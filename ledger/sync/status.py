@@ -1,6 +1,6 @@
 """What is unsettled between the brain and its targets, from ``.ledger/`` alone: the use case of the MCP
 tool ``skills_sync_status`` (``ledger status`` shows the same). It reads no target and writes nothing.
-It sits in the remotes' layer (tests/cli/test_layers.py): the merge conflicts are the fleet's."""
+It sits in the remotes' layer (tests/unit/test_layers.py): the merge conflicts are the fleet's."""
 
 from __future__ import annotations
 

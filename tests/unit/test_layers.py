@@ -324,3 +324,25 @@ def test_only_the_write_layer_commits_and_publishes(tmp_path: Path) -> None:
         "ledger.remotes.lineagemerge:2 calls write_commit",
         "ledger.remotes.lineagemerge:3 calls publish",
     ]
+
+
+TESTS = Path(__file__).resolve().parents[1]
+KINDS = {"unit", "cli", "protocol", "reliability", "interop"}  # tests/README.md says what each holds
+
+
+def test_tests_are_in_folders_by_kind_and_unit_tests_beside_their_layer() -> None:
+    """Issue 53: a test file lives under its kind, a unit test under the name of the package it tests, and the
+    code the tests share in one package (tests/harness/); nothing else is a module of tests/ itself."""
+    top = sorted(p.name for p in TESTS.glob("*.py"))
+    assert top == ["__init__.py", "conftest.py"], f"modules directly in tests/: {top}"
+    stray = [
+        p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_*.py") if p.parts[len(TESTS.parts)] not in KINDS
+    ]
+    assert stray == [], f"test files outside the folders by kind: {stray}"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    layers = {p.name for p in (TESTS / "unit").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert layers <= packages, f"unit folders named after no package of ledger/: {sorted(layers - packages)}"
+    harness = [p for p in (TESTS / "harness").glob("*.py")]
+    assert not [p.name for p in harness if p.name.startswith("test_")], "tests/harness holds no tests"
+    for folder in [TESTS / k for k in KINDS] + [TESTS / "unit" / n for n in layers] + [TESTS / "harness"]:
+        assert (folder / "__init__.py").is_file(), f"{folder.relative_to(TESTS)} is not a package"
