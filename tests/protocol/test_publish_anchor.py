@@ -21,6 +21,7 @@ from ledger.publish import anchor as an
 from ledger.publish.entries import Entries
 from tests.harness.anchor_cases import VECTOR, files_of, tampers
 from tests.harness.cli import run_ledger
+from tests.harness.spec import EXTENSIONS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verify-entry.py"
 NESTED = b"---\nname: forms\ndescription: Fill PDF forms\n---\nSee templates/.\n"
@@ -438,13 +439,13 @@ def test_with_the_gate_on_a_held_skill_is_served_at_its_released_version_from_it
 
 
 def test_the_spec_names_every_member_of_a_served_entry_and_anchor(brain: Brain) -> None:
-    """docs/lineage.md §16.1's two tables name exactly the members a real entry and its anchor have."""
+    """docs/lineage/anchor.md §1's two tables name exactly the members a real entry and its anchor have."""
     import re
 
     _served_brain(brain)
     entry = Entries(brain).get("skill://pdf-tools/forms/SKILL.md")
-    text = (Path(__file__).resolve().parents[2] / "docs" / "lineage.md").read_text(encoding="utf-8")
-    section = text[text.index("### 16.1 ") : text.index("### 16.2 ")]
+    text = EXTENSIONS["anchor"].read_text(encoding="utf-8")
+    section = text[text.index("## 1. ") : text.index("## 2. ")]
     tables = [re.findall(r"^\| `([^`]+)` \|", t, re.M) for t in section.split("| member | value |")[1:]]
     assert tables == [list(entry), list(entry["_meta"][an.KEY])]
     assert f'`"{an.FORMAT}"`' in section and f"`_meta` key `{an.KEY}`" in text

@@ -18,6 +18,7 @@ from ledger.store.gitstore import GitStore
 from tests.cli.test_plain_words import problems
 from tests.harness import tamper, tamper_outcomes, tamper_supply
 from tests.harness.cli import run_ledger
+from tests.harness.spec import spec_text
 
 CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
 
@@ -77,7 +78,7 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
         assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
         shown = [str(c[k]) for c in report["checks"].values() for k in ("summary", "expected", "computed") if c[k]]
         assert not problems("\n".join(shown)), (case.name, problems("\n".join(shown)))  # plain words, as printed
-    cited = (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    cited = spec_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"
 
 
@@ -104,7 +105,7 @@ def test_every_store_tamper_class_fails_the_audit(honest_store, case: tamper.Cas
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
     assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Ca
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.mark.parametrize("case", tamper.sibling_cases(), ids=lambda c: c.name)
@@ -147,8 +148,7 @@ def test_every_sibling_tamper_class_fails_the_audit(honest_merged, case: tamper.
                 allowed_signers(store)
         else:
             assert len(allowed_signers(store)[0]) == 2  # the user and the agent key, each certified once
-    docs = Path(__file__).parents[2] / "docs"  # the draft until the integrator moves it into lineage.md
-    assert f"`{case.name}`" in (docs / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +174,7 @@ def test_every_sync_tamper_class_fails_the_audit(honest_hermes_sync, case: tampe
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named and "changes nothing" in chk["summary"], (case.name, chk)
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +243,7 @@ def test_every_outcome_tamper_class_fails_the_evidence_check(
         )
         assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(tamper_outcomes.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.mark.chain
@@ -371,4 +371,4 @@ def test_every_supply_tamper_class_fails_the_supply_check(
         chk = report["checks"]["supply"]
         assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(case.reason, chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
