@@ -51,15 +51,15 @@ def test_every_grammar_and_table_of_roles_names_every_role() -> None:
     rule5 = next(p for p in section("### 8.3").split("\n\n") if "The roles are" in p)
     assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", rule5)), "§8.3 rule 5"
     actor = next(ln for ln in section("### 5.3", ATTESTATIONS).splitlines() if ln.startswith("| `actor`"))
-    assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", actor)), "§12.5.3's actor"
+    assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", actor)), "lineage/attestations.md §5.3's actor"
 
 
-# ------------------------------------------------------------------ the upstream signer (§1.7)
+# ------------------------------------------------------------------ the upstream signer (lineage/supply.md §2)
 
 
 def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monkeypatch) -> None:
     """A key id git reads from a bad or unverifiable OpenPGP signature is the signature packet's claim,
-    which anyone can write: recorded as the signer, it passed the auto-approval policy (§1.7)."""
+    which anyone can write: recorded as the signer, it passed the auto-approval policy (lineage/supply.md §2)."""
     import shutil
     import subprocess
 
@@ -208,7 +208,7 @@ def walk_supply(doc: dict, tables: dict[str, dict[str, bool]]) -> set[str]:
 def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
     approval, an override, an external scanner's finding and two revocations: every member of its record
-    is one §1.7 names (on main the index's pin ``digest`` was not: the install wrote it, and every later
+    is one lineage/supply.md §2 names (on main the index's pin ``digest`` was not: the install wrote it, and every later
     read of the record refused it)."""
     import functools
     import http.server
@@ -309,7 +309,7 @@ def subprocess_show(brain: Path, what: str) -> str:
 def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """The outcomes of a brain built with the CLI (``outcome record`` by the agent and the verifier key, an
     ``outcome import`` with a score, a threshold, a verifier's name and evidence): every member of every
-    record, and of each object in it, is the one §14.1's table gives, and no other."""
+    record, and of each object in it, is the one lineage/evidence.md §1's table gives, and no other."""
     import json
 
     from tests.harness.tamper_outcomes import build_honest_outcomes
@@ -364,7 +364,8 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
 
 def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
     """§10.1 lists the checks a clone gives, those the chain adds, and what no check gives, citing the
-    "does not give" sections; each of its (and §1.7's and §1.8's) § references names a heading here."""
+    "does not give" sections; each of its (and lineage/supply.md §2's and lineage/supply.md §3's) § references names a
+    heading here."""
 
     def heads(doc: Path) -> set[str]:
         return set(re.findall(r"^#+ (\d+(?:\.\d+)*)\b", doc.read_text(encoding="utf-8"), re.M))
@@ -394,7 +395,7 @@ def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
         assert own and not [r for r in own if r not in heads(doc)], (heading, [r for r in own if r not in heads(doc)])
 
 
-# ------------------------------------------------------------------ the record refuses what §1.7 refuses
+# ----------------------------------------------------------------- the record refuses what lineage/supply.md §2 refuses
 
 
 def _record_with(change) -> bytes:  # type: ignore[no-untyped-def]

@@ -214,7 +214,7 @@ def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> 
     code, report = _audit(copy, "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert report["checks"]["evidence"]["summary"].startswith("6 outcome(s)")
-    # The limit, pinned (lineage.md §14.9): a signer's newest batch dropped whole where it was appended (and
+    # The limit, pinned (lineage/evidence.md §9): a signer's newest batch dropped whole where it was appended (and
     # after), no later batch naming it, is not seen from a clone; the verifier's own word on its newest batch
     # (ledger outcome batches), or an anchored evidence root, shows it.  Here the verifier's import batch of
     # three goes, the slipped-in outcome staying so that the import still appends one.
@@ -327,7 +327,7 @@ def _mirror(brain: Path, to: Path) -> Path:
 
 def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: Path) -> None:
     """Two signed copies that installed skills, approved, revoked and published to one remote: the ledger's own
-    merge writes the record derived from its parents (docs/lineage.md §1.6 rule 4), in format 3, and audits OK."""
+    merge writes the record derived from its parents (docs/lineage/supply.md §1 rule 4), in format 3, and audits OK."""
     brain, _ = honest_supply_merged
     code, report = _audit(_mirror(brain, tmp_path / "honest.git"), "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
@@ -356,7 +356,7 @@ def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: P
 def test_every_supply_tamper_class_fails_the_supply_check(
     honest_supply_merged, case: tamper_supply.SupplyCase, tmp_path: Path
 ) -> None:
-    """docs/lineage.md §1.6 (v1.7): a merge that approves (by the agent key, by the user key), an installed
+    """docs/lineage/supply.md §1 (v1.7): a merge that approves (by the agent key, by the user key), an installed
     SKILL.md edited, an install recorded as 'update' writing what its pin does not, a revocation's reason
     rewritten by a later approval, and a record declaring an older format than its parent's: each signed by a
     trusted key, so 'supply' is the only check that fails, on the snapshot forged, naming the skill and rule."""

@@ -1,4 +1,4 @@
-"""Calibrated verdicts: supply record format 3 (docs/lineage.md §1.6–§1.7, v1.10; docs/scanner.md,
+"""Calibrated verdicts: supply record format 3 (docs/lineage/supply.md §1–§2, v1.10; docs/scanner.md,
 "Calibrated verdicts"): the vector's bytes, what an install records, what `supply show` prints, and what
 the audit refuses."""
 
@@ -164,7 +164,8 @@ def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstre
 
 
 def test_the_spec_names_every_member_of_a_recorded_calibration() -> None:
-    """§1.7's CAL and COUNTS name exactly the members of the vector's recorded calibration, and the verdict's
+    """lineage/supply.md §2's CAL and COUNTS name exactly the members of the vector's recorded calibration, and the
+    verdict's
     table marks `calibration` optional (absent in formats 1 and 2)."""
     import re
 
