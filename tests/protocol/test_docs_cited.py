@@ -2,7 +2,7 @@
 
 A citation is written so that a reader (and this test) finds its place without guessing:
 
-- a path ``docs/NAME.md`` is a file of this repository; a name before ``§`` (``bundle-hash.md §4``,
+- a path under docs/ ending in .md is a file of this repository; a name before ``§`` (``bundle-hash.md §4``,
   ``lineage/epochs.md §6``, ``docs/lineage.md §7``) is looked up under docs/, then at the repository's root,
   then beside the citing file; ``lineage §N`` is the core's (docs/lineage.md);
 - ``<doc> §N.M`` is a heading numbered N.M in that document; a bare ``§N.M`` that continues a citation
