@@ -180,17 +180,15 @@ if o.files:  # 5. the bytes: C, the entry's sha256 and size; no file more, none 
         need(blake3(b"\x02" + data).hexdigest() == files[i]["content"], f"file {rel!r} is not the root's")
         sha = "sha256:" + hashlib.sha256(data).hexdigest()
         need(res is None or (res[i]["size"], res[i]["digest"]) == (len(data), sha), f"file {rel!r} is not the entry's")
-    m = FM.match(
-        Path(o.files, "SKILL.md").read_bytes().decode()
-    )  # its frontmatter (lineage/anchor.md §2), name and counter (§4.2)
+    # its frontmatter (lineage/anchor.md §2), name and counter (§4.2)
+    m = FM.match(Path(o.files, "SKILL.md").read_bytes().decode())
     mine = (yaml.load(m.group(1), Loader=AS_WRITTEN) or {}) if m else None
     need(isinstance(mine, dict) and mine.get("name") == name, f"SKILL.md does not name the skill {name!r}")
     meta = mine["metadata"] if isinstance(mine.get("metadata"), dict) else {}
     n = next((c for c in map(counter, (meta.get("version"), meta.get("ledger-version"))) if c is not None), 0)
     need(a["versions"] == "store" or prefix or n == a["version"], f"SKILL.md is at version {n}, not {a['version']}")
-    same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(
-        fm, sort_keys=True
-    )  # lineage/anchor.md §3 step 10
+    # lineage/anchor.md §3 step 10
+    same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True)
     need(same, "the entry's frontmatter is not SKILL.md's")
 claim = "" if o.files and a["versions"] == "skill-md" and not prefix else " (claimed)"  # else a clone checks it
 print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']}{claim} is in {text_root} (commit {commit}, signer {signer})")

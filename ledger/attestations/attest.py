@@ -175,9 +175,8 @@ def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
         )
     address, cert_commit, certified = found
     pem = certified.pem(siblings.P256)
-    if fmt == "oms" and kid != key_id(
-        pem
-    ):  # model_signing's hint is the PEM key id alone (lineage/attestations.md §4.1)
+    # model_signing's hint is the PEM key id alone (lineage/attestations.md §4.1)
+    if fmt == "oms" and kid != key_id(pem):
         raise AttestationError(f"unknown key {kid[:16]}…: an OMS hint is the SHA-256 of the key's PEM")
     good = oms.check_signature(pem, payload, sig) if fmt == "oms" else intoto.check_signature(env, pem, kid)
     if not good:

@@ -148,13 +148,11 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     trusts: dict[str, Any] = {}
     incremental = bool(walked.mainline and walked.mainline[0].parents)
     adders: dict[bytes, list[str]] = {}  # outcome id → the snapshots that appended it (a merge may bring it twice)
-    batches: dict[
-        tuple[str, str], list[str]
-    ] = {}  # (signer, batch id) → the snapshots that appended it (lineage/evidence.md §9)
+    # (signer, batch id) → the snapshots that appended it (lineage/evidence.md §9)
+    batches: dict[tuple[str, str], list[str]] = {}
     v2_adders: list[str] = []  # the snapshots that appended a v2 or v3 record, oldest first
-    v3_adders: list[
-        str
-    ] = []  # the snapshots that appended a v3 record, oldest first (lineage/evaluations.md: no downgrade)
+    # the snapshots that appended a v3 record, oldest first (lineage/evaluations.md: no downgrade)
+    v3_adders: list[str] = []
     plan_adders: dict[str, tuple[oc.Entry, list[str]]] = {}  # plan id → the plan and the snapshots that appended it
     added = 0
     for snap in walked.order:

@@ -54,9 +54,8 @@ def folder_sha256(files: Mapping[str, tuple[bytes, bool]]) -> str:
     The executable bit is not hashed (the skills CLI reads content only)."""
     kept = [p for p in files if not _SKIPPED_DIRS.intersection(p.split("/")[:-1])]
     digest = hashlib.sha256()
-    for path in sorted(
-        kept, key=lambda p: (_collation_key(p), p)
-    ):  # equal keys: code-point order (lineage/supply.md §3)
+    # equal keys: code-point order (lineage/supply.md §3)
+    for path in sorted(kept, key=lambda p: (_collation_key(p), p)):
         digest.update(path.encode("utf-8"))
         digest.update(files[path][0])
     return digest.hexdigest()

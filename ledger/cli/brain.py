@@ -533,9 +533,8 @@ def _verify_entry(
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
-    claim = (
-        "" if check.version_bound else " (claimed)"
-    )  # lineage/anchor.md §3: SKILL.md does not bind it; a clone checks it
+    # lineage/anchor.md §3: SKILL.md does not bind it; a clone checks it
+    claim = "" if check.version_bound else " (claimed)"
     click.echo(f"OK: {uri} v{check.version}{claim} is in {check.root} (commit {check.commit}, {who})")
     click.echo(
         f"    {len(check.files)} file(s)"

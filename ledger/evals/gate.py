@@ -580,9 +580,8 @@ def entries(brain: Brain) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
         kind = oc.kind_of(data)
         body = oc.loads(data)[kind]
         if kind == "plan":
-            plans.append(
-                {**body, "index": i, "id": oc.outcome_id(body).hex()}
-            )  # SHA-256(JCS(plan)), lineage/evaluations.md
+            # SHA-256(JCS(plan)), lineage/evaluations.md
+            plans.append({**body, "index": i, "id": oc.outcome_id(body).hex()})
         elif kind == "approval":
             approvals.append({**body, "index": i})
         elif body.get("eval"):

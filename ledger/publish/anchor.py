@@ -114,9 +114,8 @@ class AnchorCheck:
     prefix: str  # the nested skill's folder inside it ("" for the skill itself)
     version: int
     versions: str  # "skill-md" or "store": where the brain kept the counter at that snapshot (§4.2)
-    version_bound: (
-        bool  # the served SKILL.md's counter was checked to be version; else version is a claim (lineage/anchor.md §3)
-    )
+    # the served SKILL.md's counter was checked to be version; else version is a claim (lineage/anchor.md §3)
+    version_bound: bool
     root: str  # blake3-tree-v1:<hex>
     commit: str
     signer: str | None  # the address the snapshot's signature recovers to (None: unsigned)
@@ -469,9 +468,8 @@ def verify_anchor(
             raise _fail(
                 f"its files are not the whole directory {prefix!r} ({exc.message})", hint="a file was dropped or added"
             ) from None
-    for p in (
-        proofs
-    ):  # below the skill's directory every (index, count) is known: one accepted form (lineage/anchor.md §3 step 7)
+    # below the skill's directory every (index, count) is known: one accepted form (lineage/anchor.md §3 step 7)
+    for p in proofs:
         exact = prove(tree, p.path[len(inner) :]).steps
         if [(s.index, s.count) for s in p.steps[: len(exact)]] != [(s.index, s.count) for s in exact]:
             raise _fail(

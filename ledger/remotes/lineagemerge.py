@@ -221,9 +221,8 @@ def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live
     )
     skills = dict(t.skills)
     _take_changed(skills, b.skills, o.skills, t.skills)
-    for name in set(live) - set(
-        skills
-    ):  # a skill kept live keeps an entry unless it is a side's own (lineage/supply.md §1 rule 4c)
+    # a skill kept live keeps an entry unless it is a side's own (lineage/supply.md §1 rule 4c)
+    for name in set(live) - set(skills):
         own = [x for x, rec in ((theirs, t), (ours, o)) if name not in rec.skills and x.skills.get(name) == live[name]]
         held = [rec.skills[name] for rec in (t, o) if name in rec.skills]
         if held and not own:

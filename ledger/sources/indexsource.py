@@ -365,9 +365,8 @@ def _anchored(
         return None
     shown = origins.redacted(url)
     try:
-        doc = json.loads(
-            body, object_pairs_hook=unique_keys
-        )  # lineage/anchor.md §3 step 1: a key named twice is refused
+        # lineage/anchor.md §3 step 1: a key named twice is refused
+        doc = json.loads(body, object_pairs_hook=unique_keys)
     except ValueError as exc:
         raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}; nothing was taken") from None
     found = doc.get(anchors.KEY) if isinstance(doc, dict) else None

@@ -68,9 +68,8 @@ __all__ = [
 ]
 
 FORMAT = "brain-ledger/outcome/v3"  # lineage v1.8: a record may be a run of an evaluation (lineage/evaluations.md)
-FORMAT_V2 = (
-    "brain-ledger/outcome/v2"  # lineage v1.7: a record names its batch (lineage/evidence.md §9); read and audited
-)
+# lineage v1.7: a record names its batch (lineage/evidence.md §9); read and audited
+FORMAT_V2 = "brain-ledger/outcome/v2"
 FORMAT_V1 = "brain-ledger/outcome/v1"  # lineage v1.6: no batch; read and audited, never written
 PLAN_FORMAT = "brain-ledger/eval-plan/v1"  # lineage v1.8: a pre-registered evaluation (lineage/evaluations.md)
 APPROVAL_FORMAT = "brain-ledger/eval-approval/v1"  # lineage v1.8: a version released without an evaluation

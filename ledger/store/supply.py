@@ -50,10 +50,8 @@ FORMAT = 3  # what this ledger writes (lineage v1.10: verdicts carry `calibratio
 FORMATS = (1, 2, 3)  # what it reads; a record never declares a format below its parent's (lineage/supply.md §1)
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
-APPROVERS = (
-    "user",
-    "curator",
-)  # the roles whose snapshot may make an entry approved (lineage/supply.md §1 rules 6 and 7)
+# the roles whose snapshot may make an entry approved (lineage/supply.md §1 rules 6 and 7)
+APPROVERS = ("user", "curator")
 WITHHELD = (QUARANTINED, REVOKED)  # these entries stay when their skill is deleted (lineage/supply.md §1 rule 5, v1.7)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 MAX_DEPTH = 32  # JSON nesting: a record needs 6

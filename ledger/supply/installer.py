@@ -279,9 +279,8 @@ class Installer:
         blobs, counter = self._blobs(w, head, cand.name, cand.files, version)
         listed = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
         trusted = listed and cand.source.get("type") in VOUCHING
-        auto = (
-            trusted and brain.attribution["actor"] in sp.APPROVERS
-        )  # lineage/supply.md §1 rule 6: a user's or a curator's
+        # lineage/supply.md §1 rule 6: a user's or a curator's
+        auto = trusted and brain.attribution["actor"] in sp.APPROVERS
         entry = sp.Entry(
             cand.source,
             cand.pin,

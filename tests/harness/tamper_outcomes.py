@@ -232,9 +232,8 @@ def _entry(
     )
     if edit is not None:
         edit(record)
-    return oc.sign_batch([record], key, prev=None)[
-        0
-    ].data  # a batch of one, the first of a new chain (lineage/evidence.md §9)
+    # a batch of one, the first of a new chain (lineage/evidence.md §9)
+    return oc.sign_batch([record], key, prev=None)[0].data
 
 
 def outcome_cases() -> list[Case]:
