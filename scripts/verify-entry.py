@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""verify-entry.py ENTRY.json (--signer 0xADDRESS | --root blake3-tree-v1:HEX) [--files DIR]: docs/lineage.md §16.3.
+"""verify-entry.py ENTRY.json (--signer 0xADDRESS | --root blake3-tree-v1:HEX) [--files DIR]: docs/lineage/anchor.md §3.
 ENTRY.json: a Skill entry, a skills/get result or the anchor alone; DIR: the skill's files, laid out from its root.
 Stdlib, blake3, eth-account and PyYAML only, no ledger code. Exit 0: verified; 1: refused, and why; 2: usage."""
 
@@ -10,7 +10,8 @@ from blake3 import blake3
 
 FORMAT, KEY, KINDS, DIR = "brain-ledger/skill-anchor/1", "dev.brain-ledger/anchor", {"file": 1, "exec": 2}, 3
 KEYS = set("format skill prefix version versions root commit signed signer chain folder files".split())  # noqa: SIM905
-# lineage.md §8.1's Snapshot fields after root, as §16.1's anchor carries them; the frontmatter, as docs/layouts.md
+# lineage.md §8.1's Snapshot fields after root, as lineage/anchor.md §1's anchor carries them; the frontmatter, as
+# docs/layouts.md
 SIGNED = dict(parentRoot="bytes32", parentCommit="bytes20", tree="bytes20", actor="string", message="bytes32")
 FM = re.compile(r"---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 NAME, N = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*"), 2**256 - 0x14551231950B75FC4402DA1732FC9BEBF  # N: secp256k1's order
@@ -22,7 +23,7 @@ AS_WRITTEN = type(
             c: [r for r in rs if "timestamp" not in r[0]] for c, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()
         }
     },
-)  # §16.2: YAML 1.1, a date as written
+)  # lineage/anchor.md §2: YAML 1.1, a date as written
 
 
 def need(ok, why):
@@ -85,7 +86,7 @@ def path_ok(p):  # bundle-hash.md §1's names, and no '\' or control character
     )
 
 
-def signer_of(s, root):  # §16.3 step 2: the signer, recovered from the EIP-712 digest of lineage.md §8.1
+def signer_of(s, root):  # lineage/anchor.md §3 step 2: the signer, recovered from the EIP-712 digest of lineage.md §8.1
     need(isinstance(s, dict) and set(s) == {*SIGNED, "signature"}, "its signed member is malformed")
     sig, fields, types = s["signature"], {"root": "0x" + root.hex()}, {"root": "bytes32", **SIGNED}
     need(isinstance(sig, str) and re.fullmatch(r"0x[0-9a-f]{128}1[bc]", sig), "a signature is 0x, r, s and v 27|28")
@@ -179,13 +180,15 @@ if o.files:  # 5. the bytes: C, the entry's sha256 and size; no file more, none 
         need(blake3(b"\x02" + data).hexdigest() == files[i]["content"], f"file {rel!r} is not the root's")
         sha = "sha256:" + hashlib.sha256(data).hexdigest()
         need(res is None or (res[i]["size"], res[i]["digest"]) == (len(data), sha), f"file {rel!r} is not the entry's")
-    m = FM.match(Path(o.files, "SKILL.md").read_bytes().decode())  # its frontmatter (§16.2), name and counter (§4.2)
+    # its frontmatter (lineage/anchor.md §2), name and counter (§4.2)
+    m = FM.match(Path(o.files, "SKILL.md").read_bytes().decode())
     mine = (yaml.load(m.group(1), Loader=AS_WRITTEN) or {}) if m else None
     need(isinstance(mine, dict) and mine.get("name") == name, f"SKILL.md does not name the skill {name!r}")
     meta = mine["metadata"] if isinstance(mine.get("metadata"), dict) else {}
     n = next((c for c in map(counter, (meta.get("version"), meta.get("ledger-version"))) if c is not None), 0)
     need(a["versions"] == "store" or prefix or n == a["version"], f"SKILL.md is at version {n}, not {a['version']}")
-    same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True)  # §16.3 step 10
+    # lineage/anchor.md §3 step 10
+    same = entry is None or json.dumps(mine, sort_keys=True) == json.dumps(fm, sort_keys=True)
     need(same, "the entry's frontmatter is not SKILL.md's")
 claim = "" if o.files and a["versions"] == "skill-md" and not prefix else " (claimed)"  # else a clone checks it
 print(f"OK: skill://{skill}/{pre}SKILL.md v{a['version']}{claim} is in {text_root} (commit {commit}, signer {signer})")

@@ -2,7 +2,7 @@
 
 The outcome is signed by the key the runtime acts with (the agent's: *self-reported*, never
 summed with a verifier's) and appended to the evidence log as one ``outcome`` snapshot
-(docs/lineage.md §14).  The receipt pins the version and the snapshot that served it, so an
+(docs/lineage/evidence.md).  The receipt pins the version and the snapshot that served it, so an
 agent cannot credit a version it did not use.
 """
 

@@ -100,7 +100,7 @@ def attest(brain: Brain, rev: str | None, name: str | None, fmt: str, actor: str
             signer=key.address,
             receipt=_receipt(brain, commit),
         )
-        kid = sslib_key_id(pem)  # the envelope's keyid: securesystemslib's default (lineage.md §12.2)
+        kid = sslib_key_id(pem)  # the envelope's keyid: securesystemslib's default (lineage/attestations.md §2)
         data = intoto.make(stmt, sibling)
     summary = {
         "format": fmt,
@@ -175,7 +175,8 @@ def _verify(brain: Brain, doc: Any, rev: str | None) -> dict[str, Any]:
         )
     address, cert_commit, certified = found
     pem = certified.pem(siblings.P256)
-    if fmt == "oms" and kid != key_id(pem):  # model_signing's hint is the PEM key id alone (§12.4.1)
+    # model_signing's hint is the PEM key id alone (lineage/attestations.md §4.1)
+    if fmt == "oms" and kid != key_id(pem):
         raise AttestationError(f"unknown key {kid[:16]}…: an OMS hint is the SHA-256 of the key's PEM")
     good = oms.check_signature(pem, payload, sig) if fmt == "oms" else intoto.check_signature(env, pem, kid)
     if not good:

@@ -8,7 +8,7 @@ brain itself, named ``brain:<agent id or folder name>``, digested by its bundle 
 OMS defines (:func:`ledger.attestations.oms.folder_sha256`), so every subject carries sha256.  The predicate
 (:data:`PREDICATE_TYPE`) says which snapshot, who attests and what the chain recorded.
 securesystemslib's :class:`~securesystemslib.dsse.Envelope` signs and verifies; its
-``keyid`` is securesystemslib's default key id of the sibling (lineage.md §12.2, v1.11), so a stock
+``keyid`` is securesystemslib's default key id of the sibling (lineage/attestations.md §2, v1.11), so a stock
 ``SSlibKey.from_crypto(public_key)`` verifies it.  Envelopes made before v1.11 name the key by the SHA-256 of
 its PEM; they still verify here.
 """
@@ -135,7 +135,7 @@ def check_signature(env: Any, pem: bytes, kid: str) -> bool:
 
 
 def _normal(stmt: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-    """``stmt`` with what lineage.md §12.5.4 lets differ set aside: each brain subject's name, ``agent``,
+    """``stmt`` with what lineage/attestations.md §5.4 lets differ set aside: each brain subject's name, ``agent``,
     and ``receipt`` when either side has none.  Two statements that attest the same are then equal."""
     out = json.loads(json.dumps(stmt))
     for subject in out["subject"]:
@@ -156,7 +156,8 @@ def _normal(stmt: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
 def problems(stmt: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     """What differs between a verified statement and the one the brain gives at its snapshot (empty: none).
 
-    The statement must equal the expected one exactly, bar the fields §12.5.4 lets differ: anything else
+    The statement must equal the expected one exactly, bar the fields lineage/attestations.md §5.4 lets differ: anything
+    else
     (a member this format does not define, subjects in another order) is named, never passed over."""
     if stmt == expected:
         return []

@@ -6,7 +6,7 @@ A ledger key is secp256k1, which neither format takes, so the caller's role key 
 its **P-256 sibling** (:mod:`ledger.signatures.siblings`).  A verifier trusts that sibling
 because a snapshot signed by a key of the brain's trust set names it in a ``Ledger-Sibling``
 trailer inside the EIP-712-signed text; both formats name the key by the SHA-256 of its
-PEM (model_signing's own key hint).  The formats are docs/lineage.md §12.
+PEM (model_signing's own key hint).  The formats are docs/lineage/attestations.md.
 """
 
 from __future__ import annotations
@@ -155,12 +155,12 @@ def b64_strict(value: Any, what: str) -> bytes:
 def key_id(pem: bytes) -> str:
     """The PEM key id of a P-256 sibling: SHA-256 of its SubjectPublicKeyInfo PEM, in hex
     (model_signing's ``verificationMaterial.publicKey.hint``; the DSSE ``keyid`` of in-toto envelopes
-    made before lineage v1.11, which verifiers still accept: docs/lineage.md §12.2)."""
+    made before lineage v1.11, which verifiers still accept: docs/lineage/attestations.md §2)."""
     return hashlib.sha256(pem).hexdigest()
 
 
 def sslib_key_id(pem: bytes) -> str:
-    """securesystemslib's default key id of a P-256 sibling (lineage.md §12.2, v1.11), the DSSE ``keyid`` of
+    """securesystemslib's default key id of a P-256 sibling (lineage/attestations.md §2, v1.11), the DSSE ``keyid`` of
     in-toto envelopes: SHA-256 of the OLPC canonical JSON of its key object.  That JSON escapes only ``"``
     and backslash, which no PEM holds, so the PEM's bytes (line feeds included) stand in it as they are."""
     key = b'{"keytype":"ecdsa","keyval":{"public":"' + pem + b'"},"scheme":"ecdsa-sha2-nistp256"}'

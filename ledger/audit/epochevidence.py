@@ -7,7 +7,7 @@ it, sizes strictly growing) and this agent's to the clone (some mainline snapsho
 records exactly that log; the head's log starts with the largest one, so a log trimmed or rewritten
 after it was anchored fails, naming both sizes).  Each evidence receipt
 (``refs/notes/ledger-epoch-evidence``) is checked offline, on the snapshot it sits on, and against
-the chain as a head receipt is (docs/lineage.md §13.7 steps 3 to 5).
+the chain as a head receipt is (docs/lineage/epochs.md §7 steps 3 to 5).
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ def _check_receipt(
     doc: dict[str, Any],
     facts: dict[str, Any],
 ) -> None:
-    """§13.7 steps 2 to 5 for one receipt that verified offline."""
+    """lineage/epochs.md §7 steps 2 to 5 for one receipt that verified offline."""
     if facts["agent"] != agent or i is None or facts["seq"] != i + 1 or facts["root"] != snaps[i].root:
         chk.fail(
             f"the epoch receipt on {commit[:12]} names agent {facts['agent']:#x} chain sequence {facts['seq']}, "
@@ -192,7 +192,8 @@ def _check_on_chain(
     doc: dict[str, Any],
     facts: dict[str, Any],
 ) -> None:
-    """§13.7 steps 3 to 5, for a head or an evidence receipt: the epoch, its event, the operator a committer."""
+    """lineage/epochs.md §7 steps 3 to 5, for a head or an evidence receipt: the epoch, its event, the operator a
+    committer."""
     size, root = reg.epoch(facts["operator"], facts["epoch"], height)
     if (size, root) != (facts["size"], facts["tree_root"]):
         chk.fail(
@@ -300,7 +301,7 @@ def replay(
                 computed=f"chain sequence {seq}",
             )
             return None
-        if root in (ZERO, parent):  # §13.1: what anchor refuses, whoever the agent
+        if root in (ZERO, parent):  # lineage/epochs.md §1: what anchor refuses, whoever the agent
             chk.fail(
                 f"forked operator: entry {n} of {operator}'s log anchors agent {who:#x} chain sequence {seq} "
                 f"with root {format_root(root)}, which is zero or repeats its parent",

@@ -1,4 +1,4 @@
-"""The ``evidence`` check: every snapshot's evidence log against its parents' (docs/lineage.md §14.5).
+"""The ``evidence`` check: every snapshot's evidence log against its parents' (docs/lineage/evidence.md §5).
 
 The log is append-only: an ``outcome`` snapshot extends its parent's log by at least one entry
 and changes nothing else; a merge appends the second parent's entries its first parent lacks,
@@ -48,7 +48,7 @@ class Tally:
 
 
 class Plans:
-    """The eval plans in the log before an entry (docs/lineage.md §14.10): ``before(id)`` answers for the log
+    """The eval plans in the log before an entry (docs/lineage/evaluations.md): ``before(id)`` answers for the log
     before the snapshot (or the writer's head), and the plans appended earlier in the same snapshot are
     added as they pass (:func:`entry_problem` adds them)."""
 
@@ -102,7 +102,7 @@ class Receipts:
 
     def evals(self, commit: str, name: str) -> str | None:
         """The digest of the ``evals`` directory of ``name`` in snapshot ``commit`` (None: it has none), the
-        eval set a run of that version names (docs/lineage.md §14.10)."""
+        eval set a run of that version names (docs/lineage/evaluations.md)."""
         key = (commit, name)
         if key not in self.eval_sets:
             if commit not in self.trees:
@@ -148,9 +148,11 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
     trusts: dict[str, Any] = {}
     incremental = bool(walked.mainline and walked.mainline[0].parents)
     adders: dict[bytes, list[str]] = {}  # outcome id → the snapshots that appended it (a merge may bring it twice)
-    batches: dict[tuple[str, str], list[str]] = {}  # (signer, batch id) → the snapshots that appended it (§14.9)
+    # (signer, batch id) → the snapshots that appended it (lineage/evidence.md §9)
+    batches: dict[tuple[str, str], list[str]] = {}
     v2_adders: list[str] = []  # the snapshots that appended a v2 or v3 record, oldest first
-    v3_adders: list[str] = []  # the snapshots that appended a v3 record, oldest first (§14.10: no downgrade)
+    # the snapshots that appended a v3 record, oldest first (lineage/evaluations.md: no downgrade)
+    v3_adders: list[str] = []
     plan_adders: dict[str, tuple[oc.Entry, list[str]]] = {}  # plan id → the plan and the snapshots that appended it
     added = 0
     for snap in walked.order:
@@ -223,7 +225,8 @@ def check_evidence(store: gs.GitStore, walked: Walked, report: Report) -> Tally:
                 parsed.append((i, entry))
                 adders.setdefault(oid, []).append(snap.commit)
             else:
-                # §14.9: the log before is the first parent's, whose batches the snapshots before appended.
+                # lineage/evidence.md §9: the log before is the first parent's, whose batches the snapshots before
+                # appended.
                 known = _known(before_batches, batches, receipts, snap.commit)
                 v2_before = before_level >= 2 or any(receipts.before(by, snap.commit) for by in v2_adders)
                 v3_before = before_level >= 3 or any(receipts.before(by, snap.commit) for by in v3_adders)
@@ -347,7 +350,7 @@ def _entry(
     tally: Tally,
     plans: Plans,
 ) -> tuple[str | None, oc.Entry | None]:
-    """Why an appended entry is refused (docs/lineage.md §14.5), or None; and the entry, parsed."""
+    """Why an appended entry is refused (docs/lineage/evidence.md §5), or None; and the entry, parsed."""
     try:
         entry = oc.parse_entry(data)
     except LedgerError as exc:
@@ -428,7 +431,8 @@ def entry_problem(
     inclusive: bool = False,
     plans: Plans | None = None,
 ) -> str | None:
-    """Why a parsed entry may not be appended by the snapshot ``at`` made at ``stamp`` (§14.5 rules 2-7),
+    """Why a parsed entry may not be appended by the snapshot ``at`` made at ``stamp`` (lineage/evidence.md §5 rules
+    2-7),
     or None (and its tier recorded in ``tally``).  The audit asks it of each entry a snapshot added; the
     writer of each entry it is about to append (``at`` its head, ``inclusive``), so that it never
     acknowledges an outcome the audit would refuse."""
@@ -485,7 +489,7 @@ def entry_problem(
 
 
 def _run_problem(entry: oc.Entry, short: str, commit: str, receipts: Receipts, plans: Plans) -> str | None:
-    """Why a run of an evaluation (a v3 record whose ``eval`` is not null) breaks docs/lineage.md §14.10.5
+    """Why a run of an evaluation (a v3 record whose ``eval`` is not null) breaks docs/lineage/evaluations.md §5
     rules 2 and 3, or None."""
     rec, run = entry.body, entry.eval
     assert run is not None
@@ -539,7 +543,7 @@ def _run_problem(entry: oc.Entry, short: str, commit: str, receipts: Receipts, p
 
 def _item_problem(entry: oc.Entry, short: str, role: str, stamp: int) -> str | None:
     """Why an eval plan or an approval (trusted, of this brain, not in the log before) may not be appended
-    by a snapshot made at ``stamp`` (docs/lineage.md §14.10), or None."""
+    by a snapshot made at ``stamp`` (docs/lineage/evaluations.md), or None."""
     if entry.kind == "approval" and role not in ("user", "curator"):
         return f"{short} is signed by {entry.signer}, a {role} key: an approval is signed by a user or curator key"
     if oc.parse_time(entry.body["time"]) > stamp + MAX_SKEW:
@@ -556,14 +560,14 @@ def batch_problem(
     plans: Callable[[str], oc.Entry | None] | None = None,
 ) -> str | None:
     """Why the entries one ``outcome`` snapshot appends (``(index in the log, entry)``, in log order) break
-    docs/lineage.md §14.9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
+    docs/lineage/evidence.md §9, or None: with ``v2_before`` (the log before holds a v2 record) every one is v2;
     each batch they name is new (``known(signer, id)``: the log before holds that batch) and appended whole,
     indices 0 to count - 1 once each, one count and one ``prev`` throughout; and each ``prev`` is a batch
     of the same signer in the log before, or earlier among these.  The writer asks it before it appends,
     the audit of each snapshot, so a verifier's batch is in a log all of it or none of it."""
     groups: dict[tuple[str, str], list[tuple[int, oc.Entry]]] = {}
     for i, entry in appended:
-        if entry.kind != "record":  # an eval plan or an approval belongs to no batch (§14.10)
+        if entry.kind != "record":  # an eval plan or an approval belongs to no batch (lineage/evaluations.md)
             continue
         batch, short = entry.batch, entry.id.hex()[:12]
         if batch is None:
@@ -631,7 +635,7 @@ def batch_problem(
 def _grid_problem(
     members: Sequence[tuple[int, oc.Entry]], label: str, plans: Callable[[str], oc.Entry | None] | None
 ) -> str | None:
-    """Why a whole batch holding a run of an evaluation breaks docs/lineage.md §14.10.5 rule 4, or None: it
+    """Why a whole batch holding a run of an evaluation breaks docs/lineage/evaluations.md §5 rule 4, or None: it
     holds only runs, of one plan, one skill and one version; and, under a plan, exactly the plan's grid
     (every case × run × condition once), so a failed run cannot be left out of a re-signed batch."""
     runs = [e for _, e in members if e.eval is not None]

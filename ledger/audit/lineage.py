@@ -122,7 +122,7 @@ def audit_repo(
     (the reason, what to pass), so that OK never stands for a check not made.  ``tip`` audits from
     that commit instead of ``main`` (a push a guarded remote has not taken yet; with ``since`` only).
     ``epoch_logs`` (operator address → location) says where an operator's epoch log is published when no
-    epoch receipt here names it (§13.7).
+    epoch receipt here names it (lineage/epochs.md §7).
     """
     path = Path(repo)
     try:

@@ -10,9 +10,9 @@ Under the ledger's namespaces (``refs/ledger/``, ``refs/notes/ledger-``) no othe
   that is not one (:func:`ledger.chain.epochlog.read_at`).  A peer refuses such a ref whole and names it,
   and still takes a good ``main``.
 - :func:`receipt_problem` is why one receipt is refused (a peer takes the others): a chain receipt by
-  §6.1–6.2, an epoch receipt by §13.6, an evidence epoch receipt by §14.7, each checked offline against
-  the lineage it sits on.
-- :func:`log_keeps` is why a log is not the one before it grown (§13.8).
+  §6.1–6.2, an epoch receipt by lineage/epochs.md §6, an evidence epoch receipt by lineage/evidence.md §7, each checked
+  offline against the lineage it sits on.
+- :func:`log_keeps` is why a log is not the one before it grown (lineage/epochs.md §8).
 - :func:`update_problems` is the guard's: a push refused for any of the above, for a deletion, for a
   non-fast-forward update (every published ref only grows), for a receipt a peer would refuse, and
   for a name under the namespaces that is not published.
@@ -160,7 +160,8 @@ def shape(store: gs.GitStore, ref: str, commit: bytes) -> str | None:
 def epoch_receipt(data: bytes, commit: str, snaps: list[gs.Snapshot], agent: int | None) -> tuple[Any, str | None]:
     """``((doc, facts), None)`` for an epoch receipt that holds up offline, else ``(None, why)``.
 
-    It must verify offline (§13.6) and name the snapshot it sits on: its agent (when the copy knows its own),
+    It must verify offline (lineage/epochs.md §6) and name the snapshot it sits on: its agent (when the copy knows its
+    own),
     its seq (the snapshot's position among the anchored ones ``snaps``), its root, and as parent the root before."""
     try:
         doc = epochproof.parse_receipt(data)
@@ -226,7 +227,8 @@ def receipt_problem(store: gs.GitStore, ref: str, commit: str, data: bytes, line
 
 def log_keeps(old: EpochLog, new: EpochLog) -> str | None:
     """Why ``new`` is not ``old`` grown (None when it is): every anchored epoch of ``old`` (``tx`` set) must be in
-    ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped (§13.8)."""
+    ``new`` unchanged, with the entries it covers.  A pending last epoch may be settled or dropped
+    (lineage/epochs.md §8)."""
     if old.header and new.header != old.header:
         return "its header (origin, operator, checkpoint key) is not the one before"
     done = [ep for ep in old.epochs if ep.get("tx") is not None]

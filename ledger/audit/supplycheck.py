@@ -1,4 +1,4 @@
-"""The ``supply`` check: each snapshot's supply record against its parents' (docs/lineage.md §1.6).
+"""The ``supply`` check: each snapshot's supply record against its parents' (docs/lineage/supply.md §1).
 
 Who may change what: an ``install`` adds or replaces the entries of the skills it writes (in
 quarantine, unless auto-approved under a clean verdict in a user's or a curator's snapshot), and

@@ -1,6 +1,6 @@
 """Competence per skill version: successes and failures by tier, rates with Wilson intervals, regressions.
 
-Two tiers, never summed (docs/lineage.md §14.6): outcomes signed by a key the head trusts as
+Two tiers, never summed (docs/lineage/evidence.md §6): outcomes signed by a key the head trusts as
 ``verifier`` are *verified*; outcomes signed by any other trusted key are *self-reported*.  A
 key revoked since is withdrawn from both (its outcomes are still in the log, and counted as
 ``withdrawn``), so revoking a compromised verifier key takes back what it vouched for.
@@ -83,7 +83,7 @@ def competence(entries: Iterable[bytes | Mapping[str, Any]], trust: Trust) -> di
     verified, each entry measured before it was parsed), as bytes or as their parsed JSON (a caller that
     reads them for more than this parses each once), so this reads each record as it is.  An eval
     plan or an approval counts in no figure, nor does an evaluation's baseline arm (a ``without_skill`` or
-    ``old_skill`` run is not an outcome of the version it belongs to; docs/lineage.md §14.10)."""
+    ``old_skill`` run is not an outcome of the version it belongs to; docs/lineage/evaluations.md)."""
     out: dict[str, dict[int, VersionStats]] = {}
     for data in entries:
         rec = (json.loads(data) if isinstance(data, bytes) else data).get("record")  # an entry, or its JSON
@@ -117,7 +117,7 @@ def competence(entries: Iterable[bytes | Mapping[str, Any]], trust: Trust) -> di
 def best_verified(versions: Mapping[int, VersionStats]) -> int | None:
     """The version with the best verified evidence: the highest lower end of its 95 % Wilson interval
     (the newest on a tie); None when no version has a verified outcome.  What a target linked with
-    ``--best-verified`` shows (docs/lineage.md §14.6)."""
+    ``--best-verified`` shows (docs/lineage/evidence.md §6)."""
     scored = [(wilson(s.verified.successes, s.verified.n)[0], v) for v, s in versions.items() if s.verified.n]  # type: ignore[index]
     return max(scored)[1] if scored else None
 

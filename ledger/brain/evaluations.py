@@ -1,6 +1,6 @@
 """Paired, pre-registered evaluations of a skill's versions, recorded as evidence (issue 47).
 
-- :meth:`Evaluations.plan`: the plan (docs/lineage.md §14.10): the eval set's digest and cases, the
+- :meth:`Evaluations.plan`: the plan (docs/lineage/evaluations.md): the eval set's digest and cases, the
   baseline, the run count, the runner's and grader's commands and declared identities, the decision
   rule; one signed entry of the evidence log, written once (the same parameters again write nothing);
 - :meth:`Evaluations.run`: every case × {with_skill, baseline} × run of the skill's current plan, each in
@@ -281,7 +281,7 @@ class Evaluations:
 
     def stale(self, name: str) -> list[int]:
         """The versions of ``name`` whose evaluations all declare another runner or grader identity than the
-        skill's current plan (evidence kept, never summed with the new: docs/lineage.md §14.10), oldest first."""
+        skill's current plan (evidence kept, never summed with the new: docs/lineage/evaluations.md), oldest first."""
         plan = self.current_plan(self.brain.resolve(name))
         if plan is None:
             raise EvalError(

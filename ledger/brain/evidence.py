@@ -1,7 +1,7 @@
 """Outcome evidence: record, import and read the signed outcomes of a brain's skill versions.
 
 Outcomes never change a skill or the bundle root: each append is an ``outcome`` snapshot that
-changes only ``evidence/`` (docs/lineage.md §14), made by the one write path under the writer
+changes only ``evidence/`` (docs/lineage/evidence.md), made by the one write path under the writer
 lock, so an acknowledged outcome stays in the log and two writers never drop each other's.
 Each record is signed by its actor's key (a ``verifier`` key makes it *verified*, any other
 trusted key *self-reported*); the snapshot that appends it is signed too.
@@ -303,14 +303,14 @@ class Evidence:
             State(self._control).append(EVIDENCE_CHECKED, lines.encode())
 
     def batches(self, signer: str | None = None) -> list[dict[str, Any]]:
-        """Each signer's batches in the head's log (docs/lineage.md §14.9), oldest first: id, prev, count, the
+        """Each signer's batches in the head's log (docs/lineage/evidence.md §9), oldest first: id, prev, count, the
         log index of its first outcome, and whether it is a **head** (no batch of the signer follows it: the
         end of a chain, which only the signer's own word can show whole or missing); and its v1 records."""
         roles = self._trust().active
         out: dict[str, dict[str, Any]] = {}
         for i, data in enumerate(self.checked()):
             record = oc.loads(data).get("record")
-            if record is None:  # an eval plan or an approval: in no batch (docs/lineage.md §14.10)
+            if record is None:  # an eval plan or an approval: in no batch (docs/lineage/evaluations.md)
                 continue
             who = record["signer"]
             if signer is not None and who != signer:
@@ -343,11 +343,11 @@ class Evidence:
         return list(out.values())
 
     def plans(self, skill: str | None = None) -> list[oc.Entry]:
-        """The eval plans in the head's log (of ``skill``, or all), in log order (docs/lineage.md §14.10)."""
+        """The eval plans in the head's log (of ``skill``, or all), in log order (docs/lineage/evaluations.md)."""
         return self._of_kind("plan", skill)
 
     def approvals(self, skill: str | None = None) -> list[oc.Entry]:
-        """The approvals in the head's log (of ``skill``, or all), in log order (docs/lineage.md §14.10)."""
+        """The approvals in the head's log (of ``skill``, or all), in log order (docs/lineage/evaluations.md)."""
         return self._of_kind("approval", skill)
 
     def _of_kind(self, kind: str, skill: str | None) -> list[oc.Entry]:
@@ -516,14 +516,16 @@ class Evidence:
 
     def record_runs(self, rows: Sequence[Mapping[str, Any]], note: str) -> Receipt:
         """Sign ``rows`` (unsigned v3 records from :meth:`unsigned`, each an evaluation's run) with the acting
-        key as ONE batch and append them: one ``outcome`` snapshot (docs/lineage.md §14.9, §14.10)."""
+        key as ONE batch and append them: one ``outcome`` snapshot (docs/lineage/evidence.md §9,
+        docs/lineage/evaluations.md)."""
         if not rows:
             raise StoreError("an evaluation records at least one run")
         return self._append([dict(r) for r in rows], note)[0]
 
     def add_plan(self, fields: Mapping[str, Any], note: str = "") -> tuple[Receipt, oc.Entry]:
         """Sign an eval plan (``fields``: ``skill``, ``set``, ``cases``, ``baseline``, ``runs``, ``runner``,
-        ``grader``, ``min_lift``, and ``time`` optionally) with the acting key and append it (§14.10)."""
+        ``grader``, ``min_lift``, and ``time`` optionally) with the acting key and append it
+        (lineage/evaluations.md)."""
         key = self._key()
         wanted = {"skill", "set", "cases", "baseline", "runs", "runner", "grader", "min_lift"}
         if not wanted <= set(fields) or not set(fields) <= wanted | {"time"}:
@@ -547,7 +549,7 @@ class Evidence:
 
     def approve(self, skill: str, version: int, reason: str, note: str = "") -> tuple[Receipt, oc.Entry]:
         """Sign an approval of ``skill`` at ``version`` (released without an evaluation, for ``reason``) with the
-        acting key, which must be a user or curator key, and append it (§14.10)."""
+        acting key, which must be a user or curator key, and append it (lineage/evaluations.md)."""
         served = self.served(skill, version)
         key = self._key()
         approval = oc.make_approval(
@@ -623,7 +625,8 @@ class Evidence:
     def unsigned(self, served: Served, fields: Mapping[str, Any], result: str) -> dict[str, Any]:
         """The record of a row the acting key will sign (:meth:`record_runs` signs rows as one batch).
         ``fields``: ``task``, ``task_digest``, ``score``, ``scale``, ``threshold``, ``evidence``,
-        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, §14.10, or absent).
+        ``evidence_digest``, ``verifier``, ``time``, and ``eval`` (an evaluation's run, lineage/evaluations.md, or
+        absent).
         The record names the acting key as its signer: build the rows under the ``Brain.acting`` block
         that records them."""
         return self._unsigned(served, fields, result)
@@ -688,7 +691,8 @@ class Evidence:
 
     def append(self, entries: Sequence[bytes | oc.Entry], note: str) -> Receipt:
         """Append signed entries (each checked, each signer trusted, duplicates of the log's dropped, each
-        batch whole, §14.9) as one ``outcome`` snapshot, under the writer lock, so no concurrent append is
+        batch whole, lineage/evidence.md §9) as one ``outcome`` snapshot, under the writer lock, so no concurrent append
+        is
         lost.  An :class:`~oc.Entry` is one this process parsed or signed; bytes are parsed here."""
         return self._append(entries, note)[0]
 
@@ -718,7 +722,8 @@ class Evidence:
                 entries = [next(signed) if isinstance(e, dict) else e for e in entries]
             else:
                 mine = []
-            # The audit's own rules (§14.5), asked before anything is written: an acknowledged outcome is
+            # The audit's own rules (lineage/evidence.md §5), asked before anything is written: an acknowledged outcome
+            # is
             # one the audit passes, since the append-only log could never drop it afterwards.
             tally = Tally(agent=log_agent)
             registered = self.agent()
@@ -820,7 +825,8 @@ class Evidence:
 
     def _batches(self, tree: bytes | None) -> tuple[dict[str, list[str]], int]:
         """Each signer's batch ids in ``tree``'s log, oldest first, and the newest record format it holds
-        (0 none, 1, 2 or 3: §14.9's and §14.10's no-downgrade rule): from ``.ledger/cache`` when kept for this
+        (0 none, 1, 2 or 3: lineage/evidence.md §9's and lineage/evaluations.md's no-downgrade rule): from
+        ``.ledger/cache`` when kept for this
         very tree (content-addressed, as the ids' cache), else read from the log."""
         if tree is None:
             return {}, 0
@@ -931,7 +937,8 @@ def _load_figures(data: bytes, only: str | None) -> tuple[PerVersion, lf.Pairing
 
 def _extends(store: gs.GitStore, old: bytes, new: bytes, size: int) -> bool:
     """Whether the log of ``new`` begins with the ``size`` entries of the log of ``old``: the same chunks up to
-    the last, whose bytes begin the new log's chunk of that index (chunks are content-addressed; §14.2)."""
+    the last, whose bytes begin the new log's chunk of that index (chunks are content-addressed;
+    lineage/evidence.md §2)."""
     before, after = ev.chunk_ids(store, old), ev.chunk_ids(store, new)
     full, part = divmod(size, ev.CHUNK)
     if len(before) != full + (1 if part else 0) or after[:full] != before[:full]:
@@ -975,7 +982,7 @@ def stats_doc(
 
 
 def _log_agent(entries: Sequence[bytes]) -> str | None:
-    """The registry agent id the log's records name (§14.5 rule 7), read without parsing each entry: an
+    """The registry agent id the log's records name (lineage/evidence.md §5 rule 7), read without parsing each entry: an
     entry's bytes begin ``{"record":{"agent":`` and then ``null`` or the id (RFC 8785 key order)."""
     head = b'{"record":{"agent":"'
     for entry in entries:

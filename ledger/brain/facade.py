@@ -171,7 +171,7 @@ class Brain:
         self._catalog = Catalog(self._snapshots, self._versions, self._categories)  # the head's listing, for agents
         self._mutations = Mutations(self._writer, self._reads, self._categories)  # create … snapshot
         self._keyring = Keyring(self._writer, lambda: self.update_config(signing=True))  # trust, revoke, rotate
-        # signed outcomes per skill version (docs/lineage.md §14), from the parts it reads and writes through
+        # signed outcomes per skill version (docs/lineage/evidence.md), from the parts it reads and writes through
         self._evidence = Evidence(self._writer, self._reads, self._catalog, lambda: self.config)
         if (self._control / JOURNAL).exists() or self._writer.journal.stale_ref_locks():
             try:

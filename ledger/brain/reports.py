@@ -283,7 +283,7 @@ class ProofCheckReport(Report):
 
 @dataclass(frozen=True)
 class EntryCheckReport(Report):
-    """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3): what its verified anchor
+    """``ledger proof check`` of an MCP skill entry (docs/lineage/anchor.md §3): what its verified anchor
     establishes (:class:`ledger.publish.anchor.AnchorCheck`), and with ``--chain`` where the chain committed it."""
 
     ok: Literal[True]
@@ -296,7 +296,7 @@ class EntryCheckReport(Report):
     commit: str
     signer: str | None
     role: str | None
-    chain: dict[str, Any] | None  # as the anchor states it (docs/lineage.md §16.3)
+    chain: dict[str, Any] | None  # as the anchor states it (docs/lineage/anchor.md §3)
     files: tuple[str, ...]
     bytes_checked: bool
     trusted: str | None

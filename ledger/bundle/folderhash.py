@@ -6,7 +6,7 @@ relative path (``/``-separated) then the raw bytes, with no separator; directori
 ``node_modules`` are skipped; lowercase hex, no prefix.  ``localeCompare`` is ICU's root collation:
 :func:`_collation_key` reproduces it for ASCII exactly and approximates it beyond (NFD base letters, then
 accents, then case).  Here, below the store, so that the audit recomputes a supply entry's ``sha256``
-(docs/lineage.md §1.6) with the same function the installer and the lock file use.
+(docs/lineage/supply.md §1) with the same function the installer and the lock file use.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def folder_sha256(files: Mapping[str, tuple[bytes, bool]]) -> str:
     The executable bit is not hashed (the skills CLI reads content only)."""
     kept = [p for p in files if not _SKIPPED_DIRS.intersection(p.split("/")[:-1])]
     digest = hashlib.sha256()
-    for path in sorted(kept, key=lambda p: (_collation_key(p), p)):  # equal keys: code-point order (lineage.md §1.8)
+    # equal keys: code-point order (lineage/supply.md §3)
+    for path in sorted(kept, key=lambda p: (_collation_key(p), p)):
         digest.update(path.encode("utf-8"))
         digest.update(files[path][0])
     return digest.hexdigest()

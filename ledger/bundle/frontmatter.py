@@ -217,7 +217,7 @@ MAX_JSON_INT = 2**53 - 1  # beyond it a JSON number is not one value to every re
 
 
 def as_json(text: str) -> dict[str, Any]:
-    """A SKILL.md's frontmatter as the JSON object the MCP Skills extension serves (docs/lineage.md §16.1).
+    """A SKILL.md's frontmatter as the JSON object the MCP Skills extension serves (docs/lineage/anchor.md §1).
 
     The YAML is read as :func:`load` reads it (YAML 1.1 safe schema, unique string keys, bounded), with one
     change: a timestamp is the string written (``2024-01-15`` → ``"2024-01-15"``).  Refused, naming the
@@ -368,7 +368,7 @@ def _checked(out: str, key: str, value: int) -> str:
     return out
 
 
-# The spellings of the counter that an installed SKILL.md may carry (docs/lineage.md §1.6, "the counter set
+# The spellings of the counter that an installed SKILL.md may carry (docs/lineage/supply.md §1, "the counter set
 # aside"): one line of the block mapping under a line that is exactly ``metadata:``, at that block's
 # indentation, the value a whole number written plain (no leading zero: YAML 1.1 reads 010 as octal), or in
 # single or double quotes.  Anything else (a flow mapping, a comment on the line, a tag) is refused.
@@ -378,7 +378,7 @@ _CLOSE = re.compile(r"---[ \t]*\Z")
 
 def _lines(text: str) -> tuple[list[str], int]:
     """``text`` as lines split after each LF, terminators kept, and the index of the line closing the
-    frontmatter (lineage.md §1.6: only LF ends a line; CR, VT, FF, U+2028 and the rest do not)."""
+    frontmatter (lineage/supply.md §1: only LF ends a line; CR, VT, FF, U+2028 and the rest do not)."""
     parts = text.split("\n")
     lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     for i in range(1, len(lines)):
@@ -440,7 +440,7 @@ def set_aside(text: str, served: str | None) -> str:
     """``text`` (an installed SKILL.md) with the ledger's counter set aside: its counter line replaced by
     ``served`` (the counter line of the SKILL.md as its source served it, terminator excluded) or, when
     ``served`` is None, removed, with the ``metadata:`` line above it when that leaves its block empty
-    (docs/lineage.md §1.6).  The result is the served SKILL.md, byte for byte, when only the counter changed."""
+    (docs/lineage/supply.md §1).  The result is the served SKILL.md, byte for byte, when only the counter changed."""
     found = counter_line(text)
     if found is None:
         raise SkillError(

@@ -152,7 +152,7 @@ def _field_errors(verdict: Verdict, fm: Mapping[str, Any], folder: str) -> None:
 
 def served_errors(folder: str, fm: Mapping[str, Any]) -> list[str]:
     """What keeps frontmatter ``fm``, read with its types as a server serves it (the JSON rendering of
-    docs/lineage.md §16.2), from conforming to the agentskills spec, each with its fix; [] when it does.
+    docs/lineage/anchor.md §2), from conforming to the agentskills spec, each with its fix; [] when it does.
 
     The lint's own rules (:func:`lint_skill`: name, description, compatibility), plus those its
     string-only reading cannot see: ``license`` and ``allowed-tools`` are strings, ``metadata`` maps

@@ -1,5 +1,5 @@
 """An agent's shares: the ERC-1155 token the registry mints (token id = agent id), who holds it, and
-its metadata, which the registry builds on chain from the lineage's head (docs/lineage.md §15).
+its metadata, which the registry builds on chain from the lineage's head (docs/lineage/shares.md).
 
 Everything here reads over the light client (:mod:`ledger.chain.rpc` and the hand-written ABI of
 :mod:`ledger.chain.abi`): ``ledger chain status`` shows the shares without importing web3.
@@ -52,7 +52,7 @@ __all__ = [
 
 DATA_URI_PREFIX = "data:application/json;base64,"
 ROOT_PREFIX = VERSION + ":"  # a root as the spec prints it: blake3-tree-v1:<64 hex>
-# The registry's fixed description (contracts/BrainRegistry.sol `_DESCRIPTION`, docs/lineage.md §15).
+# The registry's fixed description (contracts/BrainRegistry.sol `_DESCRIPTION`, docs/lineage/shares.md).
 DESCRIPTION = (
     "One share of this AI agent. A share is a claim on the agent's brain lineage: the head below is the "
     "lineage's current root (exactly which skills) and the evidence root commits to its recorded outcomes. "
@@ -173,7 +173,7 @@ def metadata_json(
     evidence: tuple[int, str] | None,
     location: str | None,
 ) -> bytes:
-    """The token metadata's exact bytes (docs/lineage.md §15): no whitespace, this key order, lowercase
+    """The token metadata's exact bytes (docs/lineage/shares.md): no whitespace, this key order, lowercase
     hex, decimal integers; ``head`` null iff ``sequence`` is 0, ``evidence`` null iff its size is 0,
     ``location`` null iff unset (None or empty)."""
     _uint(agent_id, 256, "the agent id")

@@ -485,7 +485,8 @@ def _read_files(folder: Path) -> dict[str, bytes]:
 def _verify_entry(
     doc: Any, root: str | None, signer: str | None, files_dir: Path | None, chain: tuple[Any, ...] | None, as_json: bool
 ) -> None:
-    """``ledger proof check`` of an MCP skill entry (docs/lineage.md §16.3), and with ``chain`` its root on chain."""
+    """``ledger proof check`` of an MCP skill entry (docs/lineage/anchor.md §3), and with ``chain`` its root on
+    chain."""
     from ledger.brain.reports import ChainMatch, EntryCheckFailure, EntryCheckReport
     from ledger.bundle.merkle import parse_root
     from ledger.publish.anchor import anchor_of, verify_entry
@@ -532,7 +533,8 @@ def _verify_entry(
         return
     who = f"signed by {check.signer} as {check.role}" if check.signer else "unsigned"
     uri = f"skill://{check.skill}/{check.prefix + '/' if check.prefix else ''}SKILL.md"
-    claim = "" if check.version_bound else " (claimed)"  # §16.3: SKILL.md does not bind it; a clone checks it
+    # lineage/anchor.md §3: SKILL.md does not bind it; a clone checks it
+    claim = "" if check.version_bound else " (claimed)"
     click.echo(f"OK: {uri} v{check.version}{claim} is in {check.root} (commit {check.commit}, {who})")
     click.echo(
         f"    {len(check.files)} file(s)"

@@ -1,4 +1,4 @@
-"""Evaluations: ``ledger eval plan|run|import`` (docs/reference.md, "Eval runner contract"; lineage.md §14.10)."""
+"""Evaluations: ``ledger eval plan|run|import`` (docs/reference.md, "Eval runner contract"; lineage/evaluations.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Outcome evidence: ``ledger outcome record|import|list`` (docs/lineage.md §14, docs/reference.md)."""
+"""Outcome evidence: ``ledger outcome record|import|list`` (docs/lineage/evidence.md, docs/reference.md)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ set (``evals/`` is not the released predecessor's) needs a user's or curator's p
 with a ``previous`` baseline only pairs against the released predecessor count.  A skill's versions
 are its name's since version 1: a delete and a create again do not start it afresh.
 
-Everything here is a pure decision over plain dicts in the shapes of docs/lineage.md §14.10 (records,
+Everything here is a pure decision over plain dicts in the shapes of docs/lineage/evaluations.md (records,
 plans, approvals, each with its ``index`` in the log), the head's trust roles and each version's digest;
 :func:`read` gathers them from a brain; :func:`paired_lift` counts the pairs for
 :func:`ledger.evals.lift.newcombe_paired`, the one place the interval is computed.
@@ -580,7 +580,8 @@ def entries(brain: Brain) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
         kind = oc.kind_of(data)
         body = oc.loads(data)[kind]
         if kind == "plan":
-            plans.append({**body, "index": i, "id": oc.outcome_id(body).hex()})  # SHA-256(JCS(plan)), §14.10
+            # SHA-256(JCS(plan)), lineage/evaluations.md
+            plans.append({**body, "index": i, "id": oc.outcome_id(body).hex()})
         elif kind == "approval":
             approvals.append({**body, "index": i})
         elif body.get("eval"):

@@ -1,9 +1,9 @@
-"""Lift: what a skill version adds, from paired evaluation runs (docs/lineage.md §14.6; ADR 48).
+"""Lift: what a skill version adds, from paired evaluation runs (docs/lineage/evidence.md §6; ADR 48).
 
 Pure functions over checked outcome records (the inner ``record`` objects of the evidence log,
 in log order).  Only v3 records with an ``eval`` member count; each run is paired with the run
 of the other condition that shares its **pairing key** (plan, version, case, run) within one
-evaluation (one signed batch: the audit holds a plan's batch to its whole grid, §14.5), so a
+evaluation (one signed batch: the audit holds a plan's batch to its whole grid, lineage/evidence.md §5), so a
 with-skill run is only ever compared with the baseline run of the same case and repetition.
 
 Per skill, version and tier (a record signed by a key the head trusts as ``verifier`` is
@@ -162,7 +162,8 @@ class Pairing:
     """The pairs of a log, fed in order, one append at a time (:meth:`add`), then :meth:`result`.
 
     A cell (a pairing key within one batch) is paired within one :meth:`add`: a batch is appended whole
-    (§14.9), so its two runs of a cell never arrive apart; the comparisons accumulate across calls, so a
+    (lineage/evidence.md §9), so its two runs of a cell never arrive apart; the comparisons accumulate across calls, so
+    a
     cache of them (:meth:`ledger.brain.evidence.Evidence.figures`) extends with the next append's runs."""
 
     def __init__(self) -> None:

@@ -1,5 +1,5 @@
 """The outcome use cases: record one outcome, import a JSONL of them, list the log, list each signer's batches
-(``ledger outcome …``, the agent's ``skill_outcome``; docs/lineage.md §14).
+(``ledger outcome …``, the agent's ``skill_outcome``; docs/lineage/evidence.md).
 
 Each takes an open brain (``ledger.brain.Brain``) and returns a report of :mod:`ledger.evals.reports`;
 refusals raise as the evidence log does.  No printing, no exit codes: the CLI and the MCP tool do that.
@@ -101,7 +101,7 @@ def list_outcomes(brain: Any, name: str | None = None, version: int | None = Non
     out = []
     for i, data in enumerate(brain.evidence.entries()):
         doc = oc.loads(data)
-        rec = doc[oc.kind_of(data)]  # an outcome record, an eval plan or an approval (docs/lineage.md §14.10)
+        rec = doc[oc.kind_of(data)]  # an outcome record, an eval plan or an approval (docs/lineage/evaluations.md)
         if (name and rec["skill"] != name) or (version and rec.get("version", version) != version):
             continue
         role = roles.get(rec["signer"])
@@ -111,7 +111,7 @@ def list_outcomes(brain: Any, name: str | None = None, version: int | None = Non
 
 
 def batches(brain: Any, signer: str | None = None) -> BatchesReport:
-    """Each signer's batches in the head's log (docs/lineage.md §14.9), of one signer (lowercase address)."""
+    """Each signer's batches in the head's log (docs/lineage/evidence.md §9), of one signer (lowercase address)."""
     found = brain.evidence.batches(signer)
     return BatchesReport(
         tuple(

@@ -117,9 +117,9 @@ class NothingImported(Report):
 @dataclass(frozen=True)
 class OutcomeEntry(Report):
     """One entry of the evidence log: its index, its signer's tier under the head's trust set, and the entry
-    as the log holds it ({"record", "signature"}, {"plan", …} or {"approval", …}: docs/lineage.md §14)."""
+    as the log holds it ({"record", "signature"}, {"plan", …} or {"approval", …}: docs/lineage/evidence.md)."""
 
-    open_keys = True  # the entry's own members follow (§14's entry shapes, each with its own keys)
+    open_keys = True  # the entry's own members follow (lineage/evidence.md's entry shapes, each with its own keys)
     index: int
     tier: Tier
     entry: dict[str, Any]
@@ -134,7 +134,7 @@ class OutcomeEntry(Report):
             "properties": {"index": {"type": "integer"}, "tier": {"enum": list(Tier.__args__)}},
             "required": ["index", "tier"],
             "additionalProperties": True,
-            "description": "An evidence log entry (docs/lineage.md §14) with its index and tier.",
+            "description": "An evidence log entry (docs/lineage/evidence.md) with its index and tier.",
         }
 
 
@@ -196,7 +196,7 @@ class PlanRule(Report):
 
 @dataclass(frozen=True)
 class Plan(Report):
-    """An eval plan entry (docs/lineage.md §14.10): its id, then the signed plan's members.
+    """An eval plan entry (docs/lineage/evaluations.md): its id, then the signed plan's members.
 
     A plan read back from the log has its members in the canonical (JCS) order, a plan just signed in the
     order it was made: ``order`` keeps the entry's, so the document is the entry's key for key."""

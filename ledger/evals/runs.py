@@ -1,5 +1,5 @@
 """The evaluation use cases: register a plan, run it, re-run the stale versions, import a workspace
-(``ledger eval plan|run|import``; docs/reference.md, "Eval runner contract"; docs/lineage.md §14.10).
+(``ledger eval plan|run|import``; docs/reference.md, "Eval runner contract"; docs/lineage/evaluations.md).
 
 Each takes the brain's evaluations (``ledger.brain.evaluations.Evaluations(brain)``: this package sits below
 the brain, so it is handed in, not built here) and returns a report of :mod:`ledger.evals.reports`.

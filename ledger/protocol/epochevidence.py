@@ -8,7 +8,7 @@ gets a receipt whose tlog-proof covers that entry.  An evidence entry is 105 byt
 
 so its length alone tells it from a 104-byte head entry (:mod:`ledger.protocol.tlog`), and the
 leading tag is checked as well.  ``head`` names the bundle root the evidence is bound to, as
-``EvidenceCommitted``'s ``head`` does on the direct path (docs/lineage.md §14.7.1): the receipt
+``EvidenceCommitted``'s ``head`` does on the direct path (docs/lineage/evidence.md §7.1): the receipt
 then proves the binding offline, and the log replay checks it is the agent's last head entry.
 """
 

@@ -43,7 +43,7 @@ MAX_RECEIPT = 64 << 10  # bytes: a receipt is about 1 KiB; its proof is at most 
 
 
 def parse_receipt(data: bytes) -> dict[str, Any]:
-    """An epoch receipt from its note's bytes (lineage.md §13.6): at most :data:`MAX_RECEIPT` bytes of UTF-8
+    """An epoch receipt from its note's bytes (lineage/epochs.md §6): at most :data:`MAX_RECEIPT` bytes of UTF-8
     JSON, one object with exactly the receipt's fields, none twice; any other document is refused, so no
     two readers take one receipt two ways."""
     import json
@@ -102,7 +102,7 @@ def receipt_fields(
 def verify_signed(
     doc: Mapping[str, Any], fields: Mapping[str, type], kind: str
 ) -> tuple[bytes, int, list[bytes], int, bytes]:
-    """The checks every epoch receipt shares (§13.6, in order): the fields and their types, ``kind``, the
+    """The checks every epoch receipt shares (lineage/epochs.md §6, in order): the fields and their types, ``kind``, the
     origin, the key's certification by the operator, the proof's shape and the checkpoint's signature.
     Returns the proof's (extra, index, path) and the checkpoint's (size, root), for the entry's own checks."""
     if set(doc) != set(fields):

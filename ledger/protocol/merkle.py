@@ -10,8 +10,8 @@ The tree of ``n`` leaf hashes is RFC 9162's (the left subtree holds the largest 
 below ``n``), built level by level with a lone last node carried up unchanged, which is the same
 tree.  Every level is kept (:meth:`Merkle.levels`), so a leaf is replaced and its path rehashed in
 O(log n) (:meth:`Merkle.update`), and any inclusion path (RFC 9162 §2.1.3.1 ``PATH``) or
-consistency proof (§2.1.4.1 ``PROOF``) is read off the levels.  Proofs are checked by the RFC's
-own verification algorithms, step by step (§2.1.3.2, §2.1.4.2), which ``contracts/BrainRegistry.sol``
+consistency proof (RFC 9162 §2.1.4.1 ``PROOF``) is read off the levels.  Proofs are checked by the RFC's
+own verification algorithms, step by step (RFC 9162 §2.1.3.2, §2.1.4.2), which ``contracts/BrainRegistry.sol``
 runs on chain as well.  Everything here is bytes in, bytes out; a proof of the wrong shape or one
 that does not verify is a :class:`~ledger.errors.ProofError`.
 """

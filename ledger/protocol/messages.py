@@ -183,7 +183,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sync": ("create", "update", "delete"),  # what a runtime changed in its folder, recorded back (ledger sync)
     "merge": ("create", "update", "delete"),  # two lineages joined, skill by skill (docs/lineage.md §9)
     "resolve": ("update",),  # a merge conflict settled by taking the other side's skill
-    "outcome": (),  # outcome records appended to the evidence log (docs/lineage.md §14; the root is the parent's)
+    "outcome": (),  # outcome records appended to the evidence log (docs/lineage/evidence.md; the root is the parent's)
 }
 
 

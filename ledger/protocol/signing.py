@@ -89,7 +89,7 @@ def digest_of(
     root: bytes, parent_root: bytes | None, parent_commit: bytes | None, tree: bytes, actor: str, message: bytes
 ) -> bytes:
     """:func:`digest` from the typed data's fields as signed, ``message`` already hashed (:func:`message_hash`):
-    what a holder of those fields alone, without the commit message, recomputes (docs/lineage.md §16)."""
+    what a holder of those fields alone, without the commit message, recomputes (docs/lineage/anchor.md)."""
     struct = keccak(
         keccak(SNAPSHOT_TYPE)
         + _word(root, 32, "root")

@@ -1,4 +1,4 @@
-"""The skill anchor: what lets a host verify a served skill offline (docs/lineage.md §16).
+"""The skill anchor: what lets a host verify a served skill offline (docs/lineage/anchor.md).
 
 An MCP Skills entry's digests are unsigned (the spec: "Digests are not a trust anchor"). The
 brain holds the anchor they lack: every file is in a bundle root that a signed commit records,
@@ -108,13 +108,14 @@ class FileProof:
 
 @dataclass(frozen=True)
 class AnchorCheck:
-    """What a verified anchor establishes (docs/lineage.md §16.3)."""
+    """What a verified anchor establishes (docs/lineage/anchor.md §3)."""
 
     skill: str  # the folder in the bundle
     prefix: str  # the nested skill's folder inside it ("" for the skill itself)
     version: int
     versions: str  # "skill-md" or "store": where the brain kept the counter at that snapshot (§4.2)
-    version_bound: bool  # the served SKILL.md's counter was checked to be version; else version is a claim (§16.3)
+    # the served SKILL.md's counter was checked to be version; else version is a claim (lineage/anchor.md §3)
+    version_bound: bool
     root: str  # blake3-tree-v1:<hex>
     commit: str
     signer: str | None  # the address the snapshot's signature recovers to (None: unsigned)
@@ -189,7 +190,8 @@ def build(
     folder_step: ProofStep,
     files: Sequence[FileProof],
 ) -> dict[str, Any]:
-    """The anchor object (§16.1), members in the order the spec writes them; ``files`` in byte order of path.
+    """The anchor object (lineage/anchor.md §1), members in the order the spec writes them; ``files`` in byte order of
+    path.
     ``signed`` (from :func:`signed_of`) is used as it is, not copied: the entries of one snapshot share it."""
     return {
         "format": FORMAT,
@@ -285,7 +287,8 @@ def _steps(value: Any, what: str) -> tuple[ProofStep, ...]:
 
 
 def _recover(signed: Any, root: bytes) -> tuple[str | None, str | None]:
-    """(address, role) that the ``signed`` member's signature recovers to over root ``root`` (§16.3 step 2)."""
+    """(address, role) that the ``signed`` member's signature recovers to over root ``root`` (lineage/anchor.md §3 step
+    2)."""
     if signed is None:
         return None, None
     if not isinstance(signed, dict) or set(signed) != set(_SIGNED_KEYS):
@@ -312,7 +315,8 @@ def counter_of(fm: Mapping[str, Any]) -> int | None:
 
 
 def _which_skill(data: bytes, path: str, name: str, version: int | None) -> None:
-    """§16.3 step 10: the SKILL.md the anchor ends at is the skill it names (its frontmatter ``name`` is the
+    """lineage/anchor.md §3 step 10: the SKILL.md the anchor ends at is the skill it names (its frontmatter ``name`` is
+    the
     last segment of ``skill/prefix``) and, with ``version`` (a folder's own SKILL.md where the brain counts
     there), at that version (§4.2: no counter is 0). Else the file's ``metadata.version`` is the author's."""
     try:
@@ -340,7 +344,7 @@ def verify_anchor(
     root: bytes | None = None,
     signer: str | None = None,
 ) -> AnchorCheck:
-    """Check an anchor by docs/lineage.md §16.3; raise :class:`ProofError` naming the file and the fix.
+    """Check an anchor by docs/lineage/anchor.md §3; raise :class:`ProofError` naming the file and the fix.
 
     ``files`` (paths relative to the skill's root, the prefix removed) are checked byte for byte and must be
     exactly the anchor's. ``root`` and ``signer`` pin what the caller trusts: the anchor's root must be it,
@@ -464,7 +468,8 @@ def verify_anchor(
             raise _fail(
                 f"its files are not the whole directory {prefix!r} ({exc.message})", hint="a file was dropped or added"
             ) from None
-    for p in proofs:  # below the skill's directory every (index, count) is known: one accepted form (§16.3 step 7)
+    # below the skill's directory every (index, count) is known: one accepted form (lineage/anchor.md §3 step 7)
+    for p in proofs:
         exact = prove(tree, p.path[len(inner) :]).steps
         if [(s.index, s.count) for s in p.steps[: len(exact)]] != [(s.index, s.count) for s in exact]:
             raise _fail(
@@ -532,7 +537,7 @@ def verify_entry(
     signer: str | None = None,
     frontmatter: bool = True,
 ) -> AnchorCheck:
-    """Check an entry as it comes (a ``Skill``, a ``skills/get`` result or the anchor alone) by §16.3:
+    """Check an entry as it comes (a ``Skill``, a ``skills/get`` result or the anchor alone) by lineage/anchor.md §3:
     the anchor, and that the entry's ``uri``, ``resources`` and (with the bytes) ``frontmatter`` are the
     anchor's. ``files`` are keyed by path relative to the skill's root."""
     entry, anchor = anchor_of(doc)

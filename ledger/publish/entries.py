@@ -1,4 +1,4 @@
-"""The brain's skills as the MCP Skills extension's ``Skill`` entries, each with its anchor (docs/lineage.md §16).
+"""The brain's skills as the MCP Skills extension's ``Skill`` entries, each with its anchor (docs/lineage/anchor.md).
 
 :class:`Entries` answers what ``skills/list``, ``skills/get``, ``resources/read`` and
 ``resources/directory/read`` serve, and nothing more than a runtime may see:
@@ -101,7 +101,7 @@ class _Pick:
 
 
 class Entries:
-    """The served skills of ``brain`` as spec ``Skill`` entries (docs/lineage.md §16)."""
+    """The served skills of ``brain`` as spec ``Skill`` entries (docs/lineage/anchor.md)."""
 
     def __init__(self, brain: Brain) -> None:
         self.brain = brain

@@ -6,7 +6,7 @@ and one entry per skill (``name``, ``type``, ``description``, ``url``, ``digest`
 ``<name>/SKILL.md`` (``skill-md``: a skill that is one non-executable ``SKILL.md``) or ``<name>.tar.gz``
 (``archive``: the skill's files at the archive's root, byte-reproducible, :func:`tarball`), and beside
 each ``<name>.anchor.json``: the entry's ``_meta`` object as the MCP Skills extension serves it
-(docs/lineage.md §16, §16.5), so a client can prove every file into the brain's signed root.
+(docs/lineage/anchor.md, docs/lineage/anchor.md §5), so a client can prove every file into the brain's signed root.
 
 The skills are exactly those :class:`~ledger.publish.entries.Entries` serves (what the brain withholds,
 or an evaluation gate holds back, is not published), read from the same snapshot.  This module only

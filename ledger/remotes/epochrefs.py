@@ -1,4 +1,4 @@
-"""Epoch receipts and the operator's log travel with push, pull and clone (docs/_draft-epochs.md E.6, E.8).
+"""Epoch receipts and the operator's log travel with push, pull and clone (docs/lineage/epochs.md §6, §8).
 
 Two refs go beside ``main`` and ``refs/notes/ledger-chain``:
 

@@ -210,7 +210,7 @@ def _merge_categories(
 
 
 def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live: Mapping[str, bytes]) -> bytes | None:
-    """The supply record derived from the parents' (docs/lineage.md §1.6 rule 4): entries as categories are
+    """The supply record derived from the parents' (docs/lineage/supply.md §1 rule 4): entries as categories are
     merged (the first parent wins where both changed one), each exactly as one parent holds it; every
     revocation of either side kept as it was written; an entry whose digest either side revoked left
     revoked; and a skill the merge keeps live keeps its entry.  Nothing new: no approval, state or pin."""
@@ -221,7 +221,8 @@ def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live
     )
     skills = dict(t.skills)
     _take_changed(skills, b.skills, o.skills, t.skills)
-    for name in set(live) - set(skills):  # a skill kept live keeps an entry unless it is a side's own (§1.6 rule 4c)
+    # a skill kept live keeps an entry unless it is a side's own (lineage/supply.md §1 rule 4c)
+    for name in set(live) - set(skills):
         own = [x for x, rec in ((theirs, t), (ours, o)) if name not in rec.skills and x.skills.get(name) == live[name]]
         held = [rec.skills[name] for rec in (t, o) if name in rec.skills]
         if held and not own:
@@ -236,7 +237,7 @@ def _merge_supply(store: gs.GitStore, base: Side, ours: Side, theirs: Side, live
 
 
 def _merge_evidence(store: gs.GitStore, ours: Side, theirs: Side) -> bytes | None:
-    """The evidence log of a merge (docs/lineage.md §14.4): the first parent's, then every entry of the
+    """The evidence log of a merge (docs/lineage/evidence.md §4): the first parent's, then every entry of the
     second parent's that it lacks (by outcome id), in the second parent's order.  Append-only on both
     sides, so it never conflicts."""
     if ours.evidence is None or ours.evidence == theirs.evidence:

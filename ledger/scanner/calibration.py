@@ -1,5 +1,5 @@
 """Calibrated verdicts: the error rates measured for the scanner versions a verdict names
-(docs/scanner.md, "Calibrated verdicts"; docs/lineage.md §1.7, v1.10).
+(docs/scanner.md, "Calibrated verdicts"; docs/lineage/supply.md §2, v1.10).
 
 ``calibration.json`` beside this module (``scripts/scan-bench --write-calibration`` writes it)
 maps a scanner name to its measurement, in integers only, so that its bytes are exact:

@@ -310,7 +310,7 @@ def read_dir(repo: Path, rows: Listing, folder: str, where: str) -> tuple[dict[s
 
 def signer_of(repo: Path, commit: str) -> str | None:
     """The key id of the commit's signature when git judges it good (``%G?`` ``G`` or ``U``), else None
-    (docs/lineage.md §1.7).  git names a key for a bad or unverifiable OpenPGP signature too, taken from
+    (docs/lineage/supply.md §2).  git names a key for a bad or unverifiable OpenPGP signature too, taken from
     the signature packet, which anyone can write: such a key id is never recorded as the signer."""
     raw = git("cat-file", "commit", commit, what="reading the commit", git_dir=str(repo))
     if b"\ngpgsig " not in raw.partition(b"\n\n")[0] and b"\ngpgsig-sha256 " not in raw.partition(b"\n\n")[0]:

@@ -28,7 +28,7 @@ An entry's URL stays on the index's origin or is a remote https URL (:mod:`~ledg
 The pin is ``{"sha256": folder_sha256, "version", "digest"?}`` (the index's digest when it gives one).
 
 A site written by ``ledger export --discovery`` serves beside the index each skill's anchor
-(``<name>.anchor.json``, docs/lineage.md §16.5): when one is there every file is proven into its
+(``<name>.anchor.json``, docs/lineage/anchor.md §5): when one is there every file is proven into its
 root with :func:`ledger.publish.anchor.verify_anchor`, the pin gains ``root`` and ``commit`` and the
 candidate's signer is the address the snapshot's signature recovers (ADR 64).
 """
@@ -353,7 +353,8 @@ def _anchored(
     where: str,
 ) -> str | None:
     """Prove ``files`` into the root of the anchor served beside the index, if there is one (docs/lineage.md
-    §16.5: ``<index folder>/<name>.anchor.json``, the entry's ``_meta`` object); ``pin`` gains its root and
+    lineage/anchor.md §5: ``<index folder>/<name>.anchor.json``, the entry's ``_meta`` object); ``pin`` gains its root
+    and
     commit, and the anchor's signer is returned.  None (and ``pin`` as it was) when no anchor is served.
 
     Every file must be one the anchor lists, with the same bytes and kind, and the anchor must list no
@@ -364,14 +365,15 @@ def _anchored(
         return None
     shown = origins.redacted(url)
     try:
-        doc = json.loads(body, object_pairs_hook=unique_keys)  # §16.3 step 1: a key named twice is refused
+        # lineage/anchor.md §3 step 1: a key named twice is refused
+        doc = json.loads(body, object_pairs_hook=unique_keys)
     except ValueError as exc:
         raise SourceError(f"{where}: its anchor {shown} is not JSON: {exc}; nothing was taken") from None
     found = doc.get(anchors.KEY) if isinstance(doc, dict) else None
     if not isinstance(found, dict):
         raise SourceError(
             f"{where}: its anchor {shown} holds no {anchors.KEY!r} object",
-            hint="the anchor file is the entry's _meta object (docs/lineage.md §16.5)",
+            hint="the anchor file is the entry's _meta object (docs/lineage/anchor.md §5)",
         )
     if links:
         rel = sorted(links)[0]
@@ -632,7 +634,7 @@ def pinned(source: dict[str, Any], pin: dict[str, Any], name: str) -> Candidate:
 
 def keeps_anchor(url: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
     """Refuse ``new`` (what the index serves now) when ``old`` was pinned to an anchor's root and ``new``
-    has none: a skill once proven is never taken again on the index's digests alone (lineage §16.5)."""
+    has none: a skill once proven is never taken again on the index's digests alone (lineage/anchor.md §5)."""
     if "root" in old and new.get("root") is None:
         raise SourceError(
             f"{url} serves {name!r} without the anchor it was pinned to (root "

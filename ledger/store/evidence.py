@@ -1,6 +1,6 @@
 """The evidence log's tree: outcome entries, append-only, in chunks beside the bundle.
 
-A snapshot's top tree holds ``evidence/`` (docs/lineage.md §14.2) from its first outcome on:
+A snapshot's top tree holds ``evidence/`` (docs/lineage/evidence.md §2) from its first outcome on:
 files named by their chunk number in eight decimal digits (``00000000``, ``00000001``, …),
 each holding :data:`CHUNK` entries, one per line (the entry's bytes and a line feed), the last
 chunk from one to :data:`CHUNK`.  Appending rewrites the last chunk and adds new ones, so an

@@ -1,6 +1,6 @@
 """Outcome records, eval plans and approvals: the entries of a brain's evidence log, each signed.
 
-An outcome record (docs/lineage.md §14) binds the brain, the skill, its version and content
+An outcome record (docs/lineage/evidence.md) binds the brain, the skill, its version and content
 digest, the snapshot that served it (the usage receipt), a task, an outcome, the evidence and
 the time, and is signed by an Ethereum key with EIP-191 over its id.  An **entry** of the
 evidence log is the RFC 8785 (JCS) bytes of ``{"record": …, "signature": …}``: one line, no
@@ -10,7 +10,7 @@ module writes is refused, so one outcome has one set of bytes and one id.
 Who signed it decides its tier: a key the brain trusts as ``verifier`` makes it *verified*,
 any other trusted key *self-reported* (:mod:`ledger.audit.evidencecheck`).
 
-Since lineage v1.8 (§14.10) a record (format v3) may be one run of an evaluation (its ``eval``
+Since lineage v1.8 (lineage/evaluations.md) a record (format v3) may be one run of an evaluation (its ``eval``
 member), and the log holds two more kinds of entry: an **eval plan** (``{"plan": …, "signature": …}``,
 the pre-registered evaluation a run names) and an **approval** (``{"approval": …, "signature": …}``,
 a user's or curator's release of a version without an evaluation).  Both belong to no batch and
@@ -67,10 +67,11 @@ __all__ = [
     "signed_text",
 ]
 
-FORMAT = "brain-ledger/outcome/v3"  # lineage v1.8: a record may be a run of an evaluation (§14.10)
-FORMAT_V2 = "brain-ledger/outcome/v2"  # lineage v1.7: a record names its batch (§14.9); read and audited
+FORMAT = "brain-ledger/outcome/v3"  # lineage v1.8: a record may be a run of an evaluation (lineage/evaluations.md)
+# lineage v1.7: a record names its batch (lineage/evidence.md §9); read and audited
+FORMAT_V2 = "brain-ledger/outcome/v2"
 FORMAT_V1 = "brain-ledger/outcome/v1"  # lineage v1.6: no batch; read and audited, never written
-PLAN_FORMAT = "brain-ledger/eval-plan/v1"  # lineage v1.8: a pre-registered evaluation (§14.10)
+PLAN_FORMAT = "brain-ledger/eval-plan/v1"  # lineage v1.8: a pre-registered evaluation (lineage/evaluations.md)
 APPROVAL_FORMAT = "brain-ledger/eval-approval/v1"  # lineage v1.8: a version released without an evaluation
 KINDS = ("record", "plan", "approval")  # an entry's one member beside "signature"
 MAX_BATCH = 100_000  # outcomes in one batch: a bulk import of 100,000 is one batch
@@ -191,8 +192,10 @@ def make_record(
     eval: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record from its fields, checked as :func:`parse_entry` checks a stored one: a v3 record naming
-    ``batch`` (``{"id", "prev", "index", "count"}``, §14.9) and ``eval`` (None, or one run of an evaluation,
-    §14.10), or with ``batch`` None a v1 record, which only tests of old brains write (the writer signs v3
+    ``batch`` (``{"id", "prev", "index", "count"}``, lineage/evidence.md §9) and ``eval`` (None, or one run of an
+    evaluation,
+    lineage/evaluations.md), or with ``batch`` None a v1 record, which only tests of old brains write (the writer signs
+    v3
     alone; :func:`sign_batch` fills the batch in)."""
     record = {
         "format": FORMAT,
@@ -239,7 +242,7 @@ def make_plan(
     signer: str,
     when: str | None = None,
 ) -> dict[str, Any]:
-    """An eval plan (docs/lineage.md §14.10) from its members, checked as :func:`parse_entry` checks one."""
+    """An eval plan (docs/lineage/evaluations.md) from its members, checked as :func:`parse_entry` checks one."""
     plan = {
         "format": PLAN_FORMAT,
         "brain": brain,
@@ -261,7 +264,7 @@ def make_plan(
 def make_approval(
     *, brain: str, skill: str, version: int, digest: str, reason: str, signer: str, when: str | None = None
 ) -> dict[str, Any]:
-    """An approval (docs/lineage.md §14.10): ``skill`` at ``version`` (its directory ``digest``) released
+    """An approval (docs/lineage/evaluations.md): ``skill`` at ``version`` (its directory ``digest``) released
     without an evaluation, for ``reason``, by ``signer`` (the audit holds its role to user or curator)."""
     approval = {
         "format": APPROVAL_FORMAT,
@@ -278,7 +281,7 @@ def make_approval(
 
 
 def batch_id() -> str:
-    """A fresh batch id: 32 random bytes in hex (unique among a signer's batches, §14.9)."""
+    """A fresh batch id: 32 random bytes in hex (unique among a signer's batches, lineage/evidence.md §9)."""
     import os
 
     return os.urandom(32).hex()
@@ -287,7 +290,7 @@ def batch_id() -> str:
 def sign_batch(
     records: list[dict[str, Any]], secret: bytes, *, prev: str | None, bid: str | None = None
 ) -> list[Entry]:
-    """Sign ``records`` (one signer, any ``batch`` member replaced) as one whole batch (docs/lineage.md §14.9):
+    """Sign ``records`` (one signer, any ``batch`` member replaced) as one whole batch (docs/lineage/evidence.md §9):
     each names the batch's id, ``prev`` (the id of the signer's batch it follows, or None for its first),
     its index and the count.  Each is signed as a v3 record (``eval`` kept, or null), unless it says it is
     a v2 one (a vector of lineage v1.7 does).  What a verifier on its own machine runs; the brain's writer too."""
@@ -386,7 +389,8 @@ class Entry:
 
     @property
     def counts(self) -> bool:
-        """Whether the entry counts towards its version's competence (§14.6, §14.10): a record that is not
+        """Whether the entry counts towards its version's competence (lineage/evidence.md §6, lineage/evaluations.md): a
+        record that is not
         an evaluation's baseline arm."""
         if self.kind != "record":
             return False
@@ -471,7 +475,7 @@ def _number(value: Any, what: str) -> float:
         raise StoreError(f"{what} is beyond 2^53 - 1, which JSON readers disagree on (RFC 8785 refuses it)")
     if isinstance(value, float) and value.is_integer() and MAX_INT < abs(value) < 1e21:
         # RFC 8785 writes it as an integer (1e16 is 10000000000000000), which a reader refuses as above
-        # (docs/lineage.md §14.1, Numbers): refused here too, so nothing is written that cannot be read back.
+        # (docs/lineage/evidence.md §1, Numbers): refused here too, so nothing is written that cannot be read back.
         raise StoreError(
             f"{what} {value:g} is written in RFC 8785 as an integer beyond 2^53 - 1, which JSON readers disagree on",
             hint="use a smaller scale (below 2^53), or one of 1e21 or more",
@@ -486,8 +490,8 @@ def _exact(obj: Any, keys: tuple[str, ...], what: str) -> dict[str, Any]:
 
 
 def check_record(record: Any) -> None:
-    """Refuse a record that breaks the schema of docs/lineage.md §14.1 (every key, no other; a v2 or v3
-    record's ``batch`` as §14.9 has it, a v3 record's ``eval`` as §14.10 has it)."""
+    """Refuse a record that breaks the schema of docs/lineage/evidence.md §1 (every key, no other; a v2 or v3
+    record's ``batch`` as lineage/evidence.md §9 has it, a v3 record's ``eval`` as lineage/evaluations.md has it)."""
     fmt = record.get("format") if isinstance(record, dict) else None
     v1, v2 = fmt == FORMAT_V1, fmt == FORMAT_V2
     keys = _KEYS_V1 if v1 else _KEYS_V2 if v2 else _KEYS
@@ -541,7 +545,7 @@ def check_record(record: Any) -> None:
 
 
 def _check_eval(rec: dict[str, Any]) -> None:
-    """A v3 record's ``eval`` (§14.10): one run of one case under one condition, and the record's other
+    """A v3 record's ``eval`` (lineage/evaluations.md): one run of one case under one condition, and the record's other
     members as an evaluation writes them (the task is the case, the outcome the grading's score)."""
     run = _exact(rec["eval"], _EVAL_KEYS, "eval")
     if run["plan"] is not None and not (isinstance(run["plan"], str) and _HEX64.match(run["plan"])):
@@ -590,7 +594,7 @@ def _check_eval(rec: dict[str, Any]) -> None:
 
 
 def check_plan(plan: Any) -> None:
-    """Refuse an eval plan that breaks the schema of docs/lineage.md §14.10 (every key, no other)."""
+    """Refuse an eval plan that breaks the schema of docs/lineage/evaluations.md (every key, no other)."""
     p = _exact(plan, _PLAN_KEYS, f"an eval plan of format {PLAN_FORMAT}")
     if p["format"] != PLAN_FORMAT:
         raise StoreError(f"an eval plan's format is {PLAN_FORMAT!r}")
@@ -625,7 +629,7 @@ def check_plan(plan: Any) -> None:
 
 
 def check_approval(approval: Any) -> None:
-    """Refuse an approval that breaks the schema of docs/lineage.md §14.10 (every key, no other)."""
+    """Refuse an approval that breaks the schema of docs/lineage/evaluations.md (every key, no other)."""
     a = _exact(approval, _APPROVAL_KEYS, f"an approval of format {APPROVAL_FORMAT}")
     if a["format"] != APPROVAL_FORMAT:
         raise StoreError(f"an approval's format is {APPROVAL_FORMAT!r}")

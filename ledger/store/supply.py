@@ -47,11 +47,12 @@ __all__ = [
 
 RECORD = "supply"  # the top-tree entry's name
 FORMAT = 3  # what this ledger writes (lineage v1.10: verdicts carry `calibration`; v1.7's format 2: `counter`)
-FORMATS = (1, 2, 3)  # what it reads; a record never declares a format below its parent's (§1.6)
+FORMATS = (1, 2, 3)  # what it reads; a record never declares a format below its parent's (lineage/supply.md §1)
 QUARANTINED, APPROVED, REVOKED = "quarantined", "approved", "revoked"
 STATES = (QUARANTINED, APPROVED, REVOKED)
-APPROVERS = ("user", "curator")  # the roles whose snapshot may make an entry approved (§1.6 rules 6 and 7)
-WITHHELD = (QUARANTINED, REVOKED)  # these entries stay when their skill is deleted (§1.6 rule 5, v1.7)
+# the roles whose snapshot may make an entry approved (lineage/supply.md §1 rules 6 and 7)
+APPROVERS = ("user", "curator")
+WITHHELD = (QUARANTINED, REVOKED)  # these entries stay when their skill is deleted (lineage/supply.md §1 rule 5, v1.7)
 MAX_RECORD = 64 << 20  # bytes: far above any real record (a few KiB per installed skill), far below memory
 MAX_DEPTH = 32  # JSON nesting: a record needs 6
 SOURCE_TYPES = ("brain", "git", "marketplace", "skills-lock", "index")
@@ -85,7 +86,7 @@ class Entry:
     verdict: dict[str, Any]  # the scanner's verdict (docs/scanner.md), every scanner merged
     approval: dict[str, Any] | None = None  # {"by", "auto", "override"} once approved
     # The counter line of SKILL.md as the source served it (None: it had none), so the installed SKILL.md
-    # can be held to its pin with the ledger's counter set aside (lineage.md §1.6); "" = the key is absent
+    # can be held to its pin with the ledger's counter set aside (lineage/supply.md §1); "" = the key is absent
     # (an entry of a format-1 record, or carried over from one).
     counter: str | None = ""
 
@@ -270,7 +271,7 @@ def _entry(name: str, raw: Any, fmt: int) -> Entry:
 
 
 def _derived(raw: Any) -> bool:
-    """``{"root"}`` or ``{"agent", "chain", "registry", "root"}`` (docs/lineage.md §1.7)."""
+    """``{"root"}`` or ``{"agent", "chain", "registry", "root"}`` (docs/lineage/supply.md §2)."""
     if not isinstance(raw, dict) or set(raw) not in ({"root"}, {"agent", "chain", "registry", "root"}):
         return False
     if _ROOT.fullmatch(str(raw["root"])) is None or not isinstance(raw["root"], str):
@@ -286,9 +287,9 @@ def _derived(raw: Any) -> bool:
 
 
 def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
-    """The scanners' verdict, held to docs/lineage.md §1.7 (the schema of docs/scanner.md): every member
+    """The scanners' verdict, held to docs/lineage/supply.md §2 (the schema of docs/scanner.md): every member
     typed, the findings sorted and distinct, and ``worst`` the one the findings give; from format 3 it
-    MAY carry ``calibration`` (§1.7, v1.10), one member per scanner it names."""
+    MAY carry ``calibration`` (lineage/supply.md §2, v1.10), one member per scanner it names."""
     keys = {"scanner", "worst", "findings"}
     _keys(raw, keys | {"calibration"} if fmt >= 3 and isinstance(raw, dict) and "calibration" in raw else keys, where)
     _check(_text(raw["scanner"]) and raw["scanner"] != "" and isinstance(raw["findings"], list), where)
@@ -319,7 +320,7 @@ def _verdict(raw: Any, where: str, fmt: int = FORMAT) -> dict[str, Any]:
 
 
 def calibration_problem(cal: Any, scanner: str | None) -> str | None:
-    """Why ``cal`` is not a verdict's ``calibration`` (docs/lineage.md §1.7, v1.10), or None when it is:
+    """Why ``cal`` is not a verdict's ``calibration`` (docs/lineage/supply.md §2, v1.10), or None when it is:
     an object with exactly one member per name of ``scanner`` split on ``+``, each null or a CAL.  With
     ``scanner`` None, the members' names are not checked (ledger/scanner/calibration.json's shape)."""
     if not isinstance(cal, dict):

@@ -156,7 +156,7 @@ def tree_digest(store: GitStore, tree: bytes, cache: DigestCache, where: str = "
 def evals_digest(store: GitStore, skill_tree: bytes, cache: DigestCache | None = None) -> str | None:
     """The digest (``blake3-tree-v1:`` and hex) of the ``evals`` directory of a skill's git tree: the same
     directory digest as a skill's (bundle-hash.md §4), which an evaluation's plan and records name as their
-    ``set`` (docs/lineage.md §14.10); None when the skill has no ``evals`` directory."""
+    ``set`` (docs/lineage/evaluations.md); None when the skill has no ``evals`` directory."""
     for sha, mode, name in store.read_tree(skill_tree):
         if name == "evals" and mode == MODE_DIR:
             return format_root(tree_digest(store, sha, cache if cache is not None else DigestCache(None), "evals"))

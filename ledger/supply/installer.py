@@ -43,7 +43,7 @@ HELD = (
     "(see docs/lineage.md, 'The supply record', rule 6)"
 )  # why an agent's install the policy would pass is held
 # The one source whose signer's word on a skill can be checked: a brain, whose whole lineage is audited and
-# whose signed supply record shows the skill is served, not held (docs/resolve.md §3.1, lineage §16.5).
+# whose signed supply record shows the skill is served, not held (docs/sources.md §3.1, lineage/anchor.md §5).
 VOUCHING = ("brain",)
 UNVOUCHED = (
     "auto-approval trusts a signer only for a skill from its brain, whose audited lineage shows it "
@@ -59,7 +59,7 @@ def _links(c: resolve.Candidate) -> dict[str, str | None]:
 
 def _relative(entry: resolve.LockEntry, lock_dir: Path) -> resolve.LockEntry:
     """A ``local`` entry named relative to the lock's folder when it lies inside it: a lock's line may name
-    only such a path (docs/resolve.md §1.1); one outside stays as it is, and is refused where it is read."""
+    only such a path (docs/sources.md §1.1); one outside stays as it is, and is refused where it is read."""
     fields = dict(entry.fields)
     if fields.get("sourceType") != "local" or not isinstance(fields.get("source"), str):
         return entry
@@ -116,7 +116,7 @@ class Installer:
     """The supply services of one brain: what ``ledger supply install``, ``approve``, ``revoke``, ``outdated``,
     ``update`` and ``verify --frozen`` run.  ``scanners`` are external scanner commands
     (docs/scanner.md); ``auto_approve`` the upstream signers whose clean skills need no curator, when a
-    user or a curator installs them (an agent's install writes every skill quarantined, §1.6 rule 6)."""
+    user or a curator installs them (an agent's install writes every skill quarantined, lineage/supply.md §1 rule 6)."""
 
     def __init__(
         self,
@@ -279,7 +279,8 @@ class Installer:
         blobs, counter = self._blobs(w, head, cand.name, cand.files, version)
         listed = (cand.signer or "").lower() in self.auto_approve and verdict.worst in CLEAN
         trusted = listed and cand.source.get("type") in VOUCHING
-        auto = trusted and brain.attribution["actor"] in sp.APPROVERS  # §1.6 rule 6: a user's or a curator's
+        # lineage/supply.md §1 rule 6: a user's or a curator's
+        auto = trusted and brain.attribution["actor"] in sp.APPROVERS
         entry = sp.Entry(
             cand.source,
             cand.pin,
@@ -327,7 +328,7 @@ class Installer:
         """The skill's blobs as this brain stores them: byte for byte, with the ledger's counter where
         the brain keeps versions in SKILL.md (docs/lineage.md §4.2); and the served SKILL.md's counter
         line (None: it had none), which the entry records so that the audit can set the installed
-        counter aside and hold SKILL.md to its pin (§1.6 rule 6).  A SKILL.md whose counter could not
+        counter aside and hold SKILL.md to its pin (lineage/supply.md §1 rule 6).  A SKILL.md whose counter could not
         be set aside exactly is refused: nothing is installed that the audit could not check."""
         brain = self.brain
         writes = dict(files)
@@ -346,7 +347,7 @@ class Installer:
             except SkillError as exc:
                 raise SupplyError(f"{name}: {exc.message}; it was not installed", hint=exc.hint) from exc
             counter = found[1] if found is not None else None
-            try:  # and ours, written so that it is the only line that differs (lineage.md §1.6)
+            try:  # and ours, written so that it is the only line that differs (lineage/supply.md §1)
                 exact = frontmatter.set_aside(installed, counter) == text
             except SkillError:
                 exact = False
@@ -449,7 +450,7 @@ class Installer:
         with self.brain.writing(self.brain.attribution["actor"], reason=reason[:200]) as w:
             record = self.record()
             fresh = {d: why for d, why in digests.items() if d not in record.revoked}
-            if not fresh:  # a revocation never changes once written (docs/lineage.md §1.6 rule 2)
+            if not fresh:  # a revocation never changes once written (docs/lineage/supply.md §1 rule 2)
                 raise SupplyError(
                     f"{target} is already revoked ({record.revoked[next(iter(digests))]['reason']}); nothing changed",
                     hint="a revocation is kept as it was first written",
@@ -531,7 +532,8 @@ class Installer:
                 if counted
                 else (self.brain.version_record(head) or {}).get(name, 0) + 1
             )
-            # The install writes exactly what the source serves (§1.6 rule 6); local edits kept as a fork
+            # The install writes exactly what the source serves (lineage/supply.md §1 rule 6); local edits kept as a
+            # fork
             # follow as an edit of their own, so the lineage shows both and the pin holds.
             blobs, counter = self._blobs(w, head, name, cand.files, version)
             new = replace(

@@ -136,7 +136,7 @@ class Target:
     actor: str = "agent"  # Ledger-Actor of what is recorded back (agent, curator or user)
     skills: str | None = None  # a glob over skill keys: the rest are left alone
     committed: bool = False  # project the root last committed on chain, not the head
-    best_verified: bool = False  # project each skill's best verified version, not the head's (lineage.md §14.6)
+    best_verified: bool = False  # project each skill's best verified version, not the head's (lineage/evidence.md §6)
 
     def includes(self, key: str) -> bool:
         return self.skills is None or fnmatch.fnmatchcase(key, self.skills)

@@ -223,7 +223,7 @@ class Writer:
             return receipt
 
     def _withheld(self, head: Head, operation: str, changes: list[gs.Change]) -> set[str]:
-        """The deleted skills whose supply entry this write keeps (docs/lineage.md §1.6 rule 5, v1.7).
+        """The deleted skills whose supply entry this write keeps (docs/lineage/supply.md §1 rule 5, v1.7).
 
         A withheld entry (``quarantined`` or ``revoked``) stays when its skill is deleted, whoever
         deletes it; and a skill whose entry the record holds comes back live only by ``install``:

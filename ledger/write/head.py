@@ -104,7 +104,8 @@ def next_supply(
     after = (supply if supply is not None else current[1]).without(deleted)
     if supply is None and after is current[1] and after.format == FORMAT:
         return current
-    after = replace(after, format=FORMAT)  # a record is rewritten in the format this ledger writes (§1.6 rule 1)
+    # a record is rewritten in the format this ledger writes (lineage/supply.md §1 rule 1)
+    after = replace(after, format=FORMAT)
     if after.empty and current[0] is None:
         return None, after
     return store.write_blob(format_supply(after)), after

@@ -1,4 +1,4 @@
-"""The skill anchor's tamper corpus (docs/lineage.md §16.4), and the vector tests/vectors/anchor/ made from it.
+"""The skill anchor's tamper corpus (docs/lineage/anchor.md §4), and the vector tests/vectors/anchor/ made from it.
 
 :func:`tampers` turns one verified entry (and its files' bytes) into the cases a host must refuse, each a
 self-contained (entry, files, what the host trusts). tests/protocol/test_publish_anchor.py runs them on every entry of
@@ -60,7 +60,7 @@ def resign(anchor: dict[str, Any], key: bytes, *, root: str | None = None) -> No
 
 
 def tampers(entry: dict[str, Any], files: Files, signer: str, other: dict[str, Any] | None = None) -> Iterator[Case]:
-    """Every way §16.4 names of making a host take what the brain did not serve; ``other`` is an entry of
+    """Every way lineage/anchor.md §4 names of making a host take what the brain did not serve; ``other`` is an entry of
     another snapshot of the same skill, when there is one."""
     trust = {"signer": signer}
     a = _anchor(entry)
@@ -321,7 +321,7 @@ def write_vector() -> None:  # pragma: no cover - run by hand: python -m tests.h
                     )
     VECTOR.parent.mkdir(parents=True, exist_ok=True)
     doc = {
-        "about": "docs/lineage.md §16.4: skill anchors, their files (base64) and the verdict a host must reach",
+        "about": "docs/lineage/anchor.md §4: skill anchors, their files (base64) and the verdict a host must reach",
         "cases": cases,
     }
     VECTOR.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")

@@ -49,7 +49,7 @@ VERIFIER = "0x" + _hex("verifier", 40)
 
 
 def lift(rng: random.Random, version: int) -> dict[str, Any]:
-    """A lift as the collector writes one (docs/lineage.md §14.6): a paired table, Newcombe's interval."""
+    """A lift as the collector writes one (docs/lineage/evidence.md §6): a paired table, Newcombe's interval."""
     from ledger.evals.lift import newcombe_paired
 
     table = [rng.randrange(8) for _ in range(4)]

@@ -1,4 +1,4 @@
-"""Honest and forged supply records (docs/lineage.md §1.6), for the committed lineage vectors.
+"""Honest and forged supply records (docs/lineage/supply.md §1), for the committed lineage vectors.
 
 The honest brain installs from a local git repository, approves one skill, approves another
 over a critical finding with a signed reason, updates one, and revokes one.  Each forgery is

@@ -146,7 +146,7 @@ def sub(pattern: str, repl: str) -> Callable[[Message], Message]:
 @dataclass
 class Case:
     name: str
-    section: str  # of docs/lineage.md
+    section: str  # of docs/lineage.md in its one-document numbering (verdicts.json keeps it; the core maps it)
     check: str  # the audit check that must fail
     apply: Callable[[Path, dict[str, int]], str]  # (bare copy, snapshot index by label) → the commit to be named
     audit_args: tuple[str, ...] = ()

@@ -1,4 +1,5 @@
-"""The tamper corpus for outcome evidence (issue 38; docs/lineage.md §11, §14): made with plain git.
+"""The tamper corpus for outcome evidence (issue 38; docs/lineage.md §11, docs/lineage/evidence.md): made with plain
+git.
 
 ``build_honest_outcomes`` makes a signed brain whose lineage records outcomes (an agent's, a
 verifier's, a bulk import) and then an ordinary edit.  Each case of ``outcome_cases`` rewrites
@@ -231,7 +232,8 @@ def _entry(
     )
     if edit is not None:
         edit(record)
-    return oc.sign_batch([record], key, prev=None)[0].data  # a batch of one, the first of a new chain (§14.9)
+    # a batch of one, the first of a new chain (lineage/evidence.md §9)
+    return oc.sign_batch([record], key, prev=None)[0].data
 
 
 def outcome_cases() -> list[Case]:
@@ -321,7 +323,8 @@ def outcome_cases() -> list[Case]:
         Case("outcome-of-a-version-never-served", "14.5", "evidence", appended("outcome-import", never_served)),
         Case("outcome-duplicated", "14.5", "evidence", appended("outcome-import", duplicated)),
         Case("evidence-changed-outside-an-outcome-snapshot", "14.4", "evidence", appended("edit-a", smuggled)),
-        # Each remaining rule of an added entry (§14.5), broken by an outcome the trusted verifier key signs:
+        # Each remaining rule of an added entry (lineage/evidence.md §5), broken by an outcome the trusted verifier key
+        # signs:
         Case(
             "outcome-of-another-brain",
             "14.5",

@@ -1,4 +1,4 @@
-"""The supply record's tamper corpus (docs/lineage.md §1.6 as of v1.7, §11): made by an attacker who
+"""The supply record's tamper corpus (docs/lineage/supply.md §1 as of v1.7, §11): made by an attacker who
 holds every key of the brain.
 
 ``build_honest_supply_merged`` makes two signed copies of one brain that installed skills from a git

@@ -191,7 +191,7 @@ def test_a_host_reads_every_skill_and_file_as_the_spec_requires(brain: Path) -> 
                 r_uris = [r["uri"] for r in resources]
                 assert len(r_uris) == len(set(r_uris)) and uri in r_uris
                 assert all(r.startswith(f"skill://{skill_path}/") for r in r_uris)
-                # The trust anchor (docs/lineage.md §16) names exactly the files of `resources`
+                # The trust anchor (docs/lineage/anchor.md) names exactly the files of `resources`
                 anchor = entry["_meta"]["dev.brain-ledger/anchor"]
                 assert anchor["format"] == "brain-ledger/skill-anchor/1" and uri.startswith(
                     f"skill://{anchor['skill']}/"

@@ -289,7 +289,8 @@ def test_committed_vectors() -> None:
 
 
 def test_the_sslib_key_id_vector() -> None:
-    """The v1.11 key id, byte for byte as §12.2 writes it, is securesystemslib's own default; the envelope signed
+    """The v1.11 key id, byte for byte as lineage/attestations.md §2 writes it, is securesystemslib's own default; the
+    envelope signed
     with it verifies with a stock key, and the pre-v1.11 envelope (PEM key id) does not, but both verify here."""
     from cryptography.hazmat.primitives import serialization
     from securesystemslib.dsse import Envelope
@@ -445,7 +446,7 @@ def _tweak(change) -> dict:
 
 
 def test_an_intoto_statement_must_equal_the_expected_one_but_for_what_the_spec_lets_differ() -> None:
-    """lineage.md §12.5.4: only the brain subject's name, ``agent`` and a missing ``receipt`` may differ."""
+    """lineage/attestations.md §5.4: only the brain subject's name, ``agent`` and a missing ``receipt`` may differ."""
     want = _vector_statement()
     allowed = {
         "brain name": lambda s: s["subject"][-1].update(name="brain:0x" + "ab" * 32),

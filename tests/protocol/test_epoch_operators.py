@@ -1,4 +1,4 @@
-"""Every operator that may anchor an agent is replayed (docs/lineage.md §13.7; outside review 2, findings 1, 6).
+"""Every operator that may anchor an agent is replayed (docs/lineage/epochs.md §7; outside review 2, findings 1, 6).
 
 The epoch operators of an agent are every address that was ever its owner or a committer and has an
 epoch on chain, not only those named by the receipts a copy happens to hold: otherwise a fork anchored
@@ -171,7 +171,8 @@ def test_an_honest_agent_with_two_operators_passes(tmp_path: Path, chained: Brai
 
 @pytest.mark.parametrize("case", ["zero", "equal"])
 def test_replay_refuses_a_zero_root_and_a_root_equal_to_its_parent(tmp_path: Path, chained: Brain, case: str) -> None:
-    """§13.1: each root non-zero and not its parent, for every agent of the log, not only the audited one."""
+    """lineage/epochs.md §1: each root non-zero and not its parent, for every agent of the log, not only the audited
+    one."""
     a = member(tmp_path, chained, "a")
     anchor_epoch(chained, [a], key=DEV_KEY_NAME)
     assert audit(a)[0] == 0

@@ -1,5 +1,6 @@
-"""Evaluations tampered with (docs/lineage.md §14.10): each class a real signed lineage, re-signed by an attacker
-who holds every key of the brain, failing `ledger audit` and `ledger verify` for the reason §14.10 names; and the
+"""Evaluations tampered with (docs/lineage/evaluations.md): each class a real signed lineage, re-signed by an attacker
+who holds every key of the brain, failing `ledger audit` and `ledger verify` for the reason lineage/evaluations.md
+names; and the
 brain's writer refusing each before it appends anything.
 
 The honest brain (``build_honest_evals``) has skill ``s`` at v2 with an ``evals`` directory, a plan (signed by the
@@ -26,6 +27,7 @@ from ledger.store import outcomes as oc
 from ledger.store.treehash import evals_digest
 from tests.harness import tamper_outcomes
 from tests.harness.cli import run_ledger
+from tests.harness.spec import spec_text
 from tests.harness.tamper import git, lineage
 
 RUNNER, GRADER = "brain-ledger reference-runner 1", "brain-ledger reference-grader 1"
@@ -36,7 +38,7 @@ CASES = [
 LABELS = ["init", "create-s", "trust-verifier", "evals-v2", "plan", "runs", "evals-v3", "plan-v3", "runs-v3", "approve"]
 KEYS: dict[str, bytes] = {}
 
-# The reason each class's failure names (lineage.md §14.10.6), the audit's and the writer's.
+# The reason each class's failure names (lineage/evaluations.md §5), the audit's and the writer's.
 REASONS = {
     "eval-run-under-a-later-plan": r"names plan [0-9a-f]{12}, which is not a plan entry earlier in the log",
     "eval-run-dated-before-its-plan": r"is dated \S+, before its plan [0-9a-f]{12} \(\S+\): a run under a plan made "
@@ -351,7 +353,7 @@ def test_every_eval_tamper_class_fails_the_audit_and_verify(honest, name: str, t
         assert re.search(REASONS[name], chk["summary"]), (name, chk["summary"])
     proc = run_ledger("--brain", str(work), "verify")
     assert proc.returncode == 1 and re.search(REASONS[name], proc.stdout + proc.stderr), (name, proc.stdout)
-    assert f"`{name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{name}`" in spec_text()
 
 
 # ------------------------------------------------------------------ the writer refuses each

@@ -1,4 +1,4 @@
-"""The skill anchor (docs/lineage.md §16; issue 50): every entry a brain serves verifies offline, with the
+"""The skill anchor (docs/lineage/anchor.md; issue 50): every entry a brain serves verifies offline, with the
 stand-alone scripts/verify-entry.py (no ledger code) and with ``ledger verify-proof``, and every tamper of
 tests/harness/anchor_cases.py is refused by both; :class:`ledger.publish.entries.Entries` serves what a runtime may
 see and nothing else (withheld skills, the evaluation gate), from the store, frontmatter verbatim."""
@@ -21,6 +21,7 @@ from ledger.publish import anchor as an
 from ledger.publish.entries import Entries
 from tests.harness.anchor_cases import VECTOR, files_of, tampers
 from tests.harness.cli import run_ledger
+from tests.harness.spec import EXTENSIONS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verify-entry.py"
 NESTED = b"---\nname: forms\ndescription: Fill PDF forms\n---\nSee templates/.\n"
@@ -153,7 +154,8 @@ def test_the_vector_verdicts_of_ledger_and_the_stand_alone_script(tmp_path: Path
 
 
 def test_a_store_brain_s_version_is_a_claim_and_its_author_s_metadata_version_is_no_counter(tmp_path: Path) -> None:
-    """§16.3 step 10, §16.4: the anchor's ``versions`` says where the brain counted at that snapshot. In the store
+    """lineage/anchor.md §3 step 10, lineage/anchor.md §4: the anchor's ``versions`` says where the brain counted at
+    that snapshot. In the store
     the SKILL.md's ``metadata.version`` is the author's (7 here, the ledger's version 2): the entry verifies, its
     version reported as claimed; in SKILL.md the counter (absent: 0) must be ``version``, which is then bound.
     Relabelling only moves a version from bound to claimed, never makes a false one pass as bound."""
@@ -438,13 +440,13 @@ def test_with_the_gate_on_a_held_skill_is_served_at_its_released_version_from_it
 
 
 def test_the_spec_names_every_member_of_a_served_entry_and_anchor(brain: Brain) -> None:
-    """docs/lineage.md §16.1's two tables name exactly the members a real entry and its anchor have."""
+    """docs/lineage/anchor.md §1's two tables name exactly the members a real entry and its anchor have."""
     import re
 
     _served_brain(brain)
     entry = Entries(brain).get("skill://pdf-tools/forms/SKILL.md")
-    text = (Path(__file__).resolve().parents[2] / "docs" / "lineage.md").read_text(encoding="utf-8")
-    section = text[text.index("### 16.1 ") : text.index("### 16.2 ")]
+    text = EXTENSIONS["anchor"].read_text(encoding="utf-8")
+    section = text[text.index("## 1. ") : text.index("## 2. ")]
     tables = [re.findall(r"^\| `([^`]+)` \|", t, re.M) for t in section.split("| member | value |")[1:]]
     assert tables == [list(entry), list(entry["_meta"][an.KEY])]
     assert f'`"{an.FORMAT}"`' in section and f"`_meta` key `{an.KEY}`" in text
@@ -491,7 +493,7 @@ def test_an_anchored_snapshot_s_entry_carries_its_receipt_and_verifies_against_t
 
 def test_an_unsigned_brain_that_keeps_versions_in_the_store_verifies_by_root_only(tmp_path: Path) -> None:
     """``signed`` and ``signer`` are null; a pinned signer is refused; the version is the store's (no counter in
-    SKILL.md), a claim the anchor does not bind offline (§16.4: checked in a clone)."""
+    SKILL.md), a claim the anchor does not bind offline (lineage/anchor.md §4: checked in a clone)."""
     with Brain.init(tmp_path / "brain", sign=False, versions="store") as brain:
         brain.create("notes", "Take notes", "v1\n")
         brain.edit("notes", "---\nname: notes\ndescription: Take notes\n---\nv2\n")

@@ -1119,7 +1119,8 @@ def test_an_anchor_carved_from_a_sub_folder_that_is_not_a_skill_is_refused(tmp_p
     from ledger.errors import ProofError
     from ledger.publish.anchor import verify_anchor
 
-    verify_anchor(carved)  # without the bytes, only this: the sub-folder is whole and in the signed root (§16.3)
+    # without the bytes, only this: the sub-folder is whole and in the signed root (lineage/anchor.md §3)
+    verify_anchor(carved)
     with pytest.raises(
         ProofError,
         match=r"'fixtures/evil-sample/SKILL\.md' names the skill \"a-sample\", not "

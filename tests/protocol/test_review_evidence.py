@@ -74,7 +74,7 @@ def _record(brain: Brain, signer: str, **over: object) -> dict:
 
 
 def _signed(records: list[dict], secret: bytes, prev: str | None = None) -> list[bytes]:
-    """``records`` signed as one whole batch (docs/lineage.md §14.9), as a verifier on its own machine signs."""
+    """``records`` signed as one whole batch (docs/lineage/evidence.md §9), as a verifier on its own machine signs."""
     return [e.data for e in oc.sign_batch(records, secret, prev=prev)]
 
 
@@ -88,7 +88,7 @@ def _evidence_check(path: Path) -> tuple[bool, list[str]]:
 # Finding 1 (high): the writer appends signed outcomes that the audit then refuses, for ever.
 #
 # Evidence.append (ledger/brain/evidence.py, append) checks an entry's form, its signer's trust and
-# its brain, and Evidence._signed adds the back-dating rule, but neither applies §14.5 rules 5-7 in
+# its brain, and Evidence._signed adds the back-dating rule, but neither applies lineage/evidence.md §5 rules 5-7 in
 # full: a receipt outside the lineage, a version the receipt's snapshot does not hold, a time more
 # than 300 s ahead of the snapshot, an agent other than the lineage's.  Each is written as an
 # `outcome` snapshot; the `evidence` check then FAILS the brain, and because the log is append-only
@@ -118,7 +118,8 @@ def _version_never_served(path: Path, verifier: KeyDir) -> None:
 
 
 def _two_agents(path: Path, verifier: KeyDir) -> None:
-    """Two entries signed elsewhere, naming two registry agents (§14.5 rule 7: one brain, one agent)."""
+    """Two entries signed elsewhere, naming two registry agents (lineage/evidence.md §5 rule 7: one brain, one
+    agent)."""
     with _opened(path) as brain:
         one = _record(brain, verifier.address, agent="0x" + "00" * 31 + "01", task_id="a")
         two = _record(brain, verifier.address, agent="0x" + "00" * 31 + "02", task_id="b")
@@ -186,7 +187,7 @@ def test_the_cli_refuses_a_nested_import_line_naming_it(tmp_path: Path, keys: Pa
 # Finding 3 (high, protocol): an agent chose which verified outcomes entered its log.  A verifier
 # signed each record alone; nothing bound the set of records it signed, so the agent imported the
 # successes and dropped the failures before they were ever appended, and the audit passed.
-# Fixed by lineage v1.7 (docs/lineage.md §14.9, ADR 0038): a verifier signs its outcomes as a batch,
+# Fixed by lineage v1.7 (docs/lineage/evidence.md §9, ADR 0038): a verifier signs its outcomes as a batch,
 # each record naming the batch's id, its index, the count and the batch before it; a log that holds
 # part of a batch fails the audit, and the writer refuses to append one.
 # --------------------------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ def test_the_pages_outcomes_per_signer_add_up_to_the_log(tmp_path: Path) -> None
 # --------------------------------------------------------------------------------------------------
 # Finding 7 (low): ±2^53 is accepted, and written by the json.dumps fast path, but it is outside
 # the I-JSON safe range the RFC 8785 reference refuses.  check_record allows `version <= 2**53`
-# and _number `abs(n) <= 2**53` (ledger/store/outcomes.py, check_record and _number; §14.1 says
+# and _number `abs(n) <= 2**53` (ledger/store/outcomes.py, check_record and _number; lineage/evidence.md §1 says
 # "beyond 2^53"); _plain sends it to json.dumps.  An outside verifier that canonicalises with
 # the rfc8785 library cannot compute such a record's id.  The fast path agrees with the library
 # everywhere else the review probed (200,000 floats on [1e-4, 1e16), every BMP code point).
@@ -328,7 +329,7 @@ def test_a_record_the_reference_canonicaliser_refuses_is_refused() -> None:
 
 # --------------------------------------------------------------------------------------------------
 # Finding 8 (medium, protocol): `agent: null` binds an outcome to no agent, even after the brain is
-# registered and with the chain in hand.  §14.5 rule 7 (ledger/audit/evidencecheck.py, _entry, and
+# registered and with the chain in hand.  lineage/evidence.md §5 rule 7 (ledger/audit/evidencecheck.py, _entry, and
 # ledger/audit/chainevidence.py, the loop over head_log.entries) checks only records that name an
 # agent.  The registry's agent id is agentIdOf(owner, genesis): anyone who clones the brain and
 # registers its genesis under their own key is another agent over the same `brain`, and every
@@ -365,7 +366,7 @@ def test_an_outcome_appended_after_registration_must_name_the_agent(chained: Bra
 # Finding 9 (medium, design): a regression is cleared by a version nobody has judged.  regression()
 # (ledger/brain/competence.py) returns None when the live version has no verified outcome, so an
 # agent whose live v2 is flagged makes v3 (one byte changed) and `ledger status` shows nothing to
-# revert, for as long as it keeps v3 away from its verifier.  §14.6 specifies exactly this; the
+# revert, for as long as it keeps v3 away from its verifier.  lineage/evidence.md §6 specifies exactly this; the
 # flag a shareholder relies on should stay until the live version has verified evidence of its own.
 # --------------------------------------------------------------------------------------------------
 

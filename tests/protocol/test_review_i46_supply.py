@@ -1,4 +1,4 @@
-"""Outside attacks on issue 46 item 1 (docs/lineage.md §1.6): forgeries signed with the brain's real keys
+"""Outside attacks on issue 46 item 1 (docs/lineage/supply.md §1): forgeries signed with the brain's real keys
 that ``ledger audit --require-signatures`` must refuse on the ``supply`` check."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_a_merge_cannot_revoke_an_entry_whose_digest_no_parent_revoked(merged, r
 
 @pytest.mark.xfail(
     strict=True,
-    reason="spec gap (lineage §1.6 rule 1): a brain's first record may declare format 1, "
+    reason="spec gap (lineage/supply.md §1 rule 1): a brain's first record may declare format 1, "
     "so a rogue first install opts out of rule 6's SKILL.md check; nothing in a v1.7 lineage tells "
     "the audit the writer was v1.7",
 )
@@ -197,7 +197,8 @@ def test_a_withheld_skill_cannot_come_back_by_delete_then_revert(merged, name: s
 
 @pytest.mark.parametrize("role", ["agent", "user"])
 def test_a_withheld_entry_stays_through_a_delete_and_the_restore_is_refused(merged, role: str, tmp_path: Path) -> None:
-    """§1.6 rule 5 (v1.7): whoever deletes setup-helper (quarantined), its entry stays as it was; a revert of it
+    """lineage/supply.md §1 rule 5 (v1.7): whoever deletes setup-helper (quarantined), its entry stays as it was; a
+    revert of it
     is then refused, saying why and naming `ledger install`, and writes nothing; the lineage audits OK."""
     brain, env = merged
     b = tmp_path / "b"

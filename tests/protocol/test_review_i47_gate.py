@@ -1,7 +1,7 @@
 """Outside review of the issue-47 gate: what a hostile agent holding only the agent key could step around.
 
 Each test is a proof of concept of one hole (it failed on i47-int before the fix beside it landed): first over
-the gate's pure decision (docs/lineage.md §14.10 shapes), then end to end with the real CLI, real git, the
+the gate's pure decision (docs/lineage/evaluations.md shapes), then end to end with the real CLI, real git, the
 Claude and Hermes layouts and the official MCP SDK client, as the agent would go about it.
 """
 
@@ -234,7 +234,7 @@ def test_an_agent_with_only_its_own_key_may_not_turn_the_gate_off(tmp_path: Path
 
 
 def test_an_agents_plan_does_not_mark_the_verified_lift_stale() -> None:
-    """Hole 7 (low): staleness (docs/lineage.md §14.6) was judged against the skill's newest plan whoever signed
+    """Hole 7 (low): staleness (docs/lineage/evidence.md §6) was judged against the skill's newest plan whoever signed
     it, so an agent's plan declaring another runner made every verified lift of the skill 'stale' in show, log and
     the report page (ranked after any current one), as if the evidence were out of date."""
     from ledger.evals import lift

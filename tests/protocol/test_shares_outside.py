@@ -1,4 +1,4 @@
-"""An outside verifier of the share token's metadata, written from docs/lineage.md §15 alone (it
+"""An outside verifier of the share token's metadata, written from docs/lineage/shares.md alone (it
 imports nothing of ``ledger.chain.shares``), run against the registry's bytes on a real anvil at the
 edges: every allowed location character, a location of exactly 256 bytes set by a real transaction
 (and 257 refused), evidence null and not, ids and addresses with leading zero bytes, and the
@@ -19,7 +19,7 @@ from ledger.chain.registry import Registry
 from ledger.errors import ChainError
 from tests.unit.page.test_shares import _plant
 
-# §15.3's fixed sentence, copied from the spec's text.
+# lineage/shares.md §3's fixed sentence, copied from the spec's text.
 SENTENCE = (
     "One share of this AI agent. A share is a claim on the agent's brain lineage: the head below is the lineage's "
     "current root (exactly which skills) and the evidence root commits to its recorded outcomes. It is not a claim "
@@ -31,7 +31,7 @@ ALLOWED = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"\\{}')
 def spec_uri(
     *, agent: int, chain: int, registry: str, owner: str, head: bytes, seq: int, size: int, root: bytes, location: str
 ) -> str:
-    """§15.2 and §15.3 as an outsider reads them."""
+    """lineage/shares.md §2 and §3 as an outsider reads them."""
     h = "null" if seq == 0 else f'"blake3-tree-v1:{head.hex()}"'
     e = "null" if size == 0 else f'{{"size":{size},"root":"0x{root.hex()}"}}'
     loc = "null" if location == "" else f'"{location}"'
@@ -49,7 +49,7 @@ def _view(reg: Registry, at: str, signature: str, agent: int) -> bytes:
 
 
 def _verify(reg: Registry, at: str, agent: int) -> str:
-    """§15.4: the views at one block, J rebuilt, ``uri`` compared byte for byte; the URI."""
+    """lineage/shares.md §4: the views at one block, J rebuilt, ``uri`` compared byte for byte; the URI."""
     owner = "0x" + _view(reg, at, "ownerOf(uint256)", agent)[12:].hex()
     head = _view(reg, at, "headOf(uint256)", agent)
     seq = int.from_bytes(_view(reg, at, "sequenceOf(uint256)", agent), "big")
@@ -116,7 +116,7 @@ def test_an_outside_verifier_rebuilds_the_registrys_bytes(chained: Brain, edge: 
 
 
 def test_size_zero_is_null_whatever_the_root(chained: Brain) -> None:
-    """Evidence is null when its size is 0 (§15.3), even with a root left in storage."""
+    """Evidence is null when its size is 0 (lineage/shares.md §3), even with a root left in storage."""
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     _plant(
@@ -142,9 +142,9 @@ def test_a_256_byte_location_by_transaction_and_257_refused(chained: Brain) -> N
 
 
 def test_after_the_sequence_wraps_the_metadata_is_still_the_specs_bytes(chained: Brain) -> None:
-    """The sequence is a uint64 that wraps (contracts/BrainRegistry.sol `commit`; docs/lineage.md §15.3):
+    """The sequence is a uint64 that wraps (contracts/BrainRegistry.sol `commit`; docs/lineage/shares.md §3):
     at 2^64 - 1 one more commit makes it 0, and J then says head null although headOf holds the new
-    root.  The verifier of §15.4 still rebuilds the registry's bytes exactly."""
+    root.  The verifier of lineage/shares.md §4 still rebuilds the registry's bytes exactly."""
     cfg = ChainConfig.of(chained)
     reg = Registry(cfg.rpc, cfg.registry)
     head = bytes.fromhex("11" * 32)

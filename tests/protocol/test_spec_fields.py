@@ -18,14 +18,16 @@ import pytest
 from ledger.protocol.messages import ACTORS
 from ledger.signatures.trust import ROLES
 from tests.harness.brains import publish_index
+from tests.harness.spec import CORE, EXTENSIONS
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "lineage.md"
+DOC = CORE
+SUPPLY, EVIDENCE, ATTESTATIONS = EXTENSIONS["supply"], EXTENSIONS["evidence"], EXTENSIONS["attestations"]
 
 
-def section(heading: str) -> str:
-    """The text of the section whose heading line starts with ``heading`` (``### 8.2``), up to the
+def section(heading: str, doc: Path = DOC) -> str:
+    """The text of the section of ``doc`` whose heading line starts with ``heading`` (``### 8.2``), up to the
     next heading of the same or a higher level."""
-    text = DOC.read_text(encoding="utf-8")
+    text = doc.read_text(encoding="utf-8")
     level = heading.split(" ")[0]
     start = next(m for m in re.finditer(rf"^{re.escape(heading)}\b.*$", text, re.M))
     stop = re.compile(rf"^#{{1,{len(level)}}} ", re.M).search(text, start.end())
@@ -48,16 +50,16 @@ def test_every_grammar_and_table_of_roles_names_every_role() -> None:
     assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", actor_row.split("|")[4])), "§2.1's Ledger-Actor row"
     rule5 = next(p for p in section("### 8.3").split("\n\n") if "The roles are" in p)
     assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", rule5)), "§8.3 rule 5"
-    actor = next(ln for ln in section("#### 12.5.3").splitlines() if ln.startswith("| `actor`"))
-    assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", actor)), "§12.5.3's actor"
+    actor = next(ln for ln in section("### 5.3", ATTESTATIONS).splitlines() if ln.startswith("| `actor`"))
+    assert set(ROLES) <= set(re.findall(r"`([a-z]+)`", actor)), "lineage/attestations.md §5.3's actor"
 
 
-# ------------------------------------------------------------------ the upstream signer (§1.7)
+# ------------------------------------------------------------------ the upstream signer (lineage/supply.md §2)
 
 
 def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monkeypatch) -> None:
     """A key id git reads from a bad or unverifiable OpenPGP signature is the signature packet's claim,
-    which anyone can write: recorded as the signer, it passed the auto-approval policy (§1.7)."""
+    which anyone can write: recorded as the signer, it passed the auto-approval policy (lineage/supply.md §2)."""
     import shutil
     import subprocess
 
@@ -137,12 +139,12 @@ def test_a_git_signer_is_recorded_only_for_a_good_signature(tmp_path: Path, monk
 # ------------------------------------------------------------------ every member a real brain holds
 
 
-def schema_tables(heading: str) -> dict[str, dict[str, bool]]:
+def schema_tables(heading: str, doc: Path = DOC) -> dict[str, dict[str, bool]]:
     """{object: {member: optional}} from the tables of a section, each introduced by a line
     starting ``**`object`**``; a member's row is ``| `member` | … |`` (several members share a row)."""
     out: dict[str, dict[str, bool]] = {}
     current = None
-    for line in section(heading).splitlines():
+    for line in section(heading, doc).splitlines():
         label = re.match(r"\*\*`([a-z_]+)`\*\*", line)
         if label:
             current = out.setdefault(label.group(1), {})
@@ -154,7 +156,7 @@ def schema_tables(heading: str) -> dict[str, dict[str, bool]]:
 
 
 def test_the_spec_names_each_supply_object() -> None:
-    tables = schema_tables("### 1.7")
+    tables = schema_tables("## 2. The supply record's members", SUPPLY)
     assert set(tables) == {"entry", "source", "pin", "derived_from", "verdict", "finding", "approval", "revocation"}
     assert set(tables["entry"]) == {
         "source",
@@ -206,7 +208,7 @@ def walk_supply(doc: dict, tables: dict[str, dict[str, bool]]) -> set[str]:
 def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """A brain built with the CLI from a repository, another brain, a v0.2 index and a lock file, with an
     approval, an override, an external scanner's finding and two revocations: every member of its record
-    is one §1.7 names (on main the index's pin ``digest`` was not: the install wrote it, and every later
+    is one lineage/supply.md §2 names (on main the index's pin ``digest`` was not: the install wrote it, and every later
     read of the record refused it)."""
     import functools
     import http.server
@@ -285,7 +287,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     ledger(home, "revoke", json.loads(ledger(home, "supply", "show", "poet", "--json"))["blake3"], "--reason", "spam")
     ledger(home, "revoke", f"{up.bare}@{commit}", "--reason", "the upstream was compromised")
 
-    tables = schema_tables("### 1.7")
+    tables = schema_tables("## 2. The supply record's members", SUPPLY)
     kinds = set()
     for brain in (home, other):
         assert audit_repo(brain).ok
@@ -307,13 +309,13 @@ def subprocess_show(brain: Path, what: str) -> str:
 def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Path) -> None:
     """The outcomes of a brain built with the CLI (``outcome record`` by the agent and the verifier key, an
     ``outcome import`` with a score, a threshold, a verifier's name and evidence): every member of every
-    record, and of each object in it, is the one §14.1's table gives, and no other."""
+    record, and of each object in it, is the one lineage/evidence.md §1's table gives, and no other."""
     import json
 
     from tests.harness.tamper_outcomes import build_honest_outcomes
 
     members: dict[str, set[str]] = {}
-    for line in section("### 14.1").split("**Bytes and id.**")[0].splitlines():
+    for line in section("## 1. The outcome record", EVIDENCE).split("**Bytes and id.**")[0].splitlines():
         cells = re.split(r"(?<!\\)\|", line)  # a cell's own pipes are escaped
         name = re.fullmatch(r" `([a-z_]+)` ", cells[1]) if len(cells) > 3 else None
         if name:
@@ -362,31 +364,38 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
 
 def test_the_outsider_section_is_there_and_cites_what_exists() -> None:
     """§10.1 lists the checks a clone gives, those the chain adds, and what no check gives, citing the
-    "does not give" sections; each of its (and §1.7's and §1.8's) § references names a heading here."""
-    text = DOC.read_text(encoding="utf-8")
-    heads = set(re.findall(r"^#+ (\d+(?:\.\d+)*)\b", text, re.M))
+    "does not give" sections; each of its (and lineage/supply.md §2's and lineage/supply.md §3's) § references names a
+    heading here."""
+
+    def heads(doc: Path) -> set[str]:
+        return set(re.findall(r"^#+ (\d+(?:\.\d+)*)\b", doc.read_text(encoding="utf-8"), re.M))
+
     body = " ".join(section("### 10.1").split())
     for part in ("**With a clone alone**", "**With the chain**", "**What no check gives.**"):
         assert part in body
     for cited in (
         "§8.6",
         "§8.8.6",
-        "§12.6",
-        "§13.11.10",
-        "§14.7.6",
-        "§14.8",
+        "lineage/attestations.md §6",
+        "lineage/epochs.md §10.9",
+        "lineage/evidence.md §7.6",
+        "lineage/evidence.md §8",
         "What v1 cannot catch",
         "What the canonical form does not give",
         "What the `evidence` check cannot catch",
     ):
         assert cited in body, cited
-    for heading in ("### 10.1", "### 1.7", "### 1.8"):
+    for doc, heading in (
+        (DOC, "### 10.1"),
+        (SUPPLY, "## 2. The supply record's members"),
+        (SUPPLY, "## 3. The folder"),
+    ):
         # a reference into another document or an RFC is that document's
-        own = re.findall(r"(?<!\.md )(?<!RFC \d{4} )§(\d+(?:\.\d+)*)", section(heading))
-        assert own and not [r for r in own if r not in heads], (heading, [r for r in own if r not in heads])
+        own = re.findall(r"(?<!\.md )(?<!RFC \d{4} )§(\d+(?:\.\d+)*)", section(heading, doc))
+        assert own and not [r for r in own if r not in heads(doc)], (heading, [r for r in own if r not in heads(doc)])
 
 
-# ------------------------------------------------------------------ the record refuses what §1.7 refuses
+# ----------------------------------------------------------------- the record refuses what lineage/supply.md §2 refuses
 
 
 def _record_with(change) -> bytes:  # type: ignore[no-untyped-def]

@@ -18,6 +18,7 @@ from ledger.store.gitstore import GitStore
 from tests.cli.test_plain_words import problems
 from tests.harness import tamper, tamper_outcomes, tamper_supply
 from tests.harness.cli import run_ledger
+from tests.harness.spec import spec_text
 
 CHAIN: list[str] = []  # --rpc, --registry, --agent of the honest brain's registry (set by the fixture)
 
@@ -77,7 +78,7 @@ def test_every_tamper_class_fails_the_audit_naming_the_snapshot(honest, case: ta
         assert re.search(tamper.REASONS.get(case.name, ""), chk["summary"]), (case.name, chk["summary"])
         shown = [str(c[k]) for c in report["checks"].values() for k in ("summary", "expected", "computed") if c[k]]
         assert not problems("\n".join(shown)), (case.name, problems("\n".join(shown)))  # plain words, as printed
-    cited = (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    cited = spec_text()
     assert f"`{case.name}`" in cited, f"docs/lineage.md §11 does not list {case.name}"
 
 
@@ -104,7 +105,7 @@ def test_every_store_tamper_class_fails_the_audit(honest_store, case: tamper.Cas
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
     assert re.search(tamper.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def test_every_merge_tamper_class_fails_the_audit(honest_merged, case: tamper.Ca
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named, (case.name, chk)
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.mark.parametrize("case", tamper.sibling_cases(), ids=lambda c: c.name)
@@ -147,8 +148,7 @@ def test_every_sibling_tamper_class_fails_the_audit(honest_merged, case: tamper.
                 allowed_signers(store)
         else:
             assert len(allowed_signers(store)[0]) == 2  # the user and the agent key, each certified once
-    docs = Path(__file__).parents[2] / "docs"  # the draft until the integrator moves it into lineage.md
-    assert f"`{case.name}`" in (docs / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +174,7 @@ def test_every_sync_tamper_class_fails_the_audit(honest_hermes_sync, case: tampe
     chk = report["checks"][case.check]
     assert code == 1 and not chk["ok"], (case.name, {k: v["summary"] for k, v in report["checks"].items()})
     assert chk["snapshot"] == named and "changes nothing" in chk["summary"], (case.name, chk)
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def test_a_key_holders_valid_rewrite_passes(honest_outcomes, tmp_path: Path) -> 
     code, report = _audit(copy, "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
     assert report["checks"]["evidence"]["summary"].startswith("6 outcome(s)")
-    # The limit, pinned (lineage.md §14.9): a signer's newest batch dropped whole where it was appended (and
+    # The limit, pinned (lineage/evidence.md §9): a signer's newest batch dropped whole where it was appended (and
     # after), no later batch naming it, is not seen from a clone; the verifier's own word on its newest batch
     # (ledger outcome batches), or an anchored evidence root, shows it.  Here the verifier's import batch of
     # three goes, the slipped-in outcome staying so that the import still appends one.
@@ -243,7 +243,7 @@ def test_every_outcome_tamper_class_fails_the_evidence_check(
         )
         assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(tamper_outcomes.REASONS[case.name], chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()
 
 
 @pytest.mark.chain
@@ -327,7 +327,7 @@ def _mirror(brain: Path, to: Path) -> Path:
 
 def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: Path) -> None:
     """Two signed copies that installed skills, approved, revoked and published to one remote: the ledger's own
-    merge writes the record derived from its parents (docs/lineage.md §1.6 rule 4), in format 3, and audits OK."""
+    merge writes the record derived from its parents (docs/lineage/supply.md §1 rule 4), in format 3, and audits OK."""
     brain, _ = honest_supply_merged
     code, report = _audit(_mirror(brain, tmp_path / "honest.git"), "--require-signatures")
     assert code == 0 and report["ok"], {k: v["summary"] for k, v in report["checks"].items() if not v["ok"]}
@@ -356,7 +356,7 @@ def test_the_honest_supply_merged_brain_passes(honest_supply_merged, tmp_path: P
 def test_every_supply_tamper_class_fails_the_supply_check(
     honest_supply_merged, case: tamper_supply.SupplyCase, tmp_path: Path
 ) -> None:
-    """docs/lineage.md §1.6 (v1.7): a merge that approves (by the agent key, by the user key), an installed
+    """docs/lineage/supply.md §1 (v1.7): a merge that approves (by the agent key, by the user key), an installed
     SKILL.md edited, an install recorded as 'update' writing what its pin does not, a revocation's reason
     rewritten by a later approval, and a record declaring an older format than its parent's: each signed by a
     trusted key, so 'supply' is the only check that fails, on the snapshot forged, naming the skill and rule."""
@@ -371,4 +371,4 @@ def test_every_supply_tamper_class_fails_the_supply_check(
         chk = report["checks"]["supply"]
         assert chk["snapshot"] == named, (case.name, chk)
         assert re.search(case.reason, chk["summary"]), (case.name, chk["summary"])
-    assert f"`{case.name}`" in (Path(__file__).parents[2] / "docs" / "lineage.md").read_text()
+    assert f"`{case.name}`" in spec_text()

@@ -114,7 +114,7 @@ FOLDER_SHA256 = json.loads((Path(__file__).parents[1] / "vectors" / "supply" / "
 
 
 def spec_order(paths: list[str]) -> list[str]:
-    """docs/lineage.md §1.8's order, written out again from its text (no code of ledger.supply)."""
+    """docs/lineage/supply.md §3's order, written out again from its text (no code of ledger.supply)."""
     import unicodedata
 
     punct = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
@@ -164,7 +164,7 @@ NUMBERS = json.loads((Path(__file__).parents[1] / "vectors" / "outcomes" / "numb
 
 
 def spec_number(x: float) -> str:
-    """docs/lineage.md §14.1's Numbers paragraph written out again (ECMA-262 Number::toString): the
+    """docs/lineage/evidence.md §1's Numbers paragraph written out again (ECMA-262 Number::toString): the
     shortest digits *s* (k of them) with x = 0.s × 10^n, then the placement the paragraph gives."""
     from decimal import Decimal
 

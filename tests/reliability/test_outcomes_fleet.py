@@ -1,7 +1,7 @@
 """Outcomes across a fleet (issue 38): three machines sharing one remote and one agent on a real anvil
 each record outcomes beside skill edits, concurrently; `ledger sync` merges their logs by id, loses
 none, and the last sync anchors the merged log's root with the lineage.  Half of them are verified,
-signed by one verifier key that every machine holds (lineage v1.7 §14.9: each is a batch following
+signed by one verifier key that every machine holds (lineage v1.7 lineage/evidence.md §9: each is a batch following
 the newest batch its machine holds, so the verifier's chain forks and merges, every batch whole)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Red-team review of issue 46 (docs/lineage.md §14.9 batches; the edge never deletes or displaces): each
+"""Red-team review of issue 46 (docs/lineage/evidence.md §9 batches; the edge never deletes or displaces): each
 attack that got through, as a test that fails on the code it was found on.
 
 Outcome attacks rewrite the honest outcomes brain (tests/harness/tamper_outcomes.py) as a holder of every key would,
@@ -45,7 +45,8 @@ def _v1(entry: bytes, key: bytes, task: str) -> bytes:
 
 
 def test_a_v1_record_after_a_v2_one_in_the_same_snapshot_fails_the_audit(honest_outcomes, tmp_path: Path) -> None:
-    """§14.9's table: 'a v1 record after a v2 one' fails.  The first outcome snapshot appends the agent's v2
+    """lineage/evidence.md §9's table: 'a v1 record after a v2 one' fails.  The first outcome snapshot appends the
+    agent's v2
     record; a v1 record slipped in after it, in the same snapshot, is appended after the log's first v2
     record, and escapes rule 1 only if rule 1 looks at the parent's log alone."""
     keys = honest_outcomes[0].parent / "keys"  # the honest brain's keys: tamper_outcomes.KEYS re-signs with them

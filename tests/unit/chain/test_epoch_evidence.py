@@ -1,5 +1,5 @@
 """Evidence roots through epochs (issue 38, item 2): evidence entries in an operator's log, evidence receipts,
-the audit and the transport (docs/lineage.md §13.11).
+the audit and the transport (docs/lineage/epochs.md §10).
 
 The formats against their committed bytes; the flow on real brains, a real anvil, the real CLI: two brains'
 outcomes anchored in one ``anchorEpoch`` transaction, each receipt checked offline and against the chain,
@@ -44,7 +44,7 @@ def test_worked_example_vector() -> None:
     from ledger.signatures.siblings import ed25519_key
 
     v = json.loads((VECTORS / "epoch-evidence-receipt.json").read_text())
-    r5 = EvidenceLog([b"outcome %d" % i for i in range(5)]).root  # lineage §14.7.4's log of 5
+    r5 = EvidenceLog([b"outcome %d" % i for i in range(5)]).root  # lineage/evidence.md §7.4's log of 5
     item = epochevidence.evidence_entry(0xA1, b"\x03" * 32, 5, r5)
     assert item.hex() == (
         "02"

@@ -1,4 +1,4 @@
-"""Epoch receipts and the operator's log travel with push, pull and clone (docs/lineage.md §13.6, §13.8).
+"""Epoch receipts and the operator's log travel with push, pull and clone (docs/lineage/epochs.md §6, §8).
 
 Real brains, real bare git remotes in temporary directories, a real anvil, and the real CLI:
 a clone of an epoch-anchored brain passes ``ledger audit --rpc`` with ``chain.epochs``; pulls

@@ -91,7 +91,7 @@ def audit(brain: Brain) -> Any:
 
 
 def test_worked_example_vector() -> None:
-    """docs/lineage.md §14.7.4, byte for byte; refused shapes of the event too."""
+    """docs/lineage/evidence.md §7.4, byte for byte; refused shapes of the event too."""
     from ledger.chain import abi
 
     log = EvidenceLog([b"outcome %d" % i for i in range(5)])

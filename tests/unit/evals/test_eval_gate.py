@@ -1,7 +1,7 @@
 """The gate (issue 47; docs/layouts.md, "The gate"): a version of a skill with evals reaches runtimes only once
 an evaluation signed by a verifier (or a user's approval) releases it; an agent's own evaluation never does.
 
-The decisions are checked first over plain entries in the shapes of docs/lineage.md §14.10; then end to end with
+The decisions are checked first over plain entries in the shapes of docs/lineage/evaluations.md; then end to end with
 the real CLI, real git, a Claude-layout and a Hermes-layout target, and the official MCP SDK client.
 """
 

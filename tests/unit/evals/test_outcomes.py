@@ -283,7 +283,8 @@ def test_two_fleet_copies_merge_their_logs_without_conflict(tmp_path: Path) -> N
 
 
 def test_copies_appending_one_verifiers_outcomes_merge_whole_and_audit_ok(tmp_path: Path, keys: Path) -> None:
-    """Lineage v1.7 (§14.9) in a fleet: two copies record outcomes with one shared verifier key at once (each
+    """Lineage v1.7 (lineage/evidence.md §9) in a fleet: two copies record outcomes with one shared verifier key at once
+    (each
     batch follows the newest one its copy holds: the chains fork), and an independent verifier's two batches
     reach the two copies one each.  Merged either way, every batch is whole, the audit passes, and
     `outcome batches` names each chain's newest batch."""
@@ -403,7 +404,7 @@ def test_concurrent_writers_lose_no_outcome(tmp_path: Path, keys: Path) -> None:
 
 
 def test_the_committed_record_vector_signs_and_reads_back_byte_for_byte() -> None:
-    """docs/lineage.md §14.1, pinned: a second implementation must produce these exact bytes."""
+    """docs/lineage/evidence.md §1, pinned: a second implementation must produce these exact bytes."""
     import hashlib
 
     vec = json.loads((Path(__file__).parents[2] / "vectors" / "outcomes" / "record.json").read_text())
@@ -431,7 +432,7 @@ def test_the_committed_record_vector_signs_and_reads_back_byte_for_byte() -> Non
 
 
 def test_the_committed_batch_vector_signs_and_its_logs_are_judged_as_the_spec_says() -> None:
-    """docs/lineage.md §14.9, pinned: two batches of v2 records, every byte reproduced from the key and the
+    """docs/lineage/evidence.md §9, pinned: two batches of v2 records, every byte reproduced from the key and the
     records, and the logs a verifier MUST accept and MUST refuse (a failure dropped, a batch dropped whole
     while the batch after it is kept, a batch before the one it follows)."""
     import hashlib
@@ -546,7 +547,7 @@ def test_a_target_linked_best_verified_shows_the_version_the_evidence_backs(tmp_
 
 
 def test_the_committed_eval_vector_signs_and_reads_back_byte_for_byte() -> None:
-    """docs/lineage.md §14.10, pinned: a plan, the two v3 records of its one pair (one batch) and an approval,
+    """docs/lineage/evaluations.md, pinned: a plan, the two v3 records of its one pair (one batch) and an approval,
     every byte reproduced from the key and the members; the plan's grid judged whole, and half of it refused;
     and the entries a reader MUST refuse."""
     import hashlib

@@ -1,4 +1,4 @@
-"""The share token: its metadata follows the head (docs/lineage.md §15), its holders, and the CLI.
+"""The share token: its metadata follows the head (docs/lineage/shares.md), its holders, and the CLI.
 
 Real anvil, real registry, real ``cast`` and web3; the metadata is checked against the committed
 vectors (tests/vectors/token/metadata.json) and against EIP-1155's metadata JSON schema.

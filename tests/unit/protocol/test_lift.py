@@ -1,4 +1,4 @@
-"""Lift (issue 47, docs/lineage.md §14.6, ADR 48): Newcombe's paired interval against published worked
+"""Lift (issue 47, docs/lineage/evidence.md §6, ADR 48): Newcombe's paired interval against published worked
 examples, and the pairing, tiers, staleness and regression rules over records in the v3 shape."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def rec(
     runner: str = "ref-runner 1",
     grader: str = "ref-grader 1",
 ) -> dict[str, Any]:
-    """An eval record as §14.10 lays it out (only the members lift reads are filled in faithfully)."""
+    """An eval record as lineage/evaluations.md lays it out (only the members lift reads are filled in faithfully)."""
     if cond == "with_skill":
         arm = version
     return {

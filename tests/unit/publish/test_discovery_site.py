@@ -1,4 +1,4 @@
-"""``ledger export --discovery`` and ``ledger install`` from such a site (issue 50, docs/lineage.md §16.5):
+"""``ledger export --discovery`` and ``ledger install`` from such a site (issue 50, docs/lineage/anchor.md §5):
 a real brain exported with the real CLI, the site served by a loopback HTTP server, installed into a
 second brain with its pins; every tamper refused by name with the second brain unchanged.  Also the
 Agent Skills Discovery RFC v0.2.0's client rules (ledger/sources/indexsource.py)."""
@@ -465,7 +465,8 @@ def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_instal
     published: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """A genuine anchor proves the files are in the signer's signed root, not that the signer serves or approves
-    them (§16.4; a quarantined skill is in that root too): only a brain source, whose audited supply record shows
+    them (lineage/anchor.md §4; a quarantined skill is in that root too): only a brain source, whose audited supply
+    record shows
     the skill served, lets the policy approve. The skill is installed quarantined, pinned to the anchor's version,
     and the output says why it was not approved."""
     site = _site(published, tmp_path)
@@ -487,7 +488,7 @@ def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_instal
 def test_outdated_says_what_update_would_refuse_of_an_anchored_pin(
     published: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """``ledger outdated`` applies update's rule for an anchored pin (lineage §16.5): a version served without
+    """``ledger outdated`` applies update's rule for an anchored pin (lineage/anchor.md §5): a version served without
     its anchor is not listed as a newer version to take, but as an error naming the pinned root."""
     site = _site(published, tmp_path)
     b = tmp_path / "b"

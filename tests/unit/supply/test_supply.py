@@ -236,7 +236,7 @@ def test_local_edits_are_a_fork_merged_three_ways(up: Upstream, home: Path) -> N
     assert out["forked"] and out["applied"]
     text = (home / "skills/summarise/SKILL.md").read_text()
     assert "Read the whole input carefully." in text and "Write the answer in French." in text
-    # Two snapshots (lineage.md §1.6): the install of exactly what the source serves, held to its pin, then
+    # Two snapshots (lineage/supply.md §1): the install of exactly what the source serves, held to its pin, then
     # the local edits merged back as an edit of their own; the audit holds the install to every byte.
     ops = [e["operation"] for e in json.loads(ledger(home, "log", "--json").stdout)[:2]]
     assert ops == ["edit", "install"], ops
@@ -500,7 +500,7 @@ def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream,
 
 
 def test_an_agents_install_is_quarantined_whatever_the_policy(up: Upstream, home: Path, tmp_path: Path) -> None:
-    """Auto-approval is an approval (lineage §1.6 rule 6): the agent's install of a skill the policy would pass
+    """Auto-approval is an approval (lineage/supply.md §1 rule 6): the agent's install of a skill the policy would pass
     is written quarantined, and says why; the user's install of the same skill is approved."""
     ledger(home, "install", str(up.bare))
     ledger(home, "approve", "summarise", "translate")
@@ -587,7 +587,7 @@ VECTORS = Path(__file__).parents[2] / "vectors" / "supply" / "counter-set-aside.
 
 
 def test_the_counter_set_aside_vectors() -> None:
-    """docs/lineage.md §1.6: the installed SKILL.md with its counter set aside is the served one, byte for byte;
+    """docs/lineage/supply.md §1: the installed SKILL.md with its counter set aside is the served one, byte for byte;
     its sha256 is the entry's files['SKILL.md'].  Every spelling outside COUNTER-LINE is refused."""
     import hashlib
 
@@ -613,7 +613,8 @@ def test_the_counter_set_aside_vectors() -> None:
 def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(
     up: Upstream, home: Path, tmp_path: Path
 ) -> None:
-    """A SKILL.md whose metadata is a flow mapping, or empty, could not be held to its pin (§1.6 rule 6): the
+    """A SKILL.md whose metadata is a flow mapping, or empty, could not be held to its pin (lineage/supply.md §1 rule
+    6): the
     install is refused, says why and how to fix it, and changes nothing."""
     up.put("flowing", {"SKILL.md": "---\nname: flowing\ndescription: Flow\nmetadata: {author: up}\n---\nGo.\n"})
     up.put("empty-meta", {"SKILL.md": "---\nname: empty-meta\ndescription: Empty\nmetadata:\n---\nGo.\n"})
@@ -633,7 +634,8 @@ def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(
 
 
 def test_a_revocation_is_never_rewritten(up: Upstream, home: Path) -> None:
-    """Revoking a digest already revoked is refused and changes nothing: its first reason stands (§1.6 rule 2)."""
+    """Revoking a digest already revoked is refused and changes nothing: its first reason stands (lineage/supply.md §1
+    rule 2)."""
     ledger(home, "install", str(up.bare), "summarise")
     digest = record(home).skills["summarise"].blake3
     ledger(home, "revoke", digest, "--reason", "sends the text elsewhere")

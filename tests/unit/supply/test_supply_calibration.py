@@ -1,4 +1,4 @@
-"""Calibrated verdicts: supply record format 3 (docs/lineage.md §1.6–§1.7, v1.10; docs/scanner.md,
+"""Calibrated verdicts: supply record format 3 (docs/lineage/supply.md §1–§2, v1.10; docs/scanner.md,
 "Calibrated verdicts"): the vector's bytes, what an install records, what `supply show` prints, and what
 the audit refuses."""
 
@@ -21,6 +21,7 @@ from ledger.supply import installer as installer_mod
 from ledger.supply.installer import Installer
 from tests.harness import tamper_supply as ts
 from tests.harness.cli import run_ledger
+from tests.harness.spec import EXTENSIONS
 from tests.unit.supply.test_supply import GOOD, Upstream
 
 VECTOR = json.loads((Path(__file__).parents[2] / "vectors" / "supply" / "calibrated-verdict.json").read_text("utf-8"))
@@ -163,12 +164,13 @@ def test_the_audit_refuses_calibration_keys_that_are_not_the_scanners(up: Upstre
 
 
 def test_the_spec_names_every_member_of_a_recorded_calibration() -> None:
-    """§1.7's CAL and COUNTS name exactly the members of the vector's recorded calibration, and the verdict's
+    """lineage/supply.md §2's CAL and COUNTS name exactly the members of the vector's recorded calibration, and the
+    verdict's
     table marks `calibration` optional (absent in formats 1 and 2)."""
     import re
 
-    text = (Path(__file__).resolve().parents[3] / "docs" / "lineage.md").read_text("utf-8")
-    spec = text[text.index("### 1.7") : text.index("### 1.8")]
+    text = EXTENSIONS["supply"].read_text("utf-8")
+    spec = text[text.index("## 2.") : text.index("## 3.")]
     block = spec[spec.index("CAL = {") : spec.index("```", spec.index("CAL = {"))]
     cal_part, counts_part = block.split("COUNTS =")
     cal = next(
