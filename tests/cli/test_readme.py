@@ -84,10 +84,19 @@ def test_the_readme_is_read_in_five_minutes() -> None:
         assert (REPO / "docs" / "guides" / f"{guide}.md").is_file(), guide
     broken = []
     for page in [REPO / "README.md", *sorted((REPO / "docs" / "guides").glob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
-            if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
-                broken.append(f"{page.relative_to(REPO)}: {target}")
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", page.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            path = page.parent / target if target else page
+            if not path.exists() or (anchor and path.suffix == ".md" and anchor not in _anchors(path)):
+                broken.append(f"{page.relative_to(REPO)}: {target}#{anchor}")
     assert not broken, "\n".join(broken)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors a Markdown viewer gives the page's headings (lower case, punctuation dropped, spaces to hyphens)."""
+    heads = re.findall(r"^#+ (.+)$", re.sub(r"(?ms)^```.*?^```$", "", page.read_text()), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
 
 
 def test_the_readme_lists_every_command() -> None:
