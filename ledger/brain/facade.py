@@ -344,7 +344,7 @@ class Brain:
         """The one write context of a service: hold the writer lock (:meth:`locked`) and, if ``actor`` is given,
         attribute what is written inside to it and its evidence (:meth:`acting`); ``w`` exposes the verbs of the
         write path (:class:`ledger.brain.writing.Writing`).  Built on those two, which stay for callers of the
-        Python API (README)."""
+        Python API (docs/guides/agent-runtime.md)."""
         with self.acting(actor, **evidence) if actor is not None else contextlib.nullcontext(), self.locked():
             yield Writing(self._writer, self._importer, self._keyring)
 

@@ -26,12 +26,13 @@ from ledger.signatures import identity
 from tests.harness.cli import LEDGER, run_ledger
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+RECIPES = README.parent / "docs" / "guides" / "agent-runtime.md"  # the page that holds the recipes
 INSTALLED = "/home/me/brain-ledger/.venv/bin/ledger"  # the README's example of what `command -v ledger` prints
 SKILL = "---\nname: review\ndescription: Review a change before it ships\n---\nRead the diff.\n"
 
 
 def _recipes() -> dict[str, tuple[str, str]]:
-    text = README.read_text()
+    text = RECIPES.read_text()
     found = re.findall(r"<!-- recipe: ([\w-]+) -->\n\s*```(\w+)\n(.*?)```", text, re.S)
     return {name: (lang, re.sub(r"(?m)^  ", "", body)) for name, lang, body in found}
 
@@ -58,7 +59,7 @@ def test_the_readme_has_the_four_recipes() -> None:
 
 def test_each_recipe_names_ledger_by_its_absolute_path_and_says_how_to_find_it(tmp_path: Path) -> None:
     """A runtime's PATH seldom holds .venv/bin: a bare `ledger` fails to start there."""
-    text = README.read_text()
+    text = RECIPES.read_text()
     assert "`command -v ledger`" in text
     for name in sorted(_recipes()):
         command, _, _ = _server(name, tmp_path / "brain")
