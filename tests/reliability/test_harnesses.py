@@ -10,7 +10,6 @@ outage of the fleet harness is also exercised against a push that is under way.
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,9 @@ import pytest
 from ledger.chain import anvil
 from ledger.errors import ChainError
 from tests.harness import fleet, procs, synckills
+from tests.harness.wait import until
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 
 class Boom(RuntimeError):
@@ -98,10 +100,7 @@ def test_the_fleet_outage_survives_a_push_under_way(tmp_path: Path) -> None:
         [*git, "push", "-q", str(link), "main"], stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        for _ in range(3000):
-            if (tmp_path / "gate.ready").exists() or push.poll() is not None:
-                break
-            time.sleep(0.01)
+        until(lambda: (tmp_path / "gate.ready").exists() or push.poll() is not None, timeout=30, what="the push's hook")
         assert (tmp_path / "gate.ready").exists(), push.communicate()
         assert list((remote / "objects").glob("tmp_objdir-incoming-*")), "no push under way"
         fleet._point(link, fleet.OUTAGE)  # the outage begins while receive-pack holds its quarantine
