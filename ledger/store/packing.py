@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ledger._env import child_env
 from ledger.errors import StoreError
@@ -152,17 +152,27 @@ MAX_DEFER_S = 30.0  # ... or after this long at most ...
 DEFER_BYTES = 8 * DEFAULT_BYTES  # ... or once this many loose bytes wait, whichever comes first
 
 
-def _await_quiet(control: Path, limit: int) -> float:
+class Clock(Protocol):
+    """What :func:`_await_quiet` reads the time with: the :mod:`time` module, or a test's own clock."""
+
+    def monotonic(self) -> float: ...
+    def time(self) -> float: ...
+    def sleep(self, seconds: float, /) -> None: ...
+
+
+def _await_quiet(control: Path, limit: int, clock: Clock = time) -> float:
     """Hold off while writes keep coming: how long this waited.
 
     A pack written beside a burst of upserts slows the ones it meets (they share the
     disk), so the detached packer, holding its lock, waits for a pause in the writes
     (the counter file is touched by every write).  The wait is bounded by time and by
     the loose bytes piling up, so a brain written without pause is still packed.
+    ``clock`` is :mod:`time` but in a test, which drives the writes from its own clock
+    instead of sleeping through them.
     """
-    started = time.monotonic()
+    started = clock.monotonic()
     counter = control / _COUNTER
-    while time.monotonic() - started < MAX_DEFER_S:
+    while clock.monotonic() - started < MAX_DEFER_S:
         try:
             st = counter.stat()
         except OSError:
@@ -171,10 +181,10 @@ def _await_quiet(control: Path, limit: int) -> float:
             waiting = int(counter.read_text().split()[1])
         except (OSError, ValueError, IndexError):
             waiting = 0  # read while a writer rewrote it: a write, so not quiet
-        if time.time() - st.st_mtime >= QUIET_S or waiting >= limit:
+        if clock.time() - st.st_mtime >= QUIET_S or waiting >= limit:
             break
-        time.sleep(0.1)
-    return time.monotonic() - started
+        clock.sleep(0.1)
+    return clock.monotonic() - started
 
 
 def pack(

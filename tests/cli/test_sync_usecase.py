@@ -27,6 +27,7 @@ from ledger.sync import links, run
 from ledger.sync import reports as sr
 from ledger.sync.status import status
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 
 
 def _dump(doc: Any) -> str:
@@ -282,7 +283,6 @@ def test_every_command_of_the_runtimes_module_names_its_report() -> None:
 def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``run.watch`` from Python: the first sync, then one per edit, each a SyncReport; ``stop`` ends it."""
     import threading
-    import time
 
     place = _Place(tmp_path, monkeypatch, "alpha")
     seen: list[sr.SyncReport] = []
@@ -296,14 +296,11 @@ def test_the_watch_use_case_hands_each_sync_its_typed_report(tmp_path: Path, mon
         )
         worker.start()
         try:
-            deadline = time.monotonic() + 60
-            while not seen and time.monotonic() < deadline:
-                time.sleep(0.05)
+            until(lambda: seen, timeout=60, what="the first sync's report")
             assert seen and seen[0].targets[0].projected == ("alpha",)
             md = place.root / "rt" / "alpha" / "SKILL.md"
             md.write_text(md.read_text() + "\nan edit while watched\n")
-            while len(seen) < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            until(lambda: len(seen) >= 2, timeout=60, what="the edit's sync report")
         finally:
             stop.set()
             worker.join(30)

@@ -176,7 +176,9 @@ def visit(
                     )
                 s.call("Page.navigate", url=page.resolve().as_uri())
                 s.wait_for("Page.loadEventFired")
-                time.sleep(settle)  # anything the page does just after load gets to report
+                # A window, not a wait: a request or error the page makes just after load gets to report (the
+                # page tests assert there is none, and an absence cannot be polled for).
+                time.sleep(settle)
                 value = s.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
                 if "exceptionDetails" in value:
                     raise RuntimeError(f"chromium: the expression threw: {value['exceptionDetails']}")

@@ -253,7 +253,7 @@ def edge_run(
             log.crossed += crossed
             if ok and crossed:
                 log.crossed_markers.add(m)
-            time.sleep(rng.uniform(0, 0.05))
+            time.sleep(rng.uniform(0, 0.05))  # the subject: the runtime's random pace between edits
 
     def syncer() -> None:
         while not done.is_set():

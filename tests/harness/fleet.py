@@ -352,7 +352,7 @@ def _fleet_run(
     outage_until = 0.0
     oneshots: list[tuple[subprocess.Popen[bytes], float]] = []  # one-shot syncs, and when to kill each (inf: never)
     while any(t.is_alive() for t in threads):
-        time.sleep(rng.uniform(0.3, 1.0))
+        time.sleep(rng.uniform(0.3, 1.0))  # the subject: a random pause between the faults this loop injects
         now = time.monotonic()
         if outage_until and now >= outage_until:
             _point(link, remote.name)
@@ -442,6 +442,8 @@ def _converge(ms: list[Machine], remote: Path, chain: dict[str, Any], timeout: f
     reg = Registry(chain["rpc"], chain["registry"])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        # A bounded poll, once a second (each look opens every machine's store and asks the chain), its first look
+        # a second after the loops restart, so a fleet that looks settled only because no loop has run yet is not.
         time.sleep(1.0)
         head = _git(remote, "rev-parse", "main").strip()
         heads = set()

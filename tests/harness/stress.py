@@ -421,7 +421,7 @@ lost = 0
 while not os.path.exists(stop):
     if libc.renameat2(-100, a, -100, b, 2) == 0:
         swaps += 1
-        time.sleep(rng.uniform(0, 0.002))
+        time.sleep(rng.uniform(0, 0.002))  # the subject: how long the swapped paths stay swapped
         for _ in range(10000):  # swap back; the writer may have removed the link meanwhile
             if libc.renameat2(-100, a, -100, b, 2) == 0:
                 break
@@ -429,7 +429,7 @@ while not os.path.exists(stop):
         else:
             lost += 1
             break
-    time.sleep(rng.uniform(0, 0.002))
+    time.sleep(rng.uniform(0, 0.002))  # the subject: a random pace between swaps
 print(swaps, lost)
 """
 

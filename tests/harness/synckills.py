@@ -166,7 +166,7 @@ def sync_kill_run(work: Path, kills: int, seed: int = 1, watch: bool = False, lo
                     acked_lines[name].append(line)
                     stats["runtime_acked"] += 1
                 i += 1
-                time.sleep(rng.uniform(0, 0.05))
+                time.sleep(rng.uniform(0, 0.05))  # the subject: the runtime's random pace between edits
 
         writer = threading.Thread(target=runtime)
         writer.start()

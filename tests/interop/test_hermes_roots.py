@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.harness.cli import LEDGER, run_ledger
+from tests.harness.wait import until
 from tests.interop.test_hermes_compare import _hermes_python
 
 WALK = """
@@ -274,10 +274,7 @@ def test_an_export_failing_part_way_leaves_nothing_in_dest(tmp_path: Path) -> No
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 60
-        while not Path(f"{gate}.ready").exists():
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr and proc.stderr.read()
-            time.sleep(0.01)
+        until(Path(f"{gate}.ready").exists, timeout=60, what="the pause at export-placed", alive=proc)
         meddle()
         os.unlink(f"{gate}.ready")
         gate.unlink()

@@ -24,6 +24,7 @@ from ledger.signatures import siblings, sshsig
 from ledger.store import commitsig
 from tests.harness import tamper
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 
 VECTORS = json.loads((Path(__file__).parents[1] / "vectors" / "sshsig" / "vectors.json").read_text())
 KEY = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(VECTORS["seed_hex"]))
@@ -364,7 +365,10 @@ def test_a_side_branch_signed_by_a_key_the_mainline_revoked_verifies_in_git(tmp_
     do("clone", str(remote), str(b))
     do("--brain", str(a), "keys", "rotate", "agent")
     do("--brain", str(a), "push", str(remote))
-    time.sleep(1.2)  # the side branch's snapshot is dated at least a second after the revocation
+    revoked = int(_git(a / ".git", "log", "-1", "--format=%ct", "main").stdout)  # a's newest: the revocation
+    # The side branch's snapshot is dated (git's whole seconds, the ledger's own clock) after the revocation:
+    # wait for the clock's second to pass that one, no longer (a fixed 1.2 s slept before).
+    until(lambda: int(time.time()) > revoked, timeout=10, what="the clock to pass the revocation's second")
     do("--brain", str(b), "skill", "create", "t", "--description", "T", "--body", "t\n", "--actor", "agent")
     do("--brain", str(b), "push", str(remote))
     audit = run_ledger("audit", str(b), "--require-signatures", env=env)

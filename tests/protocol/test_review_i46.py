@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from tests.harness.brains import fingerprint
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 from tests.unit.supply.test_supply_sources import commit, served, skill_md
 
 ID = {"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x@x"}
@@ -56,10 +56,12 @@ def git_daemon(base: Path) -> Iterator[int]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(100):
-            if _git("ls-remote", f"git://127.0.0.1:{port}/private", check=False).returncode == 0:
-                break
-            time.sleep(0.1)
+        until(
+            lambda: _git("ls-remote", f"git://127.0.0.1:{port}/private", check=False).returncode == 0,
+            timeout=30,
+            what="git daemon to serve",
+            alive=proc,
+        )
         yield port
     finally:
         proc.terminate()

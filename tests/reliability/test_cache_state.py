@@ -27,6 +27,8 @@ import pytest
 
 from tests.unit.sync.test_sync import _ledger, _setup
 
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
+
 SEEDS = (1, 2, 3)
 STEPS = 7
 # Each read is compared with its exit status and both streams; verify must pass besides.

@@ -20,8 +20,9 @@ from ledger.chain.keys import DEV_KEY_NAME
 from ledger.chain.registry import Registry
 from ledger.store import gitstore as gs
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 
-pytestmark = pytest.mark.chain
+pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
 def _ledger(brain: Brain, *args: str) -> subprocess.CompletedProcess[str]:
@@ -83,17 +84,18 @@ def _dumped_since(state: Path, since: float, timeout: float = 120) -> None:
     """Wait until anvil has written its state (every second, --state-interval 1) twice after ``since``: the
     second write began after the first ended, so after ``since``, and holds every block mined before it.
     (A fixed 1.5 s wait raced on a loaded machine, where a dump can come late.)"""
-    deadline = time.monotonic() + timeout
     seen: set[int] = set()
-    while len(seen) < 2:
-        assert time.monotonic() < deadline, f"anvil did not save its state to {state} within {timeout} s"
+
+    def twice() -> bool:
         try:
             mtime = state.stat().st_mtime_ns
         except FileNotFoundError:
             mtime = 0
         if mtime > since * 1e9:
             seen.add(mtime)
-        time.sleep(0.05)
+        return len(seen) >= 2
+
+    until(twice, timeout, f"anvil to save its state to {state} twice", interval=0.05)
 
 
 def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Path) -> None:
@@ -112,10 +114,8 @@ def test_killed_node_gives_clean_errors_and_resumes_from_its_state(tmp_path: Pat
         _dumped_since(brain_dir / ".ledger" / "anvil" / "state.json", time.time())  # what was committed is saved
         node = json.loads((brain_dir / ".ledger" / "anvil" / "node.json").read_text())
         os.killpg(node["pid"], signal.SIGKILL)
-        deadline = time.monotonic() + 60  # gone when its port no longer answers (0.3 s was a guess)
-        while anvil.rpc_ready(node["url"]):
-            assert time.monotonic() < deadline, "anvil still answers after SIGKILL"
-            time.sleep(0.05)
+        # gone when its port no longer answers (0.3 s was a guess)
+        until(lambda: not anvil.rpc_ready(node["url"]), timeout=60, what="anvil to stop answering after SIGKILL")
         run_ledger("skill", "create", "t", "--description", "d", env=env, check=True)
         for args in (["commit", "--key", DEV_KEY_NAME], ["chain", "status"], ["verify", "--chain"]):
             proc = run_ledger(*args, env=env)

@@ -16,8 +16,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.harness.edgemodel import run
 from tests.interop.test_hermes_compare import _hermes_python
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 EXAMPLES, STEPS, SEED = 16, 12, 1  # about a minute
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.harness.edgeraces import edge_run
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 FIGURES = (
     "seed",

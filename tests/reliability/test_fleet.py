@@ -12,6 +12,8 @@ import pytest
 from ledger.chain import anvil
 from tests.harness.fleet import fleet_run
 
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
+
 
 @pytest.mark.chain
 def test_a_small_fleet_loses_nothing_and_converges(tmp_path: Path, node: anvil.Node) -> None:

@@ -9,7 +9,9 @@ outage of the fleet harness is also exercised against a push that is under way.
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,9 @@ import pytest
 from ledger.chain import anvil
 from ledger.errors import ChainError
 from tests.harness import fleet, procs, synckills
+from tests.harness.wait import TimedOut, until
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 
 class Boom(RuntimeError):
@@ -98,10 +103,7 @@ def test_the_fleet_outage_survives_a_push_under_way(tmp_path: Path) -> None:
         [*git, "push", "-q", str(link), "main"], stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        for _ in range(3000):
-            if (tmp_path / "gate.ready").exists() or push.poll() is not None:
-                break
-            time.sleep(0.01)
+        until(lambda: (tmp_path / "gate.ready").exists() or push.poll() is not None, timeout=30, what="the push's hook")
         assert (tmp_path / "gate.ready").exists(), push.communicate()
         assert list((remote / "objects").glob("tmp_objdir-incoming-*")), "no push under way"
         fleet._point(link, fleet.OUTAGE)  # the outage begins while receive-pack holds its quarantine
@@ -164,3 +166,16 @@ def test_anvil_moves_on_when_the_port_it_picked_is_taken_meanwhile(
             anvil.start(tmp_path / "b", port=busy, persist=False, lifetime=120)
     finally:
         taken.close()
+
+
+def test_until_returns_what_it_saw_or_names_what_did_not_happen() -> None:
+    """tests/harness/wait.py, the one poll: the predicate's value; else a failure naming what was awaited, at the
+    timeout, or as soon as the process it waited on has ended (with that process's output)."""
+    assert until(lambda: 42, what="an answer") == 42
+    with pytest.raises(TimedOut, match=re.escape("the flag: not within 0.05 s")):
+        until(lambda: False, timeout=0.05, what="the flag")
+    proc = subprocess.Popen([sys.executable, "-c", "print('bye')"], stdout=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    with pytest.raises(TimedOut, match=re.escape("the ready file: the process ended first (exit 0): 'bye\\n'")):
+        until(lambda: False, timeout=60, what="the ready file", alive=proc)
+    assert time.monotonic() - started < 30

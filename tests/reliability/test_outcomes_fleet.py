@@ -16,7 +16,7 @@ import pytest
 from ledger.chain import anvil
 from tests.harness import fleet
 
-pytestmark = pytest.mark.chain
+pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
 def _log(m: fleet.Machine) -> list[str]:

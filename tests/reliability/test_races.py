@@ -7,7 +7,11 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.harness.cli import run_ledger
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 
 def test_a_support_folder_renamed_beside_writes_never_gives_a_traceback(tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ from ledger.store.gitstore import GitStore
 from tests.harness.brains import fingerprint
 from tests.harness.cli import run_ledger
 
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
+
 
 def _sentinel(tmp_path: Path) -> tuple[Path, str]:
     """A directory outside the brain with a checksum of every file in it."""

@@ -16,6 +16,8 @@ import pytest
 from tests.harness import tamper, tamper_outcomes
 from tests.harness.cli import run_ledger
 
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
+
 
 @pytest.fixture(scope="module")
 def honest_outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:

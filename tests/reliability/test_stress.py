@@ -8,6 +8,8 @@ import pytest
 
 from tests.harness.stress import hostile_corpus, kill_run, symlink_race, writers_run
 
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
+
 
 def test_random_kills_lose_nothing_and_brick_nothing(tmp_path: Path) -> None:
     res = kill_run(tmp_path, kills=30, seed=7, verify_every=10)

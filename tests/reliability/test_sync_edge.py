@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from ledger.brain import Brain
 from tests.harness.cli import LEDGER
+from tests.harness.wait import until
 from tests.unit.sync.test_sync import _body, _ledger, _linked, _setup, _sync
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 
 def _head(brain: Path) -> str:
@@ -33,6 +35,21 @@ def _files(brain: Path, name: str) -> dict[str, bytes]:
 def _verify(brain: Path, env: dict[str, str]) -> None:
     proc = _ledger(brain, env, "verify", check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _opened(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` holds ``path`` open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _append(path: Path, line: str) -> None:
@@ -57,10 +74,7 @@ def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> 
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "gate.ready").exists():
-            assert sync.poll() is None and time.monotonic() < deadline, sync.communicate()
-            time.sleep(0.02)
+        until((tmp_path / "gate.ready").exists, timeout=60, what="the pause at sync.record", alive=sync)
         src = tmp_path / "new.md"
         src.write_text("written while the recording was under way\n")
         write = subprocess.Popen(
@@ -70,8 +84,12 @@ def test_a_brain_write_during_a_recording_waits_and_survives(tmp_path: Path) -> 
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.0)
+        # Until the write has reached the writer lock (it holds .ledger/lock open), or ended; a fixed 1 s sleep
+        # stood here.  The lock still names the recording's pid: the write is waiting for it, not holding it.
+        lock = brain / ".ledger" / "lock"
+        until(lambda: _opened(write.pid, lock) or write.poll() is not None, what="the write to reach the lock")
         assert write.poll() is None, "the write went ahead while the recording held what it decided on"
+        assert lock.read_text() == str(sync.pid), "the write took the lock the recording holds"
     finally:
         gate.unlink(missing_ok=True)
     out, err = sync.communicate(timeout=60)
@@ -385,10 +403,7 @@ def _held_at_exchange(tmp_path: Path, brain: Path, env: dict[str, str]) -> tuple
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not Path(str(gate) + ".ready").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    until(Path(str(gate) + ".ready").exists, timeout=60, what="the pause at sync.exchange", alive=proc)
     return proc, gate
 
 

@@ -7,6 +7,7 @@ does (a temporary file in the skill's folder, then ``os.replace``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -15,9 +16,14 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from ledger.folders.descriptors import EXCHANGE, renameat2
 from tests.harness.cli import LEDGER
+from tests.harness.wait import TimedOut, until
 from tests.unit.sync.test_sync import _body, _ledger, _linked, _sync
+
+pytestmark = pytest.mark.slow  # a reliability harness (pyproject.toml, "slow")
 
 STAGING = ".ledger/sync/work/rt/.ledger-staging"
 
@@ -94,7 +100,7 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
                     acked.append(("file", marker))
             except OSError:
                 pass  # the folder was exchanged under the write: it failed, and the writer was told
-            time.sleep(rng.uniform(0, 0.03))
+            time.sleep(rng.uniform(0, 0.03))  # the subject: the runtime's random pace between edits
 
     def loop() -> None:
         full = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}, **env}
@@ -109,9 +115,8 @@ def test_a_runtime_editing_while_sync_loops_loses_nothing_to_a_rescued_copy(tmp_
     for t in threads:
         t.start()
     try:
-        deadline = time.monotonic() + 120
-        while (len(syncs) < 12 or len(acked) < 300) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with contextlib.suppress(TimedOut):  # enough of a run, or two minutes of it
+            until(lambda: len(syncs) >= 12 and len(acked) >= 300, timeout=120, what="a long enough run", interval=0.2)
     finally:
         done.set()
         for t in threads:
@@ -170,12 +175,11 @@ def _held_after_the_exchange(tmp_path: Path, brain_edit: tuple[str, str]) -> Hel
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not Path(str(gate) + ".ready").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(proc.communicate())
-        time.sleep(0.01)
+    try:
+        until(Path(str(gate) + ".ready").exists, timeout=60, what="the pause at sync.exchanged", alive=proc)
+    except TimedOut:
+        proc.kill()
+        raise
     (displaced,) = (brain / STAGING).iterdir()
     assert brain_edit[1] not in (displaced / "SKILL.md").read_text()  # the runtime's folder, taken away
     assert brain_edit[1] in (target / "alpha/SKILL.md").read_text()  # the brain's copy, in its place

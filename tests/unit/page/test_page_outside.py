@@ -11,6 +11,7 @@ from ledger.chain.config import ChainConfig
 from ledger.chain.keys import dev_account
 from ledger.chain.registry import Registry
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 from tests.unit.page.test_shares import _plant
 
 
@@ -102,7 +103,6 @@ def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain,
     what the audit checked: the page must not show it as the head on chain, ticked."""
     import os
     import subprocess
-    import time
 
     from tests.harness.cli import LEDGER
 
@@ -122,10 +122,7 @@ def test_the_page_reads_the_chain_at_the_block_the_audit_checked(chained: Brain,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not Path(str(gate) + ".ready").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.02)
+        until(Path(str(gate) + ".ready").exists, timeout=60, what="the pause at report.chain", alive=proc)
         reg.send(dev_account(0), reg.bound().functions.commit(cfg.agent_id, head, b"\x44" * 32), what="a late root")
     finally:
         gate.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ from ledger.scanner import sandbox
 from ledger.scanner.rules import SEVERITIES
 from ledger.scanner.static import SCANNER, merge, scan
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("bwrap") and shutil.which("strace")) and not os.environ.get("LEDGER_REQUIRE_SANDBOX"),
@@ -222,7 +223,8 @@ def test_the_time_cap_stops_a_sleeper_and_a_fork_loop() -> None:
         ("forks.sh", "medium", "stopped at the time cap (2 s)"),
         ("sleep.sh", "medium", "stopped at the time cap (2 s)"),
     ]
-    time.sleep(0.5)
+    # The kernel ends the sandbox's processes as its namespace goes: poll for that (a fixed 0.5 s stood here).
+    until(lambda: _alive(mark) == [], timeout=10, what="the sandbox's sleepers and forks to be gone")
     assert _alive(mark) == []
 
 

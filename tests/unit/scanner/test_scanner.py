@@ -314,7 +314,7 @@ elif mode == "outside":
 elif mode == "slow":
     import subprocess
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # a grandchild holding stdout
-    time.sleep(30)
+    time.sleep(30)  # the subject: a scanner that outlives its timeout
 """
 
 

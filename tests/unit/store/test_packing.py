@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -13,17 +14,16 @@ from ledger.bundle.merkle import InclusionProof, parse_root, verify_proof
 from ledger.folders.layouts import read
 from ledger.store.packing import pack, store_size
 from tests.harness.cli import run_ledger
+from tests.harness.wait import until
 
 
 def _settle(brain: Brain, timeout: float = 60) -> None:
     """Wait until no detached packer holds the packer lock."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = pack(brain.store.git_dir, brain.control, wait=False)
-        if "skipped" not in result:
-            return
-        time.sleep(0.1)
-    raise AssertionError("a packer kept the lock for a minute")
+    until(
+        lambda: "skipped" not in pack(brain.store.git_dir, brain.control, wait=False),
+        timeout,
+        "the detached packer to let go of its lock",
+    )
 
 
 def test_writes_pack_in_the_background_and_gc_loses_nothing(tmp_path: Path) -> None:
@@ -103,19 +103,32 @@ def test_the_automatic_packer_waits_for_a_pause_in_the_writes(tmp_path: Path) ->
 
     counter = tmp_path / "gc-writes"
     counter.write_text("1 100")
-    burst_ends = time.monotonic() + 1.0
 
-    def writer() -> None:
-        n = 1
-        while time.monotonic() < burst_ends:
-            n += 1
-            counter.write_text(f"{n} {n * 100}")
-            time.sleep(0.05)
+    class Burst:
+        """The packer's clock: while it sleeps, a writer touches the counter every 0.05 s for the clock's first
+        second (each write dated by this clock, with os.utime).  No wall time passes: a thread writing for a
+        real second, and the packer sleeping through it, stood here."""
 
-    thread = threading.Thread(target=writer)
-    thread.start()
-    waited = _await_quiet(tmp_path, 10**9)
-    thread.join()
+        def __init__(self) -> None:
+            self.now = self.start = self.next = time.time()
+            self.n = 1
+
+        def monotonic(self) -> float:
+            return self.now
+
+        def time(self) -> float:
+            return self.now
+
+        def sleep(self, seconds: float) -> None:
+            end = self.now + seconds
+            while self.next <= end and self.next < self.start + 1.0:
+                self.n += 1
+                counter.write_text(f"{self.n} {self.n * 100}")
+                os.utime(counter, (self.next, self.next))
+                self.next += 0.05
+            self.now = end
+
+    waited = _await_quiet(tmp_path, 10**9, Burst())
     assert waited >= 1.0 + QUIET_S * 0.5  # through the burst, and a pause after it
     counter.write_text("90 5000")  # writes still coming, but 5,000 loose bytes waiting: pack now
     assert _await_quiet(tmp_path, 4000) < QUIET_S

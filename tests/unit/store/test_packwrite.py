@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from ledger.brain import Brain
 from ledger.errors import SkillError
 from ledger.store import gitstore as gs
 from ledger.store.packwrite import STAGING_PREFIX, PackWriter
+from tests.harness.wait import until
 
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -133,9 +133,8 @@ def test_a_bulk_pack_gets_its_deltas_from_the_next_packer(tmp_path: Path) -> Non
     brain.snapshot()
     (bulk,) = [p.stat().st_size for p in (brain.store.git_dir / "objects" / "pack").glob("pack-*.pack")]
     log = brain.control / "gc.log"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (log.exists() and log.read_text().strip()):
-        time.sleep(0.1)  # the snapshot started a detached packer; it logs when done
+    # the snapshot started a detached packer; it logs when done
+    until(lambda: log.exists() and log.read_text().strip(), timeout=60, what="the detached packer's log")
     fd = os.open(brain.control / "gc.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.close(fd)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from ledger.brain import Brain
 from tests.harness.cli import LEDGER, run_ledger
+from tests.harness.wait import until
 
 
 def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
@@ -238,10 +238,7 @@ def test_an_edit_made_during_a_sync_is_never_lost(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not Path(str(gate) + ".ready").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
+        until(Path(str(gate) + ".ready").exists, timeout=60, what="the pause at sync.exchange", alive=proc)
         md = target / "alpha/SKILL.md"
         md.write_text(md.read_text().replace("Step two.", "Step two, edited mid-sync."))  # as Hermes does: in place
         gate.unlink()
@@ -332,12 +329,8 @@ def test_watch_records_an_edit_and_projects_a_snapshot(tmp_path: Path) -> None:
         text=True,
     )
 
-    def wait_for(check, what: str) -> None:
-        deadline = time.monotonic() + 120  # generous: a loaded 2-core machine; it returns as soon as it holds
-        while not check():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, f"--watch did not {what} within 120 s"
-            time.sleep(0.05)
+    def wait_for(check, what: str) -> None:  # generous: a loaded 2-core machine; it returns as soon as it holds
+        until(check, timeout=120, what=f"--watch to {what}", alive=proc)
 
     try:
         wait_for(lambda: (b / "alpha/SKILL.md").exists(), "project the brain")
@@ -368,10 +361,7 @@ def _killed_mid_exchange(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     proc = subprocess.Popen(
         [LEDGER, "--brain", str(brain), "sync"], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    deadline = time.monotonic() + 60
-    while not Path(str(gate) + ".ready").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    until(Path(str(gate) + ".ready").exists, timeout=60, what="the pause at sync.exchange", alive=proc)
     md = target / "alpha/SKILL.md"
     md.write_text(md.read_text().replace("Step two.", "Step two, edit one."))
     gate.unlink()

@@ -81,7 +81,7 @@ def _settle(*folders: Path) -> None:
     )
     wait = (newest + instant.RACY_NS) / 1e9 + 0.2 - time.time()
     if wait > 0:
-        time.sleep(wait)
+        time.sleep(wait)  # the subject: the racy window; a ctime cannot be set back, so it is waited out, exactly
 
 
 def _in_step(brain: Path, name: str, path: Path, head: str | None = None) -> bool:
