@@ -66,7 +66,13 @@ def rows(
         1.2,
         anchor_name="no chain",
     )
-    add("`ledger commit`, nothing to commit", L["commit_nothing_s"], L["git_status_s"], 5.0, anchor_name="git status")
+    add(
+        "`ledger chain anchor`, nothing to commit",
+        L["commit_nothing_s"],
+        L["git_status_s"],
+        5.0,
+        anchor_name="git status",
+    )
     add(
         f"`ledger status`, {L['skills']:,} skills, clean",
         L["status_s"],

@@ -3,17 +3,20 @@
 Each takes an open brain (and a ``password`` source for a keystore, which the CLI makes a
 prompt) and returns a report (:mod:`ledger.anchoring.reports`); refusals raise
 :class:`~ledger.errors.LedgerError` subclasses.  No printing, no exit codes: the CLI renders.
+
+The committing half (:mod:`ledger.anchoring.commits`, :mod:`~ledger.anchoring.epochs`, the registry
+client, the node, the keys) loads inside the use case that needs it: :func:`up_to_date`, the whole of a
+'nothing to commit', reads the config, the receipts and one raw call, and loads none of it
+(tests/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ledger.anchoring import commits
-from ledger.anchoring.epochs import anchor_epoch
 from ledger.anchoring.reports import (
     AnchorReport,
     AuthorizeReport,
@@ -28,15 +31,14 @@ from ledger.anchoring.reports import (
     RegisterReport,
     ShareToken,
 )
-from ledger.brain import Brain
-from ledger.chain import anvil
 from ledger.chain.config import ChainConfig, onchain_head
-from ledger.chain.keys import PasswordSource
 from ledger.chain.receipts import local_pending, receipt_of
-from ledger.chain.registry import Registry
-from ledger.chain.shares import check_location
 from ledger.errors import ChainError, UsageError
 from ledger.store.evidence import has_evidence
+
+if TYPE_CHECKING:
+    from ledger.brain import Brain
+    from ledger.chain.keys import PasswordSource
 
 __all__ = [
     "anchor",
@@ -77,6 +79,8 @@ def _agent(cfg: ChainConfig) -> str:
 
 def chain_up(brain: Brain, *, port: int | None = None, chain_id: int = 31337) -> ChainUpReport:
     """Start this brain's local anvil (or find it running) and make its URL the brain's rpc."""
+    from ledger.chain import anvil
+
     node = anvil.status(anvil_dir(brain))
     started = node is None
     if node is not None:
@@ -93,6 +97,8 @@ def chain_up(brain: Brain, *, port: int | None = None, chain_id: int = 31337) ->
 
 def chain_down(brain: Brain) -> ChainDownReport:
     """Stop this brain's local anvil; its state is kept for the next :func:`chain_up`."""
+    from ledger.chain import anvil
+
     node = anvil.stop(anvil_dir(brain))
     return ChainDownReport(stopped=node is not None, pid=node.pid if node else None)
 
@@ -130,6 +136,8 @@ def chain_use(brain: Brain, rpc: str, registry: str | None = None) -> ChainUseRe
 def _existing_registry(root: Path, cfg: dict[str, Any], rpc: str, address: str) -> dict[str, Any]:
     """The config fields naming the registry at ``address`` on ``rpc``, refused when no code is there, or
     when this brain's agent is registered on another registry (switching would orphan its lineage)."""
+    from ledger.chain.registry import Registry
+
     reg = Registry(rpc, address)  # refuses an address with no code on that chain
     same = str(cfg.get("registry") or "").lower() == str(reg.address).lower() and cfg.get("chain_id") == reg.chain_id
     if cfg.get("agent_id") and not same:
@@ -148,6 +156,8 @@ def _existing_registry(root: Path, cfg: dict[str, Any], rpc: str, address: str) 
 
 def chain_status(brain: Brain) -> ChainStatusReport:
     """The agent's on-chain head and sequence beside the local head, its evidence and shares, at one block."""
+    from ledger.anchoring import commits
+
     configured(brain, "registry", "agent_id")
     return ChainStatusReport.of(commits.chain_status(brain))
 
@@ -156,6 +166,8 @@ def deploy(
     brain: Brain, *, key: str | None = None, password: PasswordSource | None = None, force: bool = False
 ) -> DeployReport:
     """Deploy the registry and its share token; record the address in the brain's config."""
+    from ledger.anchoring import commits
+
     configured(brain)
     cfg = commits.deploy(brain, key=key, password=password, force=force)
     assert cfg.registry is not None and cfg.chain_id is not None
@@ -166,6 +178,9 @@ def register(
     brain: Brain, *, shares: int = 1_000_000, key: str | None = None, password: PasswordSource | None = None
 ) -> RegisterReport:
     """Register this brain's agent and mint its shares to the signing key."""
+    from ledger.anchoring import commits
+    from ledger.chain.registry import Registry
+
     configured(brain, "registry")
     cfg = commits.register(brain, shares=shares, key=key, password=password)
     assert cfg.registry is not None
@@ -180,6 +195,8 @@ def check_location_arg(url: str | None, clear: bool) -> None:
     if url is not None:
         if url == "":
             raise UsageError("the location is empty", hint="use --clear to remove it")
+        from ledger.chain.shares import check_location
+
         try:
             check_location(url)
         except ChainError as exc:
@@ -195,6 +212,8 @@ def location(
     password: PasswordSource | None = None,
 ) -> LocationReport:
     """Where the brain is published; set it to ``url`` or ``clear`` it first (the owner's transaction)."""
+    from ledger.anchoring import commits
+
     check_location_arg(url, clear)
     cfg = configured(brain, "registry", "agent_id")
     assert cfg.registry is not None
@@ -208,6 +227,8 @@ def authorize(
     brain: Brain, address: str, *, revoke: bool = False, key: str | None = None, password: PasswordSource | None = None
 ) -> AuthorizeReport:
     """Let ``address`` commit roots for this brain's agent, or with ``revoke`` stop it (owner only)."""
+    from ledger.anchoring import commits
+
     cfg = configured(brain, "registry", "agent_id")
     assert cfg.registry is not None
     tx = commits.authorize(brain, address, not revoke, key=key, password=password)
@@ -238,7 +259,7 @@ def anchor(
     brain: Brain,
     *,
     key: str | None = None,
-    batch: int = commits.DEFAULT_BATCH,
+    batch: int | None = None,
     password: PasswordSource | None = None,
     progress: Callable[[int, int], None] | None = None,
     quick: bool = True,
@@ -246,13 +267,16 @@ def anchor(
     """Commit every snapshot not yet on chain, in order and batched, recording each receipt.
 
     With ``quick`` it first asks :func:`up_to_date` (one raw call); the CLI asks it itself
-    and passes ``quick=False``."""
+    and passes ``quick=False``.  ``batch``: roots per transaction (None: ``commits.DEFAULT_BATCH``, 32)."""
+    from ledger.anchoring import commits
+
     if quick:
         done = up_to_date(brain)
         if done is not None:
             return done
     else:
         configured(brain, "registry", "agent_id")
+    batch = commits.DEFAULT_BATCH if batch is None else batch
     result = commits.commit_pending(brain, key=key, batch=batch, password=password, progress=progress)
     assert isinstance(result, commits.CommitResult)
     return AnchorReport(
@@ -274,6 +298,8 @@ def epoch(
     log_url: str | None = None,
 ) -> EpochReport:
     """Anchor every new head of ``brains`` in one epoch of ``operator``'s log: one transaction."""
+    from ledger.anchoring.epochs import anchor_epoch
+
     configured(operator, "registry")
     r = anchor_epoch(operator, list(brains), key=key, password=password, location=log_url)
     return EpochReport(

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 from ledger.bundle.skill import counter_zeroed
 from ledger.errors import LedgerError, UsageError
 from ledger.evals.lift import TRUSTED, newcombe_paired, passed
-from ledger.evals.reports import EvalApprovalReport, GateReport
 from ledger.protocol.bundlehash import format_root
 from ledger.store import outcomes as oc
 from ledger.store.skilltree import skills_of
@@ -48,6 +47,7 @@ from ledger.store.supply import parse_record as parse_supply
 
 if TYPE_CHECKING:
     from ledger.brain import Brain
+    from ledger.evals.reports import EvalApprovalReport, GateReport
 
 __all__ = [
     "APPROVERS",
@@ -595,6 +595,8 @@ def entries(brain: Brain) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
 def switch(brain: Brain, on: bool, actor: str = "user") -> GateReport:
     """Turn the gate on or off ("eval": {"gate": …} in .ledger/config.json).  Turning it off takes a user's
     or curator's key on this machine (``actor``): the gate holds back what an agent wrote."""
+    from ledger.evals.reports import GateReport  # here: 'ledger status' reads the gate, and returns no eval report
+
     section = dict(brain.config.get("eval") or {})
     changed = bool(section.get("gate")) is not on
     section["gate"] = on
@@ -623,6 +625,8 @@ def approve(brain: Brain, actor: str, name: str, version: int, reason: str) -> E
         )
     if not 1 <= len(reason) <= 512:
         raise UsageError(f"--reason is {len(reason)} characters; give 1 to 512")
+    from ledger.evals.reports import EvalApprovalReport
+
     with brain.acting(actor):
         receipt, entry = brain.evidence.approve(name, version, reason)
     return EvalApprovalReport.from_receipt(receipt, approval=entry.id.hex())

@@ -232,3 +232,48 @@ def test_chain_commands_load_no_chain_library(tmp_path: Path, node) -> None:
         assert not loaded, f"`ledger {' '.join(args)}` ({name}) loads {loaded}:\n  " + "\n  ".join(ways)
     status = json.loads(run_ledger("--brain", str(brain), "chain", "status", "--json", check=True).stdout)
     assert status["in_sync"] and status["onchain_seq"] == 3, status  # init, create, patch: all anchored
+
+
+# What a command may load of the report modules (ADR 73: a report module loads when a command that
+# returns its reports runs).  `status` returns ledger.brain.reports' StatusReport; reading the eval
+# gate's settings loads no eval report (issue 53: ledger.evals.gate had loaded them, 14 ms of dataclasses).
+STATUS_REPORTS = {"ledger.reports", "ledger.brain.reports"}
+
+
+def test_click_status_loads_only_its_own_reports(small_brain: Path) -> None:
+    proc = run_ledger("--brain", str(small_brain), "status", env={**FULL, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
+    imports = imports_of(proc.stderr)
+    assert any(m == "ledger.cli" for _, m in imports), "LEDGER_FULL_PATH did not force the click path"
+    reports = {m for _, m in imports if m == "ledger.reports" or m.endswith(".reports")}
+    ways = sorted(" -> ".join(chain_to(imports, i)) for i, (_, m) in enumerate(imports) if m in reports)
+    assert reports == STATUS_REPORTS, "\n  ".join(["`ledger status` loads:", *ways])
+
+
+# The committing half of the chain commands: the registry client, the transaction sender, the epochs,
+# the keys and the node.  `ledger chain anchor` (and its old spelling `ledger commit`) with nothing to
+# commit asks one raw call and loads none of it, as its help says ("the registry client is never
+# loaded"); issue 52's use case had loaded all of it at start (ledger/anchoring/run.py), 30 ms.
+COMMITTING_HALF = (
+    "ledger.anchoring.commits",
+    "ledger.anchoring.epochs",
+    "ledger.chain.registry",
+    "ledger.chain.keys",
+    "ledger.chain.anvil",
+)
+
+
+@pytest.mark.chain
+def test_nothing_to_commit_loads_no_committing_half(tmp_path: Path, node) -> None:
+    brain = tmp_path / "brain"
+    run_ledger("init", str(brain), check=True)
+    for step in (["chain", "use", node.url], ["chain", "deploy"], ["chain", "register"], ["chain", "anchor"]):
+        run_ledger("--brain", str(brain), *step, check=True)
+    for args in (["chain", "anchor"], ["commit"]):
+        proc = run_ledger("--brain", str(brain), *args, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr[-3000:])
+        assert proc.stdout.startswith("nothing to commit: the on-chain head is the local head"), proc.stdout
+        imports = imports_of(proc.stderr)
+        assert any(m == "ledger.chain.rpc" for _, m in imports), f"{args}: no import report, or no chain read"
+        ways = sorted(" -> ".join(chain_to(imports, i)) for i, (_, m) in enumerate(imports) if m in COMMITTING_HALF)
+        assert not ways, "\n  ".join([f"`ledger {' '.join(args)}` with nothing to commit loads:", *ways])
