@@ -21,7 +21,8 @@ What a call in process sees, made the same as a child process would see it:
   that escapes is printed as Python prints it and exits 1, as in a child.
 - Signal handlers, the umask, the recursion limit and the root logger's handlers are put back after
   the call.  A call that leaves a thread running or registers an ``atexit`` hook fails the test: such
-  a command must run in a child process.
+  a command must run in a child process (a hook a module registers when the call first imports it, as
+  ``logging`` and ``certifi`` do, is the import's: a child process registers it too).
 - Module-level caches (parsed front matter, keys by path and mtime, the sandbox's tool check) are keyed
   by their inputs, so a second call sees what a fresh process would compute.  ``flock`` locks belong to an
   open file, not to a process, so a lock the test holds on another descriptor still refuses the command.
@@ -39,8 +40,9 @@ What cannot be made the same, so :func:`run_in_process` runs it in a child proce
 - a ``timeout``: only a child process can be stopped at one;
 - an environment whose Python or locale settings (``PYTHON*``, ``LANG``, ``LC_*``, ``TZ``) differ from
   this process's, which a running interpreter has already read;
-- a call from any thread but the main one, or from inside another call (``os.environ``, the working
-  directory and descriptors 0-2 belong to the whole process).
+- a call from any thread but the main one, or from inside another call, or while a thread the test
+  started runs (a local HTTP server, say): ``os.environ``, the working directory, ``sys.std*`` and
+  descriptors 0-2 belong to the whole process, and that thread would see the call's or write into them.
 
 docs/adr/0081-in-process-cli-runner.md says why.
 """
@@ -61,13 +63,28 @@ import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["LEDGER", "run_in_process", "run_ledger", "why_not_in_process"]
+__all__ = ["LEDGER", "Ran", "run_in_process", "run_ledger", "why_not_in_process"]
 
 LEDGER = str(Path(sys.executable).with_name("ledger"))
 
 _HOOKS = ("LEDGER_CRASHPOINT", "LEDGER_PAUSEPOINT", "LEDGER_PAUSE_FILE")
 _PROCESS_VARS = ("PYTHON", "LANG", "LC_", "TZ")  # read once by a running interpreter
 _busy = threading.Lock()
+_THREADS = frozenset(threading.enumerate())  # pytest's and xdist's own, there before any test
+
+
+class Ran(subprocess.CompletedProcess):  # type: ignore[type-arg]
+    """A finished ``ledger`` call: :class:`subprocess.CompletedProcess` (text ``stdout``/``stderr``), which also
+    answers to :class:`click.testing.Result`'s ``exit_code`` and ``output`` (stdout, then stderr), the names
+    the tests that once used click's ``CliRunner`` read."""
+
+    @property
+    def exit_code(self) -> int:
+        return self.returncode
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
 def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -84,7 +101,7 @@ def run_ledger(
     input: str | None = None,
     check: bool = False,
     timeout: float | None = None,
-) -> subprocess.CompletedProcess[str]:
+) -> Ran:
     """Run the installed ``ledger`` console script in a child process, as a user would."""
     proc = subprocess.run(
         [LEDGER, *args],
@@ -105,7 +122,7 @@ def run_in_process(
     input: str | None = None,
     check: bool = False,
     timeout: float | None = None,
-) -> subprocess.CompletedProcess[str]:
+) -> Ran:
     """:func:`run_ledger`'s call, answered by the console script's entry point inside this process; in a
     child process instead when :func:`why_not_in_process` names a reason (the module's docstring lists them)."""
     full_env = child_env(env)
@@ -122,6 +139,8 @@ def why_not_in_process(args: tuple[str, ...] | list[str], env: Mapping[str, str]
     """Why this call must run in a child process (the module's docstring), or None."""
     if threading.current_thread() is not threading.main_thread():
         return "a thread other than the main one"
+    if set(threading.enumerate()) - _THREADS:
+        return "a thread the test started runs (it shares sys.std*, os.environ and the working directory)"
     hooks = [k for k in env if k in _HOOKS or k.startswith("LEDGER_CRASH")]
     if hooks:
         return f"a process hook in the environment ({', '.join(sorted(hooks))})"
@@ -146,7 +165,8 @@ def why_not_in_process(args: tuple[str, ...] | list[str], env: Mapping[str, str]
     return None
 
 
-def _checked(proc: subprocess.CompletedProcess[str], check: bool) -> subprocess.CompletedProcess[str]:
+def _checked(done: subprocess.CompletedProcess[str], check: bool) -> Ran:
+    proc = Ran(done.args, done.returncode, done.stdout, done.stderr)
     if check and proc.returncode != 0:
         args = " ".join(proc.args[1:])
         raise AssertionError(f"ledger {args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
@@ -176,9 +196,7 @@ def _stdio(name: str) -> tuple[str, str]:
     return _STDIO[name]
 
 
-def _in_process(
-    args: list[str], cwd: Path | str | None, env: dict[str, str], input: str | None
-) -> subprocess.CompletedProcess[str]:
+def _in_process(args: list[str], cwd: Path | str | None, env: dict[str, str], input: str | None) -> Ran:
     from ledger import _entry, _env
 
     encodings = {name: _stdio(name) for name in ("stdin", "stdout", "stderr")}
@@ -186,7 +204,7 @@ def _in_process(
         fin.write((input or "").encode(*encodings["stdin"]))
         fin.seek(0)
         threads = set(threading.enumerate())
-        hooks = atexit._ncallbacks()
+        hooks, modules = atexit._ncallbacks(), len(sys.modules)
         with _process_state(args, cwd, env), _descriptors(fin, fout, ferr, encodings):
             _env._taken.clear()
             try:
@@ -207,15 +225,15 @@ def _in_process(
         left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         for t in left:
             t.join(5)
-        if any(t.is_alive() for t in left) or atexit._ncallbacks() != hooks:
-            raise AssertionError(
-                f"ledger {' '.join(args)} left a thread running or an atexit hook: run it with run_ledger"
-            )
+        if any(t.is_alive() for t in left):
+            raise AssertionError(f"ledger {' '.join(args)} left a thread running: run it with run_ledger")
+        if atexit._ncallbacks() != hooks and len(sys.modules) == modules:  # not a first import's (logging, certifi)
+            raise AssertionError(f"ledger {' '.join(args)} registered an atexit hook: run it with run_ledger")
         fout.seek(0)
         ferr.seek(0)
         stdout = fout.read().decode(*encodings["stdout"])
         stderr = ferr.read().decode(*encodings["stderr"])
-    return subprocess.CompletedProcess([LEDGER, *args], code, stdout, stderr)
+    return Ran([LEDGER, *args], code, stdout, stderr)
 
 
 @contextlib.contextmanager
