@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,17 @@ def test_a_refused_call_still_runs_in_a_child(tmp_path: Path) -> None:
     create = ("--brain", str(tmp_path / "b"), "skill", "create", "s", "--description", "The s skill", "--body", "x")
     proc = run_in_process(*create, env={"LEDGER_CRASHPOINT": "after-journal"})
     assert proc.returncode == 86, proc.stderr
+
+
+def test_a_thread_the_test_started_keeps_calls_in_a_child_process() -> None:
+    """A local server in a thread would see the call's environment and working directory, and write into its stderr."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        reason = why_not_in_process(("status",), dict(os.environ), None)
+    finally:
+        stop.set()
+        thread.join()
+    assert reason is not None and "thread" in reason, reason
+    assert why_not_in_process(("status",), dict(os.environ), None) is None
