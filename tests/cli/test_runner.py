@@ -177,3 +177,9 @@ def test_a_thread_the_test_started_keeps_calls_in_a_child_process() -> None:
         thread.join()
     assert reason is not None and "thread" in reason, reason
     assert why_not_in_process(("status",), dict(os.environ), None) is None
+
+
+def test_the_ledger_registers_no_atexit_hook() -> None:
+    """In process, an ``atexit`` hook would run when the test process exits, not when the command does."""
+    package = Path(__file__).resolve().parents[2] / "ledger"
+    assert [str(p) for p in package.rglob("*.py") if "atexit" in p.read_text()] == []
