@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledger import api
 from ledger.reports import Report
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 
 def _reports_in(fn: typing.Callable[..., object]) -> list[type]:
@@ -36,8 +36,8 @@ def test_every_name_is_a_use_case_that_returns_a_report() -> None:
 def test_a_program_gets_the_document_the_command_prints(tmp_path: Path) -> None:
     from ledger.brain import Brain
 
-    run_ledger("init", "--unsigned", str(tmp_path / "b"), check=True)
-    run_ledger(
+    run_in_process("init", "--unsigned", str(tmp_path / "b"), check=True)
+    run_in_process(
         "--brain",
         str(tmp_path / "b"),
         "skill",
@@ -50,7 +50,7 @@ def test_a_program_gets_the_document_the_command_prints(tmp_path: Path) -> None:
         check=True,
     )
     printed = {
-        c: json.loads(run_ledger("--brain", str(tmp_path / "b"), *c.split(), "--json", check=True).stdout)
+        c: json.loads(run_in_process("--brain", str(tmp_path / "b"), *c.split(), "--json", check=True).stdout)
         for c in ("status", "skill list", "log", "index")
     }
     with Brain.open(tmp_path / "b") as brain:

@@ -38,7 +38,7 @@ from ledger.cli.common import reports_of
 from ledger.overview import status
 from ledger.reports import NoChange
 from ledger.write.records import Receipt
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 FULL = {"LEDGER_FULL_PATH": "1"}  # status, index and skill list through click, not the stat cache
 
@@ -49,7 +49,7 @@ def printed(report: Any) -> str:
 
 
 def cli(root: Path, *args: str) -> str:
-    proc = run_ledger("--brain", str(root), *args, env=FULL, check=True)
+    proc = run_in_process("--brain", str(root), *args, env=FULL, check=True)
     return proc.stdout
 
 
@@ -64,7 +64,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A brain with two skills (one filed in a category), a supporting file, a binary asset, and a
     hand edit not in a snapshot."""
     root = tmp_path_factory.mktemp("usecases") / "brain"
-    run_ledger("init", str(root), check=True)
+    run_in_process("init", str(root), check=True)
     cli(root, "skill", "create", "alpha", "--description", "Alpha skill", "--body", "Use alpha.\n")
     cli(root, "skill", "create", "beta", "--description", "Beta – ünïcode", "--category", "research")
     data = root.parent / "blob.bin"
@@ -191,17 +191,17 @@ def test_gc_use_case_and_command_give_one_document_shape(copy: Callable[[str], P
 
 
 def test_init_json_is_the_init_use_case(tmp_path: Path) -> None:
-    shown = json.loads(run_ledger("init", str(tmp_path / "a"), "--json", check=True).stdout)
+    shown = json.loads(run_in_process("init", str(tmp_path / "a"), "--json", check=True).stdout)
     got = usecases.init(tmp_path / "b").to_json()
     valid(shown, InitReport)
     assert shown["brain"] == str(tmp_path / "a") and got["brain"] == str(tmp_path / "b")
     assert {**shown, "brain": None} == {**got, "brain": None}
     assert shown["policy"] == "signed" and {k["role"] for k in shown["trusted"]} == {"user", "agent"}
     unsigned = json.loads(
-        run_ledger("init", str(tmp_path / "c"), "--unsigned", "--versions", "store", "--json", check=True).stdout
+        run_in_process("init", str(tmp_path / "c"), "--unsigned", "--versions", "store", "--json", check=True).stdout
     )
     assert (unsigned["trusted"], unsigned["policy"], unsigned["versions"]) == ([], "unsigned", "store")
-    text = run_ledger("init", str(tmp_path / "d"), check=True).stdout
+    text = run_in_process("init", str(tmp_path / "d"), check=True).stdout
     assert text.splitlines()[1] == f"root   {shown['root']}"
 
 
@@ -245,7 +245,7 @@ def test_a_write_prints_the_receipt_the_api_returns(
     data = tmp_path / "y.md"
     data.write_text("why\n")
     argv = [x.replace("{src}", str(src)).replace("{data}", str(data)) for x in args]
-    shown = json.loads(run_ledger("--brain", str(a), *argv, "--json", check=True).stdout)
+    shown = json.loads(run_in_process("--brain", str(a), *argv, "--json", check=True).stdout)
     arg = data if "{data}" in args else src
     with Brain.open(b) as brain, brain.acting("user"):
         got = write(brain, arg)
@@ -258,13 +258,13 @@ def test_a_write_prints_the_receipt_the_api_returns(
 
 def test_a_write_that_changes_nothing_prints_no_change(made: Path, copy: Callable[[str], Path]) -> None:
     a = copy("a")
-    run_ledger("--brain", str(a), "snapshot", check=True)
+    run_in_process("--brain", str(a), "snapshot", check=True)
     for argv in (
         ["snapshot"],
         ["skill", "move", "alpha"],
         ["skill", "patch", "alpha", "--old", "Use alpha.", "--new", "Use alpha."],
     ):
-        proc = run_ledger("--brain", str(a), *argv, "--json")
+        proc = run_in_process("--brain", str(a), *argv, "--json")
         if proc.returncode != 0:  # a refusal is not a "nothing to do"
             assert argv[1] == "patch", proc.stderr
             continue
@@ -333,11 +333,11 @@ def test_verify_proof_documents_validate(made: Path, tmp_path: Path) -> None:
     proof = tmp_path / "proof.json"
     proof.write_text(cli(made, "prove", "alpha/SKILL.md", "--json"))
     root = json.loads(proof.read_text())["root"]
-    ok = run_ledger("proof", "check", str(proof), "--root", root, "--json", check=True)
+    ok = run_in_process("proof", "check", str(proof), "--root", root, "--json", check=True)
     assert json.loads(ok.stdout) == {"ok": True, "path": "alpha/SKILL.md", "root": root, "chain": None}
     valid(json.loads(ok.stdout), ProofCheckReport)
     other = json.loads(cli(made, "prove", "alpha/SKILL.md", "--at", "main~1"))["root"]
-    bad = run_ledger("proof", "check", str(proof), "--root", other, "--json")
+    bad = run_in_process("proof", "check", str(proof), "--root", other, "--json")
     assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
     valid(json.loads(bad.stdout), ProofCheckReport)
     assert reports_of(main.commands["proof"].commands["check"])  # type: ignore[attr-defined]

@@ -38,7 +38,7 @@ from ledger.remotes import run as sharing_run
 from ledger.remotes.reports import CloneReport, PullReport, PushReport
 from ledger.signatures.identity import KeyDir
 from ledger.signatures.reports import KeyExportReport, KeyReport, KeysReport, TrustUnchanged
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 # anvil's second dev account: a committer to authorize (a public address, nothing secret)
 OTHER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -59,7 +59,7 @@ def _valid(report_type: type, doc: Any) -> None:
 
 
 def _skill(brain: Path, name: str) -> None:
-    run_ledger(
+    run_in_process(
         "--brain", str(brain), "skill", "create", name, "--description", f"the {name} skill", "--body", "hi", check=True
     )
 
@@ -72,12 +72,12 @@ def test_chain_reads_from_python_are_the_cli_json(chained: Brain) -> None:
     _skill(chained.root, "alpha")
     status = chain_run.chain_status(chained)
     assert isinstance(status, ChainStatusReport) and status.pending == 2 and status.shares is not None
-    cli = _one_doc(run_ledger("--brain", root, "chain", "status", "--json"))
+    cli = _one_doc(run_in_process("--brain", root, "chain", "status", "--json"))
     assert status.to_json() == cli  # anvil mines only on a transaction: the same block
     _valid(ChainStatusReport, cli)
     where = chain_run.location(chained)
     assert isinstance(where, LocationReport) and where.tx is None
-    assert where.to_json() == _one_doc(run_ledger("--brain", root, "chain", "location", "--json"))
+    assert where.to_json() == _one_doc(run_in_process("--brain", root, "chain", "location", "--json"))
     _valid(LocationReport, where.to_json())
 
 
@@ -88,7 +88,7 @@ def test_anchor_and_epoch_from_python_match_the_cli(chained: Brain, tmp_path: Pa
     assert isinstance(report, AnchorReport) and report.committed == 2 and "evidence" in report.to_json()
     _valid(AnchorReport, report.to_json())
     again = chain_run.anchor(chained, key=DEV_KEY_NAME)  # nothing to do: the quick path, no "evidence" key
-    cli = _one_doc(run_ledger("--brain", root, "commit", "--json", "--key", DEV_KEY_NAME))
+    cli = _one_doc(run_in_process("--brain", root, "commit", "--json", "--key", DEV_KEY_NAME))
     assert again.to_json() == cli and "evidence" not in cli and cli["committed"] == 0
     _valid(AnchorReport, cli)
     epoch = chain_run.epoch(chained, [chained], key=DEV_KEY_NAME)
@@ -105,7 +105,7 @@ def test_anchor_and_epoch_from_python_match_the_cli(chained: Brain, tmp_path: Pa
         "evidence",
     ]
     _valid(EpochReport, epoch.to_json())
-    cli = _one_doc(run_ledger("--brain", root, "anchor", root, "--json", "--key", DEV_KEY_NAME))
+    cli = _one_doc(run_in_process("--brain", root, "anchor", root, "--json", "--key", DEV_KEY_NAME))
     assert cli["tx"] is None and list(cli) == list(epoch.to_json())  # nothing new since the epoch just made
     _valid(EpochReport, cli)
 
@@ -120,9 +120,11 @@ def test_deploy_and_register_from_python_give_the_cli_document(tmp_path: Path, n
     other = Brain.init(tmp_path / "cli")
     other.close()
     cli = str(tmp_path / "cli")
-    assert run_ledger("--brain", cli, "chain", "use", node.url).returncode == 0
-    dep = _one_doc(run_ledger("--brain", cli, "chain", "deploy", "--json", "--key", DEV_KEY_NAME))
-    reg = _one_doc(run_ledger("--brain", cli, "chain", "register", "--shares", "500", "--json", "--key", DEV_KEY_NAME))
+    assert run_in_process("--brain", cli, "chain", "use", node.url).returncode == 0
+    dep = _one_doc(run_in_process("--brain", cli, "chain", "deploy", "--json", "--key", DEV_KEY_NAME))
+    reg = _one_doc(
+        run_in_process("--brain", cli, "chain", "register", "--shares", "500", "--json", "--key", DEV_KEY_NAME)
+    )
     assert list(dep) == list(deployed.to_json()) == ["registry", "chain_id", "block"]
     assert list(reg) == list(registered.to_json()) == ["agent", "registry", "shares"]  # no key the text alone needs
     for kind, doc in (
@@ -136,12 +138,12 @@ def test_deploy_and_register_from_python_give_the_cli_document(tmp_path: Path, n
 
 def test_chain_authorize_json_is_one_document(chained: Brain) -> None:
     root = str(chained.root)
-    granted = _one_doc(run_ledger("--brain", root, "chain", "authorize", OTHER, "--json", "--key", DEV_KEY_NAME))
+    granted = _one_doc(run_in_process("--brain", root, "chain", "authorize", OTHER, "--json", "--key", DEV_KEY_NAME))
     assert granted["address"] == OTHER and granted["authorized"] is True and granted["tx"].startswith("0x")
     _valid(AuthorizeReport, granted)
     revoked = chain_run.authorize(chained, OTHER, revoke=True, key=DEV_KEY_NAME)
     assert revoked.authorized is False and list(revoked.to_json()) == list(granted)
-    text = run_ledger("--brain", root, "chain", "authorize", OTHER, "--revoke", "--key", DEV_KEY_NAME)
+    text = run_in_process("--brain", root, "chain", "authorize", OTHER, "--revoke", "--key", DEV_KEY_NAME)
     assert text.stdout == f"revoked {OTHER}\n"  # the text is as it was
 
 
@@ -150,25 +152,25 @@ def test_chain_up_down_use_json_are_one_document_each(tmp_path: Path, node) -> N
     Brain.init(root).close()
     b = str(root)
     try:
-        up = run_ledger("--brain", b, "chain", "up", "--json")
+        up = run_in_process("--brain", b, "chain", "up", "--json")
         doc = _one_doc(up)
         _valid(ChainUpReport, doc)
         assert doc["started"] is True and doc["rpc"] == f"http://127.0.0.1:{doc['port']}"
-        again = _one_doc(run_ledger("--brain", b, "chain", "up", "--json"))  # already running: still one document
+        again = _one_doc(run_in_process("--brain", b, "chain", "up", "--json"))  # already running: still one document
         assert again == {**doc, "started": False}
         assert json.loads((root / ".ledger" / "config.json").read_text())["chain"]["rpc"] == doc["rpc"]
     finally:
-        down = run_ledger("--brain", b, "chain", "down", "--json")
+        down = run_in_process("--brain", b, "chain", "down", "--json")
     stopped = _one_doc(down)
     assert stopped == {"stopped": True, "pid": doc["pid"]}
     _valid(ChainDownReport, stopped)
-    assert _one_doc(run_ledger("--brain", b, "chain", "down", "--json")) == {"stopped": False, "pid": None}
-    used = _one_doc(run_ledger("--brain", b, "chain", "use", node.url, "--json"))
+    assert _one_doc(run_in_process("--brain", b, "chain", "down", "--json")) == {"stopped": False, "pid": None}
+    used = _one_doc(run_in_process("--brain", b, "chain", "use", node.url, "--json"))
     assert used == {"rpc": node.url, "registry": None, "chain_id": None}
     _valid(ChainUseReport, used)
     with Brain.open(root) as brain:
         assert chain_run.chain_use(brain, node.url).to_json() == used
-    bad = run_ledger("--brain", b, "chain", "use", "not-a-url", "--json")
+    bad = run_in_process("--brain", b, "chain", "use", "not-a-url", "--json")
     assert bad.returncode == 2 and bad.stdout == ""  # a usage error prints no document
 
 
@@ -183,24 +185,24 @@ def test_push_pull_clone_from_python_are_the_cli_json(tmp_path: Path) -> None:
     shutil.copytree(src, twin, symlinks=True)
     with Brain.open(src) as brain:
         pushed = sharing_run.push(brain, str(tmp_path / "r1.git"))
-    cli = _one_doc(run_ledger("--brain", str(twin), "push", str(tmp_path / "r2.git"), "--json"))
+    cli = _one_doc(run_in_process("--brain", str(twin), "push", str(tmp_path / "r2.git"), "--json"))
     assert pushed.to_json() == {**cli, "remote": str(tmp_path / "r1.git")} and pushed.snapshots >= 1
     _valid(PushReport, cli)
-    cloned = _one_doc(run_ledger("clone", str(tmp_path / "r1.git"), str(tmp_path / "c1"), "--json"))
+    cloned = _one_doc(run_in_process("clone", str(tmp_path / "r1.git"), str(tmp_path / "c1"), "--json"))
     assert cloned["skills"] == 1 and cloned["refused_refs"] == {} and cloned["path"] == str(tmp_path / "c1")
     _valid(CloneReport, cloned)
     py = sharing_run.clone(str(tmp_path / "r1.git"), tmp_path / "c2")
     assert py.to_json() == {**cloned, "path": str(tmp_path / "c2")}
     _skill(tmp_path / "c1", "beta")
-    assert run_ledger("--brain", str(tmp_path / "c1"), "push", str(tmp_path / "r1.git")).returncode == 0
+    assert run_in_process("--brain", str(tmp_path / "c1"), "push", str(tmp_path / "r1.git")).returncode == 0
     mirror = tmp_path / "c3"
     shutil.copytree(tmp_path / "c2", mirror, symlinks=True)
     with Brain.open(tmp_path / "c2") as brain:
         pulled = sharing_run.pull(brain, str(tmp_path / "r1.git"))
-    cli = _one_doc(run_ledger("--brain", str(mirror), "pull", str(tmp_path / "r1.git"), "--json"))
+    cli = _one_doc(run_in_process("--brain", str(mirror), "pull", str(tmp_path / "r1.git"), "--json"))
     assert pulled.to_json() == cli and list(cli)[:2] == ["remote", "from"] and cli["moved"] is True
     _valid(PullReport, cli)
-    text = run_ledger("clone", str(tmp_path / "r1.git"), str(tmp_path / "c4"))
+    text = run_in_process("clone", str(tmp_path / "r1.git"), str(tmp_path / "c4"))
     assert text.stdout.startswith(f"cloned {tmp_path / 'r1.git'} into {tmp_path / 'c4'} (2 skill(s), audited)\nroot ")
 
 
@@ -211,53 +213,53 @@ def test_signing_keys_from_python_are_the_cli_json(brain: Brain) -> None:
     root = str(brain.root)
     shown = keys_run.show(brain)
     assert isinstance(shown, KeysReport)
-    assert shown.to_json() == _one_doc(run_ledger("--brain", root, "keys", "show", "--json"))
+    assert shown.to_json() == _one_doc(run_in_process("--brain", root, "keys", "show", "--json"))
     _valid(KeysReport, shown.to_json())
     made = keys_run.generate(KeyDir(Path(shown.keys_dir)), "user")
     assert isinstance(made, KeyReport) and made.created is False  # init made it
-    assert made.to_json() == _one_doc(run_ledger("--brain", root, "keys", "generate", "user", "--json"))
+    assert made.to_json() == _one_doc(run_in_process("--brain", root, "keys", "generate", "user", "--json"))
     _valid(KeyReport, made.to_json())
     user = shown.local[0].address
     assert user is not None
     same = keys_run.trust(brain, "user", user)
     assert isinstance(same, TrustUnchanged)
-    assert same.to_json() == _one_doc(run_ledger("--brain", root, "keys", "trust", "user", user, "--json"))
+    assert same.to_json() == _one_doc(run_in_process("--brain", root, "keys", "trust", "user", user, "--json"))
     _valid(TrustUnchanged, same.to_json())
 
 
 def test_keys_export_json_says_where_the_public_key_went(brain: Brain, tmp_path: Path) -> None:
     root = str(brain.root)
-    text = run_ledger("--brain", root, "keys", "export", "--public", "user")
+    text = run_in_process("--brain", root, "keys", "export", "--public", "user")
     assert text.returncode == 0 and text.stdout.startswith("-----BEGIN PUBLIC KEY-----")
-    doc = _one_doc(run_ledger("--brain", root, "keys", "export", "--public", "user", "--json"))
+    doc = _one_doc(run_in_process("--brain", root, "keys", "export", "--public", "user", "--json"))
     assert doc["exported"] == "public" and doc["output"] is None and doc["text"] == text.stdout  # as text prints it
     assert doc["scheme"] == "p256" and doc["role"] == "user" and doc["address"].startswith("0x")
     _valid(KeyExportReport, doc)
     out = tmp_path / "user.pem"
-    doc = _one_doc(run_ledger("--brain", root, "keys", "export", "--public", "user", "-o", str(out), "--json"))
+    doc = _one_doc(run_in_process("--brain", root, "keys", "export", "--public", "user", "-o", str(out), "--json"))
     assert doc["output"] == str(out) and "text" not in doc and out.read_text() == text.stdout
     _valid(KeyExportReport, doc)
     _skill(brain.root, "alpha")  # a signed snapshot certifies the siblings
-    signers = run_ledger("--brain", root, "keys", "export", "--allowed-signers")
-    doc = _one_doc(run_ledger("--brain", root, "keys", "export", "--allowed-signers", "--json"))
+    signers = run_in_process("--brain", root, "keys", "export", "--allowed-signers")
+    doc = _one_doc(run_in_process("--brain", root, "keys", "export", "--allowed-signers", "--json"))
     assert doc["exported"] == "allowed-signers" and doc["text"] == signers.stdout and doc["signers"] >= 1
     _valid(KeyExportReport, doc)
 
 
 def test_committer_keystores_json_never_hold_the_secret(tmp_path: Path) -> None:
     env = {"LEDGER_KEYSTORE": str(tmp_path / "ks"), "LEDGER_KEY_PASSWORD": "a test password"}
-    new = run_ledger("keys", "new", "first", "--json", env=env)
+    new = run_in_process("keys", "new", "first", "--json", env=env)
     doc = _one_doc(new)
     assert list(doc) == ["name", "address", "path"] and doc["path"] == str(tmp_path / "ks" / "first.json")
     _valid(CommitterKeyReport, doc)
-    imported = run_ledger("keys", "import", "second", "--json", env=env, input=THROWAWAY + "\n")
+    imported = run_in_process("keys", "import", "second", "--json", env=env, input=THROWAWAY + "\n")
     doc = _one_doc(imported)
     assert doc["name"] == "second" and Path(doc["path"]).is_file()
     assert THROWAWAY[2:] not in imported.stdout + imported.stderr  # the secret is never printed
     _valid(CommitterKeyReport, doc)
-    text = run_ledger("keys", "import", "third", env=env, input=THROWAWAY + "\n")
+    text = run_in_process("keys", "import", "third", env=env, input=THROWAWAY + "\n")
     assert text.stdout == doc["address"] + "\n"  # the text is as it was: the address alone
-    listed = _one_doc(run_ledger("keys", "list", "--json", env=env))
+    listed = _one_doc(run_in_process("keys", "list", "--json", env=env))
     _valid(CommitterKeysReport, listed)
     assert [k["name"] for k in listed] == ["first", "second", "third", DEV_KEY_NAME]
 
@@ -267,7 +269,7 @@ def test_committer_use_cases_from_python(tmp_path: Path, monkeypatch: pytest.Mon
     made = committers.new_committer("py", lambda confirm: "a test password")
     assert made.path == str(tmp_path / "ks" / "py.json") and Path(made.path).is_file()
     listed = committers.list_committers()
-    cli = run_ledger("keys", "list", "--json", env={"LEDGER_KEYSTORE": str(tmp_path / "ks")})
+    cli = run_in_process("keys", "list", "--json", env={"LEDGER_KEYSTORE": str(tmp_path / "ks")})
     assert listed.to_json() == _one_doc(cli)
     assert listed.to_json()[0] == {"name": "py", "address": made.address, "path": made.path}
 

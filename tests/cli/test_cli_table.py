@@ -22,7 +22,7 @@ from ledger.chain import anvil
 from ledger.cli import main
 from tests.cli.test_plain_words import problems
 from tests.harness.brains import fingerprint
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 pytestmark = pytest.mark.chain
 
@@ -897,15 +897,17 @@ def template(tmp_path_factory: pytest.TempPathFactory, node: anvil.Node) -> Path
     """A brain with skill s (and references/r.md), a registry, an agent, and its lineage committed."""
     t = tmp_path_factory.mktemp("template")
     b = ["--brain", str(t / "brain")]
-    run_ledger("init", str(t / "brain"), check=True)
-    run_ledger(*b, "skill", "create", "s", "--description", "The s skill", "--body", "body-one", check=True)
+    run_in_process("init", str(t / "brain"), check=True)
+    run_in_process(*b, "skill", "create", "s", "--description", "The s skill", "--body", "body-one", check=True)
     (t / "r.md").write_text("ref\n")
-    run_ledger(*b, "skill", "write-file", "s", "references/r.md", "--from", str(t / "r.md"), check=True)
-    run_ledger(*b, "chain", "use", node.url, check=True)
-    run_ledger(*b, "chain", "deploy", check=True)
-    run_ledger(*b, "chain", "register", check=True)
-    run_ledger(*b, "chain", "anchor", check=True)
-    run_ledger("init", str(t / "plain"), check=True)  # a brain with no chain configured, copied where a case uses it
+    run_in_process(*b, "skill", "write-file", "s", "references/r.md", "--from", str(t / "r.md"), check=True)
+    run_in_process(*b, "chain", "use", node.url, check=True)
+    run_in_process(*b, "chain", "deploy", check=True)
+    run_in_process(*b, "chain", "register", check=True)
+    run_in_process(*b, "chain", "anchor", check=True)
+    run_in_process(
+        "init", str(t / "plain"), check=True
+    )  # a brain with no chain configured, copied where a case uses it
     return t / "brain"
 
 
@@ -983,7 +985,7 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
         shutil.copytree(template.parent / "plain", tmp_path / "plain", symlinks=True)
     root = ""
     if "{t}/proof.json" in uses:
-        proof = run_ledger("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
+        proof = run_in_process("--brain", str(brain), "prove", "s/SKILL.md", check=True).stdout
         (tmp_path / "proof.json").write_text(proof)
         root = json.loads(proof)["root"]
     registry = json.loads((brain / ".ledger" / "config.json").read_text())["chain"]["registry"]
@@ -1010,15 +1012,15 @@ def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvi
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text((path.read_text() if step[0] == "append" else "") + step[2])
             continue
-        run_ledger(*(_fill(a, tmp_path, brain, extra) for a in step), env=env, check=True)
+        run_in_process(*(_fill(a, tmp_path, brain, extra) for a in step), env=env, check=True)
     watched = [brain, tmp_path / "plain", tmp_path / "pub.git"]
     before = {str(p): fingerprint(p) for p in watched if p.exists()}
     args = [_fill(a, tmp_path, brain, extra) for a in case.args]
     try:
-        proc = run_ledger(*args, env=env, input=case.stdin)
+        proc = run_in_process(*args, env=env, input=case.stdin)
     finally:
         for step in case.teardown:
-            run_ledger(*(_fill(a, tmp_path, brain, extra) for a in step), env=env)
+            run_in_process(*(_fill(a, tmp_path, brain, extra) for a in step), env=env)
     why = f"{args} exited {proc.returncode}, not {case.code}:\n{proc.stdout}\n{proc.stderr}"
     assert proc.returncode == case.code, why
     if case.shows:

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from ledger.chain import anvil
 from ledger.cli import main
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 # Every move of issue 52 (design, section 4): old spelling -> new spelling.
 MOVED = {
@@ -89,7 +88,7 @@ def sections_of(help_text: str) -> list[tuple[str, list[str]]]:
 def test_help_lists_at_most_32_entries_in_sections_start_here_first() -> None:
     top = visible_top()
     assert len(top) <= 32, f"{len(top)} top-level entries: {sorted(top)}"
-    proc = run_ledger("--help")
+    proc = run_in_process("--help")
     assert proc.returncode == 0, proc.stderr
     shown = sections_of(proc.stdout)
     assert shown == SECTIONS, shown
@@ -105,7 +104,7 @@ def test_every_moved_command_lives_in_its_group_and_each_group_lists_its_command
     for group in ("target", "proof", "supply", "skill", "chain", "keys"):
         cmd = main.commands[group]
         assert isinstance(cmd, click.Group)
-        out = run_ledger(group, "--help").stdout
+        out = run_in_process(group, "--help").stdout
         for sub, subcmd in cmd.commands.items():
             assert subcmd.hidden or f"\n  {sub} " in out, f"'ledger {group} --help' omits {sub}"
 
@@ -113,10 +112,9 @@ def test_every_moved_command_lives_in_its_group_and_each_group_lists_its_command
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_every_old_spelling_is_hidden_and_runs_the_new_one(old: str) -> None:
     """``ledger OLD --help`` is ``ledger NEW --help`` (same usage line, options, exit), after one line."""
-    runner = CliRunner()
     new = MOVED[old]
-    was = runner.invoke(main, [old, "--help"], prog_name="ledger")
-    now = runner.invoke(main, [*new.split(), "--help"], prog_name="ledger")
+    was = run_in_process(old, "--help")
+    now = run_in_process(*new.split(), "--help")
     assert was.exit_code == now.exit_code == 0, (was.output, was.stderr)
     assert was.stdout == now.stdout and f"Usage: ledger {new} " in now.stdout
     assert was.stderr == deprecation(old, new) + "\n" + now.stderr
@@ -139,15 +137,15 @@ def test_no_visible_option_says_commit_and_m_comes_with_message() -> None:
 @pytest.fixture
 def brain(tmp_path: Path) -> Path:
     b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "skill", "create", "a", "--description", "A", "--body", "one", check=True)
-    run_ledger("--brain", str(b), "skill", "patch", "a", "--old", "one", "--new", "two", check=True)
+    run_in_process("init", str(b), check=True)
+    run_in_process("--brain", str(b), "skill", "create", "a", "--description", "A", "--body", "one", check=True)
+    run_in_process("--brain", str(b), "skill", "patch", "a", "--old", "one", "--new", "two", check=True)
     return b
 
 
 def same(old: tuple[str, ...], new: tuple[str, ...], said: tuple[str, str], *, code: int) -> None:
     """``ledger OLD…`` and ``ledger NEW…``: the same stdout and exit code; stderr one line longer."""
-    was, now = run_ledger(*old), run_ledger(*new)
+    was, now = run_in_process(*old), run_in_process(*new)
     assert now.returncode == code, (new, now.stdout, now.stderr)
     assert was.returncode == now.returncode and was.stdout == now.stdout, (old, was.stdout, was.stderr)
     assert was.stderr == deprecation(*said) + "\n" + now.stderr, was.stderr
@@ -167,11 +165,11 @@ def test_old_spellings_do_what_the_new_ones_do_on_a_real_brain(brain: Path, tmp_
     )
     same((*b, "sign", "--adopt"), (*b, "keys", "adopt"), ("sign", "keys adopt"), code=1)  # already signed
     same((*b, "unlink", "nosuch"), (*b, "target", "remove", "nosuch"), ("unlink", "target remove"), code=1)
-    proof = run_ledger(*b, "prove", "a/SKILL.md")
+    proof = run_in_process(*b, "prove", "a/SKILL.md")
     assert proof.stderr == deprecation("prove", "proof make") + "\n"
-    assert proof.stdout == run_ledger(*b, "proof", "make", "a/SKILL.md").stdout and proof.returncode == 0
+    assert proof.stdout == run_in_process(*b, "proof", "make", "a/SKILL.md").stdout and proof.returncode == 0
     (tmp_path / "proof.json").write_text(proof.stdout)
-    root = run_ledger(*b, "status", "--get", "root").stdout.strip()
+    root = run_in_process(*b, "status", "--get", "root").stdout.strip()
     check = ("--root", root)
     proof_file = str(tmp_path / "proof.json")
     same(
@@ -180,7 +178,7 @@ def test_old_spellings_do_what_the_new_ones_do_on_a_real_brain(brain: Path, tmp_
         ("verify-proof", "proof check"),
         code=0,
     )
-    assert run_ledger("sign").returncode == 2  # 'sign' alone was a usage error, and stays one
+    assert run_in_process("sign").returncode == 2  # 'sign' alone was a usage error, and stays one
 
 
 def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> None:
@@ -195,9 +193,9 @@ def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> Non
     same((*b, "snapshot", "--commit"), (*b, "snapshot", "--anchor"), ("snapshot --commit", "snapshot --anchor"), code=0)
     rt = tmp_path / "rt"
     rt.mkdir()
-    was = run_ledger(*b, "link", str(rt), "--committed", "--json")
-    run_ledger(*b, "target", "remove", "rt", check=True)
-    now = run_ledger(*b, "target", "add", str(rt), "--anchored", "--json")
+    was = run_in_process(*b, "link", str(rt), "--committed", "--json")
+    run_in_process(*b, "target", "remove", "rt", check=True)
+    now = run_in_process(*b, "target", "add", str(rt), "--anchored", "--json")
     assert was.returncode == now.returncode == 0 and was.stdout == now.stdout, (was.stderr, now.stderr)
     assert was.stderr == (
         deprecation("link", "target add")
@@ -211,7 +209,7 @@ def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> Non
     copy = tmp_path / "copy"
     shutil.copytree(brain, copy, symlinks=True)
     args = ("skill", "patch", "a", "--old", "two", "--new", "three", "--json")
-    was, now = run_ledger("--brain", str(copy), *args, "--commit"), run_ledger(*b, *args, "--anchor")
+    was, now = run_in_process("--brain", str(copy), *args, "--commit"), run_in_process(*b, *args, "--anchor")
     assert was.returncode == now.returncode == 3, (was.stderr, now.stderr)
     old_doc, new_doc = json.loads(was.stdout), json.loads(now.stdout)
     keep = ("root", "skill", "version", "changes")
@@ -223,30 +221,30 @@ def test_old_options_do_what_the_new_ones_do(brain: Path, tmp_path: Path) -> Non
 
 def test_get_prints_one_field_and_refuses_a_missing_one(brain: Path) -> None:
     b = ("--brain", str(brain))
-    doc = json.loads(run_ledger(*b, "status", "--json").stdout)
-    assert run_ledger(*b, "status", "--get", "root").stdout == doc["root"] + "\n"  # a string: raw
-    assert run_ledger(*b, "status", "--get", "clean").stdout == "true\n"  # anything else: compact JSON
-    assert run_ledger(*b, "status", "--get", "changes", "--json").stdout == "{}\n"
-    missing = run_ledger(*b, "status", "--get", "nosuch")
+    doc = json.loads(run_in_process(*b, "status", "--json").stdout)
+    assert run_in_process(*b, "status", "--get", "root").stdout == doc["root"] + "\n"  # a string: raw
+    assert run_in_process(*b, "status", "--get", "clean").stdout == "true\n"  # anything else: compact JSON
+    assert run_in_process(*b, "status", "--get", "changes", "--json").stdout == "{}\n"
+    missing = run_in_process(*b, "status", "--get", "nosuch")
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("error: the JSON document has no field 'nosuch'") and "root" in missing.stderr
-    assert run_ledger(*b, "status", "--get", "root.deeper").returncode == 1
-    assert run_ledger(*b, "status", "--get", "").returncode == 2
+    assert run_in_process(*b, "status", "--get", "root.deeper").returncode == 1
+    assert run_in_process(*b, "status", "--get", "").returncode == 2
 
 
 @pytest.mark.chain
 def test_get_on_chain_status_and_the_chain_spellings(tmp_path: Path, node: anvil.Node) -> None:
     brain = tmp_path / "brain"
     b = ("--brain", str(brain))
-    run_ledger("init", str(brain), check=True)
+    run_in_process("init", str(brain), check=True)
     for step in (("chain", "use", node.url), ("chain", "deploy"), ("chain", "register")):
-        run_ledger(*b, *step, check=True)
-    anchored = run_ledger(*b, "chain", "anchor")
+        run_in_process(*b, *step, check=True)
+    anchored = run_in_process(*b, "chain", "anchor")
     assert anchored.returncode == 0 and "deprecated" not in anchored.stderr, anchored.stderr
-    doc = json.loads(run_ledger(*b, "chain", "status", "--json").stdout)
+    doc = json.loads(run_in_process(*b, "chain", "status", "--json").stdout)
     for field in ("rpc", "registry", "agent"):
-        got = run_ledger(*b, "chain", "status", "--get", field)
+        got = run_in_process(*b, "chain", "status", "--get", field)
         assert got.returncode == 0 and got.stdout == f"{doc[field]}\n", (field, got.stderr)
-    assert run_ledger(*b, "chain", "status", "--get", "in_sync").stdout == json.dumps(doc["in_sync"]) + "\n"
+    assert run_in_process(*b, "chain", "status", "--get", "in_sync").stdout == json.dumps(doc["in_sync"]) + "\n"
     same((*b, "commit"), (*b, "chain", "anchor"), ("commit", "chain anchor"), code=0)  # nothing to anchor
-    assert run_ledger(*b, "chain", "status", "--get", "nosuch").returncode == 1
+    assert run_in_process(*b, "chain", "status", "--get", "nosuch").returncode == 1

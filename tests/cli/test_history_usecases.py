@@ -18,12 +18,12 @@ import jsonschema
 import pytest
 
 from ledger.brain import Brain
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 
 def cli(b: Brain | Path, *args: str, code: int = 0) -> Any:
     root = b.root if isinstance(b, Brain) else b
-    proc = run_ledger("--brain", str(root), *args, "--json")
+    proc = run_in_process("--brain", str(root), *args, "--json")
     assert proc.returncode == code, proc.stderr
     return json.loads(proc.stdout)
 
@@ -61,7 +61,7 @@ def test_verify_and_audit_give_the_cli_document_on_a_clean_and_a_tampered_brain(
     report = verify(brain)
     assert isinstance(report, AuditReport) and report.ok and report.verdict.startswith("Verified OK")
     assert timeless(valid(report)) == timeless(cli(brain, "verify"))
-    proc = run_ledger("audit", str(brain.root), "--json")
+    proc = run_in_process("audit", str(brain.root), "--json")
     assert proc.returncode == 0
     assert timeless(valid(audit(brain.root))) == timeless(json.loads(proc.stdout))
 
@@ -83,7 +83,7 @@ def test_verify_and_audit_give_the_cli_document_on_a_clean_and_a_tampered_brain(
     subprocess.run([*git, "update-ref", "refs/heads/main", forged], check=True)
     report = audit(copy)
     assert not report.ok and report.verdict == "Verification FAILED"
-    proc = run_ledger("audit", str(copy), "--json")
+    proc = run_in_process("audit", str(copy), "--json")
     assert proc.returncode == 1
     assert timeless(valid(report)) == timeless(json.loads(proc.stdout))
 
@@ -182,7 +182,7 @@ def test_report_json_says_what_it_wrote(brain: Brain, tmp_path: Path) -> None:
     assert doc["ok"] is True and doc["verdict"] == "verified OK" and doc["chain_checked"] is False
     assert (doc["skills"], doc["snapshots"], doc["outcomes"]) == (2, 5, 0)
     assert doc["commit"] == brain.head().commit.hex()
-    proc = run_ledger("--brain", str(brain.root), "report", "-o", str(out))
+    proc = run_in_process("--brain", str(brain.root), "report", "-o", str(out))
     assert proc.stdout == (
         f"report written to {out / 'index.html'} (verified OK; 2 skill(s), 5 snapshot(s), 0 outcome(s))\n"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 
 def _skill(path: Path, name: str) -> None:
@@ -18,8 +18,8 @@ def _skill(path: Path, name: str) -> None:
 def _import(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     brain = tmp_path / "b"
     if not brain.exists():
-        run_ledger("init", str(brain), check=True)
-    proc = run_ledger("--brain", str(brain), "import", *args, "--json")
+        run_in_process("init", str(brain), check=True)
+    proc = run_in_process("--brain", str(brain), "import", *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 
 
@@ -35,7 +35,7 @@ def test_a_repository_root_holding_skills_imports_them_all_and_names_what_it_ski
     assert sorted(r["skill"] for r in report["skills"]) == ["docx", "pdf", "template", "xlsx"]
     assert any("skills" in line and "3 skill(s)" in line for line in report["found"])
     assert report["skipped"] == [f"{root / 'spec'}: no SKILL.md"]
-    text = run_ledger("--brain", str(tmp_path / "b"), "import", str(root), "--dry-run", check=True).stdout
+    text = run_in_process("--brain", str(tmp_path / "b"), "import", str(root), "--dry-run", check=True).stdout
     assert "skipped" in text and "spec: no SKILL.md" in text
 
 
@@ -55,7 +55,7 @@ def test_a_project_root_and_a_hermes_home(tmp_path: Path) -> None:
     assert report["skipped"] == [f"{home / 'memories'}: not a skills folder"]
     assert (tmp_path / "b" / ".git").exists()
     out = tmp_path / "out"
-    run_ledger("--brain", str(tmp_path / "b"), "export", str(out), "--layout", "hermes", check=True)
+    run_in_process("--brain", str(tmp_path / "b"), "export", str(out), "--layout", "hermes", check=True)
     assert (out / "research" / "arxiv" / "SKILL.md").is_file() and (out / "research" / "DESCRIPTION.md").is_file()
 
 

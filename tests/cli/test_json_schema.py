@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 
 from ledger.reports import Report, key, optional
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("json_docs", ROOT / "scripts" / "json_docs.py")
@@ -167,7 +167,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every step of :data:`SCENARIO` run once, in order, on one brain: id → (command, process)."""
     tmp = tmp_path_factory.mktemp("json")
     env = {"LEDGER_KEYS": str(tmp / "keys")}
-    run_ledger("init", str(tmp / "brain"), env=env, check=True)
+    run_in_process("init", str(tmp / "brain"), env=env, check=True)
     brain = tmp / "brain"
     (tmp / "a.md").write_text("# A reference\n")
     (tmp / "target").mkdir()
@@ -177,12 +177,12 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         if step == "hand-edit-status":
             (brain / "skills" / "foo" / "references" / "b.md").write_text("by hand\n")
         if step == "verify-proof":
-            proved = run_ledger("prove", "foo/SKILL.md", cwd=brain, env=env, check=True).stdout
+            proved = run_in_process("prove", "foo/SKILL.md", cwd=brain, env=env, check=True).stdout
             (tmp / "proof.json").write_text(proved)
             root = json.loads(proved)["root"]
         path, cmd = _spelling(spellings)
         argv = [*path.split(), *(a.format(tmp=tmp, root=root) for a in args), "--json"]
-        out[step] = (path, cmd, run_ledger(*argv, cwd=brain, env=env))
+        out[step] = (path, cmd, run_in_process(*argv, cwd=brain, env=env))
     return out
 
 
@@ -253,9 +253,9 @@ def test_mcp_results_carry_the_documents_the_commands_print(
             part = part[k]
         path, cmd = _spelling(spellings)
         args = cli[tool] if tool != "skill_view" else [*path.split(), "baz/SKILL.md"]
-        printed = run_ledger(*args, "--json", cwd=brain_dir, env=env)
+        printed = run_in_process(*args, "--json", cwd=brain_dir, env=env)
         if printed.returncode == 2 and tool == "skill_view":  # 'prove' had no --json before issue 52: it printed JSON
-            printed = run_ledger(*args, cwd=brain_dir, env=env)
+            printed = run_in_process(*args, cwd=brain_dir, env=env)
         assert printed.returncode == 0, printed.stderr
         doc = json.loads(printed.stdout)
         if tool == "skill_view":  # the same head, the same file: the same proof

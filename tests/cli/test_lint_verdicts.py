@@ -15,7 +15,7 @@ import pytest
 
 from ledger.brain import Brain
 from ledger.bundle.lint import FLOW_WARNING, introduced_errors, lint_skill
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 SKILLS_REF = str(Path(sys.executable).with_name("agentskills"))  # skills-ref's console script
 
@@ -46,11 +46,11 @@ def _import(brain: Brain, tmp_path: Path, skills: dict[str, str]) -> None:
     for folder, text in skills.items():
         (src / folder).mkdir(parents=True)
         (src / folder / "SKILL.md").write_text(text)
-    run_ledger("--brain", str(brain.root), "import", str(src), check=True)
+    run_in_process("--brain", str(brain.root), "import", str(src), check=True)
 
 
 def _lint(brain: Brain, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_ledger("--brain", str(brain.root), "skill", "lint", *args)
+    return run_in_process("--brain", str(brain.root), "skill", "lint", *args)
 
 
 def test_a_hermes_skill_is_valid_with_extra_fields_and_strict_refuses_it(brain: Brain, tmp_path: Path) -> None:

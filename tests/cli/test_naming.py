@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 VLLM = (
     "---\nname: serving-llms-vllm\ndescription: Serve LLMs with vLLM.\nmetadata:\n  hermes:\n"
@@ -25,8 +25,8 @@ def _hermes(tmp_path: Path) -> Path:
     (src / "research" / "arxiv").mkdir(parents=True)
     (src / "research" / "arxiv" / "SKILL.md").write_text("---\nname: arxiv\ndescription: Papers.\n---\nSearch.\n")
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "import", str(src), "--layout", "hermes", check=True)
+    run_in_process("init", str(brain), check=True)
+    run_in_process("--brain", str(brain), "import", str(src), "--layout", "hermes", check=True)
     return brain
 
 
@@ -34,24 +34,24 @@ def test_a_skill_named_otherwise_than_its_folder_stays_one_skill(tmp_path: Path)
     brain = _hermes(tmp_path)
     b = ("--brain", str(brain))
     for ref in ("vllm", "serving-llms-vllm", "mlops/inference/vllm"):
-        view = json.loads(run_ledger(*b, "skill", "view", ref, "--json", check=True).stdout)
+        view = json.loads(run_in_process(*b, "skill", "view", ref, "--json", check=True).stdout)
         assert view["name"] == "vllm", (ref, view)
-    assert "Papers" in run_ledger(*b, "skill", "view", "research/arxiv", check=True).stdout
-    missing = run_ledger(*b, "skill", "view", "research/vllm")  # the folder, but not in that category
+    assert "Papers" in run_in_process(*b, "skill", "view", "research/arxiv", check=True).stdout
+    missing = run_in_process(*b, "skill", "view", "research/vllm")  # the folder, but not in that category
     assert missing.returncode == 1 and "no skill 'research/vllm'" in missing.stderr
     # Edited with its own content (its declared name kept), by its folder and by its declared name.
     (tmp_path / "v2.md").write_text(VLLM.replace("Run vllm serve.", "Run vllm serve --port 8000."))
-    run_ledger(*b, "skill", "edit", "vllm", "--file", str(tmp_path / "v2.md"), check=True)
+    run_in_process(*b, "skill", "edit", "vllm", "--file", str(tmp_path / "v2.md"), check=True)
     (tmp_path / "v3.md").write_text(VLLM.replace("Run vllm serve.", "Run vllm serve --port 9000."))
-    run_ledger(*b, "skill", "edit", "serving-llms-vllm", "--file", str(tmp_path / "v3.md"), check=True)
+    run_in_process(*b, "skill", "edit", "serving-llms-vllm", "--file", str(tmp_path / "v3.md"), check=True)
     # Upserted by its declared name: the same skill, not a second one.
     (tmp_path / "v4.md").write_text(VLLM.replace("Run vllm serve.", "Run vllm serve --tp 2."))
     receipt = json.loads(
-        run_ledger(*b, "skill", "upsert", "--file", str(tmp_path / "v4.md"), "--json", check=True).stdout
+        run_in_process(*b, "skill", "upsert", "--file", str(tmp_path / "v4.md"), "--json", check=True).stdout
     )
     assert (receipt["skill"], receipt["version"], receipt["operation"]) == ("vllm", 4, "edit")
-    run_ledger(*b, "skill", "patch", "mlops/inference/vllm", "--old", "--tp 2", "--new", "--tp 4", check=True)
-    listed = json.loads(run_ledger(*b, "skill", "list", "--json", check=True).stdout)
+    run_in_process(*b, "skill", "patch", "mlops/inference/vllm", "--old", "--tp 2", "--new", "--tp 4", check=True)
+    listed = json.loads(run_in_process(*b, "skill", "list", "--json", check=True).stdout)
     assert sorted(s["name"] for s in listed) == ["arxiv", "vllm"]
     with Brain.open(brain) as opened:
         assert [e["version"] for e in opened.history("serving-llms-vllm")] == [5, 4, 3, 2, 1]
@@ -77,10 +77,10 @@ def test_an_ambiguous_declared_name_is_refused_with_the_candidates(tmp_path: Pat
         (src / folder).mkdir(parents=True)
         (src / folder / "SKILL.md").write_text("---\nname: shared\ndescription: D.\n---\nx\n")
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "import", str(src), check=True)
-    proc = run_ledger("--brain", str(brain), "skill", "view", "shared")
+    run_in_process("init", str(brain), check=True)
+    run_in_process("--brain", str(brain), "import", str(src), check=True)
+    proc = run_in_process("--brain", str(brain), "skill", "view", "shared")
     assert proc.returncode == 1 and "ambiguous" in proc.stderr and "one" in proc.stderr and "two" in proc.stderr
     (tmp_path / "s.md").write_text("---\nname: shared\ndescription: D.\n---\ny\n")
-    proc = run_ledger("--brain", str(brain), "skill", "upsert", "--file", str(tmp_path / "s.md"))
+    proc = run_in_process("--brain", str(brain), "skill", "upsert", "--file", str(tmp_path / "s.md"))
     assert proc.returncode == 1 and "one, two" in proc.stderr

@@ -7,9 +7,18 @@ import http.server
 import json
 from pathlib import Path
 
+import pytest
+
+from tests.harness.cli import run_in_process
 from tests.harness.localhttp import refused_url, serving
 
 ROW = '{"skill": "s", "task": "t1", "success": true}\n'
+
+
+@pytest.fixture
+def ledger():
+    """The real CLI, its entry point run in this process (tests/harness/cli.py)."""
+    return run_in_process
 
 
 def _brain(ledger, tmp_path: Path) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
-from tests.harness.cli import LEDGER, run_ledger
+from tests.harness.cli import LEDGER, run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 CHAIN_CHECKS = ("chain.events", "chain.roots", "chain.head", "chain.receipts", "chain.committers", "chain.signers")
@@ -23,9 +23,9 @@ CHAIN_CHECKS = ("chain.events", "chain.roots", "chain.head", "chain.receipts", "
 @pytest.fixture
 def brain(tmp_path: Path) -> Path:
     b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "skill", "create", "s", "--description", "d", "--body", "body-one", check=True)
-    run_ledger("--brain", str(b), "skill", "patch", "s", "--old", "body-one", "--new", "body-two", check=True)
+    run_in_process("init", str(b), check=True)
+    run_in_process("--brain", str(b), "skill", "create", "s", "--description", "d", "--body", "body-one", check=True)
+    run_in_process("--brain", str(b), "skill", "patch", "s", "--old", "body-one", "--new", "body-two", check=True)
     return b
 
 
@@ -40,7 +40,7 @@ def test_without_a_chain_every_chain_check_is_a_skip_and_the_verdict_says_so(bra
         if command == "audit"
         else ("no --chain", "ledger verify --chain")
     )
-    proc = run_ledger(*args)
+    proc = run_in_process(*args)
     assert proc.returncode == 0, proc.stderr
     for name in CHAIN_CHECKS:  # one SKIP line each, saying why and how to run it
         line = re.search(rf"^SKIP {re.escape(name)} +(.*)$", proc.stdout, re.M)
@@ -50,7 +50,7 @@ def test_without_a_chain_every_chain_check_is_a_skip_and_the_verdict_says_so(bra
     assert last.startswith(f"Verified OK (chain checks skipped: {why}"), last  # OK never means "not checked"
     assert "Verified" not in proc.stderr  # the verdict is a result: stdout, as git prints its own
 
-    doc = json.loads(run_ledger(*args, "--json", check=True).stdout)
+    doc = json.loads(run_in_process(*args, "--json", check=True).stdout)
     assert set(CHAIN_CHECKS) <= set(doc["skipped"]) and doc["verdict"] == last
     assert all(doc["checks"][n]["skipped"] and doc["checks"][n]["ok"] for n in CHAIN_CHECKS)
     assert not any(doc["checks"][n]["skipped"] for n in ("snapshots", "lineage", "fsck"))
@@ -58,10 +58,10 @@ def test_without_a_chain_every_chain_check_is_a_skip_and_the_verdict_says_so(bra
 
 def test_the_html_report_and_a_failure_carry_the_same_verdict(brain: Path, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
-    run_ledger("audit", str(brain), "--html", str(html), check=True)
+    run_in_process("audit", str(brain), "--html", str(html), check=True)
     assert "chain checks skipped: no --rpc" in html.read_text()
     (brain / "skills" / "s" / "SKILL.md").write_text("edited by hand\n")
-    proc = run_ledger("--brain", str(brain), "verify")
+    proc = run_in_process("--brain", str(brain), "verify")
     assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "Verification FAILED"
 
 
@@ -70,17 +70,17 @@ def test_the_html_report_and_a_failure_carry_the_same_verdict(brain: Path, tmp_p
 
 def test_show_a_bare_name_prints_the_head_version(brain: Path) -> None:
     b = ["--brain", str(brain)]
-    head = run_ledger(*b, "skill", "show", "s", check=True).stdout
+    head = run_in_process(*b, "skill", "show", "s", check=True).stdout
     assert "body-two" in head and "version: '2'" in head
     assert head == (brain / "skills" / "s" / "SKILL.md").read_text()
-    assert "body-one" in run_ledger(*b, "skill", "show", "s@1", check=True).stdout
-    missing = run_ledger(*b, "skill", "show", "nosuch")
+    assert "body-one" in run_in_process(*b, "skill", "show", "s@1", check=True).stdout
+    missing = run_in_process(*b, "skill", "show", "nosuch")
     assert missing.returncode == 1 and "no skill named 'nosuch'" in missing.stderr
-    assert run_ledger(*b, "skill", "show", "s@x").returncode == 2
-    run_ledger(*b, "skill", "delete", "s", check=True)
-    gone = run_ledger(*b, "skill", "show", "s")
+    assert run_in_process(*b, "skill", "show", "s@x").returncode == 2
+    run_in_process(*b, "skill", "delete", "s", check=True)
+    gone = run_in_process(*b, "skill", "show", "s")
     assert gone.returncode == 1 and "ledger show s@N" in gone.stderr  # the hint names the way to its versions
-    assert "body-two" in run_ledger(*b, "skill", "show", "s@2", check=True).stdout
+    assert "body-two" in run_in_process(*b, "skill", "show", "s@2", check=True).stdout
 
 
 # --------------------------------------------------------------------------- 3. log -n, -N, the pager
@@ -89,12 +89,12 @@ def test_show_a_bare_name_prints_the_head_version(brain: Path) -> None:
 def test_log_takes_n_max_count_and_git_s_minus_n(brain: Path) -> None:
     b = ["--brain", str(brain), "log", "--oneline"]
     for args, count in ((["-n", "1"], 1), (["-n2"], 2), (["--max-count", "2"], 2), (["-1"], 1), (["-2"], 2), ([], 3)):
-        lines = run_ledger(*b, *args, check=True).stdout.splitlines()
+        lines = run_in_process(*b, *args, check=True).stdout.splitlines()
         assert len(lines) == count, (args, lines)
-    assert "patch" in run_ledger(*b, "-1", check=True).stdout
-    full = run_ledger("--brain", str(brain), "log", "-1", check=True).stdout
+    assert "patch" in run_in_process(*b, "-1", check=True).stdout
+    full = run_in_process("--brain", str(brain), "log", "-1", check=True).stdout
     assert full.count("snapshot ") == 1
-    assert run_ledger(*b, "-0").returncode == 2
+    assert run_in_process(*b, "-0").returncode == 2
 
 
 def _on_a_tty(args: list[str], env: dict[str, str]) -> str:
@@ -130,7 +130,7 @@ def test_log_pages_on_a_terminal_and_never_when_piped(brain: Path, tmp_path: Pat
     text = paged.read_text()
     assert "update s v2" in text and "create s v1" in text and "update s v2" not in shown
     paged.unlink()
-    piped = run_ledger(*args, env=pager, check=True)  # not a terminal: never paged
+    piped = run_in_process(*args, env=pager, check=True)  # not a terminal: never paged
     assert "update s v2" in piped.stdout and not paged.exists()
     assert "\x1b[" not in piped.stdout  # no colour codes into a pipe
     assert "update s v2" in _on_a_tty([*args, "--no-pager"], pager) and not paged.exists()
@@ -153,24 +153,24 @@ def _config_remote(brain: Path) -> dict | None:
 def test_remote_set_resolves_a_relative_path_against_the_brain_and_sync_finds_it(brain: Path, tmp_path: Path) -> None:
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
-    proc = run_ledger("--brain", "../../brain", "remote", "set", "--create", "../shared.git", cwd=deep, check=True)
+    proc = run_in_process("--brain", "../../brain", "remote", "set", "--create", "../shared.git", cwd=deep, check=True)
     shared = tmp_path / "shared.git"  # the brain's ../shared.git, not the working directory's
     assert shared.is_dir() and not (tmp_path / "a" / "shared.git").exists()
     assert f"remote set: {shared}" in proc.stdout and "(a new bare repository)" in proc.stdout
     assert _config_remote(brain)["url"] == str(shared)
-    assert run_ledger("--brain", str(brain), "remote", cwd=deep, check=True).stdout.strip() == str(shared)
-    sync = run_ledger("--brain", str(brain), "sync", cwd=tmp_path / "a")  # from elsewhere again
+    assert run_in_process("--brain", str(brain), "remote", cwd=deep, check=True).stdout.strip() == str(shared)
+    sync = run_in_process("--brain", str(brain), "sync", cwd=tmp_path / "a")  # from elsewhere again
     assert sync.returncode == 0 and "pushed" in sync.stdout, sync.stdout + sync.stderr
     head = subprocess.run(["git", f"--git-dir={shared}", "rev-parse", "main"], capture_output=True, text=True)
     mine = subprocess.run(["git", "-C", str(brain), "rev-parse", "main"], capture_output=True, text=True)
     assert head.stdout == mine.stdout and head.stdout.strip()
-    again = run_ledger("--brain", str(brain), "remote", "set", "--create", str(shared), check=True)
+    again = run_in_process("--brain", str(brain), "remote", "set", "--create", str(shared), check=True)
     assert "new bare repository" not in again.stdout  # --create on a repository that exists: just set
 
 
 def test_remote_set_never_creates_a_repository_unasked(brain: Path, tmp_path: Path) -> None:
     for url in (str(tmp_path / "nowhere.git"), "../nowhere.git", f"file://{tmp_path}/nowhere.git"):
-        proc = run_ledger("--brain", str(brain), "remote", "set", url)
+        proc = run_in_process("--brain", str(brain), "remote", "set", url)
         assert proc.returncode == 1 and "error: no repository at" in proc.stderr, (url, proc.stderr)
         assert "--create" in proc.stderr  # the hint names the flag that makes one
     assert not (tmp_path / "nowhere.git").exists() and _config_remote(brain) is None
@@ -186,15 +186,15 @@ def test_remote_set_never_creates_a_repository_unasked(brain: Path, tmp_path: Pa
     ],
 )
 def test_remote_set_keeps_urls_as_given(brain: Path, tmp_path: Path, url: str) -> None:
-    proc = run_ledger("--brain", str(brain), "remote", "set", url, cwd=tmp_path, check=True)
+    proc = run_in_process("--brain", str(brain), "remote", "set", url, cwd=tmp_path, check=True)
     assert proc.stdout.strip() == f"remote set: {url}" and _config_remote(brain)["url"] == url
-    refused = run_ledger("--brain", str(brain), "remote", "set", "--create", url)  # a network repository: not ours
+    refused = run_in_process("--brain", str(brain), "remote", "set", "--create", url)  # a network repository: not ours
     assert refused.returncode == 2 and "--create" in refused.stderr
 
 
 def test_remote_set_keeps_a_file_url_that_exists(brain: Path, tmp_path: Path) -> None:
     url = f"file://{tmp_path}/shared.git"
-    run_ledger("--brain", str(brain), "remote", "set", "--create", url, check=True)
+    run_in_process("--brain", str(brain), "remote", "set", "--create", url, check=True)
     assert (tmp_path / "shared.git" / "HEAD").is_file() and _config_remote(brain)["url"] == url
 
 
@@ -222,4 +222,4 @@ def test_docs_name_the_anvil_directory_the_code_uses(brain: Path) -> None:
             if text and ".ledger/chain/anvil" in path.read_text(errors="ignore"):
                 stale.append(str(path.relative_to(REPO)))
     assert not stale, stale
-    assert ".ledger/anvil/" in run_ledger("chain", "up", "--help", check=True).stdout
+    assert ".ledger/anvil/" in run_in_process("chain", "up", "--help", check=True).stdout

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ledger.chain import anvil
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 PATTERNS = {
     "a section sign": re.compile("§"),
@@ -44,9 +44,7 @@ def test_the_checker_finds_each_pattern() -> None:
 
 
 def test_every_help_speaks_plainly() -> None:
-    """Every command's --help (the same click objects the console script runs, in process: ~100 commands)."""
-    from click.testing import CliRunner
-
+    """Every command's --help (the console script's entry point, in process: ~100 commands)."""
     from ledger.cli import main
 
     paths: list[list[str]] = [[]]
@@ -54,7 +52,7 @@ def test_every_help_speaks_plainly() -> None:
         paths += [[name]] + [[name, sub] for sub in getattr(cmd, "commands", None) or {}]
     found = []
     for path in paths:
-        result = CliRunner().invoke(main, [*path, "--help"])
+        result = run_in_process(*path, "--help")
         assert result.exit_code == 0, (path, result.output)
         found += [f"ledger {' '.join(path)} --help\n    {p}" for p in problems(result.output)]
     assert len(paths) > 50 and not found, "\n".join(found)
@@ -69,7 +67,7 @@ def test_a_demo_like_flow_speaks_plainly(tmp_path: Path, node: anvil.Node) -> No
     said: list[tuple[list[str], str]] = []
 
     def run(*args: str, code: int | None = 0, stdin: str | None = None) -> str:
-        proc = run_ledger(*args, input=stdin)
+        proc = run_in_process(*args, input=stdin)
         if code is not None:
             assert proc.returncode == code, (args, proc.returncode, proc.stdout, proc.stderr)
         said.append((list(args), proc.stdout + proc.stderr))
@@ -147,33 +145,33 @@ def test_one_number_per_snapshot(tmp_path: Path, node: anvil.Node) -> None:
     record outcomes (the same root: not anchored); #5 is anchored as chain sequence 4."""
     brain = tmp_path / "brain"
     b = ["--brain", str(brain)]
-    run_ledger("init", str(brain), check=True)
-    run_ledger(*b, "chain", "use", node.url, check=True)
-    run_ledger(*b, "chain", "deploy", check=True)
-    run_ledger(*b, "chain", "register", check=True)
+    run_in_process("init", str(brain), check=True)
+    run_in_process(*b, "chain", "use", node.url, check=True)
+    run_in_process(*b, "chain", "deploy", check=True)
+    run_in_process(*b, "chain", "register", check=True)
     for name in ("a", "b"):
-        run_ledger(*b, "skill", "create", name, "--description", name.upper(), "--body", "x", check=True)
+        run_in_process(*b, "skill", "create", name, "--description", name.upper(), "--body", "x", check=True)
     for task in ("t1", "t2"):
-        run_ledger(*b, "outcome", "record", "a", "--task", task, "--success", "--actor", "agent", check=True)
-    run_ledger(*b, "skill", "create", "c", "--description", "C", "--body", "x", check=True)
-    run_ledger(*b, "chain", "anchor", check=True)
-    log = json.loads(run_ledger(*b, "log", "--json", check=True).stdout)
+        run_in_process(*b, "outcome", "record", "a", "--task", task, "--success", "--actor", "agent", check=True)
+    run_in_process(*b, "skill", "create", "c", "--description", "C", "--body", "x", check=True)
+    run_in_process(*b, "chain", "anchor", check=True)
+    log = json.loads(run_in_process(*b, "log", "--json", check=True).stdout)
     assert [d["number"] for d in log] == [5, 4, 3, 2, 1, 0]
     head = log[0]["commit"]
     assert log[0]["chain"]["seq"] == 4
-    text = run_ledger(*b, "log", "-n", "1", check=True).stdout
+    text = run_in_process(*b, "log", "-n", "1", check=True).stdout
     assert f"snapshot #5 {head}" in text and "chain sequence 4," in text, text
-    assert run_ledger(*b, "log", "--oneline", "-n", "1", check=True).stdout.startswith("#5 ")
-    rep = json.loads(run_ledger(*b, "verify", "--chain", "--json", check=True).stdout)
+    assert run_in_process(*b, "log", "--oneline", "-n", "1", check=True).stdout.startswith("#5 ")
+    rep = json.loads(run_in_process(*b, "verify", "--chain", "--json", check=True).stdout)
     assert rep["checks"]["chain.head"]["summary"].endswith("is snapshot #5's root (chain sequence 4)")
-    run_ledger(*b, "attest", "--format", "intoto", "-o", str(tmp_path / "s.json"), check=True)
+    run_in_process(*b, "attest", "--format", "intoto", "-o", str(tmp_path / "s.json"), check=True)
     doc = json.loads((tmp_path / "s.json").read_text())
     import base64
 
     statement = json.loads(base64.b64decode(doc["payload"]))
     assert statement["predicate"]["snapshot"]["sequence"] == 5  # the protocol field is the snapshot's number
     # A receipt that lies about its transaction: the audit names the snapshot #5, and the chain's count as such.
-    note = json.loads(run_ledger("--brain", str(brain), "log", "-n", "1", "--json", check=True).stdout)[0]["chain"]
+    note = json.loads(run_in_process("--brain", str(brain), "log", "-n", "1", "--json", check=True).stdout)[0]["chain"]
     assert note is not None
     import subprocess
 
@@ -194,6 +192,6 @@ def test_one_number_per_snapshot(tmp_path: Path, node: anvil.Node) -> None:
         check=True,
         capture_output=True,
     )
-    rep = json.loads(run_ledger(*b, "verify", "--chain", "--json").stdout)
+    rep = json.loads(run_in_process(*b, "verify", "--chain", "--json").stdout)
     summary = rep["checks"]["chain.receipts"]["summary"]
     assert f"receipt of snapshot {head[:12]} (#5)" in summary and "chain sequence 4" in summary, summary

@@ -23,14 +23,14 @@ from ledger.evals import outcomes as oc
 from ledger.reports import Report
 from ledger.supply import usecases as uc
 from ledger.supply.installer import Installer
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 from tests.unit.evals.test_evals_engine import FAMILY, verifier_brain
 
 HERE = Path(__file__).parents[1]
 
 
 def _json(b: Path, *args: str, code: int = 0) -> Any:
-    proc = run_ledger("--brain", str(b), *args, "--json")
+    proc = run_in_process("--brain", str(b), *args, "--json")
     assert proc.returncode == code, proc.stderr
     return json.loads(proc.stdout)
 
@@ -77,7 +77,7 @@ def _source(root: Path) -> Path:
 def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> None:
     src = _source(tmp_path)
     a = tmp_path / "a"
-    run_ledger("init", str(a), check=True)
+    run_in_process("init", str(a), check=True)
     b = tmp_path / "b"
     shutil.copytree(a, b, symlinks=True)
     with Brain.open(a) as brain, brain.acting("user"):
@@ -122,9 +122,9 @@ def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> 
 def test_an_outcome_import_and_an_empty_one_give_the_cli_documents(tmp_path: Path) -> None:
     src = _source(tmp_path)
     a = tmp_path / "a"
-    run_ledger("init", str(a), check=True)
-    run_ledger("--brain", str(a), "install", str(src), check=True)
-    run_ledger("--brain", str(a), "approve", "hello", check=True)
+    run_in_process("init", str(a), check=True)
+    run_in_process("--brain", str(a), "install", str(src), check=True)
+    run_in_process("--brain", str(a), "approve", "hello", check=True)
     b = tmp_path / "b"
     shutil.copytree(a, b, symlinks=True)
     rows = tmp_path / "rows.jsonl"

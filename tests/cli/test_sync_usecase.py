@@ -26,7 +26,7 @@ from ledger.reports import Report
 from ledger.sync import links, run
 from ledger.sync import reports as sr
 from ledger.sync.status import status
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 from tests.harness.wait import until
 
 
@@ -64,7 +64,7 @@ class _Place:
         subprocess.run(["cp", "-a", str(self.saved), str(self.root)], check=True)
 
     def cli(self, *args: str, code: int = 0) -> str:
-        proc = run_ledger("--brain", str(self.brain), *args, env=self.env)
+        proc = run_in_process("--brain", str(self.brain), *args, env=self.env)
         assert proc.returncode == code, proc.stdout + proc.stderr
         return proc.stdout
 
@@ -207,11 +207,11 @@ def test_link_unlink_runtimes_and_remote_print_their_reports(tmp_path: Path, mon
     assert place.cli("remote", "unset") == "remote unset\n"  # the text is as it was
     assert json.loads(place.cli("remote", "unset", "--json")) == {"unset": True, "url": None}  # nothing was set
 
-    guarded = json.loads(run_ledger("remote", "guard", str(place.root / "s.git"), "--json", check=True).stdout)
+    guarded = json.loads(run_in_process("remote", "guard", str(place.root / "s.git"), "--json", check=True).stdout)
     assert guarded == {"guarded": str(place.root / "s.git" / "hooks" / "pre-receive")}
     _valid(GuardReport(**guarded))
     assert (
-        run_ledger("remote", "guard", str(place.root / "s.git"), check=True).stdout
+        run_in_process("remote", "guard", str(place.root / "s.git"), check=True).stdout
         == f"guarded: {guarded['guarded']}\n"
     )
 

@@ -33,7 +33,7 @@ from ledger.supply.manifest import (
     parse_manifest,
     public_location,
 )
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 from tests.unit.supply.test_supply import GOOD, Upstream, record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def cast_keccak(data: bytes) -> str:
 
 
 def ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_ledger("--brain", str(brain), *args, check=check)
+    return run_in_process("--brain", str(brain), *args, check=check)
 
 
 def printed(brain: Path, ref: str) -> tuple[bytes, str]:
@@ -70,7 +70,7 @@ def printed(brain: Path, ref: str) -> tuple[bytes, str]:
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
+    run_in_process("init", str(path), check=True)
     ledger(path, "skill", "create", "s", "--description", "The s skill", "--body", "body-one")
     (tmp_path / "r.md").write_text("ref\n")
     ledger(path, "skill", "write-file", "s", "references/r.md", "--from", str(tmp_path / "r.md"))
@@ -113,7 +113,7 @@ def test_supersedes_links_each_version_to_the_one_before(home: Path) -> None:
 def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> None:
     m = json.loads(printed(home, "s@2")[0])["brainLedger"]
     # blake3: the bundle hash of the skill's folder (docs/bundle-hash.md §4), as 'ledger hash' computes it.
-    assert m["digests"]["blake3"] == run_ledger("hash", str(home / "skills" / "s"), check=True).stdout.strip()
+    assert m["digests"]["blake3"] == run_in_process("hash", str(home / "skills" / "s"), check=True).stdout.strip()
     # sha256: the skills CLI's folder hash: each file's path then bytes, in localeCompare order (r < S).
     skill_md = (home / "skills" / "s" / "SKILL.md").read_bytes()
     folder = hashlib.sha256(b"references/r.md" + b"ref\n" + b"SKILL.md" + skill_md).hexdigest()
@@ -128,7 +128,7 @@ def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> No
     # v1's digests are of v1's files: the snapshot that wrote v1, exported and hashed.
     v1 = json.loads(printed(home, "s@1")[0])["brainLedger"]
     ledger(home, "export", str(tmp_path / "at-v1"), "--at", v1["snapshot"]["commit"])
-    assert v1["digests"]["blake3"] == run_ledger("hash", str(tmp_path / "at-v1" / "s"), check=True).stdout.strip()
+    assert v1["digests"]["blake3"] == run_in_process("hash", str(tmp_path / "at-v1" / "s"), check=True).stdout.strip()
     assert (
         v1["digests"]["sha256"]
         == "sha256:" + hashlib.sha256(b"SKILL.md" + (tmp_path / "at-v1" / "s" / "SKILL.md").read_bytes()).hexdigest()
@@ -138,7 +138,7 @@ def test_digests_are_the_skill_at_that_version(home: Path, tmp_path: Path) -> No
 
 def test_frontmatter_fills_the_fields_the_erc_names(tmp_path: Path) -> None:
     path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
+    run_in_process("init", str(path), check=True)
     text = (
         '---\nname: t\ndescription: Résumé "quoted" text\nlicense: Apache-2.0\n'
         "allowed-tools: Read Bash(git:*)\nmetadata:\n  image: https://example.invalid/t.png\n"
@@ -174,7 +174,7 @@ def test_an_installed_skill_names_its_upstream_as_a_dependency(tmp_path: Path) -
     )
     commit = up.publish()
     home = tmp_path / "store-brain"  # versions in the store: the installed bytes are the source's, unchanged
-    run_ledger("init", "--versions", "store", str(home), check=True)
+    run_in_process("init", "--versions", "store", str(home), check=True)
     ledger(home, "install", str(up.bare), "summarise")
     data, shown = printed(home, "summarise@1")
     assert printed(home, "summarise") == (data, shown)  # NAME alone: the store's version of the head
@@ -207,7 +207,7 @@ def test_a_skill_from_an_anchored_brain_credits_its_agent(chained: Brain, tmp_pa
     sharing.push(chained, str(tmp_path / "remote.git"))
     cfg = ChainConfig.of(chained)
     home = tmp_path / "home"
-    run_ledger("init", str(home), check=True)
+    run_in_process("init", str(home), check=True)
     ledger(home, "install", str(tmp_path / "remote.git"), "alpha")
     data, shown = printed(home, "alpha@1")
     (dep,) = json.loads(data)["brainLedger"]["dependencies"]
@@ -321,7 +321,7 @@ def test_a_recorded_credential_or_local_path_is_not_published(tmp_path: Path) ->
     """Records written before install refused credentials may hold them: the manifest, meant to be
     published, names each location without userinfo, and a local path by its basename only."""
     home = tmp_path / "brain"
-    run_ledger("init", str(home), check=True)
+    run_in_process("init", str(home), check=True)
 
     def cand(name: str, source: dict) -> Candidate:
         return candidate(

@@ -102,14 +102,9 @@ def test_a_runner_whose_timing_json_is_a_fifo_or_dev_zero_is_a_failed_run_not_a_
     )
     _plan_runner(family, "word-count", runner)
     ws = tmp_path / "ws"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     try:
-        proc = subprocess.run(
-            [LEDGER, "--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        proc = run_ledger(
+            "--brain", str(family), "eval", "run", "word-count", "--workspace", str(ws), "--json", timeout=60
         )
     except subprocess.TimeoutExpired:
         pytest.fail("ledger eval run hung reading a runner's timing.json (a FIFO, or /dev/zero)")

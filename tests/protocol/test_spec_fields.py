@@ -216,13 +216,13 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     import sys
 
     from ledger.audit.lineage import audit_repo
-    from tests.harness.cli import run_ledger
+    from tests.harness.cli import run_in_process
     from tests.harness.localhttp import serving
     from tests.unit.supply.test_supply import GOOD, Upstream
     from tests.unit.supply.test_supply_sources import commit as commit_files
 
     def ledger(brain: Path, *args: str) -> str:
-        return run_ledger("--brain", str(brain), *args, check=True).stdout
+        return run_in_process("--brain", str(brain), *args, check=True).stdout
 
     up = Upstream(tmp_path)
     up.put(
@@ -244,7 +244,7 @@ def test_every_member_of_a_real_supply_record_is_named_in_the_spec(tmp_path: Pat
     commit = up.publish()
     home, other, src = tmp_path / "brain", tmp_path / "other", tmp_path / "src"
     for path in (home, other, src):
-        run_ledger("init", str(path), check=True)
+        run_in_process("init", str(path), check=True)
     scanner = tmp_path / "scan.py"
     scanner.write_text(
         "import json, sys, pathlib\nd = pathlib.Path(sys.argv[-1])\n"
@@ -353,9 +353,9 @@ def test_every_member_of_a_real_outcome_record_is_named_in_the_spec(tmp_path: Pa
         seen_scores += record["outcome"]["result"] == "score"
     assert seen_scores == 1
     # Every role is one the CLI's filters take: the verifier's two outcome snapshots, by their role.
-    from tests.harness.cli import run_ledger
+    from tests.harness.cli import run_in_process
 
-    shown = json.loads(run_ledger("--brain", str(brain), "log", "--actor", "verifier", "--json", check=True).stdout)
+    shown = json.loads(run_in_process("--brain", str(brain), "log", "--actor", "verifier", "--json", check=True).stdout)
     assert [s["operation"] for s in shown] == ["outcome", "outcome"]
 
 

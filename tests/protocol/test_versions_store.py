@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 # CRLF, comments, a flow list, unknown keys, an author's own metadata.version, no final newline.
 WILD = (
@@ -37,13 +37,13 @@ def _tree(root: Path) -> Path:
 
 
 def _ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_ledger("--brain", str(brain), *args, check=check)
+    return run_in_process("--brain", str(brain), *args, check=check)
 
 
 def test_import_then_export_is_byte_identical_skill_md_included(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), "--versions", "store", check=True)
+    run_in_process("init", str(brain), "--versions", "store", check=True)
     _ledger(brain, "import", str(src))
     _ledger(brain, "export", str(tmp_path / "out"))
     diff = subprocess.run(["diff", "-r", str(src), str(tmp_path / "out")], capture_output=True, text=True)
@@ -52,7 +52,7 @@ def test_import_then_export_is_byte_identical_skill_md_included(tmp_path: Path) 
     assert (brain / "skills" / "wild" / "SKILL.md").read_bytes() == WILD  # the working tree too
     # The default brain inserts its counter: the same import is not byte-identical there.
     other = tmp_path / "default"
-    run_ledger("init", str(other), check=True)
+    run_in_process("init", str(other), check=True)
     _ledger(other, "import", str(src))
     assert (other / "skills" / "plain" / "SKILL.md").read_bytes() != PLAIN
 
@@ -60,7 +60,7 @@ def test_import_then_export_is_byte_identical_skill_md_included(tmp_path: Path) 
 def test_a_support_file_change_leaves_skill_md_alone_and_versions_still_count(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), "--versions", "store", check=True)
+    run_in_process("init", str(brain), "--versions", "store", check=True)
     _ledger(brain, "import", str(src))
     note = tmp_path / "note.md"
     note.write_text("more\n")
@@ -87,7 +87,7 @@ def test_a_hand_edit_snapshot_bumps_the_listed_version_without_touching_the_file
     """The stat cache's answer for 'skill list' must not outlive the head it was read for: a snapshot
     of a hand edit bumps the version while the files on disk stay as they are."""
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), "--versions", "store", check=True)
+    run_in_process("init", str(brain), "--versions", "store", check=True)
     _ledger(brain, "skill", "create", "a", "--description", "A.", "--body", "one\n")
     text = (brain / "skills" / "a" / "SKILL.md").read_text()
     assert "version" not in text  # create authors no counter either
@@ -105,7 +105,7 @@ def test_a_hand_edit_snapshot_bumps_the_listed_version_without_touching_the_file
 
 def test_agent_tools_report_the_stored_version(tmp_path: Path) -> None:
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), "--versions", "store", check=True)
+    run_in_process("init", str(brain), "--versions", "store", check=True)
     with Brain.open(brain) as b:
         tools = SkillTools(b)
         made = tools.skill_manage("create", "fmt", content="---\nname: fmt\ndescription: Format code.\n---\nRun it.\n")
@@ -121,7 +121,7 @@ def test_agent_tools_report_the_stored_version(tmp_path: Path) -> None:
 def test_the_setting_is_chosen_on_an_empty_brain_and_kept(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     brain = tmp_path / "b"
-    run_ledger("init", str(brain), check=True)
+    run_in_process("init", str(brain), check=True)
     dry = _ledger(brain, "import", str(src), "--versions", "store", "--dry-run")
     assert dry.returncode == 0
     with Brain.open(brain) as b:
@@ -131,13 +131,13 @@ def test_the_setting_is_chosen_on_an_empty_brain_and_kept(tmp_path: Path) -> Non
     back = _ledger(brain, "import", str(src), "--versions", "frontmatter", check=False)
     assert back.returncode == 1 and "for its whole lineage" in back.stderr
     full = tmp_path / "full"
-    run_ledger("init", str(full), check=True)
+    run_in_process("init", str(full), check=True)
     _ledger(full, "skill", "create", "x", "--description", "X.")
     late = _ledger(full, "import", str(src), "--versions", "store", check=False)
     assert late.returncode == 1 and "only while the brain is empty" in late.stderr and "hint:" in late.stderr
     assert _ledger(brain, "audit", str(brain)).returncode == 0
     # A clone keeps the setting: it is in the store, not in a local config.
-    run_ledger("clone", str(brain), str(tmp_path / "c"), check=True)
+    run_in_process("clone", str(brain), str(tmp_path / "c"), check=True)
     note = tmp_path / "n.md"
     note.write_text("n\n")
     _ledger(tmp_path / "c", "skill", "write-file", "plain", "references/n.md", "--from", str(note))

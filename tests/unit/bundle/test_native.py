@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ledger.bundle import merkle
 from ledger.bundle.merkle import format_root, read_tree
 from ledger.errors import TreeError
+from tests.harness.cli import run_ledger
 from tests.protocol.test_vectors import VECTORS, load, materialize
 
 try:
@@ -29,8 +30,7 @@ except ImportError:  # pragma: no cover - exercised only on machines without a C
         raise
     pytest.skip("ledger._native is not built (run ./scripts/bootstrap)", allow_module_level=True)
 
-LEDGER = str(Path(sys.executable).with_name("ledger"))
-PURE = {**os.environ, "LEDGER_PURE_PYTHON": "1"}
+PURE = {"LEDGER_PURE_PYTHON": "1"}  # the user's switch: the pure-Python hasher, through click
 
 
 def reference(path: Path) -> bytes:
@@ -148,8 +148,8 @@ def test_what_the_reference_refuses_is_handed_back(make, tmp_path: Path) -> None
     assert _native.hash_dir(t) is None
     with pytest.raises(TreeError):
         merkle.hash_path(t)
-    pure = subprocess.run([LEDGER, "hash", str(t)], capture_output=True, text=True, env=PURE)
-    fast = subprocess.run([LEDGER, "hash", str(t)], capture_output=True, text=True)
+    pure = run_ledger("hash", str(t), env=PURE)
+    fast = run_ledger("hash", str(t))
     assert fast.returncode == pure.returncode == 1
     assert fast.stderr == pure.stderr and "error:" in fast.stderr and fast.stdout == ""
 
@@ -186,9 +186,9 @@ def _brain_like(root: Path, n: int) -> Path:
 @pytest.mark.parametrize("as_json", [False, True])
 def test_cli_output_is_byte_identical_with_and_without_it(as_json: bool, tmp_path: Path) -> None:
     skills = _brain_like(tmp_path / "b", 40)
-    args = [LEDGER, "hash", str(skills)] + (["--json"] if as_json else [])
-    fast = subprocess.run(args, capture_output=True, text=True)
-    pure = subprocess.run(args, capture_output=True, text=True, env=PURE)
+    args = ["hash", str(skills)] + (["--json"] if as_json else [])
+    fast = run_ledger(*args)
+    pure = run_ledger(*args, env=PURE)
     assert fast.returncode == pure.returncode == 0, fast.stderr + pure.stderr
     assert fast.stdout == pure.stdout
     root = json.loads(fast.stdout)["root"] if as_json else fast.stdout.strip()
@@ -213,12 +213,12 @@ def test_cli_fast_path_skips_click_and_falls_back_for_everything_else(tmp_path: 
 
 
 def test_cli_errors_come_from_click(tmp_path: Path) -> None:
-    missing = subprocess.run([LEDGER, "hash", str(tmp_path / "nope")], capture_output=True, text=True)
+    missing = run_ledger("hash", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     (tmp_path / "file").write_text("x")
-    env = {**os.environ, "LEDGER_BRAIN": str(tmp_path / "file")}
-    bad_default = subprocess.run([LEDGER, "hash", str(tmp_path)], capture_output=True, text=True, env=env)
-    pure = subprocess.run([LEDGER, "hash", str(tmp_path)], capture_output=True, text=True, env={**env, **PURE})
+    env = {"LEDGER_BRAIN": str(tmp_path / "file")}
+    bad_default = run_ledger("hash", str(tmp_path), env=env)
+    pure = run_ledger("hash", str(tmp_path), env={**env, **PURE})
     assert bad_default.returncode == pure.returncode == 2
     assert bad_default.stderr == pure.stderr
 
@@ -228,7 +228,7 @@ def test_brain_directory_hashes_its_skills(tmp_path: Path) -> None:
 
     with Brain.init(tmp_path / "b") as brain:
         receipt = brain.create("alpha", "First skill.", "Body.")
-    fast = subprocess.run([LEDGER, "hash", str(tmp_path / "b")], capture_output=True, text=True)
+    fast = run_ledger("hash", str(tmp_path / "b"))
     assert fast.returncode == 0 and fast.stdout.strip() == receipt.root
 
 

@@ -28,7 +28,7 @@ from ledger.publish.site import SCHEMA, tarball
 from ledger.sources.resolve import fetch_pinned, resolve
 from ledger.store import supply as sp
 from tests.harness.brains import fingerprint, publish_index, skill_tree
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 from tests.harness.localhttp import serving
 
 BASE = ".well-known/agent-skills"
@@ -51,11 +51,11 @@ def served(root: Path) -> Iterator[str]:
 
 
 def ledger(brain: Path, *args: str, check: bool = True):
-    return run_ledger("--brain", str(brain), *args, check=check)
+    return run_in_process("--brain", str(brain), *args, check=check)
 
 
 def _brain(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
-    run_ledger("init", str(root / "brain"), check=True)
+    run_in_process("init", str(root / "brain"), check=True)
     ledger(root / "brain", "import", str(skill_tree(root / "src", skills)))
     return root / "brain"
 
@@ -160,7 +160,7 @@ def test_a_brain_exported_as_a_discovery_site_installs_into_another_with_its_pin
         verify_anchor(meta[KEY], files)
     # Installed over loopback into brain B: every file proven, pinned to A's root and commit and signer.
     b = tmp_path / "b"
-    run_ledger("init", str(b), check=True)
+    run_in_process("init", str(b), check=True)
     with served(site) as url:
         out = json.loads(ledger(b, "install", url + "/", "--json").stdout)
     assert out["installed"] == ["notes", "pdf-tools"]
@@ -299,7 +299,7 @@ def test_a_tampered_site_is_refused_by_name_and_the_brain_is_unchanged(
     change, said = TAMPERS[tamper]
     change(site, tmp_path)
     b = tmp_path / "b"
-    run_ledger("init", str(b), check=True)
+    run_in_process("init", str(b), check=True)
     before = fingerprint(b)
     with served(site) as url:
         refused = ledger(b, "install", url + "/", check=False)
@@ -472,7 +472,7 @@ def test_an_anchor_s_signer_on_the_auto_approve_list_does_not_approve_the_instal
     site = _site(published, tmp_path)
     signer = json.loads((site / BASE / "notes.anchor.json").read_bytes())[KEY]["signer"]["address"]
     b = tmp_path / "b"
-    run_ledger("init", str(b), check=True)
+    run_in_process("init", str(b), check=True)
     config = json.loads((b / ".ledger/config.json").read_text())
     config["supply"] = {"auto_approve": [signer]}
     (b / ".ledger/config.json").write_text(json.dumps(config))
@@ -492,7 +492,7 @@ def test_outdated_says_what_update_would_refuse_of_an_anchored_pin(
     its anchor is not listed as a newer version to take, but as an error naming the pinned root."""
     site = _site(published, tmp_path)
     b = tmp_path / "b"
-    run_ledger("init", str(b), check=True)
+    run_in_process("init", str(b), check=True)
     with served(site) as url:
         ledger(b, "install", url + "/", "pdf-tools")
         (site / BASE / "pdf-tools.anchor.json").unlink()

@@ -21,7 +21,7 @@ from ledger.brain import Brain
 from ledger.errors import SupplyError
 from ledger.folders import instant
 from ledger.store.supply import APPROVED, QUARANTINED, REVOKED, Entry, Supply
-from tests.harness.cli import LEDGER, run_ledger
+from tests.harness.cli import LEDGER, run_in_process
 from tests.unit.store.test_statcache import _age, _both
 from tests.unit.sync.test_sync_instant import _settle
 
@@ -72,9 +72,9 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     home.mkdir()
     env = {"HOME": str(home), "HERMES_HOME": str(tmp_path / "hermes-home")}
     brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True, env=env)
+    run_in_process("init", str(brain), check=True, env=env)
     for name in skills:
-        run_ledger(
+        run_in_process(
             "--brain",
             str(brain),
             "skill",
@@ -93,7 +93,7 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
 def _ledger(
     brain: Path, env: dict[str, str], *args: str, full: bool = False, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    return run_ledger(
+    return run_in_process(
         "--brain", str(brain), *args, env={**env, **({"LEDGER_FULL_PATH": "1"} if full else {})}, check=check
     )
 
@@ -212,7 +212,7 @@ def test_mcp_lists_nothing_withheld_and_refuses_reads_and_writes(tmp_path: Path)
             assert not (await s.call_tool("skill_view", {"name": "beta"})).is_error
 
     asyncio.run(asyncio.wait_for(session(), timeout=60))
-    log = json.loads(run_ledger("--brain", str(brain), "log", "--json", check=True).stdout)
+    log = json.loads(run_in_process("--brain", str(brain), "log", "--json", check=True).stdout)
     assert [d["operation"] for d in log][:2] == ["approve", "create"]  # the refused calls wrote nothing
 
 

@@ -18,7 +18,7 @@ from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
-from tests.harness.cli import run_ledger
+from tests.harness.cli import run_in_process
 
 GOOD = """---
 name: {name}
@@ -70,7 +70,7 @@ class Upstream:
 
 
 def ledger(brain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_ledger("--brain", str(brain), *args, check=check)
+    return run_in_process("--brain", str(brain), *args, check=check)
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def up(tmp_path: Path) -> Upstream:
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
+    run_in_process("init", str(path), check=True)
     return path
 
 
@@ -178,7 +178,7 @@ def test_revoke_marks_blocks_reinstall_and_travels(up: Upstream, home: Path, tmp
     remote = tmp_path / "remote.git"
     ledger(home, "push", str(remote))
     clone = tmp_path / "clone"
-    run_ledger("clone", str(remote), str(clone), check=True)
+    run_in_process("clone", str(remote), str(clone), check=True)
     ledger(home, "revoke", digest, "--reason", "exfiltrates the clipboard")
     entry = record(home).skills["summarise"]
     assert entry.state == "revoked" and record(home).revoked[digest]["reason"] == "exfiltrates the clipboard"
@@ -289,7 +289,7 @@ def test_export_lock_and_install_frozen(up: Upstream, home: Path, tmp_path: Path
     doc = json.loads(lock.read_text())
     assert set(doc["skills"]) == {"summarise", "translate"}
     other = tmp_path / "other"
-    run_ledger("init", str(other), check=True)
+    run_in_process("init", str(other), check=True)
     out = json.loads(ledger(other, "install", "--frozen", str(lock), "--json").stdout)
     assert sorted(out["installed"]) == ["summarise", "translate"]
     for name in ("summarise", "translate"):
@@ -298,7 +298,7 @@ def test_export_lock_and_install_frozen(up: Upstream, home: Path, tmp_path: Path
     doc["skills"]["translate"]["computedHash"] = "0" * 64
     lock.write_text(json.dumps(doc))
     third = tmp_path / "third"
-    run_ledger("init", str(third), check=True)
+    run_in_process("init", str(third), check=True)
     bad = ledger(third, "install", "--frozen", str(lock), check=False)
     assert bad.returncode == 1 and record(third).skills == {}
 
@@ -391,7 +391,7 @@ def test_end_to_end_a_brain_on_chain_then_rewritten(chained, node, tmp_path: Pat
     push(a, str(remote))
     agent = a.config["chain"]["agent_id"]
     b = tmp_path / "b"
-    run_ledger("init", str(b), check=True)
+    run_in_process("init", str(b), check=True)
     out = json.loads(ledger(b, "install", str(remote), "summarise", "--rpc", node.url, "--json").stdout)
     assert out["skills"][0]["state"] == "quarantined"
     entry = record(b).skills["summarise"]
@@ -424,7 +424,7 @@ def test_a_published_revocation_is_refused_downstream(up: Upstream, home: Path, 
     published = tmp_path / "published.git"
     ledger(home, "push", str(published))
     down = tmp_path / "down"
-    run_ledger("init", str(down), check=True)
+    run_in_process("init", str(down), check=True)
     out = json.loads(ledger(down, "install", str(published), "--json").stdout)
     assert out["installed"] == ["summarise"]  # all of what it serves: not the quarantined translate
     held = ledger(down, "install", str(published), "translate", check=False)
@@ -432,7 +432,7 @@ def test_a_published_revocation_is_refused_downstream(up: Upstream, home: Path, 
     # Reproducing the publisher's set reads the sources its record names: a record is a third party's
     # document, and this one names a path on the publisher's disk, which is never read (issue 46).
     again = tmp_path / "again"
-    run_ledger("init", str(again), check=True)
+    run_in_process("init", str(again), check=True)
     frozen = ledger(again, "install", "--frozen", str(published), check=False)
     assert frozen.returncode == 1 and "names a source on this machine" in frozen.stderr, frozen.stderr
     assert record(again).skills == {}
@@ -440,7 +440,7 @@ def test_a_published_revocation_is_refused_downstream(up: Upstream, home: Path, 
     ledger(home, "revoke", record(home).skills["summarise"].blake3, "--reason", "phones home")
     ledger(home, "push", str(published))
     late = tmp_path / "late"
-    run_ledger("init", str(late), check=True)
+    run_in_process("init", str(late), check=True)
     refused = ledger(late, "install", str(published), "summarise", check=False)
     assert refused.returncode == 1 and "revoked" in refused.stderr and "phones home" in refused.stderr
 
@@ -452,7 +452,7 @@ def test_a_fleet_merge_keeps_every_revocation(up: Upstream, home: Path, tmp_path
     ledger(home, "remote", "set", "--create", str(shared))
     ledger(home, "sync")
     other = tmp_path / "other"
-    run_ledger("clone", str(shared), str(other), check=True)
+    run_in_process("clone", str(shared), str(other), check=True)
     ledger(other, "remote", "set", str(shared))
     digest = record(home).skills["translate"].blake3
     ledger(home, "revoke", digest, "--reason", "leaks the text")
@@ -480,7 +480,7 @@ def test_the_policy_auto_approves_clean_skills_of_a_trusted_signer(up: Upstream,
             and b._writer.sealer.key_for(b.store.trust_at(b.head().snap.tree)[1], "user").address
         )
     down = tmp_path / "down"
-    run_ledger("init", str(down), check=True)
+    run_in_process("init", str(down), check=True)
     cfg_path = down / ".ledger/config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["supply"] = {"auto_approve": [signer]}
@@ -509,7 +509,7 @@ def test_an_agents_install_is_quarantined_whatever_the_policy(up: Upstream, home
     with Brain.open(home) as b:
         signer = b._writer.sealer.key_for(b.store.trust_at(b.head().snap.tree)[1], "user").address
     down = tmp_path / "down"
-    run_ledger("init", str(down), check=True)
+    run_in_process("init", str(down), check=True)
     cfg_path = down / ".ledger/config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["supply"] = {"auto_approve": [signer]}
@@ -577,7 +577,7 @@ def test_revoke_source_at_pin(up: Upstream, home: Path, tmp_path: Path) -> None:
     assert record(home).skills["summarise"].state == "revoked"
     # Nothing of a pin installed here: what the source serves at it is revoked, so it is never installed.
     other = tmp_path / "other"
-    run_ledger("init", str(other), check=True)
+    run_in_process("init", str(other), check=True)
     ledger(other, "revoke", f"{up.bare}@{commit}", "--reason", "compromised")
     refused = ledger(other, "install", str(up.bare), "translate", check=False)
     assert refused.returncode == 1 and "compromised" in refused.stderr
@@ -628,7 +628,7 @@ def test_a_skill_md_whose_counter_cannot_be_set_aside_is_not_installed(
         assert "docs/lineage.md, 'The supply record'" in proc.stderr and "--versions store" in proc.stderr  # way out
     assert git(home, "rev-parse", "HEAD") == before and not (home / "skills" / "flowing").exists()
     store = tmp_path / "store-brain"  # the way out the hint names: no counter is written, every byte is the source's
-    run_ledger("init", "--versions", "store", str(store), check=True)
+    run_in_process("init", "--versions", "store", str(store), check=True)
     ledger(store, "install", str(up.bare), "flowing")
     assert audit_ok(store)["supply"] == "OK"
 
