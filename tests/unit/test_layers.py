@@ -60,6 +60,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger", "ledger.brain"): "the package's names load lazily, so 'ledger hash' imports nothing it does not use",
     ("ledger", "ledger.errors"): "the same lazy names",
     ("ledger._entry", "*"): "the console script asks the fast path's table before click loads",
+    ("ledger.anchoring.run", "*"): "the committing half (commits, epochs, the registry client, keys, the node) loads "
+    "inside the use cases that send: 'chain anchor' with nothing to commit and 'chain status' load none of it",
     ("ledger.fastpath.*", "*"): "each row of the fast path loads what it answers with only for a command line it "
     "takes: 'ledger hash' loads no stat cache, 'ledger index' no MCP server",
     ("ledger.fastpath", "ledger._paths"): "the same: the head reader loads only for a row that reads a brain",
