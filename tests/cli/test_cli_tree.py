@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from ledger.chain import anvil
 from ledger.cli import main
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 # Every move of issue 52 (design, section 4): old spelling -> new spelling.
@@ -138,9 +139,7 @@ def test_no_visible_option_says_commit_and_m_comes_with_message() -> None:
 
 @pytest.fixture
 def brain(tmp_path: Path) -> Path:
-    b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "skill", "create", "a", "--description", "A", "--body", "one", check=True)
+    b = make_brain(tmp_path / "brain", {"a": ("A", "one")}, via="cli")
     run_ledger("--brain", str(b), "skill", "patch", "a", "--old", "one", "--new", "two", check=True)
     return b
 

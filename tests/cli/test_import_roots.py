@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 
@@ -18,7 +19,7 @@ def _skill(path: Path, name: str) -> None:
 def _import(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     brain = tmp_path / "b"
     if not brain.exists():
-        run_ledger("init", str(brain), check=True)
+        make_brain(brain, via="cli")
     proc = run_ledger("--brain", str(brain), "import", *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 from tests.harness.wait import until
 from tests.interop.test_hermes_compare import _hermes_python
@@ -66,8 +67,7 @@ def _roots(home: Path, dogfood: str = "top") -> tuple[Path, Path]:
 
 
 def _brain(path: Path) -> Path:
-    run_ledger("init", str(path), check=True)
-    return path
+    return make_brain(path, via="cli")
 
 
 def _ledger(brain: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
