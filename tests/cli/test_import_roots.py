@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.harness.brains import make_brain
+from tests.harness.brains import make_brain, skill_md
 from tests.harness.cli import run_ledger
 
 
 def _skill(path: Path, name: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name}.\n---\n{name}\n")
+    (path / "SKILL.md").write_text(skill_md(name, f"{name}.", f"{name}\n"))
 
 
 def _import(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
