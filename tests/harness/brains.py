@@ -48,11 +48,9 @@ def skill_tree(root: Path, skills: Mapping[str, Mapping[str, bytes | str]]) -> P
 
 
 def skill_md(name: str, description: str, body: str = "", **frontmatter: str) -> str:
-    """A SKILL.md: ``name`` and ``description`` first, then each ``frontmatter`` key in order, then ``body``
-    as given (its line ends included).  Byte for byte what the tests wrote by hand::
-
-        ---\nname: NAME\ndescription: DESCRIPTION\n[KEY: VALUE\n…]---\nBODY
-    """
+    """A SKILL.md, byte for byte what the tests wrote by hand: a ``---`` line, ``name: NAME``,
+    ``description: DESCRIPTION``, a ``KEY: VALUE`` line for each ``frontmatter`` item in order, a ``---``
+    line, then ``body`` as given (its line ends included)."""
     extra = "".join(f"{key}: {value}\n" for key, value in frontmatter.items())
     return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
 
@@ -108,13 +106,13 @@ def make_brain(
 
     - ``"description"``: created with that description and no body (the CLI is given no ``--body``);
     - ``("description", "body")``: created with both;
-    - ``{path: content}``: its folder's files, written under ``src`` (default: ``path``'s sibling
-      ``src``) with ``skill_tree``; a name may hold ``/`` (a Hermes category), and an entry of only a
-      DESCRIPTION.md is a category's file.  Through the API the folders are written into the working
-      tree and recorded as one snapshot instead.
+    - ``{path: content}`` (CLI only): its folder's files, written under ``src`` (default: ``path``'s
+      sibling ``src``) with ``skill_tree``; a name may hold ``/`` (a Hermes category), and an entry of
+      only a DESCRIPTION.md is a category's file.
 
     Through the CLI, ``src`` (a tree a test built itself, e.g. with ``hermes``, or the folders above) is
-    brought in by one ``ledger import`` (``--layout layout`` if given) before any created skill.
+    brought in by one ``ledger import`` (``--layout layout`` if given) before any created skill: the
+    way a user brings in a collection, with its bytes kept.
 
     Created skills are made in the order given, one snapshot each.  ``signed=False`` makes an unsigned
     brain; ``versions="store"`` keeps versions out of SKILL.md (``ledger init --versions store``).
@@ -136,12 +134,9 @@ def make_brain(
                 "--brain", str(path), "skill", "create", name, "--description", description, *more, check=True, env=env
             )
         return path
-    if layout is not None or env is not None or src is not None:
-        raise ValueError("src, layout and env are for via='cli'")
+    if files or layout is not None or env is not None or src is not None:
+        raise ValueError("skills given as files, src, layout and env are for via='cli'")
     brain = Brain.init(path, sign=signed, versions=versions)
-    if files:
-        skill_tree(brain.skills_dir, files)
-        brain.snapshot()
     for name, spec in created.items():
         description, body = (spec, "") if isinstance(spec, str) else spec
         brain.create(name, description, body)
