@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 
@@ -72,7 +72,7 @@ def chained(tmp_path: Path, node):
     from ledger.anchoring.commits import deploy, register
     from ledger.chain.keys import DEV_KEY_NAME
 
-    brain = Brain.init(tmp_path / "brain")
+    brain = make_brain(tmp_path / "brain")
     brain.update_config(chain={"rpc": node.url})
     deploy(brain, key=DEV_KEY_NAME)
     register(brain, shares=1000, key=DEV_KEY_NAME)
@@ -84,7 +84,7 @@ def chained(tmp_path: Path, node):
 
 @pytest.fixture
 def brain(tmp_path: Path):
-    b = Brain.init(tmp_path / "brain")
+    b = make_brain(tmp_path / "brain")
     try:
         yield b
     finally:

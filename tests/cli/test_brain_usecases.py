@@ -38,6 +38,7 @@ from ledger.cli.common import reports_of
 from ledger.overview import status
 from ledger.reports import NoChange
 from ledger.write.records import Receipt
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 FULL = {"LEDGER_FULL_PATH": "1"}  # status, index and skill list through click, not the stat cache
@@ -63,8 +64,7 @@ def valid(doc: Any, report: type) -> None:
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A brain with two skills (one filed in a category), a supporting file, a binary asset, and a
     hand edit not in a snapshot."""
-    root = tmp_path_factory.mktemp("usecases") / "brain"
-    run_in_process("init", str(root), check=True)
+    root = make_brain(tmp_path_factory.mktemp("usecases") / "brain", via="cli")
     cli(root, "skill", "create", "alpha", "--description", "Alpha skill", "--body", "Use alpha.\n")
     cli(root, "skill", "create", "beta", "--description", "Beta – ünïcode", "--category", "research")
     data = root.parent / "blob.bin"

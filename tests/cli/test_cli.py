@@ -8,26 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.brains import fingerprint
+from tests.harness.brains import fingerprint, make_brain
 from tests.harness.cli import run_in_process
 
 
 @pytest.fixture
 def cli_brain(tmp_path: Path) -> Path:
-    root = tmp_path / "brain"
-    run_in_process("init", str(root), check=True)
-    run_in_process(
-        "--brain",
-        str(root),
-        "skill",
-        "create",
-        "pdf",
-        "--description",
-        "Work with PDFs",
-        "--body",
-        "Use pdftotext twice. twice.\n",
-        check=True,
-    )
+    root = make_brain(tmp_path / "brain", {"pdf": ("Work with PDFs", "Use pdftotext twice. twice.\n")}, via="cli")
     run_in_process(
         "--brain",
         str(root),

@@ -11,17 +11,14 @@ from pathlib import Path
 import pytest
 
 from ledger.chain import anvil
-from tests.harness.brains import fingerprint
+from tests.harness.brains import fingerprint, make_brain
 from tests.harness.cli import run_in_process
 from tests.harness.localhttp import refused_url
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Path:
-    brain = tmp_path / "brain"
-    run_in_process("init", str(brain), check=True)
-    run_in_process("--brain", str(brain), "skill", "create", "s", "--description", "d", "--body", "b", check=True)
-    return brain
+    return make_brain(tmp_path / "brain", {"s": ("d", "b")}, via="cli")
 
 
 def test_a_write_that_changes_nothing_exits_0_and_says_so(cli: Path, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 from ledger.chain import anvil
 from ledger.cli import main
 from tests.cli.test_plain_words import problems
-from tests.harness.brains import fingerprint
+from tests.harness.brains import fingerprint, make_brain
 from tests.harness.cli import run_in_process
 
 pytestmark = pytest.mark.chain
@@ -897,17 +897,14 @@ def template(tmp_path_factory: pytest.TempPathFactory, node: anvil.Node) -> Path
     """A brain with skill s (and references/r.md), a registry, an agent, and its lineage committed."""
     t = tmp_path_factory.mktemp("template")
     b = ["--brain", str(t / "brain")]
-    run_in_process("init", str(t / "brain"), check=True)
-    run_in_process(*b, "skill", "create", "s", "--description", "The s skill", "--body", "body-one", check=True)
+    make_brain(t / "brain", {"s": ("The s skill", "body-one")}, via="cli")
     (t / "r.md").write_text("ref\n")
     run_in_process(*b, "skill", "write-file", "s", "references/r.md", "--from", str(t / "r.md"), check=True)
     run_in_process(*b, "chain", "use", node.url, check=True)
     run_in_process(*b, "chain", "deploy", check=True)
     run_in_process(*b, "chain", "register", check=True)
     run_in_process(*b, "chain", "anchor", check=True)
-    run_in_process(
-        "init", str(t / "plain"), check=True
-    )  # a brain with no chain configured, copied where a case uses it
+    make_brain(t / "plain", via="cli")  # a brain with no chain configured, copied where a case uses it
     return t / "brain"
 
 

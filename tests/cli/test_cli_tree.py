@@ -18,6 +18,7 @@ import pytest
 
 from ledger.chain import anvil
 from ledger.cli import main
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 # Every move of issue 52 (design, section 4): old spelling -> new spelling.
@@ -136,9 +137,7 @@ def test_no_visible_option_says_commit_and_m_comes_with_message() -> None:
 
 @pytest.fixture
 def brain(tmp_path: Path) -> Path:
-    b = tmp_path / "brain"
-    run_in_process("init", str(b), check=True)
-    run_in_process("--brain", str(b), "skill", "create", "a", "--description", "A", "--body", "one", check=True)
+    b = make_brain(tmp_path / "brain", {"a": ("A", "one")}, via="cli")
     run_in_process("--brain", str(b), "skill", "patch", "a", "--old", "one", "--new", "two", check=True)
     return b
 

@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 
@@ -43,9 +44,7 @@ def timeless(doc: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def brain(tmp_path: Path) -> Iterator[Brain]:
-    b = Brain.init(tmp_path / "brain")
-    b.create("alpha", "Alpha", "one\n")
-    b.create("beta", "Beta", "two\n")
+    b = make_brain(tmp_path / "brain", {"alpha": ("Alpha", "one\n"), "beta": ("Beta", "two\n")})
     b.patch("alpha", "one", "uno")
     b.write_file("beta", "references/notes.md", b"notes\n")
     try:

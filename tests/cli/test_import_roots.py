@@ -7,18 +7,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.harness.brains import make_brain, skill_md
 from tests.harness.cli import run_in_process
 
 
 def _skill(path: Path, name: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name}.\n---\n{name}\n")
+    (path / "SKILL.md").write_text(skill_md(name, f"{name}.", f"{name}\n"))
 
 
 def _import(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     brain = tmp_path / "b"
     if not brain.exists():
-        run_in_process("init", str(brain), check=True)
+        make_brain(brain, via="cli")
     proc = run_in_process("--brain", str(brain), "import", *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else {}, proc.stderr
 

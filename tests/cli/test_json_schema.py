@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 
 from ledger.reports import Report, key, optional
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,8 +168,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every step of :data:`SCENARIO` run once, in order, on one brain: id → (command, process)."""
     tmp = tmp_path_factory.mktemp("json")
     env = {"LEDGER_KEYS": str(tmp / "keys")}
-    run_in_process("init", str(tmp / "brain"), env=env, check=True)
-    brain = tmp / "brain"
+    brain = make_brain(tmp / "brain", via="cli", env=env)
     (tmp / "a.md").write_text("# A reference\n")
     (tmp / "target").mkdir()
     out: dict[str, Any] = {"brain": brain, "env": env}

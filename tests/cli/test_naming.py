@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 VLLM = (
@@ -24,10 +25,7 @@ def _hermes(tmp_path: Path) -> Path:
     (src / "mlops" / "inference" / "vllm" / "SKILL.md").write_text(VLLM)
     (src / "research" / "arxiv").mkdir(parents=True)
     (src / "research" / "arxiv" / "SKILL.md").write_text("---\nname: arxiv\ndescription: Papers.\n---\nSearch.\n")
-    brain = tmp_path / "b"
-    run_in_process("init", str(brain), check=True)
-    run_in_process("--brain", str(brain), "import", str(src), "--layout", "hermes", check=True)
-    return brain
+    return make_brain(tmp_path / "b", via="cli", src=src, layout="hermes")
 
 
 def test_a_skill_named_otherwise_than_its_folder_stays_one_skill(tmp_path: Path) -> None:

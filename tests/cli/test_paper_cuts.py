@@ -7,30 +7,19 @@ import http.server
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.harness.cli import run_in_process
+from tests.harness.brains import make_brain
 from tests.harness.localhttp import refused_url, serving
 
 ROW = '{"skill": "s", "task": "t1", "success": true}\n'
 
 
-@pytest.fixture
-def ledger():
-    """The real CLI, its entry point run in this process (tests/harness/cli.py)."""
-    return run_in_process
-
-
-def _brain(ledger, tmp_path: Path) -> list[str]:
-    b = ["--brain", str(tmp_path / "b")]
-    ledger("init", str(tmp_path / "b"), check=True)
-    ledger(*b, "skill", "create", "s", "--description", "d", "--body", "x\n", check=True)
-    return b
+def _brain(tmp_path: Path) -> list[str]:
+    return ["--brain", str(make_brain(tmp_path / "b", {"s": ("d", "x\n")}, via="cli"))]
 
 
 def test_outcome_import_of_rows_without_actor_is_a_usage_error(ledger, tmp_path: Path) -> None:
     """An unjudged row is never turned into a verified outcome by a default: rows need --actor."""
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     ledger(*b, "keys", "generate", "verifier", check=True)
     ledger(*b, "keys", "trust", "verifier", check=True)
     before = ledger(*b, "log", "--json", check=True).stdout
@@ -46,7 +35,7 @@ def test_outcome_import_of_rows_without_actor_is_a_usage_error(ledger, tmp_path:
 
 
 def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     proc = ledger(*b, "supply", "install", "../upstrem", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
@@ -55,7 +44,7 @@ def test_install_from_a_missing_path_names_it_and_the_reason(ledger, tmp_path: P
 
 
 def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_path: Path) -> None:
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     url = refused_url().replace("http://", "https://", 1) + "/team/skills.git"  # a closed port on this machine
     proc = ledger(*b, "supply", "install", url)
     assert proc.returncode == 1, proc.stderr
@@ -66,7 +55,7 @@ def test_install_from_an_unreachable_url_names_it_and_the_reason(ledger, tmp_pat
 
 
 def test_install_from_a_url_that_is_no_source_says_so_once(ledger, tmp_path: Path) -> None:
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     (tmp_path / "www").mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
     with serving(handler) as base:
@@ -79,7 +68,7 @@ def test_install_from_a_url_that_is_no_source_says_so_once(ledger, tmp_path: Pat
 
 def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> None:
     """The CLI shows the lines the agent tool returns as data (one function finds them: ledger.bundle.textpatch)."""
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     ledger(
         *b,
         "skill",
@@ -100,7 +89,7 @@ def test_a_missed_cli_patch_lists_its_closest_lines(ledger, tmp_path: Path) -> N
 
 
 def test_push_into_an_empty_remote_says_what_it_pushed(ledger, tmp_path: Path) -> None:
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     proc = ledger(*b, "push", str(tmp_path / "r.git"), check=True)
     head = ledger(*b, "log", "--json", check=True)
     count = len(json.loads(head.stdout))
@@ -114,7 +103,7 @@ def test_push_into_an_empty_remote_says_what_it_pushed(ledger, tmp_path: Path) -
 def test_the_fleet_walkthroughs_last_sync_reports_each_projection_once(ledger, tmp_path: Path) -> None:
     """The README's "Many machines, one brain": a sync that merges the remote's change projects the skill again;
     it says so once."""
-    b = _brain(ledger, tmp_path)
+    b = _brain(tmp_path)
     body = tmp_path / "SKILL.md"
     body.write_text("---\nname: s\ndescription: d\n---\nRead the whole diff.\nRun the tests.\n")
     ledger(*b, "skill", "edit", "s", "--file", str(body), check=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,9 +23,7 @@ CHAIN_CHECKS = ("chain.events", "chain.roots", "chain.head", "chain.receipts", "
 
 @pytest.fixture
 def brain(tmp_path: Path) -> Path:
-    b = tmp_path / "brain"
-    run_in_process("init", str(b), check=True)
-    run_in_process("--brain", str(b), "skill", "create", "s", "--description", "d", "--body", "body-one", check=True)
+    b = make_brain(tmp_path / "brain", {"s": ("d", "body-one")}, via="cli")
     run_in_process("--brain", str(b), "skill", "patch", "s", "--old", "body-one", "--new", "body-two", check=True)
     return b
 

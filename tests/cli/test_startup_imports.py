@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 # Top-level packages a light (local, read-only) command must never import, and why.
@@ -116,9 +117,7 @@ def heavy_imports(stderr: str) -> tuple[list[str], set[str]]:
 @pytest.fixture(scope="module")
 def small_brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A signed brain with one skill, whose stat cache can answer status, index and skill list."""
-    root = tmp_path_factory.mktemp("startup") / "brain"
-    run_ledger("init", str(root), check=True)
-    run_ledger("--brain", str(root), "skill", "create", SKILL, "--description", "Alpha skill", check=True)
+    root = make_brain(tmp_path_factory.mktemp("startup") / "brain", {SKILL: "Alpha skill"}, via="cli")
     # The stat cache does not trust files modified within two seconds of caching them
     # (ledger/store/statcache.py, "racily clean"): age them instead of sleeping.
     old = time.time() - 3600

@@ -26,6 +26,7 @@ from ledger.reports import Report
 from ledger.sync import links, run
 from ledger.sync import reports as sr
 from ledger.sync.status import status
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 from tests.harness.wait import until
 
@@ -51,9 +52,7 @@ class _Place:
         self.env = {"HOME": str(self.root / "home")}
         monkeypatch.setenv("HOME", self.env["HOME"])
         self.brain = self.root / "brain"
-        with Brain.init(self.brain) as b:
-            for name in skills:
-                b.create(name, f"Do {name}.", f"# {name}\n\nStep one.\n")
+        make_brain(self.brain, {name: (f"Do {name}.", f"# {name}\n\nStep one.\n") for name in skills}).close()
 
     def save(self) -> None:
         shutil.rmtree(self.saved, ignore_errors=True)

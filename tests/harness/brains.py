@@ -1,4 +1,10 @@
-"""Skill collections built on the fly, shaped like the public ones (none of their text is copied).
+"""The one brain factory of the tests (``make_brain``, ``skill_md``), and skill collections built on the
+fly, shaped like the public ones (none of their text is copied).
+
+A test that needs a brain asks ``make_brain`` for one rather than writing its own ``_brain``: the
+differences between tests (through the API or the real CLI, which skills, signed or not, where
+versions live, an import layout) are its parameters, so a reader meets one way of making a brain,
+and a change to how brains are made is made once (tests/cli/test_one_factory.py keeps it so).
 
 What real collections contain and the ledger must keep: a LICENSE.txt that ``license:``
 points to, extra top-level .md files the body links to, folders outside the four
@@ -15,11 +21,12 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ledger.brain import Brain
+from tests.harness.cli import run_in_process
 
 TTF = b"\x00\x01\x00\x00\x00\x0c\x00\x80\x00\x03\x00\x40OS/2" + bytes(range(256)) * 8
 PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n" + bytes(range(256)) * 4 + b"%%EOF\n"
@@ -32,12 +39,109 @@ def _put(path: Path, data: bytes | str, executable: bool = False) -> None:
         path.chmod(0o755)
 
 
-def skill_tree(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
+def skill_tree(root: Path, skills: Mapping[str, Mapping[str, bytes | str]]) -> Path:
     """``root`` holding each named skill's files (``{name: {path: bytes}}``); files under ``scripts/`` executable."""
     for name, files in skills.items():
         for rel, data in files.items():
             _put(root / name / rel, data, executable=rel.startswith("scripts/"))
     return root
+
+
+def skill_md(name: str, description: str, body: str = "", **frontmatter: str) -> str:
+    """A SKILL.md, byte for byte what the tests wrote by hand: a ``---`` line, ``name: NAME``,
+    ``description: DESCRIPTION``, a ``KEY: VALUE`` line for each ``frontmatter`` item in order, a ``---``
+    line, then ``body`` as given (its line ends included)."""
+    extra = "".join(f"{key}: {value}\n" for key, value in frontmatter.items())
+    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
+
+
+Files = Mapping[str, bytes | str]
+"""A skill given as its folder: relative path → content (``scripts/…`` made executable)."""
+Skill = str | tuple[str, str] | Files
+"""A skill for ``make_brain``: its description alone, ``(description, body)``, or its files."""
+
+
+@overload
+def make_brain(
+    path: Path,
+    skills: Mapping[str, Skill] = ...,
+    *,
+    via: Literal["api"] = ...,
+    signed: bool = ...,
+    versions: str = ...,
+    layout: str | None = ...,
+    src: Path | None = ...,
+    env: dict[str, str] | None = ...,
+) -> Brain: ...
+@overload
+def make_brain(
+    path: Path,
+    skills: Mapping[str, Skill] = ...,
+    *,
+    via: Literal["cli"],
+    signed: bool = ...,
+    versions: str = ...,
+    layout: str | None = ...,
+    src: Path | None = ...,
+    env: dict[str, str] | None = ...,
+) -> Path: ...
+def make_brain(
+    path: Path,
+    skills: Mapping[str, Skill] = {},
+    *,
+    via: Literal["api", "cli"] = "api",
+    signed: bool = True,
+    versions: str = "frontmatter",
+    layout: str | None = None,
+    src: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Brain | Path:
+    """A new brain at ``path`` holding ``skills``: the one way the tests make a brain.
+
+    ``via="api"`` makes it in this process (``Brain.init``, then ``Brain.create`` per skill) and returns
+    the open ``Brain`` (the caller closes it); ``via="cli"`` makes it as a user does, with the real
+    ``ledger init`` and ``ledger skill create`` (``env`` added to each run; the one runner runs them in
+    process, or in a child where the process matters: tests/harness/cli.py), and returns its path.
+
+    Each skill is one of:
+
+    - ``"description"``: created with that description and no body (the CLI is given no ``--body``);
+    - ``("description", "body")``: created with both;
+    - ``{path: content}`` (CLI only): its folder's files, written under ``src`` (default: ``path``'s
+      sibling ``src``) with ``skill_tree``; a name may hold ``/`` (a Hermes category), and an entry of
+      only a DESCRIPTION.md is a category's file.
+
+    Through the CLI, ``src`` (a tree a test built itself, e.g. with ``hermes``, or the folders above) is
+    brought in by one ``ledger import`` (``--layout layout`` if given) before any created skill: the
+    way a user brings in a collection, with its bytes kept.
+
+    Created skills are made in the order given, one snapshot each.  ``signed=False`` makes an unsigned
+    brain; ``versions="store"`` keeps versions out of SKILL.md (``ledger init --versions store``).
+    """
+    path = Path(path)
+    files = {name: spec for name, spec in skills.items() if isinstance(spec, Mapping)}
+    created = {name: spec for name, spec in skills.items() if not isinstance(spec, Mapping)}
+    if via == "cli":
+        flags = (*(() if signed else ("--unsigned",)), *(("--versions", versions) if versions != "frontmatter" else ()))
+        run_in_process("init", *flags, str(path), check=True, env=env)
+        if files or src is not None:
+            tree = skill_tree(src or path.parent / "src", files)
+            how = ("--layout", layout) if layout else ()
+            run_in_process("--brain", str(path), "import", str(tree), *how, check=True, env=env)
+        for name, spec in created.items():
+            description, body = (spec, None) if isinstance(spec, str) else spec
+            more = () if body is None else ("--body", body)
+            run_in_process(
+                "--brain", str(path), "skill", "create", name, "--description", description, *more, check=True, env=env
+            )
+        return path
+    if files or layout is not None or env is not None or src is not None:
+        raise ValueError("skills given as files, src, layout and env are for via='cli'")
+    brain = Brain.init(path, sign=signed, versions=versions)
+    for name, spec in created.items():
+        description, body = (spec, "") if isinstance(spec, str) else spec
+        brain.create(name, description, body)
+    return brain
 
 
 def agentskills(root: Path, fillers: int = 0) -> Path:
@@ -183,9 +287,7 @@ def two_copies(tmp_path: Path, skills: dict[str, str]) -> Iterator[tuple[Any, Pa
     """Brain ``a`` with ``skills`` (name → body), pushed to a bare remote, and ``b`` cloned from it."""
     from ledger.remotes import sharing
 
-    a = Brain.init(tmp_path / "a")
-    for name, body in skills.items():
-        a.create(name, name.upper(), body)
+    a = make_brain(tmp_path / "a", {name: (name.upper(), body) for name, body in skills.items()})
     remote = tmp_path / "remote.git"
     sharing.push(a, str(remote))
     b = sharing.clone(str(remote), tmp_path / "b")

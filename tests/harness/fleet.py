@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness import procs
+from tests.harness.brains import skill_md
 from tests.harness.stress import LEDGER, _env
 
 SHARED = ("s0", "s1", "s2", "s3")
@@ -107,7 +108,7 @@ class Machine:
 
 
 def _md(body: str, name: str) -> str:
-    return f"---\nname: {name}\ndescription: Shared skill {name}.\n---\n# {name}\n\n{body}\n"
+    return skill_md(name, f"Shared skill {name}.", f"# {name}\n\n{body}\n")
 
 
 def _point(link: Path, to: str) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness import procs
+from tests.harness.brains import skill_md
 from tests.harness.stress import LEDGER, _env, run
 
 L_SKILLS = ("l0", "l1", "l2")
@@ -36,7 +37,7 @@ T_SKILLS = {"t0": "a", "t1": "a", "t2": "b", "t3": "b"}  # each runtime skill is
 
 
 def _md(name: str, token: str) -> str:
-    return f"---\nname: {name}\ndescription: Skill {name}.\n---\n# {name}\n\nToken {token}; see references/token.md.\n"
+    return skill_md(name, f"Skill {name}.", f"# {name}\n\nToken {token}; see references/token.md.\n")
 
 
 def _work(brain: Path, target: str) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ledger.agent import hermes_shapes
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.interop.test_hermes_compare import _hermes_python
 
@@ -64,15 +65,9 @@ SKILLS = {  # Hermes layout: category/…/folder → SKILL.md
 
 
 def _brain(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    for rel, text in SKILLS.items():
-        (src / rel).mkdir(parents=True, exist_ok=True)
-        (src / rel / "SKILL.md").write_bytes(text.encode())
-    (src / "devops" / "DESCRIPTION.md").write_text("---\ndescription: Deployment and ops.\n---\n")
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "import", str(src), "--layout", "hermes", check=True)
-    return brain
+    skills = {rel: {"SKILL.md": text} for rel, text in SKILLS.items()}
+    skills["devops"] = {"DESCRIPTION.md": "---\ndescription: Deployment and ops.\n---\n"}
+    return make_brain(tmp_path / "brain", skills, via="cli", layout="hermes")
 
 
 def _hermes(python: Path, home: Path) -> dict:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.brains import make_brain, skill_md
 from tests.harness.cli import LEDGER, run_ledger
 from tests.harness.wait import until
 from tests.interop.test_hermes_compare import _hermes_python
@@ -33,7 +34,7 @@ print(json.dumps(sorted([p.parent.name, "/".join(p.relative_to(root).parts[:-2])
 
 def _skill(path: Path, body: str = "") -> None:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "SKILL.md").write_text(f"---\nname: {path.name}\ndescription: The {path.name} skill.\n---\n{body}\n")
+    (path / "SKILL.md").write_text(skill_md(path.name, f"The {path.name} skill.", f"{body}\n"))
 
 
 def _description(folder: Path, text: str) -> None:
@@ -66,8 +67,7 @@ def _roots(home: Path, dogfood: str = "top") -> tuple[Path, Path]:
 
 
 def _brain(path: Path) -> Path:
-    run_ledger("init", str(path), check=True)
-    return path
+    return make_brain(path, via="cli")
 
 
 def _ledger(brain: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

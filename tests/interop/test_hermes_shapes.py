@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
-from tests.harness.cli import run_ledger
+from tests.harness.brains import make_brain
 
 REVIEW = (
     "---\nname: code-review\ndescription: Review a diff.\nplatforms: [linux, macos]\nmetadata:\n  hermes:\n"
@@ -31,10 +31,7 @@ def _brain(tmp_path: Path) -> Path:
     only_windows = tmp_path / "src" / "win-only"
     only_windows.mkdir(parents=True)
     (only_windows / "SKILL.md").write_text("---\nname: win-only\ndescription: W.\nplatforms: [windows]\n---\nw\n")
-    brain = tmp_path / "b"
-    run_ledger("init", str(brain), check=True)
-    run_ledger("--brain", str(brain), "import", str(tmp_path / "src"), "--layout", "hermes", check=True)
-    return brain
+    return make_brain(tmp_path / "b", via="cli", src=tmp_path / "src", layout="hermes")
 
 
 def test_skill_view_has_hermes_fields(tmp_path: Path) -> None:

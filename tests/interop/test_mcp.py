@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 
 REVIEW = "---\nname: review\ndescription: Review a diff for bugs\n---\nStep one: read the diff.\nStep two: run tests.\n"
@@ -26,8 +27,7 @@ def _new_server(tmp_path: Path):
     """A new brain, and the parameters that start `ledger mcp` on it for the official client."""
     from mcp import StdioServerParameters
 
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True)
+    brain = make_brain(tmp_path / "brain", via="cli")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_") or k == "LEDGER_KEYS"}
     return brain, StdioServerParameters(command=LEDGER, args=["--brain", str(brain), "mcp"], env=env)
 

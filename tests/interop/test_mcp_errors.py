@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.mcpwire import RawMcp
 
@@ -200,8 +201,7 @@ UNANSWERED = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    brain = tmp_path_factory.mktemp("mcp-errors") / "brain"
-    run_ledger("init", str(brain), check=True)
+    brain = make_brain(tmp_path_factory.mktemp("mcp-errors") / "brain", via="cli")
     peer = Peer(brain)
     peer.initialize()
     try:

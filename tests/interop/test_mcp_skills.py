@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.harness.brains import make_brain, skill_md
 from tests.harness.cli import LEDGER, run_ledger
 
 EXT = "io.modelcontextprotocol/skills"
@@ -54,25 +55,18 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A brain serving: alpha (supporting files in subfolders, a binary, an executable, a nested skill `inner`),
     BULK plain skills; withholding a quarantined (`translate`) and a revoked (`summarise`) install."""
     tmp = tmp_path_factory.mktemp("skills-ext")
-    brain = tmp / "brain"
-    run_ledger("init", str(brain), check=True)
-    src = tmp / "src"
-    _write(
-        src,
-        {
-            "alpha/SKILL.md": ALPHA,
-            "alpha/references/guide.md": "# Guide\r\nCRLF kept.\n",
-            "alpha/references/inner/SKILL.md": INNER,
-            "alpha/references/inner/notes.md": "inner notes\n",
-            "alpha/assets/logo.png": BINARY,
-            "alpha/scripts/run.sh": "#!/bin/sh\necho hi\n",
-        },
-    )
-    (src / "alpha/scripts/run.sh").chmod(0o755)
-    for i in range(BULK):
-        text = f"---\nname: bulk-{i:03d}\ndescription: Bulk skill {i}\n---\nBody {i}\n"
-        _write(src, {f"bulk-{i:03d}/SKILL.md": text})
-    _ledger(brain, "import", str(src))
+    alpha = {
+        "SKILL.md": ALPHA,
+        "references/guide.md": "# Guide\r\nCRLF kept.\n",
+        "references/inner/SKILL.md": INNER,
+        "references/inner/notes.md": "inner notes\n",
+        "assets/logo.png": BINARY,
+        "scripts/run.sh": "#!/bin/sh\necho hi\n",  # executable
+    }
+    bulk = {
+        f"bulk-{i:03d}": {"SKILL.md": skill_md(f"bulk-{i:03d}", f"Bulk skill {i}", f"Body {i}\n")} for i in range(BULK)
+    }
+    brain = make_brain(tmp / "brain", {"alpha": alpha, **bulk}, via="cli")
     # Two installs from an upstream repository: one left quarantined, one approved then revoked.
     up, bare = tmp / "up", tmp / "up.git"
     for name in ("summarise", "translate"):

@@ -16,6 +16,7 @@ from ledger.errors import SkillError
 from ledger.scanner import cisco
 from ledger.scanner.static import SCANNER
 from ledger.store import supply as sp
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.unit.supply.test_supply import GOOD, Upstream
 
@@ -55,8 +56,7 @@ def up(tmp_path: Path) -> Upstream:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
+    path = make_brain(tmp_path / "brain", via="cli")
     (tmp_path / "scan.py").write_text(FAILING)
     cfg_path = path / ".ledger/config.json"
     cfg = json.loads(cfg_path.read_text())

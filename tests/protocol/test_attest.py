@@ -26,6 +26,7 @@ from ledger.attestations.subjects import AttestationError, Attested, canonical, 
 from ledger.brain import Brain
 from ledger.protocol.messages import Snapshot
 from ledger.signatures.siblings import P256, Siblings
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.venvs import venv_python
 
@@ -44,8 +45,7 @@ def _model_signing() -> Path:
 def made(tmp_path: Path) -> Path:
     """A brain whose skills sort differently by string and by path component (``a-b/`` and ``a/``),
     with a supporting file and an executable one."""
-    with Brain.init(tmp_path / "brain") as b:
-        b.create("a", "A", "alpha")
+    with make_brain(tmp_path / "brain", {"a": ("A", "alpha")}) as b:
         b.write_file("a", "b/x.md", b"nested\n")
         b.create("a-b", "AB", "beta")
         b.write_file("a-b", "scripts/run.sh", b"#!/bin/sh\necho hi\n", executable=True)

@@ -26,6 +26,7 @@ from ledger.errors import LedgerError
 from ledger.store import outcomes as oc
 from ledger.store.treehash import evals_digest
 from tests.harness import tamper_outcomes
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.spec import spec_text
 from tests.harness.tamper import git, lineage
@@ -130,10 +131,7 @@ def build_honest_evals(root: Path) -> tuple[Path, dict[str, int]]:
     brain = root / "honest-evals"
     keys = root / "keys"
     env = {"LEDGER_KEYS": str(keys)}
-    run_ledger("init", str(brain), check=True, env=env)
-    run_ledger(
-        "--brain", str(brain), "skill", "create", "s", "--description", "S", "--body", "step one\n", check=True, env=env
-    )
+    make_brain(brain, {"s": ("S", "step one\n")}, via="cli", env=env)
     run_ledger("--brain", str(brain), "keys", "generate", "verifier", check=True, env=env)
     run_ledger("--brain", str(brain), "keys", "trust", "verifier", check=True, env=env)
     with pytest.MonkeyPatch.context() as mp:

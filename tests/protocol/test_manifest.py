@@ -33,6 +33,7 @@ from ledger.supply.manifest import (
     parse_manifest,
     public_location,
 )
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 from tests.unit.supply.test_supply import GOOD, Upstream, record
 
@@ -69,9 +70,7 @@ def printed(brain: Path, ref: str) -> tuple[bytes, str]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    path = tmp_path / "brain"
-    run_in_process("init", str(path), check=True)
-    ledger(path, "skill", "create", "s", "--description", "The s skill", "--body", "body-one")
+    path = make_brain(tmp_path / "brain", {"s": ("The s skill", "body-one")}, via="cli")
     (tmp_path / "r.md").write_text("ref\n")
     ledger(path, "skill", "write-file", "s", "references/r.md", "--from", str(tmp_path / "r.md"))
     return path

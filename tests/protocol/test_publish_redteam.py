@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from ledger.publish.anchor import KEY
-from tests.harness.brains import fingerprint, publish_index, skill_tree
+from tests.harness.brains import fingerprint, make_brain, publish_index, skill_tree
 from tests.harness.cli import run_ledger
 from tests.harness.localhttp import serving
 from tests.interop.test_mcp_skills import INVALID_PARAMS, Raw, _bytes, _list_all, _params
@@ -81,13 +81,7 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A signed brain serving alpha, beta and outer/inner; holding badname and outer (refused by the spec's
     naming rule) and held (installed from a loopback index, so quarantined: withheld)."""
     tmp = tmp_path_factory.mktemp("redteam")
-    brain = tmp / "brain"
-    run_ledger("init", str(brain), check=True)
-    ledger(
-        brain,
-        "import",
-        str(skill_tree(tmp / "src", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME, "outer": OUTER})),
-    )
+    brain = make_brain(tmp / "brain", {"alpha": ALPHA, "beta": BETA, "badname": BADNAME, "outer": OUTER}, via="cli")
     publish_index(tmp / "elsewhere", "held", HELD)
     with served(tmp / "elsewhere") as url:
         ledger(brain, "install", url, "held")
@@ -566,9 +560,7 @@ NOTES = b"---\nname: notes\ndescription: Take notes.\n---\nWrite it down.\n"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("site")
-    a = root / "a"
-    run_ledger("init", str(a), check=True)
-    ledger(a, "import", str(skill_tree(root / "src", {"pdf-tools": PDF, "notes": {"SKILL.md": NOTES}})))
+    a = make_brain(root / "a", {"pdf-tools": PDF, "notes": {"SKILL.md": NOTES}}, via="cli")
     ledger(a, "export", "--discovery", str(root / "site"))
     return root / "site"
 
@@ -705,7 +697,7 @@ def _install(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, str], Path]:
     b = tmp / "b"
     if not b.exists():
-        run_ledger("init", str(b), check=True)
+        make_brain(b, via="cli")
     before = fingerprint(b)
     with served(site, handler) as url:
         got = ledger(b, "install", url + "/", check=False)
@@ -845,8 +837,7 @@ def test_an_archive_with_a_file_and_a_folder_of_one_name_is_refused_clearly(tmp_
 
 
 def _installed_from(site: Path, tmp: Path, url: str) -> Path:
-    b = tmp / "b"
-    run_ledger("init", str(b), check=True)
+    b = make_brain(tmp / "b", via="cli")
     ledger(b, "install", url + "/", "pdf-tools")
     return b
 

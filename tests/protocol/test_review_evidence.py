@@ -24,6 +24,7 @@ from ledger.errors import LedgerError
 from ledger.signatures.identity import KeyDir
 from ledger.store import evidence as ev
 from ledger.store import outcomes as oc
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 
@@ -36,9 +37,7 @@ def keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _brain(tmp_path: Path) -> tuple[Path, KeyDir]:
     """A brain with skill ``s`` v1 and an independent verifier (its key on another machine) trusted."""
-    path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
-    run_ledger("--brain", str(path), "skill", "create", "s", "--description", "The s skill", check=True)
+    path = make_brain(tmp_path / "brain", {"s": "The s skill"}, via="cli")
     verifier = KeyDir(tmp_path / "verifier-machine").generate("verifier")
     run_ledger("--brain", str(path), "keys", "trust", "verifier", verifier.address, check=True)
     return path, verifier

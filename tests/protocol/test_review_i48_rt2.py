@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.unit.evals.test_evals_engine import FAMILY, _hand_workspace, verifier_brain
 
@@ -205,7 +206,7 @@ def test_a_hostile_index_is_refused_in_plain_words(
 def _install(tmp_path: Path, source: str) -> tuple[int, str, str]:
     b = tmp_path / "b"
     if not b.exists():
-        run_ledger("init", str(b), check=True)
+        make_brain(b, via="cli")
     before = run_ledger("--brain", str(b), "log", "--json", check=True).stdout
     proc = run_ledger("--brain", str(b), "supply", "install", source, cwd=tmp_path)
     assert run_ledger("--brain", str(b), "log", "--json", check=True).stdout == before  # nothing written

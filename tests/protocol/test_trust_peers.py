@@ -21,6 +21,7 @@ from ledger.brain import Brain
 from ledger.protocol import signing
 from ledger.signatures import identity
 from ledger.write.sealing import Sealed
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 
@@ -84,20 +85,7 @@ def fleet(tmp_path: Path) -> dict[str, Path]:
     a_keys, b_keys = tmp_path / "a-keys", tmp_path / "b-keys"
     a, b, shared = tmp_path / "a", tmp_path / "b", tmp_path / "shared.git"
     env_a = {"LEDGER_KEYS": str(a_keys)}
-    run_ledger("init", str(a), env=env_a, check=True)
-    run_ledger(
-        "--brain",
-        str(a),
-        "skill",
-        "create",
-        "deploy",
-        "--description",
-        "Deploys",
-        "--body",
-        "safe\n",
-        env=env_a,
-        check=True,
-    )
+    make_brain(a, {"deploy": ("Deploys", "safe\n")}, via="cli", env=env_a)
     run_ledger("--brain", str(a), "remote", "set", "--create", str(shared), env=env_a, check=True)
     run_ledger("--brain", str(a), "push", str(shared), env=env_a, check=True)
     run_ledger("keys", "generate", "user", env={"LEDGER_KEYS": str(b_keys)}, check=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 from tests.harness.venvs import venv_python
 
@@ -65,7 +66,7 @@ def published(tmp_path_factory: pytest.TempPathFactory, node) -> Path:
     from ledger.chain.keys import DEV_KEY_NAME
 
     root = tmp_path_factory.mktemp("publisher")
-    with Brain.init(root / "brain") as brain:
+    with make_brain(root / "brain") as brain:
         brain.update_config(chain={"rpc": node.url})
         deploy(brain, key=DEV_KEY_NAME)
         register(brain, shares=1000, key=DEV_KEY_NAME)

@@ -17,6 +17,7 @@ from ledger.chain import anvil
 from ledger.chain.config import ChainConfig
 from ledger.chain.keys import DEV_KEY_NAME, dev_account
 from ledger.chain.registry import Registry
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.localhttp import refused_url
 
@@ -42,11 +43,9 @@ def audit(repo: Path, *extra: str) -> tuple[int, dict]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def make_brain(root: Path) -> tuple[Brain, list[str]]:
+def seven_snapshots(root: Path) -> tuple[Brain, list[str]]:
     """Seven snapshots touching three skills; returns the brain and its commits, oldest first."""
-    b = Brain.init(root)
-    b.create("alpha", "Alpha", "one\n")
-    b.create("beta", "Beta", "two\n")
+    b = make_brain(root, {"alpha": ("Alpha", "one\n"), "beta": ("Beta", "two\n")})
     b.patch("alpha", "one", "uno")
     b.write_file("beta", "references/notes.md", b"notes\n")
     b.create("gamma", "Gamma", "three\n")
@@ -57,7 +56,7 @@ def make_brain(root: Path) -> tuple[Brain, list[str]]:
 
 @pytest.fixture
 def brain(tmp_path: Path) -> Iterator[tuple[Brain, list[str]]]:
-    b, commits = make_brain(tmp_path / "brain")
+    b, commits = seven_snapshots(tmp_path / "brain")
     try:
         yield b, commits
     finally:
@@ -163,7 +162,7 @@ def test_audit_refuses_what_is_not_a_store(tmp_path: Path) -> None:
 
 @pytest.fixture
 def chained(tmp_path: Path, node: anvil.Node) -> Iterator[tuple[Brain, list[str]]]:
-    b, commits = make_brain(tmp_path / "brain")
+    b, commits = seven_snapshots(tmp_path / "brain")
     b.update_config(chain={"rpc": node.url})
     deploy(b, key=DEV_KEY_NAME)
     register(b, key=DEV_KEY_NAME)

@@ -15,7 +15,7 @@ from strictyaml.exceptions import FlowMappingDisallowed
 
 from ledger.bundle.lint import lint_skill
 from tests.harness import brains as fixtures
-from tests.harness.brains import fingerprint
+from tests.harness.brains import fingerprint, make_brain
 from tests.harness.cli import run_ledger
 
 VERSION_LINE = re.compile(r"^\s*(ledger-)?version: ['\"]?\d+['\"]?\s*(#.*)?\r?\n?$|^metadata:\r?\n?$")
@@ -23,8 +23,7 @@ BUILDERS = {"agentskills": fixtures.agentskills, "hermes": fixtures.hermes, "slo
 
 
 def _brain(tmp_path: Path) -> Path:
-    run_ledger("init", str(tmp_path / "brain"), check=True)
-    return tmp_path / "brain"
+    return make_brain(tmp_path / "brain", via="cli")
 
 
 def _commits(brain: Path) -> int:

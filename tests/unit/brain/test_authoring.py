@@ -9,25 +9,12 @@ from pathlib import Path
 from skills_ref.validator import validate as skills_ref_validate
 
 from ledger.bundle.lint import FLOW_WARNING, introduced_errors, lint_skill
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 
 def _brain(tmp_path: Path) -> Path:
-    brain = tmp_path / "b"
-    run_ledger("init", str(brain), check=True)
-    run_ledger(
-        "--brain",
-        str(brain),
-        "skill",
-        "create",
-        "git-bisect",
-        "--description",
-        "Find a bad commit",
-        "--body",
-        "Run git bisect.\n",
-        check=True,
-    )
-    return brain
+    return make_brain(tmp_path / "b", {"git-bisect": ("Find a bad commit", "Run git bisect.\n")}, via="cli")
 
 
 def test_a_description_over_the_limit_is_refused_unless_allowed(tmp_path: Path) -> None:

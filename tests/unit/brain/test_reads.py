@@ -13,19 +13,19 @@ from blake3 import blake3
 from ledger.agent.tools import SkillTools
 from ledger.brain import Brain
 from ledger.bundle.merkle import InclusionProof, verify_proof
+from tests.harness.brains import make_brain, skill_md
 from tests.harness.cli import run_ledger
 
 N = 300  # above the 256 skills from which the root index is saved in .ledger/cache
 
 
 def _brain(tmp_path: Path) -> Path:
-    root = tmp_path / "b"
-    run_ledger("init", str(root), check=True)
+    root = make_brain(tmp_path / "b", via="cli")
     with Brain.open(root) as b:
         for i in range(N):
             d = b.skills_dir / f"s-{i:03d}"
             d.mkdir()
-            (d / "SKILL.md").write_text(f"---\nname: s-{i:03d}\ndescription: Skill {i}.\n---\nStep {i}.\n")
+            (d / "SKILL.md").write_text(skill_md(f"s-{i:03d}", f"Skill {i}.", f"Step {i}.\n"))
         b.snapshot("bulk")
     return root
 

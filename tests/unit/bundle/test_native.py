@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ledger.bundle import merkle
 from ledger.bundle.merkle import format_root, read_tree
 from ledger.errors import TreeError
+from tests.harness.brains import skill_md
 from tests.harness.cli import run_ledger
 from tests.protocol.test_vectors import VECTORS, load, materialize
 
@@ -175,7 +176,7 @@ def _brain_like(root: Path, n: int) -> Path:
     for i in range(n):
         d = root / "skills" / f"skill-{i:03d}"
         d.mkdir(parents=True)
-        (d / "SKILL.md").write_text(f"---\nname: skill-{i:03d}\ndescription: d\n---\nbody {i}\n")
+        (d / "SKILL.md").write_text(skill_md(f"skill-{i:03d}", "d", f"body {i}\n"))
         if i % 3 == 0:
             (d / "scripts").mkdir()
             (d / "scripts" / "run.sh").write_text("#!/bin/sh\n")

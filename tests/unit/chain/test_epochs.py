@@ -23,6 +23,7 @@ from ledger.chain.keys import DEV_KEY_NAME
 from ledger.errors import ChainError, ProofError
 from ledger.protocol import epochproof, notes, tlog
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.tamper import fork_operator
 
@@ -211,7 +212,7 @@ def member(root: Path, operator: Brain, name: str) -> Brain:
     """A brain registered on the operator's registry (dev key: the owner, so the operator may commit)."""
     from ledger.anchoring.commits import register
 
-    b = Brain.init(root / name)
+    b = make_brain(root / name)
     cfg = ChainConfig.of(operator)
     b.update_config(
         chain={"rpc": cfg.rpc, "chain_id": cfg.chain_id, "registry": cfg.registry, "deploy_block": cfg.deploy_block}

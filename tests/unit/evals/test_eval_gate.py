@@ -21,6 +21,7 @@ from ledger.brain import Brain
 from ledger.evals import gate
 from ledger.store import outcomes as oc
 from ledger.store import treehash as th
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 
 VERIFIER, USER, AGENT = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
@@ -171,8 +172,7 @@ def _setup(tmp_path: Path) -> tuple[Path, dict[str, str], Path, Path]:
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     env = {"HOME": str(home), "HERMES_HOME": str(tmp_path / "hermes-home"), "LEDGER_KEYS": str(tmp_path / "keys")}
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True, env=env)
+    brain = make_brain(tmp_path / "brain", via="cli", env=env)
     address = json.loads(_ledger(brain, env, "keys", "generate", "verifier", "--json").stdout)["address"]
     _ledger(brain, env, "keys", "trust", "verifier", address)
     _ledger(brain, env, "skill", "create", "csv-sum", "--description", "Sum a CSV column.", "--body", BODY)

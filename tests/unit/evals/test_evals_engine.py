@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 FAMILY = Path(__file__).parents[2] / "fixtures" / "eval-family"
@@ -60,9 +61,7 @@ def _shape(doc: Any) -> Any:
 def verifier_brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skills: Path) -> Path:
     """A brain holding the skills of ``skills`` (imported as one snapshot), with a trusted verifier key."""
     monkeypatch.setenv("LEDGER_KEYS", str(tmp_path / "keys"))
-    b = tmp_path / "brain"
-    run_ledger("init", str(b), check=True)
-    run_ledger("--brain", str(b), "import", str(skills), check=True)
+    b = make_brain(tmp_path / "brain", via="cli", src=skills)
     address = json.loads(run_ledger("--brain", str(b), "keys", "generate", "verifier", "--json", check=True).stdout)[
         "address"
     ]

@@ -18,6 +18,7 @@ from ledger.errors import LedgerError
 from ledger.remotes import sharing
 from ledger.signatures.identity import KeyDir
 from ledger.store import outcomes as oc
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 
 SKILL = "---\nname: {n}\ndescription: The {n} skill\n---\n{body}\n"
@@ -32,9 +33,7 @@ def keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _brain(tmp_path: Path, keys: Path, *, verifier: bool = True) -> Path:
-    path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
-    run_ledger("--brain", str(path), "skill", "create", "s", "--description", "The s skill", check=True)
+    path = make_brain(tmp_path / "brain", {"s": "The s skill"}, via="cli")
     if verifier:
         address = json.loads(
             run_ledger("--brain", str(path), "keys", "generate", "verifier", "--json", check=True).stdout
@@ -252,8 +251,7 @@ def test_skill_outcome_over_mcp_with_the_official_client(tmp_path: Path, keys: P
 def copies_with_outcomes(tmp_path: Path) -> Iterator[tuple[Brain, Brain, Path]]:
     """Two copies of one brain through a bare remote: ``a`` records three successes and publishes them,
     ``b`` records two failures and pulls (its merge: a's log first, the remote's, then b's two)."""
-    a = Brain.init(tmp_path / "a")
-    a.create("s", "S", "one\n")
+    a = make_brain(tmp_path / "a", {"s": ("S", "one\n")})
     remote = tmp_path / "remote.git"
     sharing.push(a, str(remote))
     b = sharing.clone(str(remote), tmp_path / "b")

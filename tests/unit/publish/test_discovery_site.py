@@ -27,7 +27,7 @@ from ledger.publish.entries import Entries
 from ledger.publish.site import SCHEMA, tarball
 from ledger.sources.resolve import fetch_pinned, resolve
 from ledger.store import supply as sp
-from tests.harness.brains import fingerprint, publish_index, skill_tree
+from tests.harness.brains import fingerprint, make_brain, publish_index
 from tests.harness.cli import run_in_process
 from tests.harness.localhttp import serving
 
@@ -55,9 +55,7 @@ def ledger(brain: Path, *args: str, check: bool = True):
 
 
 def _brain(root: Path, skills: dict[str, dict[str, bytes]]) -> Path:
-    run_in_process("init", str(root / "brain"), check=True)
-    ledger(root / "brain", "import", str(skill_tree(root / "src", skills)))
-    return root / "brain"
+    return make_brain(root / "brain", skills, via="cli")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 from ledger.chain import epochlog
 from ledger.protocol.refs import EPOCH_NOTES_REF, EPOCHS_REF, EVIDENCE_NOTES_REF, NOTES_REF
 from ledger.store import gitstore as gs
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 
 BESIDE_MAIN = (NOTES_REF, EPOCH_NOTES_REF, EVIDENCE_NOTES_REF, EPOCHS_REF)
@@ -63,20 +64,7 @@ def shared(tmp_path: Path) -> dict[str, Path]:
     """Brain ``a`` (one skill) pushed to a guarded remote made by the ledger."""
     env = {"LEDGER_KEYS": str(tmp_path / "keys")}
     a, remote = tmp_path / "a", tmp_path / "shared.git"
-    run_ledger("init", str(a), env=env, check=True)
-    run_ledger(
-        "--brain",
-        str(a),
-        "skill",
-        "create",
-        "deploy",
-        "--description",
-        "Deploys",
-        "--body",
-        "safe\n",
-        env=env,
-        check=True,
-    )
+    make_brain(a, {"deploy": ("Deploys", "safe\n")}, via="cli", env=env)
     run_ledger("--brain", str(a), "remote", "set", "--create", str(remote), env=env, check=True)
     run_ledger("--brain", str(a), "push", str(remote), env=env, check=True)
     return {"a": a, "git": a / ".git", "remote": remote, "tmp": tmp_path, "keys": tmp_path / "keys"}

@@ -19,6 +19,7 @@ import pytest
 from ledger.scanner import sandbox
 from ledger.scanner.rules import SEVERITIES
 from ledger.scanner.static import SCANNER, merge, scan
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.wait import until
 
@@ -282,8 +283,7 @@ def test_scan_run_json_keeps_the_shape(tmp_path: Path) -> None:
 
 
 def _brain_with_policy(tmp_path: Path, supply: dict) -> Path:
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True)
+    brain = make_brain(tmp_path / "brain", via="cli")
     cfg_path = brain / ".ledger/config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["supply"] = supply

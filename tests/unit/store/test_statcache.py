@@ -14,6 +14,7 @@ import pytest
 from ledger.brain import Brain
 from ledger.errors import TreeError
 from ledger.store.statcache import _from_columns, _to_columns, signature
+from tests.harness.brains import make_brain
 
 HOUR = 3600 * 10**9
 
@@ -32,9 +33,7 @@ def _age(root: Path) -> None:
 
 @pytest.fixture
 def aged(tmp_path: Path):
-    brain = Brain.init(tmp_path / "brain")
-    for name in ("a", "b"):
-        brain.create(name, f"Skill {name}", "body\n")
+    brain = make_brain(tmp_path / "brain", {name: (f"Skill {name}", "body\n") for name in ("a", "b")})
     brain.write_file("b", "references/r.md", b"ref\n")
     _age(brain.skills_dir)
     assert brain.status().clean and [s.name for s in brain.list()] == ["a", "b"]  # fills the cache

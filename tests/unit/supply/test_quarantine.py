@@ -21,6 +21,7 @@ from ledger.brain import Brain
 from ledger.errors import SupplyError
 from ledger.folders import instant
 from ledger.store.supply import APPROVED, QUARANTINED, REVOKED, Entry, Supply
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_in_process
 from tests.unit.store.test_statcache import _age, _both
 from tests.unit.sync.test_sync_instant import _settle
@@ -71,23 +72,8 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "HERMES_HOME": str(tmp_path / "hermes-home")}
-    brain = tmp_path / "brain"
-    run_in_process("init", str(brain), check=True, env=env)
-    for name in skills:
-        run_in_process(
-            "--brain",
-            str(brain),
-            "skill",
-            "create",
-            name,
-            "--description",
-            f"Do {name}.",
-            "--body",
-            f"# {name}\n\nStep one.\n",
-            check=True,
-            env=env,
-        )
-    return brain, env
+    skills_made = {name: (f"Do {name}.", f"# {name}\n\nStep one.\n") for name in skills}
+    return make_brain(tmp_path / "brain", skills_made, via="cli", env=env), env
 
 
 def _ledger(

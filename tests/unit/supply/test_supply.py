@@ -18,6 +18,7 @@ from ledger.audit.lineage import audit_repo
 from ledger.brain import Brain
 from ledger.store import gitstore as gs
 from ledger.store import supply as sp
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_in_process
 
 GOOD = """---
@@ -90,9 +91,7 @@ def up(tmp_path: Path) -> Upstream:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    path = tmp_path / "brain"
-    run_in_process("init", str(path), check=True)
-    return path
+    return make_brain(tmp_path / "brain", via="cli")
 
 
 def record(path: Path) -> sp.Supply:

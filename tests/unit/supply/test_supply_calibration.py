@@ -20,6 +20,7 @@ from ledger.store import supply as sp
 from ledger.supply import installer as installer_mod
 from ledger.supply.installer import Installer
 from tests.harness import tamper_supply as ts
+from tests.harness.brains import make_brain
 from tests.harness.cli import run_ledger
 from tests.harness.spec import EXTENSIONS
 from tests.unit.supply.test_supply import GOOD, Upstream
@@ -47,9 +48,7 @@ def up(tmp_path: Path) -> Upstream:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    path = tmp_path / "brain"
-    run_ledger("init", str(path), check=True)
-    return path
+    return make_brain(tmp_path / "brain", via="cli")
 
 
 def _record(path: Path) -> sp.Supply:

@@ -40,8 +40,8 @@ from ledger.sources.resolve import (
     supply_of,
     write_lock,
 )
-from tests.harness import tamper
-from tests.harness.brains import fingerprint, publish_index
+from tests.harness import brains, tamper
+from tests.harness.brains import fingerprint, make_brain, publish_index
 from tests.harness.cli import run_ledger
 from tests.harness.localhttp import serving
 
@@ -67,7 +67,7 @@ def sh(cwd: Path, *args: str) -> str:
 
 
 def skill_md(name: str, body: str = "body\n") -> bytes:
-    return f"---\nname: {name}\ndescription: {name.upper()}\n---\n{body}".encode()
+    return brains.skill_md(name, name.upper(), body).encode()
 
 
 def commit(
@@ -378,10 +378,8 @@ def test_index_paths_that_leave_the_skill_are_refused(tmp_path: Path):
 @pytest.fixture(scope="module")
 def brain_remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("brainsrc")
-    brain = Brain.init(root / "a")
+    brain = make_brain(root / "a", {"alpha": ("Alpha", "alpha body\n"), "beta": ("Beta", "beta body\n")})
     try:
-        brain.create("alpha", "Alpha", "alpha body\n")
-        brain.create("beta", "Beta", "beta body\n")
         sharing.push(brain, str(root / "remote.git"))
     finally:
         brain.close()

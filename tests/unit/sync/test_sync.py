@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger.brain import Brain
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_ledger
 from tests.harness.wait import until
 
@@ -23,23 +24,8 @@ def _setup(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str]]:
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home)}
-    brain = tmp_path / "brain"
-    run_ledger("init", str(brain), check=True, env=env)
-    for name in skills:
-        run_ledger(
-            "--brain",
-            str(brain),
-            "skill",
-            "create",
-            name,
-            "--description",
-            f"Do {name}.",
-            "--body",
-            f"# {name}\n\nStep one.\n\nStep two.\n",
-            check=True,
-            env=env,
-        )
-    return brain, env
+    skills_made = {name: (f"Do {name}.", f"# {name}\n\nStep one.\n\nStep two.\n") for name in skills}
+    return make_brain(tmp_path / "brain", skills_made, via="cli", env=env), env
 
 
 def _linked(tmp_path: Path, *skills: str) -> tuple[Path, dict[str, str], Path]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from ledger._paths import current_keys
 from ledger.brain import Brain
 from ledger.folders import instant
+from tests.harness.brains import skill_md
 from tests.reliability.test_sync_edge import _head
 from tests.unit.sync.test_sync import _ledger, _setup
 
@@ -106,7 +107,7 @@ def _brain(
     (src / "tools/DESCRIPTION.md").write_text("---\ndescription: Tools of the trade.\n---\n")
     for name in skills:
         (src / "tools" / name / "references").mkdir(parents=True)
-        (src / "tools" / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Do {name}.\n---\n# {name}\n")
+        (src / "tools" / name / "SKILL.md").write_text(skill_md(name, f"Do {name}.", f"# {name}\n"))
         (src / "tools" / name / "references/notes.md").write_text(NOTES)
     brain, env = _setup(tmp_path)
     _ledger(brain, env, "import", str(src), "--layout", "hermes")
