@@ -47,10 +47,10 @@ def eval_gate(ctx: click.Context, state: str, actor: str, as_json: bool) -> None
     without making the agent worse, or approved by a user or curator ('ledger eval approve').
     Turning it off takes a user's or curator's key on this machine: the gate holds back what an
     agent wrote, so an agent's key may not lift it."""
-    from ledger.evals import gate
+    from ledger.evals import decisions
 
     with open_brain(ctx) as brain:
-        done = gate.switch(brain, state == "on", actor)
+        done = decisions.switch(brain, state == "on", actor)
     if as_json:
         emit(done)
     else:
@@ -79,11 +79,11 @@ def eval_approve(
     name, version = split_ref(ref)
     if version is None:
         raise UsageError(f"name the version to approve: {name}@VERSION (see 'ledger status' for held versions)")
-    from ledger.evals import gate
+    from ledger.evals import decisions
 
     want_commit(ctx, chain_commit)
     with open_brain(ctx) as brain:
-        done = gate.approve(brain, actor, name, version, reason)
+        done = decisions.approve(brain, actor, name, version, reason)
     if not as_json:
         click.echo(f"approved {name} v{version}: {reason}")
     print_receipt(ctx, receipt_of(done), as_json, done.extra_json())
@@ -97,6 +97,6 @@ def eval_approve(
 def eval_revert(ctx: click.Context, name: str, **kw: Any) -> None:
     """Restore NAME as it was at its newest released version ('ledger skill revert NAME --to V'): undoes a
     version the gate holds back, as a new version that holds the released one's files."""
-    from ledger.evals import gate
+    from ledger.evals import decisions
 
-    mutate(ctx, kw, lambda brain: gate.revert(brain, name, kw["note"]))
+    mutate(ctx, kw, lambda brain: decisions.revert(brain, name, kw["note"]))

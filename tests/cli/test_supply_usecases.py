@@ -18,7 +18,7 @@ import pytest
 from ledger.brain import Brain
 from ledger.brain.evaluations import Evaluations
 from ledger.cli.common import reports_of
-from ledger.evals import gate, runs
+from ledger.evals import decisions, runs
 from ledger.evals import outcomes as oc
 from ledger.reports import Report
 from ledger.supply import usecases as uc
@@ -156,7 +156,7 @@ def test_eval_use_cases_give_the_cli_documents(tmp_path: Path, monkeypatch: pyte
             again = runs.plan(Evaluations(brain), "csv-sum")
         with brain.acting("verifier"):
             ran = runs.run(Evaluations(brain), "csv-sum", workspace=tmp_path / "ws-a")
-        switched = gate.switch(brain, True)
+        switched = decisions.switch(brain, True)
     cli_planned = _json(b, "eval", "plan", "csv-sum")
     cli_again = _json(b, "eval", "plan", "csv-sum")
     cli_ran = _json(b, "eval", "run", "csv-sum", "--workspace", str(tmp_path / "ws-b"))

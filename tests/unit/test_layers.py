@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("ledger.chain",),  # the registry client, config, keystores, receipts, anvil
     ("ledger.audit",),  # reads the store and the chain; never the writer
     ("ledger.write",),  # the one write path, the lock, the head in memory
-    ("ledger.brain", "ledger.evals.gate", "ledger.evals.lift"),  # the facade; the gate and lift read its evidence
+    ("ledger.brain", "ledger.evals.gate", "ledger.evals.decisions", "ledger.evals.lift"),  # the facade; the gate
+    # (its reading and its decisions) and lift read its evidence
     ("ledger.publish",),  # skills published to hosts: MCP Skills entries, discovery sites, the skill anchor
     ("ledger.folders",),  # runtimes' skill folders: reached through descriptors, read in a layout, exported
     ("ledger.attestations",),  # OMS and in-toto attestations of a snapshot, made and checked
