@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.brains import make_brain
 from tests.harness.cli import LEDGER, run_in_process, run_ledger, why_not_in_process
 
 B = ("--brain", "{b}")
@@ -79,13 +80,8 @@ LINES = [
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    t = tmp_path_factory.mktemp("runner") / "template"
-    run_ledger("init", str(t), check=True)
-    for name in ("alpha", "beta"):
-        run_ledger(
-            "--brain", str(t), "skill", "create", name, "--description", f"The {name} skill", "--body", name, check=True
-        )
-    return t
+    skills = {name: (f"The {name} skill", name) for name in ("alpha", "beta")}
+    return make_brain(tmp_path_factory.mktemp("runner") / "template", skills, via="cli")
 
 
 @pytest.mark.parametrize(("args", "env", "stdin", "warm", "cwd"), LINES)
