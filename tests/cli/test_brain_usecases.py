@@ -10,7 +10,6 @@ command of ``ledger.cli.brain`` and ``ledger.cli.skills`` but ``mcp`` names its 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from ledger.cli.common import reports_of
 from ledger.overview import status
 from ledger.reports import NoChange
 from ledger.write.records import Receipt
-from tests.harness.brains import make_brain
+from tests.harness.brains import copy_brain, make_brain
 from tests.harness.cli import run_in_process
 
 FULL = {"LEDGER_FULL_PATH": "1"}  # status, index and skill list through click, not the stat cache
@@ -82,8 +81,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def copy(made: Path, tmp_path: Path) -> Callable[[str], Path]:
     def make(name: str) -> Path:
         dest = tmp_path / name
-        shutil.copytree(made, dest, symlinks=True)
-        return dest
+        return copy_brain(made, dest)
 
     return make
 

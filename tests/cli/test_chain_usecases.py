@@ -38,6 +38,7 @@ from ledger.remotes import run as sharing_run
 from ledger.remotes.reports import CloneReport, PullReport, PushReport
 from ledger.signatures.identity import KeyDir
 from ledger.signatures.reports import KeyExportReport, KeyReport, KeysReport, TrustUnchanged
+from tests.harness.brains import copy_brain
 from tests.harness.cli import run_in_process
 
 # anvil's second dev account: a committer to authorize (a public address, nothing secret)
@@ -182,7 +183,7 @@ def test_push_pull_clone_from_python_are_the_cli_json(tmp_path: Path) -> None:
     Brain.init(src).close()
     _skill(src, "alpha")
     twin = tmp_path / "twin"
-    shutil.copytree(src, twin, symlinks=True)
+    copy_brain(src, twin)
     with Brain.open(src) as brain:
         pushed = sharing_run.push(brain, str(tmp_path / "r1.git"))
     cli = _one_doc(run_in_process("--brain", str(twin), "push", str(tmp_path / "r2.git"), "--json"))

@@ -21,7 +21,7 @@ import pytest
 from ledger.chain import anvil
 from ledger.cli import main
 from tests.cli.test_plain_words import problems
-from tests.harness.brains import fingerprint, make_brain
+from tests.harness.brains import copy_brain, fingerprint, make_brain
 from tests.harness.cli import run_in_process
 
 pytestmark = pytest.mark.chain
@@ -975,7 +975,7 @@ def _fill(arg: str, t: Path, brain: Path, extra: dict[str, str]) -> str:
 @pytest.mark.parametrize("case", CASES, ids=[f"{x.command}-{x.kind}" for x in CASES])
 def test_command_contract(case: Case, template: Path, tmp_path: Path, node: anvil.Node) -> None:
     brain = tmp_path / "brain"
-    shutil.copytree(template, brain, symlinks=True)
+    copy_brain(template, brain)
     _inputs(tmp_path, brain)
     uses = " ".join([*case.args, *(a for step in case.setup for a in step), *case.env.values()])
     if "{t}/plain" in uses:  # each of these costs a process or two: made only for the cases that use them

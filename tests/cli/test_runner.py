@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.brains import make_brain
+from tests.harness.brains import copy_brain, make_brain
 from tests.harness.cli import LEDGER, run_in_process, run_ledger, why_not_in_process
 
 B = ("--brain", "{b}")
@@ -95,7 +95,7 @@ def test_in_process_answers_as_a_child_process(
     got = {}
     for how, run in (("child", run_ledger), ("in-process", run_in_process)):
         shutil.rmtree(brain, ignore_errors=True)
-        shutil.copytree(template, brain, symlinks=True)
+        copy_brain(template, brain)
         if warm:
             run_ledger("--brain", str(brain), *argv[2:], env=env)
         proc = run(*argv, env=env, input=stdin, cwd=brain if cwd else tmp_path)

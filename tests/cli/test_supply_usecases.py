@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from ledger.evals import outcomes as oc
 from ledger.reports import Report
 from ledger.supply import usecases as uc
 from ledger.supply.installer import Installer
+from tests.harness.brains import copy_brain
 from tests.harness.cli import run_in_process
 from tests.unit.evals.test_evals_engine import FAMILY, verifier_brain
 
@@ -79,7 +79,7 @@ def test_supply_and_outcome_use_cases_give_the_cli_documents(tmp_path: Path) -> 
     a = tmp_path / "a"
     run_in_process("init", str(a), check=True)
     b = tmp_path / "b"
-    shutil.copytree(a, b, symlinks=True)
+    copy_brain(a, b)
     with Brain.open(a) as brain, brain.acting("user"):
         installed = uc.install(brain, str(src))
         approved = uc.approve(brain, ["hello"])
@@ -126,7 +126,7 @@ def test_an_outcome_import_and_an_empty_one_give_the_cli_documents(tmp_path: Pat
     run_in_process("--brain", str(a), "install", str(src), check=True)
     run_in_process("--brain", str(a), "approve", "hello", check=True)
     b = tmp_path / "b"
-    shutil.copytree(a, b, symlinks=True)
+    copy_brain(a, b)
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"skill": "hello", "task": "t3", "success": true}\n')
     empty = tmp_path / "empty.jsonl"
@@ -149,7 +149,7 @@ def test_the_scan_use_case_gives_the_cli_document_of_the_malicious_samples(tmp_p
 def test_eval_use_cases_give_the_cli_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = verifier_brain(tmp_path, monkeypatch, FAMILY)
     b = tmp_path / "b"
-    shutil.copytree(a, b, symlinks=True)
+    copy_brain(a, b)
     with Brain.open(a) as brain:
         with brain.acting("user"):
             planned = runs.plan(Evaluations(brain), "csv-sum")

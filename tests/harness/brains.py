@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -296,3 +297,18 @@ def two_copies(tmp_path: Path, skills: dict[str, str]) -> Iterator[tuple[Any, Pa
     finally:
         a.close()
         b.close()
+
+
+def copy_brain(src: Path, dest: Path) -> Path:
+    """A copy of the brain at ``src`` at ``dest``, taken while no packer works on it.
+
+    A write may leave a packer running, detached, that moves objects into packs and removes its own
+    files (``.ledger/gc-*``) as it goes; a copy taken meanwhile may miss a file that was listed a moment
+    before.  Holding the packer's lock (``no_repack``, the one ``git fsck`` holds) makes the copy one
+    state of the brain; a packer that has not started yet packs the original later, and the copy
+    keeps its request."""
+    from ledger.store.packing import no_repack
+
+    with no_repack(Path(src) / ".ledger"):
+        shutil.copytree(src, dest, symlinks=True)
+    return Path(dest)
