@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.bundle.collection import HERMES_SKIP
 from ledger.bundle.frontmatter import bounded
+from ledger.bundle.skill import SUPPORT_DIRS as SKILL_SUPPORT_DIRS
 from ledger.errors import SkillError
 
 __all__ = [
@@ -82,25 +84,8 @@ def matches_platform(fm: dict[str, Any], platform: str = sys.platform) -> bool:
 
 # agent/skill_utils.py: folder names its walk never enters, and the folders of a skill's files,
 # never entered from a folder that holds a SKILL.md.
-EXCLUDED_DIRS = frozenset(
-    (
-        ".git",
-        ".github",
-        ".hub",
-        ".archive",
-        ".venv",
-        "venv",
-        "node_modules",
-        "site-packages",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-    )
-)
-SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
+EXCLUDED_DIRS = HERMES_SKIP  # one list, ledger.bundle.collection's
+SUPPORT_DIRS = frozenset(SKILL_SUPPORT_DIRS)
 _PRUNED = EXCLUDED_DIRS | SUPPORT_DIRS
 READ_CHARS, MAX_NAME, MAX_DESCRIPTION = 4000, 64, 1024  # tools/skills_tool.py
 _ENVIRONMENTS = frozenset(("kanban", "docker", "s6"))  # the environment tags Hermes knows; others match
